@@ -1,0 +1,81 @@
+package emitter
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+)
+
+// Event is one delivery as handlers see it.
+type Event struct {
+	// ID is the delivery's unique id (the forge's delivery header); may be empty.
+	ID string
+	// Name is the event name (the forge's event header), such as "issues". Handlers
+	// registered for "issues.opened" see Name "issues" too.
+	Name string
+	// Payload is the delivery body, a JSON object, as received.
+	Payload json.RawMessage
+
+	// memo is shared by every handler of one delivery, so that a payload is decoded
+	// once per type however many typed handlers ask for it. Nil outside Receive.
+	memo *memo
+}
+
+// Handler handles an event. A returned error (or a panic) is collected by Receive
+// and reported to the error handlers.
+type Handler func(ctx context.Context, e Event) error
+
+// ErrorHandler is told about every failed delivery.
+type ErrorHandler func(ctx context.Context, err *Error)
+
+// Action returns the payload's top-level "action" member when it is a string, and ""
+// otherwise (no such member, not a string, or a payload that is not a JSON object).
+// It agrees with encoding/json: with duplicate keys the last one counts.
+func (e Event) Action() string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(e.Payload, &m) != nil {
+		return ""
+	}
+	var a string
+	if json.Unmarshal(m["action"], &a) != nil {
+		return ""
+	}
+	return a
+}
+
+// Memo returns the value that fn computes for this delivery under key, calling fn
+// at most once per delivery and key however many handlers ask, concurrently or not.
+// Typed handlers use it to decode a payload once. Outside Receive (an Event built
+// by hand), fn is simply called.
+func (e Event) Memo(key any, fn func() (any, error)) (any, error) {
+	if e.memo == nil {
+		return fn()
+	}
+	return e.memo.get(key, fn)
+}
+
+type memo struct {
+	mu sync.Mutex
+	m  map[any]*memoEntry
+}
+
+type memoEntry struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+func (m *memo) get(key any, fn func() (any, error)) (any, error) {
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = make(map[any]*memoEntry, 1)
+	}
+	ent := m.m[key]
+	if ent == nil {
+		ent = new(memoEntry)
+		m.m[key] = ent
+	}
+	m.mu.Unlock()
+	ent.once.Do(func() { ent.v, ent.err = fn() })
+	return ent.v, ent.err
+}

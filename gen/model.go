@@ -1,0 +1,137 @@
+// Package gen is the payload generator: it reads the schema in schema/ and writes
+// the Go of package payloads. It is a small pipeline: load the model (this file's
+// types, read from YAML), build the output with jennifer, write the files.
+//
+// The model is also what the importer (cmd/importschema) writes, so the two agree on
+// one format by sharing these types.
+//
+// Field.Type and Variant.Type are type expressions:
+//
+//	string | bool | int64 | float64   JSON scalars (ids and counts are int64)
+//	timestamp                         a date-time (RFC 3339, other forms, or Unix seconds)
+//	raw                               any JSON value, kept as its bytes (free-form data)
+//	Name                              a named Type of the schema
+//	[]T                               an array
+//	map[string]T                      an object with arbitrary keys
+//	*T                                an array element or map value that may be null
+//
+// A field's own optionality and nullability are given by Field.Required and
+// Field.Nullable, never by "*".
+package gen
+
+// Schema is the whole model: every event the forge sends, its actions, and the named
+// payload types they use. It is read from the YAML files of schema/.
+type Schema struct {
+	// Source says where the facts came from (package, version, checksum).
+	Source Source `yaml:"source"`
+	// Events lists every event, sorted by name.
+	Events []Event `yaml:"events"`
+	// Types holds the named payload types, sorted by name.
+	Types []Type `yaml:"types"`
+}
+
+// Source records the published spec a schema was imported from.
+type Source struct {
+	Package string `yaml:"package"`
+	Version string `yaml:"version"`
+	File    string `yaml:"file"`
+	SHA256  string `yaml:"sha256"`
+}
+
+// Event is one webhook event (the value of the forge's event header).
+type Event struct {
+	// Name is the event name, such as "issues" or "push".
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	// Type names the payload type of an event without actions. Empty when the event
+	// has actions.
+	Type string `yaml:"type,omitempty"`
+	// Actions lists the event's actions, sorted by name. Empty when the event has none.
+	Actions []Action `yaml:"actions,omitempty"`
+}
+
+// Action is one value of an event's top-level "action" member.
+type Action struct {
+	// Name is the action, such as "opened".
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	// Type names the payload type of this event.action.
+	Type string `yaml:"type"`
+}
+
+// Kind says what a named type is.
+type Kind string
+
+// The kinds of named types.
+const (
+	KindStruct Kind = "struct" // a JSON object with known members
+	KindEnum   Kind = "enum"   // a string (or integer) with known values; others still decode
+	KindUnion  Kind = "union"  // one of several types, told apart by Variant.Match
+)
+
+// Type is a named payload type.
+type Type struct {
+	// Name is the Go name, such as "Repository".
+	Name        string `yaml:"name"`
+	Kind        Kind   `yaml:"kind"`
+	Description string `yaml:"description,omitempty"`
+
+	// Fields are the members of a struct, in the order the spec lists them.
+	Fields []Field `yaml:"fields,omitempty"`
+
+	// Base is the JSON type of an enum: "string" (the default) or "int64".
+	Base string `yaml:"base,omitempty"`
+	// Values are an enum's known values.
+	Values []EnumValue `yaml:"values,omitempty"`
+
+	// Variants are a union's alternatives, tried in order; the first whose Match
+	// holds is chosen.
+	Variants []Variant `yaml:"variants,omitempty"`
+}
+
+// Field is one member of a struct.
+type Field struct {
+	// JSON is the member's key as the forge sends it.
+	JSON string `yaml:"json"`
+	// Name is the Go field name; empty means derived from JSON by the generator's
+	// naming rules (Go initialisms: ID, URL, HTMLURL, SHA, ...).
+	Name        string `yaml:"name,omitempty"`
+	Description string `yaml:"description,omitempty"`
+	// Type is a type expression (see the package doc).
+	Type string `yaml:"type"`
+	// Required reports that the member is always present.
+	Required bool `yaml:"required,omitempty"`
+	// Nullable reports that the member may be null.
+	Nullable bool `yaml:"nullable,omitempty"`
+}
+
+// EnumValue is one known value of an enum.
+type EnumValue struct {
+	Value       string `yaml:"value"`
+	Name        string `yaml:"name,omitempty"` // Go constant suffix; empty means derived
+	Description string `yaml:"description,omitempty"`
+}
+
+// Variant is one alternative of a union.
+type Variant struct {
+	// Type is a type expression (see the package doc).
+	Type string `yaml:"type"`
+	// Name is the Go name of the variant's field in the union; empty means derived
+	// from Type.
+	Name  string `yaml:"name,omitempty"`
+	Match Match  `yaml:"match,omitempty"`
+}
+
+// Match says when a JSON value is a union's variant. Every condition given must
+// hold; a Match with no condition always holds (a last, default variant).
+type Match struct {
+	// JSON is the JSON kind of the value: "object", "array", "string", "number",
+	// "integer", "boolean".
+	JSON string `yaml:"json,omitempty"`
+	// Has lists object keys that must be present.
+	Has []string `yaml:"has,omitempty"`
+	// Lacks lists object keys that must be absent.
+	Lacks []string `yaml:"lacks,omitempty"`
+	// Equals maps object keys to the string value each must have.
+	Equals map[string]string `yaml:"equals,omitempty"`
+}

@@ -1,0 +1,81 @@
+// Package corpus gives the tests, benchmarks and the command line the committed
+// example delivery bodies: the forge's public example payloads and a few synthetic
+// ones for names that have no public example.
+package corpus
+
+import (
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+)
+
+//go:embed testdata
+var files embed.FS
+
+// Example is one delivery body of the corpus.
+type Example struct {
+	// Event is the event name, as the forge sends it in its event header.
+	Event string
+	// Action is the payload's top-level "action", or "" when it has none.
+	Action string
+	// Path is the file's path inside the corpus, for messages.
+	Path string
+	// Synthetic reports whether the body was written for this project rather than
+	// taken from the forge's public examples.
+	Synthetic bool
+	// Body is the delivery body, byte for byte as committed.
+	Body []byte
+}
+
+// Name returns "event.action", or "event" when the example has no action.
+func (e Example) Name() string {
+	if e.Action == "" {
+		return e.Event
+	}
+	return e.Event + "." + e.Action
+}
+
+// All returns every example, public ones first, each group sorted by path. The
+// result is a fresh slice; the bodies are shared and must not be modified.
+func All() []Example {
+	var out []Example
+	for _, dir := range []string{"testdata/examples", "testdata/synthetic"} {
+		paths, _ := fs.Glob(files, dir+"/*/*.json")
+		sort.Strings(paths)
+		for _, p := range paths {
+			body, err := files.ReadFile(p)
+			if err != nil {
+				panic(err) // embedded: cannot happen
+			}
+			var head struct {
+				Action *string `json:"action"`
+			}
+			_ = json.Unmarshal(body, &head)
+			ex := Example{
+				Event:     path.Base(path.Dir(p)),
+				Path:      strings.TrimPrefix(p, "testdata/"),
+				Synthetic: dir == "testdata/synthetic",
+				Body:      body,
+			}
+			if head.Action != nil {
+				ex.Action = *head.Action
+			}
+			out = append(out, ex)
+		}
+	}
+	return out
+}
+
+// Public returns the forge's public examples only.
+func Public() []Example {
+	var out []Example
+	for _, e := range All() {
+		if !e.Synthetic {
+			out = append(out, e)
+		}
+	}
+	return out
+}
