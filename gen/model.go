@@ -48,6 +48,12 @@ type Event struct {
 	Type string `yaml:"type,omitempty"`
 	// Actions lists the event's actions, sorted by name. Empty when the event has none.
 	Actions []Action `yaml:"actions,omitempty"`
+	// OtherActionsType names the payload type of actions that Actions does not list.
+	// It is set only for an event whose action is free-form (repository_dispatch: the
+	// action is the event_type the dispatch request chose, so any value may arrive,
+	// all with this shape). Empty for every other event, where an unlisted action is
+	// unknown.
+	OtherActionsType string `yaml:"other_actions_type,omitempty"`
 }
 
 // Action is one value of an event's top-level "action" member.
