@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
 // Event is one delivery as handlers see it.
@@ -19,6 +21,13 @@ type Event struct {
 	// memo is shared by every handler of one delivery, so that a payload is decoded
 	// once per type however many typed handlers ask for it. Nil outside Receive.
 	memo *memo
+
+	// scan is what Receive's validation found, for the payload in scanned (the
+	// same slice: same first byte, same length). Action uses it only while
+	// Payload is still that slice, so an Event whose Payload was replaced (by a
+	// Transform, say) is scanned afresh.
+	scanned json.RawMessage
+	scan    jsonscan.Result
 }
 
 // Handler handles an event. A returned error (or a panic) is collected by Receive
@@ -30,17 +39,19 @@ type ErrorHandler func(ctx context.Context, err *Error)
 
 // Action returns the payload's top-level "action" member when it is a string, and ""
 // otherwise (no such member, not a string, or a payload that is not a JSON object).
-// It agrees with encoding/json: with duplicate keys the last one counts.
+// It agrees with decoding the payload with encoding/json: with duplicate keys the
+// last one counts, escapes are decoded, nested "action" keys do not count. It does
+// not decode the payload: during Receive it reuses what validation found, and
+// otherwise scans the bytes once.
 func (e Event) Action() string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(e.Payload, &m) != nil {
+	if len(e.Payload) > 0 && len(e.scanned) == len(e.Payload) && &e.scanned[0] == &e.Payload[0] {
+		return e.scan.String(e.Payload)
+	}
+	res, err := jsonscan.Scan(e.Payload)
+	if err != nil {
 		return ""
 	}
-	var a string
-	if json.Unmarshal(m["action"], &a) != nil {
-		return ""
-	}
-	return a
+	return res.String(e.Payload)
 }
 
 // Memo returns the value that fn computes for this delivery under key, calling fn

@@ -1,0 +1,217 @@
+package emitter
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"forgehooks.dev/forgehooks/internal/jsonscan"
+)
+
+// Receive dispatches e to the handlers registered for "name.action" (when the
+// payload has a top-level string "action"), for "name", and for every event
+// (OnAny). They all run concurrently; Receive waits for all of them and returns
+// nil, or an *Error holding each failed handler's error in that order
+// ("name.action" handlers first, then "name", then OnAny, each in registration
+// order). A panicking handler fails with a *PanicError. Error handlers are told
+// of an *Error without delaying Receive.
+//
+// Receive checks e before any handler runs: a missing name (ErrMissingName), a
+// missing payload (ErrMissingPayload) and a payload that is not a JSON object (an
+// error wrapping ErrInvalidPayload) are returned as they are, and not reported to
+// error handlers. After Close, Receive returns ErrClosed.
+//
+// The handlers get ctx as it is; Receive does not cancel it.
+func (em *Emitter) Receive(ctx context.Context, e Event) error {
+	if e.Name == "" {
+		return ErrMissingName
+	}
+	if len(e.Payload) == 0 {
+		return ErrMissingPayload
+	}
+	res, err := jsonscan.Scan(e.Payload)
+	if err != nil {
+		return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, e.Name, e.ID, err)
+	}
+	e.scanned, e.scan = e.Payload, res
+	e.memo = nil // a fresh one per delivery, below
+	if !em.begin() {
+		return ErrClosed
+	}
+	defer em.end()
+
+	s := em.snap.Load()
+	if s == nil {
+		return nil
+	}
+	var withAction []*Listener
+	if act := res.Bytes(e.Payload); len(act) > 0 && len(s.byName) > 0 {
+		var buf [64]byte // "name.action" without allocating, for most names
+		key := append(append(append(buf[:0], e.Name...), '.'), act...)
+		withAction = s.byName[string(key)]
+	}
+	plain := s.byName[e.Name]
+	nOn := len(withAction) + len(plain)
+	n := nOn + len(s.any)
+	if n == 0 {
+		return nil
+	}
+
+	d := &delivery{ctx: ctx}
+	e.memo = &d.memo
+	if n <= len(d.errBuf) {
+		d.errs = d.errBuf[:n]
+	} else {
+		d.errs = make([]error, n)
+	}
+
+	if em.opts.Transform != nil && nOn > 0 {
+		// OnAny handlers do not wait for the transform; On handlers do.
+		for i, l := range s.any {
+			d.start(nOn+i, l, e, false)
+		}
+		onEvent, terr := em.transform(ctx, e)
+		if terr != nil {
+			for i := range nOn {
+				d.errs[i] = terr
+			}
+			return em.finish(ctx, d, e)
+		}
+		onEvent.memo = &d.onMemo // its own: the payload may differ
+		i := 0
+		for _, list := range [2][]*Listener{withAction, plain} {
+			for _, l := range list {
+				d.start(i, l, onEvent, i == nOn-1)
+				i++
+			}
+		}
+		return em.finish(ctx, d, e)
+	}
+
+	i := 0
+	for _, list := range [3][]*Listener{withAction, plain, s.any} {
+		for _, l := range list {
+			d.start(i, l, e, i == n-1) // the last one on this goroutine
+			i++
+		}
+	}
+	return em.finish(ctx, d, e)
+}
+
+// delivery is the state one Receive shares with its handlers, allocated once.
+type delivery struct {
+	ctx    context.Context
+	wg     sync.WaitGroup
+	memo   memo // for the Event as delivered
+	onMemo memo // for the transformed Event
+	errs   []error
+	errBuf [4]error
+}
+
+// start runs handler l as slot i: on this goroutine when inline, otherwise in a
+// new one counted by d.wg.
+func (d *delivery) start(i int, l *Listener, e Event, inline bool) {
+	if inline {
+		call(d.ctx, &d.errs[i], l.h, e)
+		return
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		call(d.ctx, &d.errs[i], l.h, e)
+	}()
+}
+
+// finish waits for the handlers and reports their errors.
+func (em *Emitter) finish(ctx context.Context, d *delivery, e Event) error {
+	d.wg.Wait()
+	var errs []error
+	for _, err := range d.errs {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if errs == nil {
+		return nil
+	}
+	herr := &Error{Event: e, Errors: errs}
+	em.ReportError(ctx, herr)
+	return herr
+}
+
+func (em *Emitter) transform(ctx context.Context, e Event) (out Event, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			err = recovered(recover(), "transform")
+		}
+		if err != nil {
+			err = fmt.Errorf("emitter: transform: %w", err)
+		}
+	}()
+	out, err = em.opts.Transform(ctx, e)
+	returned = true
+	return out, err
+}
+
+// call runs a handler and stores its error in *slot, turning a panic (or a
+// runtime.Goexit, which never returns) into a *PanicError.
+func call(ctx context.Context, slot *error, h Handler, e Event) {
+	returned := false
+	defer func() {
+		if !returned {
+			*slot = recovered(recover(), "handler")
+		}
+	}()
+	*slot = h(ctx, e)
+	returned = true
+}
+
+// recovered builds the error of a function that did not return: it panicked
+// with v, or (v == nil) it called runtime.Goexit.
+func recovered(v any, what string) error {
+	if v == nil {
+		return &PanicError{Value: "runtime.Goexit called", Stack: debug.Stack(), what: what}
+	}
+	return &PanicError{Value: v, Stack: debug.Stack(), what: what}
+}
+
+// ReportError tells every error handler about err, each in its own goroutine,
+// and returns at once. Receive calls it for failed handlers; package webhooks
+// calls it when a delivery's signature does not match, so that error handlers
+// hear of deliveries that never reached Receive. The handlers get ctx without
+// its cancellation, since they outlive the call. After Close nothing is run and
+// the report is logged instead.
+func (em *Emitter) ReportError(ctx context.Context, err *Error) {
+	if err == nil {
+		return
+	}
+	s := em.snap.Load()
+	if s == nil || len(s.errs) == 0 {
+		return
+	}
+	if !em.begin() {
+		em.Logger().Warn("emitter: closed; error not reported to error handlers", "event", err.Event.Name, "delivery", err.Event.ID, "error", err)
+		return
+	}
+	defer em.end()
+	ctx = context.WithoutCancel(ctx)
+	for _, l := range s.errs {
+		em.active.Add(1) // while begin's count holds, so Close cannot miss it
+		go em.runErrorHandler(ctx, l.eh, err)
+	}
+}
+
+func (em *Emitter) runErrorHandler(ctx context.Context, h ErrorHandler, err *Error) {
+	defer em.end()
+	returned := false
+	defer func() {
+		if !returned {
+			p := recovered(recover(), "error handler").(*PanicError)
+			em.Logger().Error("emitter: error handler panicked", "panic", fmt.Sprint(p.Value), "event", err.Event.Name, "delivery", err.Event.ID, "stack", string(p.Stack))
+		}
+	}()
+	h(ctx, err)
+	returned = true
+}

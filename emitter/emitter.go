@@ -1,0 +1,254 @@
+package emitter
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+var (
+	// ErrMissingName is returned by Receive for an event without a name.
+	ErrMissingName = errors.New("emitter: event name is required")
+	// ErrMissingPayload is returned by Receive for an event without a payload.
+	ErrMissingPayload = errors.New("emitter: event payload is required")
+	// ErrInvalidPayload is wrapped by Receive's error for a payload that is not a
+	// JSON object (invalid JSON, or an array, a string, a number, true, false or
+	// null).
+	ErrInvalidPayload = errors.New("emitter: payload is not a JSON object")
+	// ErrClosed is returned by Receive once Close has been called.
+	ErrClosed = errors.New("emitter: closed")
+)
+
+// Options configures an Emitter. The zero value is valid.
+type Options struct {
+	// Transform, when set, turns each delivery into the Event that handlers
+	// registered with On (and OnNames) receive. It runs once per delivery, and only
+	// when at least one such handler matches; OnAny handlers get the delivery as
+	// it is. Its error (or panic) becomes the error of every On handler it would
+	// have fed.
+	Transform func(ctx context.Context, e Event) (Event, error)
+	// Logger receives warnings (unknown event names) and errors (a panicking error
+	// handler). Nil: text on stderr, warnings and errors only.
+	Logger *slog.Logger
+	// KnownEvent tells whether an event name (such as "issues" or
+	// "issues.opened") is known. Registering a name for which it returns false
+	// logs a warning; the handler is registered all the same. Nil: every name is
+	// known.
+	KnownEvent func(name string) bool
+}
+
+// Emitter dispatches events to handlers. Its zero value is ready to use, with
+// the default Options. An Emitter is safe for concurrent use: handlers may be
+// registered and removed while deliveries are dispatched, and a delivery sees
+// the handlers registered when it started.
+type Emitter struct {
+	opts Options
+
+	mu   sync.Mutex // serialises registration; dispatch never takes it
+	snap atomic.Pointer[snapshot]
+
+	// active counts Receives, error reports and error handlers in flight, so that
+	// Close can wait for them.
+	active    atomic.Int64
+	closing   atomic.Bool
+	idleOnce  sync.Once
+	idle      chan struct{}
+	closeIdle sync.Once
+}
+
+// New returns an Emitter configured by opts.
+func New(opts Options) *Emitter {
+	return &Emitter{opts: opts}
+}
+
+// Listener is the handle of a registration, for RemoveListener.
+type Listener struct {
+	h  Handler
+	eh ErrorHandler
+}
+
+// snapshot is an immutable view of the registrations. Registration builds a new
+// one (copy on write) so that dispatch reads it without a lock; slices are never
+// appended to in place.
+type snapshot struct {
+	byName map[string][]*Listener
+	any    []*Listener
+	errs   []*Listener
+}
+
+var defaultLogger = sync.OnceValue(func() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+})
+
+// Logger returns the logger the Emitter uses: Options.Logger, or the default
+// that writes warnings and errors to stderr.
+func (em *Emitter) Logger() *slog.Logger {
+	if em.opts.Logger != nil {
+		return em.opts.Logger
+	}
+	return defaultLogger()
+}
+
+// On registers h for the event name, either an event ("issues") or an event and
+// action ("issues.opened"), and returns the registration's handle.
+//
+// It panics, as http.ServeMux does for a bad pattern, when name is empty, "*"
+// (use OnAny) or "error" (use OnError), or when h is nil. A name that
+// Options.KnownEvent does not know is logged as a warning and registered anyway.
+func (em *Emitter) On(name string, h Handler) *Listener {
+	return em.OnNames([]string{name}, h)
+}
+
+// OnNames registers h under each of names, as On does for one, and returns one
+// handle for all of them. It panics when names is empty or when On would.
+func (em *Emitter) OnNames(names []string, h Handler) *Listener {
+	if len(names) == 0 {
+		panic("emitter: OnNames with no event names")
+	}
+	for _, name := range names {
+		switch name {
+		case "":
+			panic("emitter: On with an empty event name")
+		case "*":
+			panic(`emitter: On("*"): use OnAny to handle every event`)
+		case "error":
+			panic(`emitter: On("error"): use OnError to handle errors`)
+		}
+	}
+	if h == nil {
+		panic("emitter: On with a nil handler")
+	}
+	l := &Listener{h: h}
+	em.update(func(s *snapshot) {
+		for _, name := range names {
+			s.byName[name] = append(s.byName[name][:len(s.byName[name]):len(s.byName[name])], l)
+		}
+	})
+	if em.opts.KnownEvent != nil {
+		for _, name := range names {
+			if !em.opts.KnownEvent(name) {
+				em.Logger().Warn("emitter: registered a handler for an unknown event name", "name", name)
+			}
+		}
+	}
+	return l
+}
+
+// OnAny registers h for every event and returns the registration's handle. It
+// panics when h is nil.
+func (em *Emitter) OnAny(h Handler) *Listener {
+	if h == nil {
+		panic("emitter: OnAny with a nil handler")
+	}
+	l := &Listener{h: h}
+	em.update(func(s *snapshot) { s.any = append(s.any[:len(s.any):len(s.any)], l) })
+	return l
+}
+
+// OnError registers h to be told of every failed delivery, and returns the
+// registration's handle. Error handlers run in their own goroutines, so they do
+// not delay Receive; Close waits for them. It panics when h is nil.
+func (em *Emitter) OnError(h ErrorHandler) *Listener {
+	if h == nil {
+		panic("emitter: OnError with a nil handler")
+	}
+	l := &Listener{eh: h}
+	em.update(func(s *snapshot) { s.errs = append(s.errs[:len(s.errs):len(s.errs)], l) })
+	return l
+}
+
+// RemoveListener removes the most recent registration of l under name: an event
+// name as given to On, "*" for OnAny, or "error" for OnError. It reports whether
+// there was one. Deliveries already started still run the handler.
+func (em *Emitter) RemoveListener(name string, l *Listener) bool {
+	if l == nil || name == "" {
+		return false
+	}
+	removed := false
+	em.update(func(s *snapshot) {
+		var list *[]*Listener
+		switch name {
+		case "*":
+			list = &s.any
+		case "error":
+			list = &s.errs
+		default:
+			ls := s.byName[name]
+			list = &ls
+			defer func() {
+				if len(ls) == 0 {
+					delete(s.byName, name)
+				} else {
+					s.byName[name] = ls
+				}
+			}()
+		}
+		for i := len(*list) - 1; i >= 0; i-- {
+			if (*list)[i] == l {
+				// A new slice: the old snapshot's may still be in use.
+				*list = slices.Concat((*list)[:i], (*list)[i+1:])
+				removed = true
+				return
+			}
+		}
+	})
+	return removed
+}
+
+// update applies fn to a copy of the current snapshot and publishes the copy.
+func (em *Emitter) update(fn func(s *snapshot)) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	next := &snapshot{byName: make(map[string][]*Listener)}
+	if old := em.snap.Load(); old != nil {
+		for k, v := range old.byName {
+			next.byName[k] = v
+		}
+		next.any, next.errs = old.any, old.errs
+	}
+	fn(next)
+	em.snap.Store(next)
+}
+
+// begin records an operation in flight, unless the Emitter is closing.
+func (em *Emitter) begin() bool {
+	em.active.Add(1)
+	if em.closing.Load() {
+		em.end()
+		return false
+	}
+	return true
+}
+
+// end ends an operation that begin (or a spawn) recorded.
+func (em *Emitter) end() {
+	if em.active.Add(-1) == 0 && em.closing.Load() {
+		em.closeIdle.Do(func() { close(em.idleChan()) })
+	}
+}
+
+func (em *Emitter) idleChan() chan struct{} {
+	em.idleOnce.Do(func() { em.idle = make(chan struct{}) })
+	return em.idle
+}
+
+// Close stops the Emitter: Receive then returns ErrClosed. Close waits until
+// every Receive in flight (including those whose handlers outlived an HTTP
+// timeout) and every error handler still running has finished, or until ctx is
+// done, whichever comes first; in the latter case it returns ctx's error.
+func (em *Emitter) Close(ctx context.Context) error {
+	em.closing.Store(true)
+	if em.active.Load() == 0 {
+		return nil
+	}
+	select {
+	case <-em.idleChan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
