@@ -1,0 +1,404 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/signing"
+)
+
+// Defaults of MiddlewareOptions.
+const (
+	// DefaultPath is where the middleware receives deliveries.
+	DefaultPath = "/api/forge/webhooks"
+	// DefaultTimeout is how long the middleware waits for handlers before it
+	// answers 202: the forge gives up after 10 seconds.
+	DefaultTimeout = 9 * time.Second
+	// DefaultMaxBodyBytes is the largest body accepted: 25 MiB, the forge's own
+	// limit for a delivery.
+	DefaultMaxBodyBytes = 25 << 20
+)
+
+// The headers a delivery must carry, in the order the 400 answer names them.
+const (
+	HeaderEvent     = "X-Forge-Event"
+	HeaderSignature = "X-Hub-Signature-256"
+	HeaderDelivery  = "X-Forge-Delivery"
+)
+
+// MiddlewareOptions configures NewMiddleware. The zero value gives the defaults.
+type MiddlewareOptions struct {
+	// Path is the URL path deliveries are posted to. Default DefaultPath. A
+	// missing leading slash is added; trailing slashes are ignored.
+	Path string
+	// Logger gets one line per rejected request, with the reason. Nil: the
+	// Webhooks' logger.
+	Logger *slog.Logger
+	// Timeout is how long to wait for the handlers before answering 202 while
+	// they go on. Zero: DefaultTimeout. Negative: wait for them however long.
+	Timeout time.Duration
+	// MaxBodyBytes is the largest body accepted (413 above it). Zero or negative:
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// Middleware receives deliveries over HTTP on one path, verifies them and
+// dispatches them to a Webhooks. It answers as the README's status table says.
+// It is safe for concurrent use.
+type Middleware struct {
+	w       *Webhooks
+	path    string // without trailing slashes; "" for "/"
+	logger  *slog.Logger
+	timeout time.Duration
+	max     int64
+}
+
+// NewMiddleware returns a Middleware serving w. It panics when w is nil.
+func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
+	if w == nil {
+		panic("webhooks: NewMiddleware with a nil *Webhooks")
+	}
+	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes}
+	path := opts.Path
+	if path == "" {
+		path = DefaultPath
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	m.path = strings.TrimRight(path, "/")
+	if m.logger == nil {
+		m.logger = w.Logger()
+	}
+	if m.timeout == 0 {
+		m.timeout = DefaultTimeout
+	}
+	if m.max <= 0 {
+		m.max = DefaultMaxBodyBytes
+	}
+	return m
+}
+
+// ServeHTTP handles a request for the middleware's path and answers any other
+// with 404 and a JSON error, so that the Middleware can be a server's handler.
+func (m *Middleware) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if !m.Handle(rw, r) {
+		m.notFound(rw, r)
+	}
+}
+
+// Handle handles r when it is for the middleware's path, and reports whether it
+// was. When it returns false it has written nothing, so the caller may answer.
+func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
+	if !m.matches(r.URL) {
+		return false
+	}
+	m.serve(rw, r)
+	return true
+}
+
+// Wrap returns a handler that serves the middleware's path and passes every
+// other request to next (a nil next answers 404), for routers that take
+// func(http.Handler) http.Handler middleware.
+func (m *Middleware) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if m.Handle(rw, r) {
+			return
+		}
+		if next == nil {
+			m.notFound(rw, r)
+			return
+		}
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// matches reports whether u is for the middleware's path. The path is compared
+// decoded (so /api/forge/web%68ooks matches) and byte for byte after trailing
+// slashes are dropped; the query does not count. It is not cleaned: "..", "."
+// and doubled slashes do not match. An encoded slash (%2F) never matches,
+// because decoded it would turn one segment into two.
+func (m *Middleware) matches(u *url.URL) bool {
+	if u == nil {
+		return false
+	}
+	if u.RawPath != "" && strings.Contains(strings.ToLower(u.RawPath), "%2f") {
+		return false
+	}
+	return strings.TrimRight(u.Path, "/") == m.path
+}
+
+// Messages of the answers; the README's status table quotes them.
+const (
+	msgUnsupportedType = `Unsupported "Content-Type" header value. Must be "application/json"`
+	msgMismatch        = "signature does not match event payload and secret"
+	msgShuttingDown    = "Shutting down: not accepting deliveries"
+)
+
+var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
+
+func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelInfo, "method is not POST")
+		return
+	}
+	if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
+		m.reject(rw, r, http.StatusUnsupportedMediaType, msgUnsupportedType, slog.LevelWarn, "content type is not application/json", "content_type", strings.Join(cts, ", "))
+		return
+	}
+	var missing, repeated []string
+	for _, h := range requiredHeaders {
+		switch vs := r.Header.Values(h); {
+		case len(vs) == 0 || len(vs) == 1 && strings.TrimSpace(vs[0]) == "":
+			missing = append(missing, strings.ToLower(h))
+		case len(vs) > 1:
+			repeated = append(repeated, strings.ToLower(h))
+		}
+	}
+	if missing != nil {
+		m.reject(rw, r, http.StatusBadRequest, "Required headers missing: "+strings.Join(missing, ", "), slog.LevelWarn, "required headers missing")
+		return
+	}
+	if repeated != nil {
+		m.reject(rw, r, http.StatusBadRequest, "Headers sent more than once, ambiguous: "+strings.Join(repeated, ", "), slog.LevelWarn, "required headers repeated")
+		return
+	}
+	d := Delivery{
+		ID:        strings.TrimSpace(r.Header.Get(HeaderDelivery)),
+		Name:      strings.TrimSpace(r.Header.Get(HeaderEvent)),
+		Signature: strings.TrimSpace(r.Header.Get(HeaderSignature)),
+	}
+	if r.ContentLength > m.max {
+		m.tooLarge(rw, r, d)
+		return
+	}
+
+	// Read the body once, hashing it with the primary secret on the way in; the
+	// additional secrets are tried on the same bytes only if that fails.
+	digest, _ := signing.NewDigest(m.w.secret) // New guarantees a secret
+	body, err := readBody(r.Body, r.ContentLength, m.max, digest)
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.Is(err, errTooLarge) || errors.As(err, &maxErr):
+		m.tooLarge(rw, r, d)
+		return
+	case err != nil:
+		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", d.ID, "error", err)
+		return
+	}
+	d.Payload = body
+	if !m.w.verifyDigest(digest, body, d.Signature) {
+		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
+		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", d.ID, "event", d.Name)
+		return
+	}
+
+	// The handlers outlive the request when they take longer than the timeout,
+	// so they must not see its cancellation; Close waits for them.
+	ctx := context.WithoutCancel(r.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- m.w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+	}()
+	var timeout <-chan time.Time
+	if m.timeout > 0 {
+		t := time.NewTimer(m.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case err := <-done:
+		m.answer(rw, r, d, err)
+	case <-timeout:
+		m.logger.Info("webhooks: handlers still running; answered 202", "delivery", d.ID, "event", d.Name, "timeout", m.timeout)
+		writeText(rw, http.StatusAccepted, "still processing\n")
+	case <-r.Context().Done():
+		m.logger.Info("webhooks: client went away; handlers go on", "delivery", d.ID, "event", d.Name)
+	}
+}
+
+// answer writes the response for Receive's result.
+func (m *Middleware) answer(rw http.ResponseWriter, r *http.Request, d Delivery, err error) {
+	var herr *emitter.Error
+	switch {
+	case err == nil:
+		writeText(rw, http.StatusOK, "ok\n")
+	case errors.Is(err, emitter.ErrClosed):
+		m.reject(rw, r, http.StatusServiceUnavailable, msgShuttingDown, slog.LevelWarn, "closed", "delivery", d.ID)
+	case errors.As(err, &herr) && len(herr.Errors) > 0:
+		first := herr.Errors[0]
+		code := statusOf(first)
+		m.logger.Error("webhooks: handlers failed", "delivery", d.ID, "event", d.Name, "status", code, "errors", len(herr.Errors), "error", err)
+		writeJSONError(rw, code, first.Error())
+	case errors.Is(err, emitter.ErrInvalidPayload), errors.Is(err, emitter.ErrMissingPayload), errors.Is(err, emitter.ErrMissingName):
+		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", d.ID, "event", d.Name)
+	default:
+		m.logger.Error("webhooks: delivery failed", "delivery", d.ID, "event", d.Name, "error", err)
+		writeJSONError(rw, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// statusOf is the HTTP status for a handler's error: the HTTPStatus() of the
+// first error in its chain that has one, when that is a 4xx or 5xx code, and
+// 500 otherwise.
+func statusOf(err error) int {
+	var s interface{ HTTPStatus() int }
+	if errors.As(err, &s) {
+		if code := s.HTTPStatus(); code >= 400 && code <= 599 {
+			return code
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// WithStatus returns err with an HTTP status: when a handler's error (the first
+// one, if several handlers fail) is or wraps it, the middleware answers with
+// code instead of 500. code must be a 4xx or 5xx status; others are ignored. The
+// result's message is err's, and errors.Is and errors.As see err through it.
+// WithStatus(code, nil) is nil.
+//
+// Any error type with a method HTTPStatus() int works the same way.
+func WithStatus(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &statusError{code: code, err: err}
+}
+
+type statusError struct {
+	code int
+	err  error
+}
+
+func (e *statusError) Error() string   { return e.err.Error() }
+func (e *statusError) Unwrap() error   { return e.err }
+func (e *statusError) HTTPStatus() int { return e.code }
+
+// verifyDigest checks the signature with the digest of the primary secret, then
+// with each additional secret over body.
+func (w *Webhooks) verifyDigest(primary *signing.Digest, body []byte, signature string) bool {
+	want, ok := signing.ParseSignature(signature)
+	if !ok {
+		return false
+	}
+	if primary.MatchDigest(want) {
+		return true
+	}
+	for _, s := range w.additional {
+		d, _ := signing.NewDigest(s)
+		d.Write(body)
+		if d.MatchDigest(want) {
+			return true
+		}
+	}
+	return false
+}
+
+var errTooLarge = errors.New("webhooks: body too large")
+
+// readBody reads r into one buffer, writing each piece to h as it arrives. The
+// buffer is presized from contentLength when that is known (and within max), so
+// that a body is copied once. It stops at max+1 bytes with errTooLarge.
+func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error) {
+	size := contentLength
+	if size < 0 {
+		size = min(max+1, 64<<10)
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if int64(len(buf)) > max {
+			return nil, errTooLarge
+		}
+		if len(buf) == cap(buf) {
+			// Full: look ahead with a small read before growing, so that a body
+			// that ends at its Content-Length is not copied into a bigger buffer.
+			var probe [512]byte
+			n, err := r.Read(probe[:min(int64(len(probe)), max+1-int64(len(buf)))])
+			h.Write(probe[:n])
+			buf = append(buf, probe[:n]...)
+			if err == io.EOF {
+				if int64(len(buf)) > max {
+					return nil, errTooLarge
+				}
+				return buf, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		end := min(int64(cap(buf)), max+1)
+		n, err := r.Read(buf[len(buf):end])
+		h.Write(buf[len(buf) : len(buf)+n])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if int64(len(buf)) > max {
+				return nil, errTooLarge
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (m *Middleware) tooLarge(rw http.ResponseWriter, r *http.Request, d Delivery) {
+	m.reject(rw, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("Payload too large: the limit is %d bytes", m.max), slog.LevelWarn, "body too large", "delivery", d.ID, "content_length", r.ContentLength)
+}
+
+func (m *Middleware) notFound(rw http.ResponseWriter, r *http.Request) {
+	m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelInfo, "not the webhook path")
+}
+
+// reject logs why a request is refused and answers it with a JSON error.
+func (m *Middleware) reject(rw http.ResponseWriter, r *http.Request, code int, msg string, level slog.Level, why string, attrs ...any) {
+	attrs = append([]any{"status", code, "method", r.Method, "path", requestURI(r), "remote", r.RemoteAddr}, attrs...)
+	m.logger.Log(r.Context(), level, "webhooks: rejected request: "+why, attrs...)
+	writeJSONError(rw, code, msg)
+}
+
+func requestURI(r *http.Request) string {
+	if r.RequestURI != "" {
+		return r.RequestURI
+	}
+	if r.URL != nil {
+		return r.URL.RequestURI()
+	}
+	return ""
+}
+
+// isJSON reports whether a Content-Type value is application/json, in any case,
+// with or without parameters.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json" // ParseMediaType lower-cases it
+}
+
+func writeJSONError(rw http.ResponseWriter, code int, msg string) {
+	body, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{msg})
+	rw.Header().Set("Content-Type", "application/json")
+	rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	rw.WriteHeader(code)
+	rw.Write(body)
+}
+
+func writeText(rw http.ResponseWriter, code int, text string) {
+	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	rw.Header().Set("Content-Length", strconv.Itoa(len(text)))
+	rw.WriteHeader(code)
+	io.WriteString(rw, text)
+}

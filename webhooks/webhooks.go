@@ -1,0 +1,134 @@
+// Package webhooks is forgehooks' facade: it verifies a webhook delivery's
+// signature and dispatches it to the handlers of an embedded emitter.Emitter,
+// and it serves deliveries over HTTP with Middleware.
+//
+//	wh, err := webhooks.New(webhooks.Options{Secret: secret})
+//	wh.On("issues.opened", handler)
+//	http.Handle("/", webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/signing"
+)
+
+var (
+	// ErrMissingSecret is returned by New without a secret (or with an empty
+	// additional one). It is signing.ErrMissingSecret.
+	ErrMissingSecret = signing.ErrMissingSecret
+	// ErrSignatureMismatch is wrapped by VerifyAndReceive's error when the
+	// signature is missing, malformed, or made with another secret.
+	ErrSignatureMismatch = errors.New("signature does not match event payload and secret")
+	// ErrInvalidPayload is wrapped by the error for a payload that is not a JSON
+	// object. It is emitter.ErrInvalidPayload.
+	ErrInvalidPayload = emitter.ErrInvalidPayload
+)
+
+// Options configures New.
+type Options struct {
+	// Secret is the webhook secret, as configured on the forge. Required.
+	Secret string
+	// AdditionalSecrets are also accepted by VerifyAndReceive and the middleware,
+	// after Secret and in order: while a secret is rotated, put the new one in
+	// Secret and the old one here.
+	AdditionalSecrets []string
+	// Transform applies to handlers registered with On and OnNames; see
+	// emitter.Options.Transform.
+	Transform func(ctx context.Context, e emitter.Event) (emitter.Event, error)
+	// Logger gets warnings and errors. Nil: text on stderr, where debug and info
+	// are silent and warnings and errors are shown.
+	Logger *slog.Logger
+}
+
+// Webhooks verifies deliveries and dispatches them. The embedded Emitter gives
+// it On, OnNames, OnAny, OnError, RemoveListener, Receive (no signature check)
+// and Close. It is safe for concurrent use.
+type Webhooks struct {
+	*emitter.Emitter
+	secret     string
+	additional []string
+}
+
+// New returns a Webhooks for opts. It fails with an error wrapping
+// ErrMissingSecret when Secret, or one of AdditionalSecrets, is empty.
+func New(opts Options) (*Webhooks, error) {
+	if opts.Secret == "" {
+		return nil, fmt.Errorf("webhooks: New: %w", ErrMissingSecret)
+	}
+	for i, s := range opts.AdditionalSecrets {
+		if s == "" {
+			return nil, fmt.Errorf("webhooks: New: additional secret %d of %d is empty: %w", i+1, len(opts.AdditionalSecrets), ErrMissingSecret)
+		}
+	}
+	return &Webhooks{
+		Emitter: emitter.New(emitter.Options{
+			Transform: opts.Transform,
+			Logger:    opts.Logger,
+		}),
+		secret:     opts.Secret,
+		additional: append([]string(nil), opts.AdditionalSecrets...),
+	}, nil
+}
+
+// Sign returns payload's signature under the primary secret, as the forge
+// computes it: "sha256=" and 64 lower-case hex digits. An empty payload is
+// signing.ErrMissingPayload.
+func (w *Webhooks) Sign(payload []byte) (string, error) {
+	return signing.Sign(w.secret, payload)
+}
+
+// Verify reports whether signature is payload's signature under the primary
+// secret (not the additional ones; VerifyAndReceive tries those too). It errs
+// only for an empty payload or signature.
+func (w *Webhooks) Verify(payload []byte, signature string) (bool, error) {
+	return signing.Verify(w.secret, payload, signature)
+}
+
+// Delivery is one webhook delivery as the forge sends it.
+type Delivery struct {
+	// ID is the delivery's unique id (X-Forge-Delivery); may be empty.
+	ID string
+	// Name is the event name (X-Forge-Event). Required.
+	Name string
+	// Payload is the request body, byte for byte. Required.
+	Payload []byte
+	// Signature is the X-Hub-Signature-256 header's value.
+	Signature string
+}
+
+// VerifyAndReceive checks d's signature against the primary and then each
+// additional secret, and dispatches d as Receive does when one matches.
+//
+// When none matches (or the signature or payload is missing), no handler runs;
+// the error handlers are told with an *emitter.Error whose Event is d; and the
+// error returned wraps ErrSignatureMismatch (and the signing error that caused
+// it, if any) and names the delivery. Otherwise the result is Receive's: nil, an
+// *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
+func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
+	ok, err := signing.VerifyWithFallback(w.secret, d.Payload, d.Signature, w.additional...)
+	if !ok {
+		return w.mismatch(ctx, d, err)
+	}
+	return w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+}
+
+// mismatch builds the error of a delivery whose signature failed and tells the
+// error handlers.
+func (w *Webhooks) mismatch(ctx context.Context, d Delivery, cause error) error {
+	var err error
+	if cause != nil {
+		err = fmt.Errorf("webhooks: delivery %q (event %q): %w: %w", d.ID, d.Name, ErrSignatureMismatch, cause)
+	} else {
+		err = fmt.Errorf("webhooks: delivery %q (event %q): %w", d.ID, d.Name, ErrSignatureMismatch)
+	}
+	w.ReportError(ctx, &emitter.Error{
+		Event:  emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload},
+		Errors: []error{err},
+	})
+	return err
+}

@@ -1,0 +1,187 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/signing"
+)
+
+// deadlock bounds waits that only a bug would make long. It times nothing.
+const deadlock = 10 * time.Second
+
+func mustNew(t testing.TB, opts Options) *Webhooks {
+	t.Helper()
+	wh, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wh.Close(context.Background()) })
+	return wh
+}
+
+func sign(t testing.TB, secret string, body []byte) string {
+	t.Helper()
+	sig, err := signing.Sign(secret, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr error
+		message string
+	}{
+		{"secret", Options{Secret: "s"}, nil, ""},
+		{"with additional", Options{Secret: "s", AdditionalSecrets: []string{"old"}}, nil, ""},
+		{"missing secret", Options{}, ErrMissingSecret, "webhooks: New: signing: secret is required"},
+		{"empty additional", Options{Secret: "s", AdditionalSecrets: []string{"a", ""}}, ErrMissingSecret, "additional secret 2 of 2 is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wh, err := New(tt.opts)
+			if !errors.Is(err, tt.wantErr) || err != nil && !strings.Contains(err.Error(), tt.message) {
+				t.Fatalf("err = %v, want %v containing %q", err, tt.wantErr, tt.message)
+			}
+			if (wh == nil) != (err != nil) {
+				t.Fatalf("New = %v, %v", wh, err)
+			}
+		})
+	}
+	if !errors.Is(ErrMissingSecret, signing.ErrMissingSecret) || !errors.Is(ErrInvalidPayload, emitter.ErrInvalidPayload) {
+		t.Error("re-exported sentinels differ")
+	}
+}
+
+func TestSignVerify(t *testing.T) {
+	wh := mustNew(t, Options{Secret: "mysecret", AdditionalSecrets: []string{"old"}})
+	body := []byte(`{"foo":"bar"}`)
+	sig, err := wh.Sign(body)
+	if err != nil || sig != "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3" {
+		t.Fatalf("Sign = %s, %v", sig, err)
+	}
+	tests := []struct {
+		name    string
+		payload []byte
+		sig     string
+		want    bool
+		wantErr error
+	}{
+		{"primary", body, sig, true, nil},
+		{"additional secret is not used", body, sign(t, "old", body), false, nil},
+		{"garbage", body, "sha256=nope", false, nil},
+		{"missing payload", nil, sig, false, signing.ErrMissingPayload},
+		{"missing signature", body, "", false, signing.ErrMissingSignature},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := wh.Verify(tt.payload, tt.sig)
+			if got != tt.want || !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Verify = %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+	if _, err := wh.Sign(nil); !errors.Is(err, signing.ErrMissingPayload) {
+		t.Errorf("Sign(nil) err = %v", err)
+	}
+}
+
+func TestVerifyAndReceive(t *testing.T) {
+	body := []byte(`{"action":"opened"}`)
+	errHandler := errors.New("handler failed")
+	tests := []struct {
+		name      string
+		delivery  Delivery
+		wantErr   error // nil: success
+		wantRan   bool  // the On handler ran
+		wantTold  bool  // error handlers were told
+		wantInMsg string
+	}{
+		{"primary secret", Delivery{ID: "1", Name: "issues", Payload: body, Signature: sign(t, "new", body)}, nil, true, false, ""},
+		{"additional secret", Delivery{ID: "2", Name: "issues", Payload: body, Signature: sign(t, "old", body)}, nil, true, false, ""},
+		{"other secret", Delivery{ID: "3", Name: "issues", Payload: body, Signature: sign(t, "other", body)}, ErrSignatureMismatch, false, true, `webhooks: delivery "3" (event "issues"): signature does not match`},
+		{"malformed signature", Delivery{ID: "4", Name: "issues", Payload: body, Signature: "sha256=xyz"}, ErrSignatureMismatch, false, true, ""},
+		{"sha1 signature", Delivery{ID: "5", Name: "issues", Payload: body, Signature: "sha1=0123456789012345678901234567890123456789"}, ErrSignatureMismatch, false, true, ""},
+		{"missing signature", Delivery{ID: "6", Name: "issues", Payload: body}, signing.ErrMissingSignature, false, true, "signature does not match"},
+		{"missing payload", Delivery{ID: "7", Name: "issues", Signature: sign(t, "new", body)}, signing.ErrMissingPayload, false, true, ""},
+		{"invalid payload", Delivery{ID: "8", Name: "issues", Payload: []byte(`[1]`), Signature: sign(t, "new", []byte(`[1]`))}, ErrInvalidPayload, false, false, ""},
+		{"missing name", Delivery{ID: "9", Payload: body, Signature: sign(t, "new", body)}, emitter.ErrMissingName, false, false, ""},
+		{"handler fails", Delivery{ID: "10", Name: "push", Payload: []byte(`{}`), Signature: sign(t, "new", []byte(`{}`))}, errHandler, false, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wh := mustNew(t, Options{Secret: "new", AdditionalSecrets: []string{"old"}})
+			ran := false
+			wh.On("issues.opened", func(ctx context.Context, e emitter.Event) error { ran = true; return nil })
+			wh.On("push", func(ctx context.Context, e emitter.Event) error { return errHandler })
+			told := make(chan *emitter.Error, 1)
+			wh.OnError(func(ctx context.Context, err *emitter.Error) { told <- err })
+			err := wh.VerifyAndReceive(context.Background(), tt.delivery)
+			if tt.wantErr == nil && err != nil || !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if errors.Is(tt.wantErr, signing.ErrMissingSignature) || errors.Is(tt.wantErr, signing.ErrMissingPayload) {
+				if !errors.Is(err, ErrSignatureMismatch) {
+					t.Errorf("err = %v does not wrap ErrSignatureMismatch", err)
+				}
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.wantInMsg) {
+				t.Errorf("message %q does not contain %q", err, tt.wantInMsg)
+			}
+			if ran != tt.wantRan {
+				t.Errorf("handler ran = %v, want %v", ran, tt.wantRan)
+			}
+			wh.Close(context.Background()) // waits for error handlers
+			select {
+			case herr := <-told:
+				if !tt.wantTold {
+					t.Fatalf("error handlers told: %v", herr)
+				}
+				if herr.Event.ID != tt.delivery.ID || herr.Event.Name != tt.delivery.Name || string(herr.Event.Payload) != string(tt.delivery.Payload) {
+					t.Errorf("told of event %+v, want the delivery", herr.Event)
+				}
+				if !errors.Is(herr, tt.wantErr) {
+					t.Errorf("told %v, want %v", herr, tt.wantErr)
+				}
+			default:
+				if tt.wantTold {
+					t.Fatal("error handlers not told")
+				}
+			}
+		})
+	}
+}
+
+func TestWithStatus(t *testing.T) {
+	base := errors.New("teapot")
+	if WithStatus(418, nil) != nil {
+		t.Fatal("WithStatus(nil) is not nil")
+	}
+	err := WithStatus(418, base)
+	if err.Error() != "teapot" || !errors.Is(err, base) {
+		t.Fatalf("WithStatus: %v", err)
+	}
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{
+		{err, 418},
+		{WithStatus(503, base), 503},
+		{WithStatus(200, base), 500},
+		{WithStatus(600, base), 500},
+		{base, 500},
+		{&emitter.PanicError{Value: WithStatus(409, base)}, 409},
+	} {
+		if got := statusOf(tt.err); got != tt.want {
+			t.Errorf("statusOf(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
