@@ -1,0 +1,43 @@
+// Command genpayloads generates package payloads from the schema: typed payload
+// structs, their JSON codec, registration helpers and the names tuple. It is what
+// `go generate ./payloads/...` (and so `make generate`) runs.
+//
+// Usage:
+//
+//	genpayloads [-schema dir] [-out dir]
+//
+// It reads the schema with gen.Load, generates with gen.Generate and writes with
+// gen.Write, which also removes generated files the schema no longer needs.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"forgehooks.dev/forgehooks/gen"
+)
+
+func main() {
+	schema := flag.String("schema", "../schema", "the schema directory")
+	out := flag.String("out", ".", "the directory of the generated package")
+	pkgPath := flag.String("package-path", gen.DefaultOptions.PackagePath, "the generated package's import path")
+	pkgName := flag.String("package-name", gen.DefaultOptions.PackageName, "the generated package's name")
+	flag.Parse()
+	if err := run(*schema, *out, gen.Options{PackagePath: *pkgPath, PackageName: *pkgName}); err != nil {
+		fmt.Fprintln(os.Stderr, "genpayloads:", err)
+		os.Exit(1)
+	}
+}
+
+func run(schemaDir, out string, opts gen.Options) error {
+	s, err := gen.Load(schemaDir)
+	if err != nil {
+		return err
+	}
+	files, err := gen.Generate(s, opts)
+	if err != nil {
+		return err
+	}
+	return gen.Write(out, files)
+}

@@ -1,0 +1,274 @@
+package gen
+
+import (
+	"sort"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// The codec: per type, UnmarshalJSON and MarshalJSON over unexported decode and
+// encode methods that read and write JSON directly (package payloads' jsonread.go
+// and jsonwrite.go), calling each other for nested types. No reflection.
+
+// codecFile holds every type's decode and encode methods.
+func (g *generator) codecFile(f *jen.File) {
+	for _, sp := range g.plan.structs {
+		g.marshalers(f, sp.GoName)
+		g.structDecode(f, sp)
+		g.structEncode(f, sp)
+	}
+	for _, up := range g.plan.unions {
+		g.marshalers(f, up.GoName)
+		g.unionCodec(f, up)
+	}
+	for _, ep := range g.plan.enums {
+		base, dec, enc := jen.String(), "decString", "encString"
+		if ep.Int {
+			base, dec, enc = jen.Int64(), "decInt64", "encInt64"
+		}
+		f.Line()
+		f.Func().Params(jen.Id("x").Op("*").Id(ep.GoName)).Id("decode").Params(jen.Id("d").Op("*").Id("decoder")).Error().Block(
+			jen.Return(jen.Id(dec).Call(jen.Parens(jen.Op("*").Add(base.Clone())).Parens(jen.Id("x")), jen.Id("d"))),
+		)
+		f.Line()
+		f.Func().Params(jen.Id("x").Op("*").Id(ep.GoName)).Id("encode").Params(jen.Id("e").Op("*").Id("encoder")).Block(
+			jen.Id(enc).Call(jen.Parens(jen.Op("*").Add(base)).Parens(jen.Id("x")), jen.Id("e")),
+		)
+	}
+}
+
+func (g *generator) marshalers(f *jen.File, name string) {
+	f.Line()
+	f.Comment("// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.")
+	f.Func().Params(jen.Id("x").Op("*").Id(name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
+		jen.Return(jen.Id("unmarshal").Call(jen.Id("b"), jen.Lit(name), jen.Id("x").Dot("decode"))),
+	)
+	f.Line()
+	f.Comment("// MarshalJSON encodes x as it was decoded, unknown members included.")
+	f.Func().Params(jen.Id("x").Id(name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
+		jen.Return(jen.Id("marshal").Call(jen.Id("x").Dot("encode"))),
+	)
+}
+
+// decFunc is the decoder of an expression, a func(*T, *decoder) error.
+func decFunc(e *TypeExpr) *jen.Statement {
+	switch e.Kind {
+	case ExprNamed:
+		return jen.Parens(jen.Op("*").Id(e.Name)).Dot("decode")
+	case ExprArray:
+		return jen.Id("sliceOf").Call(elemFunc(e, decFunc, "ptrOf"))
+	case ExprMap:
+		return jen.Id("mapOf").Call(elemFunc(e, decFunc, "ptrOf"))
+	}
+	if e.Name == "timestamp" {
+		return jen.Parens(jen.Op("*").Id("Timestamp")).Dot("decode")
+	}
+	return jen.Id("dec" + builtinSuffix(e.Name))
+}
+
+// encFunc is the encoder of an expression, a func(*T, *encoder).
+func encFunc(e *TypeExpr) *jen.Statement {
+	switch e.Kind {
+	case ExprNamed:
+		return jen.Parens(jen.Op("*").Id(e.Name)).Dot("encode")
+	case ExprArray:
+		return jen.Id("sliceEnc").Call(elemFunc(e, encFunc, "ptrEnc"))
+	case ExprMap:
+		return jen.Id("mapEnc").Call(elemFunc(e, encFunc, "ptrEnc"))
+	}
+	if e.Name == "timestamp" {
+		return jen.Parens(jen.Op("*").Id("Timestamp")).Dot("encode")
+	}
+	return jen.Id("enc" + builtinSuffix(e.Name))
+}
+
+func elemFunc(e *TypeExpr, fn func(*TypeExpr) *jen.Statement, ptr string) *jen.Statement {
+	if e.ElemNullable {
+		return jen.Id(ptr).Call(fn(e.Elem))
+	}
+	return fn(e.Elem)
+}
+
+func builtinSuffix(name string) string {
+	return map[string]string{"string": "String", "bool": "Bool", "int64": "Int64", "float64": "Float64", "raw": "Raw"}[name]
+}
+
+// decodeInto reads a value of e into *p (p is an addressable expression's
+// address, given as the expression itself, such as x.Name).
+func decodeInto(e *TypeExpr, v *jen.Statement, isPtr bool) *jen.Statement {
+	addr := jen.Op("&").Add(v.Clone())
+	if isPtr {
+		addr = v.Clone()
+	}
+	switch {
+	case e.Kind == ExprArray:
+		return jen.Id("decSlice").Call(addr, jen.Id("d"), elemFunc(e, decFunc, "ptrOf"))
+	case e.Kind == ExprMap:
+		return jen.Id("decMap").Call(addr, jen.Id("d"), elemFunc(e, decFunc, "ptrOf"))
+	case e.Kind == ExprNamed || e.Name == "timestamp":
+		return v.Clone().Dot("decode").Call(jen.Id("d"))
+	}
+	return decFunc(e).Call(addr, jen.Id("d"))
+}
+
+// encodeFrom writes the value of e at v (isPtr: v is a pointer to it).
+func encodeFrom(e *TypeExpr, v *jen.Statement, isPtr bool) *jen.Statement {
+	addr := jen.Op("&").Add(v.Clone())
+	if isPtr {
+		addr = v.Clone()
+	}
+	switch {
+	case e.Kind == ExprArray:
+		return jen.Id("encSlice").Call(addr, jen.Id("e"), elemFunc(e, encFunc, "ptrEnc"))
+	case e.Kind == ExprMap:
+		return jen.Id("encMap").Call(addr, jen.Id("e"), elemFunc(e, encFunc, "ptrEnc"))
+	case e.Kind == ExprNamed || e.Name == "timestamp":
+		return v.Clone().Dot("encode").Call(jen.Id("e"))
+	}
+	return encFunc(e).Call(addr, jen.Id("e"))
+}
+
+func (g *generator) structDecode(f *jen.File, sp *structPlan) {
+	words := (sp.NValue + 63) / 64
+	f.Line()
+	f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("decode").Params(jen.Id("d").Op("*").Id("decoder")).Error().BlockFunc(func(b *jen.Group) {
+		b.Op("*").Id("x").Op("=").Id(sp.GoName).Values()
+		if sp.Unknown {
+			b.Id("d").Dot("ws").Call()
+			b.Id("start").Op(":=").Id("d").Dot("pos")
+		}
+		if words > 0 {
+			b.Var().Id("seen").Index(jen.Lit(words)).Uint64()
+		}
+		b.Err().Op(":=").Id("d").Dot("object").Call(jen.Func().Params(jen.Id("key").Index().Byte()).Error().BlockFunc(func(fb *jen.Group) {
+			if len(sp.Fields) > 0 {
+				fb.Switch(jen.String().Parens(jen.Id("key"))).BlockFunc(func(sw *jen.Group) {
+					for _, fp := range sp.Fields {
+						v := jen.Id("x").Dot(fp.GoName)
+						var body []jen.Code
+						switch {
+						case fp.Value >= 0:
+							body = append(body,
+								jen.If(jen.Id("d").Dot("null").Call()).Block(jen.Return(jen.Nil())),
+								jen.Id("seen").Index(jen.Lit(fp.Value/64)).Op("|=").Lit(1).Op("<<").Lit(fp.Value%64),
+								jen.Return(decodeInto(fp.Expr, v, false)))
+						case fp.Ptr:
+							body = append(body, jen.Return(jen.Id("decPtr").Call(jen.Op("&").Add(v), jen.Id("d"), decFunc(fp.Expr))))
+						default:
+							body = append(body, jen.Return(decodeInto(fp.Expr, v, false)))
+						}
+						sw.Case(jen.Lit(fp.JSON)).Block(body...)
+					}
+				})
+			}
+			fb.Return(jen.Id("x").Dot("keepUnknown").Call(jen.Id("key"), jen.Id("d")))
+		}))
+		if words > 0 {
+			b.Id("x").Dot("setAbsent").Call(jen.Id("seen").Index(jen.Empty(), jen.Empty()), jen.Lit(sp.NValue))
+		}
+		if sp.Unknown {
+			b.If(jen.Err().Op("==").Nil()).Block(
+				jen.Id("x").Dot("Raw").Op("=").Append(jen.Qual("encoding/json", "RawMessage").Parens(jen.Nil()),
+					jen.Id("d").Dot("buf").Index(jen.Id("start"), jen.Id("d").Dot("pos")).Op("...")),
+			)
+		}
+		b.Return(jen.Err())
+	})
+}
+
+func (g *generator) structEncode(f *jen.File, sp *structPlan) {
+	f.Line()
+	f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("encode").Params(jen.Id("e").Op("*").Id("encoder")).BlockFunc(func(b *jen.Group) {
+		b.Id("e").Dot("buf").Op("=").Append(jen.Id("e").Dot("buf"), jen.LitRune('{'))
+		for _, fp := range sp.Fields {
+			v := jen.Id("x").Dot(fp.GoName)
+			cond := v.Clone().Op("!=").Nil()
+			if fp.Value >= 0 {
+				cond = jen.Id("x").Dot("written").Call(jen.Lit(fp.Value))
+			}
+			b.If(cond).Block(
+				jen.Id("e").Dot("key").Call(keyLit(fp.JSON)),
+				encodeFrom(fp.Expr, v, fp.Ptr),
+			)
+		}
+		b.Id("x").Dot("encodeUnknown").Call(jen.Id("e"))
+		b.Id("e").Dot("buf").Op("=").Append(jen.Id("e").Dot("buf"), jen.LitRune('}'))
+	})
+}
+
+func (g *generator) unionCodec(f *jen.File, up *unionPlan) {
+	matches := "match" + up.GoName
+	f.Line()
+	f.Var().Id(matches).Op("=").Index(jen.Op("...")).Id("match").ValuesFunc(func(gr *jen.Group) {
+		for _, v := range up.Variants {
+			gr.Line().Add(matchLit(v.Match))
+		}
+		gr.Line()
+	})
+	f.Line()
+	f.Func().Params(jen.Id("x").Op("*").Id(up.GoName)).Id("decode").Params(jen.Id("d").Op("*").Id("decoder")).Error().Block(
+		jen.Op("*").Id("x").Op("=").Id(up.GoName).Values(),
+		jen.Switch().BlockFunc(func(sw *jen.Group) {
+			for i, v := range up.Variants {
+				field := jen.Id("x").Dot(v.GoName)
+				var body []jen.Code
+				if collection(v.Expr) {
+					body = append(body, jen.Return(decodeInto(v.Expr, field, false)))
+				} else {
+					body = append(body,
+						field.Clone().Op("=").New(goType(v.Expr)),
+						jen.Return(decodeInto(v.Expr, field, true)))
+				}
+				sw.Case(jen.Id("d").Dot("matches").Call(jen.Op("&").Id(matches).Index(jen.Lit(i)))).Block(body...)
+			}
+		}),
+		jen.Return(jen.Id("d").Dot("noVariant").Call(jen.Lit(up.GoName))),
+	)
+	f.Line()
+	f.Func().Params(jen.Id("x").Op("*").Id(up.GoName)).Id("encode").Params(jen.Id("e").Op("*").Id("encoder")).BlockFunc(func(b *jen.Group) {
+		b.Id("n").Op(":=").Lit(0)
+		for _, v := range up.Variants {
+			b.If(jen.Id("x").Dot(v.GoName).Op("!=").Nil()).Block(jen.Id("n").Op("++"))
+		}
+		b.If(jen.Op("!").Id("e").Dot("oneVariant").Call(jen.Lit(up.GoName), jen.Id("n"))).Block(jen.Return())
+		b.Switch().BlockFunc(func(sw *jen.Group) {
+			for _, v := range up.Variants {
+				field := jen.Id("x").Dot(v.GoName)
+				sw.Case(field.Clone().Op("!=").Nil()).Block(encodeFrom(v.Expr, field, !collection(v.Expr)))
+			}
+		})
+	})
+}
+
+func matchLit(m Match) jen.Code {
+	d := jen.Dict{}
+	if m.JSON != "" {
+		d[jen.Id("json")] = jen.Lit(m.JSON)
+	}
+	strs := func(ss []string) jen.Code {
+		return jen.Index().String().ValuesFunc(func(g *jen.Group) {
+			for _, s := range ss {
+				g.Lit(s)
+			}
+		})
+	}
+	if len(m.Has) > 0 {
+		d[jen.Id("has")] = strs(m.Has)
+	}
+	if len(m.Lacks) > 0 {
+		d[jen.Id("lacks")] = strs(m.Lacks)
+	}
+	if len(m.Equals) > 0 {
+		keys := make([]string, 0, len(m.Equals))
+		for k := range m.Equals {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var pairs []string
+		for _, k := range keys {
+			pairs = append(pairs, k, m.Equals[k])
+		}
+		d[jen.Id("equals")] = strs(pairs)
+	}
+	return jen.Values(d)
+}

@@ -1,0 +1,631 @@
+package payloads
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decoder reads one JSON document held in memory. The generated decode methods
+// walk it directly, without reflection and without building intermediate values,
+// so that a payload is read in one pass.
+//
+// It follows encoding/json where the two could differ: invalid UTF-8 and lone
+// surrogates in strings become U+FFFD, and nesting deeper than maxDepth is an
+// error. Object keys match exactly (encoding/json also matches keys case-
+// insensitively; a differently-cased key is kept as an unknown member instead, so
+// nothing is lost).
+type decoder struct {
+	buf     []byte
+	pos     int
+	depth   int
+	scratch []byte // unescaped string values; valid until the next string read
+}
+
+// maxDepth bounds nesting, as encoding/json does, so hostile input cannot exhaust
+// the stack.
+const maxDepth = 10000
+
+func (d *decoder) ws() {
+	for d.pos < len(d.buf) {
+		switch d.buf[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the first byte of the next token, or 0 at the end of the input.
+func (d *decoder) peek() byte {
+	d.ws()
+	if d.pos < len(d.buf) {
+		return d.buf[d.pos]
+	}
+	return 0
+}
+
+// null consumes a null literal and reports whether there was one.
+func (d *decoder) null() bool {
+	if d.peek() == 'n' && d.pos+4 <= len(d.buf) && string(d.buf[d.pos:d.pos+4]) == "null" {
+		d.pos += 4
+		return true
+	}
+	return false
+}
+
+// end checks that nothing but white space follows the document.
+func (d *decoder) end() error {
+	if d.peek() != 0 {
+		return d.syntaxf("invalid character %s after top-level value", quoteByte(d.buf[d.pos]))
+	}
+	return nil
+}
+
+func (d *decoder) enter() error {
+	d.depth++
+	if d.depth > maxDepth {
+		return d.syntaxf("exceeded max depth of %d", maxDepth)
+	}
+	return nil
+}
+
+// object reads a JSON object, calling fn once per member with the member's
+// unescaped key; fn must read the member's value. An error from fn gets the key
+// added to its path.
+func (d *decoder) object(fn func(key []byte) error) error {
+	if c := d.peek(); c != '{' {
+		return d.wrongKind("object")
+	}
+	if err := d.enter(); err != nil {
+		return err
+	}
+	d.pos++
+	if d.peek() == '}' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for {
+		if d.peek() != '"' {
+			return d.unexpected("looking for beginning of object key string")
+		}
+		key, err := d.key()
+		if err != nil {
+			return err
+		}
+		if d.peek() != ':' {
+			return d.unexpected("after object key")
+		}
+		d.pos++
+		if err := fn(key); err != nil {
+			return atKey(err, key)
+		}
+		switch d.peek() {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			d.depth--
+			return nil
+		default:
+			return d.unexpected("after object key:value pair")
+		}
+	}
+}
+
+// key reads an object key. Unlike a string value it never lives in d.scratch: the
+// key must survive the reading of its value, for error paths and unknown members.
+func (d *decoder) key() ([]byte, error) {
+	start := d.pos + 1
+	for i := start; i < len(d.buf); i++ {
+		c := d.buf[i]
+		if c == '"' {
+			d.pos = i + 1
+			return d.buf[start:i], nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	s, err := d.str()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), s...), nil
+}
+
+// array reads a JSON array, calling fn once per element; fn must read the element.
+func (d *decoder) array(fn func(i int) error) error {
+	if c := d.peek(); c != '[' {
+		return d.wrongKind("array")
+	}
+	if err := d.enter(); err != nil {
+		return err
+	}
+	d.pos++
+	if d.peek() == ']' {
+		d.pos++
+		d.depth--
+		return nil
+	}
+	for i := 0; ; i++ {
+		if err := fn(i); err != nil {
+			return atIndex(err, i)
+		}
+		switch d.peek() {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			d.depth--
+			return nil
+		default:
+			return d.unexpected("after array element")
+		}
+	}
+}
+
+// str reads a JSON string and returns its unescaped bytes, which alias d.buf or
+// d.scratch and are valid only until the next read.
+func (d *decoder) str() ([]byte, error) {
+	if d.peek() != '"' {
+		return nil, d.wrongKind("string")
+	}
+	start := d.pos + 1
+	i := start
+	for i < len(d.buf) {
+		c := d.buf[i]
+		if c == '"' {
+			d.pos = i + 1
+			return d.buf[start:i], nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+		i++
+	}
+	b := append(d.scratch[:0], d.buf[start:i]...)
+	for i < len(d.buf) {
+		c := d.buf[i]
+		switch {
+		case c == '"':
+			d.pos = i + 1
+			d.scratch = b
+			return b, nil
+		case c == '\\':
+			if i+1 >= len(d.buf) {
+				d.pos = len(d.buf)
+				return nil, d.syntaxf("unexpected end of JSON input")
+			}
+			switch e := d.buf[i+1]; e {
+			case '"', '\\', '/':
+				b = append(b, e)
+				i += 2
+			case 'b':
+				b = append(b, '\b')
+				i += 2
+			case 'f':
+				b = append(b, '\f')
+				i += 2
+			case 'n':
+				b = append(b, '\n')
+				i += 2
+			case 'r':
+				b = append(b, '\r')
+				i += 2
+			case 't':
+				b = append(b, '\t')
+				i += 2
+			case 'u':
+				r, ok := hex4(d.buf[i+2:])
+				if !ok {
+					d.pos = i + 2
+					return nil, d.syntaxf("invalid \\u escape in string literal")
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					// A valid pair becomes one rune; a lone surrogate becomes U+FFFD
+					// and what follows is read on its own, as encoding/json does.
+					if i+1 < len(d.buf) && d.buf[i] == '\\' && d.buf[i+1] == 'u' {
+						if r2, ok := hex4(d.buf[i+2:]); ok {
+							if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+								b = utf8.AppendRune(b, dec)
+								i += 6
+								continue
+							}
+						}
+					}
+					r = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, r)
+			default:
+				d.pos = i + 1
+				return nil, d.syntaxf("invalid character %s in string escape code", quoteByte(e))
+			}
+		case c < 0x20:
+			d.pos = i
+			return nil, d.syntaxf("invalid character %s in string literal", quoteByte(c))
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(d.buf[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, d.buf[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	d.pos = len(d.buf)
+	d.scratch = b
+	return nil, d.syntaxf("unexpected end of JSON input")
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// number reads a JSON number and returns its text.
+func (d *decoder) number() ([]byte, error) {
+	c := d.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		return nil, d.wrongKind("number")
+	}
+	start, i, n := d.pos, d.pos, len(d.buf)
+	digits := func() bool {
+		j := i
+		for i < n && '0' <= d.buf[i] && d.buf[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if d.buf[i] == '-' {
+		i++
+	}
+	switch {
+	case i < n && d.buf[i] == '0':
+		i++
+	case i < n && '1' <= d.buf[i] && d.buf[i] <= '9':
+		digits()
+	default:
+		d.pos = i
+		return nil, d.unexpected("in numeric literal")
+	}
+	if i < n && d.buf[i] == '.' {
+		i++
+		if !digits() {
+			d.pos = i
+			return nil, d.unexpected("after decimal point in numeric literal")
+		}
+	}
+	if i < n && (d.buf[i] == 'e' || d.buf[i] == 'E') {
+		i++
+		if i < n && (d.buf[i] == '+' || d.buf[i] == '-') {
+			i++
+		}
+		if !digits() {
+			d.pos = i
+			return nil, d.unexpected("in exponent of numeric literal")
+		}
+	}
+	d.pos = i
+	return d.buf[start:i], nil
+}
+
+// literal consumes the literal word (true, false or null) at the current position.
+func (d *decoder) literal(word string) error {
+	for i := 0; i < len(word); i++ {
+		if d.pos >= len(d.buf) {
+			return d.syntaxf("unexpected end of JSON input")
+		}
+		if d.buf[d.pos] != word[i] {
+			return d.unexpected("in literal " + word + " (expecting " + strconv.QuoteRune(rune(word[i])) + ")")
+		}
+		d.pos++
+	}
+	return nil
+}
+
+// skip reads and checks any one value without keeping it.
+func (d *decoder) skip() error {
+	switch c := d.peek(); {
+	case c == '{':
+		return d.object(func([]byte) error { return d.skip() })
+	case c == '[':
+		return d.array(func(int) error { return d.skip() })
+	case c == '"':
+		// A string is checked, not unescaped: scan for the closing quote.
+		for i := d.pos + 1; i < len(d.buf); i++ {
+			switch d.buf[i] {
+			case '"':
+				d.pos = i + 1
+				return nil
+			case '\\':
+				if i+1 >= len(d.buf) {
+					break
+				}
+				switch d.buf[i+1] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+					i++
+				case 'u':
+					if _, ok := hex4(d.buf[i+2:]); !ok {
+						d.pos = i + 2
+						return d.syntaxf("invalid \\u escape in string literal")
+					}
+					i += 5
+				default:
+					d.pos = i + 1
+					return d.syntaxf("invalid character %s in string escape code", quoteByte(d.buf[i+1]))
+				}
+			default:
+				if d.buf[i] < 0x20 {
+					d.pos = i
+					return d.syntaxf("invalid character %s in string literal", quoteByte(d.buf[i]))
+				}
+			}
+		}
+		d.pos = len(d.buf)
+		return d.syntaxf("unexpected end of JSON input")
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		_, err := d.number()
+		return err
+	case c == 0:
+		return d.syntaxf("unexpected end of JSON input")
+	default:
+		return d.unexpected("looking for beginning of value")
+	}
+}
+
+// raw reads any one value and returns a copy of its text.
+func (d *decoder) raw() (json.RawMessage, error) {
+	d.ws()
+	start := d.pos
+	if err := d.skip(); err != nil {
+		return nil, err
+	}
+	return append(json.RawMessage(nil), d.buf[start:d.pos]...), nil
+}
+
+// kind names the JSON type of the next value for error messages.
+func (d *decoder) kind() string {
+	switch c := d.peek(); {
+	case c == '{':
+		return "object"
+	case c == '[':
+		return "array"
+	case c == '"':
+		return "string"
+	case c == 't' || c == 'f':
+		return "boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || '0' <= c && c <= '9':
+		return "number"
+	case c == 0:
+		return "end of input"
+	default:
+		return "invalid character " + quoteByte(c)
+	}
+}
+
+// wrongKind is the error for a value of another JSON type than want. When the
+// value is not even valid JSON, the error says so instead.
+func (d *decoder) wrongKind(want string) error {
+	got := d.kind()
+	switch got {
+	case "object", "array", "string", "boolean", "null", "number":
+		return d.typef("want %s, got %s", want, got)
+	case "end of input":
+		return d.syntaxf("unexpected end of JSON input")
+	}
+	return d.unexpected("looking for beginning of value")
+}
+
+func (d *decoder) unexpected(context string) error {
+	if d.pos >= len(d.buf) {
+		return d.syntaxf("unexpected end of JSON input")
+	}
+	return d.syntaxf("invalid character %s %s", quoteByte(d.buf[d.pos]), context)
+}
+
+func quoteByte(c byte) string {
+	if c == '\'' {
+		return `'\''`
+	}
+	if c == '"' {
+		return `'"'`
+	}
+	s := strconv.Quote(string(rune(c)))
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+// Scalar decoders. Every decoder of the generated code has the shape
+// func(*T, *decoder) error, so that slices, maps and pointers of any type compose.
+
+func decString(p *string, d *decoder) error {
+	b, err := d.str()
+	if err != nil {
+		return err
+	}
+	*p = string(b)
+	return nil
+}
+
+func decBool(p *bool, d *decoder) error {
+	switch d.peek() {
+	case 't':
+		*p = true
+		return d.literal("true")
+	case 'f':
+		*p = false
+		return d.literal("false")
+	}
+	return d.wrongKind("boolean")
+}
+
+func decInt64(p *int64, d *decoder) error {
+	start := d.pos
+	b, err := d.number()
+	if err != nil {
+		return err
+	}
+	v, ok := parseInt64(b)
+	if !ok {
+		d.pos = start
+		return d.typef("want integer (int64), got number %s", b)
+	}
+	*p = v
+	return nil
+}
+
+// parseInt64 parses a JSON number that must be an integer in int64's range.
+func parseInt64(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true
+	}
+	if u > 1<<63-1 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+func decFloat64(p *float64, d *decoder) error {
+	start := d.pos
+	b, err := d.number()
+	if err != nil {
+		return err
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		d.pos = start
+		return d.typef("number %s out of range of float64", b)
+	}
+	*p = v
+	return nil
+}
+
+func decRaw(p *json.RawMessage, d *decoder) error {
+	v, err := d.raw()
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// decPtr decodes a value that may be null: null leaves *p nil.
+func decPtr[T any](p **T, d *decoder, dec func(*T, *decoder) error) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	v := new(T)
+	*p = v
+	return dec(v, d)
+}
+
+// ptrOf makes a decoder of *T from one of T, for elements that may be null.
+func ptrOf[T any](dec func(*T, *decoder) error) func(**T, *decoder) error {
+	return func(p **T, d *decoder) error { return decPtr(p, d, dec) }
+}
+
+// decSlice decodes an array. null gives a nil slice, [] a non-nil empty one, so
+// that both encode back as they came.
+func decSlice[T any](p *[]T, d *decoder, dec func(*T, *decoder) error) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	s := make([]T, 0, 4)
+	err := d.array(func(int) error {
+		var zero T
+		s = append(s, zero)
+		return dec(&s[len(s)-1], d)
+	})
+	*p = s
+	return err
+}
+
+// sliceOf makes a decoder of []T from one of T, for arrays nested in arrays or maps.
+func sliceOf[T any](dec func(*T, *decoder) error) func(*[]T, *decoder) error {
+	return func(p *[]T, d *decoder) error { return decSlice(p, d, dec) }
+}
+
+// decMap decodes an object with arbitrary keys. null gives a nil map.
+func decMap[T any](p *map[string]T, d *decoder, dec func(*T, *decoder) error) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	m := make(map[string]T)
+	err := d.object(func(key []byte) error {
+		var v T
+		if err := dec(&v, d); err != nil {
+			return err
+		}
+		m[string(key)] = v
+		return nil
+	})
+	*p = m
+	return err
+}
+
+// mapOf makes a decoder of map[string]T from one of T.
+func mapOf[T any](dec func(*T, *decoder) error) func(*map[string]T, *decoder) error {
+	return func(p *map[string]T, d *decoder) error { return decMap(p, d, dec) }
+}
+
+// unmarshal decodes a whole document with dec, for the UnmarshalJSON methods.
+func unmarshal(b []byte, typ string, dec func(*decoder) error) error {
+	d := decoder{buf: b}
+	err := dec(&d)
+	if err == nil {
+		err = d.end()
+	}
+	return finish(err, typ)
+}

@@ -1,0 +1,79 @@
+package payloads
+
+import "encoding/json"
+
+// Member is one member of a JSON object.
+type Member struct {
+	// Key is the member's key, unescaped.
+	Key string
+	// Value is the member's value as it was received.
+	Value json.RawMessage
+}
+
+// Object is implemented by a pointer to every generated struct type. It exists so
+// that UnknownMembers can take any of them.
+type Object interface {
+	json.Marshaler
+	json.Unmarshaler
+	extras() *extra
+}
+
+// UnknownMembers returns the members of o's decoded JSON object that the schema
+// does not know, in the order they arrived (duplicates included). MarshalJSON
+// writes them back after the known members. The slice is a copy; the values are
+// shared and must not be modified. A value built in Go has none.
+func UnknownMembers(o Object) []Member {
+	return append([]Member(nil), o.extras().unknown...)
+}
+
+// extra is what every generated struct keeps beyond its typed fields. Generated
+// structs embed it, which gives them the extras method of Object. Its field name,
+// extra, cannot collide with a generated field: those are always exported.
+type extra struct {
+	// unknown holds the members the schema does not know, in arrival order.
+	unknown []Member
+	// absent has bit i set when the struct's i-th value field (a required,
+	// non-nullable member, which is not a pointer) was missing or null in the
+	// decoded document, so that encoding leaves it out as it came instead of
+	// writing a zero value. Nil (the zero value, and any value built in Go) means
+	// every value field is written.
+	absent []uint64
+}
+
+func (x *extra) extras() *extra { return x }
+
+// keepUnknown reads the value of an unknown member and keeps it.
+func (x *extra) keepUnknown(key []byte, d *decoder) error {
+	v, err := d.raw()
+	if err != nil {
+		return err
+	}
+	x.unknown = append(x.unknown, Member{Key: string(key), Value: v})
+	return nil
+}
+
+// setAbsent records which of the n value fields were not seen with a value.
+func (x *extra) setAbsent(seen []uint64, n int) {
+	for i := 0; i < n; i++ {
+		if seen[i/64]&(1<<(i%64)) == 0 {
+			if x.absent == nil {
+				x.absent = make([]uint64, len(seen))
+			}
+			x.absent[i/64] |= 1 << (i % 64)
+		}
+	}
+}
+
+// written reports whether value field i is to be written.
+func (x *extra) written(i int) bool {
+	return i/64 >= len(x.absent) || x.absent[i/64]&(1<<(i%64)) == 0
+}
+
+// encodeUnknown writes the unknown members.
+func (x *extra) encodeUnknown(e *encoder) {
+	for i := range x.unknown {
+		m := &x.unknown[i]
+		e.keyString(m.Key)
+		encRaw(&m.Value, e)
+	}
+}

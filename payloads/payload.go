@@ -1,0 +1,165 @@
+package payloads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"forgehooks.dev/forgehooks/emitter"
+)
+
+// Payload is the typed payload of one delivery: a generated event struct (such as
+// *PushEvent or *IssuesOpenedEvent), an event's unknown-action type (such as
+// *IssuesUnknownEvent), or *UnknownEvent for an event the schema does not know.
+// Parse returns one; a type switch tells them apart.
+type Payload interface {
+	json.Marshaler
+	// payloadName returns "event" or "event.action"; unexported so that only this
+	// package's types are payloads.
+	payloadName() string
+}
+
+// PayloadName returns the name p was delivered under: "event.action" for a payload
+// with an action, "event" otherwise. For the unknown types it is the name and
+// action that arrived.
+func PayloadName(p Payload) string { return p.payloadName() }
+
+// Event is a delivery whose payload has been decoded into P, as typed handlers
+// get it.
+type Event[P any] struct {
+	// ID is the delivery's unique id; may be empty.
+	ID string
+	// Name is the event name, such as "issues" (also for handlers of an action).
+	Name string
+	// Payload is the decoded payload.
+	Payload P
+}
+
+// Registrar is anything typed handlers can be registered with: an
+// *emitter.Emitter, a *webhooks.Webhooks, or a wrapper of either.
+type Registrar interface {
+	On(name string, h emitter.Handler) *emitter.Listener
+}
+
+// memoKey is the key under which a delivery's typed payload is kept, per event
+// name: the event-level and every action-level handler of one delivery share one
+// decode.
+type memoKey struct{ event string }
+
+// on registers h under name. The payload is decoded by parse (the event's parser)
+// at most once per delivery, and only when a typed handler runs; a decode error
+// becomes the handler's error.
+func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
+	if h == nil {
+		panic(fmt.Sprintf("payloads: nil handler for %q", name))
+	}
+	return r.On(name, func(ctx context.Context, ev emitter.Event) error {
+		v, err := ev.Memo(memoKey{event}, func() (any, error) { return parse(ev.Payload) })
+		if err != nil {
+			return err
+		}
+		p, ok := v.(P)
+		if !ok {
+			// Only reachable when the emitter dispatches under a name the payload
+			// does not have (such as an action handler for another action).
+			return fmt.Errorf("payloads: a handler for %q got a %q payload: %w", name, v.(Payload).payloadName(), ErrType)
+		}
+		return h(ctx, Event[P]{ID: ev.ID, Name: ev.Name, Payload: p})
+	})
+}
+
+// parseUnknownEvent is Parse for an event the schema does not know.
+func parseUnknownEvent(name string, body []byte) (Payload, error) {
+	return parseAs[UnknownEvent](body, "UnknownEvent", func(p *UnknownEvent) { p.Name = name })
+}
+
+// parseAs decodes body into a new T; init, if not nil, prepares the value first.
+func parseAs[T any, PT interface {
+	*T
+	Payload
+	decode(*decoder) error
+}](body []byte, typ string, init func(PT)) (Payload, error) {
+	p := PT(new(T))
+	if init != nil {
+		init(p)
+	}
+	if err := unmarshal(body, typ, p.decode); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// actionOf returns the payload's top-level "action" (see scanAction). The error is
+// for a body that is not a JSON object.
+func actionOf(body []byte) (string, error) {
+	d := decoder{buf: body}
+	action, err := scanAction(&d)
+	if err == nil {
+		err = d.end()
+	}
+	return action, finish(err, "payload")
+}
+
+// scanAction reads an object and returns its "action" member when it is a string,
+// "" when it is absent or not a string; as with encoding/json (and the emitter),
+// the last of duplicate keys counts.
+func scanAction(d *decoder) (string, error) {
+	var action string
+	err := d.object(func(key []byte) error {
+		if string(key) != "action" {
+			return d.skip()
+		}
+		action = ""
+		if d.peek() != '"' {
+			return d.skip()
+		}
+		b, err := d.str()
+		action = string(b)
+		return err
+	})
+	return action, err
+}
+
+// UnknownEvent is the payload of an event the schema does not know: the forge adds
+// events before any schema has them, and older servers send retired ones. It
+// keeps the whole payload.
+type UnknownEvent struct {
+	// Name is the event name it arrived with.
+	Name string
+	// Action is the payload's top-level "action" when it is a string, else "".
+	Action string
+	// Raw is the payload, a JSON object, as received.
+	Raw json.RawMessage
+}
+
+func (p *UnknownEvent) payloadName() string {
+	if p.Action == "" {
+		return p.Name
+	}
+	return p.Name + "." + p.Action
+}
+
+// MarshalJSON returns Raw, or {} when Raw is empty.
+func (p UnknownEvent) MarshalJSON() ([]byte, error) {
+	if len(p.Raw) == 0 {
+		return []byte("{}"), nil
+	}
+	return marshal(func(e *encoder) { encRaw(&p.Raw, e) })
+}
+
+// UnmarshalJSON keeps b, which must be a JSON object, as Raw and reads its action.
+func (p *UnknownEvent) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, "UnknownEvent", p.decode)
+}
+
+func (p *UnknownEvent) decode(d *decoder) error {
+	d.ws()
+	start := d.pos
+	action, err := scanAction(d)
+	if err != nil {
+		return err
+	}
+	p.Action = action
+	p.Raw = append(json.RawMessage(nil), d.buf[start:d.pos]...)
+	return nil
+}
