@@ -58,7 +58,7 @@ func (d *decoder) null() bool {
 
 // end checks that nothing but white space follows the document.
 func (d *decoder) end() error {
-	if d.peek() != 0 {
+	if d.ws(); d.pos < len(d.buf) {
 		return d.syntaxf("invalid character %s after top-level value", quoteByte(d.buf[d.pos]))
 	}
 	return nil
@@ -397,8 +397,6 @@ func (d *decoder) skip() error {
 	case c == '-' || '0' <= c && c <= '9':
 		_, err := d.number()
 		return err
-	case c == 0:
-		return d.syntaxf("unexpected end of JSON input")
 	default:
 		return d.unexpected("looking for beginning of value")
 	}
@@ -416,7 +414,10 @@ func (d *decoder) raw() (json.RawMessage, error) {
 
 // kind names the JSON type of the next value for error messages.
 func (d *decoder) kind() string {
-	switch c := d.peek(); {
+	if d.ws(); d.pos >= len(d.buf) {
+		return "end of input"
+	}
+	switch c := d.buf[d.pos]; {
 	case c == '{':
 		return "object"
 	case c == '[':
@@ -429,8 +430,6 @@ func (d *decoder) kind() string {
 		return "null"
 	case c == '-' || '0' <= c && c <= '9':
 		return "number"
-	case c == 0:
-		return "end of input"
 	default:
 		return "invalid character " + quoteByte(c)
 	}
