@@ -2,6 +2,7 @@ package emitter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -32,6 +33,10 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	}
 	res, err := jsonscan.Scan(e.Payload)
 	if err != nil {
+		var no *jsonscan.NotObjectError
+		if errors.As(err, &no) {
+			return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", ErrInvalidPayload, e.Name, e.ID, no.Kind)
+		}
 		return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, e.Name, e.ID, err)
 	}
 	e.scanned, e.scan = e.Payload, res

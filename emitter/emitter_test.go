@@ -131,9 +131,9 @@ func TestReceiveInvalid(t *testing.T) {
 		{"missing name", Event{Payload: []byte(`{}`)}, ErrMissingName, ""},
 		{"missing payload", Event{Name: "push"}, ErrMissingPayload, ""},
 		{"invalid JSON", Event{Name: "push", ID: "d1", Payload: []byte(`{"a":}`)}, ErrInvalidPayload, `(event "push", delivery "d1"): invalid JSON`},
-		{"array", Event{Name: "push", Payload: []byte(`[]`)}, ErrInvalidPayload, "a JSON array"},
-		{"string", Event{Name: "push", Payload: []byte(`"x"`)}, ErrInvalidPayload, "a JSON string"},
-		{"null", Event{Name: "push", Payload: []byte(`null`)}, ErrInvalidPayload, "a JSON null"},
+		{"array", Event{Name: "push", Payload: []byte(`[]`)}, ErrInvalidPayload, "it is a JSON array"},
+		{"string", Event{Name: "push", Payload: []byte(`"x"`)}, ErrInvalidPayload, "it is a JSON string"},
+		{"null", Event{Name: "push", Payload: []byte(`null`)}, ErrInvalidPayload, "it is a JSON null"},
 		{"trailing data", Event{Name: "push", Payload: []byte(`{} x`)}, ErrInvalidPayload, "after top-level value"},
 	}
 	for _, tt := range tests {

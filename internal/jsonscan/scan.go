@@ -23,6 +23,19 @@ const MaxDepth = 10000
 // ErrNotObject is wrapped by Scan's error for valid JSON that is not an object.
 var ErrNotObject = errors.New("not a JSON object")
 
+// NotObjectError is Scan's error for valid JSON that is not an object. It
+// matches ErrNotObject with errors.Is.
+type NotObjectError struct {
+	// Kind is what the JSON is: "array", "string", "number", "boolean" or "null".
+	Kind string
+}
+
+// Error names the kind of JSON found.
+func (e *NotObjectError) Error() string { return "not a JSON object: a JSON " + e.Kind }
+
+// Is reports whether target is ErrNotObject.
+func (e *NotObjectError) Is(target error) bool { return target == ErrNotObject }
+
 // SyntaxError describes invalid JSON.
 type SyntaxError struct {
 	// Offset is the byte offset in the input where the error was found.
@@ -164,7 +177,7 @@ func scan(data []byte) (Result, error) {
 					return res, &SyntaxError{i, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[i]))}
 				}
 				if first != '{' {
-					return Result{}, fmt.Errorf("%w: a JSON %s", ErrNotObject, kind(first))
+					return Result{}, &NotObjectError{Kind: kind(first)}
 				}
 				return res, nil
 			}

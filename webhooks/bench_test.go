@@ -1,0 +1,76 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"forgehooks.dev/forgehooks/emitter"
+)
+
+// body8KiB is an issues.opened delivery of exactly 8 KiB.
+func body8KiB() []byte {
+	b := []byte(`{"action":"opened","pad":"`)
+	b = append(b, bytes.Repeat([]byte("x"), 8<<10-len(b)-2)...)
+	return append(b, `"}`...)
+}
+
+// BenchmarkMiddleware posts a signed 8 KiB delivery to a middleware with one
+// raw handler: over a real keep-alive connection on 127.0.0.1 (end to end), and
+// straight into ServeHTTP (the middleware's own cost).
+func BenchmarkMiddleware(b *testing.B) {
+	body := body8KiB()
+	wh, err := New(Options{Secret: secret, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wh.On("issues.opened", func(context.Context, emitter.Event) error { return nil })
+	m := NewMiddleware(wh, MiddlewareOptions{})
+	sig, _ := wh.Sign(body)
+	header := http.Header{
+		"Content-Type":  {"application/json"},
+		HeaderEvent:     {"issues"},
+		HeaderDelivery:  {"d-1"},
+		HeaderSignature: {sig},
+	}
+
+	b.Run("transport=http", func(b *testing.B) {
+		srv := httptest.NewServer(m)
+		defer srv.Close()
+		client := srv.Client()
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			r, _ := http.NewRequest(http.MethodPost, srv.URL+DefaultPath, bytes.NewReader(body))
+			r.Header = header.Clone()
+			res, err := client.Do(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b.Fatal(res.Status)
+			}
+		}
+	})
+	b.Run("transport=none", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		rd := bytes.NewReader(body)
+		for b.Loop() {
+			rd.Reset(body)
+			r := httptest.NewRequest(http.MethodPost, DefaultPath, rd)
+			r.Header = header
+			rec := httptest.NewRecorder()
+			m.ServeHTTP(rec, r)
+			if rec.Code != http.StatusOK {
+				b.Fatal(rec.Code)
+			}
+		}
+	})
+}
