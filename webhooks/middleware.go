@@ -32,9 +32,12 @@ const (
 
 // The headers a delivery must carry, in the order the 400 answer names them.
 const (
-	HeaderEvent     = "X-Forge-Event"
+	// HeaderEvent carries the event name, such as "issues".
+	HeaderEvent = "X-Forge-Event"
+	// HeaderSignature carries the body's signature, "sha256=" and 64 hex digits.
 	HeaderSignature = "X-Hub-Signature-256"
-	HeaderDelivery  = "X-Forge-Delivery"
+	// HeaderDelivery carries the delivery's unique id.
+	HeaderDelivery = "X-Forge-Delivery"
 )
 
 // MiddlewareOptions configures NewMiddleware. The zero value gives the defaults.
