@@ -1,0 +1,242 @@
+package gen
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+const (
+	fixtureDir = "testdata/fixture"
+	goldenDir  = "testdata/golden"
+)
+
+func generateFixture(t *testing.T) []File {
+	t.Helper()
+	s, err := Load(fixtureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(s, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestGolden compares the generator's output for the fixture schema (a union, an
+// enum of strings and one of integers, nullable fields, maps, timestamps, free-form
+// actions) with the committed files. go test ./gen -update rewrites them.
+func TestGolden(t *testing.T) {
+	files := generateFixture(t)
+	if *update {
+		if err := os.RemoveAll(goldenDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for _, f := range files {
+		path := filepath.Join(goldenDir, f.Name+".golden")
+		names = append(names, f.Name+".golden")
+		if *update {
+			if err := os.WriteFile(path, f.Content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test ./gen -update)", err)
+		}
+		if d := cmp.Diff(string(want), string(f.Content)); d != "" {
+			t.Errorf("%s differs from %s (-want +got):\n%s", f.Name, path, d)
+		}
+		if !bytes.HasPrefix(f.Content, []byte("// "+Header+"\n")) {
+			t.Errorf("%s does not start with the generated-code header", f.Name)
+		}
+	}
+	entries, err := os.ReadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	for _, e := range entries {
+		have = append(have, e.Name())
+	}
+	sort.Strings(have)
+	if d := cmp.Diff(names, have); d != "" {
+		t.Errorf("golden files (-generated +committed):\n%s", d)
+	}
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	a, b := generateFixture(t), generateFixture(t)
+	if d := cmp.Diff(a, b); d != "" {
+		t.Errorf("two runs differ:\n%s", d)
+	}
+}
+
+func TestGenerateRejects(t *testing.T) {
+	base := func() *Schema {
+		s, err := Load(fixtureDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(s *Schema)
+		want   string
+	}{
+		{"a type takes a hand-written name", func(s *Schema) {
+			s.Types = append(s.Types, Type{Name: "Timestamp", Kind: KindStruct})
+			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "ts", Type: "Timestamp"})
+		}, `Go name Timestamp of type "Timestamp" is already a hand-written declaration`},
+		{"two keys give one Go name", func(s *Schema) {
+			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "ID", Type: "string"})
+		}, `json keys "id" and "ID" both give the Go name ID`},
+		{"a key gives no Go name", func(s *Schema) {
+			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "1st", Type: "string"})
+		}, `"1st" gives no Go name`},
+		{"an enum constant takes a type's name", func(s *Schema) {
+			for i := range s.Types {
+				if s.Types[i].Name == "IssueState" {
+					s.Types[i].Values = append(s.Types[i].Values, EnumValue{Value: "x", Name: "Text"})
+				}
+			}
+			s.Types = append(s.Types, Type{Name: "IssueStateText", Kind: KindStruct})
+			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "t", Type: "IssueStateText"})
+		}, "Go name IssueStateText"},
+		{"a field takes a getter's name", func(s *Schema) {
+			for i := range s.Types {
+				if s.Types[i].Name == "IssuesOpenedEvent" {
+					s.Types[i].Fields = append(s.Types[i].Fields, Field{JSON: "get_sender", Type: "string"})
+				}
+			}
+		}, "field GetSender (json \"get_sender\") has the name of a method"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.change(s)
+			_, err := Generate(s, DefaultOptions)
+			var ge *GenerateError
+			if !errors.As(err, &ge) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Generate = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestGoName(t *testing.T) {
+	for in, want := range map[string]string{
+		"id": "ID", "node_id": "NodeID", "html_url": "HTMLURL", "ssh_url": "SSHURL", "sha": "SHA",
+		"api_url": "APIURL", "_links": "Links", "+1": "Plus1", "-1": "Minus1", "ids": "IDs",
+		"repository_urls": "RepositoryURLs", "createdAt": "CreatedAt", "nodeId": "NodeID",
+		"pull_request": "PullRequest", "sample.collected": "SampleCollected", "on-demand-test": "OnDemandTest",
+		"github_app_authorization": "GithubAppAuthorization", "gpg_key": "GPGKey", "cvss_v3": "CVSSV3",
+	} {
+		got, err := GoName(in)
+		if err != nil || got != want {
+			t.Errorf("GoName(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "_", "1st", "2-factor"} {
+		if got, err := GoName(in); err == nil {
+			t.Errorf("GoName(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+// TestFixturePackage compiles the fixture's generated code together with package
+// payloads' hand-written files in a scratch module, and runs the tests of
+// testdata/fixturetest there, with payloads' own dispatch tests.
+func TestFixturePackage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a scratch module")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	copyFile := func(src, dst string) {
+		t.Helper()
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(filepath.Join(root, "go.mod"), filepath.Join(dir, "go.mod"))
+	copyFile(filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
+	// The module's packages that payloads needs (emitter and what it imports).
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "forgehooks.dev/forgehooks/emitter").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkgDir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, pkgDir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(pkgDir, "*.go"))
+		for _, m := range matches {
+			if !strings.HasSuffix(m, "_test.go") {
+				copyFile(m, filepath.Join(dir, rel, filepath.Base(m)))
+			}
+		}
+	}
+	// payloads: the hand-written files, the fixture's generated ones, tests.
+	pkg := filepath.Join(dir, "payloads")
+	matches, _ := filepath.Glob(filepath.Join(root, "payloads", "*.go"))
+	for _, m := range matches {
+		generated, err := isGenerated(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := filepath.Base(m)
+		if generated || base == "generate.go" || strings.HasSuffix(base, "_test.go") && base != "helpers_test.go" {
+			continue
+		}
+		copyFile(m, filepath.Join(pkg, base))
+	}
+	tests, _ := filepath.Glob("testdata/fixturetest/*_test.go")
+	for _, m := range tests {
+		copyFile(m, filepath.Join(pkg, filepath.Base(m)))
+	}
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(pkg, generateFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"vet", "./payloads"}, {"test", "-race", "-count=1", "./payloads"}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("go %s in the fixture module: %v\n%s", strings.Join(args, " "), err, out)
+		} else {
+			t.Logf("go %s: %s", strings.Join(args, " "), bytes.TrimSpace(out))
+		}
+	}
+}
