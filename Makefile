@@ -33,6 +33,16 @@ generate-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+## fuzz: run every fuzz target of every package for FUZZTIME each (default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
 ## serve: run a receiver on 127.0.0.1:3000 (secret from FORGE_WEBHOOK_SECRET, or a local default).
 serve:
 	$(GO) run ./cmd/forgehooks serve

@@ -51,10 +51,12 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 		return nil
 	}
 	var withAction []*Listener
-	if act := res.Bytes(e.Payload); len(act) > 0 && len(s.byName) > 0 {
-		var buf [64]byte // "name.action" without allocating, for most names
-		key := append(append(append(buf[:0], e.Name...), '.'), act...)
-		withAction = s.byName[string(key)]
+	if len(s.byName) > 0 && res.Found() {
+		if act := res.Bytes(e.Payload); len(act) > 0 {
+			var buf [64]byte // "name.action" without allocating, for most names
+			key := append(append(append(buf[:0], e.Name...), '.'), act...)
+			withAction = s.byName[string(key)]
+		}
 	}
 	plain := s.byName[e.Name]
 	nOn := len(withAction) + len(plain)
