@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// secretEnv is the environment variable every command takes the secret from
+// when --secret is not given.
+const secretEnv = "FORGE_WEBHOOK_SECRET"
+
+// flagSet is a subcommand's flags, with its usage text.
+type flagSet struct {
+	*flag.FlagSet
+	c    *cli
+	use  string // "forgehooks send [flags] [file]"
+	desc string
+}
+
+func newFlagSet(c *cli, name, use, desc string) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), c: c, use: use, desc: desc}
+	fs.SetOutput(io.Discard) // errors are printed by parse, usage by printUsage
+	return fs
+}
+
+func (fs *flagSet) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\nFlags:\n", fs.use, strings.TrimSpace(fs.desc)+"\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprintf(w, "\n%s", exitCodes)
+}
+
+// parse parses args, with flags before, between or after the positional
+// arguments, which it returns. done is set when the command must stop at once
+// with code: after --help (0) or a usage error (2, with the error printed).
+func (fs *flagSet) parse(args []string) (pos []string, code int, done bool) {
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.printUsage(fs.c.stdout)
+			return nil, exitOK, true
+		}
+		if err != nil {
+			return nil, fs.usageError("%v", err), true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), 0, false
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// usageError prints a usage error and returns the usage exit status.
+func (fs *flagSet) usageError(format string, a ...any) int {
+	fmt.Fprintf(fs.c.stderr, "forgehooks %s: %s\nRun 'forgehooks %s --help' for usage.\n", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
+	return exitUsage
+}
+
+// fail prints a failure and returns the failure exit status.
+func (fs *flagSet) fail(format string, a ...any) int {
+	fmt.Fprintf(fs.c.stderr, "forgehooks %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	return exitFailure
+}
+
+// secretFlag registers --secret.
+func (fs *flagSet) secretFlag() *string {
+	return fs.String("secret", "", "webhook secret, as set on the forge (default: $"+secretEnv+")")
+}
+
+// secret returns the --secret value or the environment's.
+func (fs *flagSet) secret(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return fs.c.getenv(secretEnv)
+}
+
+// noSecret is the usage error for a command that needs a secret.
+func (fs *flagSet) noSecret() int {
+	return fs.usageError("no webhook secret: pass --secret S or set %s (the secret entered in the forge's webhook settings)", secretEnv)
+}
+
+// logger returns the command's logger: text on stderr, or JSON with --json.
+func (fs *flagSet) logger(json bool) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if json {
+		return slog.New(slog.NewJSONHandler(fs.c.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(fs.c.stderr, opts))
+}
+
+// readPayload reads the payload from the file named by the one positional
+// argument ("-" for stdin), or from stdin when there is none.
+func (fs *flagSet) readPayload(pos []string) ([]byte, int, bool) {
+	switch len(pos) {
+	case 0:
+		if f, ok := fs.c.stdin.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				return nil, fs.usageError("no payload: give a file, or pipe it to stdin"), false
+			}
+		}
+		b, err := io.ReadAll(fs.c.stdin)
+		if err != nil {
+			return nil, fs.fail("reading stdin: %v", err), false
+		}
+		return b, 0, true
+	case 1:
+		if pos[0] == "-" {
+			return fs.readPayload(nil)
+		}
+		b, err := os.ReadFile(pos[0])
+		if err != nil {
+			return nil, fs.fail("%v", err), false
+		}
+		return b, 0, true
+	default:
+		return nil, fs.usageError("one payload file at most, got %d arguments", len(pos)), false
+	}
+}
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

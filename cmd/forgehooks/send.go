@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/signing"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+func cmdSend(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "send", "forgehooks send [flags] [file | -]", `
+Play the forge: sign a payload and POST it to --url with the forge's headers
+(X-Forge-Event, a fresh X-Forge-Delivery, X-Hub-Signature-256, Content-Type:
+application/json, User-Agent). The payload is the file given, stdin ("-", or no
+file), or with --event alone a built-in sample of that event or event.action.
+Prints the answer's status and body; a non-2xx answer exits 1.`)
+	url := fs.String("url", "http://127.0.0.1:3000"+webhooks.DefaultPath, "where to POST: a receiver, or a proxy channel URL")
+	secretF := fs.secretFlag()
+	event := fs.String("event", "", "event name (NAME or NAME.ACTION); alone, it picks a built-in sample")
+	sample := fs.Int("sample", 0, "which built-in sample, when an event.action has several (0 is the first)")
+	delivery := fs.String("delivery", "", "X-Forge-Delivery value (default: a fresh random id)")
+	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole request")
+	pos, code, done := fs.parse(args)
+	if done {
+		return code
+	}
+	secret := fs.secret(*secretF)
+	if secret == "" {
+		return fs.noSecret()
+	}
+	name, action, _ := strings.Cut(*event, ".")
+	var body []byte
+	switch {
+	case *event == "" && len(pos) == 0:
+		return fs.usageError("nothing to send: give --event NAME[.ACTION] for a built-in sample, or a payload file (or - for stdin) with --event NAME")
+	case *event == "":
+		return fs.usageError("--event NAME is required with a payload: it is the X-Forge-Event header")
+	case len(pos) == 0:
+		ex, err := pickSample(name, action, *sample)
+		if err != nil {
+			return fs.usageError("%v", err)
+		}
+		body = ex.Body
+	default:
+		var ok bool
+		if body, code, ok = fs.readPayload(pos); !ok {
+			return code
+		}
+	}
+	sig, err := signing.Sign(secret, body)
+	if err != nil {
+		return fs.fail("cannot sign the payload: %v", err)
+	}
+	id := *delivery
+	if id == "" {
+		id = newUUID()
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *url, bytes.NewReader(body))
+	if err != nil {
+		return fs.usageError("bad --url: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "forgehooks-send/"+versionString())
+	req.Header.Set(webhooks.HeaderEvent, name)
+	req.Header.Set(webhooks.HeaderDelivery, id)
+	req.Header.Set(webhooks.HeaderSignature, sig)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fs.fail("%v (is a receiver listening at %s? start one with 'forgehooks serve')", err, *url)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	fmt.Fprintln(c.stdout, resp.Status)
+	if len(answer) > 0 {
+		c.stdout.Write(answer)
+		if answer[len(answer)-1] != '\n' {
+			fmt.Fprintln(c.stdout)
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// pickSample returns the n-th built-in sample of event (and action, if given).
+func pickSample(event, action string, n int) (corpus.Example, error) {
+	var matches []corpus.Example
+	actions := map[string]bool{}
+	for _, ex := range corpus.All() {
+		if ex.Event != event {
+			continue
+		}
+		if ex.Action != "" {
+			actions[ex.Action] = true
+		}
+		if action == "" || ex.Action == action {
+			matches = append(matches, ex)
+		}
+	}
+	switch {
+	case len(matches) == 0 && len(actions) > 0:
+		names := make([]string, 0, len(actions))
+		for a := range actions {
+			names = append(names, event+"."+a)
+		}
+		sort.Strings(names)
+		return corpus.Example{}, fmt.Errorf("no built-in sample of %s.%s; samples of %s: %s", event, action, event, strings.Join(names, ", "))
+	case len(matches) == 0:
+		return corpus.Example{}, fmt.Errorf("no built-in sample of %q: give a payload file instead ('forgehooks events' lists the event names)", event)
+	case n < 0 || n >= len(matches):
+		return corpus.Example{}, fmt.Errorf("--sample %d: %s has %d samples (0 to %d)", n, strings.TrimSuffix(event+"."+action, "."), len(matches), len(matches)-1)
+	}
+	return matches[n], nil
+}
+
+// newUUID returns a random (version 4) UUID, the form of the forge's delivery
+// ids.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+func cmdServe(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "serve", "forgehooks serve [flags]", `
+Run a receiver: verify each delivery posted to --path and log one line for it
+(id, event.action, repository, sender, outcome; a rejected delivery's line says
+why). SIGINT or SIGTERM stops it, letting running handlers finish.
+
+For a first try without a secret of your own, run 'make serve', which passes a
+development secret.`)
+	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
+	path := fs.String("path", webhooks.DefaultPath, "URL path that receives deliveries")
+	secretF := fs.secretFlag()
+	var additional stringList
+	fs.Var(&additional, "additional-secret", "another accepted secret, while one is rotated (repeatable)")
+	jsonLog := fs.Bool("json", false, "log JSON lines instead of text")
+	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
+	read := fs.Duration("read-timeout", 30*time.Second, "time allowed to read a whole request")
+	write := fs.Duration("write-timeout", 60*time.Second, "time allowed to answer a request, from the end of its headers")
+	idle := fs.Duration("idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	handlerTimeout := fs.Duration("handler-timeout", webhooks.DefaultTimeout, "how long to wait for handlers before answering 202 (the forge waits 10s)")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests and handlers finish")
+	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
+	pos, code, done := fs.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return fs.usageError("unexpected argument %q", pos[0])
+	}
+	secret := fs.secret(*secretF)
+	if secret == "" {
+		code := fs.noSecret()
+		fmt.Fprintln(c.stderr, "To try it locally in a checkout, 'make serve' passes a development secret.")
+		return code
+	}
+	log := fs.logger(*jsonLog)
+	wh, err := webhooks.New(webhooks.Options{Secret: secret, AdditionalSecrets: additional, Logger: log})
+	if err != nil {
+		return fs.usageError("%v", err)
+	}
+	wh.OnAny(recordDelivery)
+	if c.setup != nil {
+		c.setup(wh)
+	}
+	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{
+		Path: *path,
+		// The per-delivery line below says why a delivery was rejected; the
+		// middleware's own lines would say it twice.
+		Logger:       slog.New(slog.DiscardHandler),
+		Timeout:      *handlerTimeout,
+		MaxBodyBytes: *maxBody,
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fs.fail("cannot listen on %s: %v (is another receiver running there? choose another with --addr)", *addr, err)
+	}
+	srv := &http.Server{
+		Handler:           logDeliveries(mw, log),
+		ReadHeaderTimeout: *readHeader,
+		ReadTimeout:       *read,
+		WriteTimeout:      *write,
+		IdleTimeout:       *idle,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("forgehooks serve: receiving deliveries", "url", "http://"+ln.Addr().String()+mwPath(*path))
+	if c.listening != nil {
+		c.listening(ln.Addr().String())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fs.fail("%v", err)
+	case <-ctx.Done():
+	}
+	log.Info("forgehooks serve: shutting down; letting running handlers finish", "timeout", *shutdown)
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
+	defer cancel()
+	err = errors.Join(srv.Shutdown(sctx), wh.Close(sctx))
+	if err != nil {
+		return fs.fail("shutdown: %v", err)
+	}
+	return exitOK
+}
+
+func mwPath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return "/" + p
+	}
+	return p
+}
+
+// deliveryInfo is what the handlers learn of a verified delivery, for its log
+// line: the request's context carries it to recordDelivery.
+type deliveryInfo struct {
+	mu                       sync.Mutex
+	action, repository, user string
+}
+
+type infoKey struct{}
+
+// recordDelivery is serve's handler: it notes the delivery's action, repository
+// and sender for the log line.
+func recordDelivery(ctx context.Context, e emitter.Event) error {
+	info, _ := ctx.Value(infoKey{}).(*deliveryInfo)
+	if info == nil {
+		return nil
+	}
+	var p struct {
+		Repository *struct {
+			FullName string `json:"full_name"`
+		} `json:"repository"`
+		Sender *struct {
+			Login string `json:"login"`
+		} `json:"sender"`
+	}
+	_ = json.Unmarshal(e.Payload, &p) // a payload without them logs without them
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	info.action = e.Action()
+	if p.Repository != nil {
+		info.repository = p.Repository.FullName
+	}
+	if p.Sender != nil {
+		info.user = p.Sender.Login
+	}
+	return nil
+}
+
+// logDeliveries serves mw and logs one line per request: the delivery, and the
+// outcome, with the reason of a rejection or failure from the answer's body.
+func logDeliveries(mw *webhooks.Middleware, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := &deliveryInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		rec := &recorder{ResponseWriter: w}
+		start := time.Now()
+		if !mw.Handle(rec, r) {
+			mw.ServeHTTP(rec, r)
+			log.Info("not the webhook path", "method", r.Method, "path", r.URL.Path, "status", rec.status)
+			return
+		}
+		info.mu.Lock()
+		name := r.Header.Get(webhooks.HeaderEvent)
+		if info.action != "" {
+			name += "." + info.action
+		}
+		attrs := []any{
+			"id", r.Header.Get(webhooks.HeaderDelivery), "event", name,
+			"repository", info.repository, "sender", info.user,
+			"status", rec.status, "duration", time.Since(start).Round(time.Microsecond),
+		}
+		info.mu.Unlock()
+		switch {
+		case rec.status == http.StatusAccepted:
+			log.Info("delivery accepted; handlers still running", attrs...)
+		case rec.status < 300:
+			log.Info("delivery ok", attrs...)
+		case rec.status < 500:
+			log.Warn("delivery rejected: "+rec.reason(), attrs...)
+		default:
+			log.Error("delivery failed: "+rec.reason(), attrs...)
+		}
+	})
+}
+
+// recorder keeps the status and the start of an error answer's body.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if r.status >= 300 && r.body.Len() < 1024 {
+		r.body.Write(p[:min(len(p), 1024-r.body.Len())])
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// reason is the error message of a JSON error answer, or its text.
+func (r *recorder) reason() string {
+	var e struct{ Error string }
+	if json.Unmarshal(r.body.Bytes(), &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return strings.TrimSpace(r.body.String())
+}
