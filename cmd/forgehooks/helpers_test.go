@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// testTimeout bounds each test that runs servers, so that one that hangs fails.
+const testTimeout = 90 * time.Second
+
+const testSecret = "forgehooks test secret"
+
+// syncBuffer is a bytes.Buffer safe for a command writing while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runCmd runs a command to its end with stdin and an environment.
+func runCmd(t *testing.T, stdin string, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut syncBuffer
+	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	code = run(ctx, c, args)
+	return code, out.String(), errOut.String()
+}
+
+// proc is a long-running command (serve, proxy, relay) run in the test.
+type proc struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	code   chan int
+	stderr *syncBuffer
+	addr   string
+}
+
+// start runs args until the test ends or stop is called. For serve and proxy it
+// waits until they listen, and records the address.
+func start(t *testing.T, c *cli, args ...string) *proc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	p := &proc{t: t, cancel: cancel, code: make(chan int, 1), stderr: &syncBuffer{}}
+	listening := make(chan string, 1)
+	if c == nil {
+		c = &cli{}
+	}
+	c.stdin, c.stdout, c.stderr = strings.NewReader(""), p.stderr, p.stderr
+	if c.getenv == nil {
+		c.getenv = func(string) string { return "" }
+	}
+	c.listening = func(addr string) { listening <- addr }
+	go func() { p.code <- run(ctx, c, args) }()
+	if args[0] == "serve" || args[0] == "proxy" {
+		select {
+		case p.addr = <-listening:
+		case code := <-p.code:
+			t.Fatalf("%s exited %d: %s", args[0], code, p.stderr)
+		case <-ctx.Done():
+			t.Fatalf("%s did not start listening", args[0])
+		}
+	}
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// stop ends the command as SIGINT does and returns its exit status.
+func (p *proc) stop() int {
+	p.cancel()
+	select {
+	case code := <-p.code:
+		p.code <- code // so that stop can be called again
+		return code
+	case <-time.After(testTimeout):
+		p.t.Fatalf("command did not stop; its log:\n%s", p.stderr)
+		return -1
+	}
+}
+
+// received records what reaches a Webhooks' handlers.
+type received struct {
+	mu     sync.Mutex
+	events []emitter.Event
+	notify chan struct{}
+}
+
+func newReceived() *received { return &received{notify: make(chan struct{}, 1)} }
+
+func (r *received) setup(wh *webhooks.Webhooks) {
+	wh.OnAny(func(_ context.Context, e emitter.Event) error {
+		r.mu.Lock()
+		e.Payload = bytes.Clone(e.Payload)
+		r.events = append(r.events, e)
+		r.mu.Unlock()
+		select {
+		case r.notify <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+}
+
+// waitFor waits until a delivery with id was handled, and returns everything
+// handled so far.
+func (r *received) waitFor(t *testing.T, id string) []emitter.Event {
+	t.Helper()
+	deadline := time.After(testTimeout)
+	for {
+		r.mu.Lock()
+		for _, e := range r.events {
+			if e.ID == id {
+				out := append([]emitter.Event(nil), r.events...)
+				r.mu.Unlock()
+				return out
+			}
+		}
+		n := len(r.events)
+		r.mu.Unlock()
+		select {
+		case <-r.notify:
+		case <-deadline:
+			t.Fatalf("delivery %q was not handled (%d were)", id, n)
+		}
+	}
+}
