@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/signing"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// The forge's documented test vector for its signatures.
+const (
+	vectorSecret    = "It's a Secret to Everybody"
+	vectorPayload   = "Hello, World!"
+	vectorSignature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+)
+
+func TestCommands(t *testing.T) {
+	dir := t.TempDir()
+	payloadFile := filepath.Join(dir, "payload.json")
+	os.WriteFile(payloadFile, []byte(vectorPayload), 0o600)
+	withEnv := map[string]string{secretEnv: vectorSecret}
+	tests := []struct {
+		name        string
+		stdin       string
+		env         map[string]string
+		args        []string
+		code        int
+		stdout      string // a substring, or "" for no check
+		stderr      string
+		exactStdout bool
+	}{
+		{name: "no command", args: nil, code: 2, stderr: "Usage: forgehooks <command>"},
+		{name: "unknown command", args: []string{"launch"}, code: 2, stderr: `unknown command "launch"`},
+		{name: "help", args: []string{"--help"}, code: 0, stdout: "Exit status: 0 success; 1 failure"},
+		{name: "version", args: []string{"--version"}, code: 0, stdout: "forgehooks "},
+		{name: "command help", args: []string{"relay", "--help"}, code: 0, stdout: "96 MiB"},
+		{name: "bad flag", args: []string{"sign", "--nope"}, code: 2, stderr: "flag provided but not defined: -nope"},
+
+		{name: "sign stdin", stdin: vectorPayload, args: []string{"sign", "--secret", vectorSecret}, code: 0, stdout: vectorSignature + "\n", exactStdout: true},
+		{name: "sign file, flags after it", args: []string{"sign", payloadFile, "--secret", vectorSecret}, code: 0, stdout: vectorSignature + "\n", exactStdout: true},
+		{name: "sign secret from env", stdin: vectorPayload, env: withEnv, args: []string{"sign", "-"}, code: 0, stdout: vectorSignature + "\n", exactStdout: true},
+		{name: "sign without secret", stdin: vectorPayload, args: []string{"sign"}, code: 2, stderr: "pass --secret S or set FORGE_WEBHOOK_SECRET"},
+		{name: "sign empty payload", stdin: "", args: []string{"sign", "--secret", "s"}, code: 1, stderr: "payload"},
+		{name: "sign missing file", args: []string{"sign", "--secret", "s", filepath.Join(dir, "none")}, code: 1, stderr: "no such file"},
+		{name: "sign two files", args: []string{"sign", "--secret", "s", "a", "b"}, code: 2, stderr: "one payload file at most"},
+
+		{name: "verify valid", stdin: vectorPayload, env: withEnv, args: []string{"verify", "--signature", vectorSignature}, code: 0, stdout: "valid\n", exactStdout: true},
+		{name: "verify invalid", stdin: vectorPayload + " ", env: withEnv, args: []string{"verify", "--signature", vectorSignature}, code: 1, stdout: "invalid\n", exactStdout: true},
+		{name: "verify wrong secret", stdin: vectorPayload, args: []string{"verify", "--secret", "other", "--signature", vectorSignature}, code: 1, stdout: "invalid"},
+		{name: "verify malformed", stdin: vectorPayload, env: withEnv, args: []string{"verify", "--signature", "757107ea"}, code: 1, stderr: `starts with "sha256="`},
+		{name: "verify sha1 needs opt-in", stdin: vectorPayload, env: withEnv, args: []string{"verify", "--signature", "sha1=" + strings.Repeat("0", 40)}, code: 1, stdout: "invalid"},
+		{name: "verify without signature", stdin: vectorPayload, env: withEnv, args: []string{"verify"}, code: 2, stderr: "--signature is required"},
+		{name: "verify without secret", stdin: vectorPayload, args: []string{"verify", "--signature", vectorSignature}, code: 2, stderr: "FORGE_WEBHOOK_SECRET"},
+
+		{name: "serve without secret", args: []string{"serve"}, code: 2, stderr: "make serve"},
+		{name: "serve stray argument", args: []string{"serve", "--secret", "s", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
+		{name: "serve cannot listen", args: []string{"serve", "--secret", "s", "--addr", "256.0.0.1:1"}, code: 1, stderr: "cannot listen"},
+		{name: "proxy cannot listen", args: []string{"proxy", "--addr", "256.0.0.1:1"}, code: 1, stderr: "cannot listen"},
+
+		{name: "send nothing", args: []string{"send", "--secret", "s"}, code: 2, stderr: "nothing to send"},
+		{name: "send file without event", args: []string{"send", "--secret", "s", payloadFile}, code: 2, stderr: "--event NAME is required"},
+		{name: "send unknown sample", args: []string{"send", "--secret", "s", "--event", "no_such_event"}, code: 2, stderr: `no built-in sample of "no_such_event"`},
+		{name: "send unknown action", args: []string{"send", "--secret", "s", "--event", "issues.exploded"}, code: 2, stderr: "issues.opened"},
+		{name: "send sample out of range", args: []string{"send", "--secret", "s", "--event", "ping", "--sample", "99"}, code: 2, stderr: "--sample 99"},
+		{name: "send without secret", args: []string{"send", "--event", "ping"}, code: 2, stderr: "FORGE_WEBHOOK_SECRET"},
+		{name: "send nowhere", args: []string{"send", "--secret", "s", "--event", "ping", "--url", "http://127.0.0.1:1/x"}, code: 1, stderr: "is a receiver listening"},
+
+		{name: "relay without source", args: []string{"relay", "--secret", "s"}, code: 2, stderr: "--source is required"},
+		{name: "relay bad source", args: []string{"relay", "--source", "ftp://x/y", "--secret", "s"}, code: 2, stderr: "not an http(s) URL"},
+		{name: "relay both modes", args: []string{"relay", "--source", "http://127.0.0.1:1/c", "--secret", "s", "--target", "http://127.0.0.1:2/"}, code: 2, stderr: "not both"},
+		{name: "relay no mode", args: []string{"relay", "--source", "http://127.0.0.1:1/c"}, code: 2, stderr: "give --target URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, tt.stdin, tt.env, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errOut)
+			}
+			if tt.exactStdout && out != tt.stdout || !strings.Contains(out, tt.stdout) {
+				t.Errorf("stdout %q, want %q", out, tt.stdout)
+			}
+			if !strings.Contains(errOut, tt.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", errOut, tt.stderr)
+			}
+		})
+	}
+}
+
+func TestSendHeadersAndAnswers(t *testing.T) {
+	var mu sync.Mutex
+	var got *http.Request
+	var gotBody []byte
+	status := http.StatusOK
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got, gotBody = r, nil
+		gotBody, _ = io.ReadAll(r.Body)
+		w.WriteHeader(status)
+		io.WriteString(w, "answer body")
+	}))
+	defer ts.Close()
+
+	code, out, errOut := runCmd(t, "", nil, "send", "--url", ts.URL, "--secret", vectorSecret, "--event", "issues.opened")
+	if code != exitOK || out != "200 OK\nanswer body\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if ok, _ := signing.Verify(vectorSecret, gotBody, got.Header.Get("X-Hub-Signature-256")); !ok {
+		t.Error("the signature sent does not verify")
+	}
+	if !strings.Contains(string(gotBody), `"action":"opened"`) {
+		t.Errorf("sample body is not an issues.opened payload: %.100s", gotBody)
+	}
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for name, check := range map[string]func(string) bool{
+		"X-Forge-Event":    func(v string) bool { return v == "issues" },
+		"X-Forge-Delivery": uuid.MatchString,
+		"Content-Type":     func(v string) bool { return v == "application/json" },
+		"User-Agent":       func(v string) bool { return strings.HasPrefix(v, "forgehooks-send/") },
+	} {
+		if v := got.Header.Get(name); !check(v) {
+			t.Errorf("%s: %q", name, v)
+		}
+	}
+	firstID := got.Header.Get("X-Forge-Delivery")
+	runCmd(t, "", nil, "send", "--url", ts.URL, "--secret", vectorSecret, "--event", "ping")
+	if got.Header.Get("X-Forge-Delivery") == firstID {
+		t.Error("the delivery id is not fresh")
+	}
+
+	status = http.StatusInternalServerError
+	if code, out, _ := runCmd(t, "", nil, "send", "--url", ts.URL, "--secret", vectorSecret, "--event", "ping"); code != exitFailure || !strings.HasPrefix(out, "500 Internal Server Error\n") {
+		t.Errorf("a 500 answer: exit %d, stdout %q; want exit 1 and the status printed", code, out)
+	}
+}
+
+func TestServeLogsAndRejections(t *testing.T) {
+	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--json")
+	url := "http://" + sv.addr + "/api/forge/webhooks"
+	if code, _, _ := runCmd(t, "", nil, "send", "--url", url, "--secret", "wrong", "--event", "push", "--delivery", "bad-sig"); code != exitFailure {
+		t.Errorf("a delivery with a bad signature: send exit %d, want 1", code)
+	}
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	runCmd(t, "", nil, "send", "--url", url, "--secret", testSecret, "--event", "ping", "--delivery", "good")
+	if code := sv.stop(); code != exitOK {
+		t.Errorf("serve exited %d", code)
+	}
+	log := sv.stderr.String()
+	for _, want := range []string{
+		`"msg":"delivery rejected: signature does not match event payload and secret","id":"bad-sig","event":"push"`,
+		`"msg":"delivery rejected: Required headers missing: x-forge-event, x-hub-signature-256, x-forge-delivery"`,
+		`"msg":"delivery ok","id":"good","event":"ping"`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %s\nlog:\n%s", want, log)
+		}
+	}
+}
+
+// TestServeShutdownWaitsForHandlers: SIGINT (here: the context's end) lets a
+// running handler finish before serve returns.
+func TestServeShutdownWaitsForHandlers(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	finished := false
+	setup := func(wh *webhooks.Webhooks) {
+		wh.On("ping", func(context.Context, emitter.Event) error {
+			close(started)
+			<-release
+			mu.Lock()
+			finished = true
+			mu.Unlock()
+			return nil
+		})
+	}
+	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--handler-timeout", "1ms")
+	url := "http://" + sv.addr + "/api/forge/webhooks"
+	code, out, _ := runCmd(t, "", nil, "send", "--url", url, "--secret", testSecret, "--event", "ping")
+	if code != exitOK || !strings.HasPrefix(out, "202") {
+		t.Fatalf("send: exit %d %q, want 202 while the handler runs", code, out)
+	}
+	<-started
+	go func() {
+		// If serve returned without waiting, it would do so well before this.
+		time.Sleep(200 * time.Millisecond)
+		close(release)
+	}()
+	if code := sv.stop(); code != exitOK {
+		t.Errorf("serve exited %d", code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !finished {
+		t.Error("serve returned before the running handler finished")
+	}
+}
+
+// TestRelayReserialisedBody: a relay that gets only "body", re-serialised by
+// another proxy, says so when the signature fails, instead of a bare mismatch.
+func TestRelayReserialisedBody(t *testing.T) {
+	original := `{"zen": "Design for failure."}`
+	sig, _ := signing.Sign(testSecret, []byte(original))
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"x-forge-event":"ping","x-forge-delivery":"re-1","x-hub-signature-256":"`+sig+`","content-length":"30","body":{"zen":"Design for failure."}}`+"\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer src.Close()
+	rl := start(t, nil, "relay", "--source", src.URL, "--secret", testSecret)
+	deadline := time.Now().Add(testTimeout)
+	for !strings.Contains(rl.stderr.String(), "re-serialised") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rl.stop()
+	if log := rl.stderr.String(); !strings.Contains(log, "the forge sent 30 bytes, the channel carried 29") {
+		t.Errorf("relay log does not explain the re-serialised body:\n%s", log)
+	}
+}
+
+func TestRelayRejectsWebPage(t *testing.T) {
+	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
+	code, _, errOut := runCmd(t, "", nil, "relay", "--source", "http://"+px.addr+"/", "--secret", "s")
+	if code != exitFailure || !strings.Contains(errOut, "not text/event-stream") {
+		t.Errorf("exit %d, stderr %q; want 1 and a clear error", code, errOut)
+	}
+}
