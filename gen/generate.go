@@ -331,9 +331,13 @@ func (g *generator) eventMethods(f *jen.File, ep *eventPlan, sp *structPlan) {
 			}
 			body = append(body, jen.Return(v))
 		case fp.Value >= 0:
+			v := jen.Op("&").Id("x").Dot(fp.GoName)
+			if collection(fp.Expr) {
+				v = jen.Id("x").Dot(fp.GoName)
+			}
 			body = []jen.Code{
 				jen.If(jen.Id("x").Op("==").Nil().Op("||").Op("!").Id("x").Dot("written").Call(jen.Lit(fp.Value))).Block(jen.Return(jen.Nil())),
-				jen.Return(jen.Op("&").Id("x").Dot(fp.GoName)),
+				jen.Return(v),
 			}
 		default:
 			body = []jen.Code{

@@ -240,3 +240,14 @@ func TestFixturePackage(t *testing.T) {
 		}
 	}
 }
+
+func TestEnumValueName(t *testing.T) {
+	for in, want := range map[string]string{
+		"open": "Open", "off-topic": "OffTopic", "too heated": "TooHeated", "*": "Wildcard",
+		"+1": "Plus1", "1": "Value1", "": "Empty", "2fa": "Value2fa", "@": "At",
+	} {
+		if got := enumValueName(in); got != want {
+			t.Errorf("enumValueName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

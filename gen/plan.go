@@ -163,11 +163,7 @@ func newPlan(s *Schema) (*plan, error) {
 			for _, v := range t.Values {
 				vn := v.Name
 				if vn == "" {
-					n, err := GoName(v.Value)
-					if err != nil {
-						n = "Value" + strings.NewReplacer("-", "Minus", "+", "Plus", ".", "Dot").Replace(v.Value)
-					}
-					vn = n
+					vn = enumValueName(v.Value)
 				}
 				ep.Values = append(ep.Values, enumValuePlan{GoName: name + vn, Value: v.Value, Doc: v.Description})
 				claim(name+vn, fmt.Sprintf("the constant of value %q of enum %q", v.Value, name))
@@ -538,4 +534,26 @@ func joinDoc(parts ...string) string {
 		}
 	}
 	return strings.Join(keep, "\n\n")
+}
+
+// symbolWords spell the symbols an enum value may consist of, so that "*" or "+1"
+// still give a constant name.
+var symbolWords = strings.NewReplacer("*", " wildcard ", "+", " plus ", "-", " minus ", ".", " dot ", "/", " slash ", "@", " at ", "#", " hash ")
+
+// enumValueName derives the constant-name suffix of an enum value: GoName of the
+// value, of the value with its symbols spelled out, or "Value" before that when
+// it starts with a digit ("1" gives Value1); "" gives Empty.
+func enumValueName(v string) string {
+	if v == "" {
+		return "Empty"
+	}
+	if n, err := GoName(v); err == nil {
+		return n
+	}
+	spelled := symbolWords.Replace(v)
+	if n, err := GoName(spelled); err == nil {
+		return n
+	}
+	n, _ := GoName("value " + spelled)
+	return n
 }
