@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet unit generate generate-check bench fuzz schema serve
+.PHONY: test fmt-check vet unit generate generate-check bench fuzz schema serve smee-client
 
 ## test: what CI runs: format check, vet, generated-code freshness, race-enabled tests.
 test: fmt-check vet generate-check unit
@@ -43,6 +43,20 @@ fuzz:
 	  done; \
 	done
 
-## serve: run a receiver on 127.0.0.1:3000 (secret from FORGE_WEBHOOK_SECRET, or a local default).
+## serve: run a receiver on 127.0.0.1:3000. The secret is FORGE_WEBHOOK_SECRET; when it is
+## unset, a development secret, never to be used on a real webhook (the binary itself never
+## invents one).
+DEV_SECRET := forgehooks-development-secret-not-for-real-webhooks
 serve:
-	$(GO) run ./cmd/forgehooks serve
+	@if [ -z "$$FORGE_WEBHOOK_SECRET" ]; then \
+	  echo "make serve: FORGE_WEBHOOK_SECRET is unset; using the development secret \"$(DEV_SECRET)\""; \
+	fi
+	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve
+
+## smee-client: install the npm package the interop test runs, into a cache outside the
+## repository (the test installs it by itself when missing; keep the version in step with
+## smeeClientVersion in cmd/forgehooks/smee_test.go).
+SMEE_CLIENT_VERSION := 5.0.0
+smee-client:
+	npm install --prefix "$${FORGEHOOKS_NPM_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/forgehooks/npm}/smee-client-$(SMEE_CLIENT_VERSION)" \
+	  --no-save --no-audit --no-fund --no-package-lock smee-client@$(SMEE_CLIENT_VERSION)
