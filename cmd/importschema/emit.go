@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"forgehooks.dev/forgehooks/gen"
+)
+
+// exprOf writes a type in the schema's type-expression syntax.
+func exprOf(e texpr) string {
+	e = e.resolved()
+	switch e.k {
+	case kString:
+		return "string"
+	case kBool:
+		return "bool"
+	case kInt:
+		return "int64"
+	case kFloat:
+		return "float64"
+	case kTimestamp:
+		return "timestamp"
+	case kArray, kMap:
+		star := ""
+		if e.elemNull {
+			star = "*"
+		}
+		prefix := "[]"
+		if e.k == kMap {
+			prefix = "map[string]"
+		}
+		return prefix + star + exprOf(*e.elem)
+	case kStruct, kEnum, kUnion:
+		return e.cls.name
+	}
+	return "raw" // kRaw, kFreeObject, kNull
+}
+
+// reachable returns the classes the payloads use, directly or not, by name.
+func (m *model) reachable() []*class {
+	var out []*class
+	for cl := range m.reachableSet() {
+		out = append(out, cl)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// reachableSet returns the classes the payloads use, directly or not.
+func (m *model) reachableSet() map[*class]bool {
+	seen := map[*class]bool{}
+	var visit func(e texpr)
+	visitClass := func(cl *class) {
+		if seen[cl] {
+			return
+		}
+		seen[cl] = true
+		for _, f := range cl.fields {
+			visit(f.t)
+		}
+		for _, v := range cl.variants {
+			visit(v)
+		}
+	}
+	visit = func(e texpr) {
+		e = e.resolved()
+		if e.cls != nil {
+			visitClass(e.cls)
+		} else if e.elem != nil {
+			visit(*e.elem)
+		}
+	}
+	for _, h := range m.hooks {
+		visitClass(h.body.cls.find())
+	}
+	return seen
+}
+
+// schema builds the model the YAML files hold.
+func (m *model) schema(rec *record) *gen.Schema {
+	s := &gen.Schema{}
+	if rec != nil {
+		s.Source = gen.Source{Package: rec.Package, Version: rec.Version, File: rec.File, SHA256: rec.SHA256}
+	}
+	byEvent := map[string][]*hook{}
+	var events []string
+	for _, h := range m.hooks {
+		if byEvent[h.event] == nil {
+			events = append(events, h.event)
+		}
+		byEvent[h.event] = append(byEvent[h.event], h)
+	}
+	sort.Strings(events)
+	for _, name := range events {
+		hs := byEvent[name]
+		ev := gen.Event{Name: name, Description: cleanText(hs[0].summary)}
+		for _, h := range hs {
+			cl := h.body.cls.find()
+			if h.action == "" {
+				ev.Type = cl.name
+				continue
+			}
+			ev.Actions = append(ev.Actions, gen.Action{Name: h.action, Description: cleanText(h.desc), Type: cl.name})
+			if h.freeForm {
+				ev.OtherActionsType = cl.name
+			}
+		}
+		sort.Slice(ev.Actions, func(i, j int) bool { return ev.Actions[i].Name < ev.Actions[j].Name })
+		s.Events = append(s.Events, ev)
+	}
+
+	notes := map[*class][]string{}
+	for _, h := range m.hooks {
+		cl := h.body.cls.find()
+		d := cleanText(h.desc)
+		if d == "" {
+			d = cleanText(h.summary)
+		}
+		notes[cl] = append(notes[cl], fmt.Sprintf("The payload of %s. %s", h.name(), d))
+		if h.variants > 1 {
+			notes[cl] = append(notes[cl], fmt.Sprintf("The spec gives this payload as one of %d shapes (a whole-body oneOf); "+
+				"they are merged into this one struct, where members not in every shape are optional.", h.variants))
+		}
+		if h.freeForm {
+			notes[cl] = append(notes[cl], fmt.Sprintf("The action is free-form: whoever triggers the delivery chooses it, "+
+				"so any action may arrive with this payload; %q is the spec's sample.", h.action))
+		}
+	}
+
+	for _, cl := range m.reachable() {
+		t := gen.Type{Name: cl.name, Description: cleanText(cl.desc)}
+		if ns := notes[cl]; len(ns) > 0 {
+			t.Description = strings.Join(ns, "\n\n")
+		}
+		switch cl.kind {
+		case kStruct:
+			t.Kind = gen.KindStruct
+			for _, f := range cl.fields {
+				t.Fields = append(t.Fields, gen.Field{
+					JSON: f.key, Description: cleanText(f.desc),
+					Type: exprOf(f.t), Required: f.required, Nullable: f.nullable,
+				})
+			}
+		case kEnum:
+			t.Kind = gen.KindEnum
+			if cl.base == "int64" {
+				t.Base = "int64"
+			}
+			for _, v := range cl.values {
+				t.Values = append(t.Values, gen.EnumValue{Value: v})
+			}
+		case kUnion:
+			t.Kind = gen.KindUnion
+			for i, v := range cl.variants {
+				t.Variants = append(t.Variants, gen.Variant{Type: exprOf(v), Match: cl.matches[i]})
+			}
+		}
+		s.Types = append(s.Types, t)
+	}
+	return s
+}
+
+// writeSchema writes events.yaml and types.yaml into dir.
+func writeSchema(dir string, s *gen.Schema, header string) error {
+	evDoc := struct {
+		Source gen.Source  `yaml:"source"`
+		Events []gen.Event `yaml:"events"`
+	}{s.Source, s.Events}
+	tyDoc := struct {
+		Types []gen.Type `yaml:"types"`
+	}{s.Types}
+	for _, f := range []struct {
+		name string
+		doc  any
+	}{{gen.EventsFile, evDoc}, {gen.TypesFile, tyDoc}} {
+		var b bytes.Buffer
+		b.WriteString(header)
+		enc := yaml.NewEncoder(&b)
+		enc.SetIndent(2)
+		if err := enc.Encode(f.doc); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if err := enc.Close(); err != nil {
+			return err
+		}
+		if err := writeIfChanged(filepath.Join(dir, f.name), b.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeIfChanged leaves a file alone (and its mtime) when its content is the same.
+func writeIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	return os.WriteFile(path, data, 0o644)
+}

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"forgehooks.dev/forgehooks/gen"
+)
+
+// overrides are the hand-kept patches of schema/overrides.yaml. Every entry says
+// why in Reason. The importer applies them to what it read from the spec and warns
+// about each one that changed nothing (the spec caught up, or a name moved).
+type overrides struct {
+	// Names adds event.action names the spec lacks, with the payload of another
+	// action of the same event.
+	Names []nameOverride `yaml:"names"`
+	// Renames replaces an automatic type name.
+	Renames []renameOverride `yaml:"renames"`
+	// FieldNames gives the Go name of every member with an awkward JSON key.
+	FieldNames []fieldNameOverride `yaml:"field_names"`
+	// EnumValues adds values to an enum.
+	EnumValues []enumOverride `yaml:"enum_values"`
+	// Types adds named types the spec lacks (for Fields entries to use).
+	Types []typeOverride `yaml:"types"`
+	// Fields changes (or adds) one member of a struct.
+	Fields []fieldOverride `yaml:"fields"`
+	// Optional makes members of a struct optional: the spec requires them, real
+	// payloads lack them.
+	Optional []optionalOverride `yaml:"optional"`
+}
+
+type typeOverride struct {
+	gen.Type `yaml:",inline"`
+	Reason   string `yaml:"reason"`
+}
+
+type optionalOverride struct {
+	In     string   `yaml:"in"`
+	JSON   []string `yaml:"json"`
+	Reason string   `yaml:"reason"`
+}
+
+type nameOverride struct {
+	Name   string `yaml:"name"` // event.action
+	Like   string `yaml:"like"` // event.action whose payload it shares
+	Reason string `yaml:"reason"`
+}
+
+type renameOverride struct {
+	From   string `yaml:"from"`
+	To     string `yaml:"to"`
+	Reason string `yaml:"reason"`
+}
+
+type fieldNameOverride struct {
+	JSON   string `yaml:"json"`
+	Name   string `yaml:"name"`
+	Reason string `yaml:"reason"`
+}
+
+type enumOverride struct {
+	In     string   `yaml:"in"`
+	Add    []string `yaml:"add"`
+	Reason string   `yaml:"reason"`
+}
+
+type fieldOverride struct {
+	In          string `yaml:"in"`
+	JSON        string `yaml:"json"`
+	Type        string `yaml:"type,omitempty"`
+	Required    *bool  `yaml:"required,omitempty"`
+	Nullable    *bool  `yaml:"nullable,omitempty"`
+	Description string `yaml:"description,omitempty"`
+	Reason      string `yaml:"reason"`
+}
+
+// errOverride marks an override file the importer cannot apply.
+var errOverride = errors.New("bad override")
+
+func readOverrides(path string) (*overrides, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseOverrides(data)
+}
+
+func parseOverrides(data []byte) (*overrides, error) {
+	var o overrides
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&o); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %v", errOverride, err)
+	}
+	var missing []string
+	check := func(what, reason string) {
+		if strings.TrimSpace(reason) == "" {
+			missing = append(missing, what)
+		}
+	}
+	for _, n := range o.Names {
+		check("names "+n.Name, n.Reason)
+		if n.Name == "" || n.Like == "" {
+			return nil, fmt.Errorf("%w: names entry needs name and like", errOverride)
+		}
+	}
+	for _, r := range o.Renames {
+		check("renames "+r.From, r.Reason)
+		if r.From == "" || r.To == "" {
+			return nil, fmt.Errorf("%w: renames entry needs from and to", errOverride)
+		}
+	}
+	for _, f := range o.FieldNames {
+		check("field_names "+f.JSON, f.Reason)
+		if f.JSON == "" || f.Name == "" {
+			return nil, fmt.Errorf("%w: field_names entry needs json and name", errOverride)
+		}
+	}
+	for _, e := range o.EnumValues {
+		check("enum_values "+e.In, e.Reason)
+		if e.In == "" || len(e.Add) == 0 {
+			return nil, fmt.Errorf("%w: enum_values entry needs in and add", errOverride)
+		}
+	}
+	for _, f := range o.Fields {
+		check("fields "+f.In+"."+f.JSON, f.Reason)
+		if f.In == "" || f.JSON == "" {
+			return nil, fmt.Errorf("%w: fields entry needs in and json", errOverride)
+		}
+		if f.Type != "" {
+			if _, err := gen.ParseTypeExpr(f.Type); err != nil {
+				return nil, fmt.Errorf("%w: fields %s.%s: %v", errOverride, f.In, f.JSON, err)
+			}
+		}
+	}
+	for _, t := range o.Types {
+		check("types "+t.Name, t.Reason)
+		if t.Name == "" || t.Kind == "" {
+			return nil, fmt.Errorf("%w: types entry needs name and kind", errOverride)
+		}
+	}
+	for _, op := range o.Optional {
+		check("optional "+op.In, op.Reason)
+		if op.In == "" || len(op.JSON) == 0 {
+			return nil, fmt.Errorf("%w: optional entry needs in and json", errOverride)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: every entry needs a reason; missing in %s", errOverride, strings.Join(missing, "; "))
+	}
+	return &o, nil
+}
+
+// renameMap returns the renames as automatic name → wanted name.
+func (o *overrides) renameMap() map[string]string {
+	m := map[string]string{}
+	for _, r := range o.Renames {
+		m[r.From] = r.To
+	}
+	return m
+}
+
+// apply patches the schema (all but renames, which naming applies) and returns a
+// warning for every entry that changed nothing.
+func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, error) {
+	var warns []string
+	noop := func(format string, args ...any) {
+		warns = append(warns, "override has no effect: "+fmt.Sprintf(format, args...))
+	}
+	for _, r := range o.Renames {
+		if !renamed[r.From] {
+			noop("renames %s: no type is named %s", r.From, r.From)
+		}
+	}
+	types := map[string]*gen.Type{}
+	index := func() {
+		for i := range s.Types {
+			types[s.Types[i].Name] = &s.Types[i]
+		}
+	}
+	index()
+
+	for _, n := range o.Names {
+		ev, act, ok := strings.Cut(n.Name, ".")
+		lev, lact, lok := strings.Cut(n.Like, ".")
+		if !ok || !lok || ev != lev {
+			return nil, fmt.Errorf("%w: names %s like %s: both must be event.action of one event", errOverride, n.Name, n.Like)
+		}
+		e := findEvent(s, ev)
+		if e == nil {
+			return nil, fmt.Errorf("%w: names %s: no event %s", errOverride, n.Name, ev)
+		}
+		if findAction(e, act) != nil {
+			noop("names %s: the spec has it now", n.Name)
+			continue
+		}
+		like := findAction(e, lact)
+		if like == nil {
+			return nil, fmt.Errorf("%w: names %s: no action %s to copy", errOverride, n.Name, n.Like)
+		}
+		src := types[like.Type]
+		t := cloneType(*src)
+		t.Name = payloadTypeName(ev, act)
+		if types[t.Name] != nil {
+			return nil, fmt.Errorf("%w: names %s: type %s exists", errOverride, n.Name, t.Name)
+		}
+		t.Description = strings.TrimSpace(fmt.Sprintf("The payload of %s: the same shape as %s (from overrides: %s)",
+			n.Name, like.Type, strings.TrimSpace(n.Reason)))
+		s.Types = append(s.Types, t)
+		e.Actions = append(e.Actions, gen.Action{Name: act, Description: strings.TrimSpace(n.Reason), Type: t.Name})
+		sort.Slice(e.Actions, func(i, j int) bool { return e.Actions[i].Name < e.Actions[j].Name })
+		index()
+	}
+
+	for _, to := range o.Types {
+		t := to.Type
+		t.Description = strings.TrimSpace(t.Description + " (From overrides: " + strings.TrimSpace(to.Reason) + ")")
+		if old := types[t.Name]; old != nil {
+			return nil, fmt.Errorf("%w: types %s: the spec has a type of that name now; rename or remove the override", errOverride, t.Name)
+		}
+		s.Types = append(s.Types, cloneType(t))
+		index()
+	}
+
+	for _, fn := range o.FieldNames {
+		found, changed := false, false
+		for i := range s.Types {
+			for j := range s.Types[i].Fields {
+				f := &s.Types[i].Fields[j]
+				if f.JSON == fn.JSON {
+					found = true
+					changed = changed || f.Name != fn.Name
+					f.Name = fn.Name
+				}
+			}
+		}
+		if !changed {
+			if found {
+				noop("field_names %q: already named %s", fn.JSON, fn.Name)
+			} else {
+				noop("field_names %q: no member has that key", fn.JSON)
+			}
+		}
+	}
+
+	for _, eo := range o.EnumValues {
+		t := types[eo.In]
+		if t == nil || t.Kind != gen.KindEnum {
+			noop("enum_values %s: no enum of that name", eo.In)
+			continue
+		}
+		added := false
+		for _, v := range eo.Add {
+			if !hasValue(t, v) {
+				t.Values = append(t.Values, gen.EnumValue{Value: v, Description: "From overrides: " + strings.TrimSpace(eo.Reason)})
+				added = true
+			}
+		}
+		if !added {
+			noop("enum_values %s: the spec has %s", eo.In, strings.Join(eo.Add, ", "))
+		}
+	}
+
+	for _, fo := range o.Fields {
+		t := types[fo.In]
+		if t == nil || t.Kind != gen.KindStruct {
+			noop("fields %s.%s: no struct %s", fo.In, fo.JSON, fo.In)
+			continue
+		}
+		var f *gen.Field
+		for j := range t.Fields {
+			if t.Fields[j].JSON == fo.JSON {
+				f = &t.Fields[j]
+			}
+		}
+		if f == nil {
+			if fo.Type == "" {
+				noop("fields %s.%s: no such member (give a type to add it)", fo.In, fo.JSON)
+				continue
+			}
+			t.Fields = append(t.Fields, gen.Field{JSON: fo.JSON, Type: fo.Type,
+				Description: fo.Description})
+			f = &t.Fields[len(t.Fields)-1]
+			if fo.Required != nil {
+				f.Required = *fo.Required
+			}
+			if fo.Nullable != nil {
+				f.Nullable = *fo.Nullable
+			}
+			continue
+		}
+		before := *f
+		if fo.Type != "" {
+			f.Type = fo.Type
+		}
+		if fo.Required != nil {
+			f.Required = *fo.Required
+		}
+		if fo.Nullable != nil {
+			f.Nullable = *fo.Nullable
+		}
+		if fo.Description != "" {
+			f.Description = fo.Description
+		}
+		if *f == before {
+			noop("fields %s.%s: the spec says so already", fo.In, fo.JSON)
+		}
+	}
+	for _, op := range o.Optional {
+		t := types[op.In]
+		if t == nil || t.Kind != gen.KindStruct {
+			noop("optional %s: no struct %s", op.In, op.In)
+			continue
+		}
+		for _, key := range op.JSON {
+			found := false
+			for j := range t.Fields {
+				if f := &t.Fields[j]; f.JSON == key {
+					found = true
+					if !f.Required {
+						noop("optional %s.%s: the spec has it optional", op.In, key)
+					}
+					f.Required = false
+				}
+			}
+			if !found {
+				noop("optional %s.%s: no such member", op.In, key)
+			}
+		}
+	}
+	sort.Slice(s.Types, func(i, j int) bool { return s.Types[i].Name < s.Types[j].Name })
+	return warns, nil
+}
+
+func findEvent(s *gen.Schema, name string) *gen.Event {
+	for i := range s.Events {
+		if s.Events[i].Name == name {
+			return &s.Events[i]
+		}
+	}
+	return nil
+}
+
+func findAction(e *gen.Event, name string) *gen.Action {
+	for i := range e.Actions {
+		if e.Actions[i].Name == name {
+			return &e.Actions[i]
+		}
+	}
+	return nil
+}
+
+func hasValue(t *gen.Type, v string) bool {
+	for _, x := range t.Values {
+		if x.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// cloneType copies a type deeply enough that editing the copy leaves the original.
+func cloneType(t gen.Type) gen.Type {
+	t.Fields = append([]gen.Field(nil), t.Fields...)
+	t.Values = append([]gen.EnumValue(nil), t.Values...)
+	t.Variants = append([]gen.Variant(nil), t.Variants...)
+	return t
+}
