@@ -196,7 +196,8 @@ func parseRecord(rec []byte) (entry, bool) {
 	}
 	seq, err1 := strconv.ParseUint(string(seqB), 10, 64)
 	ms, err2 := strconv.ParseInt(string(msB), 10, 64)
-	if err1 != nil || err2 != nil || seq == 0 {
+	// A CR would end the event's data line early when it is sent.
+	if err1 != nil || err2 != nil || seq == 0 || bytes.IndexByte(data, '\r') >= 0 {
 		return entry{}, false
 	}
 	return entry{seq: seq, at: time.UnixMilli(ms), data: bytes.Clone(data)}, true
