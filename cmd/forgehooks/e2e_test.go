@@ -80,6 +80,9 @@ func TestEndToEndRelayInProcess(t *testing.T) {
 	if n := strings.Count(log, "delivery verified and dispatched"); n != len(examples)+1 {
 		t.Errorf("relay logged %d verified deliveries, want %d", n, len(examples)+1)
 	}
+	if !strings.Contains(log, "repository=Codertocat/Hello-World sender=Codertocat") {
+		t.Errorf("relay's lines do not name repository and sender:\n%.2000s", log)
+	}
 	if strings.Contains(log, "rejected") {
 		t.Errorf("relay rejected deliveries:\n%s", log)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
@@ -75,6 +76,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 		if wh, err = webhooks.New(webhooks.Options{Secret: secret, Logger: log}); err != nil {
 			return fs.usageError("%v", err)
 		}
+		wh.OnAny(recordDelivery) // the logging handler: its findings go in dispatch's line
 		if c.setup != nil {
 			c.setup(wh)
 		}
@@ -98,7 +100,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 		wh.Close(cctx)
 	}
 	if err != nil {
-		return fs.fail("%v", err)
+		return fs.fail("%s", strings.TrimPrefix(err.Error(), "relay: "))
 	}
 	return exitOK
 }
@@ -140,6 +142,8 @@ var errSHA1Mismatch = errors.New("sha1 signature does not match event payload an
 
 // dispatch verifies m and dispatches it to wh, and logs the outcome.
 func dispatch(ctx context.Context, wh *webhooks.Webhooks, secret string, allowSHA1 bool, m *relay.Message, log *slog.Logger) error {
+	info := &deliveryInfo{}
+	ctx = context.WithValue(ctx, infoKey{}, info)
 	attrs := deliveryAttrs(m)
 	if m.Event() == "" {
 		log.Warn("delivery skipped: no x-forge-event header in the message", attrs...)
@@ -158,6 +162,9 @@ func dispatch(ctx context.Context, wh *webhooks.Webhooks, secret string, allowSH
 		err = wh.VerifyAndReceive(ctx, webhooks.Delivery{ID: m.DeliveryID(), Name: m.Event(), Payload: m.Body, Signature: sig})
 	}
 	mismatch := errors.Is(err, webhooks.ErrSignatureMismatch) || errors.Is(err, errSHA1Mismatch)
+	info.mu.Lock()
+	attrs = append(attrs, "repository", info.repository, "sender", info.user)
+	info.mu.Unlock()
 	switch {
 	case err == nil:
 		log.Info("delivery verified and dispatched", attrs...)
