@@ -169,8 +169,16 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 	if st.lastID != "" {
 		req.Header.Set("Last-Event-ID", st.lastID)
 	}
+	// The watchdog cancels the request when nothing arrives for IdleTimeout:
+	// no answer at all, or a stream gone silent.
+	var idle atomic.Bool
+	dog := time.AfterFunc(opts.IdleTimeout, func() { idle.Store(true); cancel() })
+	defer dog.Stop()
 	resp, err := opts.Client.Do(req)
 	if err != nil {
+		if idle.Load() {
+			err = fmt.Errorf("no answer from %s within %v", opts.Source, opts.IdleTimeout)
+		}
 		return false, err
 	}
 	defer resp.Body.Close()
@@ -191,10 +199,6 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 		opts.OnConnect()
 	}
 
-	// The watchdog cancels the request when nothing arrives for IdleTimeout.
-	var idle atomic.Bool
-	dog := time.AfterFunc(opts.IdleTimeout, func() { idle.Store(true); cancel() })
-	defer dog.Stop()
 	body := &watchdogReader{r: resp.Body, dog: dog, d: opts.IdleTimeout}
 	rd := sse.NewReader(body, sse.Options{MaxEventBytes: opts.MaxEventBytes, LastEventID: st.lastID})
 	for {

@@ -352,3 +352,21 @@ func TestRunNeedsHandler(t *testing.T) {
 		t.Error("Run without a handler did not fail")
 	}
 }
+
+func TestRunReconnectsWhenNoAnswer(t *testing.T) {
+	src := &fakeSource{script: func(i int, w http.ResponseWriter, r *http.Request) {
+		if i == 0 {
+			<-r.Context().Done() // accepts, never answers
+			return
+		}
+		sseHeader(w)
+		io.WriteString(w, "data: {\"body\":{}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}}
+	ts := httptest.NewServer(src)
+	defer ts.Close()
+	if _, _, err := collect(t, Options{Source: ts.URL, IdleTimeout: 50 * time.Millisecond}, 1); err != nil {
+		t.Fatal(err)
+	}
+}
