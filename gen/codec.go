@@ -45,8 +45,12 @@ func (g *generator) marshalers(f *jen.File, name string) {
 	)
 	f.Line()
 	f.Comment("// MarshalJSON encodes x as it was decoded, unknown members included.")
+	// The body calls encode directly: a method value would make x escape, and
+	// copy large payload structs to the heap on every call.
 	f.Func().Params(jen.Id("x").Id(name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-		jen.Return(jen.Id("marshal").Call(jen.Id("x").Dot("encode"))),
+		jen.Id("e").Op(":=").Id("newEncoder").Call(),
+		jen.Id("x").Dot("encode").Call(jen.Id("e")),
+		jen.Return(jen.Id("e").Dot("result").Call()),
 	)
 }
 

@@ -195,12 +195,20 @@ func mapEnc[T any](enc func(*T, *encoder)) func(*map[string]T, *encoder) {
 	return func(v *map[string]T, e *encoder) { encMap(v, e, enc) }
 }
 
-// marshal runs an encode method for MarshalJSON.
-func marshal(enc func(*encoder)) ([]byte, error) {
-	e := encoder{buf: make([]byte, 0, 256)}
-	enc(&e)
+// newEncoder returns an encoder for one MarshalJSON call.
+func newEncoder() *encoder { return &encoder{buf: make([]byte, 0, 1024)} }
+
+// result is what MarshalJSON returns.
+func (e *encoder) result() ([]byte, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
 	return e.buf, nil
+}
+
+// marshal runs an encode function for MarshalJSON.
+func marshal(enc func(*encoder)) ([]byte, error) {
+	e := newEncoder()
+	enc(e)
+	return e.result()
 }

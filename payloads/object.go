@@ -69,11 +69,12 @@ func (x *extra) written(i int) bool {
 	return i/64 >= len(x.absent) || x.absent[i/64]&(1<<(i%64)) == 0
 }
 
-// encodeUnknown writes the unknown members.
+// encodeUnknown writes the unknown members. Their values came from the decoder,
+// which checked them, and cannot be set from outside: written as they are.
 func (x *extra) encodeUnknown(e *encoder) {
 	for i := range x.unknown {
 		m := &x.unknown[i]
 		e.keyString(m.Key)
-		encRaw(&m.Value, e)
+		e.buf = append(e.buf, m.Value...)
 	}
 }
