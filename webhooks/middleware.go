@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
@@ -28,6 +29,13 @@ const (
 	// DefaultMaxBodyBytes is the largest body accepted: 25 MiB, the forge's own
 	// limit for a delivery.
 	DefaultMaxBodyBytes = 25 << 20
+	// DefaultMaxInFlight is how many verified deliveries may have handlers
+	// running at once, per Middleware, before new ones are answered 503. It is
+	// far above what a receiver whose handlers return needs, and low enough
+	// that handlers which hang cannot exhaust memory one delivery at a time.
+	DefaultMaxInFlight = 1024
+	// RetryAfter is the Retry-After header, in seconds, of a 503 answer.
+	RetryAfter = 10
 )
 
 // The headers a delivery must carry, in the order the 400 answer names them.
@@ -54,17 +62,27 @@ type MiddlewareOptions struct {
 	// MaxBodyBytes is the largest body accepted (413 above it). Zero or negative:
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxInFlight bounds the verified deliveries whose handlers are running at
+	// once, counting those answered 202 whose handlers go on. A delivery past
+	// the bound is answered 503 with a Retry-After header and is not
+	// dispatched, and the refusal is logged: handlers that never return hold at
+	// most MaxInFlight deliveries (their goroutines and bodies), not one per
+	// request. Requests still being read or verified take no place. Zero:
+	// DefaultMaxInFlight. Negative: no bound.
+	MaxInFlight int
 }
 
 // Middleware receives deliveries over HTTP on one path, verifies them and
 // dispatches them to a Webhooks. It answers as the README's status table says.
 // It is safe for concurrent use.
 type Middleware struct {
-	w       *Webhooks
-	path    string // without trailing slashes; "" for "/"
-	logger  *slog.Logger
-	timeout time.Duration
-	max     int64
+	w           *Webhooks
+	path        string // without trailing slashes; "" for "/"
+	logger      *slog.Logger
+	timeout     time.Duration
+	max         int64
+	maxInFlight int64 // 0: no bound
+	inFlight    atomic.Int64
 }
 
 // NewMiddleware returns a Middleware serving w. It panics when w is nil.
@@ -90,7 +108,31 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if m.max <= 0 {
 		m.max = DefaultMaxBodyBytes
 	}
+	switch {
+	case opts.MaxInFlight == 0:
+		m.maxInFlight = DefaultMaxInFlight
+	case opts.MaxInFlight > 0:
+		m.maxInFlight = int64(opts.MaxInFlight)
+	}
 	return m
+}
+
+// InFlight reports how many deliveries this Middleware has dispatched whose
+// handlers have not all returned yet: the number MaxInFlight bounds.
+func (m *Middleware) InFlight() int { return int(m.inFlight.Load()) }
+
+// acquire takes a place for a delivery among MaxInFlight, or reports false
+// when none is free.
+func (m *Middleware) acquire() bool {
+	for {
+		n := m.inFlight.Load()
+		if m.maxInFlight > 0 && n >= m.maxInFlight {
+			return false
+		}
+		if m.inFlight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // ServeHTTP handles a request for the middleware's path and answers any other
@@ -147,6 +189,7 @@ const (
 	msgUnsupportedType = `Unsupported "Content-Type" header value. Must be "application/json"`
 	msgMismatch        = "signature does not match event payload and secret"
 	msgShuttingDown    = "Shutting down: not accepting deliveries"
+	msgBusy            = "Too many deliveries in progress: try again later"
 )
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
@@ -207,12 +250,34 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// The delivery is counted for Close before any answer can acknowledge it,
+	// so that a 202 is never sent for handlers a shutdown would not wait for.
+	if !m.w.accepted.add() {
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", d.ID)
+		return
+	}
+	// A place among MaxInFlight is taken only now, after the body was read and
+	// verified: a slow or forged request never holds one.
+	if !m.acquire() {
+		m.w.accepted.done()
+		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", d.ID, "event", d.Name, "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight)
+		return
+	}
+
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
 	ctx := context.WithoutCancel(r.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- m.w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+		defer m.w.accepted.done()
+		err := m.w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+		m.inFlight.Add(-1) // before the answer, so that it sees the place free
+		if errors.Is(err, emitter.ErrClosed) {
+			// Only when Close gave up waiting (its context ended) before this
+			// delivery's handlers started, or the Emitter was closed directly.
+			m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", d.ID, "event", d.Name)
+		}
+		done <- err
 	}()
 	var timeout <-chan time.Time
 	if m.timeout > 0 {
@@ -220,14 +285,26 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	select {
-	case err := <-done:
-		m.answer(rw, r, d, err)
-	case <-timeout:
-		m.logger.Info("webhooks: handlers still running; answered 202", "delivery", d.ID, "event", d.Name, "timeout", m.timeout)
-		writeText(rw, http.StatusAccepted, "still processing\n")
-	case <-r.Context().Done():
-		m.logger.Info("webhooks: client went away; handlers go on", "delivery", d.ID, "event", d.Name)
+	// net/http cancels the request's context when it reads the end of the
+	// connection, which a client that only half-closed it also causes. So the
+	// answer does not depend on it: it is written when the handlers are done or
+	// the timeout passes, whether or not anyone still reads it. (Answering at
+	// once would race with a result already there, and leave net/http to send
+	// an empty 200.) The wait is bounded by Timeout, as for any request.
+	gone := r.Context().Done()
+	for {
+		select {
+		case err := <-done:
+			m.answer(rw, r, d, err)
+			return
+		case <-timeout:
+			m.logger.Info("webhooks: handlers still running; answered 202", "delivery", d.ID, "event", d.Name, "timeout", m.timeout, "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight)
+			writeText(rw, http.StatusAccepted, "still processing\n")
+			return
+		case <-gone:
+			m.logger.Info("webhooks: client went away; handlers go on", "delivery", d.ID, "event", d.Name)
+			gone = nil
+		}
 	}
 }
 
@@ -238,7 +315,7 @@ func (m *Middleware) answer(rw http.ResponseWriter, r *http.Request, d Delivery,
 	case err == nil:
 		writeText(rw, http.StatusOK, "ok\n")
 	case errors.Is(err, emitter.ErrClosed):
-		m.reject(rw, r, http.StatusServiceUnavailable, msgShuttingDown, slog.LevelWarn, "closed", "delivery", d.ID)
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", d.ID)
 	case errors.As(err, &herr) && len(herr.Errors) > 0:
 		first := herr.Errors[0]
 		code := statusOf(first)
@@ -359,6 +436,13 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error
 
 func (m *Middleware) tooLarge(rw http.ResponseWriter, r *http.Request, d Delivery) {
 	m.reject(rw, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("Payload too large: the limit is %d bytes", m.max), slog.LevelWarn, "body too large", "delivery", d.ID, "content_length", r.ContentLength)
+}
+
+// unavailable answers 503 with Retry-After: the delivery was not dispatched,
+// and may be sent again later.
+func (m *Middleware) unavailable(rw http.ResponseWriter, r *http.Request, msg, why string, attrs ...any) {
+	rw.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+	m.reject(rw, r, http.StatusServiceUnavailable, msg, slog.LevelWarn, why, attrs...)
 }
 
 func (m *Middleware) notFound(rw http.ResponseWriter, r *http.Request) {

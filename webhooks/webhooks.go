@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/signing"
@@ -46,12 +47,17 @@ type Options struct {
 }
 
 // Webhooks verifies deliveries and dispatches them. The embedded Emitter gives
-// it On, OnNames, OnAny, OnError, RemoveListener, Receive (no signature check)
-// and Close. It is safe for concurrent use.
+// it On, OnNames, OnAny, OnError, RemoveListener and Receive (no signature
+// check); Close is its own. It is safe for concurrent use.
 type Webhooks struct {
 	*emitter.Emitter
 	secret     string
 	additional []string
+
+	// accepted counts deliveries a Middleware has taken on: from before its
+	// answer (so that a 202 is never sent for a delivery Close could miss)
+	// until Receive returns.
+	accepted tracker
 }
 
 // New returns a Webhooks for opts. It fails with an error wrapping
@@ -87,6 +93,72 @@ func (w *Webhooks) Sign(payload []byte) (string, error) {
 // only for an empty payload or signature.
 func (w *Webhooks) Verify(payload []byte, signature string) (bool, error) {
 	return signing.Verify(w.secret, payload, signature)
+}
+
+// Close stops w and waits for the work it has taken on. Middlewares serving w
+// answer 503 to new deliveries from the moment Close is called, and Receive
+// returns emitter.ErrClosed. Close then waits until every delivery a Middleware
+// has accepted — including those answered 202 whose handlers are still running,
+// and those whose handlers have not started yet — has finished, and until every
+// error handler still running has returned; or until ctx is done, when it
+// returns ctx's error (deliveries whose handlers had not started by then are
+// dropped, and logged).
+//
+// For a graceful shutdown call http.Server.Shutdown first, so that requests
+// being answered get their answer, then Close.
+func (w *Webhooks) Close(ctx context.Context) error {
+	idle := w.accepted.close()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		// Still close the emitter, so that Receive refuses from now on.
+		return errors.Join(ctx.Err(), w.Emitter.Close(ctx))
+	}
+	return w.Emitter.Close(ctx)
+}
+
+// tracker counts work in flight and, once closed, refuses more and tells when
+// the last piece ends. The zero value is ready to use.
+type tracker struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // made by close; closed when closed and n == 0
+}
+
+// add records one more piece of work, or reports false once closed.
+func (t *tracker) add() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+// done ends a piece of work that add recorded.
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 && t.closed {
+		close(t.idle)
+	}
+}
+
+// close refuses further work and returns a channel closed when none is left.
+func (t *tracker) close() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.closed = true
+		t.idle = make(chan struct{})
+		if t.n == 0 {
+			close(t.idle)
+		}
+	}
+	return t.idle
 }
 
 // Delivery is one webhook delivery as the forge sends it.
