@@ -29,6 +29,14 @@ generate-check:
 	  git diff --exit-code --stat -- payloads schema || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
 	fi
 
+## schema: re-import schema/ from the committed spec and overrides. With VERSION=x, first
+## fetch that version of the forge's published webhook spec with npm pack, check it and
+## replace the compressed copy and its record (the one step that needs the network).
+SCHEMA_SPEC      := schema/source/api.github.com.json.gz
+SCHEMA_OVERRIDES := schema/overrides.yaml
+schema:
+	$(GO) run ./cmd/importschema $(if $(VERSION),-fetch $(VERSION)) -spec $(SCHEMA_SPEC) -overrides $(SCHEMA_OVERRIDES) -out schema
+
 ## bench: the SDK's own benchmarks.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
