@@ -106,6 +106,17 @@ func Load(dir string) (*Schema, error) {
 	return s, nil
 }
 
+// Check validates a schema that is already in memory as Load validates what it
+// reads (every rule but the contract file's), so that a program that builds a
+// schema, such as the importer, can check it before writing it. The error wraps
+// ErrInvalidSchema (a *SchemaError with Dir "(memory)").
+func Check(s *Schema) error {
+	if problems := loadCheck(s, nil); len(problems) > 0 {
+		return &SchemaError{Dir: "(memory)", Problems: problems}
+	}
+	return nil
+}
+
 // loadEventsDoc and loadTypesDoc are the shapes of the two YAML files.
 type loadEventsDoc struct {
 	Source Source  `yaml:"source"`

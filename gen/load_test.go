@@ -120,6 +120,21 @@ func TestLoadProblems(t *testing.T) {
 	}
 }
 
+func TestCheck(t *testing.T) {
+	s, err := Load(loadFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(s); err != nil {
+		t.Fatalf("Check of a loaded schema: %v", err)
+	}
+	s.Types[0].Fields[0].Type = "Nope"
+	err = Check(s)
+	if !errors.Is(err, ErrInvalidSchema) || !strings.Contains(err.Error(), `type "Nope" is not defined`) {
+		t.Fatalf("Check: got %v", err)
+	}
+}
+
 func TestLoadMissingFiles(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Load(dir); !errors.Is(err, fs.ErrNotExist) {
