@@ -528,6 +528,8 @@ func (m *model) define(cl *class) error {
 	}
 	switch cl.kind {
 	case kEnum:
+		// The fullest list first, so that values keep the spec's order.
+		sort.SliceStable(members, func(i, j int) bool { return len(members[i].values) > len(members[j].values) })
 		for _, t := range members {
 			if t.base != "" {
 				cl.base = t.base

@@ -32,7 +32,7 @@ const contractHeader = `# The names (events and event.action) of the events tabl
 var (
 	eventsHeading = regexp.MustCompile(`^#{2,4}\s+Supported events and their actions\s*$`)
 	tableRow      = regexp.MustCompile("^\\|\\s*`([a-z0-9_]+)`\\s*\\|(.*)\\|\\s*$")
-	actionCell    = regexp.MustCompile("`([^`]+)`")
+	actionCell    = regexp.MustCompile("`([^`\\s]+)`")
 )
 
 // contractNames parses the events table of ORIGINAL-SPEC.md: each event, then its

@@ -97,6 +97,10 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "importschema: %v\n", err)
 		return 1
 	}
+	if err := gen.Check(res.schema); err != nil {
+		fmt.Fprintf(stderr, "importschema: the import is not a valid schema: %v\n", err)
+		return 1
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintf(stderr, "importschema: %v\n", err)
 		return 1

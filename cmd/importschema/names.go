@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -19,17 +20,18 @@ var initialisms = map[string]bool{
 	"xml": true, "xsrf": true, "xss": true,
 }
 
-// brandWords are dropped from names made from the spec's titles: our identifiers say
-// "forge", never a real forge's brand.
-var brandWords = map[string]bool{"github": true}
+// brandRE finds the forge's brand, dropped from names made from the spec's titles:
+// our identifiers say "forge", never a real forge's brand.
+var brandRE = regexp.MustCompile(`(?i)github`)
 
-// words splits text into lower-case words at non-alphanumerics and case changes.
+// words splits text into words at non-alphanumerics and case changes, keeping
+// their case.
 func words(s string) []string {
 	var out []string
 	var cur []rune
 	flush := func() {
 		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
+			out = append(out, string(cur))
 			cur = cur[:0]
 		}
 	}
@@ -65,10 +67,11 @@ func goName(s string) string {
 }
 
 func goWord(w string) string {
-	if initialisms[w] {
-		return strings.ToUpper(w)
+	lw := strings.ToLower(w)
+	if initialisms[lw] || (len(w) > 1 && strings.ToUpper(w) == w && strings.ToLower(w) != w) {
+		return strings.ToUpper(w) // an initialism, or a run of capitals written so
 	}
-	r := []rune(w)
+	r := []rune(lw)
 	r[0] = unicode.ToUpper(r[0])
 	return string(r)
 }
@@ -76,12 +79,11 @@ func goWord(w string) string {
 // titleName turns a schema title or component name into a type name, without the
 // brand and the spec's "webhook" decorations of component names.
 func titleName(s string, component bool) string {
+	s = brandRE.ReplaceAllString(s, " ")
 	ws := words(s)
 	var keep []string
 	for i, w := range ws {
-		if brandWords[w] {
-			continue
-		}
+		w = strings.ToLower(w)
 		if component && (w == "webhooks" || w == "webhook") && (i == 0 || i == len(ws)-1) {
 			continue
 		}
@@ -142,7 +144,7 @@ func singular(w string) string {
 		return w[:len(w)-2]
 	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
 		return w
-	case strings.HasSuffix(w, "s") && len(w) > 3:
+	case strings.HasSuffix(w, "s") && len(w) > 2:
 		return w[:len(w)-1]
 	}
 	return w
@@ -150,7 +152,7 @@ func singular(w string) string {
 
 // keyName is the name part a member key gives; element names are singular.
 func keyName(key string, elem bool) string {
-	ws := words(key)
+	ws := words(strings.ToLower(key))
 	if len(ws) == 0 {
 		return ""
 	}
@@ -314,6 +316,7 @@ func (m *model) assignNames(renames map[string]string) (applied map[string]bool,
 func (n *namer) collectUses(cl *class) {
 	var walk func(t texpr, key string, elem bool)
 	walk = func(t texpr, key string, elem bool) {
+		t = t.resolved()
 		switch {
 		case t.cls != nil:
 			c := t.cls.find()
@@ -329,6 +332,7 @@ func (n *namer) collectUses(cl *class) {
 		if cl.alias != nil {
 			break
 		}
+		v = v.resolved()
 		if v.cls != nil {
 			c := v.cls.find()
 			n.uses[c] = append(n.uses[c], use{parent: cl, hint: variantHint(cl, i)})

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"forgehooks.dev/forgehooks/gen"
+)
+
+// render writes a jnode back as JSON.
+func render(b *bytes.Buffer, n *jnode) {
+	switch n.kind {
+	case jNull:
+		b.WriteString("null")
+	case jBool:
+		if n.bool {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case jNumber:
+		b.WriteString(n.str)
+	case jString:
+		s, _ := json.Marshal(n.str)
+		b.Write(s)
+	case jArray:
+		b.WriteByte('[')
+		for i, e := range n.elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			render(b, e)
+		}
+		b.WriteByte(']')
+	case jObject:
+		b.WriteByte('{')
+		for i, k := range n.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			s, _ := json.Marshal(k)
+			b.Write(s)
+			b.WriteByte(':')
+			render(b, n.vals[i])
+		}
+		b.WriteByte('}')
+	}
+}
+
+// FuzzParseJSON checks the order-keeping reader against encoding/json: it accepts
+// what is valid (nesting limit aside) and reads the same values.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[true,null,"x",1.5e3]}`, `[]`, `"\u00e9"`, `{"a":{"a":{}}}`, `{`, `1 2`, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := parseJSON(data)
+		if err != nil {
+			if json.Valid(data) && !strings.Contains(err.Error(), "nested too deeply") {
+				t.Fatalf("valid JSON %q rejected: %v", data, err)
+			}
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("invalid JSON %q accepted", data)
+		}
+		var b bytes.Buffer
+		render(&b, n)
+		var want, got any
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatalf("rendered %q: %v", b.Bytes(), err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("read %q as %q", data, b.Bytes())
+		}
+	})
+}
+
+// FuzzImportSpec feeds the importer arbitrary documents: it returns a schema or an
+// error, never panics, and a schema it returns is valid.
+func FuzzImportSpec(f *testing.F) {
+	if b, err := os.ReadFile(fixtureDir + "/spec.json"); err == nil {
+		f.Add(b)
+	}
+	f.Add(testSpec([]hookSpec{{"a", "a", "a/x", `{"type":"object","properties":{"action":{"type":"string","enum":["x"]},` +
+		`"u":{"oneOf":[{"type":"string"},{"type":"object","properties":{"k":{"type":"integer"}},"required":["k"]}]}}}`}}, nil))
+	f.Add(testSpec([]hookSpec{{"a", "a", "a/x", `{"$ref":"#/components/schemas/r"}`}},
+		map[string]string{"r": `{"type":"object","properties":{"self":{"$ref":"#/components/schemas/r"}}}`}))
+	f.Add([]byte(`{"webhooks":{"a":{"post":{}}},"components":{"schemas":{}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := importSpec(data, nil, &overrides{}, func(string, ...any) {})
+		if err != nil {
+			return
+		}
+		if err := gen.Check(res.schema); err != nil {
+			t.Fatalf("the import of %q is not a valid schema: %v", data, err)
+		}
+	})
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9_]+(\.[^\s]+)?$`)
+
+func FuzzContractNames(f *testing.F) {
+	f.Add("### Supported events and their actions\n| `a` | `x`, `y` |\n| `b` | |\n")
+	f.Add("| `a` | `x` |")
+	f.Fuzz(func(t *testing.T, md string) {
+		names, err := contractNames(md)
+		if err != nil {
+			return
+		}
+		for _, n := range names {
+			if !nameRE.MatchString(n) {
+				t.Fatalf("name %q from %q", n, md)
+			}
+		}
+	})
+}
+
+func FuzzParseOverrides(f *testing.F) {
+	if b, err := os.ReadFile(fixtureDir + "/overrides.yaml"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("names: [{name: a.b, like: a.c, reason: r}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := parseOverrides(data)
+		if err != nil {
+			return
+		}
+		_, _ = o.apply(smallSchema(), map[string]bool{})
+	})
+}
+
+func FuzzCleanText(f *testing.F) {
+	for _, s := range []string{"A GitHub App [docs](https://docs.github.com/x).", "GitHub", "x-github-event", "[a](b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := cleanText(s)
+		if strings.Contains(out, "GitHub") {
+			t.Fatalf("cleanText(%q) = %q keeps the brand", s, out)
+		}
+	})
+}
+
+// BenchmarkImport imports the committed spec (about 4.8 MB of JSON), as make
+// generate does: the figure to watch is the time per import.
+func BenchmarkImport(b *testing.B) {
+	rec, err := readRecord("../../schema/source/" + recordName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := readSpec("../../schema/source/api.github.com.json.gz", rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ov, err := readOverrides("../../schema/overrides.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := importSpec(data, rec, ov, func(string, ...any) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
