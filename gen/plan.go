@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -160,11 +161,9 @@ func newPlan(s *Schema) (*plan, error) {
 		case KindEnum:
 			ep := &enumPlan{GoName: name, Doc: t.Description, Int: t.Base == "int64"}
 			claim(name, fmt.Sprintf("type %q", name))
-			for _, v := range t.Values {
-				vn := v.Name
-				if vn == "" {
-					vn = enumValueName(v.Value)
-				}
+			suffixes := enumSuffixes(t.Values)
+			for i, v := range t.Values {
+				vn := suffixes[i]
 				ep.Values = append(ep.Values, enumValuePlan{GoName: name + vn, Value: v.Value, Doc: v.Description})
 				claim(name+vn, fmt.Sprintf("the constant of value %q of enum %q", v.Value, name))
 			}
@@ -556,4 +555,40 @@ func enumValueName(v string) string {
 	}
 	n, _ := GoName("value " + spelled)
 	return n
+}
+
+// enumSuffixes returns the constant-name suffix of each value: its Name, or one
+// derived by enumValueName. Values that differ only in case or separators
+// ("FLAT_RATE" and "flat-rate") derive the same suffix; then the ones written in
+// capitals get "Upper" after it, and any left the same are numbered in schema
+// order, so that every value keeps a constant.
+func enumSuffixes(values []EnumValue) []string {
+	out := make([]string, len(values))
+	groups := map[string][]int{}
+	for i, v := range values {
+		if out[i] = v.Name; out[i] == "" {
+			out[i] = enumValueName(v.Value)
+			groups[out[i]] = append(groups[out[i]], i)
+		}
+	}
+	for _, idx := range groups {
+		if len(idx) < 2 {
+			continue
+		}
+		for _, i := range idx {
+			if v := values[i].Value; strings.ToUpper(v) == v && strings.ToLower(v) != v {
+				out[i] += "Upper"
+			}
+		}
+		seen := map[string]int{}
+		for _, i := range idx {
+			if n := seen[out[i]]; n > 0 {
+				seen[out[i]] = n + 1
+				out[i] += strconv.Itoa(n + 1)
+				continue
+			}
+			seen[out[i]] = 1
+		}
+	}
+	return out
 }

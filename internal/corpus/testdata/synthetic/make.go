@@ -67,6 +67,7 @@ var recipes = []recipe{
 	{name: "project_card.edited", from: "project_card/created-0.json", set: [][2]string{{"changes", `{"note":` + editTo + `}`}}},
 	{name: "project_column.deleted", from: "project_column/created-0.json"},
 	{name: "project_column.moved", from: "project_column/created-0.json"},
+	{name: "projects_v2_item.deleted", from: "projects_v2_item/archived-0.json", del: []string{"changes"}},
 	{name: "pull_request.auto_merge_disabled", from: "pull_request/opened-0.json", set: [][2]string{{"reason", `"Auto-merge was disabled by a user"`}}},
 	{name: "pull_request.auto_merge_enabled", from: "pull_request/opened-0.json", set: [][2]string{{"reason", `"Auto-merge was enabled by a user"`}}},
 	{name: "pull_request.demilestoned", from: "pull_request/opened-0.json", set: [][2]string{{"milestone", "@issues/demilestoned-0.json#milestone"}}},

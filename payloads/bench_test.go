@@ -1,0 +1,71 @@
+package payloads_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/payloads"
+)
+
+// BenchmarkDecodeCorpus is typed decoding of every corpus delivery (Parse, as a
+// typed handler does it); ns/delivery is the mean over the corpus.
+func BenchmarkDecodeCorpus(b *testing.B) {
+	all := corpus.All()
+	var size int64
+	for _, ex := range all {
+		size += int64(len(ex.Body))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ex := range all {
+			if _, err := payloads.Parse(ex.Event, ex.Body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	perDelivery(b, len(all))
+}
+
+// BenchmarkEncodeCorpus is MarshalJSON of every decoded corpus delivery.
+func BenchmarkEncodeCorpus(b *testing.B) {
+	all := corpus.All()
+	decoded := make([]payloads.Payload, len(all))
+	for i, ex := range all {
+		p, err := payloads.Parse(ex.Event, ex.Body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		decoded[i] = p
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range decoded {
+			if _, err := p.MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	perDelivery(b, len(all))
+}
+
+// BenchmarkDecodeCorpusGenericJSON is a reference point: encoding/json decoding
+// the same deliveries into map[string]any (untyped, so not the same work).
+func BenchmarkDecodeCorpusGenericJSON(b *testing.B) {
+	all := corpus.All()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ex := range all {
+			var v map[string]any
+			if err := json.Unmarshal(ex.Body, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	perDelivery(b, len(all))
+}
+
+func perDelivery(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/delivery")
+}

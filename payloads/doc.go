@@ -1,0 +1,24 @@
+// Package payloads holds the typed payloads of every webhook event the forge
+// sends, generated from the schema in schema/ (see cmd/genpayloads): one struct
+// per event and action (IssuesOpenedEvent), a sealed interface per event with
+// actions (IssuesEvent) with a type for actions the schema does not know
+// (IssuesUnknownEvent), one struct per event without actions (PushEvent), and the
+// shared types, enums and unions they use.
+//
+// Typed handlers are registered with the generated On… helpers on anything that
+// has the emitter's On method, such as a *webhooks.Webhooks:
+//
+//	payloads.OnIssuesOpenedEvent(wh, func(ctx context.Context, e payloads.Event[*payloads.IssuesOpenedEvent]) error {
+//		...
+//	})
+//
+// A delivery's payload is decoded at most once, however many typed handlers it
+// has, and only when one of them runs. Parse decodes a payload without an
+// emitter. EmitterEventNames lists every event and event.action name.
+//
+// Decoding is lossless: members the schema does not know are kept (see
+// UnknownMembers), timestamps keep their text, and absent members stay absent, so
+// that encoding a decoded payload gives the original document back, up to members
+// that are null on one side and absent on the other. The generated UnmarshalJSON
+// and MarshalJSON methods read and write JSON directly, without reflection.
+package payloads
