@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ type hostile struct {
 	addr    string
 	logs    *logRecords
 	runs    atomic.Int32 // OnAny handler runs
+	ids     sync.Map     // delivery ids the OnAny handler saw
 	told    atomic.Int32 // error handler calls
 	release chan struct{}
 }
@@ -52,6 +54,7 @@ func newHostile(t *testing.T, opts MiddlewareOptions) *hostile {
 	h.wh = mustNew(t, Options{Secret: secret, Logger: slog.New(h.logs)})
 	h.wh.OnAny(func(ctx context.Context, e emitter.Event) error {
 		h.runs.Add(1)
+		h.ids.Store(e.ID, true)
 		switch e.Name {
 		case "panic":
 			panic("handler exploded")
