@@ -18,8 +18,9 @@ vet:
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
-## generate: regenerate package payloads from schema/.
+## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it.
 generate:
+	$(GO) run ./cmd/importschema -q
 	$(GO) generate ./payloads/...
 
 ## generate-check: fail when `make generate` would change a committed file.

@@ -117,13 +117,13 @@ const (
 	AppEventWatch                       AppEvent = "watch"
 	AppEventWorkflowDispatch            AppEvent = "workflow_dispatch"
 	AppEventWorkflowRun                 AppEvent = "workflow_run"
-	AppEventMergeGroup                  AppEvent = "merge_group"
 	AppEventPullRequestReviewThread     AppEvent = "pull_request_review_thread"
 	AppEventWorkflowJob                 AppEvent = "workflow_job"
 	AppEventMergeQueueEntry             AppEvent = "merge_queue_entry"
 	AppEventSecurityAndAnalysis         AppEvent = "security_and_analysis"
-	AppEventProjectsV2Item              AppEvent = "projects_v2_item"
 	AppEventSecretScanningAlertLocation AppEvent = "secret_scanning_alert_location"
+	AppEventProjectsV2Item              AppEvent = "projects_v2_item"
+	AppEventMergeGroup                  AppEvent = "merge_group"
 	AppEventRepositoryImport            AppEvent = "repository_import"
 	AppEventReminder                    AppEvent = "reminder"
 )
@@ -131,7 +131,7 @@ const (
 // IsKnown reports whether v is one of the values the schema lists.
 func (v AppEvent) IsKnown() bool {
 	switch v {
-	case AppEventBranchProtectionRule, AppEventCheckRun, AppEventCheckSuite, AppEventCodeScanningAlert, AppEventCommitComment, AppEventContentReference, AppEventCreate, AppEventDelete, AppEventDeployment, AppEventDeploymentReview, AppEventDeploymentStatus, AppEventDeployKey, AppEventDiscussion, AppEventDiscussionComment, AppEventFork, AppEventGollum, AppEventIssues, AppEventIssueComment, AppEventLabel, AppEventMember, AppEventMembership, AppEventMilestone, AppEventOrganization, AppEventOrgBlock, AppEventPageBuild, AppEventProject, AppEventProjectCard, AppEventProjectColumn, AppEventPublic, AppEventPullRequest, AppEventPullRequestReview, AppEventPullRequestReviewComment, AppEventPush, AppEventRegistryPackage, AppEventRelease, AppEventRepository, AppEventRepositoryDispatch, AppEventSecretScanningAlert, AppEventStar, AppEventStatus, AppEventTeam, AppEventTeamAdd, AppEventWatch, AppEventWorkflowDispatch, AppEventWorkflowRun, AppEventMergeGroup, AppEventPullRequestReviewThread, AppEventWorkflowJob, AppEventMergeQueueEntry, AppEventSecurityAndAnalysis, AppEventProjectsV2Item, AppEventSecretScanningAlertLocation, AppEventRepositoryImport, AppEventReminder:
+	case AppEventBranchProtectionRule, AppEventCheckRun, AppEventCheckSuite, AppEventCodeScanningAlert, AppEventCommitComment, AppEventContentReference, AppEventCreate, AppEventDelete, AppEventDeployment, AppEventDeploymentReview, AppEventDeploymentStatus, AppEventDeployKey, AppEventDiscussion, AppEventDiscussionComment, AppEventFork, AppEventGollum, AppEventIssues, AppEventIssueComment, AppEventLabel, AppEventMember, AppEventMembership, AppEventMilestone, AppEventOrganization, AppEventOrgBlock, AppEventPageBuild, AppEventProject, AppEventProjectCard, AppEventProjectColumn, AppEventPublic, AppEventPullRequest, AppEventPullRequestReview, AppEventPullRequestReviewComment, AppEventPush, AppEventRegistryPackage, AppEventRelease, AppEventRepository, AppEventRepositoryDispatch, AppEventSecretScanningAlert, AppEventStar, AppEventStatus, AppEventTeam, AppEventTeamAdd, AppEventWatch, AppEventWorkflowDispatch, AppEventWorkflowRun, AppEventPullRequestReviewThread, AppEventWorkflowJob, AppEventMergeQueueEntry, AppEventSecurityAndAnalysis, AppEventSecretScanningAlertLocation, AppEventProjectsV2Item, AppEventMergeGroup, AppEventRepositoryImport, AppEventReminder:
 		return true
 	}
 	return false
@@ -2142,16 +2142,16 @@ type WorkflowJobStatus string
 
 // The values of WorkflowJobStatus the schema lists.
 const (
+	WorkflowJobStatusQueued     WorkflowJobStatus = "queued"
 	WorkflowJobStatusInProgress WorkflowJobStatus = "in_progress"
 	WorkflowJobStatusCompleted  WorkflowJobStatus = "completed"
-	WorkflowJobStatusQueued     WorkflowJobStatus = "queued"
 	WorkflowJobStatusWaiting    WorkflowJobStatus = "waiting"
 )
 
 // IsKnown reports whether v is one of the values the schema lists.
 func (v WorkflowJobStatus) IsKnown() bool {
 	switch v {
-	case WorkflowJobStatusInProgress, WorkflowJobStatusCompleted, WorkflowJobStatusQueued, WorkflowJobStatusWaiting:
+	case WorkflowJobStatusQueued, WorkflowJobStatusInProgress, WorkflowJobStatusCompleted, WorkflowJobStatusWaiting:
 		return true
 	}
 	return false
