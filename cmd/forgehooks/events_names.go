@@ -1,9 +1,8 @@
 package main
 
-import "errors"
+import "forgehooks.dev/forgehooks/payloads"
 
-// eventNames returns the names tuple. Until the generated payloads package has
-// EmitterEventNames, it says so.
+// eventNames returns the names tuple of the generated payloads package.
 func eventNames() ([]string, error) {
-	return nil, errors.New("the event names are not generated yet (package payloads has no EmitterEventNames)")
+	return payloads.EmitterEventNames(), nil
 }
