@@ -8,6 +8,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -16,6 +17,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -437,5 +439,262 @@ func TestHostileMatrix(t *testing.T) {
 				t.Errorf("InFlight = %d after every handler returned", h.mw.InFlight())
 			}
 		})
+	}
+}
+
+// countingBody counts what the middleware reads of a request body.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// spaces is an endless body of spaces that allocates nothing.
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+// TestOversizedBody: a body of 25 MiB + 1 byte (the default limit plus one) is
+// answered 413 without being buffered. Announced by Content-Length, not one
+// byte of it is read and the server allocates next to nothing; sent chunked,
+// reading stops one byte past the limit.
+func TestOversizedBody(t *testing.T) {
+	const size = DefaultMaxBodyBytes + 1
+	tests := []struct {
+		name     string
+		chunked  bool
+		maxRead  int64 // most bytes the middleware may read
+		maxAlloc uint64
+	}{
+		{name: "Content-Length", maxRead: 0, maxAlloc: 4 << 20},
+		// The buffer doubles up to the limit: 2.5 times the limit in all, and
+		// more under the race detector.
+		{name: "chunked", chunked: true, maxRead: DefaultMaxBodyBytes + 1, maxAlloc: 4 * DefaultMaxBodyBytes},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wh := mustNew(t, Options{Secret: secret, Logger: slog.New(slog.DiscardHandler)})
+			var ran atomic.Int32
+			wh.OnAny(func(context.Context, emitter.Event) error { ran.Add(1); return nil })
+			mw := NewMiddleware(wh, MiddlewareOptions{})
+			var read atomic.Int64
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				r.Body = countingBody{r.Body, &read}
+				mw.ServeHTTP(w, r)
+			})}
+			go srv.Serve(ln)
+			defer srv.Close()
+
+			conn, err := net.DialTimeout("tcp", ln.Addr().String(), generous)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(generous))
+			var head strings.Builder
+			fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s: issues\r\n%s: big\r\n%s: %s\r\n",
+				DefaultPath, HeaderEvent, HeaderDelivery, HeaderSignature, validSig([]byte(`{}`)))
+			if tt.chunked {
+				head.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+			} else {
+				fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", size)
+			}
+
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			go func() {
+				// The body, streamed; writes fail once the server has
+				// answered and closed, which is expected.
+				if _, err := io.WriteString(conn, head.String()); err != nil {
+					return
+				}
+				if !tt.chunked {
+					io.CopyN(conn, spaces{}, size)
+					return
+				}
+				chunk := make([]byte, 1<<20)
+				spaces{}.Read(chunk)
+				var line []byte
+				for sent := 0; sent < size; sent += len(chunk) {
+					c := chunk[:min(len(chunk), size-sent)]
+					line = strconv.AppendInt(line[:0], int64(len(c)), 16)
+					line = append(line, "\r\n"...)
+					if _, err := conn.Write(line); err != nil {
+						return
+					}
+					if _, err := conn.Write(c); err != nil {
+						return
+					}
+					if _, err := io.WriteString(conn, "\r\n"); err != nil {
+						return
+					}
+				}
+				io.WriteString(conn, "0\r\n\r\n")
+			}()
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			runtime.ReadMemStats(&after)
+			if res.StatusCode != http.StatusRequestEntityTooLarge || string(body) != `{"error":"Payload too large: the limit is 26214400 bytes"}` {
+				t.Fatalf("got %d %q", res.StatusCode, body)
+			}
+			if n := read.Load(); n > tt.maxRead {
+				t.Errorf("the middleware read %d bytes of the body, want at most %d", n, tt.maxRead)
+			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("read %d bytes of the body; %d bytes allocated in the test process meanwhile", read.Load(), alloc)
+			if alloc > tt.maxAlloc {
+				t.Errorf("%d bytes allocated while refusing the body, want at most %d", alloc, tt.maxAlloc)
+			}
+			if ran.Load() != 0 {
+				t.Error("a handler ran")
+			}
+		})
+	}
+}
+
+// TestDuplicateAction: with several top-level "action" members, the one that
+// routes (and that Event.Action reports) is the one a decode of the payload
+// sees: the last, as encoding/json into a map has it. Keys are matched
+// exactly, escapes decoded; a last "action" that is not a string means no
+// action at all.
+func TestDuplicateAction(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		routes string // the action handlers that run; "" for none
+	}{
+		{"last wins", `{"action":"opened","issue":{"number":1},"action":"closed"}`, "closed"},
+		{"escaped key", `{"action":"opened","\u0061ction":"closed"}`, "closed"},
+		{"escaped value", `{"action":"closed","action":"op\u0065ned"}`, "opened"},
+		{"other case is another key", `{"action":"opened","ACTION":"closed"}`, "opened"},
+		{"nested does not count", `{"action":"opened","issue":{"action":"closed"}}`, "opened"},
+		{"last is null", `{"action":"opened","action":null}`, ""},
+		{"last is a number", `{"action":"opened","action":1}`, ""},
+		{"last is empty", `{"action":"opened","action":""}`, ""},
+		{"invalid UTF-8 replaced", "{\"action\":\"opened\",\"action\":\"clo\xffsed\"}", "clo\uFFFDsed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHostile(t, MiddlewareOptions{})
+			var mu sync.Mutex
+			var ran []string
+			record := func(what string) {
+				mu.Lock()
+				ran = append(ran, what)
+				mu.Unlock()
+			}
+			for _, a := range []string{"opened", "closed", "clo\uFFFDsed"} {
+				h.wh.On("issues."+a, func(ctx context.Context, e emitter.Event) error {
+					record("issues." + a)
+					// What a handler decoding the payload sees.
+					var m map[string]any
+					if err := json.Unmarshal(e.Payload, &m); err != nil {
+						return err
+					}
+					if m["action"] != a || e.Action() != a {
+						t.Errorf("handler for %q: decoded action %q, Event.Action %q", a, m["action"], e.Action())
+					}
+					return nil
+				})
+			}
+			h.wh.On("issues", func(ctx context.Context, e emitter.Event) error {
+				record("issues")
+				if e.Action() != tt.routes {
+					t.Errorf("Event.Action = %q, want %q", e.Action(), tt.routes)
+				}
+				return nil
+			})
+			res := h.roundTrip(t, hreq{body: []byte(tt.body)}.build(), "POST")[0]
+			if res.StatusCode != 200 {
+				t.Fatalf("status %d %q", res.StatusCode, bodyOf(res))
+			}
+			h.finish(t)
+			want := []string{"issues"}
+			if tt.routes != "" {
+				want = []string{"issues." + tt.routes, "issues"}
+			}
+			slices.Sort(ran)
+			slices.Sort(want)
+			if !slices.Equal(ran, want) {
+				t.Errorf("ran %q, want %q", ran, want)
+			}
+		})
+	}
+}
+
+// firstRead tells once when the middleware first reads the body: by then it has
+// allocated what it will before bytes arrive.
+type firstRead struct {
+	io.ReadCloser
+	reading chan<- struct{}
+	told    bool
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	if !f.told {
+		f.told = true
+		f.reading <- struct{}{}
+	}
+	return f.ReadCloser.Read(p)
+}
+
+// TestContentLengthReservesNothing: a client that announces a body of the
+// largest size and sends one byte of it does not make the server hold memory
+// for the rest. (The buffer was once presized from Content-Length: eight such
+// connections held 200 MiB.)
+func TestContentLengthReservesNothing(t *testing.T) {
+	const conns = 8
+	wh := mustNew(t, Options{Secret: secret, Logger: slog.New(slog.DiscardHandler)})
+	mw := NewMiddleware(wh, MiddlewareOptions{})
+	reading := make(chan struct{}, conns)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &firstRead{ReadCloser: r.Body, reading: reading}
+		mw.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range conns {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), generous)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s: issues\r\n%s: big\r\n%s: %s\r\nContent-Length: %d\r\n\r\n{",
+			DefaultPath, HeaderEvent, HeaderDelivery, HeaderSignature, validSig([]byte(`{}`)), DefaultMaxBodyBytes)
+	}
+	for range conns {
+		<-reading
+	}
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("%d connections announcing %d bytes and sending 1: heap in use grew by %d KiB", conns, DefaultMaxBodyBytes, grew>>10)
+	if grew > 16<<20 {
+		t.Errorf("heap in use grew by %d MiB for %d connections that sent one byte each", grew>>20, conns)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -387,13 +388,24 @@ func (w *Webhooks) verifyDigest(primary *signing.Digest, body []byte, signature 
 
 var errTooLarge = errors.New("webhooks: body too large")
 
-// readBody reads r into one buffer, writing each piece to h as it arrives. The
-// buffer is presized from contentLength when that is known (and within max), so
-// that a body is copied once. It stops at max+1 bytes with errTooLarge.
+// initialBodyBuffer is the most readBody allocates before any byte of the body
+// has arrived, whatever Content-Length announces.
+const initialBodyBuffer = 64 << 10
+
+// readBody reads r into one buffer, writing each piece to h as it arrives, and
+// stops at max+1 bytes with errTooLarge.
+//
+// The buffer starts at contentLength (when known) but at most at
+// initialBodyBuffer, and doubles as the body arrives, never past contentLength:
+// a body is copied a few times at most, and a request cannot make the server
+// hold memory for bytes it has not sent (presizing from Content-Length alone
+// let a client that sends headers and nothing else tie up 25 MiB per
+// connection).
 func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error) {
-	size := contentLength
-	if size < 0 {
-		size = min(max+1, 64<<10)
+	limit := max + 1
+	size := min(limit, initialBodyBuffer)
+	if contentLength >= 0 {
+		size = min(size, contentLength)
 	}
 	buf := make([]byte, 0, size)
 	for {
@@ -401,24 +413,35 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error
 			return nil, errTooLarge
 		}
 		if len(buf) == cap(buf) {
-			// Full: look ahead with a small read before growing, so that a body
-			// that ends at its Content-Length is not copied into a bigger buffer.
-			var probe [512]byte
-			n, err := r.Read(probe[:min(int64(len(probe)), max+1-int64(len(buf)))])
-			h.Write(probe[:n])
-			buf = append(buf, probe[:n]...)
-			if err == io.EOF {
-				if int64(len(buf)) > max {
-					return nil, errTooLarge
+			if int64(len(buf)) != contentLength {
+				// Grow: double, but not past the announced length or the limit.
+				next := 2 * int64(cap(buf))
+				if contentLength > int64(len(buf)) {
+					next = min(next, contentLength)
 				}
-				return buf, nil
+				next = min(next, limit)
+				buf = slices.Grow(buf, int(next)-len(buf))
+			} else {
+				// Full at the announced length: look ahead with a small read
+				// before growing, so that a body that ends there is not copied
+				// into a bigger buffer.
+				var probe [512]byte
+				n, err := r.Read(probe[:min(int64(len(probe)), limit-int64(len(buf)))])
+				h.Write(probe[:n])
+				buf = append(buf, probe[:n]...)
+				if err == io.EOF {
+					if int64(len(buf)) > max {
+						return nil, errTooLarge
+					}
+					return buf, nil
+				}
+				if err != nil {
+					return nil, err
+				}
+				continue
 			}
-			if err != nil {
-				return nil, err
-			}
-			continue
 		}
-		end := min(int64(cap(buf)), max+1)
+		end := min(int64(cap(buf)), limit)
 		n, err := r.Read(buf[len(buf):end])
 		h.Write(buf[len(buf) : len(buf)+n])
 		buf = buf[:len(buf)+n]
