@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"forgehooks.dev/forgehooks/payloads"
 )
 
 func cmdEvents(ctx context.Context, c *cli, args []string) int {
@@ -18,10 +20,7 @@ Print every event name and event.action name the schema knows, one per line
 	if len(pos) > 0 {
 		return fs.usageError("unexpected argument %q", pos[0])
 	}
-	names, err := eventNames()
-	if err != nil {
-		return fs.fail("%v", err)
-	}
+	names := payloads.EmitterEventNames()
 	if *asJSON {
 		b, _ := json.Marshal(names)
 		fmt.Fprintf(c.stdout, "%s\n", b)

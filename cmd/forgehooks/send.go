@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -117,8 +118,10 @@ func pickSample(event, action string, n int) (corpus.Example, error) {
 		}
 		sort.Strings(names)
 		return corpus.Example{}, fmt.Errorf("no built-in sample of %s.%s; samples of %s: %s", event, action, event, strings.Join(names, ", "))
+	case len(matches) == 0 && !payloads.IsKnownEventName(event):
+		return corpus.Example{}, fmt.Errorf("unknown event %q: 'forgehooks events' lists the event names", event)
 	case len(matches) == 0:
-		return corpus.Example{}, fmt.Errorf("no built-in sample of %q: give a payload file instead ('forgehooks events' lists the event names)", event)
+		return corpus.Example{}, fmt.Errorf("no built-in sample of %q: give a payload file instead", event)
 	case n < 0 || n >= len(matches):
 		return corpus.Example{}, fmt.Errorf("--sample %d: %s has %d samples (0 to %d)", n, strings.TrimSuffix(event+"."+action, "."), len(matches), len(matches)-1)
 	}
