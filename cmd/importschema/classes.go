@@ -72,8 +72,8 @@ type model struct {
 
 // stats are the figures the importer reports.
 type stats struct {
-	objectNodes int // struct terms (inline object nodes; each component counted once)
-	exactShapes int // classes of struct terms after the exact merge
+	objectNodes int // object schemas with members, payloads aside (each component once)
+	exactShapes int // distinct shapes among them
 }
 
 func (cl *class) find() *class {
@@ -94,7 +94,7 @@ func buildModel(c *converter, hooks []*hook, warn func(string, ...any)) (*model,
 		if t.mergeWith != nil {
 			t.cls.body = "variant" // never merged with anything but its payload
 		}
-		if t.kind == kStruct {
+		if t.kind == kStruct && t.body == "" && t.mergeWith == nil {
 			m.stats.objectNodes++
 		}
 		if t.id > m.nextID {
@@ -566,6 +566,21 @@ func (m *model) define(cl *class) error {
 				byKey[f.key] = append(byKey[f.key], f)
 			}
 		}
+		// A copy of a shape with no "required" list at all says nothing about
+		// which members are required (the spec leaves it out on a few inline
+		// copies); only copies with a list vote, when there are any.
+		voters := map[*tfield]bool{}
+		anyList := false
+		for _, t := range members {
+			anyList = anyList || t.reqList
+		}
+		for _, t := range members {
+			if t.reqList || !anyList {
+				for _, f := range t.fields {
+					voters[f] = true
+				}
+			}
+		}
 		for _, k := range order {
 			fs := byKey[k]
 			f := &cfield{key: k, required: len(fs) == len(members)}
@@ -575,7 +590,9 @@ func (m *model) define(cl *class) error {
 				if tf.required {
 					nreq++
 				}
-				f.required = f.required && tf.required
+				if voters[tf] {
+					f.required = f.required && tf.required
+				}
 				f.nullable = f.nullable || tf.nullable || tf.t.kind == kNull
 				if f.desc == "" {
 					f.desc = tf.desc

@@ -49,6 +49,7 @@ type term struct {
 	comp  string // the component's name when the node is a component schema
 	desc  string
 
+	reqList   bool   // a struct's schema has a "required" list (see class.define)
 	uses      int    // how many places of the spec use this term
 	body      string // the event.action name when the term is an event payload
 	mergeWith *term  // a variant of a whole-body oneOf: joins this payload's class
@@ -372,6 +373,7 @@ func (c *converter) enum(n, e *jnode, base, where, comp string) (*term, error) {
 func (c *converter) structOf(n, props *jnode, required []string, where, comp string) (*term, error) {
 	t := c.newTerm(kStruct)
 	t.title, t.comp, t.desc = n.text("title"), comp, n.text("description")
+	t.reqList = n.has("required") || len(required) > 0
 	req := map[string]bool{}
 	for _, r := range required {
 		req[r] = true

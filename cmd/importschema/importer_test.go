@@ -571,3 +571,42 @@ func Example_importSpec() {
 	// StarCreatedEvent.sender User required=true nullable=false
 	// User.login string required=true nullable=false
 }
+
+// TestRequiredVotes checks how the copies of one type decide what it requires: a
+// member is required when every copy has it and every copy with a "required" list
+// requires it; a copy with no list at all does not vote.
+func TestRequiredVotes(t *testing.T) {
+	user := func(req string) string {
+		return `{"title":"User","type":"object","properties":{"login":{"type":"string"},"id":{"type":"integer"},"x":{"type":"string"}}` + req + `}`
+	}
+	tests := []struct {
+		name   string
+		copies []string
+		want   string // the required members of User
+	}{
+		{"all require", []string{user(`,"required":["login","id"]`), user(`,"required":["login","id"]`)}, "login id"},
+		{"a copy requires less", []string{user(`,"required":["login","id"]`), user(`,"required":["id"]`)}, "id"},
+		{"a copy without a list", []string{user(`,"required":["login","id"]`), user("")}, "login id"},
+		{"an empty list votes", []string{user(`,"required":["login"]`), user(`,"required":[]`)}, ""},
+		{"no copy has a list", []string{user(""), user("")}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var hooks []hookSpec
+			for i, c := range tc.copies {
+				ev := fmt.Sprintf("e%d", i)
+				hooks = append(hooks, hookSpec{ev, ev, ev + "/x", `{"type":"object","properties":{"action":{"type":"string","enum":["x"]},"u":` + c + `}}`})
+			}
+			s, _ := importTest(t, testSpec(hooks, nil))
+			var got []string
+			for _, f := range typeOf(s, "User").Fields {
+				if f.Required {
+					got = append(got, f.JSON)
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("required %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -160,7 +160,7 @@ func (r *result) summary() string {
 	}
 	delete(payloads, "")
 	return fmt.Sprintf("%d events, %d names (%d from the spec); %d types: %d structs (%d payloads, %d shared), %d enums, %d unions; "+
-		"%d object nodes in, %d distinct shapes; %d overrides",
+		"%d object schemas besides payloads, %d distinct shapes; %d overrides",
 		len(r.schema.Events), names, r.fromSpec, len(r.schema.Types), structs, len(payloads), structs-len(payloads), enums, unions,
 		r.stats.objectNodes, r.stats.exactShapes, r.overrides)
 }
@@ -202,6 +202,6 @@ func importSpec(data []byte, rec *record, ov *overrides, warn func(string, ...an
 	for _, w := range warns {
 		warn("%s", w)
 	}
-	n := len(ov.Names) + len(ov.Renames) + len(ov.FieldNames) + len(ov.EnumValues) + len(ov.Types) + len(ov.Fields) + len(ov.Optional)
+	n := len(ov.Names) + len(ov.Renames) + len(ov.FieldNames) + len(ov.EnumValues) + len(ov.Types) + len(ov.Fields) + len(ov.Optional) + len(ov.Required)
 	return &result{schema: s, stats: m.stats, overrides: n, fromSpec: fromSpec}, nil
 }

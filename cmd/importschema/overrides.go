@@ -34,6 +34,9 @@ type overrides struct {
 	// Optional makes members of a struct optional: the spec requires them, real
 	// payloads lack them.
 	Optional []optionalOverride `yaml:"optional"`
+	// Required makes members of a struct required: a few minimal copies of a shape
+	// in the spec leave them optional, so the joined type would.
+	Required []optionalOverride `yaml:"required"`
 }
 
 type typeOverride struct {
@@ -146,10 +149,12 @@ func parseOverrides(data []byte) (*overrides, error) {
 			return nil, fmt.Errorf("%w: types entry needs name and kind", errOverride)
 		}
 	}
-	for _, op := range o.Optional {
-		check("optional "+op.In, op.Reason)
-		if op.In == "" || len(op.JSON) == 0 {
-			return nil, fmt.Errorf("%w: optional entry needs in and json", errOverride)
+	for kind, list := range map[string][]optionalOverride{"optional": o.Optional, "required": o.Required} {
+		for _, op := range list {
+			check(kind+" "+op.In, op.Reason)
+			if op.In == "" || len(op.JSON) == 0 {
+				return nil, fmt.Errorf("%w: %s entry needs in and json", errOverride, kind)
+			}
 		}
 	}
 	if len(missing) > 0 {
@@ -313,25 +318,31 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 			noop("fields %s.%s: the spec says so already", fo.In, fo.JSON)
 		}
 	}
-	for _, op := range o.Optional {
-		t := types[op.In]
-		if t == nil || t.Kind != gen.KindStruct {
-			noop("optional %s: no struct %s", op.In, op.In)
-			continue
-		}
-		for _, key := range op.JSON {
-			found := false
-			for j := range t.Fields {
-				if f := &t.Fields[j]; f.JSON == key {
-					found = true
-					if !f.Required {
-						noop("optional %s.%s: the spec has it optional", op.In, key)
-					}
-					f.Required = false
-				}
+	for _, pass := range []struct {
+		kind string
+		list []optionalOverride
+		req  bool
+	}{{"optional", o.Optional, false}, {"required", o.Required, true}} {
+		for _, op := range pass.list {
+			t := types[op.In]
+			if t == nil || t.Kind != gen.KindStruct {
+				noop("%s %s: no struct %s", pass.kind, op.In, op.In)
+				continue
 			}
-			if !found {
-				noop("optional %s.%s: no such member", op.In, key)
+			for _, key := range op.JSON {
+				found := false
+				for j := range t.Fields {
+					if f := &t.Fields[j]; f.JSON == key {
+						found = true
+						if f.Required == pass.req {
+							noop("%s %s.%s: the spec has it %s", pass.kind, op.In, key, pass.kind)
+						}
+						f.Required = pass.req
+					}
+				}
+				if !found {
+					noop("%s %s.%s: no such member", pass.kind, op.In, key)
+				}
 			}
 		}
 	}

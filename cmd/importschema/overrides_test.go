@@ -34,6 +34,7 @@ optional: [{in: S, json: [k], reason: r}]
 		{"enum without values", "enum_values: [{in: E, reason: r}]", "needs in and add"},
 		{"type without kind", "types: [{name: T, reason: r}]", "needs name and kind"},
 		{"optional without keys", "optional: [{in: S, reason: r}]", "needs in and json"},
+		{"required without keys", "required: [{in: S, reason: r}]", "needs in and json"},
 		{"not yaml", "names: [", "did not find expected"},
 	}
 	for _, tc := range tests {
@@ -149,6 +150,17 @@ func TestApplyOverrides(t *testing.T) {
 			},
 		},
 		{name: "optional no-op", yaml: "optional: [{in: IssuesClosedEvent, json: ['+1'], reason: r}]", warn: "the spec has it optional"},
+		{
+			name: "required",
+			yaml: "required: [{in: IssuesClosedEvent, json: ['+1'], reason: always sent}]",
+			check: func(t *testing.T, s *gen.Schema) {
+				if !fieldOf(typeOf(s, "IssuesClosedEvent"), "+1").Required {
+					t.Error("still optional")
+				}
+			},
+		},
+		{name: "required no-op", yaml: "required: [{in: IssuesClosedEvent, json: [state], reason: r}]", warn: "the spec has it required"},
+		{name: "required no member", yaml: "required: [{in: IssuesClosedEvent, json: [nope], reason: r}]", warn: "no such member"},
 		{
 			name: "types",
 			yaml: "types: [{name: Extra, kind: enum, values: [{value: a}], reason: needed}]",
