@@ -391,6 +391,7 @@ var Builtins = []string{"string", "bool", "int64", "float64", "timestamp", "raw"
 
 // TypeExpr is a parsed type expression (see the package doc for the grammar).
 type TypeExpr struct {
+	// Kind says which of the forms the expression has.
 	Kind ExprKind
 	// Name is the builtin or the named type (ExprBuiltin, ExprNamed).
 	Name string

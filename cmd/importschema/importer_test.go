@@ -520,6 +520,7 @@ func TestCleanText(t *testing.T) {
 		{"GitHub recommends it.", "The forge recommends it."},
 		{"A GitHub-reviewed advisory.", "A forge-reviewed advisory."},
 		{"Sent to github.com users.", "Sent to the forge users."},
+		{"See https://github.com/octo/repo for it.", "See the forge for it."},
 		{"The X-GitHub-Event header.", "The X-Forge-Event header."},
 		{"  trimmed \n", "trimmed"},
 		{"Plain.", "Plain."},

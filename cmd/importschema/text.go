@@ -7,7 +7,7 @@ import (
 
 var (
 	mdLink     = regexp.MustCompile(`\[([^\]]*)\]\(([^)\s]*)\)`)
-	brandHost  = regexp.MustCompile(`(?i)\b(?:[a-z0-9-]+\.)*github\.com\b(/[^\s)"'\x60]*)?`)
+	brandHost  = regexp.MustCompile(`(?i)(?:https?://)?\b(?:[a-z0-9-]+\.)*github\.com\b(/[^\s)"'\x60]*)?`)
 	brandWord  = regexp.MustCompile(`GitHub|Github`)
 	brandHdr   = regexp.MustCompile(`(?i)X-GitHub-`)
 	articleEnd = regexp.MustCompile(`(?i)(?:^|\s)(a|an|the|your|their|our|its)\s$`)
@@ -25,12 +25,7 @@ func cleanText(s string) string {
 	}
 	s = mdLink.ReplaceAllString(s, "$1")
 	s = brandHdr.ReplaceAllString(s, "X-Forge-")
-	s = brandHost.ReplaceAllStringFunc(s, func(m string) string {
-		if strings.Contains(m, "/") && !strings.HasSuffix(strings.ToLower(m), ".com") {
-			return "the forge's " + "site"
-		}
-		return "the forge"
-	})
+	s = brandHost.ReplaceAllString(s, "the forge")
 	var b strings.Builder
 	last := 0
 	for _, loc := range brandWord.FindAllStringIndex(s, -1) {
