@@ -42,15 +42,23 @@ schema:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-## fuzz: run every fuzz target of every package for FUZZTIME each (default 30s).
+## fuzz: run every fuzz target of every package (FUZZPKGS, default all) for FUZZTIME
+## each (default 30s). It goes on past a failure and lists every failing target at
+## the end; a failing input is saved under the package's testdata/fuzz, where
+## `make test` then runs it. `make test` runs the seed corpora only.
 FUZZTIME ?= 30s
+FUZZPKGS ?= ./...
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$t"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	@failed=""; n=0; \
+	for pkg in $$($(GO) list $(FUZZPKGS)); do \
+	  list=$$($(GO) test -list '^Fuzz' $$pkg) || { echo "== $$pkg: does not build"; failed="$$failed $$pkg"; continue; }; \
+	  for t in $$(echo "$$list" | grep '^Fuzz'); do \
+	    n=$$((n+1)); echo "== $$pkg $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || failed="$$failed $$pkg.$$t"; \
 	  done; \
-	done
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: $$n targets run; failed:$$failed"; exit 1; fi; \
+	echo "fuzz: $$n targets run for $(FUZZTIME) each; no failure"
 
 ## serve: run a receiver on 127.0.0.1:3000. The secret is FORGE_WEBHOOK_SECRET; when it is
 ## unset, a development secret, never to be used on a real webhook (the binary itself never
