@@ -74,31 +74,62 @@ type generator struct {
 	opts Options
 }
 
-// doc renders text as a // comment, wrapped near 80 columns, or nothing for an
-// empty text.
+// doc renders text as a // comment wrapped near 80 columns, or nothing for an
+// empty text. The schema's descriptions carry the spec's hard line breaks: lines
+// of a paragraph are joined, except lines that start a list item.
 func doc(text string) *jen.Statement {
 	text = strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n"))
 	if text == "" {
 		return jen.Null()
 	}
-	var lines []string
-	for _, para := range strings.Split(text, "\n") {
-		para = strings.TrimRight(strings.ReplaceAll(para, "\t", "    "), " ")
-		if para == "" {
-			lines = append(lines, "//")
-			continue
-		}
-		line := "//"
-		for _, w := range strings.Fields(para) {
-			if len(line) > 3 && len(line)+1+len(w) > 80 {
-				lines = append(lines, line)
-				line = "//"
+	var out []string
+	wrap := func(line string) {
+		cur := "//"
+		for _, w := range strings.Fields(line) {
+			if len(cur) > 3 && len(cur)+1+len(w) > 80 {
+				out = append(out, cur)
+				cur = "//"
 			}
-			line += " " + w
+			cur += " " + w
 		}
-		lines = append(lines, line)
+		out = append(out, cur)
 	}
-	return jen.Comment(strings.Join(lines, "\n"))
+	var para []string
+	flush := func() {
+		if len(para) > 0 {
+			wrap(strings.Join(para, " "))
+			para = para[:0]
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			flush()
+			if len(out) > 0 && out[len(out)-1] != "//" {
+				out = append(out, "//")
+			}
+		case listItem(line):
+			flush()
+			para = append(para, line)
+		default:
+			para = append(para, line)
+		}
+	}
+	flush()
+	return jen.Comment(strings.Join(out, "\n"))
+}
+
+// listItem reports whether a line starts a Markdown list item.
+func listItem(line string) bool {
+	if strings.HasPrefix(line, "- ") || strings.HasPrefix(line, "* ") {
+		return true
+	}
+	i := 0
+	for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+		i++
+	}
+	return i > 0 && strings.HasPrefix(line[i:], ". ")
 }
 
 // typeDoc is the comment of a named type: its name first, as Go wants.

@@ -259,3 +259,17 @@ func TestEnumSuffixes(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+func TestDocWrapsParagraphsAndKeepsLists(t *testing.T) {
+	in := "The repository where the event occurred. Webhook payloads contain the `repository` property\nwhen the event occurs from activity in a repository.\n\nOne of:\n- `open`\n- `closed`\n1. first\n2. second"
+	want := "// The repository where the event occurred. Webhook payloads contain the\n" +
+		"// `repository` property when the event occurs from activity in a repository.\n" +
+		"//\n// One of:\n// - `open`\n// - `closed`\n// 1. first\n// 2. second"
+	var b strings.Builder
+	if err := doc(in).Render(&b); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, b.String()); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}

@@ -7235,64 +7235,6 @@ func (x *InstallationCreatedRepository) encode(e *encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *InstallationRepositoriesRepositoriesRemoved) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, "InstallationRepositoriesRepositoriesRemoved", x.decode)
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x InstallationRepositoriesRepositoriesRemoved) MarshalJSON() ([]byte, error) {
-	e := newEncoder()
-	x.encode(e)
-	return e.result()
-}
-
-func (x *InstallationRepositoriesRepositoriesRemoved) decode(d *decoder) error {
-	*x = InstallationRepositoriesRepositoriesRemoved{}
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "full_name":
-			return decPtr(&x.FullName, d, decString)
-		case "id":
-			return decPtr(&x.ID, d, decInt64)
-		case "name":
-			return decPtr(&x.Name, d, decString)
-		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
-		case "private":
-			return decPtr(&x.Private, d, decBool)
-		}
-		return x.keepUnknown(key, d)
-	})
-	return err
-}
-
-func (x *InstallationRepositoriesRepositoriesRemoved) encode(e *encoder) {
-	e.buf = append(e.buf, '{')
-	if x.FullName != nil {
-		e.key("\"full_name\":")
-		encString(x.FullName, e)
-	}
-	if x.ID != nil {
-		e.key("\"id\":")
-		encInt64(x.ID, e)
-	}
-	if x.Name != nil {
-		e.key("\"name\":")
-		encString(x.Name, e)
-	}
-	if x.NodeID != nil {
-		e.key("\"node_id\":")
-		encString(x.NodeID, e)
-	}
-	if x.Private != nil {
-		e.key("\"private\":")
-		encBool(x.Private, e)
-	}
-	x.encodeUnknown(e)
-	e.buf = append(e.buf, '}')
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationTargetAccount) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, "InstallationTargetAccount", x.decode)
 }
@@ -7624,31 +7566,63 @@ func (x *Issue) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decInt64(&x.ID, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
-		case "url":
-			return decPtr(&x.URL, d, decString)
-		case "repository_url":
-			return decPtr(&x.RepositoryURL, d, decString)
-		case "labels_url":
-			return decPtr(&x.LabelsURL, d, decString)
-		case "comments_url":
-			return decPtr(&x.CommentsURL, d, decString)
-		case "events_url":
-			return decPtr(&x.EventsURL, d, decString)
-		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
-		case "number":
 			if d.null() {
 				return nil
 			}
 			seen[0] |= 1 << 1
+			return decString(&x.NodeID, d)
+		case "url":
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 2
+			return decString(&x.URL, d)
+		case "repository_url":
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 3
+			return decString(&x.RepositoryURL, d)
+		case "labels_url":
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 4
+			return decString(&x.LabelsURL, d)
+		case "comments_url":
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 5
+			return decString(&x.CommentsURL, d)
+		case "events_url":
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 6
+			return decString(&x.EventsURL, d)
+		case "html_url":
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 7
+			return decString(&x.HTMLURL, d)
+		case "number":
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 8
 			return decInt64(&x.Number, d)
 		case "state":
 			return decPtr(&x.State, d, (*IssueState).decode)
 		case "state_reason":
 			return decPtr(&x.StateReason, d, (*IssueStateReason).decode)
 		case "title":
-			return decPtr(&x.Title, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 9
+			return decString(&x.Title, d)
 		case "body":
 			return decPtr(&x.Body, d, decString)
 		case "user":
@@ -7666,15 +7640,27 @@ func (x *Issue) decode(d *decoder) error {
 		case "active_lock_reason":
 			return decPtr(&x.ActiveLockReason, d, (*ActiveLockReason).decode)
 		case "comments":
-			return decPtr(&x.Comments, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 10
+			return decInt64(&x.Comments, d)
 		case "pull_request":
 			return decPtr(&x.PullRequest, d, (*IssuePullRequest).decode)
 		case "closed_at":
 			return decPtr(&x.ClosedAt, d, (*Timestamp).decode)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 11
+			return x.CreatedAt.decode(d)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 12
+			return x.UpdatedAt.decode(d)
 		case "draft":
 			return decPtr(&x.Draft, d, decBool)
 		case "closed_by":
@@ -7706,7 +7692,7 @@ func (x *Issue) decode(d *decoder) error {
 		}
 		return x.keepUnknown(key, d)
 	})
-	x.setAbsent(seen[:], 2)
+	x.setAbsent(seen[:], 13)
 	return err
 }
 
@@ -7716,35 +7702,35 @@ func (x *Issue) encode(e *encoder) {
 		e.key("\"id\":")
 		encInt64(&x.ID, e)
 	}
-	if x.NodeID != nil {
-		e.key("\"node_id\":")
-		encString(x.NodeID, e)
-	}
-	if x.URL != nil {
-		e.key("\"url\":")
-		encString(x.URL, e)
-	}
-	if x.RepositoryURL != nil {
-		e.key("\"repository_url\":")
-		encString(x.RepositoryURL, e)
-	}
-	if x.LabelsURL != nil {
-		e.key("\"labels_url\":")
-		encString(x.LabelsURL, e)
-	}
-	if x.CommentsURL != nil {
-		e.key("\"comments_url\":")
-		encString(x.CommentsURL, e)
-	}
-	if x.EventsURL != nil {
-		e.key("\"events_url\":")
-		encString(x.EventsURL, e)
-	}
-	if x.HTMLURL != nil {
-		e.key("\"html_url\":")
-		encString(x.HTMLURL, e)
-	}
 	if x.written(1) {
+		e.key("\"node_id\":")
+		encString(&x.NodeID, e)
+	}
+	if x.written(2) {
+		e.key("\"url\":")
+		encString(&x.URL, e)
+	}
+	if x.written(3) {
+		e.key("\"repository_url\":")
+		encString(&x.RepositoryURL, e)
+	}
+	if x.written(4) {
+		e.key("\"labels_url\":")
+		encString(&x.LabelsURL, e)
+	}
+	if x.written(5) {
+		e.key("\"comments_url\":")
+		encString(&x.CommentsURL, e)
+	}
+	if x.written(6) {
+		e.key("\"events_url\":")
+		encString(&x.EventsURL, e)
+	}
+	if x.written(7) {
+		e.key("\"html_url\":")
+		encString(&x.HTMLURL, e)
+	}
+	if x.written(8) {
 		e.key("\"number\":")
 		encInt64(&x.Number, e)
 	}
@@ -7756,9 +7742,9 @@ func (x *Issue) encode(e *encoder) {
 		e.key("\"state_reason\":")
 		x.StateReason.encode(e)
 	}
-	if x.Title != nil {
+	if x.written(9) {
 		e.key("\"title\":")
-		encString(x.Title, e)
+		encString(&x.Title, e)
 	}
 	if x.Body != nil {
 		e.key("\"body\":")
@@ -7792,9 +7778,9 @@ func (x *Issue) encode(e *encoder) {
 		e.key("\"active_lock_reason\":")
 		x.ActiveLockReason.encode(e)
 	}
-	if x.Comments != nil {
+	if x.written(10) {
 		e.key("\"comments\":")
-		encInt64(x.Comments, e)
+		encInt64(&x.Comments, e)
 	}
 	if x.PullRequest != nil {
 		e.key("\"pull_request\":")
@@ -7804,11 +7790,11 @@ func (x *Issue) encode(e *encoder) {
 		e.key("\"closed_at\":")
 		x.ClosedAt.encode(e)
 	}
-	if x.CreatedAt != nil {
+	if x.written(11) {
 		e.key("\"created_at\":")
 		x.CreatedAt.encode(e)
 	}
-	if x.UpdatedAt != nil {
+	if x.written(12) {
 		e.key("\"updated_at\":")
 		x.UpdatedAt.encode(e)
 	}
@@ -8504,25 +8490,47 @@ func (x Label) MarshalJSON() ([]byte, error) {
 
 func (x *Label) decode(d *decoder) error {
 	*x = Label{}
+	var seen [1]uint64
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "color":
 			return decPtr(&x.Color, d, decString)
 		case "default":
-			return decPtr(&x.Default, d, decBool)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 0
+			return decBool(&x.Default, d)
 		case "description":
 			return decPtr(&x.Description, d, decString)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 1
+			return decInt64(&x.ID, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 2
+			return decString(&x.Name, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 3
+			return decString(&x.NodeID, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 4
+			return decString(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
+	x.setAbsent(seen[:], 5)
 	return err
 }
 
@@ -8532,29 +8540,29 @@ func (x *Label) encode(e *encoder) {
 		e.key("\"color\":")
 		encString(x.Color, e)
 	}
-	if x.Default != nil {
+	if x.written(0) {
 		e.key("\"default\":")
-		encBool(x.Default, e)
+		encBool(&x.Default, e)
 	}
 	if x.Description != nil {
 		e.key("\"description\":")
 		encString(x.Description, e)
 	}
-	if x.ID != nil {
+	if x.written(1) {
 		e.key("\"id\":")
-		encInt64(x.ID, e)
+		encInt64(&x.ID, e)
 	}
-	if x.Name != nil {
+	if x.written(2) {
 		e.key("\"name\":")
-		encString(x.Name, e)
+		encString(&x.Name, e)
 	}
-	if x.NodeID != nil {
+	if x.written(3) {
 		e.key("\"node_id\":")
-		encString(x.NodeID, e)
+		encString(&x.NodeID, e)
 	}
-	if x.URL != nil {
+	if x.written(4) {
 		e.key("\"url\":")
-		encString(x.URL, e)
+		encString(&x.URL, e)
 	}
 	x.encodeUnknown(e)
 	e.buf = append(e.buf, '}')
@@ -16290,75 +16298,117 @@ func (x Reactions) MarshalJSON() ([]byte, error) {
 
 func (x *Reactions) decode(d *decoder) error {
 	*x = Reactions{}
+	var seen [1]uint64
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "+1":
-			return decPtr(&x.PlusOne, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 0
+			return decInt64(&x.PlusOne, d)
 		case "-1":
-			return decPtr(&x.MinusOne, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 1
+			return decInt64(&x.MinusOne, d)
 		case "confused":
-			return decPtr(&x.Confused, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 2
+			return decInt64(&x.Confused, d)
 		case "eyes":
-			return decPtr(&x.Eyes, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 3
+			return decInt64(&x.Eyes, d)
 		case "heart":
-			return decPtr(&x.Heart, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 4
+			return decInt64(&x.Heart, d)
 		case "hooray":
-			return decPtr(&x.Hooray, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 5
+			return decInt64(&x.Hooray, d)
 		case "laugh":
-			return decPtr(&x.Laugh, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 6
+			return decInt64(&x.Laugh, d)
 		case "rocket":
-			return decPtr(&x.Rocket, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 7
+			return decInt64(&x.Rocket, d)
 		case "total_count":
-			return decPtr(&x.TotalCount, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 8
+			return decInt64(&x.TotalCount, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 9
+			return decString(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
+	x.setAbsent(seen[:], 10)
 	return err
 }
 
 func (x *Reactions) encode(e *encoder) {
 	e.buf = append(e.buf, '{')
-	if x.PlusOne != nil {
+	if x.written(0) {
 		e.key("\"+1\":")
-		encInt64(x.PlusOne, e)
+		encInt64(&x.PlusOne, e)
 	}
-	if x.MinusOne != nil {
+	if x.written(1) {
 		e.key("\"-1\":")
-		encInt64(x.MinusOne, e)
+		encInt64(&x.MinusOne, e)
 	}
-	if x.Confused != nil {
+	if x.written(2) {
 		e.key("\"confused\":")
-		encInt64(x.Confused, e)
+		encInt64(&x.Confused, e)
 	}
-	if x.Eyes != nil {
+	if x.written(3) {
 		e.key("\"eyes\":")
-		encInt64(x.Eyes, e)
+		encInt64(&x.Eyes, e)
 	}
-	if x.Heart != nil {
+	if x.written(4) {
 		e.key("\"heart\":")
-		encInt64(x.Heart, e)
+		encInt64(&x.Heart, e)
 	}
-	if x.Hooray != nil {
+	if x.written(5) {
 		e.key("\"hooray\":")
-		encInt64(x.Hooray, e)
+		encInt64(&x.Hooray, e)
 	}
-	if x.Laugh != nil {
+	if x.written(6) {
 		e.key("\"laugh\":")
-		encInt64(x.Laugh, e)
+		encInt64(&x.Laugh, e)
 	}
-	if x.Rocket != nil {
+	if x.written(7) {
 		e.key("\"rocket\":")
-		encInt64(x.Rocket, e)
+		encInt64(&x.Rocket, e)
 	}
-	if x.TotalCount != nil {
+	if x.written(8) {
 		e.key("\"total_count\":")
-		encInt64(x.TotalCount, e)
+		encInt64(&x.TotalCount, e)
 	}
-	if x.URL != nil {
+	if x.written(9) {
 		e.key("\"url\":")
-		encString(x.URL, e)
+		encString(&x.URL, e)
 	}
 	x.encodeUnknown(e)
 	e.buf = append(e.buf, '}')
@@ -16828,7 +16878,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 6
-			return decSlice(&x.PackageFiles, d, (*RegistryPackagePackageVersionPackageFile).decode)
+			return decSlice(&x.PackageFiles, d, (*PackageVersionPackageFile).decode)
 		case "package_url":
 			if d.null() {
 				return nil
@@ -16936,7 +16986,7 @@ func (x *RegistryPackagePackageVersion) encode(e *encoder) {
 	}
 	if x.written(6) {
 		e.key("\"package_files\":")
-		encSlice(&x.PackageFiles, e, (*RegistryPackagePackageVersionPackageFile).encode)
+		encSlice(&x.PackageFiles, e, (*PackageVersionPackageFile).encode)
 	}
 	if x.written(7) {
 		e.key("\"package_url\":")
@@ -17279,100 +17329,6 @@ func (x *RegistryPackagePackageVersionNugetMetadata) encode(e *encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *RegistryPackagePackageVersionPackageFile) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, "RegistryPackagePackageVersionPackageFile", x.decode)
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x RegistryPackagePackageVersionPackageFile) MarshalJSON() ([]byte, error) {
-	e := newEncoder()
-	x.encode(e)
-	return e.result()
-}
-
-func (x *RegistryPackagePackageVersionPackageFile) decode(d *decoder) error {
-	*x = RegistryPackagePackageVersionPackageFile{}
-	err := d.object(func(key []byte) error {
-		switch string(key) {
-		case "content_type":
-			return decPtr(&x.ContentType, d, decString)
-		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
-		case "download_url":
-			return decPtr(&x.DownloadURL, d, decString)
-		case "id":
-			return decPtr(&x.ID, d, decInt64)
-		case "md5":
-			return decPtr(&x.Md5, d, decString)
-		case "name":
-			return decPtr(&x.Name, d, decString)
-		case "sha1":
-			return decPtr(&x.Sha1, d, decString)
-		case "sha256":
-			return decPtr(&x.Sha256, d, decString)
-		case "size":
-			return decPtr(&x.Size, d, decInt64)
-		case "state":
-			return decPtr(&x.State, d, decString)
-		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
-		}
-		return x.keepUnknown(key, d)
-	})
-	return err
-}
-
-func (x *RegistryPackagePackageVersionPackageFile) encode(e *encoder) {
-	e.buf = append(e.buf, '{')
-	if x.ContentType != nil {
-		e.key("\"content_type\":")
-		encString(x.ContentType, e)
-	}
-	if x.CreatedAt != nil {
-		e.key("\"created_at\":")
-		encString(x.CreatedAt, e)
-	}
-	if x.DownloadURL != nil {
-		e.key("\"download_url\":")
-		encString(x.DownloadURL, e)
-	}
-	if x.ID != nil {
-		e.key("\"id\":")
-		encInt64(x.ID, e)
-	}
-	if x.Md5 != nil {
-		e.key("\"md5\":")
-		encString(x.Md5, e)
-	}
-	if x.Name != nil {
-		e.key("\"name\":")
-		encString(x.Name, e)
-	}
-	if x.Sha1 != nil {
-		e.key("\"sha1\":")
-		encString(x.Sha1, e)
-	}
-	if x.Sha256 != nil {
-		e.key("\"sha256\":")
-		encString(x.Sha256, e)
-	}
-	if x.Size != nil {
-		e.key("\"size\":")
-		encInt64(x.Size, e)
-	}
-	if x.State != nil {
-		e.key("\"state\":")
-		encString(x.State, e)
-	}
-	if x.UpdatedAt != nil {
-		e.key("\"updated_at\":")
-		encString(x.UpdatedAt, e)
-	}
-	x.encodeUnknown(e)
-	e.buf = append(e.buf, '}')
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackagePackageVersionRelease) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, "RegistryPackagePackageVersionRelease", x.decode)
 }
@@ -17386,81 +17342,123 @@ func (x RegistryPackagePackageVersionRelease) MarshalJSON() ([]byte, error) {
 
 func (x *RegistryPackagePackageVersionRelease) decode(d *decoder) error {
 	*x = RegistryPackagePackageVersionRelease{}
+	var seen [1]uint64
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "author":
-			return decPtr(&x.Author, d, (*DeploymentReviewApprovedApprover).decode)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 0
+			return x.Author.decode(d)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 1
+			return decString(&x.CreatedAt, d)
 		case "draft":
-			return decPtr(&x.Draft, d, decBool)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 2
+			return decBool(&x.Draft, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 3
+			return decString(&x.HTMLURL, d)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 4
+			return decInt64(&x.ID, d)
 		case "name":
 			return decPtr(&x.Name, d, decString)
 		case "prerelease":
-			return decPtr(&x.Prerelease, d, decBool)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 5
+			return decBool(&x.Prerelease, d)
 		case "published_at":
-			return decPtr(&x.PublishedAt, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 6
+			return decString(&x.PublishedAt, d)
 		case "tag_name":
-			return decPtr(&x.TagName, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 7
+			return decString(&x.TagName, d)
 		case "target_commitish":
-			return decPtr(&x.TargetCommitish, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 8
+			return decString(&x.TargetCommitish, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 9
+			return decString(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
+	x.setAbsent(seen[:], 10)
 	return err
 }
 
 func (x *RegistryPackagePackageVersionRelease) encode(e *encoder) {
 	e.buf = append(e.buf, '{')
-	if x.Author != nil {
+	if x.written(0) {
 		e.key("\"author\":")
 		x.Author.encode(e)
 	}
-	if x.CreatedAt != nil {
+	if x.written(1) {
 		e.key("\"created_at\":")
-		encString(x.CreatedAt, e)
+		encString(&x.CreatedAt, e)
 	}
-	if x.Draft != nil {
+	if x.written(2) {
 		e.key("\"draft\":")
-		encBool(x.Draft, e)
+		encBool(&x.Draft, e)
 	}
-	if x.HTMLURL != nil {
+	if x.written(3) {
 		e.key("\"html_url\":")
-		encString(x.HTMLURL, e)
+		encString(&x.HTMLURL, e)
 	}
-	if x.ID != nil {
+	if x.written(4) {
 		e.key("\"id\":")
-		encInt64(x.ID, e)
+		encInt64(&x.ID, e)
 	}
 	if x.Name != nil {
 		e.key("\"name\":")
 		encString(x.Name, e)
 	}
-	if x.Prerelease != nil {
+	if x.written(5) {
 		e.key("\"prerelease\":")
-		encBool(x.Prerelease, e)
+		encBool(&x.Prerelease, e)
 	}
-	if x.PublishedAt != nil {
+	if x.written(6) {
 		e.key("\"published_at\":")
-		encString(x.PublishedAt, e)
+		encString(&x.PublishedAt, e)
 	}
-	if x.TagName != nil {
+	if x.written(7) {
 		e.key("\"tag_name\":")
-		encString(x.TagName, e)
+		encString(&x.TagName, e)
 	}
-	if x.TargetCommitish != nil {
+	if x.written(8) {
 		e.key("\"target_commitish\":")
-		encString(x.TargetCommitish, e)
+		encString(&x.TargetCommitish, e)
 	}
-	if x.URL != nil {
+	if x.written(9) {
 		e.key("\"url\":")
-		encString(x.URL, e)
+		encString(&x.URL, e)
 	}
 	x.encodeUnknown(e)
 	e.buf = append(e.buf, '}')
@@ -19176,12 +19174,17 @@ func (x RepositoryAdvisoryCredit) MarshalJSON() ([]byte, error) {
 
 func (x *RepositoryAdvisoryCredit) decode(d *decoder) error {
 	*x = RepositoryAdvisoryCredit{}
+	var seen [1]uint64
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "login":
 			return decPtr(&x.Login, d, decString)
 		case "type":
-			return decPtr(&x.Type, d, (*SecurityAdvisoryCreditTypes).decode)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 0
+			return x.Type.decode(d)
 		case "user":
 			return decPtr(&x.User, d, (*User).decode)
 		case "state":
@@ -19189,6 +19192,7 @@ func (x *RepositoryAdvisoryCredit) decode(d *decoder) error {
 		}
 		return x.keepUnknown(key, d)
 	})
+	x.setAbsent(seen[:], 1)
 	return err
 }
 
@@ -19198,7 +19202,7 @@ func (x *RepositoryAdvisoryCredit) encode(e *encoder) {
 		e.key("\"login\":")
 		encString(x.Login, e)
 	}
-	if x.Type != nil {
+	if x.written(0) {
 		e.key("\"type\":")
 		x.Type.encode(e)
 	}
@@ -27980,6 +27984,7 @@ func (x User) MarshalJSON() ([]byte, error) {
 
 func (x *User) decode(d *decoder) error {
 	*x = User{}
+	var seen [1]uint64
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "name":
@@ -27987,9 +27992,17 @@ func (x *User) decode(d *decoder) error {
 		case "email":
 			return decPtr(&x.Email, d, decString)
 		case "login":
-			return decPtr(&x.Login, d, decString)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 0
+			return decString(&x.Login, d)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			if d.null() {
+				return nil
+			}
+			seen[0] |= 1 << 1
+			return decInt64(&x.ID, d)
 		case "node_id":
 			return decPtr(&x.NodeID, d, decString)
 		case "avatar_url":
@@ -28031,6 +28044,7 @@ func (x *User) decode(d *decoder) error {
 		}
 		return x.keepUnknown(key, d)
 	})
+	x.setAbsent(seen[:], 2)
 	return err
 }
 
@@ -28044,13 +28058,13 @@ func (x *User) encode(e *encoder) {
 		e.key("\"email\":")
 		encString(x.Email, e)
 	}
-	if x.Login != nil {
+	if x.written(0) {
 		e.key("\"login\":")
-		encString(x.Login, e)
+		encString(&x.Login, e)
 	}
-	if x.ID != nil {
+	if x.written(1) {
 		e.key("\"id\":")
-		encInt64(x.ID, e)
+		encInt64(&x.ID, e)
 	}
 	if x.NodeID != nil {
 		e.key("\"node_id\":")
@@ -37098,7 +37112,7 @@ func (x *InstallationRepositoriesUnknownEvent) decode(d *decoder) error {
 		case "repositories_added":
 			return decSlice(&x.RepositoriesAdded, d, (*InstallationCreatedRepository).decode)
 		case "repositories_removed":
-			return decSlice(&x.RepositoriesRemoved, d, (*InstallationRepositoriesRepositoriesRemoved).decode)
+			return decSlice(&x.RepositoriesRemoved, d, (*InstallationCreatedRepository).decode)
 		case "repository":
 			return decPtr(&x.Repository, d, (*Repository).decode)
 		case "repository_selection":
@@ -37141,7 +37155,7 @@ func (x *InstallationRepositoriesUnknownEvent) encode(e *encoder) {
 	}
 	if x.RepositoriesRemoved != nil {
 		e.key("\"repositories_removed\":")
-		encSlice(&x.RepositoriesRemoved, e, (*InstallationRepositoriesRepositoriesRemoved).encode)
+		encSlice(&x.RepositoriesRemoved, e, (*InstallationCreatedRepository).encode)
 	}
 	if x.Repository != nil {
 		e.key("\"repository\":")
@@ -37207,7 +37221,7 @@ func (x *InstallationRepositoriesAddedEvent) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 3
-			return decSlice(&x.RepositoriesRemoved, d, (*InstallationRepositoriesRepositoriesRemoved).decode)
+			return decSlice(&x.RepositoriesRemoved, d, (*InstallationCreatedRepository).decode)
 		case "repository":
 			return decPtr(&x.Repository, d, (*Repository).decode)
 		case "repository_selection":
@@ -37255,7 +37269,7 @@ func (x *InstallationRepositoriesAddedEvent) encode(e *encoder) {
 	}
 	if x.written(3) {
 		e.key("\"repositories_removed\":")
-		encSlice(&x.RepositoriesRemoved, e, (*InstallationRepositoriesRepositoriesRemoved).encode)
+		encSlice(&x.RepositoriesRemoved, e, (*InstallationCreatedRepository).encode)
 	}
 	if x.Repository != nil {
 		e.key("\"repository\":")
@@ -37321,7 +37335,7 @@ func (x *InstallationRepositoriesRemovedEvent) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 3
-			return decSlice(&x.RepositoriesRemoved, d, (*InstallationRepositoriesRepositoriesRemoved).decode)
+			return decSlice(&x.RepositoriesRemoved, d, (*InstallationCreatedRepository).decode)
 		case "repository":
 			return decPtr(&x.Repository, d, (*Repository).decode)
 		case "repository_selection":
@@ -37369,7 +37383,7 @@ func (x *InstallationRepositoriesRemovedEvent) encode(e *encoder) {
 	}
 	if x.written(3) {
 		e.key("\"repositories_removed\":")
-		encSlice(&x.RepositoriesRemoved, e, (*InstallationRepositoriesRepositoriesRemoved).encode)
+		encSlice(&x.RepositoriesRemoved, e, (*InstallationCreatedRepository).encode)
 	}
 	if x.Repository != nil {
 		e.key("\"repository\":")

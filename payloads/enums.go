@@ -453,9 +453,9 @@ func (v CodeScanningToolSecurityAlertsThreshold) IsKnown() bool {
 // DependabotAlertDependencyRelationship: The vulnerable dependency's
 // relationship to your project.
 //
-// > [!NOTE]
-// > We are rolling out support for dependency relationship across ecosystems.
-// This value will be "unknown" for all dependencies in unsupported ecosystems.
+// > [!NOTE] > We are rolling out support for dependency relationship across
+// ecosystems. This value will be "unknown" for all dependencies in unsupported
+// ecosystems.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 type DependabotAlertDependencyRelationship string
@@ -661,10 +661,9 @@ func (v DeploymentWorkflowRunConclusion) IsKnown() bool {
 	return false
 }
 
-// DiscussionState: The current state of the discussion.
-// `converting` means that the discussion is being converted from an issue.
-// `transferring` means that the discussion is being transferred from another
-// repository.
+// DiscussionState: The current state of the discussion. `converting` means that
+// the discussion is being converted from an issue. `transferring` means that
+// the discussion is being transferred from another repository.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 type DiscussionState string
@@ -1545,8 +1544,8 @@ func (v RepositoryRulesetBypassActorBypassMode) IsKnown() bool {
 }
 
 // RepositoryRulesetCurrentUserCanBypass: The bypass type of the user making the
-// API request for this ruleset. This field is only returned when
-// querying the repository-level endpoint.
+// API request for this ruleset. This field is only returned when querying the
+// repository-level endpoint.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 type RepositoryRulesetCurrentUserCanBypass string

@@ -12,9 +12,8 @@ import "encoding/json"
 // know.
 //
 // This event occurs when there is a change to branch protection configurations
-// for a repository.
-// For more information, see "About protected branches."
-// For information about using the APIs to manage branch protection rules, see
+// for a repository. For more information, see "About protected branches." For
+// information about using the APIs to manage branch protection rules, see
 // "Branch protection rule" in the GraphQL documentation or "Branch protection"
 // in the REST API documentation.
 //
@@ -627,10 +626,10 @@ func (x *BranchProtectionRuleUnknownEvent) GetSender() *User {
 // Repository and organization webhooks only receive payloads for the `created`
 // and `completed` event types in repositories.
 //
-// > [!NOTE]
-// > The API only looks for pushes in the repository where the check run was
-// created. Pushes to a branch in a forked repository are not detected and
-// return an empty `pull_requests` array and a `null` value for `head_branch`.
+// > [!NOTE] > The API only looks for pushes in the repository where the check
+// run was created. Pushes to a branch in a forked repository are not detected
+// and return an empty `pull_requests` array and a `null` value for
+// `head_branch`.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -1077,10 +1076,10 @@ func (x *CheckRunUnknownEvent) GetSender() *User {
 // Repository and organization webhooks only receive payloads for the
 // `completed` event types in repositories.
 //
-// > [!NOTE]
-// > The API only looks for pushes in the repository where the check suite was
-// created. Pushes to a branch in a forked repository are not detected and
-// return an empty `pull_requests` array and a `null` value for `head_branch`.
+// > [!NOTE] > The API only looks for pushes in the repository where the check
+// suite was created. Pushes to a branch in a forked repository are not detected
+// and return an empty `pull_requests` array and a `null` value for
+// `head_branch`.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -3065,24 +3064,24 @@ func (x *CustomPropertyValuesUnknownEvent) GetOldPropertyValues() []CustomProper
 // DeleteEvent is the payload of a "delete" delivery.
 //
 // This event occurs when a Git branch or tag is deleted. To subscribe to all
-// pushes to a repository, including
-// branch and tag deletions, use the `push` webhook event.
+// pushes to a repository, including branch and tag deletions, use the `push`
+// webhook event.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// > [!NOTE]
-// > This event will not occur when more than three tags are deleted at once.
+// > [!NOTE] > This event will not occur when more than three tags are deleted
+// at once.
 //
 // The payload of delete. This event occurs when a Git branch or tag is deleted.
-// To subscribe to all pushes to a repository, including
-// branch and tag deletions, use the `push` webhook event.
+// To subscribe to all pushes to a repository, including branch and tag
+// deletions, use the `push` webhook event.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// > [!NOTE]
-// > This event will not occur when more than three tags are deleted at once.
+// > [!NOTE] > This event will not occur when more than three tags are deleted
+// at once.
 type DeleteEvent struct {
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -3117,9 +3116,8 @@ func (*DeleteEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Dependabot alerts" repository permission.
 //
-// > [!NOTE]
-// > Webhook events for Dependabot alerts are currently in public preview and
-// subject to change.
+// > [!NOTE] > Webhook events for Dependabot alerts are currently in public
+// preview and subject to change.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -5059,9 +5057,8 @@ func (x *DeploymentReviewUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Deployments" repository permission.
 //
-// > [!NOTE]
-// > A webhook event is not fired for deployment statuses with an `inactive`
-// state.
+// > [!NOTE] > A webhook event is not fired for deployment statuses with an
+// `inactive` state.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -5361,9 +5358,8 @@ func (x *DeploymentStatusUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Discussions" repository permission.
 //
-// > [!NOTE]
-// > Webhook events for forge Discussions are currently in public preview and
-// subject to change.
+// > [!NOTE] > Webhook events for forge Discussions are currently in public
+// preview and subject to change.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -6522,9 +6518,8 @@ func (x *DiscussionUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Discussions" repository permission.
 //
-// > [!NOTE]
-// > Webhook events for forge Discussions are currently in public preview and
-// subject to change.
+// > [!NOTE] > Webhook events for forge Discussions are currently in public
+// preview and subject to change.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -7611,7 +7606,7 @@ type InstallationRepositoriesEvent interface {
 	// GetRepositoriesRemoved returns the "repositories_removed" member.
 	//
 	// An array of repository objects, which were removed from the installation.
-	GetRepositoriesRemoved() []InstallationRepositoriesRepositoriesRemoved
+	GetRepositoriesRemoved() []InstallationCreatedRepository
 	// GetRepository returns the "repository" member.
 	GetRepository() *Repository
 	// GetRepositorySelection returns the "repository_selection" member.
@@ -7637,11 +7632,11 @@ type InstallationRepositoriesAddedEvent struct {
 	Organization      *Organization                   `json:"organization,omitempty"`
 	RepositoriesAdded []InstallationCreatedRepository `json:"repositories_added"`
 	// An array of repository objects, which were removed from the installation.
-	RepositoriesRemoved []InstallationRepositoriesRepositoriesRemoved `json:"repositories_removed"`
-	Repository          *Repository                                   `json:"repository,omitempty"`
-	RepositorySelection RepositorySelection                           `json:"repository_selection"`
-	Requester           *User                                         `json:"requester,omitempty"`
-	Sender              User                                          `json:"sender"`
+	RepositoriesRemoved []InstallationCreatedRepository `json:"repositories_removed"`
+	Repository          *Repository                     `json:"repository,omitempty"`
+	RepositorySelection RepositorySelection             `json:"repository_selection"`
+	Requester           *User                           `json:"requester,omitempty"`
+	Sender              User                            `json:"sender"`
 
 	extra
 }
@@ -7692,7 +7687,7 @@ func (x *InstallationRepositoriesAddedEvent) GetRepositoriesAdded() []Installati
 // GetRepositoriesRemoved returns the "repositories_removed" member.
 //
 // An array of repository objects, which were removed from the installation.
-func (x *InstallationRepositoriesAddedEvent) GetRepositoriesRemoved() []InstallationRepositoriesRepositoriesRemoved {
+func (x *InstallationRepositoriesAddedEvent) GetRepositoriesRemoved() []InstallationCreatedRepository {
 	if x == nil || !x.written(3) {
 		return nil
 	}
@@ -7745,11 +7740,11 @@ type InstallationRepositoriesRemovedEvent struct {
 	Organization      *Organization                   `json:"organization,omitempty"`
 	RepositoriesAdded []InstallationCreatedRepository `json:"repositories_added"`
 	// An array of repository objects, which were removed from the installation.
-	RepositoriesRemoved []InstallationRepositoriesRepositoriesRemoved `json:"repositories_removed"`
-	Repository          *Repository                                   `json:"repository,omitempty"`
-	RepositorySelection RepositorySelection                           `json:"repository_selection"`
-	Requester           *User                                         `json:"requester,omitempty"`
-	Sender              User                                          `json:"sender"`
+	RepositoriesRemoved []InstallationCreatedRepository `json:"repositories_removed"`
+	Repository          *Repository                     `json:"repository,omitempty"`
+	RepositorySelection RepositorySelection             `json:"repository_selection"`
+	Requester           *User                           `json:"requester,omitempty"`
+	Sender              User                            `json:"sender"`
 
 	extra
 }
@@ -7800,7 +7795,7 @@ func (x *InstallationRepositoriesRemovedEvent) GetRepositoriesAdded() []Installa
 // GetRepositoriesRemoved returns the "repositories_removed" member.
 //
 // An array of repository objects, which were removed from the installation.
-func (x *InstallationRepositoriesRemovedEvent) GetRepositoriesRemoved() []InstallationRepositoriesRepositoriesRemoved {
+func (x *InstallationRepositoriesRemovedEvent) GetRepositoriesRemoved() []InstallationCreatedRepository {
 	if x == nil || !x.written(3) {
 		return nil
 	}
@@ -7850,11 +7845,11 @@ type InstallationRepositoriesUnknownEvent struct {
 	Organization      *Organization                   `json:"organization,omitempty"`
 	RepositoriesAdded []InstallationCreatedRepository `json:"repositories_added,omitempty"`
 	// An array of repository objects, which were removed from the installation.
-	RepositoriesRemoved []InstallationRepositoriesRepositoriesRemoved `json:"repositories_removed,omitempty"`
-	Repository          *Repository                                   `json:"repository,omitempty"`
-	RepositorySelection *RepositorySelection                          `json:"repository_selection,omitempty"`
-	Requester           *User                                         `json:"requester,omitempty"`
-	Sender              *User                                         `json:"sender,omitempty"`
+	RepositoriesRemoved []InstallationCreatedRepository `json:"repositories_removed,omitempty"`
+	Repository          *Repository                     `json:"repository,omitempty"`
+	RepositorySelection *RepositorySelection            `json:"repository_selection,omitempty"`
+	Requester           *User                           `json:"requester,omitempty"`
+	Sender              *User                           `json:"sender,omitempty"`
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
@@ -7913,7 +7908,7 @@ func (x *InstallationRepositoriesUnknownEvent) GetRepositoriesAdded() []Installa
 // GetRepositoriesRemoved returns the "repositories_removed" member.
 //
 // An array of repository objects, which were removed from the installation.
-func (x *InstallationRepositoriesUnknownEvent) GetRepositoriesRemoved() []InstallationRepositoriesRepositoriesRemoved {
+func (x *InstallationRepositoriesUnknownEvent) GetRepositoriesRemoved() []InstallationCreatedRepository {
 	if x == nil {
 		return nil
 	}
@@ -16318,10 +16313,9 @@ func (x *ProjectColumnUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" organization permission.
 //
-// > [!NOTE]
-// > Webhook events for projects are currently in public preview and subject to
-// change. To share feedback about projects webhooks with the forge, see the
-// Projects webhook feedback discussion.
+// > [!NOTE] > Webhook events for projects are currently in public preview and
+// subject to change. To share feedback about projects webhooks with the forge,
+// see the Projects webhook feedback discussion.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -16724,10 +16718,9 @@ func (x *ProjectsV2UnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" organization permission.
 //
-// > [!NOTE]
-// > Webhook events for projects are currently in public preview and subject to
-// change. To share feedback about projects webhooks with the forge, see the
-// Projects webhook feedback discussion.
+// > [!NOTE] > Webhook events for projects are currently in public preview and
+// subject to change. To share feedback about projects webhooks with the forge,
+// see the Projects webhook feedback discussion.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -17003,9 +16996,9 @@ func (x *ProjectsV2ItemDeletedEvent) GetSender() *User {
 type ProjectsV2ItemEditedEvent struct {
 	Action string `json:"action"`
 	// The changes made to the item may involve modifications in the item's fields
-	// and draft issue body.
-	// It includes altered values for text, number, date, single select, and
-	// iteration fields, along with the GraphQL node ID of the changed field.
+	// and draft issue body. It includes altered values for text, number, date,
+	// single select, and iteration fields, along with the GraphQL node ID of the
+	// changed field.
 	Changes        *ProjectsV2ItemEditedChanges `json:"changes,omitempty"`
 	Installation   *SimpleInstallation          `json:"installation,omitempty"`
 	Organization   Organization                 `json:"organization"`
@@ -17262,9 +17255,8 @@ func (x *ProjectsV2ItemUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" organization permission.
 //
-// > [!NOTE]
-// > To share feedback about projects webhooks with the forge, see the Projects
-// webhook feedback discussion.
+// > [!NOTE] > To share feedback about projects webhooks with the forge, see the
+// Projects webhook feedback discussion.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -20545,32 +20537,30 @@ func (x *PullRequestReviewThreadUnknownEvent) GetUpdatedAt() *Timestamp {
 // PushEvent is the payload of a "push" delivery.
 //
 // This event occurs when there is a push to a repository branch. This includes
-// when a commit is pushed, when a commit tag is pushed,
-// when a branch is deleted, when a tag is deleted, or when a repository is
-// created from a template. To subscribe to only branch
-// and tag deletions, use the `delete` webhook event.
+// when a commit is pushed, when a commit tag is pushed, when a branch is
+// deleted, when a tag is deleted, or when a repository is created from a
+// template. To subscribe to only branch and tag deletions, use the `delete`
+// webhook event.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// > [!NOTE]
-// > Events will not be created if more than 5000 branches are pushed at once.
-// Events will not be created for tags when more than three tags are pushed at
-// once.
+// > [!NOTE] > Events will not be created if more than 5000 branches are pushed
+// at once. Events will not be created for tags when more than three tags are
+// pushed at once.
 //
 // The payload of push. This event occurs when there is a push to a repository
 // branch. This includes when a commit is pushed, when a commit tag is pushed,
 // when a branch is deleted, when a tag is deleted, or when a repository is
-// created from a template. To subscribe to only branch
-// and tag deletions, use the `delete` webhook event.
+// created from a template. To subscribe to only branch and tag deletions, use
+// the `delete` webhook event.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// > [!NOTE]
-// > Events will not be created if more than 5000 branches are pushed at once.
-// Events will not be created for tags when more than three tags are pushed at
-// once.
+// > [!NOTE] > Events will not be created if more than 5000 branches are pushed
+// at once. Events will not be created for tags when more than three tags are
+// pushed at once.
 type PushEvent struct {
 	// The SHA of the most recent commit on `ref` after the push.
 	After   string  `json:"after"`
@@ -20626,8 +20616,8 @@ func (*PushEvent) payloadName() string {
 // To install this event on a forge App, the app must have at least read-level
 // access for the "Packages" repository permission.
 //
-// > [!NOTE]
-// > The forge recommends that you use the newer `package` event instead.
+// > [!NOTE] > The forge recommends that you use the newer `package` event
+// instead.
 //
 // Its methods return the members all its actions have; a nil result means the
 // member was absent.
@@ -22848,11 +22838,11 @@ func (*RepositoryImportEvent) payloadName() string {
 // *RepositoryRulesetEditedEvent, or *RepositoryRulesetUnknownEvent for an
 // action the schema does not know.
 //
-// This event occurs when there is activity relating to repository rulesets.
-// For more information about repository rulesets, see "Managing rulesets."
-// For more information on managing rulesets via the APIs, see Repository
-// ruleset in the GraphQL documentation or "Repository rules" and "Organization
-// rules in the REST API documentation."
+// This event occurs when there is activity relating to repository rulesets. For
+// more information about repository rulesets, see "Managing rulesets." For more
+// information on managing rulesets via the APIs, see Repository ruleset in the
+// GraphQL documentation or "Repository rules" and "Organization rules in the
+// REST API documentation."
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" repository or organization permission.
@@ -23205,8 +23195,7 @@ func (x *RepositoryRulesetUnknownEvent) GetSender() *User {
 // This event occurs when there is activity relating to a security vulnerability
 // alert in a repository.
 //
-// > [!WARNING]
-// > **Closing down notice:** This event is closing down. Use the
+// > [!WARNING] > **Closing down notice:** This event is closing down. Use the
 // `dependabot_alert` event instead.
 //
 // Its methods return the members all its actions have; a nil result means the
@@ -24594,9 +24583,8 @@ func (x *SecretScanningAlertLocationUnknownEvent) GetSender() *User {
 // scanning."
 //
 // Scans can originate from multiple events such as updates to a custom pattern,
-// a push to a repository, or updates
-// to patterns from partners. For more information on custom patterns, see
-// "About custom patterns."
+// a push to a repository, or updates to patterns from partners. For more
+// information on custom patterns, see "About custom patterns."
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Secret scanning alerts" repository permission.
@@ -26932,8 +26920,7 @@ func (x *SubIssuesUnknownEvent) GetSender() *User {
 // an action the schema does not know.
 //
 // This event occurs when there is activity relating to teams in an
-// organization.
-// For more information, see "About teams."
+// organization. For more information, see "About teams."
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Members" organization permission.
@@ -27451,9 +27438,8 @@ func (x *TeamUnknownEvent) GetTeam() *Team {
 
 // TeamAddEvent is the payload of a "team_add" delivery.
 //
-// This event occurs when a team is added to a repository.
-// For more information, see "Managing teams and people with access to your
-// repository."
+// This event occurs when a team is added to a repository. For more information,
+// see "Managing teams and people with access to your repository."
 //
 // For activity relating to teams, see the `teams` event.
 //
@@ -27461,9 +27447,8 @@ func (x *TeamUnknownEvent) GetTeam() *Team {
 // for the "Members" organization permission.
 //
 // The payload of team_add. This event occurs when a team is added to a
-// repository.
-// For more information, see "Managing teams and people with access to your
-// repository."
+// repository. For more information, see "Managing teams and people with access
+// to your repository."
 //
 // For activity relating to teams, see the `teams` event.
 //

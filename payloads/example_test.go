@@ -18,7 +18,7 @@ func Example() {
 	payloads.OnIssuesEvent(em, func(ctx context.Context, e payloads.Event[payloads.IssuesEvent]) error {
 		switch p := e.Payload.(type) {
 		case *payloads.IssuesOpenedEvent:
-			fmt.Println("an opened issue:", *p.Issue.Title)
+			fmt.Println("an opened issue:", p.Issue.Title)
 		case *payloads.IssuesUnknownEvent: // an action the schema does not know yet
 			fmt.Println("new action", p.Action, len(p.Raw), "bytes")
 		}

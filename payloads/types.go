@@ -687,9 +687,9 @@ type DependabotAlertDependency struct {
 	Scope *DependabotAlertDependencyScope `json:"scope,omitempty"`
 	// The vulnerable dependency's relationship to your project.
 	//
-	// > [!NOTE]
-	// > We are rolling out support for dependency relationship across ecosystems.
-	// This value will be "unknown" for all dependencies in unsupported ecosystems.
+	// > [!NOTE] > We are rolling out support for dependency relationship across
+	// ecosystems. This value will be "unknown" for all dependencies in unsupported
+	// ecosystems.
 	Relationship *DependabotAlertDependencyRelationship `json:"relationship,omitempty"`
 
 	extra
@@ -1035,10 +1035,9 @@ type Discussion struct {
 	Number            int64              `json:"number"`
 	Reactions         *Reactions         `json:"reactions,omitempty"`
 	RepositoryURL     string             `json:"repository_url"`
-	// The current state of the discussion.
-	// `converting` means that the discussion is being converted from an issue.
-	// `transferring` means that the discussion is being transferred from another
-	// repository.
+	// The current state of the discussion. `converting` means that the discussion
+	// is being converted from an issue. `transferring` means that the discussion is
+	// being transferred from another repository.
 	State DiscussionState `json:"state"`
 	// The reason for the current state
 	StateReason *DiscussionStateReason `json:"state_reason,omitempty"`
@@ -1152,10 +1151,9 @@ type EnforcementLevel struct {
 }
 
 // Enterprise: An enterprise on the forge. Webhook payloads contain the
-// `enterprise` property when the webhook is configured
-// on an enterprise account or an organization that's part of an enterprise
-// account. For more information,
-// see "About enterprise accounts."
+// `enterprise` property when the webhook is configured on an enterprise account
+// or an organization that's part of an enterprise account. For more
+// information, see "About enterprise accounts."
 type Enterprise struct {
 	// A short description of the enterprise.
 	Description *string `json:"description,omitempty"`
@@ -1384,21 +1382,6 @@ type InstallationCreatedRepository struct {
 	extra
 }
 
-// InstallationRepositoriesRepositoriesRemoved is a type of the forge's
-// payloads.
-type InstallationRepositoriesRepositoriesRemoved struct {
-	FullName *string `json:"full_name,omitempty"`
-	// Unique identifier of the repository
-	ID *int64 `json:"id,omitempty"`
-	// The name of the repository.
-	Name   *string `json:"name,omitempty"`
-	NodeID *string `json:"node_id,omitempty"`
-	// Whether the repository is private or public.
-	Private *bool `json:"private,omitempty"`
-
-	extra
-}
-
 // InstallationTargetAccount is a type of the forge's payloads.
 type InstallationTargetAccount struct {
 	ArchivedAt              *string         `json:"archived_at,omitempty"`
@@ -1453,15 +1436,15 @@ type InstallationTargetChanges struct {
 // Issue: Issues are a great way to keep track of tasks, enhancements, and bugs
 // for your projects.
 type Issue struct {
-	ID     int64   `json:"id"`
-	NodeID *string `json:"node_id,omitempty"`
+	ID     int64  `json:"id"`
+	NodeID string `json:"node_id"`
 	// URL for the issue
-	URL           *string `json:"url,omitempty"`
-	RepositoryURL *string `json:"repository_url,omitempty"`
-	LabelsURL     *string `json:"labels_url,omitempty"`
-	CommentsURL   *string `json:"comments_url,omitempty"`
-	EventsURL     *string `json:"events_url,omitempty"`
-	HTMLURL       *string `json:"html_url,omitempty"`
+	URL           string `json:"url"`
+	RepositoryURL string `json:"repository_url"`
+	LabelsURL     string `json:"labels_url"`
+	CommentsURL   string `json:"comments_url"`
+	EventsURL     string `json:"events_url"`
+	HTMLURL       string `json:"html_url"`
 	// Number uniquely identifying the issue within its repository
 	Number int64 `json:"number"`
 	// State of the issue; either 'open' or 'closed'
@@ -1469,7 +1452,7 @@ type Issue struct {
 	// The reason for the current state
 	StateReason *IssueStateReason `json:"state_reason,omitempty"`
 	// Title of the issue
-	Title *string `json:"title,omitempty"`
+	Title string `json:"title"`
 	// Contents of the issue
 	Body *string `json:"body,omitempty"`
 	User *User   `json:"user,omitempty"`
@@ -1484,11 +1467,11 @@ type Issue struct {
 	Milestone        *Milestone        `json:"milestone,omitempty"`
 	Locked           *bool             `json:"locked,omitempty"`
 	ActiveLockReason *ActiveLockReason `json:"active_lock_reason,omitempty"`
-	Comments         *int64            `json:"comments,omitempty"`
+	Comments         int64             `json:"comments"`
 	PullRequest      *IssuePullRequest `json:"pull_request,omitempty"`
 	ClosedAt         *Timestamp        `json:"closed_at,omitempty"`
-	CreatedAt        *Timestamp        `json:"created_at,omitempty"`
-	UpdatedAt        *Timestamp        `json:"updated_at,omitempty"`
+	CreatedAt        Timestamp         `json:"created_at"`
+	UpdatedAt        Timestamp         `json:"updated_at"`
 	Draft            *bool             `json:"draft,omitempty"`
 	ClosedBy         *User             `json:"closed_by,omitempty"`
 	BodyHTML         *string           `json:"body_html,omitempty"`
@@ -1639,16 +1622,16 @@ type Label struct {
 	// 6-character hex code, without the leading #, identifying the color
 	Color *string `json:"color,omitempty"`
 	// Whether this label comes by default in a new repository.
-	Default *bool `json:"default,omitempty"`
+	Default bool `json:"default"`
 	// Optional description of the label, such as its purpose.
 	Description *string `json:"description,omitempty"`
 	// Unique identifier for the label.
-	ID *int64 `json:"id,omitempty"`
+	ID int64 `json:"id"`
 	// The name of the label.
-	Name   *string `json:"name,omitempty"`
-	NodeID *string `json:"node_id,omitempty"`
+	Name   string `json:"name"`
+	NodeID string `json:"node_id"`
 	// URL for the label
-	URL *string `json:"url,omitempty"`
+	URL string `json:"url"`
 
 	extra
 }
@@ -1723,12 +1706,10 @@ type MarketplacePurchasePlan struct {
 // MemberChanges: The changes to the collaborator permissions
 type MemberChanges struct {
 	// This field is included for legacy purposes; use the `role_name` field
-	// instead. The `maintain`
-	// role is mapped to `write` and the `triage` role is mapped to `read`. To
-	// determine the role
-	// assigned to the collaborator, use the `role_name` field instead, which will
-	// provide the full
-	// role name, including custom roles.
+	// instead. The `maintain` role is mapped to `write` and the `triage` role is
+	// mapped to `read`. To determine the role assigned to the collaborator, use the
+	// `role_name` field instead, which will provide the full role name, including
+	// custom roles.
 	Permission *MemberChangesPermission `json:"permission,omitempty"`
 	// The role assigned to the collaborator.
 	RoleName      *MemberChangesRoleName `json:"role_name,omitempty"`
@@ -1738,11 +1719,9 @@ type MemberChanges struct {
 }
 
 // MemberChangesPermission: This field is included for legacy purposes; use the
-// `role_name` field instead. The `maintain`
-// role is mapped to `write` and the `triage` role is mapped to `read`. To
-// determine the role
-// assigned to the collaborator, use the `role_name` field instead, which will
-// provide the full
+// `role_name` field instead. The `maintain` role is mapped to `write` and the
+// `triage` role is mapped to `read`. To determine the role assigned to the
+// collaborator, use the `role_name` field instead, which will provide the full
 // role name, including custom roles.
 type MemberChangesPermission struct {
 	To   *AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"to,omitempty"`
@@ -1766,8 +1745,7 @@ type Membership struct {
 	// Whether the user has direct membership in the organization.
 	DirectMembership *bool `json:"direct_membership,omitempty"`
 	// The slugs of the enterprise teams providing the user with indirect membership
-	// in the organization.
-	// A limit of 100 enterprise team slugs is returned.
+	// in the organization. A limit of 100 enterprise team slugs is returned.
 	EnterpriseTeamsProvidingIndirectMembership []string `json:"enterprise_teams_providing_indirect_membership,omitempty"`
 	State                                      string   `json:"state"`
 	URL                                        string   `json:"url"`
@@ -2003,9 +1981,9 @@ type MinimalRepositoryPermissions struct {
 }
 
 // Organization: A forge organization. Webhook payloads contain the
-// `organization` property when the webhook is configured for an
-// organization, or when the event occurs from activity in a repository owned by
-// an organization.
+// `organization` property when the webhook is configured for an organization,
+// or when the event occurs from activity in a repository owned by an
+// organization.
 type Organization struct {
 	Login            string  `json:"login"`
 	ID               int64   `json:"id"`
@@ -2040,8 +2018,8 @@ type OrganizationCustomProperty struct {
 	DefaultValue *OrganizationCustomPropertyDefaultValue `json:"default_value,omitempty"`
 	// Short description of the property
 	Description *string `json:"description,omitempty"`
-	// An ordered list of the allowed values of the property.
-	// The property can have up to 200 allowed values.
+	// An ordered list of the allowed values of the property. The property can have
+	// up to 200 allowed values.
 	AllowedValues []string `json:"allowed_values,omitempty"`
 	// Who can edit the values of the property
 	ValuesEditableBy *OrganizationCustomPropertyValuesEditableBy `json:"values_editable_by,omitempty"`
@@ -3017,16 +2995,16 @@ type PullRequestReviewThread struct {
 
 // Reactions is a type of the forge's payloads.
 type Reactions struct {
-	PlusOne    *int64  `json:"+1,omitempty"`
-	MinusOne   *int64  `json:"-1,omitempty"`
-	Confused   *int64  `json:"confused,omitempty"`
-	Eyes       *int64  `json:"eyes,omitempty"`
-	Heart      *int64  `json:"heart,omitempty"`
-	Hooray     *int64  `json:"hooray,omitempty"`
-	Laugh      *int64  `json:"laugh,omitempty"`
-	Rocket     *int64  `json:"rocket,omitempty"`
-	TotalCount *int64  `json:"total_count,omitempty"`
-	URL        *string `json:"url,omitempty"`
+	PlusOne    int64  `json:"+1"`
+	MinusOne   int64  `json:"-1"`
+	Confused   int64  `json:"confused"`
+	Eyes       int64  `json:"eyes"`
+	Heart      int64  `json:"heart"`
+	Hooray     int64  `json:"hooray"`
+	Laugh      int64  `json:"laugh"`
+	Rocket     int64  `json:"rocket"`
+	TotalCount int64  `json:"total_count"`
+	URL        string `json:"url"`
 
 	extra
 }
@@ -3105,7 +3083,7 @@ type RegistryPackagePackageVersion struct {
 	Name                string                                       `json:"name"`
 	NpmMetadata         *RegistryPackagePackageVersionNpmMetadata    `json:"npm_metadata,omitempty"`
 	NugetMetadata       []RegistryPackagePackageVersionNugetMetadata `json:"nuget_metadata,omitempty"`
-	PackageFiles        []RegistryPackagePackageVersionPackageFile   `json:"package_files"`
+	PackageFiles        []PackageVersionPackageFile                  `json:"package_files"`
 	PackageURL          string                                       `json:"package_url"`
 	Prerelease          *bool                                        `json:"prerelease,omitempty"`
 	Release             *RegistryPackagePackageVersionRelease        `json:"release,omitempty"`
@@ -3172,36 +3150,19 @@ type RegistryPackagePackageVersionNugetMetadata struct {
 	extra
 }
 
-// RegistryPackagePackageVersionPackageFile is a type of the forge's payloads.
-type RegistryPackagePackageVersionPackageFile struct {
-	ContentType *string `json:"content_type,omitempty"`
-	CreatedAt   *string `json:"created_at,omitempty"`
-	DownloadURL *string `json:"download_url,omitempty"`
-	ID          *int64  `json:"id,omitempty"`
-	Md5         *string `json:"md5,omitempty"`
-	Name        *string `json:"name,omitempty"`
-	Sha1        *string `json:"sha1,omitempty"`
-	Sha256      *string `json:"sha256,omitempty"`
-	Size        *int64  `json:"size,omitempty"`
-	State       *string `json:"state,omitempty"`
-	UpdatedAt   *string `json:"updated_at,omitempty"`
-
-	extra
-}
-
 // RegistryPackagePackageVersionRelease is a type of the forge's payloads.
 type RegistryPackagePackageVersionRelease struct {
-	Author          *DeploymentReviewApprovedApprover `json:"author,omitempty"`
-	CreatedAt       *string                           `json:"created_at,omitempty"`
-	Draft           *bool                             `json:"draft,omitempty"`
-	HTMLURL         *string                           `json:"html_url,omitempty"`
-	ID              *int64                            `json:"id,omitempty"`
-	Name            *string                           `json:"name,omitempty"`
-	Prerelease      *bool                             `json:"prerelease,omitempty"`
-	PublishedAt     *string                           `json:"published_at,omitempty"`
-	TagName         *string                           `json:"tag_name,omitempty"`
-	TargetCommitish *string                           `json:"target_commitish,omitempty"`
-	URL             *string                           `json:"url,omitempty"`
+	Author          RegistryPackageOwner `json:"author"`
+	CreatedAt       string               `json:"created_at"`
+	Draft           bool                 `json:"draft"`
+	HTMLURL         string               `json:"html_url"`
+	ID              int64                `json:"id"`
+	Name            *string              `json:"name,omitempty"`
+	Prerelease      bool                 `json:"prerelease"`
+	PublishedAt     string               `json:"published_at"`
+	TagName         string               `json:"tag_name"`
+	TargetCommitish string               `json:"target_commitish"`
+	URL             string               `json:"url"`
 
 	extra
 }
@@ -3301,8 +3262,8 @@ type RepoRef struct {
 }
 
 // Repository: The repository on the forge where the event occurred. Webhook
-// payloads contain the `repository` property
-// when the event occurs from activity in a repository.
+// payloads contain the `repository` property when the event occurs from
+// activity in a repository.
 type Repository struct {
 	// Unique identifier of the repository
 	ID     int64  `json:"id"`
@@ -3522,9 +3483,9 @@ type RepositoryAdvisory struct {
 // advisory.
 type RepositoryAdvisoryCredit struct {
 	// The username of the user credited.
-	Login *string                      `json:"login,omitempty"`
-	Type  *SecurityAdvisoryCreditTypes `json:"type,omitempty"`
-	User  *User                        `json:"user,omitempty"`
+	Login *string                     `json:"login,omitempty"`
+	Type  SecurityAdvisoryCreditTypes `json:"type"`
+	User  *User                       `json:"user,omitempty"`
 	// The state of the user's acceptance of the credit.
 	State *RepositoryAdvisoryCreditState `json:"state,omitempty"`
 
@@ -3928,8 +3889,7 @@ type RepositoryRulePullRequestParameters struct {
 	// All conversations on code must be resolved before a pull request can be
 	// merged.
 	RequiredReviewThreadResolution bool `json:"required_review_thread_resolution"`
-	// > [!NOTE]
-	// > `required_reviewers` is in beta and subject to change.
+	// > [!NOTE] > `required_reviewers` is in beta and subject to change.
 	//
 	// A collection of reviewers and associated file patterns. Each reviewer has a
 	// list of file patterns which determine the files that reviewer is required to
@@ -4070,8 +4030,7 @@ type RepositoryRuleset struct {
 	// The actors that can bypass the rules in this ruleset
 	BypassActors []RepositoryRulesetBypassActor `json:"bypass_actors,omitempty"`
 	// The bypass type of the user making the API request for this ruleset. This
-	// field is only returned when
-	// querying the repository-level endpoint.
+	// field is only returned when querying the repository-level endpoint.
 	CurrentUserCanBypass *RepositoryRulesetCurrentUserCanBypass `json:"current_user_can_bypass,omitempty"`
 	NodeID               *string                                `json:"node_id,omitempty"`
 	Links                *RepositoryRulesetLinks                `json:"_links,omitempty"`
@@ -4549,8 +4508,8 @@ type SecretScanningAlert struct {
 	ResolutionComment *string `json:"resolution_comment,omitempty"`
 	// The type of secret that secret scanning detected.
 	SecretType *string `json:"secret_type,omitempty"`
-	// User-friendly name for the detected secret, matching the `secret_type`.
-	// For a list of built-in patterns, see "Supported secret scanning patterns."
+	// User-friendly name for the detected secret, matching the `secret_type`. For a
+	// list of built-in patterns, see "Supported secret scanning patterns."
 	SecretTypeDisplayName *string `json:"secret_type_display_name,omitempty"`
 	// The token status as of the latest validity check.
 	Validity *SecretScanningAlertValidity `json:"validity,omitempty"`
@@ -4903,9 +4862,8 @@ type SimpleCommit struct {
 }
 
 // SimpleInstallation: The forge App installation. Webhook payloads contain the
-// `installation` property when the event is configured
-// for and sent to a forge App. For more information,
-// see "Using webhooks with forge Apps."
+// `installation` property when the event is configured for and sent to a forge
+// App. For more information, see "Using webhooks with forge Apps."
 type SimpleInstallation struct {
 	// The ID of the installation.
 	ID int64 `json:"id"`
@@ -5330,8 +5288,8 @@ type TeamPermissions struct {
 type User struct {
 	Name              *string   `json:"name,omitempty"`
 	Email             *string   `json:"email,omitempty"`
-	Login             *string   `json:"login,omitempty"`
-	ID                *int64    `json:"id,omitempty"`
+	Login             string    `json:"login"`
+	ID                int64     `json:"id"`
 	NodeID            *string   `json:"node_id,omitempty"`
 	AvatarURL         *string   `json:"avatar_url,omitempty"`
 	GravatarID        *string   `json:"gravatar_id,omitempty"`
@@ -5601,9 +5559,9 @@ type PackageVersionNugetMetadataValue struct {
 }
 
 // ProjectsV2ItemEditedChanges: The changes made to the item may involve
-// modifications in the item's fields and draft issue body.
-// It includes altered values for text, number, date, single select, and
-// iteration fields, along with the GraphQL node ID of the changed field.
+// modifications in the item's fields and draft issue body. It includes altered
+// values for text, number, date, single select, and iteration fields, along
+// with the GraphQL node ID of the changed field.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 type ProjectsV2ItemEditedChanges struct {
