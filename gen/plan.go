@@ -186,6 +186,10 @@ func newPlan(s *Schema) (*plan, error) {
 					bad("union %q: two variants are named %s: give one a name", name, vn)
 				}
 				fieldNames[vn] = true
+				if len(v.Match.Has) > 32 || len(v.Match.Equals) > 32 {
+					// The matcher keeps one bit per condition in a uint64.
+					bad("union %q: variant %s has more than 32 has or equals conditions", name, vn)
+				}
 				up.Variants = append(up.Variants, &variantPlan{GoName: vn, Expr: e, Match: v.Match})
 			}
 			p.unions = append(p.unions, up)
