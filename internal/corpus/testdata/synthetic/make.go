@@ -115,8 +115,9 @@ func main() {
 
 Written for this project, not taken from the forge: one payload for each name of
 ORIGINAL-SPEC.md that no public example under ../examples has, so that every one of
-its 256 names is decoded at least once by the corpus tests. They are never mixed
-into ../examples; corpus.Example.Synthetic is true for them.
+the 264 names of its events table (schema/names-original.txt) is decoded at
+least once by the corpus tests. They are never mixed into ../examples;
+corpus.Example.Synthetic is true for them.
 
 ` + "`make.go`" + ` beside this file writes them (` + "`go run make.go`" + ` here), each from a public
 example of the same event (another action) with the action set and the changes
