@@ -96,13 +96,14 @@ func (w *Webhooks) Verify(payload []byte, signature string) (bool, error) {
 }
 
 // Close stops w and waits for the work it has taken on. Middlewares serving w
-// answer 503 to new deliveries from the moment Close is called, and Receive
-// returns emitter.ErrClosed. Close then waits until every delivery a Middleware
-// has accepted — including those answered 202 whose handlers are still running,
-// and those whose handlers have not started yet — has finished, and until every
-// error handler still running has returned; or until ctx is done, when it
-// returns ctx's error (deliveries whose handlers had not started by then are
-// dropped, and logged).
+// answer 503 to new deliveries from the moment Close is called. Close waits
+// until every delivery a Middleware has accepted — including those answered
+// 202 whose handlers are still running, and those whose handlers have not
+// started yet — has finished; then it closes the Emitter, so that Receive
+// returns emitter.ErrClosed, and waits for the error handlers still running.
+// When ctx is done first, Close closes the Emitter at once and returns ctx's
+// error (deliveries whose handlers had not started by then are dropped, and
+// logged).
 //
 // For a graceful shutdown call http.Server.Shutdown first, so that requests
 // being answered get their answer, then Close.
@@ -111,8 +112,8 @@ func (w *Webhooks) Close(ctx context.Context) error {
 	select {
 	case <-idle:
 	case <-ctx.Done():
-		// Still close the emitter, so that Receive refuses from now on.
-		return errors.Join(ctx.Err(), w.Emitter.Close(ctx))
+		w.Emitter.Close(ctx) // so that Receive refuses from now on
+		return ctx.Err()
 	}
 	return w.Emitter.Close(ctx)
 }
