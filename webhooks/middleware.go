@@ -299,7 +299,14 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 			m.answer(rw, r, d, err)
 			return
 		case <-timeout:
-			m.logger.Info("webhooks: handlers still running; answered 202", "delivery", d.ID, "event", d.Name, "timeout", m.timeout, "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight)
+			// A warning once half the places are taken by running handlers, so
+			// that hanging handlers show in the default log before deliveries
+			// are refused.
+			level, n := slog.LevelInfo, int64(m.InFlight())
+			if m.maxInFlight > 0 && 2*n >= m.maxInFlight {
+				level = slog.LevelWarn
+			}
+			m.logger.Log(r.Context(), level, "webhooks: handlers still running; answered 202", "delivery", d.ID, "event", d.Name, "timeout", m.timeout, "in_flight", n, "max_in_flight", m.maxInFlight)
 			writeText(rw, http.StatusAccepted, "still processing\n")
 			return
 		case <-gone:
