@@ -151,6 +151,15 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 						v := jen.Id("x").Dot(fp.GoName)
 						var body []jen.Code
 						switch {
+						case sp.Event != nil && fp.JSON == "action" && fp.Value >= 0 && fp.Expr.String() == "string":
+							// The action member decodes as routing reads it: the last
+							// occurrence counts, and a non-string one means no action.
+							bit := jen.Id("seen").Index(jen.Lit(fp.Value / 64))
+							mask := jen.Lit(1).Op("<<").Lit(fp.Value % 64)
+							body = append(body,
+								jen.List(jen.Id("ok"), jen.Err()).Op(":=").Id("x").Dot("decodeAction").Call(jen.Op("&").Add(v), jen.Id("key"), jen.Id("d")),
+								jen.If(jen.Id("ok")).Block(bit.Clone().Op("|=").Add(mask.Clone())).Else().Block(bit.Clone().Op("&^=").Add(mask.Clone())),
+								jen.Return(jen.Err()))
 						case fp.Value >= 0:
 							body = append(body,
 								jen.If(jen.Id("d").Dot("null").Call()).Block(jen.Return(jen.Nil())),

@@ -29374,11 +29374,13 @@ func (x *BranchProtectionConfigurationUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -29447,11 +29449,13 @@ func (x *BranchProtectionConfigurationDisabledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -29525,11 +29529,13 @@ func (x *BranchProtectionConfigurationEnabledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -29605,11 +29611,13 @@ func (x *BranchProtectionRuleUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -29684,11 +29692,13 @@ func (x *BranchProtectionRuleCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -29772,11 +29782,13 @@ func (x *BranchProtectionRuleDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -29860,11 +29872,13 @@ func (x *BranchProtectionRuleEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*BranchProtectionRuleEditedChanges).decode)
 		case "enterprise":
@@ -29956,11 +29970,13 @@ func (x *CheckRunUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_run":
 			return decPtr(&x.CheckRun, d, (*CheckRun).decode)
 		case "installation":
@@ -30035,11 +30051,13 @@ func (x *CheckRunCompletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_run":
 			if d.null() {
 				return nil
@@ -30123,11 +30141,13 @@ func (x *CheckRunCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_run":
 			if d.null() {
 				return nil
@@ -30211,11 +30231,13 @@ func (x *CheckRunRequestedActionEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_run":
 			if d.null() {
 				return nil
@@ -30305,11 +30327,13 @@ func (x *CheckRunRerequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_run":
 			if d.null() {
 				return nil
@@ -30395,11 +30419,13 @@ func (x *CheckSuiteUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_suite":
 			return decPtr(&x.CheckSuite, d, (*CheckSuite).decode)
 		case "enterprise":
@@ -30474,11 +30500,13 @@ func (x *CheckSuiteCompletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_suite":
 			if d.null() {
 				return nil
@@ -30562,11 +30590,13 @@ func (x *CheckSuiteRequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_suite":
 			if d.null() {
 				return nil
@@ -30650,11 +30680,13 @@ func (x *CheckSuiteRerequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_suite":
 			if d.null() {
 				return nil
@@ -30740,11 +30772,13 @@ func (x *CodeScanningAlertUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			return decPtr(&x.Alert, d, (*CodeScanningAlert).decode)
 		case "commit_oid":
@@ -30831,11 +30865,13 @@ func (x *CodeScanningAlertAppearedInBranchEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -30939,11 +30975,13 @@ func (x *CodeScanningAlertClosedByUserEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -31047,11 +31085,13 @@ func (x *CodeScanningAlertCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -31155,11 +31195,13 @@ func (x *CodeScanningAlertFixedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -31263,11 +31305,13 @@ func (x *CodeScanningAlertReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -31363,11 +31407,13 @@ func (x *CodeScanningAlertReopenedByUserEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -31473,11 +31519,13 @@ func (x *CommitCommentUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			return decPtr(&x.Comment, d, (*CommitComment).decode)
 		case "enterprise":
@@ -31552,11 +31600,13 @@ func (x *CommitCommentCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			if d.null() {
 				return nil
@@ -31756,11 +31806,13 @@ func (x *CustomPropertyUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "definition":
 			return decPtr(&x.Definition, d, (*OrganizationCustomProperty).decode)
 		case "enterprise":
@@ -31829,11 +31881,13 @@ func (x *CustomPropertyCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "definition":
 			if d.null() {
 				return nil
@@ -31903,11 +31957,13 @@ func (x *CustomPropertyDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "definition":
 			if d.null() {
 				return nil
@@ -31977,11 +32033,13 @@ func (x *CustomPropertyPromoteToEnterpriseEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "definition":
 			if d.null() {
 				return nil
@@ -32051,11 +32109,13 @@ func (x *CustomPropertyUpdatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "definition":
 			if d.null() {
 				return nil
@@ -32127,11 +32187,13 @@ func (x *CustomPropertyValuesUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -32212,11 +32274,13 @@ func (x *CustomPropertyValuesUpdatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -32410,11 +32474,13 @@ func (x *DependabotAlertUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			return decPtr(&x.Alert, d, (*DependabotAlert).decode)
 		case "installation":
@@ -32489,11 +32555,13 @@ func (x *DependabotAlertAutoDismissedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -32577,11 +32645,13 @@ func (x *DependabotAlertAutoReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -32665,11 +32735,13 @@ func (x *DependabotAlertCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -32753,11 +32825,13 @@ func (x *DependabotAlertDismissedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -32841,11 +32915,13 @@ func (x *DependabotAlertFixedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -32929,11 +33005,13 @@ func (x *DependabotAlertReintroducedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -33017,11 +33095,13 @@ func (x *DependabotAlertReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -33107,11 +33187,13 @@ func (x *DeployKeyUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33186,11 +33268,13 @@ func (x *DeployKeyCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33274,11 +33358,13 @@ func (x *DeployKeyDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33364,11 +33450,13 @@ func (x *DeploymentUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "deployment":
 			return decPtr(&x.Deployment, d, (*Deployment).decode)
 		case "enterprise":
@@ -33455,11 +33543,13 @@ func (x *DeploymentCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "deployment":
 			if d.null() {
 				return nil
@@ -33557,11 +33647,13 @@ func (x *DeploymentProtectionRuleUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "environment":
 			return decPtr(&x.Environment, d, decString)
 		case "event":
@@ -33654,11 +33746,13 @@ func (x *DeploymentProtectionRuleRequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "environment":
 			return decPtr(&x.Environment, d, decString)
 		case "event":
@@ -33758,11 +33852,13 @@ func (x *DeploymentReviewUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33855,11 +33951,13 @@ func (x *DeploymentReviewApprovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "approver":
 			return decPtr(&x.Approver, d, (*DeploymentReviewApprovedApprover).decode)
 		case "comment":
@@ -33983,11 +34081,13 @@ func (x *DeploymentReviewRejectedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "approver":
 			return decPtr(&x.Approver, d, (*DeploymentReviewApprovedApprover).decode)
 		case "comment":
@@ -34111,11 +34211,13 @@ func (x *DeploymentReviewRequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "environment":
@@ -34247,11 +34349,13 @@ func (x *DeploymentStatusUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_run":
 			return decPtr(&x.CheckRun, d, (*DeploymentStatusCheckRun).decode)
 		case "deployment":
@@ -34350,11 +34454,13 @@ func (x *DeploymentStatusCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "check_run":
 			return decPtr(&x.CheckRun, d, (*DeploymentStatusCheckRun).decode)
 		case "deployment":
@@ -34468,11 +34574,13 @@ func (x *DiscussionUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			return decPtr(&x.Discussion, d, (*Discussion).decode)
 		case "installation":
@@ -34541,11 +34649,13 @@ func (x *DiscussionAnsweredEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "answer":
 			if d.null() {
 				return nil
@@ -34639,11 +34749,13 @@ func (x *DiscussionCategoryChangedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -34737,11 +34849,13 @@ func (x *DiscussionClosedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -34825,11 +34939,13 @@ func (x *DiscussionCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -34913,11 +35029,13 @@ func (x *DiscussionDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35001,11 +35119,13 @@ func (x *DiscussionEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*EditedChanges).decode)
 		case "discussion":
@@ -35095,11 +35215,13 @@ func (x *DiscussionLabeledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35193,11 +35315,13 @@ func (x *DiscussionLockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35281,11 +35405,13 @@ func (x *DiscussionPinnedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35369,11 +35495,13 @@ func (x *DiscussionReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35457,11 +35585,13 @@ func (x *DiscussionTransferredEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -35555,11 +35685,13 @@ func (x *DiscussionUnansweredEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35643,11 +35775,13 @@ func (x *DiscussionUnlabeledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35741,11 +35875,13 @@ func (x *DiscussionUnlockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35829,11 +35965,13 @@ func (x *DiscussionUnpinnedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "discussion":
 			if d.null() {
 				return nil
@@ -35919,11 +36057,13 @@ func (x *DiscussionCommentUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			return decPtr(&x.Comment, d, (*DiscussionComment).decode)
 		case "discussion":
@@ -36004,11 +36144,13 @@ func (x *DiscussionCommentCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			if d.null() {
 				return nil
@@ -36102,11 +36244,13 @@ func (x *DiscussionCommentDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			if d.null() {
 				return nil
@@ -36200,11 +36344,13 @@ func (x *DiscussionCommentEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -36388,11 +36534,13 @@ func (x *GithubAppAuthorizationUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "sender":
 			return decPtr(&x.Sender, d, (*User).decode)
 		}
@@ -36437,11 +36585,13 @@ func (x *GithubAppAuthorizationRevokedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "sender":
 			if d.null() {
 				return nil
@@ -36567,11 +36717,13 @@ func (x *InstallationUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -36646,11 +36798,13 @@ func (x *InstallationCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -36736,11 +36890,13 @@ func (x *InstallationDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -36826,11 +36982,13 @@ func (x *InstallationNewPermissionsAcceptedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -36916,11 +37074,13 @@ func (x *InstallationSuspendEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -37006,11 +37166,13 @@ func (x *InstallationUnsuspendEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -37098,11 +37260,13 @@ func (x *InstallationRepositoriesUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -37195,11 +37359,13 @@ func (x *InstallationRepositoriesAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -37309,11 +37475,13 @@ func (x *InstallationRepositoriesRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -37425,11 +37593,13 @@ func (x *InstallationTargetUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "account":
 			return decPtr(&x.Account, d, (*InstallationTargetAccount).decode)
 		case "changes":
@@ -37522,11 +37692,13 @@ func (x *InstallationTargetRenamedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return x.Account.decode(d)
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 1
+			} else {
+				seen[0] &^= 1 << 1
 			}
-			seen[0] |= 1 << 1
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -37622,11 +37794,13 @@ func (x *IssueCommentUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			return decPtr(&x.Comment, d, (*IssueComment).decode)
 		case "enterprise":
@@ -37707,11 +37881,13 @@ func (x *IssueCommentCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			if d.null() {
 				return nil
@@ -37805,11 +37981,13 @@ func (x *IssueCommentDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			if d.null() {
 				return nil
@@ -37903,11 +38081,13 @@ func (x *IssueCommentEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -38013,11 +38193,13 @@ func (x *IssueDependenciesUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_issue_id":
 			return decPtr(&x.BlockedIssueID, d, decFloat64)
 		case "blocked_issue":
@@ -38104,11 +38286,13 @@ func (x *IssueDependenciesBlockedByAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_issue_id":
 			if d.null() {
 				return nil
@@ -38230,11 +38414,13 @@ func (x *IssueDependenciesBlockedByRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_issue_id":
 			if d.null() {
 				return nil
@@ -38356,11 +38542,13 @@ func (x *IssueDependenciesBlockingAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_issue_id":
 			if d.null() {
 				return nil
@@ -38482,11 +38670,13 @@ func (x *IssueDependenciesBlockingRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_issue_id":
 			if d.null() {
 				return nil
@@ -38610,11 +38800,13 @@ func (x *IssuesUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -38689,11 +38881,13 @@ func (x *IssuesAssignedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "assignee":
 			return decPtr(&x.Assignee, d, (*User).decode)
 		case "enterprise":
@@ -38783,11 +38977,13 @@ func (x *IssuesClosedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -38871,11 +39067,13 @@ func (x *IssuesDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -38959,11 +39157,13 @@ func (x *IssuesDemilestonedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -39053,11 +39253,13 @@ func (x *IssuesEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -39157,11 +39359,13 @@ func (x *IssuesLabeledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -39251,11 +39455,13 @@ func (x *IssuesLockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -39339,11 +39545,13 @@ func (x *IssuesMilestonedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -39437,11 +39645,13 @@ func (x *IssuesOpenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*IssuesOpenedChanges).decode)
 		case "enterprise":
@@ -39531,11 +39741,13 @@ func (x *IssuesPinnedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -39619,11 +39831,13 @@ func (x *IssuesReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -39707,11 +39921,13 @@ func (x *IssuesTransferredEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -39805,11 +40021,13 @@ func (x *IssuesTypedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -39899,11 +40117,13 @@ func (x *IssuesUnassignedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "assignee":
 			return decPtr(&x.Assignee, d, (*User).decode)
 		case "enterprise":
@@ -39993,11 +40213,13 @@ func (x *IssuesUnlabeledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -40087,11 +40309,13 @@ func (x *IssuesUnlockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -40175,11 +40399,13 @@ func (x *IssuesUnpinnedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -40263,11 +40489,13 @@ func (x *IssuesUntypedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -40359,11 +40587,13 @@ func (x *LabelUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -40438,11 +40668,13 @@ func (x *LabelCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -40522,11 +40754,13 @@ func (x *LabelDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -40610,11 +40844,13 @@ func (x *LabelEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*LabelEditedChanges).decode)
 		case "enterprise":
@@ -40706,11 +40942,13 @@ func (x *MarketplacePurchaseUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "effective_date":
 			return decPtr(&x.EffectiveDate, d, decString)
 		case "enterprise":
@@ -40797,11 +41035,13 @@ func (x *MarketplacePurchaseCancelledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "effective_date":
 			if d.null() {
 				return nil
@@ -40897,11 +41137,13 @@ func (x *MarketplacePurchaseChangedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "effective_date":
 			if d.null() {
 				return nil
@@ -40997,11 +41239,13 @@ func (x *MarketplacePurchasePendingChangeEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "effective_date":
 			if d.null() {
 				return nil
@@ -41097,11 +41341,13 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) decode(d *decoder) erro
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "effective_date":
 			if d.null() {
 				return nil
@@ -41197,11 +41443,13 @@ func (x *MarketplacePurchasePurchasedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "effective_date":
 			if d.null() {
 				return nil
@@ -41299,11 +41547,13 @@ func (x *MemberUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -41378,11 +41628,13 @@ func (x *MemberAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*MemberChanges).decode)
 		case "enterprise":
@@ -41468,11 +41720,13 @@ func (x *MemberEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -41562,11 +41816,13 @@ func (x *MemberRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -41648,11 +41904,13 @@ func (x *MembershipUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -41739,11 +41997,13 @@ func (x *MembershipAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -41839,11 +42099,13 @@ func (x *MembershipRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -41941,11 +42203,13 @@ func (x *MergeGroupUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "merge_group":
@@ -42014,11 +42278,13 @@ func (x *MergeGroupChecksRequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "merge_group":
@@ -42088,11 +42354,13 @@ func (x *MergeGroupDestroyedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "reason":
 			return decPtr(&x.Reason, d, (*MergeGroupDestroyedReason).decode)
 		case "installation":
@@ -42170,11 +42438,13 @@ func (x *MetaUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "hook":
@@ -42255,11 +42525,13 @@ func (x *MetaDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "hook":
@@ -42347,11 +42619,13 @@ func (x *MilestoneUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "milestone":
@@ -42420,11 +42694,13 @@ func (x *MilestoneClosedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "milestone":
@@ -42502,11 +42778,13 @@ func (x *MilestoneCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -42590,11 +42868,13 @@ func (x *MilestoneDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -42678,11 +42958,13 @@ func (x *MilestoneEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -42776,11 +43058,13 @@ func (x *MilestoneOpenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "milestone":
@@ -42860,11 +43144,13 @@ func (x *OrgBlockUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_user":
 			return decPtr(&x.BlockedUser, d, (*User).decode)
 		case "enterprise":
@@ -42939,11 +43225,13 @@ func (x *OrgBlockBlockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_user":
 			return decPtr(&x.BlockedUser, d, (*User).decode)
 		case "enterprise":
@@ -43023,11 +43311,13 @@ func (x *OrgBlockUnblockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "blocked_user":
 			return decPtr(&x.BlockedUser, d, (*User).decode)
 		case "enterprise":
@@ -43109,11 +43399,13 @@ func (x *OrganizationUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43182,11 +43474,13 @@ func (x *OrganizationDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43266,11 +43560,13 @@ func (x *OrganizationMemberAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43354,11 +43650,13 @@ func (x *OrganizationMemberInvitedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43448,11 +43746,13 @@ func (x *OrganizationMemberRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43536,11 +43836,13 @@ func (x *OrganizationRenamedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*OrganizationRenamedChanges).decode)
 		case "enterprise":
@@ -43628,11 +43930,13 @@ func (x *PackageUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43707,11 +44011,13 @@ func (x *PackagePublishedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43791,11 +44097,13 @@ func (x *PackageUpdatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -43969,11 +44277,13 @@ func (x *PersonalAccessTokenRequestUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "personal_access_token_request":
 			return decPtr(&x.PersonalAccessTokenRequest, d, (*PersonalAccessTokenRequest).decode)
 		case "enterprise":
@@ -44042,11 +44352,13 @@ func (x *PersonalAccessTokenRequestApprovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "personal_access_token_request":
 			if d.null() {
 				return nil
@@ -44128,11 +44440,13 @@ func (x *PersonalAccessTokenRequestCancelledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "personal_access_token_request":
 			if d.null() {
 				return nil
@@ -44214,11 +44528,13 @@ func (x *PersonalAccessTokenRequestCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "personal_access_token_request":
 			if d.null() {
 				return nil
@@ -44296,11 +44612,13 @@ func (x *PersonalAccessTokenRequestDeniedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "personal_access_token_request":
 			if d.null() {
 				return nil
@@ -44448,11 +44766,13 @@ func (x *ProjectUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44527,11 +44847,13 @@ func (x *ProjectClosedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44611,11 +44933,13 @@ func (x *ProjectCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44695,11 +45019,13 @@ func (x *ProjectDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44775,11 +45101,13 @@ func (x *ProjectEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*ProjectEditedChanges).decode)
 		case "enterprise":
@@ -44861,11 +45189,13 @@ func (x *ProjectReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44947,11 +45277,13 @@ func (x *ProjectCardUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -45026,11 +45358,13 @@ func (x *ProjectCardConvertedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -45120,11 +45454,13 @@ func (x *ProjectCardCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -45204,11 +45540,13 @@ func (x *ProjectCardDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -45288,11 +45626,13 @@ func (x *ProjectCardEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -45382,11 +45722,13 @@ func (x *ProjectCardMovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*ProjectCardMovedChanges).decode)
 		case "enterprise":
@@ -45474,11 +45816,13 @@ func (x *ProjectColumnUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -45553,11 +45897,13 @@ func (x *ProjectColumnCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -45633,11 +45979,13 @@ func (x *ProjectColumnDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -45713,11 +46061,13 @@ func (x *ProjectColumnEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -45803,11 +46153,13 @@ func (x *ProjectColumnMovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -45889,11 +46241,13 @@ func (x *ProjectsV2UnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -45956,11 +46310,13 @@ func (x *ProjectsV2ClosedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -46032,11 +46388,13 @@ func (x *ProjectsV2CreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -46108,11 +46466,13 @@ func (x *ProjectsV2DeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -46184,11 +46544,13 @@ func (x *ProjectsV2EditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -46270,11 +46632,13 @@ func (x *ProjectsV2ReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -46348,11 +46712,13 @@ func (x *ProjectsV2ItemUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -46415,11 +46781,13 @@ func (x *ProjectsV2ItemArchivedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -46501,11 +46869,13 @@ func (x *ProjectsV2ItemConvertedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -46587,11 +46957,13 @@ func (x *ProjectsV2ItemCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -46663,11 +47035,13 @@ func (x *ProjectsV2ItemDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -46739,11 +47113,13 @@ func (x *ProjectsV2ItemEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*ProjectsV2ItemEditedChanges).decode)
 		case "installation":
@@ -46821,11 +47197,13 @@ func (x *ProjectsV2ItemReorderedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -46907,11 +47285,13 @@ func (x *ProjectsV2ItemRestoredEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -46995,11 +47375,13 @@ func (x *ProjectsV2StatusUpdateUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -47062,11 +47444,13 @@ func (x *ProjectsV2StatusUpdateCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -47138,11 +47522,13 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -47214,11 +47600,13 @@ func (x *ProjectsV2StatusUpdateEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			return decPtr(&x.Changes, d, (*ProjectsV2StatusUpdateEditedChanges).decode)
 		case "installation":
@@ -47366,11 +47754,13 @@ func (x *PullRequestUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "number":
@@ -47445,11 +47835,13 @@ func (x *PullRequestAssignedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "assignee":
 			return decPtr(&x.Assignee, d, (*User).decode)
 		case "enterprise":
@@ -47549,11 +47941,13 @@ func (x *PullRequestAutoMergeDisabledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -47657,11 +48051,13 @@ func (x *PullRequestAutoMergeEnabledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -47761,11 +48157,13 @@ func (x *PullRequestClosedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -47859,11 +48257,13 @@ func (x *PullRequestConvertedToDraftEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -47957,11 +48357,13 @@ func (x *PullRequestDemilestonedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "milestone":
@@ -48051,11 +48453,13 @@ func (x *PullRequestDequeuedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -48159,11 +48563,13 @@ func (x *PullRequestEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -48263,11 +48669,13 @@ func (x *PullRequestEnqueuedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -48361,11 +48769,13 @@ func (x *PullRequestLabeledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -48465,11 +48875,13 @@ func (x *PullRequestLockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -48563,11 +48975,13 @@ func (x *PullRequestMilestonedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "milestone":
@@ -48657,11 +49071,13 @@ func (x *PullRequestOpenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -48755,11 +49171,13 @@ func (x *PullRequestReadyForReviewEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -48853,11 +49271,13 @@ func (x *PullRequestReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -48951,11 +49371,13 @@ func (x *PullRequestReviewRequestRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -49061,11 +49483,13 @@ func (x *PullRequestReviewRequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -49171,11 +49595,13 @@ func (x *PullRequestSynchronizeEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "after":
 			if d.null() {
 				return nil
@@ -49289,11 +49715,13 @@ func (x *PullRequestUnassignedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "assignee":
 			return decPtr(&x.Assignee, d, (*User).decode)
 		case "enterprise":
@@ -49389,11 +49817,13 @@ func (x *PullRequestUnlabeledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -49493,11 +49923,13 @@ func (x *PullRequestUnlockedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -49593,11 +50025,13 @@ func (x *PullRequestReviewUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -49678,11 +50112,13 @@ func (x *PullRequestReviewDismissedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -49776,11 +50212,13 @@ func (x *PullRequestReviewEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -49884,11 +50322,13 @@ func (x *PullRequestReviewSubmittedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -49984,11 +50424,13 @@ func (x *PullRequestReviewCommentUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			return decPtr(&x.Comment, d, (*PullRequestReviewComment).decode)
 		case "enterprise":
@@ -50069,11 +50511,13 @@ func (x *PullRequestReviewCommentCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			if d.null() {
 				return nil
@@ -50167,11 +50611,13 @@ func (x *PullRequestReviewCommentDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "comment":
 			if d.null() {
 				return nil
@@ -50265,11 +50711,13 @@ func (x *PullRequestReviewCommentEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -50375,11 +50823,13 @@ func (x *PullRequestReviewThreadUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -50466,11 +50916,13 @@ func (x *PullRequestReviewThreadResolvedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -50566,11 +51018,13 @@ func (x *PullRequestReviewThreadUnresolvedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -50834,11 +51288,13 @@ func (x *RegistryPackageUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -50913,11 +51369,13 @@ func (x *RegistryPackagePublishedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -50997,11 +51455,13 @@ func (x *RegistryPackageUpdatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51083,11 +51543,13 @@ func (x *ReleaseUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51162,11 +51624,13 @@ func (x *ReleaseCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51250,11 +51714,13 @@ func (x *ReleaseDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51338,11 +51804,13 @@ func (x *ReleaseEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -51432,11 +51900,13 @@ func (x *ReleasePrereleasedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51516,11 +51986,13 @@ func (x *ReleasePublishedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51600,11 +52072,13 @@ func (x *ReleaseReleasedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51684,11 +52158,13 @@ func (x *ReleaseUnpublishedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51770,11 +52246,13 @@ func (x *RepositoryUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51843,11 +52321,13 @@ func (x *RepositoryArchivedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51921,11 +52401,13 @@ func (x *RepositoryCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51999,11 +52481,13 @@ func (x *RepositoryDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -52077,11 +52561,13 @@ func (x *RepositoryEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -52165,11 +52651,13 @@ func (x *RepositoryPrivatizedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -52243,11 +52731,13 @@ func (x *RepositoryPublicizedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -52321,11 +52811,13 @@ func (x *RepositoryRenamedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -52409,11 +52901,13 @@ func (x *RepositoryTransferredEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -52497,11 +52991,13 @@ func (x *RepositoryUnarchivedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -52577,11 +53073,13 @@ func (x *RepositoryAdvisoryUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -52656,11 +53154,13 @@ func (x *RepositoryAdvisoryPublishedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -52740,11 +53240,13 @@ func (x *RepositoryAdvisoryReportedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -52826,11 +53328,13 @@ func (x *RepositoryDispatchUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "branch":
 			if d.null() {
 				return nil
@@ -52927,11 +53431,13 @@ func (x *RepositoryDispatchSampleCollectedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "branch":
 			if d.null() {
 				return nil
@@ -53105,11 +53611,13 @@ func (x *RepositoryRulesetUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -53184,11 +53692,13 @@ func (x *RepositoryRulesetCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -53268,11 +53778,13 @@ func (x *RepositoryRulesetDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -53352,11 +53864,13 @@ func (x *RepositoryRulesetEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -53444,11 +53958,13 @@ func (x *RepositoryVulnerabilityAlertUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			return decPtr(&x.Alert, d, (*RepositoryVulnerabilityAlert).decode)
 		case "enterprise":
@@ -53523,11 +54039,13 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -53611,11 +54129,13 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -53699,11 +54219,13 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -53787,11 +54309,13 @@ func (x *RepositoryVulnerabilityAlertResolveEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -53877,11 +54401,13 @@ func (x *SecretScanningAlertUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			return decPtr(&x.Alert, d, (*SecretScanningAlert).decode)
 		case "enterprise":
@@ -53956,11 +54482,13 @@ func (x *SecretScanningAlertAssignedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54046,11 +54574,13 @@ func (x *SecretScanningAlertCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54130,11 +54660,13 @@ func (x *SecretScanningAlertPubliclyLeakedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54214,11 +54746,13 @@ func (x *SecretScanningAlertReopenedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54298,11 +54832,13 @@ func (x *SecretScanningAlertResolvedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54382,11 +54918,13 @@ func (x *SecretScanningAlertRevokedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54466,11 +55004,13 @@ func (x *SecretScanningAlertUnassignedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54556,11 +55096,13 @@ func (x *SecretScanningAlertValidatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54642,11 +55184,13 @@ func (x *SecretScanningAlertLocationUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			return decPtr(&x.Alert, d, (*SecretScanningAlert).decode)
 		case "installation":
@@ -54721,11 +55265,13 @@ func (x *SecretScanningAlertLocationCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "alert":
 			if d.null() {
 				return nil
@@ -54815,11 +55361,13 @@ func (x *SecretScanningScanUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "type":
 			return decPtr(&x.Type, d, (*SecretScanningScanType).decode)
 		case "source":
@@ -54930,11 +55478,13 @@ func (x *SecretScanningScanCompletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "type":
 			if d.null() {
 				return nil
@@ -55060,11 +55610,13 @@ func (x *SecurityAdvisoryUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55139,11 +55691,13 @@ func (x *SecurityAdvisoryPerformedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55219,11 +55773,13 @@ func (x *SecurityAdvisoryPublishedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55299,11 +55855,13 @@ func (x *SecurityAdvisoryUpdatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55379,11 +55937,13 @@ func (x *SecurityAdvisoryWithdrawnEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55535,11 +56095,13 @@ func (x *SponsorshipUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55614,11 +56176,13 @@ func (x *SponsorshipCancelledEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55698,11 +56262,13 @@ func (x *SponsorshipCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55782,11 +56348,13 @@ func (x *SponsorshipEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -55876,11 +56444,13 @@ func (x *SponsorshipPendingCancellationEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "effective_date":
 			return decPtr(&x.EffectiveDate, d, decString)
 		case "enterprise":
@@ -55966,11 +56536,13 @@ func (x *SponsorshipPendingTierChangeEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -56066,11 +56638,13 @@ func (x *SponsorshipTierChangedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -56162,11 +56736,13 @@ func (x *StarUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -56235,11 +56811,13 @@ func (x *StarCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -56319,11 +56897,13 @@ func (x *StarDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -56581,11 +57161,13 @@ func (x *SubIssuesUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "parent_issue_id":
 			return decPtr(&x.ParentIssueID, d, decFloat64)
 		case "parent_issue":
@@ -56672,11 +57254,13 @@ func (x *SubIssuesParentIssueAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "parent_issue_id":
 			if d.null() {
 				return nil
@@ -56786,11 +57370,13 @@ func (x *SubIssuesParentIssueRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "parent_issue_id":
 			if d.null() {
 				return nil
@@ -56900,11 +57486,13 @@ func (x *SubIssuesSubIssueAddedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "sub_issue_id":
 			if d.null() {
 				return nil
@@ -57014,11 +57602,13 @@ func (x *SubIssuesSubIssueRemovedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "sub_issue_id":
 			if d.null() {
 				return nil
@@ -57130,11 +57720,13 @@ func (x *TeamUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -57209,11 +57801,13 @@ func (x *TeamAddedToRepositoryEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -57293,11 +57887,13 @@ func (x *TeamCreatedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -57381,11 +57977,13 @@ func (x *TeamDeletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -57465,11 +58063,13 @@ func (x *TeamEditedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "changes":
 			if d.null() {
 				return nil
@@ -57563,11 +58163,13 @@ func (x *TeamRemovedFromRepositoryEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -57731,11 +58333,13 @@ func (x *WatchUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -57804,11 +58408,13 @@ func (x *WatchStartedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -57978,11 +58584,13 @@ func (x *WorkflowJobUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58063,11 +58671,13 @@ func (x *WorkflowJobCompletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58157,11 +58767,13 @@ func (x *WorkflowJobInProgressEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58251,11 +58863,13 @@ func (x *WorkflowJobQueuedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58345,11 +58959,13 @@ func (x *WorkflowJobWaitingEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58441,11 +59057,13 @@ func (x *WorkflowRunUnknownEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58526,11 +59144,13 @@ func (x *WorkflowRunCompletedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58620,11 +59240,13 @@ func (x *WorkflowRunInProgressEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -58714,11 +59336,13 @@ func (x *WorkflowRunRequestedEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "action":
-			if d.null() {
-				return nil
+			ok, err := x.decodeAction(&x.Action, key, d)
+			if ok {
+				seen[0] |= 1 << 0
+			} else {
+				seen[0] &^= 1 << 0
 			}
-			seen[0] |= 1 << 0
-			return decString(&x.Action, d)
+			return err
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":

@@ -251,3 +251,39 @@ func TestNamesTupleIsACopy(t *testing.T) {
 		}
 	}
 }
+
+// TestActionMemberDecodesAsRouted: the struct Parse picks holds the action that
+// routed the delivery (the last "action" member, if a string), and a non-string
+// or repeated action member still encodes back as it came.
+func TestActionMemberDecodesAsRouted(t *testing.T) {
+	for _, tc := range []struct {
+		body, name string
+	}{
+		{`{"action":1,"action":"opened"}`, "issues.opened"},
+		{`{"action":"opened","action":null}`, "issues"},
+		{`{"action":"closed","action":{"x":"opened"}}`, "issues"},
+		{`{"action":"opened","action":[1],"action":"closed"}`, "issues.closed"},
+		{`{"\u0061ction":"opened"}`, "issues.opened"},
+		{`{"issue":{"number":1}}`, "issues"},
+	} {
+		p, err := payloads.Parse("issues", []byte(tc.body))
+		if err != nil {
+			t.Errorf("Parse(%s): %v", tc.body, err)
+			continue
+		}
+		if got := payloads.PayloadName(p); got != tc.name {
+			t.Errorf("Parse(%s) is %q, want %q", tc.body, got, tc.name)
+		}
+		if ev, ok := p.(payloads.IssuesEvent); !ok || tc.name != "issues"+map[bool]string{true: "." + ev.GetAction(), false: ""}[ev.GetAction() != ""] {
+			t.Errorf("Parse(%s): GetAction disagrees with the name %q", tc.body, tc.name)
+		}
+		out, err := json.Marshal(p)
+		if err != nil {
+			t.Errorf("Marshal after %s: %v", tc.body, err)
+			continue
+		}
+		if d := jsonDiff(t, []byte(tc.body), out); d != "" {
+			t.Errorf("%s re-encoded as %s (-want +got):\n%s", tc.body, out, d)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package payloads
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Member is one member of a JSON object.
 type Member struct {
@@ -50,6 +53,20 @@ func (x *extra) keepUnknown(key []byte, d *decoder) error {
 	}
 	x.unknown = append(x.unknown, Member{Key: string(key), Value: v})
 	return nil
+}
+
+// decodeAction reads a payload's top-level "action" member into *p so that, as in
+// routing (the emitter, Parse), the last occurrence alone counts: a string is the
+// action, and it reports true; anything else (null, a number, an object) means no
+// action, leaves *p empty and is kept as an unknown member, so that it encodes
+// back as it came. An earlier occurrence kept that way is dropped.
+func (x *extra) decodeAction(p *string, key []byte, d *decoder) (bool, error) {
+	x.unknown = slices.DeleteFunc(x.unknown, func(m Member) bool { return m.Key == "action" })
+	*p = ""
+	if d.peek() == '"' {
+		return true, decString(p, d)
+	}
+	return false, x.keepUnknown(key, d)
 }
 
 // setAbsent records which of the n value fields were not seen with a value.
