@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/signing"
 )
 
@@ -75,6 +76,9 @@ func New(opts Options) (*Webhooks, error) {
 		Emitter: emitter.New(emitter.Options{
 			Transform: opts.Transform,
 			Logger:    opts.Logger,
+			// A name the schema does not know is most likely a typo; it is
+			// still registered, since the forge adds events before any schema.
+			KnownEvent: payloads.IsKnownEventName,
 		}),
 		secret:     opts.Secret,
 		additional: append([]string(nil), opts.AdditionalSecrets...),

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,41 @@ func TestWithStatus(t *testing.T) {
 		if got := statusOf(tt.err); got != tt.want {
 			t.Errorf("statusOf(%v) = %d, want %d", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestUnknownNameWarning checks that New wires the schema's names into the
+// emitter: a name the forge does not send is registered, with a warning.
+func TestUnknownNameWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		warn bool
+	}{
+		{"issues", false},
+		{"issues.opened", false},
+		{"repository_dispatch.any_custom_type", false},
+		{"issues.opend", true},
+		{"isues", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log strings.Builder
+			wh := mustNew(t, Options{Secret: "s", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			ran := false
+			wh.On(tc.name, func(context.Context, emitter.Event) error { ran = true; return nil })
+			if got := strings.Contains(log.String(), "unknown event name"); got != tc.warn {
+				t.Errorf("warning logged = %v, want %v; log: %q", got, tc.warn, log.String())
+			}
+			name, action, _ := strings.Cut(tc.name, ".")
+			payload := `{}`
+			if action != "" {
+				payload = `{"action":"` + action + `"}`
+			}
+			if err := wh.Receive(context.Background(), emitter.Event{Name: name, Payload: []byte(payload)}); err != nil {
+				t.Fatal(err)
+			}
+			if !ran {
+				t.Error("handler registered under an unknown name did not run")
+			}
+		})
 	}
 }
