@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet unit generate generate-check bench fuzz schema serve smee-client
+.PHONY: test fmt-check vet unit generate generate-check bench fuzz schema serve smee-client load
 
 ## test: what CI runs: format check, vet, generated-code freshness, race-enabled tests.
 test: fmt-check vet generate-check unit
@@ -59,6 +59,13 @@ fuzz:
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: $$n targets run; failed:$$failed"; exit 1; fi; \
 	echo "fuzz: $$n targets run for $(FUZZTIME) each; no failure"
+
+## load: the load test at a bigger size than `make test` runs (LOADN deliveries, LOADC
+## clients, on 127.0.0.1), without -race; it prints requests/s, p50/p99 and peak heap.
+LOADN ?= 200000
+LOADC ?= 64
+load:
+	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADN) -load.c=$(LOADC)
 
 ## serve: run a receiver on 127.0.0.1:3000. The secret is FORGE_WEBHOOK_SECRET; when it is
 ## unset, a development secret, never to be used on a real webhook (the binary itself never
