@@ -484,22 +484,26 @@ func (g *generator) namesFile(f *jen.File) {
 	for _, ep := range g.plan.events {
 		f.Line()
 		fn := f.Func().Id(parseFunc(ep)).Params(jen.Id("body").Index().Byte()).Params(jen.Id("Payload"), jen.Error())
-		parseAs := func(goName string) jen.Code {
-			return jen.Id("parseAs").Types(jen.Id(goName)).Call(jen.Id("body"), jen.Lit(goName), jen.Nil())
-		}
 		if ep.Struct != nil {
-			fn.Block(jen.Return(parseAs(ep.Struct.GoName)))
+			fn.Block(jen.Return(jen.Id("parseAs").Types(jen.Id(ep.Struct.GoName)).Call(jen.Id("body"), jen.Lit(ep.Struct.GoName), jen.Nil())))
 			continue
 		}
-		fn.Block(
-			jen.List(jen.Id("action"), jen.Err()).Op(":=").Id("actionOf").Call(jen.Id("body")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Switch(jen.Id("action")).BlockFunc(func(gr *jen.Group) {
+		// The action picks the struct. parseByAction finds it without a pass of
+		// its own in the common case (see payload.go), then calls the decode
+		// function, which switches on it.
+		dec := "decode" + strings.TrimPrefix(parseFunc(ep), "parse")
+		fn.Block(jen.Return(jen.Id("parseByAction").Call(jen.Id("body"), jen.Id(dec))))
+		decodeAs := func(goName string) jen.Code {
+			return jen.Id("decodeAs").Types(jen.Id(goName)).Call(jen.Id("d"), jen.Lit(goName))
+		}
+		f.Line()
+		f.Func().Id(dec).Params(jen.Id("action").Index().Byte(), jen.Id("d").Op("*").Id("decoder")).Params(jen.Id("Payload"), jen.Error()).Block(
+			jen.Switch(jen.String().Parens(jen.Id("action"))).BlockFunc(func(gr *jen.Group) {
 				for _, a := range ep.Actions {
-					gr.Case(jen.Lit(a.Action)).Block(jen.Return(parseAs(a.GoName)))
+					gr.Case(jen.Lit(a.Action)).Block(jen.Return(decodeAs(a.GoName)))
 				}
 			}),
-			jen.Return(parseAs(ep.Unknown.GoName)),
+			jen.Return(decodeAs(ep.Unknown.GoName)),
 		)
 	}
 }

@@ -21,6 +21,9 @@ type decoder struct {
 	pos     int
 	depth   int
 	scratch []byte // unescaped string values; valid until the next string read
+	// actions counts the top-level members whose key is "action", for
+	// parseByAction.
+	actions int
 }
 
 // maxDepth bounds nesting, as encoding/json does, so hostile input cannot exhaust
@@ -100,6 +103,9 @@ func (d *decoder) object(fn func(key []byte) error) error {
 			return d.unexpected("after object key")
 		}
 		d.pos++
+		if d.depth == 1 && string(key) == "action" {
+			d.actions++
+		}
 		if err := fn(key); err != nil {
 			return atKey(err, key)
 		}

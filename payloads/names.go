@@ -524,101 +524,101 @@ func Parse(name string, body []byte) (Payload, error) {
 }
 
 func parseBranchProtectionConfigurationEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeBranchProtectionConfigurationEvent)
+}
+
+func decodeBranchProtectionConfigurationEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "disabled":
-		return parseAs[BranchProtectionConfigurationDisabledEvent](body, "BranchProtectionConfigurationDisabledEvent", nil)
+		return decodeAs[BranchProtectionConfigurationDisabledEvent](d, "BranchProtectionConfigurationDisabledEvent")
 	case "enabled":
-		return parseAs[BranchProtectionConfigurationEnabledEvent](body, "BranchProtectionConfigurationEnabledEvent", nil)
+		return decodeAs[BranchProtectionConfigurationEnabledEvent](d, "BranchProtectionConfigurationEnabledEvent")
 	}
-	return parseAs[BranchProtectionConfigurationUnknownEvent](body, "BranchProtectionConfigurationUnknownEvent", nil)
+	return decodeAs[BranchProtectionConfigurationUnknownEvent](d, "BranchProtectionConfigurationUnknownEvent")
 }
 
 func parseBranchProtectionRuleEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeBranchProtectionRuleEvent)
+}
+
+func decodeBranchProtectionRuleEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[BranchProtectionRuleCreatedEvent](body, "BranchProtectionRuleCreatedEvent", nil)
+		return decodeAs[BranchProtectionRuleCreatedEvent](d, "BranchProtectionRuleCreatedEvent")
 	case "deleted":
-		return parseAs[BranchProtectionRuleDeletedEvent](body, "BranchProtectionRuleDeletedEvent", nil)
+		return decodeAs[BranchProtectionRuleDeletedEvent](d, "BranchProtectionRuleDeletedEvent")
 	case "edited":
-		return parseAs[BranchProtectionRuleEditedEvent](body, "BranchProtectionRuleEditedEvent", nil)
+		return decodeAs[BranchProtectionRuleEditedEvent](d, "BranchProtectionRuleEditedEvent")
 	}
-	return parseAs[BranchProtectionRuleUnknownEvent](body, "BranchProtectionRuleUnknownEvent", nil)
+	return decodeAs[BranchProtectionRuleUnknownEvent](d, "BranchProtectionRuleUnknownEvent")
 }
 
 func parseCheckRunEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeCheckRunEvent)
+}
+
+func decodeCheckRunEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "completed":
-		return parseAs[CheckRunCompletedEvent](body, "CheckRunCompletedEvent", nil)
+		return decodeAs[CheckRunCompletedEvent](d, "CheckRunCompletedEvent")
 	case "created":
-		return parseAs[CheckRunCreatedEvent](body, "CheckRunCreatedEvent", nil)
+		return decodeAs[CheckRunCreatedEvent](d, "CheckRunCreatedEvent")
 	case "requested_action":
-		return parseAs[CheckRunRequestedActionEvent](body, "CheckRunRequestedActionEvent", nil)
+		return decodeAs[CheckRunRequestedActionEvent](d, "CheckRunRequestedActionEvent")
 	case "rerequested":
-		return parseAs[CheckRunRerequestedEvent](body, "CheckRunRerequestedEvent", nil)
+		return decodeAs[CheckRunRerequestedEvent](d, "CheckRunRerequestedEvent")
 	}
-	return parseAs[CheckRunUnknownEvent](body, "CheckRunUnknownEvent", nil)
+	return decodeAs[CheckRunUnknownEvent](d, "CheckRunUnknownEvent")
 }
 
 func parseCheckSuiteEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeCheckSuiteEvent)
+}
+
+func decodeCheckSuiteEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "completed":
-		return parseAs[CheckSuiteCompletedEvent](body, "CheckSuiteCompletedEvent", nil)
+		return decodeAs[CheckSuiteCompletedEvent](d, "CheckSuiteCompletedEvent")
 	case "requested":
-		return parseAs[CheckSuiteRequestedEvent](body, "CheckSuiteRequestedEvent", nil)
+		return decodeAs[CheckSuiteRequestedEvent](d, "CheckSuiteRequestedEvent")
 	case "rerequested":
-		return parseAs[CheckSuiteRerequestedEvent](body, "CheckSuiteRerequestedEvent", nil)
+		return decodeAs[CheckSuiteRerequestedEvent](d, "CheckSuiteRerequestedEvent")
 	}
-	return parseAs[CheckSuiteUnknownEvent](body, "CheckSuiteUnknownEvent", nil)
+	return decodeAs[CheckSuiteUnknownEvent](d, "CheckSuiteUnknownEvent")
 }
 
 func parseCodeScanningAlertEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeCodeScanningAlertEvent)
+}
+
+func decodeCodeScanningAlertEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "appeared_in_branch":
-		return parseAs[CodeScanningAlertAppearedInBranchEvent](body, "CodeScanningAlertAppearedInBranchEvent", nil)
+		return decodeAs[CodeScanningAlertAppearedInBranchEvent](d, "CodeScanningAlertAppearedInBranchEvent")
 	case "closed_by_user":
-		return parseAs[CodeScanningAlertClosedByUserEvent](body, "CodeScanningAlertClosedByUserEvent", nil)
+		return decodeAs[CodeScanningAlertClosedByUserEvent](d, "CodeScanningAlertClosedByUserEvent")
 	case "created":
-		return parseAs[CodeScanningAlertCreatedEvent](body, "CodeScanningAlertCreatedEvent", nil)
+		return decodeAs[CodeScanningAlertCreatedEvent](d, "CodeScanningAlertCreatedEvent")
 	case "fixed":
-		return parseAs[CodeScanningAlertFixedEvent](body, "CodeScanningAlertFixedEvent", nil)
+		return decodeAs[CodeScanningAlertFixedEvent](d, "CodeScanningAlertFixedEvent")
 	case "reopened":
-		return parseAs[CodeScanningAlertReopenedEvent](body, "CodeScanningAlertReopenedEvent", nil)
+		return decodeAs[CodeScanningAlertReopenedEvent](d, "CodeScanningAlertReopenedEvent")
 	case "reopened_by_user":
-		return parseAs[CodeScanningAlertReopenedByUserEvent](body, "CodeScanningAlertReopenedByUserEvent", nil)
+		return decodeAs[CodeScanningAlertReopenedByUserEvent](d, "CodeScanningAlertReopenedByUserEvent")
 	}
-	return parseAs[CodeScanningAlertUnknownEvent](body, "CodeScanningAlertUnknownEvent", nil)
+	return decodeAs[CodeScanningAlertUnknownEvent](d, "CodeScanningAlertUnknownEvent")
 }
 
 func parseCommitCommentEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeCommitCommentEvent)
+}
+
+func decodeCommitCommentEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[CommitCommentCreatedEvent](body, "CommitCommentCreatedEvent", nil)
+		return decodeAs[CommitCommentCreatedEvent](d, "CommitCommentCreatedEvent")
 	}
-	return parseAs[CommitCommentUnknownEvent](body, "CommitCommentUnknownEvent", nil)
+	return decodeAs[CommitCommentUnknownEvent](d, "CommitCommentUnknownEvent")
 }
 
 func parseCreateEvent(body []byte) (Payload, error) {
@@ -626,33 +626,33 @@ func parseCreateEvent(body []byte) (Payload, error) {
 }
 
 func parseCustomPropertyEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeCustomPropertyEvent)
+}
+
+func decodeCustomPropertyEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[CustomPropertyCreatedEvent](body, "CustomPropertyCreatedEvent", nil)
+		return decodeAs[CustomPropertyCreatedEvent](d, "CustomPropertyCreatedEvent")
 	case "deleted":
-		return parseAs[CustomPropertyDeletedEvent](body, "CustomPropertyDeletedEvent", nil)
+		return decodeAs[CustomPropertyDeletedEvent](d, "CustomPropertyDeletedEvent")
 	case "promote_to_enterprise":
-		return parseAs[CustomPropertyPromoteToEnterpriseEvent](body, "CustomPropertyPromoteToEnterpriseEvent", nil)
+		return decodeAs[CustomPropertyPromoteToEnterpriseEvent](d, "CustomPropertyPromoteToEnterpriseEvent")
 	case "updated":
-		return parseAs[CustomPropertyUpdatedEvent](body, "CustomPropertyUpdatedEvent", nil)
+		return decodeAs[CustomPropertyUpdatedEvent](d, "CustomPropertyUpdatedEvent")
 	}
-	return parseAs[CustomPropertyUnknownEvent](body, "CustomPropertyUnknownEvent", nil)
+	return decodeAs[CustomPropertyUnknownEvent](d, "CustomPropertyUnknownEvent")
 }
 
 func parseCustomPropertyValuesEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeCustomPropertyValuesEvent)
+}
+
+func decodeCustomPropertyValuesEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "updated":
-		return parseAs[CustomPropertyValuesUpdatedEvent](body, "CustomPropertyValuesUpdatedEvent", nil)
+		return decodeAs[CustomPropertyValuesUpdatedEvent](d, "CustomPropertyValuesUpdatedEvent")
 	}
-	return parseAs[CustomPropertyValuesUnknownEvent](body, "CustomPropertyValuesUnknownEvent", nil)
+	return decodeAs[CustomPropertyValuesUnknownEvent](d, "CustomPropertyValuesUnknownEvent")
 }
 
 func parseDeleteEvent(body []byte) (Payload, error) {
@@ -660,149 +660,149 @@ func parseDeleteEvent(body []byte) (Payload, error) {
 }
 
 func parseDependabotAlertEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDependabotAlertEvent)
+}
+
+func decodeDependabotAlertEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "auto_dismissed":
-		return parseAs[DependabotAlertAutoDismissedEvent](body, "DependabotAlertAutoDismissedEvent", nil)
+		return decodeAs[DependabotAlertAutoDismissedEvent](d, "DependabotAlertAutoDismissedEvent")
 	case "auto_reopened":
-		return parseAs[DependabotAlertAutoReopenedEvent](body, "DependabotAlertAutoReopenedEvent", nil)
+		return decodeAs[DependabotAlertAutoReopenedEvent](d, "DependabotAlertAutoReopenedEvent")
 	case "created":
-		return parseAs[DependabotAlertCreatedEvent](body, "DependabotAlertCreatedEvent", nil)
+		return decodeAs[DependabotAlertCreatedEvent](d, "DependabotAlertCreatedEvent")
 	case "dismissed":
-		return parseAs[DependabotAlertDismissedEvent](body, "DependabotAlertDismissedEvent", nil)
+		return decodeAs[DependabotAlertDismissedEvent](d, "DependabotAlertDismissedEvent")
 	case "fixed":
-		return parseAs[DependabotAlertFixedEvent](body, "DependabotAlertFixedEvent", nil)
+		return decodeAs[DependabotAlertFixedEvent](d, "DependabotAlertFixedEvent")
 	case "reintroduced":
-		return parseAs[DependabotAlertReintroducedEvent](body, "DependabotAlertReintroducedEvent", nil)
+		return decodeAs[DependabotAlertReintroducedEvent](d, "DependabotAlertReintroducedEvent")
 	case "reopened":
-		return parseAs[DependabotAlertReopenedEvent](body, "DependabotAlertReopenedEvent", nil)
+		return decodeAs[DependabotAlertReopenedEvent](d, "DependabotAlertReopenedEvent")
 	}
-	return parseAs[DependabotAlertUnknownEvent](body, "DependabotAlertUnknownEvent", nil)
+	return decodeAs[DependabotAlertUnknownEvent](d, "DependabotAlertUnknownEvent")
 }
 
 func parseDeployKeyEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDeployKeyEvent)
+}
+
+func decodeDeployKeyEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[DeployKeyCreatedEvent](body, "DeployKeyCreatedEvent", nil)
+		return decodeAs[DeployKeyCreatedEvent](d, "DeployKeyCreatedEvent")
 	case "deleted":
-		return parseAs[DeployKeyDeletedEvent](body, "DeployKeyDeletedEvent", nil)
+		return decodeAs[DeployKeyDeletedEvent](d, "DeployKeyDeletedEvent")
 	}
-	return parseAs[DeployKeyUnknownEvent](body, "DeployKeyUnknownEvent", nil)
+	return decodeAs[DeployKeyUnknownEvent](d, "DeployKeyUnknownEvent")
 }
 
 func parseDeploymentEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDeploymentEvent)
+}
+
+func decodeDeploymentEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[DeploymentCreatedEvent](body, "DeploymentCreatedEvent", nil)
+		return decodeAs[DeploymentCreatedEvent](d, "DeploymentCreatedEvent")
 	}
-	return parseAs[DeploymentUnknownEvent](body, "DeploymentUnknownEvent", nil)
+	return decodeAs[DeploymentUnknownEvent](d, "DeploymentUnknownEvent")
 }
 
 func parseDeploymentProtectionRuleEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDeploymentProtectionRuleEvent)
+}
+
+func decodeDeploymentProtectionRuleEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "requested":
-		return parseAs[DeploymentProtectionRuleRequestedEvent](body, "DeploymentProtectionRuleRequestedEvent", nil)
+		return decodeAs[DeploymentProtectionRuleRequestedEvent](d, "DeploymentProtectionRuleRequestedEvent")
 	}
-	return parseAs[DeploymentProtectionRuleUnknownEvent](body, "DeploymentProtectionRuleUnknownEvent", nil)
+	return decodeAs[DeploymentProtectionRuleUnknownEvent](d, "DeploymentProtectionRuleUnknownEvent")
 }
 
 func parseDeploymentReviewEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDeploymentReviewEvent)
+}
+
+func decodeDeploymentReviewEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "approved":
-		return parseAs[DeploymentReviewApprovedEvent](body, "DeploymentReviewApprovedEvent", nil)
+		return decodeAs[DeploymentReviewApprovedEvent](d, "DeploymentReviewApprovedEvent")
 	case "rejected":
-		return parseAs[DeploymentReviewRejectedEvent](body, "DeploymentReviewRejectedEvent", nil)
+		return decodeAs[DeploymentReviewRejectedEvent](d, "DeploymentReviewRejectedEvent")
 	case "requested":
-		return parseAs[DeploymentReviewRequestedEvent](body, "DeploymentReviewRequestedEvent", nil)
+		return decodeAs[DeploymentReviewRequestedEvent](d, "DeploymentReviewRequestedEvent")
 	}
-	return parseAs[DeploymentReviewUnknownEvent](body, "DeploymentReviewUnknownEvent", nil)
+	return decodeAs[DeploymentReviewUnknownEvent](d, "DeploymentReviewUnknownEvent")
 }
 
 func parseDeploymentStatusEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDeploymentStatusEvent)
+}
+
+func decodeDeploymentStatusEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[DeploymentStatusCreatedEvent](body, "DeploymentStatusCreatedEvent", nil)
+		return decodeAs[DeploymentStatusCreatedEvent](d, "DeploymentStatusCreatedEvent")
 	}
-	return parseAs[DeploymentStatusUnknownEvent](body, "DeploymentStatusUnknownEvent", nil)
+	return decodeAs[DeploymentStatusUnknownEvent](d, "DeploymentStatusUnknownEvent")
 }
 
 func parseDiscussionEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDiscussionEvent)
+}
+
+func decodeDiscussionEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "answered":
-		return parseAs[DiscussionAnsweredEvent](body, "DiscussionAnsweredEvent", nil)
+		return decodeAs[DiscussionAnsweredEvent](d, "DiscussionAnsweredEvent")
 	case "category_changed":
-		return parseAs[DiscussionCategoryChangedEvent](body, "DiscussionCategoryChangedEvent", nil)
+		return decodeAs[DiscussionCategoryChangedEvent](d, "DiscussionCategoryChangedEvent")
 	case "closed":
-		return parseAs[DiscussionClosedEvent](body, "DiscussionClosedEvent", nil)
+		return decodeAs[DiscussionClosedEvent](d, "DiscussionClosedEvent")
 	case "created":
-		return parseAs[DiscussionCreatedEvent](body, "DiscussionCreatedEvent", nil)
+		return decodeAs[DiscussionCreatedEvent](d, "DiscussionCreatedEvent")
 	case "deleted":
-		return parseAs[DiscussionDeletedEvent](body, "DiscussionDeletedEvent", nil)
+		return decodeAs[DiscussionDeletedEvent](d, "DiscussionDeletedEvent")
 	case "edited":
-		return parseAs[DiscussionEditedEvent](body, "DiscussionEditedEvent", nil)
+		return decodeAs[DiscussionEditedEvent](d, "DiscussionEditedEvent")
 	case "labeled":
-		return parseAs[DiscussionLabeledEvent](body, "DiscussionLabeledEvent", nil)
+		return decodeAs[DiscussionLabeledEvent](d, "DiscussionLabeledEvent")
 	case "locked":
-		return parseAs[DiscussionLockedEvent](body, "DiscussionLockedEvent", nil)
+		return decodeAs[DiscussionLockedEvent](d, "DiscussionLockedEvent")
 	case "pinned":
-		return parseAs[DiscussionPinnedEvent](body, "DiscussionPinnedEvent", nil)
+		return decodeAs[DiscussionPinnedEvent](d, "DiscussionPinnedEvent")
 	case "reopened":
-		return parseAs[DiscussionReopenedEvent](body, "DiscussionReopenedEvent", nil)
+		return decodeAs[DiscussionReopenedEvent](d, "DiscussionReopenedEvent")
 	case "transferred":
-		return parseAs[DiscussionTransferredEvent](body, "DiscussionTransferredEvent", nil)
+		return decodeAs[DiscussionTransferredEvent](d, "DiscussionTransferredEvent")
 	case "unanswered":
-		return parseAs[DiscussionUnansweredEvent](body, "DiscussionUnansweredEvent", nil)
+		return decodeAs[DiscussionUnansweredEvent](d, "DiscussionUnansweredEvent")
 	case "unlabeled":
-		return parseAs[DiscussionUnlabeledEvent](body, "DiscussionUnlabeledEvent", nil)
+		return decodeAs[DiscussionUnlabeledEvent](d, "DiscussionUnlabeledEvent")
 	case "unlocked":
-		return parseAs[DiscussionUnlockedEvent](body, "DiscussionUnlockedEvent", nil)
+		return decodeAs[DiscussionUnlockedEvent](d, "DiscussionUnlockedEvent")
 	case "unpinned":
-		return parseAs[DiscussionUnpinnedEvent](body, "DiscussionUnpinnedEvent", nil)
+		return decodeAs[DiscussionUnpinnedEvent](d, "DiscussionUnpinnedEvent")
 	}
-	return parseAs[DiscussionUnknownEvent](body, "DiscussionUnknownEvent", nil)
+	return decodeAs[DiscussionUnknownEvent](d, "DiscussionUnknownEvent")
 }
 
 func parseDiscussionCommentEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeDiscussionCommentEvent)
+}
+
+func decodeDiscussionCommentEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[DiscussionCommentCreatedEvent](body, "DiscussionCommentCreatedEvent", nil)
+		return decodeAs[DiscussionCommentCreatedEvent](d, "DiscussionCommentCreatedEvent")
 	case "deleted":
-		return parseAs[DiscussionCommentDeletedEvent](body, "DiscussionCommentDeletedEvent", nil)
+		return decodeAs[DiscussionCommentDeletedEvent](d, "DiscussionCommentDeletedEvent")
 	case "edited":
-		return parseAs[DiscussionCommentEditedEvent](body, "DiscussionCommentEditedEvent", nil)
+		return decodeAs[DiscussionCommentEditedEvent](d, "DiscussionCommentEditedEvent")
 	}
-	return parseAs[DiscussionCommentUnknownEvent](body, "DiscussionCommentUnknownEvent", nil)
+	return decodeAs[DiscussionCommentUnknownEvent](d, "DiscussionCommentUnknownEvent")
 }
 
 func parseForkEvent(body []byte) (Payload, error) {
@@ -810,15 +810,15 @@ func parseForkEvent(body []byte) (Payload, error) {
 }
 
 func parseGithubAppAuthorizationEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeGithubAppAuthorizationEvent)
+}
+
+func decodeGithubAppAuthorizationEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "revoked":
-		return parseAs[GithubAppAuthorizationRevokedEvent](body, "GithubAppAuthorizationRevokedEvent", nil)
+		return decodeAs[GithubAppAuthorizationRevokedEvent](d, "GithubAppAuthorizationRevokedEvent")
 	}
-	return parseAs[GithubAppAuthorizationUnknownEvent](body, "GithubAppAuthorizationUnknownEvent", nil)
+	return decodeAs[GithubAppAuthorizationUnknownEvent](d, "GithubAppAuthorizationUnknownEvent")
 }
 
 func parseGollumEvent(body []byte) (Payload, error) {
@@ -826,289 +826,289 @@ func parseGollumEvent(body []byte) (Payload, error) {
 }
 
 func parseInstallationEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeInstallationEvent)
+}
+
+func decodeInstallationEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[InstallationCreatedEvent](body, "InstallationCreatedEvent", nil)
+		return decodeAs[InstallationCreatedEvent](d, "InstallationCreatedEvent")
 	case "deleted":
-		return parseAs[InstallationDeletedEvent](body, "InstallationDeletedEvent", nil)
+		return decodeAs[InstallationDeletedEvent](d, "InstallationDeletedEvent")
 	case "new_permissions_accepted":
-		return parseAs[InstallationNewPermissionsAcceptedEvent](body, "InstallationNewPermissionsAcceptedEvent", nil)
+		return decodeAs[InstallationNewPermissionsAcceptedEvent](d, "InstallationNewPermissionsAcceptedEvent")
 	case "suspend":
-		return parseAs[InstallationSuspendEvent](body, "InstallationSuspendEvent", nil)
+		return decodeAs[InstallationSuspendEvent](d, "InstallationSuspendEvent")
 	case "unsuspend":
-		return parseAs[InstallationUnsuspendEvent](body, "InstallationUnsuspendEvent", nil)
+		return decodeAs[InstallationUnsuspendEvent](d, "InstallationUnsuspendEvent")
 	}
-	return parseAs[InstallationUnknownEvent](body, "InstallationUnknownEvent", nil)
+	return decodeAs[InstallationUnknownEvent](d, "InstallationUnknownEvent")
 }
 
 func parseInstallationRepositoriesEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeInstallationRepositoriesEvent)
+}
+
+func decodeInstallationRepositoriesEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "added":
-		return parseAs[InstallationRepositoriesAddedEvent](body, "InstallationRepositoriesAddedEvent", nil)
+		return decodeAs[InstallationRepositoriesAddedEvent](d, "InstallationRepositoriesAddedEvent")
 	case "removed":
-		return parseAs[InstallationRepositoriesRemovedEvent](body, "InstallationRepositoriesRemovedEvent", nil)
+		return decodeAs[InstallationRepositoriesRemovedEvent](d, "InstallationRepositoriesRemovedEvent")
 	}
-	return parseAs[InstallationRepositoriesUnknownEvent](body, "InstallationRepositoriesUnknownEvent", nil)
+	return decodeAs[InstallationRepositoriesUnknownEvent](d, "InstallationRepositoriesUnknownEvent")
 }
 
 func parseInstallationTargetEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeInstallationTargetEvent)
+}
+
+func decodeInstallationTargetEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "renamed":
-		return parseAs[InstallationTargetRenamedEvent](body, "InstallationTargetRenamedEvent", nil)
+		return decodeAs[InstallationTargetRenamedEvent](d, "InstallationTargetRenamedEvent")
 	}
-	return parseAs[InstallationTargetUnknownEvent](body, "InstallationTargetUnknownEvent", nil)
+	return decodeAs[InstallationTargetUnknownEvent](d, "InstallationTargetUnknownEvent")
 }
 
 func parseIssueCommentEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeIssueCommentEvent)
+}
+
+func decodeIssueCommentEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[IssueCommentCreatedEvent](body, "IssueCommentCreatedEvent", nil)
+		return decodeAs[IssueCommentCreatedEvent](d, "IssueCommentCreatedEvent")
 	case "deleted":
-		return parseAs[IssueCommentDeletedEvent](body, "IssueCommentDeletedEvent", nil)
+		return decodeAs[IssueCommentDeletedEvent](d, "IssueCommentDeletedEvent")
 	case "edited":
-		return parseAs[IssueCommentEditedEvent](body, "IssueCommentEditedEvent", nil)
+		return decodeAs[IssueCommentEditedEvent](d, "IssueCommentEditedEvent")
 	}
-	return parseAs[IssueCommentUnknownEvent](body, "IssueCommentUnknownEvent", nil)
+	return decodeAs[IssueCommentUnknownEvent](d, "IssueCommentUnknownEvent")
 }
 
 func parseIssueDependenciesEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeIssueDependenciesEvent)
+}
+
+func decodeIssueDependenciesEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "blocked_by_added":
-		return parseAs[IssueDependenciesBlockedByAddedEvent](body, "IssueDependenciesBlockedByAddedEvent", nil)
+		return decodeAs[IssueDependenciesBlockedByAddedEvent](d, "IssueDependenciesBlockedByAddedEvent")
 	case "blocked_by_removed":
-		return parseAs[IssueDependenciesBlockedByRemovedEvent](body, "IssueDependenciesBlockedByRemovedEvent", nil)
+		return decodeAs[IssueDependenciesBlockedByRemovedEvent](d, "IssueDependenciesBlockedByRemovedEvent")
 	case "blocking_added":
-		return parseAs[IssueDependenciesBlockingAddedEvent](body, "IssueDependenciesBlockingAddedEvent", nil)
+		return decodeAs[IssueDependenciesBlockingAddedEvent](d, "IssueDependenciesBlockingAddedEvent")
 	case "blocking_removed":
-		return parseAs[IssueDependenciesBlockingRemovedEvent](body, "IssueDependenciesBlockingRemovedEvent", nil)
+		return decodeAs[IssueDependenciesBlockingRemovedEvent](d, "IssueDependenciesBlockingRemovedEvent")
 	}
-	return parseAs[IssueDependenciesUnknownEvent](body, "IssueDependenciesUnknownEvent", nil)
+	return decodeAs[IssueDependenciesUnknownEvent](d, "IssueDependenciesUnknownEvent")
 }
 
 func parseIssuesEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeIssuesEvent)
+}
+
+func decodeIssuesEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "assigned":
-		return parseAs[IssuesAssignedEvent](body, "IssuesAssignedEvent", nil)
+		return decodeAs[IssuesAssignedEvent](d, "IssuesAssignedEvent")
 	case "closed":
-		return parseAs[IssuesClosedEvent](body, "IssuesClosedEvent", nil)
+		return decodeAs[IssuesClosedEvent](d, "IssuesClosedEvent")
 	case "deleted":
-		return parseAs[IssuesDeletedEvent](body, "IssuesDeletedEvent", nil)
+		return decodeAs[IssuesDeletedEvent](d, "IssuesDeletedEvent")
 	case "demilestoned":
-		return parseAs[IssuesDemilestonedEvent](body, "IssuesDemilestonedEvent", nil)
+		return decodeAs[IssuesDemilestonedEvent](d, "IssuesDemilestonedEvent")
 	case "edited":
-		return parseAs[IssuesEditedEvent](body, "IssuesEditedEvent", nil)
+		return decodeAs[IssuesEditedEvent](d, "IssuesEditedEvent")
 	case "labeled":
-		return parseAs[IssuesLabeledEvent](body, "IssuesLabeledEvent", nil)
+		return decodeAs[IssuesLabeledEvent](d, "IssuesLabeledEvent")
 	case "locked":
-		return parseAs[IssuesLockedEvent](body, "IssuesLockedEvent", nil)
+		return decodeAs[IssuesLockedEvent](d, "IssuesLockedEvent")
 	case "milestoned":
-		return parseAs[IssuesMilestonedEvent](body, "IssuesMilestonedEvent", nil)
+		return decodeAs[IssuesMilestonedEvent](d, "IssuesMilestonedEvent")
 	case "opened":
-		return parseAs[IssuesOpenedEvent](body, "IssuesOpenedEvent", nil)
+		return decodeAs[IssuesOpenedEvent](d, "IssuesOpenedEvent")
 	case "pinned":
-		return parseAs[IssuesPinnedEvent](body, "IssuesPinnedEvent", nil)
+		return decodeAs[IssuesPinnedEvent](d, "IssuesPinnedEvent")
 	case "reopened":
-		return parseAs[IssuesReopenedEvent](body, "IssuesReopenedEvent", nil)
+		return decodeAs[IssuesReopenedEvent](d, "IssuesReopenedEvent")
 	case "transferred":
-		return parseAs[IssuesTransferredEvent](body, "IssuesTransferredEvent", nil)
+		return decodeAs[IssuesTransferredEvent](d, "IssuesTransferredEvent")
 	case "typed":
-		return parseAs[IssuesTypedEvent](body, "IssuesTypedEvent", nil)
+		return decodeAs[IssuesTypedEvent](d, "IssuesTypedEvent")
 	case "unassigned":
-		return parseAs[IssuesUnassignedEvent](body, "IssuesUnassignedEvent", nil)
+		return decodeAs[IssuesUnassignedEvent](d, "IssuesUnassignedEvent")
 	case "unlabeled":
-		return parseAs[IssuesUnlabeledEvent](body, "IssuesUnlabeledEvent", nil)
+		return decodeAs[IssuesUnlabeledEvent](d, "IssuesUnlabeledEvent")
 	case "unlocked":
-		return parseAs[IssuesUnlockedEvent](body, "IssuesUnlockedEvent", nil)
+		return decodeAs[IssuesUnlockedEvent](d, "IssuesUnlockedEvent")
 	case "unpinned":
-		return parseAs[IssuesUnpinnedEvent](body, "IssuesUnpinnedEvent", nil)
+		return decodeAs[IssuesUnpinnedEvent](d, "IssuesUnpinnedEvent")
 	case "untyped":
-		return parseAs[IssuesUntypedEvent](body, "IssuesUntypedEvent", nil)
+		return decodeAs[IssuesUntypedEvent](d, "IssuesUntypedEvent")
 	}
-	return parseAs[IssuesUnknownEvent](body, "IssuesUnknownEvent", nil)
+	return decodeAs[IssuesUnknownEvent](d, "IssuesUnknownEvent")
 }
 
 func parseLabelEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeLabelEvent)
+}
+
+func decodeLabelEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[LabelCreatedEvent](body, "LabelCreatedEvent", nil)
+		return decodeAs[LabelCreatedEvent](d, "LabelCreatedEvent")
 	case "deleted":
-		return parseAs[LabelDeletedEvent](body, "LabelDeletedEvent", nil)
+		return decodeAs[LabelDeletedEvent](d, "LabelDeletedEvent")
 	case "edited":
-		return parseAs[LabelEditedEvent](body, "LabelEditedEvent", nil)
+		return decodeAs[LabelEditedEvent](d, "LabelEditedEvent")
 	}
-	return parseAs[LabelUnknownEvent](body, "LabelUnknownEvent", nil)
+	return decodeAs[LabelUnknownEvent](d, "LabelUnknownEvent")
 }
 
 func parseMarketplacePurchaseEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeMarketplacePurchaseEvent)
+}
+
+func decodeMarketplacePurchaseEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "cancelled":
-		return parseAs[MarketplacePurchaseCancelledEvent](body, "MarketplacePurchaseCancelledEvent", nil)
+		return decodeAs[MarketplacePurchaseCancelledEvent](d, "MarketplacePurchaseCancelledEvent")
 	case "changed":
-		return parseAs[MarketplacePurchaseChangedEvent](body, "MarketplacePurchaseChangedEvent", nil)
+		return decodeAs[MarketplacePurchaseChangedEvent](d, "MarketplacePurchaseChangedEvent")
 	case "pending_change":
-		return parseAs[MarketplacePurchasePendingChangeEvent](body, "MarketplacePurchasePendingChangeEvent", nil)
+		return decodeAs[MarketplacePurchasePendingChangeEvent](d, "MarketplacePurchasePendingChangeEvent")
 	case "pending_change_cancelled":
-		return parseAs[MarketplacePurchasePendingChangeCancelledEvent](body, "MarketplacePurchasePendingChangeCancelledEvent", nil)
+		return decodeAs[MarketplacePurchasePendingChangeCancelledEvent](d, "MarketplacePurchasePendingChangeCancelledEvent")
 	case "purchased":
-		return parseAs[MarketplacePurchasePurchasedEvent](body, "MarketplacePurchasePurchasedEvent", nil)
+		return decodeAs[MarketplacePurchasePurchasedEvent](d, "MarketplacePurchasePurchasedEvent")
 	}
-	return parseAs[MarketplacePurchaseUnknownEvent](body, "MarketplacePurchaseUnknownEvent", nil)
+	return decodeAs[MarketplacePurchaseUnknownEvent](d, "MarketplacePurchaseUnknownEvent")
 }
 
 func parseMemberEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeMemberEvent)
+}
+
+func decodeMemberEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "added":
-		return parseAs[MemberAddedEvent](body, "MemberAddedEvent", nil)
+		return decodeAs[MemberAddedEvent](d, "MemberAddedEvent")
 	case "edited":
-		return parseAs[MemberEditedEvent](body, "MemberEditedEvent", nil)
+		return decodeAs[MemberEditedEvent](d, "MemberEditedEvent")
 	case "removed":
-		return parseAs[MemberRemovedEvent](body, "MemberRemovedEvent", nil)
+		return decodeAs[MemberRemovedEvent](d, "MemberRemovedEvent")
 	}
-	return parseAs[MemberUnknownEvent](body, "MemberUnknownEvent", nil)
+	return decodeAs[MemberUnknownEvent](d, "MemberUnknownEvent")
 }
 
 func parseMembershipEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeMembershipEvent)
+}
+
+func decodeMembershipEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "added":
-		return parseAs[MembershipAddedEvent](body, "MembershipAddedEvent", nil)
+		return decodeAs[MembershipAddedEvent](d, "MembershipAddedEvent")
 	case "removed":
-		return parseAs[MembershipRemovedEvent](body, "MembershipRemovedEvent", nil)
+		return decodeAs[MembershipRemovedEvent](d, "MembershipRemovedEvent")
 	}
-	return parseAs[MembershipUnknownEvent](body, "MembershipUnknownEvent", nil)
+	return decodeAs[MembershipUnknownEvent](d, "MembershipUnknownEvent")
 }
 
 func parseMergeGroupEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeMergeGroupEvent)
+}
+
+func decodeMergeGroupEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "checks_requested":
-		return parseAs[MergeGroupChecksRequestedEvent](body, "MergeGroupChecksRequestedEvent", nil)
+		return decodeAs[MergeGroupChecksRequestedEvent](d, "MergeGroupChecksRequestedEvent")
 	case "destroyed":
-		return parseAs[MergeGroupDestroyedEvent](body, "MergeGroupDestroyedEvent", nil)
+		return decodeAs[MergeGroupDestroyedEvent](d, "MergeGroupDestroyedEvent")
 	}
-	return parseAs[MergeGroupUnknownEvent](body, "MergeGroupUnknownEvent", nil)
+	return decodeAs[MergeGroupUnknownEvent](d, "MergeGroupUnknownEvent")
 }
 
 func parseMetaEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeMetaEvent)
+}
+
+func decodeMetaEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "deleted":
-		return parseAs[MetaDeletedEvent](body, "MetaDeletedEvent", nil)
+		return decodeAs[MetaDeletedEvent](d, "MetaDeletedEvent")
 	}
-	return parseAs[MetaUnknownEvent](body, "MetaUnknownEvent", nil)
+	return decodeAs[MetaUnknownEvent](d, "MetaUnknownEvent")
 }
 
 func parseMilestoneEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeMilestoneEvent)
+}
+
+func decodeMilestoneEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "closed":
-		return parseAs[MilestoneClosedEvent](body, "MilestoneClosedEvent", nil)
+		return decodeAs[MilestoneClosedEvent](d, "MilestoneClosedEvent")
 	case "created":
-		return parseAs[MilestoneCreatedEvent](body, "MilestoneCreatedEvent", nil)
+		return decodeAs[MilestoneCreatedEvent](d, "MilestoneCreatedEvent")
 	case "deleted":
-		return parseAs[MilestoneDeletedEvent](body, "MilestoneDeletedEvent", nil)
+		return decodeAs[MilestoneDeletedEvent](d, "MilestoneDeletedEvent")
 	case "edited":
-		return parseAs[MilestoneEditedEvent](body, "MilestoneEditedEvent", nil)
+		return decodeAs[MilestoneEditedEvent](d, "MilestoneEditedEvent")
 	case "opened":
-		return parseAs[MilestoneOpenedEvent](body, "MilestoneOpenedEvent", nil)
+		return decodeAs[MilestoneOpenedEvent](d, "MilestoneOpenedEvent")
 	}
-	return parseAs[MilestoneUnknownEvent](body, "MilestoneUnknownEvent", nil)
+	return decodeAs[MilestoneUnknownEvent](d, "MilestoneUnknownEvent")
 }
 
 func parseOrgBlockEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeOrgBlockEvent)
+}
+
+func decodeOrgBlockEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "blocked":
-		return parseAs[OrgBlockBlockedEvent](body, "OrgBlockBlockedEvent", nil)
+		return decodeAs[OrgBlockBlockedEvent](d, "OrgBlockBlockedEvent")
 	case "unblocked":
-		return parseAs[OrgBlockUnblockedEvent](body, "OrgBlockUnblockedEvent", nil)
+		return decodeAs[OrgBlockUnblockedEvent](d, "OrgBlockUnblockedEvent")
 	}
-	return parseAs[OrgBlockUnknownEvent](body, "OrgBlockUnknownEvent", nil)
+	return decodeAs[OrgBlockUnknownEvent](d, "OrgBlockUnknownEvent")
 }
 
 func parseOrganizationEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeOrganizationEvent)
+}
+
+func decodeOrganizationEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "deleted":
-		return parseAs[OrganizationDeletedEvent](body, "OrganizationDeletedEvent", nil)
+		return decodeAs[OrganizationDeletedEvent](d, "OrganizationDeletedEvent")
 	case "member_added":
-		return parseAs[OrganizationMemberAddedEvent](body, "OrganizationMemberAddedEvent", nil)
+		return decodeAs[OrganizationMemberAddedEvent](d, "OrganizationMemberAddedEvent")
 	case "member_invited":
-		return parseAs[OrganizationMemberInvitedEvent](body, "OrganizationMemberInvitedEvent", nil)
+		return decodeAs[OrganizationMemberInvitedEvent](d, "OrganizationMemberInvitedEvent")
 	case "member_removed":
-		return parseAs[OrganizationMemberRemovedEvent](body, "OrganizationMemberRemovedEvent", nil)
+		return decodeAs[OrganizationMemberRemovedEvent](d, "OrganizationMemberRemovedEvent")
 	case "renamed":
-		return parseAs[OrganizationRenamedEvent](body, "OrganizationRenamedEvent", nil)
+		return decodeAs[OrganizationRenamedEvent](d, "OrganizationRenamedEvent")
 	}
-	return parseAs[OrganizationUnknownEvent](body, "OrganizationUnknownEvent", nil)
+	return decodeAs[OrganizationUnknownEvent](d, "OrganizationUnknownEvent")
 }
 
 func parsePackageEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodePackageEvent)
+}
+
+func decodePackageEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "published":
-		return parseAs[PackagePublishedEvent](body, "PackagePublishedEvent", nil)
+		return decodeAs[PackagePublishedEvent](d, "PackagePublishedEvent")
 	case "updated":
-		return parseAs[PackageUpdatedEvent](body, "PackageUpdatedEvent", nil)
+		return decodeAs[PackageUpdatedEvent](d, "PackageUpdatedEvent")
 	}
-	return parseAs[PackageUnknownEvent](body, "PackageUnknownEvent", nil)
+	return decodeAs[PackageUnknownEvent](d, "PackageUnknownEvent")
 }
 
 func parsePageBuildEvent(body []byte) (Payload, error) {
@@ -1116,21 +1116,21 @@ func parsePageBuildEvent(body []byte) (Payload, error) {
 }
 
 func parsePersonalAccessTokenRequestEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodePersonalAccessTokenRequestEvent)
+}
+
+func decodePersonalAccessTokenRequestEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "approved":
-		return parseAs[PersonalAccessTokenRequestApprovedEvent](body, "PersonalAccessTokenRequestApprovedEvent", nil)
+		return decodeAs[PersonalAccessTokenRequestApprovedEvent](d, "PersonalAccessTokenRequestApprovedEvent")
 	case "cancelled":
-		return parseAs[PersonalAccessTokenRequestCancelledEvent](body, "PersonalAccessTokenRequestCancelledEvent", nil)
+		return decodeAs[PersonalAccessTokenRequestCancelledEvent](d, "PersonalAccessTokenRequestCancelledEvent")
 	case "created":
-		return parseAs[PersonalAccessTokenRequestCreatedEvent](body, "PersonalAccessTokenRequestCreatedEvent", nil)
+		return decodeAs[PersonalAccessTokenRequestCreatedEvent](d, "PersonalAccessTokenRequestCreatedEvent")
 	case "denied":
-		return parseAs[PersonalAccessTokenRequestDeniedEvent](body, "PersonalAccessTokenRequestDeniedEvent", nil)
+		return decodeAs[PersonalAccessTokenRequestDeniedEvent](d, "PersonalAccessTokenRequestDeniedEvent")
 	}
-	return parseAs[PersonalAccessTokenRequestUnknownEvent](body, "PersonalAccessTokenRequestUnknownEvent", nil)
+	return decodeAs[PersonalAccessTokenRequestUnknownEvent](d, "PersonalAccessTokenRequestUnknownEvent")
 }
 
 func parsePingEvent(body []byte) (Payload, error) {
@@ -1138,121 +1138,121 @@ func parsePingEvent(body []byte) (Payload, error) {
 }
 
 func parseProjectEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeProjectEvent)
+}
+
+func decodeProjectEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "closed":
-		return parseAs[ProjectClosedEvent](body, "ProjectClosedEvent", nil)
+		return decodeAs[ProjectClosedEvent](d, "ProjectClosedEvent")
 	case "created":
-		return parseAs[ProjectCreatedEvent](body, "ProjectCreatedEvent", nil)
+		return decodeAs[ProjectCreatedEvent](d, "ProjectCreatedEvent")
 	case "deleted":
-		return parseAs[ProjectDeletedEvent](body, "ProjectDeletedEvent", nil)
+		return decodeAs[ProjectDeletedEvent](d, "ProjectDeletedEvent")
 	case "edited":
-		return parseAs[ProjectEditedEvent](body, "ProjectEditedEvent", nil)
+		return decodeAs[ProjectEditedEvent](d, "ProjectEditedEvent")
 	case "reopened":
-		return parseAs[ProjectReopenedEvent](body, "ProjectReopenedEvent", nil)
+		return decodeAs[ProjectReopenedEvent](d, "ProjectReopenedEvent")
 	}
-	return parseAs[ProjectUnknownEvent](body, "ProjectUnknownEvent", nil)
+	return decodeAs[ProjectUnknownEvent](d, "ProjectUnknownEvent")
 }
 
 func parseProjectCardEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeProjectCardEvent)
+}
+
+func decodeProjectCardEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "converted":
-		return parseAs[ProjectCardConvertedEvent](body, "ProjectCardConvertedEvent", nil)
+		return decodeAs[ProjectCardConvertedEvent](d, "ProjectCardConvertedEvent")
 	case "created":
-		return parseAs[ProjectCardCreatedEvent](body, "ProjectCardCreatedEvent", nil)
+		return decodeAs[ProjectCardCreatedEvent](d, "ProjectCardCreatedEvent")
 	case "deleted":
-		return parseAs[ProjectCardDeletedEvent](body, "ProjectCardDeletedEvent", nil)
+		return decodeAs[ProjectCardDeletedEvent](d, "ProjectCardDeletedEvent")
 	case "edited":
-		return parseAs[ProjectCardEditedEvent](body, "ProjectCardEditedEvent", nil)
+		return decodeAs[ProjectCardEditedEvent](d, "ProjectCardEditedEvent")
 	case "moved":
-		return parseAs[ProjectCardMovedEvent](body, "ProjectCardMovedEvent", nil)
+		return decodeAs[ProjectCardMovedEvent](d, "ProjectCardMovedEvent")
 	}
-	return parseAs[ProjectCardUnknownEvent](body, "ProjectCardUnknownEvent", nil)
+	return decodeAs[ProjectCardUnknownEvent](d, "ProjectCardUnknownEvent")
 }
 
 func parseProjectColumnEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeProjectColumnEvent)
+}
+
+func decodeProjectColumnEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[ProjectColumnCreatedEvent](body, "ProjectColumnCreatedEvent", nil)
+		return decodeAs[ProjectColumnCreatedEvent](d, "ProjectColumnCreatedEvent")
 	case "deleted":
-		return parseAs[ProjectColumnDeletedEvent](body, "ProjectColumnDeletedEvent", nil)
+		return decodeAs[ProjectColumnDeletedEvent](d, "ProjectColumnDeletedEvent")
 	case "edited":
-		return parseAs[ProjectColumnEditedEvent](body, "ProjectColumnEditedEvent", nil)
+		return decodeAs[ProjectColumnEditedEvent](d, "ProjectColumnEditedEvent")
 	case "moved":
-		return parseAs[ProjectColumnMovedEvent](body, "ProjectColumnMovedEvent", nil)
+		return decodeAs[ProjectColumnMovedEvent](d, "ProjectColumnMovedEvent")
 	}
-	return parseAs[ProjectColumnUnknownEvent](body, "ProjectColumnUnknownEvent", nil)
+	return decodeAs[ProjectColumnUnknownEvent](d, "ProjectColumnUnknownEvent")
 }
 
 func parseProjectsV2Event(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeProjectsV2Event)
+}
+
+func decodeProjectsV2Event(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "closed":
-		return parseAs[ProjectsV2ClosedEvent](body, "ProjectsV2ClosedEvent", nil)
+		return decodeAs[ProjectsV2ClosedEvent](d, "ProjectsV2ClosedEvent")
 	case "created":
-		return parseAs[ProjectsV2CreatedEvent](body, "ProjectsV2CreatedEvent", nil)
+		return decodeAs[ProjectsV2CreatedEvent](d, "ProjectsV2CreatedEvent")
 	case "deleted":
-		return parseAs[ProjectsV2DeletedEvent](body, "ProjectsV2DeletedEvent", nil)
+		return decodeAs[ProjectsV2DeletedEvent](d, "ProjectsV2DeletedEvent")
 	case "edited":
-		return parseAs[ProjectsV2EditedEvent](body, "ProjectsV2EditedEvent", nil)
+		return decodeAs[ProjectsV2EditedEvent](d, "ProjectsV2EditedEvent")
 	case "reopened":
-		return parseAs[ProjectsV2ReopenedEvent](body, "ProjectsV2ReopenedEvent", nil)
+		return decodeAs[ProjectsV2ReopenedEvent](d, "ProjectsV2ReopenedEvent")
 	}
-	return parseAs[ProjectsV2UnknownEvent](body, "ProjectsV2UnknownEvent", nil)
+	return decodeAs[ProjectsV2UnknownEvent](d, "ProjectsV2UnknownEvent")
 }
 
 func parseProjectsV2ItemEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeProjectsV2ItemEvent)
+}
+
+func decodeProjectsV2ItemEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "archived":
-		return parseAs[ProjectsV2ItemArchivedEvent](body, "ProjectsV2ItemArchivedEvent", nil)
+		return decodeAs[ProjectsV2ItemArchivedEvent](d, "ProjectsV2ItemArchivedEvent")
 	case "converted":
-		return parseAs[ProjectsV2ItemConvertedEvent](body, "ProjectsV2ItemConvertedEvent", nil)
+		return decodeAs[ProjectsV2ItemConvertedEvent](d, "ProjectsV2ItemConvertedEvent")
 	case "created":
-		return parseAs[ProjectsV2ItemCreatedEvent](body, "ProjectsV2ItemCreatedEvent", nil)
+		return decodeAs[ProjectsV2ItemCreatedEvent](d, "ProjectsV2ItemCreatedEvent")
 	case "deleted":
-		return parseAs[ProjectsV2ItemDeletedEvent](body, "ProjectsV2ItemDeletedEvent", nil)
+		return decodeAs[ProjectsV2ItemDeletedEvent](d, "ProjectsV2ItemDeletedEvent")
 	case "edited":
-		return parseAs[ProjectsV2ItemEditedEvent](body, "ProjectsV2ItemEditedEvent", nil)
+		return decodeAs[ProjectsV2ItemEditedEvent](d, "ProjectsV2ItemEditedEvent")
 	case "reordered":
-		return parseAs[ProjectsV2ItemReorderedEvent](body, "ProjectsV2ItemReorderedEvent", nil)
+		return decodeAs[ProjectsV2ItemReorderedEvent](d, "ProjectsV2ItemReorderedEvent")
 	case "restored":
-		return parseAs[ProjectsV2ItemRestoredEvent](body, "ProjectsV2ItemRestoredEvent", nil)
+		return decodeAs[ProjectsV2ItemRestoredEvent](d, "ProjectsV2ItemRestoredEvent")
 	}
-	return parseAs[ProjectsV2ItemUnknownEvent](body, "ProjectsV2ItemUnknownEvent", nil)
+	return decodeAs[ProjectsV2ItemUnknownEvent](d, "ProjectsV2ItemUnknownEvent")
 }
 
 func parseProjectsV2StatusUpdateEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeProjectsV2StatusUpdateEvent)
+}
+
+func decodeProjectsV2StatusUpdateEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[ProjectsV2StatusUpdateCreatedEvent](body, "ProjectsV2StatusUpdateCreatedEvent", nil)
+		return decodeAs[ProjectsV2StatusUpdateCreatedEvent](d, "ProjectsV2StatusUpdateCreatedEvent")
 	case "deleted":
-		return parseAs[ProjectsV2StatusUpdateDeletedEvent](body, "ProjectsV2StatusUpdateDeletedEvent", nil)
+		return decodeAs[ProjectsV2StatusUpdateDeletedEvent](d, "ProjectsV2StatusUpdateDeletedEvent")
 	case "edited":
-		return parseAs[ProjectsV2StatusUpdateEditedEvent](body, "ProjectsV2StatusUpdateEditedEvent", nil)
+		return decodeAs[ProjectsV2StatusUpdateEditedEvent](d, "ProjectsV2StatusUpdateEditedEvent")
 	}
-	return parseAs[ProjectsV2StatusUpdateUnknownEvent](body, "ProjectsV2StatusUpdateUnknownEvent", nil)
+	return decodeAs[ProjectsV2StatusUpdateUnknownEvent](d, "ProjectsV2StatusUpdateUnknownEvent")
 }
 
 func parsePublicEvent(body []byte) (Payload, error) {
@@ -1260,101 +1260,101 @@ func parsePublicEvent(body []byte) (Payload, error) {
 }
 
 func parsePullRequestEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodePullRequestEvent)
+}
+
+func decodePullRequestEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "assigned":
-		return parseAs[PullRequestAssignedEvent](body, "PullRequestAssignedEvent", nil)
+		return decodeAs[PullRequestAssignedEvent](d, "PullRequestAssignedEvent")
 	case "auto_merge_disabled":
-		return parseAs[PullRequestAutoMergeDisabledEvent](body, "PullRequestAutoMergeDisabledEvent", nil)
+		return decodeAs[PullRequestAutoMergeDisabledEvent](d, "PullRequestAutoMergeDisabledEvent")
 	case "auto_merge_enabled":
-		return parseAs[PullRequestAutoMergeEnabledEvent](body, "PullRequestAutoMergeEnabledEvent", nil)
+		return decodeAs[PullRequestAutoMergeEnabledEvent](d, "PullRequestAutoMergeEnabledEvent")
 	case "closed":
-		return parseAs[PullRequestClosedEvent](body, "PullRequestClosedEvent", nil)
+		return decodeAs[PullRequestClosedEvent](d, "PullRequestClosedEvent")
 	case "converted_to_draft":
-		return parseAs[PullRequestConvertedToDraftEvent](body, "PullRequestConvertedToDraftEvent", nil)
+		return decodeAs[PullRequestConvertedToDraftEvent](d, "PullRequestConvertedToDraftEvent")
 	case "demilestoned":
-		return parseAs[PullRequestDemilestonedEvent](body, "PullRequestDemilestonedEvent", nil)
+		return decodeAs[PullRequestDemilestonedEvent](d, "PullRequestDemilestonedEvent")
 	case "dequeued":
-		return parseAs[PullRequestDequeuedEvent](body, "PullRequestDequeuedEvent", nil)
+		return decodeAs[PullRequestDequeuedEvent](d, "PullRequestDequeuedEvent")
 	case "edited":
-		return parseAs[PullRequestEditedEvent](body, "PullRequestEditedEvent", nil)
+		return decodeAs[PullRequestEditedEvent](d, "PullRequestEditedEvent")
 	case "enqueued":
-		return parseAs[PullRequestEnqueuedEvent](body, "PullRequestEnqueuedEvent", nil)
+		return decodeAs[PullRequestEnqueuedEvent](d, "PullRequestEnqueuedEvent")
 	case "labeled":
-		return parseAs[PullRequestLabeledEvent](body, "PullRequestLabeledEvent", nil)
+		return decodeAs[PullRequestLabeledEvent](d, "PullRequestLabeledEvent")
 	case "locked":
-		return parseAs[PullRequestLockedEvent](body, "PullRequestLockedEvent", nil)
+		return decodeAs[PullRequestLockedEvent](d, "PullRequestLockedEvent")
 	case "milestoned":
-		return parseAs[PullRequestMilestonedEvent](body, "PullRequestMilestonedEvent", nil)
+		return decodeAs[PullRequestMilestonedEvent](d, "PullRequestMilestonedEvent")
 	case "opened":
-		return parseAs[PullRequestOpenedEvent](body, "PullRequestOpenedEvent", nil)
+		return decodeAs[PullRequestOpenedEvent](d, "PullRequestOpenedEvent")
 	case "ready_for_review":
-		return parseAs[PullRequestReadyForReviewEvent](body, "PullRequestReadyForReviewEvent", nil)
+		return decodeAs[PullRequestReadyForReviewEvent](d, "PullRequestReadyForReviewEvent")
 	case "reopened":
-		return parseAs[PullRequestReopenedEvent](body, "PullRequestReopenedEvent", nil)
+		return decodeAs[PullRequestReopenedEvent](d, "PullRequestReopenedEvent")
 	case "review_request_removed":
-		return parseAs[PullRequestReviewRequestRemovedEvent](body, "PullRequestReviewRequestRemovedEvent", nil)
+		return decodeAs[PullRequestReviewRequestRemovedEvent](d, "PullRequestReviewRequestRemovedEvent")
 	case "review_requested":
-		return parseAs[PullRequestReviewRequestedEvent](body, "PullRequestReviewRequestedEvent", nil)
+		return decodeAs[PullRequestReviewRequestedEvent](d, "PullRequestReviewRequestedEvent")
 	case "synchronize":
-		return parseAs[PullRequestSynchronizeEvent](body, "PullRequestSynchronizeEvent", nil)
+		return decodeAs[PullRequestSynchronizeEvent](d, "PullRequestSynchronizeEvent")
 	case "unassigned":
-		return parseAs[PullRequestUnassignedEvent](body, "PullRequestUnassignedEvent", nil)
+		return decodeAs[PullRequestUnassignedEvent](d, "PullRequestUnassignedEvent")
 	case "unlabeled":
-		return parseAs[PullRequestUnlabeledEvent](body, "PullRequestUnlabeledEvent", nil)
+		return decodeAs[PullRequestUnlabeledEvent](d, "PullRequestUnlabeledEvent")
 	case "unlocked":
-		return parseAs[PullRequestUnlockedEvent](body, "PullRequestUnlockedEvent", nil)
+		return decodeAs[PullRequestUnlockedEvent](d, "PullRequestUnlockedEvent")
 	}
-	return parseAs[PullRequestUnknownEvent](body, "PullRequestUnknownEvent", nil)
+	return decodeAs[PullRequestUnknownEvent](d, "PullRequestUnknownEvent")
 }
 
 func parsePullRequestReviewEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodePullRequestReviewEvent)
+}
+
+func decodePullRequestReviewEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "dismissed":
-		return parseAs[PullRequestReviewDismissedEvent](body, "PullRequestReviewDismissedEvent", nil)
+		return decodeAs[PullRequestReviewDismissedEvent](d, "PullRequestReviewDismissedEvent")
 	case "edited":
-		return parseAs[PullRequestReviewEditedEvent](body, "PullRequestReviewEditedEvent", nil)
+		return decodeAs[PullRequestReviewEditedEvent](d, "PullRequestReviewEditedEvent")
 	case "submitted":
-		return parseAs[PullRequestReviewSubmittedEvent](body, "PullRequestReviewSubmittedEvent", nil)
+		return decodeAs[PullRequestReviewSubmittedEvent](d, "PullRequestReviewSubmittedEvent")
 	}
-	return parseAs[PullRequestReviewUnknownEvent](body, "PullRequestReviewUnknownEvent", nil)
+	return decodeAs[PullRequestReviewUnknownEvent](d, "PullRequestReviewUnknownEvent")
 }
 
 func parsePullRequestReviewCommentEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodePullRequestReviewCommentEvent)
+}
+
+func decodePullRequestReviewCommentEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[PullRequestReviewCommentCreatedEvent](body, "PullRequestReviewCommentCreatedEvent", nil)
+		return decodeAs[PullRequestReviewCommentCreatedEvent](d, "PullRequestReviewCommentCreatedEvent")
 	case "deleted":
-		return parseAs[PullRequestReviewCommentDeletedEvent](body, "PullRequestReviewCommentDeletedEvent", nil)
+		return decodeAs[PullRequestReviewCommentDeletedEvent](d, "PullRequestReviewCommentDeletedEvent")
 	case "edited":
-		return parseAs[PullRequestReviewCommentEditedEvent](body, "PullRequestReviewCommentEditedEvent", nil)
+		return decodeAs[PullRequestReviewCommentEditedEvent](d, "PullRequestReviewCommentEditedEvent")
 	}
-	return parseAs[PullRequestReviewCommentUnknownEvent](body, "PullRequestReviewCommentUnknownEvent", nil)
+	return decodeAs[PullRequestReviewCommentUnknownEvent](d, "PullRequestReviewCommentUnknownEvent")
 }
 
 func parsePullRequestReviewThreadEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodePullRequestReviewThreadEvent)
+}
+
+func decodePullRequestReviewThreadEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "resolved":
-		return parseAs[PullRequestReviewThreadResolvedEvent](body, "PullRequestReviewThreadResolvedEvent", nil)
+		return decodeAs[PullRequestReviewThreadResolvedEvent](d, "PullRequestReviewThreadResolvedEvent")
 	case "unresolved":
-		return parseAs[PullRequestReviewThreadUnresolvedEvent](body, "PullRequestReviewThreadUnresolvedEvent", nil)
+		return decodeAs[PullRequestReviewThreadUnresolvedEvent](d, "PullRequestReviewThreadUnresolvedEvent")
 	}
-	return parseAs[PullRequestReviewThreadUnknownEvent](body, "PullRequestReviewThreadUnknownEvent", nil)
+	return decodeAs[PullRequestReviewThreadUnknownEvent](d, "PullRequestReviewThreadUnknownEvent")
 }
 
 func parsePushEvent(body []byte) (Payload, error) {
@@ -1362,95 +1362,95 @@ func parsePushEvent(body []byte) (Payload, error) {
 }
 
 func parseRegistryPackageEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeRegistryPackageEvent)
+}
+
+func decodeRegistryPackageEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "published":
-		return parseAs[RegistryPackagePublishedEvent](body, "RegistryPackagePublishedEvent", nil)
+		return decodeAs[RegistryPackagePublishedEvent](d, "RegistryPackagePublishedEvent")
 	case "updated":
-		return parseAs[RegistryPackageUpdatedEvent](body, "RegistryPackageUpdatedEvent", nil)
+		return decodeAs[RegistryPackageUpdatedEvent](d, "RegistryPackageUpdatedEvent")
 	}
-	return parseAs[RegistryPackageUnknownEvent](body, "RegistryPackageUnknownEvent", nil)
+	return decodeAs[RegistryPackageUnknownEvent](d, "RegistryPackageUnknownEvent")
 }
 
 func parseReleaseEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeReleaseEvent)
+}
+
+func decodeReleaseEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[ReleaseCreatedEvent](body, "ReleaseCreatedEvent", nil)
+		return decodeAs[ReleaseCreatedEvent](d, "ReleaseCreatedEvent")
 	case "deleted":
-		return parseAs[ReleaseDeletedEvent](body, "ReleaseDeletedEvent", nil)
+		return decodeAs[ReleaseDeletedEvent](d, "ReleaseDeletedEvent")
 	case "edited":
-		return parseAs[ReleaseEditedEvent](body, "ReleaseEditedEvent", nil)
+		return decodeAs[ReleaseEditedEvent](d, "ReleaseEditedEvent")
 	case "prereleased":
-		return parseAs[ReleasePrereleasedEvent](body, "ReleasePrereleasedEvent", nil)
+		return decodeAs[ReleasePrereleasedEvent](d, "ReleasePrereleasedEvent")
 	case "published":
-		return parseAs[ReleasePublishedEvent](body, "ReleasePublishedEvent", nil)
+		return decodeAs[ReleasePublishedEvent](d, "ReleasePublishedEvent")
 	case "released":
-		return parseAs[ReleaseReleasedEvent](body, "ReleaseReleasedEvent", nil)
+		return decodeAs[ReleaseReleasedEvent](d, "ReleaseReleasedEvent")
 	case "unpublished":
-		return parseAs[ReleaseUnpublishedEvent](body, "ReleaseUnpublishedEvent", nil)
+		return decodeAs[ReleaseUnpublishedEvent](d, "ReleaseUnpublishedEvent")
 	}
-	return parseAs[ReleaseUnknownEvent](body, "ReleaseUnknownEvent", nil)
+	return decodeAs[ReleaseUnknownEvent](d, "ReleaseUnknownEvent")
 }
 
 func parseRepositoryEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeRepositoryEvent)
+}
+
+func decodeRepositoryEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "archived":
-		return parseAs[RepositoryArchivedEvent](body, "RepositoryArchivedEvent", nil)
+		return decodeAs[RepositoryArchivedEvent](d, "RepositoryArchivedEvent")
 	case "created":
-		return parseAs[RepositoryCreatedEvent](body, "RepositoryCreatedEvent", nil)
+		return decodeAs[RepositoryCreatedEvent](d, "RepositoryCreatedEvent")
 	case "deleted":
-		return parseAs[RepositoryDeletedEvent](body, "RepositoryDeletedEvent", nil)
+		return decodeAs[RepositoryDeletedEvent](d, "RepositoryDeletedEvent")
 	case "edited":
-		return parseAs[RepositoryEditedEvent](body, "RepositoryEditedEvent", nil)
+		return decodeAs[RepositoryEditedEvent](d, "RepositoryEditedEvent")
 	case "privatized":
-		return parseAs[RepositoryPrivatizedEvent](body, "RepositoryPrivatizedEvent", nil)
+		return decodeAs[RepositoryPrivatizedEvent](d, "RepositoryPrivatizedEvent")
 	case "publicized":
-		return parseAs[RepositoryPublicizedEvent](body, "RepositoryPublicizedEvent", nil)
+		return decodeAs[RepositoryPublicizedEvent](d, "RepositoryPublicizedEvent")
 	case "renamed":
-		return parseAs[RepositoryRenamedEvent](body, "RepositoryRenamedEvent", nil)
+		return decodeAs[RepositoryRenamedEvent](d, "RepositoryRenamedEvent")
 	case "transferred":
-		return parseAs[RepositoryTransferredEvent](body, "RepositoryTransferredEvent", nil)
+		return decodeAs[RepositoryTransferredEvent](d, "RepositoryTransferredEvent")
 	case "unarchived":
-		return parseAs[RepositoryUnarchivedEvent](body, "RepositoryUnarchivedEvent", nil)
+		return decodeAs[RepositoryUnarchivedEvent](d, "RepositoryUnarchivedEvent")
 	}
-	return parseAs[RepositoryUnknownEvent](body, "RepositoryUnknownEvent", nil)
+	return decodeAs[RepositoryUnknownEvent](d, "RepositoryUnknownEvent")
 }
 
 func parseRepositoryAdvisoryEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeRepositoryAdvisoryEvent)
+}
+
+func decodeRepositoryAdvisoryEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "published":
-		return parseAs[RepositoryAdvisoryPublishedEvent](body, "RepositoryAdvisoryPublishedEvent", nil)
+		return decodeAs[RepositoryAdvisoryPublishedEvent](d, "RepositoryAdvisoryPublishedEvent")
 	case "reported":
-		return parseAs[RepositoryAdvisoryReportedEvent](body, "RepositoryAdvisoryReportedEvent", nil)
+		return decodeAs[RepositoryAdvisoryReportedEvent](d, "RepositoryAdvisoryReportedEvent")
 	}
-	return parseAs[RepositoryAdvisoryUnknownEvent](body, "RepositoryAdvisoryUnknownEvent", nil)
+	return decodeAs[RepositoryAdvisoryUnknownEvent](d, "RepositoryAdvisoryUnknownEvent")
 }
 
 func parseRepositoryDispatchEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeRepositoryDispatchEvent)
+}
+
+func decodeRepositoryDispatchEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "sample.collected":
-		return parseAs[RepositoryDispatchSampleCollectedEvent](body, "RepositoryDispatchSampleCollectedEvent", nil)
+		return decodeAs[RepositoryDispatchSampleCollectedEvent](d, "RepositoryDispatchSampleCollectedEvent")
 	}
-	return parseAs[RepositoryDispatchUnknownEvent](body, "RepositoryDispatchUnknownEvent", nil)
+	return decodeAs[RepositoryDispatchUnknownEvent](d, "RepositoryDispatchUnknownEvent")
 }
 
 func parseRepositoryImportEvent(body []byte) (Payload, error) {
@@ -1458,105 +1458,105 @@ func parseRepositoryImportEvent(body []byte) (Payload, error) {
 }
 
 func parseRepositoryRulesetEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeRepositoryRulesetEvent)
+}
+
+func decodeRepositoryRulesetEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[RepositoryRulesetCreatedEvent](body, "RepositoryRulesetCreatedEvent", nil)
+		return decodeAs[RepositoryRulesetCreatedEvent](d, "RepositoryRulesetCreatedEvent")
 	case "deleted":
-		return parseAs[RepositoryRulesetDeletedEvent](body, "RepositoryRulesetDeletedEvent", nil)
+		return decodeAs[RepositoryRulesetDeletedEvent](d, "RepositoryRulesetDeletedEvent")
 	case "edited":
-		return parseAs[RepositoryRulesetEditedEvent](body, "RepositoryRulesetEditedEvent", nil)
+		return decodeAs[RepositoryRulesetEditedEvent](d, "RepositoryRulesetEditedEvent")
 	}
-	return parseAs[RepositoryRulesetUnknownEvent](body, "RepositoryRulesetUnknownEvent", nil)
+	return decodeAs[RepositoryRulesetUnknownEvent](d, "RepositoryRulesetUnknownEvent")
 }
 
 func parseRepositoryVulnerabilityAlertEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeRepositoryVulnerabilityAlertEvent)
+}
+
+func decodeRepositoryVulnerabilityAlertEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "create":
-		return parseAs[RepositoryVulnerabilityAlertCreateEvent](body, "RepositoryVulnerabilityAlertCreateEvent", nil)
+		return decodeAs[RepositoryVulnerabilityAlertCreateEvent](d, "RepositoryVulnerabilityAlertCreateEvent")
 	case "dismiss":
-		return parseAs[RepositoryVulnerabilityAlertDismissEvent](body, "RepositoryVulnerabilityAlertDismissEvent", nil)
+		return decodeAs[RepositoryVulnerabilityAlertDismissEvent](d, "RepositoryVulnerabilityAlertDismissEvent")
 	case "reopen":
-		return parseAs[RepositoryVulnerabilityAlertReopenEvent](body, "RepositoryVulnerabilityAlertReopenEvent", nil)
+		return decodeAs[RepositoryVulnerabilityAlertReopenEvent](d, "RepositoryVulnerabilityAlertReopenEvent")
 	case "resolve":
-		return parseAs[RepositoryVulnerabilityAlertResolveEvent](body, "RepositoryVulnerabilityAlertResolveEvent", nil)
+		return decodeAs[RepositoryVulnerabilityAlertResolveEvent](d, "RepositoryVulnerabilityAlertResolveEvent")
 	}
-	return parseAs[RepositoryVulnerabilityAlertUnknownEvent](body, "RepositoryVulnerabilityAlertUnknownEvent", nil)
+	return decodeAs[RepositoryVulnerabilityAlertUnknownEvent](d, "RepositoryVulnerabilityAlertUnknownEvent")
 }
 
 func parseSecretScanningAlertEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeSecretScanningAlertEvent)
+}
+
+func decodeSecretScanningAlertEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "assigned":
-		return parseAs[SecretScanningAlertAssignedEvent](body, "SecretScanningAlertAssignedEvent", nil)
+		return decodeAs[SecretScanningAlertAssignedEvent](d, "SecretScanningAlertAssignedEvent")
 	case "created":
-		return parseAs[SecretScanningAlertCreatedEvent](body, "SecretScanningAlertCreatedEvent", nil)
+		return decodeAs[SecretScanningAlertCreatedEvent](d, "SecretScanningAlertCreatedEvent")
 	case "publicly_leaked":
-		return parseAs[SecretScanningAlertPubliclyLeakedEvent](body, "SecretScanningAlertPubliclyLeakedEvent", nil)
+		return decodeAs[SecretScanningAlertPubliclyLeakedEvent](d, "SecretScanningAlertPubliclyLeakedEvent")
 	case "reopened":
-		return parseAs[SecretScanningAlertReopenedEvent](body, "SecretScanningAlertReopenedEvent", nil)
+		return decodeAs[SecretScanningAlertReopenedEvent](d, "SecretScanningAlertReopenedEvent")
 	case "resolved":
-		return parseAs[SecretScanningAlertResolvedEvent](body, "SecretScanningAlertResolvedEvent", nil)
+		return decodeAs[SecretScanningAlertResolvedEvent](d, "SecretScanningAlertResolvedEvent")
 	case "revoked":
-		return parseAs[SecretScanningAlertRevokedEvent](body, "SecretScanningAlertRevokedEvent", nil)
+		return decodeAs[SecretScanningAlertRevokedEvent](d, "SecretScanningAlertRevokedEvent")
 	case "unassigned":
-		return parseAs[SecretScanningAlertUnassignedEvent](body, "SecretScanningAlertUnassignedEvent", nil)
+		return decodeAs[SecretScanningAlertUnassignedEvent](d, "SecretScanningAlertUnassignedEvent")
 	case "validated":
-		return parseAs[SecretScanningAlertValidatedEvent](body, "SecretScanningAlertValidatedEvent", nil)
+		return decodeAs[SecretScanningAlertValidatedEvent](d, "SecretScanningAlertValidatedEvent")
 	}
-	return parseAs[SecretScanningAlertUnknownEvent](body, "SecretScanningAlertUnknownEvent", nil)
+	return decodeAs[SecretScanningAlertUnknownEvent](d, "SecretScanningAlertUnknownEvent")
 }
 
 func parseSecretScanningAlertLocationEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeSecretScanningAlertLocationEvent)
+}
+
+func decodeSecretScanningAlertLocationEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[SecretScanningAlertLocationCreatedEvent](body, "SecretScanningAlertLocationCreatedEvent", nil)
+		return decodeAs[SecretScanningAlertLocationCreatedEvent](d, "SecretScanningAlertLocationCreatedEvent")
 	}
-	return parseAs[SecretScanningAlertLocationUnknownEvent](body, "SecretScanningAlertLocationUnknownEvent", nil)
+	return decodeAs[SecretScanningAlertLocationUnknownEvent](d, "SecretScanningAlertLocationUnknownEvent")
 }
 
 func parseSecretScanningScanEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeSecretScanningScanEvent)
+}
+
+func decodeSecretScanningScanEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "completed":
-		return parseAs[SecretScanningScanCompletedEvent](body, "SecretScanningScanCompletedEvent", nil)
+		return decodeAs[SecretScanningScanCompletedEvent](d, "SecretScanningScanCompletedEvent")
 	}
-	return parseAs[SecretScanningScanUnknownEvent](body, "SecretScanningScanUnknownEvent", nil)
+	return decodeAs[SecretScanningScanUnknownEvent](d, "SecretScanningScanUnknownEvent")
 }
 
 func parseSecurityAdvisoryEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeSecurityAdvisoryEvent)
+}
+
+func decodeSecurityAdvisoryEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "performed":
-		return parseAs[SecurityAdvisoryPerformedEvent](body, "SecurityAdvisoryPerformedEvent", nil)
+		return decodeAs[SecurityAdvisoryPerformedEvent](d, "SecurityAdvisoryPerformedEvent")
 	case "published":
-		return parseAs[SecurityAdvisoryPublishedEvent](body, "SecurityAdvisoryPublishedEvent", nil)
+		return decodeAs[SecurityAdvisoryPublishedEvent](d, "SecurityAdvisoryPublishedEvent")
 	case "updated":
-		return parseAs[SecurityAdvisoryUpdatedEvent](body, "SecurityAdvisoryUpdatedEvent", nil)
+		return decodeAs[SecurityAdvisoryUpdatedEvent](d, "SecurityAdvisoryUpdatedEvent")
 	case "withdrawn":
-		return parseAs[SecurityAdvisoryWithdrawnEvent](body, "SecurityAdvisoryWithdrawnEvent", nil)
+		return decodeAs[SecurityAdvisoryWithdrawnEvent](d, "SecurityAdvisoryWithdrawnEvent")
 	}
-	return parseAs[SecurityAdvisoryUnknownEvent](body, "SecurityAdvisoryUnknownEvent", nil)
+	return decodeAs[SecurityAdvisoryUnknownEvent](d, "SecurityAdvisoryUnknownEvent")
 }
 
 func parseSecurityAndAnalysisEvent(body []byte) (Payload, error) {
@@ -1564,39 +1564,39 @@ func parseSecurityAndAnalysisEvent(body []byte) (Payload, error) {
 }
 
 func parseSponsorshipEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeSponsorshipEvent)
+}
+
+func decodeSponsorshipEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "cancelled":
-		return parseAs[SponsorshipCancelledEvent](body, "SponsorshipCancelledEvent", nil)
+		return decodeAs[SponsorshipCancelledEvent](d, "SponsorshipCancelledEvent")
 	case "created":
-		return parseAs[SponsorshipCreatedEvent](body, "SponsorshipCreatedEvent", nil)
+		return decodeAs[SponsorshipCreatedEvent](d, "SponsorshipCreatedEvent")
 	case "edited":
-		return parseAs[SponsorshipEditedEvent](body, "SponsorshipEditedEvent", nil)
+		return decodeAs[SponsorshipEditedEvent](d, "SponsorshipEditedEvent")
 	case "pending_cancellation":
-		return parseAs[SponsorshipPendingCancellationEvent](body, "SponsorshipPendingCancellationEvent", nil)
+		return decodeAs[SponsorshipPendingCancellationEvent](d, "SponsorshipPendingCancellationEvent")
 	case "pending_tier_change":
-		return parseAs[SponsorshipPendingTierChangeEvent](body, "SponsorshipPendingTierChangeEvent", nil)
+		return decodeAs[SponsorshipPendingTierChangeEvent](d, "SponsorshipPendingTierChangeEvent")
 	case "tier_changed":
-		return parseAs[SponsorshipTierChangedEvent](body, "SponsorshipTierChangedEvent", nil)
+		return decodeAs[SponsorshipTierChangedEvent](d, "SponsorshipTierChangedEvent")
 	}
-	return parseAs[SponsorshipUnknownEvent](body, "SponsorshipUnknownEvent", nil)
+	return decodeAs[SponsorshipUnknownEvent](d, "SponsorshipUnknownEvent")
 }
 
 func parseStarEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeStarEvent)
+}
+
+func decodeStarEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "created":
-		return parseAs[StarCreatedEvent](body, "StarCreatedEvent", nil)
+		return decodeAs[StarCreatedEvent](d, "StarCreatedEvent")
 	case "deleted":
-		return parseAs[StarDeletedEvent](body, "StarDeletedEvent", nil)
+		return decodeAs[StarDeletedEvent](d, "StarDeletedEvent")
 	}
-	return parseAs[StarUnknownEvent](body, "StarUnknownEvent", nil)
+	return decodeAs[StarUnknownEvent](d, "StarUnknownEvent")
 }
 
 func parseStatusEvent(body []byte) (Payload, error) {
@@ -1604,41 +1604,41 @@ func parseStatusEvent(body []byte) (Payload, error) {
 }
 
 func parseSubIssuesEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeSubIssuesEvent)
+}
+
+func decodeSubIssuesEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "parent_issue_added":
-		return parseAs[SubIssuesParentIssueAddedEvent](body, "SubIssuesParentIssueAddedEvent", nil)
+		return decodeAs[SubIssuesParentIssueAddedEvent](d, "SubIssuesParentIssueAddedEvent")
 	case "parent_issue_removed":
-		return parseAs[SubIssuesParentIssueRemovedEvent](body, "SubIssuesParentIssueRemovedEvent", nil)
+		return decodeAs[SubIssuesParentIssueRemovedEvent](d, "SubIssuesParentIssueRemovedEvent")
 	case "sub_issue_added":
-		return parseAs[SubIssuesSubIssueAddedEvent](body, "SubIssuesSubIssueAddedEvent", nil)
+		return decodeAs[SubIssuesSubIssueAddedEvent](d, "SubIssuesSubIssueAddedEvent")
 	case "sub_issue_removed":
-		return parseAs[SubIssuesSubIssueRemovedEvent](body, "SubIssuesSubIssueRemovedEvent", nil)
+		return decodeAs[SubIssuesSubIssueRemovedEvent](d, "SubIssuesSubIssueRemovedEvent")
 	}
-	return parseAs[SubIssuesUnknownEvent](body, "SubIssuesUnknownEvent", nil)
+	return decodeAs[SubIssuesUnknownEvent](d, "SubIssuesUnknownEvent")
 }
 
 func parseTeamEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeTeamEvent)
+}
+
+func decodeTeamEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "added_to_repository":
-		return parseAs[TeamAddedToRepositoryEvent](body, "TeamAddedToRepositoryEvent", nil)
+		return decodeAs[TeamAddedToRepositoryEvent](d, "TeamAddedToRepositoryEvent")
 	case "created":
-		return parseAs[TeamCreatedEvent](body, "TeamCreatedEvent", nil)
+		return decodeAs[TeamCreatedEvent](d, "TeamCreatedEvent")
 	case "deleted":
-		return parseAs[TeamDeletedEvent](body, "TeamDeletedEvent", nil)
+		return decodeAs[TeamDeletedEvent](d, "TeamDeletedEvent")
 	case "edited":
-		return parseAs[TeamEditedEvent](body, "TeamEditedEvent", nil)
+		return decodeAs[TeamEditedEvent](d, "TeamEditedEvent")
 	case "removed_from_repository":
-		return parseAs[TeamRemovedFromRepositoryEvent](body, "TeamRemovedFromRepositoryEvent", nil)
+		return decodeAs[TeamRemovedFromRepositoryEvent](d, "TeamRemovedFromRepositoryEvent")
 	}
-	return parseAs[TeamUnknownEvent](body, "TeamUnknownEvent", nil)
+	return decodeAs[TeamUnknownEvent](d, "TeamUnknownEvent")
 }
 
 func parseTeamAddEvent(body []byte) (Payload, error) {
@@ -1646,15 +1646,15 @@ func parseTeamAddEvent(body []byte) (Payload, error) {
 }
 
 func parseWatchEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeWatchEvent)
+}
+
+func decodeWatchEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "started":
-		return parseAs[WatchStartedEvent](body, "WatchStartedEvent", nil)
+		return decodeAs[WatchStartedEvent](d, "WatchStartedEvent")
 	}
-	return parseAs[WatchUnknownEvent](body, "WatchUnknownEvent", nil)
+	return decodeAs[WatchUnknownEvent](d, "WatchUnknownEvent")
 }
 
 func parseWorkflowDispatchEvent(body []byte) (Payload, error) {
@@ -1662,35 +1662,35 @@ func parseWorkflowDispatchEvent(body []byte) (Payload, error) {
 }
 
 func parseWorkflowJobEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeWorkflowJobEvent)
+}
+
+func decodeWorkflowJobEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "completed":
-		return parseAs[WorkflowJobCompletedEvent](body, "WorkflowJobCompletedEvent", nil)
+		return decodeAs[WorkflowJobCompletedEvent](d, "WorkflowJobCompletedEvent")
 	case "in_progress":
-		return parseAs[WorkflowJobInProgressEvent](body, "WorkflowJobInProgressEvent", nil)
+		return decodeAs[WorkflowJobInProgressEvent](d, "WorkflowJobInProgressEvent")
 	case "queued":
-		return parseAs[WorkflowJobQueuedEvent](body, "WorkflowJobQueuedEvent", nil)
+		return decodeAs[WorkflowJobQueuedEvent](d, "WorkflowJobQueuedEvent")
 	case "waiting":
-		return parseAs[WorkflowJobWaitingEvent](body, "WorkflowJobWaitingEvent", nil)
+		return decodeAs[WorkflowJobWaitingEvent](d, "WorkflowJobWaitingEvent")
 	}
-	return parseAs[WorkflowJobUnknownEvent](body, "WorkflowJobUnknownEvent", nil)
+	return decodeAs[WorkflowJobUnknownEvent](d, "WorkflowJobUnknownEvent")
 }
 
 func parseWorkflowRunEvent(body []byte) (Payload, error) {
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	switch action {
+	return parseByAction(body, decodeWorkflowRunEvent)
+}
+
+func decodeWorkflowRunEvent(action []byte, d *decoder) (Payload, error) {
+	switch string(action) {
 	case "completed":
-		return parseAs[WorkflowRunCompletedEvent](body, "WorkflowRunCompletedEvent", nil)
+		return decodeAs[WorkflowRunCompletedEvent](d, "WorkflowRunCompletedEvent")
 	case "in_progress":
-		return parseAs[WorkflowRunInProgressEvent](body, "WorkflowRunInProgressEvent", nil)
+		return decodeAs[WorkflowRunInProgressEvent](d, "WorkflowRunInProgressEvent")
 	case "requested":
-		return parseAs[WorkflowRunRequestedEvent](body, "WorkflowRunRequestedEvent", nil)
+		return decodeAs[WorkflowRunRequestedEvent](d, "WorkflowRunRequestedEvent")
 	}
-	return parseAs[WorkflowRunUnknownEvent](body, "WorkflowRunUnknownEvent", nil)
+	return decodeAs[WorkflowRunUnknownEvent](d, "WorkflowRunUnknownEvent")
 }

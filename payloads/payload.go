@@ -89,6 +89,80 @@ func parseAs[T any, PT interface {
 	return p, nil
 }
 
+// decodeAs decodes the whole document in d into a new T, for the parsers of events
+// with actions.
+func decodeAs[T any, PT interface {
+	*T
+	Payload
+	decode(*decoder) error
+}](d *decoder, typ string) (Payload, error) {
+	p := PT(new(T))
+	err := p.decode(d)
+	if err == nil {
+		err = d.end()
+	}
+	if err != nil {
+		return nil, finish(err, typ)
+	}
+	return p, nil
+}
+
+// parseByAction decodes body with dec, which picks the struct of the payload's
+// action, in one pass over the bytes when it can: the forge writes "action" as
+// the first member, so that member is taken as the action and the payload
+// decoded at once, while the decoder counts the top-level "action" keys. Only
+// when there was another one (a duplicate: the last one counts), or when the
+// first member is not a plain "action" string, or when decoding fails (so that
+// the error is the one the exact path gives), is the action found by a pass of
+// its own (actionOf) and the payload decoded again.
+func parseByAction(body []byte, dec func(action []byte, d *decoder) (Payload, error)) (Payload, error) {
+	if action, ok := leadingAction(body); ok {
+		d := decoder{buf: body}
+		if p, err := dec(action, &d); err == nil && d.actions == 1 {
+			return p, nil
+		}
+	}
+	action, err := actionOf(body)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{buf: body}
+	return dec([]byte(action), &d)
+}
+
+// leadingAction returns the value of body's first member when that member is
+// "action" and its value a string of printable ASCII without escapes: what the
+// forge sends. It does not check the rest of body.
+func leadingAction(body []byte) ([]byte, bool) {
+	d := decoder{buf: body}
+	if d.peek() != '{' {
+		return nil, false
+	}
+	d.pos++
+	const key = `"action"`
+	if d.peek() != '"' || len(body)-d.pos < len(key) || string(body[d.pos:d.pos+len(key)]) != key {
+		return nil, false
+	}
+	d.pos += len(key)
+	if d.peek() != ':' {
+		return nil, false
+	}
+	d.pos++
+	if d.peek() != '"' {
+		return nil, false
+	}
+	start := d.pos + 1
+	for i := start; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"':
+			return body[start:i], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 // actionOf returns the payload's top-level "action" (see scanAction). The error is
 // for a body that is not a JSON object.
 func actionOf(body []byte) (string, error) {
