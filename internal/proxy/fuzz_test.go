@@ -52,8 +52,11 @@ func FuzzMessageRoundTrip(f *testing.F) {
 		}
 		var obj map[string]json.RawMessage
 		json.Unmarshal(ev.Data, &obj)
-		if json.Valid(body) && !bytes.ContainsAny(body, "\r\n") && len(bytes.TrimSpace(body)) > 0 && !bytes.Equal(obj["body"], body) {
-			t.Fatalf("body member %q, want the body %q itself", obj["body"], body)
+		// A JSON value inside the message cannot keep white space around it, so
+		// the body member is the body without its leading and trailing JSON white
+		// space; the exact bytes travel in bodyB (checked above).
+		if trimmed := bytes.Trim(body, " \t\r\n"); json.Valid(body) && !bytes.ContainsAny(body, "\r\n") && len(trimmed) > 0 && !bytes.Equal(obj["body"], trimmed) {
+			t.Fatalf("body member %q, want the body %q itself", obj["body"], trimmed)
 		}
 	})
 }
