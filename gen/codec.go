@@ -88,9 +88,28 @@ func encFunc(e *TypeExpr) *jen.Statement {
 
 func elemFunc(e *TypeExpr, fn func(*TypeExpr) *jen.Statement, ptr string) *jen.Statement {
 	if e.ElemNullable {
+		if ptr == "ptrOf" {
+			if dec := scalarPtrDec(e.Elem); dec != nil {
+				return dec
+			}
+		}
 		return jen.Id(ptr).Call(fn(e.Elem))
 	}
 	return fn(e.Elem)
+}
+
+// scalarPtrDec is the decoder of a pointer to a builtin scalar, which takes the
+// value from the decoder's slabs instead of allocating it (payloads'
+// decStringPtr and its siblings), or nil for other types.
+func scalarPtrDec(e *TypeExpr) *jen.Statement {
+	if e.Kind != ExprBuiltin {
+		return nil
+	}
+	switch e.Name {
+	case "string", "int64", "bool", "float64":
+		return jen.Id("dec" + builtinSuffix(e.Name) + "Ptr")
+	}
+	return nil
 }
 
 func builtinSuffix(name string) string {
@@ -165,6 +184,8 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 								jen.If(jen.Id("d").Dot("null").Call()).Block(jen.Return(jen.Nil())),
 								jen.Id("seen").Index(jen.Lit(fp.Value/64)).Op("|=").Lit(1).Op("<<").Lit(fp.Value%64),
 								jen.Return(decodeInto(fp.Expr, v, false)))
+						case fp.Ptr && scalarPtrDec(fp.Expr) != nil:
+							body = append(body, jen.Return(scalarPtrDec(fp.Expr).Call(jen.Op("&").Add(v), jen.Id("d"))))
 						case fp.Ptr:
 							body = append(body, jen.Return(jen.Id("decPtr").Call(jen.Op("&").Add(v), jen.Id("d"), decFunc(fp.Expr))))
 						default:

@@ -128,11 +128,11 @@ func (x *AlertInstance) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.AnalysisKey, d)
 		case "category":
-			return decPtr(&x.Category, d, decString)
+			return decStringPtr(&x.Category, d)
 		case "classifications":
 			return decSlice(&x.Classifications, d, decString)
 		case "commit_sha":
-			return decPtr(&x.CommitSHA, d, decString)
+			return decStringPtr(&x.CommitSHA, d)
 		case "environment":
 			if d.null() {
 				return nil
@@ -221,15 +221,15 @@ func (x *AlertInstanceLocation) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "end_column":
-			return decPtr(&x.EndColumn, d, decInt64)
+			return decInt64Ptr(&x.EndColumn, d)
 		case "end_line":
-			return decPtr(&x.EndLine, d, decInt64)
+			return decInt64Ptr(&x.EndLine, d)
 		case "path":
-			return decPtr(&x.Path, d, decString)
+			return decStringPtr(&x.Path, d)
 		case "start_column":
-			return decPtr(&x.StartColumn, d, decInt64)
+			return decInt64Ptr(&x.StartColumn, d)
 		case "start_line":
-			return decPtr(&x.StartLine, d, decInt64)
+			return decInt64Ptr(&x.StartLine, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -279,7 +279,7 @@ func (x *AlertInstanceMessage) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "text":
-			return decPtr(&x.Text, d, decString)
+			return decStringPtr(&x.Text, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -314,9 +314,9 @@ func (x *App) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			return decInt64Ptr(&x.ID, d)
 		case "slug":
-			return decPtr(&x.Slug, d, decString)
+			return decStringPtr(&x.Slug, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -324,7 +324,7 @@ func (x *App) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.NodeID, d)
 		case "client_id":
-			return decPtr(&x.ClientID, d, decString)
+			return decStringPtr(&x.ClientID, d)
 		case "owner":
 			return decPtr(&x.Owner, d, (*AppOwner).decode)
 		case "name":
@@ -334,9 +334,9 @@ func (x *App) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.Name, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "external_url":
-			return decPtr(&x.ExternalURL, d, decString)
+			return decStringPtr(&x.ExternalURL, d)
 		case "html_url":
 			if d.null() {
 				return nil
@@ -352,7 +352,7 @@ func (x *App) decode(d *decoder) error {
 		case "events":
 			return decSlice(&x.Events, d, (*AppEvent).decode)
 		case "installations_count":
-			return decPtr(&x.InstallationsCount, d, decInt64)
+			return decInt64Ptr(&x.InstallationsCount, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -864,7 +864,7 @@ func (x *BranchProtectionRule) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decBool(&x.AuthorizedDismissalActorsOnly, d)
 		case "create_protected":
-			return decPtr(&x.CreateProtected, d, decBool)
+			return decBoolPtr(&x.CreateProtected, d)
 		case "created_at":
 			if d.null() {
 				return nil
@@ -898,7 +898,7 @@ func (x *BranchProtectionRule) decode(d *decoder) error {
 		case "lock_branch_enforcement_level":
 			return decPtr(&x.LockBranchEnforcementLevel, d, (*BranchProtectionRuleAllowDeletionsEnforcementLevel).decode)
 		case "lock_allows_fork_sync":
-			return decPtr(&x.LockAllowsForkSync, d, decBool)
+			return decBoolPtr(&x.LockAllowsForkSync, d)
 		case "merge_queue_enforcement_level":
 			if d.null() {
 				return nil
@@ -930,7 +930,7 @@ func (x *BranchProtectionRule) decode(d *decoder) error {
 			seen[0] |= 1 << 15
 			return decBool(&x.RequireCodeOwnerReview, d)
 		case "require_last_push_approval":
-			return decPtr(&x.RequireLastPushApproval, d, decBool)
+			return decBoolPtr(&x.RequireLastPushApproval, d)
 		case "required_approving_review_count":
 			if d.null() {
 				return nil
@@ -1215,7 +1215,7 @@ func (x *BranchProtectionRuleEditedChangesAdminEnforced) decode(d *decoder) erro
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "from":
-			return decPtr(&x.From, d, decBool)
+			return decBoolPtr(&x.From, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -1329,9 +1329,9 @@ func (x *CVSSSeveritiesCVSSV3) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "vector_string":
-			return decPtr(&x.VectorString, d, decString)
+			return decStringPtr(&x.VectorString, d)
 		case "score":
-			return decPtr(&x.Score, d, decFloat64)
+			return decFloat64Ptr(&x.Score, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -1384,7 +1384,7 @@ func (x *CheckRun) decode(d *decoder) error {
 		case "deployment":
 			return decPtr(&x.Deployment, d, (*Deployment).decode)
 		case "details_url":
-			return decPtr(&x.DetailsURL, d, decString)
+			return decStringPtr(&x.DetailsURL, d)
 		case "external_id":
 			if d.null() {
 				return nil
@@ -1416,7 +1416,7 @@ func (x *CheckRun) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decString(&x.Name, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "output":
 			if d.null() {
 				return nil
@@ -1558,11 +1558,11 @@ func (x *CheckRunOutput) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.AnnotationsURL, d)
 		case "summary":
-			return decPtr(&x.Summary, d, decString)
+			return decStringPtr(&x.Summary, d)
 		case "text":
-			return decPtr(&x.Text, d, decString)
+			return decStringPtr(&x.Text, d)
 		case "title":
-			return decPtr(&x.Title, d, decString)
+			return decStringPtr(&x.Title, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -1753,7 +1753,7 @@ func (x *CheckRunRequestedAction) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "identifier":
-			return decPtr(&x.Identifier, d, decString)
+			return decStringPtr(&x.Identifier, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -1788,7 +1788,7 @@ func (x *CheckSuite) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "after":
-			return decPtr(&x.After, d, decString)
+			return decStringPtr(&x.After, d)
 		case "app":
 			if d.null() {
 				return nil
@@ -1796,7 +1796,7 @@ func (x *CheckSuite) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return x.App.decode(d)
 		case "before":
-			return decPtr(&x.Before, d, decString)
+			return decStringPtr(&x.Before, d)
 		case "check_runs_url":
 			if d.null() {
 				return nil
@@ -1812,7 +1812,7 @@ func (x *CheckSuite) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return x.CreatedAt.decode(d)
 		case "head_branch":
-			return decPtr(&x.HeadBranch, d, decString)
+			return decStringPtr(&x.HeadBranch, d)
 		case "head_commit":
 			if d.null() {
 				return nil
@@ -1850,9 +1850,9 @@ func (x *CheckSuite) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			return decSlice(&x.PullRequests, d, (*CheckRunPullRequest).decode)
 		case "rerequestable":
-			return decPtr(&x.Rerequestable, d, decBool)
+			return decBoolPtr(&x.Rerequestable, d)
 		case "runs_rerequestable":
-			return decPtr(&x.RunsRerequestable, d, decBool)
+			return decBoolPtr(&x.RunsRerequestable, d)
 		case "status":
 			return decPtr(&x.Status, d, (*CheckSuiteStatus).decode)
 		case "updated_at":
@@ -1988,9 +1988,9 @@ func (x *CodeOfConduct) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.URL, d)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -2060,7 +2060,7 @@ func (x *CodeOfConductSimple) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.Name, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -2116,7 +2116,7 @@ func (x *CodeScanningAlert) decode(d *decoder) error {
 		case "dismissed_by":
 			return decPtr(&x.DismissedBy, d, (*User).decode)
 		case "dismissed_comment":
-			return decPtr(&x.DismissedComment, d, decString)
+			return decStringPtr(&x.DismissedComment, d)
 		case "dismissed_reason":
 			return decPtr(&x.DismissedReason, d, (*CodeScanningAlertDismissedReason).decode)
 		case "fixed_at":
@@ -2154,9 +2154,9 @@ func (x *CodeScanningAlert) decode(d *decoder) error {
 		case "dismissal_approved_by":
 			return decPtr(&x.DismissalApprovedBy, d, (*User).decode)
 		case "instances_url":
-			return decPtr(&x.InstancesURL, d, decString)
+			return decStringPtr(&x.InstancesURL, d)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -2270,13 +2270,13 @@ func (x *CodeScanningAlertRule) decode(d *decoder) error {
 		case "severity":
 			return decPtr(&x.Severity, d, (*CodeScanningAlertRuleSeverity).decode)
 		case "full_description":
-			return decPtr(&x.FullDescription, d, decString)
+			return decStringPtr(&x.FullDescription, d)
 		case "help":
-			return decPtr(&x.Help, d, decString)
+			return decStringPtr(&x.Help, d)
 		case "help_uri":
-			return decPtr(&x.HelpURI, d, decString)
+			return decStringPtr(&x.HelpURI, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "tags":
 			return decSlice(&x.Tags, d, decString)
 		}
@@ -2348,9 +2348,9 @@ func (x *CodeScanningAlertTool) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.Name, d)
 		case "version":
-			return decPtr(&x.Version, d, decString)
+			return decStringPtr(&x.Version, d)
 		case "guid":
-			return decPtr(&x.GUID, d, decString)
+			return decStringPtr(&x.GUID, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -2618,7 +2618,7 @@ func (x *CommitComment) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decInt64(&x.ID, d)
 		case "line":
-			return decPtr(&x.Line, d, decInt64)
+			return decInt64Ptr(&x.Line, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -2626,9 +2626,9 @@ func (x *CommitComment) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decString(&x.NodeID, d)
 		case "path":
-			return decPtr(&x.Path, d, decString)
+			return decStringPtr(&x.Path, d)
 		case "position":
-			return decPtr(&x.Position, d, decInt64)
+			return decInt64Ptr(&x.Position, d)
 		case "reactions":
 			return decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "updated_at":
@@ -2734,7 +2734,7 @@ func (x *Committer) decode(d *decoder) error {
 		case "date":
 			return decPtr(&x.Date, d, (*Timestamp).decode)
 		case "email":
-			return decPtr(&x.Email, d, decString)
+			return decStringPtr(&x.Email, d)
 		case "name":
 			if d.null() {
 				return nil
@@ -2742,7 +2742,7 @@ func (x *Committer) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.Name, d)
 		case "username":
-			return decPtr(&x.Username, d, decString)
+			return decStringPtr(&x.Username, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -2896,7 +2896,7 @@ func (x *DependabotAlert) decode(d *decoder) error {
 		case "dismissed_reason":
 			return decPtr(&x.DismissedReason, d, (*DependabotAlertDismissedReason).decode)
 		case "dismissed_comment":
-			return decPtr(&x.DismissedComment, d, decString)
+			return decStringPtr(&x.DismissedComment, d)
 		case "fixed_at":
 			return decPtr(&x.FixedAt, d, (*Timestamp).decode)
 		case "auto_dismissed_at":
@@ -2993,7 +2993,7 @@ func (x *DependabotAlertDependency) decode(d *decoder) error {
 		case "package":
 			return decPtr(&x.Package, d, (*DependabotAlertPackage).decode)
 		case "manifest_path":
-			return decPtr(&x.ManifestPath, d, decString)
+			return decStringPtr(&x.ManifestPath, d)
 		case "scope":
 			return decPtr(&x.Scope, d, (*DependabotAlertDependencyScope).decode)
 		case "relationship":
@@ -3100,7 +3100,7 @@ func (x *DependabotAlertSecurityAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.GHSAID, d)
 		case "cve_id":
-			return decPtr(&x.CVEID, d, decString)
+			return decStringPtr(&x.CVEID, d)
 		case "summary":
 			if d.null() {
 				return nil
@@ -3324,7 +3324,7 @@ func (x *DeployKey) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "added_by":
-			return decPtr(&x.AddedBy, d, decString)
+			return decStringPtr(&x.AddedBy, d)
 		case "created_at":
 			if d.null() {
 				return nil
@@ -3344,7 +3344,7 @@ func (x *DeployKey) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.Key, d)
 		case "last_used":
-			return decPtr(&x.LastUsed, d, decString)
+			return decStringPtr(&x.LastUsed, d)
 		case "read_only":
 			if d.null() {
 				return nil
@@ -3370,7 +3370,7 @@ func (x *DeployKey) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decBool(&x.Verified, d)
 		case "enabled":
-			return decPtr(&x.Enabled, d, decBool)
+			return decBoolPtr(&x.Enabled, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -3460,9 +3460,9 @@ func (x *Deployment) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.NodeID, d)
 		case "sha":
-			return decPtr(&x.SHA, d, decString)
+			return decStringPtr(&x.SHA, d)
 		case "ref":
-			return decPtr(&x.Ref, d, decString)
+			return decStringPtr(&x.Ref, d)
 		case "task":
 			if d.null() {
 				return nil
@@ -3472,7 +3472,7 @@ func (x *Deployment) decode(d *decoder) error {
 		case "payload":
 			return decPtr(&x.Payload, d, (*DeploymentPayload).decode)
 		case "original_environment":
-			return decPtr(&x.OriginalEnvironment, d, decString)
+			return decStringPtr(&x.OriginalEnvironment, d)
 		case "environment":
 			if d.null() {
 				return nil
@@ -3480,7 +3480,7 @@ func (x *Deployment) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decString(&x.Environment, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "creator":
 			return decPtr(&x.Creator, d, (*User).decode)
 		case "created_at":
@@ -3508,9 +3508,9 @@ func (x *Deployment) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			return decString(&x.RepositoryURL, d)
 		case "transient_environment":
-			return decPtr(&x.TransientEnvironment, d, decBool)
+			return decBoolPtr(&x.TransientEnvironment, d)
 		case "production_environment":
-			return decPtr(&x.ProductionEnvironment, d, decBool)
+			return decBoolPtr(&x.ProductionEnvironment, d)
 		case "performed_via_github_app":
 			return decPtr(&x.PerformedViaGithubApp, d, (*App).decode)
 		}
@@ -3615,43 +3615,43 @@ func (x *DeploymentReviewApprovedApprover) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "avatar_url":
-			return decPtr(&x.AvatarURL, d, decString)
+			return decStringPtr(&x.AvatarURL, d)
 		case "events_url":
-			return decPtr(&x.EventsURL, d, decString)
+			return decStringPtr(&x.EventsURL, d)
 		case "followers_url":
-			return decPtr(&x.FollowersURL, d, decString)
+			return decStringPtr(&x.FollowersURL, d)
 		case "following_url":
-			return decPtr(&x.FollowingURL, d, decString)
+			return decStringPtr(&x.FollowingURL, d)
 		case "gists_url":
-			return decPtr(&x.GistsURL, d, decString)
+			return decStringPtr(&x.GistsURL, d)
 		case "gravatar_id":
-			return decPtr(&x.GravatarID, d, decString)
+			return decStringPtr(&x.GravatarID, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			return decInt64Ptr(&x.ID, d)
 		case "login":
-			return decPtr(&x.Login, d, decString)
+			return decStringPtr(&x.Login, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "organizations_url":
-			return decPtr(&x.OrganizationsURL, d, decString)
+			return decStringPtr(&x.OrganizationsURL, d)
 		case "received_events_url":
-			return decPtr(&x.ReceivedEventsURL, d, decString)
+			return decStringPtr(&x.ReceivedEventsURL, d)
 		case "repos_url":
-			return decPtr(&x.ReposURL, d, decString)
+			return decStringPtr(&x.ReposURL, d)
 		case "site_admin":
-			return decPtr(&x.SiteAdmin, d, decBool)
+			return decBoolPtr(&x.SiteAdmin, d)
 		case "starred_url":
-			return decPtr(&x.StarredURL, d, decString)
+			return decStringPtr(&x.StarredURL, d)
 		case "subscriptions_url":
-			return decPtr(&x.SubscriptionsURL, d, decString)
+			return decStringPtr(&x.SubscriptionsURL, d)
 		case "type":
-			return decPtr(&x.Type, d, decString)
+			return decStringPtr(&x.Type, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "user_view_type":
-			return decPtr(&x.UserViewType, d, decString)
+			return decStringPtr(&x.UserViewType, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -3757,21 +3757,21 @@ func (x *DeploymentReviewApprovedWorkflowJobRun) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "conclusion":
-			return decPtr(&x.Conclusion, d, decString)
+			return decStringPtr(&x.Conclusion, d)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "environment":
-			return decPtr(&x.Environment, d, decString)
+			return decStringPtr(&x.Environment, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			return decInt64Ptr(&x.ID, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "status":
-			return decPtr(&x.Status, d, decString)
+			return decStringPtr(&x.Status, d)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -3900,7 +3900,7 @@ func (x *DeploymentReviewWorkflowJobRun) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decInt64(&x.ID, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "status":
 			if d.null() {
 				return nil
@@ -4002,7 +4002,7 @@ func (x *DeploymentStatus) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.Environment, d)
 		case "environment_url":
-			return decPtr(&x.EnvironmentURL, d, decString)
+			return decStringPtr(&x.EnvironmentURL, d)
 		case "id":
 			if d.null() {
 				return nil
@@ -4010,7 +4010,7 @@ func (x *DeploymentStatus) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decInt64(&x.ID, d)
 		case "log_url":
-			return decPtr(&x.LogURL, d, decString)
+			return decStringPtr(&x.LogURL, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -4284,9 +4284,9 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 		case "actor":
 			return decPtr(&x.Actor, d, (*User).decode)
 		case "artifacts_url":
-			return decPtr(&x.ArtifactsURL, d, decString)
+			return decStringPtr(&x.ArtifactsURL, d)
 		case "cancel_url":
-			return decPtr(&x.CancelURL, d, decString)
+			return decStringPtr(&x.CancelURL, d)
 		case "check_suite_id":
 			if d.null() {
 				return nil
@@ -4300,7 +4300,7 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.CheckSuiteNodeID, d)
 		case "check_suite_url":
-			return decPtr(&x.CheckSuiteURL, d, decString)
+			return decStringPtr(&x.CheckSuiteURL, d)
 		case "conclusion":
 			return decPtr(&x.Conclusion, d, (*DeploymentWorkflowRunConclusion).decode)
 		case "created_at":
@@ -4310,7 +4310,7 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return x.CreatedAt.decode(d)
 		case "display_title":
-			return decPtr(&x.DisplayTitle, d, decString)
+			return decStringPtr(&x.DisplayTitle, d)
 		case "event":
 			if d.null() {
 				return nil
@@ -4346,9 +4346,9 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decInt64(&x.ID, d)
 		case "jobs_url":
-			return decPtr(&x.JobsURL, d, decString)
+			return decStringPtr(&x.JobsURL, d)
 		case "logs_url":
-			return decPtr(&x.LogsURL, d, decString)
+			return decStringPtr(&x.LogsURL, d)
 		case "name":
 			if d.null() {
 				return nil
@@ -4362,9 +4362,9 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			return decString(&x.NodeID, d)
 		case "path":
-			return decPtr(&x.Path, d, decString)
+			return decStringPtr(&x.Path, d)
 		case "previous_attempt_url":
-			return decPtr(&x.PreviousAttemptURL, d, decString)
+			return decStringPtr(&x.PreviousAttemptURL, d)
 		case "pull_requests":
 			if d.null() {
 				return nil
@@ -4376,7 +4376,7 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 		case "repository":
 			return decPtr(&x.Repository, d, (*DeploymentWorkflowRunHeadRepository).decode)
 		case "rerun_url":
-			return decPtr(&x.RerunURL, d, decString)
+			return decStringPtr(&x.RerunURL, d)
 		case "run_attempt":
 			if d.null() {
 				return nil
@@ -4422,7 +4422,7 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 17
 			return decInt64(&x.WorkflowID, d)
 		case "workflow_url":
-			return decPtr(&x.WorkflowURL, d, decString)
+			return decStringPtr(&x.WorkflowURL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -4593,97 +4593,97 @@ func (x *DeploymentWorkflowRunHeadRepository) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "archive_url":
-			return decPtr(&x.ArchiveURL, d, decString)
+			return decStringPtr(&x.ArchiveURL, d)
 		case "assignees_url":
-			return decPtr(&x.AssigneesURL, d, decString)
+			return decStringPtr(&x.AssigneesURL, d)
 		case "blobs_url":
-			return decPtr(&x.BlobsURL, d, decString)
+			return decStringPtr(&x.BlobsURL, d)
 		case "branches_url":
-			return decPtr(&x.BranchesURL, d, decString)
+			return decStringPtr(&x.BranchesURL, d)
 		case "collaborators_url":
-			return decPtr(&x.CollaboratorsURL, d, decString)
+			return decStringPtr(&x.CollaboratorsURL, d)
 		case "comments_url":
-			return decPtr(&x.CommentsURL, d, decString)
+			return decStringPtr(&x.CommentsURL, d)
 		case "commits_url":
-			return decPtr(&x.CommitsURL, d, decString)
+			return decStringPtr(&x.CommitsURL, d)
 		case "compare_url":
-			return decPtr(&x.CompareURL, d, decString)
+			return decStringPtr(&x.CompareURL, d)
 		case "contents_url":
-			return decPtr(&x.ContentsURL, d, decString)
+			return decStringPtr(&x.ContentsURL, d)
 		case "contributors_url":
-			return decPtr(&x.ContributorsURL, d, decString)
+			return decStringPtr(&x.ContributorsURL, d)
 		case "deployments_url":
-			return decPtr(&x.DeploymentsURL, d, decString)
+			return decStringPtr(&x.DeploymentsURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "downloads_url":
-			return decPtr(&x.DownloadsURL, d, decString)
+			return decStringPtr(&x.DownloadsURL, d)
 		case "events_url":
-			return decPtr(&x.EventsURL, d, decString)
+			return decStringPtr(&x.EventsURL, d)
 		case "fork":
-			return decPtr(&x.Fork, d, decBool)
+			return decBoolPtr(&x.Fork, d)
 		case "forks_url":
-			return decPtr(&x.ForksURL, d, decString)
+			return decStringPtr(&x.ForksURL, d)
 		case "full_name":
-			return decPtr(&x.FullName, d, decString)
+			return decStringPtr(&x.FullName, d)
 		case "git_commits_url":
-			return decPtr(&x.GitCommitsURL, d, decString)
+			return decStringPtr(&x.GitCommitsURL, d)
 		case "git_refs_url":
-			return decPtr(&x.GitRefsURL, d, decString)
+			return decStringPtr(&x.GitRefsURL, d)
 		case "git_tags_url":
-			return decPtr(&x.GitTagsURL, d, decString)
+			return decStringPtr(&x.GitTagsURL, d)
 		case "hooks_url":
-			return decPtr(&x.HooksURL, d, decString)
+			return decStringPtr(&x.HooksURL, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			return decInt64Ptr(&x.ID, d)
 		case "issue_comment_url":
-			return decPtr(&x.IssueCommentURL, d, decString)
+			return decStringPtr(&x.IssueCommentURL, d)
 		case "issue_events_url":
-			return decPtr(&x.IssueEventsURL, d, decString)
+			return decStringPtr(&x.IssueEventsURL, d)
 		case "issues_url":
-			return decPtr(&x.IssuesURL, d, decString)
+			return decStringPtr(&x.IssuesURL, d)
 		case "keys_url":
-			return decPtr(&x.KeysURL, d, decString)
+			return decStringPtr(&x.KeysURL, d)
 		case "labels_url":
-			return decPtr(&x.LabelsURL, d, decString)
+			return decStringPtr(&x.LabelsURL, d)
 		case "languages_url":
-			return decPtr(&x.LanguagesURL, d, decString)
+			return decStringPtr(&x.LanguagesURL, d)
 		case "merges_url":
-			return decPtr(&x.MergesURL, d, decString)
+			return decStringPtr(&x.MergesURL, d)
 		case "milestones_url":
-			return decPtr(&x.MilestonesURL, d, decString)
+			return decStringPtr(&x.MilestonesURL, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "notifications_url":
-			return decPtr(&x.NotificationsURL, d, decString)
+			return decStringPtr(&x.NotificationsURL, d)
 		case "owner":
 			return decPtr(&x.Owner, d, (*DeploymentReviewApprovedApprover).decode)
 		case "private":
-			return decPtr(&x.Private, d, decBool)
+			return decBoolPtr(&x.Private, d)
 		case "pulls_url":
-			return decPtr(&x.PullsURL, d, decString)
+			return decStringPtr(&x.PullsURL, d)
 		case "releases_url":
-			return decPtr(&x.ReleasesURL, d, decString)
+			return decStringPtr(&x.ReleasesURL, d)
 		case "stargazers_url":
-			return decPtr(&x.StargazersURL, d, decString)
+			return decStringPtr(&x.StargazersURL, d)
 		case "statuses_url":
-			return decPtr(&x.StatusesURL, d, decString)
+			return decStringPtr(&x.StatusesURL, d)
 		case "subscribers_url":
-			return decPtr(&x.SubscribersURL, d, decString)
+			return decStringPtr(&x.SubscribersURL, d)
 		case "subscription_url":
-			return decPtr(&x.SubscriptionURL, d, decString)
+			return decStringPtr(&x.SubscriptionURL, d)
 		case "tags_url":
-			return decPtr(&x.TagsURL, d, decString)
+			return decStringPtr(&x.TagsURL, d)
 		case "teams_url":
-			return decPtr(&x.TeamsURL, d, decString)
+			return decStringPtr(&x.TeamsURL, d)
 		case "trees_url":
-			return decPtr(&x.TreesURL, d, decString)
+			return decStringPtr(&x.TreesURL, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -4898,13 +4898,13 @@ func (x *Discussion) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "active_lock_reason":
-			return decPtr(&x.ActiveLockReason, d, decString)
+			return decStringPtr(&x.ActiveLockReason, d)
 		case "answer_chosen_at":
-			return decPtr(&x.AnswerChosenAt, d, decString)
+			return decStringPtr(&x.AnswerChosenAt, d)
 		case "answer_chosen_by":
 			return decPtr(&x.AnswerChosenBy, d, (*User).decode)
 		case "answer_html_url":
-			return decPtr(&x.AnswerHTMLURL, d, decString)
+			return decStringPtr(&x.AnswerHTMLURL, d)
 		case "author_association":
 			if d.null() {
 				return nil
@@ -4982,7 +4982,7 @@ func (x *Discussion) decode(d *decoder) error {
 		case "state_reason":
 			return decPtr(&x.StateReason, d, (*DiscussionStateReason).decode)
 		case "timeline_url":
-			return decPtr(&x.TimelineURL, d, decString)
+			return decStringPtr(&x.TimelineURL, d)
 		case "title":
 			if d.null() {
 				return nil
@@ -5306,7 +5306,7 @@ func (x *DiscussionCategory) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decString(&x.Name, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "repository_id":
 			if d.null() {
 				return nil
@@ -5524,7 +5524,7 @@ func (x *DiscussionComment) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decString(&x.NodeID, d)
 		case "parent_id":
-			return decPtr(&x.ParentID, d, decInt64)
+			return decInt64Ptr(&x.ParentID, d)
 		case "reactions":
 			return decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "repository_url":
@@ -5794,7 +5794,7 @@ func (x *Enterprise) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "html_url":
 			if d.null() {
 				return nil
@@ -5802,7 +5802,7 @@ func (x *Enterprise) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.HTMLURL, d)
 		case "website_url":
-			return decPtr(&x.WebsiteURL, d, decString)
+			return decStringPtr(&x.WebsiteURL, d)
 		case "id":
 			if d.null() {
 				return nil
@@ -5950,7 +5950,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decString(&x.HTMLURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "fork":
 			if d.null() {
 				return nil
@@ -6192,7 +6192,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 46
 			return decString(&x.CloneURL, d)
 		case "mirror_url":
-			return decPtr(&x.MirrorURL, d, decString)
+			return decStringPtr(&x.MirrorURL, d)
 		case "hooks_url":
 			if d.null() {
 				return nil
@@ -6206,9 +6206,9 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 48
 			return decString(&x.SvnURL, d)
 		case "homepage":
-			return decPtr(&x.Homepage, d, decString)
+			return decStringPtr(&x.Homepage, d)
 		case "language":
-			return decPtr(&x.Language, d, decString)
+			return decStringPtr(&x.Language, d)
 		case "forks_count":
 			if d.null() {
 				return nil
@@ -6246,7 +6246,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 54
 			return decInt64(&x.OpenIssuesCount, d)
 		case "is_template":
-			return decPtr(&x.IsTemplate, d, decBool)
+			return decBoolPtr(&x.IsTemplate, d)
 		case "topics":
 			return decSlice(&x.Topics, d, decString)
 		case "has_issues":
@@ -6274,7 +6274,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 58
 			return decBool(&x.HasPages, d)
 		case "has_downloads":
-			return decPtr(&x.HasDownloads, d, decBool)
+			return decBoolPtr(&x.HasDownloads, d)
 		case "has_discussions":
 			if d.null() {
 				return nil
@@ -6294,7 +6294,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 61
 			return decBool(&x.Disabled, d)
 		case "visibility":
-			return decPtr(&x.Visibility, d, decString)
+			return decStringPtr(&x.Visibility, d)
 		case "pushed_at":
 			if d.null() {
 				return nil
@@ -6316,23 +6316,23 @@ func (x *FullRepository) decode(d *decoder) error {
 		case "permissions":
 			return decPtr(&x.Permissions, d, (*RepositoryPermissions).decode)
 		case "allow_rebase_merge":
-			return decPtr(&x.AllowRebaseMerge, d, decBool)
+			return decBoolPtr(&x.AllowRebaseMerge, d)
 		case "template_repository":
 			return decPtr(&x.TemplateRepository, d, (*Repository).decode)
 		case "temp_clone_token":
-			return decPtr(&x.TempCloneToken, d, decString)
+			return decStringPtr(&x.TempCloneToken, d)
 		case "allow_squash_merge":
-			return decPtr(&x.AllowSquashMerge, d, decBool)
+			return decBoolPtr(&x.AllowSquashMerge, d)
 		case "allow_auto_merge":
-			return decPtr(&x.AllowAutoMerge, d, decBool)
+			return decBoolPtr(&x.AllowAutoMerge, d)
 		case "delete_branch_on_merge":
-			return decPtr(&x.DeleteBranchOnMerge, d, decBool)
+			return decBoolPtr(&x.DeleteBranchOnMerge, d)
 		case "allow_merge_commit":
-			return decPtr(&x.AllowMergeCommit, d, decBool)
+			return decBoolPtr(&x.AllowMergeCommit, d)
 		case "allow_update_branch":
-			return decPtr(&x.AllowUpdateBranch, d, decBool)
+			return decBoolPtr(&x.AllowUpdateBranch, d)
 		case "use_squash_pr_title_as_default":
-			return decPtr(&x.UseSquashPrTitleAsDefault, d, decBool)
+			return decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		case "squash_merge_commit_title":
 			return decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
 		case "squash_merge_commit_message":
@@ -6342,9 +6342,9 @@ func (x *FullRepository) decode(d *decoder) error {
 		case "merge_commit_message":
 			return decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
 		case "allow_forking":
-			return decPtr(&x.AllowForking, d, decBool)
+			return decBoolPtr(&x.AllowForking, d)
 		case "web_commit_signoff_required":
-			return decPtr(&x.WebCommitSignoffRequired, d, decBool)
+			return decBoolPtr(&x.WebCommitSignoffRequired, d)
 		case "subscribers_count":
 			if d.null() {
 				return nil
@@ -6372,7 +6372,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[1] |= 1 << 3
 			return decInt64(&x.Forks, d)
 		case "master_branch":
-			return decPtr(&x.MasterBranch, d, decString)
+			return decStringPtr(&x.MasterBranch, d)
 		case "open_issues":
 			if d.null() {
 				return nil
@@ -6386,7 +6386,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[1] |= 1 << 5
 			return decInt64(&x.Watchers, d)
 		case "anonymous_access_enabled":
-			return decPtr(&x.AnonymousAccessEnabled, d, decBool)
+			return decBoolPtr(&x.AnonymousAccessEnabled, d)
 		case "code_of_conduct":
 			return decPtr(&x.CodeOfConduct, d, (*CodeOfConductSimple).decode)
 		case "security_and_analysis":
@@ -6860,7 +6860,7 @@ func (x *GollumPage) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.SHA, d)
 		case "summary":
-			return decPtr(&x.Summary, d, decString)
+			return decStringPtr(&x.Summary, d)
 		case "title":
 			if d.null() {
 				return nil
@@ -6921,11 +6921,11 @@ func (x *HookResponse) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "code":
-			return decPtr(&x.Code, d, decInt64)
+			return decInt64Ptr(&x.Code, d)
 		case "status":
-			return decPtr(&x.Status, d, decString)
+			return decStringPtr(&x.Status, d)
 		case "message":
-			return decPtr(&x.Message, d, decString)
+			return decStringPtr(&x.Message, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -7006,7 +7006,7 @@ func (x *Installation) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decInt64(&x.AppID, d)
 		case "client_id":
-			return decPtr(&x.ClientID, d, decString)
+			return decStringPtr(&x.ClientID, d)
 		case "target_id":
 			if d.null() {
 				return nil
@@ -7044,19 +7044,19 @@ func (x *Installation) decode(d *decoder) error {
 			seen[0] |= 1 << 11
 			return x.UpdatedAt.decode(d)
 		case "single_file_name":
-			return decPtr(&x.SingleFileName, d, decString)
+			return decStringPtr(&x.SingleFileName, d)
 		case "has_multiple_single_files":
-			return decPtr(&x.HasMultipleSingleFiles, d, decBool)
+			return decBoolPtr(&x.HasMultipleSingleFiles, d)
 		case "single_file_paths":
 			return decSlice(&x.SingleFilePaths, d, decString)
 		case "app_slug":
-			return decPtr(&x.AppSlug, d, decString)
+			return decStringPtr(&x.AppSlug, d)
 		case "suspended_by":
 			return decPtr(&x.SuspendedBy, d, (*User).decode)
 		case "suspended_at":
 			return decPtr(&x.SuspendedAt, d, (*Timestamp).decode)
 		case "contact_email":
-			return decPtr(&x.ContactEmail, d, decString)
+			return decStringPtr(&x.ContactEmail, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -7252,7 +7252,7 @@ func (x *InstallationTargetAccount) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "archived_at":
-			return decPtr(&x.ArchivedAt, d, decString)
+			return decStringPtr(&x.ArchivedAt, d)
 		case "avatar_url":
 			if d.null() {
 				return nil
@@ -7260,29 +7260,29 @@ func (x *InstallationTargetAccount) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.AvatarURL, d)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "description":
 			return decRaw(&x.Description, d)
 		case "events_url":
-			return decPtr(&x.EventsURL, d, decString)
+			return decStringPtr(&x.EventsURL, d)
 		case "followers":
-			return decPtr(&x.Followers, d, decInt64)
+			return decInt64Ptr(&x.Followers, d)
 		case "followers_url":
-			return decPtr(&x.FollowersURL, d, decString)
+			return decStringPtr(&x.FollowersURL, d)
 		case "following":
-			return decPtr(&x.Following, d, decInt64)
+			return decInt64Ptr(&x.Following, d)
 		case "following_url":
-			return decPtr(&x.FollowingURL, d, decString)
+			return decStringPtr(&x.FollowingURL, d)
 		case "gists_url":
-			return decPtr(&x.GistsURL, d, decString)
+			return decStringPtr(&x.GistsURL, d)
 		case "gravatar_id":
-			return decPtr(&x.GravatarID, d, decString)
+			return decStringPtr(&x.GravatarID, d)
 		case "has_organization_projects":
-			return decPtr(&x.HasOrganizationProjects, d, decBool)
+			return decBoolPtr(&x.HasOrganizationProjects, d)
 		case "has_repository_projects":
-			return decPtr(&x.HasRepositoryProjects, d, decBool)
+			return decBoolPtr(&x.HasRepositoryProjects, d)
 		case "hooks_url":
-			return decPtr(&x.HooksURL, d, decString)
+			return decStringPtr(&x.HooksURL, d)
 		case "html_url":
 			if d.null() {
 				return nil
@@ -7296,15 +7296,15 @@ func (x *InstallationTargetAccount) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decInt64(&x.ID, d)
 		case "is_verified":
-			return decPtr(&x.IsVerified, d, decBool)
+			return decBoolPtr(&x.IsVerified, d)
 		case "issues_url":
-			return decPtr(&x.IssuesURL, d, decString)
+			return decStringPtr(&x.IssuesURL, d)
 		case "login":
-			return decPtr(&x.Login, d, decString)
+			return decStringPtr(&x.Login, d)
 		case "members_url":
-			return decPtr(&x.MembersURL, d, decString)
+			return decStringPtr(&x.MembersURL, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -7312,35 +7312,35 @@ func (x *InstallationTargetAccount) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.NodeID, d)
 		case "organizations_url":
-			return decPtr(&x.OrganizationsURL, d, decString)
+			return decStringPtr(&x.OrganizationsURL, d)
 		case "public_gists":
-			return decPtr(&x.PublicGists, d, decInt64)
+			return decInt64Ptr(&x.PublicGists, d)
 		case "public_members_url":
-			return decPtr(&x.PublicMembersURL, d, decString)
+			return decStringPtr(&x.PublicMembersURL, d)
 		case "public_repos":
-			return decPtr(&x.PublicRepos, d, decInt64)
+			return decInt64Ptr(&x.PublicRepos, d)
 		case "received_events_url":
-			return decPtr(&x.ReceivedEventsURL, d, decString)
+			return decStringPtr(&x.ReceivedEventsURL, d)
 		case "repos_url":
-			return decPtr(&x.ReposURL, d, decString)
+			return decStringPtr(&x.ReposURL, d)
 		case "site_admin":
-			return decPtr(&x.SiteAdmin, d, decBool)
+			return decBoolPtr(&x.SiteAdmin, d)
 		case "slug":
-			return decPtr(&x.Slug, d, decString)
+			return decStringPtr(&x.Slug, d)
 		case "starred_url":
-			return decPtr(&x.StarredURL, d, decString)
+			return decStringPtr(&x.StarredURL, d)
 		case "subscriptions_url":
-			return decPtr(&x.SubscriptionsURL, d, decString)
+			return decStringPtr(&x.SubscriptionsURL, d)
 		case "type":
-			return decPtr(&x.Type, d, decString)
+			return decStringPtr(&x.Type, d)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "website_url":
 			return decRaw(&x.WebsiteURL, d)
 		case "user_view_type":
-			return decPtr(&x.UserViewType, d, decString)
+			return decStringPtr(&x.UserViewType, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -7624,7 +7624,7 @@ func (x *Issue) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			return decString(&x.Title, d)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "user":
 			return decPtr(&x.User, d, (*User).decode)
 		case "labels":
@@ -7636,7 +7636,7 @@ func (x *Issue) decode(d *decoder) error {
 		case "milestone":
 			return decPtr(&x.Milestone, d, (*Milestone).decode)
 		case "locked":
-			return decPtr(&x.Locked, d, decBool)
+			return decBoolPtr(&x.Locked, d)
 		case "active_lock_reason":
 			return decPtr(&x.ActiveLockReason, d, (*ActiveLockReason).decode)
 		case "comments":
@@ -7662,15 +7662,15 @@ func (x *Issue) decode(d *decoder) error {
 			seen[0] |= 1 << 12
 			return x.UpdatedAt.decode(d)
 		case "draft":
-			return decPtr(&x.Draft, d, decBool)
+			return decBoolPtr(&x.Draft, d)
 		case "closed_by":
 			return decPtr(&x.ClosedBy, d, (*User).decode)
 		case "body_html":
-			return decPtr(&x.BodyHTML, d, decString)
+			return decStringPtr(&x.BodyHTML, d)
 		case "body_text":
-			return decPtr(&x.BodyText, d, decString)
+			return decStringPtr(&x.BodyText, d)
 		case "timeline_url":
-			return decPtr(&x.TimelineURL, d, decString)
+			return decStringPtr(&x.TimelineURL, d)
 		case "type":
 			return decPtr(&x.Type, d, (*IssueType).decode)
 		case "repository":
@@ -7684,7 +7684,7 @@ func (x *Issue) decode(d *decoder) error {
 		case "sub_issues_summary":
 			return decPtr(&x.SubIssuesSummary, d, (*SubIssuesSummary).decode)
 		case "parent_issue_url":
-			return decPtr(&x.ParentIssueURL, d, decString)
+			return decStringPtr(&x.ParentIssueURL, d)
 		case "issue_dependencies_summary":
 			return decPtr(&x.IssueDependenciesSummary, d, (*IssueDependenciesSummary).decode)
 		case "issue_field_values":
@@ -8249,15 +8249,15 @@ func (x *IssuePullRequest) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "diff_url":
-			return decPtr(&x.DiffURL, d, decString)
+			return decStringPtr(&x.DiffURL, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "merged_at":
 			return decPtr(&x.MergedAt, d, (*Timestamp).decode)
 		case "patch_url":
-			return decPtr(&x.PatchURL, d, decString)
+			return decStringPtr(&x.PatchURL, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -8326,7 +8326,7 @@ func (x *IssueType) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.Name, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "color":
 			return decPtr(&x.Color, d, (*IssueTypeColor).decode)
 		case "created_at":
@@ -8334,7 +8334,7 @@ func (x *IssueType) decode(d *decoder) error {
 		case "updated_at":
 			return decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
 		case "is_enabled":
-			return decPtr(&x.IsEnabled, d, decBool)
+			return decBoolPtr(&x.IsEnabled, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -8494,7 +8494,7 @@ func (x *Label) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "color":
-			return decPtr(&x.Color, d, decString)
+			return decStringPtr(&x.Color, d)
 		case "default":
 			if d.null() {
 				return nil
@@ -8502,7 +8502,7 @@ func (x *Label) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decBool(&x.Default, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "id":
 			if d.null() {
 				return nil
@@ -8644,9 +8644,9 @@ func (x *License) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.Name, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "spdx_id":
-			return decPtr(&x.SpdxID, d, decString)
+			return decStringPtr(&x.SpdxID, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -8654,7 +8654,7 @@ func (x *License) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.NodeID, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -8762,11 +8762,11 @@ func (x *MarketplacePurchase) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.BillingCycle, d)
 		case "free_trial_ends_on":
-			return decPtr(&x.FreeTrialEndsOn, d, decString)
+			return decStringPtr(&x.FreeTrialEndsOn, d)
 		case "next_billing_date":
-			return decPtr(&x.NextBillingDate, d, decString)
+			return decStringPtr(&x.NextBillingDate, d)
 		case "on_free_trial":
-			return decPtr(&x.OnFreeTrial, d, decBool)
+			return decBoolPtr(&x.OnFreeTrial, d)
 		case "plan":
 			if d.null() {
 				return nil
@@ -8856,7 +8856,7 @@ func (x *MarketplacePurchaseAccount) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.NodeID, d)
 		case "organization_billing_email":
-			return decPtr(&x.OrganizationBillingEmail, d, decString)
+			return decStringPtr(&x.OrganizationBillingEmail, d)
 		case "type":
 			if d.null() {
 				return nil
@@ -8918,7 +8918,7 @@ func (x *MarketplacePurchasePlan) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 0
-			return decSlice(&x.Bullets, d, ptrOf(decString))
+			return decSlice(&x.Bullets, d, decStringPtr)
 		case "description":
 			if d.null() {
 				return nil
@@ -8956,7 +8956,7 @@ func (x *MarketplacePurchasePlan) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return x.PriceModel.decode(d)
 		case "unit_name":
-			return decPtr(&x.UnitName, d, decString)
+			return decStringPtr(&x.UnitName, d)
 		case "yearly_price_in_cents":
 			if d.null() {
 				return nil
@@ -9077,7 +9077,7 @@ func (x *MemberChangesPermission) decode(d *decoder) error {
 		case "to":
 			return decPtr(&x.To, d, (*AppPermissionsEnterpriseCustomPropertiesForOrganizations).decode)
 		case "from":
-			return decPtr(&x.From, d, decString)
+			return decStringPtr(&x.From, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -9168,7 +9168,7 @@ func (x *Membership) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.Role, d)
 		case "direct_membership":
-			return decPtr(&x.DirectMembership, d, decBool)
+			return decBoolPtr(&x.DirectMembership, d)
 		case "enterprise_teams_providing_indirect_membership":
 			return decSlice(&x.EnterpriseTeamsProvidingIndirectMembership, d, decString)
 		case "state":
@@ -9578,7 +9578,7 @@ func (x *MetaHookConfig) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.InsecureSsl, d)
 		case "secret":
-			return decPtr(&x.Secret, d, decString)
+			return decStringPtr(&x.Secret, d)
 		case "url":
 			if d.null() {
 				return nil
@@ -9680,7 +9680,7 @@ func (x *Milestone) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decString(&x.Title, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "creator":
 			return decPtr(&x.Creator, d, (*User).decode)
 		case "open_issues":
@@ -9894,7 +9894,7 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decString(&x.HTMLURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "fork":
 			if d.null() {
 				return nil
@@ -10010,7 +10010,7 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 25
 			return decString(&x.GitTagsURL, d)
 		case "git_url":
-			return decPtr(&x.GitURL, d, decString)
+			return decStringPtr(&x.GitURL, d)
 		case "issue_comment_url":
 			if d.null() {
 				return nil
@@ -10078,7 +10078,7 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 36
 			return decString(&x.ReleasesURL, d)
 		case "ssh_url":
-			return decPtr(&x.SSHURL, d, decString)
+			return decStringPtr(&x.SSHURL, d)
 		case "stargazers_url":
 			if d.null() {
 				return nil
@@ -10122,9 +10122,9 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 43
 			return decString(&x.TreesURL, d)
 		case "clone_url":
-			return decPtr(&x.CloneURL, d, decString)
+			return decStringPtr(&x.CloneURL, d)
 		case "mirror_url":
-			return decPtr(&x.MirrorURL, d, decString)
+			return decStringPtr(&x.MirrorURL, d)
 		case "hooks_url":
 			if d.null() {
 				return nil
@@ -10132,45 +10132,45 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 44
 			return decString(&x.HooksURL, d)
 		case "svn_url":
-			return decPtr(&x.SvnURL, d, decString)
+			return decStringPtr(&x.SvnURL, d)
 		case "homepage":
-			return decPtr(&x.Homepage, d, decString)
+			return decStringPtr(&x.Homepage, d)
 		case "language":
-			return decPtr(&x.Language, d, decString)
+			return decStringPtr(&x.Language, d)
 		case "forks_count":
-			return decPtr(&x.ForksCount, d, decInt64)
+			return decInt64Ptr(&x.ForksCount, d)
 		case "stargazers_count":
-			return decPtr(&x.StargazersCount, d, decInt64)
+			return decInt64Ptr(&x.StargazersCount, d)
 		case "watchers_count":
-			return decPtr(&x.WatchersCount, d, decInt64)
+			return decInt64Ptr(&x.WatchersCount, d)
 		case "size":
-			return decPtr(&x.Size, d, decInt64)
+			return decInt64Ptr(&x.Size, d)
 		case "default_branch":
-			return decPtr(&x.DefaultBranch, d, decString)
+			return decStringPtr(&x.DefaultBranch, d)
 		case "open_issues_count":
-			return decPtr(&x.OpenIssuesCount, d, decInt64)
+			return decInt64Ptr(&x.OpenIssuesCount, d)
 		case "is_template":
-			return decPtr(&x.IsTemplate, d, decBool)
+			return decBoolPtr(&x.IsTemplate, d)
 		case "topics":
 			return decSlice(&x.Topics, d, decString)
 		case "has_issues":
-			return decPtr(&x.HasIssues, d, decBool)
+			return decBoolPtr(&x.HasIssues, d)
 		case "has_projects":
-			return decPtr(&x.HasProjects, d, decBool)
+			return decBoolPtr(&x.HasProjects, d)
 		case "has_wiki":
-			return decPtr(&x.HasWiki, d, decBool)
+			return decBoolPtr(&x.HasWiki, d)
 		case "has_pages":
-			return decPtr(&x.HasPages, d, decBool)
+			return decBoolPtr(&x.HasPages, d)
 		case "has_downloads":
-			return decPtr(&x.HasDownloads, d, decBool)
+			return decBoolPtr(&x.HasDownloads, d)
 		case "has_discussions":
-			return decPtr(&x.HasDiscussions, d, decBool)
+			return decBoolPtr(&x.HasDiscussions, d)
 		case "archived":
-			return decPtr(&x.Archived, d, decBool)
+			return decBoolPtr(&x.Archived, d)
 		case "disabled":
-			return decPtr(&x.Disabled, d, decBool)
+			return decBoolPtr(&x.Disabled, d)
 		case "visibility":
-			return decPtr(&x.Visibility, d, decString)
+			return decStringPtr(&x.Visibility, d)
 		case "pushed_at":
 			return decPtr(&x.PushedAt, d, (*Timestamp).decode)
 		case "created_at":
@@ -10180,29 +10180,29 @@ func (x *MinimalRepository) decode(d *decoder) error {
 		case "permissions":
 			return decPtr(&x.Permissions, d, (*MinimalRepositoryPermissions).decode)
 		case "role_name":
-			return decPtr(&x.RoleName, d, decString)
+			return decStringPtr(&x.RoleName, d)
 		case "temp_clone_token":
-			return decPtr(&x.TempCloneToken, d, decString)
+			return decStringPtr(&x.TempCloneToken, d)
 		case "delete_branch_on_merge":
-			return decPtr(&x.DeleteBranchOnMerge, d, decBool)
+			return decBoolPtr(&x.DeleteBranchOnMerge, d)
 		case "subscribers_count":
-			return decPtr(&x.SubscribersCount, d, decInt64)
+			return decInt64Ptr(&x.SubscribersCount, d)
 		case "network_count":
-			return decPtr(&x.NetworkCount, d, decInt64)
+			return decInt64Ptr(&x.NetworkCount, d)
 		case "code_of_conduct":
 			return decPtr(&x.CodeOfConduct, d, (*CodeOfConduct).decode)
 		case "license":
 			return decPtr(&x.License, d, (*MinimalRepositoryLicense).decode)
 		case "forks":
-			return decPtr(&x.Forks, d, decInt64)
+			return decInt64Ptr(&x.Forks, d)
 		case "open_issues":
-			return decPtr(&x.OpenIssues, d, decInt64)
+			return decInt64Ptr(&x.OpenIssues, d)
 		case "watchers":
-			return decPtr(&x.Watchers, d, decInt64)
+			return decInt64Ptr(&x.Watchers, d)
 		case "allow_forking":
-			return decPtr(&x.AllowForking, d, decBool)
+			return decBoolPtr(&x.AllowForking, d)
 		case "web_commit_signoff_required":
-			return decPtr(&x.WebCommitSignoffRequired, d, decBool)
+			return decBoolPtr(&x.WebCommitSignoffRequired, d)
 		case "security_and_analysis":
 			return decPtr(&x.SecurityAndAnalysis, d, (*SecurityAndAnalysis).decode)
 		case "custom_properties":
@@ -10589,15 +10589,15 @@ func (x *MinimalRepositoryLicense) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "key":
-			return decPtr(&x.Key, d, decString)
+			return decStringPtr(&x.Key, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "spdx_id":
-			return decPtr(&x.SpdxID, d, decString)
+			return decStringPtr(&x.SpdxID, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -10647,15 +10647,15 @@ func (x *MinimalRepositoryPermissions) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "admin":
-			return decPtr(&x.Admin, d, decBool)
+			return decBoolPtr(&x.Admin, d)
 		case "maintain":
-			return decPtr(&x.Maintain, d, decBool)
+			return decBoolPtr(&x.Maintain, d)
 		case "push":
-			return decPtr(&x.Push, d, decBool)
+			return decBoolPtr(&x.Push, d)
 		case "triage":
-			return decPtr(&x.Triage, d, decBool)
+			return decBoolPtr(&x.Triage, d)
 		case "pull":
-			return decPtr(&x.Pull, d, decBool)
+			return decBoolPtr(&x.Pull, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -10772,7 +10772,7 @@ func (x *Organization) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			return decString(&x.AvatarURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -10858,17 +10858,17 @@ func (x *OrganizationCustomProperty) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.PropertyName, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "source_type":
 			return decPtr(&x.SourceType, d, (*OrganizationCustomPropertySourceType).decode)
 		case "value_type":
 			return decPtr(&x.ValueType, d, (*OrganizationCustomPropertyValueType).decode)
 		case "required":
-			return decPtr(&x.Required, d, decBool)
+			return decBoolPtr(&x.Required, d)
 		case "default_value":
 			return decPtr(&x.DefaultValue, d, (*OrganizationCustomPropertyDefaultValue).decode)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "allowed_values":
 			return decSlice(&x.AllowedValues, d, decString)
 		case "values_editable_by":
@@ -10946,11 +10946,11 @@ func (x *OrganizationMemberInvitedInvitation) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return x.CreatedAt.decode(d)
 		case "email":
-			return decPtr(&x.Email, d, decString)
+			return decStringPtr(&x.Email, d)
 		case "failed_at":
 			return decPtr(&x.FailedAt, d, (*Timestamp).decode)
 		case "failed_reason":
-			return decPtr(&x.FailedReason, d, decString)
+			return decStringPtr(&x.FailedReason, d)
 		case "id":
 			if d.null() {
 				return nil
@@ -10966,7 +10966,7 @@ func (x *OrganizationMemberInvitedInvitation) decode(d *decoder) error {
 		case "inviter":
 			return decPtr(&x.Inviter, d, (*User).decode)
 		case "login":
-			return decPtr(&x.Login, d, decString)
+			return decStringPtr(&x.Login, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -10986,7 +10986,7 @@ func (x *OrganizationMemberInvitedInvitation) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decFloat64(&x.TeamCount, d)
 		case "invitation_source":
-			return decPtr(&x.InvitationSource, d, decString)
+			return decStringPtr(&x.InvitationSource, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -11099,7 +11099,7 @@ func (x *OrganizationRenamedChangesLogin) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "from":
-			return decPtr(&x.From, d, decString)
+			return decStringPtr(&x.From, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -11134,9 +11134,9 @@ func (x *Package) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "ecosystem":
 			if d.null() {
 				return nil
@@ -11180,7 +11180,7 @@ func (x *Package) decode(d *decoder) error {
 		case "registry":
 			return decPtr(&x.Registry, d, (*PackageRegistry).decode)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -11344,11 +11344,11 @@ func (x *PackageVersion) decode(d *decoder) error {
 		case "body":
 			return decPtr(&x.Body, d, (*DeploymentPayload).decode)
 		case "body_html":
-			return decPtr(&x.BodyHTML, d, decString)
+			return decStringPtr(&x.BodyHTML, d)
 		case "container_metadata":
 			return decPtr(&x.ContainerMetadata, d, (*PackageVersionContainerMetadata).decode)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "description":
 			if d.null() {
 				return nil
@@ -11358,7 +11358,7 @@ func (x *PackageVersion) decode(d *decoder) error {
 		case "docker_metadata":
 			return decSlice(&x.DockerMetadata, d, (*PackageVersionDockerMetadata).decode)
 		case "draft":
-			return decPtr(&x.Draft, d, decBool)
+			return decBoolPtr(&x.Draft, d)
 		case "html_url":
 			if d.null() {
 				return nil
@@ -11378,7 +11378,7 @@ func (x *PackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.InstallationCommand, d)
 		case "manifest":
-			return decPtr(&x.Manifest, d, decString)
+			return decStringPtr(&x.Manifest, d)
 		case "metadata":
 			if d.null() {
 				return nil
@@ -11402,15 +11402,15 @@ func (x *PackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decSlice(&x.PackageFiles, d, (*PackageVersionPackageFile).decode)
 		case "package_url":
-			return decPtr(&x.PackageURL, d, decString)
+			return decStringPtr(&x.PackageURL, d)
 		case "prerelease":
-			return decPtr(&x.Prerelease, d, decBool)
+			return decBoolPtr(&x.Prerelease, d)
 		case "release":
 			return decPtr(&x.Release, d, (*PackageVersionRelease).decode)
 		case "rubygems_metadata":
 			return decSlice(&x.RubygemsMetadata, d, (*RubyGemsMetadata).decode)
 		case "source_url":
-			return decPtr(&x.SourceURL, d, decString)
+			return decStringPtr(&x.SourceURL, d)
 		case "summary":
 			if d.null() {
 				return nil
@@ -11418,13 +11418,13 @@ func (x *PackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decString(&x.Summary, d)
 		case "tag_name":
-			return decPtr(&x.TagName, d, decString)
+			return decStringPtr(&x.TagName, d)
 		case "target_commitish":
-			return decPtr(&x.TargetCommitish, d, decString)
+			return decStringPtr(&x.TargetCommitish, d)
 		case "target_oid":
-			return decPtr(&x.TargetOid, d, decString)
+			return decStringPtr(&x.TargetOid, d)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		case "version":
 			if d.null() {
 				return nil
@@ -11619,9 +11619,9 @@ func (x *PackageVersionContainerMetadataTag) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "digest":
-			return decPtr(&x.Digest, d, decString)
+			return decStringPtr(&x.Digest, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -11693,11 +11693,11 @@ func (x *PackageVersionNpmMetadata) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "version":
-			return decPtr(&x.Version, d, decString)
+			return decStringPtr(&x.Version, d)
 		case "npm_user":
-			return decPtr(&x.NpmUser, d, decString)
+			return decStringPtr(&x.NpmUser, d)
 		case "author":
 			return decRaw(&x.Author, d)
 		case "bugs":
@@ -11711,29 +11711,29 @@ func (x *PackageVersionNpmMetadata) decode(d *decoder) error {
 		case "optional_dependencies":
 			return decRaw(&x.OptionalDependencies, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "dist":
 			return decRaw(&x.Dist, d)
 		case "git_head":
-			return decPtr(&x.GitHead, d, decString)
+			return decStringPtr(&x.GitHead, d)
 		case "homepage":
-			return decPtr(&x.Homepage, d, decString)
+			return decStringPtr(&x.Homepage, d)
 		case "license":
-			return decPtr(&x.License, d, decString)
+			return decStringPtr(&x.License, d)
 		case "main":
-			return decPtr(&x.Main, d, decString)
+			return decStringPtr(&x.Main, d)
 		case "repository":
 			return decRaw(&x.Repository, d)
 		case "scripts":
 			return decRaw(&x.Scripts, d)
 		case "id":
-			return decPtr(&x.ID, d, decString)
+			return decStringPtr(&x.ID, d)
 		case "node_version":
-			return decPtr(&x.NodeVersion, d, decString)
+			return decStringPtr(&x.NodeVersion, d)
 		case "npm_version":
-			return decPtr(&x.NpmVersion, d, decString)
+			return decStringPtr(&x.NpmVersion, d)
 		case "has_shrinkwrap":
-			return decPtr(&x.HasShrinkwrap, d, decBool)
+			return decBoolPtr(&x.HasShrinkwrap, d)
 		case "maintainers":
 			return decSlice(&x.Maintainers, d, decRaw)
 		case "contributors":
@@ -11755,17 +11755,17 @@ func (x *PackageVersionNpmMetadata) decode(d *decoder) error {
 		case "cpu":
 			return decSlice(&x.CPU, d, decString)
 		case "readme":
-			return decPtr(&x.Readme, d, decString)
+			return decStringPtr(&x.Readme, d)
 		case "installation_command":
-			return decPtr(&x.InstallationCommand, d, decString)
+			return decStringPtr(&x.InstallationCommand, d)
 		case "release_id":
-			return decPtr(&x.ReleaseID, d, decInt64)
+			return decInt64Ptr(&x.ReleaseID, d)
 		case "commit_oid":
-			return decPtr(&x.CommitOid, d, decString)
+			return decStringPtr(&x.CommitOid, d)
 		case "published_via_actions":
-			return decPtr(&x.PublishedViaActions, d, decBool)
+			return decBoolPtr(&x.PublishedViaActions, d)
 		case "deleted_by_id":
-			return decPtr(&x.DeletedByID, d, decInt64)
+			return decInt64Ptr(&x.DeletedByID, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -11945,7 +11945,7 @@ func (x *PackageVersionNugetMetadata) decode(d *decoder) error {
 		case "id":
 			return decPtr(&x.ID, d, (*PackageVersionNugetMetadataID).decode)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "value":
 			return decPtr(&x.Value, d, (*PackageVersionNugetMetadataValue).decode)
 		}
@@ -11989,13 +11989,13 @@ func (x *PackageVersionNugetMetadataValueObject) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "branch":
-			return decPtr(&x.Branch, d, decString)
+			return decStringPtr(&x.Branch, d)
 		case "commit":
-			return decPtr(&x.Commit, d, decString)
+			return decStringPtr(&x.Commit, d)
 		case "type":
-			return decPtr(&x.Type, d, decString)
+			return decStringPtr(&x.Type, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -12066,7 +12066,7 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decInt64(&x.ID, d)
 		case "md5":
-			return decPtr(&x.Md5, d, decString)
+			return decStringPtr(&x.Md5, d)
 		case "name":
 			if d.null() {
 				return nil
@@ -12074,9 +12074,9 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decString(&x.Name, d)
 		case "sha1":
-			return decPtr(&x.Sha1, d, decString)
+			return decStringPtr(&x.Sha1, d)
 		case "sha256":
-			return decPtr(&x.Sha256, d, decString)
+			return decStringPtr(&x.Sha256, d)
 		case "size":
 			if d.null() {
 				return nil
@@ -12084,7 +12084,7 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decInt64(&x.Size, d)
 		case "state":
-			return decPtr(&x.State, d, decString)
+			return decStringPtr(&x.State, d)
 		case "updated_at":
 			if d.null() {
 				return nil
@@ -12192,7 +12192,7 @@ func (x *PackageVersionRelease) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decInt64(&x.ID, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "prerelease":
 			if d.null() {
 				return nil
@@ -12298,7 +12298,7 @@ func (x *PageBuild) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "commit":
-			return decPtr(&x.Commit, d, decString)
+			return decStringPtr(&x.Commit, d)
 		case "created_at":
 			if d.null() {
 				return nil
@@ -12399,7 +12399,7 @@ func (x *PageBuildError) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "message":
-			return decPtr(&x.Message, d, decString)
+			return decStringPtr(&x.Message, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -12434,9 +12434,9 @@ func (x *PatternParameters) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "negate":
-			return decPtr(&x.Negate, d, decBool)
+			return decBoolPtr(&x.Negate, d)
 		case "operator":
 			if d.null() {
 				return nil
@@ -12532,7 +12532,7 @@ func (x *PersonalAccessTokenRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return x.RepositorySelection.decode(d)
 		case "repository_count":
-			return decPtr(&x.RepositoryCount, d, decInt64)
+			return decInt64Ptr(&x.RepositoryCount, d)
 		case "repositories":
 			return decSlice(&x.Repositories, d, (*InstallationCreatedRepository).decode)
 		case "created_at":
@@ -12560,9 +12560,9 @@ func (x *PersonalAccessTokenRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			return decBool(&x.TokenExpired, d)
 		case "token_expires_at":
-			return decPtr(&x.TokenExpiresAt, d, decString)
+			return decStringPtr(&x.TokenExpiresAt, d)
 		case "token_last_used_at":
-			return decPtr(&x.TokenLastUsedAt, d, decString)
+			return decStringPtr(&x.TokenLastUsedAt, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -12696,7 +12696,7 @@ func (x *Project) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "columns_url":
 			if d.null() {
 				return nil
@@ -12848,7 +12848,7 @@ func (x *ProjectCard) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "after_id":
-			return decPtr(&x.AfterID, d, decFloat64)
+			return decFloat64Ptr(&x.AfterID, d)
 		case "archived":
 			if d.null() {
 				return nil
@@ -12856,7 +12856,7 @@ func (x *ProjectCard) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decBool(&x.Archived, d)
 		case "column_id":
-			return decPtr(&x.ColumnID, d, decInt64)
+			return decInt64Ptr(&x.ColumnID, d)
 		case "column_url":
 			if d.null() {
 				return nil
@@ -12864,7 +12864,7 @@ func (x *ProjectCard) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.ColumnURL, d)
 		case "content_url":
-			return decPtr(&x.ContentURL, d, decString)
+			return decStringPtr(&x.ContentURL, d)
 		case "created_at":
 			if d.null() {
 				return nil
@@ -12886,7 +12886,7 @@ func (x *ProjectCard) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decString(&x.NodeID, d)
 		case "note":
-			return decPtr(&x.Note, d, decString)
+			return decStringPtr(&x.Note, d)
 		case "project_url":
 			if d.null() {
 				return nil
@@ -13027,7 +13027,7 @@ func (x *ProjectCardChangesNote) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "from":
-			return decPtr(&x.From, d, decString)
+			return decStringPtr(&x.From, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -13142,7 +13142,7 @@ func (x *ProjectColumn) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "after_id":
-			return decPtr(&x.AfterID, d, decInt64)
+			return decInt64Ptr(&x.AfterID, d)
 		case "cards_url":
 			if d.null() {
 				return nil
@@ -13383,9 +13383,9 @@ func (x *ProjectsV2EditedChangesPublic) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "from":
-			return decPtr(&x.From, d, decBool)
+			return decBoolPtr(&x.From, d)
 		case "to":
-			return decPtr(&x.To, d, decBool)
+			return decBoolPtr(&x.To, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -13423,9 +13423,9 @@ func (x *ProjectsV2EditedChangesTitle) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "from":
-			return decPtr(&x.From, d, decString)
+			return decStringPtr(&x.From, d)
 		case "to":
-			return decPtr(&x.To, d, decString)
+			return decStringPtr(&x.To, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -13470,9 +13470,9 @@ func (x *ProjectsV2Item) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decFloat64(&x.ID, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "project_node_id":
-			return decPtr(&x.ProjectNodeID, d, decString)
+			return decStringPtr(&x.ProjectNodeID, d)
 		case "content_node_id":
 			if d.null() {
 				return nil
@@ -13675,9 +13675,9 @@ func (x *ProjectsV2ItemConvertedChangesContentType) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "from":
-			return decPtr(&x.From, d, decString)
+			return decStringPtr(&x.From, d)
 		case "to":
-			return decPtr(&x.To, d, decString)
+			return decStringPtr(&x.To, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -13795,13 +13795,13 @@ func (x *ProjectsV2ItemEditedChangesFieldValueFieldValue) decode(d *decoder) err
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "field_node_id":
-			return decPtr(&x.FieldNodeID, d, decString)
+			return decStringPtr(&x.FieldNodeID, d)
 		case "field_type":
-			return decPtr(&x.FieldType, d, decString)
+			return decStringPtr(&x.FieldType, d)
 		case "field_name":
-			return decPtr(&x.FieldName, d, decString)
+			return decStringPtr(&x.FieldName, d)
 		case "project_number":
-			return decPtr(&x.ProjectNumber, d, decInt64)
+			return decInt64Ptr(&x.ProjectNumber, d)
 		case "from":
 			return decPtr(&x.From, d, (*ProjectsV2ItemEditedChangesFieldValueFieldValueFrom).decode)
 		case "to":
@@ -13906,13 +13906,13 @@ func (x *ProjectsV2IterationSetting) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.Title, d)
 		case "title_html":
-			return decPtr(&x.TitleHTML, d, decString)
+			return decStringPtr(&x.TitleHTML, d)
 		case "duration":
-			return decPtr(&x.Duration, d, decFloat64)
+			return decFloat64Ptr(&x.Duration, d)
 		case "start_date":
-			return decPtr(&x.StartDate, d, decString)
+			return decStringPtr(&x.StartDate, d)
 		case "completed":
-			return decPtr(&x.Completed, d, decBool)
+			return decBoolPtr(&x.Completed, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -13998,7 +13998,7 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decString(&x.Title, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "public":
 			if d.null() {
 				return nil
@@ -14026,7 +14026,7 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			return decInt64(&x.Number, d)
 		case "short_description":
-			return decPtr(&x.ShortDescription, d, decString)
+			return decStringPtr(&x.ShortDescription, d)
 		case "deleted_at":
 			return decPtr(&x.DeletedAt, d, (*Timestamp).decode)
 		case "deleted_by":
@@ -14036,7 +14036,7 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 		case "latest_status_update":
 			return decPtr(&x.LatestStatusUpdate, d, (*ProjectsV2StatusUpdate).decode)
 		case "is_template":
-			return decPtr(&x.IsTemplate, d, decBool)
+			return decBoolPtr(&x.IsTemplate, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -14148,9 +14148,9 @@ func (x *ProjectsV2SingleSelectOption) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.Name, d)
 		case "color":
-			return decPtr(&x.Color, d, decString)
+			return decStringPtr(&x.Color, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -14210,7 +14210,7 @@ func (x *ProjectsV2StatusUpdate) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.NodeID, d)
 		case "project_node_id":
-			return decPtr(&x.ProjectNodeID, d, decString)
+			return decStringPtr(&x.ProjectNodeID, d)
 		case "creator":
 			return decPtr(&x.Creator, d, (*User).decode)
 		case "created_at":
@@ -14228,11 +14228,11 @@ func (x *ProjectsV2StatusUpdate) decode(d *decoder) error {
 		case "status":
 			return decPtr(&x.Status, d, (*ProjectsV2StatusUpdateEditedChangesStatusFrom).decode)
 		case "start_date":
-			return decPtr(&x.StartDate, d, decString)
+			return decStringPtr(&x.StartDate, d)
 		case "target_date":
-			return decPtr(&x.TargetDate, d, decString)
+			return decStringPtr(&x.TargetDate, d)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -14494,7 +14494,7 @@ func (x *PullRequest) decode(d *decoder) error {
 		case "user":
 			return decPtr(&x.User, d, (*User).decode)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "labels":
 			if d.null() {
 				return nil
@@ -14522,7 +14522,7 @@ func (x *PullRequest) decode(d *decoder) error {
 		case "merged_at":
 			return decPtr(&x.MergedAt, d, (*Timestamp).decode)
 		case "merge_commit_sha":
-			return decPtr(&x.MergeCommitSHA, d, decString)
+			return decStringPtr(&x.MergeCommitSHA, d)
 		case "assignee":
 			return decPtr(&x.Assignee, d, (*User).decode)
 		case "assignees":
@@ -14558,37 +14558,37 @@ func (x *PullRequest) decode(d *decoder) error {
 		case "auto_merge":
 			return decPtr(&x.AutoMerge, d, (*PullRequestAutoMerge).decode)
 		case "draft":
-			return decPtr(&x.Draft, d, decBool)
+			return decBoolPtr(&x.Draft, d)
 		case "merged":
-			return decPtr(&x.Merged, d, decBool)
+			return decBoolPtr(&x.Merged, d)
 		case "mergeable":
-			return decPtr(&x.Mergeable, d, decBool)
+			return decBoolPtr(&x.Mergeable, d)
 		case "rebaseable":
-			return decPtr(&x.Rebaseable, d, decBool)
+			return decBoolPtr(&x.Rebaseable, d)
 		case "mergeable_state":
-			return decPtr(&x.MergeableState, d, decString)
+			return decStringPtr(&x.MergeableState, d)
 		case "merged_by":
 			return decPtr(&x.MergedBy, d, (*User).decode)
 		case "comments":
-			return decPtr(&x.Comments, d, decInt64)
+			return decInt64Ptr(&x.Comments, d)
 		case "review_comments":
-			return decPtr(&x.ReviewComments, d, decInt64)
+			return decInt64Ptr(&x.ReviewComments, d)
 		case "maintainer_can_modify":
-			return decPtr(&x.MaintainerCanModify, d, decBool)
+			return decBoolPtr(&x.MaintainerCanModify, d)
 		case "commits":
-			return decPtr(&x.Commits, d, decInt64)
+			return decInt64Ptr(&x.Commits, d)
 		case "additions":
-			return decPtr(&x.Additions, d, decInt64)
+			return decInt64Ptr(&x.Additions, d)
 		case "deletions":
-			return decPtr(&x.Deletions, d, decInt64)
+			return decInt64Ptr(&x.Deletions, d)
 		case "changed_files":
-			return decPtr(&x.ChangedFiles, d, decInt64)
+			return decInt64Ptr(&x.ChangedFiles, d)
 		case "allow_auto_merge":
-			return decPtr(&x.AllowAutoMerge, d, decBool)
+			return decBoolPtr(&x.AllowAutoMerge, d)
 		case "allow_update_branch":
-			return decPtr(&x.AllowUpdateBranch, d, decBool)
+			return decBoolPtr(&x.AllowUpdateBranch, d)
 		case "delete_branch_on_merge":
-			return decPtr(&x.DeleteBranchOnMerge, d, decBool)
+			return decBoolPtr(&x.DeleteBranchOnMerge, d)
 		case "merge_commit_message":
 			return decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
 		case "merge_commit_title":
@@ -14598,7 +14598,7 @@ func (x *PullRequest) decode(d *decoder) error {
 		case "squash_merge_commit_title":
 			return decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
 		case "use_squash_pr_title_as_default":
-			return decPtr(&x.UseSquashPrTitleAsDefault, d, decBool)
+			return decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -14862,9 +14862,9 @@ func (x *PullRequestAutoMerge) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return x.MergeMethod.decode(d)
 		case "commit_title":
-			return decPtr(&x.CommitTitle, d, decString)
+			return decStringPtr(&x.CommitTitle, d)
 		case "commit_message":
-			return decPtr(&x.CommitMessage, d, decString)
+			return decStringPtr(&x.CommitMessage, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -14912,7 +14912,7 @@ func (x *PullRequestBase) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "label":
-			return decPtr(&x.Label, d, decString)
+			return decStringPtr(&x.Label, d)
 		case "ref":
 			if d.null() {
 				return nil
@@ -15080,7 +15080,7 @@ func (x *PullRequestHead) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "label":
-			return decPtr(&x.Label, d, decString)
+			return decStringPtr(&x.Label, d)
 		case "ref":
 			if d.null() {
 				return nil
@@ -15270,7 +15270,7 @@ func (x *PullRequestReview) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return x.AuthorAssociation.decode(d)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "commit_id":
 			if d.null() {
 				return nil
@@ -15440,9 +15440,9 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decInt64(&x.ID, d)
 		case "in_reply_to_id":
-			return decPtr(&x.InReplyToID, d, decInt64)
+			return decInt64Ptr(&x.InReplyToID, d)
 		case "line":
-			return decPtr(&x.Line, d, decInt64)
+			return decInt64Ptr(&x.Line, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -15456,7 +15456,7 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			return decString(&x.OriginalCommitID, d)
 		case "original_line":
-			return decPtr(&x.OriginalLine, d, decInt64)
+			return decInt64Ptr(&x.OriginalLine, d)
 		case "original_position":
 			if d.null() {
 				return nil
@@ -15464,7 +15464,7 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			return decInt64(&x.OriginalPosition, d)
 		case "original_start_line":
-			return decPtr(&x.OriginalStartLine, d, decInt64)
+			return decInt64Ptr(&x.OriginalStartLine, d)
 		case "path":
 			if d.null() {
 				return nil
@@ -15472,9 +15472,9 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 			seen[0] |= 1 << 11
 			return decString(&x.Path, d)
 		case "position":
-			return decPtr(&x.Position, d, decInt64)
+			return decInt64Ptr(&x.Position, d)
 		case "pull_request_review_id":
-			return decPtr(&x.PullRequestReviewID, d, decInt64)
+			return decInt64Ptr(&x.PullRequestReviewID, d)
 		case "pull_request_url":
 			if d.null() {
 				return nil
@@ -15486,7 +15486,7 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 		case "side":
 			return decPtr(&x.Side, d, (*PullRequestReviewCommentSide).decode)
 		case "start_line":
-			return decPtr(&x.StartLine, d, decInt64)
+			return decInt64Ptr(&x.StartLine, d)
 		case "start_side":
 			return decPtr(&x.StartSide, d, (*PullRequestReviewCommentSide).decode)
 		case "subject_type":
@@ -15734,9 +15734,9 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return x.Base.decode(d)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "closed_at":
-			return decPtr(&x.ClosedAt, d, decString)
+			return decStringPtr(&x.ClosedAt, d)
 		case "comments_url":
 			if d.null() {
 				return nil
@@ -15762,7 +15762,7 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decString(&x.DiffURL, d)
 		case "draft":
-			return decPtr(&x.Draft, d, decBool)
+			return decBoolPtr(&x.Draft, d)
 		case "head":
 			if d.null() {
 				return nil
@@ -15800,9 +15800,9 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 13
 			return decBool(&x.Locked, d)
 		case "merge_commit_sha":
-			return decPtr(&x.MergeCommitSHA, d, decString)
+			return decStringPtr(&x.MergeCommitSHA, d)
 		case "merged_at":
-			return decPtr(&x.MergedAt, d, decString)
+			return decStringPtr(&x.MergedAt, d)
 		case "milestone":
 			return decPtr(&x.Milestone, d, (*Milestone).decode)
 		case "node_id":
@@ -16472,9 +16472,9 @@ func (x *RegistryPackage) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "ecosystem":
 			if d.null() {
 				return nil
@@ -16522,7 +16522,7 @@ func (x *RegistryPackage) decode(d *decoder) error {
 		case "registry":
 			return decPtr(&x.Registry, d, (*RegistryPackageRegistry).decode)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -16710,7 +16710,7 @@ func (x *RegistryPackageOwner) decode(d *decoder) error {
 			seen[0] |= 1 << 17
 			return decString(&x.URL, d)
 		case "user_view_type":
-			return decPtr(&x.UserViewType, d, decString)
+			return decStringPtr(&x.UserViewType, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -16822,11 +16822,11 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 		case "body":
 			return decPtr(&x.Body, d, (*DeploymentPayload).decode)
 		case "body_html":
-			return decPtr(&x.BodyHTML, d, decString)
+			return decStringPtr(&x.BodyHTML, d)
 		case "container_metadata":
 			return decPtr(&x.ContainerMetadata, d, (*PackageVersionContainerMetadata).decode)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "description":
 			if d.null() {
 				return nil
@@ -16836,7 +16836,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 		case "docker_metadata":
 			return decSlice(&x.DockerMetadata, d, ptrOf((*PackageVersionDockerMetadata).decode))
 		case "draft":
-			return decPtr(&x.Draft, d, decBool)
+			return decBoolPtr(&x.Draft, d)
 		case "html_url":
 			if d.null() {
 				return nil
@@ -16856,7 +16856,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.InstallationCommand, d)
 		case "manifest":
-			return decPtr(&x.Manifest, d, decString)
+			return decStringPtr(&x.Manifest, d)
 		case "metadata":
 			if d.null() {
 				return nil
@@ -16886,7 +16886,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decString(&x.PackageURL, d)
 		case "prerelease":
-			return decPtr(&x.Prerelease, d, decBool)
+			return decBoolPtr(&x.Prerelease, d)
 		case "release":
 			return decPtr(&x.Release, d, (*RegistryPackagePackageVersionRelease).decode)
 		case "rubygems_metadata":
@@ -16898,13 +16898,13 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			return decString(&x.Summary, d)
 		case "tag_name":
-			return decPtr(&x.TagName, d, decString)
+			return decStringPtr(&x.TagName, d)
 		case "target_commitish":
-			return decPtr(&x.TargetCommitish, d, decString)
+			return decStringPtr(&x.TargetCommitish, d)
 		case "target_oid":
-			return decPtr(&x.TargetOid, d, decString)
+			return decStringPtr(&x.TargetOid, d)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		case "version":
 			if d.null() {
 				return nil
@@ -17049,11 +17049,11 @@ func (x *RegistryPackagePackageVersionNpmMetadata) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "version":
-			return decPtr(&x.Version, d, decString)
+			return decStringPtr(&x.Version, d)
 		case "npm_user":
-			return decPtr(&x.NpmUser, d, decString)
+			return decStringPtr(&x.NpmUser, d)
 		case "author":
 			return decPtr(&x.Author, d, (*DeploymentPayload).decode)
 		case "bugs":
@@ -17067,29 +17067,29 @@ func (x *RegistryPackagePackageVersionNpmMetadata) decode(d *decoder) error {
 		case "optional_dependencies":
 			return decRaw(&x.OptionalDependencies, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "dist":
 			return decPtr(&x.Dist, d, (*DeploymentPayload).decode)
 		case "git_head":
-			return decPtr(&x.GitHead, d, decString)
+			return decStringPtr(&x.GitHead, d)
 		case "homepage":
-			return decPtr(&x.Homepage, d, decString)
+			return decStringPtr(&x.Homepage, d)
 		case "license":
-			return decPtr(&x.License, d, decString)
+			return decStringPtr(&x.License, d)
 		case "main":
-			return decPtr(&x.Main, d, decString)
+			return decStringPtr(&x.Main, d)
 		case "repository":
 			return decPtr(&x.Repository, d, (*DeploymentPayload).decode)
 		case "scripts":
 			return decRaw(&x.Scripts, d)
 		case "id":
-			return decPtr(&x.ID, d, decString)
+			return decStringPtr(&x.ID, d)
 		case "node_version":
-			return decPtr(&x.NodeVersion, d, decString)
+			return decStringPtr(&x.NodeVersion, d)
 		case "npm_version":
-			return decPtr(&x.NpmVersion, d, decString)
+			return decStringPtr(&x.NpmVersion, d)
 		case "has_shrinkwrap":
-			return decPtr(&x.HasShrinkwrap, d, decBool)
+			return decBoolPtr(&x.HasShrinkwrap, d)
 		case "maintainers":
 			return decSlice(&x.Maintainers, d, decString)
 		case "contributors":
@@ -17111,17 +17111,17 @@ func (x *RegistryPackagePackageVersionNpmMetadata) decode(d *decoder) error {
 		case "cpu":
 			return decSlice(&x.CPU, d, decString)
 		case "readme":
-			return decPtr(&x.Readme, d, decString)
+			return decStringPtr(&x.Readme, d)
 		case "installation_command":
-			return decPtr(&x.InstallationCommand, d, decString)
+			return decStringPtr(&x.InstallationCommand, d)
 		case "release_id":
-			return decPtr(&x.ReleaseID, d, decInt64)
+			return decInt64Ptr(&x.ReleaseID, d)
 		case "commit_oid":
-			return decPtr(&x.CommitOid, d, decString)
+			return decStringPtr(&x.CommitOid, d)
 		case "published_via_actions":
-			return decPtr(&x.PublishedViaActions, d, decBool)
+			return decBoolPtr(&x.PublishedViaActions, d)
 		case "deleted_by_id":
-			return decPtr(&x.DeletedByID, d, decInt64)
+			return decInt64Ptr(&x.DeletedByID, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -17301,7 +17301,7 @@ func (x *RegistryPackagePackageVersionNugetMetadata) decode(d *decoder) error {
 		case "id":
 			return decPtr(&x.ID, d, (*RegistryPackagePackageVersionNugetMetadataID).decode)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "value":
 			return decPtr(&x.Value, d, (*PackageVersionNugetMetadataValue).decode)
 		}
@@ -17376,7 +17376,7 @@ func (x *RegistryPackagePackageVersionRelease) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decInt64(&x.ID, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "prerelease":
 			if d.null() {
 				return nil
@@ -17481,15 +17481,15 @@ func (x *RegistryPackageRegistry) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "about_url":
-			return decPtr(&x.AboutURL, d, decString)
+			return decStringPtr(&x.AboutURL, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "type":
-			return decPtr(&x.Type, d, decString)
+			return decStringPtr(&x.Type, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "vendor":
-			return decPtr(&x.Vendor, d, decString)
+			return decStringPtr(&x.Vendor, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -17554,13 +17554,13 @@ func (x *Release) decode(d *decoder) error {
 		case "author":
 			return decPtr(&x.Author, d, (*User).decode)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "created_at":
 			return decPtr(&x.CreatedAt, d, (*Timestamp).decode)
 		case "updated_at":
 			return decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
 		case "discussion_url":
-			return decPtr(&x.DiscussionURL, d, decString)
+			return decStringPtr(&x.DiscussionURL, d)
 		case "draft":
 			if d.null() {
 				return nil
@@ -17580,9 +17580,9 @@ func (x *Release) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decInt64(&x.ID, d)
 		case "immutable":
-			return decPtr(&x.Immutable, d, decBool)
+			return decBoolPtr(&x.Immutable, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -17606,7 +17606,7 @@ func (x *Release) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decString(&x.TagName, d)
 		case "tarball_url":
-			return decPtr(&x.TarballURL, d, decString)
+			return decStringPtr(&x.TarballURL, d)
 		case "target_commitish":
 			if d.null() {
 				return nil
@@ -17626,7 +17626,7 @@ func (x *Release) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			return decString(&x.URL, d)
 		case "zipball_url":
-			return decPtr(&x.ZipballURL, d, decString)
+			return decStringPtr(&x.ZipballURL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -17776,7 +17776,7 @@ func (x *ReleaseAsset) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decInt64(&x.ID, d)
 		case "label":
-			return decPtr(&x.Label, d, decString)
+			return decStringPtr(&x.Label, d)
 		case "name":
 			if d.null() {
 				return nil
@@ -17796,7 +17796,7 @@ func (x *ReleaseAsset) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decInt64(&x.Size, d)
 		case "digest":
-			return decPtr(&x.Digest, d, decString)
+			return decStringPtr(&x.Digest, d)
 		case "state":
 			if d.null() {
 				return nil
@@ -18106,7 +18106,7 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decString(&x.HTMLURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "fork":
 			if d.null() {
 				return nil
@@ -18348,7 +18348,7 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 46
 			return decString(&x.CloneURL, d)
 		case "mirror_url":
-			return decPtr(&x.MirrorURL, d, decString)
+			return decStringPtr(&x.MirrorURL, d)
 		case "hooks_url":
 			if d.null() {
 				return nil
@@ -18362,9 +18362,9 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 48
 			return decString(&x.SvnURL, d)
 		case "homepage":
-			return decPtr(&x.Homepage, d, decString)
+			return decStringPtr(&x.Homepage, d)
 		case "language":
-			return decPtr(&x.Language, d, decString)
+			return decStringPtr(&x.Language, d)
 		case "forks_count":
 			if d.null() {
 				return nil
@@ -18402,9 +18402,9 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 54
 			return decInt64(&x.OpenIssuesCount, d)
 		case "is_template":
-			return decPtr(&x.IsTemplate, d, decBool)
+			return decBoolPtr(&x.IsTemplate, d)
 		case "topics":
-			return decSlice(&x.Topics, d, ptrOf(decString))
+			return decSlice(&x.Topics, d, decStringPtr)
 		case "custom_properties":
 			return decRaw(&x.CustomProperties, d)
 		case "has_issues":
@@ -18438,7 +18438,7 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 59
 			return decBool(&x.HasDownloads, d)
 		case "has_discussions":
-			return decPtr(&x.HasDiscussions, d, decBool)
+			return decBoolPtr(&x.HasDiscussions, d)
 		case "archived":
 			if d.null() {
 				return nil
@@ -18446,7 +18446,7 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 60
 			return decBool(&x.Archived, d)
 		case "disabled":
-			return decPtr(&x.Disabled, d, decBool)
+			return decBoolPtr(&x.Disabled, d)
 		case "visibility":
 			return decPtr(&x.Visibility, d, (*RepositoryVisibility).decode)
 		case "pushed_at":
@@ -18456,21 +18456,21 @@ func (x *Repository) decode(d *decoder) error {
 		case "updated_at":
 			return decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
 		case "allow_rebase_merge":
-			return decPtr(&x.AllowRebaseMerge, d, decBool)
+			return decBoolPtr(&x.AllowRebaseMerge, d)
 		case "template_repository":
 			return decPtr(&x.TemplateRepository, d, (*RepositoryTemplateRepository).decode)
 		case "temp_clone_token":
-			return decPtr(&x.TempCloneToken, d, decString)
+			return decStringPtr(&x.TempCloneToken, d)
 		case "allow_squash_merge":
-			return decPtr(&x.AllowSquashMerge, d, decBool)
+			return decBoolPtr(&x.AllowSquashMerge, d)
 		case "allow_auto_merge":
-			return decPtr(&x.AllowAutoMerge, d, decBool)
+			return decBoolPtr(&x.AllowAutoMerge, d)
 		case "delete_branch_on_merge":
-			return decPtr(&x.DeleteBranchOnMerge, d, decBool)
+			return decBoolPtr(&x.DeleteBranchOnMerge, d)
 		case "allow_update_branch":
-			return decPtr(&x.AllowUpdateBranch, d, decBool)
+			return decBoolPtr(&x.AllowUpdateBranch, d)
 		case "use_squash_pr_title_as_default":
-			return decPtr(&x.UseSquashPrTitleAsDefault, d, decBool)
+			return decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		case "squash_merge_commit_title":
 			return decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
 		case "squash_merge_commit_message":
@@ -18480,15 +18480,15 @@ func (x *Repository) decode(d *decoder) error {
 		case "merge_commit_message":
 			return decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
 		case "allow_merge_commit":
-			return decPtr(&x.AllowMergeCommit, d, decBool)
+			return decBoolPtr(&x.AllowMergeCommit, d)
 		case "allow_forking":
-			return decPtr(&x.AllowForking, d, decBool)
+			return decBoolPtr(&x.AllowForking, d)
 		case "web_commit_signoff_required":
-			return decPtr(&x.WebCommitSignoffRequired, d, decBool)
+			return decBoolPtr(&x.WebCommitSignoffRequired, d)
 		case "subscribers_count":
-			return decPtr(&x.SubscribersCount, d, decInt64)
+			return decInt64Ptr(&x.SubscribersCount, d)
 		case "network_count":
-			return decPtr(&x.NetworkCount, d, decInt64)
+			return decInt64Ptr(&x.NetworkCount, d)
 		case "open_issues":
 			if d.null() {
 				return nil
@@ -18502,19 +18502,19 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 62
 			return decInt64(&x.Watchers, d)
 		case "master_branch":
-			return decPtr(&x.MasterBranch, d, decString)
+			return decStringPtr(&x.MasterBranch, d)
 		case "starred_at":
-			return decPtr(&x.StarredAt, d, decString)
+			return decStringPtr(&x.StarredAt, d)
 		case "anonymous_access_enabled":
-			return decPtr(&x.AnonymousAccessEnabled, d, decBool)
+			return decBoolPtr(&x.AnonymousAccessEnabled, d)
 		case "code_search_index_status":
 			return decPtr(&x.CodeSearchIndexStatus, d, (*RepositoryCodeSearchIndexStatus).decode)
 		case "public":
-			return decPtr(&x.Public, d, decBool)
+			return decBoolPtr(&x.Public, d)
 		case "role_name":
-			return decPtr(&x.RoleName, d, decString)
+			return decStringPtr(&x.RoleName, d)
 		case "stargazers":
-			return decPtr(&x.Stargazers, d, decInt64)
+			return decInt64Ptr(&x.Stargazers, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -18968,7 +18968,7 @@ func (x *RepositoryAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.GHSAID, d)
 		case "cve_id":
-			return decPtr(&x.CVEID, d, decString)
+			return decStringPtr(&x.CVEID, d)
 		case "url":
 			if d.null() {
 				return nil
@@ -18988,7 +18988,7 @@ func (x *RepositoryAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.Summary, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "severity":
 			return decPtr(&x.Severity, d, (*DependabotAlertSecurityAdvisorySeverity).decode)
 		case "author":
@@ -19178,7 +19178,7 @@ func (x *RepositoryAdvisoryCredit) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "login":
-			return decPtr(&x.Login, d, decString)
+			return decStringPtr(&x.Login, d)
 		case "type":
 			if d.null() {
 				return nil
@@ -19277,9 +19277,9 @@ func (x *RepositoryAdvisoryVulnerability) decode(d *decoder) error {
 		case "package":
 			return decPtr(&x.Package, d, (*RepositoryAdvisoryVulnerabilityPackage).decode)
 		case "vulnerable_version_range":
-			return decPtr(&x.VulnerableVersionRange, d, decString)
+			return decStringPtr(&x.VulnerableVersionRange, d)
 		case "patched_versions":
-			return decPtr(&x.PatchedVersions, d, decString)
+			return decStringPtr(&x.PatchedVersions, d)
 		case "vulnerable_functions":
 			return decSlice(&x.VulnerableFunctions, d, decString)
 		}
@@ -19334,7 +19334,7 @@ func (x *RepositoryAdvisoryVulnerabilityPackage) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return x.Ecosystem.decode(d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -19373,9 +19373,9 @@ func (x *RepositoryCodeSearchIndexStatus) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "lexical_search_ok":
-			return decPtr(&x.LexicalSearchOk, d, decBool)
+			return decBoolPtr(&x.LexicalSearchOk, d)
 		case "lexical_commit_sha":
-			return decPtr(&x.LexicalCommitSHA, d, decString)
+			return decStringPtr(&x.LexicalCommitSHA, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -19566,7 +19566,7 @@ func (x *RepositoryLite) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			return decString(&x.DeploymentsURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "downloads_url":
 			if d.null() {
 				return nil
@@ -19682,7 +19682,7 @@ func (x *RepositoryLite) decode(d *decoder) error {
 			seen[0] |= 1 << 29
 			return decString(&x.MilestonesURL, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -19990,7 +19990,7 @@ func (x *RepositoryPermissions) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decBool(&x.Pull, d)
 		case "triage":
-			return decPtr(&x.Triage, d, decBool)
+			return decBoolPtr(&x.Triage, d)
 		case "push":
 			if d.null() {
 				return nil
@@ -19998,7 +19998,7 @@ func (x *RepositoryPermissions) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decBool(&x.Push, d)
 		case "maintain":
-			return decPtr(&x.Maintain, d, decBool)
+			return decBoolPtr(&x.Maintain, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -20445,9 +20445,9 @@ func (x *RepositoryRuleCopilotCodeReviewParameters) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "review_draft_pull_requests":
-			return decPtr(&x.ReviewDraftPullRequests, d, decBool)
+			return decBoolPtr(&x.ReviewDraftPullRequests, d)
 		case "review_on_push":
-			return decPtr(&x.ReviewOnPush, d, decBool)
+			return decBoolPtr(&x.ReviewOnPush, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -21144,7 +21144,7 @@ func (x *RepositoryRulePullRequestParameters) decode(d *decoder) error {
 		case "allowed_merge_methods":
 			return decSlice(&x.AllowedMergeMethods, d, (*MergeMethod).decode)
 		case "automatic_copilot_code_review_enabled":
-			return decPtr(&x.AutomaticCopilotCodeReviewEnabled, d, decBool)
+			return decBoolPtr(&x.AutomaticCopilotCodeReviewEnabled, d)
 		case "dismiss_stale_reviews_on_push":
 			if d.null() {
 				return nil
@@ -21452,7 +21452,7 @@ func (x *RepositoryRuleRequiredStatusChecksParameters) decode(d *decoder) error 
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "do_not_enforce_on_create":
-			return decPtr(&x.DoNotEnforceOnCreate, d, decBool)
+			return decBoolPtr(&x.DoNotEnforceOnCreate, d)
 		case "required_status_checks":
 			if d.null() {
 				return nil
@@ -21686,7 +21686,7 @@ func (x *RepositoryRuleWorkflowsParameters) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "do_not_enforce_on_create":
-			return decPtr(&x.DoNotEnforceOnCreate, d, decBool)
+			return decBoolPtr(&x.DoNotEnforceOnCreate, d)
 		case "workflows":
 			if d.null() {
 				return nil
@@ -21764,7 +21764,7 @@ func (x *RepositoryRuleset) decode(d *decoder) error {
 		case "current_user_can_bypass":
 			return decPtr(&x.CurrentUserCanBypass, d, (*RepositoryRulesetCurrentUserCanBypass).decode)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "_links":
 			return decPtr(&x.Links, d, (*RepositoryRulesetLinks).decode)
 		case "conditions":
@@ -21862,7 +21862,7 @@ func (x *RepositoryRulesetBypassActor) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "actor_id":
-			return decPtr(&x.ActorID, d, decInt64)
+			return decInt64Ptr(&x.ActorID, d)
 		case "actor_type":
 			if d.null() {
 				return nil
@@ -22077,7 +22077,7 @@ func (x *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) deco
 		case "exclude":
 			return decSlice(&x.Exclude, d, decString)
 		case "protected":
-			return decPtr(&x.Protected, d, decBool)
+			return decBoolPtr(&x.Protected, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -22601,7 +22601,7 @@ func (x *RepositoryRulesetLinksHTML) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "href":
-			return decPtr(&x.Href, d, decString)
+			return decStringPtr(&x.Href, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -22691,165 +22691,165 @@ func (x *RepositoryTemplateRepository) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			return decInt64Ptr(&x.ID, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "full_name":
-			return decPtr(&x.FullName, d, decString)
+			return decStringPtr(&x.FullName, d)
 		case "owner":
 			return decPtr(&x.Owner, d, (*RepositoryTemplateRepositoryOwner).decode)
 		case "private":
-			return decPtr(&x.Private, d, decBool)
+			return decBoolPtr(&x.Private, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "fork":
-			return decPtr(&x.Fork, d, decBool)
+			return decBoolPtr(&x.Fork, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "archive_url":
-			return decPtr(&x.ArchiveURL, d, decString)
+			return decStringPtr(&x.ArchiveURL, d)
 		case "assignees_url":
-			return decPtr(&x.AssigneesURL, d, decString)
+			return decStringPtr(&x.AssigneesURL, d)
 		case "blobs_url":
-			return decPtr(&x.BlobsURL, d, decString)
+			return decStringPtr(&x.BlobsURL, d)
 		case "branches_url":
-			return decPtr(&x.BranchesURL, d, decString)
+			return decStringPtr(&x.BranchesURL, d)
 		case "collaborators_url":
-			return decPtr(&x.CollaboratorsURL, d, decString)
+			return decStringPtr(&x.CollaboratorsURL, d)
 		case "comments_url":
-			return decPtr(&x.CommentsURL, d, decString)
+			return decStringPtr(&x.CommentsURL, d)
 		case "commits_url":
-			return decPtr(&x.CommitsURL, d, decString)
+			return decStringPtr(&x.CommitsURL, d)
 		case "compare_url":
-			return decPtr(&x.CompareURL, d, decString)
+			return decStringPtr(&x.CompareURL, d)
 		case "contents_url":
-			return decPtr(&x.ContentsURL, d, decString)
+			return decStringPtr(&x.ContentsURL, d)
 		case "contributors_url":
-			return decPtr(&x.ContributorsURL, d, decString)
+			return decStringPtr(&x.ContributorsURL, d)
 		case "deployments_url":
-			return decPtr(&x.DeploymentsURL, d, decString)
+			return decStringPtr(&x.DeploymentsURL, d)
 		case "downloads_url":
-			return decPtr(&x.DownloadsURL, d, decString)
+			return decStringPtr(&x.DownloadsURL, d)
 		case "events_url":
-			return decPtr(&x.EventsURL, d, decString)
+			return decStringPtr(&x.EventsURL, d)
 		case "forks_url":
-			return decPtr(&x.ForksURL, d, decString)
+			return decStringPtr(&x.ForksURL, d)
 		case "git_commits_url":
-			return decPtr(&x.GitCommitsURL, d, decString)
+			return decStringPtr(&x.GitCommitsURL, d)
 		case "git_refs_url":
-			return decPtr(&x.GitRefsURL, d, decString)
+			return decStringPtr(&x.GitRefsURL, d)
 		case "git_tags_url":
-			return decPtr(&x.GitTagsURL, d, decString)
+			return decStringPtr(&x.GitTagsURL, d)
 		case "git_url":
-			return decPtr(&x.GitURL, d, decString)
+			return decStringPtr(&x.GitURL, d)
 		case "issue_comment_url":
-			return decPtr(&x.IssueCommentURL, d, decString)
+			return decStringPtr(&x.IssueCommentURL, d)
 		case "issue_events_url":
-			return decPtr(&x.IssueEventsURL, d, decString)
+			return decStringPtr(&x.IssueEventsURL, d)
 		case "issues_url":
-			return decPtr(&x.IssuesURL, d, decString)
+			return decStringPtr(&x.IssuesURL, d)
 		case "keys_url":
-			return decPtr(&x.KeysURL, d, decString)
+			return decStringPtr(&x.KeysURL, d)
 		case "labels_url":
-			return decPtr(&x.LabelsURL, d, decString)
+			return decStringPtr(&x.LabelsURL, d)
 		case "languages_url":
-			return decPtr(&x.LanguagesURL, d, decString)
+			return decStringPtr(&x.LanguagesURL, d)
 		case "merges_url":
-			return decPtr(&x.MergesURL, d, decString)
+			return decStringPtr(&x.MergesURL, d)
 		case "milestones_url":
-			return decPtr(&x.MilestonesURL, d, decString)
+			return decStringPtr(&x.MilestonesURL, d)
 		case "notifications_url":
-			return decPtr(&x.NotificationsURL, d, decString)
+			return decStringPtr(&x.NotificationsURL, d)
 		case "pulls_url":
-			return decPtr(&x.PullsURL, d, decString)
+			return decStringPtr(&x.PullsURL, d)
 		case "releases_url":
-			return decPtr(&x.ReleasesURL, d, decString)
+			return decStringPtr(&x.ReleasesURL, d)
 		case "ssh_url":
-			return decPtr(&x.SSHURL, d, decString)
+			return decStringPtr(&x.SSHURL, d)
 		case "stargazers_url":
-			return decPtr(&x.StargazersURL, d, decString)
+			return decStringPtr(&x.StargazersURL, d)
 		case "statuses_url":
-			return decPtr(&x.StatusesURL, d, decString)
+			return decStringPtr(&x.StatusesURL, d)
 		case "subscribers_url":
-			return decPtr(&x.SubscribersURL, d, decString)
+			return decStringPtr(&x.SubscribersURL, d)
 		case "subscription_url":
-			return decPtr(&x.SubscriptionURL, d, decString)
+			return decStringPtr(&x.SubscriptionURL, d)
 		case "tags_url":
-			return decPtr(&x.TagsURL, d, decString)
+			return decStringPtr(&x.TagsURL, d)
 		case "teams_url":
-			return decPtr(&x.TeamsURL, d, decString)
+			return decStringPtr(&x.TeamsURL, d)
 		case "trees_url":
-			return decPtr(&x.TreesURL, d, decString)
+			return decStringPtr(&x.TreesURL, d)
 		case "clone_url":
-			return decPtr(&x.CloneURL, d, decString)
+			return decStringPtr(&x.CloneURL, d)
 		case "mirror_url":
-			return decPtr(&x.MirrorURL, d, decString)
+			return decStringPtr(&x.MirrorURL, d)
 		case "hooks_url":
-			return decPtr(&x.HooksURL, d, decString)
+			return decStringPtr(&x.HooksURL, d)
 		case "svn_url":
-			return decPtr(&x.SvnURL, d, decString)
+			return decStringPtr(&x.SvnURL, d)
 		case "homepage":
-			return decPtr(&x.Homepage, d, decString)
+			return decStringPtr(&x.Homepage, d)
 		case "language":
-			return decPtr(&x.Language, d, decString)
+			return decStringPtr(&x.Language, d)
 		case "forks_count":
-			return decPtr(&x.ForksCount, d, decInt64)
+			return decInt64Ptr(&x.ForksCount, d)
 		case "stargazers_count":
-			return decPtr(&x.StargazersCount, d, decInt64)
+			return decInt64Ptr(&x.StargazersCount, d)
 		case "watchers_count":
-			return decPtr(&x.WatchersCount, d, decInt64)
+			return decInt64Ptr(&x.WatchersCount, d)
 		case "size":
-			return decPtr(&x.Size, d, decInt64)
+			return decInt64Ptr(&x.Size, d)
 		case "default_branch":
-			return decPtr(&x.DefaultBranch, d, decString)
+			return decStringPtr(&x.DefaultBranch, d)
 		case "open_issues_count":
-			return decPtr(&x.OpenIssuesCount, d, decInt64)
+			return decInt64Ptr(&x.OpenIssuesCount, d)
 		case "is_template":
-			return decPtr(&x.IsTemplate, d, decBool)
+			return decBoolPtr(&x.IsTemplate, d)
 		case "topics":
 			return decSlice(&x.Topics, d, decString)
 		case "has_issues":
-			return decPtr(&x.HasIssues, d, decBool)
+			return decBoolPtr(&x.HasIssues, d)
 		case "has_projects":
-			return decPtr(&x.HasProjects, d, decBool)
+			return decBoolPtr(&x.HasProjects, d)
 		case "has_wiki":
-			return decPtr(&x.HasWiki, d, decBool)
+			return decBoolPtr(&x.HasWiki, d)
 		case "has_pages":
-			return decPtr(&x.HasPages, d, decBool)
+			return decBoolPtr(&x.HasPages, d)
 		case "has_downloads":
-			return decPtr(&x.HasDownloads, d, decBool)
+			return decBoolPtr(&x.HasDownloads, d)
 		case "archived":
-			return decPtr(&x.Archived, d, decBool)
+			return decBoolPtr(&x.Archived, d)
 		case "disabled":
-			return decPtr(&x.Disabled, d, decBool)
+			return decBoolPtr(&x.Disabled, d)
 		case "visibility":
-			return decPtr(&x.Visibility, d, decString)
+			return decStringPtr(&x.Visibility, d)
 		case "pushed_at":
-			return decPtr(&x.PushedAt, d, decString)
+			return decStringPtr(&x.PushedAt, d)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "updated_at":
-			return decPtr(&x.UpdatedAt, d, decString)
+			return decStringPtr(&x.UpdatedAt, d)
 		case "permissions":
 			return decPtr(&x.Permissions, d, (*MinimalRepositoryPermissions).decode)
 		case "allow_rebase_merge":
-			return decPtr(&x.AllowRebaseMerge, d, decBool)
+			return decBoolPtr(&x.AllowRebaseMerge, d)
 		case "temp_clone_token":
-			return decPtr(&x.TempCloneToken, d, decString)
+			return decStringPtr(&x.TempCloneToken, d)
 		case "allow_squash_merge":
-			return decPtr(&x.AllowSquashMerge, d, decBool)
+			return decBoolPtr(&x.AllowSquashMerge, d)
 		case "allow_auto_merge":
-			return decPtr(&x.AllowAutoMerge, d, decBool)
+			return decBoolPtr(&x.AllowAutoMerge, d)
 		case "delete_branch_on_merge":
-			return decPtr(&x.DeleteBranchOnMerge, d, decBool)
+			return decBoolPtr(&x.DeleteBranchOnMerge, d)
 		case "allow_update_branch":
-			return decPtr(&x.AllowUpdateBranch, d, decBool)
+			return decBoolPtr(&x.AllowUpdateBranch, d)
 		case "use_squash_pr_title_as_default":
-			return decPtr(&x.UseSquashPrTitleAsDefault, d, decBool)
+			return decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		case "squash_merge_commit_title":
 			return decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
 		case "squash_merge_commit_message":
@@ -22859,11 +22859,11 @@ func (x *RepositoryTemplateRepository) decode(d *decoder) error {
 		case "merge_commit_message":
 			return decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
 		case "allow_merge_commit":
-			return decPtr(&x.AllowMergeCommit, d, decBool)
+			return decBoolPtr(&x.AllowMergeCommit, d)
 		case "subscribers_count":
-			return decPtr(&x.SubscribersCount, d, decInt64)
+			return decInt64Ptr(&x.SubscribersCount, d)
 		case "network_count":
-			return decPtr(&x.NetworkCount, d, decInt64)
+			return decInt64Ptr(&x.NetworkCount, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -23241,41 +23241,41 @@ func (x *RepositoryTemplateRepositoryOwner) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "login":
-			return decPtr(&x.Login, d, decString)
+			return decStringPtr(&x.Login, d)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			return decInt64Ptr(&x.ID, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "avatar_url":
-			return decPtr(&x.AvatarURL, d, decString)
+			return decStringPtr(&x.AvatarURL, d)
 		case "gravatar_id":
-			return decPtr(&x.GravatarID, d, decString)
+			return decStringPtr(&x.GravatarID, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "followers_url":
-			return decPtr(&x.FollowersURL, d, decString)
+			return decStringPtr(&x.FollowersURL, d)
 		case "following_url":
-			return decPtr(&x.FollowingURL, d, decString)
+			return decStringPtr(&x.FollowingURL, d)
 		case "gists_url":
-			return decPtr(&x.GistsURL, d, decString)
+			return decStringPtr(&x.GistsURL, d)
 		case "starred_url":
-			return decPtr(&x.StarredURL, d, decString)
+			return decStringPtr(&x.StarredURL, d)
 		case "subscriptions_url":
-			return decPtr(&x.SubscriptionsURL, d, decString)
+			return decStringPtr(&x.SubscriptionsURL, d)
 		case "organizations_url":
-			return decPtr(&x.OrganizationsURL, d, decString)
+			return decStringPtr(&x.OrganizationsURL, d)
 		case "repos_url":
-			return decPtr(&x.ReposURL, d, decString)
+			return decStringPtr(&x.ReposURL, d)
 		case "events_url":
-			return decPtr(&x.EventsURL, d, decString)
+			return decStringPtr(&x.EventsURL, d)
 		case "received_events_url":
-			return decPtr(&x.ReceivedEventsURL, d, decString)
+			return decStringPtr(&x.ReceivedEventsURL, d)
 		case "type":
-			return decPtr(&x.Type, d, decString)
+			return decStringPtr(&x.Type, d)
 		case "site_admin":
-			return decPtr(&x.SiteAdmin, d, decBool)
+			return decBoolPtr(&x.SiteAdmin, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -23504,7 +23504,7 @@ func (x *RepositoryTransferredChangesOwnerFromOrganization) decode(d *decoder) e
 			seen[0] |= 1 << 0
 			return decString(&x.AvatarURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "events_url":
 			if d.null() {
 				return nil
@@ -23518,7 +23518,7 @@ func (x *RepositoryTransferredChangesOwnerFromOrganization) decode(d *decoder) e
 			seen[0] |= 1 << 2
 			return decString(&x.HooksURL, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "id":
 			if d.null() {
 				return nil
@@ -23668,9 +23668,9 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return decString(&x.CreatedAt, d)
 		case "dismiss_reason":
-			return decPtr(&x.DismissReason, d, decString)
+			return decStringPtr(&x.DismissReason, d)
 		case "dismissed_at":
-			return decPtr(&x.DismissedAt, d, decString)
+			return decStringPtr(&x.DismissedAt, d)
 		case "dismisser":
 			return decPtr(&x.Dismisser, d, (*User).decode)
 		case "external_identifier":
@@ -23680,13 +23680,13 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.ExternalIdentifier, d)
 		case "external_reference":
-			return decPtr(&x.ExternalReference, d, decString)
+			return decStringPtr(&x.ExternalReference, d)
 		case "fix_reason":
-			return decPtr(&x.FixReason, d, decString)
+			return decStringPtr(&x.FixReason, d)
 		case "fixed_at":
 			return decPtr(&x.FixedAt, d, (*Timestamp).decode)
 		case "fixed_in":
-			return decPtr(&x.FixedIn, d, decString)
+			return decStringPtr(&x.FixedIn, d)
 		case "ghsa_id":
 			if d.null() {
 				return nil
@@ -23700,9 +23700,9 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return decInt64(&x.ID, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "number":
-			return decPtr(&x.Number, d, decInt64)
+			return decInt64Ptr(&x.Number, d)
 		case "severity":
 			if d.null() {
 				return nil
@@ -23712,7 +23712,7 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 		case "state":
 			return decPtr(&x.State, d, (*AlertInstanceState).decode)
 		case "dismiss_comment":
-			return decPtr(&x.DismissComment, d, decString)
+			return decStringPtr(&x.DismissComment, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -23925,25 +23925,25 @@ func (x *RubyGemsMetadata) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "readme":
-			return decPtr(&x.Readme, d, decString)
+			return decStringPtr(&x.Readme, d)
 		case "homepage":
-			return decPtr(&x.Homepage, d, decString)
+			return decStringPtr(&x.Homepage, d)
 		case "version_info":
 			return decPtr(&x.VersionInfo, d, (*RubyGemsMetadataVersionInfo).decode)
 		case "platform":
-			return decPtr(&x.Platform, d, decString)
+			return decStringPtr(&x.Platform, d)
 		case "metadata":
 			return decMap(&x.Metadata, d, decString)
 		case "repo":
-			return decPtr(&x.Repo, d, decString)
+			return decStringPtr(&x.Repo, d)
 		case "dependencies":
 			return decSlice(&x.Dependencies, d, mapOf(decString))
 		case "commit_oid":
-			return decPtr(&x.CommitOid, d, decString)
+			return decStringPtr(&x.CommitOid, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -24013,7 +24013,7 @@ func (x *RubyGemsMetadataVersionInfo) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "version":
-			return decPtr(&x.Version, d, decString)
+			return decStringPtr(&x.Version, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -24047,17 +24047,17 @@ func (x *SecretScanningAlert) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "number":
-			return decPtr(&x.Number, d, decInt64)
+			return decInt64Ptr(&x.Number, d)
 		case "created_at":
 			return decPtr(&x.CreatedAt, d, (*Timestamp).decode)
 		case "updated_at":
 			return decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "locations_url":
-			return decPtr(&x.LocationsURL, d, decString)
+			return decStringPtr(&x.LocationsURL, d)
 		case "resolution":
 			return decPtr(&x.Resolution, d, (*SecretScanningAlertResolution).decode)
 		case "resolved_at":
@@ -24065,15 +24065,15 @@ func (x *SecretScanningAlert) decode(d *decoder) error {
 		case "resolved_by":
 			return decPtr(&x.ResolvedBy, d, (*User).decode)
 		case "resolution_comment":
-			return decPtr(&x.ResolutionComment, d, decString)
+			return decStringPtr(&x.ResolutionComment, d)
 		case "secret_type":
-			return decPtr(&x.SecretType, d, decString)
+			return decStringPtr(&x.SecretType, d)
 		case "secret_type_display_name":
-			return decPtr(&x.SecretTypeDisplayName, d, decString)
+			return decStringPtr(&x.SecretTypeDisplayName, d)
 		case "validity":
 			return decPtr(&x.Validity, d, (*SecretScanningAlertValidity).decode)
 		case "push_protection_bypassed":
-			return decPtr(&x.PushProtectionBypassed, d, decBool)
+			return decBoolPtr(&x.PushProtectionBypassed, d)
 		case "push_protection_bypassed_by":
 			return decPtr(&x.PushProtectionBypassedBy, d, (*User).decode)
 		case "push_protection_bypassed_at":
@@ -24081,15 +24081,15 @@ func (x *SecretScanningAlert) decode(d *decoder) error {
 		case "push_protection_bypass_request_reviewer":
 			return decPtr(&x.PushProtectionBypassRequestReviewer, d, (*User).decode)
 		case "push_protection_bypass_request_reviewer_comment":
-			return decPtr(&x.PushProtectionBypassRequestReviewerComment, d, decString)
+			return decStringPtr(&x.PushProtectionBypassRequestReviewerComment, d)
 		case "push_protection_bypass_request_comment":
-			return decPtr(&x.PushProtectionBypassRequestComment, d, decString)
+			return decStringPtr(&x.PushProtectionBypassRequestComment, d)
 		case "push_protection_bypass_request_html_url":
-			return decPtr(&x.PushProtectionBypassRequestHTMLURL, d, decString)
+			return decStringPtr(&x.PushProtectionBypassRequestHTMLURL, d)
 		case "publicly_leaked":
-			return decPtr(&x.PubliclyLeaked, d, decBool)
+			return decBoolPtr(&x.PubliclyLeaked, d)
 		case "multi_repo":
-			return decPtr(&x.MultiRepo, d, decBool)
+			return decBoolPtr(&x.MultiRepo, d)
 		case "assigned_to":
 			return decPtr(&x.AssignedTo, d, (*User).decode)
 		}
@@ -24994,9 +24994,9 @@ func (x *SecurityAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			return decSlice(&x.Vulnerabilities, d, (*SecurityAdvisoryVulnerability).decode)
 		case "withdrawn_at":
-			return decPtr(&x.WithdrawnAt, d, decString)
+			return decStringPtr(&x.WithdrawnAt, d)
 		case "cve_id":
-			return decPtr(&x.CVEID, d, decString)
+			return decStringPtr(&x.CVEID, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -25090,7 +25090,7 @@ func (x *SecurityAdvisoryCVSS) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decFloat64(&x.Score, d)
 		case "vector_string":
-			return decPtr(&x.VectorString, d, decString)
+			return decStringPtr(&x.VectorString, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -25129,9 +25129,9 @@ func (x *SecurityAdvisoryEPSS) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "percentage":
-			return decPtr(&x.Percentage, d, decFloat64)
+			return decFloat64Ptr(&x.Percentage, d)
 		case "percentile":
-			return decPtr(&x.Percentile, d, decFloat64)
+			return decFloat64Ptr(&x.Percentile, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -25497,23 +25497,23 @@ func (x *SimpleCheckSuite) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "after":
-			return decPtr(&x.After, d, decString)
+			return decStringPtr(&x.After, d)
 		case "app":
 			return decPtr(&x.App, d, (*App).decode)
 		case "before":
-			return decPtr(&x.Before, d, decString)
+			return decStringPtr(&x.Before, d)
 		case "conclusion":
 			return decPtr(&x.Conclusion, d, (*CheckSuiteConclusion).decode)
 		case "created_at":
 			return decPtr(&x.CreatedAt, d, (*Timestamp).decode)
 		case "head_branch":
-			return decPtr(&x.HeadBranch, d, decString)
+			return decStringPtr(&x.HeadBranch, d)
 		case "head_sha":
-			return decPtr(&x.HeadSHA, d, decString)
+			return decStringPtr(&x.HeadSHA, d)
 		case "id":
-			return decPtr(&x.ID, d, decInt64)
+			return decInt64Ptr(&x.ID, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "pull_requests":
 			return decSlice(&x.PullRequests, d, (*CheckRunPullRequest).decode)
 		case "repository":
@@ -25523,7 +25523,7 @@ func (x *SimpleCheckSuite) decode(d *decoder) error {
 		case "updated_at":
 			return decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -25780,9 +25780,9 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return x.Base.decode(d)
 		case "body":
-			return decPtr(&x.Body, d, decString)
+			return decStringPtr(&x.Body, d)
 		case "closed_at":
-			return decPtr(&x.ClosedAt, d, decString)
+			return decStringPtr(&x.ClosedAt, d)
 		case "comments_url":
 			if d.null() {
 				return nil
@@ -25808,7 +25808,7 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return decString(&x.DiffURL, d)
 		case "draft":
-			return decPtr(&x.Draft, d, decBool)
+			return decBoolPtr(&x.Draft, d)
 		case "head":
 			if d.null() {
 				return nil
@@ -25846,9 +25846,9 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 13
 			return decBool(&x.Locked, d)
 		case "merge_commit_sha":
-			return decPtr(&x.MergeCommitSHA, d, decString)
+			return decStringPtr(&x.MergeCommitSHA, d)
 		case "merged_at":
-			return decPtr(&x.MergedAt, d, decString)
+			return decStringPtr(&x.MergedAt, d)
 		case "milestone":
 			return decPtr(&x.Milestone, d, (*Milestone).decode)
 		case "node_id":
@@ -26142,7 +26142,7 @@ func (x *SimpleRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decString(&x.HTMLURL, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "fork":
 			if d.null() {
 				return nil
@@ -26800,11 +26800,11 @@ func (x *SponsorshipTier) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.Description, d)
 		case "is_custom_ammount":
-			return decPtr(&x.IsCustomAmmount, d, decBool)
+			return decBoolPtr(&x.IsCustomAmmount, d)
 		case "is_custom_amount":
-			return decPtr(&x.IsCustomAmount, d, decBool)
+			return decBoolPtr(&x.IsCustomAmount, d)
 		case "is_one_time":
-			return decPtr(&x.IsOneTime, d, decBool)
+			return decBoolPtr(&x.IsOneTime, d)
 		case "monthly_price_in_cents":
 			if d.null() {
 				return nil
@@ -26955,9 +26955,9 @@ func (x *StatusBranchCommit) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "sha":
-			return decPtr(&x.SHA, d, decString)
+			return decStringPtr(&x.SHA, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -27002,7 +27002,7 @@ func (x *StatusCheckConfiguration) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.Context, d)
 		case "integration_id":
-			return decPtr(&x.IntegrationID, d, decInt64)
+			return decInt64Ptr(&x.IntegrationID, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -27304,7 +27304,7 @@ func (x *StatusCommitCommitVerification) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "payload":
-			return decPtr(&x.Payload, d, decString)
+			return decStringPtr(&x.Payload, d)
 		case "reason":
 			if d.null() {
 				return nil
@@ -27312,7 +27312,7 @@ func (x *StatusCommitCommitVerification) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return x.Reason.decode(d)
 		case "signature":
-			return decPtr(&x.Signature, d, decString)
+			return decStringPtr(&x.Signature, d)
 		case "verified":
 			if d.null() {
 				return nil
@@ -27320,7 +27320,7 @@ func (x *StatusCommitCommitVerification) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decBool(&x.Verified, d)
 		case "verified_at":
-			return decPtr(&x.VerifiedAt, d, decString)
+			return decStringPtr(&x.VerifiedAt, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -27471,9 +27471,9 @@ func (x *StringFromTo) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "from":
-			return decPtr(&x.From, d, decString)
+			return decStringPtr(&x.From, d)
 		case "to":
-			return decPtr(&x.To, d, decString)
+			return decStringPtr(&x.To, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -27572,11 +27572,11 @@ func (x *Team) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "deleted":
-			return decPtr(&x.Deleted, d, decBool)
+			return decBoolPtr(&x.Deleted, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "id":
 			if d.null() {
 				return nil
@@ -27584,7 +27584,7 @@ func (x *Team) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decInt64(&x.ID, d)
 		case "members_url":
-			return decPtr(&x.MembersURL, d, decString)
+			return decStringPtr(&x.MembersURL, d)
 		case "name":
 			if d.null() {
 				return nil
@@ -27592,29 +27592,29 @@ func (x *Team) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decString(&x.Name, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "parent":
 			return decPtr(&x.Parent, d, (*Team).decode)
 		case "permission":
-			return decPtr(&x.Permission, d, decString)
+			return decStringPtr(&x.Permission, d)
 		case "privacy":
 			return decPtr(&x.Privacy, d, (*TeamPrivacy).decode)
 		case "notification_setting":
 			return decPtr(&x.NotificationSetting, d, (*TeamNotificationSetting).decode)
 		case "repositories_url":
-			return decPtr(&x.RepositoriesURL, d, decString)
+			return decStringPtr(&x.RepositoriesURL, d)
 		case "slug":
-			return decPtr(&x.Slug, d, decString)
+			return decStringPtr(&x.Slug, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "type":
 			return decPtr(&x.Type, d, (*OrganizationCustomPropertySourceType).decode)
 		case "organization_id":
-			return decPtr(&x.OrganizationID, d, decInt64)
+			return decInt64Ptr(&x.OrganizationID, d)
 		case "enterprise_id":
-			return decPtr(&x.EnterpriseID, d, decInt64)
+			return decInt64Ptr(&x.EnterpriseID, d)
 		case "ldap_dn":
-			return decPtr(&x.LdapDn, d, decString)
+			return decStringPtr(&x.LdapDn, d)
 		case "permissions":
 			return decPtr(&x.Permissions, d, (*TeamPermissions).decode)
 		}
@@ -27861,11 +27861,11 @@ func (x *TeamEditedChangesRepositoryPermissionsFrom) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "admin":
-			return decPtr(&x.Admin, d, decBool)
+			return decBoolPtr(&x.Admin, d)
 		case "pull":
-			return decPtr(&x.Pull, d, decBool)
+			return decBoolPtr(&x.Pull, d)
 		case "push":
-			return decPtr(&x.Push, d, decBool)
+			return decBoolPtr(&x.Push, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -27988,9 +27988,9 @@ func (x *User) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "email":
-			return decPtr(&x.Email, d, decString)
+			return decStringPtr(&x.Email, d)
 		case "login":
 			if d.null() {
 				return nil
@@ -28004,43 +28004,43 @@ func (x *User) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decInt64(&x.ID, d)
 		case "node_id":
-			return decPtr(&x.NodeID, d, decString)
+			return decStringPtr(&x.NodeID, d)
 		case "avatar_url":
-			return decPtr(&x.AvatarURL, d, decString)
+			return decStringPtr(&x.AvatarURL, d)
 		case "gravatar_id":
-			return decPtr(&x.GravatarID, d, decString)
+			return decStringPtr(&x.GravatarID, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		case "html_url":
-			return decPtr(&x.HTMLURL, d, decString)
+			return decStringPtr(&x.HTMLURL, d)
 		case "followers_url":
-			return decPtr(&x.FollowersURL, d, decString)
+			return decStringPtr(&x.FollowersURL, d)
 		case "following_url":
-			return decPtr(&x.FollowingURL, d, decString)
+			return decStringPtr(&x.FollowingURL, d)
 		case "gists_url":
-			return decPtr(&x.GistsURL, d, decString)
+			return decStringPtr(&x.GistsURL, d)
 		case "starred_url":
-			return decPtr(&x.StarredURL, d, decString)
+			return decStringPtr(&x.StarredURL, d)
 		case "subscriptions_url":
-			return decPtr(&x.SubscriptionsURL, d, decString)
+			return decStringPtr(&x.SubscriptionsURL, d)
 		case "organizations_url":
-			return decPtr(&x.OrganizationsURL, d, decString)
+			return decStringPtr(&x.OrganizationsURL, d)
 		case "repos_url":
-			return decPtr(&x.ReposURL, d, decString)
+			return decStringPtr(&x.ReposURL, d)
 		case "events_url":
-			return decPtr(&x.EventsURL, d, decString)
+			return decStringPtr(&x.EventsURL, d)
 		case "received_events_url":
-			return decPtr(&x.ReceivedEventsURL, d, decString)
+			return decStringPtr(&x.ReceivedEventsURL, d)
 		case "type":
 			return decPtr(&x.Type, d, (*UserType).decode)
 		case "site_admin":
-			return decPtr(&x.SiteAdmin, d, decBool)
+			return decBoolPtr(&x.SiteAdmin, d)
 		case "starred_at":
-			return decPtr(&x.StarredAt, d, decString)
+			return decStringPtr(&x.StarredAt, d)
 		case "user_view_type":
-			return decPtr(&x.UserViewType, d, decString)
+			return decStringPtr(&x.UserViewType, d)
 		case "deleted":
-			return decPtr(&x.Deleted, d, decBool)
+			return decBoolPtr(&x.Deleted, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -28210,7 +28210,7 @@ func (x *Webhook) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decBool(&x.Active, d)
 		case "app_id":
-			return decPtr(&x.AppID, d, decInt64)
+			return decInt64Ptr(&x.AppID, d)
 		case "config":
 			if d.null() {
 				return nil
@@ -28224,7 +28224,7 @@ func (x *Webhook) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return x.CreatedAt.decode(d)
 		case "deliveries_url":
-			return decPtr(&x.DeliveriesURL, d, decString)
+			return decStringPtr(&x.DeliveriesURL, d)
 		case "events":
 			if d.null() {
 				return nil
@@ -28246,9 +28246,9 @@ func (x *Webhook) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			return x.Name.decode(d)
 		case "ping_url":
-			return decPtr(&x.PingURL, d, decString)
+			return decStringPtr(&x.PingURL, d)
 		case "test_url":
-			return decPtr(&x.TestURL, d, decString)
+			return decStringPtr(&x.TestURL, d)
 		case "type":
 			if d.null() {
 				return nil
@@ -28262,7 +28262,7 @@ func (x *Webhook) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			return x.UpdatedAt.decode(d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -28349,13 +28349,13 @@ func (x *WebhookConfig) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "content_type":
-			return decPtr(&x.ContentType, d, decString)
+			return decStringPtr(&x.ContentType, d)
 		case "insecure_ssl":
 			return decPtr(&x.InsecureSsl, d, (*WebhookConfigInsecureSSL).decode)
 		case "secret":
-			return decPtr(&x.Secret, d, decString)
+			return decStringPtr(&x.Secret, d)
 		case "url":
-			return decPtr(&x.URL, d, decString)
+			return decStringPtr(&x.URL, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -28538,7 +28538,7 @@ func (x *WorkflowFileReference) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.Path, d)
 		case "ref":
-			return decPtr(&x.Ref, d, decString)
+			return decStringPtr(&x.Ref, d)
 		case "repository_id":
 			if d.null() {
 				return nil
@@ -28546,7 +28546,7 @@ func (x *WorkflowFileReference) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decInt64(&x.RepositoryID, d)
 		case "sha":
-			return decPtr(&x.SHA, d, decString)
+			return decStringPtr(&x.SHA, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -28600,11 +28600,11 @@ func (x *WorkflowJob) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.CheckRunURL, d)
 		case "completed_at":
-			return decPtr(&x.CompletedAt, d, decString)
+			return decStringPtr(&x.CompletedAt, d)
 		case "conclusion":
 			return decPtr(&x.Conclusion, d, (*WorkflowJobConclusion).decode)
 		case "created_at":
-			return decPtr(&x.CreatedAt, d, decString)
+			return decStringPtr(&x.CreatedAt, d)
 		case "head_sha":
 			if d.null() {
 				return nil
@@ -28628,7 +28628,7 @@ func (x *WorkflowJob) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 4
-			return decSlice(&x.Labels, d, ptrOf(decString))
+			return decSlice(&x.Labels, d, decStringPtr)
 		case "name":
 			if d.null() {
 				return nil
@@ -28642,7 +28642,7 @@ func (x *WorkflowJob) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decString(&x.NodeID, d)
 		case "run_attempt":
-			return decPtr(&x.RunAttempt, d, decInt64)
+			return decInt64Ptr(&x.RunAttempt, d)
 		case "run_id":
 			if d.null() {
 				return nil
@@ -28656,13 +28656,13 @@ func (x *WorkflowJob) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			return decString(&x.RunURL, d)
 		case "runner_group_id":
-			return decPtr(&x.RunnerGroupID, d, decFloat64)
+			return decFloat64Ptr(&x.RunnerGroupID, d)
 		case "runner_group_name":
-			return decPtr(&x.RunnerGroupName, d, decString)
+			return decStringPtr(&x.RunnerGroupName, d)
 		case "runner_id":
-			return decPtr(&x.RunnerID, d, decFloat64)
+			return decFloat64Ptr(&x.RunnerID, d)
 		case "runner_name":
-			return decPtr(&x.RunnerName, d, decString)
+			return decStringPtr(&x.RunnerName, d)
 		case "started_at":
 			if d.null() {
 				return nil
@@ -28676,9 +28676,9 @@ func (x *WorkflowJob) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			return x.Status.decode(d)
 		case "head_branch":
-			return decPtr(&x.HeadBranch, d, decString)
+			return decStringPtr(&x.HeadBranch, d)
 		case "workflow_name":
-			return decPtr(&x.WorkflowName, d, decString)
+			return decStringPtr(&x.WorkflowName, d)
 		case "steps":
 			if d.null() {
 				return nil
@@ -28860,7 +28860,7 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			return decString(&x.Event, d)
 		case "head_branch":
-			return decPtr(&x.HeadBranch, d, decString)
+			return decStringPtr(&x.HeadBranch, d)
 		case "head_commit":
 			if d.null() {
 				return nil
@@ -28904,7 +28904,7 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 13
 			return decString(&x.LogsURL, d)
 		case "name":
-			return decPtr(&x.Name, d, decString)
+			return decStringPtr(&x.Name, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -28912,9 +28912,9 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 14
 			return decString(&x.NodeID, d)
 		case "path":
-			return decPtr(&x.Path, d, decString)
+			return decStringPtr(&x.Path, d)
 		case "previous_attempt_url":
-			return decPtr(&x.PreviousAttemptURL, d, decString)
+			return decStringPtr(&x.PreviousAttemptURL, d)
 		case "pull_requests":
 			if d.null() {
 				return nil
@@ -28986,7 +28986,7 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 25
 			return decString(&x.WorkflowURL, d)
 		case "display_title":
-			return decPtr(&x.DisplayTitle, d, decString)
+			return decStringPtr(&x.DisplayTitle, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -29244,7 +29244,7 @@ func (x *WorkflowRunReferencedWorkflow) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.Path, d)
 		case "ref":
-			return decPtr(&x.Ref, d, decString)
+			return decStringPtr(&x.Ref, d)
 		case "sha":
 			if d.null() {
 				return nil
@@ -29294,7 +29294,7 @@ func (x *WorkflowStep) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "completed_at":
-			return decPtr(&x.CompletedAt, d, decString)
+			return decStringPtr(&x.CompletedAt, d)
 		case "conclusion":
 			return decPtr(&x.Conclusion, d, (*WorkflowStepConclusion).decode)
 		case "name":
@@ -29310,7 +29310,7 @@ func (x *WorkflowStep) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return decInt64(&x.Number, d)
 		case "started_at":
-			return decPtr(&x.StartedAt, d, decString)
+			return decStringPtr(&x.StartedAt, d)
 		case "status":
 			if d.null() {
 				return nil
@@ -30782,7 +30782,7 @@ func (x *CodeScanningAlertUnknownEvent) decode(d *decoder) error {
 		case "alert":
 			return decPtr(&x.Alert, d, (*CodeScanningAlert).decode)
 		case "commit_oid":
-			return decPtr(&x.CommitOid, d, decString)
+			return decStringPtr(&x.CommitOid, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -30790,7 +30790,7 @@ func (x *CodeScanningAlertUnknownEvent) decode(d *decoder) error {
 		case "organization":
 			return decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			return decPtr(&x.Ref, d, decString)
+			return decStringPtr(&x.Ref, d)
 		case "repository":
 			return decPtr(&x.Repository, d, (*Repository).decode)
 		case "sender":
@@ -31319,7 +31319,7 @@ func (x *CodeScanningAlertReopenedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return x.Alert.decode(d)
 		case "commit_oid":
-			return decPtr(&x.CommitOid, d, decString)
+			return decStringPtr(&x.CommitOid, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -31327,7 +31327,7 @@ func (x *CodeScanningAlertReopenedEvent) decode(d *decoder) error {
 		case "organization":
 			return decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			return decPtr(&x.Ref, d, decString)
+			return decStringPtr(&x.Ref, d)
 		case "repository":
 			if d.null() {
 				return nil
@@ -31690,7 +31690,7 @@ func (x *CreateEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33655,11 +33655,11 @@ func (x *DeploymentProtectionRuleUnknownEvent) decode(d *decoder) error {
 			}
 			return err
 		case "environment":
-			return decPtr(&x.Environment, d, decString)
+			return decStringPtr(&x.Environment, d)
 		case "event":
-			return decPtr(&x.Event, d, decString)
+			return decStringPtr(&x.Event, d)
 		case "deployment_callback_url":
-			return decPtr(&x.DeploymentCallbackURL, d, decString)
+			return decStringPtr(&x.DeploymentCallbackURL, d)
 		case "deployment":
 			return decPtr(&x.Deployment, d, (*Deployment).decode)
 		case "pull_requests":
@@ -33754,11 +33754,11 @@ func (x *DeploymentProtectionRuleRequestedEvent) decode(d *decoder) error {
 			}
 			return err
 		case "environment":
-			return decPtr(&x.Environment, d, decString)
+			return decStringPtr(&x.Environment, d)
 		case "event":
-			return decPtr(&x.Event, d, decString)
+			return decStringPtr(&x.Event, d)
 		case "deployment_callback_url":
-			return decPtr(&x.DeploymentCallbackURL, d, decString)
+			return decStringPtr(&x.DeploymentCallbackURL, d)
 		case "deployment":
 			return decPtr(&x.Deployment, d, (*Deployment).decode)
 		case "pull_requests":
@@ -33872,7 +33872,7 @@ func (x *DeploymentReviewUnknownEvent) decode(d *decoder) error {
 		case "sender":
 			return decPtr(&x.Sender, d, (*User).decode)
 		case "since":
-			return decPtr(&x.Since, d, decString)
+			return decStringPtr(&x.Since, d)
 		case "workflow_job_run":
 			return decPtr(&x.WorkflowJobRun, d, (*DeploymentReviewWorkflowJobRun).decode)
 		case "workflow_run":
@@ -33961,7 +33961,7 @@ func (x *DeploymentReviewApprovedEvent) decode(d *decoder) error {
 		case "approver":
 			return decPtr(&x.Approver, d, (*DeploymentReviewApprovedApprover).decode)
 		case "comment":
-			return decPtr(&x.Comment, d, decString)
+			return decStringPtr(&x.Comment, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -34091,7 +34091,7 @@ func (x *DeploymentReviewRejectedEvent) decode(d *decoder) error {
 		case "approver":
 			return decPtr(&x.Approver, d, (*DeploymentReviewApprovedApprover).decode)
 		case "comment":
-			return decPtr(&x.Comment, d, decString)
+			return decStringPtr(&x.Comment, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -37615,7 +37615,7 @@ func (x *InstallationTargetUnknownEvent) decode(d *decoder) error {
 		case "sender":
 			return decPtr(&x.Sender, d, (*User).decode)
 		case "target_type":
-			return decPtr(&x.TargetType, d, decString)
+			return decStringPtr(&x.TargetType, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -38201,11 +38201,11 @@ func (x *IssueDependenciesUnknownEvent) decode(d *decoder) error {
 			}
 			return err
 		case "blocked_issue_id":
-			return decPtr(&x.BlockedIssueID, d, decFloat64)
+			return decFloat64Ptr(&x.BlockedIssueID, d)
 		case "blocked_issue":
 			return decPtr(&x.BlockedIssue, d, (*Issue).decode)
 		case "blocking_issue_id":
-			return decPtr(&x.BlockingIssueID, d, decFloat64)
+			return decFloat64Ptr(&x.BlockingIssueID, d)
 		case "blocking_issue":
 			return decPtr(&x.BlockingIssue, d, (*Issue).decode)
 		case "installation":
@@ -40950,7 +40950,7 @@ func (x *MarketplacePurchaseUnknownEvent) decode(d *decoder) error {
 			}
 			return err
 		case "effective_date":
-			return decPtr(&x.EffectiveDate, d, decString)
+			return decStringPtr(&x.EffectiveDate, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -42450,7 +42450,7 @@ func (x *MetaUnknownEvent) decode(d *decoder) error {
 		case "hook":
 			return decPtr(&x.Hook, d, (*MetaHook).decode)
 		case "hook_id":
-			return decPtr(&x.HookID, d, decInt64)
+			return decInt64Ptr(&x.HookID, d)
 		case "installation":
 			return decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -44701,7 +44701,7 @@ func (x *PingEvent) decode(d *decoder) error {
 		case "hook":
 			return decPtr(&x.Hook, d, (*Webhook).decode)
 		case "hook_id":
-			return decPtr(&x.HookID, d, decInt64)
+			return decInt64Ptr(&x.HookID, d)
 		case "organization":
 			return decPtr(&x.Organization, d, (*Organization).decode)
 		case "repository":
@@ -44709,7 +44709,7 @@ func (x *PingEvent) decode(d *decoder) error {
 		case "sender":
 			return decPtr(&x.Sender, d, (*User).decode)
 		case "zen":
-			return decPtr(&x.Zen, d, decString)
+			return decStringPtr(&x.Zen, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -47764,7 +47764,7 @@ func (x *PullRequestUnknownEvent) decode(d *decoder) error {
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "number":
-			return decPtr(&x.Number, d, decInt64)
+			return decInt64Ptr(&x.Number, d)
 		case "organization":
 			return decPtr(&x.Organization, d, (*Organization).decode)
 		case "pull_request":
@@ -48077,7 +48077,7 @@ func (x *PullRequestAutoMergeEnabledEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return x.PullRequest.decode(d)
 		case "reason":
-			return decPtr(&x.Reason, d, decString)
+			return decStringPtr(&x.Reason, d)
 		case "repository":
 			if d.null() {
 				return nil
@@ -51126,7 +51126,7 @@ func (x *PushEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			return decString(&x.After, d)
 		case "base_ref":
-			return decPtr(&x.BaseRef, d, decString)
+			return decStringPtr(&x.BaseRef, d)
 		case "before":
 			if d.null() {
 				return nil
@@ -55379,7 +55379,7 @@ func (x *SecretScanningScanUnknownEvent) decode(d *decoder) error {
 		case "secret_types":
 			return decSlice(&x.SecretTypes, d, decString)
 		case "custom_pattern_name":
-			return decPtr(&x.CustomPatternName, d, decString)
+			return decStringPtr(&x.CustomPatternName, d)
 		case "custom_pattern_scope":
 			return decPtr(&x.CustomPatternScope, d, (*SecretScanningScanCustomPatternScope).decode)
 		case "repository":
@@ -55512,7 +55512,7 @@ func (x *SecretScanningScanCompletedEvent) decode(d *decoder) error {
 		case "secret_types":
 			return decSlice(&x.SecretTypes, d, decString)
 		case "custom_pattern_name":
-			return decPtr(&x.CustomPatternName, d, decString)
+			return decStringPtr(&x.CustomPatternName, d)
 		case "custom_pattern_scope":
 			return decPtr(&x.CustomPatternScope, d, (*SecretScanningScanCustomPatternScope).decode)
 		case "repository":
@@ -56452,7 +56452,7 @@ func (x *SponsorshipPendingCancellationEvent) decode(d *decoder) error {
 			}
 			return err
 		case "effective_date":
-			return decPtr(&x.EffectiveDate, d, decString)
+			return decStringPtr(&x.EffectiveDate, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -56550,7 +56550,7 @@ func (x *SponsorshipPendingTierChangeEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return x.Changes.decode(d)
 		case "effective_date":
-			return decPtr(&x.EffectiveDate, d, decString)
+			return decStringPtr(&x.EffectiveDate, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -56837,7 +56837,7 @@ func (x *StarCreatedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			return x.Sender.decode(d)
 		case "starred_at":
-			return decPtr(&x.StarredAt, d, decString)
+			return decStringPtr(&x.StarredAt, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -56983,7 +56983,7 @@ func (x *StatusEvent) decode(d *decoder) error {
 	err := d.object(func(key []byte) error {
 		switch string(key) {
 		case "avatar_url":
-			return decPtr(&x.AvatarURL, d, decString)
+			return decStringPtr(&x.AvatarURL, d)
 		case "branches":
 			if d.null() {
 				return nil
@@ -57009,7 +57009,7 @@ func (x *StatusEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decString(&x.CreatedAt, d)
 		case "description":
-			return decPtr(&x.Description, d, decString)
+			return decStringPtr(&x.Description, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "id":
@@ -57053,7 +57053,7 @@ func (x *StatusEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			return x.State.decode(d)
 		case "target_url":
-			return decPtr(&x.TargetURL, d, decString)
+			return decStringPtr(&x.TargetURL, d)
 		case "updated_at":
 			if d.null() {
 				return nil
@@ -57169,11 +57169,11 @@ func (x *SubIssuesUnknownEvent) decode(d *decoder) error {
 			}
 			return err
 		case "parent_issue_id":
-			return decPtr(&x.ParentIssueID, d, decFloat64)
+			return decFloat64Ptr(&x.ParentIssueID, d)
 		case "parent_issue":
 			return decPtr(&x.ParentIssue, d, (*Issue).decode)
 		case "sub_issue_id":
-			return decPtr(&x.SubIssueID, d, decFloat64)
+			return decFloat64Ptr(&x.SubIssueID, d)
 		case "sub_issue":
 			return decPtr(&x.SubIssue, d, (*Issue).decode)
 		case "installation":

@@ -1,7 +1,9 @@
 package payloads
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -24,7 +26,25 @@ type decoder struct {
 	// actions counts the top-level members whose key is "action", for
 	// parseByAction.
 	actions int
+
+	// src is a string copy of buf, made by the first string value decoded when
+	// buf is at most maxShared bytes long: string values without escapes are
+	// substrings of it, so that a payload's hundreds of strings cost one
+	// allocation instead of one each.
+	src string
+	// Slabs that optional scalars point into, so that each does not cost an
+	// allocation of its own (see newOf).
+	strs   []string
+	ints   []int64
+	bools  []bool
+	floats []float64
 }
+
+// maxShared is the largest document whose string values share one copy of it.
+// A decoded payload keeps that copy alive while any of its strings lives, so
+// larger documents get a string allocated per value, as encoding/json does,
+// and a string kept from a huge delivery does not keep the whole delivery.
+const maxShared = 256 << 10
 
 // maxDepth bounds nesting, as encoding/json does, so hostile input cannot exhaust
 // the stack.
@@ -125,22 +145,11 @@ func (d *decoder) object(fn func(key []byte) error) error {
 // key reads an object key. Unlike a string value it never lives in d.scratch: the
 // key must survive the reading of its value, for error paths and unknown members.
 func (d *decoder) key() ([]byte, error) {
-	start := d.pos + 1
-	for i := start; i < len(d.buf); i++ {
-		c := d.buf[i]
-		if c == '"' {
-			d.pos = i + 1
-			return d.buf[start:i], nil
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			break
-		}
+	b, plain, err := d.strBytes()
+	if err != nil || plain {
+		return b, err
 	}
-	s, err := d.str()
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), s...), nil
+	return append([]byte(nil), b...), nil
 }
 
 // array reads a JSON array, calling fn once per element; fn must read the element.
@@ -177,22 +186,75 @@ func (d *decoder) array(fn func(i int) error) error {
 // str reads a JSON string and returns its unescaped bytes, which alias d.buf or
 // d.scratch and are valid only until the next read.
 func (d *decoder) str() ([]byte, error) {
+	b, _, err := d.strBytes()
+	return b, err
+}
+
+// Masks for looking at eight bytes of a string at once.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainMask flags (in each byte's high bit) the bytes of x that end plain
+// string content: '"', '\\' and control bytes below 0x20. The lowest flag is
+// exact; higher ones may be spurious, so only the lowest is used.
+func plainMask(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	b := x ^ (ones * '\\')
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b) & highs
+}
+
+// stopMask is plainMask that also flags bytes of 0x80 and above, where UTF-8
+// is checked one rune at a time.
+func stopMask(x uint64) uint64 { return plainMask(x) | x&highs }
+
+// strBytes reads a JSON string. When its content is the input's own bytes (no
+// escape, valid UTF-8), plain is true and b aliases d.buf, ending just before
+// the closing quote at d.pos-1; otherwise b is the unescaped content in
+// d.scratch, valid until the next read.
+func (d *decoder) strBytes() (b []byte, plain bool, err error) {
 	if d.peek() != '"' {
-		return nil, d.wrongKind("string")
+		return nil, false, d.wrongKind("string")
 	}
+	buf := d.buf
 	start := d.pos + 1
 	i := start
-	for i < len(d.buf) {
-		c := d.buf[i]
-		if c == '"' {
-			d.pos = i + 1
-			return d.buf[start:i], nil
+scan:
+	for i < len(buf) {
+		for i+8 <= len(buf) {
+			if m := stopMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
 		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+		if i >= len(buf) {
 			break
 		}
-		i++
+		switch c := buf[i]; {
+		case c == '"':
+			d.pos = i + 1
+			return buf[start:i], true, nil
+		case c == '\\' || c < 0x20:
+			break scan
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(buf[i:])
+			if r == utf8.RuneError && size == 1 {
+				break scan // invalid UTF-8 becomes U+FFFD: not the input's bytes
+			}
+			i += size
+		default:
+			i++
+		}
 	}
+	b, err = d.unescape(start, i)
+	return b, false, err
+}
+
+// unescape decodes a string's content from start (just past the opening quote),
+// of which the bytes before i are plain, into d.scratch.
+func (d *decoder) unescape(start, i int) ([]byte, error) {
 	b := append(d.scratch[:0], d.buf[start:i]...)
 	for i < len(d.buf) {
 		c := d.buf[i]
@@ -362,8 +424,20 @@ func (d *decoder) skip() error {
 	case c == '[':
 		return d.array(func(int) error { return d.skip() })
 	case c == '"':
-		// A string is checked, not unescaped: scan for the closing quote.
+		// A string is checked, not unescaped: scan for the closing quote,
+		// eight bytes at a time through plain content (any byte of 0x80 and
+		// above is taken as it is here, as by encoding/json's validation).
 		for i := d.pos + 1; i < len(d.buf); i++ {
+			for i+8 <= len(d.buf) {
+				if m := plainMask(binary.LittleEndian.Uint64(d.buf[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				i += 8
+			}
+			if i >= len(d.buf) {
+				break
+			}
 			switch d.buf[i] {
 			case '"':
 				d.pos = i + 1
@@ -476,12 +550,83 @@ func quoteByte(c byte) string {
 // func(*T, *decoder) error, so that slices, maps and pointers of any type compose.
 
 func decString(p *string, d *decoder) error {
-	b, err := d.str()
+	b, plain, err := d.strBytes()
 	if err != nil {
 		return err
 	}
+	if plain && d.shared() {
+		end := d.pos - 1 // the closing quote
+		*p = d.src[end-len(b) : end]
+		return nil
+	}
 	*p = string(b)
 	return nil
+}
+
+// shared reports whether string values are substrings of d.src, making it on
+// first use.
+func (d *decoder) shared() bool {
+	if d.src == "" && len(d.buf) <= maxShared {
+		d.src = string(d.buf)
+	}
+	return d.src != ""
+}
+
+// newOf returns a pointer to a fresh zero T taken from *slab, which it refills
+// with a new array when full. Optional scalars (*string, *int64, *bool,
+// *float64) are the most common pointers of a payload; taking them from
+// arrays makes one allocation serve many. The arrays grow with use, so that a
+// small payload does not pay for a large one.
+func newOf[T any](slab *[]T) *T {
+	s := *slab
+	if len(s) == cap(s) {
+		s = make([]T, 0, min(max(2*cap(s), 8), 256))
+	}
+	s = s[:len(s)+1]
+	*slab = s
+	return &s[len(s)-1]
+}
+
+// decStringPtr, decInt64Ptr, decBoolPtr and decFloat64Ptr are decPtr for the
+// scalars, with the value taken from the decoder's slabs.
+func decStringPtr(p **string, d *decoder) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	v := newOf(&d.strs)
+	*p = v
+	return decString(v, d)
+}
+
+func decInt64Ptr(p **int64, d *decoder) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	v := newOf(&d.ints)
+	*p = v
+	return decInt64(v, d)
+}
+
+func decBoolPtr(p **bool, d *decoder) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	v := newOf(&d.bools)
+	*p = v
+	return decBool(v, d)
+}
+
+func decFloat64Ptr(p **float64, d *decoder) error {
+	if d.null() {
+		*p = nil
+		return nil
+	}
+	v := newOf(&d.floats)
+	*p = v
+	return decFloat64(v, d)
 }
 
 func decBool(p *bool, d *decoder) error {
