@@ -241,3 +241,36 @@ func TestRelayRejectsWebPage(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and a clear error", code, errOut)
 	}
 }
+
+// TestServeMaxInFlight: --max-in-flight bounds the deliveries whose handlers
+// still run after their 202; past it serve answers 503, and its log lines give
+// the count.
+func TestServeMaxInFlight(t *testing.T) {
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	defer close(release)
+	setup := func(wh *webhooks.Webhooks) {
+		wh.On("ping", func(context.Context, emitter.Event) error {
+			started <- struct{}{}
+			<-release
+			return nil
+		})
+	}
+	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret,
+		"--handler-timeout", "1ms", "--max-in-flight", "1")
+	url := "http://" + sv.addr + "/api/forge/webhooks"
+	code, out, _ := runCmd(t, "", nil, "send", "--url", url, "--secret", testSecret, "--event", "ping")
+	if code != exitOK || !strings.HasPrefix(out, "202") {
+		t.Fatalf("first send: exit %d %q, want 202 while the handler runs", code, out)
+	}
+	<-started
+	code, out, _ = runCmd(t, "", nil, "send", "--url", url, "--secret", testSecret, "--event", "ping")
+	if code != exitFailure || !strings.HasPrefix(out, "503") {
+		t.Fatalf("second send: exit %d %q, want 503 with the only place taken", code, out)
+	}
+	log := sv.stderr.String()
+	for _, want := range []string{"half the in-flight places are taken", "in_flight=1", "max_in_flight=1", "status=503"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("serve's log lacks %q:\n%s", want, log)
+		}
+	}
+}

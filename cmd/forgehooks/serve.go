@@ -38,6 +38,7 @@ development secret.`)
 	handlerTimeout := fs.Duration("handler-timeout", webhooks.DefaultTimeout, "how long to wait for handlers before answering 202 (the forge waits 10s)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests and handlers finish")
 	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
+	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -67,13 +68,14 @@ development secret.`)
 		Logger:       slog.New(slog.DiscardHandler),
 		Timeout:      *handlerTimeout,
 		MaxBodyBytes: *maxBody,
+		MaxInFlight:  *maxInFlight,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fs.fail("cannot listen on %s: %v (is another receiver running there? choose another with --addr)", *addr, err)
 	}
 	srv := &http.Server{
-		Handler:           logDeliveries(mw, log),
+		Handler:           logDeliveries(mw, *maxInFlight, log),
 		ReadHeaderTimeout: *readHeader,
 		ReadTimeout:       *read,
 		WriteTimeout:      *write,
@@ -147,7 +149,7 @@ func recordDelivery(ctx context.Context, e emitter.Event) error {
 
 // logDeliveries serves mw and logs one line per request: the delivery, and the
 // outcome, with the reason of a rejection or failure from the answer's body.
-func logDeliveries(mw *webhooks.Middleware, log *slog.Logger) http.Handler {
+func logDeliveries(mw *webhooks.Middleware, maxInFlight int, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := &deliveryInfo{}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
@@ -169,7 +171,14 @@ func logDeliveries(mw *webhooks.Middleware, log *slog.Logger) http.Handler {
 			"status", rec.status, "duration", time.Since(start).Round(time.Microsecond),
 		}
 		info.mu.Unlock()
+		if rec.status == http.StatusAccepted || rec.status == http.StatusServiceUnavailable {
+			// Handlers that outlive their answer hold a place until they return;
+			// the count shows hanging handlers before deliveries are refused.
+			attrs = append(attrs, "in_flight", mw.InFlight(), "max_in_flight", maxInFlight)
+		}
 		switch {
+		case rec.status == http.StatusAccepted && maxInFlight > 0 && 2*mw.InFlight() >= maxInFlight:
+			log.Warn("delivery accepted; handlers still running; half the in-flight places are taken", attrs...)
 		case rec.status == http.StatusAccepted:
 			log.Info("delivery accepted; handlers still running", attrs...)
 		case rec.status < 300:
