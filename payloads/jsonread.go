@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -732,13 +733,35 @@ func decSlice[T any](p *[]T, d *decoder, dec func(*T, *decoder) error) error {
 		return nil
 	}
 	s := make([]T, 0, 4)
-	err := d.array(func(int) error {
+	err := d.array(func(i int) error {
+		if i == cap(s) && i >= 16 {
+			// A long array: count what is left once, so that the slice is
+			// allocated at its size instead of doubling (a 25 MiB push holds
+			// tens of thousands of commits).
+			s = slices.Grow(s, d.countRest())
+		}
 		var zero T
 		s = append(s, zero)
 		return dec(&s[len(s)-1], d)
 	})
 	*p = s
 	return err
+}
+
+// countRest returns how many elements an array has from the one at d.pos on,
+// reading a copy of the decoder; a malformed rest counts what it can, and
+// decoding then reports the error.
+func (d *decoder) countRest() int {
+	probe := decoder{buf: d.buf, pos: d.pos, depth: d.depth}
+	n := 0
+	for probe.skip() == nil {
+		n++
+		if probe.peek() != ',' {
+			break
+		}
+		probe.pos++
+	}
+	return n
 }
 
 // sliceOf makes a decoder of []T from one of T, for arrays nested in arrays or maps.
