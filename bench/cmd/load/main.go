@@ -1,0 +1,296 @@
+// Command load drives webhook receivers over 127.0.0.1 with signed deliveries
+// and reports requests per second, latency percentiles and the server
+// process's CPU time per request, read from /proc/<pid>/stat before and after.
+//
+// Each receiver runs as a process of its own, with GOMAXPROCS=1 (one core):
+// `forgehooks serve` itself, and servers this command starts from its own
+// binary (-serve): net/http alone (reads the body, checks nothing), a bare one
+// that only verifies the HMAC and scans for the action, the forgehooks middleware with a raw handler and with a typed
+// handler, and go-github's ValidatePayload and ParseWebHook. Every one gets the
+// same payload (the corpus's median push by default) and must answer 200.
+//
+//	load -forgehooks ./forgehooks -n 20000 -c 4 -duration 20s
+//
+// The run is bounded by -n requests and -duration per receiver, whichever comes
+// first, and only connects to 127.0.0.1.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"forgehooks.dev/forgehooks/bench"
+)
+
+func main() {
+	serve := flag.String("serve", "", "run a receiver instead: nethttp, bare, raw, typed or go-github (used by the load run itself)")
+	addr := flag.String("addr", "127.0.0.1:0", "with -serve: the address to listen on (127.0.0.1 only)")
+	forgehooks := flag.String("forgehooks", "", "path of the forgehooks binary, for the `forgehooks serve` row (empty: left out)")
+	servers := flag.String("servers", "nethttp,bare,raw,typed,go-github,serve", "receivers to drive, in order")
+	n := flag.Int("n", 20000, "requests per receiver (at most)")
+	c := flag.Int("c", 4, "concurrent connections")
+	duration := flag.Duration("duration", 20*time.Second, "time per receiver (at most)")
+	warmup := flag.Int("warmup", 1000, "requests before measuring")
+	payload := flag.String("payload", "", "payload file (default: the corpus's median push)")
+	event := flag.String("event", "push", "event name of the payload")
+	readme := flag.String("readme", "", "README whose load section to replace with the table")
+	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
+	flag.Parse()
+
+	if *serve != "" {
+		if err := runServer(*serve, *addr); err != nil {
+			fail(err)
+		}
+		return
+	}
+	body, name, err := loadPayload(*payload)
+	if err != nil {
+		fail(err)
+	}
+	d := &bench.Delivery{Event: *event, Body: body, Signature: bench.Sign(body)}
+	cfg := config{n: *n, c: *c, duration: *duration, warmup: *warmup}
+	results := map[string][]result{}
+	var order []string
+	for r := 0; r < *rounds; r++ {
+		for _, s := range strings.Split(*servers, ",") {
+			s = strings.TrimSpace(s)
+			if s == "serve" && *forgehooks == "" {
+				continue
+			}
+			res, err := drive(s, *forgehooks, d, cfg)
+			if err != nil {
+				fail(fmt.Errorf("%s: %w", s, err))
+			}
+			if _, ok := results[s]; !ok {
+				order = append(order, s)
+			}
+			results[s] = append(results[s], res)
+			fmt.Fprintf(os.Stderr, "round %d %-10s %8.0f req/s  p50 %6.0f µs  p99 %6.0f µs  server CPU %5.1f µs/req  (%d requests)\n",
+				r+1, s, res.rps, res.p50, res.p99, res.cpu, res.n)
+		}
+	}
+	table := render(order, results, name, len(body), cfg, *rounds)
+	fmt.Print(table)
+	if *readme != "" {
+		if err := replaceSection(*readme, "load", table); err != nil {
+			fail(err)
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "load:", err)
+	os.Exit(1)
+}
+
+func loadPayload(path string) ([]byte, string, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		return b, filepath.Base(path), err
+	}
+	all, err := bench.LoadCorpus(bench.CorpusDir)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err := bench.MedianPush(all)
+	return d.Body, d.Path, err
+}
+
+type config struct {
+	n, c, warmup int
+	duration     time.Duration
+}
+
+type result struct {
+	n             int
+	rps, p50, p99 float64 // requests/s, µs
+	cpu           float64 // server CPU µs per request
+}
+
+// drive starts receiver s, sends the warm-up and the measured requests, and
+// stops it.
+func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) {
+	port, err := freePort()
+	if err != nil {
+		return result{}, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	var cmd *exec.Cmd
+	path := "/"
+	if s == "serve" {
+		cmd = exec.Command(forgehooks, "serve", "--addr", addr, "--secret", bench.Secret)
+		path = "/api/forge/webhooks"
+	} else {
+		self, err := os.Executable()
+		if err != nil {
+			return result{}, err
+		}
+		cmd = exec.Command(self, "-serve", s, "-addr", addr)
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // serve logs a line per delivery
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if err := waitListening(addr, 10*time.Second); err != nil {
+		return result{}, err
+	}
+	url := "http://" + addr + path
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: cfg.c,
+		DisableCompression:  true,
+	}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+
+	if _, err := run(client, url, d, cfg.warmup, cfg.c, cfg.duration); err != nil {
+		return result{}, fmt.Errorf("warm-up: %w", err)
+	}
+	before, err := cpuTime(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	start := time.Now()
+	lat, err := run(client, url, d, cfg.n, cfg.c, cfg.duration)
+	elapsed := time.Since(start)
+	if err != nil {
+		return result{}, err
+	}
+	after, err := cpuTime(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	slices.Sort(lat)
+	return result{
+		n:   len(lat),
+		rps: float64(len(lat)) / elapsed.Seconds(),
+		p50: pct(lat, 0.50),
+		p99: pct(lat, 0.99),
+		cpu: float64((after - before).Microseconds()) / float64(len(lat)),
+	}, nil
+}
+
+// run sends up to n requests on c connections for at most dur, and returns
+// each one's latency in µs.
+func run(client *http.Client, url string, d *bench.Delivery, n, c int, dur time.Duration) ([]float64, error) {
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		all      []float64
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	deadline := time.Now().Add(dur)
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []float64
+			defer func() {
+				mu.Lock()
+				all = append(all, lat...)
+				mu.Unlock()
+			}()
+			rd := bytes.NewReader(nil)
+			for next.Add(1) <= int64(n) && time.Now().Before(deadline) {
+				rd.Reset(d.Body)
+				req, _ := http.NewRequest(http.MethodPost, url, rd)
+				req.ContentLength = int64(len(d.Body))
+				req.Header["Content-Type"] = []string{"application/json"}
+				req.Header["X-Forge-Event"] = []string{d.Event}
+				req.Header["X-Forge-Delivery"] = []string{"d-" + strconv.Itoa(len(lat))}
+				req.Header["X-Hub-Signature-256"] = []string{d.Signature}
+				req.Header["X-Github-Event"] = []string{d.Event} // go-github's header
+				t := time.Now()
+				res, err := client.Do(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if err == nil && res.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %s", res.Status)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				lat = append(lat, float64(time.Since(t).Nanoseconds())/1e3)
+			}
+		}()
+	}
+	wg.Wait()
+	return all, firstErr
+}
+
+func pct(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// cpuTime is the user and system CPU time a process has used, from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s: USER_HZ is
+// 100 on Linux whatever the kernel's HZ).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc stat: %q", b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc stat: %q", b)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc stat: %q", b)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitListening(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listens on %s after %s", addr, timeout)
+}
