@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet unit generate generate-check bench fuzz schema serve smee-client load
+.PHONY: test fmt-check vet unit generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load
 
 ## test: what CI runs: format check, vet, generated-code freshness, race-enabled tests.
 test: fmt-check vet generate-check unit
@@ -41,6 +41,36 @@ schema:
 ## bench: the SDK's own benchmarks.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## bench-peers: forgehooks against go-github and go-playground/webhooks and the floors
+## (module bench/, which `make test` does not touch). First the go-cmp identity check of
+## typed decoding over the corpus, then ROUNDS runs of every benchmark one after another
+## (ratios are taken within a run, so load changes between runs cancel out), then the
+## tables of bench/README.md. Raw output: bench/results/rounds.txt.
+ROUNDS    ?= 5
+BENCHTIME ?= 1s
+bench-peers:
+	cd bench && $(GO) test -count=1 -run 'TestDecodeIdentical|TestCommon' .
+	cd bench && mkdir -p results && $(GO) test -c -o results/bench.test . && : > results/rounds.txt && \
+	for i in $$(seq $(ROUNDS)); do \
+	  echo "round $$i of $(ROUNDS) (load: $$(cut -d' ' -f1-3 /proc/loadavg))"; \
+	  ./results/bench.test -test.run '^$$' -test.bench . -test.benchmem -test.benchtime $(BENCHTIME) | tee -a results/rounds.txt | grep '^Benchmark'; \
+	done
+	cd bench && $(GO) run ./cmd/benchtable -in results/rounds.txt -readme README.md -cmd 'make bench-peers ROUNDS=$(ROUNDS)'
+
+## bench-load: HTTP over 127.0.0.1: `forgehooks serve` and the receivers of bench/cmd/load
+## (net/http alone, bare HMAC + scan, forgehooks raw and typed, go-github), each a process
+## with GOMAXPROCS=1, LOAD_N requests or LOAD_TIME each, LOAD_ROUNDS rounds; requests/s,
+## p50/p99 and server CPU per request into bench/README.md.
+LOAD_N      ?= 20000
+LOAD_TIME   ?= 20s
+LOAD_C      ?= 4
+LOAD_ROUNDS ?= 3
+bench-load:
+	mkdir -p bench/results
+	$(GO) build -o bench/results/forgehooks ./cmd/forgehooks
+	cd bench && $(GO) build -o results/load ./cmd/load && \
+	./results/load -forgehooks results/forgehooks -n $(LOAD_N) -duration $(LOAD_TIME) -c $(LOAD_C) -rounds $(LOAD_ROUNDS) -readme README.md
 
 ## fuzz: run every fuzz target of every package (FUZZPKGS, default all) for FUZZTIME
 ## each (default 30s). It goes on past a failure and lists every failing target at
