@@ -210,6 +210,50 @@ func plainMask(x uint64) uint64 {
 // is checked one rune at a time.
 func stopMask(x uint64) uint64 { return plainMask(x) | x&highs }
 
+// skipASCII returns the offset of the first byte at or after i that stopMask
+// flags, or where fewer than eight bytes are left: sixteen bytes per step,
+// then eight. The caller looks at the bytes from there one at a time.
+func skipASCII(buf []byte, i int) int {
+	for i+16 <= len(buf) {
+		lo, hi := stopMask(binary.LittleEndian.Uint64(buf[i:])), stopMask(binary.LittleEndian.Uint64(buf[i+8:]))
+		if lo|hi != 0 {
+			if lo != 0 {
+				return i + bits.TrailingZeros64(lo)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(hi)>>3
+		}
+		i += 16
+	}
+	for i+8 <= len(buf) {
+		if m := stopMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
+}
+
+// skipPlain is skipASCII with plainMask: bytes of 0x80 and above do not stop it.
+func skipPlain(buf []byte, i int) int {
+	for i+16 <= len(buf) {
+		lo, hi := plainMask(binary.LittleEndian.Uint64(buf[i:])), plainMask(binary.LittleEndian.Uint64(buf[i+8:]))
+		if lo|hi != 0 {
+			if lo != 0 {
+				return i + bits.TrailingZeros64(lo)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(hi)>>3
+		}
+		i += 16
+	}
+	for i+8 <= len(buf) {
+		if m := plainMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
+}
+
 // strBytes reads a JSON string. When its content is the input's own bytes (no
 // escape, valid UTF-8), plain is true and b aliases d.buf, ending just before
 // the closing quote at d.pos-1; otherwise b is the unescaped content in
@@ -223,13 +267,7 @@ func (d *decoder) strBytes() (b []byte, plain bool, err error) {
 	i := start
 scan:
 	for i < len(buf) {
-		for i+8 <= len(buf) {
-			if m := stopMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
+		i = skipASCII(buf, i)
 		if i >= len(buf) {
 			break
 		}
@@ -429,13 +467,7 @@ func (d *decoder) skip() error {
 		// eight bytes at a time through plain content (any byte of 0x80 and
 		// above is taken as it is here, as by encoding/json's validation).
 		for i := d.pos + 1; i < len(d.buf); i++ {
-			for i+8 <= len(d.buf) {
-				if m := plainMask(binary.LittleEndian.Uint64(d.buf[i:])); m != 0 {
-					i += bits.TrailingZeros64(m) >> 3
-					break
-				}
-				i += 8
-			}
+			i = skipPlain(d.buf, i)
 			if i >= len(d.buf) {
 				break
 			}
