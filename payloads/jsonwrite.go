@@ -3,6 +3,7 @@ package payloads
 import (
 	"encoding/json"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -51,6 +52,19 @@ func (e *encoder) str(s string) {
 	b := append(e.buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time through what needs no escape (the profile of
+		// MarshalJSON is mostly this loop).
+		for i+8 <= len(s) {
+			if m := escMask(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
@@ -97,6 +111,19 @@ func (e *encoder) str(s string) {
 	}
 	b = append(b, s[start:]...)
 	e.buf = append(b, '"')
+}
+
+// escMask flags (in each byte's high bit) the bytes of x that str cannot copy as
+// they are: control bytes, '"', '\\', '<', '>', '&', and bytes of 0x80 and
+// above (checked one rune at a time). The lowest flag is exact; higher ones may
+// be spurious, so only the lowest is used.
+func escMask(x uint64) uint64 {
+	m := plainMask(x) | x&highs
+	for _, c := range [...]uint64{'<', '>', '&'} {
+		y := x ^ (ones * c)
+		m |= (y - ones) &^ y & highs
+	}
+	return m
 }
 
 func encString(v *string, e *encoder) { e.str(*v) }
