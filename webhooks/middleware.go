@@ -232,7 +232,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 
 	// Read the body once, hashing it with the primary secret on the way in; the
 	// additional secrets are tried on the same bytes only if that fails.
-	digest, _ := signing.NewDigest(m.w.secret) // New guarantees a secret
+	digest := m.w.digest()
+	defer m.w.release(digest)
 	body, err := readBody(r.Body, r.ContentLength, m.max, digest)
 	var maxErr *http.MaxBytesError
 	switch {
