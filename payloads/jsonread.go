@@ -52,6 +52,12 @@ const maxShared = 256 << 10
 const maxDepth = 10000
 
 func (d *decoder) ws() {
+	// Every white space byte is below '!': one comparison settles the common
+	// case, compact JSON (the profile of a push decode had a tenth of its time
+	// here before).
+	if d.pos < len(d.buf) && d.buf[d.pos] > ' ' {
+		return
+	}
 	for d.pos < len(d.buf) {
 		switch d.buf[d.pos] {
 		case ' ', '\t', '\n', '\r':

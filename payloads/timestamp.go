@@ -67,16 +67,24 @@ func (ts *Timestamp) decode(d *decoder) error {
 	switch c := d.peek(); {
 	case c == '"':
 		start := d.pos
-		b, err := d.str()
+		b, plain, err := d.strBytes()
 		if err != nil {
 			return err
 		}
-		t, ok := parseTime(string(b))
+		// The text and the raw form are substrings of the shared copy of the
+		// document when there is one, so a timestamp costs no allocation.
+		var text, raw string
+		if plain && d.shared() {
+			text, raw = d.src[start+1:d.pos-1], d.src[start:d.pos]
+		} else {
+			text, raw = string(b), string(d.buf[start:d.pos])
+		}
+		t, ok := parseTime(text)
 		if !ok {
 			d.pos = start
 			return d.typef("want a timestamp, got string %q", b)
 		}
-		*ts = Timestamp{t: t, raw: string(d.buf[start:d.pos])}
+		*ts = Timestamp{t: t, raw: raw}
 		return nil
 	case c == '-' || '0' <= c && c <= '9':
 		start := d.pos
@@ -84,12 +92,18 @@ func (ts *Timestamp) decode(d *decoder) error {
 		if err != nil {
 			return err
 		}
-		t, ok := parseUnix(string(b))
+		var text string
+		if d.shared() {
+			text = d.src[start:d.pos]
+		} else {
+			text = string(b)
+		}
+		t, ok := parseUnix(text)
 		if !ok {
 			d.pos = start
 			return d.typef("want Unix seconds, got number %s out of range", b)
 		}
-		*ts = Timestamp{t: t, raw: string(b)}
+		*ts = Timestamp{t: t, raw: text}
 		return nil
 	}
 	return d.wrongKind("timestamp (string or number)")
