@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"forgehooks.dev/forgehooks/bench"
@@ -48,14 +49,16 @@ func main() {
 	event := flag.String("event", "push", "event name of the payload")
 	readme := flag.String("readme", "", "README whose load section to replace with the table")
 	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
+	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here when stopped by SIGINT or SIGTERM; otherwise: a directory for one profile per receiver this command starts")
 	flag.Parse()
 
 	if *serve != "" {
-		if err := runServer(*serve, *addr); err != nil {
+		if err := runServer(*serve, *addr, *cpuprofile); err != nil {
 			fail(err)
 		}
 		return
 	}
+	profileDir = *cpuprofile
 	body, name, err := loadPayload(*payload)
 	if err != nil {
 		fail(err)
@@ -109,6 +112,10 @@ func loadPayload(path string) ([]byte, string, error) {
 	return d.Body, d.Path, err
 }
 
+// profileDir, when set, is where each receiver started with -serve writes its
+// CPU profile.
+var profileDir string
+
 type config struct {
 	n, c, warmup int
 	duration     time.Duration
@@ -138,7 +145,11 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 		if err != nil {
 			return result{}, err
 		}
-		cmd = exec.Command(self, "-serve", s, "-addr", addr)
+		args := []string{"-serve", s, "-addr", addr}
+		if profileDir != "" {
+			args = append(args, "-cpuprofile", filepath.Join(profileDir, s+".prof"))
+		}
+		cmd = exec.Command(self, args...)
 	}
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // serve logs a line per delivery
@@ -146,8 +157,11 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 		return result{}, err
 	}
 	defer func() {
-		cmd.Process.Kill()
+		// SIGTERM lets a profiling receiver write its profile; then kill.
+		cmd.Process.Signal(syscall.SIGTERM)
+		t := time.AfterFunc(5*time.Second, func() { cmd.Process.Kill() })
 		cmd.Wait()
+		t.Stop()
 	}()
 	if err := waitListening(addr, 10*time.Second); err != nil {
 		return result{}, err

@@ -10,6 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
 	"time"
 
 	gogithub "github.com/google/go-github/v75/github"
@@ -21,8 +25,9 @@ import (
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-// runServer serves one kind of receiver on addr until killed.
-func runServer(kind, addr string) error {
+// runServer serves one kind of receiver on addr until killed, or until SIGINT
+// or SIGTERM when it writes a CPU profile to cpuprofile.
+func runServer(kind, addr, cpuprofile string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || host != "127.0.0.1" {
 		return fmt.Errorf("-addr %q: only 127.0.0.1 is allowed", addr)
@@ -55,6 +60,23 @@ func runServer(kind, addr string) error {
 		return fmt.Errorf("unknown receiver %q (nethttp, bare, raw, typed, go-github)", kind)
 	}
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			<-stop
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(0)
+		}()
+	}
 	return srv.ListenAndServe()
 }
 
