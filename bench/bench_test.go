@@ -15,6 +15,7 @@ import (
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/internal/mirror"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -150,7 +151,7 @@ func BenchmarkDelivery(b *testing.B) {
 }
 
 // BenchmarkDecode is typed decoding alone (no signature): payloads.Parse against
-// encoding/json into the mirrors of the same structs (see Mirrors), whose types
+// encoding/json into the mirrors of the same structs (internal/mirror), whose types
 // are looked up before the clock starts, so the baseline does not pay for
 // finding the action while forgehooks does.
 func BenchmarkDecode(b *testing.B) {
@@ -176,7 +177,7 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 func mirrorTypes(b *testing.B, all []Delivery) []reflect.Type {
-	m := Mirrors{}
+	m := mirror.Mirrors{}
 	types := make([]reflect.Type, len(all))
 	for i, d := range all {
 		p, err := payloads.Parse(d.Event, d.Body)
