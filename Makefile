@@ -44,13 +44,15 @@ bench:
 
 ## bench-peers: forgehooks against go-github and go-playground/webhooks and the floors
 ## (module bench/, which `make test` does not touch). First the go-cmp identity check of
-## typed decoding over the corpus, then ROUNDS runs of every benchmark one after another
-## (ratios are taken within a run, so load changes between runs cancel out), then the
-## tables of bench/README.md. Raw output: bench/results/rounds.txt.
+## typed decoding against the benchmark's encoding/json baseline (also in `make test`)
+## and the list of payloads the peers refuse, then ROUNDS runs of every benchmark one
+## after another (ratios are taken within a run, so load changes between runs cancel
+## out), then the tables of bench/README.md. Raw output: bench/results/rounds.txt.
 ROUNDS    ?= 5
 BENCHTIME ?= 1s
 bench-peers:
-	cd bench && $(GO) test -count=1 -run 'TestDecodeIdentical|TestCommon' .
+	$(GO) test -count=1 -run 'TestDecodeIdenticalToEncodingJSON' ./payloads
+	cd bench && $(GO) test -count=1 -v -run 'TestCommon' . | grep -E '^(ok|FAIL|---)|payloads accepted'  | cut -c1-160
 	cd bench && mkdir -p results && $(GO) test -c -o results/bench.test . && : > results/rounds.txt && \
 	for i in $$(seq $(ROUNDS)); do \
 	  echo "round $$i of $(ROUNDS) (load: $$(cut -d' ' -f1-3 /proc/loadavg))"; \
