@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/internal/mirror"
 	"forgehooks.dev/forgehooks/payloads"
 )
 
@@ -73,19 +74,19 @@ func perDelivery(b *testing.B, n int) {
 
 // BenchmarkDecodeCorpusEncodingJSON is the baseline of typed decoding: encoding/json
 // decoding the same deliveries into structs of the same fields and tags, built by
-// reflection from the generated ones (timestamps and unions as json.RawMessage, no
-// unknown members kept). The ratio to BenchmarkDecodeCorpus is the speed-up of the
+// reflection from the generated ones by internal/mirror (timestamps and unions as
+// json.RawMessage, no unknown members kept). The ratio to BenchmarkDecodeCorpus is the speed-up of the
 // generated decoder.
 func BenchmarkDecodeCorpusEncodingJSON(b *testing.B) {
 	all := corpus.All()
 	types := make([]reflect.Type, len(all))
-	m := mirrors{}
+	m := mirror.Mirrors{}
 	for i, ex := range all {
 		p, err := payloads.Parse(ex.Event, ex.Body)
 		if err != nil {
 			b.Fatal(err)
 		}
-		types[i] = m.of(reflect.TypeOf(p).Elem())
+		types[i] = m.Of(reflect.TypeOf(p).Elem())
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -96,54 +97,4 @@ func BenchmarkDecodeCorpusEncodingJSON(b *testing.B) {
 		}
 	}
 	perDelivery(b, len(all))
-}
-
-// mirrors builds, per generated type, a plain struct type that encoding/json
-// decodes by reflection alone.
-type mirrors map[reflect.Type]reflect.Type
-
-var rawType = reflect.TypeFor[json.RawMessage]()
-
-func (m mirrors) of(t reflect.Type) reflect.Type {
-	if mt, ok := m[t]; ok {
-		if mt == nil { // a recursive type: cut the cycle
-			return rawType
-		}
-		return mt
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return reflect.PointerTo(m.of(t.Elem()))
-	case reflect.Slice:
-		if t == rawType {
-			return t
-		}
-		return reflect.SliceOf(m.of(t.Elem()))
-	case reflect.Map:
-		return reflect.MapOf(t.Key(), m.of(t.Elem()))
-	case reflect.Struct:
-		if _, ok := reflect.PointerTo(t).MethodByName("UnmarshalJSON"); !ok {
-			return t
-		}
-		if _, generated := t.FieldByName("extra"); !generated {
-			return rawType // Timestamp, unions
-		}
-		m[t] = nil
-		var fields []reflect.StructField
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() || f.Tag.Get("json") == "-" {
-				continue
-			}
-			fields = append(fields, reflect.StructField{Name: f.Name, Type: m.of(f.Type), Tag: f.Tag})
-		}
-		mt := reflect.StructOf(fields)
-		m[t] = mt
-		return mt
-	case reflect.String:
-		return reflect.TypeFor[string]()
-	case reflect.Int64:
-		return reflect.TypeFor[int64]()
-	}
-	return t
 }
