@@ -148,6 +148,8 @@ func TestGoName(t *testing.T) {
 		"repository_urls": "RepositoryURLs", "createdAt": "CreatedAt", "nodeId": "NodeID",
 		"pull_request": "PullRequest", "sample.collected": "SampleCollected", "on-demand-test": "OnDemandTest",
 		"github_app_authorization": "GithubAppAuthorization", "gpg_key": "GPGKey", "cvss_v3": "CVSSV3",
+		"spdx_id": "SPDXID", "insecure_ssl": "InsecureSSL", "sha256": "SHA256", "md5": "MD5",
+		"ldap_dn": "LDAPDN", "commit_oid": "CommitOID", "epss": "EPSS",
 	} {
 		got, err := GoName(in)
 		if err != nil || got != want {

@@ -3134,7 +3134,7 @@ func (x *DependabotAlertSecurityAdvisory) decode(d *decoder) error {
 		case "cvss_severities":
 			return decPtr(&x.CVSSSeverities, d, (*CVSSSeverities).decode)
 		case "epss":
-			return decPtr(&x.Epss, d, (*SecurityAdvisoryEPSS).decode)
+			return decPtr(&x.EPSS, d, (*SecurityAdvisoryEPSS).decode)
 		case "cwes":
 			if d.null() {
 				return nil
@@ -3208,9 +3208,9 @@ func (x *DependabotAlertSecurityAdvisory) encode(e *encoder) {
 		e.key("\"cvss_severities\":")
 		x.CVSSSeverities.encode(e)
 	}
-	if x.Epss != nil {
+	if x.EPSS != nil {
 		e.key("\"epss\":")
-		x.Epss.encode(e)
+		x.EPSS.encode(e)
 	}
 	if x.written(6) {
 		e.key("\"cwes\":")
@@ -8646,7 +8646,7 @@ func (x *License) decode(d *decoder) error {
 		case "url":
 			return decStringPtr(&x.URL, d)
 		case "spdx_id":
-			return decStringPtr(&x.SpdxID, d)
+			return decStringPtr(&x.SPDXID, d)
 		case "node_id":
 			if d.null() {
 				return nil
@@ -8676,9 +8676,9 @@ func (x *License) encode(e *encoder) {
 		e.key("\"url\":")
 		encString(x.URL, e)
 	}
-	if x.SpdxID != nil {
+	if x.SPDXID != nil {
 		e.key("\"spdx_id\":")
-		encString(x.SpdxID, e)
+		encString(x.SPDXID, e)
 	}
 	if x.written(2) {
 		e.key("\"node_id\":")
@@ -9576,7 +9576,7 @@ func (x *MetaHookConfig) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 1
-			return decString(&x.InsecureSsl, d)
+			return decString(&x.InsecureSSL, d)
 		case "secret":
 			return decStringPtr(&x.Secret, d)
 		case "url":
@@ -9600,7 +9600,7 @@ func (x *MetaHookConfig) encode(e *encoder) {
 	}
 	if x.written(1) {
 		e.key("\"insecure_ssl\":")
-		encString(&x.InsecureSsl, e)
+		encString(&x.InsecureSSL, e)
 	}
 	if x.Secret != nil {
 		e.key("\"secret\":")
@@ -10593,7 +10593,7 @@ func (x *MinimalRepositoryLicense) decode(d *decoder) error {
 		case "name":
 			return decStringPtr(&x.Name, d)
 		case "spdx_id":
-			return decStringPtr(&x.SpdxID, d)
+			return decStringPtr(&x.SPDXID, d)
 		case "url":
 			return decStringPtr(&x.URL, d)
 		case "node_id":
@@ -10614,9 +10614,9 @@ func (x *MinimalRepositoryLicense) encode(e *encoder) {
 		e.key("\"name\":")
 		encString(x.Name, e)
 	}
-	if x.SpdxID != nil {
+	if x.SPDXID != nil {
 		e.key("\"spdx_id\":")
-		encString(x.SpdxID, e)
+		encString(x.SPDXID, e)
 	}
 	if x.URL != nil {
 		e.key("\"url\":")
@@ -11422,7 +11422,7 @@ func (x *PackageVersion) decode(d *decoder) error {
 		case "target_commitish":
 			return decStringPtr(&x.TargetCommitish, d)
 		case "target_oid":
-			return decStringPtr(&x.TargetOid, d)
+			return decStringPtr(&x.TargetOID, d)
 		case "updated_at":
 			return decStringPtr(&x.UpdatedAt, d)
 		case "version":
@@ -11540,9 +11540,9 @@ func (x *PackageVersion) encode(e *encoder) {
 		e.key("\"target_commitish\":")
 		encString(x.TargetCommitish, e)
 	}
-	if x.TargetOid != nil {
+	if x.TargetOID != nil {
 		e.key("\"target_oid\":")
-		encString(x.TargetOid, e)
+		encString(x.TargetOID, e)
 	}
 	if x.UpdatedAt != nil {
 		e.key("\"updated_at\":")
@@ -11761,7 +11761,7 @@ func (x *PackageVersionNpmMetadata) decode(d *decoder) error {
 		case "release_id":
 			return decInt64Ptr(&x.ReleaseID, d)
 		case "commit_oid":
-			return decStringPtr(&x.CommitOid, d)
+			return decStringPtr(&x.CommitOID, d)
 		case "published_via_actions":
 			return decBoolPtr(&x.PublishedViaActions, d)
 		case "deleted_by_id":
@@ -11910,9 +11910,9 @@ func (x *PackageVersionNpmMetadata) encode(e *encoder) {
 		e.key("\"release_id\":")
 		encInt64(x.ReleaseID, e)
 	}
-	if x.CommitOid != nil {
+	if x.CommitOID != nil {
 		e.key("\"commit_oid\":")
-		encString(x.CommitOid, e)
+		encString(x.CommitOID, e)
 	}
 	if x.PublishedViaActions != nil {
 		e.key("\"published_via_actions\":")
@@ -12066,7 +12066,7 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			return decInt64(&x.ID, d)
 		case "md5":
-			return decStringPtr(&x.Md5, d)
+			return decStringPtr(&x.MD5, d)
 		case "name":
 			if d.null() {
 				return nil
@@ -12074,9 +12074,9 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			return decString(&x.Name, d)
 		case "sha1":
-			return decStringPtr(&x.Sha1, d)
+			return decStringPtr(&x.SHA1, d)
 		case "sha256":
-			return decStringPtr(&x.Sha256, d)
+			return decStringPtr(&x.SHA256, d)
 		case "size":
 			if d.null() {
 				return nil
@@ -12116,21 +12116,21 @@ func (x *PackageVersionPackageFile) encode(e *encoder) {
 		e.key("\"id\":")
 		encInt64(&x.ID, e)
 	}
-	if x.Md5 != nil {
+	if x.MD5 != nil {
 		e.key("\"md5\":")
-		encString(x.Md5, e)
+		encString(x.MD5, e)
 	}
 	if x.written(4) {
 		e.key("\"name\":")
 		encString(&x.Name, e)
 	}
-	if x.Sha1 != nil {
+	if x.SHA1 != nil {
 		e.key("\"sha1\":")
-		encString(x.Sha1, e)
+		encString(x.SHA1, e)
 	}
-	if x.Sha256 != nil {
+	if x.SHA256 != nil {
 		e.key("\"sha256\":")
-		encString(x.Sha256, e)
+		encString(x.SHA256, e)
 	}
 	if x.written(5) {
 		e.key("\"size\":")
@@ -16902,7 +16902,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 		case "target_commitish":
 			return decStringPtr(&x.TargetCommitish, d)
 		case "target_oid":
-			return decStringPtr(&x.TargetOid, d)
+			return decStringPtr(&x.TargetOID, d)
 		case "updated_at":
 			return decStringPtr(&x.UpdatedAt, d)
 		case "version":
@@ -17016,9 +17016,9 @@ func (x *RegistryPackagePackageVersion) encode(e *encoder) {
 		e.key("\"target_commitish\":")
 		encString(x.TargetCommitish, e)
 	}
-	if x.TargetOid != nil {
+	if x.TargetOID != nil {
 		e.key("\"target_oid\":")
-		encString(x.TargetOid, e)
+		encString(x.TargetOID, e)
 	}
 	if x.UpdatedAt != nil {
 		e.key("\"updated_at\":")
@@ -17117,7 +17117,7 @@ func (x *RegistryPackagePackageVersionNpmMetadata) decode(d *decoder) error {
 		case "release_id":
 			return decInt64Ptr(&x.ReleaseID, d)
 		case "commit_oid":
-			return decStringPtr(&x.CommitOid, d)
+			return decStringPtr(&x.CommitOID, d)
 		case "published_via_actions":
 			return decBoolPtr(&x.PublishedViaActions, d)
 		case "deleted_by_id":
@@ -17266,9 +17266,9 @@ func (x *RegistryPackagePackageVersionNpmMetadata) encode(e *encoder) {
 		e.key("\"release_id\":")
 		encInt64(x.ReleaseID, e)
 	}
-	if x.CommitOid != nil {
+	if x.CommitOID != nil {
 		e.key("\"commit_oid\":")
-		encString(x.CommitOid, e)
+		encString(x.CommitOID, e)
 	}
 	if x.PublishedViaActions != nil {
 		e.key("\"published_via_actions\":")
@@ -23943,7 +23943,7 @@ func (x *RubyGemsMetadata) decode(d *decoder) error {
 		case "dependencies":
 			return decSlice(&x.Dependencies, d, mapOf(decString))
 		case "commit_oid":
-			return decStringPtr(&x.CommitOid, d)
+			return decStringPtr(&x.CommitOID, d)
 		}
 		return x.keepUnknown(key, d)
 	})
@@ -23988,9 +23988,9 @@ func (x *RubyGemsMetadata) encode(e *encoder) {
 		e.key("\"dependencies\":")
 		encSlice(&x.Dependencies, e, mapEnc(encString))
 	}
-	if x.CommitOid != nil {
+	if x.CommitOID != nil {
 		e.key("\"commit_oid\":")
-		encString(x.CommitOid, e)
+		encString(x.CommitOID, e)
 	}
 	x.encodeUnknown(e)
 	e.buf = append(e.buf, '}')
@@ -27614,7 +27614,7 @@ func (x *Team) decode(d *decoder) error {
 		case "enterprise_id":
 			return decInt64Ptr(&x.EnterpriseID, d)
 		case "ldap_dn":
-			return decStringPtr(&x.LdapDn, d)
+			return decStringPtr(&x.LDAPDN, d)
 		case "permissions":
 			return decPtr(&x.Permissions, d, (*TeamPermissions).decode)
 		}
@@ -27694,9 +27694,9 @@ func (x *Team) encode(e *encoder) {
 		e.key("\"enterprise_id\":")
 		encInt64(x.EnterpriseID, e)
 	}
-	if x.LdapDn != nil {
+	if x.LDAPDN != nil {
 		e.key("\"ldap_dn\":")
-		encString(x.LdapDn, e)
+		encString(x.LDAPDN, e)
 	}
 	if x.Permissions != nil {
 		e.key("\"permissions\":")
@@ -28351,7 +28351,7 @@ func (x *WebhookConfig) decode(d *decoder) error {
 		case "content_type":
 			return decStringPtr(&x.ContentType, d)
 		case "insecure_ssl":
-			return decPtr(&x.InsecureSsl, d, (*WebhookConfigInsecureSSL).decode)
+			return decPtr(&x.InsecureSSL, d, (*WebhookConfigInsecureSSL).decode)
 		case "secret":
 			return decStringPtr(&x.Secret, d)
 		case "url":
@@ -28368,9 +28368,9 @@ func (x *WebhookConfig) encode(e *encoder) {
 		e.key("\"content_type\":")
 		encString(x.ContentType, e)
 	}
-	if x.InsecureSsl != nil {
+	if x.InsecureSSL != nil {
 		e.key("\"insecure_ssl\":")
-		x.InsecureSsl.encode(e)
+		x.InsecureSSL.encode(e)
 	}
 	if x.Secret != nil {
 		e.key("\"secret\":")
@@ -30782,7 +30782,7 @@ func (x *CodeScanningAlertUnknownEvent) decode(d *decoder) error {
 		case "alert":
 			return decPtr(&x.Alert, d, (*CodeScanningAlert).decode)
 		case "commit_oid":
-			return decStringPtr(&x.CommitOid, d)
+			return decStringPtr(&x.CommitOID, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -30815,9 +30815,9 @@ func (x *CodeScanningAlertUnknownEvent) encode(e *encoder) {
 		e.key("\"alert\":")
 		x.Alert.encode(e)
 	}
-	if x.CommitOid != nil {
+	if x.CommitOID != nil {
 		e.key("\"commit_oid\":")
-		encString(x.CommitOid, e)
+		encString(x.CommitOID, e)
 	}
 	if x.Enterprise != nil {
 		e.key("\"enterprise\":")
@@ -30883,7 +30883,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 2
-			return decString(&x.CommitOid, d)
+			return decString(&x.CommitOID, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -30927,7 +30927,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) encode(e *encoder) {
 	}
 	if x.written(2) {
 		e.key("\"commit_oid\":")
-		encString(&x.CommitOid, e)
+		encString(&x.CommitOID, e)
 	}
 	if x.Enterprise != nil {
 		e.key("\"enterprise\":")
@@ -30993,7 +30993,7 @@ func (x *CodeScanningAlertClosedByUserEvent) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 2
-			return decString(&x.CommitOid, d)
+			return decString(&x.CommitOID, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -31037,7 +31037,7 @@ func (x *CodeScanningAlertClosedByUserEvent) encode(e *encoder) {
 	}
 	if x.written(2) {
 		e.key("\"commit_oid\":")
-		encString(&x.CommitOid, e)
+		encString(&x.CommitOID, e)
 	}
 	if x.Enterprise != nil {
 		e.key("\"enterprise\":")
@@ -31103,7 +31103,7 @@ func (x *CodeScanningAlertCreatedEvent) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 2
-			return decString(&x.CommitOid, d)
+			return decString(&x.CommitOID, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -31147,7 +31147,7 @@ func (x *CodeScanningAlertCreatedEvent) encode(e *encoder) {
 	}
 	if x.written(2) {
 		e.key("\"commit_oid\":")
-		encString(&x.CommitOid, e)
+		encString(&x.CommitOID, e)
 	}
 	if x.Enterprise != nil {
 		e.key("\"enterprise\":")
@@ -31213,7 +31213,7 @@ func (x *CodeScanningAlertFixedEvent) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 2
-			return decString(&x.CommitOid, d)
+			return decString(&x.CommitOID, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -31257,7 +31257,7 @@ func (x *CodeScanningAlertFixedEvent) encode(e *encoder) {
 	}
 	if x.written(2) {
 		e.key("\"commit_oid\":")
-		encString(&x.CommitOid, e)
+		encString(&x.CommitOID, e)
 	}
 	if x.Enterprise != nil {
 		e.key("\"enterprise\":")
@@ -31319,7 +31319,7 @@ func (x *CodeScanningAlertReopenedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			return x.Alert.decode(d)
 		case "commit_oid":
-			return decStringPtr(&x.CommitOid, d)
+			return decStringPtr(&x.CommitOID, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -31357,9 +31357,9 @@ func (x *CodeScanningAlertReopenedEvent) encode(e *encoder) {
 		e.key("\"alert\":")
 		x.Alert.encode(e)
 	}
-	if x.CommitOid != nil {
+	if x.CommitOID != nil {
 		e.key("\"commit_oid\":")
-		encString(x.CommitOid, e)
+		encString(x.CommitOID, e)
 	}
 	if x.Enterprise != nil {
 		e.key("\"enterprise\":")
@@ -31425,7 +31425,7 @@ func (x *CodeScanningAlertReopenedByUserEvent) decode(d *decoder) error {
 				return nil
 			}
 			seen[0] |= 1 << 2
-			return decString(&x.CommitOid, d)
+			return decString(&x.CommitOID, d)
 		case "enterprise":
 			return decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -31469,7 +31469,7 @@ func (x *CodeScanningAlertReopenedByUserEvent) encode(e *encoder) {
 	}
 	if x.written(2) {
 		e.key("\"commit_oid\":")
-		encString(&x.CommitOid, e)
+		encString(&x.CommitOID, e)
 	}
 	if x.Enterprise != nil {
 		e.key("\"enterprise\":")

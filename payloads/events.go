@@ -1468,8 +1468,8 @@ type CodeScanningAlertEvent interface {
 	//
 	// The code scanning alert involved in the event.
 	GetAlert() *CodeScanningAlert
-	// GetCommitOid returns the "commit_oid" member.
-	GetCommitOid() *string
+	// GetCommitOID returns the "commit_oid" member.
+	GetCommitOID() *string
 	// GetEnterprise returns the "enterprise" member.
 	GetEnterprise() *Enterprise
 	// GetInstallation returns the "installation" member.
@@ -1500,7 +1500,7 @@ type CodeScanningAlertAppearedInBranchEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
 	Alert        CodeScanningAlert   `json:"alert"`
-	CommitOid    string              `json:"commit_oid"`
+	CommitOID    string              `json:"commit_oid"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 	Organization *Organization       `json:"organization,omitempty"`
@@ -1532,12 +1532,12 @@ func (x *CodeScanningAlertAppearedInBranchEvent) GetAlert() *CodeScanningAlert {
 	return &x.Alert
 }
 
-// GetCommitOid returns the "commit_oid" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetCommitOid() *string {
+// GetCommitOID returns the "commit_oid" member.
+func (x *CodeScanningAlertAppearedInBranchEvent) GetCommitOID() *string {
 	if x == nil || !x.written(2) {
 		return nil
 	}
-	return &x.CommitOid
+	return &x.CommitOID
 }
 
 // GetEnterprise returns the "enterprise" member.
@@ -1599,7 +1599,7 @@ type CodeScanningAlertClosedByUserEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
 	Alert        CodeScanningAlert   `json:"alert"`
-	CommitOid    string              `json:"commit_oid"`
+	CommitOID    string              `json:"commit_oid"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 	Organization *Organization       `json:"organization,omitempty"`
@@ -1631,12 +1631,12 @@ func (x *CodeScanningAlertClosedByUserEvent) GetAlert() *CodeScanningAlert {
 	return &x.Alert
 }
 
-// GetCommitOid returns the "commit_oid" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetCommitOid() *string {
+// GetCommitOID returns the "commit_oid" member.
+func (x *CodeScanningAlertClosedByUserEvent) GetCommitOID() *string {
 	if x == nil || !x.written(2) {
 		return nil
 	}
-	return &x.CommitOid
+	return &x.CommitOID
 }
 
 // GetEnterprise returns the "enterprise" member.
@@ -1698,7 +1698,7 @@ type CodeScanningAlertCreatedEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
 	Alert        CodeScanningAlert   `json:"alert"`
-	CommitOid    string              `json:"commit_oid"`
+	CommitOID    string              `json:"commit_oid"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 	Organization *Organization       `json:"organization,omitempty"`
@@ -1730,12 +1730,12 @@ func (x *CodeScanningAlertCreatedEvent) GetAlert() *CodeScanningAlert {
 	return &x.Alert
 }
 
-// GetCommitOid returns the "commit_oid" member.
-func (x *CodeScanningAlertCreatedEvent) GetCommitOid() *string {
+// GetCommitOID returns the "commit_oid" member.
+func (x *CodeScanningAlertCreatedEvent) GetCommitOID() *string {
 	if x == nil || !x.written(2) {
 		return nil
 	}
-	return &x.CommitOid
+	return &x.CommitOID
 }
 
 // GetEnterprise returns the "enterprise" member.
@@ -1797,7 +1797,7 @@ type CodeScanningAlertFixedEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
 	Alert        CodeScanningAlert   `json:"alert"`
-	CommitOid    string              `json:"commit_oid"`
+	CommitOID    string              `json:"commit_oid"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 	Organization *Organization       `json:"organization,omitempty"`
@@ -1829,12 +1829,12 @@ func (x *CodeScanningAlertFixedEvent) GetAlert() *CodeScanningAlert {
 	return &x.Alert
 }
 
-// GetCommitOid returns the "commit_oid" member.
-func (x *CodeScanningAlertFixedEvent) GetCommitOid() *string {
+// GetCommitOID returns the "commit_oid" member.
+func (x *CodeScanningAlertFixedEvent) GetCommitOID() *string {
 	if x == nil || !x.written(2) {
 		return nil
 	}
-	return &x.CommitOid
+	return &x.CommitOID
 }
 
 // GetEnterprise returns the "enterprise" member.
@@ -1899,7 +1899,7 @@ type CodeScanningAlertReopenedEvent struct {
 	// The commit SHA of the code scanning alert. When the action is
 	// `reopened_by_user` or `closed_by_user`, the event was triggered by the
 	// `sender` and this value will be empty.
-	CommitOid    *string             `json:"commit_oid,omitempty"`
+	CommitOID    *string             `json:"commit_oid,omitempty"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 	Organization *Organization       `json:"organization,omitempty"`
@@ -1934,12 +1934,12 @@ func (x *CodeScanningAlertReopenedEvent) GetAlert() *CodeScanningAlert {
 	return &x.Alert
 }
 
-// GetCommitOid returns the "commit_oid" member.
-func (x *CodeScanningAlertReopenedEvent) GetCommitOid() *string {
+// GetCommitOID returns the "commit_oid" member.
+func (x *CodeScanningAlertReopenedEvent) GetCommitOID() *string {
 	if x == nil {
 		return nil
 	}
-	return x.CommitOid
+	return x.CommitOID
 }
 
 // GetEnterprise returns the "enterprise" member.
@@ -2001,7 +2001,7 @@ type CodeScanningAlertReopenedByUserEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
 	Alert        CodeScanningAlert   `json:"alert"`
-	CommitOid    string              `json:"commit_oid"`
+	CommitOID    string              `json:"commit_oid"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 	Organization *Organization       `json:"organization,omitempty"`
@@ -2033,12 +2033,12 @@ func (x *CodeScanningAlertReopenedByUserEvent) GetAlert() *CodeScanningAlert {
 	return &x.Alert
 }
 
-// GetCommitOid returns the "commit_oid" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetCommitOid() *string {
+// GetCommitOID returns the "commit_oid" member.
+func (x *CodeScanningAlertReopenedByUserEvent) GetCommitOID() *string {
 	if x == nil || !x.written(2) {
 		return nil
 	}
-	return &x.CommitOid
+	return &x.CommitOID
 }
 
 // GetEnterprise returns the "enterprise" member.
@@ -2097,7 +2097,7 @@ type CodeScanningAlertUnknownEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
 	Alert        *CodeScanningAlert  `json:"alert,omitempty"`
-	CommitOid    *string             `json:"commit_oid,omitempty"`
+	CommitOID    *string             `json:"commit_oid,omitempty"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 	Organization *Organization       `json:"organization,omitempty"`
@@ -2137,12 +2137,12 @@ func (x *CodeScanningAlertUnknownEvent) GetAlert() *CodeScanningAlert {
 	return x.Alert
 }
 
-// GetCommitOid returns the "commit_oid" member.
-func (x *CodeScanningAlertUnknownEvent) GetCommitOid() *string {
+// GetCommitOID returns the "commit_oid" member.
+func (x *CodeScanningAlertUnknownEvent) GetCommitOID() *string {
 	if x == nil {
 		return nil
 	}
-	return x.CommitOid
+	return x.CommitOID
 }
 
 // GetEnterprise returns the "enterprise" member.

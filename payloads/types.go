@@ -723,7 +723,7 @@ type DependabotAlertSecurityAdvisory struct {
 	// System.
 	CVSS           SecurityAdvisoryCVSS  `json:"cvss"`
 	CVSSSeverities *CVSSSeverities       `json:"cvss_severities,omitempty"`
-	Epss           *SecurityAdvisoryEPSS `json:"epss,omitempty"`
+	EPSS           *SecurityAdvisoryEPSS `json:"epss,omitempty"`
 	// Details for the advisory pertaining to Common Weakness Enumeration.
 	Cwes []AdvisoryCWE `json:"cwes"`
 	// Values that identify this advisory among security information sources.
@@ -1650,7 +1650,7 @@ type License struct {
 	Key     string  `json:"key"`
 	Name    string  `json:"name"`
 	URL     *string `json:"url,omitempty"`
-	SpdxID  *string `json:"spdx_id,omitempty"`
+	SPDXID  *string `json:"spdx_id,omitempty"`
 	NodeID  string  `json:"node_id"`
 	HTMLURL *string `json:"html_url,omitempty"`
 
@@ -1817,7 +1817,7 @@ type MetaHook struct {
 // MetaHookConfig is a type of the forge's payloads.
 type MetaHookConfig struct {
 	ContentType MetaHookConfigContentType `json:"content_type"`
-	InsecureSsl string                    `json:"insecure_ssl"`
+	InsecureSSL string                    `json:"insecure_ssl"`
 	Secret      *string                   `json:"secret,omitempty"`
 	URL         string                    `json:"url"`
 
@@ -1962,7 +1962,7 @@ type MinimalRepository struct {
 type MinimalRepositoryLicense struct {
 	Key    *string `json:"key,omitempty"`
 	Name   *string `json:"name,omitempty"`
-	SpdxID *string `json:"spdx_id,omitempty"`
+	SPDXID *string `json:"spdx_id,omitempty"`
 	URL    *string `json:"url,omitempty"`
 	NodeID *string `json:"node_id,omitempty"`
 
@@ -2116,7 +2116,7 @@ type PackageVersion struct {
 	Summary             string                           `json:"summary"`
 	TagName             *string                          `json:"tag_name,omitempty"`
 	TargetCommitish     *string                          `json:"target_commitish,omitempty"`
-	TargetOid           *string                          `json:"target_oid,omitempty"`
+	TargetOID           *string                          `json:"target_oid,omitempty"`
 	UpdatedAt           *string                          `json:"updated_at,omitempty"`
 	Version             string                           `json:"version"`
 
@@ -2183,7 +2183,7 @@ type PackageVersionNpmMetadata struct {
 	Readme               *string           `json:"readme,omitempty"`
 	InstallationCommand  *string           `json:"installation_command,omitempty"`
 	ReleaseID            *int64            `json:"release_id,omitempty"`
-	CommitOid            *string           `json:"commit_oid,omitempty"`
+	CommitOID            *string           `json:"commit_oid,omitempty"`
 	PublishedViaActions  *bool             `json:"published_via_actions,omitempty"`
 	DeletedByID          *int64            `json:"deleted_by_id,omitempty"`
 
@@ -2215,10 +2215,10 @@ type PackageVersionPackageFile struct {
 	CreatedAt   string  `json:"created_at"`
 	DownloadURL string  `json:"download_url"`
 	ID          int64   `json:"id"`
-	Md5         *string `json:"md5,omitempty"`
+	MD5         *string `json:"md5,omitempty"`
 	Name        string  `json:"name"`
-	Sha1        *string `json:"sha1,omitempty"`
-	Sha256      *string `json:"sha256,omitempty"`
+	SHA1        *string `json:"sha1,omitempty"`
+	SHA256      *string `json:"sha256,omitempty"`
 	Size        int64   `json:"size"`
 	State       *string `json:"state,omitempty"`
 	UpdatedAt   string  `json:"updated_at"`
@@ -3091,7 +3091,7 @@ type RegistryPackagePackageVersion struct {
 	Summary             string                                       `json:"summary"`
 	TagName             *string                                      `json:"tag_name,omitempty"`
 	TargetCommitish     *string                                      `json:"target_commitish,omitempty"`
-	TargetOid           *string                                      `json:"target_oid,omitempty"`
+	TargetOID           *string                                      `json:"target_oid,omitempty"`
 	UpdatedAt           *string                                      `json:"updated_at,omitempty"`
 	Version             string                                       `json:"version"`
 
@@ -3134,7 +3134,7 @@ type RegistryPackagePackageVersionNpmMetadata struct {
 	Readme               *string            `json:"readme,omitempty"`
 	InstallationCommand  *string            `json:"installation_command,omitempty"`
 	ReleaseID            *int64             `json:"release_id,omitempty"`
-	CommitOid            *string            `json:"commit_oid,omitempty"`
+	CommitOID            *string            `json:"commit_oid,omitempty"`
 	PublishedViaActions  *bool              `json:"published_via_actions,omitempty"`
 	DeletedByID          *int64             `json:"deleted_by_id,omitempty"`
 
@@ -4478,7 +4478,7 @@ type RubyGemsMetadata struct {
 	Metadata     map[string]string            `json:"metadata,omitempty"`
 	Repo         *string                      `json:"repo,omitempty"`
 	Dependencies []map[string]string          `json:"dependencies,omitempty"`
-	CommitOid    *string                      `json:"commit_oid,omitempty"`
+	CommitOID    *string                      `json:"commit_oid,omitempty"`
 
 	extra
 }
@@ -5227,7 +5227,7 @@ type Team struct {
 	// Unique identifier of the enterprise to which this team belongs
 	EnterpriseID *int64 `json:"enterprise_id,omitempty"`
 	// Distinguished Name (DN) that team maps to within LDAP environment
-	LdapDn      *string          `json:"ldap_dn,omitempty"`
+	LDAPDN      *string          `json:"ldap_dn,omitempty"`
 	Permissions *TeamPermissions `json:"permissions,omitempty"`
 
 	extra
@@ -5353,7 +5353,7 @@ type Webhook struct {
 // WebhookConfig is a type of the forge's payloads.
 type WebhookConfig struct {
 	ContentType *string                   `json:"content_type,omitempty"`
-	InsecureSsl *WebhookConfigInsecureSSL `json:"insecure_ssl,omitempty"`
+	InsecureSSL *WebhookConfigInsecureSSL `json:"insecure_ssl,omitempty"`
 	Secret      *string                   `json:"secret,omitempty"`
 	URL         *string                   `json:"url,omitempty"`
 

@@ -6,19 +6,9 @@ import (
 	"sort"
 	"strings"
 	"unicode"
-)
 
-// initialisms are the words Go spells in capitals (the usual list, plus a few the
-// forge's data is full of).
-var initialisms = map[string]bool{
-	"acl": true, "api": true, "ascii": true, "cpu": true, "css": true, "cve": true, "cvss": true,
-	"cwe": true, "dns": true, "eof": true, "epss": true, "ghsa": true, "gpg": true, "guid": true,
-	"html": true, "http": true, "https": true, "id": true, "ids": true, "ip": true, "json": true,
-	"ldap": true, "md5": true, "oid": true, "rpc": true, "sha": true, "sha1": true, "sha256": true,
-	"spdx": true, "sql": true, "ssh": true, "ssl": true, "tcp": true, "tls": true, "ttl": true,
-	"udp": true, "ui": true, "uid": true, "uri": true, "url": true, "urls": true, "uuid": true,
-	"xml": true, "xsrf": true, "xss": true,
-}
+	"forgehooks.dev/forgehooks/gen"
+)
 
 // brandRE finds the forge's brand, dropped from names made from the spec's titles:
 // our identifiers say "forge", never a real forge's brand.
@@ -67,13 +57,10 @@ func goName(s string) string {
 }
 
 func goWord(w string) string {
-	lw := strings.ToLower(w)
-	if initialisms[lw] || (len(w) > 1 && strings.ToUpper(w) == w && strings.ToLower(w) != w) {
-		return strings.ToUpper(w) // an initialism, or a run of capitals written so
+	if len(w) > 1 && strings.ToUpper(w) == w && strings.ToLower(w) != w {
+		return w // a run of capitals written so in a title
 	}
-	r := []rune(lw)
-	r[0] = unicode.ToUpper(r[0])
-	return string(r)
+	return gen.GoWord(w)
 }
 
 // titleName turns a schema title or component name into a type name, without the
