@@ -75,8 +75,8 @@ func perDelivery(b *testing.B, n int) {
 // BenchmarkDecodeCorpusEncodingJSON is the baseline of typed decoding: encoding/json
 // decoding the same deliveries into structs of the same fields and tags, built by
 // reflection from the generated ones by internal/mirror (timestamps and unions as
-// json.RawMessage, no unknown members kept). The ratio to BenchmarkDecodeCorpus is the speed-up of the
-// generated decoder.
+// json.RawMessage, no unknown members kept). The ratio to BenchmarkDecodeCorpus
+// is the speed-up of the generated decoder.
 func BenchmarkDecodeCorpusEncodingJSON(b *testing.B) {
 	all := corpus.All()
 	types := make([]reflect.Type, len(all))
