@@ -165,38 +165,55 @@ func (em *Emitter) OnError(h ErrorHandler) *Listener {
 // name as given to On, "*" for OnAny, or "error" for OnError. It reports whether
 // there was one. Deliveries already started still run the handler.
 func (em *Emitter) RemoveListener(name string, l *Listener) bool {
-	if l == nil || name == "" {
-		return false
+	return em.RemoveListenerNames([]string{name}, l) == 1
+}
+
+// RemoveListenerNames is RemoveListener for each of names in turn, as one change:
+// the counterpart of OnNames (the spec's removeListener(eventNames, handler)). It
+// returns how many registrations it removed.
+func (em *Emitter) RemoveListenerNames(names []string, l *Listener) int {
+	if l == nil {
+		return 0
 	}
-	removed := false
+	removed := 0
 	em.update(func(s *snapshot) {
-		var list *[]*Listener
-		switch name {
-		case "*":
-			list = &s.any
-		case "error":
-			list = &s.errs
-		default:
-			ls := s.byName[name]
-			list = &ls
-			defer func() {
-				if len(ls) == 0 {
-					delete(s.byName, name)
-				} else {
-					s.byName[name] = ls
-				}
-			}()
-		}
-		for i := len(*list) - 1; i >= 0; i-- {
-			if (*list)[i] == l {
-				// A new slice: the old snapshot's may still be in use.
-				*list = slices.Concat((*list)[:i], (*list)[i+1:])
-				removed = true
-				return
+		for _, name := range names {
+			if name != "" && s.remove(name, l) {
+				removed++
 			}
 		}
 	})
 	return removed
+}
+
+// remove drops the most recent registration of l under name from s, which is a
+// fresh copy being prepared by update.
+func (s *snapshot) remove(name string, l *Listener) bool {
+	var list *[]*Listener
+	switch name {
+	case "*":
+		list = &s.any
+	case "error":
+		list = &s.errs
+	default:
+		ls := s.byName[name]
+		list = &ls
+		defer func() {
+			if len(ls) == 0 {
+				delete(s.byName, name)
+			} else {
+				s.byName[name] = ls
+			}
+		}()
+	}
+	for i := len(*list) - 1; i >= 0; i-- {
+		if (*list)[i] == l {
+			// A new slice: the old snapshot's may still be in use.
+			*list = slices.Concat((*list)[:i], (*list)[i+1:])
+			return true
+		}
+	}
+	return false
 }
 
 // update applies fn to a copy of the current snapshot and publishes the copy.

@@ -460,6 +460,43 @@ func TestRemoveListener(t *testing.T) {
 	}
 }
 
+// TestRemoveListenerNames removes one handle from several names at once, as
+// OnNames registered it, the most recent registration under each name.
+func TestRemoveListenerNames(t *testing.T) {
+	tests := []struct {
+		name    string
+		remove  []string
+		removed int
+		want    []string // handlers that run for issues.opened afterwards
+	}{
+		{"none", nil, 0, []string{"both", "both", "both"}},
+		{"all three", []string{"issues", "issues.opened", "issues"}, 3, nil},
+		{"one of the duplicates", []string{"issues"}, 1, []string{"both", "both"}},
+		{"unknown and empty names", []string{"push", "", "*", "error"}, 0, []string{"both", "both", "both"}},
+		{"more than registered", []string{"issues.opened", "issues.opened"}, 1, []string{"both", "both"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rec recorder
+			var em Emitter
+			l := em.OnNames([]string{"issues", "issues.opened", "issues"}, rec.handler("both"))
+			if got := em.RemoveListenerNames(tt.remove, l); got != tt.removed {
+				t.Fatalf("RemoveListenerNames(%q) = %d, want %d", tt.remove, got, tt.removed)
+			}
+			if err := em.Receive(context.Background(), Event{Name: "issues", Payload: []byte(`{"action":"opened"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, rec.sorted()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	var em Emitter
+	if got := em.RemoveListenerNames([]string{"issues"}, nil); got != 0 {
+		t.Errorf("RemoveListenerNames with a nil handle = %d, want 0", got)
+	}
+}
+
 // TestRegisterDuringDispatch registers and removes handlers, from handlers and
 // from other goroutines, while deliveries run: -race checks it.
 func TestRegisterDuringDispatch(t *testing.T) {
