@@ -5,9 +5,13 @@
 // Each receiver runs as a process of its own, with GOMAXPROCS=1 (one core):
 // `forgehooks serve` itself, and servers this command starts from its own
 // binary (-serve): net/http alone (reads the body, checks nothing), a bare one
-// that only verifies the HMAC and scans for the action, the forgehooks middleware with a raw handler and with a typed
-// handler, and go-github's ValidatePayload and ParseWebHook. Every one gets the
-// same payload (the corpus's median push by default) and must answer 200.
+// that only verifies the HMAC and scans for the action, the forgehooks
+// middleware with a raw handler and with a typed handler, and go-github's
+// ValidatePayload and ParseWebHook; and, under node, the Node.js library
+// forgehooks descends from (@octokit/webhooks, see node.go and
+// bench/node/server.mjs), left out with a message when node or npm is missing.
+// Every one gets the same payload (the corpus's median push by default), with
+// the headers it reads, and must answer 200.
 //
 //	load -forgehooks ./forgehooks -n 20000 -c 4 -duration 20s
 //
@@ -40,7 +44,9 @@ func main() {
 	serve := flag.String("serve", "", "run a receiver instead: nethttp, bare, raw, typed or go-github (used by the load run itself)")
 	addr := flag.String("addr", "127.0.0.1:0", "with -serve: the address to listen on (127.0.0.1 only)")
 	forgehooks := flag.String("forgehooks", "", "path of the forgehooks binary, for the `forgehooks serve` row (empty: left out)")
-	servers := flag.String("servers", "nethttp,bare,raw,typed,go-github,serve", "receivers to drive, in order")
+	servers := flag.String("servers", "nethttp,bare,raw,typed,go-github,node,serve", "receivers to drive, in order")
+	nodeScript := flag.String("node-script", "node/server.mjs", "the Node.js receiver's script, for the node row")
+	octokitVersion := flag.String("octokit-webhooks", octokitWebhooksVersion, "version of @octokit/webhooks the node row installs and runs")
 	n := flag.Int("n", 20000, "requests per receiver (at most)")
 	c := flag.Int("c", 4, "concurrent connections")
 	duration := flag.Duration("duration", 20*time.Second, "time per receiver (at most)")
@@ -65,14 +71,25 @@ func main() {
 	}
 	d := &bench.Delivery{Event: *event, Body: body, Signature: bench.Sign(body)}
 	cfg := config{n: *n, c: *c, duration: *duration, warmup: *warmup}
+	var list []string
+	for _, s := range strings.Split(*servers, ",") {
+		switch s = strings.TrimSpace(s); {
+		case s == "serve" && *forgehooks == "":
+		case s == "node":
+			if nodeRecv = setupNode(*nodeScript, *octokitVersion); nodeRecv.skipped != "" {
+				fmt.Fprintf(os.Stderr, "load: skipping the Node.js receiver: %s\n", nodeRecv.skipped)
+				continue
+			}
+			labels["node"] = nodeRecv.label
+			list = append(list, s)
+		default:
+			list = append(list, s)
+		}
+	}
 	results := map[string][]result{}
 	var order []string
 	for r := 0; r < *rounds; r++ {
-		for _, s := range strings.Split(*servers, ",") {
-			s = strings.TrimSpace(s)
-			if s == "serve" && *forgehooks == "" {
-				continue
-			}
+		for _, s := range list {
 			res, err := drive(s, *forgehooks, d, cfg)
 			if err != nil {
 				fail(fmt.Errorf("%s: %w", s, err))
@@ -85,7 +102,7 @@ func main() {
 				r+1, s, res.rps, res.p50, res.p99, res.cpu, res.n)
 		}
 	}
-	table := render(order, results, name, len(body), cfg, *rounds)
+	table := render(order, results, name, len(body), cfg, *rounds, nodeRecv)
 	fmt.Print(table)
 	if *readme != "" {
 		if err := replaceSection(*readme, "load", table); err != nil {
@@ -112,9 +129,24 @@ func loadPayload(path string) ([]byte, string, error) {
 	return d.Body, d.Path, err
 }
 
-// profileDir, when set, is where each receiver started with -serve writes its
-// CPU profile.
+// profileDir, when set, is where each receiver started with -serve (and node)
+// writes its CPU profile.
 var profileDir string
+
+// nodeRecv is the Node.js receiver, when the node row was asked for.
+var nodeRecv *nodeReceiver
+
+// headerNames are the names under which a receiver reads a delivery's event,
+// delivery id and signature.
+type headerNames struct{ event, delivery, signature string }
+
+var (
+	// forgeHeaders are ours: forgehooks' middleware, serve, and the baselines.
+	forgeHeaders = headerNames{"X-Forge-Event", "X-Forge-Delivery", "X-Hub-Signature-256"}
+	// peerHeaders are the names go-github and the Node.js library read: their
+	// API, not ours.
+	peerHeaders = headerNames{"X-Github-Event", "X-Github-Delivery", "X-Hub-Signature-256"}
+)
 
 type config struct {
 	n, c, warmup int
@@ -136,11 +168,18 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	var cmd *exec.Cmd
-	path := "/"
-	if s == "serve" {
+	path, hdr := "/", forgeHeaders
+	switch s {
+	case "serve":
 		cmd = exec.Command(forgehooks, "serve", "--addr", addr, "--secret", bench.Secret)
 		path = "/api/forge/webhooks"
-	} else {
+	case "node":
+		cmd = nodeRecv.command(addr, bench.Secret, profileDir)
+		hdr = peerHeaders
+	case "go-github":
+		hdr = peerHeaders
+		fallthrough
+	default:
 		self, err := os.Executable()
 		if err != nil {
 			return result{}, err
@@ -152,7 +191,10 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 		cmd = exec.Command(self, args...)
 	}
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // serve logs a line per delivery
+	// serve logs a line per delivery: only the start of it is kept, to say why
+	// a receiver that never listens failed.
+	start := &headWriter{max: 4096}
+	cmd.Stdout, cmd.Stderr = io.Discard, start
 	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
@@ -164,7 +206,12 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 		t.Stop()
 	}()
 	if err := waitListening(addr, 10*time.Second); err != nil {
-		return result{}, err
+		return result{}, fmt.Errorf("%w; its output began: %s", err, start.String())
+	}
+	if s == "node" {
+		if err := nodeRecv.checkIsNode(cmd.Process.Pid); err != nil {
+			return result{}, err
+		}
 	}
 	url := "http://" + addr + path
 	client := &http.Client{Transport: &http.Transport{
@@ -173,16 +220,16 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 
-	if _, err := run(client, url, d, cfg.warmup, cfg.c, cfg.duration); err != nil {
+	if _, err := run(client, url, d, hdr, cfg.warmup, cfg.c, cfg.duration); err != nil {
 		return result{}, fmt.Errorf("warm-up: %w", err)
 	}
 	before, err := cpuTime(cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
 	}
-	start := time.Now()
-	lat, err := run(client, url, d, cfg.n, cfg.c, cfg.duration)
-	elapsed := time.Since(start)
+	t0 := time.Now()
+	lat, err := run(client, url, d, hdr, cfg.n, cfg.c, cfg.duration)
+	elapsed := time.Since(t0)
 	if err != nil {
 		return result{}, err
 	}
@@ -200,9 +247,9 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}, nil
 }
 
-// run sends up to n requests on c connections for at most dur, and returns
-// each one's latency in µs.
-func run(client *http.Client, url string, d *bench.Delivery, n, c int, dur time.Duration) ([]float64, error) {
+// run sends up to n requests on c connections for at most dur, with the
+// delivery's headers under the names hdr, and returns each one's latency in µs.
+func run(client *http.Client, url string, d *bench.Delivery, hdr headerNames, n, c int, dur time.Duration) ([]float64, error) {
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -227,10 +274,9 @@ func run(client *http.Client, url string, d *bench.Delivery, n, c int, dur time.
 				req, _ := http.NewRequest(http.MethodPost, url, rd)
 				req.ContentLength = int64(len(d.Body))
 				req.Header["Content-Type"] = []string{"application/json"}
-				req.Header["X-Forge-Event"] = []string{d.Event}
-				req.Header["X-Forge-Delivery"] = []string{"d-" + strconv.Itoa(len(lat))}
-				req.Header["X-Hub-Signature-256"] = []string{d.Signature}
-				req.Header["X-Github-Event"] = []string{d.Event} // go-github's header
+				req.Header[hdr.event] = []string{d.Event}
+				req.Header[hdr.delivery] = []string{"d-" + strconv.Itoa(len(lat))}
+				req.Header[hdr.signature] = []string{d.Signature}
 				t := time.Now()
 				res, err := client.Do(req)
 				if err == nil {
@@ -286,6 +332,28 @@ func cpuTime(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("unexpected /proc stat: %q", b)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (w *headWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.TrimSpace(w.buf.String())
 }
 
 func freePort() (int, error) {
