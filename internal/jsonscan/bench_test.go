@@ -10,8 +10,8 @@ import (
 	"forgehooks.dev/forgehooks/internal/corpus"
 )
 
-// BenchmarkScan compares Scan with the HMAC over the same bytes (what every
-// delivery pays anyway) and with json.Valid. The target is a small factor of
+// BenchmarkScan compares Scan, and Lookup, with the HMAC over the same bytes
+// (what every delivery pays anyway) and with json.Valid. The target is a small factor of
 // the HMAC, well under json.Valid.
 func BenchmarkScan(b *testing.B) {
 	var all [][]byte
@@ -54,6 +54,13 @@ func BenchmarkScan(b *testing.B) {
 		}
 		run("Scan", func(body []byte) {
 			if _, err := Scan(body); err != nil {
+				b.Fatal(err)
+			}
+		})
+		// Lookup is serve's pass for its log line: Scan's work and three paths.
+		var res [3]Result
+		run("Lookup", func(body []byte) {
+			if err := Lookup(body, logPaths, res[:]); err != nil {
 				b.Fatal(err)
 			}
 		})

@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"slices"
 	"testing"
 
 	"forgehooks.dev/forgehooks/internal/corpus"
@@ -25,5 +26,30 @@ func FuzzScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		check(t, data)
+	})
+}
+
+// FuzzLookup checks that Lookup agrees with encoding/json on every input and
+// path: the same acceptance as Scan, and each path's string as decoding into
+// maps of json.RawMessage and then a string gives.
+func FuzzLookup(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"sender":{"login":"u"}}`, `{"sender":{"login":"a","login":"b"}}`,
+		`{"sender":{"login":"a"},"sender":{"id":1}}`, `{"s\u0065nder":{"\u006cogin":"\ud83d\ude00\ud800"}}`,
+		"{\"sender\":{\"login\":\"\xff\xed\xa0\x80\"}}", `{"sender":{"login":5}}`, `{"sender":null}`,
+		`[{"sender":{"login":"u"}}]`, `{"x":{"sender":{"login":"u"}}}`, `{"sender":{"x":{"login":"u"}}}`,
+		`{"sender":{"login":"\u12"}}`, `{"a":01}`, ` {"sender" : {"login" : "u" } } `, `nul`, ``,
+	} {
+		f.Add([]byte(s), "sender", "login")
+	}
+	f.Add([]byte(`{"a":{"\"":"x","é":"y"}}`), "a", `"`)
+	f.Add([]byte(`{"a":{"\ufffd":"x"}}`), "a", "\ufffd")
+	for i, ex := range corpus.All() {
+		if i%10 == 0 {
+			f.Add(ex.Body, "repository", "full_name")
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, outer, inner string) {
+		checkLookup(t, data, slices.Concat(logPaths, []Path{{outer, inner}, {outer, "login"}}))
 	})
 }

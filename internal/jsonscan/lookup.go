@@ -1,0 +1,228 @@
+package jsonscan
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Path names a string two members deep in a JSON object: member Path[1] of the
+// object that is the top-level member Path[0], as {"repository", "full_name"}
+// names repository.full_name. Both names are compared with decoded keys.
+type Path [2]string
+
+// MaxPaths is the most paths one Lookup takes.
+const MaxPaths = 64
+
+// Lookup checks that data is exactly one JSON object, as Scan does, and locates
+// the string at each of paths in the same single pass, into res[i] for
+// paths[i]. The strings are what decoding data into a map[string]json.RawMessage,
+// the top-level member into another, and its member into a string would give:
+// keys match exactly once decoded, the last duplicate key wins at either level
+// (a later top-level member replaces an earlier one whole, as JSON.parse does),
+// escapes are decoded and invalid UTF-8 becomes U+FFFD. A path whose top-level
+// member is not an object, or whose member is absent or not a string, is not
+// Found.
+//
+// On error every res[i] is the zero Result. Lookup does not allocate, except
+// for the error; res must have room for every path (it panics otherwise, and
+// when there are more than MaxPaths paths).
+func Lookup(data []byte, paths []Path, res []Result) error {
+	if len(paths) > MaxPaths {
+		panic(fmt.Sprintf("jsonscan.Lookup: %d paths, more than MaxPaths (%d)", len(paths), MaxPaths))
+	}
+	res = res[:len(paths)]
+	clear(res)
+	if err := lookup(data, paths, res); err != nil {
+		clear(res)
+		return err
+	}
+	return nil
+}
+
+// lookup is scan's state machine with the two levels of paths tracked instead
+// of the action. It is a separate function, not a mode of scan, so that Scan,
+// on every delivery's path, pays nothing for it.
+func lookup(data []byte, paths []Path, res []Result) error {
+	var (
+		stack  bitStack
+		n      = len(data)
+		inside uint64 // paths whose top-level member is the one being scanned
+		next   uint64 // paths whose string is the value about to be scanned
+		err    error
+	)
+	i := skipSpace(data, 0)
+	if i == n {
+		return &SyntaxError{i, "unexpected end of JSON input"}
+	}
+	first := data[i]
+	for {
+		// i is at the first byte of a value.
+		if i >= n {
+			return &SyntaxError{i, "unexpected end of JSON input"}
+		}
+		want := next
+		next = 0
+		switch c := data[i]; {
+		case c == '{':
+			if !stack.push(false) {
+				return &SyntaxError{i, "exceeded max depth"}
+			}
+			i = skipSpace(data, i+1)
+			if i < n && data[i] == '}' {
+				stack.pop()
+				i++
+				break
+			}
+			if i, next, err = pathMember(data, i, stack.depth, paths, res, &inside); err != nil {
+				return err
+			}
+			continue
+		case c == '[':
+			if !stack.push(true) {
+				return &SyntaxError{i, "exceeded max depth"}
+			}
+			i = skipSpace(data, i+1)
+			if i < n && data[i] == ']' {
+				stack.pop()
+				i++
+				break
+			}
+			continue
+		case c == '"':
+			start := i + 1
+			if i, err = scanString(data, start); err != nil {
+				return err
+			}
+			if want != 0 {
+				v := data[start : i-1]
+				r := Result{start: start, end: i - 1, found: true, decode: needsDecode(v)}
+				for k := range paths {
+					if want&(1<<k) != 0 {
+						res[k] = r
+					}
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			if i, err = scanNumber(data, i); err != nil {
+				return err
+			}
+		case c == 't':
+			i, err = literal(data, i, "true")
+		case c == 'f':
+			i, err = literal(data, i, "false")
+		case c == 'n':
+			i, err = literal(data, i, "null")
+		default:
+			return &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of value", quoteChar(c))}
+		}
+		if err != nil {
+			return err
+		}
+		// After a value: close containers until a ',' starts the next value.
+	after:
+		for {
+			i = skipSpace(data, i)
+			if stack.depth == 0 {
+				if i != n {
+					return &SyntaxError{i, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[i]))}
+				}
+				if first != '{' {
+					return &NotObjectError{Kind: kind(first)}
+				}
+				return nil
+			}
+			if i >= n {
+				return &SyntaxError{i, "unexpected end of JSON input"}
+			}
+			inArray := stack.top()
+			switch c := data[i]; {
+			case c == ',':
+				i = skipSpace(data, i+1)
+				if !inArray {
+					if i, next, err = pathMember(data, i, stack.depth, paths, res, &inside); err != nil {
+						return err
+					}
+				}
+				break after
+			case c == '}' && !inArray, c == ']' && inArray:
+				stack.pop()
+				i++
+			default:
+				where := "object key-value pair"
+				if inArray {
+					where = "array element"
+				}
+				return &SyntaxError{i, fmt.Sprintf("invalid character %s after %s", quoteChar(c), where)}
+			}
+		}
+	}
+}
+
+// pathMember scans an object key, the white space around it and the colon, as
+// member does, and returns the offset of the member's value. depth is the
+// object's depth (1 for the top level). A top-level key sets inside to the
+// paths it starts; a key of the object that is their value gives the paths it
+// ends, whose string the value may be. Either way those paths' results are
+// reset: a later duplicate key replaces what an earlier one found.
+func pathMember(data []byte, i, depth int, paths []Path, res []Result, inside *uint64) (next int, want uint64, err error) {
+	if i >= len(data) {
+		return i, 0, &SyntaxError{i, "unexpected end of JSON input"}
+	}
+	if data[i] != '"' {
+		return i, 0, &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of object key string", quoteChar(data[i]))}
+	}
+	start := i + 1
+	if i, err = scanString(data, start); err != nil {
+		return i, 0, err
+	}
+	switch key := data[start : i-1]; {
+	case depth == 1:
+		*inside = 0
+		for k, p := range paths {
+			if keyIs(key, p[0]) {
+				*inside |= 1 << k
+				res[k] = Result{}
+			}
+		}
+	case depth == 2 && *inside != 0:
+		for k, p := range paths {
+			if *inside&(1<<k) != 0 && keyIs(key, p[1]) {
+				want |= 1 << k
+				res[k] = Result{}
+			}
+		}
+	}
+	i = skipSpace(data, i)
+	if i >= len(data) {
+		return i, 0, &SyntaxError{i, "unexpected end of JSON input"}
+	}
+	if data[i] != ':' {
+		return i, 0, &SyntaxError{i, fmt.Sprintf("invalid character %s after object key", quoteChar(data[i]))}
+	}
+	return skipSpace(data, i+1), want, nil
+}
+
+// keyIs reports whether a key's raw content (valid JSON string content)
+// decodes to want, as encoding/json decodes keys.
+func keyIs(raw []byte, want string) bool {
+	if string(raw) == want {
+		// The same bytes decode to want unless an escape or invalid UTF-8
+		// changes them in decoding.
+		return !needsDecode(raw)
+	}
+	// Decoding may still give want; compare character by character, which
+	// stops at the first difference, on most keys their first character.
+	j := 0
+	for i := 0; i < len(raw); {
+		var r rune
+		r, i = nextRune(raw, i)
+		w, size := utf8.DecodeRuneInString(want[j:])
+		if size == 0 || w != r || w == utf8.RuneError && size == 1 {
+			// want is shorter, differs, or holds invalid UTF-8, which no
+			// decoded key does.
+			return false
+		}
+		j += size
+	}
+	return j == len(want)
+}
