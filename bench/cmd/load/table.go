@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -31,6 +32,15 @@ func med(rs []result, f func(result) float64) float64 {
 
 // ratio is the median over rounds of a's CPU per request over b's, or 0.
 func ratio(results map[string][]result, a, b string) float64 {
+	v := ratios(results, a, b)
+	if len(v) == 0 {
+		return 0
+	}
+	return med(v, func(r result) float64 { return r.cpu })
+}
+
+// ratios are a's CPU per request over b's, one per round, in the cpu field.
+func ratios(results map[string][]result, a, b string) []result {
 	ra, rb := results[a], results[b]
 	var v []result
 	for k := 0; k < len(ra) && k < len(rb); k++ {
@@ -38,10 +48,7 @@ func ratio(results map[string][]result, a, b string) float64 {
 			v = append(v, result{cpu: ra[k].cpu / rb[k].cpu})
 		}
 	}
-	if len(v) == 0 {
-		return 0
-	}
-	return med(v, func(r result) float64 { return r.cpu })
+	return v
 }
 
 // render writes the tables of a load run. nr is the Node.js receiver when the
@@ -84,8 +91,10 @@ func render(order []string, results map[string][]result, name string, size int, 
 		{"4: raw below the Node.js library", "raw", "node", 1},
 		{"4: typed below the Node.js library", "typed", "node", 1},
 	}
-	fmt.Fprintln(&b, "| target | ratio | met |")
-	fmt.Fprintln(&b, "|---|---:|---|")
+	// The spread over rounds says how far from its bound a ratio is: load
+	// from elsewhere on a shared machine moves single rounds.
+	fmt.Fprintln(&b, "| target | ratio (median of rounds) | min–max over rounds | met |")
+	fmt.Fprintln(&b, "|---|---:|---:|---|")
 	for _, t := range ts {
 		r := ratio(results, t.a, t.b)
 		if r == 0 {
@@ -95,10 +104,13 @@ func render(order []string, results map[string][]result, name string, size int, 
 		if r > t.bound || t.bound == 1 && r >= 1 { // "below" is strict
 			met = "**no**"
 		}
-		fmt.Fprintf(&b, "| %s | %.2f× | %s |\n", t.what, r, met)
+		v := ratios(results, t.a, t.b)
+		lo := slices.MinFunc(v, func(x, y result) int { return cmp.Compare(x.cpu, y.cpu) }).cpu
+		hi := slices.MaxFunc(v, func(x, y result) int { return cmp.Compare(x.cpu, y.cpu) }).cpu
+		fmt.Fprintf(&b, "| %s | %.2f× | %.2f–%.2f× | %s |\n", t.what, r, lo, hi, met)
 	}
 	if nr != nil && nr.skipped != "" {
-		fmt.Fprintf(&b, "| 4: raw and typed below the Node.js library | not measured: %s | — |\n", nr.skipped)
+		fmt.Fprintf(&b, "| 4: raw and typed below the Node.js library | not measured: %s | | — |\n", nr.skipped)
 	}
 	fmt.Fprintln(&b)
 	return b.String()
