@@ -62,7 +62,7 @@ bench-peers:
 
 ## bench-load: HTTP over 127.0.0.1: `forgehooks serve` and the receivers of bench/cmd/load
 ## (net/http alone, bare HMAC + scan, forgehooks raw and typed, go-github, each a process
-## with GOMAXPROCS=1, and the Node.js library @octokit/webhooks under node, which the load
+## with GOMAXPROCS=1, and the Node.js library under node, pinned in cmd/load/node.go, which the load
 ## tool installs with npm into $FORGEHOOKS_NPM_CACHE or ~/.cache/forgehooks/npm, and leaves
 ## out with a message when node or npm is missing), LOAD_N requests or LOAD_TIME each,
 ## LOAD_ROUNDS rounds; requests/s, p50/p99 and server CPU per request into bench/README.md.
