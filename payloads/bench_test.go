@@ -98,3 +98,25 @@ func BenchmarkDecodeCorpusEncodingJSON(b *testing.B) {
 	}
 	perDelivery(b, len(all))
 }
+
+// BenchmarkDecodePush is the typed decode of the load run's payload, the corpus's
+// median push (push-6.json, 7,124 bytes), as OnPushEvent's handlers get it: the
+// difference between the typed and the raw receiver of bench/cmd/load.
+func BenchmarkDecodePush(b *testing.B) {
+	var body []byte
+	for _, ex := range corpus.All() {
+		if ex.Path == "examples/push/push-6.json" {
+			body = ex.Body
+		}
+	}
+	if body == nil {
+		b.Fatal("examples/push/push-6.json is not in the corpus")
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := payloads.Parse("push", body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
