@@ -163,40 +163,28 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 		if words > 0 {
 			b.Var().Id("seen").Index(jen.Lit(words)).Uint64()
 		}
-		b.Err().Op(":=").Id("d").Dot("object").Call(jen.Func().Params(jen.Id("key").Index().Byte()).Error().BlockFunc(func(fb *jen.Group) {
-			if len(sp.Fields) > 0 {
-				fb.Switch(jen.String().Parens(jen.Id("key"))).BlockFunc(func(sw *jen.Group) {
+		// The members are read in a loop over openObject and nextMember rather
+		// than through d.object and a closure: the switch runs in this function,
+		// without an indirect call per member.
+		b.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op(":=").Id("d").Dot("openObject").Call()
+		b.For(jen.Id("more")).BlockFunc(func(lb *jen.Group) {
+			unknown := jen.Err().Op("=").Id("x").Dot("keepUnknown").Call(jen.Id("key"), jen.Id("d"))
+			if len(sp.Fields) == 0 {
+				lb.Add(unknown)
+			} else {
+				lb.Switch(jen.String().Parens(jen.Id("key"))).BlockFunc(func(sw *jen.Group) {
 					for _, fp := range sp.Fields {
-						v := jen.Id("x").Dot(fp.GoName)
-						var body []jen.Code
-						switch {
-						case sp.Event != nil && fp.JSON == "action" && fp.Value >= 0 && fp.Expr.String() == "string":
-							// The action member decodes as routing reads it: the last
-							// occurrence counts, and a non-string one means no action.
-							bit := jen.Id("seen").Index(jen.Lit(fp.Value / 64))
-							mask := jen.Lit(1).Op("<<").Lit(fp.Value % 64)
-							body = append(body,
-								jen.List(jen.Id("ok"), jen.Err()).Op(":=").Id("x").Dot("decodeAction").Call(jen.Op("&").Add(v), jen.Id("key"), jen.Id("d")),
-								jen.If(jen.Id("ok")).Block(bit.Clone().Op("|=").Add(mask.Clone())).Else().Block(bit.Clone().Op("&^=").Add(mask.Clone())),
-								jen.Return(jen.Err()))
-						case fp.Value >= 0:
-							body = append(body,
-								jen.If(jen.Id("d").Dot("null").Call()).Block(jen.Return(jen.Nil())),
-								jen.Id("seen").Index(jen.Lit(fp.Value/64)).Op("|=").Lit(1).Op("<<").Lit(fp.Value%64),
-								jen.Return(decodeInto(fp.Expr, v, false)))
-						case fp.Ptr && scalarPtrDec(fp.Expr) != nil:
-							body = append(body, jen.Return(scalarPtrDec(fp.Expr).Call(jen.Op("&").Add(v), jen.Id("d"))))
-						case fp.Ptr:
-							body = append(body, jen.Return(jen.Id("decPtr").Call(jen.Op("&").Add(v), jen.Id("d"), decFunc(fp.Expr))))
-						default:
-							body = append(body, jen.Return(decodeInto(fp.Expr, v, false)))
-						}
-						sw.Case(jen.Lit(fp.JSON)).Block(body...)
+						sw.Case(jen.Lit(fp.JSON)).Block(memberDecode(sp, fp)...)
 					}
+					sw.Default().Block(unknown)
 				})
 			}
-			fb.Return(jen.Id("x").Dot("keepUnknown").Call(jen.Id("key"), jen.Id("d")))
-		}))
+			lb.If(jen.Err().Op("!=").Nil()).Block(
+				jen.Err().Op("=").Id("atKey").Call(jen.Err(), jen.Id("key")),
+				jen.Break(),
+			)
+			lb.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op("=").Id("d").Dot("nextMember").Call()
+		})
 		if words > 0 {
 			b.Id("x").Dot("setAbsent").Call(jen.Id("seen").Index(jen.Empty(), jen.Empty()), jen.Lit(sp.NValue))
 		}
@@ -208,6 +196,35 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 		}
 		b.Return(jen.Err())
 	})
+}
+
+// memberDecode is the body of a struct's case for the member fp: it reads the
+// value into its field and leaves any error in err.
+func memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
+	v := jen.Id("x").Dot(fp.GoName)
+	switch {
+	case sp.Event != nil && fp.JSON == "action" && fp.Value >= 0 && fp.Expr.String() == "string":
+		// The action member decodes as routing reads it: the last
+		// occurrence counts, and a non-string one means no action.
+		bit := jen.Id("seen").Index(jen.Lit(fp.Value / 64))
+		mask := jen.Lit(1).Op("<<").Lit(fp.Value % 64)
+		return []jen.Code{
+			jen.Var().Id("ok").Bool(),
+			jen.List(jen.Id("ok"), jen.Err()).Op("=").Id("x").Dot("decodeAction").Call(jen.Op("&").Add(v), jen.Id("key"), jen.Id("d")),
+			jen.If(jen.Id("ok")).Block(bit.Clone().Op("|=").Add(mask.Clone())).Else().Block(bit.Clone().Op("&^=").Add(mask.Clone())),
+		}
+	case fp.Value >= 0:
+		return []jen.Code{
+			jen.If(jen.Id("d").Dot("null").Call()).Block(jen.Break()),
+			jen.Id("seen").Index(jen.Lit(fp.Value / 64)).Op("|=").Lit(1).Op("<<").Lit(fp.Value % 64),
+			jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false)),
+		}
+	case fp.Ptr && scalarPtrDec(fp.Expr) != nil:
+		return []jen.Code{jen.Err().Op("=").Add(scalarPtrDec(fp.Expr).Call(jen.Op("&").Add(v), jen.Id("d")))}
+	case fp.Ptr:
+		return []jen.Code{jen.Err().Op("=").Id("decPtr").Call(jen.Op("&").Add(v), jen.Id("d"), decFunc(fp.Expr))}
+	}
+	return []jen.Code{jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false))}
 }
 
 func (g *generator) structEncode(f *jen.File, sp *structPlan) {

@@ -104,49 +104,78 @@ func (d *decoder) enter() error {
 
 // object reads a JSON object, calling fn once per member with the member's
 // unescaped key; fn must read the member's value. An error from fn gets the key
-// added to its path.
+// added to its path. The generated decoders loop with openObject and
+// nextMember themselves instead, which saves them a closure call per member.
 func (d *decoder) object(fn func(key []byte) error) error {
+	key, more, err := d.openObject()
+	for more {
+		if err = fn(key); err != nil {
+			return atKey(err, key)
+		}
+		key, more, err = d.nextMember()
+	}
+	return err
+}
+
+// openObject reads the '{' that starts an object and, when a member follows,
+// that member's key and the ':' after it (more is true). The caller reads the
+// member's value, then calls nextMember, until more is false:
+//
+//	key, more, err := d.openObject()
+//	for more {
+//		err = readValue(key) // atKey(err, key) on failure, and stop
+//		key, more, err = d.nextMember()
+//	}
+func (d *decoder) openObject() (key []byte, more bool, err error) {
 	if c := d.peek(); c != '{' {
-		return d.wrongKind("object")
+		return nil, false, d.wrongKind("object")
 	}
 	if err := d.enter(); err != nil {
-		return err
+		return nil, false, err
 	}
 	d.pos++
 	if d.peek() == '}' {
 		d.pos++
 		d.depth--
-		return nil
+		return nil, false, nil
 	}
-	for {
-		if d.peek() != '"' {
-			return d.unexpected("looking for beginning of object key string")
-		}
-		key, err := d.key()
-		if err != nil {
-			return err
-		}
-		if d.peek() != ':' {
-			return d.unexpected("after object key")
-		}
+	key, err = d.memberKey()
+	return key, err == nil, err
+}
+
+// nextMember reads what follows a member's value: a ',' and the next member's
+// key and ':' (more is true), or the '}' that ends the object.
+func (d *decoder) nextMember() (key []byte, more bool, err error) {
+	switch d.peek() {
+	case ',':
 		d.pos++
-		if d.depth == 1 && string(key) == "action" {
-			d.actions++
-		}
-		if err := fn(key); err != nil {
-			return atKey(err, key)
-		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return d.unexpected("after object key:value pair")
-		}
+		key, err = d.memberKey()
+		return key, err == nil, err
+	case '}':
+		d.pos++
+		d.depth--
+		return nil, false, nil
 	}
+	return nil, false, d.unexpected("after object key:value pair")
+}
+
+// memberKey reads a member's key and the ':' after it.
+func (d *decoder) memberKey() ([]byte, error) {
+	if d.peek() != '"' {
+		return nil, d.unexpected("looking for beginning of object key string")
+	}
+	key, err := d.key()
+	if err != nil {
+		return nil, err
+	}
+	if d.peek() != ':' {
+		return nil, d.unexpected("after object key")
+	}
+	d.pos++
+	if d.depth == 1 && string(key) == "action" {
+		d.actions++
+	}
+	return key, nil
 }
 
 // key reads an object key. Unlike a string value it never lives in d.scratch: the
@@ -161,33 +190,48 @@ func (d *decoder) key() ([]byte, error) {
 
 // array reads a JSON array, calling fn once per element; fn must read the element.
 func (d *decoder) array(fn func(i int) error) error {
+	more, err := d.openArray()
+	for i := 0; more; i++ {
+		if err = fn(i); err != nil {
+			return atIndex(err, i)
+		}
+		more, err = d.nextElement()
+	}
+	return err
+}
+
+// openArray reads the '[' that starts an array and reports whether an element
+// follows; the caller reads it, then calls nextElement, until more is false
+// (the loop of openObject, without keys).
+func (d *decoder) openArray() (more bool, err error) {
 	if c := d.peek(); c != '[' {
-		return d.wrongKind("array")
+		return false, d.wrongKind("array")
 	}
 	if err := d.enter(); err != nil {
-		return err
+		return false, err
 	}
 	d.pos++
 	if d.peek() == ']' {
 		d.pos++
 		d.depth--
-		return nil
+		return false, nil
 	}
-	for i := 0; ; i++ {
-		if err := fn(i); err != nil {
-			return atIndex(err, i)
-		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			d.depth--
-			return nil
-		default:
-			return d.unexpected("after array element")
-		}
+	return true, nil
+}
+
+// nextElement reads what follows an element: a ',' (more is true) or the ']'
+// that ends the array.
+func (d *decoder) nextElement() (more bool, err error) {
+	switch d.peek() {
+	case ',':
+		d.pos++
+		return true, nil
+	case ']':
+		d.pos++
+		d.depth--
+		return false, nil
 	}
+	return false, d.unexpected("after array element")
 }
 
 // str reads a JSON string and returns its unescaped bytes, which alias d.buf or
@@ -465,9 +509,23 @@ func (d *decoder) literal(word string) error {
 func (d *decoder) skip() error {
 	switch c := d.peek(); {
 	case c == '{':
-		return d.object(func([]byte) error { return d.skip() })
+		_, more, err := d.openObject()
+		for more {
+			if err = d.skip(); err != nil {
+				return err
+			}
+			_, more, err = d.nextMember()
+		}
+		return err
 	case c == '[':
-		return d.array(func(int) error { return d.skip() })
+		more, err := d.openArray()
+		for more {
+			if err = d.skip(); err != nil {
+				return err
+			}
+			more, err = d.nextElement()
+		}
+		return err
 	case c == '"':
 		// A string is checked, not unescaped: scan for the closing quote,
 		// eight bytes at a time through plain content (any byte of 0x80 and
@@ -771,7 +829,8 @@ func decSlice[T any](p *[]T, d *decoder, dec func(*T, *decoder) error) error {
 		return nil
 	}
 	s := make([]T, 0, 4)
-	err := d.array(func(i int) error {
+	more, err := d.openArray()
+	for i := 0; more; i++ {
 		if i == cap(s) && i >= 16 {
 			// A long array: count what is left once, so that the slice is
 			// allocated at its size instead of doubling (a 25 MiB push holds
@@ -780,8 +839,12 @@ func decSlice[T any](p *[]T, d *decoder, dec func(*T, *decoder) error) error {
 		}
 		var zero T
 		s = append(s, zero)
-		return dec(&s[len(s)-1], d)
-	})
+		if err = dec(&s[i], d); err != nil {
+			err = atIndex(err, i)
+			break
+		}
+		more, err = d.nextElement()
+	}
 	*p = s
 	return err
 }
@@ -814,14 +877,16 @@ func decMap[T any](p *map[string]T, d *decoder, dec func(*T, *decoder) error) er
 		return nil
 	}
 	m := make(map[string]T)
-	err := d.object(func(key []byte) error {
+	key, more, err := d.openObject()
+	for more {
 		var v T
-		if err := dec(&v, d); err != nil {
-			return err
+		if err = dec(&v, d); err != nil {
+			err = atKey(err, key)
+			break
 		}
 		m[string(key)] = v
-		return nil
-	})
+		key, more, err = d.nextMember()
+	}
 	*p = m
 	return err
 }
