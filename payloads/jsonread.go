@@ -271,15 +271,28 @@ const (
 // plainMask flags (in each byte's high bit) the bytes of x that end plain
 // string content: '"', '\\' and control bytes below 0x20. The lowest flag is
 // exact; higher ones may be spurious, so only the lowest is used.
+//
+// A term's borrow only moves up from a byte that term flags, and no term flags
+// a byte below 0x80 that is not one of those, so excluding the bytes of 0x80
+// and above once, at the end, is enough.
 func plainMask(x uint64) uint64 {
 	q := x ^ (ones * '"')
 	b := x ^ (ones * '\\')
-	return ((x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b) & highs
+	return ((x - ones*0x20) | (q - ones) | (b - ones)) &^ x & highs
 }
 
 // stopMask is plainMask that also flags bytes of 0x80 and above, where UTF-8
-// is checked one rune at a time.
-func stopMask(x uint64) uint64 { return plainMask(x) | x&highs }
+// is checked one rune at a time. Since those bytes are to be flagged, the
+// terms need not exclude them (plainMask's &^ x, &^ q, &^ b), and they flag
+// them by themselves: x-0x20 flags 0xa0 and above, and q-1 flags 0x80-0x9f
+// (q is then 0xa0-0xbf). A term's borrow only moves up from a byte it flags,
+// so the lowest flag stays exact, in five operations fewer per word; the
+// test checks it against the definition.
+func stopMask(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	b := x ^ (ones * '\\')
+	return ((x - ones*0x20) | (q - ones) | (b - ones)) & highs
+}
 
 // skipASCII returns the offset of the first byte at or after i that stopMask
 // flags, or where fewer than eight bytes are left: sixteen bytes per step,
@@ -668,6 +681,22 @@ func quoteByte(c byte) string {
 // func(*T, *decoder) error, so that slices, maps and pointers of any type compose.
 
 func decString(p *string, d *decoder) error {
+	// The common case, compact JSON and a string of plain ASCII, read here
+	// eight bytes per step; anything else takes the general path from the
+	// same position.
+	if buf, i := d.buf, d.pos; i < len(buf) && buf[i] == '"' && d.shared() {
+		for j := i + 1; j+8 <= len(buf); j += 8 {
+			if m := stopMask(binary.LittleEndian.Uint64(buf[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				if buf[j] == '"' {
+					d.pos = j + 1
+					*p = d.src[i+1 : j]
+					return nil
+				}
+				break
+			}
+		}
+	}
 	b, plain, err := d.strBytes()
 	if err != nil {
 		return err
