@@ -255,10 +255,15 @@ const (
 // stopMask flags (in each byte's high bit) the bytes of x that end a plain run of
 // string content: '"', '\\' and control bytes below 0x20. The lowest flag is
 // exact; higher ones may be spurious, which is why only the lowest is used.
+//
+// A term's borrow only moves up from a byte that term flags, and no term flags
+// a byte below 0x80 that is not one of those, so excluding the bytes of 0x80
+// and above once, at the end, is enough (three operations fewer per word than
+// excluding them in each term).
 func stopMask(x uint64) uint64 {
 	q := x ^ (ones * '"')
 	b := x ^ (ones * '\\')
-	return ((x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b) & highs
+	return ((x - ones*0x20) | (q - ones) | (b - ones)) &^ x & highs
 }
 
 // scanString scans a string's content from i (just past the opening quote) and

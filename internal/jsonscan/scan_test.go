@@ -2,8 +2,11 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -218,6 +221,39 @@ func TestStopMask(t *testing.T) {
 			}
 			if m != 0 && m&-m != 0x80<<(8*lane) {
 				t.Fatalf("byte %#x in lane %d: lowest flag %#x", c, lane, m&-m)
+			}
+		}
+	}
+}
+
+// TestStopMaskAnyNeighbours checks the lowest flag of the eight-byte test with
+// plain bytes of every kind below the lane and any bytes above it, where a
+// wrong borrow between lanes would show.
+func TestStopMaskAnyNeighbours(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for lane := 0; lane < 8; lane++ {
+		for c := 0; c < 256; c++ {
+			for n := 0; n < 64; n++ {
+				var w [8]byte
+				for k := range w {
+					switch {
+					case k < lane:
+						for w[k] = byte(rng.IntN(256)); !plain[w[k]]; w[k] = byte(rng.IntN(256)) {
+						}
+					case k == lane:
+						w[k] = byte(c)
+					default:
+						w[k] = byte(rng.IntN(256))
+					}
+				}
+				m := stopMask(binary.LittleEndian.Uint64(w[:]))
+				low := 8
+				if m != 0 {
+					low = bits.TrailingZeros64(m) >> 3
+				}
+				if plain[c] && low <= lane || !plain[c] && low != lane {
+					t.Fatalf("% x: lowest flag in lane %d; lane %d holds %#x", w, low, lane, c)
+				}
 			}
 		}
 	}
