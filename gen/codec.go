@@ -108,6 +108,21 @@ func scalarPtrDec(e *TypeExpr) *jen.Statement {
 	switch e.Name {
 	case "string", "int64", "bool", "float64":
 		return jen.Id("dec" + builtinSuffix(e.Name) + "Ptr")
+	case "timestamp":
+		return jen.Id("decTimestampPtr")
+	}
+	return nil
+}
+
+// enumOf returns the enum plan of a named type, or nil when it is not an enum.
+func (g *generator) enumOf(e *TypeExpr) *enumPlan {
+	if e.Kind != ExprNamed {
+		return nil
+	}
+	for _, ep := range g.plan.enums {
+		if ep.GoName == e.Name {
+			return ep
+		}
 	}
 	return nil
 }
@@ -174,7 +189,7 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 			} else {
 				lb.Switch(jen.String().Parens(jen.Id("key"))).BlockFunc(func(sw *jen.Group) {
 					for _, fp := range sp.Fields {
-						sw.Case(jen.Lit(fp.JSON)).Block(memberDecode(sp, fp)...)
+						sw.Case(jen.Lit(fp.JSON)).Block(g.memberDecode(sp, fp)...)
 					}
 					sw.Default().Block(unknown)
 				})
@@ -200,7 +215,7 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 
 // memberDecode is the body of a struct's case for the member fp: it reads the
 // value into its field and leaves any error in err.
-func memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
+func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 	v := jen.Id("x").Dot(fp.GoName)
 	switch {
 	case sp.Event != nil && fp.JSON == "action" && fp.Value >= 0 && fp.Expr.String() == "string":
@@ -221,6 +236,19 @@ func memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 		}
 	case fp.Ptr && scalarPtrDec(fp.Expr) != nil:
 		return []jen.Code{jen.Err().Op("=").Add(scalarPtrDec(fp.Expr).Call(jen.Op("&").Add(v), jen.Id("d")))}
+	case fp.Ptr && g.enumOf(fp.Expr) != nil:
+		// An optional enum takes its value from the decoder's slab of its base
+		// type, as an optional string or integer does: *string converts to
+		// *Enum, whose underlying type is string.
+		base, dec := jen.String(), "decStringPtr"
+		if g.enumOf(fp.Expr).Int {
+			base, dec = jen.Int64(), "decInt64Ptr"
+		}
+		return []jen.Code{
+			jen.Var().Id("p").Op("*").Add(base),
+			jen.Err().Op("=").Id(dec).Call(jen.Op("&").Id("p"), jen.Id("d")),
+			v.Clone().Op("=").Parens(jen.Op("*").Id(fp.Expr.Name)).Parens(jen.Id("p")),
+		}
 	case fp.Ptr:
 		return []jen.Code{jen.Err().Op("=").Id("decPtr").Call(jen.Op("&").Add(v), jen.Id("d"), decFunc(fp.Expr))}
 	}

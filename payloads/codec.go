@@ -380,9 +380,9 @@ func (x *App) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decString(&x.HTMLURL, d)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "permissions":
 			err = decPtr(&x.Permissions, d, (*AppPermissions).decode)
 		case "events":
@@ -482,125 +482,245 @@ func (x *AppPermissions) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "issues":
-			err = decPtr(&x.Issues, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Issues = (*PermissionLevel)(p)
 		case "checks":
-			err = decPtr(&x.Checks, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Checks = (*PermissionLevel)(p)
 		case "metadata":
-			err = decPtr(&x.Metadata, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Metadata = (*PermissionLevel)(p)
 		case "contents":
-			err = decPtr(&x.Contents, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Contents = (*PermissionLevel)(p)
 		case "deployments":
-			err = decPtr(&x.Deployments, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Deployments = (*PermissionLevel)(p)
 		case "actions":
-			err = decPtr(&x.Actions, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Actions = (*PermissionLevel)(p)
 		case "administration":
-			err = decPtr(&x.Administration, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Administration = (*PermissionLevel)(p)
 		case "content_references":
-			err = decPtr(&x.ContentReferences, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ContentReferences = (*PermissionLevel)(p)
 		case "discussions":
-			err = decPtr(&x.Discussions, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Discussions = (*PermissionLevel)(p)
 		case "emails":
-			err = decPtr(&x.Emails, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Emails = (*PermissionLevel)(p)
 		case "environments":
-			err = decPtr(&x.Environments, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Environments = (*PermissionLevel)(p)
 		case "keys":
-			err = decPtr(&x.Keys, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Keys = (*PermissionLevel)(p)
 		case "members":
-			err = decPtr(&x.Members, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Members = (*PermissionLevel)(p)
 		case "organization_administration":
-			err = decPtr(&x.OrganizationAdministration, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationAdministration = (*PermissionLevel)(p)
 		case "organization_hooks":
-			err = decPtr(&x.OrganizationHooks, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationHooks = (*PermissionLevel)(p)
 		case "organization_packages":
-			err = decPtr(&x.OrganizationPackages, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationPackages = (*PermissionLevel)(p)
 		case "organization_plan":
-			err = decPtr(&x.OrganizationPlan, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationPlan = (*PermissionLevel)(p)
 		case "organization_projects":
-			err = decPtr(&x.OrganizationProjects, d, (*AppPermissionsEnterpriseCustomPropertiesForOrganizations).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationProjects = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
 		case "organization_secrets":
-			err = decPtr(&x.OrganizationSecrets, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationSecrets = (*PermissionLevel)(p)
 		case "organization_self_hosted_runners":
-			err = decPtr(&x.OrganizationSelfHostedRunners, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationSelfHostedRunners = (*PermissionLevel)(p)
 		case "organization_user_blocking":
-			err = decPtr(&x.OrganizationUserBlocking, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationUserBlocking = (*PermissionLevel)(p)
 		case "packages":
-			err = decPtr(&x.Packages, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Packages = (*PermissionLevel)(p)
 		case "pages":
-			err = decPtr(&x.Pages, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Pages = (*PermissionLevel)(p)
 		case "pull_requests":
-			err = decPtr(&x.PullRequests, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.PullRequests = (*PermissionLevel)(p)
 		case "repository_hooks":
-			err = decPtr(&x.RepositoryHooks, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.RepositoryHooks = (*PermissionLevel)(p)
 		case "repository_projects":
-			err = decPtr(&x.RepositoryProjects, d, (*AppPermissionsEnterpriseCustomPropertiesForOrganizations).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.RepositoryProjects = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
 		case "secret_scanning_alerts":
-			err = decPtr(&x.SecretScanningAlerts, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SecretScanningAlerts = (*PermissionLevel)(p)
 		case "secrets":
-			err = decPtr(&x.Secrets, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Secrets = (*PermissionLevel)(p)
 		case "security_events":
-			err = decPtr(&x.SecurityEvents, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SecurityEvents = (*PermissionLevel)(p)
 		case "security_scanning_alert":
-			err = decPtr(&x.SecurityScanningAlert, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SecurityScanningAlert = (*PermissionLevel)(p)
 		case "single_file":
-			err = decPtr(&x.SingleFile, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SingleFile = (*PermissionLevel)(p)
 		case "statuses":
-			err = decPtr(&x.Statuses, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Statuses = (*PermissionLevel)(p)
 		case "team_discussions":
-			err = decPtr(&x.TeamDiscussions, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.TeamDiscussions = (*PermissionLevel)(p)
 		case "vulnerability_alerts":
-			err = decPtr(&x.VulnerabilityAlerts, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.VulnerabilityAlerts = (*PermissionLevel)(p)
 		case "workflows":
-			err = decPtr(&x.Workflows, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Workflows = (*PermissionLevel)(p)
 		case "artifact_metadata":
-			err = decPtr(&x.ArtifactMetadata, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ArtifactMetadata = (*PermissionLevel)(p)
 		case "attestations":
-			err = decPtr(&x.Attestations, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Attestations = (*PermissionLevel)(p)
 		case "copilot_requests":
-			err = decPtr(&x.CopilotRequests, d, (*AppPermissionsCopilotRequests).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.CopilotRequests = (*AppPermissionsCopilotRequests)(p)
 		case "merge_queues":
-			err = decPtr(&x.MergeQueues, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeQueues = (*PermissionLevel)(p)
 		case "models":
-			err = decPtr(&x.Models, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Models = (*PermissionLevel)(p)
 		case "codespaces":
-			err = decPtr(&x.Codespaces, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Codespaces = (*PermissionLevel)(p)
 		case "dependabot_secrets":
-			err = decPtr(&x.DependabotSecrets, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.DependabotSecrets = (*PermissionLevel)(p)
 		case "repository_custom_properties":
-			err = decPtr(&x.RepositoryCustomProperties, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.RepositoryCustomProperties = (*PermissionLevel)(p)
 		case "custom_properties_for_organizations":
-			err = decPtr(&x.CustomPropertiesForOrganizations, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.CustomPropertiesForOrganizations = (*PermissionLevel)(p)
 		case "organization_custom_roles":
-			err = decPtr(&x.OrganizationCustomRoles, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationCustomRoles = (*PermissionLevel)(p)
 		case "organization_custom_org_roles":
-			err = decPtr(&x.OrganizationCustomOrgRoles, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationCustomOrgRoles = (*PermissionLevel)(p)
 		case "organization_custom_properties":
-			err = decPtr(&x.OrganizationCustomProperties, d, (*AppPermissionsEnterpriseCustomPropertiesForOrganizations).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationCustomProperties = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
 		case "organization_copilot_seat_management":
-			err = decPtr(&x.OrganizationCopilotSeatManagement, d, (*AppPermissionsCopilotRequests).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationCopilotSeatManagement = (*AppPermissionsCopilotRequests)(p)
 		case "organization_announcement_banners":
-			err = decPtr(&x.OrganizationAnnouncementBanners, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationAnnouncementBanners = (*PermissionLevel)(p)
 		case "organization_events":
-			err = decPtr(&x.OrganizationEvents, d, (*AppPermissionsOrganizationEvents).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationEvents = (*AppPermissionsOrganizationEvents)(p)
 		case "organization_personal_access_tokens":
-			err = decPtr(&x.OrganizationPersonalAccessTokens, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationPersonalAccessTokens = (*PermissionLevel)(p)
 		case "organization_personal_access_token_requests":
-			err = decPtr(&x.OrganizationPersonalAccessTokenRequests, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.OrganizationPersonalAccessTokenRequests = (*PermissionLevel)(p)
 		case "email_addresses":
-			err = decPtr(&x.EmailAddresses, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.EmailAddresses = (*PermissionLevel)(p)
 		case "followers":
-			err = decPtr(&x.Followers, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Followers = (*PermissionLevel)(p)
 		case "git_ssh_keys":
-			err = decPtr(&x.GitSSHKeys, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.GitSSHKeys = (*PermissionLevel)(p)
 		case "gpg_keys":
-			err = decPtr(&x.GPGKeys, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.GPGKeys = (*PermissionLevel)(p)
 		case "interaction_limits":
-			err = decPtr(&x.InteractionLimits, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.InteractionLimits = (*PermissionLevel)(p)
 		case "profile":
-			err = decPtr(&x.Profile, d, (*AppPermissionsCopilotRequests).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Profile = (*AppPermissionsCopilotRequests)(p)
 		case "starring":
-			err = decPtr(&x.Starring, d, (*PermissionLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Starring = (*PermissionLevel)(p)
 		case "enterprise_custom_properties_for_organizations":
-			err = decPtr(&x.EnterpriseCustomPropertiesForOrganizations, d, (*AppPermissionsEnterpriseCustomPropertiesForOrganizations).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.EnterpriseCustomPropertiesForOrganizations = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -946,7 +1066,9 @@ func (x *BranchProtectionRule) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			err = x.LinearHistoryRequirementEnforcementLevel.decode(d)
 		case "lock_branch_enforcement_level":
-			err = decPtr(&x.LockBranchEnforcementLevel, d, (*BranchProtectionRuleAllowDeletionsEnforcementLevel).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.LockBranchEnforcementLevel = (*BranchProtectionRuleAllowDeletionsEnforcementLevel)(p)
 		case "lock_allows_fork_sync":
 			err = decBoolPtr(&x.LockAllowsForkSync, d)
 		case "merge_queue_enforcement_level":
@@ -1470,9 +1592,11 @@ func (x *CheckRun) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.CheckSuite.decode(d)
 		case "completed_at":
-			err = decPtr(&x.CompletedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CompletedAt, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*CheckRunConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*CheckRunConclusion)(p)
 		case "deployment":
 			err = decPtr(&x.Deployment, d, (*Deployment).decode)
 		case "details_url":
@@ -1931,7 +2055,9 @@ func (x *CheckSuite) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decString(&x.CheckRunsURL, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*CheckSuiteConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*CheckSuiteConclusion)(p)
 		case "created_at":
 			if d.null() {
 				break
@@ -1981,7 +2107,9 @@ func (x *CheckSuite) decode(d *decoder) error {
 		case "runs_rerequestable":
 			err = decBoolPtr(&x.RunsRerequestable, d)
 		case "status":
-			err = decPtr(&x.Status, d, (*CheckSuiteStatus).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Status = (*CheckSuiteStatus)(p)
 		case "updated_at":
 			if d.null() {
 				break
@@ -2258,15 +2386,17 @@ func (x *CodeScanningAlert) decode(d *decoder) error {
 		case "assignees":
 			err = decSlice(&x.Assignees, d, (*User).decode)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "dismissed_at":
-			err = decPtr(&x.DismissedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.DismissedAt, d)
 		case "dismissed_by":
 			err = decPtr(&x.DismissedBy, d, (*User).decode)
 		case "dismissed_comment":
 			err = decStringPtr(&x.DismissedComment, d)
 		case "dismissed_reason":
-			err = decPtr(&x.DismissedReason, d, (*CodeScanningAlertDismissedReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.DismissedReason = (*CodeScanningAlertDismissedReason)(p)
 		case "fixed_at":
 			err = decRaw(&x.FixedAt, d)
 		case "html_url":
@@ -2290,7 +2420,9 @@ func (x *CodeScanningAlert) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = x.Rule.decode(d)
 		case "state":
-			err = decPtr(&x.State, d, (*AlertInstanceState).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.State = (*AlertInstanceState)(p)
 		case "tool":
 			err = decPtr(&x.Tool, d, (*CodeScanningAlertTool).decode)
 		case "url":
@@ -2423,7 +2555,9 @@ func (x *CodeScanningAlertRule) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decString(&x.ID, d)
 		case "severity":
-			err = decPtr(&x.Severity, d, (*CodeScanningAlertRuleSeverity).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Severity = (*CodeScanningAlertRuleSeverity)(p)
 		case "full_description":
 			err = decStringPtr(&x.FullDescription, d)
 		case "help":
@@ -2922,7 +3056,7 @@ func (x *Committer) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "date":
-			err = decPtr(&x.Date, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.Date, d)
 		case "email":
 			err = decStringPtr(&x.Email, d)
 		case "name":
@@ -3094,17 +3228,19 @@ func (x *DependabotAlert) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = x.UpdatedAt.decode(d)
 		case "dismissed_at":
-			err = decPtr(&x.DismissedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.DismissedAt, d)
 		case "dismissed_by":
 			err = decPtr(&x.DismissedBy, d, (*User).decode)
 		case "dismissed_reason":
-			err = decPtr(&x.DismissedReason, d, (*DependabotAlertDismissedReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.DismissedReason = (*DependabotAlertDismissedReason)(p)
 		case "dismissed_comment":
 			err = decStringPtr(&x.DismissedComment, d)
 		case "fixed_at":
-			err = decPtr(&x.FixedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.FixedAt, d)
 		case "auto_dismissed_at":
-			err = decPtr(&x.AutoDismissedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.AutoDismissedAt, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -3206,9 +3342,13 @@ func (x *DependabotAlertDependency) decode(d *decoder) error {
 		case "manifest_path":
 			err = decStringPtr(&x.ManifestPath, d)
 		case "scope":
-			err = decPtr(&x.Scope, d, (*DependabotAlertDependencyScope).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Scope = (*DependabotAlertDependencyScope)(p)
 		case "relationship":
-			err = decPtr(&x.Relationship, d, (*DependabotAlertDependencyRelationship).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Relationship = (*DependabotAlertDependencyRelationship)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -3391,7 +3531,7 @@ func (x *DependabotAlertSecurityAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			err = x.UpdatedAt.decode(d)
 		case "withdrawn_at":
-			err = decPtr(&x.WithdrawnAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.WithdrawnAt, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -4102,7 +4242,9 @@ func (x *DeploymentReviewReviewer) decode(d *decoder) error {
 		case "reviewer":
 			err = decPtr(&x.Reviewer, d, (*DeploymentReviewer).decode)
 		case "type":
-			err = decPtr(&x.Type, d, (*DeploymentReviewReviewerType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Type = (*DeploymentReviewReviewerType)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -4428,9 +4570,11 @@ func (x *DeploymentStatusCheckRun) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "completed_at":
-			err = decPtr(&x.CompletedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CompletedAt, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*DeploymentStatusCheckRunConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*DeploymentStatusCheckRunConclusion)(p)
 		case "details_url":
 			if d.null() {
 				break
@@ -4597,7 +4741,9 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 		case "check_suite_url":
 			err = decStringPtr(&x.CheckSuiteURL, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*DeploymentWorkflowRunConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*DeploymentWorkflowRunConclusion)(p)
 		case "created_at":
 			if d.null() {
 				break
@@ -5289,7 +5435,9 @@ func (x *Discussion) decode(d *decoder) error {
 			seen[0] |= 1 << 11
 			err = x.State.decode(d)
 		case "state_reason":
-			err = decPtr(&x.StateReason, d, (*DiscussionStateReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.StateReason = (*DiscussionStateReason)(p)
 		case "timeline_url":
 			err = decStringPtr(&x.TimelineURL, d)
 		case "title":
@@ -6207,9 +6355,9 @@ func (x *Enterprise) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decString(&x.Slug, d)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "avatar_url":
 			if d.null() {
 				break
@@ -6720,13 +6868,21 @@ func (x *FullRepository) decode(d *decoder) error {
 		case "use_squash_pr_title_as_default":
 			err = decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		case "squash_merge_commit_title":
-			err = decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitTitle = (*SquashMergeCommitTitle)(p)
 		case "squash_merge_commit_message":
-			err = decPtr(&x.SquashMergeCommitMessage, d, (*SquashMergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitMessage = (*SquashMergeCommitMessage)(p)
 		case "merge_commit_title":
-			err = decPtr(&x.MergeCommitTitle, d, (*MergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitTitle = (*MergeCommitTitle)(p)
 		case "merge_commit_message":
-			err = decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitMessage = (*MergeCommitMessage)(p)
 		case "allow_forking":
 			err = decBoolPtr(&x.AllowForking, d)
 		case "web_commit_signoff_required":
@@ -7461,7 +7617,7 @@ func (x *Installation) decode(d *decoder) error {
 		case "suspended_by":
 			err = decPtr(&x.SuspendedBy, d, (*User).decode)
 		case "suspended_at":
-			err = decPtr(&x.SuspendedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.SuspendedAt, d)
 		case "contact_email":
 			err = decStringPtr(&x.ContactEmail, d)
 		default:
@@ -8049,9 +8205,13 @@ func (x *Issue) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = decInt64(&x.Number, d)
 		case "state":
-			err = decPtr(&x.State, d, (*IssueState).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.State = (*IssueState)(p)
 		case "state_reason":
-			err = decPtr(&x.StateReason, d, (*IssueStateReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.StateReason = (*IssueStateReason)(p)
 		case "title":
 			if d.null() {
 				break
@@ -8073,7 +8233,9 @@ func (x *Issue) decode(d *decoder) error {
 		case "locked":
 			err = decBoolPtr(&x.Locked, d)
 		case "active_lock_reason":
-			err = decPtr(&x.ActiveLockReason, d, (*ActiveLockReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ActiveLockReason = (*ActiveLockReason)(p)
 		case "comments":
 			if d.null() {
 				break
@@ -8083,7 +8245,7 @@ func (x *Issue) decode(d *decoder) error {
 		case "pull_request":
 			err = decPtr(&x.PullRequest, d, (*IssuePullRequest).decode)
 		case "closed_at":
-			err = decPtr(&x.ClosedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.ClosedAt, d)
 		case "created_at":
 			if d.null() {
 				break
@@ -8113,7 +8275,9 @@ func (x *Issue) decode(d *decoder) error {
 		case "performed_via_github_app":
 			err = decPtr(&x.PerformedViaGithubApp, d, (*App).decode)
 		case "author_association":
-			err = decPtr(&x.AuthorAssociation, d, (*AuthorAssociation).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.AuthorAssociation = (*AuthorAssociation)(p)
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "sub_issues_summary":
@@ -8730,7 +8894,7 @@ func (x *IssuePullRequest) decode(d *decoder) error {
 		case "html_url":
 			err = decStringPtr(&x.HTMLURL, d)
 		case "merged_at":
-			err = decPtr(&x.MergedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.MergedAt, d)
 		case "patch_url":
 			err = decStringPtr(&x.PatchURL, d)
 		case "url":
@@ -8812,11 +8976,13 @@ func (x *IssueType) decode(d *decoder) error {
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "color":
-			err = decPtr(&x.Color, d, (*IssueTypeColor).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Color = (*IssueTypeColor)(p)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "is_enabled":
 			err = decBoolPtr(&x.IsEnabled, d)
 		default:
@@ -9636,7 +9802,9 @@ func (x *MemberChangesPermission) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "to":
-			err = decPtr(&x.To, d, (*AppPermissionsEnterpriseCustomPropertiesForOrganizations).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.To = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
 		case "from":
 			err = decStringPtr(&x.From, d)
 		default:
@@ -10325,9 +10493,9 @@ func (x *Milestone) decode(d *decoder) error {
 			seen[0] |= 1 << 11
 			err = x.UpdatedAt.decode(d)
 		case "closed_at":
-			err = decPtr(&x.ClosedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.ClosedAt, d)
 		case "due_on":
-			err = decPtr(&x.DueOn, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.DueOn, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -10803,11 +10971,11 @@ func (x *MinimalRepository) decode(d *decoder) error {
 		case "visibility":
 			err = decStringPtr(&x.Visibility, d)
 		case "pushed_at":
-			err = decPtr(&x.PushedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.PushedAt, d)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "permissions":
 			err = decPtr(&x.Permissions, d, (*MinimalRepositoryPermissions).decode)
 		case "role_name":
@@ -11519,9 +11687,13 @@ func (x *OrganizationCustomProperty) decode(d *decoder) error {
 		case "url":
 			err = decStringPtr(&x.URL, d)
 		case "source_type":
-			err = decPtr(&x.SourceType, d, (*OrganizationCustomPropertySourceType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SourceType = (*OrganizationCustomPropertySourceType)(p)
 		case "value_type":
-			err = decPtr(&x.ValueType, d, (*OrganizationCustomPropertyValueType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ValueType = (*OrganizationCustomPropertyValueType)(p)
 		case "required":
 			err = decBoolPtr(&x.Required, d)
 		case "default_value":
@@ -11531,7 +11703,9 @@ func (x *OrganizationCustomProperty) decode(d *decoder) error {
 		case "allowed_values":
 			err = decSlice(&x.AllowedValues, d, decString)
 		case "values_editable_by":
-			err = decPtr(&x.ValuesEditableBy, d, (*OrganizationCustomPropertyValuesEditableBy).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ValuesEditableBy = (*OrganizationCustomPropertyValuesEditableBy)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -11614,7 +11788,7 @@ func (x *OrganizationMemberInvitedInvitation) decode(d *decoder) error {
 		case "email":
 			err = decStringPtr(&x.Email, d)
 		case "failed_at":
-			err = decPtr(&x.FailedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.FailedAt, d)
 		case "failed_reason":
 			err = decStringPtr(&x.FailedReason, d)
 		case "id":
@@ -14383,7 +14557,7 @@ func (x *ProjectsV2Item) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = x.UpdatedAt.decode(d)
 		case "archived_at":
-			err = decPtr(&x.ArchivedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.ArchivedAt, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -14498,9 +14672,9 @@ func (x *ProjectsV2ItemChangesArchivedAt) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "from":
-			err = decPtr(&x.From, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.From, d)
 		case "to":
-			err = decPtr(&x.To, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.To, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -14959,7 +15133,7 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = decBool(&x.Public, d)
 		case "closed_at":
-			err = decPtr(&x.ClosedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.ClosedAt, d)
 		case "created_at":
 			if d.null() {
 				break
@@ -14981,11 +15155,13 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 		case "short_description":
 			err = decStringPtr(&x.ShortDescription, d)
 		case "deleted_at":
-			err = decPtr(&x.DeletedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.DeletedAt, d)
 		case "deleted_by":
 			err = decPtr(&x.DeletedBy, d, (*User).decode)
 		case "state":
-			err = decPtr(&x.State, d, (*IssueState).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.State = (*IssueState)(p)
 		case "latest_status_update":
 			err = decPtr(&x.LatestStatusUpdate, d, (*ProjectsV2StatusUpdate).decode)
 		case "is_template":
@@ -15193,7 +15369,9 @@ func (x *ProjectsV2StatusUpdate) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = x.UpdatedAt.decode(d)
 		case "status":
-			err = decPtr(&x.Status, d, (*ProjectsV2StatusUpdateEditedChangesStatusFrom).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Status = (*ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
 		case "start_date":
 			err = decStringPtr(&x.StartDate, d)
 		case "target_date":
@@ -15336,9 +15514,13 @@ func (x *ProjectsV2StatusUpdateEditedChangesStatus) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "from":
-			err = decPtr(&x.From, d, (*ProjectsV2StatusUpdateEditedChangesStatusFrom).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.From = (*ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
 		case "to":
-			err = decPtr(&x.To, d, (*ProjectsV2StatusUpdateEditedChangesStatusFrom).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.To = (*ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -15492,7 +15674,9 @@ func (x *PullRequest) decode(d *decoder) error {
 		case "milestone":
 			err = decPtr(&x.Milestone, d, (*Milestone).decode)
 		case "active_lock_reason":
-			err = decPtr(&x.ActiveLockReason, d, (*ActiveLockReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ActiveLockReason = (*ActiveLockReason)(p)
 		case "created_at":
 			if d.null() {
 				break
@@ -15506,9 +15690,9 @@ func (x *PullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 18
 			err = x.UpdatedAt.decode(d)
 		case "closed_at":
-			err = decPtr(&x.ClosedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.ClosedAt, d)
 		case "merged_at":
-			err = decPtr(&x.MergedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.MergedAt, d)
 		case "merge_commit_sha":
 			err = decStringPtr(&x.MergeCommitSHA, d)
 		case "assignee":
@@ -15578,13 +15762,21 @@ func (x *PullRequest) decode(d *decoder) error {
 		case "delete_branch_on_merge":
 			err = decBoolPtr(&x.DeleteBranchOnMerge, d)
 		case "merge_commit_message":
-			err = decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitMessage = (*MergeCommitMessage)(p)
 		case "merge_commit_title":
-			err = decPtr(&x.MergeCommitTitle, d, (*MergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitTitle = (*MergeCommitTitle)(p)
 		case "squash_merge_commit_message":
-			err = decPtr(&x.SquashMergeCommitMessage, d, (*SquashMergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitMessage = (*SquashMergeCommitMessage)(p)
 		case "squash_merge_commit_title":
-			err = decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitTitle = (*SquashMergeCommitTitle)(p)
 		case "use_squash_pr_title_as_default":
 			err = decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		default:
@@ -16345,9 +16537,9 @@ func (x *PullRequestReview) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = x.State.decode(d)
 		case "submitted_at":
-			err = decPtr(&x.SubmittedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.SubmittedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -16528,13 +16720,19 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "side":
-			err = decPtr(&x.Side, d, (*PullRequestReviewCommentSide).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Side = (*PullRequestReviewCommentSide)(p)
 		case "start_line":
 			err = decInt64Ptr(&x.StartLine, d)
 		case "start_side":
-			err = decPtr(&x.StartSide, d, (*PullRequestReviewCommentSide).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.StartSide = (*PullRequestReviewCommentSide)(p)
 		case "subject_type":
-			err = decPtr(&x.SubjectType, d, (*PullRequestReviewCommentSubjectType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SubjectType = (*PullRequestReviewCommentSubjectType)(p)
 		case "updated_at":
 			if d.null() {
 				break
@@ -16768,7 +16966,9 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Links.decode(d)
 		case "active_lock_reason":
-			err = decPtr(&x.ActiveLockReason, d, (*ActiveLockReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ActiveLockReason = (*ActiveLockReason)(p)
 		case "assignee":
 			err = decPtr(&x.Assignee, d, (*User).decode)
 		case "assignees":
@@ -18712,9 +18912,9 @@ func (x *Release) decode(d *decoder) error {
 		case "body":
 			err = decStringPtr(&x.Body, d)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "discussion_url":
 			err = decStringPtr(&x.DiscussionURL, d)
 		case "draft":
@@ -18752,7 +18952,7 @@ func (x *Release) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decBool(&x.Prerelease, d)
 		case "published_at":
-			err = decPtr(&x.PublishedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.PublishedAt, d)
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "tag_name":
@@ -19639,13 +19839,15 @@ func (x *Repository) decode(d *decoder) error {
 		case "disabled":
 			err = decBoolPtr(&x.Disabled, d)
 		case "visibility":
-			err = decPtr(&x.Visibility, d, (*RepositoryVisibility).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Visibility = (*RepositoryVisibility)(p)
 		case "pushed_at":
-			err = decPtr(&x.PushedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.PushedAt, d)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "allow_rebase_merge":
 			err = decBoolPtr(&x.AllowRebaseMerge, d)
 		case "template_repository":
@@ -19663,13 +19865,21 @@ func (x *Repository) decode(d *decoder) error {
 		case "use_squash_pr_title_as_default":
 			err = decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		case "squash_merge_commit_title":
-			err = decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitTitle = (*SquashMergeCommitTitle)(p)
 		case "squash_merge_commit_message":
-			err = decPtr(&x.SquashMergeCommitMessage, d, (*SquashMergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitMessage = (*SquashMergeCommitMessage)(p)
 		case "merge_commit_title":
-			err = decPtr(&x.MergeCommitTitle, d, (*MergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitTitle = (*MergeCommitTitle)(p)
 		case "merge_commit_message":
-			err = decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitMessage = (*MergeCommitMessage)(p)
 		case "allow_merge_commit":
 			err = decBoolPtr(&x.AllowMergeCommit, d)
 		case "allow_forking":
@@ -20188,7 +20398,9 @@ func (x *RepositoryAdvisory) decode(d *decoder) error {
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "severity":
-			err = decPtr(&x.Severity, d, (*DependabotAlertSecurityAdvisorySeverity).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Severity = (*DependabotAlertSecurityAdvisorySeverity)(p)
 		case "author":
 			err = decPtr(&x.Author, d, (*User).decode)
 		case "publisher":
@@ -20206,15 +20418,15 @@ func (x *RepositoryAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = x.State.decode(d)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "published_at":
-			err = decPtr(&x.PublishedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.PublishedAt, d)
 		case "closed_at":
-			err = decPtr(&x.ClosedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.ClosedAt, d)
 		case "withdrawn_at":
-			err = decPtr(&x.WithdrawnAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.WithdrawnAt, d)
 		case "submission":
 			err = decPtr(&x.Submission, d, (*RepositoryAdvisorySubmission).decode)
 		case "vulnerabilities":
@@ -20393,7 +20605,9 @@ func (x *RepositoryAdvisoryCredit) decode(d *decoder) error {
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		case "state":
-			err = decPtr(&x.State, d, (*RepositoryAdvisoryCreditState).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.State = (*RepositoryAdvisoryCreditState)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -23264,9 +23478,13 @@ func (x *RepositoryRuleset) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decString(&x.Name, d)
 		case "target":
-			err = decPtr(&x.Target, d, (*RepositoryRulesetTarget).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Target = (*RepositoryRulesetTarget)(p)
 		case "source_type":
-			err = decPtr(&x.SourceType, d, (*RepositoryRulesetSourceType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SourceType = (*RepositoryRulesetSourceType)(p)
 		case "source":
 			if d.null() {
 				break
@@ -23282,7 +23500,9 @@ func (x *RepositoryRuleset) decode(d *decoder) error {
 		case "bypass_actors":
 			err = decSlice(&x.BypassActors, d, (*RepositoryRulesetBypassActor).decode)
 		case "current_user_can_bypass":
-			err = decPtr(&x.CurrentUserCanBypass, d, (*RepositoryRulesetCurrentUserCanBypass).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.CurrentUserCanBypass = (*RepositoryRulesetCurrentUserCanBypass)(p)
 		case "node_id":
 			err = decStringPtr(&x.NodeID, d)
 		case "_links":
@@ -23292,9 +23512,9 @@ func (x *RepositoryRuleset) decode(d *decoder) error {
 		case "rules":
 			err = decSlice(&x.Rules, d, (*RepositoryRule).decode)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -23397,7 +23617,9 @@ func (x *RepositoryRulesetBypassActor) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.ActorType.decode(d)
 		case "bypass_mode":
-			err = decPtr(&x.BypassMode, d, (*RepositoryRulesetBypassActorBypassMode).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.BypassMode = (*RepositoryRulesetBypassActorBypassMode)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -24301,7 +24523,9 @@ func (x *RepositoryRulesetPropertyTargetingDefinition) decode(d *decoder) error 
 			seen[0] |= 1 << 1
 			err = decSlice(&x.PropertyValues, d, decString)
 		case "source":
-			err = decPtr(&x.Source, d, (*RepositoryRulesetPropertyTargetingDefinitionSource).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Source = (*RepositoryRulesetPropertyTargetingDefinitionSource)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -24511,13 +24735,21 @@ func (x *RepositoryTemplateRepository) decode(d *decoder) error {
 		case "use_squash_pr_title_as_default":
 			err = decBoolPtr(&x.UseSquashPrTitleAsDefault, d)
 		case "squash_merge_commit_title":
-			err = decPtr(&x.SquashMergeCommitTitle, d, (*SquashMergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitTitle = (*SquashMergeCommitTitle)(p)
 		case "squash_merge_commit_message":
-			err = decPtr(&x.SquashMergeCommitMessage, d, (*SquashMergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.SquashMergeCommitMessage = (*SquashMergeCommitMessage)(p)
 		case "merge_commit_title":
-			err = decPtr(&x.MergeCommitTitle, d, (*MergeCommitTitle).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitTitle = (*MergeCommitTitle)(p)
 		case "merge_commit_message":
-			err = decPtr(&x.MergeCommitMessage, d, (*MergeCommitMessage).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.MergeCommitMessage = (*MergeCommitMessage)(p)
 		case "allow_merge_commit":
 			err = decBoolPtr(&x.AllowMergeCommit, d)
 		case "subscribers_count":
@@ -25386,7 +25618,7 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 		case "fix_reason":
 			err = decStringPtr(&x.FixReason, d)
 		case "fixed_at":
-			err = decPtr(&x.FixedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.FixedAt, d)
 		case "fixed_in":
 			err = decStringPtr(&x.FixedIn, d)
 		case "ghsa_id":
@@ -25412,7 +25644,9 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decString(&x.Severity, d)
 		case "state":
-			err = decPtr(&x.State, d, (*AlertInstanceState).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.State = (*AlertInstanceState)(p)
 		case "dismiss_comment":
 			err = decStringPtr(&x.DismissComment, d)
 		default:
@@ -25786,9 +26020,9 @@ func (x *SecretScanningAlert) decode(d *decoder) error {
 		case "number":
 			err = decInt64Ptr(&x.Number, d)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "url":
 			err = decStringPtr(&x.URL, d)
 		case "html_url":
@@ -25796,9 +26030,11 @@ func (x *SecretScanningAlert) decode(d *decoder) error {
 		case "locations_url":
 			err = decStringPtr(&x.LocationsURL, d)
 		case "resolution":
-			err = decPtr(&x.Resolution, d, (*SecretScanningAlertResolution).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Resolution = (*SecretScanningAlertResolution)(p)
 		case "resolved_at":
-			err = decPtr(&x.ResolvedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.ResolvedAt, d)
 		case "resolved_by":
 			err = decPtr(&x.ResolvedBy, d, (*User).decode)
 		case "resolution_comment":
@@ -25808,13 +26044,15 @@ func (x *SecretScanningAlert) decode(d *decoder) error {
 		case "secret_type_display_name":
 			err = decStringPtr(&x.SecretTypeDisplayName, d)
 		case "validity":
-			err = decPtr(&x.Validity, d, (*SecretScanningAlertValidity).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Validity = (*SecretScanningAlertValidity)(p)
 		case "push_protection_bypassed":
 			err = decBoolPtr(&x.PushProtectionBypassed, d)
 		case "push_protection_bypassed_by":
 			err = decPtr(&x.PushProtectionBypassedBy, d, (*User).decode)
 		case "push_protection_bypassed_at":
-			err = decPtr(&x.PushProtectionBypassedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.PushProtectionBypassedAt, d)
 		case "push_protection_bypass_request_reviewer":
 			err = decPtr(&x.PushProtectionBypassRequestReviewer, d, (*User).decode)
 		case "push_protection_bypass_request_reviewer_comment":
@@ -25957,7 +26195,9 @@ func (x *SecretScanningLocation) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			err = decPtr(&x.Type, d, (*SecretScanningLocationType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Type = (*SecretScanningLocationType)(p)
 		case "details":
 			err = decPtr(&x.Details, d, (*SecretScanningLocationDetails).decode)
 		default:
@@ -27286,7 +27526,9 @@ func (x *SecurityAndAnalysisAdvancedSecurity) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "status":
-			err = decPtr(&x.Status, d, (*SecurityAndAnalysisAdvancedSecurityStatus).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Status = (*SecurityAndAnalysisAdvancedSecurityStatus)(p)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -27415,9 +27657,11 @@ func (x *SimpleCheckSuite) decode(d *decoder) error {
 		case "before":
 			err = decStringPtr(&x.Before, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*CheckSuiteConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*CheckSuiteConclusion)(p)
 		case "created_at":
-			err = decPtr(&x.CreatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CreatedAt, d)
 		case "head_branch":
 			err = decStringPtr(&x.HeadBranch, d)
 		case "head_sha":
@@ -27431,9 +27675,11 @@ func (x *SimpleCheckSuite) decode(d *decoder) error {
 		case "repository":
 			err = decPtr(&x.Repository, d, (*MinimalRepository).decode)
 		case "status":
-			err = decPtr(&x.Status, d, (*DeploymentStatusCheckRunStatus).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Status = (*DeploymentStatusCheckRunStatus)(p)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "url":
 			err = decStringPtr(&x.URL, d)
 		default:
@@ -27689,7 +27935,9 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Links.decode(d)
 		case "active_lock_reason":
-			err = decPtr(&x.ActiveLockReason, d, (*ActiveLockReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.ActiveLockReason = (*ActiveLockReason)(p)
 		case "assignee":
 			err = decPtr(&x.Assignee, d, (*User).decode)
 		case "assignees":
@@ -29657,9 +29905,13 @@ func (x *Team) decode(d *decoder) error {
 		case "permission":
 			err = decStringPtr(&x.Permission, d)
 		case "privacy":
-			err = decPtr(&x.Privacy, d, (*TeamPrivacy).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Privacy = (*TeamPrivacy)(p)
 		case "notification_setting":
-			err = decPtr(&x.NotificationSetting, d, (*TeamNotificationSetting).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.NotificationSetting = (*TeamNotificationSetting)(p)
 		case "repositories_url":
 			err = decStringPtr(&x.RepositoriesURL, d)
 		case "slug":
@@ -29667,7 +29919,9 @@ func (x *Team) decode(d *decoder) error {
 		case "url":
 			err = decStringPtr(&x.URL, d)
 		case "type":
-			err = decPtr(&x.Type, d, (*OrganizationCustomPropertySourceType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Type = (*OrganizationCustomPropertySourceType)(p)
 		case "organization_id":
 			err = decInt64Ptr(&x.OrganizationID, d)
 		case "enterprise_id":
@@ -30133,7 +30387,9 @@ func (x *User) decode(d *decoder) error {
 		case "received_events_url":
 			err = decStringPtr(&x.ReceivedEventsURL, d)
 		case "type":
-			err = decPtr(&x.Type, d, (*UserType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Type = (*UserType)(p)
 		case "site_admin":
 			err = decBoolPtr(&x.SiteAdmin, d)
 		case "starred_at":
@@ -30745,7 +31001,9 @@ func (x *WorkflowJob) decode(d *decoder) error {
 		case "completed_at":
 			err = decStringPtr(&x.CompletedAt, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*WorkflowJobConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*WorkflowJobConclusion)(p)
 		case "created_at":
 			err = decStringPtr(&x.CreatedAt, d)
 		case "head_sha":
@@ -30996,7 +31254,9 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decString(&x.CheckSuiteURL, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*CheckSuiteConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*CheckSuiteConclusion)(p)
 		case "created_at":
 			if d.null() {
 				break
@@ -31467,7 +31727,9 @@ func (x *WorkflowStep) decode(d *decoder) error {
 		case "completed_at":
 			err = decStringPtr(&x.CompletedAt, d)
 		case "conclusion":
-			err = decPtr(&x.Conclusion, d, (*WorkflowStepConclusion).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Conclusion = (*WorkflowStepConclusion)(p)
 		case "name":
 			if d.null() {
 				break
@@ -40053,7 +40315,9 @@ func (x *InstallationRepositoriesUnknownEvent) decode(d *decoder) error {
 		case "repository":
 			err = decPtr(&x.Repository, d, (*Repository).decode)
 		case "repository_selection":
-			err = decPtr(&x.RepositorySelection, d, (*RepositorySelection).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.RepositorySelection = (*RepositorySelection)(p)
 		case "requester":
 			err = decPtr(&x.Requester, d, (*User).decode)
 		case "sender":
@@ -45024,7 +45288,9 @@ func (x *MembershipUnknownEvent) decode(d *decoder) error {
 		case "repository":
 			err = decPtr(&x.Repository, d, (*Repository).decode)
 		case "scope":
-			err = decPtr(&x.Scope, d, (*MembershipScope).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Scope = (*MembershipScope)(p)
 		case "sender":
 			err = decPtr(&x.Sender, d, (*User).decode)
 		case "team":
@@ -45499,7 +45765,9 @@ func (x *MergeGroupDestroyedEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "reason":
-			err = decPtr(&x.Reason, d, (*MergeGroupDestroyedReason).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Reason = (*MergeGroupDestroyedReason)(p)
 		case "installation":
 			err = decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "merge_group":
@@ -54640,7 +54908,7 @@ func (x *PullRequestReviewThreadUnknownEvent) decode(d *decoder) error {
 		case "thread":
 			err = decPtr(&x.Thread, d, (*PullRequestReviewThread).decode)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -54752,7 +55020,7 @@ func (x *PullRequestReviewThreadResolvedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = x.Thread.decode(d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -54861,7 +55129,7 @@ func (x *PullRequestReviewThreadUnresolvedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = x.Thread.decode(d)
 		case "updated_at":
-			err = decPtr(&x.UpdatedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.UpdatedAt, d)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -59521,19 +59789,25 @@ func (x *SecretScanningScanUnknownEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "type":
-			err = decPtr(&x.Type, d, (*SecretScanningScanType).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Type = (*SecretScanningScanType)(p)
 		case "source":
-			err = decPtr(&x.Source, d, (*SecretScanningScanSource).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.Source = (*SecretScanningScanSource)(p)
 		case "started_at":
-			err = decPtr(&x.StartedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.StartedAt, d)
 		case "completed_at":
-			err = decPtr(&x.CompletedAt, d, (*Timestamp).decode)
+			err = decTimestampPtr(&x.CompletedAt, d)
 		case "secret_types":
 			err = decSlice(&x.SecretTypes, d, decString)
 		case "custom_pattern_name":
 			err = decStringPtr(&x.CustomPatternName, d)
 		case "custom_pattern_scope":
-			err = decPtr(&x.CustomPatternScope, d, (*SecretScanningScanCustomPatternScope).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.CustomPatternScope = (*SecretScanningScanCustomPatternScope)(p)
 		case "repository":
 			err = decPtr(&x.Repository, d, (*Repository).decode)
 		case "enterprise":
@@ -59673,7 +59947,9 @@ func (x *SecretScanningScanCompletedEvent) decode(d *decoder) error {
 		case "custom_pattern_name":
 			err = decStringPtr(&x.CustomPatternName, d)
 		case "custom_pattern_scope":
-			err = decPtr(&x.CustomPatternScope, d, (*SecretScanningScanCustomPatternScope).decode)
+			var p *string
+			err = decStringPtr(&p, d)
+			x.CustomPatternScope = (*SecretScanningScanCustomPatternScope)(p)
 		case "repository":
 			err = decPtr(&x.Repository, d, (*Repository).decode)
 		case "enterprise":
