@@ -745,6 +745,13 @@ func (d *decoder) firstStrings() int { return len(d.buf) / 160 }
 // decStringPtr, decInt64Ptr, decBoolPtr, decFloat64Ptr and decTimestampPtr are
 // decPtr for the scalars, with the value taken from the decoder's slabs.
 func decStringPtr(p **string, d *decoder) error {
+	// A string first: most optional strings have one, and decString reads it
+	// without looking for white space or null again.
+	if d.pos < len(d.buf) && d.buf[d.pos] == '"' {
+		v := newOf(&d.strs, d.firstStrings())
+		*p = v
+		return decString(v, d)
+	}
 	if d.null() {
 		*p = nil
 		return nil
