@@ -147,6 +147,14 @@ func (d *decoder) openObject() (key []byte, more bool, err error) {
 // nextMember reads what follows a member's value: a ',' and the next member's
 // key and ':' (more is true), or the '}' that ends the object.
 func (d *decoder) nextMember() (key []byte, more bool, err error) {
+	// The common case, ',' and a plain key right after it, without a call to
+	// memberKey.
+	if buf, i := d.buf, d.pos; i+1 < len(buf) && buf[i] == ',' && buf[i+1] == '"' {
+		if j := stopAt(buf, i+2); j >= 0 && buf[j] == '"' && j+1 < len(buf) && buf[j+1] == ':' {
+			d.pos = j + 2
+			return d.countAction(buf[i+2 : j]), true, nil
+		}
+	}
 	switch d.peek() {
 	case ',':
 		d.pos++
@@ -165,17 +173,10 @@ func (d *decoder) memberKey() ([]byte, error) {
 	// The common case, compact JSON with a key of plain ASCII, is read here
 	// eight bytes per step; anything else (white space, escapes, other bytes)
 	// takes the general path below from the same position.
-	buf, i := d.buf, d.pos
-	if i < len(buf) && buf[i] == '"' {
-		for j := i + 1; j+8 <= len(buf); j += 8 {
-			if m := stopMask(binary.LittleEndian.Uint64(buf[j:])); m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				if buf[j] == '"' && j+1 < len(buf) && buf[j+1] == ':' {
-					d.pos = j + 2
-					return d.countAction(buf[i+1 : j]), nil
-				}
-				break
-			}
+	if buf, i := d.buf, d.pos; i < len(buf) && buf[i] == '"' {
+		if j := stopAt(buf, i+1); j >= 0 && buf[j] == '"' && j+1 < len(buf) && buf[j+1] == ':' {
+			d.pos = j + 2
+			return d.countAction(buf[i+1 : j]), nil
 		}
 	}
 	if d.peek() != '"' {
@@ -190,6 +191,18 @@ func (d *decoder) memberKey() ([]byte, error) {
 	}
 	d.pos++
 	return d.countAction(key), nil
+}
+
+// stopAt returns the offset of the first byte at or after i that stopMask
+// flags, eight bytes per step, or -1 where fewer than eight bytes are left:
+// small enough to inline in the key readers.
+func stopAt(buf []byte, i int) int {
+	for ; i+8 <= len(buf); i += 8 {
+		if m := stopMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	return -1
 }
 
 // countAction counts key when it is a top-level "action", for parseByAction.
@@ -802,6 +815,18 @@ func decFloat64Ptr(p **float64, d *decoder) error {
 }
 
 func decBool(p *bool, d *decoder) error {
+	// The literal right here, compared whole; anything else takes the general
+	// path, which also gives the errors.
+	if buf, i := d.buf, d.pos; i+5 <= len(buf) {
+		if string(buf[i:i+4]) == "true" {
+			*p, d.pos = true, i+4
+			return nil
+		}
+		if string(buf[i:i+5]) == "false" {
+			*p, d.pos = false, i+5
+			return nil
+		}
+	}
 	switch d.peek() {
 	case 't':
 		*p = true
@@ -814,6 +839,23 @@ func decBool(p *bool, d *decoder) error {
 }
 
 func decInt64(p *int64, d *decoder) error {
+	// The common case, a positive integer of up to 18 digits (always in
+	// range) right here, parsed as it is scanned; anything else (a sign, a
+	// leading zero, a fraction or exponent, more digits, white space) takes
+	// the general path from the same position.
+	if buf, i := d.buf, d.pos; i < len(buf) && buf[i]-'1' < 9 {
+		u, j := uint64(0), i
+		for j < len(buf) && buf[j]-'0' < 10 && j-i < 18 {
+			u = u*10 + uint64(buf[j]-'0')
+			j++
+		}
+		if j < len(buf) && j-i < 18 {
+			if c := buf[j]; c != '.' && c != 'e' && c != 'E' && c-'0' >= 10 {
+				*p, d.pos = int64(u), j
+				return nil
+			}
+		}
+	}
 	start := d.pos
 	b, err := d.number()
 	if err != nil {

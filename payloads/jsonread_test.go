@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,6 +79,54 @@ func TestDecodeInt64(t *testing.T) {
 		}
 		if err == nil && got != tc.want {
 			t.Errorf("decInt64(%s) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestScalarsInDocumentsAgreeWithEncodingJSON decodes integers and booleans
+// inside arrays and objects, where the decoders' fast paths apply (they need a
+// byte after the value), and compares values and acceptance with encoding/json.
+func TestScalarsInDocumentsAgreeWithEncodingJSON(t *testing.T) {
+	ints := []string{"0", "7", "10", "-3", "123456789012345678", "999999999999999999",
+		"1234567890123456789", "9223372036854775807", "9223372036854775808", "12345678901234567890",
+		"1.5", "1.0", "1e3", "12E1", "01", "1x", "1-", "1 ", " 1"}
+	for _, n := range ints {
+		for _, in := range []string{`[` + n + `]`, `[` + n + `,2]`, `{"a":` + n + `}`} {
+			var want []int64
+			var wantObj map[string]int64
+			var wantErr error
+			if in[0] == '[' {
+				wantErr = json.Unmarshal([]byte(in), &want)
+			} else {
+				wantErr = json.Unmarshal([]byte(in), &wantObj)
+				want = []int64{wantObj["a"]}
+			}
+			var got []int64
+			var err error
+			if in[0] == '[' {
+				err = unmarshal([]byte(in), "[]int64", func(d *decoder) error { return decSlice(&got, d, decInt64) })
+			} else {
+				var m map[string]int64
+				err = unmarshal([]byte(in), "map", func(d *decoder) error { return decMap(&m, d, decInt64) })
+				got = []int64{m["a"]}
+			}
+			if (err != nil) != (wantErr != nil) {
+				t.Errorf("%s: error %v, encoding/json %v", in, err, wantErr)
+			} else if err == nil && !slices.Equal(got, want) {
+				t.Errorf("%s = %v, encoding/json %v", in, got, want)
+			}
+		}
+	}
+	for _, b := range []string{"true", "false", "tru", "fals", "truex", "falsey", "true ", " false"} {
+		in := `[` + b + `,true]`
+		var want []bool
+		wantErr := json.Unmarshal([]byte(in), &want)
+		var got []bool
+		err := unmarshal([]byte(in), "[]bool", func(d *decoder) error { return decSlice(&got, d, decBool) })
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%s: error %v, encoding/json %v", in, err, wantErr)
+		} else if err == nil && !slices.Equal(got, want) {
+			t.Errorf("%s = %v, encoding/json %v", in, got, want)
 		}
 	}
 }

@@ -67,6 +67,19 @@ func (ts *Timestamp) decode(d *decoder) error {
 	switch c := d.peek(); {
 	case c == '"':
 		start := d.pos
+		// Plain ASCII without escapes, the forge's form: the text and the raw
+		// form are substrings of the shared copy, found eight bytes per step.
+		if d.shared() {
+			if j := stopAt(d.buf, start+1); j >= 0 && d.buf[j] == '"' {
+				t, ok := parseTime(d.src[start+1 : j])
+				if !ok {
+					return d.typef("want a timestamp, got string %q", d.buf[start+1:j])
+				}
+				d.pos = j + 1
+				*ts = Timestamp{t: t, raw: d.src[start : j+1]}
+				return nil
+			}
+		}
 		b, plain, err := d.strBytes()
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,6 +42,18 @@ func TestTimestampForms(t *testing.T) {
 		if err != nil || string(out) != tc.in {
 			t.Errorf("MarshalJSON after %s = %s, %v; want the input back", tc.in, out, err)
 		}
+		// Inside a document, where the string fast path applies.
+		in := `[` + tc.in + `,` + tc.in + `]` + strings.Repeat(" ", 8)
+		var s []Timestamp
+		if err := unmarshal([]byte(in), "[]Timestamp", func(d *decoder) error { return decSlice(&s, d, (*Timestamp).decode) }); err != nil {
+			t.Errorf("decoding %s: %v", in, err)
+			continue
+		}
+		for _, ts := range s {
+			if out, _ := ts.MarshalJSON(); !ts.Time().Equal(tc.want) || string(out) != tc.in {
+				t.Errorf("decoding %s: %v written %s, want %v written %s", in, ts.Time(), out, tc.want, tc.in)
+			}
+		}
 	}
 }
 
@@ -64,6 +77,17 @@ func TestTimestampRejects(t *testing.T) {
 		err := ts.UnmarshalJSON([]byte(tc.in))
 		if !errors.Is(err, tc.want) {
 			t.Errorf("UnmarshalJSON(%s) = %v, want %v", tc.in, err, tc.want)
+		}
+		// Inside a document, where the string fast path applies: the same
+		// error, at the value's offset.
+		in := `[0,` + tc.in + `]` + strings.Repeat(" ", 8)
+		var s []Timestamp
+		err = unmarshal([]byte(in), "[]Timestamp", func(d *decoder) error { return decSlice(&s, d, (*Timestamp).decode) })
+		var de *DecodeError
+		if !errors.Is(err, tc.want) || !errors.As(err, &de) {
+			t.Errorf("decoding %s: %v, want %v", in, err, tc.want)
+		} else if tc.want == ErrType && de.Offset != 3 {
+			t.Errorf("decoding %s: error at byte %d, want 3", in, de.Offset)
 		}
 	}
 }
