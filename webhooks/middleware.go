@@ -83,6 +83,7 @@ type Middleware struct {
 	max         int64
 	maxInFlight int64 // 0: no bound
 	inFlight    atomic.Int64
+	workers     workers // run each accepted delivery's handlers
 }
 
 // NewMiddleware returns a Middleware serving w. It panics when w is nil.
@@ -90,7 +91,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if w == nil {
 		panic("webhooks: NewMiddleware with a nil *Webhooks")
 	}
-	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes}
+	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers()}
 	path := opts.Path
 	if path == "" {
 		path = DefaultPath
@@ -269,7 +270,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 	// so they must not see its cancellation; Close waits for them.
 	ctx := context.WithoutCancel(r.Context())
 	done := make(chan error, 1)
-	go func() {
+	m.workers.run(func() {
 		defer m.w.accepted.done()
 		err := m.w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
 		m.inFlight.Add(-1) // before the answer, so that it sees the place free
@@ -279,7 +280,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 			m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", d.ID, "event", d.Name)
 		}
 		done <- err
-	}()
+	})
 	var timeout <-chan time.Time
 	if m.timeout > 0 {
 		t := time.NewTimer(m.timeout)
