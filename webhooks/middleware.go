@@ -547,6 +547,9 @@ func requestURI(r *http.Request) string {
 // isJSON reports whether a Content-Type value is application/json, in any case,
 // with or without parameters.
 func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true // what the forge sends; ParseMediaType allocates a map
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/json" // ParseMediaType lower-cases it
 }

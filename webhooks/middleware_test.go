@@ -517,3 +517,25 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+func TestIsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"application/json", true},
+		{"application/json; charset=utf-8", true},
+		{"Application/JSON", true},
+		{"application/json ;charset=UTF-8", true},
+		{"", false},
+		{"application/json-patch+json", false},
+		{"application/x-www-form-urlencoded", false},
+		{"text/json", false},
+		{"application/json; charset", false}, // a parameter without a value does not parse
+		{"application/", false},
+	} {
+		if got := isJSON(tc.in); got != tc.want {
+			t.Errorf("isJSON(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
