@@ -31,30 +31,54 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	if len(e.Payload) == 0 {
 		return ErrMissingPayload
 	}
-	res, err := jsonscan.Scan(e.Payload)
-	if err != nil {
-		var no *jsonscan.NotObjectError
-		if errors.As(err, &no) {
-			return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", ErrInvalidPayload, e.Name, e.ID, no.Kind)
+	s := em.snap.Load()
+	// A Decoder registered for this name validates by decoding; the delivery
+	// is scanned only when there is none or it does not vouch for the payload.
+	var pre *Decoder
+	if s != nil && em.opts.Transform == nil {
+		for _, l := range s.byName[e.Name] {
+			if l.dec != nil {
+				pre = l.dec
+				break
+			}
 		}
-		return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, e.Name, e.ID, err)
 	}
-	e.scanned, e.scan = e.Payload, res
+	var decodedValue any
+	if pre != nil {
+		decodedValue, e.action, e.decoded = predecode(pre, e.Payload)
+	}
+	if e.decoded {
+		e.scanned = e.Payload
+	} else {
+		res, err := jsonscan.Scan(e.Payload)
+		if err != nil {
+			var no *jsonscan.NotObjectError
+			if errors.As(err, &no) {
+				return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", ErrInvalidPayload, e.Name, e.ID, no.Kind)
+			}
+			return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, e.Name, e.ID, err)
+		}
+		e.scanned, e.scan = e.Payload, res
+	}
 	e.memo = nil // a fresh one per delivery, below
 	if !em.begin() {
 		return ErrClosed
 	}
 	defer em.end()
 
-	s := em.snap.Load()
 	if s == nil {
 		return nil
 	}
 	var withAction []*Listener
-	if len(s.byName) > 0 && res.Found() {
-		if act := res.Bytes(e.Payload); len(act) > 0 {
-			var buf [64]byte // "name.action" without allocating, for most names
-			key := append(append(append(buf[:0], e.Name...), '.'), act...)
+	if len(s.byName) > 0 {
+		var buf [64]byte // "name.action" without allocating, for most names
+		key := append(append(buf[:0], e.Name...), '.')
+		if e.decoded {
+			key = append(key, e.action...)
+		} else if e.scan.Found() {
+			key = append(key, e.scan.Bytes(e.Payload)...)
+		}
+		if len(key) > len(e.Name)+1 {
 			withAction = s.byName[string(key)]
 		}
 	}
@@ -67,6 +91,9 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 
 	d := &delivery{ctx: ctx}
 	e.memo = &d.memo
+	if e.decoded {
+		d.memo.set(pre.Key, decodedValue)
+	}
 	if n <= len(d.errBuf) {
 		d.errs = d.errBuf[:n]
 	} else {
@@ -221,4 +248,15 @@ func (em *Emitter) runErrorHandler(ctx context.Context, h ErrorHandler, err *Err
 	}()
 	h(ctx, err)
 	returned = true
+}
+
+// predecode runs dec on payload; a panic in it counts as not decoded, so that
+// the delivery takes the usual way.
+func predecode(dec *Decoder, payload []byte) (v any, action string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			v, action, ok = nil, "", false
+		}
+	}()
+	return dec.Decode(payload)
 }

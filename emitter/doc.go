@@ -7,4 +7,8 @@
 // for them all and returns their errors in one *Error, which error handlers
 // (OnError) are told about too. Registration is safe while deliveries are being
 // dispatched: dispatch reads an immutable snapshot and takes no lock.
+//
+// Receive validates each payload before any handler runs. A handler that
+// decodes every delivery of its event can be registered with OnDecoded, whose
+// Decoder then validates by decoding, in place of Receive's own scan.
 package emitter

@@ -67,8 +67,27 @@ func New(opts Options) *Emitter {
 
 // Listener is the handle of a registration, for RemoveListener.
 type Listener struct {
-	h  Handler
-	eh ErrorHandler
+	h   Handler
+	eh  ErrorHandler
+	dec *Decoder // OnDecoded's
+}
+
+// A Decoder decodes the payloads of one event name in the pass over the bytes
+// that also validates them, so that Receive need not validate them apart.
+// Package payloads gives one with each typed handler of a whole event: that
+// handler decodes every delivery of the event anyway, and a decode that
+// validates costs less than a validating scan followed by a decode.
+type Decoder struct {
+	// Key is the key under which the decoded value is kept for the delivery,
+	// where Event.Memo finds it.
+	Key any
+	// Decode decodes payload. ok true promises that payload is a JSON object,
+	// valid by encoding/json's rules and nested at most 10,000 deep, and that
+	// action is its top-level "action" as Event.Action reports it ("" for
+	// none). ok false (an invalid payload, one the decoder refuses, or one it
+	// cannot vouch for in one pass) leaves the delivery to Receive's usual way:
+	// a validating scan, and a decode when a handler asks for it.
+	Decode func(payload []byte) (v any, action string, ok bool)
 }
 
 // snapshot is an immutable view of the registrations. Registration builds a new
@@ -106,6 +125,11 @@ func (em *Emitter) On(name string, h Handler) *Listener {
 // OnNames registers h under each of names, as On does for one, and returns one
 // handle for all of them. It panics when names is empty or when On would.
 func (em *Emitter) OnNames(names []string, h Handler) *Listener {
+	return em.onNames(names, h, nil)
+}
+
+// onNames registers a listener of h and dec (nil but for OnDecoded).
+func (em *Emitter) onNames(names []string, h Handler, dec *Decoder) *Listener {
 	if len(names) == 0 {
 		panic("emitter: OnNames with no event names")
 	}
@@ -122,7 +146,7 @@ func (em *Emitter) OnNames(names []string, h Handler) *Listener {
 	if h == nil {
 		panic("emitter: On with a nil handler")
 	}
-	l := &Listener{h: h}
+	l := &Listener{h: h, dec: dec}
 	em.update(func(s *snapshot) {
 		for _, name := range names {
 			s.byName[name] = append(s.byName[name][:len(s.byName[name]):len(s.byName[name])], l)
@@ -136,6 +160,19 @@ func (em *Emitter) OnNames(names []string, h Handler) *Listener {
 		}
 	}
 	return l
+}
+
+// OnDecoded registers h under name as On does, with dec, which decodes each
+// delivery of name before any handler runs, in place of Receive's own
+// validation (see Decoder). It is for a handler that decodes every delivery of
+// name: a name with an action ("issues.opened") or an Emitter with a Transform
+// gains nothing from it, so there dec is not used. With several such
+// registrations for one name, the earliest still registered decodes.
+func (em *Emitter) OnDecoded(name string, dec Decoder, h Handler) *Listener {
+	if dec.Decode == nil {
+		panic("emitter: OnDecoded with a nil Decoder.Decode")
+	}
+	return em.onNames([]string{name}, h, &dec)
 }
 
 // OnAny registers h for every event and returns the registration's handle. It

@@ -28,6 +28,10 @@ type Event struct {
 	// Transform, say) is scanned afresh.
 	scanned json.RawMessage
 	scan    jsonscan.Result
+	// decoded says that a Decoder validated scanned instead (Receive did not
+	// scan it), and found action.
+	decoded bool
+	action  string
 }
 
 // Handler handles an event. A returned error (or a panic) is collected by Receive
@@ -45,6 +49,9 @@ type ErrorHandler func(ctx context.Context, err *Error)
 // otherwise scans the bytes once.
 func (e Event) Action() string {
 	if len(e.Payload) > 0 && len(e.scanned) == len(e.Payload) && &e.scanned[0] == &e.Payload[0] {
+		if e.decoded {
+			return e.action
+		}
 		return e.scan.String(e.Payload)
 	}
 	res, err := jsonscan.Scan(e.Payload)
@@ -65,9 +72,14 @@ func (e Event) Memo(key any, fn func() (any, error)) (any, error) {
 	return e.memo.get(key, fn)
 }
 
+// memo holds a delivery's decoded values by key. The first key's entry is
+// inline: a delivery is mostly decoded into one type, and then needs no map.
 type memo struct {
-	mu sync.Mutex
-	m  map[any]*memoEntry
+	mu       sync.Mutex
+	used     bool // first holds firstKey's entry
+	firstKey any
+	first    memoEntry
+	m        map[any]*memoEntry // the other keys'
 }
 
 type memoEntry struct {
@@ -78,6 +90,21 @@ type memoEntry struct {
 
 func (m *memo) get(key any, fn func() (any, error)) (any, error) {
 	m.mu.Lock()
+	ent := m.entry(key)
+	m.mu.Unlock()
+	ent.once.Do(func() { ent.v, ent.err = fn() })
+	return ent.v, ent.err
+}
+
+// entry returns key's entry, making it if needed. m.mu must be held.
+func (m *memo) entry(key any) *memoEntry {
+	switch {
+	case !m.used:
+		m.used, m.firstKey = true, key
+		return &m.first
+	case m.firstKey == key:
+		return &m.first
+	}
 	if m.m == nil {
 		m.m = make(map[any]*memoEntry, 1)
 	}
@@ -86,7 +113,11 @@ func (m *memo) get(key any, fn func() (any, error)) (any, error) {
 		ent = new(memoEntry)
 		m.m[key] = ent
 	}
-	m.mu.Unlock()
-	ent.once.Do(func() { ent.v, ent.err = fn() })
-	return ent.v, ent.err
+	return ent
+}
+
+// set keeps v under key, as if get had computed it; before any handler runs.
+func (m *memo) set(key, v any) {
+	ent := m.entry(key)
+	ent.once.Do(func() { ent.v = v })
 }

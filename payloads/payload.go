@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
 )
@@ -48,12 +49,15 @@ type memoKey struct{ event string }
 
 // on registers h under name. The payload is decoded by parse (the event's parser)
 // at most once per delivery, and only when a typed handler runs; a decode error
-// becomes the handler's error.
+// becomes the handler's error. A handler of a whole event (name == event) sees
+// every delivery of it, so where the registrar can (emitter.Emitter.OnDecoded,
+// and so webhooks.Webhooks) the decode also stands in for the emitter's own
+// validating scan (see wholeDecoder).
 func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
 	if h == nil {
 		panic(fmt.Sprintf("payloads: nil handler for %q", name))
 	}
-	return r.On(name, func(ctx context.Context, ev emitter.Event) error {
+	handler := func(ctx context.Context, ev emitter.Event) error {
 		v, err := ev.Memo(memoKey{event}, func() (any, error) { return parse(ev.Payload) })
 		if err != nil {
 			return err
@@ -65,7 +69,63 @@ func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload,
 			return fmt.Errorf("payloads: a handler for %q got a %q payload: %w", name, v.(Payload).payloadName(), ErrType)
 		}
 		return h(ctx, Event[P]{ID: ev.ID, Name: ev.Name, Payload: p})
-	})
+	}
+	if dr, ok := r.(decodingRegistrar); ok && name == event {
+		return dr.OnDecoded(name, wholeDecoder(event, parse), handler)
+	}
+	return r.On(name, handler)
+}
+
+// decodingRegistrar is a Registrar that can decode deliveries before their
+// handlers run, in place of its own validation.
+type decodingRegistrar interface {
+	OnDecoded(name string, dec emitter.Decoder, h emitter.Handler) *emitter.Listener
+}
+
+// wholeDecoder is the emitter.Decoder of event's typed handlers: parse, whose
+// success means a valid JSON object (the decoder validates what it reads and
+// what it skips, as encoding/json does), and the top-level action as the
+// emitter finds it, which the decoded payload tells (decodedAction). The value
+// is kept under the key the handlers look it up with.
+func wholeDecoder(event string, parse func([]byte) (Payload, error)) emitter.Decoder {
+	return emitter.Decoder{Key: memoKey{event}, Decode: func(body []byte) (any, string, bool) {
+		p, err := parse(body)
+		if err != nil {
+			return nil, "", false
+		}
+		action, ok := decodedAction(event, p)
+		if !ok {
+			return nil, "", false
+		}
+		return p, action, true
+	}}
+}
+
+// decodedAction returns the top-level "action" of the payload p was decoded
+// from, when p tells it for certain: the action in p's name, which the parser
+// chose by the payload's action (the last of duplicates, unescaped, as
+// encoding/json and the emitter take it). A name without an action tells it
+// only for a struct with no action member of its own and no unknown member
+// "action": otherwise ok is false and the emitter finds it itself.
+func decodedAction(event string, p Payload) (action string, ok bool) {
+	name := p.payloadName()
+	if name != event {
+		action, ok = strings.CutPrefix(name, event+".")
+		return action, ok && action != ""
+	}
+	if _, has := p.(interface{ GetAction() string }); has {
+		return "", false
+	}
+	x, has := p.(interface{ extras() *extra })
+	if !has {
+		return "", false
+	}
+	for _, m := range x.extras().unknown {
+		if m.Key == "action" {
+			return "", false
+		}
+	}
+	return "", true
 }
 
 // parseUnknownEvent is Parse for an event the schema does not know.

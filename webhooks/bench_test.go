@@ -3,6 +3,7 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/payloads"
 )
 
 // body8KiB is an issues.opened delivery of exactly 8 KiB.
@@ -73,4 +76,50 @@ func BenchmarkMiddleware(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMiddlewareTyped posts the load run's push (push-6.json, 7,124
+// bytes) straight into ServeHTTP of a middleware with one typed push handler:
+// verify, validate, decode and dispatch, without the network.
+func BenchmarkMiddlewareTyped(b *testing.B) {
+	var body []byte
+	for _, ex := range corpus.All() {
+		if ex.Path == "examples/push/push-6.json" {
+			body = ex.Body
+		}
+	}
+	if body == nil {
+		b.Fatal("push/push-6.json is not in the corpus")
+	}
+	wh, err := New(Options{Secret: secret, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	payloads.OnPushEvent(wh, func(_ context.Context, e payloads.Event[*payloads.PushEvent]) error {
+		if e.Payload.Ref == "" {
+			return errors.New("no ref")
+		}
+		return nil
+	})
+	m := NewMiddleware(wh, MiddlewareOptions{})
+	sig, _ := wh.Sign(body)
+	header := http.Header{
+		"Content-Type":  {"application/json"},
+		HeaderEvent:     {"push"},
+		HeaderDelivery:  {"d-1"},
+		HeaderSignature: {sig},
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	rd := bytes.NewReader(body)
+	for b.Loop() {
+		rd.Reset(body)
+		r := httptest.NewRequest(http.MethodPost, DefaultPath, rd)
+		r.Header = header
+		rec := httptest.NewRecorder()
+		m.ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code, rec.Body.String())
+		}
+	}
 }
