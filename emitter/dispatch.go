@@ -43,11 +43,15 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 			}
 		}
 	}
-	var decodedValue any
+	var (
+		decodedValue  any
+		decodedAction string
+		decoded       bool
+	)
 	if pre != nil {
-		decodedValue, e.action, e.decoded = predecode(pre, e.Payload)
+		decodedValue, decodedAction, decoded = predecode(pre, e.Payload)
 	}
-	if e.decoded {
+	if decoded {
 		e.scanned = e.Payload
 	} else {
 		res, err := jsonscan.Scan(e.Payload)
@@ -73,8 +77,8 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	if len(s.byName) > 0 {
 		var buf [64]byte // "name.action" without allocating, for most names
 		key := append(append(buf[:0], e.Name...), '.')
-		if e.decoded {
-			key = append(key, e.action...)
+		if decoded {
+			key = append(key, decodedAction...)
 		} else if e.scan.Found() {
 			key = append(key, e.scan.Bytes(e.Payload)...)
 		}
@@ -91,8 +95,9 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 
 	d := &delivery{ctx: ctx}
 	e.memo = &d.memo
-	if e.decoded {
+	if decoded {
 		d.memo.set(pre.Key, decodedValue)
+		d.memo.decoded, d.memo.action = true, decodedAction
 	}
 	if n <= len(d.errBuf) {
 		d.errs = d.errBuf[:n]
@@ -112,7 +117,7 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 			}
 			return em.finish(ctx, d, e)
 		}
-		onEvent.memo = &d.onMemo // its own: the payload may differ
+		onEvent.memo = new(memo) // its own: the payload may differ
 		i := 0
 		for _, list := range [2][]*Listener{withAction, plain} {
 			for _, l := range list {
@@ -138,7 +143,6 @@ type delivery struct {
 	ctx    context.Context
 	wg     sync.WaitGroup
 	memo   memo // for the Event as delivered
-	onMemo memo // for the transformed Event
 	errs   []error
 	errBuf [4]error
 }

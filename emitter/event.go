@@ -28,10 +28,8 @@ type Event struct {
 	// Transform, say) is scanned afresh.
 	scanned json.RawMessage
 	scan    jsonscan.Result
-	// decoded says that a Decoder validated scanned instead (Receive did not
-	// scan it), and found action.
-	decoded bool
-	action  string
+	// (A Decoder's action is kept in memo instead: an Event over 128 bytes
+	// would cost each handler's goroutine an allocation more.)
 }
 
 // Handler handles an event. A returned error (or a panic) is collected by Receive
@@ -49,8 +47,8 @@ type ErrorHandler func(ctx context.Context, err *Error)
 // otherwise scans the bytes once.
 func (e Event) Action() string {
 	if len(e.Payload) > 0 && len(e.scanned) == len(e.Payload) && &e.scanned[0] == &e.Payload[0] {
-		if e.decoded {
-			return e.action
+		if e.memo != nil && e.memo.decoded {
+			return e.memo.action
 		}
 		return e.scan.String(e.Payload)
 	}
@@ -80,6 +78,11 @@ type memo struct {
 	firstKey any
 	first    memoEntry
 	m        map[any]*memoEntry // the other keys'
+
+	// decoded says that a Decoder validated the delivery's payload in place of
+	// Receive's scan, and found action.
+	decoded bool
+	action  string
 }
 
 type memoEntry struct {
