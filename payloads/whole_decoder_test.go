@@ -99,6 +99,15 @@ func TestWholeDecoderCases(t *testing.T) {
 		{"push", `{"x":1e}`, false},
 		{"push", strings.Repeat(`{"x":`, 10001) + `1` + strings.Repeat(`}`, 10001), false},
 		{"ping", `{"zen":"z","hook_id":1}`, true},
+		{"ping", "\ufeff{\"zen\":\"z\"}", false},
+		{"ping", "\xef\xbb\xbf{\"zen\":\"z\"}", false},
+		{"ping", " \t\r\n{\"zen\":\"z\"} \n", true},
+		{"ping", "\x00{\"zen\":\"z\"}", false},
+		{"ping", "{\"zen\":\"z\"}\x00", false},
+		{"ping", "{\"zen\":\"a\x01b\"}", false},
+		{"ping", `{"zen":"z"}{}`, false},
+		{"ping", `null`, false},
+		{"ping", `"x"`, false},
 	} {
 		if got := checkWholeDecoder(t, tc.event, []byte(tc.body)); got != tc.vouch {
 			t.Errorf("Decode(%q, %.60q) vouched %v, want %v", tc.event, tc.body, got, tc.vouch)
