@@ -32,11 +32,15 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 		return ErrMissingPayload
 	}
 	s := em.snap.Load()
+	var plain []*Listener // the handlers of the name alone
+	if s != nil {
+		plain = s.byName[e.Name]
+	}
 	// A Decoder registered for this name validates by decoding; the delivery
 	// is scanned only when there is none or it does not vouch for the payload.
 	var pre *Decoder
-	if s != nil && em.opts.Transform == nil {
-		for _, l := range s.byName[e.Name] {
+	if em.opts.Transform == nil {
+		for _, l := range plain {
 			if l.dec != nil {
 				pre = l.dec
 				break
@@ -86,7 +90,6 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 			withAction = s.byName[string(key)]
 		}
 	}
-	plain := s.byName[e.Name]
 	nOn := len(withAction) + len(plain)
 	n := nOn + len(s.any)
 	if n == 0 {

@@ -103,14 +103,9 @@ func BenchmarkDecodeCorpusEncodingJSON(b *testing.B) {
 // median push (push-6.json, 7,124 bytes), as OnPushEvent's handlers get it: the
 // difference between the typed and the raw receiver of bench/cmd/load.
 func BenchmarkDecodePush(b *testing.B) {
-	var body []byte
-	for _, ex := range corpus.All() {
-		if ex.Path == "examples/push/push-6.json" {
-			body = ex.Body
-		}
-	}
+	body := corpus.Body(corpus.MedianPush)
 	if body == nil {
-		b.Fatal("examples/push/push-6.json is not in the corpus")
+		b.Fatal(corpus.MedianPush, " is not in the corpus")
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()

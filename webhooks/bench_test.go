@@ -85,14 +85,9 @@ func serveLoop(b *testing.B, m *Middleware, header http.Header, body []byte) {
 // bytes) straight into ServeHTTP of a middleware with one typed push handler:
 // verify, validate, decode and dispatch, without the network.
 func BenchmarkMiddlewareTyped(b *testing.B) {
-	var body []byte
-	for _, ex := range corpus.All() {
-		if ex.Path == "examples/push/push-6.json" {
-			body = ex.Body
-		}
-	}
+	body := corpus.Body(corpus.MedianPush)
 	if body == nil {
-		b.Fatal("push/push-6.json is not in the corpus")
+		b.Fatal(corpus.MedianPush, " is not in the corpus")
 	}
 	wh, err := New(Options{Secret: secret, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"forgehooks.dev/forgehooks/emitter"
@@ -22,14 +21,9 @@ import (
 // the repository and sender for the line and format it (to a discarded
 // writer). The difference is what serve's log line costs per delivery.
 func BenchmarkServeHandler(b *testing.B) {
-	var body []byte
-	for _, ex := range corpus.Public() {
-		if strings.HasSuffix(ex.Path, "/push/push-6.json") {
-			body = ex.Body
-		}
-	}
+	body := corpus.Body(corpus.MedianPush)
 	if body == nil {
-		b.Fatal("push/push-6.json is not in the corpus")
+		b.Fatal(corpus.MedianPush, " is not in the corpus")
 	}
 	sig, err := signing.Sign(testSecret, body)
 	if err != nil {

@@ -15,6 +15,20 @@ import (
 //go:embed testdata
 var files embed.FS
 
+// MedianPush is the path of the corpus's median push (7,124 bytes): the payload
+// of bench's HTTP load run, and of the benchmarks that mirror it.
+const MedianPush = "examples/push/push-6.json"
+
+// Body returns the body of the example at path (as Example.Path gives it), or
+// nil when there is none. The bytes are shared and must not be modified.
+func Body(path string) []byte {
+	b, err := files.ReadFile("testdata/" + path)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
 // Example is one delivery body of the corpus.
 type Example struct {
 	// Event is the event name, as the forge sends it in its event header.
