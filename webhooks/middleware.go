@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,15 @@ type MiddlewareOptions struct {
 // Middleware receives deliveries over HTTP on one path, verifies them and
 // dispatches them to a Webhooks. It answers as the README's status table says.
 // It is safe for concurrent use.
+//
+// Over HTTP/1 a delivery's handlers run on the request's goroutine, and
+// ServeHTTP (or Handle) returns when they have: when they outlast Timeout, the
+// 202 is written and flushed from a timer's goroutine meanwhile, with
+// "Connection: close", so that the client's next request does not wait behind
+// them on that connection. Over HTTP/2, and with a ResponseWriter that cannot
+// flush, the handlers run on another goroutine and ServeHTTP returns with the
+// 202. (Running them on the request's goroutine spares two goroutine switches
+// per delivery: about 3 µs of the 63 that a typed push costs over HTTP here.)
 type Middleware struct {
 	w           *Webhooks
 	path        string // without trailing slashes; "" for "/"
@@ -269,15 +279,104 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
 	ctx := context.WithoutCancel(r.Context())
+	e := emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload}
+	if m.timeout < 0 || r.ProtoMajor == 1 && canFlush(rw) {
+		m.receiveInline(ctx, rw, r, d, e)
+		return
+	}
+	m.receiveHandedOff(ctx, rw, r, d, e)
+}
+
+// receiveInline runs the handlers on the request's goroutine. When they take
+// longer than the timeout, a timer answers 202 from its own goroutine, with
+// Connection: close so that the client does not send its next request on a
+// connection whose handler has not returned, and flushes it to the client.
+func (m *Middleware) receiveInline(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery, e emitter.Event) {
+	var late *lateAnswer
+	if m.timeout > 0 {
+		late = &lateAnswer{m: m, rw: rw, r: r, d: d}
+		late.timer = time.AfterFunc(m.timeout, late.answer)
+	}
+	err := m.w.Receive(ctx, e)
+	m.inFlight.Add(-1) // before the answer, so that it sees the place free
+	m.w.accepted.done()
+	if errors.Is(err, emitter.ErrClosed) {
+		m.dropped(d)
+	}
+	if late != nil && !late.finish() {
+		return // answered 202 already
+	}
+	if r.Context().Err() != nil {
+		m.logger.Info("webhooks: client went away before the answer; handlers ran to the end", "delivery", d.ID, "event", d.Name)
+	}
+	m.answer(rw, r, d, err)
+}
+
+// lateAnswer is the 202 that receiveInline's timer writes when the handlers
+// outlast the timeout, and the lock that makes it and the handlers' own answer
+// exclusive: whichever comes first answers.
+type lateAnswer struct {
+	m     *Middleware
+	rw    http.ResponseWriter
+	r     *http.Request
+	d     Delivery
+	timer *time.Timer
+	mu    sync.Mutex
+	done  bool // an answer was written, or the handlers returned first
+}
+
+// answer writes the 202, unless the handlers have returned.
+func (a *lateAnswer) answer() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done {
+		return
+	}
+	a.done = true
+	a.m.stillProcessing(a.rw, a.r, a.d)
+	a.rw.Header().Set("Connection", "close")
+	writeText(a.rw, http.StatusAccepted, "still processing\n")
+	http.NewResponseController(a.rw).Flush()
+}
+
+// finish stops the timer and reports whether the handlers' answer is still to
+// be written; when the timer is answering, it waits until the 202 is written.
+func (a *lateAnswer) finish() bool {
+	a.timer.Stop()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done {
+		return false
+	}
+	a.done = true
+	return true
+}
+
+// canFlush reports whether rw, or a writer it wraps, can flush: the 202 of a
+// timeout written by another goroutine reaches the client only if it can.
+func canFlush(rw http.ResponseWriter) bool {
+	for {
+		switch w := rw.(type) {
+		case http.Flusher, interface{ FlushError() error }:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			rw = w.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// receiveHandedOff runs the handlers on another goroutine while this one
+// waits for them, for the timeout, and for the client to go away.
+func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery, e emitter.Event) {
 	done := make(chan error, 1)
 	m.workers.run(func() {
 		defer m.w.accepted.done()
-		err := m.w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+		err := m.w.Receive(ctx, e)
 		m.inFlight.Add(-1) // before the answer, so that it sees the place free
 		if errors.Is(err, emitter.ErrClosed) {
-			// Only when Close gave up waiting (its context ended) before this
-			// delivery's handlers started, or the Emitter was closed directly.
-			m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", d.ID, "event", d.Name)
+			m.dropped(d)
 		}
 		done <- err
 	})
@@ -300,14 +399,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 			m.answer(rw, r, d, err)
 			return
 		case <-timeout:
-			// A warning once half the places are taken by running handlers, so
-			// that hanging handlers show in the default log before deliveries
-			// are refused.
-			level, n := slog.LevelInfo, int64(m.InFlight())
-			if m.maxInFlight > 0 && 2*n >= m.maxInFlight {
-				level = slog.LevelWarn
-			}
-			m.logger.Log(r.Context(), level, "webhooks: handlers still running; answered 202", "delivery", d.ID, "event", d.Name, "timeout", m.timeout, "in_flight", n, "max_in_flight", m.maxInFlight)
+			m.stillProcessing(rw, r, d)
 			writeText(rw, http.StatusAccepted, "still processing\n")
 			return
 		case <-gone:
@@ -315,6 +407,24 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 			gone = nil
 		}
 	}
+}
+
+// dropped logs a delivery whose handlers never ran: only when Close gave up
+// waiting (its context ended) before they started, or the Emitter was closed
+// directly.
+func (m *Middleware) dropped(d Delivery) {
+	m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", d.ID, "event", d.Name)
+}
+
+// stillProcessing logs the 202 answered when the handlers outlast the
+// timeout: a warning once half the places are taken by running handlers, so
+// that hanging handlers show in the default log before deliveries are refused.
+func (m *Middleware) stillProcessing(rw http.ResponseWriter, r *http.Request, d Delivery) {
+	level, n := slog.LevelInfo, int64(m.InFlight())
+	if m.maxInFlight > 0 && 2*n >= m.maxInFlight {
+		level = slog.LevelWarn
+	}
+	m.logger.Log(r.Context(), level, "webhooks: handlers still running; answered 202", "delivery", d.ID, "event", d.Name, "timeout", m.timeout, "in_flight", n, "max_in_flight", m.maxInFlight)
 }
 
 // answer writes the response for Receive's result.

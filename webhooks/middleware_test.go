@@ -315,45 +315,6 @@ func TestMiddlewareTimeout(t *testing.T) {
 	}
 }
 
-func TestMiddlewareClientGoesAway(t *testing.T) {
-	logs := &logRecords{notify: make(chan string, 16)}
-	wh := mustNew(t, Options{Secret: secret, Logger: slog.New(logs)})
-	started := make(chan struct{})
-	release := make(chan struct{})
-	handlerErr := make(chan error, 1)
-	wh.On("issues", func(ctx context.Context, e emitter.Event) error {
-		close(started)
-		<-release
-		handlerErr <- ctx.Err()
-		return nil
-	})
-	srv := httptest.NewServer(NewMiddleware(wh, MiddlewareOptions{Timeout: -1}))
-	defer srv.Close()
-	body := []byte(`{"action":"opened"}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+DefaultPath, bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set(HeaderEvent, "issues")
-	r.Header.Set(HeaderDelivery, "d")
-	r.Header.Set(HeaderSignature, sign(t, secret, body))
-	go func() {
-		<-started
-		cancel()
-	}()
-	if _, err := srv.Client().Do(r); !errors.Is(err, context.Canceled) {
-		t.Fatalf("client err = %v", err)
-	}
-	for msg := range logs.notify {
-		if strings.Contains(msg, "client went away") {
-			break
-		}
-	}
-	close(release)
-	if err := <-handlerErr; err != nil {
-		t.Fatalf("handler's context was cancelled with the request: %v", err)
-	}
-}
-
 func TestMiddlewareClosed(t *testing.T) {
 	f := newFixture(t, MiddlewareOptions{})
 	f.wh.Close(context.Background())

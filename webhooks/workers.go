@@ -9,7 +9,9 @@ import (
 const workerIdle = 2 * time.Second
 
 // workers runs each accepted delivery's handlers on a goroutine kept from an
-// earlier delivery when one is idle, and on a new goroutine otherwise.
+// earlier delivery when one is idle, and on a new goroutine otherwise, where
+// they cannot run on the request's own goroutine (HTTP/2, or a writer that
+// cannot flush: see Middleware).
 //
 // Why: a new goroutine's stack starts small and grows by copying as the
 // scan, the typed decode and the handlers go deeper; a goroutine per delivery
