@@ -157,7 +157,8 @@ var hexTable = func() (t [256]byte) {
 // uses it to hash a body while reading it, so that the body is never read twice.
 // A Digest is not safe for concurrent use.
 type Digest struct {
-	h hash.Hash
+	h   hash.Hash
+	sum [sha256.Size]byte // where equal sums
 }
 
 // NewDigest returns a Digest keyed with secret, or ErrMissingSecret.
@@ -206,6 +207,7 @@ func (d *Digest) Signature() string {
 }
 
 func (d *Digest) equal(want *[sha256.Size]byte) bool {
-	var sum [sha256.Size]byte
-	return hmac.Equal(d.h.Sum(sum[:0]), want[:])
+	// Summed into the Digest, not the stack: through the hash.Hash interface
+	// a local array would escape, one allocation per check.
+	return hmac.Equal(d.h.Sum(d.sum[:0]), want[:])
 }

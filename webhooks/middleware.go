@@ -521,11 +521,13 @@ const probeSize = 512
 // a body is copied at most once:
 //
 //   - Bytes are read into a list of pieces, never copied while reading. The
-//     first piece is contentLength bytes (when known) but at most
-//     initialBodyBuffer, so a body that fits it is never copied.
+//     first piece is contentLength+1 bytes (when known) but at most
+//     initialBodyBuffer, so a body that fits it is never copied, and the read
+//     that finds its end needs no piece of its own.
 //   - With a Content-Length, each next piece is as large as all before it,
-//     up to half the announced length; then one buffer of exactly that length
-//     takes the pieces and the rest is read straight into it. Memory held is
+//     up to half the announced length; then one buffer of that length (and
+//     one byte, as above) takes the pieces and the rest is read straight into
+//     it. Memory held is
 //     at most twice what has arrived, and 1.5 times the body at the peak.
 //   - Without one (chunked), each next piece is half as large as all before
 //     it, and the pieces are joined once at the end: at most 2.5 times the
@@ -535,7 +537,9 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error
 	limit := max + 1
 	first := min(limit, initialBodyBuffer)
 	if contentLength >= 0 {
-		first = min(first, contentLength)
+		// One byte more than announced, so that the read which finds the
+		// end has room without a probe piece of its own.
+		first = min(first, contentLength+1)
 	}
 	var (
 		pieces [][]byte // full pieces, in order
@@ -557,7 +561,7 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error
 			case contentLength > n && n >= half:
 				// Half of the announced body has arrived: one buffer of its
 				// length for the whole, the rest read straight into it.
-				whole := make([]byte, 0, contentLength)
+				whole := make([]byte, 0, min(contentLength+1, limit))
 				for _, p := range pieces {
 					whole = append(whole, p...)
 				}
@@ -582,6 +586,9 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error
 		if err == io.EOF {
 			if held+int64(len(cur)) > max {
 				return nil, errTooLarge
+			}
+			if pieces == nil {
+				return cur, nil // the common case: one piece, nothing to join
 			}
 			return join(append(pieces, cur), held+int64(len(cur))), nil
 		}

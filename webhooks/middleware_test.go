@@ -418,16 +418,16 @@ func TestReadBody(t *testing.T) {
 		contentLength int64
 		wantLen       int
 		wantErr       bool
-		wantCap       int // checked when > 0: the buffer was presized, not grown
+		wantCap       int // checked when > 0: the buffer was presized (a byte over the length, for the end), not grown
 	}{
-		{"known length", strings.NewReader(strings.Repeat("a", 700)), 700, 700, false, 700},
+		{"known length", strings.NewReader(strings.Repeat("a", 700)), 700, 700, false, 701},
 		{"unknown length", strings.NewReader(strings.Repeat("a", 700)), -1, 700, false, 0},
 		{"at the limit", strings.NewReader(strings.Repeat("a", max)), -1, max, false, 0},
 		{"over the limit", strings.NewReader(strings.Repeat("a", max+1)), -1, 0, true, 0},
 		{"far over the limit", strings.NewReader(strings.Repeat("a", 10*max)), -1, 0, true, 0},
 		{"longer than announced", strings.NewReader(strings.Repeat("a", 800)), 700, 800, false, 0},
 		{"longer than announced, over the limit", strings.NewReader(strings.Repeat("a", max+5)), 700, 0, true, 0},
-		{"shorter than announced", strings.NewReader(strings.Repeat("a", 600)), 700, 600, false, 700},
+		{"shorter than announced", strings.NewReader(strings.Repeat("a", 600)), 700, 600, false, 701},
 		{"empty", strings.NewReader(""), 0, 0, false, 0},
 		{"read error", &errReader{n: 100}, -1, 0, true, 0},
 	}
@@ -448,6 +448,18 @@ func TestReadBody(t *testing.T) {
 				t.Errorf("cap %d, want %d", cap(got), tt.wantCap)
 			}
 		})
+	}
+	// A body of the announced length costs one allocation: the read that
+	// finds its end has the spare byte.
+	body := strings.Repeat("a", 700)
+	rd := strings.NewReader(body)
+	if n := testing.AllocsPerRun(100, func() {
+		rd.Reset(body)
+		if got, err := readBody(rd, int64(len(body)), max, io.Discard); err != nil || len(got) != len(body) {
+			t.Fatalf("read %d bytes, %v", len(got), err)
+		}
+	}); n != 1 {
+		t.Errorf("%v allocations to read a body of the announced length, want 1", n)
 	}
 	// Reading stops at the limit plus one byte.
 	counting := &countingReader{r: strings.NewReader(strings.Repeat("a", 100*max))}
