@@ -196,6 +196,16 @@ func TestServeShutdownWaitsForHandlers(t *testing.T) {
 		t.Fatalf("send: exit %d %q, want 202 while the handler runs", code, out)
 	}
 	<-started
+	// The delivery's line is written when it is answered, while its handler
+	// still runs (serve's recorder keeps the middleware from running handlers
+	// on the request's goroutine).
+	for deadline := time.Now().Add(testTimeout); !strings.Contains(sv.stderr.String(), "delivery accepted; handlers still running"); {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("no line for the 202 while the handler runs:\n%s", sv.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	go func() {
 		// If serve returned without waiting, it would do so well before this.
 		time.Sleep(200 * time.Millisecond)

@@ -189,7 +189,11 @@ func logDeliveries(mw *webhooks.Middleware, maxInFlight int, log *slog.Logger) h
 	})
 }
 
-// recorder keeps the status and the start of an error answer's body.
+// recorder keeps the status and the start of an error answer's body. It
+// neither flushes nor unwraps, on purpose: the middleware then runs the
+// handlers on another goroutine and returns with its 202 at the timeout, so
+// that the delivery's line is written when it is answered, not when its
+// handlers end (see webhooks.Middleware).
 type recorder struct {
 	http.ResponseWriter
 	status int
