@@ -228,6 +228,10 @@ func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 			jen.List(jen.Id("ok"), jen.Err()).Op("=").Id("x").Dot("decodeAction").Call(jen.Op("&").Add(v), jen.Id("key"), jen.Id("d")),
 			jen.If(jen.Id("ok")).Block(bit.Clone().Op("|=").Add(mask.Clone())).Else().Block(bit.Clone().Op("&^=").Add(mask.Clone())),
 		}
+	case fp.Value >= 0 && fp.Expr.Kind == ExprBuiltin && fp.Expr.Name == "string":
+		// The most common member: one call reads it and marks it seen.
+		return []jen.Code{jen.Err().Op("=").Id("decStringSeen").Call(jen.Op("&").Add(v),
+			jen.Id("d"), jen.Op("&").Id("seen").Index(jen.Lit(fp.Value/64)), jen.Lit(1).Op("<<").Lit(fp.Value%64))}
 	case fp.Value >= 0:
 		return []jen.Code{
 			jen.If(jen.Id("d").Dot("null").Call()).Block(jen.Break()),

@@ -23,17 +23,9 @@ func (x *AdvisoryCWE) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "cwe_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CWEID, d)
+			err = decStringSeen(&x.CWEID, d, &seen[0], 1<<0)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -86,11 +78,7 @@ func (x *AdvisoryIdentifier) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Type.decode(d)
 		case "value":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Value, d)
+			err = decStringSeen(&x.Value, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -137,11 +125,7 @@ func (x *AlertInstance) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "analysis_key":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.AnalysisKey, d)
+			err = decStringSeen(&x.AnalysisKey, d, &seen[0], 1<<0)
 		case "category":
 			err = decStringPtr(&x.Category, d)
 		case "classifications":
@@ -149,21 +133,13 @@ func (x *AlertInstance) decode(d *decoder) error {
 		case "commit_sha":
 			err = decStringPtr(&x.CommitSHA, d)
 		case "environment":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Environment, d)
+			err = decStringSeen(&x.Environment, d, &seen[0], 1<<1)
 		case "location":
 			err = decPtr(&x.Location, d, (*AlertInstanceLocation).decode)
 		case "message":
 			err = decPtr(&x.Message, d, (*AlertInstanceMessage).decode)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<2)
 		case "state":
 			if d.null() {
 				break
@@ -354,31 +330,19 @@ func (x *App) decode(d *decoder) error {
 		case "slug":
 			err = decStringPtr(&x.Slug, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<0)
 		case "client_id":
 			err = decStringPtr(&x.ClientID, d)
 		case "owner":
 			err = decPtr(&x.Owner, d, (*AppOwner).decode)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "external_url":
 			err = decStringPtr(&x.ExternalURL, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "created_at":
 			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
@@ -1078,11 +1042,7 @@ func (x *BranchProtectionRule) decode(d *decoder) error {
 			seen[0] |= 1 << 11
 			err = x.MergeQueueEnforcementLevel.decode(d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<12)
 		case "pull_request_reviews_enforcement_level":
 			if d.null() {
 				break
@@ -1602,23 +1562,11 @@ func (x *CheckRun) decode(d *decoder) error {
 		case "details_url":
 			err = decStringPtr(&x.DetailsURL, d)
 		case "external_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.ExternalID, d)
+			err = decStringSeen(&x.ExternalID, d, &seen[0], 1<<1)
 		case "head_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HeadSHA, d)
+			err = decStringSeen(&x.HeadSHA, d, &seen[0], 1<<2)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<3)
 		case "id":
 			if d.null() {
 				break
@@ -1626,11 +1574,7 @@ func (x *CheckRun) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "node_id":
 			err = decStringPtr(&x.NodeID, d)
 		case "output":
@@ -1658,11 +1602,7 @@ func (x *CheckRun) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			err = x.Status.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<10)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -1775,11 +1715,7 @@ func (x *CheckRunOutput) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.AnnotationsCount, d)
 		case "annotations_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.AnnotationsURL, d)
+			err = decStringSeen(&x.AnnotationsURL, d, &seen[0], 1<<1)
 		case "summary":
 			err = decStringPtr(&x.Summary, d)
 		case "text":
@@ -1856,11 +1792,7 @@ func (x *CheckRunPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.Number, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<2)
 		case "head":
 			if d.null() {
 				break
@@ -1931,17 +1863,9 @@ func (x *CheckRunPullRequestBase) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<0)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<1)
 		case "repo":
 			if d.null() {
 				break
@@ -2049,11 +1973,7 @@ func (x *CheckSuite) decode(d *decoder) error {
 		case "before":
 			err = decStringPtr(&x.Before, d)
 		case "check_runs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.CheckRunsURL, d)
+			err = decStringSeen(&x.CheckRunsURL, d, &seen[0], 1<<1)
 		case "conclusion":
 			var p *string
 			err = decStringPtr(&p, d)
@@ -2073,11 +1993,7 @@ func (x *CheckSuite) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = x.HeadCommit.decode(d)
 		case "head_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.HeadSHA, d)
+			err = decStringSeen(&x.HeadSHA, d, &seen[0], 1<<4)
 		case "id":
 			if d.null() {
 				break
@@ -2091,11 +2007,7 @@ func (x *CheckSuite) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decInt64(&x.LatestCheckRunsCount, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<7)
 		case "pull_requests":
 			if d.null() {
 				break
@@ -2117,11 +2029,7 @@ func (x *CheckSuite) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<10)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -2232,23 +2140,11 @@ func (x *CodeOfConduct) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "key":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Key, d)
+			err = decStringSeen(&x.Key, d, &seen[0], 1<<0)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<2)
 		case "body":
 			err = decStringPtr(&x.Body, d)
 		case "html_url":
@@ -2311,23 +2207,11 @@ func (x *CodeOfConductSimple) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<0)
 		case "key":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Key, d)
+			err = decStringSeen(&x.Key, d, &seen[0], 1<<1)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "html_url":
 			err = decStringPtr(&x.HTMLURL, d)
 		default:
@@ -2400,11 +2284,7 @@ func (x *CodeScanningAlert) decode(d *decoder) error {
 		case "fixed_at":
 			err = decRaw(&x.FixedAt, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<0)
 		case "most_recent_instance":
 			err = decPtr(&x.MostRecentInstance, d, (*AlertInstance).decode)
 		case "number":
@@ -2426,11 +2306,7 @@ func (x *CodeScanningAlert) decode(d *decoder) error {
 		case "tool":
 			err = decPtr(&x.Tool, d, (*CodeScanningAlertTool).decode)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<3)
 		case "dismissal_approved_by":
 			err = decPtr(&x.DismissalApprovedBy, d, (*User).decode)
 		case "instances_url":
@@ -2543,17 +2419,9 @@ func (x *CodeScanningAlertRule) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<0)
 		case "id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.ID, d)
+			err = decStringSeen(&x.ID, d, &seen[0], 1<<1)
 		case "severity":
 			var p *string
 			err = decStringPtr(&p, d)
@@ -2638,11 +2506,7 @@ func (x *CodeScanningAlertTool) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<0)
 		case "version":
 			err = decStringPtr(&x.Version, d)
 		case "guid":
@@ -2709,11 +2573,7 @@ func (x *CodeScanningTool) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.SecurityAlertsThreshold.decode(d)
 		case "tool":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Tool, d)
+			err = decStringSeen(&x.Tool, d, &seen[0], 1<<2)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -2784,17 +2644,9 @@ func (x *Commit) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decBool(&x.Distinct, d)
 		case "id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.ID, d)
+			err = decStringSeen(&x.ID, d, &seen[0], 1<<3)
 		case "message":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Message, d)
+			err = decStringSeen(&x.Message, d, &seen[0], 1<<4)
 		case "modified":
 			err = decSlice(&x.Modified, d, decString)
 		case "removed":
@@ -2806,17 +2658,9 @@ func (x *Commit) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = x.Timestamp.decode(d)
 		case "tree_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.TreeID, d)
+			err = decStringSeen(&x.TreeID, d, &seen[0], 1<<6)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<7)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -2905,29 +2749,13 @@ func (x *CommitComment) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.AuthorAssociation.decode(d)
 		case "body":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Body, d)
+			err = decStringSeen(&x.Body, d, &seen[0], 1<<1)
 		case "commit_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CommitID, d)
+			err = decStringSeen(&x.CommitID, d, &seen[0], 1<<2)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<3)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<4)
 		case "id":
 			if d.null() {
 				break
@@ -2937,11 +2765,7 @@ func (x *CommitComment) decode(d *decoder) error {
 		case "line":
 			err = decInt64Ptr(&x.Line, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<6)
 		case "path":
 			err = decStringPtr(&x.Path, d)
 		case "position":
@@ -2949,17 +2773,9 @@ func (x *CommitComment) decode(d *decoder) error {
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<7)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<8)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -3060,11 +2876,7 @@ func (x *Committer) decode(d *decoder) error {
 		case "email":
 			err = decStringPtr(&x.Email, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<0)
 		case "username":
 			err = decStringPtr(&x.Username, d)
 		default:
@@ -3121,11 +2933,7 @@ func (x *CustomPropertyValue) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "property_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PropertyName, d)
+			err = decStringSeen(&x.PropertyName, d, &seen[0], 1<<0)
 		case "value":
 			err = decPtr(&x.Value, d, (*OrganizationCustomPropertyDefaultValue).decode)
 		default:
@@ -3204,17 +3012,9 @@ func (x *DependabotAlert) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = x.SecurityVulnerability.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<5)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "created_at":
 			if d.null() {
 				break
@@ -3402,17 +3202,9 @@ func (x *DependabotAlertPackage) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "ecosystem":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Ecosystem, d)
+			err = decStringSeen(&x.Ecosystem, d, &seen[0], 1<<0)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -3459,25 +3251,13 @@ func (x *DependabotAlertSecurityAdvisory) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "ghsa_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.GHSAID, d)
+			err = decStringSeen(&x.GHSAID, d, &seen[0], 1<<0)
 		case "cve_id":
 			err = decStringPtr(&x.CVEID, d)
 		case "summary":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Summary, d)
+			err = decStringSeen(&x.Summary, d, &seen[0], 1<<1)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<2)
 		case "vulnerabilities":
 			if d.null() {
 				break
@@ -3642,11 +3422,7 @@ func (x *DependabotAlertSecurityVulnerability) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Severity.decode(d)
 		case "vulnerable_version_range":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.VulnerableVersionRange, d)
+			err = decStringSeen(&x.VulnerableVersionRange, d, &seen[0], 1<<2)
 		case "first_patched_version":
 			err = decPtr(&x.FirstPatchedVersion, d, (*VulnerabilityFirstPatchedVersion).decode)
 		default:
@@ -3705,11 +3481,7 @@ func (x *DeployKey) decode(d *decoder) error {
 		case "added_by":
 			err = decStringPtr(&x.AddedBy, d)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<0)
 		case "id":
 			if d.null() {
 				break
@@ -3717,11 +3489,7 @@ func (x *DeployKey) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.ID, d)
 		case "key":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Key, d)
+			err = decStringSeen(&x.Key, d, &seen[0], 1<<2)
 		case "last_used":
 			err = decStringPtr(&x.LastUsed, d)
 		case "read_only":
@@ -3731,17 +3499,9 @@ func (x *DeployKey) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = decBool(&x.ReadOnly, d)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<4)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<5)
 		case "verified":
 			if d.null() {
 				break
@@ -3828,11 +3588,7 @@ func (x *Deployment) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<0)
 		case "id":
 			if d.null() {
 				break
@@ -3840,31 +3596,19 @@ func (x *Deployment) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<2)
 		case "sha":
 			err = decStringPtr(&x.SHA, d)
 		case "ref":
 			err = decStringPtr(&x.Ref, d)
 		case "task":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Task, d)
+			err = decStringSeen(&x.Task, d, &seen[0], 1<<3)
 		case "payload":
 			err = decPtr(&x.Payload, d, (*DeploymentPayload).decode)
 		case "original_environment":
 			err = decStringPtr(&x.OriginalEnvironment, d)
 		case "environment":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Environment, d)
+			err = decStringSeen(&x.Environment, d, &seen[0], 1<<4)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "creator":
@@ -3882,17 +3626,9 @@ func (x *Deployment) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = x.UpdatedAt.decode(d)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<7)
 		case "repository_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.RepositoryURL, d)
+			err = decStringSeen(&x.RepositoryURL, d, &seen[0], 1<<8)
 		case "transient_environment":
 			err = decBoolPtr(&x.TransientEnvironment, d)
 		case "production_environment":
@@ -4292,23 +4028,11 @@ func (x *DeploymentReviewWorkflowJobRun) decode(d *decoder) error {
 		case "conclusion":
 			err = decRaw(&x.Conclusion, d)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<0)
 		case "environment":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Environment, d)
+			err = decStringSeen(&x.Environment, d, &seen[0], 1<<1)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -4318,17 +4042,9 @@ func (x *DeploymentReviewWorkflowJobRun) decode(d *decoder) error {
 		case "name":
 			err = decStringPtr(&x.Name, d)
 		case "status":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Status, d)
+			err = decStringSeen(&x.Status, d, &seen[0], 1<<4)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<5)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -4399,31 +4115,15 @@ func (x *DeploymentStatus) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<0)
 		case "creator":
 			err = decPtr(&x.Creator, d, (*User).decode)
 		case "deployment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.DeploymentURL, d)
+			err = decStringSeen(&x.DeploymentURL, d, &seen[0], 1<<1)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<2)
 		case "environment":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Environment, d)
+			err = decStringSeen(&x.Environment, d, &seen[0], 1<<3)
 		case "environment_url":
 			err = decStringPtr(&x.EnvironmentURL, d)
 		case "id":
@@ -4435,43 +4135,19 @@ func (x *DeploymentStatus) decode(d *decoder) error {
 		case "log_url":
 			err = decStringPtr(&x.LogURL, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<5)
 		case "performed_via_github_app":
 			err = decPtr(&x.PerformedViaGithubApp, d, (*App).decode)
 		case "repository_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.RepositoryURL, d)
+			err = decStringSeen(&x.RepositoryURL, d, &seen[0], 1<<6)
 		case "state":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.State, d)
+			err = decStringSeen(&x.State, d, &seen[0], 1<<7)
 		case "target_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.TargetURL, d)
+			err = decStringSeen(&x.TargetURL, d, &seen[0], 1<<8)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<9)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<10)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -4576,29 +4252,13 @@ func (x *DeploymentStatusCheckRun) decode(d *decoder) error {
 			err = decStringPtr(&p, d)
 			x.Conclusion = (*DeploymentStatusCheckRunConclusion)(p)
 		case "details_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.DetailsURL, d)
+			err = decStringSeen(&x.DetailsURL, d, &seen[0], 1<<0)
 		case "external_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.ExternalID, d)
+			err = decStringSeen(&x.ExternalID, d, &seen[0], 1<<1)
 		case "head_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HeadSHA, d)
+			err = decStringSeen(&x.HeadSHA, d, &seen[0], 1<<2)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<3)
 		case "id":
 			if d.null() {
 				break
@@ -4606,17 +4266,9 @@ func (x *DeploymentStatusCheckRun) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<6)
 		case "started_at":
 			if d.null() {
 				break
@@ -4630,11 +4282,7 @@ func (x *DeploymentStatusCheckRun) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = x.Status.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<9)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -4733,11 +4381,7 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.CheckSuiteID, d)
 		case "check_suite_node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.CheckSuiteNodeID, d)
+			err = decStringSeen(&x.CheckSuiteNodeID, d, &seen[0], 1<<1)
 		case "check_suite_url":
 			err = decStringPtr(&x.CheckSuiteURL, d)
 		case "conclusion":
@@ -4753,33 +4397,17 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 		case "display_title":
 			err = decStringPtr(&x.DisplayTitle, d)
 		case "event":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Event, d)
+			err = decStringSeen(&x.Event, d, &seen[0], 1<<3)
 		case "head_branch":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.HeadBranch, d)
+			err = decStringSeen(&x.HeadBranch, d, &seen[0], 1<<4)
 		case "head_commit":
 			err = decRaw(&x.HeadCommit, d)
 		case "head_repository":
 			err = decPtr(&x.HeadRepository, d, (*DeploymentWorkflowRunHeadRepository).decode)
 		case "head_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.HeadSHA, d)
+			err = decStringSeen(&x.HeadSHA, d, &seen[0], 1<<5)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "id":
 			if d.null() {
 				break
@@ -4791,17 +4419,9 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 		case "logs_url":
 			err = decStringPtr(&x.LogsURL, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<8)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<9)
 		case "path":
 			err = decStringPtr(&x.Path, d)
 		case "previous_attempt_url":
@@ -4851,11 +4471,7 @@ func (x *DeploymentWorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 15
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<16)
 		case "workflow_id":
 			if d.null() {
 				break
@@ -5367,11 +4983,7 @@ func (x *Discussion) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.AuthorAssociation.decode(d)
 		case "body":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Body, d)
+			err = decStringSeen(&x.Body, d, &seen[0], 1<<1)
 		case "category":
 			if d.null() {
 				break
@@ -5391,11 +5003,7 @@ func (x *Discussion) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = x.CreatedAt.decode(d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<5)
 		case "id":
 			if d.null() {
 				break
@@ -5409,11 +5017,7 @@ func (x *Discussion) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decBool(&x.Locked, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<8)
 		case "number":
 			if d.null() {
 				break
@@ -5423,11 +5027,7 @@ func (x *Discussion) decode(d *decoder) error {
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "repository_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.RepositoryURL, d)
+			err = decStringSeen(&x.RepositoryURL, d, &seen[0], 1<<10)
 		case "state":
 			if d.null() {
 				break
@@ -5441,11 +5041,7 @@ func (x *Discussion) decode(d *decoder) error {
 		case "timeline_url":
 			err = decStringPtr(&x.TimelineURL, d)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<12)
 		case "updated_at":
 			if d.null() {
 				break
@@ -5592,11 +5188,7 @@ func (x *DiscussionAnswer) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.AuthorAssociation.decode(d)
 		case "body":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Body, d)
+			err = decStringSeen(&x.Body, d, &seen[0], 1<<1)
 		case "child_comment_count":
 			if d.null() {
 				break
@@ -5616,11 +5208,7 @@ func (x *DiscussionAnswer) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.DiscussionID, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<5)
 		case "id":
 			if d.null() {
 				break
@@ -5628,21 +5216,13 @@ func (x *DiscussionAnswer) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<7)
 		case "parent_id":
 			err = decRaw(&x.ParentID, d)
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "repository_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.RepositoryURL, d)
+			err = decStringSeen(&x.RepositoryURL, d, &seen[0], 1<<8)
 		case "updated_at":
 			if d.null() {
 				break
@@ -5747,17 +5327,9 @@ func (x *DiscussionCategory) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.CreatedAt.decode(d)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<1)
 		case "emoji":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Emoji, d)
+			err = decStringSeen(&x.Emoji, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -5771,11 +5343,7 @@ func (x *DiscussionCategory) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decBool(&x.IsAnswerable, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "node_id":
 			err = decStringPtr(&x.NodeID, d)
 		case "repository_id":
@@ -5785,17 +5353,9 @@ func (x *DiscussionCategory) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decInt64(&x.RepositoryID, d)
 		case "slug":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.Slug, d)
+			err = decStringSeen(&x.Slug, d, &seen[0], 1<<7)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<8)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -5974,11 +5534,7 @@ func (x *DiscussionComment) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.AuthorAssociation.decode(d)
 		case "body":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Body, d)
+			err = decStringSeen(&x.Body, d, &seen[0], 1<<1)
 		case "child_comment_count":
 			if d.null() {
 				break
@@ -5986,11 +5542,7 @@ func (x *DiscussionComment) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decInt64(&x.ChildCommentCount, d)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<3)
 		case "discussion_id":
 			if d.null() {
 				break
@@ -5998,11 +5550,7 @@ func (x *DiscussionComment) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.DiscussionID, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<5)
 		case "id":
 			if d.null() {
 				break
@@ -6010,27 +5558,15 @@ func (x *DiscussionComment) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<7)
 		case "parent_id":
 			err = decInt64Ptr(&x.ParentID, d)
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "repository_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.RepositoryURL, d)
+			err = decStringSeen(&x.RepositoryURL, d, &seen[0], 1<<8)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<9)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -6323,11 +5859,7 @@ func (x *Enterprise) decode(d *decoder) error {
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<0)
 		case "website_url":
 			err = decStringPtr(&x.WebsiteURL, d)
 		case "id":
@@ -6337,33 +5869,17 @@ func (x *Enterprise) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<2)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<3)
 		case "slug":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Slug, d)
+			err = decStringSeen(&x.Slug, d, &seen[0], 1<<4)
 		case "created_at":
 			err = decTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
 			err = decTimestampPtr(&x.UpdatedAt, d)
 		case "avatar_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.AvatarURL, d)
+			err = decStringSeen(&x.AvatarURL, d, &seen[0], 1<<5)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -6448,23 +5964,11 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "full_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.FullName, d)
+			err = decStringSeen(&x.FullName, d, &seen[0], 1<<3)
 		case "owner":
 			if d.null() {
 				break
@@ -6478,11 +5982,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = decBool(&x.Private, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "fork":
@@ -6492,253 +5992,89 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decBool(&x.Fork, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<8)
 		case "archive_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.ArchiveURL, d)
+			err = decStringSeen(&x.ArchiveURL, d, &seen[0], 1<<9)
 		case "assignees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.AssigneesURL, d)
+			err = decStringSeen(&x.AssigneesURL, d, &seen[0], 1<<10)
 		case "blobs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.BlobsURL, d)
+			err = decStringSeen(&x.BlobsURL, d, &seen[0], 1<<11)
 		case "branches_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.BranchesURL, d)
+			err = decStringSeen(&x.BranchesURL, d, &seen[0], 1<<12)
 		case "collaborators_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 13
-			err = decString(&x.CollaboratorsURL, d)
+			err = decStringSeen(&x.CollaboratorsURL, d, &seen[0], 1<<13)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<14)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 15
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<15)
 		case "compare_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.CompareURL, d)
+			err = decStringSeen(&x.CompareURL, d, &seen[0], 1<<16)
 		case "contents_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 17
-			err = decString(&x.ContentsURL, d)
+			err = decStringSeen(&x.ContentsURL, d, &seen[0], 1<<17)
 		case "contributors_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 18
-			err = decString(&x.ContributorsURL, d)
+			err = decStringSeen(&x.ContributorsURL, d, &seen[0], 1<<18)
 		case "deployments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 19
-			err = decString(&x.DeploymentsURL, d)
+			err = decStringSeen(&x.DeploymentsURL, d, &seen[0], 1<<19)
 		case "downloads_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 20
-			err = decString(&x.DownloadsURL, d)
+			err = decStringSeen(&x.DownloadsURL, d, &seen[0], 1<<20)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 21
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<21)
 		case "forks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 22
-			err = decString(&x.ForksURL, d)
+			err = decStringSeen(&x.ForksURL, d, &seen[0], 1<<22)
 		case "git_commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.GitCommitsURL, d)
+			err = decStringSeen(&x.GitCommitsURL, d, &seen[0], 1<<23)
 		case "git_refs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 24
-			err = decString(&x.GitRefsURL, d)
+			err = decStringSeen(&x.GitRefsURL, d, &seen[0], 1<<24)
 		case "git_tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.GitTagsURL, d)
+			err = decStringSeen(&x.GitTagsURL, d, &seen[0], 1<<25)
 		case "git_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 26
-			err = decString(&x.GitURL, d)
+			err = decStringSeen(&x.GitURL, d, &seen[0], 1<<26)
 		case "issue_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 27
-			err = decString(&x.IssueCommentURL, d)
+			err = decStringSeen(&x.IssueCommentURL, d, &seen[0], 1<<27)
 		case "issue_events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 28
-			err = decString(&x.IssueEventsURL, d)
+			err = decStringSeen(&x.IssueEventsURL, d, &seen[0], 1<<28)
 		case "issues_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 29
-			err = decString(&x.IssuesURL, d)
+			err = decStringSeen(&x.IssuesURL, d, &seen[0], 1<<29)
 		case "keys_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 30
-			err = decString(&x.KeysURL, d)
+			err = decStringSeen(&x.KeysURL, d, &seen[0], 1<<30)
 		case "labels_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 31
-			err = decString(&x.LabelsURL, d)
+			err = decStringSeen(&x.LabelsURL, d, &seen[0], 1<<31)
 		case "languages_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 32
-			err = decString(&x.LanguagesURL, d)
+			err = decStringSeen(&x.LanguagesURL, d, &seen[0], 1<<32)
 		case "merges_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 33
-			err = decString(&x.MergesURL, d)
+			err = decStringSeen(&x.MergesURL, d, &seen[0], 1<<33)
 		case "milestones_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 34
-			err = decString(&x.MilestonesURL, d)
+			err = decStringSeen(&x.MilestonesURL, d, &seen[0], 1<<34)
 		case "notifications_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 35
-			err = decString(&x.NotificationsURL, d)
+			err = decStringSeen(&x.NotificationsURL, d, &seen[0], 1<<35)
 		case "pulls_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 36
-			err = decString(&x.PullsURL, d)
+			err = decStringSeen(&x.PullsURL, d, &seen[0], 1<<36)
 		case "releases_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 37
-			err = decString(&x.ReleasesURL, d)
+			err = decStringSeen(&x.ReleasesURL, d, &seen[0], 1<<37)
 		case "ssh_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 38
-			err = decString(&x.SSHURL, d)
+			err = decStringSeen(&x.SSHURL, d, &seen[0], 1<<38)
 		case "stargazers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 39
-			err = decString(&x.StargazersURL, d)
+			err = decStringSeen(&x.StargazersURL, d, &seen[0], 1<<39)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 40
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<40)
 		case "subscribers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 41
-			err = decString(&x.SubscribersURL, d)
+			err = decStringSeen(&x.SubscribersURL, d, &seen[0], 1<<41)
 		case "subscription_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 42
-			err = decString(&x.SubscriptionURL, d)
+			err = decStringSeen(&x.SubscriptionURL, d, &seen[0], 1<<42)
 		case "tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 43
-			err = decString(&x.TagsURL, d)
+			err = decStringSeen(&x.TagsURL, d, &seen[0], 1<<43)
 		case "teams_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 44
-			err = decString(&x.TeamsURL, d)
+			err = decStringSeen(&x.TeamsURL, d, &seen[0], 1<<44)
 		case "trees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 45
-			err = decString(&x.TreesURL, d)
+			err = decStringSeen(&x.TreesURL, d, &seen[0], 1<<45)
 		case "clone_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 46
-			err = decString(&x.CloneURL, d)
+			err = decStringSeen(&x.CloneURL, d, &seen[0], 1<<46)
 		case "mirror_url":
 			err = decStringPtr(&x.MirrorURL, d)
 		case "hooks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 47
-			err = decString(&x.HooksURL, d)
+			err = decStringSeen(&x.HooksURL, d, &seen[0], 1<<47)
 		case "svn_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 48
-			err = decString(&x.SvnURL, d)
+			err = decStringSeen(&x.SvnURL, d, &seen[0], 1<<48)
 		case "homepage":
 			err = decStringPtr(&x.Homepage, d)
 		case "language":
@@ -6768,11 +6104,7 @@ func (x *FullRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 52
 			err = decInt64(&x.Size, d)
 		case "default_branch":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 53
-			err = decString(&x.DefaultBranch, d)
+			err = decStringSeen(&x.DefaultBranch, d, &seen[0], 1<<53)
 		case "open_issues_count":
 			if d.null() {
 				break
@@ -7391,31 +6723,15 @@ func (x *GollumPage) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Action.decode(d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<1)
 		case "page_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.PageName, d)
+			err = decStringSeen(&x.PageName, d, &seen[0], 1<<2)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<3)
 		case "summary":
 			err = decStringPtr(&x.Summary, d)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<4)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -7545,23 +6861,11 @@ func (x *Installation) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.RepositorySelection.decode(d)
 		case "access_tokens_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.AccessTokensURL, d)
+			err = decStringSeen(&x.AccessTokensURL, d, &seen[0], 1<<2)
 		case "repositories_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.RepositoriesURL, d)
+			err = decStringSeen(&x.RepositoriesURL, d, &seen[0], 1<<3)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<4)
 		case "app_id":
 			if d.null() {
 				break
@@ -7577,11 +6881,7 @@ func (x *Installation) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decInt64(&x.TargetID, d)
 		case "target_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.TargetType, d)
+			err = decStringSeen(&x.TargetType, d, &seen[0], 1<<7)
 		case "permissions":
 			if d.null() {
 				break
@@ -7742,11 +7042,7 @@ func (x *InstallationCreatedRepository) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "full_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.FullName, d)
+			err = decStringSeen(&x.FullName, d, &seen[0], 1<<0)
 		case "id":
 			if d.null() {
 				break
@@ -7754,17 +7050,9 @@ func (x *InstallationCreatedRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<3)
 		case "private":
 			if d.null() {
 				break
@@ -7831,11 +7119,7 @@ func (x *InstallationTargetAccount) decode(d *decoder) error {
 		case "archived_at":
 			err = decStringPtr(&x.ArchivedAt, d)
 		case "avatar_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.AvatarURL, d)
+			err = decStringSeen(&x.AvatarURL, d, &seen[0], 1<<0)
 		case "created_at":
 			err = decStringPtr(&x.CreatedAt, d)
 		case "description":
@@ -7861,11 +7145,7 @@ func (x *InstallationTargetAccount) decode(d *decoder) error {
 		case "hooks_url":
 			err = decStringPtr(&x.HooksURL, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<1)
 		case "id":
 			if d.null() {
 				break
@@ -7883,11 +7163,7 @@ func (x *InstallationTargetAccount) decode(d *decoder) error {
 		case "name":
 			err = decStringPtr(&x.Name, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<3)
 		case "organizations_url":
 			err = decStringPtr(&x.OrganizationsURL, d)
 		case "public_gists":
@@ -8157,47 +7433,19 @@ func (x *Issue) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<2)
 		case "repository_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.RepositoryURL, d)
+			err = decStringSeen(&x.RepositoryURL, d, &seen[0], 1<<3)
 		case "labels_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.LabelsURL, d)
+			err = decStringSeen(&x.LabelsURL, d, &seen[0], 1<<4)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<5)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<6)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<7)
 		case "number":
 			if d.null() {
 				break
@@ -8213,11 +7461,7 @@ func (x *Issue) decode(d *decoder) error {
 			err = decStringPtr(&p, d)
 			x.StateReason = (*IssueStateReason)(p)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<9)
 		case "body":
 			err = decStringPtr(&x.Body, d)
 		case "user":
@@ -8488,11 +7732,7 @@ func (x *IssueComment) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.AuthorAssociation.decode(d)
 		case "body":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Body, d)
+			err = decStringSeen(&x.Body, d, &seen[0], 1<<1)
 		case "created_at":
 			if d.null() {
 				break
@@ -8500,11 +7740,7 @@ func (x *IssueComment) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = x.CreatedAt.decode(d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<3)
 		case "id":
 			if d.null() {
 				break
@@ -8512,17 +7748,9 @@ func (x *IssueComment) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.ID, d)
 		case "issue_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.IssueURL, d)
+			err = decStringSeen(&x.IssueURL, d, &seen[0], 1<<5)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<6)
 		case "performed_via_github_app":
 			err = decPtr(&x.PerformedViaGithubApp, d, (*App).decode)
 		case "reactions":
@@ -8534,11 +7762,7 @@ func (x *IssueComment) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<8)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -8751,11 +7975,7 @@ func (x *IssueFieldValue) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.IssueFieldID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "data_type":
 			if d.null() {
 				break
@@ -8830,17 +8050,9 @@ func (x *IssueFieldValueSingleSelectOption) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "color":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Color, d)
+			err = decStringSeen(&x.Color, d, &seen[0], 1<<2)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -8962,17 +8174,9 @@ func (x *IssueType) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "color":
@@ -9181,23 +8385,11 @@ func (x *Label) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<3)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<4)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -9317,27 +8509,15 @@ func (x *License) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "key":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Key, d)
+			err = decStringSeen(&x.Key, d, &seen[0], 1<<0)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "url":
 			err = decStringPtr(&x.URL, d)
 		case "spdx_id":
 			err = decStringPtr(&x.SPDXID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<2)
 		case "html_url":
 			err = decStringPtr(&x.HTMLURL, d)
 		default:
@@ -9402,11 +8582,7 @@ func (x *Link) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "href":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Href, d)
+			err = decStringSeen(&x.Href, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -9455,11 +8631,7 @@ func (x *MarketplacePurchase) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Account.decode(d)
 		case "billing_cycle":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.BillingCycle, d)
+			err = decStringSeen(&x.BillingCycle, d, &seen[0], 1<<1)
 		case "free_trial_ends_on":
 			err = decStringPtr(&x.FreeTrialEndsOn, d)
 		case "next_billing_date":
@@ -9550,25 +8722,13 @@ func (x *MarketplacePurchaseAccount) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "login":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Login, d)
+			err = decStringSeen(&x.Login, d, &seen[0], 1<<1)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<2)
 		case "organization_billing_email":
 			err = decStringPtr(&x.OrganizationBillingEmail, d)
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<3)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -9633,11 +8793,7 @@ func (x *MarketplacePurchasePlan) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decSlice(&x.Bullets, d, decStringPtr)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<1)
 		case "has_free_trial":
 			if d.null() {
 				break
@@ -9657,11 +8813,7 @@ func (x *MarketplacePurchasePlan) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.MonthlyPriceInCents, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "price_model":
 			if d.null() {
 				break
@@ -9852,11 +9004,7 @@ func (x *MemberChangesRoleName) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "to":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.To, d)
+			err = decStringSeen(&x.To, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -9899,33 +9047,17 @@ func (x *Membership) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "organization_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.OrganizationURL, d)
+			err = decStringSeen(&x.OrganizationURL, d, &seen[0], 1<<0)
 		case "role":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Role, d)
+			err = decStringSeen(&x.Role, d, &seen[0], 1<<1)
 		case "direct_membership":
 			err = decBoolPtr(&x.DirectMembership, d)
 		case "enterprise_teams_providing_indirect_membership":
 			err = decSlice(&x.EnterpriseTeamsProvidingIndirectMembership, d, decString)
 		case "state":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.State, d)
+			err = decStringSeen(&x.State, d, &seen[0], 1<<2)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<3)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -9994,29 +9126,13 @@ func (x *MergeGroup) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "head_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.HeadSHA, d)
+			err = decStringSeen(&x.HeadSHA, d, &seen[0], 1<<0)
 		case "head_ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HeadRef, d)
+			err = decStringSeen(&x.HeadRef, d, &seen[0], 1<<1)
 		case "base_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.BaseSHA, d)
+			err = decStringSeen(&x.BaseSHA, d, &seen[0], 1<<2)
 		case "base_ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.BaseRef, d)
+			err = decStringSeen(&x.BaseRef, d, &seen[0], 1<<3)
 		case "head_commit":
 			if d.null() {
 				break
@@ -10081,23 +9197,11 @@ func (x *MergeGroupSimpleCommit) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.ID, d)
+			err = decStringSeen(&x.ID, d, &seen[0], 1<<0)
 		case "tree_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.TreeID, d)
+			err = decStringSeen(&x.TreeID, d, &seen[0], 1<<1)
 		case "message":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Message, d)
+			err = decStringSeen(&x.Message, d, &seen[0], 1<<2)
 		case "timestamp":
 			if d.null() {
 				break
@@ -10170,17 +9274,9 @@ func (x *MergeGroupSimpleCommitAuthor) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<0)
 		case "email":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Email, d)
+			err = decStringSeen(&x.Email, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -10239,11 +9335,7 @@ func (x *MetaHook) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Config.decode(d)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<2)
 		case "events":
 			if d.null() {
 				break
@@ -10257,23 +9349,11 @@ func (x *MetaHook) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<6)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<7)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -10350,19 +9430,11 @@ func (x *MetaHookConfig) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.ContentType.decode(d)
 		case "insecure_ssl":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.InsecureSSL, d)
+			err = decStringSeen(&x.InsecureSSL, d, &seen[0], 1<<1)
 		case "secret":
 			err = decStringPtr(&x.Secret, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<2)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -10417,23 +9489,11 @@ func (x *Milestone) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<0)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<1)
 		case "labels_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.LabelsURL, d)
+			err = decStringSeen(&x.LabelsURL, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -10441,11 +9501,7 @@ func (x *Milestone) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<4)
 		case "number":
 			if d.null() {
 				break
@@ -10459,11 +9515,7 @@ func (x *Milestone) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = x.State.decode(d)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<7)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "creator":
@@ -10657,23 +9709,11 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "full_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.FullName, d)
+			err = decStringSeen(&x.FullName, d, &seen[0], 1<<3)
 		case "owner":
 			if d.null() {
 				break
@@ -10687,11 +9727,7 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = decBool(&x.Private, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "fork":
@@ -10701,235 +9737,87 @@ func (x *MinimalRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decBool(&x.Fork, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<8)
 		case "archive_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.ArchiveURL, d)
+			err = decStringSeen(&x.ArchiveURL, d, &seen[0], 1<<9)
 		case "assignees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.AssigneesURL, d)
+			err = decStringSeen(&x.AssigneesURL, d, &seen[0], 1<<10)
 		case "blobs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.BlobsURL, d)
+			err = decStringSeen(&x.BlobsURL, d, &seen[0], 1<<11)
 		case "branches_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.BranchesURL, d)
+			err = decStringSeen(&x.BranchesURL, d, &seen[0], 1<<12)
 		case "collaborators_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 13
-			err = decString(&x.CollaboratorsURL, d)
+			err = decStringSeen(&x.CollaboratorsURL, d, &seen[0], 1<<13)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<14)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 15
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<15)
 		case "compare_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.CompareURL, d)
+			err = decStringSeen(&x.CompareURL, d, &seen[0], 1<<16)
 		case "contents_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 17
-			err = decString(&x.ContentsURL, d)
+			err = decStringSeen(&x.ContentsURL, d, &seen[0], 1<<17)
 		case "contributors_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 18
-			err = decString(&x.ContributorsURL, d)
+			err = decStringSeen(&x.ContributorsURL, d, &seen[0], 1<<18)
 		case "deployments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 19
-			err = decString(&x.DeploymentsURL, d)
+			err = decStringSeen(&x.DeploymentsURL, d, &seen[0], 1<<19)
 		case "downloads_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 20
-			err = decString(&x.DownloadsURL, d)
+			err = decStringSeen(&x.DownloadsURL, d, &seen[0], 1<<20)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 21
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<21)
 		case "forks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 22
-			err = decString(&x.ForksURL, d)
+			err = decStringSeen(&x.ForksURL, d, &seen[0], 1<<22)
 		case "git_commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.GitCommitsURL, d)
+			err = decStringSeen(&x.GitCommitsURL, d, &seen[0], 1<<23)
 		case "git_refs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 24
-			err = decString(&x.GitRefsURL, d)
+			err = decStringSeen(&x.GitRefsURL, d, &seen[0], 1<<24)
 		case "git_tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.GitTagsURL, d)
+			err = decStringSeen(&x.GitTagsURL, d, &seen[0], 1<<25)
 		case "git_url":
 			err = decStringPtr(&x.GitURL, d)
 		case "issue_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 26
-			err = decString(&x.IssueCommentURL, d)
+			err = decStringSeen(&x.IssueCommentURL, d, &seen[0], 1<<26)
 		case "issue_events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 27
-			err = decString(&x.IssueEventsURL, d)
+			err = decStringSeen(&x.IssueEventsURL, d, &seen[0], 1<<27)
 		case "issues_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 28
-			err = decString(&x.IssuesURL, d)
+			err = decStringSeen(&x.IssuesURL, d, &seen[0], 1<<28)
 		case "keys_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 29
-			err = decString(&x.KeysURL, d)
+			err = decStringSeen(&x.KeysURL, d, &seen[0], 1<<29)
 		case "labels_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 30
-			err = decString(&x.LabelsURL, d)
+			err = decStringSeen(&x.LabelsURL, d, &seen[0], 1<<30)
 		case "languages_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 31
-			err = decString(&x.LanguagesURL, d)
+			err = decStringSeen(&x.LanguagesURL, d, &seen[0], 1<<31)
 		case "merges_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 32
-			err = decString(&x.MergesURL, d)
+			err = decStringSeen(&x.MergesURL, d, &seen[0], 1<<32)
 		case "milestones_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 33
-			err = decString(&x.MilestonesURL, d)
+			err = decStringSeen(&x.MilestonesURL, d, &seen[0], 1<<33)
 		case "notifications_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 34
-			err = decString(&x.NotificationsURL, d)
+			err = decStringSeen(&x.NotificationsURL, d, &seen[0], 1<<34)
 		case "pulls_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 35
-			err = decString(&x.PullsURL, d)
+			err = decStringSeen(&x.PullsURL, d, &seen[0], 1<<35)
 		case "releases_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 36
-			err = decString(&x.ReleasesURL, d)
+			err = decStringSeen(&x.ReleasesURL, d, &seen[0], 1<<36)
 		case "ssh_url":
 			err = decStringPtr(&x.SSHURL, d)
 		case "stargazers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 37
-			err = decString(&x.StargazersURL, d)
+			err = decStringSeen(&x.StargazersURL, d, &seen[0], 1<<37)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 38
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<38)
 		case "subscribers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 39
-			err = decString(&x.SubscribersURL, d)
+			err = decStringSeen(&x.SubscribersURL, d, &seen[0], 1<<39)
 		case "subscription_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 40
-			err = decString(&x.SubscriptionURL, d)
+			err = decStringSeen(&x.SubscriptionURL, d, &seen[0], 1<<40)
 		case "tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 41
-			err = decString(&x.TagsURL, d)
+			err = decStringSeen(&x.TagsURL, d, &seen[0], 1<<41)
 		case "teams_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 42
-			err = decString(&x.TeamsURL, d)
+			err = decStringSeen(&x.TeamsURL, d, &seen[0], 1<<42)
 		case "trees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 43
-			err = decString(&x.TreesURL, d)
+			err = decStringSeen(&x.TreesURL, d, &seen[0], 1<<43)
 		case "clone_url":
 			err = decStringPtr(&x.CloneURL, d)
 		case "mirror_url":
 			err = decStringPtr(&x.MirrorURL, d)
 		case "hooks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 44
-			err = decString(&x.HooksURL, d)
+			err = decStringSeen(&x.HooksURL, d, &seen[0], 1<<44)
 		case "svn_url":
 			err = decStringPtr(&x.SvnURL, d)
 		case "homepage":
@@ -11526,11 +10414,7 @@ func (x *Organization) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "login":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Login, d)
+			err = decStringSeen(&x.Login, d, &seen[0], 1<<0)
 		case "id":
 			if d.null() {
 				break
@@ -11538,59 +10422,23 @@ func (x *Organization) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<2)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<3)
 		case "repos_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.ReposURL, d)
+			err = decStringSeen(&x.ReposURL, d, &seen[0], 1<<4)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<5)
 		case "hooks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HooksURL, d)
+			err = decStringSeen(&x.HooksURL, d, &seen[0], 1<<6)
 		case "issues_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.IssuesURL, d)
+			err = decStringSeen(&x.IssuesURL, d, &seen[0], 1<<7)
 		case "members_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.MembersURL, d)
+			err = decStringSeen(&x.MembersURL, d, &seen[0], 1<<8)
 		case "public_members_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.PublicMembersURL, d)
+			err = decStringSeen(&x.PublicMembersURL, d, &seen[0], 1<<9)
 		case "avatar_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.AvatarURL, d)
+			err = decStringSeen(&x.AvatarURL, d, &seen[0], 1<<10)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		default:
@@ -11679,11 +10527,7 @@ func (x *OrganizationCustomProperty) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "property_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PropertyName, d)
+			err = decStringSeen(&x.PropertyName, d, &seen[0], 1<<0)
 		case "url":
 			err = decStringPtr(&x.URL, d)
 		case "source_type":
@@ -11798,27 +10642,15 @@ func (x *OrganizationMemberInvitedInvitation) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decFloat64(&x.ID, d)
 		case "invitation_teams_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.InvitationTeamsURL, d)
+			err = decStringSeen(&x.InvitationTeamsURL, d, &seen[0], 1<<2)
 		case "inviter":
 			err = decPtr(&x.Inviter, d, (*User).decode)
 		case "login":
 			err = decStringPtr(&x.Login, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<3)
 		case "role":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Role, d)
+			err = decStringSeen(&x.Role, d, &seen[0], 1<<4)
 		case "team_count":
 			if d.null() {
 				break
@@ -11999,17 +10831,9 @@ func (x *Package) decode(d *decoder) error {
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "ecosystem":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Ecosystem, d)
+			err = decStringSeen(&x.Ecosystem, d, &seen[0], 1<<0)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<1)
 		case "id":
 			if d.null() {
 				break
@@ -12017,25 +10841,13 @@ func (x *Package) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<3)
 		case "namespace":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Namespace, d)
+			err = decStringSeen(&x.Namespace, d, &seen[0], 1<<4)
 		case "owner":
 			err = decPtr(&x.Owner, d, (*User).decode)
 		case "package_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.PackageType, d)
+			err = decStringSeen(&x.PackageType, d, &seen[0], 1<<5)
 		case "package_version":
 			err = decPtr(&x.PackageVersion, d, (*PackageVersion).decode)
 		case "registry":
@@ -12128,35 +10940,15 @@ func (x *PackageRegistry) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "about_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.AboutURL, d)
+			err = decStringSeen(&x.AboutURL, d, &seen[0], 1<<0)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<2)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<3)
 		case "vendor":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Vendor, d)
+			err = decStringSeen(&x.Vendor, d, &seen[0], 1<<4)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -12225,21 +11017,13 @@ func (x *PackageVersion) decode(d *decoder) error {
 		case "created_at":
 			err = decStringPtr(&x.CreatedAt, d)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<0)
 		case "docker_metadata":
 			err = decSlice(&x.DockerMetadata, d, (*PackageVersionDockerMetadata).decode)
 		case "draft":
 			err = decBoolPtr(&x.Draft, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<1)
 		case "id":
 			if d.null() {
 				break
@@ -12247,11 +11031,7 @@ func (x *PackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decInt64(&x.ID, d)
 		case "installation_command":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.InstallationCommand, d)
+			err = decStringSeen(&x.InstallationCommand, d, &seen[0], 1<<3)
 		case "manifest":
 			err = decStringPtr(&x.Manifest, d)
 		case "metadata":
@@ -12261,11 +11041,7 @@ func (x *PackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decSlice(&x.Metadata, d, decRaw)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "npm_metadata":
 			err = decPtr(&x.NpmMetadata, d, (*PackageVersionNpmMetadata).decode)
 		case "nuget_metadata":
@@ -12287,11 +11063,7 @@ func (x *PackageVersion) decode(d *decoder) error {
 		case "source_url":
 			err = decStringPtr(&x.SourceURL, d)
 		case "summary":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.Summary, d)
+			err = decStringSeen(&x.Summary, d, &seen[0], 1<<7)
 		case "tag_name":
 			err = decStringPtr(&x.TagName, d)
 		case "target_commitish":
@@ -12301,11 +11073,7 @@ func (x *PackageVersion) decode(d *decoder) error {
 		case "updated_at":
 			err = decStringPtr(&x.UpdatedAt, d)
 		case "version":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.Version, d)
+			err = decStringSeen(&x.Version, d, &seen[0], 1<<8)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -12966,23 +11734,11 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "content_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.ContentType, d)
+			err = decStringSeen(&x.ContentType, d, &seen[0], 1<<0)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<1)
 		case "download_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.DownloadURL, d)
+			err = decStringSeen(&x.DownloadURL, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -12992,11 +11748,7 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 		case "md5":
 			err = decStringPtr(&x.MD5, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<4)
 		case "sha1":
 			err = decStringPtr(&x.SHA1, d)
 		case "sha256":
@@ -13010,11 +11762,7 @@ func (x *PackageVersionPackageFile) decode(d *decoder) error {
 		case "state":
 			err = decStringPtr(&x.State, d)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<6)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -13099,11 +11847,7 @@ func (x *PackageVersionRelease) decode(d *decoder) error {
 		case "author":
 			err = decPtr(&x.Author, d, (*User).decode)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<0)
 		case "draft":
 			if d.null() {
 				break
@@ -13111,11 +11855,7 @@ func (x *PackageVersionRelease) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decBool(&x.Draft, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -13131,29 +11871,13 @@ func (x *PackageVersionRelease) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decBool(&x.Prerelease, d)
 		case "published_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.PublishedAt, d)
+			err = decStringSeen(&x.PublishedAt, d, &seen[0], 1<<5)
 		case "tag_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.TagName, d)
+			err = decStringSeen(&x.TagName, d, &seen[0], 1<<6)
 		case "target_commitish":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.TargetCommitish, d)
+			err = decStringSeen(&x.TargetCommitish, d, &seen[0], 1<<7)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<8)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -13238,11 +11962,7 @@ func (x *PageBuild) decode(d *decoder) error {
 		case "commit":
 			err = decStringPtr(&x.Commit, d)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<0)
 		case "duration":
 			if d.null() {
 				break
@@ -13258,23 +11978,11 @@ func (x *PageBuild) decode(d *decoder) error {
 		case "pusher":
 			err = decPtr(&x.Pusher, d, (*User).decode)
 		case "status":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Status, d)
+			err = decStringSeen(&x.Status, d, &seen[0], 1<<3)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<4)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<5)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -13396,11 +12104,7 @@ func (x *PatternParameters) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Operator.decode(d)
 		case "pattern":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Pattern, d)
+			err = decStringSeen(&x.Pattern, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -13495,11 +12199,7 @@ func (x *PersonalAccessTokenRequest) decode(d *decoder) error {
 		case "repositories":
 			err = decSlice(&x.Repositories, d, (*InstallationCreatedRepository).decode)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<6)
 		case "token_id":
 			if d.null() {
 				break
@@ -13507,11 +12207,7 @@ func (x *PersonalAccessTokenRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decInt64(&x.TokenID, d)
 		case "token_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.TokenName, d)
+			err = decStringSeen(&x.TokenName, d, &seen[0], 1<<8)
 		case "token_expired":
 			if d.null() {
 				break
@@ -13671,11 +12367,7 @@ func (x *Project) decode(d *decoder) error {
 		case "body":
 			err = decStringPtr(&x.Body, d)
 		case "columns_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.ColumnsURL, d)
+			err = decStringSeen(&x.ColumnsURL, d, &seen[0], 1<<0)
 		case "created_at":
 			if d.null() {
 				break
@@ -13685,11 +12377,7 @@ func (x *Project) decode(d *decoder) error {
 		case "creator":
 			err = decPtr(&x.Creator, d, (*User).decode)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -13697,17 +12385,9 @@ func (x *Project) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<4)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<5)
 		case "number":
 			if d.null() {
 				break
@@ -13715,11 +12395,7 @@ func (x *Project) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decInt64(&x.Number, d)
 		case "owner_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.OwnerURL, d)
+			err = decStringSeen(&x.OwnerURL, d, &seen[0], 1<<7)
 		case "state":
 			if d.null() {
 				break
@@ -13733,11 +12409,7 @@ func (x *Project) decode(d *decoder) error {
 			seen[0] |= 1 << 9
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<10)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -13838,11 +12510,7 @@ func (x *ProjectCard) decode(d *decoder) error {
 		case "column_id":
 			err = decInt64Ptr(&x.ColumnID, d)
 		case "column_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.ColumnURL, d)
+			err = decStringSeen(&x.ColumnURL, d, &seen[0], 1<<1)
 		case "content_url":
 			err = decStringPtr(&x.ContentURL, d)
 		case "created_at":
@@ -13860,19 +12528,11 @@ func (x *ProjectCard) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<4)
 		case "note":
 			err = decStringPtr(&x.Note, d)
 		case "project_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.ProjectURL, d)
+			err = decStringSeen(&x.ProjectURL, d, &seen[0], 1<<5)
 		case "updated_at":
 			if d.null() {
 				break
@@ -13880,11 +12540,7 @@ func (x *ProjectCard) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<7)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -14159,11 +12815,7 @@ func (x *ProjectColumn) decode(d *decoder) error {
 		case "after_id":
 			err = decInt64Ptr(&x.AfterID, d)
 		case "cards_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CardsURL, d)
+			err = decStringSeen(&x.CardsURL, d, &seen[0], 1<<0)
 		case "created_at":
 			if d.null() {
 				break
@@ -14177,23 +12829,11 @@ func (x *ProjectColumn) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<3)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<4)
 		case "project_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.ProjectURL, d)
+			err = decStringSeen(&x.ProjectURL, d, &seen[0], 1<<5)
 		case "updated_at":
 			if d.null() {
 				break
@@ -14201,11 +12841,7 @@ func (x *ProjectColumn) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<7)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -14531,11 +13167,7 @@ func (x *ProjectsV2Item) decode(d *decoder) error {
 		case "project_node_id":
 			err = decStringPtr(&x.ProjectNodeID, d)
 		case "content_node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.ContentNodeID, d)
+			err = decStringSeen(&x.ContentNodeID, d, &seen[0], 1<<1)
 		case "content_type":
 			if d.null() {
 				break
@@ -15014,17 +13646,9 @@ func (x *ProjectsV2IterationSetting) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.ID, d)
+			err = decStringSeen(&x.ID, d, &seen[0], 1<<0)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<1)
 		case "title_html":
 			err = decStringPtr(&x.TitleHTML, d)
 		case "duration":
@@ -15101,11 +13725,7 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decFloat64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "owner":
 			if d.null() {
 				break
@@ -15119,11 +13739,7 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = x.Creator.decode(d)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<4)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "public":
@@ -15272,17 +13888,9 @@ func (x *ProjectsV2SingleSelectOption) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.ID, d)
+			err = decStringSeen(&x.ID, d, &seen[0], 1<<0)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "color":
 			err = decStringPtr(&x.Color, d)
 		case "description":
@@ -15347,11 +13955,7 @@ func (x *ProjectsV2StatusUpdate) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decFloat64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "project_node_id":
 			err = decStringPtr(&x.ProjectNodeID, d)
 		case "creator":
@@ -15566,11 +14170,7 @@ func (x *PullRequest) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<0)
 		case "id":
 			if d.null() {
 				break
@@ -15578,65 +14178,25 @@ func (x *PullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<2)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<3)
 		case "diff_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.DiffURL, d)
+			err = decStringSeen(&x.DiffURL, d, &seen[0], 1<<4)
 		case "patch_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.PatchURL, d)
+			err = decStringSeen(&x.PatchURL, d, &seen[0], 1<<5)
 		case "issue_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.IssueURL, d)
+			err = decStringSeen(&x.IssueURL, d, &seen[0], 1<<6)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<7)
 		case "review_comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.ReviewCommentsURL, d)
+			err = decStringSeen(&x.ReviewCommentsURL, d, &seen[0], 1<<8)
 		case "review_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.ReviewCommentURL, d)
+			err = decStringSeen(&x.ReviewCommentURL, d, &seen[0], 1<<9)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<10)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<11)
 		case "number":
 			if d.null() {
 				break
@@ -15656,11 +14216,7 @@ func (x *PullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 14
 			err = decBool(&x.Locked, d)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 15
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<15)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		case "body":
@@ -16108,11 +14664,7 @@ func (x *PullRequestBase) decode(d *decoder) error {
 		case "label":
 			err = decStringPtr(&x.Label, d)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<0)
 		case "repo":
 			if d.null() {
 				break
@@ -16120,11 +14672,7 @@ func (x *PullRequestBase) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Repo.decode(d)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<2)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -16297,19 +14845,11 @@ func (x *PullRequestHead) decode(d *decoder) error {
 		case "label":
 			err = decStringPtr(&x.Label, d)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<0)
 		case "repo":
 			err = decPtr(&x.Repo, d, (*Repository).decode)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<1)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -16501,17 +15041,9 @@ func (x *PullRequestReview) decode(d *decoder) error {
 		case "body":
 			err = decStringPtr(&x.Body, d)
 		case "commit_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CommitID, d)
+			err = decStringSeen(&x.CommitID, d, &seen[0], 1<<2)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<3)
 		case "id":
 			if d.null() {
 				break
@@ -16519,17 +15051,9 @@ func (x *PullRequestReview) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<5)
 		case "pull_request_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.PullRequestURL, d)
+			err = decStringSeen(&x.PullRequestURL, d, &seen[0], 1<<6)
 		case "state":
 			if d.null() {
 				break
@@ -16640,17 +15164,9 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.AuthorAssociation.decode(d)
 		case "body":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Body, d)
+			err = decStringSeen(&x.Body, d, &seen[0], 1<<2)
 		case "commit_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.CommitID, d)
+			err = decStringSeen(&x.CommitID, d, &seen[0], 1<<3)
 		case "created_at":
 			if d.null() {
 				break
@@ -16658,17 +15174,9 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = x.CreatedAt.decode(d)
 		case "diff_hunk":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.DiffHunk, d)
+			err = decStringSeen(&x.DiffHunk, d, &seen[0], 1<<5)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "id":
 			if d.null() {
 				break
@@ -16680,17 +15188,9 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 		case "line":
 			err = decInt64Ptr(&x.Line, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<8)
 		case "original_commit_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.OriginalCommitID, d)
+			err = decStringSeen(&x.OriginalCommitID, d, &seen[0], 1<<9)
 		case "original_line":
 			err = decInt64Ptr(&x.OriginalLine, d)
 		case "original_position":
@@ -16702,21 +15202,13 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 		case "original_start_line":
 			err = decInt64Ptr(&x.OriginalStartLine, d)
 		case "path":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.Path, d)
+			err = decStringSeen(&x.Path, d, &seen[0], 1<<11)
 		case "position":
 			err = decInt64Ptr(&x.Position, d)
 		case "pull_request_review_id":
 			err = decInt64Ptr(&x.PullRequestReviewID, d)
 		case "pull_request_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.PullRequestURL, d)
+			err = decStringSeen(&x.PullRequestURL, d, &seen[0], 1<<12)
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "side":
@@ -16740,11 +15232,7 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 			seen[0] |= 1 << 13
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<14)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -16996,29 +15484,13 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 		case "closed_at":
 			err = decStringPtr(&x.ClosedAt, d)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<4)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<5)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<6)
 		case "diff_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.DiffURL, d)
+			err = decStringSeen(&x.DiffURL, d, &seen[0], 1<<7)
 		case "draft":
 			err = decBoolPtr(&x.Draft, d)
 		case "head":
@@ -17028,11 +15500,7 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = x.Head.decode(d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<9)
 		case "id":
 			if d.null() {
 				break
@@ -17040,11 +15508,7 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			err = decInt64(&x.ID, d)
 		case "issue_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.IssueURL, d)
+			err = decStringSeen(&x.IssueURL, d, &seen[0], 1<<11)
 		case "labels":
 			if d.null() {
 				break
@@ -17064,11 +15528,7 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 		case "milestone":
 			err = decPtr(&x.Milestone, d, (*Milestone).decode)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<14)
 		case "number":
 			if d.null() {
 				break
@@ -17076,11 +15536,7 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 15
 			err = decInt64(&x.Number, d)
 		case "patch_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.PatchURL, d)
+			err = decStringSeen(&x.PatchURL, d, &seen[0], 1<<16)
 		case "requested_reviewers":
 			if d.null() {
 				break
@@ -17094,17 +15550,9 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 18
 			err = decSlice(&x.RequestedTeams, d, (*Team).decode)
 		case "review_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 19
-			err = decString(&x.ReviewCommentURL, d)
+			err = decStringSeen(&x.ReviewCommentURL, d, &seen[0], 1<<19)
 		case "review_comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 20
-			err = decString(&x.ReviewCommentsURL, d)
+			err = decStringSeen(&x.ReviewCommentsURL, d, &seen[0], 1<<20)
 		case "state":
 			if d.null() {
 				break
@@ -17112,29 +15560,13 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 21
 			err = x.State.decode(d)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 22
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<22)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<23)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 24
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<24)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<25)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -17319,17 +15751,9 @@ func (x *PullRequestReviewCommentPullRequestBase) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "label":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Label, d)
+			err = decStringSeen(&x.Label, d, &seen[0], 1<<0)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<1)
 		case "repo":
 			if d.null() {
 				break
@@ -17337,11 +15761,7 @@ func (x *PullRequestReviewCommentPullRequestBase) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = x.Repo.decode(d)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<3)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -17402,25 +15822,13 @@ func (x *PullRequestReviewCommentPullRequestHead) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "label":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Label, d)
+			err = decStringSeen(&x.Label, d, &seen[0], 1<<0)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<1)
 		case "repo":
 			err = decPtr(&x.Repo, d, (*Repository).decode)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<2)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -17544,11 +15952,7 @@ func (x *PullRequestReviewThread) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decSlice(&x.Comments, d, (*PullRequestReviewComment).decode)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -17649,11 +16053,7 @@ func (x *Reactions) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = decInt64(&x.TotalCount, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<9)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -17783,17 +16183,9 @@ func (x *RegistryPackage) decode(d *decoder) error {
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "ecosystem":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Ecosystem, d)
+			err = decStringSeen(&x.Ecosystem, d, &seen[0], 1<<0)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<1)
 		case "id":
 			if d.null() {
 				break
@@ -17801,17 +16193,9 @@ func (x *RegistryPackage) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<3)
 		case "namespace":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Namespace, d)
+			err = decStringSeen(&x.Namespace, d, &seen[0], 1<<4)
 		case "owner":
 			if d.null() {
 				break
@@ -17819,11 +16203,7 @@ func (x *RegistryPackage) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = x.Owner.decode(d)
 		case "package_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.PackageType, d)
+			err = decStringSeen(&x.PackageType, d, &seen[0], 1<<6)
 		case "package_version":
 			err = decPtr(&x.PackageVersion, d, (*RegistryPackagePackageVersion).decode)
 		case "registry":
@@ -17916,47 +16296,19 @@ func (x *RegistryPackageOwner) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "avatar_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.AvatarURL, d)
+			err = decStringSeen(&x.AvatarURL, d, &seen[0], 1<<0)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<1)
 		case "followers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.FollowersURL, d)
+			err = decStringSeen(&x.FollowersURL, d, &seen[0], 1<<2)
 		case "following_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.FollowingURL, d)
+			err = decStringSeen(&x.FollowingURL, d, &seen[0], 1<<3)
 		case "gists_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.GistsURL, d)
+			err = decStringSeen(&x.GistsURL, d, &seen[0], 1<<4)
 		case "gravatar_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.GravatarID, d)
+			err = decStringSeen(&x.GravatarID, d, &seen[0], 1<<5)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "id":
 			if d.null() {
 				break
@@ -17964,35 +16316,15 @@ func (x *RegistryPackageOwner) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decInt64(&x.ID, d)
 		case "login":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.Login, d)
+			err = decStringSeen(&x.Login, d, &seen[0], 1<<8)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<9)
 		case "organizations_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.OrganizationsURL, d)
+			err = decStringSeen(&x.OrganizationsURL, d, &seen[0], 1<<10)
 		case "received_events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.ReceivedEventsURL, d)
+			err = decStringSeen(&x.ReceivedEventsURL, d, &seen[0], 1<<11)
 		case "repos_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.ReposURL, d)
+			err = decStringSeen(&x.ReposURL, d, &seen[0], 1<<12)
 		case "site_admin":
 			if d.null() {
 				break
@@ -18000,29 +16332,13 @@ func (x *RegistryPackageOwner) decode(d *decoder) error {
 			seen[0] |= 1 << 13
 			err = decBool(&x.SiteAdmin, d)
 		case "starred_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.StarredURL, d)
+			err = decStringSeen(&x.StarredURL, d, &seen[0], 1<<14)
 		case "subscriptions_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 15
-			err = decString(&x.SubscriptionsURL, d)
+			err = decStringSeen(&x.SubscriptionsURL, d, &seen[0], 1<<15)
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<16)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 17
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<17)
 		case "user_view_type":
 			err = decStringPtr(&x.UserViewType, d)
 		default:
@@ -18149,21 +16465,13 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 		case "created_at":
 			err = decStringPtr(&x.CreatedAt, d)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<0)
 		case "docker_metadata":
 			err = decSlice(&x.DockerMetadata, d, ptrOf((*PackageVersionDockerMetadata).decode))
 		case "draft":
 			err = decBoolPtr(&x.Draft, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<1)
 		case "id":
 			if d.null() {
 				break
@@ -18171,11 +16479,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decInt64(&x.ID, d)
 		case "installation_command":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.InstallationCommand, d)
+			err = decStringSeen(&x.InstallationCommand, d, &seen[0], 1<<3)
 		case "manifest":
 			err = decStringPtr(&x.Manifest, d)
 		case "metadata":
@@ -18185,11 +16489,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decSlice(&x.Metadata, d, decRaw)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "npm_metadata":
 			err = decPtr(&x.NpmMetadata, d, (*RegistryPackagePackageVersionNpmMetadata).decode)
 		case "nuget_metadata":
@@ -18201,11 +16501,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 			seen[0] |= 1 << 6
 			err = decSlice(&x.PackageFiles, d, (*PackageVersionPackageFile).decode)
 		case "package_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.PackageURL, d)
+			err = decStringSeen(&x.PackageURL, d, &seen[0], 1<<7)
 		case "prerelease":
 			err = decBoolPtr(&x.Prerelease, d)
 		case "release":
@@ -18213,11 +16509,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 		case "rubygems_metadata":
 			err = decSlice(&x.RubygemsMetadata, d, (*RubyGemsMetadata).decode)
 		case "summary":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.Summary, d)
+			err = decStringSeen(&x.Summary, d, &seen[0], 1<<8)
 		case "tag_name":
 			err = decStringPtr(&x.TagName, d)
 		case "target_commitish":
@@ -18227,11 +16519,7 @@ func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
 		case "updated_at":
 			err = decStringPtr(&x.UpdatedAt, d)
 		case "version":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.Version, d)
+			err = decStringSeen(&x.Version, d, &seen[0], 1<<9)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -18694,11 +16982,7 @@ func (x *RegistryPackagePackageVersionRelease) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Author.decode(d)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<1)
 		case "draft":
 			if d.null() {
 				break
@@ -18706,11 +16990,7 @@ func (x *RegistryPackagePackageVersionRelease) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decBool(&x.Draft, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<3)
 		case "id":
 			if d.null() {
 				break
@@ -18726,29 +17006,13 @@ func (x *RegistryPackagePackageVersionRelease) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = decBool(&x.Prerelease, d)
 		case "published_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.PublishedAt, d)
+			err = decStringSeen(&x.PublishedAt, d, &seen[0], 1<<6)
 		case "tag_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.TagName, d)
+			err = decStringSeen(&x.TagName, d, &seen[0], 1<<7)
 		case "target_commitish":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.TargetCommitish, d)
+			err = decStringSeen(&x.TargetCommitish, d, &seen[0], 1<<8)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<9)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -18902,11 +17166,7 @@ func (x *Release) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decSlice(&x.Assets, d, ptrOf((*ReleaseAsset).decode))
 		case "assets_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.AssetsURL, d)
+			err = decStringSeen(&x.AssetsURL, d, &seen[0], 1<<1)
 		case "author":
 			err = decPtr(&x.Author, d, (*User).decode)
 		case "body":
@@ -18924,11 +17184,7 @@ func (x *Release) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decBool(&x.Draft, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<3)
 		case "id":
 			if d.null() {
 				break
@@ -18940,11 +17196,7 @@ func (x *Release) decode(d *decoder) error {
 		case "name":
 			err = decStringPtr(&x.Name, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<5)
 		case "prerelease":
 			if d.null() {
 				break
@@ -18956,31 +17208,15 @@ func (x *Release) decode(d *decoder) error {
 		case "reactions":
 			err = decPtr(&x.Reactions, d, (*Reactions).decode)
 		case "tag_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.TagName, d)
+			err = decStringSeen(&x.TagName, d, &seen[0], 1<<7)
 		case "tarball_url":
 			err = decStringPtr(&x.TarballURL, d)
 		case "target_commitish":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.TargetCommitish, d)
+			err = decStringSeen(&x.TargetCommitish, d, &seen[0], 1<<8)
 		case "upload_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.UploadURL, d)
+			err = decStringSeen(&x.UploadURL, d, &seen[0], 1<<9)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<10)
 		case "zipball_url":
 			err = decStringPtr(&x.ZipballURL, d)
 		default:
@@ -19109,17 +17345,9 @@ func (x *ReleaseAsset) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "browser_download_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.BrowserDownloadURL, d)
+			err = decStringSeen(&x.BrowserDownloadURL, d, &seen[0], 1<<0)
 		case "content_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.ContentType, d)
+			err = decStringSeen(&x.ContentType, d, &seen[0], 1<<1)
 		case "created_at":
 			if d.null() {
 				break
@@ -19141,17 +17369,9 @@ func (x *ReleaseAsset) decode(d *decoder) error {
 		case "label":
 			err = decStringPtr(&x.Label, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<6)
 		case "size":
 			if d.null() {
 				break
@@ -19175,11 +17395,7 @@ func (x *ReleaseAsset) decode(d *decoder) error {
 		case "uploader":
 			err = decPtr(&x.Uploader, d, (*User).decode)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<10)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -19386,17 +17602,9 @@ func (x *RepoRef) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<1)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -19453,23 +17661,11 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "full_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.FullName, d)
+			err = decStringSeen(&x.FullName, d, &seen[0], 1<<3)
 		case "license":
 			err = decPtr(&x.License, d, (*License).decode)
 		case "organization":
@@ -19491,11 +17687,7 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = decBool(&x.Private, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "fork":
@@ -19505,253 +17697,89 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decBool(&x.Fork, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<8)
 		case "archive_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.ArchiveURL, d)
+			err = decStringSeen(&x.ArchiveURL, d, &seen[0], 1<<9)
 		case "assignees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.AssigneesURL, d)
+			err = decStringSeen(&x.AssigneesURL, d, &seen[0], 1<<10)
 		case "blobs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.BlobsURL, d)
+			err = decStringSeen(&x.BlobsURL, d, &seen[0], 1<<11)
 		case "branches_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.BranchesURL, d)
+			err = decStringSeen(&x.BranchesURL, d, &seen[0], 1<<12)
 		case "collaborators_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 13
-			err = decString(&x.CollaboratorsURL, d)
+			err = decStringSeen(&x.CollaboratorsURL, d, &seen[0], 1<<13)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<14)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 15
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<15)
 		case "compare_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.CompareURL, d)
+			err = decStringSeen(&x.CompareURL, d, &seen[0], 1<<16)
 		case "contents_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 17
-			err = decString(&x.ContentsURL, d)
+			err = decStringSeen(&x.ContentsURL, d, &seen[0], 1<<17)
 		case "contributors_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 18
-			err = decString(&x.ContributorsURL, d)
+			err = decStringSeen(&x.ContributorsURL, d, &seen[0], 1<<18)
 		case "deployments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 19
-			err = decString(&x.DeploymentsURL, d)
+			err = decStringSeen(&x.DeploymentsURL, d, &seen[0], 1<<19)
 		case "downloads_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 20
-			err = decString(&x.DownloadsURL, d)
+			err = decStringSeen(&x.DownloadsURL, d, &seen[0], 1<<20)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 21
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<21)
 		case "forks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 22
-			err = decString(&x.ForksURL, d)
+			err = decStringSeen(&x.ForksURL, d, &seen[0], 1<<22)
 		case "git_commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.GitCommitsURL, d)
+			err = decStringSeen(&x.GitCommitsURL, d, &seen[0], 1<<23)
 		case "git_refs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 24
-			err = decString(&x.GitRefsURL, d)
+			err = decStringSeen(&x.GitRefsURL, d, &seen[0], 1<<24)
 		case "git_tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.GitTagsURL, d)
+			err = decStringSeen(&x.GitTagsURL, d, &seen[0], 1<<25)
 		case "git_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 26
-			err = decString(&x.GitURL, d)
+			err = decStringSeen(&x.GitURL, d, &seen[0], 1<<26)
 		case "issue_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 27
-			err = decString(&x.IssueCommentURL, d)
+			err = decStringSeen(&x.IssueCommentURL, d, &seen[0], 1<<27)
 		case "issue_events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 28
-			err = decString(&x.IssueEventsURL, d)
+			err = decStringSeen(&x.IssueEventsURL, d, &seen[0], 1<<28)
 		case "issues_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 29
-			err = decString(&x.IssuesURL, d)
+			err = decStringSeen(&x.IssuesURL, d, &seen[0], 1<<29)
 		case "keys_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 30
-			err = decString(&x.KeysURL, d)
+			err = decStringSeen(&x.KeysURL, d, &seen[0], 1<<30)
 		case "labels_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 31
-			err = decString(&x.LabelsURL, d)
+			err = decStringSeen(&x.LabelsURL, d, &seen[0], 1<<31)
 		case "languages_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 32
-			err = decString(&x.LanguagesURL, d)
+			err = decStringSeen(&x.LanguagesURL, d, &seen[0], 1<<32)
 		case "merges_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 33
-			err = decString(&x.MergesURL, d)
+			err = decStringSeen(&x.MergesURL, d, &seen[0], 1<<33)
 		case "milestones_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 34
-			err = decString(&x.MilestonesURL, d)
+			err = decStringSeen(&x.MilestonesURL, d, &seen[0], 1<<34)
 		case "notifications_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 35
-			err = decString(&x.NotificationsURL, d)
+			err = decStringSeen(&x.NotificationsURL, d, &seen[0], 1<<35)
 		case "pulls_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 36
-			err = decString(&x.PullsURL, d)
+			err = decStringSeen(&x.PullsURL, d, &seen[0], 1<<36)
 		case "releases_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 37
-			err = decString(&x.ReleasesURL, d)
+			err = decStringSeen(&x.ReleasesURL, d, &seen[0], 1<<37)
 		case "ssh_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 38
-			err = decString(&x.SSHURL, d)
+			err = decStringSeen(&x.SSHURL, d, &seen[0], 1<<38)
 		case "stargazers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 39
-			err = decString(&x.StargazersURL, d)
+			err = decStringSeen(&x.StargazersURL, d, &seen[0], 1<<39)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 40
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<40)
 		case "subscribers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 41
-			err = decString(&x.SubscribersURL, d)
+			err = decStringSeen(&x.SubscribersURL, d, &seen[0], 1<<41)
 		case "subscription_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 42
-			err = decString(&x.SubscriptionURL, d)
+			err = decStringSeen(&x.SubscriptionURL, d, &seen[0], 1<<42)
 		case "tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 43
-			err = decString(&x.TagsURL, d)
+			err = decStringSeen(&x.TagsURL, d, &seen[0], 1<<43)
 		case "teams_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 44
-			err = decString(&x.TeamsURL, d)
+			err = decStringSeen(&x.TeamsURL, d, &seen[0], 1<<44)
 		case "trees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 45
-			err = decString(&x.TreesURL, d)
+			err = decStringSeen(&x.TreesURL, d, &seen[0], 1<<45)
 		case "clone_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 46
-			err = decString(&x.CloneURL, d)
+			err = decStringSeen(&x.CloneURL, d, &seen[0], 1<<46)
 		case "mirror_url":
 			err = decStringPtr(&x.MirrorURL, d)
 		case "hooks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 47
-			err = decString(&x.HooksURL, d)
+			err = decStringSeen(&x.HooksURL, d, &seen[0], 1<<47)
 		case "svn_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 48
-			err = decString(&x.SvnURL, d)
+			err = decStringSeen(&x.SvnURL, d, &seen[0], 1<<48)
 		case "homepage":
 			err = decStringPtr(&x.Homepage, d)
 		case "language":
@@ -19781,11 +17809,7 @@ func (x *Repository) decode(d *decoder) error {
 			seen[0] |= 1 << 52
 			err = decInt64(&x.Size, d)
 		case "default_branch":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 53
-			err = decString(&x.DefaultBranch, d)
+			err = decStringSeen(&x.DefaultBranch, d, &seen[0], 1<<53)
 		case "open_issues_count":
 			if d.null() {
 				break
@@ -20370,31 +18394,15 @@ func (x *RepositoryAdvisory) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "ghsa_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.GHSAID, d)
+			err = decStringSeen(&x.GHSAID, d, &seen[0], 1<<0)
 		case "cve_id":
 			err = decStringPtr(&x.CVEID, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<1)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "summary":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Summary, d)
+			err = decStringSeen(&x.Summary, d, &seen[0], 1<<3)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "severity":
@@ -20968,85 +18976,33 @@ func (x *RepositoryLite) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "archive_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.ArchiveURL, d)
+			err = decStringSeen(&x.ArchiveURL, d, &seen[0], 1<<0)
 		case "assignees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.AssigneesURL, d)
+			err = decStringSeen(&x.AssigneesURL, d, &seen[0], 1<<1)
 		case "blobs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.BlobsURL, d)
+			err = decStringSeen(&x.BlobsURL, d, &seen[0], 1<<2)
 		case "branches_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.BranchesURL, d)
+			err = decStringSeen(&x.BranchesURL, d, &seen[0], 1<<3)
 		case "collaborators_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.CollaboratorsURL, d)
+			err = decStringSeen(&x.CollaboratorsURL, d, &seen[0], 1<<4)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<5)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<6)
 		case "compare_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.CompareURL, d)
+			err = decStringSeen(&x.CompareURL, d, &seen[0], 1<<7)
 		case "contents_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.ContentsURL, d)
+			err = decStringSeen(&x.ContentsURL, d, &seen[0], 1<<8)
 		case "contributors_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.ContributorsURL, d)
+			err = decStringSeen(&x.ContributorsURL, d, &seen[0], 1<<9)
 		case "deployments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.DeploymentsURL, d)
+			err = decStringSeen(&x.DeploymentsURL, d, &seen[0], 1<<10)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "downloads_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.DownloadsURL, d)
+			err = decStringSeen(&x.DownloadsURL, d, &seen[0], 1<<11)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<12)
 		case "fork":
 			if d.null() {
 				break
@@ -21054,47 +19010,19 @@ func (x *RepositoryLite) decode(d *decoder) error {
 			seen[0] |= 1 << 13
 			err = decBool(&x.Fork, d)
 		case "forks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.ForksURL, d)
+			err = decStringSeen(&x.ForksURL, d, &seen[0], 1<<14)
 		case "full_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 15
-			err = decString(&x.FullName, d)
+			err = decStringSeen(&x.FullName, d, &seen[0], 1<<15)
 		case "git_commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.GitCommitsURL, d)
+			err = decStringSeen(&x.GitCommitsURL, d, &seen[0], 1<<16)
 		case "git_refs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 17
-			err = decString(&x.GitRefsURL, d)
+			err = decStringSeen(&x.GitRefsURL, d, &seen[0], 1<<17)
 		case "git_tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 18
-			err = decString(&x.GitTagsURL, d)
+			err = decStringSeen(&x.GitTagsURL, d, &seen[0], 1<<18)
 		case "hooks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 19
-			err = decString(&x.HooksURL, d)
+			err = decStringSeen(&x.HooksURL, d, &seen[0], 1<<19)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 20
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<20)
 		case "id":
 			if d.null() {
 				break
@@ -21102,67 +19030,27 @@ func (x *RepositoryLite) decode(d *decoder) error {
 			seen[0] |= 1 << 21
 			err = decInt64(&x.ID, d)
 		case "issue_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 22
-			err = decString(&x.IssueCommentURL, d)
+			err = decStringSeen(&x.IssueCommentURL, d, &seen[0], 1<<22)
 		case "issue_events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.IssueEventsURL, d)
+			err = decStringSeen(&x.IssueEventsURL, d, &seen[0], 1<<23)
 		case "issues_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 24
-			err = decString(&x.IssuesURL, d)
+			err = decStringSeen(&x.IssuesURL, d, &seen[0], 1<<24)
 		case "keys_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.KeysURL, d)
+			err = decStringSeen(&x.KeysURL, d, &seen[0], 1<<25)
 		case "labels_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 26
-			err = decString(&x.LabelsURL, d)
+			err = decStringSeen(&x.LabelsURL, d, &seen[0], 1<<26)
 		case "languages_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 27
-			err = decString(&x.LanguagesURL, d)
+			err = decStringSeen(&x.LanguagesURL, d, &seen[0], 1<<27)
 		case "merges_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 28
-			err = decString(&x.MergesURL, d)
+			err = decStringSeen(&x.MergesURL, d, &seen[0], 1<<28)
 		case "milestones_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 29
-			err = decString(&x.MilestonesURL, d)
+			err = decStringSeen(&x.MilestonesURL, d, &seen[0], 1<<29)
 		case "name":
 			err = decStringPtr(&x.Name, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 30
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<30)
 		case "notifications_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 31
-			err = decString(&x.NotificationsURL, d)
+			err = decStringSeen(&x.NotificationsURL, d, &seen[0], 1<<31)
 		case "owner":
 			err = decPtr(&x.Owner, d, (*User).decode)
 		case "private":
@@ -21172,65 +19060,25 @@ func (x *RepositoryLite) decode(d *decoder) error {
 			seen[0] |= 1 << 32
 			err = decBool(&x.Private, d)
 		case "pulls_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 33
-			err = decString(&x.PullsURL, d)
+			err = decStringSeen(&x.PullsURL, d, &seen[0], 1<<33)
 		case "releases_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 34
-			err = decString(&x.ReleasesURL, d)
+			err = decStringSeen(&x.ReleasesURL, d, &seen[0], 1<<34)
 		case "stargazers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 35
-			err = decString(&x.StargazersURL, d)
+			err = decStringSeen(&x.StargazersURL, d, &seen[0], 1<<35)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 36
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<36)
 		case "subscribers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 37
-			err = decString(&x.SubscribersURL, d)
+			err = decStringSeen(&x.SubscribersURL, d, &seen[0], 1<<37)
 		case "subscription_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 38
-			err = decString(&x.SubscriptionURL, d)
+			err = decStringSeen(&x.SubscriptionURL, d, &seen[0], 1<<38)
 		case "tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 39
-			err = decString(&x.TagsURL, d)
+			err = decStringSeen(&x.TagsURL, d, &seen[0], 1<<39)
 		case "teams_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 40
-			err = decString(&x.TeamsURL, d)
+			err = decStringSeen(&x.TeamsURL, d, &seen[0], 1<<40)
 		case "trees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 41
-			err = decString(&x.TreesURL, d)
+			err = decStringSeen(&x.TreesURL, d, &seen[0], 1<<41)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 42
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<42)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -21626,11 +19474,7 @@ func (x *RepositoryRuleBranchNamePattern) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*PatternParameters).decode)
 		default:
@@ -21679,11 +19523,7 @@ func (x *RepositoryRuleCodeScanning) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleCodeScanningParameters).decode)
 		default:
@@ -21779,11 +19619,7 @@ func (x *RepositoryRuleCommitAuthorEmailPattern) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*PatternParameters).decode)
 		default:
@@ -21832,11 +19668,7 @@ func (x *RepositoryRuleCommitMessagePattern) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*PatternParameters).decode)
 		default:
@@ -21885,11 +19717,7 @@ func (x *RepositoryRuleCommitterEmailPattern) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*PatternParameters).decode)
 		default:
@@ -21938,11 +19766,7 @@ func (x *RepositoryRuleCopilotCodeReview) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleCopilotCodeReviewParameters).decode)
 		default:
@@ -22038,11 +19862,7 @@ func (x *RepositoryRuleCreation) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -22085,11 +19905,7 @@ func (x *RepositoryRuleDeletion) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -22132,11 +19948,7 @@ func (x *RepositoryRuleFileExtensionRestriction) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleFileExtensionRestrictionParameters).decode)
 		default:
@@ -22232,11 +20044,7 @@ func (x *RepositoryRuleFilePathRestriction) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleFilePathRestrictionParameters).decode)
 		default:
@@ -22332,11 +20140,7 @@ func (x *RepositoryRuleMaxFilePathLength) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleMaxFilePathLengthParameters).decode)
 		default:
@@ -22432,11 +20236,7 @@ func (x *RepositoryRuleMaxFileSize) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleMaxFileSizeParameters).decode)
 		default:
@@ -22532,11 +20332,7 @@ func (x *RepositoryRuleMergeQueue) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleMergeQueueParameters).decode)
 		default:
@@ -22692,11 +20488,7 @@ func (x *RepositoryRuleNonFastForward) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -22739,11 +20531,7 @@ func (x *RepositoryRulePullRequest) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRulePullRequestParameters).decode)
 		default:
@@ -22897,11 +20685,7 @@ func (x *RepositoryRuleRequiredDeployments) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleRequiredDeploymentsParameters).decode)
 		default:
@@ -22997,11 +20781,7 @@ func (x *RepositoryRuleRequiredLinearHistory) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -23044,11 +20824,7 @@ func (x *RepositoryRuleRequiredSignatures) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -23091,11 +20867,7 @@ func (x *RepositoryRuleRequiredStatusChecks) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleRequiredStatusChecksParameters).decode)
 		default:
@@ -23207,11 +20979,7 @@ func (x *RepositoryRuleTagNamePattern) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*PatternParameters).decode)
 		default:
@@ -23260,11 +21028,7 @@ func (x *RepositoryRuleUpdate) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleUpdateParameters).decode)
 		default:
@@ -23360,11 +21124,7 @@ func (x *RepositoryRuleWorkflows) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "parameters":
 			err = decPtr(&x.Parameters, d, (*RepositoryRuleWorkflowsParameters).decode)
 		default:
@@ -23472,11 +21232,7 @@ func (x *RepositoryRuleset) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "target":
 			var p *string
 			err = decStringPtr(&p, d)
@@ -23486,11 +21242,7 @@ func (x *RepositoryRuleset) decode(d *decoder) error {
 			err = decStringPtr(&p, d)
 			x.SourceType = (*RepositoryRulesetSourceType)(p)
 		case "source":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Source, d)
+			err = decStringSeen(&x.Source, d, &seen[0], 1<<2)
 		case "enforcement":
 			if d.null() {
 				break
@@ -24511,11 +22263,7 @@ func (x *RepositoryRulesetPropertyTargetingDefinition) decode(d *decoder) error 
 	for more {
 		switch string(key) {
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<0)
 		case "property_values":
 			if d.null() {
 				break
@@ -25425,25 +23173,13 @@ func (x *RepositoryTransferredChangesOwnerFromOrganization) decode(d *decoder) e
 	for more {
 		switch string(key) {
 		case "avatar_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.AvatarURL, d)
+			err = decStringSeen(&x.AvatarURL, d, &seen[0], 1<<0)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<1)
 		case "hooks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HooksURL, d)
+			err = decStringSeen(&x.HooksURL, d, &seen[0], 1<<2)
 		case "html_url":
 			err = decStringPtr(&x.HTMLURL, d)
 		case "id":
@@ -25453,47 +23189,19 @@ func (x *RepositoryTransferredChangesOwnerFromOrganization) decode(d *decoder) e
 			seen[0] |= 1 << 3
 			err = decInt64(&x.ID, d)
 		case "issues_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.IssuesURL, d)
+			err = decStringSeen(&x.IssuesURL, d, &seen[0], 1<<4)
 		case "login":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Login, d)
+			err = decStringSeen(&x.Login, d, &seen[0], 1<<5)
 		case "members_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.MembersURL, d)
+			err = decStringSeen(&x.MembersURL, d, &seen[0], 1<<6)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<7)
 		case "public_members_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.PublicMembersURL, d)
+			err = decStringSeen(&x.PublicMembersURL, d, &seen[0], 1<<8)
 		case "repos_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.ReposURL, d)
+			err = decStringSeen(&x.ReposURL, d, &seen[0], 1<<9)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<10)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -25584,23 +23292,11 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "affected_package_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.AffectedPackageName, d)
+			err = decStringSeen(&x.AffectedPackageName, d, &seen[0], 1<<0)
 		case "affected_range":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.AffectedRange, d)
+			err = decStringSeen(&x.AffectedRange, d, &seen[0], 1<<1)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<2)
 		case "dismiss_reason":
 			err = decStringPtr(&x.DismissReason, d)
 		case "dismissed_at":
@@ -25608,11 +23304,7 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 		case "dismisser":
 			err = decPtr(&x.Dismisser, d, (*User).decode)
 		case "external_identifier":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.ExternalIdentifier, d)
+			err = decStringSeen(&x.ExternalIdentifier, d, &seen[0], 1<<3)
 		case "external_reference":
 			err = decStringPtr(&x.ExternalReference, d)
 		case "fix_reason":
@@ -25622,11 +23314,7 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 		case "fixed_in":
 			err = decStringPtr(&x.FixedIn, d)
 		case "ghsa_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.GHSAID, d)
+			err = decStringSeen(&x.GHSAID, d, &seen[0], 1<<4)
 		case "id":
 			if d.null() {
 				break
@@ -25638,11 +23326,7 @@ func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
 		case "number":
 			err = decInt64Ptr(&x.Number, d)
 		case "severity":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.Severity, d)
+			err = decStringSeen(&x.Severity, d, &seen[0], 1<<6)
 		case "state":
 			var p *string
 			err = decStringPtr(&p, d)
@@ -26245,11 +23929,7 @@ func (x *SecretScanningLocationCommit) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "path":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Path, d)
+			err = decStringSeen(&x.Path, d, &seen[0], 1<<0)
 		case "start_line":
 			if d.null() {
 				break
@@ -26275,29 +23955,13 @@ func (x *SecretScanningLocationCommit) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decFloat64(&x.EndColumn, d)
 		case "blob_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.BlobSHA, d)
+			err = decStringSeen(&x.BlobSHA, d, &seen[0], 1<<5)
 		case "blob_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.BlobURL, d)
+			err = decStringSeen(&x.BlobURL, d, &seen[0], 1<<6)
 		case "commit_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.CommitSHA, d)
+			err = decStringSeen(&x.CommitSHA, d, &seen[0], 1<<7)
 		case "commit_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.CommitURL, d)
+			err = decStringSeen(&x.CommitURL, d, &seen[0], 1<<8)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26372,11 +24036,7 @@ func (x *SecretScanningLocationDiscussionBody) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "discussion_body_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.DiscussionBodyURL, d)
+			err = decStringSeen(&x.DiscussionBodyURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26419,11 +24079,7 @@ func (x *SecretScanningLocationDiscussionComment) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "discussion_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.DiscussionCommentURL, d)
+			err = decStringSeen(&x.DiscussionCommentURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26466,11 +24122,7 @@ func (x *SecretScanningLocationDiscussionTitle) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "discussion_title_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.DiscussionTitleURL, d)
+			err = decStringSeen(&x.DiscussionTitleURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26513,11 +24165,7 @@ func (x *SecretScanningLocationIssueBody) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "issue_body_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.IssueBodyURL, d)
+			err = decStringSeen(&x.IssueBodyURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26560,11 +24208,7 @@ func (x *SecretScanningLocationIssueComment) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "issue_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.IssueCommentURL, d)
+			err = decStringSeen(&x.IssueCommentURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26607,11 +24251,7 @@ func (x *SecretScanningLocationIssueTitle) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "issue_title_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.IssueTitleURL, d)
+			err = decStringSeen(&x.IssueTitleURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26654,11 +24294,7 @@ func (x *SecretScanningLocationPullRequestBody) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "pull_request_body_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PullRequestBodyURL, d)
+			err = decStringSeen(&x.PullRequestBodyURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26701,11 +24337,7 @@ func (x *SecretScanningLocationPullRequestComment) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "pull_request_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PullRequestCommentURL, d)
+			err = decStringSeen(&x.PullRequestCommentURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26748,11 +24380,7 @@ func (x *SecretScanningLocationPullRequestReview) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "pull_request_review_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PullRequestReviewURL, d)
+			err = decStringSeen(&x.PullRequestReviewURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26795,11 +24423,7 @@ func (x *SecretScanningLocationPullRequestReviewComment) decode(d *decoder) erro
 	for more {
 		switch string(key) {
 		case "pull_request_review_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PullRequestReviewCommentURL, d)
+			err = decStringSeen(&x.PullRequestReviewCommentURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26842,11 +24466,7 @@ func (x *SecretScanningLocationPullRequestTitle) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "pull_request_title_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PullRequestTitleURL, d)
+			err = decStringSeen(&x.PullRequestTitleURL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -26889,11 +24509,7 @@ func (x *SecretScanningLocationWikiCommit) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "path":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Path, d)
+			err = decStringSeen(&x.Path, d, &seen[0], 1<<0)
 		case "start_line":
 			if d.null() {
 				break
@@ -26919,29 +24535,13 @@ func (x *SecretScanningLocationWikiCommit) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decFloat64(&x.EndColumn, d)
 		case "blob_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.BlobSHA, d)
+			err = decStringSeen(&x.BlobSHA, d, &seen[0], 1<<5)
 		case "page_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.PageURL, d)
+			err = decStringSeen(&x.PageURL, d, &seen[0], 1<<6)
 		case "commit_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.CommitSHA, d)
+			err = decStringSeen(&x.CommitSHA, d, &seen[0], 1<<7)
 		case "commit_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.CommitURL, d)
+			err = decStringSeen(&x.CommitURL, d, &seen[0], 1<<8)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -27022,17 +24622,9 @@ func (x *SecurityAdvisory) decode(d *decoder) error {
 		case "cwes":
 			err = decSlice(&x.Cwes, d, (*AdvisoryCWE).decode)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<0)
 		case "ghsa_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.GHSAID, d)
+			err = decStringSeen(&x.GHSAID, d, &seen[0], 1<<1)
 		case "identifiers":
 			if d.null() {
 				break
@@ -27040,11 +24632,7 @@ func (x *SecurityAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decSlice(&x.Identifiers, d, (*SecurityAdvisoryIdentifier).decode)
 		case "published_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.PublishedAt, d)
+			err = decStringSeen(&x.PublishedAt, d, &seen[0], 1<<3)
 		case "references":
 			if d.null() {
 				break
@@ -27052,23 +24640,11 @@ func (x *SecurityAdvisory) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decSlice(&x.References, d, (*SecurityAdvisoryReference).decode)
 		case "severity":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Severity, d)
+			err = decStringSeen(&x.Severity, d, &seen[0], 1<<5)
 		case "summary":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.Summary, d)
+			err = decStringSeen(&x.Summary, d, &seen[0], 1<<6)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<7)
 		case "vulnerabilities":
 			if d.null() {
 				break
@@ -27273,17 +24849,9 @@ func (x *SecurityAdvisoryIdentifier) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<0)
 		case "value":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Value, d)
+			err = decStringSeen(&x.Value, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -27330,11 +24898,7 @@ func (x *SecurityAdvisoryReference) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -27385,17 +24949,9 @@ func (x *SecurityAdvisoryVulnerability) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Package.decode(d)
 		case "severity":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Severity, d)
+			err = decStringSeen(&x.Severity, d, &seen[0], 1<<1)
 		case "vulnerable_version_range":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.VulnerableVersionRange, d)
+			err = decStringSeen(&x.VulnerableVersionRange, d, &seen[0], 1<<2)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -27787,29 +25343,13 @@ func (x *SimpleCommit) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Committer.decode(d)
 		case "id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.ID, d)
+			err = decStringSeen(&x.ID, d, &seen[0], 1<<2)
 		case "message":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Message, d)
+			err = decStringSeen(&x.Message, d, &seen[0], 1<<3)
 		case "timestamp":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Timestamp, d)
+			err = decStringSeen(&x.Timestamp, d, &seen[0], 1<<4)
 		case "tree_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.TreeID, d)
+			err = decStringSeen(&x.TreeID, d, &seen[0], 1<<5)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -27878,11 +25418,7 @@ func (x *SimpleInstallation) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -27965,29 +25501,13 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 		case "closed_at":
 			err = decStringPtr(&x.ClosedAt, d)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<4)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<5)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<6)
 		case "diff_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.DiffURL, d)
+			err = decStringSeen(&x.DiffURL, d, &seen[0], 1<<7)
 		case "draft":
 			err = decBoolPtr(&x.Draft, d)
 		case "head":
@@ -27997,11 +25517,7 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = x.Head.decode(d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<9)
 		case "id":
 			if d.null() {
 				break
@@ -28009,11 +25525,7 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 10
 			err = decInt64(&x.ID, d)
 		case "issue_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.IssueURL, d)
+			err = decStringSeen(&x.IssueURL, d, &seen[0], 1<<11)
 		case "labels":
 			if d.null() {
 				break
@@ -28033,11 +25545,7 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 		case "milestone":
 			err = decPtr(&x.Milestone, d, (*Milestone).decode)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<14)
 		case "number":
 			if d.null() {
 				break
@@ -28045,11 +25553,7 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 15
 			err = decInt64(&x.Number, d)
 		case "patch_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.PatchURL, d)
+			err = decStringSeen(&x.PatchURL, d, &seen[0], 1<<16)
 		case "requested_reviewers":
 			if d.null() {
 				break
@@ -28063,17 +25567,9 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 18
 			err = decSlice(&x.RequestedTeams, d, (*Team).decode)
 		case "review_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 19
-			err = decString(&x.ReviewCommentURL, d)
+			err = decStringSeen(&x.ReviewCommentURL, d, &seen[0], 1<<19)
 		case "review_comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 20
-			err = decString(&x.ReviewCommentsURL, d)
+			err = decStringSeen(&x.ReviewCommentsURL, d, &seen[0], 1<<20)
 		case "state":
 			if d.null() {
 				break
@@ -28081,29 +25577,13 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 21
 			err = x.State.decode(d)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 22
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<22)
 		case "title":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.Title, d)
+			err = decStringSeen(&x.Title, d, &seen[0], 1<<23)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 24
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<24)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<25)
 		case "user":
 			err = decPtr(&x.User, d, (*User).decode)
 		default:
@@ -28294,23 +25774,11 @@ func (x *SimpleRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = decInt64(&x.ID, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<2)
 		case "full_name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.FullName, d)
+			err = decStringSeen(&x.FullName, d, &seen[0], 1<<3)
 		case "owner":
 			if d.null() {
 				break
@@ -28324,11 +25792,7 @@ func (x *SimpleRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = decBool(&x.Private, d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<6)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "fork":
@@ -28338,227 +25802,79 @@ func (x *SimpleRepository) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decBool(&x.Fork, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<8)
 		case "archive_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.ArchiveURL, d)
+			err = decStringSeen(&x.ArchiveURL, d, &seen[0], 1<<9)
 		case "assignees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.AssigneesURL, d)
+			err = decStringSeen(&x.AssigneesURL, d, &seen[0], 1<<10)
 		case "blobs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 11
-			err = decString(&x.BlobsURL, d)
+			err = decStringSeen(&x.BlobsURL, d, &seen[0], 1<<11)
 		case "branches_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.BranchesURL, d)
+			err = decStringSeen(&x.BranchesURL, d, &seen[0], 1<<12)
 		case "collaborators_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 13
-			err = decString(&x.CollaboratorsURL, d)
+			err = decStringSeen(&x.CollaboratorsURL, d, &seen[0], 1<<13)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<14)
 		case "commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 15
-			err = decString(&x.CommitsURL, d)
+			err = decStringSeen(&x.CommitsURL, d, &seen[0], 1<<15)
 		case "compare_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 16
-			err = decString(&x.CompareURL, d)
+			err = decStringSeen(&x.CompareURL, d, &seen[0], 1<<16)
 		case "contents_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 17
-			err = decString(&x.ContentsURL, d)
+			err = decStringSeen(&x.ContentsURL, d, &seen[0], 1<<17)
 		case "contributors_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 18
-			err = decString(&x.ContributorsURL, d)
+			err = decStringSeen(&x.ContributorsURL, d, &seen[0], 1<<18)
 		case "deployments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 19
-			err = decString(&x.DeploymentsURL, d)
+			err = decStringSeen(&x.DeploymentsURL, d, &seen[0], 1<<19)
 		case "downloads_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 20
-			err = decString(&x.DownloadsURL, d)
+			err = decStringSeen(&x.DownloadsURL, d, &seen[0], 1<<20)
 		case "events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 21
-			err = decString(&x.EventsURL, d)
+			err = decStringSeen(&x.EventsURL, d, &seen[0], 1<<21)
 		case "forks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 22
-			err = decString(&x.ForksURL, d)
+			err = decStringSeen(&x.ForksURL, d, &seen[0], 1<<22)
 		case "git_commits_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.GitCommitsURL, d)
+			err = decStringSeen(&x.GitCommitsURL, d, &seen[0], 1<<23)
 		case "git_refs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 24
-			err = decString(&x.GitRefsURL, d)
+			err = decStringSeen(&x.GitRefsURL, d, &seen[0], 1<<24)
 		case "git_tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.GitTagsURL, d)
+			err = decStringSeen(&x.GitTagsURL, d, &seen[0], 1<<25)
 		case "issue_comment_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 26
-			err = decString(&x.IssueCommentURL, d)
+			err = decStringSeen(&x.IssueCommentURL, d, &seen[0], 1<<26)
 		case "issue_events_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 27
-			err = decString(&x.IssueEventsURL, d)
+			err = decStringSeen(&x.IssueEventsURL, d, &seen[0], 1<<27)
 		case "issues_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 28
-			err = decString(&x.IssuesURL, d)
+			err = decStringSeen(&x.IssuesURL, d, &seen[0], 1<<28)
 		case "keys_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 29
-			err = decString(&x.KeysURL, d)
+			err = decStringSeen(&x.KeysURL, d, &seen[0], 1<<29)
 		case "labels_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 30
-			err = decString(&x.LabelsURL, d)
+			err = decStringSeen(&x.LabelsURL, d, &seen[0], 1<<30)
 		case "languages_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 31
-			err = decString(&x.LanguagesURL, d)
+			err = decStringSeen(&x.LanguagesURL, d, &seen[0], 1<<31)
 		case "merges_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 32
-			err = decString(&x.MergesURL, d)
+			err = decStringSeen(&x.MergesURL, d, &seen[0], 1<<32)
 		case "milestones_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 33
-			err = decString(&x.MilestonesURL, d)
+			err = decStringSeen(&x.MilestonesURL, d, &seen[0], 1<<33)
 		case "notifications_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 34
-			err = decString(&x.NotificationsURL, d)
+			err = decStringSeen(&x.NotificationsURL, d, &seen[0], 1<<34)
 		case "pulls_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 35
-			err = decString(&x.PullsURL, d)
+			err = decStringSeen(&x.PullsURL, d, &seen[0], 1<<35)
 		case "releases_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 36
-			err = decString(&x.ReleasesURL, d)
+			err = decStringSeen(&x.ReleasesURL, d, &seen[0], 1<<36)
 		case "stargazers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 37
-			err = decString(&x.StargazersURL, d)
+			err = decStringSeen(&x.StargazersURL, d, &seen[0], 1<<37)
 		case "statuses_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 38
-			err = decString(&x.StatusesURL, d)
+			err = decStringSeen(&x.StatusesURL, d, &seen[0], 1<<38)
 		case "subscribers_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 39
-			err = decString(&x.SubscribersURL, d)
+			err = decStringSeen(&x.SubscribersURL, d, &seen[0], 1<<39)
 		case "subscription_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 40
-			err = decString(&x.SubscriptionURL, d)
+			err = decStringSeen(&x.SubscriptionURL, d, &seen[0], 1<<40)
 		case "tags_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 41
-			err = decString(&x.TagsURL, d)
+			err = decStringSeen(&x.TagsURL, d, &seen[0], 1<<41)
 		case "teams_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 42
-			err = decString(&x.TeamsURL, d)
+			err = decStringSeen(&x.TeamsURL, d, &seen[0], 1<<42)
 		case "trees_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 43
-			err = decString(&x.TreesURL, d)
+			err = decStringSeen(&x.TreesURL, d, &seen[0], 1<<43)
 		case "hooks_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 44
-			err = decString(&x.HooksURL, d)
+			err = decStringSeen(&x.HooksURL, d, &seen[0], 1<<44)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -28781,25 +26097,13 @@ func (x *Sponsorship) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<0)
 		case "maintainer":
 			err = decPtr(&x.Maintainer, d, (*DeploymentReviewApprovedApprover).decode)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<1)
 		case "privacy_level":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.PrivacyLevel, d)
+			err = decStringSeen(&x.PrivacyLevel, d, &seen[0], 1<<2)
 		case "sponsor":
 			err = decPtr(&x.Sponsor, d, (*User).decode)
 		case "sponsorable":
@@ -29011,17 +26315,9 @@ func (x *SponsorshipTier) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<0)
 		case "description":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Description, d)
+			err = decStringSeen(&x.Description, d, &seen[0], 1<<1)
 		case "is_custom_ammount":
 			err = decBoolPtr(&x.IsCustomAmmount, d)
 		case "is_custom_amount":
@@ -29041,17 +26337,9 @@ func (x *SponsorshipTier) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = decInt64(&x.MonthlyPriceInDollars, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<4)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<5)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -29132,11 +26420,7 @@ func (x *StatusBranch) decode(d *decoder) error {
 			seen[0] |= 1 << 0
 			err = x.Commit.decode(d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "protected":
 			if d.null() {
 				break
@@ -29240,11 +26524,7 @@ func (x *StatusCheckConfiguration) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "context":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Context, d)
+			err = decStringSeen(&x.Context, d, &seen[0], 1<<0)
 		case "integration_id":
 			err = decInt64Ptr(&x.IntegrationID, d)
 		default:
@@ -29295,11 +26575,7 @@ func (x *StatusCommit) decode(d *decoder) error {
 		case "author":
 			err = decPtr(&x.Author, d, (*User).decode)
 		case "comments_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CommentsURL, d)
+			err = decStringSeen(&x.CommentsURL, d, &seen[0], 1<<0)
 		case "commit":
 			if d.null() {
 				break
@@ -29309,17 +26585,9 @@ func (x *StatusCommit) decode(d *decoder) error {
 		case "committer":
 			err = decPtr(&x.Committer, d, (*User).decode)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<3)
 		case "parents":
 			if d.null() {
 				break
@@ -29327,17 +26595,9 @@ func (x *StatusCommit) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decSlice(&x.Parents, d, (*StatusCommitParent).decode)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<5)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<6)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -29430,11 +26690,7 @@ func (x *StatusCommitCommit) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = x.Committer.decode(d)
 		case "message":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Message, d)
+			err = decStringSeen(&x.Message, d, &seen[0], 1<<3)
 		case "tree":
 			if d.null() {
 				break
@@ -29442,11 +26698,7 @@ func (x *StatusCommitCommit) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = x.Tree.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<5)
 		case "verification":
 			if d.null() {
 				break
@@ -29519,17 +26771,9 @@ func (x *StatusCommitCommitTree) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<0)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -29651,23 +26895,11 @@ func (x *StatusCommitParent) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<0)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<1)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<2)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -29718,11 +26950,7 @@ func (x *StringChange) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "from":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.From, d)
+			err = decStringSeen(&x.From, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -29893,11 +27121,7 @@ func (x *Team) decode(d *decoder) error {
 		case "members_url":
 			err = decStringPtr(&x.MembersURL, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<1)
 		case "node_id":
 			err = decStringPtr(&x.NodeID, d)
 		case "parent":
@@ -30347,11 +27571,7 @@ func (x *User) decode(d *decoder) error {
 		case "email":
 			err = decStringPtr(&x.Email, d)
 		case "login":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Login, d)
+			err = decStringSeen(&x.Login, d, &seen[0], 1<<0)
 		case "id":
 			if d.null() {
 				break
@@ -30528,11 +27748,7 @@ func (x *VulnerabilityFirstPatchedVersion) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "identifier":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Identifier, d)
+			err = decStringSeen(&x.Identifier, d, &seen[0], 1<<0)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -30621,11 +27837,7 @@ func (x *Webhook) decode(d *decoder) error {
 		case "test_url":
 			err = decStringPtr(&x.TestURL, d)
 		case "type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.Type, d)
+			err = decStringSeen(&x.Type, d, &seen[0], 1<<6)
 		case "updated_at":
 			if d.null() {
 				break
@@ -30787,11 +27999,7 @@ func (x *Workflow) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "badge_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.BadgeURL, d)
+			err = decStringSeen(&x.BadgeURL, d, &seen[0], 1<<0)
 		case "created_at":
 			if d.null() {
 				break
@@ -30799,11 +28007,7 @@ func (x *Workflow) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.CreatedAt.decode(d)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -30811,29 +28015,13 @@ func (x *Workflow) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = decInt64(&x.ID, d)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<4)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<5)
 		case "path":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.Path, d)
+			err = decStringSeen(&x.Path, d, &seen[0], 1<<6)
 		case "state":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 7
-			err = decString(&x.State, d)
+			err = decStringSeen(&x.State, d, &seen[0], 1<<7)
 		case "updated_at":
 			if d.null() {
 				break
@@ -30841,11 +28029,7 @@ func (x *Workflow) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<9)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -30924,11 +28108,7 @@ func (x *WorkflowFileReference) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "path":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Path, d)
+			err = decStringSeen(&x.Path, d, &seen[0], 1<<0)
 		case "ref":
 			err = decStringPtr(&x.Ref, d)
 		case "repository_id":
@@ -30993,11 +28173,7 @@ func (x *WorkflowJob) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "check_run_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.CheckRunURL, d)
+			err = decStringSeen(&x.CheckRunURL, d, &seen[0], 1<<0)
 		case "completed_at":
 			err = decStringPtr(&x.CompletedAt, d)
 		case "conclusion":
@@ -31007,17 +28183,9 @@ func (x *WorkflowJob) decode(d *decoder) error {
 		case "created_at":
 			err = decStringPtr(&x.CreatedAt, d)
 		case "head_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.HeadSHA, d)
+			err = decStringSeen(&x.HeadSHA, d, &seen[0], 1<<1)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<2)
 		case "id":
 			if d.null() {
 				break
@@ -31031,17 +28199,9 @@ func (x *WorkflowJob) decode(d *decoder) error {
 			seen[0] |= 1 << 4
 			err = decSlice(&x.Labels, d, decStringPtr)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<6)
 		case "run_attempt":
 			err = decInt64Ptr(&x.RunAttempt, d)
 		case "run_id":
@@ -31051,11 +28211,7 @@ func (x *WorkflowJob) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = decFloat64(&x.RunID, d)
 		case "run_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.RunURL, d)
+			err = decStringSeen(&x.RunURL, d, &seen[0], 1<<8)
 		case "runner_group_id":
 			err = decFloat64Ptr(&x.RunnerGroupID, d)
 		case "runner_group_name":
@@ -31087,11 +28243,7 @@ func (x *WorkflowJob) decode(d *decoder) error {
 			seen[0] |= 1 << 11
 			err = decSlice(&x.Steps, d, ptrOf((*WorkflowStep).decode))
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<12)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -31224,17 +28376,9 @@ func (x *WorkflowRun) decode(d *decoder) error {
 		case "actor":
 			err = decPtr(&x.Actor, d, (*User).decode)
 		case "artifacts_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.ArtifactsURL, d)
+			err = decStringSeen(&x.ArtifactsURL, d, &seen[0], 1<<0)
 		case "cancel_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.CancelURL, d)
+			err = decStringSeen(&x.CancelURL, d, &seen[0], 1<<1)
 		case "check_suite_id":
 			if d.null() {
 				break
@@ -31242,17 +28386,9 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decInt64(&x.CheckSuiteID, d)
 		case "check_suite_node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.CheckSuiteNodeID, d)
+			err = decStringSeen(&x.CheckSuiteNodeID, d, &seen[0], 1<<3)
 		case "check_suite_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.CheckSuiteURL, d)
+			err = decStringSeen(&x.CheckSuiteURL, d, &seen[0], 1<<4)
 		case "conclusion":
 			var p *string
 			err = decStringPtr(&p, d)
@@ -31264,11 +28400,7 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = x.CreatedAt.decode(d)
 		case "event":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.Event, d)
+			err = decStringSeen(&x.Event, d, &seen[0], 1<<6)
 		case "head_branch":
 			err = decStringPtr(&x.HeadBranch, d)
 		case "head_commit":
@@ -31284,17 +28416,9 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 8
 			err = x.HeadRepository.decode(d)
 		case "head_sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 9
-			err = decString(&x.HeadSHA, d)
+			err = decStringSeen(&x.HeadSHA, d, &seen[0], 1<<9)
 		case "html_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.HTMLURL, d)
+			err = decStringSeen(&x.HTMLURL, d, &seen[0], 1<<10)
 		case "id":
 			if d.null() {
 				break
@@ -31302,25 +28426,13 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 11
 			err = decInt64(&x.ID, d)
 		case "jobs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 12
-			err = decString(&x.JobsURL, d)
+			err = decStringSeen(&x.JobsURL, d, &seen[0], 1<<12)
 		case "logs_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 13
-			err = decString(&x.LogsURL, d)
+			err = decStringSeen(&x.LogsURL, d, &seen[0], 1<<13)
 		case "name":
 			err = decStringPtr(&x.Name, d)
 		case "node_id":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 14
-			err = decString(&x.NodeID, d)
+			err = decStringSeen(&x.NodeID, d, &seen[0], 1<<14)
 		case "path":
 			err = decStringPtr(&x.Path, d)
 		case "previous_attempt_url":
@@ -31340,11 +28452,7 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 16
 			err = x.Repository.decode(d)
 		case "rerun_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 17
-			err = decString(&x.RerunURL, d)
+			err = decStringSeen(&x.RerunURL, d, &seen[0], 1<<17)
 		case "run_attempt":
 			if d.null() {
 				break
@@ -31378,11 +28486,7 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 22
 			err = x.UpdatedAt.decode(d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 23
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<23)
 		case "workflow_id":
 			if d.null() {
 				break
@@ -31390,11 +28494,7 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			seen[0] |= 1 << 24
 			err = decInt64(&x.WorkflowID, d)
 		case "workflow_url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 25
-			err = decString(&x.WorkflowURL, d)
+			err = decStringSeen(&x.WorkflowURL, d, &seen[0], 1<<25)
 		case "display_title":
 			err = decStringPtr(&x.DisplayTitle, d)
 		default:
@@ -31599,11 +28699,7 @@ func (x *WorkflowRunPullRequest) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = decFloat64(&x.Number, d)
 		case "url":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.URL, d)
+			err = decStringSeen(&x.URL, d, &seen[0], 1<<4)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -31662,19 +28758,11 @@ func (x *WorkflowRunReferencedWorkflow) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "path":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Path, d)
+			err = decStringSeen(&x.Path, d, &seen[0], 1<<0)
 		case "ref":
 			err = decStringPtr(&x.Ref, d)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<1)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -31731,11 +28819,7 @@ func (x *WorkflowStep) decode(d *decoder) error {
 			err = decStringPtr(&p, d)
 			x.Conclusion = (*WorkflowStepConclusion)(p)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<0)
 		case "number":
 			if d.null() {
 				break
@@ -33438,11 +30522,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "commit_oid":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CommitOID, d)
+			err = decStringSeen(&x.CommitOID, d, &seen[0], 1<<2)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33450,11 +30530,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) decode(d *decoder) error {
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<3)
 		case "repository":
 			if d.null() {
 				break
@@ -33555,11 +30631,7 @@ func (x *CodeScanningAlertClosedByUserEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "commit_oid":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CommitOID, d)
+			err = decStringSeen(&x.CommitOID, d, &seen[0], 1<<2)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33567,11 +30639,7 @@ func (x *CodeScanningAlertClosedByUserEvent) decode(d *decoder) error {
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<3)
 		case "repository":
 			if d.null() {
 				break
@@ -33672,11 +30740,7 @@ func (x *CodeScanningAlertCreatedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "commit_oid":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CommitOID, d)
+			err = decStringSeen(&x.CommitOID, d, &seen[0], 1<<2)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33684,11 +30748,7 @@ func (x *CodeScanningAlertCreatedEvent) decode(d *decoder) error {
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<3)
 		case "repository":
 			if d.null() {
 				break
@@ -33789,11 +30849,7 @@ func (x *CodeScanningAlertFixedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "commit_oid":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CommitOID, d)
+			err = decStringSeen(&x.CommitOID, d, &seen[0], 1<<2)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -33801,11 +30857,7 @@ func (x *CodeScanningAlertFixedEvent) decode(d *decoder) error {
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<3)
 		case "repository":
 			if d.null() {
 				break
@@ -34015,11 +31067,7 @@ func (x *CodeScanningAlertReopenedByUserEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "commit_oid":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.CommitOID, d)
+			err = decStringSeen(&x.CommitOID, d, &seen[0], 1<<2)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -34027,11 +31075,7 @@ func (x *CodeScanningAlertReopenedByUserEvent) decode(d *decoder) error {
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<3)
 		case "repository":
 			if d.null() {
 				break
@@ -34311,25 +31355,13 @@ func (x *CreateEvent) decode(d *decoder) error {
 		case "installation":
 			err = decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "master_branch":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.MasterBranch, d)
+			err = decStringSeen(&x.MasterBranch, d, &seen[0], 1<<0)
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "pusher_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.PusherType, d)
+			err = decStringSeen(&x.PusherType, d, &seen[0], 1<<1)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<2)
 		case "ref_type":
 			if d.null() {
 				break
@@ -35051,17 +32083,9 @@ func (x *DeleteEvent) decode(d *decoder) error {
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "pusher_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.PusherType, d)
+			err = decStringSeen(&x.PusherType, d, &seen[0], 1<<0)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<1)
 		case "ref_type":
 			if d.null() {
 				break
@@ -36777,11 +33801,7 @@ func (x *DeploymentReviewApprovedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
 		case "since":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Since, d)
+			err = decStringSeen(&x.Since, d, &seen[0], 1<<4)
 		case "workflow_job_run":
 			err = decPtr(&x.WorkflowJobRun, d, (*DeploymentReviewWorkflowJobRun).decode)
 		case "workflow_job_runs":
@@ -36914,11 +33934,7 @@ func (x *DeploymentReviewRejectedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
 		case "since":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.Since, d)
+			err = decStringSeen(&x.Since, d, &seen[0], 1<<4)
 		case "workflow_job_run":
 			err = decPtr(&x.WorkflowJobRun, d, (*DeploymentReviewWorkflowJobRun).decode)
 		case "workflow_job_runs":
@@ -37025,11 +34041,7 @@ func (x *DeploymentReviewRequestedEvent) decode(d *decoder) error {
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "environment":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Environment, d)
+			err = decStringSeen(&x.Environment, d, &seen[0], 1<<1)
 		case "installation":
 			err = decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "organization":
@@ -37059,11 +34071,7 @@ func (x *DeploymentReviewRequestedEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
 		case "since":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 6
-			err = decString(&x.Since, d)
+			err = decStringSeen(&x.Since, d, &seen[0], 1<<6)
 		case "workflow_job_run":
 			if d.null() {
 				break
@@ -40785,11 +37793,7 @@ func (x *InstallationTargetRenamedEvent) decode(d *decoder) error {
 		case "sender":
 			err = decPtr(&x.Sender, d, (*User).decode)
 		case "target_type":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 4
-			err = decString(&x.TargetType, d)
+			err = decStringSeen(&x.TargetType, d, &seen[0], 1<<4)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -44346,11 +41350,7 @@ func (x *MarketplacePurchaseCancelledEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "effective_date":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.EffectiveDate, d)
+			err = decStringSeen(&x.EffectiveDate, d, &seen[0], 1<<1)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44455,11 +41455,7 @@ func (x *MarketplacePurchaseChangedEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "effective_date":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.EffectiveDate, d)
+			err = decStringSeen(&x.EffectiveDate, d, &seen[0], 1<<1)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44564,11 +41560,7 @@ func (x *MarketplacePurchasePendingChangeEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "effective_date":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.EffectiveDate, d)
+			err = decStringSeen(&x.EffectiveDate, d, &seen[0], 1<<1)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44673,11 +41665,7 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) decode(d *decoder) erro
 				seen[0] &^= 1 << 0
 			}
 		case "effective_date":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.EffectiveDate, d)
+			err = decStringSeen(&x.EffectiveDate, d, &seen[0], 1<<1)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -44782,11 +41770,7 @@ func (x *MarketplacePurchasePurchasedEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "effective_date":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.EffectiveDate, d)
+			err = decStringSeen(&x.EffectiveDate, d, &seen[0], 1<<1)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -51834,11 +48818,7 @@ func (x *PullRequestAutoMergeDisabledEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "reason":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Reason, d)
+			err = decStringSeen(&x.Reason, d, &seen[0], 1<<3)
 		case "repository":
 			if d.null() {
 				break
@@ -53582,17 +50562,9 @@ func (x *PullRequestSynchronizeEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "after":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.After, d)
+			err = decStringSeen(&x.After, d, &seen[0], 1<<1)
 		case "before":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Before, d)
+			err = decStringSeen(&x.Before, d, &seen[0], 1<<2)
 		case "enterprise":
 			err = decPtr(&x.Enterprise, d, (*Enterprise).decode)
 		case "installation":
@@ -55204,19 +52176,11 @@ func (x *PushEvent) decode(d *decoder) error {
 	for more {
 		switch string(key) {
 		case "after":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.After, d)
+			err = decStringSeen(&x.After, d, &seen[0], 1<<0)
 		case "base_ref":
 			err = decStringPtr(&x.BaseRef, d)
 		case "before":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Before, d)
+			err = decStringSeen(&x.Before, d, &seen[0], 1<<1)
 		case "commits":
 			if d.null() {
 				break
@@ -55224,11 +52188,7 @@ func (x *PushEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = decSlice(&x.Commits, d, (*Commit).decode)
 		case "compare":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Compare, d)
+			err = decStringSeen(&x.Compare, d, &seen[0], 1<<3)
 		case "created":
 			if d.null() {
 				break
@@ -55262,11 +52222,7 @@ func (x *PushEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = x.Pusher.decode(d)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<8)
 		case "repository":
 			if d.null() {
 				break
@@ -57595,11 +54551,7 @@ func (x *RepositoryDispatchUnknownEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "branch":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Branch, d)
+			err = decStringSeen(&x.Branch, d, &seen[0], 1<<1)
 		case "client_payload":
 			err = decRaw(&x.ClientPayload, d)
 		case "enterprise":
@@ -57705,11 +54657,7 @@ func (x *RepositoryDispatchSampleCollectedEvent) decode(d *decoder) error {
 				seen[0] &^= 1 << 0
 			}
 		case "branch":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 1
-			err = decString(&x.Branch, d)
+			err = decStringSeen(&x.Branch, d, &seen[0], 1<<1)
 		case "client_payload":
 			err = decRaw(&x.ClientPayload, d)
 		case "enterprise":
@@ -61551,17 +58499,9 @@ func (x *StatusEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 1
 			err = x.Commit.decode(d)
 		case "context":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 2
-			err = decString(&x.Context, d)
+			err = decStringSeen(&x.Context, d, &seen[0], 1<<2)
 		case "created_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.CreatedAt, d)
+			err = decStringSeen(&x.CreatedAt, d, &seen[0], 1<<3)
 		case "description":
 			err = decStringPtr(&x.Description, d)
 		case "enterprise":
@@ -61575,11 +58515,7 @@ func (x *StatusEvent) decode(d *decoder) error {
 		case "installation":
 			err = decPtr(&x.Installation, d, (*SimpleInstallation).decode)
 		case "name":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 5
-			err = decString(&x.Name, d)
+			err = decStringSeen(&x.Name, d, &seen[0], 1<<5)
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "repository":
@@ -61595,11 +58531,7 @@ func (x *StatusEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 7
 			err = x.Sender.decode(d)
 		case "sha":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 8
-			err = decString(&x.SHA, d)
+			err = decStringSeen(&x.SHA, d, &seen[0], 1<<8)
 		case "state":
 			if d.null() {
 				break
@@ -61609,11 +58541,7 @@ func (x *StatusEvent) decode(d *decoder) error {
 		case "target_url":
 			err = decStringPtr(&x.TargetURL, d)
 		case "updated_at":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 10
-			err = decString(&x.UpdatedAt, d)
+			err = decStringSeen(&x.UpdatedAt, d, &seen[0], 1<<10)
 		default:
 			err = x.keepUnknown(key, d)
 		}
@@ -63155,11 +60083,7 @@ func (x *WorkflowDispatchEvent) decode(d *decoder) error {
 		case "organization":
 			err = decPtr(&x.Organization, d, (*Organization).decode)
 		case "ref":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 0
-			err = decString(&x.Ref, d)
+			err = decStringSeen(&x.Ref, d, &seen[0], 1<<0)
 		case "repository":
 			if d.null() {
 				break
@@ -63173,11 +60097,7 @@ func (x *WorkflowDispatchEvent) decode(d *decoder) error {
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "workflow":
-			if d.null() {
-				break
-			}
-			seen[0] |= 1 << 3
-			err = decString(&x.Workflow, d)
+			err = decStringSeen(&x.Workflow, d, &seen[0], 1<<3)
 		default:
 			err = x.keepUnknown(key, d)
 		}
