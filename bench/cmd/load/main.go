@@ -98,8 +98,8 @@ func main() {
 				order = append(order, s)
 			}
 			results[s] = append(results[s], res)
-			fmt.Fprintf(os.Stderr, "round %d %-10s %8.0f req/s  p50 %6.0f µs  p99 %6.0f µs  server CPU %5.1f µs/req  (%d requests)\n",
-				r+1, s, res.rps, res.p50, res.p99, res.cpu, res.n)
+			fmt.Fprintf(os.Stderr, "round %d %-10s %8.0f req/s  p50 %6.0f µs  p99 %6.0f µs  server CPU %5.1f µs/req (user %5.1f)  (%d requests)\n",
+				r+1, s, res.rps, res.p50, res.p99, res.cpu, res.user, res.n)
 		}
 	}
 	table := render(order, results, name, len(body), cfg, *rounds, nodeRecv)
@@ -157,6 +157,7 @@ type result struct {
 	n             int
 	rps, p50, p99 float64 // requests/s, µs
 	cpu           float64 // server CPU µs per request
+	user          float64 // the user-space part of cpu
 }
 
 // drive starts receiver s, sends the warm-up and the measured requests, and
@@ -223,7 +224,7 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	if _, err := run(client, url, d, hdr, cfg.warmup, cfg.c, cfg.duration); err != nil {
 		return result{}, fmt.Errorf("warm-up: %w", err)
 	}
-	before, err := cpuTime(cmd.Process.Pid)
+	before, beforeUser, err := cpuTime(cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
 	}
@@ -233,17 +234,18 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	if err != nil {
 		return result{}, err
 	}
-	after, err := cpuTime(cmd.Process.Pid)
+	after, afterUser, err := cpuTime(cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
 	}
 	slices.Sort(lat)
 	return result{
-		n:   len(lat),
-		rps: float64(len(lat)) / elapsed.Seconds(),
-		p50: pct(lat, 0.50),
-		p99: pct(lat, 0.99),
-		cpu: float64((after - before).Microseconds()) / float64(len(lat)),
+		n:    len(lat),
+		rps:  float64(len(lat)) / elapsed.Seconds(),
+		p50:  pct(lat, 0.50),
+		p99:  pct(lat, 0.99),
+		cpu:  float64((after - before).Microseconds()) / float64(len(lat)),
+		user: float64((afterUser - beforeUser).Microseconds()) / float64(len(lat)),
 	}, nil
 }
 
@@ -309,29 +311,28 @@ func pct(sorted []float64, p float64) float64 {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-// cpuTime is the user and system CPU time a process has used, from
-// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s: USER_HZ is
-// 100 on Linux whatever the kernel's HZ).
-func cpuTime(pid int) (time.Duration, error) {
+// cpuTime is the user and system CPU time a process has used, and the user
+// part of it alone, from /proc/<pid>/stat (in clock ticks of 10 ms).
+func cpuTime(pid int) (total, user time.Duration, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name, field 2, is in parentheses and may hold spaces.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc stat: %q", b)
+		return 0, 0, fmt.Errorf("unexpected /proc stat: %q", b)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc stat: %q", b)
+		return 0, 0, fmt.Errorf("unexpected /proc stat: %q", b)
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unexpected /proc stat: %q", b)
+		return 0, 0, fmt.Errorf("unexpected /proc stat: %q", b)
 	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+	return time.Duration(utime+stime) * 10 * time.Millisecond, time.Duration(utime) * 10 * time.Millisecond, nil
 }
 
 // headWriter keeps the first max bytes written to it.
