@@ -253,3 +253,42 @@ func TestMiddlewareClientGoesAway(t *testing.T) {
 		})
 	}
 }
+
+// panickyFlusher claims to flush but panics, as a wrapper that asserts a
+// Flusher its writer is not.
+type panickyFlusher struct{ http.ResponseWriter }
+
+func (panickyFlusher) Flush() { panic("not a flusher") }
+
+// TestTimeoutAnswerPanics checks that a writer panicking while the timer writes
+// the 202 is logged and leaves the handlers, and the process, running.
+func TestTimeoutAnswerPanics(t *testing.T) {
+	logs := &logRecords{}
+	wh := mustNew(t, Options{Secret: secret, Logger: slog.New(logs)})
+	release := make(chan struct{})
+	finished := make(chan struct{})
+	wh.On("issues", func(ctx context.Context, e emitter.Event) error {
+		<-release
+		close(finished)
+		return nil
+	})
+	m := NewMiddleware(wh, MiddlewareOptions{Timeout: 10 * time.Millisecond})
+	srv := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.ServeHTTP(panickyFlusher{w}, r)
+	}), false)
+	go func() {
+		for !strings.Contains(logs.text(), "writing the 202 panicked") {
+			time.Sleep(time.Millisecond)
+		}
+		close(release)
+	}()
+	res, err := srv.Client().Do(delivery(t, context.Background(), srv, "issues"))
+	if err == nil {
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	<-finished
+	if err := wh.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -333,6 +333,15 @@ func (a *lateAnswer) answer() {
 		return
 	}
 	a.done = true
+	// This runs on the timer's goroutine, where net/http does not recover a
+	// panic as it does on the request's: a writer that panics (say, a wrapper
+	// whose Flush asserts a Flusher it wraps) must cost this answer, not the
+	// process.
+	defer func() {
+		if v := recover(); v != nil {
+			a.m.logger.Error("webhooks: writing the 202 panicked", "delivery", a.d.ID, "event", a.d.Name, "panic", fmt.Sprint(v))
+		}
+	}()
 	a.m.stillProcessing(a.rw, a.r, a.d)
 	a.rw.Header().Set("Connection", "close")
 	writeText(a.rw, http.StatusAccepted, "still processing\n")
