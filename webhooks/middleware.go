@@ -279,30 +279,39 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
 	ctx := context.WithoutCancel(r.Context())
-	e := emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload}
 	if m.timeout < 0 || r.ProtoMajor == 1 && canFlush(rw) {
-		m.receiveInline(ctx, rw, r, d, e)
+		m.receiveInline(ctx, rw, r, d)
 		return
 	}
-	m.receiveHandedOff(ctx, rw, r, d, e)
+	m.receiveHandedOff(ctx, rw, r, d)
+}
+
+// receive runs the handlers of an accepted delivery, then gives back its place
+// among MaxInFlight (before the answer, so that it sees the place free) and
+// tells Close it is done.
+func (m *Middleware) receive(ctx context.Context, d Delivery) error {
+	err := m.w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+	m.inFlight.Add(-1)
+	m.w.accepted.done()
+	if errors.Is(err, emitter.ErrClosed) {
+		// Only when Close gave up waiting (its context ended) before this
+		// delivery's handlers started, or the Emitter was closed directly.
+		m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", d.ID, "event", d.Name)
+	}
+	return err
 }
 
 // receiveInline runs the handlers on the request's goroutine. When they take
 // longer than the timeout, a timer answers 202 from its own goroutine, with
 // Connection: close so that the client does not send its next request on a
 // connection whose handler has not returned, and flushes it to the client.
-func (m *Middleware) receiveInline(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery, e emitter.Event) {
+func (m *Middleware) receiveInline(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery) {
 	var late *lateAnswer
 	if m.timeout > 0 {
 		late = &lateAnswer{m: m, rw: rw, r: r, d: d}
 		late.timer = time.AfterFunc(m.timeout, late.answer)
 	}
-	err := m.w.Receive(ctx, e)
-	m.inFlight.Add(-1) // before the answer, so that it sees the place free
-	m.w.accepted.done()
-	if errors.Is(err, emitter.ErrClosed) {
-		m.dropped(d)
-	}
+	err := m.receive(ctx, d)
 	if late != nil && !late.finish() {
 		return // answered 202 already
 	}
@@ -342,7 +351,7 @@ func (a *lateAnswer) answer() {
 			a.m.logger.Error("webhooks: writing the 202 panicked", "delivery", a.d.ID, "event", a.d.Name, "panic", fmt.Sprint(v))
 		}
 	}()
-	a.m.stillProcessing(a.rw, a.r, a.d)
+	a.m.stillProcessing(a.r, a.d)
 	a.rw.Header().Set("Connection", "close")
 	writeText(a.rw, http.StatusAccepted, "still processing\n")
 	http.NewResponseController(a.rw).Flush()
@@ -378,17 +387,9 @@ func canFlush(rw http.ResponseWriter) bool {
 
 // receiveHandedOff runs the handlers on another goroutine while this one
 // waits for them, for the timeout, and for the client to go away.
-func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery, e emitter.Event) {
+func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery) {
 	done := make(chan error, 1)
-	m.workers.run(func() {
-		defer m.w.accepted.done()
-		err := m.w.Receive(ctx, e)
-		m.inFlight.Add(-1) // before the answer, so that it sees the place free
-		if errors.Is(err, emitter.ErrClosed) {
-			m.dropped(d)
-		}
-		done <- err
-	})
+	m.workers.run(func() { done <- m.receive(ctx, d) })
 	var timeout <-chan time.Time
 	if m.timeout > 0 {
 		t := time.NewTimer(m.timeout)
@@ -408,7 +409,7 @@ func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWrite
 			m.answer(rw, r, d, err)
 			return
 		case <-timeout:
-			m.stillProcessing(rw, r, d)
+			m.stillProcessing(r, d)
 			writeText(rw, http.StatusAccepted, "still processing\n")
 			return
 		case <-gone:
@@ -418,17 +419,10 @@ func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWrite
 	}
 }
 
-// dropped logs a delivery whose handlers never ran: only when Close gave up
-// waiting (its context ended) before they started, or the Emitter was closed
-// directly.
-func (m *Middleware) dropped(d Delivery) {
-	m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", d.ID, "event", d.Name)
-}
-
 // stillProcessing logs the 202 answered when the handlers outlast the
 // timeout: a warning once half the places are taken by running handlers, so
 // that hanging handlers show in the default log before deliveries are refused.
-func (m *Middleware) stillProcessing(rw http.ResponseWriter, r *http.Request, d Delivery) {
+func (m *Middleware) stillProcessing(r *http.Request, d Delivery) {
 	level, n := slog.LevelInfo, int64(m.InFlight())
 	if m.maxInFlight > 0 && 2*n >= m.maxInFlight {
 		level = slog.LevelWarn

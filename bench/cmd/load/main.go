@@ -312,7 +312,8 @@ func pct(sorted []float64, p float64) float64 {
 }
 
 // cpuTime is the user and system CPU time a process has used, and the user
-// part of it alone, from /proc/<pid>/stat (in clock ticks of 10 ms).
+// part of it alone, from /proc/<pid>/stat (fields 14 and 15, in clock ticks of
+// 1/100 s: USER_HZ is 100 on Linux whatever the kernel's HZ).
 func cpuTime(pid int) (total, user time.Duration, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
