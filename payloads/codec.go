@@ -6,6 +6,7 @@ import "encoding/json"
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AdvisoryCWE) UnmarshalJSON(b []byte) error {
+	*x = AdvisoryCWE{}
 	return unmarshal(b, "AdvisoryCWE", x.decode)
 }
 
@@ -17,7 +18,6 @@ func (x AdvisoryCWE) MarshalJSON() ([]byte, error) {
 }
 
 func (x *AdvisoryCWE) decode(d *decoder) error {
-	*x = AdvisoryCWE{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55,6 +55,7 @@ func (x *AdvisoryCWE) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AdvisoryIdentifier) UnmarshalJSON(b []byte) error {
+	*x = AdvisoryIdentifier{}
 	return unmarshal(b, "AdvisoryIdentifier", x.decode)
 }
 
@@ -66,7 +67,6 @@ func (x AdvisoryIdentifier) MarshalJSON() ([]byte, error) {
 }
 
 func (x *AdvisoryIdentifier) decode(d *decoder) error {
-	*x = AdvisoryIdentifier{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -108,6 +108,7 @@ func (x *AdvisoryIdentifier) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AlertInstance) UnmarshalJSON(b []byte) error {
+	*x = AlertInstance{}
 	return unmarshal(b, "AlertInstance", x.decode)
 }
 
@@ -119,7 +120,6 @@ func (x AlertInstance) MarshalJSON() ([]byte, error) {
 }
 
 func (x *AlertInstance) decode(d *decoder) error {
-	*x = AlertInstance{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -203,6 +203,7 @@ func (x *AlertInstance) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AlertInstanceLocation) UnmarshalJSON(b []byte) error {
+	*x = AlertInstanceLocation{}
 	return unmarshal(b, "AlertInstanceLocation", x.decode)
 }
 
@@ -214,7 +215,6 @@ func (x AlertInstanceLocation) MarshalJSON() ([]byte, error) {
 }
 
 func (x *AlertInstanceLocation) decode(d *decoder) error {
-	*x = AlertInstanceLocation{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -268,6 +268,7 @@ func (x *AlertInstanceLocation) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AlertInstanceMessage) UnmarshalJSON(b []byte) error {
+	*x = AlertInstanceMessage{}
 	return unmarshal(b, "AlertInstanceMessage", x.decode)
 }
 
@@ -279,7 +280,6 @@ func (x AlertInstanceMessage) MarshalJSON() ([]byte, error) {
 }
 
 func (x *AlertInstanceMessage) decode(d *decoder) error {
-	*x = AlertInstanceMessage{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -309,6 +309,7 @@ func (x *AlertInstanceMessage) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *App) UnmarshalJSON(b []byte) error {
+	*x = App{}
 	return unmarshal(b, "App", x.decode)
 }
 
@@ -320,7 +321,6 @@ func (x App) MarshalJSON() ([]byte, error) {
 }
 
 func (x *App) decode(d *decoder) error {
-	*x = App{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -430,6 +430,7 @@ func (x *App) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AppPermissions) UnmarshalJSON(b []byte) error {
+	*x = AppPermissions{}
 	return unmarshal(b, "AppPermissions", x.decode)
 }
 
@@ -441,7 +442,6 @@ func (x AppPermissions) MarshalJSON() ([]byte, error) {
 }
 
 func (x *AppPermissions) decode(d *decoder) error {
-	*x = AppPermissions{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -945,6 +945,7 @@ func (x *AppPermissions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRule) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRule{}
 	return unmarshal(b, "BranchProtectionRule", x.decode)
 }
 
@@ -956,7 +957,6 @@ func (x BranchProtectionRule) MarshalJSON() ([]byte, error) {
 }
 
 func (x *BranchProtectionRule) decode(d *decoder) error {
-	*x = BranchProtectionRule{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -1244,6 +1244,7 @@ func (x *BranchProtectionRule) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRuleEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRuleEditedChanges{}
 	return unmarshal(b, "BranchProtectionRuleEditedChanges", x.decode)
 }
 
@@ -1255,7 +1256,6 @@ func (x BranchProtectionRuleEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *BranchProtectionRuleEditedChanges) decode(d *decoder) error {
-	*x = BranchProtectionRuleEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -1345,6 +1345,7 @@ func (x *BranchProtectionRuleEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRuleEditedChangesAdminEnforced) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRuleEditedChangesAdminEnforced{}
 	return unmarshal(b, "BranchProtectionRuleEditedChangesAdminEnforced", x.decode)
 }
 
@@ -1356,7 +1357,6 @@ func (x BranchProtectionRuleEditedChangesAdminEnforced) MarshalJSON() ([]byte, e
 }
 
 func (x *BranchProtectionRuleEditedChangesAdminEnforced) decode(d *decoder) error {
-	*x = BranchProtectionRuleEditedChangesAdminEnforced{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -1386,6 +1386,7 @@ func (x *BranchProtectionRuleEditedChangesAdminEnforced) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRuleEditedChangesAuthorizedActorNames) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRuleEditedChangesAuthorizedActorNames{}
 	return unmarshal(b, "BranchProtectionRuleEditedChangesAuthorizedActorNames", x.decode)
 }
 
@@ -1397,7 +1398,6 @@ func (x BranchProtectionRuleEditedChangesAuthorizedActorNames) MarshalJSON() ([]
 }
 
 func (x *BranchProtectionRuleEditedChangesAuthorizedActorNames) decode(d *decoder) error {
-	*x = BranchProtectionRuleEditedChangesAuthorizedActorNames{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -1433,6 +1433,7 @@ func (x *BranchProtectionRuleEditedChangesAuthorizedActorNames) encode(e *encode
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CVSSSeverities) UnmarshalJSON(b []byte) error {
+	*x = CVSSSeverities{}
 	return unmarshal(b, "CVSSSeverities", x.decode)
 }
 
@@ -1444,7 +1445,6 @@ func (x CVSSSeverities) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CVSSSeverities) decode(d *decoder) error {
-	*x = CVSSSeverities{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -1480,6 +1480,7 @@ func (x *CVSSSeverities) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CVSSSeveritiesCVSSV3) UnmarshalJSON(b []byte) error {
+	*x = CVSSSeveritiesCVSSV3{}
 	return unmarshal(b, "CVSSSeveritiesCVSSV3", x.decode)
 }
 
@@ -1491,7 +1492,6 @@ func (x CVSSSeveritiesCVSSV3) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CVSSSeveritiesCVSSV3) decode(d *decoder) error {
-	*x = CVSSSeveritiesCVSSV3{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -1527,6 +1527,7 @@ func (x *CVSSSeveritiesCVSSV3) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRun) UnmarshalJSON(b []byte) error {
+	*x = CheckRun{}
 	return unmarshal(b, "CheckRun", x.decode)
 }
 
@@ -1538,7 +1539,6 @@ func (x CheckRun) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRun) decode(d *decoder) error {
-	*x = CheckRun{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -1548,6 +1548,9 @@ func (x *CheckRun) decode(d *decoder) error {
 		case "check_suite":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.CheckSuite = SimpleCheckSuite{}
 			}
 			seen[0] |= 1 << 0
 			err = x.CheckSuite.decode(d)
@@ -1580,6 +1583,9 @@ func (x *CheckRun) decode(d *decoder) error {
 		case "output":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<6) != 0 {
+				x.Output = CheckRunOutput{}
 			}
 			seen[0] |= 1 << 6
 			err = x.Output.decode(d)
@@ -1692,6 +1698,7 @@ func (x *CheckRun) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunOutput) UnmarshalJSON(b []byte) error {
+	*x = CheckRunOutput{}
 	return unmarshal(b, "CheckRunOutput", x.decode)
 }
 
@@ -1703,7 +1710,6 @@ func (x CheckRunOutput) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunOutput) decode(d *decoder) error {
-	*x = CheckRunOutput{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -1763,6 +1769,7 @@ func (x *CheckRunOutput) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunPullRequest) UnmarshalJSON(b []byte) error {
+	*x = CheckRunPullRequest{}
 	return unmarshal(b, "CheckRunPullRequest", x.decode)
 }
 
@@ -1774,7 +1781,6 @@ func (x CheckRunPullRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunPullRequest) decode(d *decoder) error {
-	*x = CheckRunPullRequest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -1797,11 +1803,17 @@ func (x *CheckRunPullRequest) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Head = CheckRunPullRequestBase{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Head.decode(d)
 		case "base":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Base = CheckRunPullRequestBase{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Base.decode(d)
@@ -1846,6 +1858,7 @@ func (x *CheckRunPullRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunPullRequestBase) UnmarshalJSON(b []byte) error {
+	*x = CheckRunPullRequestBase{}
 	return unmarshal(b, "CheckRunPullRequestBase", x.decode)
 }
 
@@ -1857,7 +1870,6 @@ func (x CheckRunPullRequestBase) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunPullRequestBase) decode(d *decoder) error {
-	*x = CheckRunPullRequestBase{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -1869,6 +1881,9 @@ func (x *CheckRunPullRequestBase) decode(d *decoder) error {
 		case "repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repo = RepoRef{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repo.decode(d)
@@ -1905,6 +1920,7 @@ func (x *CheckRunPullRequestBase) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunRequestedAction) UnmarshalJSON(b []byte) error {
+	*x = CheckRunRequestedAction{}
 	return unmarshal(b, "CheckRunRequestedAction", x.decode)
 }
 
@@ -1916,7 +1932,6 @@ func (x CheckRunRequestedAction) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunRequestedAction) decode(d *decoder) error {
-	*x = CheckRunRequestedAction{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -1946,6 +1961,7 @@ func (x *CheckRunRequestedAction) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckSuite) UnmarshalJSON(b []byte) error {
+	*x = CheckSuite{}
 	return unmarshal(b, "CheckSuite", x.decode)
 }
 
@@ -1957,7 +1973,6 @@ func (x CheckSuite) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckSuite) decode(d *decoder) error {
-	*x = CheckSuite{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -1967,6 +1982,9 @@ func (x *CheckSuite) decode(d *decoder) error {
 		case "app":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.App = App{}
 			}
 			seen[0] |= 1 << 0
 			err = x.App.decode(d)
@@ -1989,6 +2007,9 @@ func (x *CheckSuite) decode(d *decoder) error {
 		case "head_commit":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.HeadCommit = SimpleCommit{}
 			}
 			seen[0] |= 1 << 3
 			err = x.HeadCommit.decode(d)
@@ -2123,6 +2144,7 @@ func (x *CheckSuite) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeOfConduct) UnmarshalJSON(b []byte) error {
+	*x = CodeOfConduct{}
 	return unmarshal(b, "CodeOfConduct", x.decode)
 }
 
@@ -2134,7 +2156,6 @@ func (x CodeOfConduct) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeOfConduct) decode(d *decoder) error {
-	*x = CodeOfConduct{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2190,6 +2211,7 @@ func (x *CodeOfConduct) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeOfConductSimple) UnmarshalJSON(b []byte) error {
+	*x = CodeOfConductSimple{}
 	return unmarshal(b, "CodeOfConductSimple", x.decode)
 }
 
@@ -2201,7 +2223,6 @@ func (x CodeOfConductSimple) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeOfConductSimple) decode(d *decoder) error {
-	*x = CodeOfConductSimple{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2251,6 +2272,7 @@ func (x *CodeOfConductSimple) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlert) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlert{}
 	return unmarshal(b, "CodeScanningAlert", x.decode)
 }
 
@@ -2262,7 +2284,6 @@ func (x CodeScanningAlert) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlert) decode(d *decoder) error {
-	*x = CodeScanningAlert{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2296,6 +2317,9 @@ func (x *CodeScanningAlert) decode(d *decoder) error {
 		case "rule":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Rule = CodeScanningAlertRule{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Rule.decode(d)
@@ -2402,6 +2426,7 @@ func (x *CodeScanningAlert) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertRule) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertRule{}
 	return unmarshal(b, "CodeScanningAlertRule", x.decode)
 }
 
@@ -2413,7 +2438,6 @@ func (x CodeScanningAlertRule) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertRule) decode(d *decoder) error {
-	*x = CodeScanningAlertRule{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2489,6 +2513,7 @@ func (x *CodeScanningAlertRule) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertTool) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertTool{}
 	return unmarshal(b, "CodeScanningAlertTool", x.decode)
 }
 
@@ -2500,7 +2525,6 @@ func (x CodeScanningAlertTool) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertTool) decode(d *decoder) error {
-	*x = CodeScanningAlertTool{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2544,6 +2568,7 @@ func (x *CodeScanningAlertTool) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningTool) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningTool{}
 	return unmarshal(b, "CodeScanningTool", x.decode)
 }
 
@@ -2555,7 +2580,6 @@ func (x CodeScanningTool) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningTool) decode(d *decoder) error {
-	*x = CodeScanningTool{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2607,6 +2631,7 @@ func (x *CodeScanningTool) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Commit) UnmarshalJSON(b []byte) error {
+	*x = Commit{}
 	return unmarshal(b, "Commit", x.decode)
 }
 
@@ -2618,7 +2643,6 @@ func (x Commit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Commit) decode(d *decoder) error {
-	*x = Commit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2629,11 +2653,17 @@ func (x *Commit) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Author = Committer{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Author.decode(d)
 		case "committer":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Committer = Committer{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Committer.decode(d)
@@ -2726,6 +2756,7 @@ func (x *Commit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CommitComment) UnmarshalJSON(b []byte) error {
+	*x = CommitComment{}
 	return unmarshal(b, "CommitComment", x.decode)
 }
 
@@ -2737,7 +2768,6 @@ func (x CommitComment) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CommitComment) decode(d *decoder) error {
-	*x = CommitComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2855,6 +2885,7 @@ func (x *CommitComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Committer) UnmarshalJSON(b []byte) error {
+	*x = Committer{}
 	return unmarshal(b, "Committer", x.decode)
 }
 
@@ -2866,7 +2897,6 @@ func (x Committer) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Committer) decode(d *decoder) error {
-	*x = Committer{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2916,6 +2946,7 @@ func (x *Committer) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyValue) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyValue{}
 	return unmarshal(b, "CustomPropertyValue", x.decode)
 }
 
@@ -2927,7 +2958,6 @@ func (x CustomPropertyValue) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyValue) decode(d *decoder) error {
-	*x = CustomPropertyValue{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2965,6 +2995,7 @@ func (x *CustomPropertyValue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlert) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlert{}
 	return unmarshal(b, "DependabotAlert", x.decode)
 }
 
@@ -2976,7 +3007,6 @@ func (x DependabotAlert) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlert) decode(d *decoder) error {
-	*x = DependabotAlert{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -2997,17 +3027,26 @@ func (x *DependabotAlert) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Dependency = DependabotAlertDependency{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Dependency.decode(d)
 		case "security_advisory":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.SecurityAdvisory = DependabotAlertSecurityAdvisory{}
+			}
 			seen[0] |= 1 << 3
 			err = x.SecurityAdvisory.decode(d)
 		case "security_vulnerability":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.SecurityVulnerability = DependabotAlertSecurityVulnerability{}
 			}
 			seen[0] |= 1 << 4
 			err = x.SecurityVulnerability.decode(d)
@@ -3122,6 +3161,7 @@ func (x *DependabotAlert) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertDependency) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertDependency{}
 	return unmarshal(b, "DependabotAlertDependency", x.decode)
 }
 
@@ -3133,7 +3173,6 @@ func (x DependabotAlertDependency) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertDependency) decode(d *decoder) error {
-	*x = DependabotAlertDependency{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -3185,6 +3224,7 @@ func (x *DependabotAlertDependency) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertPackage) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertPackage{}
 	return unmarshal(b, "DependabotAlertPackage", x.decode)
 }
 
@@ -3196,7 +3236,6 @@ func (x DependabotAlertPackage) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertPackage) decode(d *decoder) error {
-	*x = DependabotAlertPackage{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -3234,6 +3273,7 @@ func (x *DependabotAlertPackage) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertSecurityAdvisory) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertSecurityAdvisory{}
 	return unmarshal(b, "DependabotAlertSecurityAdvisory", x.decode)
 }
 
@@ -3245,7 +3285,6 @@ func (x DependabotAlertSecurityAdvisory) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertSecurityAdvisory) decode(d *decoder) error {
-	*x = DependabotAlertSecurityAdvisory{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -3273,6 +3312,9 @@ func (x *DependabotAlertSecurityAdvisory) decode(d *decoder) error {
 		case "cvss":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.CVSS = SecurityAdvisoryCVSS{}
 			}
 			seen[0] |= 1 << 5
 			err = x.CVSS.decode(d)
@@ -3393,6 +3435,7 @@ func (x *DependabotAlertSecurityAdvisory) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertSecurityVulnerability) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertSecurityVulnerability{}
 	return unmarshal(b, "DependabotAlertSecurityVulnerability", x.decode)
 }
 
@@ -3404,7 +3447,6 @@ func (x DependabotAlertSecurityVulnerability) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertSecurityVulnerability) decode(d *decoder) error {
-	*x = DependabotAlertSecurityVulnerability{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -3412,6 +3454,9 @@ func (x *DependabotAlertSecurityVulnerability) decode(d *decoder) error {
 		case "package":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Package = DependabotAlertPackage{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Package.decode(d)
@@ -3462,6 +3507,7 @@ func (x *DependabotAlertSecurityVulnerability) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeployKey) UnmarshalJSON(b []byte) error {
+	*x = DeployKey{}
 	return unmarshal(b, "DeployKey", x.decode)
 }
 
@@ -3473,7 +3519,6 @@ func (x DeployKey) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeployKey) decode(d *decoder) error {
-	*x = DeployKey{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -3571,6 +3616,7 @@ func (x *DeployKey) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Deployment) UnmarshalJSON(b []byte) error {
+	*x = Deployment{}
 	return unmarshal(b, "Deployment", x.decode)
 }
 
@@ -3582,7 +3628,6 @@ func (x Deployment) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Deployment) decode(d *decoder) error {
-	*x = Deployment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -3728,6 +3773,7 @@ func (x *Deployment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewApprovedApprover) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewApprovedApprover{}
 	return unmarshal(b, "DeploymentReviewApprovedApprover", x.decode)
 }
 
@@ -3739,7 +3785,6 @@ func (x DeploymentReviewApprovedApprover) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewApprovedApprover) decode(d *decoder) error {
-	*x = DeploymentReviewApprovedApprover{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -3877,6 +3922,7 @@ func (x *DeploymentReviewApprovedApprover) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewApprovedWorkflowJobRun) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewApprovedWorkflowJobRun{}
 	return unmarshal(b, "DeploymentReviewApprovedWorkflowJobRun", x.decode)
 }
 
@@ -3888,7 +3934,6 @@ func (x DeploymentReviewApprovedWorkflowJobRun) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewApprovedWorkflowJobRun) decode(d *decoder) error {
-	*x = DeploymentReviewApprovedWorkflowJobRun{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -3960,6 +4005,7 @@ func (x *DeploymentReviewApprovedWorkflowJobRun) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewReviewer) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewReviewer{}
 	return unmarshal(b, "DeploymentReviewReviewer", x.decode)
 }
 
@@ -3971,7 +4017,6 @@ func (x DeploymentReviewReviewer) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewReviewer) decode(d *decoder) error {
-	*x = DeploymentReviewReviewer{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -4009,6 +4054,7 @@ func (x *DeploymentReviewReviewer) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewWorkflowJobRun) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewWorkflowJobRun{}
 	return unmarshal(b, "DeploymentReviewWorkflowJobRun", x.decode)
 }
 
@@ -4020,7 +4066,6 @@ func (x DeploymentReviewWorkflowJobRun) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewWorkflowJobRun) decode(d *decoder) error {
-	*x = DeploymentReviewWorkflowJobRun{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -4098,6 +4143,7 @@ func (x *DeploymentReviewWorkflowJobRun) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentStatus) UnmarshalJSON(b []byte) error {
+	*x = DeploymentStatus{}
 	return unmarshal(b, "DeploymentStatus", x.decode)
 }
 
@@ -4109,7 +4155,6 @@ func (x DeploymentStatus) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentStatus) decode(d *decoder) error {
-	*x = DeploymentStatus{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -4229,6 +4274,7 @@ func (x *DeploymentStatus) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentStatusCheckRun) UnmarshalJSON(b []byte) error {
+	*x = DeploymentStatusCheckRun{}
 	return unmarshal(b, "DeploymentStatusCheckRun", x.decode)
 }
 
@@ -4240,7 +4286,6 @@ func (x DeploymentStatusCheckRun) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentStatusCheckRun) decode(d *decoder) error {
-	*x = DeploymentStatusCheckRun{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -4352,6 +4397,7 @@ func (x *DeploymentStatusCheckRun) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentWorkflowRun) UnmarshalJSON(b []byte) error {
+	*x = DeploymentWorkflowRun{}
 	return unmarshal(b, "DeploymentWorkflowRun", x.decode)
 }
 
@@ -4363,7 +4409,6 @@ func (x DeploymentWorkflowRun) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentWorkflowRun) decode(d *decoder) error {
-	*x = DeploymentWorkflowRun{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -4641,6 +4686,7 @@ func (x *DeploymentWorkflowRun) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentWorkflowRunHeadRepository) UnmarshalJSON(b []byte) error {
+	*x = DeploymentWorkflowRunHeadRepository{}
 	return unmarshal(b, "DeploymentWorkflowRunHeadRepository", x.decode)
 }
 
@@ -4652,7 +4698,6 @@ func (x DeploymentWorkflowRunHeadRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentWorkflowRunHeadRepository) decode(d *decoder) error {
-	*x = DeploymentWorkflowRunHeadRepository{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -4952,6 +4997,7 @@ func (x *DeploymentWorkflowRunHeadRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Discussion) UnmarshalJSON(b []byte) error {
+	*x = Discussion{}
 	return unmarshal(b, "Discussion", x.decode)
 }
 
@@ -4963,7 +5009,6 @@ func (x Discussion) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Discussion) decode(d *decoder) error {
-	*x = Discussion{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -4987,6 +5032,9 @@ func (x *Discussion) decode(d *decoder) error {
 		case "category":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Category = DiscussionCategory{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Category.decode(d)
@@ -5165,6 +5213,7 @@ func (x *Discussion) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionAnswer) UnmarshalJSON(b []byte) error {
+	*x = DiscussionAnswer{}
 	return unmarshal(b, "DiscussionAnswer", x.decode)
 }
 
@@ -5176,7 +5225,6 @@ func (x DiscussionAnswer) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionAnswer) decode(d *decoder) error {
-	*x = DiscussionAnswer{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5304,6 +5352,7 @@ func (x *DiscussionAnswer) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCategory) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCategory{}
 	return unmarshal(b, "DiscussionCategory", x.decode)
 }
 
@@ -5315,7 +5364,6 @@ func (x DiscussionCategory) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCategory) decode(d *decoder) error {
-	*x = DiscussionCategory{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5417,6 +5465,7 @@ func (x *DiscussionCategory) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCategoryChangedChanges) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCategoryChangedChanges{}
 	return unmarshal(b, "DiscussionCategoryChangedChanges", x.decode)
 }
 
@@ -5428,7 +5477,6 @@ func (x DiscussionCategoryChangedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCategoryChangedChanges) decode(d *decoder) error {
-	*x = DiscussionCategoryChangedChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5436,6 +5484,9 @@ func (x *DiscussionCategoryChangedChanges) decode(d *decoder) error {
 		case "category":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Category = DiscussionCategoryChangedChangesCategory{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Category.decode(d)
@@ -5464,6 +5515,7 @@ func (x *DiscussionCategoryChangedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCategoryChangedChangesCategory) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCategoryChangedChangesCategory{}
 	return unmarshal(b, "DiscussionCategoryChangedChangesCategory", x.decode)
 }
 
@@ -5475,7 +5527,6 @@ func (x DiscussionCategoryChangedChangesCategory) MarshalJSON() ([]byte, error) 
 }
 
 func (x *DiscussionCategoryChangedChangesCategory) decode(d *decoder) error {
-	*x = DiscussionCategoryChangedChangesCategory{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5483,6 +5534,9 @@ func (x *DiscussionCategoryChangedChangesCategory) decode(d *decoder) error {
 		case "from":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.From = DiscussionCategory{}
 			}
 			seen[0] |= 1 << 0
 			err = x.From.decode(d)
@@ -5511,6 +5565,7 @@ func (x *DiscussionCategoryChangedChangesCategory) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionComment) UnmarshalJSON(b []byte) error {
+	*x = DiscussionComment{}
 	return unmarshal(b, "DiscussionComment", x.decode)
 }
 
@@ -5522,7 +5577,6 @@ func (x DiscussionComment) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionComment) decode(d *decoder) error {
-	*x = DiscussionComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5642,6 +5696,7 @@ func (x *DiscussionComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCommentEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCommentEditedChanges{}
 	return unmarshal(b, "DiscussionCommentEditedChanges", x.decode)
 }
 
@@ -5653,7 +5708,6 @@ func (x DiscussionCommentEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCommentEditedChanges) decode(d *decoder) error {
-	*x = DiscussionCommentEditedChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5661,6 +5715,9 @@ func (x *DiscussionCommentEditedChanges) decode(d *decoder) error {
 		case "body":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Body = StringChange{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Body.decode(d)
@@ -5689,6 +5746,7 @@ func (x *DiscussionCommentEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionTransferredChanges) UnmarshalJSON(b []byte) error {
+	*x = DiscussionTransferredChanges{}
 	return unmarshal(b, "DiscussionTransferredChanges", x.decode)
 }
 
@@ -5700,7 +5758,6 @@ func (x DiscussionTransferredChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionTransferredChanges) decode(d *decoder) error {
-	*x = DiscussionTransferredChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5709,11 +5766,17 @@ func (x *DiscussionTransferredChanges) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.NewDiscussion = Discussion{}
+			}
 			seen[0] |= 1 << 0
 			err = x.NewDiscussion.decode(d)
 		case "new_repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.NewRepository = Repository{}
 			}
 			seen[0] |= 1 << 1
 			err = x.NewRepository.decode(d)
@@ -5746,6 +5809,7 @@ func (x *DiscussionTransferredChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *EditedChanges) UnmarshalJSON(b []byte) error {
+	*x = EditedChanges{}
 	return unmarshal(b, "EditedChanges", x.decode)
 }
 
@@ -5757,7 +5821,6 @@ func (x EditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *EditedChanges) decode(d *decoder) error {
-	*x = EditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -5793,6 +5856,7 @@ func (x *EditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *EnforcementLevel) UnmarshalJSON(b []byte) error {
+	*x = EnforcementLevel{}
 	return unmarshal(b, "EnforcementLevel", x.decode)
 }
 
@@ -5804,7 +5868,6 @@ func (x EnforcementLevel) MarshalJSON() ([]byte, error) {
 }
 
 func (x *EnforcementLevel) decode(d *decoder) error {
-	*x = EnforcementLevel{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5840,6 +5903,7 @@ func (x *EnforcementLevel) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Enterprise) UnmarshalJSON(b []byte) error {
+	*x = Enterprise{}
 	return unmarshal(b, "Enterprise", x.decode)
 }
 
@@ -5851,7 +5915,6 @@ func (x Enterprise) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Enterprise) decode(d *decoder) error {
-	*x = Enterprise{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5941,6 +6004,7 @@ func (x *Enterprise) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *FullRepository) UnmarshalJSON(b []byte) error {
+	*x = FullRepository{}
 	return unmarshal(b, "FullRepository", x.decode)
 }
 
@@ -5952,7 +6016,6 @@ func (x FullRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *FullRepository) decode(d *decoder) error {
-	*x = FullRepository{}
 	var seen [2]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -5972,6 +6035,9 @@ func (x *FullRepository) decode(d *decoder) error {
 		case "owner":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Owner = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Owner.decode(d)
@@ -6700,6 +6766,7 @@ func (x *FullRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *GollumPage) UnmarshalJSON(b []byte) error {
+	*x = GollumPage{}
 	return unmarshal(b, "GollumPage", x.decode)
 }
 
@@ -6711,7 +6778,6 @@ func (x GollumPage) MarshalJSON() ([]byte, error) {
 }
 
 func (x *GollumPage) decode(d *decoder) error {
-	*x = GollumPage{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -6777,6 +6843,7 @@ func (x *GollumPage) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *HookResponse) UnmarshalJSON(b []byte) error {
+	*x = HookResponse{}
 	return unmarshal(b, "HookResponse", x.decode)
 }
 
@@ -6788,7 +6855,6 @@ func (x HookResponse) MarshalJSON() ([]byte, error) {
 }
 
 func (x *HookResponse) decode(d *decoder) error {
-	*x = HookResponse{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -6830,6 +6896,7 @@ func (x *HookResponse) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Installation) UnmarshalJSON(b []byte) error {
+	*x = Installation{}
 	return unmarshal(b, "Installation", x.decode)
 }
 
@@ -6841,7 +6908,6 @@ func (x Installation) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Installation) decode(d *decoder) error {
-	*x = Installation{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -6885,6 +6951,9 @@ func (x *Installation) decode(d *decoder) error {
 		case "permissions":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.Permissions = AppPermissions{}
 			}
 			seen[0] |= 1 << 8
 			err = x.Permissions.decode(d)
@@ -7025,6 +7094,7 @@ func (x *Installation) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationCreatedRepository) UnmarshalJSON(b []byte) error {
+	*x = InstallationCreatedRepository{}
 	return unmarshal(b, "InstallationCreatedRepository", x.decode)
 }
 
@@ -7036,7 +7106,6 @@ func (x InstallationCreatedRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationCreatedRepository) decode(d *decoder) error {
-	*x = InstallationCreatedRepository{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -7100,6 +7169,7 @@ func (x *InstallationCreatedRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationTargetAccount) UnmarshalJSON(b []byte) error {
+	*x = InstallationTargetAccount{}
 	return unmarshal(b, "InstallationTargetAccount", x.decode)
 }
 
@@ -7111,7 +7181,6 @@ func (x InstallationTargetAccount) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationTargetAccount) decode(d *decoder) error {
-	*x = InstallationTargetAccount{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -7363,6 +7432,7 @@ func (x *InstallationTargetAccount) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationTargetChanges) UnmarshalJSON(b []byte) error {
+	*x = InstallationTargetChanges{}
 	return unmarshal(b, "InstallationTargetChanges", x.decode)
 }
 
@@ -7374,7 +7444,6 @@ func (x InstallationTargetChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationTargetChanges) decode(d *decoder) error {
-	*x = InstallationTargetChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -7410,6 +7479,7 @@ func (x *InstallationTargetChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Issue) UnmarshalJSON(b []byte) error {
+	*x = Issue{}
 	return unmarshal(b, "Issue", x.decode)
 }
 
@@ -7421,7 +7491,6 @@ func (x Issue) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Issue) decode(d *decoder) error {
-	*x = Issue{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -7709,6 +7778,7 @@ func (x *Issue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueComment) UnmarshalJSON(b []byte) error {
+	*x = IssueComment{}
 	return unmarshal(b, "IssueComment", x.decode)
 }
 
@@ -7720,7 +7790,6 @@ func (x IssueComment) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueComment) decode(d *decoder) error {
-	*x = IssueComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -7834,6 +7903,7 @@ func (x *IssueComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueCommentEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = IssueCommentEditedChanges{}
 	return unmarshal(b, "IssueCommentEditedChanges", x.decode)
 }
 
@@ -7845,7 +7915,6 @@ func (x IssueCommentEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueCommentEditedChanges) decode(d *decoder) error {
-	*x = IssueCommentEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -7875,6 +7944,7 @@ func (x *IssueCommentEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueDependenciesSummary) UnmarshalJSON(b []byte) error {
+	*x = IssueDependenciesSummary{}
 	return unmarshal(b, "IssueDependenciesSummary", x.decode)
 }
 
@@ -7886,7 +7956,6 @@ func (x IssueDependenciesSummary) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueDependenciesSummary) decode(d *decoder) error {
-	*x = IssueDependenciesSummary{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -7952,6 +8021,7 @@ func (x *IssueDependenciesSummary) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueFieldValue) UnmarshalJSON(b []byte) error {
+	*x = IssueFieldValue{}
 	return unmarshal(b, "IssueFieldValue", x.decode)
 }
 
@@ -7963,7 +8033,6 @@ func (x IssueFieldValue) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueFieldValue) decode(d *decoder) error {
-	*x = IssueFieldValue{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8027,6 +8096,7 @@ func (x *IssueFieldValue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueFieldValueSingleSelectOption) UnmarshalJSON(b []byte) error {
+	*x = IssueFieldValueSingleSelectOption{}
 	return unmarshal(b, "IssueFieldValueSingleSelectOption", x.decode)
 }
 
@@ -8038,7 +8108,6 @@ func (x IssueFieldValueSingleSelectOption) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueFieldValueSingleSelectOption) decode(d *decoder) error {
-	*x = IssueFieldValueSingleSelectOption{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8086,6 +8155,7 @@ func (x *IssueFieldValueSingleSelectOption) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuePullRequest) UnmarshalJSON(b []byte) error {
+	*x = IssuePullRequest{}
 	return unmarshal(b, "IssuePullRequest", x.decode)
 }
 
@@ -8097,7 +8167,6 @@ func (x IssuePullRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuePullRequest) decode(d *decoder) error {
-	*x = IssuePullRequest{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -8151,6 +8220,7 @@ func (x *IssuePullRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueType) UnmarshalJSON(b []byte) error {
+	*x = IssueType{}
 	return unmarshal(b, "IssueType", x.decode)
 }
 
@@ -8162,7 +8232,6 @@ func (x IssueType) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueType) decode(d *decoder) error {
-	*x = IssueType{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8242,6 +8311,7 @@ func (x *IssueType) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesOpenedChanges) UnmarshalJSON(b []byte) error {
+	*x = IssuesOpenedChanges{}
 	return unmarshal(b, "IssuesOpenedChanges", x.decode)
 }
 
@@ -8253,7 +8323,6 @@ func (x IssuesOpenedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesOpenedChanges) decode(d *decoder) error {
-	*x = IssuesOpenedChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8263,6 +8332,9 @@ func (x *IssuesOpenedChanges) decode(d *decoder) error {
 		case "old_repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.OldRepository = Repository{}
 			}
 			seen[0] |= 1 << 0
 			err = x.OldRepository.decode(d)
@@ -8295,6 +8367,7 @@ func (x *IssuesOpenedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesTransferredChanges) UnmarshalJSON(b []byte) error {
+	*x = IssuesTransferredChanges{}
 	return unmarshal(b, "IssuesTransferredChanges", x.decode)
 }
 
@@ -8306,7 +8379,6 @@ func (x IssuesTransferredChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesTransferredChanges) decode(d *decoder) error {
-	*x = IssuesTransferredChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8315,11 +8387,17 @@ func (x *IssuesTransferredChanges) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.NewIssue = Issue{}
+			}
 			seen[0] |= 1 << 0
 			err = x.NewIssue.decode(d)
 		case "new_repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.NewRepository = Repository{}
 			}
 			seen[0] |= 1 << 1
 			err = x.NewRepository.decode(d)
@@ -8352,6 +8430,7 @@ func (x *IssuesTransferredChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Label) UnmarshalJSON(b []byte) error {
+	*x = Label{}
 	return unmarshal(b, "Label", x.decode)
 }
 
@@ -8363,7 +8442,6 @@ func (x Label) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Label) decode(d *decoder) error {
-	*x = Label{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8439,6 +8517,7 @@ func (x *Label) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *LabelEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = LabelEditedChanges{}
 	return unmarshal(b, "LabelEditedChanges", x.decode)
 }
 
@@ -8450,7 +8529,6 @@ func (x LabelEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *LabelEditedChanges) decode(d *decoder) error {
-	*x = LabelEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -8492,6 +8570,7 @@ func (x *LabelEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *License) UnmarshalJSON(b []byte) error {
+	*x = License{}
 	return unmarshal(b, "License", x.decode)
 }
 
@@ -8503,7 +8582,6 @@ func (x License) MarshalJSON() ([]byte, error) {
 }
 
 func (x *License) decode(d *decoder) error {
-	*x = License{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8565,6 +8643,7 @@ func (x *License) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Link) UnmarshalJSON(b []byte) error {
+	*x = Link{}
 	return unmarshal(b, "Link", x.decode)
 }
 
@@ -8576,7 +8655,6 @@ func (x Link) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Link) decode(d *decoder) error {
-	*x = Link{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8608,6 +8686,7 @@ func (x *Link) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchase) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchase{}
 	return unmarshal(b, "MarketplacePurchase", x.decode)
 }
 
@@ -8619,7 +8698,6 @@ func (x MarketplacePurchase) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchase) decode(d *decoder) error {
-	*x = MarketplacePurchase{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8627,6 +8705,9 @@ func (x *MarketplacePurchase) decode(d *decoder) error {
 		case "account":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Account = MarketplacePurchaseAccount{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Account.decode(d)
@@ -8641,6 +8722,9 @@ func (x *MarketplacePurchase) decode(d *decoder) error {
 		case "plan":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Plan = MarketplacePurchasePlan{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Plan.decode(d)
@@ -8699,6 +8783,7 @@ func (x *MarketplacePurchase) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchaseAccount) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchaseAccount{}
 	return unmarshal(b, "MarketplacePurchaseAccount", x.decode)
 }
 
@@ -8710,7 +8795,6 @@ func (x MarketplacePurchaseAccount) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchaseAccount) decode(d *decoder) error {
-	*x = MarketplacePurchaseAccount{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8770,6 +8854,7 @@ func (x *MarketplacePurchaseAccount) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchasePlan) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchasePlan{}
 	return unmarshal(b, "MarketplacePurchasePlan", x.decode)
 }
 
@@ -8781,7 +8866,6 @@ func (x MarketplacePurchasePlan) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchasePlan) decode(d *decoder) error {
-	*x = MarketplacePurchasePlan{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -8885,6 +8969,7 @@ func (x *MarketplacePurchasePlan) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MemberChanges) UnmarshalJSON(b []byte) error {
+	*x = MemberChanges{}
 	return unmarshal(b, "MemberChanges", x.decode)
 }
 
@@ -8896,7 +8981,6 @@ func (x MemberChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MemberChanges) decode(d *decoder) error {
-	*x = MemberChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -8938,6 +9022,7 @@ func (x *MemberChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MemberChangesPermission) UnmarshalJSON(b []byte) error {
+	*x = MemberChangesPermission{}
 	return unmarshal(b, "MemberChangesPermission", x.decode)
 }
 
@@ -8949,7 +9034,6 @@ func (x MemberChangesPermission) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MemberChangesPermission) decode(d *decoder) error {
-	*x = MemberChangesPermission{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -8987,6 +9071,7 @@ func (x *MemberChangesPermission) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MemberChangesRoleName) UnmarshalJSON(b []byte) error {
+	*x = MemberChangesRoleName{}
 	return unmarshal(b, "MemberChangesRoleName", x.decode)
 }
 
@@ -8998,7 +9083,6 @@ func (x MemberChangesRoleName) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MemberChangesRoleName) decode(d *decoder) error {
-	*x = MemberChangesRoleName{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9030,6 +9114,7 @@ func (x *MemberChangesRoleName) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Membership) UnmarshalJSON(b []byte) error {
+	*x = Membership{}
 	return unmarshal(b, "Membership", x.decode)
 }
 
@@ -9041,7 +9126,6 @@ func (x Membership) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Membership) decode(d *decoder) error {
-	*x = Membership{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9109,6 +9193,7 @@ func (x *Membership) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MergeGroup) UnmarshalJSON(b []byte) error {
+	*x = MergeGroup{}
 	return unmarshal(b, "MergeGroup", x.decode)
 }
 
@@ -9120,7 +9205,6 @@ func (x MergeGroup) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MergeGroup) decode(d *decoder) error {
-	*x = MergeGroup{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9136,6 +9220,9 @@ func (x *MergeGroup) decode(d *decoder) error {
 		case "head_commit":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.HeadCommit = MergeGroupSimpleCommit{}
 			}
 			seen[0] |= 1 << 4
 			err = x.HeadCommit.decode(d)
@@ -9180,6 +9267,7 @@ func (x *MergeGroup) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MergeGroupSimpleCommit) UnmarshalJSON(b []byte) error {
+	*x = MergeGroupSimpleCommit{}
 	return unmarshal(b, "MergeGroupSimpleCommit", x.decode)
 }
 
@@ -9191,7 +9279,6 @@ func (x MergeGroupSimpleCommit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MergeGroupSimpleCommit) decode(d *decoder) error {
-	*x = MergeGroupSimpleCommit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9257,6 +9344,7 @@ func (x *MergeGroupSimpleCommit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MergeGroupSimpleCommitAuthor) UnmarshalJSON(b []byte) error {
+	*x = MergeGroupSimpleCommitAuthor{}
 	return unmarshal(b, "MergeGroupSimpleCommitAuthor", x.decode)
 }
 
@@ -9268,7 +9356,6 @@ func (x MergeGroupSimpleCommitAuthor) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MergeGroupSimpleCommitAuthor) decode(d *decoder) error {
-	*x = MergeGroupSimpleCommitAuthor{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9306,6 +9393,7 @@ func (x *MergeGroupSimpleCommitAuthor) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MetaHook) UnmarshalJSON(b []byte) error {
+	*x = MetaHook{}
 	return unmarshal(b, "MetaHook", x.decode)
 }
 
@@ -9317,7 +9405,6 @@ func (x MetaHook) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MetaHook) decode(d *decoder) error {
-	*x = MetaHook{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9331,6 +9418,9 @@ func (x *MetaHook) decode(d *decoder) error {
 		case "config":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Config = MetaHookConfig{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Config.decode(d)
@@ -9407,6 +9497,7 @@ func (x *MetaHook) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MetaHookConfig) UnmarshalJSON(b []byte) error {
+	*x = MetaHookConfig{}
 	return unmarshal(b, "MetaHookConfig", x.decode)
 }
 
@@ -9418,7 +9509,6 @@ func (x MetaHookConfig) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MetaHookConfig) decode(d *decoder) error {
-	*x = MetaHookConfig{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9472,6 +9562,7 @@ func (x *MetaHookConfig) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Milestone) UnmarshalJSON(b []byte) error {
+	*x = Milestone{}
 	return unmarshal(b, "Milestone", x.decode)
 }
 
@@ -9483,7 +9574,6 @@ func (x Milestone) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Milestone) decode(d *decoder) error {
-	*x = Milestone{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9633,6 +9723,7 @@ func (x *Milestone) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MilestoneEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = MilestoneEditedChanges{}
 	return unmarshal(b, "MilestoneEditedChanges", x.decode)
 }
 
@@ -9644,7 +9735,6 @@ func (x MilestoneEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MilestoneEditedChanges) decode(d *decoder) error {
-	*x = MilestoneEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -9686,6 +9776,7 @@ func (x *MilestoneEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MinimalRepository) UnmarshalJSON(b []byte) error {
+	*x = MinimalRepository{}
 	return unmarshal(b, "MinimalRepository", x.decode)
 }
 
@@ -9697,7 +9788,6 @@ func (x MinimalRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MinimalRepository) decode(d *decoder) error {
-	*x = MinimalRepository{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -9717,6 +9807,9 @@ func (x *MinimalRepository) decode(d *decoder) error {
 		case "owner":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Owner = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Owner.decode(d)
@@ -10267,6 +10360,7 @@ func (x *MinimalRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MinimalRepositoryLicense) UnmarshalJSON(b []byte) error {
+	*x = MinimalRepositoryLicense{}
 	return unmarshal(b, "MinimalRepositoryLicense", x.decode)
 }
 
@@ -10278,7 +10372,6 @@ func (x MinimalRepositoryLicense) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MinimalRepositoryLicense) decode(d *decoder) error {
-	*x = MinimalRepositoryLicense{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -10332,6 +10425,7 @@ func (x *MinimalRepositoryLicense) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MinimalRepositoryPermissions) UnmarshalJSON(b []byte) error {
+	*x = MinimalRepositoryPermissions{}
 	return unmarshal(b, "MinimalRepositoryPermissions", x.decode)
 }
 
@@ -10343,7 +10437,6 @@ func (x MinimalRepositoryPermissions) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MinimalRepositoryPermissions) decode(d *decoder) error {
-	*x = MinimalRepositoryPermissions{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -10397,6 +10490,7 @@ func (x *MinimalRepositoryPermissions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Organization) UnmarshalJSON(b []byte) error {
+	*x = Organization{}
 	return unmarshal(b, "Organization", x.decode)
 }
 
@@ -10408,7 +10502,6 @@ func (x Organization) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Organization) decode(d *decoder) error {
-	*x = Organization{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -10510,6 +10603,7 @@ func (x *Organization) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationCustomProperty) UnmarshalJSON(b []byte) error {
+	*x = OrganizationCustomProperty{}
 	return unmarshal(b, "OrganizationCustomProperty", x.decode)
 }
 
@@ -10521,7 +10615,6 @@ func (x OrganizationCustomProperty) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationCustomProperty) decode(d *decoder) error {
-	*x = OrganizationCustomProperty{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -10607,6 +10700,7 @@ func (x *OrganizationCustomProperty) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationMemberInvitedInvitation) UnmarshalJSON(b []byte) error {
+	*x = OrganizationMemberInvitedInvitation{}
 	return unmarshal(b, "OrganizationMemberInvitedInvitation", x.decode)
 }
 
@@ -10618,7 +10712,6 @@ func (x OrganizationMemberInvitedInvitation) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationMemberInvitedInvitation) decode(d *decoder) error {
-	*x = OrganizationMemberInvitedInvitation{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -10728,6 +10821,7 @@ func (x *OrganizationMemberInvitedInvitation) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationRenamedChanges) UnmarshalJSON(b []byte) error {
+	*x = OrganizationRenamedChanges{}
 	return unmarshal(b, "OrganizationRenamedChanges", x.decode)
 }
 
@@ -10739,7 +10833,6 @@ func (x OrganizationRenamedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationRenamedChanges) decode(d *decoder) error {
-	*x = OrganizationRenamedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -10769,6 +10862,7 @@ func (x *OrganizationRenamedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationRenamedChangesLogin) UnmarshalJSON(b []byte) error {
+	*x = OrganizationRenamedChangesLogin{}
 	return unmarshal(b, "OrganizationRenamedChangesLogin", x.decode)
 }
 
@@ -10780,7 +10874,6 @@ func (x OrganizationRenamedChangesLogin) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationRenamedChangesLogin) decode(d *decoder) error {
-	*x = OrganizationRenamedChangesLogin{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -10810,6 +10903,7 @@ func (x *OrganizationRenamedChangesLogin) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Package) UnmarshalJSON(b []byte) error {
+	*x = Package{}
 	return unmarshal(b, "Package", x.decode)
 }
 
@@ -10821,7 +10915,6 @@ func (x Package) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Package) decode(d *decoder) error {
-	*x = Package{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -10923,6 +11016,7 @@ func (x *Package) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageRegistry) UnmarshalJSON(b []byte) error {
+	*x = PackageRegistry{}
 	return unmarshal(b, "PackageRegistry", x.decode)
 }
 
@@ -10934,7 +11028,6 @@ func (x PackageRegistry) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageRegistry) decode(d *decoder) error {
-	*x = PackageRegistry{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -10990,6 +11083,7 @@ func (x *PackageRegistry) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersion) UnmarshalJSON(b []byte) error {
+	*x = PackageVersion{}
 	return unmarshal(b, "PackageVersion", x.decode)
 }
 
@@ -11001,7 +11095,6 @@ func (x PackageVersion) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersion) decode(d *decoder) error {
-	*x = PackageVersion{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -11207,6 +11300,7 @@ func (x *PackageVersion) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionContainerMetadata) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionContainerMetadata{}
 	return unmarshal(b, "PackageVersionContainerMetadata", x.decode)
 }
 
@@ -11218,7 +11312,6 @@ func (x PackageVersionContainerMetadata) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionContainerMetadata) decode(d *decoder) error {
-	*x = PackageVersionContainerMetadata{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -11260,6 +11353,7 @@ func (x *PackageVersionContainerMetadata) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionContainerMetadataTag) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionContainerMetadataTag{}
 	return unmarshal(b, "PackageVersionContainerMetadataTag", x.decode)
 }
 
@@ -11271,7 +11365,6 @@ func (x PackageVersionContainerMetadataTag) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionContainerMetadataTag) decode(d *decoder) error {
-	*x = PackageVersionContainerMetadataTag{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -11307,6 +11400,7 @@ func (x *PackageVersionContainerMetadataTag) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionDockerMetadata) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionDockerMetadata{}
 	return unmarshal(b, "PackageVersionDockerMetadata", x.decode)
 }
 
@@ -11318,7 +11412,6 @@ func (x PackageVersionDockerMetadata) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionDockerMetadata) decode(d *decoder) error {
-	*x = PackageVersionDockerMetadata{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -11348,6 +11441,7 @@ func (x *PackageVersionDockerMetadata) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionNpmMetadata) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionNpmMetadata{}
 	return unmarshal(b, "PackageVersionNpmMetadata", x.decode)
 }
 
@@ -11359,7 +11453,6 @@ func (x PackageVersionNpmMetadata) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionNpmMetadata) decode(d *decoder) error {
-	*x = PackageVersionNpmMetadata{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -11605,6 +11698,7 @@ func (x *PackageVersionNpmMetadata) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionNugetMetadata) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionNugetMetadata{}
 	return unmarshal(b, "PackageVersionNugetMetadata", x.decode)
 }
 
@@ -11616,7 +11710,6 @@ func (x PackageVersionNugetMetadata) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionNugetMetadata) decode(d *decoder) error {
-	*x = PackageVersionNugetMetadata{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -11658,6 +11751,7 @@ func (x *PackageVersionNugetMetadata) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionNugetMetadataValueObject) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionNugetMetadataValueObject{}
 	return unmarshal(b, "PackageVersionNugetMetadataValueObject", x.decode)
 }
 
@@ -11669,7 +11763,6 @@ func (x PackageVersionNugetMetadataValueObject) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionNugetMetadataValueObject) decode(d *decoder) error {
-	*x = PackageVersionNugetMetadataValueObject{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -11717,6 +11810,7 @@ func (x *PackageVersionNugetMetadataValueObject) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionPackageFile) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionPackageFile{}
 	return unmarshal(b, "PackageVersionPackageFile", x.decode)
 }
 
@@ -11728,7 +11822,6 @@ func (x PackageVersionPackageFile) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionPackageFile) decode(d *decoder) error {
-	*x = PackageVersionPackageFile{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -11828,6 +11921,7 @@ func (x *PackageVersionPackageFile) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionRelease) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionRelease{}
 	return unmarshal(b, "PackageVersionRelease", x.decode)
 }
 
@@ -11839,7 +11933,6 @@ func (x PackageVersionRelease) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageVersionRelease) decode(d *decoder) error {
-	*x = PackageVersionRelease{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -11943,6 +12036,7 @@ func (x *PackageVersionRelease) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PageBuild) UnmarshalJSON(b []byte) error {
+	*x = PageBuild{}
 	return unmarshal(b, "PageBuild", x.decode)
 }
 
@@ -11954,7 +12048,6 @@ func (x PageBuild) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PageBuild) decode(d *decoder) error {
-	*x = PageBuild{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -11972,6 +12065,9 @@ func (x *PageBuild) decode(d *decoder) error {
 		case "error":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Error = PageBuildError{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Error.decode(d)
@@ -12036,6 +12132,7 @@ func (x *PageBuild) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PageBuildError) UnmarshalJSON(b []byte) error {
+	*x = PageBuildError{}
 	return unmarshal(b, "PageBuildError", x.decode)
 }
 
@@ -12047,7 +12144,6 @@ func (x PageBuildError) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PageBuildError) decode(d *decoder) error {
-	*x = PageBuildError{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -12077,6 +12173,7 @@ func (x *PageBuildError) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PatternParameters) UnmarshalJSON(b []byte) error {
+	*x = PatternParameters{}
 	return unmarshal(b, "PatternParameters", x.decode)
 }
 
@@ -12088,7 +12185,6 @@ func (x PatternParameters) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PatternParameters) decode(d *decoder) error {
-	*x = PatternParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12142,6 +12238,7 @@ func (x *PatternParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PersonalAccessTokenRequest) UnmarshalJSON(b []byte) error {
+	*x = PersonalAccessTokenRequest{}
 	return unmarshal(b, "PersonalAccessTokenRequest", x.decode)
 }
 
@@ -12153,7 +12250,6 @@ func (x PersonalAccessTokenRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PersonalAccessTokenRequest) decode(d *decoder) error {
-	*x = PersonalAccessTokenRequest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12168,11 +12264,17 @@ func (x *PersonalAccessTokenRequest) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Owner = User{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Owner.decode(d)
 		case "permissions_added":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.PermissionsAdded = PersonalAccessTokenRequestPermissionsAdded{}
 			}
 			seen[0] |= 1 << 2
 			err = x.PermissionsAdded.decode(d)
@@ -12180,11 +12282,17 @@ func (x *PersonalAccessTokenRequest) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.PermissionsUpgraded = PersonalAccessTokenRequestPermissionsAdded{}
+			}
 			seen[0] |= 1 << 3
 			err = x.PermissionsUpgraded.decode(d)
 		case "permissions_result":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.PermissionsResult = PersonalAccessTokenRequestPermissionsAdded{}
 			}
 			seen[0] |= 1 << 4
 			err = x.PermissionsResult.decode(d)
@@ -12295,6 +12403,7 @@ func (x *PersonalAccessTokenRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PersonalAccessTokenRequestPermissionsAdded) UnmarshalJSON(b []byte) error {
+	*x = PersonalAccessTokenRequestPermissionsAdded{}
 	return unmarshal(b, "PersonalAccessTokenRequestPermissionsAdded", x.decode)
 }
 
@@ -12306,7 +12415,6 @@ func (x PersonalAccessTokenRequestPermissionsAdded) MarshalJSON() ([]byte, error
 }
 
 func (x *PersonalAccessTokenRequestPermissionsAdded) decode(d *decoder) error {
-	*x = PersonalAccessTokenRequestPermissionsAdded{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -12348,6 +12456,7 @@ func (x *PersonalAccessTokenRequestPermissionsAdded) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Project) UnmarshalJSON(b []byte) error {
+	*x = Project{}
 	return unmarshal(b, "Project", x.decode)
 }
 
@@ -12359,7 +12468,6 @@ func (x Project) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Project) decode(d *decoder) error {
-	*x = Project{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12483,6 +12591,7 @@ func (x *Project) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCard) UnmarshalJSON(b []byte) error {
+	*x = ProjectCard{}
 	return unmarshal(b, "ProjectCard", x.decode)
 }
 
@@ -12494,7 +12603,6 @@ func (x ProjectCard) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCard) decode(d *decoder) error {
-	*x = ProjectCard{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12614,6 +12722,7 @@ func (x *ProjectCard) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardChanges{}
 	return unmarshal(b, "ProjectCardChanges", x.decode)
 }
 
@@ -12625,7 +12734,6 @@ func (x ProjectCardChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardChanges) decode(d *decoder) error {
-	*x = ProjectCardChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12633,6 +12741,9 @@ func (x *ProjectCardChanges) decode(d *decoder) error {
 		case "note":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Note = ProjectCardChangesNote{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Note.decode(d)
@@ -12661,6 +12772,7 @@ func (x *ProjectCardChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardChangesNote) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardChangesNote{}
 	return unmarshal(b, "ProjectCardChangesNote", x.decode)
 }
 
@@ -12672,7 +12784,6 @@ func (x ProjectCardChangesNote) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardChangesNote) decode(d *decoder) error {
-	*x = ProjectCardChangesNote{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -12702,6 +12813,7 @@ func (x *ProjectCardChangesNote) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardMovedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardMovedChanges{}
 	return unmarshal(b, "ProjectCardMovedChanges", x.decode)
 }
 
@@ -12713,7 +12825,6 @@ func (x ProjectCardMovedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardMovedChanges) decode(d *decoder) error {
-	*x = ProjectCardMovedChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12721,6 +12832,9 @@ func (x *ProjectCardMovedChanges) decode(d *decoder) error {
 		case "column_id":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.ColumnID = ProjectCardMovedChangesColumnID{}
 			}
 			seen[0] |= 1 << 0
 			err = x.ColumnID.decode(d)
@@ -12749,6 +12863,7 @@ func (x *ProjectCardMovedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardMovedChangesColumnID) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardMovedChangesColumnID{}
 	return unmarshal(b, "ProjectCardMovedChangesColumnID", x.decode)
 }
 
@@ -12760,7 +12875,6 @@ func (x ProjectCardMovedChangesColumnID) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardMovedChangesColumnID) decode(d *decoder) error {
-	*x = ProjectCardMovedChangesColumnID{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12796,6 +12910,7 @@ func (x *ProjectCardMovedChangesColumnID) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectColumn) UnmarshalJSON(b []byte) error {
+	*x = ProjectColumn{}
 	return unmarshal(b, "ProjectColumn", x.decode)
 }
 
@@ -12807,7 +12922,6 @@ func (x ProjectColumn) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectColumn) decode(d *decoder) error {
-	*x = ProjectColumn{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -12899,6 +13013,7 @@ func (x *ProjectColumn) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectColumnEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectColumnEditedChanges{}
 	return unmarshal(b, "ProjectColumnEditedChanges", x.decode)
 }
 
@@ -12910,7 +13025,6 @@ func (x ProjectColumnEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectColumnEditedChanges) decode(d *decoder) error {
-	*x = ProjectColumnEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -12940,6 +13054,7 @@ func (x *ProjectColumnEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectEditedChanges{}
 	return unmarshal(b, "ProjectEditedChanges", x.decode)
 }
 
@@ -12951,7 +13066,6 @@ func (x ProjectEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectEditedChanges) decode(d *decoder) error {
-	*x = ProjectEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -12987,6 +13101,7 @@ func (x *ProjectEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2EditedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2EditedChanges{}
 	return unmarshal(b, "ProjectsV2EditedChanges", x.decode)
 }
 
@@ -12998,7 +13113,6 @@ func (x ProjectsV2EditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2EditedChanges) decode(d *decoder) error {
-	*x = ProjectsV2EditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13046,6 +13160,7 @@ func (x *ProjectsV2EditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2EditedChangesPublic) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2EditedChangesPublic{}
 	return unmarshal(b, "ProjectsV2EditedChangesPublic", x.decode)
 }
 
@@ -13057,7 +13172,6 @@ func (x ProjectsV2EditedChangesPublic) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2EditedChangesPublic) decode(d *decoder) error {
-	*x = ProjectsV2EditedChangesPublic{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13093,6 +13207,7 @@ func (x *ProjectsV2EditedChangesPublic) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2EditedChangesTitle) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2EditedChangesTitle{}
 	return unmarshal(b, "ProjectsV2EditedChangesTitle", x.decode)
 }
 
@@ -13104,7 +13219,6 @@ func (x ProjectsV2EditedChangesTitle) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2EditedChangesTitle) decode(d *decoder) error {
-	*x = ProjectsV2EditedChangesTitle{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13140,6 +13254,7 @@ func (x *ProjectsV2EditedChangesTitle) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2Item) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2Item{}
 	return unmarshal(b, "ProjectsV2Item", x.decode)
 }
 
@@ -13151,7 +13266,6 @@ func (x ProjectsV2Item) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2Item) decode(d *decoder) error {
-	*x = ProjectsV2Item{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -13247,6 +13361,7 @@ func (x *ProjectsV2Item) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemChanges{}
 	return unmarshal(b, "ProjectsV2ItemChanges", x.decode)
 }
 
@@ -13258,7 +13373,6 @@ func (x ProjectsV2ItemChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemChanges) decode(d *decoder) error {
-	*x = ProjectsV2ItemChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13288,6 +13402,7 @@ func (x *ProjectsV2ItemChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemChangesArchivedAt) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemChangesArchivedAt{}
 	return unmarshal(b, "ProjectsV2ItemChangesArchivedAt", x.decode)
 }
 
@@ -13299,7 +13414,6 @@ func (x ProjectsV2ItemChangesArchivedAt) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemChangesArchivedAt) decode(d *decoder) error {
-	*x = ProjectsV2ItemChangesArchivedAt{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13335,6 +13449,7 @@ func (x *ProjectsV2ItemChangesArchivedAt) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemConvertedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemConvertedChanges{}
 	return unmarshal(b, "ProjectsV2ItemConvertedChanges", x.decode)
 }
 
@@ -13346,7 +13461,6 @@ func (x ProjectsV2ItemConvertedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemConvertedChanges) decode(d *decoder) error {
-	*x = ProjectsV2ItemConvertedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13376,6 +13490,7 @@ func (x *ProjectsV2ItemConvertedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemConvertedChangesContentType) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemConvertedChangesContentType{}
 	return unmarshal(b, "ProjectsV2ItemConvertedChangesContentType", x.decode)
 }
 
@@ -13387,7 +13502,6 @@ func (x ProjectsV2ItemConvertedChangesContentType) MarshalJSON() ([]byte, error)
 }
 
 func (x *ProjectsV2ItemConvertedChangesContentType) decode(d *decoder) error {
-	*x = ProjectsV2ItemConvertedChangesContentType{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13423,6 +13537,7 @@ func (x *ProjectsV2ItemConvertedChangesContentType) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemEditedChangesBody) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemEditedChangesBody{}
 	return unmarshal(b, "ProjectsV2ItemEditedChangesBody", x.decode)
 }
 
@@ -13434,7 +13549,6 @@ func (x ProjectsV2ItemEditedChangesBody) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemEditedChangesBody) decode(d *decoder) error {
-	*x = ProjectsV2ItemEditedChangesBody{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -13442,6 +13556,9 @@ func (x *ProjectsV2ItemEditedChangesBody) decode(d *decoder) error {
 		case "body":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Body = StringFromTo{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Body.decode(d)
@@ -13470,6 +13587,7 @@ func (x *ProjectsV2ItemEditedChangesBody) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemEditedChangesFieldValue) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemEditedChangesFieldValue{}
 	return unmarshal(b, "ProjectsV2ItemEditedChangesFieldValue", x.decode)
 }
 
@@ -13481,7 +13599,6 @@ func (x ProjectsV2ItemEditedChangesFieldValue) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemEditedChangesFieldValue) decode(d *decoder) error {
-	*x = ProjectsV2ItemEditedChangesFieldValue{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -13489,6 +13606,9 @@ func (x *ProjectsV2ItemEditedChangesFieldValue) decode(d *decoder) error {
 		case "field_value":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.FieldValue = ProjectsV2ItemEditedChangesFieldValueFieldValue{}
 			}
 			seen[0] |= 1 << 0
 			err = x.FieldValue.decode(d)
@@ -13517,6 +13637,7 @@ func (x *ProjectsV2ItemEditedChangesFieldValue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemEditedChangesFieldValueFieldValue) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemEditedChangesFieldValueFieldValue{}
 	return unmarshal(b, "ProjectsV2ItemEditedChangesFieldValueFieldValue", x.decode)
 }
 
@@ -13528,7 +13649,6 @@ func (x ProjectsV2ItemEditedChangesFieldValueFieldValue) MarshalJSON() ([]byte, 
 }
 
 func (x *ProjectsV2ItemEditedChangesFieldValueFieldValue) decode(d *decoder) error {
-	*x = ProjectsV2ItemEditedChangesFieldValueFieldValue{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13588,6 +13708,7 @@ func (x *ProjectsV2ItemEditedChangesFieldValueFieldValue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemReorderedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemReorderedChanges{}
 	return unmarshal(b, "ProjectsV2ItemReorderedChanges", x.decode)
 }
 
@@ -13599,7 +13720,6 @@ func (x ProjectsV2ItemReorderedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemReorderedChanges) decode(d *decoder) error {
-	*x = ProjectsV2ItemReorderedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -13629,6 +13749,7 @@ func (x *ProjectsV2ItemReorderedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2IterationSetting) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2IterationSetting{}
 	return unmarshal(b, "ProjectsV2IterationSetting", x.decode)
 }
 
@@ -13640,7 +13761,6 @@ func (x ProjectsV2IterationSetting) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2IterationSetting) decode(d *decoder) error {
-	*x = ProjectsV2IterationSetting{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -13702,6 +13822,7 @@ func (x *ProjectsV2IterationSetting) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2Project) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2Project{}
 	return unmarshal(b, "ProjectsV2Project", x.decode)
 }
 
@@ -13713,7 +13834,6 @@ func (x ProjectsV2Project) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2Project) decode(d *decoder) error {
-	*x = ProjectsV2Project{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -13730,11 +13850,17 @@ func (x *ProjectsV2Project) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Owner = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Owner.decode(d)
 		case "creator":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Creator = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Creator.decode(d)
@@ -13871,6 +13997,7 @@ func (x *ProjectsV2Project) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2SingleSelectOption) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2SingleSelectOption{}
 	return unmarshal(b, "ProjectsV2SingleSelectOption", x.decode)
 }
 
@@ -13882,7 +14009,6 @@ func (x ProjectsV2SingleSelectOption) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2SingleSelectOption) decode(d *decoder) error {
-	*x = ProjectsV2SingleSelectOption{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -13932,6 +14058,7 @@ func (x *ProjectsV2SingleSelectOption) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2StatusUpdate) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2StatusUpdate{}
 	return unmarshal(b, "ProjectsV2StatusUpdate", x.decode)
 }
 
@@ -13943,7 +14070,6 @@ func (x ProjectsV2StatusUpdate) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2StatusUpdate) decode(d *decoder) error {
-	*x = ProjectsV2StatusUpdate{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -14043,6 +14169,7 @@ func (x *ProjectsV2StatusUpdate) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2StatusUpdateEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2StatusUpdateEditedChanges{}
 	return unmarshal(b, "ProjectsV2StatusUpdateEditedChanges", x.decode)
 }
 
@@ -14054,7 +14181,6 @@ func (x ProjectsV2StatusUpdateEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2StatusUpdateEditedChanges) decode(d *decoder) error {
-	*x = ProjectsV2StatusUpdateEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -14102,6 +14228,7 @@ func (x *ProjectsV2StatusUpdateEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2StatusUpdateEditedChangesStatus) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2StatusUpdateEditedChangesStatus{}
 	return unmarshal(b, "ProjectsV2StatusUpdateEditedChangesStatus", x.decode)
 }
 
@@ -14113,7 +14240,6 @@ func (x ProjectsV2StatusUpdateEditedChangesStatus) MarshalJSON() ([]byte, error)
 }
 
 func (x *ProjectsV2StatusUpdateEditedChangesStatus) decode(d *decoder) error {
-	*x = ProjectsV2StatusUpdateEditedChangesStatus{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -14153,6 +14279,7 @@ func (x *ProjectsV2StatusUpdateEditedChangesStatus) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequest) UnmarshalJSON(b []byte) error {
+	*x = PullRequest{}
 	return unmarshal(b, "PullRequest", x.decode)
 }
 
@@ -14164,7 +14291,6 @@ func (x PullRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequest) decode(d *decoder) error {
-	*x = PullRequest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -14263,17 +14389,26 @@ func (x *PullRequest) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<19) != 0 {
+				x.Head = PullRequestHead{}
+			}
 			seen[0] |= 1 << 19
 			err = x.Head.decode(d)
 		case "base":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<20) != 0 {
+				x.Base = PullRequestBase{}
+			}
 			seen[0] |= 1 << 20
 			err = x.Base.decode(d)
 		case "_links":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<21) != 0 {
+				x.Links = PullRequestLinks{}
 			}
 			seen[0] |= 1 << 21
 			err = x.Links.decode(d)
@@ -14580,6 +14715,7 @@ func (x *PullRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestAutoMerge) UnmarshalJSON(b []byte) error {
+	*x = PullRequestAutoMerge{}
 	return unmarshal(b, "PullRequestAutoMerge", x.decode)
 }
 
@@ -14591,7 +14727,6 @@ func (x PullRequestAutoMerge) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestAutoMerge) decode(d *decoder) error {
-	*x = PullRequestAutoMerge{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -14645,6 +14780,7 @@ func (x *PullRequestAutoMerge) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestBase) UnmarshalJSON(b []byte) error {
+	*x = PullRequestBase{}
 	return unmarshal(b, "PullRequestBase", x.decode)
 }
 
@@ -14656,7 +14792,6 @@ func (x PullRequestBase) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestBase) decode(d *decoder) error {
-	*x = PullRequestBase{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -14668,6 +14803,9 @@ func (x *PullRequestBase) decode(d *decoder) error {
 		case "repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repo = Repository{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Repo.decode(d)
@@ -14716,6 +14854,7 @@ func (x *PullRequestBase) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = PullRequestEditedChanges{}
 	return unmarshal(b, "PullRequestEditedChanges", x.decode)
 }
 
@@ -14727,7 +14866,6 @@ func (x PullRequestEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestEditedChanges) decode(d *decoder) error {
-	*x = PullRequestEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -14769,6 +14907,7 @@ func (x *PullRequestEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestEditedChangesBase) UnmarshalJSON(b []byte) error {
+	*x = PullRequestEditedChangesBase{}
 	return unmarshal(b, "PullRequestEditedChangesBase", x.decode)
 }
 
@@ -14780,7 +14919,6 @@ func (x PullRequestEditedChangesBase) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestEditedChangesBase) decode(d *decoder) error {
-	*x = PullRequestEditedChangesBase{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -14789,11 +14927,17 @@ func (x *PullRequestEditedChangesBase) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Ref = StringChange{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Ref.decode(d)
 		case "sha":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.SHA = StringChange{}
 			}
 			seen[0] |= 1 << 1
 			err = x.SHA.decode(d)
@@ -14826,6 +14970,7 @@ func (x *PullRequestEditedChangesBase) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestHead) UnmarshalJSON(b []byte) error {
+	*x = PullRequestHead{}
 	return unmarshal(b, "PullRequestHead", x.decode)
 }
 
@@ -14837,7 +14982,6 @@ func (x PullRequestHead) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestHead) decode(d *decoder) error {
-	*x = PullRequestHead{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -14893,6 +15037,7 @@ func (x *PullRequestHead) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestLinks) UnmarshalJSON(b []byte) error {
+	*x = PullRequestLinks{}
 	return unmarshal(b, "PullRequestLinks", x.decode)
 }
 
@@ -14904,7 +15049,6 @@ func (x PullRequestLinks) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestLinks) decode(d *decoder) error {
-	*x = PullRequestLinks{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -14913,11 +15057,17 @@ func (x *PullRequestLinks) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Comments = Link{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Comments.decode(d)
 		case "commits":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Commits = Link{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Commits.decode(d)
@@ -14925,11 +15075,17 @@ func (x *PullRequestLinks) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Statuses = Link{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Statuses.decode(d)
 		case "html":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.HTML = Link{}
 			}
 			seen[0] |= 1 << 3
 			err = x.HTML.decode(d)
@@ -14937,11 +15093,17 @@ func (x *PullRequestLinks) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Issue = Link{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Issue.decode(d)
 		case "review_comments":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.ReviewComments = Link{}
 			}
 			seen[0] |= 1 << 5
 			err = x.ReviewComments.decode(d)
@@ -14949,11 +15111,17 @@ func (x *PullRequestLinks) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<6) != 0 {
+				x.ReviewComment = Link{}
+			}
 			seen[0] |= 1 << 6
 			err = x.ReviewComment.decode(d)
 		case "self":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<7) != 0 {
+				x.Self = Link{}
 			}
 			seen[0] |= 1 << 7
 			err = x.Self.decode(d)
@@ -15010,6 +15178,7 @@ func (x *PullRequestLinks) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReview) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReview{}
 	return unmarshal(b, "PullRequestReview", x.decode)
 }
 
@@ -15021,7 +15190,6 @@ func (x PullRequestReview) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReview) decode(d *decoder) error {
-	*x = PullRequestReview{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15029,6 +15197,9 @@ func (x *PullRequestReview) decode(d *decoder) error {
 		case "_links":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Links = PullRequestReviewLinks{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Links.decode(d)
@@ -15135,6 +15306,7 @@ func (x *PullRequestReview) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewComment) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewComment{}
 	return unmarshal(b, "PullRequestReviewComment", x.decode)
 }
 
@@ -15146,7 +15318,6 @@ func (x PullRequestReviewComment) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewComment) decode(d *decoder) error {
-	*x = PullRequestReviewComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15154,6 +15325,9 @@ func (x *PullRequestReviewComment) decode(d *decoder) error {
 		case "_links":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Links = PullRequestReviewCommentLinks{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Links.decode(d)
@@ -15364,6 +15538,7 @@ func (x *PullRequestReviewComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentLinks) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentLinks{}
 	return unmarshal(b, "PullRequestReviewCommentLinks", x.decode)
 }
 
@@ -15375,7 +15550,6 @@ func (x PullRequestReviewCommentLinks) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentLinks) decode(d *decoder) error {
-	*x = PullRequestReviewCommentLinks{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15384,17 +15558,26 @@ func (x *PullRequestReviewCommentLinks) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.HTML = Link{}
+			}
 			seen[0] |= 1 << 0
 			err = x.HTML.decode(d)
 		case "pull_request":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PullRequest = Link{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PullRequest.decode(d)
 		case "self":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Self = Link{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Self.decode(d)
@@ -15431,6 +15614,7 @@ func (x *PullRequestReviewCommentLinks) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentPullRequest) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentPullRequest{}
 	return unmarshal(b, "PullRequestReviewCommentPullRequest", x.decode)
 }
 
@@ -15442,7 +15626,6 @@ func (x PullRequestReviewCommentPullRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
-	*x = PullRequestReviewCommentPullRequest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15450,6 +15633,9 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 		case "_links":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Links = PullRequestLinks{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Links.decode(d)
@@ -15477,6 +15663,9 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Base = PullRequestReviewCommentPullRequestBase{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Base.decode(d)
 		case "body":
@@ -15496,6 +15685,9 @@ func (x *PullRequestReviewCommentPullRequest) decode(d *decoder) error {
 		case "head":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.Head = PullRequestReviewCommentPullRequestHead{}
 			}
 			seen[0] |= 1 << 8
 			err = x.Head.decode(d)
@@ -15734,6 +15926,7 @@ func (x *PullRequestReviewCommentPullRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentPullRequestBase) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentPullRequestBase{}
 	return unmarshal(b, "PullRequestReviewCommentPullRequestBase", x.decode)
 }
 
@@ -15745,7 +15938,6 @@ func (x PullRequestReviewCommentPullRequestBase) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentPullRequestBase) decode(d *decoder) error {
-	*x = PullRequestReviewCommentPullRequestBase{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15757,6 +15949,9 @@ func (x *PullRequestReviewCommentPullRequestBase) decode(d *decoder) error {
 		case "repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repo = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repo.decode(d)
@@ -15805,6 +16000,7 @@ func (x *PullRequestReviewCommentPullRequestBase) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentPullRequestHead) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentPullRequestHead{}
 	return unmarshal(b, "PullRequestReviewCommentPullRequestHead", x.decode)
 }
 
@@ -15816,7 +16012,6 @@ func (x PullRequestReviewCommentPullRequestHead) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentPullRequestHead) decode(d *decoder) error {
-	*x = PullRequestReviewCommentPullRequestHead{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15872,6 +16067,7 @@ func (x *PullRequestReviewCommentPullRequestHead) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewLinks) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewLinks{}
 	return unmarshal(b, "PullRequestReviewLinks", x.decode)
 }
 
@@ -15883,7 +16079,6 @@ func (x PullRequestReviewLinks) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewLinks) decode(d *decoder) error {
-	*x = PullRequestReviewLinks{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15892,11 +16087,17 @@ func (x *PullRequestReviewLinks) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.HTML = Link{}
+			}
 			seen[0] |= 1 << 0
 			err = x.HTML.decode(d)
 		case "pull_request":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.PullRequest = Link{}
 			}
 			seen[0] |= 1 << 1
 			err = x.PullRequest.decode(d)
@@ -15929,6 +16130,7 @@ func (x *PullRequestReviewLinks) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewThread) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewThread{}
 	return unmarshal(b, "PullRequestReviewThread", x.decode)
 }
 
@@ -15940,7 +16142,6 @@ func (x PullRequestReviewThread) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewThread) decode(d *decoder) error {
-	*x = PullRequestReviewThread{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -15982,6 +16183,7 @@ func (x *PullRequestReviewThread) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Reactions) UnmarshalJSON(b []byte) error {
+	*x = Reactions{}
 	return unmarshal(b, "Reactions", x.decode)
 }
 
@@ -15993,7 +16195,6 @@ func (x Reactions) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Reactions) decode(d *decoder) error {
-	*x = Reactions{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -16115,6 +16316,7 @@ func (x *Reactions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RefName) UnmarshalJSON(b []byte) error {
+	*x = RefName{}
 	return unmarshal(b, "RefName", x.decode)
 }
 
@@ -16126,7 +16328,6 @@ func (x RefName) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RefName) decode(d *decoder) error {
-	*x = RefName{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -16162,6 +16363,7 @@ func (x *RefName) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackage) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackage{}
 	return unmarshal(b, "RegistryPackage", x.decode)
 }
 
@@ -16173,7 +16375,6 @@ func (x RegistryPackage) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackage) decode(d *decoder) error {
-	*x = RegistryPackage{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -16199,6 +16400,9 @@ func (x *RegistryPackage) decode(d *decoder) error {
 		case "owner":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Owner = RegistryPackageOwner{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Owner.decode(d)
@@ -16279,6 +16483,7 @@ func (x *RegistryPackage) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackageOwner) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackageOwner{}
 	return unmarshal(b, "RegistryPackageOwner", x.decode)
 }
 
@@ -16290,7 +16495,6 @@ func (x RegistryPackageOwner) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackageOwner) decode(d *decoder) error {
-	*x = RegistryPackageOwner{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -16438,6 +16642,7 @@ func (x *RegistryPackageOwner) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackagePackageVersion) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePackageVersion{}
 	return unmarshal(b, "RegistryPackagePackageVersion", x.decode)
 }
 
@@ -16449,7 +16654,6 @@ func (x RegistryPackagePackageVersion) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackagePackageVersion) decode(d *decoder) error {
-	*x = RegistryPackagePackageVersion{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -16649,6 +16853,7 @@ func (x *RegistryPackagePackageVersion) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackagePackageVersionNpmMetadata) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePackageVersionNpmMetadata{}
 	return unmarshal(b, "RegistryPackagePackageVersionNpmMetadata", x.decode)
 }
 
@@ -16660,7 +16865,6 @@ func (x RegistryPackagePackageVersionNpmMetadata) MarshalJSON() ([]byte, error) 
 }
 
 func (x *RegistryPackagePackageVersionNpmMetadata) decode(d *decoder) error {
-	*x = RegistryPackagePackageVersionNpmMetadata{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -16906,6 +17110,7 @@ func (x *RegistryPackagePackageVersionNpmMetadata) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackagePackageVersionNugetMetadata) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePackageVersionNugetMetadata{}
 	return unmarshal(b, "RegistryPackagePackageVersionNugetMetadata", x.decode)
 }
 
@@ -16917,7 +17122,6 @@ func (x RegistryPackagePackageVersionNugetMetadata) MarshalJSON() ([]byte, error
 }
 
 func (x *RegistryPackagePackageVersionNugetMetadata) decode(d *decoder) error {
-	*x = RegistryPackagePackageVersionNugetMetadata{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -16959,6 +17163,7 @@ func (x *RegistryPackagePackageVersionNugetMetadata) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackagePackageVersionRelease) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePackageVersionRelease{}
 	return unmarshal(b, "RegistryPackagePackageVersionRelease", x.decode)
 }
 
@@ -16970,7 +17175,6 @@ func (x RegistryPackagePackageVersionRelease) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackagePackageVersionRelease) decode(d *decoder) error {
-	*x = RegistryPackagePackageVersionRelease{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -16978,6 +17182,9 @@ func (x *RegistryPackagePackageVersionRelease) decode(d *decoder) error {
 		case "author":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Author = RegistryPackageOwner{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Author.decode(d)
@@ -17078,6 +17285,7 @@ func (x *RegistryPackagePackageVersionRelease) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackageRegistry) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackageRegistry{}
 	return unmarshal(b, "RegistryPackageRegistry", x.decode)
 }
 
@@ -17089,7 +17297,6 @@ func (x RegistryPackageRegistry) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackageRegistry) decode(d *decoder) error {
-	*x = RegistryPackageRegistry{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -17143,6 +17350,7 @@ func (x *RegistryPackageRegistry) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Release) UnmarshalJSON(b []byte) error {
+	*x = Release{}
 	return unmarshal(b, "Release", x.decode)
 }
 
@@ -17154,7 +17362,6 @@ func (x Release) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Release) decode(d *decoder) error {
-	*x = Release{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -17328,6 +17535,7 @@ func (x *Release) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseAsset) UnmarshalJSON(b []byte) error {
+	*x = ReleaseAsset{}
 	return unmarshal(b, "ReleaseAsset", x.decode)
 }
 
@@ -17339,7 +17547,6 @@ func (x ReleaseAsset) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseAsset) decode(d *decoder) error {
-	*x = ReleaseAsset{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -17473,6 +17680,7 @@ func (x *ReleaseAsset) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = ReleaseEditedChanges{}
 	return unmarshal(b, "ReleaseEditedChanges", x.decode)
 }
 
@@ -17484,7 +17692,6 @@ func (x ReleaseEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseEditedChanges) decode(d *decoder) error {
-	*x = ReleaseEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -17532,6 +17739,7 @@ func (x *ReleaseEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseEditedChangesMakeLatest) UnmarshalJSON(b []byte) error {
+	*x = ReleaseEditedChangesMakeLatest{}
 	return unmarshal(b, "ReleaseEditedChangesMakeLatest", x.decode)
 }
 
@@ -17543,7 +17751,6 @@ func (x ReleaseEditedChangesMakeLatest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseEditedChangesMakeLatest) decode(d *decoder) error {
-	*x = ReleaseEditedChangesMakeLatest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -17579,6 +17786,7 @@ func (x *ReleaseEditedChangesMakeLatest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepoRef) UnmarshalJSON(b []byte) error {
+	*x = RepoRef{}
 	return unmarshal(b, "RepoRef", x.decode)
 }
 
@@ -17590,7 +17798,6 @@ func (x RepoRef) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepoRef) decode(d *decoder) error {
-	*x = RepoRef{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -17638,6 +17845,7 @@ func (x *RepoRef) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Repository) UnmarshalJSON(b []byte) error {
+	*x = Repository{}
 	return unmarshal(b, "Repository", x.decode)
 }
 
@@ -17649,7 +17857,6 @@ func (x Repository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Repository) decode(d *decoder) error {
-	*x = Repository{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -18377,6 +18584,7 @@ func (x *Repository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisory) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisory{}
 	return unmarshal(b, "RepositoryAdvisory", x.decode)
 }
 
@@ -18388,7 +18596,6 @@ func (x RepositoryAdvisory) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisory) decode(d *decoder) error {
-	*x = RepositoryAdvisory{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -18586,6 +18793,7 @@ func (x *RepositoryAdvisory) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisoryCredit) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisoryCredit{}
 	return unmarshal(b, "RepositoryAdvisoryCredit", x.decode)
 }
 
@@ -18597,7 +18805,6 @@ func (x RepositoryAdvisoryCredit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisoryCredit) decode(d *decoder) error {
-	*x = RepositoryAdvisoryCredit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -18653,6 +18860,7 @@ func (x *RepositoryAdvisoryCredit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisorySubmission) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisorySubmission{}
 	return unmarshal(b, "RepositoryAdvisorySubmission", x.decode)
 }
 
@@ -18664,7 +18872,6 @@ func (x RepositoryAdvisorySubmission) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisorySubmission) decode(d *decoder) error {
-	*x = RepositoryAdvisorySubmission{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -18700,6 +18907,7 @@ func (x *RepositoryAdvisorySubmission) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisoryVulnerability) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisoryVulnerability{}
 	return unmarshal(b, "RepositoryAdvisoryVulnerability", x.decode)
 }
 
@@ -18711,7 +18919,6 @@ func (x RepositoryAdvisoryVulnerability) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisoryVulnerability) decode(d *decoder) error {
-	*x = RepositoryAdvisoryVulnerability{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -18759,6 +18966,7 @@ func (x *RepositoryAdvisoryVulnerability) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisoryVulnerabilityPackage) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisoryVulnerabilityPackage{}
 	return unmarshal(b, "RepositoryAdvisoryVulnerabilityPackage", x.decode)
 }
 
@@ -18770,7 +18978,6 @@ func (x RepositoryAdvisoryVulnerabilityPackage) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisoryVulnerabilityPackage) decode(d *decoder) error {
-	*x = RepositoryAdvisoryVulnerabilityPackage{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -18812,6 +19019,7 @@ func (x *RepositoryAdvisoryVulnerabilityPackage) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryCodeSearchIndexStatus) UnmarshalJSON(b []byte) error {
+	*x = RepositoryCodeSearchIndexStatus{}
 	return unmarshal(b, "RepositoryCodeSearchIndexStatus", x.decode)
 }
 
@@ -18823,7 +19031,6 @@ func (x RepositoryCodeSearchIndexStatus) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryCodeSearchIndexStatus) decode(d *decoder) error {
-	*x = RepositoryCodeSearchIndexStatus{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -18859,6 +19066,7 @@ func (x *RepositoryCodeSearchIndexStatus) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = RepositoryEditedChanges{}
 	return unmarshal(b, "RepositoryEditedChanges", x.decode)
 }
 
@@ -18870,7 +19078,6 @@ func (x RepositoryEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryEditedChanges) decode(d *decoder) error {
-	*x = RepositoryEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -18918,6 +19125,7 @@ func (x *RepositoryEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryEditedChangesTopics) UnmarshalJSON(b []byte) error {
+	*x = RepositoryEditedChangesTopics{}
 	return unmarshal(b, "RepositoryEditedChangesTopics", x.decode)
 }
 
@@ -18929,7 +19137,6 @@ func (x RepositoryEditedChangesTopics) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryEditedChangesTopics) decode(d *decoder) error {
-	*x = RepositoryEditedChangesTopics{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -18959,6 +19166,7 @@ func (x *RepositoryEditedChangesTopics) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryLite) UnmarshalJSON(b []byte) error {
+	*x = RepositoryLite{}
 	return unmarshal(b, "RepositoryLite", x.decode)
 }
 
@@ -18970,7 +19178,6 @@ func (x RepositoryLite) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryLite) decode(d *decoder) error {
-	*x = RepositoryLite{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19284,6 +19491,7 @@ func (x *RepositoryLite) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryPermissions) UnmarshalJSON(b []byte) error {
+	*x = RepositoryPermissions{}
 	return unmarshal(b, "RepositoryPermissions", x.decode)
 }
 
@@ -19295,7 +19503,6 @@ func (x RepositoryPermissions) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryPermissions) decode(d *decoder) error {
-	*x = RepositoryPermissions{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19363,6 +19570,7 @@ func (x *RepositoryPermissions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRenamedChanges) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRenamedChanges{}
 	return unmarshal(b, "RepositoryRenamedChanges", x.decode)
 }
 
@@ -19374,7 +19582,6 @@ func (x RepositoryRenamedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRenamedChanges) decode(d *decoder) error {
-	*x = RepositoryRenamedChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19382,6 +19589,9 @@ func (x *RepositoryRenamedChanges) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Repository = RepositoryRenamedChangesRepository{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Repository.decode(d)
@@ -19410,6 +19620,7 @@ func (x *RepositoryRenamedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRenamedChangesRepository) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRenamedChangesRepository{}
 	return unmarshal(b, "RepositoryRenamedChangesRepository", x.decode)
 }
 
@@ -19421,7 +19632,6 @@ func (x RepositoryRenamedChangesRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRenamedChangesRepository) decode(d *decoder) error {
-	*x = RepositoryRenamedChangesRepository{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19429,6 +19639,9 @@ func (x *RepositoryRenamedChangesRepository) decode(d *decoder) error {
 		case "name":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Name = StringChange{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Name.decode(d)
@@ -19457,6 +19670,7 @@ func (x *RepositoryRenamedChangesRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleBranchNamePattern) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleBranchNamePattern{}
 	return unmarshal(b, "RepositoryRuleBranchNamePattern", x.decode)
 }
 
@@ -19468,7 +19682,6 @@ func (x RepositoryRuleBranchNamePattern) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleBranchNamePattern) decode(d *decoder) error {
-	*x = RepositoryRuleBranchNamePattern{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19506,6 +19719,7 @@ func (x *RepositoryRuleBranchNamePattern) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCodeScanning) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCodeScanning{}
 	return unmarshal(b, "RepositoryRuleCodeScanning", x.decode)
 }
 
@@ -19517,7 +19731,6 @@ func (x RepositoryRuleCodeScanning) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleCodeScanning) decode(d *decoder) error {
-	*x = RepositoryRuleCodeScanning{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19555,6 +19768,7 @@ func (x *RepositoryRuleCodeScanning) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCodeScanningParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCodeScanningParameters{}
 	return unmarshal(b, "RepositoryRuleCodeScanningParameters", x.decode)
 }
 
@@ -19566,7 +19780,6 @@ func (x RepositoryRuleCodeScanningParameters) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleCodeScanningParameters) decode(d *decoder) error {
-	*x = RepositoryRuleCodeScanningParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19602,6 +19815,7 @@ func (x *RepositoryRuleCodeScanningParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCommitAuthorEmailPattern) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCommitAuthorEmailPattern{}
 	return unmarshal(b, "RepositoryRuleCommitAuthorEmailPattern", x.decode)
 }
 
@@ -19613,7 +19827,6 @@ func (x RepositoryRuleCommitAuthorEmailPattern) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleCommitAuthorEmailPattern) decode(d *decoder) error {
-	*x = RepositoryRuleCommitAuthorEmailPattern{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19651,6 +19864,7 @@ func (x *RepositoryRuleCommitAuthorEmailPattern) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCommitMessagePattern) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCommitMessagePattern{}
 	return unmarshal(b, "RepositoryRuleCommitMessagePattern", x.decode)
 }
 
@@ -19662,7 +19876,6 @@ func (x RepositoryRuleCommitMessagePattern) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleCommitMessagePattern) decode(d *decoder) error {
-	*x = RepositoryRuleCommitMessagePattern{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19700,6 +19913,7 @@ func (x *RepositoryRuleCommitMessagePattern) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCommitterEmailPattern) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCommitterEmailPattern{}
 	return unmarshal(b, "RepositoryRuleCommitterEmailPattern", x.decode)
 }
 
@@ -19711,7 +19925,6 @@ func (x RepositoryRuleCommitterEmailPattern) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleCommitterEmailPattern) decode(d *decoder) error {
-	*x = RepositoryRuleCommitterEmailPattern{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19749,6 +19962,7 @@ func (x *RepositoryRuleCommitterEmailPattern) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCopilotCodeReview) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCopilotCodeReview{}
 	return unmarshal(b, "RepositoryRuleCopilotCodeReview", x.decode)
 }
 
@@ -19760,7 +19974,6 @@ func (x RepositoryRuleCopilotCodeReview) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleCopilotCodeReview) decode(d *decoder) error {
-	*x = RepositoryRuleCopilotCodeReview{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19798,6 +20011,7 @@ func (x *RepositoryRuleCopilotCodeReview) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCopilotCodeReviewParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCopilotCodeReviewParameters{}
 	return unmarshal(b, "RepositoryRuleCopilotCodeReviewParameters", x.decode)
 }
 
@@ -19809,7 +20023,6 @@ func (x RepositoryRuleCopilotCodeReviewParameters) MarshalJSON() ([]byte, error)
 }
 
 func (x *RepositoryRuleCopilotCodeReviewParameters) decode(d *decoder) error {
-	*x = RepositoryRuleCopilotCodeReviewParameters{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -19845,6 +20058,7 @@ func (x *RepositoryRuleCopilotCodeReviewParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleCreation) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleCreation{}
 	return unmarshal(b, "RepositoryRuleCreation", x.decode)
 }
 
@@ -19856,7 +20070,6 @@ func (x RepositoryRuleCreation) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleCreation) decode(d *decoder) error {
-	*x = RepositoryRuleCreation{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19888,6 +20101,7 @@ func (x *RepositoryRuleCreation) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleDeletion) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleDeletion{}
 	return unmarshal(b, "RepositoryRuleDeletion", x.decode)
 }
 
@@ -19899,7 +20113,6 @@ func (x RepositoryRuleDeletion) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleDeletion) decode(d *decoder) error {
-	*x = RepositoryRuleDeletion{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19931,6 +20144,7 @@ func (x *RepositoryRuleDeletion) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleFileExtensionRestriction) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleFileExtensionRestriction{}
 	return unmarshal(b, "RepositoryRuleFileExtensionRestriction", x.decode)
 }
 
@@ -19942,7 +20156,6 @@ func (x RepositoryRuleFileExtensionRestriction) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleFileExtensionRestriction) decode(d *decoder) error {
-	*x = RepositoryRuleFileExtensionRestriction{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -19980,6 +20193,7 @@ func (x *RepositoryRuleFileExtensionRestriction) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleFileExtensionRestrictionParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleFileExtensionRestrictionParameters{}
 	return unmarshal(b, "RepositoryRuleFileExtensionRestrictionParameters", x.decode)
 }
 
@@ -19991,7 +20205,6 @@ func (x RepositoryRuleFileExtensionRestrictionParameters) MarshalJSON() ([]byte,
 }
 
 func (x *RepositoryRuleFileExtensionRestrictionParameters) decode(d *decoder) error {
-	*x = RepositoryRuleFileExtensionRestrictionParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20027,6 +20240,7 @@ func (x *RepositoryRuleFileExtensionRestrictionParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleFilePathRestriction) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleFilePathRestriction{}
 	return unmarshal(b, "RepositoryRuleFilePathRestriction", x.decode)
 }
 
@@ -20038,7 +20252,6 @@ func (x RepositoryRuleFilePathRestriction) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleFilePathRestriction) decode(d *decoder) error {
-	*x = RepositoryRuleFilePathRestriction{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20076,6 +20289,7 @@ func (x *RepositoryRuleFilePathRestriction) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleFilePathRestrictionParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleFilePathRestrictionParameters{}
 	return unmarshal(b, "RepositoryRuleFilePathRestrictionParameters", x.decode)
 }
 
@@ -20087,7 +20301,6 @@ func (x RepositoryRuleFilePathRestrictionParameters) MarshalJSON() ([]byte, erro
 }
 
 func (x *RepositoryRuleFilePathRestrictionParameters) decode(d *decoder) error {
-	*x = RepositoryRuleFilePathRestrictionParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20123,6 +20336,7 @@ func (x *RepositoryRuleFilePathRestrictionParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleMaxFilePathLength) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleMaxFilePathLength{}
 	return unmarshal(b, "RepositoryRuleMaxFilePathLength", x.decode)
 }
 
@@ -20134,7 +20348,6 @@ func (x RepositoryRuleMaxFilePathLength) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleMaxFilePathLength) decode(d *decoder) error {
-	*x = RepositoryRuleMaxFilePathLength{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20172,6 +20385,7 @@ func (x *RepositoryRuleMaxFilePathLength) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleMaxFilePathLengthParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleMaxFilePathLengthParameters{}
 	return unmarshal(b, "RepositoryRuleMaxFilePathLengthParameters", x.decode)
 }
 
@@ -20183,7 +20397,6 @@ func (x RepositoryRuleMaxFilePathLengthParameters) MarshalJSON() ([]byte, error)
 }
 
 func (x *RepositoryRuleMaxFilePathLengthParameters) decode(d *decoder) error {
-	*x = RepositoryRuleMaxFilePathLengthParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20219,6 +20432,7 @@ func (x *RepositoryRuleMaxFilePathLengthParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleMaxFileSize) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleMaxFileSize{}
 	return unmarshal(b, "RepositoryRuleMaxFileSize", x.decode)
 }
 
@@ -20230,7 +20444,6 @@ func (x RepositoryRuleMaxFileSize) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleMaxFileSize) decode(d *decoder) error {
-	*x = RepositoryRuleMaxFileSize{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20268,6 +20481,7 @@ func (x *RepositoryRuleMaxFileSize) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleMaxFileSizeParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleMaxFileSizeParameters{}
 	return unmarshal(b, "RepositoryRuleMaxFileSizeParameters", x.decode)
 }
 
@@ -20279,7 +20493,6 @@ func (x RepositoryRuleMaxFileSizeParameters) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleMaxFileSizeParameters) decode(d *decoder) error {
-	*x = RepositoryRuleMaxFileSizeParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20315,6 +20528,7 @@ func (x *RepositoryRuleMaxFileSizeParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleMergeQueue) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleMergeQueue{}
 	return unmarshal(b, "RepositoryRuleMergeQueue", x.decode)
 }
 
@@ -20326,7 +20540,6 @@ func (x RepositoryRuleMergeQueue) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleMergeQueue) decode(d *decoder) error {
-	*x = RepositoryRuleMergeQueue{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20364,6 +20577,7 @@ func (x *RepositoryRuleMergeQueue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleMergeQueueParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleMergeQueueParameters{}
 	return unmarshal(b, "RepositoryRuleMergeQueueParameters", x.decode)
 }
 
@@ -20375,7 +20589,6 @@ func (x RepositoryRuleMergeQueueParameters) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleMergeQueueParameters) decode(d *decoder) error {
-	*x = RepositoryRuleMergeQueueParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20471,6 +20684,7 @@ func (x *RepositoryRuleMergeQueueParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleNonFastForward) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleNonFastForward{}
 	return unmarshal(b, "RepositoryRuleNonFastForward", x.decode)
 }
 
@@ -20482,7 +20696,6 @@ func (x RepositoryRuleNonFastForward) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleNonFastForward) decode(d *decoder) error {
-	*x = RepositoryRuleNonFastForward{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20514,6 +20727,7 @@ func (x *RepositoryRuleNonFastForward) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulePullRequest) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulePullRequest{}
 	return unmarshal(b, "RepositoryRulePullRequest", x.decode)
 }
 
@@ -20525,7 +20739,6 @@ func (x RepositoryRulePullRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulePullRequest) decode(d *decoder) error {
-	*x = RepositoryRulePullRequest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20563,6 +20776,7 @@ func (x *RepositoryRulePullRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulePullRequestParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulePullRequestParameters{}
 	return unmarshal(b, "RepositoryRulePullRequestParameters", x.decode)
 }
 
@@ -20574,7 +20788,6 @@ func (x RepositoryRulePullRequestParameters) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulePullRequestParameters) decode(d *decoder) error {
-	*x = RepositoryRulePullRequestParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20668,6 +20881,7 @@ func (x *RepositoryRulePullRequestParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleRequiredDeployments) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleRequiredDeployments{}
 	return unmarshal(b, "RepositoryRuleRequiredDeployments", x.decode)
 }
 
@@ -20679,7 +20893,6 @@ func (x RepositoryRuleRequiredDeployments) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleRequiredDeployments) decode(d *decoder) error {
-	*x = RepositoryRuleRequiredDeployments{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20717,6 +20930,7 @@ func (x *RepositoryRuleRequiredDeployments) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleRequiredDeploymentsParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleRequiredDeploymentsParameters{}
 	return unmarshal(b, "RepositoryRuleRequiredDeploymentsParameters", x.decode)
 }
 
@@ -20728,7 +20942,6 @@ func (x RepositoryRuleRequiredDeploymentsParameters) MarshalJSON() ([]byte, erro
 }
 
 func (x *RepositoryRuleRequiredDeploymentsParameters) decode(d *decoder) error {
-	*x = RepositoryRuleRequiredDeploymentsParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20764,6 +20977,7 @@ func (x *RepositoryRuleRequiredDeploymentsParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleRequiredLinearHistory) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleRequiredLinearHistory{}
 	return unmarshal(b, "RepositoryRuleRequiredLinearHistory", x.decode)
 }
 
@@ -20775,7 +20989,6 @@ func (x RepositoryRuleRequiredLinearHistory) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleRequiredLinearHistory) decode(d *decoder) error {
-	*x = RepositoryRuleRequiredLinearHistory{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20807,6 +21020,7 @@ func (x *RepositoryRuleRequiredLinearHistory) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleRequiredSignatures) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleRequiredSignatures{}
 	return unmarshal(b, "RepositoryRuleRequiredSignatures", x.decode)
 }
 
@@ -20818,7 +21032,6 @@ func (x RepositoryRuleRequiredSignatures) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleRequiredSignatures) decode(d *decoder) error {
-	*x = RepositoryRuleRequiredSignatures{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20850,6 +21063,7 @@ func (x *RepositoryRuleRequiredSignatures) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleRequiredStatusChecks) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleRequiredStatusChecks{}
 	return unmarshal(b, "RepositoryRuleRequiredStatusChecks", x.decode)
 }
 
@@ -20861,7 +21075,6 @@ func (x RepositoryRuleRequiredStatusChecks) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleRequiredStatusChecks) decode(d *decoder) error {
-	*x = RepositoryRuleRequiredStatusChecks{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20899,6 +21112,7 @@ func (x *RepositoryRuleRequiredStatusChecks) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleRequiredStatusChecksParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleRequiredStatusChecksParameters{}
 	return unmarshal(b, "RepositoryRuleRequiredStatusChecksParameters", x.decode)
 }
 
@@ -20910,7 +21124,6 @@ func (x RepositoryRuleRequiredStatusChecksParameters) MarshalJSON() ([]byte, err
 }
 
 func (x *RepositoryRuleRequiredStatusChecksParameters) decode(d *decoder) error {
-	*x = RepositoryRuleRequiredStatusChecksParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -20962,6 +21175,7 @@ func (x *RepositoryRuleRequiredStatusChecksParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleTagNamePattern) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleTagNamePattern{}
 	return unmarshal(b, "RepositoryRuleTagNamePattern", x.decode)
 }
 
@@ -20973,7 +21187,6 @@ func (x RepositoryRuleTagNamePattern) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleTagNamePattern) decode(d *decoder) error {
-	*x = RepositoryRuleTagNamePattern{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21011,6 +21224,7 @@ func (x *RepositoryRuleTagNamePattern) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleUpdate) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleUpdate{}
 	return unmarshal(b, "RepositoryRuleUpdate", x.decode)
 }
 
@@ -21022,7 +21236,6 @@ func (x RepositoryRuleUpdate) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleUpdate) decode(d *decoder) error {
-	*x = RepositoryRuleUpdate{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21060,6 +21273,7 @@ func (x *RepositoryRuleUpdate) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleUpdateParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleUpdateParameters{}
 	return unmarshal(b, "RepositoryRuleUpdateParameters", x.decode)
 }
 
@@ -21071,7 +21285,6 @@ func (x RepositoryRuleUpdateParameters) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleUpdateParameters) decode(d *decoder) error {
-	*x = RepositoryRuleUpdateParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21107,6 +21320,7 @@ func (x *RepositoryRuleUpdateParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleWorkflows) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleWorkflows{}
 	return unmarshal(b, "RepositoryRuleWorkflows", x.decode)
 }
 
@@ -21118,7 +21332,6 @@ func (x RepositoryRuleWorkflows) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleWorkflows) decode(d *decoder) error {
-	*x = RepositoryRuleWorkflows{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21156,6 +21369,7 @@ func (x *RepositoryRuleWorkflows) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleWorkflowsParameters) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleWorkflowsParameters{}
 	return unmarshal(b, "RepositoryRuleWorkflowsParameters", x.decode)
 }
 
@@ -21167,7 +21381,6 @@ func (x RepositoryRuleWorkflowsParameters) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleWorkflowsParameters) decode(d *decoder) error {
-	*x = RepositoryRuleWorkflowsParameters{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21209,6 +21422,7 @@ func (x *RepositoryRuleWorkflowsParameters) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRuleset) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRuleset{}
 	return unmarshal(b, "RepositoryRuleset", x.decode)
 }
 
@@ -21220,7 +21434,6 @@ func (x RepositoryRuleset) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRuleset) decode(d *decoder) error {
-	*x = RepositoryRuleset{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21344,6 +21557,7 @@ func (x *RepositoryRuleset) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetBypassActor) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetBypassActor{}
 	return unmarshal(b, "RepositoryRulesetBypassActor", x.decode)
 }
 
@@ -21355,7 +21569,6 @@ func (x RepositoryRulesetBypassActor) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetBypassActor) decode(d *decoder) error {
-	*x = RepositoryRulesetBypassActor{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21405,6 +21618,7 @@ func (x *RepositoryRulesetBypassActor) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditionsForRefNames) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditionsForRefNames{}
 	return unmarshal(b, "RepositoryRulesetConditionsForRefNames", x.decode)
 }
 
@@ -21416,7 +21630,6 @@ func (x RepositoryRulesetConditionsForRefNames) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetConditionsForRefNames) decode(d *decoder) error {
-	*x = RepositoryRulesetConditionsForRefNames{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21446,6 +21659,7 @@ func (x *RepositoryRulesetConditionsForRefNames) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditionsRepositoryIDAndRefName) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditionsRepositoryIDAndRefName{}
 	return unmarshal(b, "RepositoryRulesetConditionsRepositoryIDAndRefName", x.decode)
 }
 
@@ -21457,7 +21671,6 @@ func (x RepositoryRulesetConditionsRepositoryIDAndRefName) MarshalJSON() ([]byte
 }
 
 func (x *RepositoryRulesetConditionsRepositoryIDAndRefName) decode(d *decoder) error {
-	*x = RepositoryRulesetConditionsRepositoryIDAndRefName{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21467,6 +21680,9 @@ func (x *RepositoryRulesetConditionsRepositoryIDAndRefName) decode(d *decoder) e
 		case "repository_id":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.RepositoryID = RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID{}
 			}
 			seen[0] |= 1 << 0
 			err = x.RepositoryID.decode(d)
@@ -21499,6 +21715,7 @@ func (x *RepositoryRulesetConditionsRepositoryIDAndRefName) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID{}
 	return unmarshal(b, "RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID", x.decode)
 }
 
@@ -21510,7 +21727,6 @@ func (x RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID) MarshalJS
 }
 
 func (x *RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID) decode(d *decoder) error {
-	*x = RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21540,6 +21756,7 @@ func (x *RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID) encode(e
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditionsRepositoryNameAndRefName) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditionsRepositoryNameAndRefName{}
 	return unmarshal(b, "RepositoryRulesetConditionsRepositoryNameAndRefName", x.decode)
 }
 
@@ -21551,7 +21768,6 @@ func (x RepositoryRulesetConditionsRepositoryNameAndRefName) MarshalJSON() ([]by
 }
 
 func (x *RepositoryRulesetConditionsRepositoryNameAndRefName) decode(d *decoder) error {
-	*x = RepositoryRulesetConditionsRepositoryNameAndRefName{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21561,6 +21777,9 @@ func (x *RepositoryRulesetConditionsRepositoryNameAndRefName) decode(d *decoder)
 		case "repository_name":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.RepositoryName = RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName{}
 			}
 			seen[0] |= 1 << 0
 			err = x.RepositoryName.decode(d)
@@ -21593,6 +21812,7 @@ func (x *RepositoryRulesetConditionsRepositoryNameAndRefName) encode(e *encoder)
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName{}
 	return unmarshal(b, "RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName", x.decode)
 }
 
@@ -21604,7 +21824,6 @@ func (x RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) Marsh
 }
 
 func (x *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) decode(d *decoder) error {
-	*x = RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21646,6 +21865,7 @@ func (x *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) enco
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefName) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditionsRepositoryPropertyAndRefName{}
 	return unmarshal(b, "RepositoryRulesetConditionsRepositoryPropertyAndRefName", x.decode)
 }
 
@@ -21657,7 +21877,6 @@ func (x RepositoryRulesetConditionsRepositoryPropertyAndRefName) MarshalJSON() (
 }
 
 func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefName) decode(d *decoder) error {
-	*x = RepositoryRulesetConditionsRepositoryPropertyAndRefName{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -21667,6 +21886,9 @@ func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefName) decode(d *deco
 		case "repository_property":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.RepositoryProperty = RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty{}
 			}
 			seen[0] |= 1 << 0
 			err = x.RepositoryProperty.decode(d)
@@ -21699,6 +21921,7 @@ func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefName) encode(e *enco
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty{}
 	return unmarshal(b, "RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty", x.decode)
 }
 
@@ -21710,7 +21933,6 @@ func (x RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryPropert
 }
 
 func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty) decode(d *decoder) error {
-	*x = RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21746,6 +21968,7 @@ func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProper
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChanges{}
 	return unmarshal(b, "RepositoryRulesetEditedChanges", x.decode)
 }
 
@@ -21757,7 +21980,6 @@ func (x RepositoryRulesetEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetEditedChanges) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21805,6 +22027,7 @@ func (x *RepositoryRulesetEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChangesConditions) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChangesConditions{}
 	return unmarshal(b, "RepositoryRulesetEditedChangesConditions", x.decode)
 }
 
@@ -21816,7 +22039,6 @@ func (x RepositoryRulesetEditedChangesConditions) MarshalJSON() ([]byte, error) 
 }
 
 func (x *RepositoryRulesetEditedChangesConditions) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChangesConditions{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21858,6 +22080,7 @@ func (x *RepositoryRulesetEditedChangesConditions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChangesConditionsUpdated) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChangesConditionsUpdated{}
 	return unmarshal(b, "RepositoryRulesetEditedChangesConditionsUpdated", x.decode)
 }
 
@@ -21869,7 +22092,6 @@ func (x RepositoryRulesetEditedChangesConditionsUpdated) MarshalJSON() ([]byte, 
 }
 
 func (x *RepositoryRulesetEditedChangesConditionsUpdated) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChangesConditionsUpdated{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21905,6 +22127,7 @@ func (x *RepositoryRulesetEditedChangesConditionsUpdated) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChangesConditionsUpdatedChanges) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChangesConditionsUpdatedChanges{}
 	return unmarshal(b, "RepositoryRulesetEditedChangesConditionsUpdatedChanges", x.decode)
 }
 
@@ -21916,7 +22139,6 @@ func (x RepositoryRulesetEditedChangesConditionsUpdatedChanges) MarshalJSON() ([
 }
 
 func (x *RepositoryRulesetEditedChangesConditionsUpdatedChanges) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChangesConditionsUpdatedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -21964,6 +22186,7 @@ func (x *RepositoryRulesetEditedChangesConditionsUpdatedChanges) encode(e *encod
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude{}
 	return unmarshal(b, "RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude", x.decode)
 }
 
@@ -21975,7 +22198,6 @@ func (x RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude) MarshalJS
 }
 
 func (x *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -22005,6 +22227,7 @@ func (x *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude) encode(e
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChangesRules) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChangesRules{}
 	return unmarshal(b, "RepositoryRulesetEditedChangesRules", x.decode)
 }
 
@@ -22016,7 +22239,6 @@ func (x RepositoryRulesetEditedChangesRules) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetEditedChangesRules) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChangesRules{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -22058,6 +22280,7 @@ func (x *RepositoryRulesetEditedChangesRules) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChangesRulesUpdated) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChangesRulesUpdated{}
 	return unmarshal(b, "RepositoryRulesetEditedChangesRulesUpdated", x.decode)
 }
 
@@ -22069,7 +22292,6 @@ func (x RepositoryRulesetEditedChangesRulesUpdated) MarshalJSON() ([]byte, error
 }
 
 func (x *RepositoryRulesetEditedChangesRulesUpdated) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChangesRulesUpdated{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -22105,6 +22327,7 @@ func (x *RepositoryRulesetEditedChangesRulesUpdated) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedChangesRulesUpdatedChanges) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedChangesRulesUpdatedChanges{}
 	return unmarshal(b, "RepositoryRulesetEditedChangesRulesUpdatedChanges", x.decode)
 }
 
@@ -22116,7 +22339,6 @@ func (x RepositoryRulesetEditedChangesRulesUpdatedChanges) MarshalJSON() ([]byte
 }
 
 func (x *RepositoryRulesetEditedChangesRulesUpdatedChanges) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedChangesRulesUpdatedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -22158,6 +22380,7 @@ func (x *RepositoryRulesetEditedChangesRulesUpdatedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetLinks) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetLinks{}
 	return unmarshal(b, "RepositoryRulesetLinks", x.decode)
 }
 
@@ -22169,7 +22392,6 @@ func (x RepositoryRulesetLinks) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetLinks) decode(d *decoder) error {
-	*x = RepositoryRulesetLinks{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -22205,6 +22427,7 @@ func (x *RepositoryRulesetLinks) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetLinksHTML) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetLinksHTML{}
 	return unmarshal(b, "RepositoryRulesetLinksHTML", x.decode)
 }
 
@@ -22216,7 +22439,6 @@ func (x RepositoryRulesetLinksHTML) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetLinksHTML) decode(d *decoder) error {
-	*x = RepositoryRulesetLinksHTML{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -22246,6 +22468,7 @@ func (x *RepositoryRulesetLinksHTML) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetPropertyTargetingDefinition) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetPropertyTargetingDefinition{}
 	return unmarshal(b, "RepositoryRulesetPropertyTargetingDefinition", x.decode)
 }
 
@@ -22257,7 +22480,6 @@ func (x RepositoryRulesetPropertyTargetingDefinition) MarshalJSON() ([]byte, err
 }
 
 func (x *RepositoryRulesetPropertyTargetingDefinition) decode(d *decoder) error {
-	*x = RepositoryRulesetPropertyTargetingDefinition{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -22307,6 +22529,7 @@ func (x *RepositoryRulesetPropertyTargetingDefinition) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryTemplateRepository) UnmarshalJSON(b []byte) error {
+	*x = RepositoryTemplateRepository{}
 	return unmarshal(b, "RepositoryTemplateRepository", x.decode)
 }
 
@@ -22318,7 +22541,6 @@ func (x RepositoryTemplateRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryTemplateRepository) decode(d *decoder) error {
-	*x = RepositoryTemplateRepository{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -22872,6 +23094,7 @@ func (x *RepositoryTemplateRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryTemplateRepositoryOwner) UnmarshalJSON(b []byte) error {
+	*x = RepositoryTemplateRepositoryOwner{}
 	return unmarshal(b, "RepositoryTemplateRepositoryOwner", x.decode)
 }
 
@@ -22883,7 +23106,6 @@ func (x RepositoryTemplateRepositoryOwner) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryTemplateRepositoryOwner) decode(d *decoder) error {
-	*x = RepositoryTemplateRepositoryOwner{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -23015,6 +23237,7 @@ func (x *RepositoryTemplateRepositoryOwner) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryTransferredChanges) UnmarshalJSON(b []byte) error {
+	*x = RepositoryTransferredChanges{}
 	return unmarshal(b, "RepositoryTransferredChanges", x.decode)
 }
 
@@ -23026,7 +23249,6 @@ func (x RepositoryTransferredChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryTransferredChanges) decode(d *decoder) error {
-	*x = RepositoryTransferredChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -23034,6 +23256,9 @@ func (x *RepositoryTransferredChanges) decode(d *decoder) error {
 		case "owner":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Owner = RepositoryTransferredChangesOwner{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Owner.decode(d)
@@ -23062,6 +23287,7 @@ func (x *RepositoryTransferredChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryTransferredChangesOwner) UnmarshalJSON(b []byte) error {
+	*x = RepositoryTransferredChangesOwner{}
 	return unmarshal(b, "RepositoryTransferredChangesOwner", x.decode)
 }
 
@@ -23073,7 +23299,6 @@ func (x RepositoryTransferredChangesOwner) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryTransferredChangesOwner) decode(d *decoder) error {
-	*x = RepositoryTransferredChangesOwner{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -23081,6 +23306,9 @@ func (x *RepositoryTransferredChangesOwner) decode(d *decoder) error {
 		case "from":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.From = RepositoryTransferredChangesOwnerFrom{}
 			}
 			seen[0] |= 1 << 0
 			err = x.From.decode(d)
@@ -23109,6 +23337,7 @@ func (x *RepositoryTransferredChangesOwner) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryTransferredChangesOwnerFrom) UnmarshalJSON(b []byte) error {
+	*x = RepositoryTransferredChangesOwnerFrom{}
 	return unmarshal(b, "RepositoryTransferredChangesOwnerFrom", x.decode)
 }
 
@@ -23120,7 +23349,6 @@ func (x RepositoryTransferredChangesOwnerFrom) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryTransferredChangesOwnerFrom) decode(d *decoder) error {
-	*x = RepositoryTransferredChangesOwnerFrom{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -23156,6 +23384,7 @@ func (x *RepositoryTransferredChangesOwnerFrom) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryTransferredChangesOwnerFromOrganization) UnmarshalJSON(b []byte) error {
+	*x = RepositoryTransferredChangesOwnerFromOrganization{}
 	return unmarshal(b, "RepositoryTransferredChangesOwnerFromOrganization", x.decode)
 }
 
@@ -23167,7 +23396,6 @@ func (x RepositoryTransferredChangesOwnerFromOrganization) MarshalJSON() ([]byte
 }
 
 func (x *RepositoryTransferredChangesOwnerFromOrganization) decode(d *decoder) error {
-	*x = RepositoryTransferredChangesOwnerFromOrganization{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -23275,6 +23503,7 @@ func (x *RepositoryTransferredChangesOwnerFromOrganization) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryVulnerabilityAlert) UnmarshalJSON(b []byte) error {
+	*x = RepositoryVulnerabilityAlert{}
 	return unmarshal(b, "RepositoryVulnerabilityAlert", x.decode)
 }
 
@@ -23286,7 +23515,6 @@ func (x RepositoryVulnerabilityAlert) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryVulnerabilityAlert) decode(d *decoder) error {
-	*x = RepositoryVulnerabilityAlert{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -23426,6 +23654,7 @@ func (x *RepositoryVulnerabilityAlert) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RequiredReviewerConfiguration) UnmarshalJSON(b []byte) error {
+	*x = RequiredReviewerConfiguration{}
 	return unmarshal(b, "RequiredReviewerConfiguration", x.decode)
 }
 
@@ -23437,7 +23666,6 @@ func (x RequiredReviewerConfiguration) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RequiredReviewerConfiguration) decode(d *decoder) error {
-	*x = RequiredReviewerConfiguration{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -23457,6 +23685,9 @@ func (x *RequiredReviewerConfiguration) decode(d *decoder) error {
 		case "reviewer":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Reviewer = Reviewer{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Reviewer.decode(d)
@@ -23493,6 +23724,7 @@ func (x *RequiredReviewerConfiguration) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Reviewer) UnmarshalJSON(b []byte) error {
+	*x = Reviewer{}
 	return unmarshal(b, "Reviewer", x.decode)
 }
 
@@ -23504,7 +23736,6 @@ func (x Reviewer) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Reviewer) decode(d *decoder) error {
-	*x = Reviewer{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -23550,6 +23781,7 @@ func (x *Reviewer) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RubyGemsMetadata) UnmarshalJSON(b []byte) error {
+	*x = RubyGemsMetadata{}
 	return unmarshal(b, "RubyGemsMetadata", x.decode)
 }
 
@@ -23561,7 +23793,6 @@ func (x RubyGemsMetadata) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RubyGemsMetadata) decode(d *decoder) error {
-	*x = RubyGemsMetadata{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -23645,6 +23876,7 @@ func (x *RubyGemsMetadata) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RubyGemsMetadataVersionInfo) UnmarshalJSON(b []byte) error {
+	*x = RubyGemsMetadataVersionInfo{}
 	return unmarshal(b, "RubyGemsMetadataVersionInfo", x.decode)
 }
 
@@ -23656,7 +23888,6 @@ func (x RubyGemsMetadataVersionInfo) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RubyGemsMetadataVersionInfo) decode(d *decoder) error {
-	*x = RubyGemsMetadataVersionInfo{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -23686,6 +23917,7 @@ func (x *RubyGemsMetadataVersionInfo) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlert) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlert{}
 	return unmarshal(b, "SecretScanningAlert", x.decode)
 }
 
@@ -23697,7 +23929,6 @@ func (x SecretScanningAlert) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlert) decode(d *decoder) error {
-	*x = SecretScanningAlert{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -23863,6 +24094,7 @@ func (x *SecretScanningAlert) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocation) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocation{}
 	return unmarshal(b, "SecretScanningLocation", x.decode)
 }
 
@@ -23874,7 +24106,6 @@ func (x SecretScanningLocation) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocation) decode(d *decoder) error {
-	*x = SecretScanningLocation{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -23912,6 +24143,7 @@ func (x *SecretScanningLocation) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationCommit) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationCommit{}
 	return unmarshal(b, "SecretScanningLocationCommit", x.decode)
 }
 
@@ -23923,7 +24155,6 @@ func (x SecretScanningLocationCommit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationCommit) decode(d *decoder) error {
-	*x = SecretScanningLocationCommit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24019,6 +24250,7 @@ func (x *SecretScanningLocationCommit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationDiscussionBody) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationDiscussionBody{}
 	return unmarshal(b, "SecretScanningLocationDiscussionBody", x.decode)
 }
 
@@ -24030,7 +24262,6 @@ func (x SecretScanningLocationDiscussionBody) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationDiscussionBody) decode(d *decoder) error {
-	*x = SecretScanningLocationDiscussionBody{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24062,6 +24293,7 @@ func (x *SecretScanningLocationDiscussionBody) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationDiscussionComment) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationDiscussionComment{}
 	return unmarshal(b, "SecretScanningLocationDiscussionComment", x.decode)
 }
 
@@ -24073,7 +24305,6 @@ func (x SecretScanningLocationDiscussionComment) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationDiscussionComment) decode(d *decoder) error {
-	*x = SecretScanningLocationDiscussionComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24105,6 +24336,7 @@ func (x *SecretScanningLocationDiscussionComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationDiscussionTitle) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationDiscussionTitle{}
 	return unmarshal(b, "SecretScanningLocationDiscussionTitle", x.decode)
 }
 
@@ -24116,7 +24348,6 @@ func (x SecretScanningLocationDiscussionTitle) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationDiscussionTitle) decode(d *decoder) error {
-	*x = SecretScanningLocationDiscussionTitle{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24148,6 +24379,7 @@ func (x *SecretScanningLocationDiscussionTitle) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationIssueBody) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationIssueBody{}
 	return unmarshal(b, "SecretScanningLocationIssueBody", x.decode)
 }
 
@@ -24159,7 +24391,6 @@ func (x SecretScanningLocationIssueBody) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationIssueBody) decode(d *decoder) error {
-	*x = SecretScanningLocationIssueBody{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24191,6 +24422,7 @@ func (x *SecretScanningLocationIssueBody) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationIssueComment) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationIssueComment{}
 	return unmarshal(b, "SecretScanningLocationIssueComment", x.decode)
 }
 
@@ -24202,7 +24434,6 @@ func (x SecretScanningLocationIssueComment) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationIssueComment) decode(d *decoder) error {
-	*x = SecretScanningLocationIssueComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24234,6 +24465,7 @@ func (x *SecretScanningLocationIssueComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationIssueTitle) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationIssueTitle{}
 	return unmarshal(b, "SecretScanningLocationIssueTitle", x.decode)
 }
 
@@ -24245,7 +24477,6 @@ func (x SecretScanningLocationIssueTitle) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationIssueTitle) decode(d *decoder) error {
-	*x = SecretScanningLocationIssueTitle{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24277,6 +24508,7 @@ func (x *SecretScanningLocationIssueTitle) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationPullRequestBody) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationPullRequestBody{}
 	return unmarshal(b, "SecretScanningLocationPullRequestBody", x.decode)
 }
 
@@ -24288,7 +24520,6 @@ func (x SecretScanningLocationPullRequestBody) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationPullRequestBody) decode(d *decoder) error {
-	*x = SecretScanningLocationPullRequestBody{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24320,6 +24551,7 @@ func (x *SecretScanningLocationPullRequestBody) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationPullRequestComment) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationPullRequestComment{}
 	return unmarshal(b, "SecretScanningLocationPullRequestComment", x.decode)
 }
 
@@ -24331,7 +24563,6 @@ func (x SecretScanningLocationPullRequestComment) MarshalJSON() ([]byte, error) 
 }
 
 func (x *SecretScanningLocationPullRequestComment) decode(d *decoder) error {
-	*x = SecretScanningLocationPullRequestComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24363,6 +24594,7 @@ func (x *SecretScanningLocationPullRequestComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationPullRequestReview) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationPullRequestReview{}
 	return unmarshal(b, "SecretScanningLocationPullRequestReview", x.decode)
 }
 
@@ -24374,7 +24606,6 @@ func (x SecretScanningLocationPullRequestReview) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationPullRequestReview) decode(d *decoder) error {
-	*x = SecretScanningLocationPullRequestReview{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24406,6 +24637,7 @@ func (x *SecretScanningLocationPullRequestReview) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationPullRequestReviewComment) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationPullRequestReviewComment{}
 	return unmarshal(b, "SecretScanningLocationPullRequestReviewComment", x.decode)
 }
 
@@ -24417,7 +24649,6 @@ func (x SecretScanningLocationPullRequestReviewComment) MarshalJSON() ([]byte, e
 }
 
 func (x *SecretScanningLocationPullRequestReviewComment) decode(d *decoder) error {
-	*x = SecretScanningLocationPullRequestReviewComment{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24449,6 +24680,7 @@ func (x *SecretScanningLocationPullRequestReviewComment) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationPullRequestTitle) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationPullRequestTitle{}
 	return unmarshal(b, "SecretScanningLocationPullRequestTitle", x.decode)
 }
 
@@ -24460,7 +24692,6 @@ func (x SecretScanningLocationPullRequestTitle) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationPullRequestTitle) decode(d *decoder) error {
-	*x = SecretScanningLocationPullRequestTitle{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24492,6 +24723,7 @@ func (x *SecretScanningLocationPullRequestTitle) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationWikiCommit) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationWikiCommit{}
 	return unmarshal(b, "SecretScanningLocationWikiCommit", x.decode)
 }
 
@@ -24503,7 +24735,6 @@ func (x SecretScanningLocationWikiCommit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningLocationWikiCommit) decode(d *decoder) error {
-	*x = SecretScanningLocationWikiCommit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24599,6 +24830,7 @@ func (x *SecretScanningLocationWikiCommit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisory) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisory{}
 	return unmarshal(b, "SecurityAdvisory", x.decode)
 }
 
@@ -24610,7 +24842,6 @@ func (x SecurityAdvisory) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisory) decode(d *decoder) error {
-	*x = SecurityAdvisory{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24732,6 +24963,7 @@ func (x *SecurityAdvisory) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryCVSS) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryCVSS{}
 	return unmarshal(b, "SecurityAdvisoryCVSS", x.decode)
 }
 
@@ -24743,7 +24975,6 @@ func (x SecurityAdvisoryCVSS) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryCVSS) decode(d *decoder) error {
-	*x = SecurityAdvisoryCVSS{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24785,6 +25016,7 @@ func (x *SecurityAdvisoryCVSS) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryEPSS) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryEPSS{}
 	return unmarshal(b, "SecurityAdvisoryEPSS", x.decode)
 }
 
@@ -24796,7 +25028,6 @@ func (x SecurityAdvisoryEPSS) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryEPSS) decode(d *decoder) error {
-	*x = SecurityAdvisoryEPSS{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -24832,6 +25063,7 @@ func (x *SecurityAdvisoryEPSS) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryIdentifier) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryIdentifier{}
 	return unmarshal(b, "SecurityAdvisoryIdentifier", x.decode)
 }
 
@@ -24843,7 +25075,6 @@ func (x SecurityAdvisoryIdentifier) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryIdentifier) decode(d *decoder) error {
-	*x = SecurityAdvisoryIdentifier{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24881,6 +25112,7 @@ func (x *SecurityAdvisoryIdentifier) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryReference) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryReference{}
 	return unmarshal(b, "SecurityAdvisoryReference", x.decode)
 }
 
@@ -24892,7 +25124,6 @@ func (x SecurityAdvisoryReference) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryReference) decode(d *decoder) error {
-	*x = SecurityAdvisoryReference{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24924,6 +25155,7 @@ func (x *SecurityAdvisoryReference) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryVulnerability) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryVulnerability{}
 	return unmarshal(b, "SecurityAdvisoryVulnerability", x.decode)
 }
 
@@ -24935,7 +25167,6 @@ func (x SecurityAdvisoryVulnerability) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryVulnerability) decode(d *decoder) error {
-	*x = SecurityAdvisoryVulnerability{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -24945,6 +25176,9 @@ func (x *SecurityAdvisoryVulnerability) decode(d *decoder) error {
 		case "package":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Package = DependabotAlertPackage{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Package.decode(d)
@@ -24989,6 +25223,7 @@ func (x *SecurityAdvisoryVulnerability) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAndAnalysis) UnmarshalJSON(b []byte) error {
+	*x = SecurityAndAnalysis{}
 	return unmarshal(b, "SecurityAndAnalysis", x.decode)
 }
 
@@ -25000,7 +25235,6 @@ func (x SecurityAndAnalysis) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAndAnalysis) decode(d *decoder) error {
-	*x = SecurityAndAnalysis{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -25066,6 +25300,7 @@ func (x *SecurityAndAnalysis) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAndAnalysisAdvancedSecurity) UnmarshalJSON(b []byte) error {
+	*x = SecurityAndAnalysisAdvancedSecurity{}
 	return unmarshal(b, "SecurityAndAnalysisAdvancedSecurity", x.decode)
 }
 
@@ -25077,7 +25312,6 @@ func (x SecurityAndAnalysisAdvancedSecurity) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAndAnalysisAdvancedSecurity) decode(d *decoder) error {
-	*x = SecurityAndAnalysisAdvancedSecurity{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -25109,6 +25343,7 @@ func (x *SecurityAndAnalysisAdvancedSecurity) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAndAnalysisChanges) UnmarshalJSON(b []byte) error {
+	*x = SecurityAndAnalysisChanges{}
 	return unmarshal(b, "SecurityAndAnalysisChanges", x.decode)
 }
 
@@ -25120,7 +25355,6 @@ func (x SecurityAndAnalysisChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAndAnalysisChanges) decode(d *decoder) error {
-	*x = SecurityAndAnalysisChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -25150,6 +25384,7 @@ func (x *SecurityAndAnalysisChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAndAnalysisChangesFrom) UnmarshalJSON(b []byte) error {
+	*x = SecurityAndAnalysisChangesFrom{}
 	return unmarshal(b, "SecurityAndAnalysisChangesFrom", x.decode)
 }
 
@@ -25161,7 +25396,6 @@ func (x SecurityAndAnalysisChangesFrom) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAndAnalysisChangesFrom) decode(d *decoder) error {
-	*x = SecurityAndAnalysisChangesFrom{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -25191,6 +25425,7 @@ func (x *SecurityAndAnalysisChangesFrom) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SimpleCheckSuite) UnmarshalJSON(b []byte) error {
+	*x = SimpleCheckSuite{}
 	return unmarshal(b, "SimpleCheckSuite", x.decode)
 }
 
@@ -25202,7 +25437,6 @@ func (x SimpleCheckSuite) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SimpleCheckSuite) decode(d *decoder) error {
-	*x = SimpleCheckSuite{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -25314,6 +25548,7 @@ func (x *SimpleCheckSuite) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SimpleCommit) UnmarshalJSON(b []byte) error {
+	*x = SimpleCommit{}
 	return unmarshal(b, "SimpleCommit", x.decode)
 }
 
@@ -25325,7 +25560,6 @@ func (x SimpleCommit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SimpleCommit) decode(d *decoder) error {
-	*x = SimpleCommit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -25334,11 +25568,17 @@ func (x *SimpleCommit) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Author = Committer{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Author.decode(d)
 		case "committer":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Committer = Committer{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Committer.decode(d)
@@ -25395,6 +25635,7 @@ func (x *SimpleCommit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SimpleInstallation) UnmarshalJSON(b []byte) error {
+	*x = SimpleInstallation{}
 	return unmarshal(b, "SimpleInstallation", x.decode)
 }
 
@@ -25406,7 +25647,6 @@ func (x SimpleInstallation) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SimpleInstallation) decode(d *decoder) error {
-	*x = SimpleInstallation{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -25448,6 +25688,7 @@ func (x *SimpleInstallation) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SimplePullRequest) UnmarshalJSON(b []byte) error {
+	*x = SimplePullRequest{}
 	return unmarshal(b, "SimplePullRequest", x.decode)
 }
 
@@ -25459,7 +25700,6 @@ func (x SimplePullRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SimplePullRequest) decode(d *decoder) error {
-	*x = SimplePullRequest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -25467,6 +25707,9 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 		case "_links":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Links = PullRequestLinks{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Links.decode(d)
@@ -25494,6 +25737,9 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Base = PullRequestReviewCommentPullRequestBase{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Base.decode(d)
 		case "body":
@@ -25513,6 +25759,9 @@ func (x *SimplePullRequest) decode(d *decoder) error {
 		case "head":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.Head = PullRequestHead{}
 			}
 			seen[0] |= 1 << 8
 			err = x.Head.decode(d)
@@ -25751,6 +26000,7 @@ func (x *SimplePullRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SimpleRepository) UnmarshalJSON(b []byte) error {
+	*x = SimpleRepository{}
 	return unmarshal(b, "SimpleRepository", x.decode)
 }
 
@@ -25762,7 +26012,6 @@ func (x SimpleRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SimpleRepository) decode(d *decoder) error {
-	*x = SimpleRepository{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -25782,6 +26031,9 @@ func (x *SimpleRepository) decode(d *decoder) error {
 		case "owner":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Owner = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Owner.decode(d)
@@ -26080,6 +26332,7 @@ func (x *SimpleRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Sponsorship) UnmarshalJSON(b []byte) error {
+	*x = Sponsorship{}
 	return unmarshal(b, "Sponsorship", x.decode)
 }
 
@@ -26091,7 +26344,6 @@ func (x Sponsorship) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Sponsorship) decode(d *decoder) error {
-	*x = Sponsorship{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26111,6 +26363,9 @@ func (x *Sponsorship) decode(d *decoder) error {
 		case "tier":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Tier = SponsorshipTier{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Tier.decode(d)
@@ -26163,6 +26418,7 @@ func (x *Sponsorship) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipChanges) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipChanges{}
 	return unmarshal(b, "SponsorshipChanges", x.decode)
 }
 
@@ -26174,7 +26430,6 @@ func (x SponsorshipChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipChanges) decode(d *decoder) error {
-	*x = SponsorshipChanges{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26182,6 +26437,9 @@ func (x *SponsorshipChanges) decode(d *decoder) error {
 		case "tier":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Tier = SponsorshipChangesTier{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Tier.decode(d)
@@ -26210,6 +26468,7 @@ func (x *SponsorshipChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipChangesTier) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipChangesTier{}
 	return unmarshal(b, "SponsorshipChangesTier", x.decode)
 }
 
@@ -26221,7 +26480,6 @@ func (x SponsorshipChangesTier) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipChangesTier) decode(d *decoder) error {
-	*x = SponsorshipChangesTier{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26229,6 +26487,9 @@ func (x *SponsorshipChangesTier) decode(d *decoder) error {
 		case "from":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.From = SponsorshipTier{}
 			}
 			seen[0] |= 1 << 0
 			err = x.From.decode(d)
@@ -26257,6 +26518,7 @@ func (x *SponsorshipChangesTier) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipEditedChanges{}
 	return unmarshal(b, "SponsorshipEditedChanges", x.decode)
 }
 
@@ -26268,7 +26530,6 @@ func (x SponsorshipEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipEditedChanges) decode(d *decoder) error {
-	*x = SponsorshipEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -26298,6 +26559,7 @@ func (x *SponsorshipEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipTier) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipTier{}
 	return unmarshal(b, "SponsorshipTier", x.decode)
 }
 
@@ -26309,7 +26571,6 @@ func (x SponsorshipTier) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipTier) decode(d *decoder) error {
-	*x = SponsorshipTier{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26397,6 +26658,7 @@ func (x *SponsorshipTier) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusBranch) UnmarshalJSON(b []byte) error {
+	*x = StatusBranch{}
 	return unmarshal(b, "StatusBranch", x.decode)
 }
 
@@ -26408,7 +26670,6 @@ func (x StatusBranch) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusBranch) decode(d *decoder) error {
-	*x = StatusBranch{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26416,6 +26677,9 @@ func (x *StatusBranch) decode(d *decoder) error {
 		case "commit":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Commit = StatusBranchCommit{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Commit.decode(d)
@@ -26460,6 +26724,7 @@ func (x *StatusBranch) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusBranchCommit) UnmarshalJSON(b []byte) error {
+	*x = StatusBranchCommit{}
 	return unmarshal(b, "StatusBranchCommit", x.decode)
 }
 
@@ -26471,7 +26736,6 @@ func (x StatusBranchCommit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusBranchCommit) decode(d *decoder) error {
-	*x = StatusBranchCommit{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -26507,6 +26771,7 @@ func (x *StatusBranchCommit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusCheckConfiguration) UnmarshalJSON(b []byte) error {
+	*x = StatusCheckConfiguration{}
 	return unmarshal(b, "StatusCheckConfiguration", x.decode)
 }
 
@@ -26518,7 +26783,6 @@ func (x StatusCheckConfiguration) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusCheckConfiguration) decode(d *decoder) error {
-	*x = StatusCheckConfiguration{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26556,6 +26820,7 @@ func (x *StatusCheckConfiguration) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusCommit) UnmarshalJSON(b []byte) error {
+	*x = StatusCommit{}
 	return unmarshal(b, "StatusCommit", x.decode)
 }
 
@@ -26567,7 +26832,6 @@ func (x StatusCommit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusCommit) decode(d *decoder) error {
-	*x = StatusCommit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26579,6 +26843,9 @@ func (x *StatusCommit) decode(d *decoder) error {
 		case "commit":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Commit = StatusCommitCommit{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Commit.decode(d)
@@ -26655,6 +26922,7 @@ func (x *StatusCommit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusCommitCommit) UnmarshalJSON(b []byte) error {
+	*x = StatusCommitCommit{}
 	return unmarshal(b, "StatusCommitCommit", x.decode)
 }
 
@@ -26666,7 +26934,6 @@ func (x StatusCommitCommit) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusCommitCommit) decode(d *decoder) error {
-	*x = StatusCommitCommit{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26674,6 +26941,9 @@ func (x *StatusCommitCommit) decode(d *decoder) error {
 		case "author":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Author = Committer{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Author.decode(d)
@@ -26687,6 +26957,9 @@ func (x *StatusCommitCommit) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Committer = Committer{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Committer.decode(d)
 		case "message":
@@ -26695,6 +26968,9 @@ func (x *StatusCommitCommit) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Tree = StatusCommitCommitTree{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Tree.decode(d)
 		case "url":
@@ -26702,6 +26978,9 @@ func (x *StatusCommitCommit) decode(d *decoder) error {
 		case "verification":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<6) != 0 {
+				x.Verification = StatusCommitCommitVerification{}
 			}
 			seen[0] |= 1 << 6
 			err = x.Verification.decode(d)
@@ -26754,6 +27033,7 @@ func (x *StatusCommitCommit) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusCommitCommitTree) UnmarshalJSON(b []byte) error {
+	*x = StatusCommitCommitTree{}
 	return unmarshal(b, "StatusCommitCommitTree", x.decode)
 }
 
@@ -26765,7 +27045,6 @@ func (x StatusCommitCommitTree) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusCommitCommitTree) decode(d *decoder) error {
-	*x = StatusCommitCommitTree{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26803,6 +27082,7 @@ func (x *StatusCommitCommitTree) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusCommitCommitVerification) UnmarshalJSON(b []byte) error {
+	*x = StatusCommitCommitVerification{}
 	return unmarshal(b, "StatusCommitCommitVerification", x.decode)
 }
 
@@ -26814,7 +27094,6 @@ func (x StatusCommitCommitVerification) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusCommitCommitVerification) decode(d *decoder) error {
-	*x = StatusCommitCommitVerification{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26878,6 +27157,7 @@ func (x *StatusCommitCommitVerification) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusCommitParent) UnmarshalJSON(b []byte) error {
+	*x = StatusCommitParent{}
 	return unmarshal(b, "StatusCommitParent", x.decode)
 }
 
@@ -26889,7 +27169,6 @@ func (x StatusCommitParent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusCommitParent) decode(d *decoder) error {
-	*x = StatusCommitParent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26933,6 +27212,7 @@ func (x *StatusCommitParent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StringChange) UnmarshalJSON(b []byte) error {
+	*x = StringChange{}
 	return unmarshal(b, "StringChange", x.decode)
 }
 
@@ -26944,7 +27224,6 @@ func (x StringChange) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StringChange) decode(d *decoder) error {
-	*x = StringChange{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -26976,6 +27255,7 @@ func (x *StringChange) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StringFromTo) UnmarshalJSON(b []byte) error {
+	*x = StringFromTo{}
 	return unmarshal(b, "StringFromTo", x.decode)
 }
 
@@ -26987,7 +27267,6 @@ func (x StringFromTo) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StringFromTo) decode(d *decoder) error {
-	*x = StringFromTo{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -27023,6 +27302,7 @@ func (x *StringFromTo) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SubIssuesSummary) UnmarshalJSON(b []byte) error {
+	*x = SubIssuesSummary{}
 	return unmarshal(b, "SubIssuesSummary", x.decode)
 }
 
@@ -27034,7 +27314,6 @@ func (x SubIssuesSummary) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SubIssuesSummary) decode(d *decoder) error {
-	*x = SubIssuesSummary{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27090,6 +27369,7 @@ func (x *SubIssuesSummary) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Team) UnmarshalJSON(b []byte) error {
+	*x = Team{}
 	return unmarshal(b, "Team", x.decode)
 }
 
@@ -27101,7 +27381,6 @@ func (x Team) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Team) decode(d *decoder) error {
-	*x = Team{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27251,6 +27530,7 @@ func (x *Team) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = TeamEditedChanges{}
 	return unmarshal(b, "TeamEditedChanges", x.decode)
 }
 
@@ -27262,7 +27542,6 @@ func (x TeamEditedChanges) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamEditedChanges) decode(d *decoder) error {
-	*x = TeamEditedChanges{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -27316,6 +27595,7 @@ func (x *TeamEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamEditedChangesRepository) UnmarshalJSON(b []byte) error {
+	*x = TeamEditedChangesRepository{}
 	return unmarshal(b, "TeamEditedChangesRepository", x.decode)
 }
 
@@ -27327,7 +27607,6 @@ func (x TeamEditedChangesRepository) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamEditedChangesRepository) decode(d *decoder) error {
-	*x = TeamEditedChangesRepository{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27335,6 +27614,9 @@ func (x *TeamEditedChangesRepository) decode(d *decoder) error {
 		case "permissions":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Permissions = TeamEditedChangesRepositoryPermissions{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Permissions.decode(d)
@@ -27363,6 +27645,7 @@ func (x *TeamEditedChangesRepository) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamEditedChangesRepositoryPermissions) UnmarshalJSON(b []byte) error {
+	*x = TeamEditedChangesRepositoryPermissions{}
 	return unmarshal(b, "TeamEditedChangesRepositoryPermissions", x.decode)
 }
 
@@ -27374,7 +27657,6 @@ func (x TeamEditedChangesRepositoryPermissions) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamEditedChangesRepositoryPermissions) decode(d *decoder) error {
-	*x = TeamEditedChangesRepositoryPermissions{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27382,6 +27664,9 @@ func (x *TeamEditedChangesRepositoryPermissions) decode(d *decoder) error {
 		case "from":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.From = TeamEditedChangesRepositoryPermissionsFrom{}
 			}
 			seen[0] |= 1 << 0
 			err = x.From.decode(d)
@@ -27410,6 +27695,7 @@ func (x *TeamEditedChangesRepositoryPermissions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamEditedChangesRepositoryPermissionsFrom) UnmarshalJSON(b []byte) error {
+	*x = TeamEditedChangesRepositoryPermissionsFrom{}
 	return unmarshal(b, "TeamEditedChangesRepositoryPermissionsFrom", x.decode)
 }
 
@@ -27421,7 +27707,6 @@ func (x TeamEditedChangesRepositoryPermissionsFrom) MarshalJSON() ([]byte, error
 }
 
 func (x *TeamEditedChangesRepositoryPermissionsFrom) decode(d *decoder) error {
-	*x = TeamEditedChangesRepositoryPermissionsFrom{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -27463,6 +27748,7 @@ func (x *TeamEditedChangesRepositoryPermissionsFrom) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamPermissions) UnmarshalJSON(b []byte) error {
+	*x = TeamPermissions{}
 	return unmarshal(b, "TeamPermissions", x.decode)
 }
 
@@ -27474,7 +27760,6 @@ func (x TeamPermissions) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamPermissions) decode(d *decoder) error {
-	*x = TeamPermissions{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27550,6 +27835,7 @@ func (x *TeamPermissions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *User) UnmarshalJSON(b []byte) error {
+	*x = User{}
 	return unmarshal(b, "User", x.decode)
 }
 
@@ -27561,7 +27847,6 @@ func (x User) MarshalJSON() ([]byte, error) {
 }
 
 func (x *User) decode(d *decoder) error {
-	*x = User{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27731,6 +28016,7 @@ func (x *User) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *VulnerabilityFirstPatchedVersion) UnmarshalJSON(b []byte) error {
+	*x = VulnerabilityFirstPatchedVersion{}
 	return unmarshal(b, "VulnerabilityFirstPatchedVersion", x.decode)
 }
 
@@ -27742,7 +28028,6 @@ func (x VulnerabilityFirstPatchedVersion) MarshalJSON() ([]byte, error) {
 }
 
 func (x *VulnerabilityFirstPatchedVersion) decode(d *decoder) error {
-	*x = VulnerabilityFirstPatchedVersion{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27774,6 +28059,7 @@ func (x *VulnerabilityFirstPatchedVersion) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Webhook) UnmarshalJSON(b []byte) error {
+	*x = Webhook{}
 	return unmarshal(b, "Webhook", x.decode)
 }
 
@@ -27785,7 +28071,6 @@ func (x Webhook) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Webhook) decode(d *decoder) error {
-	*x = Webhook{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -27801,6 +28086,9 @@ func (x *Webhook) decode(d *decoder) error {
 		case "config":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Config = WebhookConfig{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Config.decode(d)
@@ -27923,6 +28211,7 @@ func (x *Webhook) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WebhookConfig) UnmarshalJSON(b []byte) error {
+	*x = WebhookConfig{}
 	return unmarshal(b, "WebhookConfig", x.decode)
 }
 
@@ -27934,7 +28223,6 @@ func (x WebhookConfig) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WebhookConfig) decode(d *decoder) error {
-	*x = WebhookConfig{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -27982,6 +28270,7 @@ func (x *WebhookConfig) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Workflow) UnmarshalJSON(b []byte) error {
+	*x = Workflow{}
 	return unmarshal(b, "Workflow", x.decode)
 }
 
@@ -27993,7 +28282,6 @@ func (x Workflow) MarshalJSON() ([]byte, error) {
 }
 
 func (x *Workflow) decode(d *decoder) error {
-	*x = Workflow{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28091,6 +28379,7 @@ func (x *Workflow) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowFileReference) UnmarshalJSON(b []byte) error {
+	*x = WorkflowFileReference{}
 	return unmarshal(b, "WorkflowFileReference", x.decode)
 }
 
@@ -28102,7 +28391,6 @@ func (x WorkflowFileReference) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowFileReference) decode(d *decoder) error {
-	*x = WorkflowFileReference{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28156,6 +28444,7 @@ func (x *WorkflowFileReference) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowJob) UnmarshalJSON(b []byte) error {
+	*x = WorkflowJob{}
 	return unmarshal(b, "WorkflowJob", x.decode)
 }
 
@@ -28167,7 +28456,6 @@ func (x WorkflowJob) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowJob) decode(d *decoder) error {
-	*x = WorkflowJob{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28357,6 +28645,7 @@ func (x *WorkflowJob) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowRun) UnmarshalJSON(b []byte) error {
+	*x = WorkflowRun{}
 	return unmarshal(b, "WorkflowRun", x.decode)
 }
 
@@ -28368,7 +28657,6 @@ func (x WorkflowRun) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowRun) decode(d *decoder) error {
-	*x = WorkflowRun{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28407,11 +28695,17 @@ func (x *WorkflowRun) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<7) != 0 {
+				x.HeadCommit = SimpleCommit{}
+			}
 			seen[0] |= 1 << 7
 			err = x.HeadCommit.decode(d)
 		case "head_repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.HeadRepository = RepositoryLite{}
 			}
 			seen[0] |= 1 << 8
 			err = x.HeadRepository.decode(d)
@@ -28448,6 +28742,9 @@ func (x *WorkflowRun) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<16) != 0 {
+				x.Repository = RepositoryLite{}
 			}
 			seen[0] |= 1 << 16
 			err = x.Repository.decode(d)
@@ -28658,6 +28955,7 @@ func (x *WorkflowRun) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowRunPullRequest) UnmarshalJSON(b []byte) error {
+	*x = WorkflowRunPullRequest{}
 	return unmarshal(b, "WorkflowRunPullRequest", x.decode)
 }
 
@@ -28669,7 +28967,6 @@ func (x WorkflowRunPullRequest) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowRunPullRequest) decode(d *decoder) error {
-	*x = WorkflowRunPullRequest{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28678,11 +28975,17 @@ func (x *WorkflowRunPullRequest) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Base = CheckRunPullRequestBase{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Base.decode(d)
 		case "head":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Head = CheckRunPullRequestBase{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Head.decode(d)
@@ -28741,6 +29044,7 @@ func (x *WorkflowRunPullRequest) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowRunReferencedWorkflow) UnmarshalJSON(b []byte) error {
+	*x = WorkflowRunReferencedWorkflow{}
 	return unmarshal(b, "WorkflowRunReferencedWorkflow", x.decode)
 }
 
@@ -28752,7 +29056,6 @@ func (x WorkflowRunReferencedWorkflow) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowRunReferencedWorkflow) decode(d *decoder) error {
-	*x = WorkflowRunReferencedWorkflow{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28796,6 +29099,7 @@ func (x *WorkflowRunReferencedWorkflow) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowStep) UnmarshalJSON(b []byte) error {
+	*x = WorkflowStep{}
 	return unmarshal(b, "WorkflowStep", x.decode)
 }
 
@@ -28807,7 +29111,6 @@ func (x WorkflowStep) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowStep) decode(d *decoder) error {
-	*x = WorkflowStep{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28879,6 +29182,7 @@ func (x *WorkflowStep) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionConfigurationUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionConfigurationUnknownEvent{}
 	return unmarshal(b, "BranchProtectionConfigurationUnknownEvent", x.decode)
 }
 
@@ -28890,7 +29194,6 @@ func (x BranchProtectionConfigurationUnknownEvent) MarshalJSON() ([]byte, error)
 }
 
 func (x *BranchProtectionConfigurationUnknownEvent) decode(d *decoder) error {
-	*x = BranchProtectionConfigurationUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -28963,6 +29266,7 @@ func (x *BranchProtectionConfigurationUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionConfigurationDisabledEvent) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionConfigurationDisabledEvent{}
 	return unmarshal(b, "BranchProtectionConfigurationDisabledEvent", x.decode)
 }
 
@@ -28974,7 +29278,6 @@ func (x BranchProtectionConfigurationDisabledEvent) MarshalJSON() ([]byte, error
 }
 
 func (x *BranchProtectionConfigurationDisabledEvent) decode(d *decoder) error {
-	*x = BranchProtectionConfigurationDisabledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -28997,11 +29300,17 @@ func (x *BranchProtectionConfigurationDisabledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -29050,6 +29359,7 @@ func (x *BranchProtectionConfigurationDisabledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionConfigurationEnabledEvent) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionConfigurationEnabledEvent{}
 	return unmarshal(b, "BranchProtectionConfigurationEnabledEvent", x.decode)
 }
 
@@ -29061,7 +29371,6 @@ func (x BranchProtectionConfigurationEnabledEvent) MarshalJSON() ([]byte, error)
 }
 
 func (x *BranchProtectionConfigurationEnabledEvent) decode(d *decoder) error {
-	*x = BranchProtectionConfigurationEnabledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29084,11 +29393,17 @@ func (x *BranchProtectionConfigurationEnabledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -29137,6 +29452,7 @@ func (x *BranchProtectionConfigurationEnabledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRuleUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRuleUnknownEvent{}
 	return unmarshal(b, "BranchProtectionRuleUnknownEvent", x.decode)
 }
 
@@ -29148,7 +29464,6 @@ func (x BranchProtectionRuleUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *BranchProtectionRuleUnknownEvent) decode(d *decoder) error {
-	*x = BranchProtectionRuleUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -29227,6 +29542,7 @@ func (x *BranchProtectionRuleUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRuleCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRuleCreatedEvent{}
 	return unmarshal(b, "BranchProtectionRuleCreatedEvent", x.decode)
 }
 
@@ -29238,7 +29554,6 @@ func (x BranchProtectionRuleCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *BranchProtectionRuleCreatedEvent) decode(d *decoder) error {
-	*x = BranchProtectionRuleCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29261,17 +29576,26 @@ func (x *BranchProtectionRuleCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "rule":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Rule = BranchProtectionRule{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Rule.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -29324,6 +29648,7 @@ func (x *BranchProtectionRuleCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRuleDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRuleDeletedEvent{}
 	return unmarshal(b, "BranchProtectionRuleDeletedEvent", x.decode)
 }
 
@@ -29335,7 +29660,6 @@ func (x BranchProtectionRuleDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *BranchProtectionRuleDeletedEvent) decode(d *decoder) error {
-	*x = BranchProtectionRuleDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29358,17 +29682,26 @@ func (x *BranchProtectionRuleDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "rule":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Rule = BranchProtectionRule{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Rule.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -29421,6 +29754,7 @@ func (x *BranchProtectionRuleDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *BranchProtectionRuleEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = BranchProtectionRuleEditedEvent{}
 	return unmarshal(b, "BranchProtectionRuleEditedEvent", x.decode)
 }
 
@@ -29432,7 +29766,6 @@ func (x BranchProtectionRuleEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *BranchProtectionRuleEditedEvent) decode(d *decoder) error {
-	*x = BranchProtectionRuleEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29457,17 +29790,26 @@ func (x *BranchProtectionRuleEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "rule":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Rule = BranchProtectionRule{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Rule.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -29524,6 +29866,7 @@ func (x *BranchProtectionRuleEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckRunUnknownEvent{}
 	return unmarshal(b, "CheckRunUnknownEvent", x.decode)
 }
 
@@ -29535,7 +29878,6 @@ func (x CheckRunUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunUnknownEvent) decode(d *decoder) error {
-	*x = CheckRunUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -29614,6 +29956,7 @@ func (x *CheckRunUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunCompletedEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckRunCompletedEvent{}
 	return unmarshal(b, "CheckRunCompletedEvent", x.decode)
 }
 
@@ -29625,7 +29968,6 @@ func (x CheckRunCompletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunCompletedEvent) decode(d *decoder) error {
-	*x = CheckRunCompletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29642,6 +29984,9 @@ func (x *CheckRunCompletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.CheckRun = CheckRun{}
+			}
 			seen[0] |= 1 << 1
 			err = x.CheckRun.decode(d)
 		case "installation":
@@ -29654,11 +29999,17 @@ func (x *CheckRunCompletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -29711,6 +30062,7 @@ func (x *CheckRunCompletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckRunCreatedEvent{}
 	return unmarshal(b, "CheckRunCreatedEvent", x.decode)
 }
 
@@ -29722,7 +30074,6 @@ func (x CheckRunCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunCreatedEvent) decode(d *decoder) error {
-	*x = CheckRunCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29739,6 +30090,9 @@ func (x *CheckRunCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.CheckRun = CheckRun{}
+			}
 			seen[0] |= 1 << 1
 			err = x.CheckRun.decode(d)
 		case "installation":
@@ -29751,11 +30105,17 @@ func (x *CheckRunCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -29808,6 +30168,7 @@ func (x *CheckRunCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunRequestedActionEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckRunRequestedActionEvent{}
 	return unmarshal(b, "CheckRunRequestedActionEvent", x.decode)
 }
 
@@ -29819,7 +30180,6 @@ func (x CheckRunRequestedActionEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunRequestedActionEvent) decode(d *decoder) error {
-	*x = CheckRunRequestedActionEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29836,6 +30196,9 @@ func (x *CheckRunRequestedActionEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.CheckRun = CheckRun{}
+			}
 			seen[0] |= 1 << 1
 			err = x.CheckRun.decode(d)
 		case "installation":
@@ -29848,6 +30211,9 @@ func (x *CheckRunRequestedActionEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "requested_action":
@@ -29855,6 +30221,9 @@ func (x *CheckRunRequestedActionEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -29911,6 +30280,7 @@ func (x *CheckRunRequestedActionEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckRunRerequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckRunRerequestedEvent{}
 	return unmarshal(b, "CheckRunRerequestedEvent", x.decode)
 }
 
@@ -29922,7 +30292,6 @@ func (x CheckRunRerequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckRunRerequestedEvent) decode(d *decoder) error {
-	*x = CheckRunRerequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -29939,6 +30308,9 @@ func (x *CheckRunRerequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.CheckRun = CheckRun{}
+			}
 			seen[0] |= 1 << 1
 			err = x.CheckRun.decode(d)
 		case "installation":
@@ -29951,11 +30323,17 @@ func (x *CheckRunRerequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -30008,6 +30386,7 @@ func (x *CheckRunRerequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckSuiteUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckSuiteUnknownEvent{}
 	return unmarshal(b, "CheckSuiteUnknownEvent", x.decode)
 }
 
@@ -30019,7 +30398,6 @@ func (x CheckSuiteUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckSuiteUnknownEvent) decode(d *decoder) error {
-	*x = CheckSuiteUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -30098,6 +30476,7 @@ func (x *CheckSuiteUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckSuiteCompletedEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckSuiteCompletedEvent{}
 	return unmarshal(b, "CheckSuiteCompletedEvent", x.decode)
 }
 
@@ -30109,7 +30488,6 @@ func (x CheckSuiteCompletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckSuiteCompletedEvent) decode(d *decoder) error {
-	*x = CheckSuiteCompletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30126,6 +30504,9 @@ func (x *CheckSuiteCompletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.CheckSuite = CheckSuite{}
+			}
 			seen[0] |= 1 << 1
 			err = x.CheckSuite.decode(d)
 		case "enterprise":
@@ -30138,11 +30519,17 @@ func (x *CheckSuiteCompletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -30195,6 +30582,7 @@ func (x *CheckSuiteCompletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckSuiteRequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckSuiteRequestedEvent{}
 	return unmarshal(b, "CheckSuiteRequestedEvent", x.decode)
 }
 
@@ -30206,7 +30594,6 @@ func (x CheckSuiteRequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckSuiteRequestedEvent) decode(d *decoder) error {
-	*x = CheckSuiteRequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30223,6 +30610,9 @@ func (x *CheckSuiteRequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.CheckSuite = CheckSuite{}
+			}
 			seen[0] |= 1 << 1
 			err = x.CheckSuite.decode(d)
 		case "enterprise":
@@ -30235,11 +30625,17 @@ func (x *CheckSuiteRequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -30292,6 +30688,7 @@ func (x *CheckSuiteRequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CheckSuiteRerequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = CheckSuiteRerequestedEvent{}
 	return unmarshal(b, "CheckSuiteRerequestedEvent", x.decode)
 }
 
@@ -30303,7 +30700,6 @@ func (x CheckSuiteRerequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CheckSuiteRerequestedEvent) decode(d *decoder) error {
-	*x = CheckSuiteRerequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30320,6 +30716,9 @@ func (x *CheckSuiteRerequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.CheckSuite = CheckSuite{}
+			}
 			seen[0] |= 1 << 1
 			err = x.CheckSuite.decode(d)
 		case "enterprise":
@@ -30332,11 +30731,17 @@ func (x *CheckSuiteRerequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -30389,6 +30794,7 @@ func (x *CheckSuiteRerequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertUnknownEvent{}
 	return unmarshal(b, "CodeScanningAlertUnknownEvent", x.decode)
 }
 
@@ -30400,7 +30806,6 @@ func (x CodeScanningAlertUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertUnknownEvent) decode(d *decoder) error {
-	*x = CodeScanningAlertUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -30491,6 +30896,7 @@ func (x *CodeScanningAlertUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertAppearedInBranchEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertAppearedInBranchEvent{}
 	return unmarshal(b, "CodeScanningAlertAppearedInBranchEvent", x.decode)
 }
 
@@ -30502,7 +30908,6 @@ func (x CodeScanningAlertAppearedInBranchEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertAppearedInBranchEvent) decode(d *decoder) error {
-	*x = CodeScanningAlertAppearedInBranchEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30518,6 +30923,9 @@ func (x *CodeScanningAlertAppearedInBranchEvent) decode(d *decoder) error {
 		case "alert":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = CodeScanningAlert{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
@@ -30535,11 +30943,17 @@ func (x *CodeScanningAlertAppearedInBranchEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -30600,6 +31014,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertClosedByUserEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertClosedByUserEvent{}
 	return unmarshal(b, "CodeScanningAlertClosedByUserEvent", x.decode)
 }
 
@@ -30611,7 +31026,6 @@ func (x CodeScanningAlertClosedByUserEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertClosedByUserEvent) decode(d *decoder) error {
-	*x = CodeScanningAlertClosedByUserEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30627,6 +31041,9 @@ func (x *CodeScanningAlertClosedByUserEvent) decode(d *decoder) error {
 		case "alert":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = CodeScanningAlert{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
@@ -30644,11 +31061,17 @@ func (x *CodeScanningAlertClosedByUserEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -30709,6 +31132,7 @@ func (x *CodeScanningAlertClosedByUserEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertCreatedEvent{}
 	return unmarshal(b, "CodeScanningAlertCreatedEvent", x.decode)
 }
 
@@ -30720,7 +31144,6 @@ func (x CodeScanningAlertCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertCreatedEvent) decode(d *decoder) error {
-	*x = CodeScanningAlertCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30736,6 +31159,9 @@ func (x *CodeScanningAlertCreatedEvent) decode(d *decoder) error {
 		case "alert":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = CodeScanningAlert{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
@@ -30753,11 +31179,17 @@ func (x *CodeScanningAlertCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -30818,6 +31250,7 @@ func (x *CodeScanningAlertCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertFixedEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertFixedEvent{}
 	return unmarshal(b, "CodeScanningAlertFixedEvent", x.decode)
 }
 
@@ -30829,7 +31262,6 @@ func (x CodeScanningAlertFixedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertFixedEvent) decode(d *decoder) error {
-	*x = CodeScanningAlertFixedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30845,6 +31277,9 @@ func (x *CodeScanningAlertFixedEvent) decode(d *decoder) error {
 		case "alert":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = CodeScanningAlert{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
@@ -30862,11 +31297,17 @@ func (x *CodeScanningAlertFixedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -30927,6 +31368,7 @@ func (x *CodeScanningAlertFixedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertReopenedEvent{}
 	return unmarshal(b, "CodeScanningAlertReopenedEvent", x.decode)
 }
 
@@ -30938,7 +31380,6 @@ func (x CodeScanningAlertReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertReopenedEvent) decode(d *decoder) error {
-	*x = CodeScanningAlertReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -30954,6 +31395,9 @@ func (x *CodeScanningAlertReopenedEvent) decode(d *decoder) error {
 		case "alert":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = CodeScanningAlert{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
@@ -30971,11 +31415,17 @@ func (x *CodeScanningAlertReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -31036,6 +31486,7 @@ func (x *CodeScanningAlertReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CodeScanningAlertReopenedByUserEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertReopenedByUserEvent{}
 	return unmarshal(b, "CodeScanningAlertReopenedByUserEvent", x.decode)
 }
 
@@ -31047,7 +31498,6 @@ func (x CodeScanningAlertReopenedByUserEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CodeScanningAlertReopenedByUserEvent) decode(d *decoder) error {
-	*x = CodeScanningAlertReopenedByUserEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31063,6 +31513,9 @@ func (x *CodeScanningAlertReopenedByUserEvent) decode(d *decoder) error {
 		case "alert":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = CodeScanningAlert{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
@@ -31080,11 +31533,17 @@ func (x *CodeScanningAlertReopenedByUserEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -31145,6 +31604,7 @@ func (x *CodeScanningAlertReopenedByUserEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CommitCommentUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = CommitCommentUnknownEvent{}
 	return unmarshal(b, "CommitCommentUnknownEvent", x.decode)
 }
 
@@ -31156,7 +31616,6 @@ func (x CommitCommentUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CommitCommentUnknownEvent) decode(d *decoder) error {
-	*x = CommitCommentUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -31235,6 +31694,7 @@ func (x *CommitCommentUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CommitCommentCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = CommitCommentCreatedEvent{}
 	return unmarshal(b, "CommitCommentCreatedEvent", x.decode)
 }
 
@@ -31246,7 +31706,6 @@ func (x CommitCommentCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CommitCommentCreatedEvent) decode(d *decoder) error {
-	*x = CommitCommentCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31263,6 +31722,9 @@ func (x *CommitCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Comment = CommitComment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Comment.decode(d)
 		case "enterprise":
@@ -31275,11 +31737,17 @@ func (x *CommitCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -31332,6 +31800,7 @@ func (x *CommitCommentCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CreateEvent) UnmarshalJSON(b []byte) error {
+	*x = CreateEvent{}
 	return unmarshal(b, "CreateEvent", x.decode)
 }
 
@@ -31343,7 +31812,6 @@ func (x CreateEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CreateEvent) decode(d *decoder) error {
-	*x = CreateEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31372,11 +31840,17 @@ func (x *CreateEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -31441,6 +31915,7 @@ func (x *CreateEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyUnknownEvent{}
 	return unmarshal(b, "CustomPropertyUnknownEvent", x.decode)
 }
 
@@ -31452,7 +31927,6 @@ func (x CustomPropertyUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyUnknownEvent) decode(d *decoder) error {
-	*x = CustomPropertyUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -31525,6 +31999,7 @@ func (x *CustomPropertyUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyCreatedEvent{}
 	return unmarshal(b, "CustomPropertyCreatedEvent", x.decode)
 }
 
@@ -31536,7 +32011,6 @@ func (x CustomPropertyCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyCreatedEvent) decode(d *decoder) error {
-	*x = CustomPropertyCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31552,6 +32026,9 @@ func (x *CustomPropertyCreatedEvent) decode(d *decoder) error {
 		case "definition":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Definition = OrganizationCustomProperty{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Definition.decode(d)
@@ -31608,6 +32085,7 @@ func (x *CustomPropertyCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyDeletedEvent{}
 	return unmarshal(b, "CustomPropertyDeletedEvent", x.decode)
 }
 
@@ -31619,7 +32097,6 @@ func (x CustomPropertyDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyDeletedEvent) decode(d *decoder) error {
-	*x = CustomPropertyDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31635,6 +32112,9 @@ func (x *CustomPropertyDeletedEvent) decode(d *decoder) error {
 		case "definition":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Definition = OrganizationCustomProperty{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Definition.decode(d)
@@ -31691,6 +32171,7 @@ func (x *CustomPropertyDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyPromoteToEnterpriseEvent) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyPromoteToEnterpriseEvent{}
 	return unmarshal(b, "CustomPropertyPromoteToEnterpriseEvent", x.decode)
 }
 
@@ -31702,7 +32183,6 @@ func (x CustomPropertyPromoteToEnterpriseEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyPromoteToEnterpriseEvent) decode(d *decoder) error {
-	*x = CustomPropertyPromoteToEnterpriseEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31718,6 +32198,9 @@ func (x *CustomPropertyPromoteToEnterpriseEvent) decode(d *decoder) error {
 		case "definition":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Definition = OrganizationCustomProperty{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Definition.decode(d)
@@ -31774,6 +32257,7 @@ func (x *CustomPropertyPromoteToEnterpriseEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyUpdatedEvent) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyUpdatedEvent{}
 	return unmarshal(b, "CustomPropertyUpdatedEvent", x.decode)
 }
 
@@ -31785,7 +32269,6 @@ func (x CustomPropertyUpdatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyUpdatedEvent) decode(d *decoder) error {
-	*x = CustomPropertyUpdatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31801,6 +32284,9 @@ func (x *CustomPropertyUpdatedEvent) decode(d *decoder) error {
 		case "definition":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Definition = OrganizationCustomProperty{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Definition.decode(d)
@@ -31857,6 +32343,7 @@ func (x *CustomPropertyUpdatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyValuesUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyValuesUnknownEvent{}
 	return unmarshal(b, "CustomPropertyValuesUnknownEvent", x.decode)
 }
 
@@ -31868,7 +32355,6 @@ func (x CustomPropertyValuesUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyValuesUnknownEvent) decode(d *decoder) error {
-	*x = CustomPropertyValuesUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -31953,6 +32439,7 @@ func (x *CustomPropertyValuesUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *CustomPropertyValuesUpdatedEvent) UnmarshalJSON(b []byte) error {
+	*x = CustomPropertyValuesUpdatedEvent{}
 	return unmarshal(b, "CustomPropertyValuesUpdatedEvent", x.decode)
 }
 
@@ -31964,7 +32451,6 @@ func (x CustomPropertyValuesUpdatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *CustomPropertyValuesUpdatedEvent) decode(d *decoder) error {
-	*x = CustomPropertyValuesUpdatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -31985,11 +32471,17 @@ func (x *CustomPropertyValuesUpdatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "organization":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
@@ -32060,6 +32552,7 @@ func (x *CustomPropertyValuesUpdatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeleteEvent) UnmarshalJSON(b []byte) error {
+	*x = DeleteEvent{}
 	return unmarshal(b, "DeleteEvent", x.decode)
 }
 
@@ -32071,7 +32564,6 @@ func (x DeleteEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeleteEvent) decode(d *decoder) error {
-	*x = DeleteEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32096,11 +32588,17 @@ func (x *DeleteEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -32157,6 +32655,7 @@ func (x *DeleteEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertUnknownEvent{}
 	return unmarshal(b, "DependabotAlertUnknownEvent", x.decode)
 }
 
@@ -32168,7 +32667,6 @@ func (x DependabotAlertUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertUnknownEvent) decode(d *decoder) error {
-	*x = DependabotAlertUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -32247,6 +32745,7 @@ func (x *DependabotAlertUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertAutoDismissedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertAutoDismissedEvent{}
 	return unmarshal(b, "DependabotAlertAutoDismissedEvent", x.decode)
 }
 
@@ -32258,7 +32757,6 @@ func (x DependabotAlertAutoDismissedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertAutoDismissedEvent) decode(d *decoder) error {
-	*x = DependabotAlertAutoDismissedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32275,6 +32773,9 @@ func (x *DependabotAlertAutoDismissedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = DependabotAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -32287,11 +32788,17 @@ func (x *DependabotAlertAutoDismissedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -32344,6 +32851,7 @@ func (x *DependabotAlertAutoDismissedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertAutoReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertAutoReopenedEvent{}
 	return unmarshal(b, "DependabotAlertAutoReopenedEvent", x.decode)
 }
 
@@ -32355,7 +32863,6 @@ func (x DependabotAlertAutoReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertAutoReopenedEvent) decode(d *decoder) error {
-	*x = DependabotAlertAutoReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32372,6 +32879,9 @@ func (x *DependabotAlertAutoReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = DependabotAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -32384,11 +32894,17 @@ func (x *DependabotAlertAutoReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -32441,6 +32957,7 @@ func (x *DependabotAlertAutoReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertCreatedEvent{}
 	return unmarshal(b, "DependabotAlertCreatedEvent", x.decode)
 }
 
@@ -32452,7 +32969,6 @@ func (x DependabotAlertCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertCreatedEvent) decode(d *decoder) error {
-	*x = DependabotAlertCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32469,6 +32985,9 @@ func (x *DependabotAlertCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = DependabotAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -32481,11 +33000,17 @@ func (x *DependabotAlertCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -32538,6 +33063,7 @@ func (x *DependabotAlertCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertDismissedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertDismissedEvent{}
 	return unmarshal(b, "DependabotAlertDismissedEvent", x.decode)
 }
 
@@ -32549,7 +33075,6 @@ func (x DependabotAlertDismissedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertDismissedEvent) decode(d *decoder) error {
-	*x = DependabotAlertDismissedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32566,6 +33091,9 @@ func (x *DependabotAlertDismissedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = DependabotAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -32578,11 +33106,17 @@ func (x *DependabotAlertDismissedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -32635,6 +33169,7 @@ func (x *DependabotAlertDismissedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertFixedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertFixedEvent{}
 	return unmarshal(b, "DependabotAlertFixedEvent", x.decode)
 }
 
@@ -32646,7 +33181,6 @@ func (x DependabotAlertFixedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertFixedEvent) decode(d *decoder) error {
-	*x = DependabotAlertFixedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32663,6 +33197,9 @@ func (x *DependabotAlertFixedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = DependabotAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -32675,11 +33212,17 @@ func (x *DependabotAlertFixedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -32732,6 +33275,7 @@ func (x *DependabotAlertFixedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertReintroducedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertReintroducedEvent{}
 	return unmarshal(b, "DependabotAlertReintroducedEvent", x.decode)
 }
 
@@ -32743,7 +33287,6 @@ func (x DependabotAlertReintroducedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertReintroducedEvent) decode(d *decoder) error {
-	*x = DependabotAlertReintroducedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32760,6 +33303,9 @@ func (x *DependabotAlertReintroducedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = DependabotAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -32772,11 +33318,17 @@ func (x *DependabotAlertReintroducedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -32829,6 +33381,7 @@ func (x *DependabotAlertReintroducedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertReopenedEvent{}
 	return unmarshal(b, "DependabotAlertReopenedEvent", x.decode)
 }
 
@@ -32840,7 +33393,6 @@ func (x DependabotAlertReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DependabotAlertReopenedEvent) decode(d *decoder) error {
-	*x = DependabotAlertReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -32857,6 +33409,9 @@ func (x *DependabotAlertReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = DependabotAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -32869,11 +33424,17 @@ func (x *DependabotAlertReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -32926,6 +33487,7 @@ func (x *DependabotAlertReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeployKeyUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DeployKeyUnknownEvent{}
 	return unmarshal(b, "DeployKeyUnknownEvent", x.decode)
 }
 
@@ -32937,7 +33499,6 @@ func (x DeployKeyUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeployKeyUnknownEvent) decode(d *decoder) error {
-	*x = DeployKeyUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -33016,6 +33577,7 @@ func (x *DeployKeyUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeployKeyCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeployKeyCreatedEvent{}
 	return unmarshal(b, "DeployKeyCreatedEvent", x.decode)
 }
 
@@ -33027,7 +33589,6 @@ func (x DeployKeyCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeployKeyCreatedEvent) decode(d *decoder) error {
-	*x = DeployKeyCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -33048,6 +33609,9 @@ func (x *DeployKeyCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Key = DeployKey{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Key.decode(d)
 		case "organization":
@@ -33056,11 +33620,17 @@ func (x *DeployKeyCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -33113,6 +33683,7 @@ func (x *DeployKeyCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeployKeyDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeployKeyDeletedEvent{}
 	return unmarshal(b, "DeployKeyDeletedEvent", x.decode)
 }
 
@@ -33124,7 +33695,6 @@ func (x DeployKeyDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeployKeyDeletedEvent) decode(d *decoder) error {
-	*x = DeployKeyDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -33145,6 +33715,9 @@ func (x *DeployKeyDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Key = DeployKey{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Key.decode(d)
 		case "organization":
@@ -33153,11 +33726,17 @@ func (x *DeployKeyDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -33210,6 +33789,7 @@ func (x *DeployKeyDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentUnknownEvent{}
 	return unmarshal(b, "DeploymentUnknownEvent", x.decode)
 }
 
@@ -33221,7 +33801,6 @@ func (x DeploymentUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentUnknownEvent) decode(d *decoder) error {
-	*x = DeploymentUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -33312,6 +33891,7 @@ func (x *DeploymentUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentCreatedEvent{}
 	return unmarshal(b, "DeploymentCreatedEvent", x.decode)
 }
 
@@ -33323,7 +33903,6 @@ func (x DeploymentCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentCreatedEvent) decode(d *decoder) error {
-	*x = DeploymentCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -33340,6 +33919,9 @@ func (x *DeploymentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Deployment = Deployment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Deployment.decode(d)
 		case "enterprise":
@@ -33352,11 +33934,17 @@ func (x *DeploymentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -33421,6 +34009,7 @@ func (x *DeploymentCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentProtectionRuleUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentProtectionRuleUnknownEvent{}
 	return unmarshal(b, "DeploymentProtectionRuleUnknownEvent", x.decode)
 }
 
@@ -33432,7 +34021,6 @@ func (x DeploymentProtectionRuleUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentProtectionRuleUnknownEvent) decode(d *decoder) error {
-	*x = DeploymentProtectionRuleUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -33529,6 +34117,7 @@ func (x *DeploymentProtectionRuleUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentProtectionRuleRequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentProtectionRuleRequestedEvent{}
 	return unmarshal(b, "DeploymentProtectionRuleRequestedEvent", x.decode)
 }
 
@@ -33540,7 +34129,6 @@ func (x DeploymentProtectionRuleRequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentProtectionRuleRequestedEvent) decode(d *decoder) error {
-	*x = DeploymentProtectionRuleRequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -33567,6 +34155,9 @@ func (x *DeploymentProtectionRuleRequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "organization":
@@ -33576,6 +34167,9 @@ func (x *DeploymentProtectionRuleRequestedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -33640,6 +34234,7 @@ func (x *DeploymentProtectionRuleRequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewUnknownEvent{}
 	return unmarshal(b, "DeploymentReviewUnknownEvent", x.decode)
 }
 
@@ -33651,7 +34246,6 @@ func (x DeploymentReviewUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewUnknownEvent) decode(d *decoder) error {
-	*x = DeploymentReviewUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -33748,6 +34342,7 @@ func (x *DeploymentReviewUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewApprovedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewApprovedEvent{}
 	return unmarshal(b, "DeploymentReviewApprovedEvent", x.decode)
 }
 
@@ -33759,7 +34354,6 @@ func (x DeploymentReviewApprovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewApprovedEvent) decode(d *decoder) error {
-	*x = DeploymentReviewApprovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -33784,11 +34378,17 @@ func (x *DeploymentReviewApprovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -33797,6 +34397,9 @@ func (x *DeploymentReviewApprovedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -33881,6 +34484,7 @@ func (x *DeploymentReviewApprovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewRejectedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewRejectedEvent{}
 	return unmarshal(b, "DeploymentReviewRejectedEvent", x.decode)
 }
 
@@ -33892,7 +34496,6 @@ func (x DeploymentReviewRejectedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewRejectedEvent) decode(d *decoder) error {
-	*x = DeploymentReviewRejectedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -33917,11 +34520,17 @@ func (x *DeploymentReviewRejectedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -33930,6 +34539,9 @@ func (x *DeploymentReviewRejectedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -34014,6 +34626,7 @@ func (x *DeploymentReviewRejectedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewRequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewRequestedEvent{}
 	return unmarshal(b, "DeploymentReviewRequestedEvent", x.decode)
 }
 
@@ -34025,7 +34638,6 @@ func (x DeploymentReviewRequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentReviewRequestedEvent) decode(d *decoder) error {
-	*x = DeploymentReviewRequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -34048,11 +34660,17 @@ func (x *DeploymentReviewRequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -34068,6 +34686,9 @@ func (x *DeploymentReviewRequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
 		case "since":
@@ -34075,6 +34696,9 @@ func (x *DeploymentReviewRequestedEvent) decode(d *decoder) error {
 		case "workflow_job_run":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<7) != 0 {
+				x.WorkflowJobRun = DeploymentReviewWorkflowJobRun{}
 			}
 			seen[0] |= 1 << 7
 			err = x.WorkflowJobRun.decode(d)
@@ -34149,6 +34773,7 @@ func (x *DeploymentReviewRequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentStatusUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentStatusUnknownEvent{}
 	return unmarshal(b, "DeploymentStatusUnknownEvent", x.decode)
 }
 
@@ -34160,7 +34785,6 @@ func (x DeploymentStatusUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentStatusUnknownEvent) decode(d *decoder) error {
-	*x = DeploymentStatusUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -34263,6 +34887,7 @@ func (x *DeploymentStatusUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentStatusCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = DeploymentStatusCreatedEvent{}
 	return unmarshal(b, "DeploymentStatusCreatedEvent", x.decode)
 }
 
@@ -34274,7 +34899,6 @@ func (x DeploymentStatusCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DeploymentStatusCreatedEvent) decode(d *decoder) error {
-	*x = DeploymentStatusCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -34293,11 +34917,17 @@ func (x *DeploymentStatusCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Deployment = Deployment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Deployment.decode(d)
 		case "deployment_status":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.DeploymentStatus = DeploymentStatus{}
 			}
 			seen[0] |= 1 << 2
 			err = x.DeploymentStatus.decode(d)
@@ -34311,11 +34941,17 @@ func (x *DeploymentStatusCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -34388,6 +35024,7 @@ func (x *DeploymentStatusCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionUnknownEvent{}
 	return unmarshal(b, "DiscussionUnknownEvent", x.decode)
 }
 
@@ -34399,7 +35036,6 @@ func (x DiscussionUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionUnknownEvent) decode(d *decoder) error {
-	*x = DiscussionUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -34472,6 +35108,7 @@ func (x *DiscussionUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionAnsweredEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionAnsweredEvent{}
 	return unmarshal(b, "DiscussionAnsweredEvent", x.decode)
 }
 
@@ -34483,7 +35120,6 @@ func (x DiscussionAnsweredEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionAnsweredEvent) decode(d *decoder) error {
-	*x = DiscussionAnsweredEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -34500,11 +35136,17 @@ func (x *DiscussionAnsweredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Answer = DiscussionAnswer{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Answer.decode(d)
 		case "discussion":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Discussion = Discussion{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Discussion.decode(d)
@@ -34518,11 +35160,17 @@ func (x *DiscussionAnsweredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -34579,6 +35227,7 @@ func (x *DiscussionAnsweredEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCategoryChangedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCategoryChangedEvent{}
 	return unmarshal(b, "DiscussionCategoryChangedEvent", x.decode)
 }
 
@@ -34590,7 +35239,6 @@ func (x DiscussionCategoryChangedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCategoryChangedEvent) decode(d *decoder) error {
-	*x = DiscussionCategoryChangedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -34607,11 +35255,17 @@ func (x *DiscussionCategoryChangedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = DiscussionCategoryChangedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "discussion":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Discussion = Discussion{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Discussion.decode(d)
@@ -34625,11 +35279,17 @@ func (x *DiscussionCategoryChangedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -34686,6 +35346,7 @@ func (x *DiscussionCategoryChangedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionClosedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionClosedEvent{}
 	return unmarshal(b, "DiscussionClosedEvent", x.decode)
 }
 
@@ -34697,7 +35358,6 @@ func (x DiscussionClosedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionClosedEvent) decode(d *decoder) error {
-	*x = DiscussionClosedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -34714,6 +35374,9 @@ func (x *DiscussionClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -34726,11 +35389,17 @@ func (x *DiscussionClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -34783,6 +35452,7 @@ func (x *DiscussionClosedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCreatedEvent{}
 	return unmarshal(b, "DiscussionCreatedEvent", x.decode)
 }
 
@@ -34794,7 +35464,6 @@ func (x DiscussionCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCreatedEvent) decode(d *decoder) error {
-	*x = DiscussionCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -34811,6 +35480,9 @@ func (x *DiscussionCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -34823,11 +35495,17 @@ func (x *DiscussionCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -34880,6 +35558,7 @@ func (x *DiscussionCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionDeletedEvent{}
 	return unmarshal(b, "DiscussionDeletedEvent", x.decode)
 }
 
@@ -34891,7 +35570,6 @@ func (x DiscussionDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionDeletedEvent) decode(d *decoder) error {
-	*x = DiscussionDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -34908,6 +35586,9 @@ func (x *DiscussionDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -34920,11 +35601,17 @@ func (x *DiscussionDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -34977,6 +35664,7 @@ func (x *DiscussionDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionEditedEvent{}
 	return unmarshal(b, "DiscussionEditedEvent", x.decode)
 }
 
@@ -34988,7 +35676,6 @@ func (x DiscussionEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionEditedEvent) decode(d *decoder) error {
-	*x = DiscussionEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35007,6 +35694,9 @@ func (x *DiscussionEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35019,11 +35709,17 @@ func (x *DiscussionEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -35080,6 +35776,7 @@ func (x *DiscussionEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionLabeledEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionLabeledEvent{}
 	return unmarshal(b, "DiscussionLabeledEvent", x.decode)
 }
 
@@ -35091,7 +35788,6 @@ func (x DiscussionLabeledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionLabeledEvent) decode(d *decoder) error {
-	*x = DiscussionLabeledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35108,6 +35804,9 @@ func (x *DiscussionLabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35118,6 +35817,9 @@ func (x *DiscussionLabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Label = Label{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Label.decode(d)
 		case "organization":
@@ -35126,11 +35828,17 @@ func (x *DiscussionLabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -35187,6 +35895,7 @@ func (x *DiscussionLabeledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionLockedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionLockedEvent{}
 	return unmarshal(b, "DiscussionLockedEvent", x.decode)
 }
 
@@ -35198,7 +35907,6 @@ func (x DiscussionLockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionLockedEvent) decode(d *decoder) error {
-	*x = DiscussionLockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35215,6 +35923,9 @@ func (x *DiscussionLockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35227,11 +35938,17 @@ func (x *DiscussionLockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -35284,6 +36001,7 @@ func (x *DiscussionLockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionPinnedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionPinnedEvent{}
 	return unmarshal(b, "DiscussionPinnedEvent", x.decode)
 }
 
@@ -35295,7 +36013,6 @@ func (x DiscussionPinnedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionPinnedEvent) decode(d *decoder) error {
-	*x = DiscussionPinnedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35312,6 +36029,9 @@ func (x *DiscussionPinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35324,11 +36044,17 @@ func (x *DiscussionPinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -35381,6 +36107,7 @@ func (x *DiscussionPinnedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionReopenedEvent{}
 	return unmarshal(b, "DiscussionReopenedEvent", x.decode)
 }
 
@@ -35392,7 +36119,6 @@ func (x DiscussionReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionReopenedEvent) decode(d *decoder) error {
-	*x = DiscussionReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35409,6 +36135,9 @@ func (x *DiscussionReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35421,11 +36150,17 @@ func (x *DiscussionReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -35478,6 +36213,7 @@ func (x *DiscussionReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionTransferredEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionTransferredEvent{}
 	return unmarshal(b, "DiscussionTransferredEvent", x.decode)
 }
 
@@ -35489,7 +36225,6 @@ func (x DiscussionTransferredEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionTransferredEvent) decode(d *decoder) error {
-	*x = DiscussionTransferredEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35506,11 +36241,17 @@ func (x *DiscussionTransferredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = DiscussionTransferredChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "discussion":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Discussion = Discussion{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Discussion.decode(d)
@@ -35524,11 +36265,17 @@ func (x *DiscussionTransferredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -35585,6 +36332,7 @@ func (x *DiscussionTransferredEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionUnansweredEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionUnansweredEvent{}
 	return unmarshal(b, "DiscussionUnansweredEvent", x.decode)
 }
 
@@ -35596,7 +36344,6 @@ func (x DiscussionUnansweredEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionUnansweredEvent) decode(d *decoder) error {
-	*x = DiscussionUnansweredEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35613,11 +36360,17 @@ func (x *DiscussionUnansweredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "old_answer":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.OldAnswer = DiscussionAnswer{}
 			}
 			seen[0] |= 1 << 2
 			err = x.OldAnswer.decode(d)
@@ -35626,6 +36379,9 @@ func (x *DiscussionUnansweredEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -35682,6 +36438,7 @@ func (x *DiscussionUnansweredEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionUnlabeledEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionUnlabeledEvent{}
 	return unmarshal(b, "DiscussionUnlabeledEvent", x.decode)
 }
 
@@ -35693,7 +36450,6 @@ func (x DiscussionUnlabeledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionUnlabeledEvent) decode(d *decoder) error {
-	*x = DiscussionUnlabeledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35710,6 +36466,9 @@ func (x *DiscussionUnlabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35720,6 +36479,9 @@ func (x *DiscussionUnlabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Label = Label{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Label.decode(d)
 		case "organization":
@@ -35728,11 +36490,17 @@ func (x *DiscussionUnlabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -35789,6 +36557,7 @@ func (x *DiscussionUnlabeledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionUnlockedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionUnlockedEvent{}
 	return unmarshal(b, "DiscussionUnlockedEvent", x.decode)
 }
 
@@ -35800,7 +36569,6 @@ func (x DiscussionUnlockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionUnlockedEvent) decode(d *decoder) error {
-	*x = DiscussionUnlockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35817,6 +36585,9 @@ func (x *DiscussionUnlockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35829,11 +36600,17 @@ func (x *DiscussionUnlockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -35886,6 +36663,7 @@ func (x *DiscussionUnlockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionUnpinnedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionUnpinnedEvent{}
 	return unmarshal(b, "DiscussionUnpinnedEvent", x.decode)
 }
 
@@ -35897,7 +36675,6 @@ func (x DiscussionUnpinnedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionUnpinnedEvent) decode(d *decoder) error {
-	*x = DiscussionUnpinnedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -35914,6 +36691,9 @@ func (x *DiscussionUnpinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Discussion = Discussion{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Discussion.decode(d)
 		case "enterprise":
@@ -35926,11 +36706,17 @@ func (x *DiscussionUnpinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -35983,6 +36769,7 @@ func (x *DiscussionUnpinnedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCommentUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCommentUnknownEvent{}
 	return unmarshal(b, "DiscussionCommentUnknownEvent", x.decode)
 }
 
@@ -35994,7 +36781,6 @@ func (x DiscussionCommentUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCommentUnknownEvent) decode(d *decoder) error {
-	*x = DiscussionCommentUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -36079,6 +36865,7 @@ func (x *DiscussionCommentUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCommentCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCommentCreatedEvent{}
 	return unmarshal(b, "DiscussionCommentCreatedEvent", x.decode)
 }
 
@@ -36090,7 +36877,6 @@ func (x DiscussionCommentCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCommentCreatedEvent) decode(d *decoder) error {
-	*x = DiscussionCommentCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36107,11 +36893,17 @@ func (x *DiscussionCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Comment = DiscussionComment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Comment.decode(d)
 		case "discussion":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Discussion = Discussion{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Discussion.decode(d)
@@ -36125,11 +36917,17 @@ func (x *DiscussionCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -36186,6 +36984,7 @@ func (x *DiscussionCommentCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCommentDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCommentDeletedEvent{}
 	return unmarshal(b, "DiscussionCommentDeletedEvent", x.decode)
 }
 
@@ -36197,7 +36996,6 @@ func (x DiscussionCommentDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCommentDeletedEvent) decode(d *decoder) error {
-	*x = DiscussionCommentDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36214,11 +37012,17 @@ func (x *DiscussionCommentDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Comment = DiscussionComment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Comment.decode(d)
 		case "discussion":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Discussion = Discussion{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Discussion.decode(d)
@@ -36232,11 +37036,17 @@ func (x *DiscussionCommentDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -36293,6 +37103,7 @@ func (x *DiscussionCommentDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DiscussionCommentEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = DiscussionCommentEditedEvent{}
 	return unmarshal(b, "DiscussionCommentEditedEvent", x.decode)
 }
 
@@ -36304,7 +37115,6 @@ func (x DiscussionCommentEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *DiscussionCommentEditedEvent) decode(d *decoder) error {
-	*x = DiscussionCommentEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36321,17 +37131,26 @@ func (x *DiscussionCommentEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = DiscussionCommentEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "comment":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Comment = DiscussionComment{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Comment.decode(d)
 		case "discussion":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Discussion = Discussion{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Discussion.decode(d)
@@ -36345,11 +37164,17 @@ func (x *DiscussionCommentEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -36410,6 +37235,7 @@ func (x *DiscussionCommentEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ForkEvent) UnmarshalJSON(b []byte) error {
+	*x = ForkEvent{}
 	return unmarshal(b, "ForkEvent", x.decode)
 }
 
@@ -36421,7 +37247,6 @@ func (x ForkEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ForkEvent) decode(d *decoder) error {
-	*x = ForkEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36431,6 +37256,9 @@ func (x *ForkEvent) decode(d *decoder) error {
 		case "forkee":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Forkee = Repository{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Forkee.decode(d)
@@ -36442,11 +37270,17 @@ func (x *ForkEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -36495,6 +37329,7 @@ func (x *ForkEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *GithubAppAuthorizationUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = GithubAppAuthorizationUnknownEvent{}
 	return unmarshal(b, "GithubAppAuthorizationUnknownEvent", x.decode)
 }
 
@@ -36506,7 +37341,6 @@ func (x GithubAppAuthorizationUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *GithubAppAuthorizationUnknownEvent) decode(d *decoder) error {
-	*x = GithubAppAuthorizationUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -36555,6 +37389,7 @@ func (x *GithubAppAuthorizationUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *GithubAppAuthorizationRevokedEvent) UnmarshalJSON(b []byte) error {
+	*x = GithubAppAuthorizationRevokedEvent{}
 	return unmarshal(b, "GithubAppAuthorizationRevokedEvent", x.decode)
 }
 
@@ -36566,7 +37401,6 @@ func (x GithubAppAuthorizationRevokedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *GithubAppAuthorizationRevokedEvent) decode(d *decoder) error {
-	*x = GithubAppAuthorizationRevokedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36582,6 +37416,9 @@ func (x *GithubAppAuthorizationRevokedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Sender.decode(d)
@@ -36614,6 +37451,7 @@ func (x *GithubAppAuthorizationRevokedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *GollumEvent) UnmarshalJSON(b []byte) error {
+	*x = GollumEvent{}
 	return unmarshal(b, "GollumEvent", x.decode)
 }
 
@@ -36625,7 +37463,6 @@ func (x GollumEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *GollumEvent) decode(d *decoder) error {
-	*x = GollumEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36646,11 +37483,17 @@ func (x *GollumEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -36699,6 +37542,7 @@ func (x *GollumEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationUnknownEvent{}
 	return unmarshal(b, "InstallationUnknownEvent", x.decode)
 }
 
@@ -36710,7 +37554,6 @@ func (x InstallationUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationUnknownEvent) decode(d *decoder) error {
-	*x = InstallationUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -36789,6 +37632,7 @@ func (x *InstallationUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationCreatedEvent{}
 	return unmarshal(b, "InstallationCreatedEvent", x.decode)
 }
 
@@ -36800,7 +37644,6 @@ func (x InstallationCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationCreatedEvent) decode(d *decoder) error {
-	*x = InstallationCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36819,6 +37662,9 @@ func (x *InstallationCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Installation = Installation{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Installation.decode(d)
 		case "organization":
@@ -36832,6 +37678,9 @@ func (x *InstallationCreatedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -36888,6 +37737,7 @@ func (x *InstallationCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationDeletedEvent{}
 	return unmarshal(b, "InstallationDeletedEvent", x.decode)
 }
 
@@ -36899,7 +37749,6 @@ func (x InstallationDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationDeletedEvent) decode(d *decoder) error {
-	*x = InstallationDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -36918,6 +37767,9 @@ func (x *InstallationDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Installation = Installation{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Installation.decode(d)
 		case "organization":
@@ -36931,6 +37783,9 @@ func (x *InstallationDeletedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -36987,6 +37842,7 @@ func (x *InstallationDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationNewPermissionsAcceptedEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationNewPermissionsAcceptedEvent{}
 	return unmarshal(b, "InstallationNewPermissionsAcceptedEvent", x.decode)
 }
 
@@ -36998,7 +37854,6 @@ func (x InstallationNewPermissionsAcceptedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationNewPermissionsAcceptedEvent) decode(d *decoder) error {
-	*x = InstallationNewPermissionsAcceptedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -37017,6 +37872,9 @@ func (x *InstallationNewPermissionsAcceptedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Installation = Installation{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Installation.decode(d)
 		case "organization":
@@ -37030,6 +37888,9 @@ func (x *InstallationNewPermissionsAcceptedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -37086,6 +37947,7 @@ func (x *InstallationNewPermissionsAcceptedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationSuspendEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationSuspendEvent{}
 	return unmarshal(b, "InstallationSuspendEvent", x.decode)
 }
 
@@ -37097,7 +37959,6 @@ func (x InstallationSuspendEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationSuspendEvent) decode(d *decoder) error {
-	*x = InstallationSuspendEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -37116,6 +37977,9 @@ func (x *InstallationSuspendEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Installation = Installation{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Installation.decode(d)
 		case "organization":
@@ -37129,6 +37993,9 @@ func (x *InstallationSuspendEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -37185,6 +38052,7 @@ func (x *InstallationSuspendEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationUnsuspendEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationUnsuspendEvent{}
 	return unmarshal(b, "InstallationUnsuspendEvent", x.decode)
 }
 
@@ -37196,7 +38064,6 @@ func (x InstallationUnsuspendEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationUnsuspendEvent) decode(d *decoder) error {
-	*x = InstallationUnsuspendEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -37215,6 +38082,9 @@ func (x *InstallationUnsuspendEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Installation = Installation{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Installation.decode(d)
 		case "organization":
@@ -37228,6 +38098,9 @@ func (x *InstallationUnsuspendEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -37284,6 +38157,7 @@ func (x *InstallationUnsuspendEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationRepositoriesUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationRepositoriesUnknownEvent{}
 	return unmarshal(b, "InstallationRepositoriesUnknownEvent", x.decode)
 }
 
@@ -37295,7 +38169,6 @@ func (x InstallationRepositoriesUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationRepositoriesUnknownEvent) decode(d *decoder) error {
-	*x = InstallationRepositoriesUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -37394,6 +38267,7 @@ func (x *InstallationRepositoriesUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationRepositoriesAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationRepositoriesAddedEvent{}
 	return unmarshal(b, "InstallationRepositoriesAddedEvent", x.decode)
 }
 
@@ -37405,7 +38279,6 @@ func (x InstallationRepositoriesAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationRepositoriesAddedEvent) decode(d *decoder) error {
-	*x = InstallationRepositoriesAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -37423,6 +38296,9 @@ func (x *InstallationRepositoriesAddedEvent) decode(d *decoder) error {
 		case "installation":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Installation = Installation{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Installation.decode(d)
@@ -37453,6 +38329,9 @@ func (x *InstallationRepositoriesAddedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -37517,6 +38396,7 @@ func (x *InstallationRepositoriesAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationRepositoriesRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationRepositoriesRemovedEvent{}
 	return unmarshal(b, "InstallationRepositoriesRemovedEvent", x.decode)
 }
 
@@ -37528,7 +38408,6 @@ func (x InstallationRepositoriesRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationRepositoriesRemovedEvent) decode(d *decoder) error {
-	*x = InstallationRepositoriesRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -37546,6 +38425,9 @@ func (x *InstallationRepositoriesRemovedEvent) decode(d *decoder) error {
 		case "installation":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Installation = Installation{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Installation.decode(d)
@@ -37576,6 +38458,9 @@ func (x *InstallationRepositoriesRemovedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -37640,6 +38525,7 @@ func (x *InstallationRepositoriesRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationTargetUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationTargetUnknownEvent{}
 	return unmarshal(b, "InstallationTargetUnknownEvent", x.decode)
 }
 
@@ -37651,7 +38537,6 @@ func (x InstallationTargetUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationTargetUnknownEvent) decode(d *decoder) error {
-	*x = InstallationTargetUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -37742,6 +38627,7 @@ func (x *InstallationTargetUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *InstallationTargetRenamedEvent) UnmarshalJSON(b []byte) error {
+	*x = InstallationTargetRenamedEvent{}
 	return unmarshal(b, "InstallationTargetRenamedEvent", x.decode)
 }
 
@@ -37753,7 +38639,6 @@ func (x InstallationTargetRenamedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *InstallationTargetRenamedEvent) decode(d *decoder) error {
-	*x = InstallationTargetRenamedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -37761,6 +38646,9 @@ func (x *InstallationTargetRenamedEvent) decode(d *decoder) error {
 		case "account":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Account = InstallationTargetAccount{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Account.decode(d)
@@ -37776,6 +38664,9 @@ func (x *InstallationTargetRenamedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Changes = InstallationTargetChanges{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -37783,6 +38674,9 @@ func (x *InstallationTargetRenamedEvent) decode(d *decoder) error {
 		case "installation":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Installation = SimpleInstallation{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Installation.decode(d)
@@ -37851,6 +38745,7 @@ func (x *InstallationTargetRenamedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueCommentUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueCommentUnknownEvent{}
 	return unmarshal(b, "IssueCommentUnknownEvent", x.decode)
 }
 
@@ -37862,7 +38757,6 @@ func (x IssueCommentUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueCommentUnknownEvent) decode(d *decoder) error {
-	*x = IssueCommentUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -37947,6 +38841,7 @@ func (x *IssueCommentUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueCommentCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueCommentCreatedEvent{}
 	return unmarshal(b, "IssueCommentCreatedEvent", x.decode)
 }
 
@@ -37958,7 +38853,6 @@ func (x IssueCommentCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueCommentCreatedEvent) decode(d *decoder) error {
-	*x = IssueCommentCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -37975,6 +38869,9 @@ func (x *IssueCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Comment = IssueComment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Comment.decode(d)
 		case "enterprise":
@@ -37985,6 +38882,9 @@ func (x *IssueCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Issue.decode(d)
 		case "organization":
@@ -37993,11 +38893,17 @@ func (x *IssueCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -38054,6 +38960,7 @@ func (x *IssueCommentCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueCommentDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueCommentDeletedEvent{}
 	return unmarshal(b, "IssueCommentDeletedEvent", x.decode)
 }
 
@@ -38065,7 +38972,6 @@ func (x IssueCommentDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueCommentDeletedEvent) decode(d *decoder) error {
-	*x = IssueCommentDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -38082,6 +38988,9 @@ func (x *IssueCommentDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Comment = IssueComment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Comment.decode(d)
 		case "enterprise":
@@ -38092,6 +39001,9 @@ func (x *IssueCommentDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Issue.decode(d)
 		case "organization":
@@ -38100,11 +39012,17 @@ func (x *IssueCommentDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -38161,6 +39079,7 @@ func (x *IssueCommentDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueCommentEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueCommentEditedEvent{}
 	return unmarshal(b, "IssueCommentEditedEvent", x.decode)
 }
 
@@ -38172,7 +39091,6 @@ func (x IssueCommentEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueCommentEditedEvent) decode(d *decoder) error {
-	*x = IssueCommentEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -38189,11 +39107,17 @@ func (x *IssueCommentEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = IssueCommentEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "comment":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Comment = IssueComment{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Comment.decode(d)
@@ -38205,6 +39129,9 @@ func (x *IssueCommentEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Issue.decode(d)
 		case "organization":
@@ -38213,11 +39140,17 @@ func (x *IssueCommentEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -38278,6 +39211,7 @@ func (x *IssueCommentEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueDependenciesUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueDependenciesUnknownEvent{}
 	return unmarshal(b, "IssueDependenciesUnknownEvent", x.decode)
 }
 
@@ -38289,7 +39223,6 @@ func (x IssueDependenciesUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueDependenciesUnknownEvent) decode(d *decoder) error {
-	*x = IssueDependenciesUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -38380,6 +39313,7 @@ func (x *IssueDependenciesUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueDependenciesBlockedByAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueDependenciesBlockedByAddedEvent{}
 	return unmarshal(b, "IssueDependenciesBlockedByAddedEvent", x.decode)
 }
 
@@ -38391,7 +39325,6 @@ func (x IssueDependenciesBlockedByAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueDependenciesBlockedByAddedEvent) decode(d *decoder) error {
-	*x = IssueDependenciesBlockedByAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -38414,6 +39347,9 @@ func (x *IssueDependenciesBlockedByAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.BlockedIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.BlockedIssue.decode(d)
 		case "blocking_issue_id":
@@ -38426,11 +39362,17 @@ func (x *IssueDependenciesBlockedByAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.BlockingIssue = Issue{}
+			}
 			seen[0] |= 1 << 4
 			err = x.BlockingIssue.decode(d)
 		case "blocking_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.BlockingIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 5
 			err = x.BlockingIssueRepo.decode(d)
@@ -38440,17 +39382,26 @@ func (x *IssueDependenciesBlockedByAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<6) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 6
 			err = x.Organization.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<7) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 7
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 8
 			err = x.Sender.decode(d)
@@ -38515,6 +39466,7 @@ func (x *IssueDependenciesBlockedByAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueDependenciesBlockedByRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueDependenciesBlockedByRemovedEvent{}
 	return unmarshal(b, "IssueDependenciesBlockedByRemovedEvent", x.decode)
 }
 
@@ -38526,7 +39478,6 @@ func (x IssueDependenciesBlockedByRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueDependenciesBlockedByRemovedEvent) decode(d *decoder) error {
-	*x = IssueDependenciesBlockedByRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -38549,6 +39500,9 @@ func (x *IssueDependenciesBlockedByRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.BlockedIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.BlockedIssue.decode(d)
 		case "blocking_issue_id":
@@ -38561,11 +39515,17 @@ func (x *IssueDependenciesBlockedByRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.BlockingIssue = Issue{}
+			}
 			seen[0] |= 1 << 4
 			err = x.BlockingIssue.decode(d)
 		case "blocking_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.BlockingIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 5
 			err = x.BlockingIssueRepo.decode(d)
@@ -38575,17 +39535,26 @@ func (x *IssueDependenciesBlockedByRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<6) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 6
 			err = x.Organization.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<7) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 7
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 8
 			err = x.Sender.decode(d)
@@ -38650,6 +39619,7 @@ func (x *IssueDependenciesBlockedByRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueDependenciesBlockingAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueDependenciesBlockingAddedEvent{}
 	return unmarshal(b, "IssueDependenciesBlockingAddedEvent", x.decode)
 }
 
@@ -38661,7 +39631,6 @@ func (x IssueDependenciesBlockingAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueDependenciesBlockingAddedEvent) decode(d *decoder) error {
-	*x = IssueDependenciesBlockingAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -38684,11 +39653,17 @@ func (x *IssueDependenciesBlockingAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.BlockedIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.BlockedIssue.decode(d)
 		case "blocked_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.BlockedIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.BlockedIssueRepo.decode(d)
@@ -38702,6 +39677,9 @@ func (x *IssueDependenciesBlockingAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<5) != 0 {
+				x.BlockingIssue = Issue{}
+			}
 			seen[0] |= 1 << 5
 			err = x.BlockingIssue.decode(d)
 		case "installation":
@@ -38710,17 +39688,26 @@ func (x *IssueDependenciesBlockingAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<6) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 6
 			err = x.Organization.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<7) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 7
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 8
 			err = x.Sender.decode(d)
@@ -38785,6 +39772,7 @@ func (x *IssueDependenciesBlockingAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueDependenciesBlockingRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueDependenciesBlockingRemovedEvent{}
 	return unmarshal(b, "IssueDependenciesBlockingRemovedEvent", x.decode)
 }
 
@@ -38796,7 +39784,6 @@ func (x IssueDependenciesBlockingRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssueDependenciesBlockingRemovedEvent) decode(d *decoder) error {
-	*x = IssueDependenciesBlockingRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -38819,11 +39806,17 @@ func (x *IssueDependenciesBlockingRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.BlockedIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.BlockedIssue.decode(d)
 		case "blocked_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.BlockedIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.BlockedIssueRepo.decode(d)
@@ -38837,6 +39830,9 @@ func (x *IssueDependenciesBlockingRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<5) != 0 {
+				x.BlockingIssue = Issue{}
+			}
 			seen[0] |= 1 << 5
 			err = x.BlockingIssue.decode(d)
 		case "installation":
@@ -38845,17 +39841,26 @@ func (x *IssueDependenciesBlockingRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<6) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 6
 			err = x.Organization.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<7) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 7
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<8) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 8
 			err = x.Sender.decode(d)
@@ -38920,6 +39925,7 @@ func (x *IssueDependenciesBlockingRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesUnknownEvent{}
 	return unmarshal(b, "IssuesUnknownEvent", x.decode)
 }
 
@@ -38931,7 +39937,6 @@ func (x IssuesUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesUnknownEvent) decode(d *decoder) error {
-	*x = IssuesUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -39010,6 +40015,7 @@ func (x *IssuesUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesAssignedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesAssignedEvent{}
 	return unmarshal(b, "IssuesAssignedEvent", x.decode)
 }
 
@@ -39021,7 +40027,6 @@ func (x IssuesAssignedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesAssignedEvent) decode(d *decoder) error {
-	*x = IssuesAssignedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39044,6 +40049,9 @@ func (x *IssuesAssignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -39052,11 +40060,17 @@ func (x *IssuesAssignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -39113,6 +40127,7 @@ func (x *IssuesAssignedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesClosedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesClosedEvent{}
 	return unmarshal(b, "IssuesClosedEvent", x.decode)
 }
 
@@ -39124,7 +40139,6 @@ func (x IssuesClosedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesClosedEvent) decode(d *decoder) error {
-	*x = IssuesClosedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39145,6 +40159,9 @@ func (x *IssuesClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -39153,11 +40170,17 @@ func (x *IssuesClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -39210,6 +40233,7 @@ func (x *IssuesClosedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesDeletedEvent{}
 	return unmarshal(b, "IssuesDeletedEvent", x.decode)
 }
 
@@ -39221,7 +40245,6 @@ func (x IssuesDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesDeletedEvent) decode(d *decoder) error {
-	*x = IssuesDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39242,6 +40265,9 @@ func (x *IssuesDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -39250,11 +40276,17 @@ func (x *IssuesDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -39307,6 +40339,7 @@ func (x *IssuesDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesDemilestonedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesDemilestonedEvent{}
 	return unmarshal(b, "IssuesDemilestonedEvent", x.decode)
 }
 
@@ -39318,7 +40351,6 @@ func (x IssuesDemilestonedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesDemilestonedEvent) decode(d *decoder) error {
-	*x = IssuesDemilestonedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39339,6 +40371,9 @@ func (x *IssuesDemilestonedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "milestone":
@@ -39349,11 +40384,17 @@ func (x *IssuesDemilestonedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -39410,6 +40451,7 @@ func (x *IssuesDemilestonedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesEditedEvent{}
 	return unmarshal(b, "IssuesEditedEvent", x.decode)
 }
 
@@ -39421,7 +40463,6 @@ func (x IssuesEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesEditedEvent) decode(d *decoder) error {
-	*x = IssuesEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39438,6 +40479,9 @@ func (x *IssuesEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = EditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -39447,6 +40491,9 @@ func (x *IssuesEditedEvent) decode(d *decoder) error {
 		case "issue":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Issue = Issue{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Issue.decode(d)
@@ -39458,11 +40505,17 @@ func (x *IssuesEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -39523,6 +40576,7 @@ func (x *IssuesEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesLabeledEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesLabeledEvent{}
 	return unmarshal(b, "IssuesLabeledEvent", x.decode)
 }
 
@@ -39534,7 +40588,6 @@ func (x IssuesLabeledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesLabeledEvent) decode(d *decoder) error {
-	*x = IssuesLabeledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39555,6 +40608,9 @@ func (x *IssuesLabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "label":
@@ -39565,11 +40621,17 @@ func (x *IssuesLabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -39626,6 +40688,7 @@ func (x *IssuesLabeledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesLockedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesLockedEvent{}
 	return unmarshal(b, "IssuesLockedEvent", x.decode)
 }
 
@@ -39637,7 +40700,6 @@ func (x IssuesLockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesLockedEvent) decode(d *decoder) error {
-	*x = IssuesLockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39658,6 +40720,9 @@ func (x *IssuesLockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -39666,11 +40731,17 @@ func (x *IssuesLockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -39723,6 +40794,7 @@ func (x *IssuesLockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesMilestonedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesMilestonedEvent{}
 	return unmarshal(b, "IssuesMilestonedEvent", x.decode)
 }
 
@@ -39734,7 +40806,6 @@ func (x IssuesMilestonedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesMilestonedEvent) decode(d *decoder) error {
-	*x = IssuesMilestonedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39755,11 +40826,17 @@ func (x *IssuesMilestonedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "milestone":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Milestone = Milestone{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Milestone.decode(d)
@@ -39769,11 +40846,17 @@ func (x *IssuesMilestonedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -39830,6 +40913,7 @@ func (x *IssuesMilestonedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesOpenedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesOpenedEvent{}
 	return unmarshal(b, "IssuesOpenedEvent", x.decode)
 }
 
@@ -39841,7 +40925,6 @@ func (x IssuesOpenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesOpenedEvent) decode(d *decoder) error {
-	*x = IssuesOpenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39864,6 +40947,9 @@ func (x *IssuesOpenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -39872,11 +40958,17 @@ func (x *IssuesOpenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -39933,6 +41025,7 @@ func (x *IssuesOpenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesPinnedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesPinnedEvent{}
 	return unmarshal(b, "IssuesPinnedEvent", x.decode)
 }
 
@@ -39944,7 +41037,6 @@ func (x IssuesPinnedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesPinnedEvent) decode(d *decoder) error {
-	*x = IssuesPinnedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -39965,6 +41057,9 @@ func (x *IssuesPinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -39973,11 +41068,17 @@ func (x *IssuesPinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40030,6 +41131,7 @@ func (x *IssuesPinnedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesReopenedEvent{}
 	return unmarshal(b, "IssuesReopenedEvent", x.decode)
 }
 
@@ -40041,7 +41143,6 @@ func (x IssuesReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesReopenedEvent) decode(d *decoder) error {
-	*x = IssuesReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40062,6 +41163,9 @@ func (x *IssuesReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -40070,11 +41174,17 @@ func (x *IssuesReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40127,6 +41237,7 @@ func (x *IssuesReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesTransferredEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesTransferredEvent{}
 	return unmarshal(b, "IssuesTransferredEvent", x.decode)
 }
 
@@ -40138,7 +41249,6 @@ func (x IssuesTransferredEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesTransferredEvent) decode(d *decoder) error {
-	*x = IssuesTransferredEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40155,6 +41265,9 @@ func (x *IssuesTransferredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = IssuesTransferredChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -40165,6 +41278,9 @@ func (x *IssuesTransferredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Issue.decode(d)
 		case "organization":
@@ -40173,11 +41289,17 @@ func (x *IssuesTransferredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -40234,6 +41356,7 @@ func (x *IssuesTransferredEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesTypedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesTypedEvent{}
 	return unmarshal(b, "IssuesTypedEvent", x.decode)
 }
 
@@ -40245,7 +41368,6 @@ func (x IssuesTypedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesTypedEvent) decode(d *decoder) error {
-	*x = IssuesTypedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40266,6 +41388,9 @@ func (x *IssuesTypedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "type":
@@ -40276,11 +41401,17 @@ func (x *IssuesTypedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40337,6 +41468,7 @@ func (x *IssuesTypedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUnassignedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesUnassignedEvent{}
 	return unmarshal(b, "IssuesUnassignedEvent", x.decode)
 }
 
@@ -40348,7 +41480,6 @@ func (x IssuesUnassignedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesUnassignedEvent) decode(d *decoder) error {
-	*x = IssuesUnassignedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40371,6 +41502,9 @@ func (x *IssuesUnassignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -40379,11 +41513,17 @@ func (x *IssuesUnassignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40440,6 +41580,7 @@ func (x *IssuesUnassignedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUnlabeledEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesUnlabeledEvent{}
 	return unmarshal(b, "IssuesUnlabeledEvent", x.decode)
 }
 
@@ -40451,7 +41592,6 @@ func (x IssuesUnlabeledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesUnlabeledEvent) decode(d *decoder) error {
-	*x = IssuesUnlabeledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40472,6 +41612,9 @@ func (x *IssuesUnlabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "label":
@@ -40482,11 +41625,17 @@ func (x *IssuesUnlabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40543,6 +41692,7 @@ func (x *IssuesUnlabeledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUnlockedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesUnlockedEvent{}
 	return unmarshal(b, "IssuesUnlockedEvent", x.decode)
 }
 
@@ -40554,7 +41704,6 @@ func (x IssuesUnlockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesUnlockedEvent) decode(d *decoder) error {
-	*x = IssuesUnlockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40575,6 +41724,9 @@ func (x *IssuesUnlockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -40583,11 +41735,17 @@ func (x *IssuesUnlockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40640,6 +41798,7 @@ func (x *IssuesUnlockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUnpinnedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesUnpinnedEvent{}
 	return unmarshal(b, "IssuesUnpinnedEvent", x.decode)
 }
 
@@ -40651,7 +41810,6 @@ func (x IssuesUnpinnedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesUnpinnedEvent) decode(d *decoder) error {
-	*x = IssuesUnpinnedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40672,6 +41830,9 @@ func (x *IssuesUnpinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "organization":
@@ -40680,11 +41841,17 @@ func (x *IssuesUnpinnedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40737,6 +41904,7 @@ func (x *IssuesUnpinnedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUntypedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesUntypedEvent{}
 	return unmarshal(b, "IssuesUntypedEvent", x.decode)
 }
 
@@ -40748,7 +41916,6 @@ func (x IssuesUntypedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *IssuesUntypedEvent) decode(d *decoder) error {
-	*x = IssuesUntypedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40769,6 +41936,9 @@ func (x *IssuesUntypedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Issue = Issue{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Issue.decode(d)
 		case "type":
@@ -40779,11 +41949,17 @@ func (x *IssuesUntypedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -40840,6 +42016,7 @@ func (x *IssuesUntypedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *LabelUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = LabelUnknownEvent{}
 	return unmarshal(b, "LabelUnknownEvent", x.decode)
 }
 
@@ -40851,7 +42028,6 @@ func (x LabelUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *LabelUnknownEvent) decode(d *decoder) error {
-	*x = LabelUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -40930,6 +42106,7 @@ func (x *LabelUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *LabelCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = LabelCreatedEvent{}
 	return unmarshal(b, "LabelCreatedEvent", x.decode)
 }
 
@@ -40941,7 +42118,6 @@ func (x LabelCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *LabelCreatedEvent) decode(d *decoder) error {
-	*x = LabelCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -40962,6 +42138,9 @@ func (x *LabelCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Label = Label{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Label.decode(d)
 		case "organization":
@@ -40969,6 +42148,9 @@ func (x *LabelCreatedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -41023,6 +42205,7 @@ func (x *LabelCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *LabelDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = LabelDeletedEvent{}
 	return unmarshal(b, "LabelDeletedEvent", x.decode)
 }
 
@@ -41034,7 +42217,6 @@ func (x LabelDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *LabelDeletedEvent) decode(d *decoder) error {
-	*x = LabelDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41055,6 +42237,9 @@ func (x *LabelDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Label = Label{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Label.decode(d)
 		case "organization":
@@ -41063,11 +42248,17 @@ func (x *LabelDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -41120,6 +42311,7 @@ func (x *LabelDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *LabelEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = LabelEditedEvent{}
 	return unmarshal(b, "LabelEditedEvent", x.decode)
 }
 
@@ -41131,7 +42323,6 @@ func (x LabelEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *LabelEditedEvent) decode(d *decoder) error {
-	*x = LabelEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41154,6 +42345,9 @@ func (x *LabelEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Label = Label{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Label.decode(d)
 		case "organization":
@@ -41162,11 +42356,17 @@ func (x *LabelEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -41223,6 +42423,7 @@ func (x *LabelEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchaseUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchaseUnknownEvent{}
 	return unmarshal(b, "MarketplacePurchaseUnknownEvent", x.decode)
 }
 
@@ -41234,7 +42435,6 @@ func (x MarketplacePurchaseUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchaseUnknownEvent) decode(d *decoder) error {
-	*x = MarketplacePurchaseUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -41325,6 +42525,7 @@ func (x *MarketplacePurchaseUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchaseCancelledEvent) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchaseCancelledEvent{}
 	return unmarshal(b, "MarketplacePurchaseCancelledEvent", x.decode)
 }
 
@@ -41336,7 +42537,6 @@ func (x MarketplacePurchaseCancelledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchaseCancelledEvent) decode(d *decoder) error {
-	*x = MarketplacePurchaseCancelledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41359,6 +42559,9 @@ func (x *MarketplacePurchaseCancelledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.MarketplacePurchase = MarketplacePurchase{}
+			}
 			seen[0] |= 1 << 2
 			err = x.MarketplacePurchase.decode(d)
 		case "organization":
@@ -41370,6 +42573,9 @@ func (x *MarketplacePurchaseCancelledEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -41430,6 +42636,7 @@ func (x *MarketplacePurchaseCancelledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchaseChangedEvent) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchaseChangedEvent{}
 	return unmarshal(b, "MarketplacePurchaseChangedEvent", x.decode)
 }
 
@@ -41441,7 +42648,6 @@ func (x MarketplacePurchaseChangedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchaseChangedEvent) decode(d *decoder) error {
-	*x = MarketplacePurchaseChangedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41464,6 +42670,9 @@ func (x *MarketplacePurchaseChangedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.MarketplacePurchase = MarketplacePurchase{}
+			}
 			seen[0] |= 1 << 2
 			err = x.MarketplacePurchase.decode(d)
 		case "organization":
@@ -41475,6 +42684,9 @@ func (x *MarketplacePurchaseChangedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -41535,6 +42747,7 @@ func (x *MarketplacePurchaseChangedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchasePendingChangeEvent) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchasePendingChangeEvent{}
 	return unmarshal(b, "MarketplacePurchasePendingChangeEvent", x.decode)
 }
 
@@ -41546,7 +42759,6 @@ func (x MarketplacePurchasePendingChangeEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchasePendingChangeEvent) decode(d *decoder) error {
-	*x = MarketplacePurchasePendingChangeEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41569,6 +42781,9 @@ func (x *MarketplacePurchasePendingChangeEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.MarketplacePurchase = MarketplacePurchase{}
+			}
 			seen[0] |= 1 << 2
 			err = x.MarketplacePurchase.decode(d)
 		case "organization":
@@ -41580,6 +42795,9 @@ func (x *MarketplacePurchasePendingChangeEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -41640,6 +42858,7 @@ func (x *MarketplacePurchasePendingChangeEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchasePendingChangeCancelledEvent) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchasePendingChangeCancelledEvent{}
 	return unmarshal(b, "MarketplacePurchasePendingChangeCancelledEvent", x.decode)
 }
 
@@ -41651,7 +42870,6 @@ func (x MarketplacePurchasePendingChangeCancelledEvent) MarshalJSON() ([]byte, e
 }
 
 func (x *MarketplacePurchasePendingChangeCancelledEvent) decode(d *decoder) error {
-	*x = MarketplacePurchasePendingChangeCancelledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41674,6 +42892,9 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) decode(d *decoder) erro
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.MarketplacePurchase = MarketplacePurchase{}
+			}
 			seen[0] |= 1 << 2
 			err = x.MarketplacePurchase.decode(d)
 		case "organization":
@@ -41685,6 +42906,9 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) decode(d *decoder) erro
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -41745,6 +42969,7 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MarketplacePurchasePurchasedEvent) UnmarshalJSON(b []byte) error {
+	*x = MarketplacePurchasePurchasedEvent{}
 	return unmarshal(b, "MarketplacePurchasePurchasedEvent", x.decode)
 }
 
@@ -41756,7 +42981,6 @@ func (x MarketplacePurchasePurchasedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MarketplacePurchasePurchasedEvent) decode(d *decoder) error {
-	*x = MarketplacePurchasePurchasedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41779,6 +43003,9 @@ func (x *MarketplacePurchasePurchasedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.MarketplacePurchase = MarketplacePurchase{}
+			}
 			seen[0] |= 1 << 2
 			err = x.MarketplacePurchase.decode(d)
 		case "organization":
@@ -41790,6 +43017,9 @@ func (x *MarketplacePurchasePurchasedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -41850,6 +43080,7 @@ func (x *MarketplacePurchasePurchasedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MemberUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = MemberUnknownEvent{}
 	return unmarshal(b, "MemberUnknownEvent", x.decode)
 }
 
@@ -41861,7 +43092,6 @@ func (x MemberUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MemberUnknownEvent) decode(d *decoder) error {
-	*x = MemberUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -41940,6 +43170,7 @@ func (x *MemberUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MemberAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = MemberAddedEvent{}
 	return unmarshal(b, "MemberAddedEvent", x.decode)
 }
 
@@ -41951,7 +43182,6 @@ func (x MemberAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MemberAddedEvent) decode(d *decoder) error {
-	*x = MemberAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -41978,11 +43208,17 @@ func (x *MemberAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -42039,6 +43275,7 @@ func (x *MemberAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MemberEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = MemberEditedEvent{}
 	return unmarshal(b, "MemberEditedEvent", x.decode)
 }
 
@@ -42050,7 +43287,6 @@ func (x MemberEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MemberEditedEvent) decode(d *decoder) error {
-	*x = MemberEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -42067,6 +43303,9 @@ func (x *MemberEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = MemberChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -42081,11 +43320,17 @@ func (x *MemberEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -42142,6 +43387,7 @@ func (x *MemberEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MemberRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = MemberRemovedEvent{}
 	return unmarshal(b, "MemberRemovedEvent", x.decode)
 }
 
@@ -42153,7 +43399,6 @@ func (x MemberRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MemberRemovedEvent) decode(d *decoder) error {
-	*x = MemberRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -42178,11 +43423,17 @@ func (x *MemberRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -42235,6 +43486,7 @@ func (x *MemberRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MembershipUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = MembershipUnknownEvent{}
 	return unmarshal(b, "MembershipUnknownEvent", x.decode)
 }
 
@@ -42246,7 +43498,6 @@ func (x MembershipUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MembershipUnknownEvent) decode(d *decoder) error {
-	*x = MembershipUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -42339,6 +43590,7 @@ func (x *MembershipUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MembershipAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = MembershipAddedEvent{}
 	return unmarshal(b, "MembershipAddedEvent", x.decode)
 }
 
@@ -42350,7 +43602,6 @@ func (x MembershipAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MembershipAddedEvent) decode(d *decoder) error {
-	*x = MembershipAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -42373,6 +43624,9 @@ func (x *MembershipAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -42388,6 +43642,9 @@ func (x *MembershipAddedEvent) decode(d *decoder) error {
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Team.decode(d)
@@ -42448,6 +43705,7 @@ func (x *MembershipAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MembershipRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = MembershipRemovedEvent{}
 	return unmarshal(b, "MembershipRemovedEvent", x.decode)
 }
 
@@ -42459,7 +43717,6 @@ func (x MembershipRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MembershipRemovedEvent) decode(d *decoder) error {
-	*x = MembershipRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -42482,6 +43739,9 @@ func (x *MembershipRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -42497,6 +43757,9 @@ func (x *MembershipRemovedEvent) decode(d *decoder) error {
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Team.decode(d)
@@ -42557,6 +43820,7 @@ func (x *MembershipRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MergeGroupUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = MergeGroupUnknownEvent{}
 	return unmarshal(b, "MergeGroupUnknownEvent", x.decode)
 }
 
@@ -42568,7 +43832,6 @@ func (x MergeGroupUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MergeGroupUnknownEvent) decode(d *decoder) error {
-	*x = MergeGroupUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -42641,6 +43904,7 @@ func (x *MergeGroupUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MergeGroupChecksRequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = MergeGroupChecksRequestedEvent{}
 	return unmarshal(b, "MergeGroupChecksRequestedEvent", x.decode)
 }
 
@@ -42652,7 +43916,6 @@ func (x MergeGroupChecksRequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MergeGroupChecksRequestedEvent) decode(d *decoder) error {
-	*x = MergeGroupChecksRequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -42670,6 +43933,9 @@ func (x *MergeGroupChecksRequestedEvent) decode(d *decoder) error {
 		case "merge_group":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.MergeGroup = MergeGroup{}
 			}
 			seen[0] |= 1 << 1
 			err = x.MergeGroup.decode(d)
@@ -42724,6 +43990,7 @@ func (x *MergeGroupChecksRequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MergeGroupDestroyedEvent) UnmarshalJSON(b []byte) error {
+	*x = MergeGroupDestroyedEvent{}
 	return unmarshal(b, "MergeGroupDestroyedEvent", x.decode)
 }
 
@@ -42735,7 +44002,6 @@ func (x MergeGroupDestroyedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MergeGroupDestroyedEvent) decode(d *decoder) error {
-	*x = MergeGroupDestroyedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -42757,6 +44023,9 @@ func (x *MergeGroupDestroyedEvent) decode(d *decoder) error {
 		case "merge_group":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.MergeGroup = MergeGroup{}
 			}
 			seen[0] |= 1 << 1
 			err = x.MergeGroup.decode(d)
@@ -42815,6 +44084,7 @@ func (x *MergeGroupDestroyedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MetaUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = MetaUnknownEvent{}
 	return unmarshal(b, "MetaUnknownEvent", x.decode)
 }
 
@@ -42826,7 +44096,6 @@ func (x MetaUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MetaUnknownEvent) decode(d *decoder) error {
-	*x = MetaUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -42911,6 +44180,7 @@ func (x *MetaUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MetaDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = MetaDeletedEvent{}
 	return unmarshal(b, "MetaDeletedEvent", x.decode)
 }
 
@@ -42922,7 +44192,6 @@ func (x MetaDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MetaDeletedEvent) decode(d *decoder) error {
-	*x = MetaDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -42940,6 +44209,9 @@ func (x *MetaDeletedEvent) decode(d *decoder) error {
 		case "hook":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Hook = MetaHook{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Hook.decode(d)
@@ -43010,6 +44282,7 @@ func (x *MetaDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MilestoneUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = MilestoneUnknownEvent{}
 	return unmarshal(b, "MilestoneUnknownEvent", x.decode)
 }
 
@@ -43021,7 +44294,6 @@ func (x MilestoneUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MilestoneUnknownEvent) decode(d *decoder) error {
-	*x = MilestoneUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -43094,6 +44366,7 @@ func (x *MilestoneUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MilestoneClosedEvent) UnmarshalJSON(b []byte) error {
+	*x = MilestoneClosedEvent{}
 	return unmarshal(b, "MilestoneClosedEvent", x.decode)
 }
 
@@ -43105,7 +44378,6 @@ func (x MilestoneClosedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MilestoneClosedEvent) decode(d *decoder) error {
-	*x = MilestoneClosedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43124,6 +44396,9 @@ func (x *MilestoneClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Milestone = Milestone{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Milestone.decode(d)
 		case "organization":
@@ -43132,11 +44407,17 @@ func (x *MilestoneClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -43185,6 +44466,7 @@ func (x *MilestoneClosedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MilestoneCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = MilestoneCreatedEvent{}
 	return unmarshal(b, "MilestoneCreatedEvent", x.decode)
 }
 
@@ -43196,7 +44478,6 @@ func (x MilestoneCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MilestoneCreatedEvent) decode(d *decoder) error {
-	*x = MilestoneCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43217,6 +44498,9 @@ func (x *MilestoneCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Milestone = Milestone{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Milestone.decode(d)
 		case "organization":
@@ -43225,11 +44509,17 @@ func (x *MilestoneCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -43282,6 +44572,7 @@ func (x *MilestoneCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MilestoneDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = MilestoneDeletedEvent{}
 	return unmarshal(b, "MilestoneDeletedEvent", x.decode)
 }
 
@@ -43293,7 +44584,6 @@ func (x MilestoneDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MilestoneDeletedEvent) decode(d *decoder) error {
-	*x = MilestoneDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43314,6 +44604,9 @@ func (x *MilestoneDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Milestone = Milestone{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Milestone.decode(d)
 		case "organization":
@@ -43322,11 +44615,17 @@ func (x *MilestoneDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -43379,6 +44678,7 @@ func (x *MilestoneDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MilestoneEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = MilestoneEditedEvent{}
 	return unmarshal(b, "MilestoneEditedEvent", x.decode)
 }
 
@@ -43390,7 +44690,6 @@ func (x MilestoneEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MilestoneEditedEvent) decode(d *decoder) error {
-	*x = MilestoneEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43407,6 +44706,9 @@ func (x *MilestoneEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = MilestoneEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -43417,6 +44719,9 @@ func (x *MilestoneEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Milestone = Milestone{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Milestone.decode(d)
 		case "organization":
@@ -43425,11 +44730,17 @@ func (x *MilestoneEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -43486,6 +44797,7 @@ func (x *MilestoneEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *MilestoneOpenedEvent) UnmarshalJSON(b []byte) error {
+	*x = MilestoneOpenedEvent{}
 	return unmarshal(b, "MilestoneOpenedEvent", x.decode)
 }
 
@@ -43497,7 +44809,6 @@ func (x MilestoneOpenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *MilestoneOpenedEvent) decode(d *decoder) error {
-	*x = MilestoneOpenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43516,6 +44827,9 @@ func (x *MilestoneOpenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Milestone = Milestone{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Milestone.decode(d)
 		case "organization":
@@ -43524,11 +44838,17 @@ func (x *MilestoneOpenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -43577,6 +44897,7 @@ func (x *MilestoneOpenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrgBlockUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = OrgBlockUnknownEvent{}
 	return unmarshal(b, "OrgBlockUnknownEvent", x.decode)
 }
 
@@ -43588,7 +44909,6 @@ func (x OrgBlockUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrgBlockUnknownEvent) decode(d *decoder) error {
-	*x = OrgBlockUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -43667,6 +44987,7 @@ func (x *OrgBlockUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrgBlockBlockedEvent) UnmarshalJSON(b []byte) error {
+	*x = OrgBlockBlockedEvent{}
 	return unmarshal(b, "OrgBlockBlockedEvent", x.decode)
 }
 
@@ -43678,7 +44999,6 @@ func (x OrgBlockBlockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrgBlockBlockedEvent) decode(d *decoder) error {
-	*x = OrgBlockBlockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43701,6 +45021,9 @@ func (x *OrgBlockBlockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -43708,6 +45031,9 @@ func (x *OrgBlockBlockedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -43760,6 +45086,7 @@ func (x *OrgBlockBlockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrgBlockUnblockedEvent) UnmarshalJSON(b []byte) error {
+	*x = OrgBlockUnblockedEvent{}
 	return unmarshal(b, "OrgBlockUnblockedEvent", x.decode)
 }
 
@@ -43771,7 +45098,6 @@ func (x OrgBlockUnblockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrgBlockUnblockedEvent) decode(d *decoder) error {
-	*x = OrgBlockUnblockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43794,6 +45120,9 @@ func (x *OrgBlockUnblockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -43801,6 +45130,9 @@ func (x *OrgBlockUnblockedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -43853,6 +45185,7 @@ func (x *OrgBlockUnblockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = OrganizationUnknownEvent{}
 	return unmarshal(b, "OrganizationUnknownEvent", x.decode)
 }
 
@@ -43864,7 +45197,6 @@ func (x OrganizationUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationUnknownEvent) decode(d *decoder) error {
-	*x = OrganizationUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -43937,6 +45269,7 @@ func (x *OrganizationUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = OrganizationDeletedEvent{}
 	return unmarshal(b, "OrganizationDeletedEvent", x.decode)
 }
 
@@ -43948,7 +45281,6 @@ func (x OrganizationDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationDeletedEvent) decode(d *decoder) error {
-	*x = OrganizationDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -43971,6 +45303,9 @@ func (x *OrganizationDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -43978,6 +45313,9 @@ func (x *OrganizationDeletedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -44030,6 +45368,7 @@ func (x *OrganizationDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationMemberAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = OrganizationMemberAddedEvent{}
 	return unmarshal(b, "OrganizationMemberAddedEvent", x.decode)
 }
 
@@ -44041,7 +45380,6 @@ func (x OrganizationMemberAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationMemberAddedEvent) decode(d *decoder) error {
-	*x = OrganizationMemberAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44062,11 +45400,17 @@ func (x *OrganizationMemberAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Membership = Membership{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Membership.decode(d)
 		case "organization":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
@@ -44075,6 +45419,9 @@ func (x *OrganizationMemberAddedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -44127,6 +45474,7 @@ func (x *OrganizationMemberAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationMemberInvitedEvent) UnmarshalJSON(b []byte) error {
+	*x = OrganizationMemberInvitedEvent{}
 	return unmarshal(b, "OrganizationMemberInvitedEvent", x.decode)
 }
 
@@ -44138,7 +45486,6 @@ func (x OrganizationMemberInvitedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationMemberInvitedEvent) decode(d *decoder) error {
-	*x = OrganizationMemberInvitedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44159,11 +45506,17 @@ func (x *OrganizationMemberInvitedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Invitation = OrganizationMemberInvitedInvitation{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Invitation.decode(d)
 		case "organization":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
@@ -44172,6 +45525,9 @@ func (x *OrganizationMemberInvitedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -44230,6 +45586,7 @@ func (x *OrganizationMemberInvitedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationMemberRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = OrganizationMemberRemovedEvent{}
 	return unmarshal(b, "OrganizationMemberRemovedEvent", x.decode)
 }
 
@@ -44241,7 +45598,6 @@ func (x OrganizationMemberRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationMemberRemovedEvent) decode(d *decoder) error {
-	*x = OrganizationMemberRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44262,11 +45618,17 @@ func (x *OrganizationMemberRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Membership = Membership{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Membership.decode(d)
 		case "organization":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
@@ -44275,6 +45637,9 @@ func (x *OrganizationMemberRemovedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -44327,6 +45692,7 @@ func (x *OrganizationMemberRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationRenamedEvent) UnmarshalJSON(b []byte) error {
+	*x = OrganizationRenamedEvent{}
 	return unmarshal(b, "OrganizationRenamedEvent", x.decode)
 }
 
@@ -44338,7 +45704,6 @@ func (x OrganizationRenamedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *OrganizationRenamedEvent) decode(d *decoder) error {
-	*x = OrganizationRenamedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44363,6 +45728,9 @@ func (x *OrganizationRenamedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -44370,6 +45738,9 @@ func (x *OrganizationRenamedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -44426,6 +45797,7 @@ func (x *OrganizationRenamedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = PackageUnknownEvent{}
 	return unmarshal(b, "PackageUnknownEvent", x.decode)
 }
 
@@ -44437,7 +45809,6 @@ func (x PackageUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageUnknownEvent) decode(d *decoder) error {
-	*x = PackageUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -44516,6 +45887,7 @@ func (x *PackageUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackagePublishedEvent) UnmarshalJSON(b []byte) error {
+	*x = PackagePublishedEvent{}
 	return unmarshal(b, "PackagePublishedEvent", x.decode)
 }
 
@@ -44527,7 +45899,6 @@ func (x PackagePublishedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackagePublishedEvent) decode(d *decoder) error {
-	*x = PackagePublishedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44550,6 +45921,9 @@ func (x *PackagePublishedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Package = Package{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Package.decode(d)
 		case "repository":
@@ -44557,6 +45931,9 @@ func (x *PackagePublishedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -44609,6 +45986,7 @@ func (x *PackagePublishedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageUpdatedEvent) UnmarshalJSON(b []byte) error {
+	*x = PackageUpdatedEvent{}
 	return unmarshal(b, "PackageUpdatedEvent", x.decode)
 }
 
@@ -44620,7 +45998,6 @@ func (x PackageUpdatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PackageUpdatedEvent) decode(d *decoder) error {
-	*x = PackageUpdatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44643,17 +46020,26 @@ func (x *PackageUpdatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Package = Package{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Package.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -44706,6 +46092,7 @@ func (x *PackageUpdatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PageBuildEvent) UnmarshalJSON(b []byte) error {
+	*x = PageBuildEvent{}
 	return unmarshal(b, "PageBuildEvent", x.decode)
 }
 
@@ -44717,7 +46104,6 @@ func (x PageBuildEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PageBuildEvent) decode(d *decoder) error {
-	*x = PageBuildEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44725,6 +46111,9 @@ func (x *PageBuildEvent) decode(d *decoder) error {
 		case "build":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Build = PageBuild{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Build.decode(d)
@@ -44744,11 +46133,17 @@ func (x *PageBuildEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -44801,6 +46196,7 @@ func (x *PageBuildEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PersonalAccessTokenRequestUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = PersonalAccessTokenRequestUnknownEvent{}
 	return unmarshal(b, "PersonalAccessTokenRequestUnknownEvent", x.decode)
 }
 
@@ -44812,7 +46208,6 @@ func (x PersonalAccessTokenRequestUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PersonalAccessTokenRequestUnknownEvent) decode(d *decoder) error {
-	*x = PersonalAccessTokenRequestUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -44885,6 +46280,7 @@ func (x *PersonalAccessTokenRequestUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PersonalAccessTokenRequestApprovedEvent) UnmarshalJSON(b []byte) error {
+	*x = PersonalAccessTokenRequestApprovedEvent{}
 	return unmarshal(b, "PersonalAccessTokenRequestApprovedEvent", x.decode)
 }
 
@@ -44896,7 +46292,6 @@ func (x PersonalAccessTokenRequestApprovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PersonalAccessTokenRequestApprovedEvent) decode(d *decoder) error {
-	*x = PersonalAccessTokenRequestApprovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -44913,6 +46308,9 @@ func (x *PersonalAccessTokenRequestApprovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PersonalAccessTokenRequest = PersonalAccessTokenRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PersonalAccessTokenRequest.decode(d)
 		case "enterprise":
@@ -44921,17 +46319,26 @@ func (x *PersonalAccessTokenRequestApprovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "sender":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
 		case "installation":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Installation = SimpleInstallation{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Installation.decode(d)
@@ -44980,6 +46387,7 @@ func (x *PersonalAccessTokenRequestApprovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PersonalAccessTokenRequestCancelledEvent) UnmarshalJSON(b []byte) error {
+	*x = PersonalAccessTokenRequestCancelledEvent{}
 	return unmarshal(b, "PersonalAccessTokenRequestCancelledEvent", x.decode)
 }
 
@@ -44991,7 +46399,6 @@ func (x PersonalAccessTokenRequestCancelledEvent) MarshalJSON() ([]byte, error) 
 }
 
 func (x *PersonalAccessTokenRequestCancelledEvent) decode(d *decoder) error {
-	*x = PersonalAccessTokenRequestCancelledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45008,6 +46415,9 @@ func (x *PersonalAccessTokenRequestCancelledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PersonalAccessTokenRequest = PersonalAccessTokenRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PersonalAccessTokenRequest.decode(d)
 		case "enterprise":
@@ -45016,17 +46426,26 @@ func (x *PersonalAccessTokenRequestCancelledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "sender":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
 		case "installation":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Installation = SimpleInstallation{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Installation.decode(d)
@@ -45075,6 +46494,7 @@ func (x *PersonalAccessTokenRequestCancelledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PersonalAccessTokenRequestCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = PersonalAccessTokenRequestCreatedEvent{}
 	return unmarshal(b, "PersonalAccessTokenRequestCreatedEvent", x.decode)
 }
 
@@ -45086,7 +46506,6 @@ func (x PersonalAccessTokenRequestCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PersonalAccessTokenRequestCreatedEvent) decode(d *decoder) error {
-	*x = PersonalAccessTokenRequestCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45103,6 +46522,9 @@ func (x *PersonalAccessTokenRequestCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PersonalAccessTokenRequest = PersonalAccessTokenRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PersonalAccessTokenRequest.decode(d)
 		case "enterprise":
@@ -45111,11 +46533,17 @@ func (x *PersonalAccessTokenRequestCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -45166,6 +46594,7 @@ func (x *PersonalAccessTokenRequestCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PersonalAccessTokenRequestDeniedEvent) UnmarshalJSON(b []byte) error {
+	*x = PersonalAccessTokenRequestDeniedEvent{}
 	return unmarshal(b, "PersonalAccessTokenRequestDeniedEvent", x.decode)
 }
 
@@ -45177,7 +46606,6 @@ func (x PersonalAccessTokenRequestDeniedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PersonalAccessTokenRequestDeniedEvent) decode(d *decoder) error {
-	*x = PersonalAccessTokenRequestDeniedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45194,11 +46622,17 @@ func (x *PersonalAccessTokenRequestDeniedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PersonalAccessTokenRequest = PersonalAccessTokenRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PersonalAccessTokenRequest.decode(d)
 		case "organization":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
@@ -45208,11 +46642,17 @@ func (x *PersonalAccessTokenRequestDeniedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
 		case "installation":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Installation = SimpleInstallation{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Installation.decode(d)
@@ -45261,6 +46701,7 @@ func (x *PersonalAccessTokenRequestDeniedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PingEvent) UnmarshalJSON(b []byte) error {
+	*x = PingEvent{}
 	return unmarshal(b, "PingEvent", x.decode)
 }
 
@@ -45272,7 +46713,6 @@ func (x PingEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PingEvent) decode(d *decoder) error {
-	*x = PingEvent{}
 	key, more, err := d.openObject()
 	for more {
 		switch string(key) {
@@ -45332,6 +46772,7 @@ func (x *PingEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectUnknownEvent{}
 	return unmarshal(b, "ProjectUnknownEvent", x.decode)
 }
 
@@ -45343,7 +46784,6 @@ func (x ProjectUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectUnknownEvent) decode(d *decoder) error {
-	*x = ProjectUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -45422,6 +46862,7 @@ func (x *ProjectUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectClosedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectClosedEvent{}
 	return unmarshal(b, "ProjectClosedEvent", x.decode)
 }
 
@@ -45433,7 +46874,6 @@ func (x ProjectClosedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectClosedEvent) decode(d *decoder) error {
-	*x = ProjectClosedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45456,6 +46896,9 @@ func (x *ProjectClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Project = Project{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Project.decode(d)
 		case "repository":
@@ -45463,6 +46906,9 @@ func (x *ProjectClosedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -45515,6 +46961,7 @@ func (x *ProjectClosedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectCreatedEvent{}
 	return unmarshal(b, "ProjectCreatedEvent", x.decode)
 }
 
@@ -45526,7 +46973,6 @@ func (x ProjectCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCreatedEvent) decode(d *decoder) error {
-	*x = ProjectCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45549,6 +46995,9 @@ func (x *ProjectCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Project = Project{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Project.decode(d)
 		case "repository":
@@ -45556,6 +47005,9 @@ func (x *ProjectCreatedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -45608,6 +47060,7 @@ func (x *ProjectCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectDeletedEvent{}
 	return unmarshal(b, "ProjectDeletedEvent", x.decode)
 }
 
@@ -45619,7 +47072,6 @@ func (x ProjectDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectDeletedEvent) decode(d *decoder) error {
-	*x = ProjectDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45641,6 +47093,9 @@ func (x *ProjectDeletedEvent) decode(d *decoder) error {
 		case "project":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Project = Project{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Project.decode(d)
@@ -45697,6 +47152,7 @@ func (x *ProjectDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectEditedEvent{}
 	return unmarshal(b, "ProjectEditedEvent", x.decode)
 }
 
@@ -45708,7 +47164,6 @@ func (x ProjectEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectEditedEvent) decode(d *decoder) error {
-	*x = ProjectEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45732,6 +47187,9 @@ func (x *ProjectEditedEvent) decode(d *decoder) error {
 		case "project":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Project = Project{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Project.decode(d)
@@ -45792,6 +47250,7 @@ func (x *ProjectEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectReopenedEvent{}
 	return unmarshal(b, "ProjectReopenedEvent", x.decode)
 }
 
@@ -45803,7 +47262,6 @@ func (x ProjectReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectReopenedEvent) decode(d *decoder) error {
-	*x = ProjectReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -45826,6 +47284,9 @@ func (x *ProjectReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Project = Project{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Project.decode(d)
 		case "repository":
@@ -45833,6 +47294,9 @@ func (x *ProjectReopenedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -45885,6 +47349,7 @@ func (x *ProjectReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardUnknownEvent{}
 	return unmarshal(b, "ProjectCardUnknownEvent", x.decode)
 }
 
@@ -45896,7 +47361,6 @@ func (x ProjectCardUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardUnknownEvent) decode(d *decoder) error {
-	*x = ProjectCardUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -45975,6 +47439,7 @@ func (x *ProjectCardUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardConvertedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardConvertedEvent{}
 	return unmarshal(b, "ProjectCardConvertedEvent", x.decode)
 }
 
@@ -45986,7 +47451,6 @@ func (x ProjectCardConvertedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardConvertedEvent) decode(d *decoder) error {
-	*x = ProjectCardConvertedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46003,6 +47467,9 @@ func (x *ProjectCardConvertedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectCardChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -46015,6 +47482,9 @@ func (x *ProjectCardConvertedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectCard = ProjectCard{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectCard.decode(d)
 		case "repository":
@@ -46022,6 +47492,9 @@ func (x *ProjectCardConvertedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -46078,6 +47551,7 @@ func (x *ProjectCardConvertedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardCreatedEvent{}
 	return unmarshal(b, "ProjectCardCreatedEvent", x.decode)
 }
 
@@ -46089,7 +47563,6 @@ func (x ProjectCardCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardCreatedEvent) decode(d *decoder) error {
-	*x = ProjectCardCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46112,6 +47585,9 @@ func (x *ProjectCardCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.ProjectCard = ProjectCard{}
+			}
 			seen[0] |= 1 << 1
 			err = x.ProjectCard.decode(d)
 		case "repository":
@@ -46119,6 +47595,9 @@ func (x *ProjectCardCreatedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -46171,6 +47650,7 @@ func (x *ProjectCardCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardDeletedEvent{}
 	return unmarshal(b, "ProjectCardDeletedEvent", x.decode)
 }
 
@@ -46182,7 +47662,6 @@ func (x ProjectCardDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardDeletedEvent) decode(d *decoder) error {
-	*x = ProjectCardDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46205,6 +47684,9 @@ func (x *ProjectCardDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.ProjectCard = ProjectCard{}
+			}
 			seen[0] |= 1 << 1
 			err = x.ProjectCard.decode(d)
 		case "repository":
@@ -46212,6 +47694,9 @@ func (x *ProjectCardDeletedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -46264,6 +47749,7 @@ func (x *ProjectCardDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardEditedEvent{}
 	return unmarshal(b, "ProjectCardEditedEvent", x.decode)
 }
 
@@ -46275,7 +47761,6 @@ func (x ProjectCardEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardEditedEvent) decode(d *decoder) error {
-	*x = ProjectCardEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46292,6 +47777,9 @@ func (x *ProjectCardEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectCardChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -46304,6 +47792,9 @@ func (x *ProjectCardEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectCard = ProjectCard{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectCard.decode(d)
 		case "repository":
@@ -46311,6 +47802,9 @@ func (x *ProjectCardEditedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -46367,6 +47861,7 @@ func (x *ProjectCardEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardMovedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectCardMovedEvent{}
 	return unmarshal(b, "ProjectCardMovedEvent", x.decode)
 }
 
@@ -46378,7 +47873,6 @@ func (x ProjectCardMovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectCardMovedEvent) decode(d *decoder) error {
-	*x = ProjectCardMovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46403,6 +47897,9 @@ func (x *ProjectCardMovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.ProjectCard = ProjectCard{}
+			}
 			seen[0] |= 1 << 1
 			err = x.ProjectCard.decode(d)
 		case "repository":
@@ -46410,6 +47907,9 @@ func (x *ProjectCardMovedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -46466,6 +47966,7 @@ func (x *ProjectCardMovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectColumnUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectColumnUnknownEvent{}
 	return unmarshal(b, "ProjectColumnUnknownEvent", x.decode)
 }
 
@@ -46477,7 +47978,6 @@ func (x ProjectColumnUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectColumnUnknownEvent) decode(d *decoder) error {
-	*x = ProjectColumnUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -46556,6 +48056,7 @@ func (x *ProjectColumnUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectColumnCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectColumnCreatedEvent{}
 	return unmarshal(b, "ProjectColumnCreatedEvent", x.decode)
 }
 
@@ -46567,7 +48068,6 @@ func (x ProjectColumnCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectColumnCreatedEvent) decode(d *decoder) error {
-	*x = ProjectColumnCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46589,6 +48089,9 @@ func (x *ProjectColumnCreatedEvent) decode(d *decoder) error {
 		case "project_column":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.ProjectColumn = ProjectColumn{}
 			}
 			seen[0] |= 1 << 1
 			err = x.ProjectColumn.decode(d)
@@ -46645,6 +48148,7 @@ func (x *ProjectColumnCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectColumnDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectColumnDeletedEvent{}
 	return unmarshal(b, "ProjectColumnDeletedEvent", x.decode)
 }
 
@@ -46656,7 +48160,6 @@ func (x ProjectColumnDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectColumnDeletedEvent) decode(d *decoder) error {
-	*x = ProjectColumnDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46678,6 +48181,9 @@ func (x *ProjectColumnDeletedEvent) decode(d *decoder) error {
 		case "project_column":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.ProjectColumn = ProjectColumn{}
 			}
 			seen[0] |= 1 << 1
 			err = x.ProjectColumn.decode(d)
@@ -46734,6 +48240,7 @@ func (x *ProjectColumnDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectColumnEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectColumnEditedEvent{}
 	return unmarshal(b, "ProjectColumnEditedEvent", x.decode)
 }
 
@@ -46745,7 +48252,6 @@ func (x ProjectColumnEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectColumnEditedEvent) decode(d *decoder) error {
-	*x = ProjectColumnEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46762,6 +48268,9 @@ func (x *ProjectColumnEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectColumnEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -46773,6 +48282,9 @@ func (x *ProjectColumnEditedEvent) decode(d *decoder) error {
 		case "project_column":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectColumn = ProjectColumn{}
 			}
 			seen[0] |= 1 << 2
 			err = x.ProjectColumn.decode(d)
@@ -46833,6 +48345,7 @@ func (x *ProjectColumnEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectColumnMovedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectColumnMovedEvent{}
 	return unmarshal(b, "ProjectColumnMovedEvent", x.decode)
 }
 
@@ -46844,7 +48357,6 @@ func (x ProjectColumnMovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectColumnMovedEvent) decode(d *decoder) error {
-	*x = ProjectColumnMovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -46867,6 +48379,9 @@ func (x *ProjectColumnMovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.ProjectColumn = ProjectColumn{}
+			}
 			seen[0] |= 1 << 1
 			err = x.ProjectColumn.decode(d)
 		case "repository":
@@ -46874,6 +48389,9 @@ func (x *ProjectColumnMovedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -46926,6 +48444,7 @@ func (x *ProjectColumnMovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2UnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2UnknownEvent{}
 	return unmarshal(b, "ProjectsV2UnknownEvent", x.decode)
 }
 
@@ -46937,7 +48456,6 @@ func (x ProjectsV2UnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2UnknownEvent) decode(d *decoder) error {
-	*x = ProjectsV2UnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -47004,6 +48522,7 @@ func (x *ProjectsV2UnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ClosedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ClosedEvent{}
 	return unmarshal(b, "ProjectsV2ClosedEvent", x.decode)
 }
 
@@ -47015,7 +48534,6 @@ func (x ProjectsV2ClosedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ClosedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ClosedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47034,17 +48552,26 @@ func (x *ProjectsV2ClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2 = ProjectsV2Project{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -47089,6 +48616,7 @@ func (x *ProjectsV2ClosedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2CreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2CreatedEvent{}
 	return unmarshal(b, "ProjectsV2CreatedEvent", x.decode)
 }
 
@@ -47100,7 +48628,6 @@ func (x ProjectsV2CreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2CreatedEvent) decode(d *decoder) error {
-	*x = ProjectsV2CreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47119,17 +48646,26 @@ func (x *ProjectsV2CreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2 = ProjectsV2Project{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -47174,6 +48710,7 @@ func (x *ProjectsV2CreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2DeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2DeletedEvent{}
 	return unmarshal(b, "ProjectsV2DeletedEvent", x.decode)
 }
 
@@ -47185,7 +48722,6 @@ func (x ProjectsV2DeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2DeletedEvent) decode(d *decoder) error {
-	*x = ProjectsV2DeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47204,17 +48740,26 @@ func (x *ProjectsV2DeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2 = ProjectsV2Project{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -47259,6 +48804,7 @@ func (x *ProjectsV2DeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2EditedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2EditedEvent{}
 	return unmarshal(b, "ProjectsV2EditedEvent", x.decode)
 }
 
@@ -47270,7 +48816,6 @@ func (x ProjectsV2EditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2EditedEvent) decode(d *decoder) error {
-	*x = ProjectsV2EditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47287,6 +48832,9 @@ func (x *ProjectsV2EditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectsV2EditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "installation":
@@ -47295,17 +48843,26 @@ func (x *ProjectsV2EditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "projects_v2":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.ProjectsV2 = ProjectsV2Project{}
+			}
 			seen[0] |= 1 << 3
 			err = x.ProjectsV2.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -47354,6 +48911,7 @@ func (x *ProjectsV2EditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ReopenedEvent{}
 	return unmarshal(b, "ProjectsV2ReopenedEvent", x.decode)
 }
 
@@ -47365,7 +48923,6 @@ func (x ProjectsV2ReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ReopenedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47384,17 +48941,26 @@ func (x *ProjectsV2ReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2 = ProjectsV2Project{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -47439,6 +49005,7 @@ func (x *ProjectsV2ReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemUnknownEvent{}
 	return unmarshal(b, "ProjectsV2ItemUnknownEvent", x.decode)
 }
 
@@ -47450,7 +49017,6 @@ func (x ProjectsV2ItemUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemUnknownEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -47517,6 +49083,7 @@ func (x *ProjectsV2ItemUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemArchivedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemArchivedEvent{}
 	return unmarshal(b, "ProjectsV2ItemArchivedEvent", x.decode)
 }
 
@@ -47528,7 +49095,6 @@ func (x ProjectsV2ItemArchivedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemArchivedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemArchivedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47545,6 +49111,9 @@ func (x *ProjectsV2ItemArchivedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectsV2ItemChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "installation":
@@ -47553,17 +49122,26 @@ func (x *ProjectsV2ItemArchivedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "projects_v2_item":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.ProjectsV2Item = ProjectsV2Item{}
+			}
 			seen[0] |= 1 << 3
 			err = x.ProjectsV2Item.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -47612,6 +49190,7 @@ func (x *ProjectsV2ItemArchivedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemConvertedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemConvertedEvent{}
 	return unmarshal(b, "ProjectsV2ItemConvertedEvent", x.decode)
 }
 
@@ -47623,7 +49202,6 @@ func (x ProjectsV2ItemConvertedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemConvertedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemConvertedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47640,6 +49218,9 @@ func (x *ProjectsV2ItemConvertedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectsV2ItemConvertedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "installation":
@@ -47648,17 +49229,26 @@ func (x *ProjectsV2ItemConvertedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "projects_v2_item":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.ProjectsV2Item = ProjectsV2Item{}
+			}
 			seen[0] |= 1 << 3
 			err = x.ProjectsV2Item.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -47707,6 +49297,7 @@ func (x *ProjectsV2ItemConvertedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemCreatedEvent{}
 	return unmarshal(b, "ProjectsV2ItemCreatedEvent", x.decode)
 }
 
@@ -47718,7 +49309,6 @@ func (x ProjectsV2ItemCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemCreatedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47737,17 +49327,26 @@ func (x *ProjectsV2ItemCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2_item":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2Item = ProjectsV2Item{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2Item.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -47792,6 +49391,7 @@ func (x *ProjectsV2ItemCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemDeletedEvent{}
 	return unmarshal(b, "ProjectsV2ItemDeletedEvent", x.decode)
 }
 
@@ -47803,7 +49403,6 @@ func (x ProjectsV2ItemDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemDeletedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47822,17 +49421,26 @@ func (x *ProjectsV2ItemDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2_item":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2Item = ProjectsV2Item{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2Item.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -47877,6 +49485,7 @@ func (x *ProjectsV2ItemDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemEditedEvent{}
 	return unmarshal(b, "ProjectsV2ItemEditedEvent", x.decode)
 }
 
@@ -47888,7 +49497,6 @@ func (x ProjectsV2ItemEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemEditedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47909,17 +49517,26 @@ func (x *ProjectsV2ItemEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2_item":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2Item = ProjectsV2Item{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2Item.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -47968,6 +49585,7 @@ func (x *ProjectsV2ItemEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemReorderedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemReorderedEvent{}
 	return unmarshal(b, "ProjectsV2ItemReorderedEvent", x.decode)
 }
 
@@ -47979,7 +49597,6 @@ func (x ProjectsV2ItemReorderedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemReorderedEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemReorderedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -47996,6 +49613,9 @@ func (x *ProjectsV2ItemReorderedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectsV2ItemReorderedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "installation":
@@ -48004,17 +49624,26 @@ func (x *ProjectsV2ItemReorderedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "projects_v2_item":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.ProjectsV2Item = ProjectsV2Item{}
+			}
 			seen[0] |= 1 << 3
 			err = x.ProjectsV2Item.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -48063,6 +49692,7 @@ func (x *ProjectsV2ItemReorderedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemRestoredEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemRestoredEvent{}
 	return unmarshal(b, "ProjectsV2ItemRestoredEvent", x.decode)
 }
 
@@ -48074,7 +49704,6 @@ func (x ProjectsV2ItemRestoredEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2ItemRestoredEvent) decode(d *decoder) error {
-	*x = ProjectsV2ItemRestoredEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48091,6 +49720,9 @@ func (x *ProjectsV2ItemRestoredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ProjectsV2ItemChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "installation":
@@ -48099,17 +49731,26 @@ func (x *ProjectsV2ItemRestoredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "projects_v2_item":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.ProjectsV2Item = ProjectsV2Item{}
+			}
 			seen[0] |= 1 << 3
 			err = x.ProjectsV2Item.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -48158,6 +49799,7 @@ func (x *ProjectsV2ItemRestoredEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2StatusUpdateUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2StatusUpdateUnknownEvent{}
 	return unmarshal(b, "ProjectsV2StatusUpdateUnknownEvent", x.decode)
 }
 
@@ -48169,7 +49811,6 @@ func (x ProjectsV2StatusUpdateUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2StatusUpdateUnknownEvent) decode(d *decoder) error {
-	*x = ProjectsV2StatusUpdateUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -48236,6 +49877,7 @@ func (x *ProjectsV2StatusUpdateUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2StatusUpdateCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2StatusUpdateCreatedEvent{}
 	return unmarshal(b, "ProjectsV2StatusUpdateCreatedEvent", x.decode)
 }
 
@@ -48247,7 +49889,6 @@ func (x ProjectsV2StatusUpdateCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2StatusUpdateCreatedEvent) decode(d *decoder) error {
-	*x = ProjectsV2StatusUpdateCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48266,17 +49907,26 @@ func (x *ProjectsV2StatusUpdateCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2_status_update":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2StatusUpdate = ProjectsV2StatusUpdate{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2StatusUpdate.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -48321,6 +49971,7 @@ func (x *ProjectsV2StatusUpdateCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2StatusUpdateDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2StatusUpdateDeletedEvent{}
 	return unmarshal(b, "ProjectsV2StatusUpdateDeletedEvent", x.decode)
 }
 
@@ -48332,7 +49983,6 @@ func (x ProjectsV2StatusUpdateDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2StatusUpdateDeletedEvent) decode(d *decoder) error {
-	*x = ProjectsV2StatusUpdateDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48351,17 +50001,26 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2_status_update":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2StatusUpdate = ProjectsV2StatusUpdate{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2StatusUpdate.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -48406,6 +50065,7 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2StatusUpdateEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2StatusUpdateEditedEvent{}
 	return unmarshal(b, "ProjectsV2StatusUpdateEditedEvent", x.decode)
 }
 
@@ -48417,7 +50077,6 @@ func (x ProjectsV2StatusUpdateEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ProjectsV2StatusUpdateEditedEvent) decode(d *decoder) error {
-	*x = ProjectsV2StatusUpdateEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48438,17 +50097,26 @@ func (x *ProjectsV2StatusUpdateEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "projects_v2_status_update":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ProjectsV2StatusUpdate = ProjectsV2StatusUpdate{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ProjectsV2StatusUpdate.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -48497,6 +50165,7 @@ func (x *ProjectsV2StatusUpdateEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PublicEvent) UnmarshalJSON(b []byte) error {
+	*x = PublicEvent{}
 	return unmarshal(b, "PublicEvent", x.decode)
 }
 
@@ -48508,7 +50177,6 @@ func (x PublicEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PublicEvent) decode(d *decoder) error {
-	*x = PublicEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48523,11 +50191,17 @@ func (x *PublicEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Sender.decode(d)
@@ -48572,6 +50246,7 @@ func (x *PublicEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestUnknownEvent{}
 	return unmarshal(b, "PullRequestUnknownEvent", x.decode)
 }
 
@@ -48583,7 +50258,6 @@ func (x PullRequestUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestUnknownEvent) decode(d *decoder) error {
-	*x = PullRequestUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -48662,6 +50336,7 @@ func (x *PullRequestUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestAssignedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestAssignedEvent{}
 	return unmarshal(b, "PullRequestAssignedEvent", x.decode)
 }
 
@@ -48673,7 +50348,6 @@ func (x PullRequestAssignedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestAssignedEvent) decode(d *decoder) error {
-	*x = PullRequestAssignedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48704,17 +50378,26 @@ func (x *PullRequestAssignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -48775,6 +50458,7 @@ func (x *PullRequestAssignedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestAutoMergeDisabledEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestAutoMergeDisabledEvent{}
 	return unmarshal(b, "PullRequestAutoMergeDisabledEvent", x.decode)
 }
 
@@ -48786,7 +50470,6 @@ func (x PullRequestAutoMergeDisabledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestAutoMergeDisabledEvent) decode(d *decoder) error {
-	*x = PullRequestAutoMergeDisabledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48815,6 +50498,9 @@ func (x *PullRequestAutoMergeDisabledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "reason":
@@ -48823,11 +50509,17 @@ func (x *PullRequestAutoMergeDisabledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -48888,6 +50580,7 @@ func (x *PullRequestAutoMergeDisabledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestAutoMergeEnabledEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestAutoMergeEnabledEvent{}
 	return unmarshal(b, "PullRequestAutoMergeEnabledEvent", x.decode)
 }
 
@@ -48899,7 +50592,6 @@ func (x PullRequestAutoMergeEnabledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestAutoMergeEnabledEvent) decode(d *decoder) error {
-	*x = PullRequestAutoMergeEnabledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -48928,6 +50620,9 @@ func (x *PullRequestAutoMergeEnabledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "reason":
@@ -48936,11 +50631,17 @@ func (x *PullRequestAutoMergeEnabledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -49001,6 +50702,7 @@ func (x *PullRequestAutoMergeEnabledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestClosedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestClosedEvent{}
 	return unmarshal(b, "PullRequestClosedEvent", x.decode)
 }
 
@@ -49012,7 +50714,6 @@ func (x PullRequestClosedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestClosedEvent) decode(d *decoder) error {
-	*x = PullRequestClosedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49041,17 +50742,26 @@ func (x *PullRequestClosedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -49108,6 +50818,7 @@ func (x *PullRequestClosedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestConvertedToDraftEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestConvertedToDraftEvent{}
 	return unmarshal(b, "PullRequestConvertedToDraftEvent", x.decode)
 }
 
@@ -49119,7 +50830,6 @@ func (x PullRequestConvertedToDraftEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestConvertedToDraftEvent) decode(d *decoder) error {
-	*x = PullRequestConvertedToDraftEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49148,17 +50858,26 @@ func (x *PullRequestConvertedToDraftEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -49215,6 +50934,7 @@ func (x *PullRequestConvertedToDraftEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestDemilestonedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestDemilestonedEvent{}
 	return unmarshal(b, "PullRequestDemilestonedEvent", x.decode)
 }
 
@@ -49226,7 +50946,6 @@ func (x PullRequestDemilestonedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestDemilestonedEvent) decode(d *decoder) error {
-	*x = PullRequestDemilestonedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49255,11 +50974,17 @@ func (x *PullRequestDemilestonedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -49318,6 +51043,7 @@ func (x *PullRequestDemilestonedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestDequeuedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestDequeuedEvent{}
 	return unmarshal(b, "PullRequestDequeuedEvent", x.decode)
 }
 
@@ -49329,7 +51055,6 @@ func (x PullRequestDequeuedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestDequeuedEvent) decode(d *decoder) error {
-	*x = PullRequestDequeuedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49358,6 +51083,9 @@ func (x *PullRequestDequeuedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "reason":
@@ -49370,11 +51098,17 @@ func (x *PullRequestDequeuedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -49435,6 +51169,7 @@ func (x *PullRequestDequeuedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestEditedEvent{}
 	return unmarshal(b, "PullRequestEditedEvent", x.decode)
 }
 
@@ -49446,7 +51181,6 @@ func (x PullRequestEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestEditedEvent) decode(d *decoder) error {
-	*x = PullRequestEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49462,6 +51196,9 @@ func (x *PullRequestEditedEvent) decode(d *decoder) error {
 		case "changes":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = PullRequestEditedChanges{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
@@ -49481,11 +51218,17 @@ func (x *PullRequestEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 3
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
@@ -49548,6 +51291,7 @@ func (x *PullRequestEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestEnqueuedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestEnqueuedEvent{}
 	return unmarshal(b, "PullRequestEnqueuedEvent", x.decode)
 }
 
@@ -49559,7 +51303,6 @@ func (x PullRequestEnqueuedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestEnqueuedEvent) decode(d *decoder) error {
-	*x = PullRequestEnqueuedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49588,17 +51331,26 @@ func (x *PullRequestEnqueuedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -49655,6 +51407,7 @@ func (x *PullRequestEnqueuedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestLabeledEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestLabeledEvent{}
 	return unmarshal(b, "PullRequestLabeledEvent", x.decode)
 }
 
@@ -49666,7 +51419,6 @@ func (x PullRequestLabeledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestLabeledEvent) decode(d *decoder) error {
-	*x = PullRequestLabeledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49697,17 +51449,26 @@ func (x *PullRequestLabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -49768,6 +51529,7 @@ func (x *PullRequestLabeledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestLockedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestLockedEvent{}
 	return unmarshal(b, "PullRequestLockedEvent", x.decode)
 }
 
@@ -49779,7 +51541,6 @@ func (x PullRequestLockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestLockedEvent) decode(d *decoder) error {
-	*x = PullRequestLockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49808,17 +51569,26 @@ func (x *PullRequestLockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -49875,6 +51645,7 @@ func (x *PullRequestLockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestMilestonedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestMilestonedEvent{}
 	return unmarshal(b, "PullRequestMilestonedEvent", x.decode)
 }
 
@@ -49886,7 +51657,6 @@ func (x PullRequestMilestonedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestMilestonedEvent) decode(d *decoder) error {
-	*x = PullRequestMilestonedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -49915,11 +51685,17 @@ func (x *PullRequestMilestonedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -49978,6 +51754,7 @@ func (x *PullRequestMilestonedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestOpenedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestOpenedEvent{}
 	return unmarshal(b, "PullRequestOpenedEvent", x.decode)
 }
 
@@ -49989,7 +51766,6 @@ func (x PullRequestOpenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestOpenedEvent) decode(d *decoder) error {
-	*x = PullRequestOpenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50018,17 +51794,26 @@ func (x *PullRequestOpenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -50085,6 +51870,7 @@ func (x *PullRequestOpenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReadyForReviewEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReadyForReviewEvent{}
 	return unmarshal(b, "PullRequestReadyForReviewEvent", x.decode)
 }
 
@@ -50096,7 +51882,6 @@ func (x PullRequestReadyForReviewEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReadyForReviewEvent) decode(d *decoder) error {
-	*x = PullRequestReadyForReviewEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50125,17 +51910,26 @@ func (x *PullRequestReadyForReviewEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -50192,6 +51986,7 @@ func (x *PullRequestReadyForReviewEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReopenedEvent{}
 	return unmarshal(b, "PullRequestReopenedEvent", x.decode)
 }
 
@@ -50203,7 +51998,6 @@ func (x PullRequestReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReopenedEvent) decode(d *decoder) error {
-	*x = PullRequestReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50232,17 +52026,26 @@ func (x *PullRequestReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -50299,6 +52102,7 @@ func (x *PullRequestReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewRequestRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewRequestRemovedEvent{}
 	return unmarshal(b, "PullRequestReviewRequestRemovedEvent", x.decode)
 }
 
@@ -50310,7 +52114,6 @@ func (x PullRequestReviewRequestRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewRequestRemovedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewRequestRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50339,11 +52142,17 @@ func (x *PullRequestReviewRequestRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -50352,6 +52161,9 @@ func (x *PullRequestReviewRequestRemovedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -50418,6 +52230,7 @@ func (x *PullRequestReviewRequestRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewRequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewRequestedEvent{}
 	return unmarshal(b, "PullRequestReviewRequestedEvent", x.decode)
 }
 
@@ -50429,7 +52242,6 @@ func (x PullRequestReviewRequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewRequestedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewRequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50458,11 +52270,17 @@ func (x *PullRequestReviewRequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -50471,6 +52289,9 @@ func (x *PullRequestReviewRequestedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -50537,6 +52358,7 @@ func (x *PullRequestReviewRequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestSynchronizeEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestSynchronizeEvent{}
 	return unmarshal(b, "PullRequestSynchronizeEvent", x.decode)
 }
 
@@ -50548,7 +52370,6 @@ func (x PullRequestSynchronizeEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestSynchronizeEvent) decode(d *decoder) error {
-	*x = PullRequestSynchronizeEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50581,17 +52402,26 @@ func (x *PullRequestSynchronizeEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 4
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<5) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 5
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<6) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 6
 			err = x.Sender.decode(d)
@@ -50656,6 +52486,7 @@ func (x *PullRequestSynchronizeEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestUnassignedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestUnassignedEvent{}
 	return unmarshal(b, "PullRequestUnassignedEvent", x.decode)
 }
 
@@ -50667,7 +52498,6 @@ func (x PullRequestUnassignedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestUnassignedEvent) decode(d *decoder) error {
-	*x = PullRequestUnassignedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50698,11 +52528,17 @@ func (x *PullRequestUnassignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -50765,6 +52601,7 @@ func (x *PullRequestUnassignedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestUnlabeledEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestUnlabeledEvent{}
 	return unmarshal(b, "PullRequestUnlabeledEvent", x.decode)
 }
 
@@ -50776,7 +52613,6 @@ func (x PullRequestUnlabeledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestUnlabeledEvent) decode(d *decoder) error {
-	*x = PullRequestUnlabeledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50807,17 +52643,26 @@ func (x *PullRequestUnlabeledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -50878,6 +52723,7 @@ func (x *PullRequestUnlabeledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestUnlockedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestUnlockedEvent{}
 	return unmarshal(b, "PullRequestUnlockedEvent", x.decode)
 }
 
@@ -50889,7 +52735,6 @@ func (x PullRequestUnlockedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestUnlockedEvent) decode(d *decoder) error {
-	*x = PullRequestUnlockedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -50918,17 +52763,26 @@ func (x *PullRequestUnlockedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -50985,6 +52839,7 @@ func (x *PullRequestUnlockedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewUnknownEvent{}
 	return unmarshal(b, "PullRequestReviewUnknownEvent", x.decode)
 }
 
@@ -50996,7 +52851,6 @@ func (x PullRequestReviewUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewUnknownEvent) decode(d *decoder) error {
-	*x = PullRequestReviewUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -51081,6 +52935,7 @@ func (x *PullRequestReviewUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewDismissedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewDismissedEvent{}
 	return unmarshal(b, "PullRequestReviewDismissedEvent", x.decode)
 }
 
@@ -51092,7 +52947,6 @@ func (x PullRequestReviewDismissedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewDismissedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewDismissedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -51115,11 +52969,17 @@ func (x *PullRequestReviewDismissedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PullRequest = SimplePullRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -51127,11 +52987,17 @@ func (x *PullRequestReviewDismissedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Review = PullRequestReview{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Review.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -51188,6 +53054,7 @@ func (x *PullRequestReviewDismissedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewEditedEvent{}
 	return unmarshal(b, "PullRequestReviewEditedEvent", x.decode)
 }
 
@@ -51199,7 +53066,6 @@ func (x PullRequestReviewEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewEditedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -51216,6 +53082,9 @@ func (x *PullRequestReviewEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = IssueCommentEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -51228,11 +53097,17 @@ func (x *PullRequestReviewEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = SimplePullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -51240,11 +53115,17 @@ func (x *PullRequestReviewEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Review = PullRequestReview{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Review.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -51305,6 +53186,7 @@ func (x *PullRequestReviewEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewSubmittedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewSubmittedEvent{}
 	return unmarshal(b, "PullRequestReviewSubmittedEvent", x.decode)
 }
 
@@ -51316,7 +53198,6 @@ func (x PullRequestReviewSubmittedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewSubmittedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewSubmittedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -51339,11 +53220,17 @@ func (x *PullRequestReviewSubmittedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PullRequest = SimplePullRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -51351,11 +53238,17 @@ func (x *PullRequestReviewSubmittedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Review = PullRequestReview{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Review.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -51412,6 +53305,7 @@ func (x *PullRequestReviewSubmittedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentUnknownEvent{}
 	return unmarshal(b, "PullRequestReviewCommentUnknownEvent", x.decode)
 }
 
@@ -51423,7 +53317,6 @@ func (x PullRequestReviewCommentUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentUnknownEvent) decode(d *decoder) error {
-	*x = PullRequestReviewCommentUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -51508,6 +53401,7 @@ func (x *PullRequestReviewCommentUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentCreatedEvent{}
 	return unmarshal(b, "PullRequestReviewCommentCreatedEvent", x.decode)
 }
 
@@ -51519,7 +53413,6 @@ func (x PullRequestReviewCommentCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentCreatedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewCommentCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -51536,6 +53429,9 @@ func (x *PullRequestReviewCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Comment = PullRequestReviewComment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Comment.decode(d)
 		case "enterprise":
@@ -51548,17 +53444,26 @@ func (x *PullRequestReviewCommentCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequestReviewCommentPullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -51615,6 +53520,7 @@ func (x *PullRequestReviewCommentCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentDeletedEvent{}
 	return unmarshal(b, "PullRequestReviewCommentDeletedEvent", x.decode)
 }
 
@@ -51626,7 +53532,6 @@ func (x PullRequestReviewCommentDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentDeletedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewCommentDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -51643,6 +53548,9 @@ func (x *PullRequestReviewCommentDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Comment = PullRequestReviewComment{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Comment.decode(d)
 		case "enterprise":
@@ -51655,17 +53563,26 @@ func (x *PullRequestReviewCommentDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.PullRequest = PullRequestReviewCommentPullRequest{}
+			}
 			seen[0] |= 1 << 2
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -51722,6 +53639,7 @@ func (x *PullRequestReviewCommentDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewCommentEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewCommentEditedEvent{}
 	return unmarshal(b, "PullRequestReviewCommentEditedEvent", x.decode)
 }
 
@@ -51733,7 +53651,6 @@ func (x PullRequestReviewCommentEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewCommentEditedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewCommentEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -51750,11 +53667,17 @@ func (x *PullRequestReviewCommentEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = IssueCommentEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "comment":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Comment = PullRequestReviewComment{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Comment.decode(d)
@@ -51768,17 +53691,26 @@ func (x *PullRequestReviewCommentEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.PullRequest = PullRequestReviewCommentPullRequest{}
+			}
 			seen[0] |= 1 << 3
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<4) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 4
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 5
 			err = x.Sender.decode(d)
@@ -51839,6 +53771,7 @@ func (x *PullRequestReviewCommentEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewThreadUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewThreadUnknownEvent{}
 	return unmarshal(b, "PullRequestReviewThreadUnknownEvent", x.decode)
 }
 
@@ -51850,7 +53783,6 @@ func (x PullRequestReviewThreadUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewThreadUnknownEvent) decode(d *decoder) error {
-	*x = PullRequestReviewThreadUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -51941,6 +53873,7 @@ func (x *PullRequestReviewThreadUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewThreadResolvedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewThreadResolvedEvent{}
 	return unmarshal(b, "PullRequestReviewThreadResolvedEvent", x.decode)
 }
 
@@ -51952,7 +53885,6 @@ func (x PullRequestReviewThreadResolvedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewThreadResolvedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewThreadResolvedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -51975,11 +53907,17 @@ func (x *PullRequestReviewThreadResolvedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PullRequest = SimplePullRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -51988,6 +53926,9 @@ func (x *PullRequestReviewThreadResolvedEvent) decode(d *decoder) error {
 		case "thread":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Thread = PullRequestReviewThread{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Thread.decode(d)
@@ -52050,6 +53991,7 @@ func (x *PullRequestReviewThreadResolvedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestReviewThreadUnresolvedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestReviewThreadUnresolvedEvent{}
 	return unmarshal(b, "PullRequestReviewThreadUnresolvedEvent", x.decode)
 }
 
@@ -52061,7 +54003,6 @@ func (x PullRequestReviewThreadUnresolvedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PullRequestReviewThreadUnresolvedEvent) decode(d *decoder) error {
-	*x = PullRequestReviewThreadUnresolvedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -52084,11 +54025,17 @@ func (x *PullRequestReviewThreadUnresolvedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.PullRequest = SimplePullRequest{}
+			}
 			seen[0] |= 1 << 1
 			err = x.PullRequest.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -52097,6 +54044,9 @@ func (x *PullRequestReviewThreadUnresolvedEvent) decode(d *decoder) error {
 		case "thread":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Thread = PullRequestReviewThread{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Thread.decode(d)
@@ -52159,6 +54109,7 @@ func (x *PullRequestReviewThreadUnresolvedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PushEvent) UnmarshalJSON(b []byte) error {
+	*x = PushEvent{}
 	return unmarshal(b, "PushEvent", x.decode)
 }
 
@@ -52170,7 +54121,6 @@ func (x PushEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *PushEvent) decode(d *decoder) error {
-	*x = PushEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -52219,6 +54169,9 @@ func (x *PushEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<7) != 0 {
+				x.Pusher = Committer{}
+			}
 			seen[0] |= 1 << 7
 			err = x.Pusher.decode(d)
 		case "ref":
@@ -52226,6 +54179,9 @@ func (x *PushEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<9) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 9
 			err = x.Repository.decode(d)
@@ -52316,6 +54272,7 @@ func (x *PushEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackageUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackageUnknownEvent{}
 	return unmarshal(b, "RegistryPackageUnknownEvent", x.decode)
 }
 
@@ -52327,7 +54284,6 @@ func (x RegistryPackageUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackageUnknownEvent) decode(d *decoder) error {
-	*x = RegistryPackageUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -52406,6 +54362,7 @@ func (x *RegistryPackageUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackagePublishedEvent) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePublishedEvent{}
 	return unmarshal(b, "RegistryPackagePublishedEvent", x.decode)
 }
 
@@ -52417,7 +54374,6 @@ func (x RegistryPackagePublishedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackagePublishedEvent) decode(d *decoder) error {
-	*x = RegistryPackagePublishedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -52440,6 +54396,9 @@ func (x *RegistryPackagePublishedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.RegistryPackage = RegistryPackage{}
+			}
 			seen[0] |= 1 << 1
 			err = x.RegistryPackage.decode(d)
 		case "repository":
@@ -52447,6 +54406,9 @@ func (x *RegistryPackagePublishedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -52499,6 +54461,7 @@ func (x *RegistryPackagePublishedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackageUpdatedEvent) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackageUpdatedEvent{}
 	return unmarshal(b, "RegistryPackageUpdatedEvent", x.decode)
 }
 
@@ -52510,7 +54473,6 @@ func (x RegistryPackageUpdatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RegistryPackageUpdatedEvent) decode(d *decoder) error {
-	*x = RegistryPackageUpdatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -52533,6 +54495,9 @@ func (x *RegistryPackageUpdatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.RegistryPackage = RegistryPackage{}
+			}
 			seen[0] |= 1 << 1
 			err = x.RegistryPackage.decode(d)
 		case "repository":
@@ -52540,6 +54505,9 @@ func (x *RegistryPackageUpdatedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -52592,6 +54560,7 @@ func (x *RegistryPackageUpdatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleaseUnknownEvent{}
 	return unmarshal(b, "ReleaseUnknownEvent", x.decode)
 }
 
@@ -52603,7 +54572,6 @@ func (x ReleaseUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseUnknownEvent) decode(d *decoder) error {
-	*x = ReleaseUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -52682,6 +54650,7 @@ func (x *ReleaseUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleaseCreatedEvent{}
 	return unmarshal(b, "ReleaseCreatedEvent", x.decode)
 }
 
@@ -52693,7 +54662,6 @@ func (x ReleaseCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseCreatedEvent) decode(d *decoder) error {
-	*x = ReleaseCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -52716,17 +54684,26 @@ func (x *ReleaseCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Release = Release{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Release.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -52779,6 +54756,7 @@ func (x *ReleaseCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleaseDeletedEvent{}
 	return unmarshal(b, "ReleaseDeletedEvent", x.decode)
 }
 
@@ -52790,7 +54768,6 @@ func (x ReleaseDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseDeletedEvent) decode(d *decoder) error {
-	*x = ReleaseDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -52813,17 +54790,26 @@ func (x *ReleaseDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Release = Release{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Release.decode(d)
 		case "repository":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -52876,6 +54862,7 @@ func (x *ReleaseDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleaseEditedEvent{}
 	return unmarshal(b, "ReleaseEditedEvent", x.decode)
 }
 
@@ -52887,7 +54874,6 @@ func (x ReleaseEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseEditedEvent) decode(d *decoder) error {
-	*x = ReleaseEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -52904,6 +54890,9 @@ func (x *ReleaseEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = ReleaseEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -52916,11 +54905,17 @@ func (x *ReleaseEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Release = Release{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Release.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
@@ -52979,6 +54974,7 @@ func (x *ReleaseEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleasePrereleasedEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleasePrereleasedEvent{}
 	return unmarshal(b, "ReleasePrereleasedEvent", x.decode)
 }
 
@@ -52990,7 +54986,6 @@ func (x ReleasePrereleasedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleasePrereleasedEvent) decode(d *decoder) error {
-	*x = ReleasePrereleasedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53013,11 +55008,17 @@ func (x *ReleasePrereleasedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Release = Release{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Release.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -53072,6 +55073,7 @@ func (x *ReleasePrereleasedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleasePublishedEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleasePublishedEvent{}
 	return unmarshal(b, "ReleasePublishedEvent", x.decode)
 }
 
@@ -53083,7 +55085,6 @@ func (x ReleasePublishedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleasePublishedEvent) decode(d *decoder) error {
-	*x = ReleasePublishedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53106,11 +55107,17 @@ func (x *ReleasePublishedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Release = Release{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Release.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -53165,6 +55172,7 @@ func (x *ReleasePublishedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseReleasedEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleaseReleasedEvent{}
 	return unmarshal(b, "ReleaseReleasedEvent", x.decode)
 }
 
@@ -53176,7 +55184,6 @@ func (x ReleaseReleasedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseReleasedEvent) decode(d *decoder) error {
-	*x = ReleaseReleasedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53199,11 +55206,17 @@ func (x *ReleaseReleasedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Release = Release{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Release.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -53258,6 +55271,7 @@ func (x *ReleaseReleasedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ReleaseUnpublishedEvent) UnmarshalJSON(b []byte) error {
+	*x = ReleaseUnpublishedEvent{}
 	return unmarshal(b, "ReleaseUnpublishedEvent", x.decode)
 }
 
@@ -53269,7 +55283,6 @@ func (x ReleaseUnpublishedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *ReleaseUnpublishedEvent) decode(d *decoder) error {
-	*x = ReleaseUnpublishedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53292,11 +55305,17 @@ func (x *ReleaseUnpublishedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Release = Release{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Release.decode(d)
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -53351,6 +55370,7 @@ func (x *ReleaseUnpublishedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryUnknownEvent{}
 	return unmarshal(b, "RepositoryUnknownEvent", x.decode)
 }
 
@@ -53362,7 +55382,6 @@ func (x RepositoryUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryUnknownEvent) decode(d *decoder) error {
-	*x = RepositoryUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -53435,6 +55454,7 @@ func (x *RepositoryUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryArchivedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryArchivedEvent{}
 	return unmarshal(b, "RepositoryArchivedEvent", x.decode)
 }
 
@@ -53446,7 +55466,6 @@ func (x RepositoryArchivedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryArchivedEvent) decode(d *decoder) error {
-	*x = RepositoryArchivedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53469,11 +55488,17 @@ func (x *RepositoryArchivedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -53522,6 +55547,7 @@ func (x *RepositoryArchivedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryCreatedEvent{}
 	return unmarshal(b, "RepositoryCreatedEvent", x.decode)
 }
 
@@ -53533,7 +55559,6 @@ func (x RepositoryCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryCreatedEvent) decode(d *decoder) error {
-	*x = RepositoryCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53556,11 +55581,17 @@ func (x *RepositoryCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -53609,6 +55640,7 @@ func (x *RepositoryCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryDeletedEvent{}
 	return unmarshal(b, "RepositoryDeletedEvent", x.decode)
 }
 
@@ -53620,7 +55652,6 @@ func (x RepositoryDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryDeletedEvent) decode(d *decoder) error {
-	*x = RepositoryDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53643,11 +55674,17 @@ func (x *RepositoryDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -53696,6 +55733,7 @@ func (x *RepositoryDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryEditedEvent{}
 	return unmarshal(b, "RepositoryEditedEvent", x.decode)
 }
 
@@ -53707,7 +55745,6 @@ func (x RepositoryEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryEditedEvent) decode(d *decoder) error {
-	*x = RepositoryEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53724,6 +55761,9 @@ func (x *RepositoryEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = RepositoryEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -53736,11 +55776,17 @@ func (x *RepositoryEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -53793,6 +55839,7 @@ func (x *RepositoryEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryPrivatizedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryPrivatizedEvent{}
 	return unmarshal(b, "RepositoryPrivatizedEvent", x.decode)
 }
 
@@ -53804,7 +55851,6 @@ func (x RepositoryPrivatizedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryPrivatizedEvent) decode(d *decoder) error {
-	*x = RepositoryPrivatizedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53827,11 +55873,17 @@ func (x *RepositoryPrivatizedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -53880,6 +55932,7 @@ func (x *RepositoryPrivatizedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryPublicizedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryPublicizedEvent{}
 	return unmarshal(b, "RepositoryPublicizedEvent", x.decode)
 }
 
@@ -53891,7 +55944,6 @@ func (x RepositoryPublicizedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryPublicizedEvent) decode(d *decoder) error {
-	*x = RepositoryPublicizedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53914,11 +55966,17 @@ func (x *RepositoryPublicizedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -53967,6 +56025,7 @@ func (x *RepositoryPublicizedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRenamedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRenamedEvent{}
 	return unmarshal(b, "RepositoryRenamedEvent", x.decode)
 }
 
@@ -53978,7 +56037,6 @@ func (x RepositoryRenamedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRenamedEvent) decode(d *decoder) error {
-	*x = RepositoryRenamedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -53995,6 +56053,9 @@ func (x *RepositoryRenamedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = RepositoryRenamedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -54007,11 +56068,17 @@ func (x *RepositoryRenamedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -54064,6 +56131,7 @@ func (x *RepositoryRenamedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryTransferredEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryTransferredEvent{}
 	return unmarshal(b, "RepositoryTransferredEvent", x.decode)
 }
 
@@ -54075,7 +56143,6 @@ func (x RepositoryTransferredEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryTransferredEvent) decode(d *decoder) error {
-	*x = RepositoryTransferredEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -54092,6 +56159,9 @@ func (x *RepositoryTransferredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = RepositoryTransferredChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -54104,11 +56174,17 @@ func (x *RepositoryTransferredEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -54161,6 +56237,7 @@ func (x *RepositoryTransferredEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryUnarchivedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryUnarchivedEvent{}
 	return unmarshal(b, "RepositoryUnarchivedEvent", x.decode)
 }
 
@@ -54172,7 +56249,6 @@ func (x RepositoryUnarchivedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryUnarchivedEvent) decode(d *decoder) error {
-	*x = RepositoryUnarchivedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -54195,11 +56271,17 @@ func (x *RepositoryUnarchivedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -54248,6 +56330,7 @@ func (x *RepositoryUnarchivedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisoryUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisoryUnknownEvent{}
 	return unmarshal(b, "RepositoryAdvisoryUnknownEvent", x.decode)
 }
 
@@ -54259,7 +56342,6 @@ func (x RepositoryAdvisoryUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisoryUnknownEvent) decode(d *decoder) error {
-	*x = RepositoryAdvisoryUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -54338,6 +56420,7 @@ func (x *RepositoryAdvisoryUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisoryPublishedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisoryPublishedEvent{}
 	return unmarshal(b, "RepositoryAdvisoryPublishedEvent", x.decode)
 }
 
@@ -54349,7 +56432,6 @@ func (x RepositoryAdvisoryPublishedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisoryPublishedEvent) decode(d *decoder) error {
-	*x = RepositoryAdvisoryPublishedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -54372,11 +56454,17 @@ func (x *RepositoryAdvisoryPublishedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "repository_advisory":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.RepositoryAdvisory = RepositoryAdvisory{}
 			}
 			seen[0] |= 1 << 2
 			err = x.RepositoryAdvisory.decode(d)
@@ -54431,6 +56519,7 @@ func (x *RepositoryAdvisoryPublishedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryAdvisoryReportedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryAdvisoryReportedEvent{}
 	return unmarshal(b, "RepositoryAdvisoryReportedEvent", x.decode)
 }
 
@@ -54442,7 +56531,6 @@ func (x RepositoryAdvisoryReportedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryAdvisoryReportedEvent) decode(d *decoder) error {
-	*x = RepositoryAdvisoryReportedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -54465,11 +56553,17 @@ func (x *RepositoryAdvisoryReportedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "repository_advisory":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.RepositoryAdvisory = RepositoryAdvisory{}
 			}
 			seen[0] |= 1 << 2
 			err = x.RepositoryAdvisory.decode(d)
@@ -54524,6 +56618,7 @@ func (x *RepositoryAdvisoryReportedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryDispatchUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryDispatchUnknownEvent{}
 	return unmarshal(b, "RepositoryDispatchUnknownEvent", x.decode)
 }
 
@@ -54535,7 +56630,6 @@ func (x RepositoryDispatchUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryDispatchUnknownEvent) decode(d *decoder) error {
-	*x = RepositoryDispatchUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -54560,6 +56654,9 @@ func (x *RepositoryDispatchUnknownEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Installation = SimpleInstallation{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Installation.decode(d)
 		case "organization":
@@ -54568,11 +56665,17 @@ func (x *RepositoryDispatchUnknownEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -54632,6 +56735,7 @@ func (x *RepositoryDispatchUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryDispatchSampleCollectedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryDispatchSampleCollectedEvent{}
 	return unmarshal(b, "RepositoryDispatchSampleCollectedEvent", x.decode)
 }
 
@@ -54643,7 +56747,6 @@ func (x RepositoryDispatchSampleCollectedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryDispatchSampleCollectedEvent) decode(d *decoder) error {
-	*x = RepositoryDispatchSampleCollectedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -54666,6 +56769,9 @@ func (x *RepositoryDispatchSampleCollectedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Installation = SimpleInstallation{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Installation.decode(d)
 		case "organization":
@@ -54674,11 +56780,17 @@ func (x *RepositoryDispatchSampleCollectedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -54735,6 +56847,7 @@ func (x *RepositoryDispatchSampleCollectedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryImportEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryImportEvent{}
 	return unmarshal(b, "RepositoryImportEvent", x.decode)
 }
 
@@ -54746,7 +56859,6 @@ func (x RepositoryImportEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryImportEvent) decode(d *decoder) error {
-	*x = RepositoryImportEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -54761,11 +56873,17 @@ func (x *RepositoryImportEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Sender.decode(d)
@@ -54820,6 +56938,7 @@ func (x *RepositoryImportEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetUnknownEvent{}
 	return unmarshal(b, "RepositoryRulesetUnknownEvent", x.decode)
 }
 
@@ -54831,7 +56950,6 @@ func (x RepositoryRulesetUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetUnknownEvent) decode(d *decoder) error {
-	*x = RepositoryRulesetUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -54910,6 +57028,7 @@ func (x *RepositoryRulesetUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetCreatedEvent{}
 	return unmarshal(b, "RepositoryRulesetCreatedEvent", x.decode)
 }
 
@@ -54921,7 +57040,6 @@ func (x RepositoryRulesetCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetCreatedEvent) decode(d *decoder) error {
-	*x = RepositoryRulesetCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -54946,11 +57064,17 @@ func (x *RepositoryRulesetCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.RepositoryRuleset = RepositoryRuleset{}
+			}
 			seen[0] |= 1 << 1
 			err = x.RepositoryRuleset.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -55003,6 +57127,7 @@ func (x *RepositoryRulesetCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetDeletedEvent{}
 	return unmarshal(b, "RepositoryRulesetDeletedEvent", x.decode)
 }
 
@@ -55014,7 +57139,6 @@ func (x RepositoryRulesetDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetDeletedEvent) decode(d *decoder) error {
-	*x = RepositoryRulesetDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55039,11 +57163,17 @@ func (x *RepositoryRulesetDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.RepositoryRuleset = RepositoryRuleset{}
+			}
 			seen[0] |= 1 << 1
 			err = x.RepositoryRuleset.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -55096,6 +57226,7 @@ func (x *RepositoryRulesetDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetEditedEvent{}
 	return unmarshal(b, "RepositoryRulesetEditedEvent", x.decode)
 }
 
@@ -55107,7 +57238,6 @@ func (x RepositoryRulesetEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryRulesetEditedEvent) decode(d *decoder) error {
-	*x = RepositoryRulesetEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55132,6 +57262,9 @@ func (x *RepositoryRulesetEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.RepositoryRuleset = RepositoryRuleset{}
+			}
 			seen[0] |= 1 << 1
 			err = x.RepositoryRuleset.decode(d)
 		case "changes":
@@ -55139,6 +57272,9 @@ func (x *RepositoryRulesetEditedEvent) decode(d *decoder) error {
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -55195,6 +57331,7 @@ func (x *RepositoryRulesetEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryVulnerabilityAlertUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryVulnerabilityAlertUnknownEvent{}
 	return unmarshal(b, "RepositoryVulnerabilityAlertUnknownEvent", x.decode)
 }
 
@@ -55206,7 +57343,6 @@ func (x RepositoryVulnerabilityAlertUnknownEvent) MarshalJSON() ([]byte, error) 
 }
 
 func (x *RepositoryVulnerabilityAlertUnknownEvent) decode(d *decoder) error {
-	*x = RepositoryVulnerabilityAlertUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -55285,6 +57421,7 @@ func (x *RepositoryVulnerabilityAlertUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryVulnerabilityAlertCreateEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryVulnerabilityAlertCreateEvent{}
 	return unmarshal(b, "RepositoryVulnerabilityAlertCreateEvent", x.decode)
 }
 
@@ -55296,7 +57433,6 @@ func (x RepositoryVulnerabilityAlertCreateEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryVulnerabilityAlertCreateEvent) decode(d *decoder) error {
-	*x = RepositoryVulnerabilityAlertCreateEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55313,6 +57449,9 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = RepositoryVulnerabilityAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -55325,11 +57464,17 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -55382,6 +57527,7 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryVulnerabilityAlertDismissEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryVulnerabilityAlertDismissEvent{}
 	return unmarshal(b, "RepositoryVulnerabilityAlertDismissEvent", x.decode)
 }
 
@@ -55393,7 +57539,6 @@ func (x RepositoryVulnerabilityAlertDismissEvent) MarshalJSON() ([]byte, error) 
 }
 
 func (x *RepositoryVulnerabilityAlertDismissEvent) decode(d *decoder) error {
-	*x = RepositoryVulnerabilityAlertDismissEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55410,6 +57555,9 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = RepositoryVulnerabilityAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -55422,11 +57570,17 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -55479,6 +57633,7 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryVulnerabilityAlertReopenEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryVulnerabilityAlertReopenEvent{}
 	return unmarshal(b, "RepositoryVulnerabilityAlertReopenEvent", x.decode)
 }
 
@@ -55490,7 +57645,6 @@ func (x RepositoryVulnerabilityAlertReopenEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *RepositoryVulnerabilityAlertReopenEvent) decode(d *decoder) error {
-	*x = RepositoryVulnerabilityAlertReopenEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55507,6 +57661,9 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = RepositoryVulnerabilityAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -55519,11 +57676,17 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -55576,6 +57739,7 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryVulnerabilityAlertResolveEvent) UnmarshalJSON(b []byte) error {
+	*x = RepositoryVulnerabilityAlertResolveEvent{}
 	return unmarshal(b, "RepositoryVulnerabilityAlertResolveEvent", x.decode)
 }
 
@@ -55587,7 +57751,6 @@ func (x RepositoryVulnerabilityAlertResolveEvent) MarshalJSON() ([]byte, error) 
 }
 
 func (x *RepositoryVulnerabilityAlertResolveEvent) decode(d *decoder) error {
-	*x = RepositoryVulnerabilityAlertResolveEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55604,6 +57767,9 @@ func (x *RepositoryVulnerabilityAlertResolveEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = RepositoryVulnerabilityAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -55616,11 +57782,17 @@ func (x *RepositoryVulnerabilityAlertResolveEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
@@ -55673,6 +57845,7 @@ func (x *RepositoryVulnerabilityAlertResolveEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertUnknownEvent{}
 	return unmarshal(b, "SecretScanningAlertUnknownEvent", x.decode)
 }
 
@@ -55684,7 +57857,6 @@ func (x SecretScanningAlertUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertUnknownEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -55763,6 +57935,7 @@ func (x *SecretScanningAlertUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertAssignedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertAssignedEvent{}
 	return unmarshal(b, "SecretScanningAlertAssignedEvent", x.decode)
 }
 
@@ -55774,7 +57947,6 @@ func (x SecretScanningAlertAssignedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertAssignedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertAssignedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55791,6 +57963,9 @@ func (x *SecretScanningAlertAssignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "assignee":
@@ -55804,6 +57979,9 @@ func (x *SecretScanningAlertAssignedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -55862,6 +58040,7 @@ func (x *SecretScanningAlertAssignedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertCreatedEvent{}
 	return unmarshal(b, "SecretScanningAlertCreatedEvent", x.decode)
 }
 
@@ -55873,7 +58052,6 @@ func (x SecretScanningAlertCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertCreatedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55890,6 +58068,9 @@ func (x *SecretScanningAlertCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -55901,6 +58082,9 @@ func (x *SecretScanningAlertCreatedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -55955,6 +58139,7 @@ func (x *SecretScanningAlertCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertPubliclyLeakedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertPubliclyLeakedEvent{}
 	return unmarshal(b, "SecretScanningAlertPubliclyLeakedEvent", x.decode)
 }
 
@@ -55966,7 +58151,6 @@ func (x SecretScanningAlertPubliclyLeakedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertPubliclyLeakedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertPubliclyLeakedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -55983,6 +58167,9 @@ func (x *SecretScanningAlertPubliclyLeakedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -55994,6 +58181,9 @@ func (x *SecretScanningAlertPubliclyLeakedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -56048,6 +58238,7 @@ func (x *SecretScanningAlertPubliclyLeakedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertReopenedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertReopenedEvent{}
 	return unmarshal(b, "SecretScanningAlertReopenedEvent", x.decode)
 }
 
@@ -56059,7 +58250,6 @@ func (x SecretScanningAlertReopenedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertReopenedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertReopenedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -56076,6 +58266,9 @@ func (x *SecretScanningAlertReopenedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -56087,6 +58280,9 @@ func (x *SecretScanningAlertReopenedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -56141,6 +58337,7 @@ func (x *SecretScanningAlertReopenedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertResolvedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertResolvedEvent{}
 	return unmarshal(b, "SecretScanningAlertResolvedEvent", x.decode)
 }
 
@@ -56152,7 +58349,6 @@ func (x SecretScanningAlertResolvedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertResolvedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertResolvedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -56169,6 +58365,9 @@ func (x *SecretScanningAlertResolvedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -56180,6 +58379,9 @@ func (x *SecretScanningAlertResolvedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -56234,6 +58436,7 @@ func (x *SecretScanningAlertResolvedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertRevokedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertRevokedEvent{}
 	return unmarshal(b, "SecretScanningAlertRevokedEvent", x.decode)
 }
 
@@ -56245,7 +58448,6 @@ func (x SecretScanningAlertRevokedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertRevokedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertRevokedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -56262,6 +58464,9 @@ func (x *SecretScanningAlertRevokedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -56273,6 +58478,9 @@ func (x *SecretScanningAlertRevokedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -56327,6 +58535,7 @@ func (x *SecretScanningAlertRevokedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertUnassignedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertUnassignedEvent{}
 	return unmarshal(b, "SecretScanningAlertUnassignedEvent", x.decode)
 }
 
@@ -56338,7 +58547,6 @@ func (x SecretScanningAlertUnassignedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertUnassignedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertUnassignedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -56355,6 +58563,9 @@ func (x *SecretScanningAlertUnassignedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "assignee":
@@ -56368,6 +58579,9 @@ func (x *SecretScanningAlertUnassignedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -56426,6 +58640,7 @@ func (x *SecretScanningAlertUnassignedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertValidatedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertValidatedEvent{}
 	return unmarshal(b, "SecretScanningAlertValidatedEvent", x.decode)
 }
 
@@ -56437,7 +58652,6 @@ func (x SecretScanningAlertValidatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertValidatedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertValidatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -56454,6 +58668,9 @@ func (x *SecretScanningAlertValidatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "enterprise":
@@ -56465,6 +58682,9 @@ func (x *SecretScanningAlertValidatedEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Repository = Repository{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Repository.decode(d)
@@ -56519,6 +58739,7 @@ func (x *SecretScanningAlertValidatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertLocationUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertLocationUnknownEvent{}
 	return unmarshal(b, "SecretScanningAlertLocationUnknownEvent", x.decode)
 }
 
@@ -56530,7 +58751,6 @@ func (x SecretScanningAlertLocationUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertLocationUnknownEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertLocationUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -56609,6 +58829,7 @@ func (x *SecretScanningAlertLocationUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningAlertLocationCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertLocationCreatedEvent{}
 	return unmarshal(b, "SecretScanningAlertLocationCreatedEvent", x.decode)
 }
 
@@ -56620,7 +58841,6 @@ func (x SecretScanningAlertLocationCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningAlertLocationCreatedEvent) decode(d *decoder) error {
-	*x = SecretScanningAlertLocationCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -56637,6 +58857,9 @@ func (x *SecretScanningAlertLocationCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Alert = SecretScanningAlert{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Alert.decode(d)
 		case "installation":
@@ -56644,6 +58867,9 @@ func (x *SecretScanningAlertLocationCreatedEvent) decode(d *decoder) error {
 		case "location":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Location = SecretScanningLocation{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Location.decode(d)
@@ -56653,11 +58879,17 @@ func (x *SecretScanningAlertLocationCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Sender.decode(d)
@@ -56710,6 +58942,7 @@ func (x *SecretScanningAlertLocationCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningScanUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningScanUnknownEvent{}
 	return unmarshal(b, "SecretScanningScanUnknownEvent", x.decode)
 }
 
@@ -56721,7 +58954,6 @@ func (x SecretScanningScanUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningScanUnknownEvent) decode(d *decoder) error {
-	*x = SecretScanningScanUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -56842,6 +59074,7 @@ func (x *SecretScanningScanUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningScanCompletedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningScanCompletedEvent{}
 	return unmarshal(b, "SecretScanningScanCompletedEvent", x.decode)
 }
 
@@ -56853,7 +59086,6 @@ func (x SecretScanningScanCompletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecretScanningScanCompletedEvent) decode(d *decoder) error {
-	*x = SecretScanningScanCompletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -56981,6 +59213,7 @@ func (x *SecretScanningScanCompletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryUnknownEvent{}
 	return unmarshal(b, "SecurityAdvisoryUnknownEvent", x.decode)
 }
 
@@ -56992,7 +59225,6 @@ func (x SecurityAdvisoryUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryUnknownEvent) decode(d *decoder) error {
-	*x = SecurityAdvisoryUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -57071,6 +59303,7 @@ func (x *SecurityAdvisoryUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryPerformedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryPerformedEvent{}
 	return unmarshal(b, "SecurityAdvisoryPerformedEvent", x.decode)
 }
 
@@ -57082,7 +59315,6 @@ func (x SecurityAdvisoryPerformedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryPerformedEvent) decode(d *decoder) error {
-	*x = SecurityAdvisoryPerformedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57106,6 +59338,9 @@ func (x *SecurityAdvisoryPerformedEvent) decode(d *decoder) error {
 		case "security_advisory":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.SecurityAdvisory = SecurityAdvisory{}
 			}
 			seen[0] |= 1 << 1
 			err = x.SecurityAdvisory.decode(d)
@@ -57160,6 +59395,7 @@ func (x *SecurityAdvisoryPerformedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryPublishedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryPublishedEvent{}
 	return unmarshal(b, "SecurityAdvisoryPublishedEvent", x.decode)
 }
 
@@ -57171,7 +59407,6 @@ func (x SecurityAdvisoryPublishedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryPublishedEvent) decode(d *decoder) error {
-	*x = SecurityAdvisoryPublishedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57195,6 +59430,9 @@ func (x *SecurityAdvisoryPublishedEvent) decode(d *decoder) error {
 		case "security_advisory":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.SecurityAdvisory = SecurityAdvisory{}
 			}
 			seen[0] |= 1 << 1
 			err = x.SecurityAdvisory.decode(d)
@@ -57249,6 +59487,7 @@ func (x *SecurityAdvisoryPublishedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryUpdatedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryUpdatedEvent{}
 	return unmarshal(b, "SecurityAdvisoryUpdatedEvent", x.decode)
 }
 
@@ -57260,7 +59499,6 @@ func (x SecurityAdvisoryUpdatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryUpdatedEvent) decode(d *decoder) error {
-	*x = SecurityAdvisoryUpdatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57284,6 +59522,9 @@ func (x *SecurityAdvisoryUpdatedEvent) decode(d *decoder) error {
 		case "security_advisory":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.SecurityAdvisory = SecurityAdvisory{}
 			}
 			seen[0] |= 1 << 1
 			err = x.SecurityAdvisory.decode(d)
@@ -57338,6 +59579,7 @@ func (x *SecurityAdvisoryUpdatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryWithdrawnEvent) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryWithdrawnEvent{}
 	return unmarshal(b, "SecurityAdvisoryWithdrawnEvent", x.decode)
 }
 
@@ -57349,7 +59591,6 @@ func (x SecurityAdvisoryWithdrawnEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAdvisoryWithdrawnEvent) decode(d *decoder) error {
-	*x = SecurityAdvisoryWithdrawnEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57373,6 +59614,9 @@ func (x *SecurityAdvisoryWithdrawnEvent) decode(d *decoder) error {
 		case "security_advisory":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.SecurityAdvisory = SecurityAdvisory{}
 			}
 			seen[0] |= 1 << 1
 			err = x.SecurityAdvisory.decode(d)
@@ -57427,6 +59671,7 @@ func (x *SecurityAdvisoryWithdrawnEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAndAnalysisEvent) UnmarshalJSON(b []byte) error {
+	*x = SecurityAndAnalysisEvent{}
 	return unmarshal(b, "SecurityAndAnalysisEvent", x.decode)
 }
 
@@ -57438,7 +59683,6 @@ func (x SecurityAndAnalysisEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SecurityAndAnalysisEvent) decode(d *decoder) error {
-	*x = SecurityAndAnalysisEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57446,6 +59690,9 @@ func (x *SecurityAndAnalysisEvent) decode(d *decoder) error {
 		case "changes":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<0) != 0 {
+				x.Changes = SecurityAndAnalysisChanges{}
 			}
 			seen[0] |= 1 << 0
 			err = x.Changes.decode(d)
@@ -57458,6 +59705,9 @@ func (x *SecurityAndAnalysisEvent) decode(d *decoder) error {
 		case "repository":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = FullRepository{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
@@ -57508,6 +59758,7 @@ func (x *SecurityAndAnalysisEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipUnknownEvent{}
 	return unmarshal(b, "SponsorshipUnknownEvent", x.decode)
 }
 
@@ -57519,7 +59770,6 @@ func (x SponsorshipUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipUnknownEvent) decode(d *decoder) error {
-	*x = SponsorshipUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -57598,6 +59848,7 @@ func (x *SponsorshipUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipCancelledEvent) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipCancelledEvent{}
 	return unmarshal(b, "SponsorshipCancelledEvent", x.decode)
 }
 
@@ -57609,7 +59860,6 @@ func (x SponsorshipCancelledEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipCancelledEvent) decode(d *decoder) error {
-	*x = SponsorshipCancelledEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57634,11 +59884,17 @@ func (x *SponsorshipCancelledEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Sender.decode(d)
 		case "sponsorship":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sponsorship = Sponsorship{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sponsorship.decode(d)
@@ -57691,6 +59947,7 @@ func (x *SponsorshipCancelledEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipCreatedEvent{}
 	return unmarshal(b, "SponsorshipCreatedEvent", x.decode)
 }
 
@@ -57702,7 +59959,6 @@ func (x SponsorshipCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipCreatedEvent) decode(d *decoder) error {
-	*x = SponsorshipCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57727,11 +59983,17 @@ func (x *SponsorshipCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Sender.decode(d)
 		case "sponsorship":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sponsorship = Sponsorship{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sponsorship.decode(d)
@@ -57784,6 +60046,7 @@ func (x *SponsorshipCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipEditedEvent{}
 	return unmarshal(b, "SponsorshipEditedEvent", x.decode)
 }
 
@@ -57795,7 +60058,6 @@ func (x SponsorshipEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipEditedEvent) decode(d *decoder) error {
-	*x = SponsorshipEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57812,6 +60074,9 @@ func (x *SponsorshipEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = SponsorshipEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -57826,11 +60091,17 @@ func (x *SponsorshipEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "sponsorship":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sponsorship = Sponsorship{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sponsorship.decode(d)
@@ -57887,6 +60158,7 @@ func (x *SponsorshipEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipPendingCancellationEvent) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipPendingCancellationEvent{}
 	return unmarshal(b, "SponsorshipPendingCancellationEvent", x.decode)
 }
 
@@ -57898,7 +60170,6 @@ func (x SponsorshipPendingCancellationEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipPendingCancellationEvent) decode(d *decoder) error {
-	*x = SponsorshipPendingCancellationEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -57925,11 +60196,17 @@ func (x *SponsorshipPendingCancellationEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Sender.decode(d)
 		case "sponsorship":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sponsorship = Sponsorship{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sponsorship.decode(d)
@@ -57986,6 +60263,7 @@ func (x *SponsorshipPendingCancellationEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipPendingTierChangeEvent) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipPendingTierChangeEvent{}
 	return unmarshal(b, "SponsorshipPendingTierChangeEvent", x.decode)
 }
 
@@ -57997,7 +60275,6 @@ func (x SponsorshipPendingTierChangeEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipPendingTierChangeEvent) decode(d *decoder) error {
-	*x = SponsorshipPendingTierChangeEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -58013,6 +60290,9 @@ func (x *SponsorshipPendingTierChangeEvent) decode(d *decoder) error {
 		case "changes":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = SponsorshipChanges{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
@@ -58030,11 +60310,17 @@ func (x *SponsorshipPendingTierChangeEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "sponsorship":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sponsorship = Sponsorship{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sponsorship.decode(d)
@@ -58095,6 +60381,7 @@ func (x *SponsorshipPendingTierChangeEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SponsorshipTierChangedEvent) UnmarshalJSON(b []byte) error {
+	*x = SponsorshipTierChangedEvent{}
 	return unmarshal(b, "SponsorshipTierChangedEvent", x.decode)
 }
 
@@ -58106,7 +60393,6 @@ func (x SponsorshipTierChangedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SponsorshipTierChangedEvent) decode(d *decoder) error {
-	*x = SponsorshipTierChangedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -58123,6 +60409,9 @@ func (x *SponsorshipTierChangedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = SponsorshipChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -58137,11 +60426,17 @@ func (x *SponsorshipTierChangedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "sponsorship":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sponsorship = Sponsorship{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Sponsorship.decode(d)
@@ -58198,6 +60493,7 @@ func (x *SponsorshipTierChangedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StarUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = StarUnknownEvent{}
 	return unmarshal(b, "StarUnknownEvent", x.decode)
 }
 
@@ -58209,7 +60505,6 @@ func (x StarUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StarUnknownEvent) decode(d *decoder) error {
-	*x = StarUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -58282,6 +60577,7 @@ func (x *StarUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StarCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = StarCreatedEvent{}
 	return unmarshal(b, "StarCreatedEvent", x.decode)
 }
 
@@ -58293,7 +60589,6 @@ func (x StarCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StarCreatedEvent) decode(d *decoder) error {
-	*x = StarCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -58316,11 +60611,17 @@ func (x *StarCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -58375,6 +60676,7 @@ func (x *StarCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StarDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = StarDeletedEvent{}
 	return unmarshal(b, "StarDeletedEvent", x.decode)
 }
 
@@ -58386,7 +60688,6 @@ func (x StarDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StarDeletedEvent) decode(d *decoder) error {
-	*x = StarDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -58409,11 +60710,17 @@ func (x *StarDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -58468,6 +60775,7 @@ func (x *StarDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *StatusEvent) UnmarshalJSON(b []byte) error {
+	*x = StatusEvent{}
 	return unmarshal(b, "StatusEvent", x.decode)
 }
 
@@ -58479,7 +60787,6 @@ func (x StatusEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *StatusEvent) decode(d *decoder) error {
-	*x = StatusEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -58495,6 +60802,9 @@ func (x *StatusEvent) decode(d *decoder) error {
 		case "commit":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<1) != 0 {
+				x.Commit = StatusCommit{}
 			}
 			seen[0] |= 1 << 1
 			err = x.Commit.decode(d)
@@ -58522,11 +60832,17 @@ func (x *StatusEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<6) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 6
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<7) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 7
 			err = x.Sender.decode(d)
@@ -58631,6 +60947,7 @@ func (x *StatusEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SubIssuesUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = SubIssuesUnknownEvent{}
 	return unmarshal(b, "SubIssuesUnknownEvent", x.decode)
 }
 
@@ -58642,7 +60959,6 @@ func (x SubIssuesUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SubIssuesUnknownEvent) decode(d *decoder) error {
-	*x = SubIssuesUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -58733,6 +61049,7 @@ func (x *SubIssuesUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SubIssuesParentIssueAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = SubIssuesParentIssueAddedEvent{}
 	return unmarshal(b, "SubIssuesParentIssueAddedEvent", x.decode)
 }
 
@@ -58744,7 +61061,6 @@ func (x SubIssuesParentIssueAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SubIssuesParentIssueAddedEvent) decode(d *decoder) error {
-	*x = SubIssuesParentIssueAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -58767,11 +61083,17 @@ func (x *SubIssuesParentIssueAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ParentIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ParentIssue.decode(d)
 		case "parent_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.ParentIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.ParentIssueRepo.decode(d)
@@ -58784,6 +61106,9 @@ func (x *SubIssuesParentIssueAddedEvent) decode(d *decoder) error {
 		case "sub_issue":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.SubIssue = Issue{}
 			}
 			seen[0] |= 1 << 5
 			err = x.SubIssue.decode(d)
@@ -58856,6 +61181,7 @@ func (x *SubIssuesParentIssueAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SubIssuesParentIssueRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = SubIssuesParentIssueRemovedEvent{}
 	return unmarshal(b, "SubIssuesParentIssueRemovedEvent", x.decode)
 }
 
@@ -58867,7 +61193,6 @@ func (x SubIssuesParentIssueRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SubIssuesParentIssueRemovedEvent) decode(d *decoder) error {
-	*x = SubIssuesParentIssueRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -58890,11 +61215,17 @@ func (x *SubIssuesParentIssueRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.ParentIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.ParentIssue.decode(d)
 		case "parent_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.ParentIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.ParentIssueRepo.decode(d)
@@ -58907,6 +61238,9 @@ func (x *SubIssuesParentIssueRemovedEvent) decode(d *decoder) error {
 		case "sub_issue":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.SubIssue = Issue{}
 			}
 			seen[0] |= 1 << 5
 			err = x.SubIssue.decode(d)
@@ -58979,6 +61313,7 @@ func (x *SubIssuesParentIssueRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SubIssuesSubIssueAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = SubIssuesSubIssueAddedEvent{}
 	return unmarshal(b, "SubIssuesSubIssueAddedEvent", x.decode)
 }
 
@@ -58990,7 +61325,6 @@ func (x SubIssuesSubIssueAddedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SubIssuesSubIssueAddedEvent) decode(d *decoder) error {
-	*x = SubIssuesSubIssueAddedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59013,11 +61347,17 @@ func (x *SubIssuesSubIssueAddedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.SubIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.SubIssue.decode(d)
 		case "sub_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.SubIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.SubIssueRepo.decode(d)
@@ -59030,6 +61370,9 @@ func (x *SubIssuesSubIssueAddedEvent) decode(d *decoder) error {
 		case "parent_issue":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.ParentIssue = Issue{}
 			}
 			seen[0] |= 1 << 5
 			err = x.ParentIssue.decode(d)
@@ -59102,6 +61445,7 @@ func (x *SubIssuesSubIssueAddedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SubIssuesSubIssueRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = SubIssuesSubIssueRemovedEvent{}
 	return unmarshal(b, "SubIssuesSubIssueRemovedEvent", x.decode)
 }
 
@@ -59113,7 +61457,6 @@ func (x SubIssuesSubIssueRemovedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *SubIssuesSubIssueRemovedEvent) decode(d *decoder) error {
-	*x = SubIssuesSubIssueRemovedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59136,11 +61479,17 @@ func (x *SubIssuesSubIssueRemovedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.SubIssue = Issue{}
+			}
 			seen[0] |= 1 << 2
 			err = x.SubIssue.decode(d)
 		case "sub_issue_repo":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.SubIssueRepo = Repository{}
 			}
 			seen[0] |= 1 << 3
 			err = x.SubIssueRepo.decode(d)
@@ -59153,6 +61502,9 @@ func (x *SubIssuesSubIssueRemovedEvent) decode(d *decoder) error {
 		case "parent_issue":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<5) != 0 {
+				x.ParentIssue = Issue{}
 			}
 			seen[0] |= 1 << 5
 			err = x.ParentIssue.decode(d)
@@ -59225,6 +61577,7 @@ func (x *SubIssuesSubIssueRemovedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = TeamUnknownEvent{}
 	return unmarshal(b, "TeamUnknownEvent", x.decode)
 }
 
@@ -59236,7 +61589,6 @@ func (x TeamUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamUnknownEvent) decode(d *decoder) error {
-	*x = TeamUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -59315,6 +61667,7 @@ func (x *TeamUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamAddedToRepositoryEvent) UnmarshalJSON(b []byte) error {
+	*x = TeamAddedToRepositoryEvent{}
 	return unmarshal(b, "TeamAddedToRepositoryEvent", x.decode)
 }
 
@@ -59326,7 +61679,6 @@ func (x TeamAddedToRepositoryEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamAddedToRepositoryEvent) decode(d *decoder) error {
-	*x = TeamAddedToRepositoryEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59347,6 +61699,9 @@ func (x *TeamAddedToRepositoryEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -59356,6 +61711,9 @@ func (x *TeamAddedToRepositoryEvent) decode(d *decoder) error {
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Team.decode(d)
@@ -59408,6 +61766,7 @@ func (x *TeamAddedToRepositoryEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = TeamCreatedEvent{}
 	return unmarshal(b, "TeamCreatedEvent", x.decode)
 }
 
@@ -59419,7 +61778,6 @@ func (x TeamCreatedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamCreatedEvent) decode(d *decoder) error {
-	*x = TeamCreatedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59440,6 +61798,9 @@ func (x *TeamCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -59448,11 +61809,17 @@ func (x *TeamCreatedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Team.decode(d)
@@ -59505,6 +61872,7 @@ func (x *TeamCreatedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamDeletedEvent) UnmarshalJSON(b []byte) error {
+	*x = TeamDeletedEvent{}
 	return unmarshal(b, "TeamDeletedEvent", x.decode)
 }
 
@@ -59516,7 +61884,6 @@ func (x TeamDeletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamDeletedEvent) decode(d *decoder) error {
-	*x = TeamDeletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59537,6 +61904,9 @@ func (x *TeamDeletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -59546,6 +61916,9 @@ func (x *TeamDeletedEvent) decode(d *decoder) error {
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Team.decode(d)
@@ -59598,6 +61971,7 @@ func (x *TeamDeletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamEditedEvent) UnmarshalJSON(b []byte) error {
+	*x = TeamEditedEvent{}
 	return unmarshal(b, "TeamEditedEvent", x.decode)
 }
 
@@ -59609,7 +61983,6 @@ func (x TeamEditedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamEditedEvent) decode(d *decoder) error {
-	*x = TeamEditedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59626,6 +61999,9 @@ func (x *TeamEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Changes = TeamEditedChanges{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Changes.decode(d)
 		case "enterprise":
@@ -59636,6 +62012,9 @@ func (x *TeamEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Organization.decode(d)
 		case "repository":
@@ -59644,11 +62023,17 @@ func (x *TeamEditedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<3) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 3
 			err = x.Sender.decode(d)
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<4) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 4
 			err = x.Team.decode(d)
@@ -59705,6 +62090,7 @@ func (x *TeamEditedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamRemovedFromRepositoryEvent) UnmarshalJSON(b []byte) error {
+	*x = TeamRemovedFromRepositoryEvent{}
 	return unmarshal(b, "TeamRemovedFromRepositoryEvent", x.decode)
 }
 
@@ -59716,7 +62102,6 @@ func (x TeamRemovedFromRepositoryEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamRemovedFromRepositoryEvent) decode(d *decoder) error {
-	*x = TeamRemovedFromRepositoryEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59737,6 +62122,9 @@ func (x *TeamRemovedFromRepositoryEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Organization = Organization{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Organization.decode(d)
 		case "repository":
@@ -59745,11 +62133,17 @@ func (x *TeamRemovedFromRepositoryEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 3
 			err = x.Team.decode(d)
@@ -59802,6 +62196,7 @@ func (x *TeamRemovedFromRepositoryEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *TeamAddEvent) UnmarshalJSON(b []byte) error {
+	*x = TeamAddEvent{}
 	return unmarshal(b, "TeamAddEvent", x.decode)
 }
 
@@ -59813,7 +62208,6 @@ func (x TeamAddEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *TeamAddEvent) decode(d *decoder) error {
-	*x = TeamAddEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -59828,17 +62222,26 @@ func (x *TeamAddEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<0) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 0
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Sender.decode(d)
 		case "team":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Team = Team{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Team.decode(d)
@@ -59887,6 +62290,7 @@ func (x *TeamAddEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WatchUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = WatchUnknownEvent{}
 	return unmarshal(b, "WatchUnknownEvent", x.decode)
 }
 
@@ -59898,7 +62302,6 @@ func (x WatchUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WatchUnknownEvent) decode(d *decoder) error {
-	*x = WatchUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -59971,6 +62374,7 @@ func (x *WatchUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WatchStartedEvent) UnmarshalJSON(b []byte) error {
+	*x = WatchStartedEvent{}
 	return unmarshal(b, "WatchStartedEvent", x.decode)
 }
 
@@ -59982,7 +62386,6 @@ func (x WatchStartedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WatchStartedEvent) decode(d *decoder) error {
-	*x = WatchStartedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60005,11 +62408,17 @@ func (x *WatchStartedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -60058,6 +62467,7 @@ func (x *WatchStartedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowDispatchEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowDispatchEvent{}
 	return unmarshal(b, "WorkflowDispatchEvent", x.decode)
 }
 
@@ -60069,7 +62479,6 @@ func (x WorkflowDispatchEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowDispatchEvent) decode(d *decoder) error {
-	*x = WorkflowDispatchEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60088,11 +62497,17 @@ func (x *WorkflowDispatchEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -60151,6 +62566,7 @@ func (x *WorkflowDispatchEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowJobUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowJobUnknownEvent{}
 	return unmarshal(b, "WorkflowJobUnknownEvent", x.decode)
 }
 
@@ -60162,7 +62578,6 @@ func (x WorkflowJobUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowJobUnknownEvent) decode(d *decoder) error {
-	*x = WorkflowJobUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -60247,6 +62662,7 @@ func (x *WorkflowJobUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowJobCompletedEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowJobCompletedEvent{}
 	return unmarshal(b, "WorkflowJobCompletedEvent", x.decode)
 }
 
@@ -60258,7 +62674,6 @@ func (x WorkflowJobCompletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowJobCompletedEvent) decode(d *decoder) error {
-	*x = WorkflowJobCompletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60281,17 +62696,26 @@ func (x *WorkflowJobCompletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "workflow_job":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.WorkflowJob = WorkflowJob{}
 			}
 			seen[0] |= 1 << 3
 			err = x.WorkflowJob.decode(d)
@@ -60350,6 +62774,7 @@ func (x *WorkflowJobCompletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowJobInProgressEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowJobInProgressEvent{}
 	return unmarshal(b, "WorkflowJobInProgressEvent", x.decode)
 }
 
@@ -60361,7 +62786,6 @@ func (x WorkflowJobInProgressEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowJobInProgressEvent) decode(d *decoder) error {
-	*x = WorkflowJobInProgressEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60384,17 +62808,26 @@ func (x *WorkflowJobInProgressEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "workflow_job":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.WorkflowJob = WorkflowJob{}
 			}
 			seen[0] |= 1 << 3
 			err = x.WorkflowJob.decode(d)
@@ -60453,6 +62886,7 @@ func (x *WorkflowJobInProgressEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowJobQueuedEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowJobQueuedEvent{}
 	return unmarshal(b, "WorkflowJobQueuedEvent", x.decode)
 }
 
@@ -60464,7 +62898,6 @@ func (x WorkflowJobQueuedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowJobQueuedEvent) decode(d *decoder) error {
-	*x = WorkflowJobQueuedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60487,17 +62920,26 @@ func (x *WorkflowJobQueuedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "workflow_job":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.WorkflowJob = WorkflowJob{}
 			}
 			seen[0] |= 1 << 3
 			err = x.WorkflowJob.decode(d)
@@ -60556,6 +62998,7 @@ func (x *WorkflowJobQueuedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowJobWaitingEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowJobWaitingEvent{}
 	return unmarshal(b, "WorkflowJobWaitingEvent", x.decode)
 }
 
@@ -60567,7 +63010,6 @@ func (x WorkflowJobWaitingEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowJobWaitingEvent) decode(d *decoder) error {
-	*x = WorkflowJobWaitingEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60590,17 +63032,26 @@ func (x *WorkflowJobWaitingEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
+			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
 		case "workflow_job":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.WorkflowJob = WorkflowJob{}
 			}
 			seen[0] |= 1 << 3
 			err = x.WorkflowJob.decode(d)
@@ -60659,6 +63110,7 @@ func (x *WorkflowJobWaitingEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowRunUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowRunUnknownEvent{}
 	return unmarshal(b, "WorkflowRunUnknownEvent", x.decode)
 }
 
@@ -60670,7 +63122,6 @@ func (x WorkflowRunUnknownEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowRunUnknownEvent) decode(d *decoder) error {
-	*x = WorkflowRunUnknownEvent{}
 	d.ws()
 	start := d.pos
 	var seen [1]uint64
@@ -60755,6 +63206,7 @@ func (x *WorkflowRunUnknownEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowRunCompletedEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowRunCompletedEvent{}
 	return unmarshal(b, "WorkflowRunCompletedEvent", x.decode)
 }
 
@@ -60766,7 +63218,6 @@ func (x WorkflowRunCompletedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowRunCompletedEvent) decode(d *decoder) error {
-	*x = WorkflowRunCompletedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60789,11 +63240,17 @@ func (x *WorkflowRunCompletedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -60802,6 +63259,9 @@ func (x *WorkflowRunCompletedEvent) decode(d *decoder) error {
 		case "workflow_run":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.WorkflowRun = WorkflowRun{}
 			}
 			seen[0] |= 1 << 3
 			err = x.WorkflowRun.decode(d)
@@ -60858,6 +63318,7 @@ func (x *WorkflowRunCompletedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowRunInProgressEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowRunInProgressEvent{}
 	return unmarshal(b, "WorkflowRunInProgressEvent", x.decode)
 }
 
@@ -60869,7 +63330,6 @@ func (x WorkflowRunInProgressEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowRunInProgressEvent) decode(d *decoder) error {
-	*x = WorkflowRunInProgressEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60892,11 +63352,17 @@ func (x *WorkflowRunInProgressEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -60905,6 +63371,9 @@ func (x *WorkflowRunInProgressEvent) decode(d *decoder) error {
 		case "workflow_run":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.WorkflowRun = WorkflowRun{}
 			}
 			seen[0] |= 1 << 3
 			err = x.WorkflowRun.decode(d)
@@ -60961,6 +63430,7 @@ func (x *WorkflowRunInProgressEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WorkflowRunRequestedEvent) UnmarshalJSON(b []byte) error {
+	*x = WorkflowRunRequestedEvent{}
 	return unmarshal(b, "WorkflowRunRequestedEvent", x.decode)
 }
 
@@ -60972,7 +63442,6 @@ func (x WorkflowRunRequestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 func (x *WorkflowRunRequestedEvent) decode(d *decoder) error {
-	*x = WorkflowRunRequestedEvent{}
 	var seen [1]uint64
 	key, more, err := d.openObject()
 	for more {
@@ -60995,11 +63464,17 @@ func (x *WorkflowRunRequestedEvent) decode(d *decoder) error {
 			if d.null() {
 				break
 			}
+			if seen[0]&(1<<1) != 0 {
+				x.Repository = Repository{}
+			}
 			seen[0] |= 1 << 1
 			err = x.Repository.decode(d)
 		case "sender":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<2) != 0 {
+				x.Sender = User{}
 			}
 			seen[0] |= 1 << 2
 			err = x.Sender.decode(d)
@@ -61008,6 +63483,9 @@ func (x *WorkflowRunRequestedEvent) decode(d *decoder) error {
 		case "workflow_run":
 			if d.null() {
 				break
+			}
+			if seen[0]&(1<<3) != 0 {
+				x.WorkflowRun = WorkflowRun{}
 			}
 			seen[0] |= 1 << 3
 			err = x.WorkflowRun.decode(d)

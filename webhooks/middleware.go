@@ -308,8 +308,7 @@ func (m *Middleware) receive(ctx context.Context, d Delivery) error {
 func (m *Middleware) receiveInline(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery) {
 	var late *lateAnswer
 	if m.timeout > 0 {
-		late = &lateAnswer{m: m, rw: rw, r: r, d: d}
-		late.timer = time.AfterFunc(m.timeout, late.answer)
+		late = m.startLate(rw, r, d)
 	}
 	err := m.receive(ctx, d)
 	if late != nil && !late.finish() {
@@ -332,6 +331,28 @@ type lateAnswer struct {
 	timer *time.Timer
 	mu    sync.Mutex
 	done  bool // an answer was written, or the handlers returned first
+}
+
+// lateAnswers holds lateAnswer values, each with its timer, whose timer never
+// ran: a delivery answered in time gives its own back, so that the common case
+// allocates neither.
+var lateAnswers sync.Pool
+
+// startLate arms the 202 of rw's delivery d, to be written after m.timeout
+// unless finish comes first.
+func (m *Middleware) startLate(rw http.ResponseWriter, r *http.Request, d Delivery) *lateAnswer {
+	a, _ := lateAnswers.Get().(*lateAnswer)
+	fresh := a == nil
+	if fresh {
+		a = new(lateAnswer)
+	}
+	a.m, a.rw, a.r, a.d, a.done = m, rw, r, d, false
+	if fresh {
+		a.timer = time.AfterFunc(m.timeout, a.answer)
+	} else {
+		a.timer.Reset(m.timeout)
+	}
+	return a
 }
 
 // answer writes the 202, unless the handlers have returned.
@@ -360,7 +381,15 @@ func (a *lateAnswer) answer() {
 // finish stops the timer and reports whether the handlers' answer is still to
 // be written; when the timer is answering, it waits until the 202 is written.
 func (a *lateAnswer) finish() bool {
-	a.timer.Stop()
+	if a.timer.Stop() {
+		// The timer never ran, and now never will: nothing else holds a,
+		// and the handlers' answer is to be written.
+		a.m, a.rw, a.r, a.d = nil, nil, nil, Delivery{}
+		lateAnswers.Put(a)
+		return true
+	}
+	// The timer has started answer, which may not hold the lock yet: a stays
+	// out of the pool, since that call may still read it.
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.done {
