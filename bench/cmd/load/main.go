@@ -98,8 +98,8 @@ func main() {
 				order = append(order, s)
 			}
 			results[s] = append(results[s], res)
-			fmt.Fprintf(os.Stderr, "round %d %-10s %8.0f req/s  p50 %6.0f µs  p99 %6.0f µs  server CPU %5.1f µs/req (user %5.1f)  (%d requests)\n",
-				r+1, s, res.rps, res.p50, res.p99, res.cpu, res.user, res.n)
+			fmt.Fprintf(os.Stderr, "round %d %-10s %8.0f req/s  p50 %6.0f µs  p99 %6.0f µs  server CPU %5.1f µs/req (user %5.1f)  sleeps %.2f/req  (%d requests)\n",
+				r+1, s, res.rps, res.p50, res.p99, res.cpu, res.user, res.sleeps, res.n)
 		}
 	}
 	table := render(order, results, name, len(body), cfg, *rounds, nodeRecv)
@@ -158,6 +158,7 @@ type result struct {
 	rps, p50, p99 float64 // requests/s, µs
 	cpu           float64 // server CPU µs per request
 	user          float64 // the user-space part of cpu
+	sleeps        float64 // voluntary context switches of the server per request
 }
 
 // drive starts receiver s, sends the warm-up and the measured requests, and
@@ -228,6 +229,10 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	if err != nil {
 		return result{}, err
 	}
+	beforeSleeps, err := sleeps(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
 	t0 := time.Now()
 	lat, err := run(client, url, d, hdr, cfg.n, cfg.c, cfg.duration)
 	elapsed := time.Since(t0)
@@ -238,14 +243,19 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	if err != nil {
 		return result{}, err
 	}
+	afterSleeps, err := sleeps(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
 	slices.Sort(lat)
 	return result{
-		n:    len(lat),
-		rps:  float64(len(lat)) / elapsed.Seconds(),
-		p50:  pct(lat, 0.50),
-		p99:  pct(lat, 0.99),
-		cpu:  float64((after - before).Microseconds()) / float64(len(lat)),
-		user: float64((afterUser - beforeUser).Microseconds()) / float64(len(lat)),
+		n:      len(lat),
+		rps:    float64(len(lat)) / elapsed.Seconds(),
+		p50:    pct(lat, 0.50),
+		p99:    pct(lat, 0.99),
+		cpu:    float64((after - before).Microseconds()) / float64(len(lat)),
+		user:   float64((afterUser - beforeUser).Microseconds()) / float64(len(lat)),
+		sleeps: float64(afterSleeps-beforeSleeps) / float64(len(lat)),
 	}, nil
 }
 
@@ -334,6 +344,36 @@ func cpuTime(pid int) (total, user time.Duration, err error) {
 		return 0, 0, fmt.Errorf("unexpected /proc stat: %q", b)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond, time.Duration(utime) * 10 * time.Millisecond, nil
+}
+
+// sleeps returns how many times the threads of process pid have blocked
+// (voluntary context switches, from /proc/<pid>/task/*/status). A receiver
+// that waits for the next request sleeps and is woken, which costs system
+// time; one that always has a request queued does not, so the count per
+// request says how busy each receiver was kept (a thread that has ended is
+// no longer counted).
+func sleeps(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread has ended
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				k, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("unexpected /proc status line %q", line)
+				}
+				n += k
+			}
+		}
+	}
+	return n, nil
 }
 
 // headWriter keeps the first max bytes written to it.

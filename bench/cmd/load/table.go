@@ -55,10 +55,10 @@ func ratios(results map[string][]result, a, b string) []result {
 // node row was asked for (nil otherwise), to say why it is missing when it is.
 func render(order []string, results map[string][]result, name string, size int, cfg config, rounds int, nr *nodeReceiver) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Payload %s (%d bytes), %d connections, up to %d requests or %s per receiver after %d warm-up requests, %d round(s); medians of the rounds, and ratios taken within each round, then their median. Each Go receiver is its own process with GOMAXPROCS=1; the Node.js one is one node process (JavaScript on one thread, V8's helper threads beside it). Server CPU is the process's user+system time, all its threads, from /proc/<pid>/stat over the measured requests; its user part (the receiver's own code, the Go runtime or V8, and the HTTP library; system time is the kernel's sockets and scheduling) is shown beside it, and the ratios are of the whole.\n\n",
+	fmt.Fprintf(&b, "Payload %s (%d bytes), %d connections, up to %d requests or %s per receiver after %d warm-up requests, %d round(s); medians of the rounds, and ratios taken within each round, then their median. Each Go receiver is its own process with GOMAXPROCS=1; the Node.js one is one node process (JavaScript on one thread, V8's helper threads beside it). Server CPU is the process's user+system time, all its threads, from /proc/<pid>/stat over the measured requests; its user part (the receiver's own code, the Go runtime or V8, and the HTTP library; system time is the kernel's sockets and scheduling) is shown beside it, and the ratios are of the whole. Sleeps are the times per request that the receiver's threads blocked (voluntary context switches): a receiver that waits for the load generator sleeps and is woken, at a cost in system time, where one that always has a request queued does not.\n\n",
 		name, size, cfg.c, cfg.n, cfg.duration, cfg.warmup, rounds)
 	_, withNode := results["node"]
-	head, rule := "| receiver | requests/s | p50 µs | p99 µs | server CPU µs/request | of it user | × bare |", "|---|---:|---:|---:|---:|---:|---:|"
+	head, rule := "| receiver | requests/s | p50 µs | p99 µs | server CPU µs/request | of it user | sleeps/request | × bare |", "|---|---:|---:|---:|---:|---:|---:|---:|"
 	if withNode {
 		head, rule = head+" × Node.js |", rule+"---:|"
 	}
@@ -66,12 +66,13 @@ func render(order []string, results map[string][]result, name string, size int, 
 	fmt.Fprintln(&b, rule)
 	for _, s := range order {
 		rs := results[s]
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f× |", labels[s],
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f | %.2f× |", labels[s],
 			med(rs, func(r result) float64 { return r.rps }),
 			med(rs, func(r result) float64 { return r.p50 }),
 			med(rs, func(r result) float64 { return r.p99 }),
 			med(rs, func(r result) float64 { return r.cpu }),
 			med(rs, func(r result) float64 { return r.user }),
+			med(rs, func(r result) float64 { return r.sleeps }),
 			ratio(results, s, "bare"))
 		if withNode {
 			fmt.Fprintf(&b, " %.2f× |", ratio(results, s, "node"))
