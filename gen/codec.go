@@ -120,12 +120,24 @@ func scalarPtrDec(e *TypeExpr) *jen.Statement {
 
 // enumOf returns the enum plan of a named type, or nil when it is not an enum.
 func (g *generator) enumOf(e *TypeExpr) *enumPlan {
+	return namedIn(e, g.plan.enums, func(ep *enumPlan) string { return ep.GoName })
+}
+
+// structNamed returns the plan of a named type that is a generated struct, or
+// nil for anything else.
+func (g *generator) structNamed(e *TypeExpr) *structPlan {
+	return namedIn(e, g.plan.structs, func(sp *structPlan) string { return sp.GoName })
+}
+
+// namedIn returns the plan among plans that has e's name, or nil when e is not
+// a named type or no plan has its name.
+func namedIn[P any](e *TypeExpr, plans []*P, name func(*P) string) *P {
 	if e.Kind != ExprNamed {
 		return nil
 	}
-	for _, ep := range g.plan.enums {
-		if ep.GoName == e.Name {
-			return ep
+	for _, p := range plans {
+		if name(p) == e.Name {
+			return p
 		}
 	}
 	return nil
@@ -276,20 +288,6 @@ func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 		return []jen.Code{v.Clone().Op("=").Id(sp.GoName).Values(), jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false))}
 	}
 	return []jen.Code{jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false))}
-}
-
-// structNamed returns the plan of a named type that is a generated struct, or
-// nil for anything else.
-func (g *generator) structNamed(e *TypeExpr) *structPlan {
-	if e.Kind != ExprNamed {
-		return nil
-	}
-	for _, sp := range g.plan.structs {
-		if sp.GoName == e.Name {
-			return sp
-		}
-	}
-	return nil
 }
 
 func (g *generator) structEncode(f *jen.File, sp *structPlan) {
