@@ -13,12 +13,12 @@ import (
 // codecFile holds every type's decode and encode methods.
 func (g *generator) codecFile(f *jen.File) {
 	for _, sp := range g.plan.structs {
-		g.marshalers(f, sp.GoName, true)
+		g.marshalers(f, sp.GoName)
 		g.structDecode(f, sp)
 		g.structEncode(f, sp)
 	}
 	for _, up := range g.plan.unions {
-		g.marshalers(f, up.GoName, false)
+		g.marshalers(f, up.GoName)
 		g.unionCodec(f, up)
 	}
 	for _, ep := range g.plan.enums {
@@ -37,16 +37,15 @@ func (g *generator) codecFile(f *jen.File) {
 	}
 }
 
-func (g *generator) marshalers(f *jen.File, name string, zero bool) {
+func (g *generator) marshalers(f *jen.File, name string) {
 	f.Line()
 	f.Comment("// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.")
-	f.Func().Params(jen.Id("x").Op("*").Id(name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().BlockFunc(func(b *jen.Group) {
-		if zero {
-			// A struct's decode reads into a zero value (see structDecode).
-			b.Op("*").Id("x").Op("=").Id(name).Values()
-		}
-		b.Return(jen.Id("unmarshal").Call(jen.Id("b"), jen.Lit(name), jen.Id("x").Dot("decode")))
-	})
+	// Cleared here for every type: a struct's decode relies on a zero value
+	// (see structDecode).
+	f.Func().Params(jen.Id("x").Op("*").Id(name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
+		jen.Op("*").Id("x").Op("=").Id(name).Values(),
+		jen.Return(jen.Id("unmarshal").Call(jen.Id("b"), jen.Lit(name), jen.Id("x").Dot("decode"))),
+	)
 	f.Line()
 	f.Comment("// MarshalJSON encodes x as it was decoded, unknown members included.")
 	// The body calls encode directly: a method value would make x escape, and
@@ -283,10 +282,8 @@ func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 	case fp.Ptr:
 		return []jen.Code{jen.Err().Op("=").Id("decPtr").Call(jen.Op("&").Add(v), jen.Id("d"), decFunc(fp.Expr))}
 	}
-	if sp := g.structNamed(fp.Expr); sp != nil {
-		// No seen bit tells a second occurrence: clear it every time.
-		return []jen.Code{v.Clone().Op("=").Id(sp.GoName).Values(), jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false))}
-	}
+	// Only slices and maps are left: a member that is neither a pointer nor a
+	// collection is required and not nullable, so it has a seen bit above.
 	return []jen.Code{jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false))}
 }
 

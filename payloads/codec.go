@@ -63542,6 +63542,7 @@ func (x *WorkflowRunRequestedEvent) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AppOwner) UnmarshalJSON(b []byte) error {
+	*x = AppOwner{}
 	return unmarshal(b, "AppOwner", x.decode)
 }
 
@@ -63597,6 +63598,7 @@ func (x *AppOwner) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentPayload) UnmarshalJSON(b []byte) error {
+	*x = DeploymentPayload{}
 	return unmarshal(b, "DeploymentPayload", x.decode)
 }
 
@@ -63645,6 +63647,7 @@ func (x *DeploymentPayload) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewer) UnmarshalJSON(b []byte) error {
+	*x = DeploymentReviewer{}
 	return unmarshal(b, "DeploymentReviewer", x.decode)
 }
 
@@ -63700,6 +63703,7 @@ func (x *DeploymentReviewer) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssueLabel) UnmarshalJSON(b []byte) error {
+	*x = IssueLabel{}
 	return unmarshal(b, "IssueLabel", x.decode)
 }
 
@@ -63749,6 +63753,7 @@ func (x *IssueLabel) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *OrganizationCustomPropertyDefaultValue) UnmarshalJSON(b []byte) error {
+	*x = OrganizationCustomPropertyDefaultValue{}
 	return unmarshal(b, "OrganizationCustomPropertyDefaultValue", x.decode)
 }
 
@@ -63797,6 +63802,7 @@ func (x *OrganizationCustomPropertyDefaultValue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionNugetMetadataID{}
 	return unmarshal(b, "PackageVersionNugetMetadataID", x.decode)
 }
 
@@ -63846,6 +63852,7 @@ func (x *PackageVersionNugetMetadataID) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionNugetMetadataValue) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionNugetMetadataValue{}
 	return unmarshal(b, "PackageVersionNugetMetadataValue", x.decode)
 }
 
@@ -63913,6 +63920,7 @@ func (x *PackageVersionNugetMetadataValue) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemEditedChanges) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemEditedChanges{}
 	return unmarshal(b, "ProjectsV2ItemEditedChanges", x.decode)
 }
 
@@ -63968,6 +63976,7 @@ func (x *ProjectsV2ItemEditedChanges) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom) UnmarshalJSON(b []byte) error {
+	*x = ProjectsV2ItemEditedChangesFieldValueFieldValueFrom{}
 	return unmarshal(b, "ProjectsV2ItemEditedChangesFieldValueFieldValueFrom", x.decode)
 }
 
@@ -64041,6 +64050,7 @@ func (x *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom) encode(e *encoder)
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestRequestedReviewer) UnmarshalJSON(b []byte) error {
+	*x = PullRequestRequestedReviewer{}
 	return unmarshal(b, "PullRequestRequestedReviewer", x.decode)
 }
 
@@ -64096,6 +64106,7 @@ func (x *PullRequestRequestedReviewer) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RegistryPackagePackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePackageVersionNugetMetadataID{}
 	return unmarshal(b, "RegistryPackagePackageVersionNugetMetadataID", x.decode)
 }
 
@@ -64153,6 +64164,7 @@ func (x *RegistryPackagePackageVersionNugetMetadataID) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryOrganization) UnmarshalJSON(b []byte) error {
+	*x = RepositoryOrganization{}
 	return unmarshal(b, "RepositoryOrganization", x.decode)
 }
 
@@ -64202,6 +64214,7 @@ func (x *RepositoryOrganization) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRule) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRule{}
 	return unmarshal(b, "RepositoryRule", x.decode)
 }
 
@@ -64497,6 +64510,7 @@ func (x *RepositoryRule) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRulesetConditions) UnmarshalJSON(b []byte) error {
+	*x = RepositoryRulesetConditions{}
 	return unmarshal(b, "RepositoryRulesetConditions", x.decode)
 }
 
@@ -64576,6 +64590,7 @@ func (x *RepositoryRulesetConditions) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecretScanningLocationDetails) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningLocationDetails{}
 	return unmarshal(b, "SecretScanningLocationDetails", x.decode)
 }
 
@@ -64763,6 +64778,7 @@ func (x *SecretScanningLocationDetails) encode(e *encoder) {
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *WebhookConfigInsecureSSL) UnmarshalJSON(b []byte) error {
+	*x = WebhookConfigInsecureSSL{}
 	return unmarshal(b, "WebhookConfigInsecureSSL", x.decode)
 }
 

@@ -342,12 +342,11 @@ var lateAnswers sync.Pool
 // unless finish comes first.
 func (m *Middleware) startLate(rw http.ResponseWriter, r *http.Request, d Delivery) *lateAnswer {
 	a, _ := lateAnswers.Get().(*lateAnswer)
-	fresh := a == nil
-	if fresh {
+	if a == nil {
 		a = new(lateAnswer)
 	}
 	a.m, a.rw, a.r, a.d, a.done = m, rw, r, d, false
-	if fresh {
+	if a.timer == nil {
 		a.timer = time.AfterFunc(m.timeout, a.answer)
 	} else {
 		a.timer.Reset(m.timeout)
