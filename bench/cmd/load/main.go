@@ -11,7 +11,9 @@
 // forgehooks descends from (@octokit/webhooks, see node.go and
 // bench/node/server.mjs), left out with a message when node or npm is missing.
 // Every one gets the same payload (the corpus's median push by default), with
-// the headers it reads, and must answer 200.
+// the headers it reads, and must answer 200. The requests go over -c
+// keep-alive connections, each written as one buffer made ahead (see conn), so
+// that the load generator is not what sets the pace.
 //
 //	load -forgehooks ./forgehooks -n 20000 -c 4 -duration 20s
 //
@@ -25,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,14 +216,15 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 			return result{}, err
 		}
 	}
-	url := "http://" + addr + path
-	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: cfg.c,
-		DisableCompression:  true,
-	}, Timeout: 30 * time.Second}
-	defer client.CloseIdleConnections()
+	conns := make([]*conn, cfg.c)
+	for i := range conns {
+		if conns[i], err = dial(i, addr, path, d, hdr); err != nil {
+			return result{}, err
+		}
+		defer conns[i].c.Close()
+	}
 
-	if _, err := run(client, url, d, hdr, cfg.warmup, cfg.c, cfg.duration); err != nil {
+	if _, err := run(conns, cfg.warmup, cfg.duration); err != nil {
 		return result{}, fmt.Errorf("warm-up: %w", err)
 	}
 	before, beforeUser, err := cpuTime(cmd.Process.Pid)
@@ -234,7 +236,7 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 		return result{}, err
 	}
 	t0 := time.Now()
-	lat, err := run(client, url, d, hdr, cfg.n, cfg.c, cfg.duration)
+	lat, err := run(conns, cfg.n, cfg.duration)
 	elapsed := time.Since(t0)
 	if err != nil {
 		return result{}, err
@@ -259,9 +261,9 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}, nil
 }
 
-// run sends up to n requests on c connections for at most dur, with the
-// delivery's headers under the names hdr, and returns each one's latency in µs.
-func run(client *http.Client, url string, d *bench.Delivery, hdr headerNames, n, c int, dur time.Duration) ([]float64, error) {
+// run sends up to n requests over conns, one at a time on each, for at most
+// dur, and returns each one's latency in µs.
+func run(conns []*conn, n int, dur time.Duration) ([]float64, error) {
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -270,7 +272,7 @@ func run(client *http.Client, url string, d *bench.Delivery, hdr headerNames, n,
 		wg       sync.WaitGroup
 	)
 	deadline := time.Now().Add(dur)
-	for range c {
+	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -280,25 +282,9 @@ func run(client *http.Client, url string, d *bench.Delivery, hdr headerNames, n,
 				all = append(all, lat...)
 				mu.Unlock()
 			}()
-			rd := bytes.NewReader(nil)
 			for next.Add(1) <= int64(n) && time.Now().Before(deadline) {
-				rd.Reset(d.Body)
-				req, _ := http.NewRequest(http.MethodPost, url, rd)
-				req.ContentLength = int64(len(d.Body))
-				req.Header["Content-Type"] = []string{"application/json"}
-				req.Header[hdr.event] = []string{d.Event}
-				req.Header[hdr.delivery] = []string{"d-" + strconv.Itoa(len(lat))}
-				req.Header[hdr.signature] = []string{d.Signature}
 				t := time.Now()
-				res, err := client.Do(req)
-				if err == nil {
-					_, err = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if err == nil && res.StatusCode != http.StatusOK {
-						err = fmt.Errorf("status %s", res.Status)
-					}
-				}
-				if err != nil {
+				if err := c.do(); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
