@@ -17,7 +17,8 @@ import (
 // answer with http.ReadResponse, instead of going through http.Client, whose
 // transport costs more CPU per request than the fastest receivers: the load
 // generator, not the receiver, would set the pace, and a receiver left waiting
-// for its next request pays for being woken (see "sleeps" in the README).
+// for its next request pays for being woken (see bench/README.md, "HTTP end
+// to end").
 type conn struct {
 	c    net.Conn
 	br   *bufio.Reader
