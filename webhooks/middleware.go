@@ -71,6 +71,17 @@ type MiddlewareOptions struct {
 	// request. Requests still being read or verified take no place. Zero:
 	// DefaultMaxInFlight. Negative: no bound.
 	MaxInFlight int
+	// Inbox, when set, stores each verified delivery durably instead of
+	// running its handlers during the request; see Inbox for the answers.
+	// The inbox runs the handlers later.
+	Inbox Inbox
+	// OnResult, when set, is called once for every request the middleware
+	// handles (not for those of other paths), after its answer was written
+	// and its handlers, if any, returned: for a 202 of the timeout, when they
+	// return. It runs on the goroutine that finished last and must not block
+	// for long; it must not keep Result.Payload beyond the call unless it
+	// copies it.
+	OnResult func(Result)
 }
 
 // Middleware receives deliveries over HTTP on one path, verifies them and
@@ -94,6 +105,8 @@ type Middleware struct {
 	maxInFlight int64 // 0: no bound
 	inFlight    atomic.Int64
 	workers     workers // run each accepted delivery's handlers
+	inbox       Inbox
+	onResult    func(Result)
 }
 
 // NewMiddleware returns a Middleware serving w. It panics when w is nil.
@@ -101,7 +114,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if w == nil {
 		panic("webhooks: NewMiddleware with a nil *Webhooks")
 	}
-	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers()}
+	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers(), inbox: opts.Inbox, onResult: opts.OnResult}
 	path := opts.Path
 	if path == "" {
 		path = DefaultPath
@@ -160,7 +173,18 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 	if !m.matches(r.URL) {
 		return false
 	}
-	m.serve(rw, r)
+	if m.onResult == nil {
+		m.serve(rw, r, nil)
+		return true
+	}
+	oc := &outcome{m: m, start: time.Now()}
+	oc.res.Header = r.Header
+	oc.res.ID = r.Header.Get(HeaderDelivery)
+	oc.res.Event = r.Header.Get(HeaderEvent)
+	oc.res.ReceivedAt = oc.start
+	oc.left.Store(1)
+	m.serve(&statusWriter{ResponseWriter: rw, oc: oc}, r, oc)
+	oc.done()
 	return true
 }
 
@@ -205,7 +229,13 @@ const (
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
 
-func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
+func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome) {
+	var start time.Time
+	if oc != nil {
+		start = oc.start
+	} else {
+		start = time.Now()
+	}
 	if r.Method != http.MethodPost {
 		m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelInfo, "method is not POST")
 		return
@@ -232,9 +262,11 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := Delivery{
-		ID:        strings.TrimSpace(r.Header.Get(HeaderDelivery)),
-		Name:      strings.TrimSpace(r.Header.Get(HeaderEvent)),
-		Signature: strings.TrimSpace(r.Header.Get(HeaderSignature)),
+		ID:         strings.TrimSpace(r.Header.Get(HeaderDelivery)),
+		Name:       strings.TrimSpace(r.Header.Get(HeaderEvent)),
+		Signature:  strings.TrimSpace(r.Header.Get(HeaderSignature)),
+		Header:     r.Header,
+		ReceivedAt: start,
 	}
 	if r.ContentLength > m.max {
 		m.tooLarge(rw, r, d)
@@ -261,6 +293,13 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", d.ID, "event", d.Name)
 		return
 	}
+	if oc != nil {
+		oc.res.Verified, oc.res.Payload = true, body
+	}
+	if m.inbox != nil {
+		m.enqueue(rw, r, d)
+		return
+	}
 
 	// The delivery is counted for Close before any answer can acknowledge it,
 	// so that a 202 is never sent for handlers a shutdown would not wait for.
@@ -278,21 +317,28 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request) {
 
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
-	ctx := context.WithoutCancel(r.Context())
+	ctx := ContextWithDelivery(context.WithoutCancel(r.Context()), DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1})
+	if oc != nil {
+		oc.left.Add(1) // the handlers' end, as well as the answer
+	}
 	if m.timeout < 0 || r.ProtoMajor == 1 && canFlush(rw) {
-		m.receiveInline(ctx, rw, r, d)
+		m.receiveInline(ctx, rw, r, d, oc)
 		return
 	}
-	m.receiveHandedOff(ctx, rw, r, d)
+	m.receiveHandedOff(ctx, rw, r, d, oc)
 }
 
 // receive runs the handlers of an accepted delivery, then gives back its place
 // among MaxInFlight (before the answer, so that it sees the place free) and
 // tells Close it is done.
-func (m *Middleware) receive(ctx context.Context, d Delivery) error {
+func (m *Middleware) receive(ctx context.Context, d Delivery, oc *outcome) error {
 	err := m.w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
 	m.inFlight.Add(-1)
 	m.w.accepted.done()
+	if oc != nil {
+		oc.err = err
+		oc.done()
+	}
 	if errors.Is(err, emitter.ErrClosed) {
 		// Only when Close gave up waiting (its context ended) before this
 		// delivery's handlers started, or the Emitter was closed directly.
@@ -305,12 +351,12 @@ func (m *Middleware) receive(ctx context.Context, d Delivery) error {
 // longer than the timeout, a timer answers 202 from its own goroutine, with
 // Connection: close so that the client does not send its next request on a
 // connection whose handler has not returned, and flushes it to the client.
-func (m *Middleware) receiveInline(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery) {
+func (m *Middleware) receiveInline(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery, oc *outcome) {
 	var late *lateAnswer
 	if m.timeout > 0 {
 		late = m.startLate(rw, r, d)
 	}
-	err := m.receive(ctx, d)
+	err := m.receive(ctx, d, oc)
 	if late != nil && !late.finish() {
 		return // answered 202 already
 	}
@@ -415,9 +461,9 @@ func canFlush(rw http.ResponseWriter) bool {
 
 // receiveHandedOff runs the handlers on another goroutine while this one
 // waits for them, for the timeout, and for the client to go away.
-func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery) {
+func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWriter, r *http.Request, d Delivery, oc *outcome) {
 	done := make(chan error, 1)
-	m.workers.run(func() { done <- m.receive(ctx, d) })
+	m.workers.run(func() { done <- m.receive(ctx, d, oc) })
 	var timeout <-chan time.Time
 	if m.timeout > 0 {
 		t := time.NewTimer(m.timeout)
@@ -677,6 +723,9 @@ func (m *Middleware) notFound(rw http.ResponseWriter, r *http.Request) {
 
 // reject logs why a request is refused and answers it with a JSON error.
 func (m *Middleware) reject(rw http.ResponseWriter, r *http.Request, code int, msg string, level slog.Level, why string, attrs ...any) {
+	if sw, ok := rw.(*statusWriter); ok && sw.oc.reason == "" {
+		sw.oc.reason = msg
+	}
 	attrs = append([]any{"status", code, "method", r.Method, "path", requestURI(r), "remote", r.RemoteAddr}, attrs...)
 	m.logger.Log(r.Context(), level, "webhooks: rejected request: "+why, attrs...)
 	writeJSONError(rw, code, msg)

@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
+	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/payloads"
@@ -195,6 +197,11 @@ type Delivery struct {
 	Payload []byte
 	// Signature is the X-Hub-Signature-256 header's value.
 	Signature string
+	// Header holds the request's headers when the delivery came over HTTP;
+	// nil otherwise. It is not verified: only Payload is signed.
+	Header http.Header
+	// ReceivedAt is when the delivery arrived; zero when unknown.
+	ReceivedAt time.Time
 }
 
 // VerifyAndReceive checks d's signature against the primary and then each
@@ -205,6 +212,7 @@ type Delivery struct {
 // error returned wraps ErrSignatureMismatch (and the signing error that caused
 // it, if any) and names the delivery. Otherwise the result is Receive's: nil, an
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
+// The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
 	var ok bool
 	var err error
@@ -220,6 +228,7 @@ func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
 	if !ok {
 		return w.mismatch(ctx, d, err)
 	}
+	ctx = ContextWithDelivery(ctx, DeliveryInfo{ID: d.ID, Event: d.Name, Header: d.Header, ReceivedAt: d.ReceivedAt, Attempt: 1})
 	return w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
 }
 

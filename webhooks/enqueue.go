@@ -1,0 +1,53 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
+)
+
+const msgNotStored = "Could not store the delivery: try again later"
+
+// enqueue hands a verified delivery to the inbox and answers for it: 202 once
+// stored, 200 for a duplicate, 503 when the inbox cannot take it in time. A
+// body that is not a JSON object is refused before it is stored.
+func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery) {
+	if _, err := jsonscan.Scan(d.Payload); err != nil {
+		var no *jsonscan.NotObjectError
+		if errors.As(err, &no) {
+			err = fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", emitter.ErrInvalidPayload, d.Name, d.ID, no.Kind)
+		} else {
+			err = fmt.Errorf("%w (event %q, delivery %q): %w", emitter.ErrInvalidPayload, d.Name, d.ID, err)
+		}
+		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", d.ID, "event", d.Name)
+		return
+	}
+	// Counted for Close, so that a shutdown waits for a store under way.
+	if !m.w.accepted.add() {
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", d.ID)
+		return
+	}
+	defer m.w.accepted.done()
+	ctx := context.WithoutCancel(r.Context())
+	if m.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.timeout)
+		defer cancel()
+	}
+	dup, err := m.inbox.Enqueue(ctx, d)
+	switch {
+	case err != nil:
+		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", d.ID, "event", d.Name, "error", err)
+	case dup:
+		m.logger.Info("webhooks: duplicate delivery; no handler runs", "delivery", d.ID, "event", d.Name)
+		writeText(rw, http.StatusOK, "duplicate\n")
+	default:
+		writeText(rw, http.StatusAccepted, "queued\n")
+	}
+}
