@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inspector"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -40,6 +42,8 @@ development secret.`)
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests and handlers finish")
 	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
 	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
+	uiAddr := fs.String("ui", "", "serve the delivery inspector page at this address, such as 127.0.0.1:3001 (default: off)")
+	uiTokenEnv := fs.String("ui-token-env", "", "environment variable holding a token the inspector page requires (needed when --ui is not a loopback address)")
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -59,6 +63,10 @@ development secret.`)
 		return fs.usageError("%v", err)
 	}
 	wh.OnAny(recordDelivery)
+	page, err := newUI(c, wh, log, *uiAddr, *uiTokenEnv, "http://"+*addr+mwPath(*path))
+	if err != nil {
+		return fs.usageError("%v", err)
+	}
 	if c.setup != nil {
 		c.setup(wh)
 	}
@@ -70,6 +78,7 @@ development secret.`)
 		Timeout:      *handlerTimeout,
 		MaxBodyBytes: *maxBody,
 		MaxInFlight:  *maxInFlight,
+		OnResult:     page.onResult(),
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -89,6 +98,10 @@ development secret.`)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	if err := page.serve(log, served); err != nil {
+		srv.Close()
+		return fs.fail("%v", err)
+	}
 	select {
 	case err := <-served:
 		return fs.fail("%v", err)
@@ -97,7 +110,7 @@ development secret.`)
 	log.Info("forgehooks serve: shutting down; letting running handlers finish", "timeout", *shutdown)
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
-	err = errors.Join(srv.Shutdown(sctx), wh.Close(sctx))
+	err = errors.Join(page.shutdown(sctx), srv.Shutdown(sctx), wh.Close(sctx))
 	if err != nil {
 		return fs.fail("shutdown: %v", err)
 	}
@@ -224,4 +237,78 @@ func (r *recorder) reason() string {
 		return e.Error
 	}
 	return strings.TrimSpace(r.body.String())
+}
+
+// ui is serve's inspector page (--ui), nil when off.
+type ui struct {
+	insp *inspector.Inspector
+	addr string
+	srv  *http.Server
+}
+
+// newUI checks --ui and --ui-token-env: a non-loopback address needs a token.
+func newUI(c *cli, wh *webhooks.Webhooks, log *slog.Logger, addr, tokenEnv, hookURL string) (*ui, error) {
+	if addr == "" {
+		if tokenEnv != "" {
+			return nil, errors.New("--ui-token-env needs --ui")
+		}
+		return nil, nil
+	}
+	token := ""
+	if tokenEnv != "" {
+		if token = c.getenv(tokenEnv); token == "" {
+			return nil, fmt.Errorf("--ui-token-env %s: the variable is unset or empty", tokenEnv)
+		}
+	}
+	if token == "" && !inspector.IsLoopbackAddr(addr) {
+		return nil, fmt.Errorf("--ui %s is not a loopback address: anyone who reaches it would read the deliveries; give --ui-token-env VAR with a token, or a 127.0.0.1 address", addr)
+	}
+	return &ui{addr: addr, insp: inspector.New(inspector.Options{
+		Webhooks: wh, Token: token, Logger: log, WebhookURL: strings.Replace(hookURL, "http://:", "http://127.0.0.1:", 1),
+		TypeName: func(event, _ string, payload []byte) string {
+			if p, err := payloads.Parse(event, payload); err == nil {
+				return fmt.Sprintf("%T", p)
+			}
+			return ""
+		},
+	})}, nil
+}
+
+func (u *ui) onResult() func(webhooks.Result) {
+	if u == nil {
+		return nil
+	}
+	return u.insp.OnResult
+}
+
+// serve listens on --ui; a failure of its server ends serve through failed.
+func (u *ui) serve(log *slog.Logger, failed chan<- error) error {
+	if u == nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", u.addr)
+	if err != nil {
+		return fmt.Errorf("--ui: cannot listen on %s: %v", u.addr, err)
+	}
+	// No write timeout: the page's event stream stays open.
+	u.srv = &http.Server{Handler: u.insp, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	u.srv.RegisterOnShutdown(u.insp.Close)
+	log.Info("forgehooks serve: inspector page", "url", "http://"+ln.Addr().String()+"/")
+	go func() {
+		if err := u.srv.Serve(ln); err != http.ErrServerClosed {
+			select {
+			case failed <- fmt.Errorf("--ui: %v", err):
+			default: // serve is ending anyway
+			}
+		}
+	}()
+	return nil
+}
+
+func (u *ui) shutdown(ctx context.Context) error {
+	if u == nil || u.srv == nil {
+		return nil
+	}
+	return u.srv.Shutdown(ctx)
 }

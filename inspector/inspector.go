@@ -1,0 +1,453 @@
+// Package inspector serves the delivery inspector: a web page that lists the
+// deliveries a receiver got as they arrive (Server-Sent Events), shows one in
+// detail (headers, payload as a JSON tree, the Go type it decodes to, every
+// attempt and its error, a command that sends it again) and replays it, or
+// retries a dead letter.
+//
+// The page is plain HTML, CSS and JavaScript embedded in the binary. Payloads
+// are attacker-controlled, so the page builds its DOM with textContent only,
+// under a strict Content-Security-Policy with Trusted Types required; actions
+// are POSTs with a CSRF token; without a Token it answers only requests whose
+// Host is a loopback address, which keeps DNS-rebinding pages out.
+//
+// Without a durable inbox the deliveries come from a Ring in memory, fed by
+// the middleware's OnResult:
+//
+//	insp := inspector.New(inspector.Options{Webhooks: wh})
+//	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{OnResult: insp.OnResult})
+//	admin.Handle("/inspector/", http.StripPrefix("/inspector", insp))
+package inspector
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+//go:embed assets
+var assets embed.FS
+
+var indexTemplate = template.Must(template.ParseFS(assets, "assets/index.html"))
+
+// DefaultMaxRejected is the default of Options.MaxRejected.
+const DefaultMaxRejected = 200
+
+// contentSecurityPolicy allows the page's own script and style only: no inline
+// script or style, no eval, no plugin, no framing, and Trusted Types with no
+// policy, so that assigning a string to innerHTML (or any HTML sink) throws.
+// Violations are reported to csp-report, which counts them.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; " +
+	"require-trusted-types-for 'script'; trusted-types 'none'; report-uri csp-report"
+
+// Options configures an Inspector.
+type Options struct {
+	// Source holds the deliveries shown. When nil, the Inspector keeps an
+	// in-memory Ring of MaxRecords deliveries (MaxBytes of payloads), fed by
+	// OnResult, which replays with Webhooks.
+	Source Source
+	// Webhooks runs replays of the in-memory Ring; without it the page
+	// cannot replay. Unused with a Source.
+	Webhooks   *webhooks.Webhooks
+	MaxRecords int
+	MaxBytes   int64
+	// MaxRejected bounds the ring of requests that stored nothing (rejected
+	// ones and duplicates), default DefaultMaxRejected. Their bodies are
+	// never kept.
+	MaxRejected int
+	// Token, when set, is required of every request: as the cookie the page
+	// sets after it is opened with ?token=..., or as "Authorization: Bearer".
+	// When empty, only requests to a loopback Host are answered.
+	Token string
+	// TypeName returns the Go type a payload decodes to, such as
+	// "*payloads.IssuesOpenedEvent"; default DeriveTypeName, which knows the
+	// generator's naming rule but not the schema.
+	TypeName func(event, action string, payload []byte) string
+	// Redeliver, when set, asks the forge to send delivery id again (catch-up
+	// configured); the page then offers it.
+	Redeliver func(ctx context.Context, id string) error
+	// WebhookURL is where the commands that reproduce a delivery send it;
+	// default "http://127.0.0.1:3000" + webhooks.DefaultPath.
+	WebhookURL string
+	// Logger gets a line per action taken; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Inspector is the inspector page and its API, an http.Handler to serve at a
+// path of its own (with http.StripPrefix). It is safe for concurrent use.
+type Inspector struct {
+	opts     Options
+	src      Source
+	ring     *Ring // the in-memory Source, when Options.Source is nil
+	requests store // rejected requests and duplicates
+	hub      hub
+	csrf     string
+	log      *slog.Logger
+	stops    []func()
+	mux      *http.ServeMux
+
+	cspReports atomic.Int64
+}
+
+// New returns an Inspector over opts.Source, or over a new Ring.
+func New(opts Options) *Inspector {
+	if opts.MaxRejected <= 0 {
+		opts.MaxRejected = DefaultMaxRejected
+	}
+	if opts.TypeName == nil {
+		opts.TypeName = func(event, action string, _ []byte) string { return DeriveTypeName(event, action) }
+	}
+	if opts.WebhookURL == "" {
+		opts.WebhookURL = "http://127.0.0.1:3000" + webhooks.DefaultPath
+	}
+	in := &Inspector{opts: opts, src: opts.Source, log: opts.Logger}
+	if in.log == nil {
+		in.log = slog.Default()
+	}
+	if in.src == nil {
+		in.ring = NewRing(RingOptions{Webhooks: opts.Webhooks, MaxRecords: opts.MaxRecords, MaxBytes: opts.MaxBytes, Logger: opts.Logger})
+		in.src = in.ring
+	}
+	in.requests.init(opts.MaxRejected, int64(opts.MaxRejected)*16<<10, false)
+	var b [32]byte
+	rand.Read(b[:])
+	in.csrf = hex.EncodeToString(b[:])
+	in.stops = append(in.stops, in.src.Watch(func(r Record) { in.publish(r, false) }))
+	in.stops = append(in.stops, in.requests.watch(func(r Record) { in.publish(r, true) }))
+	in.routes()
+	return in
+}
+
+// Ring returns the in-memory Ring, or nil when Options.Source was given.
+func (in *Inspector) Ring() *Ring { return in.ring }
+
+// CSPViolations returns how many Content-Security-Policy violation reports
+// the pages sent.
+func (in *Inspector) CSPViolations() int64 { return in.cspReports.Load() }
+
+// Dropped returns how many live pages were dropped for falling behind; each
+// reconnects and reloads.
+func (in *Inspector) Dropped() int64 { return in.hub.drops.Load() }
+
+// Close ends every live page's stream, so that an http.Server's Shutdown need
+// not wait for them, and stops watching the Source.
+func (in *Inspector) Close() {
+	in.hub.close()
+	for _, stop := range in.stops {
+		stop()
+	}
+}
+
+// Limits of what a rejected request's record keeps of its headers.
+const (
+	maxRejectedHeaders    = 64
+	maxRejectedHeaderSize = 1 << 10
+)
+
+// OnResult records one request's result, for webhooks.MiddlewareOptions: a
+// delivery in the in-memory Ring (with a Source, the inbox stores it
+// instead), a rejected request or a duplicate in the ring of requests, with
+// its headers cut to a bounded size and never its body. It copies what it
+// keeps and never blocks on a page.
+func (in *Inspector) OnResult(res webhooks.Result) {
+	if in.ring != nil && in.ring.Add(res) {
+		return
+	}
+	if res.Verified && !res.Duplicate && (res.Status < 300 || res.Status == http.StatusInternalServerError) {
+		return // stored by the Source
+	}
+	rec := &Record{
+		ID: res.ID, Event: res.Event, Action: res.Action, ReceivedAt: res.ReceivedAt,
+		Status: StatusRejected, HTTPStatus: res.Status, Verified: res.Verified, Duration: res.Duration,
+		Header: boundedHeader(res.Header),
+	}
+	if res.Duplicate {
+		rec.Status = StatusDuplicate
+	}
+	if res.Err != nil {
+		rec.Reason = res.Err.Error()
+		if len(rec.Reason) > maxRejectedHeaderSize {
+			rec.Reason = rec.Reason[:maxRejectedHeaderSize]
+		}
+	}
+	rec.ID, rec.Event = cut(rec.ID), cut(rec.Event)
+	in.requests.add(rec)
+}
+
+func cut(s string) string {
+	if len(s) > maxRejectedHeaderSize {
+		return s[:maxRejectedHeaderSize]
+	}
+	return s
+}
+
+// boundedHeader copies at most maxRejectedHeaders values of h, each cut to
+// maxRejectedHeaderSize bytes: an unverified request's headers are whatever
+// its sender chose.
+func boundedHeader(h http.Header) http.Header {
+	out := make(http.Header, min(len(h), maxRejectedHeaders))
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			if n == maxRejectedHeaders {
+				return out
+			}
+			out[k] = append(out[k], cut(v))
+			n++
+		}
+	}
+	return out
+}
+
+// publish sends a changed record to the live pages, encoded once for all.
+func (in *Inspector) publish(rec Record, request bool) {
+	if !in.hub.active() {
+		return
+	}
+	msg, err := json.Marshal(in.row(&rec, request))
+	if err != nil {
+		return
+	}
+	in.hub.publish(msg)
+}
+
+func (in *Inspector) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", in.index)
+	m.Handle("GET /assets/", http.FileServerFS(assets))
+	m.HandleFunc("GET /api/deliveries", in.list)
+	m.HandleFunc("GET /api/delivery", in.detail)
+	m.HandleFunc("GET /api/payload", in.payload)
+	m.HandleFunc("GET /api/events", in.events)
+	m.HandleFunc("GET /api/stats", in.stats)
+	m.HandleFunc("POST /api/replay", in.action("replay", func(ctx context.Context, id string) error { return in.src.Replay(ctx, id) }))
+	m.HandleFunc("POST /api/retry", in.action("retry", func(ctx context.Context, id string) error { return in.src.Retry(ctx, id) }))
+	m.HandleFunc("POST /api/redeliver", in.action("redeliver", func(ctx context.Context, id string) error {
+		if in.opts.Redeliver == nil {
+			return ErrUnsupported
+		}
+		return in.opts.Redeliver(ctx, id)
+	}))
+	m.HandleFunc("POST /csp-report", in.cspReport)
+	in.mux = m
+}
+
+// ServeHTTP serves the page, its assets and its API, after the checks of
+// access (Token, or a loopback Host) and, for actions, of the CSRF token.
+func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	if !in.allowed(w, r) {
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path != "/csp-report" {
+		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+			httpError(w, http.StatusForbidden, "cross-site request refused")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(in.csrf)) != 1 {
+			httpError(w, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
+			return
+		}
+	}
+	in.mux.ServeHTTP(w, r)
+}
+
+const tokenCookie = "forgehooks_inspector"
+
+// allowed checks the Token, or without one that the request is to a loopback
+// Host, and answers when it is not.
+func (in *Inspector) allowed(w http.ResponseWriter, r *http.Request) bool {
+	if in.opts.Token == "" {
+		if !loopbackHost(r.Host) {
+			httpError(w, http.StatusForbidden, "the inspector answers only at a loopback address (localhost, 127.0.0.1, [::1]) unless it has a token")
+			return false
+		}
+		return true
+	}
+	want := []byte(in.opts.Token)
+	if c, err := r.Cookie(tokenCookie); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), want) == 1 {
+		return true
+	}
+	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && subtle.ConstantTimeCompare([]byte(b), want) == 1 {
+		return true
+	}
+	if q := r.URL.Query(); r.Method == http.MethodGet && r.URL.Path == "/" && q.Has("token") {
+		if subtle.ConstantTimeCompare([]byte(q.Get("token")), want) == 1 {
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: in.opts.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			// Off the address bar and the history, now that the cookie has it.
+			http.Redirect(w, r, "./", http.StatusSeeOther)
+			return false
+		}
+	}
+	httpError(w, http.StatusUnauthorized, "open the inspector with ?token=<its token> (the value of the --ui-token-env variable)")
+	return false
+}
+
+// loopbackHost reports whether a Host header names this machine by a
+// loopback address or "localhost".
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// IsLoopbackAddr reports whether a listen address ("host:port") accepts
+// connections from this machine only. An empty host (all interfaces) is not.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	return loopbackHost(host)
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+func (in *Inspector) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	indexTemplate.Execute(w, struct {
+		CSRF      string
+		Redeliver bool
+	}{in.csrf, in.opts.Redeliver != nil})
+}
+
+func (in *Inspector) stats(w http.ResponseWriter, r *http.Request) {
+	st := map[string]int64{
+		"cspViolations": in.cspReports.Load(),
+		"dropped":       in.hub.drops.Load(),
+		"published":     in.hub.published.Load(),
+	}
+	if in.ring != nil {
+		n, b := in.ring.Len()
+		st["records"], st["bytes"] = int64(n), b
+	}
+	n, _ := in.requests.len()
+	st["requests"] = int64(n)
+	writeJSON(w, http.StatusOK, st)
+}
+
+// cspReport counts a violation report; its body is read (bounded) and not
+// kept.
+func (in *Inspector) cspReport(w http.ResponseWriter, r *http.Request) {
+	n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+	if n > 0 {
+		in.cspReports.Add(1)
+		in.log.Warn("inspector: Content-Security-Policy violation reported by a page")
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// action runs one of the page's actions on the delivery ?id=.
+func (in *Inspector) action(name string, run func(ctx context.Context, id string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("id")
+		if id == "" {
+			httpError(w, http.StatusBadRequest, "missing ?id=")
+			return
+		}
+		// The handlers run to their end even when the page goes away.
+		ctx := context.WithoutCancel(r.Context())
+		err := run(ctx, id)
+		in.log.Info("inspector: "+name, "id", id, "error", err)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			httpError(w, http.StatusNotFound, err.Error())
+		case errors.Is(err, ErrNotDead), errors.Is(err, ErrUnsupported):
+			httpError(w, http.StatusConflict, err.Error())
+		case err != nil && name == "replay":
+			// The replay ran and its handlers failed: the attempt shows it.
+			writeJSON(w, http.StatusOK, map[string]string{"result": "failed", "error": err.Error()})
+		case err != nil:
+			httpError(w, http.StatusBadGateway, err.Error())
+		default:
+			writeJSON(w, http.StatusOK, map[string]string{"result": "ok"})
+		}
+	}
+}
+
+// events streams changed rows to a page as Server-Sent Events ("row"). A page
+// that falls clientBuffer rows behind is sent "dropped" (if it still reads)
+// and disconnected; it reconnects and reloads.
+func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	c, ok := in.hub.subscribe()
+	if !ok {
+		httpError(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	defer in.hub.unsubscribe(c)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(s ...[]byte) bool {
+		// A stuck page must not hold this goroutine: each write has a
+		// deadline.
+		rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		for _, b := range s {
+			if _, err := w.Write(b); err != nil {
+				return false
+			}
+		}
+		return rc.Flush() == nil
+	}
+	if !write([]byte("retry: 1000\n: connected\n\n")) {
+		return
+	}
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case msg := <-c.ch:
+			if !write([]byte("event: row\ndata: "), msg, []byte("\n\n")) {
+				return
+			}
+		case <-c.gone:
+			write([]byte("event: dropped\ndata: {}\n\n"))
+			return
+		case <-ping.C:
+			if !write([]byte(": ping\n\n")) {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
