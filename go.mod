@@ -3,7 +3,11 @@ module forgehooks.dev/forgehooks
 go 1.26.0
 
 require (
-	github.com/dave/jennifer v1.7.1 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
+	github.com/dave/jennifer v1.7.1
+	github.com/google/go-cmp v0.7.0
+	gopkg.in/yaml.v3 v3.0.1
 )
+
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect

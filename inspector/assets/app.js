@@ -437,7 +437,9 @@
     if (key.startsWith('d:') || key.startsWith('r:')) {
       state.detailKey = key;
       state.detail = null;
-      $('a-result').textContent = '';
+      // Nothing of the previous delivery stays while this one loads.
+      for (const id of ['d-title', 'a-result', 'd-send', 'd-curl', 'p-raw', 'p-hits']) $(id).textContent = '';
+      for (const id of ['d-summary', 'd-attempts', 'd-headers', 'p-tree']) $(id).replaceChildren();
       $('list-view').hidden = true;
       $('detail-view').hidden = false;
       loadDetail(key, false).then(() => $('back').focus());

@@ -1,0 +1,175 @@
+package inspector_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// The browser tests drive a real headless Chromium (Debian's chromium
+// package; `make chromium` installs it). Without one they skip, except under
+// CI=true, where they fail: CI must run them.
+
+// chromiumPath finds the browser: $CHROMIUM, or chromium on $PATH.
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func noBrowser(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: the browser tests must run; install it with `make chromium`)", msg)
+	}
+	t.Skipf("%s; install it with `make chromium` (apt-get install chromium)", msg)
+}
+
+// violationProbe runs before the page's own script, in every document: it
+// counts Content-Security-Policy violations as the page sees them, and marks
+// that the document was not reloaded.
+const violationProbe = `window.__violations = [];
+document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample));`
+
+// browser starts Chromium with a fresh profile and returns a tab's context.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		noBrowser(t, "no Chromium found (chromium on $PATH or $CHROMIUM)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 800),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelT := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelT(); cancelA() })
+	if err := chromedp.Do(ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: violationProbe})
+		return chromedp.Void{}, err
+	}); err != nil {
+		noBrowser(t, "cannot start Chromium at %s: %v", path, err)
+	}
+	return ctx
+}
+
+// colorScheme makes the page see prefers-color-scheme: scheme.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return chromedp.Void{}, err
+	}
+}
+
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		t.Fatalf("%s: %v\npage: %s", what, err, pageState(ctx))
+	}
+}
+
+// eval runs a JavaScript expression in the page (as DevTools does, outside
+// the page's Content-Security-Policy) and decodes its value.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// until waits for a JavaScript condition to hold in the page. (chromedp.Poll
+// compiles its predicate with new Function, which the page's policy forbids.)
+func until(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ok, err := chromedp.Run(sctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s (%s): err %v\npage: %s", what, expr, err, pageState(ctx))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// pageState describes the page for a failure message.
+func pageState(ctx context.Context) string {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(sctx, chromedp.Evaluate[string](`JSON.stringify({
+		hash: location.hash, live: document.getElementById('live').textContent,
+		rows: [...document.querySelectorAll('#tbody tr')].map((tr) => tr.innerText.replace(/\s+/g, ' ')),
+		title: document.getElementById('d-title').textContent,
+		attempts: [...document.querySelectorAll('#d-attempts li')].map((li) => li.innerText),
+		result: document.getElementById('a-result').textContent,
+		violations: window.__violations})`))
+	if err != nil {
+		return "(unavailable: " + err.Error() + ")"
+	}
+	return s
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// rowSel is the CSS selector of the list row of key.
+func rowSel(key string) string {
+	return `#tbody tr[data-key=` + jsString(key) + `]`
+}
+
+func rowCount(t *testing.T, ctx context.Context) int {
+	return eval[int](t, ctx, `document.querySelectorAll('#tbody tr').length`)
+}
+
+func violations(t *testing.T, ctx context.Context) []string {
+	return eval[[]string](t, ctx, `window.__violations`)
+}
+
+// setField sets a form field's value as a user's edit would, with the
+// event the page listens to.
+func setField(t *testing.T, ctx context.Context, id, value string) {
+	t.Helper()
+	eval[bool](t, ctx, `(() => { const e = document.getElementById(`+jsString(id)+`); e.value = `+jsString(value)+`;
+		e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input')); return true; })()`)
+}
