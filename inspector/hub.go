@@ -61,6 +61,13 @@ func (h *hub) active() bool {
 	return len(h.clients) > 0
 }
 
+// count returns how many clients listen.
+func (h *hub) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
+}
+
 // publish gives msg to every client without waiting for any.
 func (h *hub) publish(msg []byte) {
 	h.published.Add(1)

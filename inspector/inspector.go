@@ -122,7 +122,9 @@ func New(opts Options) *Inspector {
 		in.ring = NewRing(RingOptions{Webhooks: opts.Webhooks, MaxRecords: opts.MaxRecords, MaxBytes: opts.MaxBytes, Logger: opts.Logger})
 		in.src = in.ring
 	}
-	in.requests.init(opts.MaxRejected, int64(opts.MaxRejected)*16<<10, false)
+	// The count bounds the ring of requests; the bytes only back it up, as
+	// each record is cut to at most maxRejectedSize.
+	in.requests.init(opts.MaxRejected, int64(opts.MaxRejected)*maxRejectedSize, false)
 	var b [32]byte
 	rand.Read(b[:])
 	in.csrf = hex.EncodeToString(b[:])
@@ -156,6 +158,7 @@ func (in *Inspector) Close() {
 const (
 	maxRejectedHeaders    = 64
 	maxRejectedHeaderSize = 1 << 10
+	maxRejectedSize       = maxRejectedHeaders*(2*maxRejectedHeaderSize+32) + 4*maxRejectedHeaderSize + 512
 )
 
 // OnResult records one request's result, for webhooks.MiddlewareOptions: a
@@ -195,8 +198,8 @@ func cut(s string) string {
 	return s
 }
 
-// boundedHeader copies at most maxRejectedHeaders values of h, each cut to
-// maxRejectedHeaderSize bytes: an unverified request's headers are whatever
+// boundedHeader copies at most maxRejectedHeaders values of h, names and
+// values cut to maxRejectedHeaderSize bytes: an unverified request's headers are whatever
 // its sender chose.
 func boundedHeader(h http.Header) http.Header {
 	out := make(http.Header, min(len(h), maxRejectedHeaders))
@@ -206,7 +209,7 @@ func boundedHeader(h http.Header) http.Header {
 			if n == maxRejectedHeaders {
 				return out
 			}
-			out[k] = append(out[k], cut(v))
+			out[cut(k)] = append(out[cut(k)], cut(v))
 			n++
 		}
 	}
@@ -353,6 +356,7 @@ func (in *Inspector) stats(w http.ResponseWriter, r *http.Request) {
 		"cspViolations": in.cspReports.Load(),
 		"dropped":       in.hub.drops.Load(),
 		"published":     in.hub.published.Load(),
+		"clients":       int64(in.hub.count()),
 	}
 	if in.ring != nil {
 		n, b := in.ring.Len()

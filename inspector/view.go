@@ -213,11 +213,10 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 			next[i] = cursorEnd
 		case took[i] == len(got[i]):
 			next[i] = after[i][len(after[i])-1]
+		case took[i] == 0:
+			next[i] = cursors[i]
 		default:
 			next[i] = after[i][took[i]-1]
-			if took[i] == 0 {
-				next[i] = cursors[i]
-			}
 		}
 	}
 	cursor := next[0] + "-" + next[1]
