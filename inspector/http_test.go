@@ -387,3 +387,11 @@ func TestRejectedRingBounds(t *testing.T) {
 		}
 	}
 }
+
+func decodeJSON(t *testing.T, resp *http.Response, v any) {
+	t.Helper()
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -101,6 +101,7 @@ type Inspector struct {
 	mux      *http.ServeMux
 
 	cspReports atomic.Int64
+	hookURL    atomic.Pointer[string]
 }
 
 // New returns an Inspector over opts.Source, or over a new Ring.
@@ -115,6 +116,7 @@ func New(opts Options) *Inspector {
 		opts.WebhookURL = "http://127.0.0.1:3000" + webhooks.DefaultPath
 	}
 	in := &Inspector{opts: opts, src: opts.Source, log: opts.Logger}
+	in.hookURL.Store(&opts.WebhookURL)
 	if in.log == nil {
 		in.log = slog.Default()
 	}
@@ -133,6 +135,10 @@ func New(opts Options) *Inspector {
 	in.routes()
 	return in
 }
+
+// SetWebhookURL changes Options.WebhookURL, for a receiver whose address is
+// known only once it listens (port 0).
+func (in *Inspector) SetWebhookURL(url string) { in.hookURL.Store(&url) }
 
 // Ring returns the in-memory Ring, or nil when Options.Source was given.
 func (in *Inspector) Ring() *Ring { return in.ring }

@@ -284,7 +284,7 @@ func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
 	}
 	if !request && rec.Verified {
 		d.TypeName = in.opts.TypeName(rec.Event, rec.Action, rec.Payload)
-		d.Send, d.Curl = Commands(in.opts.WebhookURL, rec.Event, rec.ID)
+		d.Send, d.Curl = Commands(*in.hookURL.Load(), rec.Event, rec.ID)
 		d.CanReplay = true
 		d.CanRetry = rec.Status == StatusDead || rec.Status == StatusFailed
 		d.CanRedo = in.opts.Redeliver != nil

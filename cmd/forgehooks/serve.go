@@ -63,7 +63,7 @@ development secret.`)
 		return fs.usageError("%v", err)
 	}
 	wh.OnAny(recordDelivery)
-	page, err := newUI(c, wh, log, *uiAddr, *uiTokenEnv, "http://"+*addr+mwPath(*path))
+	page, err := newUI(c, wh, log, *uiAddr, *uiTokenEnv)
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
@@ -98,7 +98,7 @@ development secret.`)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	if err := page.serve(log, served); err != nil {
+	if err := page.serve(log, served, "http://"+ln.Addr().String()+mwPath(*path)); err != nil {
 		srv.Close()
 		return fs.fail("%v", err)
 	}
@@ -247,7 +247,7 @@ type ui struct {
 }
 
 // newUI checks --ui and --ui-token-env: a non-loopback address needs a token.
-func newUI(c *cli, wh *webhooks.Webhooks, log *slog.Logger, addr, tokenEnv, hookURL string) (*ui, error) {
+func newUI(c *cli, wh *webhooks.Webhooks, log *slog.Logger, addr, tokenEnv string) (*ui, error) {
 	if addr == "" {
 		if tokenEnv != "" {
 			return nil, errors.New("--ui-token-env needs --ui")
@@ -264,7 +264,7 @@ func newUI(c *cli, wh *webhooks.Webhooks, log *slog.Logger, addr, tokenEnv, hook
 		return nil, fmt.Errorf("--ui %s is not a loopback address: anyone who reaches it would read the deliveries; give --ui-token-env VAR with a token, or a 127.0.0.1 address", addr)
 	}
 	return &ui{addr: addr, insp: inspector.New(inspector.Options{
-		Webhooks: wh, Token: token, Logger: log, WebhookURL: strings.Replace(hookURL, "http://:", "http://127.0.0.1:", 1),
+		Webhooks: wh, Token: token, Logger: log,
 		TypeName: func(event, _ string, payload []byte) string {
 			if p, err := payloads.Parse(event, payload); err == nil {
 				return fmt.Sprintf("%T", p)
@@ -282,10 +282,12 @@ func (u *ui) onResult() func(webhooks.Result) {
 }
 
 // serve listens on --ui; a failure of its server ends serve through failed.
-func (u *ui) serve(log *slog.Logger, failed chan<- error) error {
+// hookURL is where the receiver listens, for the page's commands.
+func (u *ui) serve(log *slog.Logger, failed chan<- error, hookURL string) error {
 	if u == nil {
 		return nil
 	}
+	u.insp.SetWebhookURL(hookURL)
 	ln, err := net.Listen("tcp", u.addr)
 	if err != nil {
 		return fmt.Errorf("--ui: cannot listen on %s: %v", u.addr, err)
