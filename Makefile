@@ -3,9 +3,10 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet unit generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load
+.PHONY: test fmt-check vet unit generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
 
 ## test: what CI runs: format check, vet, generated-code freshness, race-enabled tests.
+## The inspector's browser tests need Chromium: `make chromium` installs it (CI does).
 test: fmt-check vet generate-check unit
 
 fmt-check:
@@ -101,15 +102,32 @@ LOADC ?= 64
 load:
 	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADN) -load.c=$(LOADC)
 
-## serve: run a receiver on 127.0.0.1:3000. The secret is FORGE_WEBHOOK_SECRET; when it is
+## serve: run a receiver on 127.0.0.1:3000, with the delivery inspector page on
+## UI_ADDR (default 127.0.0.1:3001; UI_ADDR= turns it off). The secret is FORGE_WEBHOOK_SECRET; when it is
 ## unset, a development secret, never to be used on a real webhook (the binary itself never
 ## invents one).
 DEV_SECRET := forgehooks-development-secret-not-for-real-webhooks
+UI_ADDR    ?= 127.0.0.1:3001
 serve:
 	@if [ -z "$$FORGE_WEBHOOK_SECRET" ]; then \
 	  echo "make serve: FORGE_WEBHOOK_SECRET is unset; using the development secret \"$(DEV_SECRET)\""; \
 	fi
-	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve
+	@if [ -n "$(UI_ADDR)" ]; then echo "make serve: the inspector page is at http://$(UI_ADDR)/"; fi
+	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve $(if $(UI_ADDR),--ui $(UI_ADDR))
+
+## chromium: install Debian's chromium for the inspector's browser tests, when no
+## chromium is on $$PATH (they skip without it, and fail under CI=true).
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
+	else \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; \
+	fi
+
+## screenshots: the inspector's browser test writes the screenshots of its fixed demo
+## data set to docs/screenshots (committed; the README shows them).
+screenshots: chromium
+	FORGEHOOKS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestBrowserScreenshots$$' -v ./inspector
 
 ## smee-client: install the npm package the interop test runs, into a cache outside the
 ## repository (the test installs it by itself when missing; keep the version in step with

@@ -48,7 +48,7 @@ func TestBrowserLive(t *testing.T) {
 		t.Fatalf("rows in order %q", keys)
 	}
 	rejected := eval[string](t, ctx, `document.querySelector('#tbody tr[data-key^="r:"]').innerText`)
-	for _, want := range []string{"issues", sends[2].id, "not verified", "rejected 400"} {
+	for _, want := range []string{"issues", sends[2].id, "unverified", "rejected 400"} {
 		if !strings.Contains(rejected, want) {
 			t.Errorf("rejected row %q lacks %q", rejected, want)
 		}

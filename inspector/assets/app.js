@@ -96,7 +96,7 @@
     tr.append(el('td', 'id', r.id || '(none)'));
     tr.append(el('td', '', r.repository));
     tr.append(el('td', '', r.sender));
-    tr.append(el('td', r.verified ? 'sig-ok' : 'sig-bad', r.verified ? '✓ valid' : '✗ not verified'));
+    tr.append(el('td', r.verified ? 'sig-ok' : 'sig-bad', r.verified ? '✓ valid' : '✗ unverified'));
     const st = el('td');
     st.append(el('span', 'pill st-' + r.status.replace(/[^a-z]/g, ''), r.statusText));
     tr.append(st);
@@ -254,7 +254,7 @@
       ['Received', d.receivedAt ? new Date(d.receivedAt).toISOString() : '', 'mono'],
       ['Status', d.statusText, 'st-' + d.status],
       ['Answered', d.httpStatus ? String(d.httpStatus) : ''],
-      ['Signature', d.verified ? '✓ valid' : '✗ not verified', d.verified ? 'sig-ok' : 'sig-bad'],
+      ['Signature', d.verified ? '✓ valid' : '✗ unverified', d.verified ? 'sig-ok' : 'sig-bad'],
       ['Reason', d.reason, 'bad'],
       ['Repository', d.repository],
       ['Sender', d.sender],
