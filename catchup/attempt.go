@@ -113,6 +113,9 @@ func (w *wireAttempt) attempt() (Attempt, error) {
 	if err != nil {
 		return Attempt{}, fmt.Errorf("attempt %d: delivered_at: %v", *w.ID, err)
 	}
+	if at.IsZero() {
+		return Attempt{}, fmt.Errorf("attempt %d: delivered_at is the zero time", *w.ID)
+	}
 	a := Attempt{ID: *w.ID, GUID: *w.GUID, DeliveredAt: at, Status: *w.Status, StatusCode: *w.StatusCode, Event: *w.Event}
 	if w.Redelivery != nil {
 		a.Redelivery = *w.Redelivery
