@@ -31,7 +31,9 @@ func TestDecodeAttempts(t *testing.T) {
 		{ID: 12345678, GUID: "0b989ba4-242f-11e5-81e1-c7b6966d2516", DeliveredAt: time.Date(2019, 6, 3, 0, 57, 16, 0, time.UTC), Status: "OK", StatusCode: 200, Event: "issues", Action: "opened"},
 		{ID: 123456789, GUID: "0b989ba4-242f-11e5-81e1-c7b6966d2516", DeliveredAt: time.Date(2019, 6, 4, 0, 57, 16, 0, time.UTC), Redelivery: true, Status: "OK", StatusCode: 200, Event: "issues", Action: "opened"},
 	}
-	if !slices.EqualFunc(got, want, func(a, b Attempt) bool { return a == b || a.DeliveredAt.Equal(b.DeliveredAt) && a.ID == b.ID && a.GUID == b.GUID }) {
+	if !slices.EqualFunc(got, want, func(a, b Attempt) bool {
+		return a == b || a.DeliveredAt.Equal(b.DeliveredAt) && a.ID == b.ID && a.GUID == b.GUID
+	}) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 	for _, in := range []string{`[]`, ` [] `, "[\n]"} {
