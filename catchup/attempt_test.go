@@ -32,7 +32,9 @@ func TestDecodeAttempts(t *testing.T) {
 		{ID: 123456789, GUID: "0b989ba4-242f-11e5-81e1-c7b6966d2516", DeliveredAt: time.Date(2019, 6, 4, 0, 57, 16, 0, time.UTC), Redelivery: true, Status: "OK", StatusCode: 200, Event: "issues", Action: "opened"},
 	}
 	if !slices.EqualFunc(got, want, func(a, b Attempt) bool {
-		return a == b || a.DeliveredAt.Equal(b.DeliveredAt) && a.ID == b.ID && a.GUID == b.GUID
+		same := a.DeliveredAt.Equal(b.DeliveredAt)
+		a.DeliveredAt = b.DeliveredAt
+		return same && a == b
 	}) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
