@@ -149,9 +149,9 @@ func TestCatchupBadInput(t *testing.T) {
 func TestCatchupStopsAtFailedRedelivery(t *testing.T) {
 	e := newEnv(t, forgetest.Options{})
 	missed := e.record(forgetest.AppHook, 4, 0)
-	e.forge.Fail(forgetest.Fault{Method: "POST", Suffix: fmt.Sprintf("/deliveries/%d/attempts", missed[2].ID), Status: 422, Body: `{"message":"Validation Failed","documentation_url":"x","errors":[]}`})
+	e.forge.Fail(forgetest.Fault{Method: "POST", Suffix: fmt.Sprintf("/deliveries/%d/attempts", missed[2].ID), Status: 401, Body: `{"message":"Bad credentials","documentation_url":"x"}`})
 	rep, err := e.run(e.options())
-	if err == nil || !strings.Contains(err.Error(), "422 Unprocessable Entity: Validation Failed") || !strings.Contains(err.Error(), "2 requested before it") {
+	if err == nil || !strings.Contains(err.Error(), "401 Unauthorized: Bad credentials") || !strings.Contains(err.Error(), "2 requested before it") {
 		t.Fatalf("err = %v", err)
 	}
 	if rep.Requested != 2 {
@@ -173,6 +173,28 @@ func TestCatchupStopsAtFailedRedelivery(t *testing.T) {
 	}
 	if n := len(posts(e.forge)); n != 5 {
 		t.Errorf("%d POSTs in all, want 5 (2, the refused one, 2)", n)
+	}
+}
+
+// A redelivery the forge refuses for good (here 422, as for an attempt too
+// old) does not hold up the others, nor the checkpoint, nor later runs.
+func TestCatchupRefusedRedelivery(t *testing.T) {
+	e := newEnv(t, forgetest.Options{})
+	missed := e.record(forgetest.AppHook, 3, 0)
+	e.forge.Fail(forgetest.Fault{Method: "POST", Suffix: fmt.Sprintf("/deliveries/%d/attempts", missed[1].ID), Status: 422, Body: `{"message":"Validation Failed","documentation_url":"x","errors":[]}`})
+	rep, err := e.run(e.options())
+	if !errors.Is(err, catchup.ErrRefused) || !strings.Contains(err.Error(), missed[1].GUID) {
+		t.Fatalf("err = %v, want ErrRefused naming %s", err, missed[1].GUID)
+	}
+	if rep.Requested != 2 || !strings.Contains(rep.Entries[1].Refused, "422 Unprocessable Entity: Validation Failed") {
+		t.Errorf("requested %d, entry %+v", rep.Requested, rep.Entries[1])
+	}
+	if !rep.Through.Equal(missed[2].DeliveredAt) {
+		t.Errorf("checkpoint %v, want %v", rep.Through, missed[2].DeliveredAt)
+	}
+	rep, err = e.run(e.options())
+	if err != nil || rep.Requested != 0 || len(posts(e.forge)) != 3 {
+		t.Errorf("second run: requested %d, err %v, %d POSTs in all; want 0, nil, 3", rep.Requested, err, len(posts(e.forge)))
 	}
 }
 

@@ -47,6 +47,11 @@ const (
 // page already read.
 var ErrLinkLoop = errors.New("the delivery log's next link leads back to a page already read")
 
+// ErrRefused is wrapped by the error of a run in which the forge refused some
+// redeliveries for good; the run went on with the others, and the checkpoint
+// advanced (asking again would be refused again).
+var ErrRefused = errors.New("the forge refused redeliveries")
+
 // ErrPageCap is wrapped by the error of a run that read MaxPages pages without
 // reaching its checkpoint.
 var ErrPageCap = errors.New("page limit reached before the checkpoint")
@@ -132,6 +137,10 @@ type Entry struct {
 	Decision Decision
 	// Requested is set once the forge accepted the redelivery request.
 	Requested bool
+	// Refused is the forge's answer when it refused this redelivery for good
+	// (400, 404, 410 or 422: e.g. an attempt too old to redeliver); the
+	// guid is remembered as requested, and not asked for again.
+	Refused string
 }
 
 // Report is what a run read, decided and did.
@@ -168,10 +177,13 @@ func (r Report) Count(d Decision) int {
 //
 // Nothing is requested unless the whole window was read and decided: a bad
 // page, a link loop, the page limit, a 401 or 404 ends the run with an error
-// and the checkpoint as it was. A failed redelivery request ends the run too;
-// the guids requested before it are saved, so that the next run does not
-// request them again, and the checkpoint does not move. The Report is filled
-// as far as the run got, even with an error.
+// and the checkpoint as it was. A redelivery request that fails (after its
+// retries) ends the run too; the guids requested before it are saved, so that
+// the next run does not request them again, and the checkpoint does not move.
+// A redelivery the forge refuses for good (400, 404, 410, 422) is reported in
+// its Entry and the run goes on; it then returns an error wrapping
+// [ErrRefused]. The Report is filled as far as the run got, even with an
+// error.
 func Run(ctx context.Context, opts Options) (Report, error) {
 	rep := Report{Hook: opts.Hook, DryRun: opts.DryRun}
 	r, err := newRun(opts)
@@ -204,6 +216,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		state.Requested = map[string]time.Time{}
 	}
 	next := time.Time{}
+	var refused []string
 	for i := range rep.Entries {
 		e := &rep.Entries[i]
 		if e.Decision != Redeliver {
@@ -212,17 +225,24 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		if err := r.pace(ctx, &next); err != nil {
 			return rep, fmt.Errorf("catchup: %s: %w", opts.Hook, err)
 		}
-		if err := r.redeliver(ctx, e.Latest.ID); err != nil {
+		err := r.redeliver(ctx, e.Latest.ID)
+		if err != nil && !refusal(err) {
 			return rep, fmt.Errorf("catchup: %s: redelivering %s (attempt %d): %w; %d requested before it", opts.Hook, e.GUID, e.Latest.ID, err, rep.Requested)
 		}
-		e.Requested = true
-		rep.Requested++
+		if err != nil {
+			e.Refused = err.Error()
+			refused = append(refused, e.GUID)
+			r.log.LogAttrs(ctx, slog.LevelWarn, "catchup: redelivery refused", slog.String("hook", opts.Hook.String()), slog.String("guid", e.GUID), slog.String("error", err.Error()))
+		} else {
+			e.Requested = true
+			rep.Requested++
+			r.log.LogAttrs(ctx, slog.LevelInfo, "catchup: redelivery requested", slog.String("hook", opts.Hook.String()), slog.String("guid", e.GUID), slog.String("event", e.Latest.Event), slog.Int64("attempt", e.Latest.ID))
+		}
 		state.Requested[e.GUID] = r.clock.Now().UTC()
 		// saved at once: a crash must not lead to requesting it again
 		if err := r.save(ctx, state); err != nil {
 			return rep, err
 		}
-		r.log.LogAttrs(ctx, slog.LevelInfo, "catchup: redelivery requested", slog.String("hook", opts.Hook.String()), slog.String("guid", e.GUID), slog.String("event", e.Latest.Event), slog.Int64("attempt", e.Latest.ID))
 	}
 	for _, a := range attempts {
 		if a.DeliveredAt.After(state.Through) {
@@ -235,7 +255,27 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		}
 	}
 	rep.Through = state.Through
-	return rep, r.save(ctx, state)
+	if err := r.save(ctx, state); err != nil {
+		return rep, err
+	}
+	if len(refused) > 0 {
+		return rep, fmt.Errorf("catchup: %s: %w: %d of %d (%s); the others were requested", opts.Hook, ErrRefused, len(refused), len(refused)+rep.Requested, strings.Join(refused, ", "))
+	}
+	return rep, nil
+}
+
+// refusal tells a final answer about one attempt from one that concerns every
+// request (401, 403) and must end the run.
+func refusal(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.StatusCode {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }
 
 func (rep *Report) warn(ctx context.Context, log *slog.Logger, msg string) {

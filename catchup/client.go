@@ -129,7 +129,8 @@ func (c *client) do(ctx context.Context, method, rawURL string) (*response, erro
 		if try == c.maxTries {
 			break
 		}
-		if err := c.wait(ctx, what, wait, err.Error()); err != nil {
+		// at least a second, so that a "Retry-After: 0" cannot make a spin
+		if err := c.wait(ctx, what, max(wait, time.Second), err.Error()); err != nil {
 			return nil, err
 		}
 	}

@@ -170,6 +170,8 @@ func printCatchupTable(w io.Writer, rep catchup.Report) {
 		for _, e := range rep.Entries {
 			decision := string(e.Decision)
 			switch {
+			case e.Refused != "":
+				decision = "refused: " + e.Refused
 			case e.Requested:
 				decision = "redelivery requested"
 			case e.Decision == catchup.Redeliver && rep.DryRun:
