@@ -94,3 +94,14 @@ func FuzzDecodeAttempts(f *testing.F) {
 		}
 	})
 }
+
+// The default API URL is the server the published description names.
+func TestDefaultAPIURLFollowsDescription(t *testing.T) {
+	d, err := forgetest.ParseDescription()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if DefaultAPIURL != d.ServerURL() {
+		t.Errorf("DefaultAPIURL %q, the description's server %q", DefaultAPIURL, d.ServerURL())
+	}
+}

@@ -57,9 +57,8 @@ type operation struct {
 	Responses   map[string]*responseObj `json:"responses"`
 }
 
-// Description is the parsed REST description: the operations the fake serves
-// and the schemas their answers follow.
-type Description struct {
+// document is the JSON of the description, as far as the fake reads it.
+type document struct {
 	Servers []struct {
 		URL string `json:"url"`
 	} `json:"servers"`
@@ -72,8 +71,36 @@ type Description struct {
 		Parameters map[string]*parameter   `json:"parameters"`
 		Responses  map[string]*responseObj `json:"responses"`
 	} `json:"components"`
+}
 
+// Description is the parsed REST description: the operations the fake serves
+// and the schemas their answers follow.
+type Description struct {
+	document
 	routes []route
+}
+
+// ServerURL is the API's URL the description names (its first server).
+func (d *Description) ServerURL() string {
+	if len(d.Servers) == 0 {
+		return ""
+	}
+	return d.Servers[0].URL
+}
+
+// Version is the description's info.version.
+func (d *Description) Version() string { return d.Info.Version }
+
+// Operations lists the operations served, as "METHOD /path/{template}", sorted.
+func (d *Description) Operations() []string {
+	var out []string
+	for _, r := range d.routes {
+		for m := range r.ops {
+			out = append(out, m+" "+r.template)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // route is one path template, compiled.
@@ -87,7 +114,7 @@ type route struct {
 // ParseDescription parses the embedded REST description.
 func ParseDescription() (*Description, error) {
 	var d Description
-	if err := json.Unmarshal(descriptionJSON, &d); err != nil {
+	if err := json.Unmarshal(descriptionJSON, &d.document); err != nil {
 		return nil, fmt.Errorf("forgetest: REST description: %w", err)
 	}
 	for tmpl, ops := range d.Paths {

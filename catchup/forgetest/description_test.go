@@ -2,6 +2,7 @@ package forgetest_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,11 +14,17 @@ func TestDescription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Servers) != 1 || d.Servers[0].URL != "https://api.github.com" || d.Info.Version != "23.0.2" {
-		t.Errorf("servers %v, version %q", d.Servers, d.Info.Version)
+	if d.ServerURL() != "https://api.github.com" || d.Version() != "23.0.2" {
+		t.Errorf("server %q, version %q", d.ServerURL(), d.Version())
 	}
-	if len(d.Paths) != 9 {
-		t.Errorf("%d paths, want the 9 delivery operations", len(d.Paths))
+	want := []string{
+		"GET /app/hook/deliveries", "GET /app/hook/deliveries/{delivery_id}", "GET /orgs/{org}/hooks/{hook_id}/deliveries",
+		"GET /orgs/{org}/hooks/{hook_id}/deliveries/{delivery_id}", "GET /repos/{owner}/{repo}/hooks/{hook_id}/deliveries",
+		"GET /repos/{owner}/{repo}/hooks/{hook_id}/deliveries/{delivery_id}", "POST /app/hook/deliveries/{delivery_id}/attempts",
+		"POST /orgs/{org}/hooks/{hook_id}/deliveries/{delivery_id}/attempts", "POST /repos/{owner}/{repo}/hooks/{hook_id}/deliveries/{delivery_id}/attempts",
+	}
+	if got := d.Operations(); !slices.Equal(got, want) {
+		t.Errorf("operations %q\nwant %q", got, want)
 	}
 	item := d.Schema("hook-delivery-item")
 	if item == nil || len(item.Required) != 11 {
