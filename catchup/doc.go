@@ -10,6 +10,6 @@
 // the receiver does not already hold, within the forge's rate limits.
 //
 // The REST paths and JSON are those of the forge's published REST description;
-// [DefaultAPIURL] is the server it names. A GitHub-Enterprise-style installation
+// [DefaultAPIURL] is the server it names. A self-hosted installation
 // or a test server is reached with [Options.APIURL].
 package catchup

@@ -32,7 +32,7 @@ func TestCatchupRetries(t *testing.T) {
 			return forgetest.Fault{Method: "GET", Status: 403, Body: `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`, Times: 2}
 		}, 3 * time.Minute, 3 * time.Minute}, // one minute, then two
 		{"403 primary limit until reset", func(e *env) forgetest.Fault {
-			return forgetest.Fault{Method: "GET", Status: 403, Header: http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {reset(e)}}, Body: `{"message":"API rate limit exceeded"}`}
+			return forgetest.Fault{Method: "GET", Status: 403, Header: http.Header{"X-RateLimit-Remaining": {"0"}, "X-RateLimit-Reset": {reset(e)}}, Body: `{"message":"API rate limit exceeded"}`}
 		}, 7 * time.Minute, 7 * time.Minute},
 		{"502 twice", func(*env) forgetest.Fault {
 			return forgetest.Fault{Method: "GET", Status: 502, Body: `{"message":"Bad Gateway"}`, Times: 2}

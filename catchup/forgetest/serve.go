@@ -318,7 +318,10 @@ func (s *Server) fault(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	for k, vs := range f.Header {
-		w.Header()[k] = vs
+		w.Header().Del(k) // replaces the fake's own X-RateLimit-* headers
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(f.Status)
