@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -264,6 +265,15 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	return rep, nil
 }
 
+// isLoopback tells a host that names this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // refusal tells a final answer about one attempt from one that concerns every
 // request (401, 403) and must end the run.
 func refusal(err error) bool {
@@ -327,6 +337,9 @@ func newRun(opts Options) (*run, error) {
 		userAgent: cmp.Or(opts.UserAgent, "forgehooks-catchup"),
 	}
 	r.hook = base.String() + opts.Hook.path()
+	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
+		r.log.Warn("catchup: the API URL is plain http: credentials travel unencrypted", slog.String("api", base.Host))
+	}
 	return r, nil
 }
 

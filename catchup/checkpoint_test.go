@@ -1,6 +1,9 @@
 package catchup_test
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +75,38 @@ func TestMemoryCheckpoints(t *testing.T) {
 	got, _ := m.Load(t.Context(), "k")
 	if len(got.Requested) != 1 {
 		t.Errorf("stored state changed with the caller's map: %v", got.Requested)
+	}
+}
+
+// Options that cannot work are refused before any request; plain http to
+// another machine is warned of.
+func TestCatchupOptions(t *testing.T) {
+	tok := catchup.Token("t")
+	tests := []struct {
+		name string
+		o    catchup.Options
+		err  string
+	}{
+		{"no hook", catchup.Options{Credentials: tok}, "no hook: use AppHook, RepoHook or OrgHook"},
+		{"no credentials", catchup.Options{Hook: catchup.AppHook()}, "no credentials"},
+		{"repo without name", catchup.Options{Hook: catchup.RepoHook("o", "", 1), Credentials: tok}, "owner and repository are required"},
+		{"hook id", catchup.Options{Hook: catchup.OrgHook("o", 0), Credentials: tok}, "organization hook o #0: hook id must be positive"},
+		{"bad URL", catchup.Options{Hook: catchup.AppHook(), Credentials: tok, APIURL: "ftp://x"}, `API URL "ftp://x"`},
+		{"empty token", catchup.Options{Hook: catchup.OrgHook("o", 1), Credentials: catchup.Token(""), APIURL: "http://127.0.0.1:1"}, "GET /orgs/o/hooks/1/deliveries: credentials: empty token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := catchup.Run(t.Context(), tt.o)
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("err = %v, want %q", err, tt.err)
+			}
+		})
+	}
+	var logs strings.Builder
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no request leaves
+	_, err := catchup.Run(ctx, catchup.Options{Hook: catchup.AppHook(), Credentials: tok, APIURL: "http://198.51.100.7/api/v3", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(logs.String(), "credentials travel unencrypted") {
+		t.Errorf("err %v, logs %q", err, logs.String())
 	}
 }

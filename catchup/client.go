@@ -48,13 +48,16 @@ var ErrGaveUp = errors.New("gave up")
 type APIError struct {
 	Method     string
 	Path       string // without the query
-	StatusCode int
+	StatusCode int    // 0 when the request could not be sent (e.g. no credentials)
 	Message    string // the forge's "message", if any
 }
 
 // Error says what failed and, for 401 and 404, what to check.
 func (e *APIError) Error() string {
 	msg := fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.StatusCode == 0 { // refused before sending
+		msg = e.Method + " " + e.Path
+	}
 	if e.Message != "" {
 		msg += ": " + e.Message
 	}
