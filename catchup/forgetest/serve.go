@@ -380,6 +380,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, op *operation, h *
 func (s *Server) detail(w http.ResponseWriter, op *operation, h *hookLog, id string) {
 	s.mu.Lock()
 	a, d, ok := find(h, id)
+	receiver := s.receiver
 	s.mu.Unlock()
 	if !ok {
 		s.errorJSON(w, op, http.StatusNotFound, "Not Found")
@@ -388,7 +389,7 @@ func (s *Server) detail(w http.ResponseWriter, op *operation, h *hookLog, id str
 	m := a.item()
 	var payload any
 	json.Unmarshal(d.payload, &payload)
-	m["url"] = s.receiver
+	m["url"] = receiver
 	m["request"] = map[string]any{
 		"headers": map[string]any{"Content-Type": "application/json", "X-Forge-Event": a.Event, "X-Forge-Delivery": a.GUID},
 		"payload": payload,
