@@ -76,6 +76,7 @@ var commands = []command{
 	{"sign", "print a payload's signature", cmdSign},
 	{"verify", "check a payload's signature", cmdVerify},
 	{"events", "list every event and event.action name", cmdEvents},
+	{"catchup", "have the forge redeliver what the receiver missed", cmdCatchup},
 }
 
 const exitCodes = `Exit status: 0 success; 1 failure (invalid signature, non-2xx answer, a

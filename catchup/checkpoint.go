@@ -1,0 +1,171 @@
+package catchup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// State is what a run leaves for the next one, per hook.
+type State struct {
+	// Through is the newest delivery-log time up to which every attempt was
+	// decided; the next run reads the log back to here (less a small overlap).
+	// Zero: no run finished yet.
+	Through time.Time `json:"through,omitzero"`
+	// Requested holds each guid whose redelivery was requested, with when:
+	// a guid is requested once, however many runs see it failed.
+	Requested map[string]time.Time `json:"requested,omitempty"`
+}
+
+// Checkpoints stores a [State] per hook key ([Hook.Key]). Implementations must
+// be safe for concurrent use; Save must be atomic (a crash leaves the old state
+// or the new, never a mix).
+type Checkpoints interface {
+	// Load returns the state saved for key, or the zero State when none was.
+	Load(ctx context.Context, key string) (State, error)
+	// Save replaces the state of key.
+	Save(ctx context.Context, key string, s State) error
+}
+
+// StateFile keeps the states of every hook in one JSON file, written
+// atomically (a temporary file in the same directory, synced, then renamed).
+// A missing file is an empty store; a file that cannot be read or parsed is an
+// error, never silently a fresh start. One process at a time may use a file.
+type StateFile struct {
+	// Path is the file's name; its directory must exist.
+	Path string
+
+	mu sync.Mutex
+}
+
+type stateFileData struct {
+	Version int              `json:"version"`
+	Hooks   map[string]State `json:"hooks"`
+}
+
+const stateFileVersion = 1
+
+// Load implements [Checkpoints].
+func (f *StateFile) Load(_ context.Context, key string) (State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, err := f.read()
+	if err != nil {
+		return State{}, err
+	}
+	return d.Hooks[key], nil
+}
+
+// Save implements [Checkpoints].
+func (f *StateFile) Save(_ context.Context, key string, s State) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, err := f.read()
+	if err != nil {
+		return err
+	}
+	d.Hooks[key] = s
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return fmt.Errorf("state file %s: %w", f.Path, err)
+	}
+	return writeAtomic(f.Path, append(b, '\n'))
+}
+
+func (f *StateFile) read() (stateFileData, error) {
+	d := stateFileData{Version: stateFileVersion, Hooks: map[string]State{}}
+	if f.Path == "" {
+		return d, errors.New("state file: no path")
+	}
+	b, err := os.ReadFile(f.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("state file: %w", err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("state file %s: not valid JSON (%v); move it away to start afresh", f.Path, err)
+	}
+	if d.Version != stateFileVersion {
+		return d, fmt.Errorf("state file %s: version %d, want %d", f.Path, d.Version, stateFileVersion)
+	}
+	if d.Hooks == nil {
+		d.Hooks = map[string]State{}
+	}
+	return d, nil
+}
+
+// writeAtomic replaces path with data so that a crash leaves either file whole.
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // the rename is durable once the directory is
+		d.Close()
+	}
+	return nil
+}
+
+// MemoryCheckpoints keeps states in memory, for one process: a receiver that
+// runs catch-up on a ticker without a state file. The zero value is ready.
+type MemoryCheckpoints struct {
+	mu     sync.Mutex
+	states map[string]State
+}
+
+// Load implements [Checkpoints].
+func (m *MemoryCheckpoints) Load(_ context.Context, key string) (State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return cloneState(m.states[key]), nil
+}
+
+// Save implements [Checkpoints].
+func (m *MemoryCheckpoints) Save(_ context.Context, key string, s State) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.states == nil {
+		m.states = map[string]State{}
+	}
+	m.states[key] = cloneState(s)
+	return nil
+}
+
+func cloneState(s State) State {
+	if s.Requested != nil {
+		r := make(map[string]time.Time, len(s.Requested))
+		for k, v := range s.Requested {
+			r[k] = v
+		}
+		s.Requested = r
+	}
+	return s
+}

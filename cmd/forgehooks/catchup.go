@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"forgehooks.dev/forgehooks/catchup"
+)
+
+func cmdCatchup(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "catchup", "forgehooks catchup (--app-id N --private-key FILE | --token-env VAR) (--app | --repo OWNER/REPO --hook-id N | --org ORG --hook-id N) [flags]", `
+Find the deliveries the forge sent while the receiver was down, unreachable or
+failing, in the hook's delivery log (kept 3 days), and ask the forge to
+redeliver each once: every delivery id (guid) with no successful attempt that
+was not requested before. Prints a table of the guids read and the decision
+for each. With --state, the checkpoint and the guids requested are kept, so
+that the next run reads only what is new and requests nothing twice.
+
+The app hook is read with an app JWT (--app-id and --private-key, the app's
+PEM key); a repository or organization hook with a token read from the
+environment variable --token-env names. Neither is ever printed.`)
+	f := addCatchupFlags(fs)
+	dryRun := fs.Bool("dry-run", false, "decide and print the table, but request nothing and save nothing")
+	pos, code, done := fs.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return fs.usageError("unexpected argument %q", pos[0])
+	}
+	opts, code, ok := f.options(fs)
+	if !ok {
+		return code
+	}
+	opts.DryRun = *dryRun
+	opts.Logger = fs.logger(false)
+	if opts.Checkpoints == nil && !opts.DryRun {
+		opts.Logger.Warn("catchup: no --state file: the checkpoint and the guids requested are not kept, so the next run reads back --since again")
+	}
+	rep, err := catchup.Run(ctx, opts)
+	printCatchupTable(c.stdout, rep)
+	if err != nil {
+		return fs.fail("%v", err)
+	}
+	return exitOK
+}
+
+// catchupFlags are the flags that say which hook to catch up and how; serve
+// can take the same.
+type catchupFlags struct {
+	apiURL     *string
+	appID      *string
+	privateKey *string
+	tokenEnv   *string
+	app        *bool
+	repo       *string
+	org        *string
+	hookID     *int64
+	since      *time.Duration
+	state      *string
+	perMinute  *int
+	maxPages   *int
+}
+
+func addCatchupFlags(fs *flagSet) *catchupFlags {
+	return &catchupFlags{
+		apiURL:     fs.String("api-url", catchup.DefaultAPIURL, "the forge's REST API base URL"),
+		appID:      fs.String("app-id", "", "the app's id, for the app hook's JWT"),
+		privateKey: fs.String("private-key", "", "PEM file of the app's private key (PKCS#1 or PKCS#8), for the app hook's JWT"),
+		tokenEnv:   fs.String("token-env", "", "name of the environment variable holding the token, for a repository or organization hook"),
+		app:        fs.Bool("app", false, "catch up the app's hook"),
+		repo:       fs.String("repo", "", "catch up hook --hook-id of repository OWNER/REPO"),
+		org:        fs.String("org", "", "catch up hook --hook-id of organization ORG"),
+		hookID:     fs.Int64("hook-id", 0, "the repository's or organization's hook id"),
+		since:      fs.Duration("since", 0, "look back this far (default: back to the checkpoint in --state, or 24h)"),
+		state:      fs.String("state", "", "JSON file keeping the checkpoint and the guids requested, per hook"),
+		perMinute:  fs.Int("per-minute", catchup.DefaultRedeliveriesPerMinute, "redelivery requests a minute at most"),
+		maxPages:   fs.Int("max-pages", catchup.DefaultMaxPages, "log pages of 100 read at most in one run"),
+	}
+}
+
+// options checks the flags and turns them into catchup.Options; on a usage
+// error it returns the exit status and false.
+func (f *catchupFlags) options(fs *flagSet) (catchup.Options, int, bool) {
+	var o catchup.Options
+	fail := func(format string, a ...any) (catchup.Options, int, bool) {
+		return o, fs.usageError(format, a...), false
+	}
+	targets := 0
+	for _, set := range []bool{*f.app, *f.repo != "", *f.org != ""} {
+		if set {
+			targets++
+		}
+	}
+	if targets != 1 {
+		return fail("say which hook: --app, or --repo OWNER/REPO --hook-id N, or --org ORG --hook-id N")
+	}
+	switch {
+	case *f.app:
+		if *f.hookID != 0 {
+			return fail("--hook-id is for --repo and --org; the app has one hook")
+		}
+		if *f.tokenEnv != "" {
+			return fail("the app hook is read with an app JWT: give --app-id and --private-key, not --token-env")
+		}
+		if *f.appID == "" || *f.privateKey == "" {
+			return fail("--app needs --app-id N and --private-key FILE")
+		}
+		pemBytes, err := os.ReadFile(*f.privateKey)
+		if err != nil {
+			return o, fs.fail("%v", err), false
+		}
+		key, err := catchup.ParsePrivateKey(pemBytes)
+		if err != nil {
+			return o, fs.fail("%s: %v", *f.privateKey, err), false
+		}
+		creds, err := catchup.NewAppJWT(*f.appID, key)
+		if err != nil {
+			return fail("%v", err)
+		}
+		o.Hook, o.Credentials = catchup.AppHook(), creds
+	default:
+		if *f.hookID <= 0 {
+			return fail("--repo and --org need --hook-id N (the hook's id, in its settings URL)")
+		}
+		if *f.appID != "" || *f.privateKey != "" {
+			return fail("a repository or organization hook is read with a token: give --token-env VAR, not --app-id/--private-key")
+		}
+		if *f.tokenEnv == "" {
+			return fail("--repo and --org need --token-env VAR, the environment variable holding a token")
+		}
+		token := fs.c.getenv(*f.tokenEnv)
+		if strings.TrimSpace(token) == "" {
+			return fail("environment variable %s (--token-env) is empty or not set", *f.tokenEnv)
+		}
+		o.Credentials = catchup.Token(strings.TrimSpace(token))
+		if *f.repo != "" {
+			owner, repo, err := catchup.ParseRepo(*f.repo)
+			if err != nil {
+				return fail("--repo: %v", err)
+			}
+			o.Hook = catchup.RepoHook(owner, repo, *f.hookID)
+		} else {
+			o.Hook = catchup.OrgHook(*f.org, *f.hookID)
+		}
+	}
+	if *f.since < 0 {
+		return fail("--since %v: want a positive duration", *f.since)
+	}
+	if *f.perMinute <= 0 || *f.maxPages <= 0 {
+		return fail("--per-minute and --max-pages must be positive")
+	}
+	o.APIURL, o.Since, o.RedeliveriesPerMinute, o.MaxPages = *f.apiURL, *f.since, *f.perMinute, *f.maxPages
+	if *f.state != "" {
+		o.Checkpoints = &catchup.StateFile{Path: *f.state}
+	}
+	return o, 0, true
+}
+
+// printCatchupTable prints one line per guid read, oldest first, and a summary.
+func printCatchupTable(w io.Writer, rep catchup.Report) {
+	if len(rep.Entries) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GUID\tEVENT\tACTION\tLAST STATUS\tDECISION")
+		for _, e := range rep.Entries {
+			decision := string(e.Decision)
+			switch {
+			case e.Refused != "":
+				decision = "refused: " + e.Refused
+			case e.Requested:
+				decision = "redelivery requested"
+			case e.Decision == catchup.Redeliver && rep.DryRun:
+				decision = "would redeliver"
+			case e.Decision == catchup.Redeliver:
+				decision = "redeliver: not requested"
+			}
+			action := e.Latest.Action
+			if action == "" {
+				action = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d %s\t%s\n", e.GUID, e.Latest.Event, action, e.Latest.StatusCode, e.Latest.Status, decision)
+		}
+		tw.Flush()
+	}
+	verb := "requested"
+	if rep.DryRun {
+		verb = "would request"
+	}
+	n := rep.Requested
+	if rep.DryRun {
+		n = rep.Count(catchup.Redeliver)
+	}
+	fmt.Fprintf(w, "%s: %d deliveries in %d attempts read (%d pages) since %s; %s %d redeliveries; skipped %d succeeded, %d held, %d requested earlier\n",
+		rep.Hook, len(rep.Entries), rep.Attempts, rep.Pages, rep.From.UTC().Format(time.RFC3339), verb, n,
+		rep.Count(catchup.SkipSucceeded), rep.Count(catchup.SkipHeld), rep.Count(catchup.SkipRequested))
+}
