@@ -388,7 +388,7 @@ func TestRejectedRingBounds(t *testing.T) {
 	}
 }
 
-func decodeJSON(t *testing.T, resp *http.Response, v any) {
+func decodeJSON(t testing.TB, resp *http.Response, v any) {
 	t.Helper()
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {

@@ -62,7 +62,8 @@ type Options struct {
 	Source Source
 	// Webhooks runs replays of the in-memory Ring; without it the page
 	// cannot replay. Unused with a Source.
-	Webhooks   *webhooks.Webhooks
+	Webhooks *webhooks.Webhooks
+	// MaxRecords and MaxBytes bound the in-memory Ring (see RingOptions).
 	MaxRecords int
 	MaxBytes   int64
 	// MaxRejected bounds the ring of requests that stored nothing (rejected
