@@ -132,7 +132,7 @@ func New(opts Options) *Inspector {
 	rand.Read(b[:])
 	in.csrf = hex.EncodeToString(b[:])
 	in.stops = append(in.stops, in.src.Watch(func(r Record) { in.publish(r, false) }))
-	in.stops = append(in.stops, in.requests.watch(func(r Record) { in.publish(r, true) }))
+	in.stops = append(in.stops, in.requests.Watch(func(r Record) { in.publish(r, true) }))
 	in.routes()
 	return in
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
@@ -112,7 +111,7 @@ func (r *Ring) Get(_ context.Context, id string) (Record, error) {
 }
 
 // Watch implements Source.
-func (r *Ring) Watch(fn func(Record)) (stop func()) { return r.store.watch(fn) }
+func (r *Ring) Watch(fn func(Record)) (stop func()) { return r.store.Watch(fn) }
 
 // Retry runs a failed delivery's handlers again, as Replay does: without an
 // inbox a failed delivery is the ring's dead letter. It returns an error
@@ -175,14 +174,7 @@ type store struct {
 	maxRecs  int
 	maxBytes int64
 
-	watchMu  sync.Mutex
-	watchers atomic.Pointer[[]watcher] // replaced whole, read without a lock
-	nextW    int
-}
-
-type watcher struct {
-	id int
-	fn func(Record)
+	Watchers
 }
 
 func (s *store) init(maxRecs int, maxBytes int64, byID bool) {
@@ -235,7 +227,7 @@ func (s *store) add(rec *Record) {
 	}
 	c := copyRecord(rec)
 	s.mu.Unlock()
-	s.notify(c)
+	s.Notify(c)
 }
 
 func (s *store) len() (int, int64) {
@@ -326,7 +318,7 @@ func (s *store) startAttempt(id string) (Record, int, bool) {
 	s.bytes += 64 // an attempt's share of size
 	c := copyRecord(rec)
 	s.mu.Unlock()
-	s.notify(c)
+	s.Notify(c)
 	return c, n, true
 }
 
@@ -349,37 +341,5 @@ func (s *store) endAttempt(seq uint64, n int, d time.Duration, err error) {
 	}
 	c := copyRecord(rec)
 	s.mu.Unlock()
-	s.notify(c)
-}
-
-func (s *store) watch(fn func(Record)) (stop func()) {
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	s.nextW++
-	id := s.nextW
-	var ws []watcher
-	if p := s.watchers.Load(); p != nil {
-		ws = append(ws, *p...)
-	}
-	ws = append(ws, watcher{id, fn})
-	s.watchers.Store(&ws)
-	return func() {
-		s.watchMu.Lock()
-		defer s.watchMu.Unlock()
-		var ws []watcher
-		for _, w := range *s.watchers.Load() {
-			if w.id != id {
-				ws = append(ws, w)
-			}
-		}
-		s.watchers.Store(&ws)
-	}
-}
-
-func (s *store) notify(rec Record) {
-	if p := s.watchers.Load(); p != nil {
-		for _, w := range *p {
-			w.fn(rec)
-		}
-	}
+	s.Notify(c)
 }
