@@ -96,7 +96,9 @@ func TestSourceStatuses(t *testing.T) {
 	insp.OnResult(webhooks.Result{ID: "ok-1", Event: "issues", Status: 202, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
 	insp.OnResult(webhooks.Result{ID: "bad-1", Event: "issues", Status: 400, ReceivedAt: time.Now()})
 	insp.OnResult(webhooks.Result{ID: "dup-1", Event: "issues", Status: 200, Verified: true, Duplicate: true, ReceivedAt: time.Now()})
-	var p struct{ Rows []struct{ ID, StatusText string } }
+	var p struct {
+		Rows []struct{ ID, StatusText string }
+	}
 	getJSON(t, insp, "/api/deliveries", &p)
 	var got []string
 	for _, r := range p.Rows {
@@ -142,4 +144,3 @@ func TestBrowserDeadLetter(t *testing.T) {
 		t.Errorf("CSP violations: %q", v)
 	}
 }
-
