@@ -82,7 +82,8 @@ func newStoreSource() *storeSource {
 	return &storeSource{recs: []inspector.Record{
 		{ID: "dead-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0, Status: inspector.StatusDead, Verified: true, Attempts: attempts(8), MaxAttempts: 8, Seq: 1},
 		{ID: "retrying-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0.Add(time.Second), Status: inspector.StatusRetrying, Verified: true, Attempts: attempts(3), MaxAttempts: 8, Seq: 2},
-		{ID: "queued-1", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: inspector.StatusQueued, Verified: true, Seq: 3},
+		{ID: "retrying-2", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(1500 * time.Millisecond), Status: inspector.StatusRetrying, Verified: true, Attempts: attempts(10), MaxAttempts: 8, Seq: 3},
+		{ID: "queued-1", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: inspector.StatusQueued, Verified: true, Seq: 4},
 	}}
 }
 
@@ -104,7 +105,7 @@ func TestSourceStatuses(t *testing.T) {
 	for _, r := range p.Rows {
 		got = append(got, r.ID+"="+r.StatusText)
 	}
-	if want := "dup-1=duplicate,bad-1=rejected 400,queued-1=queued,retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
+	if want := "dup-1=duplicate,bad-1=rejected 400,queued-1=queued,retrying-2=retrying (attempt 10),retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
 		t.Errorf("rows %s\nwant %s", strings.Join(got, ","), want)
 	}
 	if insp.Ring() != nil {
@@ -122,7 +123,7 @@ func TestBrowserDeadLetter(t *testing.T) {
 	t.Cleanup(func() { insp.Close(); srv.Close() })
 	ctx := browser(t)
 	do(t, ctx, "open the page", chromedp.Navigate(srv.URL+"/"))
-	until(t, ctx, "the rows", `document.getElementById('live').dataset.state === 'live' && document.querySelectorAll('#tbody tr').length === 3`)
+	until(t, ctx, "the rows", `document.getElementById('live').dataset.state === 'live' && document.querySelectorAll('#tbody tr').length === 4`)
 	if s := eval[string](t, ctx, `document.querySelector(`+jsString(rowSel("d:retrying-1"))+`).innerText`); !strings.Contains(s, "retrying 3/8") {
 		t.Errorf("retrying row %q", s)
 	}

@@ -66,11 +66,12 @@ func (in *Inspector) row(rec *Record, request bool) row {
 func statusText(rec *Record) string {
 	switch rec.Status {
 	case StatusRetrying:
-		n := "?"
-		if rec.MaxAttempts > 0 {
-			n = strconv.Itoa(rec.MaxAttempts)
+		// A retried dead letter starts a fresh schedule while its attempt
+		// numbers go on: past MaxAttempts, only the number means something.
+		if n := len(rec.Attempts); rec.MaxAttempts > 0 && n <= rec.MaxAttempts {
+			return fmt.Sprintf("retrying %d/%d", n, rec.MaxAttempts)
 		}
-		return fmt.Sprintf("retrying %d/%s", len(rec.Attempts), n)
+		return fmt.Sprintf("retrying (attempt %d)", len(rec.Attempts))
 	case StatusRejected:
 		return fmt.Sprintf("rejected %d", rec.HTTPStatus)
 	case StatusRunning:
