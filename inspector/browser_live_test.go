@@ -1,6 +1,7 @@
 package inspector_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -119,6 +120,18 @@ func TestBrowserLive(t *testing.T) {
 	until(t, ctx, "collapsed", `[...document.querySelectorAll('#p-tree details')].filter((d) => d.open).length === 1`)
 	do(t, ctx, "raw view", chromedp.Click(chromedp.ID("p-toggle")))
 	until(t, ctx, "the raw payload", `!document.getElementById('p-raw').hidden && document.getElementById('p-raw').textContent.includes('"opened"')`)
+
+	// Copy puts the payload, byte for byte, on the clipboard.
+	grantClipboard(t, ctx, h.uiURL)
+	do(t, ctx, "copy", chromedp.Click(chromedp.ID("p-copy")))
+	until(t, ctx, "copied", `document.getElementById('a-result').textContent === 'payload copied'`)
+	clip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("reading the clipboard: %v", err)
+	}
+	if got, _ := h.insp.Ring().Get(context.Background(), sends[0].id); clip != string(got.Payload) {
+		t.Errorf("clipboard holds %d bytes, not the payload's %d", len(clip), len(got.Payload))
+	}
 
 	// Replay: the handler runs again, as attempt 2.
 	do(t, ctx, "replay", chromedp.Click(chromedp.ID("a-replay")))

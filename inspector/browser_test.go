@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,4 +173,13 @@ func setField(t *testing.T, ctx context.Context, id, value string) {
 	t.Helper()
 	eval[bool](t, ctx, `(() => { const e = document.getElementById(`+jsString(id)+`); e.value = `+jsString(value)+`;
 		e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input')); return true; })()`)
+}
+
+// grantClipboard lets the page at origin use the clipboard without asking.
+func grantClipboard(t *testing.T, ctx context.Context, origin string) {
+	t.Helper()
+	params := map[string]any{"origin": strings.TrimSuffix(origin, "/"), "permissions": []string{"clipboardReadWrite", "clipboardSanitizedWrite"}}
+	if err := chromedp.FromContext(ctx).Browser.Call(ctx, "Browser.grantPermissions", params, nil); err != nil {
+		t.Fatalf("granting the clipboard: %v", err)
+	}
 }
