@@ -364,10 +364,14 @@ func Commands(url, event, id string) (send, curl string) {
 	return send, curl
 }
 
-// ShellQuote quotes s as one word for a POSIX shell: in single quotes, with
-// each single quote written as '\”. Control and format characters (which a
-// terminal could act on, or which reorder the text shown) are written as
-// \xNN bytes inside $'...' quoting instead.
+// ShellQuote quotes s as one word for bash, zsh or ksh, in single quotes, a
+// single quote inside written as quote, backslash, quote, quote:
+//
+//	it's → 'it'\''s'
+//
+// Control and format characters (which a terminal could act on, or which
+// reorder the text shown) are written as \xNN bytes inside $'...' quoting
+// instead.
 func ShellQuote(s string) string {
 	special := func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, special) {

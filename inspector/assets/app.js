@@ -102,6 +102,8 @@
     tr.append(st);
     tr.append(el('td', 'num mono', fmtDur(r.durationMs)));
     for (const td of tr.children) td.title = td.textContent;
+    const at = new Date(r.receivedAt);
+    if (!isNaN(at)) tr.firstChild.title = at.toISOString();
     return tr;
   }
 
