@@ -177,7 +177,11 @@ func (in *Inspector) OnResult(res webhooks.Result) {
 	if in.ring != nil && in.ring.Add(res) {
 		return
 	}
-	if res.Verified && !res.Duplicate && (res.Status < 300 || res.Status == http.StatusInternalServerError) {
+	// With a Source (a durable inbox) the middleware answers 202 for a
+	// delivery stored and 200 only for a duplicate: the status tells it also
+	// where Result.Duplicate is not set.
+	dup := res.Duplicate || in.ring == nil && res.Verified && res.Status == http.StatusOK
+	if res.Verified && !dup && (res.Status < 300 || res.Status == http.StatusInternalServerError) {
 		return // stored by the Source
 	}
 	rec := &Record{
@@ -185,7 +189,7 @@ func (in *Inspector) OnResult(res webhooks.Result) {
 		Status: StatusRejected, HTTPStatus: res.Status, Verified: res.Verified, Duration: res.Duration,
 		Header: boundedHeader(res.Header),
 	}
-	if res.Duplicate {
+	if dup {
 		rec.Status = StatusDuplicate
 	}
 	if res.Err != nil {

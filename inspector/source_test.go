@@ -97,6 +97,9 @@ func TestSourceStatuses(t *testing.T) {
 	insp.OnResult(webhooks.Result{ID: "ok-1", Event: "issues", Status: 202, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
 	insp.OnResult(webhooks.Result{ID: "bad-1", Event: "issues", Status: 400, ReceivedAt: time.Now()})
 	insp.OnResult(webhooks.Result{ID: "dup-1", Event: "issues", Status: 200, Verified: true, Duplicate: true, ReceivedAt: time.Now()})
+	// An inbox's middleware answers a duplicate 200 (a stored delivery 202),
+	// also where it does not set Duplicate.
+	insp.OnResult(webhooks.Result{ID: "dup-2", Event: "issues", Status: 200, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
 	var p struct {
 		Rows []struct{ ID, StatusText string }
 	}
@@ -105,7 +108,7 @@ func TestSourceStatuses(t *testing.T) {
 	for _, r := range p.Rows {
 		got = append(got, r.ID+"="+r.StatusText)
 	}
-	if want := "dup-1=duplicate,bad-1=rejected 400,queued-1=queued,retrying-2=retrying (attempt 10),retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
+	if want := "dup-2=duplicate,dup-1=duplicate,bad-1=rejected 400,queued-1=queued,retrying-2=retrying (attempt 10),retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
 		t.Errorf("rows %s\nwant %s", strings.Join(got, ","), want)
 	}
 	if insp.Ring() != nil {
