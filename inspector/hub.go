@@ -6,8 +6,12 @@ import (
 )
 
 // clientBuffer is how many messages a browser may lag behind before it is
-// dropped. It bounds the fan-out's memory: clients × clientBuffer messages.
-const clientBuffer = 256
+// dropped; maxClients is how many pages may listen at once. Together they
+// bound the fan-out's memory: maxClients × clientBuffer messages.
+const (
+	clientBuffer = 256
+	maxClients   = 64
+)
 
 // hub fans messages out to the live pages. Publishing never blocks: a client
 // whose buffer is full is dropped (its page reconnects and reloads the list),
@@ -28,12 +32,13 @@ type client struct {
 	gone chan struct{}
 }
 
-// subscribe adds a client; ok is false once the hub is closed.
+// subscribe adds a client; ok is false once the hub is closed or has
+// maxClients.
 func (h *hub) subscribe() (c *client, ok bool) {
 	c = &client{ch: make(chan []byte, clientBuffer), gone: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed || len(h.clients) >= maxClients {
 		return nil, false
 	}
 	if h.clients == nil {

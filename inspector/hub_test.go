@@ -76,3 +76,22 @@ func TestHubDropsStuckClients(t *testing.T) {
 	}
 	h.publish(msg) // no client: nothing to do, no panic
 }
+
+func TestHubMaxClients(t *testing.T) {
+	var h hub
+	var cs []*client
+	for range maxClients {
+		c, ok := h.subscribe()
+		if !ok {
+			t.Fatalf("refused client %d of %d", len(cs)+1, maxClients)
+		}
+		cs = append(cs, c)
+	}
+	if _, ok := h.subscribe(); ok {
+		t.Fatal("a client past maxClients was taken")
+	}
+	h.unsubscribe(cs[0])
+	if _, ok := h.subscribe(); !ok {
+		t.Fatal("no room after one left")
+	}
+}

@@ -424,7 +424,8 @@ func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	c, ok := in.hub.subscribe()
 	if !ok {
-		httpError(w, http.StatusServiceUnavailable, "shutting down")
+		w.Header().Set("Retry-After", "5")
+		httpError(w, http.StatusServiceUnavailable, "too many pages open, or shutting down")
 		return
 	}
 	defer in.hub.unsubscribe(c)
