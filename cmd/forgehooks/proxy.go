@@ -35,6 +35,9 @@ the proxy.`)
 	if len(pos) > 0 {
 		return fs.usageError("unexpected argument %q", pos[0])
 	}
+	if err := checkListenAddr(*addr); err != nil {
+		return fs.usageError("bad --addr: %v", err)
+	}
 	log := fs.logger(*jsonLog)
 	p, err := proxy.New(proxy.Options{
 		MaxBodyBytes: *maxBody,

@@ -41,6 +41,11 @@ import (
 	"forgehooks.dev/forgehooks/internal/sse"
 )
 
+// HeaderSubscribers is the header of a POST's answer that gives the number of
+// subscribers the delivery was sent to live, so that a sender can warn when no
+// one listens.
+const HeaderSubscribers = "X-Channel-Subscribers"
+
 // Defaults of Options.
 const (
 	DefaultMaxBodyBytes = 25 << 20 // the forge's own limit for a delivery
@@ -365,6 +370,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, name string) {
 		"delivery", r.Header.Get("X-Forge-Delivery"), "bytes", len(body), "subscribers", subs)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Event-Id", id)
+	w.Header().Set(HeaderSubscribers, strconv.Itoa(subs))
 	io.WriteString(w, "ok\n")
 }
 

@@ -69,6 +69,11 @@ type Options struct {
 	Logger *slog.Logger
 	// OnConnect, when set, is called each time a stream opens.
 	OnConnect func()
+	// Checkpoint, when set, is called with the stream's last event id each
+	// time it changes, once the event that carried it was dealt with (for a
+	// delivery: after Handle returned), so that the caller can keep it and
+	// start a later Run with it as LastEventID. It runs on Run's goroutine.
+	Checkpoint func(lastEventID string)
 
 	// wait sleeps d before a reconnection, returning false when ctx ends
 	// first; tests replace it to see the delays and to hold the relay away.
@@ -112,7 +117,7 @@ func Run(ctx context.Context, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st := &state{lastID: opts.LastEventID, retry: opts.Retry}
+	st := &state{lastID: opts.LastEventID, saved: opts.LastEventID, retry: opts.Retry}
 	failures := 0
 	for {
 		productive, err := connect(ctx, opts, log, st)
@@ -151,7 +156,16 @@ func Backoff(n int, retry, maxDelay time.Duration, u float64) time.Duration {
 // state is what survives from one connection to the next.
 type state struct {
 	lastID string
+	saved  string // the last id given to Checkpoint
 	retry  time.Duration
+}
+
+// checkpoint gives Checkpoint the last id when it changed.
+func (st *state) checkpoint(opts Options) {
+	if opts.Checkpoint != nil && st.lastID != st.saved {
+		st.saved = st.lastID
+		opts.Checkpoint(st.lastID)
+	}
 }
 
 // connect opens the stream once and reads it until it ends. productive reports
@@ -202,6 +216,7 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 	body := &watchdogReader{r: resp.Body, dog: dog, d: opts.IdleTimeout}
 	rd := sse.NewReader(body, sse.Options{MaxEventBytes: opts.MaxEventBytes, LastEventID: st.lastID})
 	for {
+		st.checkpoint(opts)
 		ev, err := rd.Next()
 		st.lastID = rd.LastEventID()
 		if r, ok := rd.Retry(); ok {
@@ -242,6 +257,11 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 		dog.Stop()
 		if err := opts.Handle(ctx, m); err != nil && ctx.Err() == nil {
 			log.Debug("handler failed", "id", m.EventID, "err", err)
+		}
+		if ctx.Err() != nil {
+			// Stopped while handling: the delivery may not be done, so its
+			// id is not checkpointed.
+			return productive, ctx.Err()
 		}
 		dog.Reset(opts.IdleTimeout)
 	}
