@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // hopByHop are the headers that describe one connection, not the delivery: they
@@ -46,7 +47,9 @@ var reserved = map[string]bool{
 // "body" is the request body itself when it is JSON without line ends; JSON with
 // line ends (pretty-printed) is compacted, which drops only white space between
 // tokens, because an event's data must be one line; a body that is not JSON is
-// given as a JSON string. In every case "bodyB" has the bytes as received.
+// given as a JSON string when it is text (UTF-8 without control characters
+// but tab and line ends), and as {} otherwise, so that "body" is never more
+// than twice the body's size. In every case "bodyB" has the bytes as received.
 func encodeMessage(r *http.Request, body []byte, now time.Time) []byte {
 	skip := map[string]bool{}
 	for _, v := range r.Header.Values("Connection") {
@@ -101,6 +104,9 @@ func appendBody(out, body []byte) []byte {
 		return append(out, "{}"...) // an empty body, as body parsers present it
 	}
 	if !json.Valid(body) {
+		if !isText(body) {
+			return append(out, "{}"...)
+		}
 		return appendString(out, string(body))
 	}
 	if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
@@ -154,4 +160,15 @@ func appendString(out []byte, s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return append(out, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
+
+// isText reports whether b is UTF-8 without control characters other than tab,
+// CR and LF: as a JSON string it then takes at most twice its size.
+func isText(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
