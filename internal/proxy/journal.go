@@ -56,28 +56,33 @@ func (j *journal) append(e entry, entries []entry, bytes int64) error {
 	if j.records > 2*len(entries)+16 || j.size > 2*bytes+1<<20 {
 		return j.compact(entries, e.seq)
 	}
-	rec := appendRecord(nil, e)
-	n, err := j.f.Write(rec)
-	j.grow(int64(n))
-	if err != nil {
-		return fmt.Errorf("proxy: journal %s: %w", j.path, err)
+	// The record in pieces: its data can be tens of MiB, and needs no copy.
+	var num [48]byte
+	var written int64
+	for _, piece := range [][]byte{recordHeader(num[:0], e), e.data, {'\n'}} {
+		n, err := j.f.Write(piece)
+		written += int64(n)
+		if err != nil {
+			j.grow(written)
+			return fmt.Errorf("proxy: journal %s: %w", j.path, err)
+		}
 	}
+	j.grow(written)
 	j.records++
 	return nil
+}
+
+// recordHeader appends what comes before a record's data: "<seq> <ms> ".
+func recordHeader(b []byte, e entry) []byte {
+	b = strconv.AppendUint(b, e.seq, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, e.at.UnixMilli(), 10)
+	return append(b, ' ')
 }
 
 func (j *journal) grow(n int64) {
 	j.size += n
 	j.totals.journal.Add(n)
-}
-
-func appendRecord(b []byte, e entry) []byte {
-	b = strconv.AppendUint(b, e.seq, 10)
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, e.at.UnixMilli(), 10)
-	b = append(b, ' ')
-	b = append(b, e.data...)
-	return append(b, '\n')
 }
 
 // compact rewrites the file with entries alone. head is the channel's last seq,
@@ -95,10 +100,7 @@ func (j *journal) compact(entries []entry, head uint64) error {
 	var num [48]byte
 	for _, e := range entries {
 		// The record in pieces: its data can be tens of MiB, and needs no copy.
-		hdr := strconv.AppendUint(num[:0], e.seq, 10)
-		hdr = append(hdr, ' ')
-		hdr = strconv.AppendInt(hdr, e.at.UnixMilli(), 10)
-		hdr = append(hdr, ' ')
+		hdr := recordHeader(num[:0], e)
 		w.Write(hdr)
 		w.Write(e.data)
 		w.WriteByte('\n')
@@ -200,7 +202,7 @@ func (ld *loader) loadJournal(path, name string) (*channel, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
-	first, tooLong, err := readLine(br, 256)
+	first, scratch, tooLong, err := readLine(br, nil, 256)
 	rest, ok := strings.CutPrefix(string(first), journalMagic)
 	epoch, headStr, ok2 := strings.Cut(rest, " ")
 	head, err2 := strconv.ParseUint(headStr, 10, 64)
@@ -220,7 +222,8 @@ func (ld *loader) loadJournal(path, name string) (*channel, error) {
 	}
 	var prev uint64
 	for line := 2; ; line++ {
-		rec, tooLong, err := readLine(br, ld.maxRecord)
+		var rec []byte
+		rec, scratch, tooLong, err = readLine(br, scratch, ld.maxRecord)
 		if err == io.EOF {
 			break // a record without its newline was cut short: drop it
 		}
@@ -248,15 +251,17 @@ func (ld *loader) loadJournal(path, name string) (*channel, error) {
 	return c, nil
 }
 
-// readLine reads one line, without its newline, of at most max bytes; a longer
-// one is read to its end and discarded (tooLong). A last line without newline
-// is io.EOF.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// readLine reads one line, without its newline, of at most max bytes, into
+// scratch (grown as needed and returned for the next call); a longer one is
+// read to its end and discarded (tooLong). A last line without newline is
+// io.EOF. The line is valid until the next call.
+func readLine(br *bufio.Reader, scratch []byte, max int) (line, grown []byte, tooLong bool, err error) {
+	line = scratch[:0]
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
 			if len(line)+len(chunk) > max+1 {
-				tooLong, line = true, nil
+				tooLong = true
 			} else {
 				line = append(line, chunk...)
 			}
@@ -265,12 +270,12 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 		case err == bufio.ErrBufferFull:
 			continue
 		case err != nil:
-			return nil, false, err
+			return nil, line, false, err
 		}
 		if tooLong {
-			return nil, true, nil
+			return nil, line, true, nil
 		}
-		return line[:len(line)-1], false, nil
+		return line[:len(line)-1], line, false, nil
 	}
 }
 
@@ -286,6 +291,5 @@ func parseRecord(rec []byte) (entry, bool) {
 	if err1 != nil || err2 != nil || seq == 0 || bytes.IndexByte(data, '\r') >= 0 {
 		return entry{}, false
 	}
-	// data shares rec's array, which readLine allocated for this record alone.
-	return entry{seq: seq, at: time.UnixMilli(ms), data: data}, true
+	return entry{seq: seq, at: time.UnixMilli(ms), data: bytes.Clone(data)}, true
 }

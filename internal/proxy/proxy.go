@@ -243,6 +243,21 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 	}
 }
 
+// MemoryLimit returns a soft memory limit for a process that runs a Server
+// with opts (zero values meaning the defaults), for runtime/debug.SetMemoryLimit:
+// what its bounds let it hold live (the replay buffers and the deliveries
+// being received) and 64 MiB for the rest. Under it the garbage collector
+// works harder instead of letting the heap grow to twice what is live, which
+// a flood of deliveries, each soon garbage, would otherwise make it do.
+func MemoryLimit(opts Options) int64 {
+	setDefault(&opts.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	setDefault(&opts.MaxPendingBytes, DefaultMaxPendingBytes)
+	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	// A delivery over the pending budget is taken alone.
+	pending := max(opts.MaxPendingBytes, pendingCost(opts.MaxBodyBytes))
+	return opts.MaxBufferedBytes + pending + 64<<20
+}
+
 // maxMessageBytes bounds the message of a body of n bytes: the body (at most
 // twice its size as a JSON string), its base64 and the headers (net/http's
 // default header limit, each byte at most six as JSON).
