@@ -48,7 +48,7 @@ being received (503 with Retry-After past it), --max-journal-bytes on disk.`)
 		return fs.usageError("bad --addr: %v", err)
 	}
 	log := fs.logger(*jsonLog)
-	p, err := proxy.New(proxy.Options{
+	opts := proxy.Options{
 		MaxBodyBytes:       *maxBody,
 		ReplayEvents:       *replayEvents,
 		ReplayBytes:        *replayBytes,
@@ -61,7 +61,11 @@ being received (503 with Retry-After past it), --max-journal-bytes on disk.`)
 		AllowNamedChannels: *allowNamed,
 		JournalDir:         *journal,
 		Logger:             log,
-	})
+	}
+	if c.setMemoryLimit != nil {
+		c.setMemoryLimit(proxy.MemoryLimit(opts))
+	}
+	p, err := proxy.New(opts)
 	if err != nil {
 		return fs.fail("%v", err)
 	}
