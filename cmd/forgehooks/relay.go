@@ -42,6 +42,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 	secretF := fs.secretFlag()
 	sha1 := fs.Bool("sha1", false, "also accept the old X-Hub-Signature (HMAC-SHA1) header when X-Hub-Signature-256 is absent")
 	lastID := fs.String("last-event-id", "", "resume after this event id (sent as Last-Event-ID)")
+	readToken := fs.String("read-token", "", "the channel's read token, for a channel made with /new?token=1, sent as Authorization: Bearer (default: $"+readTokenEnv+"; or put ?token= in --source)")
 	stateFile := fs.String("state", "", "file that keeps the last event id: read at start to resume after it (unless --last-event-id is given), rewritten after each delivery")
 	maxEvent := fs.Int("max-event-bytes", sse.DefaultMaxEventBytes, "largest channel event read; larger ones are skipped")
 	maxBackoff := fs.Duration("max-backoff", relay.DefaultMaxBackoff, "longest wait between reconnections")
@@ -109,8 +110,12 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 			return dispatch(ctx, wh, secret, *sha1, m, log)
 		}
 	}
+	if *readToken == "" {
+		*readToken = c.getenv(readTokenEnv)
+	}
 	err := relay.Run(ctx, relay.Options{
 		Source:        *source,
+		ReadToken:     *readToken,
 		Handle:        handle,
 		LastEventID:   *lastID,
 		MaxEventBytes: *maxEvent,
@@ -130,6 +135,11 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 	}
 	return exitOK
 }
+
+// readTokenEnv is the environment variable relay takes a channel's read token
+// from when --read-token is not given: command lines are visible to other
+// users of the machine.
+const readTokenEnv = "FORGEHOOKS_READ_TOKEN"
 
 // deliveryAttrs are the log attributes of a relayed delivery.
 func deliveryAttrs(m *relay.Message) []any {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,5 +71,60 @@ func TestRelayStateResumes(t *testing.T) {
 	rl.stop()
 	if again, _ := os.ReadFile(state); string(again) == string(saved) {
 		t.Errorf("state file not updated after s2 and s3: %q", again)
+	}
+}
+
+// TestRelayReadToken: a channel made with /new?token=1 is relayed only with its
+// read token, given in --source's query, --read-token or the environment; the
+// token never shows in the relay's log.
+func TestRelayReadToken(t *testing.T) {
+	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
+	resp, err := http.Get("http://" + px.addr + "/new?token=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	channel, token := resp.Header.Get("Location"), resp.Header.Get("X-Read-Token")
+	if resp.StatusCode != http.StatusCreated || channel == "" || token == "" {
+		t.Fatalf("/new?token=1: %s, Location %q, token %q", resp.Status, channel, token)
+	}
+
+	code, _, errOut := runCmd(t, "", nil, "relay", "--source", channel, "--secret", testSecret)
+	if code != exitFailure || !strings.Contains(errOut, "needs its read token") {
+		t.Errorf("without the token: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "", nil, "relay", "--source", channel+"?token=wrong"+token[:4], "--secret", testSecret)
+	if code != exitFailure || !strings.Contains(errOut, "token=REDACTED") || strings.Contains(errOut, "wrong") {
+		t.Errorf("with a wrong token: exit %d, %q; want 1 and the token redacted", code, errOut)
+	}
+
+	for i, how := range []struct {
+		args []string
+		env  string
+	}{
+		{args: []string{"--source", channel + "?token=" + token}},
+		{args: []string{"--source", channel, "--read-token", token}},
+		{args: []string{"--source", channel}, env: token},
+	} {
+		rec := newReceived()
+		connected := make(chan struct{}, 8)
+		c := &cli{setup: rec.setup, connected: func() { connected <- struct{}{} },
+			getenv: func(k string) string {
+				if k == readTokenEnv {
+					return how.env
+				}
+				return ""
+			}}
+		rl := start(t, c, append([]string{"relay", "--secret", testSecret}, how.args...)...)
+		<-connected
+		id := fmt.Sprintf("tok-%d", i)
+		if code, out, errOut := runCmd(t, "", nil, "send", "--url", channel, "--secret", testSecret, "--event", "ping", "--delivery", id); code != exitOK {
+			t.Fatalf("send: exit %d %s%s", code, out, errOut)
+		}
+		rec.waitFor(t, id)
+		rl.stop()
+		if strings.Contains(rl.stderr.String(), token) {
+			t.Errorf("case %d: the token shows in the relay's log:\n%s", i, rl.stderr)
+		}
 	}
 }

@@ -388,3 +388,19 @@ func TestRunReconnectsWhenNoAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://p/ch":                    "http://p/ch",
+		"http://p/ch?token=s3cret":       "http://p/ch?token=REDACTED",
+		"http://p/ch?a=1&token=s3cret":   "http://p/ch?a=1&token=REDACTED",
+		"http://p/ch?token=a&token=b":    "http://p/ch?token=REDACTED",
+		"http://p/ch?tokens=kept":        "http://p/ch?tokens=kept",
+		"::not a url?token=s3cret":       "::not a url?REDACTED",
+		"http://p/ch?token=&other=value": "http://p/ch?other=value&token=REDACTED",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
