@@ -78,46 +78,55 @@ func encodeMessage(r *http.Request, body []byte, now time.Time) []byte {
 	}
 	sort.Strings(names)
 
-	b64 := base64.StdEncoding
-	out := make([]byte, 0, 256+len(body)+b64.EncodedLen(len(body)))
-	out = append(out, '{')
+	var head []byte
+	head = append(head, '{')
 	for _, name := range names {
-		out = appendString(out, name)
-		out = append(out, ':')
-		out = appendString(out, headers[name])
-		out = append(out, ',')
+		head = appendString(head, name)
+		head = append(head, ':')
+		head = appendString(head, headers[name])
+		head = append(head, ',')
 	}
+	bodyJSON := bodyValue(body)
+	query := appendQuery(nil, r.URL.Query())
+
+	// One allocation of the exact size: the message stays in the replay
+	// buffer, which counts its length, so its capacity must be no larger.
+	b64 := base64.StdEncoding
+	const fixed = len(`"body":,"bodyB":"","query":,"timestamp":}`) + 20
+	out := make([]byte, 0, len(head)+len(bodyJSON)+b64.EncodedLen(len(body))+len(query)+fixed)
+	out = append(out, head...)
 	out = append(out, `"body":`...)
-	out = appendBody(out, body)
+	out = append(out, bodyJSON...)
 	out = append(out, `,"bodyB":"`...)
 	out = b64.AppendEncode(out, body)
 	out = append(out, `","query":`...)
-	out = appendQuery(out, r.URL.Query())
+	out = append(out, query...)
 	out = append(out, `,"timestamp":`...)
 	out = strconv.AppendInt(out, now.UnixMilli(), 10)
 	return append(out, '}')
 }
 
-// appendBody appends the "body" member's value.
-func appendBody(out, body []byte) []byte {
+// bodyValue returns the "body" member's value: body itself when it can stand
+// as it is, or a new compacted or quoted form.
+func bodyValue(body []byte) []byte {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return append(out, "{}"...) // an empty body, as body parsers present it
+		return []byte("{}") // an empty body, as body parsers present it
 	}
 	if !json.Valid(body) {
 		if !isText(body) {
-			return append(out, "{}"...)
+			return []byte("{}")
 		}
-		return appendString(out, string(body))
+		return appendString(nil, string(body))
 	}
 	if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
-		return append(out, body...) // as received, byte for byte
+		return body // as received, byte for byte
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(body))
 	if err := json.Compact(&buf, body); err != nil {
-		return appendString(out, string(body)) // cannot happen: body is valid
+		return appendString(nil, string(body)) // cannot happen: body is valid
 	}
-	return append(out, buf.Bytes()...)
+	return buf.Bytes()
 }
 
 // appendQuery appends the query as a JSON object: a name given once maps to its

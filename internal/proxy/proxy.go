@@ -675,7 +675,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
 		http.Error(w, "channel unavailable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer c.unsubscribe(sub, time.Now())
+	defer func() { c.unsubscribe(sub, time.Now()) }()
 
 	rc := http.NewResponseController(w)
 	// A stream is long-lived: no read deadline (the server's would cancel it).

@@ -632,3 +632,17 @@ func ExampleServer() {
 	// subscribers: 1
 	// message {"zen":"Keep it logically awesome."} "application/json"
 }
+
+// TestMessageCapacity: a message's capacity is its length, since the replay
+// buffer's bounds count lengths.
+func TestMessageCapacity(t *testing.T) {
+	for _, body := range []string{`{"a":1}`, "{\n \"a\": 1\n}", "text \"quoted\"", "\x00bin", "", strings.Repeat(`{"k":"v"}`, 1)} {
+		r := httptest.NewRequest("POST", "http://p.test/c?q=1", strings.NewReader(body))
+		r.Header.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("ab", 32))
+		r.Header.Set("User-Agent", strings.Repeat("u", 300))
+		data := encodeMessage(r, []byte(body), time.UnixMilli(1700000000000))
+		if cap(data) > len(data)+32 {
+			t.Errorf("body %q: message of %d bytes has capacity %d", body, len(data), cap(data))
+		}
+	}
+}
