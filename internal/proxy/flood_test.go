@@ -155,8 +155,8 @@ func TestFloodBoundedMemory(t *testing.T) {
 	// Peak RSS allowed: the bounds' live bytes (buffers 128 MiB, deliveries
 	// being received) and the garbage collector's headroom. Generous, and
 	// more so under the race detector, whose shadow memory doubles the heap
-	// and more; without the bounds the first phase alone holds over 600 MiB
-	// of messages.
+	// and more. With only per-channel bounds of 100 deliveries, the seven
+	// channels would hold 1.6 GiB of messages.
 	limit := int64(600 * mib)
 	perMain, perOther := 160, 40
 	if raceEnabled {
@@ -221,11 +221,11 @@ func TestFloodBoundedMemory(t *testing.T) {
 		return ok, busy
 	}
 
-	// One channel, flooded: 160 deliveries of 1 MiB, 384 MiB of messages.
+	// One channel, flooded: 160 deliveries of 1 MiB, 373 MiB of messages.
 	main := newCh()
 	ok, busy := flood([]string{main}, perMain)
 	rssOne := fc.peakRSS(t)
-	// Six channels: 6 × 40 deliveries, 576 MiB of messages.
+	// Six channels: 6 × 40 deliveries, 560 MiB of messages.
 	var many []string
 	for range 6 {
 		many = append(many, newCh())
