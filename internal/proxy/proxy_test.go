@@ -646,3 +646,39 @@ func TestMessageCapacity(t *testing.T) {
 		}
 	}
 }
+
+// A channel made with /new?token=1 takes deliveries from anyone who has its
+// URL, and subscriptions only with its read token.
+func ExampleServer_ReadToken() {
+	p, _ := New(Options{})
+	defer p.Close()
+	ts := httptest.NewServer(p)
+	defer ts.Close()
+
+	resp, err := http.Get(ts.URL + "/new?token=1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	channel, token := resp.Header.Get("Location"), resp.Header.Get(HeaderReadToken)
+	fmt.Println(resp.Status)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, url := range []string{channel, channel + "?token=" + token} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("subscribe:", resp.Status)
+		resp.Body.Close()
+	}
+	// Output:
+	// 201 Created
+	// subscribe: 401 Unauthorized
+	// subscribe: 200 OK
+}
