@@ -160,9 +160,9 @@ func TestFloodBoundedMemory(t *testing.T) {
 	limit := int64(600 * mib)
 	perMain, perOther := 160, 40
 	if raceEnabled {
-		// Half the volume, still well past the bounds, for the time's sake.
+		// Less volume, still well past the bounds, for the time's sake.
 		limit = 1200 * mib
-		perMain, perOther = 80, 20
+		perMain, perOther = 60, 15
 	}
 	dir := t.TempDir()
 	fc := startFloodChild(t, dir)
