@@ -215,7 +215,7 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 		return false, fmt.Errorf("%w: %s answered %s: the channel needs its read token (--read-token, or ?token= in --source), and the one given, if any, is not it", ErrRejected, src, resp.Status)
 	case resp.StatusCode == http.StatusNoContent,
 		resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
-		return false, fmt.Errorf("%w: %s answered %s: check that --source is a channel URL", ErrRejected, src, resp.Status)
+		return false, fmt.Errorf("%w: %s answered %s%s: check that --source is a channel URL", ErrRejected, src, resp.Status, answerText(resp.Body))
 	default:
 		return false, fmt.Errorf("%s answered %s", src, resp.Status)
 	}
@@ -280,6 +280,24 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 		}
 		dog.Reset(opts.IdleTimeout)
 	}
+}
+
+// answerText returns the start of an error answer's text, as " (text)", for
+// the error that ends Run: the source's own words say best what is wrong (such
+// as a channel the proxy does not know).
+func answerText(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 200))
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, line))
+	if line == "" {
+		return ""
+	}
+	return " (" + line + ")"
 }
 
 // RedactURL returns u with the value of its "token" query parameter replaced

@@ -307,7 +307,11 @@ func TestRunPermanentErrors(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html>")
 		}, ErrNotEventStream, "not text/event-stream"},
-		{"not found", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, ErrRejected, "404"},
+		{"not found", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, ErrRejected, "404 Not Found (404 page not found)"},
+		{"answer text cut to one line", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "unknown channel\x1b[31m: open /new\nsecond line", http.StatusNotFound)
+		}, ErrRejected, "(unknown channel[31m: open /new): check"},
+		{"unauthorized", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }, ErrRejected, "needs its read token"},
 		{"no content", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, ErrRejected, "204"},
 	}
 	for _, tt := range tests {
