@@ -85,6 +85,7 @@ func TestCommands(t *testing.T) {
 		{name: "relay bad source port", args: []string{"relay", "--source", "http://127.0.0.1:0/c", "--secret", "s"}, code: 2, stderr: "bad --source"},
 		{name: "relay state not an id", args: []string{"relay", "--source", "http://127.0.0.1:1/c", "--secret", "s", "--state", badState}, code: 1, stderr: "does not hold an event id"},
 		{name: "proxy bad port", args: []string{"proxy", "--addr", "127.0.0.1:99999"}, code: 2, stderr: "port \"99999\" is not a number from 0 to 65535"},
+		{name: "proxy journal bound too small", args: []string{"proxy", "--max-buffered-bytes", "1000", "--max-journal-bytes", "1100"}, code: 2, stderr: "--max-journal-bytes 1100 is too small"},
 		{name: "proxy no port", args: []string{"proxy", "--addr", "127.0.0.1"}, code: 2, stderr: "is not host:port"},
 		{name: "relay no mode", args: []string{"relay", "--source", "http://127.0.0.1:1/c"}, code: 2, stderr: "give --target URL"},
 	}

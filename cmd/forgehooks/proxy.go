@@ -33,7 +33,7 @@ being received (503 with Retry-After past it), --max-journal-bytes on disk.`)
 	maxChannels := fs.Int("max-channels", proxy.DefaultMaxChannels, "most channels held at once; past it a new channel replaces the one idle longest without subscribers")
 	maxBuffered := fs.Int64("max-buffered-bytes", proxy.DefaultMaxBufferedBytes, "bytes of messages kept for replay across all channels; past it the oldest go")
 	maxPending := fs.Int64("max-pending-bytes", proxy.DefaultMaxPendingBytes, "memory for deliveries being received at once (5 times their size); past it 503 with Retry-After")
-	maxJournal := fs.Int64("max-journal-bytes", proxy.DefaultMaxJournalBytes, "bytes of all journal files together; past it the journals are compacted")
+	maxJournal := fs.Int64("max-journal-bytes", 0, "bytes of all journal files together, at least 1⅛ × --max-buffered-bytes; past it the journals are compacted (default: twice --max-buffered-bytes, at least 256 MiB)")
 	allowNamed := fs.Bool("allow-named-channels", false, "accept any channel name (such as /my-channel), not only those /new gives out")
 	shutdown := fs.Duration("shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long to let requests finish")
 	jsonLog := fs.Bool("json", false, "log JSON lines instead of text")
@@ -46,6 +46,9 @@ being received (503 with Retry-After past it), --max-journal-bytes on disk.`)
 	}
 	if err := checkListenAddr(*addr); err != nil {
 		return fs.usageError("bad --addr: %v", err)
+	}
+	if *maxJournal > 0 && *maxJournal < *maxBuffered+*maxBuffered/8 {
+		return fs.usageError("--max-journal-bytes %d is too small for --max-buffered-bytes %d: the journals need at least what the buffers hold and an eighth, room to append between compactions", *maxJournal, *maxBuffered)
 	}
 	log := fs.logger(*jsonLog)
 	opts := proxy.Options{

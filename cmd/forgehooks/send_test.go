@@ -190,3 +190,27 @@ func newChannel(t *testing.T, addr string) string {
 	}
 	return loc
 }
+
+// TestProxyNamedChannels: a name /new did not give out is unknown, unless the
+// proxy runs with --allow-named-channels.
+func TestProxyNamedChannels(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		args := []string{"proxy", "--addr", "127.0.0.1:0"}
+		want := http.StatusNotFound
+		if allow {
+			args = append(args, "--allow-named-channels")
+			want = http.StatusOK
+		}
+		px := start(t, nil, args...)
+		resp, err := http.Post("http://"+px.addr+"/my-channel", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("--allow-named-channels %v: POST /my-channel = %s %q, want %d", allow, resp.Status, b, want)
+		}
+		px.stop()
+	}
+}
