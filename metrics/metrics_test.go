@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/promtext"
 	"forgehooks.dev/forgehooks/metrics"
 	"forgehooks.dev/forgehooks/webhooks"
 	"forgehooks.dev/forgehooks/webhookstest"
@@ -24,7 +25,7 @@ import (
 const secret = "metrics test secret"
 
 // scrape GETs url and parses the answer strictly.
-func scrape(t *testing.T, client *http.Client, url string) *exposition {
+func scrape(t *testing.T, client *http.Client, url string) *promtext.Exposition {
 	t.Helper()
 	res, err := client.Get(url)
 	if err != nil {
@@ -38,19 +39,19 @@ func scrape(t *testing.T, client *http.Client, url string) *exposition {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != metrics.ContentType {
 		t.Fatalf("scrape: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
 	}
-	e, err := parseExposition(string(body))
+	e, err := promtext.Parse(string(body))
 	if err != nil {
 		t.Fatalf("the exposition is not valid: %v\n%s", err, body)
 	}
 	return e
 }
 
-func series(e *exposition, name, event, status string, more ...string) float64 {
+func series(e *promtext.Exposition, name, event, status string, more ...string) float64 {
 	l := map[string]string{"event": event, "status": status}
 	for i := 0; i+1 < len(more); i += 2 {
 		l[more[i]] = more[i+1]
 	}
-	v, ok := e.samples[id(name, l)]
+	v, ok := e.Samples[promtext.ID(name, l)]
 	if !ok {
 		return math.NaN()
 	}
@@ -117,7 +118,7 @@ func TestScrapeOverHTTP(t *testing.T) {
 			t.Errorf("%s_count{event=%q,status=%q} = %v, want %v", hist, tc.event, tc.status, got, tc.want)
 		}
 	}
-	if n := len(e.samples); n != 3+3*(len(metrics.DefaultBuckets())+3) {
+	if n := len(e.Samples); n != 3+3*(len(metrics.DefaultBuckets())+3) {
 		t.Errorf("%d samples, want those of 3 series", n)
 	}
 	// The issues handler sleeps 3 ms: none of its deliveries is in the buckets
@@ -128,8 +129,8 @@ func TestScrapeOverHTTP(t *testing.T) {
 	if got := series(e, hist+"_sum", "issues", "200"); !(got >= 0.009 && got < 10) {
 		t.Errorf("issues duration sum %v s, want at least 0.009", got)
 	}
-	if e.types[total] != "counter" || e.types[hist] != "histogram" {
-		t.Errorf("types %v", e.types)
+	if e.Types[total] != "counter" || e.Types[hist] != "histogram" {
+		t.Errorf("types %v", e.Types)
 	}
 }
 
@@ -151,13 +152,13 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-func parse(t *testing.T, m *metrics.Metrics) *exposition {
+func parse(t *testing.T, m *metrics.Metrics) *promtext.Exposition {
 	t.Helper()
 	var b strings.Builder
 	if _, err := m.WriteTo(&b); err != nil {
 		t.Fatal(err)
 	}
-	e, err := parseExposition(b.String())
+	e, err := promtext.Parse(b.String())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
@@ -180,18 +181,18 @@ func TestCardinality(t *testing.T) {
 	e := parse(t, m)
 	const total = "forgehooks_deliveries_total"
 	got := map[string]float64{}
-	for k, v := range e.samples {
+	for k, v := range e.Samples {
 		if strings.HasPrefix(k, total+"{") {
 			got[k] = v
 		}
 	}
 	want := map[string]float64{
-		id(total, map[string]string{"event": metrics.EventUnverified, "status": "400"}): 10000,
-		id(total, map[string]string{"event": metrics.EventOther, "status": "200"}):      45*200 + 6,
-		id(total, map[string]string{"event": "event_0", "status": metrics.StatusOther}): 2,
+		promtext.ID(total, map[string]string{"event": metrics.EventUnverified, "status": "400"}): 10000,
+		promtext.ID(total, map[string]string{"event": metrics.EventOther, "status": "200"}):      45*200 + 6,
+		promtext.ID(total, map[string]string{"event": "event_0", "status": metrics.StatusOther}): 2,
 	}
 	for i := range 5 {
-		want[id(total, map[string]string{"event": fmt.Sprintf("event_%d", i), "status": "200"})] = 200
+		want[promtext.ID(total, map[string]string{"event": fmt.Sprintf("event_%d", i), "status": "200"})] = 200
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("series\n%v\nwant\n%v", got, want)
@@ -219,7 +220,7 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	e := parse(t, m)
 	var sum float64
-	for k, v := range e.samples {
+	for k, v := range e.Samples {
 		if strings.HasPrefix(k, "forgehooks_deliveries_total{") {
 			sum += v
 		}
@@ -273,49 +274,6 @@ func TestNewPanics(t *testing.T) {
 	}
 }
 
-// TestGrammarRejects: the checker fails each kind of invalid exposition.
-func TestGrammarRejects(t *testing.T) {
-	const ok = "# TYPE a_total counter\na_total{x=\"1\"} 2\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3\nh_count 2\n"
-	if _, err := parseExposition(ok); err != nil {
-		t.Fatalf("valid exposition refused: %v", err)
-	}
-	for name, text := range map[string]string{
-		"no final newline":    strings.TrimSuffix(ok, "\n"),
-		"empty line":          "\n" + ok,
-		"untyped sample":      "a 1\n",
-		"two TYPEs":           "# TYPE a_total counter\n" + ok,
-		"TYPE after samples":  ok + "# TYPE a_total counter\n",
-		"bad type":            "# TYPE a_total count\n",
-		"split family":        ok + "a_total{x=\"2\"} 1\n",
-		"duplicate series":    "# TYPE a_total counter\na_total 1\na_total 1\n",
-		"bad escape":          "# TYPE a_total counter\na_total{x=\"\\t\"} 1\n",
-		"unquoted value":      "# TYPE a_total counter\na_total{x=1} 1\n",
-		"bad label name":      "# TYPE a_total counter\na_total{1x=\"1\"} 1\n",
-		"reserved label":      "# TYPE a_total counter\na_total{__x=\"1\"} 1\n",
-		"label twice":         "# TYPE a_total counter\na_total{x=\"1\",x=\"2\"} 1\n",
-		"bad value":           "# TYPE a_total counter\na_total 1x\n",
-		"two spaces":          "# TYPE a_total counter\na_total  1\n",
-		"timestamp":           "# TYPE a_total counter\na_total 1 1700000000\n",
-		"negative counter":    "# TYPE a_total counter\na_total -1\n",
-		"counter not _total":  "# TYPE a counter\na 1\n",
-		"no +Inf":             "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n",
-		"count is not +Inf":   "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 3\n",
-		"not cumulative":      "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
-		"le not ascending":    "# TYPE h histogram\nh_bucket{le=\"2\"} 1\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
-		"bucket without le":   "# TYPE h histogram\nh_bucket 1\n",
-		"no _sum":             "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_count 1\n",
-		"other comment":       "# hello\n",
-		"unterminated labels": "# TYPE a_total counter\na_total{x=\"1\" 1\n",
-		"bad HELP escape":     "# HELP a_total a\\tb\n",
-		"invalid utf-8":       "# TYPE a_total counter\na_total{x=\"\xff\"} 1\n",
-		"bad metric name":     "# TYPE a-b counter\n",
-	} {
-		if _, err := parseExposition(text); err == nil {
-			t.Errorf("%s: accepted %q", name, text)
-		}
-	}
-}
-
 // FuzzExposition: whatever results are observed, the exposition is valid and
 // its series stay within the bound.
 func FuzzExposition(f *testing.F) {
@@ -326,7 +284,7 @@ func FuzzExposition(f *testing.F) {
 	f.Fuzz(func(t *testing.T, event string, status int, d int64, verified bool) {
 		m.Observe(webhooks.Result{Event: event, Status: status, Duration: time.Duration(d), Verified: verified})
 		e := parse(t, m)
-		if n := len(e.samples); n > (3+2)*502*(len(metrics.DefaultBuckets())+4) {
+		if n := len(e.Samples); n > (3+2)*502*(len(metrics.DefaultBuckets())+4) {
 			t.Fatalf("%d samples", n)
 		}
 	})

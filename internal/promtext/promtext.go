@@ -1,4 +1,13 @@
-package metrics_test
+// Package promtext checks text in the Prometheus text exposition format,
+// version 0.0.4, strictly, for the tests of the exporters of this module (package
+// metrics and 'forgehooks serve --metrics'). It follows the format's
+// specification, and is stricter where an exporter has no reason to differ:
+// single spaces, no empty lines, every family typed before its samples, a
+// family's samples together, no timestamps. It applies the rules of the types:
+// a counter is non-negative and named _total; a histogram has, for each label
+// set, buckets ascending by le ending with +Inf, cumulative counts, a _sum,
+// and a _count equal to the +Inf bucket.
+package promtext
 
 import (
 	"errors"
@@ -12,14 +21,6 @@ import (
 	"unicode/utf8"
 )
 
-// This file is a strict checker of the Prometheus text exposition format,
-// version 0.0.4, as its specification states it, stricter where an exporter
-// has no reason to differ (single spaces, no empty lines, every family typed
-// before its samples, a family's samples together, no timestamps), and with
-// the rules of the types: a counter is non-negative and named _total; a
-// histogram has for each label set buckets ascending by le ending with +Inf,
-// cumulative counts, a _sum and a _count equal to the +Inf bucket.
-
 var (
 	reMetricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 	reLabelName  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
@@ -32,15 +33,28 @@ type sample struct {
 	value  float64
 }
 
-// exposition is a parsed scrape: each family's type, and every sample by its
-// canonical id (see id).
-type exposition struct {
-	types   map[string]string
-	samples map[string]float64
+// Exposition is what a valid text holds.
+type Exposition struct {
+	// Types maps each family's name to its type ("counter", "histogram", ...).
+	Types map[string]string
+	// Samples maps each sample's ID to its value.
+	Samples map[string]float64
 }
 
-// id is name{a="x",b="y"} with the labels sorted, as the tests look them up.
-func id(name string, labels map[string]string) string {
+// Value returns the value of the sample name with labels given as name and
+// value pairs, and whether there is one.
+func (e *Exposition) Value(name string, labels ...string) (float64, bool) {
+	l := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		l[labels[i]] = labels[i+1]
+	}
+	v, ok := e.Samples[ID(name, l)]
+	return v, ok
+}
+
+// ID is a sample's canonical id: name{a="x",b="y"}, labels sorted, values
+// quoted as Go quotes strings.
+func ID(name string, labels map[string]string) string {
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
 		keys = append(keys, k)
@@ -53,9 +67,10 @@ func id(name string, labels map[string]string) string {
 	return name + "{" + strings.Join(parts, ",") + "}"
 }
 
-// parseExposition checks text strictly and returns what it holds.
-func parseExposition(text string) (*exposition, error) {
-	e := &exposition{types: map[string]string{}, samples: map[string]float64{}}
+// Parse checks text strictly and returns what it holds, or the first
+// violation, with its line number.
+func Parse(text string) (*Exposition, error) {
+	e := &Exposition{Types: map[string]string{}, Samples: map[string]float64{}}
 	if text == "" {
 		return e, nil
 	}
@@ -74,7 +89,7 @@ func parseExposition(text string) (*exposition, error) {
 			return nil
 		}
 		done[current] = true
-		err := checkFamily(current, e.types[current], family)
+		err := checkFamily(current, e.Types[current], family)
 		family = nil
 		return err
 	}
@@ -105,7 +120,7 @@ func parseExposition(text string) (*exposition, error) {
 					return nil, fmt.Errorf("line %d: HELP text: %v", n, err)
 				}
 			case "TYPE":
-				if e.types[name] != "" {
+				if e.Types[name] != "" {
 					return nil, fmt.Errorf("line %d: second TYPE of %s", n, name)
 				}
 				switch f[3] {
@@ -113,7 +128,7 @@ func parseExposition(text string) (*exposition, error) {
 				default:
 					return nil, fmt.Errorf("line %d: unknown type %q", n, f[3])
 				}
-				e.types[name] = f[3]
+				e.Types[name] = f[3]
 			}
 			continue
 		}
@@ -121,7 +136,7 @@ func parseExposition(text string) (*exposition, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %v: %q", n, err, line)
 		}
-		fam := familyOf(s.name, e.types)
+		fam := familyOf(s.name, e.Types)
 		if fam == "" {
 			return nil, fmt.Errorf("line %d: sample of %s before any TYPE of its family", n, s.name)
 		}
@@ -134,11 +149,11 @@ func parseExposition(text string) (*exposition, error) {
 			}
 			current = fam
 		}
-		k := id(s.name, s.labels)
-		if _, dup := e.samples[k]; dup {
+		k := ID(s.name, s.labels)
+		if _, dup := e.Samples[k]; dup {
 			return nil, fmt.Errorf("line %d: series %s twice", n, k)
 		}
-		e.samples[k] = s.value
+		e.Samples[k] = s.value
 		family = append(family, s)
 	}
 	if err := finish(); err != nil {
@@ -273,7 +288,7 @@ func checkFamily(name, typ string, samples []sample) error {
 		}
 		for _, s := range samples {
 			if s.value < 0 || math.IsNaN(s.value) {
-				return fmt.Errorf("counter %s has value %v", id(s.name, s.labels), s.value)
+				return fmt.Errorf("counter %s has value %v", ID(s.name, s.labels), s.value)
 			}
 		}
 	case "histogram":
@@ -290,7 +305,7 @@ func checkFamily(name, typ string, samples []sample) error {
 			labels := maps.Clone(s.labels)
 			le, hasLE := labels["le"]
 			delete(labels, "le")
-			k := id("", labels)
+			k := ID("", labels)
 			h := byLabels[k]
 			if h == nil {
 				h = &hist{}
@@ -300,28 +315,28 @@ func checkFamily(name, typ string, samples []sample) error {
 			switch {
 			case s.name == name+"_bucket":
 				if !hasLE {
-					return fmt.Errorf("%s without le", id(s.name, s.labels))
+					return fmt.Errorf("%s without le", ID(s.name, s.labels))
 				}
 				if h.sum != nil || h.count != nil {
-					return fmt.Errorf("%s: bucket after _sum or _count", id(s.name, s.labels))
+					return fmt.Errorf("%s: bucket after _sum or _count", ID(s.name, s.labels))
 				}
 				v, err := strconv.ParseFloat(le, 64)
 				if le == "+Inf" {
 					v, err = math.Inf(1), nil
 				}
 				if err != nil || math.IsNaN(v) {
-					return fmt.Errorf("%s: bad le %q", id(s.name, s.labels), le)
+					return fmt.Errorf("%s: bad le %q", ID(s.name, s.labels), le)
 				}
 				if n := len(h.les); n > 0 && v <= h.les[n-1] {
-					return fmt.Errorf("%s: le not ascending", id(s.name, s.labels))
+					return fmt.Errorf("%s: le not ascending", ID(s.name, s.labels))
 				}
 				if n := len(h.counts); n > 0 && s.value < h.counts[n-1] {
-					return fmt.Errorf("%s: bucket counts are not cumulative", id(s.name, s.labels))
+					return fmt.Errorf("%s: bucket counts are not cumulative", ID(s.name, s.labels))
 				}
 				h.les = append(h.les, v)
 				h.counts = append(h.counts, s.value)
 			case hasLE:
-				return fmt.Errorf("%s has le", id(s.name, s.labels))
+				return fmt.Errorf("%s has le", ID(s.name, s.labels))
 			case s.name == name+"_sum":
 				h.sum = &s.value
 			case s.name == name+"_count":
