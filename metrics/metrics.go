@@ -145,10 +145,7 @@ func New(opts Options) *Metrics {
 // Observe counts one request's result. Its signature is that of
 // webhooks.MiddlewareOptions.OnResult, to which it is meant to be given.
 func (m *Metrics) Observe(r webhooks.Result) {
-	k := key{event: EventUnverified, status: r.Status}
-	if r.Verified {
-		k.event = eventLabel(r.Event)
-	}
+	k := key{event: EventLabel(r), status: r.Status}
 	if k.status < 100 || k.status > 599 {
 		k.status = 0
 	}
@@ -189,9 +186,17 @@ func (m *Metrics) add(k key) *series {
 	return s
 }
 
-// eventLabel is the label of a verified event name: itself when it has the
-// forge's form, EventOther when not.
-func eventLabel(event string) string {
+// EventLabel returns the event label of r as Observe gives it, before the
+// bound of Options.MaxEvents: EventUnverified when r's signature was not
+// verified, EventOther when its event name is not of the forge's form
+// (1 to 64 lower-case letters, digits and underscores), and the name
+// otherwise. Adapters to other metrics libraries use it to bound their labels
+// the same way.
+func EventLabel(r webhooks.Result) string {
+	if !r.Verified {
+		return EventUnverified
+	}
+	event := r.Event
 	if len(event) == 0 || len(event) > 64 {
 		return EventOther
 	}
