@@ -1,7 +1,13 @@
 package metrics_test
 
 import (
+	"bufio"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"time"
 
 	"forgehooks.dev/forgehooks/metrics"
@@ -32,4 +38,35 @@ func ExampleMetrics_WriteTo() {
 	// forgehooks_delivery_duration_seconds_bucket{event="push",status="200",le="+Inf"} 1
 	// forgehooks_delivery_duration_seconds_sum{event="push",status="200"} 0.02
 	// forgehooks_delivery_duration_seconds_count{event="push",status="200"} 1
+}
+
+// A receiver with its metrics on a second address, for the scraper only.
+func ExampleNew() {
+	wh, err := webhooks.New(webhooks.Options{Secret: "mysecret"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m := metrics.New(metrics.Options{})
+	hooks := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{OnResult: m.Observe}))
+	defer hooks.Close()
+	scrape := httptest.NewServer(m) // in production: http.ListenAndServe("127.0.0.1:9090", mux) with mux.Handle("GET /metrics", m)
+	defer scrape.Close()
+
+	res, err := http.Post(hooks.URL+webhooks.DefaultPath, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	res.Body.Close()
+	res, err = http.Get(scrape.URL + "/metrics")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "forgehooks_deliveries_total") {
+			fmt.Println(sc.Text())
+		}
+	}
+	// Output: forgehooks_deliveries_total{event="(unverified)",status="400"} 1
 }
