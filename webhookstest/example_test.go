@@ -68,14 +68,13 @@ func ExampleWithHeader() {
 }
 
 func ExamplePayloads() {
-	for _, name := range webhookstest.Names()[:4] {
+	for _, name := range []string{"push", "issues.opened", "sub_issues.sub_issue_added"} {
 		fmt.Println(name, len(webhookstest.Payloads(name)))
 	}
 	// Output:
-	// branch_protection_rule 5
-	// branch_protection_rule.created 2
-	// branch_protection_rule.deleted 1
-	// branch_protection_rule.edited 2
+	// push 7
+	// issues.opened 4
+	// sub_issues.sub_issue_added 1
 }
 
 func ExampleSign() {

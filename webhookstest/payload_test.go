@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/webhooks"
 	"forgehooks.dev/forgehooks/webhookstest"
 )
@@ -68,6 +69,19 @@ func TestPayloads(t *testing.T) {
 		}
 	}
 	t.Logf("%d names, %d payloads", len(names), total)
+}
+
+// TestPayloadsCoverNames: every name of the names tuple has an example.
+func TestPayloadsCoverNames(t *testing.T) {
+	have := map[string]bool{}
+	for _, n := range webhookstest.Names() {
+		have[n] = true
+	}
+	for _, n := range payloads.EmitterEventNames() {
+		if !have[n] {
+			t.Errorf("no example payload of %s", n)
+		}
+	}
 }
 
 // TestPayloadsCoverContract: every name of ORIGINAL-SPEC.md's events table
