@@ -27,8 +27,10 @@ var examples = sync.OnceValue(func() map[string][]string {
 // Payload returns the first example payload of name, an event.action such as
 // "issues.opened" or an event such as "push" (for an event with actions, its
 // first example of any action). The payloads are the forge's public examples
-// and, for names it publishes none of, small ones written for this project;
-// each is a compact JSON object, byte for byte a realistic delivery body.
+// and, for names it publishes none of, ones written for this project from the
+// forge's published schema of the name's payload; each is a compact JSON
+// object, byte for byte a realistic delivery body. Every name of
+// payloads.EmitterEventNames has at least one.
 //
 // The result is the caller's own copy. Payload panics when there is no example
 // of name, with a message that lists those of its event; Names lists them all.
