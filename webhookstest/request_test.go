@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -160,12 +161,12 @@ type fatalRecorder struct {
 func (r *fatalRecorder) Helper() {}
 func (r *fatalRecorder) Fatalf(format string, args ...any) {
 	r.failed = true
-	r.msg = sprintf(format, args...)
+	r.msg = fmt.Sprintf(format, args...)
 	panic(errFatal)
 }
 func (r *fatalRecorder) Fatal(args ...any) {
 	r.failed = true
-	r.msg = sprint(args...)
+	r.msg = fmt.Sprint(args...)
 	panic(errFatal)
 }
 
