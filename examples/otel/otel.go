@@ -8,7 +8,6 @@ package otel
 
 import (
 	"context"
-	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -23,8 +22,8 @@ const (
 	// it: requests that were not verified share one value, whatever their
 	// header said.
 	EventKey = attribute.Key("forge.event")
-	// StatusKey is the HTTP status answered, as OpenTelemetry's HTTP
-	// conventions name it.
+	// StatusKey is the HTTP status answered, an integer, as OpenTelemetry's
+	// HTTP conventions name and type it.
 	StatusKey = attribute.Key("http.response.status_code")
 )
 
@@ -60,7 +59,7 @@ func OnResult(meter metric.Meter) (func(webhooks.Result), error) {
 		ctx := context.Background()
 		attrs := metric.WithAttributeSet(attribute.NewSet(
 			EventKey.String(metrics.EventLabel(r)),
-			StatusKey.String(strconv.Itoa(r.Status)),
+			StatusKey.Int(r.Status),
 		))
 		deliveries.Add(ctx, 1, attrs)
 		duration.Record(ctx, r.Duration.Seconds(), attrs)

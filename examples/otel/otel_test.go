@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -89,5 +90,5 @@ func TestOnResult(t *testing.T) {
 func key(s attribute.Set) [2]string {
 	ev, _ := s.Value(forgeotel.EventKey)
 	st, _ := s.Value(forgeotel.StatusKey)
-	return [2]string{ev.AsString(), st.AsString()}
+	return [2]string{ev.AsString(), strconv.FormatInt(st.AsInt64(), 10)}
 }
