@@ -12,7 +12,8 @@
 // Two families are exported, both labelled by event and HTTP status:
 // forgehooks_deliveries_total, a counter, and
 // forgehooks_delivery_duration_seconds, a histogram of the time from a
-// request's start until its handlers returned. The labels' values are bounded,
+// request's start until its answer or, when handlers ran, until they returned.
+// The labels' values are bounded,
 // so that no sender can make the series grow without end: a request whose
 // signature did not verify is counted under the event EventUnverified whatever
 // its header said, and a verified event name that is not of the forge's form
