@@ -40,6 +40,7 @@ development secret.`)
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests and handlers finish")
 	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
 	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, such as 127.0.0.1:9090 (default: none)")
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -58,6 +59,17 @@ development secret.`)
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
+	var onResult func(webhooks.Result)
+	if *metricsAddr != "" {
+		ms, err := startMetrics(*metricsAddr, log)
+		if errors.Is(err, errMetricsAddr) {
+			return fs.usageError("%v", err)
+		} else if err != nil {
+			return fs.fail("%v", err)
+		}
+		defer ms.close()
+		onResult = ms.Observe
+	}
 	wh.OnAny(recordDelivery)
 	if c.setup != nil {
 		c.setup(wh)
@@ -70,6 +82,7 @@ development secret.`)
 		Timeout:      *handlerTimeout,
 		MaxBodyBytes: *maxBody,
 		MaxInFlight:  *maxInFlight,
+		OnResult:     onResult,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
