@@ -3,11 +3,11 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet unit generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
+.PHONY: test fmt-check vet unit modules generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
 
 ## test: what CI runs: format check, vet, generated-code freshness, race-enabled tests.
 ## The inspector's browser tests need Chromium: `make chromium` installs it (CI does).
-test: fmt-check vet generate-check unit
+test: fmt-check vet generate-check unit modules
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -18,6 +18,13 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+
+## modules: vet and test the nested modules that build against this checkout and may
+## depend on what the SDK must not: the examples (examples/*/go.mod, such as
+## OpenTelemetry's) and the test of the Prometheus exporters with expfmt.
+MODULES := $(dir $(wildcard examples/*/go.mod)) internal/promtext/expfmtcheck/
+modules:
+	@for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 
 ## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it.
 generate:

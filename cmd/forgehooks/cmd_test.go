@@ -30,6 +30,8 @@ func TestCommands(t *testing.T) {
 	payloadFile := filepath.Join(dir, "payload.json")
 	os.WriteFile(payloadFile, []byte(vectorPayload), 0o600)
 	withEnv := map[string]string{secretEnv: vectorSecret}
+	badState := filepath.Join(dir, "state")
+	os.WriteFile(badState, []byte("line one\nline two\n"), 0o600)
 	tests := []struct {
 		name        string
 		stdin       string
@@ -52,7 +54,7 @@ func TestCommands(t *testing.T) {
 		{name: "sign secret from env", stdin: vectorPayload, env: withEnv, args: []string{"sign", "-"}, code: 0, stdout: vectorSignature + "\n", exactStdout: true},
 		{name: "sign without secret", stdin: vectorPayload, args: []string{"sign"}, code: 2, stderr: "pass --secret S or set FORGE_WEBHOOK_SECRET"},
 		{name: "sign empty payload", stdin: "", args: []string{"sign", "--secret", "s"}, code: 1, stderr: "payload"},
-		{name: "sign missing file", args: []string{"sign", "--secret", "s", filepath.Join(dir, "none")}, code: 1, stderr: "no such file"},
+		{name: "sign missing file", args: []string{"sign", "--secret", "s", filepath.Join(dir, "none")}, code: 2, stderr: "does not exist: give an existing file, or - to read stdin"},
 		{name: "sign two files", args: []string{"sign", "--secret", "s", "a", "b"}, code: 2, stderr: "one payload file at most"},
 
 		{name: "verify valid", stdin: vectorPayload, env: withEnv, args: []string{"verify", "--signature", vectorSignature}, code: 0, stdout: "valid\n", exactStdout: true},
@@ -71,7 +73,6 @@ func TestCommands(t *testing.T) {
 		{name: "send nothing", args: []string{"send", "--secret", "s"}, code: 2, stderr: "nothing to send"},
 		{name: "send file without event", args: []string{"send", "--secret", "s", payloadFile}, code: 2, stderr: "--event NAME is required"},
 		{name: "send unknown sample", args: []string{"send", "--secret", "s", "--event", "no_such_event"}, code: 2, stderr: `unknown event "no_such_event"`},
-		{name: "send known event without sample", args: []string{"send", "--secret", "s", "--event", "custom_property"}, code: 2, stderr: `no built-in sample of "custom_property": give a payload file`},
 		{name: "send unknown action", args: []string{"send", "--secret", "s", "--event", "issues.exploded"}, code: 2, stderr: "issues.opened"},
 		{name: "send sample out of range", args: []string{"send", "--secret", "s", "--event", "ping", "--sample", "99"}, code: 2, stderr: "--sample 99"},
 		{name: "send without secret", args: []string{"send", "--event", "ping"}, code: 2, stderr: "FORGE_WEBHOOK_SECRET"},
@@ -79,7 +80,12 @@ func TestCommands(t *testing.T) {
 
 		{name: "relay without source", args: []string{"relay", "--secret", "s"}, code: 2, stderr: "--source is required"},
 		{name: "relay bad source", args: []string{"relay", "--source", "ftp://x/y", "--secret", "s"}, code: 2, stderr: "not an http(s) URL"},
-		{name: "relay both modes", args: []string{"relay", "--source", "http://127.0.0.1:1/c", "--secret", "s", "--target", "http://127.0.0.1:2/"}, code: 2, stderr: "not both"},
+		{name: "relay bad target port", args: []string{"relay", "--source", "http://127.0.0.1:1/c", "--secret", "s", "--target", "http://127.0.0.1:70000/"}, code: 2, stderr: "port 70000 is not a number from 1 to 65535"},
+		{name: "relay bad source port", args: []string{"relay", "--source", "http://127.0.0.1:0/c", "--secret", "s"}, code: 2, stderr: "bad --source"},
+		{name: "relay state not an id", args: []string{"relay", "--source", "http://127.0.0.1:1/c", "--secret", "s", "--state", badState}, code: 1, stderr: "does not hold an event id"},
+		{name: "proxy bad port", args: []string{"proxy", "--addr", "127.0.0.1:99999"}, code: 2, stderr: "port \"99999\" is not a number from 0 to 65535"},
+		{name: "proxy journal bound too small", args: []string{"proxy", "--max-buffered-bytes", "1000", "--max-journal-bytes", "1100"}, code: 2, stderr: "--max-journal-bytes 1100 is too small"},
+		{name: "proxy no port", args: []string{"proxy", "--addr", "127.0.0.1"}, code: 2, stderr: "is not host:port"},
 		{name: "relay no mode", args: []string{"relay", "--source", "http://127.0.0.1:1/c"}, code: 2, stderr: "give --target URL"},
 	}
 	for _, tt := range tests {

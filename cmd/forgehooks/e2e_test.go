@@ -63,7 +63,7 @@ func checkAll(t *testing.T, examples []corpus.Example, got []emitter.Event, pref
 // → handlers in the relay's process, for every public example payload.
 func TestEndToEndRelayInProcess(t *testing.T) {
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
-	channel := "http://" + px.addr + "/e2e-in-process"
+	channel := newChannel(t, px.addr)
 	rec := newReceived()
 	connected := make(chan struct{}, 1)
 	rl := start(t, &cli{setup: rec.setup, connected: func() { connected <- struct{}{} }},
@@ -95,7 +95,7 @@ func TestEndToEndRelayToServe(t *testing.T) {
 	rec := newReceived()
 	sv := start(t, &cli{setup: rec.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret)
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
-	channel := "http://" + px.addr + "/e2e-target"
+	channel := newChannel(t, px.addr)
 	connected := make(chan struct{}, 1)
 	rl := start(t, &cli{connected: func() { connected <- struct{}{} }},
 		"relay", "--source", channel, "--target", "http://"+sv.addr+"/api/forge/webhooks")

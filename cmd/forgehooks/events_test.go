@@ -29,7 +29,25 @@ func TestEvents(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &names) != nil || !slices.Equal(names, lines) {
 		t.Errorf("events --json: exit %d, %.200s", code, out)
 	}
-	if code, _, _ := runCmd(t, "", nil, "events", "extra"); code != exitUsage {
-		t.Errorf("events with an argument: exit %d, want 2", code)
+
+	code, out, _ = runCmd(t, "", nil, "events", "issues.")
+	var want []string
+	for _, n := range lines {
+		if strings.HasPrefix(n, "issues.") {
+			want = append(want, n)
+		}
+	}
+	if code != exitOK || out != strings.Join(want, "\n")+"\n" || len(want) < 10 || !slices.Contains(want, "issues.opened") {
+		t.Errorf("events issues.: exit %d, %q; want the %d issues actions", code, out, len(want))
+	}
+	code, out, _ = runCmd(t, "", nil, "events", "--json", "push")
+	if code != exitOK || out != `["push"]`+"\n" {
+		t.Errorf("events --json push: exit %d, %q", code, out)
+	}
+	if code, out, errOut := runCmd(t, "", nil, "events", "nope"); code != exitFailure || out != "" || !strings.Contains(errOut, `no event name starts with "nope"`) {
+		t.Errorf("events nope: exit %d, stdout %q, stderr %q; want 1 and a message", code, out, errOut)
+	}
+	if code, _, _ := runCmd(t, "", nil, "events", "a", "b"); code != exitUsage {
+		t.Errorf("events with two arguments: exit %d, want 2", code)
 	}
 }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -99,15 +102,24 @@ func (fs *flagSet) logger(json bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(fs.c.stderr, opts))
 }
 
+// stdinPiped reports whether stdin may hold a payload: it is not a terminal
+// (nor /dev/null or another character device). A reader that is not a file, as
+// tests give, counts as piped.
+func (fs *flagSet) stdinPiped() bool {
+	if f, ok := fs.c.stdin.(*os.File); ok {
+		st, err := f.Stat()
+		return err == nil && st.Mode()&os.ModeCharDevice == 0
+	}
+	return fs.c.stdin != nil
+}
+
 // readPayload reads the payload from the file named by the one positional
 // argument ("-" for stdin), or from stdin when there is none.
 func (fs *flagSet) readPayload(pos []string) ([]byte, int, bool) {
 	switch len(pos) {
 	case 0:
-		if f, ok := fs.c.stdin.(*os.File); ok {
-			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				return nil, fs.usageError("no payload: give a file, or pipe it to stdin"), false
-			}
+		if !fs.stdinPiped() {
+			return nil, fs.usageError("no payload: give a file, or pipe it to stdin"), false
 		}
 		b, err := io.ReadAll(fs.c.stdin)
 		if err != nil {
@@ -119,6 +131,9 @@ func (fs *flagSet) readPayload(pos []string) ([]byte, int, bool) {
 			return fs.readPayload(nil)
 		}
 		b, err := os.ReadFile(pos[0])
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fs.usageError("payload file %s does not exist: give an existing file, or - to read stdin", pos[0]), false
+		}
 		if err != nil {
 			return nil, fs.fail("%v", err), false
 		}
@@ -126,6 +141,42 @@ func (fs *flagSet) readPayload(pos []string) ([]byte, int, bool) {
 	default:
 		return nil, fs.usageError("one payload file at most, got %d arguments", len(pos)), false
 	}
+}
+
+// checkHTTPURL checks that s is an http(s) URL with a host and, if it names
+// one, a port from 1 to 65535, so that a typo is a usage error with a hint
+// rather than a connection failure.
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%q: %v (a URL such as http://127.0.0.1:3000/path; a port is 1 to 65535)", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL, such as http://127.0.0.1:3000/path", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %s is not a number from 1 to 65535", s, p)
+		}
+	}
+	return nil
+}
+
+// checkListenAddr checks that addr is host:port with a port from 0 to 65535 (0
+// picks a free one).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port, such as 127.0.0.1:3001 (%v)", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535 (0 picks a free port)", addr, port)
+	}
+	return nil
 }
 
 // stringList is a flag that may be given several times.

@@ -59,6 +59,10 @@ type cli struct {
 	setup func(*webhooks.Webhooks)
 	// connected, when set, is called each time relay opens its stream.
 	connected func()
+	// setMemoryLimit, when set, is given the soft memory limit a command's
+	// bounds imply (runtime/debug.SetMemoryLimit in main; tests leave it nil,
+	// since it would apply to the whole test binary).
+	setMemoryLimit func(bytes int64)
 }
 
 // command is one subcommand.
@@ -119,7 +123,14 @@ func run(ctx context.Context, c *cli, args []string) int {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	code := run(ctx, &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, setMemoryLimit: setMemoryLimit}, os.Args[1:])
 	stop()
 	os.Exit(code)
+}
+
+// setMemoryLimit sets the soft memory limit, unless GOMEMLIMIT already did.
+func setMemoryLimit(bytes int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(bytes)
+	}
 }

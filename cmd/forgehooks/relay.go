@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,9 +24,14 @@ func cmdRelay(ctx context.Context, c *cli, args []string) int {
 Receive deliveries from a webhook channel (a smee-style proxy, such as
 'forgehooks proxy'): open its event stream and, for each delivery, either
 verify and dispatch it in-process to a logging handler (--secret, or
-$FORGE_WEBHOOK_SECRET), or re-POST it to --target with its original headers and
-exact body bytes. The stream is reopened when it drops, with Last-Event-ID, so a
-proxy that keeps a replay buffer sends what was missed. Ctrl-C stops it.
+$FORGE_WEBHOOK_SECRET), or re-POST it to --target with the forge's headers
+(Content-Type, User-Agent, X-Forge-*, X-Hub-*; no other header, and not the
+channel's query string) and the exact body bytes. With --target and a secret,
+the signature is checked first: a delivery that fails it is logged and dropped,
+never forwarded. The stream is reopened when it drops, with Last-Event-ID, so a
+proxy that keeps a replay buffer sends what was missed; with --state FILE the
+last event id is kept in FILE, so that a restarted relay resumes after it.
+Ctrl-C stops it.
 
 The body is taken from the message's bodyB (exact bytes), else rawBody, else
 body as it stands in the message. A channel event may be at most
@@ -35,6 +42,8 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 	secretF := fs.secretFlag()
 	sha1 := fs.Bool("sha1", false, "also accept the old X-Hub-Signature (HMAC-SHA1) header when X-Hub-Signature-256 is absent")
 	lastID := fs.String("last-event-id", "", "resume after this event id (sent as Last-Event-ID)")
+	readToken := fs.String("read-token", "", "the channel's read token, for a channel made with /new?token=1, sent as Authorization: Bearer (default: $"+readTokenEnv+"; or put ?token= in --source)")
+	stateFile := fs.String("state", "", "file that keeps the last event id: read at start to resume after it (unless --last-event-id is given), rewritten after each delivery")
 	maxEvent := fs.Int("max-event-bytes", sse.DefaultMaxEventBytes, "largest channel event read; larger ones are skipped")
 	maxBackoff := fs.Duration("max-backoff", relay.DefaultMaxBackoff, "longest wait between reconnections")
 	idle := fs.Duration("idle-timeout", relay.DefaultIdleTimeout, "reopen a stream silent (not even a keep-alive) for this long")
@@ -50,22 +59,39 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 	if *source == "" {
 		return fs.usageError("--source is required: a channel URL, such as http://127.0.0.1:3001/CHANNEL ('forgehooks proxy' serves them; open /new for one)")
 	}
-	if u, err := url.Parse(*source); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fs.usageError("--source %q is not an http(s) URL", *source)
-	}
-	if *target != "" && *secretF != "" {
-		return fs.usageError("give --target (re-POST) or --secret (verify here), not both: with --target, the receiver verifies")
+	if err := checkHTTPURL(*source); err != nil {
+		return fs.usageError("bad --source: %v", err)
 	}
 	log := fs.logger(*jsonLog)
+	var checkpoint func(string)
+	if *stateFile != "" {
+		saved, err := readRelayState(*stateFile)
+		if err != nil {
+			return fs.fail("--state: %v", err)
+		}
+		if *lastID == "" && saved != "" {
+			*lastID = saved
+			log.Info("resuming after the event id kept in the state file", "state", *stateFile, "last_event_id", clipLogValue(saved))
+		}
+		checkpoint = func(id string) {
+			if err := writeRelayState(*stateFile, id); err != nil {
+				log.Error("state file not updated: "+err.Error(), "state", *stateFile)
+			}
+		}
+	}
 	var handle relay.Handler
 	var wh *webhooks.Webhooks
 	if *target != "" {
-		if u, err := url.Parse(*target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fs.usageError("--target %q is not an http(s) URL", *target)
+		if err := checkHTTPURL(*target); err != nil {
+			return fs.usageError("bad --target: %v", err)
 		}
 		client := &http.Client{Timeout: *fwdTimeout}
+		secret := fs.secret(*secretF)
+		if secret == "" {
+			log.Warn("no secret: deliveries are forwarded unverified, and the target must check their signatures (give --secret or $" + secretEnv + " to drop forged ones here)")
+		}
 		handle = func(ctx context.Context, m *relay.Message) error {
-			return forward(ctx, client, *target, m, log)
+			return forward(ctx, client, *target, secret, *sha1, m, log)
 		}
 	} else {
 		secret := fs.secret(*secretF)
@@ -84,8 +110,12 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 			return dispatch(ctx, wh, secret, *sha1, m, log)
 		}
 	}
+	if *readToken == "" {
+		*readToken = c.getenv(readTokenEnv)
+	}
 	err := relay.Run(ctx, relay.Options{
 		Source:        *source,
+		ReadToken:     *readToken,
 		Handle:        handle,
 		LastEventID:   *lastID,
 		MaxEventBytes: *maxEvent,
@@ -93,6 +123,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 		IdleTimeout:   *idle,
 		Logger:        log,
 		OnConnect:     c.connected,
+		Checkpoint:    checkpoint,
 	})
 	if wh != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -105,18 +136,61 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 	return exitOK
 }
 
+// readTokenEnv is the environment variable relay takes a channel's read token
+// from when --read-token is not given: command lines are visible to other
+// users of the machine.
+const readTokenEnv = "FORGEHOOKS_READ_TOKEN"
+
 // deliveryAttrs are the log attributes of a relayed delivery.
 func deliveryAttrs(m *relay.Message) []any {
 	name := m.Event()
 	if a := (emitter.Event{Payload: m.Body}).Action(); a != "" {
 		name += "." + a
 	}
-	return []any{"id", m.DeliveryID(), "event", name, "event_id", m.EventID, "bytes", len(m.Body)}
+	return []any{"id", clipLogValue(m.DeliveryID()), "event", clipLogValue(name), "event_id", clipLogValue(m.EventID), "bytes", len(m.Body)}
 }
 
-// forward re-POSTs m to target and logs the outcome.
-func forward(ctx context.Context, client *http.Client, target string, m *relay.Message, log *slog.Logger) error {
+// maxLogValue bounds a value from a channel message in a log line: the message
+// comes from whoever posted to the channel, verified or not.
+const maxLogValue = 200
+
+// clipLogValue returns s, or its first maxLogValue bytes and a marker saying
+// how many were cut.
+func clipLogValue(s string) string {
+	if len(s) <= maxLogValue {
+		return s
+	}
+	return fmt.Sprintf("%s…[%d more bytes]", s[:maxLogValue], len(s)-maxLogValue)
+}
+
+// errForged is the error of a delivery relay --target drops because its
+// signature does not match the secret.
+var errForged = errors.New("signature does not match: not forwarded")
+
+// forward re-POSTs m to target and logs the outcome. With a secret, m is
+// verified first, and dropped when it fails.
+func forward(ctx context.Context, client *http.Client, target, secret string, allowSHA1 bool, m *relay.Message, log *slog.Logger) error {
 	attrs := deliveryAttrs(m)
+	if secret != "" {
+		sig, isSHA1 := m.Signature(allowSHA1)
+		var ok bool
+		if isSHA1 {
+			ok, _ = signing.VerifySHA1(secret, m.Body, sig)
+		} else {
+			ok, _ = signing.Verify(secret, m.Body, sig)
+		}
+		if !ok {
+			why := "signature does not match; is --secret the secret set on the forge?"
+			switch {
+			case m.Reserialized():
+				why = m.ReserializedError().Error()
+			case sig == "":
+				why = "no X-Hub-Signature-256 header in the message"
+			}
+			log.Error("delivery dropped, not forwarded: "+why, attrs...)
+			return errForged
+		}
+	}
 	res, err := relay.Forward(ctx, client, target, m)
 	if err != nil {
 		log.Error("forward failed: "+err.Error(), attrs...)
@@ -177,6 +251,52 @@ func dispatch(ctx context.Context, wh *webhooks.Webhooks, secret string, allowSH
 		log.Error("delivery rejected: signature does not match; is --secret the secret set on the forge?", attrs...)
 	default:
 		log.Error("delivery failed: "+err.Error(), attrs...)
+	}
+	return err
+}
+
+// maxStateBytes bounds the relay's state file: an event id is short.
+const maxStateBytes = 4 << 10
+
+// readRelayState returns the event id kept in path, or "" when path does not
+// exist yet (the first run).
+func readRelayState(path string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSuffix(string(b), "\n")
+	if len(b) > maxStateBytes || strings.ContainsAny(id, "\r\n\x00") {
+		return "", fmt.Errorf("%s does not hold an event id (one line of at most %d bytes); remove it to start from now", path, maxStateBytes)
+	}
+	return id, nil
+}
+
+// writeRelayState replaces path's content with id, through a temporary file
+// and a rename, so that a relay stopped halfway leaves the old id, not a
+// truncated one.
+func writeRelayState(path, id string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(id + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
 	}
 	return err
 }

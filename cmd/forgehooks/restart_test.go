@@ -15,7 +15,7 @@ func TestProxyRestartCommands(t *testing.T) {
 	journal := t.TempDir()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0", "--journal", journal)
 	addr := px.addr
-	channel := "http://" + addr + "/restart"
+	channel := newChannel(t, addr)
 	send := func(id string) {
 		t.Helper()
 		if code, out, errOut := runCmd(t, "", nil, "send", "--url", channel, "--secret", testSecret, "--event", "ping", "--delivery", id); code != exitOK {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/internal/proxy"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -21,15 +22,19 @@ func cmdSend(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "send", "forgehooks send [flags] [file | -]", `
 Play the forge: sign a payload and POST it to --url with the forge's headers
 (X-Forge-Event, a fresh X-Forge-Delivery, X-Hub-Signature-256, Content-Type:
-application/json, User-Agent). The payload is the file given, stdin ("-", or no
-file), or with --event alone a built-in sample of that event or event.action.
-Prints the answer's status and body; a non-2xx answer exits 1.`)
+application/json, User-Agent). The payload is the file given, or stdin ("-", or
+no file while stdin is piped), or, with --event alone and nothing piped, a
+built-in sample of that event or event.action. Prints the answer's status and
+body; a non-2xx answer exits 1. With --print, prints the signed request instead
+of sending it. Sent to a 'forgehooks proxy' channel that no relay listens to,
+it warns that no one received the delivery live.`)
 	url := fs.String("url", "http://127.0.0.1:3000"+webhooks.DefaultPath, "where to POST: a receiver, or a proxy channel URL")
 	secretF := fs.secretFlag()
 	event := fs.String("event", "", "event name (NAME or NAME.ACTION); alone, it picks a built-in sample")
 	sample := fs.Int("sample", 0, "which built-in sample, when an event.action has several (0 is the first)")
 	delivery := fs.String("delivery", "", "X-Forge-Delivery value (default: a fresh random id)")
 	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole request")
+	printOnly := fs.Bool("print", false, "print the signed request (request line, headers and body) instead of sending it")
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -38,24 +43,31 @@ Prints the answer's status and body; a non-2xx answer exits 1.`)
 	if secret == "" {
 		return fs.noSecret()
 	}
+	if err := checkHTTPURL(*url); err != nil {
+		return fs.usageError("bad --url: %v", err)
+	}
 	name, action, _ := strings.Cut(*event, ".")
 	var body []byte
+	if len(pos) > 0 || fs.stdinPiped() {
+		var ok bool
+		if body, code, ok = fs.readPayload(pos); !ok {
+			return code
+		}
+		if len(pos) == 0 && len(body) == 0 {
+			body = nil // nothing was piped: as if stdin were a terminal
+		}
+	}
 	switch {
-	case *event == "" && len(pos) == 0:
-		return fs.usageError("nothing to send: give --event NAME[.ACTION] for a built-in sample, or a payload file (or - for stdin) with --event NAME")
+	case *event == "" && body == nil && len(pos) == 0:
+		return fs.usageError("nothing to send: give --event NAME[.ACTION] for a built-in sample, or a payload file (or pipe it to stdin) with --event NAME")
 	case *event == "":
 		return fs.usageError("--event NAME is required with a payload: it is the X-Forge-Event header")
-	case len(pos) == 0:
+	case body == nil && len(pos) == 0:
 		ex, err := pickSample(name, action, *sample)
 		if err != nil {
 			return fs.usageError("%v", err)
 		}
 		body = ex.Body
-	default:
-		var ok bool
-		if body, code, ok = fs.readPayload(pos); !ok {
-			return code
-		}
 	}
 	sig, err := signing.Sign(secret, body)
 	if err != nil {
@@ -76,6 +88,13 @@ Prints the answer's status and body; a non-2xx answer exits 1.`)
 	req.Header.Set(webhooks.HeaderEvent, name)
 	req.Header.Set(webhooks.HeaderDelivery, id)
 	req.Header.Set(webhooks.HeaderSignature, sig)
+	if *printOnly {
+		// The request as it would go on the wire (HTTP/1.1), body included.
+		if err := req.Write(c.stdout); err != nil {
+			return fs.fail("printing the request: %v", err)
+		}
+		return exitOK
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fs.fail("%v (is a receiver listening at %s? start one with 'forgehooks serve')", err, *url)
@@ -91,6 +110,11 @@ Prints the answer's status and body; a non-2xx answer exits 1.`)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return exitFailure
+	}
+	if n := resp.Header.Get(proxy.HeaderSubscribers); n == "0" {
+		fmt.Fprintf(c.stderr, "forgehooks send: warning: the channel has no subscriber, so no relay received this delivery live.\n"+
+			"  Start one with 'forgehooks relay --source %s --target URL' (or --secret S). The proxy keeps the delivery\n"+
+			"  for a relay that comes back with its last event id (relay --state FILE), not for a new one.\n", *url)
 	}
 	return exitOK
 }

@@ -42,6 +42,7 @@ development secret.`)
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests and handlers finish")
 	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
 	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, such as 127.0.0.1:9090 (default: none)")
 	uiAddr := fs.String("ui", "", "serve the delivery inspector page at this address, such as 127.0.0.1:3001 (default: off)")
 	uiTokenEnv := fs.String("ui-token-env", "", "environment variable holding a token the inspector page requires (needed when --ui is not a loopback address)")
 	pos, code, done := fs.parse(args)
@@ -62,10 +63,26 @@ development secret.`)
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
+	var onResult func(webhooks.Result)
+	if *metricsAddr != "" {
+		ms, err := startMetrics(*metricsAddr, log)
+		if errors.Is(err, errMetricsAddr) {
+			return fs.usageError("%v", err)
+		} else if err != nil {
+			return fs.fail("%v", err)
+		}
+		defer ms.close()
+		onResult = ms.Observe
+	}
 	wh.OnAny(recordDelivery)
 	page, err := newUI(c, wh, log, *uiAddr, *uiTokenEnv)
 	if err != nil {
 		return fs.usageError("%v", err)
+	}
+	if f, prev := page.onResult(), onResult; f != nil && prev != nil {
+		onResult = func(r webhooks.Result) { prev(r); f(r) }
+	} else if f != nil {
+		onResult = f
 	}
 	if c.setup != nil {
 		c.setup(wh)
@@ -78,7 +95,7 @@ development secret.`)
 		Timeout:      *handlerTimeout,
 		MaxBodyBytes: *maxBody,
 		MaxInFlight:  *maxInFlight,
-		OnResult:     page.onResult(),
+		OnResult:     onResult,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

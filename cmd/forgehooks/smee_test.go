@@ -69,7 +69,7 @@ func TestSmeeClientInterop(t *testing.T) {
 	rec := newReceived()
 	sv := start(t, &cli{setup: rec.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret)
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
-	channel := "http://" + px.addr + "/smee-interop"
+	channel := newChannel(t, px.addr)
 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

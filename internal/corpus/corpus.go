@@ -1,6 +1,9 @@
 // Package corpus gives the tests, benchmarks and the command line the committed
 // example delivery bodies: the forge's public example payloads and a few synthetic
-// ones for names that have no public example.
+// ones for names that have no public example. It is the one copy of them in the
+// repository: package webhookstest hands them to users' tests through it, which
+// is why it stays a leaf of the standard library (the packages webhookstest
+// builds on use it in their own tests, so it cannot live in webhookstest).
 package corpus
 
 import (

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // hopByHop are the headers that describe one connection, not the delivery: they
@@ -46,7 +47,9 @@ var reserved = map[string]bool{
 // "body" is the request body itself when it is JSON without line ends; JSON with
 // line ends (pretty-printed) is compacted, which drops only white space between
 // tokens, because an event's data must be one line; a body that is not JSON is
-// given as a JSON string. In every case "bodyB" has the bytes as received.
+// given as a JSON string when it is text (UTF-8 without control characters
+// but tab and line ends), and as {} otherwise, so that "body" is never more
+// than twice the body's size. In every case "bodyB" has the bytes as received.
 func encodeMessage(r *http.Request, body []byte, now time.Time) []byte {
 	skip := map[string]bool{}
 	for _, v := range r.Header.Values("Connection") {
@@ -75,43 +78,55 @@ func encodeMessage(r *http.Request, body []byte, now time.Time) []byte {
 	}
 	sort.Strings(names)
 
-	b64 := base64.StdEncoding
-	out := make([]byte, 0, 256+len(body)+b64.EncodedLen(len(body)))
-	out = append(out, '{')
+	var head []byte
+	head = append(head, '{')
 	for _, name := range names {
-		out = appendString(out, name)
-		out = append(out, ':')
-		out = appendString(out, headers[name])
-		out = append(out, ',')
+		head = appendString(head, name)
+		head = append(head, ':')
+		head = appendString(head, headers[name])
+		head = append(head, ',')
 	}
+	bodyJSON := bodyValue(body)
+	query := appendQuery(nil, r.URL.Query())
+
+	// One allocation of the exact size: the message stays in the replay
+	// buffer, which counts its length, so its capacity must be no larger.
+	b64 := base64.StdEncoding
+	const fixed = len(`"body":,"bodyB":"","query":,"timestamp":}`) + 20
+	out := make([]byte, 0, len(head)+len(bodyJSON)+b64.EncodedLen(len(body))+len(query)+fixed)
+	out = append(out, head...)
 	out = append(out, `"body":`...)
-	out = appendBody(out, body)
+	out = append(out, bodyJSON...)
 	out = append(out, `,"bodyB":"`...)
 	out = b64.AppendEncode(out, body)
 	out = append(out, `","query":`...)
-	out = appendQuery(out, r.URL.Query())
+	out = append(out, query...)
 	out = append(out, `,"timestamp":`...)
 	out = strconv.AppendInt(out, now.UnixMilli(), 10)
 	return append(out, '}')
 }
 
-// appendBody appends the "body" member's value.
-func appendBody(out, body []byte) []byte {
+// bodyValue returns the "body" member's value: body itself when it can stand
+// as it is, or a new compacted or quoted form.
+func bodyValue(body []byte) []byte {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return append(out, "{}"...) // an empty body, as body parsers present it
+		return []byte("{}") // an empty body, as body parsers present it
 	}
 	if !json.Valid(body) {
-		return appendString(out, string(body))
+		if !isText(body) {
+			return []byte("{}")
+		}
+		return appendString(nil, string(body))
 	}
 	if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
-		return append(out, body...) // as received, byte for byte
+		return body // as received, byte for byte
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(body))
 	if err := json.Compact(&buf, body); err != nil {
-		return appendString(out, string(body)) // cannot happen: body is valid
+		return appendString(nil, string(body)) // cannot happen: body is valid
 	}
-	return append(out, buf.Bytes()...)
+	return buf.Bytes()
 }
 
 // appendQuery appends the query as a JSON object: a name given once maps to its
@@ -154,4 +169,15 @@ func appendString(out []byte, s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return append(out, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
+
+// isText reports whether b is UTF-8 without control characters other than tab,
+// CR and LF: as a JSON string it then takes at most twice its size.
+func isText(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }

@@ -6,33 +6,48 @@
 //
 // Routes:
 //
-//	GET|HEAD /new        307 to a new random channel URL
-//	POST     /{channel}  fan a delivery out to the channel's subscribers
-//	GET      /{channel}  with Accept: text/event-stream, subscribe; otherwise a page
-//	GET      /           a page saying what this is
+//	GET|HEAD /new          307 to a new random channel URL
+//	GET|HEAD /new?token=1  201: a new channel that needs a read token to subscribe
+//	POST     /{channel}    fan a delivery out to the channel's subscribers
+//	GET      /{channel}    with Accept: text/event-stream, subscribe; otherwise a page
+//	GET      /             a page saying what this is
 //
 // A subscriber first gets a "ready" event, then one "message" event per delivery,
 // whose data is a JSON object: the delivery's headers (lowercased names), "body"
 // (the payload as JSON), "bodyB" (the exact body bytes, standard padded base64),
 // "query" and "timestamp" (Unix milliseconds). Comments keep idle streams open.
 //
+// Channel names come from /new: they carry a tag, under the Server's key, that
+// the proxy checks instead of keeping a list, and any other name is unknown
+// (404) unless Options.AllowNamedChannels is set. A channel made with
+// /new?token=1 answers a subscription only with its read token (query
+// parameter "token", or "Authorization: Bearer"): posting needs no token, so
+// the URL given to the forge does not let its holders read the deliveries.
+//
 // Beyond smee, every message has an event id, and each channel keeps a bounded
-// replay buffer: a client that reconnects with Last-Event-ID gets what was sent
-// while it was away. With a journal directory the buffers are kept on disk too,
-// so a restarted proxy still replays them; without one, a restarted proxy replays
-// what it received since it started to a client that comes back with an id from
-// before the restart.
+// replay buffer: a client that reconnects with a Last-Event-ID this proxy gave
+// out for that channel gets what was sent while it was away. Any other id (made
+// up, of another channel, of an earlier life of the channel) replays nothing.
+// With a journal directory the buffers, and the key, are kept on disk too, so
+// that a restarted proxy still knows its channels and replays them.
+//
+// Memory is bounded across channels: the bytes of all replay buffers
+// (MaxBufferedBytes, the oldest deliveries go first), of deliveries being
+// received (MaxPendingBytes, 503 with Retry-After past it) and of all journal
+// files (MaxJournalBytes, by compaction, which writes from memory and needs
+// none of its own).
 package proxy
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"html"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,17 +56,29 @@ import (
 	"forgehooks.dev/forgehooks/internal/sse"
 )
 
+// HeaderSubscribers is the header of a POST's answer that gives the number of
+// subscribers the delivery was sent to live, so that a sender can warn when no
+// one listens.
+const HeaderSubscribers = "X-Channel-Subscribers"
+
+// HeaderReadToken is the header of /new?token=1's answer that holds the new
+// channel's read token.
+const HeaderReadToken = "X-Read-Token"
+
 // Defaults of Options.
 const (
-	DefaultMaxBodyBytes = 25 << 20 // the forge's own limit for a delivery
-	DefaultReplayEvents = 100
-	DefaultReplayBytes  = 256 << 20
-	DefaultReplayAge    = 24 * time.Hour
-	DefaultKeepAlive    = 30 * time.Second
-	DefaultRetry        = 2 * time.Second
-	DefaultWriteTimeout = 2 * time.Minute
-	DefaultReadTimeout  = 60 * time.Second
-	DefaultMaxChannels  = 1000
+	DefaultMaxBodyBytes     = 25 << 20 // the forge's own limit for a delivery
+	DefaultReplayEvents     = 100
+	DefaultReplayBytes      = 64 << 20 // room for one message of a 25 MiB delivery
+	DefaultReplayAge        = 24 * time.Hour
+	DefaultMaxBufferedBytes = 128 << 20
+	DefaultMaxPendingBytes  = 96 << 20
+	DefaultMaxJournalBytes  = 256 << 20
+	DefaultKeepAlive        = 30 * time.Second
+	DefaultRetry            = 2 * time.Second
+	DefaultWriteTimeout     = 2 * time.Minute
+	DefaultReadTimeout      = 60 * time.Second
+	DefaultMaxChannels      = 1000
 )
 
 // Options configure a Server. Zero values take the defaults above.
@@ -59,11 +86,29 @@ type Options struct {
 	// MaxBodyBytes bounds a delivery's body; larger ones get 413.
 	MaxBodyBytes int64
 	// ReplayEvents, ReplayBytes and ReplayAge bound each channel's replay
-	// buffer: the oldest deliveries are dropped beyond any of them. The bytes
-	// are those of the messages, about 2.4 times their bodies.
+	// buffer: the oldest deliveries are dropped beyond any of them (the
+	// newest is kept whatever its size, until MaxBufferedBytes needs the
+	// room). The bytes are those of the messages, about 2.4 times their
+	// bodies.
 	ReplayEvents int
 	ReplayBytes  int64
 	ReplayAge    time.Duration
+	// MaxBufferedBytes bounds the replay buffers of all channels together:
+	// past it, the oldest deliveries of any channel are dropped.
+	MaxBufferedBytes int64
+	// MaxPendingBytes bounds the memory of the deliveries being received at
+	// once, each counted at five times its announced size (the body, and its
+	// message being built): a POST that would go past it gets 503 with
+	// Retry-After before its body is read. A delivery that needs more than the
+	// whole budget is taken when no other is being received.
+	MaxPendingBytes int64
+	// MaxJournalBytes bounds the journal files together: past it, the
+	// journals that hold more than their buffers are rewritten. It must be
+	// at least MaxBufferedBytes plus room for appending.
+	MaxJournalBytes int64
+	// AllowNamedChannels lets any valid name be a channel (such as
+	// /my-channel), not only the names /new gives out.
+	AllowNamedChannels bool
 	// KeepAlive is how often an idle stream gets a comment.
 	KeepAlive time.Duration
 	// Retry is the reconnection delay advised to subscribers.
@@ -74,11 +119,14 @@ type Options struct {
 	WriteTimeout time.Duration
 	// ReadTimeout bounds the reading of one delivery's body.
 	ReadTimeout time.Duration
-	// MaxChannels bounds the channels held at once; a delivery or a
-	// subscription to a new channel beyond it gets 503.
+	// MaxChannels bounds the channels held at once. A new channel beyond it
+	// takes the place of the one without subscribers that was idle longest
+	// (its buffered deliveries are dropped); only when every channel has
+	// subscribers does it get 503.
 	MaxChannels int
 	// JournalDir, when set, keeps the replay buffers in files there, so that
-	// they survive a restart. It is created if needed.
+	// they survive a restart, and the key that makes channel names, read
+	// tokens and event ids. It is created if needed.
 	JournalDir string
 	// Logger receives one line per delivery and per subscription; nil logs
 	// nothing.
@@ -87,50 +135,103 @@ type Options struct {
 
 // Server serves channels. Create it with New; it is an http.Handler.
 type Server struct {
-	opts Options
-	lim  limits
-	log  *slog.Logger
+	opts   Options
+	lim    limits
+	log    *slog.Logger
+	key    []byte
+	totals totals
 
 	mu    sync.Mutex
 	chans map[string]*channel
+
+	pendingMu sync.Mutex
+	pending   int64 // bytes reserved by deliveries being received
 
 	done      chan struct{}
 	closeOnce sync.Once
 	streams   sync.WaitGroup
 }
 
+// Stats are a Server's counts at one moment.
+type Stats struct {
+	// Channels is the number of channels held.
+	Channels int
+	// BufferedBytes is the bytes of the messages in all replay buffers.
+	BufferedBytes int64
+	// JournalBytes is the bytes of all journal files.
+	JournalBytes int64
+	// PendingBytes is the memory reserved by deliveries being received.
+	PendingBytes int64
+}
+
+// Stats returns the Server's counts, which its bounds hold down.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	n := len(s.chans)
+	s.mu.Unlock()
+	s.pendingMu.Lock()
+	p := s.pending
+	s.pendingMu.Unlock()
+	return Stats{Channels: n, BufferedBytes: s.totals.buffered.Load(), JournalBytes: s.totals.journal.Load(), PendingBytes: p}
+}
+
 // New returns a Server. With Options.JournalDir, it loads the channels kept
-// there, and fails when the directory cannot be used or holds a damaged journal.
+// there, within the bounds of opts, and fails when the directory cannot be used
+// or holds a damaged journal.
 func New(opts Options) (*Server, error) {
 	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&opts.ReplayEvents, DefaultReplayEvents)
 	setDefault(&opts.ReplayBytes, DefaultReplayBytes)
 	setDefault(&opts.ReplayAge, DefaultReplayAge)
+	setDefault(&opts.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	setDefault(&opts.MaxPendingBytes, DefaultMaxPendingBytes)
+	setDefault(&opts.MaxJournalBytes, max(DefaultMaxJournalBytes, 2*opts.MaxBufferedBytes))
 	setDefault(&opts.KeepAlive, DefaultKeepAlive)
 	setDefault(&opts.Retry, DefaultRetry)
 	setDefault(&opts.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&opts.ReadTimeout, DefaultReadTimeout)
 	setDefault(&opts.MaxChannels, DefaultMaxChannels)
+	if opts.MaxJournalBytes < opts.MaxBufferedBytes+opts.MaxBufferedBytes/8 {
+		return nil, fmt.Errorf("proxy: MaxJournalBytes (%d) must be at least MaxBufferedBytes (%d) and an eighth, room to append between compactions", opts.MaxJournalBytes, opts.MaxBufferedBytes)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		opts:  opts,
-		lim:   limits{events: opts.ReplayEvents, bytes: opts.ReplayBytes, age: opts.ReplayAge},
+		lim:   limits{events: opts.ReplayEvents, bytes: min(opts.ReplayBytes, opts.MaxBufferedBytes), age: opts.ReplayAge},
 		log:   log,
 		chans: map[string]*channel{},
 		done:  make(chan struct{}),
 	}
-	if opts.JournalDir != "" {
-		chans, err := loadJournals(opts.JournalDir, time.Now(), s.lim)
+	if opts.JournalDir == "" {
+		s.key = newKey()
+	} else {
+		if err := os.MkdirAll(opts.JournalDir, 0o700); err != nil {
+			return nil, fmt.Errorf("proxy: journal directory: %w", err)
+		}
+		key, err := loadKey(opts.JournalDir)
 		if err != nil {
 			return nil, err
 		}
+		s.key = key
+		ld := &loader{now: time.Now(), lim: s.lim, maxRecord: maxMessageBytes(opts.MaxBodyBytes),
+			maxBuffered: opts.MaxBufferedBytes, totals: &s.totals}
+		chans, err := ld.loadJournals(opts.JournalDir)
+		if err != nil {
+			return nil, err
+		}
+		if ld.skipped > 0 {
+			log.Warn("journal records over the size limit skipped", "records", ld.skipped, "limit", ld.maxRecord)
+		}
 		s.chans = chans
 		for name, c := range chans {
-			log.Info("channel restored from journal", "channel", name, "buffered", len(c.entries), "last_id", c.id(c.head))
+			log.Info("channel restored from journal", "channel", name, "buffered", len(c.entries), "last_id", s.eventID(c, c.head))
 		}
+		s.mu.Lock()
+		s.dropOverflowLocked()
+		s.mu.Unlock()
 	}
 	go s.sweeper()
 	return s, nil
@@ -141,6 +242,65 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 		*v = def
 	}
 }
+
+// MemoryLimit returns a soft memory limit for a process that runs a Server
+// with opts (zero values meaning the defaults), for runtime/debug.SetMemoryLimit:
+// what its bounds let it hold live (the replay buffers and the deliveries
+// being received) and 64 MiB for the rest. Under it the garbage collector
+// works harder instead of letting the heap grow to twice what is live, which
+// a flood of deliveries, each soon garbage, would otherwise make it do.
+func MemoryLimit(opts Options) int64 {
+	setDefault(&opts.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	setDefault(&opts.MaxPendingBytes, DefaultMaxPendingBytes)
+	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	// A delivery over the pending budget is taken alone.
+	pending := max(opts.MaxPendingBytes, pendingCost(opts.MaxBodyBytes))
+	return opts.MaxBufferedBytes + pending + 64<<20
+}
+
+// maxMessageBytes bounds the message of a body of n bytes: the body (at most
+// twice its size as a JSON string), its base64 and the headers (net/http's
+// default header limit, each byte at most six as JSON).
+func maxMessageBytes(n int64) int {
+	return int(2*n + (n+2)/3*4 + 6<<20 + 1<<10)
+}
+
+// pendingCost is what a delivery of n bytes reserves while it is received: the
+// body and its message.
+func pendingCost(n int64) int64 { return 5*n + 64<<10 }
+
+// reserve takes n bytes of the pending budget; false when they are not free
+// (a delivery larger than the whole budget gets it only while no other is
+// being received).
+func (s *Server) reserve(n int64) bool {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	if s.pending > 0 && s.pending+n > s.opts.MaxPendingBytes {
+		return false
+	}
+	s.pending += n
+	return true
+}
+
+func (s *Server) unreserve(n int64) {
+	s.pendingMu.Lock()
+	s.pending -= n
+	s.pendingMu.Unlock()
+}
+
+// eventID returns the id of delivery seq of c.
+func (s *Server) eventID(c *channel, seq uint64) string {
+	return eventID(s.key, c.name, c.epoch, seq)
+}
+
+// NewChannelName returns a new channel name, as GET /new redirects to; with
+// withToken, the channel answers subscriptions only with ReadToken's token.
+func (s *Server) NewChannelName(withToken bool) string {
+	return issueName(s.key, withToken)
+}
+
+// ReadToken returns the read token of a channel made with a token.
+func (s *Server) ReadToken(name string) string { return readToken(s.key, name) }
 
 // Close ends every open stream and the journal files. Call it before (or while)
 // shutting the http.Server down: streams do not end by themselves, and
@@ -163,7 +323,8 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// sweeper drops aged deliveries and empty channels once a minute.
+// sweeper drops aged deliveries, and channels left empty and idle, once a
+// minute.
 func (s *Server) sweeper() {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
@@ -190,10 +351,41 @@ func (s *Server) dropLocked(name string, c *channel) {
 	}
 }
 
-// errTooManyChannels is returned by channel when MaxChannels is reached.
-var errTooManyChannels = errors.New("too many channels")
+// dropOverflowLocked holds the buffers and the journals under their totals:
+// the oldest deliveries of any channel go first, then the journals holding
+// the most beyond their buffers are rewritten. s.mu is held.
+func (s *Server) dropOverflowLocked() {
+	for s.totals.buffered.Load() > s.opts.MaxBufferedBytes && evictOldestOf(s.chans) {
+	}
+	for s.totals.journal.Load() > s.opts.MaxJournalBytes {
+		var worst *channel
+		var waste int64
+		for _, c := range s.chans {
+			c.mu.Lock()
+			if c.journal != nil && c.journal.size-c.bytes > waste {
+				worst, waste = c, c.journal.size-c.bytes
+			}
+			c.mu.Unlock()
+		}
+		if worst == nil {
+			return
+		}
+		worst.mu.Lock()
+		err := worst.journal.compact(worst.entries, worst.head)
+		worst.mu.Unlock()
+		if err != nil {
+			s.log.Error("journal compaction failed", "channel", worst.name, "err", err)
+			return
+		}
+	}
+}
 
-// channel returns the named channel, creating it.
+// errTooManyChannels is returned by channel when MaxChannels is reached and
+// every channel has subscribers.
+var errTooManyChannels = errors.New("too many channels, all with subscribers")
+
+// channel returns the named channel, creating it, in the place of the idlest
+// channel without subscribers when MaxChannels are held.
 func (s *Server) channel(name string) (*channel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,11 +393,31 @@ func (s *Server) channel(name string) (*channel, error) {
 		return c, nil
 	}
 	if len(s.chans) >= s.opts.MaxChannels {
-		return nil, errTooManyChannels
+		var idlest *channel
+		var since time.Time
+		for _, c := range s.chans {
+			c.mu.Lock()
+			if len(c.subs) == 0 && (idlest == nil || c.lastActive.Before(since)) {
+				idlest, since = c, c.lastActive
+			}
+			c.mu.Unlock()
+		}
+		if idlest == nil {
+			return nil, errTooManyChannels
+		}
+		idlest.mu.Lock()
+		idlest.dropped = true
+		buffered := len(idlest.entries)
+		idlest.dropFirst(len(idlest.entries))
+		idlest.mu.Unlock()
+		s.dropLocked(idlest.name, idlest)
+		s.log.Warn("channel evicted to make room for a new one", "channel", idlest.name, "idle", time.Since(since).Round(time.Second),
+			"dropped_deliveries", buffered, "max_channels", s.opts.MaxChannels)
 	}
-	c := newChannel(name, newEpoch())
+	now := time.Now()
+	c := newChannel(name, newEpoch(), &s.totals, now)
 	if s.opts.JournalDir != "" {
-		j, err := createJournal(s.opts.JournalDir, name, c.epoch)
+		j, err := createJournal(s.opts.JournalDir, name, c.epoch, &s.totals)
 		if err != nil {
 			return nil, err
 		}
@@ -215,39 +427,35 @@ func (s *Server) channel(name string) (*channel, error) {
 	return c, nil
 }
 
-// release drops c when it is empty after sub unsubscribed.
-func (s *Server) release(name string, c *channel, sub *subscriber) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c.unsubscribe(sub) && s.chans[name] == c {
-		s.dropLocked(name, c)
-	}
-}
-
 // publish publishes data on the named channel, looking it up again if it was
-// dropped in between.
-func (s *Server) publish(name string, data []byte, now time.Time) (*channel, string, error, error) {
+// dropped in between, then holds the totals under their bounds.
+func (s *Server) publish(name string, data []byte, now time.Time) (id string, subs int, jerr, err error) {
 	for {
 		c, err := s.channel(name)
 		if err != nil {
-			return nil, "", nil, err
+			return "", 0, nil, err
 		}
-		if id, jerr, ok := c.publish(data, now, s.lim); ok {
-			return c, id, jerr, nil
+		if seq, subs, jerr, ok := c.publish(data, now, s.lim); ok {
+			s.mu.Lock()
+			s.dropOverflowLocked()
+			s.mu.Unlock()
+			return s.eventID(c, seq), subs, jerr, nil
 		}
 	}
 }
 
 // subscribe subscribes to the named channel, looking it up again if it was
-// dropped in between.
-func (s *Server) subscribe(name, lastEventID string) (*channel, *subscriber, uint64, error) {
+// dropped in between. It resumes after lastEventID only when this proxy issued
+// it for this channel in its current epoch; issued says whether it did.
+func (s *Server) subscribe(name, lastEventID string) (c *channel, sub *subscriber, cursor uint64, issued bool, err error) {
 	for {
 		c, err := s.channel(name)
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, false, err
 		}
-		if sub, cursor, ok := c.subscribe(lastEventID); ok {
-			return c, sub, cursor, nil
+		seq, issued := parseEventID(s.key, name, c.epoch, lastEventID)
+		if sub, cursor, ok := c.subscribe(seq, issued, time.Now()); ok {
+			return c, sub, cursor, issued, nil
 		}
 	}
 }
@@ -266,9 +474,6 @@ func validChannel(name string) bool {
 	return true
 }
 
-// NewChannelName returns a random channel name, as GET /new redirects to.
-func NewChannelName() string { return rand.Text()[:16] }
-
 // ServeHTTP routes a request; see the package documentation.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimSuffix(r.URL.Path, "/")
@@ -278,17 +483,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, "GET, HEAD")
 			return
 		}
-		page(w, http.StatusOK, "forgehooks proxy", `<p>A webhook channel server. <a href="/new">Start a new channel</a>.</p>`)
+		page(w, http.StatusOK, "forgehooks proxy", `<p>A webhook channel server. <a href="/new">Start a new channel</a>, or <a href="/new?token=1">one that needs a read token to subscribe</a>.</p>`)
 	case p == "/new":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			methodNotAllowed(w, "GET, HEAD")
 			return
 		}
-		http.Redirect(w, r, baseURL(r)+"/"+NewChannelName(), http.StatusTemporaryRedirect)
+		withToken := r.URL.Query().Get("token") != ""
+		name := s.NewChannelName(withToken)
+		url := baseURL(r) + "/" + name
+		if !withToken {
+			http.Redirect(w, r, url, http.StatusTemporaryRedirect)
+			return
+		}
+		tok := s.ReadToken(name)
+		w.Header().Set("Location", url)
+		w.Header().Set(HeaderReadToken, tok)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "channel: %s\nread token: %s\n\nGive the forge the channel URL. Subscribe with the token:\n  forgehooks relay --source '%s?token=%s' --target http://127.0.0.1:3000/api/forge/webhooks\n", url, tok, url, tok)
 	default:
 		name := p[1:]
 		if !validChannel(name) {
 			http.Error(w, "not a channel: a channel name is 1 to 64 letters, digits, '-' or '_'", http.StatusNotFound)
+			return
+		}
+		issued, withToken := issuedName(s.key, name)
+		if !issued && !s.opts.AllowNamedChannels {
+			msg := "unknown channel: channel URLs come from /new"
+			if s.opts.JournalDir == "" {
+				msg += " (those of a proxy that ran before this one without a journal are gone: open /new again)"
+			}
+			http.Error(w, msg, http.StatusNotFound)
 			return
 		}
 		switch r.Method {
@@ -296,18 +523,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.post(w, r, name)
 		case http.MethodGet, http.MethodHead:
 			if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+				if withToken && !s.tokenOK(r, name) {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="forgehooks proxy channel"`)
+					http.Error(w, "this channel needs its read token: add ?token=TOKEN to its URL, or send Authorization: Bearer TOKEN", http.StatusUnauthorized)
+					return
+				}
 				s.stream(w, r, name)
 				return
 			}
 			url := html.EscapeString(baseURL(r) + "/" + name)
+			source := url
+			if withToken {
+				source += "?token=TOKEN"
+			}
 			page(w, http.StatusOK, "forgehooks proxy channel "+name,
 				"<p>Channel <code>"+url+"</code>. Enter it as the webhook URL on the forge, and receive its deliveries with:</p>"+
-					"<pre>forgehooks relay --source "+url+" --target http://127.0.0.1:3000/api/forge/webhooks</pre>"+
+					"<pre>forgehooks relay --source '"+source+"' --target http://127.0.0.1:3000/api/forge/webhooks</pre>"+
 					"<p>This page is not an event stream: clients must send <code>Accept: text/event-stream</code>.</p>")
 		default:
 			methodNotAllowed(w, "GET, HEAD, POST")
 		}
 	}
+}
+
+// tokenOK reports whether r carries name's read token.
+func (s *Server) tokenOK(r *http.Request, name string) bool {
+	got := r.URL.Query().Get("token")
+	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		got = strings.TrimSpace(b)
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.ReadToken(name))) == 1
 }
 
 func baseURL(r *http.Request) string {
@@ -331,26 +576,39 @@ func page(w http.ResponseWriter, status int, title, body string) {
 
 // post publishes one delivery.
 func (s *Server) post(w http.ResponseWriter, r *http.Request, name string) {
-	max := s.opts.MaxBodyBytes
-	if r.ContentLength > max {
-		http.Error(w, fmt.Sprintf("body of %d bytes is over the %d-byte limit", r.ContentLength, max), http.StatusRequestEntityTooLarge)
+	limit := s.opts.MaxBodyBytes
+	if r.ContentLength > limit {
+		http.Error(w, fmt.Sprintf("body of %d bytes is over the %d-byte limit", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
 		return
 	}
+	announced := r.ContentLength
+	if announced < 0 {
+		announced = limit // chunked: it may be as long as the limit
+	}
+	cost := pendingCost(announced)
+	if !s.reserve(cost) {
+		s.log.Warn("delivery refused: too many bytes being received", "channel", name, "content_length", r.ContentLength, "max_pending_bytes", s.opts.MaxPendingBytes)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "busy receiving other deliveries: retry later", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.unreserve(cost)
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			http.Error(w, fmt.Sprintf("body is over the %d-byte limit", max), http.StatusRequestEntityTooLarge)
+			http.Error(w, fmt.Sprintf("body is over the %d-byte limit", limit), http.StatusRequestEntityTooLarge)
 			return
 		}
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	now := time.Now()
-	c, id, jerr, err := s.publish(name, encodeMessage(r, body, now), now)
+	id, subs, jerr, err := s.publish(name, encodeMessage(r, body, now), now)
 	if err != nil {
 		s.log.Error("channel unavailable", "channel", name, "err", err)
+		w.Header().Set("Retry-After", "60")
 		http.Error(w, "channel unavailable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
@@ -358,14 +616,40 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, name string) {
 		// The delivery still went to the subscribers and the memory buffer.
 		s.log.Error("journal write failed", "channel", name, "id", id, "err", jerr)
 	}
-	c.mu.Lock()
-	subs := len(c.subs)
-	c.mu.Unlock()
-	s.log.Info("delivery", "channel", name, "id", id, "event", r.Header.Get("X-Forge-Event"),
-		"delivery", r.Header.Get("X-Forge-Delivery"), "bytes", len(body), "subscribers", subs)
+	s.log.Info("delivery", "channel", name, "id", id, "event", clip(r.Header.Get("X-Forge-Event")),
+		"delivery", clip(r.Header.Get("X-Forge-Delivery")), "bytes", len(body), "subscribers", subs)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Event-Id", id)
+	w.Header().Set(HeaderSubscribers, strconv.Itoa(subs))
 	io.WriteString(w, "ok\n")
+}
+
+// readBody reads a body of the announced length (-1: unknown) into one
+// buffer of that size, so that reading costs the body's size and no more.
+func readBody(r io.Reader, announced int64) ([]byte, error) {
+	if announced < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, announced)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// maxLogValue bounds a request value in a log line.
+const maxLogValue = 200
+
+// clip returns v, or its first maxLogValue bytes and a marker saying how many
+// were cut: request values are the sender's, of any length.
+func clip(v string) string {
+	if len(v) <= maxLogValue {
+		return v
+	}
+	return v[:maxLogValue] + "…[" + strconv.Itoa(len(v)-maxLogValue) + " more bytes]"
 }
 
 // stream serves one subscriber until it leaves, a write fails or times out, or
@@ -385,12 +669,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
 	s.mu.Unlock()
 	defer s.streams.Done()
 	lastID := r.Header.Get("Last-Event-ID")
-	c, sub, cursor, err := s.subscribe(name, lastID)
+	c, sub, cursor, issued, err := s.subscribe(name, lastID)
 	if err != nil {
+		w.Header().Set("Retry-After", "60")
 		http.Error(w, "channel unavailable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer s.release(name, c, sub)
+	defer func() { c.unsubscribe(sub, time.Now()) }()
 
 	rc := http.NewResponseController(w)
 	// A stream is long-lived: no read deadline (the server's would cancel it).
@@ -405,7 +690,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
 	head, buffered := c.head, len(c.entries)
 	c.mu.Unlock()
 	replay := head - cursor
-	s.log.Info("subscribed", "channel", name, "last_event_id", lastID, "replay", replay, "buffered", buffered)
+	if lastID != "" && !issued {
+		s.log.Warn("Last-Event-ID not issued by this proxy for this channel now: nothing replayed", "channel", name, "last_event_id", clip(lastID))
+	}
+	s.log.Info("subscribed", "channel", name, "last_event_id", clip(lastID), "replay", replay, "buffered", buffered)
 	defer s.log.Info("unsubscribed", "channel", name)
 
 	// "ready" carries the head's id only when nothing is to be replayed: a
@@ -415,7 +703,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
 	ready := sse.Frame{Type: "ready", Retry: s.opts.Retry,
 		Data: []byte(`{"channel":` + strconv.Quote(name) + `,"replay":` + strconv.FormatUint(replay, 10) + `}`)}
 	if replay == 0 {
-		ready.ID = c.id(head)
+		ready.ID = s.eventID(c, head)
 	}
 	buf, _ := sse.AppendFrame(nil, ready)
 	if !s.write(rc, w, buf) {
@@ -425,21 +713,23 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
 	defer keep.Stop()
 	pending := replay > 0
 	for {
-		if pending {
-			pending = false
-			entries, lost := c.since(cursor)
+		for pending {
+			e, lost, ok := c.next(cursor)
 			if lost > 0 {
 				s.log.Warn("subscriber missed deliveries no longer buffered", "channel", name, "lost", lost)
 				if !s.write(rc, w, sse.AppendComment(nil, strconv.FormatUint(lost, 10)+" deliveries were dropped from the replay buffer before they could be sent")) {
 					return
 				}
+				cursor += lost
 			}
-			for _, e := range entries {
-				if !s.writeEntry(rc, w, c, e) {
-					return
-				}
-				cursor = e.seq
+			if !ok {
+				pending = false
+				break
 			}
+			if !s.writeEntry(rc, w, c, e) {
+				return
+			}
+			cursor = e.seq
 		}
 		select {
 		case <-r.Context().Done():
@@ -459,7 +749,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
 func (s *Server) writeEntry(rc *http.ResponseController, w http.ResponseWriter, c *channel, e entry) bool {
 	// Written in pieces: the data can be tens of MiB, and needs no copy.
 	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-	if _, err := io.WriteString(w, "id: "+c.id(e.seq)+"\ndata: "); err != nil {
+	if _, err := io.WriteString(w, "id: "+s.eventID(c, e.seq)+"\ndata: "); err != nil {
 		return false
 	}
 	if _, err := w.Write(e.data); err != nil {

@@ -37,6 +37,9 @@ func TestEncodeMessage(t *testing.T) {
 		{"pretty JSON compacted to one line", pretty, `{"a":"x <&> y","n":1.50}`},
 		{"not JSON becomes a string", "payload=%7B%7D", `"payload=%7B%7D"`},
 		{"empty body is an empty object", "", `{}`},
+		{"text with quotes and line ends", "a=\"1\"\r\nb\t\\", `"a=\"1\"\r\nb\t\\"`},
+		{"binary is an empty object", "\x00\x01\x02", `{}`},
+		{"invalid UTF-8 is an empty object", "caf\xe9", `{}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,7 +198,9 @@ func post(t *testing.T, url, body string) string {
 }
 
 func TestRoutes(t *testing.T) {
-	_, ts := newTestServer(t, Options{MaxBodyBytes: 10})
+	p, ts := newTestServer(t, Options{MaxBodyBytes: 10})
+	ch := p.NewChannelName(false)
+	tokCh := p.NewChannelName(true)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	tests := []struct {
 		method, path, body, accept string
@@ -205,13 +210,20 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/", "", "", 200, "new channel"},
 		{"GET", "/new", "", "", 307, ""},
 		{"HEAD", "/new", "", "", 307, ""},
+		{"GET", "/new?token=1", "", "", 201, "read token: "},
 		{"POST", "/new", "{}", "", 405, ""},
-		{"GET", "/abcDEF_12-3", "", "text/html", 200, "forgehooks relay --source"},
+		{"GET", "/" + ch, "", "text/html", 200, "forgehooks relay --source"},
+		{"GET", "/" + tokCh, "", "text/html", 200, "?token=TOKEN"},
 		{"GET", "/a.b", "", "", 404, "not a channel"},
 		{"GET", "/a/b", "", "", 404, "not a channel"},
-		{"PUT", "/abc", "{}", "", 405, ""},
-		{"POST", "/abc", `{"a":1}`, "", 200, "ok"},
-		{"POST", "/abc", `{"a":"too long"}`, "", 413, "limit"},
+		{"GET", "/my-channel", "", "", 404, "channel URLs come from /new"},
+		{"POST", "/my-channel", "{}", "", 404, "channel URLs come from /new"},
+		{"GET", "/" + ch[:12] + strings.Repeat("A", 12), "", "text/event-stream", 404, "unknown channel"}, // a forged tag
+		{"PUT", "/" + ch, "{}", "", 405, ""},
+		{"POST", "/" + ch, `{"a":1}`, "", 200, "ok"},
+		{"POST", "/" + ch, `{"a":"too long"}`, "", 413, "limit"},
+		{"GET", "/" + tokCh, "", "text/event-stream", 401, "needs its read token"},
+		{"GET", "/" + tokCh + "?token=" + p.ReadToken(ch), "", "text/event-stream", 401, "needs its read token"}, // another channel's
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -228,19 +240,51 @@ func TestRoutes(t *testing.T) {
 			if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.contains) {
 				t.Errorf("%s %s = %d %q; want %d containing %q", tt.method, tt.path, resp.StatusCode, b, tt.status, tt.contains)
 			}
-			if tt.status == 307 {
+			if tt.status == 307 || tt.status == 201 {
 				loc := resp.Header.Get("Location")
 				name := strings.TrimPrefix(loc, ts.URL+"/")
-				if !validChannel(name) || len(name) != 16 {
-					t.Errorf("Location %q is not %s/<16-character channel>", loc, ts.URL)
+				issued, withToken := issuedName(p.key, name)
+				if !validChannel(name) || len(name) != 24 || !issued || withToken != (tt.status == 201) {
+					t.Errorf("Location %q is not %s/<24-character channel> of the right kind", loc, ts.URL)
+				}
+				if tok := resp.Header.Get(HeaderReadToken); tt.status == 201 && (tok != p.ReadToken(name) || !strings.Contains(string(b), tok)) {
+					t.Errorf("read token %q, body %q", tok, b)
 				}
 			}
 		})
 	}
 }
 
+// TestReadToken: a channel made with a token answers a subscription with the
+// token only, in the query or as a bearer token; posting needs none.
+func TestReadToken(t *testing.T) {
+	p, ts := newTestServer(t, Options{})
+	name := p.NewChannelName(true)
+	url := ts.URL + "/" + name
+	tok := p.ReadToken(name)
+	s := subscribe(t, url+"?token="+tok, "")
+	s.ready()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("with Authorization: Bearer: %s", resp.Status)
+	}
+	post(t, url, `{"n":1}`)
+	if body, _ := s.message(); body != `{"n":1}` {
+		t.Errorf("got %q", body)
+	}
+}
+
 func TestDeliveryReachesEverySubscriber(t *testing.T) {
-	_, ts := newTestServer(t, Options{})
+	_, ts := newTestServer(t, Options{AllowNamedChannels: true})
 	url := ts.URL + "/chan1"
 	a, b := subscribe(t, url, ""), subscribe(t, url, "")
 	a.ready()
@@ -264,7 +308,7 @@ func TestDeliveryReachesEverySubscriber(t *testing.T) {
 // Last-Event-ID gets what was posted meanwhile, once and in order; a new client
 // does not.
 func TestReconnectReplay(t *testing.T) {
-	_, ts := newTestServer(t, Options{})
+	_, ts := newTestServer(t, Options{AllowNamedChannels: true})
 	url := ts.URL + "/c"
 	s := subscribe(t, url, "")
 	s.ready()
@@ -300,7 +344,7 @@ func TestReconnectReplay(t *testing.T) {
 // comes back with the id that ready gave it, and still gets what was posted in
 // between.
 func TestReadyIDCoversAnEmptyGap(t *testing.T) {
-	_, ts := newTestServer(t, Options{})
+	_, ts := newTestServer(t, Options{AllowNamedChannels: true})
 	url := ts.URL + "/c"
 	post(t, url, "before") // keeps the channel, and a head, while no one listens
 	s := subscribe(t, url, "")
@@ -319,7 +363,7 @@ func TestReadyIDCoversAnEmptyGap(t *testing.T) {
 }
 
 func TestReplayBufferBounds(t *testing.T) {
-	_, ts := newTestServer(t, Options{ReplayEvents: 2})
+	_, ts := newTestServer(t, Options{AllowNamedChannels: true, ReplayEvents: 2})
 	url := ts.URL + "/c"
 	s := subscribe(t, url, "")
 	s.ready()
@@ -337,20 +381,37 @@ func TestReplayBufferBounds(t *testing.T) {
 	}
 }
 
-func TestUnknownLastEventIDReplaysAll(t *testing.T) {
-	_, ts := newTestServer(t, Options{})
+// TestUnissuedLastEventIDReplaysNothing: only an id this proxy gave out for
+// the channel, in its current epoch, is resumed from; a made-up one, one of
+// another channel or with a forged tag, gets the live deliveries only.
+func TestUnissuedLastEventIDReplaysNothing(t *testing.T) {
+	p, ts := newTestServer(t, Options{AllowNamedChannels: true})
 	url := ts.URL + "/c"
-	post(t, url, "1")
+	first := post(t, url, "1")
 	post(t, url, "2")
-	for _, id := range []string{"OLDEPOCH-7", "garbage", "-1"} {
+	epoch := strings.Split(first, "-")[0]
+	other := post(t, ts.URL+"/other", "x")
+	madeUp := []string{
+		"OLDEPOCH-7", "garbage", "-1", epoch + "-0", epoch + "-1",
+		epoch + "-0-AAAAAAAAAAAAA", strings.Replace(first, "-1-", "-0-", 1),
+		other, // issued, but for another channel
+		eventID(p.key, "c", "OLDEPOCH", 0),
+		eventID(newKey(), "c", epoch, 0), // another proxy's key
+	}
+	for _, id := range madeUp {
 		s := subscribe(t, url, id)
-		s.ready()
-		for _, want := range []string{"1", "2"} {
-			if body, _ := s.message(); body != want {
-				t.Errorf("Last-Event-ID %q: got %q, want %q", id, body, want)
-			}
+		if n := s.ready(); n != 0 {
+			t.Errorf("Last-Event-ID %q: %d to replay, want 0", id, n)
 		}
 		s.close()
+	}
+	// The control: an issued id replays what follows it.
+	s := subscribe(t, url, first)
+	if n := s.ready(); n != 1 {
+		t.Errorf("issued id: %d to replay, want 1", n)
+	}
+	if body, _ := s.message(); body != "2" {
+		t.Errorf("issued id: replayed %q, want 2", body)
 	}
 }
 
@@ -358,7 +419,7 @@ func TestUnknownLastEventIDReplaysAll(t *testing.T) {
 // not hold up deliveries to the others nor the POSTs. If it did, this test would
 // block until its deadline and fail.
 func TestSlowSubscriberDoesNotBlock(t *testing.T) {
-	_, ts := newTestServer(t, Options{})
+	_, ts := newTestServer(t, Options{AllowNamedChannels: true})
 	url := ts.URL + "/c"
 	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
@@ -380,30 +441,42 @@ func TestSlowSubscriberDoesNotBlock(t *testing.T) {
 }
 
 func TestRestartWithoutJournal(t *testing.T) {
-	// A client holding an id from the first process comes back to a second one:
-	// it gets everything the second one received.
-	_, ts1 := newTestServer(t, Options{})
+	// A client holding an id from the first process comes back to a second
+	// one: the id is not one the second issued, so nothing is replayed. The
+	// first one's /new channels are unknown to the second.
+	p1, ts1 := newTestServer(t, Options{AllowNamedChannels: true})
+	issued := p1.NewChannelName(false)
 	s := subscribe(t, ts1.URL+"/c", "")
 	s.ready()
 	post(t, ts1.URL+"/c", "old")
 	_, id := s.message()
 	s.close()
 
-	_, ts2 := newTestServer(t, Options{})
+	_, ts2 := newTestServer(t, Options{AllowNamedChannels: true})
 	post(t, ts2.URL+"/c", "new1")
-	post(t, ts2.URL+"/c", "new2")
 	back := subscribe(t, ts2.URL+"/c", id)
-	back.ready()
-	for _, want := range []string{"new1", "new2"} {
-		if body, _ := back.message(); body != want {
-			t.Errorf("got %q, want %q", body, want)
-		}
+	if n := back.ready(); n != 0 {
+		t.Errorf("%d to replay for an id of another process, want 0", n)
+	}
+	post(t, ts2.URL+"/c", "new2")
+	if body, _ := back.message(); body != "new2" {
+		t.Errorf("got %q, want the live new2", body)
+	}
+
+	_, ts3 := newTestServer(t, Options{})
+	resp, err := http.Post(ts3.URL+"/"+issued, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("a channel of another proxy without journal: %s, want 404", resp.Status)
 	}
 }
 
 func TestJournalSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	p1, err := New(Options{JournalDir: dir, ReplayEvents: 3})
+	p1, err := New(Options{JournalDir: dir, ReplayEvents: 3, AllowNamedChannels: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +491,7 @@ func TestJournalSurvivesRestart(t *testing.T) {
 	p1.Close()
 	ts1.Close()
 
-	_, ts2 := newTestServer(t, Options{JournalDir: dir, ReplayEvents: 3})
+	_, ts2 := newTestServer(t, Options{JournalDir: dir, ReplayEvents: 3, AllowNamedChannels: true})
 	post(t, ts2.URL+"/c", "c")
 	back := subscribe(t, ts2.URL+"/c", id)
 	if n := back.ready(); n != 3 {
@@ -432,15 +505,18 @@ func TestJournalSurvivesRestart(t *testing.T) {
 			t.Errorf("got %q, want %q", body, want)
 		}
 	}
-	epoch := strings.Split(id, "-")[0]
-	if diff := cmp.Diff([]string{epoch + "-2", epoch + "-3", epoch + "-4"}, ids); diff != "" {
+	var seqs []string
+	for _, id := range ids {
+		seqs = append(seqs, strings.Split(id, "-")[1])
+	}
+	if diff := cmp.Diff([]string{"2", "3", "4"}, seqs); diff != "" {
 		t.Errorf("ids do not go on from before the restart (-want +got):\n%s", diff)
 	}
 }
 
 func TestJournalCompactsAndKeepsHead(t *testing.T) {
 	dir := t.TempDir()
-	p, err := New(Options{JournalDir: dir, ReplayEvents: 2})
+	p, err := New(Options{JournalDir: dir, ReplayEvents: 2, AllowNamedChannels: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +530,7 @@ func TestJournalCompactsAndKeepsHead(t *testing.T) {
 	if n := bytes.Count(raw, []byte("\n")); n > 2*2+16+2 {
 		t.Errorf("journal holds %d lines for a buffer of 2: not compacted", n)
 	}
-	p2, err := New(Options{JournalDir: dir, ReplayEvents: 2})
+	p2, err := New(Options{JournalDir: dir, ReplayEvents: 2, AllowNamedChannels: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +559,7 @@ func TestJournalErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "ch.journal"), []byte(tt.content), 0o600)
-			p, err := New(Options{JournalDir: dir, ReplayAge: 100 * 365 * 24 * time.Hour})
+			p, err := New(Options{JournalDir: dir, ReplayAge: 100 * 365 * 24 * time.Hour, AllowNamedChannels: true})
 			if tt.wantErr {
 				if !errors.Is(err, ErrJournal) {
 					t.Fatalf("New = %v, want ErrJournal", err)
@@ -506,7 +582,7 @@ func TestJournalErrors(t *testing.T) {
 }
 
 func TestCloseEndsStreams(t *testing.T) {
-	p, ts := newTestServer(t, Options{})
+	p, ts := newTestServer(t, Options{AllowNamedChannels: true})
 	s := subscribe(t, ts.URL+"/c", "")
 	s.ready()
 	p.Close() // returns only once the stream handler ended
@@ -521,9 +597,19 @@ func ExampleServer() {
 	ts := httptest.NewServer(p)
 	defer ts.Close()
 
-	req, _ := http.NewRequest("GET", ts.URL+"/my-channel", nil)
+	// A channel URL comes from /new.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(ts.URL + "/new")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	channel := resp.Header.Get("Location")
+
+	req, _ := http.NewRequest("GET", channel, nil)
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -531,9 +617,10 @@ func ExampleServer() {
 	defer resp.Body.Close()
 	events := sse.NewReader(resp.Body, sse.Options{})
 	ready, _ := events.Next()
-	fmt.Println(ready.Type, string(ready.Data))
+	fmt.Println(ready.Type)
 
-	if resp, err := http.Post(ts.URL+"/my-channel", "application/json", strings.NewReader(`{"zen":"Keep it logically awesome."}`)); err == nil {
+	if resp, err := http.Post(channel, "application/json", strings.NewReader(`{"zen":"Keep it logically awesome."}`)); err == nil {
+		fmt.Println("subscribers:", resp.Header.Get(HeaderSubscribers))
 		resp.Body.Close()
 	}
 	msg, _ := events.Next()
@@ -541,6 +628,57 @@ func ExampleServer() {
 	json.Unmarshal(msg.Data, &m)
 	fmt.Println(msg.Type, string(m["body"]), string(m["content-type"]))
 	// Output:
-	// ready {"channel":"my-channel","replay":0}
+	// ready
+	// subscribers: 1
 	// message {"zen":"Keep it logically awesome."} "application/json"
+}
+
+// TestMessageCapacity: a message's capacity is its length, since the replay
+// buffer's bounds count lengths.
+func TestMessageCapacity(t *testing.T) {
+	for _, body := range []string{`{"a":1}`, "{\n \"a\": 1\n}", "text \"quoted\"", "\x00bin", "", strings.Repeat(`{"k":"v"}`, 1)} {
+		r := httptest.NewRequest("POST", "http://p.test/c?q=1", strings.NewReader(body))
+		r.Header.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("ab", 32))
+		r.Header.Set("User-Agent", strings.Repeat("u", 300))
+		data := encodeMessage(r, []byte(body), time.UnixMilli(1700000000000))
+		if cap(data) > len(data)+32 {
+			t.Errorf("body %q: message of %d bytes has capacity %d", body, len(data), cap(data))
+		}
+	}
+}
+
+// A channel made with /new?token=1 takes deliveries from anyone who has its
+// URL, and subscriptions only with its read token.
+func ExampleServer_ReadToken() {
+	p, _ := New(Options{})
+	defer p.Close()
+	ts := httptest.NewServer(p)
+	defer ts.Close()
+
+	resp, err := http.Get(ts.URL + "/new?token=1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	channel, token := resp.Header.Get("Location"), resp.Header.Get(HeaderReadToken)
+	fmt.Println(resp.Status)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, url := range []string{channel, channel + "?token=" + token} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("subscribe:", resp.Status)
+		resp.Body.Close()
+	}
+	// Output:
+	// 201 Created
+	// subscribe: 401 Unauthorized
+	// subscribe: 200 OK
 }

@@ -10,12 +10,25 @@ import (
 	"strings"
 )
 
-// hopByHop are the headers that belong to one connection, not to the delivery;
-// Forward drops them, with Host and Content-Length, which the new request sets
-// for itself.
-var hopByHop = []string{
-	"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length",
+// forgeHeaders are the headers Forward copies besides the X-Forge-* and X-Hub-*
+// families: those a forge's delivery carries that a receiver reads.
+var forgeHeaders = []string{"Content-Type", "User-Agent"}
+
+// ForwardHeader reports whether Forward copies the header name to the target:
+// Content-Type, User-Agent, and every X-Forge-* and X-Hub-* header (the event,
+// delivery and signature headers and the others of their families the forge
+// sends). Anything else the channel's sender added (Authorization, Cookie,
+// X-Forwarded-For, ...) stays out: a channel is open to anyone who knows its URL,
+// and the target trusts what reaches it from the relay more than what reaches
+// the proxy.
+func ForwardHeader(name string) bool {
+	name = http.CanonicalHeaderKey(name)
+	for _, h := range forgeHeaders {
+		if name == h {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, "X-Forge-") || strings.HasPrefix(name, "X-Hub-")
 }
 
 // ForwardResult is the target's answer to a forwarded delivery.
@@ -31,34 +44,24 @@ type ForwardResult struct {
 // OK reports a 2xx answer.
 func (r *ForwardResult) OK() bool { return r.StatusCode >= 200 && r.StatusCode < 300 }
 
-// Forward POSTs m to target with its original headers (without hop-by-hop ones,
-// Host and Content-Length) and its body bytes as they are. The message's query
-// is merged into target's, as smee-client does. A non-2xx answer is a result,
-// not an error: the error is for a request that got no answer.
+// Forward POSTs m to target, with the forge's headers only (see ForwardHeader)
+// and its body bytes as they are. The message's query string is not used: it is
+// whatever the channel's sender appended to the channel URL. A non-2xx answer is
+// a result, not an error: the error is for a request that got no answer.
 func Forward(ctx context.Context, client *http.Client, target string, m *Message) (*ForwardResult, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, fmt.Errorf("relay: target: %w", err)
 	}
-	if len(m.Query) > 0 {
-		q := u.Query()
-		for name, vs := range m.Query {
-			q[name] = vs
-		}
-		u.RawQuery = q.Encode()
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(m.Body))
 	if err != nil {
 		return nil, fmt.Errorf("relay: target: %w", err)
 	}
-	h := m.Header.Clone()
-	for _, v := range h.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			h.Del(strings.TrimSpace(name))
+	h := http.Header{}
+	for name, vs := range m.Header {
+		if ForwardHeader(name) {
+			h[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
 		}
-	}
-	for _, name := range hopByHop {
-		h.Del(name)
 	}
 	if h.Get("User-Agent") == "" {
 		h.Set("User-Agent", "") // not Go's default: the forge's request had none

@@ -19,6 +19,8 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +55,9 @@ type Options struct {
 	// Client makes the stream requests; nil uses a client without timeout
 	// (a stream is long-lived; IdleTimeout catches a dead one).
 	Client *http.Client
+	// ReadToken, when set, is sent as "Authorization: Bearer" (the read token
+	// of a forgehooks proxy channel made with /new?token=1).
+	ReadToken string
 	// LastEventID, when set, is sent on the first connection too.
 	LastEventID string
 	// MaxEventBytes bounds one event (see sse.DefaultMaxEventBytes); a larger
@@ -69,6 +74,11 @@ type Options struct {
 	Logger *slog.Logger
 	// OnConnect, when set, is called each time a stream opens.
 	OnConnect func()
+	// Checkpoint, when set, is called with the stream's last event id each
+	// time it changes, once the event that carried it was dealt with (for a
+	// delivery: after Handle returned), so that the caller can keep it and
+	// start a later Run with it as LastEventID. It runs on Run's goroutine.
+	Checkpoint func(lastEventID string)
 
 	// wait sleeps d before a reconnection, returning false when ctx ends
 	// first; tests replace it to see the delays and to hold the relay away.
@@ -112,7 +122,7 @@ func Run(ctx context.Context, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	st := &state{lastID: opts.LastEventID, retry: opts.Retry}
+	st := &state{lastID: opts.LastEventID, saved: opts.LastEventID, retry: opts.Retry}
 	failures := 0
 	for {
 		productive, err := connect(ctx, opts, log, st)
@@ -127,7 +137,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		delay := Backoff(failures, st.retry, opts.MaxBackoff, rand.Float64())
 		failures++
-		log.Warn("stream lost; reconnecting", "source", opts.Source, "err", err, "in", delay.Round(time.Millisecond), "last_event_id", st.lastID)
+		log.Warn("stream lost; reconnecting", "source", RedactURL(opts.Source), "err", err, "in", delay.Round(time.Millisecond), "last_event_id", st.lastID)
 		if !opts.wait(ctx, delay) {
 			return nil
 		}
@@ -151,7 +161,16 @@ func Backoff(n int, retry, maxDelay time.Duration, u float64) time.Duration {
 // state is what survives from one connection to the next.
 type state struct {
 	lastID string
+	saved  string // the last id given to Checkpoint
 	retry  time.Duration
+}
+
+// checkpoint gives Checkpoint the last id when it changed.
+func (st *state) checkpoint(opts Options) {
+	if opts.Checkpoint != nil && st.lastID != st.saved {
+		st.saved = st.lastID
+		opts.Checkpoint(st.lastID)
+	}
 }
 
 // connect opens the stream once and reads it until it ends. productive reports
@@ -166,6 +185,10 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
+	if opts.ReadToken != "" {
+		req.Header.Set("Authorization", "Bearer "+opts.ReadToken)
+	}
+	src := RedactURL(opts.Source)
 	if st.lastID != "" {
 		req.Header.Set("Last-Event-ID", st.lastID)
 	}
@@ -176,24 +199,30 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 	defer dog.Stop()
 	resp, err := opts.Client.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = src
+		}
 		if idle.Load() {
-			err = fmt.Errorf("no answer from %s within %v", opts.Source, opts.IdleTimeout)
+			err = fmt.Errorf("no answer from %s within %v", src, opts.IdleTimeout)
 		}
 		return false, err
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusUnauthorized:
+		return false, fmt.Errorf("%w: %s answered %s: the channel needs its read token (--read-token, or ?token= in --source), and the one given, if any, is not it", ErrRejected, src, resp.Status)
 	case resp.StatusCode == http.StatusNoContent,
 		resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
-		return false, fmt.Errorf("%w: %s answered %s: check that --source is a channel URL", ErrRejected, opts.Source, resp.Status)
+		return false, fmt.Errorf("%w: %s answered %s%s: check that --source is a channel URL", ErrRejected, src, resp.Status, answerText(resp.Body))
 	default:
-		return false, fmt.Errorf("%s answered %s", opts.Source, resp.Status)
+		return false, fmt.Errorf("%s answered %s", src, resp.Status)
 	}
 	ct := resp.Header.Get("Content-Type")
 	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
 		return false, fmt.Errorf("%w: %s answered %q, not text/event-stream: --source must be a channel's URL, such as http://127.0.0.1:3001/<channel> (open /new on the proxy to make one), not a web page",
-			ErrNotEventStream, opts.Source, ct)
+			ErrNotEventStream, src, ct)
 	}
 	if opts.OnConnect != nil {
 		opts.OnConnect()
@@ -202,6 +231,7 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 	body := &watchdogReader{r: resp.Body, dog: dog, d: opts.IdleTimeout}
 	rd := sse.NewReader(body, sse.Options{MaxEventBytes: opts.MaxEventBytes, LastEventID: st.lastID})
 	for {
+		st.checkpoint(opts)
 		ev, err := rd.Next()
 		st.lastID = rd.LastEventID()
 		if r, ok := rd.Retry(); ok {
@@ -225,7 +255,7 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 		switch ev.Type {
 		case "message":
 		case "ready":
-			log.Info("connected", "source", opts.Source, "last_event_id", st.lastID)
+			log.Info("connected", "source", src, "last_event_id", st.lastID)
 			continue
 		default:
 			// Keep-alive events ("ping") and others are not deliveries.
@@ -243,8 +273,50 @@ func connect(ctx context.Context, opts Options, log *slog.Logger, st *state) (pr
 		if err := opts.Handle(ctx, m); err != nil && ctx.Err() == nil {
 			log.Debug("handler failed", "id", m.EventID, "err", err)
 		}
+		if ctx.Err() != nil {
+			// Stopped while handling: the delivery may not be done, so its
+			// id is not checkpointed.
+			return productive, ctx.Err()
+		}
 		dog.Reset(opts.IdleTimeout)
 	}
+}
+
+// answerText returns the start of an error answer's text, as " (text)", for
+// the error that ends Run: the source's own words say best what is wrong (such
+// as a channel the proxy does not know).
+func answerText(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 200))
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, line))
+	if line == "" {
+		return ""
+	}
+	return " (" + line + ")"
+}
+
+// RedactURL returns u with the value of its "token" query parameter replaced
+// by "REDACTED", for logs and errors: a channel's read token is a secret.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		if before, _, ok := strings.Cut(u, "?"); ok {
+			return before + "?REDACTED" // cannot tell which part is the token
+		}
+		return u
+	}
+	q := p.Query()
+	if !q.Has("token") {
+		return u
+	}
+	q.Set("token", "REDACTED")
+	p.RawQuery = q.Encode()
+	return p.String()
 }
 
 // watchdogReader pushes the watchdog's deadline back on every read that returns

@@ -159,8 +159,10 @@ func TestForward(t *testing.T) {
 	m := &Message{
 		Header: http.Header{
 			"X-Forge-Event": {"ping"}, "Content-Type": {"application/json"}, "User-Agent": {"Forge-Hookshot/1"},
+			"X-Forge-Delivery": {"d1"}, "X-Hub-Signature-256": {"sha256=00"}, "X-Forge-Hook-Id": {"7"}, "X-Hub-Signature": {"sha1=00"},
 			"Host": {"proxy.example"}, "Content-Length": {"999"}, "Connection": {"X-Secret-Hop"}, "X-Secret-Hop": {"1"},
-			"Transfer-Encoding": {"chunked"},
+			"Transfer-Encoding": {"chunked"}, "Authorization": {"Bearer stolen"}, "Cookie": {"session=1"},
+			"X-Forwarded-For": {"10.0.0.1"}, "Forwarded": {"for=10.0.0.1"}, "X-Real-Ip": {"10.0.0.1"}, "Accept": {"*/*"},
 		},
 		Body:  []byte(body),
 		Query: url.Values{"q": {"v"}},
@@ -175,16 +177,32 @@ func TestForward(t *testing.T) {
 	if string(gotBody) != body {
 		t.Errorf("body %q, want %q", gotBody, body)
 	}
-	if got.URL.Path != "/hook" || got.URL.Query().Get("keep") != "1" || got.URL.Query().Get("q") != "v" {
-		t.Errorf("URL %v", got.URL)
+	if got.URL.Path != "/hook" || got.URL.RawQuery != "keep=1" {
+		t.Errorf("URL %v: want the target's own, without the channel's query", got.URL)
 	}
-	for name, want := range map[string]string{"X-Forge-Event": "ping", "User-Agent": "Forge-Hookshot/1", "X-Secret-Hop": "", "Content-Type": "application/json"} {
-		if v := got.Header.Get(name); v != want {
-			t.Errorf("%s = %q, want %q", name, v, want)
-		}
+	want := http.Header{
+		"X-Forge-Event": {"ping"}, "Content-Type": {"application/json"}, "User-Agent": {"Forge-Hookshot/1"},
+		"X-Forge-Delivery": {"d1"}, "X-Hub-Signature-256": {"sha256=00"}, "X-Forge-Hook-Id": {"7"}, "X-Hub-Signature": {"sha1=00"},
+		"Content-Length": {fmt.Sprint(len(body))}, "Accept-Encoding": {"gzip"}, // set by Go's transport
+	}
+	if diff := cmp.Diff(want, got.Header); diff != "" {
+		t.Errorf("headers at the target (-want +got):\n%s", diff)
 	}
 	if got.Host == "proxy.example" || got.ContentLength != int64(len(body)) {
 		t.Errorf("Host %q, Content-Length %d: taken from the message", got.Host, got.ContentLength)
+	}
+}
+
+func TestForwardHeader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"content-type": true, "User-Agent": true, "x-forge-event": true, "X-Forge-Delivery": true,
+		"X-Hub-Signature-256": true, "x-forge-hook-installation-target-id": true,
+		"Authorization": false, "Cookie": false, "X-Forwarded-For": false, "Host": false, "Content-Length": false,
+		"X-Forged": false, "X-Hubris": false, "Accept": false,
+	} {
+		if got := ForwardHeader(name); got != want {
+			t.Errorf("ForwardHeader(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
 
@@ -289,7 +307,11 @@ func TestRunPermanentErrors(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html>")
 		}, ErrNotEventStream, "not text/event-stream"},
-		{"not found", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, ErrRejected, "404"},
+		{"not found", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, ErrRejected, "404 Not Found (404 page not found)"},
+		{"answer text cut to one line", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "unknown channel\x1b[31m: open /new\nsecond line", http.StatusNotFound)
+		}, ErrRejected, "(unknown channel[31m: open /new): check"},
+		{"unauthorized", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(401) }, ErrRejected, "needs its read token"},
 		{"no content", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, ErrRejected, "204"},
 	}
 	for _, tt := range tests {
@@ -368,5 +390,21 @@ func TestRunReconnectsWhenNoAnswer(t *testing.T) {
 	defer ts.Close()
 	if _, _, err := collect(t, Options{Source: ts.URL, IdleTimeout: 50 * time.Millisecond}, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://p/ch":                    "http://p/ch",
+		"http://p/ch?token=s3cret":       "http://p/ch?token=REDACTED",
+		"http://p/ch?a=1&token=s3cret":   "http://p/ch?a=1&token=REDACTED",
+		"http://p/ch?token=a&token=b":    "http://p/ch?token=REDACTED",
+		"http://p/ch?tokens=kept":        "http://p/ch?tokens=kept",
+		"::not a url?token=s3cret":       "::not a url?REDACTED",
+		"http://p/ch?token=&other=value": "http://p/ch?other=value&token=REDACTED",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

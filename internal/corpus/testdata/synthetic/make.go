@@ -4,8 +4,11 @@
 // name of ORIGINAL-SPEC.md that no public example has, a payload derived from a
 // public example of the same event (another action) with the changes listed
 // below, or, for the few events with no public example at all, put together from
-// members of other public examples. Run it here with `go run make.go`; the output
-// is deterministic.
+// members of other public examples. Then, for every other name of the schema
+// (../../../../schema) that has no example yet, a payload made from its type:
+// its required members, each a member of a public example where one has the
+// same type, and otherwise a value made from the type. Run it here with
+// `go run make.go`; the output is deterministic.
 package main
 
 import (
@@ -14,7 +17,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // recipe makes one payload. from is an example under ../examples ("" to start
@@ -159,9 +166,260 @@ follow the shapes of the forge's published spec.
 		}
 		fmt.Fprintf(&readme, "| `%s` | %s | %s |\n", out, from, strings.Join(notes, "; "))
 	}
+	fromSchema(&readme)
 	if err := os.WriteFile("README.md", []byte(readme.String()), 0o644); err != nil {
 		panic(err)
 	}
+}
+
+// The schema, as much of it as fromSchema reads.
+type (
+	schemaEvents struct {
+		Events []struct {
+			Name    string
+			Type    string
+			Actions []struct{ Name, Type string }
+		}
+	}
+	schemaTypes struct {
+		Types []*schemaType
+	}
+	schemaType struct {
+		Name   string
+		Kind   string
+		Values []struct{ Value string }
+		Fields []struct {
+			JSON     string `yaml:"json"`
+			Type     string
+			Required bool
+			Nullable bool
+		}
+		Variants []struct {
+			Type  string
+			Match struct {
+				Has    []string
+				Equals map[string]string
+			}
+		}
+	}
+)
+
+const schemaDir = "../../../../schema"
+
+// fromSchema writes a payload for each name of the schema that no example
+// has, and its README rows.
+func fromSchema(readme *strings.Builder) {
+	var events schemaEvents
+	var types schemaTypes
+	loadYAML(filepath.Join(schemaDir, "events.yaml"), &events)
+	loadYAML(filepath.Join(schemaDir, "types.yaml"), &types)
+	byName := map[string]*schemaType{}
+	for _, t := range types.Types {
+		byName[t.Name] = t
+	}
+	g := &generator{types: byName, samples: map[string]any{}}
+
+	// Names with an example, public or written above; and samples of types
+	// from the public examples.
+	have := map[string]bool{}
+	typeOf := map[string]string{}
+	for _, e := range events.Events {
+		typeOf[e.Name] = e.Type
+		for _, a := range e.Actions {
+			typeOf[e.Name+"."+a.Name] = a.Type
+		}
+	}
+	for _, r := range recipes {
+		event, _, _ := strings.Cut(r.name, ".")
+		have[event], have[r.name] = true, true
+	}
+	paths, _ := filepath.Glob(filepath.Join("../examples", "*", "*.json"))
+	sort.Strings(paths)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			panic(err)
+		}
+		doc, _ := decode(b).(map[string]any)
+		event := filepath.Base(filepath.Dir(p))
+		name := event
+		if a, ok := doc["action"].(string); ok {
+			name += "." + a
+		}
+		have[event], have[name] = true, true
+		if typeOf[name] != "" {
+			g.collect(typeOf[name], doc)
+		}
+	}
+	fmt.Fprintf(readme, `
+Then one payload for each further name of the schema (../../../../schema) that no
+example has: its type's required members, each a member of a public example of the
+same type where there is one, and otherwise a value made from the type (a string
+"example" or a URL, the number 42, false, the first value of an enum, the time
+above, an empty array or object).
+
+| file | type |
+|---|---|
+`)
+	for _, e := range events.Events {
+		targets := [][2]string{{"", e.Type}}
+		if len(e.Actions) > 0 {
+			targets = targets[:0]
+			for _, a := range e.Actions {
+				targets = append(targets, [2]string{a.Name, a.Type})
+			}
+		}
+		for _, t := range targets {
+			name := e.Name
+			if t[0] != "" {
+				name += "." + t[0]
+			}
+			if have[name] || t[1] == "" {
+				continue
+			}
+			doc, ok := g.value(t[1], 0).(map[string]any)
+			if !ok {
+				panic(name + ": its type is not an object")
+			}
+			file := e.Name + "-0.json"
+			if t[0] != "" {
+				doc["action"] = t[0]
+				file = t[0] + "-0.json"
+			}
+			out := filepath.Join(e.Name, file)
+			if err := os.MkdirAll(e.Name, 0o755); err != nil {
+				panic(err)
+			}
+			if err := os.WriteFile(out, marshal(doc), 0o644); err != nil {
+				panic(err)
+			}
+			fmt.Fprintf(readme, "| `%s` | `%s` |\n", out, t[1])
+		}
+	}
+}
+
+func loadYAML(path string, v any) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		panic(fmt.Sprintf("%s: %v", path, err))
+	}
+}
+
+// generator makes values of the schema's types.
+type generator struct {
+	types   map[string]*schemaType
+	samples map[string]any // a public example's value of each struct type met
+}
+
+// elem is the type of a slice's elements, or "".
+func elem(typ string) string {
+	if e, ok := strings.CutPrefix(typ, "[]"); ok {
+		return strings.TrimPrefix(e, "*")
+	}
+	return ""
+}
+
+// collect records, for typ and every struct type below it, the first value
+// of the public examples.
+func (g *generator) collect(typ string, v any) {
+	typ = strings.TrimPrefix(typ, "*")
+	if e := elem(typ); e != "" {
+		if arr, ok := v.([]any); ok && len(arr) > 0 {
+			g.collect(e, arr[0])
+		}
+		return
+	}
+	t := g.types[typ]
+	obj, ok := v.(map[string]any)
+	if t == nil || t.Kind != "struct" || !ok {
+		return
+	}
+	if _, seen := g.samples[typ]; !seen {
+		g.samples[typ] = v
+	}
+	for _, f := range t.Fields {
+		if fv, ok := obj[f.JSON]; ok && fv != nil {
+			g.collect(f.Type, fv)
+		}
+	}
+}
+
+// value returns a value of typ.
+func (g *generator) value(typ string, depth int) any {
+	typ = strings.TrimPrefix(typ, "*")
+	switch typ {
+	case "string":
+		return "example"
+	case "int64":
+		return json.Number("42")
+	case "float64":
+		return json.Number("1.5")
+	case "bool":
+		return false
+	case "timestamp":
+		return value(ts)
+	case "raw":
+		return map[string]any{}
+	}
+	if elem(typ) != "" {
+		return []any{}
+	}
+	if strings.HasPrefix(typ, "map[") {
+		return map[string]any{}
+	}
+	t := g.types[typ]
+	if t == nil {
+		panic("unknown type " + typ)
+	}
+	if s, ok := g.samples[typ]; ok && depth > 0 {
+		return decode(marshal(s)) // a copy
+	}
+	switch t.Kind {
+	case "enum":
+		return t.Values[0].Value
+	case "union":
+		v := t.Variants[0]
+		out := g.value(v.Type, depth+1)
+		if obj, ok := out.(map[string]any); ok {
+			vt := g.types[strings.TrimPrefix(v.Type, "*")]
+			for _, h := range v.Match.Has {
+				if _, ok := obj[h]; !ok && vt != nil {
+					for _, f := range vt.Fields {
+						if f.JSON == h {
+							obj[h] = g.value(f.Type, depth+1)
+						}
+					}
+				}
+			}
+			keys := make([]string, 0, len(v.Match.Equals))
+			for k := range v.Match.Equals {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				obj[k] = v.Match.Equals[k]
+			}
+		}
+		return out
+	}
+	obj := map[string]any{}
+	for _, f := range t.Fields {
+		if !f.Required {
+			continue
+		}
+		switch {
+		case depth > 8 && f.Nullable:
+			obj[f.JSON] = nil
+		case f.Type == "string" && (f.JSON == "url" || strings.HasSuffix(f.JSON, "_url")):
+			obj[f.JSON] = "https://api.forge.example/example"
+		default:
+			obj[f.JSON] = g.value(f.Type, depth+1)
+		}
+	}
+	return obj
 }
 
 func short(s string) string {
