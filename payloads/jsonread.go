@@ -718,28 +718,6 @@ func decString(p *string, d *decoder) error {
 	return nil
 }
 
-// decStringSeen decodes a string member that is not a pointer into *p and sets
-// bit in *seen, which tells the encoder it was there; null leaves both alone.
-// It is decString with the null check and the mark folded in: the generated
-// decoders call it for most members, and one call instead of two is about 2%
-// of a push's decode (BenchmarkDecodePush, 6 interleaved runs). The fast path
-// is decString's, repeated: called from here it would be the second call again.
-func decStringSeen(p *string, d *decoder, seen *uint64, bit uint64) error {
-	if buf, i := d.buf, d.pos; i < len(buf) && buf[i] == '"' && d.shared() {
-		if j := stopAt(buf, i+1); j >= 0 && buf[j] == '"' {
-			d.pos = j + 1
-			*p = d.src[i+1 : j]
-			*seen |= bit
-			return nil
-		}
-	}
-	if d.null() {
-		return nil
-	}
-	*seen |= bit
-	return decString(p, d)
-}
-
 // shared reports whether string values are substrings of d.src, making it on
 // first use.
 func (d *decoder) shared() bool {
