@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
 // encoder writes JSON for the generated encode methods. The first error sticks and
@@ -132,7 +134,8 @@ func (e *encoder) str(s string) {
 // above (checked one rune at a time). The lowest flag is exact; higher ones may
 // be spurious, so only the lowest is used.
 func escMask(x uint64) uint64 {
-	m := plainMask(x) | x&highs
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	m := jsonscan.StopMask(x)
 	for _, c := range [...]uint64{'<', '>', '&'} {
 		y := x ^ (ones * c)
 		m |= (y - ones) &^ y & highs
