@@ -1,5 +1,8 @@
-// Package jsonscan validates a webhook payload and finds its top-level "action"
-// in a single pass over the bytes, without decoding the payload.
+// Package jsonscan is the module's JSON lexer (lex.go: the tokens, shared with
+// package payloads' decoder) and its one-pass validator: Scan validates a
+// webhook payload and finds its top-level "action", and Lookup finds members
+// two levels deep, in a single pass over the bytes, without decoding the
+// payload.
 //
 // Scan accepts exactly what encoding/json accepts (json.Valid): RFC 8259's
 // grammar, the same nesting limit, and strings that may hold invalid UTF-8. The
