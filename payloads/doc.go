@@ -16,6 +16,13 @@
 // has, and only when one of them runs. Parse decodes a payload without an
 // emitter. EmitterEventNames lists every event and event.action name.
 //
+// Every struct has nil-safe getters for the members handlers reach for
+// (GetAction, GetInstallation, GetRepository, GetSender, GetOrganization,
+// GetEnterprise) and for each optional scalar, which returns the value or its
+// zero value (GetMerged() bool for Merged *bool), so that a chain such as
+// p.GetRepository().GetDescription() needs no nil check. InstallationID finds a
+// delivery's installation id without decoding it.
+//
 // Decoding is lossless: members the schema does not know are kept (see
 // UnknownMembers), timestamps keep their text, and absent members stay absent, so
 // that encoding a decoded payload gives the original document back, up to members

@@ -453,7 +453,7 @@ func (v CodeScanningToolSecurityAlertsThreshold) IsKnown() bool {
 // DependabotAlertDependencyRelationship: The vulnerable dependency's
 // relationship to your project.
 //
-// > [!NOTE] > We are rolling out support for dependency relationship across
+// Note: We are rolling out support for dependency relationship across
 // ecosystems. This value will be "unknown" for all dependencies in unsupported
 // ecosystems.
 //

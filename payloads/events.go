@@ -20,8 +20,8 @@ import "encoding/json"
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type BranchProtectionConfigurationEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -43,9 +43,6 @@ type BranchProtectionConfigurationEvent interface {
 // "branch_protection_configuration" delivery with action "disabled".
 //
 // All branch protections were disabled for a repository.
-//
-// The payload of branch_protection_configuration.disabled. All branch
-// protections were disabled for a repository.
 type BranchProtectionConfigurationDisabledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -68,53 +65,10 @@ func (x *BranchProtectionConfigurationDisabledEvent) GetAction() string {
 	return "disabled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *BranchProtectionConfigurationDisabledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *BranchProtectionConfigurationDisabledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *BranchProtectionConfigurationDisabledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *BranchProtectionConfigurationDisabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *BranchProtectionConfigurationDisabledEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // BranchProtectionConfigurationEnabledEvent is the payload of a
 // "branch_protection_configuration" delivery with action "enabled".
 //
 // All branch protections were enabled for a repository.
-//
-// The payload of branch_protection_configuration.enabled. All branch
-// protections were enabled for a repository.
 type BranchProtectionConfigurationEnabledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -135,46 +89,6 @@ func (*BranchProtectionConfigurationEnabledEvent) isBranchProtectionConfiguratio
 // GetAction returns the payload's action.
 func (x *BranchProtectionConfigurationEnabledEvent) GetAction() string {
 	return "enabled"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *BranchProtectionConfigurationEnabledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *BranchProtectionConfigurationEnabledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *BranchProtectionConfigurationEnabledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *BranchProtectionConfigurationEnabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *BranchProtectionConfigurationEnabledEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // BranchProtectionConfigurationUnknownEvent is the payload of a
@@ -212,46 +126,6 @@ func (x *BranchProtectionConfigurationUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *BranchProtectionConfigurationUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *BranchProtectionConfigurationUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *BranchProtectionConfigurationUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *BranchProtectionConfigurationUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *BranchProtectionConfigurationUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // BranchProtectionRuleEvent is the payload of a "branch_protection_rule"
 // delivery: one of *BranchProtectionRuleCreatedEvent,
 // *BranchProtectionRuleDeletedEvent, *BranchProtectionRuleEditedEvent, or
@@ -265,8 +139,8 @@ func (x *BranchProtectionConfigurationUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type BranchProtectionRuleEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -290,9 +164,6 @@ type BranchProtectionRuleEvent interface {
 // delivery with action "created".
 //
 // A branch protection rule was created.
-//
-// The payload of branch_protection_rule.created. A branch protection rule was
-// created.
 type BranchProtectionRuleCreatedEvent struct {
 	Action       string               `json:"action"`
 	Enterprise   *Enterprise          `json:"enterprise,omitempty"`
@@ -316,61 +187,10 @@ func (x *BranchProtectionRuleCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *BranchProtectionRuleCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *BranchProtectionRuleCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *BranchProtectionRuleCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *BranchProtectionRuleCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetRule returns the "rule" member.
-func (x *BranchProtectionRuleCreatedEvent) GetRule() *BranchProtectionRule {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Rule
-}
-
-// GetSender returns the "sender" member.
-func (x *BranchProtectionRuleCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // BranchProtectionRuleDeletedEvent is the payload of a "branch_protection_rule"
 // delivery with action "deleted".
 //
 // A branch protection rule was deleted.
-//
-// The payload of branch_protection_rule.deleted. A branch protection rule was
-// deleted.
 type BranchProtectionRuleDeletedEvent struct {
 	Action       string               `json:"action"`
 	Enterprise   *Enterprise          `json:"enterprise,omitempty"`
@@ -394,61 +214,10 @@ func (x *BranchProtectionRuleDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *BranchProtectionRuleDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *BranchProtectionRuleDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *BranchProtectionRuleDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *BranchProtectionRuleDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetRule returns the "rule" member.
-func (x *BranchProtectionRuleDeletedEvent) GetRule() *BranchProtectionRule {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Rule
-}
-
-// GetSender returns the "sender" member.
-func (x *BranchProtectionRuleDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // BranchProtectionRuleEditedEvent is the payload of a "branch_protection_rule"
 // delivery with action "edited".
 //
 // A branch protection rule was edited.
-//
-// The payload of branch_protection_rule.edited. A branch protection rule was
-// edited.
 type BranchProtectionRuleEditedEvent struct {
 	Action string `json:"action"`
 	// If the action was `edited`, the changes to the rule.
@@ -472,54 +241,6 @@ func (*BranchProtectionRuleEditedEvent) isBranchProtectionRuleEvent() {}
 // GetAction returns the payload's action.
 func (x *BranchProtectionRuleEditedEvent) GetAction() string {
 	return "edited"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *BranchProtectionRuleEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *BranchProtectionRuleEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *BranchProtectionRuleEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *BranchProtectionRuleEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetRule returns the "rule" member.
-func (x *BranchProtectionRuleEditedEvent) GetRule() *BranchProtectionRule {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Rule
-}
-
-// GetSender returns the "sender" member.
-func (x *BranchProtectionRuleEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // BranchProtectionRuleUnknownEvent is the payload of a "branch_protection_rule"
@@ -557,54 +278,6 @@ func (x *BranchProtectionRuleUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *BranchProtectionRuleUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *BranchProtectionRuleUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *BranchProtectionRuleUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *BranchProtectionRuleUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRule returns the "rule" member.
-func (x *BranchProtectionRuleUnknownEvent) GetRule() *BranchProtectionRule {
-	if x == nil {
-		return nil
-	}
-	return x.Rule
-}
-
-// GetSender returns the "sender" member.
-func (x *BranchProtectionRuleUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CheckRunEvent is the payload of a "check_run" delivery: one of
 // *CheckRunCompletedEvent, *CheckRunCreatedEvent,
 // *CheckRunRequestedActionEvent, *CheckRunRerequestedEvent, or
@@ -626,13 +299,12 @@ func (x *BranchProtectionRuleUnknownEvent) GetSender() *User {
 // Repository and organization webhooks only receive payloads for the `created`
 // and `completed` event types in repositories.
 //
-// > [!NOTE] > The API only looks for pushes in the repository where the check
-// run was created. Pushes to a branch in a forked repository are not detected
-// and return an empty `pull_requests` array and a `null` value for
-// `head_branch`.
+// Note: The API only looks for pushes in the repository where the check run was
+// created. Pushes to a branch in a forked repository are not detected and
+// return an empty `pull_requests` array and a `null` value for `head_branch`.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type CheckRunEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -656,9 +328,6 @@ type CheckRunEvent interface {
 // "completed".
 //
 // A check run was completed, and a conclusion is available.
-//
-// The payload of check_run.completed. A check run was completed, and a
-// conclusion is available.
 type CheckRunCompletedEvent struct {
 	Action       string              `json:"action"`
 	CheckRun     CheckRun            `json:"check_run"`
@@ -682,60 +351,10 @@ func (x *CheckRunCompletedEvent) GetAction() string {
 	return "completed"
 }
 
-// GetCheckRun returns the "check_run" member.
-func (x *CheckRunCompletedEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.CheckRun
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckRunCompletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckRunCompletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckRunCompletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckRunCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckRunCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CheckRunCreatedEvent is the payload of a "check_run" delivery with action
 // "created".
 //
 // A new check run was created.
-//
-// The payload of check_run.created. A new check run was created.
 type CheckRunCreatedEvent struct {
 	Action       string              `json:"action"`
 	CheckRun     CheckRun            `json:"check_run"`
@@ -759,54 +378,6 @@ func (x *CheckRunCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetCheckRun returns the "check_run" member.
-func (x *CheckRunCreatedEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.CheckRun
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckRunCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckRunCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckRunCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckRunCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckRunCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CheckRunRequestedActionEvent is the payload of a "check_run" delivery with
 // action "requested_action".
 //
@@ -814,11 +385,6 @@ func (x *CheckRunCreatedEvent) GetSender() *User {
 // provides. Only the forge App someone requests to perform an action will
 // receive the `requested_action` payload. For more information, see "Creating
 // CI tests with the Checks API."
-//
-// The payload of check_run.requested_action. A check run completed, and someone
-// requested a followup action that your app provides. Only the forge App
-// someone requests to perform an action will receive the `requested_action`
-// payload. For more information, see "Creating CI tests with the Checks API."
 type CheckRunRequestedActionEvent struct {
 	Action       string              `json:"action"`
 	CheckRun     CheckRun            `json:"check_run"`
@@ -844,63 +410,11 @@ func (x *CheckRunRequestedActionEvent) GetAction() string {
 	return "requested_action"
 }
 
-// GetCheckRun returns the "check_run" member.
-func (x *CheckRunRequestedActionEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.CheckRun
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckRunRequestedActionEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckRunRequestedActionEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckRunRequestedActionEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckRunRequestedActionEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckRunRequestedActionEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CheckRunRerequestedEvent is the payload of a "check_run" delivery with action
 // "rerequested".
 //
 // Someone requested to re-run a check run. Only the forge App that someone
 // requests to re-run the check will receive the `rerequested` payload.
-//
-// The payload of check_run.rerequested. Someone requested to re-run a check
-// run. Only the forge App that someone requests to re-run the check will
-// receive the `rerequested` payload.
 type CheckRunRerequestedEvent struct {
 	Action       string              `json:"action"`
 	CheckRun     CheckRun            `json:"check_run"`
@@ -922,54 +436,6 @@ func (*CheckRunRerequestedEvent) isCheckRunEvent() {}
 // GetAction returns the payload's action.
 func (x *CheckRunRerequestedEvent) GetAction() string {
 	return "rerequested"
-}
-
-// GetCheckRun returns the "check_run" member.
-func (x *CheckRunRerequestedEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.CheckRun
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckRunRerequestedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckRunRerequestedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckRunRerequestedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckRunRerequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckRunRerequestedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // CheckRunUnknownEvent is the payload of a "check_run" delivery whose action
@@ -1007,54 +473,6 @@ func (x *CheckRunUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetCheckRun returns the "check_run" member.
-func (x *CheckRunUnknownEvent) GetCheckRun() *CheckRun {
-	if x == nil {
-		return nil
-	}
-	return x.CheckRun
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckRunUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckRunUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckRunUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckRunUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckRunUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CheckSuiteEvent is the payload of a "check_suite" delivery: one of
 // *CheckSuiteCompletedEvent, *CheckSuiteRequestedEvent,
 // *CheckSuiteRerequestedEvent, or *CheckSuiteUnknownEvent for an action the
@@ -1076,13 +494,12 @@ func (x *CheckRunUnknownEvent) GetSender() *User {
 // Repository and organization webhooks only receive payloads for the
 // `completed` event types in repositories.
 //
-// > [!NOTE] > The API only looks for pushes in the repository where the check
-// suite was created. Pushes to a branch in a forked repository are not detected
-// and return an empty `pull_requests` array and a `null` value for
-// `head_branch`.
+// Note: The API only looks for pushes in the repository where the check suite
+// was created. Pushes to a branch in a forked repository are not detected and
+// return an empty `pull_requests` array and a `null` value for `head_branch`.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type CheckSuiteEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -1109,9 +526,6 @@ type CheckSuiteEvent interface {
 //
 // All check runs in a check suite have completed, and a conclusion is
 // available.
-//
-// The payload of check_suite.completed. All check runs in a check suite have
-// completed, and a conclusion is available.
 type CheckSuiteCompletedEvent struct {
 	Action string `json:"action"`
 	// The check_suite.
@@ -1136,56 +550,6 @@ func (x *CheckSuiteCompletedEvent) GetAction() string {
 	return "completed"
 }
 
-// GetCheckSuite returns the "check_suite" member.
-//
-// The check_suite.
-func (x *CheckSuiteCompletedEvent) GetCheckSuite() *CheckSuite {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.CheckSuite
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckSuiteCompletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckSuiteCompletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckSuiteCompletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckSuiteCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckSuiteCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CheckSuiteRequestedEvent is the payload of a "check_suite" delivery with
 // action "requested".
 //
@@ -1193,11 +557,6 @@ func (x *CheckSuiteCompletedEvent) GetSender() *User {
 // automatically created when you create a check run. For more information, see
 // the GraphQL API documentation for creating a check run or "Create a check
 // run" in the REST API documentation.
-//
-// The payload of check_suite.requested. Someone requested to run a check suite.
-// By default, check suites are automatically created when you create a check
-// run. For more information, see the GraphQL API documentation for creating a
-// check run or "Create a check run" in the REST API documentation.
 type CheckSuiteRequestedEvent struct {
 	Action string `json:"action"`
 	// The check_suite.
@@ -1222,67 +581,12 @@ func (x *CheckSuiteRequestedEvent) GetAction() string {
 	return "requested"
 }
 
-// GetCheckSuite returns the "check_suite" member.
-//
-// The check_suite.
-func (x *CheckSuiteRequestedEvent) GetCheckSuite() *CheckSuite {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.CheckSuite
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckSuiteRequestedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckSuiteRequestedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckSuiteRequestedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckSuiteRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckSuiteRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CheckSuiteRerequestedEvent is the payload of a "check_suite" delivery with
 // action "rerequested".
 //
 // Someone requested to re-run the check runs in a check suite. For more
 // information, see the GraphQL API documentation for creating a check suite or
 // "Create a check suite" in the REST API documentation.
-//
-// The payload of check_suite.rerequested. Someone requested to re-run the check
-// runs in a check suite. For more information, see the GraphQL API
-// documentation for creating a check suite or "Create a check suite" in the
-// REST API documentation.
 type CheckSuiteRerequestedEvent struct {
 	Action string `json:"action"`
 	// The check_suite.
@@ -1305,56 +609,6 @@ func (*CheckSuiteRerequestedEvent) isCheckSuiteEvent() {}
 // GetAction returns the payload's action.
 func (x *CheckSuiteRerequestedEvent) GetAction() string {
 	return "rerequested"
-}
-
-// GetCheckSuite returns the "check_suite" member.
-//
-// The check_suite.
-func (x *CheckSuiteRerequestedEvent) GetCheckSuite() *CheckSuite {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.CheckSuite
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckSuiteRerequestedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckSuiteRerequestedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckSuiteRerequestedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckSuiteRerequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckSuiteRerequestedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // CheckSuiteUnknownEvent is the payload of a "check_suite" delivery whose
@@ -1393,56 +647,6 @@ func (x *CheckSuiteUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetCheckSuite returns the "check_suite" member.
-//
-// The check_suite.
-func (x *CheckSuiteUnknownEvent) GetCheckSuite() *CheckSuite {
-	if x == nil {
-		return nil
-	}
-	return x.CheckSuite
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CheckSuiteUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CheckSuiteUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CheckSuiteUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CheckSuiteUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CheckSuiteUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CodeScanningAlertEvent is the payload of a "code_scanning_alert" delivery:
 // one of *CodeScanningAlertAppearedInBranchEvent,
 // *CodeScanningAlertClosedByUserEvent, *CodeScanningAlertCreatedEvent,
@@ -1458,8 +662,8 @@ func (x *CheckSuiteUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Code scanning alerts" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type CodeScanningAlertEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -1469,7 +673,7 @@ type CodeScanningAlertEvent interface {
 	// The code scanning alert involved in the event.
 	GetAlert() *CodeScanningAlert
 	// GetCommitOID returns the "commit_oid" member.
-	GetCommitOID() *string
+	GetCommitOID() string
 	// GetEnterprise returns the "enterprise" member.
 	GetEnterprise() *Enterprise
 	// GetInstallation returns the "installation" member.
@@ -1477,7 +681,7 @@ type CodeScanningAlertEvent interface {
 	// GetOrganization returns the "organization" member.
 	GetOrganization() *Organization
 	// GetRef returns the "ref" member.
-	GetRef() *string
+	GetRef() string
 	// GetRepository returns the "repository" member.
 	GetRepository() *Repository
 	// GetSender returns the "sender" member.
@@ -1491,11 +695,6 @@ type CodeScanningAlertEvent interface {
 // A previously created code scanning alert appeared in another branch. This can
 // happen when a branch is merged into or created from a branch with a
 // pre-existing code scanning alert.
-//
-// The payload of code_scanning_alert.appeared_in_branch. A previously created
-// code scanning alert appeared in another branch. This can happen when a branch
-// is merged into or created from a branch with a pre-existing code scanning
-// alert.
 type CodeScanningAlertAppearedInBranchEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
@@ -1522,79 +721,10 @@ func (x *CodeScanningAlertAppearedInBranchEvent) GetAction() string {
 	return "appeared_in_branch"
 }
 
-// GetAlert returns the "alert" member.
-//
-// The code scanning alert involved in the event.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetCommitOID returns the "commit_oid" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetCommitOID() *string {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.CommitOID
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRef returns the "ref" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetRef() *string {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Ref
-}
-
-// GetRepository returns the "repository" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CodeScanningAlertAppearedInBranchEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CodeScanningAlertClosedByUserEvent is the payload of a "code_scanning_alert"
 // delivery with action "closed_by_user".
 //
 // Someone closed a code scanning alert.
-//
-// The payload of code_scanning_alert.closed_by_user. Someone closed a code
-// scanning alert.
 type CodeScanningAlertClosedByUserEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
@@ -1621,79 +751,10 @@ func (x *CodeScanningAlertClosedByUserEvent) GetAction() string {
 	return "closed_by_user"
 }
 
-// GetAlert returns the "alert" member.
-//
-// The code scanning alert involved in the event.
-func (x *CodeScanningAlertClosedByUserEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetCommitOID returns the "commit_oid" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetCommitOID() *string {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.CommitOID
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRef returns the "ref" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetRef() *string {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Ref
-}
-
-// GetRepository returns the "repository" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CodeScanningAlertClosedByUserEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CodeScanningAlertCreatedEvent is the payload of a "code_scanning_alert"
 // delivery with action "created".
 //
 // A code scanning alert was created in a repository.
-//
-// The payload of code_scanning_alert.created. A code scanning alert was created
-// in a repository.
 type CodeScanningAlertCreatedEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
@@ -1720,79 +781,10 @@ func (x *CodeScanningAlertCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetAlert returns the "alert" member.
-//
-// The code scanning alert involved in the event.
-func (x *CodeScanningAlertCreatedEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetCommitOID returns the "commit_oid" member.
-func (x *CodeScanningAlertCreatedEvent) GetCommitOID() *string {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.CommitOID
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CodeScanningAlertCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CodeScanningAlertCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CodeScanningAlertCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRef returns the "ref" member.
-func (x *CodeScanningAlertCreatedEvent) GetRef() *string {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Ref
-}
-
-// GetRepository returns the "repository" member.
-func (x *CodeScanningAlertCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CodeScanningAlertCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CodeScanningAlertFixedEvent is the payload of a "code_scanning_alert"
 // delivery with action "fixed".
 //
 // A code scanning alert was fixed in a branch by a commit.
-//
-// The payload of code_scanning_alert.fixed. A code scanning alert was fixed in
-// a branch by a commit.
 type CodeScanningAlertFixedEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
@@ -1819,79 +811,10 @@ func (x *CodeScanningAlertFixedEvent) GetAction() string {
 	return "fixed"
 }
 
-// GetAlert returns the "alert" member.
-//
-// The code scanning alert involved in the event.
-func (x *CodeScanningAlertFixedEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetCommitOID returns the "commit_oid" member.
-func (x *CodeScanningAlertFixedEvent) GetCommitOID() *string {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.CommitOID
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CodeScanningAlertFixedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CodeScanningAlertFixedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CodeScanningAlertFixedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRef returns the "ref" member.
-func (x *CodeScanningAlertFixedEvent) GetRef() *string {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Ref
-}
-
-// GetRepository returns the "repository" member.
-func (x *CodeScanningAlertFixedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CodeScanningAlertFixedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CodeScanningAlertReopenedEvent is the payload of a "code_scanning_alert"
 // delivery with action "reopened".
 //
 // A previously fixed code scanning alert reappeared in a branch.
-//
-// The payload of code_scanning_alert.reopened. A previously fixed code scanning
-// alert reappeared in a branch.
 type CodeScanningAlertReopenedEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
@@ -1924,79 +847,10 @@ func (x *CodeScanningAlertReopenedEvent) GetAction() string {
 	return "reopened"
 }
 
-// GetAlert returns the "alert" member.
-//
-// The code scanning alert involved in the event.
-func (x *CodeScanningAlertReopenedEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetCommitOID returns the "commit_oid" member.
-func (x *CodeScanningAlertReopenedEvent) GetCommitOID() *string {
-	if x == nil {
-		return nil
-	}
-	return x.CommitOID
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CodeScanningAlertReopenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CodeScanningAlertReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CodeScanningAlertReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRef returns the "ref" member.
-func (x *CodeScanningAlertReopenedEvent) GetRef() *string {
-	if x == nil {
-		return nil
-	}
-	return x.Ref
-}
-
-// GetRepository returns the "repository" member.
-func (x *CodeScanningAlertReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CodeScanningAlertReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // CodeScanningAlertReopenedByUserEvent is the payload of a
 // "code_scanning_alert" delivery with action "reopened_by_user".
 //
 // Someone reopened a code scanning alert.
-//
-// The payload of code_scanning_alert.reopened_by_user. Someone reopened a code
-// scanning alert.
 type CodeScanningAlertReopenedByUserEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
@@ -2021,72 +875,6 @@ func (*CodeScanningAlertReopenedByUserEvent) isCodeScanningAlertEvent() {}
 // GetAction returns the payload's action.
 func (x *CodeScanningAlertReopenedByUserEvent) GetAction() string {
 	return "reopened_by_user"
-}
-
-// GetAlert returns the "alert" member.
-//
-// The code scanning alert involved in the event.
-func (x *CodeScanningAlertReopenedByUserEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetCommitOID returns the "commit_oid" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetCommitOID() *string {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.CommitOID
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRef returns the "ref" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetRef() *string {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Ref
-}
-
-// GetRepository returns the "repository" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CodeScanningAlertReopenedByUserEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // CodeScanningAlertUnknownEvent is the payload of a "code_scanning_alert"
@@ -2127,72 +915,6 @@ func (x *CodeScanningAlertUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetAlert returns the "alert" member.
-//
-// The code scanning alert involved in the event.
-func (x *CodeScanningAlertUnknownEvent) GetAlert() *CodeScanningAlert {
-	if x == nil {
-		return nil
-	}
-	return x.Alert
-}
-
-// GetCommitOID returns the "commit_oid" member.
-func (x *CodeScanningAlertUnknownEvent) GetCommitOID() *string {
-	if x == nil {
-		return nil
-	}
-	return x.CommitOID
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CodeScanningAlertUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CodeScanningAlertUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CodeScanningAlertUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRef returns the "ref" member.
-func (x *CodeScanningAlertUnknownEvent) GetRef() *string {
-	if x == nil {
-		return nil
-	}
-	return x.Ref
-}
-
-// GetRepository returns the "repository" member.
-func (x *CodeScanningAlertUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CodeScanningAlertUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CommitCommentEvent is the payload of a "commit_comment" delivery: one of
 // *CommitCommentCreatedEvent, or *CommitCommentUnknownEvent for an action the
 // schema does not know.
@@ -2210,8 +932,8 @@ func (x *CodeScanningAlertUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type CommitCommentEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -2237,8 +959,6 @@ type CommitCommentEvent interface {
 // action "created".
 //
 // Someone commented on a commit.
-//
-// The payload of commit_comment.created. Someone commented on a commit.
 type CommitCommentCreatedEvent struct {
 	// The action performed. Can be `created`.
 	Action string `json:"action"`
@@ -2262,56 +982,6 @@ func (*CommitCommentCreatedEvent) isCommitCommentEvent() {}
 // GetAction returns the payload's action.
 func (x *CommitCommentCreatedEvent) GetAction() string {
 	return "created"
-}
-
-// GetComment returns the "comment" member.
-//
-// The commit comment resource.
-func (x *CommitCommentCreatedEvent) GetComment() *CommitComment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CommitCommentCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CommitCommentCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CommitCommentCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CommitCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CommitCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // CommitCommentUnknownEvent is the payload of a "commit_comment" delivery whose
@@ -2351,71 +1021,9 @@ func (x *CommitCommentUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetComment returns the "comment" member.
-//
-// The commit comment resource.
-func (x *CommitCommentUnknownEvent) GetComment() *CommitComment {
-	if x == nil {
-		return nil
-	}
-	return x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CommitCommentUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CommitCommentUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CommitCommentUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *CommitCommentUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *CommitCommentUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CreateEvent is the payload of a "create" delivery.
 //
 // This event occurs when a Git branch or tag is created.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
-//
-// **Notes**:
-// - This event will not occur when more than three tags are created at once.
-// - Payloads are capped at 25 MB. If an event generates a larger payload, the
-// forge will not deliver a payload for that webhook event. This may happen, for
-// example, if many branches or tags are pushed at once. We suggest monitoring
-// your payload size to ensure delivery.
-//
-// The payload of create. This event occurs when a Git branch or tag is created.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
@@ -2462,8 +1070,8 @@ func (*CreateEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Custom properties" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type CustomPropertyEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -2485,8 +1093,6 @@ type CustomPropertyEvent interface {
 // with action "created".
 //
 // A new custom property was created.
-//
-// The payload of custom_property.created. A new custom property was created.
 type CustomPropertyCreatedEvent struct {
 	Action       string                     `json:"action"`
 	Definition   OrganizationCustomProperty `json:"definition"`
@@ -2509,52 +1115,10 @@ func (x *CustomPropertyCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetDefinition returns the "definition" member.
-func (x *CustomPropertyCreatedEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Definition
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CustomPropertyCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CustomPropertyCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CustomPropertyCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *CustomPropertyCreatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CustomPropertyDeletedEvent is the payload of a "custom_property" delivery
 // with action "deleted".
 //
 // A custom property was deleted.
-//
-// The payload of custom_property.deleted. A custom property was deleted.
 type CustomPropertyDeletedEvent struct {
 	Action       string                     `json:"action"`
 	Definition   OrganizationCustomProperty `json:"definition"`
@@ -2577,53 +1141,10 @@ func (x *CustomPropertyDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetDefinition returns the "definition" member.
-func (x *CustomPropertyDeletedEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Definition
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CustomPropertyDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CustomPropertyDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CustomPropertyDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *CustomPropertyDeletedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CustomPropertyPromoteToEnterpriseEvent is the payload of a "custom_property"
 // delivery with action "promote_to_enterprise".
 //
 // A custom property was promoted to an enterprise.
-//
-// The payload of custom_property.promote_to_enterprise. A custom property was
-// promoted to an enterprise.
 type CustomPropertyPromoteToEnterpriseEvent struct {
 	Action       string                     `json:"action"`
 	Definition   OrganizationCustomProperty `json:"definition"`
@@ -2646,52 +1167,10 @@ func (x *CustomPropertyPromoteToEnterpriseEvent) GetAction() string {
 	return "promote_to_enterprise"
 }
 
-// GetDefinition returns the "definition" member.
-func (x *CustomPropertyPromoteToEnterpriseEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Definition
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CustomPropertyPromoteToEnterpriseEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CustomPropertyPromoteToEnterpriseEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CustomPropertyPromoteToEnterpriseEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *CustomPropertyPromoteToEnterpriseEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CustomPropertyUpdatedEvent is the payload of a "custom_property" delivery
 // with action "updated".
 //
 // A custom property was updated.
-//
-// The payload of custom_property.updated. A custom property was updated.
 type CustomPropertyUpdatedEvent struct {
 	Action       string                     `json:"action"`
 	Definition   OrganizationCustomProperty `json:"definition"`
@@ -2712,46 +1191,6 @@ func (*CustomPropertyUpdatedEvent) isCustomPropertyEvent() {}
 // GetAction returns the payload's action.
 func (x *CustomPropertyUpdatedEvent) GetAction() string {
 	return "updated"
-}
-
-// GetDefinition returns the "definition" member.
-func (x *CustomPropertyUpdatedEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Definition
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CustomPropertyUpdatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CustomPropertyUpdatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CustomPropertyUpdatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *CustomPropertyUpdatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // CustomPropertyUnknownEvent is the payload of a "custom_property" delivery
@@ -2788,46 +1227,6 @@ func (x *CustomPropertyUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetDefinition returns the "definition" member.
-func (x *CustomPropertyUnknownEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil {
-		return nil
-	}
-	return x.Definition
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CustomPropertyUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CustomPropertyUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CustomPropertyUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *CustomPropertyUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // CustomPropertyValuesEvent is the payload of a "custom_property_values"
 // delivery: one of *CustomPropertyValuesUpdatedEvent, or
 // *CustomPropertyValuesUnknownEvent for an action the schema does not know.
@@ -2843,8 +1242,8 @@ func (x *CustomPropertyUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Custom properties" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type CustomPropertyValuesEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -2874,9 +1273,6 @@ type CustomPropertyValuesEvent interface {
 // delivery with action "updated".
 //
 // The custom property values of a repository were updated.
-//
-// The payload of custom_property_values.updated. The custom property values of
-// a repository were updated.
 type CustomPropertyValuesUpdatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -2901,66 +1297,6 @@ func (*CustomPropertyValuesUpdatedEvent) isCustomPropertyValuesEvent() {}
 // GetAction returns the payload's action.
 func (x *CustomPropertyValuesUpdatedEvent) GetAction() string {
 	return "updated"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *CustomPropertyValuesUpdatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CustomPropertyValuesUpdatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetRepository returns the "repository" member.
-func (x *CustomPropertyValuesUpdatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CustomPropertyValuesUpdatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *CustomPropertyValuesUpdatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetNewPropertyValues returns the "new_property_values" member.
-//
-// The new custom property values for the repository.
-func (x *CustomPropertyValuesUpdatedEvent) GetNewPropertyValues() []CustomPropertyValue {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return x.NewPropertyValues
-}
-
-// GetOldPropertyValues returns the "old_property_values" member.
-//
-// The old custom property values for the repository.
-func (x *CustomPropertyValuesUpdatedEvent) GetOldPropertyValues() []CustomPropertyValue {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return x.OldPropertyValues
 }
 
 // CustomPropertyValuesUnknownEvent is the payload of a "custom_property_values"
@@ -3001,66 +1337,6 @@ func (x *CustomPropertyValuesUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *CustomPropertyValuesUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *CustomPropertyValuesUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetRepository returns the "repository" member.
-func (x *CustomPropertyValuesUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetOrganization returns the "organization" member.
-func (x *CustomPropertyValuesUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *CustomPropertyValuesUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetNewPropertyValues returns the "new_property_values" member.
-//
-// The new custom property values for the repository.
-func (x *CustomPropertyValuesUnknownEvent) GetNewPropertyValues() []CustomPropertyValue {
-	if x == nil {
-		return nil
-	}
-	return x.NewPropertyValues
-}
-
-// GetOldPropertyValues returns the "old_property_values" member.
-//
-// The old custom property values for the repository.
-func (x *CustomPropertyValuesUnknownEvent) GetOldPropertyValues() []CustomPropertyValue {
-	if x == nil {
-		return nil
-	}
-	return x.OldPropertyValues
-}
-
 // DeleteEvent is the payload of a "delete" delivery.
 //
 // This event occurs when a Git branch or tag is deleted. To subscribe to all
@@ -3070,18 +1346,8 @@ func (x *CustomPropertyValuesUnknownEvent) GetOldPropertyValues() []CustomProper
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// > [!NOTE] > This event will not occur when more than three tags are deleted
-// at once.
-//
-// The payload of delete. This event occurs when a Git branch or tag is deleted.
-// To subscribe to all pushes to a repository, including branch and tag
-// deletions, use the `push` webhook event.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
-//
-// > [!NOTE] > This event will not occur when more than three tags are deleted
-// at once.
+// Note: This event will not occur when more than three tags are deleted at
+// once.
 type DeleteEvent struct {
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -3116,11 +1382,11 @@ func (*DeleteEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Dependabot alerts" repository permission.
 //
-// > [!NOTE] > Webhook events for Dependabot alerts are currently in public
-// preview and subject to change.
+// Note: Webhook events for Dependabot alerts are currently in public preview
+// and subject to change.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DependabotAlertEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -3144,9 +1410,6 @@ type DependabotAlertEvent interface {
 // delivery with action "auto_dismissed".
 //
 // A Dependabot alert was automatically closed by a Dependabot auto-triage rule.
-//
-// The payload of dependabot_alert.auto_dismissed. A Dependabot alert was
-// automatically closed by a Dependabot auto-triage rule.
 type DependabotAlertAutoDismissedEvent struct {
 	Action       string              `json:"action"`
 	Alert        DependabotAlert     `json:"alert"`
@@ -3170,64 +1433,12 @@ func (x *DependabotAlertAutoDismissedEvent) GetAction() string {
 	return "auto_dismissed"
 }
 
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertAutoDismissedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertAutoDismissedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertAutoDismissedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertAutoDismissedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertAutoDismissedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertAutoDismissedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DependabotAlertAutoReopenedEvent is the payload of a "dependabot_alert"
 // delivery with action "auto_reopened".
 //
 // A Dependabot alert, that had been automatically closed by a Dependabot
 // auto-triage rule, was automatically reopened because the alert metadata or
 // rule changed.
-//
-// The payload of dependabot_alert.auto_reopened. A Dependabot alert, that had
-// been automatically closed by a Dependabot auto-triage rule, was automatically
-// reopened because the alert metadata or rule changed.
 type DependabotAlertAutoReopenedEvent struct {
 	Action       string              `json:"action"`
 	Alert        DependabotAlert     `json:"alert"`
@@ -3251,64 +1462,12 @@ func (x *DependabotAlertAutoReopenedEvent) GetAction() string {
 	return "auto_reopened"
 }
 
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertAutoReopenedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertAutoReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertAutoReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertAutoReopenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertAutoReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertAutoReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DependabotAlertCreatedEvent is the payload of a "dependabot_alert" delivery
 // with action "created".
 //
 // A manifest file change introduced a vulnerable dependency, or a forge
 // Security Advisory was published and an existing dependency was found to be
 // vulnerable.
-//
-// The payload of dependabot_alert.created. A manifest file change introduced a
-// vulnerable dependency, or a forge Security Advisory was published and an
-// existing dependency was found to be vulnerable.
 type DependabotAlertCreatedEvent struct {
 	Action       string              `json:"action"`
 	Alert        DependabotAlert     `json:"alert"`
@@ -3332,61 +1491,10 @@ func (x *DependabotAlertCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertCreatedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DependabotAlertDismissedEvent is the payload of a "dependabot_alert" delivery
 // with action "dismissed".
 //
 // A Dependabot alert was manually closed.
-//
-// The payload of dependabot_alert.dismissed. A Dependabot alert was manually
-// closed.
 type DependabotAlertDismissedEvent struct {
 	Action       string              `json:"action"`
 	Alert        DependabotAlert     `json:"alert"`
@@ -3410,61 +1518,10 @@ func (x *DependabotAlertDismissedEvent) GetAction() string {
 	return "dismissed"
 }
 
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertDismissedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertDismissedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertDismissedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertDismissedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertDismissedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertDismissedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DependabotAlertFixedEvent is the payload of a "dependabot_alert" delivery
 // with action "fixed".
 //
 // A manifest file change removed a vulnerability.
-//
-// The payload of dependabot_alert.fixed. A manifest file change removed a
-// vulnerability.
 type DependabotAlertFixedEvent struct {
 	Action       string              `json:"action"`
 	Alert        DependabotAlert     `json:"alert"`
@@ -3488,62 +1545,11 @@ func (x *DependabotAlertFixedEvent) GetAction() string {
 	return "fixed"
 }
 
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertFixedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertFixedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertFixedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertFixedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertFixedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertFixedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DependabotAlertReintroducedEvent is the payload of a "dependabot_alert"
 // delivery with action "reintroduced".
 //
 // A manifest file change introduced a vulnerable dependency that had previously
 // been fixed.
-//
-// The payload of dependabot_alert.reintroduced. A manifest file change
-// introduced a vulnerable dependency that had previously been fixed.
 type DependabotAlertReintroducedEvent struct {
 	Action       string              `json:"action"`
 	Alert        DependabotAlert     `json:"alert"`
@@ -3567,61 +1573,10 @@ func (x *DependabotAlertReintroducedEvent) GetAction() string {
 	return "reintroduced"
 }
 
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertReintroducedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertReintroducedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertReintroducedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertReintroducedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertReintroducedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertReintroducedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DependabotAlertReopenedEvent is the payload of a "dependabot_alert" delivery
 // with action "reopened".
 //
 // A Dependabot alert was manually reopened.
-//
-// The payload of dependabot_alert.reopened. A Dependabot alert was manually
-// reopened.
 type DependabotAlertReopenedEvent struct {
 	Action       string              `json:"action"`
 	Alert        DependabotAlert     `json:"alert"`
@@ -3643,54 +1598,6 @@ func (*DependabotAlertReopenedEvent) isDependabotAlertEvent() {}
 // GetAction returns the payload's action.
 func (x *DependabotAlertReopenedEvent) GetAction() string {
 	return "reopened"
-}
-
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertReopenedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertReopenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // DependabotAlertUnknownEvent is the payload of a "dependabot_alert" delivery
@@ -3728,54 +1635,6 @@ func (x *DependabotAlertUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetAlert returns the "alert" member.
-func (x *DependabotAlertUnknownEvent) GetAlert() *DependabotAlert {
-	if x == nil {
-		return nil
-	}
-	return x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DependabotAlertUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DependabotAlertUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DependabotAlertUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetRepository returns the "repository" member.
-func (x *DependabotAlertUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DependabotAlertUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // DeployKeyEvent is the payload of a "deploy_key" delivery: one of
 // *DeployKeyCreatedEvent, *DeployKeyDeletedEvent, or *DeployKeyUnknownEvent for
 // an action the schema does not know.
@@ -3788,8 +1647,8 @@ func (x *DependabotAlertUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Deployments" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DeployKeyEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -3813,8 +1672,6 @@ type DeployKeyEvent interface {
 // "created".
 //
 // A deploy key was created.
-//
-// The payload of deploy_key.created. A deploy key was created.
 type DeployKeyCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -3838,60 +1695,10 @@ func (x *DeployKeyCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *DeployKeyCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeployKeyCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetKey returns the "key" member.
-func (x *DeployKeyCreatedEvent) GetKey() *DeployKey {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Key
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeployKeyCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeployKeyCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DeployKeyCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DeployKeyDeletedEvent is the payload of a "deploy_key" delivery with action
 // "deleted".
 //
 // A deploy key was deleted.
-//
-// The payload of deploy_key.deleted. A deploy key was deleted.
 type DeployKeyDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -3913,54 +1720,6 @@ func (*DeployKeyDeletedEvent) isDeployKeyEvent() {}
 // GetAction returns the payload's action.
 func (x *DeployKeyDeletedEvent) GetAction() string {
 	return "deleted"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DeployKeyDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeployKeyDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetKey returns the "key" member.
-func (x *DeployKeyDeletedEvent) GetKey() *DeployKey {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Key
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeployKeyDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeployKeyDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DeployKeyDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // DeployKeyUnknownEvent is the payload of a "deploy_key" delivery whose action
@@ -3998,54 +1757,6 @@ func (x *DeployKeyUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *DeployKeyUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeployKeyUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetKey returns the "key" member.
-func (x *DeployKeyUnknownEvent) GetKey() *DeployKey {
-	if x == nil {
-		return nil
-	}
-	return x.Key
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeployKeyUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeployKeyUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DeployKeyUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // DeploymentEvent is the payload of a "deployment" delivery: one of
 // *DeploymentCreatedEvent, or *DeploymentUnknownEvent for an action the schema
 // does not know.
@@ -4061,8 +1772,8 @@ func (x *DeployKeyUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Deployments" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DeploymentEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -4092,8 +1803,6 @@ type DeploymentEvent interface {
 // "created".
 //
 // A deployment was created.
-//
-// The payload of deployment.created. A deployment was created.
 type DeploymentCreatedEvent struct {
 	Action string `json:"action"`
 	// The deployment.
@@ -4118,72 +1827,6 @@ func (*DeploymentCreatedEvent) isDeploymentEvent() {}
 // GetAction returns the payload's action.
 func (x *DeploymentCreatedEvent) GetAction() string {
 	return "created"
-}
-
-// GetDeployment returns the "deployment" member.
-//
-// The deployment.
-func (x *DeploymentCreatedEvent) GetDeployment() *Deployment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Deployment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *DeploymentCreatedEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentCreatedEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
 }
 
 // DeploymentUnknownEvent is the payload of a "deployment" delivery whose action
@@ -4224,72 +1867,6 @@ func (x *DeploymentUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetDeployment returns the "deployment" member.
-//
-// The deployment.
-func (x *DeploymentUnknownEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *DeploymentUnknownEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
-}
-
 // DeploymentProtectionRuleEvent is the payload of a
 // "deployment_protection_rule" delivery: one of
 // *DeploymentProtectionRuleRequestedEvent, or
@@ -4303,8 +1880,8 @@ func (x *DeploymentUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Deployments" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DeploymentProtectionRuleEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -4312,15 +1889,15 @@ type DeploymentProtectionRuleEvent interface {
 	// GetEnvironment returns the "environment" member.
 	//
 	// The name of the environment that has the deployment protection rule.
-	GetEnvironment() *string
+	GetEnvironment() string
 	// GetEvent returns the "event" member.
 	//
 	// The event that triggered the deployment protection rule.
-	GetEvent() *string
+	GetEvent() string
 	// GetDeploymentCallbackURL returns the "deployment_callback_url" member.
 	//
 	// The URL to review the deployment protection rule.
-	GetDeploymentCallbackURL() *string
+	GetDeploymentCallbackURL() string
 	// GetDeployment returns the "deployment" member.
 	GetDeployment() *Deployment
 	// GetPullRequests returns the "pull_requests" member.
@@ -4340,9 +1917,6 @@ type DeploymentProtectionRuleEvent interface {
 // "deployment_protection_rule" delivery with action "requested".
 //
 // A deployment protection rule was requested for an environment.
-//
-// The payload of deployment_protection_rule.requested. A deployment protection
-// rule was requested for an environment.
 type DeploymentProtectionRuleRequestedEvent struct {
 	Action string `json:"action"`
 	// The name of the environment that has the deployment protection rule.
@@ -4370,84 +1944,6 @@ func (*DeploymentProtectionRuleRequestedEvent) isDeploymentProtectionRuleEvent()
 // GetAction returns the payload's action.
 func (x *DeploymentProtectionRuleRequestedEvent) GetAction() string {
 	return "requested"
-}
-
-// GetEnvironment returns the "environment" member.
-//
-// The name of the environment that has the deployment protection rule.
-func (x *DeploymentProtectionRuleRequestedEvent) GetEnvironment() *string {
-	if x == nil {
-		return nil
-	}
-	return x.Environment
-}
-
-// GetEvent returns the "event" member.
-//
-// The event that triggered the deployment protection rule.
-func (x *DeploymentProtectionRuleRequestedEvent) GetEvent() *string {
-	if x == nil {
-		return nil
-	}
-	return x.Event
-}
-
-// GetDeploymentCallbackURL returns the "deployment_callback_url" member.
-//
-// The URL to review the deployment protection rule.
-func (x *DeploymentProtectionRuleRequestedEvent) GetDeploymentCallbackURL() *string {
-	if x == nil {
-		return nil
-	}
-	return x.DeploymentCallbackURL
-}
-
-// GetDeployment returns the "deployment" member.
-func (x *DeploymentProtectionRuleRequestedEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
-// GetPullRequests returns the "pull_requests" member.
-func (x *DeploymentProtectionRuleRequestedEvent) GetPullRequests() []PullRequest {
-	if x == nil {
-		return nil
-	}
-	return x.PullRequests
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentProtectionRuleRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentProtectionRuleRequestedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentProtectionRuleRequestedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentProtectionRuleRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // DeploymentProtectionRuleUnknownEvent is the payload of a
@@ -4491,84 +1987,6 @@ func (x *DeploymentProtectionRuleUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnvironment returns the "environment" member.
-//
-// The name of the environment that has the deployment protection rule.
-func (x *DeploymentProtectionRuleUnknownEvent) GetEnvironment() *string {
-	if x == nil {
-		return nil
-	}
-	return x.Environment
-}
-
-// GetEvent returns the "event" member.
-//
-// The event that triggered the deployment protection rule.
-func (x *DeploymentProtectionRuleUnknownEvent) GetEvent() *string {
-	if x == nil {
-		return nil
-	}
-	return x.Event
-}
-
-// GetDeploymentCallbackURL returns the "deployment_callback_url" member.
-//
-// The URL to review the deployment protection rule.
-func (x *DeploymentProtectionRuleUnknownEvent) GetDeploymentCallbackURL() *string {
-	if x == nil {
-		return nil
-	}
-	return x.DeploymentCallbackURL
-}
-
-// GetDeployment returns the "deployment" member.
-func (x *DeploymentProtectionRuleUnknownEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
-// GetPullRequests returns the "pull_requests" member.
-func (x *DeploymentProtectionRuleUnknownEvent) GetPullRequests() []PullRequest {
-	if x == nil {
-		return nil
-	}
-	return x.PullRequests
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentProtectionRuleUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentProtectionRuleUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentProtectionRuleUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentProtectionRuleUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // DeploymentReviewEvent is the payload of a "deployment_review" delivery: one
 // of *DeploymentReviewApprovedEvent, *DeploymentReviewRejectedEvent,
 // *DeploymentReviewRequestedEvent, or *DeploymentReviewUnknownEvent for an
@@ -4585,8 +2003,8 @@ func (x *DeploymentProtectionRuleUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Deployments" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DeploymentReviewEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -4604,7 +2022,7 @@ type DeploymentReviewEvent interface {
 	// GetSender returns the "sender" member.
 	GetSender() *User
 	// GetSince returns the "since" member.
-	GetSince() *string
+	GetSince() string
 	// GetWorkflowJobRun returns the "workflow_job_run" member.
 	GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun
 	// GetWorkflowRun returns the "workflow_run" member.
@@ -4616,8 +2034,6 @@ type DeploymentReviewEvent interface {
 // delivery with action "approved".
 //
 // A deployment review was approved.
-//
-// The payload of deployment_review.approved. A deployment review was approved.
 type DeploymentReviewApprovedEvent struct {
 	Action          string                                   `json:"action"`
 	Approver        *DeploymentReviewApprovedApprover        `json:"approver,omitempty"`
@@ -4647,84 +2063,10 @@ func (x *DeploymentReviewApprovedEvent) GetAction() string {
 	return "approved"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentReviewApprovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentReviewApprovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentReviewApprovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentReviewApprovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetReviewers returns the "reviewers" member.
-func (x *DeploymentReviewApprovedEvent) GetReviewers() []DeploymentReviewReviewer {
-	if x == nil {
-		return nil
-	}
-	return x.Reviewers
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentReviewApprovedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSince returns the "since" member.
-func (x *DeploymentReviewApprovedEvent) GetSince() *string {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Since
-}
-
-// GetWorkflowJobRun returns the "workflow_job_run" member.
-func (x *DeploymentReviewApprovedEvent) GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowJobRun
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentReviewApprovedEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
-}
-
 // DeploymentReviewRejectedEvent is the payload of a "deployment_review"
 // delivery with action "rejected".
 //
 // A deployment review was rejected.
-//
-// The payload of deployment_review.rejected. A deployment review was rejected.
 type DeploymentReviewRejectedEvent struct {
 	Action          string                                   `json:"action"`
 	Approver        *DeploymentReviewApprovedApprover        `json:"approver,omitempty"`
@@ -4754,85 +2096,10 @@ func (x *DeploymentReviewRejectedEvent) GetAction() string {
 	return "rejected"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentReviewRejectedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentReviewRejectedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentReviewRejectedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentReviewRejectedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetReviewers returns the "reviewers" member.
-func (x *DeploymentReviewRejectedEvent) GetReviewers() []DeploymentReviewReviewer {
-	if x == nil {
-		return nil
-	}
-	return x.Reviewers
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentReviewRejectedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSince returns the "since" member.
-func (x *DeploymentReviewRejectedEvent) GetSince() *string {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Since
-}
-
-// GetWorkflowJobRun returns the "workflow_job_run" member.
-func (x *DeploymentReviewRejectedEvent) GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowJobRun
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentReviewRejectedEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
-}
-
 // DeploymentReviewRequestedEvent is the payload of a "deployment_review"
 // delivery with action "requested".
 //
 // A deployment review was requested.
-//
-// The payload of deployment_review.requested. A deployment review was
-// requested.
 type DeploymentReviewRequestedEvent struct {
 	Action         string                         `json:"action"`
 	Enterprise     *Enterprise                    `json:"enterprise,omitempty"`
@@ -4859,78 +2126,6 @@ func (*DeploymentReviewRequestedEvent) isDeploymentReviewEvent() {}
 // GetAction returns the payload's action.
 func (x *DeploymentReviewRequestedEvent) GetAction() string {
 	return "requested"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentReviewRequestedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentReviewRequestedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentReviewRequestedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentReviewRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetReviewers returns the "reviewers" member.
-func (x *DeploymentReviewRequestedEvent) GetReviewers() []DeploymentReviewReviewer {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return x.Reviewers
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentReviewRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSince returns the "since" member.
-func (x *DeploymentReviewRequestedEvent) GetSince() *string {
-	if x == nil || !x.written(6) {
-		return nil
-	}
-	return &x.Since
-}
-
-// GetWorkflowJobRun returns the "workflow_job_run" member.
-func (x *DeploymentReviewRequestedEvent) GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun {
-	if x == nil || !x.written(7) {
-		return nil
-	}
-	return &x.WorkflowJobRun
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentReviewRequestedEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
 }
 
 // DeploymentReviewUnknownEvent is the payload of a "deployment_review" delivery
@@ -4971,78 +2166,6 @@ func (x *DeploymentReviewUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentReviewUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentReviewUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentReviewUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentReviewUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetReviewers returns the "reviewers" member.
-func (x *DeploymentReviewUnknownEvent) GetReviewers() []DeploymentReviewReviewer {
-	if x == nil {
-		return nil
-	}
-	return x.Reviewers
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentReviewUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetSince returns the "since" member.
-func (x *DeploymentReviewUnknownEvent) GetSince() *string {
-	if x == nil {
-		return nil
-	}
-	return x.Since
-}
-
-// GetWorkflowJobRun returns the "workflow_job_run" member.
-func (x *DeploymentReviewUnknownEvent) GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowJobRun
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentReviewUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
-}
-
 // DeploymentStatusEvent is the payload of a "deployment_status" delivery: one
 // of *DeploymentStatusCreatedEvent, or *DeploymentStatusUnknownEvent for an
 // action the schema does not know.
@@ -5057,11 +2180,11 @@ func (x *DeploymentReviewUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Deployments" repository permission.
 //
-// > [!NOTE] > A webhook event is not fired for deployment statuses with an
-// `inactive` state.
+// Note: A webhook event is not fired for deployment statuses with an `inactive`
+// state.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DeploymentStatusEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -5097,9 +2220,6 @@ type DeploymentStatusEvent interface {
 // with action "created".
 //
 // A new deployment status was created.
-//
-// The payload of deployment_status.created. A new deployment status was
-// created.
 type DeploymentStatusCreatedEvent struct {
 	Action   string                    `json:"action"`
 	CheckRun *DeploymentStatusCheckRun `json:"check_run,omitempty"`
@@ -5127,90 +2247,6 @@ func (*DeploymentStatusCreatedEvent) isDeploymentStatusEvent() {}
 // GetAction returns the payload's action.
 func (x *DeploymentStatusCreatedEvent) GetAction() string {
 	return "created"
-}
-
-// GetCheckRun returns the "check_run" member.
-func (x *DeploymentStatusCreatedEvent) GetCheckRun() *DeploymentStatusCheckRun {
-	if x == nil {
-		return nil
-	}
-	return x.CheckRun
-}
-
-// GetDeployment returns the "deployment" member.
-//
-// The deployment.
-func (x *DeploymentStatusCreatedEvent) GetDeployment() *Deployment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Deployment
-}
-
-// GetDeploymentStatus returns the "deployment_status" member.
-//
-// The deployment status.
-func (x *DeploymentStatusCreatedEvent) GetDeploymentStatus() *DeploymentStatus {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.DeploymentStatus
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentStatusCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentStatusCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentStatusCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentStatusCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentStatusCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *DeploymentStatusCreatedEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentStatusCreatedEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
 }
 
 // DeploymentStatusUnknownEvent is the payload of a "deployment_status" delivery
@@ -5254,90 +2290,6 @@ func (x *DeploymentStatusUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetCheckRun returns the "check_run" member.
-func (x *DeploymentStatusUnknownEvent) GetCheckRun() *DeploymentStatusCheckRun {
-	if x == nil {
-		return nil
-	}
-	return x.CheckRun
-}
-
-// GetDeployment returns the "deployment" member.
-//
-// The deployment.
-func (x *DeploymentStatusUnknownEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
-// GetDeploymentStatus returns the "deployment_status" member.
-//
-// The deployment status.
-func (x *DeploymentStatusUnknownEvent) GetDeploymentStatus() *DeploymentStatus {
-	if x == nil {
-		return nil
-	}
-	return x.DeploymentStatus
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DeploymentStatusUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DeploymentStatusUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DeploymentStatusUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DeploymentStatusUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DeploymentStatusUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *DeploymentStatusUnknownEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *DeploymentStatusUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
-}
-
 // DiscussionEvent is the payload of a "discussion" delivery: one of
 // *DiscussionAnsweredEvent, *DiscussionCategoryChangedEvent,
 // *DiscussionClosedEvent, *DiscussionCreatedEvent, *DiscussionDeletedEvent,
@@ -5358,11 +2310,11 @@ func (x *DeploymentStatusUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Discussions" repository permission.
 //
-// > [!NOTE] > Webhook events for forge Discussions are currently in public
-// preview and subject to change.
+// Note: Webhook events for forge Discussions are currently in public preview
+// and subject to change.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DiscussionEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -5384,9 +2336,6 @@ type DiscussionEvent interface {
 // "answered".
 //
 // A comment on the discussion was marked as the answer.
-//
-// The payload of discussion.answered. A comment on the discussion was marked as
-// the answer.
 type DiscussionAnsweredEvent struct {
 	Action       string              `json:"action"`
 	Answer       DiscussionAnswer    `json:"answer"`
@@ -5411,53 +2360,10 @@ func (x *DiscussionAnsweredEvent) GetAction() string {
 	return "answered"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionAnsweredEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionAnsweredEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionAnsweredEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionAnsweredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionAnsweredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionCategoryChangedEvent is the payload of a "discussion" delivery with
 // action "category_changed".
 //
 // The category of a discussion was changed.
-//
-// The payload of discussion.category_changed. The category of a discussion was
-// changed.
 type DiscussionCategoryChangedEvent struct {
 	Action       string                           `json:"action"`
 	Changes      DiscussionCategoryChangedChanges `json:"changes"`
@@ -5482,52 +2388,10 @@ func (x *DiscussionCategoryChangedEvent) GetAction() string {
 	return "category_changed"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionCategoryChangedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionCategoryChangedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionCategoryChangedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionCategoryChangedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionCategoryChangedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionClosedEvent is the payload of a "discussion" delivery with action
 // "closed".
 //
 // A discussion was closed.
-//
-// The payload of discussion.closed. A discussion was closed.
 type DiscussionClosedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -5551,52 +2415,10 @@ func (x *DiscussionClosedEvent) GetAction() string {
 	return "closed"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionClosedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionClosedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionClosedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionCreatedEvent is the payload of a "discussion" delivery with action
 // "created".
 //
 // A discussion was created.
-//
-// The payload of discussion.created. A discussion was created.
 type DiscussionCreatedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -5620,52 +2442,10 @@ func (x *DiscussionCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionCreatedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionDeletedEvent is the payload of a "discussion" delivery with action
 // "deleted".
 //
 // A discussion was deleted.
-//
-// The payload of discussion.deleted. A discussion was deleted.
 type DiscussionDeletedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -5689,54 +2469,11 @@ func (x *DiscussionDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionDeletedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionEditedEvent is the payload of a "discussion" delivery with action
 // "edited".
 //
 // The title or body on a discussion was edited, or the category of the
 // discussion was changed.
-//
-// The payload of discussion.edited. The title or body on a discussion was
-// edited, or the category of the discussion was changed.
 type DiscussionEditedEvent struct {
 	Action       string              `json:"action"`
 	Changes      *EditedChanges      `json:"changes,omitempty"`
@@ -5761,52 +2498,10 @@ func (x *DiscussionEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionEditedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionLabeledEvent is the payload of a "discussion" delivery with action
 // "labeled".
 //
 // A label was added to a discussion.
-//
-// The payload of discussion.labeled. A label was added to a discussion.
 type DiscussionLabeledEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -5831,52 +2526,10 @@ func (x *DiscussionLabeledEvent) GetAction() string {
 	return "labeled"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionLabeledEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionLabeledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionLabeledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionLabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionLabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionLockedEvent is the payload of a "discussion" delivery with action
 // "locked".
 //
 // A discussion was locked.
-//
-// The payload of discussion.locked. A discussion was locked.
 type DiscussionLockedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -5900,52 +2553,10 @@ func (x *DiscussionLockedEvent) GetAction() string {
 	return "locked"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionLockedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionLockedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionLockedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionLockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionLockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionPinnedEvent is the payload of a "discussion" delivery with action
 // "pinned".
 //
 // A discussion was pinned.
-//
-// The payload of discussion.pinned. A discussion was pinned.
 type DiscussionPinnedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -5969,52 +2580,10 @@ func (x *DiscussionPinnedEvent) GetAction() string {
 	return "pinned"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionPinnedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionPinnedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionPinnedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionPinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionPinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionReopenedEvent is the payload of a "discussion" delivery with action
 // "reopened".
 //
 // A discussion was reopened.
-//
-// The payload of discussion.reopened. A discussion was reopened.
 type DiscussionReopenedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -6038,53 +2607,10 @@ func (x *DiscussionReopenedEvent) GetAction() string {
 	return "reopened"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionReopenedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionTransferredEvent is the payload of a "discussion" delivery with
 // action "transferred".
 //
 // A discussion was transferred to another repository.
-//
-// The payload of discussion.transferred. A discussion was transferred to
-// another repository.
 type DiscussionTransferredEvent struct {
 	Action       string                       `json:"action"`
 	Changes      DiscussionTransferredChanges `json:"changes"`
@@ -6109,53 +2635,10 @@ func (x *DiscussionTransferredEvent) GetAction() string {
 	return "transferred"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionTransferredEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionTransferredEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionTransferredEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionTransferredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionTransferredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionUnansweredEvent is the payload of a "discussion" delivery with
 // action "unanswered".
 //
 // A comment on the discussion was unmarked as the answer.
-//
-// The payload of discussion.unanswered. A comment on the discussion was
-// unmarked as the answer.
 type DiscussionUnansweredEvent struct {
 	Action       string           `json:"action"`
 	Discussion   Discussion       `json:"discussion"`
@@ -6180,52 +2663,10 @@ func (x *DiscussionUnansweredEvent) GetAction() string {
 	return "unanswered"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionUnansweredEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionUnansweredEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionUnansweredEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionUnansweredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionUnansweredEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // DiscussionUnlabeledEvent is the payload of a "discussion" delivery with
 // action "unlabeled".
 //
 // A label was removed from a discussion.
-//
-// The payload of discussion.unlabeled. A label was removed from a discussion.
 type DiscussionUnlabeledEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -6250,52 +2691,10 @@ func (x *DiscussionUnlabeledEvent) GetAction() string {
 	return "unlabeled"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionUnlabeledEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionUnlabeledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionUnlabeledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionUnlabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionUnlabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionUnlockedEvent is the payload of a "discussion" delivery with action
 // "unlocked".
 //
 // A discussion was unlocked.
-//
-// The payload of discussion.unlocked. A discussion was unlocked.
 type DiscussionUnlockedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -6319,52 +2718,10 @@ func (x *DiscussionUnlockedEvent) GetAction() string {
 	return "unlocked"
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionUnlockedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionUnlockedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionUnlockedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionUnlockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionUnlockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionUnpinnedEvent is the payload of a "discussion" delivery with action
 // "unpinned".
 //
 // A discussion was unpinned.
-//
-// The payload of discussion.unpinned. A discussion was unpinned.
 type DiscussionUnpinnedEvent struct {
 	Action       string              `json:"action"`
 	Discussion   Discussion          `json:"discussion"`
@@ -6386,46 +2743,6 @@ func (*DiscussionUnpinnedEvent) isDiscussionEvent() {}
 // GetAction returns the payload's action.
 func (x *DiscussionUnpinnedEvent) GetAction() string {
 	return "unpinned"
-}
-
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionUnpinnedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionUnpinnedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionUnpinnedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionUnpinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionUnpinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // DiscussionUnknownEvent is the payload of a "discussion" delivery whose action
@@ -6462,46 +2779,6 @@ func (x *DiscussionUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionUnknownEvent) GetDiscussion() *Discussion {
-	if x == nil {
-		return nil
-	}
-	return x.Discussion
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // DiscussionCommentEvent is the payload of a "discussion_comment" delivery: one
 // of *DiscussionCommentCreatedEvent, *DiscussionCommentDeletedEvent,
 // *DiscussionCommentEditedEvent, or *DiscussionCommentUnknownEvent for an
@@ -6518,11 +2795,11 @@ func (x *DiscussionUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Discussions" repository permission.
 //
-// > [!NOTE] > Webhook events for forge Discussions are currently in public
-// preview and subject to change.
+// Note: Webhook events for forge Discussions are currently in public preview
+// and subject to change.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type DiscussionCommentEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -6548,9 +2825,6 @@ type DiscussionCommentEvent interface {
 // delivery with action "created".
 //
 // A comment on a discussion was created.
-//
-// The payload of discussion_comment.created. A comment on a discussion was
-// created.
 type DiscussionCommentCreatedEvent struct {
 	Action       string              `json:"action"`
 	Comment      DiscussionComment   `json:"comment"`
@@ -6575,69 +2849,10 @@ func (x *DiscussionCommentCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetComment returns the "comment" member.
-func (x *DiscussionCommentCreatedEvent) GetComment() *DiscussionComment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionCommentCreatedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DiscussionCommentCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionCommentCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionCommentCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionCommentDeletedEvent is the payload of a "discussion_comment"
 // delivery with action "deleted".
 //
 // A comment on a discussion was deleted.
-//
-// The payload of discussion_comment.deleted. A comment on a discussion was
-// deleted.
 type DiscussionCommentDeletedEvent struct {
 	Action       string              `json:"action"`
 	Comment      DiscussionComment   `json:"comment"`
@@ -6662,69 +2877,10 @@ func (x *DiscussionCommentDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetComment returns the "comment" member.
-func (x *DiscussionCommentDeletedEvent) GetComment() *DiscussionComment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionCommentDeletedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DiscussionCommentDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionCommentDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionCommentDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionCommentDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionCommentDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // DiscussionCommentEditedEvent is the payload of a "discussion_comment"
 // delivery with action "edited".
 //
 // A comment on a discussion was edited.
-//
-// The payload of discussion_comment.edited. A comment on a discussion was
-// edited.
 type DiscussionCommentEditedEvent struct {
 	Action       string                         `json:"action"`
 	Changes      DiscussionCommentEditedChanges `json:"changes"`
@@ -6748,62 +2904,6 @@ func (*DiscussionCommentEditedEvent) isDiscussionCommentEvent() {}
 // GetAction returns the payload's action.
 func (x *DiscussionCommentEditedEvent) GetAction() string {
 	return "edited"
-}
-
-// GetComment returns the "comment" member.
-func (x *DiscussionCommentEditedEvent) GetComment() *DiscussionComment {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionCommentEditedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Discussion
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DiscussionCommentEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionCommentEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionCommentEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionCommentEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionCommentEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // DiscussionCommentUnknownEvent is the payload of a "discussion_comment"
@@ -6842,74 +2942,11 @@ func (x *DiscussionCommentUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetComment returns the "comment" member.
-func (x *DiscussionCommentUnknownEvent) GetComment() *DiscussionComment {
-	if x == nil {
-		return nil
-	}
-	return x.Comment
-}
-
-// GetDiscussion returns the "discussion" member.
-func (x *DiscussionCommentUnknownEvent) GetDiscussion() *Discussion {
-	if x == nil {
-		return nil
-	}
-	return x.Discussion
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *DiscussionCommentUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *DiscussionCommentUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *DiscussionCommentUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *DiscussionCommentUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *DiscussionCommentUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ForkEvent is the payload of a "fork" delivery.
 //
 // This event occurs when someone forks a repository. For more information, see
 // "Fork a repo." For information about the API to manage forks, see "Forks" in
 // the REST API documentation.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
-//
-// The payload of fork. This event occurs when someone forks a repository. For
-// more information, see "Fork a repo." For information about the API to manage
-// forks, see "Forks" in the REST API documentation.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
@@ -6950,8 +2987,8 @@ func (*ForkEvent) payloadName() string {
 // user access token, which require forge App authorization, see "Authenticating
 // with a forge App on behalf of a user."
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type GithubAppAuthorizationEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -6965,9 +3002,6 @@ type GithubAppAuthorizationEvent interface {
 // "github_app_authorization" delivery with action "revoked".
 //
 // Someone revoked their authorization of a forge App.
-//
-// The payload of github_app_authorization.revoked. Someone revoked their
-// authorization of a forge App.
 type GithubAppAuthorizationRevokedEvent struct {
 	Action string `json:"action"`
 	Sender User   `json:"sender"`
@@ -6984,14 +3018,6 @@ func (*GithubAppAuthorizationRevokedEvent) isGithubAppAuthorizationEvent() {}
 // GetAction returns the payload's action.
 func (x *GithubAppAuthorizationRevokedEvent) GetAction() string {
 	return "revoked"
-}
-
-// GetSender returns the "sender" member.
-func (x *GithubAppAuthorizationRevokedEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // GithubAppAuthorizationUnknownEvent is the payload of a
@@ -7024,24 +3050,10 @@ func (x *GithubAppAuthorizationUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetSender returns the "sender" member.
-func (x *GithubAppAuthorizationUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // GollumEvent is the payload of a "gollum" delivery.
 //
 // This event occurs when someone creates or updates a wiki page. For more
 // information, see "About wikis."
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
-//
-// The payload of gollum. This event occurs when someone creates or updates a
-// wiki page. For more information, see "About wikis."
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
@@ -7075,8 +3087,8 @@ func (*GollumEvent) payloadName() string {
 // about the APIs to manage forge Apps, see the GraphQL API documentation or
 // "Apps" in the REST API documentation.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type InstallationEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -7100,9 +3112,6 @@ type InstallationEvent interface {
 // action "created".
 //
 // Someone installed a forge App on a user or organization account.
-//
-// The payload of installation.created. Someone installed a forge App on a user
-// or organization account.
 type InstallationCreatedEvent struct {
 	Action       string                          `json:"action"`
 	Enterprise   *Enterprise                     `json:"enterprise,omitempty"`
@@ -7127,61 +3136,10 @@ func (x *InstallationCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationCreatedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositories returns the "repositories" member.
-func (x *InstallationCreatedEvent) GetRepositories() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.Repositories
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationCreatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // InstallationDeletedEvent is the payload of an "installation" delivery with
 // action "deleted".
 //
 // Someone uninstalled a forge App from their user or organization account.
-//
-// The payload of installation.deleted. Someone uninstalled a forge App from
-// their user or organization account.
 type InstallationDeletedEvent struct {
 	Action       string                          `json:"action"`
 	Enterprise   *Enterprise                     `json:"enterprise,omitempty"`
@@ -7206,61 +3164,10 @@ func (x *InstallationDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationDeletedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositories returns the "repositories" member.
-func (x *InstallationDeletedEvent) GetRepositories() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.Repositories
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // InstallationNewPermissionsAcceptedEvent is the payload of an "installation"
 // delivery with action "new_permissions_accepted".
 //
 // Someone granted new permissions to a forge App.
-//
-// The payload of installation.new_permissions_accepted. Someone granted new
-// permissions to a forge App.
 type InstallationNewPermissionsAcceptedEvent struct {
 	Action       string                          `json:"action"`
 	Enterprise   *Enterprise                     `json:"enterprise,omitempty"`
@@ -7285,61 +3192,10 @@ func (x *InstallationNewPermissionsAcceptedEvent) GetAction() string {
 	return "new_permissions_accepted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationNewPermissionsAcceptedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationNewPermissionsAcceptedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationNewPermissionsAcceptedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositories returns the "repositories" member.
-func (x *InstallationNewPermissionsAcceptedEvent) GetRepositories() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.Repositories
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationNewPermissionsAcceptedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationNewPermissionsAcceptedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // InstallationSuspendEvent is the payload of an "installation" delivery with
 // action "suspend".
 //
 // Someone blocked access by a forge App to their user or organization account.
-//
-// The payload of installation.suspend. Someone blocked access by a forge App to
-// their user or organization account.
 type InstallationSuspendEvent struct {
 	Action       string                          `json:"action"`
 	Enterprise   *Enterprise                     `json:"enterprise,omitempty"`
@@ -7364,62 +3220,11 @@ func (x *InstallationSuspendEvent) GetAction() string {
 	return "suspend"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationSuspendEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationSuspendEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationSuspendEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositories returns the "repositories" member.
-func (x *InstallationSuspendEvent) GetRepositories() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.Repositories
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationSuspendEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationSuspendEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // InstallationUnsuspendEvent is the payload of an "installation" delivery with
 // action "unsuspend".
 //
 // A forge App that was blocked from accessing a user or organization account
 // was given access the account again.
-//
-// The payload of installation.unsuspend. A forge App that was blocked from
-// accessing a user or organization account was given access the account again.
 type InstallationUnsuspendEvent struct {
 	Action       string                          `json:"action"`
 	Enterprise   *Enterprise                     `json:"enterprise,omitempty"`
@@ -7442,54 +3247,6 @@ func (*InstallationUnsuspendEvent) isInstallationEvent() {}
 // GetAction returns the payload's action.
 func (x *InstallationUnsuspendEvent) GetAction() string {
 	return "unsuspend"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationUnsuspendEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationUnsuspendEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationUnsuspendEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositories returns the "repositories" member.
-func (x *InstallationUnsuspendEvent) GetRepositories() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.Repositories
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationUnsuspendEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationUnsuspendEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // InstallationUnknownEvent is the payload of an "installation" delivery whose
@@ -7527,54 +3284,6 @@ func (x *InstallationUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationUnknownEvent) GetInstallation() *Installation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositories returns the "repositories" member.
-func (x *InstallationUnknownEvent) GetRepositories() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.Repositories
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // InstallationRepositoriesEvent is the payload of an
 // "installation_repositories" delivery: one of
 // *InstallationRepositoriesAddedEvent, *InstallationRepositoriesRemovedEvent,
@@ -7589,8 +3298,8 @@ func (x *InstallationUnknownEvent) GetSender() *User {
 // about the APIs to manage forge Apps, see the GraphQL API documentation or
 // "Apps" in the REST API documentation.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type InstallationRepositoriesEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -7610,7 +3319,7 @@ type InstallationRepositoriesEvent interface {
 	// GetRepository returns the "repository" member.
 	GetRepository() *Repository
 	// GetRepositorySelection returns the "repository_selection" member.
-	GetRepositorySelection() *RepositorySelection
+	GetRepositorySelection() RepositorySelection
 	// GetRequester returns the "requester" member.
 	GetRequester() *User
 	// GetSender returns the "sender" member.
@@ -7622,9 +3331,6 @@ type InstallationRepositoriesEvent interface {
 // "installation_repositories" delivery with action "added".
 //
 // A forge App installation was granted access to one or more repositories.
-//
-// The payload of installation_repositories.added. A forge App installation was
-// granted access to one or more repositories.
 type InstallationRepositoriesAddedEvent struct {
 	Action            string                          `json:"action"`
 	Enterprise        *Enterprise                     `json:"enterprise,omitempty"`
@@ -7652,87 +3358,10 @@ func (x *InstallationRepositoriesAddedEvent) GetAction() string {
 	return "added"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationRepositoriesAddedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationRepositoriesAddedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationRepositoriesAddedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositoriesAdded returns the "repositories_added" member.
-func (x *InstallationRepositoriesAddedEvent) GetRepositoriesAdded() []InstallationCreatedRepository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return x.RepositoriesAdded
-}
-
-// GetRepositoriesRemoved returns the "repositories_removed" member.
-//
-// An array of repository objects, which were removed from the installation.
-func (x *InstallationRepositoriesAddedEvent) GetRepositoriesRemoved() []InstallationCreatedRepository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return x.RepositoriesRemoved
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationRepositoriesAddedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositorySelection returns the "repository_selection" member.
-func (x *InstallationRepositoriesAddedEvent) GetRepositorySelection() *RepositorySelection {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.RepositorySelection
-}
-
-// GetRequester returns the "requester" member.
-func (x *InstallationRepositoriesAddedEvent) GetRequester() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Requester
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationRepositoriesAddedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // InstallationRepositoriesRemovedEvent is the payload of an
 // "installation_repositories" delivery with action "removed".
 //
 // Access to one or more repositories was revoked for a forge App installation.
-//
-// The payload of installation_repositories.removed. Access to one or more
-// repositories was revoked for a forge App installation.
 type InstallationRepositoriesRemovedEvent struct {
 	Action            string                          `json:"action"`
 	Enterprise        *Enterprise                     `json:"enterprise,omitempty"`
@@ -7758,80 +3387,6 @@ func (*InstallationRepositoriesRemovedEvent) isInstallationRepositoriesEvent() {
 // GetAction returns the payload's action.
 func (x *InstallationRepositoriesRemovedEvent) GetAction() string {
 	return "removed"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationRepositoriesRemovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationRepositoriesRemovedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationRepositoriesRemovedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositoriesAdded returns the "repositories_added" member.
-func (x *InstallationRepositoriesRemovedEvent) GetRepositoriesAdded() []InstallationCreatedRepository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return x.RepositoriesAdded
-}
-
-// GetRepositoriesRemoved returns the "repositories_removed" member.
-//
-// An array of repository objects, which were removed from the installation.
-func (x *InstallationRepositoriesRemovedEvent) GetRepositoriesRemoved() []InstallationCreatedRepository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return x.RepositoriesRemoved
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationRepositoriesRemovedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositorySelection returns the "repository_selection" member.
-func (x *InstallationRepositoriesRemovedEvent) GetRepositorySelection() *RepositorySelection {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.RepositorySelection
-}
-
-// GetRequester returns the "requester" member.
-func (x *InstallationRepositoriesRemovedEvent) GetRequester() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Requester
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationRepositoriesRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // InstallationRepositoriesUnknownEvent is the payload of an
@@ -7873,80 +3428,6 @@ func (x *InstallationRepositoriesUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationRepositoriesUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationRepositoriesUnknownEvent) GetInstallation() *Installation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationRepositoriesUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepositoriesAdded returns the "repositories_added" member.
-func (x *InstallationRepositoriesUnknownEvent) GetRepositoriesAdded() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.RepositoriesAdded
-}
-
-// GetRepositoriesRemoved returns the "repositories_removed" member.
-//
-// An array of repository objects, which were removed from the installation.
-func (x *InstallationRepositoriesUnknownEvent) GetRepositoriesRemoved() []InstallationCreatedRepository {
-	if x == nil {
-		return nil
-	}
-	return x.RepositoriesRemoved
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationRepositoriesUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositorySelection returns the "repository_selection" member.
-func (x *InstallationRepositoriesUnknownEvent) GetRepositorySelection() *RepositorySelection {
-	if x == nil {
-		return nil
-	}
-	return x.RepositorySelection
-}
-
-// GetRequester returns the "requester" member.
-func (x *InstallationRepositoriesUnknownEvent) GetRequester() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Requester
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationRepositoriesUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // InstallationTargetEvent is the payload of an "installation_target" delivery:
 // one of *InstallationTargetRenamedEvent, or *InstallationTargetUnknownEvent
 // for an action the schema does not know.
@@ -7956,8 +3437,8 @@ func (x *InstallationRepositoriesUnknownEvent) GetSender() *User {
 // apps." For information about the APIs to manage forge Apps, see the GraphQL
 // API documentation or "Apps" in the REST API documentation.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type InstallationTargetEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -7977,7 +3458,7 @@ type InstallationTargetEvent interface {
 	// GetSender returns the "sender" member.
 	GetSender() *User
 	// GetTargetType returns the "target_type" member.
-	GetTargetType() *string
+	GetTargetType() string
 	isInstallationTargetEvent()
 }
 
@@ -7986,9 +3467,6 @@ type InstallationTargetEvent interface {
 //
 // Somebody renamed the user or organization account that a forge App is
 // installed on.
-//
-// The payload of installation_target.renamed. Somebody renamed the user or
-// organization account that a forge App is installed on.
 type InstallationTargetRenamedEvent struct {
 	Account      InstallationTargetAccount `json:"account"`
 	Action       string                    `json:"action"`
@@ -8012,70 +3490,6 @@ func (*InstallationTargetRenamedEvent) isInstallationTargetEvent() {}
 // GetAction returns the payload's action.
 func (x *InstallationTargetRenamedEvent) GetAction() string {
 	return "renamed"
-}
-
-// GetAccount returns the "account" member.
-func (x *InstallationTargetRenamedEvent) GetAccount() *InstallationTargetAccount {
-	if x == nil || !x.written(0) {
-		return nil
-	}
-	return &x.Account
-}
-
-// GetChanges returns the "changes" member.
-func (x *InstallationTargetRenamedEvent) GetChanges() *InstallationTargetChanges {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Changes
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationTargetRenamedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationTargetRenamedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationTargetRenamedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationTargetRenamedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationTargetRenamedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTargetType returns the "target_type" member.
-func (x *InstallationTargetRenamedEvent) GetTargetType() *string {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.TargetType
 }
 
 // InstallationTargetUnknownEvent is the payload of an "installation_target"
@@ -8115,70 +3529,6 @@ func (x *InstallationTargetUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetAccount returns the "account" member.
-func (x *InstallationTargetUnknownEvent) GetAccount() *InstallationTargetAccount {
-	if x == nil {
-		return nil
-	}
-	return x.Account
-}
-
-// GetChanges returns the "changes" member.
-func (x *InstallationTargetUnknownEvent) GetChanges() *InstallationTargetChanges {
-	if x == nil {
-		return nil
-	}
-	return x.Changes
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *InstallationTargetUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *InstallationTargetUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *InstallationTargetUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *InstallationTargetUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *InstallationTargetUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTargetType returns the "target_type" member.
-func (x *InstallationTargetUnknownEvent) GetTargetType() *string {
-	if x == nil {
-		return nil
-	}
-	return x.TargetType
-}
-
 // IssueCommentEvent is the payload of an "issue_comment" delivery: one of
 // *IssueCommentCreatedEvent, *IssueCommentDeletedEvent,
 // *IssueCommentEditedEvent, or *IssueCommentUnknownEvent for an action the
@@ -8199,8 +3549,8 @@ func (x *InstallationTargetUnknownEvent) GetTargetType() *string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Issues" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type IssueCommentEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -8230,9 +3580,6 @@ type IssueCommentEvent interface {
 // action "created".
 //
 // A comment on an issue or pull request was created.
-//
-// The payload of issue_comment.created. A comment on an issue or pull request
-// was created.
 type IssueCommentCreatedEvent struct {
 	Action string `json:"action"`
 	// The comment itself.
@@ -8259,73 +3606,10 @@ func (x *IssueCommentCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *IssueCommentCreatedEvent) GetComment() *IssueComment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *IssueCommentCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueCommentCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-//
-// The issue the comment belongs to.
-func (x *IssueCommentCreatedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueCommentCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssueCommentDeletedEvent is the payload of an "issue_comment" delivery with
 // action "deleted".
 //
 // A comment on an issue or pull request was deleted.
-//
-// The payload of issue_comment.deleted. A comment on an issue or pull request
-// was deleted.
 type IssueCommentDeletedEvent struct {
 	Action       string              `json:"action"`
 	Comment      IssueComment        `json:"comment"`
@@ -8351,73 +3635,10 @@ func (x *IssueCommentDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *IssueCommentDeletedEvent) GetComment() *IssueComment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *IssueCommentDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueCommentDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-//
-// The issue the comment belongs to.
-func (x *IssueCommentDeletedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueCommentDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueCommentDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueCommentDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssueCommentEditedEvent is the payload of an "issue_comment" delivery with
 // action "edited".
 //
 // A comment on an issue or pull request was edited.
-//
-// The payload of issue_comment.edited. A comment on an issue or pull request
-// was edited.
 type IssueCommentEditedEvent struct {
 	Action       string                    `json:"action"`
 	Changes      IssueCommentEditedChanges `json:"changes"`
@@ -8442,66 +3663,6 @@ func (*IssueCommentEditedEvent) isIssueCommentEvent() {}
 // GetAction returns the payload's action.
 func (x *IssueCommentEditedEvent) GetAction() string {
 	return "edited"
-}
-
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *IssueCommentEditedEvent) GetComment() *IssueComment {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *IssueCommentEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueCommentEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-//
-// The issue the comment belongs to.
-func (x *IssueCommentEditedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueCommentEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueCommentEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueCommentEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // IssueCommentUnknownEvent is the payload of an "issue_comment" delivery whose
@@ -8542,66 +3703,6 @@ func (x *IssueCommentUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *IssueCommentUnknownEvent) GetComment() *IssueComment {
-	if x == nil {
-		return nil
-	}
-	return x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *IssueCommentUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueCommentUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-//
-// The issue the comment belongs to.
-func (x *IssueCommentUnknownEvent) GetIssue() *Issue {
-	if x == nil {
-		return nil
-	}
-	return x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueCommentUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueCommentUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueCommentUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // IssueDependenciesEvent is the payload of an "issue_dependencies" delivery:
 // one of *IssueDependenciesBlockedByAddedEvent,
 // *IssueDependenciesBlockedByRemovedEvent,
@@ -8617,8 +3718,8 @@ func (x *IssueCommentUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Issues" repository permissions.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type IssueDependenciesEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -8626,13 +3727,13 @@ type IssueDependenciesEvent interface {
 	// GetBlockedIssueID returns the "blocked_issue_id" member.
 	//
 	// The ID of the blocked issue.
-	GetBlockedIssueID() *float64
+	GetBlockedIssueID() float64
 	// GetBlockedIssue returns the "blocked_issue" member.
 	GetBlockedIssue() *Issue
 	// GetBlockingIssueID returns the "blocking_issue_id" member.
 	//
 	// The ID of the blocking issue.
-	GetBlockingIssueID() *float64
+	GetBlockingIssueID() float64
 	// GetBlockingIssue returns the "blocking_issue" member.
 	GetBlockingIssue() *Issue
 	// GetInstallation returns the "installation" member.
@@ -8650,9 +3751,6 @@ type IssueDependenciesEvent interface {
 // "issue_dependencies" delivery with action "blocked_by_added".
 //
 // An issue was marked as blocked by another issue.
-//
-// The payload of issue_dependencies.blocked_by_added. An issue was marked as
-// blocked by another issue.
 type IssueDependenciesBlockedByAddedEvent struct {
 	Action string `json:"action"`
 	// The ID of the blocked issue.
@@ -8681,81 +3779,10 @@ func (x *IssueDependenciesBlockedByAddedEvent) GetAction() string {
 	return "blocked_by_added"
 }
 
-// GetBlockedIssueID returns the "blocked_issue_id" member.
-//
-// The ID of the blocked issue.
-func (x *IssueDependenciesBlockedByAddedEvent) GetBlockedIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.BlockedIssueID
-}
-
-// GetBlockedIssue returns the "blocked_issue" member.
-func (x *IssueDependenciesBlockedByAddedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.BlockedIssue
-}
-
-// GetBlockingIssueID returns the "blocking_issue_id" member.
-//
-// The ID of the blocking issue.
-func (x *IssueDependenciesBlockedByAddedEvent) GetBlockingIssueID() *float64 {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.BlockingIssueID
-}
-
-// GetBlockingIssue returns the "blocking_issue" member.
-func (x *IssueDependenciesBlockedByAddedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.BlockingIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueDependenciesBlockedByAddedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueDependenciesBlockedByAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueDependenciesBlockedByAddedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueDependenciesBlockedByAddedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssueDependenciesBlockedByRemovedEvent is the payload of an
 // "issue_dependencies" delivery with action "blocked_by_removed".
 //
 // The blocked by relationship between an issue and another issue was removed.
-//
-// The payload of issue_dependencies.blocked_by_removed. The blocked by
-// relationship between an issue and another issue was removed.
 type IssueDependenciesBlockedByRemovedEvent struct {
 	Action string `json:"action"`
 	// The ID of the blocked issue.
@@ -8784,81 +3811,10 @@ func (x *IssueDependenciesBlockedByRemovedEvent) GetAction() string {
 	return "blocked_by_removed"
 }
 
-// GetBlockedIssueID returns the "blocked_issue_id" member.
-//
-// The ID of the blocked issue.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockedIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.BlockedIssueID
-}
-
-// GetBlockedIssue returns the "blocked_issue" member.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.BlockedIssue
-}
-
-// GetBlockingIssueID returns the "blocking_issue_id" member.
-//
-// The ID of the blocking issue.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockingIssueID() *float64 {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.BlockingIssueID
-}
-
-// GetBlockingIssue returns the "blocking_issue" member.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.BlockingIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueDependenciesBlockedByRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssueDependenciesBlockingAddedEvent is the payload of an "issue_dependencies"
 // delivery with action "blocking_added".
 //
 // An issue was marked as blocking another issue.
-//
-// The payload of issue_dependencies.blocking_added. An issue was marked as
-// blocking another issue.
 type IssueDependenciesBlockingAddedEvent struct {
 	Action string `json:"action"`
 	// The ID of the blocked issue.
@@ -8887,81 +3843,10 @@ func (x *IssueDependenciesBlockingAddedEvent) GetAction() string {
 	return "blocking_added"
 }
 
-// GetBlockedIssueID returns the "blocked_issue_id" member.
-//
-// The ID of the blocked issue.
-func (x *IssueDependenciesBlockingAddedEvent) GetBlockedIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.BlockedIssueID
-}
-
-// GetBlockedIssue returns the "blocked_issue" member.
-func (x *IssueDependenciesBlockingAddedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.BlockedIssue
-}
-
-// GetBlockingIssueID returns the "blocking_issue_id" member.
-//
-// The ID of the blocking issue.
-func (x *IssueDependenciesBlockingAddedEvent) GetBlockingIssueID() *float64 {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.BlockingIssueID
-}
-
-// GetBlockingIssue returns the "blocking_issue" member.
-func (x *IssueDependenciesBlockingAddedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.BlockingIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueDependenciesBlockingAddedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueDependenciesBlockingAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueDependenciesBlockingAddedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueDependenciesBlockingAddedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssueDependenciesBlockingRemovedEvent is the payload of an
 // "issue_dependencies" delivery with action "blocking_removed".
 //
 // The blocking relationship between an issue and another issue was removed.
-//
-// The payload of issue_dependencies.blocking_removed. The blocking relationship
-// between an issue and another issue was removed.
 type IssueDependenciesBlockingRemovedEvent struct {
 	Action string `json:"action"`
 	// The ID of the blocked issue.
@@ -8988,74 +3873,6 @@ func (*IssueDependenciesBlockingRemovedEvent) isIssueDependenciesEvent() {}
 // GetAction returns the payload's action.
 func (x *IssueDependenciesBlockingRemovedEvent) GetAction() string {
 	return "blocking_removed"
-}
-
-// GetBlockedIssueID returns the "blocked_issue_id" member.
-//
-// The ID of the blocked issue.
-func (x *IssueDependenciesBlockingRemovedEvent) GetBlockedIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.BlockedIssueID
-}
-
-// GetBlockedIssue returns the "blocked_issue" member.
-func (x *IssueDependenciesBlockingRemovedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.BlockedIssue
-}
-
-// GetBlockingIssueID returns the "blocking_issue_id" member.
-//
-// The ID of the blocking issue.
-func (x *IssueDependenciesBlockingRemovedEvent) GetBlockingIssueID() *float64 {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.BlockingIssueID
-}
-
-// GetBlockingIssue returns the "blocking_issue" member.
-func (x *IssueDependenciesBlockingRemovedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.BlockingIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueDependenciesBlockingRemovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueDependenciesBlockingRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueDependenciesBlockingRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueDependenciesBlockingRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // IssueDependenciesUnknownEvent is the payload of an "issue_dependencies"
@@ -9097,74 +3914,6 @@ func (x *IssueDependenciesUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetBlockedIssueID returns the "blocked_issue_id" member.
-//
-// The ID of the blocked issue.
-func (x *IssueDependenciesUnknownEvent) GetBlockedIssueID() *float64 {
-	if x == nil {
-		return nil
-	}
-	return x.BlockedIssueID
-}
-
-// GetBlockedIssue returns the "blocked_issue" member.
-func (x *IssueDependenciesUnknownEvent) GetBlockedIssue() *Issue {
-	if x == nil {
-		return nil
-	}
-	return x.BlockedIssue
-}
-
-// GetBlockingIssueID returns the "blocking_issue_id" member.
-//
-// The ID of the blocking issue.
-func (x *IssueDependenciesUnknownEvent) GetBlockingIssueID() *float64 {
-	if x == nil {
-		return nil
-	}
-	return x.BlockingIssueID
-}
-
-// GetBlockingIssue returns the "blocking_issue" member.
-func (x *IssueDependenciesUnknownEvent) GetBlockingIssue() *Issue {
-	if x == nil {
-		return nil
-	}
-	return x.BlockingIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssueDependenciesUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssueDependenciesUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssueDependenciesUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssueDependenciesUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // IssuesEvent is the payload of an "issues" delivery: one of
 // *IssuesAssignedEvent, *IssuesClosedEvent, *IssuesDeletedEvent,
 // *IssuesDemilestonedEvent, *IssuesEditedEvent, *IssuesLabeledEvent,
@@ -9185,8 +3934,8 @@ func (x *IssueDependenciesUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Issues" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type IssuesEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -9210,8 +3959,6 @@ type IssuesEvent interface {
 // "assigned".
 //
 // An issue was assigned to a user.
-//
-// The payload of issues.assigned. An issue was assigned to a user.
 type IssuesAssignedEvent struct {
 	// The action that was performed.
 	Action       string              `json:"action"`
@@ -9237,60 +3984,10 @@ func (x *IssuesAssignedEvent) GetAction() string {
 	return "assigned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesAssignedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesAssignedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesAssignedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesAssignedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesAssignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesAssignedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesClosedEvent is the payload of an "issues" delivery with action
 // "closed".
 //
 // An issue was closed.
-//
-// The payload of issues.closed. An issue was closed.
 type IssuesClosedEvent struct {
 	// The action that was performed.
 	Action       string              `json:"action"`
@@ -9316,60 +4013,10 @@ func (x *IssuesClosedEvent) GetAction() string {
 	return "closed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesClosedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesClosedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesClosedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesClosedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesDeletedEvent is the payload of an "issues" delivery with action
 // "deleted".
 //
 // An issue was deleted.
-//
-// The payload of issues.deleted. An issue was deleted.
 type IssuesDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -9394,60 +4041,10 @@ func (x *IssuesDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesDeletedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesDemilestonedEvent is the payload of an "issues" delivery with action
 // "demilestoned".
 //
 // An issue was removed from a milestone.
-//
-// The payload of issues.demilestoned. An issue was removed from a milestone.
 type IssuesDemilestonedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -9473,60 +4070,10 @@ func (x *IssuesDemilestonedEvent) GetAction() string {
 	return "demilestoned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesDemilestonedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesDemilestonedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesDemilestonedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesDemilestonedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesDemilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesDemilestonedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesEditedEvent is the payload of an "issues" delivery with action
 // "edited".
 //
 // The title or body on an issue was edited.
-//
-// The payload of issues.edited. The title or body on an issue was edited.
 type IssuesEditedEvent struct {
 	Action string `json:"action"`
 	// The changes to the issue.
@@ -9554,60 +4101,10 @@ func (x *IssuesEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesEditedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesEditedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesLabeledEvent is the payload of an "issues" delivery with action
 // "labeled".
 //
 // A label was added to an issue.
-//
-// The payload of issues.labeled. A label was added to an issue.
 type IssuesLabeledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -9633,62 +4130,11 @@ func (x *IssuesLabeledEvent) GetAction() string {
 	return "labeled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesLabeledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesLabeledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesLabeledEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesLabeledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesLabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesLabeledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesLockedEvent is the payload of an "issues" delivery with action
 // "locked".
 //
 // Conversation on an issue was locked. For more information, see "Locking
 // conversations."
-//
-// The payload of issues.locked. Conversation on an issue was locked. For more
-// information, see "Locking conversations."
 type IssuesLockedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -9713,60 +4159,10 @@ func (x *IssuesLockedEvent) GetAction() string {
 	return "locked"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesLockedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesLockedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesLockedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesLockedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesLockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesLockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesMilestonedEvent is the payload of an "issues" delivery with action
 // "milestoned".
 //
 // An issue was added to a milestone.
-//
-// The payload of issues.milestoned. An issue was added to a milestone.
 type IssuesMilestonedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -9792,62 +4188,11 @@ func (x *IssuesMilestonedEvent) GetAction() string {
 	return "milestoned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesMilestonedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesMilestonedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesMilestonedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesMilestonedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesMilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesMilestonedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesOpenedEvent is the payload of an "issues" delivery with action
 // "opened".
 //
 // An issue was created. When a closed issue is reopened, the action will be
 // `reopened` instead.
-//
-// The payload of issues.opened. An issue was created. When a closed issue is
-// reopened, the action will be `reopened` instead.
 type IssuesOpenedEvent struct {
 	Action       string               `json:"action"`
 	Changes      *IssuesOpenedChanges `json:"changes,omitempty"`
@@ -9873,62 +4218,11 @@ func (x *IssuesOpenedEvent) GetAction() string {
 	return "opened"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesOpenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesOpenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesOpenedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesOpenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesOpenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesOpenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesPinnedEvent is the payload of an "issues" delivery with action
 // "pinned".
 //
 // An issue was pinned to a repository. For more information, see "Pinning an
 // issue to your repository."
-//
-// The payload of issues.pinned. An issue was pinned to a repository. For more
-// information, see "Pinning an issue to your repository."
 type IssuesPinnedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -9952,60 +4246,10 @@ func (x *IssuesPinnedEvent) GetAction() string {
 	return "pinned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesPinnedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesPinnedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesPinnedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesPinnedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesPinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesPinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesReopenedEvent is the payload of an "issues" delivery with action
 // "reopened".
 //
 // A closed issue was reopened.
-//
-// The payload of issues.reopened. A closed issue was reopened.
 type IssuesReopenedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10030,63 +4274,11 @@ func (x *IssuesReopenedEvent) GetAction() string {
 	return "reopened"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesReopenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesReopenedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesTransferredEvent is the payload of an "issues" delivery with action
 // "transferred".
 //
 // An issue was transferred to another repository. For more information, see
 // "Transferring an issue to another repository."
-//
-// The payload of issues.transferred. An issue was transferred to another
-// repository. For more information, see "Transferring an issue to another
-// repository."
 type IssuesTransferredEvent struct {
 	Action       string                   `json:"action"`
 	Changes      IssuesTransferredChanges `json:"changes"`
@@ -10111,59 +4303,9 @@ func (x *IssuesTransferredEvent) GetAction() string {
 	return "transferred"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesTransferredEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesTransferredEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesTransferredEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesTransferredEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesTransferredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesTransferredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesTypedEvent is the payload of an "issues" delivery with action "typed".
 //
 // An issue type was added to an issue.
-//
-// The payload of issues.typed. An issue type was added to an issue.
 type IssuesTypedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10188,60 +4330,10 @@ func (x *IssuesTypedEvent) GetAction() string {
 	return "typed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesTypedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesTypedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesTypedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesTypedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesTypedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesTypedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesUnassignedEvent is the payload of an "issues" delivery with action
 // "unassigned".
 //
 // A user was unassigned from an issue.
-//
-// The payload of issues.unassigned. A user was unassigned from an issue.
 type IssuesUnassignedEvent struct {
 	// The action that was performed.
 	Action       string              `json:"action"`
@@ -10267,60 +4359,10 @@ func (x *IssuesUnassignedEvent) GetAction() string {
 	return "unassigned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesUnassignedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesUnassignedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesUnassignedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesUnassignedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesUnassignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesUnassignedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesUnlabeledEvent is the payload of an "issues" delivery with action
 // "unlabeled".
 //
 // A label was removed from an issue.
-//
-// The payload of issues.unlabeled. A label was removed from an issue.
 type IssuesUnlabeledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10345,62 +4387,11 @@ func (x *IssuesUnlabeledEvent) GetAction() string {
 	return "unlabeled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesUnlabeledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesUnlabeledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesUnlabeledEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesUnlabeledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesUnlabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesUnlabeledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesUnlockedEvent is the payload of an "issues" delivery with action
 // "unlocked".
 //
 // Conversation on an issue was locked. For more information, see "Locking
 // conversations."
-//
-// The payload of issues.unlocked. Conversation on an issue was locked. For more
-// information, see "Locking conversations."
 type IssuesUnlockedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10425,62 +4416,11 @@ func (x *IssuesUnlockedEvent) GetAction() string {
 	return "unlocked"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesUnlockedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesUnlockedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesUnlockedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesUnlockedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesUnlockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesUnlockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesUnpinnedEvent is the payload of an "issues" delivery with action
 // "unpinned".
 //
 // An issue was unpinned from a repository. For more information, see "Pinning
 // an issue to your repository."
-//
-// The payload of issues.unpinned. An issue was unpinned from a repository. For
-// more information, see "Pinning an issue to your repository."
 type IssuesUnpinnedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10504,60 +4444,10 @@ func (x *IssuesUnpinnedEvent) GetAction() string {
 	return "unpinned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesUnpinnedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesUnpinnedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesUnpinnedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesUnpinnedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesUnpinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesUnpinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // IssuesUntypedEvent is the payload of an "issues" delivery with action
 // "untyped".
 //
 // An issue type was removed from an issue.
-//
-// The payload of issues.untyped. An issue type was removed from an issue.
 type IssuesUntypedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10580,54 +4470,6 @@ func (*IssuesUntypedEvent) isIssuesEvent() {}
 // GetAction returns the payload's action.
 func (x *IssuesUntypedEvent) GetAction() string {
 	return "untyped"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesUntypedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesUntypedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesUntypedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesUntypedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesUntypedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesUntypedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // IssuesUnknownEvent is the payload of an "issues" delivery whose action the
@@ -10666,54 +4508,6 @@ func (x *IssuesUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *IssuesUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *IssuesUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetIssue returns the "issue" member.
-func (x *IssuesUnknownEvent) GetIssue() *Issue {
-	if x == nil {
-		return nil
-	}
-	return x.Issue
-}
-
-// GetOrganization returns the "organization" member.
-func (x *IssuesUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *IssuesUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *IssuesUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // LabelEvent is the payload of a "label" delivery: one of *LabelCreatedEvent,
 // *LabelDeletedEvent, *LabelEditedEvent, or *LabelUnknownEvent for an action
 // the schema does not know.
@@ -10730,8 +4524,8 @@ func (x *IssuesUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Metadata" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type LabelEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -10754,8 +4548,6 @@ type LabelEvent interface {
 // LabelCreatedEvent is the payload of a "label" delivery with action "created".
 //
 // A label was created.
-//
-// The payload of label.created. A label was created.
 type LabelCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10779,59 +4571,9 @@ func (x *LabelCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *LabelCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *LabelCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetLabel returns the "label" member.
-func (x *LabelCreatedEvent) GetLabel() *Label {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Label
-}
-
-// GetOrganization returns the "organization" member.
-func (x *LabelCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *LabelCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *LabelCreatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // LabelDeletedEvent is the payload of a "label" delivery with action "deleted".
 //
 // A label was deleted.
-//
-// The payload of label.deleted. A label was deleted.
 type LabelDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -10855,60 +4597,9 @@ func (x *LabelDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *LabelDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *LabelDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetLabel returns the "label" member.
-func (x *LabelDeletedEvent) GetLabel() *Label {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Label
-}
-
-// GetOrganization returns the "organization" member.
-func (x *LabelDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *LabelDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *LabelDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // LabelEditedEvent is the payload of a "label" delivery with action "edited".
 //
 // A label's name, description, or color was changed.
-//
-// The payload of label.edited. A label's name, description, or color was
-// changed.
 type LabelEditedEvent struct {
 	Action string `json:"action"`
 	// The changes to the label if the action was `edited`.
@@ -10932,54 +4623,6 @@ func (*LabelEditedEvent) isLabelEvent() {}
 // GetAction returns the payload's action.
 func (x *LabelEditedEvent) GetAction() string {
 	return "edited"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *LabelEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *LabelEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetLabel returns the "label" member.
-func (x *LabelEditedEvent) GetLabel() *Label {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Label
-}
-
-// GetOrganization returns the "organization" member.
-func (x *LabelEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *LabelEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *LabelEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // LabelUnknownEvent is the payload of a "label" delivery whose action the
@@ -11017,54 +4660,6 @@ func (x *LabelUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *LabelUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *LabelUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetLabel returns the "label" member.
-func (x *LabelUnknownEvent) GetLabel() *Label {
-	if x == nil {
-		return nil
-	}
-	return x.Label
-}
-
-// GetOrganization returns the "organization" member.
-func (x *LabelUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *LabelUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *LabelUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // MarketplacePurchaseEvent is the payload of a "marketplace_purchase" delivery:
 // one of *MarketplacePurchaseCancelledEvent, *MarketplacePurchaseChangedEvent,
 // *MarketplacePurchasePendingChangeEvent,
@@ -11077,14 +4672,14 @@ func (x *LabelUnknownEvent) GetSender() *User {
 // about the APIs to manage forge Marketplace listings, see the GraphQL
 // documentation or "forge Marketplace" in the REST API documentation.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type MarketplacePurchaseEvent interface {
 	Payload
 	// GetAction returns the payload's action.
 	GetAction() string
 	// GetEffectiveDate returns the "effective_date" member.
-	GetEffectiveDate() *string
+	GetEffectiveDate() string
 	// GetEnterprise returns the "enterprise" member.
 	GetEnterprise() *Enterprise
 	// GetInstallation returns the "installation" member.
@@ -11108,10 +4703,6 @@ type MarketplacePurchaseEvent interface {
 //
 // Someone cancelled a forge Marketplace plan, and the last billing cycle has
 // ended. The change will take effect on the account immediately.
-//
-// The payload of marketplace_purchase.cancelled. Someone cancelled a forge
-// Marketplace plan, and the last billing cycle has ended. The change will take
-// effect on the account immediately.
 type MarketplacePurchaseCancelledEvent struct {
 	Action                      string               `json:"action"`
 	EffectiveDate               string               `json:"effective_date"`
@@ -11137,80 +4728,11 @@ func (x *MarketplacePurchaseCancelledEvent) GetAction() string {
 	return "cancelled"
 }
 
-// GetEffectiveDate returns the "effective_date" member.
-func (x *MarketplacePurchaseCancelledEvent) GetEffectiveDate() *string {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.EffectiveDate
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MarketplacePurchaseCancelledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MarketplacePurchaseCancelledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMarketplacePurchase returns the "marketplace_purchase" member.
-func (x *MarketplacePurchaseCancelledEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.MarketplacePurchase
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MarketplacePurchaseCancelledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPreviousMarketplacePurchase returns the "previous_marketplace_purchase"
-// member.
-func (x *MarketplacePurchaseCancelledEvent) GetPreviousMarketplacePurchase() *MarketplacePurchase {
-	if x == nil {
-		return nil
-	}
-	return x.PreviousMarketplacePurchase
-}
-
-// GetRepository returns the "repository" member.
-func (x *MarketplacePurchaseCancelledEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MarketplacePurchaseCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MarketplacePurchaseChangedEvent is the payload of a "marketplace_purchase"
 // delivery with action "changed".
 //
 // Someone upgraded or downgraded a forge Marketplace plan, and the last billing
 // cycle has ended. The change will take effect on the account immediately.
-//
-// The payload of marketplace_purchase.changed. Someone upgraded or downgraded a
-// forge Marketplace plan, and the last billing cycle has ended. The change will
-// take effect on the account immediately.
 type MarketplacePurchaseChangedEvent struct {
 	Action                      string               `json:"action"`
 	EffectiveDate               string               `json:"effective_date"`
@@ -11236,82 +4758,12 @@ func (x *MarketplacePurchaseChangedEvent) GetAction() string {
 	return "changed"
 }
 
-// GetEffectiveDate returns the "effective_date" member.
-func (x *MarketplacePurchaseChangedEvent) GetEffectiveDate() *string {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.EffectiveDate
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MarketplacePurchaseChangedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MarketplacePurchaseChangedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMarketplacePurchase returns the "marketplace_purchase" member.
-func (x *MarketplacePurchaseChangedEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.MarketplacePurchase
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MarketplacePurchaseChangedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPreviousMarketplacePurchase returns the "previous_marketplace_purchase"
-// member.
-func (x *MarketplacePurchaseChangedEvent) GetPreviousMarketplacePurchase() *MarketplacePurchase {
-	if x == nil {
-		return nil
-	}
-	return x.PreviousMarketplacePurchase
-}
-
-// GetRepository returns the "repository" member.
-func (x *MarketplacePurchaseChangedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MarketplacePurchaseChangedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MarketplacePurchasePendingChangeEvent is the payload of a
 // "marketplace_purchase" delivery with action "pending_change".
 //
 // Someone downgraded or cancelled a forge Marketplace plan. The new plan or
 // cancellation will take effect at the end of the current billing cycle. When
 // the change takes effect, the `changed` or `cancelled` event will be sent.
-//
-// The payload of marketplace_purchase.pending_change. Someone downgraded or
-// cancelled a forge Marketplace plan. The new plan or cancellation will take
-// effect at the end of the current billing cycle. When the change takes effect,
-// the `changed` or `cancelled` event will be sent.
 type MarketplacePurchasePendingChangeEvent struct {
 	Action                      string               `json:"action"`
 	EffectiveDate               string               `json:"effective_date"`
@@ -11337,82 +4789,12 @@ func (x *MarketplacePurchasePendingChangeEvent) GetAction() string {
 	return "pending_change"
 }
 
-// GetEffectiveDate returns the "effective_date" member.
-func (x *MarketplacePurchasePendingChangeEvent) GetEffectiveDate() *string {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.EffectiveDate
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MarketplacePurchasePendingChangeEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MarketplacePurchasePendingChangeEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMarketplacePurchase returns the "marketplace_purchase" member.
-func (x *MarketplacePurchasePendingChangeEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.MarketplacePurchase
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MarketplacePurchasePendingChangeEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPreviousMarketplacePurchase returns the "previous_marketplace_purchase"
-// member.
-func (x *MarketplacePurchasePendingChangeEvent) GetPreviousMarketplacePurchase() *MarketplacePurchase {
-	if x == nil {
-		return nil
-	}
-	return x.PreviousMarketplacePurchase
-}
-
-// GetRepository returns the "repository" member.
-func (x *MarketplacePurchasePendingChangeEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MarketplacePurchasePendingChangeEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MarketplacePurchasePendingChangeCancelledEvent is the payload of a
 // "marketplace_purchase" delivery with action "pending_change_cancelled".
 //
 // Someone cancelled a pending change to a forge Marketplace plan. Pending
 // changes include plan cancellations and downgrades that will take effect at
 // the end of a billing cycle.
-//
-// The payload of marketplace_purchase.pending_change_cancelled. Someone
-// cancelled a pending change to a forge Marketplace plan. Pending changes
-// include plan cancellations and downgrades that will take effect at the end of
-// a billing cycle.
 type MarketplacePurchasePendingChangeCancelledEvent struct {
 	Action                      string               `json:"action"`
 	EffectiveDate               string               `json:"effective_date"`
@@ -11438,79 +4820,11 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) GetAction() string {
 	return "pending_change_cancelled"
 }
 
-// GetEffectiveDate returns the "effective_date" member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetEffectiveDate() *string {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.EffectiveDate
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMarketplacePurchase returns the "marketplace_purchase" member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.MarketplacePurchase
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPreviousMarketplacePurchase returns the "previous_marketplace_purchase"
-// member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetPreviousMarketplacePurchase() *MarketplacePurchase {
-	if x == nil {
-		return nil
-	}
-	return x.PreviousMarketplacePurchase
-}
-
-// GetRepository returns the "repository" member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MarketplacePurchasePendingChangeCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MarketplacePurchasePurchasedEvent is the payload of a "marketplace_purchase"
 // delivery with action "purchased".
 //
 // Someone purchased a forge Marketplace plan. The change will take effect on
 // the account immediately.
-//
-// The payload of marketplace_purchase.purchased. Someone purchased a forge
-// Marketplace plan. The change will take effect on the account immediately.
 type MarketplacePurchasePurchasedEvent struct {
 	Action                      string               `json:"action"`
 	EffectiveDate               string               `json:"effective_date"`
@@ -11534,71 +4848,6 @@ func (*MarketplacePurchasePurchasedEvent) isMarketplacePurchaseEvent() {}
 // GetAction returns the payload's action.
 func (x *MarketplacePurchasePurchasedEvent) GetAction() string {
 	return "purchased"
-}
-
-// GetEffectiveDate returns the "effective_date" member.
-func (x *MarketplacePurchasePurchasedEvent) GetEffectiveDate() *string {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.EffectiveDate
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MarketplacePurchasePurchasedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MarketplacePurchasePurchasedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMarketplacePurchase returns the "marketplace_purchase" member.
-func (x *MarketplacePurchasePurchasedEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.MarketplacePurchase
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MarketplacePurchasePurchasedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPreviousMarketplacePurchase returns the "previous_marketplace_purchase"
-// member.
-func (x *MarketplacePurchasePurchasedEvent) GetPreviousMarketplacePurchase() *MarketplacePurchase {
-	if x == nil {
-		return nil
-	}
-	return x.PreviousMarketplacePurchase
-}
-
-// GetRepository returns the "repository" member.
-func (x *MarketplacePurchasePurchasedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MarketplacePurchasePurchasedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // MarketplacePurchaseUnknownEvent is the payload of a "marketplace_purchase"
@@ -11638,71 +4887,6 @@ func (x *MarketplacePurchaseUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEffectiveDate returns the "effective_date" member.
-func (x *MarketplacePurchaseUnknownEvent) GetEffectiveDate() *string {
-	if x == nil {
-		return nil
-	}
-	return x.EffectiveDate
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MarketplacePurchaseUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MarketplacePurchaseUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMarketplacePurchase returns the "marketplace_purchase" member.
-func (x *MarketplacePurchaseUnknownEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil {
-		return nil
-	}
-	return x.MarketplacePurchase
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MarketplacePurchaseUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPreviousMarketplacePurchase returns the "previous_marketplace_purchase"
-// member.
-func (x *MarketplacePurchaseUnknownEvent) GetPreviousMarketplacePurchase() *MarketplacePurchase {
-	if x == nil {
-		return nil
-	}
-	return x.PreviousMarketplacePurchase
-}
-
-// GetRepository returns the "repository" member.
-func (x *MarketplacePurchaseUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MarketplacePurchaseUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // MemberEvent is the payload of a "member" delivery: one of *MemberAddedEvent,
 // *MemberEditedEvent, *MemberRemovedEvent, or *MemberUnknownEvent for an action
 // the schema does not know.
@@ -11716,8 +4900,8 @@ func (x *MarketplacePurchaseUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Members" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type MemberEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -11740,9 +4924,6 @@ type MemberEvent interface {
 // MemberAddedEvent is the payload of a "member" delivery with action "added".
 //
 // A forge user accepted an invitation to a repository.
-//
-// The payload of member.added. A forge user accepted an invitation to a
-// repository.
 type MemberAddedEvent struct {
 	Action       string              `json:"action"`
 	Changes      *MemberChanges      `json:"changes,omitempty"`
@@ -11767,60 +4948,9 @@ func (x *MemberAddedEvent) GetAction() string {
 	return "added"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *MemberAddedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MemberAddedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMember returns the "member" member.
-func (x *MemberAddedEvent) GetMember() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Member
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MemberAddedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MemberAddedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MemberAddedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MemberEditedEvent is the payload of a "member" delivery with action "edited".
 //
 // Permissions were changed for a collaborator on a repository.
-//
-// The payload of member.edited. Permissions were changed for a collaborator on
-// a repository.
 type MemberEditedEvent struct {
 	Action string `json:"action"`
 	// The changes to the collaborator permissions
@@ -11846,60 +4976,10 @@ func (x *MemberEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *MemberEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MemberEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMember returns the "member" member.
-func (x *MemberEditedEvent) GetMember() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Member
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MemberEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MemberEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MemberEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MemberRemovedEvent is the payload of a "member" delivery with action
 // "removed".
 //
 // A collaborator was removed from a repository.
-//
-// The payload of member.removed. A collaborator was removed from a repository.
 type MemberRemovedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -11921,54 +5001,6 @@ func (*MemberRemovedEvent) isMemberEvent() {}
 // GetAction returns the payload's action.
 func (x *MemberRemovedEvent) GetAction() string {
 	return "removed"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MemberRemovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MemberRemovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMember returns the "member" member.
-func (x *MemberRemovedEvent) GetMember() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Member
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MemberRemovedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MemberRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MemberRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // MemberUnknownEvent is the payload of a "member" delivery whose action the
@@ -12006,54 +5038,6 @@ func (x *MemberUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *MemberUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MemberUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMember returns the "member" member.
-func (x *MemberUnknownEvent) GetMember() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Member
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MemberUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MemberUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MemberUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // MembershipEvent is the payload of a "membership" delivery: one of
 // *MembershipAddedEvent, *MembershipRemovedEvent, or *MembershipUnknownEvent
 // for an action the schema does not know.
@@ -12066,8 +5050,8 @@ func (x *MemberUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Members" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type MembershipEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -12085,7 +5069,7 @@ type MembershipEvent interface {
 	// GetScope returns the "scope" member.
 	//
 	// The scope of the membership. Currently, can only be `team`.
-	GetScope() *MembershipScope
+	GetScope() MembershipScope
 	// GetSender returns the "sender" member.
 	GetSender() *User
 	// GetTeam returns the "team" member.
@@ -12097,8 +5081,6 @@ type MembershipEvent interface {
 // "added".
 //
 // An organization member was added to a team.
-//
-// The payload of membership.added. An organization member was added to a team.
 type MembershipAddedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -12125,79 +5107,10 @@ func (x *MembershipAddedEvent) GetAction() string {
 	return "added"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *MembershipAddedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MembershipAddedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMember returns the "member" member.
-func (x *MembershipAddedEvent) GetMember() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Member
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MembershipAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MembershipAddedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetScope returns the "scope" member.
-//
-// The scope of the membership. Currently, can only be `team`.
-func (x *MembershipAddedEvent) GetScope() *MembershipScope {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Scope
-}
-
-// GetSender returns the "sender" member.
-func (x *MembershipAddedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *MembershipAddedEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Team
-}
-
 // MembershipRemovedEvent is the payload of a "membership" delivery with action
 // "removed".
 //
 // An organization member was removed from a team.
-//
-// The payload of membership.removed. An organization member was removed from a
-// team.
 type MembershipRemovedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -12222,72 +5135,6 @@ func (*MembershipRemovedEvent) isMembershipEvent() {}
 // GetAction returns the payload's action.
 func (x *MembershipRemovedEvent) GetAction() string {
 	return "removed"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MembershipRemovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MembershipRemovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMember returns the "member" member.
-func (x *MembershipRemovedEvent) GetMember() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Member
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MembershipRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MembershipRemovedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetScope returns the "scope" member.
-//
-// The scope of the membership. Currently, can only be `team`.
-func (x *MembershipRemovedEvent) GetScope() *MembershipScope {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Scope
-}
-
-// GetSender returns the "sender" member.
-func (x *MembershipRemovedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *MembershipRemovedEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Team
 }
 
 // MembershipUnknownEvent is the payload of a "membership" delivery whose action
@@ -12328,72 +5175,6 @@ func (x *MembershipUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *MembershipUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MembershipUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMember returns the "member" member.
-func (x *MembershipUnknownEvent) GetMember() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Member
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MembershipUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MembershipUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetScope returns the "scope" member.
-//
-// The scope of the membership. Currently, can only be `team`.
-func (x *MembershipUnknownEvent) GetScope() *MembershipScope {
-	if x == nil {
-		return nil
-	}
-	return x.Scope
-}
-
-// GetSender returns the "sender" member.
-func (x *MembershipUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *MembershipUnknownEvent) GetTeam() *Team {
-	if x == nil {
-		return nil
-	}
-	return x.Team
-}
-
 // MergeGroupEvent is the payload of a "merge_group" delivery: one of
 // *MergeGroupChecksRequestedEvent, *MergeGroupDestroyedEvent, or
 // *MergeGroupUnknownEvent for an action the schema does not know.
@@ -12404,8 +5185,8 @@ func (x *MembershipUnknownEvent) GetTeam() *Team {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Merge queues" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type MergeGroupEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -12432,13 +5213,6 @@ type MergeGroupEvent interface {
 //
 // When you receive this event, you should perform checks on the head SHA and
 // report status back using check runs or commit statuses.
-//
-// The payload of merge_group.checks_requested. Status checks were requested for
-// a merge group. This happens when a merge group is created or added to by the
-// merge queue because a pull request was queued.
-//
-// When you receive this event, you should perform checks on the head SHA and
-// report status back using check runs or commit statuses.
 type MergeGroupChecksRequestedEvent struct {
 	Action       string              `json:"action"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -12461,46 +5235,6 @@ func (x *MergeGroupChecksRequestedEvent) GetAction() string {
 	return "checks_requested"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *MergeGroupChecksRequestedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMergeGroup returns the "merge_group" member.
-func (x *MergeGroupChecksRequestedEvent) GetMergeGroup() *MergeGroup {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.MergeGroup
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MergeGroupChecksRequestedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MergeGroupChecksRequestedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MergeGroupChecksRequestedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // MergeGroupDestroyedEvent is the payload of a "merge_group" delivery with
 // action "destroyed".
 //
@@ -12508,15 +5242,6 @@ func (x *MergeGroupChecksRequestedEvent) GetSender() *User {
 // indicates that one of those merge groups was destroyed. This happens when a
 // pull request is removed from the queue: any group containing that pull
 // request is also destroyed.
-//
-// When you receive this event, you may want to cancel any checks that are
-// running on the head SHA to avoid wasting computing resources on a merge group
-// that will not be used.
-//
-// The payload of merge_group.destroyed. The merge queue groups pull requests
-// together to be merged. This event indicates that one of those merge groups
-// was destroyed. This happens when a pull request is removed from the queue:
-// any group containing that pull request is also destroyed.
 //
 // When you receive this event, you may want to cancel any checks that are
 // running on the head SHA to avoid wasting computing resources on a merge group
@@ -12545,46 +5270,6 @@ func (*MergeGroupDestroyedEvent) isMergeGroupEvent() {}
 // GetAction returns the payload's action.
 func (x *MergeGroupDestroyedEvent) GetAction() string {
 	return "destroyed"
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MergeGroupDestroyedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMergeGroup returns the "merge_group" member.
-func (x *MergeGroupDestroyedEvent) GetMergeGroup() *MergeGroup {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.MergeGroup
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MergeGroupDestroyedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MergeGroupDestroyedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MergeGroupDestroyedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // MergeGroupUnknownEvent is the payload of a "merge_group" delivery whose
@@ -12621,46 +5306,6 @@ func (x *MergeGroupUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetInstallation returns the "installation" member.
-func (x *MergeGroupUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMergeGroup returns the "merge_group" member.
-func (x *MergeGroupUnknownEvent) GetMergeGroup() *MergeGroup {
-	if x == nil {
-		return nil
-	}
-	return x.MergeGroup
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MergeGroupUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MergeGroupUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MergeGroupUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // MetaEvent is the payload of a "meta" delivery: one of *MetaDeletedEvent, or
 // *MetaUnknownEvent for an action the schema does not know.
 //
@@ -12669,8 +5314,8 @@ func (x *MergeGroupUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Meta" app permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type MetaEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -12685,7 +5330,7 @@ type MetaEvent interface {
 	// GetHookID returns the "hook_id" member.
 	//
 	// The id of the modified webhook.
-	GetHookID() *int64
+	GetHookID() int64
 	// GetInstallation returns the "installation" member.
 	GetInstallation() *SimpleInstallation
 	// GetOrganization returns the "organization" member.
@@ -12700,8 +5345,6 @@ type MetaEvent interface {
 // MetaDeletedEvent is the payload of a "meta" delivery with action "deleted".
 //
 // The webhook was deleted.
-//
-// The payload of meta.deleted. The webhook was deleted.
 type MetaDeletedEvent struct {
 	Action     string      `json:"action"`
 	Enterprise *Enterprise `json:"enterprise,omitempty"`
@@ -12727,67 +5370,6 @@ func (*MetaDeletedEvent) isMetaEvent() {}
 // GetAction returns the payload's action.
 func (x *MetaDeletedEvent) GetAction() string {
 	return "deleted"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *MetaDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetHook returns the "hook" member.
-//
-// The deleted webhook. This will contain different keys based on the type of
-// webhook it is: repository, organization, business, app, or forge Marketplace.
-func (x *MetaDeletedEvent) GetHook() *MetaHook {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Hook
-}
-
-// GetHookID returns the "hook_id" member.
-//
-// The id of the modified webhook.
-func (x *MetaDeletedEvent) GetHookID() *int64 {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.HookID
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MetaDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MetaDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MetaDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MetaDeletedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // MetaUnknownEvent is the payload of a "meta" delivery whose action the schema
@@ -12829,67 +5411,6 @@ func (x *MetaUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *MetaUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetHook returns the "hook" member.
-//
-// The deleted webhook. This will contain different keys based on the type of
-// webhook it is: repository, organization, business, app, or forge Marketplace.
-func (x *MetaUnknownEvent) GetHook() *MetaHook {
-	if x == nil {
-		return nil
-	}
-	return x.Hook
-}
-
-// GetHookID returns the "hook_id" member.
-//
-// The id of the modified webhook.
-func (x *MetaUnknownEvent) GetHookID() *int64 {
-	if x == nil {
-		return nil
-	}
-	return x.HookID
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MetaUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MetaUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MetaUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MetaUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // MilestoneEvent is the payload of a "milestone" delivery: one of
 // *MilestoneClosedEvent, *MilestoneCreatedEvent, *MilestoneDeletedEvent,
 // *MilestoneEditedEvent, *MilestoneOpenedEvent, or *MilestoneUnknownEvent for
@@ -12907,8 +5428,8 @@ func (x *MetaUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Issues" or "Pull requests" repository permissions.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type MilestoneEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -12932,8 +5453,6 @@ type MilestoneEvent interface {
 // "closed".
 //
 // A milestone was closed.
-//
-// The payload of milestone.closed. A milestone was closed.
 type MilestoneClosedEvent struct {
 	Action       string              `json:"action"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -12957,54 +5476,10 @@ func (x *MilestoneClosedEvent) GetAction() string {
 	return "closed"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *MilestoneClosedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMilestone returns the "milestone" member.
-//
-// A collection of related issues and pull requests.
-func (x *MilestoneClosedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Milestone
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MilestoneClosedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MilestoneClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MilestoneClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MilestoneCreatedEvent is the payload of a "milestone" delivery with action
 // "created".
 //
 // A milestone was created.
-//
-// The payload of milestone.created. A milestone was created.
 type MilestoneCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -13029,54 +5504,10 @@ func (x *MilestoneCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *MilestoneCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMilestone returns the "milestone" member.
-//
-// A collection of related issues and pull requests.
-func (x *MilestoneCreatedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Milestone
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MilestoneCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MilestoneCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MilestoneCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MilestoneDeletedEvent is the payload of a "milestone" delivery with action
 // "deleted".
 //
 // A milestone was deleted.
-//
-// The payload of milestone.deleted. A milestone was deleted.
 type MilestoneDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -13100,54 +5531,10 @@ func (x *MilestoneDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *MilestoneDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMilestone returns the "milestone" member.
-//
-// A collection of related issues and pull requests.
-func (x *MilestoneDeletedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Milestone
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MilestoneDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MilestoneDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MilestoneDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MilestoneEditedEvent is the payload of a "milestone" delivery with action
 // "edited".
 //
 // A milestone was edited.
-//
-// The payload of milestone.edited. A milestone was edited.
 type MilestoneEditedEvent struct {
 	Action string `json:"action"`
 	// The changes to the milestone if the action was `edited`.
@@ -13173,54 +5560,10 @@ func (x *MilestoneEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *MilestoneEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMilestone returns the "milestone" member.
-//
-// A collection of related issues and pull requests.
-func (x *MilestoneEditedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Milestone
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MilestoneEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MilestoneEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MilestoneEditedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // MilestoneOpenedEvent is the payload of a "milestone" delivery with action
 // "opened".
 //
 // A milestone was opened.
-//
-// The payload of milestone.opened. A milestone was opened.
 type MilestoneOpenedEvent struct {
 	Action       string              `json:"action"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -13242,48 +5585,6 @@ func (*MilestoneOpenedEvent) isMilestoneEvent() {}
 // GetAction returns the payload's action.
 func (x *MilestoneOpenedEvent) GetAction() string {
 	return "opened"
-}
-
-// GetInstallation returns the "installation" member.
-func (x *MilestoneOpenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMilestone returns the "milestone" member.
-//
-// A collection of related issues and pull requests.
-func (x *MilestoneOpenedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Milestone
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MilestoneOpenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MilestoneOpenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MilestoneOpenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // MilestoneUnknownEvent is the payload of a "milestone" delivery whose action
@@ -13321,48 +5622,6 @@ func (x *MilestoneUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetInstallation returns the "installation" member.
-func (x *MilestoneUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetMilestone returns the "milestone" member.
-//
-// A collection of related issues and pull requests.
-func (x *MilestoneUnknownEvent) GetMilestone() *Milestone {
-	if x == nil {
-		return nil
-	}
-	return x.Milestone
-}
-
-// GetOrganization returns the "organization" member.
-func (x *MilestoneUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *MilestoneUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *MilestoneUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // OrgBlockEvent is the payload of an "org_block" delivery: one of
 // *OrgBlockBlockedEvent, *OrgBlockUnblockedEvent, or *OrgBlockUnknownEvent for
 // an action the schema does not know.
@@ -13379,8 +5638,8 @@ func (x *MilestoneUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type OrgBlockEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -13404,8 +5663,6 @@ type OrgBlockEvent interface {
 // "blocked".
 //
 // A user was blocked from the organization.
-//
-// The payload of org_block.blocked. A user was blocked from the organization.
 type OrgBlockBlockedEvent struct {
 	Action       string              `json:"action"`
 	BlockedUser  *User               `json:"blocked_user,omitempty"`
@@ -13429,61 +5686,10 @@ func (x *OrgBlockBlockedEvent) GetAction() string {
 	return "blocked"
 }
 
-// GetBlockedUser returns the "blocked_user" member.
-func (x *OrgBlockBlockedEvent) GetBlockedUser() *User {
-	if x == nil {
-		return nil
-	}
-	return x.BlockedUser
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *OrgBlockBlockedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrgBlockBlockedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrgBlockBlockedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrgBlockBlockedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrgBlockBlockedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // OrgBlockUnblockedEvent is the payload of an "org_block" delivery with action
 // "unblocked".
 //
 // A previously blocked user was unblocked from the organization.
-//
-// The payload of org_block.unblocked. A previously blocked user was unblocked
-// from the organization.
 type OrgBlockUnblockedEvent struct {
 	Action       string              `json:"action"`
 	BlockedUser  *User               `json:"blocked_user,omitempty"`
@@ -13505,54 +5711,6 @@ func (*OrgBlockUnblockedEvent) isOrgBlockEvent() {}
 // GetAction returns the payload's action.
 func (x *OrgBlockUnblockedEvent) GetAction() string {
 	return "unblocked"
-}
-
-// GetBlockedUser returns the "blocked_user" member.
-func (x *OrgBlockUnblockedEvent) GetBlockedUser() *User {
-	if x == nil {
-		return nil
-	}
-	return x.BlockedUser
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *OrgBlockUnblockedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrgBlockUnblockedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrgBlockUnblockedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrgBlockUnblockedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrgBlockUnblockedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // OrgBlockUnknownEvent is the payload of an "org_block" delivery whose action
@@ -13590,54 +5748,6 @@ func (x *OrgBlockUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetBlockedUser returns the "blocked_user" member.
-func (x *OrgBlockUnknownEvent) GetBlockedUser() *User {
-	if x == nil {
-		return nil
-	}
-	return x.BlockedUser
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *OrgBlockUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrgBlockUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrgBlockUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrgBlockUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrgBlockUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // OrganizationEvent is the payload of an "organization" delivery: one of
 // *OrganizationDeletedEvent, *OrganizationMemberAddedEvent,
 // *OrganizationMemberInvitedEvent, *OrganizationMemberRemovedEvent,
@@ -13655,8 +5765,8 @@ func (x *OrgBlockUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Members" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type OrganizationEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -13678,8 +5788,6 @@ type OrganizationEvent interface {
 // action "deleted".
 //
 // An organization was deleted.
-//
-// The payload of organization.deleted. An organization was deleted.
 type OrganizationDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -13703,53 +5811,10 @@ func (x *OrganizationDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *OrganizationDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrganizationDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrganizationDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrganizationDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrganizationDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // OrganizationMemberAddedEvent is the payload of an "organization" delivery
 // with action "member_added".
 //
 // A member accepted an invitation to join an organization.
-//
-// The payload of organization.member_added. A member accepted an invitation to
-// join an organization.
 type OrganizationMemberAddedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -13773,53 +5838,10 @@ func (x *OrganizationMemberAddedEvent) GetAction() string {
 	return "member_added"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *OrganizationMemberAddedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrganizationMemberAddedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrganizationMemberAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrganizationMemberAddedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrganizationMemberAddedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // OrganizationMemberInvitedEvent is the payload of an "organization" delivery
 // with action "member_invited".
 //
 // A member was invited to join the organization.
-//
-// The payload of organization.member_invited. A member was invited to join the
-// organization.
 type OrganizationMemberInvitedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -13845,53 +5867,10 @@ func (x *OrganizationMemberInvitedEvent) GetAction() string {
 	return "member_invited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *OrganizationMemberInvitedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrganizationMemberInvitedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrganizationMemberInvitedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrganizationMemberInvitedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrganizationMemberInvitedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // OrganizationMemberRemovedEvent is the payload of an "organization" delivery
 // with action "member_removed".
 //
 // A member was removed from the organization.
-//
-// The payload of organization.member_removed. A member was removed from the
-// organization.
 type OrganizationMemberRemovedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -13915,52 +5894,10 @@ func (x *OrganizationMemberRemovedEvent) GetAction() string {
 	return "member_removed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *OrganizationMemberRemovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrganizationMemberRemovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrganizationMemberRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrganizationMemberRemovedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrganizationMemberRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // OrganizationRenamedEvent is the payload of an "organization" delivery with
 // action "renamed".
 //
 // The name of an organization was changed.
-//
-// The payload of organization.renamed. The name of an organization was changed.
 type OrganizationRenamedEvent struct {
 	Action       string                      `json:"action"`
 	Changes      *OrganizationRenamedChanges `json:"changes,omitempty"`
@@ -13983,46 +5920,6 @@ func (*OrganizationRenamedEvent) isOrganizationEvent() {}
 // GetAction returns the payload's action.
 func (x *OrganizationRenamedEvent) GetAction() string {
 	return "renamed"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *OrganizationRenamedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrganizationRenamedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrganizationRenamedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrganizationRenamedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrganizationRenamedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // OrganizationUnknownEvent is the payload of an "organization" delivery whose
@@ -14059,46 +5956,6 @@ func (x *OrganizationUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *OrganizationUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *OrganizationUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *OrganizationUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *OrganizationUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *OrganizationUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PackageEvent is the payload of a "package" delivery: one of
 // *PackagePublishedEvent, *PackageUpdatedEvent, or *PackageUnknownEvent for an
 // action the schema does not know.
@@ -14111,8 +5968,8 @@ func (x *OrganizationUnknownEvent) GetSender() *User {
 // To install this event on a forge App, the app must have at least read-level
 // access for the "Packages" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type PackageEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -14138,8 +5995,6 @@ type PackageEvent interface {
 // "published".
 //
 // A package was published to a registry.
-//
-// The payload of package.published. A package was published to a registry.
 type PackagePublishedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -14164,62 +6019,10 @@ func (x *PackagePublishedEvent) GetAction() string {
 	return "published"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PackagePublishedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PackagePublishedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PackagePublishedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPackage returns the "package" member.
-//
-// Information about the package.
-func (x *PackagePublishedEvent) GetPackage() *Package {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Package
-}
-
-// GetRepository returns the "repository" member.
-func (x *PackagePublishedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PackagePublishedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PackageUpdatedEvent is the payload of a "package" delivery with action
 // "updated".
 //
 // A previously published package was updated.
-//
-// The payload of package.updated. A previously published package was updated.
 type PackageUpdatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -14242,56 +6045,6 @@ func (*PackageUpdatedEvent) isPackageEvent() {}
 // GetAction returns the payload's action.
 func (x *PackageUpdatedEvent) GetAction() string {
 	return "updated"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PackageUpdatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PackageUpdatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PackageUpdatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPackage returns the "package" member.
-//
-// Information about the package.
-func (x *PackageUpdatedEvent) GetPackage() *Package {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Package
-}
-
-// GetRepository returns the "repository" member.
-func (x *PackageUpdatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PackageUpdatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // PackageUnknownEvent is the payload of a "package" delivery whose action the
@@ -14330,56 +6083,6 @@ func (x *PackageUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PackageUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PackageUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PackageUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPackage returns the "package" member.
-//
-// Information about the package.
-func (x *PackageUnknownEvent) GetPackage() *Package {
-	if x == nil {
-		return nil
-	}
-	return x.Package
-}
-
-// GetRepository returns the "repository" member.
-func (x *PackageUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PackageUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PageBuildEvent is the payload of a "page_build" delivery.
 //
 // This event occurs when there is an attempted build of a forge Pages site.
@@ -14387,15 +6090,6 @@ func (x *PackageUnknownEvent) GetSender() *User {
 // information, see "Configuring a publishing source for your forge Pages site."
 // For information about the API to manage forge Pages, see "Pages" in the REST
 // API documentation.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Pages" repository permission.
-//
-// The payload of page_build. This event occurs when there is an attempted build
-// of a forge Pages site. This event occurs regardless of whether the build is
-// successful. For more information, see "Configuring a publishing source for
-// your forge Pages site." For information about the API to manage forge Pages,
-// see "Pages" in the REST API documentation.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Pages" repository permission.
@@ -14433,8 +6127,8 @@ func (*PageBuildEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Personal access token requests" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type PersonalAccessTokenRequestEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -14457,9 +6151,6 @@ type PersonalAccessTokenRequestEvent interface {
 // "personal_access_token_request" delivery with action "approved".
 //
 // A fine-grained personal access token request was approved.
-//
-// The payload of personal_access_token_request.approved. A fine-grained
-// personal access token request was approved.
 type PersonalAccessTokenRequestApprovedEvent struct {
 	Action                     string                     `json:"action"`
 	PersonalAccessTokenRequest PersonalAccessTokenRequest `json:"personal_access_token_request"`
@@ -14482,54 +6173,10 @@ func (x *PersonalAccessTokenRequestApprovedEvent) GetAction() string {
 	return "approved"
 }
 
-// GetPersonalAccessTokenRequest returns the "personal_access_token_request"
-// member.
-func (x *PersonalAccessTokenRequestApprovedEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PersonalAccessTokenRequest
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PersonalAccessTokenRequestApprovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PersonalAccessTokenRequestApprovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *PersonalAccessTokenRequestApprovedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PersonalAccessTokenRequestApprovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Installation
-}
-
 // PersonalAccessTokenRequestCancelledEvent is the payload of a
 // "personal_access_token_request" delivery with action "cancelled".
 //
 // A fine-grained personal access token request was cancelled by the requester.
-//
-// The payload of personal_access_token_request.cancelled. A fine-grained
-// personal access token request was cancelled by the requester.
 type PersonalAccessTokenRequestCancelledEvent struct {
 	Action                     string                     `json:"action"`
 	PersonalAccessTokenRequest PersonalAccessTokenRequest `json:"personal_access_token_request"`
@@ -14552,54 +6199,10 @@ func (x *PersonalAccessTokenRequestCancelledEvent) GetAction() string {
 	return "cancelled"
 }
 
-// GetPersonalAccessTokenRequest returns the "personal_access_token_request"
-// member.
-func (x *PersonalAccessTokenRequestCancelledEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PersonalAccessTokenRequest
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PersonalAccessTokenRequestCancelledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PersonalAccessTokenRequestCancelledEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *PersonalAccessTokenRequestCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PersonalAccessTokenRequestCancelledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Installation
-}
-
 // PersonalAccessTokenRequestCreatedEvent is the payload of a
 // "personal_access_token_request" delivery with action "created".
 //
 // A fine-grained personal access token request was created.
-//
-// The payload of personal_access_token_request.created. A fine-grained personal
-// access token request was created.
 type PersonalAccessTokenRequestCreatedEvent struct {
 	Action                     string                     `json:"action"`
 	PersonalAccessTokenRequest PersonalAccessTokenRequest `json:"personal_access_token_request"`
@@ -14622,54 +6225,10 @@ func (x *PersonalAccessTokenRequestCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetPersonalAccessTokenRequest returns the "personal_access_token_request"
-// member.
-func (x *PersonalAccessTokenRequestCreatedEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PersonalAccessTokenRequest
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PersonalAccessTokenRequestCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PersonalAccessTokenRequestCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *PersonalAccessTokenRequestCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PersonalAccessTokenRequestCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
 // PersonalAccessTokenRequestDeniedEvent is the payload of a
 // "personal_access_token_request" delivery with action "denied".
 //
 // A fine-grained personal access token request was denied.
-//
-// The payload of personal_access_token_request.denied. A fine-grained personal
-// access token request was denied.
 type PersonalAccessTokenRequestDeniedEvent struct {
 	Action                     string                     `json:"action"`
 	PersonalAccessTokenRequest PersonalAccessTokenRequest `json:"personal_access_token_request"`
@@ -14690,47 +6249,6 @@ func (*PersonalAccessTokenRequestDeniedEvent) isPersonalAccessTokenRequestEvent(
 // GetAction returns the payload's action.
 func (x *PersonalAccessTokenRequestDeniedEvent) GetAction() string {
 	return "denied"
-}
-
-// GetPersonalAccessTokenRequest returns the "personal_access_token_request"
-// member.
-func (x *PersonalAccessTokenRequestDeniedEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PersonalAccessTokenRequest
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PersonalAccessTokenRequestDeniedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PersonalAccessTokenRequestDeniedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *PersonalAccessTokenRequestDeniedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PersonalAccessTokenRequestDeniedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Installation
 }
 
 // PersonalAccessTokenRequestUnknownEvent is the payload of a
@@ -14768,55 +6286,10 @@ func (x *PersonalAccessTokenRequestUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetPersonalAccessTokenRequest returns the "personal_access_token_request"
-// member.
-func (x *PersonalAccessTokenRequestUnknownEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil {
-		return nil
-	}
-	return x.PersonalAccessTokenRequest
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PersonalAccessTokenRequestUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PersonalAccessTokenRequestUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *PersonalAccessTokenRequestUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PersonalAccessTokenRequestUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
 // PingEvent is the payload of a "ping" delivery.
 //
 // This event occurs when you create a new webhook. The ping event is a
 // confirmation from the forge that you configured the webhook correctly.
-//
-// The payload of ping. This event occurs when you create a new webhook. The
-// ping event is a confirmation from the forge that you configured the webhook
-// correctly.
 type PingEvent struct {
 	// The webhook that is being pinged
 	Hook *Webhook `json:"hook,omitempty"`
@@ -14854,8 +6327,8 @@ func (*PingEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" repository or organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type ProjectEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -14879,8 +6352,6 @@ type ProjectEvent interface {
 // "closed".
 //
 // A project (classic) was closed.
-//
-// The payload of project.closed. A project (classic) was closed.
 type ProjectClosedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -14904,60 +6375,10 @@ func (x *ProjectClosedEvent) GetAction() string {
 	return "closed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectClosedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectClosedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectClosedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProject returns the "project" member.
-func (x *ProjectClosedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Project
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectClosedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectClosedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectCreatedEvent is the payload of a "project" delivery with action
 // "created".
 //
 // A project (classic) was created.
-//
-// The payload of project.created. A project (classic) was created.
 type ProjectCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -14981,60 +6402,10 @@ func (x *ProjectCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProject returns the "project" member.
-func (x *ProjectCreatedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Project
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectCreatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectDeletedEvent is the payload of a "project" delivery with action
 // "deleted".
 //
 // A project (classic) was deleted.
-//
-// The payload of project.deleted. A project (classic) was deleted.
 type ProjectDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -15058,61 +6429,10 @@ func (x *ProjectDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProject returns the "project" member.
-func (x *ProjectDeletedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Project
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectDeletedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectEditedEvent is the payload of a "project" delivery with action
 // "edited".
 //
 // The name or description of a project (classic) was changed.
-//
-// The payload of project.edited. The name or description of a project (classic)
-// was changed.
 type ProjectEditedEvent struct {
 	Action string `json:"action"`
 	// The changes to the project if the action was `edited`.
@@ -15138,60 +6458,10 @@ func (x *ProjectEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProject returns the "project" member.
-func (x *ProjectEditedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Project
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectEditedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectEditedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectReopenedEvent is the payload of a "project" delivery with action
 // "reopened".
 //
 // A project (classic) was closed.
-//
-// The payload of project.reopened. A project (classic) was closed.
 type ProjectReopenedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -15213,54 +6483,6 @@ func (*ProjectReopenedEvent) isProjectEvent() {}
 // GetAction returns the payload's action.
 func (x *ProjectReopenedEvent) GetAction() string {
 	return "reopened"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectReopenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProject returns the "project" member.
-func (x *ProjectReopenedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Project
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectReopenedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // ProjectUnknownEvent is the payload of a "project" delivery whose action the
@@ -15298,54 +6520,6 @@ func (x *ProjectUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProject returns the "project" member.
-func (x *ProjectUnknownEvent) GetProject() *Project {
-	if x == nil {
-		return nil
-	}
-	return x.Project
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectCardEvent is the payload of a "project_card" delivery: one of
 // *ProjectCardConvertedEvent, *ProjectCardCreatedEvent,
 // *ProjectCardDeletedEvent, *ProjectCardEditedEvent, *ProjectCardMovedEvent, or
@@ -15365,8 +6539,8 @@ func (x *ProjectUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" repository or organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type ProjectCardEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -15390,9 +6564,6 @@ type ProjectCardEvent interface {
 // action "converted".
 //
 // A note in a project (classic) was converted to an issue.
-//
-// The payload of project_card.converted. A note in a project (classic) was
-// converted to an issue.
 type ProjectCardConvertedEvent struct {
 	Action       string              `json:"action"`
 	Changes      ProjectCardChanges  `json:"changes"`
@@ -15417,60 +6588,10 @@ func (x *ProjectCardConvertedEvent) GetAction() string {
 	return "converted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectCardConvertedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectCardConvertedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectCardConvertedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectCard returns the "project_card" member.
-func (x *ProjectCardConvertedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectCard
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectCardConvertedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectCardConvertedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectCardCreatedEvent is the payload of a "project_card" delivery with
 // action "created".
 //
 // A card was added to a project (classic).
-//
-// The payload of project_card.created. A card was added to a project (classic).
 type ProjectCardCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -15494,61 +6615,10 @@ func (x *ProjectCardCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectCardCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectCardCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectCardCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectCard returns the "project_card" member.
-func (x *ProjectCardCreatedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ProjectCard
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectCardCreatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectCardCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectCardDeletedEvent is the payload of a "project_card" delivery with
 // action "deleted".
 //
 // A card on a project (classic) was deleted.
-//
-// The payload of project_card.deleted. A card on a project (classic) was
-// deleted.
 type ProjectCardDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -15572,60 +6642,10 @@ func (x *ProjectCardDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectCardDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectCardDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectCardDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectCard returns the "project_card" member.
-func (x *ProjectCardDeletedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ProjectCard
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectCardDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectCardDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectCardEditedEvent is the payload of a "project_card" delivery with
 // action "edited".
 //
 // A note on a project (classic) was edited.
-//
-// The payload of project_card.edited. A note on a project (classic) was edited.
 type ProjectCardEditedEvent struct {
 	Action       string              `json:"action"`
 	Changes      ProjectCardChanges  `json:"changes"`
@@ -15650,62 +6670,11 @@ func (x *ProjectCardEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectCardEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectCardEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectCardEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectCard returns the "project_card" member.
-func (x *ProjectCardEditedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectCard
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectCardEditedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectCardEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectCardMovedEvent is the payload of a "project_card" delivery with action
 // "moved".
 //
 // A card on a project (classic) was moved to another column or to another
 // position in its column.
-//
-// The payload of project_card.moved. A card on a project (classic) was moved to
-// another column or to another position in its column.
 type ProjectCardMovedEvent struct {
 	Action       string                   `json:"action"`
 	Changes      *ProjectCardMovedChanges `json:"changes,omitempty"`
@@ -15728,54 +6697,6 @@ func (*ProjectCardMovedEvent) isProjectCardEvent() {}
 // GetAction returns the payload's action.
 func (x *ProjectCardMovedEvent) GetAction() string {
 	return "moved"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectCardMovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectCardMovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectCardMovedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectCard returns the "project_card" member.
-func (x *ProjectCardMovedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ProjectCard
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectCardMovedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectCardMovedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // ProjectCardUnknownEvent is the payload of a "project_card" delivery whose
@@ -15813,54 +6734,6 @@ func (x *ProjectCardUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectCardUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectCardUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectCardUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectCard returns the "project_card" member.
-func (x *ProjectCardUnknownEvent) GetProjectCard() *ProjectCard {
-	if x == nil {
-		return nil
-	}
-	return x.ProjectCard
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectCardUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectCardUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectColumnEvent is the payload of a "project_column" delivery: one of
 // *ProjectColumnCreatedEvent, *ProjectColumnDeletedEvent,
 // *ProjectColumnEditedEvent, *ProjectColumnMovedEvent, or
@@ -15880,8 +6753,8 @@ func (x *ProjectCardUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" repository or organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type ProjectColumnEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -15905,9 +6778,6 @@ type ProjectColumnEvent interface {
 // action "created".
 //
 // A column was added to a project (classic).
-//
-// The payload of project_column.created. A column was added to a project
-// (classic).
 type ProjectColumnCreatedEvent struct {
 	Action        string              `json:"action"`
 	Enterprise    *Enterprise         `json:"enterprise,omitempty"`
@@ -15931,61 +6801,10 @@ func (x *ProjectColumnCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectColumnCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectColumnCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectColumnCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectColumn returns the "project_column" member.
-func (x *ProjectColumnCreatedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ProjectColumn
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectColumnCreatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectColumnCreatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectColumnDeletedEvent is the payload of a "project_column" delivery with
 // action "deleted".
 //
 // A column was deleted from a project (classic).
-//
-// The payload of project_column.deleted. A column was deleted from a project
-// (classic).
 type ProjectColumnDeletedEvent struct {
 	Action        string              `json:"action"`
 	Enterprise    *Enterprise         `json:"enterprise,omitempty"`
@@ -16009,61 +6828,10 @@ func (x *ProjectColumnDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectColumnDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectColumnDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectColumnDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectColumn returns the "project_column" member.
-func (x *ProjectColumnDeletedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ProjectColumn
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectColumnDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectColumnDeletedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectColumnEditedEvent is the payload of a "project_column" delivery with
 // action "edited".
 //
 // The name of a column on a project (classic) was changed.
-//
-// The payload of project_column.edited. The name of a column on a project
-// (classic) was changed.
 type ProjectColumnEditedEvent struct {
 	Action        string                     `json:"action"`
 	Changes       ProjectColumnEditedChanges `json:"changes"`
@@ -16088,61 +6856,10 @@ func (x *ProjectColumnEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectColumnEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectColumnEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectColumnEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectColumn returns the "project_column" member.
-func (x *ProjectColumnEditedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectColumn
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectColumnEditedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectColumnEditedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectColumnMovedEvent is the payload of a "project_column" delivery with
 // action "moved".
 //
 // A column was moved to a new position on a project (classic).
-//
-// The payload of project_column.moved. A column was moved to a new position on
-// a project (classic).
 type ProjectColumnMovedEvent struct {
 	Action        string              `json:"action"`
 	Enterprise    *Enterprise         `json:"enterprise,omitempty"`
@@ -16164,54 +6881,6 @@ func (*ProjectColumnMovedEvent) isProjectColumnEvent() {}
 // GetAction returns the payload's action.
 func (x *ProjectColumnMovedEvent) GetAction() string {
 	return "moved"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectColumnMovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectColumnMovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectColumnMovedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectColumn returns the "project_column" member.
-func (x *ProjectColumnMovedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ProjectColumn
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectColumnMovedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectColumnMovedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // ProjectColumnUnknownEvent is the payload of a "project_column" delivery whose
@@ -16249,54 +6918,6 @@ func (x *ProjectColumnUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ProjectColumnUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectColumnUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectColumnUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectColumn returns the "project_column" member.
-func (x *ProjectColumnUnknownEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil {
-		return nil
-	}
-	return x.ProjectColumn
-}
-
-// GetRepository returns the "repository" member.
-func (x *ProjectColumnUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectColumnUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectsV2Event is the payload of a "projects_v2" delivery: one of
 // *ProjectsV2ClosedEvent, *ProjectsV2CreatedEvent, *ProjectsV2DeletedEvent,
 // *ProjectsV2EditedEvent, *ProjectsV2ReopenedEvent, or *ProjectsV2UnknownEvent
@@ -16313,12 +6934,12 @@ func (x *ProjectColumnUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" organization permission.
 //
-// > [!NOTE] > Webhook events for projects are currently in public preview and
-// subject to change. To share feedback about projects webhooks with the forge,
-// see the Projects webhook feedback discussion.
+// Note: Webhook events for projects are currently in public preview and subject
+// to change. To share feedback about projects webhooks with the forge, see the
+// Projects webhook feedback discussion.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type ProjectsV2Event interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -16338,8 +6959,6 @@ type ProjectsV2Event interface {
 // "closed".
 //
 // A project in the organization was closed.
-//
-// The payload of projects_v2.closed. A project in the organization was closed.
 type ProjectsV2ClosedEvent struct {
 	Action       string              `json:"action"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -16361,45 +6980,10 @@ func (x *ProjectsV2ClosedEvent) GetAction() string {
 	return "closed"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ClosedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ClosedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2 returns the "projects_v2" member.
-func (x *ProjectsV2ClosedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2CreatedEvent is the payload of a "projects_v2" delivery with action
 // "created".
 //
 // A project in the organization was created.
-//
-// The payload of projects_v2.created. A project in the organization was
-// created.
 type ProjectsV2CreatedEvent struct {
 	Action       string              `json:"action"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -16421,45 +7005,10 @@ func (x *ProjectsV2CreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2CreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2CreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2 returns the "projects_v2" member.
-func (x *ProjectsV2CreatedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2CreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2DeletedEvent is the payload of a "projects_v2" delivery with action
 // "deleted".
 //
 // A project in the organization was deleted.
-//
-// The payload of projects_v2.deleted. A project in the organization was
-// deleted.
 type ProjectsV2DeletedEvent struct {
 	Action       string              `json:"action"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -16481,46 +7030,11 @@ func (x *ProjectsV2DeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2DeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2DeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2 returns the "projects_v2" member.
-func (x *ProjectsV2DeletedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2DeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2EditedEvent is the payload of a "projects_v2" delivery with action
 // "edited".
 //
 // The title, description, or README of a project in the organization was
 // changed.
-//
-// The payload of projects_v2.edited. The title, description, or README of a
-// project in the organization was changed.
 type ProjectsV2EditedEvent struct {
 	Action       string                  `json:"action"`
 	Changes      ProjectsV2EditedChanges `json:"changes"`
@@ -16543,45 +7057,10 @@ func (x *ProjectsV2EditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2EditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2EditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2 returns the "projects_v2" member.
-func (x *ProjectsV2EditedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.ProjectsV2
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2EditedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2ReopenedEvent is the payload of a "projects_v2" delivery with
 // action "reopened".
 //
 // A project in the organization was reopened.
-//
-// The payload of projects_v2.reopened. A project in the organization was
-// reopened.
 type ProjectsV2ReopenedEvent struct {
 	Action       string              `json:"action"`
 	Installation *SimpleInstallation `json:"installation,omitempty"`
@@ -16601,38 +7080,6 @@ func (*ProjectsV2ReopenedEvent) isProjectsV2Event() {}
 // GetAction returns the payload's action.
 func (x *ProjectsV2ReopenedEvent) GetAction() string {
 	return "reopened"
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ReopenedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2 returns the "projects_v2" member.
-func (x *ProjectsV2ReopenedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // ProjectsV2UnknownEvent is the payload of a "projects_v2" delivery whose
@@ -16668,38 +7115,6 @@ func (x *ProjectsV2UnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2UnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2UnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectsV2 returns the "projects_v2" member.
-func (x *ProjectsV2UnknownEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil {
-		return nil
-	}
-	return x.ProjectsV2
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2UnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectsV2ItemEvent is the payload of a "projects_v2_item" delivery: one of
 // *ProjectsV2ItemArchivedEvent, *ProjectsV2ItemConvertedEvent,
 // *ProjectsV2ItemCreatedEvent, *ProjectsV2ItemDeletedEvent,
@@ -16718,12 +7133,12 @@ func (x *ProjectsV2UnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" organization permission.
 //
-// > [!NOTE] > Webhook events for projects are currently in public preview and
-// subject to change. To share feedback about projects webhooks with the forge,
-// see the Projects webhook feedback discussion.
+// Note: Webhook events for projects are currently in public preview and subject
+// to change. To share feedback about projects webhooks with the forge, see the
+// Projects webhook feedback discussion.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type ProjectsV2ItemEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -16744,9 +7159,6 @@ type ProjectsV2ItemEvent interface {
 //
 // An item on an organization project was archived. For more information, see
 // "Archiving items from your project."
-//
-// The payload of projects_v2_item.archived. An item on an organization project
-// was archived. For more information, see "Archiving items from your project."
 type ProjectsV2ItemArchivedEvent struct {
 	Action         string                `json:"action"`
 	Changes        ProjectsV2ItemChanges `json:"changes"`
@@ -16769,45 +7181,10 @@ func (x *ProjectsV2ItemArchivedEvent) GetAction() string {
 	return "archived"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemArchivedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemArchivedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemArchivedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemArchivedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2ItemConvertedEvent is the payload of a "projects_v2_item" delivery
 // with action "converted".
 //
 // A draft issue in an organization project was converted to an issue.
-//
-// The payload of projects_v2_item.converted. A draft issue in an organization
-// project was converted to an issue.
 type ProjectsV2ItemConvertedEvent struct {
 	Action         string                         `json:"action"`
 	Changes        ProjectsV2ItemConvertedChanges `json:"changes"`
@@ -16830,45 +7207,10 @@ func (x *ProjectsV2ItemConvertedEvent) GetAction() string {
 	return "converted"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemConvertedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemConvertedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemConvertedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemConvertedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2ItemCreatedEvent is the payload of a "projects_v2_item" delivery
 // with action "created".
 //
 // An item was added to a project in the organization.
-//
-// The payload of projects_v2_item.created. An item was added to a project in
-// the organization.
 type ProjectsV2ItemCreatedEvent struct {
 	Action         string              `json:"action"`
 	Installation   *SimpleInstallation `json:"installation,omitempty"`
@@ -16890,45 +7232,10 @@ func (x *ProjectsV2ItemCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemCreatedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2ItemDeletedEvent is the payload of a "projects_v2_item" delivery
 // with action "deleted".
 //
 // An item was deleted from a project in the organization.
-//
-// The payload of projects_v2_item.deleted. An item was deleted from a project
-// in the organization.
 type ProjectsV2ItemDeletedEvent struct {
 	Action         string              `json:"action"`
 	Installation   *SimpleInstallation `json:"installation,omitempty"`
@@ -16950,49 +7257,12 @@ func (x *ProjectsV2ItemDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemDeletedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2ItemEditedEvent is the payload of a "projects_v2_item" delivery
 // with action "edited".
 //
 // The values or state of an item in an organization project were changed. For
 // example, the value of a field was updated, the body of a draft issue was
 // changed, or a draft issue was converted to an issue.
-//
-// The payload of projects_v2_item.edited. The values or state of an item in an
-// organization project were changed. For example, the value of a field was
-// updated, the body of a draft issue was changed, or a draft issue was
-// converted to an issue.
 type ProjectsV2ItemEditedEvent struct {
 	Action string `json:"action"`
 	// The changes made to the item may involve modifications in the item's fields
@@ -17019,47 +7289,11 @@ func (x *ProjectsV2ItemEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemEditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemEditedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2ItemReorderedEvent is the payload of a "projects_v2_item" delivery
 // with action "reordered".
 //
 // The position of an item in an organization project was changed. For example,
 // an item was moved above or below another item in the table or board layout.
-//
-// The payload of projects_v2_item.reordered. The position of an item in an
-// organization project was changed. For example, an item was moved above or
-// below another item in the table or board layout.
 type ProjectsV2ItemReorderedEvent struct {
 	Action         string                         `json:"action"`
 	Changes        ProjectsV2ItemReorderedChanges `json:"changes"`
@@ -17082,47 +7316,11 @@ func (x *ProjectsV2ItemReorderedEvent) GetAction() string {
 	return "reordered"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemReorderedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemReorderedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemReorderedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemReorderedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2ItemRestoredEvent is the payload of a "projects_v2_item" delivery
 // with action "restored".
 //
 // An archived item on an organization project was restored from the archive.
 // For more information, see "Archiving items from your project."
-//
-// The payload of projects_v2_item.restored. An archived item on an organization
-// project was restored from the archive. For more information, see "Archiving
-// items from your project."
 type ProjectsV2ItemRestoredEvent struct {
 	Action         string                `json:"action"`
 	Changes        ProjectsV2ItemChanges `json:"changes"`
@@ -17143,38 +7341,6 @@ func (*ProjectsV2ItemRestoredEvent) isProjectsV2ItemEvent() {}
 // GetAction returns the payload's action.
 func (x *ProjectsV2ItemRestoredEvent) GetAction() string {
 	return "restored"
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemRestoredEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemRestoredEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemRestoredEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemRestoredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // ProjectsV2ItemUnknownEvent is the payload of a "projects_v2_item" delivery
@@ -17210,38 +7376,6 @@ func (x *ProjectsV2ItemUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2ItemUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2ItemUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectsV2Item returns the "projects_v2_item" member.
-func (x *ProjectsV2ItemUnknownEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil {
-		return nil
-	}
-	return x.ProjectsV2Item
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2ItemUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ProjectsV2StatusUpdateEvent is the payload of a "projects_v2_status_update"
 // delivery: one of *ProjectsV2StatusUpdateCreatedEvent,
 // *ProjectsV2StatusUpdateDeletedEvent, *ProjectsV2StatusUpdateEditedEvent, or
@@ -17255,11 +7389,11 @@ func (x *ProjectsV2ItemUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Projects" organization permission.
 //
-// > [!NOTE] > To share feedback about projects webhooks with the forge, see the
+// Note: To share feedback about projects webhooks with the forge, see the
 // Projects webhook feedback discussion.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type ProjectsV2StatusUpdateEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -17279,9 +7413,6 @@ type ProjectsV2StatusUpdateEvent interface {
 // "projects_v2_status_update" delivery with action "created".
 //
 // A status update was added to a project in the organization.
-//
-// The payload of projects_v2_status_update.created. A status update was added
-// to a project in the organization.
 type ProjectsV2StatusUpdateCreatedEvent struct {
 	Action                 string                 `json:"action"`
 	Installation           *SimpleInstallation    `json:"installation,omitempty"`
@@ -17303,45 +7434,10 @@ func (x *ProjectsV2StatusUpdateCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2StatusUpdateCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2StatusUpdateCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2StatusUpdate returns the "projects_v2_status_update" member.
-func (x *ProjectsV2StatusUpdateCreatedEvent) GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2StatusUpdate
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2StatusUpdateCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2StatusUpdateDeletedEvent is the payload of a
 // "projects_v2_status_update" delivery with action "deleted".
 //
 // A status update was removed from a project in the organization.
-//
-// The payload of projects_v2_status_update.deleted. A status update was removed
-// from a project in the organization.
 type ProjectsV2StatusUpdateDeletedEvent struct {
 	Action                 string                 `json:"action"`
 	Installation           *SimpleInstallation    `json:"installation,omitempty"`
@@ -17363,45 +7459,10 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2StatusUpdateDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2StatusUpdateDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2StatusUpdate returns the "projects_v2_status_update" member.
-func (x *ProjectsV2StatusUpdateDeletedEvent) GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2StatusUpdate
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2StatusUpdateDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ProjectsV2StatusUpdateEditedEvent is the payload of a
 // "projects_v2_status_update" delivery with action "edited".
 //
 // A status update was edited on a project in the organization.
-//
-// The payload of projects_v2_status_update.edited. A status update was edited
-// on a project in the organization.
 type ProjectsV2StatusUpdateEditedEvent struct {
 	Action                 string                               `json:"action"`
 	Changes                *ProjectsV2StatusUpdateEditedChanges `json:"changes,omitempty"`
@@ -17422,38 +7483,6 @@ func (*ProjectsV2StatusUpdateEditedEvent) isProjectsV2StatusUpdateEvent() {}
 // GetAction returns the payload's action.
 func (x *ProjectsV2StatusUpdateEditedEvent) GetAction() string {
 	return "edited"
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2StatusUpdateEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2StatusUpdateEditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetProjectsV2StatusUpdate returns the "projects_v2_status_update" member.
-func (x *ProjectsV2StatusUpdateEditedEvent) GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ProjectsV2StatusUpdate
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2StatusUpdateEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // ProjectsV2StatusUpdateUnknownEvent is the payload of a
@@ -17489,49 +7518,10 @@ func (x *ProjectsV2StatusUpdateUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetInstallation returns the "installation" member.
-func (x *ProjectsV2StatusUpdateUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ProjectsV2StatusUpdateUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetProjectsV2StatusUpdate returns the "projects_v2_status_update" member.
-func (x *ProjectsV2StatusUpdateUnknownEvent) GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate {
-	if x == nil {
-		return nil
-	}
-	return x.ProjectsV2StatusUpdate
-}
-
-// GetSender returns the "sender" member.
-func (x *ProjectsV2StatusUpdateUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PublicEvent is the payload of a "public" delivery.
 //
 // This event occurs when repository visibility changes from private to public.
 // For more information, see "Setting repository visibility."
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Metadata" repository permission.
-//
-// The payload of public. This event occurs when repository visibility changes
-// from private to public. For more information, see "Setting repository
-// visibility."
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Metadata" repository permission.
@@ -17575,8 +7565,8 @@ func (*PublicEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Pull requests" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type PullRequestEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -17584,7 +7574,7 @@ type PullRequestEvent interface {
 	// GetEnterprise returns the "enterprise" member.
 	GetEnterprise() *Enterprise
 	// GetNumber returns the "number" member.
-	GetNumber() *int64
+	GetNumber() int64
 	// GetOrganization returns the "organization" member.
 	GetOrganization() *Organization
 	// GetPullRequest returns the "pull_request" member.
@@ -17600,8 +7590,6 @@ type PullRequestEvent interface {
 // action "assigned".
 //
 // A pull request was assigned to a user.
-//
-// The payload of pull_request.assigned. A pull request was assigned to a user.
 type PullRequestAssignedEvent struct {
 	Action       string              `json:"action"`
 	Assignee     *User               `json:"assignee,omitempty"`
@@ -17627,63 +7615,11 @@ func (x *PullRequestAssignedEvent) GetAction() string {
 	return "assigned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestAssignedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestAssignedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestAssignedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestAssignedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestAssignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestAssignedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestAutoMergeDisabledEvent is the payload of a "pull_request" delivery
 // with action "auto_merge_disabled".
 //
 // Auto merge was disabled for a pull request. For more information, see
 // "Automatically merging a pull request."
-//
-// The payload of pull_request.auto_merge_disabled. Auto merge was disabled for
-// a pull request. For more information, see "Automatically merging a pull
-// request."
 type PullRequestAutoMergeDisabledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -17709,63 +7645,11 @@ func (x *PullRequestAutoMergeDisabledEvent) GetAction() string {
 	return "auto_merge_disabled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestAutoMergeDisabledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestAutoMergeDisabledEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestAutoMergeDisabledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestAutoMergeDisabledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestAutoMergeDisabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestAutoMergeDisabledEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestAutoMergeEnabledEvent is the payload of a "pull_request" delivery
 // with action "auto_merge_enabled".
 //
 // Auto merge was enabled for a pull request. For more information, see
 // "Automatically merging a pull request."
-//
-// The payload of pull_request.auto_merge_enabled. Auto merge was enabled for a
-// pull request. For more information, see "Automatically merging a pull
-// request."
 type PullRequestAutoMergeEnabledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -17791,65 +7675,12 @@ func (x *PullRequestAutoMergeEnabledEvent) GetAction() string {
 	return "auto_merge_enabled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestAutoMergeEnabledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestAutoMergeEnabledEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestAutoMergeEnabledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestAutoMergeEnabledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestAutoMergeEnabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestAutoMergeEnabledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestClosedEvent is the payload of a "pull_request" delivery with
 // action "closed".
 //
 // A pull request was closed. If `merged` is false in the webhook payload, the
 // pull request was closed with unmerged commits. If `merged` is true in the
 // webhook payload, the pull request was merged.
-//
-// The payload of pull_request.closed. A pull request was closed. If `merged` is
-// false in the webhook payload, the pull request was closed with unmerged
-// commits. If `merged` is true in the webhook payload, the pull request was
-// merged.
 type PullRequestClosedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -17874,62 +7705,11 @@ func (x *PullRequestClosedEvent) GetAction() string {
 	return "closed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestClosedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestClosedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestClosedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestClosedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestClosedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestConvertedToDraftEvent is the payload of a "pull_request" delivery
 // with action "converted_to_draft".
 //
 // A pull request was converted to a draft. For more information, see "Changing
 // the stage of a pull request."
-//
-// The payload of pull_request.converted_to_draft. A pull request was converted
-// to a draft. For more information, see "Changing the stage of a pull request."
 type PullRequestConvertedToDraftEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -17954,61 +7734,10 @@ func (x *PullRequestConvertedToDraftEvent) GetAction() string {
 	return "converted_to_draft"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestConvertedToDraftEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestConvertedToDraftEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestConvertedToDraftEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestConvertedToDraftEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestConvertedToDraftEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestConvertedToDraftEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestDemilestonedEvent is the payload of a "pull_request" delivery with
 // action "demilestoned".
 //
 // A pull request was removed from a milestone.
-//
-// The payload of pull_request.demilestoned. A pull request was removed from a
-// milestone.
 type PullRequestDemilestonedEvent struct {
 	Action       string        `json:"action"`
 	Enterprise   *Enterprise   `json:"enterprise,omitempty"`
@@ -18033,61 +7762,10 @@ func (x *PullRequestDemilestonedEvent) GetAction() string {
 	return "demilestoned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestDemilestonedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestDemilestonedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestDemilestonedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestDemilestonedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestDemilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestDemilestonedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PullRequestDequeuedEvent is the payload of a "pull_request" delivery with
 // action "dequeued".
 //
 // A pull request was removed from the merge queue.
-//
-// The payload of pull_request.dequeued. A pull request was removed from the
-// merge queue.
 type PullRequestDequeuedEvent struct {
 	Action       string                    `json:"action"`
 	Enterprise   *Enterprise               `json:"enterprise,omitempty"`
@@ -18113,62 +7791,11 @@ func (x *PullRequestDequeuedEvent) GetAction() string {
 	return "dequeued"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestDequeuedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestDequeuedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestDequeuedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestDequeuedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestDequeuedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestDequeuedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestEditedEvent is the payload of a "pull_request" delivery with
 // action "edited".
 //
 // The title or body of a pull request was edited, or the base branch of a pull
 // request was changed.
-//
-// The payload of pull_request.edited. The title or body of a pull request was
-// edited, or the base branch of a pull request was changed.
 type PullRequestEditedEvent struct {
 	Action string `json:"action"`
 	// The changes to the comment if the action was `edited`.
@@ -18195,61 +7822,10 @@ func (x *PullRequestEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestEditedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestEditedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestEditedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PullRequestEnqueuedEvent is the payload of a "pull_request" delivery with
 // action "enqueued".
 //
 // A pull request was added to the merge queue.
-//
-// The payload of pull_request.enqueued. A pull request was added to the merge
-// queue.
 type PullRequestEnqueuedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -18274,60 +7850,10 @@ func (x *PullRequestEnqueuedEvent) GetAction() string {
 	return "enqueued"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestEnqueuedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestEnqueuedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestEnqueuedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestEnqueuedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestEnqueuedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestEnqueuedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestLabeledEvent is the payload of a "pull_request" delivery with
 // action "labeled".
 //
 // A label was added to a pull request.
-//
-// The payload of pull_request.labeled. A label was added to a pull request.
 type PullRequestLabeledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -18353,62 +7879,11 @@ func (x *PullRequestLabeledEvent) GetAction() string {
 	return "labeled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestLabeledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestLabeledEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestLabeledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestLabeledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestLabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestLabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestLockedEvent is the payload of a "pull_request" delivery with
 // action "locked".
 //
 // Conversation on a pull request was locked. For more information, see "Locking
 // conversations."
-//
-// The payload of pull_request.locked. Conversation on a pull request was
-// locked. For more information, see "Locking conversations."
 type PullRequestLockedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -18433,61 +7908,10 @@ func (x *PullRequestLockedEvent) GetAction() string {
 	return "locked"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestLockedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestLockedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestLockedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestLockedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestLockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestLockedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestMilestonedEvent is the payload of a "pull_request" delivery with
 // action "milestoned".
 //
 // A pull request was added to a milestone.
-//
-// The payload of pull_request.milestoned. A pull request was added to a
-// milestone.
 type PullRequestMilestonedEvent struct {
 	Action       string        `json:"action"`
 	Enterprise   *Enterprise   `json:"enterprise,omitempty"`
@@ -18512,60 +7936,10 @@ func (x *PullRequestMilestonedEvent) GetAction() string {
 	return "milestoned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestMilestonedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestMilestonedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestMilestonedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestMilestonedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestMilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestMilestonedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PullRequestOpenedEvent is the payload of a "pull_request" delivery with
 // action "opened".
 //
-// # A pull request was created
-//
-// The payload of pull_request.opened. A pull request was created
+// A pull request was created
 type PullRequestOpenedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -18590,63 +7964,11 @@ func (x *PullRequestOpenedEvent) GetAction() string {
 	return "opened"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestOpenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestOpenedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestOpenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestOpenedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestOpenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestOpenedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReadyForReviewEvent is the payload of a "pull_request" delivery
 // with action "ready_for_review".
 //
 // A draft pull request was marked as ready for review. For more information,
 // see "Changing the stage of a pull request."
-//
-// The payload of pull_request.ready_for_review. A draft pull request was marked
-// as ready for review. For more information, see "Changing the stage of a pull
-// request."
 type PullRequestReadyForReviewEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -18671,61 +7993,10 @@ func (x *PullRequestReadyForReviewEvent) GetAction() string {
 	return "ready_for_review"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReadyForReviewEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestReadyForReviewEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReadyForReviewEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReadyForReviewEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReadyForReviewEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReadyForReviewEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReopenedEvent is the payload of a "pull_request" delivery with
 // action "reopened".
 //
 // A previously closed pull request was reopened.
-//
-// The payload of pull_request.reopened. A previously closed pull request was
-// reopened.
 type PullRequestReopenedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -18750,61 +8021,10 @@ func (x *PullRequestReopenedEvent) GetAction() string {
 	return "reopened"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReopenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestReopenedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReopenedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReviewRequestRemovedEvent is the payload of a "pull_request"
 // delivery with action "review_request_removed".
 //
 // A request for review by a person or team was removed from a pull request.
-//
-// The payload of pull_request.review_request_removed. A request for review by a
-// person or team was removed from a pull request.
 //
 // The spec gives this payload as one of 2 shapes (a whole-body oneOf); they are
 // merged into this one struct, where members not in every shape are optional.
@@ -18837,63 +8057,11 @@ func (x *PullRequestReviewRequestRemovedEvent) GetAction() string {
 	return "review_request_removed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewRequestRemovedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestReviewRequestRemovedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewRequestRemovedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewRequestRemovedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewRequestRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewRequestRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReviewRequestedEvent is the payload of a "pull_request" delivery
 // with action "review_requested".
 //
 // Review by a person or team was requested for a pull request. For more
 // information, see "Requesting a pull request review."
-//
-// The payload of pull_request.review_requested. Review by a person or team was
-// requested for a pull request. For more information, see "Requesting a pull
-// request review."
 //
 // The spec gives this payload as one of 2 shapes (a whole-body oneOf); they are
 // merged into this one struct, where members not in every shape are optional.
@@ -18926,63 +8094,11 @@ func (x *PullRequestReviewRequestedEvent) GetAction() string {
 	return "review_requested"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewRequestedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestReviewRequestedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewRequestedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewRequestedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestSynchronizeEvent is the payload of a "pull_request" delivery with
 // action "synchronize".
 //
 // A pull request's head branch was updated. For example, the head branch was
 // updated from the base branch or new commits were pushed to the head branch.
-//
-// The payload of pull_request.synchronize. A pull request's head branch was
-// updated. For example, the head branch was updated from the base branch or new
-// commits were pushed to the head branch.
 type PullRequestSynchronizeEvent struct {
 	Action       string              `json:"action"`
 	After        string              `json:"after"`
@@ -19009,61 +8125,10 @@ func (x *PullRequestSynchronizeEvent) GetAction() string {
 	return "synchronize"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestSynchronizeEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestSynchronizeEvent) GetNumber() *int64 {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestSynchronizeEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestSynchronizeEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestSynchronizeEvent) GetRepository() *Repository {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestSynchronizeEvent) GetSender() *User {
-	if x == nil || !x.written(6) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestUnassignedEvent is the payload of a "pull_request" delivery with
 // action "unassigned".
 //
 // A user was unassigned from a pull request.
-//
-// The payload of pull_request.unassigned. A user was unassigned from a pull
-// request.
 type PullRequestUnassignedEvent struct {
 	Action       string              `json:"action"`
 	Assignee     *User               `json:"assignee,omitempty"`
@@ -19089,61 +8154,10 @@ func (x *PullRequestUnassignedEvent) GetAction() string {
 	return "unassigned"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestUnassignedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestUnassignedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestUnassignedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestUnassignedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestUnassignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestUnassignedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PullRequestUnlabeledEvent is the payload of a "pull_request" delivery with
 // action "unlabeled".
 //
 // A label was removed from a pull request.
-//
-// The payload of pull_request.unlabeled. A label was removed from a pull
-// request.
 type PullRequestUnlabeledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -19169,62 +8183,11 @@ func (x *PullRequestUnlabeledEvent) GetAction() string {
 	return "unlabeled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestUnlabeledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestUnlabeledEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestUnlabeledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestUnlabeledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestUnlabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestUnlabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestUnlockedEvent is the payload of a "pull_request" delivery with
 // action "unlocked".
 //
 // Conversation on a pull request was unlocked. For more information, see
 // "Locking conversations."
-//
-// The payload of pull_request.unlocked. Conversation on a pull request was
-// unlocked. For more information, see "Locking conversations."
 type PullRequestUnlockedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -19247,54 +8210,6 @@ func (*PullRequestUnlockedEvent) isPullRequestEvent() {}
 // GetAction returns the payload's action.
 func (x *PullRequestUnlockedEvent) GetAction() string {
 	return "unlocked"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestUnlockedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestUnlockedEvent) GetNumber() *int64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestUnlockedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestUnlockedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestUnlockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestUnlockedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // PullRequestUnknownEvent is the payload of a "pull_request" delivery whose
@@ -19332,54 +8247,6 @@ func (x *PullRequestUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetNumber returns the "number" member.
-func (x *PullRequestUnknownEvent) GetNumber() *int64 {
-	if x == nil {
-		return nil
-	}
-	return x.Number
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestUnknownEvent) GetPullRequest() *PullRequest {
-	if x == nil {
-		return nil
-	}
-	return x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PullRequestReviewEvent is the payload of a "pull_request_review" delivery:
 // one of *PullRequestReviewDismissedEvent, *PullRequestReviewEditedEvent,
 // *PullRequestReviewSubmittedEvent, or *PullRequestReviewUnknownEvent for an
@@ -19399,8 +8266,8 @@ func (x *PullRequestUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Pull requests" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type PullRequestReviewEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -19428,9 +8295,6 @@ type PullRequestReviewEvent interface {
 // delivery with action "dismissed".
 //
 // A review on a pull request was dismissed.
-//
-// The payload of pull_request_review.dismissed. A review on a pull request was
-// dismissed.
 type PullRequestReviewDismissedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -19456,71 +8320,10 @@ func (x *PullRequestReviewDismissedEvent) GetAction() string {
 	return "dismissed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewDismissedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewDismissedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewDismissedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewDismissedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewDismissedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetReview returns the "review" member.
-//
-// The review that was affected.
-func (x *PullRequestReviewDismissedEvent) GetReview() *PullRequestReview {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Review
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewDismissedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReviewEditedEvent is the payload of a "pull_request_review"
 // delivery with action "edited".
 //
 // The body comment on a pull request review was edited.
-//
-// The payload of pull_request_review.edited. The body comment on a pull request
-// review was edited.
 type PullRequestReviewEditedEvent struct {
 	Action       string                    `json:"action"`
 	Changes      IssueCommentEditedChanges `json:"changes"`
@@ -19546,71 +8349,10 @@ func (x *PullRequestReviewEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewEditedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetReview returns the "review" member.
-//
-// The review that was affected.
-func (x *PullRequestReviewEditedEvent) GetReview() *PullRequestReview {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Review
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReviewSubmittedEvent is the payload of a "pull_request_review"
 // delivery with action "submitted".
 //
 // A review on a pull request was submitted.
-//
-// The payload of pull_request_review.submitted. A review on a pull request was
-// submitted.
 type PullRequestReviewSubmittedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -19633,64 +8375,6 @@ func (*PullRequestReviewSubmittedEvent) isPullRequestReviewEvent() {}
 // GetAction returns the payload's action.
 func (x *PullRequestReviewSubmittedEvent) GetAction() string {
 	return "submitted"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewSubmittedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewSubmittedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewSubmittedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewSubmittedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewSubmittedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetReview returns the "review" member.
-//
-// The review that was affected.
-func (x *PullRequestReviewSubmittedEvent) GetReview() *PullRequestReview {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Review
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewSubmittedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // PullRequestReviewUnknownEvent is the payload of a "pull_request_review"
@@ -19730,64 +8414,6 @@ func (x *PullRequestReviewUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewUnknownEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil {
-		return nil
-	}
-	return x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetReview returns the "review" member.
-//
-// The review that was affected.
-func (x *PullRequestReviewUnknownEvent) GetReview() *PullRequestReview {
-	if x == nil {
-		return nil
-	}
-	return x.Review
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PullRequestReviewCommentEvent is the payload of a
 // "pull_request_review_comment" delivery: one of
 // *PullRequestReviewCommentCreatedEvent, *PullRequestReviewCommentDeletedEvent,
@@ -19808,8 +8434,8 @@ func (x *PullRequestReviewUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Pull requests" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type PullRequestReviewCommentEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -19837,9 +8463,6 @@ type PullRequestReviewCommentEvent interface {
 // "pull_request_review_comment" delivery with action "created".
 //
 // A comment on a pull request diff was created.
-//
-// The payload of pull_request_review_comment.created. A comment on a pull
-// request diff was created.
 type PullRequestReviewCommentCreatedEvent struct {
 	Action string `json:"action"`
 	// The comment itself.
@@ -19865,71 +8488,10 @@ func (x *PullRequestReviewCommentCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *PullRequestReviewCommentCreatedEvent) GetComment() *PullRequestReviewComment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewCommentCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewCommentCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewCommentCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewCommentCreatedEvent) GetPullRequest() *PullRequestReviewCommentPullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReviewCommentDeletedEvent is the payload of a
 // "pull_request_review_comment" delivery with action "deleted".
 //
 // A comment on a pull request diff was deleted.
-//
-// The payload of pull_request_review_comment.deleted. A comment on a pull
-// request diff was deleted.
 type PullRequestReviewCommentDeletedEvent struct {
 	Action       string                              `json:"action"`
 	Comment      PullRequestReviewComment            `json:"comment"`
@@ -19954,71 +8516,10 @@ func (x *PullRequestReviewCommentDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *PullRequestReviewCommentDeletedEvent) GetComment() *PullRequestReviewComment {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewCommentDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewCommentDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewCommentDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewCommentDeletedEvent) GetPullRequest() *PullRequestReviewCommentPullRequest {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewCommentDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewCommentDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // PullRequestReviewCommentEditedEvent is the payload of a
 // "pull_request_review_comment" delivery with action "edited".
 //
 // The content of a comment on a pull request diff was changed.
-//
-// The payload of pull_request_review_comment.edited. The content of a comment
-// on a pull request diff was changed.
 type PullRequestReviewCommentEditedEvent struct {
 	Action       string                              `json:"action"`
 	Changes      IssueCommentEditedChanges           `json:"changes"`
@@ -20042,64 +8543,6 @@ func (*PullRequestReviewCommentEditedEvent) isPullRequestReviewCommentEvent() {}
 // GetAction returns the payload's action.
 func (x *PullRequestReviewCommentEditedEvent) GetAction() string {
 	return "edited"
-}
-
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *PullRequestReviewCommentEditedEvent) GetComment() *PullRequestReviewComment {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewCommentEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewCommentEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewCommentEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewCommentEditedEvent) GetPullRequest() *PullRequestReviewCommentPullRequest {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewCommentEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewCommentEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // PullRequestReviewCommentUnknownEvent is the payload of a
@@ -20139,64 +8582,6 @@ func (x *PullRequestReviewCommentUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetComment returns the "comment" member.
-//
-// The comment itself.
-func (x *PullRequestReviewCommentUnknownEvent) GetComment() *PullRequestReviewComment {
-	if x == nil {
-		return nil
-	}
-	return x.Comment
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewCommentUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewCommentUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewCommentUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewCommentUnknownEvent) GetPullRequest() *PullRequestReviewCommentPullRequest {
-	if x == nil {
-		return nil
-	}
-	return x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewCommentUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewCommentUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // PullRequestReviewThreadEvent is the payload of a "pull_request_review_thread"
 // delivery: one of *PullRequestReviewThreadResolvedEvent,
 // *PullRequestReviewThreadUnresolvedEvent, or
@@ -20215,8 +8600,8 @@ func (x *PullRequestReviewCommentUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Pull requests" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type PullRequestReviewThreadEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -20236,7 +8621,7 @@ type PullRequestReviewThreadEvent interface {
 	// GetThread returns the "thread" member.
 	GetThread() *PullRequestReviewThread
 	// GetUpdatedAt returns the "updated_at" member.
-	GetUpdatedAt() *Timestamp
+	GetUpdatedAt() Timestamp
 	isPullRequestReviewThreadEvent()
 }
 
@@ -20244,9 +8629,6 @@ type PullRequestReviewThreadEvent interface {
 // "pull_request_review_thread" delivery with action "resolved".
 //
 // A comment thread on a pull request was marked as resolved.
-//
-// The payload of pull_request_review_thread.resolved. A comment thread on a
-// pull request was marked as resolved.
 type PullRequestReviewThreadResolvedEvent struct {
 	Action       string                  `json:"action"`
 	Enterprise   *Enterprise             `json:"enterprise,omitempty"`
@@ -20272,78 +8654,11 @@ func (x *PullRequestReviewThreadResolvedEvent) GetAction() string {
 	return "resolved"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetThread returns the "thread" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetThread() *PullRequestReviewThread {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Thread
-}
-
-// GetUpdatedAt returns the "updated_at" member.
-func (x *PullRequestReviewThreadResolvedEvent) GetUpdatedAt() *Timestamp {
-	if x == nil {
-		return nil
-	}
-	return x.UpdatedAt
-}
-
 // PullRequestReviewThreadUnresolvedEvent is the payload of a
 // "pull_request_review_thread" delivery with action "unresolved".
 //
 // A previously resolved comment thread on a pull request was marked as
 // unresolved.
-//
-// The payload of pull_request_review_thread.unresolved. A previously resolved
-// comment thread on a pull request was marked as unresolved.
 type PullRequestReviewThreadUnresolvedEvent struct {
 	Action       string                  `json:"action"`
 	Enterprise   *Enterprise             `json:"enterprise,omitempty"`
@@ -20367,70 +8682,6 @@ func (*PullRequestReviewThreadUnresolvedEvent) isPullRequestReviewThreadEvent() 
 // GetAction returns the payload's action.
 func (x *PullRequestReviewThreadUnresolvedEvent) GetAction() string {
 	return "unresolved"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetThread returns the "thread" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetThread() *PullRequestReviewThread {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Thread
-}
-
-// GetUpdatedAt returns the "updated_at" member.
-func (x *PullRequestReviewThreadUnresolvedEvent) GetUpdatedAt() *Timestamp {
-	if x == nil {
-		return nil
-	}
-	return x.UpdatedAt
 }
 
 // PullRequestReviewThreadUnknownEvent is the payload of a
@@ -20470,70 +8721,6 @@ func (x *PullRequestReviewThreadUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetPullRequest returns the "pull_request" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil {
-		return nil
-	}
-	return x.PullRequest
-}
-
-// GetRepository returns the "repository" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetThread returns the "thread" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetThread() *PullRequestReviewThread {
-	if x == nil {
-		return nil
-	}
-	return x.Thread
-}
-
-// GetUpdatedAt returns the "updated_at" member.
-func (x *PullRequestReviewThreadUnknownEvent) GetUpdatedAt() *Timestamp {
-	if x == nil {
-		return nil
-	}
-	return x.UpdatedAt
-}
-
 // PushEvent is the payload of a "push" delivery.
 //
 // This event occurs when there is a push to a repository branch. This includes
@@ -20545,21 +8732,8 @@ func (x *PullRequestReviewThreadUnknownEvent) GetUpdatedAt() *Timestamp {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// > [!NOTE] > Events will not be created if more than 5000 branches are pushed
-// at once. Events will not be created for tags when more than three tags are
-// pushed at once.
-//
-// The payload of push. This event occurs when there is a push to a repository
-// branch. This includes when a commit is pushed, when a commit tag is pushed,
-// when a branch is deleted, when a tag is deleted, or when a repository is
-// created from a template. To subscribe to only branch and tag deletions, use
-// the `delete` webhook event.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
-//
-// > [!NOTE] > Events will not be created if more than 5000 branches are pushed
-// at once. Events will not be created for tags when more than three tags are
+// Note: Events will not be created if more than 5000 branches are pushed at
+// once. Events will not be created for tags when more than three tags are
 // pushed at once.
 type PushEvent struct {
 	// The SHA of the most recent commit on `ref` after the push.
@@ -20616,11 +8790,10 @@ func (*PushEvent) payloadName() string {
 // To install this event on a forge App, the app must have at least read-level
 // access for the "Packages" repository permission.
 //
-// > [!NOTE] > The forge recommends that you use the newer `package` event
-// instead.
+// Note: The forge recommends that you use the newer `package` event instead.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type RegistryPackageEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -20644,9 +8817,6 @@ type RegistryPackageEvent interface {
 // with action "published".
 //
 // A package was published to a registry.
-//
-// The payload of registry_package.published. A package was published to a
-// registry.
 type RegistryPackagePublishedEvent struct {
 	Action          string              `json:"action"`
 	Enterprise      *Enterprise         `json:"enterprise,omitempty"`
@@ -20670,61 +8840,10 @@ func (x *RegistryPackagePublishedEvent) GetAction() string {
 	return "published"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RegistryPackagePublishedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RegistryPackagePublishedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RegistryPackagePublishedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRegistryPackage returns the "registry_package" member.
-func (x *RegistryPackagePublishedEvent) GetRegistryPackage() *RegistryPackage {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.RegistryPackage
-}
-
-// GetRepository returns the "repository" member.
-func (x *RegistryPackagePublishedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RegistryPackagePublishedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RegistryPackageUpdatedEvent is the payload of a "registry_package" delivery
 // with action "updated".
 //
 // A package that was previously published to a registry was updated.
-//
-// The payload of registry_package.updated. A package that was previously
-// published to a registry was updated.
 type RegistryPackageUpdatedEvent struct {
 	Action          string              `json:"action"`
 	Enterprise      *Enterprise         `json:"enterprise,omitempty"`
@@ -20746,54 +8865,6 @@ func (*RegistryPackageUpdatedEvent) isRegistryPackageEvent() {}
 // GetAction returns the payload's action.
 func (x *RegistryPackageUpdatedEvent) GetAction() string {
 	return "updated"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RegistryPackageUpdatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RegistryPackageUpdatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RegistryPackageUpdatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRegistryPackage returns the "registry_package" member.
-func (x *RegistryPackageUpdatedEvent) GetRegistryPackage() *RegistryPackage {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.RegistryPackage
-}
-
-// GetRepository returns the "repository" member.
-func (x *RegistryPackageUpdatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RegistryPackageUpdatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // RegistryPackageUnknownEvent is the payload of a "registry_package" delivery
@@ -20831,54 +8902,6 @@ func (x *RegistryPackageUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RegistryPackageUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RegistryPackageUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RegistryPackageUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRegistryPackage returns the "registry_package" member.
-func (x *RegistryPackageUnknownEvent) GetRegistryPackage() *RegistryPackage {
-	if x == nil {
-		return nil
-	}
-	return x.RegistryPackage
-}
-
-// GetRepository returns the "repository" member.
-func (x *RegistryPackageUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RegistryPackageUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ReleaseEvent is the payload of a "release" delivery: one of
 // *ReleaseCreatedEvent, *ReleaseDeletedEvent, *ReleaseEditedEvent,
 // *ReleasePrereleasedEvent, *ReleasePublishedEvent, *ReleaseReleasedEvent,
@@ -20893,8 +8916,8 @@ func (x *RegistryPackageUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type ReleaseEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -20919,9 +8942,6 @@ type ReleaseEvent interface {
 //
 // A draft was saved, or a release or pre-release was published without
 // previously being saved as a draft.
-//
-// The payload of release.created. A draft was saved, or a release or
-// pre-release was published without previously being saved as a draft.
 type ReleaseCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -20945,61 +8965,10 @@ func (x *ReleaseCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleaseCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleaseCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleaseCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleaseCreatedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleaseCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleaseCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ReleaseDeletedEvent is the payload of a "release" delivery with action
 // "deleted".
 //
 // A release, pre-release, or draft release was deleted.
-//
-// The payload of release.deleted. A release, pre-release, or draft release was
-// deleted.
 type ReleaseDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21023,63 +8992,11 @@ func (x *ReleaseDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleaseDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleaseDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleaseDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleaseDeletedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleaseDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleaseDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // ReleaseEditedEvent is the payload of a "release" delivery with action
 // "edited".
 //
 // The details of a release, pre-release, or draft release were edited. For more
 // information, see "Managing releases in a repository."
-//
-// The payload of release.edited. The details of a release, pre-release, or
-// draft release were edited. For more information, see "Managing releases in a
-// repository."
 type ReleaseEditedEvent struct {
 	Action       string               `json:"action"`
 	Changes      ReleaseEditedChanges `json:"changes"`
@@ -21104,63 +9021,11 @@ func (x *ReleaseEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleaseEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleaseEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleaseEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleaseEditedEvent) GetRelease() *Release {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleaseEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleaseEditedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ReleasePrereleasedEvent is the payload of a "release" delivery with action
 // "prereleased".
 //
 // A release was created and identified as a pre-release. A pre-release is a
 // release that is not ready for production and may be unstable.
-//
-// The payload of release.prereleased. A release was created and identified as a
-// pre-release. A pre-release is a release that is not ready for production and
-// may be unstable.
 type ReleasePrereleasedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21185,61 +9050,10 @@ func (x *ReleasePrereleasedEvent) GetAction() string {
 	return "prereleased"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleasePrereleasedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleasePrereleasedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleasePrereleasedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleasePrereleasedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleasePrereleasedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleasePrereleasedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ReleasePublishedEvent is the payload of a "release" delivery with action
 // "published".
 //
 // A release, pre-release, or draft of a release was published.
-//
-// The payload of release.published. A release, pre-release, or draft of a
-// release was published.
 type ReleasePublishedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21263,61 +9077,10 @@ func (x *ReleasePublishedEvent) GetAction() string {
 	return "published"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleasePublishedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleasePublishedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleasePublishedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleasePublishedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleasePublishedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleasePublishedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ReleaseReleasedEvent is the payload of a "release" delivery with action
 // "released".
 //
 // A release was published, or a pre-release was changed to a release.
-//
-// The payload of release.released. A release was published, or a pre-release
-// was changed to a release.
 type ReleaseReleasedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21341,60 +9104,10 @@ func (x *ReleaseReleasedEvent) GetAction() string {
 	return "released"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleaseReleasedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleaseReleasedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleaseReleasedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleaseReleasedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleaseReleasedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleaseReleasedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // ReleaseUnpublishedEvent is the payload of a "release" delivery with action
 // "unpublished".
 //
 // A release or pre-release was unpublished.
-//
-// The payload of release.unpublished. A release or pre-release was unpublished.
 type ReleaseUnpublishedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21416,54 +9129,6 @@ func (*ReleaseUnpublishedEvent) isReleaseEvent() {}
 // GetAction returns the payload's action.
 func (x *ReleaseUnpublishedEvent) GetAction() string {
 	return "unpublished"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleaseUnpublishedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleaseUnpublishedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleaseUnpublishedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleaseUnpublishedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleaseUnpublishedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleaseUnpublishedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // ReleaseUnknownEvent is the payload of a "release" delivery whose action the
@@ -21501,54 +9166,6 @@ func (x *ReleaseUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *ReleaseUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *ReleaseUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *ReleaseUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRelease returns the "release" member.
-func (x *ReleaseUnknownEvent) GetRelease() *Release {
-	if x == nil {
-		return nil
-	}
-	return x.Release
-}
-
-// GetRepository returns the "repository" member.
-func (x *ReleaseUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *ReleaseUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // RepositoryEvent is the payload of a "repository" delivery: one of
 // *RepositoryArchivedEvent, *RepositoryCreatedEvent, *RepositoryDeletedEvent,
 // *RepositoryEditedEvent, *RepositoryPrivatizedEvent,
@@ -21564,8 +9181,8 @@ func (x *ReleaseUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Metadata" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type RepositoryEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -21587,8 +9204,6 @@ type RepositoryEvent interface {
 // "archived".
 //
 // A repository was archived.
-//
-// The payload of repository.archived. A repository was archived.
 type RepositoryArchivedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21611,52 +9226,10 @@ func (x *RepositoryArchivedEvent) GetAction() string {
 	return "archived"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryArchivedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryArchivedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryArchivedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryArchivedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryArchivedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryCreatedEvent is the payload of a "repository" delivery with action
 // "created".
 //
 // A repository was created.
-//
-// The payload of repository.created. A repository was created.
 type RepositoryCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21679,54 +9252,11 @@ func (x *RepositoryCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryDeletedEvent is the payload of a "repository" delivery with action
 // "deleted".
 //
 // A repository was deleted. forge Apps and repository webhooks will not receive
 // this event.
-//
-// The payload of repository.deleted. A repository was deleted. forge Apps and
-// repository webhooks will not receive this event.
 type RepositoryDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21749,54 +9279,11 @@ func (x *RepositoryDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryEditedEvent is the payload of a "repository" delivery with action
 // "edited".
 //
 // The topics, default branch, description, or homepage of a repository was
 // changed.
-//
-// The payload of repository.edited. The topics, default branch, description, or
-// homepage of a repository was changed.
 type RepositoryEditedEvent struct {
 	Action       string                  `json:"action"`
 	Changes      RepositoryEditedChanges `json:"changes"`
@@ -21820,53 +9307,10 @@ func (x *RepositoryEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryPrivatizedEvent is the payload of a "repository" delivery with
 // action "privatized".
 //
 // The visibility of a repository was changed to `private`.
-//
-// The payload of repository.privatized. The visibility of a repository was
-// changed to `private`.
 type RepositoryPrivatizedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21889,53 +9333,10 @@ func (x *RepositoryPrivatizedEvent) GetAction() string {
 	return "privatized"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryPrivatizedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryPrivatizedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryPrivatizedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryPrivatizedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryPrivatizedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryPublicizedEvent is the payload of a "repository" delivery with
 // action "publicized".
 //
 // The visibility of a repository was changed to `public`.
-//
-// The payload of repository.publicized. The visibility of a repository was
-// changed to `public`.
 type RepositoryPublicizedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -21958,52 +9359,10 @@ func (x *RepositoryPublicizedEvent) GetAction() string {
 	return "publicized"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryPublicizedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryPublicizedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryPublicizedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryPublicizedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryPublicizedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryRenamedEvent is the payload of a "repository" delivery with action
 // "renamed".
 //
 // The name of a repository was changed.
-//
-// The payload of repository.renamed. The name of a repository was changed.
 type RepositoryRenamedEvent struct {
 	Action       string                   `json:"action"`
 	Changes      RepositoryRenamedChanges `json:"changes"`
@@ -22027,46 +9386,6 @@ func (x *RepositoryRenamedEvent) GetAction() string {
 	return "renamed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryRenamedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryRenamedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryRenamedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryRenamedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryRenamedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryTransferredEvent is the payload of a "repository" delivery with
 // action "transferred".
 //
@@ -22075,12 +9394,6 @@ func (x *RepositoryRenamedEvent) GetSender() *User {
 // transferred. To receive the `repository.transferred` event, the new owner
 // account must have the forge App installed, and the App must be subscribed to
 // "Repository" events.
-//
-// The payload of repository.transferred. Ownership of the repository was
-// transferred to a user or organization account. This event is only sent to the
-// account where the ownership is transferred. To receive the
-// `repository.transferred` event, the new owner account must have the forge App
-// installed, and the App must be subscribed to "Repository" events.
 type RepositoryTransferredEvent struct {
 	Action       string                       `json:"action"`
 	Changes      RepositoryTransferredChanges `json:"changes"`
@@ -22104,53 +9417,10 @@ func (x *RepositoryTransferredEvent) GetAction() string {
 	return "transferred"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryTransferredEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryTransferredEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryTransferredEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryTransferredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryTransferredEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryUnarchivedEvent is the payload of a "repository" delivery with
 // action "unarchived".
 //
 // A previously archived repository was unarchived.
-//
-// The payload of repository.unarchived. A previously archived repository was
-// unarchived.
 type RepositoryUnarchivedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -22171,46 +9441,6 @@ func (*RepositoryUnarchivedEvent) isRepositoryEvent() {}
 // GetAction returns the payload's action.
 func (x *RepositoryUnarchivedEvent) GetAction() string {
 	return "unarchived"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryUnarchivedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryUnarchivedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryUnarchivedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryUnarchivedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryUnarchivedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // RepositoryUnknownEvent is the payload of a "repository" delivery whose action
@@ -22247,46 +9477,6 @@ func (x *RepositoryUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // RepositoryAdvisoryEvent is the payload of a "repository_advisory" delivery:
 // one of *RepositoryAdvisoryPublishedEvent, *RepositoryAdvisoryReportedEvent,
 // or *RepositoryAdvisoryUnknownEvent for an action the schema does not know.
@@ -22298,8 +9488,8 @@ func (x *RepositoryUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Repository security advisories" permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type RepositoryAdvisoryEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -22323,9 +9513,6 @@ type RepositoryAdvisoryEvent interface {
 // delivery with action "published".
 //
 // A repository security advisory was published.
-//
-// The payload of repository_advisory.published. A repository security advisory
-// was published.
 type RepositoryAdvisoryPublishedEvent struct {
 	Action             string              `json:"action"`
 	Enterprise         *Enterprise         `json:"enterprise,omitempty"`
@@ -22349,61 +9536,10 @@ func (x *RepositoryAdvisoryPublishedEvent) GetAction() string {
 	return "published"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryAdvisoryPublishedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryAdvisoryPublishedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryAdvisoryPublishedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryAdvisoryPublishedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetRepositoryAdvisory returns the "repository_advisory" member.
-func (x *RepositoryAdvisoryPublishedEvent) GetRepositoryAdvisory() *RepositoryAdvisory {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.RepositoryAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryAdvisoryPublishedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // RepositoryAdvisoryReportedEvent is the payload of a "repository_advisory"
 // delivery with action "reported".
 //
 // A private vulnerability report was submitted.
-//
-// The payload of repository_advisory.reported. A private vulnerability report
-// was submitted.
 type RepositoryAdvisoryReportedEvent struct {
 	Action             string              `json:"action"`
 	Enterprise         *Enterprise         `json:"enterprise,omitempty"`
@@ -22425,54 +9561,6 @@ func (*RepositoryAdvisoryReportedEvent) isRepositoryAdvisoryEvent() {}
 // GetAction returns the payload's action.
 func (x *RepositoryAdvisoryReportedEvent) GetAction() string {
 	return "reported"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryAdvisoryReportedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryAdvisoryReportedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryAdvisoryReportedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryAdvisoryReportedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetRepositoryAdvisory returns the "repository_advisory" member.
-func (x *RepositoryAdvisoryReportedEvent) GetRepositoryAdvisory() *RepositoryAdvisory {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.RepositoryAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryAdvisoryReportedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // RepositoryAdvisoryUnknownEvent is the payload of a "repository_advisory"
@@ -22510,54 +9598,6 @@ func (x *RepositoryAdvisoryUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryAdvisoryUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryAdvisoryUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryAdvisoryUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryAdvisoryUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositoryAdvisory returns the "repository_advisory" member.
-func (x *RepositoryAdvisoryUnknownEvent) GetRepositoryAdvisory() *RepositoryAdvisory {
-	if x == nil {
-		return nil
-	}
-	return x.RepositoryAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryAdvisoryUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // RepositoryDispatchEvent is the payload of a "repository_dispatch" delivery:
 // one of *RepositoryDispatchSampleCollectedEvent, or
 // *RepositoryDispatchUnknownEvent for an action the schema does not know.
@@ -22571,14 +9611,14 @@ func (x *RepositoryAdvisoryUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type RepositoryDispatchEvent interface {
 	Payload
 	// GetAction returns the payload's action.
 	GetAction() string
 	// GetBranch returns the "branch" member.
-	GetBranch() *string
+	GetBranch() string
 	// GetClientPayload returns the "client_payload" member.
 	//
 	// The `client_payload` that was specified in the `POST
@@ -22599,15 +9639,6 @@ type RepositoryDispatchEvent interface {
 
 // RepositoryDispatchSampleCollectedEvent is the payload of a
 // "repository_dispatch" delivery with action "sample.collected".
-//
-// The payload of repository_dispatch.sample.collected. This event occurs when a
-// forge App sends a `POST` request to `/repos/{owner}/{repo}/dispatches`. For
-// more information, see the REST API documentation for creating a repository
-// dispatch event. In the payload, the `action` will be the `event_type` that
-// was specified in the `POST /repos/{owner}/{repo}/dispatches` request body.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
 //
 // The action is free-form: whoever triggers the delivery chooses it, so any
 // action may arrive with this payload; "sample.collected" is the spec's sample.
@@ -22639,77 +9670,9 @@ func (x *RepositoryDispatchSampleCollectedEvent) GetAction() string {
 	return "sample.collected"
 }
 
-// GetBranch returns the "branch" member.
-func (x *RepositoryDispatchSampleCollectedEvent) GetBranch() *string {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Branch
-}
-
-// GetClientPayload returns the "client_payload" member.
-//
-// The `client_payload` that was specified in the `POST
-// /repos/{owner}/{repo}/dispatches` request body.
-func (x *RepositoryDispatchSampleCollectedEvent) GetClientPayload() json.RawMessage {
-	if x == nil {
-		return nil
-	}
-	return x.ClientPayload
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryDispatchSampleCollectedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryDispatchSampleCollectedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryDispatchSampleCollectedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryDispatchSampleCollectedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryDispatchSampleCollectedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryDispatchUnknownEvent is the payload of a "repository_dispatch"
 // delivery with an action the schema does not list: its actions are free-form,
 // and all have this shape. Raw holds the whole payload.
-//
-// The payload of repository_dispatch.sample.collected. This event occurs when a
-// forge App sends a `POST` request to `/repos/{owner}/{repo}/dispatches`. For
-// more information, see the REST API documentation for creating a repository
-// dispatch event. In the payload, the `action` will be the `event_type` that
-// was specified in the `POST /repos/{owner}/{repo}/dispatches` request body.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
 //
 // The action is free-form: whoever triggers the delivery chooses it, so any
 // action may arrive with this payload; "sample.collected" is the spec's sample.
@@ -22749,75 +9712,11 @@ func (x *RepositoryDispatchUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetBranch returns the "branch" member.
-func (x *RepositoryDispatchUnknownEvent) GetBranch() *string {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Branch
-}
-
-// GetClientPayload returns the "client_payload" member.
-//
-// The `client_payload` that was specified in the `POST
-// /repos/{owner}/{repo}/dispatches` request body.
-func (x *RepositoryDispatchUnknownEvent) GetClientPayload() json.RawMessage {
-	if x == nil {
-		return nil
-	}
-	return x.ClientPayload
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryDispatchUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryDispatchUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryDispatchUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryDispatchUnknownEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryDispatchUnknownEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryImportEvent is the payload of a "repository_import" delivery.
 //
 // This event occurs when a repository is imported to the forge. For more
 // information, see "Importing a repository with forge Importer." For more
 // information about the API to manage imports, see the REST API documentation.
-//
-// The payload of repository_import. This event occurs when a repository is
-// imported to the forge. For more information, see "Importing a repository with
-// forge Importer." For more information about the API to manage imports, see
-// the REST API documentation.
 type RepositoryImportEvent struct {
 	Enterprise   *Enterprise            `json:"enterprise,omitempty"`
 	Installation *SimpleInstallation    `json:"installation,omitempty"`
@@ -22847,8 +9746,8 @@ func (*RepositoryImportEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" repository or organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type RepositoryRulesetEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -22872,8 +9771,6 @@ type RepositoryRulesetEvent interface {
 // delivery with action "created".
 //
 // A repository ruleset was created.
-//
-// The payload of repository_ruleset.created. A repository ruleset was created.
 type RepositoryRulesetCreatedEvent struct {
 	Action            string              `json:"action"`
 	Enterprise        *Enterprise         `json:"enterprise,omitempty"`
@@ -22897,60 +9794,10 @@ func (x *RepositoryRulesetCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryRulesetCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryRulesetCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryRulesetCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryRulesetCreatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositoryRuleset returns the "repository_ruleset" member.
-func (x *RepositoryRulesetCreatedEvent) GetRepositoryRuleset() *RepositoryRuleset {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.RepositoryRuleset
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryRulesetCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryRulesetDeletedEvent is the payload of a "repository_ruleset"
 // delivery with action "deleted".
 //
 // A repository ruleset was deleted.
-//
-// The payload of repository_ruleset.deleted. A repository ruleset was deleted.
 type RepositoryRulesetDeletedEvent struct {
 	Action            string              `json:"action"`
 	Enterprise        *Enterprise         `json:"enterprise,omitempty"`
@@ -22974,60 +9821,10 @@ func (x *RepositoryRulesetDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryRulesetDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryRulesetDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryRulesetDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryRulesetDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositoryRuleset returns the "repository_ruleset" member.
-func (x *RepositoryRulesetDeletedEvent) GetRepositoryRuleset() *RepositoryRuleset {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.RepositoryRuleset
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryRulesetDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryRulesetEditedEvent is the payload of a "repository_ruleset"
 // delivery with action "edited".
 //
 // A repository ruleset was edited.
-//
-// The payload of repository_ruleset.edited. A repository ruleset was edited.
 type RepositoryRulesetEditedEvent struct {
 	Action            string                          `json:"action"`
 	Enterprise        *Enterprise                     `json:"enterprise,omitempty"`
@@ -23050,54 +9847,6 @@ func (*RepositoryRulesetEditedEvent) isRepositoryRulesetEvent() {}
 // GetAction returns the payload's action.
 func (x *RepositoryRulesetEditedEvent) GetAction() string {
 	return "edited"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryRulesetEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryRulesetEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryRulesetEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryRulesetEditedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositoryRuleset returns the "repository_ruleset" member.
-func (x *RepositoryRulesetEditedEvent) GetRepositoryRuleset() *RepositoryRuleset {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.RepositoryRuleset
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryRulesetEditedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // RepositoryRulesetUnknownEvent is the payload of a "repository_ruleset"
@@ -23135,54 +9884,6 @@ func (x *RepositoryRulesetUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryRulesetUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryRulesetUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryRulesetUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryRulesetUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetRepositoryRuleset returns the "repository_ruleset" member.
-func (x *RepositoryRulesetUnknownEvent) GetRepositoryRuleset() *RepositoryRuleset {
-	if x == nil {
-		return nil
-	}
-	return x.RepositoryRuleset
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryRulesetUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // RepositoryVulnerabilityAlertEvent is the payload of a
 // "repository_vulnerability_alert" delivery: one of
 // *RepositoryVulnerabilityAlertCreateEvent,
@@ -23195,11 +9896,11 @@ func (x *RepositoryRulesetUnknownEvent) GetSender() *User {
 // This event occurs when there is activity relating to a security vulnerability
 // alert in a repository.
 //
-// > [!WARNING] > **Closing down notice:** This event is closing down. Use the
+// Warning: **Closing down notice:** This event is closing down. Use the
 // `dependabot_alert` event instead.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type RepositoryVulnerabilityAlertEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -23223,9 +9924,6 @@ type RepositoryVulnerabilityAlertEvent interface {
 // "repository_vulnerability_alert" delivery with action "create".
 //
 // A repository vulnerability alert was created.
-//
-// The payload of repository_vulnerability_alert.create. A repository
-// vulnerability alert was created.
 type RepositoryVulnerabilityAlertCreateEvent struct {
 	Action       string                       `json:"action"`
 	Alert        RepositoryVulnerabilityAlert `json:"alert"`
@@ -23249,61 +9947,10 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) GetAction() string {
 	return "create"
 }
 
-// GetAlert returns the "alert" member.
-func (x *RepositoryVulnerabilityAlertCreateEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryVulnerabilityAlertCreateEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryVulnerabilityAlertCreateEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryVulnerabilityAlertCreateEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryVulnerabilityAlertCreateEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryVulnerabilityAlertCreateEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryVulnerabilityAlertDismissEvent is the payload of a
 // "repository_vulnerability_alert" delivery with action "dismiss".
 //
 // A repository vulnerability alert was dismissed.
-//
-// The payload of repository_vulnerability_alert.dismiss. A repository
-// vulnerability alert was dismissed.
 type RepositoryVulnerabilityAlertDismissEvent struct {
 	Action string `json:"action"`
 	// The security alert of the vulnerable dependency.
@@ -23328,62 +9975,11 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) GetAction() string {
 	return "dismiss"
 }
 
-// GetAlert returns the "alert" member.
-func (x *RepositoryVulnerabilityAlertDismissEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryVulnerabilityAlertDismissEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryVulnerabilityAlertDismissEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryVulnerabilityAlertDismissEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryVulnerabilityAlertDismissEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryVulnerabilityAlertDismissEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryVulnerabilityAlertReopenEvent is the payload of a
 // "repository_vulnerability_alert" delivery with action "reopen".
 //
 // A previously dismissed or resolved repository vulnerability alert was
 // reopened.
-//
-// The payload of repository_vulnerability_alert.reopen. A previously dismissed
-// or resolved repository vulnerability alert was reopened.
 type RepositoryVulnerabilityAlertReopenEvent struct {
 	Action       string                       `json:"action"`
 	Alert        RepositoryVulnerabilityAlert `json:"alert"`
@@ -23407,61 +10003,10 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) GetAction() string {
 	return "reopen"
 }
 
-// GetAlert returns the "alert" member.
-func (x *RepositoryVulnerabilityAlertReopenEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryVulnerabilityAlertReopenEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryVulnerabilityAlertReopenEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryVulnerabilityAlertReopenEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryVulnerabilityAlertReopenEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryVulnerabilityAlertReopenEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // RepositoryVulnerabilityAlertResolveEvent is the payload of a
 // "repository_vulnerability_alert" delivery with action "resolve".
 //
 // A repository vulnerability alert was marked as resolved.
-//
-// The payload of repository_vulnerability_alert.resolve. A repository
-// vulnerability alert was marked as resolved.
 type RepositoryVulnerabilityAlertResolveEvent struct {
 	Action string `json:"action"`
 	// The security alert of the vulnerable dependency.
@@ -23484,54 +10029,6 @@ func (*RepositoryVulnerabilityAlertResolveEvent) isRepositoryVulnerabilityAlertE
 // GetAction returns the payload's action.
 func (x *RepositoryVulnerabilityAlertResolveEvent) GetAction() string {
 	return "resolve"
-}
-
-// GetAlert returns the "alert" member.
-func (x *RepositoryVulnerabilityAlertResolveEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryVulnerabilityAlertResolveEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryVulnerabilityAlertResolveEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryVulnerabilityAlertResolveEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryVulnerabilityAlertResolveEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryVulnerabilityAlertResolveEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // RepositoryVulnerabilityAlertUnknownEvent is the payload of a
@@ -23570,54 +10067,6 @@ func (x *RepositoryVulnerabilityAlertUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetAlert returns the "alert" member.
-func (x *RepositoryVulnerabilityAlertUnknownEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil {
-		return nil
-	}
-	return x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *RepositoryVulnerabilityAlertUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *RepositoryVulnerabilityAlertUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *RepositoryVulnerabilityAlertUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *RepositoryVulnerabilityAlertUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *RepositoryVulnerabilityAlertUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertEvent is the payload of a "secret_scanning_alert"
 // delivery: one of *SecretScanningAlertAssignedEvent,
 // *SecretScanningAlertCreatedEvent, *SecretScanningAlertPubliclyLeakedEvent,
@@ -23637,8 +10086,8 @@ func (x *RepositoryVulnerabilityAlertUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Secret scanning alerts" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type SecretScanningAlertEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -23662,9 +10111,6 @@ type SecretScanningAlertEvent interface {
 // delivery with action "assigned".
 //
 // A secret scanning alert was assigned.
-//
-// The payload of secret_scanning_alert.assigned. A secret scanning alert was
-// assigned.
 type SecretScanningAlertAssignedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -23689,61 +10135,10 @@ func (x *SecretScanningAlertAssignedEvent) GetAction() string {
 	return "assigned"
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertAssignedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertAssignedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertAssignedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertAssignedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertAssignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertAssignedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertCreatedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "created".
 //
 // A secret scanning alert was created.
-//
-// The payload of secret_scanning_alert.created. A secret scanning alert was
-// created.
 type SecretScanningAlertCreatedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -23767,61 +10162,10 @@ func (x *SecretScanningAlertCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertCreatedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertCreatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertPubliclyLeakedEvent is the payload of a
 // "secret_scanning_alert" delivery with action "publicly_leaked".
 //
 // A secret scanning alert was detected in a public repo.
-//
-// The payload of secret_scanning_alert.publicly_leaked. A secret scanning alert
-// was detected in a public repo.
 type SecretScanningAlertPubliclyLeakedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -23845,61 +10189,10 @@ func (x *SecretScanningAlertPubliclyLeakedEvent) GetAction() string {
 	return "publicly_leaked"
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertPubliclyLeakedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertPubliclyLeakedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertPubliclyLeakedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertPubliclyLeakedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertPubliclyLeakedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertPubliclyLeakedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertReopenedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "reopened".
 //
 // A previously closed secret scanning alert was reopened.
-//
-// The payload of secret_scanning_alert.reopened. A previously closed secret
-// scanning alert was reopened.
 type SecretScanningAlertReopenedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -23923,61 +10216,10 @@ func (x *SecretScanningAlertReopenedEvent) GetAction() string {
 	return "reopened"
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertReopenedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertReopenedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertReopenedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertReopenedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertReopenedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertResolvedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "resolved".
 //
 // A secret scanning alert was closed.
-//
-// The payload of secret_scanning_alert.resolved. A secret scanning alert was
-// closed.
 type SecretScanningAlertResolvedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -24001,64 +10243,13 @@ func (x *SecretScanningAlertResolvedEvent) GetAction() string {
 	return "resolved"
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertResolvedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertResolvedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertResolvedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertResolvedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertResolvedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertResolvedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertRevokedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "revoked".
 //
 // ORIGINAL-SPEC.md lists it and older servers send it; the current spec has
 // dropped it. Its payload has the shape of resolved.
 //
-// The payload of secret_scanning_alert.revoked: the same shape as
-// SecretScanningAlertResolvedEvent (from overrides: ORIGINAL-SPEC.md lists it
-// and older servers send it; the current spec has dropped it. Its payload has
-// the shape of resolved.)
+// It has the same shape as SecretScanningAlertResolvedEvent (from overrides).
 type SecretScanningAlertRevokedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -24082,61 +10273,10 @@ func (x *SecretScanningAlertRevokedEvent) GetAction() string {
 	return "revoked"
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertRevokedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertRevokedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertRevokedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertRevokedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertRevokedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertRevokedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertUnassignedEvent is the payload of a
 // "secret_scanning_alert" delivery with action "unassigned".
 //
 // A secret scanning alert was unassigned.
-//
-// The payload of secret_scanning_alert.unassigned. A secret scanning alert was
-// unassigned.
 type SecretScanningAlertUnassignedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -24161,61 +10301,10 @@ func (x *SecretScanningAlertUnassignedEvent) GetAction() string {
 	return "unassigned"
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertUnassignedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertUnassignedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertUnassignedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertUnassignedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertUnassignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertUnassignedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertValidatedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "validated".
 //
 // A secret scanning alert was validated.
-//
-// The payload of secret_scanning_alert.validated. A secret scanning alert was
-// validated.
 type SecretScanningAlertValidatedEvent struct {
 	Action       string              `json:"action"`
 	Alert        SecretScanningAlert `json:"alert"`
@@ -24237,54 +10326,6 @@ func (*SecretScanningAlertValidatedEvent) isSecretScanningAlertEvent() {}
 // GetAction returns the payload's action.
 func (x *SecretScanningAlertValidatedEvent) GetAction() string {
 	return "validated"
-}
-
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertValidatedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertValidatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertValidatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertValidatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertValidatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertValidatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // SecretScanningAlertUnknownEvent is the payload of a "secret_scanning_alert"
@@ -24322,54 +10363,6 @@ func (x *SecretScanningAlertUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertUnknownEvent) GetAlert() *SecretScanningAlert {
-	if x == nil {
-		return nil
-	}
-	return x.Alert
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningAlertUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningAlertLocationEvent is the payload of a
 // "secret_scanning_alert_location" delivery: one of
 // *SecretScanningAlertLocationCreatedEvent, or
@@ -24389,8 +10382,8 @@ func (x *SecretScanningAlertUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Secret scanning alerts" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type SecretScanningAlertLocationEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -24415,10 +10408,6 @@ type SecretScanningAlertLocationEvent interface {
 //
 // A new instance of a previously detected secret was detected in a repository,
 // and the location of the secret was added to the existing alert.
-//
-// The payload of secret_scanning_alert_location.created. A new instance of a
-// previously detected secret was detected in a repository, and the location of
-// the secret was added to the existing alert.
 type SecretScanningAlertLocationCreatedEvent struct {
 	Action       string                 `json:"action"`
 	Alert        SecretScanningAlert    `json:"alert"`
@@ -24440,54 +10429,6 @@ func (*SecretScanningAlertLocationCreatedEvent) isSecretScanningAlertLocationEve
 // GetAction returns the payload's action.
 func (x *SecretScanningAlertLocationCreatedEvent) GetAction() string {
 	return "created"
-}
-
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertLocationCreatedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertLocationCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetLocation returns the "location" member.
-func (x *SecretScanningAlertLocationCreatedEvent) GetLocation() *SecretScanningLocation {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Location
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertLocationCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertLocationCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertLocationCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // SecretScanningAlertLocationUnknownEvent is the payload of a
@@ -24526,54 +10467,6 @@ func (x *SecretScanningAlertLocationUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetAlert returns the "alert" member.
-func (x *SecretScanningAlertLocationUnknownEvent) GetAlert() *SecretScanningAlert {
-	if x == nil {
-		return nil
-	}
-	return x.Alert
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningAlertLocationUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetLocation returns the "location" member.
-func (x *SecretScanningAlertLocationUnknownEvent) GetLocation() *SecretScanningLocation {
-	if x == nil {
-		return nil
-	}
-	return x.Location
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningAlertLocationUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningAlertLocationUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningAlertLocationUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecretScanningScanEvent is the payload of a "secret_scanning_scan" delivery:
 // one of *SecretScanningScanCompletedEvent, or *SecretScanningScanUnknownEvent
 // for an action the schema does not know.
@@ -24589,8 +10482,8 @@ func (x *SecretScanningAlertLocationUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Secret scanning alerts" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type SecretScanningScanEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -24598,21 +10491,21 @@ type SecretScanningScanEvent interface {
 	// GetType returns the "type" member.
 	//
 	// What type of scan was completed
-	GetType() *SecretScanningScanType
+	GetType() SecretScanningScanType
 	// GetSource returns the "source" member.
 	//
 	// What type of content was scanned
-	GetSource() *SecretScanningScanSource
+	GetSource() SecretScanningScanSource
 	// GetStartedAt returns the "started_at" member.
 	//
 	// The time that the alert was resolved in ISO 8601 format:
 	// `YYYY-MM-DDTHH:MM:SSZ`.
-	GetStartedAt() *Timestamp
+	GetStartedAt() Timestamp
 	// GetCompletedAt returns the "completed_at" member.
 	//
 	// The time that the alert was resolved in ISO 8601 format:
 	// `YYYY-MM-DDTHH:MM:SSZ`.
-	GetCompletedAt() *Timestamp
+	GetCompletedAt() Timestamp
 	// GetSecretTypes returns the "secret_types" member.
 	//
 	// List of patterns that were updated. This will be empty for normal backfill
@@ -24622,12 +10515,12 @@ type SecretScanningScanEvent interface {
 	//
 	// If the scan was triggered by a custom pattern update, this will be the name
 	// of the pattern that was updated
-	GetCustomPatternName() *string
+	GetCustomPatternName() string
 	// GetCustomPatternScope returns the "custom_pattern_scope" member.
 	//
 	// If the scan was triggered by a custom pattern update, this will be the scope
 	// of the pattern that was updated
-	GetCustomPatternScope() *SecretScanningScanCustomPatternScope
+	GetCustomPatternScope() SecretScanningScanCustomPatternScope
 	// GetRepository returns the "repository" member.
 	GetRepository() *Repository
 	// GetEnterprise returns the "enterprise" member.
@@ -24645,9 +10538,6 @@ type SecretScanningScanEvent interface {
 // delivery with action "completed".
 //
 // A secret scanning scan was completed.
-//
-// The payload of secret_scanning_scan.completed. A secret scanning scan was
-// completed.
 type SecretScanningScanCompletedEvent struct {
 	Action string `json:"action"`
 	// What type of scan was completed
@@ -24687,121 +10577,6 @@ func (*SecretScanningScanCompletedEvent) isSecretScanningScanEvent() {}
 // GetAction returns the payload's action.
 func (x *SecretScanningScanCompletedEvent) GetAction() string {
 	return "completed"
-}
-
-// GetType returns the "type" member.
-//
-// What type of scan was completed
-func (x *SecretScanningScanCompletedEvent) GetType() *SecretScanningScanType {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Type
-}
-
-// GetSource returns the "source" member.
-//
-// What type of content was scanned
-func (x *SecretScanningScanCompletedEvent) GetSource() *SecretScanningScanSource {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Source
-}
-
-// GetStartedAt returns the "started_at" member.
-//
-// The time that the alert was resolved in ISO 8601 format:
-// `YYYY-MM-DDTHH:MM:SSZ`.
-func (x *SecretScanningScanCompletedEvent) GetStartedAt() *Timestamp {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.StartedAt
-}
-
-// GetCompletedAt returns the "completed_at" member.
-//
-// The time that the alert was resolved in ISO 8601 format:
-// `YYYY-MM-DDTHH:MM:SSZ`.
-func (x *SecretScanningScanCompletedEvent) GetCompletedAt() *Timestamp {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.CompletedAt
-}
-
-// GetSecretTypes returns the "secret_types" member.
-//
-// List of patterns that were updated. This will be empty for normal backfill
-// scans or custom pattern updates
-func (x *SecretScanningScanCompletedEvent) GetSecretTypes() []string {
-	if x == nil {
-		return nil
-	}
-	return x.SecretTypes
-}
-
-// GetCustomPatternName returns the "custom_pattern_name" member.
-//
-// If the scan was triggered by a custom pattern update, this will be the name
-// of the pattern that was updated
-func (x *SecretScanningScanCompletedEvent) GetCustomPatternName() *string {
-	if x == nil {
-		return nil
-	}
-	return x.CustomPatternName
-}
-
-// GetCustomPatternScope returns the "custom_pattern_scope" member.
-//
-// If the scan was triggered by a custom pattern update, this will be the scope
-// of the pattern that was updated
-func (x *SecretScanningScanCompletedEvent) GetCustomPatternScope() *SecretScanningScanCustomPatternScope {
-	if x == nil {
-		return nil
-	}
-	return x.CustomPatternScope
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningScanCompletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningScanCompletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningScanCompletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningScanCompletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningScanCompletedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // SecretScanningScanUnknownEvent is the payload of a "secret_scanning_scan"
@@ -24857,121 +10632,6 @@ func (x *SecretScanningScanUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetType returns the "type" member.
-//
-// What type of scan was completed
-func (x *SecretScanningScanUnknownEvent) GetType() *SecretScanningScanType {
-	if x == nil {
-		return nil
-	}
-	return x.Type
-}
-
-// GetSource returns the "source" member.
-//
-// What type of content was scanned
-func (x *SecretScanningScanUnknownEvent) GetSource() *SecretScanningScanSource {
-	if x == nil {
-		return nil
-	}
-	return x.Source
-}
-
-// GetStartedAt returns the "started_at" member.
-//
-// The time that the alert was resolved in ISO 8601 format:
-// `YYYY-MM-DDTHH:MM:SSZ`.
-func (x *SecretScanningScanUnknownEvent) GetStartedAt() *Timestamp {
-	if x == nil {
-		return nil
-	}
-	return x.StartedAt
-}
-
-// GetCompletedAt returns the "completed_at" member.
-//
-// The time that the alert was resolved in ISO 8601 format:
-// `YYYY-MM-DDTHH:MM:SSZ`.
-func (x *SecretScanningScanUnknownEvent) GetCompletedAt() *Timestamp {
-	if x == nil {
-		return nil
-	}
-	return x.CompletedAt
-}
-
-// GetSecretTypes returns the "secret_types" member.
-//
-// List of patterns that were updated. This will be empty for normal backfill
-// scans or custom pattern updates
-func (x *SecretScanningScanUnknownEvent) GetSecretTypes() []string {
-	if x == nil {
-		return nil
-	}
-	return x.SecretTypes
-}
-
-// GetCustomPatternName returns the "custom_pattern_name" member.
-//
-// If the scan was triggered by a custom pattern update, this will be the name
-// of the pattern that was updated
-func (x *SecretScanningScanUnknownEvent) GetCustomPatternName() *string {
-	if x == nil {
-		return nil
-	}
-	return x.CustomPatternName
-}
-
-// GetCustomPatternScope returns the "custom_pattern_scope" member.
-//
-// If the scan was triggered by a custom pattern update, this will be the scope
-// of the pattern that was updated
-func (x *SecretScanningScanUnknownEvent) GetCustomPatternScope() *SecretScanningScanCustomPatternScope {
-	if x == nil {
-		return nil
-	}
-	return x.CustomPatternScope
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecretScanningScanUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecretScanningScanUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecretScanningScanUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecretScanningScanUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetSender returns the "sender" member.
-func (x *SecretScanningScanUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecurityAdvisoryEvent is the payload of a "security_advisory" delivery: one
 // of *SecurityAdvisoryPerformedEvent, *SecurityAdvisoryPublishedEvent,
 // *SecurityAdvisoryUpdatedEvent, *SecurityAdvisoryWithdrawnEvent, or
@@ -24988,8 +10648,8 @@ func (x *SecretScanningScanUnknownEvent) GetSender() *User {
 // forge Dependabot alerts are also powered by the security advisory dataset.
 // For more information, see "About Dependabot alerts."
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type SecurityAdvisoryEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -25015,10 +10675,7 @@ type SecurityAdvisoryEvent interface {
 // ORIGINAL-SPEC.md lists it and older servers send it; the current spec has
 // dropped it. Its payload has the shape of published.
 //
-// The payload of security_advisory.performed: the same shape as
-// SecurityAdvisoryPublishedEvent (from overrides: ORIGINAL-SPEC.md lists it and
-// older servers send it; the current spec has dropped it. Its payload has the
-// shape of published.)
+// It has the same shape as SecurityAdvisoryPublishedEvent (from overrides).
 type SecurityAdvisoryPerformedEvent struct {
 	Action           string              `json:"action"`
 	Enterprise       *Enterprise         `json:"enterprise,omitempty"`
@@ -25042,61 +10699,10 @@ func (x *SecurityAdvisoryPerformedEvent) GetAction() string {
 	return "performed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SecurityAdvisoryPerformedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecurityAdvisoryPerformedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecurityAdvisoryPerformedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecurityAdvisoryPerformedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSecurityAdvisory returns the "security_advisory" member.
-func (x *SecurityAdvisoryPerformedEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.SecurityAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *SecurityAdvisoryPerformedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecurityAdvisoryPublishedEvent is the payload of a "security_advisory"
 // delivery with action "published".
 //
 // A security advisory was published to the forge community.
-//
-// The payload of security_advisory.published. A security advisory was published
-// to the forge community.
 type SecurityAdvisoryPublishedEvent struct {
 	Action           string              `json:"action"`
 	Enterprise       *Enterprise         `json:"enterprise,omitempty"`
@@ -25120,61 +10726,10 @@ func (x *SecurityAdvisoryPublishedEvent) GetAction() string {
 	return "published"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SecurityAdvisoryPublishedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecurityAdvisoryPublishedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecurityAdvisoryPublishedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecurityAdvisoryPublishedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSecurityAdvisory returns the "security_advisory" member.
-func (x *SecurityAdvisoryPublishedEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.SecurityAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *SecurityAdvisoryPublishedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecurityAdvisoryUpdatedEvent is the payload of a "security_advisory" delivery
 // with action "updated".
 //
 // The metadata or description of a security advisory was changed.
-//
-// The payload of security_advisory.updated. The metadata or description of a
-// security advisory was changed.
 type SecurityAdvisoryUpdatedEvent struct {
 	Action           string              `json:"action"`
 	Enterprise       *Enterprise         `json:"enterprise,omitempty"`
@@ -25198,61 +10753,10 @@ func (x *SecurityAdvisoryUpdatedEvent) GetAction() string {
 	return "updated"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SecurityAdvisoryUpdatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecurityAdvisoryUpdatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecurityAdvisoryUpdatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecurityAdvisoryUpdatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSecurityAdvisory returns the "security_advisory" member.
-func (x *SecurityAdvisoryUpdatedEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.SecurityAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *SecurityAdvisoryUpdatedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecurityAdvisoryWithdrawnEvent is the payload of a "security_advisory"
 // delivery with action "withdrawn".
 //
 // A previously published security advisory was withdrawn.
-//
-// The payload of security_advisory.withdrawn. A previously published security
-// advisory was withdrawn.
 type SecurityAdvisoryWithdrawnEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -25276,54 +10780,6 @@ func (*SecurityAdvisoryWithdrawnEvent) isSecurityAdvisoryEvent() {}
 // GetAction returns the payload's action.
 func (x *SecurityAdvisoryWithdrawnEvent) GetAction() string {
 	return "withdrawn"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SecurityAdvisoryWithdrawnEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecurityAdvisoryWithdrawnEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecurityAdvisoryWithdrawnEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecurityAdvisoryWithdrawnEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSecurityAdvisory returns the "security_advisory" member.
-func (x *SecurityAdvisoryWithdrawnEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.SecurityAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *SecurityAdvisoryWithdrawnEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // SecurityAdvisoryUnknownEvent is the payload of a "security_advisory" delivery
@@ -25361,67 +10817,12 @@ func (x *SecurityAdvisoryUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SecurityAdvisoryUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SecurityAdvisoryUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SecurityAdvisoryUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SecurityAdvisoryUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSecurityAdvisory returns the "security_advisory" member.
-func (x *SecurityAdvisoryUnknownEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil {
-		return nil
-	}
-	return x.SecurityAdvisory
-}
-
-// GetSender returns the "sender" member.
-func (x *SecurityAdvisoryUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SecurityAndAnalysisEvent is the payload of a "security_and_analysis"
 // delivery.
 //
 // This event occurs when code security and analysis features are enabled or
 // disabled for a repository. For more information, see "the forge security
 // features."
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Administration" repository permission.
-//
-// The payload of security_and_analysis. This event occurs when code security
-// and analysis features are enabled or disabled for a repository. For more
-// information, see "the forge security features."
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" repository permission.
@@ -25453,8 +10854,8 @@ func (*SecurityAndAnalysisEvent) payloadName() string {
 // You can only create a sponsorship webhook on the forge. For more information,
 // see "Configuring webhooks for events in your sponsored account."
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type SponsorshipEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -25481,12 +10882,6 @@ type SponsorshipEvent interface {
 //
 // This event is only sent when a recurring (monthly) sponsorship is cancelled;
 // it is not sent for one-time sponsorships.
-//
-// The payload of sponsorship.cancelled. A sponsorship was cancelled and the
-// last billing cycle has ended.
-//
-// This event is only sent when a recurring (monthly) sponsorship is cancelled;
-// it is not sent for one-time sponsorships.
 type SponsorshipCancelledEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -25510,63 +10905,11 @@ func (x *SponsorshipCancelledEvent) GetAction() string {
 	return "cancelled"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SponsorshipCancelledEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SponsorshipCancelledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SponsorshipCancelledEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SponsorshipCancelledEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SponsorshipCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSponsorship returns the "sponsorship" member.
-func (x *SponsorshipCancelledEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sponsorship
-}
-
 // SponsorshipCreatedEvent is the payload of a "sponsorship" delivery with
 // action "created".
 //
 // A sponsor created a sponsorship for a sponsored account. This event occurs
 // once the payment is successfully processed.
-//
-// The payload of sponsorship.created. A sponsor created a sponsorship for a
-// sponsored account. This event occurs once the payment is successfully
-// processed.
 type SponsorshipCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -25590,64 +10933,12 @@ func (x *SponsorshipCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SponsorshipCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SponsorshipCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SponsorshipCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SponsorshipCreatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SponsorshipCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSponsorship returns the "sponsorship" member.
-func (x *SponsorshipCreatedEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sponsorship
-}
-
 // SponsorshipEditedEvent is the payload of a "sponsorship" delivery with action
 // "edited".
 //
 // A monthly sponsor changed who can see their sponsorship. If you recognize
 // your sponsors publicly, you may want to update your sponsor recognition to
 // reflect the change when this event occurs.
-//
-// The payload of sponsorship.edited. A monthly sponsor changed who can see
-// their sponsorship. If you recognize your sponsors publicly, you may want to
-// update your sponsor recognition to reflect the change when this event occurs.
 type SponsorshipEditedEvent struct {
 	Action       string                   `json:"action"`
 	Changes      SponsorshipEditedChanges `json:"changes"`
@@ -25672,66 +10963,11 @@ func (x *SponsorshipEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SponsorshipEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SponsorshipEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SponsorshipEditedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SponsorshipEditedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SponsorshipEditedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSponsorship returns the "sponsorship" member.
-func (x *SponsorshipEditedEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sponsorship
-}
-
 // SponsorshipPendingCancellationEvent is the payload of a "sponsorship"
 // delivery with action "pending_cancellation".
 //
 // A sponsor scheduled a cancellation for their sponsorship. The cancellation
 // will become effective on their next billing date.
-//
-// This event is only sent when a recurring (monthly) sponsorship is cancelled;
-// it is not sent for one-time sponsorships.
-//
-// The payload of sponsorship.pending_cancellation. A sponsor scheduled a
-// cancellation for their sponsorship. The cancellation will become effective on
-// their next billing date.
 //
 // This event is only sent when a recurring (monthly) sponsorship is cancelled;
 // it is not sent for one-time sponsorships.
@@ -25759,63 +10995,11 @@ func (x *SponsorshipPendingCancellationEvent) GetAction() string {
 	return "pending_cancellation"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SponsorshipPendingCancellationEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SponsorshipPendingCancellationEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SponsorshipPendingCancellationEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SponsorshipPendingCancellationEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SponsorshipPendingCancellationEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSponsorship returns the "sponsorship" member.
-func (x *SponsorshipPendingCancellationEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sponsorship
-}
-
 // SponsorshipPendingTierChangeEvent is the payload of a "sponsorship" delivery
 // with action "pending_tier_change".
 //
 // A sponsor scheduled a downgrade to a lower sponsorship tier. The new tier
 // will become effective on their next billing date.
-//
-// The payload of sponsorship.pending_tier_change. A sponsor scheduled a
-// downgrade to a lower sponsorship tier. The new tier will become effective on
-// their next billing date.
 type SponsorshipPendingTierChangeEvent struct {
 	Action        string              `json:"action"`
 	Changes       SponsorshipChanges  `json:"changes"`
@@ -25841,54 +11025,6 @@ func (x *SponsorshipPendingTierChangeEvent) GetAction() string {
 	return "pending_tier_change"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SponsorshipPendingTierChangeEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SponsorshipPendingTierChangeEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SponsorshipPendingTierChangeEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SponsorshipPendingTierChangeEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SponsorshipPendingTierChangeEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSponsorship returns the "sponsorship" member.
-func (x *SponsorshipPendingTierChangeEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sponsorship
-}
-
 // SponsorshipTierChangedEvent is the payload of a "sponsorship" delivery with
 // action "tier_changed".
 //
@@ -25896,11 +11032,6 @@ func (x *SponsorshipPendingTierChangeEvent) GetSponsorship() *Sponsorship {
 // effect. If a sponsor upgraded their tier, the change took effect immediately.
 // If a sponsor downgraded their tier, the change took effect at the beginning
 // of the sponsor's next billing cycle.
-//
-// The payload of sponsorship.tier_changed. A sponsor changed the tier of their
-// sponsorship and the change has taken effect. If a sponsor upgraded their
-// tier, the change took effect immediately. If a sponsor downgraded their tier,
-// the change took effect at the beginning of the sponsor's next billing cycle.
 type SponsorshipTierChangedEvent struct {
 	Action       string              `json:"action"`
 	Changes      SponsorshipChanges  `json:"changes"`
@@ -25923,54 +11054,6 @@ func (*SponsorshipTierChangedEvent) isSponsorshipEvent() {}
 // GetAction returns the payload's action.
 func (x *SponsorshipTierChangedEvent) GetAction() string {
 	return "tier_changed"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *SponsorshipTierChangedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SponsorshipTierChangedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SponsorshipTierChangedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SponsorshipTierChangedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SponsorshipTierChangedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetSponsorship returns the "sponsorship" member.
-func (x *SponsorshipTierChangedEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sponsorship
 }
 
 // SponsorshipUnknownEvent is the payload of a "sponsorship" delivery whose
@@ -26008,54 +11091,6 @@ func (x *SponsorshipUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *SponsorshipUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SponsorshipUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SponsorshipUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SponsorshipUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SponsorshipUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetSponsorship returns the "sponsorship" member.
-func (x *SponsorshipUnknownEvent) GetSponsorship() *Sponsorship {
-	if x == nil {
-		return nil
-	}
-	return x.Sponsorship
-}
-
 // StarEvent is the payload of a "star" delivery: one of *StarCreatedEvent,
 // *StarDeletedEvent, or *StarUnknownEvent for an action the schema does not
 // know.
@@ -26068,8 +11103,8 @@ func (x *SponsorshipUnknownEvent) GetSponsorship() *Sponsorship {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Metadata" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type StarEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -26090,8 +11125,6 @@ type StarEvent interface {
 // StarCreatedEvent is the payload of a "star" delivery with action "created".
 //
 // Someone starred a repository.
-//
-// The payload of star.created. Someone starred a repository.
 type StarCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -26117,51 +11150,9 @@ func (x *StarCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *StarCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *StarCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *StarCreatedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *StarCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *StarCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
 // StarDeletedEvent is the payload of a "star" delivery with action "deleted".
 //
 // Someone unstarred the repository.
-//
-// The payload of star.deleted. Someone unstarred the repository.
 type StarDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -26185,46 +11176,6 @@ func (*StarDeletedEvent) isStarEvent() {}
 // GetAction returns the payload's action.
 func (x *StarDeletedEvent) GetAction() string {
 	return "deleted"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *StarDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *StarDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *StarDeletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *StarDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *StarDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // StarUnknownEvent is the payload of a "star" delivery whose action the schema
@@ -26261,46 +11212,6 @@ func (x *StarUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *StarUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *StarUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *StarUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *StarUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *StarUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // StatusEvent is the payload of a "status" delivery.
 //
 // This event occurs when the status of a Git commit changes. For example,
@@ -26308,15 +11219,6 @@ func (x *StarUnknownEvent) GetSender() *User {
 // more information, see "About status checks." For information about the APIs
 // to manage commit statuses, see the GraphQL documentation or "Commit statuses"
 // in the REST API documentation.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Commit statuses" repository permission.
-//
-// The payload of status. This event occurs when the status of a Git commit
-// changes. For example, commits can be marked as `error`, `failure`, `pending`,
-// or `success`. For more information, see "About status checks." For
-// information about the APIs to manage commit statuses, see the GraphQL
-// documentation or "Commit statuses" in the REST API documentation.
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Commit statuses" repository permission.
@@ -26367,8 +11269,8 @@ func (*StatusEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Issues" repository permissions.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type SubIssuesEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -26376,13 +11278,13 @@ type SubIssuesEvent interface {
 	// GetParentIssueID returns the "parent_issue_id" member.
 	//
 	// The ID of the parent issue.
-	GetParentIssueID() *float64
+	GetParentIssueID() float64
 	// GetParentIssue returns the "parent_issue" member.
 	GetParentIssue() *Issue
 	// GetSubIssueID returns the "sub_issue_id" member.
 	//
 	// The ID of the sub-issue.
-	GetSubIssueID() *float64
+	GetSubIssueID() float64
 	// GetSubIssue returns the "sub_issue" member.
 	GetSubIssue() *Issue
 	// GetInstallation returns the "installation" member.
@@ -26400,9 +11302,6 @@ type SubIssuesEvent interface {
 // action "parent_issue_added".
 //
 // A parent issue was added to an issue.
-//
-// The payload of sub_issues.parent_issue_added. A parent issue was added to an
-// issue.
 type SubIssuesParentIssueAddedEvent struct {
 	Action string `json:"action"`
 	// The ID of the parent issue.
@@ -26431,81 +11330,10 @@ func (x *SubIssuesParentIssueAddedEvent) GetAction() string {
 	return "parent_issue_added"
 }
 
-// GetParentIssueID returns the "parent_issue_id" member.
-//
-// The ID of the parent issue.
-func (x *SubIssuesParentIssueAddedEvent) GetParentIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ParentIssueID
-}
-
-// GetParentIssue returns the "parent_issue" member.
-func (x *SubIssuesParentIssueAddedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ParentIssue
-}
-
-// GetSubIssueID returns the "sub_issue_id" member.
-//
-// The ID of the sub-issue.
-func (x *SubIssuesParentIssueAddedEvent) GetSubIssueID() *float64 {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.SubIssueID
-}
-
-// GetSubIssue returns the "sub_issue" member.
-func (x *SubIssuesParentIssueAddedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.SubIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SubIssuesParentIssueAddedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SubIssuesParentIssueAddedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SubIssuesParentIssueAddedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SubIssuesParentIssueAddedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SubIssuesParentIssueRemovedEvent is the payload of a "sub_issues" delivery
 // with action "parent_issue_removed".
 //
 // A parent issue was removed from an issue.
-//
-// The payload of sub_issues.parent_issue_removed. A parent issue was removed
-// from an issue.
 type SubIssuesParentIssueRemovedEvent struct {
 	Action string `json:"action"`
 	// The ID of the parent issue.
@@ -26534,80 +11362,10 @@ func (x *SubIssuesParentIssueRemovedEvent) GetAction() string {
 	return "parent_issue_removed"
 }
 
-// GetParentIssueID returns the "parent_issue_id" member.
-//
-// The ID of the parent issue.
-func (x *SubIssuesParentIssueRemovedEvent) GetParentIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.ParentIssueID
-}
-
-// GetParentIssue returns the "parent_issue" member.
-func (x *SubIssuesParentIssueRemovedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.ParentIssue
-}
-
-// GetSubIssueID returns the "sub_issue_id" member.
-//
-// The ID of the sub-issue.
-func (x *SubIssuesParentIssueRemovedEvent) GetSubIssueID() *float64 {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.SubIssueID
-}
-
-// GetSubIssue returns the "sub_issue" member.
-func (x *SubIssuesParentIssueRemovedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.SubIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SubIssuesParentIssueRemovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SubIssuesParentIssueRemovedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SubIssuesParentIssueRemovedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SubIssuesParentIssueRemovedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SubIssuesSubIssueAddedEvent is the payload of a "sub_issues" delivery with
 // action "sub_issue_added".
 //
 // A sub-issue was added to an issue.
-//
-// The payload of sub_issues.sub_issue_added. A sub-issue was added to an issue.
 type SubIssuesSubIssueAddedEvent struct {
 	Action string `json:"action"`
 	// The ID of the sub-issue.
@@ -26636,81 +11394,10 @@ func (x *SubIssuesSubIssueAddedEvent) GetAction() string {
 	return "sub_issue_added"
 }
 
-// GetParentIssueID returns the "parent_issue_id" member.
-//
-// The ID of the parent issue.
-func (x *SubIssuesSubIssueAddedEvent) GetParentIssueID() *float64 {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.ParentIssueID
-}
-
-// GetParentIssue returns the "parent_issue" member.
-func (x *SubIssuesSubIssueAddedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.ParentIssue
-}
-
-// GetSubIssueID returns the "sub_issue_id" member.
-//
-// The ID of the sub-issue.
-func (x *SubIssuesSubIssueAddedEvent) GetSubIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.SubIssueID
-}
-
-// GetSubIssue returns the "sub_issue" member.
-func (x *SubIssuesSubIssueAddedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.SubIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SubIssuesSubIssueAddedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SubIssuesSubIssueAddedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SubIssuesSubIssueAddedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SubIssuesSubIssueAddedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // SubIssuesSubIssueRemovedEvent is the payload of a "sub_issues" delivery with
 // action "sub_issue_removed".
 //
 // A sub-issue was removed from an issue.
-//
-// The payload of sub_issues.sub_issue_removed. A sub-issue was removed from an
-// issue.
 type SubIssuesSubIssueRemovedEvent struct {
 	Action string `json:"action"`
 	// The ID of the sub-issue.
@@ -26737,74 +11424,6 @@ func (*SubIssuesSubIssueRemovedEvent) isSubIssuesEvent() {}
 // GetAction returns the payload's action.
 func (x *SubIssuesSubIssueRemovedEvent) GetAction() string {
 	return "sub_issue_removed"
-}
-
-// GetParentIssueID returns the "parent_issue_id" member.
-//
-// The ID of the parent issue.
-func (x *SubIssuesSubIssueRemovedEvent) GetParentIssueID() *float64 {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.ParentIssueID
-}
-
-// GetParentIssue returns the "parent_issue" member.
-func (x *SubIssuesSubIssueRemovedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(5) {
-		return nil
-	}
-	return &x.ParentIssue
-}
-
-// GetSubIssueID returns the "sub_issue_id" member.
-//
-// The ID of the sub-issue.
-func (x *SubIssuesSubIssueRemovedEvent) GetSubIssueID() *float64 {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.SubIssueID
-}
-
-// GetSubIssue returns the "sub_issue" member.
-func (x *SubIssuesSubIssueRemovedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.SubIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SubIssuesSubIssueRemovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SubIssuesSubIssueRemovedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SubIssuesSubIssueRemovedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SubIssuesSubIssueRemovedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
 }
 
 // SubIssuesUnknownEvent is the payload of a "sub_issues" delivery whose action
@@ -26846,74 +11465,6 @@ func (x *SubIssuesUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetParentIssueID returns the "parent_issue_id" member.
-//
-// The ID of the parent issue.
-func (x *SubIssuesUnknownEvent) GetParentIssueID() *float64 {
-	if x == nil {
-		return nil
-	}
-	return x.ParentIssueID
-}
-
-// GetParentIssue returns the "parent_issue" member.
-func (x *SubIssuesUnknownEvent) GetParentIssue() *Issue {
-	if x == nil {
-		return nil
-	}
-	return x.ParentIssue
-}
-
-// GetSubIssueID returns the "sub_issue_id" member.
-//
-// The ID of the sub-issue.
-func (x *SubIssuesUnknownEvent) GetSubIssueID() *float64 {
-	if x == nil {
-		return nil
-	}
-	return x.SubIssueID
-}
-
-// GetSubIssue returns the "sub_issue" member.
-func (x *SubIssuesUnknownEvent) GetSubIssue() *Issue {
-	if x == nil {
-		return nil
-	}
-	return x.SubIssue
-}
-
-// GetInstallation returns the "installation" member.
-func (x *SubIssuesUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *SubIssuesUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *SubIssuesUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *SubIssuesUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // TeamEvent is the payload of a "team" delivery: one of
 // *TeamAddedToRepositoryEvent, *TeamCreatedEvent, *TeamDeletedEvent,
 // *TeamEditedEvent, *TeamRemovedFromRepositoryEvent, or *TeamUnknownEvent for
@@ -26925,8 +11476,8 @@ func (x *SubIssuesUnknownEvent) GetSender() *User {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Members" organization permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type TeamEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -26952,9 +11503,6 @@ type TeamEvent interface {
 // "added_to_repository".
 //
 // A team was granted access to a repository.
-//
-// The payload of team.added_to_repository. A team was granted access to a
-// repository.
 type TeamAddedToRepositoryEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -26979,61 +11527,9 @@ func (x *TeamAddedToRepositoryEvent) GetAction() string {
 	return "added_to_repository"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *TeamAddedToRepositoryEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *TeamAddedToRepositoryEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *TeamAddedToRepositoryEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-//
-// A git repository
-func (x *TeamAddedToRepositoryEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *TeamAddedToRepositoryEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *TeamAddedToRepositoryEvent) GetTeam() *Team {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Team
-}
-
 // TeamCreatedEvent is the payload of a "team" delivery with action "created".
 //
 // A team was created.
-//
-// The payload of team.created. A team was created.
 type TeamCreatedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -27058,61 +11554,9 @@ func (x *TeamCreatedEvent) GetAction() string {
 	return "created"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *TeamCreatedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *TeamCreatedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *TeamCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-//
-// A git repository
-func (x *TeamCreatedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *TeamCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *TeamCreatedEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Team
-}
-
 // TeamDeletedEvent is the payload of a "team" delivery with action "deleted".
 //
 // A team was deleted.
-//
-// The payload of team.deleted. A team was deleted.
 type TeamDeletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -27137,62 +11581,9 @@ func (x *TeamDeletedEvent) GetAction() string {
 	return "deleted"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *TeamDeletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *TeamDeletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *TeamDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-//
-// A git repository
-func (x *TeamDeletedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *TeamDeletedEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *TeamDeletedEvent) GetTeam() *Team {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Team
-}
-
 // TeamEditedEvent is the payload of a "team" delivery with action "edited".
 //
 // The name, description, or visibility of a team was changed.
-//
-// The payload of team.edited. The name, description, or visibility of a team
-// was changed.
 type TeamEditedEvent struct {
 	Action string `json:"action"`
 	// The changes to the team if the action was `edited`.
@@ -27219,63 +11610,10 @@ func (x *TeamEditedEvent) GetAction() string {
 	return "edited"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *TeamEditedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *TeamEditedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *TeamEditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-//
-// A git repository
-func (x *TeamEditedEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *TeamEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *TeamEditedEvent) GetTeam() *Team {
-	if x == nil || !x.written(4) {
-		return nil
-	}
-	return &x.Team
-}
-
 // TeamRemovedFromRepositoryEvent is the payload of a "team" delivery with
 // action "removed_from_repository".
 //
 // A team's access to a repository was removed.
-//
-// The payload of team.removed_from_repository. A team's access to a repository
-// was removed.
 type TeamRemovedFromRepositoryEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -27298,56 +11636,6 @@ func (*TeamRemovedFromRepositoryEvent) isTeamEvent() {}
 // GetAction returns the payload's action.
 func (x *TeamRemovedFromRepositoryEvent) GetAction() string {
 	return "removed_from_repository"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *TeamRemovedFromRepositoryEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *TeamRemovedFromRepositoryEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *TeamRemovedFromRepositoryEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Organization
-}
-
-// GetRepository returns the "repository" member.
-//
-// A git repository
-func (x *TeamRemovedFromRepositoryEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *TeamRemovedFromRepositoryEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *TeamRemovedFromRepositoryEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.Team
 }
 
 // TeamUnknownEvent is the payload of a "team" delivery whose action the schema
@@ -27386,69 +11674,10 @@ func (x *TeamUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *TeamUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *TeamUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *TeamUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-//
-// A git repository
-func (x *TeamUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *TeamUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetTeam returns the "team" member.
-func (x *TeamUnknownEvent) GetTeam() *Team {
-	if x == nil {
-		return nil
-	}
-	return x.Team
-}
-
 // TeamAddEvent is the payload of a "team_add" delivery.
 //
 // This event occurs when a team is added to a repository. For more information,
 // see "Managing teams and people with access to your repository."
-//
-// For activity relating to teams, see the `teams` event.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Members" organization permission.
-//
-// The payload of team_add. This event occurs when a team is added to a
-// repository. For more information, see "Managing teams and people with access
-// to your repository."
 //
 // For activity relating to teams, see the `teams` event.
 //
@@ -27480,8 +11709,8 @@ func (*TeamAddEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Metadata" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type WatchEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -27502,8 +11731,6 @@ type WatchEvent interface {
 // WatchStartedEvent is the payload of a "watch" delivery with action "started".
 //
 // Someone started watching the repository.
-//
-// The payload of watch.started. Someone started watching the repository.
 type WatchStartedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -27524,46 +11751,6 @@ func (*WatchStartedEvent) isWatchEvent() {}
 // GetAction returns the payload's action.
 func (x *WatchStartedEvent) GetAction() string {
 	return "started"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *WatchStartedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WatchStartedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WatchStartedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WatchStartedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WatchStartedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
 }
 
 // WatchUnknownEvent is the payload of a "watch" delivery whose action the
@@ -27600,59 +11787,10 @@ func (x *WatchUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *WatchUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WatchUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WatchUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WatchUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WatchUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
 // WorkflowDispatchEvent is the payload of a "workflow_dispatch" delivery.
 //
 // This event occurs when a forge Actions workflow is manually triggered. For
 // more information, see "Manually running a workflow."
-//
-// For activity relating to workflow runs, use the `workflow_run` event.
-//
-// To subscribe to this event, a forge App must have at least read-level access
-// for the "Contents" repository permission.
-//
-// The payload of workflow_dispatch. This event occurs when a forge Actions
-// workflow is manually triggered. For more information, see "Manually running a
-// workflow."
 //
 // For activity relating to workflow runs, use the `workflow_run` event.
 //
@@ -27691,8 +11829,8 @@ func (*WorkflowDispatchEvent) payloadName() string {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Actions" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type WorkflowJobEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -27719,10 +11857,6 @@ type WorkflowJobEvent interface {
 //
 // A job in a workflow run finished. This event occurs when a job in a workflow
 // is completed, regardless of whether the job was successful or unsuccessful.
-//
-// The payload of workflow_job.completed. A job in a workflow run finished. This
-// event occurs when a job in a workflow is completed, regardless of whether the
-// job was successful or unsuccessful.
 type WorkflowJobCompletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -27747,69 +11881,10 @@ func (x *WorkflowJobCompletedEvent) GetAction() string {
 	return "completed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowJobCompletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowJobCompletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowJobCompletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowJobCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowJobCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflowJob returns the "workflow_job" member.
-func (x *WorkflowJobCompletedEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.WorkflowJob
-}
-
-// GetDeployment returns the "deployment" member.
-func (x *WorkflowJobCompletedEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
 // WorkflowJobInProgressEvent is the payload of a "workflow_job" delivery with
 // action "in_progress".
 //
 // A job in a workflow run started processing on a runner.
-//
-// The payload of workflow_job.in_progress. A job in a workflow run started
-// processing on a runner.
 type WorkflowJobInProgressEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -27834,68 +11909,10 @@ func (x *WorkflowJobInProgressEvent) GetAction() string {
 	return "in_progress"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowJobInProgressEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowJobInProgressEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowJobInProgressEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowJobInProgressEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowJobInProgressEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflowJob returns the "workflow_job" member.
-func (x *WorkflowJobInProgressEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.WorkflowJob
-}
-
-// GetDeployment returns the "deployment" member.
-func (x *WorkflowJobInProgressEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
 // WorkflowJobQueuedEvent is the payload of a "workflow_job" delivery with
 // action "queued".
 //
 // A job in a workflow run was created.
-//
-// The payload of workflow_job.queued. A job in a workflow run was created.
 type WorkflowJobQueuedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -27920,69 +11937,10 @@ func (x *WorkflowJobQueuedEvent) GetAction() string {
 	return "queued"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowJobQueuedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowJobQueuedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowJobQueuedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowJobQueuedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowJobQueuedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflowJob returns the "workflow_job" member.
-func (x *WorkflowJobQueuedEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.WorkflowJob
-}
-
-// GetDeployment returns the "deployment" member.
-func (x *WorkflowJobQueuedEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
 // WorkflowJobWaitingEvent is the payload of a "workflow_job" delivery with
 // action "waiting".
 //
 // A job in a workflow run was created and is waiting for approvals.
-//
-// The payload of workflow_job.waiting. A job in a workflow run was created and
-// is waiting for approvals.
 type WorkflowJobWaitingEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -28005,62 +11963,6 @@ func (*WorkflowJobWaitingEvent) isWorkflowJobEvent() {}
 // GetAction returns the payload's action.
 func (x *WorkflowJobWaitingEvent) GetAction() string {
 	return "waiting"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowJobWaitingEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowJobWaitingEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowJobWaitingEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowJobWaitingEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowJobWaitingEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflowJob returns the "workflow_job" member.
-func (x *WorkflowJobWaitingEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.WorkflowJob
-}
-
-// GetDeployment returns the "deployment" member.
-func (x *WorkflowJobWaitingEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
 }
 
 // WorkflowJobUnknownEvent is the payload of a "workflow_job" delivery whose
@@ -28099,62 +12001,6 @@ func (x *WorkflowJobUnknownEvent) GetAction() string {
 	return x.Action
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowJobUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowJobUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowJobUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowJobUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowJobUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetWorkflowJob returns the "workflow_job" member.
-func (x *WorkflowJobUnknownEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowJob
-}
-
-// GetDeployment returns the "deployment" member.
-func (x *WorkflowJobUnknownEvent) GetDeployment() *Deployment {
-	if x == nil {
-		return nil
-	}
-	return x.Deployment
-}
-
 // WorkflowRunEvent is the payload of a "workflow_run" delivery: one of
 // *WorkflowRunCompletedEvent, *WorkflowRunInProgressEvent,
 // *WorkflowRunRequestedEvent, or *WorkflowRunUnknownEvent for an action the
@@ -28171,8 +12017,8 @@ func (x *WorkflowJobUnknownEvent) GetDeployment() *Deployment {
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Actions" repository permission.
 //
-// Its methods return the members all its actions have; a nil result means the
-// member was absent.
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
 type WorkflowRunEvent interface {
 	Payload
 	// GetAction returns the payload's action.
@@ -28199,10 +12045,6 @@ type WorkflowRunEvent interface {
 //
 // A workflow run finished. This event occurs when a workflow run is completed,
 // regardless of whether the workflow was successful or unsuccessful.
-//
-// The payload of workflow_run.completed. A workflow run finished. This event
-// occurs when a workflow run is completed, regardless of whether the workflow
-// was successful or unsuccessful.
 type WorkflowRunCompletedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -28227,69 +12069,10 @@ func (x *WorkflowRunCompletedEvent) GetAction() string {
 	return "completed"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowRunCompletedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowRunCompletedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowRunCompletedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowRunCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowRunCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *WorkflowRunCompletedEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *WorkflowRunCompletedEvent) GetWorkflowRun() *WorkflowRun {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.WorkflowRun
-}
-
 // WorkflowRunInProgressEvent is the payload of a "workflow_run" delivery with
 // action "in_progress".
 //
 // A workflow run started processing on a runner.
-//
-// The payload of workflow_run.in_progress. A workflow run started processing on
-// a runner.
 type WorkflowRunInProgressEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -28314,68 +12097,10 @@ func (x *WorkflowRunInProgressEvent) GetAction() string {
 	return "in_progress"
 }
 
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowRunInProgressEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowRunInProgressEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowRunInProgressEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowRunInProgressEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowRunInProgressEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *WorkflowRunInProgressEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *WorkflowRunInProgressEvent) GetWorkflowRun() *WorkflowRun {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.WorkflowRun
-}
-
 // WorkflowRunRequestedEvent is the payload of a "workflow_run" delivery with
 // action "requested".
 //
 // A workflow run was triggered.
-//
-// The payload of workflow_run.requested. A workflow run was triggered.
 type WorkflowRunRequestedEvent struct {
 	Action       string              `json:"action"`
 	Enterprise   *Enterprise         `json:"enterprise,omitempty"`
@@ -28398,62 +12123,6 @@ func (*WorkflowRunRequestedEvent) isWorkflowRunEvent() {}
 // GetAction returns the payload's action.
 func (x *WorkflowRunRequestedEvent) GetAction() string {
 	return "requested"
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowRunRequestedEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowRunRequestedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowRunRequestedEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowRunRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
-		return nil
-	}
-	return &x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowRunRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
-		return nil
-	}
-	return &x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *WorkflowRunRequestedEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *WorkflowRunRequestedEvent) GetWorkflowRun() *WorkflowRun {
-	if x == nil || !x.written(3) {
-		return nil
-	}
-	return &x.WorkflowRun
 }
 
 // WorkflowRunUnknownEvent is the payload of a "workflow_run" delivery whose
@@ -28490,60 +12159,4 @@ func (x *WorkflowRunUnknownEvent) GetAction() string {
 		return ""
 	}
 	return x.Action
-}
-
-// GetEnterprise returns the "enterprise" member.
-func (x *WorkflowRunUnknownEvent) GetEnterprise() *Enterprise {
-	if x == nil {
-		return nil
-	}
-	return x.Enterprise
-}
-
-// GetInstallation returns the "installation" member.
-func (x *WorkflowRunUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil {
-		return nil
-	}
-	return x.Installation
-}
-
-// GetOrganization returns the "organization" member.
-func (x *WorkflowRunUnknownEvent) GetOrganization() *Organization {
-	if x == nil {
-		return nil
-	}
-	return x.Organization
-}
-
-// GetRepository returns the "repository" member.
-func (x *WorkflowRunUnknownEvent) GetRepository() *Repository {
-	if x == nil {
-		return nil
-	}
-	return x.Repository
-}
-
-// GetSender returns the "sender" member.
-func (x *WorkflowRunUnknownEvent) GetSender() *User {
-	if x == nil {
-		return nil
-	}
-	return x.Sender
-}
-
-// GetWorkflow returns the "workflow" member.
-func (x *WorkflowRunUnknownEvent) GetWorkflow() *Workflow {
-	if x == nil {
-		return nil
-	}
-	return x.Workflow
-}
-
-// GetWorkflowRun returns the "workflow_run" member.
-func (x *WorkflowRunUnknownEvent) GetWorkflowRun() *WorkflowRun {
-	if x == nil {
-		return nil
-	}
-	return x.WorkflowRun
 }

@@ -1,6 +1,6 @@
 package payloads
 
-// The generated files of this package (codec.go, enums.go, events.go, names.go,
+// The generated files of this package (codec.go, enums.go, events.go, getters.go, names.go,
 // register.go, types.go) come from the schema in ../schema. `make generate` runs
 // this line, after the importer that writes the schema.
 

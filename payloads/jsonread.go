@@ -3,16 +3,20 @@ package payloads
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math/bits"
 	"slices"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
 // decoder reads one JSON document held in memory. The generated decode methods
 // walk it directly, without reflection and without building intermediate values,
-// so that a payload is read in one pass.
+// so that a payload is read in one pass. Its tokens are internal/jsonscan's
+// (the lexer Scan and Lookup use too); what is here is the parser over them,
+// and the fast paths that decode a common token where it is recognised.
 //
 // It follows encoding/json where the two could differ: invalid UTF-8 and lone
 // surrogates in strings become U+FFFD, and nesting deeper than maxDepth is an
@@ -59,14 +63,7 @@ func (d *decoder) ws() {
 	if d.pos < len(d.buf) && d.buf[d.pos] > ' ' {
 		return
 	}
-	for d.pos < len(d.buf) {
-		switch d.buf[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
+	d.pos = jsonscan.SkipSpace(d.buf, d.pos)
 }
 
 // peek returns the first byte of the next token, or 0 at the end of the input.
@@ -90,7 +87,7 @@ func (d *decoder) null() bool {
 // end checks that nothing but white space follows the document.
 func (d *decoder) end() error {
 	if d.ws(); d.pos < len(d.buf) {
-		return d.syntaxf("invalid character %s after top-level value", quoteByte(d.buf[d.pos]))
+		return d.syntaxf("invalid character %s after top-level value", jsonscan.QuoteChar(d.buf[d.pos]))
 	}
 	return nil
 }
@@ -193,12 +190,12 @@ func (d *decoder) memberKey() ([]byte, error) {
 	return d.countAction(key), nil
 }
 
-// stopAt returns the offset of the first byte at or after i that stopMask
-// flags, eight bytes per step, or -1 where fewer than eight bytes are left:
+// stopAt returns the offset of the first byte at or after i that
+// jsonscan.StopMask flags, eight bytes per step, or -1 where fewer than eight bytes are left:
 // small enough to inline in the key readers.
 func stopAt(buf []byte, i int) int {
 	for ; i+8 <= len(buf); i += 8 {
-		if m := stopMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
+		if m := jsonscan.StopMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
@@ -276,82 +273,6 @@ func (d *decoder) str() ([]byte, error) {
 	return b, err
 }
 
-// Masks for looking at eight bytes of a string at once.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// plainMask flags (in each byte's high bit) the bytes of x that end plain
-// string content: '"', '\\' and control bytes below 0x20. The lowest flag is
-// exact; higher ones may be spurious, so only the lowest is used.
-//
-// A term's borrow only moves up from a byte that term flags, and no term flags
-// a byte below 0x80 that is not one of those, so excluding the bytes of 0x80
-// and above once, at the end, is enough.
-func plainMask(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	b := x ^ (ones * '\\')
-	return ((x - ones*0x20) | (q - ones) | (b - ones)) &^ x & highs
-}
-
-// stopMask is plainMask that also flags bytes of 0x80 and above, where UTF-8
-// is checked one rune at a time. Since those bytes are to be flagged, the
-// terms need not exclude them (plainMask's &^ x, &^ q, &^ b), and they flag
-// them by themselves: x-0x20 flags 0xa0 and above, and q-1 flags 0x80-0x9f
-// (q is then 0xa0-0xbf). A term's borrow only moves up from a byte it flags,
-// so the lowest flag stays exact, in five operations fewer per word; the
-// test checks it against the definition.
-func stopMask(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	b := x ^ (ones * '\\')
-	return ((x - ones*0x20) | (q - ones) | (b - ones)) & highs
-}
-
-// skipASCII returns the offset of the first byte at or after i that stopMask
-// flags, or where fewer than eight bytes are left: sixteen bytes per step,
-// then eight. The caller looks at the bytes from there one at a time.
-func skipASCII(buf []byte, i int) int {
-	for i+16 <= len(buf) {
-		lo, hi := stopMask(binary.LittleEndian.Uint64(buf[i:])), stopMask(binary.LittleEndian.Uint64(buf[i+8:]))
-		if lo|hi != 0 {
-			if lo != 0 {
-				return i + bits.TrailingZeros64(lo)>>3
-			}
-			return i + 8 + bits.TrailingZeros64(hi)>>3
-		}
-		i += 16
-	}
-	for i+8 <= len(buf) {
-		if m := stopMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-		i += 8
-	}
-	return i
-}
-
-// skipPlain is skipASCII with plainMask: bytes of 0x80 and above do not stop it.
-func skipPlain(buf []byte, i int) int {
-	for i+16 <= len(buf) {
-		lo, hi := plainMask(binary.LittleEndian.Uint64(buf[i:])), plainMask(binary.LittleEndian.Uint64(buf[i+8:]))
-		if lo|hi != 0 {
-			if lo != 0 {
-				return i + bits.TrailingZeros64(lo)>>3
-			}
-			return i + 8 + bits.TrailingZeros64(hi)>>3
-		}
-		i += 16
-	}
-	for i+8 <= len(buf) {
-		if m := plainMask(binary.LittleEndian.Uint64(buf[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-		i += 8
-	}
-	return i
-}
-
 // strBytes reads a JSON string. When its content is the input's own bytes (no
 // escape, valid UTF-8), plain is true and b aliases d.buf, ending just before
 // the closing quote at d.pos-1; otherwise b is the unescaped content in
@@ -365,7 +286,7 @@ func (d *decoder) strBytes() (b []byte, plain bool, err error) {
 	i := start
 scan:
 	for i < len(buf) {
-		i = skipASCII(buf, i)
+		i = jsonscan.SkipASCII(buf, i)
 		if i >= len(buf) {
 			break
 		}
@@ -385,111 +306,30 @@ scan:
 			i++
 		}
 	}
-	b, err = d.unescape(start, i)
+	b, err = d.unescape(start)
 	return b, false, err
 }
 
-// unescape decodes a string's content from start (just past the opening quote),
-// of which the bytes before i are plain, into d.scratch.
-func (d *decoder) unescape(start, i int) ([]byte, error) {
-	b := append(d.scratch[:0], d.buf[start:i]...)
-	for i < len(d.buf) {
-		c := d.buf[i]
-		switch {
-		case c == '"':
-			d.pos = i + 1
-			d.scratch = b
-			return b, nil
-		case c == '\\':
-			if i+1 >= len(d.buf) {
-				d.pos = len(d.buf)
-				return nil, d.syntaxf("unexpected end of JSON input")
-			}
-			switch e := d.buf[i+1]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-				i += 2
-			case 'b':
-				b = append(b, '\b')
-				i += 2
-			case 'f':
-				b = append(b, '\f')
-				i += 2
-			case 'n':
-				b = append(b, '\n')
-				i += 2
-			case 'r':
-				b = append(b, '\r')
-				i += 2
-			case 't':
-				b = append(b, '\t')
-				i += 2
-			case 'u':
-				r, ok := hex4(d.buf[i+2:])
-				if !ok {
-					d.pos = i + 2
-					return nil, d.syntaxf("invalid \\u escape in string literal")
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					// A valid pair becomes one rune; a lone surrogate becomes U+FFFD
-					// and what follows is read on its own, as encoding/json does.
-					if i+1 < len(d.buf) && d.buf[i] == '\\' && d.buf[i+1] == 'u' {
-						if r2, ok := hex4(d.buf[i+2:]); ok {
-							if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-								b = utf8.AppendRune(b, dec)
-								i += 6
-								continue
-							}
-						}
-					}
-					r = utf8.RuneError
-				}
-				b = utf8.AppendRune(b, r)
-			default:
-				d.pos = i + 1
-				return nil, d.syntaxf("invalid character %s in string escape code", quoteByte(e))
-			}
-		case c < 0x20:
-			d.pos = i
-			return nil, d.syntaxf("invalid character %s in string literal", quoteByte(c))
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(d.buf[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = utf8.AppendRune(b, utf8.RuneError)
-			} else {
-				b = append(b, d.buf[i:i+size]...)
-			}
-			i += size
-		}
+// unescape decodes a string's content from start (just past the opening
+// quote) into d.scratch: the lexer checks it, then decodes it.
+func (d *decoder) unescape(start int) ([]byte, error) {
+	end, err := jsonscan.String(d.buf, start)
+	if err != nil {
+		return nil, d.lexError(err)
 	}
-	d.pos = len(d.buf)
-	d.scratch = b
-	return nil, d.syntaxf("unexpected end of JSON input")
+	d.pos = end
+	d.scratch = jsonscan.AppendUnquoted(d.scratch[:0], d.buf[start:end-1])
+	return d.scratch, nil
 }
 
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
+// lexError is the decoder's error for one of the lexer's, at its offset.
+func (d *decoder) lexError(err error) error {
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		d.pos = se.Offset
+		return d.syntaxf("%s", se.Msg)
 	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	return err
 }
 
 // number reads a JSON number and returns its text.
@@ -498,58 +338,22 @@ func (d *decoder) number() ([]byte, error) {
 	if c != '-' && (c < '0' || c > '9') {
 		return nil, d.wrongKind("number")
 	}
-	start, i, n := d.pos, d.pos, len(d.buf)
-	digits := func() bool {
-		j := i
-		for i < n && '0' <= d.buf[i] && d.buf[i] <= '9' {
-			i++
-		}
-		return i > j
+	start := d.pos
+	end, err := jsonscan.Number(d.buf, start)
+	if err != nil {
+		return nil, d.lexError(err)
 	}
-	if d.buf[i] == '-' {
-		i++
-	}
-	switch {
-	case i < n && d.buf[i] == '0':
-		i++
-	case i < n && '1' <= d.buf[i] && d.buf[i] <= '9':
-		digits()
-	default:
-		d.pos = i
-		return nil, d.unexpected("in numeric literal")
-	}
-	if i < n && d.buf[i] == '.' {
-		i++
-		if !digits() {
-			d.pos = i
-			return nil, d.unexpected("after decimal point in numeric literal")
-		}
-	}
-	if i < n && (d.buf[i] == 'e' || d.buf[i] == 'E') {
-		i++
-		if i < n && (d.buf[i] == '+' || d.buf[i] == '-') {
-			i++
-		}
-		if !digits() {
-			d.pos = i
-			return nil, d.unexpected("in exponent of numeric literal")
-		}
-	}
-	d.pos = i
-	return d.buf[start:i], nil
+	d.pos = end
+	return d.buf[start:end], nil
 }
 
 // literal consumes the literal word (true, false or null) at the current position.
 func (d *decoder) literal(word string) error {
-	for i := 0; i < len(word); i++ {
-		if d.pos >= len(d.buf) {
-			return d.syntaxf("unexpected end of JSON input")
-		}
-		if d.buf[d.pos] != word[i] {
-			return d.unexpected("in literal " + word + " (expecting " + strconv.QuoteRune(rune(word[i])) + ")")
-		}
-		d.pos++
+	end, err := jsonscan.Literal(d.buf, d.pos, word)
+	if err != nil {
+		return d.lexError(err)
 	}
+	d.pos = end
 	return nil
 }
 
@@ -575,44 +379,13 @@ func (d *decoder) skip() error {
 		}
 		return err
 	case c == '"':
-		// A string is checked, not unescaped: scan for the closing quote,
-		// eight bytes at a time through plain content (any byte of 0x80 and
-		// above is taken as it is here, as by encoding/json's validation).
-		for i := d.pos + 1; i < len(d.buf); i++ {
-			i = skipPlain(d.buf, i)
-			if i >= len(d.buf) {
-				break
-			}
-			switch d.buf[i] {
-			case '"':
-				d.pos = i + 1
-				return nil
-			case '\\':
-				if i+1 >= len(d.buf) {
-					break
-				}
-				switch d.buf[i+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					i++
-				case 'u':
-					if _, ok := hex4(d.buf[i+2:]); !ok {
-						d.pos = i + 2
-						return d.syntaxf("invalid \\u escape in string literal")
-					}
-					i += 5
-				default:
-					d.pos = i + 1
-					return d.syntaxf("invalid character %s in string escape code", quoteByte(d.buf[i+1]))
-				}
-			default:
-				if d.buf[i] < 0x20 {
-					d.pos = i
-					return d.syntaxf("invalid character %s in string literal", quoteByte(d.buf[i]))
-				}
-			}
+		// A string is checked, not unescaped.
+		end, err := jsonscan.String(d.buf, d.pos+1)
+		if err != nil {
+			return d.lexError(err)
 		}
-		d.pos = len(d.buf)
-		return d.syntaxf("unexpected end of JSON input")
+		d.pos = end
+		return nil
 	case c == 't':
 		return d.literal("true")
 	case c == 'f':
@@ -656,7 +429,7 @@ func (d *decoder) kind() string {
 	case c == '-' || '0' <= c && c <= '9':
 		return "number"
 	default:
-		return "invalid character " + quoteByte(c)
+		return "invalid character " + jsonscan.QuoteChar(c)
 	}
 }
 
@@ -677,18 +450,7 @@ func (d *decoder) unexpected(context string) error {
 	if d.pos >= len(d.buf) {
 		return d.syntaxf("unexpected end of JSON input")
 	}
-	return d.syntaxf("invalid character %s %s", quoteByte(d.buf[d.pos]), context)
-}
-
-func quoteByte(c byte) string {
-	if c == '\'' {
-		return `'\''`
-	}
-	if c == '"' {
-		return `'"'`
-	}
-	s := strconv.Quote(string(rune(c)))
-	return "'" + s[1:len(s)-1] + "'"
+	return d.syntaxf("invalid character %s %s", jsonscan.QuoteChar(d.buf[d.pos]), context)
 }
 
 // Scalar decoders. Every decoder of the generated code has the shape
@@ -716,28 +478,6 @@ func decString(p *string, d *decoder) error {
 	}
 	*p = string(b)
 	return nil
-}
-
-// decStringSeen decodes a string member that is not a pointer into *p and sets
-// bit in *seen, which tells the encoder it was there; null leaves both alone.
-// It is decString with the null check and the mark folded in: the generated
-// decoders call it for most members, and one call instead of two is about 2%
-// of a push's decode (BenchmarkDecodePush, 6 interleaved runs). The fast path
-// is decString's, repeated: called from here it would be the second call again.
-func decStringSeen(p *string, d *decoder, seen *uint64, bit uint64) error {
-	if buf, i := d.buf, d.pos; i < len(buf) && buf[i] == '"' && d.shared() {
-		if j := stopAt(buf, i+1); j >= 0 && buf[j] == '"' {
-			d.pos = j + 1
-			*p = d.src[i+1 : j]
-			*seen |= bit
-			return nil
-		}
-	}
-	if d.null() {
-		return nil
-	}
-	*seen |= bit
-	return decString(p, d)
 }
 
 // shared reports whether string values are substrings of d.src, making it on
@@ -877,41 +617,13 @@ func decInt64(p *int64, d *decoder) error {
 	if err != nil {
 		return err
 	}
-	v, ok := parseInt64(b)
+	v, ok := jsonscan.ParseInt64(b)
 	if !ok {
 		d.pos = start
 		return d.typef("want integer (int64), got number %s", b)
 	}
 	*p = v
 	return nil
-}
-
-// parseInt64 parses a JSON number that must be an integer in int64's range.
-func parseInt64(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-	}
-	if neg {
-		if u > 1<<63 {
-			return 0, false
-		}
-		return -int64(u), true
-	}
-	if u > 1<<63-1 {
-		return 0, false
-	}
-	return int64(u), true
 }
 
 func decFloat64(p *float64, d *decoder) error {

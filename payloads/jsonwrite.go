@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
 // encoder writes JSON for the generated encode methods. The first error sticks and
@@ -22,24 +24,38 @@ func (e *encoder) fail(err error) {
 	}
 }
 
-// sep writes the comma that separates a member or element from the one before.
-// A value never ends in '{' or '[', so those mean "first in its container".
-func (e *encoder) sep() {
-	if n := len(e.buf); n > 0 && e.buf[n-1] != '{' && e.buf[n-1] != '[' {
-		e.buf = append(e.buf, ',')
+// An object is written as its members, each after a comma, from the offset
+// openObject returns; closeObject then turns the first comma into the '{'.
+// The members need not know whether one was written before them, so that a
+// member costs its key's bytes and its value, and no test.
+
+// openObject starts an object and returns the offset closeObject needs.
+func (e *encoder) openObject() int { return len(e.buf) }
+
+// closeObject ends the object started at mark.
+func (e *encoder) closeObject(mark int) {
+	if len(e.buf) == mark {
+		e.buf = append(e.buf, '{', '}')
+		return
 	}
+	e.buf[mark] = '{'
+	e.buf = append(e.buf, '}')
 }
 
-// key writes a member's key; k is the key already quoted and followed by a colon,
-// as the generated code has it in constants.
+// key writes a member's key; k is the comma, the key quoted and the colon
+// (`,"name":`), as the generated code has it in constants. It is kept a call:
+// inlined, its append would be repeated at each of the generated code's
+// thousands of members, and compiling them costs more than the calls do
+// (encoding is not on a delivery's path).
+//
+//go:noinline
 func (e *encoder) key(k string) {
-	e.sep()
 	e.buf = append(e.buf, k...)
 }
 
 // keyString writes a key known only at run time (map keys, unknown members).
 func (e *encoder) keyString(k string) {
-	e.sep()
+	e.buf = append(e.buf, ',')
 	e.str(k)
 	e.buf = append(e.buf, ':')
 }
@@ -118,7 +134,8 @@ func (e *encoder) str(s string) {
 // above (checked one rune at a time). The lowest flag is exact; higher ones may
 // be spurious, so only the lowest is used.
 func escMask(x uint64) uint64 {
-	m := plainMask(x) | x&highs
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	m := jsonscan.StopMask(x)
 	for _, c := range [...]uint64{'<', '>', '&'} {
 		y := x ^ (ones * c)
 		m |= (y - ones) &^ y & highs
@@ -191,7 +208,9 @@ func encSlice[T any](v *[]T, e *encoder, enc func(*T, *encoder)) {
 	e.buf = append(e.buf, '[')
 	s := *v
 	for i := range s {
-		e.sep()
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
 		enc(&s[i], e)
 	}
 	e.buf = append(e.buf, ']')
@@ -209,13 +228,13 @@ func encMap[T any](v *map[string]T, e *encoder, enc func(*T, *encoder)) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	e.buf = append(e.buf, '{')
+	mark := e.openObject()
 	for _, k := range keys {
 		e.keyString(k)
 		val := m[k]
 		enc(&val, e)
 	}
-	e.buf = append(e.buf, '}')
+	e.closeObject(mark)
 }
 
 func mapEnc[T any](enc func(*T, *encoder)) func(*map[string]T, *encoder) {

@@ -57,34 +57,21 @@ func (x *extra) keepUnknown(key []byte, d *decoder) error {
 
 // decodeAction reads a payload's top-level "action" member into *p so that, as in
 // routing (the emitter, Parse), the last occurrence alone counts: a string is the
-// action, and it reports true; anything else (null, a number, an object) means no
+// action; anything else (null, a number, an object) means no
 // action, leaves *p empty and is kept as an unknown member, so that it encodes
 // back as it came. An earlier occurrence kept that way is dropped.
-func (x *extra) decodeAction(p *string, key []byte, d *decoder) (bool, error) {
+//
+// The action is value member i: a string marks it seen, anything else unmarks
+// it, so that encoding writes the kept member instead of an empty action.
+func (x *extra) decodeAction(p *string, key []byte, d *decoder, seen *seenSet, i int) error {
 	x.unknown = slices.DeleteFunc(x.unknown, func(m Member) bool { return m.Key == "action" })
 	*p = ""
 	if d.peek() == '"' {
-		return true, decString(p, d)
+		seen.mark(i)
+		return decString(p, d)
 	}
-	return false, x.keepUnknown(key, d)
-}
-
-// setAbsent records which of the n value fields were not seen with a value,
-// a word of seen at a time: a struct of a hundred value fields (Repository)
-// costs two comparisons, not a hundred, when all were there.
-func (x *extra) setAbsent(seen []uint64, n int) {
-	for i, s := range seen {
-		want := ^uint64(0)
-		if rest := n - 64*i; rest < 64 {
-			want = 1<<rest - 1
-		}
-		if missing := want &^ s; missing != 0 {
-			if x.absent == nil {
-				x.absent = make([]uint64, len(seen))
-			}
-			x.absent[i] |= missing
-		}
-	}
+	seen.unmark(i)
+	return x.keepUnknown(key, d)
 }
 
 // written reports whether value field i is to be written.

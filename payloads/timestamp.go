@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
 // Timestamp is a point in time as a payload carries it. The forge writes times in
@@ -153,7 +155,7 @@ func parseTime(s string) (time.Time, bool) {
 
 // parseUnix reads Unix seconds, possibly with a fraction or an exponent.
 func parseUnix(s string) (time.Time, bool) {
-	if v, ok := parseInt64([]byte(s)); ok {
+	if v, ok := jsonscan.ParseInt64([]byte(s)); ok {
 		if v < minUnix || v > maxUnix {
 			return time.Time{}, false
 		}
@@ -161,7 +163,7 @@ func parseUnix(s string) (time.Time, bool) {
 	}
 	// A fraction: split so that the seconds keep full precision.
 	if i := strings.IndexByte(s, '.'); i >= 0 && !strings.ContainsAny(s, "eE") {
-		sec, ok := parseInt64([]byte(s[:i]))
+		sec, ok := jsonscan.ParseInt64([]byte(s[:i]))
 		if !ok && s[:i] != "-0" {
 			return time.Time{}, false
 		}

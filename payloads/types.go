@@ -687,7 +687,7 @@ type DependabotAlertDependency struct {
 	Scope *DependabotAlertDependencyScope `json:"scope,omitempty"`
 	// The vulnerable dependency's relationship to your project.
 	//
-	// > [!NOTE] > We are rolling out support for dependency relationship across
+	// Note: We are rolling out support for dependency relationship across
 	// ecosystems. This value will be "unknown" for all dependencies in unsupported
 	// ecosystems.
 	Relationship *DependabotAlertDependencyRelationship `json:"relationship,omitempty"`
@@ -3889,7 +3889,7 @@ type RepositoryRulePullRequestParameters struct {
 	// All conversations on code must be resolved before a pull request can be
 	// merged.
 	RequiredReviewThreadResolution bool `json:"required_review_thread_resolution"`
-	// > [!NOTE] > `required_reviewers` is in beta and subject to change.
+	// Note: `required_reviewers` is in beta and subject to change.
 	//
 	// A collection of reviewers and associated file patterns. Each reviewer has a
 	// list of file patterns which determine the files that reviewer is required to

@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"os"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 func main() {

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
-const fixture = "../../gen/testdata/fixture"
+const fixture = "../../internal/gen/testdata/fixture"
 
 func TestRunWritesAndPrunes(t *testing.T) {
 	out := t.TempDir()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden and contract files from what the code now produces")

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 // exprOf writes a type in the schema's type-expression syntax.
@@ -116,14 +116,15 @@ func (m *model) schema(rec *record) *gen.Schema {
 		s.Events = append(s.Events, ev)
 	}
 
+	// A payload type's description holds only what its event's or action's
+	// description does not say already (how its shape was made): the generator
+	// puts the two together, so the spec's text would otherwise appear twice.
 	notes := map[*class][]string{}
 	for _, h := range m.hooks {
 		cl := h.body.cls.find()
-		d := cleanText(h.desc)
-		if d == "" {
-			d = cleanText(h.summary)
+		if notes[cl] == nil {
+			notes[cl] = []string{}
 		}
-		notes[cl] = append(notes[cl], fmt.Sprintf("The payload of %s. %s", h.name(), d))
 		if h.variants > 1 {
 			notes[cl] = append(notes[cl], fmt.Sprintf("The spec gives this payload as one of %d shapes (a whole-body oneOf); "+
 				"they are merged into this one struct, where members not in every shape are optional.", h.variants))
@@ -136,7 +137,7 @@ func (m *model) schema(rec *record) *gen.Schema {
 
 	for _, cl := range m.reachable() {
 		t := gen.Type{Name: cl.name, Description: cleanText(cl.desc)}
-		if ns := notes[cl]; len(ns) > 0 {
+		if ns, payload := notes[cl]; payload {
 			t.Description = strings.Join(ns, "\n\n")
 		}
 		switch cl.kind {

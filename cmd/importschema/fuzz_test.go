@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 // render writes a jnode back as JSON.

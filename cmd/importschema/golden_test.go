@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 const fixtureDir = "testdata/fixture"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 // hookSpec is one webhook of a test spec.
@@ -524,6 +524,11 @@ func TestCleanText(t *testing.T) {
 		{"The X-GitHub-Event header.", "The X-Forge-Event header."},
 		{"  trimmed \n", "trimmed"},
 		{"Plain.", "Plain."},
+		{"Intro.\n\n> [!NOTE]\n> Two lines\n> of a note.\n\nAfter.", "Intro.\n\nNote: Two lines of a note.\n\nAfter."},
+		{"> [!WARNING]\n> Careful.", "Warning: Careful."},
+		{"> [!TIP]", "Tip:"},
+		{"> A plain quote stays.", "> A plain quote stays."},
+		{"> [!UNKNOWN]\n> stays", "> [!UNKNOWN]\n> stays"},
 	}
 	for _, tc := range tests {
 		if got := cleanText(tc.in); got != tc.want {

@@ -31,7 +31,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 func main() {

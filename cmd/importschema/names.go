@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 // brandRE finds the forge's brand, dropped from names made from the spec's titles:

@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 // overrides are the hand-kept patches of schema/overrides.yaml. Every entry says
@@ -216,8 +216,8 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 		if types[t.Name] != nil {
 			return nil, fmt.Errorf("%w: names %s: type %s exists", errOverride, n.Name, t.Name)
 		}
-		t.Description = strings.TrimSpace(fmt.Sprintf("The payload of %s: the same shape as %s (from overrides: %s)",
-			n.Name, like.Type, strings.TrimSpace(n.Reason)))
+		// The action's description gives the reason; the type says where its shape came from.
+		t.Description = fmt.Sprintf("It has the same shape as %s (from overrides).", like.Type)
 		s.Types = append(s.Types, t)
 		e.Actions = append(e.Actions, gen.Action{Name: act, Description: strings.TrimSpace(n.Reason), Type: t.Name})
 		sort.Slice(e.Actions, func(i, j int) bool { return e.Actions[i].Name < e.Actions[j].Name })

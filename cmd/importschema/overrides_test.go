@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 func TestParseOverrides(t *testing.T) {
@@ -88,8 +88,12 @@ func TestApplyOverrides(t *testing.T) {
 					t.Error(d)
 				}
 				r := typeOf(s, "IssuesReopenedEvent")
-				if r == nil || len(r.Fields) != 3 || !strings.Contains(r.Description, "older servers") {
+				if r == nil || len(r.Fields) != 3 || !strings.Contains(r.Description, "IssuesClosedEvent") {
 					t.Errorf("copy: %+v", r)
+				}
+				// The reason is said once, by the action, not again by its type.
+				if a := s.Events[0].Actions[2]; a.Description != "older servers" || strings.Contains(r.Description, "older servers") {
+					t.Errorf("action %+v, type description %q: the reason belongs to the action alone", a, r.Description)
 				}
 				// The copy is deep: editing it leaves the original.
 				r.Fields[0].JSON = "x"

@@ -13,6 +13,7 @@ var (
 	articleEnd = regexp.MustCompile(`(?i)(?:^|\s)(a|an|the|your|their|our|its)\s$`)
 	sentEnd    = regexp.MustCompile(`(?:^|[.!?>:]\s+|\n\s*)$`)
 	spaces     = regexp.MustCompile(`[ \t]+\n`)
+	admonition = regexp.MustCompile(`^>\s*\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$`)
 )
 
 // cleanText prepares a spec description for our docs: markdown links keep their
@@ -23,6 +24,7 @@ func cleanText(s string) string {
 	if s == "" {
 		return ""
 	}
+	s = admonitionsAsProse(s)
 	s = mdLink.ReplaceAllString(s, "$1")
 	s = brandHdr.ReplaceAllString(s, "X-Forge-")
 	s = brandHost.ReplaceAllString(s, "the forge")
@@ -46,4 +48,30 @@ func cleanText(s string) string {
 	}
 	b.WriteString(s[last:])
 	return spaces.ReplaceAllString(b.String(), "\n")
+}
+
+// admonitionsAsProse turns the spec's admonition blocks ("> [!NOTE]" and the
+// quoted lines after it) into a paragraph that starts with the admonition's
+// word ("Note: ..."): godoc shows Markdown markup as it is, so the block would
+// otherwise read as stray ">" and "[!NOTE]".
+func admonitionsAsProse(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0:0]
+	for i := 0; i < len(lines); i++ {
+		m := admonition.FindStringSubmatch(strings.TrimSpace(lines[i]))
+		if m == nil {
+			out = append(out, lines[i])
+			continue
+		}
+		word := m[1][:1] + strings.ToLower(m[1][1:]) + ":"
+		var body []string
+		for i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), ">") {
+			i++
+			if l := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), ">")); l != "" {
+				body = append(body, l)
+			}
+		}
+		out = append(out, strings.Join(append([]string{word}, body...), " "))
+	}
+	return strings.Join(out, "\n")
 }

@@ -14,14 +14,15 @@ type Path [2]string
 const MaxPaths = 64
 
 // Lookup checks that data is exactly one JSON object, as Scan does, and locates
-// the string at each of paths in the same single pass, into res[i] for
-// paths[i]. The strings are what decoding data into a map[string]json.RawMessage,
-// the top-level member into another, and its member into a string would give:
+// the string or number at each of paths in the same single pass, into res[i]
+// for paths[i] (Found for a string, Int64 for an integer). The strings are what
+// decoding data into a map[string]json.RawMessage, the top-level member into
+// another, and its member into a string would give:
 // keys match exactly once decoded, the last duplicate key wins at either level
 // (a later top-level member replaces an earlier one whole, as JSON.parse does),
 // escapes are decoded and invalid UTF-8 becomes U+FFFD. A path whose top-level
-// member is not an object, or whose member is absent or not a string, is not
-// Found.
+// member is not an object, or whose member is absent or neither a string nor a
+// number, finds nothing.
 //
 // On error every res[i] is the zero Result. Lookup does not allocate, except
 // for the error; res must have room for every path (it panics otherwise, and
@@ -32,25 +33,28 @@ func Lookup(data []byte, paths []Path, res []Result) error {
 	}
 	res = res[:len(paths)]
 	clear(res)
-	if err := lookup(data, paths, res); err != nil {
+	if err := walk(data, paths, 0, res); err != nil {
 		clear(res)
 		return err
 	}
 	return nil
 }
 
-// lookup is scan's state machine with the two levels of paths tracked instead
-// of the action. It is a separate function, not a mode of scan, so that Scan,
-// on every delivery's path, pays nothing for it.
-func lookup(data []byte, paths []Path, res []Result) error {
+// walk is the one pass of Scan and Lookup over one JSON object: it checks
+// data as json.Valid does, and locates the value of each path into res. A
+// path whose bit is set in top names a top-level member itself (Path[1]
+// unused): Scan's "action". A path's result is reset when its key comes
+// again, so that the last duplicate wins, and set when the value is a string
+// or a number.
+func walk(data []byte, paths []Path, top uint64, res []Result) error {
 	var (
 		stack  bitStack
 		n      = len(data)
-		inside uint64 // paths whose top-level member is the one being scanned
-		next   uint64 // paths whose string is the value about to be scanned
+		inside uint64 // two-level paths whose top-level member is the one being scanned
+		next   uint64 // paths whose value is the value about to be scanned
 		err    error
 	)
-	i := skipSpace(data, 0)
+	i := SkipSpace(data, 0)
 	if i == n {
 		return &SyntaxError{i, "unexpected end of JSON input"}
 	}
@@ -67,13 +71,13 @@ func lookup(data []byte, paths []Path, res []Result) error {
 			if !stack.push(false) {
 				return &SyntaxError{i, "exceeded max depth"}
 			}
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 			if i < n && data[i] == '}' {
 				stack.pop()
 				i++
 				break
 			}
-			if i, next, err = pathMember(data, i, stack.depth, paths, res, &inside); err != nil {
+			if i, next, err = pathMember(data, i, stack.depth, paths, top, res, &inside); err != nil {
 				return err
 			}
 			continue
@@ -81,7 +85,7 @@ func lookup(data []byte, paths []Path, res []Result) error {
 			if !stack.push(true) {
 				return &SyntaxError{i, "exceeded max depth"}
 			}
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 			if i < n && data[i] == ']' {
 				stack.pop()
 				i++
@@ -90,30 +94,29 @@ func lookup(data []byte, paths []Path, res []Result) error {
 			continue
 		case c == '"':
 			start := i + 1
-			if i, err = scanString(data, start); err != nil {
+			if i, err = String(data, start); err != nil {
 				return err
 			}
 			if want != 0 {
 				v := data[start : i-1]
-				r := Result{start: start, end: i - 1, found: true, decode: needsDecode(v)}
-				for k := range paths {
-					if want&(1<<k) != 0 {
-						res[k] = r
-					}
-				}
+				found(res, want, Result{start: start, end: i - 1, found: true, decode: needsDecode(v)})
 			}
 		case c == '-' || c >= '0' && c <= '9':
-			if i, err = scanNumber(data, i); err != nil {
+			start := i
+			if i, err = Number(data, i); err != nil {
 				return err
 			}
+			if want != 0 {
+				found(res, want, Result{start: start, end: i, number: true})
+			}
 		case c == 't':
-			i, err = literal(data, i, "true")
+			i, err = Literal(data, i, "true")
 		case c == 'f':
-			i, err = literal(data, i, "false")
+			i, err = Literal(data, i, "false")
 		case c == 'n':
-			i, err = literal(data, i, "null")
+			i, err = Literal(data, i, "null")
 		default:
-			return &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of value", quoteChar(c))}
+			return &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of value", QuoteChar(c))}
 		}
 		if err != nil {
 			return err
@@ -121,10 +124,10 @@ func lookup(data []byte, paths []Path, res []Result) error {
 		// After a value: close containers until a ',' starts the next value.
 	after:
 		for {
-			i = skipSpace(data, i)
+			i = SkipSpace(data, i)
 			if stack.depth == 0 {
 				if i != n {
-					return &SyntaxError{i, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[i]))}
+					return &SyntaxError{i, fmt.Sprintf("invalid character %s after top-level value", QuoteChar(data[i]))}
 				}
 				if first != '{' {
 					return &NotObjectError{Kind: kind(first)}
@@ -137,9 +140,9 @@ func lookup(data []byte, paths []Path, res []Result) error {
 			inArray := stack.top()
 			switch c := data[i]; {
 			case c == ',':
-				i = skipSpace(data, i+1)
+				i = SkipSpace(data, i+1)
 				if !inArray {
-					if i, next, err = pathMember(data, i, stack.depth, paths, res, &inside); err != nil {
+					if i, next, err = pathMember(data, i, stack.depth, paths, top, res, &inside); err != nil {
 						return err
 					}
 				}
@@ -152,27 +155,37 @@ func lookup(data []byte, paths []Path, res []Result) error {
 				if inArray {
 					where = "array element"
 				}
-				return &SyntaxError{i, fmt.Sprintf("invalid character %s after %s", quoteChar(c), where)}
+				return &SyntaxError{i, fmt.Sprintf("invalid character %s after %s", QuoteChar(c), where)}
 			}
 		}
 	}
 }
 
-// pathMember scans an object key, the white space around it and the colon, as
-// member does, and returns the offset of the member's value. depth is the
-// object's depth (1 for the top level). A top-level key sets inside to the
-// paths it starts; a key of the object that is their value gives the paths it
-// ends, whose string the value may be. Either way those paths' results are
-// reset: a later duplicate key replaces what an earlier one found.
-func pathMember(data []byte, i, depth int, paths []Path, res []Result, inside *uint64) (next int, want uint64, err error) {
+// found sets the result of each path in want to r.
+func found(res []Result, want uint64, r Result) {
+	for k := range res {
+		if want&(1<<k) != 0 {
+			res[k] = r
+		}
+	}
+}
+
+// pathMember scans an object key, the white space around it and the colon, and
+// returns the offset of the member's value. depth is the object's depth (1 for
+// the top level). A top-level key gives the one-level paths (top) it names,
+// whose value the member's value is, and sets inside to the two-level paths
+// it starts; a key of the object that is their value gives the paths it
+// ends. Either way those paths' results are reset: a later duplicate key
+// replaces what an earlier one found.
+func pathMember(data []byte, i, depth int, paths []Path, top uint64, res []Result, inside *uint64) (next int, want uint64, err error) {
 	if i >= len(data) {
 		return i, 0, &SyntaxError{i, "unexpected end of JSON input"}
 	}
 	if data[i] != '"' {
-		return i, 0, &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of object key string", quoteChar(data[i]))}
+		return i, 0, &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of object key string", QuoteChar(data[i]))}
 	}
 	start := i + 1
-	if i, err = scanString(data, start); err != nil {
+	if i, err = String(data, start); err != nil {
 		return i, 0, err
 	}
 	switch key := data[start : i-1]; {
@@ -180,7 +193,11 @@ func pathMember(data []byte, i, depth int, paths []Path, res []Result, inside *u
 		*inside = 0
 		for k, p := range paths {
 			if keyIs(key, p[0]) {
-				*inside |= 1 << k
+				if top&(1<<k) != 0 {
+					want |= 1 << k
+				} else {
+					*inside |= 1 << k
+				}
 				res[k] = Result{}
 			}
 		}
@@ -192,14 +209,57 @@ func pathMember(data []byte, i, depth int, paths []Path, res []Result, inside *u
 			}
 		}
 	}
-	i = skipSpace(data, i)
+	i = SkipSpace(data, i)
 	if i >= len(data) {
 		return i, 0, &SyntaxError{i, "unexpected end of JSON input"}
 	}
 	if data[i] != ':' {
-		return i, 0, &SyntaxError{i, fmt.Sprintf("invalid character %s after object key", quoteChar(data[i]))}
+		return i, 0, &SyntaxError{i, fmt.Sprintf("invalid character %s after object key", QuoteChar(data[i]))}
 	}
-	return skipSpace(data, i+1), want, nil
+	return SkipSpace(data, i+1), want, nil
+}
+
+// kind names the JSON type that starts with first.
+func kind(first byte) string {
+	switch first {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// bitStack records, per open container, whether it is an array, in a fixed
+// array so that scanning never allocates.
+type bitStack struct {
+	depth int
+	bits  [(MaxDepth + 63) / 64]uint64
+}
+
+func (s *bitStack) push(array bool) bool {
+	if s.depth == MaxDepth {
+		return false
+	}
+	w, b := s.depth/64, uint(s.depth%64)
+	if array {
+		s.bits[w] |= 1 << b
+	} else {
+		s.bits[w] &^= 1 << b
+	}
+	s.depth++
+	return true
+}
+
+func (s *bitStack) pop() { s.depth-- }
+
+func (s *bitStack) top() (array bool) {
+	d := s.depth - 1
+	return s.bits[d/64]>>(uint(d%64))&1 == 1
 }
 
 // keyIs reports whether a key's raw content (valid JSON string content)
@@ -210,8 +270,13 @@ func keyIs(raw []byte, want string) bool {
 		// changes them in decoding.
 		return !needsDecode(raw)
 	}
+	// A first byte that is plain ASCII decodes to itself: most keys differ
+	// from want right there.
+	if len(raw) > 0 && len(want) > 0 && raw[0] != want[0] && raw[0] != '\\' && raw[0] < utf8.RuneSelf {
+		return false
+	}
 	// Decoding may still give want; compare character by character, which
-	// stops at the first difference, on most keys their first character.
+	// stops at the first difference.
 	j := 0
 	for i := 0; i < len(raw); {
 		var r rune

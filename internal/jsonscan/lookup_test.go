@@ -204,3 +204,44 @@ func TestLookupAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupInt64 checks numbers found by Lookup against encoding/json's
+// decoding of the member into an int64.
+func TestLookupInt64(t *testing.T) {
+	paths := []Path{{"installation", "id"}}
+	for _, tc := range []struct {
+		name, in string
+		want     int64
+		ok       bool
+	}{
+		{"id", `{"installation":{"id":42}}`, 42, true},
+		{"negative", `{"installation":{"id":-7}}`, -7, true},
+		{"largest", `{"installation":{"id":9223372036854775807}}`, 9223372036854775807, true},
+		{"smallest", `{"installation":{"id":-9223372036854775808}}`, -9223372036854775808, true},
+		{"too large", `{"installation":{"id":9223372036854775808}}`, 0, false},
+		{"fraction", `{"installation":{"id":1.5}}`, 0, false},
+		{"exponent", `{"installation":{"id":1e3}}`, 0, false},
+		{"string", `{"installation":{"id":"42"}}`, 0, false},
+		{"null", `{"installation":{"id":null}}`, 0, false},
+		{"absent", `{"installation":{"node_id":"x"}}`, 0, false},
+		{"nested deeper", `{"installation":{"account":{"id":5}}}`, 0, false},
+		{"last duplicate wins", `{"installation":{"id":1,"id":2}}`, 2, true},
+		{"a later installation replaces the first", `{"installation":{"id":1},"installation":{"x":1}}`, 0, false},
+		{"escaped key", `{"inst\u0061llation":{"\u0069d":3}}`, 3, true},
+		{"after other members", `{"action":"opened","x":[1,{"id":9}],"installation":{"a":[],"id":11}}`, 11, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var res [1]Result
+			if err := Lookup([]byte(tc.in), paths, res[:]); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := res[0].Int64([]byte(tc.in))
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("Int64 = %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
+			}
+			if res[0].Found() != (tc.name == "string") {
+				t.Errorf("Found = %v: Found is for strings alone", res[0].Found())
+			}
+		})
+	}
+}

@@ -1,5 +1,8 @@
-// Package jsonscan validates a webhook payload and finds its top-level "action"
-// in a single pass over the bytes, without decoding the payload.
+// Package jsonscan is the module's JSON lexer (lex.go: the tokens, shared with
+// package payloads' decoder) and its one-pass validator: Scan validates a
+// webhook payload and finds its top-level "action", and Lookup finds members
+// two levels deep, in a single pass over the bytes, without decoding the
+// payload.
 //
 // Scan accepts exactly what encoding/json accepts (json.Valid): RFC 8259's
 // grammar, the same nesting limit, and strings that may hold invalid UTF-8. The
@@ -9,10 +12,8 @@
 package jsonscan
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -49,12 +50,14 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON: %s at offset %d", e.Msg, e.Offset)
 }
 
-// Result locates the top-level "action" string inside the scanned bytes. The
-// zero Result has no action.
+// Result locates what Scan or Lookup found inside the scanned bytes: a string
+// (Scan's top-level "action"), or, for Lookup, a number. The zero Result has
+// found nothing.
 type Result struct {
-	start, end int  // the value's bytes, between its quotes
-	found      bool // a top-level "action" member with a string value
-	decode     bool // the value holds escapes or invalid UTF-8
+	start, end int  // the value's bytes: a string's between its quotes, or a number's
+	found      bool // a string was found
+	number     bool // a number was found (then found is false)
+	decode     bool // the string holds escapes or invalid UTF-8
 }
 
 // Found reports whether the object has a top-level "action" member whose value
@@ -72,7 +75,7 @@ func (r Result) Bytes(data []byte) []byte {
 	if !r.decode {
 		return raw
 	}
-	return appendUnquoted(make([]byte, 0, len(raw)+utf8.UTFMax), raw)
+	return AppendUnquoted(make([]byte, 0, len(raw)+utf8.UTFMax), raw)
 }
 
 // String returns the decoded action, or "" when there is none. data must be the
@@ -81,371 +84,59 @@ func (r Result) String(data []byte) string {
 	return string(r.Bytes(data))
 }
 
+// Int64 returns the number found, when it is an integer in int64's range
+// (written without a fraction or an exponent, as the forge writes ids). data
+// must be the slice that was scanned.
+func (r Result) Int64(data []byte) (int64, bool) {
+	if !r.number {
+		return 0, false
+	}
+	return ParseInt64(data[r.start:r.end])
+}
+
+// ParseInt64 parses the text of a JSON number that is an integer in int64's
+// range, written without a fraction or an exponent; ok is false for any
+// other text.
+func ParseInt64(b []byte) (v int64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && u <= 1<<63:
+		return -int64(u), true
+	case !neg && u < 1<<63:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+// actionPath is Scan's one path: the top-level "action" member itself.
+var actionPath = []Path{{"action"}}
+
 // Scan checks that data is exactly one JSON object, with optional white space
 // around it, and locates its top-level "action" string. Invalid JSON gives a
 // *SyntaxError; valid JSON of another kind gives an error wrapping ErrNotObject.
 // Scan does not allocate, except for the error.
 func Scan(data []byte) (Result, error) {
-	res, err := scan(data)
-	if err != nil {
+	var res [1]Result
+	if err := walk(data, actionPath, 1, res[:]); err != nil {
 		return Result{}, err
 	}
-	return res, nil
-}
-
-func scan(data []byte) (Result, error) {
-	var (
-		res        Result
-		stack      bitStack
-		n          = len(data)
-		actionNext bool // the value about to be scanned is the top level's "action"
-		err        error
-	)
-	i := skipSpace(data, 0)
-	if i == n {
-		return res, &SyntaxError{i, "unexpected end of JSON input"}
+	if !res[0].found {
+		return Result{}, nil
 	}
-	first := data[i]
-	for {
-		// i is at the first byte of a value.
-		if i >= n {
-			return res, &SyntaxError{i, "unexpected end of JSON input"}
-		}
-		if actionNext && data[i] != '"' {
-			// The last "action" is not a string: decoding it into a string gives "".
-			res = Result{}
-		}
-		want := actionNext
-		actionNext = false
-		switch c := data[i]; {
-		case c == '{':
-			if !stack.push(false) {
-				return res, &SyntaxError{i, "exceeded max depth"}
-			}
-			i = skipSpace(data, i+1)
-			if i < n && data[i] == '}' {
-				stack.pop()
-				i++
-				break
-			}
-			if i, actionNext, err = member(data, i, stack.depth == 1); err != nil {
-				return res, err
-			}
-			continue
-		case c == '[':
-			if !stack.push(true) {
-				return res, &SyntaxError{i, "exceeded max depth"}
-			}
-			i = skipSpace(data, i+1)
-			if i < n && data[i] == ']' {
-				stack.pop()
-				i++
-				break
-			}
-			continue
-		case c == '"':
-			start := i + 1
-			if i, err = scanString(data, start); err != nil {
-				return res, err
-			}
-			if want {
-				v := data[start : i-1]
-				res = Result{start: start, end: i - 1, found: true, decode: needsDecode(v)}
-			}
-		case c == '-' || c >= '0' && c <= '9':
-			if i, err = scanNumber(data, i); err != nil {
-				return res, err
-			}
-		case c == 't':
-			i, err = literal(data, i, "true")
-		case c == 'f':
-			i, err = literal(data, i, "false")
-		case c == 'n':
-			i, err = literal(data, i, "null")
-		default:
-			return res, &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of value", quoteChar(c))}
-		}
-		if err != nil {
-			return res, err
-		}
-		// After a value: close containers until a ',' starts the next value.
-	after:
-		for {
-			i = skipSpace(data, i)
-			if stack.depth == 0 {
-				if i != n {
-					return res, &SyntaxError{i, fmt.Sprintf("invalid character %s after top-level value", quoteChar(data[i]))}
-				}
-				if first != '{' {
-					return Result{}, &NotObjectError{Kind: kind(first)}
-				}
-				return res, nil
-			}
-			if i >= n {
-				return res, &SyntaxError{i, "unexpected end of JSON input"}
-			}
-			inArray := stack.top()
-			switch c := data[i]; {
-			case c == ',':
-				i = skipSpace(data, i+1)
-				if !inArray {
-					if i, actionNext, err = member(data, i, stack.depth == 1); err != nil {
-						return res, err
-					}
-				}
-				break after
-			case c == '}' && !inArray, c == ']' && inArray:
-				stack.pop()
-				i++
-			default:
-				where := "object key-value pair"
-				if inArray {
-					where = "array element"
-				}
-				return res, &SyntaxError{i, fmt.Sprintf("invalid character %s after %s", quoteChar(c), where)}
-			}
-		}
-	}
-}
-
-// member scans an object key, the white space around it and the colon, and
-// returns the offset of the member's value. top says the object is the
-// top-level one, where the key is compared with "action".
-func member(data []byte, i int, top bool) (next int, isAction bool, err error) {
-	if i >= len(data) {
-		return i, false, &SyntaxError{i, "unexpected end of JSON input"}
-	}
-	if data[i] != '"' {
-		return i, false, &SyntaxError{i, fmt.Sprintf("invalid character %s looking for beginning of object key string", quoteChar(data[i]))}
-	}
-	start := i + 1
-	if i, err = scanString(data, start); err != nil {
-		return i, false, err
-	}
-	if top {
-		isAction = isActionKey(data[start : i-1])
-	}
-	i = skipSpace(data, i)
-	if i >= len(data) {
-		return i, false, &SyntaxError{i, "unexpected end of JSON input"}
-	}
-	if data[i] != ':' {
-		return i, false, &SyntaxError{i, fmt.Sprintf("invalid character %s after object key", quoteChar(data[i]))}
-	}
-	return skipSpace(data, i+1), isAction, nil
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// stopMask flags (in each byte's high bit) the bytes of x that end a plain run of
-// string content: '"', '\\' and control bytes below 0x20. The lowest flag is
-// exact; higher ones may be spurious, which is why only the lowest is used.
-//
-// A term's borrow only moves up from a byte that term flags, and no term flags
-// a byte below 0x80 that is not one of those, so excluding the bytes of 0x80
-// and above once, at the end, is enough (three operations fewer per word than
-// excluding them in each term).
-func stopMask(x uint64) uint64 {
-	q := x ^ (ones * '"')
-	b := x ^ (ones * '\\')
-	return ((x - ones*0x20) | (q - ones) | (b - ones)) &^ x & highs
-}
-
-// scanString scans a string's content from i (just past the opening quote) and
-// returns the offset just past the closing quote. Bytes of 0x20 and above are
-// taken as they are, invalid UTF-8 included, as encoding/json does.
-func scanString(data []byte, i int) (int, error) {
-	n := len(data)
-	for {
-		i = skipPlain(data, i)
-		if i >= n {
-			return i, &SyntaxError{i, "unexpected end of JSON input"}
-		}
-		switch c := data[i]; {
-		case c == '"':
-			return i + 1, nil
-		case c == '\\':
-			if i+1 >= n {
-				return n, &SyntaxError{n, "unexpected end of JSON input"}
-			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				for k := i + 2; k < i+6; k++ {
-					if k >= n {
-						return n, &SyntaxError{n, "unexpected end of JSON input"}
-					}
-					if unhex(data[k]) < 0 {
-						return k, &SyntaxError{k, fmt.Sprintf("invalid character %s in \\u hexadecimal character escape", quoteChar(data[k]))}
-					}
-				}
-				i += 6
-			default:
-				return i + 1, &SyntaxError{i + 1, fmt.Sprintf("invalid character %s in string escape code", quoteChar(data[i+1]))}
-			}
-		default: // c < 0x20
-			return i, &SyntaxError{i, fmt.Sprintf("invalid character %s in string literal", quoteChar(c))}
-		}
-	}
-}
-
-// skipPlain returns the offset of the first byte at or after i that ends plain
-// string content ('"', '\\' or a control byte), or len(data). It looks at
-// sixteen bytes per step, then eight, then one: one branch per sixteen bytes
-// for long strings (URLs, bodies), which profiles show dominate the scan.
-func skipPlain(data []byte, i int) int {
-	n := len(data)
-	for i+16 <= n {
-		lo := stopMask(binary.LittleEndian.Uint64(data[i:]))
-		hi := stopMask(binary.LittleEndian.Uint64(data[i+8:]))
-		if lo|hi != 0 {
-			if lo != 0 {
-				return i + bits.TrailingZeros64(lo)>>3
-			}
-			return i + 8 + bits.TrailingZeros64(hi)>>3
-		}
-		i += 16
-	}
-	for i+8 <= n {
-		if m := stopMask(binary.LittleEndian.Uint64(data[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-		i += 8
-	}
-	for i < n && plain[data[i]] {
-		i++
-	}
-	return i
-}
-
-// plain holds the bytes a string may hold without an escape.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-func scanNumber(data []byte, i int) (int, error) {
-	n := len(data)
-	digits := func(i int) (int, error) {
-		if i >= n {
-			return i, &SyntaxError{i, "unexpected end of JSON input"}
-		}
-		if data[i] < '0' || data[i] > '9' {
-			return i, &SyntaxError{i, fmt.Sprintf("invalid character %s in numeric literal", quoteChar(data[i]))}
-		}
-		for i < n && data[i] >= '0' && data[i] <= '9' {
-			i++
-		}
-		return i, nil
-	}
-	if data[i] == '-' {
-		i++
-	}
-	var err error
-	if i < n && data[i] == '0' {
-		i++
-	} else if i, err = digits(i); err != nil {
-		return i, err
-	}
-	if i < n && data[i] == '.' {
-		if i, err = digits(i + 1); err != nil {
-			return i, err
-		}
-	}
-	if i < n && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < n && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		if i, err = digits(i); err != nil {
-			return i, err
-		}
-	}
-	return i, nil
-}
-
-func literal(data []byte, i int, lit string) (int, error) {
-	for k := 0; k < len(lit); k++ {
-		if i+k >= len(data) {
-			return i + k, &SyntaxError{i + k, "unexpected end of JSON input"}
-		}
-		if data[i+k] != lit[k] {
-			return i + k, &SyntaxError{i + k, fmt.Sprintf("invalid character %s in literal %s (expecting %s)", quoteChar(data[i+k]), lit, quoteChar(lit[k]))}
-		}
-	}
-	return i + len(lit), nil
-}
-
-func quoteChar(c byte) string {
-	switch {
-	case c == '\'':
-		return `'\''`
-	case c == '"':
-		return `'"'`
-	case c < 0x20 || c >= 0x7f:
-		return fmt.Sprintf("%#02x", c)
-	}
-	return "'" + string(rune(c)) + "'"
-}
-
-func kind(first byte) string {
-	switch first {
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
-}
-
-// bitStack records, per open container, whether it is an array, in a fixed
-// array so that scanning never allocates.
-type bitStack struct {
-	depth int
-	bits  [(MaxDepth + 63) / 64]uint64
-}
-
-func (s *bitStack) push(array bool) bool {
-	if s.depth == MaxDepth {
-		return false
-	}
-	w, b := s.depth/64, uint(s.depth%64)
-	if array {
-		s.bits[w] |= 1 << b
-	} else {
-		s.bits[w] &^= 1 << b
-	}
-	s.depth++
-	return true
-}
-
-func (s *bitStack) pop() { s.depth-- }
-
-func (s *bitStack) top() (array bool) {
-	d := s.depth - 1
-	return s.bits[d/64]>>(uint(d%64))&1 == 1
+	return res[0], nil
 }
 
 // needsDecode reports whether a string's raw content differs from its decoded
@@ -457,27 +148,6 @@ func needsDecode(raw []byte) bool {
 		}
 	}
 	return !utf8.Valid(raw)
-}
-
-// isActionKey reports whether a key's raw content decodes to "action".
-func isActionKey(raw []byte) bool {
-	const want = "action"
-	if string(raw) == want {
-		return true
-	}
-	if len(raw) <= len(want) { // an escape makes the raw form longer
-		return false
-	}
-	k := 0
-	for i := 0; i < len(raw); {
-		r, next := nextRune(raw, i)
-		if k >= len(want) || r != rune(want[k]) {
-			return false
-		}
-		k++
-		i = next
-	}
-	return k == len(want)
 }
 
 // nextRune decodes one character of a string's raw content (already known to be
@@ -521,8 +191,11 @@ func nextRune(raw []byte, i int) (rune, int) {
 	}
 }
 
-// appendUnquoted appends the decoded form of a string's raw content to dst.
-func appendUnquoted(dst, raw []byte) []byte {
+// AppendUnquoted appends the decoded form of a string's content (raw, between
+// its quotes, already checked by String) to dst, as encoding/json decodes:
+// escapes are resolved, a \u surrogate pair becomes one rune, a lone
+// surrogate and each byte of invalid UTF-8 become U+FFFD.
+func AppendUnquoted(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
 		var r rune
 		r, i = nextRune(raw, i)

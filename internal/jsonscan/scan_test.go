@@ -215,7 +215,7 @@ func TestStopMask(t *testing.T) {
 			for k := 7; k >= 0; k-- {
 				x = x<<8 | uint64(w[k])
 			}
-			m := stopMask(x)
+			m := PlainMask(x)
 			if plain[c] != (m == 0) {
 				t.Fatalf("byte %#x in lane %d: mask %#x", c, lane, m)
 			}
@@ -246,7 +246,7 @@ func TestStopMaskAnyNeighbours(t *testing.T) {
 						w[k] = byte(rng.IntN(256))
 					}
 				}
-				m := stopMask(binary.LittleEndian.Uint64(w[:]))
+				m := PlainMask(binary.LittleEndian.Uint64(w[:]))
 				low := 8
 				if m != 0 {
 					low = bits.TrailingZeros64(m) >> 3

@@ -183,19 +183,17 @@ func encodeFrom(e *TypeExpr, v *jen.Statement, isPtr bool) *jen.Statement {
 
 // structDecode writes a struct's decode method, which reads into a zero value:
 // every caller has one (new, a fresh element, a zeroed duplicate member, or
-// UnmarshalJSON's reset), and clearing a large struct again on entry cost
-// about 4% of a push's decode, most of it in write barriers while the
-// garbage collector runs.
+// UnmarshalJSON's reset), and clearing a large struct again on entry would cost
+// write barriers while the garbage collector runs.
 func (g *generator) structDecode(f *jen.File, sp *structPlan) {
-	words := (sp.NValue + 63) / 64
 	f.Line()
 	f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("decode").Params(jen.Id("d").Op("*").Id("decoder")).Error().BlockFunc(func(b *jen.Group) {
 		if sp.Unknown {
 			b.Id("d").Dot("ws").Call()
 			b.Id("start").Op(":=").Id("d").Dot("pos")
 		}
-		if words > 0 {
-			b.Var().Id("seen").Index(jen.Lit(words)).Uint64()
+		if sp.NValue > 0 {
+			b.Var().Id("seen").Id("seenSet")
 		}
 		// The members are read in a loop over openObject and nextMember rather
 		// than through d.object and a closure: the switch runs in this function,
@@ -219,8 +217,8 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 			)
 			lb.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op("=").Id("d").Dot("nextMember").Call()
 		})
-		if words > 0 {
-			b.Id("x").Dot("setAbsent").Call(jen.Id("seen").Index(jen.Empty(), jen.Empty()), jen.Lit(sp.NValue))
+		if sp.NValue > 0 {
+			b.Id("x").Dot("setAbsent").Call(jen.Op("&").Id("seen"), jen.Lit(sp.NValue))
 		}
 		if sp.Unknown {
 			b.If(jen.Err().Op("==").Nil()).Block(
@@ -232,40 +230,32 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 	})
 }
 
+// seenDecoders are payloads' decoders of a value member of a builtin type that
+// read the value, null check and seen mark in one call.
+var seenDecoders = map[string]string{"string": "decStringSeen", "int64": "decInt64Seen", "bool": "decBoolSeen"}
+
 // memberDecode is the body of a struct's case for the member fp: it reads the
-// value into its field and leaves any error in err.
+// value into its field and leaves any error in err. A value member (one with a
+// seen bit, fp.Value) goes through payloads' seenSet helpers (seen.go), which
+// keep a null one absent.
 func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 	v := jen.Id("x").Dot(fp.GoName)
+	addr := jen.Op("&").Add(v.Clone())
+	seen, i := jen.Op("&").Id("seen"), jen.Lit(fp.Value)
 	switch {
 	case sp.Event != nil && fp.JSON == "action" && fp.Value >= 0 && fp.Expr.String() == "string":
 		// The action member decodes as routing reads it: the last
 		// occurrence counts, and a non-string one means no action.
-		bit := jen.Id("seen").Index(jen.Lit(fp.Value / 64))
-		mask := jen.Lit(1).Op("<<").Lit(fp.Value % 64)
-		return []jen.Code{
-			jen.Var().Id("ok").Bool(),
-			jen.List(jen.Id("ok"), jen.Err()).Op("=").Id("x").Dot("decodeAction").Call(jen.Op("&").Add(v), jen.Id("key"), jen.Id("d")),
-			jen.If(jen.Id("ok")).Block(bit.Clone().Op("|=").Add(mask.Clone())).Else().Block(bit.Clone().Op("&^=").Add(mask.Clone())),
-		}
-	case fp.Value >= 0 && fp.Expr.Kind == ExprBuiltin && fp.Expr.Name == "string":
-		// The most common member: one call reads it and marks it seen.
-		return []jen.Code{jen.Err().Op("=").Id("decStringSeen").Call(jen.Op("&").Add(v),
-			jen.Id("d"), jen.Op("&").Id("seen").Index(jen.Lit(fp.Value/64)), jen.Lit(1).Op("<<").Lit(fp.Value%64))}
+		return []jen.Code{jen.Err().Op("=").Id("x").Dot("decodeAction").Call(addr, jen.Id("key"), jen.Id("d"), seen, i)}
+	case fp.Value >= 0 && fp.Expr.Kind == ExprBuiltin && seenDecoders[fp.Expr.Name] != "":
+		return []jen.Code{jen.Err().Op("=").Id(seenDecoders[fp.Expr.Name]).Call(addr, jen.Id("d"), seen, i)}
+	case fp.Value >= 0 && (fp.Expr.Kind == ExprNamed || fp.Expr.Name == "timestamp"):
+		return []jen.Code{jen.Err().Op("=").Id("decSeen").Call(addr, jen.Id("d"), seen, i)}
 	case fp.Value >= 0:
-		bit := jen.Id("seen").Index(jen.Lit(fp.Value / 64))
-		mask := jen.Lit(1).Op("<<").Lit(fp.Value % 64)
-		code := []jen.Code{jen.If(jen.Id("d").Dot("null").Call()).Block(jen.Break())}
-		if sp := g.structNamed(fp.Expr); sp != nil {
-			// A member that comes again replaces the first whole.
-			code = append(code, jen.If(bit.Clone().Op("&").Parens(mask.Clone()).Op("!=").Lit(0)).Block(
-				v.Clone().Op("=").Id(sp.GoName).Values()))
-		}
-		return append(code,
-			bit.Clone().Op("|=").Add(mask.Clone()),
-			jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false)),
-		)
+		return []jen.Code{jen.If(jen.Id("seen").Dot("read").Call(jen.Id("d"), i)).Block(
+			jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false)))}
 	case fp.Ptr && scalarPtrDec(fp.Expr) != nil:
-		return []jen.Code{jen.Err().Op("=").Add(scalarPtrDec(fp.Expr).Call(jen.Op("&").Add(v), jen.Id("d")))}
+		return []jen.Code{jen.Err().Op("=").Add(scalarPtrDec(fp.Expr).Call(addr, jen.Id("d")))}
 	case fp.Ptr && g.enumOf(fp.Expr) != nil:
 		// An optional enum takes its value from the decoder's slab of its base
 		// type, as an optional string or integer does: *string converts to
@@ -280,7 +270,7 @@ func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 			v.Clone().Op("=").Parens(jen.Op("*").Id(fp.Expr.Name)).Parens(jen.Id("p")),
 		}
 	case fp.Ptr:
-		return []jen.Code{jen.Err().Op("=").Id("decPtr").Call(jen.Op("&").Add(v), jen.Id("d"), decFunc(fp.Expr))}
+		return []jen.Code{jen.Err().Op("=").Id("decPtr").Call(addr, jen.Id("d"), decFunc(fp.Expr))}
 	}
 	// Only slices and maps are left: a member that is neither a pointer nor a
 	// collection is required and not nullable, so it has a seen bit above.
@@ -290,7 +280,7 @@ func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 func (g *generator) structEncode(f *jen.File, sp *structPlan) {
 	f.Line()
 	f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("encode").Params(jen.Id("e").Op("*").Id("encoder")).BlockFunc(func(b *jen.Group) {
-		b.Id("e").Dot("buf").Op("=").Append(jen.Id("e").Dot("buf"), jen.LitRune('{'))
+		b.Id("mark").Op(":=").Id("e").Dot("openObject").Call()
 		for _, fp := range sp.Fields {
 			v := jen.Id("x").Dot(fp.GoName)
 			cond := v.Clone().Op("!=").Nil()
@@ -303,7 +293,7 @@ func (g *generator) structEncode(f *jen.File, sp *structPlan) {
 			)
 		}
 		b.Id("x").Dot("encodeUnknown").Call(jen.Id("e"))
-		b.Id("e").Dot("buf").Op("=").Append(jen.Id("e").Dot("buf"), jen.LitRune('}'))
+		b.Id("e").Dot("closeObject").Call(jen.Id("mark"))
 	})
 }
 

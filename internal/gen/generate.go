@@ -50,6 +50,7 @@ func Generate(s *Schema, opts Options) ([]File, error) {
 		{"codec.go", g.codecFile},
 		{"enums.go", g.enumsFile},
 		{"events.go", g.eventsFile},
+		{"getters.go", g.gettersFile},
 		{"names.go", g.namesFile},
 		{"register.go", g.registerFile},
 		{"types.go", g.typesFile},
@@ -285,12 +286,13 @@ func (g *generator) eventsFile(f *jen.File) {
 			fmt.Sprintf("%s is the payload of %s %q delivery: one of %s, or *%s for an action the schema does not know.",
 				ep.Iface, article(ep.Name), ep.Name, strings.Join(impl, ", "), ep.Unknown.GoName),
 			ep.Doc,
-			"Its methods return the members all its actions have; a nil result means the member was absent.")))
+			"Its methods return the members all its actions have, as the structs' getters do: "+
+				"nil for an absent struct, the zero value for an absent scalar.")))
 		f.Type().Id(ep.Iface).InterfaceFunc(func(gr *jen.Group) {
 			gr.Id("Payload")
 			for _, gp := range ep.Getters {
 				gr.Add(getterDoc(gp))
-				gr.Id(gp.Method).Params().Add(getterType(gp))
+				gr.Id(gp.Method).Params().Add(g.getterType(gp))
 			}
 			gr.Id("is" + ep.Iface).Params()
 		})
@@ -318,17 +320,40 @@ func getterDoc(gp *getterPlan) *jen.Statement {
 	return doc(joinDoc(fmt.Sprintf("%s returns the %q member.", gp.Method, gp.JSON), gp.Doc))
 }
 
-func getterType(gp *getterPlan) *jen.Statement {
+func (g *generator) getterType(gp *getterPlan) *jen.Statement {
 	if gp.JSON == "action" {
 		return jen.String()
 	}
-	if collection(gp.Expr) {
-		return goType(gp.Expr)
-	}
-	return jen.Op("*").Add(goType(gp.Expr))
+	return g.getterResult(gp.Expr)
 }
 
-// eventMethods writes the interface's methods on one of its structs.
+// getterResult is what a getter of a member of type e returns: the value of a
+// scalar (builtin, timestamp, enum), the collection itself, or a pointer to a
+// struct or union.
+func (g *generator) getterResult(e *TypeExpr) *jen.Statement {
+	if g.plan.scalar(e) || collection(e) {
+		return goType(e)
+	}
+	return jen.Op("*").Add(goType(e))
+}
+
+// zeroOf is the zero value a getter of e returns, and how its doc says it.
+func (g *generator) zeroOf(e *TypeExpr) (jen.Code, string) {
+	switch {
+	case !g.plan.scalar(e):
+		return jen.Nil(), "nil"
+	case e.Kind == ExprNamed && g.enumOf(e).Int, e.Name == "int64", e.Name == "float64":
+		return jen.Lit(0), "0"
+	case e.Kind == ExprNamed, e.Name == "string":
+		return jen.Lit(""), `""`
+	case e.Name == "bool":
+		return jen.False(), "false"
+	}
+	return jen.Id("Timestamp").Values(), "the zero Timestamp" // timestamp
+}
+
+// eventMethods writes the interface's unexported methods, and GetAction, on
+// one of its structs; the getters of its other members are in getters.go.
 func (g *generator) eventMethods(f *jen.File, ep *eventPlan, sp *structPlan) {
 	recv := jen.Id("x").Op("*").Id(sp.GoName)
 	name := jen.Return(jen.Lit(ep.Name + "." + sp.Action))
@@ -341,45 +366,74 @@ func (g *generator) eventMethods(f *jen.File, ep *eventPlan, sp *structPlan) {
 	f.Func().Params(recv).Id("payloadName").Params().String().Block(name)
 	f.Line()
 	f.Func().Params(jen.Op("*").Id(sp.GoName)).Id("is" + ep.Iface).Params().Block()
-	for _, gp := range ep.Getters {
-		fp := sp.field(gp.JSON)
-		var body []jen.Code
-		switch {
-		case gp.JSON == "action" && !sp.Unknown:
-			body = []jen.Code{jen.Return(jen.Lit(sp.Action))}
-		case gp.JSON == "action" && fp == nil:
-			body = []jen.Code{jen.Return(jen.Lit(""))}
-		case gp.JSON == "action":
-			v := jen.Id("x").Dot(fp.GoName)
-			if fp.Ptr {
-				body = append(body, jen.If(jen.Id("x").Op("==").Nil().Op("||").Id("x").Dot(fp.GoName).Op("==").Nil()).Block(jen.Return(jen.Lit(""))))
-				v = jen.Op("*").Id("x").Dot(fp.GoName)
-			} else {
-				body = append(body, jen.If(jen.Id("x").Op("==").Nil()).Block(jen.Return(jen.Lit(""))))
-			}
-			if fp.Expr.String() != "string" {
-				v = jen.String().Parens(v)
-			}
-			body = append(body, jen.Return(v))
-		case fp.Value >= 0:
-			v := jen.Op("&").Id("x").Dot(fp.GoName)
-			if collection(fp.Expr) {
-				v = jen.Id("x").Dot(fp.GoName)
-			}
-			body = []jen.Code{
-				jen.If(jen.Id("x").Op("==").Nil().Op("||").Op("!").Id("x").Dot("written").Call(jen.Lit(fp.Value))).Block(jen.Return(jen.Nil())),
-				jen.Return(v),
-			}
-		default:
-			body = []jen.Code{
-				jen.If(jen.Id("x").Op("==").Nil()).Block(jen.Return(jen.Nil())),
-				jen.Return(jen.Id("x").Dot(fp.GoName)),
-			}
+	fp := sp.field("action")
+	var body []jen.Code
+	switch {
+	case !sp.Unknown:
+		body = []jen.Code{jen.Return(jen.Lit(sp.Action))}
+	case fp == nil:
+		body = []jen.Code{jen.Return(jen.Lit(""))}
+	default:
+		v := jen.Id("x").Dot(fp.GoName)
+		if fp.Ptr {
+			body = append(body, jen.If(jen.Id("x").Op("==").Nil().Op("||").Id("x").Dot(fp.GoName).Op("==").Nil()).Block(jen.Return(jen.Lit(""))))
+			v = jen.Op("*").Id("x").Dot(fp.GoName)
+		} else {
+			body = append(body, jen.If(jen.Id("x").Op("==").Nil()).Block(jen.Return(jen.Lit(""))))
 		}
-		f.Line()
-		f.Add(getterDoc(gp))
-		f.Func().Params(recv.Clone()).Id(gp.Method).Params().Add(getterType(gp)).Block(body...)
+		if fp.Expr.String() != "string" {
+			v = jen.String().Parens(v)
+		}
+		body = append(body, jen.Return(v))
 	}
+	f.Line()
+	f.Add(doc("GetAction returns the payload's action."))
+	f.Func().Params(recv.Clone()).Id("GetAction").Params().String().Block(body...)
+}
+
+// gettersFile holds the nil-safe getters of every struct (see plan.gettersOf).
+func (g *generator) gettersFile(f *jen.File) {
+	for _, sp := range g.plan.structs {
+		for _, gt := range sp.Getters {
+			g.getter(f, sp, gt)
+		}
+	}
+}
+
+// getter writes one GetX method: nil-safe, a scalar's value (or its zero value)
+// for an optional scalar, a pointer to a struct, nil when it was absent.
+func (g *generator) getter(f *jen.File, sp *structPlan, gt *fieldGetter) {
+	fp := gt.Field
+	x, v := jen.Id("x"), jen.Id("x").Dot(fp.GoName)
+	zero, zeroText := g.zeroOf(fp.Expr)
+	var when string
+	var body []jen.Code
+	switch {
+	case g.plan.scalar(fp.Expr) && fp.Ptr:
+		when = "x is nil or the member is absent or null"
+		body = []jen.Code{
+			jen.If(x.Clone().Op("==").Nil().Op("||").Add(v.Clone()).Op("==").Nil()).Block(jen.Return(zero)),
+			jen.Return(jen.Op("*").Add(v.Clone())),
+		}
+	case fp.Value >= 0 && !g.plan.scalar(fp.Expr) && !collection(fp.Expr):
+		when = "x is nil or the member was absent or null"
+		body = []jen.Code{
+			jen.If(x.Clone().Op("==").Nil().Op("||").Op("!").Id("x").Dot("written").Call(jen.Lit(fp.Value))).Block(jen.Return(zero)),
+			jen.Return(jen.Op("&").Add(v.Clone())),
+		}
+	default:
+		when = "x is nil"
+		if fp.Ptr || collection(fp.Expr) {
+			when = "x is nil or the member is absent or null"
+		}
+		body = []jen.Code{
+			jen.If(x.Clone().Op("==").Nil()).Block(jen.Return(zero)),
+			jen.Return(v.Clone()),
+		}
+	}
+	f.Line()
+	f.Add(doc(fmt.Sprintf("%s returns the %q member, or %s when %s.", gt.Method, fp.JSON, zeroText, when)))
+	f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id(gt.Method).Params().Add(g.getterResult(fp.Expr)).Block(body...)
 }
 
 // registerFile holds the typed registration helpers.
@@ -508,13 +562,14 @@ func (g *generator) namesFile(f *jen.File) {
 	}
 }
 
-// keyLit is a member's key as JSON, followed by the colon, for encoder.key.
+// keyLit is a member's key as JSON after a comma and followed by the colon,
+// for payloads' encoder.key.
 func keyLit(key string) jen.Code {
 	b, err := json.Marshal(key)
 	if err != nil {
 		panic(err) // a string always marshals
 	}
-	return jen.Lit(string(b) + ":")
+	return jen.Lit("," + string(b) + ":")
 }
 
 // article is "an" before a name that starts with a vowel, "a" otherwise.

@@ -26,6 +26,8 @@ type structPlan struct {
 	GoName string
 	Doc    string
 	Fields []*fieldPlan
+	// Getters are the fields that get a nil-safe GetX method (see gettersOf).
+	Getters []*fieldGetter
 	// NValue counts the value fields, whose absence is tracked (see payloads.extra).
 	NValue int
 	// Event is set for an event's payload struct and unknown-action type.
@@ -100,6 +102,63 @@ type eventPlan struct {
 	FreeForm bool
 }
 
+// fieldGetter is a struct's nil-safe GetX method of one of its fields.
+type fieldGetter struct {
+	Method string
+	Field  *fieldPlan
+}
+
+// navigated are the members users reach for on every payload, whatever their
+// type: every struct that has one has its getter, so that a chain such as
+// p.GetRepository().GetOwner() never needs a nil check of its own.
+var navigated = map[string]bool{
+	"action": true, "enterprise": true, "installation": true,
+	"organization": true, "repository": true, "sender": true,
+}
+
+// gettersOf returns the fields of sp that get a GetX method, in field order:
+// the navigated members, every optional scalar (a pointer to a builtin, a
+// timestamp or an enum, whose getter returns the value, or the zero value
+// for nil, as go-github's do), and, on an event's structs, the members its
+// interface offers. The action of an event's struct has its own method (see
+// eventMethods) and is left out here.
+func (p *plan) gettersOf(sp *structPlan) []*fieldGetter {
+	shared := map[string]string{}
+	inEvent := sp.Event != nil && sp.Event.Iface != ""
+	if inEvent {
+		for _, g := range sp.Event.Getters {
+			shared[g.JSON] = g.Method
+		}
+	}
+	var out []*fieldGetter
+	for _, f := range sp.Fields {
+		if inEvent && f.JSON == "action" {
+			continue
+		}
+		method := shared[f.JSON]
+		if method == "" && (navigated[f.JSON] || f.Ptr && p.scalar(f.Expr)) {
+			method = "Get" + f.GoName
+		}
+		if method != "" {
+			out = append(out, &fieldGetter{Method: method, Field: f})
+		}
+	}
+	return out
+}
+
+// scalar reports whether a getter of e returns a value rather than a pointer:
+// a builtin other than raw, a timestamp, or an enum.
+func (p *plan) scalar(e *TypeExpr) bool {
+	switch e.Kind {
+	case ExprBuiltin:
+		return e.Name != "raw"
+	case ExprNamed:
+		t := p.types[e.Name]
+		return t != nil && t.Kind == KindEnum
+	}
+	return false
+}
+
 // getterPlan is a method of an event's interface that returns a shared field.
 type getterPlan struct {
 	Method string // "GetSender"
@@ -108,14 +167,14 @@ type getterPlan struct {
 	Doc    string
 }
 
-// handWritten are the exported names of package payloads' hand-written files;
-// nothing generated may take them.
-var handWritten = []string{
-	"DecodeError", "ErrEncode", "ErrSyntax", "ErrType", "Event", "Member", "NewTimestamp",
-	"Object", "Payload", "PayloadName", "Registrar", "Timestamp", "UnknownEvent",
-	"Parse", "EmitterEventNames", "IsKnownEventName", // generated once each, in names.go
-	"UnknownMembers",
-}
+// maxValueMembers is the most value fields (required, non-nullable members) a
+// struct may have: the bits of payloads' seenSet.
+const maxValueMembers = 128
+
+// generatedFuncs are the package-level functions names.go declares once, which
+// no type may take. The hand-written files' names are checked by a test
+// (TestHandWrittenNamesAreFree), which reads them, instead of a list here.
+var generatedFuncs = []string{"EmitterEventNames", "IsKnownEventName", "Parse"}
 
 // newPlan checks s and decides every name. Its errors list every problem found.
 func newPlan(s *Schema) (*plan, error) {
@@ -133,8 +192,8 @@ func newPlan(s *Schema) (*plan, error) {
 
 	// Every package-level name, with what took it, to report collisions.
 	taken := map[string]string{}
-	for _, n := range handWritten {
-		taken[n] = "a hand-written declaration of package payloads"
+	for _, n := range generatedFuncs {
+		taken[n] = "a function of names.go"
 	}
 	claim := func(name, what string) {
 		if prev, ok := taken[name]; ok {
@@ -243,11 +302,18 @@ func newPlan(s *Schema) (*plan, error) {
 
 	// Methods of a struct must not take a field's name.
 	for _, sp := range p.structs {
+		if sp.NValue > maxValueMembers {
+			bad("type %s has %d required, non-nullable members; payloads' seenSet holds %d", sp.GoName, sp.NValue, maxValueMembers)
+		}
 		methods := map[string]bool{"MarshalJSON": true, "UnmarshalJSON": true}
 		if sp.Event != nil && sp.Event.Iface != "" {
 			for _, g := range sp.Event.Getters {
 				methods[g.Method] = true
 			}
+		}
+		sp.Getters = p.gettersOf(sp)
+		for _, g := range sp.Getters {
+			methods[g.Method] = true
 		}
 		for _, f := range sp.Fields {
 			if methods[f.GoName] {

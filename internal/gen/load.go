@@ -175,187 +175,225 @@ var loadJSONKinds = map[string]bool{
 	"object": true, "array": true, "string": true, "number": true, "integer": true, "boolean": true,
 }
 
-// loadCheck returns every problem of s, in file order.
+// loadCheck returns every problem of s, in file order: the types' names, each
+// type's body, the events, then the contract.
 func loadCheck(s *Schema, contract []byte) []string {
-	var problems []string
-	bad := func(format string, args ...any) {
-		problems = append(problems, fmt.Sprintf(format, args...))
-	}
-
-	kinds := make(map[string]Kind, len(s.Types))
-	for i, t := range s.Types {
-		where := fmt.Sprintf("%s: types[%d] %q", TypesFile, i, t.Name)
-		switch {
-		case !loadGoNameRE.MatchString(t.Name):
-			bad("%s: name is not an exported Go identifier", where)
-		case kinds[t.Name] != "":
-			bad("%s: duplicate type name", where)
-		}
-		if i > 0 && t.Name < s.Types[i-1].Name {
-			bad("%s: types are not sorted by name (after %q)", where, s.Types[i-1].Name)
-		}
-		kinds[t.Name] = t.Kind
-		if kinds[t.Name] == "" {
-			kinds[t.Name] = "?" // still a known name, for references
-		}
-	}
-
-	checkExpr := func(where, expr string) {
-		e, err := ParseTypeExpr(expr)
-		if err != nil {
-			bad("%s: %v", where, err)
-			return
-		}
-		for _, n := range e.Names() {
-			if kinds[n] == "" {
-				bad("%s: type %q is not defined", where, n)
-			}
-		}
-	}
-
+	c := &checker{kinds: make(map[string]Kind, len(s.Types))}
+	c.typeNames(s.Types)
 	for i, t := range s.Types {
 		where := fmt.Sprintf("%s: types[%d] %q", TypesFile, i, t.Name)
 		switch t.Kind {
 		case KindStruct:
-			if t.Base != "" || len(t.Values) > 0 || len(t.Variants) > 0 {
-				bad("%s: a struct has no base, values or variants", where)
-			}
-			seen := map[string]bool{}
-			for j, f := range t.Fields {
-				fw := fmt.Sprintf("%s field[%d] %q", where, j, f.JSON)
-				if f.JSON == "" {
-					bad("%s: empty json key", fw)
-				} else if seen[f.JSON] {
-					bad("%s: duplicate json key", fw)
-				}
-				seen[f.JSON] = true
-				if f.Name != "" && !loadGoNameRE.MatchString(f.Name) {
-					bad("%s: name %q is not an exported Go identifier", fw, f.Name)
-				}
-				checkExpr(fw, f.Type)
-			}
+			c.structType(where, t)
 		case KindEnum:
-			if len(t.Fields) > 0 || len(t.Variants) > 0 {
-				bad("%s: an enum has no fields or variants", where)
-			}
-			if t.Base != "" && t.Base != "string" && t.Base != "int64" {
-				bad("%s: base %q is neither string nor int64", where, t.Base)
-			}
-			if len(t.Values) == 0 {
-				bad("%s: an enum needs at least one value", where)
-			}
-			seen := map[string]bool{}
-			for j, v := range t.Values {
-				if seen[v.Value] {
-					bad("%s value[%d]: duplicate value %q", where, j, v.Value)
-				}
-				seen[v.Value] = true
-				if t.Base == "int64" {
-					if _, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
-						bad("%s value[%d]: %q is not an int64", where, j, v.Value)
-					}
-				}
-				if v.Name != "" && !loadGoNameRE.MatchString(v.Name) {
-					bad("%s value[%d]: name %q is not an exported Go identifier", where, j, v.Name)
-				}
-			}
+			c.enumType(where, t)
 		case KindUnion:
-			if len(t.Fields) > 0 || len(t.Values) > 0 || t.Base != "" {
-				bad("%s: a union has no fields, base or values", where)
-			}
-			if len(t.Variants) < 2 {
-				bad("%s: a union needs at least two variants", where)
-			}
-			for j, v := range t.Variants {
-				vw := fmt.Sprintf("%s variant[%d] %q", where, j, v.Type)
-				if strings.HasPrefix(v.Type, "*") {
-					bad("%s: a variant cannot be nullable (the field that holds the union is)", vw)
-				}
-				checkExpr(vw, v.Type)
-				if v.Name != "" && !loadGoNameRE.MatchString(v.Name) {
-					bad("%s: name %q is not an exported Go identifier", vw, v.Name)
-				}
-				m := v.Match
-				if m.JSON != "" && !loadJSONKinds[m.JSON] {
-					bad("%s: match json %q is not a JSON kind", vw, m.JSON)
-				}
-				if (len(m.Has) > 0 || len(m.Lacks) > 0 || len(m.Equals) > 0) && m.JSON != "" && m.JSON != "object" {
-					bad("%s: has, lacks and equals need json object, not %q", vw, m.JSON)
-				}
-			}
+			c.unionType(where, t)
 		default:
-			bad("%s: kind %q is not struct, enum or union", where, t.Kind)
+			c.bad("%s: kind %q is not struct, enum or union", where, t.Kind)
 		}
 	}
+	c.events(s.Events)
+	if contract != nil {
+		c.contract(s, contract)
+	}
+	return c.problems
+}
 
-	payload := func(where, name string) {
-		switch kinds[name] {
-		case KindStruct:
-		case "":
-			bad("%s: payload type %q is not defined", where, name)
-		default:
-			bad("%s: payload type %q is a %s, not a struct", where, name, kinds[name])
+// checker collects the problems loadCheck finds.
+type checker struct {
+	problems []string
+	// kinds maps every type name to its kind ("?" for a type without one).
+	kinds map[string]Kind
+}
+
+func (c *checker) bad(format string, args ...any) {
+	c.problems = append(c.problems, fmt.Sprintf(format, args...))
+}
+
+// typeNames checks the types' names (exported, unique, sorted) and records
+// their kinds, for the references checked after.
+func (c *checker) typeNames(types []Type) {
+	for i, t := range types {
+		where := fmt.Sprintf("%s: types[%d] %q", TypesFile, i, t.Name)
+		switch {
+		case !loadGoNameRE.MatchString(t.Name):
+			c.bad("%s: name is not an exported Go identifier", where)
+		case c.kinds[t.Name] != "":
+			c.bad("%s: duplicate type name", where)
+		}
+		if i > 0 && t.Name < types[i-1].Name {
+			c.bad("%s: types are not sorted by name (after %q)", where, types[i-1].Name)
+		}
+		c.kinds[t.Name] = t.Kind
+		if c.kinds[t.Name] == "" {
+			c.kinds[t.Name] = "?" // still a known name, for references
 		}
 	}
-	seenEvent := map[string]bool{}
-	for i, ev := range s.Events {
+}
+
+// expr checks that a type expression parses and names only defined types.
+func (c *checker) expr(where, expr string) {
+	e, err := ParseTypeExpr(expr)
+	if err != nil {
+		c.bad("%s: %v", where, err)
+		return
+	}
+	for _, n := range e.Names() {
+		if c.kinds[n] == "" {
+			c.bad("%s: type %q is not defined", where, n)
+		}
+	}
+}
+
+func (c *checker) structType(where string, t Type) {
+	if t.Base != "" || len(t.Values) > 0 || len(t.Variants) > 0 {
+		c.bad("%s: a struct has no base, values or variants", where)
+	}
+	seen := map[string]bool{}
+	for j, f := range t.Fields {
+		fw := fmt.Sprintf("%s field[%d] %q", where, j, f.JSON)
+		if f.JSON == "" {
+			c.bad("%s: empty json key", fw)
+		} else if seen[f.JSON] {
+			c.bad("%s: duplicate json key", fw)
+		}
+		seen[f.JSON] = true
+		if f.Name != "" && !loadGoNameRE.MatchString(f.Name) {
+			c.bad("%s: name %q is not an exported Go identifier", fw, f.Name)
+		}
+		c.expr(fw, f.Type)
+	}
+}
+
+func (c *checker) enumType(where string, t Type) {
+	if len(t.Fields) > 0 || len(t.Variants) > 0 {
+		c.bad("%s: an enum has no fields or variants", where)
+	}
+	if t.Base != "" && t.Base != "string" && t.Base != "int64" {
+		c.bad("%s: base %q is neither string nor int64", where, t.Base)
+	}
+	if len(t.Values) == 0 {
+		c.bad("%s: an enum needs at least one value", where)
+	}
+	seen := map[string]bool{}
+	for j, v := range t.Values {
+		if seen[v.Value] {
+			c.bad("%s value[%d]: duplicate value %q", where, j, v.Value)
+		}
+		seen[v.Value] = true
+		if t.Base == "int64" {
+			if _, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
+				c.bad("%s value[%d]: %q is not an int64", where, j, v.Value)
+			}
+		}
+		if v.Name != "" && !loadGoNameRE.MatchString(v.Name) {
+			c.bad("%s value[%d]: name %q is not an exported Go identifier", where, j, v.Name)
+		}
+	}
+}
+
+func (c *checker) unionType(where string, t Type) {
+	if len(t.Fields) > 0 || len(t.Values) > 0 || t.Base != "" {
+		c.bad("%s: a union has no fields, base or values", where)
+	}
+	if len(t.Variants) < 2 {
+		c.bad("%s: a union needs at least two variants", where)
+	}
+	for j, v := range t.Variants {
+		vw := fmt.Sprintf("%s variant[%d] %q", where, j, v.Type)
+		if strings.HasPrefix(v.Type, "*") {
+			c.bad("%s: a variant cannot be nullable (the field that holds the union is)", vw)
+		}
+		c.expr(vw, v.Type)
+		if v.Name != "" && !loadGoNameRE.MatchString(v.Name) {
+			c.bad("%s: name %q is not an exported Go identifier", vw, v.Name)
+		}
+		m := v.Match
+		if m.JSON != "" && !loadJSONKinds[m.JSON] {
+			c.bad("%s: match json %q is not a JSON kind", vw, m.JSON)
+		}
+		if (len(m.Has) > 0 || len(m.Lacks) > 0 || len(m.Equals) > 0) && m.JSON != "" && m.JSON != "object" {
+			c.bad("%s: has, lacks and equals need json object, not %q", vw, m.JSON)
+		}
+	}
+}
+
+// payload checks that a type an event or action names is a struct.
+func (c *checker) payload(where, name string) {
+	switch c.kinds[name] {
+	case KindStruct:
+	case "":
+		c.bad("%s: payload type %q is not defined", where, name)
+	default:
+		c.bad("%s: payload type %q is a %s, not a struct", where, name, c.kinds[name])
+	}
+}
+
+func (c *checker) events(events []Event) {
+	seen := map[string]bool{}
+	for i, ev := range events {
 		where := fmt.Sprintf("%s: events[%d] %q", EventsFile, i, ev.Name)
 		if !loadEventNameRE.MatchString(ev.Name) {
-			bad("%s: event name must be made of [a-z0-9_]", where)
+			c.bad("%s: event name must be made of [a-z0-9_]", where)
 		}
-		if seenEvent[ev.Name] {
-			bad("%s: duplicate event", where)
-		} else if i > 0 && ev.Name < s.Events[i-1].Name {
-			bad("%s: events are not sorted by name (after %q)", where, s.Events[i-1].Name)
+		if seen[ev.Name] {
+			c.bad("%s: duplicate event", where)
+		} else if i > 0 && ev.Name < events[i-1].Name {
+			c.bad("%s: events are not sorted by name (after %q)", where, events[i-1].Name)
 		}
-		seenEvent[ev.Name] = true
+		seen[ev.Name] = true
 		switch {
 		case ev.Type != "" && len(ev.Actions) > 0:
-			bad("%s: an event has a type or actions, not both", where)
+			c.bad("%s: an event has a type or actions, not both", where)
 		case ev.Type == "" && len(ev.Actions) == 0:
-			bad("%s: an event needs a type or actions", where)
+			c.bad("%s: an event needs a type or actions", where)
 		case ev.Type != "":
-			payload(where, ev.Type)
+			c.payload(where, ev.Type)
 		}
 		if ev.OtherActionsType != "" {
 			if len(ev.Actions) == 0 {
-				bad("%s: other_actions_type needs actions", where)
+				c.bad("%s: other_actions_type needs actions", where)
 			}
-			payload(where+" other_actions_type", ev.OtherActionsType)
+			c.payload(where+" other_actions_type", ev.OtherActionsType)
 		}
-		for j, a := range ev.Actions {
-			aw := fmt.Sprintf("%s actions[%d] %q", where, j, a.Name)
-			if !loadActionNameRE.MatchString(a.Name) {
-				bad("%s: action name must be made of [a-z0-9_.-]", aw)
-			}
-			if j > 0 && a.Name <= ev.Actions[j-1].Name {
-				bad("%s: actions are not sorted and unique (after %q)", aw, ev.Actions[j-1].Name)
-			}
-			if a.Type == "" {
-				bad("%s: action has no type", aw)
-			} else {
-				payload(aw, a.Type)
-			}
-		}
+		c.actions(where, ev.Actions)
 	}
+}
 
-	if contract != nil {
-		have := make(map[string]bool)
-		for _, n := range loadNames(s) {
-			have[n] = true
+func (c *checker) actions(where string, actions []Action) {
+	for j, a := range actions {
+		aw := fmt.Sprintf("%s actions[%d] %q", where, j, a.Name)
+		if !loadActionNameRE.MatchString(a.Name) {
+			c.bad("%s: action name must be made of [a-z0-9_.-]", aw)
 		}
-		sc := bufio.NewScanner(bytes.NewReader(contract))
-		for line := 1; sc.Scan(); line++ {
-			n := strings.TrimSpace(sc.Text())
-			if n == "" || strings.HasPrefix(n, "#") {
-				continue
-			}
-			if !have[n] {
-				bad("%s:%d: name %q is missing from the schema", ContractFile, line, n)
-			}
+		if j > 0 && a.Name <= actions[j-1].Name {
+			c.bad("%s: actions are not sorted and unique (after %q)", aw, actions[j-1].Name)
+		}
+		if a.Type == "" {
+			c.bad("%s: action has no type", aw)
+		} else {
+			c.payload(aw, a.Type)
 		}
 	}
-	return problems
+}
+
+// contract checks that every name ContractFile lists is a name of s.
+func (c *checker) contract(s *Schema, contract []byte) {
+	have := make(map[string]bool)
+	for _, n := range loadNames(s) {
+		have[n] = true
+	}
+	sc := bufio.NewScanner(bytes.NewReader(contract))
+	for line := 1; sc.Scan(); line++ {
+		n := strings.TrimSpace(sc.Text())
+		if n == "" || strings.HasPrefix(n, "#") {
+			continue
+		}
+		if !have[n] {
+			c.bad("%s:%d: name %q is missing from the schema", ContractFile, line, n)
+		}
+	}
 }
 
 // loadNames returns every name of s: each event, then its event.action names.

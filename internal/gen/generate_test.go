@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +39,7 @@ func generateFixture(t *testing.T) []File {
 
 // TestGolden compares the generator's output for the fixture schema (a union, an
 // enum of strings and one of integers, nullable fields, maps, timestamps, free-form
-// actions) with the committed files. go test ./gen -update rewrites them.
+// actions) with the committed files. go test ./internal/gen -update rewrites them.
 func TestGolden(t *testing.T) {
 	files := generateFixture(t)
 	if *update {
@@ -59,7 +62,7 @@ func TestGolden(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (run go test ./gen -update)", err)
+			t.Fatalf("%v (run go test ./internal/gen -update)", err)
 		}
 		if d := cmp.Diff(string(want), string(f.Content)); d != "" {
 			t.Errorf("%s differs from %s (-want +got):\n%s", f.Name, path, d)
@@ -102,10 +105,10 @@ func TestGenerateRejects(t *testing.T) {
 		change func(s *Schema)
 		want   string
 	}{
-		{"a type takes a hand-written name", func(s *Schema) {
-			s.Types = append(s.Types, Type{Name: "Timestamp", Kind: KindStruct})
-			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "ts", Type: "Timestamp"})
-		}, `Go name Timestamp of type "Timestamp" is already a hand-written declaration`},
+		{"a type takes a generated function's name", func(s *Schema) {
+			s.Types = append(s.Types, Type{Name: "Parse", Kind: KindStruct})
+			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "p", Type: "Parse"})
+		}, `Go name Parse of type "Parse" is already a function of names.go`},
 		{"two keys give one Go name", func(s *Schema) {
 			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "ID", Type: "string"})
 		}, `json keys "id" and "ID" both give the Go name ID`},
@@ -170,7 +173,7 @@ func TestFixturePackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a scratch module")
 	}
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,4 +277,79 @@ func TestDocWrapsParagraphsAndKeepsLists(t *testing.T) {
 	if d := cmp.Diff(want, b.String()); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
+}
+
+// TestHandWrittenNamesAreFree checks that nothing generated from the
+// committed schema takes a name that package payloads' hand-written files
+// declare: it reads those files' top-level names and the generated files',
+// and reports any name both have, with the file of each.
+func TestHandWrittenNamesAreFree(t *testing.T) {
+	s, err := Load(filepath.Join("..", "..", "schema"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(s, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	generated := map[string]string{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f.Name, f.Content, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range topLevelNames(af) {
+			generated[n] = f.Name
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "payloads", "*.go"))
+	handWritten := 0
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		if gen, err := isGenerated(path); err != nil || gen {
+			continue
+		}
+		af, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handWritten++
+		for _, n := range topLevelNames(af) {
+			if g, ok := generated[n]; ok {
+				t.Errorf("%s is declared by hand in %s and generated in %s", n, filepath.Base(path), g)
+			}
+		}
+	}
+	if handWritten == 0 || len(generated) < 1000 {
+		t.Fatalf("read %d hand-written files and %d generated names: the check checks nothing", handWritten, len(generated))
+	}
+}
+
+// topLevelNames returns the package-level names a file declares (types,
+// functions, variables, constants; not methods).
+func topLevelNames(f *ast.File) []string {
+	var out []string
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil {
+				out = append(out, d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, sp := range d.Specs {
+				switch sp := sp.(type) {
+				case *ast.TypeSpec:
+					out = append(out, sp.Name.Name)
+				case *ast.ValueSpec:
+					for _, n := range sp.Names {
+						out = append(out, n.Name)
+					}
+				}
+			}
+		}
+	}
+	return out
 }

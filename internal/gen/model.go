@@ -5,6 +5,10 @@
 // The model is also what the importer (cmd/importschema) writes, so the two agree on
 // one format by sharing these types.
 //
+// It is internal: its users are this module's commands (cmd/genpayloads,
+// cmd/importschema), and what a library user needs of it is its output,
+// package payloads. The schema format can change with the generator.
+//
 // Field.Type and Variant.Type are type expressions:
 //
 //	string | bool | int64 | float64   JSON scalars (ids and counts are int64)
