@@ -3,10 +3,11 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet unit generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load
+.PHONY: test fmt-check vet tidy-check unit generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load
 
-## test: what CI runs: format check, vet, generated-code freshness, race-enabled tests.
-test: fmt-check vet generate-check unit
+## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
+## race-enabled tests.
+test: fmt-check vet tidy-check generate-check unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -14,6 +15,11 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+## tidy-check: fail when `go mod tidy` would change go.mod or go.sum (a direct
+## dependency marked indirect, say).
+tidy-check:
+	$(GO) mod tidy -diff
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
@@ -94,12 +100,13 @@ fuzz:
 	if [ -n "$$failed" ]; then echo "fuzz: $$n targets run; failed:$$failed"; exit 1; fi; \
 	echo "fuzz: $$n targets run for $(FUZZTIME) each; no failure"
 
-## load: the load test at a bigger size than `make test` runs (LOADN deliveries, LOADC
-## clients, on 127.0.0.1), without -race; it prints requests/s, p50/p99 and peak heap.
-LOADN ?= 200000
-LOADC ?= 64
+## load: the load test at a bigger size than `make test` runs (LOADTEST_N deliveries,
+## LOADTEST_C clients, on 127.0.0.1), without -race; it prints requests/s, p50/p99 and
+## peak heap. (bench-load's LOAD_N and LOAD_C are another tool's.)
+LOADTEST_N ?= 200000
+LOADTEST_C ?= 64
 load:
-	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADN) -load.c=$(LOADC)
+	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADTEST_N) -load.c=$(LOADTEST_C)
 
 ## serve: run a receiver on 127.0.0.1:3000. The secret is FORGE_WEBHOOK_SECRET; when it is
 ## unset, a development secret, never to be used on a real webhook (the binary itself never

@@ -17,7 +17,7 @@ import (
 	"forgehooks.dev/forgehooks/emitter"
 )
 
-const secret = "mysecret"
+const secret = "forgehooks-test-secret-0123456789"
 
 // logRecords is an slog.Handler that keeps the records, for checking what the
 // middleware logs.
@@ -68,7 +68,7 @@ type fixture struct {
 func newFixture(t *testing.T, opts MiddlewareOptions) *fixture {
 	t.Helper()
 	f := &fixture{logs: &logRecords{}, told: make(chan *emitter.Error, 16), release: make(chan struct{})}
-	f.wh = mustNew(t, Options{Secret: secret, AdditionalSecrets: []string{"old"}, Logger: slog.New(f.logs)})
+	f.wh = mustNew(t, Options{Secret: secret, AdditionalSecrets: []string{"old-secret-0123456789"}, Logger: slog.New(f.logs)})
 	f.wh.OnAny(func(ctx context.Context, e emitter.Event) error {
 		f.ran.Add(1)
 		switch e.Name {
@@ -76,6 +76,8 @@ func newFixture(t *testing.T, opts MiddlewareOptions) *fixture {
 			return errors.New("handler failed")
 		case "fail_twice":
 			return errors.New("first failure")
+		case "fail_silently":
+			return errors.New("")
 		case "unprocessable":
 			return WithStatus(http.StatusUnprocessableEntity, errors.New("cannot process this"))
 		case "bad_status":
@@ -198,7 +200,7 @@ func TestMiddlewareEndToEnd(t *testing.T) {
 		{name: "query ignored", req: req{path: DefaultPath + "?x=1"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "percent-encoded letter", req: req{path: "/api/forge/web%68ooks"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "custom path", opts: MiddlewareOptions{Path: "hooks/"}, req: req{path: "/hooks"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
-		{name: "additional secret", req: req{signWith: "old"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
+		{name: "additional secret", req: req{signWith: "old-secret-0123456789"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "media type in capitals with parameters", req: req{header: hdr("Content-Type", "Application/JSON; charset=UTF-8")}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "chunked body", req: req{chunked: true}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "unknown event name", req: req{header: hdr(HeaderEvent, "brand_new_event")}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
@@ -240,6 +242,7 @@ func TestMiddlewareEndToEnd(t *testing.T) {
 		{name: "string", req: req{body: `"x"`}, status: 400, ctype: jsonCT},
 
 		{name: "handler fails", req: req{header: hdr(HeaderEvent, "fail")}, status: 500, body: `{"error":"handler failed"}`, ctype: jsonCT, ran: 1, told: true, logLevel: "ERROR", logWhy: "handlers failed"},
+		{name: "error without a message", req: req{header: hdr(HeaderEvent, "fail_silently")}, status: 500, body: `{"error":"handler failed without a message"}`, ctype: jsonCT, ran: 1, told: true},
 		{name: "first error's message", req: req{header: hdr(HeaderEvent, "fail_twice")}, status: 500, body: `{"error":"first failure"}`, ctype: jsonCT, ran: 1, told: true},
 		{name: "handler panics", req: req{header: hdr(HeaderEvent, "panic")}, status: 500, body: `{"error":"emitter: handler panicked: handler exploded"}`, ctype: jsonCT, ran: 1, told: true},
 		{name: "error with HTTPStatus", req: req{header: hdr(HeaderEvent, "unprocessable")}, status: 422, body: `{"error":"cannot process this"}`, ctype: jsonCT, ran: 1, told: true},
