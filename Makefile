@@ -3,11 +3,11 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet tidy-check unit generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load
+.PHONY: test fmt-check vet tidy-check unit example-modules generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load
 
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
-## race-enabled tests.
-test: fmt-check vet tidy-check generate-check unit
+## race-enabled tests, and the same for the example modules.
+test: fmt-check vet tidy-check generate-check unit example-modules
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -23,6 +23,15 @@ tidy-check:
 
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+
+## example-modules: the modules under examples/ (each its own go.mod, so that what
+## they show, such as chi, is no dependency of forgehooks): tidy, vet, race tests.
+EXAMPLE_MODULES := examples/chi
+example-modules:
+	@for mod in $(EXAMPLE_MODULES); do \
+	  echo "== $$mod"; \
+	  (cd $$mod && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; \
+	done
 
 ## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it.
 generate:

@@ -16,11 +16,13 @@ import (
 
 // Messages of the answers; the README's status table quotes them.
 const (
-	msgUnsupportedType = `Unsupported "Content-Type" header value. Must be "application/json"`
-	msgMismatch        = "signature does not match event payload and secret"
-	msgShuttingDown    = "Shutting down: not accepting deliveries"
-	msgBusy            = "Too many deliveries in progress: try again later"
-	msgNoMessage       = "handler failed without a message"
+	msgUnsupportedType  = `Unsupported "Content-Type" header value. Must be "application/json"`
+	msgMismatch         = "signature does not match event payload and secret"
+	msgShuttingDown     = "Shutting down: not accepting deliveries"
+	msgBusy             = "Too many deliveries in progress: try again later"
+	msgNoMessage        = "handler failed without a message"
+	msgUnverifiedBudget = "Too many request bodies being received: try again later"
+	msgHandlerFailed    = "handler failed; the receiver's log has the details"
 )
 
 // answer writes the response for Receive's result.
@@ -35,17 +37,27 @@ func (m *Middleware) answer(rw http.ResponseWriter, r *http.Request, d Delivery,
 		first := herr.Errors[0]
 		code := statusOf(first)
 		m.logger.Error("webhooks: handlers failed", "delivery", clip(d.ID), "event", clip(d.Name), "status", code, "errors", len(herr.Errors), "error", err)
-		msg := first.Error()
-		if msg == "" {
-			msg = msgNoMessage
-		}
-		writeJSONError(rw, code, msg)
+		writeJSONError(rw, code, m.errorText(first))
 	case errors.Is(err, emitter.ErrInvalidPayload), errors.Is(err, emitter.ErrMissingPayload), errors.Is(err, emitter.ErrMissingName):
 		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip(d.ID), "event", clip(d.Name))
 	default:
 		m.logger.Error("webhooks: delivery failed", "delivery", clip(d.ID), "event", clip(d.Name), "error", err)
-		writeJSONError(rw, http.StatusInternalServerError, err.Error())
+		writeJSONError(rw, http.StatusInternalServerError, m.errorText(err))
 	}
+}
+
+// errorText is the message answered for a failed handler's error: its own
+// when the sender is meant to see it (ExposeHandlerErrors, or a status given
+// with WithStatus), a generic one otherwise.
+func (m *Middleware) errorText(err error) string {
+	var s interface{ HTTPStatus() int }
+	if !m.exposeErrs && !errors.As(err, &s) {
+		return msgHandlerFailed
+	}
+	if msg := err.Error(); msg != "" {
+		return msg
+	}
+	return msgNoMessage
 }
 
 // statusOf is the HTTP status for a handler's error: the HTTPStatus() of the
@@ -95,8 +107,15 @@ func (m *Middleware) unavailable(rw http.ResponseWriter, r *http.Request, msg, w
 	m.reject(rw, r, http.StatusServiceUnavailable, msg, slog.LevelWarn, why, attrs...)
 }
 
+// notFound answers a request for another path than the middleware's, and
+// warns, naming the configured path: a router that sends deliveries here
+// under another path gets 404 for every one of them.
 func (m *Middleware) notFound(rw http.ResponseWriter, r *http.Request) {
-	m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelInfo, "not the webhook path")
+	configured := m.path
+	if configured == "" {
+		configured = "/"
+	}
+	m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelWarn, "path is not MiddlewareOptions.Path (mounted under a router? use Middleware.AnyPath)", "configured_path", configured)
 }
 
 // reject logs why a request is refused and answers it with a JSON error.

@@ -3,44 +3,90 @@ package webhooks
 import (
 	"errors"
 	"io"
+	"sync/atomic"
 )
 
-var errTooLarge = errors.New("webhooks: body too large")
+var (
+	errTooLarge = errors.New("webhooks: body too large")
+	// errBudget is readBody's error when the bytes it needs are not in the
+	// budget of unverified bodies.
+	errBudget = errors.New("webhooks: bodies being verified take the whole budget")
+)
 
-// initialBodyBuffer is the most readBody allocates before any byte of the body
-// has arrived, whatever Content-Length announces.
+// initialBodyBuffer is the first buffer of a body without a Content-Length,
+// and the smallest step by which a body outgrows its buffer.
 const initialBodyBuffer = 64 << 10
 
-// probeSize is the size of the read that checks, once a body has reached its
-// announced length, that it ends there.
-const probeSize = 512
+// budget is a byte budget shared by every request of a Middleware: the bodies
+// read and not yet verified. A nil *budget has no bound.
+type budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// reserve takes n bytes, or reports false when that would pass max. While
+// nothing is reserved any n is granted, so that a budget smaller than one body
+// cannot refuse that body for ever.
+func (b *budget) reserve(n int64) bool {
+	for {
+		used := b.used.Load()
+		if used > 0 && used+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// reservation is what one request holds of a budget.
+type reservation struct {
+	b    *budget
+	held int64
+}
+
+// grow reserves n more bytes, or reports false.
+func (r *reservation) grow(n int64) bool {
+	if r == nil || r.b == nil {
+		return true
+	}
+	if !r.b.reserve(n) {
+		return false
+	}
+	r.held += n
+	return true
+}
+
+// release gives back everything held. It may be called again.
+func (r *reservation) release() {
+	if r.b != nil && r.held != 0 {
+		r.b.used.Add(-r.held)
+		r.held = 0
+	}
+}
 
 // readBody reads r into one buffer, writing each piece to h as it arrives, and
-// stops at max+1 bytes with errTooLarge.
+// stops at max+1 bytes with errTooLarge. Every buffer it allocates is first
+// reserved in res (errBudget when that fails, before the buffer is made), so
+// that the bodies being read across all connections stay within a budget.
 //
-// A request cannot make the server hold memory for bytes it has not sent, and
-// a body is copied at most once:
-//
-//   - Bytes are read into a list of pieces, never copied while reading. The
-//     first piece is contentLength+1 bytes (when known) but at most
-//     initialBodyBuffer, so a body that fits it is never copied, and the read
-//     that finds its end needs no piece of its own.
-//   - With a Content-Length, each next piece is as large as all before it,
-//     up to half the announced length; then one buffer of that length (and
-//     one byte, as above) takes the pieces and the rest is read straight into
-//     it. Memory held is
-//     at most twice what has arrived, and 1.5 times the body at the peak.
-//   - Without one (chunked), each next piece is half as large as all before
-//     it, and the pieces are joined once at the end: at most 2.5 times the
-//     body in all, never the 3 to 5 times of growing one buffer by doubling
-//     (io.ReadAll).
-func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error) {
+//   - With a Content-Length, one buffer of that length and one byte more
+//     (so that the read which finds the end needs no probe) is reserved and
+//     made before any byte is read: a body costs its own size, and a request
+//     that the budget cannot hold is refused before its body is read.
+//   - Without one (chunked), or past the announced length, the body is read
+//     into pieces, each an eighth of what has arrived (at least
+//     initialBodyBuffer), so that at most about an eighth is unused while
+//     reading; at the end the pieces are joined into one slice, which is
+//     reserved too (about 2.1 times the body at that moment, counted).
+func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservation) ([]byte, error) {
 	limit := max + 1
 	first := min(limit, initialBodyBuffer)
 	if contentLength >= 0 {
-		// One byte more than announced, so that the read which finds the
-		// end has room without a probe piece of its own.
-		first = min(first, contentLength+1)
+		first = min(limit, contentLength+1)
+	}
+	if !res.grow(first) {
+		return nil, errBudget
 	}
 	var (
 		pieces [][]byte // full pieces, in order
@@ -53,45 +99,32 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error
 			if n > max {
 				return nil, errTooLarge
 			}
-			switch half := (contentLength + 1) / 2; {
-			case n == contentLength:
-				// At the announced length: a small piece tells whether the
-				// body ends there.
-				pieces, held = append(pieces, cur), n
-				cur = make([]byte, 0, min(probeSize, limit-n))
-			case contentLength > n && n >= half:
-				// Half of the announced body has arrived: one buffer of its
-				// length for the whole, the rest read straight into it.
-				whole := make([]byte, 0, min(contentLength+1, limit))
-				for _, p := range pieces {
-					whole = append(whole, p...)
-				}
-				cur = append(whole, cur...)
-				pieces, held = nil, 0
-			case contentLength > n:
-				// Toward half of the announced length, doubling.
-				next := min(max64(n, initialBodyBuffer), half-n)
-				pieces, held = append(pieces, cur), n
-				cur = make([]byte, 0, min(next, limit-n))
-			default:
-				// No length to trust: growing by half of what has arrived
-				// leaves at most that much unused when the body ends.
-				next := max64(n/2, initialBodyBuffer)
-				pieces, held = append(pieces, cur), n
-				cur = make([]byte, 0, min(next, limit-n))
+			next := min(max64(n/8, initialBodyBuffer), limit-n)
+			if !res.grow(next) {
+				return nil, errBudget
 			}
+			pieces, held = append(pieces, cur), n
+			cur = make([]byte, 0, next)
 		}
 		k, err := r.Read(cur[len(cur):cap(cur)])
 		h.Write(cur[len(cur) : len(cur)+k])
 		cur = cur[:len(cur)+k]
 		if err == io.EOF {
-			if held+int64(len(cur)) > max {
+			total := held + int64(len(cur))
+			if total > max {
 				return nil, errTooLarge
 			}
 			if pieces == nil {
-				return cur, nil // the common case: one piece, nothing to join
+				return cur, nil // the common case: one buffer, nothing to join
 			}
-			return join(append(pieces, cur), held+int64(len(cur))), nil
+			pieces = append(pieces, cur)
+			if only, ok := single(pieces); ok {
+				return only, nil
+			}
+			if !res.grow(total) {
+				return nil, errBudget
+			}
+			return join(pieces, total), nil
 		}
 		if err != nil {
 			return nil, err
@@ -99,23 +132,26 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer) ([]byte, error
 	}
 }
 
-// join returns the pieces as one slice: the only non-empty piece itself, or a
-// copy of them all, n bytes.
-func join(pieces [][]byte, n int64) []byte {
+// single returns the only non-empty piece (or an empty one when all are), and
+// false when there are several.
+func single(pieces [][]byte) ([]byte, bool) {
 	var only []byte
-	count := 0
 	for _, p := range pieces {
 		if len(p) > 0 {
+			if only != nil {
+				return nil, false
+			}
 			only = p
-			count++
 		}
 	}
-	if count <= 1 {
-		if only == nil {
-			return pieces[0][:0]
-		}
-		return only
+	if only == nil {
+		return pieces[0][:0], true
 	}
+	return only, true
+}
+
+// join returns a copy of the pieces in one slice of n bytes.
+func join(pieces [][]byte, n int64) []byte {
 	out := make([]byte, 0, n)
 	for _, p := range pieces {
 		out = append(out, p...)

@@ -23,6 +23,14 @@ const (
 	// far above what a receiver whose handlers return needs, and low enough
 	// that handlers which hang cannot exhaust memory one delivery at a time.
 	DefaultMaxInFlight = 1024
+	// DefaultMaxUnverifiedBytes is the budget of bodies being read and not
+	// yet verified, across all connections of a Middleware: room for two
+	// bodies of the forge's largest size, or thousands of ordinary ones at
+	// once, while a flood of forged bodies costs at most this much memory.
+	DefaultMaxUnverifiedBytes = 64 << 20
+	// DefaultMaxRunningBytes is the budget of payload bytes of verified
+	// deliveries whose handlers are running, those answered 202 included.
+	DefaultMaxRunningBytes = 64 << 20
 	// RetryAfter is the Retry-After header, in seconds, of a 503 answer.
 	RetryAfter = 10
 )
@@ -56,13 +64,37 @@ type MiddlewareOptions struct {
 	// the bound is answered 503 with a Retry-After header and is not
 	// dispatched, and the refusal is logged: handlers that never return hold at
 	// most MaxInFlight deliveries (their goroutines and bodies), not one per
-	// request. Requests still being read or verified take no place. Zero:
-	// DefaultMaxInFlight. Negative: no bound.
+	// request. Requests still being read or verified take no place (see
+	// MaxUnverifiedBytes). The count is the Webhooks' (InFlight), shared with
+	// every Middleware serving it. Zero: DefaultMaxInFlight. Negative: no
+	// bound.
 	MaxInFlight int
+	// MaxRunningBytes bounds the payload bytes of those deliveries as
+	// MaxInFlight bounds their number: a delivery that would pass it is
+	// answered 503 with Retry-After, unless no other is running. Zero:
+	// DefaultMaxRunningBytes. Negative: no bound.
+	MaxRunningBytes int64
+	// MaxUnverifiedBytes is the budget of request bodies being read and not
+	// yet verified, across all connections of this Middleware. A request
+	// whose body does not fit is answered 503 with Retry-After (and
+	// Connection: close) before its body is read: by its Content-Length,
+	// or, without one, as its body grows. A body costs its own size (and one
+	// byte) to read when its Content-Length is given; see SECURITY.md. Zero:
+	// DefaultMaxUnverifiedBytes. Negative: no bound.
+	MaxUnverifiedBytes int64
 	// Inbox, when set, stores each verified delivery durably instead of
 	// running its handlers during the request; see Inbox for the answers.
 	// The inbox runs the handlers later.
 	Inbox Inbox
+	// ExposeHandlerErrors, when true, makes the body of a failed delivery's
+	// answer the first handler error's message, as the original library
+	// does. False (the default): a generic message, unless that error was
+	// given a status with WithStatus (or has an HTTPStatus method), whose
+	// message is then meant for the sender. The forge shows the body in its
+	// delivery log, to everyone who can see the hook's settings, and an
+	// error's text often holds what they should not see (a database address,
+	// a token, a file path); the log of the receiver always has it.
+	ExposeHandlerErrors bool
 	// OnResult, when set, is called once for every request the middleware
 	// handles (not for those of other paths), after its answer was written
 	// and its handlers, if any, returned: for a 202 of the timeout, when they
@@ -91,17 +123,38 @@ type Middleware struct {
 	timeout     time.Duration
 	max         int64
 	maxInFlight int64   // 0: no bound
+	maxRunning  int64   // 0: no bound
+	unverified  *budget // nil: no bound
 	workers     workers // run each accepted delivery's handlers
 	inbox       Inbox
 	onResult    func(Result)
+	exposeErrs  bool
 }
 
 // NewMiddleware returns a Middleware serving w. It panics when w is nil.
+//
+// Serve it from an http.Server with timeouts, so that clients that send
+// slowly are cut off, and shut down in two steps, so that no acknowledged
+// delivery is lost:
+//
+//	srv := &http.Server{
+//		Addr:              "127.0.0.1:3000",
+//		Handler:           webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}),
+//		ReadHeaderTimeout: 10 * time.Second,
+//		ReadTimeout:       30 * time.Second,
+//		IdleTimeout:       2 * time.Minute,
+//	}
+//	go srv.ListenAndServe()
+//	// … on SIGINT or SIGTERM:
+//	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+//	defer cancel()
+//	srv.Shutdown(ctx) // answers the requests in progress
+//	wh.Close(ctx)     // waits for handlers answered 202; logs the ids of those it gives up on
 func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if w == nil {
 		panic("webhooks: NewMiddleware with a nil *Webhooks")
 	}
-	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers(), inbox: opts.Inbox, onResult: opts.OnResult}
+	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers(), inbox: opts.Inbox, onResult: opts.OnResult, exposeErrs: opts.ExposeHandlerErrors}
 	path := opts.Path
 	if path == "" {
 		path = DefaultPath
@@ -119,13 +172,24 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if m.max <= 0 {
 		m.max = DefaultMaxBodyBytes
 	}
-	switch {
-	case opts.MaxInFlight == 0:
-		m.maxInFlight = DefaultMaxInFlight
-	case opts.MaxInFlight > 0:
-		m.maxInFlight = int64(opts.MaxInFlight)
+	m.maxInFlight = orDefault(int64(opts.MaxInFlight), DefaultMaxInFlight)
+	m.maxRunning = orDefault(opts.MaxRunningBytes, DefaultMaxRunningBytes)
+	if n := orDefault(opts.MaxUnverifiedBytes, DefaultMaxUnverifiedBytes); n > 0 {
+		m.unverified = &budget{max: n}
 	}
 	return m
+}
+
+// orDefault returns def for a zero bound, 0 (no bound) for a negative one,
+// and the bound itself otherwise.
+func orDefault(bound, def int64) int64 {
+	switch {
+	case bound == 0:
+		return def
+	case bound < 0:
+		return 0
+	}
+	return bound
 }
 
 // InFlight reports how many deliveries the Webhooks has taken on whose
@@ -138,6 +202,9 @@ func (m *Middleware) InFlight() int {
 
 // ServeHTTP handles a request for the middleware's path and answers any other
 // with 404 and a JSON error, so that the Middleware can be a server's handler.
+// The 404 is logged as a warning naming MiddlewareOptions.Path: a Middleware
+// mounted under a router's pattern that differs from Path answers every
+// delivery so; mount AnyPath there instead.
 func (m *Middleware) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if !m.Handle(rw, r) {
 		m.notFound(rw, r)
@@ -150,9 +217,32 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 	if !m.matches(r.URL) {
 		return false
 	}
+	m.handle(rw, r)
+	return true
+}
+
+// AnyPath returns a handler that takes every request it is given as a
+// delivery, whatever its path: for mounting under a router that has matched
+// the path (and the method) already, with any pattern, wildcards included.
+// MiddlewareOptions.Path plays no part in it.
+//
+//	mux := http.NewServeMux()
+//	mux.Handle("POST /t/{tenant}/hooks", mw.AnyPath())
+//	// chi: r.Post("/t/{tenant}/hooks", mw.AnyPath().ServeHTTP)
+//
+// Tenants with secrets of their own each get their own Webhooks and
+// Middleware, mounted under their own pattern.
+func (m *Middleware) AnyPath() http.Handler { return anyPath{m} }
+
+type anyPath struct{ m *Middleware }
+
+func (a anyPath) ServeHTTP(rw http.ResponseWriter, r *http.Request) { a.m.handle(rw, r) }
+
+// handle serves r as a delivery, whatever its path.
+func (m *Middleware) handle(rw http.ResponseWriter, r *http.Request) {
 	if m.onResult == nil {
 		m.serve(rw, r, nil)
-		return true
+		return
 	}
 	oc := &outcome{m: m, start: time.Now()}
 	oc.res.Header = r.Header
@@ -162,7 +252,6 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 	oc.left.Store(1)
 	m.serve(&statusWriter{ResponseWriter: rw, oc: oc}, r, oc)
 	oc.done()
-	return true
 }
 
 // Wrap returns a handler that serves the middleware's path and passes every

@@ -60,21 +60,30 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	}
 
 	// Read the body once, hashing it with the primary secret on the way in; the
-	// additional secrets are tried on the same bytes only if that fails.
+	// additional secrets are tried on the same bytes only if that fails. The
+	// body is held in the budget of unverified bodies until it is verified.
 	digest := m.w.keys.Digest()
 	defer m.w.keys.Release(digest)
-	body, err := readBody(r.Body, r.ContentLength, m.max, digest)
+	res := reservation{b: m.unverified}
+	defer res.release()
+	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res)
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.Is(err, errTooLarge) || errors.As(err, &maxErr):
 		m.tooLarge(rw, r, d)
+		return
+	case errors.Is(err, errBudget):
+		rw.Header().Set("Connection", "close") // the body stays unread
+		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "max_unverified_bytes", m.unverified.max)
 		return
 	case err != nil:
 		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", clip(d.ID), "error", err)
 		return
 	}
 	d.Payload = body
-	if !m.w.keys.Match(digest, body, d.Signature) {
+	matched := m.w.keys.Match(digest, body, d.Signature)
+	res.release() // verified or not: from here on other budgets count the body
+	if !matched {
 		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
 		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip(d.ID), "event", clip(d.Name))
 		return
@@ -91,13 +100,13 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	// so that a 202 is never sent for handlers a shutdown would not wait for;
 	// only now, after the body was read and verified, so that a slow or
 	// forged request never holds a place among MaxInFlight.
-	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), m.maxInFlight, 0)
+	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), m.maxInFlight, m.maxRunning)
 	switch {
 	case errors.Is(err, errClosedTracker):
 		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip(d.ID))
 		return
 	case err != nil:
-		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", clip(d.ID), "event", clip(d.Name), "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight)
+		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", clip(d.ID), "event", clip(d.Name), "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight, "max_running_bytes", m.maxRunning)
 		return
 	}
 

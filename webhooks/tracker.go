@@ -18,19 +18,23 @@ var (
 // Middleware bounds it (MaxInFlight, MaxRunningBytes). Once closed it refuses
 // more and tells when the last one ends. The zero value is ready to use.
 type tracker struct {
-	mu      sync.Mutex
-	n       int64
-	bytes   int64
-	flights map[*flight]struct{}
-	closed  bool
-	idle    chan struct{} // made by close; closed when closed and n == 0
+	mu     sync.Mutex
+	n      int64
+	bytes  int64
+	head   *flight // the deliveries counted, a doubly linked list
+	closed bool
+	idle   chan struct{} // made by close; closed when closed and n == 0
 }
 
-// flight is one delivery counted by a tracker.
+// flight is one delivery counted by a tracker. Flights are kept in a pool,
+// so that counting a delivery allocates nothing.
 type flight struct {
-	id    string
-	bytes int64
+	id         string
+	bytes      int64
+	prev, next *flight
 }
+
+var flights = sync.Pool{New: func() any { return new(flight) }}
 
 // take counts a delivery of size payload bytes, unless the tracker is closed
 // (errClosedTracker) or taking it would pass maxN deliveries or maxBytes
@@ -47,30 +51,36 @@ func (t *tracker) take(id string, size, maxN, maxBytes int64) (*flight, error) {
 		maxBytes > 0 && t.n > 0 && t.bytes+size > maxBytes:
 		return nil, errBusy
 	}
-	f := &flight{id: id, bytes: size}
-	if t.flights == nil {
-		t.flights = make(map[*flight]struct{})
+	f := flights.Get().(*flight)
+	f.id, f.bytes, f.prev, f.next = id, size, nil, t.head
+	if t.head != nil {
+		t.head.prev = f
 	}
-	t.flights[f] = struct{}{}
+	t.head = f
 	t.n++
 	t.bytes += size
 	return f, nil
 }
 
-// finish ends a delivery that take counted.
+// finish ends a delivery that take counted; f must not be used after.
 func (t *tracker) finish(f *flight) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.flights, f)
-	t.end(f.bytes)
-}
-
-func (t *tracker) end(size int64) {
+	if f.prev != nil {
+		f.prev.next = f.next
+	} else {
+		t.head = f.next
+	}
+	if f.next != nil {
+		f.next.prev = f.prev
+	}
 	t.n--
-	t.bytes -= size
+	t.bytes -= f.bytes
 	if t.n == 0 && t.closed {
 		close(t.idle)
 	}
+	t.mu.Unlock()
+	*f = flight{}
+	flights.Put(f)
 }
 
 // load returns how many deliveries are counted and their bytes.
@@ -85,8 +95,8 @@ func (t *tracker) load() (n, bytes int64) {
 func (t *tracker) running() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ids := make([]string, 0, len(t.flights))
-	for f := range t.flights {
+	ids := make([]string, 0, t.n)
+	for f := t.head; f != nil; f = f.next {
 		ids = append(ids, f.id)
 	}
 	return ids
