@@ -3,11 +3,12 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet unit modules generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
+.PHONY: test fmt-check vet tidy-check unit modules generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
 
-## test: what CI runs: format check, vet, generated-code freshness, race-enabled tests.
-## The inspector's browser tests need Chromium: `make chromium` installs it (CI does).
-test: fmt-check vet generate-check unit modules
+## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
+## race-enabled tests, and the same for the nested modules. The inspector's browser
+## tests need Chromium: `make chromium` installs it (CI does).
+test: fmt-check vet tidy-check generate-check unit modules
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -16,15 +17,20 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
+## tidy-check: fail when `go mod tidy` would change go.mod or go.sum (a direct
+## dependency marked indirect, say).
+tidy-check:
+	$(GO) mod tidy -diff
+
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
-## modules: vet and test the nested modules that build against this checkout and may
-## depend on what the SDK must not: the examples (examples/*/go.mod, such as
-## OpenTelemetry's) and the test of the Prometheus exporters with expfmt.
+## modules: tidy, vet and test the nested modules that build against this checkout and
+## may depend on what the SDK must not: the examples (examples/*/go.mod: chi,
+## OpenTelemetry) and the test of the Prometheus exporter with expfmt.
 MODULES := $(dir $(wildcard examples/*/go.mod)) internal/promtext/expfmtcheck/
 modules:
-	@for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
+	@for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 
 ## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it.
 generate:
@@ -102,12 +108,13 @@ fuzz:
 	if [ -n "$$failed" ]; then echo "fuzz: $$n targets run; failed:$$failed"; exit 1; fi; \
 	echo "fuzz: $$n targets run for $(FUZZTIME) each; no failure"
 
-## load: the load test at a bigger size than `make test` runs (LOADN deliveries, LOADC
-## clients, on 127.0.0.1), without -race; it prints requests/s, p50/p99 and peak heap.
-LOADN ?= 200000
-LOADC ?= 64
+## load: the load test at a bigger size than `make test` runs (LOADTEST_N deliveries,
+## LOADTEST_C clients, on 127.0.0.1), without -race; it prints requests/s, p50/p99 and
+## peak heap. (bench-load's LOAD_N and LOAD_C are another tool's.)
+LOADTEST_N ?= 200000
+LOADTEST_C ?= 64
 load:
-	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADN) -load.c=$(LOADC)
+	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADTEST_N) -load.c=$(LOADTEST_C)
 
 ## serve: run a receiver on 127.0.0.1:3000, with the delivery inspector page on
 ## UI_ADDR (default 127.0.0.1:3001; UI_ADDR= turns it off). The secret is FORGE_WEBHOOK_SECRET; when it is

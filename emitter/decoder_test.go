@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"forgehooks.dev/forgehooks/internal/decodehook"
 )
 
 // fakeDecoder vouches for payloads that start with `{"ok":` and reports
@@ -18,8 +20,8 @@ type fakeDecoder struct {
 	panics bool
 }
 
-func (f *fakeDecoder) decoder() Decoder {
-	return Decoder{Key: "typed", Decode: func(p []byte) (any, string, bool) {
+func (f *fakeDecoder) decoder() decodehook.Decoder {
+	return decodehook.Decoder{Key: "typed", Decode: func(p []byte) (any, string, bool) {
 		f.calls.Add(1)
 		if f.panics {
 			panic("decoder bug")
@@ -31,7 +33,7 @@ func (f *fakeDecoder) decoder() Decoder {
 	}}
 }
 
-// TestOnDecoded: a Decoder registered with a whole event's handler decodes
+// TestOnDecoded: a decoder registered with a whole event's handler decodes
 // each delivery once, before the handlers, and what it found is what every
 // handler sees: the value under its key, the action and the routing by it.
 // Where it does not vouch (or panics), the delivery takes the usual way.
@@ -55,7 +57,7 @@ func TestOnDecoded(t *testing.T) {
 			defer mu.Unlock()
 			ran = append(ran, name)
 		}
-		em.OnDecoded(regName, fd.decoder(), func(_ context.Context, e Event) error {
+		em.onDecoded(regName, fd.decoder(), func(_ context.Context, e Event) error {
 			v, err := e.Memo("typed", func() (any, error) { s.memoCalls++; return "decoded by the handler", nil })
 			s.value, s.action = v, e.Action()
 			record("typed " + regName)
@@ -128,7 +130,7 @@ func TestOnDecoded(t *testing.T) {
 	t.Run("removed with its listener", func(t *testing.T) {
 		fd := &fakeDecoder{action: "closed"}
 		em := New(Options{})
-		l := em.OnDecoded("push", fd.decoder(), func(context.Context, Event) error { return nil })
+		l := em.onDecoded("push", fd.decoder(), func(context.Context, Event) error { return nil })
 		em.OnAny(func(context.Context, Event) error { return nil })
 		em.RemoveListener("push", l)
 		if err := em.Receive(context.Background(), Event{Name: "push", Payload: []byte(`{"ok":1}`)}); err != nil {
@@ -140,11 +142,28 @@ func TestOnDecoded(t *testing.T) {
 	})
 	t.Run("nil Decode panics", func(t *testing.T) {
 		defer func() {
-			if r := recover(); r == nil || !strings.Contains(r.(string), "OnDecoded") {
-				t.Errorf("recover() = %v; want a panic naming OnDecoded", r)
+			if r := recover(); r == nil || !strings.Contains(r.(string), "nil Decode") {
+				t.Errorf("recover() = %v; want a panic naming the nil Decode", r)
 			}
 		}()
-		New(Options{}).OnDecoded("push", Decoder{}, func(context.Context, Event) error { return nil })
+		New(Options{}).onDecoded("push", decodehook.Decoder{}, func(context.Context, Event) error { return nil })
+	})
+	t.Run("through decodehook", func(t *testing.T) {
+		em := New(Options{})
+		fd := &fakeDecoder{action: "closed"}
+		l, ok := decodehook.Register(em, "push", fd.decoder(), Handler(func(context.Context, Event) error { return nil }))
+		if !ok || l.(*Listener) == nil {
+			t.Fatalf("decodehook.Register(*Emitter) = %v, %v", l, ok)
+		}
+		if err := em.Receive(context.Background(), Event{Name: "push", Payload: []byte(`{"ok":1}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if fd.calls.Load() != 1 {
+			t.Errorf("decoder ran %d times, want 1", fd.calls.Load())
+		}
+		if _, ok := decodehook.Register(struct{}{}, "push", fd.decoder(), Handler(func(context.Context, Event) error { return nil })); ok {
+			t.Error("decodehook.Register accepted a value that is no emitter")
+		}
 	})
 }
 

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
+	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/decodehook"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
@@ -38,7 +41,7 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	}
 	// A Decoder registered for this name validates by decoding; the delivery
 	// is scanned only when there is none or it does not vouch for the payload.
-	var pre *Decoder
+	var pre *decodehook.Decoder
 	if em.opts.Transform == nil {
 		for _, l := range plain {
 			if l.dec != nil {
@@ -62,9 +65,9 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 		if err != nil {
 			var no *jsonscan.NotObjectError
 			if errors.As(err, &no) {
-				return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", ErrInvalidPayload, e.Name, e.ID, no.Kind)
+				return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", ErrInvalidPayload, clip.String(e.Name), clip.String(e.ID), no.Kind)
 			}
-			return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, e.Name, e.ID, err)
+			return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, clip.String(e.Name), clip.String(e.ID), err)
 		}
 		e.scanned, e.scan = e.Payload, res
 	}
@@ -218,12 +221,13 @@ func recovered(v any, what string) error {
 	return &PanicError{Value: v, Stack: debug.Stack(), what: what}
 }
 
-// ReportError tells every error handler about err, each in its own goroutine,
+// ReportError tells every error handler about err, each on its own goroutine,
 // and returns at once. Receive calls it for failed handlers; package webhooks
 // calls it when a delivery's signature does not match, so that error handlers
 // hear of deliveries that never reached Receive. The handlers get ctx without
-// its cancellation, since they outlive the call. After Close nothing is run and
-// the report is logged instead.
+// its cancellation, since they outlive the call. After Close, or past
+// Options.MaxErrorReports or MaxErrorReportBytes, no handler runs and err is
+// logged instead.
 func (em *Emitter) ReportError(ctx context.Context, err *Error) {
 	if err == nil {
 		return
@@ -233,24 +237,65 @@ func (em *Emitter) ReportError(ctx context.Context, err *Error) {
 		return
 	}
 	if !em.begin() {
-		em.Logger().Warn("emitter: closed; error not reported to error handlers", "event", err.Event.Name, "delivery", err.Event.ID, "error", err)
+		em.Logger().Warn("emitter: closed; error not reported to error handlers", "event", clip.String(err.Event.Name), "delivery", clip.String(err.Event.ID), "error", clip.String(err.Error()))
 		return
 	}
 	defer em.end()
+	size := int64(len(err.Event.Payload))
+	if !em.takeReport(size) {
+		em.Logger().Error("emitter: too many error reports running; error logged instead of reported", "event", clip.String(err.Event.Name), "delivery", clip.String(err.Event.ID), "error", clip.String(err.Error()), "payload_bytes", size)
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
+	left := new(atomic.Int32)
+	left.Store(int32(len(s.errs)))
 	for _, l := range s.errs {
 		em.active.Add(1) // while begin's count holds, so Close cannot miss it
-		go em.runErrorHandler(ctx, l.eh, err)
+		go func() {
+			defer em.end() // last, so that Close sees the report ended
+			defer func() {
+				if left.Add(-1) == 0 {
+					em.endReport(size)
+				}
+			}()
+			em.runErrorHandler(ctx, l.eh, err)
+		}()
 	}
 }
 
+// takeReport counts a report of size payload bytes, or reports false past
+// Options.MaxErrorReports or MaxErrorReportBytes.
+func (em *Emitter) takeReport(size int64) bool {
+	maxN, maxBytes := int64(em.opts.MaxErrorReports), em.opts.MaxErrorReportBytes
+	if maxN == 0 {
+		maxN = DefaultMaxErrorReports
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxErrorReportBytes
+	}
+	em.reportMu.Lock()
+	defer em.reportMu.Unlock()
+	if maxN > 0 && em.reports >= maxN || maxBytes > 0 && em.reports > 0 && em.reportBytes+size > maxBytes {
+		return false
+	}
+	em.reports++
+	em.reportBytes += size
+	return true
+}
+
+func (em *Emitter) endReport(size int64) {
+	em.reportMu.Lock()
+	defer em.reportMu.Unlock()
+	em.reports--
+	em.reportBytes -= size
+}
+
 func (em *Emitter) runErrorHandler(ctx context.Context, h ErrorHandler, err *Error) {
-	defer em.end()
 	returned := false
 	defer func() {
 		if !returned {
 			p := recovered(recover(), "error handler").(*PanicError)
-			em.Logger().Error("emitter: error handler panicked", "panic", fmt.Sprint(p.Value), "event", err.Event.Name, "delivery", err.Event.ID, "stack", string(p.Stack))
+			em.Logger().Error("emitter: error handler panicked", "panic", clip.String(fmt.Sprint(p.Value)), "event", clip.String(err.Event.Name), "delivery", clip.String(err.Event.ID), "stack", string(p.Stack))
 		}
 	}()
 	h(ctx, err)
@@ -259,7 +304,7 @@ func (em *Emitter) runErrorHandler(ctx context.Context, h ErrorHandler, err *Err
 
 // predecode runs dec on payload; a panic in it counts as not decoded, so that
 // the delivery takes the usual way.
-func predecode(dec *Decoder, payload []byte) (v any, action string, ok bool) {
+func predecode(dec *decodehook.Decoder, payload []byte) (v any, action string, ok bool) {
 	defer func() {
 		if recover() != nil {
 			v, action, ok = nil, "", false

@@ -8,7 +8,7 @@
 // (OnError) are told about too. Registration is safe while deliveries are being
 // dispatched: dispatch reads an immutable snapshot and takes no lock.
 //
-// Receive validates each payload before any handler runs. A handler that
-// decodes every delivery of its event can be registered with OnDecoded, whose
-// Decoder then validates by decoding, in place of Receive's own scan.
+// Receive validates each payload before any handler runs. The typed handlers
+// of package payloads for a whole event validate by decoding instead, in the
+// same pass, so that such a delivery is not read twice.
 package emitter

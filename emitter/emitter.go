@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"forgehooks.dev/forgehooks/internal/decodehook"
 )
 
 var (
@@ -39,7 +41,26 @@ type Options struct {
 	// logs a warning; the handler is registered all the same. Nil: every name is
 	// known.
 	KnownEvent func(name string) bool
+	// MaxErrorReports bounds the failed deliveries whose error handlers are
+	// running at once, and MaxErrorReportBytes the payload bytes they hold.
+	// Past either bound, a failed delivery's error is logged (with its
+	// delivery id and event, without its payload) instead of being handed to
+	// the error handlers, so that slow error handlers cannot hold the
+	// payloads of a flood of forged deliveries. A delivery larger than
+	// MaxErrorReportBytes on its own is still reported when no other report
+	// runs. Zero: DefaultMaxErrorReports and DefaultMaxErrorReportBytes.
+	// Negative: no bound.
+	MaxErrorReports     int
+	MaxErrorReportBytes int64
 }
+
+// Defaults of Options.MaxErrorReports and MaxErrorReportBytes: far more than
+// error handlers that return need, little enough that error handlers that
+// hang hold a bounded number of payloads and bytes.
+const (
+	DefaultMaxErrorReports     = 64
+	DefaultMaxErrorReportBytes = 32 << 20
+)
 
 // Emitter dispatches events to handlers. Its zero value is ready to use, with
 // the default Options. An Emitter is safe for concurrent use: handlers may be
@@ -58,6 +79,13 @@ type Emitter struct {
 	idleOnce  sync.Once
 	idle      chan struct{}
 	closeIdle sync.Once
+
+	// reports counts the failed deliveries whose error handlers run, and
+	// reportBytes their payload bytes, for MaxErrorReports and
+	// MaxErrorReportBytes.
+	reportMu    sync.Mutex
+	reports     int64
+	reportBytes int64
 }
 
 // New returns an Emitter configured by opts.
@@ -69,25 +97,7 @@ func New(opts Options) *Emitter {
 type Listener struct {
 	h   Handler
 	eh  ErrorHandler
-	dec *Decoder // OnDecoded's
-}
-
-// A Decoder decodes the payloads of one event name in the pass over the bytes
-// that also validates them, so that Receive need not validate them apart.
-// Package payloads gives one with each typed handler of a whole event: that
-// handler decodes every delivery of the event anyway, and a decode that
-// validates costs less than a validating scan followed by a decode.
-type Decoder struct {
-	// Key is the key under which the decoded value is kept for the delivery,
-	// where Event.Memo finds it.
-	Key any
-	// Decode decodes payload. ok true promises that payload is a JSON object,
-	// valid by encoding/json's rules and nested at most 10,000 deep, and that
-	// action is its top-level "action" as Event.Action reports it ("" for
-	// none). ok false (an invalid payload, one the decoder refuses, or one it
-	// cannot vouch for in one pass) leaves the delivery to Receive's usual way:
-	// a validating scan, and a decode when a handler asks for it.
-	Decode func(payload []byte) (v any, action string, ok bool)
+	dec *decodehook.Decoder // a typed handler's, registered through package decodehook
 }
 
 // snapshot is an immutable view of the registrations. Registration builds a new
@@ -128,8 +138,8 @@ func (em *Emitter) OnNames(names []string, h Handler) *Listener {
 	return em.onNames(names, h, nil)
 }
 
-// onNames registers a listener of h and dec (nil but for OnDecoded).
-func (em *Emitter) onNames(names []string, h Handler, dec *Decoder) *Listener {
+// onNames registers a listener of h and dec (nil but for onDecoded).
+func (em *Emitter) onNames(names []string, h Handler, dec *decodehook.Decoder) *Listener {
 	if len(names) == 0 {
 		panic("emitter: OnNames with no event names")
 	}
@@ -162,17 +172,29 @@ func (em *Emitter) onNames(names []string, h Handler, dec *Decoder) *Listener {
 	return l
 }
 
-// OnDecoded registers h under name as On does, with dec, which decodes each
+// onDecoded registers h under name as On does, with dec, which decodes each
 // delivery of name before any handler runs, in place of Receive's own
-// validation (see Decoder). It is for a handler that decodes every delivery of
-// name: a name with an action ("issues.opened") or an Emitter with a Transform
-// gains nothing from it, so there dec is not used. With several such
-// registrations for one name, the earliest still registered decodes.
-func (em *Emitter) OnDecoded(name string, dec Decoder, h Handler) *Listener {
+// validation (see decodehook.Decoder). It is for a handler that decodes every
+// delivery of name: a name with an action ("issues.opened") or an Emitter with
+// a Transform gains nothing from it, so there dec is not used. With several
+// such registrations for one name, the earliest still registered decodes.
+// Package payloads reaches it through package decodehook, so that the hook is
+// no part of the Emitter's API.
+func (em *Emitter) onDecoded(name string, dec decodehook.Decoder, h Handler) *Listener {
 	if dec.Decode == nil {
-		panic("emitter: OnDecoded with a nil Decoder.Decode")
+		panic("emitter: a typed handler's decoder has a nil Decode")
 	}
 	return em.onNames([]string{name}, h, &dec)
+}
+
+func init() {
+	decodehook.SetRegister(func(r any, name string, dec decodehook.Decoder, h any) (any, bool) {
+		em, ok := r.(*Emitter)
+		if !ok {
+			return nil, false
+		}
+		return em.onDecoded(name, dec, h.(Handler)), true
+	})
 }
 
 // OnAny registers h for every event and returns the registration's handle. It

@@ -43,7 +43,9 @@ func TestTypedHandlersOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
+	// ExposeHandlerErrors, so that the answer names the decode error checked
+	// below (by default it is a generic message).
+	srv := httptest.NewUnstartedServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{ExposeHandlerErrors: true}))
 	srv.Listener.Close()
 	srv.Listener = l
 	srv.Start()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/decodehook"
 )
 
 // Payload is the typed payload of one delivery: a generated event struct (such as
@@ -50,9 +51,10 @@ type memoKey struct{ event string }
 // on registers h under name. The payload is decoded by parse (the event's parser)
 // at most once per delivery, and only when a typed handler runs; a decode error
 // becomes the handler's error. A handler of a whole event (name == event) sees
-// every delivery of it, so where the registrar can (emitter.Emitter.OnDecoded,
-// and so webhooks.Webhooks) the decode also stands in for the emitter's own
-// validating scan (see wholeDecoder).
+// every delivery of it, so where the registrar can (an *emitter.Emitter, and a
+// *webhooks.Webhooks, which dispatches through one) the decode also stands in
+// for the emitter's own validating scan (see wholeDecoder); other registrars
+// get the handler through On and decode after the emitter's scan.
 func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
 	if h == nil {
 		panic(fmt.Sprintf("payloads: nil handler for %q", name))
@@ -70,25 +72,21 @@ func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload,
 		}
 		return h(ctx, Event[P]{ID: ev.ID, Name: ev.Name, Payload: p})
 	}
-	if dr, ok := r.(decodingRegistrar); ok && name == event {
-		return dr.OnDecoded(name, wholeDecoder(event, parse), handler)
+	if name == event {
+		if l, ok := decodehook.Register(r, name, wholeDecoder(event, parse), emitter.Handler(handler)); ok {
+			return l.(*emitter.Listener)
+		}
 	}
 	return r.On(name, handler)
 }
 
-// decodingRegistrar is a Registrar that can decode deliveries before their
-// handlers run, in place of its own validation.
-type decodingRegistrar interface {
-	OnDecoded(name string, dec emitter.Decoder, h emitter.Handler) *emitter.Listener
-}
-
-// wholeDecoder is the emitter.Decoder of event's typed handlers: parse, whose
+// wholeDecoder is the decodehook.Decoder of event's typed handlers: parse, whose
 // success means a valid JSON object (the decoder validates what it reads and
 // what it skips, as encoding/json does), and the top-level action as the
 // emitter finds it, which the decoded payload tells (decodedAction). The value
 // is kept under the key the handlers look it up with.
-func wholeDecoder(event string, parse func([]byte) (Payload, error)) emitter.Decoder {
-	return emitter.Decoder{Key: memoKey{event}, Decode: func(body []byte) (any, string, bool) {
+func wholeDecoder(event string, parse func([]byte) (Payload, error)) decodehook.Decoder {
+	return decodehook.Decoder{Key: memoKey{event}, Decode: func(body []byte) (any, string, bool) {
 		p, err := parse(body)
 		if err != nil {
 			return nil, "", false

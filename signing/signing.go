@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 )
 
@@ -73,24 +72,11 @@ func VerifyWithFallback(secret string, payload []byte, signature string, additio
 	if err := check(secret, payload, signature); err != nil {
 		return false, err
 	}
-	for i, s := range additional {
-		if s == "" {
-			return false, fmt.Errorf("additional secret %d of %d is empty: %w", i+1, len(additional), ErrMissingSecret)
-		}
+	k, err := NewKeyring(secret, additional...)
+	if err != nil {
+		return false, err
 	}
-	want, ok := ParseSignature(signature)
-	if !ok {
-		return false, nil
-	}
-	if d := newDigest(secret); write(d, payload).equal(&want) {
-		return true, nil
-	}
-	for _, s := range additional {
-		if d := newDigest(s); write(d, payload).equal(&want) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return k.Verify(payload, signature)
 }
 
 func write(d *Digest, p []byte) *Digest {

@@ -21,31 +21,33 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 	if _, err := jsonscan.Scan(d.Payload); err != nil {
 		var no *jsonscan.NotObjectError
 		if errors.As(err, &no) {
-			err = fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", emitter.ErrInvalidPayload, d.Name, d.ID, no.Kind)
+			err = fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", emitter.ErrInvalidPayload, clip(d.Name), clip(d.ID), no.Kind)
 		} else {
-			err = fmt.Errorf("%w (event %q, delivery %q): %w", emitter.ErrInvalidPayload, d.Name, d.ID, err)
+			err = fmt.Errorf("%w (event %q, delivery %q): %w", emitter.ErrInvalidPayload, clip(d.Name), clip(d.ID), err)
 		}
-		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", d.ID, "event", d.Name)
+		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip(d.ID), "event", clip(d.Name))
 		return
 	}
 	// Counted for Close, so that a shutdown waits for a store under way.
-	if !m.w.accepted.add() {
-		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", d.ID)
+	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), 0, 0)
+	if err != nil {
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip(d.ID))
 		return
 	}
-	defer m.w.accepted.done()
+	defer m.w.inFlight.finish(f)
 	ctx := context.WithoutCancel(r.Context())
 	if m.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.timeout)
 		defer cancel()
 	}
-	dup, err := m.inbox.Enqueue(ctx, d)
+	var dup bool
+	dup, err = m.inbox.Enqueue(ctx, d)
 	switch {
 	case err != nil:
-		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", d.ID, "event", d.Name, "error", err)
+		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", clip(d.ID), "event", clip(d.Name), "error", err)
 	case dup:
-		m.logger.Info("webhooks: duplicate delivery; no handler runs", "delivery", d.ID, "event", d.Name)
+		m.logger.Info("webhooks: duplicate delivery; no handler runs", "delivery", clip(d.ID), "event", clip(d.Name))
 		writeText(rw, http.StatusOK, "duplicate\n")
 	default:
 		writeText(rw, http.StatusAccepted, "queued\n")

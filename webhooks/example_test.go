@@ -101,3 +101,25 @@ func ExampleNewMiddleware() {
 	// 422 {"error":"closed issues are not accepted"}
 	// 400 {"error":"payload is not a JSON object (event \"issues\", delivery \"72d3162e-cc78-11e3-81ab-4c9367dc0958\"): it is a JSON array"}
 }
+
+// Mounting under a router: AnyPath trusts the router's match (method and
+// wildcards included) and ignores MiddlewareOptions.Path.
+func ExampleMiddleware_AnyPath() {
+	wh, _ := webhooks.New(webhooks.Options{Secret: "a-random-secret-of-32-characters"})
+	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{})
+	mux := http.NewServeMux()
+	mux.Handle("POST /t/{tenant}/hooks", mw.AnyPath())
+
+	body := `{"zen":"Keep it logically awesome."}`
+	sig, _ := wh.Sign([]byte(body))
+	r := httptest.NewRequest("POST", "/t/acme/hooks", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set(webhooks.HeaderEvent, "ping")
+	r.Header.Set(webhooks.HeaderDelivery, "d-1")
+	r.Header.Set(webhooks.HeaderSignature, sig)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, r)
+	fmt.Print(w.Code, " ", w.Body)
+	// Output:
+	// 200 ok
+}

@@ -390,7 +390,7 @@ func TestHostileMatrix(t *testing.T) {
 			"Content-Length: " + strconv.Itoa(len(defaultBody)) + "\r\n\r\n" + string(defaultBody)}, status: 200, body: "ok\n", runs: 1},
 
 		// Handlers.
-		{name: "handler panics", req: hreq{event: "panic"}, status: 500, body: `{"error":"emitter: handler panicked: handler exploded"}`, ctype: ctJSON, runs: 1, told: 1},
+		{name: "handler panics", req: hreq{event: "panic"}, status: 500, body: `{"error":"handler failed; the receiver's log has the details"}`, ctype: ctJSON, runs: 1, told: 1},
 		{name: "handler never returns", opts: MiddlewareOptions{Timeout: 50 * time.Millisecond}, req: hreq{event: "never"}, status: 202, body: "still processing\n", ctype: ctText, runs: 1},
 		{name: "handler error wraps a status", req: hreq{event: "status"}, status: 422, body: `{"error":"cannot handle it: no such repository"}`, runs: 1, told: 1},
 		{name: "unknown event name", req: hreq{event: "no_such_event"}, status: 200, body: "ok\n", runs: 1},
@@ -656,11 +656,12 @@ func (f *firstRead) Read(p []byte) (int, error) {
 	return f.ReadCloser.Read(p)
 }
 
-// TestContentLengthReservesNothing: a client that announces a body of the
-// largest size and sends one byte of it does not make the server hold memory
-// for the rest. (The buffer was once presized from Content-Length: eight such
-// connections held 200 MiB.)
-func TestContentLengthReservesNothing(t *testing.T) {
+// TestContentLengthWithinBudget: clients that announce bodies of the largest
+// size and send one byte of them make the server hold at most
+// MaxUnverifiedBytes for all of them: the bodies that fit the budget are
+// reserved (and read into buffers of their announced size), the others are
+// answered 503 with Retry-After before their bodies are read.
+func TestContentLengthWithinBudget(t *testing.T) {
 	const conns = 8
 	wh := mustNew(t, Options{Secret: secret, Logger: slog.New(slog.DiscardHandler)})
 	mw := NewMiddleware(wh, MiddlewareOptions{})
@@ -676,9 +677,11 @@ func TestContentLengthReservesNothing(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 
+	fit := int(DefaultMaxUnverifiedBytes / (DefaultMaxBodyBytes + 1)) // 2
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	refused := make(chan int, conns)
 	for range conns {
 		c, err := net.DialTimeout("tcp", ln.Addr().String(), generous)
 		if err != nil {
@@ -687,14 +690,30 @@ func TestContentLengthReservesNothing(t *testing.T) {
 		defer c.Close()
 		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s: issues\r\n%s: big\r\n%s: %s\r\nContent-Length: %d\r\n\r\n{",
 			DefaultPath, HeaderEvent, HeaderDelivery, HeaderSignature, validSig([]byte(`{}`)), DefaultMaxBodyBytes)
+		go func() {
+			c.SetReadDeadline(time.Now().Add(generous))
+			if res, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil && res.Header.Get("Retry-After") != "" {
+				refused <- res.StatusCode
+			}
+		}()
 	}
-	for range conns {
+	for range conns - fit {
+		if code := <-refused; code != http.StatusServiceUnavailable {
+			t.Errorf("refused with %d, want 503", code)
+		}
+	}
+	for range fit {
 		<-reading
 	}
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
-	t.Logf("%d connections announcing %d bytes and sending 1: heap in use grew by %d KiB", conns, DefaultMaxBodyBytes, grew>>10)
-	if grew > 16<<20 {
-		t.Errorf("heap in use grew by %d MiB for %d connections that sent one byte each", grew>>20, conns)
+	t.Logf("%d connections announcing %d bytes and sending 1: %d refused, heap in use grew by %d KiB", conns, DefaultMaxBodyBytes, conns-fit, grew>>10)
+	if grew > DefaultMaxUnverifiedBytes+16<<20 {
+		t.Errorf("heap in use grew by %d MiB for %d connections that sent one byte each; the budget is %d MiB", grew>>20, conns, DefaultMaxUnverifiedBytes>>20)
+	}
+	select {
+	case code := <-refused:
+		t.Errorf("a body within the budget was refused: %d", code)
+	default:
 	}
 }

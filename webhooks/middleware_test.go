@@ -17,7 +17,7 @@ import (
 	"forgehooks.dev/forgehooks/emitter"
 )
 
-const secret = "mysecret"
+const secret = "forgehooks-test-secret-0123456789"
 
 // logRecords is an slog.Handler that keeps the records, for checking what the
 // middleware logs.
@@ -68,7 +68,7 @@ type fixture struct {
 func newFixture(t *testing.T, opts MiddlewareOptions) *fixture {
 	t.Helper()
 	f := &fixture{logs: &logRecords{}, told: make(chan *emitter.Error, 16), release: make(chan struct{})}
-	f.wh = mustNew(t, Options{Secret: secret, AdditionalSecrets: []string{"old"}, Logger: slog.New(f.logs)})
+	f.wh = mustNew(t, Options{Secret: secret, AdditionalSecrets: []string{"old-secret-0123456789"}, Logger: slog.New(f.logs)})
 	f.wh.OnAny(func(ctx context.Context, e emitter.Event) error {
 		f.ran.Add(1)
 		switch e.Name {
@@ -76,6 +76,8 @@ func newFixture(t *testing.T, opts MiddlewareOptions) *fixture {
 			return errors.New("handler failed")
 		case "fail_twice":
 			return errors.New("first failure")
+		case "fail_silently":
+			return errors.New("")
 		case "unprocessable":
 			return WithStatus(http.StatusUnprocessableEntity, errors.New("cannot process this"))
 		case "bad_status":
@@ -177,6 +179,7 @@ func hdr(kv ...string) http.Header {
 }
 
 func TestMiddlewareEndToEnd(t *testing.T) {
+	expose := MiddlewareOptions{ExposeHandlerErrors: true}
 	const (
 		jsonCT = "application/json"
 		textCT = "text/plain; charset=utf-8"
@@ -198,12 +201,12 @@ func TestMiddlewareEndToEnd(t *testing.T) {
 		{name: "query ignored", req: req{path: DefaultPath + "?x=1"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "percent-encoded letter", req: req{path: "/api/forge/web%68ooks"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "custom path", opts: MiddlewareOptions{Path: "hooks/"}, req: req{path: "/hooks"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
-		{name: "additional secret", req: req{signWith: "old"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
+		{name: "additional secret", req: req{signWith: "old-secret-0123456789"}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "media type in capitals with parameters", req: req{header: hdr("Content-Type", "Application/JSON; charset=UTF-8")}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "chunked body", req: req{chunked: true}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 		{name: "unknown event name", req: req{header: hdr(HeaderEvent, "brand_new_event")}, status: 200, body: "ok\n", ctype: textCT, ran: 1},
 
-		{name: "other path", req: req{path: "/x?y=1"}, status: 404, body: `{"error":"Unknown route: POST /x?y=1"}`, ctype: jsonCT, logLevel: "INFO", logWhy: "not the webhook path"},
+		{name: "other path", req: req{path: "/x?y=1"}, status: 404, body: `{"error":"Unknown route: POST /x?y=1"}`, ctype: jsonCT, logLevel: "WARN", logWhy: "path is not MiddlewareOptions.Path"},
 		{name: "prefix of the path", req: req{path: "/api/forge"}, status: 404, body: `{"error":"Unknown route: POST /api/forge"}`, ctype: jsonCT},
 		{name: "path with a suffix", req: req{path: DefaultPath + "x"}, status: 404, body: `{"error":"Unknown route: POST /api/forge/webhooksx"}`, ctype: jsonCT},
 		{name: "encoded slash", req: req{path: "/api/forge%2Fwebhooks"}, status: 404, body: `{"error":"Unknown route: POST /api/forge%2Fwebhooks"}`, ctype: jsonCT},
@@ -239,9 +242,12 @@ func TestMiddlewareEndToEnd(t *testing.T) {
 		{name: "null", req: req{body: `null`}, status: 400, ctype: jsonCT},
 		{name: "string", req: req{body: `"x"`}, status: 400, ctype: jsonCT},
 
-		{name: "handler fails", req: req{header: hdr(HeaderEvent, "fail")}, status: 500, body: `{"error":"handler failed"}`, ctype: jsonCT, ran: 1, told: true, logLevel: "ERROR", logWhy: "handlers failed"},
-		{name: "first error's message", req: req{header: hdr(HeaderEvent, "fail_twice")}, status: 500, body: `{"error":"first failure"}`, ctype: jsonCT, ran: 1, told: true},
-		{name: "handler panics", req: req{header: hdr(HeaderEvent, "panic")}, status: 500, body: `{"error":"emitter: handler panicked: handler exploded"}`, ctype: jsonCT, ran: 1, told: true},
+		{name: "handler fails", req: req{header: hdr(HeaderEvent, "fail")}, status: 500, body: `{"error":"handler failed; the receiver's log has the details"}`, ctype: jsonCT, ran: 1, told: true, logLevel: "ERROR", logWhy: "handlers failed"},
+		{name: "handler fails, exposed", opts: expose, req: req{header: hdr(HeaderEvent, "fail")}, status: 500, body: `{"error":"handler failed"}`, ctype: jsonCT, ran: 1, told: true, logLevel: "ERROR", logWhy: "handlers failed"},
+		{name: "error without a message", opts: expose, req: req{header: hdr(HeaderEvent, "fail_silently")}, status: 500, body: `{"error":"handler failed without a message"}`, ctype: jsonCT, ran: 1, told: true},
+		{name: "first error's message", opts: expose, req: req{header: hdr(HeaderEvent, "fail_twice")}, status: 500, body: `{"error":"first failure"}`, ctype: jsonCT, ran: 1, told: true},
+		{name: "handler panics", req: req{header: hdr(HeaderEvent, "panic")}, status: 500, body: `{"error":"handler failed; the receiver's log has the details"}`, ctype: jsonCT, ran: 1, told: true},
+		{name: "handler panics, exposed", opts: expose, req: req{header: hdr(HeaderEvent, "panic")}, status: 500, body: `{"error":"emitter: handler panicked: handler exploded"}`, ctype: jsonCT, ran: 1, told: true},
 		{name: "error with HTTPStatus", req: req{header: hdr(HeaderEvent, "unprocessable")}, status: 422, body: `{"error":"cannot process this"}`, ctype: jsonCT, ran: 1, told: true},
 		{name: "HTTPStatus outside 4xx-5xx ignored", req: req{header: hdr(HeaderEvent, "bad_status")}, status: 500, body: `{"error":"not a failure status"}`, ran: 1, told: true},
 	}
@@ -434,7 +440,7 @@ func TestReadBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var h bytes.Buffer // stands in for the digest: must see exactly the body
-			got, err := readBody(tt.body, tt.contentLength, max, &h)
+			got, err := readBody(tt.body, tt.contentLength, max, &h, nil)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v", err)
 			}
@@ -455,7 +461,7 @@ func TestReadBody(t *testing.T) {
 	rd := strings.NewReader(body)
 	if n := testing.AllocsPerRun(100, func() {
 		rd.Reset(body)
-		if got, err := readBody(rd, int64(len(body)), max, io.Discard); err != nil || len(got) != len(body) {
+		if got, err := readBody(rd, int64(len(body)), max, io.Discard, nil); err != nil || len(got) != len(body) {
 			t.Fatalf("read %d bytes, %v", len(got), err)
 		}
 	}); n != 1 {
@@ -463,7 +469,7 @@ func TestReadBody(t *testing.T) {
 	}
 	// Reading stops at the limit plus one byte.
 	counting := &countingReader{r: strings.NewReader(strings.Repeat("a", 100*max))}
-	if _, err := readBody(counting, -1, max, io.Discard); !errors.Is(err, errTooLarge) {
+	if _, err := readBody(counting, -1, max, io.Discard, nil); !errors.Is(err, errTooLarge) {
 		t.Fatal(err)
 	}
 	if counting.n != max+1 {

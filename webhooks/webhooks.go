@@ -1,10 +1,17 @@
 // Package webhooks is forgehooks' facade: it verifies a webhook delivery's
-// signature and dispatches it to the handlers of an embedded emitter.Emitter,
-// and it serves deliveries over HTTP with Middleware.
+// signature and dispatches it to handlers, and it serves deliveries over HTTP
+// with Middleware.
 //
 //	wh, err := webhooks.New(webhooks.Options{Secret: secret})
 //	wh.On("issues.opened", handler)
-//	http.Handle("/", webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
+//	srv := &http.Server{Handler: webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}), ...}
+//
+// A Webhooks offers the verified ways in (VerifyAndReceive, Middleware) and
+// registration; Receive, which does not verify, is there for deliveries
+// verified elsewhere (an inbox that stored them, a test). Typed handlers are
+// registered with package payloads (payloads.OnPushEvent(wh, …)); this package
+// does not import it, so that a program with raw handlers only never compiles
+// the generated payload types.
 package webhooks
 
 import (
@@ -12,12 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"sync"
-	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/payloads"
+	"forgehooks.dev/forgehooks/internal/decodehook"
 	"forgehooks.dev/forgehooks/signing"
 )
 
@@ -33,9 +37,15 @@ var (
 	ErrInvalidPayload = emitter.ErrInvalidPayload
 )
 
+// MinSecretLen is the shortest secret New accepts without a warning. The
+// forge accepts any secret; a short one can be guessed offline from a single
+// signed delivery.
+const MinSecretLen = 16
+
 // Options configures New.
 type Options struct {
-	// Secret is the webhook secret, as configured on the forge. Required.
+	// Secret is the webhook secret, as configured on the forge. Required; one
+	// shorter than MinSecretLen bytes is accepted with a warning.
 	Secret string
 	// AdditionalSecrets are also accepted by VerifyAndReceive and the middleware,
 	// after Secret and in order: while a secret is rotated, put the new one in
@@ -47,203 +57,159 @@ type Options struct {
 	// Logger gets warnings and errors. Nil: text on stderr, where debug and info
 	// are silent and warnings and errors are shown.
 	Logger *slog.Logger
+	// KnownEvent tells whether an event name ("issues", "issues.opened") is
+	// one the forge sends; registering a name it does not know logs a warning,
+	// most likely a typo, and registers the handler all the same (the forge
+	// adds events before any schema has them). Pass payloads.IsKnownEventName
+	// to check against the schema. Nil: no check.
+	KnownEvent func(name string) bool
+	// MaxErrorReports and MaxErrorReportBytes bound the failed deliveries
+	// (forged ones included) whose error handlers run at once, and their
+	// payload bytes; past them the error is logged instead. See
+	// emitter.Options. Zero: the emitter's defaults.
+	MaxErrorReports     int
+	MaxErrorReportBytes int64
 }
 
-// Webhooks verifies deliveries and dispatches them. The embedded Emitter gives
-// it On, OnNames, OnAny, OnError, RemoveListener and Receive (no signature
-// check); Close is its own. It is safe for concurrent use.
+// via lets package payloads register typed handlers with a Webhooks through
+// package decodehook, without a public decode hook: embedded under this
+// unexported name, it adds no exported field or method.
+type via = decodehook.Via
+
+// Webhooks verifies deliveries and dispatches them to its handlers. It is safe
+// for concurrent use: handlers may be registered and removed while deliveries
+// are dispatched.
 type Webhooks struct {
-	*emitter.Emitter
-	secret     string
-	additional []string
+	via
+	em   *emitter.Emitter
+	keys *signing.Keyring
 
-	// accepted counts deliveries a Middleware has taken on: from before its
-	// answer (so that a 202 is never sent for a delivery Close could miss)
-	// until Receive returns.
-	accepted tracker
-
-	// digests holds *signing.Digest keyed with secret, reset, for reuse: keying
-	// an HMAC costs two SHA-256 blocks and several allocations per delivery.
-	digests sync.Pool
-}
-
-// digest returns a Digest keyed with the primary secret, with nothing written.
-func (w *Webhooks) digest() *signing.Digest {
-	if d, ok := w.digests.Get().(*signing.Digest); ok {
-		return d
-	}
-	d, _ := signing.NewDigest(w.secret) // New guarantees a secret
-	return d
-}
-
-// release resets d, from digest, and keeps it for another delivery.
-func (w *Webhooks) release(d *signing.Digest) {
-	d.Reset()
-	w.digests.Put(d)
+	// inFlight is the one count of deliveries taken on and not finished, with
+	// their bytes: what Close waits for, and what MaxInFlight and
+	// MaxRunningBytes bound.
+	inFlight tracker
 }
 
 // New returns a Webhooks for opts. It fails with an error wrapping
-// ErrMissingSecret when Secret, or one of AdditionalSecrets, is empty.
+// ErrMissingSecret when Secret, or one of AdditionalSecrets, is empty. A
+// secret shorter than MinSecretLen is logged as a warning.
 func New(opts Options) (*Webhooks, error) {
-	if opts.Secret == "" {
-		return nil, fmt.Errorf("webhooks: New: %w", ErrMissingSecret)
+	keys, err := signing.NewKeyring(opts.Secret, opts.AdditionalSecrets...)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: New: %w", err)
 	}
-	for i, s := range opts.AdditionalSecrets {
-		if s == "" {
-			return nil, fmt.Errorf("webhooks: New: additional secret %d of %d is empty: %w", i+1, len(opts.AdditionalSecrets), ErrMissingSecret)
+	em := emitter.New(emitter.Options{
+		Transform:           opts.Transform,
+		Logger:              opts.Logger,
+		KnownEvent:          opts.KnownEvent,
+		MaxErrorReports:     opts.MaxErrorReports,
+		MaxErrorReportBytes: opts.MaxErrorReportBytes,
+	})
+	w := &Webhooks{via: decodehook.ViaEmitter(em), em: em, keys: keys}
+	for i, s := range append([]string{opts.Secret}, opts.AdditionalSecrets...) {
+		if len(s) < MinSecretLen {
+			which := "the secret"
+			if i > 0 {
+				which = fmt.Sprintf("additional secret %d", i)
+			}
+			w.Logger().Warn("webhooks: short secret: anyone with one signed delivery can guess it offline; use a random secret of at least 16 bytes", "which", which, "length", len(s), "min_length", MinSecretLen)
 		}
 	}
-	return &Webhooks{
-		Emitter: emitter.New(emitter.Options{
-			Transform: opts.Transform,
-			Logger:    opts.Logger,
-			// A name the schema does not know is most likely a typo; it is
-			// still registered, since the forge adds events before any schema.
-			KnownEvent: payloads.IsKnownEventName,
-		}),
-		secret:     opts.Secret,
-		additional: append([]string(nil), opts.AdditionalSecrets...),
-	}, nil
+	return w, nil
+}
+
+// Logger returns the logger w uses: Options.Logger, or the default that writes
+// warnings and errors to stderr.
+func (w *Webhooks) Logger() *slog.Logger { return w.em.Logger() }
+
+// On registers h for the event name, either an event ("issues") or an event
+// and action ("issues.opened"), and returns the registration's handle, for
+// RemoveListener. It panics, as http.ServeMux does for a bad pattern, when name
+// is empty, "*" (use OnAny) or "error" (use OnError), or when h is nil.
+func (w *Webhooks) On(name string, h emitter.Handler) *emitter.Listener {
+	return w.em.On(name, h)
+}
+
+// OnNames registers h under each of names, as On does for one, and returns one
+// handle for all of them. It panics when names is empty or when On would.
+func (w *Webhooks) OnNames(names []string, h emitter.Handler) *emitter.Listener {
+	return w.em.OnNames(names, h)
+}
+
+// OnAny registers h for every event and returns the registration's handle. It
+// panics when h is nil.
+func (w *Webhooks) OnAny(h emitter.Handler) *emitter.Listener { return w.em.OnAny(h) }
+
+// OnError registers h to be told of every failed delivery (failed handlers, or
+// a signature that does not match), and returns the registration's handle.
+// Error handlers run on their own goroutines, for at most
+// Options.MaxErrorReports deliveries at once; Close waits for them. It panics when h is
+// nil.
+func (w *Webhooks) OnError(h emitter.ErrorHandler) *emitter.Listener { return w.em.OnError(h) }
+
+// RemoveListener removes the most recent registration of l under name: an
+// event name as given to On, "*" for OnAny, or "error" for OnError. It reports
+// whether there was one. Deliveries already started still run the handler.
+func (w *Webhooks) RemoveListener(name string, l *emitter.Listener) bool {
+	return w.em.RemoveListener(name, l)
+}
+
+// RemoveListenerNames is RemoveListener for each of names, as one change: the
+// counterpart of OnNames. It returns how many registrations it removed.
+func (w *Webhooks) RemoveListenerNames(names []string, l *emitter.Listener) int {
+	return w.em.RemoveListenerNames(names, l)
+}
+
+// Receive dispatches e to its handlers WITHOUT checking any signature: use it
+// only for a delivery verified already (one an inbox stored after the
+// middleware verified it, say) or in tests. Deliveries from the network go
+// through VerifyAndReceive or the Middleware. It is emitter.Emitter.Receive,
+// counted for Close: after Close it returns emitter.ErrClosed.
+func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
+	f, err := w.inFlight.take(e.ID, int64(len(e.Payload)), 0, 0)
+	if err != nil {
+		return emitter.ErrClosed
+	}
+	defer w.inFlight.finish(f)
+	return w.em.Receive(ctx, e)
 }
 
 // Sign returns payload's signature under the primary secret, as the forge
 // computes it: "sha256=" and 64 lower-case hex digits. An empty payload is
 // signing.ErrMissingPayload.
 func (w *Webhooks) Sign(payload []byte) (string, error) {
-	return signing.Sign(w.secret, payload)
+	return signing.Sign(w.keys.Primary(), payload)
 }
 
 // Verify reports whether signature is payload's signature under the primary
 // secret (not the additional ones; VerifyAndReceive tries those too). It errs
 // only for an empty payload or signature.
 func (w *Webhooks) Verify(payload []byte, signature string) (bool, error) {
-	return signing.Verify(w.secret, payload, signature)
+	return signing.Verify(w.keys.Primary(), payload, signature)
 }
 
 // Close stops w and waits for the work it has taken on. Middlewares serving w
-// answer 503 to new deliveries from the moment Close is called. Close waits
-// until every delivery a Middleware has accepted — including those answered
-// 202 whose handlers are still running, and those whose handlers have not
-// started yet — has finished; then it closes the Emitter, so that Receive
-// returns emitter.ErrClosed, and waits for the error handlers still running.
-// When ctx is done first, Close closes the Emitter at once and returns ctx's
-// error (deliveries whose handlers had not started by then are dropped, and
-// logged).
+// answer 503 to new deliveries from the moment Close is called, and Receive
+// and VerifyAndReceive return emitter.ErrClosed. Close waits until every
+// delivery taken on — including those a Middleware answered 202 whose
+// handlers are still running, and those whose handlers have not started yet —
+// has finished, and then for the error handlers still running. When ctx is
+// done first, Close returns ctx's error; deliveries whose handlers had not
+// started by then are dropped and logged with their ids, and those still
+// running are logged with theirs.
 //
 // For a graceful shutdown call http.Server.Shutdown first, so that requests
 // being answered get their answer, then Close.
 func (w *Webhooks) Close(ctx context.Context) error {
-	idle := w.accepted.close()
+	idle := w.inFlight.close()
 	select {
 	case <-idle:
 	case <-ctx.Done():
-		w.Emitter.Close(ctx) // so that Receive refuses from now on
+		w.em.Close(ctx) // so that handlers not yet started never do
+		for _, id := range w.inFlight.running() {
+			w.Logger().Error("webhooks: shutdown deadline passed; delivery abandoned while its handlers ran", "delivery", clip(id))
+		}
 		return ctx.Err()
 	}
-	return w.Emitter.Close(ctx)
-}
-
-// tracker counts work in flight and, once closed, refuses more and tells when
-// the last piece ends. The zero value is ready to use.
-type tracker struct {
-	mu     sync.Mutex
-	n      int
-	closed bool
-	idle   chan struct{} // made by close; closed when closed and n == 0
-}
-
-// add records one more piece of work, or reports false once closed.
-func (t *tracker) add() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return false
-	}
-	t.n++
-	return true
-}
-
-// done ends a piece of work that add recorded.
-func (t *tracker) done() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.n--
-	if t.n == 0 && t.closed {
-		close(t.idle)
-	}
-}
-
-// close refuses further work and returns a channel closed when none is left.
-func (t *tracker) close() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.closed {
-		t.closed = true
-		t.idle = make(chan struct{})
-		if t.n == 0 {
-			close(t.idle)
-		}
-	}
-	return t.idle
-}
-
-// Delivery is one webhook delivery as the forge sends it.
-type Delivery struct {
-	// ID is the delivery's unique id (X-Forge-Delivery); may be empty.
-	ID string
-	// Name is the event name (X-Forge-Event). Required.
-	Name string
-	// Payload is the request body, byte for byte. Required.
-	Payload []byte
-	// Signature is the X-Hub-Signature-256 header's value.
-	Signature string
-	// Header holds the request's headers when the delivery came over HTTP;
-	// nil otherwise. It is not verified: only Payload is signed.
-	Header http.Header
-	// ReceivedAt is when the delivery arrived; zero when unknown.
-	ReceivedAt time.Time
-}
-
-// VerifyAndReceive checks d's signature against the primary and then each
-// additional secret, and dispatches d as Receive does when one matches.
-//
-// When none matches (or the signature or payload is missing), no handler runs;
-// the error handlers are told with an *emitter.Error whose Event is d; and the
-// error returned wraps ErrSignatureMismatch (and the signing error that caused
-// it, if any) and names the delivery. Otherwise the result is Receive's: nil, an
-// *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
-// The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
-func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
-	var ok bool
-	var err error
-	if len(d.Payload) == 0 || d.Signature == "" {
-		// signing says which argument is missing.
-		ok, err = signing.VerifyWithFallback(w.secret, d.Payload, d.Signature, w.additional...)
-	} else {
-		digest := w.digest()
-		digest.Write(d.Payload)
-		ok = w.verifyDigest(digest, d.Payload, d.Signature)
-		w.release(digest)
-	}
-	if !ok {
-		return w.mismatch(ctx, d, err)
-	}
-	ctx = ContextWithDelivery(ctx, DeliveryInfo{ID: d.ID, Event: d.Name, Header: d.Header, ReceivedAt: d.ReceivedAt, Attempt: 1})
-	return w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
-}
-
-// mismatch builds the error of a delivery whose signature failed and tells the
-// error handlers.
-func (w *Webhooks) mismatch(ctx context.Context, d Delivery, cause error) error {
-	var err error
-	if cause != nil {
-		err = fmt.Errorf("webhooks: delivery %q (event %q): %w: %w", d.ID, d.Name, ErrSignatureMismatch, cause)
-	} else {
-		err = fmt.Errorf("webhooks: delivery %q (event %q): %w", d.ID, d.Name, ErrSignatureMismatch)
-	}
-	w.ReportError(ctx, &emitter.Error{
-		Event:  emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload},
-		Errors: []error{err},
-	})
-	return err
+	return w.em.Close(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,39 @@ func TestNew(t *testing.T) {
 	}
 	if !errors.Is(ErrMissingSecret, signing.ErrMissingSecret) || !errors.Is(ErrInvalidPayload, emitter.ErrInvalidPayload) {
 		t.Error("re-exported sentinels differ")
+	}
+}
+
+// TestShortSecretWarning: New accepts a secret shorter than MinSecretLen (the
+// forge does) but warns, naming which secret and never its value.
+func TestShortSecretWarning(t *testing.T) {
+	long := strings.Repeat("k", MinSecretLen)
+	for _, tc := range []struct {
+		name       string
+		opts       Options
+		wantWhich  []string
+		wantSilent bool
+	}{
+		{"long enough", Options{Secret: long, AdditionalSecrets: []string{long + "2"}}, nil, true},
+		{"short primary", Options{Secret: "short-secret"}, []string{`which="the secret"`}, false},
+		{"short additional", Options{Secret: long, AdditionalSecrets: []string{long, "old"}}, []string{`which="additional secret 2"`}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log strings.Builder
+			tc.opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			mustNew(t, tc.opts)
+			if tc.wantSilent != (log.Len() == 0) {
+				t.Fatalf("log = %q", log.String())
+			}
+			for _, w := range tc.wantWhich {
+				if !strings.Contains(log.String(), w) || !strings.Contains(log.String(), "short secret") {
+					t.Errorf("log %q lacks %s", log.String(), w)
+				}
+			}
+			if strings.Contains(log.String(), "short-secret") {
+				t.Errorf("the warning shows the secret: %q", log.String())
+			}
+		})
 	}
 }
 
@@ -187,8 +221,8 @@ func TestWithStatus(t *testing.T) {
 	}
 }
 
-// TestUnknownNameWarning checks that New wires the schema's names into the
-// emitter: a name the forge does not send is registered, with a warning.
+// TestUnknownNameWarning checks that New wires Options.KnownEvent into the
+// emitter: a name it does not know is registered, with a warning.
 func TestUnknownNameWarning(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -202,7 +236,10 @@ func TestUnknownNameWarning(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log strings.Builder
-			wh := mustNew(t, Options{Secret: "s", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			known := func(name string) bool {
+				return slices.Contains([]string{"issues", "issues.opened", "repository_dispatch.any_custom_type"}, name)
+			}
+			wh := mustNew(t, Options{Secret: secret, Logger: slog.New(slog.NewTextHandler(&log, nil)), KnownEvent: known})
 			ran := false
 			wh.On(tc.name, func(context.Context, emitter.Event) error { ran = true; return nil })
 			if got := strings.Contains(log.String(), "unknown event name"); got != tc.warn {

@@ -15,13 +15,10 @@ const workerIdle = 2 * time.Second
 //
 // Why: a new goroutine's stack starts small and grows by copying as the
 // scan, the typed decode and the handlers go deeper; a goroutine per delivery
-// paid that growth every time. In bench's cmd/load -cpuprofile of a typed push
-// over HTTP, runtime.newstack was 5.6% of the receiver's CPU (about 3.5 µs per
-// request); with kept goroutines it is gone, and the hand-over (a select and a
-// timer reset) costs about 1.3 µs.
+// would pay that growth every time, where a kept one has grown already and
+// the hand-over is a select and a timer reset.
 //
-// Busy workers are one per delivery in flight, as the goroutines were, which
-// MaxInFlight bounds; idle ones end after workerIdle, so a burst leaves none
+// Busy workers are one per delivery in flight, which MaxInFlight bounds; idle ones end after workerIdle, so a burst leaves none
 // behind for long. The zero value is usable: with no channel every delivery
 // gets a new goroutine.
 type workers struct {

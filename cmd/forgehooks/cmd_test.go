@@ -68,6 +68,7 @@ func TestCommands(t *testing.T) {
 		{name: "serve without secret", args: []string{"serve"}, code: 2, stderr: "make serve"},
 		{name: "serve stray argument", args: []string{"serve", "--secret", "s", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
 		{name: "serve cannot listen", args: []string{"serve", "--secret", "s", "--addr", "256.0.0.1:1"}, code: 1, stderr: "cannot listen"},
+		{name: "serve warns on a short secret", args: []string{"serve", "--secret", "s", "--addr", "256.0.0.1:1"}, code: 1, stderr: "short secret"},
 		{name: "proxy cannot listen", args: []string{"proxy", "--addr", "256.0.0.1:1"}, code: 1, stderr: "cannot listen"},
 
 		{name: "send nothing", args: []string{"send", "--secret", "s"}, code: 2, stderr: "nothing to send"},

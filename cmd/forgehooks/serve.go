@@ -15,6 +15,7 @@ import (
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inspector"
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -185,16 +186,16 @@ func logDeliveries(mw *webhooks.Middleware, maxInFlight int, log *slog.Logger) h
 		start := time.Now()
 		if !mw.Handle(rec, r) {
 			mw.ServeHTTP(rec, r)
-			log.Info("not the webhook path", "method", r.Method, "path", r.URL.Path, "status", rec.status)
+			log.Info("not the webhook path", "method", clip.String(r.Method), "path", clip.String(r.URL.Path), "status", rec.status)
 			return
 		}
 		info.mu.Lock()
-		name := r.Header.Get(webhooks.HeaderEvent)
+		name := clip.String(r.Header.Get(webhooks.HeaderEvent)) // unverified: any size
 		if info.action != "" {
 			name += "." + info.action
 		}
 		attrs := []any{
-			"id", r.Header.Get(webhooks.HeaderDelivery), "event", name,
+			"id", clip.String(r.Header.Get(webhooks.HeaderDelivery)), "event", name,
 			"repository", info.repository, "sender", info.user,
 			"status", rec.status, "duration", time.Since(start).Round(time.Microsecond),
 		}
@@ -212,9 +213,9 @@ func logDeliveries(mw *webhooks.Middleware, maxInFlight int, log *slog.Logger) h
 		case rec.status < 300:
 			log.Info("delivery ok", attrs...)
 		case rec.status < 500:
-			log.Warn("delivery rejected: "+rec.reason(), attrs...)
+			log.Warn("delivery rejected: "+clip.String(rec.reason()), attrs...)
 		default:
-			log.Error("delivery failed: "+rec.reason(), attrs...)
+			log.Error("delivery failed: "+clip.String(rec.reason()), attrs...)
 		}
 	})
 }

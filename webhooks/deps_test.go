@@ -1,0 +1,80 @@
+package webhooks_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "forgehooks.dev/forgehooks"
+
+// goListDeps returns every package pkgs depend on (themselves included), as
+// "import/path standard module" lines of go list -deps.
+func goListDeps(t *testing.T, pkgs ...string) [][3]string {
+	t.Helper()
+	args := append([]string{"list", "-e", "-deps", "-f", "{{.ImportPath}} {{.Standard}} {{with .Module}}{{.Path}}{{end}}{{with .Error}} ERROR:{{.Err}}{{end}}"}, pkgs...)
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	var deps [][3]string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.Contains(line, " ERROR:") {
+			t.Fatalf("go list: %s", line)
+		}
+		f := strings.Fields(line)
+		for len(f) < 3 {
+			f = append(f, "")
+		}
+		deps = append(deps, [3]string{f[0], f[1], f[2]})
+	}
+	return deps
+}
+
+// TestDependencies: the runtime packages import only the standard library
+// and this module's own stdlib-only packages (no NATS, nothing third-party),
+// and a program with raw handlers only compiles no file of package payloads,
+// whose generated code is most of the module's build time.
+func TestDependencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	runtime := []string{"signing", "emitter", "payloads", "webhooks"}
+	if out, err := exec.Command("go", "list", module+"/webhookstest").CombinedOutput(); err == nil {
+		runtime = append(runtime, "webhookstest")
+	} else if !strings.Contains(string(out), "cannot find") && !strings.Contains(string(out), "no required module") && !strings.Contains(string(out), "is not in std") {
+		t.Logf("webhookstest not listed: %s", out)
+	}
+	for _, pkg := range runtime {
+		t.Run(pkg, func(t *testing.T) {
+			for _, d := range goListDeps(t, module+"/"+pkg) {
+				path, std, mod := d[0], d[1], d[2]
+				if std == "true" {
+					continue
+				}
+				if mod != module {
+					t.Errorf("%s depends on %s (module %q): runtime packages are standard-library only", pkg, path, mod)
+				}
+			}
+		})
+	}
+	t.Run("raw-only program", func(t *testing.T) {
+		deps := goListDeps(t, "./testdata/rawonly")
+		var own []string
+		for _, d := range deps {
+			if d[0] == module+"/payloads" || strings.HasPrefix(d[0], module+"/payloads/") {
+				t.Errorf("a program with raw handlers only depends on %s", d[0])
+			}
+			if d[2] == module {
+				own = append(own, strings.TrimPrefix(d[0], module+"/"))
+			}
+		}
+		if len(own) < 3 {
+			t.Fatalf("go list found only %v of this module: not the program meant", own)
+		}
+		t.Logf("this module's packages in a raw-only program: %v", own)
+	})
+}

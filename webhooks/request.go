@@ -1,0 +1,124 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
+
+// serve handles a request for the middleware's path: it checks the method,
+// the content type and the headers, reads and verifies the body, and hands
+// the delivery to the inbox or to its handlers. oc, when not nil, gathers the
+// Result for OnResult.
+func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome) {
+	var start time.Time
+	if oc != nil {
+		start = oc.start
+	} else {
+		start = time.Now()
+	}
+	if r.Method != http.MethodPost {
+		m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelInfo, "method is not POST")
+		return
+	}
+	if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
+		m.reject(rw, r, http.StatusUnsupportedMediaType, msgUnsupportedType, slog.LevelWarn, "content type is not application/json", "content_type", clip(strings.Join(cts, ", ")))
+		return
+	}
+	var missing, repeated []string
+	for _, h := range requiredHeaders {
+		switch vs := r.Header.Values(h); {
+		case len(vs) == 0 || len(vs) == 1 && strings.TrimSpace(vs[0]) == "":
+			missing = append(missing, strings.ToLower(h))
+		case len(vs) > 1:
+			repeated = append(repeated, strings.ToLower(h))
+		}
+	}
+	if missing != nil {
+		m.reject(rw, r, http.StatusBadRequest, "Required headers missing: "+strings.Join(missing, ", "), slog.LevelWarn, "required headers missing")
+		return
+	}
+	if repeated != nil {
+		m.reject(rw, r, http.StatusBadRequest, "Headers sent more than once, ambiguous: "+strings.Join(repeated, ", "), slog.LevelWarn, "required headers repeated")
+		return
+	}
+	d := Delivery{
+		ID:         strings.TrimSpace(r.Header.Get(HeaderDelivery)),
+		Name:       strings.TrimSpace(r.Header.Get(HeaderEvent)),
+		Signature:  strings.TrimSpace(r.Header.Get(HeaderSignature)),
+		Header:     r.Header,
+		ReceivedAt: start,
+	}
+	if r.ContentLength > m.max {
+		m.tooLarge(rw, r, d)
+		return
+	}
+
+	// Read the body once, hashing it with the primary secret on the way in; the
+	// additional secrets are tried on the same bytes only if that fails. The
+	// body is held in the budget of unverified bodies until it is verified.
+	digest := m.w.keys.Digest()
+	defer m.w.keys.Release(digest)
+	res := reservation{b: m.unverified}
+	defer res.release()
+	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res)
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.Is(err, errTooLarge) || errors.As(err, &maxErr):
+		m.tooLarge(rw, r, d)
+		return
+	case errors.Is(err, errBudget):
+		rw.Header().Set("Connection", "close") // the body stays unread
+		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "max_unverified_bytes", m.unverified.max)
+		return
+	case err != nil:
+		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", clip(d.ID), "error", err)
+		return
+	}
+	d.Payload = body
+	matched := m.w.keys.Match(digest, body, d.Signature)
+	res.release() // verified or not: from here on other budgets count the body
+	if !matched {
+		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
+		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip(d.ID), "event", clip(d.Name))
+		return
+	}
+	if oc != nil {
+		oc.res.Verified, oc.res.Payload = true, body
+	}
+	if m.inbox != nil {
+		m.enqueue(rw, r, d)
+		return
+	}
+
+	// The delivery is counted for Close before any answer can acknowledge it,
+	// so that a 202 is never sent for handlers a shutdown would not wait for;
+	// only now, after the body was read and verified, so that a slow or
+	// forged request never holds a place among MaxInFlight.
+	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), m.maxInFlight, m.maxRunning)
+	switch {
+	case errors.Is(err, errClosedTracker):
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip(d.ID))
+		return
+	case err != nil:
+		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", clip(d.ID), "event", clip(d.Name), "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight, "max_running_bytes", m.maxRunning)
+		return
+	}
+
+	// The handlers outlive the request when they take longer than the timeout,
+	// so they must not see its cancellation; Close waits for them.
+	ctx := ContextWithDelivery(context.WithoutCancel(r.Context()), DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1})
+	if oc != nil {
+		oc.left.Add(1) // the handlers' end, as well as the answer
+	}
+	if m.timeout < 0 || r.ProtoMajor == 1 && canFlush(rw) {
+		m.receiveInline(ctx, rw, r, d, f, oc)
+		return
+	}
+	m.receiveHandedOff(ctx, rw, r, d, f, oc)
+}
