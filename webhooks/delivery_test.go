@@ -134,6 +134,24 @@ func (b *memInbox) Enqueue(ctx context.Context, d Delivery) (bool, error) {
 	return false, nil
 }
 
+// TestInboxResults checks the Results of an inbox's answers: stored,
+// duplicate (Duplicate set), not stored.
+func TestInboxResults(t *testing.T) {
+	box := &memInbox{ids: map[string]bool{}}
+	results := make(chan Result, 4)
+	f := newFixture(t, MiddlewareOptions{Inbox: box, OnResult: func(r Result) { results <- r }})
+	for _, want := range []struct {
+		status    int
+		duplicate bool
+	}{{http.StatusAccepted, false}, {http.StatusOK, true}} {
+		f.do(t, req{})
+		r := <-results
+		if r.Status != want.status || r.Duplicate != want.duplicate || r.Err != nil || !r.Verified {
+			t.Errorf("Result status %d duplicate %v err %v verified %v; want %d, %v, nil, true", r.Status, r.Duplicate, r.Err, r.Verified, want.status, want.duplicate)
+		}
+	}
+}
+
 // TestMiddlewareInbox checks the answers with an Inbox: 202 when stored, 200
 // for a duplicate, 503 with Retry-After when not stored, 400 for a body that
 // is not a JSON object; no handler runs in the request.

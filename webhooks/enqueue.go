@@ -47,6 +47,9 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 	case err != nil:
 		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", clip(d.ID), "event", clip(d.Name), "error", err)
 	case dup:
+		if sw, ok := rw.(*statusWriter); ok {
+			sw.oc.res.Duplicate = true
+		}
 		m.logger.Info("webhooks: duplicate delivery; no handler runs", "delivery", clip(d.ID), "event", clip(d.Name))
 		writeText(rw, http.StatusOK, "duplicate\n")
 	default:
