@@ -99,7 +99,9 @@ type seen struct {
 	ch   chan string
 }
 
-func newSeen() *seen { return &seen{runs: map[string][]webhooks.DeliveryInfo{}, ch: make(chan string, 100000)} }
+func newSeen() *seen {
+	return &seen{runs: map[string][]webhooks.DeliveryInfo{}, ch: make(chan string, 100000)}
+}
 
 func (s *seen) add(info webhooks.DeliveryInfo) {
 	s.mu.Lock()
