@@ -40,6 +40,7 @@ development secret.`)
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests and handlers finish")
 	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
 	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
+	inboxF := addInboxFlags(fs, true) // --inbox, --nats, --retry-delays, --forward, --fsync: inbox.go
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -62,6 +63,18 @@ development secret.`)
 	if c.setup != nil {
 		c.setup(wh)
 	}
+	if _, err := inboxF.options(); err != nil {
+		return fs.usageError("%v", err)
+	}
+	in, err := openServeInbox(ctx, inboxF, wh, log)
+	if err != nil {
+		return fs.fail("%v", err)
+	}
+	var store webhooks.Inbox // a nil *inbox.Inbox must stay a nil interface
+	if in != nil {
+		store = in
+		defer in.Close(context.Background()) // after the drain below; a no-op then
+	}
 	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{
 		Path: *path,
 		// The per-delivery line below says why a delivery was rejected; the
@@ -70,6 +83,7 @@ development secret.`)
 		Timeout:      *handlerTimeout,
 		MaxBodyBytes: *maxBody,
 		MaxInFlight:  *maxInFlight,
+		Inbox:        store,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -97,7 +111,12 @@ development secret.`)
 	log.Info("forgehooks serve: shutting down; letting running handlers finish", "timeout", *shutdown)
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
-	err = errors.Join(srv.Shutdown(sctx), wh.Close(sctx))
+	err = srv.Shutdown(sctx)
+	if in != nil {
+		// Running handlers finish until the deadline; the rest run after a restart.
+		err = errors.Join(err, in.Close(sctx))
+	}
+	err = errors.Join(err, wh.Close(sctx))
 	if err != nil {
 		return fs.fail("shutdown: %v", err)
 	}
