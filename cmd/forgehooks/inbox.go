@@ -28,6 +28,7 @@ func init() {
 type inboxFlags struct {
 	dir, urls, retryDelays, forward string
 	fsync                           bool
+	ackWait                         time.Duration
 }
 
 // addInboxFlags registers --inbox and --nats; with worker set, also the
@@ -39,6 +40,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 	if worker {
 		fs.StringVar(&f.retryDelays, "retry-delays", "", "with an inbox: waits between a failed attempt and the next, comma-separated (e.g. 5s,5m,30m); after the last, a dead letter; \"none\": no retry (default 5s,5m,30m,2h,5h,10h,10h)")
 		fs.StringVar(&f.forward, "forward", "", "re-POST each delivery to this URL with its original headers and body; a non-2xx answer fails it (and the inbox retries it)")
+		fs.DurationVar(&f.ackWait, "ack-wait", inbox.DefaultAckWait, "with an inbox: how long a delivery stays leased to a serve that stopped answering for it (killed) before it runs again, elsewhere or after a restart")
 		fs.BoolVar(&f.fsync, "fsync", false, "with --inbox: sync every delivery to disk before answering (survives power loss; slower)")
 	}
 	return f
@@ -53,7 +55,10 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	if f.dir != "" && f.urls != "" {
 		return o, errors.New("--inbox and --nats exclude each other")
 	}
-	o.Dir, o.Fsync = f.dir, f.fsync
+	o.Dir, o.Fsync, o.AckWait = f.dir, f.fsync, f.ackWait
+	if f.ackWait < 0 {
+		return o, errors.New("--ack-wait must not be negative")
+	}
 	if f.urls != "" {
 		o.URLs = strings.Split(f.urls, ",")
 	}
