@@ -101,15 +101,17 @@ LOADC ?= 64
 load:
 	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADN) -load.c=$(LOADC)
 
-## serve: run a receiver on 127.0.0.1:3000. The secret is FORGE_WEBHOOK_SECRET; when it is
-## unset, a development secret, never to be used on a real webhook (the binary itself never
-## invents one).
+## serve: run a receiver on 127.0.0.1:3000 with a durable inbox in INBOX_DIR (default
+## .forgehooks/inbox in the checkout; `forgehooks inbox ls --inbox .forgehooks/inbox` lists it
+## once serve stopped). The secret is FORGE_WEBHOOK_SECRET; when it is unset, a development
+## secret, never to be used on a real webhook (the binary itself never invents one).
 DEV_SECRET := forgehooks-development-secret-not-for-real-webhooks
+INBOX_DIR  ?= .forgehooks/inbox
 serve:
 	@if [ -z "$$FORGE_WEBHOOK_SECRET" ]; then \
 	  echo "make serve: FORGE_WEBHOOK_SECRET is unset; using the development secret \"$(DEV_SECRET)\""; \
 	fi
-	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve
+	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve --inbox $(INBOX_DIR)
 
 ## smee-client: install the npm package the interop test runs, into a cache outside the
 ## repository (the test installs it by itself when missing; keep the version in step with
