@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
 )
 
 var clusterN = flag.Int("inbox.cluster.n", 2000, "deliveries TestInboxClusterNodeRestart sends (the issue's full run: 10000)")
@@ -287,5 +289,46 @@ func TestInboxClusterNodeRestart(t *testing.T) {
 		n, sendTime.Round(time.Millisecond), dups, bad, codes, len(acked), dupsSuppressed, runs.Load(), extraRuns, unacked503Handled)
 	if codes[202] == 0 || dups == 0 {
 		t.Errorf("the run proved nothing: answers %v", codes)
+	}
+}
+
+// TestInboxStoreUnavailable: with the NATS server down, the middleware
+// answers 503 (Retry-After) within its Timeout and runs no handler; once the
+// server is back, deliveries are stored again.
+func TestInboxStoreUnavailable(t *testing.T) {
+	port := freePorts(t, 1)[0]
+	o := &server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
+	cl := &natsCluster{t: t, opts: []*server.Options{o}, nodes: []*server.Server{nil}}
+	cl.start(0)
+	t.Cleanup(func() { cl.stop(0) })
+	wh := newWebhooks(t)
+	var ran atomic.Int32
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error { ran.Add(1); return nil })
+	in := openClusterInbox(t, cl.urls(), Options{Receiver: wh, Replicas: 1})
+	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Inbox: in, Logger: quiet(t), Timeout: time.Second})
+	srv := httptest.NewServer(mw)
+	defer srv.Close()
+	if code, body, _ := post(t, srv.Client(), srv.URL, "push", "up-1", payload("up-1"), testSecret); code != 202 {
+		t.Fatalf("with the server up: %d %s", code, body)
+	}
+	waitFor(t, 10*time.Second, "up-1 handled", func() bool { return ran.Load() == 1 })
+	cl.stop(0)
+	start := time.Now()
+	code, body, _ := post(t, srv.Client(), srv.URL, "push", "down-1", payload("down-1"), testSecret)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "store") {
+		t.Errorf("with the server down: %d %s, want 503", code, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the 503 took %v", d)
+	}
+	cl.start(0)
+	waitFor(t, 20*time.Second, "a delivery stored after the server came back", func() bool {
+		code, _, _ := post(t, srv.Client(), srv.URL, "push", "back-1", payload("back-1"), testSecret)
+		return code == 202 || code == 200
+	})
+	waitFor(t, 20*time.Second, "back-1 handled", func() bool { return ran.Load() >= 2 })
+	time.Sleep(200 * time.Millisecond)
+	if got, _ := in.Holds(context.Background(), "down-1"); got {
+		t.Error("down-1 was answered 503 and stored all the same (a publish buffered while disconnected)")
 	}
 }

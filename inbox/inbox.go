@@ -258,6 +258,9 @@ func (in *Inbox) connect() error {
 			nats.Name("forgehooks-inbox"),
 			nats.MaxReconnects(-1),
 			nats.ReconnectWait(250 * time.Millisecond),
+			// While disconnected a publish fails at once (503) instead of
+			// waiting in a buffer to be sent after the 503 went out.
+			nats.ReconnectBufSize(-1),
 		}, o.NATSOptions...)
 		nc, err := nats.Connect(strings.Join(o.URLs, ","), nopts...)
 		if err != nil {
