@@ -141,7 +141,8 @@ type Inbox struct {
 	running map[string]bool // keys of deliveries whose handlers run here
 
 	enq        sync.WaitGroup // Enqueue calls under way
-	consume    jetstream.ConsumeContext
+	iter       jetstream.MessagesContext
+	dispatched chan struct{} // closed when dispatch returned
 	sem        chan struct{}  // one place per worker
 	closing    chan struct{}  // closed by Close
 	active     sync.WaitGroup // handlers running
@@ -424,15 +425,15 @@ func (in *Inbox) Close(ctx context.Context) error {
 	in.closed = true
 	close(in.closing)
 	in.mu.Unlock()
-	if in.consume != nil {
-		// Deliveries pulled but not started are handed back by take.
-		in.consume.Drain()
+	if in.iter != nil {
+		// Deliveries fetched but not started are handed back by dispatch.
+		in.iter.Drain()
 	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		if in.consume != nil {
-			<-in.consume.Closed()
+		if in.dispatched != nil {
+			<-in.dispatched
 		}
 		in.active.Wait()
 		close(done)

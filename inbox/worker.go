@@ -40,48 +40,68 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	hctx, cancel := context.WithCancel(context.Background())
 	in.stop = cancel
 	in.handlerCtx = hctx
-	cc, err := cons.Consume(in.take, jetstream.PullMaxMessages(o.Workers),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !in.isClosed() {
-				in.log.Warn("inbox: taking deliveries", "error", err)
-			}
-		}))
+	it, err := cons.Messages(jetstream.PullMaxMessages(o.Workers))
 	if err != nil {
 		return fmt.Errorf("inbox: consuming: %w", err)
 	}
-	in.consume = cc
+	in.iter = it
+	in.dispatched = make(chan struct{})
+	go in.dispatch(it)
 	return nil
 }
 
-// take is the consumer's callback: it waits for a free worker and runs msg on
-// it. Once Close was called it hands msg back at once.
-func (in *Inbox) take(msg jetstream.Msg) {
-	if in.isClosed() {
-		_ = msg.Nak()
-		return
-	}
-	select {
-	case in.sem <- struct{}{}:
-	case <-in.closing:
-		_ = msg.Nak()
-		return
-	}
-	in.mu.Lock()
-	if in.closed {
-		in.mu.Unlock()
-		<-in.sem
-		_ = msg.Nak()
-		return
-	}
-	in.active.Add(1)
-	in.mu.Unlock()
-	go func() {
-		defer func() {
+// dispatch takes deliveries while a worker is free and runs each on its own
+// goroutine. A place is taken before a delivery is, so that none waits
+// fetched (its lease running) for a worker. Once Close was called, those
+// fetched but not started are handed back at once.
+func (in *Inbox) dispatch(it jetstream.MessagesContext) {
+	defer close(in.dispatched)
+	for {
+		select {
+		case in.sem <- struct{}{}:
+		case <-in.closing:
+			in.handBack(it)
+			return
+		}
+		msg, err := it.Next()
+		if err != nil {
 			<-in.sem
-			in.active.Done()
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || in.isClosed() {
+				in.handBack(it)
+				return
+			}
+			in.log.Warn("inbox: taking deliveries", "error", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		in.mu.Lock()
+		if in.closed {
+			in.mu.Unlock()
+			<-in.sem
+			_ = msg.Nak()
+			continue
+		}
+		in.active.Add(1)
+		in.mu.Unlock()
+		go func() {
+			defer func() {
+				<-in.sem
+				in.active.Done()
+			}()
+			in.handle(msg)
 		}()
-		in.handle(msg)
-	}()
+	}
+}
+
+// handBack gives the deliveries fetched but not started back to the server.
+func (in *Inbox) handBack(it jetstream.MessagesContext) {
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			return
+		}
+		_ = msg.Nak()
+	}
 }
 
 // handle runs one stored delivery's handlers and settles it: ack, a retry
@@ -101,7 +121,13 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	}
 	token := lastToken(msg.Subject())
 	key := statusKey(h, token, seq)
-	st := in.loadStatus(ctx, key)
+	// A delivery's first run has no status to read, unless it was stored
+	// again by Retry or Replay (hdrKey), or has no id (its key is its seq,
+	// which a crash after the status was written could leave behind).
+	var st *status
+	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" {
+		st = in.loadStatus(ctx, key)
+	}
 	if st == nil {
 		st = &status{}
 	}
