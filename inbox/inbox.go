@@ -142,7 +142,7 @@ type Inbox struct {
 
 	enq        sync.WaitGroup // Enqueue calls under way
 	iter       jetstream.MessagesContext
-	dispatched chan struct{} // closed when dispatch returned
+	dispatched chan struct{}  // closed when dispatch returned
 	sem        chan struct{}  // one place per worker
 	closing    chan struct{}  // closed by Close
 	active     sync.WaitGroup // handlers running
