@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -415,4 +416,68 @@ func TestInboxDrain(t *testing.T) {
 			in2.Close(ctx)
 		})
 	}
+}
+
+// TestInboxHostileHeaders: request headers that would instruct JetStream
+// (Nats-*) or pass for the inbox's own (Forgehooks-*) are not stored.
+func TestInboxHostileHeaders(t *testing.T) {
+	wh := newWebhooks(t)
+	s := newSeen()
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		s.add(info)
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh})
+	srv := receiver(t, wh, in)
+	if code, body, _ := post(t, srv.Client(), srv.URL, "push", "first", payload("first"), testSecret); code != 202 {
+		t.Fatalf("%d %s", code, body)
+	}
+	hostile := map[string]string{
+		"Nats-Rollup": "all", "Nats-Msg-Id": "other", "Nats-Expected-Stream": "nope", "Nats-Ttl": "1s",
+		"Forgehooks-Attempts-Before": "99", "Forgehooks-Key": "ifirst", "Forgehooks-Event": "forged",
+	}
+	sig := mustSign(t, payload("hostile"))
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+webhooks.DefaultPath, strings.NewReader(string(payload("hostile"))))
+	for k, v := range hostile {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(webhooks.HeaderEvent, "push")
+	req.Header.Set(webhooks.HeaderDelivery, "hostile")
+	req.Header.Set(webhooks.HeaderSignature, sig)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 202 {
+		t.Fatalf("hostile headers: %d", res.StatusCode)
+	}
+	waitFor(t, 10*time.Second, "both handled", func() bool { return s.count() == 2 })
+	if runs := s.get("hostile"); runs[0].Attempt != 1 || runs[0].Event != "push" {
+		t.Errorf("the handler saw %+v", runs[0])
+	}
+	ctx := context.Background()
+	list, _ := in.List(ctx, ListOptions{})
+	if len(list) != 2 {
+		t.Fatalf("List after the hostile delivery: %v (a rollup purged the stream?)", ids(list))
+	}
+	for k := range list[0].Header {
+		if internalHeader(k) {
+			t.Errorf("stored header %s", k)
+		}
+	}
+	if dup, err := in.Enqueue(ctx, webhooks.Delivery{ID: "other", Name: "push", Payload: []byte(`{}`)}); dup || err != nil {
+		t.Errorf("a delivery with the id of a dropped Nats-Msg-Id: duplicate %v, %v", dup, err)
+	}
+}
+
+func mustSign(t *testing.T, body []byte) string {
+	t.Helper()
+	sig, err := signing.Sign(testSecret, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
 }
