@@ -269,7 +269,9 @@ func (in *Inbox) connect() error {
 		}
 		in.nc = nc
 	}
-	js, err := jetstream.New(in.nc)
+	js, err := jetstream.New(in.nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+		in.log.Warn("inbox: writing a delivery's status", "subject", m.Subject, "error", err)
+	}))
 	if err != nil {
 		in.shutdown()
 		return fmt.Errorf("inbox: %w", err)
@@ -453,6 +455,12 @@ func (in *Inbox) Close(ctx context.Context) error {
 
 // shutdown closes the connection and the embedded server.
 func (in *Inbox) shutdown() {
+	if in.js != nil {
+		select {
+		case <-in.js.PublishAsyncComplete():
+		case <-time.After(2 * time.Second):
+		}
+	}
 	if in.nc != nil {
 		in.nc.Close()
 	}

@@ -163,7 +163,10 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	switch {
 	case err == nil:
 		st.Status = StatusHandled
-		in.putStatus(ctx, key, st)
+		// Not waited for: the delivery is done whether or not its status is
+		// written (a lost write shows it queued), and waiting would cost a
+		// round trip per delivery.
+		in.putStatusAsync(key, st)
 		if aerr := msg.Ack(); aerr != nil {
 			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
@@ -293,6 +296,14 @@ func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
 
 func (in *Inbox) putStatus(ctx context.Context, key string, st *status) {
 	if _, err := in.status.Put(ctx, key, st.marshal()); err != nil {
+		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
+	}
+}
+
+// putStatusAsync writes a status without waiting for the store's answer;
+// a failure is logged.
+func (in *Inbox) putStatusAsync(key string, st *status) {
+	if _, err := in.js.PublishAsync("$KV."+in.opts.Name+"_STATUS."+key, st.marshal()); err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
 	}
 }
