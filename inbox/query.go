@@ -243,12 +243,22 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 	}
 	m.Header.Set(hdrBefore, strconv.Itoa(before))
 	m.Header.Set(hdrKey, key)
+	// The status is written first: a worker may run the new copy, and write
+	// its own, before this call could. Seq 0 stands for "the copy being
+	// stored" (see record).
+	old := in.loadStatus(ctx, key)
+	st := &status{Status: StatusQueued, Attempts: attempts}
+	if _, err := in.status.Put(ctx, key, st.marshal()); err != nil {
+		return fmt.Errorf("writing its status: %w", err)
+	}
 	ack, err := in.js.PublishMsg(ctx, m)
 	if err != nil {
+		if old != nil {
+			in.putStatus(ctx, key, old)
+		}
 		return describePublishError(err)
 	}
-	st := &status{Seq: ack.Sequence, Status: StatusQueued, Attempts: attempts}
-	in.putStatus(ctx, key, st)
+	st.Seq = ack.Sequence
 	in.changed(m.Header, data, ack.Sequence, st)
 	return nil
 }
