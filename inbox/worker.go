@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,8 +29,10 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 		AckWait:     o.AckWait,
 		// The inbox counts attempts itself and moves a delivery to the dead
 		// letters with its error; the server must not drop it silently.
-		MaxDeliver:    -1,
-		MaxAckPending: 1000 * o.Workers,
+		MaxDeliver: -1,
+		// Deliveries waiting for a retry count as pending: a bound would
+		// stop new deliveries while a downstream is down for long.
+		MaxAckPending: -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		Replicas:      o.Replicas,
 	})
@@ -196,34 +199,56 @@ func (in *Inbox) run(ctx context.Context, msg jetstream.Msg, h nats.Header, atte
 	header := headerOf(h)
 	// A delivery stored without its request's headers (library use) gets
 	// those the forge would have sent.
-	for k, v := range map[string]string{webhooks.HeaderEvent: event, webhooks.HeaderDelivery: id, webhooks.HeaderSignature: h.Get(hdrSignature)} {
-		if header.Get(k) == "" && v != "" {
-			header.Set(k, v)
+	for _, kv := range [...][2]string{{webhooks.HeaderEvent, event}, {webhooks.HeaderDelivery, id}, {webhooks.HeaderSignature, h.Get(hdrSignature)}} {
+		if kv[1] != "" && header.Get(kv[0]) == "" {
+			header.Set(kv[0], kv[1])
 		}
 	}
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
 		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt,
 	})
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		t := time.NewTicker(in.opts.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
+	// The lease is renewed from a timer, which costs no goroutine unless the
+	// handlers outlast a third of AckWait.
+	renew := &renewal{msg: msg, every: in.opts.AckWait / 3}
+	renew.start()
+	defer renew.stop()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("inbox: the receiver panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
 	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: msg.Data()})
+}
+
+// renewal renews a running delivery's lease every so often until stopped.
+type renewal struct {
+	msg   jetstream.Msg
+	every time.Duration
+	mu    sync.Mutex
+	t     *time.Timer
+	done  bool
+}
+
+func (r *renewal) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.t = time.AfterFunc(r.every, r.fire)
+}
+
+func (r *renewal) fire() {
+	_ = r.msg.InProgress()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		r.t.Reset(r.every)
+	}
+}
+
+func (r *renewal) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = true
+	r.t.Stop()
 }
 
 // bury moves msg to the dead letters with its last error, then ends it in
