@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -153,7 +154,9 @@ func TestInboxClusterNodeRestart(t *testing.T) {
 	cl := startCluster(t, 3)
 	handled := sync.Map{} // id → *atomic.Int32
 	var runs atomic.Int64
-	newReceiver := func() (*Inbox, string) {
+	// Receiver 1 is connected to n3, the node stopped below, so that it must
+	// fail over while it receives; receiver 2 to n1.
+	newReceiver := func(urls []string) (*Inbox, string) {
 		wh := newWebhooks(t)
 		wh.OnAny(func(ctx context.Context, e emitter.Event) error {
 			v, _ := handled.LoadOrStore(e.ID, new(atomic.Int32))
@@ -161,11 +164,15 @@ func TestInboxClusterNodeRestart(t *testing.T) {
 			runs.Add(1)
 			return nil
 		})
-		in := openClusterInbox(t, cl.urls(), Options{Receiver: wh, AckWait: 5 * time.Second, Workers: 16})
+		in := openClusterInbox(t, urls, Options{Receiver: wh, AckWait: 5 * time.Second, Workers: 16, NATSOptions: []nats.Option{nats.DontRandomize()}})
 		return in, receiver(t, wh, in).URL
 	}
-	_, url1 := newReceiver()
-	_, url2 := newReceiver()
+	u := cl.urls()
+	in1, url1 := newReceiver([]string{u[2], u[0], u[1]})
+	_, url2 := newReceiver(u)
+	if got := in1.nc.ConnectedUrl(); got != u[2] {
+		t.Fatalf("receiver 1 is connected to %s, want n3 (%s)", got, u[2])
+	}
 	recvURLs := []string{url1, url2}
 
 	type sent struct {
@@ -222,7 +229,7 @@ func TestInboxClusterNodeRestart(t *testing.T) {
 		switch i {
 		case n * 3 / 10:
 			cl.stop(2)
-			t.Logf("node n3 stopped after %d deliveries", i)
+			t.Logf("node n3, receiver 1's server, stopped after %d deliveries", i)
 		case n * 6 / 10:
 			cl.start(2)
 			t.Logf("node n3 restarted after %d deliveries", i)

@@ -247,7 +247,7 @@ func (in *Inbox) connect() error {
 			return fmt.Errorf("inbox: embedded NATS server with store %s did not start", o.Dir)
 		}
 		in.ns = ns
-		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("forgehooks-inbox"))
+		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("forgehooks-inbox"), in.asyncErrors())
 		if err != nil {
 			ns.Shutdown()
 			unlock()
@@ -262,6 +262,7 @@ func (in *Inbox) connect() error {
 			// While disconnected a publish fails at once (503) instead of
 			// waiting in a buffer to be sent after the 503 went out.
 			nats.ReconnectBufSize(-1),
+			in.asyncErrors(),
 		}, o.NATSOptions...)
 		nc, err := nats.Connect(strings.Join(o.URLs, ","), nopts...)
 		if err != nil {
@@ -278,6 +279,19 @@ func (in *Inbox) connect() error {
 	}
 	in.js = js
 	return nil
+}
+
+// asyncErrors logs the connection's asynchronous errors (a slow consumer:
+// the deliveries dropped come back after AckWait) instead of nats.go's
+// default, which prints them to stderr.
+func (in *Inbox) asyncErrors() nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subj := ""
+		if sub != nil {
+			subj = sub.Subject
+		}
+		in.log.Warn("inbox: NATS connection", "subscription", subj, "error", err)
+	})
 }
 
 // setup creates or updates the streams, buckets and consumer.
