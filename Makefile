@@ -116,18 +116,21 @@ LOADTEST_C ?= 64
 load:
 	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADTEST_N) -load.c=$(LOADTEST_C)
 
-## serve: run a receiver on 127.0.0.1:3000, with the delivery inspector page on
-## UI_ADDR (default 127.0.0.1:3001; UI_ADDR= turns it off). The secret is FORGE_WEBHOOK_SECRET; when it is
-## unset, a development secret, never to be used on a real webhook (the binary itself never
-## invents one).
+## serve: run a receiver on 127.0.0.1:3000 with a durable inbox in INBOX_DIR (default
+## .forgehooks/inbox in the checkout; `forgehooks inbox ls --inbox .forgehooks/inbox` lists
+## it once serve stopped) and the delivery inspector page on UI_ADDR (default
+## 127.0.0.1:3001; UI_ADDR= turns it off). The secret is FORGE_WEBHOOK_SECRET; when it is
+## unset, a development secret, never to be used on a real webhook (the binary itself
+## never invents one).
 DEV_SECRET := forgehooks-development-secret-not-for-real-webhooks
+INBOX_DIR  ?= .forgehooks/inbox
 UI_ADDR    ?= 127.0.0.1:3001
 serve:
 	@if [ -z "$$FORGE_WEBHOOK_SECRET" ]; then \
 	  echo "make serve: FORGE_WEBHOOK_SECRET is unset; using the development secret \"$(DEV_SECRET)\""; \
 	fi
 	@if [ -n "$(UI_ADDR)" ]; then echo "make serve: the inspector page is at http://$(UI_ADDR)/"; fi
-	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve $(if $(UI_ADDR),--ui $(UI_ADDR))
+	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve --inbox $(INBOX_DIR) $(if $(UI_ADDR),--ui $(UI_ADDR))
 
 ## chromium: install Debian's chromium for the inspector's browser tests, when no
 ## chromium is on $$PATH (they skip without it, and fail under CI=true).

@@ -46,6 +46,7 @@ development secret.`)
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, such as 127.0.0.1:9090 (default: none)")
 	uiAddr := fs.String("ui", "", "serve the delivery inspector page at this address, such as 127.0.0.1:3001 (default: off)")
 	uiTokenEnv := fs.String("ui-token-env", "", "environment variable holding a token the inspector page requires (needed when --ui is not a loopback address)")
+	inboxF := addInboxFlags(fs, true) // --inbox, --nats, --retry-delays, --forward, --fsync: inbox.go
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -88,6 +89,18 @@ development secret.`)
 	if c.setup != nil {
 		c.setup(wh)
 	}
+	if _, err := inboxF.options(); err != nil {
+		return fs.usageError("%v", err)
+	}
+	in, err := openServeInbox(ctx, inboxF, wh, log)
+	if err != nil {
+		return fs.fail("%v", err)
+	}
+	var store webhooks.Inbox // a nil *inbox.Inbox must stay a nil interface
+	if in != nil {
+		store = in
+		defer in.Close(context.Background()) // after the drain below; a no-op then
+	}
 	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{
 		Path: *path,
 		// The per-delivery line below says why a delivery was rejected; the
@@ -97,6 +110,7 @@ development secret.`)
 		MaxBodyBytes: *maxBody,
 		MaxInFlight:  *maxInFlight,
 		OnResult:     onResult,
+		Inbox:        store,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -128,7 +142,12 @@ development secret.`)
 	log.Info("forgehooks serve: shutting down; letting running handlers finish", "timeout", *shutdown)
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
-	err = errors.Join(page.shutdown(sctx), srv.Shutdown(sctx), wh.Close(sctx))
+	err = errors.Join(page.shutdown(sctx), srv.Shutdown(sctx))
+	if in != nil {
+		// Running handlers finish until the deadline; the rest run after a restart.
+		err = errors.Join(err, in.Close(sctx))
+	}
+	err = errors.Join(err, wh.Close(sctx))
 	if err != nil {
 		return fs.fail("shutdown: %v", err)
 	}

@@ -1,0 +1,64 @@
+package inbox_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// An inbox in a directory runs the Webhooks' handlers for each stored
+// delivery; the middleware answers 202 once a delivery is stored.
+func Example() {
+	dir, _ := os.MkdirTemp("", "inbox-example")
+	defer os.RemoveAll(dir)
+
+	wh, err := webhooks.New(webhooks.Options{Secret: "example-secret"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	handled := make(chan string, 1)
+	wh.On("issues.opened", func(ctx context.Context, e emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		handled <- fmt.Sprintf("handled %s (%s), attempt %d", info.ID, info.Event, info.Attempt)
+		return nil
+	})
+	in, err := inbox.Open(context.Background(), inbox.Options{Dir: dir, Receiver: wh, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Serve this middleware: it verifies each delivery and stores it.
+	_ = webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Inbox: in})
+
+	// What the middleware does with a verified delivery:
+	d := webhooks.Delivery{ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Name: "issues", Payload: []byte(`{"action":"opened"}`)}
+	dup, err := in.Enqueue(context.Background(), d)
+	fmt.Println("stored:", err == nil, "duplicate:", dup)
+	fmt.Println(<-handled)
+	dup, _ = in.Enqueue(context.Background(), d)
+	fmt.Println("sent again, duplicate:", dup)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		r, err := in.Get(ctx, d.ID)
+		if err == nil && r.Status == inbox.StatusHandled {
+			fmt.Println(r.Event+"."+r.Action, r.Status, "after", len(r.Attempts), "attempt")
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	in.Close(ctx)
+	wh.Close(ctx)
+	// Output:
+	// stored: true duplicate: false
+	// handled 72d3162e-cc78-11e3-81ab-4c9367dc0958 (issues), attempt 1
+	// sent again, duplicate: true
+	// issues.opened handled after 1 attempt
+}

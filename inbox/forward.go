@@ -1,0 +1,67 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// HeaderAttempt is the header Forward adds: the attempt number, from 1.
+const HeaderAttempt = "Forgehooks-Attempt"
+
+// Forward returns a handler that POSTs each delivery to url with the
+// request's original headers (those stored with it, without the
+// connection's) and the exact body bytes, so that the signature still
+// verifies, and HeaderAttempt. It succeeds only on a 2xx answer; any other
+// answer or a transport error fails the attempt, which the inbox retries.
+// Register it with OnAny. A nil client is http.DefaultClient; give one with
+// a Timeout.
+func Forward(url string, client *http.Client) emitter.Handler {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return func(ctx context.Context, e emitter.Event) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(e.Payload))
+		if err != nil {
+			return fmt.Errorf("inbox: forward: %w", err)
+		}
+		info, ok := webhooks.DeliveryFrom(ctx)
+		for k, v := range info.Header {
+			switch http.CanonicalHeaderKey(k) {
+			case "Host", "Content-Length", "Connection", "Transfer-Encoding", "Accept-Encoding", "Te", "Trailer", "Upgrade", "Keep-Alive", "Proxy-Connection":
+				continue
+			}
+			req.Header[http.CanonicalHeaderKey(k)] = v
+		}
+		// A delivery that did not come over HTTP has no headers of its own.
+		if req.Header.Get(webhooks.HeaderEvent) == "" {
+			req.Header.Set(webhooks.HeaderEvent, e.Name)
+		}
+		if req.Header.Get(webhooks.HeaderDelivery) == "" && e.ID != "" {
+			req.Header.Set(webhooks.HeaderDelivery, e.ID)
+		}
+		if req.Header.Get("Content-Type") == "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if ok && info.Attempt > 0 {
+			req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("inbox: forward delivery %q to %s: %w", e.ID, url, err)
+		}
+		defer resp.Body.Close()
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			return fmt.Errorf("inbox: forward delivery %q to %s: %s: %s", e.ID, url, resp.Status, bytes.TrimSpace(snippet))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,135 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/signing"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+const testSecret = "inbox-test-secret"
+
+// quiet is a logger for tests: warnings and errors go to t.Log when -v.
+func quiet(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+// newWebhooks returns a Webhooks with the test secret.
+func newWebhooks(t testing.TB) *webhooks.Webhooks {
+	t.Helper()
+	wh, err := webhooks.New(webhooks.Options{Secret: testSecret, Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wh
+}
+
+// openInbox opens an embedded inbox in dir, closed at the end of the test.
+func openInbox(t testing.TB, dir string, o Options) *Inbox {
+	t.Helper()
+	o.Dir = dir
+	if o.Logger == nil {
+		o.Logger = quiet(t)
+	}
+	in, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(context.Background()) })
+	return in
+}
+
+// receiver serves the middleware of wh with in over real HTTP on 127.0.0.1.
+func receiver(t testing.TB, wh *webhooks.Webhooks, in webhooks.Inbox) *httptest.Server {
+	t.Helper()
+	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Inbox: in, Logger: quiet(t)})
+	srv := httptest.NewServer(mw)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// post sends a delivery signed with secret and returns the status and body.
+func post(t testing.TB, client *http.Client, url, event, id string, body []byte, secret string) (int, string, error) {
+	sig, err := signing.Sign(secret, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, url+webhooks.DefaultPath, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(webhooks.HeaderEvent, event)
+	req.Header.Set(webhooks.HeaderDelivery, id)
+	req.Header.Set(webhooks.HeaderSignature, sig)
+	req.Header.Set("User-Agent", "forge-hookshot/test")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+func payload(id string) []byte {
+	return fmt.Appendf(nil, `{"action":"opened","delivery":%q,"repository":{"full_name":"o/r"}}`, id)
+}
+
+// seen counts the runs of each delivery's handlers.
+type seen struct {
+	mu   sync.Mutex
+	runs map[string][]webhooks.DeliveryInfo
+	ch   chan string
+}
+
+func newSeen() *seen {
+	return &seen{runs: map[string][]webhooks.DeliveryInfo{}, ch: make(chan string, 100000)}
+}
+
+func (s *seen) add(info webhooks.DeliveryInfo) {
+	s.mu.Lock()
+	s.runs[info.ID] = append(s.runs[info.ID], info)
+	s.mu.Unlock()
+	s.ch <- info.ID
+}
+
+func (s *seen) get(id string) []webhooks.DeliveryInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]webhooks.DeliveryInfo(nil), s.runs[id]...)
+}
+
+func (s *seen) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.runs)
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,551 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// Defaults of Options.
+const (
+	// DefaultName names the streams, buckets and subjects of an Inbox.
+	DefaultName = "FORGEHOOKS"
+	// DefaultDuplicateWindow is how long a delivery id is remembered: the
+	// forge keeps its delivery log, and so can redeliver, for 3 days.
+	DefaultDuplicateWindow = 72 * time.Hour
+	// DefaultMaxAge is how long a delivery stays in the stream.
+	DefaultMaxAge = 7 * 24 * time.Hour
+	// DefaultAckWait is how long a worker holds a delivery without telling the
+	// server it is still at work before the server hands it out again.
+	DefaultAckWait = 30 * time.Second
+	// DefaultMaxPayload is the largest message the embedded server takes: the
+	// forge's 25 MiB body limit with room for the headers.
+	DefaultMaxPayload = 26 << 20
+)
+
+// DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
+// a delivery runs at most len(DefaultRetryDelays)+1 times, waiting these
+// delays between attempts, over about 33 hours in all.
+var DefaultRetryDelays = []time.Duration{
+	5 * time.Second, 5 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// Errors of an Inbox; those returned wrap them with context.
+var (
+	// ErrClosed is returned by Enqueue and the queries once Close was called.
+	ErrClosed = errors.New("inbox: closed")
+	// ErrNotFound is returned by Get, Retry and Replay for an id the inbox
+	// does not hold.
+	ErrNotFound = errors.New("inbox: no such delivery")
+	// ErrNotDead is returned by Retry for a delivery that is not a dead letter.
+	ErrNotDead = errors.New("inbox: delivery is not a dead letter")
+	// ErrInUse is returned by Open when another process holds the directory.
+	ErrInUse = errors.New("inbox: directory in use by another process")
+)
+
+// Receiver runs a delivery's handlers; *webhooks.Webhooks is one. The inbox
+// calls Receive with a context carrying the delivery's webhooks.DeliveryInfo.
+type Receiver interface {
+	Receive(ctx context.Context, e emitter.Event) error
+}
+
+// Options configures an Inbox. Exactly one of Dir and URLs is required.
+type Options struct {
+	// Dir is the directory of the embedded server's file store; it is
+	// created when missing. One process at a time may open it.
+	Dir string
+	// URLs are the NATS servers of an existing cluster to connect to instead
+	// of running one in the process.
+	URLs []string
+	// NATSOptions are added to the connection's options in cluster mode
+	// (credentials, TLS).
+	NATSOptions []nats.Option
+
+	// Receiver runs the handlers of stored deliveries. Nil: no worker runs,
+	// and the Inbox only stores and answers queries (the CLI's use).
+	Receiver Receiver
+	// Workers is how many deliveries run at once. Zero: 4 × GOMAXPROCS.
+	Workers int
+	// RetryDelays are the waits between a failed attempt and the next; after
+	// the attempt that follows the last delay fails, the delivery is a dead
+	// letter. Nil: DefaultRetryDelays. Empty: no retry.
+	RetryDelays []time.Duration
+	// AckWait is how long a running delivery is leased to its worker, which
+	// renews the lease every third of it while the handlers run. Zero:
+	// DefaultAckWait.
+	AckWait time.Duration
+
+	// Name prefixes the streams (Name_INBOX, Name_DEAD), key-value buckets
+	// (Name_STATUS, Name_STATE), subjects and consumer. Zero: DefaultName.
+	// Inboxes sharing a cluster and a Name share their deliveries.
+	Name string
+	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
+	Replicas int
+	// DuplicateWindow is how long a delivery id is remembered. Zero:
+	// DefaultDuplicateWindow.
+	DuplicateWindow time.Duration
+	// MaxAge is how long a delivery is kept in the stream (and its status);
+	// at least DuplicateWindow. Zero: DefaultMaxAge. Dead letters are kept
+	// until retried.
+	MaxAge time.Duration
+	// MaxBytes bounds the inbox stream's size; a delivery beyond it is refused
+	// (503) rather than older ones being dropped. Zero: no bound but the disk.
+	MaxBytes int64
+	// Fsync, in the embedded mode, syncs every write to disk before it is
+	// acknowledged. Slower; see the package documentation.
+	Fsync bool
+
+	// Logger receives the inbox's lines. Nil: slog.Default().
+	Logger *slog.Logger
+	// OnChange, when set, is called after each change of a delivery's
+	// status: stored (queued), running, an attempt finished (handled,
+	// retrying, dead). It runs on the goroutine that made the change and
+	// must not block for long.
+	OnChange func(Record)
+}
+
+// Inbox stores deliveries in JetStream and runs their handlers. It implements
+// webhooks.Inbox. It is safe for concurrent use.
+type Inbox struct {
+	opts   Options
+	log    *slog.Logger
+	ns     *server.Server // nil in cluster mode
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	inbox  jetstream.Stream
+	dead   jetstream.Stream
+	status jetstream.KeyValue
+	state  jetstream.KeyValue
+	unlock func()
+
+	inSubj, deadSubj string
+
+	mu      sync.Mutex
+	closed  bool
+	running map[string]bool // keys of deliveries whose handlers run here
+
+	enq        sync.WaitGroup // Enqueue calls under way
+	iter       jetstream.MessagesContext
+	dispatched chan struct{}  // closed when dispatch returned
+	sem        chan struct{}  // one place per worker
+	closing    chan struct{}  // closed by Close
+	active     sync.WaitGroup // handlers running
+	handlerCtx context.Context
+	stop       context.CancelFunc // cancels handlerCtx
+}
+
+var _ webhooks.Inbox = (*Inbox)(nil)
+
+// Open starts (or connects to) the store, creates the streams, buckets and
+// consumer when missing, and starts the workers when opts.Receiver is set.
+func Open(ctx context.Context, opts Options) (*Inbox, error) {
+	if (opts.Dir == "") == (len(opts.URLs) == 0) {
+		return nil, errors.New("inbox: exactly one of Options.Dir and Options.URLs must be set")
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if strings.ContainsAny(opts.Name, ".*> \t") {
+		return nil, fmt.Errorf("inbox: Options.Name %q: use letters, digits, - and _", opts.Name)
+	}
+	if opts.DuplicateWindow == 0 {
+		opts.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if opts.MaxAge == 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	if opts.MaxAge < opts.DuplicateWindow {
+		return nil, fmt.Errorf("inbox: Options.MaxAge %v is shorter than the duplicate window %v", opts.MaxAge, opts.DuplicateWindow)
+	}
+	if opts.RetryDelays == nil {
+		opts.RetryDelays = DefaultRetryDelays
+	}
+	for _, d := range opts.RetryDelays {
+		if d < 0 {
+			return nil, fmt.Errorf("inbox: negative retry delay %v", d)
+		}
+	}
+	if opts.AckWait == 0 {
+		opts.AckWait = DefaultAckWait
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4 * runtime.GOMAXPROCS(0)
+	}
+	if opts.Replicas == 0 {
+		opts.Replicas = 1
+		if len(opts.URLs) > 0 {
+			opts.Replicas = 3
+		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}),
+		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
+	if err := in.connect(); err != nil {
+		return nil, err
+	}
+	if err := in.setup(ctx); err != nil {
+		in.shutdown()
+		return nil, err
+	}
+	if opts.Receiver != nil {
+		if err := in.startWorkers(ctx); err != nil {
+			in.shutdown()
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// connect starts the embedded server or dials the cluster.
+func (in *Inbox) connect() error {
+	o := in.opts
+	if o.Dir != "" {
+		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		unlock, err := lockDir(o.Dir)
+		if err != nil {
+			return err
+		}
+		in.unlock = unlock
+		ns, err := server.NewServer(&server.Options{
+			ServerName: "forgehooks-inbox",
+			JetStream:  true,
+			StoreDir:   o.Dir,
+			DontListen: true,
+			NoSigs:     true,
+			NoLog:      true,
+			MaxPayload: DefaultMaxPayload,
+			SyncAlways: o.Fsync,
+		})
+		if err != nil {
+			unlock()
+			return fmt.Errorf("inbox: embedded NATS server: %w", err)
+		}
+		ns.Start()
+		if !ns.ReadyForConnections(30 * time.Second) {
+			ns.Shutdown()
+			unlock()
+			return fmt.Errorf("inbox: embedded NATS server with store %s did not start", o.Dir)
+		}
+		in.ns = ns
+		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("forgehooks-inbox"), in.asyncErrors())
+		if err != nil {
+			ns.Shutdown()
+			unlock()
+			return fmt.Errorf("inbox: connecting to the embedded server: %w", err)
+		}
+		in.nc = nc
+	} else {
+		nopts := append([]nats.Option{
+			nats.Name("forgehooks-inbox"),
+			nats.MaxReconnects(-1),
+			nats.ReconnectWait(250 * time.Millisecond),
+			// While disconnected a publish fails at once (503) instead of
+			// waiting in a buffer to be sent after the 503 went out.
+			nats.ReconnectBufSize(-1),
+			in.asyncErrors(),
+		}, o.NATSOptions...)
+		nc, err := nats.Connect(strings.Join(o.URLs, ","), nopts...)
+		if err != nil {
+			return fmt.Errorf("inbox: connecting to NATS at %s: %w", strings.Join(o.URLs, ","), err)
+		}
+		in.nc = nc
+	}
+	js, err := jetstream.New(in.nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+		in.log.Warn("inbox: writing a delivery's status", "subject", m.Subject, "error", err)
+	}))
+	if err != nil {
+		in.shutdown()
+		return fmt.Errorf("inbox: %w", err)
+	}
+	in.js = js
+	return nil
+}
+
+// asyncErrors logs the connection's asynchronous errors (a slow consumer:
+// the deliveries dropped come back after AckWait) instead of nats.go's
+// default, which prints them to stderr.
+func (in *Inbox) asyncErrors() nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subj := ""
+		if sub != nil {
+			subj = sub.Subject
+		}
+		in.log.Warn("inbox: NATS connection", "subscription", subj, "error", err)
+	})
+}
+
+// setup creates or updates the streams, buckets and consumer.
+func (in *Inbox) setup(ctx context.Context) error {
+	o := in.opts
+	var err error
+	maxBytes := o.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	in.inbox, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        o.Name + "_INBOX",
+		Description: "forgehooks: webhook deliveries, stored before they are acknowledged",
+		Subjects:    []string{in.inSubj + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      o.MaxAge,
+		MaxBytes:    maxBytes,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  o.DuplicateWindow,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+		AllowDirect: true,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating stream %s_INBOX: %w", o.Name, err)
+	}
+	in.dead, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        o.Name + "_DEAD",
+		Description: "forgehooks: deliveries whose handlers failed every attempt",
+		Subjects:    []string{in.deadSubj + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+		AllowDirect: true,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating stream %s_DEAD: %w", o.Name, err)
+	}
+	in.status, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      o.Name + "_STATUS",
+		Description: "forgehooks: each delivery's status and attempts",
+		TTL:         o.MaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating bucket %s_STATUS: %w", o.Name, err)
+	}
+	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      o.Name + "_STATE",
+		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating bucket %s_STATE: %w", o.Name, err)
+	}
+	return nil
+}
+
+// Enqueue stores d and returns once JetStream has acknowledged it, or reports
+// duplicate when a delivery with d.ID was stored within the duplicate window
+// (d is then not stored again). A delivery with an empty ID is always stored.
+// The error, when it cannot be stored within ctx (store unavailable, a stream
+// limit reached, a full disk), says why; nothing was acknowledged then.
+func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bool, err error) {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return false, ErrClosed
+	}
+	in.enq.Add(1)
+	in.mu.Unlock()
+	defer in.enq.Done()
+	if d.Name == "" {
+		return false, errors.New("inbox: delivery without an event name")
+	}
+	received := d.ReceivedAt
+	if received.IsZero() {
+		received = time.Now()
+	}
+	msg := &nats.Msg{Subject: in.inSubj + subjectToken(d.ID), Data: d.Payload, Header: storedHeader(d.Header)}
+	msg.Header.Set(hdrVersion, "1")
+	msg.Header.Set(hdrEvent, d.Name)
+	if d.ID != "" {
+		msg.Header.Set(hdrDelivery, d.ID)
+	}
+	if d.Signature != "" {
+		msg.Header.Set(hdrSignature, d.Signature)
+	}
+	msg.Header.Set(hdrReceivedAt, received.UTC().Format(time.RFC3339Nano))
+	if msg.Header.Get("Content-Type") == "" {
+		msg.Header.Set("Content-Type", "application/json")
+	}
+	var popts []jetstream.PublishOpt
+	if d.ID != "" {
+		popts = append(popts, jetstream.WithMsgID(d.ID))
+	}
+	ack, err := in.js.PublishMsg(ctx, msg, popts...)
+	if err != nil {
+		return false, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, describePublishError(err))
+	}
+	if ack.Duplicate {
+		return true, nil
+	}
+	if in.opts.OnChange != nil {
+		in.opts.OnChange(Record{ID: d.ID, Event: d.Name, Action: emitter.Event{Payload: d.Payload}.Action(),
+			Header: headerOf(msg.Header), Payload: d.Payload, ReceivedAt: received, Status: StatusQueued, Seq: ack.Sequence})
+	}
+	return false, nil
+}
+
+// Error codes of the NATS server that the client names no constant for.
+const (
+	errCodeInsufficientResources jetstream.ErrorCode = 10023
+	errCodeStoreFailed           jetstream.ErrorCode = 10077
+)
+
+// describePublishError adds what a reader needs to a publish error.
+func describePublishError(err error) error {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Description), "maximum"):
+		return fmt.Errorf("a limit of the inbox stream is reached (Options.MaxBytes or the account's JetStream limits): %w", err)
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == errCodeStoreFailed || apiErr.ErrorCode == errCodeInsufficientResources):
+		return fmt.Errorf("the store could not write it (disk full, or JetStream's storage limit reached): %w", err)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Errorf("the delivery is larger than the server's max_payload: %w", err)
+	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("the store did not answer in time (NATS down or without quorum?): %w", err)
+	}
+	return err
+}
+
+// Close drains the inbox: Enqueue fails from now on (the middleware answers
+// 503), workers take no new delivery, and Close waits for the handlers
+// running until ctx is done. Deliveries not finished by then stay
+// unacknowledged and run again after the next start. Then the connection
+// (and the embedded server) are closed. The error is ctx's when handlers were
+// still running.
+func (in *Inbox) Close(ctx context.Context) error {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return nil
+	}
+	in.closed = true
+	close(in.closing)
+	in.mu.Unlock()
+	if in.iter != nil {
+		// Deliveries fetched but not started are handed back by dispatch.
+		in.iter.Drain()
+	}
+	done := make(chan struct{})
+	go func() {
+		in.enq.Wait()
+		if in.dispatched != nil {
+			<-in.dispatched
+		}
+		in.active.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
+	}
+	if in.stop != nil {
+		in.stop()
+	}
+	in.shutdown()
+	return err
+}
+
+// shutdown closes the connection and the embedded server.
+func (in *Inbox) shutdown() {
+	if in.js != nil {
+		select {
+		case <-in.js.PublishAsyncComplete():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	if in.nc != nil {
+		in.nc.Close()
+	}
+	if in.ns != nil {
+		in.ns.Shutdown()
+		in.ns.WaitForShutdown()
+	}
+	if in.unlock != nil {
+		in.unlock()
+	}
+}
+
+// isClosed reports whether Close was called.
+func (in *Inbox) isClosed() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.closed
+}
+
+// Headers the inbox writes on a stored delivery. A request's own headers with
+// these prefixes are dropped (see storedHeader).
+const (
+	hdrVersion    = "Forgehooks-Version"
+	hdrEvent      = "Forgehooks-Event"
+	hdrDelivery   = "Forgehooks-Delivery"
+	hdrSignature  = "Forgehooks-Signature"
+	hdrReceivedAt = "Forgehooks-Received-At"
+	// hdrBefore, on a delivery stored again by Retry or Replay, counts the
+	// attempts made before, so that attempt numbers go on.
+	hdrBefore = "Forgehooks-Attempts-Before"
+	// hdrKey, on a delivery stored again, names its status key.
+	hdrKey = "Forgehooks-Key"
+	// On a dead letter: the last error, the attempts, the inbox sequence.
+	hdrError    = "Forgehooks-Error"
+	hdrAttempts = "Forgehooks-Attempts"
+	hdrSeq      = "Forgehooks-Seq"
+)
+
+// internalHeader reports a header name a sender must not set.
+func internalHeader(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "nats-") || strings.HasPrefix(n, "forgehooks-")
+}
+
+// storedHeader copies the request's headers for the store, without those that
+// would instruct JetStream or pass for the inbox's own, and without the
+// connection's.
+func storedHeader(h http.Header) nats.Header {
+	out := make(nats.Header, len(h)+6)
+	for k, v := range h {
+		if internalHeader(k) || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Connection") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// headerOf returns the request's headers kept in a stored message.
+func headerOf(h nats.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, v := range h {
+		if internalHeader(k) {
+			continue
+		}
+		out[http.CanonicalHeaderKey(k)] = v
+	}
+	return out
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

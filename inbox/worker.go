@@ -1,0 +1,386 @@
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// startWorkers creates the durable consumer and starts taking deliveries.
+func (in *Inbox) startWorkers(ctx context.Context) error {
+	o := in.opts
+	cons, err := in.inbox.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:     o.Name + "_WORKERS",
+		Description: "forgehooks: runs each stored delivery's handlers",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     o.AckWait,
+		// The inbox counts attempts itself and moves a delivery to the dead
+		// letters with its error; the server must not drop it silently.
+		MaxDeliver: -1,
+		// Deliveries waiting for a retry count as pending: a bound would
+		// stop new deliveries while a downstream is down for long.
+		MaxAckPending: -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Replicas:      o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating consumer %s_WORKERS: %w", o.Name, err)
+	}
+	in.sem = make(chan struct{}, o.Workers)
+	hctx, cancel := context.WithCancel(context.Background())
+	in.stop = cancel
+	in.handlerCtx = hctx
+	it, err := cons.Messages(jetstream.PullMaxMessages(o.Workers))
+	if err != nil {
+		return fmt.Errorf("inbox: consuming: %w", err)
+	}
+	in.iter = it
+	in.dispatched = make(chan struct{})
+	go in.dispatch(it)
+	return nil
+}
+
+// dispatch takes deliveries while a worker is free and runs each on its own
+// goroutine. A place is taken before a delivery is, so that none waits
+// fetched (its lease running) for a worker. Once Close was called, those
+// fetched but not started are handed back at once.
+func (in *Inbox) dispatch(it jetstream.MessagesContext) {
+	defer close(in.dispatched)
+	for {
+		select {
+		case in.sem <- struct{}{}:
+		case <-in.closing:
+			in.handBack(it)
+			return
+		}
+		msg, err := it.Next()
+		if err != nil {
+			<-in.sem
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || in.isClosed() {
+				in.handBack(it)
+				return
+			}
+			in.log.Warn("inbox: taking deliveries", "error", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		in.mu.Lock()
+		if in.closed {
+			in.mu.Unlock()
+			<-in.sem
+			_ = msg.Nak()
+			continue
+		}
+		in.active.Add(1)
+		in.mu.Unlock()
+		go func() {
+			defer func() {
+				<-in.sem
+				in.active.Done()
+			}()
+			in.handle(msg)
+		}()
+	}
+}
+
+// handBack gives the deliveries fetched but not started back to the server.
+func (in *Inbox) handBack(it jetstream.MessagesContext) {
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			return
+		}
+		_ = msg.Nak()
+	}
+}
+
+// handle runs one stored delivery's handlers and settles it: ack, a retry
+// after the next delay, or the dead letters.
+func (in *Inbox) handle(msg jetstream.Msg) {
+	ctx := in.handlerCtx
+	meta, err := msg.Metadata()
+	if err != nil {
+		in.log.Error("inbox: a message without JetStream metadata", "subject", msg.Subject(), "error", err)
+		_ = msg.Term()
+		return
+	}
+	seq := meta.Sequence.Stream
+	h := msg.Headers()
+	if h == nil {
+		h = nats.Header{}
+	}
+	token := lastToken(msg.Subject())
+	key := statusKey(h, token, seq)
+	// A delivery's first run has no status to read, unless it was stored
+	// again by Retry or Replay (hdrKey), or has no id (its key is its seq,
+	// which a crash after the status was written could leave behind).
+	var st *status
+	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" {
+		st = in.loadStatus(ctx, key)
+	}
+	if st == nil {
+		st = &status{}
+	}
+	st.Seq = seq
+	if reason := notADelivery(h, msg.Data()); reason != "" {
+		in.log.Error("inbox: not a delivery; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", reason)
+		st.add(Attempt{Number: int(meta.NumDelivered), Start: time.Now(), Err: "inbox: not a delivery: " + reason})
+		in.bury(ctx, msg, h, token, key, st, "inbox: not a delivery: "+reason)
+		return
+	}
+	attempt := atoi(h.Get(hdrBefore)) + int(meta.NumDelivered)
+	in.setRunning(key, true)
+	if in.opts.OnChange != nil {
+		r := recordOf(h, msg.Data(), seq, st)
+		r.Status = StatusRunning
+		in.opts.OnChange(r)
+	}
+	start := time.Now()
+	err = in.run(ctx, msg, h, attempt)
+	dur := time.Since(start)
+	in.setRunning(key, false)
+	if errors.Is(err, emitter.ErrClosed) {
+		// The Webhooks was closed under us: not the delivery's fault.
+		_ = msg.Nak()
+		return
+	}
+	a := Attempt{Number: attempt, Start: start, Duration: dur}
+	if err != nil {
+		a.Err = describe(err)
+	}
+	st.add(a)
+	id := h.Get(hdrDelivery)
+	switch {
+	case err == nil:
+		st.Status = StatusHandled
+		// Not waited for: the delivery is done whether or not its status is
+		// written (a lost write shows it queued), and waiting would cost a
+		// round trip per delivery.
+		in.putStatusAsync(key, st)
+		if aerr := msg.Ack(); aerr != nil {
+			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
+		}
+	case int(meta.NumDelivered) <= len(in.opts.RetryDelays):
+		st.Status = StatusRetrying
+		in.putStatus(ctx, key, st)
+		delay := in.opts.RetryDelays[meta.NumDelivered-1]
+		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(hdrEvent), "attempt", attempt, "retry_in", delay, "error", err)
+		if delay > 0 {
+			_ = msg.NakWithDelay(delay)
+		} else {
+			_ = msg.Nak()
+		}
+	default:
+		in.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(hdrEvent), "attempts", attempt, "error", err)
+		in.bury(ctx, msg, h, token, key, st, a.Err)
+		return
+	}
+	in.changed(h, msg.Data(), seq, st)
+}
+
+// run calls the Receiver with the delivery, renewing its lease while the
+// handlers run. A panic that escapes the Receiver is the attempt's error.
+func (in *Inbox) run(ctx context.Context, msg jetstream.Msg, h nats.Header, attempt int) (err error) {
+	received, _ := time.Parse(time.RFC3339Nano, h.Get(hdrReceivedAt))
+	id, event := h.Get(hdrDelivery), h.Get(hdrEvent)
+	header := headerOf(h)
+	// A delivery stored without its request's headers (library use) gets
+	// those the forge would have sent.
+	for _, kv := range [...][2]string{{webhooks.HeaderEvent, event}, {webhooks.HeaderDelivery, id}, {webhooks.HeaderSignature, h.Get(hdrSignature)}} {
+		if kv[1] != "" && header.Get(kv[0]) == "" {
+			header.Set(kv[0], kv[1])
+		}
+	}
+	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
+		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt,
+	})
+	// The lease is renewed from a timer, which costs no goroutine unless the
+	// handlers outlast a third of AckWait.
+	renew := &renewal{msg: msg, every: in.opts.AckWait / 3}
+	renew.start()
+	defer renew.stop()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("inbox: the receiver panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: msg.Data()})
+}
+
+// renewal renews a running delivery's lease every so often until stopped.
+type renewal struct {
+	msg   jetstream.Msg
+	every time.Duration
+	mu    sync.Mutex
+	t     *time.Timer
+	done  bool
+}
+
+func (r *renewal) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.t = time.AfterFunc(r.every, r.fire)
+}
+
+func (r *renewal) fire() {
+	_ = r.msg.InProgress()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.done {
+		r.t.Reset(r.every)
+	}
+}
+
+func (r *renewal) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = true
+	r.t.Stop()
+}
+
+// bury moves msg to the dead letters with its last error, then ends it in
+// the inbox. When the dead letter cannot be written, msg is handed back to be
+// tried again later rather than lost.
+func (in *Inbox) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *status, lastErr string) {
+	st.Status = StatusDead
+	dm := &nats.Msg{Subject: in.deadSubj + token, Data: msg.Data(), Header: make(nats.Header, len(h)+4)}
+	for k, v := range h {
+		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
+			dm.Header[k] = v
+		}
+	}
+	dm.Header.Set(hdrKey, key)
+	dm.Header.Set(hdrSeq, strconv.FormatUint(st.Seq, 10))
+	dm.Header.Set(hdrError, firstLine(lastErr))
+	dm.Header.Set(hdrAttempts, string(st.marshal()))
+	// The id makes a second bury of the same copy (after a crash between the
+	// two writes) a no-op.
+	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {
+		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
+		_ = msg.NakWithDelay(time.Minute)
+		return
+	}
+	in.putStatus(ctx, key, st)
+	_ = msg.Term()
+	in.changed(h, msg.Data(), st.Seq, st)
+}
+
+// changed tells Options.OnChange.
+func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *status) {
+	if in.opts.OnChange != nil {
+		in.opts.OnChange(recordOf(h, data, seq, st))
+	}
+}
+
+func (in *Inbox) setRunning(key string, on bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if on {
+		in.running[key] = true
+	} else {
+		delete(in.running, key)
+	}
+}
+
+func (in *Inbox) isRunning(key string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.running[key]
+}
+
+// loadStatus reads a status; nil when there is none (or it cannot be read:
+// the status is a record of what happened, the delivery itself is in the
+// stream).
+func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
+	e, err := in.status.Get(ctx, key)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			in.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
+		}
+		return nil
+	}
+	var st status
+	if json.Unmarshal(e.Value(), &st) != nil {
+		return nil
+	}
+	return &st
+}
+
+func (in *Inbox) putStatus(ctx context.Context, key string, st *status) {
+	if _, err := in.status.Put(ctx, key, st.marshal()); err != nil {
+		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
+	}
+}
+
+// putStatusAsync writes a status without waiting for the store's answer;
+// a failure is logged.
+func (in *Inbox) putStatusAsync(key string, st *status) {
+	if _, err := in.js.PublishAsync("$KV."+in.opts.Name+"_STATUS."+key, st.marshal()); err != nil {
+		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
+	}
+}
+
+// notADelivery says why a stored message is not a delivery the inbox wrote,
+// or returns "".
+func notADelivery(h nats.Header, data []byte) string {
+	switch {
+	case h.Get(hdrVersion) != "1":
+		return "no " + hdrVersion + " header 1 (a message published by something else?)"
+	case h.Get(hdrEvent) == "":
+		return "no " + hdrEvent + " header"
+	}
+	if _, err := jsonscan.Scan(data); err != nil {
+		return "the payload is not a JSON object: " + err.Error()
+	}
+	return ""
+}
+
+// describe is an attempt's error: its message, and the stack of each panic.
+func describe(err error) string {
+	var b strings.Builder
+	b.WriteString(err.Error())
+	var errs []error
+	var ee *emitter.Error
+	if errors.As(err, &ee) {
+		errs = ee.Errors
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var p *emitter.PanicError
+		if errors.As(e, &p) && len(p.Stack) > 0 {
+			b.WriteString("\n\n")
+			b.WriteString(p.Error())
+			b.WriteString("\n")
+			b.Write(p.Stack)
+		}
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 1024 {
+		s = s[:1024]
+	}
+	return s
+}
+
+func lastToken(subject string) string {
+	return subject[strings.LastIndexByte(subject, '.')+1:]
+}
