@@ -8,7 +8,7 @@ PKGS  := ./...
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
 ## race-enabled tests, and the same for the nested modules. The inspector's browser
 ## tests need Chromium: `make chromium` installs it (CI does).
-test: fmt-check vet tidy-check generate-check unit modules
+test: fmt-check vet tidy-check generate-check chromium unit modules
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
