@@ -187,7 +187,8 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4 * runtime.GOMAXPROCS(0)
 	}
-	if opts.Replicas == 0 {
+	defaultReplicas := opts.Replicas == 0
+	if defaultReplicas {
 		opts.Replicas = 1
 		if len(opts.URLs) > 0 {
 			opts.Replicas = 3
@@ -200,6 +201,13 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
 	if err := in.connect(); err != nil {
 		return nil, err
+	}
+	if defaultReplicas {
+		// Streams made before keep their replicas: a query from the command
+		// line must not try to move a one-node inbox to three.
+		if st, err := in.js.Stream(ctx, opts.Name+"_INBOX"); err == nil {
+			in.opts.Replicas = st.CachedInfo().Config.Replicas
+		}
 	}
 	if err := in.setup(ctx); err != nil {
 		in.shutdown()
