@@ -110,6 +110,11 @@ type Options struct {
 	// Fsync, in the embedded mode, syncs every write to disk before it is
 	// acknowledged. Slower; see the package documentation.
 	Fsync bool
+	// MaxStore, in the embedded mode, bounds the disk space JetStream uses in
+	// Dir, all streams and buckets together; once reached, deliveries are
+	// refused (503) as on a full disk. Zero: the server's default (most of
+	// the free disk).
+	MaxStore int64
 
 	// Logger receives the inbox's lines. Nil: slog.Default().
 	Logger *slog.Logger
@@ -243,6 +248,8 @@ func (in *Inbox) connect() error {
 			NoLog:      true,
 			MaxPayload: DefaultMaxPayload,
 			SyncAlways: o.Fsync,
+
+			JetStreamMaxStore: o.MaxStore,
 		})
 		if err != nil {
 			unlock()
