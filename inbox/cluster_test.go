@@ -338,4 +338,16 @@ func TestInboxStoreUnavailable(t *testing.T) {
 	if got, _ := in.Holds(context.Background(), "down-1"); got {
 		t.Error("down-1 was answered 503 and stored all the same (a publish buffered while disconnected)")
 	}
+	// A query with the default options (3 replicas in a cluster) opens the
+	// one-replica inbox as it is.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	q, err := Open(ctx, Options{URLs: cl.urls(), Logger: quiet(t)})
+	if err != nil {
+		t.Fatalf("opening the inbox for a query: %v", err)
+	}
+	defer q.Close(ctx)
+	if ok, err := q.Holds(ctx, "back-1"); !ok || err != nil {
+		t.Errorf("Holds(back-1) = %v, %v", ok, err)
+	}
 }

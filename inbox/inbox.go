@@ -110,6 +110,11 @@ type Options struct {
 	// Fsync, in the embedded mode, syncs every write to disk before it is
 	// acknowledged. Slower; see the package documentation.
 	Fsync bool
+	// MaxStore, in the embedded mode, bounds the disk space JetStream uses in
+	// Dir, all streams and buckets together; once reached, deliveries are
+	// refused (503) as on a full disk. Zero: the server's default (most of
+	// the free disk).
+	MaxStore int64
 
 	// Logger receives the inbox's lines. Nil: slog.Default().
 	Logger *slog.Logger
@@ -187,7 +192,8 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4 * runtime.GOMAXPROCS(0)
 	}
-	if opts.Replicas == 0 {
+	defaultReplicas := opts.Replicas == 0
+	if defaultReplicas {
 		opts.Replicas = 1
 		if len(opts.URLs) > 0 {
 			opts.Replicas = 3
@@ -200,6 +206,13 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
 	if err := in.connect(); err != nil {
 		return nil, err
+	}
+	if defaultReplicas {
+		// Streams made before keep their replicas: a query from the command
+		// line must not try to move a one-node inbox to three.
+		if st, err := in.js.Stream(ctx, opts.Name+"_INBOX"); err == nil {
+			in.opts.Replicas = st.CachedInfo().Config.Replicas
+		}
 	}
 	if err := in.setup(ctx); err != nil {
 		in.shutdown()
@@ -235,6 +248,8 @@ func (in *Inbox) connect() error {
 			NoLog:      true,
 			MaxPayload: DefaultMaxPayload,
 			SyncAlways: o.Fsync,
+
+			JetStreamMaxStore: o.MaxStore,
 		})
 		if err != nil {
 			unlock()

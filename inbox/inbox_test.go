@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -480,4 +481,46 @@ func mustSign(t *testing.T, body []byte) string {
 		t.Fatal(err)
 	}
 	return sig
+}
+
+// TestInboxStoreFull: when JetStream's storage is used up (as on a full
+// disk), deliveries are refused with 503 and a clear error, nothing stored
+// before is lost, and the workers go on.
+func TestInboxStoreFull(t *testing.T) {
+	wh := newWebhooks(t)
+	s := newSeen()
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		s.add(info)
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, MaxStore: 256 << 10})
+	srv := receiver(t, wh, in)
+	big := []byte(`{"pad":"` + strings.Repeat("x", 16<<10) + `"}`)
+	var acked []string
+	var refused string
+	for i := range 64 {
+		id := fmt.Sprintf("full-%02d", i)
+		code, body, err := post(t, srv.Client(), srv.URL, "push", id, big, testSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == http.StatusServiceUnavailable {
+			refused = body
+			break
+		}
+		if code != 202 {
+			t.Fatalf("%s: %d %s", id, code, body)
+		}
+		acked = append(acked, id)
+	}
+	if refused == "" {
+		t.Fatalf("64 deliveries of 16 KB stored in a 256 KB store")
+	}
+	_, err := in.Enqueue(context.Background(), webhooks.Delivery{ID: "one-more", Name: "push", Payload: big})
+	if err == nil || !strings.Contains(err.Error(), "storage limit") {
+		t.Errorf("Enqueue into a full store: %v, want an error naming the storage limit", err)
+	}
+	waitFor(t, 10*time.Second, "every stored delivery handled", func() bool { return s.count() == len(acked) })
+	t.Logf("%d stored, then 503: %s", len(acked), strings.TrimSpace(refused))
 }

@@ -159,6 +159,14 @@ func TestServeInboxCommands(t *testing.T) {
 	if json.Unmarshal([]byte(out), &r); code != exitOK || r.Status != "handled" || len(r.Attempts) != 4 || r.Attempts[3].Number != 4 {
 		t.Errorf("after the retry: %d %+v\n%s", code, r, out)
 	}
+	// Replay stores a handled delivery again; it waits for the next serve.
+	if code, out, errOut := runCmd(t, "", nil, "inbox", "replay", "good", "--inbox", dir); code != exitOK || !strings.Contains(out, "stored again") {
+		t.Fatalf("inbox replay: %d %s%s", code, out, errOut)
+	}
+	code, out, _ = runCmd(t, "", nil, "inbox", "show", "good", "--inbox", dir, "--json")
+	if json.Unmarshal([]byte(out), &r); code != exitOK || r.Status != "queued" || len(r.Attempts) != 1 {
+		t.Errorf("after the replay: %d %+v\n%s", code, r, out)
+	}
 }
 
 // TestServeInboxForward: --forward re-POSTs each stored delivery with its
