@@ -210,7 +210,9 @@ func (em *Emitter) OnAny(h Handler) *Listener {
 
 // OnError registers h to be told of every failed delivery, and returns the
 // registration's handle. Error handlers run in their own goroutines, so they do
-// not delay Receive; Close waits for them. It panics when h is nil.
+// not delay Receive; Close waits for them. Past Options.MaxErrorReports
+// deliveries (or MaxErrorReportBytes of their payloads) whose error handlers
+// still run, a failure is logged instead of reported. It panics when h is nil.
 func (em *Emitter) OnError(h ErrorHandler) *Listener {
 	if h == nil {
 		panic("emitter: OnError with a nil handler")

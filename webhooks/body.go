@@ -24,13 +24,14 @@ type budget struct {
 	used atomic.Int64
 }
 
-// reserve takes n bytes, or reports false when that would pass max. While
-// nothing is reserved any n is granted, so that a budget smaller than one body
-// cannot refuse that body for ever.
-func (b *budget) reserve(n int64) bool {
+// reserve takes n more bytes for a request that holds own already, or
+// reports false when that would pass max. While nothing but own is reserved
+// any n is granted, so that a budget smaller than one body cannot refuse that
+// body for ever.
+func (b *budget) reserve(n, own int64) bool {
 	for {
 		used := b.used.Load()
-		if used > 0 && used+n > b.max {
+		if used > own && used+n > b.max {
 			return false
 		}
 		if b.used.CompareAndSwap(used, used+n) {
@@ -50,7 +51,7 @@ func (r *reservation) grow(n int64) bool {
 	if r == nil || r.b == nil {
 		return true
 	}
-	if !r.b.reserve(n) {
+	if !r.b.reserve(n, r.held) {
 		return false
 	}
 	r.held += n

@@ -254,3 +254,27 @@ func doRaw(t testing.TB, client *http.Client, url, event string, body []byte) (*
 	}
 	return res, strings.TrimSpace(string(b))
 }
+
+// TestCloseLogsAbandoned: deliveries whose handlers still run when Close's
+// deadline passes are logged with their ids.
+func TestCloseLogsAbandoned(t *testing.T) {
+	h := newHostile(t, MiddlewareOptions{Timeout: time.Nanosecond})
+	client := &http.Client{Timeout: generous}
+	url := "http://" + h.addr + DefaultPath
+	for _, id := range []string{"stuck-1", "stuck-2"} {
+		if code, msg := post(t, client, url, "never", id, []byte(`{}`)); code != http.StatusAccepted {
+			t.Fatalf("%s: %d %s", id, code, msg)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := h.wh.Close(ctx); err != context.DeadlineExceeded {
+		t.Fatalf("Close = %v, want the deadline", err)
+	}
+	logs := h.logs.text()
+	for _, id := range []string{"stuck-1", "stuck-2"} {
+		if !strings.Contains(logs, "delivery abandoned while its handlers ran delivery="+id) {
+			t.Errorf("%s not logged as abandoned:\n%s", id, logs)
+		}
+	}
+}

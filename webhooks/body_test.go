@@ -2,10 +2,12 @@ package webhooks
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -148,4 +150,76 @@ func TestReadBodyBudget(t *testing.T) {
 		t.Fatalf("a body alone over the budget: %d bytes, %v", len(got), err)
 	}
 	res.release()
+}
+
+func TestReadBody(t *testing.T) {
+	const max = 1000
+	tests := []struct {
+		name          string
+		body          io.Reader
+		contentLength int64
+		wantLen       int
+		wantErr       bool
+		wantCap       int // checked when > 0: the buffer was presized (a byte over the length, for the end), not grown
+	}{
+		{"known length", strings.NewReader(strings.Repeat("a", 700)), 700, 700, false, 701},
+		{"unknown length", strings.NewReader(strings.Repeat("a", 700)), -1, 700, false, 0},
+		{"at the limit", strings.NewReader(strings.Repeat("a", max)), -1, max, false, 0},
+		{"over the limit", strings.NewReader(strings.Repeat("a", max+1)), -1, 0, true, 0},
+		{"far over the limit", strings.NewReader(strings.Repeat("a", 10*max)), -1, 0, true, 0},
+		{"longer than announced", strings.NewReader(strings.Repeat("a", 800)), 700, 800, false, 0},
+		{"longer than announced, over the limit", strings.NewReader(strings.Repeat("a", max+5)), 700, 0, true, 0},
+		{"shorter than announced", strings.NewReader(strings.Repeat("a", 600)), 700, 600, false, 701},
+		{"empty", strings.NewReader(""), 0, 0, false, 0},
+		{"read error", &errReader{n: 100}, -1, 0, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h bytes.Buffer // stands in for the digest: must see exactly the body
+			got, err := readBody(tt.body, tt.contentLength, max, &h, nil)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if err != nil {
+				return
+			}
+			if len(got) != tt.wantLen || !bytes.Equal(h.Bytes(), got) {
+				t.Errorf("read %d bytes (hashed %d), want %d", len(got), h.Len(), tt.wantLen)
+			}
+			if tt.wantCap > 0 && cap(got) != tt.wantCap {
+				t.Errorf("cap %d, want %d", cap(got), tt.wantCap)
+			}
+		})
+	}
+	// A body of the announced length costs one allocation: the read that
+	// finds its end has the spare byte.
+	body := strings.Repeat("a", 700)
+	rd := strings.NewReader(body)
+	if n := testing.AllocsPerRun(100, func() {
+		rd.Reset(body)
+		if got, err := readBody(rd, int64(len(body)), max, io.Discard, nil); err != nil || len(got) != len(body) {
+			t.Fatalf("read %d bytes, %v", len(got), err)
+		}
+	}); n != 1 {
+		t.Errorf("%v allocations to read a body of the announced length, want 1", n)
+	}
+	// Reading stops at the limit plus one byte.
+	counting := &countingReader{r: strings.NewReader(strings.Repeat("a", 100*max))}
+	if _, err := readBody(counting, -1, max, io.Discard, nil); !errors.Is(err, errTooLarge) {
+		t.Fatal(err)
+	}
+	if counting.n != max+1 {
+		t.Errorf("read %d bytes of an oversized body, want %d", counting.n, max+1)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

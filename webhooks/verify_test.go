@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,4 +59,16 @@ func TestReusedDigestsStartClean(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestVerifyAndReceiveClipsValues: a forged delivery's id and event name are
+// clipped in the error, whatever their size.
+func TestVerifyAndReceiveClipsValues(t *testing.T) {
+	wh := mustNew(t, Options{Secret: secret})
+	huge := strings.Repeat("\xff", 1<<20)
+	sig, _ := signing.Sign("another secret", []byte(`{}`))
+	err := wh.VerifyAndReceive(context.Background(), Delivery{ID: huge, Name: huge, Payload: []byte(`{}`), Signature: sig})
+	if err == nil || len(err.Error()) > 1024 || !bytes.Contains([]byte(err.Error()), []byte("truncated; 1048576 bytes")) {
+		t.Errorf("error of %d bytes: %.300q", len(err.Error()), err)
+	}
 }
