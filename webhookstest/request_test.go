@@ -236,7 +236,7 @@ func TestDeliverToMiddleware(t *testing.T) {
 		verified bool
 	}{
 		{"ok", secret, body, nil, 200, "ok", true, true},
-		{"handler fails", secret, []byte(`{"action":"deleted"}`), nil, 500, "cannot handle deletions", true, true},
+		{"handler fails", secret, []byte(`{"action":"deleted"}`), nil, 500, "handler failed", true, true},
 		{"wrong secret", "another secret", body, nil, 400, "signature does not match", false, false},
 		{"no signature", secret, body, []webhookstest.Option{webhookstest.WithHeader(webhooks.HeaderSignature, "")}, 400, "X-Hub-Signature-256", false, false},
 		{"no delivery id", secret, body, []webhookstest.Option{webhookstest.WithDeliveryID("")}, 400, "X-Forge-Delivery", false, false},
