@@ -7,7 +7,6 @@ replace forgehooks.dev/forgehooks => ../
 require (
 	forgehooks.dev/forgehooks v0.0.0-00010101000000-000000000000
 	github.com/go-playground/webhooks/v6 v6.4.0
-	github.com/google/go-cmp v0.7.0
 	github.com/google/go-github/v75 v75.0.0
 )
 
