@@ -19,7 +19,7 @@ import (
 )
 
 func cmdCatchup(ctx context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "catchup", "forgehooks catchup (--app-id N --private-key FILE | --token-env VAR) (--app | --repo OWNER/REPO --hook-id N | --org ORG --hook-id N) [flags]", `
+	fs := newFlagSet(c, "catchup", "forgehooks catchup (--app-id N --private-key FILE | --token-env VAR) (--app | --repo OWNER/REPO --hook-id N | --org ORG --hook-id N) [--inbox DIR | --nats URL | --state FILE] [flags]", `
 Find the deliveries the forge sent while the receiver was down, unreachable or
 failing, in the hook's delivery log (kept 3 days), and ask the forge to
 redeliver each once: every delivery id (guid) with no successful attempt that
@@ -29,7 +29,13 @@ that the next run reads only what is new and requests nothing twice.
 
 The app hook is read with an app JWT (--app-id and --private-key, the app's
 PEM key); a repository or organization hook with a token read from the
-environment variable --token-env names. Neither is ever printed.`)
+environment variable --token-env names. Neither is ever printed.
+
+With --inbox DIR or --nats URL (the inbox of 'forgehooks serve'), the guids
+the inbox holds are not requested, and the checkpoint is kept in the inbox
+instead of --state. An --inbox directory opens in one process at a time: run
+it while that serve is stopped, or let serve catch up itself
+(--catchup-every).`)
 	f := addCatchupFlags(fs)
 	inboxF := addInboxFlags(fs, false)
 	dryRun := fs.Bool("dry-run", false, "decide and print the table, but request nothing and save nothing")
@@ -111,7 +117,7 @@ func addCatchupFlags(fs *flagSet) *catchupFlags {
 		org:        fs.String("org", "", "catch up hook --hook-id of organization ORG"),
 		hookID:     fs.Int64("hook-id", 0, "the repository's or organization's hook id"),
 		since:      fs.Duration("since", 0, "look back this far (default: back to the checkpoint in --state, or 24h)"),
-		state:      fs.String("state", "", "JSON file keeping the checkpoint and the guids requested, per hook"),
+		state:      fs.String("state", "", "JSON file keeping the checkpoint and the guids requested, per hook (not with --inbox or --nats: the inbox keeps them)"),
 		perMinute:  fs.Int("per-minute", catchup.DefaultRedeliveriesPerMinute, "redelivery requests a minute at most"),
 		maxPages:   fs.Int("max-pages", catchup.DefaultMaxPages, "log pages of 100 read at most in one run"),
 	}

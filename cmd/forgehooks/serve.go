@@ -56,7 +56,7 @@ development secret.`)
 	uiAddr := fs.String("ui", "", "serve the delivery inspector page at this address, such as 127.0.0.1:3001 (default: off)")
 	uiTokenEnv := fs.String("ui-token-env", "", "environment variable holding a token the inspector page requires (needed when --ui is not a loopback address)")
 	inboxF := addInboxFlags(fs, true) // --inbox, --nats, --retry-delays, --forward, --fsync: inbox.go
-	catchupEvery := fs.Duration("catchup-every", 0, "ask the forge to redeliver what was missed, once at start and then at this interval, such as 6h (default: never); needs the catchup flags below")
+	catchupEvery := fs.Duration("catchup-every", 0, "ask the forge to redeliver what was missed, once at start and then at this interval, such as 6h (default: never); needs --app (with --app-id, --private-key) or --repo/--org with --hook-id and --token-env, as forgehooks catchup does")
 	catchupF := addCatchupFlags(fs) // catchup.go
 	pos, code, done := fs.parse(args)
 	if done {
