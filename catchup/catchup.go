@@ -201,7 +201,7 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	if gap := now.Sub(rep.From); gap > LogRetention {
 		rep.warn(ctx, r.log, fmt.Sprintf("looking back %v, but the forge keeps its delivery log for %v: deliveries before %s cannot be redelivered", gap.Round(time.Minute), LogRetention, now.Add(-LogRetention).UTC().Format(time.RFC3339)))
 	}
-	attempts, pages, err := r.list(ctx, rep.From)
+	attempts, pages, err := r.list(ctx, rep.From, nil)
 	rep.Pages, rep.Attempts = pages, len(attempts)
 	if err != nil {
 		return rep, fmt.Errorf("catchup: %s: reading the delivery log: %w", opts.Hook, err)
@@ -382,8 +382,8 @@ func (r *run) from(now time.Time, s State) time.Time {
 }
 
 // list reads the log newest first until an attempt older than from, the last
-// page, or an error.
-func (r *run) list(ctx context.Context, from time.Time) (attempts []Attempt, pages int, err error) {
+// page, an attempt for which stop (when set) is true, or an error.
+func (r *run) list(ctx context.Context, from time.Time, stop func(Attempt) bool) (attempts []Attempt, pages int, err error) {
 	maxPages := cmp.Or(r.opts.MaxPages, DefaultMaxPages)
 	next := r.hook + "/deliveries?per_page=" + strconv.Itoa(perPage)
 	read := map[string]bool{}
@@ -417,6 +417,9 @@ func (r *run) list(ctx context.Context, from time.Time) (attempts []Attempt, pag
 				continue
 			}
 			attempts = append(attempts, a)
+			if stop != nil && stop(a) {
+				return attempts, pages, nil
+			}
 		}
 		if len(page) > 0 && fresh == 0 {
 			return attempts, pages, fmt.Errorf("page %d repeats attempts already read: the log's cursor does not advance", pages)

@@ -169,3 +169,45 @@ func cloneState(s State) State {
 	}
 	return s
 }
+
+// StateStore is a durable store of bytes by key, such as a receiver's inbox
+// ((*inbox.Inbox).GetState and PutState). Get returns nil and no error for a
+// key never put; Put replaces a key's value atomically.
+type StateStore interface {
+	GetState(ctx context.Context, key string) ([]byte, error)
+	PutState(ctx context.Context, key string, value []byte) error
+}
+
+// StoreKeyPrefix prefixes the keys StoreCheckpoints writes: the state of hook
+// h is under StoreKeyPrefix + h.Key().
+const StoreKeyPrefix = "catchup/"
+
+// StoreCheckpoints keeps each hook's [State] as JSON in a [StateStore], so
+// that a receiver with a durable inbox keeps its checkpoints beside its
+// deliveries (and shares them with every receiver of the same cluster). It is
+// as safe for concurrent use as its Store.
+type StoreCheckpoints struct {
+	Store StateStore
+}
+
+// Load implements [Checkpoints].
+func (c StoreCheckpoints) Load(ctx context.Context, key string) (State, error) {
+	b, err := c.Store.GetState(ctx, StoreKeyPrefix+key)
+	if err != nil || b == nil {
+		return State{}, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return State{}, fmt.Errorf("checkpoint %s%s: not valid JSON: %v", StoreKeyPrefix, key, err)
+	}
+	return s, nil
+}
+
+// Save implements [Checkpoints].
+func (c StoreCheckpoints) Save(ctx context.Context, key string, s State) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s%s: %w", StoreKeyPrefix, key, err)
+	}
+	return c.Store.PutState(ctx, StoreKeyPrefix+key, b)
+}

@@ -8,6 +8,12 @@
 // its own. [Run] pages that log newest first back to a checkpoint, decides per
 // guid, and asks for one redelivery of each guid that never succeeded and that
 // the receiver does not already hold, within the forge's rate limits.
+// [Every] runs it in the background of a receiver; [RedeliverGUID] has one
+// delivery sent again on request.
+//
+// The checkpoint and the guids requested are kept between runs by
+// [Checkpoints]: a [StateFile], [MemoryCheckpoints], or [StoreCheckpoints] over
+// a durable key-value store such as the receiver's inbox.
 //
 // The REST paths and JSON are those of the forge's published REST description;
 // [DefaultAPIURL] is the server it names. A self-hosted installation

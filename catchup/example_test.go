@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 
 	"forgehooks.dev/forgehooks/catchup"
 	"forgehooks.dev/forgehooks/catchup/forgetest"
@@ -37,4 +38,32 @@ func ExampleRun() {
 	// Output:
 	// push.: redeliver (last status 0)
 	// issues.opened: skip: succeeded (last status 200)
+}
+
+// RedeliverGUID asks the forge to send one delivery again, by the delivery id
+// the receiver saw (an inspector page's "Redeliver" button).
+func ExampleRedeliverGUID() {
+	forge, err := forgetest.Start(forgetest.Options{Token: "example-token"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer forge.Close()
+	hook := forgetest.RepoHook("octo", "site", 7)
+	forge.AddHook(hook)
+	sent := forge.Send(hook, "push", []byte(`{"ref":"refs/heads/main"}`)) // no receiver: fails
+
+	a, err := catchup.RedeliverGUID(context.Background(), catchup.Options{
+		APIURL:      forge.URL,
+		Hook:        catchup.RepoHook("octo", "site", 7),
+		Credentials: catchup.Token("example-token"),
+		Logger:      slog.New(slog.DiscardHandler),
+	}, sent.GUID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(a.ID == sent.ID, a.Event)
+	fmt.Println(len(forge.Attempts(hook)), "attempts in the log")
+	// Output:
+	// true push
+	// 2 attempts in the log
 }

@@ -2,18 +2,24 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
+	"forgehooks.dev/forgehooks/inbox"
+	"forgehooks.dev/forgehooks/inspector"
 )
 
 func cmdCatchup(ctx context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "catchup", "forgehooks catchup (--app-id N --private-key FILE | --token-env VAR) (--app | --repo OWNER/REPO --hook-id N | --org ORG --hook-id N) [flags]", `
+	fs := newFlagSet(c, "catchup", "forgehooks catchup (--app-id N --private-key FILE | --token-env VAR) (--app | --repo OWNER/REPO --hook-id N | --org ORG --hook-id N) [--inbox DIR | --nats URL | --state FILE] [flags]", `
 Find the deliveries the forge sent while the receiver was down, unreachable or
 failing, in the hook's delivery log (kept 3 days), and ask the forge to
 redeliver each once: every delivery id (guid) with no successful attempt that
@@ -23,8 +29,15 @@ that the next run reads only what is new and requests nothing twice.
 
 The app hook is read with an app JWT (--app-id and --private-key, the app's
 PEM key); a repository or organization hook with a token read from the
-environment variable --token-env names. Neither is ever printed.`)
+environment variable --token-env names. Neither is ever printed.
+
+With --inbox DIR or --nats URL (the inbox of 'forgehooks serve'), the guids
+the inbox holds are not requested, and the checkpoint is kept in the inbox
+instead of --state. An --inbox directory opens in one process at a time: run
+it while that serve is stopped, or let serve catch up itself
+(--catchup-every).`)
 	f := addCatchupFlags(fs)
+	inboxF := addInboxFlags(fs, false)
 	dryRun := fs.Bool("dry-run", false, "decide and print the table, but request nothing and save nothing")
 	pos, code, done := fs.parse(args)
 	if done {
@@ -33,12 +46,28 @@ environment variable --token-env names. Neither is ever printed.`)
 	if len(pos) > 0 {
 		return fs.usageError("unexpected argument %q", pos[0])
 	}
+	if _, err := inboxF.options(); err != nil {
+		return fs.usageError("%v", err)
+	}
+	if inboxF.enabled() && *f.state != "" {
+		return fs.usageError("--state and --inbox/--nats exclude each other: with an inbox, the checkpoint is kept in the inbox")
+	}
 	opts, code, ok := f.options(fs)
 	if !ok {
 		return code
 	}
 	opts.DryRun = *dryRun
 	opts.Logger = fs.logger(false)
+	if inboxF.enabled() {
+		o, _ := inboxF.options()
+		o.Logger = slog.New(slog.DiscardHandler)
+		in, err := inbox.Open(ctx, o) // no Receiver: it only answers and stores
+		if err != nil {
+			return fs.fail("%v", err)
+		}
+		defer in.Close(context.Background())
+		useInbox(&opts, in)
+	}
 	if opts.Checkpoints == nil && !opts.DryRun {
 		opts.Logger.Warn("catchup: no --state file: the checkpoint and the guids requested are not kept, so the next run reads back --since again")
 	}
@@ -50,9 +79,17 @@ environment variable --token-env names. Neither is ever printed.`)
 	return exitOK
 }
 
+// useInbox makes a run skip what the inbox holds and keep its checkpoint in
+// the inbox's state bucket (under catchup/ + the hook's key).
+func useInbox(o *catchup.Options, in *inbox.Inbox) {
+	o.Holder = in
+	o.Checkpoints = catchup.StoreCheckpoints{Store: in}
+}
+
 // catchupFlags are the flags that say which hook to catch up and how; serve
 // can take the same.
 type catchupFlags struct {
+	names      []string // of the flags below, for serve's check that they come with --catchup-every
 	apiURL     *string
 	appID      *string
 	privateKey *string
@@ -68,7 +105,9 @@ type catchupFlags struct {
 }
 
 func addCatchupFlags(fs *flagSet) *catchupFlags {
-	return &catchupFlags{
+	before := map[string]bool{}
+	fs.VisitAll(func(fl *flag.Flag) { before[fl.Name] = true })
+	f := &catchupFlags{
 		apiURL:     fs.String("api-url", catchup.DefaultAPIURL, "the forge's REST API base URL"),
 		appID:      fs.String("app-id", "", "the app's id, for the app hook's JWT"),
 		privateKey: fs.String("private-key", "", "PEM file of the app's private key (PKCS#1 or PKCS#8), for the app hook's JWT"),
@@ -78,10 +117,16 @@ func addCatchupFlags(fs *flagSet) *catchupFlags {
 		org:        fs.String("org", "", "catch up hook --hook-id of organization ORG"),
 		hookID:     fs.Int64("hook-id", 0, "the repository's or organization's hook id"),
 		since:      fs.Duration("since", 0, "look back this far (default: back to the checkpoint in --state, or 24h)"),
-		state:      fs.String("state", "", "JSON file keeping the checkpoint and the guids requested, per hook"),
+		state:      fs.String("state", "", "JSON file keeping the checkpoint and the guids requested, per hook (not with --inbox or --nats: the inbox keeps them)"),
 		perMinute:  fs.Int("per-minute", catchup.DefaultRedeliveriesPerMinute, "redelivery requests a minute at most"),
 		maxPages:   fs.Int("max-pages", catchup.DefaultMaxPages, "log pages of 100 read at most in one run"),
 	}
+	fs.VisitAll(func(fl *flag.Flag) {
+		if !before[fl.Name] {
+			f.names = append(f.names, fl.Name)
+		}
+	})
+	return f
 }
 
 // options checks the flags and turns them into catchup.Options; on a usage
@@ -198,4 +243,98 @@ func printCatchupTable(w io.Writer, rep catchup.Report) {
 	fmt.Fprintf(w, "%s: %d deliveries in %d attempts read (%d pages) since %s; %s %d redeliveries; skipped %d succeeded, %d held, %d requested earlier\n",
 		rep.Hook, len(rep.Entries), rep.Attempts, rep.Pages, rep.From.UTC().Format(time.RFC3339), verb, n,
 		rep.Count(catchup.SkipSucceeded), rep.Count(catchup.SkipHeld), rep.Count(catchup.SkipRequested))
+}
+
+// serveCatchup is serve's catch-up (--catchup-every); a nil one does nothing.
+type serveCatchup struct {
+	every time.Duration
+	opts  catchup.Options
+	log   *slog.Logger
+}
+
+// newServeCatchup checks serve's catch-up flags: the hook-selection flags
+// are required with --catchup-every, and refused without it.
+func newServeCatchup(fs *flagSet, f *catchupFlags, every time.Duration, withInbox bool) (*serveCatchup, int, bool) {
+	if every < 0 {
+		return nil, fs.usageError("--catchup-every %v: want a positive interval", every), false
+	}
+	if every == 0 {
+		var set []string
+		fs.Visit(func(fl *flag.Flag) {
+			if slices.Contains(f.names, fl.Name) {
+				set = append(set, "--"+fl.Name)
+			}
+		})
+		if len(set) > 0 {
+			return nil, fs.usageError("%s: catch-up flags, which need --catchup-every INTERVAL", strings.Join(set, ", ")), false
+		}
+		return nil, 0, true
+	}
+	if withInbox && *f.state != "" {
+		return nil, fs.usageError("--state and --inbox/--nats exclude each other: with an inbox, the checkpoint is kept in the inbox"), false
+	}
+	opts, code, ok := f.options(fs)
+	if !ok {
+		return nil, code, false
+	}
+	return &serveCatchup{every: every, opts: opts}, 0, true
+}
+
+// attach sets the run's logger, and with an inbox its Holder and
+// Checkpoints. Without one the checkpoint is --state's, or in memory.
+func (s *serveCatchup) attach(in *inbox.Inbox, log *slog.Logger) {
+	if s == nil {
+		return
+	}
+	s.log, s.opts.Logger = log, log
+	if in != nil {
+		useInbox(&s.opts, in)
+	}
+}
+
+// start runs catch-up in the background, once now and then every interval;
+// the function it returns stops it and waits until it has stopped (it may be
+// called more than once).
+func (s *serveCatchup) start(ctx context.Context) (stop func()) {
+	if s == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.log.Info("forgehooks serve: catch-up", "hook", s.opts.Hook.String(), "every", s.every)
+	go func() {
+		defer close(done)
+		catchup.Every(ctx, s.every, s.opts, s.report)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// report logs one line per catch-up run.
+func (s *serveCatchup) report(rep catchup.Report, err error) {
+	attrs := []any{"hook", rep.Hook.String(), "deliveries", len(rep.Entries), "pages", rep.Pages,
+		"requested", rep.Requested, "succeeded", rep.Count(catchup.SkipSucceeded), "held", rep.Count(catchup.SkipHeld),
+		"requested_earlier", rep.Count(catchup.SkipRequested), "since", rep.From.UTC().Format(time.RFC3339)}
+	if err != nil {
+		s.log.Error("catch-up failed; the next run tries again: "+err.Error(), attrs...)
+		return
+	}
+	s.log.Info("catch-up done", attrs...)
+}
+
+// redeliver is the inspector's Redeliver: ask the forge to send one delivery
+// again. Nil without catch-up.
+func (s *serveCatchup) redeliver() func(ctx context.Context, id string) error {
+	if s == nil {
+		return nil
+	}
+	return func(ctx context.Context, id string) error {
+		_, err := catchup.RedeliverGUID(ctx, s.opts, id)
+		if errors.Is(err, catchup.ErrNotInLog) {
+			return fmt.Errorf("%w: %w", inspector.ErrNotFound, err)
+		}
+		return err
+	}
 }

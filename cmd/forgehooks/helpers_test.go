@@ -69,7 +69,13 @@ func start(t *testing.T, c *cli, args ...string) *proc {
 	if c.getenv == nil {
 		c.getenv = func(string) string { return "" }
 	}
-	c.listening = func(addr string) { listening <- addr }
+	prev := c.listening // the test's own, told first
+	c.listening = func(addr string) {
+		if prev != nil {
+			prev(addr)
+		}
+		listening <- addr
+	}
 	go func() { p.code <- run(ctx, c, args) }()
 	if args[0] == "serve" || args[0] == "proxy" {
 		select {

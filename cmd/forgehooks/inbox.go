@@ -87,7 +87,8 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 // openServeInbox opens serve's inbox with wh's handlers as its receiver, and
 // logs one line per delivery whose attempt finished. It returns nil when no
 // inbox was asked for.
-func openServeInbox(ctx context.Context, f *inboxFlags, wh *webhooks.Webhooks, log *slog.Logger) (*inbox.Inbox, error) {
+// onChange, when set, is told every change first (the inspector page's rows).
+func openServeInbox(ctx context.Context, f *inboxFlags, wh *webhooks.Webhooks, log *slog.Logger, onChange func(inbox.Record)) (*inbox.Inbox, error) {
 	if f.forward != "" {
 		wh.OnAny(inbox.Forward(f.forward, &http.Client{Timeout: 30 * time.Second}))
 	}
@@ -100,6 +101,9 @@ func openServeInbox(ctx context.Context, f *inboxFlags, wh *webhooks.Webhooks, l
 	}
 	o.Receiver, o.Logger = wh, log
 	o.OnChange = func(r inbox.Record) {
+		if onChange != nil {
+			onChange(r)
+		}
 		if len(r.Attempts) == 0 || (r.Status != inbox.StatusHandled && r.Status != inbox.StatusRetrying && r.Status != inbox.StatusDead) {
 			return
 		}

@@ -36,6 +36,9 @@ type inboxChild struct {
 	lines  chan string
 	exited chan error
 	out    *syncBuffer
+	// unmatched are the lines an await passed over: a later await finds
+	// them (a restarted serve may start a handler before it listens).
+	unmatched []string
 }
 
 const inboxChildEnv = "FORGEHOOKS_INBOX_CHILD"
@@ -73,6 +76,12 @@ func startInboxChild(t *testing.T, test, dir, handledFile string, extra ...strin
 
 func (ch *inboxChild) await(prefix string) string {
 	ch.t.Helper()
+	for i, l := range ch.unmatched {
+		if strings.HasPrefix(l, prefix) {
+			ch.unmatched = append(ch.unmatched[:i], ch.unmatched[i+1:]...)
+			return strings.TrimPrefix(l, prefix)
+		}
+	}
 	deadline := time.After(testTimeout)
 	for {
 		select {
@@ -83,6 +92,7 @@ func (ch *inboxChild) await(prefix string) string {
 			if strings.HasPrefix(l, prefix) {
 				return strings.TrimPrefix(l, prefix)
 			}
+			ch.unmatched = append(ch.unmatched, l)
 		case <-deadline:
 			ch.t.Fatalf("no %q from the child:\n%s", prefix, ch.out)
 		}

@@ -1,13 +1,18 @@
 // Command forgehooks receives, simulates and relays webhook deliveries of a
-// code-hosting forge, for local development and testing.
+// code-hosting forge, for local development, testing and small deployments.
 //
-//	forgehooks serve    run a receiver that verifies and logs deliveries
+//	forgehooks serve    run a receiver that verifies and logs deliveries; with
+//	                    --inbox or --nats it stores them durably first, with
+//	                    --ui it shows them on an inspector page, with
+//	                    --catchup-every it has missed ones redelivered
 //	forgehooks send     sign and POST a delivery, as the forge does
 //	forgehooks relay    receive deliveries from a webhook channel (smee-style)
 //	forgehooks proxy    serve webhook channels on this machine
 //	forgehooks sign     print a payload's signature
 //	forgehooks verify   check a payload's signature
 //	forgehooks events   list every event and event.action name
+//	forgehooks catchup  have the forge redeliver what the receiver missed
+//	forgehooks inbox    list, show, retry and replay the deliveries of an inbox
 //
 // Exit status: 0 success; 1 failure (an invalid signature, a non-2xx answer, a
 // server that cannot start); 2 usage error (a missing or bad flag or argument).

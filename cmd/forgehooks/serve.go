@@ -27,6 +27,12 @@ Run a receiver: verify each delivery posted to --path and log one line for it
 (id, event.action, repository, sender, outcome; a rejected delivery's line says
 why). SIGINT or SIGTERM stops it, letting running handlers finish.
 
+With --inbox DIR (or --nats URL) each delivery is stored durably before it is
+answered 202, and its handlers run from there, retried on failure. With
+--catchup-every, serve also asks the forge, once at start and then at each
+interval, to redeliver what it missed (see 'forgehooks catchup --help' for the
+hook-selection and credential flags, which are then required).
+
 For a first try without a secret of your own, run 'make serve', which passes a
 development secret.`)
 	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
@@ -43,10 +49,15 @@ development secret.`)
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long to let requests and handlers finish")
 	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
 	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
+	maxRunning := fs.Int64("max-running-bytes", webhooks.DefaultMaxRunningBytes, "payload bytes of deliveries whose handlers run at once, answered ones included (503 above; negative: no bound)")
+	maxUnverified := fs.Int64("max-unverified-bytes", webhooks.DefaultMaxUnverifiedBytes, "bytes of request bodies being read and not yet verified, all requests together (503 above; negative: no bound)")
+	exposeErrs := fs.Bool("expose-handler-errors", false, "answer a failed delivery's 500 with the handler's error message (default: a generic message; the log has the error)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, such as 127.0.0.1:9090 (default: none)")
 	uiAddr := fs.String("ui", "", "serve the delivery inspector page at this address, such as 127.0.0.1:3001 (default: off)")
 	uiTokenEnv := fs.String("ui-token-env", "", "environment variable holding a token the inspector page requires (needed when --ui is not a loopback address)")
 	inboxF := addInboxFlags(fs, true) // --inbox, --nats, --retry-delays, --forward, --fsync: inbox.go
+	catchupEvery := fs.Duration("catchup-every", 0, "ask the forge to redeliver what was missed, once at start and then at this interval, such as 6h (default: never); needs --app (with --app-id, --private-key) or --repo/--org with --hook-id and --token-env, as forgehooks catchup does")
+	catchupF := addCatchupFlags(fs) // catchup.go
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -60,8 +71,15 @@ development secret.`)
 		fmt.Fprintln(c.stderr, "To try it locally in a checkout, 'make serve' passes a development secret.")
 		return code
 	}
+	if _, err := inboxF.options(); err != nil {
+		return fs.usageError("%v", err)
+	}
+	cu, code, ok := newServeCatchup(fs, catchupF, *catchupEvery, inboxF.enabled())
+	if !ok {
+		return code
+	}
 	log := fs.logger(*jsonLog)
-	wh, err := webhooks.New(webhooks.Options{Secret: secret, AdditionalSecrets: additional, Logger: log})
+	wh, err := webhooks.New(webhooks.Options{Secret: secret, AdditionalSecrets: additional, Logger: log, KnownEvent: payloads.IsKnownEventName})
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
@@ -77,7 +95,26 @@ development secret.`)
 		onResult = ms.Observe
 	}
 	wh.OnAny(recordDelivery)
-	page, err := newUI(c, wh, log, *uiAddr, *uiTokenEnv)
+	if err := checkUI(c, *uiAddr, *uiTokenEnv); err != nil {
+		return fs.usageError("%v", err)
+	}
+	if c.setup != nil {
+		c.setup(wh)
+	}
+	src := &inboxSource{max: inboxF.attempts()}
+	in, err := openServeInbox(ctx, inboxF, wh, log, src.notify)
+	if err != nil {
+		return fs.fail("%v", err)
+	}
+	var store webhooks.Inbox // a nil *inbox.Inbox must stay a nil interface
+	if in != nil {
+		store, src.in = in, in
+		defer in.Close(context.Background()) // after the drain below; a no-op then
+	} else {
+		src = nil
+	}
+	cu.attach(in, log)
+	page, err := newUI(c, wh, log, *uiAddr, *uiTokenEnv, src, cu.redeliver())
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
@@ -85,21 +122,6 @@ development secret.`)
 		onResult = func(r webhooks.Result) { prev(r); f(r) }
 	} else if f != nil {
 		onResult = f
-	}
-	if c.setup != nil {
-		c.setup(wh)
-	}
-	if _, err := inboxF.options(); err != nil {
-		return fs.usageError("%v", err)
-	}
-	in, err := openServeInbox(ctx, inboxF, wh, log)
-	if err != nil {
-		return fs.fail("%v", err)
-	}
-	var store webhooks.Inbox // a nil *inbox.Inbox must stay a nil interface
-	if in != nil {
-		store = in
-		defer in.Close(context.Background()) // after the drain below; a no-op then
 	}
 	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{
 		Path: *path,
@@ -111,13 +133,17 @@ development secret.`)
 		MaxInFlight:  *maxInFlight,
 		OnResult:     onResult,
 		Inbox:        store,
+
+		MaxRunningBytes:     *maxRunning,
+		MaxUnverifiedBytes:  *maxUnverified,
+		ExposeHandlerErrors: *exposeErrs,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fs.fail("cannot listen on %s: %v (is another receiver running there? choose another with --addr)", *addr, err)
 	}
 	srv := &http.Server{
-		Handler:           logDeliveries(mw, *maxInFlight, log),
+		Handler:           logDeliveries(mw, *maxInFlight, store != nil, log),
 		ReadHeaderTimeout: *readHeader,
 		ReadTimeout:       *read,
 		WriteTimeout:      *write,
@@ -134,11 +160,16 @@ development secret.`)
 		srv.Close()
 		return fs.fail("%v", err)
 	}
+	// Catch-up starts once the listener is up: what it has redelivered must
+	// find a receiver. It ends before the inbox closes.
+	stopCatchup := cu.start(ctx)
+	defer stopCatchup()
 	select {
 	case err := <-served:
 		return fs.fail("%v", err)
 	case <-ctx.Done():
 	}
+	stopCatchup()
 	log.Info("forgehooks serve: shutting down; letting running handlers finish", "timeout", *shutdown)
 	sctx, cancel := context.WithTimeout(context.Background(), *shutdown)
 	defer cancel()
@@ -197,7 +228,8 @@ func recordDelivery(ctx context.Context, e emitter.Event) error {
 
 // logDeliveries serves mw and logs one line per request: the delivery, and the
 // outcome, with the reason of a rejection or failure from the answer's body.
-func logDeliveries(mw *webhooks.Middleware, maxInFlight int, log *slog.Logger) http.Handler {
+// With an inbox (stored), 202 means stored and 200 a duplicate.
+func logDeliveries(mw *webhooks.Middleware, maxInFlight int, stored bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := &deliveryInfo{}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
@@ -219,12 +251,16 @@ func logDeliveries(mw *webhooks.Middleware, maxInFlight int, log *slog.Logger) h
 			"status", rec.status, "duration", time.Since(start).Round(time.Microsecond),
 		}
 		info.mu.Unlock()
-		if rec.status == http.StatusAccepted || rec.status == http.StatusServiceUnavailable {
+		if !stored && (rec.status == http.StatusAccepted || rec.status == http.StatusServiceUnavailable) {
 			// Handlers that outlive their answer hold a place until they return;
 			// the count shows hanging handlers before deliveries are refused.
 			attrs = append(attrs, "in_flight", mw.InFlight(), "max_in_flight", maxInFlight)
 		}
 		switch {
+		case stored && rec.status == http.StatusAccepted:
+			log.Info("delivery stored", attrs...)
+		case stored && rec.status == http.StatusOK:
+			log.Info("duplicate delivery", attrs...)
 		case rec.status == http.StatusAccepted && maxInFlight > 0 && 2*mw.InFlight() >= maxInFlight:
 			log.Warn("delivery accepted; handlers still running; half the in-flight places are taken", attrs...)
 		case rec.status == http.StatusAccepted:
@@ -283,25 +319,41 @@ type ui struct {
 	srv  *http.Server
 }
 
-// newUI checks --ui and --ui-token-env: a non-loopback address needs a token.
-func newUI(c *cli, wh *webhooks.Webhooks, log *slog.Logger, addr, tokenEnv string) (*ui, error) {
+// checkUI checks --ui and --ui-token-env: a non-loopback address needs a
+// token.
+func checkUI(c *cli, addr, tokenEnv string) error {
 	if addr == "" {
 		if tokenEnv != "" {
-			return nil, errors.New("--ui-token-env needs --ui")
+			return errors.New("--ui-token-env needs --ui")
 		}
-		return nil, nil
+		return nil
+	}
+	if tokenEnv != "" && c.getenv(tokenEnv) == "" {
+		return fmt.Errorf("--ui-token-env %s: the variable is unset or empty", tokenEnv)
+	}
+	if tokenEnv == "" && !inspector.IsLoopbackAddr(addr) {
+		return fmt.Errorf("--ui %s is not a loopback address: anyone who reaches it would read the deliveries; give --ui-token-env VAR with a token, or a 127.0.0.1 address", addr)
+	}
+	return nil
+}
+
+// newUI makes the inspector page of --ui (nil without it). With src (serve's
+// inbox), the page shows the inbox; with redeliver (catch-up configured), it
+// can ask the forge to redeliver.
+func newUI(c *cli, wh *webhooks.Webhooks, log *slog.Logger, addr, tokenEnv string, src *inboxSource, redeliver func(context.Context, string) error) (*ui, error) {
+	if err := checkUI(c, addr, tokenEnv); err != nil || addr == "" {
+		return nil, err
 	}
 	token := ""
 	if tokenEnv != "" {
-		if token = c.getenv(tokenEnv); token == "" {
-			return nil, fmt.Errorf("--ui-token-env %s: the variable is unset or empty", tokenEnv)
-		}
+		token = c.getenv(tokenEnv)
 	}
-	if token == "" && !inspector.IsLoopbackAddr(addr) {
-		return nil, fmt.Errorf("--ui %s is not a loopback address: anyone who reaches it would read the deliveries; give --ui-token-env VAR with a token, or a 127.0.0.1 address", addr)
+	var source inspector.Source // a nil *inboxSource must stay a nil interface
+	if src != nil {
+		source = src
 	}
 	return &ui{addr: addr, insp: inspector.New(inspector.Options{
-		Webhooks: wh, Token: token, Logger: log,
+		Webhooks: wh, Token: token, Logger: log, Source: source, Redeliver: redeliver,
 		TypeName: func(event, _ string, payload []byte) string {
 			if p, err := payloads.Parse(event, payload); err == nil {
 				return fmt.Sprintf("%T", p)

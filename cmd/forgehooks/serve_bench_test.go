@@ -40,7 +40,7 @@ func BenchmarkServeHandler(b *testing.B) {
 			var h http.Handler = mw
 			if impl == "serve" {
 				wh.OnAny(recordDelivery)
-				h = logDeliveries(mw, webhooks.DefaultMaxInFlight, log)
+				h = logDeliveries(mw, webhooks.DefaultMaxInFlight, false, log)
 			} else {
 				wh.OnAny(func(context.Context, emitter.Event) error { return nil })
 			}
