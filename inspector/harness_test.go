@@ -18,6 +18,7 @@ import (
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inspector"
+	"forgehooks.dev/forgehooks/internal/syncbuf"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -36,22 +37,8 @@ type harness struct {
 	failing atomic.Bool
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a server writing while a test reads.
+type syncBuffer = syncbuf.Buffer
 
 func newHarness(t testing.TB, opts inspector.Options) *harness {
 	t.Helper()

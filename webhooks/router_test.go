@@ -1,7 +1,6 @@
 package webhooks_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/syncbuf"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -34,22 +34,8 @@ func signedRequest(t *testing.T, method, url string) *http.Request {
 	return r
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a server writing while a test reads.
+type syncBuffer = syncbuf.Buffer
 
 // TestServeMuxMounting: AnyPath serves under ServeMux patterns with a method
 // and wildcards, whatever MiddlewareOptions.Path says; the mux answers other

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/syncbuf"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -17,23 +18,8 @@ const testTimeout = 90 * time.Second
 
 const testSecret = "forgehooks test secret"
 
-// syncBuffer is a bytes.Buffer safe for a command writing while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a server writing while a test reads.
+type syncBuffer = syncbuf.Buffer
 
 // runCmd runs a command to its end with stdin and an environment.
 func runCmd(t *testing.T, stdin string, env map[string]string, args ...string) (code int, stdout, stderr string) {
