@@ -29,9 +29,9 @@ func UnknownMembers(o Object) []Member {
 	return append([]Member(nil), o.extras().unknown...)
 }
 
-// extra is what every generated struct keeps beyond its typed fields. Generated
-// structs embed it, which gives them the extras method of Object. Its field name,
-// extra, cannot collide with a generated field: those are always exported.
+// extra is what every generated struct keeps beyond its typed fields, in a field
+// named extra, which cannot collide with a generated field: those are always
+// exported. Each struct's extras method returns it.
 type extra struct {
 	// unknown holds the members the schema does not know, in arrival order.
 	unknown []Member
@@ -42,8 +42,6 @@ type extra struct {
 	// every value field is written.
 	absent []uint64
 }
-
-func (x *extra) extras() *extra { return x }
 
 // keepUnknown reads the value of an unknown member and keeps it.
 func (x *extra) keepUnknown(key []byte, d *decoder) error {
