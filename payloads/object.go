@@ -72,7 +72,12 @@ func (x *extra) decodeAction(p *string, key []byte, d *decoder, seen *seenSet, i
 	return x.keepUnknown(key, d)
 }
 
-// written reports whether value field i is to be written.
+// written reports whether value field i is to be written. It stays a call: the
+// generated encoders and getters call it at thousands of sites, where inlining
+// would cost more to compile than the calls cost to run (neither is on a
+// delivery's path).
+//
+//go:noinline
 func (x *extra) written(i int) bool {
 	return i/64 >= len(x.absent) || x.absent[i/64]&(1<<(i%64)) == 0
 }
