@@ -51,7 +51,7 @@ type BranchProtectionConfigurationDisabledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *BranchProtectionConfigurationDisabledEvent) payloadName() string {
@@ -77,7 +77,7 @@ type BranchProtectionConfigurationEnabledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *BranchProtectionConfigurationEnabledEvent) payloadName() string {
@@ -106,7 +106,7 @@ type BranchProtectionConfigurationUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *BranchProtectionConfigurationUnknownEvent) payloadName() string {
@@ -173,7 +173,7 @@ type BranchProtectionRuleCreatedEvent struct {
 	Rule         BranchProtectionRule `json:"rule"`
 	Sender       User                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *BranchProtectionRuleCreatedEvent) payloadName() string {
@@ -200,7 +200,7 @@ type BranchProtectionRuleDeletedEvent struct {
 	Rule         BranchProtectionRule `json:"rule"`
 	Sender       User                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *BranchProtectionRuleDeletedEvent) payloadName() string {
@@ -229,7 +229,7 @@ type BranchProtectionRuleEditedEvent struct {
 	Rule         BranchProtectionRule               `json:"rule"`
 	Sender       User                               `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *BranchProtectionRuleEditedEvent) payloadName() string {
@@ -258,7 +258,7 @@ type BranchProtectionRuleUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *BranchProtectionRuleUnknownEvent) payloadName() string {
@@ -337,7 +337,7 @@ type CheckRunCompletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckRunCompletedEvent) payloadName() string {
@@ -364,7 +364,7 @@ type CheckRunCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckRunCreatedEvent) payloadName() string {
@@ -396,7 +396,7 @@ type CheckRunRequestedActionEvent struct {
 	RequestedAction *CheckRunRequestedAction `json:"requested_action,omitempty"`
 	Sender          User                     `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckRunRequestedActionEvent) payloadName() string {
@@ -424,7 +424,7 @@ type CheckRunRerequestedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckRunRerequestedEvent) payloadName() string {
@@ -453,7 +453,7 @@ type CheckRunUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckRunUnknownEvent) payloadName() string {
@@ -536,7 +536,7 @@ type CheckSuiteCompletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckSuiteCompletedEvent) payloadName() string {
@@ -567,7 +567,7 @@ type CheckSuiteRequestedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckSuiteRequestedEvent) payloadName() string {
@@ -597,7 +597,7 @@ type CheckSuiteRerequestedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckSuiteRerequestedEvent) payloadName() string {
@@ -627,7 +627,7 @@ type CheckSuiteUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *CheckSuiteUnknownEvent) payloadName() string {
@@ -707,7 +707,7 @@ type CodeScanningAlertAppearedInBranchEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CodeScanningAlertAppearedInBranchEvent) payloadName() string {
@@ -737,7 +737,7 @@ type CodeScanningAlertClosedByUserEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CodeScanningAlertClosedByUserEvent) payloadName() string {
@@ -767,7 +767,7 @@ type CodeScanningAlertCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CodeScanningAlertCreatedEvent) payloadName() string {
@@ -797,7 +797,7 @@ type CodeScanningAlertFixedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CodeScanningAlertFixedEvent) payloadName() string {
@@ -833,7 +833,7 @@ type CodeScanningAlertReopenedEvent struct {
 	Repository Repository `json:"repository"`
 	Sender     User       `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CodeScanningAlertReopenedEvent) payloadName() string {
@@ -863,7 +863,7 @@ type CodeScanningAlertReopenedByUserEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CodeScanningAlertReopenedByUserEvent) payloadName() string {
@@ -895,7 +895,7 @@ type CodeScanningAlertUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *CodeScanningAlertUnknownEvent) payloadName() string {
@@ -970,7 +970,7 @@ type CommitCommentCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *CommitCommentCreatedEvent) payloadName() string {
@@ -1001,7 +1001,7 @@ type CommitCommentUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *CommitCommentUnknownEvent) payloadName() string {
@@ -1049,7 +1049,7 @@ type CreateEvent struct {
 	Repository Repository `json:"repository"`
 	Sender     User       `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (*CreateEvent) payloadName() string {
@@ -1101,7 +1101,7 @@ type CustomPropertyCreatedEvent struct {
 	Organization *Organization              `json:"organization,omitempty"`
 	Sender       *User                      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *CustomPropertyCreatedEvent) payloadName() string {
@@ -1127,7 +1127,7 @@ type CustomPropertyDeletedEvent struct {
 	Organization *Organization              `json:"organization,omitempty"`
 	Sender       *User                      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *CustomPropertyDeletedEvent) payloadName() string {
@@ -1153,7 +1153,7 @@ type CustomPropertyPromoteToEnterpriseEvent struct {
 	Organization *Organization              `json:"organization,omitempty"`
 	Sender       *User                      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *CustomPropertyPromoteToEnterpriseEvent) payloadName() string {
@@ -1179,7 +1179,7 @@ type CustomPropertyUpdatedEvent struct {
 	Organization *Organization              `json:"organization,omitempty"`
 	Sender       *User                      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *CustomPropertyUpdatedEvent) payloadName() string {
@@ -1207,7 +1207,7 @@ type CustomPropertyUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *CustomPropertyUnknownEvent) payloadName() string {
@@ -1285,7 +1285,7 @@ type CustomPropertyValuesUpdatedEvent struct {
 	// The old custom property values for the repository.
 	OldPropertyValues []CustomPropertyValue `json:"old_property_values"`
 
-	extra
+	extra extra
 }
 
 func (x *CustomPropertyValuesUpdatedEvent) payloadName() string {
@@ -1317,7 +1317,7 @@ type CustomPropertyValuesUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *CustomPropertyValuesUnknownEvent) payloadName() string {
@@ -1359,7 +1359,7 @@ type DeleteEvent struct {
 	Repository Repository `json:"repository"`
 	Sender     User       `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (*DeleteEvent) payloadName() string {
@@ -1419,7 +1419,7 @@ type DependabotAlertAutoDismissedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertAutoDismissedEvent) payloadName() string {
@@ -1448,7 +1448,7 @@ type DependabotAlertAutoReopenedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertAutoReopenedEvent) payloadName() string {
@@ -1477,7 +1477,7 @@ type DependabotAlertCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertCreatedEvent) payloadName() string {
@@ -1504,7 +1504,7 @@ type DependabotAlertDismissedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertDismissedEvent) payloadName() string {
@@ -1531,7 +1531,7 @@ type DependabotAlertFixedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertFixedEvent) payloadName() string {
@@ -1559,7 +1559,7 @@ type DependabotAlertReintroducedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertReintroducedEvent) payloadName() string {
@@ -1586,7 +1586,7 @@ type DependabotAlertReopenedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertReopenedEvent) payloadName() string {
@@ -1615,7 +1615,7 @@ type DependabotAlertUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DependabotAlertUnknownEvent) payloadName() string {
@@ -1681,7 +1681,7 @@ type DeployKeyCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DeployKeyCreatedEvent) payloadName() string {
@@ -1708,7 +1708,7 @@ type DeployKeyDeletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DeployKeyDeletedEvent) payloadName() string {
@@ -1737,7 +1737,7 @@ type DeployKeyUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DeployKeyUnknownEvent) payloadName() string {
@@ -1815,7 +1815,7 @@ type DeploymentCreatedEvent struct {
 	Workflow     *Workflow              `json:"workflow,omitempty"`
 	WorkflowRun  *DeploymentWorkflowRun `json:"workflow_run,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentCreatedEvent) payloadName() string {
@@ -1847,7 +1847,7 @@ type DeploymentUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentUnknownEvent) payloadName() string {
@@ -1932,7 +1932,7 @@ type DeploymentProtectionRuleRequestedEvent struct {
 	Installation          *SimpleInstallation `json:"installation,omitempty"`
 	Sender                User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentProtectionRuleRequestedEvent) payloadName() string {
@@ -1967,7 +1967,7 @@ type DeploymentProtectionRuleUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentProtectionRuleUnknownEvent) payloadName() string {
@@ -2049,7 +2049,7 @@ type DeploymentReviewApprovedEvent struct {
 	WorkflowJobRuns []DeploymentReviewApprovedWorkflowJobRun `json:"workflow_job_runs,omitempty"`
 	WorkflowRun     *DeploymentWorkflowRun                   `json:"workflow_run,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentReviewApprovedEvent) payloadName() string {
@@ -2082,7 +2082,7 @@ type DeploymentReviewRejectedEvent struct {
 	WorkflowJobRuns []DeploymentReviewApprovedWorkflowJobRun `json:"workflow_job_runs,omitempty"`
 	WorkflowRun     *DeploymentWorkflowRun                   `json:"workflow_run,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentReviewRejectedEvent) payloadName() string {
@@ -2114,7 +2114,7 @@ type DeploymentReviewRequestedEvent struct {
 	WorkflowJobRun DeploymentReviewWorkflowJobRun `json:"workflow_job_run"`
 	WorkflowRun    *DeploymentWorkflowRun         `json:"workflow_run,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentReviewRequestedEvent) payloadName() string {
@@ -2146,7 +2146,7 @@ type DeploymentReviewUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentReviewUnknownEvent) payloadName() string {
@@ -2235,7 +2235,7 @@ type DeploymentStatusCreatedEvent struct {
 	Workflow         *Workflow              `json:"workflow,omitempty"`
 	WorkflowRun      *DeploymentWorkflowRun `json:"workflow_run,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentStatusCreatedEvent) payloadName() string {
@@ -2270,7 +2270,7 @@ type DeploymentStatusUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DeploymentStatusUnknownEvent) payloadName() string {
@@ -2346,7 +2346,7 @@ type DiscussionAnsweredEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionAnsweredEvent) payloadName() string {
@@ -2374,7 +2374,7 @@ type DiscussionCategoryChangedEvent struct {
 	Repository   Repository                       `json:"repository"`
 	Sender       User                             `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionCategoryChangedEvent) payloadName() string {
@@ -2401,7 +2401,7 @@ type DiscussionClosedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionClosedEvent) payloadName() string {
@@ -2428,7 +2428,7 @@ type DiscussionCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionCreatedEvent) payloadName() string {
@@ -2455,7 +2455,7 @@ type DiscussionDeletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionDeletedEvent) payloadName() string {
@@ -2484,7 +2484,7 @@ type DiscussionEditedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionEditedEvent) payloadName() string {
@@ -2512,7 +2512,7 @@ type DiscussionLabeledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionLabeledEvent) payloadName() string {
@@ -2539,7 +2539,7 @@ type DiscussionLockedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionLockedEvent) payloadName() string {
@@ -2566,7 +2566,7 @@ type DiscussionPinnedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionPinnedEvent) payloadName() string {
@@ -2593,7 +2593,7 @@ type DiscussionReopenedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionReopenedEvent) payloadName() string {
@@ -2621,7 +2621,7 @@ type DiscussionTransferredEvent struct {
 	Repository   Repository                   `json:"repository"`
 	Sender       User                         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionTransferredEvent) payloadName() string {
@@ -2649,7 +2649,7 @@ type DiscussionUnansweredEvent struct {
 	// The app installation, when the delivery goes to an app.
 	Installation *SimpleInstallation `json:"installation,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionUnansweredEvent) payloadName() string {
@@ -2677,7 +2677,7 @@ type DiscussionUnlabeledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionUnlabeledEvent) payloadName() string {
@@ -2704,7 +2704,7 @@ type DiscussionUnlockedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionUnlockedEvent) payloadName() string {
@@ -2731,7 +2731,7 @@ type DiscussionUnpinnedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionUnpinnedEvent) payloadName() string {
@@ -2759,7 +2759,7 @@ type DiscussionUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionUnknownEvent) payloadName() string {
@@ -2835,7 +2835,7 @@ type DiscussionCommentCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionCommentCreatedEvent) payloadName() string {
@@ -2863,7 +2863,7 @@ type DiscussionCommentDeletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionCommentDeletedEvent) payloadName() string {
@@ -2892,7 +2892,7 @@ type DiscussionCommentEditedEvent struct {
 	Repository   Repository                     `json:"repository"`
 	Sender       User                           `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionCommentEditedEvent) payloadName() string {
@@ -2922,7 +2922,7 @@ type DiscussionCommentUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *DiscussionCommentUnknownEvent) payloadName() string {
@@ -2959,7 +2959,7 @@ type ForkEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (*ForkEvent) payloadName() string {
@@ -3006,7 +3006,7 @@ type GithubAppAuthorizationRevokedEvent struct {
 	Action string `json:"action"`
 	Sender User   `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *GithubAppAuthorizationRevokedEvent) payloadName() string {
@@ -3030,7 +3030,7 @@ type GithubAppAuthorizationUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *GithubAppAuthorizationUnknownEvent) payloadName() string {
@@ -3066,7 +3066,7 @@ type GollumEvent struct {
 	Repository Repository   `json:"repository"`
 	Sender     User         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (*GollumEvent) payloadName() string {
@@ -3122,7 +3122,7 @@ type InstallationCreatedEvent struct {
 	Requester    *User                           `json:"requester,omitempty"`
 	Sender       User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationCreatedEvent) payloadName() string {
@@ -3150,7 +3150,7 @@ type InstallationDeletedEvent struct {
 	Requester    json.RawMessage                 `json:"requester,omitempty"`
 	Sender       User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationDeletedEvent) payloadName() string {
@@ -3178,7 +3178,7 @@ type InstallationNewPermissionsAcceptedEvent struct {
 	Requester    json.RawMessage                 `json:"requester,omitempty"`
 	Sender       User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationNewPermissionsAcceptedEvent) payloadName() string {
@@ -3206,7 +3206,7 @@ type InstallationSuspendEvent struct {
 	Requester    json.RawMessage                 `json:"requester,omitempty"`
 	Sender       User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationSuspendEvent) payloadName() string {
@@ -3235,7 +3235,7 @@ type InstallationUnsuspendEvent struct {
 	Requester    json.RawMessage                 `json:"requester,omitempty"`
 	Sender       User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationUnsuspendEvent) payloadName() string {
@@ -3264,7 +3264,7 @@ type InstallationUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationUnknownEvent) payloadName() string {
@@ -3344,7 +3344,7 @@ type InstallationRepositoriesAddedEvent struct {
 	Requester           *User                           `json:"requester,omitempty"`
 	Sender              User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationRepositoriesAddedEvent) payloadName() string {
@@ -3375,7 +3375,7 @@ type InstallationRepositoriesRemovedEvent struct {
 	Requester           *User                           `json:"requester,omitempty"`
 	Sender              User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationRepositoriesRemovedEvent) payloadName() string {
@@ -3408,7 +3408,7 @@ type InstallationRepositoriesUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationRepositoriesUnknownEvent) payloadName() string {
@@ -3478,7 +3478,7 @@ type InstallationTargetRenamedEvent struct {
 	Sender       *User                     `json:"sender,omitempty"`
 	TargetType   string                    `json:"target_type"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationTargetRenamedEvent) payloadName() string {
@@ -3509,7 +3509,7 @@ type InstallationTargetUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *InstallationTargetUnknownEvent) payloadName() string {
@@ -3592,7 +3592,7 @@ type IssueCommentCreatedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueCommentCreatedEvent) payloadName() string {
@@ -3621,7 +3621,7 @@ type IssueCommentDeletedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueCommentDeletedEvent) payloadName() string {
@@ -3651,7 +3651,7 @@ type IssueCommentEditedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueCommentEditedEvent) payloadName() string {
@@ -3683,7 +3683,7 @@ type IssueCommentUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueCommentUnknownEvent) payloadName() string {
@@ -3765,7 +3765,7 @@ type IssueDependenciesBlockedByAddedEvent struct {
 	Repository        Repository          `json:"repository"`
 	Sender            User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueDependenciesBlockedByAddedEvent) payloadName() string {
@@ -3797,7 +3797,7 @@ type IssueDependenciesBlockedByRemovedEvent struct {
 	Repository        Repository          `json:"repository"`
 	Sender            User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueDependenciesBlockedByRemovedEvent) payloadName() string {
@@ -3829,7 +3829,7 @@ type IssueDependenciesBlockingAddedEvent struct {
 	Repository      Repository          `json:"repository"`
 	Sender          User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueDependenciesBlockingAddedEvent) payloadName() string {
@@ -3861,7 +3861,7 @@ type IssueDependenciesBlockingRemovedEvent struct {
 	Repository      Repository          `json:"repository"`
 	Sender          User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueDependenciesBlockingRemovedEvent) payloadName() string {
@@ -3894,7 +3894,7 @@ type IssueDependenciesUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *IssueDependenciesUnknownEvent) payloadName() string {
@@ -3970,7 +3970,7 @@ type IssuesAssignedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesAssignedEvent) payloadName() string {
@@ -3999,7 +3999,7 @@ type IssuesClosedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesClosedEvent) payloadName() string {
@@ -4027,7 +4027,7 @@ type IssuesDeletedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesDeletedEvent) payloadName() string {
@@ -4056,7 +4056,7 @@ type IssuesDemilestonedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesDemilestonedEvent) payloadName() string {
@@ -4087,7 +4087,7 @@ type IssuesEditedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesEditedEvent) payloadName() string {
@@ -4116,7 +4116,7 @@ type IssuesLabeledEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesLabeledEvent) payloadName() string {
@@ -4145,7 +4145,7 @@ type IssuesLockedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesLockedEvent) payloadName() string {
@@ -4174,7 +4174,7 @@ type IssuesMilestonedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesMilestonedEvent) payloadName() string {
@@ -4204,7 +4204,7 @@ type IssuesOpenedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesOpenedEvent) payloadName() string {
@@ -4232,7 +4232,7 @@ type IssuesPinnedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesPinnedEvent) payloadName() string {
@@ -4260,7 +4260,7 @@ type IssuesReopenedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesReopenedEvent) payloadName() string {
@@ -4289,7 +4289,7 @@ type IssuesTransferredEvent struct {
 	Repository   Repository               `json:"repository"`
 	Sender       User                     `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesTransferredEvent) payloadName() string {
@@ -4316,7 +4316,7 @@ type IssuesTypedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesTypedEvent) payloadName() string {
@@ -4345,7 +4345,7 @@ type IssuesUnassignedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesUnassignedEvent) payloadName() string {
@@ -4373,7 +4373,7 @@ type IssuesUnlabeledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesUnlabeledEvent) payloadName() string {
@@ -4402,7 +4402,7 @@ type IssuesUnlockedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesUnlockedEvent) payloadName() string {
@@ -4430,7 +4430,7 @@ type IssuesUnpinnedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesUnpinnedEvent) payloadName() string {
@@ -4458,7 +4458,7 @@ type IssuesUntypedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesUntypedEvent) payloadName() string {
@@ -4488,7 +4488,7 @@ type IssuesUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *IssuesUnknownEvent) payloadName() string {
@@ -4557,7 +4557,7 @@ type LabelCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *LabelCreatedEvent) payloadName() string {
@@ -4583,7 +4583,7 @@ type LabelDeletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *LabelDeletedEvent) payloadName() string {
@@ -4611,7 +4611,7 @@ type LabelEditedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *LabelEditedEvent) payloadName() string {
@@ -4640,7 +4640,7 @@ type LabelUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *LabelUnknownEvent) payloadName() string {
@@ -4714,7 +4714,7 @@ type MarketplacePurchaseCancelledEvent struct {
 	Repository                  *Repository          `json:"repository,omitempty"`
 	Sender                      User                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MarketplacePurchaseCancelledEvent) payloadName() string {
@@ -4744,7 +4744,7 @@ type MarketplacePurchaseChangedEvent struct {
 	Repository                  *Repository          `json:"repository,omitempty"`
 	Sender                      User                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MarketplacePurchaseChangedEvent) payloadName() string {
@@ -4775,7 +4775,7 @@ type MarketplacePurchasePendingChangeEvent struct {
 	Repository                  *Repository          `json:"repository,omitempty"`
 	Sender                      User                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MarketplacePurchasePendingChangeEvent) payloadName() string {
@@ -4806,7 +4806,7 @@ type MarketplacePurchasePendingChangeCancelledEvent struct {
 	Repository                  *Repository          `json:"repository,omitempty"`
 	Sender                      User                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MarketplacePurchasePendingChangeCancelledEvent) payloadName() string {
@@ -4836,7 +4836,7 @@ type MarketplacePurchasePurchasedEvent struct {
 	Repository                  *Repository          `json:"repository,omitempty"`
 	Sender                      User                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MarketplacePurchasePurchasedEvent) payloadName() string {
@@ -4867,7 +4867,7 @@ type MarketplacePurchaseUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *MarketplacePurchaseUnknownEvent) payloadName() string {
@@ -4934,7 +4934,7 @@ type MemberAddedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MemberAddedEvent) payloadName() string {
@@ -4962,7 +4962,7 @@ type MemberEditedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MemberEditedEvent) payloadName() string {
@@ -4989,7 +4989,7 @@ type MemberRemovedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MemberRemovedEvent) payloadName() string {
@@ -5018,7 +5018,7 @@ type MemberUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *MemberUnknownEvent) payloadName() string {
@@ -5093,7 +5093,7 @@ type MembershipAddedEvent struct {
 	Sender *User           `json:"sender,omitempty"`
 	Team   Team            `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (x *MembershipAddedEvent) payloadName() string {
@@ -5123,7 +5123,7 @@ type MembershipRemovedEvent struct {
 	Sender *User           `json:"sender,omitempty"`
 	Team   Team            `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (x *MembershipRemovedEvent) payloadName() string {
@@ -5155,7 +5155,7 @@ type MembershipUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *MembershipUnknownEvent) payloadName() string {
@@ -5221,7 +5221,7 @@ type MergeGroupChecksRequestedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *MergeGroupChecksRequestedEvent) payloadName() string {
@@ -5258,7 +5258,7 @@ type MergeGroupDestroyedEvent struct {
 	Repository   *Repository                `json:"repository,omitempty"`
 	Sender       *User                      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *MergeGroupDestroyedEvent) payloadName() string {
@@ -5286,7 +5286,7 @@ type MergeGroupUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *MergeGroupUnknownEvent) payloadName() string {
@@ -5358,7 +5358,7 @@ type MetaDeletedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *MetaDeletedEvent) payloadName() string {
@@ -5391,7 +5391,7 @@ type MetaUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *MetaUnknownEvent) payloadName() string {
@@ -5462,7 +5462,7 @@ type MilestoneClosedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MilestoneClosedEvent) payloadName() string {
@@ -5490,7 +5490,7 @@ type MilestoneCreatedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MilestoneCreatedEvent) payloadName() string {
@@ -5517,7 +5517,7 @@ type MilestoneDeletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MilestoneDeletedEvent) payloadName() string {
@@ -5546,7 +5546,7 @@ type MilestoneEditedEvent struct {
 	Repository   Repository             `json:"repository"`
 	Sender       User                   `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MilestoneEditedEvent) payloadName() string {
@@ -5573,7 +5573,7 @@ type MilestoneOpenedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       User          `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *MilestoneOpenedEvent) payloadName() string {
@@ -5602,7 +5602,7 @@ type MilestoneUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *MilestoneUnknownEvent) payloadName() string {
@@ -5672,7 +5672,7 @@ type OrgBlockBlockedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *OrgBlockBlockedEvent) payloadName() string {
@@ -5699,7 +5699,7 @@ type OrgBlockUnblockedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *OrgBlockUnblockedEvent) payloadName() string {
@@ -5728,7 +5728,7 @@ type OrgBlockUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *OrgBlockUnknownEvent) payloadName() string {
@@ -5797,7 +5797,7 @@ type OrganizationDeletedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *OrganizationDeletedEvent) payloadName() string {
@@ -5824,7 +5824,7 @@ type OrganizationMemberAddedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *OrganizationMemberAddedEvent) payloadName() string {
@@ -5853,7 +5853,7 @@ type OrganizationMemberInvitedEvent struct {
 	Sender       User                                `json:"sender"`
 	User         *User                               `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *OrganizationMemberInvitedEvent) payloadName() string {
@@ -5880,7 +5880,7 @@ type OrganizationMemberRemovedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *OrganizationMemberRemovedEvent) payloadName() string {
@@ -5908,7 +5908,7 @@ type OrganizationRenamedEvent struct {
 	Repository   *Repository                 `json:"repository,omitempty"`
 	Sender       User                        `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *OrganizationRenamedEvent) payloadName() string {
@@ -5936,7 +5936,7 @@ type OrganizationUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *OrganizationUnknownEvent) payloadName() string {
@@ -6005,7 +6005,7 @@ type PackagePublishedEvent struct {
 	Repository *Repository `json:"repository,omitempty"`
 	Sender     User        `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PackagePublishedEvent) payloadName() string {
@@ -6033,7 +6033,7 @@ type PackageUpdatedEvent struct {
 	Repository Repository `json:"repository"`
 	Sender     User       `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PackageUpdatedEvent) payloadName() string {
@@ -6063,7 +6063,7 @@ type PackageUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *PackageUnknownEvent) payloadName() string {
@@ -6103,7 +6103,7 @@ type PageBuildEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (*PageBuildEvent) payloadName() string {
@@ -6159,7 +6159,7 @@ type PersonalAccessTokenRequestApprovedEvent struct {
 	Sender                     User                       `json:"sender"`
 	Installation               SimpleInstallation         `json:"installation"`
 
-	extra
+	extra extra
 }
 
 func (x *PersonalAccessTokenRequestApprovedEvent) payloadName() string {
@@ -6185,7 +6185,7 @@ type PersonalAccessTokenRequestCancelledEvent struct {
 	Sender                     User                       `json:"sender"`
 	Installation               SimpleInstallation         `json:"installation"`
 
-	extra
+	extra extra
 }
 
 func (x *PersonalAccessTokenRequestCancelledEvent) payloadName() string {
@@ -6211,7 +6211,7 @@ type PersonalAccessTokenRequestCreatedEvent struct {
 	Sender                     User                       `json:"sender"`
 	Installation               *SimpleInstallation        `json:"installation,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PersonalAccessTokenRequestCreatedEvent) payloadName() string {
@@ -6237,7 +6237,7 @@ type PersonalAccessTokenRequestDeniedEvent struct {
 	Sender                     User                       `json:"sender"`
 	Installation               SimpleInstallation         `json:"installation"`
 
-	extra
+	extra extra
 }
 
 func (x *PersonalAccessTokenRequestDeniedEvent) payloadName() string {
@@ -6266,7 +6266,7 @@ type PersonalAccessTokenRequestUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *PersonalAccessTokenRequestUnknownEvent) payloadName() string {
@@ -6301,7 +6301,7 @@ type PingEvent struct {
 	// Random string of the forge zen.
 	Zen *string `json:"zen,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (*PingEvent) payloadName() string {
@@ -6361,7 +6361,7 @@ type ProjectClosedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectClosedEvent) payloadName() string {
@@ -6388,7 +6388,7 @@ type ProjectCreatedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectCreatedEvent) payloadName() string {
@@ -6415,7 +6415,7 @@ type ProjectDeletedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectDeletedEvent) payloadName() string {
@@ -6444,7 +6444,7 @@ type ProjectEditedEvent struct {
 	Repository   *Repository           `json:"repository,omitempty"`
 	Sender       *User                 `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectEditedEvent) payloadName() string {
@@ -6471,7 +6471,7 @@ type ProjectReopenedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectReopenedEvent) payloadName() string {
@@ -6500,7 +6500,7 @@ type ProjectUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectUnknownEvent) payloadName() string {
@@ -6574,7 +6574,7 @@ type ProjectCardConvertedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectCardConvertedEvent) payloadName() string {
@@ -6601,7 +6601,7 @@ type ProjectCardCreatedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectCardCreatedEvent) payloadName() string {
@@ -6628,7 +6628,7 @@ type ProjectCardDeletedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectCardDeletedEvent) payloadName() string {
@@ -6656,7 +6656,7 @@ type ProjectCardEditedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectCardEditedEvent) payloadName() string {
@@ -6685,7 +6685,7 @@ type ProjectCardMovedEvent struct {
 	Repository   *Repository              `json:"repository,omitempty"`
 	Sender       User                     `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectCardMovedEvent) payloadName() string {
@@ -6714,7 +6714,7 @@ type ProjectCardUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectCardUnknownEvent) payloadName() string {
@@ -6787,7 +6787,7 @@ type ProjectColumnCreatedEvent struct {
 	Repository    *Repository         `json:"repository,omitempty"`
 	Sender        *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectColumnCreatedEvent) payloadName() string {
@@ -6814,7 +6814,7 @@ type ProjectColumnDeletedEvent struct {
 	Repository    *Repository         `json:"repository,omitempty"`
 	Sender        *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectColumnDeletedEvent) payloadName() string {
@@ -6842,7 +6842,7 @@ type ProjectColumnEditedEvent struct {
 	Repository    *Repository                `json:"repository,omitempty"`
 	Sender        *User                      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectColumnEditedEvent) payloadName() string {
@@ -6869,7 +6869,7 @@ type ProjectColumnMovedEvent struct {
 	Repository    *Repository         `json:"repository,omitempty"`
 	Sender        User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectColumnMovedEvent) payloadName() string {
@@ -6898,7 +6898,7 @@ type ProjectColumnUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectColumnUnknownEvent) payloadName() string {
@@ -6966,7 +6966,7 @@ type ProjectsV2ClosedEvent struct {
 	ProjectsV2   ProjectsV2Project   `json:"projects_v2"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ClosedEvent) payloadName() string {
@@ -6991,7 +6991,7 @@ type ProjectsV2CreatedEvent struct {
 	ProjectsV2   ProjectsV2Project   `json:"projects_v2"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2CreatedEvent) payloadName() string {
@@ -7016,7 +7016,7 @@ type ProjectsV2DeletedEvent struct {
 	ProjectsV2   ProjectsV2Project   `json:"projects_v2"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2DeletedEvent) payloadName() string {
@@ -7043,7 +7043,7 @@ type ProjectsV2EditedEvent struct {
 	ProjectsV2   ProjectsV2Project       `json:"projects_v2"`
 	Sender       User                    `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2EditedEvent) payloadName() string {
@@ -7068,7 +7068,7 @@ type ProjectsV2ReopenedEvent struct {
 	ProjectsV2   ProjectsV2Project   `json:"projects_v2"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ReopenedEvent) payloadName() string {
@@ -7095,7 +7095,7 @@ type ProjectsV2UnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2UnknownEvent) payloadName() string {
@@ -7167,7 +7167,7 @@ type ProjectsV2ItemArchivedEvent struct {
 	ProjectsV2Item ProjectsV2Item        `json:"projects_v2_item"`
 	Sender         User                  `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemArchivedEvent) payloadName() string {
@@ -7193,7 +7193,7 @@ type ProjectsV2ItemConvertedEvent struct {
 	ProjectsV2Item ProjectsV2Item                 `json:"projects_v2_item"`
 	Sender         User                           `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemConvertedEvent) payloadName() string {
@@ -7218,7 +7218,7 @@ type ProjectsV2ItemCreatedEvent struct {
 	ProjectsV2Item ProjectsV2Item      `json:"projects_v2_item"`
 	Sender         User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemCreatedEvent) payloadName() string {
@@ -7243,7 +7243,7 @@ type ProjectsV2ItemDeletedEvent struct {
 	ProjectsV2Item ProjectsV2Item      `json:"projects_v2_item"`
 	Sender         User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemDeletedEvent) payloadName() string {
@@ -7275,7 +7275,7 @@ type ProjectsV2ItemEditedEvent struct {
 	ProjectsV2Item ProjectsV2Item               `json:"projects_v2_item"`
 	Sender         User                         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemEditedEvent) payloadName() string {
@@ -7302,7 +7302,7 @@ type ProjectsV2ItemReorderedEvent struct {
 	ProjectsV2Item ProjectsV2Item                 `json:"projects_v2_item"`
 	Sender         User                           `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemReorderedEvent) payloadName() string {
@@ -7329,7 +7329,7 @@ type ProjectsV2ItemRestoredEvent struct {
 	ProjectsV2Item ProjectsV2Item        `json:"projects_v2_item"`
 	Sender         User                  `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemRestoredEvent) payloadName() string {
@@ -7356,7 +7356,7 @@ type ProjectsV2ItemUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2ItemUnknownEvent) payloadName() string {
@@ -7420,7 +7420,7 @@ type ProjectsV2StatusUpdateCreatedEvent struct {
 	ProjectsV2StatusUpdate ProjectsV2StatusUpdate `json:"projects_v2_status_update"`
 	Sender                 User                   `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2StatusUpdateCreatedEvent) payloadName() string {
@@ -7445,7 +7445,7 @@ type ProjectsV2StatusUpdateDeletedEvent struct {
 	ProjectsV2StatusUpdate ProjectsV2StatusUpdate `json:"projects_v2_status_update"`
 	Sender                 User                   `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2StatusUpdateDeletedEvent) payloadName() string {
@@ -7471,7 +7471,7 @@ type ProjectsV2StatusUpdateEditedEvent struct {
 	ProjectsV2StatusUpdate ProjectsV2StatusUpdate               `json:"projects_v2_status_update"`
 	Sender                 User                                 `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2StatusUpdateEditedEvent) payloadName() string {
@@ -7498,7 +7498,7 @@ type ProjectsV2StatusUpdateUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *ProjectsV2StatusUpdateUnknownEvent) payloadName() string {
@@ -7532,7 +7532,7 @@ type PublicEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (*PublicEvent) payloadName() string {
@@ -7601,7 +7601,7 @@ type PullRequestAssignedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestAssignedEvent) payloadName() string {
@@ -7631,7 +7631,7 @@ type PullRequestAutoMergeDisabledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestAutoMergeDisabledEvent) payloadName() string {
@@ -7661,7 +7661,7 @@ type PullRequestAutoMergeEnabledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestAutoMergeEnabledEvent) payloadName() string {
@@ -7691,7 +7691,7 @@ type PullRequestClosedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestClosedEvent) payloadName() string {
@@ -7720,7 +7720,7 @@ type PullRequestConvertedToDraftEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestConvertedToDraftEvent) payloadName() string {
@@ -7748,7 +7748,7 @@ type PullRequestDemilestonedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       *User         `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestDemilestonedEvent) payloadName() string {
@@ -7777,7 +7777,7 @@ type PullRequestDequeuedEvent struct {
 	Repository   Repository                `json:"repository"`
 	Sender       User                      `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestDequeuedEvent) payloadName() string {
@@ -7808,7 +7808,7 @@ type PullRequestEditedEvent struct {
 	Repository   Repository               `json:"repository"`
 	Sender       *User                    `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestEditedEvent) payloadName() string {
@@ -7836,7 +7836,7 @@ type PullRequestEnqueuedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestEnqueuedEvent) payloadName() string {
@@ -7865,7 +7865,7 @@ type PullRequestLabeledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestLabeledEvent) payloadName() string {
@@ -7894,7 +7894,7 @@ type PullRequestLockedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestLockedEvent) payloadName() string {
@@ -7922,7 +7922,7 @@ type PullRequestMilestonedEvent struct {
 	Repository   Repository    `json:"repository"`
 	Sender       *User         `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestMilestonedEvent) payloadName() string {
@@ -7950,7 +7950,7 @@ type PullRequestOpenedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestOpenedEvent) payloadName() string {
@@ -7979,7 +7979,7 @@ type PullRequestReadyForReviewEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReadyForReviewEvent) payloadName() string {
@@ -8007,7 +8007,7 @@ type PullRequestReopenedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReopenedEvent) payloadName() string {
@@ -8043,7 +8043,7 @@ type PullRequestReviewRequestRemovedEvent struct {
 	// repositories.
 	RequestedTeam *Team `json:"requested_team,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewRequestRemovedEvent) payloadName() string {
@@ -8080,7 +8080,7 @@ type PullRequestReviewRequestedEvent struct {
 	// repositories.
 	RequestedTeam *Team `json:"requested_team,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewRequestedEvent) payloadName() string {
@@ -8111,7 +8111,7 @@ type PullRequestSynchronizeEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestSynchronizeEvent) payloadName() string {
@@ -8140,7 +8140,7 @@ type PullRequestUnassignedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestUnassignedEvent) payloadName() string {
@@ -8169,7 +8169,7 @@ type PullRequestUnlabeledEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestUnlabeledEvent) payloadName() string {
@@ -8198,7 +8198,7 @@ type PullRequestUnlockedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestUnlockedEvent) payloadName() string {
@@ -8227,7 +8227,7 @@ type PullRequestUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestUnknownEvent) payloadName() string {
@@ -8306,7 +8306,7 @@ type PullRequestReviewDismissedEvent struct {
 	Review PullRequestReview `json:"review"`
 	Sender User              `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewDismissedEvent) payloadName() string {
@@ -8335,7 +8335,7 @@ type PullRequestReviewEditedEvent struct {
 	Review       PullRequestReview         `json:"review"`
 	Sender       User                      `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewEditedEvent) payloadName() string {
@@ -8363,7 +8363,7 @@ type PullRequestReviewSubmittedEvent struct {
 	Review       PullRequestReview   `json:"review"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewSubmittedEvent) payloadName() string {
@@ -8394,7 +8394,7 @@ type PullRequestReviewUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewUnknownEvent) payloadName() string {
@@ -8474,7 +8474,7 @@ type PullRequestReviewCommentCreatedEvent struct {
 	Repository   Repository                          `json:"repository"`
 	Sender       User                                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewCommentCreatedEvent) payloadName() string {
@@ -8502,7 +8502,7 @@ type PullRequestReviewCommentDeletedEvent struct {
 	Repository   Repository                          `json:"repository"`
 	Sender       User                                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewCommentDeletedEvent) payloadName() string {
@@ -8531,7 +8531,7 @@ type PullRequestReviewCommentEditedEvent struct {
 	Repository   Repository                          `json:"repository"`
 	Sender       User                                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewCommentEditedEvent) payloadName() string {
@@ -8562,7 +8562,7 @@ type PullRequestReviewCommentUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewCommentUnknownEvent) payloadName() string {
@@ -8640,7 +8640,7 @@ type PullRequestReviewThreadResolvedEvent struct {
 	Thread       PullRequestReviewThread `json:"thread"`
 	UpdatedAt    *Timestamp              `json:"updated_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewThreadResolvedEvent) payloadName() string {
@@ -8670,7 +8670,7 @@ type PullRequestReviewThreadUnresolvedEvent struct {
 	Thread       PullRequestReviewThread `json:"thread"`
 	UpdatedAt    *Timestamp              `json:"updated_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewThreadUnresolvedEvent) payloadName() string {
@@ -8701,7 +8701,7 @@ type PullRequestReviewThreadUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *PullRequestReviewThreadUnknownEvent) payloadName() string {
@@ -8771,7 +8771,7 @@ type PushEvent struct {
 	Repository Repository `json:"repository"`
 	Sender     *User      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (*PushEvent) payloadName() string {
@@ -8826,7 +8826,7 @@ type RegistryPackagePublishedEvent struct {
 	Repository      *Repository         `json:"repository,omitempty"`
 	Sender          User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RegistryPackagePublishedEvent) payloadName() string {
@@ -8853,7 +8853,7 @@ type RegistryPackageUpdatedEvent struct {
 	Repository      *Repository         `json:"repository,omitempty"`
 	Sender          User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RegistryPackageUpdatedEvent) payloadName() string {
@@ -8882,7 +8882,7 @@ type RegistryPackageUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *RegistryPackageUnknownEvent) payloadName() string {
@@ -8951,7 +8951,7 @@ type ReleaseCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleaseCreatedEvent) payloadName() string {
@@ -8978,7 +8978,7 @@ type ReleaseDeletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleaseDeletedEvent) payloadName() string {
@@ -9007,7 +9007,7 @@ type ReleaseEditedEvent struct {
 	Repository   Repository           `json:"repository"`
 	Sender       *User                `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleaseEditedEvent) payloadName() string {
@@ -9036,7 +9036,7 @@ type ReleasePrereleasedEvent struct {
 	Repository Repository `json:"repository"`
 	Sender     *User      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleasePrereleasedEvent) payloadName() string {
@@ -9063,7 +9063,7 @@ type ReleasePublishedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleasePublishedEvent) payloadName() string {
@@ -9090,7 +9090,7 @@ type ReleaseReleasedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleaseReleasedEvent) payloadName() string {
@@ -9117,7 +9117,7 @@ type ReleaseUnpublishedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleaseUnpublishedEvent) payloadName() string {
@@ -9146,7 +9146,7 @@ type ReleaseUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *ReleaseUnknownEvent) payloadName() string {
@@ -9212,7 +9212,7 @@ type RepositoryArchivedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryArchivedEvent) payloadName() string {
@@ -9238,7 +9238,7 @@ type RepositoryCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryCreatedEvent) payloadName() string {
@@ -9265,7 +9265,7 @@ type RepositoryDeletedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryDeletedEvent) payloadName() string {
@@ -9293,7 +9293,7 @@ type RepositoryEditedEvent struct {
 	Repository   Repository              `json:"repository"`
 	Sender       User                    `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryEditedEvent) payloadName() string {
@@ -9319,7 +9319,7 @@ type RepositoryPrivatizedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryPrivatizedEvent) payloadName() string {
@@ -9345,7 +9345,7 @@ type RepositoryPublicizedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryPublicizedEvent) payloadName() string {
@@ -9372,7 +9372,7 @@ type RepositoryRenamedEvent struct {
 	Repository   Repository               `json:"repository"`
 	Sender       User                     `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryRenamedEvent) payloadName() string {
@@ -9403,7 +9403,7 @@ type RepositoryTransferredEvent struct {
 	Repository   Repository                   `json:"repository"`
 	Sender       User                         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryTransferredEvent) payloadName() string {
@@ -9429,7 +9429,7 @@ type RepositoryUnarchivedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryUnarchivedEvent) payloadName() string {
@@ -9457,7 +9457,7 @@ type RepositoryUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryUnknownEvent) payloadName() string {
@@ -9522,7 +9522,7 @@ type RepositoryAdvisoryPublishedEvent struct {
 	RepositoryAdvisory RepositoryAdvisory  `json:"repository_advisory"`
 	Sender             *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryAdvisoryPublishedEvent) payloadName() string {
@@ -9549,7 +9549,7 @@ type RepositoryAdvisoryReportedEvent struct {
 	RepositoryAdvisory RepositoryAdvisory  `json:"repository_advisory"`
 	Sender             *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryAdvisoryReportedEvent) payloadName() string {
@@ -9578,7 +9578,7 @@ type RepositoryAdvisoryUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryAdvisoryUnknownEvent) payloadName() string {
@@ -9656,7 +9656,7 @@ type RepositoryDispatchSampleCollectedEvent struct {
 	Repository    Repository         `json:"repository"`
 	Sender        User               `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryDispatchSampleCollectedEvent) payloadName() string {
@@ -9692,7 +9692,7 @@ type RepositoryDispatchUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryDispatchUnknownEvent) payloadName() string {
@@ -9725,7 +9725,7 @@ type RepositoryImportEvent struct {
 	Sender       User                   `json:"sender"`
 	Status       RepositoryImportStatus `json:"status"`
 
-	extra
+	extra extra
 }
 
 func (*RepositoryImportEvent) payloadName() string {
@@ -9780,7 +9780,7 @@ type RepositoryRulesetCreatedEvent struct {
 	RepositoryRuleset RepositoryRuleset   `json:"repository_ruleset"`
 	Sender            User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryRulesetCreatedEvent) payloadName() string {
@@ -9807,7 +9807,7 @@ type RepositoryRulesetDeletedEvent struct {
 	RepositoryRuleset RepositoryRuleset   `json:"repository_ruleset"`
 	Sender            User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryRulesetDeletedEvent) payloadName() string {
@@ -9835,7 +9835,7 @@ type RepositoryRulesetEditedEvent struct {
 	Changes           *RepositoryRulesetEditedChanges `json:"changes,omitempty"`
 	Sender            User                            `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryRulesetEditedEvent) payloadName() string {
@@ -9864,7 +9864,7 @@ type RepositoryRulesetUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryRulesetUnknownEvent) payloadName() string {
@@ -9933,7 +9933,7 @@ type RepositoryVulnerabilityAlertCreateEvent struct {
 	Repository   Repository                   `json:"repository"`
 	Sender       User                         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryVulnerabilityAlertCreateEvent) payloadName() string {
@@ -9961,7 +9961,7 @@ type RepositoryVulnerabilityAlertDismissEvent struct {
 	Repository   Repository                   `json:"repository"`
 	Sender       User                         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryVulnerabilityAlertDismissEvent) payloadName() string {
@@ -9989,7 +9989,7 @@ type RepositoryVulnerabilityAlertReopenEvent struct {
 	Repository   Repository                   `json:"repository"`
 	Sender       User                         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryVulnerabilityAlertReopenEvent) payloadName() string {
@@ -10017,7 +10017,7 @@ type RepositoryVulnerabilityAlertResolveEvent struct {
 	Repository   Repository                   `json:"repository"`
 	Sender       User                         `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryVulnerabilityAlertResolveEvent) payloadName() string {
@@ -10047,7 +10047,7 @@ type RepositoryVulnerabilityAlertUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *RepositoryVulnerabilityAlertUnknownEvent) payloadName() string {
@@ -10121,7 +10121,7 @@ type SecretScanningAlertAssignedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertAssignedEvent) payloadName() string {
@@ -10148,7 +10148,7 @@ type SecretScanningAlertCreatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertCreatedEvent) payloadName() string {
@@ -10175,7 +10175,7 @@ type SecretScanningAlertPubliclyLeakedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertPubliclyLeakedEvent) payloadName() string {
@@ -10202,7 +10202,7 @@ type SecretScanningAlertReopenedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertReopenedEvent) payloadName() string {
@@ -10229,7 +10229,7 @@ type SecretScanningAlertResolvedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertResolvedEvent) payloadName() string {
@@ -10259,7 +10259,7 @@ type SecretScanningAlertRevokedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertRevokedEvent) payloadName() string {
@@ -10287,7 +10287,7 @@ type SecretScanningAlertUnassignedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertUnassignedEvent) payloadName() string {
@@ -10314,7 +10314,7 @@ type SecretScanningAlertValidatedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertValidatedEvent) payloadName() string {
@@ -10343,7 +10343,7 @@ type SecretScanningAlertUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertUnknownEvent) payloadName() string {
@@ -10417,7 +10417,7 @@ type SecretScanningAlertLocationCreatedEvent struct {
 	Repository   Repository             `json:"repository"`
 	Sender       User                   `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertLocationCreatedEvent) payloadName() string {
@@ -10447,7 +10447,7 @@ type SecretScanningAlertLocationUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningAlertLocationUnknownEvent) payloadName() string {
@@ -10565,7 +10565,7 @@ type SecretScanningScanCompletedEvent struct {
 	Organization       *Organization                         `json:"organization,omitempty"`
 	Sender             *User                                 `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningScanCompletedEvent) payloadName() string {
@@ -10612,7 +10612,7 @@ type SecretScanningScanUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *SecretScanningScanUnknownEvent) payloadName() string {
@@ -10685,7 +10685,7 @@ type SecurityAdvisoryPerformedEvent struct {
 	SecurityAdvisory SecurityAdvisory    `json:"security_advisory"`
 	Sender           *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecurityAdvisoryPerformedEvent) payloadName() string {
@@ -10712,7 +10712,7 @@ type SecurityAdvisoryPublishedEvent struct {
 	SecurityAdvisory SecurityAdvisory    `json:"security_advisory"`
 	Sender           *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecurityAdvisoryPublishedEvent) payloadName() string {
@@ -10739,7 +10739,7 @@ type SecurityAdvisoryUpdatedEvent struct {
 	SecurityAdvisory SecurityAdvisory    `json:"security_advisory"`
 	Sender           *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecurityAdvisoryUpdatedEvent) payloadName() string {
@@ -10768,7 +10768,7 @@ type SecurityAdvisoryWithdrawnEvent struct {
 	SecurityAdvisory SecurityAdvisory `json:"security_advisory"`
 	Sender           *User            `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SecurityAdvisoryWithdrawnEvent) payloadName() string {
@@ -10797,7 +10797,7 @@ type SecurityAdvisoryUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *SecurityAdvisoryUnknownEvent) payloadName() string {
@@ -10834,7 +10834,7 @@ type SecurityAndAnalysisEvent struct {
 	Repository   FullRepository             `json:"repository"`
 	Sender       *User                      `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (*SecurityAndAnalysisEvent) payloadName() string {
@@ -10891,7 +10891,7 @@ type SponsorshipCancelledEvent struct {
 	Sender       User                `json:"sender"`
 	Sponsorship  Sponsorship         `json:"sponsorship"`
 
-	extra
+	extra extra
 }
 
 func (x *SponsorshipCancelledEvent) payloadName() string {
@@ -10919,7 +10919,7 @@ type SponsorshipCreatedEvent struct {
 	Sender       User                `json:"sender"`
 	Sponsorship  Sponsorship         `json:"sponsorship"`
 
-	extra
+	extra extra
 }
 
 func (x *SponsorshipCreatedEvent) payloadName() string {
@@ -10949,7 +10949,7 @@ type SponsorshipEditedEvent struct {
 	Sender       User                     `json:"sender"`
 	Sponsorship  Sponsorship              `json:"sponsorship"`
 
-	extra
+	extra extra
 }
 
 func (x *SponsorshipEditedEvent) payloadName() string {
@@ -10981,7 +10981,7 @@ type SponsorshipPendingCancellationEvent struct {
 	Sender        User                `json:"sender"`
 	Sponsorship   Sponsorship         `json:"sponsorship"`
 
-	extra
+	extra extra
 }
 
 func (x *SponsorshipPendingCancellationEvent) payloadName() string {
@@ -11011,7 +11011,7 @@ type SponsorshipPendingTierChangeEvent struct {
 	Sender        User                `json:"sender"`
 	Sponsorship   Sponsorship         `json:"sponsorship"`
 
-	extra
+	extra extra
 }
 
 func (x *SponsorshipPendingTierChangeEvent) payloadName() string {
@@ -11042,7 +11042,7 @@ type SponsorshipTierChangedEvent struct {
 	Sender       User                `json:"sender"`
 	Sponsorship  Sponsorship         `json:"sponsorship"`
 
-	extra
+	extra extra
 }
 
 func (x *SponsorshipTierChangedEvent) payloadName() string {
@@ -11071,7 +11071,7 @@ type SponsorshipUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *SponsorshipUnknownEvent) payloadName() string {
@@ -11136,7 +11136,7 @@ type StarCreatedEvent struct {
 	// `YYYY-MM-DDTHH:MM:SSZ`. Will be `null` for the `deleted` action.
 	StarredAt *string `json:"starred_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *StarCreatedEvent) payloadName() string {
@@ -11164,7 +11164,7 @@ type StarDeletedEvent struct {
 	// `YYYY-MM-DDTHH:MM:SSZ`. Will be `null` for the `deleted` action.
 	StarredAt json.RawMessage `json:"starred_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *StarDeletedEvent) payloadName() string {
@@ -11192,7 +11192,7 @@ type StarUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *StarUnknownEvent) payloadName() string {
@@ -11249,7 +11249,7 @@ type StatusEvent struct {
 	TargetURL *string `json:"target_url,omitempty"`
 	UpdatedAt string  `json:"updated_at"`
 
-	extra
+	extra extra
 }
 
 func (*StatusEvent) payloadName() string {
@@ -11316,7 +11316,7 @@ type SubIssuesParentIssueAddedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SubIssuesParentIssueAddedEvent) payloadName() string {
@@ -11348,7 +11348,7 @@ type SubIssuesParentIssueRemovedEvent struct {
 	Repository   *Repository         `json:"repository,omitempty"`
 	Sender       *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SubIssuesParentIssueRemovedEvent) payloadName() string {
@@ -11380,7 +11380,7 @@ type SubIssuesSubIssueAddedEvent struct {
 	Repository    *Repository         `json:"repository,omitempty"`
 	Sender        *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SubIssuesSubIssueAddedEvent) payloadName() string {
@@ -11412,7 +11412,7 @@ type SubIssuesSubIssueRemovedEvent struct {
 	Repository    *Repository         `json:"repository,omitempty"`
 	Sender        *User               `json:"sender,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *SubIssuesSubIssueRemovedEvent) payloadName() string {
@@ -11445,7 +11445,7 @@ type SubIssuesUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *SubIssuesUnknownEvent) payloadName() string {
@@ -11513,7 +11513,7 @@ type TeamAddedToRepositoryEvent struct {
 	Sender     *User       `json:"sender,omitempty"`
 	Team       Team        `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (x *TeamAddedToRepositoryEvent) payloadName() string {
@@ -11540,7 +11540,7 @@ type TeamCreatedEvent struct {
 	Sender     User        `json:"sender"`
 	Team       Team        `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (x *TeamCreatedEvent) payloadName() string {
@@ -11567,7 +11567,7 @@ type TeamDeletedEvent struct {
 	Sender     *User       `json:"sender,omitempty"`
 	Team       Team        `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (x *TeamDeletedEvent) payloadName() string {
@@ -11596,7 +11596,7 @@ type TeamEditedEvent struct {
 	Sender     User        `json:"sender"`
 	Team       Team        `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (x *TeamEditedEvent) payloadName() string {
@@ -11624,7 +11624,7 @@ type TeamRemovedFromRepositoryEvent struct {
 	Sender     User        `json:"sender"`
 	Team       Team        `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (x *TeamRemovedFromRepositoryEvent) payloadName() string {
@@ -11654,7 +11654,7 @@ type TeamUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *TeamUnknownEvent) payloadName() string {
@@ -11691,7 +11691,7 @@ type TeamAddEvent struct {
 	Sender       User                `json:"sender"`
 	Team         Team                `json:"team"`
 
-	extra
+	extra extra
 }
 
 func (*TeamAddEvent) payloadName() string {
@@ -11739,7 +11739,7 @@ type WatchStartedEvent struct {
 	Repository   Repository          `json:"repository"`
 	Sender       User                `json:"sender"`
 
-	extra
+	extra extra
 }
 
 func (x *WatchStartedEvent) payloadName() string {
@@ -11767,7 +11767,7 @@ type WatchUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *WatchUnknownEvent) payloadName() string {
@@ -11806,7 +11806,7 @@ type WorkflowDispatchEvent struct {
 	Sender       User                `json:"sender"`
 	Workflow     string              `json:"workflow"`
 
-	extra
+	extra extra
 }
 
 func (*WorkflowDispatchEvent) payloadName() string {
@@ -11867,7 +11867,7 @@ type WorkflowJobCompletedEvent struct {
 	WorkflowJob  WorkflowJob         `json:"workflow_job"`
 	Deployment   *Deployment         `json:"deployment,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowJobCompletedEvent) payloadName() string {
@@ -11895,7 +11895,7 @@ type WorkflowJobInProgressEvent struct {
 	WorkflowJob  WorkflowJob         `json:"workflow_job"`
 	Deployment   *Deployment         `json:"deployment,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowJobInProgressEvent) payloadName() string {
@@ -11923,7 +11923,7 @@ type WorkflowJobQueuedEvent struct {
 	WorkflowJob  WorkflowJob         `json:"workflow_job"`
 	Deployment   *Deployment         `json:"deployment,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowJobQueuedEvent) payloadName() string {
@@ -11951,7 +11951,7 @@ type WorkflowJobWaitingEvent struct {
 	WorkflowJob  WorkflowJob         `json:"workflow_job"`
 	Deployment   *Deployment         `json:"deployment,omitempty"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowJobWaitingEvent) payloadName() string {
@@ -11981,7 +11981,7 @@ type WorkflowJobUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowJobUnknownEvent) payloadName() string {
@@ -12055,7 +12055,7 @@ type WorkflowRunCompletedEvent struct {
 	Workflow     *Workflow           `json:"workflow,omitempty"`
 	WorkflowRun  WorkflowRun         `json:"workflow_run"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowRunCompletedEvent) payloadName() string {
@@ -12083,7 +12083,7 @@ type WorkflowRunInProgressEvent struct {
 	Workflow     *Workflow           `json:"workflow,omitempty"`
 	WorkflowRun  WorkflowRun         `json:"workflow_run"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowRunInProgressEvent) payloadName() string {
@@ -12111,7 +12111,7 @@ type WorkflowRunRequestedEvent struct {
 	Workflow     *Workflow           `json:"workflow,omitempty"`
 	WorkflowRun  WorkflowRun         `json:"workflow_run"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowRunRequestedEvent) payloadName() string {
@@ -12141,7 +12141,7 @@ type WorkflowRunUnknownEvent struct {
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
-	extra
+	extra extra
 }
 
 func (x *WorkflowRunUnknownEvent) payloadName() string {

@@ -5890,7 +5890,7 @@ func (x *RepositoryPermissions) GetMaintain() bool {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryRenamedChanges) GetRepository() *RepositoryRenamedChangesRepository {
-	if x == nil || !x.written(0) {
+	if x == nil || !x.extra.written(0) {
 		return nil
 	}
 	return &x.Repository
@@ -8243,7 +8243,7 @@ func (x *WorkflowRun) GetPreviousAttemptURL() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRun) GetRepository() *RepositoryLite {
-	if x == nil || !x.written(16) {
+	if x == nil || !x.extra.written(16) {
 		return nil
 	}
 	return &x.Repository
@@ -8369,7 +8369,7 @@ func (x *BranchProtectionConfigurationDisabledEvent) GetOrganization() *Organiza
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *BranchProtectionConfigurationDisabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -8378,7 +8378,7 @@ func (x *BranchProtectionConfigurationDisabledEvent) GetRepository() *Repository
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionConfigurationDisabledEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -8414,7 +8414,7 @@ func (x *BranchProtectionConfigurationEnabledEvent) GetOrganization() *Organizat
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *BranchProtectionConfigurationEnabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -8423,7 +8423,7 @@ func (x *BranchProtectionConfigurationEnabledEvent) GetRepository() *Repository 
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionConfigurationEnabledEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -8513,7 +8513,7 @@ func (x *BranchProtectionRuleCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *BranchProtectionRuleCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -8522,7 +8522,7 @@ func (x *BranchProtectionRuleCreatedEvent) GetRepository() *Repository {
 // GetRule returns the "rule" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionRuleCreatedEvent) GetRule() *BranchProtectionRule {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Rule
@@ -8531,7 +8531,7 @@ func (x *BranchProtectionRuleCreatedEvent) GetRule() *BranchProtectionRule {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionRuleCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -8567,7 +8567,7 @@ func (x *BranchProtectionRuleDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *BranchProtectionRuleDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -8576,7 +8576,7 @@ func (x *BranchProtectionRuleDeletedEvent) GetRepository() *Repository {
 // GetRule returns the "rule" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionRuleDeletedEvent) GetRule() *BranchProtectionRule {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Rule
@@ -8585,7 +8585,7 @@ func (x *BranchProtectionRuleDeletedEvent) GetRule() *BranchProtectionRule {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionRuleDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -8621,7 +8621,7 @@ func (x *BranchProtectionRuleEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *BranchProtectionRuleEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -8630,7 +8630,7 @@ func (x *BranchProtectionRuleEditedEvent) GetRepository() *Repository {
 // GetRule returns the "rule" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionRuleEditedEvent) GetRule() *BranchProtectionRule {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Rule
@@ -8639,7 +8639,7 @@ func (x *BranchProtectionRuleEditedEvent) GetRule() *BranchProtectionRule {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *BranchProtectionRuleEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -8702,7 +8702,7 @@ func (x *CheckRunUnknownEvent) GetSender() *User {
 // GetCheckRun returns the "check_run" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunCompletedEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.CheckRun
@@ -8738,7 +8738,7 @@ func (x *CheckRunCompletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -8747,7 +8747,7 @@ func (x *CheckRunCompletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CheckRunCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -8756,7 +8756,7 @@ func (x *CheckRunCompletedEvent) GetSender() *User {
 // GetCheckRun returns the "check_run" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunCreatedEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.CheckRun
@@ -8792,7 +8792,7 @@ func (x *CheckRunCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -8801,7 +8801,7 @@ func (x *CheckRunCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CheckRunCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -8810,7 +8810,7 @@ func (x *CheckRunCreatedEvent) GetSender() *User {
 // GetCheckRun returns the "check_run" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunRequestedActionEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.CheckRun
@@ -8846,7 +8846,7 @@ func (x *CheckRunRequestedActionEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunRequestedActionEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -8855,7 +8855,7 @@ func (x *CheckRunRequestedActionEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CheckRunRequestedActionEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -8864,7 +8864,7 @@ func (x *CheckRunRequestedActionEvent) GetSender() *User {
 // GetCheckRun returns the "check_run" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunRerequestedEvent) GetCheckRun() *CheckRun {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.CheckRun
@@ -8900,7 +8900,7 @@ func (x *CheckRunRerequestedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckRunRerequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -8909,7 +8909,7 @@ func (x *CheckRunRerequestedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CheckRunRerequestedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -8972,7 +8972,7 @@ func (x *CheckSuiteUnknownEvent) GetSender() *User {
 // GetCheckSuite returns the "check_suite" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckSuiteCompletedEvent) GetCheckSuite() *CheckSuite {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.CheckSuite
@@ -9008,7 +9008,7 @@ func (x *CheckSuiteCompletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckSuiteCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -9017,7 +9017,7 @@ func (x *CheckSuiteCompletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CheckSuiteCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -9026,7 +9026,7 @@ func (x *CheckSuiteCompletedEvent) GetSender() *User {
 // GetCheckSuite returns the "check_suite" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckSuiteRequestedEvent) GetCheckSuite() *CheckSuite {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.CheckSuite
@@ -9062,7 +9062,7 @@ func (x *CheckSuiteRequestedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckSuiteRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -9071,7 +9071,7 @@ func (x *CheckSuiteRequestedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CheckSuiteRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -9080,7 +9080,7 @@ func (x *CheckSuiteRequestedEvent) GetSender() *User {
 // GetCheckSuite returns the "check_suite" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckSuiteRerequestedEvent) GetCheckSuite() *CheckSuite {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.CheckSuite
@@ -9116,7 +9116,7 @@ func (x *CheckSuiteRerequestedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CheckSuiteRerequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -9125,7 +9125,7 @@ func (x *CheckSuiteRerequestedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CheckSuiteRerequestedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -9206,7 +9206,7 @@ func (x *CodeScanningAlertUnknownEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertAppearedInBranchEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -9258,7 +9258,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) GetRef() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CodeScanningAlertAppearedInBranchEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -9267,7 +9267,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertAppearedInBranchEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -9276,7 +9276,7 @@ func (x *CodeScanningAlertAppearedInBranchEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertClosedByUserEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -9328,7 +9328,7 @@ func (x *CodeScanningAlertClosedByUserEvent) GetRef() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CodeScanningAlertClosedByUserEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -9337,7 +9337,7 @@ func (x *CodeScanningAlertClosedByUserEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertClosedByUserEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -9346,7 +9346,7 @@ func (x *CodeScanningAlertClosedByUserEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertCreatedEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -9398,7 +9398,7 @@ func (x *CodeScanningAlertCreatedEvent) GetRef() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CodeScanningAlertCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -9407,7 +9407,7 @@ func (x *CodeScanningAlertCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -9416,7 +9416,7 @@ func (x *CodeScanningAlertCreatedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertFixedEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -9468,7 +9468,7 @@ func (x *CodeScanningAlertFixedEvent) GetRef() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CodeScanningAlertFixedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -9477,7 +9477,7 @@ func (x *CodeScanningAlertFixedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertFixedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -9486,7 +9486,7 @@ func (x *CodeScanningAlertFixedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertReopenedEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -9540,7 +9540,7 @@ func (x *CodeScanningAlertReopenedEvent) GetRef() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CodeScanningAlertReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -9549,7 +9549,7 @@ func (x *CodeScanningAlertReopenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -9558,7 +9558,7 @@ func (x *CodeScanningAlertReopenedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertReopenedByUserEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -9610,7 +9610,7 @@ func (x *CodeScanningAlertReopenedByUserEvent) GetRef() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CodeScanningAlertReopenedByUserEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -9619,7 +9619,7 @@ func (x *CodeScanningAlertReopenedByUserEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertReopenedByUserEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -9682,7 +9682,7 @@ func (x *CommitCommentUnknownEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *CommitCommentCreatedEvent) GetComment() *CommitComment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Comment
@@ -9718,7 +9718,7 @@ func (x *CommitCommentCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CommitCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -9727,7 +9727,7 @@ func (x *CommitCommentCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CommitCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -9772,7 +9772,7 @@ func (x *CreateEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CreateEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -9781,7 +9781,7 @@ func (x *CreateEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CreateEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -9835,7 +9835,7 @@ func (x *CustomPropertyUnknownEvent) GetSender() *User {
 // GetDefinition returns the "definition" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CustomPropertyCreatedEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Definition
@@ -9880,7 +9880,7 @@ func (x *CustomPropertyCreatedEvent) GetSender() *User {
 // GetDefinition returns the "definition" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CustomPropertyDeletedEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Definition
@@ -9925,7 +9925,7 @@ func (x *CustomPropertyDeletedEvent) GetSender() *User {
 // GetDefinition returns the "definition" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CustomPropertyPromoteToEnterpriseEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Definition
@@ -9970,7 +9970,7 @@ func (x *CustomPropertyPromoteToEnterpriseEvent) GetSender() *User {
 // GetDefinition returns the "definition" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CustomPropertyUpdatedEvent) GetDefinition() *OrganizationCustomProperty {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Definition
@@ -10096,7 +10096,7 @@ func (x *CustomPropertyValuesUpdatedEvent) GetInstallation() *SimpleInstallation
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CustomPropertyValuesUpdatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -10105,7 +10105,7 @@ func (x *CustomPropertyValuesUpdatedEvent) GetRepository() *Repository {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *CustomPropertyValuesUpdatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -10168,7 +10168,7 @@ func (x *DeleteEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeleteEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -10177,7 +10177,7 @@ func (x *DeleteEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeleteEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -10240,7 +10240,7 @@ func (x *DependabotAlertUnknownEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertAutoDismissedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -10276,7 +10276,7 @@ func (x *DependabotAlertAutoDismissedEvent) GetEnterprise() *Enterprise {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DependabotAlertAutoDismissedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10285,7 +10285,7 @@ func (x *DependabotAlertAutoDismissedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertAutoDismissedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10294,7 +10294,7 @@ func (x *DependabotAlertAutoDismissedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertAutoReopenedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -10330,7 +10330,7 @@ func (x *DependabotAlertAutoReopenedEvent) GetEnterprise() *Enterprise {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DependabotAlertAutoReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10339,7 +10339,7 @@ func (x *DependabotAlertAutoReopenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertAutoReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10348,7 +10348,7 @@ func (x *DependabotAlertAutoReopenedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertCreatedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -10384,7 +10384,7 @@ func (x *DependabotAlertCreatedEvent) GetEnterprise() *Enterprise {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DependabotAlertCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10393,7 +10393,7 @@ func (x *DependabotAlertCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10402,7 +10402,7 @@ func (x *DependabotAlertCreatedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertDismissedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -10438,7 +10438,7 @@ func (x *DependabotAlertDismissedEvent) GetEnterprise() *Enterprise {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DependabotAlertDismissedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10447,7 +10447,7 @@ func (x *DependabotAlertDismissedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertDismissedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10456,7 +10456,7 @@ func (x *DependabotAlertDismissedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertFixedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -10492,7 +10492,7 @@ func (x *DependabotAlertFixedEvent) GetEnterprise() *Enterprise {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DependabotAlertFixedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10501,7 +10501,7 @@ func (x *DependabotAlertFixedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertFixedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10510,7 +10510,7 @@ func (x *DependabotAlertFixedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertReintroducedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -10546,7 +10546,7 @@ func (x *DependabotAlertReintroducedEvent) GetEnterprise() *Enterprise {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DependabotAlertReintroducedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10555,7 +10555,7 @@ func (x *DependabotAlertReintroducedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertReintroducedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10564,7 +10564,7 @@ func (x *DependabotAlertReintroducedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertReopenedEvent) GetAlert() *DependabotAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -10600,7 +10600,7 @@ func (x *DependabotAlertReopenedEvent) GetEnterprise() *Enterprise {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DependabotAlertReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10609,7 +10609,7 @@ func (x *DependabotAlertReopenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DependabotAlertReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10690,7 +10690,7 @@ func (x *DeployKeyCreatedEvent) GetInstallation() *SimpleInstallation {
 // GetKey returns the "key" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeployKeyCreatedEvent) GetKey() *DeployKey {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Key
@@ -10708,7 +10708,7 @@ func (x *DeployKeyCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeployKeyCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10717,7 +10717,7 @@ func (x *DeployKeyCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeployKeyCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10744,7 +10744,7 @@ func (x *DeployKeyDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetKey returns the "key" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeployKeyDeletedEvent) GetKey() *DeployKey {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Key
@@ -10762,7 +10762,7 @@ func (x *DeployKeyDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeployKeyDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10771,7 +10771,7 @@ func (x *DeployKeyDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeployKeyDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -10852,7 +10852,7 @@ func (x *DeploymentUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
 // GetDeployment returns the "deployment" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentCreatedEvent) GetDeployment() *Deployment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Deployment
@@ -10888,7 +10888,7 @@ func (x *DeploymentCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -10897,7 +10897,7 @@ func (x *DeploymentCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeploymentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -11050,7 +11050,7 @@ func (x *DeploymentProtectionRuleRequestedEvent) GetPullRequests() []PullRequest
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentProtectionRuleRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -11077,7 +11077,7 @@ func (x *DeploymentProtectionRuleRequestedEvent) GetInstallation() *SimpleInstal
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeploymentProtectionRuleRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -11194,7 +11194,7 @@ func (x *DeploymentReviewApprovedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *DeploymentReviewApprovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -11203,7 +11203,7 @@ func (x *DeploymentReviewApprovedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentReviewApprovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -11221,7 +11221,7 @@ func (x *DeploymentReviewApprovedEvent) GetReviewers() []DeploymentReviewReviewe
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeploymentReviewApprovedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -11283,7 +11283,7 @@ func (x *DeploymentReviewRejectedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *DeploymentReviewRejectedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -11292,7 +11292,7 @@ func (x *DeploymentReviewRejectedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentReviewRejectedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -11310,7 +11310,7 @@ func (x *DeploymentReviewRejectedEvent) GetReviewers() []DeploymentReviewReviewe
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeploymentReviewRejectedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -11363,7 +11363,7 @@ func (x *DeploymentReviewRequestedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *DeploymentReviewRequestedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -11372,7 +11372,7 @@ func (x *DeploymentReviewRequestedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentReviewRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -11390,7 +11390,7 @@ func (x *DeploymentReviewRequestedEvent) GetReviewers() []DeploymentReviewReview
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeploymentReviewRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -11407,7 +11407,7 @@ func (x *DeploymentReviewRequestedEvent) GetSince() string {
 // GetWorkflowJobRun returns the "workflow_job_run" member, or nil when x is nil
 // or the member was absent or null.
 func (x *DeploymentReviewRequestedEvent) GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun {
-	if x == nil || !x.written(7) {
+	if x == nil || !x.extra.written(7) {
 		return nil
 	}
 	return &x.WorkflowJobRun
@@ -11524,7 +11524,7 @@ func (x *DeploymentStatusCreatedEvent) GetCheckRun() *DeploymentStatusCheckRun {
 // GetDeployment returns the "deployment" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentStatusCreatedEvent) GetDeployment() *Deployment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Deployment
@@ -11533,7 +11533,7 @@ func (x *DeploymentStatusCreatedEvent) GetDeployment() *Deployment {
 // GetDeploymentStatus returns the "deployment_status" member, or nil when x is
 // nil or the member was absent or null.
 func (x *DeploymentStatusCreatedEvent) GetDeploymentStatus() *DeploymentStatus {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.DeploymentStatus
@@ -11569,7 +11569,7 @@ func (x *DeploymentStatusCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DeploymentStatusCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -11578,7 +11578,7 @@ func (x *DeploymentStatusCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DeploymentStatusCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -11650,7 +11650,7 @@ func (x *DiscussionUnknownEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionAnsweredEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Discussion
@@ -11686,7 +11686,7 @@ func (x *DiscussionAnsweredEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionAnsweredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -11695,7 +11695,7 @@ func (x *DiscussionAnsweredEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionAnsweredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -11704,7 +11704,7 @@ func (x *DiscussionAnsweredEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCategoryChangedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Discussion
@@ -11740,7 +11740,7 @@ func (x *DiscussionCategoryChangedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCategoryChangedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -11749,7 +11749,7 @@ func (x *DiscussionCategoryChangedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionCategoryChangedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -11758,7 +11758,7 @@ func (x *DiscussionCategoryChangedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionClosedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -11794,7 +11794,7 @@ func (x *DiscussionClosedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -11803,7 +11803,7 @@ func (x *DiscussionClosedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -11812,7 +11812,7 @@ func (x *DiscussionClosedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCreatedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -11848,7 +11848,7 @@ func (x *DiscussionCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -11857,7 +11857,7 @@ func (x *DiscussionCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -11866,7 +11866,7 @@ func (x *DiscussionCreatedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionDeletedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -11902,7 +11902,7 @@ func (x *DiscussionDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -11911,7 +11911,7 @@ func (x *DiscussionDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -11920,7 +11920,7 @@ func (x *DiscussionDeletedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionEditedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -11956,7 +11956,7 @@ func (x *DiscussionEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -11965,7 +11965,7 @@ func (x *DiscussionEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -11974,7 +11974,7 @@ func (x *DiscussionEditedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionLabeledEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12010,7 +12010,7 @@ func (x *DiscussionLabeledEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionLabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -12019,7 +12019,7 @@ func (x *DiscussionLabeledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionLabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -12028,7 +12028,7 @@ func (x *DiscussionLabeledEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionLockedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12064,7 +12064,7 @@ func (x *DiscussionLockedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionLockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -12073,7 +12073,7 @@ func (x *DiscussionLockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionLockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -12082,7 +12082,7 @@ func (x *DiscussionLockedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionPinnedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12118,7 +12118,7 @@ func (x *DiscussionPinnedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionPinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -12127,7 +12127,7 @@ func (x *DiscussionPinnedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionPinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -12136,7 +12136,7 @@ func (x *DiscussionPinnedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionReopenedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12172,7 +12172,7 @@ func (x *DiscussionReopenedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -12181,7 +12181,7 @@ func (x *DiscussionReopenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -12190,7 +12190,7 @@ func (x *DiscussionReopenedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionTransferredEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Discussion
@@ -12226,7 +12226,7 @@ func (x *DiscussionTransferredEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionTransferredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -12235,7 +12235,7 @@ func (x *DiscussionTransferredEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionTransferredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -12244,7 +12244,7 @@ func (x *DiscussionTransferredEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnansweredEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12262,7 +12262,7 @@ func (x *DiscussionUnansweredEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnansweredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -12289,7 +12289,7 @@ func (x *DiscussionUnansweredEvent) GetInstallation() *SimpleInstallation {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnlabeledEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12325,7 +12325,7 @@ func (x *DiscussionUnlabeledEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnlabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -12334,7 +12334,7 @@ func (x *DiscussionUnlabeledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionUnlabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -12343,7 +12343,7 @@ func (x *DiscussionUnlabeledEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnlockedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12379,7 +12379,7 @@ func (x *DiscussionUnlockedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnlockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -12388,7 +12388,7 @@ func (x *DiscussionUnlockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionUnlockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -12397,7 +12397,7 @@ func (x *DiscussionUnlockedEvent) GetSender() *User {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnpinnedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Discussion
@@ -12433,7 +12433,7 @@ func (x *DiscussionUnpinnedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnpinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -12442,7 +12442,7 @@ func (x *DiscussionUnpinnedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionUnpinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -12514,7 +12514,7 @@ func (x *DiscussionCommentUnknownEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *DiscussionCommentCreatedEvent) GetComment() *DiscussionComment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Comment
@@ -12523,7 +12523,7 @@ func (x *DiscussionCommentCreatedEvent) GetComment() *DiscussionComment {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCommentCreatedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Discussion
@@ -12559,7 +12559,7 @@ func (x *DiscussionCommentCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -12568,7 +12568,7 @@ func (x *DiscussionCommentCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -12577,7 +12577,7 @@ func (x *DiscussionCommentCreatedEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *DiscussionCommentDeletedEvent) GetComment() *DiscussionComment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Comment
@@ -12586,7 +12586,7 @@ func (x *DiscussionCommentDeletedEvent) GetComment() *DiscussionComment {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCommentDeletedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Discussion
@@ -12622,7 +12622,7 @@ func (x *DiscussionCommentDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCommentDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -12631,7 +12631,7 @@ func (x *DiscussionCommentDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionCommentDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -12640,7 +12640,7 @@ func (x *DiscussionCommentDeletedEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *DiscussionCommentEditedEvent) GetComment() *DiscussionComment {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Comment
@@ -12649,7 +12649,7 @@ func (x *DiscussionCommentEditedEvent) GetComment() *DiscussionComment {
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCommentEditedEvent) GetDiscussion() *Discussion {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Discussion
@@ -12685,7 +12685,7 @@ func (x *DiscussionCommentEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionCommentEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -12694,7 +12694,7 @@ func (x *DiscussionCommentEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *DiscussionCommentEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -12730,7 +12730,7 @@ func (x *ForkEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ForkEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -12739,7 +12739,7 @@ func (x *ForkEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ForkEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -12757,7 +12757,7 @@ func (x *GithubAppAuthorizationUnknownEvent) GetSender() *User {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *GithubAppAuthorizationRevokedEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Sender
@@ -12793,7 +12793,7 @@ func (x *GollumEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *GollumEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -12802,7 +12802,7 @@ func (x *GollumEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *GollumEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -12874,7 +12874,7 @@ func (x *InstallationCreatedEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationCreatedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Installation
@@ -12910,7 +12910,7 @@ func (x *InstallationCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -12928,7 +12928,7 @@ func (x *InstallationDeletedEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationDeletedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Installation
@@ -12964,7 +12964,7 @@ func (x *InstallationDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -12982,7 +12982,7 @@ func (x *InstallationNewPermissionsAcceptedEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationNewPermissionsAcceptedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Installation
@@ -13018,7 +13018,7 @@ func (x *InstallationNewPermissionsAcceptedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationNewPermissionsAcceptedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -13036,7 +13036,7 @@ func (x *InstallationSuspendEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationSuspendEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Installation
@@ -13072,7 +13072,7 @@ func (x *InstallationSuspendEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationSuspendEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -13090,7 +13090,7 @@ func (x *InstallationUnsuspendEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationUnsuspendEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Installation
@@ -13126,7 +13126,7 @@ func (x *InstallationUnsuspendEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationUnsuspendEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -13225,7 +13225,7 @@ func (x *InstallationRepositoriesAddedEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationRepositoriesAddedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Installation
@@ -13288,7 +13288,7 @@ func (x *InstallationRepositoriesAddedEvent) GetRequester() *User {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationRepositoriesAddedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -13306,7 +13306,7 @@ func (x *InstallationRepositoriesRemovedEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationRepositoriesRemovedEvent) GetInstallation() *Installation {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Installation
@@ -13369,7 +13369,7 @@ func (x *InstallationRepositoriesRemovedEvent) GetRequester() *User {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationRepositoriesRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -13450,7 +13450,7 @@ func (x *InstallationTargetUnknownEvent) GetTargetType() string {
 // GetAccount returns the "account" member, or nil when x is nil or the member
 // was absent or null.
 func (x *InstallationTargetRenamedEvent) GetAccount() *InstallationTargetAccount {
-	if x == nil || !x.written(0) {
+	if x == nil || !x.extra.written(0) {
 		return nil
 	}
 	return &x.Account
@@ -13459,7 +13459,7 @@ func (x *InstallationTargetRenamedEvent) GetAccount() *InstallationTargetAccount
 // GetChanges returns the "changes" member, or nil when x is nil or the member
 // was absent or null.
 func (x *InstallationTargetRenamedEvent) GetChanges() *InstallationTargetChanges {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Changes
@@ -13477,7 +13477,7 @@ func (x *InstallationTargetRenamedEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *InstallationTargetRenamedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Installation
@@ -13584,7 +13584,7 @@ func (x *IssueCommentUnknownEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *IssueCommentCreatedEvent) GetComment() *IssueComment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Comment
@@ -13611,7 +13611,7 @@ func (x *IssueCommentCreatedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueCommentCreatedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Issue
@@ -13629,7 +13629,7 @@ func (x *IssueCommentCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssueCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -13638,7 +13638,7 @@ func (x *IssueCommentCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -13647,7 +13647,7 @@ func (x *IssueCommentCreatedEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *IssueCommentDeletedEvent) GetComment() *IssueComment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Comment
@@ -13674,7 +13674,7 @@ func (x *IssueCommentDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueCommentDeletedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Issue
@@ -13692,7 +13692,7 @@ func (x *IssueCommentDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssueCommentDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -13701,7 +13701,7 @@ func (x *IssueCommentDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueCommentDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -13710,7 +13710,7 @@ func (x *IssueCommentDeletedEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *IssueCommentEditedEvent) GetComment() *IssueComment {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Comment
@@ -13737,7 +13737,7 @@ func (x *IssueCommentEditedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueCommentEditedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Issue
@@ -13755,7 +13755,7 @@ func (x *IssueCommentEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssueCommentEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -13764,7 +13764,7 @@ func (x *IssueCommentEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueCommentEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -13853,7 +13853,7 @@ func (x *IssueDependenciesBlockedByAddedEvent) GetBlockedIssueID() float64 {
 // GetBlockedIssue returns the "blocked_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockedByAddedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.BlockedIssue
@@ -13871,7 +13871,7 @@ func (x *IssueDependenciesBlockedByAddedEvent) GetBlockingIssueID() float64 {
 // GetBlockingIssue returns the "blocking_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockedByAddedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.BlockingIssue
@@ -13889,7 +13889,7 @@ func (x *IssueDependenciesBlockedByAddedEvent) GetInstallation() *SimpleInstalla
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockedByAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
+	if x == nil || !x.extra.written(6) {
 		return nil
 	}
 	return &x.Organization
@@ -13898,7 +13898,7 @@ func (x *IssueDependenciesBlockedByAddedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssueDependenciesBlockedByAddedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
+	if x == nil || !x.extra.written(7) {
 		return nil
 	}
 	return &x.Repository
@@ -13907,7 +13907,7 @@ func (x *IssueDependenciesBlockedByAddedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueDependenciesBlockedByAddedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
+	if x == nil || !x.extra.written(8) {
 		return nil
 	}
 	return &x.Sender
@@ -13924,7 +13924,7 @@ func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockedIssueID() float64 {
 // GetBlockedIssue returns the "blocked_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.BlockedIssue
@@ -13942,7 +13942,7 @@ func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockingIssueID() float64 {
 // GetBlockingIssue returns the "blocking_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.BlockingIssue
@@ -13960,7 +13960,7 @@ func (x *IssueDependenciesBlockedByRemovedEvent) GetInstallation() *SimpleInstal
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockedByRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
+	if x == nil || !x.extra.written(6) {
 		return nil
 	}
 	return &x.Organization
@@ -13969,7 +13969,7 @@ func (x *IssueDependenciesBlockedByRemovedEvent) GetOrganization() *Organization
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssueDependenciesBlockedByRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
+	if x == nil || !x.extra.written(7) {
 		return nil
 	}
 	return &x.Repository
@@ -13978,7 +13978,7 @@ func (x *IssueDependenciesBlockedByRemovedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueDependenciesBlockedByRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
+	if x == nil || !x.extra.written(8) {
 		return nil
 	}
 	return &x.Sender
@@ -13995,7 +13995,7 @@ func (x *IssueDependenciesBlockingAddedEvent) GetBlockedIssueID() float64 {
 // GetBlockedIssue returns the "blocked_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockingAddedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.BlockedIssue
@@ -14013,7 +14013,7 @@ func (x *IssueDependenciesBlockingAddedEvent) GetBlockingIssueID() float64 {
 // GetBlockingIssue returns the "blocking_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockingAddedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.BlockingIssue
@@ -14031,7 +14031,7 @@ func (x *IssueDependenciesBlockingAddedEvent) GetInstallation() *SimpleInstallat
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockingAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
+	if x == nil || !x.extra.written(6) {
 		return nil
 	}
 	return &x.Organization
@@ -14040,7 +14040,7 @@ func (x *IssueDependenciesBlockingAddedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssueDependenciesBlockingAddedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
+	if x == nil || !x.extra.written(7) {
 		return nil
 	}
 	return &x.Repository
@@ -14049,7 +14049,7 @@ func (x *IssueDependenciesBlockingAddedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueDependenciesBlockingAddedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
+	if x == nil || !x.extra.written(8) {
 		return nil
 	}
 	return &x.Sender
@@ -14066,7 +14066,7 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetBlockedIssueID() float64 {
 // GetBlockedIssue returns the "blocked_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockingRemovedEvent) GetBlockedIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.BlockedIssue
@@ -14084,7 +14084,7 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetBlockingIssueID() float64 {
 // GetBlockingIssue returns the "blocking_issue" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockingRemovedEvent) GetBlockingIssue() *Issue {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.BlockingIssue
@@ -14102,7 +14102,7 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetInstallation() *SimpleInstall
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *IssueDependenciesBlockingRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(6) {
+	if x == nil || !x.extra.written(6) {
 		return nil
 	}
 	return &x.Organization
@@ -14111,7 +14111,7 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetOrganization() *Organization 
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssueDependenciesBlockingRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(7) {
+	if x == nil || !x.extra.written(7) {
 		return nil
 	}
 	return &x.Repository
@@ -14120,7 +14120,7 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssueDependenciesBlockingRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(8) {
+	if x == nil || !x.extra.written(8) {
 		return nil
 	}
 	return &x.Sender
@@ -14201,7 +14201,7 @@ func (x *IssuesAssignedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesAssignedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14219,7 +14219,7 @@ func (x *IssuesAssignedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesAssignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14228,7 +14228,7 @@ func (x *IssuesAssignedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesAssignedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14255,7 +14255,7 @@ func (x *IssuesClosedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesClosedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14273,7 +14273,7 @@ func (x *IssuesClosedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14282,7 +14282,7 @@ func (x *IssuesClosedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14309,7 +14309,7 @@ func (x *IssuesDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesDeletedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14327,7 +14327,7 @@ func (x *IssuesDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14336,7 +14336,7 @@ func (x *IssuesDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14363,7 +14363,7 @@ func (x *IssuesDemilestonedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesDemilestonedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14381,7 +14381,7 @@ func (x *IssuesDemilestonedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesDemilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14390,7 +14390,7 @@ func (x *IssuesDemilestonedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesDemilestonedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14417,7 +14417,7 @@ func (x *IssuesEditedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesEditedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Issue
@@ -14435,7 +14435,7 @@ func (x *IssuesEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -14444,7 +14444,7 @@ func (x *IssuesEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesEditedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -14471,7 +14471,7 @@ func (x *IssuesLabeledEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesLabeledEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14489,7 +14489,7 @@ func (x *IssuesLabeledEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesLabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14498,7 +14498,7 @@ func (x *IssuesLabeledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesLabeledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14525,7 +14525,7 @@ func (x *IssuesLockedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesLockedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14543,7 +14543,7 @@ func (x *IssuesLockedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesLockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14552,7 +14552,7 @@ func (x *IssuesLockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesLockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14579,7 +14579,7 @@ func (x *IssuesMilestonedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesMilestonedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14597,7 +14597,7 @@ func (x *IssuesMilestonedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesMilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -14606,7 +14606,7 @@ func (x *IssuesMilestonedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesMilestonedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -14633,7 +14633,7 @@ func (x *IssuesOpenedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesOpenedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14651,7 +14651,7 @@ func (x *IssuesOpenedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesOpenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14660,7 +14660,7 @@ func (x *IssuesOpenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesOpenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14687,7 +14687,7 @@ func (x *IssuesPinnedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesPinnedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14705,7 +14705,7 @@ func (x *IssuesPinnedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesPinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14714,7 +14714,7 @@ func (x *IssuesPinnedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesPinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14741,7 +14741,7 @@ func (x *IssuesReopenedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesReopenedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14759,7 +14759,7 @@ func (x *IssuesReopenedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14768,7 +14768,7 @@ func (x *IssuesReopenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14795,7 +14795,7 @@ func (x *IssuesTransferredEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesTransferredEvent) GetIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Issue
@@ -14813,7 +14813,7 @@ func (x *IssuesTransferredEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesTransferredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -14822,7 +14822,7 @@ func (x *IssuesTransferredEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesTransferredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -14849,7 +14849,7 @@ func (x *IssuesTypedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesTypedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14867,7 +14867,7 @@ func (x *IssuesTypedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesTypedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14876,7 +14876,7 @@ func (x *IssuesTypedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesTypedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14903,7 +14903,7 @@ func (x *IssuesUnassignedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnassignedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14921,7 +14921,7 @@ func (x *IssuesUnassignedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesUnassignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14930,7 +14930,7 @@ func (x *IssuesUnassignedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnassignedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -14957,7 +14957,7 @@ func (x *IssuesUnlabeledEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnlabeledEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -14975,7 +14975,7 @@ func (x *IssuesUnlabeledEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesUnlabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -14984,7 +14984,7 @@ func (x *IssuesUnlabeledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnlabeledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15011,7 +15011,7 @@ func (x *IssuesUnlockedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnlockedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -15029,7 +15029,7 @@ func (x *IssuesUnlockedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesUnlockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -15038,7 +15038,7 @@ func (x *IssuesUnlockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnlockedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15065,7 +15065,7 @@ func (x *IssuesUnpinnedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnpinnedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -15083,7 +15083,7 @@ func (x *IssuesUnpinnedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesUnpinnedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -15092,7 +15092,7 @@ func (x *IssuesUnpinnedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUnpinnedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15119,7 +15119,7 @@ func (x *IssuesUntypedEvent) GetInstallation() *SimpleInstallation {
 // GetIssue returns the "issue" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUntypedEvent) GetIssue() *Issue {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Issue
@@ -15137,7 +15137,7 @@ func (x *IssuesUntypedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *IssuesUntypedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -15146,7 +15146,7 @@ func (x *IssuesUntypedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesUntypedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15227,7 +15227,7 @@ func (x *LabelCreatedEvent) GetInstallation() *SimpleInstallation {
 // GetLabel returns the "label" member, or nil when x is nil or the member was
 // absent or null.
 func (x *LabelCreatedEvent) GetLabel() *Label {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Label
@@ -15245,7 +15245,7 @@ func (x *LabelCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *LabelCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -15281,7 +15281,7 @@ func (x *LabelDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetLabel returns the "label" member, or nil when x is nil or the member was
 // absent or null.
 func (x *LabelDeletedEvent) GetLabel() *Label {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Label
@@ -15299,7 +15299,7 @@ func (x *LabelDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *LabelDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -15308,7 +15308,7 @@ func (x *LabelDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *LabelDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15335,7 +15335,7 @@ func (x *LabelEditedEvent) GetInstallation() *SimpleInstallation {
 // GetLabel returns the "label" member, or nil when x is nil or the member was
 // absent or null.
 func (x *LabelEditedEvent) GetLabel() *Label {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Label
@@ -15353,7 +15353,7 @@ func (x *LabelEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *LabelEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -15362,7 +15362,7 @@ func (x *LabelEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *LabelEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15469,7 +15469,7 @@ func (x *MarketplacePurchaseCancelledEvent) GetInstallation() *SimpleInstallatio
 // GetMarketplacePurchase returns the "marketplace_purchase" member, or nil when
 // x is nil or the member was absent or null.
 func (x *MarketplacePurchaseCancelledEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.MarketplacePurchase
@@ -15505,7 +15505,7 @@ func (x *MarketplacePurchaseCancelledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MarketplacePurchaseCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15540,7 +15540,7 @@ func (x *MarketplacePurchaseChangedEvent) GetInstallation() *SimpleInstallation 
 // GetMarketplacePurchase returns the "marketplace_purchase" member, or nil when
 // x is nil or the member was absent or null.
 func (x *MarketplacePurchaseChangedEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.MarketplacePurchase
@@ -15576,7 +15576,7 @@ func (x *MarketplacePurchaseChangedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MarketplacePurchaseChangedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15611,7 +15611,7 @@ func (x *MarketplacePurchasePendingChangeEvent) GetInstallation() *SimpleInstall
 // GetMarketplacePurchase returns the "marketplace_purchase" member, or nil when
 // x is nil or the member was absent or null.
 func (x *MarketplacePurchasePendingChangeEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.MarketplacePurchase
@@ -15647,7 +15647,7 @@ func (x *MarketplacePurchasePendingChangeEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MarketplacePurchasePendingChangeEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15682,7 +15682,7 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) GetInstallation() *Simp
 // GetMarketplacePurchase returns the "marketplace_purchase" member, or nil when
 // x is nil or the member was absent or null.
 func (x *MarketplacePurchasePendingChangeCancelledEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.MarketplacePurchase
@@ -15718,7 +15718,7 @@ func (x *MarketplacePurchasePendingChangeCancelledEvent) GetRepository() *Reposi
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MarketplacePurchasePendingChangeCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15753,7 +15753,7 @@ func (x *MarketplacePurchasePurchasedEvent) GetInstallation() *SimpleInstallatio
 // GetMarketplacePurchase returns the "marketplace_purchase" member, or nil when
 // x is nil or the member was absent or null.
 func (x *MarketplacePurchasePurchasedEvent) GetMarketplacePurchase() *MarketplacePurchase {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.MarketplacePurchase
@@ -15789,7 +15789,7 @@ func (x *MarketplacePurchasePurchasedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MarketplacePurchasePurchasedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15888,7 +15888,7 @@ func (x *MemberAddedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MemberAddedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -15897,7 +15897,7 @@ func (x *MemberAddedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MemberAddedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -15942,7 +15942,7 @@ func (x *MemberEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MemberEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -15951,7 +15951,7 @@ func (x *MemberEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MemberEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -15996,7 +15996,7 @@ func (x *MemberRemovedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MemberRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -16005,7 +16005,7 @@ func (x *MemberRemovedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MemberRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -16113,7 +16113,7 @@ func (x *MembershipAddedEvent) GetMember() *User {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *MembershipAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -16148,7 +16148,7 @@ func (x *MembershipAddedEvent) GetSender() *User {
 // GetTeam returns the "team" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MembershipAddedEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Team
@@ -16184,7 +16184,7 @@ func (x *MembershipRemovedEvent) GetMember() *User {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *MembershipRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -16219,7 +16219,7 @@ func (x *MembershipRemovedEvent) GetSender() *User {
 // GetTeam returns the "team" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MembershipRemovedEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Team
@@ -16282,7 +16282,7 @@ func (x *MergeGroupChecksRequestedEvent) GetInstallation() *SimpleInstallation {
 // GetMergeGroup returns the "merge_group" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MergeGroupChecksRequestedEvent) GetMergeGroup() *MergeGroup {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.MergeGroup
@@ -16336,7 +16336,7 @@ func (x *MergeGroupDestroyedEvent) GetInstallation() *SimpleInstallation {
 // GetMergeGroup returns the "merge_group" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MergeGroupDestroyedEvent) GetMergeGroup() *MergeGroup {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.MergeGroup
@@ -16444,7 +16444,7 @@ func (x *MetaDeletedEvent) GetEnterprise() *Enterprise {
 // GetHook returns the "hook" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MetaDeletedEvent) GetHook() *MetaHook {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Hook
@@ -16551,7 +16551,7 @@ func (x *MilestoneClosedEvent) GetInstallation() *SimpleInstallation {
 // GetMilestone returns the "milestone" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneClosedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Milestone
@@ -16569,7 +16569,7 @@ func (x *MilestoneClosedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -16578,7 +16578,7 @@ func (x *MilestoneClosedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MilestoneClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -16605,7 +16605,7 @@ func (x *MilestoneCreatedEvent) GetInstallation() *SimpleInstallation {
 // GetMilestone returns the "milestone" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneCreatedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Milestone
@@ -16623,7 +16623,7 @@ func (x *MilestoneCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -16632,7 +16632,7 @@ func (x *MilestoneCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MilestoneCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -16659,7 +16659,7 @@ func (x *MilestoneDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetMilestone returns the "milestone" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneDeletedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Milestone
@@ -16677,7 +16677,7 @@ func (x *MilestoneDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -16686,7 +16686,7 @@ func (x *MilestoneDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MilestoneDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -16713,7 +16713,7 @@ func (x *MilestoneEditedEvent) GetInstallation() *SimpleInstallation {
 // GetMilestone returns the "milestone" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneEditedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Milestone
@@ -16731,7 +16731,7 @@ func (x *MilestoneEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -16740,7 +16740,7 @@ func (x *MilestoneEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MilestoneEditedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -16758,7 +16758,7 @@ func (x *MilestoneOpenedEvent) GetInstallation() *SimpleInstallation {
 // GetMilestone returns the "milestone" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneOpenedEvent) GetMilestone() *Milestone {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Milestone
@@ -16776,7 +16776,7 @@ func (x *MilestoneOpenedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *MilestoneOpenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -16785,7 +16785,7 @@ func (x *MilestoneOpenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *MilestoneOpenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -16875,7 +16875,7 @@ func (x *OrgBlockBlockedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrgBlockBlockedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -16893,7 +16893,7 @@ func (x *OrgBlockBlockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *OrgBlockBlockedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -16929,7 +16929,7 @@ func (x *OrgBlockUnblockedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrgBlockUnblockedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -16947,7 +16947,7 @@ func (x *OrgBlockUnblockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *OrgBlockUnblockedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -17019,7 +17019,7 @@ func (x *OrganizationDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrganizationDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -17037,7 +17037,7 @@ func (x *OrganizationDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *OrganizationDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -17064,7 +17064,7 @@ func (x *OrganizationMemberAddedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrganizationMemberAddedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -17082,7 +17082,7 @@ func (x *OrganizationMemberAddedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *OrganizationMemberAddedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17109,7 +17109,7 @@ func (x *OrganizationMemberInvitedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrganizationMemberInvitedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -17127,7 +17127,7 @@ func (x *OrganizationMemberInvitedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *OrganizationMemberInvitedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17154,7 +17154,7 @@ func (x *OrganizationMemberRemovedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrganizationMemberRemovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -17172,7 +17172,7 @@ func (x *OrganizationMemberRemovedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *OrganizationMemberRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17199,7 +17199,7 @@ func (x *OrganizationRenamedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrganizationRenamedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -17217,7 +17217,7 @@ func (x *OrganizationRenamedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *OrganizationRenamedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -17307,7 +17307,7 @@ func (x *PackagePublishedEvent) GetOrganization() *Organization {
 // GetPackage returns the "package" member, or nil when x is nil or the member
 // was absent or null.
 func (x *PackagePublishedEvent) GetPackage() *Package {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Package
@@ -17325,7 +17325,7 @@ func (x *PackagePublishedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PackagePublishedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -17361,7 +17361,7 @@ func (x *PackageUpdatedEvent) GetOrganization() *Organization {
 // GetPackage returns the "package" member, or nil when x is nil or the member
 // was absent or null.
 func (x *PackageUpdatedEvent) GetPackage() *Package {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Package
@@ -17370,7 +17370,7 @@ func (x *PackageUpdatedEvent) GetPackage() *Package {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PackageUpdatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -17379,7 +17379,7 @@ func (x *PackageUpdatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PackageUpdatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17415,7 +17415,7 @@ func (x *PageBuildEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PageBuildEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -17424,7 +17424,7 @@ func (x *PageBuildEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PageBuildEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17478,7 +17478,7 @@ func (x *PersonalAccessTokenRequestUnknownEvent) GetInstallation() *SimpleInstal
 // GetPersonalAccessTokenRequest returns the "personal_access_token_request"
 // member, or nil when x is nil or the member was absent or null.
 func (x *PersonalAccessTokenRequestApprovedEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PersonalAccessTokenRequest
@@ -17496,7 +17496,7 @@ func (x *PersonalAccessTokenRequestApprovedEvent) GetEnterprise() *Enterprise {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *PersonalAccessTokenRequestApprovedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -17505,7 +17505,7 @@ func (x *PersonalAccessTokenRequestApprovedEvent) GetOrganization() *Organizatio
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PersonalAccessTokenRequestApprovedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17514,7 +17514,7 @@ func (x *PersonalAccessTokenRequestApprovedEvent) GetSender() *User {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *PersonalAccessTokenRequestApprovedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Installation
@@ -17523,7 +17523,7 @@ func (x *PersonalAccessTokenRequestApprovedEvent) GetInstallation() *SimpleInsta
 // GetPersonalAccessTokenRequest returns the "personal_access_token_request"
 // member, or nil when x is nil or the member was absent or null.
 func (x *PersonalAccessTokenRequestCancelledEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PersonalAccessTokenRequest
@@ -17541,7 +17541,7 @@ func (x *PersonalAccessTokenRequestCancelledEvent) GetEnterprise() *Enterprise {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *PersonalAccessTokenRequestCancelledEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -17550,7 +17550,7 @@ func (x *PersonalAccessTokenRequestCancelledEvent) GetOrganization() *Organizati
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PersonalAccessTokenRequestCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17559,7 +17559,7 @@ func (x *PersonalAccessTokenRequestCancelledEvent) GetSender() *User {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *PersonalAccessTokenRequestCancelledEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Installation
@@ -17568,7 +17568,7 @@ func (x *PersonalAccessTokenRequestCancelledEvent) GetInstallation() *SimpleInst
 // GetPersonalAccessTokenRequest returns the "personal_access_token_request"
 // member, or nil when x is nil or the member was absent or null.
 func (x *PersonalAccessTokenRequestCreatedEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PersonalAccessTokenRequest
@@ -17586,7 +17586,7 @@ func (x *PersonalAccessTokenRequestCreatedEvent) GetEnterprise() *Enterprise {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *PersonalAccessTokenRequestCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -17595,7 +17595,7 @@ func (x *PersonalAccessTokenRequestCreatedEvent) GetOrganization() *Organization
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PersonalAccessTokenRequestCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17613,7 +17613,7 @@ func (x *PersonalAccessTokenRequestCreatedEvent) GetInstallation() *SimpleInstal
 // GetPersonalAccessTokenRequest returns the "personal_access_token_request"
 // member, or nil when x is nil or the member was absent or null.
 func (x *PersonalAccessTokenRequestDeniedEvent) GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PersonalAccessTokenRequest
@@ -17622,7 +17622,7 @@ func (x *PersonalAccessTokenRequestDeniedEvent) GetPersonalAccessTokenRequest() 
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *PersonalAccessTokenRequestDeniedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -17640,7 +17640,7 @@ func (x *PersonalAccessTokenRequestDeniedEvent) GetEnterprise() *Enterprise {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PersonalAccessTokenRequestDeniedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -17649,7 +17649,7 @@ func (x *PersonalAccessTokenRequestDeniedEvent) GetSender() *User {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *PersonalAccessTokenRequestDeniedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Installation
@@ -17784,7 +17784,7 @@ func (x *ProjectClosedEvent) GetOrganization() *Organization {
 // GetProject returns the "project" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ProjectClosedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Project
@@ -17802,7 +17802,7 @@ func (x *ProjectClosedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectClosedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -17838,7 +17838,7 @@ func (x *ProjectCreatedEvent) GetOrganization() *Organization {
 // GetProject returns the "project" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ProjectCreatedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Project
@@ -17856,7 +17856,7 @@ func (x *ProjectCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -17892,7 +17892,7 @@ func (x *ProjectDeletedEvent) GetOrganization() *Organization {
 // GetProject returns the "project" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ProjectDeletedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Project
@@ -17946,7 +17946,7 @@ func (x *ProjectEditedEvent) GetOrganization() *Organization {
 // GetProject returns the "project" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ProjectEditedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Project
@@ -18000,7 +18000,7 @@ func (x *ProjectReopenedEvent) GetOrganization() *Organization {
 // GetProject returns the "project" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ProjectReopenedEvent) GetProject() *Project {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Project
@@ -18018,7 +18018,7 @@ func (x *ProjectReopenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -18108,7 +18108,7 @@ func (x *ProjectCardConvertedEvent) GetOrganization() *Organization {
 // GetProjectCard returns the "project_card" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectCardConvertedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectCard
@@ -18126,7 +18126,7 @@ func (x *ProjectCardConvertedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectCardConvertedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -18162,7 +18162,7 @@ func (x *ProjectCardCreatedEvent) GetOrganization() *Organization {
 // GetProjectCard returns the "project_card" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectCardCreatedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.ProjectCard
@@ -18180,7 +18180,7 @@ func (x *ProjectCardCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectCardCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -18216,7 +18216,7 @@ func (x *ProjectCardDeletedEvent) GetOrganization() *Organization {
 // GetProjectCard returns the "project_card" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectCardDeletedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.ProjectCard
@@ -18234,7 +18234,7 @@ func (x *ProjectCardDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectCardDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -18270,7 +18270,7 @@ func (x *ProjectCardEditedEvent) GetOrganization() *Organization {
 // GetProjectCard returns the "project_card" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectCardEditedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectCard
@@ -18288,7 +18288,7 @@ func (x *ProjectCardEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectCardEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -18324,7 +18324,7 @@ func (x *ProjectCardMovedEvent) GetOrganization() *Organization {
 // GetProjectCard returns the "project_card" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectCardMovedEvent) GetProjectCard() *ProjectCard {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.ProjectCard
@@ -18342,7 +18342,7 @@ func (x *ProjectCardMovedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectCardMovedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -18432,7 +18432,7 @@ func (x *ProjectColumnCreatedEvent) GetOrganization() *Organization {
 // GetProjectColumn returns the "project_column" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectColumnCreatedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.ProjectColumn
@@ -18486,7 +18486,7 @@ func (x *ProjectColumnDeletedEvent) GetOrganization() *Organization {
 // GetProjectColumn returns the "project_column" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectColumnDeletedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.ProjectColumn
@@ -18540,7 +18540,7 @@ func (x *ProjectColumnEditedEvent) GetOrganization() *Organization {
 // GetProjectColumn returns the "project_column" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectColumnEditedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectColumn
@@ -18594,7 +18594,7 @@ func (x *ProjectColumnMovedEvent) GetOrganization() *Organization {
 // GetProjectColumn returns the "project_column" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectColumnMovedEvent) GetProjectColumn() *ProjectColumn {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.ProjectColumn
@@ -18612,7 +18612,7 @@ func (x *ProjectColumnMovedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectColumnMovedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -18666,7 +18666,7 @@ func (x *ProjectsV2ClosedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ClosedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -18675,7 +18675,7 @@ func (x *ProjectsV2ClosedEvent) GetOrganization() *Organization {
 // GetProjectsV2 returns the "projects_v2" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectsV2ClosedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2
@@ -18684,7 +18684,7 @@ func (x *ProjectsV2ClosedEvent) GetProjectsV2() *ProjectsV2Project {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ClosedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -18702,7 +18702,7 @@ func (x *ProjectsV2CreatedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2CreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -18711,7 +18711,7 @@ func (x *ProjectsV2CreatedEvent) GetOrganization() *Organization {
 // GetProjectsV2 returns the "projects_v2" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectsV2CreatedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2
@@ -18720,7 +18720,7 @@ func (x *ProjectsV2CreatedEvent) GetProjectsV2() *ProjectsV2Project {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2CreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -18738,7 +18738,7 @@ func (x *ProjectsV2DeletedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2DeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -18747,7 +18747,7 @@ func (x *ProjectsV2DeletedEvent) GetOrganization() *Organization {
 // GetProjectsV2 returns the "projects_v2" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectsV2DeletedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2
@@ -18756,7 +18756,7 @@ func (x *ProjectsV2DeletedEvent) GetProjectsV2() *ProjectsV2Project {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2DeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -18774,7 +18774,7 @@ func (x *ProjectsV2EditedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2EditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -18783,7 +18783,7 @@ func (x *ProjectsV2EditedEvent) GetOrganization() *Organization {
 // GetProjectsV2 returns the "projects_v2" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectsV2EditedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.ProjectsV2
@@ -18792,7 +18792,7 @@ func (x *ProjectsV2EditedEvent) GetProjectsV2() *ProjectsV2Project {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2EditedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -18810,7 +18810,7 @@ func (x *ProjectsV2ReopenedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ReopenedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -18819,7 +18819,7 @@ func (x *ProjectsV2ReopenedEvent) GetOrganization() *Organization {
 // GetProjectsV2 returns the "projects_v2" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ProjectsV2ReopenedEvent) GetProjectsV2() *ProjectsV2Project {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2
@@ -18828,7 +18828,7 @@ func (x *ProjectsV2ReopenedEvent) GetProjectsV2() *ProjectsV2Project {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -18882,7 +18882,7 @@ func (x *ProjectsV2ItemArchivedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ItemArchivedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -18891,7 +18891,7 @@ func (x *ProjectsV2ItemArchivedEvent) GetOrganization() *Organization {
 // GetProjectsV2Item returns the "projects_v2_item" member, or nil when x is nil
 // or the member was absent or null.
 func (x *ProjectsV2ItemArchivedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.ProjectsV2Item
@@ -18900,7 +18900,7 @@ func (x *ProjectsV2ItemArchivedEvent) GetProjectsV2Item() *ProjectsV2Item {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ItemArchivedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -18918,7 +18918,7 @@ func (x *ProjectsV2ItemConvertedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ItemConvertedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -18927,7 +18927,7 @@ func (x *ProjectsV2ItemConvertedEvent) GetOrganization() *Organization {
 // GetProjectsV2Item returns the "projects_v2_item" member, or nil when x is nil
 // or the member was absent or null.
 func (x *ProjectsV2ItemConvertedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.ProjectsV2Item
@@ -18936,7 +18936,7 @@ func (x *ProjectsV2ItemConvertedEvent) GetProjectsV2Item() *ProjectsV2Item {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ItemConvertedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -18954,7 +18954,7 @@ func (x *ProjectsV2ItemCreatedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ItemCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -18963,7 +18963,7 @@ func (x *ProjectsV2ItemCreatedEvent) GetOrganization() *Organization {
 // GetProjectsV2Item returns the "projects_v2_item" member, or nil when x is nil
 // or the member was absent or null.
 func (x *ProjectsV2ItemCreatedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2Item
@@ -18972,7 +18972,7 @@ func (x *ProjectsV2ItemCreatedEvent) GetProjectsV2Item() *ProjectsV2Item {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ItemCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -18990,7 +18990,7 @@ func (x *ProjectsV2ItemDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ItemDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -18999,7 +18999,7 @@ func (x *ProjectsV2ItemDeletedEvent) GetOrganization() *Organization {
 // GetProjectsV2Item returns the "projects_v2_item" member, or nil when x is nil
 // or the member was absent or null.
 func (x *ProjectsV2ItemDeletedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2Item
@@ -19008,7 +19008,7 @@ func (x *ProjectsV2ItemDeletedEvent) GetProjectsV2Item() *ProjectsV2Item {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ItemDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -19026,7 +19026,7 @@ func (x *ProjectsV2ItemEditedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ItemEditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -19035,7 +19035,7 @@ func (x *ProjectsV2ItemEditedEvent) GetOrganization() *Organization {
 // GetProjectsV2Item returns the "projects_v2_item" member, or nil when x is nil
 // or the member was absent or null.
 func (x *ProjectsV2ItemEditedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2Item
@@ -19044,7 +19044,7 @@ func (x *ProjectsV2ItemEditedEvent) GetProjectsV2Item() *ProjectsV2Item {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ItemEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -19062,7 +19062,7 @@ func (x *ProjectsV2ItemReorderedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ItemReorderedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -19071,7 +19071,7 @@ func (x *ProjectsV2ItemReorderedEvent) GetOrganization() *Organization {
 // GetProjectsV2Item returns the "projects_v2_item" member, or nil when x is nil
 // or the member was absent or null.
 func (x *ProjectsV2ItemReorderedEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.ProjectsV2Item
@@ -19080,7 +19080,7 @@ func (x *ProjectsV2ItemReorderedEvent) GetProjectsV2Item() *ProjectsV2Item {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ItemReorderedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -19098,7 +19098,7 @@ func (x *ProjectsV2ItemRestoredEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2ItemRestoredEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -19107,7 +19107,7 @@ func (x *ProjectsV2ItemRestoredEvent) GetOrganization() *Organization {
 // GetProjectsV2Item returns the "projects_v2_item" member, or nil when x is nil
 // or the member was absent or null.
 func (x *ProjectsV2ItemRestoredEvent) GetProjectsV2Item() *ProjectsV2Item {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.ProjectsV2Item
@@ -19116,7 +19116,7 @@ func (x *ProjectsV2ItemRestoredEvent) GetProjectsV2Item() *ProjectsV2Item {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2ItemRestoredEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -19170,7 +19170,7 @@ func (x *ProjectsV2StatusUpdateCreatedEvent) GetInstallation() *SimpleInstallati
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2StatusUpdateCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -19179,7 +19179,7 @@ func (x *ProjectsV2StatusUpdateCreatedEvent) GetOrganization() *Organization {
 // GetProjectsV2StatusUpdate returns the "projects_v2_status_update" member, or
 // nil when x is nil or the member was absent or null.
 func (x *ProjectsV2StatusUpdateCreatedEvent) GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2StatusUpdate
@@ -19188,7 +19188,7 @@ func (x *ProjectsV2StatusUpdateCreatedEvent) GetProjectsV2StatusUpdate() *Projec
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2StatusUpdateCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -19206,7 +19206,7 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) GetInstallation() *SimpleInstallati
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2StatusUpdateDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -19215,7 +19215,7 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) GetOrganization() *Organization {
 // GetProjectsV2StatusUpdate returns the "projects_v2_status_update" member, or
 // nil when x is nil or the member was absent or null.
 func (x *ProjectsV2StatusUpdateDeletedEvent) GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2StatusUpdate
@@ -19224,7 +19224,7 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) GetProjectsV2StatusUpdate() *Projec
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2StatusUpdateDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -19242,7 +19242,7 @@ func (x *ProjectsV2StatusUpdateEditedEvent) GetInstallation() *SimpleInstallatio
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *ProjectsV2StatusUpdateEditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -19251,7 +19251,7 @@ func (x *ProjectsV2StatusUpdateEditedEvent) GetOrganization() *Organization {
 // GetProjectsV2StatusUpdate returns the "projects_v2_status_update" member, or
 // nil when x is nil or the member was absent or null.
 func (x *ProjectsV2StatusUpdateEditedEvent) GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ProjectsV2StatusUpdate
@@ -19260,7 +19260,7 @@ func (x *ProjectsV2StatusUpdateEditedEvent) GetProjectsV2StatusUpdate() *Project
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ProjectsV2StatusUpdateEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -19296,7 +19296,7 @@ func (x *PublicEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PublicEvent) GetRepository() *Repository {
-	if x == nil || !x.written(0) {
+	if x == nil || !x.extra.written(0) {
 		return nil
 	}
 	return &x.Repository
@@ -19305,7 +19305,7 @@ func (x *PublicEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PublicEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Sender
@@ -19403,7 +19403,7 @@ func (x *PullRequestAssignedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestAssignedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19412,7 +19412,7 @@ func (x *PullRequestAssignedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestAssignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -19421,7 +19421,7 @@ func (x *PullRequestAssignedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestAssignedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -19465,7 +19465,7 @@ func (x *PullRequestAutoMergeDisabledEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestAutoMergeDisabledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19474,7 +19474,7 @@ func (x *PullRequestAutoMergeDisabledEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestAutoMergeDisabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -19483,7 +19483,7 @@ func (x *PullRequestAutoMergeDisabledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestAutoMergeDisabledEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -19527,7 +19527,7 @@ func (x *PullRequestAutoMergeEnabledEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestAutoMergeEnabledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19545,7 +19545,7 @@ func (x *PullRequestAutoMergeEnabledEvent) GetReason() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestAutoMergeEnabledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -19554,7 +19554,7 @@ func (x *PullRequestAutoMergeEnabledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestAutoMergeEnabledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -19598,7 +19598,7 @@ func (x *PullRequestClosedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestClosedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19607,7 +19607,7 @@ func (x *PullRequestClosedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestClosedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -19616,7 +19616,7 @@ func (x *PullRequestClosedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestClosedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -19660,7 +19660,7 @@ func (x *PullRequestConvertedToDraftEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestConvertedToDraftEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19669,7 +19669,7 @@ func (x *PullRequestConvertedToDraftEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestConvertedToDraftEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -19678,7 +19678,7 @@ func (x *PullRequestConvertedToDraftEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestConvertedToDraftEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -19713,7 +19713,7 @@ func (x *PullRequestDemilestonedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestDemilestonedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19722,7 +19722,7 @@ func (x *PullRequestDemilestonedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestDemilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -19775,7 +19775,7 @@ func (x *PullRequestDequeuedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestDequeuedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19784,7 +19784,7 @@ func (x *PullRequestDequeuedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestDequeuedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -19793,7 +19793,7 @@ func (x *PullRequestDequeuedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestDequeuedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -19837,7 +19837,7 @@ func (x *PullRequestEditedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestEditedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19846,7 +19846,7 @@ func (x *PullRequestEditedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -19899,7 +19899,7 @@ func (x *PullRequestEnqueuedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestEnqueuedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19908,7 +19908,7 @@ func (x *PullRequestEnqueuedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestEnqueuedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -19917,7 +19917,7 @@ func (x *PullRequestEnqueuedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestEnqueuedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -19961,7 +19961,7 @@ func (x *PullRequestLabeledEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestLabeledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -19970,7 +19970,7 @@ func (x *PullRequestLabeledEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestLabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -19979,7 +19979,7 @@ func (x *PullRequestLabeledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestLabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20023,7 +20023,7 @@ func (x *PullRequestLockedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestLockedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20032,7 +20032,7 @@ func (x *PullRequestLockedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestLockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20041,7 +20041,7 @@ func (x *PullRequestLockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestLockedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20076,7 +20076,7 @@ func (x *PullRequestMilestonedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestMilestonedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20085,7 +20085,7 @@ func (x *PullRequestMilestonedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestMilestonedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20138,7 +20138,7 @@ func (x *PullRequestOpenedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestOpenedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20147,7 +20147,7 @@ func (x *PullRequestOpenedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestOpenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20156,7 +20156,7 @@ func (x *PullRequestOpenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestOpenedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20200,7 +20200,7 @@ func (x *PullRequestReadyForReviewEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReadyForReviewEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20209,7 +20209,7 @@ func (x *PullRequestReadyForReviewEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReadyForReviewEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20218,7 +20218,7 @@ func (x *PullRequestReadyForReviewEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReadyForReviewEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20262,7 +20262,7 @@ func (x *PullRequestReopenedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReopenedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20271,7 +20271,7 @@ func (x *PullRequestReopenedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20280,7 +20280,7 @@ func (x *PullRequestReopenedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReopenedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20324,7 +20324,7 @@ func (x *PullRequestReviewRequestRemovedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewRequestRemovedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20333,7 +20333,7 @@ func (x *PullRequestReviewRequestRemovedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewRequestRemovedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20342,7 +20342,7 @@ func (x *PullRequestReviewRequestRemovedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewRequestRemovedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20386,7 +20386,7 @@ func (x *PullRequestReviewRequestedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewRequestedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20395,7 +20395,7 @@ func (x *PullRequestReviewRequestedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20404,7 +20404,7 @@ func (x *PullRequestReviewRequestedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20448,7 +20448,7 @@ func (x *PullRequestSynchronizeEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestSynchronizeEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20457,7 +20457,7 @@ func (x *PullRequestSynchronizeEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestSynchronizeEvent) GetRepository() *Repository {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Repository
@@ -20466,7 +20466,7 @@ func (x *PullRequestSynchronizeEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestSynchronizeEvent) GetSender() *User {
-	if x == nil || !x.written(6) {
+	if x == nil || !x.extra.written(6) {
 		return nil
 	}
 	return &x.Sender
@@ -20510,7 +20510,7 @@ func (x *PullRequestUnassignedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestUnassignedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20519,7 +20519,7 @@ func (x *PullRequestUnassignedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestUnassignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20572,7 +20572,7 @@ func (x *PullRequestUnlabeledEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestUnlabeledEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20581,7 +20581,7 @@ func (x *PullRequestUnlabeledEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestUnlabeledEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20590,7 +20590,7 @@ func (x *PullRequestUnlabeledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestUnlabeledEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20634,7 +20634,7 @@ func (x *PullRequestUnlockedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestUnlockedEvent) GetPullRequest() *PullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20643,7 +20643,7 @@ func (x *PullRequestUnlockedEvent) GetPullRequest() *PullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestUnlockedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20652,7 +20652,7 @@ func (x *PullRequestUnlockedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestUnlockedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20751,7 +20751,7 @@ func (x *PullRequestReviewDismissedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewDismissedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20760,7 +20760,7 @@ func (x *PullRequestReviewDismissedEvent) GetPullRequest() *SimplePullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewDismissedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -20769,7 +20769,7 @@ func (x *PullRequestReviewDismissedEvent) GetRepository() *Repository {
 // GetReview returns the "review" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewDismissedEvent) GetReview() *PullRequestReview {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Review
@@ -20778,7 +20778,7 @@ func (x *PullRequestReviewDismissedEvent) GetReview() *PullRequestReview {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewDismissedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20814,7 +20814,7 @@ func (x *PullRequestReviewEditedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewEditedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20823,7 +20823,7 @@ func (x *PullRequestReviewEditedEvent) GetPullRequest() *SimplePullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -20832,7 +20832,7 @@ func (x *PullRequestReviewEditedEvent) GetRepository() *Repository {
 // GetReview returns the "review" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewEditedEvent) GetReview() *PullRequestReview {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Review
@@ -20841,7 +20841,7 @@ func (x *PullRequestReviewEditedEvent) GetReview() *PullRequestReview {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -20877,7 +20877,7 @@ func (x *PullRequestReviewSubmittedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewSubmittedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PullRequest
@@ -20886,7 +20886,7 @@ func (x *PullRequestReviewSubmittedEvent) GetPullRequest() *SimplePullRequest {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewSubmittedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -20895,7 +20895,7 @@ func (x *PullRequestReviewSubmittedEvent) GetRepository() *Repository {
 // GetReview returns the "review" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewSubmittedEvent) GetReview() *PullRequestReview {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Review
@@ -20904,7 +20904,7 @@ func (x *PullRequestReviewSubmittedEvent) GetReview() *PullRequestReview {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewSubmittedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -20976,7 +20976,7 @@ func (x *PullRequestReviewCommentUnknownEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *PullRequestReviewCommentCreatedEvent) GetComment() *PullRequestReviewComment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Comment
@@ -21012,7 +21012,7 @@ func (x *PullRequestReviewCommentCreatedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewCommentCreatedEvent) GetPullRequest() *PullRequestReviewCommentPullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -21021,7 +21021,7 @@ func (x *PullRequestReviewCommentCreatedEvent) GetPullRequest() *PullRequestRevi
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewCommentCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -21030,7 +21030,7 @@ func (x *PullRequestReviewCommentCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewCommentCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -21039,7 +21039,7 @@ func (x *PullRequestReviewCommentCreatedEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *PullRequestReviewCommentDeletedEvent) GetComment() *PullRequestReviewComment {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Comment
@@ -21075,7 +21075,7 @@ func (x *PullRequestReviewCommentDeletedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewCommentDeletedEvent) GetPullRequest() *PullRequestReviewCommentPullRequest {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.PullRequest
@@ -21084,7 +21084,7 @@ func (x *PullRequestReviewCommentDeletedEvent) GetPullRequest() *PullRequestRevi
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewCommentDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -21093,7 +21093,7 @@ func (x *PullRequestReviewCommentDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewCommentDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -21102,7 +21102,7 @@ func (x *PullRequestReviewCommentDeletedEvent) GetSender() *User {
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *PullRequestReviewCommentEditedEvent) GetComment() *PullRequestReviewComment {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Comment
@@ -21138,7 +21138,7 @@ func (x *PullRequestReviewCommentEditedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewCommentEditedEvent) GetPullRequest() *PullRequestReviewCommentPullRequest {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.PullRequest
@@ -21147,7 +21147,7 @@ func (x *PullRequestReviewCommentEditedEvent) GetPullRequest() *PullRequestRevie
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewCommentEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Repository
@@ -21156,7 +21156,7 @@ func (x *PullRequestReviewCommentEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewCommentEditedEvent) GetSender() *User {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.Sender
@@ -21264,7 +21264,7 @@ func (x *PullRequestReviewThreadResolvedEvent) GetOrganization() *Organization {
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewThreadResolvedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PullRequest
@@ -21273,7 +21273,7 @@ func (x *PullRequestReviewThreadResolvedEvent) GetPullRequest() *SimplePullReque
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewThreadResolvedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -21291,7 +21291,7 @@ func (x *PullRequestReviewThreadResolvedEvent) GetSender() *User {
 // GetThread returns the "thread" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewThreadResolvedEvent) GetThread() *PullRequestReviewThread {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Thread
@@ -21336,7 +21336,7 @@ func (x *PullRequestReviewThreadUnresolvedEvent) GetOrganization() *Organization
 // GetPullRequest returns the "pull_request" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewThreadUnresolvedEvent) GetPullRequest() *SimplePullRequest {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.PullRequest
@@ -21345,7 +21345,7 @@ func (x *PullRequestReviewThreadUnresolvedEvent) GetPullRequest() *SimplePullReq
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestReviewThreadUnresolvedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -21363,7 +21363,7 @@ func (x *PullRequestReviewThreadUnresolvedEvent) GetSender() *User {
 // GetThread returns the "thread" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewThreadUnresolvedEvent) GetThread() *PullRequestReviewThread {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Thread
@@ -21417,7 +21417,7 @@ func (x *PushEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PushEvent) GetRepository() *Repository {
-	if x == nil || !x.written(9) {
+	if x == nil || !x.extra.written(9) {
 		return nil
 	}
 	return &x.Repository
@@ -21516,7 +21516,7 @@ func (x *RegistryPackagePublishedEvent) GetOrganization() *Organization {
 // GetRegistryPackage returns the "registry_package" member, or nil when x is
 // nil or the member was absent or null.
 func (x *RegistryPackagePublishedEvent) GetRegistryPackage() *RegistryPackage {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.RegistryPackage
@@ -21534,7 +21534,7 @@ func (x *RegistryPackagePublishedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RegistryPackagePublishedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -21570,7 +21570,7 @@ func (x *RegistryPackageUpdatedEvent) GetOrganization() *Organization {
 // GetRegistryPackage returns the "registry_package" member, or nil when x is
 // nil or the member was absent or null.
 func (x *RegistryPackageUpdatedEvent) GetRegistryPackage() *RegistryPackage {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.RegistryPackage
@@ -21588,7 +21588,7 @@ func (x *RegistryPackageUpdatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RegistryPackageUpdatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -21678,7 +21678,7 @@ func (x *ReleaseCreatedEvent) GetOrganization() *Organization {
 // GetRelease returns the "release" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ReleaseCreatedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Release
@@ -21687,7 +21687,7 @@ func (x *ReleaseCreatedEvent) GetRelease() *Release {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ReleaseCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -21696,7 +21696,7 @@ func (x *ReleaseCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ReleaseCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -21732,7 +21732,7 @@ func (x *ReleaseDeletedEvent) GetOrganization() *Organization {
 // GetRelease returns the "release" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ReleaseDeletedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Release
@@ -21741,7 +21741,7 @@ func (x *ReleaseDeletedEvent) GetRelease() *Release {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ReleaseDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -21750,7 +21750,7 @@ func (x *ReleaseDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *ReleaseDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -21786,7 +21786,7 @@ func (x *ReleaseEditedEvent) GetOrganization() *Organization {
 // GetRelease returns the "release" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ReleaseEditedEvent) GetRelease() *Release {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Release
@@ -21795,7 +21795,7 @@ func (x *ReleaseEditedEvent) GetRelease() *Release {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ReleaseEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -21840,7 +21840,7 @@ func (x *ReleasePrereleasedEvent) GetOrganization() *Organization {
 // GetRelease returns the "release" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ReleasePrereleasedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Release
@@ -21849,7 +21849,7 @@ func (x *ReleasePrereleasedEvent) GetRelease() *Release {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ReleasePrereleasedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -21894,7 +21894,7 @@ func (x *ReleasePublishedEvent) GetOrganization() *Organization {
 // GetRelease returns the "release" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ReleasePublishedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Release
@@ -21903,7 +21903,7 @@ func (x *ReleasePublishedEvent) GetRelease() *Release {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ReleasePublishedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -21948,7 +21948,7 @@ func (x *ReleaseReleasedEvent) GetOrganization() *Organization {
 // GetRelease returns the "release" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ReleaseReleasedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Release
@@ -21957,7 +21957,7 @@ func (x *ReleaseReleasedEvent) GetRelease() *Release {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ReleaseReleasedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -22002,7 +22002,7 @@ func (x *ReleaseUnpublishedEvent) GetOrganization() *Organization {
 // GetRelease returns the "release" member, or nil when x is nil or the member
 // was absent or null.
 func (x *ReleaseUnpublishedEvent) GetRelease() *Release {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Release
@@ -22011,7 +22011,7 @@ func (x *ReleaseUnpublishedEvent) GetRelease() *Release {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *ReleaseUnpublishedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -22101,7 +22101,7 @@ func (x *RepositoryArchivedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryArchivedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22110,7 +22110,7 @@ func (x *RepositoryArchivedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryArchivedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -22146,7 +22146,7 @@ func (x *RepositoryCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22155,7 +22155,7 @@ func (x *RepositoryCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -22191,7 +22191,7 @@ func (x *RepositoryDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22200,7 +22200,7 @@ func (x *RepositoryDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -22236,7 +22236,7 @@ func (x *RepositoryEditedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryEditedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -22245,7 +22245,7 @@ func (x *RepositoryEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -22281,7 +22281,7 @@ func (x *RepositoryPrivatizedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryPrivatizedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22290,7 +22290,7 @@ func (x *RepositoryPrivatizedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryPrivatizedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -22326,7 +22326,7 @@ func (x *RepositoryPublicizedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryPublicizedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22335,7 +22335,7 @@ func (x *RepositoryPublicizedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryPublicizedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -22371,7 +22371,7 @@ func (x *RepositoryRenamedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryRenamedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -22380,7 +22380,7 @@ func (x *RepositoryRenamedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryRenamedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -22416,7 +22416,7 @@ func (x *RepositoryTransferredEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryTransferredEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -22425,7 +22425,7 @@ func (x *RepositoryTransferredEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryTransferredEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -22461,7 +22461,7 @@ func (x *RepositoryUnarchivedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryUnarchivedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22470,7 +22470,7 @@ func (x *RepositoryUnarchivedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryUnarchivedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -22560,7 +22560,7 @@ func (x *RepositoryAdvisoryPublishedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryAdvisoryPublishedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22569,7 +22569,7 @@ func (x *RepositoryAdvisoryPublishedEvent) GetRepository() *Repository {
 // GetRepositoryAdvisory returns the "repository_advisory" member, or nil when x
 // is nil or the member was absent or null.
 func (x *RepositoryAdvisoryPublishedEvent) GetRepositoryAdvisory() *RepositoryAdvisory {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.RepositoryAdvisory
@@ -22614,7 +22614,7 @@ func (x *RepositoryAdvisoryReportedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryAdvisoryReportedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -22623,7 +22623,7 @@ func (x *RepositoryAdvisoryReportedEvent) GetRepository() *Repository {
 // GetRepositoryAdvisory returns the "repository_advisory" member, or nil when x
 // is nil or the member was absent or null.
 func (x *RepositoryAdvisoryReportedEvent) GetRepositoryAdvisory() *RepositoryAdvisory {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.RepositoryAdvisory
@@ -22667,7 +22667,7 @@ func (x *RepositoryDispatchUnknownEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *RepositoryDispatchUnknownEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Installation
@@ -22685,7 +22685,7 @@ func (x *RepositoryDispatchUnknownEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryDispatchUnknownEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -22694,7 +22694,7 @@ func (x *RepositoryDispatchUnknownEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryDispatchUnknownEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -22729,7 +22729,7 @@ func (x *RepositoryDispatchSampleCollectedEvent) GetEnterprise() *Enterprise {
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member was absent or null.
 func (x *RepositoryDispatchSampleCollectedEvent) GetInstallation() *SimpleInstallation {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Installation
@@ -22747,7 +22747,7 @@ func (x *RepositoryDispatchSampleCollectedEvent) GetOrganization() *Organization
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryDispatchSampleCollectedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -22756,7 +22756,7 @@ func (x *RepositoryDispatchSampleCollectedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryDispatchSampleCollectedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -22792,7 +22792,7 @@ func (x *RepositoryImportEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryImportEvent) GetRepository() *Repository {
-	if x == nil || !x.written(0) {
+	if x == nil || !x.extra.written(0) {
 		return nil
 	}
 	return &x.Repository
@@ -22801,7 +22801,7 @@ func (x *RepositoryImportEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryImportEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Sender
@@ -22900,7 +22900,7 @@ func (x *RepositoryRulesetCreatedEvent) GetRepository() *Repository {
 // GetRepositoryRuleset returns the "repository_ruleset" member, or nil when x
 // is nil or the member was absent or null.
 func (x *RepositoryRulesetCreatedEvent) GetRepositoryRuleset() *RepositoryRuleset {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.RepositoryRuleset
@@ -22909,7 +22909,7 @@ func (x *RepositoryRulesetCreatedEvent) GetRepositoryRuleset() *RepositoryRulese
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryRulesetCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -22954,7 +22954,7 @@ func (x *RepositoryRulesetDeletedEvent) GetRepository() *Repository {
 // GetRepositoryRuleset returns the "repository_ruleset" member, or nil when x
 // is nil or the member was absent or null.
 func (x *RepositoryRulesetDeletedEvent) GetRepositoryRuleset() *RepositoryRuleset {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.RepositoryRuleset
@@ -22963,7 +22963,7 @@ func (x *RepositoryRulesetDeletedEvent) GetRepositoryRuleset() *RepositoryRulese
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryRulesetDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -23008,7 +23008,7 @@ func (x *RepositoryRulesetEditedEvent) GetRepository() *Repository {
 // GetRepositoryRuleset returns the "repository_ruleset" member, or nil when x
 // is nil or the member was absent or null.
 func (x *RepositoryRulesetEditedEvent) GetRepositoryRuleset() *RepositoryRuleset {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.RepositoryRuleset
@@ -23017,7 +23017,7 @@ func (x *RepositoryRulesetEditedEvent) GetRepositoryRuleset() *RepositoryRuleset
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryRulesetEditedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -23080,7 +23080,7 @@ func (x *RepositoryVulnerabilityAlertUnknownEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertCreateEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23116,7 +23116,7 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) GetOrganization() *Organizatio
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryVulnerabilityAlertCreateEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23125,7 +23125,7 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertCreateEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -23134,7 +23134,7 @@ func (x *RepositoryVulnerabilityAlertCreateEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertDismissEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23170,7 +23170,7 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) GetOrganization() *Organizati
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryVulnerabilityAlertDismissEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23179,7 +23179,7 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertDismissEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -23188,7 +23188,7 @@ func (x *RepositoryVulnerabilityAlertDismissEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertReopenEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23224,7 +23224,7 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) GetOrganization() *Organizatio
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryVulnerabilityAlertReopenEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23233,7 +23233,7 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertReopenEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -23242,7 +23242,7 @@ func (x *RepositoryVulnerabilityAlertReopenEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertResolveEvent) GetAlert() *RepositoryVulnerabilityAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23278,7 +23278,7 @@ func (x *RepositoryVulnerabilityAlertResolveEvent) GetOrganization() *Organizati
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryVulnerabilityAlertResolveEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23287,7 +23287,7 @@ func (x *RepositoryVulnerabilityAlertResolveEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *RepositoryVulnerabilityAlertResolveEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -23350,7 +23350,7 @@ func (x *SecretScanningAlertUnknownEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertAssignedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23386,7 +23386,7 @@ func (x *SecretScanningAlertAssignedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertAssignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23404,7 +23404,7 @@ func (x *SecretScanningAlertAssignedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertCreatedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23440,7 +23440,7 @@ func (x *SecretScanningAlertCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23458,7 +23458,7 @@ func (x *SecretScanningAlertCreatedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertPubliclyLeakedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23494,7 +23494,7 @@ func (x *SecretScanningAlertPubliclyLeakedEvent) GetOrganization() *Organization
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertPubliclyLeakedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23512,7 +23512,7 @@ func (x *SecretScanningAlertPubliclyLeakedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertReopenedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23548,7 +23548,7 @@ func (x *SecretScanningAlertReopenedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertReopenedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23566,7 +23566,7 @@ func (x *SecretScanningAlertReopenedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertResolvedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23602,7 +23602,7 @@ func (x *SecretScanningAlertResolvedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertResolvedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23620,7 +23620,7 @@ func (x *SecretScanningAlertResolvedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertRevokedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23656,7 +23656,7 @@ func (x *SecretScanningAlertRevokedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertRevokedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23674,7 +23674,7 @@ func (x *SecretScanningAlertRevokedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertUnassignedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23710,7 +23710,7 @@ func (x *SecretScanningAlertUnassignedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertUnassignedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23728,7 +23728,7 @@ func (x *SecretScanningAlertUnassignedEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertValidatedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23764,7 +23764,7 @@ func (x *SecretScanningAlertValidatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertValidatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Repository
@@ -23836,7 +23836,7 @@ func (x *SecretScanningAlertLocationUnknownEvent) GetSender() *User {
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertLocationCreatedEvent) GetAlert() *SecretScanningAlert {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Alert
@@ -23854,7 +23854,7 @@ func (x *SecretScanningAlertLocationCreatedEvent) GetInstallation() *SimpleInsta
 // GetLocation returns the "location" member, or nil when x is nil or the member
 // was absent or null.
 func (x *SecretScanningAlertLocationCreatedEvent) GetLocation() *SecretScanningLocation {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Location
@@ -23872,7 +23872,7 @@ func (x *SecretScanningAlertLocationCreatedEvent) GetOrganization() *Organizatio
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecretScanningAlertLocationCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Repository
@@ -23881,7 +23881,7 @@ func (x *SecretScanningAlertLocationCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SecretScanningAlertLocationCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Sender
@@ -24194,7 +24194,7 @@ func (x *SecurityAdvisoryPerformedEvent) GetRepository() *Repository {
 // GetSecurityAdvisory returns the "security_advisory" member, or nil when x is
 // nil or the member was absent or null.
 func (x *SecurityAdvisoryPerformedEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.SecurityAdvisory
@@ -24248,7 +24248,7 @@ func (x *SecurityAdvisoryPublishedEvent) GetRepository() *Repository {
 // GetSecurityAdvisory returns the "security_advisory" member, or nil when x is
 // nil or the member was absent or null.
 func (x *SecurityAdvisoryPublishedEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.SecurityAdvisory
@@ -24302,7 +24302,7 @@ func (x *SecurityAdvisoryUpdatedEvent) GetRepository() *Repository {
 // GetSecurityAdvisory returns the "security_advisory" member, or nil when x is
 // nil or the member was absent or null.
 func (x *SecurityAdvisoryUpdatedEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.SecurityAdvisory
@@ -24356,7 +24356,7 @@ func (x *SecurityAdvisoryWithdrawnEvent) GetRepository() *Repository {
 // GetSecurityAdvisory returns the "security_advisory" member, or nil when x is
 // nil or the member was absent or null.
 func (x *SecurityAdvisoryWithdrawnEvent) GetSecurityAdvisory() *SecurityAdvisory {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.SecurityAdvisory
@@ -24401,7 +24401,7 @@ func (x *SecurityAndAnalysisEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SecurityAndAnalysisEvent) GetRepository() *FullRepository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -24509,7 +24509,7 @@ func (x *SponsorshipCancelledEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SponsorshipCancelledEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Sender
@@ -24518,7 +24518,7 @@ func (x *SponsorshipCancelledEvent) GetSender() *User {
 // GetSponsorship returns the "sponsorship" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SponsorshipCancelledEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sponsorship
@@ -24563,7 +24563,7 @@ func (x *SponsorshipCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SponsorshipCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Sender
@@ -24572,7 +24572,7 @@ func (x *SponsorshipCreatedEvent) GetSender() *User {
 // GetSponsorship returns the "sponsorship" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SponsorshipCreatedEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sponsorship
@@ -24617,7 +24617,7 @@ func (x *SponsorshipEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SponsorshipEditedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -24626,7 +24626,7 @@ func (x *SponsorshipEditedEvent) GetSender() *User {
 // GetSponsorship returns the "sponsorship" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SponsorshipEditedEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sponsorship
@@ -24680,7 +24680,7 @@ func (x *SponsorshipPendingCancellationEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SponsorshipPendingCancellationEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Sender
@@ -24689,7 +24689,7 @@ func (x *SponsorshipPendingCancellationEvent) GetSender() *User {
 // GetSponsorship returns the "sponsorship" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SponsorshipPendingCancellationEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sponsorship
@@ -24743,7 +24743,7 @@ func (x *SponsorshipPendingTierChangeEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SponsorshipPendingTierChangeEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -24752,7 +24752,7 @@ func (x *SponsorshipPendingTierChangeEvent) GetSender() *User {
 // GetSponsorship returns the "sponsorship" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SponsorshipPendingTierChangeEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sponsorship
@@ -24797,7 +24797,7 @@ func (x *SponsorshipTierChangedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *SponsorshipTierChangedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -24806,7 +24806,7 @@ func (x *SponsorshipTierChangedEvent) GetSender() *User {
 // GetSponsorship returns the "sponsorship" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SponsorshipTierChangedEvent) GetSponsorship() *Sponsorship {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sponsorship
@@ -24887,7 +24887,7 @@ func (x *StarCreatedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *StarCreatedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -24896,7 +24896,7 @@ func (x *StarCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *StarCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -24941,7 +24941,7 @@ func (x *StarDeletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *StarDeletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -24950,7 +24950,7 @@ func (x *StarDeletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *StarDeletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -25004,7 +25004,7 @@ func (x *StatusEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *StatusEvent) GetRepository() *Repository {
-	if x == nil || !x.written(6) {
+	if x == nil || !x.extra.written(6) {
 		return nil
 	}
 	return &x.Repository
@@ -25013,7 +25013,7 @@ func (x *StatusEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *StatusEvent) GetSender() *User {
-	if x == nil || !x.written(7) {
+	if x == nil || !x.extra.written(7) {
 		return nil
 	}
 	return &x.Sender
@@ -25111,7 +25111,7 @@ func (x *SubIssuesParentIssueAddedEvent) GetParentIssueID() float64 {
 // GetParentIssue returns the "parent_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesParentIssueAddedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ParentIssue
@@ -25128,7 +25128,7 @@ func (x *SubIssuesParentIssueAddedEvent) GetSubIssueID() float64 {
 // GetSubIssue returns the "sub_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesParentIssueAddedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.SubIssue
@@ -25181,7 +25181,7 @@ func (x *SubIssuesParentIssueRemovedEvent) GetParentIssueID() float64 {
 // GetParentIssue returns the "parent_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesParentIssueRemovedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.ParentIssue
@@ -25198,7 +25198,7 @@ func (x *SubIssuesParentIssueRemovedEvent) GetSubIssueID() float64 {
 // GetSubIssue returns the "sub_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesParentIssueRemovedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.SubIssue
@@ -25251,7 +25251,7 @@ func (x *SubIssuesSubIssueAddedEvent) GetSubIssueID() float64 {
 // GetSubIssue returns the "sub_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesSubIssueAddedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.SubIssue
@@ -25268,7 +25268,7 @@ func (x *SubIssuesSubIssueAddedEvent) GetParentIssueID() float64 {
 // GetParentIssue returns the "parent_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesSubIssueAddedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.ParentIssue
@@ -25321,7 +25321,7 @@ func (x *SubIssuesSubIssueRemovedEvent) GetSubIssueID() float64 {
 // GetSubIssue returns the "sub_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesSubIssueRemovedEvent) GetSubIssue() *Issue {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.SubIssue
@@ -25338,7 +25338,7 @@ func (x *SubIssuesSubIssueRemovedEvent) GetParentIssueID() float64 {
 // GetParentIssue returns the "parent_issue" member, or nil when x is nil or the
 // member was absent or null.
 func (x *SubIssuesSubIssueRemovedEvent) GetParentIssue() *Issue {
-	if x == nil || !x.written(5) {
+	if x == nil || !x.extra.written(5) {
 		return nil
 	}
 	return &x.ParentIssue
@@ -25455,7 +25455,7 @@ func (x *TeamAddedToRepositoryEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *TeamAddedToRepositoryEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -25482,7 +25482,7 @@ func (x *TeamAddedToRepositoryEvent) GetSender() *User {
 // GetTeam returns the "team" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamAddedToRepositoryEvent) GetTeam() *Team {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Team
@@ -25509,7 +25509,7 @@ func (x *TeamCreatedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *TeamCreatedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -25527,7 +25527,7 @@ func (x *TeamCreatedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamCreatedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -25536,7 +25536,7 @@ func (x *TeamCreatedEvent) GetSender() *User {
 // GetTeam returns the "team" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamCreatedEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Team
@@ -25563,7 +25563,7 @@ func (x *TeamDeletedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *TeamDeletedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -25590,7 +25590,7 @@ func (x *TeamDeletedEvent) GetSender() *User {
 // GetTeam returns the "team" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamDeletedEvent) GetTeam() *Team {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Team
@@ -25617,7 +25617,7 @@ func (x *TeamEditedEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *TeamEditedEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Organization
@@ -25635,7 +25635,7 @@ func (x *TeamEditedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamEditedEvent) GetSender() *User {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Sender
@@ -25644,7 +25644,7 @@ func (x *TeamEditedEvent) GetSender() *User {
 // GetTeam returns the "team" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamEditedEvent) GetTeam() *Team {
-	if x == nil || !x.written(4) {
+	if x == nil || !x.extra.written(4) {
 		return nil
 	}
 	return &x.Team
@@ -25671,7 +25671,7 @@ func (x *TeamRemovedFromRepositoryEvent) GetInstallation() *SimpleInstallation {
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *TeamRemovedFromRepositoryEvent) GetOrganization() *Organization {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Organization
@@ -25689,7 +25689,7 @@ func (x *TeamRemovedFromRepositoryEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamRemovedFromRepositoryEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -25698,7 +25698,7 @@ func (x *TeamRemovedFromRepositoryEvent) GetSender() *User {
 // GetTeam returns the "team" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamRemovedFromRepositoryEvent) GetTeam() *Team {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.Team
@@ -25734,7 +25734,7 @@ func (x *TeamAddEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *TeamAddEvent) GetRepository() *Repository {
-	if x == nil || !x.written(0) {
+	if x == nil || !x.extra.written(0) {
 		return nil
 	}
 	return &x.Repository
@@ -25743,7 +25743,7 @@ func (x *TeamAddEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *TeamAddEvent) GetSender() *User {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Sender
@@ -25824,7 +25824,7 @@ func (x *WatchStartedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WatchStartedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -25833,7 +25833,7 @@ func (x *WatchStartedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WatchStartedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -25869,7 +25869,7 @@ func (x *WorkflowDispatchEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowDispatchEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -25878,7 +25878,7 @@ func (x *WorkflowDispatchEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowDispatchEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -25977,7 +25977,7 @@ func (x *WorkflowJobCompletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -25986,7 +25986,7 @@ func (x *WorkflowJobCompletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowJobCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -25995,7 +25995,7 @@ func (x *WorkflowJobCompletedEvent) GetSender() *User {
 // GetWorkflowJob returns the "workflow_job" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobCompletedEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.WorkflowJob
@@ -26040,7 +26040,7 @@ func (x *WorkflowJobInProgressEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobInProgressEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -26049,7 +26049,7 @@ func (x *WorkflowJobInProgressEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowJobInProgressEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -26058,7 +26058,7 @@ func (x *WorkflowJobInProgressEvent) GetSender() *User {
 // GetWorkflowJob returns the "workflow_job" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobInProgressEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.WorkflowJob
@@ -26103,7 +26103,7 @@ func (x *WorkflowJobQueuedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobQueuedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -26112,7 +26112,7 @@ func (x *WorkflowJobQueuedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowJobQueuedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -26121,7 +26121,7 @@ func (x *WorkflowJobQueuedEvent) GetSender() *User {
 // GetWorkflowJob returns the "workflow_job" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobQueuedEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.WorkflowJob
@@ -26166,7 +26166,7 @@ func (x *WorkflowJobWaitingEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobWaitingEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -26175,7 +26175,7 @@ func (x *WorkflowJobWaitingEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowJobWaitingEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -26184,7 +26184,7 @@ func (x *WorkflowJobWaitingEvent) GetSender() *User {
 // GetWorkflowJob returns the "workflow_job" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowJobWaitingEvent) GetWorkflowJob() *WorkflowJob {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.WorkflowJob
@@ -26292,7 +26292,7 @@ func (x *WorkflowRunCompletedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRunCompletedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -26301,7 +26301,7 @@ func (x *WorkflowRunCompletedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowRunCompletedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -26319,7 +26319,7 @@ func (x *WorkflowRunCompletedEvent) GetWorkflow() *Workflow {
 // GetWorkflowRun returns the "workflow_run" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRunCompletedEvent) GetWorkflowRun() *WorkflowRun {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.WorkflowRun
@@ -26355,7 +26355,7 @@ func (x *WorkflowRunInProgressEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRunInProgressEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -26364,7 +26364,7 @@ func (x *WorkflowRunInProgressEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowRunInProgressEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -26382,7 +26382,7 @@ func (x *WorkflowRunInProgressEvent) GetWorkflow() *Workflow {
 // GetWorkflowRun returns the "workflow_run" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRunInProgressEvent) GetWorkflowRun() *WorkflowRun {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.WorkflowRun
@@ -26418,7 +26418,7 @@ func (x *WorkflowRunRequestedEvent) GetOrganization() *Organization {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRunRequestedEvent) GetRepository() *Repository {
-	if x == nil || !x.written(1) {
+	if x == nil || !x.extra.written(1) {
 		return nil
 	}
 	return &x.Repository
@@ -26427,7 +26427,7 @@ func (x *WorkflowRunRequestedEvent) GetRepository() *Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *WorkflowRunRequestedEvent) GetSender() *User {
-	if x == nil || !x.written(2) {
+	if x == nil || !x.extra.written(2) {
 		return nil
 	}
 	return &x.Sender
@@ -26445,7 +26445,7 @@ func (x *WorkflowRunRequestedEvent) GetWorkflow() *Workflow {
 // GetWorkflowRun returns the "workflow_run" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRunRequestedEvent) GetWorkflowRun() *WorkflowRun {
-	if x == nil || !x.written(3) {
+	if x == nil || !x.extra.written(3) {
 		return nil
 	}
 	return &x.WorkflowRun

@@ -745,10 +745,15 @@ func mapOf[T any](dec func(*T, *decoder) error) func(*map[string]T, *decoder) er
 	return func(p *map[string]T, d *decoder) error { return decMap(p, d, dec) }
 }
 
-// unmarshal decodes a whole document with dec, for the UnmarshalJSON methods.
-func unmarshal(b []byte, typ string, dec func(*decoder) error) error {
+// decodable is a value with a decode method: every generated type's pointer.
+type decodable interface{ decode(*decoder) error }
+
+// unmarshal decodes a whole document into x, for the UnmarshalJSON methods. It
+// takes an interface rather than the method value x.decode, which would need a
+// wrapper function per type.
+func unmarshal(b []byte, typ string, x decodable) error {
 	d := decoder{buf: b}
-	err := dec(&d)
+	err := x.decode(&d)
 	if err == nil {
 		err = d.end()
 	}

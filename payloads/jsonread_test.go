@@ -72,7 +72,7 @@ func TestDecodeInt64(t *testing.T) {
 		{"-", 0, ErrSyntax},
 	} {
 		var got int64
-		err := unmarshal([]byte(tc.in), "int64", func(d *decoder) error { return decInt64(&got, d) })
+		err := unmarshalFunc([]byte(tc.in), "int64", func(d *decoder) error { return decInt64(&got, d) })
 		if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 			t.Errorf("decInt64(%s): error %v, want %v", tc.in, err, tc.wantErr)
 			continue
@@ -104,10 +104,10 @@ func TestScalarsInDocumentsAgreeWithEncodingJSON(t *testing.T) {
 			var got []int64
 			var err error
 			if in[0] == '[' {
-				err = unmarshal([]byte(in), "[]int64", func(d *decoder) error { return decSlice(&got, d, decInt64) })
+				err = unmarshalFunc([]byte(in), "[]int64", func(d *decoder) error { return decSlice(&got, d, decInt64) })
 			} else {
 				var m map[string]int64
-				err = unmarshal([]byte(in), "map", func(d *decoder) error { return decMap(&m, d, decInt64) })
+				err = unmarshalFunc([]byte(in), "map", func(d *decoder) error { return decMap(&m, d, decInt64) })
 				got = []int64{m["a"]}
 			}
 			if (err != nil) != (wantErr != nil) {
@@ -122,7 +122,7 @@ func TestScalarsInDocumentsAgreeWithEncodingJSON(t *testing.T) {
 		var want []bool
 		wantErr := json.Unmarshal([]byte(in), &want)
 		var got []bool
-		err := unmarshal([]byte(in), "[]bool", func(d *decoder) error { return decSlice(&got, d, decBool) })
+		err := unmarshalFunc([]byte(in), "[]bool", func(d *decoder) error { return decSlice(&got, d, decBool) })
 		if (err != nil) != (wantErr != nil) {
 			t.Errorf("%s: error %v, encoding/json %v", in, err, wantErr)
 		} else if err == nil && !slices.Equal(got, want) {
@@ -133,7 +133,7 @@ func TestScalarsInDocumentsAgreeWithEncodingJSON(t *testing.T) {
 
 func TestDecodeErrorHasPathAndOffset(t *testing.T) {
 	in := `{"a":[{"b":1},{"b":"x"}]}`
-	err := unmarshal([]byte(in), "T", func(d *decoder) error {
+	err := unmarshalFunc([]byte(in), "T", func(d *decoder) error {
 		return d.object(func([]byte) error {
 			var s []map[string]int64
 			return decSlice(&s, d, mapOf(decInt64))
@@ -220,7 +220,7 @@ func FuzzDecoder(f *testing.F) {
 		switch w := want.(type) {
 		case string:
 			var got string
-			if err := unmarshal(b, "string", func(d *decoder) error { return decString(&got, d) }); err != nil || got != w {
+			if err := unmarshalFunc(b, "string", func(d *decoder) error { return decString(&got, d) }); err != nil || got != w {
 				t.Fatalf("decString(%q) = %q, %v; want %q", b, got, err, w)
 			}
 			var e encoder
@@ -233,10 +233,21 @@ func FuzzDecoder(f *testing.F) {
 			var wantInt int64
 			errWant := json.Unmarshal(b, &wantInt)
 			var got int64
-			err := unmarshal(b, "int64", func(d *decoder) error { return decInt64(&got, d) })
+			err := unmarshalFunc(b, "int64", func(d *decoder) error { return decInt64(&got, d) })
 			if (err == nil) != (errWant == nil) || err == nil && got != wantInt {
 				t.Fatalf("decInt64(%s) = %d, %v; encoding/json gives %d, %v", b, got, err, wantInt, errWant)
 			}
 		}
 	})
+}
+
+// decodeFunc lets a test decode with a function, as generated types do with
+// their decode method.
+type decodeFunc func(*decoder) error
+
+func (f decodeFunc) decode(d *decoder) error { return f(d) }
+
+// unmarshalFunc is unmarshal with a function in place of a decodable value.
+func unmarshalFunc(b []byte, typ string, fn func(*decoder) error) error {
+	return unmarshal(b, typ, decodeFunc(fn))
 }

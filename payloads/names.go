@@ -530,11 +530,11 @@ func parseBranchProtectionConfigurationEvent(body []byte) (Payload, error) {
 func decodeBranchProtectionConfigurationEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "disabled":
-		return decodeAs[BranchProtectionConfigurationDisabledEvent](d, "BranchProtectionConfigurationDisabledEvent")
+		return decodeAs(d, new(BranchProtectionConfigurationDisabledEvent), "BranchProtectionConfigurationDisabledEvent")
 	case "enabled":
-		return decodeAs[BranchProtectionConfigurationEnabledEvent](d, "BranchProtectionConfigurationEnabledEvent")
+		return decodeAs(d, new(BranchProtectionConfigurationEnabledEvent), "BranchProtectionConfigurationEnabledEvent")
 	}
-	return decodeAs[BranchProtectionConfigurationUnknownEvent](d, "BranchProtectionConfigurationUnknownEvent")
+	return decodeAs(d, new(BranchProtectionConfigurationUnknownEvent), "BranchProtectionConfigurationUnknownEvent")
 }
 
 func parseBranchProtectionRuleEvent(body []byte) (Payload, error) {
@@ -544,13 +544,13 @@ func parseBranchProtectionRuleEvent(body []byte) (Payload, error) {
 func decodeBranchProtectionRuleEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[BranchProtectionRuleCreatedEvent](d, "BranchProtectionRuleCreatedEvent")
+		return decodeAs(d, new(BranchProtectionRuleCreatedEvent), "BranchProtectionRuleCreatedEvent")
 	case "deleted":
-		return decodeAs[BranchProtectionRuleDeletedEvent](d, "BranchProtectionRuleDeletedEvent")
+		return decodeAs(d, new(BranchProtectionRuleDeletedEvent), "BranchProtectionRuleDeletedEvent")
 	case "edited":
-		return decodeAs[BranchProtectionRuleEditedEvent](d, "BranchProtectionRuleEditedEvent")
+		return decodeAs(d, new(BranchProtectionRuleEditedEvent), "BranchProtectionRuleEditedEvent")
 	}
-	return decodeAs[BranchProtectionRuleUnknownEvent](d, "BranchProtectionRuleUnknownEvent")
+	return decodeAs(d, new(BranchProtectionRuleUnknownEvent), "BranchProtectionRuleUnknownEvent")
 }
 
 func parseCheckRunEvent(body []byte) (Payload, error) {
@@ -560,15 +560,15 @@ func parseCheckRunEvent(body []byte) (Payload, error) {
 func decodeCheckRunEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "completed":
-		return decodeAs[CheckRunCompletedEvent](d, "CheckRunCompletedEvent")
+		return decodeAs(d, new(CheckRunCompletedEvent), "CheckRunCompletedEvent")
 	case "created":
-		return decodeAs[CheckRunCreatedEvent](d, "CheckRunCreatedEvent")
+		return decodeAs(d, new(CheckRunCreatedEvent), "CheckRunCreatedEvent")
 	case "requested_action":
-		return decodeAs[CheckRunRequestedActionEvent](d, "CheckRunRequestedActionEvent")
+		return decodeAs(d, new(CheckRunRequestedActionEvent), "CheckRunRequestedActionEvent")
 	case "rerequested":
-		return decodeAs[CheckRunRerequestedEvent](d, "CheckRunRerequestedEvent")
+		return decodeAs(d, new(CheckRunRerequestedEvent), "CheckRunRerequestedEvent")
 	}
-	return decodeAs[CheckRunUnknownEvent](d, "CheckRunUnknownEvent")
+	return decodeAs(d, new(CheckRunUnknownEvent), "CheckRunUnknownEvent")
 }
 
 func parseCheckSuiteEvent(body []byte) (Payload, error) {
@@ -578,13 +578,13 @@ func parseCheckSuiteEvent(body []byte) (Payload, error) {
 func decodeCheckSuiteEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "completed":
-		return decodeAs[CheckSuiteCompletedEvent](d, "CheckSuiteCompletedEvent")
+		return decodeAs(d, new(CheckSuiteCompletedEvent), "CheckSuiteCompletedEvent")
 	case "requested":
-		return decodeAs[CheckSuiteRequestedEvent](d, "CheckSuiteRequestedEvent")
+		return decodeAs(d, new(CheckSuiteRequestedEvent), "CheckSuiteRequestedEvent")
 	case "rerequested":
-		return decodeAs[CheckSuiteRerequestedEvent](d, "CheckSuiteRerequestedEvent")
+		return decodeAs(d, new(CheckSuiteRerequestedEvent), "CheckSuiteRerequestedEvent")
 	}
-	return decodeAs[CheckSuiteUnknownEvent](d, "CheckSuiteUnknownEvent")
+	return decodeAs(d, new(CheckSuiteUnknownEvent), "CheckSuiteUnknownEvent")
 }
 
 func parseCodeScanningAlertEvent(body []byte) (Payload, error) {
@@ -594,19 +594,19 @@ func parseCodeScanningAlertEvent(body []byte) (Payload, error) {
 func decodeCodeScanningAlertEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "appeared_in_branch":
-		return decodeAs[CodeScanningAlertAppearedInBranchEvent](d, "CodeScanningAlertAppearedInBranchEvent")
+		return decodeAs(d, new(CodeScanningAlertAppearedInBranchEvent), "CodeScanningAlertAppearedInBranchEvent")
 	case "closed_by_user":
-		return decodeAs[CodeScanningAlertClosedByUserEvent](d, "CodeScanningAlertClosedByUserEvent")
+		return decodeAs(d, new(CodeScanningAlertClosedByUserEvent), "CodeScanningAlertClosedByUserEvent")
 	case "created":
-		return decodeAs[CodeScanningAlertCreatedEvent](d, "CodeScanningAlertCreatedEvent")
+		return decodeAs(d, new(CodeScanningAlertCreatedEvent), "CodeScanningAlertCreatedEvent")
 	case "fixed":
-		return decodeAs[CodeScanningAlertFixedEvent](d, "CodeScanningAlertFixedEvent")
+		return decodeAs(d, new(CodeScanningAlertFixedEvent), "CodeScanningAlertFixedEvent")
 	case "reopened":
-		return decodeAs[CodeScanningAlertReopenedEvent](d, "CodeScanningAlertReopenedEvent")
+		return decodeAs(d, new(CodeScanningAlertReopenedEvent), "CodeScanningAlertReopenedEvent")
 	case "reopened_by_user":
-		return decodeAs[CodeScanningAlertReopenedByUserEvent](d, "CodeScanningAlertReopenedByUserEvent")
+		return decodeAs(d, new(CodeScanningAlertReopenedByUserEvent), "CodeScanningAlertReopenedByUserEvent")
 	}
-	return decodeAs[CodeScanningAlertUnknownEvent](d, "CodeScanningAlertUnknownEvent")
+	return decodeAs(d, new(CodeScanningAlertUnknownEvent), "CodeScanningAlertUnknownEvent")
 }
 
 func parseCommitCommentEvent(body []byte) (Payload, error) {
@@ -616,13 +616,13 @@ func parseCommitCommentEvent(body []byte) (Payload, error) {
 func decodeCommitCommentEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[CommitCommentCreatedEvent](d, "CommitCommentCreatedEvent")
+		return decodeAs(d, new(CommitCommentCreatedEvent), "CommitCommentCreatedEvent")
 	}
-	return decodeAs[CommitCommentUnknownEvent](d, "CommitCommentUnknownEvent")
+	return decodeAs(d, new(CommitCommentUnknownEvent), "CommitCommentUnknownEvent")
 }
 
 func parseCreateEvent(body []byte) (Payload, error) {
-	return parseAs[CreateEvent](body, "CreateEvent", nil)
+	return parseAs(body, new(CreateEvent), "CreateEvent")
 }
 
 func parseCustomPropertyEvent(body []byte) (Payload, error) {
@@ -632,15 +632,15 @@ func parseCustomPropertyEvent(body []byte) (Payload, error) {
 func decodeCustomPropertyEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[CustomPropertyCreatedEvent](d, "CustomPropertyCreatedEvent")
+		return decodeAs(d, new(CustomPropertyCreatedEvent), "CustomPropertyCreatedEvent")
 	case "deleted":
-		return decodeAs[CustomPropertyDeletedEvent](d, "CustomPropertyDeletedEvent")
+		return decodeAs(d, new(CustomPropertyDeletedEvent), "CustomPropertyDeletedEvent")
 	case "promote_to_enterprise":
-		return decodeAs[CustomPropertyPromoteToEnterpriseEvent](d, "CustomPropertyPromoteToEnterpriseEvent")
+		return decodeAs(d, new(CustomPropertyPromoteToEnterpriseEvent), "CustomPropertyPromoteToEnterpriseEvent")
 	case "updated":
-		return decodeAs[CustomPropertyUpdatedEvent](d, "CustomPropertyUpdatedEvent")
+		return decodeAs(d, new(CustomPropertyUpdatedEvent), "CustomPropertyUpdatedEvent")
 	}
-	return decodeAs[CustomPropertyUnknownEvent](d, "CustomPropertyUnknownEvent")
+	return decodeAs(d, new(CustomPropertyUnknownEvent), "CustomPropertyUnknownEvent")
 }
 
 func parseCustomPropertyValuesEvent(body []byte) (Payload, error) {
@@ -650,13 +650,13 @@ func parseCustomPropertyValuesEvent(body []byte) (Payload, error) {
 func decodeCustomPropertyValuesEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "updated":
-		return decodeAs[CustomPropertyValuesUpdatedEvent](d, "CustomPropertyValuesUpdatedEvent")
+		return decodeAs(d, new(CustomPropertyValuesUpdatedEvent), "CustomPropertyValuesUpdatedEvent")
 	}
-	return decodeAs[CustomPropertyValuesUnknownEvent](d, "CustomPropertyValuesUnknownEvent")
+	return decodeAs(d, new(CustomPropertyValuesUnknownEvent), "CustomPropertyValuesUnknownEvent")
 }
 
 func parseDeleteEvent(body []byte) (Payload, error) {
-	return parseAs[DeleteEvent](body, "DeleteEvent", nil)
+	return parseAs(body, new(DeleteEvent), "DeleteEvent")
 }
 
 func parseDependabotAlertEvent(body []byte) (Payload, error) {
@@ -666,21 +666,21 @@ func parseDependabotAlertEvent(body []byte) (Payload, error) {
 func decodeDependabotAlertEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "auto_dismissed":
-		return decodeAs[DependabotAlertAutoDismissedEvent](d, "DependabotAlertAutoDismissedEvent")
+		return decodeAs(d, new(DependabotAlertAutoDismissedEvent), "DependabotAlertAutoDismissedEvent")
 	case "auto_reopened":
-		return decodeAs[DependabotAlertAutoReopenedEvent](d, "DependabotAlertAutoReopenedEvent")
+		return decodeAs(d, new(DependabotAlertAutoReopenedEvent), "DependabotAlertAutoReopenedEvent")
 	case "created":
-		return decodeAs[DependabotAlertCreatedEvent](d, "DependabotAlertCreatedEvent")
+		return decodeAs(d, new(DependabotAlertCreatedEvent), "DependabotAlertCreatedEvent")
 	case "dismissed":
-		return decodeAs[DependabotAlertDismissedEvent](d, "DependabotAlertDismissedEvent")
+		return decodeAs(d, new(DependabotAlertDismissedEvent), "DependabotAlertDismissedEvent")
 	case "fixed":
-		return decodeAs[DependabotAlertFixedEvent](d, "DependabotAlertFixedEvent")
+		return decodeAs(d, new(DependabotAlertFixedEvent), "DependabotAlertFixedEvent")
 	case "reintroduced":
-		return decodeAs[DependabotAlertReintroducedEvent](d, "DependabotAlertReintroducedEvent")
+		return decodeAs(d, new(DependabotAlertReintroducedEvent), "DependabotAlertReintroducedEvent")
 	case "reopened":
-		return decodeAs[DependabotAlertReopenedEvent](d, "DependabotAlertReopenedEvent")
+		return decodeAs(d, new(DependabotAlertReopenedEvent), "DependabotAlertReopenedEvent")
 	}
-	return decodeAs[DependabotAlertUnknownEvent](d, "DependabotAlertUnknownEvent")
+	return decodeAs(d, new(DependabotAlertUnknownEvent), "DependabotAlertUnknownEvent")
 }
 
 func parseDeployKeyEvent(body []byte) (Payload, error) {
@@ -690,11 +690,11 @@ func parseDeployKeyEvent(body []byte) (Payload, error) {
 func decodeDeployKeyEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[DeployKeyCreatedEvent](d, "DeployKeyCreatedEvent")
+		return decodeAs(d, new(DeployKeyCreatedEvent), "DeployKeyCreatedEvent")
 	case "deleted":
-		return decodeAs[DeployKeyDeletedEvent](d, "DeployKeyDeletedEvent")
+		return decodeAs(d, new(DeployKeyDeletedEvent), "DeployKeyDeletedEvent")
 	}
-	return decodeAs[DeployKeyUnknownEvent](d, "DeployKeyUnknownEvent")
+	return decodeAs(d, new(DeployKeyUnknownEvent), "DeployKeyUnknownEvent")
 }
 
 func parseDeploymentEvent(body []byte) (Payload, error) {
@@ -704,9 +704,9 @@ func parseDeploymentEvent(body []byte) (Payload, error) {
 func decodeDeploymentEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[DeploymentCreatedEvent](d, "DeploymentCreatedEvent")
+		return decodeAs(d, new(DeploymentCreatedEvent), "DeploymentCreatedEvent")
 	}
-	return decodeAs[DeploymentUnknownEvent](d, "DeploymentUnknownEvent")
+	return decodeAs(d, new(DeploymentUnknownEvent), "DeploymentUnknownEvent")
 }
 
 func parseDeploymentProtectionRuleEvent(body []byte) (Payload, error) {
@@ -716,9 +716,9 @@ func parseDeploymentProtectionRuleEvent(body []byte) (Payload, error) {
 func decodeDeploymentProtectionRuleEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "requested":
-		return decodeAs[DeploymentProtectionRuleRequestedEvent](d, "DeploymentProtectionRuleRequestedEvent")
+		return decodeAs(d, new(DeploymentProtectionRuleRequestedEvent), "DeploymentProtectionRuleRequestedEvent")
 	}
-	return decodeAs[DeploymentProtectionRuleUnknownEvent](d, "DeploymentProtectionRuleUnknownEvent")
+	return decodeAs(d, new(DeploymentProtectionRuleUnknownEvent), "DeploymentProtectionRuleUnknownEvent")
 }
 
 func parseDeploymentReviewEvent(body []byte) (Payload, error) {
@@ -728,13 +728,13 @@ func parseDeploymentReviewEvent(body []byte) (Payload, error) {
 func decodeDeploymentReviewEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "approved":
-		return decodeAs[DeploymentReviewApprovedEvent](d, "DeploymentReviewApprovedEvent")
+		return decodeAs(d, new(DeploymentReviewApprovedEvent), "DeploymentReviewApprovedEvent")
 	case "rejected":
-		return decodeAs[DeploymentReviewRejectedEvent](d, "DeploymentReviewRejectedEvent")
+		return decodeAs(d, new(DeploymentReviewRejectedEvent), "DeploymentReviewRejectedEvent")
 	case "requested":
-		return decodeAs[DeploymentReviewRequestedEvent](d, "DeploymentReviewRequestedEvent")
+		return decodeAs(d, new(DeploymentReviewRequestedEvent), "DeploymentReviewRequestedEvent")
 	}
-	return decodeAs[DeploymentReviewUnknownEvent](d, "DeploymentReviewUnknownEvent")
+	return decodeAs(d, new(DeploymentReviewUnknownEvent), "DeploymentReviewUnknownEvent")
 }
 
 func parseDeploymentStatusEvent(body []byte) (Payload, error) {
@@ -744,9 +744,9 @@ func parseDeploymentStatusEvent(body []byte) (Payload, error) {
 func decodeDeploymentStatusEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[DeploymentStatusCreatedEvent](d, "DeploymentStatusCreatedEvent")
+		return decodeAs(d, new(DeploymentStatusCreatedEvent), "DeploymentStatusCreatedEvent")
 	}
-	return decodeAs[DeploymentStatusUnknownEvent](d, "DeploymentStatusUnknownEvent")
+	return decodeAs(d, new(DeploymentStatusUnknownEvent), "DeploymentStatusUnknownEvent")
 }
 
 func parseDiscussionEvent(body []byte) (Payload, error) {
@@ -756,37 +756,37 @@ func parseDiscussionEvent(body []byte) (Payload, error) {
 func decodeDiscussionEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "answered":
-		return decodeAs[DiscussionAnsweredEvent](d, "DiscussionAnsweredEvent")
+		return decodeAs(d, new(DiscussionAnsweredEvent), "DiscussionAnsweredEvent")
 	case "category_changed":
-		return decodeAs[DiscussionCategoryChangedEvent](d, "DiscussionCategoryChangedEvent")
+		return decodeAs(d, new(DiscussionCategoryChangedEvent), "DiscussionCategoryChangedEvent")
 	case "closed":
-		return decodeAs[DiscussionClosedEvent](d, "DiscussionClosedEvent")
+		return decodeAs(d, new(DiscussionClosedEvent), "DiscussionClosedEvent")
 	case "created":
-		return decodeAs[DiscussionCreatedEvent](d, "DiscussionCreatedEvent")
+		return decodeAs(d, new(DiscussionCreatedEvent), "DiscussionCreatedEvent")
 	case "deleted":
-		return decodeAs[DiscussionDeletedEvent](d, "DiscussionDeletedEvent")
+		return decodeAs(d, new(DiscussionDeletedEvent), "DiscussionDeletedEvent")
 	case "edited":
-		return decodeAs[DiscussionEditedEvent](d, "DiscussionEditedEvent")
+		return decodeAs(d, new(DiscussionEditedEvent), "DiscussionEditedEvent")
 	case "labeled":
-		return decodeAs[DiscussionLabeledEvent](d, "DiscussionLabeledEvent")
+		return decodeAs(d, new(DiscussionLabeledEvent), "DiscussionLabeledEvent")
 	case "locked":
-		return decodeAs[DiscussionLockedEvent](d, "DiscussionLockedEvent")
+		return decodeAs(d, new(DiscussionLockedEvent), "DiscussionLockedEvent")
 	case "pinned":
-		return decodeAs[DiscussionPinnedEvent](d, "DiscussionPinnedEvent")
+		return decodeAs(d, new(DiscussionPinnedEvent), "DiscussionPinnedEvent")
 	case "reopened":
-		return decodeAs[DiscussionReopenedEvent](d, "DiscussionReopenedEvent")
+		return decodeAs(d, new(DiscussionReopenedEvent), "DiscussionReopenedEvent")
 	case "transferred":
-		return decodeAs[DiscussionTransferredEvent](d, "DiscussionTransferredEvent")
+		return decodeAs(d, new(DiscussionTransferredEvent), "DiscussionTransferredEvent")
 	case "unanswered":
-		return decodeAs[DiscussionUnansweredEvent](d, "DiscussionUnansweredEvent")
+		return decodeAs(d, new(DiscussionUnansweredEvent), "DiscussionUnansweredEvent")
 	case "unlabeled":
-		return decodeAs[DiscussionUnlabeledEvent](d, "DiscussionUnlabeledEvent")
+		return decodeAs(d, new(DiscussionUnlabeledEvent), "DiscussionUnlabeledEvent")
 	case "unlocked":
-		return decodeAs[DiscussionUnlockedEvent](d, "DiscussionUnlockedEvent")
+		return decodeAs(d, new(DiscussionUnlockedEvent), "DiscussionUnlockedEvent")
 	case "unpinned":
-		return decodeAs[DiscussionUnpinnedEvent](d, "DiscussionUnpinnedEvent")
+		return decodeAs(d, new(DiscussionUnpinnedEvent), "DiscussionUnpinnedEvent")
 	}
-	return decodeAs[DiscussionUnknownEvent](d, "DiscussionUnknownEvent")
+	return decodeAs(d, new(DiscussionUnknownEvent), "DiscussionUnknownEvent")
 }
 
 func parseDiscussionCommentEvent(body []byte) (Payload, error) {
@@ -796,17 +796,17 @@ func parseDiscussionCommentEvent(body []byte) (Payload, error) {
 func decodeDiscussionCommentEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[DiscussionCommentCreatedEvent](d, "DiscussionCommentCreatedEvent")
+		return decodeAs(d, new(DiscussionCommentCreatedEvent), "DiscussionCommentCreatedEvent")
 	case "deleted":
-		return decodeAs[DiscussionCommentDeletedEvent](d, "DiscussionCommentDeletedEvent")
+		return decodeAs(d, new(DiscussionCommentDeletedEvent), "DiscussionCommentDeletedEvent")
 	case "edited":
-		return decodeAs[DiscussionCommentEditedEvent](d, "DiscussionCommentEditedEvent")
+		return decodeAs(d, new(DiscussionCommentEditedEvent), "DiscussionCommentEditedEvent")
 	}
-	return decodeAs[DiscussionCommentUnknownEvent](d, "DiscussionCommentUnknownEvent")
+	return decodeAs(d, new(DiscussionCommentUnknownEvent), "DiscussionCommentUnknownEvent")
 }
 
 func parseForkEvent(body []byte) (Payload, error) {
-	return parseAs[ForkEvent](body, "ForkEvent", nil)
+	return parseAs(body, new(ForkEvent), "ForkEvent")
 }
 
 func parseGithubAppAuthorizationEvent(body []byte) (Payload, error) {
@@ -816,13 +816,13 @@ func parseGithubAppAuthorizationEvent(body []byte) (Payload, error) {
 func decodeGithubAppAuthorizationEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "revoked":
-		return decodeAs[GithubAppAuthorizationRevokedEvent](d, "GithubAppAuthorizationRevokedEvent")
+		return decodeAs(d, new(GithubAppAuthorizationRevokedEvent), "GithubAppAuthorizationRevokedEvent")
 	}
-	return decodeAs[GithubAppAuthorizationUnknownEvent](d, "GithubAppAuthorizationUnknownEvent")
+	return decodeAs(d, new(GithubAppAuthorizationUnknownEvent), "GithubAppAuthorizationUnknownEvent")
 }
 
 func parseGollumEvent(body []byte) (Payload, error) {
-	return parseAs[GollumEvent](body, "GollumEvent", nil)
+	return parseAs(body, new(GollumEvent), "GollumEvent")
 }
 
 func parseInstallationEvent(body []byte) (Payload, error) {
@@ -832,17 +832,17 @@ func parseInstallationEvent(body []byte) (Payload, error) {
 func decodeInstallationEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[InstallationCreatedEvent](d, "InstallationCreatedEvent")
+		return decodeAs(d, new(InstallationCreatedEvent), "InstallationCreatedEvent")
 	case "deleted":
-		return decodeAs[InstallationDeletedEvent](d, "InstallationDeletedEvent")
+		return decodeAs(d, new(InstallationDeletedEvent), "InstallationDeletedEvent")
 	case "new_permissions_accepted":
-		return decodeAs[InstallationNewPermissionsAcceptedEvent](d, "InstallationNewPermissionsAcceptedEvent")
+		return decodeAs(d, new(InstallationNewPermissionsAcceptedEvent), "InstallationNewPermissionsAcceptedEvent")
 	case "suspend":
-		return decodeAs[InstallationSuspendEvent](d, "InstallationSuspendEvent")
+		return decodeAs(d, new(InstallationSuspendEvent), "InstallationSuspendEvent")
 	case "unsuspend":
-		return decodeAs[InstallationUnsuspendEvent](d, "InstallationUnsuspendEvent")
+		return decodeAs(d, new(InstallationUnsuspendEvent), "InstallationUnsuspendEvent")
 	}
-	return decodeAs[InstallationUnknownEvent](d, "InstallationUnknownEvent")
+	return decodeAs(d, new(InstallationUnknownEvent), "InstallationUnknownEvent")
 }
 
 func parseInstallationRepositoriesEvent(body []byte) (Payload, error) {
@@ -852,11 +852,11 @@ func parseInstallationRepositoriesEvent(body []byte) (Payload, error) {
 func decodeInstallationRepositoriesEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "added":
-		return decodeAs[InstallationRepositoriesAddedEvent](d, "InstallationRepositoriesAddedEvent")
+		return decodeAs(d, new(InstallationRepositoriesAddedEvent), "InstallationRepositoriesAddedEvent")
 	case "removed":
-		return decodeAs[InstallationRepositoriesRemovedEvent](d, "InstallationRepositoriesRemovedEvent")
+		return decodeAs(d, new(InstallationRepositoriesRemovedEvent), "InstallationRepositoriesRemovedEvent")
 	}
-	return decodeAs[InstallationRepositoriesUnknownEvent](d, "InstallationRepositoriesUnknownEvent")
+	return decodeAs(d, new(InstallationRepositoriesUnknownEvent), "InstallationRepositoriesUnknownEvent")
 }
 
 func parseInstallationTargetEvent(body []byte) (Payload, error) {
@@ -866,9 +866,9 @@ func parseInstallationTargetEvent(body []byte) (Payload, error) {
 func decodeInstallationTargetEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "renamed":
-		return decodeAs[InstallationTargetRenamedEvent](d, "InstallationTargetRenamedEvent")
+		return decodeAs(d, new(InstallationTargetRenamedEvent), "InstallationTargetRenamedEvent")
 	}
-	return decodeAs[InstallationTargetUnknownEvent](d, "InstallationTargetUnknownEvent")
+	return decodeAs(d, new(InstallationTargetUnknownEvent), "InstallationTargetUnknownEvent")
 }
 
 func parseIssueCommentEvent(body []byte) (Payload, error) {
@@ -878,13 +878,13 @@ func parseIssueCommentEvent(body []byte) (Payload, error) {
 func decodeIssueCommentEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[IssueCommentCreatedEvent](d, "IssueCommentCreatedEvent")
+		return decodeAs(d, new(IssueCommentCreatedEvent), "IssueCommentCreatedEvent")
 	case "deleted":
-		return decodeAs[IssueCommentDeletedEvent](d, "IssueCommentDeletedEvent")
+		return decodeAs(d, new(IssueCommentDeletedEvent), "IssueCommentDeletedEvent")
 	case "edited":
-		return decodeAs[IssueCommentEditedEvent](d, "IssueCommentEditedEvent")
+		return decodeAs(d, new(IssueCommentEditedEvent), "IssueCommentEditedEvent")
 	}
-	return decodeAs[IssueCommentUnknownEvent](d, "IssueCommentUnknownEvent")
+	return decodeAs(d, new(IssueCommentUnknownEvent), "IssueCommentUnknownEvent")
 }
 
 func parseIssueDependenciesEvent(body []byte) (Payload, error) {
@@ -894,15 +894,15 @@ func parseIssueDependenciesEvent(body []byte) (Payload, error) {
 func decodeIssueDependenciesEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "blocked_by_added":
-		return decodeAs[IssueDependenciesBlockedByAddedEvent](d, "IssueDependenciesBlockedByAddedEvent")
+		return decodeAs(d, new(IssueDependenciesBlockedByAddedEvent), "IssueDependenciesBlockedByAddedEvent")
 	case "blocked_by_removed":
-		return decodeAs[IssueDependenciesBlockedByRemovedEvent](d, "IssueDependenciesBlockedByRemovedEvent")
+		return decodeAs(d, new(IssueDependenciesBlockedByRemovedEvent), "IssueDependenciesBlockedByRemovedEvent")
 	case "blocking_added":
-		return decodeAs[IssueDependenciesBlockingAddedEvent](d, "IssueDependenciesBlockingAddedEvent")
+		return decodeAs(d, new(IssueDependenciesBlockingAddedEvent), "IssueDependenciesBlockingAddedEvent")
 	case "blocking_removed":
-		return decodeAs[IssueDependenciesBlockingRemovedEvent](d, "IssueDependenciesBlockingRemovedEvent")
+		return decodeAs(d, new(IssueDependenciesBlockingRemovedEvent), "IssueDependenciesBlockingRemovedEvent")
 	}
-	return decodeAs[IssueDependenciesUnknownEvent](d, "IssueDependenciesUnknownEvent")
+	return decodeAs(d, new(IssueDependenciesUnknownEvent), "IssueDependenciesUnknownEvent")
 }
 
 func parseIssuesEvent(body []byte) (Payload, error) {
@@ -912,43 +912,43 @@ func parseIssuesEvent(body []byte) (Payload, error) {
 func decodeIssuesEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "assigned":
-		return decodeAs[IssuesAssignedEvent](d, "IssuesAssignedEvent")
+		return decodeAs(d, new(IssuesAssignedEvent), "IssuesAssignedEvent")
 	case "closed":
-		return decodeAs[IssuesClosedEvent](d, "IssuesClosedEvent")
+		return decodeAs(d, new(IssuesClosedEvent), "IssuesClosedEvent")
 	case "deleted":
-		return decodeAs[IssuesDeletedEvent](d, "IssuesDeletedEvent")
+		return decodeAs(d, new(IssuesDeletedEvent), "IssuesDeletedEvent")
 	case "demilestoned":
-		return decodeAs[IssuesDemilestonedEvent](d, "IssuesDemilestonedEvent")
+		return decodeAs(d, new(IssuesDemilestonedEvent), "IssuesDemilestonedEvent")
 	case "edited":
-		return decodeAs[IssuesEditedEvent](d, "IssuesEditedEvent")
+		return decodeAs(d, new(IssuesEditedEvent), "IssuesEditedEvent")
 	case "labeled":
-		return decodeAs[IssuesLabeledEvent](d, "IssuesLabeledEvent")
+		return decodeAs(d, new(IssuesLabeledEvent), "IssuesLabeledEvent")
 	case "locked":
-		return decodeAs[IssuesLockedEvent](d, "IssuesLockedEvent")
+		return decodeAs(d, new(IssuesLockedEvent), "IssuesLockedEvent")
 	case "milestoned":
-		return decodeAs[IssuesMilestonedEvent](d, "IssuesMilestonedEvent")
+		return decodeAs(d, new(IssuesMilestonedEvent), "IssuesMilestonedEvent")
 	case "opened":
-		return decodeAs[IssuesOpenedEvent](d, "IssuesOpenedEvent")
+		return decodeAs(d, new(IssuesOpenedEvent), "IssuesOpenedEvent")
 	case "pinned":
-		return decodeAs[IssuesPinnedEvent](d, "IssuesPinnedEvent")
+		return decodeAs(d, new(IssuesPinnedEvent), "IssuesPinnedEvent")
 	case "reopened":
-		return decodeAs[IssuesReopenedEvent](d, "IssuesReopenedEvent")
+		return decodeAs(d, new(IssuesReopenedEvent), "IssuesReopenedEvent")
 	case "transferred":
-		return decodeAs[IssuesTransferredEvent](d, "IssuesTransferredEvent")
+		return decodeAs(d, new(IssuesTransferredEvent), "IssuesTransferredEvent")
 	case "typed":
-		return decodeAs[IssuesTypedEvent](d, "IssuesTypedEvent")
+		return decodeAs(d, new(IssuesTypedEvent), "IssuesTypedEvent")
 	case "unassigned":
-		return decodeAs[IssuesUnassignedEvent](d, "IssuesUnassignedEvent")
+		return decodeAs(d, new(IssuesUnassignedEvent), "IssuesUnassignedEvent")
 	case "unlabeled":
-		return decodeAs[IssuesUnlabeledEvent](d, "IssuesUnlabeledEvent")
+		return decodeAs(d, new(IssuesUnlabeledEvent), "IssuesUnlabeledEvent")
 	case "unlocked":
-		return decodeAs[IssuesUnlockedEvent](d, "IssuesUnlockedEvent")
+		return decodeAs(d, new(IssuesUnlockedEvent), "IssuesUnlockedEvent")
 	case "unpinned":
-		return decodeAs[IssuesUnpinnedEvent](d, "IssuesUnpinnedEvent")
+		return decodeAs(d, new(IssuesUnpinnedEvent), "IssuesUnpinnedEvent")
 	case "untyped":
-		return decodeAs[IssuesUntypedEvent](d, "IssuesUntypedEvent")
+		return decodeAs(d, new(IssuesUntypedEvent), "IssuesUntypedEvent")
 	}
-	return decodeAs[IssuesUnknownEvent](d, "IssuesUnknownEvent")
+	return decodeAs(d, new(IssuesUnknownEvent), "IssuesUnknownEvent")
 }
 
 func parseLabelEvent(body []byte) (Payload, error) {
@@ -958,13 +958,13 @@ func parseLabelEvent(body []byte) (Payload, error) {
 func decodeLabelEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[LabelCreatedEvent](d, "LabelCreatedEvent")
+		return decodeAs(d, new(LabelCreatedEvent), "LabelCreatedEvent")
 	case "deleted":
-		return decodeAs[LabelDeletedEvent](d, "LabelDeletedEvent")
+		return decodeAs(d, new(LabelDeletedEvent), "LabelDeletedEvent")
 	case "edited":
-		return decodeAs[LabelEditedEvent](d, "LabelEditedEvent")
+		return decodeAs(d, new(LabelEditedEvent), "LabelEditedEvent")
 	}
-	return decodeAs[LabelUnknownEvent](d, "LabelUnknownEvent")
+	return decodeAs(d, new(LabelUnknownEvent), "LabelUnknownEvent")
 }
 
 func parseMarketplacePurchaseEvent(body []byte) (Payload, error) {
@@ -974,17 +974,17 @@ func parseMarketplacePurchaseEvent(body []byte) (Payload, error) {
 func decodeMarketplacePurchaseEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "cancelled":
-		return decodeAs[MarketplacePurchaseCancelledEvent](d, "MarketplacePurchaseCancelledEvent")
+		return decodeAs(d, new(MarketplacePurchaseCancelledEvent), "MarketplacePurchaseCancelledEvent")
 	case "changed":
-		return decodeAs[MarketplacePurchaseChangedEvent](d, "MarketplacePurchaseChangedEvent")
+		return decodeAs(d, new(MarketplacePurchaseChangedEvent), "MarketplacePurchaseChangedEvent")
 	case "pending_change":
-		return decodeAs[MarketplacePurchasePendingChangeEvent](d, "MarketplacePurchasePendingChangeEvent")
+		return decodeAs(d, new(MarketplacePurchasePendingChangeEvent), "MarketplacePurchasePendingChangeEvent")
 	case "pending_change_cancelled":
-		return decodeAs[MarketplacePurchasePendingChangeCancelledEvent](d, "MarketplacePurchasePendingChangeCancelledEvent")
+		return decodeAs(d, new(MarketplacePurchasePendingChangeCancelledEvent), "MarketplacePurchasePendingChangeCancelledEvent")
 	case "purchased":
-		return decodeAs[MarketplacePurchasePurchasedEvent](d, "MarketplacePurchasePurchasedEvent")
+		return decodeAs(d, new(MarketplacePurchasePurchasedEvent), "MarketplacePurchasePurchasedEvent")
 	}
-	return decodeAs[MarketplacePurchaseUnknownEvent](d, "MarketplacePurchaseUnknownEvent")
+	return decodeAs(d, new(MarketplacePurchaseUnknownEvent), "MarketplacePurchaseUnknownEvent")
 }
 
 func parseMemberEvent(body []byte) (Payload, error) {
@@ -994,13 +994,13 @@ func parseMemberEvent(body []byte) (Payload, error) {
 func decodeMemberEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "added":
-		return decodeAs[MemberAddedEvent](d, "MemberAddedEvent")
+		return decodeAs(d, new(MemberAddedEvent), "MemberAddedEvent")
 	case "edited":
-		return decodeAs[MemberEditedEvent](d, "MemberEditedEvent")
+		return decodeAs(d, new(MemberEditedEvent), "MemberEditedEvent")
 	case "removed":
-		return decodeAs[MemberRemovedEvent](d, "MemberRemovedEvent")
+		return decodeAs(d, new(MemberRemovedEvent), "MemberRemovedEvent")
 	}
-	return decodeAs[MemberUnknownEvent](d, "MemberUnknownEvent")
+	return decodeAs(d, new(MemberUnknownEvent), "MemberUnknownEvent")
 }
 
 func parseMembershipEvent(body []byte) (Payload, error) {
@@ -1010,11 +1010,11 @@ func parseMembershipEvent(body []byte) (Payload, error) {
 func decodeMembershipEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "added":
-		return decodeAs[MembershipAddedEvent](d, "MembershipAddedEvent")
+		return decodeAs(d, new(MembershipAddedEvent), "MembershipAddedEvent")
 	case "removed":
-		return decodeAs[MembershipRemovedEvent](d, "MembershipRemovedEvent")
+		return decodeAs(d, new(MembershipRemovedEvent), "MembershipRemovedEvent")
 	}
-	return decodeAs[MembershipUnknownEvent](d, "MembershipUnknownEvent")
+	return decodeAs(d, new(MembershipUnknownEvent), "MembershipUnknownEvent")
 }
 
 func parseMergeGroupEvent(body []byte) (Payload, error) {
@@ -1024,11 +1024,11 @@ func parseMergeGroupEvent(body []byte) (Payload, error) {
 func decodeMergeGroupEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "checks_requested":
-		return decodeAs[MergeGroupChecksRequestedEvent](d, "MergeGroupChecksRequestedEvent")
+		return decodeAs(d, new(MergeGroupChecksRequestedEvent), "MergeGroupChecksRequestedEvent")
 	case "destroyed":
-		return decodeAs[MergeGroupDestroyedEvent](d, "MergeGroupDestroyedEvent")
+		return decodeAs(d, new(MergeGroupDestroyedEvent), "MergeGroupDestroyedEvent")
 	}
-	return decodeAs[MergeGroupUnknownEvent](d, "MergeGroupUnknownEvent")
+	return decodeAs(d, new(MergeGroupUnknownEvent), "MergeGroupUnknownEvent")
 }
 
 func parseMetaEvent(body []byte) (Payload, error) {
@@ -1038,9 +1038,9 @@ func parseMetaEvent(body []byte) (Payload, error) {
 func decodeMetaEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "deleted":
-		return decodeAs[MetaDeletedEvent](d, "MetaDeletedEvent")
+		return decodeAs(d, new(MetaDeletedEvent), "MetaDeletedEvent")
 	}
-	return decodeAs[MetaUnknownEvent](d, "MetaUnknownEvent")
+	return decodeAs(d, new(MetaUnknownEvent), "MetaUnknownEvent")
 }
 
 func parseMilestoneEvent(body []byte) (Payload, error) {
@@ -1050,17 +1050,17 @@ func parseMilestoneEvent(body []byte) (Payload, error) {
 func decodeMilestoneEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "closed":
-		return decodeAs[MilestoneClosedEvent](d, "MilestoneClosedEvent")
+		return decodeAs(d, new(MilestoneClosedEvent), "MilestoneClosedEvent")
 	case "created":
-		return decodeAs[MilestoneCreatedEvent](d, "MilestoneCreatedEvent")
+		return decodeAs(d, new(MilestoneCreatedEvent), "MilestoneCreatedEvent")
 	case "deleted":
-		return decodeAs[MilestoneDeletedEvent](d, "MilestoneDeletedEvent")
+		return decodeAs(d, new(MilestoneDeletedEvent), "MilestoneDeletedEvent")
 	case "edited":
-		return decodeAs[MilestoneEditedEvent](d, "MilestoneEditedEvent")
+		return decodeAs(d, new(MilestoneEditedEvent), "MilestoneEditedEvent")
 	case "opened":
-		return decodeAs[MilestoneOpenedEvent](d, "MilestoneOpenedEvent")
+		return decodeAs(d, new(MilestoneOpenedEvent), "MilestoneOpenedEvent")
 	}
-	return decodeAs[MilestoneUnknownEvent](d, "MilestoneUnknownEvent")
+	return decodeAs(d, new(MilestoneUnknownEvent), "MilestoneUnknownEvent")
 }
 
 func parseOrgBlockEvent(body []byte) (Payload, error) {
@@ -1070,11 +1070,11 @@ func parseOrgBlockEvent(body []byte) (Payload, error) {
 func decodeOrgBlockEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "blocked":
-		return decodeAs[OrgBlockBlockedEvent](d, "OrgBlockBlockedEvent")
+		return decodeAs(d, new(OrgBlockBlockedEvent), "OrgBlockBlockedEvent")
 	case "unblocked":
-		return decodeAs[OrgBlockUnblockedEvent](d, "OrgBlockUnblockedEvent")
+		return decodeAs(d, new(OrgBlockUnblockedEvent), "OrgBlockUnblockedEvent")
 	}
-	return decodeAs[OrgBlockUnknownEvent](d, "OrgBlockUnknownEvent")
+	return decodeAs(d, new(OrgBlockUnknownEvent), "OrgBlockUnknownEvent")
 }
 
 func parseOrganizationEvent(body []byte) (Payload, error) {
@@ -1084,17 +1084,17 @@ func parseOrganizationEvent(body []byte) (Payload, error) {
 func decodeOrganizationEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "deleted":
-		return decodeAs[OrganizationDeletedEvent](d, "OrganizationDeletedEvent")
+		return decodeAs(d, new(OrganizationDeletedEvent), "OrganizationDeletedEvent")
 	case "member_added":
-		return decodeAs[OrganizationMemberAddedEvent](d, "OrganizationMemberAddedEvent")
+		return decodeAs(d, new(OrganizationMemberAddedEvent), "OrganizationMemberAddedEvent")
 	case "member_invited":
-		return decodeAs[OrganizationMemberInvitedEvent](d, "OrganizationMemberInvitedEvent")
+		return decodeAs(d, new(OrganizationMemberInvitedEvent), "OrganizationMemberInvitedEvent")
 	case "member_removed":
-		return decodeAs[OrganizationMemberRemovedEvent](d, "OrganizationMemberRemovedEvent")
+		return decodeAs(d, new(OrganizationMemberRemovedEvent), "OrganizationMemberRemovedEvent")
 	case "renamed":
-		return decodeAs[OrganizationRenamedEvent](d, "OrganizationRenamedEvent")
+		return decodeAs(d, new(OrganizationRenamedEvent), "OrganizationRenamedEvent")
 	}
-	return decodeAs[OrganizationUnknownEvent](d, "OrganizationUnknownEvent")
+	return decodeAs(d, new(OrganizationUnknownEvent), "OrganizationUnknownEvent")
 }
 
 func parsePackageEvent(body []byte) (Payload, error) {
@@ -1104,15 +1104,15 @@ func parsePackageEvent(body []byte) (Payload, error) {
 func decodePackageEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "published":
-		return decodeAs[PackagePublishedEvent](d, "PackagePublishedEvent")
+		return decodeAs(d, new(PackagePublishedEvent), "PackagePublishedEvent")
 	case "updated":
-		return decodeAs[PackageUpdatedEvent](d, "PackageUpdatedEvent")
+		return decodeAs(d, new(PackageUpdatedEvent), "PackageUpdatedEvent")
 	}
-	return decodeAs[PackageUnknownEvent](d, "PackageUnknownEvent")
+	return decodeAs(d, new(PackageUnknownEvent), "PackageUnknownEvent")
 }
 
 func parsePageBuildEvent(body []byte) (Payload, error) {
-	return parseAs[PageBuildEvent](body, "PageBuildEvent", nil)
+	return parseAs(body, new(PageBuildEvent), "PageBuildEvent")
 }
 
 func parsePersonalAccessTokenRequestEvent(body []byte) (Payload, error) {
@@ -1122,19 +1122,19 @@ func parsePersonalAccessTokenRequestEvent(body []byte) (Payload, error) {
 func decodePersonalAccessTokenRequestEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "approved":
-		return decodeAs[PersonalAccessTokenRequestApprovedEvent](d, "PersonalAccessTokenRequestApprovedEvent")
+		return decodeAs(d, new(PersonalAccessTokenRequestApprovedEvent), "PersonalAccessTokenRequestApprovedEvent")
 	case "cancelled":
-		return decodeAs[PersonalAccessTokenRequestCancelledEvent](d, "PersonalAccessTokenRequestCancelledEvent")
+		return decodeAs(d, new(PersonalAccessTokenRequestCancelledEvent), "PersonalAccessTokenRequestCancelledEvent")
 	case "created":
-		return decodeAs[PersonalAccessTokenRequestCreatedEvent](d, "PersonalAccessTokenRequestCreatedEvent")
+		return decodeAs(d, new(PersonalAccessTokenRequestCreatedEvent), "PersonalAccessTokenRequestCreatedEvent")
 	case "denied":
-		return decodeAs[PersonalAccessTokenRequestDeniedEvent](d, "PersonalAccessTokenRequestDeniedEvent")
+		return decodeAs(d, new(PersonalAccessTokenRequestDeniedEvent), "PersonalAccessTokenRequestDeniedEvent")
 	}
-	return decodeAs[PersonalAccessTokenRequestUnknownEvent](d, "PersonalAccessTokenRequestUnknownEvent")
+	return decodeAs(d, new(PersonalAccessTokenRequestUnknownEvent), "PersonalAccessTokenRequestUnknownEvent")
 }
 
 func parsePingEvent(body []byte) (Payload, error) {
-	return parseAs[PingEvent](body, "PingEvent", nil)
+	return parseAs(body, new(PingEvent), "PingEvent")
 }
 
 func parseProjectEvent(body []byte) (Payload, error) {
@@ -1144,17 +1144,17 @@ func parseProjectEvent(body []byte) (Payload, error) {
 func decodeProjectEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "closed":
-		return decodeAs[ProjectClosedEvent](d, "ProjectClosedEvent")
+		return decodeAs(d, new(ProjectClosedEvent), "ProjectClosedEvent")
 	case "created":
-		return decodeAs[ProjectCreatedEvent](d, "ProjectCreatedEvent")
+		return decodeAs(d, new(ProjectCreatedEvent), "ProjectCreatedEvent")
 	case "deleted":
-		return decodeAs[ProjectDeletedEvent](d, "ProjectDeletedEvent")
+		return decodeAs(d, new(ProjectDeletedEvent), "ProjectDeletedEvent")
 	case "edited":
-		return decodeAs[ProjectEditedEvent](d, "ProjectEditedEvent")
+		return decodeAs(d, new(ProjectEditedEvent), "ProjectEditedEvent")
 	case "reopened":
-		return decodeAs[ProjectReopenedEvent](d, "ProjectReopenedEvent")
+		return decodeAs(d, new(ProjectReopenedEvent), "ProjectReopenedEvent")
 	}
-	return decodeAs[ProjectUnknownEvent](d, "ProjectUnknownEvent")
+	return decodeAs(d, new(ProjectUnknownEvent), "ProjectUnknownEvent")
 }
 
 func parseProjectCardEvent(body []byte) (Payload, error) {
@@ -1164,17 +1164,17 @@ func parseProjectCardEvent(body []byte) (Payload, error) {
 func decodeProjectCardEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "converted":
-		return decodeAs[ProjectCardConvertedEvent](d, "ProjectCardConvertedEvent")
+		return decodeAs(d, new(ProjectCardConvertedEvent), "ProjectCardConvertedEvent")
 	case "created":
-		return decodeAs[ProjectCardCreatedEvent](d, "ProjectCardCreatedEvent")
+		return decodeAs(d, new(ProjectCardCreatedEvent), "ProjectCardCreatedEvent")
 	case "deleted":
-		return decodeAs[ProjectCardDeletedEvent](d, "ProjectCardDeletedEvent")
+		return decodeAs(d, new(ProjectCardDeletedEvent), "ProjectCardDeletedEvent")
 	case "edited":
-		return decodeAs[ProjectCardEditedEvent](d, "ProjectCardEditedEvent")
+		return decodeAs(d, new(ProjectCardEditedEvent), "ProjectCardEditedEvent")
 	case "moved":
-		return decodeAs[ProjectCardMovedEvent](d, "ProjectCardMovedEvent")
+		return decodeAs(d, new(ProjectCardMovedEvent), "ProjectCardMovedEvent")
 	}
-	return decodeAs[ProjectCardUnknownEvent](d, "ProjectCardUnknownEvent")
+	return decodeAs(d, new(ProjectCardUnknownEvent), "ProjectCardUnknownEvent")
 }
 
 func parseProjectColumnEvent(body []byte) (Payload, error) {
@@ -1184,15 +1184,15 @@ func parseProjectColumnEvent(body []byte) (Payload, error) {
 func decodeProjectColumnEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[ProjectColumnCreatedEvent](d, "ProjectColumnCreatedEvent")
+		return decodeAs(d, new(ProjectColumnCreatedEvent), "ProjectColumnCreatedEvent")
 	case "deleted":
-		return decodeAs[ProjectColumnDeletedEvent](d, "ProjectColumnDeletedEvent")
+		return decodeAs(d, new(ProjectColumnDeletedEvent), "ProjectColumnDeletedEvent")
 	case "edited":
-		return decodeAs[ProjectColumnEditedEvent](d, "ProjectColumnEditedEvent")
+		return decodeAs(d, new(ProjectColumnEditedEvent), "ProjectColumnEditedEvent")
 	case "moved":
-		return decodeAs[ProjectColumnMovedEvent](d, "ProjectColumnMovedEvent")
+		return decodeAs(d, new(ProjectColumnMovedEvent), "ProjectColumnMovedEvent")
 	}
-	return decodeAs[ProjectColumnUnknownEvent](d, "ProjectColumnUnknownEvent")
+	return decodeAs(d, new(ProjectColumnUnknownEvent), "ProjectColumnUnknownEvent")
 }
 
 func parseProjectsV2Event(body []byte) (Payload, error) {
@@ -1202,17 +1202,17 @@ func parseProjectsV2Event(body []byte) (Payload, error) {
 func decodeProjectsV2Event(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "closed":
-		return decodeAs[ProjectsV2ClosedEvent](d, "ProjectsV2ClosedEvent")
+		return decodeAs(d, new(ProjectsV2ClosedEvent), "ProjectsV2ClosedEvent")
 	case "created":
-		return decodeAs[ProjectsV2CreatedEvent](d, "ProjectsV2CreatedEvent")
+		return decodeAs(d, new(ProjectsV2CreatedEvent), "ProjectsV2CreatedEvent")
 	case "deleted":
-		return decodeAs[ProjectsV2DeletedEvent](d, "ProjectsV2DeletedEvent")
+		return decodeAs(d, new(ProjectsV2DeletedEvent), "ProjectsV2DeletedEvent")
 	case "edited":
-		return decodeAs[ProjectsV2EditedEvent](d, "ProjectsV2EditedEvent")
+		return decodeAs(d, new(ProjectsV2EditedEvent), "ProjectsV2EditedEvent")
 	case "reopened":
-		return decodeAs[ProjectsV2ReopenedEvent](d, "ProjectsV2ReopenedEvent")
+		return decodeAs(d, new(ProjectsV2ReopenedEvent), "ProjectsV2ReopenedEvent")
 	}
-	return decodeAs[ProjectsV2UnknownEvent](d, "ProjectsV2UnknownEvent")
+	return decodeAs(d, new(ProjectsV2UnknownEvent), "ProjectsV2UnknownEvent")
 }
 
 func parseProjectsV2ItemEvent(body []byte) (Payload, error) {
@@ -1222,21 +1222,21 @@ func parseProjectsV2ItemEvent(body []byte) (Payload, error) {
 func decodeProjectsV2ItemEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "archived":
-		return decodeAs[ProjectsV2ItemArchivedEvent](d, "ProjectsV2ItemArchivedEvent")
+		return decodeAs(d, new(ProjectsV2ItemArchivedEvent), "ProjectsV2ItemArchivedEvent")
 	case "converted":
-		return decodeAs[ProjectsV2ItemConvertedEvent](d, "ProjectsV2ItemConvertedEvent")
+		return decodeAs(d, new(ProjectsV2ItemConvertedEvent), "ProjectsV2ItemConvertedEvent")
 	case "created":
-		return decodeAs[ProjectsV2ItemCreatedEvent](d, "ProjectsV2ItemCreatedEvent")
+		return decodeAs(d, new(ProjectsV2ItemCreatedEvent), "ProjectsV2ItemCreatedEvent")
 	case "deleted":
-		return decodeAs[ProjectsV2ItemDeletedEvent](d, "ProjectsV2ItemDeletedEvent")
+		return decodeAs(d, new(ProjectsV2ItemDeletedEvent), "ProjectsV2ItemDeletedEvent")
 	case "edited":
-		return decodeAs[ProjectsV2ItemEditedEvent](d, "ProjectsV2ItemEditedEvent")
+		return decodeAs(d, new(ProjectsV2ItemEditedEvent), "ProjectsV2ItemEditedEvent")
 	case "reordered":
-		return decodeAs[ProjectsV2ItemReorderedEvent](d, "ProjectsV2ItemReorderedEvent")
+		return decodeAs(d, new(ProjectsV2ItemReorderedEvent), "ProjectsV2ItemReorderedEvent")
 	case "restored":
-		return decodeAs[ProjectsV2ItemRestoredEvent](d, "ProjectsV2ItemRestoredEvent")
+		return decodeAs(d, new(ProjectsV2ItemRestoredEvent), "ProjectsV2ItemRestoredEvent")
 	}
-	return decodeAs[ProjectsV2ItemUnknownEvent](d, "ProjectsV2ItemUnknownEvent")
+	return decodeAs(d, new(ProjectsV2ItemUnknownEvent), "ProjectsV2ItemUnknownEvent")
 }
 
 func parseProjectsV2StatusUpdateEvent(body []byte) (Payload, error) {
@@ -1246,17 +1246,17 @@ func parseProjectsV2StatusUpdateEvent(body []byte) (Payload, error) {
 func decodeProjectsV2StatusUpdateEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[ProjectsV2StatusUpdateCreatedEvent](d, "ProjectsV2StatusUpdateCreatedEvent")
+		return decodeAs(d, new(ProjectsV2StatusUpdateCreatedEvent), "ProjectsV2StatusUpdateCreatedEvent")
 	case "deleted":
-		return decodeAs[ProjectsV2StatusUpdateDeletedEvent](d, "ProjectsV2StatusUpdateDeletedEvent")
+		return decodeAs(d, new(ProjectsV2StatusUpdateDeletedEvent), "ProjectsV2StatusUpdateDeletedEvent")
 	case "edited":
-		return decodeAs[ProjectsV2StatusUpdateEditedEvent](d, "ProjectsV2StatusUpdateEditedEvent")
+		return decodeAs(d, new(ProjectsV2StatusUpdateEditedEvent), "ProjectsV2StatusUpdateEditedEvent")
 	}
-	return decodeAs[ProjectsV2StatusUpdateUnknownEvent](d, "ProjectsV2StatusUpdateUnknownEvent")
+	return decodeAs(d, new(ProjectsV2StatusUpdateUnknownEvent), "ProjectsV2StatusUpdateUnknownEvent")
 }
 
 func parsePublicEvent(body []byte) (Payload, error) {
-	return parseAs[PublicEvent](body, "PublicEvent", nil)
+	return parseAs(body, new(PublicEvent), "PublicEvent")
 }
 
 func parsePullRequestEvent(body []byte) (Payload, error) {
@@ -1266,49 +1266,49 @@ func parsePullRequestEvent(body []byte) (Payload, error) {
 func decodePullRequestEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "assigned":
-		return decodeAs[PullRequestAssignedEvent](d, "PullRequestAssignedEvent")
+		return decodeAs(d, new(PullRequestAssignedEvent), "PullRequestAssignedEvent")
 	case "auto_merge_disabled":
-		return decodeAs[PullRequestAutoMergeDisabledEvent](d, "PullRequestAutoMergeDisabledEvent")
+		return decodeAs(d, new(PullRequestAutoMergeDisabledEvent), "PullRequestAutoMergeDisabledEvent")
 	case "auto_merge_enabled":
-		return decodeAs[PullRequestAutoMergeEnabledEvent](d, "PullRequestAutoMergeEnabledEvent")
+		return decodeAs(d, new(PullRequestAutoMergeEnabledEvent), "PullRequestAutoMergeEnabledEvent")
 	case "closed":
-		return decodeAs[PullRequestClosedEvent](d, "PullRequestClosedEvent")
+		return decodeAs(d, new(PullRequestClosedEvent), "PullRequestClosedEvent")
 	case "converted_to_draft":
-		return decodeAs[PullRequestConvertedToDraftEvent](d, "PullRequestConvertedToDraftEvent")
+		return decodeAs(d, new(PullRequestConvertedToDraftEvent), "PullRequestConvertedToDraftEvent")
 	case "demilestoned":
-		return decodeAs[PullRequestDemilestonedEvent](d, "PullRequestDemilestonedEvent")
+		return decodeAs(d, new(PullRequestDemilestonedEvent), "PullRequestDemilestonedEvent")
 	case "dequeued":
-		return decodeAs[PullRequestDequeuedEvent](d, "PullRequestDequeuedEvent")
+		return decodeAs(d, new(PullRequestDequeuedEvent), "PullRequestDequeuedEvent")
 	case "edited":
-		return decodeAs[PullRequestEditedEvent](d, "PullRequestEditedEvent")
+		return decodeAs(d, new(PullRequestEditedEvent), "PullRequestEditedEvent")
 	case "enqueued":
-		return decodeAs[PullRequestEnqueuedEvent](d, "PullRequestEnqueuedEvent")
+		return decodeAs(d, new(PullRequestEnqueuedEvent), "PullRequestEnqueuedEvent")
 	case "labeled":
-		return decodeAs[PullRequestLabeledEvent](d, "PullRequestLabeledEvent")
+		return decodeAs(d, new(PullRequestLabeledEvent), "PullRequestLabeledEvent")
 	case "locked":
-		return decodeAs[PullRequestLockedEvent](d, "PullRequestLockedEvent")
+		return decodeAs(d, new(PullRequestLockedEvent), "PullRequestLockedEvent")
 	case "milestoned":
-		return decodeAs[PullRequestMilestonedEvent](d, "PullRequestMilestonedEvent")
+		return decodeAs(d, new(PullRequestMilestonedEvent), "PullRequestMilestonedEvent")
 	case "opened":
-		return decodeAs[PullRequestOpenedEvent](d, "PullRequestOpenedEvent")
+		return decodeAs(d, new(PullRequestOpenedEvent), "PullRequestOpenedEvent")
 	case "ready_for_review":
-		return decodeAs[PullRequestReadyForReviewEvent](d, "PullRequestReadyForReviewEvent")
+		return decodeAs(d, new(PullRequestReadyForReviewEvent), "PullRequestReadyForReviewEvent")
 	case "reopened":
-		return decodeAs[PullRequestReopenedEvent](d, "PullRequestReopenedEvent")
+		return decodeAs(d, new(PullRequestReopenedEvent), "PullRequestReopenedEvent")
 	case "review_request_removed":
-		return decodeAs[PullRequestReviewRequestRemovedEvent](d, "PullRequestReviewRequestRemovedEvent")
+		return decodeAs(d, new(PullRequestReviewRequestRemovedEvent), "PullRequestReviewRequestRemovedEvent")
 	case "review_requested":
-		return decodeAs[PullRequestReviewRequestedEvent](d, "PullRequestReviewRequestedEvent")
+		return decodeAs(d, new(PullRequestReviewRequestedEvent), "PullRequestReviewRequestedEvent")
 	case "synchronize":
-		return decodeAs[PullRequestSynchronizeEvent](d, "PullRequestSynchronizeEvent")
+		return decodeAs(d, new(PullRequestSynchronizeEvent), "PullRequestSynchronizeEvent")
 	case "unassigned":
-		return decodeAs[PullRequestUnassignedEvent](d, "PullRequestUnassignedEvent")
+		return decodeAs(d, new(PullRequestUnassignedEvent), "PullRequestUnassignedEvent")
 	case "unlabeled":
-		return decodeAs[PullRequestUnlabeledEvent](d, "PullRequestUnlabeledEvent")
+		return decodeAs(d, new(PullRequestUnlabeledEvent), "PullRequestUnlabeledEvent")
 	case "unlocked":
-		return decodeAs[PullRequestUnlockedEvent](d, "PullRequestUnlockedEvent")
+		return decodeAs(d, new(PullRequestUnlockedEvent), "PullRequestUnlockedEvent")
 	}
-	return decodeAs[PullRequestUnknownEvent](d, "PullRequestUnknownEvent")
+	return decodeAs(d, new(PullRequestUnknownEvent), "PullRequestUnknownEvent")
 }
 
 func parsePullRequestReviewEvent(body []byte) (Payload, error) {
@@ -1318,13 +1318,13 @@ func parsePullRequestReviewEvent(body []byte) (Payload, error) {
 func decodePullRequestReviewEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "dismissed":
-		return decodeAs[PullRequestReviewDismissedEvent](d, "PullRequestReviewDismissedEvent")
+		return decodeAs(d, new(PullRequestReviewDismissedEvent), "PullRequestReviewDismissedEvent")
 	case "edited":
-		return decodeAs[PullRequestReviewEditedEvent](d, "PullRequestReviewEditedEvent")
+		return decodeAs(d, new(PullRequestReviewEditedEvent), "PullRequestReviewEditedEvent")
 	case "submitted":
-		return decodeAs[PullRequestReviewSubmittedEvent](d, "PullRequestReviewSubmittedEvent")
+		return decodeAs(d, new(PullRequestReviewSubmittedEvent), "PullRequestReviewSubmittedEvent")
 	}
-	return decodeAs[PullRequestReviewUnknownEvent](d, "PullRequestReviewUnknownEvent")
+	return decodeAs(d, new(PullRequestReviewUnknownEvent), "PullRequestReviewUnknownEvent")
 }
 
 func parsePullRequestReviewCommentEvent(body []byte) (Payload, error) {
@@ -1334,13 +1334,13 @@ func parsePullRequestReviewCommentEvent(body []byte) (Payload, error) {
 func decodePullRequestReviewCommentEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[PullRequestReviewCommentCreatedEvent](d, "PullRequestReviewCommentCreatedEvent")
+		return decodeAs(d, new(PullRequestReviewCommentCreatedEvent), "PullRequestReviewCommentCreatedEvent")
 	case "deleted":
-		return decodeAs[PullRequestReviewCommentDeletedEvent](d, "PullRequestReviewCommentDeletedEvent")
+		return decodeAs(d, new(PullRequestReviewCommentDeletedEvent), "PullRequestReviewCommentDeletedEvent")
 	case "edited":
-		return decodeAs[PullRequestReviewCommentEditedEvent](d, "PullRequestReviewCommentEditedEvent")
+		return decodeAs(d, new(PullRequestReviewCommentEditedEvent), "PullRequestReviewCommentEditedEvent")
 	}
-	return decodeAs[PullRequestReviewCommentUnknownEvent](d, "PullRequestReviewCommentUnknownEvent")
+	return decodeAs(d, new(PullRequestReviewCommentUnknownEvent), "PullRequestReviewCommentUnknownEvent")
 }
 
 func parsePullRequestReviewThreadEvent(body []byte) (Payload, error) {
@@ -1350,15 +1350,15 @@ func parsePullRequestReviewThreadEvent(body []byte) (Payload, error) {
 func decodePullRequestReviewThreadEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "resolved":
-		return decodeAs[PullRequestReviewThreadResolvedEvent](d, "PullRequestReviewThreadResolvedEvent")
+		return decodeAs(d, new(PullRequestReviewThreadResolvedEvent), "PullRequestReviewThreadResolvedEvent")
 	case "unresolved":
-		return decodeAs[PullRequestReviewThreadUnresolvedEvent](d, "PullRequestReviewThreadUnresolvedEvent")
+		return decodeAs(d, new(PullRequestReviewThreadUnresolvedEvent), "PullRequestReviewThreadUnresolvedEvent")
 	}
-	return decodeAs[PullRequestReviewThreadUnknownEvent](d, "PullRequestReviewThreadUnknownEvent")
+	return decodeAs(d, new(PullRequestReviewThreadUnknownEvent), "PullRequestReviewThreadUnknownEvent")
 }
 
 func parsePushEvent(body []byte) (Payload, error) {
-	return parseAs[PushEvent](body, "PushEvent", nil)
+	return parseAs(body, new(PushEvent), "PushEvent")
 }
 
 func parseRegistryPackageEvent(body []byte) (Payload, error) {
@@ -1368,11 +1368,11 @@ func parseRegistryPackageEvent(body []byte) (Payload, error) {
 func decodeRegistryPackageEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "published":
-		return decodeAs[RegistryPackagePublishedEvent](d, "RegistryPackagePublishedEvent")
+		return decodeAs(d, new(RegistryPackagePublishedEvent), "RegistryPackagePublishedEvent")
 	case "updated":
-		return decodeAs[RegistryPackageUpdatedEvent](d, "RegistryPackageUpdatedEvent")
+		return decodeAs(d, new(RegistryPackageUpdatedEvent), "RegistryPackageUpdatedEvent")
 	}
-	return decodeAs[RegistryPackageUnknownEvent](d, "RegistryPackageUnknownEvent")
+	return decodeAs(d, new(RegistryPackageUnknownEvent), "RegistryPackageUnknownEvent")
 }
 
 func parseReleaseEvent(body []byte) (Payload, error) {
@@ -1382,21 +1382,21 @@ func parseReleaseEvent(body []byte) (Payload, error) {
 func decodeReleaseEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[ReleaseCreatedEvent](d, "ReleaseCreatedEvent")
+		return decodeAs(d, new(ReleaseCreatedEvent), "ReleaseCreatedEvent")
 	case "deleted":
-		return decodeAs[ReleaseDeletedEvent](d, "ReleaseDeletedEvent")
+		return decodeAs(d, new(ReleaseDeletedEvent), "ReleaseDeletedEvent")
 	case "edited":
-		return decodeAs[ReleaseEditedEvent](d, "ReleaseEditedEvent")
+		return decodeAs(d, new(ReleaseEditedEvent), "ReleaseEditedEvent")
 	case "prereleased":
-		return decodeAs[ReleasePrereleasedEvent](d, "ReleasePrereleasedEvent")
+		return decodeAs(d, new(ReleasePrereleasedEvent), "ReleasePrereleasedEvent")
 	case "published":
-		return decodeAs[ReleasePublishedEvent](d, "ReleasePublishedEvent")
+		return decodeAs(d, new(ReleasePublishedEvent), "ReleasePublishedEvent")
 	case "released":
-		return decodeAs[ReleaseReleasedEvent](d, "ReleaseReleasedEvent")
+		return decodeAs(d, new(ReleaseReleasedEvent), "ReleaseReleasedEvent")
 	case "unpublished":
-		return decodeAs[ReleaseUnpublishedEvent](d, "ReleaseUnpublishedEvent")
+		return decodeAs(d, new(ReleaseUnpublishedEvent), "ReleaseUnpublishedEvent")
 	}
-	return decodeAs[ReleaseUnknownEvent](d, "ReleaseUnknownEvent")
+	return decodeAs(d, new(ReleaseUnknownEvent), "ReleaseUnknownEvent")
 }
 
 func parseRepositoryEvent(body []byte) (Payload, error) {
@@ -1406,25 +1406,25 @@ func parseRepositoryEvent(body []byte) (Payload, error) {
 func decodeRepositoryEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "archived":
-		return decodeAs[RepositoryArchivedEvent](d, "RepositoryArchivedEvent")
+		return decodeAs(d, new(RepositoryArchivedEvent), "RepositoryArchivedEvent")
 	case "created":
-		return decodeAs[RepositoryCreatedEvent](d, "RepositoryCreatedEvent")
+		return decodeAs(d, new(RepositoryCreatedEvent), "RepositoryCreatedEvent")
 	case "deleted":
-		return decodeAs[RepositoryDeletedEvent](d, "RepositoryDeletedEvent")
+		return decodeAs(d, new(RepositoryDeletedEvent), "RepositoryDeletedEvent")
 	case "edited":
-		return decodeAs[RepositoryEditedEvent](d, "RepositoryEditedEvent")
+		return decodeAs(d, new(RepositoryEditedEvent), "RepositoryEditedEvent")
 	case "privatized":
-		return decodeAs[RepositoryPrivatizedEvent](d, "RepositoryPrivatizedEvent")
+		return decodeAs(d, new(RepositoryPrivatizedEvent), "RepositoryPrivatizedEvent")
 	case "publicized":
-		return decodeAs[RepositoryPublicizedEvent](d, "RepositoryPublicizedEvent")
+		return decodeAs(d, new(RepositoryPublicizedEvent), "RepositoryPublicizedEvent")
 	case "renamed":
-		return decodeAs[RepositoryRenamedEvent](d, "RepositoryRenamedEvent")
+		return decodeAs(d, new(RepositoryRenamedEvent), "RepositoryRenamedEvent")
 	case "transferred":
-		return decodeAs[RepositoryTransferredEvent](d, "RepositoryTransferredEvent")
+		return decodeAs(d, new(RepositoryTransferredEvent), "RepositoryTransferredEvent")
 	case "unarchived":
-		return decodeAs[RepositoryUnarchivedEvent](d, "RepositoryUnarchivedEvent")
+		return decodeAs(d, new(RepositoryUnarchivedEvent), "RepositoryUnarchivedEvent")
 	}
-	return decodeAs[RepositoryUnknownEvent](d, "RepositoryUnknownEvent")
+	return decodeAs(d, new(RepositoryUnknownEvent), "RepositoryUnknownEvent")
 }
 
 func parseRepositoryAdvisoryEvent(body []byte) (Payload, error) {
@@ -1434,11 +1434,11 @@ func parseRepositoryAdvisoryEvent(body []byte) (Payload, error) {
 func decodeRepositoryAdvisoryEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "published":
-		return decodeAs[RepositoryAdvisoryPublishedEvent](d, "RepositoryAdvisoryPublishedEvent")
+		return decodeAs(d, new(RepositoryAdvisoryPublishedEvent), "RepositoryAdvisoryPublishedEvent")
 	case "reported":
-		return decodeAs[RepositoryAdvisoryReportedEvent](d, "RepositoryAdvisoryReportedEvent")
+		return decodeAs(d, new(RepositoryAdvisoryReportedEvent), "RepositoryAdvisoryReportedEvent")
 	}
-	return decodeAs[RepositoryAdvisoryUnknownEvent](d, "RepositoryAdvisoryUnknownEvent")
+	return decodeAs(d, new(RepositoryAdvisoryUnknownEvent), "RepositoryAdvisoryUnknownEvent")
 }
 
 func parseRepositoryDispatchEvent(body []byte) (Payload, error) {
@@ -1448,13 +1448,13 @@ func parseRepositoryDispatchEvent(body []byte) (Payload, error) {
 func decodeRepositoryDispatchEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "sample.collected":
-		return decodeAs[RepositoryDispatchSampleCollectedEvent](d, "RepositoryDispatchSampleCollectedEvent")
+		return decodeAs(d, new(RepositoryDispatchSampleCollectedEvent), "RepositoryDispatchSampleCollectedEvent")
 	}
-	return decodeAs[RepositoryDispatchUnknownEvent](d, "RepositoryDispatchUnknownEvent")
+	return decodeAs(d, new(RepositoryDispatchUnknownEvent), "RepositoryDispatchUnknownEvent")
 }
 
 func parseRepositoryImportEvent(body []byte) (Payload, error) {
-	return parseAs[RepositoryImportEvent](body, "RepositoryImportEvent", nil)
+	return parseAs(body, new(RepositoryImportEvent), "RepositoryImportEvent")
 }
 
 func parseRepositoryRulesetEvent(body []byte) (Payload, error) {
@@ -1464,13 +1464,13 @@ func parseRepositoryRulesetEvent(body []byte) (Payload, error) {
 func decodeRepositoryRulesetEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[RepositoryRulesetCreatedEvent](d, "RepositoryRulesetCreatedEvent")
+		return decodeAs(d, new(RepositoryRulesetCreatedEvent), "RepositoryRulesetCreatedEvent")
 	case "deleted":
-		return decodeAs[RepositoryRulesetDeletedEvent](d, "RepositoryRulesetDeletedEvent")
+		return decodeAs(d, new(RepositoryRulesetDeletedEvent), "RepositoryRulesetDeletedEvent")
 	case "edited":
-		return decodeAs[RepositoryRulesetEditedEvent](d, "RepositoryRulesetEditedEvent")
+		return decodeAs(d, new(RepositoryRulesetEditedEvent), "RepositoryRulesetEditedEvent")
 	}
-	return decodeAs[RepositoryRulesetUnknownEvent](d, "RepositoryRulesetUnknownEvent")
+	return decodeAs(d, new(RepositoryRulesetUnknownEvent), "RepositoryRulesetUnknownEvent")
 }
 
 func parseRepositoryVulnerabilityAlertEvent(body []byte) (Payload, error) {
@@ -1480,15 +1480,15 @@ func parseRepositoryVulnerabilityAlertEvent(body []byte) (Payload, error) {
 func decodeRepositoryVulnerabilityAlertEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "create":
-		return decodeAs[RepositoryVulnerabilityAlertCreateEvent](d, "RepositoryVulnerabilityAlertCreateEvent")
+		return decodeAs(d, new(RepositoryVulnerabilityAlertCreateEvent), "RepositoryVulnerabilityAlertCreateEvent")
 	case "dismiss":
-		return decodeAs[RepositoryVulnerabilityAlertDismissEvent](d, "RepositoryVulnerabilityAlertDismissEvent")
+		return decodeAs(d, new(RepositoryVulnerabilityAlertDismissEvent), "RepositoryVulnerabilityAlertDismissEvent")
 	case "reopen":
-		return decodeAs[RepositoryVulnerabilityAlertReopenEvent](d, "RepositoryVulnerabilityAlertReopenEvent")
+		return decodeAs(d, new(RepositoryVulnerabilityAlertReopenEvent), "RepositoryVulnerabilityAlertReopenEvent")
 	case "resolve":
-		return decodeAs[RepositoryVulnerabilityAlertResolveEvent](d, "RepositoryVulnerabilityAlertResolveEvent")
+		return decodeAs(d, new(RepositoryVulnerabilityAlertResolveEvent), "RepositoryVulnerabilityAlertResolveEvent")
 	}
-	return decodeAs[RepositoryVulnerabilityAlertUnknownEvent](d, "RepositoryVulnerabilityAlertUnknownEvent")
+	return decodeAs(d, new(RepositoryVulnerabilityAlertUnknownEvent), "RepositoryVulnerabilityAlertUnknownEvent")
 }
 
 func parseSecretScanningAlertEvent(body []byte) (Payload, error) {
@@ -1498,23 +1498,23 @@ func parseSecretScanningAlertEvent(body []byte) (Payload, error) {
 func decodeSecretScanningAlertEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "assigned":
-		return decodeAs[SecretScanningAlertAssignedEvent](d, "SecretScanningAlertAssignedEvent")
+		return decodeAs(d, new(SecretScanningAlertAssignedEvent), "SecretScanningAlertAssignedEvent")
 	case "created":
-		return decodeAs[SecretScanningAlertCreatedEvent](d, "SecretScanningAlertCreatedEvent")
+		return decodeAs(d, new(SecretScanningAlertCreatedEvent), "SecretScanningAlertCreatedEvent")
 	case "publicly_leaked":
-		return decodeAs[SecretScanningAlertPubliclyLeakedEvent](d, "SecretScanningAlertPubliclyLeakedEvent")
+		return decodeAs(d, new(SecretScanningAlertPubliclyLeakedEvent), "SecretScanningAlertPubliclyLeakedEvent")
 	case "reopened":
-		return decodeAs[SecretScanningAlertReopenedEvent](d, "SecretScanningAlertReopenedEvent")
+		return decodeAs(d, new(SecretScanningAlertReopenedEvent), "SecretScanningAlertReopenedEvent")
 	case "resolved":
-		return decodeAs[SecretScanningAlertResolvedEvent](d, "SecretScanningAlertResolvedEvent")
+		return decodeAs(d, new(SecretScanningAlertResolvedEvent), "SecretScanningAlertResolvedEvent")
 	case "revoked":
-		return decodeAs[SecretScanningAlertRevokedEvent](d, "SecretScanningAlertRevokedEvent")
+		return decodeAs(d, new(SecretScanningAlertRevokedEvent), "SecretScanningAlertRevokedEvent")
 	case "unassigned":
-		return decodeAs[SecretScanningAlertUnassignedEvent](d, "SecretScanningAlertUnassignedEvent")
+		return decodeAs(d, new(SecretScanningAlertUnassignedEvent), "SecretScanningAlertUnassignedEvent")
 	case "validated":
-		return decodeAs[SecretScanningAlertValidatedEvent](d, "SecretScanningAlertValidatedEvent")
+		return decodeAs(d, new(SecretScanningAlertValidatedEvent), "SecretScanningAlertValidatedEvent")
 	}
-	return decodeAs[SecretScanningAlertUnknownEvent](d, "SecretScanningAlertUnknownEvent")
+	return decodeAs(d, new(SecretScanningAlertUnknownEvent), "SecretScanningAlertUnknownEvent")
 }
 
 func parseSecretScanningAlertLocationEvent(body []byte) (Payload, error) {
@@ -1524,9 +1524,9 @@ func parseSecretScanningAlertLocationEvent(body []byte) (Payload, error) {
 func decodeSecretScanningAlertLocationEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[SecretScanningAlertLocationCreatedEvent](d, "SecretScanningAlertLocationCreatedEvent")
+		return decodeAs(d, new(SecretScanningAlertLocationCreatedEvent), "SecretScanningAlertLocationCreatedEvent")
 	}
-	return decodeAs[SecretScanningAlertLocationUnknownEvent](d, "SecretScanningAlertLocationUnknownEvent")
+	return decodeAs(d, new(SecretScanningAlertLocationUnknownEvent), "SecretScanningAlertLocationUnknownEvent")
 }
 
 func parseSecretScanningScanEvent(body []byte) (Payload, error) {
@@ -1536,9 +1536,9 @@ func parseSecretScanningScanEvent(body []byte) (Payload, error) {
 func decodeSecretScanningScanEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "completed":
-		return decodeAs[SecretScanningScanCompletedEvent](d, "SecretScanningScanCompletedEvent")
+		return decodeAs(d, new(SecretScanningScanCompletedEvent), "SecretScanningScanCompletedEvent")
 	}
-	return decodeAs[SecretScanningScanUnknownEvent](d, "SecretScanningScanUnknownEvent")
+	return decodeAs(d, new(SecretScanningScanUnknownEvent), "SecretScanningScanUnknownEvent")
 }
 
 func parseSecurityAdvisoryEvent(body []byte) (Payload, error) {
@@ -1548,19 +1548,19 @@ func parseSecurityAdvisoryEvent(body []byte) (Payload, error) {
 func decodeSecurityAdvisoryEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "performed":
-		return decodeAs[SecurityAdvisoryPerformedEvent](d, "SecurityAdvisoryPerformedEvent")
+		return decodeAs(d, new(SecurityAdvisoryPerformedEvent), "SecurityAdvisoryPerformedEvent")
 	case "published":
-		return decodeAs[SecurityAdvisoryPublishedEvent](d, "SecurityAdvisoryPublishedEvent")
+		return decodeAs(d, new(SecurityAdvisoryPublishedEvent), "SecurityAdvisoryPublishedEvent")
 	case "updated":
-		return decodeAs[SecurityAdvisoryUpdatedEvent](d, "SecurityAdvisoryUpdatedEvent")
+		return decodeAs(d, new(SecurityAdvisoryUpdatedEvent), "SecurityAdvisoryUpdatedEvent")
 	case "withdrawn":
-		return decodeAs[SecurityAdvisoryWithdrawnEvent](d, "SecurityAdvisoryWithdrawnEvent")
+		return decodeAs(d, new(SecurityAdvisoryWithdrawnEvent), "SecurityAdvisoryWithdrawnEvent")
 	}
-	return decodeAs[SecurityAdvisoryUnknownEvent](d, "SecurityAdvisoryUnknownEvent")
+	return decodeAs(d, new(SecurityAdvisoryUnknownEvent), "SecurityAdvisoryUnknownEvent")
 }
 
 func parseSecurityAndAnalysisEvent(body []byte) (Payload, error) {
-	return parseAs[SecurityAndAnalysisEvent](body, "SecurityAndAnalysisEvent", nil)
+	return parseAs(body, new(SecurityAndAnalysisEvent), "SecurityAndAnalysisEvent")
 }
 
 func parseSponsorshipEvent(body []byte) (Payload, error) {
@@ -1570,19 +1570,19 @@ func parseSponsorshipEvent(body []byte) (Payload, error) {
 func decodeSponsorshipEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "cancelled":
-		return decodeAs[SponsorshipCancelledEvent](d, "SponsorshipCancelledEvent")
+		return decodeAs(d, new(SponsorshipCancelledEvent), "SponsorshipCancelledEvent")
 	case "created":
-		return decodeAs[SponsorshipCreatedEvent](d, "SponsorshipCreatedEvent")
+		return decodeAs(d, new(SponsorshipCreatedEvent), "SponsorshipCreatedEvent")
 	case "edited":
-		return decodeAs[SponsorshipEditedEvent](d, "SponsorshipEditedEvent")
+		return decodeAs(d, new(SponsorshipEditedEvent), "SponsorshipEditedEvent")
 	case "pending_cancellation":
-		return decodeAs[SponsorshipPendingCancellationEvent](d, "SponsorshipPendingCancellationEvent")
+		return decodeAs(d, new(SponsorshipPendingCancellationEvent), "SponsorshipPendingCancellationEvent")
 	case "pending_tier_change":
-		return decodeAs[SponsorshipPendingTierChangeEvent](d, "SponsorshipPendingTierChangeEvent")
+		return decodeAs(d, new(SponsorshipPendingTierChangeEvent), "SponsorshipPendingTierChangeEvent")
 	case "tier_changed":
-		return decodeAs[SponsorshipTierChangedEvent](d, "SponsorshipTierChangedEvent")
+		return decodeAs(d, new(SponsorshipTierChangedEvent), "SponsorshipTierChangedEvent")
 	}
-	return decodeAs[SponsorshipUnknownEvent](d, "SponsorshipUnknownEvent")
+	return decodeAs(d, new(SponsorshipUnknownEvent), "SponsorshipUnknownEvent")
 }
 
 func parseStarEvent(body []byte) (Payload, error) {
@@ -1592,15 +1592,15 @@ func parseStarEvent(body []byte) (Payload, error) {
 func decodeStarEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "created":
-		return decodeAs[StarCreatedEvent](d, "StarCreatedEvent")
+		return decodeAs(d, new(StarCreatedEvent), "StarCreatedEvent")
 	case "deleted":
-		return decodeAs[StarDeletedEvent](d, "StarDeletedEvent")
+		return decodeAs(d, new(StarDeletedEvent), "StarDeletedEvent")
 	}
-	return decodeAs[StarUnknownEvent](d, "StarUnknownEvent")
+	return decodeAs(d, new(StarUnknownEvent), "StarUnknownEvent")
 }
 
 func parseStatusEvent(body []byte) (Payload, error) {
-	return parseAs[StatusEvent](body, "StatusEvent", nil)
+	return parseAs(body, new(StatusEvent), "StatusEvent")
 }
 
 func parseSubIssuesEvent(body []byte) (Payload, error) {
@@ -1610,15 +1610,15 @@ func parseSubIssuesEvent(body []byte) (Payload, error) {
 func decodeSubIssuesEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "parent_issue_added":
-		return decodeAs[SubIssuesParentIssueAddedEvent](d, "SubIssuesParentIssueAddedEvent")
+		return decodeAs(d, new(SubIssuesParentIssueAddedEvent), "SubIssuesParentIssueAddedEvent")
 	case "parent_issue_removed":
-		return decodeAs[SubIssuesParentIssueRemovedEvent](d, "SubIssuesParentIssueRemovedEvent")
+		return decodeAs(d, new(SubIssuesParentIssueRemovedEvent), "SubIssuesParentIssueRemovedEvent")
 	case "sub_issue_added":
-		return decodeAs[SubIssuesSubIssueAddedEvent](d, "SubIssuesSubIssueAddedEvent")
+		return decodeAs(d, new(SubIssuesSubIssueAddedEvent), "SubIssuesSubIssueAddedEvent")
 	case "sub_issue_removed":
-		return decodeAs[SubIssuesSubIssueRemovedEvent](d, "SubIssuesSubIssueRemovedEvent")
+		return decodeAs(d, new(SubIssuesSubIssueRemovedEvent), "SubIssuesSubIssueRemovedEvent")
 	}
-	return decodeAs[SubIssuesUnknownEvent](d, "SubIssuesUnknownEvent")
+	return decodeAs(d, new(SubIssuesUnknownEvent), "SubIssuesUnknownEvent")
 }
 
 func parseTeamEvent(body []byte) (Payload, error) {
@@ -1628,21 +1628,21 @@ func parseTeamEvent(body []byte) (Payload, error) {
 func decodeTeamEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "added_to_repository":
-		return decodeAs[TeamAddedToRepositoryEvent](d, "TeamAddedToRepositoryEvent")
+		return decodeAs(d, new(TeamAddedToRepositoryEvent), "TeamAddedToRepositoryEvent")
 	case "created":
-		return decodeAs[TeamCreatedEvent](d, "TeamCreatedEvent")
+		return decodeAs(d, new(TeamCreatedEvent), "TeamCreatedEvent")
 	case "deleted":
-		return decodeAs[TeamDeletedEvent](d, "TeamDeletedEvent")
+		return decodeAs(d, new(TeamDeletedEvent), "TeamDeletedEvent")
 	case "edited":
-		return decodeAs[TeamEditedEvent](d, "TeamEditedEvent")
+		return decodeAs(d, new(TeamEditedEvent), "TeamEditedEvent")
 	case "removed_from_repository":
-		return decodeAs[TeamRemovedFromRepositoryEvent](d, "TeamRemovedFromRepositoryEvent")
+		return decodeAs(d, new(TeamRemovedFromRepositoryEvent), "TeamRemovedFromRepositoryEvent")
 	}
-	return decodeAs[TeamUnknownEvent](d, "TeamUnknownEvent")
+	return decodeAs(d, new(TeamUnknownEvent), "TeamUnknownEvent")
 }
 
 func parseTeamAddEvent(body []byte) (Payload, error) {
-	return parseAs[TeamAddEvent](body, "TeamAddEvent", nil)
+	return parseAs(body, new(TeamAddEvent), "TeamAddEvent")
 }
 
 func parseWatchEvent(body []byte) (Payload, error) {
@@ -1652,13 +1652,13 @@ func parseWatchEvent(body []byte) (Payload, error) {
 func decodeWatchEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "started":
-		return decodeAs[WatchStartedEvent](d, "WatchStartedEvent")
+		return decodeAs(d, new(WatchStartedEvent), "WatchStartedEvent")
 	}
-	return decodeAs[WatchUnknownEvent](d, "WatchUnknownEvent")
+	return decodeAs(d, new(WatchUnknownEvent), "WatchUnknownEvent")
 }
 
 func parseWorkflowDispatchEvent(body []byte) (Payload, error) {
-	return parseAs[WorkflowDispatchEvent](body, "WorkflowDispatchEvent", nil)
+	return parseAs(body, new(WorkflowDispatchEvent), "WorkflowDispatchEvent")
 }
 
 func parseWorkflowJobEvent(body []byte) (Payload, error) {
@@ -1668,15 +1668,15 @@ func parseWorkflowJobEvent(body []byte) (Payload, error) {
 func decodeWorkflowJobEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "completed":
-		return decodeAs[WorkflowJobCompletedEvent](d, "WorkflowJobCompletedEvent")
+		return decodeAs(d, new(WorkflowJobCompletedEvent), "WorkflowJobCompletedEvent")
 	case "in_progress":
-		return decodeAs[WorkflowJobInProgressEvent](d, "WorkflowJobInProgressEvent")
+		return decodeAs(d, new(WorkflowJobInProgressEvent), "WorkflowJobInProgressEvent")
 	case "queued":
-		return decodeAs[WorkflowJobQueuedEvent](d, "WorkflowJobQueuedEvent")
+		return decodeAs(d, new(WorkflowJobQueuedEvent), "WorkflowJobQueuedEvent")
 	case "waiting":
-		return decodeAs[WorkflowJobWaitingEvent](d, "WorkflowJobWaitingEvent")
+		return decodeAs(d, new(WorkflowJobWaitingEvent), "WorkflowJobWaitingEvent")
 	}
-	return decodeAs[WorkflowJobUnknownEvent](d, "WorkflowJobUnknownEvent")
+	return decodeAs(d, new(WorkflowJobUnknownEvent), "WorkflowJobUnknownEvent")
 }
 
 func parseWorkflowRunEvent(body []byte) (Payload, error) {
@@ -1686,11 +1686,11 @@ func parseWorkflowRunEvent(body []byte) (Payload, error) {
 func decodeWorkflowRunEvent(action []byte, d *decoder) (Payload, error) {
 	switch string(action) {
 	case "completed":
-		return decodeAs[WorkflowRunCompletedEvent](d, "WorkflowRunCompletedEvent")
+		return decodeAs(d, new(WorkflowRunCompletedEvent), "WorkflowRunCompletedEvent")
 	case "in_progress":
-		return decodeAs[WorkflowRunInProgressEvent](d, "WorkflowRunInProgressEvent")
+		return decodeAs(d, new(WorkflowRunInProgressEvent), "WorkflowRunInProgressEvent")
 	case "requested":
-		return decodeAs[WorkflowRunRequestedEvent](d, "WorkflowRunRequestedEvent")
+		return decodeAs(d, new(WorkflowRunRequestedEvent), "WorkflowRunRequestedEvent")
 	}
-	return decodeAs[WorkflowRunUnknownEvent](d, "WorkflowRunUnknownEvent")
+	return decodeAs(d, new(WorkflowRunUnknownEvent), "WorkflowRunUnknownEvent")
 }

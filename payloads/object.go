@@ -29,9 +29,9 @@ func UnknownMembers(o Object) []Member {
 	return append([]Member(nil), o.extras().unknown...)
 }
 
-// extra is what every generated struct keeps beyond its typed fields. Generated
-// structs embed it, which gives them the extras method of Object. Its field name,
-// extra, cannot collide with a generated field: those are always exported.
+// extra is what every generated struct keeps beyond its typed fields, in a field
+// named extra, which cannot collide with a generated field: those are always
+// exported. Each struct's extras method returns it.
 type extra struct {
 	// unknown holds the members the schema does not know, in arrival order.
 	unknown []Member
@@ -42,8 +42,6 @@ type extra struct {
 	// every value field is written.
 	absent []uint64
 }
-
-func (x *extra) extras() *extra { return x }
 
 // keepUnknown reads the value of an unknown member and keeps it.
 func (x *extra) keepUnknown(key []byte, d *decoder) error {
@@ -74,7 +72,12 @@ func (x *extra) decodeAction(p *string, key []byte, d *decoder, seen *seenSet, i
 	return x.keepUnknown(key, d)
 }
 
-// written reports whether value field i is to be written.
+// written reports whether value field i is to be written. It stays a call: the
+// generated encoders and getters call it at thousands of sites, where inlining
+// would cost more to compile than the calls cost to run (neither is on a
+// delivery's path).
+//
+//go:noinline
 func (x *extra) written(i int) bool {
 	return i/64 >= len(x.absent) || x.absent[i/64]&(1<<(i%64)) == 0
 }

@@ -128,33 +128,28 @@ func decodedAction(event string, p Payload) (action string, ok bool) {
 
 // parseUnknownEvent is Parse for an event the schema does not know.
 func parseUnknownEvent(name string, body []byte) (Payload, error) {
-	return parseAs[UnknownEvent](body, "UnknownEvent", func(p *UnknownEvent) { p.Name = name })
+	return parseAs(body, &UnknownEvent{Name: name}, "UnknownEvent")
 }
 
-// parseAs decodes body into a new T; init, if not nil, prepares the value first.
-func parseAs[T any, PT interface {
-	*T
+// payloadDecoder is a pointer to a payload struct, which decodes itself.
+type payloadDecoder interface {
 	Payload
-	decode(*decoder) error
-}](body []byte, typ string, init func(PT)) (Payload, error) {
-	p := PT(new(T))
-	if init != nil {
-		init(p)
-	}
-	if err := unmarshal(body, typ, p.decode); err != nil {
+	decodable
+}
+
+// parseAs decodes body into p, a new value of the struct typ names. It takes an
+// interface rather than a type parameter: an instance per payload struct would
+// be hundreds of functions for the compiler to build.
+func parseAs(body []byte, p payloadDecoder, typ string) (Payload, error) {
+	if err := unmarshal(body, typ, p); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// decodeAs decodes the whole document in d into a new T, for the parsers of events
-// with actions.
-func decodeAs[T any, PT interface {
-	*T
-	Payload
-	decode(*decoder) error
-}](d *decoder, typ string) (Payload, error) {
-	p := PT(new(T))
+// decodeAs decodes the whole document in d into p, a new value of the struct typ
+// names, for the parsers of events with actions.
+func decodeAs(d *decoder, p payloadDecoder, typ string) (Payload, error) {
 	err := p.decode(d)
 	if err == nil {
 		err = d.end()
@@ -281,7 +276,7 @@ func (p UnknownEvent) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON keeps b, which must be a JSON object, as Raw and reads its action.
 func (p *UnknownEvent) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, "UnknownEvent", p.decode)
+	return unmarshal(b, "UnknownEvent", p)
 }
 
 func (p *UnknownEvent) decode(d *decoder) error {

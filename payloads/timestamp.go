@@ -52,7 +52,7 @@ func (ts Timestamp) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a timestamp from a JSON string or number (Unix seconds).
 func (ts *Timestamp) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, "Timestamp", ts.decode)
+	return unmarshal(b, "Timestamp", ts)
 }
 
 func (ts *Timestamp) encode(e *encoder) {

@@ -45,7 +45,7 @@ func TestTimestampForms(t *testing.T) {
 		// Inside a document, where the string fast path applies.
 		in := `[` + tc.in + `,` + tc.in + `]` + strings.Repeat(" ", 8)
 		var s []Timestamp
-		if err := unmarshal([]byte(in), "[]Timestamp", func(d *decoder) error { return decSlice(&s, d, (*Timestamp).decode) }); err != nil {
+		if err := unmarshalFunc([]byte(in), "[]Timestamp", func(d *decoder) error { return decSlice(&s, d, (*Timestamp).decode) }); err != nil {
 			t.Errorf("decoding %s: %v", in, err)
 			continue
 		}
@@ -82,7 +82,7 @@ func TestTimestampRejects(t *testing.T) {
 		// error, at the value's offset.
 		in := `[0,` + tc.in + `]` + strings.Repeat(" ", 8)
 		var s []Timestamp
-		err = unmarshal([]byte(in), "[]Timestamp", func(d *decoder) error { return decSlice(&s, d, (*Timestamp).decode) })
+		err = unmarshalFunc([]byte(in), "[]Timestamp", func(d *decoder) error { return decSlice(&s, d, (*Timestamp).decode) })
 		var de *DecodeError
 		if !errors.Is(err, tc.want) || !errors.As(err, &de) {
 			t.Errorf("decoding %s: %v, want %v", in, err, tc.want)

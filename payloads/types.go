@@ -11,7 +11,7 @@ type AdvisoryCWE struct {
 	// The short, plain text name of the CWE.
 	Name string `json:"name"`
 
-	extra
+	extra extra
 }
 
 // AdvisoryIdentifier: An advisory identifier.
@@ -21,7 +21,7 @@ type AdvisoryIdentifier struct {
 	// The value of the advisory identifer.
 	Value string `json:"value"`
 
-	extra
+	extra extra
 }
 
 // AlertInstance is a type of the forge's payloads.
@@ -44,7 +44,7 @@ type AlertInstance struct {
 	// State of a code scanning alert.
 	State AlertInstanceState `json:"state"`
 
-	extra
+	extra extra
 }
 
 // AlertInstanceLocation is a type of the forge's payloads.
@@ -55,14 +55,14 @@ type AlertInstanceLocation struct {
 	StartColumn *int64  `json:"start_column,omitempty"`
 	StartLine   *int64  `json:"start_line,omitempty"`
 
-	extra
+	extra extra
 }
 
 // AlertInstanceMessage is a type of the forge's payloads.
 type AlertInstanceMessage struct {
 	Text *string `json:"text,omitempty"`
 
-	extra
+	extra extra
 }
 
 // App: The forge apps are a new way to extend the forge. They can be installed
@@ -95,7 +95,7 @@ type App struct {
 	// the integration is requesting details about itself.
 	InstallationsCount *int64 `json:"installations_count,omitempty"`
 
-	extra
+	extra extra
 }
 
 // AppPermissions: The set of permissions for the forge app
@@ -268,7 +268,7 @@ type AppPermissions struct {
 	// properties management at the enterprise level.
 	EnterpriseCustomPropertiesForOrganizations *AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"enterprise_custom_properties_for_organizations,omitempty"`
 
-	extra
+	extra extra
 }
 
 // BranchProtectionRule: The branch protection rule. Includes a `name` and all
@@ -313,7 +313,7 @@ type BranchProtectionRule struct {
 	StrictRequiredStatusChecksPolicy     bool                                               `json:"strict_required_status_checks_policy"`
 	UpdatedAt                            Timestamp                                          `json:"updated_at"`
 
-	extra
+	extra extra
 }
 
 // BranchProtectionRuleEditedChanges: If the action was `edited`, the changes to
@@ -331,7 +331,7 @@ type BranchProtectionRuleEditedChanges struct {
 	RequiredStatusChecks                     *BranchProtectionRuleEditedChangesAuthorizedActorNames `json:"required_status_checks,omitempty"`
 	RequiredStatusChecksEnforcementLevel     *EnforcementLevel                                      `json:"required_status_checks_enforcement_level,omitempty"`
 
-	extra
+	extra extra
 }
 
 // BranchProtectionRuleEditedChangesAdminEnforced is a type of the forge's
@@ -339,7 +339,7 @@ type BranchProtectionRuleEditedChanges struct {
 type BranchProtectionRuleEditedChangesAdminEnforced struct {
 	From *bool `json:"from,omitempty"`
 
-	extra
+	extra extra
 }
 
 // BranchProtectionRuleEditedChangesAuthorizedActorNames is a type of the
@@ -347,7 +347,7 @@ type BranchProtectionRuleEditedChangesAdminEnforced struct {
 type BranchProtectionRuleEditedChangesAuthorizedActorNames struct {
 	From []string `json:"from"`
 
-	extra
+	extra extra
 }
 
 // CVSSSeverities is a type of the forge's payloads.
@@ -355,7 +355,7 @@ type CVSSSeverities struct {
 	CVSSV3 *CVSSSeveritiesCVSSV3 `json:"cvss_v3,omitempty"`
 	CVSSV4 *CVSSSeveritiesCVSSV3 `json:"cvss_v4,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CVSSSeveritiesCVSSV3 is a type of the forge's payloads.
@@ -365,7 +365,7 @@ type CVSSSeveritiesCVSSV3 struct {
 	// The CVSS 3 score.
 	Score *float64 `json:"score,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CheckRun: A check performed on the code of a given code change
@@ -392,7 +392,7 @@ type CheckRun struct {
 	Status CheckRunStatus `json:"status"`
 	URL    string         `json:"url"`
 
-	extra
+	extra extra
 }
 
 // CheckRunOutput is a type of the forge's payloads.
@@ -403,7 +403,7 @@ type CheckRunOutput struct {
 	Text             *string `json:"text,omitempty"`
 	Title            *string `json:"title,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CheckRunPullRequest is a type of the forge's payloads.
@@ -414,7 +414,7 @@ type CheckRunPullRequest struct {
 	Head   CheckRunPullRequestBase `json:"head"`
 	Base   CheckRunPullRequestBase `json:"base"`
 
-	extra
+	extra extra
 }
 
 // CheckRunPullRequestBase is a type of the forge's payloads.
@@ -423,7 +423,7 @@ type CheckRunPullRequestBase struct {
 	SHA  string  `json:"sha"`
 	Repo RepoRef `json:"repo"`
 
-	extra
+	extra extra
 }
 
 // CheckRunRequestedAction: The action requested by the user.
@@ -431,7 +431,7 @@ type CheckRunRequestedAction struct {
 	// The integrator reference of the action requested by the user.
 	Identifier *string `json:"identifier,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CheckSuite: The check_suite.
@@ -470,7 +470,7 @@ type CheckSuite struct {
 	// URL that points to the check suite API resource.
 	URL string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // CodeOfConduct: Code Of Conduct
@@ -481,7 +481,7 @@ type CodeOfConduct struct {
 	Body    *string `json:"body,omitempty"`
 	HTMLURL *string `json:"html_url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CodeOfConductSimple: Code of Conduct Simple
@@ -491,7 +491,7 @@ type CodeOfConductSimple struct {
 	Name    string  `json:"name"`
 	HTMLURL *string `json:"html_url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CodeScanningAlert: The code scanning alert involved in the event.
@@ -524,7 +524,7 @@ type CodeScanningAlert struct {
 	InstancesURL        *string                `json:"instances_url,omitempty"`
 	UpdatedAt           *string                `json:"updated_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CodeScanningAlertRule is a type of the forge's payloads.
@@ -542,7 +542,7 @@ type CodeScanningAlertRule struct {
 	Name    *string  `json:"name,omitempty"`
 	Tags    []string `json:"tags,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CodeScanningAlertTool is a type of the forge's payloads.
@@ -553,7 +553,7 @@ type CodeScanningAlertTool struct {
 	Version *string `json:"version,omitempty"`
 	GUID    *string `json:"guid,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CodeScanningTool: A tool that must provide code scanning results for this
@@ -570,7 +570,7 @@ type CodeScanningTool struct {
 	// The name of a code scanning tool
 	Tool string `json:"tool"`
 
-	extra
+	extra extra
 }
 
 // Commit is a type of the forge's payloads.
@@ -599,7 +599,7 @@ type Commit struct {
 	// URL that points to the commit API resource.
 	URL string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // CommitComment: The commit comment resource.
@@ -628,7 +628,7 @@ type CommitComment struct {
 	URL       string     `json:"url"`
 	User      *User      `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Committer: Metaproperties for Git author/committer information.
@@ -639,7 +639,7 @@ type Committer struct {
 	Name     string  `json:"name"`
 	Username *string `json:"username,omitempty"`
 
-	extra
+	extra extra
 }
 
 // CustomPropertyValue: Custom property name and associated value
@@ -649,7 +649,7 @@ type CustomPropertyValue struct {
 	// The value assigned to the property
 	Value *OrganizationCustomPropertyDefaultValue `json:"value,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DependabotAlert: A Dependabot alert.
@@ -674,7 +674,7 @@ type DependabotAlert struct {
 	FixedAt          *Timestamp `json:"fixed_at,omitempty"`
 	AutoDismissedAt  *Timestamp `json:"auto_dismissed_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DependabotAlertDependency: Details for the vulnerable dependency.
@@ -692,7 +692,7 @@ type DependabotAlertDependency struct {
 	// ecosystems.
 	Relationship *DependabotAlertDependencyRelationship `json:"relationship,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DependabotAlertPackage: Details for the vulnerable package.
@@ -702,7 +702,7 @@ type DependabotAlertPackage struct {
 	// The unique package name within its ecosystem.
 	Name string `json:"name"`
 
-	extra
+	extra extra
 }
 
 // DependabotAlertSecurityAdvisory: Details for the forge Security Advisory.
@@ -740,7 +740,7 @@ type DependabotAlertSecurityAdvisory struct {
 	// `YYYY-MM-DDTHH:MM:SSZ`.
 	WithdrawnAt *Timestamp `json:"withdrawn_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DependabotAlertSecurityVulnerability: Details pertaining to one vulnerable
@@ -754,7 +754,7 @@ type DependabotAlertSecurityVulnerability struct {
 	// Details pertaining to the package version that patches this vulnerability.
 	FirstPatchedVersion *VulnerabilityFirstPatchedVersion `json:"first_patched_version,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DeployKey: The `deploy key` resource.
@@ -770,7 +770,7 @@ type DeployKey struct {
 	Verified  bool    `json:"verified"`
 	Enabled   *bool   `json:"enabled,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Deployment: A request for a specific ref(branch,sha,tag) to be deployed
@@ -806,7 +806,7 @@ type Deployment struct {
 	// forge apps are first class actors within the forge.
 	PerformedViaGithubApp *App `json:"performed_via_github_app,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DeploymentReviewApprovedApprover is a type of the forge's payloads.
@@ -831,7 +831,7 @@ type DeploymentReviewApprovedApprover struct {
 	URL               *string `json:"url,omitempty"`
 	UserViewType      *string `json:"user_view_type,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DeploymentReviewApprovedWorkflowJobRun is a type of the forge's payloads.
@@ -845,7 +845,7 @@ type DeploymentReviewApprovedWorkflowJobRun struct {
 	Status      *string `json:"status,omitempty"`
 	UpdatedAt   *string `json:"updated_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DeploymentReviewReviewer is a type of the forge's payloads.
@@ -853,7 +853,7 @@ type DeploymentReviewReviewer struct {
 	Reviewer *DeploymentReviewer           `json:"reviewer,omitempty"`
 	Type     *DeploymentReviewReviewerType `json:"type,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DeploymentReviewWorkflowJobRun is a type of the forge's payloads.
@@ -867,7 +867,7 @@ type DeploymentReviewWorkflowJobRun struct {
 	Status      string          `json:"status"`
 	UpdatedAt   string          `json:"updated_at"`
 
-	extra
+	extra extra
 }
 
 // DeploymentStatus: The deployment status.
@@ -895,7 +895,7 @@ type DeploymentStatus struct {
 	UpdatedAt string `json:"updated_at"`
 	URL       string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // DeploymentStatusCheckRun is a type of the forge's payloads.
@@ -920,7 +920,7 @@ type DeploymentStatusCheckRun struct {
 	Status DeploymentStatusCheckRunStatus `json:"status"`
 	URL    string                         `json:"url"`
 
-	extra
+	extra extra
 }
 
 // DeploymentWorkflowRun is a type of the forge's payloads.
@@ -961,7 +961,7 @@ type DeploymentWorkflowRun struct {
 	WorkflowID          int64                                `json:"workflow_id"`
 	WorkflowURL         *string                              `json:"workflow_url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DeploymentWorkflowRunHeadRepository is a type of the forge's payloads.
@@ -1013,7 +1013,7 @@ type DeploymentWorkflowRunHeadRepository struct {
 	TreesURL         *string                           `json:"trees_url,omitempty"`
 	URL              *string                           `json:"url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Discussion: A Discussion in a repository.
@@ -1047,7 +1047,7 @@ type Discussion struct {
 	User        *User                  `json:"user,omitempty"`
 	Labels      []Label                `json:"labels,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DiscussionAnswer is a type of the forge's payloads.
@@ -1067,7 +1067,7 @@ type DiscussionAnswer struct {
 	UpdatedAt         Timestamp         `json:"updated_at"`
 	User              *User             `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DiscussionCategory is a type of the forge's payloads.
@@ -1083,21 +1083,21 @@ type DiscussionCategory struct {
 	Slug         string    `json:"slug"`
 	UpdatedAt    string    `json:"updated_at"`
 
-	extra
+	extra extra
 }
 
 // DiscussionCategoryChangedChanges is a type of the forge's payloads.
 type DiscussionCategoryChangedChanges struct {
 	Category DiscussionCategoryChangedChangesCategory `json:"category"`
 
-	extra
+	extra extra
 }
 
 // DiscussionCategoryChangedChangesCategory is a type of the forge's payloads.
 type DiscussionCategoryChangedChangesCategory struct {
 	From DiscussionCategory `json:"from"`
 
-	extra
+	extra extra
 }
 
 // DiscussionComment is a type of the forge's payloads.
@@ -1117,14 +1117,14 @@ type DiscussionComment struct {
 	UpdatedAt         string            `json:"updated_at"`
 	User              *User             `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // DiscussionCommentEditedChanges is a type of the forge's payloads.
 type DiscussionCommentEditedChanges struct {
 	Body StringChange `json:"body"`
 
-	extra
+	extra extra
 }
 
 // DiscussionTransferredChanges is a type of the forge's payloads.
@@ -1132,7 +1132,7 @@ type DiscussionTransferredChanges struct {
 	NewDiscussion Discussion `json:"new_discussion"`
 	NewRepository Repository `json:"new_repository"`
 
-	extra
+	extra extra
 }
 
 // EditedChanges: The changes to the issue.
@@ -1140,14 +1140,14 @@ type EditedChanges struct {
 	Body  *StringChange `json:"body,omitempty"`
 	Title *StringChange `json:"title,omitempty"`
 
-	extra
+	extra extra
 }
 
 // EnforcementLevel is a type of the forge's payloads.
 type EnforcementLevel struct {
 	From BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"from"`
 
-	extra
+	extra extra
 }
 
 // Enterprise: An enterprise on the forge. Webhook payloads contain the
@@ -1171,7 +1171,7 @@ type Enterprise struct {
 	UpdatedAt *Timestamp `json:"updated_at,omitempty"`
 	AvatarURL string     `json:"avatar_url"`
 
-	extra
+	extra extra
 }
 
 // FullRepository: Full Repository
@@ -1308,7 +1308,7 @@ type FullRepository struct {
 	// values.
 	CustomProperties json.RawMessage `json:"custom_properties,omitempty"`
 
-	extra
+	extra extra
 }
 
 // GollumPage is a type of the forge's payloads.
@@ -1325,7 +1325,7 @@ type GollumPage struct {
 	// The current page title.
 	Title string `json:"title"`
 
-	extra
+	extra extra
 }
 
 // HookResponse is a type of the forge's payloads.
@@ -1334,7 +1334,7 @@ type HookResponse struct {
 	Status  *string `json:"status,omitempty"`
 	Message *string `json:"message,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Installation: Installation
@@ -1365,7 +1365,7 @@ type Installation struct {
 	SuspendedAt            *Timestamp     `json:"suspended_at,omitempty"`
 	ContactEmail           *string        `json:"contact_email,omitempty"`
 
-	extra
+	extra extra
 }
 
 // InstallationCreatedRepository is a type of the forge's payloads.
@@ -1379,7 +1379,7 @@ type InstallationCreatedRepository struct {
 	// Whether the repository is private or public.
 	Private bool `json:"private"`
 
-	extra
+	extra extra
 }
 
 // InstallationTargetAccount is a type of the forge's payloads.
@@ -1422,7 +1422,7 @@ type InstallationTargetAccount struct {
 	WebsiteURL              json.RawMessage `json:"website_url,omitempty"`
 	UserViewType            *string         `json:"user_view_type,omitempty"`
 
-	extra
+	extra extra
 }
 
 // InstallationTargetChanges is a type of the forge's payloads.
@@ -1430,7 +1430,7 @@ type InstallationTargetChanges struct {
 	Login *StringChange `json:"login,omitempty"`
 	Slug  *StringChange `json:"slug,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Issue: Issues are a great way to keep track of tasks, enhancements, and bugs
@@ -1493,7 +1493,7 @@ type Issue struct {
 	IssueDependenciesSummary *IssueDependenciesSummary `json:"issue_dependencies_summary,omitempty"`
 	IssueFieldValues         []IssueFieldValue         `json:"issue_field_values,omitempty"`
 
-	extra
+	extra extra
 }
 
 // IssueComment: The comment itself.
@@ -1515,14 +1515,14 @@ type IssueComment struct {
 	URL  string `json:"url"`
 	User *User  `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // IssueCommentEditedChanges: The changes to the comment.
 type IssueCommentEditedChanges struct {
 	Body *StringChange `json:"body,omitempty"`
 
-	extra
+	extra extra
 }
 
 // IssueDependenciesSummary is a type of the forge's payloads.
@@ -1532,7 +1532,7 @@ type IssueDependenciesSummary struct {
 	TotalBlockedBy int64 `json:"total_blocked_by"`
 	TotalBlocking  int64 `json:"total_blocking"`
 
-	extra
+	extra extra
 }
 
 // IssueFieldValue: A value assigned to an issue field
@@ -1547,7 +1547,7 @@ type IssueFieldValue struct {
 	// Details about the selected option (only present for single_select fields)
 	SingleSelectOption *IssueFieldValueSingleSelectOption `json:"single_select_option,omitempty"`
 
-	extra
+	extra extra
 }
 
 // IssueFieldValueSingleSelectOption: Details about the selected option (only
@@ -1560,7 +1560,7 @@ type IssueFieldValueSingleSelectOption struct {
 	// The color of the option
 	Color string `json:"color"`
 
-	extra
+	extra extra
 }
 
 // IssuePullRequest is a type of the forge's payloads.
@@ -1571,7 +1571,7 @@ type IssuePullRequest struct {
 	PatchURL *string    `json:"patch_url,omitempty"`
 	URL      *string    `json:"url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // IssueType: The type of issue.
@@ -1593,7 +1593,7 @@ type IssueType struct {
 	// The enabled state of the issue type.
 	IsEnabled *bool `json:"is_enabled,omitempty"`
 
-	extra
+	extra extra
 }
 
 // IssuesOpenedChanges is a type of the forge's payloads.
@@ -1603,7 +1603,7 @@ type IssuesOpenedChanges struct {
 	// A git repository
 	OldRepository Repository `json:"old_repository"`
 
-	extra
+	extra extra
 }
 
 // IssuesTransferredChanges is a type of the forge's payloads.
@@ -1613,7 +1613,7 @@ type IssuesTransferredChanges struct {
 	// A git repository
 	NewRepository Repository `json:"new_repository"`
 
-	extra
+	extra extra
 }
 
 // Label: Color-coded labels help you categorize and filter your issues (just
@@ -1633,7 +1633,7 @@ type Label struct {
 	// URL for the label
 	URL string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // LabelEditedChanges: The changes to the label if the action was `edited`.
@@ -1642,7 +1642,7 @@ type LabelEditedChanges struct {
 	Description *StringChange `json:"description,omitempty"`
 	Name        *StringChange `json:"name,omitempty"`
 
-	extra
+	extra extra
 }
 
 // License: License Simple
@@ -1654,14 +1654,14 @@ type License struct {
 	NodeID  string  `json:"node_id"`
 	HTMLURL *string `json:"html_url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Link: Hypermedia Link
 type Link struct {
 	Href string `json:"href"`
 
-	extra
+	extra extra
 }
 
 // MarketplacePurchase is a type of the forge's payloads.
@@ -1674,7 +1674,7 @@ type MarketplacePurchase struct {
 	Plan            MarketplacePurchasePlan    `json:"plan"`
 	UnitCount       int64                      `json:"unit_count"`
 
-	extra
+	extra extra
 }
 
 // MarketplacePurchaseAccount is a type of the forge's payloads.
@@ -1685,7 +1685,7 @@ type MarketplacePurchaseAccount struct {
 	OrganizationBillingEmail *string `json:"organization_billing_email,omitempty"`
 	Type                     string  `json:"type"`
 
-	extra
+	extra extra
 }
 
 // MarketplacePurchasePlan is a type of the forge's payloads.
@@ -1700,7 +1700,7 @@ type MarketplacePurchasePlan struct {
 	UnitName            *string                           `json:"unit_name,omitempty"`
 	YearlyPriceInCents  int64                             `json:"yearly_price_in_cents"`
 
-	extra
+	extra extra
 }
 
 // MemberChanges: The changes to the collaborator permissions
@@ -1715,7 +1715,7 @@ type MemberChanges struct {
 	RoleName      *MemberChangesRoleName `json:"role_name,omitempty"`
 	OldPermission *StringChange          `json:"old_permission,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MemberChangesPermission: This field is included for legacy purposes; use the
@@ -1727,14 +1727,14 @@ type MemberChangesPermission struct {
 	To   *AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"to,omitempty"`
 	From *string                                                   `json:"from,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MemberChangesRoleName: The role assigned to the collaborator.
 type MemberChangesRoleName struct {
 	To string `json:"to"`
 
-	extra
+	extra extra
 }
 
 // Membership: The membership between the user and the organization. Not present
@@ -1751,7 +1751,7 @@ type Membership struct {
 	URL                                        string   `json:"url"`
 	User                                       *User    `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MergeGroup: A group of pull requests that the merge queue has grouped
@@ -1767,7 +1767,7 @@ type MergeGroup struct {
 	BaseRef    string                 `json:"base_ref"`
 	HeadCommit MergeGroupSimpleCommit `json:"head_commit"`
 
-	extra
+	extra extra
 }
 
 // MergeGroupSimpleCommit: A commit.
@@ -1785,7 +1785,7 @@ type MergeGroupSimpleCommit struct {
 	// Information about the Git committer
 	Committer *MergeGroupSimpleCommitAuthor `json:"committer,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MergeGroupSimpleCommitAuthor: Information about the Git author
@@ -1795,7 +1795,7 @@ type MergeGroupSimpleCommitAuthor struct {
 	// Git email address of the commit's author
 	Email string `json:"email"`
 
-	extra
+	extra extra
 }
 
 // MetaHook: The deleted webhook. This will contain different keys based on the
@@ -1811,7 +1811,7 @@ type MetaHook struct {
 	Type      string          `json:"type"`
 	UpdatedAt string          `json:"updated_at"`
 
-	extra
+	extra extra
 }
 
 // MetaHookConfig is a type of the forge's payloads.
@@ -1821,7 +1821,7 @@ type MetaHookConfig struct {
 	Secret      *string                   `json:"secret,omitempty"`
 	URL         string                    `json:"url"`
 
-	extra
+	extra extra
 }
 
 // Milestone: A collection of related issues and pull requests.
@@ -1846,7 +1846,7 @@ type Milestone struct {
 	ClosedAt     *Timestamp `json:"closed_at,omitempty"`
 	DueOn        *Timestamp `json:"due_on,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MilestoneEditedChanges: The changes to the milestone if the action was
@@ -1856,7 +1856,7 @@ type MilestoneEditedChanges struct {
 	DueOn       *StringChange `json:"due_on,omitempty"`
 	Title       *StringChange `json:"title,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MinimalRepository: Minimal Repository
@@ -1955,7 +1955,7 @@ type MinimalRepository struct {
 	// values.
 	CustomProperties json.RawMessage `json:"custom_properties,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MinimalRepositoryLicense is a type of the forge's payloads.
@@ -1966,7 +1966,7 @@ type MinimalRepositoryLicense struct {
 	URL    *string `json:"url,omitempty"`
 	NodeID *string `json:"node_id,omitempty"`
 
-	extra
+	extra extra
 }
 
 // MinimalRepositoryPermissions is a type of the forge's payloads.
@@ -1977,7 +1977,7 @@ type MinimalRepositoryPermissions struct {
 	Triage   *bool `json:"triage,omitempty"`
 	Pull     *bool `json:"pull,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Organization: A forge organization. Webhook payloads contain the
@@ -1998,7 +1998,7 @@ type Organization struct {
 	AvatarURL        string  `json:"avatar_url"`
 	Description      *string `json:"description,omitempty"`
 
-	extra
+	extra extra
 }
 
 // OrganizationCustomProperty: Custom property defined on an organization
@@ -2024,7 +2024,7 @@ type OrganizationCustomProperty struct {
 	// Who can edit the values of the property
 	ValuesEditableBy *OrganizationCustomPropertyValuesEditableBy `json:"values_editable_by,omitempty"`
 
-	extra
+	extra extra
 }
 
 // OrganizationMemberInvitedInvitation: The invitation for the user or email if
@@ -2043,21 +2043,21 @@ type OrganizationMemberInvitedInvitation struct {
 	TeamCount          float64    `json:"team_count"`
 	InvitationSource   *string    `json:"invitation_source,omitempty"`
 
-	extra
+	extra extra
 }
 
 // OrganizationRenamedChanges is a type of the forge's payloads.
 type OrganizationRenamedChanges struct {
 	Login *OrganizationRenamedChangesLogin `json:"login,omitempty"`
 
-	extra
+	extra extra
 }
 
 // OrganizationRenamedChangesLogin is a type of the forge's payloads.
 type OrganizationRenamedChangesLogin struct {
 	From *string `json:"from,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Package: Information about the package.
@@ -2075,7 +2075,7 @@ type Package struct {
 	Registry       *PackageRegistry `json:"registry,omitempty"`
 	UpdatedAt      *string          `json:"updated_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PackageRegistry is a type of the forge's payloads.
@@ -2086,7 +2086,7 @@ type PackageRegistry struct {
 	URL      string `json:"url"`
 	Vendor   string `json:"vendor"`
 
-	extra
+	extra extra
 }
 
 // PackageVersion is a type of the forge's payloads.
@@ -2120,7 +2120,7 @@ type PackageVersion struct {
 	UpdatedAt           *string                          `json:"updated_at,omitempty"`
 	Version             string                           `json:"version"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionContainerMetadata is a type of the forge's payloads.
@@ -2129,7 +2129,7 @@ type PackageVersionContainerMetadata struct {
 	Manifest json.RawMessage                     `json:"manifest,omitempty"`
 	Tag      *PackageVersionContainerMetadataTag `json:"tag,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionContainerMetadataTag is a type of the forge's payloads.
@@ -2137,14 +2137,14 @@ type PackageVersionContainerMetadataTag struct {
 	Digest *string `json:"digest,omitempty"`
 	Name   *string `json:"name,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionDockerMetadata is a type of the forge's payloads.
 type PackageVersionDockerMetadata struct {
 	Tags []string `json:"tags,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionNpmMetadata is a type of the forge's payloads.
@@ -2187,7 +2187,7 @@ type PackageVersionNpmMetadata struct {
 	PublishedViaActions  *bool             `json:"published_via_actions,omitempty"`
 	DeletedByID          *int64            `json:"deleted_by_id,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionNugetMetadata is a type of the forge's payloads.
@@ -2196,7 +2196,7 @@ type PackageVersionNugetMetadata struct {
 	Name  *string                           `json:"name,omitempty"`
 	Value *PackageVersionNugetMetadataValue `json:"value,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionNugetMetadataValueObject is a type of the forge's payloads.
@@ -2206,7 +2206,7 @@ type PackageVersionNugetMetadataValueObject struct {
 	Commit *string `json:"commit,omitempty"`
 	Type   *string `json:"type,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionPackageFile is a type of the forge's payloads.
@@ -2223,7 +2223,7 @@ type PackageVersionPackageFile struct {
 	State       *string `json:"state,omitempty"`
 	UpdatedAt   string  `json:"updated_at"`
 
-	extra
+	extra extra
 }
 
 // PackageVersionRelease is a type of the forge's payloads.
@@ -2240,7 +2240,7 @@ type PackageVersionRelease struct {
 	TargetCommitish string  `json:"target_commitish"`
 	URL             string  `json:"url"`
 
-	extra
+	extra extra
 }
 
 // PageBuild: The List forge Pages builds itself.
@@ -2254,14 +2254,14 @@ type PageBuild struct {
 	UpdatedAt string         `json:"updated_at"`
 	URL       string         `json:"url"`
 
-	extra
+	extra extra
 }
 
 // PageBuildError is a type of the forge's payloads.
 type PageBuildError struct {
 	Message *string `json:"message,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PatternParameters is a type of the forge's payloads.
@@ -2275,7 +2275,7 @@ type PatternParameters struct {
 	// The pattern to match with.
 	Pattern string `json:"pattern"`
 
-	extra
+	extra extra
 }
 
 // PersonalAccessTokenRequest: Details of a Personal Access Token Request.
@@ -2317,7 +2317,7 @@ type PersonalAccessTokenRequest struct {
 	// used for authentication.
 	TokenLastUsedAt *string `json:"token_last_used_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PersonalAccessTokenRequestPermissionsAdded: New requested permissions,
@@ -2327,7 +2327,7 @@ type PersonalAccessTokenRequestPermissionsAdded struct {
 	Repository   map[string]string `json:"repository,omitempty"`
 	Other        map[string]string `json:"other,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Project is a type of the forge's payloads.
@@ -2349,7 +2349,7 @@ type Project struct {
 	UpdatedAt Timestamp  `json:"updated_at"`
 	URL       string     `json:"url"`
 
-	extra
+	extra extra
 }
 
 // ProjectCard is a type of the forge's payloads.
@@ -2370,35 +2370,35 @@ type ProjectCard struct {
 	UpdatedAt  Timestamp `json:"updated_at"`
 	URL        string    `json:"url"`
 
-	extra
+	extra extra
 }
 
 // ProjectCardChanges is a type of the forge's payloads.
 type ProjectCardChanges struct {
 	Note ProjectCardChangesNote `json:"note"`
 
-	extra
+	extra extra
 }
 
 // ProjectCardChangesNote is a type of the forge's payloads.
 type ProjectCardChangesNote struct {
 	From *string `json:"from,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectCardMovedChanges is a type of the forge's payloads.
 type ProjectCardMovedChanges struct {
 	ColumnID ProjectCardMovedChangesColumnID `json:"column_id"`
 
-	extra
+	extra extra
 }
 
 // ProjectCardMovedChangesColumnID is a type of the forge's payloads.
 type ProjectCardMovedChangesColumnID struct {
 	From int64 `json:"from"`
 
-	extra
+	extra extra
 }
 
 // ProjectColumn is a type of the forge's payloads.
@@ -2415,14 +2415,14 @@ type ProjectColumn struct {
 	UpdatedAt  Timestamp `json:"updated_at"`
 	URL        string    `json:"url"`
 
-	extra
+	extra extra
 }
 
 // ProjectColumnEditedChanges is a type of the forge's payloads.
 type ProjectColumnEditedChanges struct {
 	Name *StringChange `json:"name,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectEditedChanges: The changes to the project if the action was `edited`.
@@ -2430,7 +2430,7 @@ type ProjectEditedChanges struct {
 	Body *StringChange `json:"body,omitempty"`
 	Name *StringChange `json:"name,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2EditedChanges is a type of the forge's payloads.
@@ -2440,7 +2440,7 @@ type ProjectsV2EditedChanges struct {
 	ShortDescription *StringFromTo                  `json:"short_description,omitempty"`
 	Title            *ProjectsV2EditedChangesTitle  `json:"title,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2EditedChangesPublic is a type of the forge's payloads.
@@ -2448,7 +2448,7 @@ type ProjectsV2EditedChangesPublic struct {
 	From *bool `json:"from,omitempty"`
 	To   *bool `json:"to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2EditedChangesTitle is a type of the forge's payloads.
@@ -2456,7 +2456,7 @@ type ProjectsV2EditedChangesTitle struct {
 	From *string `json:"from,omitempty"`
 	To   *string `json:"to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2Item: An item belonging to a project
@@ -2478,14 +2478,14 @@ type ProjectsV2Item struct {
 	// The time when the item was archived.
 	ArchivedAt *Timestamp `json:"archived_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemChanges is a type of the forge's payloads.
 type ProjectsV2ItemChanges struct {
 	ArchivedAt *ProjectsV2ItemChangesArchivedAt `json:"archived_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemChangesArchivedAt is a type of the forge's payloads.
@@ -2493,14 +2493,14 @@ type ProjectsV2ItemChangesArchivedAt struct {
 	From *Timestamp `json:"from,omitempty"`
 	To   *Timestamp `json:"to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemConvertedChanges is a type of the forge's payloads.
 type ProjectsV2ItemConvertedChanges struct {
 	ContentType *ProjectsV2ItemConvertedChangesContentType `json:"content_type,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemConvertedChangesContentType is a type of the forge's payloads.
@@ -2508,21 +2508,21 @@ type ProjectsV2ItemConvertedChangesContentType struct {
 	From *string `json:"from,omitempty"`
 	To   *string `json:"to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemEditedChangesBody is a type of the forge's payloads.
 type ProjectsV2ItemEditedChangesBody struct {
 	Body StringFromTo `json:"body"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemEditedChangesFieldValue is a type of the forge's payloads.
 type ProjectsV2ItemEditedChangesFieldValue struct {
 	FieldValue ProjectsV2ItemEditedChangesFieldValueFieldValue `json:"field_value"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemEditedChangesFieldValueFieldValue is a type of the forge's
@@ -2535,14 +2535,14 @@ type ProjectsV2ItemEditedChangesFieldValueFieldValue struct {
 	From          *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom `json:"from,omitempty"`
 	To            *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom `json:"to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2ItemReorderedChanges is a type of the forge's payloads.
 type ProjectsV2ItemReorderedChanges struct {
 	PreviousProjectsV2ItemNodeID *StringFromTo `json:"previous_projects_v2_item_node_id,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2IterationSetting: An iteration setting for an iteration field
@@ -2560,7 +2560,7 @@ type ProjectsV2IterationSetting struct {
 	// Whether the iteration has been completed.
 	Completed *bool `json:"completed,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2Project: A projects v2 project
@@ -2596,7 +2596,7 @@ type ProjectsV2Project struct {
 	// Whether this project is a template
 	IsTemplate *bool `json:"is_template,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2SingleSelectOption: An option for a single select field
@@ -2610,7 +2610,7 @@ type ProjectsV2SingleSelectOption struct {
 	// A short description of the option.
 	Description *string `json:"description,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2StatusUpdate: An status update belonging to a project
@@ -2635,7 +2635,7 @@ type ProjectsV2StatusUpdate struct {
 	// Body of the status update
 	Body *string `json:"body,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2StatusUpdateEditedChanges is a type of the forge's payloads.
@@ -2645,7 +2645,7 @@ type ProjectsV2StatusUpdateEditedChanges struct {
 	StartDate  *StringFromTo                              `json:"start_date,omitempty"`
 	TargetDate *StringFromTo                              `json:"target_date,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ProjectsV2StatusUpdateEditedChangesStatus is a type of the forge's payloads.
@@ -2653,7 +2653,7 @@ type ProjectsV2StatusUpdateEditedChangesStatus struct {
 	From *ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"from,omitempty"`
 	To   *ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequest: Pull requests let you tell others about changes you've pushed to
@@ -2748,7 +2748,7 @@ type PullRequest struct {
 	// instead.**
 	UseSquashPrTitleAsDefault *bool `json:"use_squash_pr_title_as_default,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestAutoMerge: The status of auto merging a pull request.
@@ -2761,7 +2761,7 @@ type PullRequestAutoMerge struct {
 	// Commit message for the merge commit.
 	CommitMessage *string `json:"commit_message,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestBase is a type of the forge's payloads.
@@ -2773,7 +2773,7 @@ type PullRequestBase struct {
 	SHA  string     `json:"sha"`
 	User *User      `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestEditedChanges: The changes to the comment if the action was
@@ -2783,7 +2783,7 @@ type PullRequestEditedChanges struct {
 	Body  *StringChange                 `json:"body,omitempty"`
 	Title *StringChange                 `json:"title,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestEditedChangesBase is a type of the forge's payloads.
@@ -2791,7 +2791,7 @@ type PullRequestEditedChangesBase struct {
 	Ref StringChange `json:"ref"`
 	SHA StringChange `json:"sha"`
 
-	extra
+	extra extra
 }
 
 // PullRequestHead is a type of the forge's payloads.
@@ -2803,7 +2803,7 @@ type PullRequestHead struct {
 	SHA  string      `json:"sha"`
 	User *User       `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestLinks is a type of the forge's payloads.
@@ -2817,7 +2817,7 @@ type PullRequestLinks struct {
 	ReviewComment  Link `json:"review_comment"`
 	Self           Link `json:"self"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReview: The review that was affected.
@@ -2839,7 +2839,7 @@ type PullRequestReview struct {
 	UpdatedAt      *Timestamp             `json:"updated_at,omitempty"`
 	User           *User                  `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReviewComment: The comment itself.
@@ -2896,7 +2896,7 @@ type PullRequestReviewComment struct {
 	URL  string `json:"url"`
 	User *User  `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReviewCommentLinks is a type of the forge's payloads.
@@ -2905,7 +2905,7 @@ type PullRequestReviewCommentLinks struct {
 	PullRequest Link `json:"pull_request"`
 	Self        Link `json:"self"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReviewCommentPullRequest is a type of the forge's payloads.
@@ -2950,7 +2950,7 @@ type PullRequestReviewCommentPullRequest struct {
 	URL                string                          `json:"url"`
 	User               *User                           `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReviewCommentPullRequestBase is a type of the forge's payloads.
@@ -2962,7 +2962,7 @@ type PullRequestReviewCommentPullRequestBase struct {
 	SHA  string     `json:"sha"`
 	User *User      `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReviewCommentPullRequestHead is a type of the forge's payloads.
@@ -2974,7 +2974,7 @@ type PullRequestReviewCommentPullRequestHead struct {
 	SHA  string      `json:"sha"`
 	User *User       `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReviewLinks is a type of the forge's payloads.
@@ -2982,7 +2982,7 @@ type PullRequestReviewLinks struct {
 	HTML        Link `json:"html"`
 	PullRequest Link `json:"pull_request"`
 
-	extra
+	extra extra
 }
 
 // PullRequestReviewThread is a type of the forge's payloads.
@@ -2990,7 +2990,7 @@ type PullRequestReviewThread struct {
 	Comments []PullRequestReviewComment `json:"comments"`
 	NodeID   string                     `json:"node_id"`
 
-	extra
+	extra extra
 }
 
 // Reactions is a type of the forge's payloads.
@@ -3006,7 +3006,7 @@ type Reactions struct {
 	TotalCount int64  `json:"total_count"`
 	URL        string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // RefName is a type of the forge's payloads.
@@ -3019,7 +3019,7 @@ type RefName struct {
 	// of these patterns match.
 	Exclude []string `json:"exclude,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RegistryPackage is a type of the forge's payloads.
@@ -3037,7 +3037,7 @@ type RegistryPackage struct {
 	Registry       *RegistryPackageRegistry       `json:"registry,omitempty"`
 	UpdatedAt      *string                        `json:"updated_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RegistryPackageOwner is a type of the forge's payloads.
@@ -3062,7 +3062,7 @@ type RegistryPackageOwner struct {
 	URL               string  `json:"url"`
 	UserViewType      *string `json:"user_view_type,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RegistryPackagePackageVersion is a type of the forge's payloads.
@@ -3095,7 +3095,7 @@ type RegistryPackagePackageVersion struct {
 	UpdatedAt           *string                                      `json:"updated_at,omitempty"`
 	Version             string                                       `json:"version"`
 
-	extra
+	extra extra
 }
 
 // RegistryPackagePackageVersionNpmMetadata is a type of the forge's payloads.
@@ -3138,7 +3138,7 @@ type RegistryPackagePackageVersionNpmMetadata struct {
 	PublishedViaActions  *bool              `json:"published_via_actions,omitempty"`
 	DeletedByID          *int64             `json:"deleted_by_id,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RegistryPackagePackageVersionNugetMetadata is a type of the forge's payloads.
@@ -3147,7 +3147,7 @@ type RegistryPackagePackageVersionNugetMetadata struct {
 	Name  *string                                       `json:"name,omitempty"`
 	Value *PackageVersionNugetMetadataValue             `json:"value,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RegistryPackagePackageVersionRelease is a type of the forge's payloads.
@@ -3164,7 +3164,7 @@ type RegistryPackagePackageVersionRelease struct {
 	TargetCommitish string               `json:"target_commitish"`
 	URL             string               `json:"url"`
 
-	extra
+	extra extra
 }
 
 // RegistryPackageRegistry is a type of the forge's payloads.
@@ -3175,7 +3175,7 @@ type RegistryPackageRegistry struct {
 	URL      *string `json:"url,omitempty"`
 	Vendor   *string `json:"vendor,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Release: The release object.
@@ -3209,7 +3209,7 @@ type Release struct {
 	URL             string  `json:"url"`
 	ZipballURL      *string `json:"zipball_url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ReleaseAsset: Data related to a release.
@@ -3231,7 +3231,7 @@ type ReleaseAsset struct {
 	Uploader  *User             `json:"uploader,omitempty"`
 	URL       string            `json:"url"`
 
-	extra
+	extra extra
 }
 
 // ReleaseEditedChanges is a type of the forge's payloads.
@@ -3241,7 +3241,7 @@ type ReleaseEditedChanges struct {
 	TagName    *StringChange                   `json:"tag_name,omitempty"`
 	MakeLatest *ReleaseEditedChangesMakeLatest `json:"make_latest,omitempty"`
 
-	extra
+	extra extra
 }
 
 // ReleaseEditedChangesMakeLatest is a type of the forge's payloads.
@@ -3249,7 +3249,7 @@ type ReleaseEditedChangesMakeLatest struct {
 	// Whether this release was explicitly `edited` to be the latest.
 	To bool `json:"to"`
 
-	extra
+	extra extra
 }
 
 // RepoRef is a type of the forge's payloads.
@@ -3258,7 +3258,7 @@ type RepoRef struct {
 	URL  string `json:"url"`
 	Name string `json:"name"`
 
-	extra
+	extra extra
 }
 
 // Repository: The repository on the forge where the event occurred. Webhook
@@ -3423,7 +3423,7 @@ type Repository struct {
 	RoleName              *string                          `json:"role_name,omitempty"`
 	Stargazers            *int64                           `json:"stargazers,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryAdvisory: A repository security advisory.
@@ -3476,7 +3476,7 @@ type RepositoryAdvisory struct {
 	// fix.
 	PrivateFork *SimpleRepository `json:"private_fork,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryAdvisoryCredit: A credit given to a user for a repository security
@@ -3489,7 +3489,7 @@ type RepositoryAdvisoryCredit struct {
 	// The state of the user's acceptance of the credit.
 	State *RepositoryAdvisoryCreditState `json:"state,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryAdvisorySubmission is a type of the forge's payloads.
@@ -3498,7 +3498,7 @@ type RepositoryAdvisorySubmission struct {
 	// administrators.
 	Accepted bool `json:"accepted"`
 
-	extra
+	extra extra
 }
 
 // RepositoryAdvisoryVulnerability: A product affected by the vulnerability
@@ -3513,7 +3513,7 @@ type RepositoryAdvisoryVulnerability struct {
 	// The functions in the package that are affected.
 	VulnerableFunctions []string `json:"vulnerable_functions,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryAdvisoryVulnerabilityPackage: The name of the package affected by
@@ -3523,7 +3523,7 @@ type RepositoryAdvisoryVulnerabilityPackage struct {
 	// The unique package name within its ecosystem.
 	Name *string `json:"name,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryCodeSearchIndexStatus: The status of the code search index for this
@@ -3532,7 +3532,7 @@ type RepositoryCodeSearchIndexStatus struct {
 	LexicalSearchOk  *bool   `json:"lexical_search_ok,omitempty"`
 	LexicalCommitSHA *string `json:"lexical_commit_sha,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryEditedChanges is a type of the forge's payloads.
@@ -3542,14 +3542,14 @@ type RepositoryEditedChanges struct {
 	Homepage      *ProjectCardChangesNote        `json:"homepage,omitempty"`
 	Topics        *RepositoryEditedChangesTopics `json:"topics,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryEditedChangesTopics is a type of the forge's payloads.
 type RepositoryEditedChangesTopics struct {
 	From []string `json:"from,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryLite is a type of the forge's payloads.
@@ -3604,7 +3604,7 @@ type RepositoryLite struct {
 	TreesURL        string `json:"trees_url"`
 	URL             string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // RepositoryPermissions is a type of the forge's payloads.
@@ -3615,21 +3615,21 @@ type RepositoryPermissions struct {
 	Push     bool  `json:"push"`
 	Maintain *bool `json:"maintain,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRenamedChanges is a type of the forge's payloads.
 type RepositoryRenamedChanges struct {
 	Repository RepositoryRenamedChangesRepository `json:"repository"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRenamedChangesRepository is a type of the forge's payloads.
 type RepositoryRenamedChangesRepository struct {
 	Name StringChange `json:"name"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleBranchNamePattern: Parameters to be used for the
@@ -3639,7 +3639,7 @@ type RepositoryRuleBranchNamePattern struct {
 	Type       string             `json:"type"`
 	Parameters *PatternParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCodeScanning: Choose which tools must provide code scanning
@@ -3651,7 +3651,7 @@ type RepositoryRuleCodeScanning struct {
 	Type       string                                `json:"type"`
 	Parameters *RepositoryRuleCodeScanningParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCodeScanningParameters is a type of the forge's payloads.
@@ -3659,7 +3659,7 @@ type RepositoryRuleCodeScanningParameters struct {
 	// Tools that must provide code scanning results for this rule to pass.
 	CodeScanningTools []CodeScanningTool `json:"code_scanning_tools"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCommitAuthorEmailPattern: Parameters to be used for the
@@ -3669,7 +3669,7 @@ type RepositoryRuleCommitAuthorEmailPattern struct {
 	Type       string             `json:"type"`
 	Parameters *PatternParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCommitMessagePattern: Parameters to be used for the
@@ -3679,7 +3679,7 @@ type RepositoryRuleCommitMessagePattern struct {
 	Type       string             `json:"type"`
 	Parameters *PatternParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCommitterEmailPattern: Parameters to be used for the
@@ -3689,7 +3689,7 @@ type RepositoryRuleCommitterEmailPattern struct {
 	Type       string             `json:"type"`
 	Parameters *PatternParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCopilotCodeReview: Request Copilot code review for new pull
@@ -3700,7 +3700,7 @@ type RepositoryRuleCopilotCodeReview struct {
 	Type       string                                     `json:"type"`
 	Parameters *RepositoryRuleCopilotCodeReviewParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCopilotCodeReviewParameters is a type of the forge's payloads.
@@ -3711,7 +3711,7 @@ type RepositoryRuleCopilotCodeReviewParameters struct {
 	// Copilot automatically reviews each new push to the pull request.
 	ReviewOnPush *bool `json:"review_on_push,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleCreation: Only allow users with bypass permission to create
@@ -3720,7 +3720,7 @@ type RepositoryRuleCreation struct {
 	// Always "creation" for this variant.
 	Type string `json:"type"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleDeletion: Only allow users with bypass permissions to delete
@@ -3729,7 +3729,7 @@ type RepositoryRuleDeletion struct {
 	// Always "deletion" for this variant.
 	Type string `json:"type"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleFileExtensionRestriction: Prevent commits that include files
@@ -3739,7 +3739,7 @@ type RepositoryRuleFileExtensionRestriction struct {
 	Type       string                                            `json:"type"`
 	Parameters *RepositoryRuleFileExtensionRestrictionParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleFileExtensionRestrictionParameters is a type of the forge's
@@ -3749,7 +3749,7 @@ type RepositoryRuleFileExtensionRestrictionParameters struct {
 	// graph.
 	RestrictedFileExtensions []string `json:"restricted_file_extensions"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleFilePathRestriction: Prevent commits that include changes in
@@ -3760,7 +3760,7 @@ type RepositoryRuleFilePathRestriction struct {
 	Type       string                                       `json:"type"`
 	Parameters *RepositoryRuleFilePathRestrictionParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleFilePathRestrictionParameters is a type of the forge's
@@ -3769,7 +3769,7 @@ type RepositoryRuleFilePathRestrictionParameters struct {
 	// The file paths that are restricted from being pushed to the commit graph.
 	RestrictedFilePaths []string `json:"restricted_file_paths"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleMaxFilePathLength: Prevent commits that include file paths that
@@ -3779,7 +3779,7 @@ type RepositoryRuleMaxFilePathLength struct {
 	Type       string                                     `json:"type"`
 	Parameters *RepositoryRuleMaxFilePathLengthParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleMaxFilePathLengthParameters is a type of the forge's payloads.
@@ -3787,7 +3787,7 @@ type RepositoryRuleMaxFilePathLengthParameters struct {
 	// The maximum amount of characters allowed in file paths.
 	MaxFilePathLength int64 `json:"max_file_path_length"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleMaxFileSize: Prevent commits with individual files that exceed
@@ -3797,7 +3797,7 @@ type RepositoryRuleMaxFileSize struct {
 	Type       string                               `json:"type"`
 	Parameters *RepositoryRuleMaxFileSizeParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleMaxFileSizeParameters is a type of the forge's payloads.
@@ -3806,7 +3806,7 @@ type RepositoryRuleMaxFileSizeParameters struct {
 	// Large File Storage (Git LFS).
 	MaxFileSize int64 `json:"max_file_size"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleMergeQueue: Merges must be performed via a merge queue.
@@ -3815,7 +3815,7 @@ type RepositoryRuleMergeQueue struct {
 	Type       string                              `json:"type"`
 	Parameters *RepositoryRuleMergeQueueParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleMergeQueueParameters is a type of the forge's payloads.
@@ -3843,7 +3843,7 @@ type RepositoryRuleMergeQueueParameters struct {
 	// group size will be ignored and a smaller group will be merged.
 	MinEntriesToMergeWaitMinutes int64 `json:"min_entries_to_merge_wait_minutes"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleNonFastForward: Prevent users with push access from force
@@ -3852,7 +3852,7 @@ type RepositoryRuleNonFastForward struct {
 	// Always "non_fast_forward" for this variant.
 	Type string `json:"type"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulePullRequest: Require all commits be made to a non-target branch
@@ -3862,7 +3862,7 @@ type RepositoryRulePullRequest struct {
 	Type       string                               `json:"type"`
 	Parameters *RepositoryRulePullRequestParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulePullRequestParameters is a type of the forge's payloads.
@@ -3896,7 +3896,7 @@ type RepositoryRulePullRequestParameters struct {
 	// review.
 	RequiredReviewers []RequiredReviewerConfiguration `json:"required_reviewers,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleRequiredDeployments: Choose which environments must be
@@ -3907,7 +3907,7 @@ type RepositoryRuleRequiredDeployments struct {
 	Type       string                                       `json:"type"`
 	Parameters *RepositoryRuleRequiredDeploymentsParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleRequiredDeploymentsParameters is a type of the forge's
@@ -3917,7 +3917,7 @@ type RepositoryRuleRequiredDeploymentsParameters struct {
 	// merged.
 	RequiredDeploymentEnvironments []string `json:"required_deployment_environments"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleRequiredLinearHistory: Prevent merge commits from being pushed
@@ -3926,7 +3926,7 @@ type RepositoryRuleRequiredLinearHistory struct {
 	// Always "required_linear_history" for this variant.
 	Type string `json:"type"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleRequiredSignatures: Commits pushed to matching refs must have
@@ -3935,7 +3935,7 @@ type RepositoryRuleRequiredSignatures struct {
 	// Always "required_signatures" for this variant.
 	Type string `json:"type"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleRequiredStatusChecks: Choose which status checks must pass
@@ -3946,7 +3946,7 @@ type RepositoryRuleRequiredStatusChecks struct {
 	Type       string                                        `json:"type"`
 	Parameters *RepositoryRuleRequiredStatusChecksParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleRequiredStatusChecksParameters is a type of the forge's
@@ -3962,7 +3962,7 @@ type RepositoryRuleRequiredStatusChecksParameters struct {
 	// check is enabled.
 	StrictRequiredStatusChecksPolicy bool `json:"strict_required_status_checks_policy"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleTagNamePattern: Parameters to be used for the tag_name_pattern
@@ -3972,7 +3972,7 @@ type RepositoryRuleTagNamePattern struct {
 	Type       string             `json:"type"`
 	Parameters *PatternParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleUpdate: Only allow users with bypass permission to update
@@ -3982,7 +3982,7 @@ type RepositoryRuleUpdate struct {
 	Type       string                          `json:"type"`
 	Parameters *RepositoryRuleUpdateParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleUpdateParameters is a type of the forge's payloads.
@@ -3990,7 +3990,7 @@ type RepositoryRuleUpdateParameters struct {
 	// Branch can pull changes from its upstream repository
 	UpdateAllowsFetchAndMerge bool `json:"update_allows_fetch_and_merge"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleWorkflows: Require all changes made to a targeted branch to
@@ -4000,7 +4000,7 @@ type RepositoryRuleWorkflows struct {
 	Type       string                             `json:"type"`
 	Parameters *RepositoryRuleWorkflowsParameters `json:"parameters,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleWorkflowsParameters is a type of the forge's payloads.
@@ -4011,7 +4011,7 @@ type RepositoryRuleWorkflowsParameters struct {
 	// Workflows that must pass for this rule to pass.
 	Workflows []WorkflowFileReference `json:"workflows"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRuleset: A set of rules to apply when specified conditions are met.
@@ -4039,7 +4039,7 @@ type RepositoryRuleset struct {
 	CreatedAt            *Timestamp                             `json:"created_at,omitempty"`
 	UpdatedAt            *Timestamp                             `json:"updated_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetBypassActor: An actor that can bypass rules in a ruleset
@@ -4059,7 +4059,7 @@ type RepositoryRulesetBypassActor struct {
 	// be run for that actor and a bypass audit entry will not be created.
 	BypassMode *RepositoryRulesetBypassActorBypassMode `json:"bypass_mode,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetConditionsForRefNames: Parameters for a repository ruleset
@@ -4067,7 +4067,7 @@ type RepositoryRulesetBypassActor struct {
 type RepositoryRulesetConditionsForRefNames struct {
 	RefName *RefName `json:"ref_name,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetConditionsRepositoryIDAndRefName: Conditions to target
@@ -4076,7 +4076,7 @@ type RepositoryRulesetConditionsRepositoryIDAndRefName struct {
 	RefName      *RefName                                                      `json:"ref_name,omitempty"`
 	RepositoryID RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID `json:"repository_id"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID is a type of
@@ -4086,7 +4086,7 @@ type RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID struct {
 	// for the condition to pass.
 	RepositoryIDs []int64 `json:"repository_ids,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetConditionsRepositoryNameAndRefName: Conditions to target
@@ -4095,7 +4095,7 @@ type RepositoryRulesetConditionsRepositoryNameAndRefName struct {
 	RefName        *RefName                                                          `json:"ref_name,omitempty"`
 	RepositoryName RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName `json:"repository_name"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName is a type
@@ -4111,7 +4111,7 @@ type RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName struct {
 	// Whether renaming of target repositories is prevented.
 	Protected *bool `json:"protected,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetConditionsRepositoryPropertyAndRefName: Conditions to target
@@ -4120,7 +4120,7 @@ type RepositoryRulesetConditionsRepositoryPropertyAndRefName struct {
 	RefName            *RefName                                                                  `json:"ref_name,omitempty"`
 	RepositoryProperty RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty `json:"repository_property"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty is
@@ -4133,7 +4133,7 @@ type RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty s
 	// if any of these properties match.
 	Exclude []RepositoryRulesetPropertyTargetingDefinition `json:"exclude,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChanges is a type of the forge's payloads.
@@ -4143,7 +4143,7 @@ type RepositoryRulesetEditedChanges struct {
 	Conditions  *RepositoryRulesetEditedChangesConditions `json:"conditions,omitempty"`
 	Rules       *RepositoryRulesetEditedChangesRules      `json:"rules,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChangesConditions is a type of the forge's payloads.
@@ -4152,7 +4152,7 @@ type RepositoryRulesetEditedChangesConditions struct {
 	Deleted []RepositoryRulesetConditionsForRefNames          `json:"deleted,omitempty"`
 	Updated []RepositoryRulesetEditedChangesConditionsUpdated `json:"updated,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChangesConditionsUpdated is a type of the forge's
@@ -4161,7 +4161,7 @@ type RepositoryRulesetEditedChangesConditionsUpdated struct {
 	Condition *RepositoryRulesetConditionsForRefNames                 `json:"condition,omitempty"`
 	Changes   *RepositoryRulesetEditedChangesConditionsUpdatedChanges `json:"changes,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChangesConditionsUpdatedChanges is a type of the
@@ -4172,7 +4172,7 @@ type RepositoryRulesetEditedChangesConditionsUpdatedChanges struct {
 	Include       *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude `json:"include,omitempty"`
 	Exclude       *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude `json:"exclude,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude is a type of
@@ -4180,7 +4180,7 @@ type RepositoryRulesetEditedChangesConditionsUpdatedChanges struct {
 type RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude struct {
 	From []string `json:"from,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChangesRules is a type of the forge's payloads.
@@ -4189,7 +4189,7 @@ type RepositoryRulesetEditedChangesRules struct {
 	Deleted []RepositoryRule                             `json:"deleted,omitempty"`
 	Updated []RepositoryRulesetEditedChangesRulesUpdated `json:"updated,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChangesRulesUpdated is a type of the forge's payloads.
@@ -4197,7 +4197,7 @@ type RepositoryRulesetEditedChangesRulesUpdated struct {
 	Rule    *RepositoryRule                                    `json:"rule,omitempty"`
 	Changes *RepositoryRulesetEditedChangesRulesUpdatedChanges `json:"changes,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetEditedChangesRulesUpdatedChanges is a type of the forge's
@@ -4207,7 +4207,7 @@ type RepositoryRulesetEditedChangesRulesUpdatedChanges struct {
 	RuleType      *OrganizationRenamedChangesLogin `json:"rule_type,omitempty"`
 	Pattern       *OrganizationRenamedChangesLogin `json:"pattern,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetLinks is a type of the forge's payloads.
@@ -4215,7 +4215,7 @@ type RepositoryRulesetLinks struct {
 	Self *RepositoryRulesetLinksHTML `json:"self,omitempty"`
 	HTML *RepositoryRulesetLinksHTML `json:"html,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetLinksHTML is a type of the forge's payloads.
@@ -4223,7 +4223,7 @@ type RepositoryRulesetLinksHTML struct {
 	// The URL of the ruleset
 	Href *string `json:"href,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryRulesetPropertyTargetingDefinition: Parameters for a targeting a
@@ -4236,7 +4236,7 @@ type RepositoryRulesetPropertyTargetingDefinition struct {
 	// The source of the repository property. Defaults to 'custom' if not specified.
 	Source *RepositoryRulesetPropertyTargetingDefinitionSource `json:"source,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryTemplateRepository is a type of the forge's payloads.
@@ -4349,7 +4349,7 @@ type RepositoryTemplateRepository struct {
 	SubscribersCount   *int64              `json:"subscribers_count,omitempty"`
 	NetworkCount       *int64              `json:"network_count,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryTemplateRepositoryOwner is a type of the forge's payloads.
@@ -4373,21 +4373,21 @@ type RepositoryTemplateRepositoryOwner struct {
 	Type              *string `json:"type,omitempty"`
 	SiteAdmin         *bool   `json:"site_admin,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryTransferredChanges is a type of the forge's payloads.
 type RepositoryTransferredChanges struct {
 	Owner RepositoryTransferredChangesOwner `json:"owner"`
 
-	extra
+	extra extra
 }
 
 // RepositoryTransferredChangesOwner is a type of the forge's payloads.
 type RepositoryTransferredChangesOwner struct {
 	From RepositoryTransferredChangesOwnerFrom `json:"from"`
 
-	extra
+	extra extra
 }
 
 // RepositoryTransferredChangesOwnerFrom is a type of the forge's payloads.
@@ -4395,7 +4395,7 @@ type RepositoryTransferredChangesOwnerFrom struct {
 	Organization *RepositoryTransferredChangesOwnerFromOrganization `json:"organization,omitempty"`
 	User         *User                                              `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RepositoryTransferredChangesOwnerFromOrganization is a type of the forge's
@@ -4415,7 +4415,7 @@ type RepositoryTransferredChangesOwnerFromOrganization struct {
 	ReposURL         string  `json:"repos_url"`
 	URL              string  `json:"url"`
 
-	extra
+	extra extra
 }
 
 // RepositoryVulnerabilityAlert: The security alert of the vulnerable
@@ -4440,7 +4440,7 @@ type RepositoryVulnerabilityAlert struct {
 	State               *AlertInstanceState `json:"state,omitempty"`
 	DismissComment      *string             `json:"dismiss_comment,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RequiredReviewerConfiguration: A reviewing team, and file patterns describing
@@ -4454,7 +4454,7 @@ type RequiredReviewerConfiguration struct {
 	MinimumApprovals int64    `json:"minimum_approvals"`
 	Reviewer         Reviewer `json:"reviewer"`
 
-	extra
+	extra extra
 }
 
 // Reviewer: A required reviewing team
@@ -4464,7 +4464,7 @@ type Reviewer struct {
 	// The type of the reviewer
 	Type ReviewerType `json:"type"`
 
-	extra
+	extra extra
 }
 
 // RubyGemsMetadata is a type of the forge's payloads.
@@ -4480,14 +4480,14 @@ type RubyGemsMetadata struct {
 	Dependencies []map[string]string          `json:"dependencies,omitempty"`
 	CommitOID    *string                      `json:"commit_oid,omitempty"`
 
-	extra
+	extra extra
 }
 
 // RubyGemsMetadataVersionInfo is a type of the forge's payloads.
 type RubyGemsMetadataVersionInfo struct {
 	Version *string `json:"version,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningAlert is a type of the forge's payloads.
@@ -4533,7 +4533,7 @@ type SecretScanningAlert struct {
 	MultiRepo  *bool `json:"multi_repo,omitempty"`
 	AssignedTo *User `json:"assigned_to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocation is a type of the forge's payloads.
@@ -4544,7 +4544,7 @@ type SecretScanningLocation struct {
 	Type    *SecretScanningLocationType    `json:"type,omitempty"`
 	Details *SecretScanningLocationDetails `json:"details,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationCommit: Represents a 'commit' secret scanning location
@@ -4572,7 +4572,7 @@ type SecretScanningLocationCommit struct {
 	// The API URL to get the associated commit resource
 	CommitURL string `json:"commit_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationDiscussionBody: Represents a 'discussion_body' secret
@@ -4582,7 +4582,7 @@ type SecretScanningLocationDiscussionBody struct {
 	// The URL to the discussion where the secret was detected.
 	DiscussionBodyURL string `json:"discussion_body_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationDiscussionComment: Represents a 'discussion_comment'
@@ -4592,7 +4592,7 @@ type SecretScanningLocationDiscussionComment struct {
 	// The API URL to get the discussion comment where the secret was detected.
 	DiscussionCommentURL string `json:"discussion_comment_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationDiscussionTitle: Represents a 'discussion_title' secret
@@ -4602,7 +4602,7 @@ type SecretScanningLocationDiscussionTitle struct {
 	// The URL to the discussion where the secret was detected.
 	DiscussionTitleURL string `json:"discussion_title_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationIssueBody: Represents an 'issue_body' secret scanning
@@ -4612,7 +4612,7 @@ type SecretScanningLocationIssueBody struct {
 	// The API URL to get the issue where the secret was detected.
 	IssueBodyURL string `json:"issue_body_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationIssueComment: Represents an 'issue_comment' secret
@@ -4622,7 +4622,7 @@ type SecretScanningLocationIssueComment struct {
 	// The API URL to get the issue comment where the secret was detected.
 	IssueCommentURL string `json:"issue_comment_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationIssueTitle: Represents an 'issue_title' secret scanning
@@ -4632,7 +4632,7 @@ type SecretScanningLocationIssueTitle struct {
 	// The API URL to get the issue where the secret was detected.
 	IssueTitleURL string `json:"issue_title_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationPullRequestBody: Represents a 'pull_request_body'
@@ -4642,7 +4642,7 @@ type SecretScanningLocationPullRequestBody struct {
 	// The API URL to get the pull request where the secret was detected.
 	PullRequestBodyURL string `json:"pull_request_body_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationPullRequestComment: Represents a 'pull_request_comment'
@@ -4652,7 +4652,7 @@ type SecretScanningLocationPullRequestComment struct {
 	// The API URL to get the pull request comment where the secret was detected.
 	PullRequestCommentURL string `json:"pull_request_comment_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationPullRequestReview: Represents a 'pull_request_review'
@@ -4662,7 +4662,7 @@ type SecretScanningLocationPullRequestReview struct {
 	// The API URL to get the pull request review where the secret was detected.
 	PullRequestReviewURL string `json:"pull_request_review_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationPullRequestReviewComment: Represents a
@@ -4673,7 +4673,7 @@ type SecretScanningLocationPullRequestReviewComment struct {
 	// detected.
 	PullRequestReviewCommentURL string `json:"pull_request_review_comment_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationPullRequestTitle: Represents a 'pull_request_title'
@@ -4683,7 +4683,7 @@ type SecretScanningLocationPullRequestTitle struct {
 	// The API URL to get the pull request where the secret was detected.
 	PullRequestTitleURL string `json:"pull_request_title_url"`
 
-	extra
+	extra extra
 }
 
 // SecretScanningLocationWikiCommit: Represents a 'wiki_commit' secret scanning
@@ -4711,7 +4711,7 @@ type SecretScanningLocationWikiCommit struct {
 	// The forge URL to get the associated wiki commit
 	CommitURL string `json:"commit_url"`
 
-	extra
+	extra extra
 }
 
 // SecurityAdvisory: The details of the security advisory, including summary,
@@ -4733,7 +4733,7 @@ type SecurityAdvisory struct {
 	// The CVE identifier of the advisory, when it has one.
 	CVEID *string `json:"cve_id,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecurityAdvisoryCVSS: Details for the advisory pertaining to the Common
@@ -4744,7 +4744,7 @@ type SecurityAdvisoryCVSS struct {
 	// The full CVSS vector string for the advisory.
 	VectorString *string `json:"vector_string,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecurityAdvisoryEPSS: The EPSS scores as calculated by the Exploit Prediction
@@ -4753,7 +4753,7 @@ type SecurityAdvisoryEPSS struct {
 	Percentage *float64 `json:"percentage,omitempty"`
 	Percentile *float64 `json:"percentile,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecurityAdvisoryIdentifier is a type of the forge's payloads.
@@ -4761,7 +4761,7 @@ type SecurityAdvisoryIdentifier struct {
 	Type  string `json:"type"`
 	Value string `json:"value"`
 
-	extra
+	extra extra
 }
 
 // SecurityAdvisoryReference: A link to additional advisory information.
@@ -4769,7 +4769,7 @@ type SecurityAdvisoryReference struct {
 	// The URL of the reference.
 	URL string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // SecurityAdvisoryVulnerability is a type of the forge's payloads.
@@ -4779,7 +4779,7 @@ type SecurityAdvisoryVulnerability struct {
 	Severity               string                            `json:"severity"`
 	VulnerableVersionRange string                            `json:"vulnerable_version_range"`
 
-	extra
+	extra extra
 }
 
 // SecurityAndAnalysis is a type of the forge's payloads.
@@ -4797,7 +4797,7 @@ type SecurityAndAnalysis struct {
 	SecretScanningNonProviderPatterns *SecurityAndAnalysisAdvancedSecurity `json:"secret_scanning_non_provider_patterns,omitempty"`
 	SecretScanningAiDetection         *SecurityAndAnalysisAdvancedSecurity `json:"secret_scanning_ai_detection,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecurityAndAnalysisAdvancedSecurity: Enable or disable forge Advanced
@@ -4808,21 +4808,21 @@ type SecurityAndAnalysis struct {
 type SecurityAndAnalysisAdvancedSecurity struct {
 	Status *SecurityAndAnalysisAdvancedSecurityStatus `json:"status,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecurityAndAnalysisChanges is a type of the forge's payloads.
 type SecurityAndAnalysisChanges struct {
 	From *SecurityAndAnalysisChangesFrom `json:"from,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SecurityAndAnalysisChangesFrom is a type of the forge's payloads.
 type SecurityAndAnalysisChangesFrom struct {
 	SecurityAndAnalysis *SecurityAndAnalysis `json:"security_and_analysis,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SimpleCheckSuite: A suite of checks performed on the code of a given code
@@ -4844,7 +4844,7 @@ type SimpleCheckSuite struct {
 	UpdatedAt    *Timestamp                      `json:"updated_at,omitempty"`
 	URL          *string                         `json:"url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SimpleCommit is a type of the forge's payloads.
@@ -4858,7 +4858,7 @@ type SimpleCommit struct {
 	Timestamp string    `json:"timestamp"`
 	TreeID    string    `json:"tree_id"`
 
-	extra
+	extra extra
 }
 
 // SimpleInstallation: The forge App installation. Webhook payloads contain the
@@ -4870,7 +4870,7 @@ type SimpleInstallation struct {
 	// The global node ID of the installation.
 	NodeID string `json:"node_id"`
 
-	extra
+	extra extra
 }
 
 // SimplePullRequest is a type of the forge's payloads.
@@ -4915,7 +4915,7 @@ type SimplePullRequest struct {
 	URL                string                          `json:"url"`
 	User               *User                           `json:"user,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SimpleRepository: A forge repository.
@@ -5029,7 +5029,7 @@ type SimpleRepository struct {
 	// The API URL to list the hooks on the repository.
 	HooksURL string `json:"hooks_url"`
 
-	extra
+	extra extra
 }
 
 // Sponsorship is a type of the forge's payloads.
@@ -5045,14 +5045,14 @@ type Sponsorship struct {
 	// tier change payload.
 	Tier SponsorshipTier `json:"tier"`
 
-	extra
+	extra extra
 }
 
 // SponsorshipChanges is a type of the forge's payloads.
 type SponsorshipChanges struct {
 	Tier SponsorshipChangesTier `json:"tier"`
 
-	extra
+	extra extra
 }
 
 // SponsorshipChangesTier is a type of the forge's payloads.
@@ -5062,14 +5062,14 @@ type SponsorshipChangesTier struct {
 	// tier change payload.
 	From SponsorshipTier `json:"from"`
 
-	extra
+	extra extra
 }
 
 // SponsorshipEditedChanges is a type of the forge's payloads.
 type SponsorshipEditedChanges struct {
 	PrivacyLevel *StringChange `json:"privacy_level,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SponsorshipTier: The `tier_changed` and `pending_tier_change` will include
@@ -5086,7 +5086,7 @@ type SponsorshipTier struct {
 	Name                  string `json:"name"`
 	NodeID                string `json:"node_id"`
 
-	extra
+	extra extra
 }
 
 // StatusBranch is a type of the forge's payloads.
@@ -5095,7 +5095,7 @@ type StatusBranch struct {
 	Name      string             `json:"name"`
 	Protected bool               `json:"protected"`
 
-	extra
+	extra extra
 }
 
 // StatusBranchCommit is a type of the forge's payloads.
@@ -5103,7 +5103,7 @@ type StatusBranchCommit struct {
 	SHA *string `json:"sha,omitempty"`
 	URL *string `json:"url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // StatusCheckConfiguration: Required status check
@@ -5113,7 +5113,7 @@ type StatusCheckConfiguration struct {
 	// The optional integration ID that this status check must originate from.
 	IntegrationID *int64 `json:"integration_id,omitempty"`
 
-	extra
+	extra extra
 }
 
 // StatusCommit is a type of the forge's payloads.
@@ -5128,7 +5128,7 @@ type StatusCommit struct {
 	SHA         string               `json:"sha"`
 	URL         string               `json:"url"`
 
-	extra
+	extra extra
 }
 
 // StatusCommitCommit is a type of the forge's payloads.
@@ -5141,7 +5141,7 @@ type StatusCommitCommit struct {
 	URL          string                         `json:"url"`
 	Verification StatusCommitCommitVerification `json:"verification"`
 
-	extra
+	extra extra
 }
 
 // StatusCommitCommitTree is a type of the forge's payloads.
@@ -5149,7 +5149,7 @@ type StatusCommitCommitTree struct {
 	SHA string `json:"sha"`
 	URL string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // StatusCommitCommitVerification is a type of the forge's payloads.
@@ -5160,7 +5160,7 @@ type StatusCommitCommitVerification struct {
 	Verified   bool                                 `json:"verified"`
 	VerifiedAt *string                              `json:"verified_at,omitempty"`
 
-	extra
+	extra extra
 }
 
 // StatusCommitParent is a type of the forge's payloads.
@@ -5169,14 +5169,14 @@ type StatusCommitParent struct {
 	SHA     string `json:"sha"`
 	URL     string `json:"url"`
 
-	extra
+	extra extra
 }
 
 // StringChange is a type of the forge's payloads.
 type StringChange struct {
 	From string `json:"from"`
 
-	extra
+	extra extra
 }
 
 // StringFromTo is a type of the forge's payloads.
@@ -5184,7 +5184,7 @@ type StringFromTo struct {
 	From *string `json:"from,omitempty"`
 	To   *string `json:"to,omitempty"`
 
-	extra
+	extra extra
 }
 
 // SubIssuesSummary is a type of the forge's payloads.
@@ -5193,7 +5193,7 @@ type SubIssuesSummary struct {
 	Completed        int64 `json:"completed"`
 	PercentCompleted int64 `json:"percent_completed"`
 
-	extra
+	extra extra
 }
 
 // Team: Groups of organization members that gives permissions on specified
@@ -5230,7 +5230,7 @@ type Team struct {
 	LDAPDN      *string          `json:"ldap_dn,omitempty"`
 	Permissions *TeamPermissions `json:"permissions,omitempty"`
 
-	extra
+	extra extra
 }
 
 // TeamEditedChanges: The changes to the team if the action was `edited`.
@@ -5241,21 +5241,21 @@ type TeamEditedChanges struct {
 	NotificationSetting *StringChange                `json:"notification_setting,omitempty"`
 	Repository          *TeamEditedChangesRepository `json:"repository,omitempty"`
 
-	extra
+	extra extra
 }
 
 // TeamEditedChangesRepository is a type of the forge's payloads.
 type TeamEditedChangesRepository struct {
 	Permissions TeamEditedChangesRepositoryPermissions `json:"permissions"`
 
-	extra
+	extra extra
 }
 
 // TeamEditedChangesRepositoryPermissions is a type of the forge's payloads.
 type TeamEditedChangesRepositoryPermissions struct {
 	From TeamEditedChangesRepositoryPermissionsFrom `json:"from"`
 
-	extra
+	extra extra
 }
 
 // TeamEditedChangesRepositoryPermissionsFrom is a type of the forge's payloads.
@@ -5270,7 +5270,7 @@ type TeamEditedChangesRepositoryPermissionsFrom struct {
 	// if the action was `edited`.
 	Push *bool `json:"push,omitempty"`
 
-	extra
+	extra extra
 }
 
 // TeamPermissions is a type of the forge's payloads.
@@ -5281,7 +5281,7 @@ type TeamPermissions struct {
 	Maintain bool `json:"maintain"`
 	Admin    bool `json:"admin"`
 
-	extra
+	extra extra
 }
 
 // User: A forge user.
@@ -5310,7 +5310,7 @@ type User struct {
 	UserViewType      *string   `json:"user_view_type,omitempty"`
 	Deleted           *bool     `json:"deleted,omitempty"`
 
-	extra
+	extra extra
 }
 
 // VulnerabilityFirstPatchedVersion: Details pertaining to the package version
@@ -5319,7 +5319,7 @@ type VulnerabilityFirstPatchedVersion struct {
 	// The package version that patches this vulnerability.
 	Identifier string `json:"identifier"`
 
-	extra
+	extra extra
 }
 
 // Webhook: The webhook that is being pinged
@@ -5347,7 +5347,7 @@ type Webhook struct {
 	UpdatedAt Timestamp   `json:"updated_at"`
 	URL       *string     `json:"url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // WebhookConfig is a type of the forge's payloads.
@@ -5357,7 +5357,7 @@ type WebhookConfig struct {
 	Secret      *string                   `json:"secret,omitempty"`
 	URL         *string                   `json:"url,omitempty"`
 
-	extra
+	extra extra
 }
 
 // Workflow is a type of the forge's payloads.
@@ -5373,7 +5373,7 @@ type Workflow struct {
 	UpdatedAt Timestamp `json:"updated_at"`
 	URL       string    `json:"url"`
 
-	extra
+	extra extra
 }
 
 // WorkflowFileReference: A workflow that must run for this rule to pass
@@ -5387,7 +5387,7 @@ type WorkflowFileReference struct {
 	// The commit SHA of the workflow file to use
 	SHA *string `json:"sha,omitempty"`
 
-	extra
+	extra extra
 }
 
 // WorkflowJob is a type of the forge's payloads.
@@ -5419,7 +5419,7 @@ type WorkflowJob struct {
 	Steps        []*WorkflowStep `json:"steps"`
 	URL          string          `json:"url"`
 
-	extra
+	extra extra
 }
 
 // WorkflowRun is a type of the forge's payloads.
@@ -5462,7 +5462,7 @@ type WorkflowRun struct {
 	// the value of `run-name` if it is set in the workflow.
 	DisplayTitle *string `json:"display_title,omitempty"`
 
-	extra
+	extra extra
 }
 
 // WorkflowRunPullRequest is a type of the forge's payloads.
@@ -5473,7 +5473,7 @@ type WorkflowRunPullRequest struct {
 	Number float64                 `json:"number"`
 	URL    string                  `json:"url"`
 
-	extra
+	extra extra
 }
 
 // WorkflowRunReferencedWorkflow is a type of the forge's payloads.
@@ -5482,7 +5482,7 @@ type WorkflowRunReferencedWorkflow struct {
 	Ref  *string `json:"ref,omitempty"`
 	SHA  string  `json:"sha"`
 
-	extra
+	extra extra
 }
 
 // WorkflowStep is a type of the forge's payloads.
@@ -5494,7 +5494,7 @@ type WorkflowStep struct {
 	StartedAt   *string                        `json:"started_at,omitempty"`
 	Status      DeploymentStatusCheckRunStatus `json:"status"`
 
-	extra
+	extra extra
 }
 
 // AppOwner is one of several types.

@@ -14,6 +14,13 @@ import (
 func (g *generator) codecFile(f *jen.File) {
 	for _, sp := range g.plan.structs {
 		g.marshalers(f, sp.GoName)
+		// A method of its own rather than one promoted from an embedded extra:
+		// promotion would make the compiler write a wrapper per promoted method
+		// and type (and per generic shape), thousands of functions in all.
+		f.Line()
+		f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("extras").Params().Op("*").Id("extra").Block(
+			jen.Return(jen.Op("&").Id("x").Dot("extra")),
+		)
 		g.structDecode(f, sp)
 		g.structEncode(f, sp)
 	}
@@ -44,7 +51,7 @@ func (g *generator) marshalers(f *jen.File, name string) {
 	// (see structDecode).
 	f.Func().Params(jen.Id("x").Op("*").Id(name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
 		jen.Op("*").Id("x").Op("=").Id(name).Values(),
-		jen.Return(jen.Id("unmarshal").Call(jen.Id("b"), jen.Lit(name), jen.Id("x").Dot("decode"))),
+		jen.Return(jen.Id("unmarshal").Call(jen.Id("b"), jen.Lit(name), jen.Id("x"))),
 	)
 	f.Line()
 	f.Comment("// MarshalJSON encodes x as it was decoded, unknown members included.")
@@ -200,7 +207,7 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 		// without an indirect call per member.
 		b.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op(":=").Id("d").Dot("openObject").Call()
 		b.For(jen.Id("more")).BlockFunc(func(lb *jen.Group) {
-			unknown := jen.Err().Op("=").Id("x").Dot("keepUnknown").Call(jen.Id("key"), jen.Id("d"))
+			unknown := jen.Err().Op("=").Id("x").Dot("extra").Dot("keepUnknown").Call(jen.Id("key"), jen.Id("d"))
 			if len(sp.Fields) == 0 {
 				lb.Add(unknown)
 			} else {
@@ -218,7 +225,7 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 			lb.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op("=").Id("d").Dot("nextMember").Call()
 		})
 		if sp.NValue > 0 {
-			b.Id("x").Dot("setAbsent").Call(jen.Op("&").Id("seen"), jen.Lit(sp.NValue))
+			b.Id("x").Dot("extra").Dot("setAbsent").Call(jen.Op("&").Id("seen"), jen.Lit(sp.NValue))
 		}
 		if sp.Unknown {
 			b.If(jen.Err().Op("==").Nil()).Block(
@@ -246,7 +253,7 @@ func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 	case sp.Event != nil && fp.JSON == "action" && fp.Value >= 0 && fp.Expr.String() == "string":
 		// The action member decodes as routing reads it: the last
 		// occurrence counts, and a non-string one means no action.
-		return []jen.Code{jen.Err().Op("=").Id("x").Dot("decodeAction").Call(addr, jen.Id("key"), jen.Id("d"), seen, i)}
+		return []jen.Code{jen.Err().Op("=").Id("x").Dot("extra").Dot("decodeAction").Call(addr, jen.Id("key"), jen.Id("d"), seen, i)}
 	case fp.Value >= 0 && fp.Expr.Kind == ExprBuiltin && seenDecoders[fp.Expr.Name] != "":
 		return []jen.Code{jen.Err().Op("=").Id(seenDecoders[fp.Expr.Name]).Call(addr, jen.Id("d"), seen, i)}
 	case fp.Value >= 0 && (fp.Expr.Kind == ExprNamed || fp.Expr.Name == "timestamp"):
@@ -285,14 +292,14 @@ func (g *generator) structEncode(f *jen.File, sp *structPlan) {
 			v := jen.Id("x").Dot(fp.GoName)
 			cond := v.Clone().Op("!=").Nil()
 			if fp.Value >= 0 {
-				cond = jen.Id("x").Dot("written").Call(jen.Lit(fp.Value))
+				cond = jen.Id("x").Dot("extra").Dot("written").Call(jen.Lit(fp.Value))
 			}
 			b.If(cond).Block(
 				jen.Id("e").Dot("key").Call(keyLit(fp.JSON)),
 				encodeFrom(fp.Expr, v, fp.Ptr),
 			)
 		}
-		b.Id("x").Dot("encodeUnknown").Call(jen.Id("e"))
+		b.Id("x").Dot("extra").Dot("encodeUnknown").Call(jen.Id("e"))
 		b.Id("e").Dot("closeObject").Call(jen.Id("mark"))
 	})
 }

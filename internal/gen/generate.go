@@ -226,7 +226,7 @@ func (g *generator) structDecl(f *jen.File, sp *structPlan, comment jen.Code) {
 			gr.Id("Raw").Qual("encoding/json", "RawMessage").Tag(map[string]string{"json": "-"})
 		}
 		gr.Line()
-		gr.Id("extra")
+		gr.Id("extra").Id("extra")
 	})
 }
 
@@ -418,7 +418,7 @@ func (g *generator) getter(f *jen.File, sp *structPlan, gt *fieldGetter) {
 	case fp.Value >= 0 && !g.plan.scalar(fp.Expr) && !collection(fp.Expr):
 		when = "x is nil or the member was absent or null"
 		body = []jen.Code{
-			jen.If(x.Clone().Op("==").Nil().Op("||").Op("!").Id("x").Dot("written").Call(jen.Lit(fp.Value))).Block(jen.Return(zero)),
+			jen.If(x.Clone().Op("==").Nil().Op("||").Op("!").Id("x").Dot("extra").Dot("written").Call(jen.Lit(fp.Value))).Block(jen.Return(zero)),
 			jen.Return(jen.Op("&").Add(v.Clone())),
 		}
 	default:
@@ -539,7 +539,7 @@ func (g *generator) namesFile(f *jen.File) {
 		f.Line()
 		fn := f.Func().Id(parseFunc(ep)).Params(jen.Id("body").Index().Byte()).Params(jen.Id("Payload"), jen.Error())
 		if ep.Struct != nil {
-			fn.Block(jen.Return(jen.Id("parseAs").Types(jen.Id(ep.Struct.GoName)).Call(jen.Id("body"), jen.Lit(ep.Struct.GoName), jen.Nil())))
+			fn.Block(jen.Return(jen.Id("parseAs").Call(jen.Id("body"), jen.New(jen.Id(ep.Struct.GoName)), jen.Lit(ep.Struct.GoName))))
 			continue
 		}
 		// The action picks the struct. parseByAction finds it without a pass of
@@ -548,7 +548,7 @@ func (g *generator) namesFile(f *jen.File) {
 		dec := "decode" + strings.TrimPrefix(parseFunc(ep), "parse")
 		fn.Block(jen.Return(jen.Id("parseByAction").Call(jen.Id("body"), jen.Id(dec))))
 		decodeAs := func(goName string) jen.Code {
-			return jen.Id("decodeAs").Types(jen.Id(goName)).Call(jen.Id("d"), jen.Lit(goName))
+			return jen.Id("decodeAs").Call(jen.Id("d"), jen.New(jen.Id(goName)), jen.Lit(goName))
 		}
 		f.Line()
 		f.Func().Id(dec).Params(jen.Id("action").Index().Byte(), jen.Id("d").Op("*").Id("decoder")).Params(jen.Id("Payload"), jen.Error()).Block(
