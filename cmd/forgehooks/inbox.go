@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/inbox"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -112,7 +113,10 @@ func openServeInbox(ctx context.Context, f *inboxFlags, wh *webhooks.Webhooks, l
 		if r.Action != "" {
 			name += "." + r.Action
 		}
-		attrs := []any{"id", r.ID, "event", name, "status", r.Status, "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond)}
+		var found [2]jsonscan.Result
+		_ = jsonscan.Lookup(r.Payload, logPaths, found[:]) // stored payloads are JSON objects
+		attrs := []any{"id", r.ID, "event", name, "repository", found[0].String(r.Payload), "sender", found[1].String(r.Payload),
+			"status", r.Status, "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond)}
 		switch r.Status {
 		case inbox.StatusHandled:
 			log.Info("delivery handled", attrs...)
@@ -130,7 +134,11 @@ func openServeInbox(ctx context.Context, f *inboxFlags, wh *webhooks.Webhooks, l
 	if where == "" {
 		where = f.urls
 	}
-	log.Info("forgehooks serve: durable inbox", "store", where, "retry_delays", fmt.Sprint(o.RetryDelays))
+	delays := o.RetryDelays
+	if delays == nil {
+		delays = inbox.DefaultRetryDelays
+	}
+	log.Info("forgehooks serve: durable inbox", "store", where, "retry_delays", fmt.Sprint(delays))
 	return in, nil
 }
 

@@ -245,11 +245,13 @@ func logDeliveries(mw *webhooks.Middleware, maxInFlight int, stored bool, log *s
 		if info.action != "" {
 			name += "." + info.action
 		}
-		attrs := []any{
-			"id", clip.String(r.Header.Get(webhooks.HeaderDelivery)), "event", name,
-			"repository", info.repository, "sender", info.user,
-			"status", rec.status, "duration", time.Since(start).Round(time.Microsecond),
+		attrs := []any{"id", clip.String(r.Header.Get(webhooks.HeaderDelivery)), "event", name}
+		if !stored {
+			// With an inbox the handlers run later: the line of each attempt
+			// names the repository and sender.
+			attrs = append(attrs, "repository", info.repository, "sender", info.user)
 		}
+		attrs = append(attrs, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond))
 		info.mu.Unlock()
 		if !stored && (rec.status == http.StatusAccepted || rec.status == http.StatusServiceUnavailable) {
 			// Handlers that outlive their answer hold a place until they return;
