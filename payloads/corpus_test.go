@@ -13,7 +13,7 @@ import (
 	"forgehooks.dev/forgehooks/payloads"
 )
 
-// contractFile lists the names of ORIGINAL-SPEC.md's events table, kept by the
+// contractFile lists the names of the behaviour contract's events table, kept by the
 // importer: 264 of them (counting the 8 of projects_v2_item, whose name has a
 // digit; a count that drops them gets 256).
 const contractFile = "../schema/names-original.txt"
@@ -78,7 +78,7 @@ func readContract(t *testing.T) []string {
 	return names
 }
 
-// TestCorpusCoversOriginalNames: every name of ORIGINAL-SPEC.md is decoded at
+// TestCorpusCoversOriginalNames: every name of the behaviour contract is decoded at
 // least once by the corpus, public or synthetic.
 func TestCorpusCoversOriginalNames(t *testing.T) {
 	covered := map[string]bool{}
@@ -93,7 +93,7 @@ func TestCorpusCoversOriginalNames(t *testing.T) {
 	}
 }
 
-// TestNamesTuple: the names of ORIGINAL-SPEC.md and the current spec's, 325 in
+// TestNamesTuple: the names of the behaviour contract and the current spec's, 325 in
 // all, in the documented order (events sorted, each followed by its actions
 // sorted), and not changeable by a caller.
 func TestNamesTuple(t *testing.T) {
@@ -114,7 +114,7 @@ func TestNamesTuple(t *testing.T) {
 	}
 	for _, n := range contract {
 		if !have[n] || !payloads.IsKnownEventName(n) {
-			t.Errorf("%q of ORIGINAL-SPEC.md is missing", n)
+			t.Errorf("%q of the behaviour contract is missing", n)
 		}
 	}
 	// The documented order, checked as its definition says.

@@ -10246,8 +10246,8 @@ func (x *SecretScanningAlertResolvedEvent) GetAction() string {
 // SecretScanningAlertRevokedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "revoked".
 //
-// ORIGINAL-SPEC.md lists it and older servers send it; the current spec has
-// dropped it. Its payload has the shape of resolved.
+// The behaviour contract lists it and older servers send it; the current spec
+// has dropped it. Its payload has the shape of resolved.
 //
 // It has the same shape as SecretScanningAlertResolvedEvent (from overrides).
 type SecretScanningAlertRevokedEvent struct {
@@ -10672,8 +10672,8 @@ type SecurityAdvisoryEvent interface {
 // SecurityAdvisoryPerformedEvent is the payload of a "security_advisory"
 // delivery with action "performed".
 //
-// ORIGINAL-SPEC.md lists it and older servers send it; the current spec has
-// dropped it. Its payload has the shape of published.
+// The behaviour contract lists it and older servers send it; the current spec
+// has dropped it. Its payload has the shape of published.
 //
 // It has the same shape as SecurityAdvisoryPublishedEvent (from overrides).
 type SecurityAdvisoryPerformedEvent struct {

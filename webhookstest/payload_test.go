@@ -84,7 +84,7 @@ func TestPayloadsCoverNames(t *testing.T) {
 	}
 }
 
-// TestPayloadsCoverContract: every name of ORIGINAL-SPEC.md's events table
+// TestPayloadsCoverContract: every name of the behaviour contract's events table
 // has an example.
 func TestPayloadsCoverContract(t *testing.T) {
 	f, err := os.Open("../schema/names-original.txt")
@@ -108,7 +108,7 @@ func TestPayloadsCoverContract(t *testing.T) {
 		}
 	}
 	if n != 264 {
-		t.Errorf("read %d names, want the 264 of ORIGINAL-SPEC.md", n)
+		t.Errorf("read %d names, want the 264 of the behaviour contract", n)
 	}
 }
 

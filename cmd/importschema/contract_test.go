@@ -19,13 +19,13 @@ var update = flag.Bool("update", false, "rewrite the golden and contract files f
 
 // originalSpec is a copy of the behaviour contract this project keeps, so that
 // the contract file is checked against its source in every clone.
-var originalSpec = filepath.Join("testdata", "contract", "ORIGINAL-SPEC.md")
+var originalSpec = filepath.Join("testdata", "contract", "behaviour-contract.md")
 
 const contractPath = "../../schema/" + gen.ContractFile
 
-const contractHeader = `# The names (events and event.action) of the events table of ORIGINAL-SPEC.md,
-# the behaviour contract: gen.Load fails when the schema lacks any of them.
-# Derived from the spec by cmd/importschema's TestContractNames (go test -update).
+const contractHeader = `# The names (events and event.action) of the events table of the behaviour
+# contract: gen.Load fails when the schema lacks any of them. Derived from it by
+# cmd/importschema's TestContractNames (go test -update).
 `
 
 var (
@@ -34,7 +34,7 @@ var (
 	actionCell    = regexp.MustCompile("`([^`\\s]+)`")
 )
 
-// contractNames parses the events table of ORIGINAL-SPEC.md: each event, then its
+// contractNames parses the events table of the behaviour contract: each event, then its
 // event.action names, in the table's order.
 func contractNames(md string) ([]string, error) {
 	sc := bufio.NewScanner(strings.NewReader(md))
@@ -79,7 +79,7 @@ func TestContractNames(t *testing.T) {
 	}
 	// 62 events and 202 actions: the table's count (the issue's "256" undercounts).
 	if len(want) != 264 {
-		t.Errorf("ORIGINAL-SPEC.md's table gives %d names, not 264: has the table changed?", len(want))
+		t.Errorf("the behaviour contract's table gives %d names, not 264: has the table changed?", len(want))
 	}
 	if *update {
 		text := contractHeader + strings.Join(want, "\n") + "\n"
@@ -92,7 +92,7 @@ func TestContractNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("%s differs from ORIGINAL-SPEC.md's table (-spec +file), run go test -update:\n%s", contractPath, d)
+		t.Errorf("%s differs from the behaviour contract's table (-spec +file), run go test -update:\n%s", contractPath, d)
 	}
 }
 

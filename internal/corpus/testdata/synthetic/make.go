@@ -1,7 +1,7 @@
 //go:build ignore
 
 // make writes the synthetic payloads of this directory and its README: for each
-// name of ORIGINAL-SPEC.md that no public example has, a payload derived from a
+// name of the behaviour contract that no public example has, a payload derived from a
 // public example of the same event (another action) with the changes listed
 // below, or, for the few events with no public example at all, put together from
 // members of other public examples. Then, for every other name of the schema
@@ -121,7 +121,7 @@ func main() {
 	readme.WriteString(`# Synthetic payloads
 
 Written for this project, not taken from the forge: one payload for each name of
-ORIGINAL-SPEC.md that no public example under ../examples has, so that every one of
+the behaviour contract that no public example under ../examples has, so that every one of
 the 264 names of its events table (schema/names-original.txt) is decoded at
 least once by the corpus tests. They are never mixed into ../examples;
 corpus.Example.Synthetic is true for them.
