@@ -3,83 +3,22 @@ package inspector_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"forgehooks.dev/forgehooks/internal/browsertest"
 )
 
-// The browser tests drive a real headless Chromium (Debian's chromium
-// package; `make chromium` installs it). Without one they skip, except under
-// CI=true, where they fail: CI must run them.
-
-// chromiumPath finds the browser: $CHROMIUM, or chromium on $PATH.
-func chromiumPath() string {
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-func noBrowser(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: the browser tests must run; install it with `make chromium`)", msg)
-	}
-	t.Skipf("%s; install it with `make chromium` (apt-get install chromium)", msg)
-}
-
-// violationProbe runs before the page's own script, in every document: it
-// counts Content-Security-Policy violations as the page sees them, and marks
-// that the document was not reloaded.
-const violationProbe = `window.__violations = [];
-document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample));`
+// The browser tests drive a real headless Chromium (internal/browsertest):
+// without one they skip, except under CI=true, where they fail.
 
 // browser starts Chromium with a fresh profile and returns a tab's context.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromiumPath()
-	if path == "" {
-		noBrowser(t, "no Chromium found (chromium on $PATH or $CHROMIUM)")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("force-color-profile", "srgb"),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 800),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelT := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelT(); cancelA() })
-	if err := chromedp.Do(ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: violationProbe})
-		return chromedp.Void{}, err
-	}); err != nil {
-		noBrowser(t, "cannot start Chromium at %s: %v", path, err)
-	}
-	return ctx
-}
+func browser(t *testing.T) context.Context { return browsertest.Start(t) }
 
 // colorScheme makes the page see prefers-color-scheme: scheme.
 func colorScheme(scheme string) chromedp.Action[chromedp.Void] {

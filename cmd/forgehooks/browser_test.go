@@ -3,71 +3,25 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"forgehooks.dev/forgehooks/internal/browsertest"
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
 // The browser test drives a real headless Chromium, as package inspector's
-// do: without one it skips, except under CI=true, where it fails.
-
-func chromiumPath() string {
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-func noBrowser(t *testing.T, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: the browser tests must run; install it with `make chromium`)", msg)
-	}
-	t.Skipf("%s; install it with `make chromium` (apt-get install chromium)", msg)
-}
-
-// cspProbe runs before the page's script and collects the Content-Security-
-// Policy violations the page sees.
-const cspProbe = `window.__violations = [];
-document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));`
+// do (internal/browsertest): without one it skips, except under CI=true, where
+// it fails.
 
 // browserTab starts Chromium with a fresh profile and returns a tab.
-func browserTab(t *testing.T) context.Context {
-	t.Helper()
-	path := chromiumPath()
-	if path == "" {
-		noBrowser(t, "no Chromium found (chromium on $PATH or $CHROMIUM)")
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
-	ctx, cancelT := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelT(); cancelA() })
-	if err := chromedp.Do(ctx, func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspProbe})
-		return chromedp.Void{}, err
-	}); err != nil {
-		noBrowser(t, "cannot start Chromium at %s: %v", path, err)
-	}
-	return ctx
-}
+func browserTab(t *testing.T) context.Context { return browsertest.Start(t) }
 
 func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
