@@ -39,36 +39,16 @@ func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
-// eval runs a JavaScript expression in the page (as DevTools does, outside
-// the page's Content-Security-Policy) and decodes its value.
+// eval runs a JavaScript expression in the page and decodes its value.
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
+	return browsertest.Eval[T](t, ctx, expr)
 }
 
-// until waits for a JavaScript condition to hold in the page. (chromedp.Poll
-// compiles its predicate with new Function, which the page's policy forbids.)
+// until waits for a JavaScript condition to hold in the page.
 func until(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		ok, err := chromedp.Run(sctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s (%s): err %v\npage: %s", what, expr, err, pageState(ctx))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	browsertest.Until(t, ctx, what, expr, pageState)
 }
 
 // pageState describes the page for a failure message.

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"forgehooks.dev/forgehooks/internal/browsertest"
-
-	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -34,32 +30,19 @@ func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Ac
 
 func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
+	return browsertest.Eval[T](t, ctx, expr)
 }
 
 // untilJS waits for a JavaScript condition to hold in the page.
 func untilJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		ok, err := chromedp.Run(sctx, chromedp.Evaluate[bool]("!!("+expr+")"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-			t.Fatalf("waiting for %s (%s): %v\npage:\n%s", what, expr, err, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	browsertest.Until(t, ctx, what, expr, pageText)
+}
+
+// pageText is the page's text, for a failure message.
+func pageText(ctx context.Context) string {
+	body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	return body
 }
 
 // TestBrowserInboxDeadLetter: serve --inbox --ui in a real browser. A
@@ -69,21 +52,7 @@ func untilJS(t *testing.T, ctx context.Context, what, expr string) {
 // handled), Replay once more (attempt 4); no CSP violation.
 func TestBrowserInboxDeadLetter(t *testing.T) {
 	ctx := browserTab(t)
-	var failing atomic.Bool
-	failing.Store(true)
-	var runs atomic.Int32
-	setup := func(wh *webhooks.Webhooks) {
-		wh.On("issues", func(ctx context.Context, e emitter.Event) error {
-			runs.Add(1)
-			info, _ := webhooks.DeliveryFrom(ctx)
-			if failing.Load() {
-				return fmt.Errorf("downstream refused attempt %d", info.Attempt)
-			}
-			return nil
-		})
-	}
-	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret,
-		"--inbox", t.TempDir(), "--retry-delays", "1ms", "--ui", "127.0.0.1:0")
+	sv, failing, runs := startFailingInbox(t)
 	pageURL := uiURL(t, sv)
 	browse(t, ctx, "open", chromedp.Navigate(pageURL))
 	untilJS(t, ctx, "live", `document.getElementById('live').dataset.state === 'live'`)

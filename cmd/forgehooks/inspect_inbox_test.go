@@ -153,21 +153,7 @@ func awaitRow(t *testing.T, rows <-chan pageRow, key, status string, attempts in
 // and a bad signature show as the middleware's results; serve logs "delivery
 // stored" and "duplicate delivery".
 func TestServeInspectorInbox(t *testing.T) {
-	var failing atomic.Bool
-	failing.Store(true)
-	var runs atomic.Int32
-	setup := func(wh *webhooks.Webhooks) {
-		wh.On("issues", func(ctx context.Context, e emitter.Event) error {
-			runs.Add(1)
-			info, _ := webhooks.DeliveryFrom(ctx)
-			if failing.Load() {
-				return fmt.Errorf("downstream refused attempt %d", info.Attempt)
-			}
-			return nil
-		})
-	}
-	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret,
-		"--inbox", t.TempDir(), "--retry-delays", "1ms", "--ui", "127.0.0.1:0")
+	sv, failing, runs := startFailingInbox(t)
 	page := uiURL(t, sv)
 	rows := pageEvents(t, page)
 	hook := "http://" + sv.addr + webhooks.DefaultPath
@@ -245,4 +231,26 @@ func TestServeInspectorInbox(t *testing.T) {
 	if strings.Contains(log, "handlers still running") {
 		t.Errorf("a stored delivery logged as running:\n%s", log)
 	}
+}
+
+// startFailingInbox starts serve with an inbox (one retry, after 1ms) and the
+// inspector page, and an "issues" handler that fails, naming its attempt,
+// while failing is set (at first it is); runs counts the handler's runs.
+func startFailingInbox(t *testing.T) (sv *proc, failing *atomic.Bool, runs *atomic.Int32) {
+	t.Helper()
+	failing, runs = new(atomic.Bool), new(atomic.Int32)
+	failing.Store(true)
+	setup := func(wh *webhooks.Webhooks) {
+		wh.On("issues", func(ctx context.Context, e emitter.Event) error {
+			runs.Add(1)
+			info, _ := webhooks.DeliveryFrom(ctx)
+			if failing.Load() {
+				return fmt.Errorf("downstream refused attempt %d", info.Attempt)
+			}
+			return nil
+		})
+	}
+	sv = start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret,
+		"--inbox", t.TempDir(), "--retry-delays", "1ms", "--ui", "127.0.0.1:0")
+	return sv, failing, runs
 }

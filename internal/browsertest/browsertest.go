@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -80,4 +81,39 @@ func Start(t testing.TB) context.Context {
 		Unavailable(t, "cannot start Chromium at %s: %v", path, err)
 	}
 	return ctx
+}
+
+// Eval runs a JavaScript expression in the page (as DevTools does, outside the
+// page's Content-Security-Policy) and returns its value decoded as T; it fails
+// t when the expression cannot be evaluated within 30 seconds.
+func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(sctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// Until waits up to 30 seconds for the JavaScript condition expr to hold in
+// the page, and fails t naming what it waited for and, from state, what the
+// page shows. (chromedp.Poll compiles its predicate with new Function, which a
+// strict Content-Security-Policy forbids.)
+func Until(t testing.TB, ctx context.Context, what, expr string, state func(context.Context) string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ok, err := chromedp.Run(sctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s (%s): err %v\npage: %s", what, expr, err, state(ctx))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
