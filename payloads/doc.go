@@ -28,4 +28,11 @@
 // that encoding a decoded payload gives the original document back, up to members
 // that are null on one side and absent on the other. The generated UnmarshalJSON
 // and MarshalJSON methods read and write JSON directly, without reflection.
+//
+// The generated types are declared in internal packages, a few thousand
+// declarations each, so that compiling them takes little memory; this package
+// names every one of them by an alias (type PushEvent = …), which is the same
+// type under this package's name. Their fields, methods and docs are the
+// generated declarations'; go doc shows them under the package that declares
+// them, and %T and reflect print them as payloads.PushEvent.
 package payloads

@@ -17,13 +17,14 @@ var navigatedMembers = map[string]bool{
 	"organization": true, "repository": true, "sender": true,
 }
 
-// generatedStructs returns every struct type of package payloads that the
+// generatedStructs returns every generated struct type (payloads names each
+// by an alias; they are declared in its internal packages) that the
 // payload of some event or event.action reaches: the payload structs (each
 // action's, each unknown-action type, each event's without actions) and
 // everything their fields hold, which is every generated struct.
 func generatedStructs(t *testing.T) []reflect.Type {
 	t.Helper()
-	pkg := reflect.TypeFor[payloads.PushEvent]().PkgPath()
+	const pkg = "forgehooks.dev/forgehooks/payloads"
 	seen := map[reflect.Type]bool{}
 	var out []reflect.Type
 	var walk func(reflect.Type)
@@ -31,7 +32,7 @@ func generatedStructs(t *testing.T) []reflect.Type {
 		for rt.Kind() == reflect.Pointer || rt.Kind() == reflect.Slice || rt.Kind() == reflect.Map {
 			rt = rt.Elem()
 		}
-		if rt.Kind() != reflect.Struct || rt.PkgPath() != pkg || seen[rt] || rt == reflect.TypeFor[payloads.Timestamp]() {
+		if rt.Kind() != reflect.Struct || !strings.HasPrefix(rt.PkgPath(), pkg) || seen[rt] || rt == reflect.TypeFor[payloads.Timestamp]() {
 			return
 		}
 		seen[rt] = true

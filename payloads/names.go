@@ -3,6 +3,11 @@
 package payloads
 
 import (
+	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+	group1 "forgehooks.dev/forgehooks/payloads/internal/group1"
+	group2 "forgehooks.dev/forgehooks/payloads/internal/group2"
+	group3 "forgehooks.dev/forgehooks/payloads/internal/group3"
+	group4 "forgehooks.dev/forgehooks/payloads/internal/group4"
 	"sort"
 	"strings"
 )
@@ -370,1327 +375,155 @@ func IsKnownEventName(name string) bool {
 func Parse(name string, body []byte) (Payload, error) {
 	switch name {
 	case "branch_protection_configuration":
-		return parseBranchProtectionConfigurationEvent(body)
+		return group2.ParseBranchProtectionConfigurationEvent(body)
 	case "branch_protection_rule":
-		return parseBranchProtectionRuleEvent(body)
+		return group3.ParseBranchProtectionRuleEvent(body)
 	case "check_run":
-		return parseCheckRunEvent(body)
+		return group3.ParseCheckRunEvent(body)
 	case "check_suite":
-		return parseCheckSuiteEvent(body)
+		return group2.ParseCheckSuiteEvent(body)
 	case "code_scanning_alert":
-		return parseCodeScanningAlertEvent(body)
+		return group2.ParseCodeScanningAlertEvent(body)
 	case "commit_comment":
-		return parseCommitCommentEvent(body)
+		return group3.ParseCommitCommentEvent(body)
 	case "create":
-		return parseCreateEvent(body)
+		return group4.ParseCreateEvent(body)
 	case "custom_property":
-		return parseCustomPropertyEvent(body)
+		return group2.ParseCustomPropertyEvent(body)
 	case "custom_property_values":
-		return parseCustomPropertyValuesEvent(body)
+		return group4.ParseCustomPropertyValuesEvent(body)
 	case "delete":
-		return parseDeleteEvent(body)
+		return group4.ParseDeleteEvent(body)
 	case "dependabot_alert":
-		return parseDependabotAlertEvent(body)
+		return group4.ParseDependabotAlertEvent(body)
 	case "deploy_key":
-		return parseDeployKeyEvent(body)
+		return group4.ParseDeployKeyEvent(body)
 	case "deployment":
-		return parseDeploymentEvent(body)
+		return group1.ParseDeploymentEvent(body)
 	case "deployment_protection_rule":
-		return parseDeploymentProtectionRuleEvent(body)
+		return group3.ParseDeploymentProtectionRuleEvent(body)
 	case "deployment_review":
-		return parseDeploymentReviewEvent(body)
+		return group1.ParseDeploymentReviewEvent(body)
 	case "deployment_status":
-		return parseDeploymentStatusEvent(body)
+		return group3.ParseDeploymentStatusEvent(body)
 	case "discussion":
-		return parseDiscussionEvent(body)
+		return group4.ParseDiscussionEvent(body)
 	case "discussion_comment":
-		return parseDiscussionCommentEvent(body)
+		return group1.ParseDiscussionCommentEvent(body)
 	case "fork":
-		return parseForkEvent(body)
+		return group3.ParseForkEvent(body)
 	case "github_app_authorization":
-		return parseGithubAppAuthorizationEvent(body)
+		return group2.ParseGithubAppAuthorizationEvent(body)
 	case "gollum":
-		return parseGollumEvent(body)
+		return group1.ParseGollumEvent(body)
 	case "installation":
-		return parseInstallationEvent(body)
+		return group3.ParseInstallationEvent(body)
 	case "installation_repositories":
-		return parseInstallationRepositoriesEvent(body)
+		return group1.ParseInstallationRepositoriesEvent(body)
 	case "installation_target":
-		return parseInstallationTargetEvent(body)
+		return group3.ParseInstallationTargetEvent(body)
 	case "issue_comment":
-		return parseIssueCommentEvent(body)
+		return group1.ParseIssueCommentEvent(body)
 	case "issue_dependencies":
-		return parseIssueDependenciesEvent(body)
+		return group1.ParseIssueDependenciesEvent(body)
 	case "issues":
-		return parseIssuesEvent(body)
+		return group4.ParseIssuesEvent(body)
 	case "label":
-		return parseLabelEvent(body)
+		return group1.ParseLabelEvent(body)
 	case "marketplace_purchase":
-		return parseMarketplacePurchaseEvent(body)
+		return group1.ParseMarketplacePurchaseEvent(body)
 	case "member":
-		return parseMemberEvent(body)
+		return group3.ParseMemberEvent(body)
 	case "membership":
-		return parseMembershipEvent(body)
+		return group4.ParseMembershipEvent(body)
 	case "merge_group":
-		return parseMergeGroupEvent(body)
+		return group2.ParseMergeGroupEvent(body)
 	case "meta":
-		return parseMetaEvent(body)
+		return group4.ParseMetaEvent(body)
 	case "milestone":
-		return parseMilestoneEvent(body)
+		return group4.ParseMilestoneEvent(body)
 	case "org_block":
-		return parseOrgBlockEvent(body)
+		return group4.ParseOrgBlockEvent(body)
 	case "organization":
-		return parseOrganizationEvent(body)
+		return group1.ParseOrganizationEvent(body)
 	case "package":
-		return parsePackageEvent(body)
+		return group1.ParsePackageEvent(body)
 	case "page_build":
-		return parsePageBuildEvent(body)
+		return group3.ParsePageBuildEvent(body)
 	case "personal_access_token_request":
-		return parsePersonalAccessTokenRequestEvent(body)
+		return group1.ParsePersonalAccessTokenRequestEvent(body)
 	case "ping":
-		return parsePingEvent(body)
+		return group1.ParsePingEvent(body)
 	case "project":
-		return parseProjectEvent(body)
+		return group4.ParseProjectEvent(body)
 	case "project_card":
-		return parseProjectCardEvent(body)
+		return group2.ParseProjectCardEvent(body)
 	case "project_column":
-		return parseProjectColumnEvent(body)
+		return group3.ParseProjectColumnEvent(body)
 	case "projects_v2":
-		return parseProjectsV2Event(body)
+		return group2.ParseProjectsV2Event(body)
 	case "projects_v2_item":
-		return parseProjectsV2ItemEvent(body)
+		return group2.ParseProjectsV2ItemEvent(body)
 	case "projects_v2_status_update":
-		return parseProjectsV2StatusUpdateEvent(body)
+		return group3.ParseProjectsV2StatusUpdateEvent(body)
 	case "public":
-		return parsePublicEvent(body)
+		return group1.ParsePublicEvent(body)
 	case "pull_request":
-		return parsePullRequestEvent(body)
+		return group2.ParsePullRequestEvent(body)
 	case "pull_request_review":
-		return parsePullRequestReviewEvent(body)
+		return group2.ParsePullRequestReviewEvent(body)
 	case "pull_request_review_comment":
-		return parsePullRequestReviewCommentEvent(body)
+		return group4.ParsePullRequestReviewCommentEvent(body)
 	case "pull_request_review_thread":
-		return parsePullRequestReviewThreadEvent(body)
+		return group2.ParsePullRequestReviewThreadEvent(body)
 	case "push":
-		return parsePushEvent(body)
+		return group1.ParsePushEvent(body)
 	case "registry_package":
-		return parseRegistryPackageEvent(body)
+		return group3.ParseRegistryPackageEvent(body)
 	case "release":
-		return parseReleaseEvent(body)
+		return group2.ParseReleaseEvent(body)
 	case "repository":
-		return parseRepositoryEvent(body)
+		return group4.ParseRepositoryEvent(body)
 	case "repository_advisory":
-		return parseRepositoryAdvisoryEvent(body)
+		return group1.ParseRepositoryAdvisoryEvent(body)
 	case "repository_dispatch":
-		return parseRepositoryDispatchEvent(body)
+		return group3.ParseRepositoryDispatchEvent(body)
 	case "repository_import":
-		return parseRepositoryImportEvent(body)
+		return group1.ParseRepositoryImportEvent(body)
 	case "repository_ruleset":
-		return parseRepositoryRulesetEvent(body)
+		return group1.ParseRepositoryRulesetEvent(body)
 	case "repository_vulnerability_alert":
-		return parseRepositoryVulnerabilityAlertEvent(body)
+		return group2.ParseRepositoryVulnerabilityAlertEvent(body)
 	case "secret_scanning_alert":
-		return parseSecretScanningAlertEvent(body)
+		return group2.ParseSecretScanningAlertEvent(body)
 	case "secret_scanning_alert_location":
-		return parseSecretScanningAlertLocationEvent(body)
+		return group3.ParseSecretScanningAlertLocationEvent(body)
 	case "secret_scanning_scan":
-		return parseSecretScanningScanEvent(body)
+		return group2.ParseSecretScanningScanEvent(body)
 	case "security_advisory":
-		return parseSecurityAdvisoryEvent(body)
+		return group4.ParseSecurityAdvisoryEvent(body)
 	case "security_and_analysis":
-		return parseSecurityAndAnalysisEvent(body)
+		return group3.ParseSecurityAndAnalysisEvent(body)
 	case "sponsorship":
-		return parseSponsorshipEvent(body)
+		return group3.ParseSponsorshipEvent(body)
 	case "star":
-		return parseStarEvent(body)
+		return group2.ParseStarEvent(body)
 	case "status":
-		return parseStatusEvent(body)
+		return group4.ParseStatusEvent(body)
 	case "sub_issues":
-		return parseSubIssuesEvent(body)
+		return group4.ParseSubIssuesEvent(body)
 	case "team":
-		return parseTeamEvent(body)
+		return group1.ParseTeamEvent(body)
 	case "team_add":
-		return parseTeamAddEvent(body)
+		return group4.ParseTeamAddEvent(body)
 	case "watch":
-		return parseWatchEvent(body)
+		return group2.ParseWatchEvent(body)
 	case "workflow_dispatch":
-		return parseWorkflowDispatchEvent(body)
+		return group2.ParseWorkflowDispatchEvent(body)
 	case "workflow_job":
-		return parseWorkflowJobEvent(body)
+		return group4.ParseWorkflowJobEvent(body)
 	case "workflow_run":
-		return parseWorkflowRunEvent(body)
+		return group3.ParseWorkflowRunEvent(body)
 	}
-	return parseUnknownEvent(name, body)
-}
-
-func parseBranchProtectionConfigurationEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeBranchProtectionConfigurationEvent)
-}
-
-func decodeBranchProtectionConfigurationEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "disabled":
-		return decodeAs(d, new(BranchProtectionConfigurationDisabledEvent), "BranchProtectionConfigurationDisabledEvent")
-	case "enabled":
-		return decodeAs(d, new(BranchProtectionConfigurationEnabledEvent), "BranchProtectionConfigurationEnabledEvent")
-	}
-	return decodeAs(d, new(BranchProtectionConfigurationUnknownEvent), "BranchProtectionConfigurationUnknownEvent")
-}
-
-func parseBranchProtectionRuleEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeBranchProtectionRuleEvent)
-}
-
-func decodeBranchProtectionRuleEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(BranchProtectionRuleCreatedEvent), "BranchProtectionRuleCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(BranchProtectionRuleDeletedEvent), "BranchProtectionRuleDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(BranchProtectionRuleEditedEvent), "BranchProtectionRuleEditedEvent")
-	}
-	return decodeAs(d, new(BranchProtectionRuleUnknownEvent), "BranchProtectionRuleUnknownEvent")
-}
-
-func parseCheckRunEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeCheckRunEvent)
-}
-
-func decodeCheckRunEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "completed":
-		return decodeAs(d, new(CheckRunCompletedEvent), "CheckRunCompletedEvent")
-	case "created":
-		return decodeAs(d, new(CheckRunCreatedEvent), "CheckRunCreatedEvent")
-	case "requested_action":
-		return decodeAs(d, new(CheckRunRequestedActionEvent), "CheckRunRequestedActionEvent")
-	case "rerequested":
-		return decodeAs(d, new(CheckRunRerequestedEvent), "CheckRunRerequestedEvent")
-	}
-	return decodeAs(d, new(CheckRunUnknownEvent), "CheckRunUnknownEvent")
-}
-
-func parseCheckSuiteEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeCheckSuiteEvent)
-}
-
-func decodeCheckSuiteEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "completed":
-		return decodeAs(d, new(CheckSuiteCompletedEvent), "CheckSuiteCompletedEvent")
-	case "requested":
-		return decodeAs(d, new(CheckSuiteRequestedEvent), "CheckSuiteRequestedEvent")
-	case "rerequested":
-		return decodeAs(d, new(CheckSuiteRerequestedEvent), "CheckSuiteRerequestedEvent")
-	}
-	return decodeAs(d, new(CheckSuiteUnknownEvent), "CheckSuiteUnknownEvent")
-}
-
-func parseCodeScanningAlertEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeCodeScanningAlertEvent)
-}
-
-func decodeCodeScanningAlertEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "appeared_in_branch":
-		return decodeAs(d, new(CodeScanningAlertAppearedInBranchEvent), "CodeScanningAlertAppearedInBranchEvent")
-	case "closed_by_user":
-		return decodeAs(d, new(CodeScanningAlertClosedByUserEvent), "CodeScanningAlertClosedByUserEvent")
-	case "created":
-		return decodeAs(d, new(CodeScanningAlertCreatedEvent), "CodeScanningAlertCreatedEvent")
-	case "fixed":
-		return decodeAs(d, new(CodeScanningAlertFixedEvent), "CodeScanningAlertFixedEvent")
-	case "reopened":
-		return decodeAs(d, new(CodeScanningAlertReopenedEvent), "CodeScanningAlertReopenedEvent")
-	case "reopened_by_user":
-		return decodeAs(d, new(CodeScanningAlertReopenedByUserEvent), "CodeScanningAlertReopenedByUserEvent")
-	}
-	return decodeAs(d, new(CodeScanningAlertUnknownEvent), "CodeScanningAlertUnknownEvent")
-}
-
-func parseCommitCommentEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeCommitCommentEvent)
-}
-
-func decodeCommitCommentEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(CommitCommentCreatedEvent), "CommitCommentCreatedEvent")
-	}
-	return decodeAs(d, new(CommitCommentUnknownEvent), "CommitCommentUnknownEvent")
-}
-
-func parseCreateEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(CreateEvent), "CreateEvent")
-}
-
-func parseCustomPropertyEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeCustomPropertyEvent)
-}
-
-func decodeCustomPropertyEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(CustomPropertyCreatedEvent), "CustomPropertyCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(CustomPropertyDeletedEvent), "CustomPropertyDeletedEvent")
-	case "promote_to_enterprise":
-		return decodeAs(d, new(CustomPropertyPromoteToEnterpriseEvent), "CustomPropertyPromoteToEnterpriseEvent")
-	case "updated":
-		return decodeAs(d, new(CustomPropertyUpdatedEvent), "CustomPropertyUpdatedEvent")
-	}
-	return decodeAs(d, new(CustomPropertyUnknownEvent), "CustomPropertyUnknownEvent")
-}
-
-func parseCustomPropertyValuesEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeCustomPropertyValuesEvent)
-}
-
-func decodeCustomPropertyValuesEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "updated":
-		return decodeAs(d, new(CustomPropertyValuesUpdatedEvent), "CustomPropertyValuesUpdatedEvent")
-	}
-	return decodeAs(d, new(CustomPropertyValuesUnknownEvent), "CustomPropertyValuesUnknownEvent")
-}
-
-func parseDeleteEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(DeleteEvent), "DeleteEvent")
-}
-
-func parseDependabotAlertEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDependabotAlertEvent)
-}
-
-func decodeDependabotAlertEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "auto_dismissed":
-		return decodeAs(d, new(DependabotAlertAutoDismissedEvent), "DependabotAlertAutoDismissedEvent")
-	case "auto_reopened":
-		return decodeAs(d, new(DependabotAlertAutoReopenedEvent), "DependabotAlertAutoReopenedEvent")
-	case "created":
-		return decodeAs(d, new(DependabotAlertCreatedEvent), "DependabotAlertCreatedEvent")
-	case "dismissed":
-		return decodeAs(d, new(DependabotAlertDismissedEvent), "DependabotAlertDismissedEvent")
-	case "fixed":
-		return decodeAs(d, new(DependabotAlertFixedEvent), "DependabotAlertFixedEvent")
-	case "reintroduced":
-		return decodeAs(d, new(DependabotAlertReintroducedEvent), "DependabotAlertReintroducedEvent")
-	case "reopened":
-		return decodeAs(d, new(DependabotAlertReopenedEvent), "DependabotAlertReopenedEvent")
-	}
-	return decodeAs(d, new(DependabotAlertUnknownEvent), "DependabotAlertUnknownEvent")
-}
-
-func parseDeployKeyEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDeployKeyEvent)
-}
-
-func decodeDeployKeyEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(DeployKeyCreatedEvent), "DeployKeyCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(DeployKeyDeletedEvent), "DeployKeyDeletedEvent")
-	}
-	return decodeAs(d, new(DeployKeyUnknownEvent), "DeployKeyUnknownEvent")
-}
-
-func parseDeploymentEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDeploymentEvent)
-}
-
-func decodeDeploymentEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(DeploymentCreatedEvent), "DeploymentCreatedEvent")
-	}
-	return decodeAs(d, new(DeploymentUnknownEvent), "DeploymentUnknownEvent")
-}
-
-func parseDeploymentProtectionRuleEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDeploymentProtectionRuleEvent)
-}
-
-func decodeDeploymentProtectionRuleEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "requested":
-		return decodeAs(d, new(DeploymentProtectionRuleRequestedEvent), "DeploymentProtectionRuleRequestedEvent")
-	}
-	return decodeAs(d, new(DeploymentProtectionRuleUnknownEvent), "DeploymentProtectionRuleUnknownEvent")
-}
-
-func parseDeploymentReviewEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDeploymentReviewEvent)
-}
-
-func decodeDeploymentReviewEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "approved":
-		return decodeAs(d, new(DeploymentReviewApprovedEvent), "DeploymentReviewApprovedEvent")
-	case "rejected":
-		return decodeAs(d, new(DeploymentReviewRejectedEvent), "DeploymentReviewRejectedEvent")
-	case "requested":
-		return decodeAs(d, new(DeploymentReviewRequestedEvent), "DeploymentReviewRequestedEvent")
-	}
-	return decodeAs(d, new(DeploymentReviewUnknownEvent), "DeploymentReviewUnknownEvent")
-}
-
-func parseDeploymentStatusEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDeploymentStatusEvent)
-}
-
-func decodeDeploymentStatusEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(DeploymentStatusCreatedEvent), "DeploymentStatusCreatedEvent")
-	}
-	return decodeAs(d, new(DeploymentStatusUnknownEvent), "DeploymentStatusUnknownEvent")
-}
-
-func parseDiscussionEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDiscussionEvent)
-}
-
-func decodeDiscussionEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "answered":
-		return decodeAs(d, new(DiscussionAnsweredEvent), "DiscussionAnsweredEvent")
-	case "category_changed":
-		return decodeAs(d, new(DiscussionCategoryChangedEvent), "DiscussionCategoryChangedEvent")
-	case "closed":
-		return decodeAs(d, new(DiscussionClosedEvent), "DiscussionClosedEvent")
-	case "created":
-		return decodeAs(d, new(DiscussionCreatedEvent), "DiscussionCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(DiscussionDeletedEvent), "DiscussionDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(DiscussionEditedEvent), "DiscussionEditedEvent")
-	case "labeled":
-		return decodeAs(d, new(DiscussionLabeledEvent), "DiscussionLabeledEvent")
-	case "locked":
-		return decodeAs(d, new(DiscussionLockedEvent), "DiscussionLockedEvent")
-	case "pinned":
-		return decodeAs(d, new(DiscussionPinnedEvent), "DiscussionPinnedEvent")
-	case "reopened":
-		return decodeAs(d, new(DiscussionReopenedEvent), "DiscussionReopenedEvent")
-	case "transferred":
-		return decodeAs(d, new(DiscussionTransferredEvent), "DiscussionTransferredEvent")
-	case "unanswered":
-		return decodeAs(d, new(DiscussionUnansweredEvent), "DiscussionUnansweredEvent")
-	case "unlabeled":
-		return decodeAs(d, new(DiscussionUnlabeledEvent), "DiscussionUnlabeledEvent")
-	case "unlocked":
-		return decodeAs(d, new(DiscussionUnlockedEvent), "DiscussionUnlockedEvent")
-	case "unpinned":
-		return decodeAs(d, new(DiscussionUnpinnedEvent), "DiscussionUnpinnedEvent")
-	}
-	return decodeAs(d, new(DiscussionUnknownEvent), "DiscussionUnknownEvent")
-}
-
-func parseDiscussionCommentEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeDiscussionCommentEvent)
-}
-
-func decodeDiscussionCommentEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(DiscussionCommentCreatedEvent), "DiscussionCommentCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(DiscussionCommentDeletedEvent), "DiscussionCommentDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(DiscussionCommentEditedEvent), "DiscussionCommentEditedEvent")
-	}
-	return decodeAs(d, new(DiscussionCommentUnknownEvent), "DiscussionCommentUnknownEvent")
-}
-
-func parseForkEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(ForkEvent), "ForkEvent")
-}
-
-func parseGithubAppAuthorizationEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeGithubAppAuthorizationEvent)
-}
-
-func decodeGithubAppAuthorizationEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "revoked":
-		return decodeAs(d, new(GithubAppAuthorizationRevokedEvent), "GithubAppAuthorizationRevokedEvent")
-	}
-	return decodeAs(d, new(GithubAppAuthorizationUnknownEvent), "GithubAppAuthorizationUnknownEvent")
-}
-
-func parseGollumEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(GollumEvent), "GollumEvent")
-}
-
-func parseInstallationEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeInstallationEvent)
-}
-
-func decodeInstallationEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(InstallationCreatedEvent), "InstallationCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(InstallationDeletedEvent), "InstallationDeletedEvent")
-	case "new_permissions_accepted":
-		return decodeAs(d, new(InstallationNewPermissionsAcceptedEvent), "InstallationNewPermissionsAcceptedEvent")
-	case "suspend":
-		return decodeAs(d, new(InstallationSuspendEvent), "InstallationSuspendEvent")
-	case "unsuspend":
-		return decodeAs(d, new(InstallationUnsuspendEvent), "InstallationUnsuspendEvent")
-	}
-	return decodeAs(d, new(InstallationUnknownEvent), "InstallationUnknownEvent")
-}
-
-func parseInstallationRepositoriesEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeInstallationRepositoriesEvent)
-}
-
-func decodeInstallationRepositoriesEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "added":
-		return decodeAs(d, new(InstallationRepositoriesAddedEvent), "InstallationRepositoriesAddedEvent")
-	case "removed":
-		return decodeAs(d, new(InstallationRepositoriesRemovedEvent), "InstallationRepositoriesRemovedEvent")
-	}
-	return decodeAs(d, new(InstallationRepositoriesUnknownEvent), "InstallationRepositoriesUnknownEvent")
-}
-
-func parseInstallationTargetEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeInstallationTargetEvent)
-}
-
-func decodeInstallationTargetEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "renamed":
-		return decodeAs(d, new(InstallationTargetRenamedEvent), "InstallationTargetRenamedEvent")
-	}
-	return decodeAs(d, new(InstallationTargetUnknownEvent), "InstallationTargetUnknownEvent")
-}
-
-func parseIssueCommentEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeIssueCommentEvent)
-}
-
-func decodeIssueCommentEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(IssueCommentCreatedEvent), "IssueCommentCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(IssueCommentDeletedEvent), "IssueCommentDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(IssueCommentEditedEvent), "IssueCommentEditedEvent")
-	}
-	return decodeAs(d, new(IssueCommentUnknownEvent), "IssueCommentUnknownEvent")
-}
-
-func parseIssueDependenciesEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeIssueDependenciesEvent)
-}
-
-func decodeIssueDependenciesEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "blocked_by_added":
-		return decodeAs(d, new(IssueDependenciesBlockedByAddedEvent), "IssueDependenciesBlockedByAddedEvent")
-	case "blocked_by_removed":
-		return decodeAs(d, new(IssueDependenciesBlockedByRemovedEvent), "IssueDependenciesBlockedByRemovedEvent")
-	case "blocking_added":
-		return decodeAs(d, new(IssueDependenciesBlockingAddedEvent), "IssueDependenciesBlockingAddedEvent")
-	case "blocking_removed":
-		return decodeAs(d, new(IssueDependenciesBlockingRemovedEvent), "IssueDependenciesBlockingRemovedEvent")
-	}
-	return decodeAs(d, new(IssueDependenciesUnknownEvent), "IssueDependenciesUnknownEvent")
-}
-
-func parseIssuesEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeIssuesEvent)
-}
-
-func decodeIssuesEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "assigned":
-		return decodeAs(d, new(IssuesAssignedEvent), "IssuesAssignedEvent")
-	case "closed":
-		return decodeAs(d, new(IssuesClosedEvent), "IssuesClosedEvent")
-	case "deleted":
-		return decodeAs(d, new(IssuesDeletedEvent), "IssuesDeletedEvent")
-	case "demilestoned":
-		return decodeAs(d, new(IssuesDemilestonedEvent), "IssuesDemilestonedEvent")
-	case "edited":
-		return decodeAs(d, new(IssuesEditedEvent), "IssuesEditedEvent")
-	case "labeled":
-		return decodeAs(d, new(IssuesLabeledEvent), "IssuesLabeledEvent")
-	case "locked":
-		return decodeAs(d, new(IssuesLockedEvent), "IssuesLockedEvent")
-	case "milestoned":
-		return decodeAs(d, new(IssuesMilestonedEvent), "IssuesMilestonedEvent")
-	case "opened":
-		return decodeAs(d, new(IssuesOpenedEvent), "IssuesOpenedEvent")
-	case "pinned":
-		return decodeAs(d, new(IssuesPinnedEvent), "IssuesPinnedEvent")
-	case "reopened":
-		return decodeAs(d, new(IssuesReopenedEvent), "IssuesReopenedEvent")
-	case "transferred":
-		return decodeAs(d, new(IssuesTransferredEvent), "IssuesTransferredEvent")
-	case "typed":
-		return decodeAs(d, new(IssuesTypedEvent), "IssuesTypedEvent")
-	case "unassigned":
-		return decodeAs(d, new(IssuesUnassignedEvent), "IssuesUnassignedEvent")
-	case "unlabeled":
-		return decodeAs(d, new(IssuesUnlabeledEvent), "IssuesUnlabeledEvent")
-	case "unlocked":
-		return decodeAs(d, new(IssuesUnlockedEvent), "IssuesUnlockedEvent")
-	case "unpinned":
-		return decodeAs(d, new(IssuesUnpinnedEvent), "IssuesUnpinnedEvent")
-	case "untyped":
-		return decodeAs(d, new(IssuesUntypedEvent), "IssuesUntypedEvent")
-	}
-	return decodeAs(d, new(IssuesUnknownEvent), "IssuesUnknownEvent")
-}
-
-func parseLabelEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeLabelEvent)
-}
-
-func decodeLabelEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(LabelCreatedEvent), "LabelCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(LabelDeletedEvent), "LabelDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(LabelEditedEvent), "LabelEditedEvent")
-	}
-	return decodeAs(d, new(LabelUnknownEvent), "LabelUnknownEvent")
-}
-
-func parseMarketplacePurchaseEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeMarketplacePurchaseEvent)
-}
-
-func decodeMarketplacePurchaseEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "cancelled":
-		return decodeAs(d, new(MarketplacePurchaseCancelledEvent), "MarketplacePurchaseCancelledEvent")
-	case "changed":
-		return decodeAs(d, new(MarketplacePurchaseChangedEvent), "MarketplacePurchaseChangedEvent")
-	case "pending_change":
-		return decodeAs(d, new(MarketplacePurchasePendingChangeEvent), "MarketplacePurchasePendingChangeEvent")
-	case "pending_change_cancelled":
-		return decodeAs(d, new(MarketplacePurchasePendingChangeCancelledEvent), "MarketplacePurchasePendingChangeCancelledEvent")
-	case "purchased":
-		return decodeAs(d, new(MarketplacePurchasePurchasedEvent), "MarketplacePurchasePurchasedEvent")
-	}
-	return decodeAs(d, new(MarketplacePurchaseUnknownEvent), "MarketplacePurchaseUnknownEvent")
-}
-
-func parseMemberEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeMemberEvent)
-}
-
-func decodeMemberEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "added":
-		return decodeAs(d, new(MemberAddedEvent), "MemberAddedEvent")
-	case "edited":
-		return decodeAs(d, new(MemberEditedEvent), "MemberEditedEvent")
-	case "removed":
-		return decodeAs(d, new(MemberRemovedEvent), "MemberRemovedEvent")
-	}
-	return decodeAs(d, new(MemberUnknownEvent), "MemberUnknownEvent")
-}
-
-func parseMembershipEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeMembershipEvent)
-}
-
-func decodeMembershipEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "added":
-		return decodeAs(d, new(MembershipAddedEvent), "MembershipAddedEvent")
-	case "removed":
-		return decodeAs(d, new(MembershipRemovedEvent), "MembershipRemovedEvent")
-	}
-	return decodeAs(d, new(MembershipUnknownEvent), "MembershipUnknownEvent")
-}
-
-func parseMergeGroupEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeMergeGroupEvent)
-}
-
-func decodeMergeGroupEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "checks_requested":
-		return decodeAs(d, new(MergeGroupChecksRequestedEvent), "MergeGroupChecksRequestedEvent")
-	case "destroyed":
-		return decodeAs(d, new(MergeGroupDestroyedEvent), "MergeGroupDestroyedEvent")
-	}
-	return decodeAs(d, new(MergeGroupUnknownEvent), "MergeGroupUnknownEvent")
-}
-
-func parseMetaEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeMetaEvent)
-}
-
-func decodeMetaEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "deleted":
-		return decodeAs(d, new(MetaDeletedEvent), "MetaDeletedEvent")
-	}
-	return decodeAs(d, new(MetaUnknownEvent), "MetaUnknownEvent")
-}
-
-func parseMilestoneEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeMilestoneEvent)
-}
-
-func decodeMilestoneEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "closed":
-		return decodeAs(d, new(MilestoneClosedEvent), "MilestoneClosedEvent")
-	case "created":
-		return decodeAs(d, new(MilestoneCreatedEvent), "MilestoneCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(MilestoneDeletedEvent), "MilestoneDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(MilestoneEditedEvent), "MilestoneEditedEvent")
-	case "opened":
-		return decodeAs(d, new(MilestoneOpenedEvent), "MilestoneOpenedEvent")
-	}
-	return decodeAs(d, new(MilestoneUnknownEvent), "MilestoneUnknownEvent")
-}
-
-func parseOrgBlockEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeOrgBlockEvent)
-}
-
-func decodeOrgBlockEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "blocked":
-		return decodeAs(d, new(OrgBlockBlockedEvent), "OrgBlockBlockedEvent")
-	case "unblocked":
-		return decodeAs(d, new(OrgBlockUnblockedEvent), "OrgBlockUnblockedEvent")
-	}
-	return decodeAs(d, new(OrgBlockUnknownEvent), "OrgBlockUnknownEvent")
-}
-
-func parseOrganizationEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeOrganizationEvent)
-}
-
-func decodeOrganizationEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "deleted":
-		return decodeAs(d, new(OrganizationDeletedEvent), "OrganizationDeletedEvent")
-	case "member_added":
-		return decodeAs(d, new(OrganizationMemberAddedEvent), "OrganizationMemberAddedEvent")
-	case "member_invited":
-		return decodeAs(d, new(OrganizationMemberInvitedEvent), "OrganizationMemberInvitedEvent")
-	case "member_removed":
-		return decodeAs(d, new(OrganizationMemberRemovedEvent), "OrganizationMemberRemovedEvent")
-	case "renamed":
-		return decodeAs(d, new(OrganizationRenamedEvent), "OrganizationRenamedEvent")
-	}
-	return decodeAs(d, new(OrganizationUnknownEvent), "OrganizationUnknownEvent")
-}
-
-func parsePackageEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodePackageEvent)
-}
-
-func decodePackageEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "published":
-		return decodeAs(d, new(PackagePublishedEvent), "PackagePublishedEvent")
-	case "updated":
-		return decodeAs(d, new(PackageUpdatedEvent), "PackageUpdatedEvent")
-	}
-	return decodeAs(d, new(PackageUnknownEvent), "PackageUnknownEvent")
-}
-
-func parsePageBuildEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(PageBuildEvent), "PageBuildEvent")
-}
-
-func parsePersonalAccessTokenRequestEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodePersonalAccessTokenRequestEvent)
-}
-
-func decodePersonalAccessTokenRequestEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "approved":
-		return decodeAs(d, new(PersonalAccessTokenRequestApprovedEvent), "PersonalAccessTokenRequestApprovedEvent")
-	case "cancelled":
-		return decodeAs(d, new(PersonalAccessTokenRequestCancelledEvent), "PersonalAccessTokenRequestCancelledEvent")
-	case "created":
-		return decodeAs(d, new(PersonalAccessTokenRequestCreatedEvent), "PersonalAccessTokenRequestCreatedEvent")
-	case "denied":
-		return decodeAs(d, new(PersonalAccessTokenRequestDeniedEvent), "PersonalAccessTokenRequestDeniedEvent")
-	}
-	return decodeAs(d, new(PersonalAccessTokenRequestUnknownEvent), "PersonalAccessTokenRequestUnknownEvent")
-}
-
-func parsePingEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(PingEvent), "PingEvent")
-}
-
-func parseProjectEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeProjectEvent)
-}
-
-func decodeProjectEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "closed":
-		return decodeAs(d, new(ProjectClosedEvent), "ProjectClosedEvent")
-	case "created":
-		return decodeAs(d, new(ProjectCreatedEvent), "ProjectCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(ProjectDeletedEvent), "ProjectDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(ProjectEditedEvent), "ProjectEditedEvent")
-	case "reopened":
-		return decodeAs(d, new(ProjectReopenedEvent), "ProjectReopenedEvent")
-	}
-	return decodeAs(d, new(ProjectUnknownEvent), "ProjectUnknownEvent")
-}
-
-func parseProjectCardEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeProjectCardEvent)
-}
-
-func decodeProjectCardEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "converted":
-		return decodeAs(d, new(ProjectCardConvertedEvent), "ProjectCardConvertedEvent")
-	case "created":
-		return decodeAs(d, new(ProjectCardCreatedEvent), "ProjectCardCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(ProjectCardDeletedEvent), "ProjectCardDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(ProjectCardEditedEvent), "ProjectCardEditedEvent")
-	case "moved":
-		return decodeAs(d, new(ProjectCardMovedEvent), "ProjectCardMovedEvent")
-	}
-	return decodeAs(d, new(ProjectCardUnknownEvent), "ProjectCardUnknownEvent")
-}
-
-func parseProjectColumnEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeProjectColumnEvent)
-}
-
-func decodeProjectColumnEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(ProjectColumnCreatedEvent), "ProjectColumnCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(ProjectColumnDeletedEvent), "ProjectColumnDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(ProjectColumnEditedEvent), "ProjectColumnEditedEvent")
-	case "moved":
-		return decodeAs(d, new(ProjectColumnMovedEvent), "ProjectColumnMovedEvent")
-	}
-	return decodeAs(d, new(ProjectColumnUnknownEvent), "ProjectColumnUnknownEvent")
-}
-
-func parseProjectsV2Event(body []byte) (Payload, error) {
-	return parseByAction(body, decodeProjectsV2Event)
-}
-
-func decodeProjectsV2Event(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "closed":
-		return decodeAs(d, new(ProjectsV2ClosedEvent), "ProjectsV2ClosedEvent")
-	case "created":
-		return decodeAs(d, new(ProjectsV2CreatedEvent), "ProjectsV2CreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(ProjectsV2DeletedEvent), "ProjectsV2DeletedEvent")
-	case "edited":
-		return decodeAs(d, new(ProjectsV2EditedEvent), "ProjectsV2EditedEvent")
-	case "reopened":
-		return decodeAs(d, new(ProjectsV2ReopenedEvent), "ProjectsV2ReopenedEvent")
-	}
-	return decodeAs(d, new(ProjectsV2UnknownEvent), "ProjectsV2UnknownEvent")
-}
-
-func parseProjectsV2ItemEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeProjectsV2ItemEvent)
-}
-
-func decodeProjectsV2ItemEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "archived":
-		return decodeAs(d, new(ProjectsV2ItemArchivedEvent), "ProjectsV2ItemArchivedEvent")
-	case "converted":
-		return decodeAs(d, new(ProjectsV2ItemConvertedEvent), "ProjectsV2ItemConvertedEvent")
-	case "created":
-		return decodeAs(d, new(ProjectsV2ItemCreatedEvent), "ProjectsV2ItemCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(ProjectsV2ItemDeletedEvent), "ProjectsV2ItemDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(ProjectsV2ItemEditedEvent), "ProjectsV2ItemEditedEvent")
-	case "reordered":
-		return decodeAs(d, new(ProjectsV2ItemReorderedEvent), "ProjectsV2ItemReorderedEvent")
-	case "restored":
-		return decodeAs(d, new(ProjectsV2ItemRestoredEvent), "ProjectsV2ItemRestoredEvent")
-	}
-	return decodeAs(d, new(ProjectsV2ItemUnknownEvent), "ProjectsV2ItemUnknownEvent")
-}
-
-func parseProjectsV2StatusUpdateEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeProjectsV2StatusUpdateEvent)
-}
-
-func decodeProjectsV2StatusUpdateEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(ProjectsV2StatusUpdateCreatedEvent), "ProjectsV2StatusUpdateCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(ProjectsV2StatusUpdateDeletedEvent), "ProjectsV2StatusUpdateDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(ProjectsV2StatusUpdateEditedEvent), "ProjectsV2StatusUpdateEditedEvent")
-	}
-	return decodeAs(d, new(ProjectsV2StatusUpdateUnknownEvent), "ProjectsV2StatusUpdateUnknownEvent")
-}
-
-func parsePublicEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(PublicEvent), "PublicEvent")
-}
-
-func parsePullRequestEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodePullRequestEvent)
-}
-
-func decodePullRequestEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "assigned":
-		return decodeAs(d, new(PullRequestAssignedEvent), "PullRequestAssignedEvent")
-	case "auto_merge_disabled":
-		return decodeAs(d, new(PullRequestAutoMergeDisabledEvent), "PullRequestAutoMergeDisabledEvent")
-	case "auto_merge_enabled":
-		return decodeAs(d, new(PullRequestAutoMergeEnabledEvent), "PullRequestAutoMergeEnabledEvent")
-	case "closed":
-		return decodeAs(d, new(PullRequestClosedEvent), "PullRequestClosedEvent")
-	case "converted_to_draft":
-		return decodeAs(d, new(PullRequestConvertedToDraftEvent), "PullRequestConvertedToDraftEvent")
-	case "demilestoned":
-		return decodeAs(d, new(PullRequestDemilestonedEvent), "PullRequestDemilestonedEvent")
-	case "dequeued":
-		return decodeAs(d, new(PullRequestDequeuedEvent), "PullRequestDequeuedEvent")
-	case "edited":
-		return decodeAs(d, new(PullRequestEditedEvent), "PullRequestEditedEvent")
-	case "enqueued":
-		return decodeAs(d, new(PullRequestEnqueuedEvent), "PullRequestEnqueuedEvent")
-	case "labeled":
-		return decodeAs(d, new(PullRequestLabeledEvent), "PullRequestLabeledEvent")
-	case "locked":
-		return decodeAs(d, new(PullRequestLockedEvent), "PullRequestLockedEvent")
-	case "milestoned":
-		return decodeAs(d, new(PullRequestMilestonedEvent), "PullRequestMilestonedEvent")
-	case "opened":
-		return decodeAs(d, new(PullRequestOpenedEvent), "PullRequestOpenedEvent")
-	case "ready_for_review":
-		return decodeAs(d, new(PullRequestReadyForReviewEvent), "PullRequestReadyForReviewEvent")
-	case "reopened":
-		return decodeAs(d, new(PullRequestReopenedEvent), "PullRequestReopenedEvent")
-	case "review_request_removed":
-		return decodeAs(d, new(PullRequestReviewRequestRemovedEvent), "PullRequestReviewRequestRemovedEvent")
-	case "review_requested":
-		return decodeAs(d, new(PullRequestReviewRequestedEvent), "PullRequestReviewRequestedEvent")
-	case "synchronize":
-		return decodeAs(d, new(PullRequestSynchronizeEvent), "PullRequestSynchronizeEvent")
-	case "unassigned":
-		return decodeAs(d, new(PullRequestUnassignedEvent), "PullRequestUnassignedEvent")
-	case "unlabeled":
-		return decodeAs(d, new(PullRequestUnlabeledEvent), "PullRequestUnlabeledEvent")
-	case "unlocked":
-		return decodeAs(d, new(PullRequestUnlockedEvent), "PullRequestUnlockedEvent")
-	}
-	return decodeAs(d, new(PullRequestUnknownEvent), "PullRequestUnknownEvent")
-}
-
-func parsePullRequestReviewEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodePullRequestReviewEvent)
-}
-
-func decodePullRequestReviewEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "dismissed":
-		return decodeAs(d, new(PullRequestReviewDismissedEvent), "PullRequestReviewDismissedEvent")
-	case "edited":
-		return decodeAs(d, new(PullRequestReviewEditedEvent), "PullRequestReviewEditedEvent")
-	case "submitted":
-		return decodeAs(d, new(PullRequestReviewSubmittedEvent), "PullRequestReviewSubmittedEvent")
-	}
-	return decodeAs(d, new(PullRequestReviewUnknownEvent), "PullRequestReviewUnknownEvent")
-}
-
-func parsePullRequestReviewCommentEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodePullRequestReviewCommentEvent)
-}
-
-func decodePullRequestReviewCommentEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(PullRequestReviewCommentCreatedEvent), "PullRequestReviewCommentCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(PullRequestReviewCommentDeletedEvent), "PullRequestReviewCommentDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(PullRequestReviewCommentEditedEvent), "PullRequestReviewCommentEditedEvent")
-	}
-	return decodeAs(d, new(PullRequestReviewCommentUnknownEvent), "PullRequestReviewCommentUnknownEvent")
-}
-
-func parsePullRequestReviewThreadEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodePullRequestReviewThreadEvent)
-}
-
-func decodePullRequestReviewThreadEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "resolved":
-		return decodeAs(d, new(PullRequestReviewThreadResolvedEvent), "PullRequestReviewThreadResolvedEvent")
-	case "unresolved":
-		return decodeAs(d, new(PullRequestReviewThreadUnresolvedEvent), "PullRequestReviewThreadUnresolvedEvent")
-	}
-	return decodeAs(d, new(PullRequestReviewThreadUnknownEvent), "PullRequestReviewThreadUnknownEvent")
-}
-
-func parsePushEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(PushEvent), "PushEvent")
-}
-
-func parseRegistryPackageEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeRegistryPackageEvent)
-}
-
-func decodeRegistryPackageEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "published":
-		return decodeAs(d, new(RegistryPackagePublishedEvent), "RegistryPackagePublishedEvent")
-	case "updated":
-		return decodeAs(d, new(RegistryPackageUpdatedEvent), "RegistryPackageUpdatedEvent")
-	}
-	return decodeAs(d, new(RegistryPackageUnknownEvent), "RegistryPackageUnknownEvent")
-}
-
-func parseReleaseEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeReleaseEvent)
-}
-
-func decodeReleaseEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(ReleaseCreatedEvent), "ReleaseCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(ReleaseDeletedEvent), "ReleaseDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(ReleaseEditedEvent), "ReleaseEditedEvent")
-	case "prereleased":
-		return decodeAs(d, new(ReleasePrereleasedEvent), "ReleasePrereleasedEvent")
-	case "published":
-		return decodeAs(d, new(ReleasePublishedEvent), "ReleasePublishedEvent")
-	case "released":
-		return decodeAs(d, new(ReleaseReleasedEvent), "ReleaseReleasedEvent")
-	case "unpublished":
-		return decodeAs(d, new(ReleaseUnpublishedEvent), "ReleaseUnpublishedEvent")
-	}
-	return decodeAs(d, new(ReleaseUnknownEvent), "ReleaseUnknownEvent")
-}
-
-func parseRepositoryEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeRepositoryEvent)
-}
-
-func decodeRepositoryEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "archived":
-		return decodeAs(d, new(RepositoryArchivedEvent), "RepositoryArchivedEvent")
-	case "created":
-		return decodeAs(d, new(RepositoryCreatedEvent), "RepositoryCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(RepositoryDeletedEvent), "RepositoryDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(RepositoryEditedEvent), "RepositoryEditedEvent")
-	case "privatized":
-		return decodeAs(d, new(RepositoryPrivatizedEvent), "RepositoryPrivatizedEvent")
-	case "publicized":
-		return decodeAs(d, new(RepositoryPublicizedEvent), "RepositoryPublicizedEvent")
-	case "renamed":
-		return decodeAs(d, new(RepositoryRenamedEvent), "RepositoryRenamedEvent")
-	case "transferred":
-		return decodeAs(d, new(RepositoryTransferredEvent), "RepositoryTransferredEvent")
-	case "unarchived":
-		return decodeAs(d, new(RepositoryUnarchivedEvent), "RepositoryUnarchivedEvent")
-	}
-	return decodeAs(d, new(RepositoryUnknownEvent), "RepositoryUnknownEvent")
-}
-
-func parseRepositoryAdvisoryEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeRepositoryAdvisoryEvent)
-}
-
-func decodeRepositoryAdvisoryEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "published":
-		return decodeAs(d, new(RepositoryAdvisoryPublishedEvent), "RepositoryAdvisoryPublishedEvent")
-	case "reported":
-		return decodeAs(d, new(RepositoryAdvisoryReportedEvent), "RepositoryAdvisoryReportedEvent")
-	}
-	return decodeAs(d, new(RepositoryAdvisoryUnknownEvent), "RepositoryAdvisoryUnknownEvent")
-}
-
-func parseRepositoryDispatchEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeRepositoryDispatchEvent)
-}
-
-func decodeRepositoryDispatchEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "sample.collected":
-		return decodeAs(d, new(RepositoryDispatchSampleCollectedEvent), "RepositoryDispatchSampleCollectedEvent")
-	}
-	return decodeAs(d, new(RepositoryDispatchUnknownEvent), "RepositoryDispatchUnknownEvent")
-}
-
-func parseRepositoryImportEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(RepositoryImportEvent), "RepositoryImportEvent")
-}
-
-func parseRepositoryRulesetEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeRepositoryRulesetEvent)
-}
-
-func decodeRepositoryRulesetEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(RepositoryRulesetCreatedEvent), "RepositoryRulesetCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(RepositoryRulesetDeletedEvent), "RepositoryRulesetDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(RepositoryRulesetEditedEvent), "RepositoryRulesetEditedEvent")
-	}
-	return decodeAs(d, new(RepositoryRulesetUnknownEvent), "RepositoryRulesetUnknownEvent")
-}
-
-func parseRepositoryVulnerabilityAlertEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeRepositoryVulnerabilityAlertEvent)
-}
-
-func decodeRepositoryVulnerabilityAlertEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "create":
-		return decodeAs(d, new(RepositoryVulnerabilityAlertCreateEvent), "RepositoryVulnerabilityAlertCreateEvent")
-	case "dismiss":
-		return decodeAs(d, new(RepositoryVulnerabilityAlertDismissEvent), "RepositoryVulnerabilityAlertDismissEvent")
-	case "reopen":
-		return decodeAs(d, new(RepositoryVulnerabilityAlertReopenEvent), "RepositoryVulnerabilityAlertReopenEvent")
-	case "resolve":
-		return decodeAs(d, new(RepositoryVulnerabilityAlertResolveEvent), "RepositoryVulnerabilityAlertResolveEvent")
-	}
-	return decodeAs(d, new(RepositoryVulnerabilityAlertUnknownEvent), "RepositoryVulnerabilityAlertUnknownEvent")
-}
-
-func parseSecretScanningAlertEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeSecretScanningAlertEvent)
-}
-
-func decodeSecretScanningAlertEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "assigned":
-		return decodeAs(d, new(SecretScanningAlertAssignedEvent), "SecretScanningAlertAssignedEvent")
-	case "created":
-		return decodeAs(d, new(SecretScanningAlertCreatedEvent), "SecretScanningAlertCreatedEvent")
-	case "publicly_leaked":
-		return decodeAs(d, new(SecretScanningAlertPubliclyLeakedEvent), "SecretScanningAlertPubliclyLeakedEvent")
-	case "reopened":
-		return decodeAs(d, new(SecretScanningAlertReopenedEvent), "SecretScanningAlertReopenedEvent")
-	case "resolved":
-		return decodeAs(d, new(SecretScanningAlertResolvedEvent), "SecretScanningAlertResolvedEvent")
-	case "revoked":
-		return decodeAs(d, new(SecretScanningAlertRevokedEvent), "SecretScanningAlertRevokedEvent")
-	case "unassigned":
-		return decodeAs(d, new(SecretScanningAlertUnassignedEvent), "SecretScanningAlertUnassignedEvent")
-	case "validated":
-		return decodeAs(d, new(SecretScanningAlertValidatedEvent), "SecretScanningAlertValidatedEvent")
-	}
-	return decodeAs(d, new(SecretScanningAlertUnknownEvent), "SecretScanningAlertUnknownEvent")
-}
-
-func parseSecretScanningAlertLocationEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeSecretScanningAlertLocationEvent)
-}
-
-func decodeSecretScanningAlertLocationEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(SecretScanningAlertLocationCreatedEvent), "SecretScanningAlertLocationCreatedEvent")
-	}
-	return decodeAs(d, new(SecretScanningAlertLocationUnknownEvent), "SecretScanningAlertLocationUnknownEvent")
-}
-
-func parseSecretScanningScanEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeSecretScanningScanEvent)
-}
-
-func decodeSecretScanningScanEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "completed":
-		return decodeAs(d, new(SecretScanningScanCompletedEvent), "SecretScanningScanCompletedEvent")
-	}
-	return decodeAs(d, new(SecretScanningScanUnknownEvent), "SecretScanningScanUnknownEvent")
-}
-
-func parseSecurityAdvisoryEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeSecurityAdvisoryEvent)
-}
-
-func decodeSecurityAdvisoryEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "performed":
-		return decodeAs(d, new(SecurityAdvisoryPerformedEvent), "SecurityAdvisoryPerformedEvent")
-	case "published":
-		return decodeAs(d, new(SecurityAdvisoryPublishedEvent), "SecurityAdvisoryPublishedEvent")
-	case "updated":
-		return decodeAs(d, new(SecurityAdvisoryUpdatedEvent), "SecurityAdvisoryUpdatedEvent")
-	case "withdrawn":
-		return decodeAs(d, new(SecurityAdvisoryWithdrawnEvent), "SecurityAdvisoryWithdrawnEvent")
-	}
-	return decodeAs(d, new(SecurityAdvisoryUnknownEvent), "SecurityAdvisoryUnknownEvent")
-}
-
-func parseSecurityAndAnalysisEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(SecurityAndAnalysisEvent), "SecurityAndAnalysisEvent")
-}
-
-func parseSponsorshipEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeSponsorshipEvent)
-}
-
-func decodeSponsorshipEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "cancelled":
-		return decodeAs(d, new(SponsorshipCancelledEvent), "SponsorshipCancelledEvent")
-	case "created":
-		return decodeAs(d, new(SponsorshipCreatedEvent), "SponsorshipCreatedEvent")
-	case "edited":
-		return decodeAs(d, new(SponsorshipEditedEvent), "SponsorshipEditedEvent")
-	case "pending_cancellation":
-		return decodeAs(d, new(SponsorshipPendingCancellationEvent), "SponsorshipPendingCancellationEvent")
-	case "pending_tier_change":
-		return decodeAs(d, new(SponsorshipPendingTierChangeEvent), "SponsorshipPendingTierChangeEvent")
-	case "tier_changed":
-		return decodeAs(d, new(SponsorshipTierChangedEvent), "SponsorshipTierChangedEvent")
-	}
-	return decodeAs(d, new(SponsorshipUnknownEvent), "SponsorshipUnknownEvent")
-}
-
-func parseStarEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeStarEvent)
-}
-
-func decodeStarEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "created":
-		return decodeAs(d, new(StarCreatedEvent), "StarCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(StarDeletedEvent), "StarDeletedEvent")
-	}
-	return decodeAs(d, new(StarUnknownEvent), "StarUnknownEvent")
-}
-
-func parseStatusEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(StatusEvent), "StatusEvent")
-}
-
-func parseSubIssuesEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeSubIssuesEvent)
-}
-
-func decodeSubIssuesEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "parent_issue_added":
-		return decodeAs(d, new(SubIssuesParentIssueAddedEvent), "SubIssuesParentIssueAddedEvent")
-	case "parent_issue_removed":
-		return decodeAs(d, new(SubIssuesParentIssueRemovedEvent), "SubIssuesParentIssueRemovedEvent")
-	case "sub_issue_added":
-		return decodeAs(d, new(SubIssuesSubIssueAddedEvent), "SubIssuesSubIssueAddedEvent")
-	case "sub_issue_removed":
-		return decodeAs(d, new(SubIssuesSubIssueRemovedEvent), "SubIssuesSubIssueRemovedEvent")
-	}
-	return decodeAs(d, new(SubIssuesUnknownEvent), "SubIssuesUnknownEvent")
-}
-
-func parseTeamEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeTeamEvent)
-}
-
-func decodeTeamEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "added_to_repository":
-		return decodeAs(d, new(TeamAddedToRepositoryEvent), "TeamAddedToRepositoryEvent")
-	case "created":
-		return decodeAs(d, new(TeamCreatedEvent), "TeamCreatedEvent")
-	case "deleted":
-		return decodeAs(d, new(TeamDeletedEvent), "TeamDeletedEvent")
-	case "edited":
-		return decodeAs(d, new(TeamEditedEvent), "TeamEditedEvent")
-	case "removed_from_repository":
-		return decodeAs(d, new(TeamRemovedFromRepositoryEvent), "TeamRemovedFromRepositoryEvent")
-	}
-	return decodeAs(d, new(TeamUnknownEvent), "TeamUnknownEvent")
-}
-
-func parseTeamAddEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(TeamAddEvent), "TeamAddEvent")
-}
-
-func parseWatchEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeWatchEvent)
-}
-
-func decodeWatchEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "started":
-		return decodeAs(d, new(WatchStartedEvent), "WatchStartedEvent")
-	}
-	return decodeAs(d, new(WatchUnknownEvent), "WatchUnknownEvent")
-}
-
-func parseWorkflowDispatchEvent(body []byte) (Payload, error) {
-	return parseAs(body, new(WorkflowDispatchEvent), "WorkflowDispatchEvent")
-}
-
-func parseWorkflowJobEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeWorkflowJobEvent)
-}
-
-func decodeWorkflowJobEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "completed":
-		return decodeAs(d, new(WorkflowJobCompletedEvent), "WorkflowJobCompletedEvent")
-	case "in_progress":
-		return decodeAs(d, new(WorkflowJobInProgressEvent), "WorkflowJobInProgressEvent")
-	case "queued":
-		return decodeAs(d, new(WorkflowJobQueuedEvent), "WorkflowJobQueuedEvent")
-	case "waiting":
-		return decodeAs(d, new(WorkflowJobWaitingEvent), "WorkflowJobWaitingEvent")
-	}
-	return decodeAs(d, new(WorkflowJobUnknownEvent), "WorkflowJobUnknownEvent")
-}
-
-func parseWorkflowRunEvent(body []byte) (Payload, error) {
-	return parseByAction(body, decodeWorkflowRunEvent)
-}
-
-func decodeWorkflowRunEvent(action []byte, d *decoder) (Payload, error) {
-	switch string(action) {
-	case "completed":
-		return decodeAs(d, new(WorkflowRunCompletedEvent), "WorkflowRunCompletedEvent")
-	case "in_progress":
-		return decodeAs(d, new(WorkflowRunInProgressEvent), "WorkflowRunInProgressEvent")
-	case "requested":
-		return decodeAs(d, new(WorkflowRunRequestedEvent), "WorkflowRunRequestedEvent")
-	}
-	return decodeAs(d, new(WorkflowRunUnknownEvent), "WorkflowRunUnknownEvent")
+	return codec.ParseUnknownEvent(name, body)
 }

@@ -2,29 +2,34 @@ package payloads
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/decodehook"
+	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
 )
 
 // Payload is the typed payload of one delivery: a generated event struct (such as
 // *PushEvent or *IssuesOpenedEvent), an event's unknown-action type (such as
 // *IssuesUnknownEvent), or *UnknownEvent for an event the schema does not know.
 // Parse returns one; a type switch tells them apart.
-type Payload interface {
-	json.Marshaler
-	// payloadName returns "event" or "event.action"; unexported so that only this
-	// package's types are payloads.
-	payloadName() string
-}
+//
+// Its methods are MarshalJSON and PayloadName, which returns the name the
+// payload was delivered under; an unexported method keeps every other type out.
+type Payload = codec.Payload
 
-// PayloadName returns the name p was delivered under: "event.action" for a payload
-// with an action, "event" otherwise. For the unknown types it is the name and
-// action that arrived.
-func PayloadName(p Payload) string { return p.payloadName() }
+// UnknownEvent is the payload of an event the schema does not know: the forge
+// adds events before any schema has them, and older servers send retired ones.
+// It keeps the whole payload: Name is the event name it arrived with, Action the
+// payload's top-level "action" when that is a string (else ""), and Raw the
+// payload, a JSON object, as received. MarshalJSON returns Raw ({} when empty).
+type UnknownEvent = codec.UnknownEvent
+
+// PayloadName returns the name p was delivered under, p.PayloadName():
+// "event.action" for a payload with an action, "event" otherwise. For the
+// unknown types it is the name and action that arrived.
+func PayloadName(p Payload) string { return p.PayloadName() }
 
 // Event is a delivery whose payload has been decoded into P, as typed handlers
 // get it.
@@ -68,7 +73,7 @@ func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload,
 		if !ok {
 			// Only reachable when the emitter dispatches under a name the payload
 			// does not have (such as an action handler for another action).
-			return fmt.Errorf("payloads: a handler for %q got a %q payload: %w", name, v.(Payload).payloadName(), ErrType)
+			return fmt.Errorf("payloads: a handler for %q got a %q payload: %w", name, v.(Payload).PayloadName(), ErrType)
 		}
 		return h(ctx, Event[P]{ID: ev.ID, Name: ev.Name, Payload: p})
 	}
@@ -106,7 +111,10 @@ func wholeDecoder(event string, parse func([]byte) (Payload, error)) decodehook.
 // only for a struct with no action member of its own and no unknown member
 // "action": otherwise ok is false and the emitter finds it itself.
 func decodedAction(event string, p Payload) (action string, ok bool) {
-	name := p.payloadName()
+	if _, unknown := p.(*UnknownEvent); unknown {
+		return "", false
+	}
+	name := p.PayloadName()
 	if name != event {
 		action, ok = strings.CutPrefix(name, event+".")
 		return action, ok && action != ""
@@ -114,179 +122,5 @@ func decodedAction(event string, p Payload) (action string, ok bool) {
 	if _, has := p.(interface{ GetAction() string }); has {
 		return "", false
 	}
-	x, has := p.(interface{ extras() *extra })
-	if !has {
-		return "", false
-	}
-	for _, m := range x.extras().unknown {
-		if m.Key == "action" {
-			return "", false
-		}
-	}
-	return "", true
-}
-
-// parseUnknownEvent is Parse for an event the schema does not know.
-func parseUnknownEvent(name string, body []byte) (Payload, error) {
-	return parseAs(body, &UnknownEvent{Name: name}, "UnknownEvent")
-}
-
-// payloadDecoder is a pointer to a payload struct, which decodes itself.
-type payloadDecoder interface {
-	Payload
-	decodable
-}
-
-// parseAs decodes body into p, a new value of the struct typ names. It takes an
-// interface rather than a type parameter: an instance per payload struct would
-// be hundreds of functions for the compiler to build.
-func parseAs(body []byte, p payloadDecoder, typ string) (Payload, error) {
-	if err := unmarshal(body, typ, p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// decodeAs decodes the whole document in d into p, a new value of the struct typ
-// names, for the parsers of events with actions.
-func decodeAs(d *decoder, p payloadDecoder, typ string) (Payload, error) {
-	err := p.decode(d)
-	if err == nil {
-		err = d.end()
-	}
-	if err != nil {
-		return nil, finish(err, typ)
-	}
-	return p, nil
-}
-
-// parseByAction decodes body with dec, which picks the struct of the payload's
-// action, in one pass over the bytes when it can: the forge writes "action" as
-// the first member, so that member is taken as the action and the payload
-// decoded at once, while the decoder counts the top-level "action" keys. Only
-// when there was another one (a duplicate: the last one counts), or when the
-// first member is not a plain "action" string, or when decoding fails (so that
-// the error is the one the exact path gives), is the action found by a pass of
-// its own (actionOf) and the payload decoded again.
-func parseByAction(body []byte, dec func(action []byte, d *decoder) (Payload, error)) (Payload, error) {
-	if action, ok := leadingAction(body); ok {
-		d := decoder{buf: body}
-		if p, err := dec(action, &d); err == nil && d.actions == 1 {
-			return p, nil
-		}
-	}
-	action, err := actionOf(body)
-	if err != nil {
-		return nil, err
-	}
-	d := decoder{buf: body}
-	return dec([]byte(action), &d)
-}
-
-// leadingAction returns the value of body's first member when that member is
-// "action" and its value a string of printable ASCII without escapes: what the
-// forge sends. It does not check the rest of body.
-func leadingAction(body []byte) ([]byte, bool) {
-	d := decoder{buf: body}
-	if d.peek() != '{' {
-		return nil, false
-	}
-	d.pos++
-	const key = `"action"`
-	if d.peek() != '"' || len(body)-d.pos < len(key) || string(body[d.pos:d.pos+len(key)]) != key {
-		return nil, false
-	}
-	d.pos += len(key)
-	if d.peek() != ':' {
-		return nil, false
-	}
-	d.pos++
-	if d.peek() != '"' {
-		return nil, false
-	}
-	start := d.pos + 1
-	for i := start; i < len(body); i++ {
-		switch c := body[i]; {
-		case c == '"':
-			return body[start:i], true
-		case c == '\\' || c < 0x20 || c >= 0x80:
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// actionOf returns the payload's top-level "action" (see scanAction). The error is
-// for a body that is not a JSON object.
-func actionOf(body []byte) (string, error) {
-	d := decoder{buf: body}
-	action, err := scanAction(&d)
-	if err == nil {
-		err = d.end()
-	}
-	return action, finish(err, "payload")
-}
-
-// scanAction reads an object and returns its "action" member when it is a string,
-// "" when it is absent or not a string; as with encoding/json (and the emitter),
-// the last of duplicate keys counts.
-func scanAction(d *decoder) (string, error) {
-	var action string
-	err := d.object(func(key []byte) error {
-		if string(key) != "action" {
-			return d.skip()
-		}
-		action = ""
-		if d.peek() != '"' {
-			return d.skip()
-		}
-		b, err := d.str()
-		action = string(b)
-		return err
-	})
-	return action, err
-}
-
-// UnknownEvent is the payload of an event the schema does not know: the forge adds
-// events before any schema has them, and older servers send retired ones. It
-// keeps the whole payload.
-type UnknownEvent struct {
-	// Name is the event name it arrived with.
-	Name string
-	// Action is the payload's top-level "action" when it is a string, else "".
-	Action string
-	// Raw is the payload, a JSON object, as received.
-	Raw json.RawMessage
-}
-
-func (p *UnknownEvent) payloadName() string {
-	if p.Action == "" {
-		return p.Name
-	}
-	return p.Name + "." + p.Action
-}
-
-// MarshalJSON returns Raw, or {} when Raw is empty.
-func (p UnknownEvent) MarshalJSON() ([]byte, error) {
-	if len(p.Raw) == 0 {
-		return []byte("{}"), nil
-	}
-	return marshal(func(e *encoder) { encRaw(&p.Raw, e) })
-}
-
-// UnmarshalJSON keeps b, which must be a JSON object, as Raw and reads its action.
-func (p *UnknownEvent) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, "UnknownEvent", p)
-}
-
-func (p *UnknownEvent) decode(d *decoder) error {
-	d.ws()
-	start := d.pos
-	action, err := scanAction(d)
-	if err != nil {
-		return err
-	}
-	p.Action = action
-	p.Raw = append(json.RawMessage(nil), d.buf[start:d.pos]...)
-	return nil
+	return "", !codec.HasUnknown(p, "action")
 }

@@ -1,5 +1,7 @@
 // Command genpayloads generates package payloads from the schema: typed payload
-// structs, their JSON codec, registration helpers and the names tuple. It is what
+// structs, their JSON codec and getters in the internal packages under -out
+// (internal/common, internal/group1, …), and in -out itself their aliases, the
+// registration helpers, Parse and the names tuple. It is what
 // `go generate ./payloads/...` (and so `make generate`) runs.
 //
 // Usage:

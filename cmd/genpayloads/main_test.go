@@ -14,9 +14,15 @@ const fixture = "../../internal/gen/testdata/fixture"
 func TestRunWritesAndPrunes(t *testing.T) {
 	out := t.TempDir()
 	stale := filepath.Join(out, "old_events.go")
+	staleDir := filepath.Join(out, "internal", "group9")
 	handWritten := filepath.Join(out, "timestamp.go")
-	if err := os.WriteFile(stale, []byte("// "+gen.Header+"\n\npackage payloads\n"), 0o644); err != nil {
+	if err := os.MkdirAll(staleDir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for _, path := range []string{stale, filepath.Join(staleDir, "types.go")} {
+		if err := os.WriteFile(path, []byte("// "+gen.Header+"\n\npackage payloads\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(handWritten, []byte("package payloads\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -24,7 +30,8 @@ func TestRunWritesAndPrunes(t *testing.T) {
 	if err := run(fixture, out, gen.DefaultOptions); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"codec.go", "enums.go", "events.go", "names.go", "register.go", "types.go", "timestamp.go"} {
+	for _, name := range []string{"aliases.go", "names.go", "register.go", "timestamp.go",
+		"internal/common/codec.go", "internal/common/types.go", "internal/group1/events.go", "internal/group1/parse.go"} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -32,12 +39,15 @@ func TestRunWritesAndPrunes(t *testing.T) {
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a stale generated file was kept: %v", err)
 	}
+	if _, err := os.Stat(staleDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a stale generated package was kept: %v", err)
+	}
 	// A second run changes nothing (not even modification times).
-	before, _ := os.Stat(filepath.Join(out, "codec.go"))
+	before, _ := os.Stat(filepath.Join(out, "internal", "common", "codec.go"))
 	if err := run(fixture, out, gen.DefaultOptions); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := os.Stat(filepath.Join(out, "codec.go"))
+	after, _ := os.Stat(filepath.Join(out, "internal", "common", "codec.go"))
 	if !after.ModTime().Equal(before.ModTime()) {
 		t.Error("an unchanged file was rewritten")
 	}

@@ -1,45 +1,42 @@
 package gen
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/dave/jennifer/jen"
 )
 
-// The codec: per type, UnmarshalJSON and MarshalJSON over unexported decode and
-// encode methods that read and write JSON directly (package payloads' jsonread.go
-// and jsonwrite.go), calling each other for nested types. No reflection.
+// The codec: per type, UnmarshalJSON and MarshalJSON over exported decode and
+// encode functions (DecodeUser, EncodeUser) that read and write JSON directly
+// with package codec's Decoder and Encoder, calling each other for nested
+// types, across the generated packages. No reflection.
 
-// codecFile holds every type's decode and encode methods.
+// codecFile holds the decode and encode functions of the package's types.
 func (g *generator) codecFile(f *jen.File) {
-	for _, sp := range g.plan.structs {
+	for _, sp := range g.pkg.structs {
 		g.marshalers(f, sp.GoName)
-		// A method of its own rather than one promoted from an embedded extra:
-		// promotion would make the compiler write a wrapper per promoted method
-		// and type (and per generic shape), thousands of functions in all.
-		f.Line()
-		f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("extras").Params().Op("*").Id("extra").Block(
-			jen.Return(jen.Op("&").Id("x").Dot("extra")),
-		)
 		g.structDecode(f, sp)
 		g.structEncode(f, sp)
 	}
-	for _, up := range g.plan.unions {
+	for _, up := range g.pkg.unions {
 		g.marshalers(f, up.GoName)
 		g.unionCodec(f, up)
 	}
-	for _, ep := range g.plan.enums {
-		base, dec, enc := jen.String(), "decString", "encString"
+	for _, ep := range g.pkg.enums {
+		base, dec, enc := jen.String(), "DecString", "EncString"
 		if ep.Int {
-			base, dec, enc = jen.Int64(), "decInt64", "encInt64"
+			base, dec, enc = jen.Int64(), "DecInt64", "EncInt64"
 		}
 		f.Line()
-		f.Func().Params(jen.Id("x").Op("*").Id(ep.GoName)).Id("decode").Params(jen.Id("d").Op("*").Id("decoder")).Error().Block(
-			jen.Return(jen.Id(dec).Call(jen.Parens(jen.Op("*").Add(base.Clone())).Parens(jen.Id("x")), jen.Id("d"))),
+		f.Add(doc(fmt.Sprintf("Decode%s reads a value of %s into *x.", ep.GoName, ep.GoName)))
+		f.Func().Id("Decode"+ep.GoName).Params(jen.Id("x").Op("*").Id(ep.GoName), jen.Id("d").Op("*").Add(g.rt("Decoder"))).Error().Block(
+			jen.Return(g.rt(dec).Call(jen.Parens(jen.Op("*").Add(base.Clone())).Parens(jen.Id("x")), jen.Id("d"))),
 		)
 		f.Line()
-		f.Func().Params(jen.Id("x").Op("*").Id(ep.GoName)).Id("encode").Params(jen.Id("e").Op("*").Id("encoder")).Block(
-			jen.Id(enc).Call(jen.Parens(jen.Op("*").Add(base)).Parens(jen.Id("x")), jen.Id("e")),
+		f.Add(doc(fmt.Sprintf("Encode%s writes *x.", ep.GoName)))
+		f.Func().Id("Encode"+ep.GoName).Params(jen.Id("x").Op("*").Id(ep.GoName), jen.Id("e").Op("*").Add(g.rt("Encoder"))).Block(
+			g.rt(enc).Call(jen.Parens(jen.Op("*").Add(base)).Parens(jen.Id("x")), jen.Id("e")),
 		)
 	}
 }
@@ -51,75 +48,74 @@ func (g *generator) marshalers(f *jen.File, name string) {
 	// (see structDecode).
 	f.Func().Params(jen.Id("x").Op("*").Id(name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
 		jen.Op("*").Id("x").Op("=").Id(name).Values(),
-		jen.Return(jen.Id("unmarshal").Call(jen.Id("b"), jen.Lit(name), jen.Id("x"))),
+		jen.Id("d").Op(":=").Add(g.rt("NewDecoder")).Call(jen.Id("b")),
+		jen.Return(jen.Id("d").Dot("Finish").Call(jen.Id("Decode"+name).Call(jen.Id("x"), jen.Op("&").Id("d")), jen.Lit(name))),
 	)
 	f.Line()
 	f.Comment("// MarshalJSON encodes x as it was decoded, unknown members included.")
-	// The body calls encode directly: a method value would make x escape, and
-	// copy large payload structs to the heap on every call.
 	f.Func().Params(jen.Id("x").Id(name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-		jen.Id("e").Op(":=").Id("newEncoder").Call(),
-		jen.Id("x").Dot("encode").Call(jen.Id("e")),
-		jen.Return(jen.Id("e").Dot("result").Call()),
+		jen.Id("e").Op(":=").Add(g.rt("NewEncoder")).Call(),
+		jen.Id("Encode"+name).Call(jen.Op("&").Id("x"), jen.Id("e")),
+		jen.Return(jen.Id("e").Dot("Result").Call()),
 	)
 }
 
-// decFunc is the decoder of an expression, a func(*T, *decoder) error.
-func decFunc(e *TypeExpr) *jen.Statement {
+// decFunc is the decoder of an expression, a func(*T, *codec.Decoder) error.
+func (g *generator) decFunc(e *TypeExpr) *jen.Statement {
 	switch e.Kind {
 	case ExprNamed:
-		return jen.Parens(jen.Op("*").Id(e.Name)).Dot("decode")
+		return g.decodeFn(e.Name)
 	case ExprArray:
-		return jen.Id("sliceOf").Call(elemFunc(e, decFunc, "ptrOf"))
+		return g.rt("SliceOf").Call(g.elemFunc(e, g.decFunc, "PtrOf"))
 	case ExprMap:
-		return jen.Id("mapOf").Call(elemFunc(e, decFunc, "ptrOf"))
+		return g.rt("MapOf").Call(g.elemFunc(e, g.decFunc, "PtrOf"))
 	}
 	if e.Name == "timestamp" {
-		return jen.Parens(jen.Op("*").Id("Timestamp")).Dot("decode")
+		return g.rt("DecTimestamp")
 	}
-	return jen.Id("dec" + builtinSuffix(e.Name))
+	return g.rt("Dec" + builtinSuffix(e.Name))
 }
 
-// encFunc is the encoder of an expression, a func(*T, *encoder).
-func encFunc(e *TypeExpr) *jen.Statement {
+// encFunc is the encoder of an expression, a func(*T, *codec.Encoder).
+func (g *generator) encFunc(e *TypeExpr) *jen.Statement {
 	switch e.Kind {
 	case ExprNamed:
-		return jen.Parens(jen.Op("*").Id(e.Name)).Dot("encode")
+		return g.encodeFn(e.Name)
 	case ExprArray:
-		return jen.Id("sliceEnc").Call(elemFunc(e, encFunc, "ptrEnc"))
+		return g.rt("SliceEnc").Call(g.elemFunc(e, g.encFunc, "PtrEnc"))
 	case ExprMap:
-		return jen.Id("mapEnc").Call(elemFunc(e, encFunc, "ptrEnc"))
+		return g.rt("MapEnc").Call(g.elemFunc(e, g.encFunc, "PtrEnc"))
 	}
 	if e.Name == "timestamp" {
-		return jen.Parens(jen.Op("*").Id("Timestamp")).Dot("encode")
+		return g.rt("EncTimestamp")
 	}
-	return jen.Id("enc" + builtinSuffix(e.Name))
+	return g.rt("Enc" + builtinSuffix(e.Name))
 }
 
-func elemFunc(e *TypeExpr, fn func(*TypeExpr) *jen.Statement, ptr string) *jen.Statement {
+func (g *generator) elemFunc(e *TypeExpr, fn func(*TypeExpr) *jen.Statement, ptr string) *jen.Statement {
 	if e.ElemNullable {
-		if ptr == "ptrOf" {
-			if dec := scalarPtrDec(e.Elem); dec != nil {
+		if ptr == "PtrOf" {
+			if dec := g.scalarPtrDec(e.Elem); dec != nil {
 				return dec
 			}
 		}
-		return jen.Id(ptr).Call(fn(e.Elem))
+		return g.rt(ptr).Call(fn(e.Elem))
 	}
 	return fn(e.Elem)
 }
 
 // scalarPtrDec is the decoder of a pointer to a builtin scalar, which takes the
-// value from the decoder's slabs instead of allocating it (payloads'
-// decStringPtr and its siblings), or nil for other types.
-func scalarPtrDec(e *TypeExpr) *jen.Statement {
+// value from the decoder's slabs instead of allocating it (codec's
+// DecStringPtr and its siblings), or nil for other types.
+func (g *generator) scalarPtrDec(e *TypeExpr) *jen.Statement {
 	if e.Kind != ExprBuiltin {
 		return nil
 	}
 	switch e.Name {
 	case "string", "int64", "bool", "float64":
-		return jen.Id("dec" + builtinSuffix(e.Name) + "Ptr")
+		return g.rt("Dec" + builtinSuffix(e.Name) + "Ptr")
 	case "timestamp":
-		return jen.Id("decTimestampPtr")
+		return g.rt("DecTimestampPtr")
 	}
 	return nil
 }
@@ -155,59 +151,56 @@ func builtinSuffix(name string) string {
 
 // decodeInto reads a value of e into *p (p is an addressable expression's
 // address, given as the expression itself, such as x.Name).
-func decodeInto(e *TypeExpr, v *jen.Statement, isPtr bool) *jen.Statement {
+func (g *generator) decodeInto(e *TypeExpr, v *jen.Statement, isPtr bool) *jen.Statement {
 	addr := jen.Op("&").Add(v.Clone())
 	if isPtr {
 		addr = v.Clone()
 	}
-	switch {
-	case e.Kind == ExprArray:
-		return jen.Id("decSlice").Call(addr, jen.Id("d"), elemFunc(e, decFunc, "ptrOf"))
-	case e.Kind == ExprMap:
-		return jen.Id("decMap").Call(addr, jen.Id("d"), elemFunc(e, decFunc, "ptrOf"))
-	case e.Kind == ExprNamed || e.Name == "timestamp":
-		return v.Clone().Dot("decode").Call(jen.Id("d"))
+	switch e.Kind {
+	case ExprArray:
+		return g.rt("DecSlice").Call(addr, jen.Id("d"), g.elemFunc(e, g.decFunc, "PtrOf"))
+	case ExprMap:
+		return g.rt("DecMap").Call(addr, jen.Id("d"), g.elemFunc(e, g.decFunc, "PtrOf"))
 	}
-	return decFunc(e).Call(addr, jen.Id("d"))
+	return g.decFunc(e).Call(addr, jen.Id("d"))
 }
 
 // encodeFrom writes the value of e at v (isPtr: v is a pointer to it).
-func encodeFrom(e *TypeExpr, v *jen.Statement, isPtr bool) *jen.Statement {
+func (g *generator) encodeFrom(e *TypeExpr, v *jen.Statement, isPtr bool) *jen.Statement {
 	addr := jen.Op("&").Add(v.Clone())
 	if isPtr {
 		addr = v.Clone()
 	}
-	switch {
-	case e.Kind == ExprArray:
-		return jen.Id("encSlice").Call(addr, jen.Id("e"), elemFunc(e, encFunc, "ptrEnc"))
-	case e.Kind == ExprMap:
-		return jen.Id("encMap").Call(addr, jen.Id("e"), elemFunc(e, encFunc, "ptrEnc"))
-	case e.Kind == ExprNamed || e.Name == "timestamp":
-		return v.Clone().Dot("encode").Call(jen.Id("e"))
+	switch e.Kind {
+	case ExprArray:
+		return g.rt("EncSlice").Call(addr, jen.Id("e"), g.elemFunc(e, g.encFunc, "PtrEnc"))
+	case ExprMap:
+		return g.rt("EncMap").Call(addr, jen.Id("e"), g.elemFunc(e, g.encFunc, "PtrEnc"))
 	}
-	return encFunc(e).Call(addr, jen.Id("e"))
+	return g.encFunc(e).Call(addr, jen.Id("e"))
 }
 
-// structDecode writes a struct's decode method, which reads into a zero value:
+// structDecode writes a struct's decode function, which reads into a zero value:
 // every caller has one (new, a fresh element, a zeroed duplicate member, or
 // UnmarshalJSON's reset), and clearing a large struct again on entry would cost
 // write barriers while the garbage collector runs.
 func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 	f.Line()
-	f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("decode").Params(jen.Id("d").Op("*").Id("decoder")).Error().BlockFunc(func(b *jen.Group) {
+	f.Add(doc(fmt.Sprintf("Decode%s reads a JSON object into *x, a zero %s.", sp.GoName, sp.GoName)))
+	extra := jen.Op("&").Id("x").Dot("extra")
+	f.Func().Id("Decode"+sp.GoName).Params(jen.Id("x").Op("*").Id(sp.GoName), jen.Id("d").Op("*").Add(g.rt("Decoder"))).Error().BlockFunc(func(b *jen.Group) {
 		if sp.Unknown {
-			b.Id("d").Dot("ws").Call()
-			b.Id("start").Op(":=").Id("d").Dot("pos")
+			b.Id("start").Op(":=").Id("d").Dot("Start").Call()
 		}
 		if sp.NValue > 0 {
-			b.Var().Id("seen").Id("seenSet")
+			b.Var().Id("seen").Add(g.rt("SeenSet"))
 		}
-		// The members are read in a loop over openObject and nextMember rather
-		// than through d.object and a closure: the switch runs in this function,
+		// The members are read in a loop over OpenObject and NextMember rather
+		// than through a closure per member: the switch runs in this function,
 		// without an indirect call per member.
-		b.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op(":=").Id("d").Dot("openObject").Call()
+		b.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op(":=").Id("d").Dot("OpenObject").Call()
 		b.For(jen.Id("more")).BlockFunc(func(lb *jen.Group) {
-			unknown := jen.Err().Op("=").Id("x").Dot("extra").Dot("keepUnknown").Call(jen.Id("key"), jen.Id("d"))
+			unknown := jen.Err().Op("=").Add(g.rt("KeepUnknown")).Call(extra.Clone(), jen.Id("key"), jen.Id("d"))
 			if len(sp.Fields) == 0 {
 				lb.Add(unknown)
 			} else {
@@ -219,31 +212,30 @@ func (g *generator) structDecode(f *jen.File, sp *structPlan) {
 				})
 			}
 			lb.If(jen.Err().Op("!=").Nil()).Block(
-				jen.Err().Op("=").Id("atKey").Call(jen.Err(), jen.Id("key")),
+				jen.Err().Op("=").Add(g.rt("AtKey")).Call(jen.Err(), jen.Id("key")),
 				jen.Break(),
 			)
-			lb.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op("=").Id("d").Dot("nextMember").Call()
+			lb.List(jen.Id("key"), jen.Id("more"), jen.Err()).Op("=").Id("d").Dot("NextMember").Call()
 		})
 		if sp.NValue > 0 {
-			b.Id("x").Dot("extra").Dot("setAbsent").Call(jen.Op("&").Id("seen"), jen.Lit(sp.NValue))
+			b.Add(g.rt("SetAbsent")).Call(extra.Clone(), jen.Op("&").Id("seen"), jen.Lit(sp.NValue))
 		}
 		if sp.Unknown {
 			b.If(jen.Err().Op("==").Nil()).Block(
-				jen.Id("x").Dot("Raw").Op("=").Append(jen.Qual("encoding/json", "RawMessage").Parens(jen.Nil()),
-					jen.Id("d").Dot("buf").Index(jen.Id("start"), jen.Id("d").Dot("pos")).Op("...")),
+				jen.Id("x").Dot("Raw").Op("=").Id("d").Dot("Since").Call(jen.Id("start")),
 			)
 		}
 		b.Return(jen.Err())
 	})
 }
 
-// seenDecoders are payloads' decoders of a value member of a builtin type that
+// seenDecoders are codec's decoders of a value member of a builtin type that
 // read the value, null check and seen mark in one call.
-var seenDecoders = map[string]string{"string": "decStringSeen", "int64": "decInt64Seen", "bool": "decBoolSeen"}
+var seenDecoders = map[string]string{"string": "DecStringSeen", "int64": "DecInt64Seen", "bool": "DecBoolSeen"}
 
 // memberDecode is the body of a struct's case for the member fp: it reads the
 // value into its field and leaves any error in err. A value member (one with a
-// seen bit, fp.Value) goes through payloads' seenSet helpers (seen.go), which
+// seen bit, fp.Value) goes through codec's SeenSet helpers (seen.go), which
 // keep a null one absent.
 func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 	v := jen.Id("x").Dot(fp.GoName)
@@ -253,96 +245,100 @@ func (g *generator) memberDecode(sp *structPlan, fp *fieldPlan) []jen.Code {
 	case sp.Event != nil && fp.JSON == "action" && fp.Value >= 0 && fp.Expr.String() == "string":
 		// The action member decodes as routing reads it: the last
 		// occurrence counts, and a non-string one means no action.
-		return []jen.Code{jen.Err().Op("=").Id("x").Dot("extra").Dot("decodeAction").Call(addr, jen.Id("key"), jen.Id("d"), seen, i)}
+		return []jen.Code{jen.Err().Op("=").Add(g.rt("DecodeAction")).Call(jen.Op("&").Id("x").Dot("extra"), addr, jen.Id("key"), jen.Id("d"), seen, i)}
 	case fp.Value >= 0 && fp.Expr.Kind == ExprBuiltin && seenDecoders[fp.Expr.Name] != "":
-		return []jen.Code{jen.Err().Op("=").Id(seenDecoders[fp.Expr.Name]).Call(addr, jen.Id("d"), seen, i)}
+		return []jen.Code{jen.Err().Op("=").Add(g.rt(seenDecoders[fp.Expr.Name])).Call(addr, jen.Id("d"), seen, i)}
 	case fp.Value >= 0 && (fp.Expr.Kind == ExprNamed || fp.Expr.Name == "timestamp"):
-		return []jen.Code{jen.Err().Op("=").Id("decSeen").Call(addr, jen.Id("d"), seen, i)}
+		return []jen.Code{jen.Err().Op("=").Add(g.rt("DecSeen")).Call(addr, jen.Id("d"), seen, i, g.decFunc(fp.Expr))}
 	case fp.Value >= 0:
-		return []jen.Code{jen.If(jen.Id("seen").Dot("read").Call(jen.Id("d"), i)).Block(
-			jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false)))}
-	case fp.Ptr && scalarPtrDec(fp.Expr) != nil:
-		return []jen.Code{jen.Err().Op("=").Add(scalarPtrDec(fp.Expr).Call(addr, jen.Id("d")))}
+		return []jen.Code{jen.If(jen.Id("seen").Dot("Read").Call(jen.Id("d"), i)).Block(
+			jen.Err().Op("=").Add(g.decodeInto(fp.Expr, v, false)))}
+	case fp.Ptr && g.scalarPtrDec(fp.Expr) != nil:
+		return []jen.Code{jen.Err().Op("=").Add(g.scalarPtrDec(fp.Expr).Call(addr, jen.Id("d")))}
 	case fp.Ptr && g.enumOf(fp.Expr) != nil:
 		// An optional enum takes its value from the decoder's slab of its base
 		// type, as an optional string or integer does: *string converts to
 		// *Enum, whose underlying type is string.
-		base, dec := jen.String(), "decStringPtr"
+		base, dec := jen.String(), "DecStringPtr"
 		if g.enumOf(fp.Expr).Int {
-			base, dec = jen.Int64(), "decInt64Ptr"
+			base, dec = jen.Int64(), "DecInt64Ptr"
 		}
 		return []jen.Code{
 			jen.Var().Id("p").Op("*").Add(base),
-			jen.Err().Op("=").Id(dec).Call(jen.Op("&").Id("p"), jen.Id("d")),
-			v.Clone().Op("=").Parens(jen.Op("*").Id(fp.Expr.Name)).Parens(jen.Id("p")),
+			jen.Err().Op("=").Add(g.rt(dec)).Call(jen.Op("&").Id("p"), jen.Id("d")),
+			v.Clone().Op("=").Parens(jen.Op("*").Add(g.ref(fp.Expr.Name))).Parens(jen.Id("p")),
 		}
 	case fp.Ptr:
-		return []jen.Code{jen.Err().Op("=").Id("decPtr").Call(addr, jen.Id("d"), decFunc(fp.Expr))}
+		return []jen.Code{jen.Err().Op("=").Add(g.rt("DecPtr")).Call(addr, jen.Id("d"), g.decFunc(fp.Expr))}
 	}
 	// Only slices and maps are left: a member that is neither a pointer nor a
 	// collection is required and not nullable, so it has a seen bit above.
-	return []jen.Code{jen.Err().Op("=").Add(decodeInto(fp.Expr, v, false))}
+	return []jen.Code{jen.Err().Op("=").Add(g.decodeInto(fp.Expr, v, false))}
 }
 
 func (g *generator) structEncode(f *jen.File, sp *structPlan) {
 	f.Line()
-	f.Func().Params(jen.Id("x").Op("*").Id(sp.GoName)).Id("encode").Params(jen.Id("e").Op("*").Id("encoder")).BlockFunc(func(b *jen.Group) {
-		b.Id("mark").Op(":=").Id("e").Dot("openObject").Call()
+	f.Add(doc(fmt.Sprintf("Encode%s writes *x as a JSON object: its members as they were decoded.", sp.GoName)))
+	extra := jen.Op("&").Id("x").Dot("extra")
+	f.Func().Id("Encode"+sp.GoName).Params(jen.Id("x").Op("*").Id(sp.GoName), jen.Id("e").Op("*").Add(g.rt("Encoder"))).BlockFunc(func(b *jen.Group) {
+		b.Id("mark").Op(":=").Id("e").Dot("OpenObject").Call()
 		for _, fp := range sp.Fields {
 			v := jen.Id("x").Dot(fp.GoName)
 			cond := v.Clone().Op("!=").Nil()
 			if fp.Value >= 0 {
-				cond = jen.Id("x").Dot("extra").Dot("written").Call(jen.Lit(fp.Value))
+				cond = g.rt("Written").Call(extra.Clone(), jen.Lit(fp.Value))
 			}
 			b.If(cond).Block(
-				jen.Id("e").Dot("key").Call(keyLit(fp.JSON)),
-				encodeFrom(fp.Expr, v, fp.Ptr),
+				jen.Id("e").Dot("Key").Call(keyLit(fp.JSON)),
+				g.encodeFrom(fp.Expr, v, fp.Ptr),
 			)
 		}
-		b.Id("x").Dot("extra").Dot("encodeUnknown").Call(jen.Id("e"))
-		b.Id("e").Dot("closeObject").Call(jen.Id("mark"))
+		b.Add(g.rt("EncodeUnknown")).Call(extra.Clone(), jen.Id("e"))
+		b.Id("e").Dot("CloseObject").Call(jen.Id("mark"))
 	})
 }
 
 func (g *generator) unionCodec(f *jen.File, up *unionPlan) {
 	matches := "match" + up.GoName
 	f.Line()
-	f.Var().Id(matches).Op("=").Index(jen.Op("...")).Id("match").ValuesFunc(func(gr *jen.Group) {
+	f.Var().Id(matches).Op("=").Index(jen.Op("...")).Add(g.rt("Match")).ValuesFunc(func(gr *jen.Group) {
 		for _, v := range up.Variants {
 			gr.Line().Add(matchLit(v.Match))
 		}
 		gr.Line()
 	})
 	f.Line()
-	f.Func().Params(jen.Id("x").Op("*").Id(up.GoName)).Id("decode").Params(jen.Id("d").Op("*").Id("decoder")).Error().Block(
+	f.Add(doc(fmt.Sprintf("Decode%s reads the variant of %s the next JSON value matches into *x.", up.GoName, up.GoName)))
+	f.Func().Id("Decode"+up.GoName).Params(jen.Id("x").Op("*").Id(up.GoName), jen.Id("d").Op("*").Add(g.rt("Decoder"))).Error().Block(
 		jen.Op("*").Id("x").Op("=").Id(up.GoName).Values(),
 		jen.Switch().BlockFunc(func(sw *jen.Group) {
 			for i, v := range up.Variants {
 				field := jen.Id("x").Dot(v.GoName)
 				var body []jen.Code
 				if collection(v.Expr) {
-					body = append(body, jen.Return(decodeInto(v.Expr, field, false)))
+					body = append(body, jen.Return(g.decodeInto(v.Expr, field, false)))
 				} else {
 					body = append(body,
-						field.Clone().Op("=").New(goType(v.Expr)),
-						jen.Return(decodeInto(v.Expr, field, true)))
+						field.Clone().Op("=").New(g.goType(v.Expr)),
+						jen.Return(g.decodeInto(v.Expr, field, true)))
 				}
-				sw.Case(jen.Id("d").Dot("matches").Call(jen.Op("&").Id(matches).Index(jen.Lit(i)))).Block(body...)
+				sw.Case(jen.Id("d").Dot("Matches").Call(jen.Op("&").Id(matches).Index(jen.Lit(i)))).Block(body...)
 			}
 		}),
-		jen.Return(jen.Id("d").Dot("noVariant").Call(jen.Lit(up.GoName))),
+		jen.Return(jen.Id("d").Dot("NoVariant").Call(jen.Lit(up.GoName))),
 	)
 	f.Line()
-	f.Func().Params(jen.Id("x").Op("*").Id(up.GoName)).Id("encode").Params(jen.Id("e").Op("*").Id("encoder")).BlockFunc(func(b *jen.Group) {
+	f.Add(doc(fmt.Sprintf("Encode%s writes the variant of *x that is set.", up.GoName)))
+	f.Func().Id("Encode"+up.GoName).Params(jen.Id("x").Op("*").Id(up.GoName), jen.Id("e").Op("*").Add(g.rt("Encoder"))).BlockFunc(func(b *jen.Group) {
 		b.Id("n").Op(":=").Lit(0)
 		for _, v := range up.Variants {
 			b.If(jen.Id("x").Dot(v.GoName).Op("!=").Nil()).Block(jen.Id("n").Op("++"))
 		}
-		b.If(jen.Op("!").Id("e").Dot("oneVariant").Call(jen.Lit(up.GoName), jen.Id("n"))).Block(jen.Return())
+		b.If(jen.Op("!").Id("e").Dot("OneVariant").Call(jen.Lit(up.GoName), jen.Id("n"))).Block(jen.Return())
 		b.Switch().BlockFunc(func(sw *jen.Group) {
 			for _, v := range up.Variants {
 				field := jen.Id("x").Dot(v.GoName)
-				sw.Case(field.Clone().Op("!=").Nil()).Block(encodeFrom(v.Expr, field, !collection(v.Expr)))
+				sw.Case(field.Clone().Op("!=").Nil()).Block(g.encodeFrom(v.Expr, field, !collection(v.Expr)))
 			}
 		})
 	})
@@ -351,7 +347,7 @@ func (g *generator) unionCodec(f *jen.File, up *unionPlan) {
 func matchLit(m Match) jen.Code {
 	d := jen.Dict{}
 	if m.JSON != "" {
-		d[jen.Id("json")] = jen.Lit(m.JSON)
+		d[jen.Id("JSON")] = jen.Lit(m.JSON)
 	}
 	strs := func(ss []string) jen.Code {
 		return jen.Index().String().ValuesFunc(func(g *jen.Group) {
@@ -361,10 +357,10 @@ func matchLit(m Match) jen.Code {
 		})
 	}
 	if len(m.Has) > 0 {
-		d[jen.Id("has")] = strs(m.Has)
+		d[jen.Id("Has")] = strs(m.Has)
 	}
 	if len(m.Lacks) > 0 {
-		d[jen.Id("lacks")] = strs(m.Lacks)
+		d[jen.Id("Lacks")] = strs(m.Lacks)
 	}
 	if len(m.Equals) > 0 {
 		keys := make([]string, 0, len(m.Equals))
@@ -376,7 +372,7 @@ func matchLit(m Match) jen.Code {
 		for _, k := range keys {
 			pairs = append(pairs, k, m.Equals[k])
 		}
-		d[jen.Id("equals")] = strs(pairs)
+		d[jen.Id("Equals")] = strs(pairs)
 	}
 	return jen.Values(d)
 }

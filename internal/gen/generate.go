@@ -35,53 +35,124 @@ type File struct {
 	Content []byte
 }
 
-// Generate turns a schema into the files of the payloads package, sorted by name.
-// The output depends on the schema alone: the same schema gives the same bytes.
+// Generate turns a schema into the files of the payloads package and of its
+// internal packages (see split), sorted by name: a File's Name is its path
+// relative to the payloads directory, such as "register.go" or
+// "internal/group1/types.go". The output depends on the schema alone: the same
+// schema gives the same bytes.
 func Generate(s *Schema, opts Options) ([]File, error) {
 	p, err := newPlan(s)
 	if err != nil {
 		return nil, err
 	}
 	g := &generator{plan: p, opts: opts}
-	parts := []struct {
+	type part struct {
 		name  string
 		build func(*jen.File)
-	}{
-		{"codec.go", g.codecFile},
-		{"enums.go", g.enumsFile},
-		{"events.go", g.eventsFile},
-		{"getters.go", g.gettersFile},
-		{"names.go", g.namesFile},
-		{"register.go", g.registerFile},
-		{"types.go", g.typesFile},
 	}
 	var files []File
-	for _, part := range parts {
-		f := jen.NewFilePathName(opts.PackagePath, opts.PackageName)
-		f.HeaderComment(Header)
-		f.ImportName(emitterPath, "emitter")
-		part.build(f)
-		var buf bytes.Buffer
-		if err := f.Render(&buf); err != nil {
-			return nil, fmt.Errorf("gen: rendering %s: %w", part.name, err)
+	render := func(dir, path, name string, parts []part) error {
+		for _, pt := range parts {
+			f := jen.NewFilePathName(path, name)
+			f.HeaderComment(Header)
+			f.ImportName(emitterPath, "emitter")
+			f.ImportAlias(g.path("codec"), "codec")
+			for _, pp := range p.pkgs {
+				f.ImportAlias(g.path(pp.Name), pp.Name)
+			}
+			pt.build(f)
+			var buf bytes.Buffer
+			if err := f.Render(&buf); err != nil {
+				return fmt.Errorf("gen: rendering %s: %w", dir+pt.name, err)
+			}
+			files = append(files, File{Name: dir + pt.name, Content: buf.Bytes()})
 		}
-		files = append(files, File{Name: part.name, Content: buf.Bytes()})
+		return nil
 	}
+	for _, pp := range p.pkgs {
+		if len(pp.structs)+len(pp.unions)+len(pp.enums)+len(pp.events) == 0 {
+			continue
+		}
+		g.pkg = pp
+		parts := []part{{"types.go", g.typesFile}, {"codec.go", g.codecFile}, {"getters.go", g.gettersFile}}
+		if len(pp.enums) > 0 {
+			parts = append(parts, part{"enums.go", g.enumsFile})
+		}
+		if len(pp.events) > 0 {
+			parts = append(parts, part{"events.go", g.eventsFile}, part{"parse.go", g.parseFile})
+		}
+		// Named as payloads is, so that the types print as payloads.X (%T and
+		// reflect), the name users know them by.
+		if err := render("internal/"+pp.Name+"/", g.path(pp.Name), opts.PackageName, parts); err != nil {
+			return nil, err
+		}
+	}
+	g.pkg = nil
+	if err := render("", opts.PackagePath, opts.PackageName, []part{
+		{"aliases.go", g.aliasesFile},
+		{"names.go", g.namesFile},
+		{"register.go", g.registerFile},
+	}); err != nil {
+		return nil, err
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, nil
 }
 
 type generator struct {
 	plan *plan
 	opts Options
+	// pkg is the internal package being generated; nil for payloads itself.
+	pkg *pkgPlan
 }
+
+// path is the import path of the internal package called name.
+func (g *generator) path(name string) string {
+	return g.opts.PackagePath + "/internal/" + name
+}
+
+// rt names one of package codec's declarations: the runtime the generated
+// code calls.
+func (g *generator) rt(name string) *jen.Statement {
+	return jen.Qual(g.path("codec"), name)
+}
+
+// ref names the generated type called name, qualified unless it is in the
+// package being generated. In payloads, the alias is meant.
+func (g *generator) ref(name string) *jen.Statement {
+	if g.pkg == nil {
+		return jen.Id(name)
+	}
+	return g.in(name, name)
+}
+
+// in names decl, a declaration of the internal package that holds the type
+// called name.
+func (g *generator) in(name, decl string) *jen.Statement {
+	return jen.Qual(g.path(g.plan.pkgOf[name].Name), decl)
+}
+
+// decodeFn and encodeFn name the decode and encode functions of the generated
+// type called name.
+func (g *generator) decodeFn(name string) *jen.Statement { return g.in(name, "Decode"+name) }
+func (g *generator) encodeFn(name string) *jen.Statement { return g.in(name, "Encode"+name) }
 
 // doc renders text as a // comment wrapped near 80 columns, or nothing for an
 // empty text. The schema's descriptions carry the spec's hard line breaks: lines
 // of a paragraph are joined, except lines that start a list item.
 func doc(text string) *jen.Statement {
+	c := docText(text)
+	if c == "" {
+		return jen.Null()
+	}
+	return jen.Comment(c)
+}
+
+// docText is doc's comment text, each line starting with "//".
+func docText(text string) string {
 	text = strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n"))
 	if text == "" {
-		return jen.Null()
+		return ""
 	}
 	var out []string
 	wrap := func(line string) {
@@ -118,7 +189,7 @@ func doc(text string) *jen.Statement {
 		}
 	}
 	flush()
-	return jen.Comment(strings.Join(out, "\n"))
+	return strings.Join(out, "\n")
 }
 
 // listItem reports whether a line starts a Markdown list item.
@@ -143,14 +214,14 @@ func typeDoc(name, fallback, text string) *jen.Statement {
 }
 
 // goType is the Go type of an expression.
-func goType(e *TypeExpr) *jen.Statement {
+func (g *generator) goType(e *TypeExpr) *jen.Statement {
 	switch e.Kind {
 	case ExprNamed:
-		return jen.Id(e.Name)
+		return g.ref(e.Name)
 	case ExprArray:
-		return jen.Index().Add(elemType(e))
+		return jen.Index().Add(g.elemType(e))
 	case ExprMap:
-		return jen.Map(jen.String()).Add(elemType(e))
+		return jen.Map(jen.String()).Add(g.elemType(e))
 	}
 	switch e.Name {
 	case "string":
@@ -162,25 +233,25 @@ func goType(e *TypeExpr) *jen.Statement {
 	case "float64":
 		return jen.Float64()
 	case "timestamp":
-		return jen.Id("Timestamp")
+		return g.rt("Timestamp")
 	case "raw":
 		return jen.Qual("encoding/json", "RawMessage")
 	}
 	panic("gen: unknown builtin " + e.Name) // ParseTypeExpr admits no other
 }
 
-func elemType(e *TypeExpr) *jen.Statement {
+func (g *generator) elemType(e *TypeExpr) *jen.Statement {
 	if e.ElemNullable {
-		return jen.Op("*").Add(goType(e.Elem))
+		return jen.Op("*").Add(g.goType(e.Elem))
 	}
-	return goType(e.Elem)
+	return g.goType(e.Elem)
 }
 
-func fieldType(f *fieldPlan) *jen.Statement {
+func (g *generator) fieldType(f *fieldPlan) *jen.Statement {
 	if f.Ptr {
-		return jen.Op("*").Add(goType(f.Expr))
+		return jen.Op("*").Add(g.goType(f.Expr))
 	}
-	return goType(f.Expr)
+	return g.goType(f.Expr)
 }
 
 func jsonTag(f *fieldPlan) map[string]string {
@@ -190,20 +261,27 @@ func jsonTag(f *fieldPlan) map[string]string {
 	return map[string]string{"json": f.JSON + ",omitempty"}
 }
 
-// typesFile holds the shared struct and union types.
+// typesFile holds the package's doc, its shared struct and union types.
 func (g *generator) typesFile(f *jen.File) {
-	for _, sp := range g.plan.structs {
+	f.PackageComment(docText(g.packageDoc()))
+	if len(g.pkg.structs) > 0 {
+		f.Line()
+		f.Comment("// extra is embedded in every struct under this name, which no generated field")
+		f.Comment("// can take (those are exported); see codec.Extra.")
+		f.Type().Id("extra").Op("=").Add(g.rt("Extra"))
+	}
+	for _, sp := range g.pkg.structs {
 		if sp.Event == nil {
 			g.structDecl(f, sp, typeDoc(sp.GoName, "is a type of the forge's payloads.", sp.Doc))
 		}
 	}
-	for _, up := range g.plan.unions {
+	for _, up := range g.pkg.unions {
 		f.Line()
 		f.Add(typeDoc(up.GoName, "is one of several types.", up.Doc))
 		f.Comment("//\n// Exactly one field is set: the variant the JSON value matched when decoded.")
 		f.Type().Id(up.GoName).StructFunc(func(gr *jen.Group) {
 			for _, v := range up.Variants {
-				t := goType(v.Expr)
+				t := g.goType(v.Expr)
 				if !collection(v.Expr) {
 					t = jen.Op("*").Add(t)
 				}
@@ -219,20 +297,20 @@ func (g *generator) structDecl(f *jen.File, sp *structPlan, comment jen.Code) {
 	f.Type().Id(sp.GoName).StructFunc(func(gr *jen.Group) {
 		for _, fp := range sp.Fields {
 			gr.Add(doc(fp.Doc))
-			gr.Id(fp.GoName).Add(fieldType(fp)).Tag(jsonTag(fp))
+			gr.Id(fp.GoName).Add(g.fieldType(fp)).Tag(jsonTag(fp))
 		}
 		if sp.Unknown {
 			gr.Comment("// Raw is the payload as received.")
 			gr.Id("Raw").Qual("encoding/json", "RawMessage").Tag(map[string]string{"json": "-"})
 		}
 		gr.Line()
-		gr.Id("extra").Id("extra")
+		gr.Id("extra")
 	})
 }
 
 // enumsFile holds the enums and their constants.
 func (g *generator) enumsFile(f *jen.File) {
-	for _, ep := range g.plan.enums {
+	for _, ep := range g.pkg.enums {
 		base, lit := jen.String(), func(v string) jen.Code { return jen.Lit(v) }
 		if ep.Int {
 			base = jen.Int64()
@@ -269,27 +347,18 @@ func (g *generator) enumsFile(f *jen.File) {
 // eventsFile holds the event payloads, the events' interfaces, their
 // unknown-action types and getters.
 func (g *generator) eventsFile(f *jen.File) {
-	for _, ep := range g.plan.events {
+	for _, ep := range g.pkg.events {
 		if ep.Struct != nil {
-			g.structDecl(f, ep.Struct, doc(joinDoc(
-				fmt.Sprintf("%s is the payload of %s %q delivery.", ep.Struct.GoName, article(ep.Name), ep.Name), ep.Struct.Doc)))
+			g.structDecl(f, ep.Struct, doc(eventStructDoc(ep, ep.Struct)))
 			f.Line()
-			f.Func().Params(jen.Op("*").Id(ep.Struct.GoName)).Id("payloadName").Params().String().Block(jen.Return(jen.Lit(ep.Name)))
+			f.Add(doc(fmt.Sprintf("PayloadName returns %q.", ep.Name)))
+			f.Func().Params(jen.Op("*").Id(ep.Struct.GoName)).Id("PayloadName").Params().String().Block(jen.Return(jen.Lit(ep.Name)))
 			continue
 		}
-		var impl []string
-		for _, a := range ep.Actions {
-			impl = append(impl, "*"+a.GoName)
-		}
 		f.Line()
-		f.Add(doc(joinDoc(
-			fmt.Sprintf("%s is the payload of %s %q delivery: one of %s, or *%s for an action the schema does not know.",
-				ep.Iface, article(ep.Name), ep.Name, strings.Join(impl, ", "), ep.Unknown.GoName),
-			ep.Doc,
-			"Its methods return the members all its actions have, as the structs' getters do: "+
-				"nil for an absent struct, the zero value for an absent scalar.")))
+		f.Add(doc(eventIfaceDoc(ep)))
 		f.Type().Id(ep.Iface).InterfaceFunc(func(gr *jen.Group) {
-			gr.Id("Payload")
+			gr.Add(g.rt("Payload"))
 			for _, gp := range ep.Getters {
 				gr.Add(getterDoc(gp))
 				gr.Id(gp.Method).Params().Add(g.getterType(gp))
@@ -297,20 +366,42 @@ func (g *generator) eventsFile(f *jen.File) {
 			gr.Id("is" + ep.Iface).Params()
 		})
 		for _, a := range ep.Actions {
-			g.structDecl(f, a, doc(joinDoc(
-				fmt.Sprintf("%s is the payload of %s %q delivery with action %q.", a.GoName, article(ep.Name), ep.Name, a.Action), a.Doc)))
+			g.structDecl(f, a, doc(eventStructDoc(ep, a)))
 			g.eventMethods(f, ep, a)
 		}
-		unknownDoc := fmt.Sprintf("%s is the payload of %s %q delivery whose action the schema does not know. "+
-			"It has the members all known actions share, the action, and in Raw the whole payload; "+
-			"other members are kept as unknown members (see UnknownMembers).", ep.Unknown.GoName, article(ep.Name), ep.Name)
-		if ep.FreeForm {
-			unknownDoc = fmt.Sprintf("%s is the payload of %s %q delivery with an action the schema does not list: "+
-				"its actions are free-form, and all have this shape. Raw holds the whole payload.", ep.Unknown.GoName, article(ep.Name), ep.Name)
-		}
-		g.structDecl(f, ep.Unknown, doc(joinDoc(unknownDoc, ep.Unknown.Doc)))
+		g.structDecl(f, ep.Unknown, doc(eventStructDoc(ep, ep.Unknown)))
 		g.eventMethods(f, ep, ep.Unknown)
 	}
+}
+
+// eventIfaceDoc is the doc of an event's interface.
+func eventIfaceDoc(ep *eventPlan) string {
+	var impl []string
+	for _, a := range ep.Actions {
+		impl = append(impl, "*"+a.GoName)
+	}
+	return joinDoc(
+		fmt.Sprintf("%s is the payload of %s %q delivery: one of %s, or *%s for an action the schema does not know.",
+			ep.Iface, article(ep.Name), ep.Name, strings.Join(impl, ", "), ep.Unknown.GoName),
+		ep.Doc,
+		"Its methods return the members all its actions have, as the structs' getters do: "+
+			"nil for an absent struct, the zero value for an absent scalar.")
+}
+
+// eventStructDoc is the doc of one of an event's structs.
+func eventStructDoc(ep *eventPlan, sp *structPlan) string {
+	switch {
+	case sp == ep.Struct:
+		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery.", sp.GoName, article(ep.Name), ep.Name), sp.Doc)
+	case !sp.Unknown:
+		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery with action %q.", sp.GoName, article(ep.Name), ep.Name, sp.Action), sp.Doc)
+	case ep.FreeForm:
+		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery with an action the schema does not list: "+
+			"its actions are free-form, and all have this shape. Raw holds the whole payload.", sp.GoName, article(ep.Name), ep.Name), sp.Doc)
+	}
+	return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery whose action the schema does not know. "+
+		"It has the members all known actions share, the action, and in Raw the whole payload; "+
+		"other members are kept as unknown members (see UnknownMembers).", sp.GoName, article(ep.Name), ep.Name), sp.Doc)
 }
 
 func getterDoc(gp *getterPlan) *jen.Statement {
@@ -332,9 +423,9 @@ func (g *generator) getterType(gp *getterPlan) *jen.Statement {
 // struct or union.
 func (g *generator) getterResult(e *TypeExpr) *jen.Statement {
 	if g.plan.scalar(e) || collection(e) {
-		return goType(e)
+		return g.goType(e)
 	}
-	return jen.Op("*").Add(goType(e))
+	return jen.Op("*").Add(g.goType(e))
 }
 
 // zeroOf is the zero value a getter of e returns, and how its doc says it.
@@ -349,7 +440,7 @@ func (g *generator) zeroOf(e *TypeExpr) (jen.Code, string) {
 	case e.Name == "bool":
 		return jen.False(), "false"
 	}
-	return jen.Id("Timestamp").Values(), "the zero Timestamp" // timestamp
+	return g.rt("Timestamp").Values(), "the zero Timestamp" // timestamp
 }
 
 // eventMethods writes the interface's unexported methods, and GetAction, on
@@ -357,13 +448,16 @@ func (g *generator) zeroOf(e *TypeExpr) (jen.Code, string) {
 func (g *generator) eventMethods(f *jen.File, ep *eventPlan, sp *structPlan) {
 	recv := jen.Id("x").Op("*").Id(sp.GoName)
 	name := jen.Return(jen.Lit(ep.Name + "." + sp.Action))
+	nameDoc := fmt.Sprintf("PayloadName returns %q.", ep.Name+"."+sp.Action)
 	if sp.Unknown {
+		nameDoc = fmt.Sprintf("PayloadName returns %q and the action, or %q when there is none.", ep.Name+".", ep.Name)
 		name = jen.If(jen.Id("a").Op(":=").Id("x").Dot("GetAction").Call(), jen.Id("a").Op("!=").Lit("")).Block(
 			jen.Return(jen.Lit(ep.Name + ".").Op("+").Id("a")),
 		).Line().Return(jen.Lit(ep.Name))
 	}
 	f.Line()
-	f.Func().Params(recv).Id("payloadName").Params().String().Block(name)
+	f.Add(doc(nameDoc))
+	f.Func().Params(recv).Id("PayloadName").Params().String().Block(name)
 	f.Line()
 	f.Func().Params(jen.Op("*").Id(sp.GoName)).Id("is" + ep.Iface).Params().Block()
 	fp := sp.field("action")
@@ -393,7 +487,7 @@ func (g *generator) eventMethods(f *jen.File, ep *eventPlan, sp *structPlan) {
 
 // gettersFile holds the nil-safe getters of every struct (see plan.gettersOf).
 func (g *generator) gettersFile(f *jen.File) {
-	for _, sp := range g.plan.structs {
+	for _, sp := range g.pkg.structs {
 		for _, gt := range sp.Getters {
 			g.getter(f, sp, gt)
 		}
@@ -418,7 +512,7 @@ func (g *generator) getter(f *jen.File, sp *structPlan, gt *fieldGetter) {
 	case fp.Value >= 0 && !g.plan.scalar(fp.Expr) && !collection(fp.Expr):
 		when = "x is nil or the member was absent or null"
 		body = []jen.Code{
-			jen.If(x.Clone().Op("==").Nil().Op("||").Op("!").Id("x").Dot("extra").Dot("written").Call(jen.Lit(fp.Value))).Block(jen.Return(zero)),
+			jen.If(x.Clone().Op("==").Nil().Op("||").Op("!").Add(g.rt("Written")).Call(jen.Op("&").Id("x").Dot("extra"), jen.Lit(fp.Value))).Block(jen.Return(zero)),
 			jen.Return(jen.Op("&").Add(v.Clone())),
 		}
 	default:
@@ -438,18 +532,18 @@ func (g *generator) getter(f *jen.File, sp *structPlan, gt *fieldGetter) {
 
 // registerFile holds the typed registration helpers.
 func (g *generator) registerFile(f *jen.File) {
-	reg := func(fn, name, event, parse string, payload jen.Code, comment string) {
+	reg := func(fn, name, event string, parse, payload jen.Code, comment string) {
 		f.Line()
 		f.Add(doc(comment))
 		f.Func().Id(fn).Params(
 			jen.Id("r").Id("Registrar"),
 			jen.Id("h").Func().Params(jen.Qual("context", "Context"), jen.Id("Event").Types(payload)).Error(),
 		).Op("*").Qual(emitterPath, "Listener").Block(
-			jen.Return(jen.Id("on").Call(jen.Id("r"), jen.Lit(name), jen.Lit(event), jen.Id(parse), jen.Id("h"))),
+			jen.Return(jen.Id("on").Call(jen.Id("r"), jen.Lit(name), jen.Lit(event), parse, jen.Id("h"))),
 		)
 	}
 	for _, ep := range g.plan.events {
-		parse := parseFunc(ep)
+		parse := g.in(eventType(ep), parseFunc(ep))
 		if ep.Struct != nil {
 			reg("On"+ep.Struct.GoName, ep.Name, ep.Name, parse, jen.Op("*").Id(ep.Struct.GoName), fmt.Sprintf(
 				"On%s registers h for %q deliveries, decoded into *%s. It returns the listener, for RemoveListener.",
@@ -467,11 +561,17 @@ func (g *generator) registerFile(f *jen.File) {
 	}
 }
 
-func parseFunc(ep *eventPlan) string {
+// eventType is the Go name of an event's payload: its struct, or its interface.
+func eventType(ep *eventPlan) string {
 	if ep.Struct != nil {
-		return "parse" + ep.Struct.GoName
+		return ep.Struct.GoName
 	}
-	return "parse" + ep.Iface
+	return ep.Iface
+}
+
+// parseFunc is the name of an event's parser, in the event's package.
+func parseFunc(ep *eventPlan) string {
+	return "Parse" + eventType(ep)
 }
 
 // namesFile holds the names tuple and the parsers behind Parse.
@@ -530,40 +630,53 @@ func (g *generator) namesFile(f *jen.File) {
 	f.Func().Id("Parse").Params(jen.Id("name").String(), jen.Id("body").Index().Byte()).Params(jen.Id("Payload"), jen.Error()).Block(
 		jen.Switch(jen.Id("name")).BlockFunc(func(sw *jen.Group) {
 			for _, ep := range g.plan.events {
-				sw.Case(jen.Lit(ep.Name)).Block(jen.Return(jen.Id(parseFunc(ep)).Call(jen.Id("body"))))
+				sw.Case(jen.Lit(ep.Name)).Block(jen.Return(g.in(eventType(ep), parseFunc(ep)).Call(jen.Id("body"))))
 			}
 		}),
-		jen.Return(jen.Id("parseUnknownEvent").Call(jen.Id("name"), jen.Id("body"))),
+		jen.Return(g.rt("ParseUnknownEvent").Call(jen.Id("name"), jen.Id("body"))),
 	)
-	for _, ep := range g.plan.events {
+}
+
+// parseFile holds the parsers of the package's events, which Parse and the
+// registration helpers call.
+func (g *generator) parseFile(f *jen.File) {
+	// decoded decodes the whole document in d into a new goName, and returns
+	// it or the error.
+	decoded := func(goName string, d jen.Code) []jen.Code {
+		return []jen.Code{
+			jen.Id("x").Op(":=").New(jen.Id(goName)),
+			jen.Return(g.rt("Decoded").Call(jen.Id("x"),
+				jen.Id("d").Dot("Finish").Call(g.decodeFn(goName).Call(jen.Id("x"), d), jen.Lit(goName)))),
+		}
+	}
+	for _, ep := range g.pkg.events {
 		f.Line()
-		fn := f.Func().Id(parseFunc(ep)).Params(jen.Id("body").Index().Byte()).Params(jen.Id("Payload"), jen.Error())
+		f.Add(doc(fmt.Sprintf("%s decodes the payload of %s %q delivery, for payloads.Parse.", parseFunc(ep), article(ep.Name), ep.Name)))
+		fn := f.Func().Id(parseFunc(ep)).Params(jen.Id("body").Index().Byte()).Params(g.rt("Payload"), jen.Error())
 		if ep.Struct != nil {
-			fn.Block(jen.Return(jen.Id("parseAs").Call(jen.Id("body"), jen.New(jen.Id(ep.Struct.GoName)), jen.Lit(ep.Struct.GoName))))
+			fn.Block(append([]jen.Code{jen.Id("d").Op(":=").Add(g.rt("NewDecoder")).Call(jen.Id("body"))},
+				decoded(ep.Struct.GoName, jen.Op("&").Id("d"))...)...)
 			continue
 		}
-		// The action picks the struct. parseByAction finds it without a pass of
-		// its own in the common case (see payload.go), then calls the decode
-		// function, which switches on it.
-		dec := "decode" + strings.TrimPrefix(parseFunc(ep), "parse")
-		fn.Block(jen.Return(jen.Id("parseByAction").Call(jen.Id("body"), jen.Id(dec))))
-		decodeAs := func(goName string) jen.Code {
-			return jen.Id("decodeAs").Call(jen.Id("d"), jen.New(jen.Id(goName)), jen.Lit(goName))
-		}
+		// The action picks the struct. ParseByAction finds it without a pass of
+		// its own in the common case, then calls the decode function, which
+		// switches on it.
+		dec := "decode" + eventType(ep)
+		fn.Block(jen.Return(g.rt("ParseByAction").Call(jen.Id("body"), jen.Id(dec))))
 		f.Line()
-		f.Func().Id(dec).Params(jen.Id("action").Index().Byte(), jen.Id("d").Op("*").Id("decoder")).Params(jen.Id("Payload"), jen.Error()).Block(
+		f.Func().Id(dec).Params(jen.Id("action").Index().Byte(), jen.Id("d").Op("*").Add(g.rt("Decoder"))).Params(g.rt("Payload"), jen.Error()).Block(
 			jen.Switch(jen.String().Parens(jen.Id("action"))).BlockFunc(func(gr *jen.Group) {
 				for _, a := range ep.Actions {
-					gr.Case(jen.Lit(a.Action)).Block(jen.Return(decodeAs(a.GoName)))
+					gr.Case(jen.Lit(a.Action)).Block(decoded(a.GoName, jen.Id("d"))...)
 				}
+				gr.Default().Block(decoded(ep.Unknown.GoName, jen.Id("d"))...)
 			}),
-			jen.Return(decodeAs(ep.Unknown.GoName)),
 		)
 	}
 }
 
 // keyLit is a member's key as JSON after a comma and followed by the colon,
-// for payloads' encoder.key.
+// for codec's Encoder.Key.
 func keyLit(key string) jen.Code {
 	b, err := json.Marshal(key)
 	if err != nil {

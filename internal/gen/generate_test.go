@@ -52,8 +52,10 @@ func TestGolden(t *testing.T) {
 	}
 	var names []string
 	for _, f := range files {
-		path := filepath.Join(goldenDir, f.Name+".golden")
-		names = append(names, f.Name+".golden")
+		// internal/group1/types.go is internal_group1_types.go.golden.
+		name := strings.ReplaceAll(f.Name, "/", "_") + ".golden"
+		path := filepath.Join(goldenDir, name)
+		names = append(names, name)
 		if *update {
 			if err := os.WriteFile(path, f.Content, 0o644); err != nil {
 				t.Fatal(err)
@@ -210,8 +212,15 @@ func TestFixturePackage(t *testing.T) {
 			}
 		}
 	}
-	// payloads: the hand-written files, the fixture's generated ones, tests.
+	// payloads: the hand-written files (its own and codec's), the fixture's
+	// generated ones, tests.
 	pkg := filepath.Join(dir, "payloads")
+	runtime, _ := filepath.Glob(filepath.Join(root, "payloads", "internal", "codec", "*.go"))
+	for _, m := range runtime {
+		if !strings.HasSuffix(m, "_test.go") {
+			copyFile(m, filepath.Join(pkg, "internal", "codec", filepath.Base(m)))
+		}
+	}
 	matches, _ := filepath.Glob(filepath.Join(root, "payloads", "*.go"))
 	for _, m := range matches {
 		generated, err := isGenerated(m)
@@ -234,7 +243,7 @@ func TestFixturePackage(t *testing.T) {
 	if err := Write(pkg, generateFixture(t)); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"vet", "./payloads"}, {"test", "-race", "-count=1", "./payloads"}} {
+	for _, args := range [][]string{{"vet", "./payloads/..."}, {"test", "-race", "-count=1", "./payloads"}} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
@@ -295,6 +304,9 @@ func TestHandWrittenNamesAreFree(t *testing.T) {
 	generated := map[string]string{}
 	fset := token.NewFileSet()
 	for _, f := range files {
+		if strings.Contains(f.Name, "/") {
+			continue // another package
+		}
 		af, err := parser.ParseFile(fset, f.Name, f.Content, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,10 @@ type plan struct {
 	enums   []*enumPlan
 	unions  []*unionPlan
 	events  []*eventPlan
+	// pkgs are the generated packages under payloads/internal, common first;
+	// pkgOf gives each type's (see split).
+	pkgs  []*pkgPlan
+	pkgOf map[string]*pkgPlan
 }
 
 // structPlan is one generated struct: a shared type, an event's payload, or an
@@ -28,7 +32,7 @@ type structPlan struct {
 	Fields []*fieldPlan
 	// Getters are the fields that get a nil-safe GetX method (see gettersOf).
 	Getters []*fieldGetter
-	// NValue counts the value fields, whose absence is tracked (see payloads.extra).
+	// NValue counts the value fields, whose absence is tracked (see codec.Extra).
 	NValue int
 	// Event is set for an event's payload struct and unknown-action type.
 	Event *eventPlan
@@ -168,7 +172,7 @@ type getterPlan struct {
 }
 
 // maxValueMembers is the most value fields (required, non-nullable members) a
-// struct may have: the bits of payloads' seenSet.
+// struct may have: the bits of codec's SeenSet.
 const maxValueMembers = 128
 
 // generatedFuncs are the package-level functions names.go declares once, which
@@ -303,7 +307,7 @@ func newPlan(s *Schema) (*plan, error) {
 	// Methods of a struct must not take a field's name.
 	for _, sp := range p.structs {
 		if sp.NValue > maxValueMembers {
-			bad("type %s has %d required, non-nullable members; payloads' seenSet holds %d", sp.GoName, sp.NValue, maxValueMembers)
+			bad("type %s has %d required, non-nullable members; codec's SeenSet holds %d", sp.GoName, sp.NValue, maxValueMembers)
 		}
 		methods := map[string]bool{"MarshalJSON": true, "UnmarshalJSON": true}
 		if sp.Event != nil && sp.Event.Iface != "" {
@@ -329,6 +333,7 @@ func newPlan(s *Schema) (*plan, error) {
 	if len(problems) > 0 {
 		return nil, &GenerateError{Problems: problems}
 	}
+	p.split()
 	return p, nil
 }
 
