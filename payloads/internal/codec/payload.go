@@ -120,8 +120,6 @@ type UnknownEvent struct {
 	Action string
 	// Raw is the payload, a JSON object, as received.
 	Raw json.RawMessage
-
-	extra Extra // for Payload's method; never holds anything
 }
 
 // PayloadName returns "name.action", or the name alone when Action is empty.
@@ -132,7 +130,9 @@ func (p *UnknownEvent) PayloadName() string {
 	return p.Name + "." + p.Action
 }
 
-func (p *UnknownEvent) extras() *Extra { return &p.extra }
+// extras makes UnknownEvent a Payload. It keeps no unknown members: Raw holds
+// the whole payload.
+func (p *UnknownEvent) extras() *Extra { return new(Extra) }
 
 // MarshalJSON returns Raw, or {} when Raw is empty.
 func (p UnknownEvent) MarshalJSON() ([]byte, error) {
