@@ -46,9 +46,14 @@ func (pp *proxyProc) stop() {
 	<-pp.done
 }
 
+// postClient opens a connection per request: the proxy restarts on the same
+// address, and a POST on a kept-alive connection the stopped server closed
+// fails rather than being retried.
+var postClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func (pp *proxyProc) post(body string) {
 	pp.t.Helper()
-	resp, err := http.Post("http://"+pp.addr+"/chan", "application/json", strings.NewReader(body))
+	resp, err := postClient.Post("http://"+pp.addr+"/chan", "application/json", strings.NewReader(body))
 	if err != nil {
 		pp.t.Fatal(err)
 	}
