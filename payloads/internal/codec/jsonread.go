@@ -220,18 +220,6 @@ func (d *Decoder) Key() ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
-// array reads a JSON array, calling fn once per element; fn must read the element.
-func (d *Decoder) array(fn func(i int) error) error {
-	more, err := d.openArray()
-	for i := 0; more; i++ {
-		if err = fn(i); err != nil {
-			return atIndex(err, i)
-		}
-		more, err = d.nextElement()
-	}
-	return err
-}
-
 // openArray reads the '[' that starts an array and reports whether an element
 // follows; the caller reads it, then calls nextElement, until more is false
 // (the loop of OpenObject, without keys).
