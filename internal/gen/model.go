@@ -40,6 +40,10 @@ type Source struct {
 	Version string `yaml:"version"`
 	File    string `yaml:"file"`
 	SHA256  string `yaml:"sha256"`
+	// Variants names the spec files of the forge's server variants the schema was
+	// compared with, as the published package names them ("ghec", "ghes-3.19");
+	// NotSentBy lists only names from here. Empty: no variant was compared.
+	Variants []string `yaml:"variants,omitempty"`
 }
 
 // Event is one webhook event (the value of the forge's event header).
@@ -58,6 +62,9 @@ type Event struct {
 	// all with this shape). Empty for every other event, where an unlisted action is
 	// unknown.
 	OtherActionsType string `yaml:"other_actions_type,omitempty"`
+	// NotSentBy lists the server variants (Source.Variants) that never send this
+	// event. Empty: every variant sends it.
+	NotSentBy []string `yaml:"not_sent_by,omitempty"`
 }
 
 // Action is one value of an event's top-level "action" member.
@@ -67,6 +74,8 @@ type Action struct {
 	Description string `yaml:"description,omitempty"`
 	// Type names the payload type of this event.action.
 	Type string `yaml:"type"`
+	// NotSentBy lists the server variants that never send this action.
+	NotSentBy []string `yaml:"not_sent_by,omitempty"`
 }
 
 // Kind says what a named type is.
@@ -113,6 +122,12 @@ type Field struct {
 	Required bool `yaml:"required,omitempty"`
 	// Nullable reports that the member may be null.
 	Nullable bool `yaml:"nullable,omitempty"`
+	// Pointer keeps the Go field a pointer although the member is now required and
+	// not nullable: an earlier schema generated it as a pointer, and compiled user
+	// code must keep compiling (schema/lock.yaml records it).
+	Pointer bool `yaml:"pointer,omitempty"`
+	// NotSentBy lists the server variants whose payloads never carry this member.
+	NotSentBy []string `yaml:"not_sent_by,omitempty"`
 }
 
 // EnumValue is one known value of an enum.
