@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
 )
 
 // DeliveryInfo describes the delivery whose handlers are running. Handlers read
@@ -39,6 +41,26 @@ func DeliveryFrom(ctx context.Context) (DeliveryInfo, bool) {
 		return *info, true
 	}
 	return DeliveryInfo{}, false
+}
+
+type eventKey struct{}
+
+// withEvent returns a copy of ctx that carries e, for EventFrom.
+func withEvent(ctx context.Context, e emitter.Event) context.Context {
+	return context.WithValue(ctx, eventKey{}, &e)
+}
+
+// EventFrom returns the delivery whose handlers ctx was given to, as it
+// reached Receive or the Middleware: its id, event name and body, before any
+// Transform. It lets code called from a handler read the body without
+// decoding it (package app finds the installation there). ok is false when
+// ctx did not come from this package's dispatch. The Payload must not be
+// changed.
+func EventFrom(ctx context.Context) (e emitter.Event, ok bool) {
+	if p, ok := ctx.Value(eventKey{}).(*emitter.Event); ok {
+		return *p, true
+	}
+	return emitter.Event{}, false
 }
 
 // Inbox stores verified deliveries durably, so that they are handled later

@@ -16,7 +16,8 @@ import (
 // (before the answer, so that the answer sees its place free), which also
 // tells Close it is done.
 func (m *Middleware) receive(ctx context.Context, d Delivery, f *flight, oc *outcome) error {
-	err := m.w.em.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+	e := emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload}
+	err := m.w.em.Receive(withEvent(ctx, e), e)
 	m.w.inFlight.finish(f)
 	if oc != nil {
 		oc.err = err

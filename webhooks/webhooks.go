@@ -164,14 +164,15 @@ func (w *Webhooks) RemoveListenerNames(names []string, l *emitter.Listener) int 
 // only for a delivery verified already (one an inbox stored after the
 // middleware verified it, say) or in tests. Deliveries from the network go
 // through VerifyAndReceive or the Middleware. It is emitter.Emitter.Receive,
-// counted for Close: after Close it returns emitter.ErrClosed.
+// counted for Close: after Close it returns emitter.ErrClosed. The handlers'
+// context carries e (EventFrom).
 func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
 	f, err := w.inFlight.take(e.ID, int64(len(e.Payload)), 0, 0)
 	if err != nil {
 		return emitter.ErrClosed
 	}
 	defer w.inFlight.finish(f)
-	return w.em.Receive(ctx, e)
+	return w.em.Receive(withEvent(ctx, e), e)
 }
 
 // Sign returns payload's signature under the primary secret, as the forge

@@ -54,7 +54,13 @@ type responseObj struct {
 type operation struct {
 	OperationID string                  `json:"operationId"`
 	Parameters  []*parameter            `json:"parameters"`
+	RequestBody *requestBody            `json:"requestBody"`
 	Responses   map[string]*responseObj `json:"responses"`
+}
+
+type requestBody struct {
+	Required bool                 `json:"required"`
+	Content  map[string]mediaType `json:"content"`
 }
 
 // document is the JSON of the description, as far as the fake reads it.

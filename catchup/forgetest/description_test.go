@@ -21,7 +21,9 @@ func TestDescription(t *testing.T) {
 		"GET /app/hook/deliveries", "GET /app/hook/deliveries/{delivery_id}", "GET /orgs/{org}/hooks/{hook_id}/deliveries",
 		"GET /orgs/{org}/hooks/{hook_id}/deliveries/{delivery_id}", "GET /repos/{owner}/{repo}/hooks/{hook_id}/deliveries",
 		"GET /repos/{owner}/{repo}/hooks/{hook_id}/deliveries/{delivery_id}", "POST /app/hook/deliveries/{delivery_id}/attempts",
+		"POST /app/installations/{installation_id}/access_tokens",
 		"POST /orgs/{org}/hooks/{hook_id}/deliveries/{delivery_id}/attempts", "POST /repos/{owner}/{repo}/hooks/{hook_id}/deliveries/{delivery_id}/attempts",
+		"POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
 	}
 	if got := d.Operations(); !slices.Equal(got, want) {
 		t.Errorf("operations %q\nwant %q", got, want)

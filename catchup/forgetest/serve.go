@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -61,7 +62,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.errorJSON(rec, nil, http.StatusNotFound, "Not Found")
 		return
 	}
-	if msg := s.checkRequest(r, op, params); msg != "" {
+	body, msg := s.readBody(r, op)
+	if msg == "" {
+		msg = s.checkRequest(r, op, params)
+	}
+	if msg != "" {
 		s.violate("%s %s (%s): %s", r.Method, r.URL.Path, op.OperationID, msg)
 		s.errorJSON(rec, op, http.StatusUnprocessableEntity, msg)
 		return
@@ -69,6 +74,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("User-Agent") == "" {
 		s.violate("%s %s: no User-Agent header", r.Method, r.URL.Path)
 		s.errorJSON(rec, op, http.StatusForbidden, "Request forbidden by administrative rules. Please make sure your request has a User-Agent header.")
+		return
+	}
+	if s.appOperation(rec, r, op, params, body, now) {
 		return
 	}
 	key := hookKey(route.template, params)
@@ -101,6 +109,40 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.detail(rec, op, h, params["delivery_id"])
 	}
+}
+
+// maxRequestBody bounds a request body the fake reads.
+const maxRequestBody = 1 << 20
+
+// readBody reads the request's body and checks it against the operation's
+// request body schema; it returns the message of a departure, or "".
+func (s *Server) readBody(r *http.Request, op *operation) ([]byte, string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		return nil, "reading the body: " + err.Error()
+	}
+	if len(body) > maxRequestBody {
+		return nil, fmt.Sprintf("body over %d bytes", maxRequestBody)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if op.RequestBody != nil && op.RequestBody.Required {
+			return nil, "a JSON body is required"
+		}
+		return nil, ""
+	}
+	if op.RequestBody == nil {
+		return nil, "a body was sent to an operation that takes none"
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, "the body is not JSON: " + err.Error()
+	}
+	if mt, ok := op.RequestBody.Content["application/json"]; ok && mt.Schema != nil {
+		if p := s.desc.Validate(mt.Schema, v); len(p) > 0 {
+			return nil, "body: " + strings.Join(p, "; ")
+		}
+	}
+	return body, ""
 }
 
 func (s *Server) violate(format string, a ...any) {
@@ -295,7 +337,7 @@ func (s *Server) secondaryLimit(w http.ResponseWriter, op *operation, now time.T
 	}
 	s.mu.Unlock()
 	if !ok {
-		w.Header().Set("Retry-After", "60")
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(s.opts.SecondaryRetryAfter/time.Second, 1))))
 		s.errorJSON(w, op, http.StatusForbidden, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.")
 	}
 	return ok

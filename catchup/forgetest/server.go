@@ -1,6 +1,7 @@
-// Package forgetest runs a fake of the forge's REST API for hook delivery logs,
-// built from the forge's published REST description (an extract is embedded;
-// testdata/SOURCE.md names the version), for tests of catch-up.
+// Package forgetest runs a fake of the forge's REST API for hook delivery logs
+// and for an app's installations, built from the forge's published REST
+// description (an extract is embedded; testdata/SOURCE.md names the version),
+// for tests of catch-up and of handlers that answer through the API.
 //
 // The fake checks every request against the description (path, method, path
 // and query parameters, the form of the Authorization header: an RS256 app JWT
@@ -11,6 +12,15 @@
 // (X-RateLimit-* headers) and the secondary limit on redelivery requests
 // (403 with Retry-After), and can be told to fail requests (429, 5xx, …).
 // A redelivery really POSTs the stored delivery, signed, to a receiver URL.
+//
+// For an app's handlers it issues installation access tokens (POST
+// /app/installations/{installation_id}/access_tokens, as the app) that expire
+// after Options.TokenLifetime, accepts them for issue comments (POST
+// /repos/{owner}/{repo}/issues/{issue_number}/comments) and records those,
+// and limits each installation on its own: a primary limit with
+// X-RateLimit-* headers, and a secondary limit (Throttle, or too many
+// comments a minute) answered 403 with Retry-After. Request bodies are checked
+// against the description too.
 package forgetest
 
 import (
@@ -49,9 +59,20 @@ type Options struct {
 	// Now is the fake's clock; default time.Now. Pass a *Clock's Now to share
 	// virtual time with the code under test.
 	Now func() time.Time
-	// SecondaryLimit is how many redelivery requests a minute are accepted
-	// before 403 with Retry-After; default 80, negative for no limit.
+	// SecondaryLimit is how many content-creating requests a minute
+	// (redeliveries; an installation's comments, counted per installation)
+	// are accepted before 403 with Retry-After; default 80, negative for no
+	// limit.
 	SecondaryLimit int
+	// SecondaryRetryAfter is the Retry-After of a secondary limit, and how
+	// long an installation that hit it is refused; default one minute.
+	SecondaryRetryAfter time.Duration
+	// InstallationRateLimit is each installation's primary limit, requests
+	// an hour; default 5000.
+	InstallationRateLimit int
+	// TokenLifetime is how long an installation token is valid; default one
+	// hour, as the forge's.
+	TokenLifetime time.Duration
 	// RateLimit is the primary limit, requests an hour; default 5000.
 	RateLimit int
 	// AllowViolations keeps the test passing when requests depart from the
@@ -125,6 +146,10 @@ type Server struct {
 	used       int         // requests in the current primary window
 	window     time.Time   // start of the primary window
 	throttled  int
+
+	installations map[int64]*installation
+	issued        []IssuedToken
+	comments      []Comment
 }
 
 // New starts a fake forge on 127.0.0.1 until the test ends, and then fails
@@ -159,12 +184,22 @@ func Start(o Options) (*Server, error) {
 	if o.RateLimit == 0 {
 		o.RateLimit = 5000
 	}
+	if o.SecondaryRetryAfter <= 0 {
+		o.SecondaryRetryAfter = time.Minute
+	}
+	if o.InstallationRateLimit == 0 {
+		o.InstallationRateLimit = 5000
+	}
+	if o.TokenLifetime <= 0 {
+		o.TokenLifetime = time.Hour
+	}
 	s := &Server{
 		desc: desc, opts: o, now: o.Now,
-		hooks:    map[string]*hookLog{AppHook: newHookLog()},
-		nextID:   1000,
-		receiver: o.Receiver,
-		send:     &http.Client{Timeout: 10 * time.Second},
+		hooks:         map[string]*hookLog{AppHook: newHookLog()},
+		nextID:        1000,
+		receiver:      o.Receiver,
+		send:          &http.Client{Timeout: 10 * time.Second},
+		installations: map[int64]*installation{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL

@@ -1,6 +1,7 @@
 // Extracts from the published REST description (npm package @octokit/openapi)
-// the webhook-delivery operations and every component they reference, so that
-// the fake forge is built from the description itself. Usage, from a directory
+// the webhook-delivery operations, the operations an app's handlers are tested
+// with (an installation's access token, an issue comment), and every component
+// they reference, so that the fake forge is built from the description itself. Usage, from a directory
 // holding the unpacked package (npm pack @octokit/openapi@VERSION; tar xzf …):
 //
 //	node extract.mjs package/generated/api.github.com.json > rest-description.json
@@ -8,9 +9,13 @@ import { readFileSync } from "node:fs";
 
 const full = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const pkg = JSON.parse(readFileSync(new URL("../package.json", "file://" + process.cwd() + "/" + process.argv[2]), "utf8"));
+const operations = new Set(["apps/create-installation-access-token", "issues/create-comment"]);
 const paths = {};
 for (const [p, item] of Object.entries(full.paths)) {
   if (/\/hook(s\/\{hook_id\})?\/deliveries/.test(p)) paths[p] = item;
+  for (const [method, op] of Object.entries(item)) {
+    if (operations.has(op?.operationId)) (paths[p] ??= {})[method] = op;
+  }
 }
 const components = {};
 const seen = new Set();
