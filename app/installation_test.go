@@ -110,10 +110,10 @@ func TestTokenRefreshedBeforeExpiry(t *testing.T) {
 	}{
 		{0, 1},
 		{30 * time.Minute, 1},
-		{24 * time.Minute, 1},                // 54 min: still fresh
-		{2 * time.Minute, 2},                 // 56 min: within 5 min of expiry, replaced
-		{50 * time.Minute, 2},                // 106 min: the second is still fresh (issued at 56)
-		{5*time.Minute + time.Second, 3},     // 111 min + 1 s: replaced again
+		{24 * time.Minute, 1},            // 54 min: still fresh
+		{2 * time.Minute, 2},             // 56 min: within 5 min of expiry, replaced
+		{50 * time.Minute, 2},            // 106 min: the second is still fresh (issued at 56)
+		{5*time.Minute + time.Second, 3}, // 111 min + 1 s: replaced again
 	}
 	for i, s := range steps {
 		e.clock.Advance(s.advance)
