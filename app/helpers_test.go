@@ -184,3 +184,12 @@ func deliver(c *http.Client, url, id, event string, payload []byte) (int, error)
 	res.Body.Close()
 	return res.StatusCode, nil
 }
+
+func sign(t *testing.T, body string) string {
+	t.Helper()
+	sig, err := signing.Sign(testSecret, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
