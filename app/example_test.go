@@ -1,0 +1,78 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+
+	"forgehooks.dev/forgehooks/app"
+	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/payloads"
+	"forgehooks.dev/forgehooks/signing"
+	"forgehooks.dev/forgehooks/webhooks"
+	"forgehooks.dev/forgehooks/webhookstest"
+)
+
+// A typed issue_comment.created handler answers as the installation that sent
+// the delivery. Here the forge is the fake of package forgetest, on
+// 127.0.0.1, so that the handler's API calls can be tested offline.
+func ExampleApp_Client() {
+	keyPEM, _ := os.ReadFile("testdata/pkcs1.pem") // the app's private key
+	key, _ := app.ParsePrivateKey(keyPEM)
+	forge, _ := forgetest.Start(forgetest.Options{AppID: "424242", PublicKey: &key.PublicKey})
+	defer forge.Close()
+	forge.AddInstallation(42)
+
+	forgeApp, err := app.New(app.Options{AppID: "424242", PrivateKeyFile: "testdata/pkcs1.pem", APIURL: forge.URL})
+	if err != nil {
+		panic(err)
+	}
+	wh, _ := webhooks.New(webhooks.Options{Secret: "s3cret"})
+
+	payloads.OnIssueCommentCreatedEvent(wh, func(ctx context.Context, e payloads.Event[*payloads.IssueCommentCreatedEvent]) error {
+		c, err := forgeApp.Client(ctx) // as the delivery's installation
+		if err != nil {
+			return err
+		}
+		reply, _ := json.Marshal(map[string]string{"body": "Thanks, @" + e.Payload.Sender.Login + "!"})
+		res, err := c.Post(e.Payload.Issue.CommentsURL, "application/json", bytes.NewReader(reply))
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			return fmt.Errorf("replying: %s", res.Status)
+		}
+		return nil
+	})
+
+	// The forge delivers a comment made on an issue of a repository where
+	// the app is installed (installation 42).
+	srv := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
+	defer srv.Close()
+	body := bytes.ReplaceAll(webhookstest.Payload("issue_comment.created"), []byte("https://api.github.com"), []byte(forge.URL))
+	body = append(body[:len(body)-1], `,"installation":{"id":42}}`...)
+	sig, _ := signing.Sign("s3cret", body)
+	req, _ := http.NewRequest("POST", srv.URL+webhooks.DefaultPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(webhooks.HeaderEvent, "issue_comment")
+	req.Header.Set(webhooks.HeaderDelivery, "d-1")
+	req.Header.Set(webhooks.HeaderSignature, sig)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	res.Body.Close()
+
+	fmt.Println("delivery answered", res.StatusCode)
+	for _, c := range forge.Comments() {
+		fmt.Printf("%s/%s#%d, as installation %d: %q\n", c.Owner, c.Repo, c.Issue, c.Installation, c.Body)
+	}
+	// Output:
+	// delivery answered 200
+	// Codertocat/Hello-World#1, as installation 42: "Thanks, @Codertocat!"
+}
