@@ -80,4 +80,3 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
-

@@ -181,3 +181,51 @@ func TestMiddlewareInbox(t *testing.T) {
 		t.Errorf("%d handlers ran in the request; with an inbox none does", n)
 	}
 }
+
+// TestEventFrom checks that handlers' contexts carry their delivery's id,
+// name and body as received, through the Middleware, VerifyAndReceive and
+// Receive, and that a Transform does not change what EventFrom returns.
+func TestEventFrom(t *testing.T) {
+	wh := mustNew(t, Options{Secret: secret, Transform: func(_ context.Context, e emitter.Event) (emitter.Event, error) {
+		e.Payload = []byte(`{"transformed":true}`)
+		return e, nil
+	}})
+	got := make(chan emitter.Event, 1)
+	wh.On("ping", func(ctx context.Context, e emitter.Event) error {
+		ev, ok := EventFrom(ctx)
+		if !ok {
+			return errors.New("no event in the handler's context")
+		}
+		if string(e.Payload) != `{"transformed":true}` {
+			return errors.New("the Transform did not run")
+		}
+		got <- ev
+		return nil
+	})
+	srv := startServer(t, NewMiddleware(wh, MiddlewareOptions{}), false)
+	res, err := srv.Client().Do(delivery(t, context.Background(), srv, "ping"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if ev := <-got; ev.ID != "d-ping" || ev.Name != "ping" || len(ev.Payload) == 0 || string(ev.Payload) == `{"transformed":true}` {
+		t.Errorf("Middleware: EventFrom = %q %q %q", ev.ID, ev.Name, ev.Payload)
+	}
+	body := []byte(`{"zen":"ok","installation":{"id":7}}`)
+	if err := wh.VerifyAndReceive(context.Background(), Delivery{ID: "x", Name: "ping", Payload: body, Signature: sign(t, secret, body)}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-got; ev.ID != "x" || ev.Name != "ping" || string(ev.Payload) != string(body) {
+		t.Errorf("VerifyAndReceive: EventFrom = %q %q %q", ev.ID, ev.Name, ev.Payload)
+	}
+	if err := wh.Receive(context.Background(), emitter.Event{ID: "y", Name: "ping", Payload: body}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-got; ev.ID != "y" || string(ev.Payload) != string(body) {
+		t.Errorf("Receive: EventFrom = %q %q", ev.ID, ev.Payload)
+	}
+	if _, ok := EventFrom(context.Background()); ok {
+		t.Error("EventFrom of a bare context reports a delivery")
+	}
+}
