@@ -83,7 +83,7 @@ func (b *logBuffer) String() string {
 
 // env is a fake forge with installation 42, and an App for it.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	forge *forgetest.Server
 	logs  *logBuffer
 	log   *slog.Logger
@@ -92,7 +92,7 @@ type env struct {
 
 // newEnv starts a fake forge; with virtual, the forge and the App share a
 // virtual clock.
-func newEnv(t *testing.T, virtual bool, fo forgetest.Options) *env {
+func newEnv(t testing.TB, virtual bool, fo forgetest.Options) *env {
 	t.Helper()
 	e := &env{t: t, logs: &logBuffer{matched: make(chan struct{}, 1)}}
 	e.log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
