@@ -81,6 +81,9 @@ const tokenTimeout = time.Minute
 // request fetches it. The error says which installation and what the forge
 // answered, never the token.
 func (a *App) InstallationToken(ctx context.Context, id int64, scope *Scope) (Token, time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return Token{}, time.Time{}, fmt.Errorf("app: installation %d: token: %w", id, err)
+	}
 	scope = scope.normalize()
 	e, f := a.cachedOrFlight(ctx, tokenKey{id, scope.key()}, scope)
 	if f == nil {

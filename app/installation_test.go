@@ -332,3 +332,26 @@ func TestRevokedTokenReplacedOnce(t *testing.T) {
 		t.Errorf("%d token requests, want 2 (the refused one replaced)", got)
 	}
 }
+
+// A failed token request is shared by its waiters but not cached: the next
+// call asks again. A caller that gives up does not fail the others.
+func TestTokenFlightFailure(t *testing.T) {
+	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
+	a := e.app(nil)
+	e.forge.Fail(forgetest.Fault{Method: "POST", Suffix: "/access_tokens", Status: 500, Body: `{"message":"boom"}`})
+	_, _, err := a.InstallationToken(t.Context(), testInstallation, nil)
+	if err == nil || !strings.Contains(err.Error(), "installation 42: access token: 500 Internal Server Error: boom") {
+		t.Fatalf("err = %v", err)
+	}
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, err := a.InstallationToken(gone, testInstallation, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled caller: %v", err)
+	}
+	if _, _, err := a.InstallationToken(t.Context(), testInstallation, nil); err != nil {
+		t.Fatalf("after a failure: %v", err)
+	}
+	if got := tokenRequests(e.forge); got != 2 {
+		t.Errorf("%d token requests, want 2", got)
+	}
+}
