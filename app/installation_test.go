@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -353,5 +354,35 @@ func TestTokenFlightFailure(t *testing.T) {
 	}
 	if got := tokenRequests(e.forge); got != 2 {
 		t.Errorf("%d token requests, want 2", got)
+	}
+}
+
+// A request whose body cannot be replayed (no GetBody) is not retried after
+// a rate limit: its 403 is returned as the forge sent it, and the pause
+// still holds back the installation's next requests.
+func TestUnreplayableBodyNotRetried(t *testing.T) {
+	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
+	a := e.app(nil)
+	c := a.InstallationClient(testInstallation)
+	if _, err := e.comment(t.Context(), c, "first"); err != nil {
+		t.Fatal(err)
+	}
+	e.forge.Throttle(testInstallation, 30*time.Second)
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.forge.URL+"/repos/octo/site/issues/1/comments", io.NopCloser(strings.NewReader(`{"body":"once"}`)))
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 403 || res.Header.Get("Retry-After") != "30" || !strings.Contains(string(b), "secondary rate limit") {
+		t.Fatalf("%d %q %s, want the forge's 403 whole", res.StatusCode, res.Header.Get("Retry-After"), b)
+	}
+	slept := e.clock.Slept()
+	if _, err := e.comment(t.Context(), c, "next"); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.clock.Slept() - slept; d != 30*time.Second {
+		t.Errorf("the next request waited %v, want 30s", d)
 	}
 }
