@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestGolden(t *testing.T) {
 		"-overrides", filepath.Join(fixtureDir, "overrides.yaml"),
 		"-out", out, "-q",
 	}
-	if code := run(args, &stderr); code != 0 {
+	if code := Run(args, &stderr); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, stderr.String())
 	}
 	got := map[string]string{"stderr.txt": stderr.String()}
@@ -66,7 +66,7 @@ func TestGoldenStable(t *testing.T) {
 	var first [2][]byte
 	for i := range 2 {
 		var stderr bytes.Buffer
-		if code := run(args, &stderr); code != 0 {
+		if code := Run(args, &stderr); code != 0 {
 			t.Fatalf("run %d: exit %d\n%s", i, code, stderr.String())
 		}
 		b, err := os.ReadFile(filepath.Join(out, gen.TypesFile))
@@ -115,7 +115,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
 			args := append(tc.args, "-out", t.TempDir())
-			if code := run(args, &stderr); code != tc.code {
+			if code := Run(args, &stderr); code != tc.code {
 				t.Errorf("exit %d, want %d\n%s", code, tc.code, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
@@ -133,7 +133,7 @@ func TestCommittedSchemaIsFresh(t *testing.T) {
 	var stderr bytes.Buffer
 	args := []string{"-spec", "../../schema/source/api.github.com.json.gz",
 		"-overrides", "../../schema/overrides.yaml", "-out", out, "-q"}
-	if code := run(args, &stderr); code != 0 {
+	if code := Run(args, &stderr); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, stderr.String())
 	}
 	if stderr.Len() > 0 {

@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -314,7 +315,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 		if fo.Description != "" {
 			f.Description = fo.Description
 		}
-		if *f == before {
+		if reflect.DeepEqual(*f, before) {
 			noop("fields %s.%s: the spec says so already", fo.In, fo.JSON)
 		}
 	}

@@ -1,0 +1,206 @@
+// Package importschema is the importer behind cmd/importschema. It turns the
+// forge's published webhook spec (the OpenAPI file of the npm package
+// @octokit/openapi-webhooks) into the YAML schema of schema/: events.yaml (events
+// and their actions) and types.yaml (named payload types).
+//
+//	go run ./cmd/importschema -spec schema/source/api.github.com.json.gz \
+//	    -overrides schema/overrides.yaml -out schema
+//
+// It reads the compressed copy committed under schema/source (checked against the
+// record source.yaml beside it), so importing needs no network and gives the same
+// output every time. With -fetch VERSION it first replaces that copy with the
+// given version's, via npm pack (the one step that needs the network; make schema
+// VERSION=x runs it).
+//
+// How the spec is read: an event is a webhook's x-github.subcategory; its actions
+// are the payload's "action" enum. A payload given as a whole-body oneOf becomes one
+// struct whose members not shared by every variant are optional. A free-form action
+// (repository_dispatch) takes its name from the operationId and is marked so that
+// any action decodes to it. Object schemas of identical shape are merged, then
+// joined by family (one type per title, such as Repository or User) and by place
+// (what sits at the same member of one type is one type); every type gets a name
+// from its title, component name or the member it sits at, never a number where a
+// name exists. schema/overrides.yaml patches what the spec gets wrong; every patch
+// has a reason, and one that no longer changes anything is reported on stderr.
+package importschema
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"forgehooks.dev/forgehooks/internal/gen"
+)
+
+// Run is the command importschema: args are its flags (without the program
+// name), messages go to stderr; it returns the exit code (0 done, 1 failed, 2 bad
+// usage).
+func Run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("importschema", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("spec", "schema/source/api.github.com.json.gz", "the spec: JSON, or gzip'd JSON when the name ends in .gz")
+	recPath := fs.String("record", "", "the record of the spec's package, version and checksums (default: source.yaml beside -spec; \"none\" to skip the check)")
+	ovPath := fs.String("overrides", "schema/overrides.yaml", "the overrides file (\"\" for none)")
+	out := fs.String("out", "schema", "the directory to write events.yaml and types.yaml into")
+	fetchVersion := fs.String("fetch", "", "first replace -spec with this version of "+specPackage+", via npm pack (needs the network)")
+	quiet := fs.Bool("q", false, "print warnings only, no summary")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "importschema: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	start := time.Now()
+	if *fetchVersion != "" {
+		rec, err := fetch(*fetchVersion, *spec)
+		if err != nil {
+			fmt.Fprintf(stderr, "importschema: fetch: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "importschema: %s@%s: %s (sha256 %s), tarball sha256 %s\n",
+			rec.Package, rec.Version, *spec, rec.SHA256, rec.TarballSHA256)
+	}
+	if *recPath == "" {
+		*recPath = filepath.Join(filepath.Dir(*spec), recordName)
+	}
+	var rec *record
+	if *recPath != "none" {
+		r, err := readRecord(*recPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "importschema: record: %v\n", err)
+			return 1
+		}
+		rec = r
+	}
+	data, err := readSpec(*spec, rec)
+	if err != nil {
+		fmt.Fprintf(stderr, "importschema: %v\n", err)
+		return 1
+	}
+	ov := &overrides{}
+	if *ovPath != "" {
+		if ov, err = readOverrides(*ovPath); err != nil {
+			fmt.Fprintf(stderr, "importschema: %s: %v\n", *ovPath, err)
+			return 1
+		}
+	}
+	warn := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "importschema: warning: "+format+"\n", args...)
+	}
+	res, err := importSpec(data, rec, ov, warn)
+	if err != nil {
+		fmt.Fprintf(stderr, "importschema: %v\n", err)
+		return 1
+	}
+	if err := gen.Check(res.schema); err != nil {
+		fmt.Fprintf(stderr, "importschema: the import is not a valid schema: %v\n", err)
+		return 1
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "importschema: %v\n", err)
+		return 1
+	}
+	if err := writeSchema(*out, res.schema, header(rec)); err != nil {
+		fmt.Fprintf(stderr, "importschema: %v\n", err)
+		return 1
+	}
+	// What the generator will read must load: this checks references and the
+	// contract names of names-original.txt.
+	if _, err := gen.Load(*out); err != nil {
+		fmt.Fprintf(stderr, "importschema: the written schema does not load: %v\n", err)
+		return 1
+	}
+	if !*quiet {
+		fmt.Fprintf(stderr, "importschema: %s in %v\n", res.summary(), time.Since(start).Round(time.Millisecond))
+	}
+	return 0
+}
+
+func header(rec *record) string {
+	from := "the published webhook spec"
+	if rec != nil {
+		from = fmt.Sprintf("%s %s (%s)", rec.Package, rec.Version, rec.File)
+	}
+	return "# Code generated by cmd/importschema from " + from + ". DO NOT EDIT.\n" +
+		"# Change schema/overrides.yaml (or the importer) and re-run it instead.\n"
+}
+
+// result is an import's schema and its figures.
+type result struct {
+	schema    *gen.Schema
+	stats     stats
+	overrides int
+	fromSpec  int // names from the spec alone
+}
+
+func (r *result) summary() string {
+	var structs, enums, unions int
+	for _, t := range r.schema.Types {
+		switch t.Kind {
+		case gen.KindStruct:
+			structs++
+		case gen.KindEnum:
+			enums++
+		case gen.KindUnion:
+			unions++
+		}
+	}
+	names, payloads := 0, map[string]bool{}
+	for _, e := range r.schema.Events {
+		names += 1 + len(e.Actions)
+		payloads[e.Type] = true
+		for _, a := range e.Actions {
+			payloads[a.Type] = true
+		}
+	}
+	delete(payloads, "")
+	return fmt.Sprintf("%d events, %d names (%d from the spec); %d types: %d structs (%d payloads, %d shared), %d enums, %d unions; "+
+		"%d object schemas besides payloads, %d distinct shapes; %d overrides",
+		len(r.schema.Events), names, r.fromSpec, len(r.schema.Types), structs, len(payloads), structs-len(payloads), enums, unions,
+		r.stats.objectNodes, r.stats.exactShapes, r.overrides)
+}
+
+// importSpec is the importer without files: spec JSON in, schema out.
+func importSpec(data []byte, rec *record, ov *overrides, warn func(string, ...any)) (*result, error) {
+	root, err := parseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newConverter(root, warn)
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := readHooks(root, c)
+	if err != nil {
+		return nil, err
+	}
+	m, err := buildModel(c, hooks, warn)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.computeMatches(); err != nil {
+		return nil, err
+	}
+	renamed, err := m.assignNames(ov.renameMap())
+	if err != nil {
+		return nil, err
+	}
+	s := m.schema(rec)
+	fromSpec := 0
+	for _, e := range s.Events {
+		fromSpec += 1 + len(e.Actions)
+	}
+	warns, err := ov.apply(s, renamed)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warns {
+		warn("%s", w)
+	}
+	n := len(ov.Names) + len(ov.Renames) + len(ov.FieldNames) + len(ov.EnumValues) + len(ov.Types) + len(ov.Fields) + len(ov.Optional) + len(ov.Required)
+	return &result{schema: s, stats: m.stats, overrides: n, fromSpec: fromSpec}, nil
+}
