@@ -25,99 +25,384 @@
 package importschema
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 // Run is the command importschema: args are its flags (without the program
 // name), messages go to stderr; it returns the exit code (0 done, 1 failed, 2 bad
-// usage).
+// usage, 3 breaking changes with -fail-on-breaking).
 func Run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("importschema", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	spec := fs.String("spec", "schema/source/api.github.com.json.gz", "the spec: JSON, or gzip'd JSON when the name ends in .gz")
+	spec := fs.String("spec", "schema/source/"+mainVariant+".json.gz", "the spec: JSON, or gzip'd JSON when the name ends in .gz; the variants' files lie beside it")
 	recPath := fs.String("record", "", "the record of the spec's package, version and checksums (default: source.yaml beside -spec; \"none\" to skip the check)")
 	ovPath := fs.String("overrides", "schema/overrides.yaml", "the overrides file (\"\" for none)")
-	out := fs.String("out", "schema", "the directory to write events.yaml and types.yaml into")
-	fetchVersion := fs.String("fetch", "", "first replace -spec with this version of "+specPackage+", via npm pack (needs the network)")
-	quiet := fs.Bool("q", false, "print warnings only, no summary")
+	out := fs.String("out", "schema", "the directory to write events.yaml, types.yaml and lock.yaml into")
+	lockPath := fs.String("lock", "", "the lock of names and shapes once emitted (default: lock.yaml in -out; \"none\" for an empty one, not written)")
+	fetchVersion := fs.String("fetch", "", "first download this version (or tag, such as latest) of "+specPackage+" via npm pack (needs the network)")
+	compareMode := fs.Bool("compare", false, "compare two specs, OLD and NEW (JSON or .json.gz arguments): import OLD with an empty lock, then NEW with OLD's, and report; writes no schema")
+	changelog := fs.String("changelog", "", "insert the change report, as Markdown, at the top of this file's sections when the schema changed")
+	reportMD := fs.String("report", "", "write the change report as Markdown to this file (\"-\": stderr)")
+	reportJSON := fs.String("report-json", "", "write the change report as JSON to this file")
+	failBreaking := fs.Bool("fail-on-breaking", false, "exit 3 when the update breaks compiled code (after writing)")
+	quiet := fs.Bool("q", false, "print warnings only, no summary or report")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "importschema: unexpected arguments %q\n", fs.Args())
+	if *compareMode != (fs.NArg() == 2) || (!*compareMode && fs.NArg() > 0) {
+		fmt.Fprintf(stderr, "importschema: unexpected arguments %q (-compare takes OLD and NEW)\n", fs.Args())
 		return 2
 	}
 	start := time.Now()
-	if *fetchVersion != "" {
-		rec, err := fetch(*fetchVersion, *spec)
-		if err != nil {
-			fmt.Fprintf(stderr, "importschema: fetch: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "importschema: %s@%s: %s (sha256 %s), tarball sha256 %s\n",
-			rec.Package, rec.Version, *spec, rec.SHA256, rec.TarballSHA256)
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "importschema: "+format+"\n", a...)
+		return 1
 	}
+	warn := func(format string, a ...any) {
+		fmt.Fprintf(stderr, "importschema: warning: "+format+"\n", a...)
+	}
+	ov := &overrides{}
+	readOv := func() error {
+		if *ovPath == "" {
+			return nil
+		}
+		var err error
+		ov, err = readOverrides(*ovPath)
+		return err
+	}
+
+	if *compareMode {
+		if err := readOv(); err != nil {
+			return fail("%v", err)
+		}
+		return runCompare(fs.Arg(0), fs.Arg(1), ov, *reportMD, *reportJSON, *changelog, *failBreaking, *quiet, stderr)
+	}
+
+	// 1. The spec and its variants: downloaded (kept in memory until the end) or
+	// the committed copies.
 	if *recPath == "" {
 		*recPath = filepath.Join(filepath.Dir(*spec), recordName)
 	}
 	var rec *record
 	if *recPath != "none" {
 		r, err := readRecord(*recPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "importschema: record: %v\n", err)
-			return 1
+		if err != nil && !(*fetchVersion != "" && errors.Is(err, os.ErrNotExist)) {
+			return fail("record: %v", err)
 		}
 		rec = r
 	}
-	data, err := readSpec(*spec, rec)
+	var data []byte
+	variants := map[string][]byte{}
+	var pending []pendingFile
+	if *fetchVersion != "" {
+		f, err := fetch(*fetchVersion, rec)
+		if err != nil {
+			return fail("fetch: %v", err)
+		}
+		rec, data = f.rec, f.specs[mainVariant]
+		for name, d := range f.specs {
+			if name != mainVariant {
+				variants[name] = d
+			}
+		}
+		dir := filepath.Dir(*spec)
+		for _, name := range sortedKeys(f.files) {
+			pending = append(pending, pendingFile{filepath.Join(dir, name), f.files[name]})
+		}
+		recData, err := encodeRecord(rec)
+		if err != nil {
+			return fail("%v", err)
+		}
+		pending = append(pending, pendingFile{*recPath, recData})
+		fmt.Fprintf(stderr, "importschema: %s@%s: %d spec files (%s and %d variants), tarball sha256 %s\n",
+			rec.Package, rec.Version, len(f.files), mainVariant, len(rec.Variants), rec.TarballSHA256)
+	} else {
+		var err error
+		if data, err = readSpec(*spec, rec); err != nil {
+			return fail("%v", err)
+		}
+		if rec != nil {
+			for _, v := range rec.Variants {
+				p := filepath.Join(filepath.Dir(*spec), v.Name+".json.gz")
+				d, err := readSpec(p, &record{SHA256: v.SHA256})
+				if err != nil {
+					return fail("variant %s: %v", v.Name, err)
+				}
+				variants[v.Name] = d
+			}
+		}
+	}
+
+	if err := readOv(); err != nil {
+		return fail("%v", err)
+	}
+
+	// 2. What the schema says now, and the lock.
+	old, err := readSchema(*out)
 	if err != nil {
+		return fail("the current schema: %v", err)
+	}
+	if *lockPath == "" {
+		*lockPath = filepath.Join(*out, LockFile)
+	}
+	lk := newLock(nil)
+	if *lockPath != "none" {
+		if lk, err = readLock(*lockPath); err != nil {
+			return fail("%v", err)
+		}
+	}
+
+	// 3. The import, the variants, the report.
+	res, err := importAll(data, variants, rec, ov, lk, warn)
+	if err != nil {
+		return fail("%v", err)
+	}
+	rep := compare(old, res.schema)
+	rep.Overrides = res.noops
+
+	// 4. Write everything beside its place, check that it loads, then move it in:
+	// an import that fails leaves every file as it was.
+	evData, tyData, err := encodeSchema(res.schema, header(rec))
+	if err != nil {
+		return fail("%v", err)
+	}
+	pending = append(pending, pendingFile{filepath.Join(*out, gen.EventsFile), evData}, pendingFile{filepath.Join(*out, gen.TypesFile), tyData})
+	if *lockPath != "none" {
+		lockData, err := res.lock.encode()
+		if err != nil {
+			return fail("%v", err)
+		}
+		pending = append(pending, pendingFile{*lockPath, lockData})
+	}
+	if err := checkLoads(*out, evData, tyData); err != nil {
+		return fail("the written schema does not load: %v", err)
+	}
+	changed := rep.Bump != "none" || (old != nil && old.Source.Version != res.schema.Source.Version)
+	if *changelog != "" && changed {
+		cl, err := insertChangelog(*changelog, rep.Markdown())
+		if err != nil {
+			return fail("%v", err)
+		}
+		pending = append(pending, pendingFile{*changelog, cl})
+	}
+	if err := writeReports(rep, *reportMD, *reportJSON, stderr); err != nil {
+		return fail("%v", err)
+	}
+	if err := commit(pending); err != nil {
+		return fail("%v", err)
+	}
+	if !*quiet {
+		if changed {
+			fmt.Fprintf(stderr, "importschema: %s", rep.Summary())
+		}
+		fmt.Fprintf(stderr, "importschema: %s%s in %v\n", res.summary(), variantCounts(res.schema), time.Since(start).Round(time.Millisecond))
+	}
+	if *failBreaking && len(rep.Breaking) > 0 {
+		fmt.Fprintf(stderr, "importschema: %d breaking changes (-fail-on-breaking)\n", len(rep.Breaking))
+		return 3
+	}
+	return 0
+}
+
+// runCompare is -compare: two specs, no schema written.
+func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, changelog string, failBreaking, quiet bool, stderr io.Writer) int {
+	quietWarn := func(string, ...any) {}
+	var schemas [2]*gen.Schema
+	lk := newLock(nil)
+	var noops []string
+	for i, p := range []string{oldPath, newPath} {
+		data, err := readSpec(p, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "importschema: %v\n", err)
+			return 1
+		}
+		rec := &record{Package: specPackage, Version: specVersionOf(p, data), File: filepath.Base(p), SHA256: sha256Hex(data)}
+		res, err := importAll(data, nil, rec, ov, lk, quietWarn)
+		if err != nil {
+			fmt.Fprintf(stderr, "importschema: %s: %v\n", p, err)
+			return 1
+		}
+		schemas[i], lk, noops = res.schema, res.lock, res.noops
+	}
+	rep := compare(schemas[0], schemas[1])
+	rep.Overrides = noops
+	if reportMD == "" && reportJSON == "" && changelog == "" {
+		reportMD = "-"
+	}
+	if err := writeReports(rep, reportMD, reportJSON, stderr); err != nil {
 		fmt.Fprintf(stderr, "importschema: %v\n", err)
 		return 1
 	}
-	ov := &overrides{}
-	if *ovPath != "" {
-		if ov, err = readOverrides(*ovPath); err != nil {
-			fmt.Fprintf(stderr, "importschema: %s: %v\n", *ovPath, err)
+	if changelog != "" {
+		cl, err := insertChangelog(changelog, rep.Markdown())
+		if err == nil {
+			err = commit([]pendingFile{{changelog, cl}})
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "importschema: %v\n", err)
 			return 1
 		}
 	}
-	warn := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "importschema: warning: "+format+"\n", args...)
+	if !quiet {
+		fmt.Fprintf(stderr, "importschema: %s", rep.Summary())
 	}
-	res, err := importSpec(data, rec, ov, warn)
-	if err != nil {
-		fmt.Fprintf(stderr, "importschema: %v\n", err)
-		return 1
-	}
-	if err := gen.Check(res.schema); err != nil {
-		fmt.Fprintf(stderr, "importschema: the import is not a valid schema: %v\n", err)
-		return 1
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "importschema: %v\n", err)
-		return 1
-	}
-	if err := writeSchema(*out, res.schema, header(rec)); err != nil {
-		fmt.Fprintf(stderr, "importschema: %v\n", err)
-		return 1
-	}
-	// What the generator will read must load: this checks references and the
-	// contract names of names-original.txt.
-	if _, err := gen.Load(*out); err != nil {
-		fmt.Fprintf(stderr, "importschema: the written schema does not load: %v\n", err)
-		return 1
-	}
-	if !*quiet {
-		fmt.Fprintf(stderr, "importschema: %s in %v\n", res.summary(), time.Since(start).Round(time.Millisecond))
+	if failBreaking && len(rep.Breaking) > 0 {
+		return 3
 	}
 	return 0
+}
+
+// specVersionOf is a spec's info.version, or its file name when it has none.
+func specVersionOf(path string, data []byte) string {
+	var doc struct {
+		Info struct {
+			Version string `json:"version"`
+		} `json:"info"`
+	}
+	if json.Unmarshal(data, &doc) == nil && doc.Info.Version != "" {
+		return doc.Info.Version
+	}
+	return filepath.Base(path)
+}
+
+// pendingFile is a file to write once everything else succeeded.
+type pendingFile struct {
+	path string
+	data []byte
+}
+
+// commit writes every file to a temporary name beside it, then renames each into
+// place: a failure while writing leaves the old files.
+func commit(files []pendingFile) error {
+	var tmps []string
+	defer func() {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+	}()
+	for _, f := range files {
+		if old, err := os.ReadFile(f.path); err == nil && bytes.Equal(old, f.data) {
+			tmps = append(tmps, "")
+			continue // unchanged: keep its mtime
+		}
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return err
+		}
+		tmp := f.path + ".importschema-tmp"
+		if err := os.WriteFile(tmp, f.data, 0o644); err != nil {
+			return err
+		}
+		tmps = append(tmps, tmp)
+	}
+	for i, f := range files {
+		if tmps[i] == "" {
+			continue
+		}
+		if err := os.Rename(tmps[i], f.path); err != nil {
+			return err
+		}
+		tmps[i] = ""
+	}
+	return nil
+}
+
+// readSchema reads events.yaml and types.yaml of dir as they are (no checks); nil
+// when there are none.
+func readSchema(dir string) (*gen.Schema, error) {
+	s := &gen.Schema{}
+	for _, f := range []struct {
+		name string
+		doc  any
+	}{{gen.EventsFile, s}, {gen.TypesFile, s}} {
+		data, err := os.ReadFile(filepath.Join(dir, f.name))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.Unmarshal(data, f.doc); err != nil {
+			return nil, yamlError(filepath.Join(dir, f.name), data, err)
+		}
+	}
+	return s, nil
+}
+
+// checkLoads loads the schema as the generator will, from a temporary directory
+// holding the new files and the contract list of dir: references resolve and no
+// contract name is missing.
+func checkLoads(dir string, events, types []byte) error {
+	tmp, err := os.MkdirTemp("", "importschema-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	files := map[string][]byte{gen.EventsFile: events, gen.TypesFile: types}
+	if c, err := os.ReadFile(filepath.Join(dir, gen.ContractFile)); err == nil {
+		files[gen.ContractFile] = c
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	_, err = gen.Load(tmp)
+	return err
+}
+
+// writeReports writes the Markdown and JSON reports where asked.
+func writeReports(rep *Report, md, js string, stderr io.Writer) error {
+	if md == "-" {
+		fmt.Fprint(stderr, rep.Markdown())
+	} else if md != "" {
+		if err := os.WriteFile(md, []byte(rep.Markdown()), 0o644); err != nil {
+			return err
+		}
+	}
+	if js != "" {
+		b, err := rep.JSON()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(js, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changelogHeader starts a new CHANGELOG.md.
+const changelogHeader = "# Changelog\n\nWhat changed in the typed payloads (package payloads) with each update of the\n" +
+	"forge's published webhook spec, newest first. `make schema VERSION=x` writes each\nsection (cmd/importschema -changelog).\n"
+
+// insertChangelog returns the changelog with section put before its first "## "
+// section (newest first); a missing file starts with changelogHeader.
+func insertChangelog(path, section string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		data, err = []byte(changelogHeader), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := string(data)
+	if i := strings.Index(s, "\n## "); i >= 0 {
+		return []byte(s[:i+1] + section + "\n" + s[i+1:]), nil
+	}
+	return []byte(strings.TrimRight(s, "\n") + "\n\n" + section), nil
 }
 
 func header(rec *record) string {
@@ -135,6 +420,10 @@ type result struct {
 	stats     stats
 	overrides int
 	fromSpec  int // names from the spec alone
+	noops     []string
+	lock      *lock // the lock extended with this import
+	// pointerBreaks lists members the lock has as values that are now pointers.
+	pointerBreaks []string
 }
 
 func (r *result) summary() string {
@@ -165,7 +454,12 @@ func (r *result) summary() string {
 }
 
 // importSpec is the importer without files: spec JSON in, schema out.
-func importSpec(data []byte, rec *record, ov *overrides, warn func(string, ...any)) (*result, error) {
+// The lock gives the names it knows and pins the pointers it recorded; the result
+// holds the lock extended with what this import named.
+func importSpec(data []byte, rec *record, ov *overrides, lk *lock, warn func(string, ...any)) (*result, error) {
+	if lk == nil {
+		lk = newLock(nil)
+	}
 	root, err := parseJSON(data)
 	if err != nil {
 		return nil, err
@@ -185,11 +479,15 @@ func importSpec(data []byte, rec *record, ov *overrides, warn func(string, ...an
 	if err := m.computeMatches(); err != nil {
 		return nil, err
 	}
-	renamed, err := m.assignNames(ov.renameMap())
+	renamed, sites, err := m.assignNames(ov.renameMap(), lk)
 	if err != nil {
 		return nil, err
 	}
 	s := m.schema(rec)
+	siteOf := map[string]string{}
+	for cl, site := range sites {
+		siteOf[cl.name] = site
+	}
 	fromSpec := 0
 	for _, e := range s.Events {
 		fromSpec += 1 + len(e.Actions)
@@ -201,6 +499,51 @@ func importSpec(data []byte, rec *record, ov *overrides, warn func(string, ...an
 	for _, w := range warns {
 		warn("%s", w)
 	}
+	for _, e := range s.Events {
+		for _, a := range e.Actions {
+			if siteOf[a.Type] == "" {
+				siteOf[a.Type] = e.Name + "." + a.Name // a payload that overrides add
+			}
+		}
+	}
+	pointerBreaks := lk.pin(s)
+	version := ""
+	if rec != nil {
+		version = rec.Version
+	}
 	n := len(ov.Names) + len(ov.Renames) + len(ov.FieldNames) + len(ov.EnumValues) + len(ov.Types) + len(ov.Fields) + len(ov.Optional) + len(ov.Required)
-	return &result{schema: s, stats: m.stats, overrides: n, fromSpec: fromSpec}, nil
+	return &result{schema: s, stats: m.stats, overrides: n, fromSpec: fromSpec, noops: warns,
+		lock: lk.extend(s, siteOf, version), pointerBreaks: pointerBreaks}, nil
+}
+
+// importAll imports the main spec with the lock, then each variant with the lock
+// the main import extended (read-only, so that a type has one name in all), and
+// records in the schema what each variant lacks.
+func importAll(data []byte, variants map[string][]byte, rec *record, ov *overrides, lk *lock, warn func(string, ...any)) (*result, error) {
+	res, err := importSpec(data, rec, ov, lk, warn)
+	if err != nil {
+		return nil, err
+	}
+	// Overrides apply to a variant as far as they can (renames need not: the lock
+	// names its types); one that fails there is left out for all of them.
+	vov := *ov
+	vov.Renames = nil
+	vs := map[string]*gen.Schema{}
+	for _, name := range sortedKeys(variants) {
+		r, err := importSpec(variants[name], nil, &vov, res.lock, func(string, ...any) {})
+		if err != nil {
+			r, err = importSpec(variants[name], nil, &overrides{}, res.lock, func(string, ...any) {})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: %w", name, err)
+		}
+		vs[name] = r.schema
+	}
+	if len(vs) > 0 {
+		markVariants(res.schema, vs)
+	}
+	if err := gen.Check(res.schema); err != nil {
+		return nil, fmt.Errorf("the import is not a valid schema: %w", err)
+	}
+	return res, nil
 }

@@ -107,7 +107,7 @@ func FuzzImportSpec(f *testing.F) {
 		map[string]string{"r": `{"type":"object","properties":{"self":{"$ref":"#/components/schemas/r"}}}`}))
 	f.Add([]byte(`{"webhooks":{"a":{"post":{}}},"components":{"schemas":{}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := importSpec(data, nil, &overrides{}, func(string, ...any) {})
+		res, err := importSpec(data, nil, &overrides{}, nil, func(string, ...any) {})
 		if err != nil {
 			return
 		}
@@ -178,7 +178,7 @@ func BenchmarkImport(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := importSpec(data, rec, ov, func(string, ...any) {}); err != nil {
+		if _, err := importSpec(data, rec, ov, nil, func(string, ...any) {}); err != nil {
 			b.Fatal(err)
 		}
 	}

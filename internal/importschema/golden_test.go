@@ -29,7 +29,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", code, stderr.String())
 	}
 	got := map[string]string{"stderr.txt": stderr.String()}
-	for _, f := range []string{gen.EventsFile, gen.TypesFile} {
+	for _, f := range []string{gen.EventsFile, gen.TypesFile, LockFile} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)

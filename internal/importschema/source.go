@@ -6,12 +6,14 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -20,8 +22,10 @@ import (
 // The published spec this importer reads.
 const (
 	specPackage = "@octokit/openapi-webhooks"
-	specFile    = "package/generated/api.github.com.json" // inside the package tarball
-	recordName  = "source.yaml"                           // beside the compressed copy
+	specDir     = "package/generated/"            // inside the package tarball: one file per variant
+	mainVariant = "api.github.com"                // the variant schema/ is imported from
+	specFile    = specDir + mainVariant + ".json" // the main variant's file
+	recordName  = "source.yaml"                   // beside the compressed copies
 )
 
 // errChecksum reports content that does not match its record.
@@ -34,6 +38,16 @@ type record struct {
 	File          string `yaml:"file"`
 	SHA256        string `yaml:"sha256"`         // of the JSON file
 	TarballSHA256 string `yaml:"tarball_sha256"` // of the npm package tarball
+	// Variants are the package's other spec files (the forge's server variants),
+	// each compressed beside the main one as NAME.json.gz.
+	Variants []variantRecord `yaml:"variants,omitempty"`
+}
+
+// variantRecord is one server variant's spec file.
+type variantRecord struct {
+	Name   string `yaml:"name"` // as the package names the file: "ghec", "ghes-3.19"
+	File   string `yaml:"file"`
+	SHA256 string `yaml:"sha256"` // of the JSON file
 }
 
 const recordHeader = "# The published webhook spec that schema/ is imported from. Written by\n" +
@@ -48,7 +62,7 @@ func readRecord(path string) (*record, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, yamlError(path, data, err)
 	}
 	if r.Package == "" || r.Version == "" || len(r.SHA256) != 64 {
 		return nil, fmt.Errorf("%s: package, version and a sha256 are required", path)
@@ -56,15 +70,15 @@ func readRecord(path string) (*record, error) {
 	return &r, nil
 }
 
-func writeRecord(path string, r *record) error {
+func encodeRecord(r *record) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(recordHeader)
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(r); err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	return b.Bytes(), nil
 }
 
 func sha256Hex(b []byte) string {
@@ -113,35 +127,50 @@ func gzipBytes(data []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// extractFile returns one file of a .tgz.
-func extractFile(tgz []byte, name string) ([]byte, error) {
+// extractFiles returns the files of a .tgz whose names satisfy keep.
+func extractFiles(tgz []byte, keep func(string) bool) (map[string][]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(tgz))
 	if err != nil {
 		return nil, err
 	}
 	tr := tar.NewReader(zr)
+	out := map[string][]byte{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil, fmt.Errorf("%s not in the package", name)
+			return out, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		if h.Name == name {
-			return io.ReadAll(tr)
+		if keep(h.Name) {
+			if out[h.Name], err = io.ReadAll(tr); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
 
 // npmPack downloads a package version's tarball into dir and returns its path. A
-// variable so that tests run without the network.
+// variable so that tests run without the network. npm's own message (such as
+// "No matching version found") is part of the error.
 var npmPack = func(pkg, version, dir string) (string, error) {
-	cmd := exec.Command("npm", "pack", "--silent", pkg+"@"+version)
+	cmd := exec.Command("npm", "pack", "--loglevel=error", pkg+"@"+version)
 	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		var keep []string
+		for _, l := range strings.Split(msg, "\n") {
+			if !strings.Contains(l, "A complete log of this run") {
+				keep = append(keep, strings.TrimSpace(l))
+			}
+		}
+		if len(keep) > 0 && keep[0] != "" {
+			return "", fmt.Errorf("npm pack %s@%s: %w: %s", pkg, version, err, strings.Join(keep, "; "))
+		}
 		return "", fmt.Errorf("npm pack %s@%s: %w", pkg, version, err)
 	}
 	lines := strings.Fields(strings.TrimSpace(string(out)))
@@ -151,15 +180,20 @@ var npmPack = func(pkg, version, dir string) (string, error) {
 	return filepath.Join(dir, lines[len(lines)-1]), nil
 }
 
-// fetch replaces the compressed spec at specPath with the given version's, via npm,
-// and rewrites its record. Fetching the version already recorded must give the
-// recorded checksums: a registry that changed a published version is an error.
-func fetch(version, specPath string) (*record, error) {
-	recPath := filepath.Join(filepath.Dir(specPath), recordName)
-	old, err := readRecord(recPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
+// fetched is a downloaded package version, not yet written anywhere: its record
+// and the compressed copies of its spec files by file name in schema/source.
+type fetched struct {
+	rec   *record
+	files map[string][]byte // "api.github.com.json.gz" → gzip'd JSON
+	specs map[string][]byte // variant name → JSON
+}
+
+// fetch downloads the given version (a number, or a tag such as "latest", resolved
+// to the number the package says it is) via npm and checks it. Nothing is written:
+// the caller writes the files once the import succeeded. Fetching the version old
+// records must give its checksums: a registry that changed a published version is
+// an error.
+func fetch(version string, old *record) (*fetched, error) {
 	tmp, err := os.MkdirTemp("", "importschema-")
 	if err != nil {
 		return nil, err
@@ -173,28 +207,59 @@ func fetch(version, specPath string) (*record, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := extractFile(tgz, specFile)
+	files, err := extractFiles(tgz, func(name string) bool {
+		return name == "package/package.json" || (strings.HasPrefix(name, specDir) && strings.HasSuffix(name, ".json") && !strings.Contains(name[len(specDir):], "/"))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s@%s: %w", specPackage, version, err)
 	}
-	if _, err := parseJSON(js); err != nil {
-		return nil, fmt.Errorf("%s@%s %s: %w", specPackage, version, specFile, err)
+	var pkg struct {
+		Version string `json:"version"`
 	}
-	rec := &record{Package: specPackage, Version: version, File: specFile,
+	if err := json.Unmarshal(files["package/package.json"], &pkg); err != nil || pkg.Version == "" {
+		return nil, fmt.Errorf("%s@%s: package/package.json has no version", specPackage, version)
+	}
+	if pkg.Version != version && isVersion(version) {
+		return nil, fmt.Errorf("%s@%s: the package says it is version %s", specPackage, version, pkg.Version)
+	}
+	js, ok := files[specFile]
+	if !ok {
+		return nil, fmt.Errorf("%s@%s: %s not in the package", specPackage, version, specFile)
+	}
+	f := &fetched{files: map[string][]byte{}, specs: map[string][]byte{}}
+	f.rec = &record{Package: specPackage, Version: pkg.Version, File: specFile,
 		SHA256: sha256Hex(js), TarballSHA256: sha256Hex(tgz)}
-	if old != nil && old.Version == version && (old.SHA256 != rec.SHA256 || old.TarballSHA256 != rec.TarballSHA256) {
+	var names []string
+	for name := range files {
+		if strings.HasPrefix(name, specDir) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		data := files[name]
+		if _, err := parseJSON(data); err != nil {
+			return nil, fmt.Errorf("%s@%s %s: %w", specPackage, pkg.Version, name, err)
+		}
+		variant := strings.TrimSuffix(name[len(specDir):], ".json")
+		if variant != mainVariant {
+			f.rec.Variants = append(f.rec.Variants, variantRecord{Name: variant, File: name, SHA256: sha256Hex(data)})
+		}
+		gz, err := gzipBytes(data)
+		if err != nil {
+			return nil, err
+		}
+		f.files[variant+".json.gz"] = gz
+		f.specs[variant] = data
+	}
+	if old != nil && old.Version == f.rec.Version && (old.SHA256 != f.rec.SHA256 || old.TarballSHA256 != f.rec.TarballSHA256) {
 		return nil, fmt.Errorf("%s@%s: %w: got json %s, tarball %s; the record says json %s, tarball %s",
-			specPackage, version, errChecksum, rec.SHA256, rec.TarballSHA256, old.SHA256, old.TarballSHA256)
+			specPackage, f.rec.Version, errChecksum, f.rec.SHA256, f.rec.TarballSHA256, old.SHA256, old.TarballSHA256)
 	}
-	gz, err := gzipBytes(js)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(specPath), 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(specPath, gz, 0o644); err != nil {
-		return nil, err
-	}
-	return rec, writeRecord(recPath, rec)
+	return f, nil
+}
+
+// isVersion reports whether v is a version number rather than a tag.
+func isVersion(v string) bool {
+	return v != "" && v[0] >= '0' && v[0] <= '9'
 }
