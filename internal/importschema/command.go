@@ -122,6 +122,14 @@ func Run(args []string, stderr io.Writer) int {
 		for _, name := range sortedKeys(f.files) {
 			pending = append(pending, pendingFile{filepath.Join(dir, name), f.files[name]})
 		}
+		// The copies of variants the new version no longer has go.
+		if rec0, _ := readRecord(*recPath); rec0 != nil {
+			for _, v := range rec0.Variants {
+				if f.files[v.Name+".json.gz"] == nil {
+					pending = append(pending, pendingFile{path: filepath.Join(dir, v.Name+".json.gz")})
+				}
+			}
+		}
 		recData, err := encodeRecord(rec)
 		if err != nil {
 			return fail("%v", err)
@@ -278,7 +286,8 @@ func specVersionOf(path string, data []byte) string {
 	return filepath.Base(path)
 }
 
-// pendingFile is a file to write once everything else succeeded.
+// pendingFile is a file to write once everything else succeeded; nil data
+// removes it.
 type pendingFile struct {
 	path string
 	data []byte
@@ -294,6 +303,10 @@ func commit(files []pendingFile) error {
 		}
 	}()
 	for _, f := range files {
+		if f.data == nil {
+			tmps = append(tmps, "")
+			continue
+		}
 		if old, err := os.ReadFile(f.path); err == nil && bytes.Equal(old, f.data) {
 			tmps = append(tmps, "")
 			continue // unchanged: keep its mtime
@@ -308,6 +321,12 @@ func commit(files []pendingFile) error {
 		tmps = append(tmps, tmp)
 	}
 	for i, f := range files {
+		if f.data == nil {
+			if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			continue
+		}
 		if tmps[i] == "" {
 			continue
 		}
@@ -457,6 +476,12 @@ func (r *result) summary() string {
 // The lock gives the names it knows and pins the pointers it recorded; the result
 // holds the lock extended with what this import named.
 func importSpec(data []byte, rec *record, ov *overrides, lk *lock, warn func(string, ...any)) (*result, error) {
+	return importSpecMode(data, rec, ov, lk, warn, false)
+}
+
+// importSpecMode is importSpec; lenient is for a server variant's spec (see
+// model.lenient).
+func importSpecMode(data []byte, rec *record, ov *overrides, lk *lock, warn func(string, ...any), lenient bool) (*result, error) {
 	if lk == nil {
 		lk = newLock(nil)
 	}
@@ -476,6 +501,7 @@ func importSpec(data []byte, rec *record, ov *overrides, lk *lock, warn func(str
 	if err != nil {
 		return nil, err
 	}
+	m.lenient = lenient
 	if err := m.computeMatches(); err != nil {
 		return nil, err
 	}
@@ -530,9 +556,9 @@ func importAll(data []byte, variants map[string][]byte, rec *record, ov *overrid
 	vov.Renames = nil
 	vs := map[string]*gen.Schema{}
 	for _, name := range sortedKeys(variants) {
-		r, err := importSpec(variants[name], nil, &vov, res.lock, func(string, ...any) {})
+		r, err := importSpecMode(variants[name], nil, &vov, res.lock, func(string, ...any) {}, true)
 		if err != nil {
-			r, err = importSpec(variants[name], nil, &overrides{}, res.lock, func(string, ...any) {})
+			r, err = importSpecMode(variants[name], nil, &overrides{}, res.lock, func(string, ...any) {}, true)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", name, err)
