@@ -17,10 +17,10 @@ import (
 // apiUse is what usesProgram found in a package: the program's text, the count of
 // what it uses, and each exported type's declaring package.
 type apiUse struct {
-	program string
+	program                                     string
 	types, fields, methods, consts, funcs, vars int
-	skipped []string          // generic names, which a program cannot use bare
-	home    map[string]string // exported type name → package path that declares it
+	skipped                                     []string          // generic names, which a program cannot use bare
+	home                                        map[string]string // exported type name → package path that declares it
 }
 
 // loadPackage type-checks nothing itself: it reads the compiled export data of the

@@ -106,7 +106,7 @@ func TestReadSpec(t *testing.T) {
 func TestRecord(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, recordName)
-	want := &record{Package: specPackage, Version: "12.1.0", File: specFile,
+	want := &record{Package: specPackage, Version: "1.2.3", File: specFile,
 		SHA256: strings.Repeat("a", 64), TarballSHA256: strings.Repeat("b", 64),
 		Variants: []variantRecord{{Name: "ghec", File: specDir + "ghec.json", SHA256: strings.Repeat("c", 64)}}}
 	data, err := encodeRecord(want)
