@@ -1,16 +1,32 @@
 // Package importschema is the importer behind cmd/importschema. It turns the
-// forge's published webhook spec (the OpenAPI file of the npm package
+// forge's published webhook spec (the OpenAPI files of the npm package
 // @octokit/openapi-webhooks) into the YAML schema of schema/: events.yaml (events
-// and their actions) and types.yaml (named payload types).
+// and their actions) and types.yaml (named payload types), and keeps lock.yaml,
+// the record of every name and member shape once emitted.
 //
-//	go run ./cmd/importschema -spec schema/source/api.github.com.json.gz \
-//	    -overrides schema/overrides.yaml -out schema
+//	go run ./cmd/importschema -q                            # re-import, no network
+//	go run ./cmd/importschema -fetch 12.2.0 -changelog CHANGELOG.md
+//	go run ./cmd/importschema -compare OLD.json NEW.json    # report only
 //
-// It reads the compressed copy committed under schema/source (checked against the
-// record source.yaml beside it), so importing needs no network and gives the same
-// output every time. With -fetch VERSION it first replaces that copy with the
-// given version's, via npm pack (the one step that needs the network; make schema
-// VERSION=x runs it).
+// It reads the compressed copies committed under schema/source (checked against the
+// record source.yaml beside them), so importing needs no network and gives the same
+// output every time. With -fetch VERSION it first downloads that version (a tag
+// such as latest is resolved to the version the package says it is) via npm pack;
+// nothing is written until the whole import succeeded, and then every file is
+// renamed into place.
+//
+// Names and shapes are stable across updates: a type found at a site the lock
+// records (its payload's event.action, or the member of a named type it sits at)
+// keeps the lock's name, and a member once generated as a pointer is written
+// with pointer: true when the spec makes it a required value. Every import
+// compares the new schema with the old and reports what changed (Report):
+// breaking changes first, new events with what they brought, the implied
+// semantic-version bump, overrides that stopped applying; as Markdown (also a
+// CHANGELOG.md section) and JSON.
+//
+// The package's other spec files (ghec, ghes-3.14 …) are the forge's server
+// variants: each is imported with the same lock, and the schema lists, with
+// not_sent_by, the variants that lack an event, an action or a member.
 //
 // How the spec is read: an event is a webhook's x-github.subcategory; its actions
 // are the payload's "action" enum. A payload given as a whole-body oneOf becomes one
@@ -21,7 +37,7 @@
 // (what sits at the same member of one type is one type); every type gets a name
 // from its title, component name or the member it sits at, never a number where a
 // name exists. schema/overrides.yaml patches what the spec gets wrong; every patch
-// has a reason, and one that no longer changes anything is reported on stderr.
+// has a reason, and one that no longer changes anything is reported.
 package importschema
 
 import (

@@ -2,6 +2,7 @@ package importschema
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -263,4 +264,34 @@ func TestCompareCommand(t *testing.T) {
 	if code := Run([]string{"-compare", "-overrides", "", v1, v1}, &stderr); code != 0 || !strings.Contains(stderr.String(), "bump none") {
 		t.Errorf("same spec: exit %d\n%s", code, stderr.String())
 	}
+}
+
+// ExampleReport_Summary reports an update that added an action and removed an enum
+// value: the removal breaks compiled code (its constant goes), so the bump is major.
+func ExampleReport_Summary() {
+	old := &gen.Schema{
+		Source: gen.Source{Package: specPackage, Version: "1.0.0"},
+		Events: []gen.Event{{Name: "thing", Actions: []gen.Action{{Name: "made", Type: "ThingMadeEvent"}}}},
+		Types: []gen.Type{
+			{Name: "ThingMadeEvent", Kind: gen.KindStruct, Fields: []gen.Field{{JSON: "state", Type: "State"}}},
+			{Name: "State", Kind: gen.KindEnum, Values: []gen.EnumValue{{Value: "open"}, {Value: "shut"}}},
+		},
+	}
+	new := &gen.Schema{
+		Source: gen.Source{Package: specPackage, Version: "1.1.0"},
+		Events: []gen.Event{{Name: "thing", Actions: []gen.Action{{Name: "made", Type: "ThingMadeEvent"}, {Name: "sold", Type: "ThingMadeEvent"}}}},
+		Types: []gen.Type{
+			{Name: "ThingMadeEvent", Kind: gen.KindStruct, Fields: []gen.Field{{JSON: "state", Type: "State"}}},
+			{Name: "State", Kind: gen.KindEnum, Values: []gen.EnumValue{{Value: "open"}}},
+		},
+	}
+	r := compare(old, new)
+	fmt.Print(r.Summary())
+	for _, c := range r.Breaking {
+		fmt.Println("breaking:", c.What, c.Op, c.Name)
+	}
+	// Output:
+	// @octokit/openapi-webhooks 1.0.0 → 1.1.0: implied version bump major; breaking changes: 1.
+	// events: +0 −0 ~0. actions: +1 −0 ~0. types: +0 −0 ~0. members: +0 −0 ~0. enum values: +0 −1 ~0. variants: +0 −0 ~0.
+	// breaking: enum value removed State "shut"
 }

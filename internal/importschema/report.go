@@ -345,12 +345,13 @@ func (r *Report) Summary() string {
 	if from == "" {
 		from = "(nothing)"
 	}
-	fmt.Fprintf(&b, "%s %s → %s: implied version bump %s; %d breaking changes.\n", r.Package, from, r.To, r.Bump, len(r.Breaking))
+	fmt.Fprintf(&b, "%s %s → %s: implied version bump %s; breaking changes: %d.\n", r.Package, from, r.To, r.Bump, len(r.Breaking))
+	var parts []string
 	for _, what := range []string{"event", "action", "type", "member", "enum value", "variant"} {
 		c := r.Counts[what]
-		fmt.Fprintf(&b, "%ss: +%d −%d ~%d. ", what, c["added"], c["removed"], c["changed"])
+		parts = append(parts, fmt.Sprintf("%ss: +%d −%d ~%d.", what, c["added"], c["removed"], c["changed"]))
 	}
-	b.WriteString("\n")
+	b.WriteString(strings.Join(parts, " ") + "\n")
 	for _, e := range r.NewEvents {
 		fmt.Fprintf(&b, "New event %s: %d actions (%s), %d new types, %d members, %d enum values.\n",
 			e.Name, len(e.Actions), strings.Join(e.Actions, ", "), e.Types, e.Members, e.EnumValues)
