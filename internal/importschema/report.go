@@ -249,11 +249,11 @@ func typeDetail(t gen.Type) string {
 func variantsDetail(old, new []string) string {
 	f := func(l []string) string {
 		if len(l) == 0 {
-			return "every variant"
+			return "sent by every server variant"
 		}
-		return "not " + strings.Join(l, ", ")
+		return "not sent by " + strings.Join(l, ", ")
 	}
-	return fmt.Sprintf("sent by %s (was %s)", f(new), f(old))
+	return fmt.Sprintf("%s (was: %s)", f(new), f(old))
 }
 
 func typeMap(s *gen.Schema) map[string]gen.Type {
