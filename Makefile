@@ -44,13 +44,18 @@ generate-check:
 	  git diff --exit-code --stat -- payloads schema || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
 	fi
 
-## schema: re-import schema/ from the committed spec and overrides. With VERSION=x, first
-## fetch that version of the forge's published webhook spec with npm pack, check it and
-## replace the compressed copy and its record (the one step that needs the network).
+## schema: re-import schema/ from the committed spec and overrides, extend
+## schema/lock.yaml, and report what changed (a section of CHANGELOG.md when the schema
+## changed). With VERSION=x (a number, or a tag such as latest), first fetch that version
+## of the forge's published webhook spec with npm pack (the one step that needs the
+## network); nothing is replaced unless the whole import succeeds. REPORT_JSON=file also
+## writes the report as JSON; FAIL_ON_BREAKING=1 exits non-zero when the update breaks
+## compiled code (after writing).
 SCHEMA_SPEC      := schema/source/api.github.com.json.gz
 SCHEMA_OVERRIDES := schema/overrides.yaml
 schema:
-	$(GO) run ./cmd/importschema $(if $(VERSION),-fetch $(VERSION)) -spec $(SCHEMA_SPEC) -overrides $(SCHEMA_OVERRIDES) -out schema
+	$(GO) run ./cmd/importschema $(if $(VERSION),-fetch $(VERSION)) -spec $(SCHEMA_SPEC) -overrides $(SCHEMA_OVERRIDES) -out schema \
+	  -changelog CHANGELOG.md $(if $(REPORT_JSON),-report-json $(REPORT_JSON)) $(if $(FAIL_ON_BREAKING),-fail-on-breaking)
 
 ## bench: the SDK's own benchmarks.
 bench:

@@ -83,24 +83,24 @@ type AppOwner = common.AppOwner
 // Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
 type AppPermissions = common.AppPermissions
 
-// AppPermissionsCopilotRequests: The level of permission to grant the access
-// token for managing access to forge Copilot for members of an organization
-// with a Copilot Business subscription. This property is in public preview and
-// is subject to change.
+// AppPermissionsOrganizationCopilotSeatManagement: The level of permission to
+// grant the access token for managing access to forge Copilot for members of an
+// organization with a Copilot Business subscription. This property is in public
+// preview and is subject to change.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
 // Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type AppPermissionsCopilotRequests = common.AppPermissionsCopilotRequests
+type AppPermissionsOrganizationCopilotSeatManagement = common.AppPermissionsOrganizationCopilotSeatManagement
 
-// AppPermissionsEnterpriseCustomPropertiesForOrganizations: The level of
-// permission to grant the access token to manage organization projects and
-// projects public preview (where available).
+// AppPermissionsOrganizationCustomProperties: The level of permission to grant
+// the access token to manage organization projects and projects public preview
+// (where available).
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
 // Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type AppPermissionsEnterpriseCustomPropertiesForOrganizations = common.AppPermissionsEnterpriseCustomPropertiesForOrganizations
+type AppPermissionsOrganizationCustomProperties = common.AppPermissionsOrganizationCustomProperties
 
 // AppPermissionsOrganizationEvents: The level of permission to grant the access
 // token to view events triggered by an activity in an organization.
@@ -6734,16 +6734,16 @@ const (
 	AppEventReminder                    = common.AppEventReminder
 )
 
-// The values of AppPermissionsCopilotRequests the schema lists.
+// The values of AppPermissionsOrganizationCopilotSeatManagement the schema lists.
 const (
-	AppPermissionsCopilotRequestsWrite = common.AppPermissionsCopilotRequestsWrite
+	AppPermissionsOrganizationCopilotSeatManagementWrite = common.AppPermissionsOrganizationCopilotSeatManagementWrite
 )
 
-// The values of AppPermissionsEnterpriseCustomPropertiesForOrganizations the schema lists.
+// The values of AppPermissionsOrganizationCustomProperties the schema lists.
 const (
-	AppPermissionsEnterpriseCustomPropertiesForOrganizationsRead  = common.AppPermissionsEnterpriseCustomPropertiesForOrganizationsRead
-	AppPermissionsEnterpriseCustomPropertiesForOrganizationsWrite = common.AppPermissionsEnterpriseCustomPropertiesForOrganizationsWrite
-	AppPermissionsEnterpriseCustomPropertiesForOrganizationsAdmin = common.AppPermissionsEnterpriseCustomPropertiesForOrganizationsAdmin
+	AppPermissionsOrganizationCustomPropertiesRead  = common.AppPermissionsOrganizationCustomPropertiesRead
+	AppPermissionsOrganizationCustomPropertiesWrite = common.AppPermissionsOrganizationCustomPropertiesWrite
+	AppPermissionsOrganizationCustomPropertiesAdmin = common.AppPermissionsOrganizationCustomPropertiesAdmin
 )
 
 // The values of AppPermissionsOrganizationEvents the schema lists.

@@ -68,9 +68,9 @@ func ExampleParse() {
 
 func ExampleEmitterEventNames() {
 	names := payloads.EmitterEventNames()
-	fmt.Println(len(names), names[0], names[1])
+	fmt.Println(names[0], names[1])
 	fmt.Println(payloads.IsKnownEventName("issues.opened"), payloads.IsKnownEventName("issues.teleported"))
 	// Output:
-	// 325 branch_protection_configuration branch_protection_configuration.disabled
+	// branch_protection_configuration branch_protection_configuration.disabled
 	// true false
 }

@@ -429,7 +429,7 @@ func (p *plan) structOf(t *Type, goName, doc string) (*structPlan, error) {
 // add appends a field, numbering it among the value fields when it is one.
 func (sp *structPlan) add(fp *fieldPlan) {
 	fp.Value = -1
-	if fp.Required && !fp.Nullable {
+	if fp.Required && !fp.Nullable && !fp.Ptr { // a pinned pointer (Field.Pointer) tells absence by nil
 		fp.Value = sp.NValue
 		sp.NValue++
 	}
@@ -449,7 +449,7 @@ func fieldOf(f Field) (*fieldPlan, error) {
 	}
 	return &fieldPlan{
 		JSON: f.JSON, GoName: name, Doc: f.Description, Expr: e,
-		Ptr:      (!f.Required || f.Nullable) && !collection(e),
+		Ptr:      (!f.Required || f.Nullable || f.Pointer) && !collection(e),
 		Required: f.Required, Nullable: f.Nullable,
 	}, nil
 }

@@ -325,7 +325,7 @@ func DecodeAppPermissions(x *AppPermissions, d *codec.Decoder) error {
 		case "organization_projects":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.OrganizationProjects = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
+			x.OrganizationProjects = (*AppPermissionsOrganizationCustomProperties)(p)
 		case "organization_secrets":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
@@ -357,7 +357,7 @@ func DecodeAppPermissions(x *AppPermissions, d *codec.Decoder) error {
 		case "repository_projects":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.RepositoryProjects = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
+			x.RepositoryProjects = (*AppPermissionsOrganizationCustomProperties)(p)
 		case "secret_scanning_alerts":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
@@ -405,7 +405,7 @@ func DecodeAppPermissions(x *AppPermissions, d *codec.Decoder) error {
 		case "copilot_requests":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.CopilotRequests = (*AppPermissionsCopilotRequests)(p)
+			x.CopilotRequests = (*AppPermissionsOrganizationCopilotSeatManagement)(p)
 		case "merge_queues":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
@@ -441,11 +441,11 @@ func DecodeAppPermissions(x *AppPermissions, d *codec.Decoder) error {
 		case "organization_custom_properties":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.OrganizationCustomProperties = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
+			x.OrganizationCustomProperties = (*AppPermissionsOrganizationCustomProperties)(p)
 		case "organization_copilot_seat_management":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.OrganizationCopilotSeatManagement = (*AppPermissionsCopilotRequests)(p)
+			x.OrganizationCopilotSeatManagement = (*AppPermissionsOrganizationCopilotSeatManagement)(p)
 		case "organization_announcement_banners":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
@@ -485,7 +485,7 @@ func DecodeAppPermissions(x *AppPermissions, d *codec.Decoder) error {
 		case "profile":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Profile = (*AppPermissionsCopilotRequests)(p)
+			x.Profile = (*AppPermissionsOrganizationCopilotSeatManagement)(p)
 		case "starring":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
@@ -493,7 +493,7 @@ func DecodeAppPermissions(x *AppPermissions, d *codec.Decoder) error {
 		case "enterprise_custom_properties_for_organizations":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.EnterpriseCustomPropertiesForOrganizations = (*AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
+			x.EnterpriseCustomPropertiesForOrganizations = (*AppPermissionsOrganizationCustomProperties)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -580,7 +580,7 @@ func EncodeAppPermissions(x *AppPermissions, e *codec.Encoder) {
 	}
 	if x.OrganizationProjects != nil {
 		e.Key(",\"organization_projects\":")
-		EncodeAppPermissionsEnterpriseCustomPropertiesForOrganizations(x.OrganizationProjects, e)
+		EncodeAppPermissionsOrganizationCustomProperties(x.OrganizationProjects, e)
 	}
 	if x.OrganizationSecrets != nil {
 		e.Key(",\"organization_secrets\":")
@@ -612,7 +612,7 @@ func EncodeAppPermissions(x *AppPermissions, e *codec.Encoder) {
 	}
 	if x.RepositoryProjects != nil {
 		e.Key(",\"repository_projects\":")
-		EncodeAppPermissionsEnterpriseCustomPropertiesForOrganizations(x.RepositoryProjects, e)
+		EncodeAppPermissionsOrganizationCustomProperties(x.RepositoryProjects, e)
 	}
 	if x.SecretScanningAlerts != nil {
 		e.Key(",\"secret_scanning_alerts\":")
@@ -660,7 +660,7 @@ func EncodeAppPermissions(x *AppPermissions, e *codec.Encoder) {
 	}
 	if x.CopilotRequests != nil {
 		e.Key(",\"copilot_requests\":")
-		EncodeAppPermissionsCopilotRequests(x.CopilotRequests, e)
+		EncodeAppPermissionsOrganizationCopilotSeatManagement(x.CopilotRequests, e)
 	}
 	if x.MergeQueues != nil {
 		e.Key(",\"merge_queues\":")
@@ -696,11 +696,11 @@ func EncodeAppPermissions(x *AppPermissions, e *codec.Encoder) {
 	}
 	if x.OrganizationCustomProperties != nil {
 		e.Key(",\"organization_custom_properties\":")
-		EncodeAppPermissionsEnterpriseCustomPropertiesForOrganizations(x.OrganizationCustomProperties, e)
+		EncodeAppPermissionsOrganizationCustomProperties(x.OrganizationCustomProperties, e)
 	}
 	if x.OrganizationCopilotSeatManagement != nil {
 		e.Key(",\"organization_copilot_seat_management\":")
-		EncodeAppPermissionsCopilotRequests(x.OrganizationCopilotSeatManagement, e)
+		EncodeAppPermissionsOrganizationCopilotSeatManagement(x.OrganizationCopilotSeatManagement, e)
 	}
 	if x.OrganizationAnnouncementBanners != nil {
 		e.Key(",\"organization_announcement_banners\":")
@@ -740,7 +740,7 @@ func EncodeAppPermissions(x *AppPermissions, e *codec.Encoder) {
 	}
 	if x.Profile != nil {
 		e.Key(",\"profile\":")
-		EncodeAppPermissionsCopilotRequests(x.Profile, e)
+		EncodeAppPermissionsOrganizationCopilotSeatManagement(x.Profile, e)
 	}
 	if x.Starring != nil {
 		e.Key(",\"starring\":")
@@ -748,7 +748,7 @@ func EncodeAppPermissions(x *AppPermissions, e *codec.Encoder) {
 	}
 	if x.EnterpriseCustomPropertiesForOrganizations != nil {
 		e.Key(",\"enterprise_custom_properties_for_organizations\":")
-		EncodeAppPermissionsEnterpriseCustomPropertiesForOrganizations(x.EnterpriseCustomPropertiesForOrganizations, e)
+		EncodeAppPermissionsOrganizationCustomProperties(x.EnterpriseCustomPropertiesForOrganizations, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -8620,25 +8620,25 @@ func EncodeAppEvent(x *AppEvent, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
-// DecodeAppPermissionsCopilotRequests reads a value of
-// AppPermissionsCopilotRequests into *x.
-func DecodeAppPermissionsCopilotRequests(x *AppPermissionsCopilotRequests, d *codec.Decoder) error {
+// DecodeAppPermissionsOrganizationCopilotSeatManagement reads a value of
+// AppPermissionsOrganizationCopilotSeatManagement into *x.
+func DecodeAppPermissionsOrganizationCopilotSeatManagement(x *AppPermissionsOrganizationCopilotSeatManagement, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
 }
 
-// EncodeAppPermissionsCopilotRequests writes *x.
-func EncodeAppPermissionsCopilotRequests(x *AppPermissionsCopilotRequests, e *codec.Encoder) {
+// EncodeAppPermissionsOrganizationCopilotSeatManagement writes *x.
+func EncodeAppPermissionsOrganizationCopilotSeatManagement(x *AppPermissionsOrganizationCopilotSeatManagement, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
-// DecodeAppPermissionsEnterpriseCustomPropertiesForOrganizations reads a value
-// of AppPermissionsEnterpriseCustomPropertiesForOrganizations into *x.
-func DecodeAppPermissionsEnterpriseCustomPropertiesForOrganizations(x *AppPermissionsEnterpriseCustomPropertiesForOrganizations, d *codec.Decoder) error {
+// DecodeAppPermissionsOrganizationCustomProperties reads a value of
+// AppPermissionsOrganizationCustomProperties into *x.
+func DecodeAppPermissionsOrganizationCustomProperties(x *AppPermissionsOrganizationCustomProperties, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
 }
 
-// EncodeAppPermissionsEnterpriseCustomPropertiesForOrganizations writes *x.
-func EncodeAppPermissionsEnterpriseCustomPropertiesForOrganizations(x *AppPermissionsEnterpriseCustomPropertiesForOrganizations, e *codec.Encoder) {
+// EncodeAppPermissionsOrganizationCustomProperties writes *x.
+func EncodeAppPermissionsOrganizationCustomProperties(x *AppPermissionsOrganizationCustomProperties, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 

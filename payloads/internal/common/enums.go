@@ -116,46 +116,46 @@ func (v AppEvent) IsKnown() bool {
 	return false
 }
 
-// AppPermissionsCopilotRequests: The level of permission to grant the access
-// token for managing access to forge Copilot for members of an organization
-// with a Copilot Business subscription. This property is in public preview and
-// is subject to change.
+// AppPermissionsOrganizationCopilotSeatManagement: The level of permission to
+// grant the access token for managing access to forge Copilot for members of an
+// organization with a Copilot Business subscription. This property is in public
+// preview and is subject to change.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
-type AppPermissionsCopilotRequests string
+type AppPermissionsOrganizationCopilotSeatManagement string
 
-// The values of AppPermissionsCopilotRequests the schema lists.
+// The values of AppPermissionsOrganizationCopilotSeatManagement the schema lists.
 const (
-	AppPermissionsCopilotRequestsWrite AppPermissionsCopilotRequests = "write"
+	AppPermissionsOrganizationCopilotSeatManagementWrite AppPermissionsOrganizationCopilotSeatManagement = "write"
 )
 
 // IsKnown reports whether v is one of the values the schema lists.
-func (v AppPermissionsCopilotRequests) IsKnown() bool {
+func (v AppPermissionsOrganizationCopilotSeatManagement) IsKnown() bool {
 	switch v {
-	case AppPermissionsCopilotRequestsWrite:
+	case AppPermissionsOrganizationCopilotSeatManagementWrite:
 		return true
 	}
 	return false
 }
 
-// AppPermissionsEnterpriseCustomPropertiesForOrganizations: The level of
-// permission to grant the access token to manage organization projects and
-// projects public preview (where available).
+// AppPermissionsOrganizationCustomProperties: The level of permission to grant
+// the access token to manage organization projects and projects public preview
+// (where available).
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
-type AppPermissionsEnterpriseCustomPropertiesForOrganizations string
+type AppPermissionsOrganizationCustomProperties string
 
-// The values of AppPermissionsEnterpriseCustomPropertiesForOrganizations the schema lists.
+// The values of AppPermissionsOrganizationCustomProperties the schema lists.
 const (
-	AppPermissionsEnterpriseCustomPropertiesForOrganizationsRead  AppPermissionsEnterpriseCustomPropertiesForOrganizations = "read"
-	AppPermissionsEnterpriseCustomPropertiesForOrganizationsWrite AppPermissionsEnterpriseCustomPropertiesForOrganizations = "write"
-	AppPermissionsEnterpriseCustomPropertiesForOrganizationsAdmin AppPermissionsEnterpriseCustomPropertiesForOrganizations = "admin"
+	AppPermissionsOrganizationCustomPropertiesRead  AppPermissionsOrganizationCustomProperties = "read"
+	AppPermissionsOrganizationCustomPropertiesWrite AppPermissionsOrganizationCustomProperties = "write"
+	AppPermissionsOrganizationCustomPropertiesAdmin AppPermissionsOrganizationCustomProperties = "admin"
 )
 
 // IsKnown reports whether v is one of the values the schema lists.
-func (v AppPermissionsEnterpriseCustomPropertiesForOrganizations) IsKnown() bool {
+func (v AppPermissionsOrganizationCustomProperties) IsKnown() bool {
 	switch v {
-	case AppPermissionsEnterpriseCustomPropertiesForOrganizationsRead, AppPermissionsEnterpriseCustomPropertiesForOrganizationsWrite, AppPermissionsEnterpriseCustomPropertiesForOrganizationsAdmin:
+	case AppPermissionsOrganizationCustomPropertiesRead, AppPermissionsOrganizationCustomPropertiesWrite, AppPermissionsOrganizationCustomPropertiesAdmin:
 		return true
 	}
 	return false

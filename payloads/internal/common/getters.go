@@ -231,7 +231,7 @@ func (x *AppPermissions) GetOrganizationPlan() PermissionLevel {
 
 // GetOrganizationProjects returns the "organization_projects" member, or ""
 // when x is nil or the member is absent or null.
-func (x *AppPermissions) GetOrganizationProjects() AppPermissionsEnterpriseCustomPropertiesForOrganizations {
+func (x *AppPermissions) GetOrganizationProjects() AppPermissionsOrganizationCustomProperties {
 	if x == nil || x.OrganizationProjects == nil {
 		return ""
 	}
@@ -304,7 +304,7 @@ func (x *AppPermissions) GetRepositoryHooks() PermissionLevel {
 
 // GetRepositoryProjects returns the "repository_projects" member, or "" when x
 // is nil or the member is absent or null.
-func (x *AppPermissions) GetRepositoryProjects() AppPermissionsEnterpriseCustomPropertiesForOrganizations {
+func (x *AppPermissions) GetRepositoryProjects() AppPermissionsOrganizationCustomProperties {
 	if x == nil || x.RepositoryProjects == nil {
 		return ""
 	}
@@ -412,7 +412,7 @@ func (x *AppPermissions) GetAttestations() PermissionLevel {
 
 // GetCopilotRequests returns the "copilot_requests" member, or "" when x is nil
 // or the member is absent or null.
-func (x *AppPermissions) GetCopilotRequests() AppPermissionsCopilotRequests {
+func (x *AppPermissions) GetCopilotRequests() AppPermissionsOrganizationCopilotSeatManagement {
 	if x == nil || x.CopilotRequests == nil {
 		return ""
 	}
@@ -494,7 +494,7 @@ func (x *AppPermissions) GetOrganizationCustomOrgRoles() PermissionLevel {
 
 // GetOrganizationCustomProperties returns the "organization_custom_properties"
 // member, or "" when x is nil or the member is absent or null.
-func (x *AppPermissions) GetOrganizationCustomProperties() AppPermissionsEnterpriseCustomPropertiesForOrganizations {
+func (x *AppPermissions) GetOrganizationCustomProperties() AppPermissionsOrganizationCustomProperties {
 	if x == nil || x.OrganizationCustomProperties == nil {
 		return ""
 	}
@@ -504,7 +504,7 @@ func (x *AppPermissions) GetOrganizationCustomProperties() AppPermissionsEnterpr
 // GetOrganizationCopilotSeatManagement returns the
 // "organization_copilot_seat_management" member, or "" when x is nil or the
 // member is absent or null.
-func (x *AppPermissions) GetOrganizationCopilotSeatManagement() AppPermissionsCopilotRequests {
+func (x *AppPermissions) GetOrganizationCopilotSeatManagement() AppPermissionsOrganizationCopilotSeatManagement {
 	if x == nil || x.OrganizationCopilotSeatManagement == nil {
 		return ""
 	}
@@ -597,7 +597,7 @@ func (x *AppPermissions) GetInteractionLimits() PermissionLevel {
 
 // GetProfile returns the "profile" member, or "" when x is nil or the member is
 // absent or null.
-func (x *AppPermissions) GetProfile() AppPermissionsCopilotRequests {
+func (x *AppPermissions) GetProfile() AppPermissionsOrganizationCopilotSeatManagement {
 	if x == nil || x.Profile == nil {
 		return ""
 	}
@@ -616,7 +616,7 @@ func (x *AppPermissions) GetStarring() PermissionLevel {
 // GetEnterpriseCustomPropertiesForOrganizations returns the
 // "enterprise_custom_properties_for_organizations" member, or "" when x is nil
 // or the member is absent or null.
-func (x *AppPermissions) GetEnterpriseCustomPropertiesForOrganizations() AppPermissionsEnterpriseCustomPropertiesForOrganizations {
+func (x *AppPermissions) GetEnterpriseCustomPropertiesForOrganizations() AppPermissionsOrganizationCustomProperties {
 	if x == nil || x.EnterpriseCustomPropertiesForOrganizations == nil {
 		return ""
 	}

@@ -116,7 +116,7 @@ type AppPermissions struct {
 	OrganizationPlan *PermissionLevel `json:"organization_plan,omitempty"`
 	// The level of permission to grant the access token to manage organization
 	// projects and projects public preview (where available).
-	OrganizationProjects *AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"organization_projects,omitempty"`
+	OrganizationProjects *AppPermissionsOrganizationCustomProperties `json:"organization_projects,omitempty"`
 	// The level of permission to grant the access token to manage organization
 	// secrets.
 	OrganizationSecrets *PermissionLevel `json:"organization_secrets,omitempty"`
@@ -140,7 +140,7 @@ type AppPermissions struct {
 	RepositoryHooks *PermissionLevel `json:"repository_hooks,omitempty"`
 	// The level of permission to grant the access token to manage repository
 	// projects, columns, and cards.
-	RepositoryProjects *AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"repository_projects,omitempty"`
+	RepositoryProjects *AppPermissionsOrganizationCustomProperties `json:"repository_projects,omitempty"`
 	// The level of permission to grant the access token to view and manage secret
 	// scanning alerts.
 	SecretScanningAlerts *PermissionLevel `json:"secret_scanning_alerts,omitempty"`
@@ -170,8 +170,8 @@ type AppPermissions struct {
 	ArtifactMetadata *PermissionLevel `json:"artifact_metadata,omitempty"`
 	// The level of permission to create and retrieve the access token for
 	// repository attestations.
-	Attestations    *PermissionLevel               `json:"attestations,omitempty"`
-	CopilotRequests *AppPermissionsCopilotRequests `json:"copilot_requests,omitempty"`
+	Attestations    *PermissionLevel                                 `json:"attestations,omitempty"`
+	CopilotRequests *AppPermissionsOrganizationCopilotSeatManagement `json:"copilot_requests,omitempty"`
 	// The level of permission to grant the access token to manage the merge queues
 	// for a repository.
 	MergeQueues *PermissionLevel `json:"merge_queues,omitempty"`
@@ -196,11 +196,11 @@ type AppPermissions struct {
 	OrganizationCustomOrgRoles *PermissionLevel `json:"organization_custom_org_roles,omitempty"`
 	// The level of permission to grant the access token for repository custom
 	// properties management at the organization level.
-	OrganizationCustomProperties *AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"organization_custom_properties,omitempty"`
+	OrganizationCustomProperties *AppPermissionsOrganizationCustomProperties `json:"organization_custom_properties,omitempty"`
 	// The level of permission to grant the access token for managing access to
 	// forge Copilot for members of an organization with a Copilot Business
 	// subscription. This property is in public preview and is subject to change.
-	OrganizationCopilotSeatManagement *AppPermissionsCopilotRequests `json:"organization_copilot_seat_management,omitempty"`
+	OrganizationCopilotSeatManagement *AppPermissionsOrganizationCopilotSeatManagement `json:"organization_copilot_seat_management,omitempty"`
 	// The level of permission to grant the access token to view and manage
 	// announcement banners for an organization.
 	OrganizationAnnouncementBanners *PermissionLevel `json:"organization_announcement_banners,omitempty"`
@@ -230,13 +230,13 @@ type AppPermissions struct {
 	InteractionLimits *PermissionLevel `json:"interaction_limits,omitempty"`
 	// The level of permission to grant the access token to manage the profile
 	// settings belonging to a user.
-	Profile *AppPermissionsCopilotRequests `json:"profile,omitempty"`
+	Profile *AppPermissionsOrganizationCopilotSeatManagement `json:"profile,omitempty"`
 	// The level of permission to grant the access token to list and manage
 	// repositories a user is starring.
 	Starring *PermissionLevel `json:"starring,omitempty"`
 	// The level of permission to grant the access token for organization custom
 	// properties management at the enterprise level.
-	EnterpriseCustomPropertiesForOrganizations *AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"enterprise_custom_properties_for_organizations,omitempty"`
+	EnterpriseCustomPropertiesForOrganizations *AppPermissionsOrganizationCustomProperties `json:"enterprise_custom_properties_for_organizations,omitempty"`
 
 	extra
 }

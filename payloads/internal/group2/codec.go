@@ -4465,7 +4465,7 @@ func DecodeCodeScanningAlertReopenedEvent(x *CodeScanningAlertReopenedEvent, d *
 		case "action":
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "alert":
-			err = codec.DecSeen(&x.Alert, d, &seen, 1, DecodeCodeScanningAlert)
+			err = codec.DecPtr(&x.Alert, d, DecodeCodeScanningAlert)
 		case "commit_oid":
 			err = codec.DecStringPtr(&x.CommitOID, d)
 		case "enterprise":
@@ -4477,9 +4477,9 @@ func DecodeCodeScanningAlertReopenedEvent(x *CodeScanningAlertReopenedEvent, d *
 		case "ref":
 			err = codec.DecStringPtr(&x.Ref, d)
 		case "repository":
-			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+			err = codec.DecSeen(&x.Repository, d, &seen, 1, common.DecodeRepository)
 		case "sender":
-			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+			err = codec.DecSeen(&x.Sender, d, &seen, 2, common.DecodeUser)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -4489,7 +4489,7 @@ func DecodeCodeScanningAlertReopenedEvent(x *CodeScanningAlertReopenedEvent, d *
 		}
 		key, more, err = d.NextMember()
 	}
-	codec.SetAbsent(&x.extra, &seen, 4)
+	codec.SetAbsent(&x.extra, &seen, 3)
 	return err
 }
 
@@ -4501,9 +4501,9 @@ func EncodeCodeScanningAlertReopenedEvent(x *CodeScanningAlertReopenedEvent, e *
 		e.Key(",\"action\":")
 		codec.EncString(&x.Action, e)
 	}
-	if codec.Written(&x.extra, 1) {
+	if x.Alert != nil {
 		e.Key(",\"alert\":")
-		EncodeCodeScanningAlert(&x.Alert, e)
+		EncodeCodeScanningAlert(x.Alert, e)
 	}
 	if x.CommitOID != nil {
 		e.Key(",\"commit_oid\":")
@@ -4525,11 +4525,11 @@ func EncodeCodeScanningAlertReopenedEvent(x *CodeScanningAlertReopenedEvent, e *
 		e.Key(",\"ref\":")
 		codec.EncString(x.Ref, e)
 	}
-	if codec.Written(&x.extra, 2) {
+	if codec.Written(&x.extra, 1) {
 		e.Key(",\"repository\":")
 		common.EncodeRepository(&x.Repository, e)
 	}
-	if codec.Written(&x.extra, 3) {
+	if codec.Written(&x.extra, 2) {
 		e.Key(",\"sender\":")
 		common.EncodeUser(&x.Sender, e)
 	}

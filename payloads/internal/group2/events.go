@@ -488,7 +488,7 @@ func (x *CodeScanningAlertFixedEvent) GetAction() string {
 type CodeScanningAlertReopenedEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
-	Alert CodeScanningAlert `json:"alert"`
+	Alert *CodeScanningAlert `json:"alert,omitempty"`
 	// The commit SHA of the code scanning alert. When the action is
 	// `reopened_by_user` or `closed_by_user`, the event was triggered by the
 	// `sender` and this value will be empty.

@@ -1574,13 +1574,13 @@ func (x *CodeScanningAlertFixedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
-// GetAlert returns the "alert" member, or nil when x is nil or the member was
+// GetAlert returns the "alert" member, or nil when x is nil or the member is
 // absent or null.
 func (x *CodeScanningAlertReopenedEvent) GetAlert() *CodeScanningAlert {
-	if x == nil || !codec.Written(&x.extra, 1) {
+	if x == nil {
 		return nil
 	}
-	return &x.Alert
+	return x.Alert
 }
 
 // GetCommitOID returns the "commit_oid" member, or "" when x is nil or the
@@ -1631,7 +1631,7 @@ func (x *CodeScanningAlertReopenedEvent) GetRef() string {
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *CodeScanningAlertReopenedEvent) GetRepository() *common.Repository {
-	if x == nil || !codec.Written(&x.extra, 2) {
+	if x == nil || !codec.Written(&x.extra, 1) {
 		return nil
 	}
 	return &x.Repository
@@ -1640,7 +1640,7 @@ func (x *CodeScanningAlertReopenedEvent) GetRepository() *common.Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *CodeScanningAlertReopenedEvent) GetSender() *common.User {
-	if x == nil || !codec.Written(&x.extra, 3) {
+	if x == nil || !codec.Written(&x.extra, 2) {
 		return nil
 	}
 	return &x.Sender

@@ -2307,7 +2307,7 @@ func DecodeMemberChangesPermission(x *MemberChangesPermission, d *codec.Decoder)
 		case "to":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.To = (*common.AppPermissionsEnterpriseCustomPropertiesForOrganizations)(p)
+			x.To = (*common.AppPermissionsOrganizationCustomProperties)(p)
 		case "from":
 			err = codec.DecStringPtr(&x.From, d)
 		default:
@@ -2328,7 +2328,7 @@ func EncodeMemberChangesPermission(x *MemberChangesPermission, e *codec.Encoder)
 	mark := e.OpenObject()
 	if x.To != nil {
 		e.Key(",\"to\":")
-		common.EncodeAppPermissionsEnterpriseCustomPropertiesForOrganizations(x.To, e)
+		common.EncodeAppPermissionsOrganizationCustomProperties(x.To, e)
 	}
 	if x.From != nil {
 		e.Key(",\"from\":")

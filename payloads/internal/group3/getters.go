@@ -712,7 +712,7 @@ func (x *InstallationTargetAccount) GetUserViewType() string {
 
 // GetTo returns the "to" member, or "" when x is nil or the member is absent or
 // null.
-func (x *MemberChangesPermission) GetTo() common.AppPermissionsEnterpriseCustomPropertiesForOrganizations {
+func (x *MemberChangesPermission) GetTo() common.AppPermissionsOrganizationCustomProperties {
 	if x == nil || x.To == nil {
 		return ""
 	}

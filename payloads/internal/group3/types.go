@@ -464,8 +464,8 @@ type MemberChanges struct {
 // collaborator, use the `role_name` field instead, which will provide the full
 // role name, including custom roles.
 type MemberChangesPermission struct {
-	To   *common.AppPermissionsEnterpriseCustomPropertiesForOrganizations `json:"to,omitempty"`
-	From *string                                                          `json:"from,omitempty"`
+	To   *common.AppPermissionsOrganizationCustomProperties `json:"to,omitempty"`
+	From *string                                            `json:"from,omitempty"`
 
 	extra
 }

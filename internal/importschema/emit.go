@@ -1,10 +1,8 @@
-package main
+package importschema
 
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -168,8 +166,8 @@ func (m *model) schema(rec *record) *gen.Schema {
 	return s
 }
 
-// writeSchema writes events.yaml and types.yaml into dir.
-func writeSchema(dir string, s *gen.Schema, header string) error {
+// encodeSchema returns the text of events.yaml and types.yaml.
+func encodeSchema(s *gen.Schema, header string) (events, types []byte, err error) {
 	evDoc := struct {
 		Source gen.Source  `yaml:"source"`
 		Events []gen.Event `yaml:"events"`
@@ -177,31 +175,19 @@ func writeSchema(dir string, s *gen.Schema, header string) error {
 	tyDoc := struct {
 		Types []gen.Type `yaml:"types"`
 	}{s.Types}
-	for _, f := range []struct {
-		name string
-		doc  any
-	}{{gen.EventsFile, evDoc}, {gen.TypesFile, tyDoc}} {
+	var out [2][]byte
+	for i, doc := range []any{evDoc, tyDoc} {
 		var b bytes.Buffer
 		b.WriteString(header)
 		enc := yaml.NewEncoder(&b)
 		enc.SetIndent(2)
-		if err := enc.Encode(f.doc); err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
+		if err := enc.Encode(doc); err != nil {
+			return nil, nil, err
 		}
 		if err := enc.Close(); err != nil {
-			return err
+			return nil, nil, err
 		}
-		if err := writeIfChanged(filepath.Join(dir, f.name), b.Bytes()); err != nil {
-			return err
-		}
+		out[i] = b.Bytes()
 	}
-	return nil
-}
-
-// writeIfChanged leaves a file alone (and its mtime) when its content is the same.
-func writeIfChanged(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	return os.WriteFile(path, data, 0o644)
+	return out[0], out[1], nil
 }

@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"errors"

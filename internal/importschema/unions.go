@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"fmt"
@@ -43,7 +43,9 @@ func (m *model) computeMatches() error {
 			continue
 		}
 		ms, err := matchesOf(cl.variants)
-		if err != nil {
+		if err != nil && m.lenient {
+			ms = make([]gen.Match, len(cl.variants)) // a variant's import only asks what is there
+		} else if err != nil {
 			return fmt.Errorf("union at %s: %w", cl.where(), err)
 		}
 		cl.matches = ms

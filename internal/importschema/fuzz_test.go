@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"bytes"
@@ -6,8 +6,11 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"forgehooks.dev/forgehooks/internal/gen"
 )
@@ -107,7 +110,7 @@ func FuzzImportSpec(f *testing.F) {
 		map[string]string{"r": `{"type":"object","properties":{"self":{"$ref":"#/components/schemas/r"}}}`}))
 	f.Add([]byte(`{"webhooks":{"a":{"post":{}}},"components":{"schemas":{}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := importSpec(data, nil, &overrides{}, func(string, ...any) {})
+		res, err := importSpec(data, nil, &overrides{}, nil, func(string, ...any) {})
 		if err != nil {
 			return
 		}
@@ -178,8 +181,63 @@ func BenchmarkImport(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := importSpec(data, rec, ov, func(string, ...any) {}); err != nil {
+		if _, err := importSpec(data, rec, ov, nil, func(string, ...any) {}); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzParseLock: any text either is refused or reads into a lock that encodes and
+// reads back to the same text; never a panic.
+func FuzzParseLock(f *testing.F) {
+	if b, err := os.ReadFile(fixtureDir + "/want/" + LockFile); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("types:\n  - name: A\n    kind: struct\n    site: a.b\n    pointers: [x]\n"))
+	f.Add([]byte("types:\n  - name: A\n   kind: enum\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := parseLock("lock.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "lock.yaml") {
+				t.Fatalf("error without the file name: %v", err)
+			}
+			return
+		}
+		enc, err := l.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := parseLock("lock.yaml", enc)
+		if err != nil {
+			t.Fatalf("the encoded lock does not read: %v\n%s", err, enc)
+		}
+		again, _ := back.encode()
+		if !bytes.Equal(enc, again) {
+			t.Fatalf("round trip changed the lock:\n%s\n---\n%s", enc, again)
+		}
+	})
+}
+
+// FuzzYAMLError: the line a syntax error is placed at is within the text.
+func FuzzYAMLError(f *testing.F) {
+	for _, s := range []string{"a:\n  - x: 1\n   y: 2\n", "a: [1, 2\nb: 3\n", "a:\n\tb: 1\n", "a: \"x\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var v any
+		err := yaml.Unmarshal([]byte(text), &v)
+		if err == nil {
+			return
+		}
+		msg := yamlError("f.yaml", []byte(text), err).Error()
+		rest, ok := strings.CutPrefix(msg, "f.yaml:")
+		if !ok {
+			t.Fatalf("no file name: %q", msg)
+		}
+		if n, _, ok := strings.Cut(rest, ":"); ok {
+			if line, err := strconv.Atoi(n); err == nil && (line < 1 || line > strings.Count(text, "\n")+1) {
+				t.Fatalf("line %d of a %d-line text: %q", line, strings.Count(text, "\n")+1, msg)
+			}
+		}
+	})
 }

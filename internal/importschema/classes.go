@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"crypto/sha256"
@@ -68,6 +68,9 @@ type model struct {
 	joining string // the member being joined, for messages
 	warn    func(string, ...any)
 	stats   stats
+	// lenient leaves unions the importer cannot tell apart undecided instead of
+	// failing: a server variant's import only asks which members exist.
+	lenient bool
 }
 
 // stats are the figures the importer reports.

@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -92,15 +93,25 @@ func readOverrides(path string) (*overrides, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseOverrides(data)
+	o, err := parseOverridesAt(path, data)
+	if err != nil && !strings.Contains(err.Error(), path+":") {
+		err = fmt.Errorf("%s: %w", path, err) // a syntax error names path:line already
+	}
+	return o, err
 }
 
+// parseOverrides reads the overrides file's text; errors name it "overrides.yaml"
+// (readOverrides names the file it read).
 func parseOverrides(data []byte) (*overrides, error) {
+	return parseOverridesAt("overrides.yaml", data)
+}
+
+func parseOverridesAt(path string, data []byte) (*overrides, error) {
 	var o overrides
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&o); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %v", errOverride, err)
+		return nil, fmt.Errorf("%w: %w", errOverride, yamlError(path, data, err))
 	}
 	var missing []string
 	check := func(what, reason string) {
@@ -181,7 +192,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 	}
 	for _, r := range o.Renames {
 		if !renamed[r.From] {
-			noop("renames %s: no type is named %s", r.From, r.From)
+			return nil, fmt.Errorf("%w: renames %s: no type is named %s (nor has the name %s from the lock)", errOverride, r.From, r.From, r.To)
 		}
 	}
 	types := map[string]*gen.Type{}
@@ -314,7 +325,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 		if fo.Description != "" {
 			f.Description = fo.Description
 		}
-		if *f == before {
+		if reflect.DeepEqual(*f, before) {
 			noop("fields %s.%s: the spec says so already", fo.In, fo.JSON)
 		}
 	}

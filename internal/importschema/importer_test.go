@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"errors"
@@ -46,7 +46,7 @@ func testSpec(hooks []hookSpec, comps map[string]string) []byte {
 func importTest(t *testing.T, spec []byte) (*gen.Schema, []string) {
 	t.Helper()
 	var warns []string
-	res, err := importSpec(spec, nil, &overrides{}, func(f string, a ...any) { warns = append(warns, fmt.Sprintf(f, a...)) })
+	res, err := importSpec(spec, nil, &overrides{}, nil, func(f string, a ...any) { warns = append(warns, fmt.Sprintf(f, a...)) })
 	if err != nil {
 		t.Fatalf("importSpec: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestConvertErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := importSpec([]byte(tc.spec), nil, &overrides{}, func(string, ...any) {})
+			_, err := importSpec([]byte(tc.spec), nil, &overrides{}, nil, func(string, ...any) {})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
@@ -417,7 +417,7 @@ func TestUnionMatches(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			body := fmt.Sprintf(`{"type":"object","properties":{"x":%s}}`, tc.schema)
-			res, err := importSpec(testSpec([]hookSpec{{"thing", "thing", "thing", body}}, nil), nil, &overrides{}, func(string, ...any) {})
+			res, err := importSpec(testSpec([]hookSpec{{"thing", "thing", "thing", body}}, nil), nil, &overrides{}, nil, func(string, ...any) {})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %v, want an error containing %q", err, tc.err)
@@ -555,7 +555,7 @@ func Example_importSpec() {
 	  }}},
 	  "components": {"schemas": {}}
 	}`)
-	res, err := importSpec(spec, nil, &overrides{}, func(string, ...any) {})
+	res, err := importSpec(spec, nil, &overrides{}, nil, func(string, ...any) {})
 	if err != nil {
 		fmt.Println(err)
 		return

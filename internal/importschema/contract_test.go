@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ const contractPath = "../../schema/" + gen.ContractFile
 
 const contractHeader = `# The names (events and event.action) of the events table of the behaviour
 # contract: gen.Load fails when the schema lacks any of them. Derived from it by
-# cmd/importschema's TestContractNames (go test -update).
+# internal/importschema's TestContractNames (go test -update).
 `
 
 var (

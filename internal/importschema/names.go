@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"fmt"
@@ -172,14 +172,59 @@ type namer struct {
 	renames map[string]string // overrides: automatic name → wanted name
 	renamed map[string]bool   // renames that applied
 	actions map[string]int    // payloads per event
+	lock    *lock             // names once emitted, found again by site
+	locked  map[string]bool   // lock names claimed by this import
+	err     error             // the first rename into a taken name
+}
+
+// site is where a use sits, as the lock records it: "Parent.member" ("[]" added
+// for an array or map element) or "Union|hint" for a union's variant.
+func (u use) site() string {
+	p := u.parent.find().name
+	if u.key == "" {
+		return p + "|" + u.hint
+	}
+	if u.elem {
+		return p + "." + u.key + "[]"
+	}
+	return p + "." + u.key
+}
+
+// claimLocked gives cl the lock's name for a site, when the lock has one of cl's
+// kind that no other class took.
+func (n *namer) claimLocked(cl *class, site string) (bool, error) {
+	lt := n.lock.bySite[site]
+	if lt == nil || n.locked[lt.Name] || lt.Kind != genKind(cl.kind) || n.taken[lt.Name] != nil {
+		return false, nil
+	}
+	n.locked[lt.Name] = true
+	n.taken[lt.Name] = cl
+	cl.name = lt.Name
+	for from, to := range n.renames {
+		if to == lt.Name {
+			n.renamed[from] = true // the rename made this name once; it still holds
+		}
+	}
+	return true, nil
 }
 
 // assignNames names every class: payloads after their event.action, titled classes
 // after their title (the most used title when several), the rest after where they
 // are used ("IssueState": member "state" of Issue). Names never collide; a number
 // is the last resort and is reported.
-func (m *model) assignNames(renames map[string]string) (applied map[string]bool, err error) {
-	n := &namer{m: m, taken: map[string]*class{}, uses: map[*class][]use{}, renames: renames, renamed: map[string]bool{}, actions: map[string]int{}}
+//
+// Names in the lock come first: a payload keeps the name its event.action had, and
+// a type found at a site the lock records keeps that site's name, so a name once
+// emitted never moves to another type and never changes because the spec added
+// something. The rules above name only what the lock does not know, and never take
+// a locked name another type holds. It returns the renames that applied and the
+// site of every named class (where the lock finds it next time).
+func (m *model) assignNames(renames map[string]string, lk *lock) (applied map[string]bool, sites map[*class]string, err error) {
+	if lk == nil {
+		lk = newLock(nil)
+	}
+	n := &namer{m: m, taken: map[string]*class{}, uses: map[*class][]use{}, renames: renames, renamed: map[string]bool{}, actions: map[string]int{},
+		lock: lk, locked: map[string]bool{}}
 	for _, h := range m.hooks {
 		n.actions[h.event]++
 	}
@@ -195,8 +240,38 @@ func (m *model) assignNames(renames map[string]string) (applied map[string]bool,
 	// 1. Payloads.
 	for _, h := range m.hooks {
 		cl := h.body.cls.find()
+		if ok, err := n.claimLocked(cl, h.name()); err != nil || ok {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if err := n.claim(cl, payloadTypeName(h.event, h.action)); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+	}
+	// 1b. What the lock names, found by site from named users, until nothing more is.
+	for progress := true; progress; {
+		progress = false
+		for _, cl := range classes {
+			if cl.name != "" {
+				continue
+			}
+			us := append([]use(nil), n.uses[cl]...)
+			sort.SliceStable(us, func(i, j int) bool { return us[i].key < us[j].key })
+			for _, u := range us {
+				if u.parent.find().name == "" {
+					continue
+				}
+				ok, err := n.claimLocked(cl, u.site())
+				if err != nil {
+					return nil, nil, err
+				}
+				if ok {
+					progress = true
+					break
+				}
+			}
 		}
 	}
 	// 2. Titled classes, most used first. Weak names (identifier-like titles such
@@ -241,9 +316,9 @@ func (m *model) assignNames(renames map[string]string) (applied map[string]bool,
 	family := map[*class]string{}
 	for _, c := range titled {
 		family[c.cl] = c.name
-		if n.free(c.name) {
+		if n.freeFor(c.cl, c.name) {
 			if err := n.claim(c.cl, c.name); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -286,17 +361,35 @@ func (m *model) assignNames(renames map[string]string) (applied map[string]bool,
 				}
 			}
 			if len(ready) == 0 {
-				return nil, fmt.Errorf("cannot name %d types: their users are never named", len(waiting))
+				return nil, nil, fmt.Errorf("cannot name %d types: their users are never named", len(waiting))
 			}
 		}
 		for _, cl := range ready {
 			cands := n.contextNames(cl, family[cl], weak[cl])
 			if err := n.claimFirst(cl, cands); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return n.renamed, nil
+	if n.err != nil {
+		return nil, nil, n.err
+	}
+	// Every class's site: its first use in order, for the lock.
+	sites = map[*class]string{}
+	for _, h := range m.hooks {
+		sites[h.body.cls.find()] = h.name()
+	}
+	for _, cl := range classes {
+		if _, ok := sites[cl]; ok {
+			continue
+		}
+		for _, u := range n.uses[cl] {
+			if st := u.site(); sites[cl] == "" || st < sites[cl] {
+				sites[cl] = st
+			}
+		}
+	}
+	return n.renamed, sites, nil
 }
 
 // collectUses records where the members of cl's definition point.
@@ -500,11 +593,24 @@ func nameWords(s string) []string {
 	return append(out, string(rs[start:]))
 }
 
-func (n *namer) free(name string) bool {
+// freeFor reports whether cl may take a name: no other class has it, and the lock
+// does not keep it for another type (a locked name no class took this time goes
+// to a class of its kind whose rules give it: the type it stood for, found
+// elsewhere). A rename override into a name another type has is an error.
+func (n *namer) freeFor(cl *class, name string) bool {
 	if to, ok := n.renames[name]; ok {
+		if other := n.taken[to]; other != nil && other != cl && n.err == nil {
+			n.err = fmt.Errorf("%w: renames %s: %s is the name of another type", errOverride, name, to)
+		}
 		name = to
 	}
-	return n.taken[name] == nil
+	if n.taken[name] != nil {
+		return false
+	}
+	if lt := n.lock.byName[name]; lt != nil && (n.locked[name] || lt.Kind != genKind(cl.kind)) {
+		return false
+	}
+	return true
 }
 
 // claim gives cl a name, applying a rename override.
@@ -516,6 +622,9 @@ func (n *namer) claim(cl *class, name string) error {
 	if other := n.taken[name]; other != nil && other != cl {
 		return fmt.Errorf("two types want the name %s", name)
 	}
+	if n.lock.byName[name] != nil {
+		n.locked[name] = true
+	}
 	n.taken[name] = cl
 	cl.name = name
 	return nil
@@ -524,13 +633,13 @@ func (n *namer) claim(cl *class, name string) error {
 // claimFirst claims the first free candidate; a number is the last resort.
 func (n *namer) claimFirst(cl *class, cands []string) error {
 	for _, c := range cands {
-		if c != "" && n.free(c) {
+		if c != "" && n.freeFor(cl, c) {
 			return n.claim(cl, c)
 		}
 	}
 	for i := 2; ; i++ {
 		c := fmt.Sprintf("%s%d", cands[0], i)
-		if n.free(c) {
+		if n.freeFor(cl, c) {
 			n.m.warn("type named by number: %s", c)
 			return n.claim(cl, c)
 		}

@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"archive/tar"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -105,16 +106,21 @@ func TestReadSpec(t *testing.T) {
 func TestRecord(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, recordName)
-	want := &record{Package: specPackage, Version: "12.1.0", File: specFile,
-		SHA256: strings.Repeat("a", 64), TarballSHA256: strings.Repeat("b", 64)}
-	if err := writeRecord(p, want); err != nil {
+	want := &record{Package: specPackage, Version: "1.2.3", File: specFile,
+		SHA256: strings.Repeat("a", 64), TarballSHA256: strings.Repeat("b", 64),
+		Variants: []variantRecord{{Name: "ghec", File: specDir + "ghec.json", SHA256: strings.Repeat("c", 64)}}}
+	data, err := encodeRecord(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readRecord(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *got != *want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	for name, text := range map[string]string{
@@ -134,7 +140,9 @@ func TestRecord(t *testing.T) {
 // TestFetch runs fetch with npm replaced by a function that writes a tarball.
 func TestFetch(t *testing.T) {
 	specV1 := `{"webhooks":{},"v":1}`
-	tgzV1 := writeTgz(t, map[string]string{"package/package.json": "{}", specFile: specV1})
+	ghec := `{"webhooks":{},"ghec":1}`
+	pkgJSON := func(v string) string { return `{"name":"@octokit/openapi-webhooks","version":"` + v + `"}` }
+	tgzV1 := writeTgz(t, map[string]string{"package/package.json": pkgJSON("1.0.0"), specFile: specV1, specDir + "ghec.json": ghec})
 	var served []byte
 	saved := npmPack
 	defer func() { npmPack = saved }()
@@ -145,56 +153,56 @@ func TestFetch(t *testing.T) {
 		p := filepath.Join(dir, "octokit-openapi-webhooks-"+version+".tgz")
 		return p, os.WriteFile(p, served, 0o644)
 	}
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "source", "api.github.com.json.gz")
 
 	served = tgzV1
-	rec, err := fetch("1.0.0", specPath)
+	f, err := fetch("1.0.0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec := f.rec
 	if rec.SHA256 != sha256Hex([]byte(specV1)) || rec.TarballSHA256 != sha256Hex(tgzV1) || rec.Version != "1.0.0" {
 		t.Errorf("record %+v", rec)
 	}
-	got, err := readSpec(specPath, rec)
-	if err != nil || string(got) != specV1 {
-		t.Fatalf("compressed copy: %q, %v", got, err)
+	if len(rec.Variants) != 1 || rec.Variants[0].Name != "ghec" || rec.Variants[0].SHA256 != sha256Hex([]byte(ghec)) {
+		t.Errorf("variants %+v", rec.Variants)
 	}
-	onDisk, err := readRecord(filepath.Join(dir, "source", recordName))
-	if err != nil || *onDisk != *rec {
-		t.Fatalf("record on disk %+v, %v", onDisk, err)
+	if len(f.files) != 2 || f.files["ghec.json.gz"] == nil || f.files[mainVariant+".json.gz"] == nil {
+		t.Errorf("files %v", sortedKeys(f.files))
+	}
+	// A tag resolves to the version the package says it is.
+	if f, err := fetch("latest", nil); err != nil || f.rec.Version != "1.0.0" {
+		t.Errorf("latest: %+v, %v", f, err)
+	}
+	// A package that is not the version asked for.
+	if _, err := fetch("1.0.1", nil); err == nil || !strings.Contains(err.Error(), "says it is version 1.0.0") {
+		t.Errorf("wrong version: %v", err)
 	}
 
 	// The same version again, with the same content: fine.
-	if _, err := fetch("1.0.0", specPath); err != nil {
+	if _, err := fetch("1.0.0", rec); err != nil {
 		t.Fatalf("refetch: %v", err)
 	}
-	// The same version with other content: the registry changed a published
-	// version, and nothing is replaced.
-	served = writeTgz(t, map[string]string{specFile: `{"webhooks":{},"v":"changed"}`})
-	if _, err := fetch("1.0.0", specPath); !errors.Is(err, errChecksum) {
+	// The same version with other content: the registry changed a published version.
+	served = writeTgz(t, map[string]string{"package/package.json": pkgJSON("1.0.0"), specFile: `{"webhooks":{},"v":"changed"}`})
+	if _, err := fetch("1.0.0", rec); !errors.Is(err, errChecksum) {
 		t.Fatalf("changed content of a pinned version: got %v, want errChecksum", err)
 	}
-	if got, _ := readSpec(specPath, nil); string(got) != specV1 {
-		t.Errorf("the compressed copy was replaced: %q", got)
-	}
-	// A new version replaces both.
-	rec2, err := fetch("2.0.0", specPath)
-	if err != nil || rec2.Version != "2.0.0" {
-		t.Fatalf("new version: %+v, %v", rec2, err)
-	}
 	// A package without the spec file, or with a file that is not JSON.
-	served = writeTgz(t, map[string]string{"package/README.md": "hi"})
-	if _, err := fetch("3.0.0", specPath); err == nil || !strings.Contains(err.Error(), "not in the package") {
+	served = writeTgz(t, map[string]string{"package/package.json": pkgJSON("3.0.0"), "package/README.md": "hi"})
+	if _, err := fetch("3.0.0", rec); err == nil || !strings.Contains(err.Error(), "not in the package") {
 		t.Errorf("missing file: %v", err)
 	}
-	served = writeTgz(t, map[string]string{specFile: "{"})
-	if _, err := fetch("3.0.0", specPath); !errors.Is(err, errJSON) {
+	served = writeTgz(t, map[string]string{"package/package.json": pkgJSON("3.0.0"), specFile: "{"})
+	if _, err := fetch("3.0.0", rec); !errors.Is(err, errJSON) {
 		t.Errorf("bad JSON: %v", err)
+	}
+	served = writeTgz(t, map[string]string{specFile: specV1})
+	if _, err := fetch("3.0.0", rec); err == nil || !strings.Contains(err.Error(), "no version") {
+		t.Errorf("no package.json: %v", err)
 	}
 	// npm failing.
 	npmPack = func(string, string, string) (string, error) { return "", errors.New("npm: offline") }
-	if _, err := fetch("4.0.0", specPath); err == nil || !strings.Contains(err.Error(), "offline") {
+	if _, err := fetch("4.0.0", rec); err == nil || !strings.Contains(err.Error(), "offline") {
 		t.Errorf("npm failure: %v", err)
 	}
 }

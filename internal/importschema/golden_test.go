@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"bytes"
@@ -25,11 +25,11 @@ func TestGolden(t *testing.T) {
 		"-overrides", filepath.Join(fixtureDir, "overrides.yaml"),
 		"-out", out, "-q",
 	}
-	if code := run(args, &stderr); code != 0 {
+	if code := Run(args, &stderr); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, stderr.String())
 	}
 	got := map[string]string{"stderr.txt": stderr.String()}
-	for _, f := range []string{gen.EventsFile, gen.TypesFile} {
+	for _, f := range []string{gen.EventsFile, gen.TypesFile, LockFile} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ func TestGoldenStable(t *testing.T) {
 	var first [2][]byte
 	for i := range 2 {
 		var stderr bytes.Buffer
-		if code := run(args, &stderr); code != 0 {
+		if code := Run(args, &stderr); code != 0 {
 			t.Fatalf("run %d: exit %d\n%s", i, code, stderr.String())
 		}
 		b, err := os.ReadFile(filepath.Join(out, gen.TypesFile))
@@ -115,7 +115,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
 			args := append(tc.args, "-out", t.TempDir())
-			if code := run(args, &stderr); code != tc.code {
+			if code := Run(args, &stderr); code != tc.code {
 				t.Errorf("exit %d, want %d\n%s", code, tc.code, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
@@ -126,20 +126,29 @@ func TestRunErrors(t *testing.T) {
 }
 
 // TestCommittedSchemaIsFresh re-imports the committed spec with the committed
-// overrides and compares with the committed YAML: schema/ must be what the
-// importer makes of schema/source.
+// overrides and a copy of the committed lock, and compares with the committed
+// YAML: schema/ must be what the importer makes of schema/source, and the lock
+// must already hold every name and member (an import changes it only when the
+// spec does).
 func TestCommittedSchemaIsFresh(t *testing.T) {
 	out := t.TempDir()
+	lockData, err := os.ReadFile(filepath.Join("../../schema", LockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, LockFile), lockData, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var stderr bytes.Buffer
 	args := []string{"-spec", "../../schema/source/api.github.com.json.gz",
 		"-overrides", "../../schema/overrides.yaml", "-out", out, "-q"}
-	if code := run(args, &stderr); code != 0 {
+	if code := Run(args, &stderr); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, stderr.String())
 	}
 	if stderr.Len() > 0 {
 		t.Errorf("the committed overrides give warnings:\n%s", stderr.String())
 	}
-	for _, f := range []string{gen.EventsFile, gen.TypesFile} {
+	for _, f := range []string{gen.EventsFile, gen.TypesFile, LockFile} {
 		got, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package importschema
 
 import (
 	"errors"
@@ -181,7 +181,7 @@ func TestApplyOverrides(t *testing.T) {
 			},
 		},
 		{name: "types clash", yaml: "types: [{name: IssueState, kind: enum, values: [{value: a}], reason: r}]", err: "the spec has a type of that name now"},
-		{name: "renames no-op", yaml: "renames: [{from: Nope, to: Other, reason: r}]", warn: "no type is named Nope"},
+		{name: "renames nothing", yaml: "renames: [{from: Nope, to: Other, reason: r}]", err: "no type is named Nope"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,7 +223,7 @@ func TestRenames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warns []string
-	res, err := importSpec(spec, nil, o, func(f string, a ...any) { warns = append(warns, f) })
+	res, err := importSpec(spec, nil, o, nil, func(f string, a ...any) { warns = append(warns, f) })
 	if err != nil {
 		t.Fatal(err)
 	}
