@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inspector"
 )
 
@@ -53,12 +54,12 @@ func TestCommandsReproduce(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", c, err, out)
 		}
 	}
-	recs, _ := h.insp.Ring().List(context.Background(), inspector.ListOptions{})
+	recs, _ := h.insp.Ring().List(context.Background(), delivery.ListOptions{})
 	if len(recs) != 1+len(cmds) {
 		t.Fatalf("%d deliveries, want %d", len(recs), 1+len(cmds))
 	}
 	for _, r := range recs {
-		if r.ID != id || r.Event != "issues" || string(r.Payload) != string(body) || !r.Verified || r.Status != inspector.StatusHandled {
+		if r.ID != id || r.Event != "issues" || string(r.Payload) != string(body) || !r.Verified || r.Status != delivery.StatusHandled {
 			t.Errorf("delivery %q %q %s verified=%v %s", r.ID, r.Event, r.Payload, r.Verified, r.Status)
 		}
 	}
