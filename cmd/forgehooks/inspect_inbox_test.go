@@ -20,7 +20,7 @@ import (
 // uiURL waits for serve's log line naming the inspector page's URL.
 func uiURL(t *testing.T, p *proc) string {
 	t.Helper()
-	re := regexp.MustCompile(`msg="forgehooks serve: inspector page" url=(\S+)`)
+	re := regexp.MustCompile(`msg="forgehooks: inspector page" url=(\S+)`)
 	deadline := time.Now().Add(testTimeout)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
@@ -223,7 +223,7 @@ func TestServeInspectorInbox(t *testing.T) {
 		t.Fatalf("serve exited %d:\n%s", code, sv.stderr)
 	}
 	log := sv.stderr.String()
-	for _, want := range []string{`msg="delivery stored" id=dl-1`, `msg="duplicate delivery" id=dl-1`, `msg="delivery failed; dead letter: downstream refused attempt 2"`} {
+	for _, want := range []string{`msg="delivery stored" id=dl-1`, `msg="duplicate delivery" id=dl-1`, `msg="inbox: handlers failed on every attempt; moved to the dead letters" delivery=dl-1 event=issues attempts=2 error="downstream refused attempt 2"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %s:\n%s", want, log)
 		}
