@@ -18,58 +18,69 @@ import (
 // configured) once it listens, and waits for ctx; then it drains (see Close)
 // and returns. It returns early with the error of a server that failed.
 func (r *Receiver) Run(ctx context.Context) error {
-	var servers []*http.Server
-	failed := make(chan error, 3)
-	listen := func(part, addr string, h http.Handler, writeTimeout bool) error {
-		ln, err := net.Listen("tcp", addr)
+	type part struct {
+		name, addr string
+		h          http.Handler
+		ln         net.Listener
+		srv        *http.Server
+	}
+	var parts []*part
+	if r.opts.Addr != "" {
+		parts = append(parts, &part{name: "webhooks", addr: r.opts.Addr, h: r.handler})
+	}
+	if r.opts.InspectorAddr != "" && r.page != nil {
+		parts = append(parts, &part{name: "inspector", addr: r.opts.InspectorAddr, h: r.page})
+	}
+	if r.opts.MetricsAddr != "" && r.metrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", r.metrics)
+		parts = append(parts, &part{name: "metrics", addr: r.opts.MetricsAddr, h: mux})
+	}
+	// Every address is taken before any is served or announced: a part that
+	// cannot listen stops the start.
+	for _, p := range parts {
+		ln, err := net.Listen("tcp", p.addr)
 		if err != nil {
-			return fmt.Errorf("receiver: %s: cannot listen on %s: %w", part, addr, err)
+			for _, q := range parts {
+				if q.ln != nil {
+					q.ln.Close()
+				}
+			}
+			return errors.Join(fmt.Errorf("receiver: %s: cannot listen on %s: %w", p.name, p.addr, err), r.Close(context.Background()))
 		}
-		srv := r.server(h, writeTimeout)
-		servers = append(servers, srv)
-		if part == "inspector" {
-			srv.RegisterOnShutdown(r.page.Close)
-			r.page.SetWebhookURL("http://" + r.listenAddr("webhooks") + mwPath(r.opts.Middleware.Path))
+		p.ln = ln
+		if p.name == "webhooks" {
+			r.setListenAddr(p.name, ln.Addr().String())
 		}
-		u := "http://" + ln.Addr().String()
-		switch part {
+	}
+	failed := make(chan error, len(parts))
+	var servers []*http.Server
+	for _, p := range parts {
+		p.srv = r.server(p.h, p.name != "inspector")
+		servers = append(servers, p.srv)
+		u := "http://" + p.ln.Addr().String()
+		switch p.name {
 		case "webhooks":
-			u += mwPath(r.opts.Middleware.Path)
-			r.setListenAddr(part, ln.Addr().String())
-			r.log.Info("forgehooks: receiving deliveries", "url", u)
+			r.log.Info("forgehooks: receiving deliveries", "url", u+mwPath(r.opts.Middleware.Path))
 		case "inspector":
+			p.srv.RegisterOnShutdown(r.page.Close)
+			r.page.SetWebhookURL("http://" + r.listenAddr("webhooks") + mwPath(r.opts.Middleware.Path))
 			r.log.Info("forgehooks: inspector page", "url", u+"/")
 		case "metrics":
 			r.log.Info("forgehooks: serving metrics", "url", u+"/metrics")
 		}
-		if r.opts.OnListen != nil {
-			r.opts.OnListen(part, ln.Addr().String())
-		}
 		go func() {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				failed <- fmt.Errorf("receiver: %s: %w", part, err)
+			if err := p.srv.Serve(p.ln); !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("receiver: %s: %w", p.name, err)
 			}
 		}()
-		return nil
+	}
+	if r.opts.OnListen != nil {
+		for _, p := range parts {
+			r.opts.OnListen(p.name, p.ln.Addr().String())
+		}
 	}
 	var err error
-	if r.opts.Addr != "" {
-		err = listen("webhooks", r.opts.Addr, r.handler, true)
-	}
-	if err == nil && r.opts.InspectorAddr != "" && r.page != nil {
-		err = listen("inspector", r.opts.InspectorAddr, r.page, false)
-	}
-	if err == nil && r.opts.MetricsAddr != "" && r.metrics != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", r.metrics)
-		err = listen("metrics", r.opts.MetricsAddr, mux, true)
-	}
-	if err != nil {
-		for _, s := range servers {
-			s.Close()
-		}
-		return errors.Join(err, r.Close(context.Background()))
-	}
 	// Catch-up starts once the listener is up: what it has redelivered must
 	// find a receiver. It ends before the inbox closes.
 	stopCatchup := r.startCatchup(ctx)
