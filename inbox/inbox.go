@@ -134,6 +134,7 @@ type Inbox struct {
 	inSubj, deadSubj string
 
 	watchers delivery.Watchers // Watch
+	scan     chan struct{}     // one header read at a time (headers)
 
 	mu      sync.Mutex
 	closed  bool
@@ -196,7 +197,7 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}),
+	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}), scan: make(chan struct{}, 1),
 		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
 	if err := in.connect(); err != nil {
 		return nil, err

@@ -77,8 +77,18 @@ type headerMsg struct {
 }
 
 // headers reads the headers of the messages of st from sequence lo to hi,
-// without their payloads, through a short-lived headers-only consumer.
+// without their payloads, through a short-lived headers-only consumer. The
+// server still reads each message whole from its file (its block stays in a
+// cache the garbage collector may take back): one read runs at a time, so
+// that concurrent lists and searches cost one message's memory, not one
+// each.
 func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64) ([]headerMsg, error) {
+	select {
+	case in.scan <- struct{}{}:
+		defer func() { <-in.scan }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	cons, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       lo,

@@ -332,3 +332,25 @@ func (r *Receiver) redeliver(ctx context.Context, id string) error {
 	}
 	return err
 }
+
+// MemoryLimit is a soft memory limit (runtime/debug.SetMemoryLimit) that
+// the bounds of o imply: the unverified and running bytes of the middleware,
+// and room for the rest, more with an inbox (the embedded server keeps the
+// files it read in a cache that the garbage collector takes back only when
+// memory grows; the limit makes it do so in time). 'forgehooks serve' sets
+// it unless GOMEMLIMIT does.
+func MemoryLimit(o Options) int64 {
+	unverified := o.Middleware.MaxUnverifiedBytes
+	if unverified == 0 {
+		unverified = webhooks.DefaultMaxUnverifiedBytes
+	}
+	running := o.Middleware.MaxRunningBytes
+	if running == 0 {
+		running = webhooks.DefaultMaxRunningBytes
+	}
+	limit := max(unverified, 0) + max(running, 0) + 64<<20
+	if o.Inbox != nil {
+		limit += 32 << 20
+	}
+	return limit
+}

@@ -125,6 +125,9 @@ development secret.`)
 			return ""
 		}}
 	}
+	if c.setMemoryLimit != nil {
+		c.setMemoryLimit(receiver.MemoryLimit(o))
+	}
 	r, err := receiver.New(ctx, o)
 	var oe *receiver.OptionError
 	if errors.As(err, &oe) {
