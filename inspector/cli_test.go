@@ -96,7 +96,7 @@ func TestServeUI(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
 	urls := map[string]string{}
 	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`msg="forgehooks serve: (receiving deliveries|inspector page)" url=(\S+)`)
+	re := regexp.MustCompile(`msg="forgehooks: (receiving deliveries|inspector page)" url=(\S+)`)
 	for len(urls) < 2 && sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
 			urls[m[1]] = m[2]
