@@ -27,10 +27,11 @@ const MaxForwardErrorBody = 256
 // connection's) and the exact body bytes, so that the signature still
 // verifies, and HeaderAttempt. It succeeds only on a 2xx answer; any other
 // answer or a transport error fails the attempt, which the inbox retries.
-// The error names the target and its answer: "forward to URL: 503 Service
-// Unavailable: " and the answer's first bytes (at most MaxForwardErrorBody,
-// on one line), so that the attempt's log line and LAST ERROR show the
-// cause. Register it with OnAny. A nil client is http.DefaultClient; give one
+// The error starts with the cause: "forward: 503 Service Unavailable: " and
+// the answer's first bytes (at most MaxForwardErrorBody, on one line), or
+// "forward: " and the transport's error, so that the attempt's log line and
+// the start of a listing's LAST ERROR show it (url, the same for every
+// delivery, is for the start-up log). Register it with OnAny. A nil client is http.DefaultClient; give one
 // with a Timeout.
 func Forward(url string, client *http.Client) emitter.Handler {
 	if client == nil {
@@ -68,7 +69,7 @@ func Forward(url string, client *http.Client) emitter.Handler {
 			if errors.As(err, &ue) {
 				err = ue.Err // its text repeats the method and URL
 			}
-			return fmt.Errorf("forward to %s: %w", url, err)
+			return fmt.Errorf("forward: %w", err)
 		}
 		defer resp.Body.Close()
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxForwardErrorBody))
@@ -78,7 +79,7 @@ func Forward(url string, client *http.Client) emitter.Handler {
 			if body == "" {
 				body = "(empty answer)"
 			}
-			return fmt.Errorf("forward to %s: %s: %s", url, resp.Status, body)
+			return fmt.Errorf("forward: %s: %s", resp.Status, body)
 		}
 		return nil
 	}

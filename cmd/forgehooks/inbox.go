@@ -212,8 +212,7 @@ func openInbox(ctx context.Context, o inbox.Options) (st inboxStore, running boo
 	return ac, true, nil
 }
 
-// lastErrorWidth is the width of the LAST ERROR column; a longer error shows
-// its end, where its cause is.
+// lastErrorWidth is the width of the LAST ERROR column.
 const lastErrorWidth = 60
 
 func writeTable(w io.Writer, recs []delivery.Record) {
@@ -222,11 +221,11 @@ func writeTable(w io.Writer, recs []delivery.Record) {
 	for _, r := range recs {
 		lastErr := firstLine(r.LastError())
 		if len(lastErr) > lastErrorWidth {
-			cut := len(lastErr) - (lastErrorWidth - 3)
-			for cut < len(lastErr) && !utf8.RuneStart(lastErr[cut]) {
-				cut++
+			cut := lastErrorWidth - 3
+			for cut > 0 && !utf8.RuneStart(lastErr[cut]) {
+				cut--
 			}
-			lastErr = "..." + lastErr[cut:]
+			lastErr = lastErr[:cut] + "..."
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.Name(), r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
 	}

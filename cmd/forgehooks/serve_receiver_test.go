@@ -189,9 +189,10 @@ func TestServeForward(t *testing.T) {
 		io.WriteString(w, "upstream down:\nmaintenance window "+strings.Repeat("x", 2000))
 	}))
 	defer target.Close()
-	const wantLine = `503 Service Unavailable: upstream down: maintenance window xxx`
+	const wantLine = `forward: 503 Service Unavailable: upstream down: maintenance window xxx`
 	t.Run("inbox", func(t *testing.T) {
-		sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", t.TempDir(),
+		dir := t.TempDir()
+		sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir,
 			"--retry-delays", "10ms,10ms", "--forward", target.URL+"/hook")
 		if !strings.Contains(sv.stderr.String(), `forward=`+target.URL+"/hook") {
 			t.Errorf("the start-up log does not name the forward URL:\n%s", sv.stderr)
@@ -205,6 +206,10 @@ func TestServeForward(t *testing.T) {
 		}
 		if strings.Contains(log, strings.Repeat("x", 300)) {
 			t.Error("the target's whole answer was logged")
+		}
+		// LAST ERROR starts with the cause.
+		if _, out, errOut := runCmd(t, "", nil, "inbox", "ls", "--inbox", dir); !strings.Contains(out, "  forward: 503 Service Unavailable: upstream down: maintena...\n") {
+			t.Errorf("inbox ls:\n%s%s", out, errOut)
 		}
 	})
 	t.Run("no inbox", func(t *testing.T) {
