@@ -88,7 +88,8 @@ func (m *Metrics) ObserveAttempt(rec delivery.Record) {
 
 // SetInbox makes every scrape read the inbox's backlog, oldest waiting
 // delivery and dead letters with stats (an inbox's Stats, adapted). A
-// scrape waits for it at most 5 s; on an error those gauges are left out.
+// scrape waits for it at most 5 s; on an error those three gauges are left
+// out of that scrape.
 func (m *Metrics) SetInbox(stats func(context.Context) (InboxStats, error)) {
 	m.inbox.mu.Lock()
 	defer m.inbox.mu.Unlock()
@@ -156,8 +157,7 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 	defer cancel()
 	st, err := stats(ctx)
 	if err != nil {
-		fmt.Fprintf(b, "# inbox gauges unavailable: %s\n", escape(firstLine(err.Error())))
-		return
+		return // a missing series is what a scraper reads as unknown
 	}
 	age := 0.0
 	if !st.OldestWaiting.IsZero() {
@@ -173,13 +173,4 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 	} {
 		fmt.Fprintf(b, "# HELP %s_%s %s\n# TYPE %s_%s gauge\n%s_%s %s\n", ns, g.name, g.help, ns, g.name, ns, g.name, formatFloat(g.v))
 	}
-}
-
-func firstLine(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' || s[i] == '\r' {
-			return s[:i]
-		}
-	}
-	return s
 }

@@ -271,7 +271,7 @@ func CheckURL(s string) error {
 		return fmt.Errorf("%q: %v (a URL such as http://127.0.0.1:3000/path; a port is 1 to 65535)", s, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
-		return fmt.Errorf("%q is not an http(s) URL with a host, such as http://127.0.0.1:3000/path", s)
+		return fmt.Errorf("%q is not an http(s) URL, such as http://127.0.0.1:3000/path", s)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -286,7 +286,7 @@ func CheckURL(s string) error {
 func CheckListenAddr(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%q is not host:port, such as 127.0.0.1:3000 (%v)", addr, err)
+		return fmt.Errorf("%q is not host:port, such as 127.0.0.1:3001 (%v)", addr, err)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return fmt.Errorf("%q: port %q is not a number from 0 to 65535 (0 picks a free port)", addr, port)

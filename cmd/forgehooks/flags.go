@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
+
+	"forgehooks.dev/forgehooks/receiver"
 )
 
 // secretEnv is the environment variable every command takes the secret from
@@ -208,41 +207,13 @@ func (fs *flagSet) readPayload(pos []string) ([]byte, int, bool) {
 	}
 }
 
-// checkHTTPURL checks that s is an http(s) URL with a host and, if it names
-// one, a port from 1 to 65535, so that a typo is a usage error with a hint
-// rather than a connection failure.
-func checkHTTPURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("%q: %v (a URL such as http://127.0.0.1:3000/path; a port is 1 to 65535)", s, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL, such as http://127.0.0.1:3000/path", s)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q: port %s is not a number from 1 to 65535", s, p)
-		}
-	}
-	return nil
-}
-
-// checkListenAddr checks that addr is host:port with a port from 0 to 65535 (0
-// picks a free one).
-func checkListenAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port, such as 127.0.0.1:3001 (%v)", addr, err)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("%q: port %q is not a number from 0 to 65535 (0 picks a free port)", addr, port)
-	}
-	return nil
-}
+// checkHTTPURL and checkListenAddr check flag values as the receiver checks
+// its options, so that a typo is a usage error with a hint rather than a
+// connection failure.
+var (
+	checkHTTPURL    = receiver.CheckURL
+	checkListenAddr = receiver.CheckListenAddr
+)
 
 // stringList is a flag that may be given several times.
 type stringList []string
