@@ -20,6 +20,12 @@
 // (lower-case letters, digits and underscores), or that comes after
 // Options.MaxEvents others, under EventOther.
 //
+// With a durable inbox, every delivery is answered 202 once stored: feed
+// ObserveAttempt from the inbox's Watch and give SetInbox its Stats for the
+// families of what became of them (attempts by outcome, retries, dead
+// letters, handler durations, backlog and the age of its oldest delivery);
+// package receiver does both.
+//
 // Applications that use a metrics library already feed it from OnResult
 // instead; the module's examples/otel shows OpenTelemetry.
 package metrics
