@@ -108,8 +108,9 @@ func (in *Inbox) adminHandler(log *slog.Logger) http.Handler {
 }
 
 // AdminClient operates an inbox through the admin socket of the process
-// that holds its directory (see Inbox.ServeAdmin). It implements
-// delivery.Store but Watch (ErrUnsupported: it does nothing), and Dead.
+// that holds its directory (see Inbox.ServeAdmin): a delivery.Store (whose
+// Watch never calls back: the socket streams no changes), with Dead. Its
+// errors wrap delivery's as the inbox's do. It is safe for concurrent use.
 type AdminClient struct {
 	hc *http.Client
 }

@@ -105,7 +105,7 @@ const DefaultMaxPayloadLoads = 2
 type Inspector struct {
 	opts     Options
 	src      delivery.Store
-	ring     *Ring // the in-memory delivery.Store, when Options.Source is nil
+	ring     *Ring // the in-memory delivery.Store, when Options.Store is nil
 	requests store // rejected requests and duplicates
 	hub      hub
 	csrf     string
@@ -119,7 +119,7 @@ type Inspector struct {
 	hookURL    atomic.Pointer[string]
 }
 
-// New returns an Inspector over opts.Source, or over a new Ring.
+// New returns an Inspector over opts.Store, or over a new Ring.
 func New(opts Options) *Inspector {
 	if opts.MaxPayloadLoads <= 0 {
 		opts.MaxPayloadLoads = DefaultMaxPayloadLoads
@@ -159,7 +159,7 @@ func New(opts Options) *Inspector {
 // known only once it listens (port 0).
 func (in *Inspector) SetWebhookURL(url string) { in.hookURL.Store(&url) }
 
-// Ring returns the in-memory Ring, or nil when Options.Source was given.
+// Ring returns the in-memory Ring, or nil when Options.Store was given.
 func (in *Inspector) Ring() *Ring { return in.ring }
 
 // CSPViolations returns how many Content-Security-Policy violation reports
@@ -171,7 +171,7 @@ func (in *Inspector) CSPViolations() int64 { return in.cspReports.Load() }
 func (in *Inspector) Dropped() int64 { return in.hub.drops.Load() }
 
 // Close ends every live page's stream, so that an http.Server's Shutdown need
-// not wait for them, and stops watching the Source.
+// not wait for them, and stops watching the Store.
 func (in *Inspector) Close() {
 	in.hub.close()
 	for _, stop := range in.stops {

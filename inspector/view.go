@@ -99,7 +99,7 @@ func (f filter) match(rw *row) bool {
 	return false
 }
 
-// side is one of the two lists a page merges: the Source's deliveries and
+// side is one of the two lists a page merges: the Store's deliveries and
 // the ring of requests.
 type side struct {
 	list    func(ctx context.Context, o delivery.ListOptions) ([]delivery.Record, error)
