@@ -43,8 +43,10 @@ const (
 // Options configures a Receiver. Only Webhooks is required; every other zero
 // value leaves its part out or takes its default.
 type Options struct {
-	// Webhooks holds the handlers. Required. The Receiver closes it when it
-	// drains.
+	// Webhooks holds the handlers. Required. New adds two handlers to it
+	// with OnAny (one notes each delivery's repository and sender for its
+	// log line; the other is Forward's, when set), and the Receiver closes it
+	// when it drains.
 	Webhooks *webhooks.Webhooks
 	// Middleware configures the webhook endpoint (Path, Timeout, the body
 	// and concurrency bounds). Its Inbox is set by New; its OnResult, when
@@ -190,22 +192,26 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		}
 	}
 	if opts.Inspector != nil {
-		io := *opts.Inspector
+		po := *opts.Inspector
 		if r.in != nil {
-			io.Store = r.in
+			po.Store = r.in
 		}
-		io.Webhooks = r.wh
-		if io.Logger == nil {
-			io.Logger = r.log
+		po.Webhooks = r.wh
+		if po.Logger == nil {
+			po.Logger = r.log
 		}
 		if opts.Catchup != nil && opts.CatchupEvery > 0 {
-			io.Redeliver = r.redeliver
+			po.Redeliver = r.redeliver
 		}
-		r.page = inspector.New(io)
+		r.page = inspector.New(po)
 	}
-	if opts.Catchup != nil && r.in != nil {
-		opts.Catchup.Holder = r.in
-		opts.Catchup.Checkpoints = catchup.StoreCheckpoints{Store: r.in}
+	if opts.Catchup != nil {
+		c := *opts.Catchup // the caller's stays as given
+		if r.in != nil {
+			c.Holder = r.in
+			c.Checkpoints = catchup.StoreCheckpoints{Store: r.in}
+		}
+		r.opts.Catchup = &c
 	}
 	mo := opts.Middleware
 	if r.in != nil {

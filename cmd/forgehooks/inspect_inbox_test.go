@@ -206,15 +206,30 @@ func TestServeInspectorInbox(t *testing.T) {
 	} else {
 		res.Body.Close()
 	}
-	var list struct{ Rows []pageRow }
-	if code := getJSON(t, page+"api/deliveries", &list); code != 200 {
-		t.Fatalf("list: %d", code)
-	}
+	// The handled status is written without waiting (a round trip saved per
+	// delivery): the list may show it a moment after the live row.
 	got := map[string]string{}
-	for _, rw := range list.Rows {
-		got[rw.ID+" "+rw.Status] = fmt.Sprint(rw.HTTPStatus)
+	wants := []string{"dl-1 handled", "dl-1 duplicate", "forged rejected"}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var list struct{ Rows []pageRow }
+		if code := getJSON(t, page+"api/deliveries", &list); code != 200 {
+			t.Fatalf("list: %d", code)
+		}
+		clear(got)
+		for _, rw := range list.Rows {
+			got[rw.ID+" "+rw.Status] = fmt.Sprint(rw.HTTPStatus)
+		}
+		missing := 0
+		for _, want := range wants {
+			if _, ok := got[want]; !ok {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
-	for _, want := range []string{"dl-1 handled", "dl-1 duplicate", "forged rejected"} {
+	for _, want := range wants {
 		if _, ok := got[want]; !ok {
 			t.Errorf("the list lacks %q: %v", want, got)
 		}
