@@ -22,13 +22,14 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "receiver-example")
 	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	titles := make(chan string, 1)
 	wh, _ := webhooks.New(webhooks.Options{Secret: "example-secret-0123456789"})
-	handled := make(chan string, 1)
 	payloads.OnIssuesOpenedEvent(wh, func(ctx context.Context, e payloads.Event[*payloads.IssuesOpenedEvent]) error {
-		handled <- "issue opened: " + e.Payload.Issue.Title
+		titles <- e.Payload.Issue.Title
+		cancel() // the example is done: Run drains, and waits for this handler
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
 	r, err := receiver.New(ctx, receiver.Options{Webhooks: wh, Inbox: &inbox.Options{Dir: dir},
 		Inspector: &inspector.Options{}, Metrics: &metrics.Options{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -39,21 +40,18 @@ func Example() {
 	mux.Handle("/inspector/", http.StripPrefix("/inspector", r.Inspector()))
 	mux.Handle("GET /metrics", r.Metrics())
 	srv := httptest.NewServer(mux)
+	defer srv.Close()
 	done := make(chan error)
 	go func() { done <- r.Run(ctx) }() // catch-up when configured; drains on cancel
 
 	body := []byte(`{"action":"opened","issue":{"title":"It works"}}`)
-	req, _ := http.NewRequest("POST", srv.URL+webhooks.DefaultPath, bytes.NewReader(body))
 	sig, _ := wh.Sign(body)
+	req, _ := http.NewRequest("POST", srv.URL+webhooks.DefaultPath, bytes.NewReader(body))
 	req.Header = http.Header{"Content-Type": {"application/json"}, "X-Forge-Event": {"issues"}, "X-Forge-Delivery": {"d-1"}, "X-Hub-Signature-256": {sig}}
 	res, _ := http.DefaultClient.Do(req)
-	fmt.Println(res.Status)
-	fmt.Println(<-handled)
-	cancel()
+	fmt.Println(res.Status, "then handled:", <-titles)
 	fmt.Println("drained:", <-done)
-	srv.Close()
 	// Output:
-	// 202 Accepted
-	// issue opened: It works
+	// 202 Accepted then handled: It works
 	// drained: <nil>
 }
