@@ -59,3 +59,51 @@ func TestAttemptNumbersGoOn(t *testing.T) {
 		t.Errorf("attempts %v, want 1 2 3 4", nums)
 	}
 }
+
+// TestAttemptNumbersSurviveLostCount: a delivery whose first attempt failed,
+// after a restart in which the server lost its consumer's state (its count of
+// deliveries starts again at 1), runs as attempt 2, and its history keeps
+// attempt 1.
+func TestAttemptNumbersSurviveLostCount(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	wh := newWebhooks(t)
+	wh.OnAny(func(context.Context, emitter.Event) error { return errors.New("down") })
+	in, err := Open(ctx, Options{Dir: dir, Receiver: wh, RetryDelays: []time.Duration{time.Hour}, Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "x", Name: "issues", Payload: []byte(`{"action":"opened"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the first attempt's status", func() bool {
+		r, err := in.Get(ctx, "x")
+		return err == nil && r.Status == delivery.StatusRetrying
+	})
+	// The worst a crash can do to the consumer: lose it whole.
+	if err := in.inbox.DeleteConsumer(ctx, DefaultName+"_WORKERS"); err != nil {
+		t.Fatal(err)
+	}
+	in.Close(ctx)
+
+	wh2 := newWebhooks(t)
+	s := newSeen()
+	wh2.OnAny(func(ctx context.Context, _ emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		s.add(info)
+		return nil
+	})
+	in = openInbox(t, dir, Options{Receiver: wh2})
+	waitFor(t, 10*time.Second, "the run after the restart", func() bool { return len(s.get("x")) == 1 })
+	if got := s.get("x")[0].Attempt; got != 2 {
+		t.Errorf("ran as attempt %d, want 2", got)
+	}
+	waitFor(t, 10*time.Second, "the delivery handled", func() bool {
+		r, err := in.Get(ctx, "x")
+		return err == nil && r.Status == delivery.StatusHandled
+	})
+	r, _ := in.Get(ctx, "x")
+	if len(r.Attempts) != 2 || r.Attempts[0].Number != 1 || r.Attempts[0].Err == "" || r.Attempts[1].Number != 2 {
+		t.Errorf("attempts %+v, want #1 (failed) and #2", r.Attempts)
+	}
+}

@@ -147,6 +147,7 @@ type Inbox struct {
 	closing    chan struct{}  // closed by Close
 	active     sync.WaitGroup // handlers running
 	handlerCtx context.Context
+	startSeq   uint64             // the inbox stream's last sequence when the workers started
 	stop       context.CancelFunc // cancels handlerCtx
 }
 

@@ -40,6 +40,11 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: creating consumer %s_WORKERS: %w", o.Name, err)
 	}
+	// Deliveries stored before this start may have attempts recorded that
+	// the server's count lost in a crash: handle reads their status.
+	if info, err := in.inbox.Info(ctx); err == nil {
+		in.startSeq = info.State.LastSeq
+	}
 	in.sem = make(chan struct{}, o.Workers)
 	hctx, cancel := context.WithCancel(context.Background())
 	in.stop = cancel
@@ -126,10 +131,11 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	token := lastToken(msg.Subject())
 	key := statusKey(h, token, seq)
 	// A delivery's first run has no status to read, unless it was stored
-	// again by Retry or Replay (hdrKey), or has no id (its key is its seq,
-	// which a crash after the status was written could leave behind).
+	// again by Retry or Replay (hdrKey), has no id (its key is its seq,
+	// which a crash after the status was written could leave behind), or
+	// was stored before this start.
 	var st *status
-	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" {
+	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
 		st = in.loadStatus(ctx, key)
 	}
 	if st == nil {
