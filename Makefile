@@ -121,21 +121,27 @@ LOADTEST_C ?= 64
 load:
 	$(GO) test -count=1 -run '^TestLoad$$' -v ./webhooks -load.n=$(LOADTEST_N) -load.c=$(LOADTEST_C)
 
-## serve: run a receiver on 127.0.0.1:3000 with a durable inbox in INBOX_DIR (default
-## .forgehooks/inbox in the checkout; `forgehooks inbox ls --inbox .forgehooks/inbox` lists
-## it once serve stopped) and the delivery inspector page on UI_ADDR (default
-## 127.0.0.1:3001; UI_ADDR= turns it off). The secret is FORGE_WEBHOOK_SECRET; when it is
-## unset, a development secret, never to be used on a real webhook (the binary itself
-## never invents one).
+## serve: build forgehooks and run a receiver on SERVE_ADDR (default 127.0.0.1:3000) with a
+## durable inbox in INBOX_DIR (default .forgehooks/inbox in the checkout; `forgehooks inbox ls
+## --inbox .forgehooks/inbox` lists it, also while serve runs) and the delivery inspector
+## page on UI_ADDR (default 127.0.0.1:3001; UI_ADDR= turns it off). The secret is
+## FORGE_WEBHOOK_SECRET; when it is unset, a development secret, never to be used on a
+## real webhook (the binary itself never invents one): export the same for `forgehooks
+## send`. The recipe execs the built binary, so that stopping make (its PID, or Ctrl-C)
+## stops the receiver too: `go run` would leave its child holding the ports.
 DEV_SECRET := forgehooks-development-secret-not-for-real-webhooks
+SERVE_ADDR ?= 127.0.0.1:3000
 INBOX_DIR  ?= .forgehooks/inbox
 UI_ADDR    ?= 127.0.0.1:3001
+SERVE_BIN  ?= .forgehooks/bin/forgehooks
 serve:
+	@mkdir -p $(dir $(SERVE_BIN)) && $(GO) build -o $(SERVE_BIN) ./cmd/forgehooks
 	@if [ -z "$$FORGE_WEBHOOK_SECRET" ]; then \
 	  echo "make serve: FORGE_WEBHOOK_SECRET is unset; using the development secret \"$(DEV_SECRET)\""; \
+	  echo "make serve: to send to it: export FORGE_WEBHOOK_SECRET=$(DEV_SECRET)"; \
 	fi
 	@if [ -n "$(UI_ADDR)" ]; then echo "make serve: the inspector page is at http://$(UI_ADDR)/"; fi
-	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" $(GO) run ./cmd/forgehooks serve --inbox $(INBOX_DIR) $(if $(UI_ADDR),--ui $(UI_ADDR))
+	@FORGE_WEBHOOK_SECRET="$${FORGE_WEBHOOK_SECRET:-$(DEV_SECRET)}" exec $(SERVE_BIN) serve --addr $(SERVE_ADDR) --inbox $(INBOX_DIR) $(if $(UI_ADDR),--ui $(UI_ADDR))
 
 ## chromium: install Debian's chromium for the inspector's browser tests, when no
 ## chromium is on $$PATH (they skip without it, and fail under CI=true).

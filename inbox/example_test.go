@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -48,7 +49,7 @@ func Example() {
 	defer cancel()
 	for {
 		r, err := in.Get(ctx, d.ID)
-		if err == nil && r.Status == inbox.StatusHandled {
+		if err == nil && r.Status == delivery.StatusHandled {
 			fmt.Println(r.Event+"."+r.Action, r.Status, "after", len(r.Attempts), "attempt")
 			break
 		}

@@ -3,10 +3,13 @@ package inbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strconv"
+	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -15,13 +18,21 @@ import (
 // HeaderAttempt is the header Forward adds: the attempt number, from 1.
 const HeaderAttempt = "Forgehooks-Attempt"
 
+// MaxForwardErrorBody is the most bytes of a refusing target's answer that
+// Forward's error quotes.
+const MaxForwardErrorBody = 256
+
 // Forward returns a handler that POSTs each delivery to url with the
 // request's original headers (those stored with it, without the
 // connection's) and the exact body bytes, so that the signature still
 // verifies, and HeaderAttempt. It succeeds only on a 2xx answer; any other
 // answer or a transport error fails the attempt, which the inbox retries.
-// Register it with OnAny. A nil client is http.DefaultClient; give one with
-// a Timeout.
+// The error starts with the cause: "forward: 503 Service Unavailable: " and
+// the answer's first bytes (at most MaxForwardErrorBody, on one line), or
+// "forward: " and the transport's error, so that the attempt's log line and
+// the start of a listing's LAST ERROR show it (url, the same for every
+// delivery, is for the start-up log). Register it with OnAny. A nil client is http.DefaultClient; give one
+// with a Timeout.
 func Forward(url string, client *http.Client) emitter.Handler {
 	if client == nil {
 		client = http.DefaultClient
@@ -54,13 +65,21 @@ func Forward(url string, client *http.Client) emitter.Handler {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return fmt.Errorf("inbox: forward delivery %q to %s: %w", e.ID, url, err)
+			var ue *neturl.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // its text repeats the method and URL
+			}
+			return fmt.Errorf("forward: %w", err)
 		}
 		defer resp.Body.Close()
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, MaxForwardErrorBody))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return fmt.Errorf("inbox: forward delivery %q to %s: %s: %s", e.ID, url, resp.Status, bytes.TrimSpace(snippet))
+			body := strings.Join(strings.Fields(strings.ToValidUTF8(string(snippet), "\uFFFD")), " ")
+			if body == "" {
+				body = "(empty answer)"
+			}
+			return fmt.Errorf("forward: %s: %s", resp.Status, body)
 		}
 		return nil
 	}

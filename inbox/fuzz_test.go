@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+
+	"forgehooks.dev/forgehooks/delivery"
 )
 
 // FuzzSubjectToken: any delivery id maps to one valid subject token and
@@ -55,8 +57,8 @@ func FuzzNotADelivery(f *testing.F) {
 		if reason == "" && (version != "1" || event == "") {
 			t.Fatalf("taken for a delivery: version %q event %q", version, event)
 		}
-		r := recordOf(h, data, 1, nil)
-		if r.Status != StatusQueued || string(r.Payload) != string(data) {
+		r := recordOf(h, data, len(data), 1, nil)
+		if r.Status != delivery.StatusQueued || string(r.Payload) != string(data) {
 			t.Fatalf("record %+v", r)
 		}
 	})

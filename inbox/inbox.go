@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -46,15 +47,11 @@ var DefaultRetryDelays = []time.Duration{
 	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
 }
 
-// Errors of an Inbox; those returned wrap them with context.
+// Errors of an Inbox; those returned wrap them with context. The queries
+// also return delivery.ErrNotFound and delivery.ErrNotDead.
 var (
 	// ErrClosed is returned by Enqueue and the queries once Close was called.
 	ErrClosed = errors.New("inbox: closed")
-	// ErrNotFound is returned by Get, Retry and Replay for an id the inbox
-	// does not hold.
-	ErrNotFound = errors.New("inbox: no such delivery")
-	// ErrNotDead is returned by Retry for a delivery that is not a dead letter.
-	ErrNotDead = errors.New("inbox: delivery is not a dead letter")
 	// ErrInUse is returned by Open when another process holds the directory.
 	ErrInUse = errors.New("inbox: directory in use by another process")
 )
@@ -118,11 +115,6 @@ type Options struct {
 
 	// Logger receives the inbox's lines. Nil: slog.Default().
 	Logger *slog.Logger
-	// OnChange, when set, is called after each change of a delivery's
-	// status: stored (queued), running, an attempt finished (handled,
-	// retrying, dead). It runs on the goroutine that made the change and
-	// must not block for long.
-	OnChange func(Record)
 }
 
 // Inbox stores deliveries in JetStream and runs their handlers. It implements
@@ -141,6 +133,9 @@ type Inbox struct {
 
 	inSubj, deadSubj string
 
+	watchers delivery.Watchers // Watch
+	scan     chan struct{}     // one header read at a time (headers)
+
 	mu      sync.Mutex
 	closed  bool
 	running map[string]bool // keys of deliveries whose handlers run here
@@ -152,6 +147,7 @@ type Inbox struct {
 	closing    chan struct{}  // closed by Close
 	active     sync.WaitGroup // handlers running
 	handlerCtx context.Context
+	startSeq   uint64             // the inbox stream's last sequence when the workers started
 	stop       context.CancelFunc // cancels handlerCtx
 }
 
@@ -202,7 +198,7 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}),
+	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}), scan: make(chan struct{}, 1),
 		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
 	if err := in.connect(); err != nil {
 		return nil, err
@@ -394,6 +390,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bo
 	if d.ID != "" {
 		msg.Header.Set(hdrDelivery, d.ID)
 	}
+	setMeta(msg.Header, d.Payload)
 	if d.Signature != "" {
 		msg.Header.Set(hdrSignature, d.Signature)
 	}
@@ -412,9 +409,8 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bo
 	if ack.Duplicate {
 		return true, nil
 	}
-	if in.opts.OnChange != nil {
-		in.opts.OnChange(Record{ID: d.ID, Event: d.Name, Action: emitter.Event{Payload: d.Payload}.Action(),
-			Header: headerOf(msg.Header), Payload: d.Payload, ReceivedAt: received, Status: StatusQueued, Seq: ack.Sequence})
+	if in.watchers.Active() {
+		in.notify(recordOf(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
 	}
 	return false, nil
 }
@@ -517,6 +513,11 @@ const (
 	hdrDelivery   = "Forgehooks-Delivery"
 	hdrSignature  = "Forgehooks-Signature"
 	hdrReceivedAt = "Forgehooks-Received-At"
+	// What a list shows, read from the payload when it was stored.
+	hdrAction     = "Forgehooks-Action"
+	hdrRepository = "Forgehooks-Repository"
+	hdrSender     = "Forgehooks-Sender"
+	hdrSize       = "Forgehooks-Size"
 	// hdrBefore, on a delivery stored again by Retry or Replay, counts the
 	// attempts made before, so that attempt numbers go on.
 	hdrBefore = "Forgehooks-Attempts-Before"

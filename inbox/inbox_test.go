@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -32,7 +33,8 @@ func TestInboxEndToEnd(t *testing.T) {
 		return nil
 	})
 	var changes atomic.Int32
-	in := openInbox(t, t.TempDir(), Options{Receiver: wh, OnChange: func(Record) { changes.Add(1) }})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh})
+	defer in.Watch(func(delivery.Record) { changes.Add(1) })()
 	srv := receiver(t, wh, in)
 	c := srv.Client()
 
@@ -61,7 +63,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	waitFor(t, 5*time.Second, "status handled", func() bool {
 		r, err := in.Get(ctx, "d-2")
-		return err == nil && r.Status == StatusHandled
+		return err == nil && r.Status == delivery.StatusHandled
 	})
 	time.Sleep(200 * time.Millisecond) // a second run would show by now
 	runs := s.get("d-1")
@@ -80,27 +82,27 @@ func TestInboxEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.ID != "d-1" || r.Event != "issues" || r.Action != "opened" || string(r.Payload) != string(payload("d-1")) ||
-		r.Status != StatusHandled || len(r.Attempts) != 1 || r.Attempts[0].Number != 1 || r.Attempts[0].Err != "" || r.Seq == 0 ||
+		r.Status != delivery.StatusHandled || len(r.Attempts) != 1 || r.Attempts[0].Number != 1 || r.Attempts[0].Err != "" || r.Seq == 0 ||
 		r.Header.Get(webhooks.HeaderSignature) == "" {
 		t.Errorf("Get(d-1) = %+v", r)
 	}
-	if _, err := in.Get(ctx, "d-3"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get of a rejected delivery: %v, want ErrNotFound", err)
+	if _, err := in.Get(ctx, "d-3"); !errors.Is(err, delivery.ErrNotFound) {
+		t.Errorf("Get of a rejected delivery: %v, want delivery.ErrNotFound", err)
 	}
-	list, err := in.List(ctx, ListOptions{})
+	list, err := in.List(ctx, delivery.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(list) != 2 || list[0].ID != "d-2" || list[1].ID != "d-1" {
 		t.Errorf("List: %d records %v", len(list), ids(list))
 	}
-	if l, _ := in.List(ctx, ListOptions{Before: list[0].Seq}); len(l) != 1 || l[0].ID != "d-1" {
+	if l, _ := in.List(ctx, delivery.ListOptions{Before: list[0].Seq}); len(l) != 1 || l[0].ID != "d-1" {
 		t.Errorf("List Before: %v", ids(l))
 	}
-	if l, _ := in.List(ctx, ListOptions{Status: StatusDead}); len(l) != 0 {
+	if l, _ := in.List(ctx, delivery.ListOptions{Status: delivery.StatusDead}); len(l) != 0 {
 		t.Errorf("List dead: %v", ids(l))
 	}
-	if l, _ := in.List(ctx, ListOptions{Event: "push"}); len(l) != 0 {
+	if l, _ := in.List(ctx, delivery.ListOptions{Event: "push"}); len(l) != 0 {
 		t.Errorf("List push: %v", ids(l))
 	}
 	for id, want := range map[string]bool{"d-1": true, "d-3": false, "": false} {
@@ -109,11 +111,11 @@ func TestInboxEndToEnd(t *testing.T) {
 		}
 	}
 	if n := changes.Load(); n < 6 { // 2 × (queued, running, handled)
-		t.Errorf("OnChange called %d times, want at least 6", n)
+		t.Errorf("watcher called %d times, want at least 6", n)
 	}
 }
 
-func ids(rs []Record) []string {
+func ids(rs []delivery.Record) []string {
 	var out []string
 	for _, r := range rs {
 		out = append(out, r.ID)
@@ -151,7 +153,7 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 	})
 	dead, _ := in.Dead(ctx)
 	r := dead[0]
-	if r.ID != "x" || r.Status != StatusDead || len(r.Attempts) != 3 {
+	if r.ID != "x" || r.Status != delivery.StatusDead || len(r.Attempts) != 3 {
 		t.Fatalf("dead letter %+v", r)
 	}
 	for i, a := range r.Attempts {
@@ -162,13 +164,13 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 	if !strings.Contains(r.Attempts[1].Err, "handler exploded") || !strings.Contains(r.Attempts[1].Err, "goroutine") {
 		t.Errorf("the panic's attempt lacks the panic or its stack: %q", r.Attempts[1].Err)
 	}
-	if got, _ := in.Get(ctx, "x"); got.Status != StatusDead {
+	if got, _ := in.Get(ctx, "x"); got.Status != delivery.StatusDead {
 		t.Errorf("Get: status %q", got.Status)
 	}
-	if l, _ := in.List(ctx, ListOptions{Status: StatusDead}); len(l) != 1 {
+	if l, _ := in.List(ctx, delivery.ListOptions{Status: delivery.StatusDead}); len(l) != 1 {
 		t.Errorf("List dead: %v", ids(l))
 	}
-	if err := in.Retry(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if err := in.Retry(ctx, "nope"); !errors.Is(err, delivery.ErrNotFound) {
 		t.Errorf("Retry of an unknown id: %v", err)
 	}
 	fail.Store(false)
@@ -177,7 +179,7 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "handled after Retry", func() bool {
 		r, err := in.Get(ctx, "x")
-		return err == nil && r.Status == StatusHandled
+		return err == nil && r.Status == delivery.StatusHandled
 	})
 	runs := s.get("x")
 	if len(runs) != 4 || runs[3].Attempt != 4 {
@@ -186,7 +188,7 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 	if d, _ := in.Dead(ctx); len(d) != 0 {
 		t.Errorf("dead letters after Retry: %d", len(d))
 	}
-	if err := in.Retry(ctx, "x"); !errors.Is(err, ErrNotDead) {
+	if err := in.Retry(ctx, "x"); !errors.Is(err, delivery.ErrNotDead) {
 		t.Errorf("Retry of a handled delivery: %v", err)
 	}
 	r, _ = in.Get(ctx, "x")
@@ -198,7 +200,7 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the replay", func() bool { return len(s.get("x")) == 5 })
-	if l, _ := in.List(ctx, ListOptions{}); len(l) != 1 {
+	if l, _ := in.List(ctx, delivery.ListOptions{}); len(l) != 1 {
 		t.Errorf("List after Replay shows %d records, want the delivery once", len(l))
 	}
 }
@@ -345,7 +347,7 @@ func TestInboxLongHandlerKeepsLease(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "handled", func() bool {
 		r, _ := in.Get(ctx, "long")
-		return r.Status == StatusHandled
+		return r.Status == delivery.StatusHandled
 	})
 	time.Sleep(700 * time.Millisecond)
 	if n := runs.Load(); n != 1 {
@@ -460,7 +462,7 @@ func TestInboxHostileHeaders(t *testing.T) {
 		t.Errorf("the handler saw %+v", runs[0])
 	}
 	ctx := context.Background()
-	list, _ := in.List(ctx, ListOptions{})
+	list, _ := in.List(ctx, delivery.ListOptions{})
 	if len(list) != 2 {
 		t.Fatalf("List after the hostile delivery: %v (a rollup purged the stream?)", ids(list))
 	}

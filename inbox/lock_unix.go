@@ -18,7 +18,7 @@ func lockDir(dir string) (unlock func(), err error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s (is 'forgehooks serve' running on it? stop it, or query it through its inspector)", ErrInUse, dir)
+		return nil, fmt.Errorf("%w: %s (is 'forgehooks serve' running on it? the inbox command reaches it through its admin socket)", ErrInUse, dir)
 	}
 	return func() { f.Close() }, nil
 }

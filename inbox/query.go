@@ -8,134 +8,216 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/delivery"
 )
 
-// DefaultListLimit is List's limit when ListOptions.Limit is zero.
-const DefaultListLimit = 50
-
-// ListOptions selects the records List returns.
-type ListOptions struct {
-	// Status, when set, keeps records with that status.
-	Status string
-	// Event, when set, keeps records of that event name.
-	Event string
-	// Before, when set, starts below that stream sequence (for paging: the
-	// Seq of the last record of the previous page).
-	Before uint64
-	// Limit is the most records returned. Zero: DefaultListLimit.
-	Limit int
-}
-
-// List returns stored deliveries, newest first, from the inbox stream (a
-// dead letter whose stored copy aged out is in Dead only). A delivery stored
-// again by Retry or Replay appears once, at its latest copy.
-func (in *Inbox) List(ctx context.Context, o ListOptions) ([]Record, error) {
+// List implements delivery.Store: stored deliveries, newest first, from the
+// inbox stream (a dead letter whose stored copy aged out is in Dead only),
+// without their payloads. It reads the messages' headers only (a
+// headers-only consumer), so that its memory does not grow with the
+// payloads. A delivery stored again by Retry or Replay appears once, at its
+// latest copy.
+func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.Record, error) {
 	if in.isClosed() {
 		return nil, ErrClosed
 	}
 	if o.Limit <= 0 {
-		o.Limit = DefaultListLimit
+		o.Limit = delivery.DefaultListLimit
 	}
 	info, err := in.inbox.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: list: %w", err)
 	}
-	last, first := info.State.LastSeq, info.State.FirstSeq
-	if o.Before > 0 && o.Before-1 < last {
-		last = o.Before - 1
+	hi, first := info.State.LastSeq, info.State.FirstSeq
+	if o.Before > 0 && o.Before-1 < hi {
+		hi = o.Before - 1
 	}
-	var out []Record
-	for seq := last; seq >= first && seq > 0 && len(out) < o.Limit; seq-- {
-		m, err := in.inbox.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
+	var out []delivery.Record
+	window := uint64(max(2*o.Limit, 64))
+	for hi >= first && hi > 0 && len(out) < o.Limit {
+		lo := first
+		if hi-first >= window {
+			lo = hi - window + 1
 		}
+		msgs, err := in.headers(ctx, in.inbox, lo, hi)
 		if err != nil {
-			return out, fmt.Errorf("inbox: list: reading seq %d: %w", seq, err)
+			return out, fmt.Errorf("inbox: list: %w", err)
 		}
-		if o.Event != "" && m.Header.Get(hdrEvent) != o.Event {
-			continue
+		for i := len(msgs) - 1; i >= 0 && len(out) < o.Limit; i-- {
+			m := &msgs[i]
+			if o.Event != "" && m.header.Get(hdrEvent) != o.Event {
+				continue
+			}
+			r, ok := in.record(ctx, m.header, nil, m.size, m.subject, m.seq)
+			if !ok || (o.Status != "" && r.Status != o.Status) {
+				continue
+			}
+			out = append(out, r)
 		}
-		r, ok := in.record(ctx, m)
-		if !ok || (o.Status != "" && r.Status != o.Status) {
-			continue
+		if lo <= first {
+			break
 		}
-		out = append(out, r)
+		hi = lo - 1
+		window = min(2*window, 4096)
 	}
 	return out, nil
 }
 
+// headerMsg is a stored message read without its payload.
+type headerMsg struct {
+	seq     uint64
+	subject string
+	header  nats.Header
+	size    int
+}
+
+// headers reads the headers of the messages of st from sequence lo to hi,
+// without their payloads, through a short-lived headers-only consumer. The
+// server still reads each message whole from its file (its block stays in a
+// cache the garbage collector may take back): one read runs at a time, so
+// that concurrent lists and searches cost one message's memory, not one
+// each.
+func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64) ([]headerMsg, error) {
+	select {
+	case in.scan <- struct{}{}:
+		defer func() { <-in.scan }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	cons, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       lo,
+		AckPolicy:         jetstream.AckNonePolicy,
+		HeadersOnly:       true,
+		InactiveThreshold: time.Minute,
+		MemoryStorage:     true,
+		Replicas:          1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading headers: %w", err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = st.DeleteConsumer(dctx, cons.CachedInfo().Name)
+	}()
+	var out []headerMsg
+	for {
+		want := int(min(hi-lo+1, 256))
+		batch, err := cons.FetchNoWait(want)
+		if err != nil {
+			return out, fmt.Errorf("reading headers: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			seq := md.Sequence.Stream
+			if seq > hi {
+				continue
+			}
+			h := m.Headers()
+			if h == nil {
+				h = nats.Header{}
+			}
+			size := atoi(h.Get(hdrSize))
+			if s := h.Get("Nats-Msg-Size"); s != "" {
+				size = atoi(s)
+			}
+			out = append(out, headerMsg{seq: seq, subject: m.Subject(), header: h, size: size})
+			lo = seq + 1
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+			return out, fmt.Errorf("reading headers: %w", err)
+		}
+		if n == 0 || lo > hi {
+			return out, nil
+		}
+	}
+}
+
 // record builds the Record of a message of the inbox stream; false for an
-// older copy of a delivery stored again.
-func (in *Inbox) record(ctx context.Context, m *jetstream.RawStreamMsg) (Record, bool) {
-	h := m.Header
+// older copy of a delivery stored again. data is nil for a header-only read.
+func (in *Inbox) record(ctx context.Context, h nats.Header, data []byte, size int, subject string, seq uint64) (delivery.Record, bool) {
 	if h == nil {
 		h = nats.Header{}
 	}
-	key := statusKey(h, lastToken(m.Subject), m.Sequence)
+	key := statusKey(h, lastToken(subject), seq)
 	st := in.loadStatus(ctx, key)
-	if st != nil && st.Seq > m.Sequence {
-		return Record{}, false
+	if st != nil && st.Seq > seq {
+		return delivery.Record{}, false
 	}
-	r := recordOf(h, m.Data, m.Sequence, st)
-	if st != nil && st.Seq < m.Sequence {
+	r := recordOf(h, data, size, seq, st)
+	if st != nil && st.Seq < seq {
 		// Stored again, its status not written yet: this copy is queued.
-		r.Status = StatusQueued
+		r.Status = delivery.StatusQueued
 	}
 	if in.isRunning(key) {
-		r.Status = StatusRunning
+		r.Status = delivery.StatusRunning
 	}
+	r.MaxAttempts = len(in.opts.RetryDelays) + 1
 	return r, true
 }
 
-// Get returns the delivery with id: its latest stored copy with its status,
-// or its dead letter. The error wraps ErrNotFound when the inbox holds none.
-func (in *Inbox) Get(ctx context.Context, id string) (Record, error) {
+// Get implements delivery.Store: the delivery with id, its latest stored copy
+// with its status and payload, or its dead letter. The payload is never cut:
+// the inbox stores none larger than the server's max payload
+// (DefaultMaxPayload embedded). The error wraps delivery.ErrNotFound when the
+// inbox holds none.
+func (in *Inbox) Get(ctx context.Context, id string) (delivery.Record, error) {
 	if in.isClosed() {
-		return Record{}, ErrClosed
+		return delivery.Record{}, ErrClosed
 	}
 	if id == "" {
-		return Record{}, fmt.Errorf("inbox: get: empty delivery id")
+		return delivery.Record{}, fmt.Errorf("inbox: get: empty delivery id")
 	}
 	token := subjectToken(id)
 	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
-		return in.deadRecord(ctx, dm), nil
+		return in.deadRecord(ctx, dm.Header, dm.Data, len(dm.Data)), nil
 	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return Record{}, fmt.Errorf("inbox: get %q: %w", id, err)
+		return delivery.Record{}, fmt.Errorf("inbox: get %q: %w", id, err)
 	}
 	m, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return delivery.Record{}, fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("inbox: get %q: %w", id, err)
+		return delivery.Record{}, fmt.Errorf("inbox: get %q: %w", id, err)
 	}
-	r, _ := in.record(ctx, m)
+	r, _ := in.record(ctx, m.Header, m.Data, len(m.Data), m.Subject, m.Sequence)
 	return r, nil
 }
 
-// deadRecord builds the Record of a dead letter.
-func (in *Inbox) deadRecord(ctx context.Context, dm *jetstream.RawStreamMsg) Record {
+// deadRecord builds the Record of a dead letter (data nil for a header-only
+// read).
+func (in *Inbox) deadRecord(ctx context.Context, h nats.Header, data []byte, size int) delivery.Record {
 	var st status
-	if json.Unmarshal([]byte(dm.Header.Get(hdrAttempts)), &st) != nil {
-		st = status{Attempts: []Attempt{{Err: dm.Header.Get(hdrError)}}}
+	if json.Unmarshal([]byte(h.Get(hdrAttempts)), &st) != nil {
+		st = status{Attempts: []delivery.Attempt{{Err: h.Get(hdrError)}}}
 	}
-	st.Status = StatusDead
-	seq, _ := strconv.ParseUint(dm.Header.Get(hdrSeq), 10, 64)
+	st.Status = delivery.StatusDead
+	seq, _ := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
 	if seq != 0 {
 		// Seq is 0 once the stored copy aged out of the inbox stream.
-		if _, err := in.inbox.GetMsg(ctx, seq); err != nil {
+		if info, err := in.inbox.Info(ctx); err == nil && seq < info.State.FirstSeq {
 			seq = 0
 		}
 	}
-	return recordOf(dm.Header, dm.Data, seq, &st)
+	r := recordOf(h, data, size, seq, &st)
+	r.MaxAttempts = len(in.opts.RetryDelays) + 1
+	return r
 }
 
-// Dead returns the dead letters, newest first.
-func (in *Inbox) Dead(ctx context.Context) ([]Record, error) {
+// Dead returns the dead letters, newest first, without their payloads.
+func (in *Inbox) Dead(ctx context.Context) ([]delivery.Record, error) {
 	if in.isClosed() {
 		return nil, ErrClosed
 	}
@@ -143,19 +225,33 @@ func (in *Inbox) Dead(ctx context.Context) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inbox: dead letters: %w", err)
 	}
-	var out []Record
-	for seq := info.State.LastSeq; seq >= info.State.FirstSeq && seq > 0; seq-- {
-		dm, err := in.dead.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			return out, fmt.Errorf("inbox: dead letters: reading seq %d: %w", seq, err)
-		}
-		out = append(out, in.deadRecord(ctx, dm))
+	if info.State.Msgs == 0 {
+		return nil, nil
+	}
+	msgs, err := in.headers(ctx, in.dead, info.State.FirstSeq, info.State.LastSeq)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: dead letters: %w", err)
+	}
+	out := make([]delivery.Record, 0, len(msgs))
+	for i := len(msgs) - 1; i >= 0; i-- {
+		out = append(out, in.deadRecord(ctx, msgs[i].header, nil, msgs[i].size))
 	}
 	return out, nil
 }
+
+// Watch implements delivery.Store: fn is called with each change of a
+// delivery's status (stored, running, an attempt finished: handled,
+// retrying, dead), without its payload, on the goroutine that made the
+// change, until stop is called.
+func (in *Inbox) Watch(fn func(delivery.Record)) (stop func()) { return in.watchers.Watch(fn) }
+
+// notify tells the watchers of r.
+func (in *Inbox) notify(r delivery.Record) {
+	r.MaxAttempts = len(in.opts.RetryDelays) + 1
+	in.watchers.Notify(r)
+}
+
+var _ delivery.Store = (*Inbox)(nil)
 
 // Retry stores the dead letter of delivery id again, so that its handlers
 // run again on a fresh retry schedule (attempt numbers go on), and removes
@@ -171,12 +267,12 @@ func (in *Inbox) Retry(ctx context.Context, id string) error {
 		if _, gerr := in.Get(ctx, id); gerr != nil {
 			return gerr
 		}
-		return fmt.Errorf("%w: %q", ErrNotDead, id)
+		return fmt.Errorf("%w: %q", delivery.ErrNotDead, id)
 	}
 	if err != nil {
 		return fmt.Errorf("inbox: retry %q: %w", id, err)
 	}
-	r := in.deadRecord(ctx, dm)
+	r := in.deadRecord(ctx, dm.Header, nil, len(dm.Data))
 	key := dm.Header.Get(hdrKey)
 	if key == "" {
 		key = token
@@ -206,13 +302,13 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 	}
 	m, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
 	if err != nil {
 		return fmt.Errorf("inbox: replay %q: %w", id, err)
 	}
 	key := statusKey(m.Header, token, m.Sequence)
-	var attempts []Attempt
+	var attempts []delivery.Attempt
 	if st := in.loadStatus(ctx, key); st != nil {
 		attempts = st.Attempts
 	}
@@ -224,7 +320,7 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 
 // requeue stores a delivery again under its status key, counting the
 // attempts made so far.
-func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token, key string, attempts []Attempt) error {
+func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token, key string, attempts []delivery.Attempt) error {
 	m := &nats.Msg{Subject: in.inSubj + token, Data: data, Header: make(nats.Header, len(h))}
 	for k, v := range h {
 		// Nats-* headers are the server's (a direct get adds the subject and
@@ -247,7 +343,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 	// its own, before this call could. Seq 0 stands for "the copy being
 	// stored" (see record).
 	old := in.loadStatus(ctx, key)
-	st := &status{Status: StatusQueued, Attempts: attempts}
+	st := &status{Status: delivery.StatusQueued, Attempts: attempts}
 	if _, err := in.status.Put(ctx, key, st.marshal()); err != nil {
 		return fmt.Errorf("writing its status: %w", err)
 	}

@@ -11,75 +11,35 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
-
-// Statuses of a Record.
-const (
-	// StatusQueued: stored, no attempt finished yet.
-	StatusQueued = "queued"
-	// StatusRunning: its handlers are running in this process.
-	StatusRunning = "running"
-	// StatusHandled: an attempt succeeded.
-	StatusHandled = "handled"
-	// StatusRetrying: an attempt failed; another is scheduled.
-	StatusRetrying = "retrying"
-	// StatusDead: every attempt failed, or the message is not a delivery;
-	// it waits in the dead letters for Retry.
-	StatusDead = "dead"
-)
-
-// Record is one stored delivery as the queries return it.
-type Record struct {
-	// ID is the delivery id; empty for a delivery stored without one.
-	ID string
-	// Event is the event name; Action the payload's top-level "action".
-	Event, Action string
-	// Header holds the request's headers as stored (see the package
-	// documentation for those dropped).
-	Header http.Header
-	// Payload is the body, byte for byte.
-	Payload []byte
-	// ReceivedAt is when the delivery arrived.
-	ReceivedAt time.Time
-	// Status is one of StatusQueued, StatusRunning, StatusHandled,
-	// StatusRetrying and StatusDead.
-	Status string
-	// Attempts are the finished runs of its handlers, oldest first (the
-	// most recent 50).
-	Attempts []Attempt
-	// Seq is the delivery's sequence in the inbox stream (its latest copy,
-	// after a Retry or Replay); 0 for a dead letter whose stored copy aged
-	// out.
-	Seq uint64
-}
-
-// Attempt is one run of a delivery's handlers.
-type Attempt struct {
-	// Number counts the runs of the delivery, from 1.
-	Number int
-	// Start is when the run began; Duration how long it took.
-	Start    time.Time
-	Duration time.Duration
-	// Err is the run's error, with the stack of a panic; empty on success.
-	Err string
-}
 
 // maxAttemptsKept bounds the attempts a status keeps.
 const maxAttemptsKept = 50
 
 // status is what the status bucket holds for a delivery.
 type status struct {
-	Seq      uint64    `json:"seq"`
-	Status   string    `json:"status"`
-	Attempts []Attempt `json:"attempts,omitempty"`
+	Seq      uint64             `json:"seq"`
+	Status   delivery.Status    `json:"status"`
+	Attempts []delivery.Attempt `json:"attempts,omitempty"`
 }
 
-func (st *status) add(a Attempt) {
+func (st *status) add(a delivery.Attempt) {
 	st.Attempts = append(st.Attempts, a)
 	if len(st.Attempts) > maxAttemptsKept {
-		st.Attempts = append([]Attempt(nil), st.Attempts[len(st.Attempts)-maxAttemptsKept:]...)
+		st.Attempts = append([]delivery.Attempt(nil), st.Attempts[len(st.Attempts)-maxAttemptsKept:]...)
 	}
+}
+
+// last is the number of the last attempt recorded; 0 when none.
+func (st *status) last() int {
+	if st == nil || len(st.Attempts) == 0 {
+		return 0
+	}
+	return st.Attempts[len(st.Attempts)-1].Number
 }
 
 func (st *status) marshal() []byte {
@@ -113,18 +73,52 @@ func statusKey(h nats.Header, subjToken string, seq uint64) string {
 	return subjToken
 }
 
-// recordOf builds a Record from a stored message (of the inbox or the dead
-// letters) and its status.
-func recordOf(h nats.Header, data []byte, seq uint64, st *status) Record {
-	r := Record{
-		ID:      h.Get(hdrDelivery),
-		Event:   h.Get(hdrEvent),
-		Header:  headerOf(h),
-		Payload: data,
-		Seq:     seq,
-		Status:  StatusQueued,
+// metaPaths are the payload values a list shows, read once when a delivery
+// is stored and kept in its headers (hdrRepository, hdrSender).
+var metaPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
+
+// setMeta writes what a list shows of payload into h: its action, repository
+// and sender, clipped (a payload value may be of any size).
+func setMeta(h nats.Header, payload []byte) {
+	var found [2]jsonscan.Result
+	_ = jsonscan.Lookup(payload, metaPaths, found[:])
+	for _, kv := range [...][2]string{
+		{hdrAction, emitter.Event{Payload: payload}.Action()},
+		{hdrRepository, found[0].String(payload)},
+		{hdrSender, found[1].String(payload)},
+	} {
+		if kv[1] != "" {
+			h.Set(kv[0], clip.String(kv[1]))
+		}
 	}
-	r.Action = emitter.Event{Payload: data}.Action()
+	h.Set(hdrSize, strconv.Itoa(len(payload)))
+}
+
+// recordOf builds a Record from a stored message (of the inbox or the dead
+// letters) and its status. data is nil for a header-only read; size is the
+// payload's length then.
+func recordOf(h nats.Header, data []byte, size int, seq uint64, st *status) delivery.Record {
+	r := delivery.Record{
+		ID:         h.Get(hdrDelivery),
+		Event:      h.Get(hdrEvent),
+		Action:     h.Get(hdrAction),
+		Repository: h.Get(hdrRepository),
+		Sender:     h.Get(hdrSender),
+		Header:     headerOf(h),
+		Payload:    data,
+		Size:       int64(size),
+		Seq:        seq,
+		Status:     delivery.StatusQueued,
+		Verified:   true,
+		HTTPStatus: http.StatusAccepted,
+	}
+	if data != nil && h.Get(hdrSize) == "" {
+		// Stored before the inbox kept these in headers.
+		var found [2]jsonscan.Result
+		_ = jsonscan.Lookup(data, metaPaths, found[:])
+		r.Action = emitter.Event{Payload: data}.Action()
+		r.Repository, r.Sender = clip.String(found[0].String(data)), clip.String(found[1].String(data))
+	}
 	r.ReceivedAt, _ = time.Parse(time.RFC3339Nano, h.Get(hdrReceivedAt))
 	if st != nil {
 		r.Status = st.Status

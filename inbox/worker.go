@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -38,6 +39,11 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("inbox: creating consumer %s_WORKERS: %w", o.Name, err)
+	}
+	// Deliveries stored before this start may have attempts recorded that
+	// the server's count lost in a crash: handle reads their status.
+	if info, err := in.inbox.Info(ctx); err == nil {
+		in.startSeq = info.State.LastSeq
 	}
 	in.sem = make(chan struct{}, o.Workers)
 	hctx, cancel := context.WithCancel(context.Background())
@@ -125,10 +131,11 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	token := lastToken(msg.Subject())
 	key := statusKey(h, token, seq)
 	// A delivery's first run has no status to read, unless it was stored
-	// again by Retry or Replay (hdrKey), or has no id (its key is its seq,
-	// which a crash after the status was written could leave behind).
+	// again by Retry or Replay (hdrKey), has no id (its key is its seq,
+	// which a crash after the status was written could leave behind), or
+	// was stored before this start.
 	var st *status
-	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" {
+	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
 		st = in.loadStatus(ctx, key)
 	}
 	if st == nil {
@@ -137,16 +144,21 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	st.Seq = seq
 	if reason := notADelivery(h, msg.Data()); reason != "" {
 		in.log.Error("inbox: not a delivery; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", reason)
-		st.add(Attempt{Number: int(meta.NumDelivered), Start: time.Now(), Err: "inbox: not a delivery: " + reason})
+		st.add(delivery.Attempt{Number: int(meta.NumDelivered), Start: time.Now(), Err: "inbox: not a delivery: " + reason})
 		in.bury(ctx, msg, h, token, key, st, "inbox: not a delivery: "+reason)
 		return
 	}
 	attempt := atoi(h.Get(hdrBefore)) + int(meta.NumDelivered)
+	if last := st.last(); attempt <= last {
+		// The server's delivery count went back (a crash before it was
+		// written): the recorded attempts say where the numbering is.
+		attempt = last + 1
+	}
 	in.setRunning(key, true)
-	if in.opts.OnChange != nil {
-		r := recordOf(h, msg.Data(), seq, st)
-		r.Status = StatusRunning
-		in.opts.OnChange(r)
+	if in.watchers.Active() {
+		r := recordOf(h, nil, len(msg.Data()), seq, st)
+		r.Status = delivery.StatusRunning
+		in.notify(r)
 	}
 	start := time.Now()
 	err = in.run(ctx, msg, h, attempt)
@@ -157,7 +169,7 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 		_ = msg.Nak()
 		return
 	}
-	a := Attempt{Number: attempt, Start: start, Duration: dur}
+	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
 	if err != nil {
 		a.Err = describe(err)
 	}
@@ -165,7 +177,7 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	id := h.Get(hdrDelivery)
 	switch {
 	case err == nil:
-		st.Status = StatusHandled
+		st.Status = delivery.StatusHandled
 		// Not waited for: the delivery is done whether or not its status is
 		// written (a lost write shows it queued), and waiting would cost a
 		// round trip per delivery.
@@ -174,7 +186,7 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
 	case int(meta.NumDelivered) <= len(in.opts.RetryDelays):
-		st.Status = StatusRetrying
+		st.Status = delivery.StatusRetrying
 		in.putStatus(ctx, key, st)
 		delay := in.opts.RetryDelays[meta.NumDelivered-1]
 		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(hdrEvent), "attempt", attempt, "retry_in", delay, "error", err)
@@ -255,7 +267,7 @@ func (r *renewal) stop() {
 // the inbox. When the dead letter cannot be written, msg is handed back to be
 // tried again later rather than lost.
 func (in *Inbox) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *status, lastErr string) {
-	st.Status = StatusDead
+	st.Status = delivery.StatusDead
 	dm := &nats.Msg{Subject: in.deadSubj + token, Data: msg.Data(), Header: make(nats.Header, len(h)+4)}
 	for k, v := range h {
 		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
@@ -278,10 +290,10 @@ func (in *Inbox) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, tok
 	in.changed(h, msg.Data(), st.Seq, st)
 }
 
-// changed tells Options.OnChange.
+// changed tells the watchers.
 func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *status) {
-	if in.opts.OnChange != nil {
-		in.opts.OnChange(recordOf(h, data, seq, st))
+	if in.watchers.Active() {
+		in.notify(recordOf(h, nil, len(data), seq, st))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inspector"
 )
 
@@ -53,14 +54,18 @@ func TestCommandsReproduce(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", c, err, out)
 		}
 	}
-	recs, _ := h.insp.Ring().List(context.Background(), inspector.ListOptions{})
+	recs, _ := h.insp.Ring().List(context.Background(), delivery.ListOptions{})
 	if len(recs) != 1+len(cmds) {
 		t.Fatalf("%d deliveries, want %d", len(recs), 1+len(cmds))
 	}
 	for _, r := range recs {
-		if r.ID != id || r.Event != "issues" || string(r.Payload) != string(body) || !r.Verified || r.Status != inspector.StatusHandled {
-			t.Errorf("delivery %q %q %s verified=%v %s", r.ID, r.Event, r.Payload, r.Verified, r.Status)
+		// A list carries no payload; its size is kept.
+		if r.ID != id || r.Event != "issues" || r.Payload != nil || r.Size != int64(len(body)) || !r.Verified || r.Status != delivery.StatusHandled {
+			t.Errorf("delivery %q %q %s size %d verified=%v %s", r.ID, r.Event, r.Payload, r.Size, r.Verified, r.Status)
 		}
+	}
+	if r, err := h.insp.Ring().Get(context.Background(), id); err != nil || string(r.Payload) != string(body) {
+		t.Errorf("Get: %v %s", err, r.Payload)
 	}
 }
 
@@ -95,7 +100,7 @@ func TestServeUI(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
 	urls := map[string]string{}
 	sc := bufio.NewScanner(stderr)
-	re := regexp.MustCompile(`msg="forgehooks serve: (receiving deliveries|inspector page)" url=(\S+)`)
+	re := regexp.MustCompile(`msg="forgehooks: (receiving deliveries|inspector page)" url=(\S+)`)
 	for len(urls) < 2 && sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
 			urls[m[1]] = m[2]

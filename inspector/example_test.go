@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inspector"
 	"forgehooks.dev/forgehooks/signing"
@@ -39,7 +40,7 @@ func ExampleNew() {
 	mw.ServeHTTP(httptest.NewRecorder(), req)
 
 	// ...and the page lists it; Replay runs its handlers again.
-	recs, _ := insp.Ring().List(context.Background(), inspector.ListOptions{})
+	recs, _ := insp.Ring().List(context.Background(), delivery.ListOptions{})
 	fmt.Println(recs[0].ID, recs[0].Event+"."+recs[0].Action, recs[0].Status)
 	insp.Ring().Replay(context.Background(), "d-1")
 	rec, _ := insp.Ring().Get(context.Background(), "d-1")

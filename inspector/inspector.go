@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -56,12 +57,15 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 // Options configures an Inspector.
 type Options struct {
-	// Source holds the deliveries shown. When nil, the Inspector keeps an
-	// in-memory Ring of MaxRecords deliveries (MaxBytes of payloads), fed by
-	// OnResult, which replays with Webhooks.
-	Source Source
+	// Store holds the deliveries shown: any delivery.Store, such as a durable
+	// inbox. When nil, the Inspector keeps an in-memory Ring of MaxRecords
+	// deliveries (MaxBytes of payloads), fed by OnResult, which replays with
+	// Webhooks. The list and its search read the Store's List (no payloads);
+	// a payload is loaded only for the detail view, at most
+	// MaxPayloadLoads at once.
+	Store delivery.Store
 	// Webhooks runs replays of the in-memory Ring; without it the page
-	// cannot replay. Unused with a Source.
+	// cannot replay. Unused with a Store.
 	Webhooks *webhooks.Webhooks
 	// MaxRecords and MaxBytes bound the in-memory Ring (see RingOptions).
 	MaxRecords int
@@ -86,14 +90,22 @@ type Options struct {
 	WebhookURL string
 	// Logger gets a line per action taken; default slog.Default().
 	Logger *slog.Logger
+	// MaxPayloadLoads bounds the payloads loaded at once (detail views and
+	// downloads; a request waits up to 10 s for a place, then gets 503), so
+	// that memory stays bounded however large the stored payloads are.
+	// Zero: DefaultMaxPayloadLoads.
+	MaxPayloadLoads int
 }
+
+// DefaultMaxPayloadLoads is the default of Options.MaxPayloadLoads.
+const DefaultMaxPayloadLoads = 2
 
 // Inspector is the inspector page and its API, an http.Handler to serve at a
 // path of its own (with http.StripPrefix). It is safe for concurrent use.
 type Inspector struct {
 	opts     Options
-	src      Source
-	ring     *Ring // the in-memory Source, when Options.Source is nil
+	src      delivery.Store
+	ring     *Ring // the in-memory delivery.Store, when Options.Store is nil
 	requests store // rejected requests and duplicates
 	hub      hub
 	csrf     string
@@ -101,12 +113,17 @@ type Inspector struct {
 	stops    []func()
 	mux      *http.ServeMux
 
+	loads chan struct{} // one place per payload being loaded
+
 	cspReports atomic.Int64
 	hookURL    atomic.Pointer[string]
 }
 
-// New returns an Inspector over opts.Source, or over a new Ring.
+// New returns an Inspector over opts.Store, or over a new Ring.
 func New(opts Options) *Inspector {
+	if opts.MaxPayloadLoads <= 0 {
+		opts.MaxPayloadLoads = DefaultMaxPayloadLoads
+	}
 	if opts.MaxRejected <= 0 {
 		opts.MaxRejected = DefaultMaxRejected
 	}
@@ -116,8 +133,9 @@ func New(opts Options) *Inspector {
 	if opts.WebhookURL == "" {
 		opts.WebhookURL = "http://127.0.0.1:3000" + webhooks.DefaultPath
 	}
-	in := &Inspector{opts: opts, src: opts.Source, log: opts.Logger}
+	in := &Inspector{opts: opts, src: opts.Store, log: opts.Logger}
 	in.hookURL.Store(&opts.WebhookURL)
+	in.loads = make(chan struct{}, opts.MaxPayloadLoads)
 	if in.log == nil {
 		in.log = slog.Default()
 	}
@@ -131,8 +149,8 @@ func New(opts Options) *Inspector {
 	var b [32]byte
 	rand.Read(b[:])
 	in.csrf = hex.EncodeToString(b[:])
-	in.stops = append(in.stops, in.src.Watch(func(r Record) { in.publish(r, false) }))
-	in.stops = append(in.stops, in.requests.Watch(func(r Record) { in.publish(r, true) }))
+	in.stops = append(in.stops, in.src.Watch(func(r delivery.Record) { in.publish(r, false) }))
+	in.stops = append(in.stops, in.requests.Watch(func(r delivery.Record) { in.publish(r, true) }))
 	in.routes()
 	return in
 }
@@ -141,7 +159,7 @@ func New(opts Options) *Inspector {
 // known only once it listens (port 0).
 func (in *Inspector) SetWebhookURL(url string) { in.hookURL.Store(&url) }
 
-// Ring returns the in-memory Ring, or nil when Options.Source was given.
+// Ring returns the in-memory Ring, or nil when Options.Store was given.
 func (in *Inspector) Ring() *Ring { return in.ring }
 
 // CSPViolations returns how many Content-Security-Policy violation reports
@@ -153,7 +171,7 @@ func (in *Inspector) CSPViolations() int64 { return in.cspReports.Load() }
 func (in *Inspector) Dropped() int64 { return in.hub.drops.Load() }
 
 // Close ends every live page's stream, so that an http.Server's Shutdown need
-// not wait for them, and stops watching the Source.
+// not wait for them, and stops watching the Store.
 func (in *Inspector) Close() {
 	in.hub.close()
 	for _, stop := range in.stops {
@@ -169,7 +187,7 @@ const (
 )
 
 // OnResult records one request's result, for webhooks.MiddlewareOptions: a
-// delivery in the in-memory Ring (with a Source, the inbox stores it
+// delivery in the in-memory Ring (with a delivery.Store, the inbox stores it
 // instead), a rejected request or a duplicate in the ring of requests, with
 // its headers cut to a bounded size and never its body. It copies what it
 // keeps and never blocks on a page.
@@ -177,20 +195,20 @@ func (in *Inspector) OnResult(res webhooks.Result) {
 	if in.ring != nil && in.ring.Add(res) {
 		return
 	}
-	// With a Source (a durable inbox) the middleware answers 202 for a
+	// With a delivery.Store (a durable inbox) the middleware answers 202 for a
 	// delivery stored and 200 only for a duplicate: the status tells it also
 	// where Result.Duplicate is not set.
 	dup := res.Duplicate || in.ring == nil && res.Verified && res.Status == http.StatusOK
 	if res.Verified && !dup && (res.Status < 300 || res.Status == http.StatusInternalServerError) {
-		return // stored by the Source
+		return // stored by the delivery.Store
 	}
-	rec := &Record{
+	rec := &delivery.Record{
 		ID: res.ID, Event: res.Event, Action: res.Action, ReceivedAt: res.ReceivedAt,
-		Status: StatusRejected, HTTPStatus: res.Status, Verified: res.Verified, Duration: res.Duration,
+		Status: delivery.StatusRejected, HTTPStatus: res.Status, Verified: res.Verified, Duration: res.Duration,
 		Header: boundedHeader(res.Header),
 	}
 	if dup {
-		rec.Status = StatusDuplicate
+		rec.Status = delivery.StatusDuplicate
 	}
 	if res.Err != nil {
 		rec.Reason = res.Err.Error()
@@ -228,7 +246,7 @@ func boundedHeader(h http.Header) http.Header {
 }
 
 // publish sends a changed record to the live pages, encoded once for all.
-func (in *Inspector) publish(rec Record, request bool) {
+func (in *Inspector) publish(rec delivery.Record, request bool) {
 	if !in.hub.active() {
 		return
 	}
@@ -252,7 +270,7 @@ func (in *Inspector) routes() {
 	m.HandleFunc("POST /api/retry", in.action("retry", func(ctx context.Context, id string) error { return in.src.Retry(ctx, id) }))
 	m.HandleFunc("POST /api/redeliver", in.action("redeliver", func(ctx context.Context, id string) error {
 		if in.opts.Redeliver == nil {
-			return ErrUnsupported
+			return delivery.ErrUnsupported
 		}
 		return in.opts.Redeliver(ctx, id)
 	}))
@@ -402,9 +420,9 @@ func (in *Inspector) action(name string, run func(ctx context.Context, id string
 		err := run(ctx, id)
 		in.log.Info("inspector: "+name, "id", id, "error", err)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, delivery.ErrNotFound):
 			httpError(w, http.StatusNotFound, err.Error())
-		case errors.Is(err, ErrNotDead), errors.Is(err, ErrUnsupported):
+		case errors.Is(err, delivery.ErrNotDead), errors.Is(err, delivery.ErrUnsupported):
 			httpError(w, http.StatusConflict, err.Error())
 		case err != nil && name == "replay":
 			// The replay ran and its handlers failed: the attempt shows it.

@@ -9,7 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -23,7 +26,7 @@ const (
 type RingOptions struct {
 	// Webhooks runs the handlers again for Replay and Retry (with Receive:
 	// the payload was verified when it arrived). Without it, both return
-	// ErrUnsupported.
+	// delivery.ErrUnsupported.
 	Webhooks *webhooks.Webhooks
 	// MaxRecords bounds how many deliveries the ring keeps (default
 	// DefaultMaxRecords); the oldest go first.
@@ -37,7 +40,7 @@ type RingOptions struct {
 	Logger *slog.Logger
 }
 
-// Ring is a Source over the last deliveries in memory, for a receiver without
+// Ring is a delivery.Store over the last deliveries in memory, for a receiver without
 // a durable inbox: the middleware's OnResult feeds it (see Inspector.OnResult,
 // or call Add). It knows no retries: a delivery whose handlers failed is
 // "failed", and Retry runs such a one again like Replay. It is safe for
@@ -76,19 +79,24 @@ func (r *Ring) Add(res webhooks.Result) bool {
 		res.Status >= 300 && res.Status != http.StatusInternalServerError {
 		return false
 	}
-	rec := &Record{
+	rec := &delivery.Record{
 		ID: res.ID, Event: res.Event, Action: res.Action,
 		Header:     res.Header.Clone(),
 		Payload:    append([]byte(nil), res.Payload...),
+		Size:       int64(len(res.Payload)),
 		ReceivedAt: res.ReceivedAt, HTTPStatus: res.Status, Verified: true,
-		Status: StatusHandled,
+		Status: delivery.StatusHandled,
 	}
-	a := Attempt{Number: 1, Start: res.ReceivedAt, Duration: res.Duration}
+	a := delivery.Attempt{Number: 1, Start: res.ReceivedAt, Duration: res.Duration}
 	if res.Err != nil {
-		rec.Status = StatusFailed
+		rec.Status = delivery.StatusFailed
 		a.Err, a.Stack = errorText(res.Err)
 	}
-	rec.Attempts = []Attempt{a}
+	rec.Attempts = []delivery.Attempt{a}
+	var found [2]jsonscan.Result
+	if jsonscan.Lookup(rec.Payload, rowPaths, found[:]) == nil {
+		rec.Repository, rec.Sender = clip.String(found[0].String(rec.Payload)), clip.String(found[1].String(rec.Payload))
+	}
 	r.store.add(rec)
 	return true
 }
@@ -96,47 +104,47 @@ func (r *Ring) Add(res webhooks.Result) bool {
 // Len returns how many deliveries the ring holds, and their bytes.
 func (r *Ring) Len() (n int, bytes int64) { return r.store.len() }
 
-// List implements Source.
-func (r *Ring) List(_ context.Context, opts ListOptions) ([]Record, error) {
+// List implements delivery.Store: the records without their payloads.
+func (r *Ring) List(_ context.Context, opts delivery.ListOptions) ([]delivery.Record, error) {
 	return r.store.list(opts), nil
 }
 
-// Get implements Source.
-func (r *Ring) Get(_ context.Context, id string) (Record, error) {
+// Get implements delivery.Store; the payload is never cut.
+func (r *Ring) Get(_ context.Context, id string) (delivery.Record, error) {
 	rec, ok := r.store.get(id)
 	if !ok {
-		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return delivery.Record{}, fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
 	return rec, nil
 }
 
-// Watch implements Source.
-func (r *Ring) Watch(fn func(Record)) (stop func()) { return r.store.Watch(fn) }
+// Watch implements delivery.Store.
+func (r *Ring) Watch(fn func(delivery.Record)) (stop func()) { return r.store.Watch(fn) }
 
 // Retry runs a failed delivery's handlers again, as Replay does: without an
 // inbox a failed delivery is the ring's dead letter. It returns an error
-// wrapping ErrNotDead for any other.
+// wrapping delivery.ErrNotDead for any other.
 func (r *Ring) Retry(ctx context.Context, id string) error {
 	rec, err := r.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if rec.Status != StatusFailed && rec.Status != StatusDead {
-		return fmt.Errorf("%w: %q is %s", ErrNotDead, id, rec.Status)
+	if rec.Status != delivery.StatusFailed && rec.Status != delivery.StatusDead {
+		return fmt.Errorf("%w: %q is %s", delivery.ErrNotDead, id, rec.Status)
 	}
 	return r.Replay(ctx, id)
 }
 
 // Replay runs the handlers of delivery id again, with Webhooks.Receive and a
-// DeliveryInfo whose Attempt counts this run, and waits for them. It returns
+// DeliveryInfo whose delivery.Attempt counts this run, and waits for them. It returns
 // the handlers' error, which is also recorded as the attempt's.
 func (r *Ring) Replay(ctx context.Context, id string) error {
 	if r.opts.Webhooks == nil {
-		return fmt.Errorf("%w: replay needs RingOptions.Webhooks", ErrUnsupported)
+		return fmt.Errorf("%w: replay needs RingOptions.Webhooks", delivery.ErrUnsupported)
 	}
 	rec, n, ok := r.store.startAttempt(id)
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
 	start := time.Now()
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
@@ -166,27 +174,27 @@ func errorText(err error) (msg, stack string) {
 // ring of requests.
 type store struct {
 	mu       sync.Mutex
-	recs     []*Record // ascending Seq; the live ones are recs[head:]
+	recs     []*delivery.Record // ascending Seq; the live ones are recs[head:]
 	head     int
-	byID     map[string]*Record // nil for the ring of requests
+	byID     map[string]*delivery.Record // nil for the ring of requests
 	seq      uint64
 	bytes    int64
 	maxRecs  int
 	maxBytes int64
 
-	Watchers
+	delivery.Watchers
 }
 
 func (s *store) init(maxRecs int, maxBytes int64, byID bool) {
 	s.maxRecs, s.maxBytes = maxRecs, maxBytes
 	if byID {
-		s.byID = map[string]*Record{}
+		s.byID = map[string]*delivery.Record{}
 	}
 }
 
 // size is what a record costs the ring's byte bound: its payload, headers,
 // texts and a fixed overhead.
-func size(rec *Record) int64 {
+func size(rec *delivery.Record) int64 {
 	n := int64(len(rec.Payload) + len(rec.ID) + len(rec.Event) + len(rec.Action) + len(rec.Reason) + 256)
 	for k, vs := range rec.Header {
 		n += int64(len(k)) + 16
@@ -200,7 +208,7 @@ func size(rec *Record) int64 {
 	return n
 }
 
-func (s *store) add(rec *Record) {
+func (s *store) add(rec *delivery.Record) {
 	s.mu.Lock()
 	s.seq++
 	rec.Seq = s.seq
@@ -226,6 +234,7 @@ func (s *store) add(rec *Record) {
 		s.recs, s.head = s.recs[:n], 0
 	}
 	c := copyRecord(rec)
+	c.Payload = nil
 	s.mu.Unlock()
 	s.Notify(c)
 }
@@ -238,20 +247,20 @@ func (s *store) len() (int, int64) {
 
 // copyRecord copies what changes of a record (its attempts), so that the copy
 // can be read without the lock; payload and headers are never changed.
-func copyRecord(rec *Record) Record {
+func copyRecord(rec *delivery.Record) delivery.Record {
 	c := *rec
-	c.Attempts = append([]Attempt(nil), rec.Attempts...)
+	c.Attempts = append([]delivery.Attempt(nil), rec.Attempts...)
 	return c
 }
 
-func (s *store) list(opts ListOptions) []Record {
+func (s *store) list(opts delivery.ListOptions) []delivery.Record {
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = 50
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Record
+	var out []delivery.Record
 	for i := len(s.recs) - 1; i >= s.head && len(out) < limit; i-- {
 		rec := s.recs[i]
 		if opts.Before != 0 && rec.Seq >= opts.Before ||
@@ -259,34 +268,36 @@ func (s *store) list(opts ListOptions) []Record {
 			opts.Event != "" && rec.Event != opts.Event {
 			continue
 		}
-		out = append(out, copyRecord(rec))
+		c := copyRecord(rec)
+		c.Payload = nil // lists carry no payload (delivery.Store)
+		out = append(out, c)
 	}
 	return out
 }
 
-func (s *store) get(id string) (Record, bool) {
+func (s *store) get(id string) (delivery.Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.byID[id]
 	if !ok {
-		return Record{}, false
+		return delivery.Record{}, false
 	}
 	return copyRecord(rec), true
 }
 
 // getSeq finds a record by Seq, for the ring of requests whose ids are not
 // unique (or missing).
-func (s *store) getSeq(seq uint64) (Record, bool) {
+func (s *store) getSeq(seq uint64) (delivery.Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rec := s.bySeq(seq); rec != nil {
 		return copyRecord(rec), true
 	}
-	return Record{}, false
+	return delivery.Record{}, false
 }
 
 // bySeq finds a live record by Seq; the caller holds mu.
-func (s *store) bySeq(seq uint64) *Record {
+func (s *store) bySeq(seq uint64) *delivery.Record {
 	live := s.recs[s.head:]
 	lo, hi := 0, len(live)
 	for lo < hi {
@@ -305,20 +316,22 @@ func (s *store) bySeq(seq uint64) *Record {
 
 // startAttempt marks delivery id running with a new attempt, and returns it
 // and the attempt's number.
-func (s *store) startAttempt(id string) (Record, int, bool) {
+func (s *store) startAttempt(id string) (delivery.Record, int, bool) {
 	s.mu.Lock()
 	rec, ok := s.byID[id]
 	if !ok {
 		s.mu.Unlock()
-		return Record{}, 0, false
+		return delivery.Record{}, 0, false
 	}
 	n := len(rec.Attempts) + 1
-	rec.Attempts = append(rec.Attempts, Attempt{Number: n, Start: time.Now()})
-	rec.Status = StatusRunning
+	rec.Attempts = append(rec.Attempts, delivery.Attempt{Number: n, Start: time.Now()})
+	rec.Status = delivery.StatusRunning
 	s.bytes += 64 // an attempt's share of size
 	c := copyRecord(rec)
 	s.mu.Unlock()
-	s.Notify(c)
+	w := c
+	w.Payload = nil
+	s.Notify(w)
 	return c, n, true
 }
 
@@ -333,13 +346,14 @@ func (s *store) endAttempt(seq uint64, n int, d time.Duration, err error) {
 	}
 	a := &rec.Attempts[n-1]
 	a.Duration = d
-	rec.Status = StatusHandled
+	rec.Status = delivery.StatusHandled
 	if err != nil {
 		a.Err, a.Stack = errorText(err)
 		s.bytes += int64(len(a.Err) + len(a.Stack))
-		rec.Status = StatusFailed
+		rec.Status = delivery.StatusFailed
 	}
 	c := copyRecord(rec)
+	c.Payload = nil
 	s.mu.Unlock()
 	s.Notify(c)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inspector"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -33,15 +34,15 @@ func TestRingAdd(t *testing.T) {
 		name   string
 		res    webhooks.Result
 		added  bool
-		status string
+		status delivery.Status
 	}{
-		{"handled", result("a", 200, true, `{}`), true, inspector.StatusHandled},
-		{"handled after the timeout", result("a", 202, true, `{}`), true, inspector.StatusHandled},
+		{"handled", result("a", 200, true, `{}`), true, delivery.StatusHandled},
+		{"handled after the timeout", result("a", 202, true, `{}`), true, delivery.StatusHandled},
 		{"handlers failed", func() webhooks.Result {
 			r := result("a", 500, true, `{}`)
 			r.Err = errors.New("boom")
 			return r
-		}(), true, inspector.StatusFailed},
+		}(), true, delivery.StatusFailed},
 		{"bad signature", result("a", 400, false, ""), false, ""},
 		{"busy", result("a", 503, true, `{}`), false, ""},
 		{"duplicate", func() webhooks.Result { r := result("a", 200, true, `{}`); r.Duplicate = true; return r }(), false, ""},
@@ -108,7 +109,7 @@ func TestRingBounds(t *testing.T) {
 			if _, err := r.Get(context.Background(), fmt.Sprint(tc.n-1)); err != nil {
 				t.Errorf("newest: %v", err)
 			}
-			if _, err := r.Get(context.Background(), "0"); !errors.Is(err, inspector.ErrNotFound) {
+			if _, err := r.Get(context.Background(), "0"); !errors.Is(err, delivery.ErrNotFound) {
 				t.Errorf("oldest: %v, want ErrNotFound", err)
 			}
 		})
@@ -127,7 +128,7 @@ func TestRingList(t *testing.T) {
 		}
 		r.Add(res)
 	}
-	ids := func(recs []inspector.Record) string {
+	ids := func(recs []delivery.Record) string {
 		var s []string
 		for _, r := range recs {
 			s = append(s, r.ID)
@@ -135,15 +136,15 @@ func TestRingList(t *testing.T) {
 		return strings.Join(s, ",")
 	}
 	for _, tc := range []struct {
-		opts inspector.ListOptions
+		opts delivery.ListOptions
 		want string
 	}{
-		{inspector.ListOptions{Limit: 3}, "9,8,7"},
-		{inspector.ListOptions{Limit: 3, Before: 8}, "6,5,4"}, // Seq = id+1
-		{inspector.ListOptions{Event: "push"}, "9,7,5,3,1"},
-		{inspector.ListOptions{Status: inspector.StatusFailed}, "9,6,3,0"},
-		{inspector.ListOptions{Status: inspector.StatusFailed, Event: "issues", Before: 7}, "0"},
-		{inspector.ListOptions{Before: 1}, ""},
+		{delivery.ListOptions{Limit: 3}, "9,8,7"},
+		{delivery.ListOptions{Limit: 3, Before: 8}, "6,5,4"}, // Seq = id+1
+		{delivery.ListOptions{Event: "push"}, "9,7,5,3,1"},
+		{delivery.ListOptions{Status: delivery.StatusFailed}, "9,6,3,0"},
+		{delivery.ListOptions{Status: delivery.StatusFailed, Event: "issues", Before: 7}, "0"},
+		{delivery.ListOptions{Before: 1}, ""},
 	} {
 		got, err := r.List(context.Background(), tc.opts)
 		if err != nil {
@@ -179,22 +180,22 @@ func TestRingReplayAndRetry(t *testing.T) {
 	r := inspector.NewRing(inspector.RingOptions{Webhooks: wh})
 	var changes []string
 	var cmu sync.Mutex
-	stop := r.Watch(func(rec inspector.Record) {
+	stop := r.Watch(func(rec delivery.Record) {
 		cmu.Lock()
-		changes = append(changes, rec.Status)
+		changes = append(changes, string(rec.Status))
 		cmu.Unlock()
 	})
 	defer stop()
 	ctx := context.Background()
 	r.Add(result("a", 200, true, `{"action":"opened"}`))
-	if err := r.Retry(ctx, "a"); !errors.Is(err, inspector.ErrNotDead) {
+	if err := r.Retry(ctx, "a"); !errors.Is(err, delivery.ErrNotDead) {
 		t.Fatalf("Retry of a handled delivery: %v", err)
 	}
 	if err := r.Replay(ctx, "a"); err == nil {
 		t.Fatal("Replay with a panicking handler: no error")
 	}
 	rec, _ := r.Get(ctx, "a")
-	if rec.Status != inspector.StatusFailed || len(rec.Attempts) != 2 || !strings.Contains(rec.Attempts[1].Err, "replayed and panicked") || !strings.Contains(rec.Attempts[1].Stack, "goroutine") {
+	if rec.Status != delivery.StatusFailed || len(rec.Attempts) != 2 || !strings.Contains(rec.Attempts[1].Err, "replayed and panicked") || !strings.Contains(rec.Attempts[1].Stack, "goroutine") {
 		t.Fatalf("after a failed replay: %+v", rec)
 	}
 	mu.Lock()
@@ -204,7 +205,7 @@ func TestRingReplayAndRetry(t *testing.T) {
 		t.Fatalf("Retry of a failed delivery: %v", err)
 	}
 	rec, _ = r.Get(ctx, "a")
-	if rec.Status != inspector.StatusHandled || len(rec.Attempts) != 3 || rec.Attempts[2].Err != "" || rec.Attempts[2].Number != 3 {
+	if rec.Status != delivery.StatusHandled || len(rec.Attempts) != 3 || rec.Attempts[2].Err != "" || rec.Attempts[2].Number != 3 {
 		t.Fatalf("after retry: %+v", rec)
 	}
 	if fmt.Sprint(attempts) != "[2 3]" {
@@ -215,10 +216,10 @@ func TestRingReplayAndRetry(t *testing.T) {
 	if got := strings.Join(changes, ","); got != "handled,running,failed,running,handled" {
 		t.Errorf("changes %s", got)
 	}
-	if err := r.Replay(ctx, "missing"); !errors.Is(err, inspector.ErrNotFound) {
+	if err := r.Replay(ctx, "missing"); !errors.Is(err, delivery.ErrNotFound) {
 		t.Errorf("Replay of a missing id: %v", err)
 	}
-	if err := inspector.NewRing(inspector.RingOptions{}).Replay(ctx, "a"); !errors.Is(err, inspector.ErrUnsupported) {
+	if err := inspector.NewRing(inspector.RingOptions{}).Replay(ctx, "a"); !errors.Is(err, delivery.ErrUnsupported) {
 		t.Errorf("Replay without Webhooks: %v", err)
 	}
 }
@@ -228,7 +229,7 @@ func TestRingConcurrent(t *testing.T) {
 	wh, _ := webhooks.New(webhooks.Options{Secret: "s"})
 	wh.OnAny(func(context.Context, emitter.Event) error { return nil })
 	r := inspector.NewRing(inspector.RingOptions{Webhooks: wh, MaxRecords: 50})
-	stop := r.Watch(func(inspector.Record) {})
+	stop := r.Watch(func(delivery.Record) {})
 	defer stop()
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -236,7 +237,7 @@ func TestRingConcurrent(t *testing.T) {
 			for i := range 500 {
 				id := fmt.Sprint(g, "-", i)
 				r.Add(result(id, 200, true, `{"action":"opened"}`))
-				r.List(context.Background(), inspector.ListOptions{Limit: 10})
+				r.List(context.Background(), delivery.ListOptions{Limit: 10})
 				if i%10 == 0 {
 					r.Replay(context.Background(), id)
 				}

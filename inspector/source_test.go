@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inspector"
 	"forgehooks.dev/forgehooks/webhooks"
 	"github.com/chromedp/chromedp"
@@ -19,16 +20,16 @@ import (
 // durable inbox (which has retries and dead letters the Ring has not): Retry
 // queues a dead letter again, as the inbox does, and tells the watchers.
 type storeSource struct {
-	inspector.Watchers
+	delivery.Watchers
 	mu      sync.Mutex
-	recs    []inspector.Record // ascending Seq
+	recs    []delivery.Record // ascending Seq
 	retried []string
 }
 
-func (s *storeSource) List(_ context.Context, o inspector.ListOptions) ([]inspector.Record, error) {
+func (s *storeSource) List(_ context.Context, o delivery.ListOptions) ([]delivery.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []inspector.Record
+	var out []delivery.Record
 	for _, r := range slices.Backward(s.recs) {
 		if (o.Before == 0 || r.Seq < o.Before) && (o.Status == "" || r.Status == o.Status) && (o.Event == "" || r.Event == o.Event) && len(out) < max(o.Limit, 1) {
 			out = append(out, r)
@@ -37,7 +38,7 @@ func (s *storeSource) List(_ context.Context, o inspector.ListOptions) ([]inspec
 	return out, nil
 }
 
-func (s *storeSource) Get(_ context.Context, id string) (inspector.Record, error) {
+func (s *storeSource) Get(_ context.Context, id string) (delivery.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.recs {
@@ -45,19 +46,19 @@ func (s *storeSource) Get(_ context.Context, id string) (inspector.Record, error
 			return r, nil
 		}
 	}
-	return inspector.Record{}, inspector.ErrNotFound
+	return delivery.Record{}, delivery.ErrNotFound
 }
 
 func (s *storeSource) Retry(_ context.Context, id string) error {
 	s.mu.Lock()
-	var changed inspector.Record
+	var changed delivery.Record
 	for i := range s.recs {
 		if s.recs[i].ID == id {
-			if s.recs[i].Status != inspector.StatusDead {
+			if s.recs[i].Status != delivery.StatusDead {
 				s.mu.Unlock()
-				return inspector.ErrNotDead
+				return delivery.ErrNotDead
 			}
-			s.recs[i].Status = inspector.StatusQueued
+			s.recs[i].Status = delivery.StatusQueued
 			changed = s.recs[i]
 		}
 	}
@@ -67,23 +68,23 @@ func (s *storeSource) Retry(_ context.Context, id string) error {
 	return nil
 }
 
-func (s *storeSource) Replay(context.Context, string) error { return inspector.ErrUnsupported }
+func (s *storeSource) Replay(context.Context, string) error { return delivery.ErrUnsupported }
 
 func newStoreSource() *storeSource {
 	t0 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 	payload := []byte(`{"action":"opened","repository":{"full_name":"o/r"},"sender":{"login":"u"}}`)
-	attempts := func(n int) []inspector.Attempt {
-		var as []inspector.Attempt
+	attempts := func(n int) []delivery.Attempt {
+		var as []delivery.Attempt
 		for i := range n {
-			as = append(as, inspector.Attempt{Number: i + 1, Start: t0.Add(time.Duration(i) * time.Minute), Duration: time.Millisecond, Err: fmt.Sprint("upstream 503 on attempt ", i+1)})
+			as = append(as, delivery.Attempt{Number: i + 1, Start: t0.Add(time.Duration(i) * time.Minute), Duration: time.Millisecond, Err: fmt.Sprint("upstream 503 on attempt ", i+1)})
 		}
 		return as
 	}
-	return &storeSource{recs: []inspector.Record{
-		{ID: "dead-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0, Status: inspector.StatusDead, Verified: true, Attempts: attempts(8), MaxAttempts: 8, Seq: 1},
-		{ID: "retrying-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0.Add(time.Second), Status: inspector.StatusRetrying, Verified: true, Attempts: attempts(3), MaxAttempts: 8, Seq: 2},
-		{ID: "retrying-2", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(1500 * time.Millisecond), Status: inspector.StatusRetrying, Verified: true, Attempts: attempts(10), MaxAttempts: 8, Seq: 3},
-		{ID: "queued-1", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: inspector.StatusQueued, Verified: true, Seq: 4},
+	return &storeSource{recs: []delivery.Record{
+		{ID: "dead-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0, Status: delivery.StatusDead, Verified: true, Attempts: attempts(8), MaxAttempts: 8, Seq: 1},
+		{ID: "retrying-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0.Add(time.Second), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(3), MaxAttempts: 8, Seq: 2},
+		{ID: "retrying-2", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(1500 * time.Millisecond), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(10), MaxAttempts: 8, Seq: 3},
+		{ID: "queued-1", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: delivery.StatusQueued, Verified: true, Seq: 4},
 	}}
 }
 
@@ -92,7 +93,7 @@ func newStoreSource() *storeSource {
 // keeps no verified delivery itself (the Source stores those).
 func TestSourceStatuses(t *testing.T) {
 	src := newStoreSource()
-	insp := inspector.New(inspector.Options{Source: src})
+	insp := inspector.New(inspector.Options{Store: src})
 	defer insp.Close()
 	insp.OnResult(webhooks.Result{ID: "ok-1", Event: "issues", Status: 202, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
 	insp.OnResult(webhooks.Result{ID: "bad-1", Event: "issues", Status: 400, ReceivedAt: time.Now()})
@@ -121,7 +122,7 @@ func TestSourceStatuses(t *testing.T) {
 // on main, the same runs over inbox.Inbox through its adapter.)
 func TestBrowserDeadLetter(t *testing.T) {
 	src := newStoreSource()
-	insp := inspector.New(inspector.Options{Source: src})
+	insp := inspector.New(inspector.Options{Store: src})
 	srv := httptest.NewServer(insp)
 	t.Cleanup(func() { insp.Close(); srv.Close() })
 	ctx := browser(t)

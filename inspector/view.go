@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -36,10 +37,10 @@ type row struct {
 
 var rowPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
 
-func (in *Inspector) row(rec *Record, request bool) row {
+func (in *Inspector) row(rec *delivery.Record, request bool) row {
 	rw := row{
 		ID: rec.ID, Event: rec.Event, Action: rec.Action, ReceivedAt: rec.ReceivedAt,
-		Verified: rec.Verified, Status: rec.Status, HTTPStatus: rec.HTTPStatus,
+		Verified: rec.Verified, Status: string(rec.Status), HTTPStatus: rec.HTTPStatus,
 		Attempts: len(rec.Attempts), Seq: rec.Seq, StatusText: statusText(rec),
 	}
 	if request {
@@ -52,39 +53,35 @@ func (in *Inspector) row(rec *Record, request bool) row {
 		d = rec.Attempts[n-1].Duration
 	}
 	rw.DurationMS = float64(d.Microseconds()) / 1000
-	if len(rec.Payload) > 0 {
-		var found [2]jsonscan.Result
-		if jsonscan.Lookup(rec.Payload, rowPaths, found[:]) == nil {
-			rw.Repository, rw.Sender = found[0].String(rec.Payload), found[1].String(rec.Payload)
-		}
-	}
+	rw.Repository, rw.Sender = rec.Repository, rec.Sender
 	return rw
 }
 
 // statusText is a record's status as the list says it: "retrying 2/7",
 // "rejected 400", "running (attempt 2)".
-func statusText(rec *Record) string {
+func statusText(rec *delivery.Record) string {
 	switch rec.Status {
-	case StatusRetrying:
+	case delivery.StatusRetrying:
 		// A retried dead letter starts a fresh schedule while its attempt
 		// numbers go on: past MaxAttempts, only the number means something.
 		if n := len(rec.Attempts); rec.MaxAttempts > 0 && n <= rec.MaxAttempts {
 			return fmt.Sprintf("retrying %d/%d", n, rec.MaxAttempts)
 		}
 		return fmt.Sprintf("retrying (attempt %d)", len(rec.Attempts))
-	case StatusRejected:
+	case delivery.StatusRejected:
 		return fmt.Sprintf("rejected %d", rec.HTTPStatus)
-	case StatusRunning:
+	case delivery.StatusRunning:
 		if len(rec.Attempts) > 1 {
 			return fmt.Sprintf("running (attempt %d)", len(rec.Attempts))
 		}
 	}
-	return rec.Status
+	return string(rec.Status)
 }
 
 // filter is what the list's filters ask for.
 type filter struct {
-	event, action, status, text string
+	event, action, text string
+	status              delivery.Status
 }
 
 func (f filter) match(rw *row) bool {
@@ -102,10 +99,10 @@ func (f filter) match(rw *row) bool {
 	return false
 }
 
-// side is one of the two lists a page merges: the Source's deliveries and
+// side is one of the two lists a page merges: the Store's deliveries and
 // the ring of requests.
 type side struct {
-	list    func(ctx context.Context, o ListOptions) ([]Record, error)
+	list    func(ctx context.Context, o delivery.ListOptions) ([]delivery.Record, error)
 	request bool
 }
 
@@ -127,7 +124,7 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 	scanned := 0
 	for len(rows) < limit && scanned < maxScan {
 		batch := max(limit, 100)
-		recs, err := s.list(ctx, ListOptions{Status: f.status, Event: f.event, Before: before, Limit: batch})
+		recs, err := s.list(ctx, delivery.ListOptions{Status: f.status, Event: f.event, Before: before, Limit: batch})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -154,7 +151,7 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 
 func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := filter{status: q.Get("status"), text: strings.ToLower(strings.TrimSpace(q.Get("q")))}
+	f := filter{status: delivery.Status(q.Get("status")), text: strings.ToLower(strings.TrimSpace(q.Get("q")))}
 	f.event, f.action, _ = strings.Cut(strings.TrimSpace(q.Get("event")), ".")
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	if limit <= 0 || limit > 500 {
@@ -166,11 +163,13 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	}
 	sides := []side{
 		{list: in.src.List},
-		{list: func(_ context.Context, o ListOptions) ([]Record, error) { return in.requests.list(o), nil }, request: true},
+		{list: func(_ context.Context, o delivery.ListOptions) ([]delivery.Record, error) {
+			return in.requests.list(o), nil
+		}, request: true},
 	}
 	switch f.status {
 	case "":
-	case StatusRejected, StatusDuplicate:
+	case delivery.StatusRejected, delivery.StatusDuplicate:
 		cursors[0] = cursorEnd
 	default:
 		cursors[1] = cursorEnd
@@ -231,12 +230,12 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 }
 
 // find returns the record of key ("d:<id>" or "r:<seq>").
-func (in *Inspector) find(ctx context.Context, key string) (Record, bool, error) {
+func (in *Inspector) find(ctx context.Context, key string) (delivery.Record, bool, error) {
 	if s, ok := strings.CutPrefix(key, "r:"); ok {
 		seq, _ := strconv.ParseUint(s, 10, 64)
 		rec, ok := in.requests.getSeq(seq)
 		if !ok {
-			return Record{}, true, ErrNotFound
+			return delivery.Record{}, true, delivery.ErrNotFound
 		}
 		return rec, true, nil
 	}
@@ -258,6 +257,7 @@ type detailView struct {
 	Headers   [][2]string   `json:"headers"`
 	Payload   string        `json:"payload"`
 	Size      int           `json:"size"`
+	Truncated bool          `json:"truncated"`
 	TypeName  string        `json:"typeName"`
 	Reason    string        `json:"reason"`
 	Attempts  []attemptView `json:"attemptList"`
@@ -268,34 +268,78 @@ type detailView struct {
 	CanRedo   bool          `json:"canRedeliver"`
 }
 
+// DetailPayloadMax is the most payload bytes the detail view carries; a
+// larger payload is cut there (the view says so with "truncated") and the
+// download (api/payload) serves it whole.
+const DetailPayloadMax = 1 << 20
+
+// loadPayload takes one of the places for a payload load (Options.
+// MaxPayloadLoads), or answers 503 when none frees up in time.
+func (in *Inspector) loadPayload(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case in.loads <- struct{}{}:
+		return func() { <-in.loads }, true
+	case <-r.Context().Done():
+	case <-t.C:
+	}
+	w.Header().Set("Retry-After", "2")
+	httpError(w, http.StatusServiceUnavailable, "too many payloads being loaded; try again")
+	return nil, false
+}
+
 func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
+	release, ok := in.loadPayload(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	key := r.URL.Query().Get("key")
 	rec, request, err := in.find(r.Context(), key)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, delivery.ErrNotFound):
 		httpError(w, http.StatusNotFound, "no such delivery (any more): the ring keeps only the latest")
 		return
 	case err != nil:
 		httpError(w, http.StatusBadGateway, err.Error())
 		return
 	}
-	d := detailView{row: in.row(&rec, request), Headers: RedactedHeaders(rec.Header), Payload: string(rec.Payload), Size: len(rec.Payload), Reason: rec.Reason}
+	size := max(int(rec.Size), len(rec.Payload))
+	shown := rec.Payload
+	if len(shown) > DetailPayloadMax {
+		shown = shown[:DetailPayloadMax]
+	}
+	d := detailView{row: in.row(&rec, request), Headers: RedactedHeaders(rec.Header), Payload: string(shown), Size: size,
+		Truncated: len(shown) < size, Reason: rec.Reason}
 	for _, a := range rec.Attempts {
 		d.Attempts = append(d.Attempts, attemptView{a.Number, a.Start, float64(a.Duration.Microseconds()) / 1000, a.Err, a.Stack})
 	}
 	if !request && rec.Verified {
-		d.TypeName = in.opts.TypeName(rec.Event, rec.Action, rec.Payload)
+		if len(rec.Payload) <= DetailPayloadMax {
+			d.TypeName = in.opts.TypeName(rec.Event, rec.Action, rec.Payload)
+		} else {
+			// Decoding a large payload to name its type would cost many times
+			// its size: the naming rule alone is enough.
+			d.TypeName = DeriveTypeName(rec.Event, rec.Action)
+		}
 		d.Send, d.Curl = Commands(*in.hookURL.Load(), rec.Event, rec.ID)
 		d.CanReplay = true
-		d.CanRetry = rec.Status == StatusDead || rec.Status == StatusFailed
+		d.CanRetry = rec.Status == delivery.StatusDead || rec.Status == delivery.StatusFailed
 		d.CanRedo = in.opts.Redeliver != nil
 	}
+	rec = delivery.Record{} // the payload is not kept while the answer is written
 	writeJSON(w, http.StatusOK, d)
 }
 
 // payload serves a delivery's body as a download, byte for byte, for the
 // commands that send it again.
 func (in *Inspector) payload(w http.ResponseWriter, r *http.Request) {
+	release, ok := in.loadPayload(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	rec, _, err := in.find(r.Context(), r.URL.Query().Get("key"))
 	if err != nil || rec.Payload == nil {
 		httpError(w, http.StatusNotFound, "no payload kept for this delivery")

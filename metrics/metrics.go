@@ -20,6 +20,12 @@
 // (lower-case letters, digits and underscores), or that comes after
 // Options.MaxEvents others, under EventOther.
 //
+// With a durable inbox, every delivery is answered 202 once stored: feed
+// ObserveAttempt from the inbox's Watch and give SetInbox its Stats for the
+// families of what became of them (attempts by outcome, retries, dead
+// letters, handler durations, backlog and the age of its oldest delivery);
+// package receiver does both.
+//
 // Applications that use a metrics library already feed it from OnResult
 // instead; the module's examples/otel shows OpenTelemetry.
 package metrics
@@ -36,6 +42,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -89,9 +96,13 @@ type Metrics struct {
 	les                  []string // bounds as le label values, "+Inf" last
 	maxEvents            int
 
+	ns string // the namespace
+
 	mu     sync.RWMutex
 	series map[key]*series
 	events map[string]bool // the event labels admitted, the fixed ones aside
+
+	inbox inboxMetrics
 }
 
 type key struct {
@@ -129,6 +140,7 @@ func New(opts Options) *Metrics {
 	}
 	les = append(les, "+Inf")
 	m := &Metrics{
+		ns:         ns,
 		deliveries: ns + "_deliveries_total",
 		duration:   ns + "_delivery_duration_seconds",
 		bounds:     bounds,
@@ -156,8 +168,12 @@ func (m *Metrics) Observe(r webhooks.Result) {
 	if s == nil {
 		s = m.add(k)
 	}
-	d := max(r.Duration, 0)
-	i, _ := slices.BinarySearch(m.bounds, d.Seconds())
+	s.observe(m.bounds, max(r.Duration, 0))
+}
+
+// observe counts one duration d.
+func (s *series) observe(bounds []float64, d time.Duration) {
+	i, _ := slices.BinarySearch(bounds, d.Seconds())
 	s.counts[i].Add(1)
 	for {
 		old := s.sum.Load()
@@ -256,6 +272,7 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 		fmt.Fprintf(&b, "%s_sum{%s} %s\n", m.duration, l, formatFloat(s.sum))
 		fmt.Fprintf(&b, "%s_count{%s} %d\n", m.duration, l, s.total)
 	}
+	m.writeInbox(&b, time.Now())
 	n, err := w.Write(b.Bytes())
 	return int64(n), err
 }

@@ -2,6 +2,7 @@ package webhookstest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,22 +12,86 @@ import (
 )
 
 // examples maps each name, "event" and "event.action", to the corpus paths
-// of its examples, in corpus order: the forge's public examples first, then
-// those written for this project where the forge publishes none.
+// of its examples: the typical ones first (see typical), then in corpus
+// order: the forge's public examples, then those written for this project
+// where the forge publishes none.
 var examples = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
+	rank := map[string]int{}
 	for _, ex := range corpus.All() {
+		rank[ex.Path] = typical(ex.Event, ex.Body)
 		m[ex.Event] = append(m[ex.Event], ex.Path)
 		if ex.Action != "" {
 			m[ex.Name()] = append(m[ex.Name()], ex.Path)
 		}
 	}
+	for _, paths := range m {
+		slices.SortStableFunc(paths, func(a, b string) int { return rank[b] - rank[a] })
+	}
 	return m
 })
 
-// Payload returns the first example payload of name, an event.action such as
-// "issues.opened" or an event such as "push" (for an event with actions, its
-// first example of any action). The payloads are the forge's public examples
+// exampleHead is what typical and Label read of an example.
+type exampleHead struct {
+	Ref          *string           `json:"ref"`
+	Deleted      bool              `json:"deleted"`
+	Commits      []json.RawMessage `json:"commits"`
+	Installation json.RawMessage   `json:"installation"`
+	Action       string            `json:"action"`
+}
+
+// typical ranks an example by how much it looks like a usual delivery: one
+// to an app installation (the payload names it), and for push, a push to a
+// branch with commits (the forge's first push examples are tag pushes with
+// none, which a test of push handling rarely wants).
+func typical(event string, body []byte) int {
+	var h exampleHead
+	if json.Unmarshal(body, &h) != nil {
+		return 0
+	}
+	n := 0
+	if len(h.Installation) > 0 && string(h.Installation) != "null" {
+		n++
+	}
+	if event == "push" && h.Ref != nil && strings.HasPrefix(*h.Ref, "refs/heads/") && !h.Deleted && len(h.Commits) > 0 {
+		n += 2
+	}
+	return n
+}
+
+// Label says what an example payload of event is, for a test's messages and
+// a list of samples: "push to refs/heads/main, 1 commit, app installation",
+// "pull_request.opened, no installation".
+func Label(event string, payload []byte) string {
+	var h exampleHead
+	if json.Unmarshal(payload, &h) != nil {
+		return event + ", not a JSON object"
+	}
+	var parts []string
+	switch {
+	case event == "push" && h.Ref != nil:
+		what := "push to " + *h.Ref
+		if h.Deleted {
+			what = "deletion of " + *h.Ref
+		}
+		parts = append(parts, what, fmt.Sprintf("%d commit%s", len(h.Commits), map[bool]string{true: "", false: "s"}[len(h.Commits) == 1]))
+	case h.Action != "":
+		parts = append(parts, event+"."+h.Action)
+	default:
+		parts = append(parts, event)
+	}
+	if len(h.Installation) > 0 && string(h.Installation) != "null" {
+		parts = append(parts, "app installation")
+	} else {
+		parts = append(parts, "no installation")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Payload returns the typical example payload of name, an event.action such
+// as "issues.opened" or an event such as "push" (for an event with actions, an
+// example of any action): one sent to an app installation when there is one,
+// and for push a push to a branch with commits (Label says what each is). The payloads are the forge's public examples
 // and, for names it publishes none of, ones written for this project from the
 // forge's published schema of the name's payload; each is a compact JSON
 // object, byte for byte a realistic delivery body. Every name of
@@ -42,8 +107,9 @@ func Payload(name string) []byte {
 	return all[0]
 }
 
-// Payloads returns every example payload of name (see Payload), in a fixed
-// order (that of 'forgehooks send --sample N'), or nil when there is none. The
+// Payloads returns every example payload of name (see Payload), the typical
+// ones first, in a fixed order (that of 'forgehooks send --sample N'), or nil
+// when there is none. The
 // results are the caller's own copies.
 func Payloads(name string) [][]byte {
 	paths := examples()[name]

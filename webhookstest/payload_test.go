@@ -148,3 +148,30 @@ func TestPayloadMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestTypicalPayloads: the default push is a push to a branch with commits,
+// the default pull_request.opened names an app installation, and Label says
+// so.
+func TestTypicalPayloads(t *testing.T) {
+	for _, tc := range []struct{ name, event, label string }{
+		{"push", "push", "push to refs/heads/"},
+		{"pull_request.opened", "pull_request", "pull_request.opened, app installation"},
+		{"issues.opened", "issues", "issues.opened"},
+	} {
+		p := webhookstest.Payload(tc.name)
+		if l := webhookstest.Label(tc.event, p); !strings.HasPrefix(l, tc.label) {
+			t.Errorf("Label of Payload(%q) = %q, want it to start with %q", tc.name, l, tc.label)
+		}
+	}
+	var push struct {
+		Ref          string
+		Commits      []struct{ ID string }
+		Installation *struct{ ID int64 }
+	}
+	if err := json.Unmarshal(webhookstest.Payload("push"), &push); err != nil || !strings.HasPrefix(push.Ref, "refs/heads/") || len(push.Commits) == 0 || push.Installation == nil {
+		t.Errorf("Payload(push): %+v %v", push, err)
+	}
+	if l := webhookstest.Label("push", webhookstest.Payloads("push")[len(webhookstest.Payloads("push"))-1]); !strings.Contains(l, "refs/tags/") {
+		t.Errorf("the last push example is %q, want a tag push", l)
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 
 	"forgehooks.dev/forgehooks/catchup"
 	"forgehooks.dev/forgehooks/inbox"
-	"forgehooks.dev/forgehooks/inspector"
 )
 
 func cmdCatchup(ctx context.Context, c *cli, args []string) int {
@@ -38,7 +36,7 @@ it while that serve is stopped, or let serve catch up itself
 (--catchup-every).`)
 	f := addCatchupFlags(fs)
 	inboxF := addInboxFlags(fs, false)
-	dryRun := fs.Bool("dry-run", false, "decide and print the table, but request nothing and save nothing")
+	dryRun := fs.Bool("dry-run", false, "decide and print the table, but request nothing and save nothing; each request is tried once, so that an unreachable forge fails at once")
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -57,6 +55,9 @@ it while that serve is stopped, or let serve catch up itself
 		return code
 	}
 	opts.DryRun = *dryRun
+	if opts.DryRun {
+		opts.MaxTries = 1
+	}
 	opts.Logger = fs.logger(false)
 	if inboxF.enabled() {
 		o, _ := inboxF.options()
@@ -72,10 +73,11 @@ it while that serve is stopped, or let serve catch up itself
 		opts.Logger.Warn("catchup: no --state file: the checkpoint and the guids requested are not kept, so the next run reads back --since again")
 	}
 	rep, err := catchup.Run(ctx, opts)
-	printCatchupTable(c.stdout, rep)
 	if err != nil {
+		// No table or summary: a partial one would read as a finished run.
 		return fs.fail("%v", err)
 	}
+	printCatchupTable(c.stdout, rep)
 	return exitOK
 }
 
@@ -245,16 +247,9 @@ func printCatchupTable(w io.Writer, rep catchup.Report) {
 		rep.Count(catchup.SkipSucceeded), rep.Count(catchup.SkipHeld), rep.Count(catchup.SkipRequested))
 }
 
-// serveCatchup is serve's catch-up (--catchup-every); a nil one does nothing.
-type serveCatchup struct {
-	every time.Duration
-	opts  catchup.Options
-	log   *slog.Logger
-}
-
-// newServeCatchup checks serve's catch-up flags: the hook-selection flags
-// are required with --catchup-every, and refused without it.
-func newServeCatchup(fs *flagSet, f *catchupFlags, every time.Duration, withInbox bool) (*serveCatchup, int, bool) {
+// serveCatchup checks serve's catch-up flags: nil without --catchup-every
+// (and then none of them may be set).
+func serveCatchup(fs *flagSet, f *catchupFlags, every time.Duration, withInbox bool) (*catchup.Options, int, bool) {
 	if every < 0 {
 		return nil, fs.usageError("--catchup-every %v: want a positive interval", every), false
 	}
@@ -277,64 +272,5 @@ func newServeCatchup(fs *flagSet, f *catchupFlags, every time.Duration, withInbo
 	if !ok {
 		return nil, code, false
 	}
-	return &serveCatchup{every: every, opts: opts}, 0, true
-}
-
-// attach sets the run's logger, and with an inbox its Holder and
-// Checkpoints. Without one the checkpoint is --state's, or in memory.
-func (s *serveCatchup) attach(in *inbox.Inbox, log *slog.Logger) {
-	if s == nil {
-		return
-	}
-	s.log, s.opts.Logger = log, log
-	if in != nil {
-		useInbox(&s.opts, in)
-	}
-}
-
-// start runs catch-up in the background, once now and then every interval;
-// the function it returns stops it and waits until it has stopped (it may be
-// called more than once).
-func (s *serveCatchup) start(ctx context.Context) (stop func()) {
-	if s == nil {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	s.log.Info("forgehooks serve: catch-up", "hook", s.opts.Hook.String(), "every", s.every)
-	go func() {
-		defer close(done)
-		catchup.Every(ctx, s.every, s.opts, s.report)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-// report logs one line per catch-up run.
-func (s *serveCatchup) report(rep catchup.Report, err error) {
-	attrs := []any{"hook", rep.Hook.String(), "deliveries", len(rep.Entries), "pages", rep.Pages,
-		"requested", rep.Requested, "succeeded", rep.Count(catchup.SkipSucceeded), "held", rep.Count(catchup.SkipHeld),
-		"requested_earlier", rep.Count(catchup.SkipRequested), "since", rep.From.UTC().Format(time.RFC3339)}
-	if err != nil {
-		s.log.Error("catch-up failed; the next run tries again: "+err.Error(), attrs...)
-		return
-	}
-	s.log.Info("catch-up done", attrs...)
-}
-
-// redeliver is the inspector's Redeliver: ask the forge to send one delivery
-// again. Nil without catch-up.
-func (s *serveCatchup) redeliver() func(ctx context.Context, id string) error {
-	if s == nil {
-		return nil
-	}
-	return func(ctx context.Context, id string) error {
-		_, err := catchup.RedeliverGUID(ctx, s.opts, id)
-		if errors.Is(err, catchup.ErrNotInLog) {
-			return fmt.Errorf("%w: %w", inspector.ErrNotFound, err)
-		}
-		return err
-	}
+	return &opts, 0, true
 }

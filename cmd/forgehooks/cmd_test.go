@@ -170,8 +170,9 @@ func TestServeLogsAndRejections(t *testing.T) {
 	}
 	log := sv.stderr.String()
 	for _, want := range []string{
-		`"msg":"delivery rejected: signature does not match event payload and secret","id":"bad-sig","event":"push"`,
-		`"msg":"delivery rejected: Required headers missing: x-forge-event, x-hub-signature-256, x-forge-delivery"`,
+		`"msg":"delivery rejected","id":"bad-sig","event":"push"`,
+		`"reason":"signature does not match event payload and secret"`,
+		`"reason":"Required headers missing: x-forge-event, x-hub-signature-256, x-forge-delivery"`,
 		`"msg":"delivery ok","id":"good","event":"ping"`,
 	} {
 		if !strings.Contains(log, want) {

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
+
+	"forgehooks.dev/forgehooks/receiver"
 )
 
 // secretEnv is the environment variable every command takes the secret from
@@ -23,6 +22,9 @@ type flagSet struct {
 	c    *cli
 	use  string // "forgehooks send [flags] [file]"
 	desc string
+
+	groups  []string          // titles of the flag groups, in order
+	groupOf map[string]string // flag name → its group's title
 }
 
 func newFlagSet(c *cli, name, use, desc string) *flagSet {
@@ -31,12 +33,71 @@ func newFlagSet(c *cli, name, use, desc string) *flagSet {
 	return fs
 }
 
+// group starts a group of flags: those registered after it, until the next
+// group, are listed under title in the usage.
+func (fs *flagSet) group(title string) {
+	fs.closeGroup()
+	fs.groups = append(fs.groups, title)
+}
+
+// closeGroup assigns the flags registered since the last group to it.
+func (fs *flagSet) closeGroup() {
+	if len(fs.groups) == 0 {
+		return
+	}
+	if fs.groupOf == nil {
+		fs.groupOf = map[string]string{}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := fs.groupOf[f.Name]; !ok {
+			fs.groupOf[f.Name] = fs.groups[len(fs.groups)-1]
+		}
+	})
+}
+
 func (fs *flagSet) printUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s\n\n%s\nFlags:\n", fs.use, strings.TrimSpace(fs.desc)+"\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", fs.use, strings.TrimSpace(fs.desc)+"\n")
+	if len(fs.groups) == 0 {
+		fmt.Fprintf(w, "Flags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	} else {
+		fs.closeGroup()
+		for _, g := range fs.groups {
+			fmt.Fprintf(w, "%s:\n", g)
+			fs.VisitAll(func(f *flag.Flag) {
+				if fs.groupOf[f.Name] == g {
+					printFlag(w, f)
+				}
+			})
+			fmt.Fprintln(w)
+		}
+	}
 	fmt.Fprintf(w, "\n%s", exitCodes)
+}
+
+// printFlag writes one flag's usage as flag.PrintDefaults does.
+func printFlag(w io.Writer, f *flag.Flag) {
+	name, usage := flag.UnquoteUsage(f)
+	line := "  -" + f.Name
+	if name != "" {
+		line += " " + name
+	}
+	if len(line) <= 4 {
+		line += "\t"
+	} else {
+		line += "\n    \t"
+	}
+	line += strings.ReplaceAll(usage, "\n", "\n    \t")
+	if def := f.DefValue; def != "" && def != "0" && def != "false" && def != "0s" {
+		if name == "string" {
+			line += fmt.Sprintf(" (default %q)", def)
+		} else {
+			line += fmt.Sprintf(" (default %v)", def)
+		}
+	}
+	fmt.Fprintln(w, line)
 }
 
 // parse parses args, with flags before, between or after the positional
@@ -69,9 +130,12 @@ func (fs *flagSet) usageError(format string, a ...any) int {
 	return exitUsage
 }
 
-// fail prints a failure and returns the failure exit status.
+// fail prints a failure and returns the failure exit status. A message that
+// starts with the command's own name (a package's error prefix, as in
+// "inbox: ...") loses it: "forgehooks inbox: inbox: ..." says it twice.
 func (fs *flagSet) fail(format string, a ...any) int {
-	fmt.Fprintf(fs.c.stderr, "forgehooks %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	msg := strings.TrimPrefix(fmt.Sprintf(format, a...), fs.Name()+": ")
+	fmt.Fprintf(fs.c.stderr, "forgehooks %s: %s\n", fs.Name(), msg)
 	return exitFailure
 }
 
@@ -143,41 +207,13 @@ func (fs *flagSet) readPayload(pos []string) ([]byte, int, bool) {
 	}
 }
 
-// checkHTTPURL checks that s is an http(s) URL with a host and, if it names
-// one, a port from 1 to 65535, so that a typo is a usage error with a hint
-// rather than a connection failure.
-func checkHTTPURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("%q: %v (a URL such as http://127.0.0.1:3000/path; a port is 1 to 65535)", s, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL, such as http://127.0.0.1:3000/path", s)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q: port %s is not a number from 1 to 65535", s, p)
-		}
-	}
-	return nil
-}
-
-// checkListenAddr checks that addr is host:port with a port from 0 to 65535 (0
-// picks a free one).
-func checkListenAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port, such as 127.0.0.1:3001 (%v)", addr, err)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("%q: port %q is not a number from 0 to 65535 (0 picks a free port)", addr, port)
-	}
-	return nil
-}
+// checkHTTPURL and checkListenAddr check flag values as the receiver checks
+// its options, so that a typo is a usage error with a hint rather than a
+// connection failure.
+var (
+	checkHTTPURL    = receiver.CheckURL
+	checkListenAddr = receiver.CheckListenAddr
+)
 
 // stringList is a flag that may be given several times.
 type stringList []string

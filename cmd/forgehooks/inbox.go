@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,21 +9,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inbox"
-	"forgehooks.dev/forgehooks/internal/jsonscan"
-	"forgehooks.dev/forgehooks/webhooks"
+	"forgehooks.dev/forgehooks/inspector"
 )
-
-// The inbox command is registered here rather than in main.go's table, so
-// that it comes with its file.
-func init() {
-	commands = append(commands, command{"inbox", "list, show and retry the deliveries of a durable inbox", cmdInbox})
-}
 
 // inboxFlags are the flags that name an inbox: serve's and the inbox
 // command's.
@@ -32,12 +27,17 @@ type inboxFlags struct {
 	ackWait                         time.Duration
 }
 
-// addInboxFlags registers --inbox and --nats; with worker set, also the
-// flags of serve's workers.
+// addInboxFlags registers --inbox and --nats; with worker set (serve), also
+// the flags of serve's workers.
 func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 	f := &inboxFlags{}
-	fs.StringVar(&f.dir, "inbox", "", "durable inbox: store each delivery in this directory (an embedded NATS JetStream) before answering 202, and run its handlers from there")
-	fs.StringVar(&f.urls, "nats", "", "durable inbox in an existing NATS cluster: its URLs, comma-separated (streams with 3 replicas)")
+	if worker {
+		fs.StringVar(&f.dir, "inbox", "", "durable inbox: store each delivery in this directory (an embedded NATS JetStream) before answering 202, and run its handlers from there")
+		fs.StringVar(&f.urls, "nats", "", "durable inbox in an existing NATS cluster: its URLs, comma-separated (streams with 3 replicas)")
+	} else {
+		fs.StringVar(&f.dir, "inbox", "", "the directory of a serve's durable inbox (--inbox of 'forgehooks serve'); while that serve runs, it is reached through its admin socket in the directory")
+		fs.StringVar(&f.urls, "nats", "", "the NATS cluster of a serve's durable inbox (--nats of 'forgehooks serve'): its URLs, comma-separated")
+	}
 	if worker {
 		fs.StringVar(&f.retryDelays, "retry-delays", "", "with an inbox: waits between a failed attempt and the next, comma-separated (e.g. 5s,5m,30m); after the last, a dead letter; \"none\": no retry (default 5s,5m,30m,2h,5h,10h,10h)")
 		fs.StringVar(&f.forward, "forward", "", "re-POST each delivery to this URL with its original headers and body; a non-2xx answer fails it (and the inbox retries it)")
@@ -85,63 +85,6 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	return o, nil
 }
 
-// openServeInbox opens serve's inbox with wh's handlers as its receiver, and
-// logs one line per delivery whose attempt finished. It returns nil when no
-// inbox was asked for.
-// onChange, when set, is told every change first (the inspector page's rows).
-func openServeInbox(ctx context.Context, f *inboxFlags, wh *webhooks.Webhooks, log *slog.Logger, onChange func(inbox.Record)) (*inbox.Inbox, error) {
-	if f.forward != "" {
-		wh.OnAny(inbox.Forward(f.forward, &http.Client{Timeout: 30 * time.Second}))
-	}
-	if !f.enabled() {
-		return nil, nil
-	}
-	o, err := f.options()
-	if err != nil {
-		return nil, err
-	}
-	o.Receiver, o.Logger = wh, log
-	o.OnChange = func(r inbox.Record) {
-		if onChange != nil {
-			onChange(r)
-		}
-		if len(r.Attempts) == 0 || (r.Status != inbox.StatusHandled && r.Status != inbox.StatusRetrying && r.Status != inbox.StatusDead) {
-			return
-		}
-		a := r.Attempts[len(r.Attempts)-1]
-		name := r.Event
-		if r.Action != "" {
-			name += "." + r.Action
-		}
-		var found [2]jsonscan.Result
-		_ = jsonscan.Lookup(r.Payload, logPaths, found[:]) // stored payloads are JSON objects
-		attrs := []any{"id", r.ID, "event", name, "repository", found[0].String(r.Payload), "sender", found[1].String(r.Payload),
-			"status", r.Status, "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond)}
-		switch r.Status {
-		case inbox.StatusHandled:
-			log.Info("delivery handled", attrs...)
-		case inbox.StatusRetrying:
-			log.Warn("delivery failed; will retry: "+firstLine(a.Err), attrs...)
-		default:
-			log.Error("delivery failed; dead letter: "+firstLine(a.Err), attrs...)
-		}
-	}
-	in, err := inbox.Open(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	where := f.dir
-	if where == "" {
-		where = f.urls
-	}
-	delays := o.RetryDelays
-	if delays == nil {
-		delays = inbox.DefaultRetryDelays
-	}
-	log.Info("forgehooks serve: durable inbox", "store", where, "retry_delays", fmt.Sprint(delays))
-	return in, nil
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
@@ -149,20 +92,22 @@ func firstLine(s string) string {
 
 func cmdInbox(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "inbox", "forgehooks inbox (ls | show ID | retry ID | replay ID | dead) --inbox DIR | --nats URL", `
-Query the durable inbox of 'forgehooks serve --inbox DIR' (while that serve is
-stopped: one process at a time opens a directory) or of a NATS cluster.
+Query and operate the durable inbox of 'forgehooks serve --inbox DIR', or of a
+NATS cluster. While that serve runs, the commands go through its admin socket
+in DIR (retry and replay then run in that serve); otherwise they open DIR
+themselves.
 
   ls          the stored deliveries, newest first (--status, --event, --limit, --before)
-  show ID     one delivery: headers, payload, each attempt with its error
+  show ID     one delivery: headers (secrets redacted), payload, each attempt with its error
   retry ID    run a dead letter again, on a fresh retry schedule
   replay ID   run a stored delivery's handlers once more
   dead        the dead letters`)
 	f := addInboxFlags(fs, false)
 	status := fs.String("status", "", "ls: only deliveries with this status (queued, running, handled, retrying, dead)")
 	event := fs.String("event", "", "ls: only deliveries of this event")
-	limit := fs.Int("limit", inbox.DefaultListLimit, "ls: the most deliveries listed")
+	limit := fs.Int("limit", delivery.DefaultListLimit, "ls: the most deliveries listed")
 	before := fs.Uint64("before", 0, "ls: only deliveries stored before this sequence number (the next page)")
-	jsonOut := fs.Bool("json", false, "print JSON instead of text")
+	jsonOut := fs.Bool("json", false, "print JSON instead of text (show: the payload whole)")
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
@@ -182,24 +127,27 @@ stopped: one process at a time opens a directory) or of a NATS cluster.
 	if !f.enabled() {
 		return fs.usageError("no inbox: pass --inbox DIR or --nats URL")
 	}
+	if *status != "" && !delivery.Status(*status).Valid() {
+		return fs.usageError("--status %q: one of queued, running, handled, retrying, dead", *status)
+	}
 	o, err := f.options()
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
 	o.Logger = slog.New(slog.DiscardHandler)
-	in, err := inbox.Open(ctx, o)
+	st, running, err := openInbox(ctx, o)
 	if err != nil {
 		return fs.fail("%v", err)
 	}
-	defer in.Close(context.Background())
+	defer st.Close()
 	out := c.stdout
 	switch sub {
 	case "ls", "dead":
-		var recs []inbox.Record
+		var recs []delivery.Record
 		if sub == "ls" {
-			recs, err = in.List(ctx, inbox.ListOptions{Status: *status, Event: *event, Limit: *limit, Before: *before})
+			recs, err = st.List(ctx, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Limit: *limit, Before: *before})
 		} else {
-			recs, err = in.Dead(ctx)
+			recs, err = st.Dead(ctx)
 		}
 		if err != nil {
 			return fs.fail("%v", err)
@@ -209,7 +157,7 @@ stopped: one process at a time opens a directory) or of a NATS cluster.
 		}
 		writeTable(out, recs)
 	case "show":
-		r, err := in.Get(ctx, rest[0])
+		r, err := st.Get(ctx, rest[0])
 		if err != nil {
 			return fs.fail("%v", err)
 		}
@@ -219,34 +167,67 @@ stopped: one process at a time opens a directory) or of a NATS cluster.
 		writeRecord(out, r)
 	case "retry", "replay":
 		if sub == "retry" {
-			err = in.Retry(ctx, rest[0])
+			err = st.Retry(ctx, rest[0])
 		} else {
-			err = in.Replay(ctx, rest[0])
+			err = st.Replay(ctx, rest[0])
 		}
 		if err != nil {
 			return fs.fail("%v", err)
 		}
-		fmt.Fprintf(out, "%s: stored again; its handlers run when a serve with this inbox runs\n", rest[0])
+		if running {
+			fmt.Fprintf(out, "%s: stored again; the running serve runs its handlers\n", rest[0])
+		} else {
+			fmt.Fprintf(out, "%s: stored again; its handlers run when a serve with this inbox runs\n", rest[0])
+		}
 	}
 	return exitOK
 }
 
-func writeTable(w io.Writer, recs []inbox.Record) {
+// inboxStore is what the inbox command needs of an inbox: an opened one, or
+// the admin socket of the serve that holds it.
+type inboxStore interface {
+	delivery.Store
+	Dead(ctx context.Context) ([]delivery.Record, error)
+	Close()
+}
+
+type openedInbox struct{ *inbox.Inbox }
+
+func (o openedInbox) Close() { o.Inbox.Close(context.Background()) }
+
+// openInbox opens the inbox of o, or, when a running serve holds its
+// directory, reaches it through that serve's admin socket (running).
+func openInbox(ctx context.Context, o inbox.Options) (st inboxStore, running bool, err error) {
+	in, err := inbox.Open(ctx, o)
+	if err == nil {
+		return openedInbox{in}, false, nil
+	}
+	if !errors.Is(err, inbox.ErrInUse) {
+		return nil, false, err
+	}
+	ac, aerr := inbox.DialAdmin(ctx, o.Dir)
+	if aerr != nil {
+		return nil, false, fmt.Errorf("%w; and %w", err, aerr)
+	}
+	return ac, true, nil
+}
+
+// lastErrorWidth is the width of the LAST ERROR column.
+const lastErrorWidth = 60
+
+func writeTable(w io.Writer, recs []delivery.Record) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tID\tEVENT\tSTATUS\tATTEMPTS\tRECEIVED\tLAST ERROR")
 	for _, r := range recs {
-		name := r.Event
-		if r.Action != "" {
-			name += "." + r.Action
-		}
-		lastErr := ""
-		if n := len(r.Attempts); n > 0 {
-			lastErr = firstLine(r.Attempts[n-1].Err)
-			if len(lastErr) > 60 {
-				lastErr = lastErr[:57] + "..."
+		lastErr := firstLine(r.LastError())
+		if len(lastErr) > lastErrorWidth {
+			cut := lastErrorWidth - 3
+			for cut > 0 && !utf8.RuneStart(lastErr[cut]) {
+				cut--
 			}
+			lastErr = lastErr[:cut] + "..."
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, name, r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.Name(), r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
 	}
 	tw.Flush()
 	if len(recs) == 0 {
@@ -254,17 +235,15 @@ func writeTable(w io.Writer, recs []inbox.Record) {
 	}
 }
 
-func writeRecord(w io.Writer, r inbox.Record) {
-	name := r.Event
-	if r.Action != "" {
-		name += "." + r.Action
-	}
-	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, name, r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
+// maxShownPayload is the most payload bytes 'inbox show' prints as text;
+// --json prints it whole.
+const maxShownPayload = 64 << 10
+
+func writeRecord(w io.Writer, r delivery.Record) {
+	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.Name(), r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintln(w, "headers:")
-	for _, k := range sortedKeys(r.Header) {
-		for _, v := range r.Header[k] {
-			fmt.Fprintf(w, "  %s: %s\n", k, v)
-		}
+	for _, kv := range inspector.RedactedHeaders(r.Header) {
+		fmt.Fprintf(w, "  %s: %s\n", kv[0], kv[1])
 	}
 	fmt.Fprintf(w, "attempts: %d\n", len(r.Attempts))
 	for _, a := range r.Attempts {
@@ -274,20 +253,26 @@ func writeRecord(w io.Writer, r inbox.Record) {
 		}
 		fmt.Fprintf(w, "  #%d %s (%s) %s\n", a.Number, a.Start.UTC().Format(time.RFC3339Nano), a.Duration.Round(time.Microsecond), res)
 	}
-	fmt.Fprintf(w, "payload (%d bytes):\n%s\n", len(r.Payload), r.Payload)
-}
-
-func sortedKeys(h http.Header) []string {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
+	fmt.Fprintf(w, "payload (%d bytes):\n", len(r.Payload))
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, r.Payload, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(r.Payload)
 	}
-	sort.Strings(keys)
-	return keys
+	if pretty.Len() > maxShownPayload {
+		cut := maxShownPayload
+		for cut > 0 && !utf8.RuneStart(pretty.Bytes()[cut]) {
+			cut--
+		}
+		fmt.Fprintf(w, "%s\n... (%d more bytes: --json prints the payload whole)\n", pretty.Bytes()[:cut], pretty.Len()-cut)
+		return
+	}
+	fmt.Fprintf(w, "%s\n", pretty.Bytes())
 }
 
-// recordOut is a Record as JSON: the payload as the JSON it is (as a string
-// when it is not valid JSON).
+// recordOut is a Record as JSON: secret headers redacted as the inspector
+// page does, the payload (show only: ls and dead list no payloads) as the
+// JSON it is, or as a string when it is not valid JSON.
 type recordOut struct {
 	Seq        uint64          `json:"seq"`
 	ID         string          `json:"id"`
@@ -297,7 +282,8 @@ type recordOut struct {
 	ReceivedAt time.Time       `json:"received_at"`
 	Header     http.Header     `json:"header"`
 	Attempts   []attemptOut    `json:"attempts"`
-	Payload    json.RawMessage `json:"payload"`
+	Size       int64           `json:"size"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
 type attemptOut struct {
@@ -307,20 +293,26 @@ type attemptOut struct {
 	Err      string    `json:"error,omitempty"`
 }
 
-func recordJSON(r inbox.Record) recordOut {
-	o := recordOut{Seq: r.Seq, ID: r.ID, Event: r.Event, Action: r.Action, Status: r.Status, ReceivedAt: r.ReceivedAt, Header: r.Header, Attempts: []attemptOut{}}
+func recordJSON(r delivery.Record) recordOut {
+	o := recordOut{Seq: r.Seq, ID: r.ID, Event: r.Event, Action: r.Action, Status: string(r.Status), ReceivedAt: r.ReceivedAt,
+		Header: http.Header{}, Attempts: []attemptOut{}, Size: max(r.Size, int64(len(r.Payload)))}
+	for _, kv := range inspector.RedactedHeaders(r.Header) {
+		o.Header[kv[0]] = append(o.Header[kv[0]], kv[1])
+	}
 	for _, a := range r.Attempts {
 		o.Attempts = append(o.Attempts, attemptOut{a.Number, a.Start, a.Duration.String(), a.Err})
 	}
-	if json.Valid(r.Payload) {
+	switch {
+	case r.Payload == nil:
+	case json.Valid(r.Payload):
 		o.Payload = r.Payload
-	} else {
+	default:
 		o.Payload, _ = json.Marshal(string(r.Payload))
 	}
 	return o
 }
 
-func recordsJSON(recs []inbox.Record) []recordOut {
+func recordsJSON(recs []delivery.Record) []recordOut {
 	out := []recordOut{}
 	for _, r := range recs {
 		out = append(out, recordJSON(r))

@@ -20,7 +20,7 @@ import (
 // uiURL waits for serve's log line naming the inspector page's URL.
 func uiURL(t *testing.T, p *proc) string {
 	t.Helper()
-	re := regexp.MustCompile(`msg="forgehooks serve: inspector page" url=(\S+)`)
+	re := regexp.MustCompile(`msg="forgehooks: inspector page" url=(\S+)`)
 	deadline := time.Now().Add(testTimeout)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(p.stderr.String()); m != nil {
@@ -206,15 +206,30 @@ func TestServeInspectorInbox(t *testing.T) {
 	} else {
 		res.Body.Close()
 	}
-	var list struct{ Rows []pageRow }
-	if code := getJSON(t, page+"api/deliveries", &list); code != 200 {
-		t.Fatalf("list: %d", code)
-	}
+	// The handled status is written without waiting (a round trip saved per
+	// delivery): the list may show it a moment after the live row.
 	got := map[string]string{}
-	for _, rw := range list.Rows {
-		got[rw.ID+" "+rw.Status] = fmt.Sprint(rw.HTTPStatus)
+	wants := []string{"dl-1 handled", "dl-1 duplicate", "forged rejected"}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var list struct{ Rows []pageRow }
+		if code := getJSON(t, page+"api/deliveries", &list); code != 200 {
+			t.Fatalf("list: %d", code)
+		}
+		clear(got)
+		for _, rw := range list.Rows {
+			got[rw.ID+" "+rw.Status] = fmt.Sprint(rw.HTTPStatus)
+		}
+		missing := 0
+		for _, want := range wants {
+			if _, ok := got[want]; !ok {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
-	for _, want := range []string{"dl-1 handled", "dl-1 duplicate", "forged rejected"} {
+	for _, want := range wants {
 		if _, ok := got[want]; !ok {
 			t.Errorf("the list lacks %q: %v", want, got)
 		}
@@ -223,7 +238,7 @@ func TestServeInspectorInbox(t *testing.T) {
 		t.Fatalf("serve exited %d:\n%s", code, sv.stderr)
 	}
 	log := sv.stderr.String()
-	for _, want := range []string{`msg="delivery stored" id=dl-1`, `msg="duplicate delivery" id=dl-1`, `msg="delivery failed; dead letter: downstream refused attempt 2"`} {
+	for _, want := range []string{`msg="delivery stored" id=dl-1`, `msg="duplicate delivery" id=dl-1`, `msg="inbox: handlers failed on every attempt; moved to the dead letters" delivery=dl-1 event=issues attempts=2 error="downstream refused attempt 2"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %s:\n%s", want, log)
 		}

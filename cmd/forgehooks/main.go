@@ -77,6 +77,7 @@ type command struct {
 	run     func(ctx context.Context, c *cli, args []string) int
 }
 
+// commands lists every subcommand, in the order the usage shows them.
 var commands = []command{
 	{"serve", "run a receiver that verifies and logs deliveries", cmdServe},
 	{"send", "sign and POST a delivery, as the forge does", cmdSend},
@@ -86,6 +87,7 @@ var commands = []command{
 	{"verify", "check a payload's signature", cmdVerify},
 	{"events", "list every event and event.action name", cmdEvents},
 	{"catchup", "have the forge redeliver what the receiver missed", cmdCatchup},
+	{"inbox", "list, show and retry the deliveries of a durable inbox", cmdInbox},
 }
 
 const exitCodes = `Exit status: 0 success; 1 failure (invalid signature, non-2xx answer, a

@@ -79,9 +79,9 @@ func TestServeMetricsBadAddress(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"9090", exitUsage, `bad --metrics address "9090": want HOST:PORT`},
-		{"127.0.0.1:99999", exitUsage, "bad --metrics address"},
-		{busy.Addr().String(), exitFailure, "cannot listen on " + busy.Addr().String() + " for --metrics"},
+		{"9090", exitUsage, `--metrics: "9090" is not host:port`},
+		{"127.0.0.1:99999", exitUsage, `--metrics: "127.0.0.1:99999": port "99999" is not a number from 0 to 65535`},
+		{busy.Addr().String(), exitFailure, "metrics: cannot listen on " + busy.Addr().String()},
 	} {
 		code, _, errOut := runCmd(t, "", nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--metrics", tc.addr)
 		if code != tc.code || !strings.Contains(errOut, tc.stderr) {

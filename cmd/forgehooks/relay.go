@@ -205,12 +205,6 @@ func forward(ctx context.Context, client *http.Client, target, secret string, al
 	return nil
 }
 
-func reason(body []byte) string {
-	r := &recorder{}
-	r.body.Write(body)
-	return r.reason()
-}
-
 // errSHA1Mismatch is the error of a delivery whose legacy sha1 signature failed.
 var errSHA1Mismatch = errors.New("sha1 signature does not match event payload and secret")
 

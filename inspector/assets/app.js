@@ -313,8 +313,10 @@
       tree.append(el('span', 'empty', 'no payload'));
       return;
     }
-    if (d.payload.length > MAX_TREE) {
-      tree.append(el('span', 'empty', 'payload too large for a tree: see Raw'));
+    if (d.truncated || d.payload.length > MAX_TREE) {
+      tree.append(el('span', 'empty', d.truncated
+        ? 'payload of ' + d.size + ' bytes: Raw shows its first ' + d.payload.length + '; Download has it whole'
+        : 'payload too large for a tree: see Raw'));
       setRaw(true);
       return;
     }

@@ -1,4 +1,4 @@
-package main
+package receiver_test
 
 import (
 	"bytes"
@@ -11,20 +11,22 @@ import (
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/receiver"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-// BenchmarkServeHandler is serve's handler without the network, on the
-// median push of the HTTP load run: the middleware with a raw handler, as an
-// application pays it, and serve's logDeliveries and recordDelivery, which find
-// the repository and sender for the line and format it (to a discarded
+// BenchmarkServeHandler is serve's handler (Receiver.Handler) without the
+// network, on the median push of the HTTP load run: the middleware with a raw
+// handler, as an application pays it, and the Receiver's, whose line per
+// delivery finds the repository and sender and formats them (to a discarded
 // writer). The difference is what serve's log line costs per delivery.
 func BenchmarkServeHandler(b *testing.B) {
 	body := corpus.Body(corpus.MedianPush)
 	if body == nil {
 		b.Fatal(corpus.MedianPush, " is not in the corpus")
 	}
+	const testSecret = "bench-secret-0123456789"
 	sig, err := signing.Sign(testSecret, body)
 	if err != nil {
 		b.Fatal(err)
@@ -36,12 +38,15 @@ func BenchmarkServeHandler(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Logger: slog.New(slog.DiscardHandler)})
-			var h http.Handler = mw
+			var h http.Handler
 			if impl == "serve" {
-				wh.OnAny(recordDelivery)
-				h = logDeliveries(mw, webhooks.DefaultMaxInFlight, false, log)
+				r, err := receiver.New(context.Background(), receiver.Options{Webhooks: wh, Logger: log})
+				if err != nil {
+					b.Fatal(err)
+				}
+				h = r.Handler()
 			} else {
+				h = webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Logger: slog.New(slog.DiscardHandler)})
 				wh.OnAny(func(context.Context, emitter.Event) error { return nil })
 			}
 			rd := bytes.NewReader(nil)

@@ -1,15 +1,14 @@
-package inspector
+package delivery
 
 import (
 	"sync"
 	"sync/atomic"
 )
 
-// Watchers implements Source.Watch for a Source whose store reports changes
-// through one callback (as the inbox's Options.OnChange does): the adapter
-// passes that callback Notify and answers Watch with Watchers.Watch. The zero
-// value is ready to use; it is safe for concurrent use, and Notify never
-// blocks on a lock.
+// Watchers implements Store.Watch for a store that learns of changes in one
+// place: it calls Notify there and answers Watch with Watchers.Watch. The
+// zero value is ready to use; it is safe for concurrent use, and Notify never
+// waits for a lock.
 type Watchers struct {
 	mu   sync.Mutex
 	list atomic.Pointer[[]watcher] // replaced whole, read without a lock
@@ -44,6 +43,13 @@ func (w *Watchers) Watch(fn func(Record)) (stop func()) {
 		}
 		w.list.Store(&ws)
 	}
+}
+
+// Active reports whether anyone watches, so that a store can skip building
+// records nobody reads.
+func (w *Watchers) Active() bool {
+	p := w.list.Load()
+	return p != nil && len(*p) > 0
 }
 
 // Notify calls every watcher's fn with rec, on the caller's goroutine.

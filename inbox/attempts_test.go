@@ -1,0 +1,109 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// TestAttemptNumbersGoOn: when the server's delivery count is behind the
+// attempts recorded in the status (the count lost in a crash, the status
+// written), the next attempt is numbered after the recorded ones: no number
+// appears twice.
+func TestAttemptNumbersGoOn(t *testing.T) {
+	wh := newWebhooks(t)
+	s := newSeen()
+	release := make(chan struct{})
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		s.add(info)
+		if info.Attempt == 1 {
+			<-release
+			return errors.New("first attempt fails")
+		}
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, RetryDelays: []time.Duration{50 * time.Millisecond}})
+	ctx := context.Background()
+	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "x", Name: "issues", Payload: []byte(`{"action":"opened"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the first attempt", func() bool { return len(s.get("x")) == 1 })
+	close(release)
+	waitFor(t, 10*time.Second, "the first attempt's status", func() bool {
+		r, err := in.Get(ctx, "x")
+		return err == nil && r.Status == delivery.StatusRetrying
+	})
+	// As after a crash in which the server's count of deliveries was lost
+	// but the status of attempts 1 to 3 was written.
+	in.putStatus(ctx, subjectToken("x"), &status{Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1}, {Number: 2}, {Number: 3}}})
+	waitFor(t, 10*time.Second, "the retry", func() bool { return len(s.get("x")) == 2 })
+	if got := s.get("x")[1].Attempt; got != 4 {
+		t.Errorf("the retry ran as attempt %d, want 4", got)
+	}
+	waitFor(t, 10*time.Second, "the delivery handled", func() bool {
+		r, err := in.Get(ctx, "x")
+		return err == nil && r.Status == delivery.StatusHandled
+	})
+	r, _ := in.Get(ctx, "x")
+	var nums []int
+	for _, a := range r.Attempts {
+		nums = append(nums, a.Number)
+	}
+	if len(nums) != 4 || nums[3] != 4 {
+		t.Errorf("attempts %v, want 1 2 3 4", nums)
+	}
+}
+
+// TestAttemptNumbersSurviveLostCount: a delivery whose first attempt failed,
+// after a restart in which the server lost its consumer's state (its count of
+// deliveries starts again at 1), runs as attempt 2, and its history keeps
+// attempt 1.
+func TestAttemptNumbersSurviveLostCount(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	wh := newWebhooks(t)
+	wh.OnAny(func(context.Context, emitter.Event) error { return errors.New("down") })
+	in, err := Open(ctx, Options{Dir: dir, Receiver: wh, RetryDelays: []time.Duration{time.Hour}, Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "x", Name: "issues", Payload: []byte(`{"action":"opened"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the first attempt's status", func() bool {
+		r, err := in.Get(ctx, "x")
+		return err == nil && r.Status == delivery.StatusRetrying
+	})
+	// The worst a crash can do to the consumer: lose it whole.
+	if err := in.inbox.DeleteConsumer(ctx, DefaultName+"_WORKERS"); err != nil {
+		t.Fatal(err)
+	}
+	in.Close(ctx)
+
+	wh2 := newWebhooks(t)
+	s := newSeen()
+	wh2.OnAny(func(ctx context.Context, _ emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		s.add(info)
+		return nil
+	})
+	in = openInbox(t, dir, Options{Receiver: wh2})
+	waitFor(t, 10*time.Second, "the run after the restart", func() bool { return len(s.get("x")) == 1 })
+	if got := s.get("x")[0].Attempt; got != 2 {
+		t.Errorf("ran as attempt %d, want 2", got)
+	}
+	waitFor(t, 10*time.Second, "the delivery handled", func() bool {
+		r, err := in.Get(ctx, "x")
+		return err == nil && r.Status == delivery.StatusHandled
+	})
+	r, _ := in.Get(ctx, "x")
+	if len(r.Attempts) != 2 || r.Attempts[0].Number != 1 || r.Attempts[0].Err == "" || r.Attempts[1].Number != 2 {
+		t.Errorf("attempts %+v, want #1 (failed) and #2", r.Attempts)
+	}
+}

@@ -1,0 +1,177 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// deliveryInfo is what the handlers learn of a verified delivery, for its log
+// line: the request's context carries it to noteDelivery.
+type deliveryInfo struct {
+	mu                       sync.Mutex
+	action, repository, user string
+}
+
+type infoKey struct{}
+
+// logPaths are the strings of a payload that a delivery's line names, found
+// with jsonscan.Lookup in one pass over the bytes.
+var logPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
+
+// noteDelivery is a handler that notes the delivery's action, repository and
+// sender for its request's line.
+func noteDelivery(ctx context.Context, e emitter.Event) error {
+	info, _ := ctx.Value(infoKey{}).(*deliveryInfo)
+	if info == nil {
+		return nil
+	}
+	var found [2]jsonscan.Result
+	_ = jsonscan.Lookup(e.Payload, logPaths, found[:])
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	info.action = clip.String(e.Action())
+	info.repository = clip.String(found[0].String(e.Payload))
+	info.user = clip.String(found[1].String(e.Payload))
+	return nil
+}
+
+// logRequests serves the middleware and logs one line per request when it is
+// answered: the delivery and the outcome. A 5xx answer's line is written by
+// logResult instead, which has the error's cause. With an inbox, 202 means
+// stored and 200 a duplicate.
+func (r *Receiver) logRequests(maxInFlight int) http.Handler {
+	stored := r.in != nil
+	log := r.log
+	mw := r.mw
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		info := &deliveryInfo{}
+		req = req.WithContext(context.WithValue(req.Context(), infoKey{}, info))
+		rec := &recorder{ResponseWriter: w}
+		start := time.Now()
+		if !mw.Handle(rec, req) {
+			mw.ServeHTTP(rec, req)
+			log.Info("not the webhook path", "method", clip.String(req.Method), "path", clip.String(req.URL.Path), "status", rec.status)
+			return
+		}
+		if rec.status >= 500 {
+			return // logResult
+		}
+		info.mu.Lock()
+		name := clip.String(req.Header.Get(webhooks.HeaderEvent)) // unverified: any size
+		if info.action != "" {
+			name += "." + info.action
+		}
+		attrs := []any{"id", clip.String(req.Header.Get(webhooks.HeaderDelivery)), "event", name}
+		if !stored {
+			// With an inbox the handlers run later: the line of each attempt
+			// names the repository and sender.
+			attrs = append(attrs, "repository", info.repository, "sender", info.user)
+		}
+		attrs = append(attrs, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond))
+		info.mu.Unlock()
+		if !stored && rec.status == http.StatusAccepted {
+			// Handlers that outlive their answer hold a place until they return;
+			// the count shows hanging handlers before deliveries are refused.
+			attrs = append(attrs, "in_flight", mw.InFlight(), "max_in_flight", maxInFlight)
+		}
+		switch {
+		case stored && rec.status == http.StatusAccepted:
+			log.Info("delivery stored", attrs...)
+		case stored && rec.status == http.StatusOK:
+			log.Info("duplicate delivery", attrs...)
+		case rec.status == http.StatusAccepted && maxInFlight > 0 && 2*mw.InFlight() >= maxInFlight:
+			log.Warn("delivery accepted; handlers still running; half the in-flight places are taken", attrs...)
+		case rec.status == http.StatusAccepted:
+			log.Info("delivery accepted; handlers still running", attrs...)
+		case rec.status < 300:
+			log.Info("delivery ok", attrs...)
+		default:
+			log.Warn("delivery rejected", append(attrs, "reason", clip.String(rec.reason()))...)
+		}
+	})
+}
+
+// logResult logs what logRequests leaves out: a 5xx answer, with its error
+// (a handler's, the store's), and the handlers of a 202 that failed after
+// the answer. One line per request: each run of the handlers without an
+// inbox (with one, the inbox logs each attempt).
+func (r *Receiver) logResult(res webhooks.Result) {
+	if res.Err == nil || res.Status < 500 && !(res.Status == http.StatusAccepted && r.in == nil) {
+		return
+	}
+	name := clip.String(res.Event)
+	if res.Action != "" {
+		name += "." + clip.String(res.Action)
+	}
+	attrs := []any{"id", clip.String(res.ID), "event", name}
+	if res.Payload != nil {
+		var found [2]jsonscan.Result
+		_ = jsonscan.Lookup(res.Payload, logPaths, found[:])
+		attrs = append(attrs, "repository", clip.String(found[0].String(res.Payload)), "sender", clip.String(found[1].String(res.Payload)))
+	}
+	attrs = append(attrs, "status", res.Status, "duration", res.Duration.Round(time.Microsecond), "error", res.Err.Error())
+	if res.Status == http.StatusAccepted {
+		r.log.Error("delivery failed after its answer", attrs...)
+		return
+	}
+	r.log.Error("delivery failed", attrs...)
+}
+
+// attemptLine logs a stored delivery's handled attempt (the inbox logs the
+// failed ones, with their error, once each).
+func (r *Receiver) attemptLine(rec delivery.Record) {
+	if rec.Status != delivery.StatusHandled || len(rec.Attempts) == 0 {
+		return
+	}
+	a := rec.Attempts[len(rec.Attempts)-1]
+	r.log.Info("delivery handled", "id", rec.ID, "event", rec.Name(), "repository", rec.Repository, "sender", rec.Sender,
+		"status", string(rec.Status), "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond))
+}
+
+// recorder keeps the status and the start of an error answer's body. It
+// neither flushes nor unwraps, on purpose: the middleware then runs the
+// handlers on another goroutine and returns with its 202 at the timeout, so
+// that the delivery's line is written when it is answered, not when its
+// handlers end (see webhooks.Middleware).
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if r.status >= 300 && r.body.Len() < 1024 {
+		r.body.Write(p[:min(len(p), 1024-r.body.Len())])
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// reason is the error message of a JSON error answer, or its text.
+func (r *recorder) reason() string {
+	var e struct{ Error string }
+	if json.Unmarshal(r.body.Bytes(), &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return strings.TrimSpace(r.body.String())
+}
