@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"os"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 func main() {

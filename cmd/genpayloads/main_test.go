@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
-const fixture = "../../internal/gen/testdata/fixture"
+const fixture = "../../gen/testdata/fixture"
 
 func TestRunWritesAndPrunes(t *testing.T) {
 	out := t.TempDir()

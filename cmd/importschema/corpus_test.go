@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/corpus"
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // timestampLayouts are the forms of date-time text the forge sends (besides Unix

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // render writes a jnode back as JSON.

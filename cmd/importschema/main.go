@@ -31,7 +31,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 func main() {

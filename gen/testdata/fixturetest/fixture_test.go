@@ -1,4 +1,4 @@
-// Tests of the code generated from the fixture schema (internal/gen/testdata/fixture). The
+// Tests of the code generated from the fixture schema (gen/testdata/fixture). The
 // gen package's TestFixturePackage runs them in a scratch module that holds the
 // generated files beside package payloads' hand-written ones.
 package payloads_test

@@ -39,7 +39,7 @@ func generateFixture(t *testing.T) []File {
 
 // TestGolden compares the generator's output for the fixture schema (a union, an
 // enum of strings and one of integers, nullable fields, maps, timestamps, free-form
-// actions) with the committed files. go test ./internal/gen -update rewrites them.
+// actions) with the committed files. go test ./gen -update rewrites them.
 func TestGolden(t *testing.T) {
 	files := generateFixture(t)
 	if *update {
@@ -64,7 +64,7 @@ func TestGolden(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%v (run go test ./internal/gen -update)", err)
+			t.Fatalf("%v (run go test ./gen -update)", err)
 		}
 		if d := cmp.Diff(string(want), string(f.Content)); d != "" {
 			t.Errorf("%s differs from %s (-want +got):\n%s", f.Name, path, d)
@@ -175,7 +175,7 @@ func TestFixturePackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a scratch module")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join(".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestDocWrapsParagraphsAndKeepsLists(t *testing.T) {
 // declare: it reads those files' top-level names and the generated files',
 // and reports any name both have, with the file of each.
 func TestHandWrittenNamesAreFree(t *testing.T) {
-	s, err := Load(filepath.Join("..", "..", "schema"))
+	s, err := Load(filepath.Join("..", "schema"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestHandWrittenNamesAreFree(t *testing.T) {
 			generated[n] = f.Name
 		}
 	}
-	paths, _ := filepath.Glob(filepath.Join("..", "..", "payloads", "*.go"))
+	paths, _ := filepath.Glob(filepath.Join("..", "payloads", "*.go"))
 	handWritten := 0
 	for _, path := range paths {
 		if strings.HasSuffix(path, "_test.go") {

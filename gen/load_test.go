@@ -201,7 +201,7 @@ func TestParseTypeExpr(t *testing.T) {
 
 // TestLoadSchemaDir loads the committed schema, the one the generator reads.
 func TestLoadSchemaDir(t *testing.T) {
-	dir := filepath.Join("..", "..", "schema")
+	dir := filepath.Join("..", "schema")
 	if _, err := os.Stat(filepath.Join(dir, EventsFile)); errors.Is(err, fs.ErrNotExist) {
 		t.Skip("no schema/ yet")
 	}
