@@ -35,7 +35,7 @@ modules:
 ## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it.
 generate:
 	$(GO) run ./cmd/importschema -q
-	$(GO) generate ./payloads/...
+	$(GO) generate ./payloads
 
 ## generate-check: fail when `make generate` would change a committed file.
 generate-check:

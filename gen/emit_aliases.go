@@ -60,13 +60,13 @@ func (g *generator) aliasesFile(f *jen.File) {
 // packageDoc is the package comment of the internal package being generated.
 // The package is named as payloads is (see Generate), so the comment says so.
 func (g *generator) packageDoc() string {
-	what := "the generated payload types that the events of more than one group package use"
+	what := "the generated payload types that the events of more than one package use"
 	if g.pkg.Name != commonPkg {
 		var names []string
 		for _, ep := range g.pkg.events {
 			names = append(names, ep.Name)
 		}
-		what = fmt.Sprintf("the generated payloads of the events %s, and the types only they use", strings.Join(names, ", "))
+		what = fmt.Sprintf("the generated payloads of the events %s, and types they use", strings.Join(names, ", "))
 	}
 	return fmt.Sprintf("Package %s (%s) holds %s. The package %s names each by an alias, and documents it.",
 		g.opts.PackageName, g.path(g.pkg.Name), what, g.opts.PackagePath)

@@ -103,6 +103,9 @@ func Load(dir string) (*Schema, error) {
 	if len(problems) > 0 {
 		return nil, &SchemaError{Dir: dir, Problems: problems}
 	}
+	if s.Packages, err = loadPackages(dir); err != nil {
+		return nil, fmt.Errorf("gen.Load: %w", err)
+	}
 	return s, nil
 }
 

@@ -32,6 +32,9 @@ type Schema struct {
 	Events []Event `yaml:"events"`
 	// Types holds the named payload types, sorted by name.
 	Types []Type `yaml:"types"`
+	// Packages is the record of the generated packages (PackagesFile) that Load
+	// found beside the schema; empty when there is none.
+	Packages Packages `yaml:"-"`
 }
 
 // Source records the published spec a schema was imported from.

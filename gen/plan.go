@@ -22,6 +22,8 @@ type plan struct {
 	// pkgOf gives each type's (see split).
 	pkgs  []*pkgPlan
 	pkgOf map[string]*pkgPlan
+	// record is the split as PackagesFile records it.
+	record Packages
 }
 
 // structPlan is one generated struct: a shared type, an event's payload, or an

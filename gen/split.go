@@ -1,29 +1,161 @@
 package gen
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
 )
 
 // The generated types are split into packages so that no one compile holds
 // them all: the compiler keeps every function of a package until it writes the
-// package, so its peak memory follows the package's size. Each event (with its
-// actions, its interface and the types only it uses) belongs to one of
-// eventGroups packages, packed by size; a type used by events of more than one
-// package goes to package common. A type's users are a superset of the users of
-// every type it refers to, so common refers only to common, and a group only to
-// itself and common: the imports have no cycle. Package payloads aliases
-// every type.
+// package, so its peak memory follows the package's size. Package payloads
+// aliases every type, so users never name these packages.
+//
+// The split is stable across schema updates, so that an update touches only the
+// files of what changed: PackagesFile in the schema directory records the
+// package of every event and named type, and the generator keeps what it
+// records and extends it for what is new:
+//
+//   - an event goes to the package of its first letter ("push" to events_p);
+//   - a new type used by the events of one package goes to that package; a new
+//     type used by the events of several packages, or by none, to common;
+//   - a recorded type stays where it is when a new user appears: the new
+//     user's package imports the type's.
+//
+// Packages import each other freely but without a cycle, and common imports
+// no other. The one case that moves a recorded type is a change that would
+// break that: a type of common that starts to refer to a type of an event
+// package, or two event packages that start to refer to each other. Then the
+// types referred to (and what they refer to, out of common) move to common,
+// and the record says so, in the diff a reviewer reads.
 
-// eventGroups is how many packages hold the events.
-const eventGroups = 4
+// PackagesFile is the record, in a schema directory, of the generated package of
+// every event and named type. Load reads it when present; cmd/genpayloads writes
+// it back, extended, with WritePackages.
+const PackagesFile = "packages.yaml"
 
-// commonPkg is the name of the package of the types several groups share.
+// commonPkg is the name of the package of the types several event packages
+// share.
 const commonPkg = "common"
 
-// pkgPlan is one generated package under payloads/internal.
+// Packages records the generated package of each event (by event name) and
+// named type (by Go name) under the generated package's internal directory.
+type Packages struct {
+	Events map[string]string `yaml:"events"`
+	Types  map[string]string `yaml:"types"`
+}
+
+// EventPackage is the package an event goes to when the record has none:
+// events_ and the first letter of its name (events_other for a name that does
+// not start with a letter). The rule looks at the name alone, so an event's
+// package never depends on what else the schema holds.
+func EventPackage(event string) string {
+	if event != "" {
+		if r := rune(event[0]); r < unicode.MaxASCII && unicode.IsLetter(r) {
+			return "events_" + strings.ToLower(string(r))
+		}
+	}
+	return "events_other"
+}
+
+// PackagesOf returns the record of the split Generate makes of s: s.Packages,
+// for what s still has, extended by the rules above. Only what s no longer has
+// leaves it; a recorded type moves only to keep the imports free of cycles.
+func PackagesOf(s *Schema) (Packages, error) {
+	p, err := newPlan(s)
+	if err != nil {
+		return Packages{}, err
+	}
+	return p.record, nil
+}
+
+// loadPackages reads dir's PackagesFile; a missing file is an empty record.
+func loadPackages(dir string) (Packages, error) {
+	var rec Packages
+	b, err := os.ReadFile(filepath.Join(dir, PackagesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, nil
+	}
+	if err != nil {
+		return rec, err
+	}
+	if err := loadDecodeStrict(b, &rec); err != nil {
+		return rec, fmt.Errorf("%s: %w", PackagesFile, err)
+	}
+	for what, m := range map[string]map[string]string{"events": rec.Events, "types": rec.Types} {
+		for k, v := range m {
+			if !validPkgName(v) {
+				return rec, fmt.Errorf("%s: %s: %q: package %q is not a lower-case Go identifier", PackagesFile, what, k, v)
+			}
+		}
+	}
+	return rec, nil
+}
+
+func validPkgName(s string) bool {
+	if s == "" || s == "codec" {
+		return false
+	}
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// WritePackages writes rec to dir's PackagesFile, sorted, with a header that
+// says what it is. It does not rewrite a file whose content is the same.
+func WritePackages(dir string, rec Packages) error {
+	var buf bytes.Buffer
+	buf.WriteString("# The generated package (under payloads/internal) of every event and named type.\n" +
+		"# cmd/genpayloads reads it and extends it, so that a type keeps its package across\n" +
+		"# schema updates; see package gen (split.go) for the rules. Commit it with the code.\n")
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(rec); err != nil {
+		return fmt.Errorf("gen.WritePackages: %w", err)
+	}
+	path := filepath.Join(dir, PackagesFile)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, buf.Bytes()) {
+		return nil
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("gen.WritePackages: %w", err)
+	}
+	return nil
+}
+
+// Moved lists the types whose package differs between two records, as
+// "Name: old -> new", sorted: what a reviewer of a schema update should know.
+func Moved(before, after Packages) []string {
+	var out []string
+	for name, pkg := range after.Types {
+		if old, ok := before.Types[name]; ok && old != pkg {
+			out = append(out, fmt.Sprintf("type %s: %s -> %s", name, old, pkg))
+		}
+	}
+	for name, pkg := range after.Events {
+		if old, ok := before.Events[name]; ok && old != pkg {
+			out = append(out, fmt.Sprintf("event %s: %s -> %s", name, old, pkg))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pkgPlan is one generated package under the generated package's internal
+// directory.
 type pkgPlan struct {
-	Name    string // "common", "group1", …
+	Name    string // "common", "events_p", …
 	structs []*structPlan
 	enums   []*enumPlan
 	unions  []*unionPlan
@@ -31,117 +163,150 @@ type pkgPlan struct {
 }
 
 // split assigns every struct, enum, union and event to a package: p.pkgs, in
-// order (common first), and p.pkgOf by Go name (event interfaces included).
+// order (common first, then by name), p.pkgOf by Go name (event interfaces
+// included), and p.record.
 func (p *plan) split() {
-	structs := map[string]*structPlan{}
+	rec := p.schema.Packages
+	// refs[name] are the named types a type's fields or variants name.
+	refs := map[string][]string{}
+	kinds := map[string]bool{} // every named type generated
+	exprRefs := func(es ...*TypeExpr) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Names()...)
+		}
+		return out
+	}
 	for _, sp := range p.structs {
-		structs[sp.GoName] = sp
+		if sp.Event != nil {
+			continue
+		}
+		kinds[sp.GoName] = true
+		for _, f := range sp.Fields {
+			refs[sp.GoName] = append(refs[sp.GoName], exprRefs(f.Expr)...)
+		}
 	}
-	unions := map[string]*unionPlan{}
 	for _, up := range p.unions {
-		unions[up.GoName] = up
+		kinds[up.GoName] = true
+		for _, v := range up.Variants {
+			refs[up.GoName] = append(refs[up.GoName], exprRefs(v.Expr)...)
+		}
 	}
-	enums := map[string]*enumPlan{}
 	for _, ep := range p.enums {
-		enums[ep.GoName] = ep
+		kinds[ep.GoName] = true
 	}
 
-	// users[name] holds the indices of the events that reach the type.
-	users := map[string]map[int]bool{}
-	for i, ev := range p.events {
-		var visit func(name string)
-		use := func(e *TypeExpr) {
-			for _, n := range e.Names() {
-				visit(n)
-			}
+	// The events' packages, and the packages whose events reach each type.
+	evPkg := map[string]string{}
+	users := map[string]map[string]bool{}
+	for _, ev := range p.events {
+		pkg := rec.Events[ev.Name]
+		if pkg == "" {
+			pkg = EventPackage(ev.Name)
 		}
+		evPkg[ev.Name] = pkg
+		var visit func(name string)
 		visit = func(name string) {
 			if users[name] == nil {
-				users[name] = map[int]bool{}
+				users[name] = map[string]bool{}
 			}
-			if users[name][i] {
+			if users[name][pkg] {
 				return
 			}
-			users[name][i] = true
-			if sp := structs[name]; sp != nil {
-				for _, f := range sp.Fields {
-					use(f.Expr)
-				}
-			}
-			if up := unions[name]; up != nil {
-				for _, v := range up.Variants {
-					use(v.Expr)
-				}
+			users[name][pkg] = true
+			for _, r := range refs[name] {
+				visit(r)
 			}
 		}
 		for _, sp := range ev.structs() {
-			visit(sp.GoName)
-		}
-	}
-
-	// An event's weight is the size of what only it uses, its own structs
-	// included, counted in declarations, fields and getters: what the generated
-	// code's length follows.
-	weight := func(name string) int {
-		switch {
-		case structs[name] != nil:
-			sp := structs[name]
-			return 4 + 3*len(sp.Fields) + len(sp.Getters)
-		case unions[name] != nil:
-			return 4 + 2*len(unions[name].Variants)
-		case enums[name] != nil:
-			return 2 + len(enums[name].Values)/4
-		}
-		return 0
-	}
-	own := make([]int, len(p.events))
-	for name, u := range users {
-		if len(u) == 1 {
-			for i := range u {
-				own[i] += weight(name)
+			for _, f := range sp.Fields {
+				for _, n := range f.Expr.Names() {
+					visit(n)
+				}
 			}
 		}
 	}
-	// Heaviest first into the lightest group, ties by order: deterministic.
-	order := make([]int, len(p.events))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return own[order[a]] > own[order[b]] })
-	common := &pkgPlan{Name: commonPkg}
-	p.pkgs = []*pkgPlan{common}
-	load := make([]int, eventGroups)
-	for g := range eventGroups {
-		p.pkgs = append(p.pkgs, &pkgPlan{Name: fmt.Sprintf("group%d", g+1)})
-	}
-	groupOf := make([]int, len(p.events))
-	for _, i := range order {
-		g := 0
-		for j := range load {
-			if load[j] < load[g] {
-				g = j
+	typePkg := map[string]string{}
+	for name := range kinds {
+		if pkg := rec.Types[name]; pkg != "" {
+			typePkg[name] = pkg
+			continue
+		}
+		typePkg[name] = commonPkg
+		if len(users[name]) == 1 {
+			for pkg := range users[name] {
+				typePkg[name] = pkg
 			}
 		}
-		load[g] += own[i]
-		groupOf[i] = g
 	}
 
+	// Keep the imports acyclic, common importing nothing generated: move what
+	// breaks it to common, with what it refers to.
+	var toCommon func(name string)
+	toCommon = func(name string) {
+		if typePkg[name] == commonPkg {
+			return
+		}
+		typePkg[name] = commonPkg
+		for _, r := range refs[name] {
+			toCommon(r)
+		}
+	}
+	for name := range kinds {
+		if typePkg[name] == commonPkg {
+			for _, r := range refs[name] {
+				toCommon(r)
+			}
+		}
+	}
+	for {
+		// edges[a][b] are the types of b that a's declarations name.
+		edges := map[string]map[string][]string{}
+		edge := func(from, to string) {
+			if pf, pt := p.pkgName(from, typePkg, evPkg), typePkg[to]; pf != pt {
+				if edges[pf] == nil {
+					edges[pf] = map[string][]string{}
+				}
+				edges[pf][pt] = append(edges[pf][pt], to)
+			}
+		}
+		for name := range kinds {
+			for _, r := range refs[name] {
+				edge(name, r)
+			}
+		}
+		for _, ev := range p.events {
+			for _, sp := range ev.structs() {
+				for _, f := range sp.Fields {
+					for _, n := range f.Expr.Names() {
+						edge("event "+ev.Name, n)
+					}
+				}
+			}
+		}
+		cycle := findCycle(edges)
+		if cycle == nil {
+			break
+		}
+		for i := range cycle {
+			from, to := cycle[i], cycle[(i+1)%len(cycle)]
+			for _, name := range edges[from][to] {
+				toCommon(name)
+			}
+		}
+	}
+
+	p.record = Packages{Events: evPkg, Types: typePkg}
+	pkgs := map[string]*pkgPlan{commonPkg: {Name: commonPkg}}
+	get := func(name string) *pkgPlan {
+		if pkgs[name] == nil {
+			pkgs[name] = &pkgPlan{Name: name}
+		}
+		return pkgs[name]
+	}
 	p.pkgOf = map[string]*pkgPlan{}
-	place := func(name string) *pkgPlan {
-		g := -1
-		for i := range users[name] {
-			if g >= 0 && groupOf[i] != g {
-				return common
-			}
-			g = groupOf[i]
-		}
-		if g < 0 {
-			return common
-		}
-		return p.pkgs[g+1]
-	}
-	for i, ev := range p.events {
-		pp := p.pkgs[groupOf[i]+1]
+	for _, ev := range p.events {
+		pp := get(evPkg[ev.Name])
 		pp.events = append(pp.events, ev)
 		if ev.Iface != "" {
 			p.pkgOf[ev.Iface] = pp
@@ -155,21 +320,92 @@ func (p *plan) split() {
 	for _, sp := range p.structs {
 		pp := p.pkgOf[sp.GoName]
 		if pp == nil {
-			pp = place(sp.GoName)
+			pp = get(typePkg[sp.GoName])
 			p.pkgOf[sp.GoName] = pp
 		}
 		pp.structs = append(pp.structs, sp)
 	}
 	for _, up := range p.unions {
-		pp := place(up.GoName)
+		pp := get(typePkg[up.GoName])
 		p.pkgOf[up.GoName] = pp
 		pp.unions = append(pp.unions, up)
 	}
 	for _, ep := range p.enums {
-		pp := place(ep.GoName)
+		pp := get(typePkg[ep.GoName])
 		p.pkgOf[ep.GoName] = pp
 		pp.enums = append(pp.enums, ep)
 	}
+	names := make([]string, 0, len(pkgs))
+	for n := range pkgs {
+		if n != commonPkg {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	p.pkgs = []*pkgPlan{pkgs[commonPkg]}
+	for _, n := range names {
+		p.pkgs = append(p.pkgs, pkgs[n])
+	}
+}
+
+// pkgName is the package of a type, or of an event given as "event name".
+func (p *plan) pkgName(name string, typePkg, evPkg map[string]string) string {
+	if ev, ok := strings.CutPrefix(name, "event "); ok {
+		return evPkg[ev]
+	}
+	return typePkg[name]
+}
+
+// findCycle returns the packages of one import cycle, in order, or nil; a
+// package importing common never closes one (common imports nothing).
+func findCycle(edges map[string]map[string][]string) []string {
+	nodes := make([]string, 0, len(edges))
+	for n := range edges {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var found []string
+	var visit func(n string) bool
+	visit = func(n string) bool {
+		color[n] = grey
+		stack = append(stack, n)
+		next := make([]string, 0, len(edges[n]))
+		for m := range edges[n] {
+			next = append(next, m)
+		}
+		sort.Strings(next)
+		for _, m := range next {
+			switch color[m] {
+			case grey:
+				for i := len(stack) - 1; i >= 0; i-- {
+					if stack[i] == m {
+						found = append([]string(nil), stack[i:]...)
+						return true
+					}
+				}
+			case white:
+				if visit(m) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+		return false
+	}
+	for _, n := range nodes {
+		if color[n] == white && visit(n) {
+			return found
+		}
+	}
+	return nil
 }
 
 // structs returns the event's payload structs: its one struct, or its actions'

@@ -4,10 +4,20 @@ package payloads
 
 import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
-	group1 "forgehooks.dev/forgehooks/payloads/internal/group1"
-	group2 "forgehooks.dev/forgehooks/payloads/internal/group2"
-	group3 "forgehooks.dev/forgehooks/payloads/internal/group3"
-	group4 "forgehooks.dev/forgehooks/payloads/internal/group4"
+	events_b "forgehooks.dev/forgehooks/payloads/internal/events_b"
+	events_c "forgehooks.dev/forgehooks/payloads/internal/events_c"
+	events_d "forgehooks.dev/forgehooks/payloads/internal/events_d"
+	events_f "forgehooks.dev/forgehooks/payloads/internal/events_f"
+	events_g "forgehooks.dev/forgehooks/payloads/internal/events_g"
+	events_i "forgehooks.dev/forgehooks/payloads/internal/events_i"
+	events_l "forgehooks.dev/forgehooks/payloads/internal/events_l"
+	events_m "forgehooks.dev/forgehooks/payloads/internal/events_m"
+	events_o "forgehooks.dev/forgehooks/payloads/internal/events_o"
+	events_p "forgehooks.dev/forgehooks/payloads/internal/events_p"
+	events_r "forgehooks.dev/forgehooks/payloads/internal/events_r"
+	events_s "forgehooks.dev/forgehooks/payloads/internal/events_s"
+	events_t "forgehooks.dev/forgehooks/payloads/internal/events_t"
+	events_w "forgehooks.dev/forgehooks/payloads/internal/events_w"
 )
 
 // ActiveLockReason is an enumeration of the forge's payloads.
@@ -36,25 +46,25 @@ type AdvisoryIdentifierType = common.AdvisoryIdentifierType
 
 // AlertInstance is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type AlertInstance = group2.AlertInstance
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type AlertInstance = events_c.AlertInstance
 
 // AlertInstanceLocation is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type AlertInstanceLocation = group2.AlertInstanceLocation
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type AlertInstanceLocation = events_c.AlertInstanceLocation
 
 // AlertInstanceMessage is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type AlertInstanceMessage = group2.AlertInstanceMessage
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type AlertInstanceMessage = events_c.AlertInstanceMessage
 
 // AlertInstanceState: State of a code scanning alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type AlertInstanceState = group2.AlertInstanceState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type AlertInstanceState = common.AlertInstanceState
 
 // App: The forge apps are a new way to extend the forge. They can be installed
 // directly on organizations and user accounts and granted access to specific
@@ -122,16 +132,16 @@ type AuthorAssociation = common.AuthorAssociation
 //
 // All branch protections were disabled for a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type BranchProtectionConfigurationDisabledEvent = group2.BranchProtectionConfigurationDisabledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionConfigurationDisabledEvent = events_b.BranchProtectionConfigurationDisabledEvent
 
 // BranchProtectionConfigurationEnabledEvent is the payload of a
 // "branch_protection_configuration" delivery with action "enabled".
 //
 // All branch protections were enabled for a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type BranchProtectionConfigurationEnabledEvent = group2.BranchProtectionConfigurationEnabledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionConfigurationEnabledEvent = events_b.BranchProtectionConfigurationEnabledEvent
 
 // BranchProtectionConfigurationEvent is the payload of a
 // "branch_protection_configuration" delivery: one of
@@ -152,8 +162,8 @@ type BranchProtectionConfigurationEnabledEvent = group2.BranchProtectionConfigur
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type BranchProtectionConfigurationEvent = group2.BranchProtectionConfigurationEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionConfigurationEvent = events_b.BranchProtectionConfigurationEvent
 
 // BranchProtectionConfigurationUnknownEvent is the payload of a
 // "branch_protection_configuration" delivery whose action the schema does not
@@ -161,16 +171,16 @@ type BranchProtectionConfigurationEvent = group2.BranchProtectionConfigurationEv
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type BranchProtectionConfigurationUnknownEvent = group2.BranchProtectionConfigurationUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionConfigurationUnknownEvent = events_b.BranchProtectionConfigurationUnknownEvent
 
 // BranchProtectionRule: The branch protection rule. Includes a `name` and all
 // the branch protection settings applied to branches that match the name.
 // Binary settings are boolean. Multi-level configurations are one of `off`,
 // `non_admins`, or `everyone`. Actor and build lists are arrays of strings.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRule = group3.BranchProtectionRule
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRule = events_b.BranchProtectionRule
 
 // BranchProtectionRuleAllowDeletionsEnforcementLevel: The enforcement level of
 // the branch lock setting. `off` means the branch is not locked, `non_admins`
@@ -179,50 +189,50 @@ type BranchProtectionRule = group3.BranchProtectionRule
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleAllowDeletionsEnforcementLevel = group3.BranchProtectionRuleAllowDeletionsEnforcementLevel
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleAllowDeletionsEnforcementLevel = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevel
 
 // BranchProtectionRuleCreatedEvent is the payload of a "branch_protection_rule"
 // delivery with action "created".
 //
 // A branch protection rule was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleCreatedEvent = group3.BranchProtectionRuleCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleCreatedEvent = events_b.BranchProtectionRuleCreatedEvent
 
 // BranchProtectionRuleDeletedEvent is the payload of a "branch_protection_rule"
 // delivery with action "deleted".
 //
 // A branch protection rule was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleDeletedEvent = group3.BranchProtectionRuleDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleDeletedEvent = events_b.BranchProtectionRuleDeletedEvent
 
 // BranchProtectionRuleEditedChanges: If the action was `edited`, the changes to
 // the rule.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleEditedChanges = group3.BranchProtectionRuleEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleEditedChanges = events_b.BranchProtectionRuleEditedChanges
 
 // BranchProtectionRuleEditedChangesAdminEnforced is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleEditedChangesAdminEnforced = group3.BranchProtectionRuleEditedChangesAdminEnforced
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleEditedChangesAdminEnforced = events_b.BranchProtectionRuleEditedChangesAdminEnforced
 
 // BranchProtectionRuleEditedChangesAuthorizedActorNames is a type of the
 // forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleEditedChangesAuthorizedActorNames = group3.BranchProtectionRuleEditedChangesAuthorizedActorNames
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleEditedChangesAuthorizedActorNames = events_b.BranchProtectionRuleEditedChangesAuthorizedActorNames
 
 // BranchProtectionRuleEditedEvent is the payload of a "branch_protection_rule"
 // delivery with action "edited".
 //
 // A branch protection rule was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleEditedEvent = group3.BranchProtectionRuleEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleEditedEvent = events_b.BranchProtectionRuleEditedEvent
 
 // BranchProtectionRuleEvent is the payload of a "branch_protection_rule"
 // delivery: one of *BranchProtectionRuleCreatedEvent,
@@ -240,16 +250,16 @@ type BranchProtectionRuleEditedEvent = group3.BranchProtectionRuleEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleEvent = group3.BranchProtectionRuleEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleEvent = events_b.BranchProtectionRuleEvent
 
 // BranchProtectionRuleUnknownEvent is the payload of a "branch_protection_rule"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type BranchProtectionRuleUnknownEvent = group3.BranchProtectionRuleUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type BranchProtectionRuleUnknownEvent = events_b.BranchProtectionRuleUnknownEvent
 
 // CVSSSeverities is a type of the forge's payloads.
 //
@@ -263,31 +273,31 @@ type CVSSSeveritiesCVSSV3 = common.CVSSSeveritiesCVSSV3
 
 // CheckRun: A check performed on the code of a given code change
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRun = group3.CheckRun
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRun = events_c.CheckRun
 
 // CheckRunCompletedEvent is the payload of a "check_run" delivery with action
 // "completed".
 //
 // A check run was completed, and a conclusion is available.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunCompletedEvent = group3.CheckRunCompletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunCompletedEvent = events_c.CheckRunCompletedEvent
 
 // CheckRunConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunConclusion = group3.CheckRunConclusion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunConclusion = events_c.CheckRunConclusion
 
 // CheckRunCreatedEvent is the payload of a "check_run" delivery with action
 // "created".
 //
 // A new check run was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunCreatedEvent = group3.CheckRunCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunCreatedEvent = events_c.CheckRunCreatedEvent
 
 // CheckRunEvent is the payload of a "check_run" delivery: one of
 // *CheckRunCompletedEvent, *CheckRunCreatedEvent,
@@ -317,13 +327,13 @@ type CheckRunCreatedEvent = group3.CheckRunCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunEvent = group3.CheckRunEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunEvent = events_c.CheckRunEvent
 
 // CheckRunOutput is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunOutput = group3.CheckRunOutput
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunOutput = events_c.CheckRunOutput
 
 // CheckRunPullRequest is a type of the forge's payloads.
 //
@@ -337,8 +347,8 @@ type CheckRunPullRequestBase = common.CheckRunPullRequestBase
 
 // CheckRunRequestedAction: The action requested by the user.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunRequestedAction = group3.CheckRunRequestedAction
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunRequestedAction = events_c.CheckRunRequestedAction
 
 // CheckRunRequestedActionEvent is the payload of a "check_run" delivery with
 // action "requested_action".
@@ -348,8 +358,8 @@ type CheckRunRequestedAction = group3.CheckRunRequestedAction
 // receive the `requested_action` payload. For more information, see "Creating
 // CI tests with the Checks API."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunRequestedActionEvent = group3.CheckRunRequestedActionEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunRequestedActionEvent = events_c.CheckRunRequestedActionEvent
 
 // CheckRunRerequestedEvent is the payload of a "check_run" delivery with action
 // "rerequested".
@@ -357,28 +367,28 @@ type CheckRunRequestedActionEvent = group3.CheckRunRequestedActionEvent
 // Someone requested to re-run a check run. Only the forge App that someone
 // requests to re-run the check will receive the `rerequested` payload.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunRerequestedEvent = group3.CheckRunRerequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunRerequestedEvent = events_c.CheckRunRerequestedEvent
 
 // CheckRunStatus: The phase of the lifecycle that the check is currently in.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunStatus = group3.CheckRunStatus
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunStatus = events_c.CheckRunStatus
 
 // CheckRunUnknownEvent is the payload of a "check_run" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CheckRunUnknownEvent = group3.CheckRunUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckRunUnknownEvent = events_c.CheckRunUnknownEvent
 
 // CheckSuite: The check_suite.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CheckSuite = group2.CheckSuite
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckSuite = events_c.CheckSuite
 
 // CheckSuiteCompletedEvent is the payload of a "check_suite" delivery with
 // action "completed".
@@ -386,8 +396,8 @@ type CheckSuite = group2.CheckSuite
 // All check runs in a check suite have completed, and a conclusion is
 // available.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CheckSuiteCompletedEvent = group2.CheckSuiteCompletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckSuiteCompletedEvent = events_c.CheckSuiteCompletedEvent
 
 // CheckSuiteConclusion: The summary conclusion for all check runs that are part
 // of the check suite. This value will be `null` until the check run has
@@ -426,8 +436,8 @@ type CheckSuiteConclusion = common.CheckSuiteConclusion
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CheckSuiteEvent = group2.CheckSuiteEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckSuiteEvent = events_c.CheckSuiteEvent
 
 // CheckSuiteRequestedEvent is the payload of a "check_suite" delivery with
 // action "requested".
@@ -437,8 +447,8 @@ type CheckSuiteEvent = group2.CheckSuiteEvent
 // the GraphQL API documentation for creating a check run or "Create a check
 // run" in the REST API documentation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CheckSuiteRequestedEvent = group2.CheckSuiteRequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckSuiteRequestedEvent = events_c.CheckSuiteRequestedEvent
 
 // CheckSuiteRerequestedEvent is the payload of a "check_suite" delivery with
 // action "rerequested".
@@ -447,39 +457,39 @@ type CheckSuiteRequestedEvent = group2.CheckSuiteRequestedEvent
 // information, see the GraphQL API documentation for creating a check suite or
 // "Create a check suite" in the REST API documentation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CheckSuiteRerequestedEvent = group2.CheckSuiteRerequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckSuiteRerequestedEvent = events_c.CheckSuiteRerequestedEvent
 
 // CheckSuiteStatus: The summary status for all check runs that are part of the
 // check suite. Can be `requested`, `in_progress`, or `completed`.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CheckSuiteStatus = group2.CheckSuiteStatus
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckSuiteStatus = events_c.CheckSuiteStatus
 
 // CheckSuiteUnknownEvent is the payload of a "check_suite" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CheckSuiteUnknownEvent = group2.CheckSuiteUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CheckSuiteUnknownEvent = events_c.CheckSuiteUnknownEvent
 
 // CodeOfConduct: Code Of Conduct
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CodeOfConduct = group3.CodeOfConduct
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeOfConduct = events_c.CodeOfConduct
 
 // CodeOfConductSimple: Code of Conduct Simple
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CodeOfConductSimple = group3.CodeOfConductSimple
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type CodeOfConductSimple = events_s.CodeOfConductSimple
 
 // CodeScanningAlert: The code scanning alert involved in the event.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlert = group2.CodeScanningAlert
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlert = events_c.CodeScanningAlert
 
 // CodeScanningAlertAppearedInBranchEvent is the payload of a
 // "code_scanning_alert" delivery with action "appeared_in_branch".
@@ -488,32 +498,32 @@ type CodeScanningAlert = group2.CodeScanningAlert
 // happen when a branch is merged into or created from a branch with a
 // pre-existing code scanning alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertAppearedInBranchEvent = group2.CodeScanningAlertAppearedInBranchEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertAppearedInBranchEvent = events_c.CodeScanningAlertAppearedInBranchEvent
 
 // CodeScanningAlertClosedByUserEvent is the payload of a "code_scanning_alert"
 // delivery with action "closed_by_user".
 //
 // Someone closed a code scanning alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertClosedByUserEvent = group2.CodeScanningAlertClosedByUserEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertClosedByUserEvent = events_c.CodeScanningAlertClosedByUserEvent
 
 // CodeScanningAlertCreatedEvent is the payload of a "code_scanning_alert"
 // delivery with action "created".
 //
 // A code scanning alert was created in a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertCreatedEvent = group2.CodeScanningAlertCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertCreatedEvent = events_c.CodeScanningAlertCreatedEvent
 
 // CodeScanningAlertDismissedReason: The reason for dismissing or closing the
 // alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertDismissedReason = group2.CodeScanningAlertDismissedReason
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertDismissedReason = events_c.CodeScanningAlertDismissedReason
 
 // CodeScanningAlertEvent is the payload of a "code_scanning_alert" delivery:
 // one of *CodeScanningAlertAppearedInBranchEvent,
@@ -533,63 +543,63 @@ type CodeScanningAlertDismissedReason = group2.CodeScanningAlertDismissedReason
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertEvent = group2.CodeScanningAlertEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertEvent = events_c.CodeScanningAlertEvent
 
 // CodeScanningAlertFixedEvent is the payload of a "code_scanning_alert"
 // delivery with action "fixed".
 //
 // A code scanning alert was fixed in a branch by a commit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertFixedEvent = group2.CodeScanningAlertFixedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertFixedEvent = events_c.CodeScanningAlertFixedEvent
 
 // CodeScanningAlertReopenedByUserEvent is the payload of a
 // "code_scanning_alert" delivery with action "reopened_by_user".
 //
 // Someone reopened a code scanning alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertReopenedByUserEvent = group2.CodeScanningAlertReopenedByUserEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertReopenedByUserEvent = events_c.CodeScanningAlertReopenedByUserEvent
 
 // CodeScanningAlertReopenedEvent is the payload of a "code_scanning_alert"
 // delivery with action "reopened".
 //
 // A previously fixed code scanning alert reappeared in a branch.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertReopenedEvent = group2.CodeScanningAlertReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertReopenedEvent = events_c.CodeScanningAlertReopenedEvent
 
 // CodeScanningAlertRule is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertRule = group2.CodeScanningAlertRule
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertRule = events_c.CodeScanningAlertRule
 
 // CodeScanningAlertRuleSeverity: The severity of the alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertRuleSeverity = group2.CodeScanningAlertRuleSeverity
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertRuleSeverity = events_c.CodeScanningAlertRuleSeverity
 
 // CodeScanningAlertTool is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertTool = group2.CodeScanningAlertTool
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertTool = events_c.CodeScanningAlertTool
 
 // CodeScanningAlertUnknownEvent is the payload of a "code_scanning_alert"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CodeScanningAlertUnknownEvent = group2.CodeScanningAlertUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertUnknownEvent = events_c.CodeScanningAlertUnknownEvent
 
 // CodeScanningTool: A tool that must provide code scanning results for this
 // rule to pass.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type CodeScanningTool = group1.CodeScanningTool
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type CodeScanningTool = events_r.CodeScanningTool
 
 // CodeScanningToolAlertsThreshold: The severity level at which code scanning
 // results that raise alerts block a reference update. For more information on
@@ -597,8 +607,8 @@ type CodeScanningTool = group1.CodeScanningTool
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type CodeScanningToolAlertsThreshold = group1.CodeScanningToolAlertsThreshold
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type CodeScanningToolAlertsThreshold = events_r.CodeScanningToolAlertsThreshold
 
 // CodeScanningToolSecurityAlertsThreshold: The severity level at which code
 // scanning results that raise security alerts block a reference update. For
@@ -607,26 +617,26 @@ type CodeScanningToolAlertsThreshold = group1.CodeScanningToolAlertsThreshold
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type CodeScanningToolSecurityAlertsThreshold = group1.CodeScanningToolSecurityAlertsThreshold
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type CodeScanningToolSecurityAlertsThreshold = events_r.CodeScanningToolSecurityAlertsThreshold
 
 // Commit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type Commit = group1.Commit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type Commit = events_p.Commit
 
 // CommitComment: The commit comment resource.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CommitComment = group3.CommitComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CommitComment = events_c.CommitComment
 
 // CommitCommentCreatedEvent is the payload of a "commit_comment" delivery with
 // action "created".
 //
 // Someone commented on a commit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CommitCommentCreatedEvent = group3.CommitCommentCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CommitCommentCreatedEvent = events_c.CommitCommentCreatedEvent
 
 // CommitCommentEvent is the payload of a "commit_comment" delivery: one of
 // *CommitCommentCreatedEvent, or *CommitCommentUnknownEvent for an action the
@@ -648,16 +658,16 @@ type CommitCommentCreatedEvent = group3.CommitCommentCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CommitCommentEvent = group3.CommitCommentEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CommitCommentEvent = events_c.CommitCommentEvent
 
 // CommitCommentUnknownEvent is the payload of a "commit_comment" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type CommitCommentUnknownEvent = group3.CommitCommentUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CommitCommentUnknownEvent = events_c.CommitCommentUnknownEvent
 
 // Committer: Metaproperties for Git author/committer information.
 //
@@ -678,24 +688,24 @@ type Committer = common.Committer
 // example, if many branches or tags are pushed at once. We suggest monitoring
 // your payload size to ensure delivery.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type CreateEvent = group4.CreateEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CreateEvent = events_c.CreateEvent
 
 // CustomPropertyCreatedEvent is the payload of a "custom_property" delivery
 // with action "created".
 //
 // A new custom property was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CustomPropertyCreatedEvent = group2.CustomPropertyCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyCreatedEvent = events_c.CustomPropertyCreatedEvent
 
 // CustomPropertyDeletedEvent is the payload of a "custom_property" delivery
 // with action "deleted".
 //
 // A custom property was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CustomPropertyDeletedEvent = group2.CustomPropertyDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyDeletedEvent = events_c.CustomPropertyDeletedEvent
 
 // CustomPropertyEvent is the payload of a "custom_property" delivery: one of
 // *CustomPropertyCreatedEvent, *CustomPropertyDeletedEvent,
@@ -714,37 +724,37 @@ type CustomPropertyDeletedEvent = group2.CustomPropertyDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CustomPropertyEvent = group2.CustomPropertyEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyEvent = events_c.CustomPropertyEvent
 
 // CustomPropertyPromoteToEnterpriseEvent is the payload of a "custom_property"
 // delivery with action "promote_to_enterprise".
 //
 // A custom property was promoted to an enterprise.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CustomPropertyPromoteToEnterpriseEvent = group2.CustomPropertyPromoteToEnterpriseEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyPromoteToEnterpriseEvent = events_c.CustomPropertyPromoteToEnterpriseEvent
 
 // CustomPropertyUnknownEvent is the payload of a "custom_property" delivery
 // whose action the schema does not know. It has the members all known actions
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CustomPropertyUnknownEvent = group2.CustomPropertyUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyUnknownEvent = events_c.CustomPropertyUnknownEvent
 
 // CustomPropertyUpdatedEvent is the payload of a "custom_property" delivery
 // with action "updated".
 //
 // A custom property was updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type CustomPropertyUpdatedEvent = group2.CustomPropertyUpdatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyUpdatedEvent = events_c.CustomPropertyUpdatedEvent
 
 // CustomPropertyValue: Custom property name and associated value
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type CustomPropertyValue = group4.CustomPropertyValue
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyValue = events_c.CustomPropertyValue
 
 // CustomPropertyValuesEvent is the payload of a "custom_property_values"
 // delivery: one of *CustomPropertyValuesUpdatedEvent, or
@@ -764,24 +774,24 @@ type CustomPropertyValue = group4.CustomPropertyValue
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type CustomPropertyValuesEvent = group4.CustomPropertyValuesEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyValuesEvent = events_c.CustomPropertyValuesEvent
 
 // CustomPropertyValuesUnknownEvent is the payload of a "custom_property_values"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type CustomPropertyValuesUnknownEvent = group4.CustomPropertyValuesUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyValuesUnknownEvent = events_c.CustomPropertyValuesUnknownEvent
 
 // CustomPropertyValuesUpdatedEvent is the payload of a "custom_property_values"
 // delivery with action "updated".
 //
 // The custom property values of a repository were updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type CustomPropertyValuesUpdatedEvent = group4.CustomPropertyValuesUpdatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CustomPropertyValuesUpdatedEvent = events_c.CustomPropertyValuesUpdatedEvent
 
 // DeleteEvent is the payload of a "delete" delivery.
 //
@@ -795,21 +805,21 @@ type CustomPropertyValuesUpdatedEvent = group4.CustomPropertyValuesUpdatedEvent
 // Note: This event will not occur when more than three tags are deleted at
 // once.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DeleteEvent = group4.DeleteEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeleteEvent = events_d.DeleteEvent
 
 // DependabotAlert: A Dependabot alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlert = group4.DependabotAlert
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlert = events_d.DependabotAlert
 
 // DependabotAlertAutoDismissedEvent is the payload of a "dependabot_alert"
 // delivery with action "auto_dismissed".
 //
 // A Dependabot alert was automatically closed by a Dependabot auto-triage rule.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertAutoDismissedEvent = group4.DependabotAlertAutoDismissedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertAutoDismissedEvent = events_d.DependabotAlertAutoDismissedEvent
 
 // DependabotAlertAutoReopenedEvent is the payload of a "dependabot_alert"
 // delivery with action "auto_reopened".
@@ -818,8 +828,8 @@ type DependabotAlertAutoDismissedEvent = group4.DependabotAlertAutoDismissedEven
 // auto-triage rule, was automatically reopened because the alert metadata or
 // rule changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertAutoReopenedEvent = group4.DependabotAlertAutoReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertAutoReopenedEvent = events_d.DependabotAlertAutoReopenedEvent
 
 // DependabotAlertCreatedEvent is the payload of a "dependabot_alert" delivery
 // with action "created".
@@ -828,13 +838,13 @@ type DependabotAlertAutoReopenedEvent = group4.DependabotAlertAutoReopenedEvent
 // Security Advisory was published and an existing dependency was found to be
 // vulnerable.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertCreatedEvent = group4.DependabotAlertCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertCreatedEvent = events_d.DependabotAlertCreatedEvent
 
 // DependabotAlertDependency: Details for the vulnerable dependency.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertDependency = group4.DependabotAlertDependency
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDependency = events_d.DependabotAlertDependency
 
 // DependabotAlertDependencyRelationship: The vulnerable dependency's
 // relationship to your project.
@@ -845,31 +855,31 @@ type DependabotAlertDependency = group4.DependabotAlertDependency
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertDependencyRelationship = group4.DependabotAlertDependencyRelationship
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDependencyRelationship = events_d.DependabotAlertDependencyRelationship
 
 // DependabotAlertDependencyScope: The execution scope of the vulnerable
 // dependency.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertDependencyScope = group4.DependabotAlertDependencyScope
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDependencyScope = events_d.DependabotAlertDependencyScope
 
 // DependabotAlertDismissedEvent is the payload of a "dependabot_alert" delivery
 // with action "dismissed".
 //
 // A Dependabot alert was manually closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertDismissedEvent = group4.DependabotAlertDismissedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDismissedEvent = events_d.DependabotAlertDismissedEvent
 
 // DependabotAlertDismissedReason: The reason that the alert was dismissed.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertDismissedReason = group4.DependabotAlertDismissedReason
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDismissedReason = events_d.DependabotAlertDismissedReason
 
 // DependabotAlertEvent is the payload of a "dependabot_alert" delivery: one of
 // *DependabotAlertAutoDismissedEvent, *DependabotAlertAutoReopenedEvent,
@@ -893,21 +903,21 @@ type DependabotAlertDismissedReason = group4.DependabotAlertDismissedReason
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertEvent = group4.DependabotAlertEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertEvent = events_d.DependabotAlertEvent
 
 // DependabotAlertFixedEvent is the payload of a "dependabot_alert" delivery
 // with action "fixed".
 //
 // A manifest file change removed a vulnerability.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertFixedEvent = group4.DependabotAlertFixedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertFixedEvent = events_d.DependabotAlertFixedEvent
 
 // DependabotAlertPackage: Details for the vulnerable package.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertPackage = group4.DependabotAlertPackage
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type DependabotAlertPackage = common.DependabotAlertPackage
 
 // DependabotAlertReintroducedEvent is the payload of a "dependabot_alert"
 // delivery with action "reintroduced".
@@ -915,21 +925,21 @@ type DependabotAlertPackage = group4.DependabotAlertPackage
 // A manifest file change introduced a vulnerable dependency that had previously
 // been fixed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertReintroducedEvent = group4.DependabotAlertReintroducedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertReintroducedEvent = events_d.DependabotAlertReintroducedEvent
 
 // DependabotAlertReopenedEvent is the payload of a "dependabot_alert" delivery
 // with action "reopened".
 //
 // A Dependabot alert was manually reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertReopenedEvent = group4.DependabotAlertReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertReopenedEvent = events_d.DependabotAlertReopenedEvent
 
 // DependabotAlertSecurityAdvisory: Details for the forge Security Advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertSecurityAdvisory = group4.DependabotAlertSecurityAdvisory
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertSecurityAdvisory = events_d.DependabotAlertSecurityAdvisory
 
 // DependabotAlertSecurityAdvisorySeverity: The severity of the vulnerability.
 //
@@ -941,44 +951,44 @@ type DependabotAlertSecurityAdvisorySeverity = common.DependabotAlertSecurityAdv
 // DependabotAlertSecurityVulnerability: Details pertaining to one vulnerable
 // version range for the advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertSecurityVulnerability = group4.DependabotAlertSecurityVulnerability
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertSecurityVulnerability = events_d.DependabotAlertSecurityVulnerability
 
 // DependabotAlertState: The state of the Dependabot alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertState = group4.DependabotAlertState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertState = events_d.DependabotAlertState
 
 // DependabotAlertUnknownEvent is the payload of a "dependabot_alert" delivery
 // whose action the schema does not know. It has the members all known actions
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DependabotAlertUnknownEvent = group4.DependabotAlertUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertUnknownEvent = events_d.DependabotAlertUnknownEvent
 
 // DeployKey: The `deploy key` resource.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DeployKey = group4.DeployKey
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeployKey = events_d.DeployKey
 
 // DeployKeyCreatedEvent is the payload of a "deploy_key" delivery with action
 // "created".
 //
 // A deploy key was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DeployKeyCreatedEvent = group4.DeployKeyCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeployKeyCreatedEvent = events_d.DeployKeyCreatedEvent
 
 // DeployKeyDeletedEvent is the payload of a "deploy_key" delivery with action
 // "deleted".
 //
 // A deploy key was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DeployKeyDeletedEvent = group4.DeployKeyDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeployKeyDeletedEvent = events_d.DeployKeyDeletedEvent
 
 // DeployKeyEvent is the payload of a "deploy_key" delivery: one of
 // *DeployKeyCreatedEvent, *DeployKeyDeletedEvent, or *DeployKeyUnknownEvent for
@@ -995,16 +1005,16 @@ type DeployKeyDeletedEvent = group4.DeployKeyDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DeployKeyEvent = group4.DeployKeyEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeployKeyEvent = events_d.DeployKeyEvent
 
 // DeployKeyUnknownEvent is the payload of a "deploy_key" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DeployKeyUnknownEvent = group4.DeployKeyUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeployKeyUnknownEvent = events_d.DeployKeyUnknownEvent
 
 // Deployment: A request for a specific ref(branch,sha,tag) to be deployed
 //
@@ -1016,8 +1026,8 @@ type Deployment = common.Deployment
 //
 // A deployment was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentCreatedEvent = group1.DeploymentCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentCreatedEvent = events_d.DeploymentCreatedEvent
 
 // DeploymentEvent is the payload of a "deployment" delivery: one of
 // *DeploymentCreatedEvent, or *DeploymentUnknownEvent for an action the schema
@@ -1037,8 +1047,8 @@ type DeploymentCreatedEvent = group1.DeploymentCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentEvent = group1.DeploymentEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentEvent = events_d.DeploymentEvent
 
 // DeploymentPayload is one of several types.
 //
@@ -1063,24 +1073,24 @@ type DeploymentPayload = common.DeploymentPayload
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentProtectionRuleEvent = group3.DeploymentProtectionRuleEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentProtectionRuleEvent = events_d.DeploymentProtectionRuleEvent
 
 // DeploymentProtectionRuleRequestedEvent is the payload of a
 // "deployment_protection_rule" delivery with action "requested".
 //
 // A deployment protection rule was requested for an environment.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentProtectionRuleRequestedEvent = group3.DeploymentProtectionRuleRequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentProtectionRuleRequestedEvent = events_d.DeploymentProtectionRuleRequestedEvent
 
 // DeploymentProtectionRuleUnknownEvent is the payload of a
 // "deployment_protection_rule" delivery whose action the schema does not know.
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentProtectionRuleUnknownEvent = group3.DeploymentProtectionRuleUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentProtectionRuleUnknownEvent = events_d.DeploymentProtectionRuleUnknownEvent
 
 // DeploymentReviewApprovedApprover is a type of the forge's payloads.
 //
@@ -1092,13 +1102,13 @@ type DeploymentReviewApprovedApprover = common.DeploymentReviewApprovedApprover
 //
 // A deployment review was approved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewApprovedEvent = group1.DeploymentReviewApprovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewApprovedEvent = events_d.DeploymentReviewApprovedEvent
 
 // DeploymentReviewApprovedWorkflowJobRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewApprovedWorkflowJobRun = group1.DeploymentReviewApprovedWorkflowJobRun
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewApprovedWorkflowJobRun = events_d.DeploymentReviewApprovedWorkflowJobRun
 
 // DeploymentReviewEvent is the payload of a "deployment_review" delivery: one
 // of *DeploymentReviewApprovedEvent, *DeploymentReviewRejectedEvent,
@@ -1119,49 +1129,49 @@ type DeploymentReviewApprovedWorkflowJobRun = group1.DeploymentReviewApprovedWor
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewEvent = group1.DeploymentReviewEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewEvent = events_d.DeploymentReviewEvent
 
 // DeploymentReviewRejectedEvent is the payload of a "deployment_review"
 // delivery with action "rejected".
 //
 // A deployment review was rejected.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewRejectedEvent = group1.DeploymentReviewRejectedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewRejectedEvent = events_d.DeploymentReviewRejectedEvent
 
 // DeploymentReviewRequestedEvent is the payload of a "deployment_review"
 // delivery with action "requested".
 //
 // A deployment review was requested.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewRequestedEvent = group1.DeploymentReviewRequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewRequestedEvent = events_d.DeploymentReviewRequestedEvent
 
 // DeploymentReviewReviewer is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewReviewer = group1.DeploymentReviewReviewer
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewReviewer = events_d.DeploymentReviewReviewer
 
 // DeploymentReviewReviewerType is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewReviewerType = group1.DeploymentReviewReviewerType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewReviewerType = events_d.DeploymentReviewReviewerType
 
 // DeploymentReviewUnknownEvent is the payload of a "deployment_review" delivery
 // whose action the schema does not know. It has the members all known actions
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewUnknownEvent = group1.DeploymentReviewUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewUnknownEvent = events_d.DeploymentReviewUnknownEvent
 
 // DeploymentReviewWorkflowJobRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewWorkflowJobRun = group1.DeploymentReviewWorkflowJobRun
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewWorkflowJobRun = events_d.DeploymentReviewWorkflowJobRun
 
 // DeploymentReviewer: A reviewer of a deployment: a user or a team, as the
 // sibling "type" member says. (From overrides: The spec types every deployment
@@ -1170,26 +1180,26 @@ type DeploymentReviewWorkflowJobRun = group1.DeploymentReviewWorkflowJobRun
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentReviewer = group1.DeploymentReviewer
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentReviewer = events_d.DeploymentReviewer
 
 // DeploymentStatus: The deployment status.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentStatus = group3.DeploymentStatus
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentStatus = events_d.DeploymentStatus
 
 // DeploymentStatusCheckRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentStatusCheckRun = group3.DeploymentStatusCheckRun
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentStatusCheckRun = events_d.DeploymentStatusCheckRun
 
 // DeploymentStatusCheckRunConclusion: The result of the completed check run.
 // This value will be `null` until the check run has completed.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentStatusCheckRunConclusion = group3.DeploymentStatusCheckRunConclusion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentStatusCheckRunConclusion = events_d.DeploymentStatusCheckRunConclusion
 
 // DeploymentStatusCheckRunStatus: The current status of the check run. Can be
 // `queued`, `in_progress`, or `completed`.
@@ -1204,8 +1214,8 @@ type DeploymentStatusCheckRunStatus = common.DeploymentStatusCheckRunStatus
 //
 // A new deployment status was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentStatusCreatedEvent = group3.DeploymentStatusCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentStatusCreatedEvent = events_d.DeploymentStatusCreatedEvent
 
 // DeploymentStatusEvent is the payload of a "deployment_status" delivery: one
 // of *DeploymentStatusCreatedEvent, or *DeploymentStatusUnknownEvent for an
@@ -1227,124 +1237,124 @@ type DeploymentStatusCreatedEvent = group3.DeploymentStatusCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentStatusEvent = group3.DeploymentStatusEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentStatusEvent = events_d.DeploymentStatusEvent
 
 // DeploymentStatusUnknownEvent is the payload of a "deployment_status" delivery
 // whose action the schema does not know. It has the members all known actions
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type DeploymentStatusUnknownEvent = group3.DeploymentStatusUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentStatusUnknownEvent = events_d.DeploymentStatusUnknownEvent
 
 // DeploymentUnknownEvent is the payload of a "deployment" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DeploymentUnknownEvent = group1.DeploymentUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentUnknownEvent = events_d.DeploymentUnknownEvent
 
 // DeploymentWorkflowRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type DeploymentWorkflowRun = common.DeploymentWorkflowRun
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentWorkflowRun = events_d.DeploymentWorkflowRun
 
 // DeploymentWorkflowRunConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type DeploymentWorkflowRunConclusion = common.DeploymentWorkflowRunConclusion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentWorkflowRunConclusion = events_d.DeploymentWorkflowRunConclusion
 
 // DeploymentWorkflowRunHeadRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type DeploymentWorkflowRunHeadRepository = common.DeploymentWorkflowRunHeadRepository
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DeploymentWorkflowRunHeadRepository = events_d.DeploymentWorkflowRunHeadRepository
 
 // Discussion: A Discussion in a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type Discussion = common.Discussion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type Discussion = events_d.Discussion
 
 // DiscussionAnswer is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionAnswer = group4.DiscussionAnswer
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionAnswer = events_d.DiscussionAnswer
 
 // DiscussionAnsweredEvent is the payload of a "discussion" delivery with action
 // "answered".
 //
 // A comment on the discussion was marked as the answer.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionAnsweredEvent = group4.DiscussionAnsweredEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionAnsweredEvent = events_d.DiscussionAnsweredEvent
 
 // DiscussionCategory is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type DiscussionCategory = common.DiscussionCategory
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCategory = events_d.DiscussionCategory
 
 // DiscussionCategoryChangedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionCategoryChangedChanges = group4.DiscussionCategoryChangedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCategoryChangedChanges = events_d.DiscussionCategoryChangedChanges
 
 // DiscussionCategoryChangedChangesCategory is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionCategoryChangedChangesCategory = group4.DiscussionCategoryChangedChangesCategory
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCategoryChangedChangesCategory = events_d.DiscussionCategoryChangedChangesCategory
 
 // DiscussionCategoryChangedEvent is the payload of a "discussion" delivery with
 // action "category_changed".
 //
 // The category of a discussion was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionCategoryChangedEvent = group4.DiscussionCategoryChangedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCategoryChangedEvent = events_d.DiscussionCategoryChangedEvent
 
 // DiscussionClosedEvent is the payload of a "discussion" delivery with action
 // "closed".
 //
 // A discussion was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionClosedEvent = group4.DiscussionClosedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionClosedEvent = events_d.DiscussionClosedEvent
 
 // DiscussionComment is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DiscussionComment = group1.DiscussionComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionComment = events_d.DiscussionComment
 
 // DiscussionCommentCreatedEvent is the payload of a "discussion_comment"
 // delivery with action "created".
 //
 // A comment on a discussion was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DiscussionCommentCreatedEvent = group1.DiscussionCommentCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCommentCreatedEvent = events_d.DiscussionCommentCreatedEvent
 
 // DiscussionCommentDeletedEvent is the payload of a "discussion_comment"
 // delivery with action "deleted".
 //
 // A comment on a discussion was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DiscussionCommentDeletedEvent = group1.DiscussionCommentDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCommentDeletedEvent = events_d.DiscussionCommentDeletedEvent
 
 // DiscussionCommentEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DiscussionCommentEditedChanges = group1.DiscussionCommentEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCommentEditedChanges = events_d.DiscussionCommentEditedChanges
 
 // DiscussionCommentEditedEvent is the payload of a "discussion_comment"
 // delivery with action "edited".
 //
 // A comment on a discussion was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DiscussionCommentEditedEvent = group1.DiscussionCommentEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCommentEditedEvent = events_d.DiscussionCommentEditedEvent
 
 // DiscussionCommentEvent is the payload of a "discussion_comment" delivery: one
 // of *DiscussionCommentCreatedEvent, *DiscussionCommentDeletedEvent,
@@ -1368,32 +1378,32 @@ type DiscussionCommentEditedEvent = group1.DiscussionCommentEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DiscussionCommentEvent = group1.DiscussionCommentEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCommentEvent = events_d.DiscussionCommentEvent
 
 // DiscussionCommentUnknownEvent is the payload of a "discussion_comment"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type DiscussionCommentUnknownEvent = group1.DiscussionCommentUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCommentUnknownEvent = events_d.DiscussionCommentUnknownEvent
 
 // DiscussionCreatedEvent is the payload of a "discussion" delivery with action
 // "created".
 //
 // A discussion was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionCreatedEvent = group4.DiscussionCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionCreatedEvent = events_d.DiscussionCreatedEvent
 
 // DiscussionDeletedEvent is the payload of a "discussion" delivery with action
 // "deleted".
 //
 // A discussion was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionDeletedEvent = group4.DiscussionDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionDeletedEvent = events_d.DiscussionDeletedEvent
 
 // DiscussionEditedEvent is the payload of a "discussion" delivery with action
 // "edited".
@@ -1401,8 +1411,8 @@ type DiscussionDeletedEvent = group4.DiscussionDeletedEvent
 // The title or body on a discussion was edited, or the category of the
 // discussion was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionEditedEvent = group4.DiscussionEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionEditedEvent = events_d.DiscussionEditedEvent
 
 // DiscussionEvent is the payload of a "discussion" delivery: one of
 // *DiscussionAnsweredEvent, *DiscussionCategoryChangedEvent,
@@ -1430,40 +1440,40 @@ type DiscussionEditedEvent = group4.DiscussionEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionEvent = group4.DiscussionEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionEvent = events_d.DiscussionEvent
 
 // DiscussionLabeledEvent is the payload of a "discussion" delivery with action
 // "labeled".
 //
 // A label was added to a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionLabeledEvent = group4.DiscussionLabeledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionLabeledEvent = events_d.DiscussionLabeledEvent
 
 // DiscussionLockedEvent is the payload of a "discussion" delivery with action
 // "locked".
 //
 // A discussion was locked.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionLockedEvent = group4.DiscussionLockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionLockedEvent = events_d.DiscussionLockedEvent
 
 // DiscussionPinnedEvent is the payload of a "discussion" delivery with action
 // "pinned".
 //
 // A discussion was pinned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionPinnedEvent = group4.DiscussionPinnedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionPinnedEvent = events_d.DiscussionPinnedEvent
 
 // DiscussionReopenedEvent is the payload of a "discussion" delivery with action
 // "reopened".
 //
 // A discussion was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionReopenedEvent = group4.DiscussionReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionReopenedEvent = events_d.DiscussionReopenedEvent
 
 // DiscussionState: The current state of the discussion. `converting` means that
 // the discussion is being converted from an issue. `transferring` means that
@@ -1471,78 +1481,78 @@ type DiscussionReopenedEvent = group4.DiscussionReopenedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type DiscussionState = common.DiscussionState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionState = events_d.DiscussionState
 
 // DiscussionStateReason: The reason for the current state
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type DiscussionStateReason = common.DiscussionStateReason
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionStateReason = events_d.DiscussionStateReason
 
 // DiscussionTransferredChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionTransferredChanges = group4.DiscussionTransferredChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionTransferredChanges = events_d.DiscussionTransferredChanges
 
 // DiscussionTransferredEvent is the payload of a "discussion" delivery with
 // action "transferred".
 //
 // A discussion was transferred to another repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionTransferredEvent = group4.DiscussionTransferredEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionTransferredEvent = events_d.DiscussionTransferredEvent
 
 // DiscussionUnansweredEvent is the payload of a "discussion" delivery with
 // action "unanswered".
 //
 // A comment on the discussion was unmarked as the answer.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionUnansweredEvent = group4.DiscussionUnansweredEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionUnansweredEvent = events_d.DiscussionUnansweredEvent
 
 // DiscussionUnknownEvent is the payload of a "discussion" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionUnknownEvent = group4.DiscussionUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionUnknownEvent = events_d.DiscussionUnknownEvent
 
 // DiscussionUnlabeledEvent is the payload of a "discussion" delivery with
 // action "unlabeled".
 //
 // A label was removed from a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionUnlabeledEvent = group4.DiscussionUnlabeledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionUnlabeledEvent = events_d.DiscussionUnlabeledEvent
 
 // DiscussionUnlockedEvent is the payload of a "discussion" delivery with action
 // "unlocked".
 //
 // A discussion was unlocked.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionUnlockedEvent = group4.DiscussionUnlockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionUnlockedEvent = events_d.DiscussionUnlockedEvent
 
 // DiscussionUnpinnedEvent is the payload of a "discussion" delivery with action
 // "unpinned".
 //
 // A discussion was unpinned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type DiscussionUnpinnedEvent = group4.DiscussionUnpinnedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DiscussionUnpinnedEvent = events_d.DiscussionUnpinnedEvent
 
 // EditedChanges: The changes to the issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type EditedChanges = group4.EditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type EditedChanges = common.EditedChanges
 
 // EnforcementLevel is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type EnforcementLevel = group3.EnforcementLevel
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+type EnforcementLevel = events_b.EnforcementLevel
 
 // Enterprise: An enterprise on the forge. Webhook payloads contain the
 // `enterprise` property when the webhook is configured on an enterprise account
@@ -1561,13 +1571,13 @@ type Enterprise = common.Enterprise
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ForkEvent = group3.ForkEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_f.
+type ForkEvent = events_f.ForkEvent
 
 // FullRepository: Full Repository
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type FullRepository = group3.FullRepository
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type FullRepository = events_s.FullRepository
 
 // GithubAppAuthorizationEvent is the payload of a "github_app_authorization"
 // delivery: one of *GithubAppAuthorizationRevokedEvent, or
@@ -1593,24 +1603,24 @@ type FullRepository = group3.FullRepository
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type GithubAppAuthorizationEvent = group2.GithubAppAuthorizationEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+type GithubAppAuthorizationEvent = events_g.GithubAppAuthorizationEvent
 
 // GithubAppAuthorizationRevokedEvent is the payload of a
 // "github_app_authorization" delivery with action "revoked".
 //
 // Someone revoked their authorization of a forge App.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type GithubAppAuthorizationRevokedEvent = group2.GithubAppAuthorizationRevokedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+type GithubAppAuthorizationRevokedEvent = events_g.GithubAppAuthorizationRevokedEvent
 
 // GithubAppAuthorizationUnknownEvent is the payload of a
 // "github_app_authorization" delivery whose action the schema does not know. It
 // has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type GithubAppAuthorizationUnknownEvent = group2.GithubAppAuthorizationUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+type GithubAppAuthorizationUnknownEvent = events_g.GithubAppAuthorizationUnknownEvent
 
 // GollumEvent is the payload of a "gollum" delivery.
 //
@@ -1620,39 +1630,39 @@ type GithubAppAuthorizationUnknownEvent = group2.GithubAppAuthorizationUnknownEv
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type GollumEvent = group1.GollumEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+type GollumEvent = events_g.GollumEvent
 
 // GollumPage is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type GollumPage = group1.GollumPage
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+type GollumPage = events_g.GollumPage
 
 // GollumPageAction: The action that was performed on the page. Can be `created`
 // or `edited`.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type GollumPageAction = group1.GollumPageAction
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+type GollumPageAction = events_g.GollumPageAction
 
 // HookResponse is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type HookResponse = group1.HookResponse
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type HookResponse = events_p.HookResponse
 
 // Installation: Installation
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type Installation = common.Installation
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type Installation = events_i.Installation
 
 // InstallationCreatedEvent is the payload of an "installation" delivery with
 // action "created".
 //
 // Someone installed a forge App on a user or organization account.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationCreatedEvent = group3.InstallationCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationCreatedEvent = events_i.InstallationCreatedEvent
 
 // InstallationCreatedRepository is a type of the forge's payloads.
 //
@@ -1664,8 +1674,8 @@ type InstallationCreatedRepository = common.InstallationCreatedRepository
 //
 // Someone uninstalled a forge App from their user or organization account.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationDeletedEvent = group3.InstallationDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationDeletedEvent = events_i.InstallationDeletedEvent
 
 // InstallationEvent is the payload of an "installation" delivery: one of
 // *InstallationCreatedEvent, *InstallationDeletedEvent,
@@ -1684,24 +1694,24 @@ type InstallationDeletedEvent = group3.InstallationDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationEvent = group3.InstallationEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationEvent = events_i.InstallationEvent
 
 // InstallationNewPermissionsAcceptedEvent is the payload of an "installation"
 // delivery with action "new_permissions_accepted".
 //
 // Someone granted new permissions to a forge App.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationNewPermissionsAcceptedEvent = group3.InstallationNewPermissionsAcceptedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationNewPermissionsAcceptedEvent = events_i.InstallationNewPermissionsAcceptedEvent
 
 // InstallationRepositoriesAddedEvent is the payload of an
 // "installation_repositories" delivery with action "added".
 //
 // A forge App installation was granted access to one or more repositories.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type InstallationRepositoriesAddedEvent = group1.InstallationRepositoriesAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationRepositoriesAddedEvent = events_i.InstallationRepositoriesAddedEvent
 
 // InstallationRepositoriesEvent is the payload of an
 // "installation_repositories" delivery: one of
@@ -1720,42 +1730,42 @@ type InstallationRepositoriesAddedEvent = group1.InstallationRepositoriesAddedEv
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type InstallationRepositoriesEvent = group1.InstallationRepositoriesEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationRepositoriesEvent = events_i.InstallationRepositoriesEvent
 
 // InstallationRepositoriesRemovedEvent is the payload of an
 // "installation_repositories" delivery with action "removed".
 //
 // Access to one or more repositories was revoked for a forge App installation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type InstallationRepositoriesRemovedEvent = group1.InstallationRepositoriesRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationRepositoriesRemovedEvent = events_i.InstallationRepositoriesRemovedEvent
 
 // InstallationRepositoriesUnknownEvent is the payload of an
 // "installation_repositories" delivery whose action the schema does not know.
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type InstallationRepositoriesUnknownEvent = group1.InstallationRepositoriesUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationRepositoriesUnknownEvent = events_i.InstallationRepositoriesUnknownEvent
 
 // InstallationSuspendEvent is the payload of an "installation" delivery with
 // action "suspend".
 //
 // Someone blocked access by a forge App to their user or organization account.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationSuspendEvent = group3.InstallationSuspendEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationSuspendEvent = events_i.InstallationSuspendEvent
 
 // InstallationTargetAccount is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationTargetAccount = group3.InstallationTargetAccount
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationTargetAccount = events_i.InstallationTargetAccount
 
 // InstallationTargetChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationTargetChanges = group3.InstallationTargetChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationTargetChanges = events_i.InstallationTargetChanges
 
 // InstallationTargetEvent is the payload of an "installation_target" delivery:
 // one of *InstallationTargetRenamedEvent, or *InstallationTargetUnknownEvent
@@ -1769,8 +1779,8 @@ type InstallationTargetChanges = group3.InstallationTargetChanges
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationTargetEvent = group3.InstallationTargetEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationTargetEvent = events_i.InstallationTargetEvent
 
 // InstallationTargetRenamedEvent is the payload of an "installation_target"
 // delivery with action "renamed".
@@ -1778,24 +1788,24 @@ type InstallationTargetEvent = group3.InstallationTargetEvent
 // Somebody renamed the user or organization account that a forge App is
 // installed on.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationTargetRenamedEvent = group3.InstallationTargetRenamedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationTargetRenamedEvent = events_i.InstallationTargetRenamedEvent
 
 // InstallationTargetUnknownEvent is the payload of an "installation_target"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationTargetUnknownEvent = group3.InstallationTargetUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationTargetUnknownEvent = events_i.InstallationTargetUnknownEvent
 
 // InstallationUnknownEvent is the payload of an "installation" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationUnknownEvent = group3.InstallationUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationUnknownEvent = events_i.InstallationUnknownEvent
 
 // InstallationUnsuspendEvent is the payload of an "installation" delivery with
 // action "unsuspend".
@@ -1803,8 +1813,8 @@ type InstallationUnknownEvent = group3.InstallationUnknownEvent
 // A forge App that was blocked from accessing a user or organization account
 // was given access the account again.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type InstallationUnsuspendEvent = group3.InstallationUnsuspendEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type InstallationUnsuspendEvent = events_i.InstallationUnsuspendEvent
 
 // Issue: Issues are a great way to keep track of tasks, enhancements, and bugs
 // for your projects.
@@ -1814,24 +1824,24 @@ type Issue = common.Issue
 
 // IssueComment: The comment itself.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueComment = group1.IssueComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueComment = events_i.IssueComment
 
 // IssueCommentCreatedEvent is the payload of an "issue_comment" delivery with
 // action "created".
 //
 // A comment on an issue or pull request was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueCommentCreatedEvent = group1.IssueCommentCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueCommentCreatedEvent = events_i.IssueCommentCreatedEvent
 
 // IssueCommentDeletedEvent is the payload of an "issue_comment" delivery with
 // action "deleted".
 //
 // A comment on an issue or pull request was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueCommentDeletedEvent = group1.IssueCommentDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueCommentDeletedEvent = events_i.IssueCommentDeletedEvent
 
 // IssueCommentEditedChanges: The changes to the comment.
 //
@@ -1843,8 +1853,8 @@ type IssueCommentEditedChanges = common.IssueCommentEditedChanges
 //
 // A comment on an issue or pull request was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueCommentEditedEvent = group1.IssueCommentEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueCommentEditedEvent = events_i.IssueCommentEditedEvent
 
 // IssueCommentEvent is the payload of an "issue_comment" delivery: one of
 // *IssueCommentCreatedEvent, *IssueCommentDeletedEvent,
@@ -1869,48 +1879,48 @@ type IssueCommentEditedEvent = group1.IssueCommentEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueCommentEvent = group1.IssueCommentEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueCommentEvent = events_i.IssueCommentEvent
 
 // IssueCommentUnknownEvent is the payload of an "issue_comment" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueCommentUnknownEvent = group1.IssueCommentUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueCommentUnknownEvent = events_i.IssueCommentUnknownEvent
 
 // IssueDependenciesBlockedByAddedEvent is the payload of an
 // "issue_dependencies" delivery with action "blocked_by_added".
 //
 // An issue was marked as blocked by another issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueDependenciesBlockedByAddedEvent = group1.IssueDependenciesBlockedByAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueDependenciesBlockedByAddedEvent = events_i.IssueDependenciesBlockedByAddedEvent
 
 // IssueDependenciesBlockedByRemovedEvent is the payload of an
 // "issue_dependencies" delivery with action "blocked_by_removed".
 //
 // The blocked by relationship between an issue and another issue was removed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueDependenciesBlockedByRemovedEvent = group1.IssueDependenciesBlockedByRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueDependenciesBlockedByRemovedEvent = events_i.IssueDependenciesBlockedByRemovedEvent
 
 // IssueDependenciesBlockingAddedEvent is the payload of an "issue_dependencies"
 // delivery with action "blocking_added".
 //
 // An issue was marked as blocking another issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueDependenciesBlockingAddedEvent = group1.IssueDependenciesBlockingAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueDependenciesBlockingAddedEvent = events_i.IssueDependenciesBlockingAddedEvent
 
 // IssueDependenciesBlockingRemovedEvent is the payload of an
 // "issue_dependencies" delivery with action "blocking_removed".
 //
 // The blocking relationship between an issue and another issue was removed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueDependenciesBlockingRemovedEvent = group1.IssueDependenciesBlockingRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueDependenciesBlockingRemovedEvent = events_i.IssueDependenciesBlockingRemovedEvent
 
 // IssueDependenciesEvent is the payload of an "issue_dependencies" delivery:
 // one of *IssueDependenciesBlockedByAddedEvent,
@@ -1930,8 +1940,8 @@ type IssueDependenciesBlockingRemovedEvent = group1.IssueDependenciesBlockingRem
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueDependenciesEvent = group1.IssueDependenciesEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueDependenciesEvent = events_i.IssueDependenciesEvent
 
 // IssueDependenciesSummary is a type of the forge's payloads.
 //
@@ -1943,8 +1953,8 @@ type IssueDependenciesSummary = common.IssueDependenciesSummary
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type IssueDependenciesUnknownEvent = group1.IssueDependenciesUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueDependenciesUnknownEvent = events_i.IssueDependenciesUnknownEvent
 
 // IssueFieldValue: A value assigned to an issue field
 //
@@ -2007,40 +2017,40 @@ type IssueTypeColor = common.IssueTypeColor
 //
 // An issue was assigned to a user.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesAssignedEvent = group4.IssuesAssignedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesAssignedEvent = events_i.IssuesAssignedEvent
 
 // IssuesClosedEvent is the payload of an "issues" delivery with action
 // "closed".
 //
 // An issue was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesClosedEvent = group4.IssuesClosedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesClosedEvent = events_i.IssuesClosedEvent
 
 // IssuesDeletedEvent is the payload of an "issues" delivery with action
 // "deleted".
 //
 // An issue was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesDeletedEvent = group4.IssuesDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesDeletedEvent = events_i.IssuesDeletedEvent
 
 // IssuesDemilestonedEvent is the payload of an "issues" delivery with action
 // "demilestoned".
 //
 // An issue was removed from a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesDemilestonedEvent = group4.IssuesDemilestonedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesDemilestonedEvent = events_i.IssuesDemilestonedEvent
 
 // IssuesEditedEvent is the payload of an "issues" delivery with action
 // "edited".
 //
 // The title or body on an issue was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesEditedEvent = group4.IssuesEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesEditedEvent = events_i.IssuesEditedEvent
 
 // IssuesEvent is the payload of an "issues" delivery: one of
 // *IssuesAssignedEvent, *IssuesClosedEvent, *IssuesDeletedEvent,
@@ -2065,16 +2075,16 @@ type IssuesEditedEvent = group4.IssuesEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesEvent = group4.IssuesEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesEvent = events_i.IssuesEvent
 
 // IssuesLabeledEvent is the payload of an "issues" delivery with action
 // "labeled".
 //
 // A label was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesLabeledEvent = group4.IssuesLabeledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesLabeledEvent = events_i.IssuesLabeledEvent
 
 // IssuesLockedEvent is the payload of an "issues" delivery with action
 // "locked".
@@ -2082,21 +2092,21 @@ type IssuesLabeledEvent = group4.IssuesLabeledEvent
 // Conversation on an issue was locked. For more information, see "Locking
 // conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesLockedEvent = group4.IssuesLockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesLockedEvent = events_i.IssuesLockedEvent
 
 // IssuesMilestonedEvent is the payload of an "issues" delivery with action
 // "milestoned".
 //
 // An issue was added to a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesMilestonedEvent = group4.IssuesMilestonedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesMilestonedEvent = events_i.IssuesMilestonedEvent
 
 // IssuesOpenedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesOpenedChanges = group4.IssuesOpenedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesOpenedChanges = events_i.IssuesOpenedChanges
 
 // IssuesOpenedEvent is the payload of an "issues" delivery with action
 // "opened".
@@ -2104,8 +2114,8 @@ type IssuesOpenedChanges = group4.IssuesOpenedChanges
 // An issue was created. When a closed issue is reopened, the action will be
 // `reopened` instead.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesOpenedEvent = group4.IssuesOpenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesOpenedEvent = events_i.IssuesOpenedEvent
 
 // IssuesPinnedEvent is the payload of an "issues" delivery with action
 // "pinned".
@@ -2113,21 +2123,21 @@ type IssuesOpenedEvent = group4.IssuesOpenedEvent
 // An issue was pinned to a repository. For more information, see "Pinning an
 // issue to your repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesPinnedEvent = group4.IssuesPinnedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesPinnedEvent = events_i.IssuesPinnedEvent
 
 // IssuesReopenedEvent is the payload of an "issues" delivery with action
 // "reopened".
 //
 // A closed issue was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesReopenedEvent = group4.IssuesReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesReopenedEvent = events_i.IssuesReopenedEvent
 
 // IssuesTransferredChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesTransferredChanges = group4.IssuesTransferredChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesTransferredChanges = events_i.IssuesTransferredChanges
 
 // IssuesTransferredEvent is the payload of an "issues" delivery with action
 // "transferred".
@@ -2135,39 +2145,39 @@ type IssuesTransferredChanges = group4.IssuesTransferredChanges
 // An issue was transferred to another repository. For more information, see
 // "Transferring an issue to another repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesTransferredEvent = group4.IssuesTransferredEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesTransferredEvent = events_i.IssuesTransferredEvent
 
 // IssuesTypedEvent is the payload of an "issues" delivery with action "typed".
 //
 // An issue type was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesTypedEvent = group4.IssuesTypedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesTypedEvent = events_i.IssuesTypedEvent
 
 // IssuesUnassignedEvent is the payload of an "issues" delivery with action
 // "unassigned".
 //
 // A user was unassigned from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesUnassignedEvent = group4.IssuesUnassignedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesUnassignedEvent = events_i.IssuesUnassignedEvent
 
 // IssuesUnknownEvent is the payload of an "issues" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesUnknownEvent = group4.IssuesUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesUnknownEvent = events_i.IssuesUnknownEvent
 
 // IssuesUnlabeledEvent is the payload of an "issues" delivery with action
 // "unlabeled".
 //
 // A label was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesUnlabeledEvent = group4.IssuesUnlabeledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesUnlabeledEvent = events_i.IssuesUnlabeledEvent
 
 // IssuesUnlockedEvent is the payload of an "issues" delivery with action
 // "unlocked".
@@ -2175,8 +2185,8 @@ type IssuesUnlabeledEvent = group4.IssuesUnlabeledEvent
 // Conversation on an issue was locked. For more information, see "Locking
 // conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesUnlockedEvent = group4.IssuesUnlockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesUnlockedEvent = events_i.IssuesUnlockedEvent
 
 // IssuesUnpinnedEvent is the payload of an "issues" delivery with action
 // "unpinned".
@@ -2184,16 +2194,16 @@ type IssuesUnlockedEvent = group4.IssuesUnlockedEvent
 // An issue was unpinned from a repository. For more information, see "Pinning
 // an issue to your repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesUnpinnedEvent = group4.IssuesUnpinnedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesUnpinnedEvent = events_i.IssuesUnpinnedEvent
 
 // IssuesUntypedEvent is the payload of an "issues" delivery with action
 // "untyped".
 //
 // An issue type was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type IssuesUntypedEvent = group4.IssuesUntypedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesUntypedEvent = events_i.IssuesUntypedEvent
 
 // Label: Color-coded labels help you categorize and filter your issues (just
 // like labels in Gmail).
@@ -2205,27 +2215,27 @@ type Label = common.Label
 //
 // A label was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type LabelCreatedEvent = group1.LabelCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelCreatedEvent = events_l.LabelCreatedEvent
 
 // LabelDeletedEvent is the payload of a "label" delivery with action "deleted".
 //
 // A label was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type LabelDeletedEvent = group1.LabelDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelDeletedEvent = events_l.LabelDeletedEvent
 
 // LabelEditedChanges: The changes to the label if the action was `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type LabelEditedChanges = group1.LabelEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelEditedChanges = events_l.LabelEditedChanges
 
 // LabelEditedEvent is the payload of a "label" delivery with action "edited".
 //
 // A label's name, description, or color was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type LabelEditedEvent = group1.LabelEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelEditedEvent = events_l.LabelEditedEvent
 
 // LabelEvent is the payload of a "label" delivery: one of *LabelCreatedEvent,
 // *LabelDeletedEvent, *LabelEditedEvent, or *LabelUnknownEvent for an action
@@ -2246,16 +2256,16 @@ type LabelEditedEvent = group1.LabelEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type LabelEvent = group1.LabelEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelEvent = events_l.LabelEvent
 
 // LabelUnknownEvent is the payload of a "label" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type LabelUnknownEvent = group1.LabelUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelUnknownEvent = events_l.LabelUnknownEvent
 
 // License: License Simple
 //
@@ -2269,13 +2279,13 @@ type Link = common.Link
 
 // MarketplacePurchase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchase = group1.MarketplacePurchase
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchase = events_m.MarketplacePurchase
 
 // MarketplacePurchaseAccount is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchaseAccount = group1.MarketplacePurchaseAccount
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchaseAccount = events_m.MarketplacePurchaseAccount
 
 // MarketplacePurchaseCancelledEvent is the payload of a "marketplace_purchase"
 // delivery with action "cancelled".
@@ -2283,8 +2293,8 @@ type MarketplacePurchaseAccount = group1.MarketplacePurchaseAccount
 // Someone cancelled a forge Marketplace plan, and the last billing cycle has
 // ended. The change will take effect on the account immediately.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchaseCancelledEvent = group1.MarketplacePurchaseCancelledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchaseCancelledEvent = events_m.MarketplacePurchaseCancelledEvent
 
 // MarketplacePurchaseChangedEvent is the payload of a "marketplace_purchase"
 // delivery with action "changed".
@@ -2292,8 +2302,8 @@ type MarketplacePurchaseCancelledEvent = group1.MarketplacePurchaseCancelledEven
 // Someone upgraded or downgraded a forge Marketplace plan, and the last billing
 // cycle has ended. The change will take effect on the account immediately.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchaseChangedEvent = group1.MarketplacePurchaseChangedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchaseChangedEvent = events_m.MarketplacePurchaseChangedEvent
 
 // MarketplacePurchaseEvent is the payload of a "marketplace_purchase" delivery:
 // one of *MarketplacePurchaseCancelledEvent, *MarketplacePurchaseChangedEvent,
@@ -2310,8 +2320,8 @@ type MarketplacePurchaseChangedEvent = group1.MarketplacePurchaseChangedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchaseEvent = group1.MarketplacePurchaseEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchaseEvent = events_m.MarketplacePurchaseEvent
 
 // MarketplacePurchasePendingChangeCancelledEvent is the payload of a
 // "marketplace_purchase" delivery with action "pending_change_cancelled".
@@ -2320,8 +2330,8 @@ type MarketplacePurchaseEvent = group1.MarketplacePurchaseEvent
 // changes include plan cancellations and downgrades that will take effect at
 // the end of a billing cycle.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchasePendingChangeCancelledEvent = group1.MarketplacePurchasePendingChangeCancelledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchasePendingChangeCancelledEvent = events_m.MarketplacePurchasePendingChangeCancelledEvent
 
 // MarketplacePurchasePendingChangeEvent is the payload of a
 // "marketplace_purchase" delivery with action "pending_change".
@@ -2330,20 +2340,20 @@ type MarketplacePurchasePendingChangeCancelledEvent = group1.MarketplacePurchase
 // cancellation will take effect at the end of the current billing cycle. When
 // the change takes effect, the `changed` or `cancelled` event will be sent.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchasePendingChangeEvent = group1.MarketplacePurchasePendingChangeEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchasePendingChangeEvent = events_m.MarketplacePurchasePendingChangeEvent
 
 // MarketplacePurchasePlan is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchasePlan = group1.MarketplacePurchasePlan
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchasePlan = events_m.MarketplacePurchasePlan
 
 // MarketplacePurchasePlanPriceModel is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchasePlanPriceModel = group1.MarketplacePurchasePlanPriceModel
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchasePlanPriceModel = events_m.MarketplacePurchasePlanPriceModel
 
 // MarketplacePurchasePurchasedEvent is the payload of a "marketplace_purchase"
 // delivery with action "purchased".
@@ -2351,28 +2361,28 @@ type MarketplacePurchasePlanPriceModel = group1.MarketplacePurchasePlanPriceMode
 // Someone purchased a forge Marketplace plan. The change will take effect on
 // the account immediately.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchasePurchasedEvent = group1.MarketplacePurchasePurchasedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchasePurchasedEvent = events_m.MarketplacePurchasePurchasedEvent
 
 // MarketplacePurchaseUnknownEvent is the payload of a "marketplace_purchase"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type MarketplacePurchaseUnknownEvent = group1.MarketplacePurchaseUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MarketplacePurchaseUnknownEvent = events_m.MarketplacePurchaseUnknownEvent
 
 // MemberAddedEvent is the payload of a "member" delivery with action "added".
 //
 // A forge user accepted an invitation to a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberAddedEvent = group3.MemberAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberAddedEvent = events_m.MemberAddedEvent
 
 // MemberChanges: The changes to the collaborator permissions
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberChanges = group3.MemberChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberChanges = events_m.MemberChanges
 
 // MemberChangesPermission: This field is included for legacy purposes; use the
 // `role_name` field instead. The `maintain` role is mapped to `write` and the
@@ -2380,20 +2390,20 @@ type MemberChanges = group3.MemberChanges
 // collaborator, use the `role_name` field instead, which will provide the full
 // role name, including custom roles.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberChangesPermission = group3.MemberChangesPermission
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberChangesPermission = events_m.MemberChangesPermission
 
 // MemberChangesRoleName: The role assigned to the collaborator.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberChangesRoleName = group3.MemberChangesRoleName
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberChangesRoleName = events_m.MemberChangesRoleName
 
 // MemberEditedEvent is the payload of a "member" delivery with action "edited".
 //
 // Permissions were changed for a collaborator on a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberEditedEvent = group3.MemberEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberEditedEvent = events_m.MemberEditedEvent
 
 // MemberEvent is the payload of a "member" delivery: one of *MemberAddedEvent,
 // *MemberEditedEvent, *MemberRemovedEvent, or *MemberUnknownEvent for an action
@@ -2411,38 +2421,38 @@ type MemberEditedEvent = group3.MemberEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberEvent = group3.MemberEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberEvent = events_m.MemberEvent
 
 // MemberRemovedEvent is the payload of a "member" delivery with action
 // "removed".
 //
 // A collaborator was removed from a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberRemovedEvent = group3.MemberRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberRemovedEvent = events_m.MemberRemovedEvent
 
 // MemberUnknownEvent is the payload of a "member" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MemberUnknownEvent = group3.MemberUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MemberUnknownEvent = events_m.MemberUnknownEvent
 
 // Membership: The membership between the user and the organization. Not present
 // when the action is `member_invited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type Membership = group1.Membership
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type Membership = events_o.Membership
 
 // MembershipAddedEvent is the payload of a "membership" delivery with action
 // "added".
 //
 // An organization member was added to a team.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MembershipAddedEvent = group4.MembershipAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MembershipAddedEvent = events_m.MembershipAddedEvent
 
 // MembershipEvent is the payload of a "membership" delivery: one of
 // *MembershipAddedEvent, *MembershipRemovedEvent, or *MembershipUnknownEvent
@@ -2459,31 +2469,31 @@ type MembershipAddedEvent = group4.MembershipAddedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MembershipEvent = group4.MembershipEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MembershipEvent = events_m.MembershipEvent
 
 // MembershipRemovedEvent is the payload of a "membership" delivery with action
 // "removed".
 //
 // An organization member was removed from a team.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MembershipRemovedEvent = group4.MembershipRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MembershipRemovedEvent = events_m.MembershipRemovedEvent
 
 // MembershipScope: The scope of the membership. Currently, can only be `team`.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MembershipScope = group4.MembershipScope
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MembershipScope = events_m.MembershipScope
 
 // MembershipUnknownEvent is the payload of a "membership" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MembershipUnknownEvent = group4.MembershipUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MembershipUnknownEvent = events_m.MembershipUnknownEvent
 
 // MergeCommitMessage: The default value for a merge commit message.
 //
@@ -2510,8 +2520,8 @@ type MergeCommitTitle = common.MergeCommitTitle
 // MergeGroup: A group of pull requests that the merge queue has grouped
 // together to be merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroup = group2.MergeGroup
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroup = events_m.MergeGroup
 
 // MergeGroupChecksRequestedEvent is the payload of a "merge_group" delivery
 // with action "checks_requested".
@@ -2523,8 +2533,8 @@ type MergeGroup = group2.MergeGroup
 // When you receive this event, you should perform checks on the head SHA and
 // report status back using check runs or commit statuses.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroupChecksRequestedEvent = group2.MergeGroupChecksRequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroupChecksRequestedEvent = events_m.MergeGroupChecksRequestedEvent
 
 // MergeGroupDestroyedEvent is the payload of a "merge_group" delivery with
 // action "destroyed".
@@ -2538,8 +2548,8 @@ type MergeGroupChecksRequestedEvent = group2.MergeGroupChecksRequestedEvent
 // running on the head SHA to avoid wasting computing resources on a merge group
 // that will not be used.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroupDestroyedEvent = group2.MergeGroupDestroyedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroupDestroyedEvent = events_m.MergeGroupDestroyedEvent
 
 // MergeGroupDestroyedReason: Explains why the merge group is being destroyed.
 // The group could have been merged, removed from the queue (dequeued), or
@@ -2547,8 +2557,8 @@ type MergeGroupDestroyedEvent = group2.MergeGroupDestroyedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroupDestroyedReason = group2.MergeGroupDestroyedReason
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroupDestroyedReason = events_m.MergeGroupDestroyedReason
 
 // MergeGroupEvent is the payload of a "merge_group" delivery: one of
 // *MergeGroupChecksRequestedEvent, *MergeGroupDestroyedEvent, or
@@ -2563,26 +2573,26 @@ type MergeGroupDestroyedReason = group2.MergeGroupDestroyedReason
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroupEvent = group2.MergeGroupEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroupEvent = events_m.MergeGroupEvent
 
 // MergeGroupSimpleCommit: A commit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroupSimpleCommit = group2.MergeGroupSimpleCommit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroupSimpleCommit = events_m.MergeGroupSimpleCommit
 
 // MergeGroupSimpleCommitAuthor: Information about the Git author
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroupSimpleCommitAuthor = group2.MergeGroupSimpleCommitAuthor
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroupSimpleCommitAuthor = events_m.MergeGroupSimpleCommitAuthor
 
 // MergeGroupUnknownEvent is the payload of a "merge_group" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type MergeGroupUnknownEvent = group2.MergeGroupUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MergeGroupUnknownEvent = events_m.MergeGroupUnknownEvent
 
 // MergeMethod: The merge method to use.
 //
@@ -2595,8 +2605,8 @@ type MergeMethod = common.MergeMethod
 //
 // The webhook was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MetaDeletedEvent = group4.MetaDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MetaDeletedEvent = events_m.MetaDeletedEvent
 
 // MetaEvent is the payload of a "meta" delivery: one of *MetaDeletedEvent, or
 // *MetaUnknownEvent for an action the schema does not know.
@@ -2609,42 +2619,42 @@ type MetaDeletedEvent = group4.MetaDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MetaEvent = group4.MetaEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MetaEvent = events_m.MetaEvent
 
 // MetaHook: The deleted webhook. This will contain different keys based on the
 // type of webhook it is: repository, organization, business, app, or forge
 // Marketplace.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MetaHook = group4.MetaHook
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MetaHook = events_m.MetaHook
 
 // MetaHookConfig is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MetaHookConfig = group4.MetaHookConfig
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MetaHookConfig = events_m.MetaHookConfig
 
 // MetaHookConfigContentType is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MetaHookConfigContentType = group4.MetaHookConfigContentType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MetaHookConfigContentType = events_m.MetaHookConfigContentType
 
 // MetaHookEvent is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MetaHookEvent = group4.MetaHookEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MetaHookEvent = events_m.MetaHookEvent
 
 // MetaUnknownEvent is the payload of a "meta" delivery whose action the schema
 // does not know. It has the members all known actions share, the action, and in
 // Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MetaUnknownEvent = group4.MetaUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MetaUnknownEvent = events_m.MetaUnknownEvent
 
 // Milestone: A collection of related issues and pull requests.
 //
@@ -2656,38 +2666,38 @@ type Milestone = common.Milestone
 //
 // A milestone was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneClosedEvent = group4.MilestoneClosedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneClosedEvent = events_m.MilestoneClosedEvent
 
 // MilestoneCreatedEvent is the payload of a "milestone" delivery with action
 // "created".
 //
 // A milestone was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneCreatedEvent = group4.MilestoneCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneCreatedEvent = events_m.MilestoneCreatedEvent
 
 // MilestoneDeletedEvent is the payload of a "milestone" delivery with action
 // "deleted".
 //
 // A milestone was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneDeletedEvent = group4.MilestoneDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneDeletedEvent = events_m.MilestoneDeletedEvent
 
 // MilestoneEditedChanges: The changes to the milestone if the action was
 // `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneEditedChanges = group4.MilestoneEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneEditedChanges = events_m.MilestoneEditedChanges
 
 // MilestoneEditedEvent is the payload of a "milestone" delivery with action
 // "edited".
 //
 // A milestone was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneEditedEvent = group4.MilestoneEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneEditedEvent = events_m.MilestoneEditedEvent
 
 // MilestoneEvent is the payload of a "milestone" delivery: one of
 // *MilestoneClosedEvent, *MilestoneCreatedEvent, *MilestoneDeletedEvent,
@@ -2709,34 +2719,34 @@ type MilestoneEditedEvent = group4.MilestoneEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneEvent = group4.MilestoneEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneEvent = events_m.MilestoneEvent
 
 // MilestoneOpenedEvent is the payload of a "milestone" delivery with action
 // "opened".
 //
 // A milestone was opened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneOpenedEvent = group4.MilestoneOpenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneOpenedEvent = events_m.MilestoneOpenedEvent
 
 // MilestoneUnknownEvent is the payload of a "milestone" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type MilestoneUnknownEvent = group4.MilestoneUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+type MilestoneUnknownEvent = events_m.MilestoneUnknownEvent
 
 // MinimalRepository: Minimal Repository
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MinimalRepository = group3.MinimalRepository
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type MinimalRepository = events_c.MinimalRepository
 
 // MinimalRepositoryLicense is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type MinimalRepositoryLicense = group3.MinimalRepositoryLicense
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type MinimalRepositoryLicense = events_c.MinimalRepositoryLicense
 
 // MinimalRepositoryPermissions is a type of the forge's payloads.
 //
@@ -2748,8 +2758,8 @@ type MinimalRepositoryPermissions = common.MinimalRepositoryPermissions
 //
 // A user was blocked from the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type OrgBlockBlockedEvent = group4.OrgBlockBlockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrgBlockBlockedEvent = events_o.OrgBlockBlockedEvent
 
 // OrgBlockEvent is the payload of an "org_block" delivery: one of
 // *OrgBlockBlockedEvent, *OrgBlockUnblockedEvent, or *OrgBlockUnknownEvent for
@@ -2770,24 +2780,24 @@ type OrgBlockBlockedEvent = group4.OrgBlockBlockedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type OrgBlockEvent = group4.OrgBlockEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrgBlockEvent = events_o.OrgBlockEvent
 
 // OrgBlockUnblockedEvent is the payload of an "org_block" delivery with action
 // "unblocked".
 //
 // A previously blocked user was unblocked from the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type OrgBlockUnblockedEvent = group4.OrgBlockUnblockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrgBlockUnblockedEvent = events_o.OrgBlockUnblockedEvent
 
 // OrgBlockUnknownEvent is the payload of an "org_block" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type OrgBlockUnknownEvent = group4.OrgBlockUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrgBlockUnknownEvent = events_o.OrgBlockUnknownEvent
 
 // Organization: A forge organization. Webhook payloads contain the
 // `organization` property when the webhook is configured for an organization,
@@ -2799,15 +2809,15 @@ type Organization = common.Organization
 
 // OrganizationCustomProperty: Custom property defined on an organization
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type OrganizationCustomProperty = group2.OrganizationCustomProperty
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type OrganizationCustomProperty = events_c.OrganizationCustomProperty
 
 // OrganizationCustomPropertyDefaultValue: Default value of the property
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type OrganizationCustomPropertyDefaultValue = common.OrganizationCustomPropertyDefaultValue
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type OrganizationCustomPropertyDefaultValue = events_c.OrganizationCustomPropertyDefaultValue
 
 // OrganizationCustomPropertySourceType: The source type of the property
 //
@@ -2820,24 +2830,24 @@ type OrganizationCustomPropertySourceType = common.OrganizationCustomPropertySou
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type OrganizationCustomPropertyValueType = group2.OrganizationCustomPropertyValueType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type OrganizationCustomPropertyValueType = events_c.OrganizationCustomPropertyValueType
 
 // OrganizationCustomPropertyValuesEditableBy: Who can edit the values of the
 // property
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type OrganizationCustomPropertyValuesEditableBy = group2.OrganizationCustomPropertyValuesEditableBy
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type OrganizationCustomPropertyValuesEditableBy = events_c.OrganizationCustomPropertyValuesEditableBy
 
 // OrganizationDeletedEvent is the payload of an "organization" delivery with
 // action "deleted".
 //
 // An organization was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationDeletedEvent = group1.OrganizationDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationDeletedEvent = events_o.OrganizationDeletedEvent
 
 // OrganizationEvent is the payload of an "organization" delivery: one of
 // *OrganizationDeletedEvent, *OrganizationMemberAddedEvent,
@@ -2859,69 +2869,69 @@ type OrganizationDeletedEvent = group1.OrganizationDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationEvent = group1.OrganizationEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationEvent = events_o.OrganizationEvent
 
 // OrganizationMemberAddedEvent is the payload of an "organization" delivery
 // with action "member_added".
 //
 // A member accepted an invitation to join an organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationMemberAddedEvent = group1.OrganizationMemberAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationMemberAddedEvent = events_o.OrganizationMemberAddedEvent
 
 // OrganizationMemberInvitedEvent is the payload of an "organization" delivery
 // with action "member_invited".
 //
 // A member was invited to join the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationMemberInvitedEvent = group1.OrganizationMemberInvitedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationMemberInvitedEvent = events_o.OrganizationMemberInvitedEvent
 
 // OrganizationMemberInvitedInvitation: The invitation for the user or email if
 // the action is `member_invited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationMemberInvitedInvitation = group1.OrganizationMemberInvitedInvitation
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationMemberInvitedInvitation = events_o.OrganizationMemberInvitedInvitation
 
 // OrganizationMemberRemovedEvent is the payload of an "organization" delivery
 // with action "member_removed".
 //
 // A member was removed from the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationMemberRemovedEvent = group1.OrganizationMemberRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationMemberRemovedEvent = events_o.OrganizationMemberRemovedEvent
 
 // OrganizationRenamedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationRenamedChanges = group1.OrganizationRenamedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationRenamedChanges = events_o.OrganizationRenamedChanges
 
 // OrganizationRenamedChangesLogin is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationRenamedChangesLogin = group1.OrganizationRenamedChangesLogin
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type OrganizationRenamedChangesLogin = common.OrganizationRenamedChangesLogin
 
 // OrganizationRenamedEvent is the payload of an "organization" delivery with
 // action "renamed".
 //
 // The name of an organization was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationRenamedEvent = group1.OrganizationRenamedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationRenamedEvent = events_o.OrganizationRenamedEvent
 
 // OrganizationUnknownEvent is the payload of an "organization" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type OrganizationUnknownEvent = group1.OrganizationUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+type OrganizationUnknownEvent = events_o.OrganizationUnknownEvent
 
 // Package: Information about the package.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type Package = group1.Package
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type Package = events_p.Package
 
 // PackageEvent is the payload of a "package" delivery: one of
 // *PackagePublishedEvent, *PackageUpdatedEvent, or *PackageUnknownEvent for an
@@ -2938,42 +2948,42 @@ type Package = group1.Package
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageEvent = group1.PackageEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageEvent = events_p.PackageEvent
 
 // PackagePublishedEvent is the payload of a "package" delivery with action
 // "published".
 //
 // A package was published to a registry.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackagePublishedEvent = group1.PackagePublishedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackagePublishedEvent = events_p.PackagePublishedEvent
 
 // PackageRegistry is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageRegistry = group1.PackageRegistry
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageRegistry = events_p.PackageRegistry
 
 // PackageUnknownEvent is the payload of a "package" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageUnknownEvent = group1.PackageUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageUnknownEvent = events_p.PackageUnknownEvent
 
 // PackageUpdatedEvent is the payload of a "package" delivery with action
 // "updated".
 //
 // A previously published package was updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageUpdatedEvent = group1.PackageUpdatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageUpdatedEvent = events_p.PackageUpdatedEvent
 
 // PackageVersion is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageVersion = group1.PackageVersion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageVersion = events_p.PackageVersion
 
 // PackageVersionContainerMetadata is a type of the forge's payloads.
 //
@@ -2992,20 +3002,20 @@ type PackageVersionDockerMetadata = common.PackageVersionDockerMetadata
 
 // PackageVersionNpmMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageVersionNpmMetadata = group1.PackageVersionNpmMetadata
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageVersionNpmMetadata = events_p.PackageVersionNpmMetadata
 
 // PackageVersionNugetMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageVersionNugetMetadata = group1.PackageVersionNugetMetadata
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageVersionNugetMetadata = events_p.PackageVersionNugetMetadata
 
 // PackageVersionNugetMetadataID is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageVersionNugetMetadataID = group1.PackageVersionNugetMetadataID
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageVersionNugetMetadataID = events_p.PackageVersionNugetMetadataID
 
 // PackageVersionNugetMetadataValue is one of several types.
 //
@@ -3026,18 +3036,18 @@ type PackageVersionPackageFile = common.PackageVersionPackageFile
 
 // PackageVersionRelease is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PackageVersionRelease = group1.PackageVersionRelease
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PackageVersionRelease = events_p.PackageVersionRelease
 
 // PageBuild: The List forge Pages builds itself.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type PageBuild = group3.PageBuild
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PageBuild = events_p.PageBuild
 
 // PageBuildError is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type PageBuildError = group3.PageBuildError
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PageBuildError = events_p.PageBuildError
 
 // PageBuildEvent is the payload of a "page_build" delivery.
 //
@@ -3050,20 +3060,20 @@ type PageBuildError = group3.PageBuildError
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Pages" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type PageBuildEvent = group3.PageBuildEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PageBuildEvent = events_p.PageBuildEvent
 
 // PatternParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PatternParameters = group1.PatternParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type PatternParameters = events_r.PatternParameters
 
 // PatternParametersOperator: The operator to use for matching.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PatternParametersOperator = group1.PatternParametersOperator
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type PatternParametersOperator = events_r.PatternParametersOperator
 
 // PermissionLevel: The level of permission to grant the access token for forge
 // Actions workflows, workflow runs, and artifacts.
@@ -3075,40 +3085,40 @@ type PermissionLevel = common.PermissionLevel
 
 // PersonalAccessTokenRequest: Details of a Personal Access Token Request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequest = group1.PersonalAccessTokenRequest
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequest = events_p.PersonalAccessTokenRequest
 
 // PersonalAccessTokenRequestApprovedEvent is the payload of a
 // "personal_access_token_request" delivery with action "approved".
 //
 // A fine-grained personal access token request was approved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestApprovedEvent = group1.PersonalAccessTokenRequestApprovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestApprovedEvent = events_p.PersonalAccessTokenRequestApprovedEvent
 
 // PersonalAccessTokenRequestCancelledEvent is the payload of a
 // "personal_access_token_request" delivery with action "cancelled".
 //
 // A fine-grained personal access token request was cancelled by the requester.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestCancelledEvent = group1.PersonalAccessTokenRequestCancelledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestCancelledEvent = events_p.PersonalAccessTokenRequestCancelledEvent
 
 // PersonalAccessTokenRequestCreatedEvent is the payload of a
 // "personal_access_token_request" delivery with action "created".
 //
 // A fine-grained personal access token request was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestCreatedEvent = group1.PersonalAccessTokenRequestCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestCreatedEvent = events_p.PersonalAccessTokenRequestCreatedEvent
 
 // PersonalAccessTokenRequestDeniedEvent is the payload of a
 // "personal_access_token_request" delivery with action "denied".
 //
 // A fine-grained personal access token request was denied.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestDeniedEvent = group1.PersonalAccessTokenRequestDeniedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestDeniedEvent = events_p.PersonalAccessTokenRequestDeniedEvent
 
 // PersonalAccessTokenRequestEvent is the payload of a
 // "personal_access_token_request" delivery: one of
@@ -3130,22 +3140,22 @@ type PersonalAccessTokenRequestDeniedEvent = group1.PersonalAccessTokenRequestDe
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestEvent = group1.PersonalAccessTokenRequestEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestEvent = events_p.PersonalAccessTokenRequestEvent
 
 // PersonalAccessTokenRequestPermissionsAdded: New requested permissions,
 // categorized by type of permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestPermissionsAdded = group1.PersonalAccessTokenRequestPermissionsAdded
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestPermissionsAdded = events_p.PersonalAccessTokenRequestPermissionsAdded
 
 // PersonalAccessTokenRequestRepositorySelection: Type of repository selection
 // requested.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestRepositorySelection = group1.PersonalAccessTokenRequestRepositorySelection
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestRepositorySelection = events_p.PersonalAccessTokenRequestRepositorySelection
 
 // PersonalAccessTokenRequestUnknownEvent is the payload of a
 // "personal_access_token_request" delivery whose action the schema does not
@@ -3153,31 +3163,31 @@ type PersonalAccessTokenRequestRepositorySelection = group1.PersonalAccessTokenR
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PersonalAccessTokenRequestUnknownEvent = group1.PersonalAccessTokenRequestUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PersonalAccessTokenRequestUnknownEvent = events_p.PersonalAccessTokenRequestUnknownEvent
 
 // PingEvent is the payload of a "ping" delivery.
 //
 // This event occurs when you create a new webhook. The ping event is a
 // confirmation from the forge that you configured the webhook correctly.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PingEvent = group1.PingEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PingEvent = events_p.PingEvent
 
 // Project is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type Project = group4.Project
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type Project = events_p.Project
 
 // ProjectCard is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCard = group2.ProjectCard
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCard = events_p.ProjectCard
 
 // ProjectCardChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardChanges = group2.ProjectCardChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardChanges = events_p.ProjectCardChanges
 
 // ProjectCardChangesNote is a type of the forge's payloads.
 //
@@ -3189,32 +3199,32 @@ type ProjectCardChangesNote = common.ProjectCardChangesNote
 //
 // A note in a project (classic) was converted to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardConvertedEvent = group2.ProjectCardConvertedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardConvertedEvent = events_p.ProjectCardConvertedEvent
 
 // ProjectCardCreatedEvent is the payload of a "project_card" delivery with
 // action "created".
 //
 // A card was added to a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardCreatedEvent = group2.ProjectCardCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardCreatedEvent = events_p.ProjectCardCreatedEvent
 
 // ProjectCardDeletedEvent is the payload of a "project_card" delivery with
 // action "deleted".
 //
 // A card on a project (classic) was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardDeletedEvent = group2.ProjectCardDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardDeletedEvent = events_p.ProjectCardDeletedEvent
 
 // ProjectCardEditedEvent is the payload of a "project_card" delivery with
 // action "edited".
 //
 // A note on a project (classic) was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardEditedEvent = group2.ProjectCardEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardEditedEvent = events_p.ProjectCardEditedEvent
 
 // ProjectCardEvent is the payload of a "project_card" delivery: one of
 // *ProjectCardConvertedEvent, *ProjectCardCreatedEvent,
@@ -3238,18 +3248,18 @@ type ProjectCardEditedEvent = group2.ProjectCardEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardEvent = group2.ProjectCardEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardEvent = events_p.ProjectCardEvent
 
 // ProjectCardMovedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardMovedChanges = group2.ProjectCardMovedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardMovedChanges = events_p.ProjectCardMovedChanges
 
 // ProjectCardMovedChangesColumnID is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardMovedChangesColumnID = group2.ProjectCardMovedChangesColumnID
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardMovedChangesColumnID = events_p.ProjectCardMovedChangesColumnID
 
 // ProjectCardMovedEvent is the payload of a "project_card" delivery with action
 // "moved".
@@ -3257,58 +3267,58 @@ type ProjectCardMovedChangesColumnID = group2.ProjectCardMovedChangesColumnID
 // A card on a project (classic) was moved to another column or to another
 // position in its column.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardMovedEvent = group2.ProjectCardMovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardMovedEvent = events_p.ProjectCardMovedEvent
 
 // ProjectCardUnknownEvent is the payload of a "project_card" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectCardUnknownEvent = group2.ProjectCardUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCardUnknownEvent = events_p.ProjectCardUnknownEvent
 
 // ProjectClosedEvent is the payload of a "project" delivery with action
 // "closed".
 //
 // A project (classic) was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectClosedEvent = group4.ProjectClosedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectClosedEvent = events_p.ProjectClosedEvent
 
 // ProjectColumn is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumn = group3.ProjectColumn
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumn = events_p.ProjectColumn
 
 // ProjectColumnCreatedEvent is the payload of a "project_column" delivery with
 // action "created".
 //
 // A column was added to a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumnCreatedEvent = group3.ProjectColumnCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumnCreatedEvent = events_p.ProjectColumnCreatedEvent
 
 // ProjectColumnDeletedEvent is the payload of a "project_column" delivery with
 // action "deleted".
 //
 // A column was deleted from a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumnDeletedEvent = group3.ProjectColumnDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumnDeletedEvent = events_p.ProjectColumnDeletedEvent
 
 // ProjectColumnEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumnEditedChanges = group3.ProjectColumnEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumnEditedChanges = events_p.ProjectColumnEditedChanges
 
 // ProjectColumnEditedEvent is the payload of a "project_column" delivery with
 // action "edited".
 //
 // The name of a column on a project (classic) was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumnEditedEvent = group3.ProjectColumnEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumnEditedEvent = events_p.ProjectColumnEditedEvent
 
 // ProjectColumnEvent is the payload of a "project_column" delivery: one of
 // *ProjectColumnCreatedEvent, *ProjectColumnDeletedEvent,
@@ -3332,53 +3342,53 @@ type ProjectColumnEditedEvent = group3.ProjectColumnEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumnEvent = group3.ProjectColumnEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumnEvent = events_p.ProjectColumnEvent
 
 // ProjectColumnMovedEvent is the payload of a "project_column" delivery with
 // action "moved".
 //
 // A column was moved to a new position on a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumnMovedEvent = group3.ProjectColumnMovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumnMovedEvent = events_p.ProjectColumnMovedEvent
 
 // ProjectColumnUnknownEvent is the payload of a "project_column" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectColumnUnknownEvent = group3.ProjectColumnUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectColumnUnknownEvent = events_p.ProjectColumnUnknownEvent
 
 // ProjectCreatedEvent is the payload of a "project" delivery with action
 // "created".
 //
 // A project (classic) was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectCreatedEvent = group4.ProjectCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectCreatedEvent = events_p.ProjectCreatedEvent
 
 // ProjectDeletedEvent is the payload of a "project" delivery with action
 // "deleted".
 //
 // A project (classic) was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectDeletedEvent = group4.ProjectDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectDeletedEvent = events_p.ProjectDeletedEvent
 
 // ProjectEditedChanges: The changes to the project if the action was `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectEditedChanges = group4.ProjectEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectEditedChanges = events_p.ProjectEditedChanges
 
 // ProjectEditedEvent is the payload of a "project" delivery with action
 // "edited".
 //
 // The name or description of a project (classic) was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectEditedEvent = group4.ProjectEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectEditedEvent = events_p.ProjectEditedEvent
 
 // ProjectEvent is the payload of a "project" delivery: one of
 // *ProjectClosedEvent, *ProjectCreatedEvent, *ProjectDeletedEvent,
@@ -3402,63 +3412,63 @@ type ProjectEditedEvent = group4.ProjectEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectEvent = group4.ProjectEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectEvent = events_p.ProjectEvent
 
 // ProjectReopenedEvent is the payload of a "project" delivery with action
 // "reopened".
 //
 // A project (classic) was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectReopenedEvent = group4.ProjectReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectReopenedEvent = events_p.ProjectReopenedEvent
 
 // ProjectUnknownEvent is the payload of a "project" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type ProjectUnknownEvent = group4.ProjectUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectUnknownEvent = events_p.ProjectUnknownEvent
 
 // ProjectsV2ClosedEvent is the payload of a "projects_v2" delivery with action
 // "closed".
 //
 // A project in the organization was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ClosedEvent = group2.ProjectsV2ClosedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ClosedEvent = events_p.ProjectsV2ClosedEvent
 
 // ProjectsV2CreatedEvent is the payload of a "projects_v2" delivery with action
 // "created".
 //
 // A project in the organization was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2CreatedEvent = group2.ProjectsV2CreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2CreatedEvent = events_p.ProjectsV2CreatedEvent
 
 // ProjectsV2DeletedEvent is the payload of a "projects_v2" delivery with action
 // "deleted".
 //
 // A project in the organization was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2DeletedEvent = group2.ProjectsV2DeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2DeletedEvent = events_p.ProjectsV2DeletedEvent
 
 // ProjectsV2EditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2EditedChanges = group2.ProjectsV2EditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2EditedChanges = events_p.ProjectsV2EditedChanges
 
 // ProjectsV2EditedChangesPublic is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2EditedChangesPublic = group2.ProjectsV2EditedChangesPublic
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2EditedChangesPublic = events_p.ProjectsV2EditedChangesPublic
 
 // ProjectsV2EditedChangesTitle is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2EditedChangesTitle = group2.ProjectsV2EditedChangesTitle
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2EditedChangesTitle = events_p.ProjectsV2EditedChangesTitle
 
 // ProjectsV2EditedEvent is the payload of a "projects_v2" delivery with action
 // "edited".
@@ -3466,8 +3476,8 @@ type ProjectsV2EditedChangesTitle = group2.ProjectsV2EditedChangesTitle
 // The title, description, or README of a project in the organization was
 // changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2EditedEvent = group2.ProjectsV2EditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2EditedEvent = events_p.ProjectsV2EditedEvent
 
 // ProjectsV2Event is the payload of a "projects_v2" delivery: one of
 // *ProjectsV2ClosedEvent, *ProjectsV2CreatedEvent, *ProjectsV2DeletedEvent,
@@ -3492,13 +3502,13 @@ type ProjectsV2EditedEvent = group2.ProjectsV2EditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2Event = group2.ProjectsV2Event
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2Event = events_p.ProjectsV2Event
 
 // ProjectsV2Item: An item belonging to a project
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2Item = group2.ProjectsV2Item
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2Item = events_p.ProjectsV2Item
 
 // ProjectsV2ItemArchivedEvent is the payload of a "projects_v2_item" delivery
 // with action "archived".
@@ -3506,59 +3516,59 @@ type ProjectsV2Item = group2.ProjectsV2Item
 // An item on an organization project was archived. For more information, see
 // "Archiving items from your project."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemArchivedEvent = group2.ProjectsV2ItemArchivedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemArchivedEvent = events_p.ProjectsV2ItemArchivedEvent
 
 // ProjectsV2ItemChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemChanges = group2.ProjectsV2ItemChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemChanges = events_p.ProjectsV2ItemChanges
 
 // ProjectsV2ItemChangesArchivedAt is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemChangesArchivedAt = group2.ProjectsV2ItemChangesArchivedAt
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemChangesArchivedAt = events_p.ProjectsV2ItemChangesArchivedAt
 
 // ProjectsV2ItemContentType: The type of content tracked in a project item
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemContentType = group2.ProjectsV2ItemContentType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemContentType = events_p.ProjectsV2ItemContentType
 
 // ProjectsV2ItemConvertedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemConvertedChanges = group2.ProjectsV2ItemConvertedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemConvertedChanges = events_p.ProjectsV2ItemConvertedChanges
 
 // ProjectsV2ItemConvertedChangesContentType is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemConvertedChangesContentType = group2.ProjectsV2ItemConvertedChangesContentType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemConvertedChangesContentType = events_p.ProjectsV2ItemConvertedChangesContentType
 
 // ProjectsV2ItemConvertedEvent is the payload of a "projects_v2_item" delivery
 // with action "converted".
 //
 // A draft issue in an organization project was converted to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemConvertedEvent = group2.ProjectsV2ItemConvertedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemConvertedEvent = events_p.ProjectsV2ItemConvertedEvent
 
 // ProjectsV2ItemCreatedEvent is the payload of a "projects_v2_item" delivery
 // with action "created".
 //
 // An item was added to a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemCreatedEvent = group2.ProjectsV2ItemCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemCreatedEvent = events_p.ProjectsV2ItemCreatedEvent
 
 // ProjectsV2ItemDeletedEvent is the payload of a "projects_v2_item" delivery
 // with action "deleted".
 //
 // An item was deleted from a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemDeletedEvent = group2.ProjectsV2ItemDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemDeletedEvent = events_p.ProjectsV2ItemDeletedEvent
 
 // ProjectsV2ItemEditedChanges: The changes made to the item may involve
 // modifications in the item's fields and draft issue body. It includes altered
@@ -3567,31 +3577,31 @@ type ProjectsV2ItemDeletedEvent = group2.ProjectsV2ItemDeletedEvent
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemEditedChanges = group2.ProjectsV2ItemEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemEditedChanges = events_p.ProjectsV2ItemEditedChanges
 
 // ProjectsV2ItemEditedChangesBody is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemEditedChangesBody = group2.ProjectsV2ItemEditedChangesBody
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemEditedChangesBody = events_p.ProjectsV2ItemEditedChangesBody
 
 // ProjectsV2ItemEditedChangesFieldValue is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemEditedChangesFieldValue = group2.ProjectsV2ItemEditedChangesFieldValue
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemEditedChangesFieldValue = events_p.ProjectsV2ItemEditedChangesFieldValue
 
 // ProjectsV2ItemEditedChangesFieldValueFieldValue is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemEditedChangesFieldValueFieldValue = group2.ProjectsV2ItemEditedChangesFieldValueFieldValue
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemEditedChangesFieldValueFieldValue = events_p.ProjectsV2ItemEditedChangesFieldValueFieldValue
 
 // ProjectsV2ItemEditedChangesFieldValueFieldValueFrom is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemEditedChangesFieldValueFieldValueFrom = group2.ProjectsV2ItemEditedChangesFieldValueFieldValueFrom
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemEditedChangesFieldValueFieldValueFrom = events_p.ProjectsV2ItemEditedChangesFieldValueFieldValueFrom
 
 // ProjectsV2ItemEditedEvent is the payload of a "projects_v2_item" delivery
 // with action "edited".
@@ -3600,8 +3610,8 @@ type ProjectsV2ItemEditedChangesFieldValueFieldValueFrom = group2.ProjectsV2Item
 // example, the value of a field was updated, the body of a draft issue was
 // changed, or a draft issue was converted to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemEditedEvent = group2.ProjectsV2ItemEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemEditedEvent = events_p.ProjectsV2ItemEditedEvent
 
 // ProjectsV2ItemEvent is the payload of a "projects_v2_item" delivery: one of
 // *ProjectsV2ItemArchivedEvent, *ProjectsV2ItemConvertedEvent,
@@ -3628,13 +3638,13 @@ type ProjectsV2ItemEditedEvent = group2.ProjectsV2ItemEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemEvent = group2.ProjectsV2ItemEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemEvent = events_p.ProjectsV2ItemEvent
 
 // ProjectsV2ItemReorderedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemReorderedChanges = group2.ProjectsV2ItemReorderedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemReorderedChanges = events_p.ProjectsV2ItemReorderedChanges
 
 // ProjectsV2ItemReorderedEvent is the payload of a "projects_v2_item" delivery
 // with action "reordered".
@@ -3642,8 +3652,8 @@ type ProjectsV2ItemReorderedChanges = group2.ProjectsV2ItemReorderedChanges
 // The position of an item in an organization project was changed. For example,
 // an item was moved above or below another item in the table or board layout.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemReorderedEvent = group2.ProjectsV2ItemReorderedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemReorderedEvent = events_p.ProjectsV2ItemReorderedEvent
 
 // ProjectsV2ItemRestoredEvent is the payload of a "projects_v2_item" delivery
 // with action "restored".
@@ -3651,85 +3661,85 @@ type ProjectsV2ItemReorderedEvent = group2.ProjectsV2ItemReorderedEvent
 // An archived item on an organization project was restored from the archive.
 // For more information, see "Archiving items from your project."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemRestoredEvent = group2.ProjectsV2ItemRestoredEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemRestoredEvent = events_p.ProjectsV2ItemRestoredEvent
 
 // ProjectsV2ItemUnknownEvent is the payload of a "projects_v2_item" delivery
 // whose action the schema does not know. It has the members all known actions
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ItemUnknownEvent = group2.ProjectsV2ItemUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ItemUnknownEvent = events_p.ProjectsV2ItemUnknownEvent
 
 // ProjectsV2IterationSetting: An iteration setting for an iteration field
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2IterationSetting = group2.ProjectsV2IterationSetting
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2IterationSetting = events_p.ProjectsV2IterationSetting
 
 // ProjectsV2Project: A projects v2 project
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2Project = group2.ProjectsV2Project
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2Project = events_p.ProjectsV2Project
 
 // ProjectsV2ReopenedEvent is the payload of a "projects_v2" delivery with
 // action "reopened".
 //
 // A project in the organization was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2ReopenedEvent = group2.ProjectsV2ReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2ReopenedEvent = events_p.ProjectsV2ReopenedEvent
 
 // ProjectsV2SingleSelectOption: An option for a single select field
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2SingleSelectOption = group2.ProjectsV2SingleSelectOption
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2SingleSelectOption = events_p.ProjectsV2SingleSelectOption
 
 // ProjectsV2StatusUpdate: An status update belonging to a project
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type ProjectsV2StatusUpdate = common.ProjectsV2StatusUpdate
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdate = events_p.ProjectsV2StatusUpdate
 
 // ProjectsV2StatusUpdateCreatedEvent is the payload of a
 // "projects_v2_status_update" delivery with action "created".
 //
 // A status update was added to a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectsV2StatusUpdateCreatedEvent = group3.ProjectsV2StatusUpdateCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateCreatedEvent = events_p.ProjectsV2StatusUpdateCreatedEvent
 
 // ProjectsV2StatusUpdateDeletedEvent is the payload of a
 // "projects_v2_status_update" delivery with action "deleted".
 //
 // A status update was removed from a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectsV2StatusUpdateDeletedEvent = group3.ProjectsV2StatusUpdateDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateDeletedEvent = events_p.ProjectsV2StatusUpdateDeletedEvent
 
 // ProjectsV2StatusUpdateEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectsV2StatusUpdateEditedChanges = group3.ProjectsV2StatusUpdateEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateEditedChanges = events_p.ProjectsV2StatusUpdateEditedChanges
 
 // ProjectsV2StatusUpdateEditedChangesStatus is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectsV2StatusUpdateEditedChangesStatus = group3.ProjectsV2StatusUpdateEditedChangesStatus
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateEditedChangesStatus = events_p.ProjectsV2StatusUpdateEditedChangesStatus
 
 // ProjectsV2StatusUpdateEditedChangesStatusFrom: The current status.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type ProjectsV2StatusUpdateEditedChangesStatusFrom = common.ProjectsV2StatusUpdateEditedChangesStatusFrom
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateEditedChangesStatusFrom = events_p.ProjectsV2StatusUpdateEditedChangesStatusFrom
 
 // ProjectsV2StatusUpdateEditedEvent is the payload of a
 // "projects_v2_status_update" delivery with action "edited".
 //
 // A status update was edited on a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectsV2StatusUpdateEditedEvent = group3.ProjectsV2StatusUpdateEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateEditedEvent = events_p.ProjectsV2StatusUpdateEditedEvent
 
 // ProjectsV2StatusUpdateEvent is the payload of a "projects_v2_status_update"
 // delivery: one of *ProjectsV2StatusUpdateCreatedEvent,
@@ -3750,24 +3760,24 @@ type ProjectsV2StatusUpdateEditedEvent = group3.ProjectsV2StatusUpdateEditedEven
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectsV2StatusUpdateEvent = group3.ProjectsV2StatusUpdateEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateEvent = events_p.ProjectsV2StatusUpdateEvent
 
 // ProjectsV2StatusUpdateUnknownEvent is the payload of a
 // "projects_v2_status_update" delivery whose action the schema does not know.
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type ProjectsV2StatusUpdateUnknownEvent = group3.ProjectsV2StatusUpdateUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2StatusUpdateUnknownEvent = events_p.ProjectsV2StatusUpdateUnknownEvent
 
 // ProjectsV2UnknownEvent is the payload of a "projects_v2" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ProjectsV2UnknownEvent = group2.ProjectsV2UnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type ProjectsV2UnknownEvent = events_p.ProjectsV2UnknownEvent
 
 // PublicEvent is the payload of a "public" delivery.
 //
@@ -3777,8 +3787,8 @@ type ProjectsV2UnknownEvent = group2.ProjectsV2UnknownEvent
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Metadata" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PublicEvent = group1.PublicEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PublicEvent = events_p.PublicEvent
 
 // PullRequest: Pull requests let you tell others about changes you've pushed to
 // a repository on the forge. Once a pull request is sent, interested parties
@@ -3793,8 +3803,8 @@ type PullRequest = common.PullRequest
 //
 // A pull request was assigned to a user.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestAssignedEvent = group2.PullRequestAssignedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestAssignedEvent = events_p.PullRequestAssignedEvent
 
 // PullRequestAutoMerge: The status of auto merging a pull request.
 //
@@ -3807,8 +3817,8 @@ type PullRequestAutoMerge = common.PullRequestAutoMerge
 // Auto merge was disabled for a pull request. For more information, see
 // "Automatically merging a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestAutoMergeDisabledEvent = group2.PullRequestAutoMergeDisabledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestAutoMergeDisabledEvent = events_p.PullRequestAutoMergeDisabledEvent
 
 // PullRequestAutoMergeEnabledEvent is the payload of a "pull_request" delivery
 // with action "auto_merge_enabled".
@@ -3816,8 +3826,8 @@ type PullRequestAutoMergeDisabledEvent = group2.PullRequestAutoMergeDisabledEven
 // Auto merge was enabled for a pull request. For more information, see
 // "Automatically merging a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestAutoMergeEnabledEvent = group2.PullRequestAutoMergeEnabledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestAutoMergeEnabledEvent = events_p.PullRequestAutoMergeEnabledEvent
 
 // PullRequestBase is a type of the forge's payloads.
 //
@@ -3831,8 +3841,8 @@ type PullRequestBase = common.PullRequestBase
 // pull request was closed with unmerged commits. If `merged` is true in the
 // webhook payload, the pull request was merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestClosedEvent = group2.PullRequestClosedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestClosedEvent = events_p.PullRequestClosedEvent
 
 // PullRequestConvertedToDraftEvent is the payload of a "pull_request" delivery
 // with action "converted_to_draft".
@@ -3840,42 +3850,42 @@ type PullRequestClosedEvent = group2.PullRequestClosedEvent
 // A pull request was converted to a draft. For more information, see "Changing
 // the stage of a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestConvertedToDraftEvent = group2.PullRequestConvertedToDraftEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestConvertedToDraftEvent = events_p.PullRequestConvertedToDraftEvent
 
 // PullRequestDemilestonedEvent is the payload of a "pull_request" delivery with
 // action "demilestoned".
 //
 // A pull request was removed from a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestDemilestonedEvent = group2.PullRequestDemilestonedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestDemilestonedEvent = events_p.PullRequestDemilestonedEvent
 
 // PullRequestDequeuedEvent is the payload of a "pull_request" delivery with
 // action "dequeued".
 //
 // A pull request was removed from the merge queue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestDequeuedEvent = group2.PullRequestDequeuedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestDequeuedEvent = events_p.PullRequestDequeuedEvent
 
 // PullRequestDequeuedReason is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestDequeuedReason = group2.PullRequestDequeuedReason
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestDequeuedReason = events_p.PullRequestDequeuedReason
 
 // PullRequestEditedChanges: The changes to the comment if the action was
 // `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestEditedChanges = group2.PullRequestEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestEditedChanges = events_p.PullRequestEditedChanges
 
 // PullRequestEditedChangesBase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestEditedChangesBase = group2.PullRequestEditedChangesBase
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestEditedChangesBase = events_p.PullRequestEditedChangesBase
 
 // PullRequestEditedEvent is the payload of a "pull_request" delivery with
 // action "edited".
@@ -3883,16 +3893,16 @@ type PullRequestEditedChangesBase = group2.PullRequestEditedChangesBase
 // The title or body of a pull request was edited, or the base branch of a pull
 // request was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestEditedEvent = group2.PullRequestEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestEditedEvent = events_p.PullRequestEditedEvent
 
 // PullRequestEnqueuedEvent is the payload of a "pull_request" delivery with
 // action "enqueued".
 //
 // A pull request was added to the merge queue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestEnqueuedEvent = group2.PullRequestEnqueuedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestEnqueuedEvent = events_p.PullRequestEnqueuedEvent
 
 // PullRequestEvent is the payload of a "pull_request" delivery: one of
 // *PullRequestAssignedEvent, *PullRequestAutoMergeDisabledEvent,
@@ -3923,8 +3933,8 @@ type PullRequestEnqueuedEvent = group2.PullRequestEnqueuedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestEvent = group2.PullRequestEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestEvent = events_p.PullRequestEvent
 
 // PullRequestHead is a type of the forge's payloads.
 //
@@ -3936,8 +3946,8 @@ type PullRequestHead = common.PullRequestHead
 //
 // A label was added to a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestLabeledEvent = group2.PullRequestLabeledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestLabeledEvent = events_p.PullRequestLabeledEvent
 
 // PullRequestLinks is a type of the forge's payloads.
 //
@@ -3950,24 +3960,24 @@ type PullRequestLinks = common.PullRequestLinks
 // Conversation on a pull request was locked. For more information, see "Locking
 // conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestLockedEvent = group2.PullRequestLockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestLockedEvent = events_p.PullRequestLockedEvent
 
 // PullRequestMilestonedEvent is the payload of a "pull_request" delivery with
 // action "milestoned".
 //
 // A pull request was added to a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestMilestonedEvent = group2.PullRequestMilestonedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestMilestonedEvent = events_p.PullRequestMilestonedEvent
 
 // PullRequestOpenedEvent is the payload of a "pull_request" delivery with
 // action "opened".
 //
 // # A pull request was created
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestOpenedEvent = group2.PullRequestOpenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestOpenedEvent = events_p.PullRequestOpenedEvent
 
 // PullRequestReadyForReviewEvent is the payload of a "pull_request" delivery
 // with action "ready_for_review".
@@ -3975,16 +3985,16 @@ type PullRequestOpenedEvent = group2.PullRequestOpenedEvent
 // A draft pull request was marked as ready for review. For more information,
 // see "Changing the stage of a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReadyForReviewEvent = group2.PullRequestReadyForReviewEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReadyForReviewEvent = events_p.PullRequestReadyForReviewEvent
 
 // PullRequestReopenedEvent is the payload of a "pull_request" delivery with
 // action "reopened".
 //
 // A previously closed pull request was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReopenedEvent = group2.PullRequestReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReopenedEvent = events_p.PullRequestReopenedEvent
 
 // PullRequestRequestedReviewer is one of several types.
 //
@@ -3995,37 +4005,37 @@ type PullRequestRequestedReviewer = common.PullRequestRequestedReviewer
 
 // PullRequestReview: The review that was affected.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReview = group2.PullRequestReview
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReview = events_p.PullRequestReview
 
 // PullRequestReviewComment: The comment itself.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type PullRequestReviewComment = common.PullRequestReviewComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewComment = events_p.PullRequestReviewComment
 
 // PullRequestReviewCommentCreatedEvent is the payload of a
 // "pull_request_review_comment" delivery with action "created".
 //
 // A comment on a pull request diff was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type PullRequestReviewCommentCreatedEvent = group4.PullRequestReviewCommentCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentCreatedEvent = events_p.PullRequestReviewCommentCreatedEvent
 
 // PullRequestReviewCommentDeletedEvent is the payload of a
 // "pull_request_review_comment" delivery with action "deleted".
 //
 // A comment on a pull request diff was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type PullRequestReviewCommentDeletedEvent = group4.PullRequestReviewCommentDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentDeletedEvent = events_p.PullRequestReviewCommentDeletedEvent
 
 // PullRequestReviewCommentEditedEvent is the payload of a
 // "pull_request_review_comment" delivery with action "edited".
 //
 // The content of a comment on a pull request diff was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type PullRequestReviewCommentEditedEvent = group4.PullRequestReviewCommentEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentEditedEvent = events_p.PullRequestReviewCommentEditedEvent
 
 // PullRequestReviewCommentEvent is the payload of a
 // "pull_request_review_comment" delivery: one of
@@ -4050,68 +4060,68 @@ type PullRequestReviewCommentEditedEvent = group4.PullRequestReviewCommentEdited
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type PullRequestReviewCommentEvent = group4.PullRequestReviewCommentEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentEvent = events_p.PullRequestReviewCommentEvent
 
 // PullRequestReviewCommentLinks is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type PullRequestReviewCommentLinks = common.PullRequestReviewCommentLinks
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentLinks = events_p.PullRequestReviewCommentLinks
 
 // PullRequestReviewCommentPullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type PullRequestReviewCommentPullRequest = group4.PullRequestReviewCommentPullRequest
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentPullRequest = events_p.PullRequestReviewCommentPullRequest
 
 // PullRequestReviewCommentPullRequestBase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type PullRequestReviewCommentPullRequestBase = common.PullRequestReviewCommentPullRequestBase
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentPullRequestBase = events_p.PullRequestReviewCommentPullRequestBase
 
 // PullRequestReviewCommentPullRequestHead is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type PullRequestReviewCommentPullRequestHead = group4.PullRequestReviewCommentPullRequestHead
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentPullRequestHead = events_p.PullRequestReviewCommentPullRequestHead
 
 // PullRequestReviewCommentSide: The side of the first line of the range for a
 // multi-line comment.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type PullRequestReviewCommentSide = common.PullRequestReviewCommentSide
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentSide = events_p.PullRequestReviewCommentSide
 
 // PullRequestReviewCommentSubjectType: The level at which the comment is
 // targeted, can be a diff line or a file.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type PullRequestReviewCommentSubjectType = common.PullRequestReviewCommentSubjectType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentSubjectType = events_p.PullRequestReviewCommentSubjectType
 
 // PullRequestReviewCommentUnknownEvent is the payload of a
 // "pull_request_review_comment" delivery whose action the schema does not know.
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type PullRequestReviewCommentUnknownEvent = group4.PullRequestReviewCommentUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewCommentUnknownEvent = events_p.PullRequestReviewCommentUnknownEvent
 
 // PullRequestReviewDismissedEvent is the payload of a "pull_request_review"
 // delivery with action "dismissed".
 //
 // A review on a pull request was dismissed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewDismissedEvent = group2.PullRequestReviewDismissedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewDismissedEvent = events_p.PullRequestReviewDismissedEvent
 
 // PullRequestReviewEditedEvent is the payload of a "pull_request_review"
 // delivery with action "edited".
 //
 // The body comment on a pull request review was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewEditedEvent = group2.PullRequestReviewEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewEditedEvent = events_p.PullRequestReviewEditedEvent
 
 // PullRequestReviewEvent is the payload of a "pull_request_review" delivery:
 // one of *PullRequestReviewDismissedEvent, *PullRequestReviewEditedEvent,
@@ -4135,13 +4145,13 @@ type PullRequestReviewEditedEvent = group2.PullRequestReviewEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewEvent = group2.PullRequestReviewEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewEvent = events_p.PullRequestReviewEvent
 
 // PullRequestReviewLinks is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewLinks = group2.PullRequestReviewLinks
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewLinks = events_p.PullRequestReviewLinks
 
 // PullRequestReviewRequestRemovedEvent is the payload of a "pull_request"
 // delivery with action "review_request_removed".
@@ -4151,8 +4161,8 @@ type PullRequestReviewLinks = group2.PullRequestReviewLinks
 // The spec gives this payload as one of 2 shapes (a whole-body oneOf); they are
 // merged into this one struct, where members not in every shape are optional.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewRequestRemovedEvent = group2.PullRequestReviewRequestRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewRequestRemovedEvent = events_p.PullRequestReviewRequestRemovedEvent
 
 // PullRequestReviewRequestedEvent is the payload of a "pull_request" delivery
 // with action "review_requested".
@@ -4163,28 +4173,28 @@ type PullRequestReviewRequestRemovedEvent = group2.PullRequestReviewRequestRemov
 // The spec gives this payload as one of 2 shapes (a whole-body oneOf); they are
 // merged into this one struct, where members not in every shape are optional.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewRequestedEvent = group2.PullRequestReviewRequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewRequestedEvent = events_p.PullRequestReviewRequestedEvent
 
 // PullRequestReviewState is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewState = group2.PullRequestReviewState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewState = events_p.PullRequestReviewState
 
 // PullRequestReviewSubmittedEvent is the payload of a "pull_request_review"
 // delivery with action "submitted".
 //
 // A review on a pull request was submitted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewSubmittedEvent = group2.PullRequestReviewSubmittedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewSubmittedEvent = events_p.PullRequestReviewSubmittedEvent
 
 // PullRequestReviewThread is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewThread = group2.PullRequestReviewThread
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewThread = events_p.PullRequestReviewThread
 
 // PullRequestReviewThreadEvent is the payload of a "pull_request_review_thread"
 // delivery: one of *PullRequestReviewThreadResolvedEvent,
@@ -4207,24 +4217,24 @@ type PullRequestReviewThread = group2.PullRequestReviewThread
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewThreadEvent = group2.PullRequestReviewThreadEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewThreadEvent = events_p.PullRequestReviewThreadEvent
 
 // PullRequestReviewThreadResolvedEvent is the payload of a
 // "pull_request_review_thread" delivery with action "resolved".
 //
 // A comment thread on a pull request was marked as resolved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewThreadResolvedEvent = group2.PullRequestReviewThreadResolvedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewThreadResolvedEvent = events_p.PullRequestReviewThreadResolvedEvent
 
 // PullRequestReviewThreadUnknownEvent is the payload of a
 // "pull_request_review_thread" delivery whose action the schema does not know.
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewThreadUnknownEvent = group2.PullRequestReviewThreadUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewThreadUnknownEvent = events_p.PullRequestReviewThreadUnknownEvent
 
 // PullRequestReviewThreadUnresolvedEvent is the payload of a
 // "pull_request_review_thread" delivery with action "unresolved".
@@ -4232,16 +4242,16 @@ type PullRequestReviewThreadUnknownEvent = group2.PullRequestReviewThreadUnknown
 // A previously resolved comment thread on a pull request was marked as
 // unresolved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewThreadUnresolvedEvent = group2.PullRequestReviewThreadUnresolvedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewThreadUnresolvedEvent = events_p.PullRequestReviewThreadUnresolvedEvent
 
 // PullRequestReviewUnknownEvent is the payload of a "pull_request_review"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestReviewUnknownEvent = group2.PullRequestReviewUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestReviewUnknownEvent = events_p.PullRequestReviewUnknownEvent
 
 // PullRequestSynchronizeEvent is the payload of a "pull_request" delivery with
 // action "synchronize".
@@ -4249,32 +4259,32 @@ type PullRequestReviewUnknownEvent = group2.PullRequestReviewUnknownEvent
 // A pull request's head branch was updated. For example, the head branch was
 // updated from the base branch or new commits were pushed to the head branch.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestSynchronizeEvent = group2.PullRequestSynchronizeEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestSynchronizeEvent = events_p.PullRequestSynchronizeEvent
 
 // PullRequestUnassignedEvent is the payload of a "pull_request" delivery with
 // action "unassigned".
 //
 // A user was unassigned from a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestUnassignedEvent = group2.PullRequestUnassignedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestUnassignedEvent = events_p.PullRequestUnassignedEvent
 
 // PullRequestUnknownEvent is the payload of a "pull_request" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestUnknownEvent = group2.PullRequestUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestUnknownEvent = events_p.PullRequestUnknownEvent
 
 // PullRequestUnlabeledEvent is the payload of a "pull_request" delivery with
 // action "unlabeled".
 //
 // A label was removed from a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestUnlabeledEvent = group2.PullRequestUnlabeledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestUnlabeledEvent = events_p.PullRequestUnlabeledEvent
 
 // PullRequestUnlockedEvent is the payload of a "pull_request" delivery with
 // action "unlocked".
@@ -4282,8 +4292,8 @@ type PullRequestUnlabeledEvent = group2.PullRequestUnlabeledEvent
 // Conversation on a pull request was unlocked. For more information, see
 // "Locking conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type PullRequestUnlockedEvent = group2.PullRequestUnlockedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestUnlockedEvent = events_p.PullRequestUnlockedEvent
 
 // PushEvent is the payload of a "push" delivery.
 //
@@ -4300,8 +4310,8 @@ type PullRequestUnlockedEvent = group2.PullRequestUnlockedEvent
 // once. Events will not be created for tags when more than three tags are
 // pushed at once.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type PushEvent = group1.PushEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PushEvent = events_p.PushEvent
 
 // Reactions is a type of the forge's payloads.
 //
@@ -4310,20 +4320,20 @@ type Reactions = common.Reactions
 
 // RefName is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RefName = group1.RefName
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RefName = events_r.RefName
 
 // RefType: The type of Git ref object created in the repository.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RefType = group4.RefType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type RefType = common.RefType
 
 // RegistryPackage is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackage = group3.RegistryPackage
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackage = events_r.RegistryPackage
 
 // RegistryPackageEvent is the payload of a "registry_package" delivery: one of
 // *RegistryPackagePublishedEvent, *RegistryPackageUpdatedEvent, or
@@ -4342,86 +4352,86 @@ type RegistryPackage = group3.RegistryPackage
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackageEvent = group3.RegistryPackageEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackageEvent = events_r.RegistryPackageEvent
 
 // RegistryPackageOwner is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackageOwner = group3.RegistryPackageOwner
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackageOwner = events_r.RegistryPackageOwner
 
 // RegistryPackagePackageVersion is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackagePackageVersion = group3.RegistryPackagePackageVersion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackagePackageVersion = events_r.RegistryPackagePackageVersion
 
 // RegistryPackagePackageVersionNpmMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackagePackageVersionNpmMetadata = group3.RegistryPackagePackageVersionNpmMetadata
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackagePackageVersionNpmMetadata = events_r.RegistryPackagePackageVersionNpmMetadata
 
 // RegistryPackagePackageVersionNugetMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackagePackageVersionNugetMetadata = group3.RegistryPackagePackageVersionNugetMetadata
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackagePackageVersionNugetMetadata = events_r.RegistryPackagePackageVersionNugetMetadata
 
 // RegistryPackagePackageVersionNugetMetadataID is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackagePackageVersionNugetMetadataID = group3.RegistryPackagePackageVersionNugetMetadataID
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackagePackageVersionNugetMetadataID = events_r.RegistryPackagePackageVersionNugetMetadataID
 
 // RegistryPackagePackageVersionRelease is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackagePackageVersionRelease = group3.RegistryPackagePackageVersionRelease
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackagePackageVersionRelease = events_r.RegistryPackagePackageVersionRelease
 
 // RegistryPackagePublishedEvent is the payload of a "registry_package" delivery
 // with action "published".
 //
 // A package was published to a registry.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackagePublishedEvent = group3.RegistryPackagePublishedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackagePublishedEvent = events_r.RegistryPackagePublishedEvent
 
 // RegistryPackageRegistry is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackageRegistry = group3.RegistryPackageRegistry
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackageRegistry = events_r.RegistryPackageRegistry
 
 // RegistryPackageUnknownEvent is the payload of a "registry_package" delivery
 // whose action the schema does not know. It has the members all known actions
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackageUnknownEvent = group3.RegistryPackageUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackageUnknownEvent = events_r.RegistryPackageUnknownEvent
 
 // RegistryPackageUpdatedEvent is the payload of a "registry_package" delivery
 // with action "updated".
 //
 // A package that was previously published to a registry was updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RegistryPackageUpdatedEvent = group3.RegistryPackageUpdatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RegistryPackageUpdatedEvent = events_r.RegistryPackageUpdatedEvent
 
 // Release: The release object.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type Release = group2.Release
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type Release = events_r.Release
 
 // ReleaseAsset: Data related to a release.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseAsset = group2.ReleaseAsset
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseAsset = events_r.ReleaseAsset
 
 // ReleaseAssetState: State of the release asset.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseAssetState = group2.ReleaseAssetState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseAssetState = events_r.ReleaseAssetState
 
 // ReleaseCreatedEvent is the payload of a "release" delivery with action
 // "created".
@@ -4429,26 +4439,26 @@ type ReleaseAssetState = group2.ReleaseAssetState
 // A draft was saved, or a release or pre-release was published without
 // previously being saved as a draft.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseCreatedEvent = group2.ReleaseCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseCreatedEvent = events_r.ReleaseCreatedEvent
 
 // ReleaseDeletedEvent is the payload of a "release" delivery with action
 // "deleted".
 //
 // A release, pre-release, or draft release was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseDeletedEvent = group2.ReleaseDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseDeletedEvent = events_r.ReleaseDeletedEvent
 
 // ReleaseEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseEditedChanges = group2.ReleaseEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseEditedChanges = events_r.ReleaseEditedChanges
 
 // ReleaseEditedChangesMakeLatest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseEditedChangesMakeLatest = group2.ReleaseEditedChangesMakeLatest
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseEditedChangesMakeLatest = events_r.ReleaseEditedChangesMakeLatest
 
 // ReleaseEditedEvent is the payload of a "release" delivery with action
 // "edited".
@@ -4456,8 +4466,8 @@ type ReleaseEditedChangesMakeLatest = group2.ReleaseEditedChangesMakeLatest
 // The details of a release, pre-release, or draft release were edited. For more
 // information, see "Managing releases in a repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseEditedEvent = group2.ReleaseEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseEditedEvent = events_r.ReleaseEditedEvent
 
 // ReleaseEvent is the payload of a "release" delivery: one of
 // *ReleaseCreatedEvent, *ReleaseDeletedEvent, *ReleaseEditedEvent,
@@ -4476,8 +4486,8 @@ type ReleaseEditedEvent = group2.ReleaseEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseEvent = group2.ReleaseEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseEvent = events_r.ReleaseEvent
 
 // ReleasePrereleasedEvent is the payload of a "release" delivery with action
 // "prereleased".
@@ -4485,40 +4495,40 @@ type ReleaseEvent = group2.ReleaseEvent
 // A release was created and identified as a pre-release. A pre-release is a
 // release that is not ready for production and may be unstable.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleasePrereleasedEvent = group2.ReleasePrereleasedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleasePrereleasedEvent = events_r.ReleasePrereleasedEvent
 
 // ReleasePublishedEvent is the payload of a "release" delivery with action
 // "published".
 //
 // A release, pre-release, or draft of a release was published.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleasePublishedEvent = group2.ReleasePublishedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleasePublishedEvent = events_r.ReleasePublishedEvent
 
 // ReleaseReleasedEvent is the payload of a "release" delivery with action
 // "released".
 //
 // A release was published, or a pre-release was changed to a release.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseReleasedEvent = group2.ReleaseReleasedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseReleasedEvent = events_r.ReleaseReleasedEvent
 
 // ReleaseUnknownEvent is the payload of a "release" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseUnknownEvent = group2.ReleaseUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseUnknownEvent = events_r.ReleaseUnknownEvent
 
 // ReleaseUnpublishedEvent is the payload of a "release" delivery with action
 // "unpublished".
 //
 // A release or pre-release was unpublished.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type ReleaseUnpublishedEvent = group2.ReleaseUnpublishedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReleaseUnpublishedEvent = events_r.ReleaseUnpublishedEvent
 
 // RepoRef is a type of the forge's payloads.
 //
@@ -4534,22 +4544,22 @@ type Repository = common.Repository
 
 // RepositoryAdvisory: A repository security advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisory = group1.RepositoryAdvisory
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisory = events_r.RepositoryAdvisory
 
 // RepositoryAdvisoryCredit: A credit given to a user for a repository security
 // advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryCredit = group1.RepositoryAdvisoryCredit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryCredit = events_r.RepositoryAdvisoryCredit
 
 // RepositoryAdvisoryCreditState: The state of the user's acceptance of the
 // credit.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryCreditState = group1.RepositoryAdvisoryCreditState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryCreditState = events_r.RepositoryAdvisoryCreditState
 
 // RepositoryAdvisoryEvent is the payload of a "repository_advisory" delivery:
 // one of *RepositoryAdvisoryPublishedEvent, *RepositoryAdvisoryReportedEvent,
@@ -4565,64 +4575,64 @@ type RepositoryAdvisoryCreditState = group1.RepositoryAdvisoryCreditState
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryEvent = group1.RepositoryAdvisoryEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryEvent = events_r.RepositoryAdvisoryEvent
 
 // RepositoryAdvisoryPublishedEvent is the payload of a "repository_advisory"
 // delivery with action "published".
 //
 // A repository security advisory was published.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryPublishedEvent = group1.RepositoryAdvisoryPublishedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryPublishedEvent = events_r.RepositoryAdvisoryPublishedEvent
 
 // RepositoryAdvisoryReportedEvent is the payload of a "repository_advisory"
 // delivery with action "reported".
 //
 // A private vulnerability report was submitted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryReportedEvent = group1.RepositoryAdvisoryReportedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryReportedEvent = events_r.RepositoryAdvisoryReportedEvent
 
 // RepositoryAdvisoryState: The state of the advisory.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryState = group1.RepositoryAdvisoryState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryState = events_r.RepositoryAdvisoryState
 
 // RepositoryAdvisorySubmission is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisorySubmission = group1.RepositoryAdvisorySubmission
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisorySubmission = events_r.RepositoryAdvisorySubmission
 
 // RepositoryAdvisoryUnknownEvent is the payload of a "repository_advisory"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryUnknownEvent = group1.RepositoryAdvisoryUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryUnknownEvent = events_r.RepositoryAdvisoryUnknownEvent
 
 // RepositoryAdvisoryVulnerability: A product affected by the vulnerability
 // detailed in a repository security advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryVulnerability = group1.RepositoryAdvisoryVulnerability
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryVulnerability = events_r.RepositoryAdvisoryVulnerability
 
 // RepositoryAdvisoryVulnerabilityPackage: The name of the package affected by
 // the vulnerability.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryAdvisoryVulnerabilityPackage = group1.RepositoryAdvisoryVulnerabilityPackage
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryAdvisoryVulnerabilityPackage = events_r.RepositoryAdvisoryVulnerabilityPackage
 
 // RepositoryArchivedEvent is the payload of a "repository" delivery with action
 // "archived".
 //
 // A repository was archived.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryArchivedEvent = group4.RepositoryArchivedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryArchivedEvent = events_r.RepositoryArchivedEvent
 
 // RepositoryCodeSearchIndexStatus: The status of the code search index for this
 // repository
@@ -4635,8 +4645,8 @@ type RepositoryCodeSearchIndexStatus = common.RepositoryCodeSearchIndexStatus
 //
 // A repository was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryCreatedEvent = group4.RepositoryCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryCreatedEvent = events_r.RepositoryCreatedEvent
 
 // RepositoryDeletedEvent is the payload of a "repository" delivery with action
 // "deleted".
@@ -4644,8 +4654,8 @@ type RepositoryCreatedEvent = group4.RepositoryCreatedEvent
 // A repository was deleted. forge Apps and repository webhooks will not receive
 // this event.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryDeletedEvent = group4.RepositoryDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryDeletedEvent = events_r.RepositoryDeletedEvent
 
 // RepositoryDispatchEvent is the payload of a "repository_dispatch" delivery:
 // one of *RepositoryDispatchSampleCollectedEvent, or
@@ -4663,8 +4673,8 @@ type RepositoryDeletedEvent = group4.RepositoryDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RepositoryDispatchEvent = group3.RepositoryDispatchEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryDispatchEvent = events_r.RepositoryDispatchEvent
 
 // RepositoryDispatchSampleCollectedEvent is the payload of a
 // "repository_dispatch" delivery with action "sample.collected".
@@ -4672,8 +4682,8 @@ type RepositoryDispatchEvent = group3.RepositoryDispatchEvent
 // The action is free-form: whoever triggers the delivery chooses it, so any
 // action may arrive with this payload; "sample.collected" is the spec's sample.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RepositoryDispatchSampleCollectedEvent = group3.RepositoryDispatchSampleCollectedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryDispatchSampleCollectedEvent = events_r.RepositoryDispatchSampleCollectedEvent
 
 // RepositoryDispatchUnknownEvent is the payload of a "repository_dispatch"
 // delivery with an action the schema does not list: its actions are free-form,
@@ -4682,18 +4692,18 @@ type RepositoryDispatchSampleCollectedEvent = group3.RepositoryDispatchSampleCol
 // The action is free-form: whoever triggers the delivery chooses it, so any
 // action may arrive with this payload; "sample.collected" is the spec's sample.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RepositoryDispatchUnknownEvent = group3.RepositoryDispatchUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryDispatchUnknownEvent = events_r.RepositoryDispatchUnknownEvent
 
 // RepositoryEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryEditedChanges = group4.RepositoryEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryEditedChanges = events_r.RepositoryEditedChanges
 
 // RepositoryEditedChangesTopics is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryEditedChangesTopics = group4.RepositoryEditedChangesTopics
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryEditedChangesTopics = events_r.RepositoryEditedChangesTopics
 
 // RepositoryEditedEvent is the payload of a "repository" delivery with action
 // "edited".
@@ -4701,8 +4711,8 @@ type RepositoryEditedChangesTopics = group4.RepositoryEditedChangesTopics
 // The topics, default branch, description, or homepage of a repository was
 // changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryEditedEvent = group4.RepositoryEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryEditedEvent = events_r.RepositoryEditedEvent
 
 // RepositoryEvent is the payload of a "repository" delivery: one of
 // *RepositoryArchivedEvent, *RepositoryCreatedEvent, *RepositoryDeletedEvent,
@@ -4722,8 +4732,8 @@ type RepositoryEditedEvent = group4.RepositoryEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryEvent = group4.RepositoryEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryEvent = events_r.RepositoryEvent
 
 // RepositoryImportEvent is the payload of a "repository_import" delivery.
 //
@@ -4731,20 +4741,20 @@ type RepositoryEvent = group4.RepositoryEvent
 // information, see "Importing a repository with forge Importer." For more
 // information about the API to manage imports, see the REST API documentation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryImportEvent = group1.RepositoryImportEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryImportEvent = events_r.RepositoryImportEvent
 
 // RepositoryImportStatus is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryImportStatus = group1.RepositoryImportStatus
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryImportStatus = events_r.RepositoryImportStatus
 
 // RepositoryLite is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type RepositoryLite = group3.RepositoryLite
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type RepositoryLite = events_w.RepositoryLite
 
 // RepositoryOrganization is one of several types.
 //
@@ -4763,102 +4773,102 @@ type RepositoryPermissions = common.RepositoryPermissions
 //
 // The visibility of a repository was changed to `private`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryPrivatizedEvent = group4.RepositoryPrivatizedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryPrivatizedEvent = events_r.RepositoryPrivatizedEvent
 
 // RepositoryPublicizedEvent is the payload of a "repository" delivery with
 // action "publicized".
 //
 // The visibility of a repository was changed to `public`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryPublicizedEvent = group4.RepositoryPublicizedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryPublicizedEvent = events_r.RepositoryPublicizedEvent
 
 // RepositoryRenamedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryRenamedChanges = group4.RepositoryRenamedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRenamedChanges = events_r.RepositoryRenamedChanges
 
 // RepositoryRenamedChangesRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryRenamedChangesRepository = group4.RepositoryRenamedChangesRepository
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRenamedChangesRepository = events_r.RepositoryRenamedChangesRepository
 
 // RepositoryRenamedEvent is the payload of a "repository" delivery with action
 // "renamed".
 //
 // The name of a repository was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryRenamedEvent = group4.RepositoryRenamedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRenamedEvent = events_r.RepositoryRenamedEvent
 
 // RepositoryRule: A repository rule.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRule = group1.RepositoryRule
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRule = events_r.RepositoryRule
 
 // RepositoryRuleBranchNamePattern: Parameters to be used for the
 // branch_name_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleBranchNamePattern = group1.RepositoryRuleBranchNamePattern
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleBranchNamePattern = events_r.RepositoryRuleBranchNamePattern
 
 // RepositoryRuleCodeScanning: Choose which tools must provide code scanning
 // results before the reference is updated. When configured, code scanning must
 // be enabled and have results for both the commit and the reference being
 // updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCodeScanning = group1.RepositoryRuleCodeScanning
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCodeScanning = events_r.RepositoryRuleCodeScanning
 
 // RepositoryRuleCodeScanningParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCodeScanningParameters = group1.RepositoryRuleCodeScanningParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCodeScanningParameters = events_r.RepositoryRuleCodeScanningParameters
 
 // RepositoryRuleCommitAuthorEmailPattern: Parameters to be used for the
 // commit_author_email_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCommitAuthorEmailPattern = group1.RepositoryRuleCommitAuthorEmailPattern
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCommitAuthorEmailPattern = events_r.RepositoryRuleCommitAuthorEmailPattern
 
 // RepositoryRuleCommitMessagePattern: Parameters to be used for the
 // commit_message_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCommitMessagePattern = group1.RepositoryRuleCommitMessagePattern
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCommitMessagePattern = events_r.RepositoryRuleCommitMessagePattern
 
 // RepositoryRuleCommitterEmailPattern: Parameters to be used for the
 // committer_email_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCommitterEmailPattern = group1.RepositoryRuleCommitterEmailPattern
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCommitterEmailPattern = events_r.RepositoryRuleCommitterEmailPattern
 
 // RepositoryRuleCopilotCodeReview: Request Copilot code review for new pull
 // requests automatically if the author has access to Copilot code review and
 // their premium requests quota has not reached the limit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCopilotCodeReview = group1.RepositoryRuleCopilotCodeReview
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCopilotCodeReview = events_r.RepositoryRuleCopilotCodeReview
 
 // RepositoryRuleCopilotCodeReviewParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCopilotCodeReviewParameters = group1.RepositoryRuleCopilotCodeReviewParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCopilotCodeReviewParameters = events_r.RepositoryRuleCopilotCodeReviewParameters
 
 // RepositoryRuleCreation: Only allow users with bypass permission to create
 // matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleCreation = group1.RepositoryRuleCreation
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleCreation = events_r.RepositoryRuleCreation
 
 // RepositoryRuleDeletion: Only allow users with bypass permissions to delete
 // matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleDeletion = group1.RepositoryRuleDeletion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleDeletion = events_r.RepositoryRuleDeletion
 
 // RepositoryRuleEnforcement: The enforcement level of the ruleset. `evaluate`
 // allows admins to test rules before enforcing them. Admins can view insights
@@ -4867,65 +4877,65 @@ type RepositoryRuleDeletion = group1.RepositoryRuleDeletion
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleEnforcement = group1.RepositoryRuleEnforcement
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleEnforcement = events_r.RepositoryRuleEnforcement
 
 // RepositoryRuleFileExtensionRestriction: Prevent commits that include files
 // with specified file extensions from being pushed to the commit graph.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleFileExtensionRestriction = group1.RepositoryRuleFileExtensionRestriction
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleFileExtensionRestriction = events_r.RepositoryRuleFileExtensionRestriction
 
 // RepositoryRuleFileExtensionRestrictionParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleFileExtensionRestrictionParameters = group1.RepositoryRuleFileExtensionRestrictionParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleFileExtensionRestrictionParameters = events_r.RepositoryRuleFileExtensionRestrictionParameters
 
 // RepositoryRuleFilePathRestriction: Prevent commits that include changes in
 // specified file and folder paths from being pushed to the commit graph. This
 // includes absolute paths that contain file names.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleFilePathRestriction = group1.RepositoryRuleFilePathRestriction
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleFilePathRestriction = events_r.RepositoryRuleFilePathRestriction
 
 // RepositoryRuleFilePathRestrictionParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleFilePathRestrictionParameters = group1.RepositoryRuleFilePathRestrictionParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleFilePathRestrictionParameters = events_r.RepositoryRuleFilePathRestrictionParameters
 
 // RepositoryRuleMaxFilePathLength: Prevent commits that include file paths that
 // exceed the specified character limit from being pushed to the commit graph.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMaxFilePathLength = group1.RepositoryRuleMaxFilePathLength
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMaxFilePathLength = events_r.RepositoryRuleMaxFilePathLength
 
 // RepositoryRuleMaxFilePathLengthParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMaxFilePathLengthParameters = group1.RepositoryRuleMaxFilePathLengthParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMaxFilePathLengthParameters = events_r.RepositoryRuleMaxFilePathLengthParameters
 
 // RepositoryRuleMaxFileSize: Prevent commits with individual files that exceed
 // the specified limit from being pushed to the commit graph.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMaxFileSize = group1.RepositoryRuleMaxFileSize
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMaxFileSize = events_r.RepositoryRuleMaxFileSize
 
 // RepositoryRuleMaxFileSizeParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMaxFileSizeParameters = group1.RepositoryRuleMaxFileSizeParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMaxFileSizeParameters = events_r.RepositoryRuleMaxFileSizeParameters
 
 // RepositoryRuleMergeQueue: Merges must be performed via a merge queue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMergeQueue = group1.RepositoryRuleMergeQueue
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMergeQueue = events_r.RepositoryRuleMergeQueue
 
 // RepositoryRuleMergeQueueParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMergeQueueParameters = group1.RepositoryRuleMergeQueueParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMergeQueueParameters = events_r.RepositoryRuleMergeQueueParameters
 
 // RepositoryRuleMergeQueueParametersGroupingStrategy: When set to ALLGREEN, the
 // merge commit created by merge queue for each PR in the group must pass all
@@ -4935,117 +4945,117 @@ type RepositoryRuleMergeQueueParameters = group1.RepositoryRuleMergeQueueParamet
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMergeQueueParametersGroupingStrategy = group1.RepositoryRuleMergeQueueParametersGroupingStrategy
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMergeQueueParametersGroupingStrategy = events_r.RepositoryRuleMergeQueueParametersGroupingStrategy
 
 // RepositoryRuleMergeQueueParametersMergeMethod: Method to use when merging
 // changes from queued pull requests.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleMergeQueueParametersMergeMethod = group1.RepositoryRuleMergeQueueParametersMergeMethod
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleMergeQueueParametersMergeMethod = events_r.RepositoryRuleMergeQueueParametersMergeMethod
 
 // RepositoryRuleNonFastForward: Prevent users with push access from force
 // pushing to refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleNonFastForward = group1.RepositoryRuleNonFastForward
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleNonFastForward = events_r.RepositoryRuleNonFastForward
 
 // RepositoryRulePullRequest: Require all commits be made to a non-target branch
 // and submitted via a pull request before they can be merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulePullRequest = group1.RepositoryRulePullRequest
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulePullRequest = events_r.RepositoryRulePullRequest
 
 // RepositoryRulePullRequestParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulePullRequestParameters = group1.RepositoryRulePullRequestParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulePullRequestParameters = events_r.RepositoryRulePullRequestParameters
 
 // RepositoryRuleRequiredDeployments: Choose which environments must be
 // successfully deployed to before refs can be pushed into a ref that matches
 // this rule.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleRequiredDeployments = group1.RepositoryRuleRequiredDeployments
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleRequiredDeployments = events_r.RepositoryRuleRequiredDeployments
 
 // RepositoryRuleRequiredDeploymentsParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleRequiredDeploymentsParameters = group1.RepositoryRuleRequiredDeploymentsParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleRequiredDeploymentsParameters = events_r.RepositoryRuleRequiredDeploymentsParameters
 
 // RepositoryRuleRequiredLinearHistory: Prevent merge commits from being pushed
 // to matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleRequiredLinearHistory = group1.RepositoryRuleRequiredLinearHistory
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleRequiredLinearHistory = events_r.RepositoryRuleRequiredLinearHistory
 
 // RepositoryRuleRequiredSignatures: Commits pushed to matching refs must have
 // verified signatures.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleRequiredSignatures = group1.RepositoryRuleRequiredSignatures
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleRequiredSignatures = events_r.RepositoryRuleRequiredSignatures
 
 // RepositoryRuleRequiredStatusChecks: Choose which status checks must pass
 // before the ref is updated. When enabled, commits must first be pushed to
 // another ref where the checks pass.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleRequiredStatusChecks = group1.RepositoryRuleRequiredStatusChecks
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleRequiredStatusChecks = events_r.RepositoryRuleRequiredStatusChecks
 
 // RepositoryRuleRequiredStatusChecksParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleRequiredStatusChecksParameters = group1.RepositoryRuleRequiredStatusChecksParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleRequiredStatusChecksParameters = events_r.RepositoryRuleRequiredStatusChecksParameters
 
 // RepositoryRuleTagNamePattern: Parameters to be used for the tag_name_pattern
 // rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleTagNamePattern = group1.RepositoryRuleTagNamePattern
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleTagNamePattern = events_r.RepositoryRuleTagNamePattern
 
 // RepositoryRuleUpdate: Only allow users with bypass permission to update
 // matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleUpdate = group1.RepositoryRuleUpdate
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleUpdate = events_r.RepositoryRuleUpdate
 
 // RepositoryRuleUpdateParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleUpdateParameters = group1.RepositoryRuleUpdateParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleUpdateParameters = events_r.RepositoryRuleUpdateParameters
 
 // RepositoryRuleWorkflows: Require all changes made to a targeted branch to
 // pass the specified workflows before they can be merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleWorkflows = group1.RepositoryRuleWorkflows
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleWorkflows = events_r.RepositoryRuleWorkflows
 
 // RepositoryRuleWorkflowsParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleWorkflowsParameters = group1.RepositoryRuleWorkflowsParameters
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleWorkflowsParameters = events_r.RepositoryRuleWorkflowsParameters
 
 // RepositoryRuleset: A set of rules to apply when specified conditions are met.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRuleset = group1.RepositoryRuleset
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRuleset = events_r.RepositoryRuleset
 
 // RepositoryRulesetBypassActor: An actor that can bypass rules in a ruleset
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetBypassActor = group1.RepositoryRulesetBypassActor
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetBypassActor = events_r.RepositoryRulesetBypassActor
 
 // RepositoryRulesetBypassActorActorType: The type of actor that can bypass a
 // ruleset.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetBypassActorActorType = group1.RepositoryRulesetBypassActorActorType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetBypassActorActorType = events_r.RepositoryRulesetBypassActorActorType
 
 // RepositoryRulesetBypassActorBypassMode: When the specified actor can bypass
 // the ruleset. `pull_request` means that an actor can only bypass rules on pull
@@ -5056,65 +5066,65 @@ type RepositoryRulesetBypassActorActorType = group1.RepositoryRulesetBypassActor
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetBypassActorBypassMode = group1.RepositoryRulesetBypassActorBypassMode
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetBypassActorBypassMode = events_r.RepositoryRulesetBypassActorBypassMode
 
 // RepositoryRulesetConditions is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditions = group1.RepositoryRulesetConditions
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditions = events_r.RepositoryRulesetConditions
 
 // RepositoryRulesetConditionsForRefNames: Parameters for a repository ruleset
 // ref name condition
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditionsForRefNames = group1.RepositoryRulesetConditionsForRefNames
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditionsForRefNames = events_r.RepositoryRulesetConditionsForRefNames
 
 // RepositoryRulesetConditionsRepositoryIDAndRefName: Conditions to target
 // repositories by id and refs by name
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditionsRepositoryIDAndRefName = group1.RepositoryRulesetConditionsRepositoryIDAndRefName
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditionsRepositoryIDAndRefName = events_r.RepositoryRulesetConditionsRepositoryIDAndRefName
 
 // RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID is a type of
 // the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID = group1.RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID = events_r.RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID
 
 // RepositoryRulesetConditionsRepositoryNameAndRefName: Conditions to target
 // repositories by name and refs by name
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditionsRepositoryNameAndRefName = group1.RepositoryRulesetConditionsRepositoryNameAndRefName
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditionsRepositoryNameAndRefName = events_r.RepositoryRulesetConditionsRepositoryNameAndRefName
 
 // RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName is a type
 // of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName = group1.RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName = events_r.RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName
 
 // RepositoryRulesetConditionsRepositoryPropertyAndRefName: Conditions to target
 // repositories by property and refs by name
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditionsRepositoryPropertyAndRefName = group1.RepositoryRulesetConditionsRepositoryPropertyAndRefName
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditionsRepositoryPropertyAndRefName = events_r.RepositoryRulesetConditionsRepositoryPropertyAndRefName
 
 // RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty is
 // a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty = group1.RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty = events_r.RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty
 
 // RepositoryRulesetCreatedEvent is the payload of a "repository_ruleset"
 // delivery with action "created".
 //
 // A repository ruleset was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetCreatedEvent = group1.RepositoryRulesetCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetCreatedEvent = events_r.RepositoryRulesetCreatedEvent
 
 // RepositoryRulesetCurrentUserCanBypass: The bypass type of the user making the
 // API request for this ruleset. This field is only returned when querying the
@@ -5122,68 +5132,68 @@ type RepositoryRulesetCreatedEvent = group1.RepositoryRulesetCreatedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetCurrentUserCanBypass = group1.RepositoryRulesetCurrentUserCanBypass
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetCurrentUserCanBypass = events_r.RepositoryRulesetCurrentUserCanBypass
 
 // RepositoryRulesetDeletedEvent is the payload of a "repository_ruleset"
 // delivery with action "deleted".
 //
 // A repository ruleset was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetDeletedEvent = group1.RepositoryRulesetDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetDeletedEvent = events_r.RepositoryRulesetDeletedEvent
 
 // RepositoryRulesetEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChanges = group1.RepositoryRulesetEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChanges = events_r.RepositoryRulesetEditedChanges
 
 // RepositoryRulesetEditedChangesConditions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChangesConditions = group1.RepositoryRulesetEditedChangesConditions
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChangesConditions = events_r.RepositoryRulesetEditedChangesConditions
 
 // RepositoryRulesetEditedChangesConditionsUpdated is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChangesConditionsUpdated = group1.RepositoryRulesetEditedChangesConditionsUpdated
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChangesConditionsUpdated = events_r.RepositoryRulesetEditedChangesConditionsUpdated
 
 // RepositoryRulesetEditedChangesConditionsUpdatedChanges is a type of the
 // forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChangesConditionsUpdatedChanges = group1.RepositoryRulesetEditedChangesConditionsUpdatedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChangesConditionsUpdatedChanges = events_r.RepositoryRulesetEditedChangesConditionsUpdatedChanges
 
 // RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude is a type of
 // the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude = group1.RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude = events_r.RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude
 
 // RepositoryRulesetEditedChangesRules is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChangesRules = group1.RepositoryRulesetEditedChangesRules
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChangesRules = events_r.RepositoryRulesetEditedChangesRules
 
 // RepositoryRulesetEditedChangesRulesUpdated is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChangesRulesUpdated = group1.RepositoryRulesetEditedChangesRulesUpdated
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChangesRulesUpdated = events_r.RepositoryRulesetEditedChangesRulesUpdated
 
 // RepositoryRulesetEditedChangesRulesUpdatedChanges is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedChangesRulesUpdatedChanges = group1.RepositoryRulesetEditedChangesRulesUpdatedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedChangesRulesUpdatedChanges = events_r.RepositoryRulesetEditedChangesRulesUpdatedChanges
 
 // RepositoryRulesetEditedEvent is the payload of a "repository_ruleset"
 // delivery with action "edited".
 //
 // A repository ruleset was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEditedEvent = group1.RepositoryRulesetEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEditedEvent = events_r.RepositoryRulesetEditedEvent
 
 // RepositoryRulesetEvent is the payload of a "repository_ruleset" delivery: one
 // of *RepositoryRulesetCreatedEvent, *RepositoryRulesetDeletedEvent,
@@ -5202,62 +5212,62 @@ type RepositoryRulesetEditedEvent = group1.RepositoryRulesetEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetEvent = group1.RepositoryRulesetEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetEvent = events_r.RepositoryRulesetEvent
 
 // RepositoryRulesetLinks is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetLinks = group1.RepositoryRulesetLinks
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetLinks = events_r.RepositoryRulesetLinks
 
 // RepositoryRulesetLinksHTML is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetLinksHTML = group1.RepositoryRulesetLinksHTML
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetLinksHTML = events_r.RepositoryRulesetLinksHTML
 
 // RepositoryRulesetPropertyTargetingDefinition: Parameters for a targeting a
 // repository property
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetPropertyTargetingDefinition = group1.RepositoryRulesetPropertyTargetingDefinition
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetPropertyTargetingDefinition = events_r.RepositoryRulesetPropertyTargetingDefinition
 
 // RepositoryRulesetPropertyTargetingDefinitionSource: The source of the
 // repository property. Defaults to 'custom' if not specified.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetPropertyTargetingDefinitionSource = group1.RepositoryRulesetPropertyTargetingDefinitionSource
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetPropertyTargetingDefinitionSource = events_r.RepositoryRulesetPropertyTargetingDefinitionSource
 
 // RepositoryRulesetSourceType: The type of the source of the ruleset
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetSourceType = group1.RepositoryRulesetSourceType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetSourceType = events_r.RepositoryRulesetSourceType
 
 // RepositoryRulesetTarget: The target of the ruleset
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetTarget = group1.RepositoryRulesetTarget
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetTarget = events_r.RepositoryRulesetTarget
 
 // RepositoryRulesetUnknownEvent is the payload of a "repository_ruleset"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RepositoryRulesetUnknownEvent = group1.RepositoryRulesetUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryRulesetUnknownEvent = events_r.RepositoryRulesetUnknownEvent
 
 // RepositorySelection: Describe whether all repositories have been selected or
 // there's a selection involved
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type RepositorySelection = common.RepositorySelection
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type RepositorySelection = events_i.RepositorySelection
 
 // RepositoryTemplateRepository is a type of the forge's payloads.
 //
@@ -5271,24 +5281,24 @@ type RepositoryTemplateRepositoryOwner = common.RepositoryTemplateRepositoryOwne
 
 // RepositoryTransferredChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryTransferredChanges = group4.RepositoryTransferredChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryTransferredChanges = events_r.RepositoryTransferredChanges
 
 // RepositoryTransferredChangesOwner is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryTransferredChangesOwner = group4.RepositoryTransferredChangesOwner
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryTransferredChangesOwner = events_r.RepositoryTransferredChangesOwner
 
 // RepositoryTransferredChangesOwnerFrom is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryTransferredChangesOwnerFrom = group4.RepositoryTransferredChangesOwnerFrom
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryTransferredChangesOwnerFrom = events_r.RepositoryTransferredChangesOwnerFrom
 
 // RepositoryTransferredChangesOwnerFromOrganization is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryTransferredChangesOwnerFromOrganization = group4.RepositoryTransferredChangesOwnerFromOrganization
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryTransferredChangesOwnerFromOrganization = events_r.RepositoryTransferredChangesOwnerFromOrganization
 
 // RepositoryTransferredEvent is the payload of a "repository" delivery with
 // action "transferred".
@@ -5299,24 +5309,24 @@ type RepositoryTransferredChangesOwnerFromOrganization = group4.RepositoryTransf
 // account must have the forge App installed, and the App must be subscribed to
 // "Repository" events.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryTransferredEvent = group4.RepositoryTransferredEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryTransferredEvent = events_r.RepositoryTransferredEvent
 
 // RepositoryUnarchivedEvent is the payload of a "repository" delivery with
 // action "unarchived".
 //
 // A previously archived repository was unarchived.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryUnarchivedEvent = group4.RepositoryUnarchivedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryUnarchivedEvent = events_r.RepositoryUnarchivedEvent
 
 // RepositoryUnknownEvent is the payload of a "repository" delivery whose action
 // the schema does not know. It has the members all known actions share, the
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type RepositoryUnknownEvent = group4.RepositoryUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryUnknownEvent = events_r.RepositoryUnknownEvent
 
 // RepositoryVisibility is an enumeration of the forge's payloads.
 //
@@ -5328,24 +5338,24 @@ type RepositoryVisibility = common.RepositoryVisibility
 // RepositoryVulnerabilityAlert: The security alert of the vulnerable
 // dependency.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type RepositoryVulnerabilityAlert = group2.RepositoryVulnerabilityAlert
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryVulnerabilityAlert = events_r.RepositoryVulnerabilityAlert
 
 // RepositoryVulnerabilityAlertCreateEvent is the payload of a
 // "repository_vulnerability_alert" delivery with action "create".
 //
 // A repository vulnerability alert was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type RepositoryVulnerabilityAlertCreateEvent = group2.RepositoryVulnerabilityAlertCreateEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryVulnerabilityAlertCreateEvent = events_r.RepositoryVulnerabilityAlertCreateEvent
 
 // RepositoryVulnerabilityAlertDismissEvent is the payload of a
 // "repository_vulnerability_alert" delivery with action "dismiss".
 //
 // A repository vulnerability alert was dismissed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type RepositoryVulnerabilityAlertDismissEvent = group2.RepositoryVulnerabilityAlertDismissEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryVulnerabilityAlertDismissEvent = events_r.RepositoryVulnerabilityAlertDismissEvent
 
 // RepositoryVulnerabilityAlertEvent is the payload of a
 // "repository_vulnerability_alert" delivery: one of
@@ -5365,8 +5375,8 @@ type RepositoryVulnerabilityAlertDismissEvent = group2.RepositoryVulnerabilityAl
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type RepositoryVulnerabilityAlertEvent = group2.RepositoryVulnerabilityAlertEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryVulnerabilityAlertEvent = events_r.RepositoryVulnerabilityAlertEvent
 
 // RepositoryVulnerabilityAlertReopenEvent is the payload of a
 // "repository_vulnerability_alert" delivery with action "reopen".
@@ -5374,16 +5384,16 @@ type RepositoryVulnerabilityAlertEvent = group2.RepositoryVulnerabilityAlertEven
 // A previously dismissed or resolved repository vulnerability alert was
 // reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type RepositoryVulnerabilityAlertReopenEvent = group2.RepositoryVulnerabilityAlertReopenEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryVulnerabilityAlertReopenEvent = events_r.RepositoryVulnerabilityAlertReopenEvent
 
 // RepositoryVulnerabilityAlertResolveEvent is the payload of a
 // "repository_vulnerability_alert" delivery with action "resolve".
 //
 // A repository vulnerability alert was marked as resolved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type RepositoryVulnerabilityAlertResolveEvent = group2.RepositoryVulnerabilityAlertResolveEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryVulnerabilityAlertResolveEvent = events_r.RepositoryVulnerabilityAlertResolveEvent
 
 // RepositoryVulnerabilityAlertUnknownEvent is the payload of a
 // "repository_vulnerability_alert" delivery whose action the schema does not
@@ -5391,26 +5401,26 @@ type RepositoryVulnerabilityAlertResolveEvent = group2.RepositoryVulnerabilityAl
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type RepositoryVulnerabilityAlertUnknownEvent = group2.RepositoryVulnerabilityAlertUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RepositoryVulnerabilityAlertUnknownEvent = events_r.RepositoryVulnerabilityAlertUnknownEvent
 
 // RequiredReviewerConfiguration: A reviewing team, and file patterns describing
 // which files they must approve changes to.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type RequiredReviewerConfiguration = group1.RequiredReviewerConfiguration
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type RequiredReviewerConfiguration = events_r.RequiredReviewerConfiguration
 
 // Reviewer: A required reviewing team
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type Reviewer = group1.Reviewer
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type Reviewer = events_r.Reviewer
 
 // ReviewerType: The type of the reviewer
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type ReviewerType = group1.ReviewerType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type ReviewerType = events_r.ReviewerType
 
 // RubyGemsMetadata is a type of the forge's payloads.
 //
@@ -5424,24 +5434,24 @@ type RubyGemsMetadataVersionInfo = common.RubyGemsMetadataVersionInfo
 
 // SecretScanningAlert is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type SecretScanningAlert = common.SecretScanningAlert
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlert = events_s.SecretScanningAlert
 
 // SecretScanningAlertAssignedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "assigned".
 //
 // A secret scanning alert was assigned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertAssignedEvent = group2.SecretScanningAlertAssignedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertAssignedEvent = events_s.SecretScanningAlertAssignedEvent
 
 // SecretScanningAlertCreatedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "created".
 //
 // A secret scanning alert was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertCreatedEvent = group2.SecretScanningAlertCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertCreatedEvent = events_s.SecretScanningAlertCreatedEvent
 
 // SecretScanningAlertEvent is the payload of a "secret_scanning_alert"
 // delivery: one of *SecretScanningAlertAssignedEvent,
@@ -5465,8 +5475,8 @@ type SecretScanningAlertCreatedEvent = group2.SecretScanningAlertCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertEvent = group2.SecretScanningAlertEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertEvent = events_s.SecretScanningAlertEvent
 
 // SecretScanningAlertLocationCreatedEvent is the payload of a
 // "secret_scanning_alert_location" delivery with action "created".
@@ -5474,8 +5484,8 @@ type SecretScanningAlertEvent = group2.SecretScanningAlertEvent
 // A new instance of a previously detected secret was detected in a repository,
 // and the location of the secret was added to the existing alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningAlertLocationCreatedEvent = group3.SecretScanningAlertLocationCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertLocationCreatedEvent = events_s.SecretScanningAlertLocationCreatedEvent
 
 // SecretScanningAlertLocationEvent is the payload of a
 // "secret_scanning_alert_location" delivery: one of
@@ -5499,8 +5509,8 @@ type SecretScanningAlertLocationCreatedEvent = group3.SecretScanningAlertLocatio
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningAlertLocationEvent = group3.SecretScanningAlertLocationEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertLocationEvent = events_s.SecretScanningAlertLocationEvent
 
 // SecretScanningAlertLocationUnknownEvent is the payload of a
 // "secret_scanning_alert_location" delivery whose action the schema does not
@@ -5508,39 +5518,39 @@ type SecretScanningAlertLocationEvent = group3.SecretScanningAlertLocationEvent
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningAlertLocationUnknownEvent = group3.SecretScanningAlertLocationUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertLocationUnknownEvent = events_s.SecretScanningAlertLocationUnknownEvent
 
 // SecretScanningAlertPubliclyLeakedEvent is the payload of a
 // "secret_scanning_alert" delivery with action "publicly_leaked".
 //
 // A secret scanning alert was detected in a public repo.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertPubliclyLeakedEvent = group2.SecretScanningAlertPubliclyLeakedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertPubliclyLeakedEvent = events_s.SecretScanningAlertPubliclyLeakedEvent
 
 // SecretScanningAlertReopenedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "reopened".
 //
 // A previously closed secret scanning alert was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertReopenedEvent = group2.SecretScanningAlertReopenedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertReopenedEvent = events_s.SecretScanningAlertReopenedEvent
 
 // SecretScanningAlertResolution: The reason for resolving the alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type SecretScanningAlertResolution = common.SecretScanningAlertResolution
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertResolution = events_s.SecretScanningAlertResolution
 
 // SecretScanningAlertResolvedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "resolved".
 //
 // A secret scanning alert was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertResolvedEvent = group2.SecretScanningAlertResolvedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertResolvedEvent = events_s.SecretScanningAlertResolvedEvent
 
 // SecretScanningAlertRevokedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "revoked".
@@ -5550,136 +5560,136 @@ type SecretScanningAlertResolvedEvent = group2.SecretScanningAlertResolvedEvent
 //
 // It has the same shape as SecretScanningAlertResolvedEvent (from overrides).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertRevokedEvent = group2.SecretScanningAlertRevokedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertRevokedEvent = events_s.SecretScanningAlertRevokedEvent
 
 // SecretScanningAlertUnassignedEvent is the payload of a
 // "secret_scanning_alert" delivery with action "unassigned".
 //
 // A secret scanning alert was unassigned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertUnassignedEvent = group2.SecretScanningAlertUnassignedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertUnassignedEvent = events_s.SecretScanningAlertUnassignedEvent
 
 // SecretScanningAlertUnknownEvent is the payload of a "secret_scanning_alert"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertUnknownEvent = group2.SecretScanningAlertUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertUnknownEvent = events_s.SecretScanningAlertUnknownEvent
 
 // SecretScanningAlertValidatedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "validated".
 //
 // A secret scanning alert was validated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningAlertValidatedEvent = group2.SecretScanningAlertValidatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertValidatedEvent = events_s.SecretScanningAlertValidatedEvent
 
 // SecretScanningAlertValidity: The token status as of the latest validity
 // check.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type SecretScanningAlertValidity = common.SecretScanningAlertValidity
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertValidity = events_s.SecretScanningAlertValidity
 
 // SecretScanningLocation is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocation = group3.SecretScanningLocation
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocation = events_s.SecretScanningLocation
 
 // SecretScanningLocationCommit: Represents a 'commit' secret scanning location
 // type. This location type shows that a secret was detected inside a commit to
 // a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationCommit = group3.SecretScanningLocationCommit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationCommit = events_s.SecretScanningLocationCommit
 
 // SecretScanningLocationDetails is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationDetails = group3.SecretScanningLocationDetails
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationDetails = events_s.SecretScanningLocationDetails
 
 // SecretScanningLocationDiscussionBody: Represents a 'discussion_body' secret
 // scanning location type. This location type shows that a secret was detected
 // in the body of a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationDiscussionBody = group3.SecretScanningLocationDiscussionBody
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationDiscussionBody = events_s.SecretScanningLocationDiscussionBody
 
 // SecretScanningLocationDiscussionComment: Represents a 'discussion_comment'
 // secret scanning location type. This location type shows that a secret was
 // detected in a comment on a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationDiscussionComment = group3.SecretScanningLocationDiscussionComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationDiscussionComment = events_s.SecretScanningLocationDiscussionComment
 
 // SecretScanningLocationDiscussionTitle: Represents a 'discussion_title' secret
 // scanning location type. This location type shows that a secret was detected
 // in the title of a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationDiscussionTitle = group3.SecretScanningLocationDiscussionTitle
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationDiscussionTitle = events_s.SecretScanningLocationDiscussionTitle
 
 // SecretScanningLocationIssueBody: Represents an 'issue_body' secret scanning
 // location type. This location type shows that a secret was detected in the
 // body of an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationIssueBody = group3.SecretScanningLocationIssueBody
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationIssueBody = events_s.SecretScanningLocationIssueBody
 
 // SecretScanningLocationIssueComment: Represents an 'issue_comment' secret
 // scanning location type. This location type shows that a secret was detected
 // in a comment on an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationIssueComment = group3.SecretScanningLocationIssueComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationIssueComment = events_s.SecretScanningLocationIssueComment
 
 // SecretScanningLocationIssueTitle: Represents an 'issue_title' secret scanning
 // location type. This location type shows that a secret was detected in the
 // title of an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationIssueTitle = group3.SecretScanningLocationIssueTitle
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationIssueTitle = events_s.SecretScanningLocationIssueTitle
 
 // SecretScanningLocationPullRequestBody: Represents a 'pull_request_body'
 // secret scanning location type. This location type shows that a secret was
 // detected in the body of a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationPullRequestBody = group3.SecretScanningLocationPullRequestBody
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationPullRequestBody = events_s.SecretScanningLocationPullRequestBody
 
 // SecretScanningLocationPullRequestComment: Represents a 'pull_request_comment'
 // secret scanning location type. This location type shows that a secret was
 // detected in a comment on a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationPullRequestComment = group3.SecretScanningLocationPullRequestComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationPullRequestComment = events_s.SecretScanningLocationPullRequestComment
 
 // SecretScanningLocationPullRequestReview: Represents a 'pull_request_review'
 // secret scanning location type. This location type shows that a secret was
 // detected in a review on a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationPullRequestReview = group3.SecretScanningLocationPullRequestReview
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationPullRequestReview = events_s.SecretScanningLocationPullRequestReview
 
 // SecretScanningLocationPullRequestReviewComment: Represents a
 // 'pull_request_review_comment' secret scanning location type. This location
 // type shows that a secret was detected in a review comment on a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationPullRequestReviewComment = group3.SecretScanningLocationPullRequestReviewComment
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationPullRequestReviewComment = events_s.SecretScanningLocationPullRequestReviewComment
 
 // SecretScanningLocationPullRequestTitle: Represents a 'pull_request_title'
 // secret scanning location type. This location type shows that a secret was
 // detected in the title of a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationPullRequestTitle = group3.SecretScanningLocationPullRequestTitle
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationPullRequestTitle = events_s.SecretScanningLocationPullRequestTitle
 
 // SecretScanningLocationType: The location type. Because secrets may be found
 // in different types of resources (ie. code, comments, issues, pull requests,
@@ -5688,31 +5698,31 @@ type SecretScanningLocationPullRequestTitle = group3.SecretScanningLocationPullR
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationType = group3.SecretScanningLocationType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationType = events_s.SecretScanningLocationType
 
 // SecretScanningLocationWikiCommit: Represents a 'wiki_commit' secret scanning
 // location type. This location type shows that a secret was detected inside a
 // commit to a repository wiki.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecretScanningLocationWikiCommit = group3.SecretScanningLocationWikiCommit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningLocationWikiCommit = events_s.SecretScanningLocationWikiCommit
 
 // SecretScanningScanCompletedEvent is the payload of a "secret_scanning_scan"
 // delivery with action "completed".
 //
 // A secret scanning scan was completed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningScanCompletedEvent = group2.SecretScanningScanCompletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningScanCompletedEvent = events_s.SecretScanningScanCompletedEvent
 
 // SecretScanningScanCustomPatternScope: If the scan was triggered by a custom
 // pattern update, this will be the scope of the pattern that was updated
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningScanCustomPatternScope = group2.SecretScanningScanCustomPatternScope
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningScanCustomPatternScope = events_s.SecretScanningScanCustomPatternScope
 
 // SecretScanningScanEvent is the payload of a "secret_scanning_scan" delivery:
 // one of *SecretScanningScanCompletedEvent, or *SecretScanningScanUnknownEvent
@@ -5732,63 +5742,63 @@ type SecretScanningScanCustomPatternScope = group2.SecretScanningScanCustomPatte
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningScanEvent = group2.SecretScanningScanEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningScanEvent = events_s.SecretScanningScanEvent
 
 // SecretScanningScanSource: What type of content was scanned
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningScanSource = group2.SecretScanningScanSource
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningScanSource = events_s.SecretScanningScanSource
 
 // SecretScanningScanType: What type of scan was completed
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningScanType = group2.SecretScanningScanType
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningScanType = events_s.SecretScanningScanType
 
 // SecretScanningScanUnknownEvent is the payload of a "secret_scanning_scan"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SecretScanningScanUnknownEvent = group2.SecretScanningScanUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningScanUnknownEvent = events_s.SecretScanningScanUnknownEvent
 
 // SecurityAdvisory: The details of the security advisory, including summary,
 // description, and severity.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisory = group4.SecurityAdvisory
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisory = events_s.SecurityAdvisory
 
 // SecurityAdvisoryCVSS: Details for the advisory pertaining to the Common
 // Vulnerability Scoring System.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryCVSS = group4.SecurityAdvisoryCVSS
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecurityAdvisoryCVSS = common.SecurityAdvisoryCVSS
 
 // SecurityAdvisoryCreditTypes: The type of credit the user is receiving.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type SecurityAdvisoryCreditTypes = group1.SecurityAdvisoryCreditTypes
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type SecurityAdvisoryCreditTypes = events_r.SecurityAdvisoryCreditTypes
 
 // SecurityAdvisoryEPSS: The EPSS scores as calculated by the Exploit Prediction
 // Scoring System.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryEPSS = group4.SecurityAdvisoryEPSS
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type SecurityAdvisoryEPSS = events_d.SecurityAdvisoryEPSS
 
 // SecurityAdvisoryEcosystems: The package's language or package management
 // ecosystem.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type SecurityAdvisoryEcosystems = group1.SecurityAdvisoryEcosystems
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type SecurityAdvisoryEcosystems = events_r.SecurityAdvisoryEcosystems
 
 // SecurityAdvisoryEvent is the payload of a "security_advisory" delivery: one
 // of *SecurityAdvisoryPerformedEvent, *SecurityAdvisoryPublishedEvent,
@@ -5809,13 +5819,13 @@ type SecurityAdvisoryEcosystems = group1.SecurityAdvisoryEcosystems
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryEvent = group4.SecurityAdvisoryEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryEvent = events_s.SecurityAdvisoryEvent
 
 // SecurityAdvisoryIdentifier is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryIdentifier = group4.SecurityAdvisoryIdentifier
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryIdentifier = events_s.SecurityAdvisoryIdentifier
 
 // SecurityAdvisoryPerformedEvent is the payload of a "security_advisory"
 // delivery with action "performed".
@@ -5825,55 +5835,55 @@ type SecurityAdvisoryIdentifier = group4.SecurityAdvisoryIdentifier
 //
 // It has the same shape as SecurityAdvisoryPublishedEvent (from overrides).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryPerformedEvent = group4.SecurityAdvisoryPerformedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryPerformedEvent = events_s.SecurityAdvisoryPerformedEvent
 
 // SecurityAdvisoryPublishedEvent is the payload of a "security_advisory"
 // delivery with action "published".
 //
 // A security advisory was published to the forge community.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryPublishedEvent = group4.SecurityAdvisoryPublishedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryPublishedEvent = events_s.SecurityAdvisoryPublishedEvent
 
 // SecurityAdvisoryReference: A link to additional advisory information.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryReference = group4.SecurityAdvisoryReference
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecurityAdvisoryReference = common.SecurityAdvisoryReference
 
 // SecurityAdvisoryUnknownEvent is the payload of a "security_advisory" delivery
 // whose action the schema does not know. It has the members all known actions
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryUnknownEvent = group4.SecurityAdvisoryUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryUnknownEvent = events_s.SecurityAdvisoryUnknownEvent
 
 // SecurityAdvisoryUpdatedEvent is the payload of a "security_advisory" delivery
 // with action "updated".
 //
 // The metadata or description of a security advisory was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryUpdatedEvent = group4.SecurityAdvisoryUpdatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryUpdatedEvent = events_s.SecurityAdvisoryUpdatedEvent
 
 // SecurityAdvisoryVulnerability is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryVulnerability = group4.SecurityAdvisoryVulnerability
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryVulnerability = events_s.SecurityAdvisoryVulnerability
 
 // SecurityAdvisoryWithdrawnEvent is the payload of a "security_advisory"
 // delivery with action "withdrawn".
 //
 // A previously published security advisory was withdrawn.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SecurityAdvisoryWithdrawnEvent = group4.SecurityAdvisoryWithdrawnEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAdvisoryWithdrawnEvent = events_s.SecurityAdvisoryWithdrawnEvent
 
 // SecurityAndAnalysis is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecurityAndAnalysis = group3.SecurityAndAnalysis
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecurityAndAnalysis = common.SecurityAndAnalysis
 
 // SecurityAndAnalysisAdvancedSecurity: Enable or disable forge Advanced
 // Security for the repository.
@@ -5881,26 +5891,26 @@ type SecurityAndAnalysis = group3.SecurityAndAnalysis
 // For standalone Code Scanning or Secret Protection products, this parameter
 // cannot be used.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecurityAndAnalysisAdvancedSecurity = group3.SecurityAndAnalysisAdvancedSecurity
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecurityAndAnalysisAdvancedSecurity = common.SecurityAndAnalysisAdvancedSecurity
 
 // SecurityAndAnalysisAdvancedSecurityStatus: The enablement status of
 // Dependabot security updates for the repository.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecurityAndAnalysisAdvancedSecurityStatus = group3.SecurityAndAnalysisAdvancedSecurityStatus
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecurityAndAnalysisAdvancedSecurityStatus = common.SecurityAndAnalysisAdvancedSecurityStatus
 
 // SecurityAndAnalysisChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecurityAndAnalysisChanges = group3.SecurityAndAnalysisChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAndAnalysisChanges = events_s.SecurityAndAnalysisChanges
 
 // SecurityAndAnalysisChangesFrom is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecurityAndAnalysisChangesFrom = group3.SecurityAndAnalysisChangesFrom
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAndAnalysisChangesFrom = events_s.SecurityAndAnalysisChangesFrom
 
 // SecurityAndAnalysisEvent is the payload of a "security_and_analysis"
 // delivery.
@@ -5912,14 +5922,14 @@ type SecurityAndAnalysisChangesFrom = group3.SecurityAndAnalysisChangesFrom
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SecurityAndAnalysisEvent = group3.SecurityAndAnalysisEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecurityAndAnalysisEvent = events_s.SecurityAndAnalysisEvent
 
 // SimpleCheckSuite: A suite of checks performed on the code of a given code
 // change
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SimpleCheckSuite = group3.SimpleCheckSuite
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type SimpleCheckSuite = events_c.SimpleCheckSuite
 
 // SimpleCommit is a type of the forge's payloads.
 //
@@ -5935,18 +5945,18 @@ type SimpleInstallation = common.SimpleInstallation
 
 // SimplePullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type SimplePullRequest = group2.SimplePullRequest
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type SimplePullRequest = events_p.SimplePullRequest
 
 // SimpleRepository: A forge repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type SimpleRepository = group1.SimpleRepository
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type SimpleRepository = events_r.SimpleRepository
 
 // Sponsorship is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type Sponsorship = group3.Sponsorship
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type Sponsorship = events_s.Sponsorship
 
 // SponsorshipCancelledEvent is the payload of a "sponsorship" delivery with
 // action "cancelled".
@@ -5956,18 +5966,18 @@ type Sponsorship = group3.Sponsorship
 // This event is only sent when a recurring (monthly) sponsorship is cancelled;
 // it is not sent for one-time sponsorships.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipCancelledEvent = group3.SponsorshipCancelledEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipCancelledEvent = events_s.SponsorshipCancelledEvent
 
 // SponsorshipChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipChanges = group3.SponsorshipChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipChanges = events_s.SponsorshipChanges
 
 // SponsorshipChangesTier is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipChangesTier = group3.SponsorshipChangesTier
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipChangesTier = events_s.SponsorshipChangesTier
 
 // SponsorshipCreatedEvent is the payload of a "sponsorship" delivery with
 // action "created".
@@ -5975,13 +5985,13 @@ type SponsorshipChangesTier = group3.SponsorshipChangesTier
 // A sponsor created a sponsorship for a sponsored account. This event occurs
 // once the payment is successfully processed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipCreatedEvent = group3.SponsorshipCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipCreatedEvent = events_s.SponsorshipCreatedEvent
 
 // SponsorshipEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipEditedChanges = group3.SponsorshipEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipEditedChanges = events_s.SponsorshipEditedChanges
 
 // SponsorshipEditedEvent is the payload of a "sponsorship" delivery with action
 // "edited".
@@ -5990,8 +6000,8 @@ type SponsorshipEditedChanges = group3.SponsorshipEditedChanges
 // your sponsors publicly, you may want to update your sponsor recognition to
 // reflect the change when this event occurs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipEditedEvent = group3.SponsorshipEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipEditedEvent = events_s.SponsorshipEditedEvent
 
 // SponsorshipEvent is the payload of a "sponsorship" delivery: one of
 // *SponsorshipCancelledEvent, *SponsorshipCreatedEvent,
@@ -6009,8 +6019,8 @@ type SponsorshipEditedEvent = group3.SponsorshipEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipEvent = group3.SponsorshipEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipEvent = events_s.SponsorshipEvent
 
 // SponsorshipPendingCancellationEvent is the payload of a "sponsorship"
 // delivery with action "pending_cancellation".
@@ -6021,8 +6031,8 @@ type SponsorshipEvent = group3.SponsorshipEvent
 // This event is only sent when a recurring (monthly) sponsorship is cancelled;
 // it is not sent for one-time sponsorships.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipPendingCancellationEvent = group3.SponsorshipPendingCancellationEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipPendingCancellationEvent = events_s.SponsorshipPendingCancellationEvent
 
 // SponsorshipPendingTierChangeEvent is the payload of a "sponsorship" delivery
 // with action "pending_tier_change".
@@ -6030,15 +6040,15 @@ type SponsorshipPendingCancellationEvent = group3.SponsorshipPendingCancellation
 // A sponsor scheduled a downgrade to a lower sponsorship tier. The new tier
 // will become effective on their next billing date.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipPendingTierChangeEvent = group3.SponsorshipPendingTierChangeEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipPendingTierChangeEvent = events_s.SponsorshipPendingTierChangeEvent
 
 // SponsorshipTier: The `tier_changed` and `pending_tier_change` will include
 // the original tier before the change or pending change. For more information,
 // see the pending tier change payload.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipTier = group3.SponsorshipTier
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipTier = events_s.SponsorshipTier
 
 // SponsorshipTierChangedEvent is the payload of a "sponsorship" delivery with
 // action "tier_changed".
@@ -6048,16 +6058,16 @@ type SponsorshipTier = group3.SponsorshipTier
 // If a sponsor downgraded their tier, the change took effect at the beginning
 // of the sponsor's next billing cycle.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipTierChangedEvent = group3.SponsorshipTierChangedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipTierChangedEvent = events_s.SponsorshipTierChangedEvent
 
 // SponsorshipUnknownEvent is the payload of a "sponsorship" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type SponsorshipUnknownEvent = group3.SponsorshipUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SponsorshipUnknownEvent = events_s.SponsorshipUnknownEvent
 
 // SquashMergeCommitMessage: The default value for a squash merge commit
 // message:
@@ -6086,15 +6096,15 @@ type SquashMergeCommitTitle = common.SquashMergeCommitTitle
 //
 // Someone starred a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type StarCreatedEvent = group2.StarCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StarCreatedEvent = events_s.StarCreatedEvent
 
 // StarDeletedEvent is the payload of a "star" delivery with action "deleted".
 //
 // Someone unstarred the repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type StarDeletedEvent = group2.StarDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StarDeletedEvent = events_s.StarDeletedEvent
 
 // StarEvent is the payload of a "star" delivery: one of *StarCreatedEvent,
 // *StarDeletedEvent, or *StarUnknownEvent for an action the schema does not
@@ -6111,64 +6121,64 @@ type StarDeletedEvent = group2.StarDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type StarEvent = group2.StarEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StarEvent = events_s.StarEvent
 
 // StarUnknownEvent is the payload of a "star" delivery whose action the schema
 // does not know. It has the members all known actions share, the action, and in
 // Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type StarUnknownEvent = group2.StarUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StarUnknownEvent = events_s.StarUnknownEvent
 
 // StatusBranch is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusBranch = group4.StatusBranch
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusBranch = events_s.StatusBranch
 
 // StatusBranchCommit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusBranchCommit = group4.StatusBranchCommit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusBranchCommit = events_s.StatusBranchCommit
 
 // StatusCheckConfiguration: Required status check
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type StatusCheckConfiguration = group1.StatusCheckConfiguration
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type StatusCheckConfiguration = events_r.StatusCheckConfiguration
 
 // StatusCommit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusCommit = group4.StatusCommit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusCommit = events_s.StatusCommit
 
 // StatusCommitCommit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusCommitCommit = group4.StatusCommitCommit
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusCommitCommit = events_s.StatusCommitCommit
 
 // StatusCommitCommitTree is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusCommitCommitTree = group4.StatusCommitCommitTree
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusCommitCommitTree = events_s.StatusCommitCommitTree
 
 // StatusCommitCommitVerification is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusCommitCommitVerification = group4.StatusCommitCommitVerification
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusCommitCommitVerification = events_s.StatusCommitCommitVerification
 
 // StatusCommitCommitVerificationReason is an enumeration of the forge's
 // payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusCommitCommitVerificationReason = group4.StatusCommitCommitVerificationReason
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusCommitCommitVerificationReason = events_s.StatusCommitCommitVerificationReason
 
 // StatusCommitParent is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusCommitParent = group4.StatusCommitParent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusCommitParent = events_s.StatusCommitParent
 
 // StatusEvent is the payload of a "status" delivery.
 //
@@ -6181,16 +6191,16 @@ type StatusCommitParent = group4.StatusCommitParent
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Commit statuses" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusEvent = group4.StatusEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusEvent = events_s.StatusEvent
 
 // StatusState: The new state. Can be `pending`, `success`, `failure`, or
 // `error`.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type StatusState = group4.StatusState
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type StatusState = events_s.StatusState
 
 // StringChange is a type of the forge's payloads.
 //
@@ -6199,8 +6209,8 @@ type StringChange = common.StringChange
 
 // StringFromTo is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
-type StringFromTo = common.StringFromTo
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type StringFromTo = events_p.StringFromTo
 
 // SubIssuesEvent is the payload of a "sub_issues" delivery: one of
 // *SubIssuesParentIssueAddedEvent, *SubIssuesParentIssueRemovedEvent,
@@ -6218,40 +6228,40 @@ type StringFromTo = common.StringFromTo
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SubIssuesEvent = group4.SubIssuesEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SubIssuesEvent = events_s.SubIssuesEvent
 
 // SubIssuesParentIssueAddedEvent is the payload of a "sub_issues" delivery with
 // action "parent_issue_added".
 //
 // A parent issue was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SubIssuesParentIssueAddedEvent = group4.SubIssuesParentIssueAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SubIssuesParentIssueAddedEvent = events_s.SubIssuesParentIssueAddedEvent
 
 // SubIssuesParentIssueRemovedEvent is the payload of a "sub_issues" delivery
 // with action "parent_issue_removed".
 //
 // A parent issue was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SubIssuesParentIssueRemovedEvent = group4.SubIssuesParentIssueRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SubIssuesParentIssueRemovedEvent = events_s.SubIssuesParentIssueRemovedEvent
 
 // SubIssuesSubIssueAddedEvent is the payload of a "sub_issues" delivery with
 // action "sub_issue_added".
 //
 // A sub-issue was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SubIssuesSubIssueAddedEvent = group4.SubIssuesSubIssueAddedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SubIssuesSubIssueAddedEvent = events_s.SubIssuesSubIssueAddedEvent
 
 // SubIssuesSubIssueRemovedEvent is the payload of a "sub_issues" delivery with
 // action "sub_issue_removed".
 //
 // A sub-issue was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SubIssuesSubIssueRemovedEvent = group4.SubIssuesSubIssueRemovedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SubIssuesSubIssueRemovedEvent = events_s.SubIssuesSubIssueRemovedEvent
 
 // SubIssuesSummary is a type of the forge's payloads.
 //
@@ -6263,8 +6273,8 @@ type SubIssuesSummary = common.SubIssuesSummary
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type SubIssuesUnknownEvent = group4.SubIssuesUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SubIssuesUnknownEvent = events_s.SubIssuesUnknownEvent
 
 // Team: Groups of organization members that gives permissions on specified
 // repositories.
@@ -6282,57 +6292,57 @@ type Team = common.Team
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Members" organization permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type TeamAddEvent = group4.TeamAddEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamAddEvent = events_t.TeamAddEvent
 
 // TeamAddedToRepositoryEvent is the payload of a "team" delivery with action
 // "added_to_repository".
 //
 // A team was granted access to a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamAddedToRepositoryEvent = group1.TeamAddedToRepositoryEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamAddedToRepositoryEvent = events_t.TeamAddedToRepositoryEvent
 
 // TeamCreatedEvent is the payload of a "team" delivery with action "created".
 //
 // A team was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamCreatedEvent = group1.TeamCreatedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamCreatedEvent = events_t.TeamCreatedEvent
 
 // TeamDeletedEvent is the payload of a "team" delivery with action "deleted".
 //
 // A team was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamDeletedEvent = group1.TeamDeletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamDeletedEvent = events_t.TeamDeletedEvent
 
 // TeamEditedChanges: The changes to the team if the action was `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamEditedChanges = group1.TeamEditedChanges
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamEditedChanges = events_t.TeamEditedChanges
 
 // TeamEditedChangesRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamEditedChangesRepository = group1.TeamEditedChangesRepository
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamEditedChangesRepository = events_t.TeamEditedChangesRepository
 
 // TeamEditedChangesRepositoryPermissions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamEditedChangesRepositoryPermissions = group1.TeamEditedChangesRepositoryPermissions
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamEditedChangesRepositoryPermissions = events_t.TeamEditedChangesRepositoryPermissions
 
 // TeamEditedChangesRepositoryPermissionsFrom is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamEditedChangesRepositoryPermissionsFrom = group1.TeamEditedChangesRepositoryPermissionsFrom
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamEditedChangesRepositoryPermissionsFrom = events_t.TeamEditedChangesRepositoryPermissionsFrom
 
 // TeamEditedEvent is the payload of a "team" delivery with action "edited".
 //
 // The name, description, or visibility of a team was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamEditedEvent = group1.TeamEditedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamEditedEvent = events_t.TeamEditedEvent
 
 // TeamEvent is the payload of a "team" delivery: one of
 // *TeamAddedToRepositoryEvent, *TeamCreatedEvent, *TeamDeletedEvent,
@@ -6348,8 +6358,8 @@ type TeamEditedEvent = group1.TeamEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamEvent = group1.TeamEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamEvent = events_t.TeamEvent
 
 // TeamNotificationSetting: Whether team members will receive notifications when
 // their team is @mentioned
@@ -6376,16 +6386,16 @@ type TeamPrivacy = common.TeamPrivacy
 //
 // A team's access to a repository was removed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamRemovedFromRepositoryEvent = group1.TeamRemovedFromRepositoryEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamRemovedFromRepositoryEvent = events_t.TeamRemovedFromRepositoryEvent
 
 // TeamUnknownEvent is the payload of a "team" delivery whose action the schema
 // does not know. It has the members all known actions share, the action, and in
 // Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type TeamUnknownEvent = group1.TeamUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+type TeamUnknownEvent = events_t.TeamUnknownEvent
 
 // User: A forge user.
 //
@@ -6402,8 +6412,8 @@ type UserType = common.UserType
 // VulnerabilityFirstPatchedVersion: Details pertaining to the package version
 // that patches this vulnerability.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type VulnerabilityFirstPatchedVersion = group4.VulnerabilityFirstPatchedVersion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+type VulnerabilityFirstPatchedVersion = common.VulnerabilityFirstPatchedVersion
 
 // WatchEvent is the payload of a "watch" delivery: one of *WatchStartedEvent,
 // or *WatchUnknownEvent for an action the schema does not know.
@@ -6419,33 +6429,33 @@ type VulnerabilityFirstPatchedVersion = group4.VulnerabilityFirstPatchedVersion
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type WatchEvent = group2.WatchEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WatchEvent = events_w.WatchEvent
 
 // WatchStartedEvent is the payload of a "watch" delivery with action "started".
 //
 // Someone started watching the repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type WatchStartedEvent = group2.WatchStartedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WatchStartedEvent = events_w.WatchStartedEvent
 
 // WatchUnknownEvent is the payload of a "watch" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type WatchUnknownEvent = group2.WatchUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WatchUnknownEvent = events_w.WatchUnknownEvent
 
 // Webhook: The webhook that is being pinged
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type Webhook = group1.Webhook
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type Webhook = events_p.Webhook
 
 // WebhookConfig is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type WebhookConfig = group1.WebhookConfig
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type WebhookConfig = events_p.WebhookConfig
 
 // WebhookConfigInsecureSSL: The value of the issue field
 //
@@ -6458,8 +6468,8 @@ type WebhookConfigInsecureSSL = common.WebhookConfigInsecureSSL
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type WebhookName = group1.WebhookName
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type WebhookName = events_p.WebhookName
 
 // Workflow is a type of the forge's payloads.
 //
@@ -6476,18 +6486,18 @@ type Workflow = common.Workflow
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group2.
-type WorkflowDispatchEvent = group2.WorkflowDispatchEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowDispatchEvent = events_w.WorkflowDispatchEvent
 
 // WorkflowFileReference: A workflow that must run for this rule to pass
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group1.
-type WorkflowFileReference = group1.WorkflowFileReference
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+type WorkflowFileReference = events_r.WorkflowFileReference
 
 // WorkflowJob is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJob = group4.WorkflowJob
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJob = events_w.WorkflowJob
 
 // WorkflowJobCompletedEvent is the payload of a "workflow_job" delivery with
 // action "completed".
@@ -6495,15 +6505,15 @@ type WorkflowJob = group4.WorkflowJob
 // A job in a workflow run finished. This event occurs when a job in a workflow
 // is completed, regardless of whether the job was successful or unsuccessful.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobCompletedEvent = group4.WorkflowJobCompletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobCompletedEvent = events_w.WorkflowJobCompletedEvent
 
 // WorkflowJobConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobConclusion = group4.WorkflowJobConclusion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobConclusion = events_w.WorkflowJobConclusion
 
 // WorkflowJobEvent is the payload of a "workflow_job" delivery: one of
 // *WorkflowJobCompletedEvent, *WorkflowJobInProgressEvent,
@@ -6524,52 +6534,52 @@ type WorkflowJobConclusion = group4.WorkflowJobConclusion
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobEvent = group4.WorkflowJobEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobEvent = events_w.WorkflowJobEvent
 
 // WorkflowJobInProgressEvent is the payload of a "workflow_job" delivery with
 // action "in_progress".
 //
 // A job in a workflow run started processing on a runner.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobInProgressEvent = group4.WorkflowJobInProgressEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobInProgressEvent = events_w.WorkflowJobInProgressEvent
 
 // WorkflowJobQueuedEvent is the payload of a "workflow_job" delivery with
 // action "queued".
 //
 // A job in a workflow run was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobQueuedEvent = group4.WorkflowJobQueuedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobQueuedEvent = events_w.WorkflowJobQueuedEvent
 
 // WorkflowJobStatus is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobStatus = group4.WorkflowJobStatus
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobStatus = events_w.WorkflowJobStatus
 
 // WorkflowJobUnknownEvent is the payload of a "workflow_job" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobUnknownEvent = group4.WorkflowJobUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobUnknownEvent = events_w.WorkflowJobUnknownEvent
 
 // WorkflowJobWaitingEvent is the payload of a "workflow_job" delivery with
 // action "waiting".
 //
 // A job in a workflow run was created and is waiting for approvals.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowJobWaitingEvent = group4.WorkflowJobWaitingEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowJobWaitingEvent = events_w.WorkflowJobWaitingEvent
 
 // WorkflowRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type WorkflowRun = group3.WorkflowRun
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowRun = events_w.WorkflowRun
 
 // WorkflowRunCompletedEvent is the payload of a "workflow_run" delivery with
 // action "completed".
@@ -6577,8 +6587,8 @@ type WorkflowRun = group3.WorkflowRun
 // A workflow run finished. This event occurs when a workflow run is completed,
 // regardless of whether the workflow was successful or unsuccessful.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type WorkflowRunCompletedEvent = group3.WorkflowRunCompletedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowRunCompletedEvent = events_w.WorkflowRunCompletedEvent
 
 // WorkflowRunEvent is the payload of a "workflow_run" delivery: one of
 // *WorkflowRunCompletedEvent, *WorkflowRunInProgressEvent,
@@ -6599,21 +6609,21 @@ type WorkflowRunCompletedEvent = group3.WorkflowRunCompletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type WorkflowRunEvent = group3.WorkflowRunEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowRunEvent = events_w.WorkflowRunEvent
 
 // WorkflowRunInProgressEvent is the payload of a "workflow_run" delivery with
 // action "in_progress".
 //
 // A workflow run started processing on a runner.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type WorkflowRunInProgressEvent = group3.WorkflowRunInProgressEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowRunInProgressEvent = events_w.WorkflowRunInProgressEvent
 
 // WorkflowRunPullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type WorkflowRunPullRequest = group3.WorkflowRunPullRequest
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowRunPullRequest = events_w.WorkflowRunPullRequest
 
 // WorkflowRunReferencedWorkflow is a type of the forge's payloads.
 //
@@ -6625,8 +6635,8 @@ type WorkflowRunReferencedWorkflow = common.WorkflowRunReferencedWorkflow
 //
 // A workflow run was triggered.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type WorkflowRunRequestedEvent = group3.WorkflowRunRequestedEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowRunRequestedEvent = events_w.WorkflowRunRequestedEvent
 
 // WorkflowRunStatus is an enumeration of the forge's payloads.
 //
@@ -6640,20 +6650,20 @@ type WorkflowRunStatus = common.WorkflowRunStatus
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group3.
-type WorkflowRunUnknownEvent = group3.WorkflowRunUnknownEvent
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowRunUnknownEvent = events_w.WorkflowRunUnknownEvent
 
 // WorkflowStep is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowStep = group4.WorkflowStep
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowStep = events_w.WorkflowStep
 
 // WorkflowStepConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/group4.
-type WorkflowStepConclusion = group4.WorkflowStepConclusion
+// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+type WorkflowStepConclusion = events_w.WorkflowStepConclusion
 
 // The values of ActiveLockReason the schema lists.
 const (
@@ -6671,9 +6681,9 @@ const (
 
 // The values of AlertInstanceState the schema lists.
 const (
-	AlertInstanceStateOpen      = group2.AlertInstanceStateOpen
-	AlertInstanceStateDismissed = group2.AlertInstanceStateDismissed
-	AlertInstanceStateFixed     = group2.AlertInstanceStateFixed
+	AlertInstanceStateOpen      = common.AlertInstanceStateOpen
+	AlertInstanceStateDismissed = common.AlertInstanceStateDismissed
+	AlertInstanceStateFixed     = common.AlertInstanceStateFixed
 )
 
 // The values of AppEvent the schema lists.
@@ -6765,32 +6775,32 @@ const (
 
 // The values of BranchProtectionRuleAllowDeletionsEnforcementLevel the schema lists.
 const (
-	BranchProtectionRuleAllowDeletionsEnforcementLevelOff       = group3.BranchProtectionRuleAllowDeletionsEnforcementLevelOff
-	BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins = group3.BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins
-	BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone  = group3.BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone
+	BranchProtectionRuleAllowDeletionsEnforcementLevelOff       = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevelOff
+	BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins
+	BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone  = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone
 )
 
 // The values of CheckRunConclusion the schema lists.
 const (
-	CheckRunConclusionWaiting        = group3.CheckRunConclusionWaiting
-	CheckRunConclusionPending        = group3.CheckRunConclusionPending
-	CheckRunConclusionStartupFailure = group3.CheckRunConclusionStartupFailure
-	CheckRunConclusionStale          = group3.CheckRunConclusionStale
-	CheckRunConclusionSuccess        = group3.CheckRunConclusionSuccess
-	CheckRunConclusionFailure        = group3.CheckRunConclusionFailure
-	CheckRunConclusionNeutral        = group3.CheckRunConclusionNeutral
-	CheckRunConclusionCancelled      = group3.CheckRunConclusionCancelled
-	CheckRunConclusionSkipped        = group3.CheckRunConclusionSkipped
-	CheckRunConclusionTimedOut       = group3.CheckRunConclusionTimedOut
-	CheckRunConclusionActionRequired = group3.CheckRunConclusionActionRequired
+	CheckRunConclusionWaiting        = events_c.CheckRunConclusionWaiting
+	CheckRunConclusionPending        = events_c.CheckRunConclusionPending
+	CheckRunConclusionStartupFailure = events_c.CheckRunConclusionStartupFailure
+	CheckRunConclusionStale          = events_c.CheckRunConclusionStale
+	CheckRunConclusionSuccess        = events_c.CheckRunConclusionSuccess
+	CheckRunConclusionFailure        = events_c.CheckRunConclusionFailure
+	CheckRunConclusionNeutral        = events_c.CheckRunConclusionNeutral
+	CheckRunConclusionCancelled      = events_c.CheckRunConclusionCancelled
+	CheckRunConclusionSkipped        = events_c.CheckRunConclusionSkipped
+	CheckRunConclusionTimedOut       = events_c.CheckRunConclusionTimedOut
+	CheckRunConclusionActionRequired = events_c.CheckRunConclusionActionRequired
 )
 
 // The values of CheckRunStatus the schema lists.
 const (
-	CheckRunStatusQueued     = group3.CheckRunStatusQueued
-	CheckRunStatusInProgress = group3.CheckRunStatusInProgress
-	CheckRunStatusCompleted  = group3.CheckRunStatusCompleted
-	CheckRunStatusPending    = group3.CheckRunStatusPending
+	CheckRunStatusQueued     = events_c.CheckRunStatusQueued
+	CheckRunStatusInProgress = events_c.CheckRunStatusInProgress
+	CheckRunStatusCompleted  = events_c.CheckRunStatusCompleted
+	CheckRunStatusPending    = events_c.CheckRunStatusPending
 )
 
 // The values of CheckSuiteConclusion the schema lists.
@@ -6808,65 +6818,65 @@ const (
 
 // The values of CheckSuiteStatus the schema lists.
 const (
-	CheckSuiteStatusRequested  = group2.CheckSuiteStatusRequested
-	CheckSuiteStatusInProgress = group2.CheckSuiteStatusInProgress
-	CheckSuiteStatusCompleted  = group2.CheckSuiteStatusCompleted
-	CheckSuiteStatusQueued     = group2.CheckSuiteStatusQueued
-	CheckSuiteStatusPending    = group2.CheckSuiteStatusPending
+	CheckSuiteStatusRequested  = events_c.CheckSuiteStatusRequested
+	CheckSuiteStatusInProgress = events_c.CheckSuiteStatusInProgress
+	CheckSuiteStatusCompleted  = events_c.CheckSuiteStatusCompleted
+	CheckSuiteStatusQueued     = events_c.CheckSuiteStatusQueued
+	CheckSuiteStatusPending    = events_c.CheckSuiteStatusPending
 )
 
 // The values of CodeScanningAlertDismissedReason the schema lists.
 const (
-	CodeScanningAlertDismissedReasonFalsePositive = group2.CodeScanningAlertDismissedReasonFalsePositive
-	CodeScanningAlertDismissedReasonWonTFix       = group2.CodeScanningAlertDismissedReasonWonTFix
-	CodeScanningAlertDismissedReasonUsedInTests   = group2.CodeScanningAlertDismissedReasonUsedInTests
+	CodeScanningAlertDismissedReasonFalsePositive = events_c.CodeScanningAlertDismissedReasonFalsePositive
+	CodeScanningAlertDismissedReasonWonTFix       = events_c.CodeScanningAlertDismissedReasonWonTFix
+	CodeScanningAlertDismissedReasonUsedInTests   = events_c.CodeScanningAlertDismissedReasonUsedInTests
 )
 
 // The values of CodeScanningAlertRuleSeverity the schema lists.
 const (
-	CodeScanningAlertRuleSeverityNone    = group2.CodeScanningAlertRuleSeverityNone
-	CodeScanningAlertRuleSeverityNote    = group2.CodeScanningAlertRuleSeverityNote
-	CodeScanningAlertRuleSeverityWarning = group2.CodeScanningAlertRuleSeverityWarning
-	CodeScanningAlertRuleSeverityError   = group2.CodeScanningAlertRuleSeverityError
+	CodeScanningAlertRuleSeverityNone    = events_c.CodeScanningAlertRuleSeverityNone
+	CodeScanningAlertRuleSeverityNote    = events_c.CodeScanningAlertRuleSeverityNote
+	CodeScanningAlertRuleSeverityWarning = events_c.CodeScanningAlertRuleSeverityWarning
+	CodeScanningAlertRuleSeverityError   = events_c.CodeScanningAlertRuleSeverityError
 )
 
 // The values of CodeScanningToolAlertsThreshold the schema lists.
 const (
-	CodeScanningToolAlertsThresholdNone              = group1.CodeScanningToolAlertsThresholdNone
-	CodeScanningToolAlertsThresholdErrors            = group1.CodeScanningToolAlertsThresholdErrors
-	CodeScanningToolAlertsThresholdErrorsAndWarnings = group1.CodeScanningToolAlertsThresholdErrorsAndWarnings
-	CodeScanningToolAlertsThresholdAll               = group1.CodeScanningToolAlertsThresholdAll
+	CodeScanningToolAlertsThresholdNone              = events_r.CodeScanningToolAlertsThresholdNone
+	CodeScanningToolAlertsThresholdErrors            = events_r.CodeScanningToolAlertsThresholdErrors
+	CodeScanningToolAlertsThresholdErrorsAndWarnings = events_r.CodeScanningToolAlertsThresholdErrorsAndWarnings
+	CodeScanningToolAlertsThresholdAll               = events_r.CodeScanningToolAlertsThresholdAll
 )
 
 // The values of CodeScanningToolSecurityAlertsThreshold the schema lists.
 const (
-	CodeScanningToolSecurityAlertsThresholdNone           = group1.CodeScanningToolSecurityAlertsThresholdNone
-	CodeScanningToolSecurityAlertsThresholdCritical       = group1.CodeScanningToolSecurityAlertsThresholdCritical
-	CodeScanningToolSecurityAlertsThresholdHighOrHigher   = group1.CodeScanningToolSecurityAlertsThresholdHighOrHigher
-	CodeScanningToolSecurityAlertsThresholdMediumOrHigher = group1.CodeScanningToolSecurityAlertsThresholdMediumOrHigher
-	CodeScanningToolSecurityAlertsThresholdAll            = group1.CodeScanningToolSecurityAlertsThresholdAll
+	CodeScanningToolSecurityAlertsThresholdNone           = events_r.CodeScanningToolSecurityAlertsThresholdNone
+	CodeScanningToolSecurityAlertsThresholdCritical       = events_r.CodeScanningToolSecurityAlertsThresholdCritical
+	CodeScanningToolSecurityAlertsThresholdHighOrHigher   = events_r.CodeScanningToolSecurityAlertsThresholdHighOrHigher
+	CodeScanningToolSecurityAlertsThresholdMediumOrHigher = events_r.CodeScanningToolSecurityAlertsThresholdMediumOrHigher
+	CodeScanningToolSecurityAlertsThresholdAll            = events_r.CodeScanningToolSecurityAlertsThresholdAll
 )
 
 // The values of DependabotAlertDependencyRelationship the schema lists.
 const (
-	DependabotAlertDependencyRelationshipUnknown    = group4.DependabotAlertDependencyRelationshipUnknown
-	DependabotAlertDependencyRelationshipDirect     = group4.DependabotAlertDependencyRelationshipDirect
-	DependabotAlertDependencyRelationshipTransitive = group4.DependabotAlertDependencyRelationshipTransitive
+	DependabotAlertDependencyRelationshipUnknown    = events_d.DependabotAlertDependencyRelationshipUnknown
+	DependabotAlertDependencyRelationshipDirect     = events_d.DependabotAlertDependencyRelationshipDirect
+	DependabotAlertDependencyRelationshipTransitive = events_d.DependabotAlertDependencyRelationshipTransitive
 )
 
 // The values of DependabotAlertDependencyScope the schema lists.
 const (
-	DependabotAlertDependencyScopeDevelopment = group4.DependabotAlertDependencyScopeDevelopment
-	DependabotAlertDependencyScopeRuntime     = group4.DependabotAlertDependencyScopeRuntime
+	DependabotAlertDependencyScopeDevelopment = events_d.DependabotAlertDependencyScopeDevelopment
+	DependabotAlertDependencyScopeRuntime     = events_d.DependabotAlertDependencyScopeRuntime
 )
 
 // The values of DependabotAlertDismissedReason the schema lists.
 const (
-	DependabotAlertDismissedReasonFixStarted    = group4.DependabotAlertDismissedReasonFixStarted
-	DependabotAlertDismissedReasonInaccurate    = group4.DependabotAlertDismissedReasonInaccurate
-	DependabotAlertDismissedReasonNoBandwidth   = group4.DependabotAlertDismissedReasonNoBandwidth
-	DependabotAlertDismissedReasonNotUsed       = group4.DependabotAlertDismissedReasonNotUsed
-	DependabotAlertDismissedReasonTolerableRisk = group4.DependabotAlertDismissedReasonTolerableRisk
+	DependabotAlertDismissedReasonFixStarted    = events_d.DependabotAlertDismissedReasonFixStarted
+	DependabotAlertDismissedReasonInaccurate    = events_d.DependabotAlertDismissedReasonInaccurate
+	DependabotAlertDismissedReasonNoBandwidth   = events_d.DependabotAlertDismissedReasonNoBandwidth
+	DependabotAlertDismissedReasonNotUsed       = events_d.DependabotAlertDismissedReasonNotUsed
+	DependabotAlertDismissedReasonTolerableRisk = events_d.DependabotAlertDismissedReasonTolerableRisk
 )
 
 // The values of DependabotAlertSecurityAdvisorySeverity the schema lists.
@@ -6879,28 +6889,28 @@ const (
 
 // The values of DependabotAlertState the schema lists.
 const (
-	DependabotAlertStateAutoDismissed = group4.DependabotAlertStateAutoDismissed
-	DependabotAlertStateDismissed     = group4.DependabotAlertStateDismissed
-	DependabotAlertStateFixed         = group4.DependabotAlertStateFixed
-	DependabotAlertStateOpen          = group4.DependabotAlertStateOpen
+	DependabotAlertStateAutoDismissed = events_d.DependabotAlertStateAutoDismissed
+	DependabotAlertStateDismissed     = events_d.DependabotAlertStateDismissed
+	DependabotAlertStateFixed         = events_d.DependabotAlertStateFixed
+	DependabotAlertStateOpen          = events_d.DependabotAlertStateOpen
 )
 
 // The values of DeploymentReviewReviewerType the schema lists.
 const (
-	DeploymentReviewReviewerTypeUser = group1.DeploymentReviewReviewerTypeUser
-	DeploymentReviewReviewerTypeTeam = group1.DeploymentReviewReviewerTypeTeam
+	DeploymentReviewReviewerTypeUser = events_d.DeploymentReviewReviewerTypeUser
+	DeploymentReviewReviewerTypeTeam = events_d.DeploymentReviewReviewerTypeTeam
 )
 
 // The values of DeploymentStatusCheckRunConclusion the schema lists.
 const (
-	DeploymentStatusCheckRunConclusionSuccess        = group3.DeploymentStatusCheckRunConclusionSuccess
-	DeploymentStatusCheckRunConclusionFailure        = group3.DeploymentStatusCheckRunConclusionFailure
-	DeploymentStatusCheckRunConclusionNeutral        = group3.DeploymentStatusCheckRunConclusionNeutral
-	DeploymentStatusCheckRunConclusionCancelled      = group3.DeploymentStatusCheckRunConclusionCancelled
-	DeploymentStatusCheckRunConclusionTimedOut       = group3.DeploymentStatusCheckRunConclusionTimedOut
-	DeploymentStatusCheckRunConclusionActionRequired = group3.DeploymentStatusCheckRunConclusionActionRequired
-	DeploymentStatusCheckRunConclusionStale          = group3.DeploymentStatusCheckRunConclusionStale
-	DeploymentStatusCheckRunConclusionSkipped        = group3.DeploymentStatusCheckRunConclusionSkipped
+	DeploymentStatusCheckRunConclusionSuccess        = events_d.DeploymentStatusCheckRunConclusionSuccess
+	DeploymentStatusCheckRunConclusionFailure        = events_d.DeploymentStatusCheckRunConclusionFailure
+	DeploymentStatusCheckRunConclusionNeutral        = events_d.DeploymentStatusCheckRunConclusionNeutral
+	DeploymentStatusCheckRunConclusionCancelled      = events_d.DeploymentStatusCheckRunConclusionCancelled
+	DeploymentStatusCheckRunConclusionTimedOut       = events_d.DeploymentStatusCheckRunConclusionTimedOut
+	DeploymentStatusCheckRunConclusionActionRequired = events_d.DeploymentStatusCheckRunConclusionActionRequired
+	DeploymentStatusCheckRunConclusionStale          = events_d.DeploymentStatusCheckRunConclusionStale
+	DeploymentStatusCheckRunConclusionSkipped        = events_d.DeploymentStatusCheckRunConclusionSkipped
 )
 
 // The values of DeploymentStatusCheckRunStatus the schema lists.
@@ -6914,37 +6924,37 @@ const (
 
 // The values of DeploymentWorkflowRunConclusion the schema lists.
 const (
-	DeploymentWorkflowRunConclusionSuccess        = common.DeploymentWorkflowRunConclusionSuccess
-	DeploymentWorkflowRunConclusionFailure        = common.DeploymentWorkflowRunConclusionFailure
-	DeploymentWorkflowRunConclusionNeutral        = common.DeploymentWorkflowRunConclusionNeutral
-	DeploymentWorkflowRunConclusionCancelled      = common.DeploymentWorkflowRunConclusionCancelled
-	DeploymentWorkflowRunConclusionTimedOut       = common.DeploymentWorkflowRunConclusionTimedOut
-	DeploymentWorkflowRunConclusionActionRequired = common.DeploymentWorkflowRunConclusionActionRequired
-	DeploymentWorkflowRunConclusionStale          = common.DeploymentWorkflowRunConclusionStale
-	DeploymentWorkflowRunConclusionStartupFailure = common.DeploymentWorkflowRunConclusionStartupFailure
+	DeploymentWorkflowRunConclusionSuccess        = events_d.DeploymentWorkflowRunConclusionSuccess
+	DeploymentWorkflowRunConclusionFailure        = events_d.DeploymentWorkflowRunConclusionFailure
+	DeploymentWorkflowRunConclusionNeutral        = events_d.DeploymentWorkflowRunConclusionNeutral
+	DeploymentWorkflowRunConclusionCancelled      = events_d.DeploymentWorkflowRunConclusionCancelled
+	DeploymentWorkflowRunConclusionTimedOut       = events_d.DeploymentWorkflowRunConclusionTimedOut
+	DeploymentWorkflowRunConclusionActionRequired = events_d.DeploymentWorkflowRunConclusionActionRequired
+	DeploymentWorkflowRunConclusionStale          = events_d.DeploymentWorkflowRunConclusionStale
+	DeploymentWorkflowRunConclusionStartupFailure = events_d.DeploymentWorkflowRunConclusionStartupFailure
 )
 
 // The values of DiscussionState the schema lists.
 const (
-	DiscussionStateOpen         = common.DiscussionStateOpen
-	DiscussionStateClosed       = common.DiscussionStateClosed
-	DiscussionStateLocked       = common.DiscussionStateLocked
-	DiscussionStateConverting   = common.DiscussionStateConverting
-	DiscussionStateTransferring = common.DiscussionStateTransferring
+	DiscussionStateOpen         = events_d.DiscussionStateOpen
+	DiscussionStateClosed       = events_d.DiscussionStateClosed
+	DiscussionStateLocked       = events_d.DiscussionStateLocked
+	DiscussionStateConverting   = events_d.DiscussionStateConverting
+	DiscussionStateTransferring = events_d.DiscussionStateTransferring
 )
 
 // The values of DiscussionStateReason the schema lists.
 const (
-	DiscussionStateReasonResolved  = common.DiscussionStateReasonResolved
-	DiscussionStateReasonOutdated  = common.DiscussionStateReasonOutdated
-	DiscussionStateReasonDuplicate = common.DiscussionStateReasonDuplicate
-	DiscussionStateReasonReopened  = common.DiscussionStateReasonReopened
+	DiscussionStateReasonResolved  = events_d.DiscussionStateReasonResolved
+	DiscussionStateReasonOutdated  = events_d.DiscussionStateReasonOutdated
+	DiscussionStateReasonDuplicate = events_d.DiscussionStateReasonDuplicate
+	DiscussionStateReasonReopened  = events_d.DiscussionStateReasonReopened
 )
 
 // The values of GollumPageAction the schema lists.
 const (
-	GollumPageActionCreated = group1.GollumPageActionCreated
-	GollumPageActionEdited  = group1.GollumPageActionEdited
+	GollumPageActionCreated = events_g.GollumPageActionCreated
+	GollumPageActionEdited  = events_g.GollumPageActionEdited
 )
 
 // The values of IssueFieldValueDataType the schema lists.
@@ -6983,21 +6993,21 @@ const (
 
 // The values of MarketplacePurchasePlanPriceModel the schema lists.
 const (
-	MarketplacePurchasePlanPriceModelFree          = group1.MarketplacePurchasePlanPriceModelFree
-	MarketplacePurchasePlanPriceModelFlatRateUpper = group1.MarketplacePurchasePlanPriceModelFlatRateUpper
-	MarketplacePurchasePlanPriceModelPerUnitUpper  = group1.MarketplacePurchasePlanPriceModelPerUnitUpper
+	MarketplacePurchasePlanPriceModelFree          = events_m.MarketplacePurchasePlanPriceModelFree
+	MarketplacePurchasePlanPriceModelFlatRateUpper = events_m.MarketplacePurchasePlanPriceModelFlatRateUpper
+	MarketplacePurchasePlanPriceModelPerUnitUpper  = events_m.MarketplacePurchasePlanPriceModelPerUnitUpper
 	// From overrides: The public example payloads send the price model in lower
 	// case with hyphens; the spec lists only FREE, FLAT_RATE and PER_UNIT.
-	MarketplacePurchasePlanPriceModelFlatRate = group1.MarketplacePurchasePlanPriceModelFlatRate
+	MarketplacePurchasePlanPriceModelFlatRate = events_m.MarketplacePurchasePlanPriceModelFlatRate
 	// From overrides: The public example payloads send the price model in lower
 	// case with hyphens; the spec lists only FREE, FLAT_RATE and PER_UNIT.
-	MarketplacePurchasePlanPriceModelPerUnit = group1.MarketplacePurchasePlanPriceModelPerUnit
+	MarketplacePurchasePlanPriceModelPerUnit = events_m.MarketplacePurchasePlanPriceModelPerUnit
 )
 
 // The values of MembershipScope the schema lists.
 const (
-	MembershipScopeTeam         = group4.MembershipScopeTeam
-	MembershipScopeOrganization = group4.MembershipScopeOrganization
+	MembershipScopeTeam         = events_m.MembershipScopeTeam
+	MembershipScopeOrganization = events_m.MembershipScopeOrganization
 )
 
 // The values of MergeCommitMessage the schema lists.
@@ -7015,9 +7025,9 @@ const (
 
 // The values of MergeGroupDestroyedReason the schema lists.
 const (
-	MergeGroupDestroyedReasonMerged      = group2.MergeGroupDestroyedReasonMerged
-	MergeGroupDestroyedReasonInvalidated = group2.MergeGroupDestroyedReasonInvalidated
-	MergeGroupDestroyedReasonDequeued    = group2.MergeGroupDestroyedReasonDequeued
+	MergeGroupDestroyedReasonMerged      = events_m.MergeGroupDestroyedReasonMerged
+	MergeGroupDestroyedReasonInvalidated = events_m.MergeGroupDestroyedReasonInvalidated
+	MergeGroupDestroyedReasonDequeued    = events_m.MergeGroupDestroyedReasonDequeued
 )
 
 // The values of MergeMethod the schema lists.
@@ -7029,64 +7039,64 @@ const (
 
 // The values of MetaHookConfigContentType the schema lists.
 const (
-	MetaHookConfigContentTypeJSON = group4.MetaHookConfigContentTypeJSON
-	MetaHookConfigContentTypeForm = group4.MetaHookConfigContentTypeForm
+	MetaHookConfigContentTypeJSON = events_m.MetaHookConfigContentTypeJSON
+	MetaHookConfigContentTypeForm = events_m.MetaHookConfigContentTypeForm
 )
 
 // The values of MetaHookEvent the schema lists.
 const (
-	MetaHookEventWildcard                     = group4.MetaHookEventWildcard
-	MetaHookEventBranchProtectionRule         = group4.MetaHookEventBranchProtectionRule
-	MetaHookEventCheckRun                     = group4.MetaHookEventCheckRun
-	MetaHookEventCheckSuite                   = group4.MetaHookEventCheckSuite
-	MetaHookEventCodeScanningAlert            = group4.MetaHookEventCodeScanningAlert
-	MetaHookEventCommitComment                = group4.MetaHookEventCommitComment
-	MetaHookEventCreate                       = group4.MetaHookEventCreate
-	MetaHookEventDelete                       = group4.MetaHookEventDelete
-	MetaHookEventDeployment                   = group4.MetaHookEventDeployment
-	MetaHookEventDeploymentStatus             = group4.MetaHookEventDeploymentStatus
-	MetaHookEventDeployKey                    = group4.MetaHookEventDeployKey
-	MetaHookEventDiscussion                   = group4.MetaHookEventDiscussion
-	MetaHookEventDiscussionComment            = group4.MetaHookEventDiscussionComment
-	MetaHookEventFork                         = group4.MetaHookEventFork
-	MetaHookEventGollum                       = group4.MetaHookEventGollum
-	MetaHookEventIssues                       = group4.MetaHookEventIssues
-	MetaHookEventIssueComment                 = group4.MetaHookEventIssueComment
-	MetaHookEventLabel                        = group4.MetaHookEventLabel
-	MetaHookEventMember                       = group4.MetaHookEventMember
-	MetaHookEventMembership                   = group4.MetaHookEventMembership
-	MetaHookEventMeta                         = group4.MetaHookEventMeta
-	MetaHookEventMilestone                    = group4.MetaHookEventMilestone
-	MetaHookEventOrganization                 = group4.MetaHookEventOrganization
-	MetaHookEventOrgBlock                     = group4.MetaHookEventOrgBlock
-	MetaHookEventPackage                      = group4.MetaHookEventPackage
-	MetaHookEventPageBuild                    = group4.MetaHookEventPageBuild
-	MetaHookEventProject                      = group4.MetaHookEventProject
-	MetaHookEventProjectCard                  = group4.MetaHookEventProjectCard
-	MetaHookEventProjectColumn                = group4.MetaHookEventProjectColumn
-	MetaHookEventPublic                       = group4.MetaHookEventPublic
-	MetaHookEventPullRequest                  = group4.MetaHookEventPullRequest
-	MetaHookEventPullRequestReview            = group4.MetaHookEventPullRequestReview
-	MetaHookEventPullRequestReviewComment     = group4.MetaHookEventPullRequestReviewComment
-	MetaHookEventPullRequestReviewThread      = group4.MetaHookEventPullRequestReviewThread
-	MetaHookEventPush                         = group4.MetaHookEventPush
-	MetaHookEventRegistryPackage              = group4.MetaHookEventRegistryPackage
-	MetaHookEventRelease                      = group4.MetaHookEventRelease
-	MetaHookEventRepository                   = group4.MetaHookEventRepository
-	MetaHookEventRepositoryImport             = group4.MetaHookEventRepositoryImport
-	MetaHookEventRepositoryVulnerabilityAlert = group4.MetaHookEventRepositoryVulnerabilityAlert
-	MetaHookEventSecretScanningAlert          = group4.MetaHookEventSecretScanningAlert
-	MetaHookEventSecretScanningAlertLocation  = group4.MetaHookEventSecretScanningAlertLocation
-	MetaHookEventSecurityAndAnalysis          = group4.MetaHookEventSecurityAndAnalysis
-	MetaHookEventStar                         = group4.MetaHookEventStar
-	MetaHookEventStatus                       = group4.MetaHookEventStatus
-	MetaHookEventTeam                         = group4.MetaHookEventTeam
-	MetaHookEventTeamAdd                      = group4.MetaHookEventTeamAdd
-	MetaHookEventWatch                        = group4.MetaHookEventWatch
-	MetaHookEventWorkflowJob                  = group4.MetaHookEventWorkflowJob
-	MetaHookEventWorkflowRun                  = group4.MetaHookEventWorkflowRun
-	MetaHookEventRepositoryDispatch           = group4.MetaHookEventRepositoryDispatch
-	MetaHookEventProjectsV2Item               = group4.MetaHookEventProjectsV2Item
+	MetaHookEventWildcard                     = events_m.MetaHookEventWildcard
+	MetaHookEventBranchProtectionRule         = events_m.MetaHookEventBranchProtectionRule
+	MetaHookEventCheckRun                     = events_m.MetaHookEventCheckRun
+	MetaHookEventCheckSuite                   = events_m.MetaHookEventCheckSuite
+	MetaHookEventCodeScanningAlert            = events_m.MetaHookEventCodeScanningAlert
+	MetaHookEventCommitComment                = events_m.MetaHookEventCommitComment
+	MetaHookEventCreate                       = events_m.MetaHookEventCreate
+	MetaHookEventDelete                       = events_m.MetaHookEventDelete
+	MetaHookEventDeployment                   = events_m.MetaHookEventDeployment
+	MetaHookEventDeploymentStatus             = events_m.MetaHookEventDeploymentStatus
+	MetaHookEventDeployKey                    = events_m.MetaHookEventDeployKey
+	MetaHookEventDiscussion                   = events_m.MetaHookEventDiscussion
+	MetaHookEventDiscussionComment            = events_m.MetaHookEventDiscussionComment
+	MetaHookEventFork                         = events_m.MetaHookEventFork
+	MetaHookEventGollum                       = events_m.MetaHookEventGollum
+	MetaHookEventIssues                       = events_m.MetaHookEventIssues
+	MetaHookEventIssueComment                 = events_m.MetaHookEventIssueComment
+	MetaHookEventLabel                        = events_m.MetaHookEventLabel
+	MetaHookEventMember                       = events_m.MetaHookEventMember
+	MetaHookEventMembership                   = events_m.MetaHookEventMembership
+	MetaHookEventMeta                         = events_m.MetaHookEventMeta
+	MetaHookEventMilestone                    = events_m.MetaHookEventMilestone
+	MetaHookEventOrganization                 = events_m.MetaHookEventOrganization
+	MetaHookEventOrgBlock                     = events_m.MetaHookEventOrgBlock
+	MetaHookEventPackage                      = events_m.MetaHookEventPackage
+	MetaHookEventPageBuild                    = events_m.MetaHookEventPageBuild
+	MetaHookEventProject                      = events_m.MetaHookEventProject
+	MetaHookEventProjectCard                  = events_m.MetaHookEventProjectCard
+	MetaHookEventProjectColumn                = events_m.MetaHookEventProjectColumn
+	MetaHookEventPublic                       = events_m.MetaHookEventPublic
+	MetaHookEventPullRequest                  = events_m.MetaHookEventPullRequest
+	MetaHookEventPullRequestReview            = events_m.MetaHookEventPullRequestReview
+	MetaHookEventPullRequestReviewComment     = events_m.MetaHookEventPullRequestReviewComment
+	MetaHookEventPullRequestReviewThread      = events_m.MetaHookEventPullRequestReviewThread
+	MetaHookEventPush                         = events_m.MetaHookEventPush
+	MetaHookEventRegistryPackage              = events_m.MetaHookEventRegistryPackage
+	MetaHookEventRelease                      = events_m.MetaHookEventRelease
+	MetaHookEventRepository                   = events_m.MetaHookEventRepository
+	MetaHookEventRepositoryImport             = events_m.MetaHookEventRepositoryImport
+	MetaHookEventRepositoryVulnerabilityAlert = events_m.MetaHookEventRepositoryVulnerabilityAlert
+	MetaHookEventSecretScanningAlert          = events_m.MetaHookEventSecretScanningAlert
+	MetaHookEventSecretScanningAlertLocation  = events_m.MetaHookEventSecretScanningAlertLocation
+	MetaHookEventSecurityAndAnalysis          = events_m.MetaHookEventSecurityAndAnalysis
+	MetaHookEventStar                         = events_m.MetaHookEventStar
+	MetaHookEventStatus                       = events_m.MetaHookEventStatus
+	MetaHookEventTeam                         = events_m.MetaHookEventTeam
+	MetaHookEventTeamAdd                      = events_m.MetaHookEventTeamAdd
+	MetaHookEventWatch                        = events_m.MetaHookEventWatch
+	MetaHookEventWorkflowJob                  = events_m.MetaHookEventWorkflowJob
+	MetaHookEventWorkflowRun                  = events_m.MetaHookEventWorkflowRun
+	MetaHookEventRepositoryDispatch           = events_m.MetaHookEventRepositoryDispatch
+	MetaHookEventProjectsV2Item               = events_m.MetaHookEventProjectsV2Item
 )
 
 // The values of OrganizationCustomPropertySourceType the schema lists.
@@ -7097,24 +7107,24 @@ const (
 
 // The values of OrganizationCustomPropertyValueType the schema lists.
 const (
-	OrganizationCustomPropertyValueTypeString       = group2.OrganizationCustomPropertyValueTypeString
-	OrganizationCustomPropertyValueTypeSingleSelect = group2.OrganizationCustomPropertyValueTypeSingleSelect
-	OrganizationCustomPropertyValueTypeMultiSelect  = group2.OrganizationCustomPropertyValueTypeMultiSelect
-	OrganizationCustomPropertyValueTypeTrueFalse    = group2.OrganizationCustomPropertyValueTypeTrueFalse
+	OrganizationCustomPropertyValueTypeString       = events_c.OrganizationCustomPropertyValueTypeString
+	OrganizationCustomPropertyValueTypeSingleSelect = events_c.OrganizationCustomPropertyValueTypeSingleSelect
+	OrganizationCustomPropertyValueTypeMultiSelect  = events_c.OrganizationCustomPropertyValueTypeMultiSelect
+	OrganizationCustomPropertyValueTypeTrueFalse    = events_c.OrganizationCustomPropertyValueTypeTrueFalse
 )
 
 // The values of OrganizationCustomPropertyValuesEditableBy the schema lists.
 const (
-	OrganizationCustomPropertyValuesEditableByOrgActors        = group2.OrganizationCustomPropertyValuesEditableByOrgActors
-	OrganizationCustomPropertyValuesEditableByOrgAndRepoActors = group2.OrganizationCustomPropertyValuesEditableByOrgAndRepoActors
+	OrganizationCustomPropertyValuesEditableByOrgActors        = events_c.OrganizationCustomPropertyValuesEditableByOrgActors
+	OrganizationCustomPropertyValuesEditableByOrgAndRepoActors = events_c.OrganizationCustomPropertyValuesEditableByOrgAndRepoActors
 )
 
 // The values of PatternParametersOperator the schema lists.
 const (
-	PatternParametersOperatorStartsWith = group1.PatternParametersOperatorStartsWith
-	PatternParametersOperatorEndsWith   = group1.PatternParametersOperatorEndsWith
-	PatternParametersOperatorContains   = group1.PatternParametersOperatorContains
-	PatternParametersOperatorRegex      = group1.PatternParametersOperatorRegex
+	PatternParametersOperatorStartsWith = events_r.PatternParametersOperatorStartsWith
+	PatternParametersOperatorEndsWith   = events_r.PatternParametersOperatorEndsWith
+	PatternParametersOperatorContains   = events_r.PatternParametersOperatorContains
+	PatternParametersOperatorRegex      = events_r.PatternParametersOperatorRegex
 )
 
 // The values of PermissionLevel the schema lists.
@@ -7125,169 +7135,169 @@ const (
 
 // The values of PersonalAccessTokenRequestRepositorySelection the schema lists.
 const (
-	PersonalAccessTokenRequestRepositorySelectionNone   = group1.PersonalAccessTokenRequestRepositorySelectionNone
-	PersonalAccessTokenRequestRepositorySelectionAll    = group1.PersonalAccessTokenRequestRepositorySelectionAll
-	PersonalAccessTokenRequestRepositorySelectionSubset = group1.PersonalAccessTokenRequestRepositorySelectionSubset
+	PersonalAccessTokenRequestRepositorySelectionNone   = events_p.PersonalAccessTokenRequestRepositorySelectionNone
+	PersonalAccessTokenRequestRepositorySelectionAll    = events_p.PersonalAccessTokenRequestRepositorySelectionAll
+	PersonalAccessTokenRequestRepositorySelectionSubset = events_p.PersonalAccessTokenRequestRepositorySelectionSubset
 )
 
 // The values of ProjectsV2ItemContentType the schema lists.
 const (
-	ProjectsV2ItemContentTypeIssue       = group2.ProjectsV2ItemContentTypeIssue
-	ProjectsV2ItemContentTypePullRequest = group2.ProjectsV2ItemContentTypePullRequest
-	ProjectsV2ItemContentTypeDraftIssue  = group2.ProjectsV2ItemContentTypeDraftIssue
+	ProjectsV2ItemContentTypeIssue       = events_p.ProjectsV2ItemContentTypeIssue
+	ProjectsV2ItemContentTypePullRequest = events_p.ProjectsV2ItemContentTypePullRequest
+	ProjectsV2ItemContentTypeDraftIssue  = events_p.ProjectsV2ItemContentTypeDraftIssue
 )
 
 // The values of ProjectsV2StatusUpdateEditedChangesStatusFrom the schema lists.
 const (
-	ProjectsV2StatusUpdateEditedChangesStatusFromInactive = common.ProjectsV2StatusUpdateEditedChangesStatusFromInactive
-	ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack  = common.ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack
-	ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk   = common.ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk
-	ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack = common.ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack
-	ProjectsV2StatusUpdateEditedChangesStatusFromComplete = common.ProjectsV2StatusUpdateEditedChangesStatusFromComplete
+	ProjectsV2StatusUpdateEditedChangesStatusFromInactive = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromInactive
+	ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack  = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack
+	ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk   = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk
+	ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack
+	ProjectsV2StatusUpdateEditedChangesStatusFromComplete = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromComplete
 )
 
 // The values of PullRequestDequeuedReason the schema lists.
 const (
-	PullRequestDequeuedReasonUnknownRemovalReason = group2.PullRequestDequeuedReasonUnknownRemovalReason
-	PullRequestDequeuedReasonManual               = group2.PullRequestDequeuedReasonManual
-	PullRequestDequeuedReasonMerge                = group2.PullRequestDequeuedReasonMerge
-	PullRequestDequeuedReasonMergeConflict        = group2.PullRequestDequeuedReasonMergeConflict
-	PullRequestDequeuedReasonCIFailure            = group2.PullRequestDequeuedReasonCIFailure
-	PullRequestDequeuedReasonCITimeout            = group2.PullRequestDequeuedReasonCITimeout
-	PullRequestDequeuedReasonAlreadyMerged        = group2.PullRequestDequeuedReasonAlreadyMerged
-	PullRequestDequeuedReasonQueueCleared         = group2.PullRequestDequeuedReasonQueueCleared
-	PullRequestDequeuedReasonRollBack             = group2.PullRequestDequeuedReasonRollBack
-	PullRequestDequeuedReasonBranchProtections    = group2.PullRequestDequeuedReasonBranchProtections
-	PullRequestDequeuedReasonGitTreeInvalid       = group2.PullRequestDequeuedReasonGitTreeInvalid
-	PullRequestDequeuedReasonInvalidMergeCommit   = group2.PullRequestDequeuedReasonInvalidMergeCommit
+	PullRequestDequeuedReasonUnknownRemovalReason = events_p.PullRequestDequeuedReasonUnknownRemovalReason
+	PullRequestDequeuedReasonManual               = events_p.PullRequestDequeuedReasonManual
+	PullRequestDequeuedReasonMerge                = events_p.PullRequestDequeuedReasonMerge
+	PullRequestDequeuedReasonMergeConflict        = events_p.PullRequestDequeuedReasonMergeConflict
+	PullRequestDequeuedReasonCIFailure            = events_p.PullRequestDequeuedReasonCIFailure
+	PullRequestDequeuedReasonCITimeout            = events_p.PullRequestDequeuedReasonCITimeout
+	PullRequestDequeuedReasonAlreadyMerged        = events_p.PullRequestDequeuedReasonAlreadyMerged
+	PullRequestDequeuedReasonQueueCleared         = events_p.PullRequestDequeuedReasonQueueCleared
+	PullRequestDequeuedReasonRollBack             = events_p.PullRequestDequeuedReasonRollBack
+	PullRequestDequeuedReasonBranchProtections    = events_p.PullRequestDequeuedReasonBranchProtections
+	PullRequestDequeuedReasonGitTreeInvalid       = events_p.PullRequestDequeuedReasonGitTreeInvalid
+	PullRequestDequeuedReasonInvalidMergeCommit   = events_p.PullRequestDequeuedReasonInvalidMergeCommit
 )
 
 // The values of PullRequestReviewCommentSide the schema lists.
 const (
-	PullRequestReviewCommentSideLeft  = common.PullRequestReviewCommentSideLeft
-	PullRequestReviewCommentSideRight = common.PullRequestReviewCommentSideRight
+	PullRequestReviewCommentSideLeft  = events_p.PullRequestReviewCommentSideLeft
+	PullRequestReviewCommentSideRight = events_p.PullRequestReviewCommentSideRight
 )
 
 // The values of PullRequestReviewCommentSubjectType the schema lists.
 const (
-	PullRequestReviewCommentSubjectTypeLine = common.PullRequestReviewCommentSubjectTypeLine
-	PullRequestReviewCommentSubjectTypeFile = common.PullRequestReviewCommentSubjectTypeFile
+	PullRequestReviewCommentSubjectTypeLine = events_p.PullRequestReviewCommentSubjectTypeLine
+	PullRequestReviewCommentSubjectTypeFile = events_p.PullRequestReviewCommentSubjectTypeFile
 )
 
 // The values of PullRequestReviewState the schema lists.
 const (
-	PullRequestReviewStateDismissed        = group2.PullRequestReviewStateDismissed
-	PullRequestReviewStateApproved         = group2.PullRequestReviewStateApproved
-	PullRequestReviewStateChangesRequested = group2.PullRequestReviewStateChangesRequested
+	PullRequestReviewStateDismissed        = events_p.PullRequestReviewStateDismissed
+	PullRequestReviewStateApproved         = events_p.PullRequestReviewStateApproved
+	PullRequestReviewStateChangesRequested = events_p.PullRequestReviewStateChangesRequested
 	// From overrides: A review submitted without approval or request for changes is
 	// "commented" (public example pull_request_review.submitted); the spec omits
 	// the value.
-	PullRequestReviewStateCommented = group2.PullRequestReviewStateCommented
+	PullRequestReviewStateCommented = events_p.PullRequestReviewStateCommented
 )
 
 // The values of RefType the schema lists.
 const (
-	RefTypeTag    = group4.RefTypeTag
-	RefTypeBranch = group4.RefTypeBranch
+	RefTypeTag    = common.RefTypeTag
+	RefTypeBranch = common.RefTypeBranch
 )
 
 // The values of ReleaseAssetState the schema lists.
 const (
-	ReleaseAssetStateUploaded = group2.ReleaseAssetStateUploaded
+	ReleaseAssetStateUploaded = events_r.ReleaseAssetStateUploaded
 )
 
 // The values of RepositoryAdvisoryCreditState the schema lists.
 const (
-	RepositoryAdvisoryCreditStateAccepted = group1.RepositoryAdvisoryCreditStateAccepted
-	RepositoryAdvisoryCreditStateDeclined = group1.RepositoryAdvisoryCreditStateDeclined
-	RepositoryAdvisoryCreditStatePending  = group1.RepositoryAdvisoryCreditStatePending
+	RepositoryAdvisoryCreditStateAccepted = events_r.RepositoryAdvisoryCreditStateAccepted
+	RepositoryAdvisoryCreditStateDeclined = events_r.RepositoryAdvisoryCreditStateDeclined
+	RepositoryAdvisoryCreditStatePending  = events_r.RepositoryAdvisoryCreditStatePending
 )
 
 // The values of RepositoryAdvisoryState the schema lists.
 const (
-	RepositoryAdvisoryStatePublished = group1.RepositoryAdvisoryStatePublished
-	RepositoryAdvisoryStateClosed    = group1.RepositoryAdvisoryStateClosed
-	RepositoryAdvisoryStateWithdrawn = group1.RepositoryAdvisoryStateWithdrawn
-	RepositoryAdvisoryStateDraft     = group1.RepositoryAdvisoryStateDraft
-	RepositoryAdvisoryStateTriage    = group1.RepositoryAdvisoryStateTriage
+	RepositoryAdvisoryStatePublished = events_r.RepositoryAdvisoryStatePublished
+	RepositoryAdvisoryStateClosed    = events_r.RepositoryAdvisoryStateClosed
+	RepositoryAdvisoryStateWithdrawn = events_r.RepositoryAdvisoryStateWithdrawn
+	RepositoryAdvisoryStateDraft     = events_r.RepositoryAdvisoryStateDraft
+	RepositoryAdvisoryStateTriage    = events_r.RepositoryAdvisoryStateTriage
 )
 
 // The values of RepositoryImportStatus the schema lists.
 const (
-	RepositoryImportStatusSuccess   = group1.RepositoryImportStatusSuccess
-	RepositoryImportStatusCancelled = group1.RepositoryImportStatusCancelled
-	RepositoryImportStatusFailure   = group1.RepositoryImportStatusFailure
+	RepositoryImportStatusSuccess   = events_r.RepositoryImportStatusSuccess
+	RepositoryImportStatusCancelled = events_r.RepositoryImportStatusCancelled
+	RepositoryImportStatusFailure   = events_r.RepositoryImportStatusFailure
 )
 
 // The values of RepositoryRuleEnforcement the schema lists.
 const (
-	RepositoryRuleEnforcementDisabled = group1.RepositoryRuleEnforcementDisabled
-	RepositoryRuleEnforcementActive   = group1.RepositoryRuleEnforcementActive
-	RepositoryRuleEnforcementEvaluate = group1.RepositoryRuleEnforcementEvaluate
+	RepositoryRuleEnforcementDisabled = events_r.RepositoryRuleEnforcementDisabled
+	RepositoryRuleEnforcementActive   = events_r.RepositoryRuleEnforcementActive
+	RepositoryRuleEnforcementEvaluate = events_r.RepositoryRuleEnforcementEvaluate
 )
 
 // The values of RepositoryRuleMergeQueueParametersGroupingStrategy the schema lists.
 const (
-	RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen  = group1.RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen
-	RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen = group1.RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen
+	RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen  = events_r.RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen
+	RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen = events_r.RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen
 )
 
 // The values of RepositoryRuleMergeQueueParametersMergeMethod the schema lists.
 const (
-	RepositoryRuleMergeQueueParametersMergeMethodMerge  = group1.RepositoryRuleMergeQueueParametersMergeMethodMerge
-	RepositoryRuleMergeQueueParametersMergeMethodSquash = group1.RepositoryRuleMergeQueueParametersMergeMethodSquash
-	RepositoryRuleMergeQueueParametersMergeMethodRebase = group1.RepositoryRuleMergeQueueParametersMergeMethodRebase
+	RepositoryRuleMergeQueueParametersMergeMethodMerge  = events_r.RepositoryRuleMergeQueueParametersMergeMethodMerge
+	RepositoryRuleMergeQueueParametersMergeMethodSquash = events_r.RepositoryRuleMergeQueueParametersMergeMethodSquash
+	RepositoryRuleMergeQueueParametersMergeMethodRebase = events_r.RepositoryRuleMergeQueueParametersMergeMethodRebase
 )
 
 // The values of RepositoryRulesetBypassActorActorType the schema lists.
 const (
-	RepositoryRulesetBypassActorActorTypeIntegration       = group1.RepositoryRulesetBypassActorActorTypeIntegration
-	RepositoryRulesetBypassActorActorTypeOrganizationAdmin = group1.RepositoryRulesetBypassActorActorTypeOrganizationAdmin
-	RepositoryRulesetBypassActorActorTypeRepositoryRole    = group1.RepositoryRulesetBypassActorActorTypeRepositoryRole
-	RepositoryRulesetBypassActorActorTypeTeam              = group1.RepositoryRulesetBypassActorActorTypeTeam
-	RepositoryRulesetBypassActorActorTypeDeployKey         = group1.RepositoryRulesetBypassActorActorTypeDeployKey
+	RepositoryRulesetBypassActorActorTypeIntegration       = events_r.RepositoryRulesetBypassActorActorTypeIntegration
+	RepositoryRulesetBypassActorActorTypeOrganizationAdmin = events_r.RepositoryRulesetBypassActorActorTypeOrganizationAdmin
+	RepositoryRulesetBypassActorActorTypeRepositoryRole    = events_r.RepositoryRulesetBypassActorActorTypeRepositoryRole
+	RepositoryRulesetBypassActorActorTypeTeam              = events_r.RepositoryRulesetBypassActorActorTypeTeam
+	RepositoryRulesetBypassActorActorTypeDeployKey         = events_r.RepositoryRulesetBypassActorActorTypeDeployKey
 )
 
 // The values of RepositoryRulesetBypassActorBypassMode the schema lists.
 const (
-	RepositoryRulesetBypassActorBypassModeAlways      = group1.RepositoryRulesetBypassActorBypassModeAlways
-	RepositoryRulesetBypassActorBypassModePullRequest = group1.RepositoryRulesetBypassActorBypassModePullRequest
-	RepositoryRulesetBypassActorBypassModeExempt      = group1.RepositoryRulesetBypassActorBypassModeExempt
+	RepositoryRulesetBypassActorBypassModeAlways      = events_r.RepositoryRulesetBypassActorBypassModeAlways
+	RepositoryRulesetBypassActorBypassModePullRequest = events_r.RepositoryRulesetBypassActorBypassModePullRequest
+	RepositoryRulesetBypassActorBypassModeExempt      = events_r.RepositoryRulesetBypassActorBypassModeExempt
 )
 
 // The values of RepositoryRulesetCurrentUserCanBypass the schema lists.
 const (
-	RepositoryRulesetCurrentUserCanBypassAlways           = group1.RepositoryRulesetCurrentUserCanBypassAlways
-	RepositoryRulesetCurrentUserCanBypassPullRequestsOnly = group1.RepositoryRulesetCurrentUserCanBypassPullRequestsOnly
-	RepositoryRulesetCurrentUserCanBypassNever            = group1.RepositoryRulesetCurrentUserCanBypassNever
-	RepositoryRulesetCurrentUserCanBypassExempt           = group1.RepositoryRulesetCurrentUserCanBypassExempt
+	RepositoryRulesetCurrentUserCanBypassAlways           = events_r.RepositoryRulesetCurrentUserCanBypassAlways
+	RepositoryRulesetCurrentUserCanBypassPullRequestsOnly = events_r.RepositoryRulesetCurrentUserCanBypassPullRequestsOnly
+	RepositoryRulesetCurrentUserCanBypassNever            = events_r.RepositoryRulesetCurrentUserCanBypassNever
+	RepositoryRulesetCurrentUserCanBypassExempt           = events_r.RepositoryRulesetCurrentUserCanBypassExempt
 )
 
 // The values of RepositoryRulesetPropertyTargetingDefinitionSource the schema lists.
 const (
-	RepositoryRulesetPropertyTargetingDefinitionSourceCustom = group1.RepositoryRulesetPropertyTargetingDefinitionSourceCustom
-	RepositoryRulesetPropertyTargetingDefinitionSourceSystem = group1.RepositoryRulesetPropertyTargetingDefinitionSourceSystem
+	RepositoryRulesetPropertyTargetingDefinitionSourceCustom = events_r.RepositoryRulesetPropertyTargetingDefinitionSourceCustom
+	RepositoryRulesetPropertyTargetingDefinitionSourceSystem = events_r.RepositoryRulesetPropertyTargetingDefinitionSourceSystem
 )
 
 // The values of RepositoryRulesetSourceType the schema lists.
 const (
-	RepositoryRulesetSourceTypeRepository   = group1.RepositoryRulesetSourceTypeRepository
-	RepositoryRulesetSourceTypeOrganization = group1.RepositoryRulesetSourceTypeOrganization
-	RepositoryRulesetSourceTypeEnterprise   = group1.RepositoryRulesetSourceTypeEnterprise
+	RepositoryRulesetSourceTypeRepository   = events_r.RepositoryRulesetSourceTypeRepository
+	RepositoryRulesetSourceTypeOrganization = events_r.RepositoryRulesetSourceTypeOrganization
+	RepositoryRulesetSourceTypeEnterprise   = events_r.RepositoryRulesetSourceTypeEnterprise
 )
 
 // The values of RepositoryRulesetTarget the schema lists.
 const (
-	RepositoryRulesetTargetBranch     = group1.RepositoryRulesetTargetBranch
-	RepositoryRulesetTargetTag        = group1.RepositoryRulesetTargetTag
-	RepositoryRulesetTargetPush       = group1.RepositoryRulesetTargetPush
-	RepositoryRulesetTargetRepository = group1.RepositoryRulesetTargetRepository
+	RepositoryRulesetTargetBranch     = events_r.RepositoryRulesetTargetBranch
+	RepositoryRulesetTargetTag        = events_r.RepositoryRulesetTargetTag
+	RepositoryRulesetTargetPush       = events_r.RepositoryRulesetTargetPush
+	RepositoryRulesetTargetRepository = events_r.RepositoryRulesetTargetRepository
 )
 
 // The values of RepositorySelection the schema lists.
 const (
-	RepositorySelectionAll      = common.RepositorySelectionAll
-	RepositorySelectionSelected = common.RepositorySelectionSelected
+	RepositorySelectionAll      = events_i.RepositorySelectionAll
+	RepositorySelectionSelected = events_i.RepositorySelectionSelected
 )
 
 // The values of RepositoryVisibility the schema lists.
@@ -7299,101 +7309,101 @@ const (
 
 // The values of ReviewerType the schema lists.
 const (
-	ReviewerTypeTeam = group1.ReviewerTypeTeam
+	ReviewerTypeTeam = events_r.ReviewerTypeTeam
 )
 
 // The values of SecretScanningAlertResolution the schema lists.
 const (
-	SecretScanningAlertResolutionFalsePositive  = common.SecretScanningAlertResolutionFalsePositive
-	SecretScanningAlertResolutionWontFix        = common.SecretScanningAlertResolutionWontFix
-	SecretScanningAlertResolutionRevoked        = common.SecretScanningAlertResolutionRevoked
-	SecretScanningAlertResolutionUsedInTests    = common.SecretScanningAlertResolutionUsedInTests
-	SecretScanningAlertResolutionPatternDeleted = common.SecretScanningAlertResolutionPatternDeleted
-	SecretScanningAlertResolutionPatternEdited  = common.SecretScanningAlertResolutionPatternEdited
+	SecretScanningAlertResolutionFalsePositive  = events_s.SecretScanningAlertResolutionFalsePositive
+	SecretScanningAlertResolutionWontFix        = events_s.SecretScanningAlertResolutionWontFix
+	SecretScanningAlertResolutionRevoked        = events_s.SecretScanningAlertResolutionRevoked
+	SecretScanningAlertResolutionUsedInTests    = events_s.SecretScanningAlertResolutionUsedInTests
+	SecretScanningAlertResolutionPatternDeleted = events_s.SecretScanningAlertResolutionPatternDeleted
+	SecretScanningAlertResolutionPatternEdited  = events_s.SecretScanningAlertResolutionPatternEdited
 )
 
 // The values of SecretScanningAlertValidity the schema lists.
 const (
-	SecretScanningAlertValidityActive   = common.SecretScanningAlertValidityActive
-	SecretScanningAlertValidityInactive = common.SecretScanningAlertValidityInactive
-	SecretScanningAlertValidityUnknown  = common.SecretScanningAlertValidityUnknown
+	SecretScanningAlertValidityActive   = events_s.SecretScanningAlertValidityActive
+	SecretScanningAlertValidityInactive = events_s.SecretScanningAlertValidityInactive
+	SecretScanningAlertValidityUnknown  = events_s.SecretScanningAlertValidityUnknown
 )
 
 // The values of SecretScanningLocationType the schema lists.
 const (
-	SecretScanningLocationTypeCommit                   = group3.SecretScanningLocationTypeCommit
-	SecretScanningLocationTypeWikiCommit               = group3.SecretScanningLocationTypeWikiCommit
-	SecretScanningLocationTypeIssueTitle               = group3.SecretScanningLocationTypeIssueTitle
-	SecretScanningLocationTypeIssueBody                = group3.SecretScanningLocationTypeIssueBody
-	SecretScanningLocationTypeIssueComment             = group3.SecretScanningLocationTypeIssueComment
-	SecretScanningLocationTypeDiscussionTitle          = group3.SecretScanningLocationTypeDiscussionTitle
-	SecretScanningLocationTypeDiscussionBody           = group3.SecretScanningLocationTypeDiscussionBody
-	SecretScanningLocationTypeDiscussionComment        = group3.SecretScanningLocationTypeDiscussionComment
-	SecretScanningLocationTypePullRequestTitle         = group3.SecretScanningLocationTypePullRequestTitle
-	SecretScanningLocationTypePullRequestBody          = group3.SecretScanningLocationTypePullRequestBody
-	SecretScanningLocationTypePullRequestComment       = group3.SecretScanningLocationTypePullRequestComment
-	SecretScanningLocationTypePullRequestReview        = group3.SecretScanningLocationTypePullRequestReview
-	SecretScanningLocationTypePullRequestReviewComment = group3.SecretScanningLocationTypePullRequestReviewComment
+	SecretScanningLocationTypeCommit                   = events_s.SecretScanningLocationTypeCommit
+	SecretScanningLocationTypeWikiCommit               = events_s.SecretScanningLocationTypeWikiCommit
+	SecretScanningLocationTypeIssueTitle               = events_s.SecretScanningLocationTypeIssueTitle
+	SecretScanningLocationTypeIssueBody                = events_s.SecretScanningLocationTypeIssueBody
+	SecretScanningLocationTypeIssueComment             = events_s.SecretScanningLocationTypeIssueComment
+	SecretScanningLocationTypeDiscussionTitle          = events_s.SecretScanningLocationTypeDiscussionTitle
+	SecretScanningLocationTypeDiscussionBody           = events_s.SecretScanningLocationTypeDiscussionBody
+	SecretScanningLocationTypeDiscussionComment        = events_s.SecretScanningLocationTypeDiscussionComment
+	SecretScanningLocationTypePullRequestTitle         = events_s.SecretScanningLocationTypePullRequestTitle
+	SecretScanningLocationTypePullRequestBody          = events_s.SecretScanningLocationTypePullRequestBody
+	SecretScanningLocationTypePullRequestComment       = events_s.SecretScanningLocationTypePullRequestComment
+	SecretScanningLocationTypePullRequestReview        = events_s.SecretScanningLocationTypePullRequestReview
+	SecretScanningLocationTypePullRequestReviewComment = events_s.SecretScanningLocationTypePullRequestReviewComment
 )
 
 // The values of SecretScanningScanCustomPatternScope the schema lists.
 const (
-	SecretScanningScanCustomPatternScopeRepository   = group2.SecretScanningScanCustomPatternScopeRepository
-	SecretScanningScanCustomPatternScopeOrganization = group2.SecretScanningScanCustomPatternScopeOrganization
-	SecretScanningScanCustomPatternScopeEnterprise   = group2.SecretScanningScanCustomPatternScopeEnterprise
+	SecretScanningScanCustomPatternScopeRepository   = events_s.SecretScanningScanCustomPatternScopeRepository
+	SecretScanningScanCustomPatternScopeOrganization = events_s.SecretScanningScanCustomPatternScopeOrganization
+	SecretScanningScanCustomPatternScopeEnterprise   = events_s.SecretScanningScanCustomPatternScopeEnterprise
 )
 
 // The values of SecretScanningScanSource the schema lists.
 const (
-	SecretScanningScanSourceGit          = group2.SecretScanningScanSourceGit
-	SecretScanningScanSourceIssues       = group2.SecretScanningScanSourceIssues
-	SecretScanningScanSourcePullRequests = group2.SecretScanningScanSourcePullRequests
-	SecretScanningScanSourceDiscussions  = group2.SecretScanningScanSourceDiscussions
-	SecretScanningScanSourceWiki         = group2.SecretScanningScanSourceWiki
+	SecretScanningScanSourceGit          = events_s.SecretScanningScanSourceGit
+	SecretScanningScanSourceIssues       = events_s.SecretScanningScanSourceIssues
+	SecretScanningScanSourcePullRequests = events_s.SecretScanningScanSourcePullRequests
+	SecretScanningScanSourceDiscussions  = events_s.SecretScanningScanSourceDiscussions
+	SecretScanningScanSourceWiki         = events_s.SecretScanningScanSourceWiki
 )
 
 // The values of SecretScanningScanType the schema lists.
 const (
-	SecretScanningScanTypeBackfill               = group2.SecretScanningScanTypeBackfill
-	SecretScanningScanTypeCustomPatternBackfill  = group2.SecretScanningScanTypeCustomPatternBackfill
-	SecretScanningScanTypePatternVersionBackfill = group2.SecretScanningScanTypePatternVersionBackfill
+	SecretScanningScanTypeBackfill               = events_s.SecretScanningScanTypeBackfill
+	SecretScanningScanTypeCustomPatternBackfill  = events_s.SecretScanningScanTypeCustomPatternBackfill
+	SecretScanningScanTypePatternVersionBackfill = events_s.SecretScanningScanTypePatternVersionBackfill
 )
 
 // The values of SecurityAdvisoryCreditTypes the schema lists.
 const (
-	SecurityAdvisoryCreditTypesAnalyst              = group1.SecurityAdvisoryCreditTypesAnalyst
-	SecurityAdvisoryCreditTypesFinder               = group1.SecurityAdvisoryCreditTypesFinder
-	SecurityAdvisoryCreditTypesReporter             = group1.SecurityAdvisoryCreditTypesReporter
-	SecurityAdvisoryCreditTypesCoordinator          = group1.SecurityAdvisoryCreditTypesCoordinator
-	SecurityAdvisoryCreditTypesRemediationDeveloper = group1.SecurityAdvisoryCreditTypesRemediationDeveloper
-	SecurityAdvisoryCreditTypesRemediationReviewer  = group1.SecurityAdvisoryCreditTypesRemediationReviewer
-	SecurityAdvisoryCreditTypesRemediationVerifier  = group1.SecurityAdvisoryCreditTypesRemediationVerifier
-	SecurityAdvisoryCreditTypesTool                 = group1.SecurityAdvisoryCreditTypesTool
-	SecurityAdvisoryCreditTypesSponsor              = group1.SecurityAdvisoryCreditTypesSponsor
-	SecurityAdvisoryCreditTypesOther                = group1.SecurityAdvisoryCreditTypesOther
+	SecurityAdvisoryCreditTypesAnalyst              = events_r.SecurityAdvisoryCreditTypesAnalyst
+	SecurityAdvisoryCreditTypesFinder               = events_r.SecurityAdvisoryCreditTypesFinder
+	SecurityAdvisoryCreditTypesReporter             = events_r.SecurityAdvisoryCreditTypesReporter
+	SecurityAdvisoryCreditTypesCoordinator          = events_r.SecurityAdvisoryCreditTypesCoordinator
+	SecurityAdvisoryCreditTypesRemediationDeveloper = events_r.SecurityAdvisoryCreditTypesRemediationDeveloper
+	SecurityAdvisoryCreditTypesRemediationReviewer  = events_r.SecurityAdvisoryCreditTypesRemediationReviewer
+	SecurityAdvisoryCreditTypesRemediationVerifier  = events_r.SecurityAdvisoryCreditTypesRemediationVerifier
+	SecurityAdvisoryCreditTypesTool                 = events_r.SecurityAdvisoryCreditTypesTool
+	SecurityAdvisoryCreditTypesSponsor              = events_r.SecurityAdvisoryCreditTypesSponsor
+	SecurityAdvisoryCreditTypesOther                = events_r.SecurityAdvisoryCreditTypesOther
 )
 
 // The values of SecurityAdvisoryEcosystems the schema lists.
 const (
-	SecurityAdvisoryEcosystemsRubygems = group1.SecurityAdvisoryEcosystemsRubygems
-	SecurityAdvisoryEcosystemsNpm      = group1.SecurityAdvisoryEcosystemsNpm
-	SecurityAdvisoryEcosystemsPip      = group1.SecurityAdvisoryEcosystemsPip
-	SecurityAdvisoryEcosystemsMaven    = group1.SecurityAdvisoryEcosystemsMaven
-	SecurityAdvisoryEcosystemsNuget    = group1.SecurityAdvisoryEcosystemsNuget
-	SecurityAdvisoryEcosystemsComposer = group1.SecurityAdvisoryEcosystemsComposer
-	SecurityAdvisoryEcosystemsGo       = group1.SecurityAdvisoryEcosystemsGo
-	SecurityAdvisoryEcosystemsRust     = group1.SecurityAdvisoryEcosystemsRust
-	SecurityAdvisoryEcosystemsErlang   = group1.SecurityAdvisoryEcosystemsErlang
-	SecurityAdvisoryEcosystemsActions  = group1.SecurityAdvisoryEcosystemsActions
-	SecurityAdvisoryEcosystemsPub      = group1.SecurityAdvisoryEcosystemsPub
-	SecurityAdvisoryEcosystemsOther    = group1.SecurityAdvisoryEcosystemsOther
-	SecurityAdvisoryEcosystemsSwift    = group1.SecurityAdvisoryEcosystemsSwift
+	SecurityAdvisoryEcosystemsRubygems = events_r.SecurityAdvisoryEcosystemsRubygems
+	SecurityAdvisoryEcosystemsNpm      = events_r.SecurityAdvisoryEcosystemsNpm
+	SecurityAdvisoryEcosystemsPip      = events_r.SecurityAdvisoryEcosystemsPip
+	SecurityAdvisoryEcosystemsMaven    = events_r.SecurityAdvisoryEcosystemsMaven
+	SecurityAdvisoryEcosystemsNuget    = events_r.SecurityAdvisoryEcosystemsNuget
+	SecurityAdvisoryEcosystemsComposer = events_r.SecurityAdvisoryEcosystemsComposer
+	SecurityAdvisoryEcosystemsGo       = events_r.SecurityAdvisoryEcosystemsGo
+	SecurityAdvisoryEcosystemsRust     = events_r.SecurityAdvisoryEcosystemsRust
+	SecurityAdvisoryEcosystemsErlang   = events_r.SecurityAdvisoryEcosystemsErlang
+	SecurityAdvisoryEcosystemsActions  = events_r.SecurityAdvisoryEcosystemsActions
+	SecurityAdvisoryEcosystemsPub      = events_r.SecurityAdvisoryEcosystemsPub
+	SecurityAdvisoryEcosystemsOther    = events_r.SecurityAdvisoryEcosystemsOther
+	SecurityAdvisoryEcosystemsSwift    = events_r.SecurityAdvisoryEcosystemsSwift
 )
 
 // The values of SecurityAndAnalysisAdvancedSecurityStatus the schema lists.
 const (
-	SecurityAndAnalysisAdvancedSecurityStatusEnabled  = group3.SecurityAndAnalysisAdvancedSecurityStatusEnabled
-	SecurityAndAnalysisAdvancedSecurityStatusDisabled = group3.SecurityAndAnalysisAdvancedSecurityStatusDisabled
+	SecurityAndAnalysisAdvancedSecurityStatusEnabled  = common.SecurityAndAnalysisAdvancedSecurityStatusEnabled
+	SecurityAndAnalysisAdvancedSecurityStatusDisabled = common.SecurityAndAnalysisAdvancedSecurityStatusDisabled
 )
 
 // The values of SquashMergeCommitMessage the schema lists.
@@ -7411,29 +7421,29 @@ const (
 
 // The values of StatusCommitCommitVerificationReason the schema lists.
 const (
-	StatusCommitCommitVerificationReasonExpiredKey           = group4.StatusCommitCommitVerificationReasonExpiredKey
-	StatusCommitCommitVerificationReasonNotSigningKey        = group4.StatusCommitCommitVerificationReasonNotSigningKey
-	StatusCommitCommitVerificationReasonGpgverifyError       = group4.StatusCommitCommitVerificationReasonGpgverifyError
-	StatusCommitCommitVerificationReasonGpgverifyUnavailable = group4.StatusCommitCommitVerificationReasonGpgverifyUnavailable
-	StatusCommitCommitVerificationReasonUnsigned             = group4.StatusCommitCommitVerificationReasonUnsigned
-	StatusCommitCommitVerificationReasonUnknownSignatureType = group4.StatusCommitCommitVerificationReasonUnknownSignatureType
-	StatusCommitCommitVerificationReasonNoUser               = group4.StatusCommitCommitVerificationReasonNoUser
-	StatusCommitCommitVerificationReasonUnverifiedEmail      = group4.StatusCommitCommitVerificationReasonUnverifiedEmail
-	StatusCommitCommitVerificationReasonBadEmail             = group4.StatusCommitCommitVerificationReasonBadEmail
-	StatusCommitCommitVerificationReasonUnknownKey           = group4.StatusCommitCommitVerificationReasonUnknownKey
-	StatusCommitCommitVerificationReasonMalformedSignature   = group4.StatusCommitCommitVerificationReasonMalformedSignature
-	StatusCommitCommitVerificationReasonInvalid              = group4.StatusCommitCommitVerificationReasonInvalid
-	StatusCommitCommitVerificationReasonValid                = group4.StatusCommitCommitVerificationReasonValid
-	StatusCommitCommitVerificationReasonBadCert              = group4.StatusCommitCommitVerificationReasonBadCert
-	StatusCommitCommitVerificationReasonOcspPending          = group4.StatusCommitCommitVerificationReasonOcspPending
+	StatusCommitCommitVerificationReasonExpiredKey           = events_s.StatusCommitCommitVerificationReasonExpiredKey
+	StatusCommitCommitVerificationReasonNotSigningKey        = events_s.StatusCommitCommitVerificationReasonNotSigningKey
+	StatusCommitCommitVerificationReasonGpgverifyError       = events_s.StatusCommitCommitVerificationReasonGpgverifyError
+	StatusCommitCommitVerificationReasonGpgverifyUnavailable = events_s.StatusCommitCommitVerificationReasonGpgverifyUnavailable
+	StatusCommitCommitVerificationReasonUnsigned             = events_s.StatusCommitCommitVerificationReasonUnsigned
+	StatusCommitCommitVerificationReasonUnknownSignatureType = events_s.StatusCommitCommitVerificationReasonUnknownSignatureType
+	StatusCommitCommitVerificationReasonNoUser               = events_s.StatusCommitCommitVerificationReasonNoUser
+	StatusCommitCommitVerificationReasonUnverifiedEmail      = events_s.StatusCommitCommitVerificationReasonUnverifiedEmail
+	StatusCommitCommitVerificationReasonBadEmail             = events_s.StatusCommitCommitVerificationReasonBadEmail
+	StatusCommitCommitVerificationReasonUnknownKey           = events_s.StatusCommitCommitVerificationReasonUnknownKey
+	StatusCommitCommitVerificationReasonMalformedSignature   = events_s.StatusCommitCommitVerificationReasonMalformedSignature
+	StatusCommitCommitVerificationReasonInvalid              = events_s.StatusCommitCommitVerificationReasonInvalid
+	StatusCommitCommitVerificationReasonValid                = events_s.StatusCommitCommitVerificationReasonValid
+	StatusCommitCommitVerificationReasonBadCert              = events_s.StatusCommitCommitVerificationReasonBadCert
+	StatusCommitCommitVerificationReasonOcspPending          = events_s.StatusCommitCommitVerificationReasonOcspPending
 )
 
 // The values of StatusState the schema lists.
 const (
-	StatusStatePending = group4.StatusStatePending
-	StatusStateSuccess = group4.StatusStateSuccess
-	StatusStateFailure = group4.StatusStateFailure
-	StatusStateError   = group4.StatusStateError
+	StatusStatePending = events_s.StatusStatePending
+	StatusStateSuccess = events_s.StatusStateSuccess
+	StatusStateFailure = events_s.StatusStateFailure
+	StatusStateError   = events_s.StatusStateError
 )
 
 // The values of TeamNotificationSetting the schema lists.
@@ -7459,26 +7469,26 @@ const (
 
 // The values of WebhookName the schema lists.
 const (
-	WebhookNameWeb = group1.WebhookNameWeb
+	WebhookNameWeb = events_p.WebhookNameWeb
 )
 
 // The values of WorkflowJobConclusion the schema lists.
 const (
-	WorkflowJobConclusionSuccess        = group4.WorkflowJobConclusionSuccess
-	WorkflowJobConclusionFailure        = group4.WorkflowJobConclusionFailure
-	WorkflowJobConclusionSkipped        = group4.WorkflowJobConclusionSkipped
-	WorkflowJobConclusionCancelled      = group4.WorkflowJobConclusionCancelled
-	WorkflowJobConclusionActionRequired = group4.WorkflowJobConclusionActionRequired
-	WorkflowJobConclusionNeutral        = group4.WorkflowJobConclusionNeutral
-	WorkflowJobConclusionTimedOut       = group4.WorkflowJobConclusionTimedOut
+	WorkflowJobConclusionSuccess        = events_w.WorkflowJobConclusionSuccess
+	WorkflowJobConclusionFailure        = events_w.WorkflowJobConclusionFailure
+	WorkflowJobConclusionSkipped        = events_w.WorkflowJobConclusionSkipped
+	WorkflowJobConclusionCancelled      = events_w.WorkflowJobConclusionCancelled
+	WorkflowJobConclusionActionRequired = events_w.WorkflowJobConclusionActionRequired
+	WorkflowJobConclusionNeutral        = events_w.WorkflowJobConclusionNeutral
+	WorkflowJobConclusionTimedOut       = events_w.WorkflowJobConclusionTimedOut
 )
 
 // The values of WorkflowJobStatus the schema lists.
 const (
-	WorkflowJobStatusQueued     = group4.WorkflowJobStatusQueued
-	WorkflowJobStatusInProgress = group4.WorkflowJobStatusInProgress
-	WorkflowJobStatusCompleted  = group4.WorkflowJobStatusCompleted
-	WorkflowJobStatusWaiting    = group4.WorkflowJobStatusWaiting
+	WorkflowJobStatusQueued     = events_w.WorkflowJobStatusQueued
+	WorkflowJobStatusInProgress = events_w.WorkflowJobStatusInProgress
+	WorkflowJobStatusCompleted  = events_w.WorkflowJobStatusCompleted
+	WorkflowJobStatusWaiting    = events_w.WorkflowJobStatusWaiting
 )
 
 // The values of WorkflowRunStatus the schema lists.
@@ -7493,8 +7503,8 @@ const (
 
 // The values of WorkflowStepConclusion the schema lists.
 const (
-	WorkflowStepConclusionFailure   = group4.WorkflowStepConclusionFailure
-	WorkflowStepConclusionSkipped   = group4.WorkflowStepConclusionSkipped
-	WorkflowStepConclusionSuccess   = group4.WorkflowStepConclusionSuccess
-	WorkflowStepConclusionCancelled = group4.WorkflowStepConclusionCancelled
+	WorkflowStepConclusionFailure   = events_w.WorkflowStepConclusionFailure
+	WorkflowStepConclusionSkipped   = events_w.WorkflowStepConclusionSkipped
+	WorkflowStepConclusionSuccess   = events_w.WorkflowStepConclusionSuccess
+	WorkflowStepConclusionCancelled = events_w.WorkflowStepConclusionCancelled
 )

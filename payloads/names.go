@@ -4,10 +4,20 @@ package payloads
 
 import (
 	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
-	group1 "forgehooks.dev/forgehooks/payloads/internal/group1"
-	group2 "forgehooks.dev/forgehooks/payloads/internal/group2"
-	group3 "forgehooks.dev/forgehooks/payloads/internal/group3"
-	group4 "forgehooks.dev/forgehooks/payloads/internal/group4"
+	events_b "forgehooks.dev/forgehooks/payloads/internal/events_b"
+	events_c "forgehooks.dev/forgehooks/payloads/internal/events_c"
+	events_d "forgehooks.dev/forgehooks/payloads/internal/events_d"
+	events_f "forgehooks.dev/forgehooks/payloads/internal/events_f"
+	events_g "forgehooks.dev/forgehooks/payloads/internal/events_g"
+	events_i "forgehooks.dev/forgehooks/payloads/internal/events_i"
+	events_l "forgehooks.dev/forgehooks/payloads/internal/events_l"
+	events_m "forgehooks.dev/forgehooks/payloads/internal/events_m"
+	events_o "forgehooks.dev/forgehooks/payloads/internal/events_o"
+	events_p "forgehooks.dev/forgehooks/payloads/internal/events_p"
+	events_r "forgehooks.dev/forgehooks/payloads/internal/events_r"
+	events_s "forgehooks.dev/forgehooks/payloads/internal/events_s"
+	events_t "forgehooks.dev/forgehooks/payloads/internal/events_t"
+	events_w "forgehooks.dev/forgehooks/payloads/internal/events_w"
 	"sort"
 	"strings"
 )
@@ -375,155 +385,155 @@ func IsKnownEventName(name string) bool {
 func Parse(name string, body []byte) (Payload, error) {
 	switch name {
 	case "branch_protection_configuration":
-		return group2.ParseBranchProtectionConfigurationEvent(body)
+		return events_b.ParseBranchProtectionConfigurationEvent(body)
 	case "branch_protection_rule":
-		return group3.ParseBranchProtectionRuleEvent(body)
+		return events_b.ParseBranchProtectionRuleEvent(body)
 	case "check_run":
-		return group3.ParseCheckRunEvent(body)
+		return events_c.ParseCheckRunEvent(body)
 	case "check_suite":
-		return group2.ParseCheckSuiteEvent(body)
+		return events_c.ParseCheckSuiteEvent(body)
 	case "code_scanning_alert":
-		return group2.ParseCodeScanningAlertEvent(body)
+		return events_c.ParseCodeScanningAlertEvent(body)
 	case "commit_comment":
-		return group3.ParseCommitCommentEvent(body)
+		return events_c.ParseCommitCommentEvent(body)
 	case "create":
-		return group4.ParseCreateEvent(body)
+		return events_c.ParseCreateEvent(body)
 	case "custom_property":
-		return group2.ParseCustomPropertyEvent(body)
+		return events_c.ParseCustomPropertyEvent(body)
 	case "custom_property_values":
-		return group4.ParseCustomPropertyValuesEvent(body)
+		return events_c.ParseCustomPropertyValuesEvent(body)
 	case "delete":
-		return group4.ParseDeleteEvent(body)
+		return events_d.ParseDeleteEvent(body)
 	case "dependabot_alert":
-		return group4.ParseDependabotAlertEvent(body)
+		return events_d.ParseDependabotAlertEvent(body)
 	case "deploy_key":
-		return group4.ParseDeployKeyEvent(body)
+		return events_d.ParseDeployKeyEvent(body)
 	case "deployment":
-		return group1.ParseDeploymentEvent(body)
+		return events_d.ParseDeploymentEvent(body)
 	case "deployment_protection_rule":
-		return group3.ParseDeploymentProtectionRuleEvent(body)
+		return events_d.ParseDeploymentProtectionRuleEvent(body)
 	case "deployment_review":
-		return group1.ParseDeploymentReviewEvent(body)
+		return events_d.ParseDeploymentReviewEvent(body)
 	case "deployment_status":
-		return group3.ParseDeploymentStatusEvent(body)
+		return events_d.ParseDeploymentStatusEvent(body)
 	case "discussion":
-		return group4.ParseDiscussionEvent(body)
+		return events_d.ParseDiscussionEvent(body)
 	case "discussion_comment":
-		return group1.ParseDiscussionCommentEvent(body)
+		return events_d.ParseDiscussionCommentEvent(body)
 	case "fork":
-		return group3.ParseForkEvent(body)
+		return events_f.ParseForkEvent(body)
 	case "github_app_authorization":
-		return group2.ParseGithubAppAuthorizationEvent(body)
+		return events_g.ParseGithubAppAuthorizationEvent(body)
 	case "gollum":
-		return group1.ParseGollumEvent(body)
+		return events_g.ParseGollumEvent(body)
 	case "installation":
-		return group3.ParseInstallationEvent(body)
+		return events_i.ParseInstallationEvent(body)
 	case "installation_repositories":
-		return group1.ParseInstallationRepositoriesEvent(body)
+		return events_i.ParseInstallationRepositoriesEvent(body)
 	case "installation_target":
-		return group3.ParseInstallationTargetEvent(body)
+		return events_i.ParseInstallationTargetEvent(body)
 	case "issue_comment":
-		return group1.ParseIssueCommentEvent(body)
+		return events_i.ParseIssueCommentEvent(body)
 	case "issue_dependencies":
-		return group1.ParseIssueDependenciesEvent(body)
+		return events_i.ParseIssueDependenciesEvent(body)
 	case "issues":
-		return group4.ParseIssuesEvent(body)
+		return events_i.ParseIssuesEvent(body)
 	case "label":
-		return group1.ParseLabelEvent(body)
+		return events_l.ParseLabelEvent(body)
 	case "marketplace_purchase":
-		return group1.ParseMarketplacePurchaseEvent(body)
+		return events_m.ParseMarketplacePurchaseEvent(body)
 	case "member":
-		return group3.ParseMemberEvent(body)
+		return events_m.ParseMemberEvent(body)
 	case "membership":
-		return group4.ParseMembershipEvent(body)
+		return events_m.ParseMembershipEvent(body)
 	case "merge_group":
-		return group2.ParseMergeGroupEvent(body)
+		return events_m.ParseMergeGroupEvent(body)
 	case "meta":
-		return group4.ParseMetaEvent(body)
+		return events_m.ParseMetaEvent(body)
 	case "milestone":
-		return group4.ParseMilestoneEvent(body)
+		return events_m.ParseMilestoneEvent(body)
 	case "org_block":
-		return group4.ParseOrgBlockEvent(body)
+		return events_o.ParseOrgBlockEvent(body)
 	case "organization":
-		return group1.ParseOrganizationEvent(body)
+		return events_o.ParseOrganizationEvent(body)
 	case "package":
-		return group1.ParsePackageEvent(body)
+		return events_p.ParsePackageEvent(body)
 	case "page_build":
-		return group3.ParsePageBuildEvent(body)
+		return events_p.ParsePageBuildEvent(body)
 	case "personal_access_token_request":
-		return group1.ParsePersonalAccessTokenRequestEvent(body)
+		return events_p.ParsePersonalAccessTokenRequestEvent(body)
 	case "ping":
-		return group1.ParsePingEvent(body)
+		return events_p.ParsePingEvent(body)
 	case "project":
-		return group4.ParseProjectEvent(body)
+		return events_p.ParseProjectEvent(body)
 	case "project_card":
-		return group2.ParseProjectCardEvent(body)
+		return events_p.ParseProjectCardEvent(body)
 	case "project_column":
-		return group3.ParseProjectColumnEvent(body)
+		return events_p.ParseProjectColumnEvent(body)
 	case "projects_v2":
-		return group2.ParseProjectsV2Event(body)
+		return events_p.ParseProjectsV2Event(body)
 	case "projects_v2_item":
-		return group2.ParseProjectsV2ItemEvent(body)
+		return events_p.ParseProjectsV2ItemEvent(body)
 	case "projects_v2_status_update":
-		return group3.ParseProjectsV2StatusUpdateEvent(body)
+		return events_p.ParseProjectsV2StatusUpdateEvent(body)
 	case "public":
-		return group1.ParsePublicEvent(body)
+		return events_p.ParsePublicEvent(body)
 	case "pull_request":
-		return group2.ParsePullRequestEvent(body)
+		return events_p.ParsePullRequestEvent(body)
 	case "pull_request_review":
-		return group2.ParsePullRequestReviewEvent(body)
+		return events_p.ParsePullRequestReviewEvent(body)
 	case "pull_request_review_comment":
-		return group4.ParsePullRequestReviewCommentEvent(body)
+		return events_p.ParsePullRequestReviewCommentEvent(body)
 	case "pull_request_review_thread":
-		return group2.ParsePullRequestReviewThreadEvent(body)
+		return events_p.ParsePullRequestReviewThreadEvent(body)
 	case "push":
-		return group1.ParsePushEvent(body)
+		return events_p.ParsePushEvent(body)
 	case "registry_package":
-		return group3.ParseRegistryPackageEvent(body)
+		return events_r.ParseRegistryPackageEvent(body)
 	case "release":
-		return group2.ParseReleaseEvent(body)
+		return events_r.ParseReleaseEvent(body)
 	case "repository":
-		return group4.ParseRepositoryEvent(body)
+		return events_r.ParseRepositoryEvent(body)
 	case "repository_advisory":
-		return group1.ParseRepositoryAdvisoryEvent(body)
+		return events_r.ParseRepositoryAdvisoryEvent(body)
 	case "repository_dispatch":
-		return group3.ParseRepositoryDispatchEvent(body)
+		return events_r.ParseRepositoryDispatchEvent(body)
 	case "repository_import":
-		return group1.ParseRepositoryImportEvent(body)
+		return events_r.ParseRepositoryImportEvent(body)
 	case "repository_ruleset":
-		return group1.ParseRepositoryRulesetEvent(body)
+		return events_r.ParseRepositoryRulesetEvent(body)
 	case "repository_vulnerability_alert":
-		return group2.ParseRepositoryVulnerabilityAlertEvent(body)
+		return events_r.ParseRepositoryVulnerabilityAlertEvent(body)
 	case "secret_scanning_alert":
-		return group2.ParseSecretScanningAlertEvent(body)
+		return events_s.ParseSecretScanningAlertEvent(body)
 	case "secret_scanning_alert_location":
-		return group3.ParseSecretScanningAlertLocationEvent(body)
+		return events_s.ParseSecretScanningAlertLocationEvent(body)
 	case "secret_scanning_scan":
-		return group2.ParseSecretScanningScanEvent(body)
+		return events_s.ParseSecretScanningScanEvent(body)
 	case "security_advisory":
-		return group4.ParseSecurityAdvisoryEvent(body)
+		return events_s.ParseSecurityAdvisoryEvent(body)
 	case "security_and_analysis":
-		return group3.ParseSecurityAndAnalysisEvent(body)
+		return events_s.ParseSecurityAndAnalysisEvent(body)
 	case "sponsorship":
-		return group3.ParseSponsorshipEvent(body)
+		return events_s.ParseSponsorshipEvent(body)
 	case "star":
-		return group2.ParseStarEvent(body)
+		return events_s.ParseStarEvent(body)
 	case "status":
-		return group4.ParseStatusEvent(body)
+		return events_s.ParseStatusEvent(body)
 	case "sub_issues":
-		return group4.ParseSubIssuesEvent(body)
+		return events_s.ParseSubIssuesEvent(body)
 	case "team":
-		return group1.ParseTeamEvent(body)
+		return events_t.ParseTeamEvent(body)
 	case "team_add":
-		return group4.ParseTeamAddEvent(body)
+		return events_t.ParseTeamAddEvent(body)
 	case "watch":
-		return group2.ParseWatchEvent(body)
+		return events_w.ParseWatchEvent(body)
 	case "workflow_dispatch":
-		return group2.ParseWorkflowDispatchEvent(body)
+		return events_w.ParseWorkflowDispatchEvent(body)
 	case "workflow_job":
-		return group4.ParseWorkflowJobEvent(body)
+		return events_w.ParseWorkflowJobEvent(body)
 	case "workflow_run":
-		return group3.ParseWorkflowRunEvent(body)
+		return events_w.ParseWorkflowRunEvent(body)
 	}
 	return codec.ParseUnknownEvent(name, body)
 }

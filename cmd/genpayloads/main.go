@@ -1,6 +1,6 @@
 // Command genpayloads generates package payloads from the schema: typed payload
 // structs, their JSON codec and getters in the internal packages under -out
-// (internal/common, internal/group1, …), and in -out itself their aliases, the
+// (internal/common, internal/events_a, …), and in -out itself their aliases, the
 // registration helpers, Parse and the names tuple. It is what
 // `go generate ./payloads/...` (and so `make generate`) runs.
 //
@@ -9,7 +9,10 @@
 //	genpayloads [-schema dir] [-out dir]
 //
 // It reads the schema with gen.Load, generates with gen.Generate and writes with
-// gen.Write, which also removes generated files the schema no longer needs.
+// gen.Write, which also removes generated files the schema no longer needs. It
+// then writes the record of the generated packages (gen.PackagesFile) back to
+// the schema directory, extended for what is new, and says on stderr when a
+// recorded type had to move.
 package main
 
 import (
@@ -41,5 +44,15 @@ func run(schemaDir, out string, opts gen.Options) error {
 	if err != nil {
 		return err
 	}
-	return gen.Write(out, files)
+	rec, err := gen.PackagesOf(s)
+	if err != nil {
+		return err
+	}
+	for _, m := range gen.Moved(s.Packages, rec) {
+		fmt.Fprintln(os.Stderr, "genpayloads: moved to keep the imports acyclic:", m)
+	}
+	if err := gen.Write(out, files); err != nil {
+		return err
+	}
+	return gen.WritePackages(schemaDir, rec)
 }

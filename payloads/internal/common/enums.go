@@ -44,6 +44,27 @@ func (v AdvisoryIdentifierType) IsKnown() bool {
 	return false
 }
 
+// AlertInstanceState: State of a code scanning alert.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type AlertInstanceState string
+
+// The values of AlertInstanceState the schema lists.
+const (
+	AlertInstanceStateOpen      AlertInstanceState = "open"
+	AlertInstanceStateDismissed AlertInstanceState = "dismissed"
+	AlertInstanceStateFixed     AlertInstanceState = "fixed"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v AlertInstanceState) IsKnown() bool {
+	switch v {
+	case AlertInstanceStateOpen, AlertInstanceStateDismissed, AlertInstanceStateFixed:
+		return true
+	}
+	return false
+}
+
 // AppEvent is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -282,79 +303,6 @@ func (v DeploymentStatusCheckRunStatus) IsKnown() bool {
 	return false
 }
 
-// DeploymentWorkflowRunConclusion is an enumeration of the forge's payloads.
-//
-// Values the schema does not list decode too; IsKnown tells them apart.
-type DeploymentWorkflowRunConclusion string
-
-// The values of DeploymentWorkflowRunConclusion the schema lists.
-const (
-	DeploymentWorkflowRunConclusionSuccess        DeploymentWorkflowRunConclusion = "success"
-	DeploymentWorkflowRunConclusionFailure        DeploymentWorkflowRunConclusion = "failure"
-	DeploymentWorkflowRunConclusionNeutral        DeploymentWorkflowRunConclusion = "neutral"
-	DeploymentWorkflowRunConclusionCancelled      DeploymentWorkflowRunConclusion = "cancelled"
-	DeploymentWorkflowRunConclusionTimedOut       DeploymentWorkflowRunConclusion = "timed_out"
-	DeploymentWorkflowRunConclusionActionRequired DeploymentWorkflowRunConclusion = "action_required"
-	DeploymentWorkflowRunConclusionStale          DeploymentWorkflowRunConclusion = "stale"
-	DeploymentWorkflowRunConclusionStartupFailure DeploymentWorkflowRunConclusion = "startup_failure"
-)
-
-// IsKnown reports whether v is one of the values the schema lists.
-func (v DeploymentWorkflowRunConclusion) IsKnown() bool {
-	switch v {
-	case DeploymentWorkflowRunConclusionSuccess, DeploymentWorkflowRunConclusionFailure, DeploymentWorkflowRunConclusionNeutral, DeploymentWorkflowRunConclusionCancelled, DeploymentWorkflowRunConclusionTimedOut, DeploymentWorkflowRunConclusionActionRequired, DeploymentWorkflowRunConclusionStale, DeploymentWorkflowRunConclusionStartupFailure:
-		return true
-	}
-	return false
-}
-
-// DiscussionState: The current state of the discussion. `converting` means that
-// the discussion is being converted from an issue. `transferring` means that
-// the discussion is being transferred from another repository.
-//
-// Values the schema does not list decode too; IsKnown tells them apart.
-type DiscussionState string
-
-// The values of DiscussionState the schema lists.
-const (
-	DiscussionStateOpen         DiscussionState = "open"
-	DiscussionStateClosed       DiscussionState = "closed"
-	DiscussionStateLocked       DiscussionState = "locked"
-	DiscussionStateConverting   DiscussionState = "converting"
-	DiscussionStateTransferring DiscussionState = "transferring"
-)
-
-// IsKnown reports whether v is one of the values the schema lists.
-func (v DiscussionState) IsKnown() bool {
-	switch v {
-	case DiscussionStateOpen, DiscussionStateClosed, DiscussionStateLocked, DiscussionStateConverting, DiscussionStateTransferring:
-		return true
-	}
-	return false
-}
-
-// DiscussionStateReason: The reason for the current state
-//
-// Values the schema does not list decode too; IsKnown tells them apart.
-type DiscussionStateReason string
-
-// The values of DiscussionStateReason the schema lists.
-const (
-	DiscussionStateReasonResolved  DiscussionStateReason = "resolved"
-	DiscussionStateReasonOutdated  DiscussionStateReason = "outdated"
-	DiscussionStateReasonDuplicate DiscussionStateReason = "duplicate"
-	DiscussionStateReasonReopened  DiscussionStateReason = "reopened"
-)
-
-// IsKnown reports whether v is one of the values the schema lists.
-func (v DiscussionStateReason) IsKnown() bool {
-	switch v {
-	case DiscussionStateReasonResolved, DiscussionStateReasonOutdated, DiscussionStateReasonDuplicate, DiscussionStateReasonReopened:
-		return true
-	}
-	return false
-}
-
 // IssueFieldValueDataType: The data type of the issue field
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -556,87 +504,21 @@ func (v PermissionLevel) IsKnown() bool {
 	return false
 }
 
-// ProjectsV2StatusUpdateEditedChangesStatusFrom: The current status.
+// RefType: The type of Git ref object created in the repository.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
-type ProjectsV2StatusUpdateEditedChangesStatusFrom string
+type RefType string
 
-// The values of ProjectsV2StatusUpdateEditedChangesStatusFrom the schema lists.
+// The values of RefType the schema lists.
 const (
-	ProjectsV2StatusUpdateEditedChangesStatusFromInactive ProjectsV2StatusUpdateEditedChangesStatusFrom = "INACTIVE"
-	ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack  ProjectsV2StatusUpdateEditedChangesStatusFrom = "ON_TRACK"
-	ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk   ProjectsV2StatusUpdateEditedChangesStatusFrom = "AT_RISK"
-	ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack ProjectsV2StatusUpdateEditedChangesStatusFrom = "OFF_TRACK"
-	ProjectsV2StatusUpdateEditedChangesStatusFromComplete ProjectsV2StatusUpdateEditedChangesStatusFrom = "COMPLETE"
+	RefTypeTag    RefType = "tag"
+	RefTypeBranch RefType = "branch"
 )
 
 // IsKnown reports whether v is one of the values the schema lists.
-func (v ProjectsV2StatusUpdateEditedChangesStatusFrom) IsKnown() bool {
+func (v RefType) IsKnown() bool {
 	switch v {
-	case ProjectsV2StatusUpdateEditedChangesStatusFromInactive, ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack, ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk, ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack, ProjectsV2StatusUpdateEditedChangesStatusFromComplete:
-		return true
-	}
-	return false
-}
-
-// PullRequestReviewCommentSide: The side of the first line of the range for a
-// multi-line comment.
-//
-// Values the schema does not list decode too; IsKnown tells them apart.
-type PullRequestReviewCommentSide string
-
-// The values of PullRequestReviewCommentSide the schema lists.
-const (
-	PullRequestReviewCommentSideLeft  PullRequestReviewCommentSide = "LEFT"
-	PullRequestReviewCommentSideRight PullRequestReviewCommentSide = "RIGHT"
-)
-
-// IsKnown reports whether v is one of the values the schema lists.
-func (v PullRequestReviewCommentSide) IsKnown() bool {
-	switch v {
-	case PullRequestReviewCommentSideLeft, PullRequestReviewCommentSideRight:
-		return true
-	}
-	return false
-}
-
-// PullRequestReviewCommentSubjectType: The level at which the comment is
-// targeted, can be a diff line or a file.
-//
-// Values the schema does not list decode too; IsKnown tells them apart.
-type PullRequestReviewCommentSubjectType string
-
-// The values of PullRequestReviewCommentSubjectType the schema lists.
-const (
-	PullRequestReviewCommentSubjectTypeLine PullRequestReviewCommentSubjectType = "line"
-	PullRequestReviewCommentSubjectTypeFile PullRequestReviewCommentSubjectType = "file"
-)
-
-// IsKnown reports whether v is one of the values the schema lists.
-func (v PullRequestReviewCommentSubjectType) IsKnown() bool {
-	switch v {
-	case PullRequestReviewCommentSubjectTypeLine, PullRequestReviewCommentSubjectTypeFile:
-		return true
-	}
-	return false
-}
-
-// RepositorySelection: Describe whether all repositories have been selected or
-// there's a selection involved
-//
-// Values the schema does not list decode too; IsKnown tells them apart.
-type RepositorySelection string
-
-// The values of RepositorySelection the schema lists.
-const (
-	RepositorySelectionAll      RepositorySelection = "all"
-	RepositorySelectionSelected RepositorySelection = "selected"
-)
-
-// IsKnown reports whether v is one of the values the schema lists.
-func (v RepositorySelection) IsKnown() bool {
-	switch v {
-	case RepositorySelectionAll, RepositorySelectionSelected:
+	case RefTypeTag, RefTypeBranch:
 		return true
 	}
 	return false
@@ -663,47 +545,22 @@ func (v RepositoryVisibility) IsKnown() bool {
 	return false
 }
 
-// SecretScanningAlertResolution: The reason for resolving the alert.
+// SecurityAndAnalysisAdvancedSecurityStatus: The enablement status of
+// Dependabot security updates for the repository.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
-type SecretScanningAlertResolution string
+type SecurityAndAnalysisAdvancedSecurityStatus string
 
-// The values of SecretScanningAlertResolution the schema lists.
+// The values of SecurityAndAnalysisAdvancedSecurityStatus the schema lists.
 const (
-	SecretScanningAlertResolutionFalsePositive  SecretScanningAlertResolution = "false_positive"
-	SecretScanningAlertResolutionWontFix        SecretScanningAlertResolution = "wont_fix"
-	SecretScanningAlertResolutionRevoked        SecretScanningAlertResolution = "revoked"
-	SecretScanningAlertResolutionUsedInTests    SecretScanningAlertResolution = "used_in_tests"
-	SecretScanningAlertResolutionPatternDeleted SecretScanningAlertResolution = "pattern_deleted"
-	SecretScanningAlertResolutionPatternEdited  SecretScanningAlertResolution = "pattern_edited"
+	SecurityAndAnalysisAdvancedSecurityStatusEnabled  SecurityAndAnalysisAdvancedSecurityStatus = "enabled"
+	SecurityAndAnalysisAdvancedSecurityStatusDisabled SecurityAndAnalysisAdvancedSecurityStatus = "disabled"
 )
 
 // IsKnown reports whether v is one of the values the schema lists.
-func (v SecretScanningAlertResolution) IsKnown() bool {
+func (v SecurityAndAnalysisAdvancedSecurityStatus) IsKnown() bool {
 	switch v {
-	case SecretScanningAlertResolutionFalsePositive, SecretScanningAlertResolutionWontFix, SecretScanningAlertResolutionRevoked, SecretScanningAlertResolutionUsedInTests, SecretScanningAlertResolutionPatternDeleted, SecretScanningAlertResolutionPatternEdited:
-		return true
-	}
-	return false
-}
-
-// SecretScanningAlertValidity: The token status as of the latest validity
-// check.
-//
-// Values the schema does not list decode too; IsKnown tells them apart.
-type SecretScanningAlertValidity string
-
-// The values of SecretScanningAlertValidity the schema lists.
-const (
-	SecretScanningAlertValidityActive   SecretScanningAlertValidity = "active"
-	SecretScanningAlertValidityInactive SecretScanningAlertValidity = "inactive"
-	SecretScanningAlertValidityUnknown  SecretScanningAlertValidity = "unknown"
-)
-
-// IsKnown reports whether v is one of the values the schema lists.
-func (v SecretScanningAlertValidity) IsKnown() bool {
-	switch v {
-	case SecretScanningAlertValidityActive, SecretScanningAlertValidityInactive, SecretScanningAlertValidityUnknown:
+	case SecurityAndAnalysisAdvancedSecurityStatusEnabled, SecurityAndAnalysisAdvancedSecurityStatusDisabled:
 		return true
 	}
 	return false
