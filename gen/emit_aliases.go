@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -19,15 +20,15 @@ func (g *generator) aliasesFile(f *jen.File) {
 	var all []alias
 	for _, sp := range g.plan.structs {
 		if sp.Event == nil {
-			all = append(all, alias{sp.GoName, typeDoc(sp.GoName, "is a type of the forge's payloads.", sp.Doc)})
+			all = append(all, alias{sp.GoName, jen.Add(typeDoc(sp.GoName, "is a type of the forge's payloads.", sp.Doc)).Line().Comment(g.structSummary(sp))})
 		}
 	}
 	for _, ep := range g.plan.events {
 		if ep.Iface != "" {
-			all = append(all, alias{ep.Iface, doc(eventIfaceDoc(ep))})
+			all = append(all, alias{ep.Iface, jen.Add(doc(eventIfaceDoc(ep))).Line().Comment(g.ifaceSummary(ep))})
 		}
 		for _, sp := range ep.structs() {
-			all = append(all, alias{sp.GoName, doc(eventStructDoc(ep, sp))})
+			all = append(all, alias{sp.GoName, jen.Add(doc(eventStructDoc(ep, sp))).Line().Comment(g.structSummary(sp))})
 		}
 	}
 	for _, up := range g.plan.unions {
@@ -42,7 +43,7 @@ func (g *generator) aliasesFile(f *jen.File) {
 	for _, a := range all {
 		f.Line()
 		f.Add(a.doc)
-		f.Comment(fmt.Sprintf("//\n// Declared, with its fields and methods, in %s.", g.path(g.plan.pkgOf[a.name].Name)))
+		f.Comment(fmt.Sprintf("//\n// Declared in %s.", g.path(g.plan.pkgOf[a.name].Name)))
 		f.Type().Id(a.name).Op("=").Add(g.in(a.name, a.name))
 	}
 	for _, ep := range g.plan.enums {
@@ -70,4 +71,110 @@ func (g *generator) packageDoc() string {
 	}
 	return fmt.Sprintf("Package %s (%s) holds %s. The package %s names each by an alias, and documents it.",
 		g.opts.PackageName, g.path(g.pkg.Name), what, g.opts.PackagePath)
+}
+
+// structSummary is the part of a struct alias's doc that lists its fields (Go
+// name, Go type as package payloads names it, JSON key, and the server
+// variants that never send it) and its methods, so that go doc of the alias
+// shows them: go doc prints an alias's own doc, not its target's.
+func (g *generator) structSummary(sp *structPlan) string {
+	rows := make([][]string, 0, len(sp.Fields)+1)
+	for _, fp := range sp.Fields {
+		t := typeString(fp.Expr)
+		if fp.Ptr {
+			t = "*" + t
+		}
+		key := strconv.Quote(fp.JSON)
+		switch {
+		case fp.Value >= 0:
+			key += " required"
+		case fp.Required && fp.Nullable:
+			key += " required, nullable"
+		case fp.Nullable:
+			key += " nullable"
+		}
+		if len(fp.NotSentBy) > 0 {
+			key += "; not sent by " + strings.Join(fp.NotSentBy, ", ")
+		}
+		rows = append(rows, []string{fp.GoName, t, key})
+	}
+	if sp.Unknown {
+		rows = append(rows, []string{"Raw", "json.RawMessage", "the payload as received"})
+	}
+	var b strings.Builder
+	b.WriteString("//\n// Fields (Go name, type, JSON key):\n//\n")
+	width := [2]int{}
+	for _, r := range rows {
+		width[0], width[1] = max(width[0], len(r[0])), max(width[1], len(r[1]))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "//\t%-*s %-*s %s\n", width[0], r[0], width[1], r[1], r[2])
+	}
+	if len(rows) == 0 {
+		b.WriteString("//\t(none)\n")
+	}
+	var methods []string
+	for _, gt := range sp.Getters {
+		methods = append(methods, gt.Method+"() "+g.getterResultString(gt.Field.Expr))
+	}
+	if sp.Event != nil {
+		if sp.Event.Iface != "" {
+			methods = append(methods, "GetAction() string")
+		}
+		methods = append(methods, "PayloadName() string")
+	}
+	methods = append(methods, "MarshalJSON() ([]byte, error)", "UnmarshalJSON([]byte) error")
+	sort.Strings(methods)
+	b.WriteString("//\n// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):\n//\n")
+	for _, m := range methods {
+		b.WriteString("//\t" + m + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ifaceSummary lists the methods of an event's interface, for its alias's doc.
+func (g *generator) ifaceSummary(ep *eventPlan) string {
+	var b strings.Builder
+	b.WriteString("//\n// Methods:\n//\n")
+	for _, gp := range ep.Getters {
+		t := "string"
+		if gp.JSON != "action" {
+			t = g.getterResultString(gp.Expr)
+		}
+		b.WriteString("//\t" + gp.Method + "() " + t + "\n")
+	}
+	b.WriteString("//\tPayloadName() string\n//\tMarshalJSON() ([]byte, error)")
+	return b.String()
+}
+
+// getterResultString is getterResult as package payloads spells it.
+func (g *generator) getterResultString(e *TypeExpr) string {
+	if g.plan.scalar(e) || collection(e) {
+		return typeString(e)
+	}
+	return "*" + typeString(e)
+}
+
+// typeString is the Go type of an expression as package payloads names it.
+func typeString(e *TypeExpr) string {
+	switch e.Kind {
+	case ExprNamed:
+		return e.Name
+	case ExprArray, ExprMap:
+		elem := typeString(e.Elem)
+		if e.ElemNullable {
+			elem = "*" + elem
+		}
+		if e.Kind == ExprArray {
+			return "[]" + elem
+		}
+		return "map[string]" + elem
+	}
+	switch e.Name {
+	case "timestamp":
+		return "Timestamp"
+	case "raw":
+		return "json.RawMessage"
+	}
+	return e.Name
 }

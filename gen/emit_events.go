@@ -48,16 +48,17 @@ func eventIfaceDoc(ep *eventPlan) string {
 			ep.Iface, article(ep.Name), ep.Name, strings.Join(impl, ", "), ep.Unknown.GoName),
 		ep.Doc,
 		"Its methods return the members all its actions have, as the structs' getters do: "+
-			"nil for an absent struct, the zero value for an absent scalar.")
+			"nil for an absent struct, the zero value for an absent scalar.",
+		notSentDoc(ep.NotSentBy))
 }
 
 // eventStructDoc is the doc of one of an event's structs.
 func eventStructDoc(ep *eventPlan, sp *structPlan) string {
 	switch {
 	case sp == ep.Struct:
-		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery.", sp.GoName, article(ep.Name), ep.Name), sp.Doc)
+		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery.", sp.GoName, article(ep.Name), ep.Name), sp.Doc, notSentDoc(sp.NotSentBy))
 	case !sp.Unknown:
-		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery with action %q.", sp.GoName, article(ep.Name), ep.Name, sp.Action), sp.Doc)
+		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery with action %q.", sp.GoName, article(ep.Name), ep.Name, sp.Action), sp.Doc, notSentDoc(sp.NotSentBy))
 	case ep.FreeForm:
 		return joinDoc(fmt.Sprintf("%s is the payload of %s %q delivery with an action the schema does not list: "+
 			"its actions are free-form, and all have this shape. Raw holds the whole payload.", sp.GoName, article(ep.Name), ep.Name), sp.Doc)

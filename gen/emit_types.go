@@ -39,7 +39,7 @@ func (g *generator) structDecl(f *jen.File, sp *structPlan, comment jen.Code) {
 	f.Add(comment)
 	f.Type().Id(sp.GoName).StructFunc(func(gr *jen.Group) {
 		for _, fp := range sp.Fields {
-			gr.Add(doc(fp.Doc))
+			gr.Add(doc(joinDoc(fp.Doc, notSentDoc(fp.NotSentBy))))
 			gr.Id(fp.GoName).Add(g.fieldType(fp)).Tag(jsonTag(fp))
 		}
 		if sp.Unknown {

@@ -42,6 +42,9 @@ type structPlan struct {
 	Action string
 	// Unknown marks the unknown-action type of an event with actions.
 	Unknown bool
+	// NotSentBy are the server variants that never send the action (or the
+	// event, for an event's one struct).
+	NotSentBy []string
 }
 
 // fieldPlan is one field of a generated struct.
@@ -58,6 +61,8 @@ type fieldPlan struct {
 	Value int
 	// Required and Nullable are the schema's.
 	Required, Nullable bool
+	// NotSentBy are the server variants that never send the member.
+	NotSentBy []string
 }
 
 // collection reports whether values of e can be nil (slices, maps, raw values).
@@ -106,6 +111,8 @@ type eventPlan struct {
 	Getters []*getterPlan
 	// FreeForm reports that any action may arrive (Event.OtherActionsType).
 	FreeForm bool
+	// NotSentBy are the server variants that never send the event.
+	NotSentBy []string
 }
 
 // fieldGetter is a struct's nil-safe GetX method of one of its fields.
@@ -114,20 +121,21 @@ type fieldGetter struct {
 	Field  *fieldPlan
 }
 
-// navigated are the members users reach for on every payload, whatever their
-// type: every struct that has one has its getter, so that a chain such as
-// p.GetRepository().GetOwner() never needs a nil check of its own.
-var navigated = map[string]bool{
-	"action": true, "enterprise": true, "installation": true,
-	"organization": true, "repository": true, "sender": true,
-}
+// navigated are the members users reach for on every payload, whatever its
+// action: when some actions of an event have one, with one type, the actions
+// that lack it get it too, optional (see eventOf), so that the event's
+// interface offers it. The forge sends them on every delivery to an app or
+// organization; a spec that leaves one out of an action leaves it out by
+// accident.
+var navigated = []string{"enterprise", "installation", "organization", "repository", "sender"}
 
-// gettersOf returns the fields of sp that get a GetX method, in field order:
-// the navigated members, every optional scalar (a pointer to a builtin, a
-// timestamp or an enum, whose getter returns the value, or the zero value
-// for nil, as go-github's do), and, on an event's structs, the members its
-// interface offers. The action of an event's struct has its own method (see
-// eventMethods) and is left out here.
+// gettersOf returns a GetX method for every field of sp, in field order: one
+// rule, so that a chain such as p.GetInstallation().GetID() always compiles
+// and never needs a nil check. A getter returns the value of a scalar (the
+// zero value for an absent one), the collection itself, or a pointer to a
+// struct or union (nil for an absent one). On an event's structs the methods
+// its interface offers keep their names, and the action has its own method
+// (see eventMethods).
 func (p *plan) gettersOf(sp *structPlan) []*fieldGetter {
 	shared := map[string]string{}
 	inEvent := sp.Event != nil && sp.Event.Iface != ""
@@ -142,12 +150,10 @@ func (p *plan) gettersOf(sp *structPlan) []*fieldGetter {
 			continue
 		}
 		method := shared[f.JSON]
-		if method == "" && (navigated[f.JSON] || f.Ptr && p.scalar(f.Expr)) {
+		if method == "" {
 			method = "Get" + f.GoName
 		}
-		if method != "" {
-			out = append(out, &fieldGetter{Method: method, Field: f})
-		}
+		out = append(out, &fieldGetter{Method: method, Field: f})
 	}
 	return out
 }
@@ -431,7 +437,7 @@ func (p *plan) structOf(t *Type, goName, doc string) (*structPlan, error) {
 // add appends a field, numbering it among the value fields when it is one.
 func (sp *structPlan) add(fp *fieldPlan) {
 	fp.Value = -1
-	if fp.Required && !fp.Nullable {
+	if fp.Required && !fp.Nullable && !fp.Ptr {
 		fp.Value = sp.NValue
 		sp.NValue++
 	}
@@ -451,8 +457,8 @@ func fieldOf(f Field) (*fieldPlan, error) {
 	}
 	return &fieldPlan{
 		JSON: f.JSON, GoName: name, Doc: f.Description, Expr: e,
-		Ptr:      (!f.Required || f.Nullable) && !collection(e),
-		Required: f.Required, Nullable: f.Nullable,
+		Ptr:      (!f.Required || f.Nullable || f.Pointer) && !collection(e),
+		Required: f.Required, Nullable: f.Nullable, NotSentBy: f.NotSentBy,
 	}, nil
 }
 
@@ -475,7 +481,7 @@ func (p *plan) eventOf(ev *Event) (*eventPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event %q: %w", ev.Name, err)
 	}
-	ep := &eventPlan{Name: ev.Name, GoBase: base, Doc: ev.Description, FreeForm: ev.OtherActionsType != ""}
+	ep := &eventPlan{Name: ev.Name, GoBase: base, Doc: ev.Description, FreeForm: ev.OtherActionsType != "", NotSentBy: ev.NotSentBy}
 	typeOf := func(name string) (*Type, error) {
 		t := p.types[name]
 		if t == nil {
@@ -492,7 +498,7 @@ func (p *plan) eventOf(ev *Event) (*eventPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		sp.Event = ep
+		sp.Event, sp.NotSentBy = ep, ev.NotSentBy
 		ep.Struct = sp
 		return ep, nil
 	}
@@ -510,9 +516,11 @@ func (p *plan) eventOf(ev *Event) (*eventPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		sp.Event, sp.Action = ep, a.Name
+		sp.Event, sp.Action, sp.NotSentBy = ep, a.Name, union(ev.NotSentBy, a.NotSentBy)
 		ep.Actions = append(ep.Actions, sp)
 	}
+
+	addNavigated(ep.Actions)
 
 	// The unknown-action type: the shape of free-form actions when the schema
 	// gives one, else the fields every action shares.
@@ -552,6 +560,37 @@ func (p *plan) eventOf(ev *Event) (*eventPlan, error) {
 		ep.Getters = append([]*getterPlan{{Method: "GetAction", JSON: "action"}}, ep.Getters...)
 	}
 	return ep, nil
+}
+
+// addNavigated adds each navigated member that some of actions have, all with
+// one type, to the actions that lack it, as an optional field.
+func addNavigated(actions []*structPlan) {
+	for _, json := range navigated {
+		var have *fieldPlan
+		same := true
+		for _, a := range actions {
+			if f := a.field(json); f != nil {
+				if have != nil && have.Expr.String() != f.Expr.String() {
+					same = false
+				}
+				if have == nil {
+					have = f
+				}
+			}
+		}
+		if have == nil || !same {
+			continue
+		}
+		for _, a := range actions {
+			if a.field(json) == nil {
+				f := *have
+				f.Required, f.Nullable = false, false
+				f.Ptr = !collection(f.Expr)
+				f.Doc = joinDoc(have.Doc, "The spec leaves it out of this action; the forge sends it as it does with the event's other actions.")
+				a.add(&f)
+			}
+		}
+	}
 }
 
 func (sp *structPlan) field(json string) *fieldPlan {
@@ -600,6 +639,32 @@ func (p *plan) names() []string {
 		}
 	}
 	return out
+}
+
+// union returns the sorted union of two lists of variants.
+func union(a, b []string) []string {
+	set := map[string]bool{}
+	for _, v := range append(append([]string(nil), a...), b...) {
+		set[v] = true
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// notSentDoc is the sentence the docs of what some server variants never send
+// carry, or "".
+func notSentDoc(variants []string) string {
+	if len(variants) == 0 {
+		return ""
+	}
+	return "Not sent by " + strings.Join(variants, ", ") + "."
 }
 
 func joinDoc(parts ...string) string {

@@ -24,46 +24,124 @@ import (
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type ActiveLockReason = common.ActiveLockReason
 
 // AdvisoryCWE: A CWE weakness assigned to the advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	CWEID string "cwe_id" required
+//	Name  string "name" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCWEID() string
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AdvisoryCWE = common.AdvisoryCWE
 
 // AdvisoryIdentifier: An advisory identifier.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Type  AdvisoryIdentifierType "type" required
+//	Value string                 "value" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetType() AdvisoryIdentifierType
+//	GetValue() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AdvisoryIdentifier = common.AdvisoryIdentifier
 
 // AdvisoryIdentifierType: The type of advisory identifier.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AdvisoryIdentifierType = common.AdvisoryIdentifierType
 
 // AlertInstance is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	AnalysisKey     string                 "analysis_key" required
+//	Category        *string                "category"
+//	Classifications []string               "classifications"
+//	CommitSHA       *string                "commit_sha"
+//	Environment     string                 "environment" required
+//	Location        *AlertInstanceLocation "location"
+//	Message         *AlertInstanceMessage  "message"
+//	Ref             string                 "ref" required
+//	State           AlertInstanceState     "state" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAnalysisKey() string
+//	GetCategory() string
+//	GetClassifications() []string
+//	GetCommitSHA() string
+//	GetEnvironment() string
+//	GetLocation() *AlertInstanceLocation
+//	GetMessage() *AlertInstanceMessage
+//	GetRef() string
+//	GetState() AlertInstanceState
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type AlertInstance = events_c.AlertInstance
 
 // AlertInstanceLocation is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	EndColumn   *int64  "end_column"
+//	EndLine     *int64  "end_line"
+//	Path        *string "path"
+//	StartColumn *int64  "start_column"
+//	StartLine   *int64  "start_line"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEndColumn() int64
+//	GetEndLine() int64
+//	GetPath() string
+//	GetStartColumn() int64
+//	GetStartLine() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type AlertInstanceLocation = events_c.AlertInstanceLocation
 
 // AlertInstanceMessage is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Text *string "text"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetText() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type AlertInstanceMessage = events_c.AlertInstanceMessage
 
 // AlertInstanceState: State of a code scanning alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AlertInstanceState = common.AlertInstanceState
 
 // App: The forge apps are a new way to extend the forge. They can be installed
@@ -71,26 +149,190 @@ type AlertInstanceState = common.AlertInstanceState
 // repositories. They come with granular permissions and built-in webhooks. The
 // forge apps are first class actors within the forge.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID                 *int64          "id" required, nullable
+//	Slug               *string         "slug"
+//	NodeID             string          "node_id" required
+//	ClientID           *string         "client_id" nullable
+//	Owner              *AppOwner       "owner" required, nullable
+//	Name               string          "name" required
+//	Description        *string         "description" required, nullable
+//	ExternalURL        *string         "external_url" required, nullable
+//	HTMLURL            string          "html_url" required
+//	CreatedAt          *Timestamp      "created_at" required, nullable
+//	UpdatedAt          *Timestamp      "updated_at" required, nullable
+//	Permissions        *AppPermissions "permissions"
+//	Events             []AppEvent      "events"
+//	InstallationsCount *int64          "installations_count"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetClientID() string
+//	GetCreatedAt() Timestamp
+//	GetDescription() string
+//	GetEvents() []AppEvent
+//	GetExternalURL() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetInstallationsCount() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetOwner() *AppOwner
+//	GetPermissions() *AppPermissions
+//	GetSlug() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type App = common.App
 
 // AppEvent is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AppEvent = common.AppEvent
 
 // AppOwner is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AppOwner = common.AppOwner
 
 // AppPermissions: The set of permissions for the forge app
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Issues                                     *PermissionLevel                                          "issues"
+//	Checks                                     *PermissionLevel                                          "checks"
+//	Metadata                                   *PermissionLevel                                          "metadata"
+//	Contents                                   *PermissionLevel                                          "contents"
+//	Deployments                                *PermissionLevel                                          "deployments"
+//	Actions                                    *PermissionLevel                                          "actions"
+//	Administration                             *PermissionLevel                                          "administration"
+//	ContentReferences                          *PermissionLevel                                          "content_references"
+//	Discussions                                *PermissionLevel                                          "discussions"
+//	Emails                                     *PermissionLevel                                          "emails"
+//	Environments                               *PermissionLevel                                          "environments"
+//	Keys                                       *PermissionLevel                                          "keys"
+//	Members                                    *PermissionLevel                                          "members"
+//	OrganizationAdministration                 *PermissionLevel                                          "organization_administration"
+//	OrganizationHooks                          *PermissionLevel                                          "organization_hooks"
+//	OrganizationPackages                       *PermissionLevel                                          "organization_packages"
+//	OrganizationPlan                           *PermissionLevel                                          "organization_plan"
+//	OrganizationProjects                       *AppPermissionsEnterpriseCustomPropertiesForOrganizations "organization_projects"
+//	OrganizationSecrets                        *PermissionLevel                                          "organization_secrets"
+//	OrganizationSelfHostedRunners              *PermissionLevel                                          "organization_self_hosted_runners"
+//	OrganizationUserBlocking                   *PermissionLevel                                          "organization_user_blocking"
+//	Packages                                   *PermissionLevel                                          "packages"
+//	Pages                                      *PermissionLevel                                          "pages"
+//	PullRequests                               *PermissionLevel                                          "pull_requests"
+//	RepositoryHooks                            *PermissionLevel                                          "repository_hooks"
+//	RepositoryProjects                         *AppPermissionsEnterpriseCustomPropertiesForOrganizations "repository_projects"
+//	SecretScanningAlerts                       *PermissionLevel                                          "secret_scanning_alerts"
+//	Secrets                                    *PermissionLevel                                          "secrets"
+//	SecurityEvents                             *PermissionLevel                                          "security_events"
+//	SecurityScanningAlert                      *PermissionLevel                                          "security_scanning_alert"
+//	SingleFile                                 *PermissionLevel                                          "single_file"
+//	Statuses                                   *PermissionLevel                                          "statuses"
+//	TeamDiscussions                            *PermissionLevel                                          "team_discussions"
+//	VulnerabilityAlerts                        *PermissionLevel                                          "vulnerability_alerts"
+//	Workflows                                  *PermissionLevel                                          "workflows"
+//	ArtifactMetadata                           *PermissionLevel                                          "artifact_metadata"
+//	Attestations                               *PermissionLevel                                          "attestations"
+//	CopilotRequests                            *AppPermissionsCopilotRequests                            "copilot_requests"
+//	MergeQueues                                *PermissionLevel                                          "merge_queues"
+//	Models                                     *PermissionLevel                                          "models"
+//	Codespaces                                 *PermissionLevel                                          "codespaces"
+//	DependabotSecrets                          *PermissionLevel                                          "dependabot_secrets"
+//	RepositoryCustomProperties                 *PermissionLevel                                          "repository_custom_properties"
+//	CustomPropertiesForOrganizations           *PermissionLevel                                          "custom_properties_for_organizations"
+//	OrganizationCustomRoles                    *PermissionLevel                                          "organization_custom_roles"
+//	OrganizationCustomOrgRoles                 *PermissionLevel                                          "organization_custom_org_roles"
+//	OrganizationCustomProperties               *AppPermissionsEnterpriseCustomPropertiesForOrganizations "organization_custom_properties"
+//	OrganizationCopilotSeatManagement          *AppPermissionsCopilotRequests                            "organization_copilot_seat_management"
+//	OrganizationAnnouncementBanners            *PermissionLevel                                          "organization_announcement_banners"
+//	OrganizationEvents                         *AppPermissionsOrganizationEvents                         "organization_events"
+//	OrganizationPersonalAccessTokens           *PermissionLevel                                          "organization_personal_access_tokens"
+//	OrganizationPersonalAccessTokenRequests    *PermissionLevel                                          "organization_personal_access_token_requests"
+//	EmailAddresses                             *PermissionLevel                                          "email_addresses"
+//	Followers                                  *PermissionLevel                                          "followers"
+//	GitSSHKeys                                 *PermissionLevel                                          "git_ssh_keys"
+//	GPGKeys                                    *PermissionLevel                                          "gpg_keys"
+//	InteractionLimits                          *PermissionLevel                                          "interaction_limits"
+//	Profile                                    *AppPermissionsCopilotRequests                            "profile"
+//	Starring                                   *PermissionLevel                                          "starring"
+//	EnterpriseCustomPropertiesForOrganizations *AppPermissionsEnterpriseCustomPropertiesForOrganizations "enterprise_custom_properties_for_organizations"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActions() PermissionLevel
+//	GetAdministration() PermissionLevel
+//	GetArtifactMetadata() PermissionLevel
+//	GetAttestations() PermissionLevel
+//	GetChecks() PermissionLevel
+//	GetCodespaces() PermissionLevel
+//	GetContentReferences() PermissionLevel
+//	GetContents() PermissionLevel
+//	GetCopilotRequests() AppPermissionsCopilotRequests
+//	GetCustomPropertiesForOrganizations() PermissionLevel
+//	GetDependabotSecrets() PermissionLevel
+//	GetDeployments() PermissionLevel
+//	GetDiscussions() PermissionLevel
+//	GetEmailAddresses() PermissionLevel
+//	GetEmails() PermissionLevel
+//	GetEnterpriseCustomPropertiesForOrganizations() AppPermissionsEnterpriseCustomPropertiesForOrganizations
+//	GetEnvironments() PermissionLevel
+//	GetFollowers() PermissionLevel
+//	GetGPGKeys() PermissionLevel
+//	GetGitSSHKeys() PermissionLevel
+//	GetInteractionLimits() PermissionLevel
+//	GetIssues() PermissionLevel
+//	GetKeys() PermissionLevel
+//	GetMembers() PermissionLevel
+//	GetMergeQueues() PermissionLevel
+//	GetMetadata() PermissionLevel
+//	GetModels() PermissionLevel
+//	GetOrganizationAdministration() PermissionLevel
+//	GetOrganizationAnnouncementBanners() PermissionLevel
+//	GetOrganizationCopilotSeatManagement() AppPermissionsCopilotRequests
+//	GetOrganizationCustomOrgRoles() PermissionLevel
+//	GetOrganizationCustomProperties() AppPermissionsEnterpriseCustomPropertiesForOrganizations
+//	GetOrganizationCustomRoles() PermissionLevel
+//	GetOrganizationEvents() AppPermissionsOrganizationEvents
+//	GetOrganizationHooks() PermissionLevel
+//	GetOrganizationPackages() PermissionLevel
+//	GetOrganizationPersonalAccessTokenRequests() PermissionLevel
+//	GetOrganizationPersonalAccessTokens() PermissionLevel
+//	GetOrganizationPlan() PermissionLevel
+//	GetOrganizationProjects() AppPermissionsEnterpriseCustomPropertiesForOrganizations
+//	GetOrganizationSecrets() PermissionLevel
+//	GetOrganizationSelfHostedRunners() PermissionLevel
+//	GetOrganizationUserBlocking() PermissionLevel
+//	GetPackages() PermissionLevel
+//	GetPages() PermissionLevel
+//	GetProfile() AppPermissionsCopilotRequests
+//	GetPullRequests() PermissionLevel
+//	GetRepositoryCustomProperties() PermissionLevel
+//	GetRepositoryHooks() PermissionLevel
+//	GetRepositoryProjects() AppPermissionsEnterpriseCustomPropertiesForOrganizations
+//	GetSecretScanningAlerts() PermissionLevel
+//	GetSecrets() PermissionLevel
+//	GetSecurityEvents() PermissionLevel
+//	GetSecurityScanningAlert() PermissionLevel
+//	GetSingleFile() PermissionLevel
+//	GetStarring() PermissionLevel
+//	GetStatuses() PermissionLevel
+//	GetTeamDiscussions() PermissionLevel
+//	GetVulnerabilityAlerts() PermissionLevel
+//	GetWorkflows() PermissionLevel
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AppPermissions = common.AppPermissions
 
 // AppPermissionsCopilotRequests: The level of permission to grant the access
@@ -100,7 +342,7 @@ type AppPermissions = common.AppPermissions
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AppPermissionsCopilotRequests = common.AppPermissionsCopilotRequests
 
 // AppPermissionsEnterpriseCustomPropertiesForOrganizations: The level of
@@ -109,7 +351,7 @@ type AppPermissionsCopilotRequests = common.AppPermissionsCopilotRequests
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AppPermissionsEnterpriseCustomPropertiesForOrganizations = common.AppPermissionsEnterpriseCustomPropertiesForOrganizations
 
 // AppPermissionsOrganizationEvents: The level of permission to grant the access
@@ -117,14 +359,14 @@ type AppPermissionsEnterpriseCustomPropertiesForOrganizations = common.AppPermis
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AppPermissionsOrganizationEvents = common.AppPermissionsOrganizationEvents
 
 // AuthorAssociation: How the author is associated with the repository.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type AuthorAssociation = common.AuthorAssociation
 
 // BranchProtectionConfigurationDisabledEvent is the payload of a
@@ -132,7 +374,28 @@ type AuthorAssociation = common.AuthorAssociation
 //
 // All branch protections were disabled for a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionConfigurationDisabledEvent = events_b.BranchProtectionConfigurationDisabledEvent
 
 // BranchProtectionConfigurationEnabledEvent is the payload of a
@@ -140,7 +403,28 @@ type BranchProtectionConfigurationDisabledEvent = events_b.BranchProtectionConfi
 //
 // All branch protections were enabled for a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionConfigurationEnabledEvent = events_b.BranchProtectionConfigurationEnabledEvent
 
 // BranchProtectionConfigurationEvent is the payload of a
@@ -162,7 +446,18 @@ type BranchProtectionConfigurationEnabledEvent = events_b.BranchProtectionConfig
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionConfigurationEvent = events_b.BranchProtectionConfigurationEvent
 
 // BranchProtectionConfigurationUnknownEvent is the payload of a
@@ -171,7 +466,29 @@ type BranchProtectionConfigurationEvent = events_b.BranchProtectionConfiguration
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionConfigurationUnknownEvent = events_b.BranchProtectionConfigurationUnknownEvent
 
 // BranchProtectionRule: The branch protection rule. Includes a `name` and all
@@ -179,7 +496,71 @@ type BranchProtectionConfigurationUnknownEvent = events_b.BranchProtectionConfig
 // Binary settings are boolean. Multi-level configurations are one of `off`,
 // `non_admins`, or `everyone`. Actor and build lists are arrays of strings.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	AdminEnforced                            bool                                                "admin_enforced" required
+//	AllowDeletionsEnforcementLevel           BranchProtectionRuleAllowDeletionsEnforcementLevel  "allow_deletions_enforcement_level" required
+//	AllowForcePushesEnforcementLevel         BranchProtectionRuleAllowDeletionsEnforcementLevel  "allow_force_pushes_enforcement_level" required
+//	AuthorizedActorNames                     []string                                            "authorized_actor_names" required
+//	AuthorizedActorsOnly                     bool                                                "authorized_actors_only" required
+//	AuthorizedDismissalActorsOnly            bool                                                "authorized_dismissal_actors_only" required
+//	CreateProtected                          *bool                                               "create_protected"
+//	CreatedAt                                Timestamp                                           "created_at" required
+//	DismissStaleReviewsOnPush                bool                                                "dismiss_stale_reviews_on_push" required
+//	ID                                       int64                                               "id" required
+//	IgnoreApprovalsFromContributors          bool                                                "ignore_approvals_from_contributors" required
+//	LinearHistoryRequirementEnforcementLevel BranchProtectionRuleAllowDeletionsEnforcementLevel  "linear_history_requirement_enforcement_level" required
+//	LockBranchEnforcementLevel               *BranchProtectionRuleAllowDeletionsEnforcementLevel "lock_branch_enforcement_level"
+//	LockAllowsForkSync                       *bool                                               "lock_allows_fork_sync"
+//	MergeQueueEnforcementLevel               BranchProtectionRuleAllowDeletionsEnforcementLevel  "merge_queue_enforcement_level" required
+//	Name                                     string                                              "name" required
+//	PullRequestReviewsEnforcementLevel       BranchProtectionRuleAllowDeletionsEnforcementLevel  "pull_request_reviews_enforcement_level" required
+//	RepositoryID                             int64                                               "repository_id" required
+//	RequireCodeOwnerReview                   bool                                                "require_code_owner_review" required
+//	RequireLastPushApproval                  *bool                                               "require_last_push_approval"
+//	RequiredApprovingReviewCount             int64                                               "required_approving_review_count" required
+//	RequiredConversationResolutionLevel      BranchProtectionRuleAllowDeletionsEnforcementLevel  "required_conversation_resolution_level" required
+//	RequiredDeploymentsEnforcementLevel      BranchProtectionRuleAllowDeletionsEnforcementLevel  "required_deployments_enforcement_level" required
+//	RequiredStatusChecks                     []string                                            "required_status_checks" required
+//	RequiredStatusChecksEnforcementLevel     BranchProtectionRuleAllowDeletionsEnforcementLevel  "required_status_checks_enforcement_level" required
+//	SignatureRequirementEnforcementLevel     BranchProtectionRuleAllowDeletionsEnforcementLevel  "signature_requirement_enforcement_level" required
+//	StrictRequiredStatusChecksPolicy         bool                                                "strict_required_status_checks_policy" required
+//	UpdatedAt                                Timestamp                                           "updated_at" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdminEnforced() bool
+//	GetAllowDeletionsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetAllowForcePushesEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetAuthorizedActorNames() []string
+//	GetAuthorizedActorsOnly() bool
+//	GetAuthorizedDismissalActorsOnly() bool
+//	GetCreateProtected() bool
+//	GetCreatedAt() Timestamp
+//	GetDismissStaleReviewsOnPush() bool
+//	GetID() int64
+//	GetIgnoreApprovalsFromContributors() bool
+//	GetLinearHistoryRequirementEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetLockAllowsForkSync() bool
+//	GetLockBranchEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetMergeQueueEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetName() string
+//	GetPullRequestReviewsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetRepositoryID() int64
+//	GetRequireCodeOwnerReview() bool
+//	GetRequireLastPushApproval() bool
+//	GetRequiredApprovingReviewCount() int64
+//	GetRequiredConversationResolutionLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetRequiredDeploymentsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetRequiredStatusChecks() []string
+//	GetRequiredStatusChecksEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetSignatureRequirementEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	GetStrictRequiredStatusChecksPolicy() bool
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRule = events_b.BranchProtectionRule
 
 // BranchProtectionRuleAllowDeletionsEnforcementLevel: The enforcement level of
@@ -189,7 +570,7 @@ type BranchProtectionRule = events_b.BranchProtectionRule
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleAllowDeletionsEnforcementLevel = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevel
 
 // BranchProtectionRuleCreatedEvent is the payload of a "branch_protection_rule"
@@ -197,7 +578,30 @@ type BranchProtectionRuleAllowDeletionsEnforcementLevel = events_b.BranchProtect
 //
 // A branch protection rule was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string               "action" required
+//	Enterprise   *Enterprise          "enterprise"
+//	Installation *SimpleInstallation  "installation"
+//	Organization *Organization        "organization"
+//	Repository   Repository           "repository" required
+//	Rule         BranchProtectionRule "rule" required
+//	Sender       User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRule() *BranchProtectionRule
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleCreatedEvent = events_b.BranchProtectionRuleCreatedEvent
 
 // BranchProtectionRuleDeletedEvent is the payload of a "branch_protection_rule"
@@ -205,25 +609,98 @@ type BranchProtectionRuleCreatedEvent = events_b.BranchProtectionRuleCreatedEven
 //
 // A branch protection rule was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string               "action" required
+//	Enterprise   *Enterprise          "enterprise"
+//	Installation *SimpleInstallation  "installation"
+//	Organization *Organization        "organization"
+//	Repository   Repository           "repository" required
+//	Rule         BranchProtectionRule "rule" required
+//	Sender       User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRule() *BranchProtectionRule
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleDeletedEvent = events_b.BranchProtectionRuleDeletedEvent
 
 // BranchProtectionRuleEditedChanges: If the action was `edited`, the changes to
 // the rule.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	AdminEnforced                            *BranchProtectionRuleEditedChangesAdminEnforced        "admin_enforced"
+//	AuthorizedActorNames                     *BranchProtectionRuleEditedChangesAuthorizedActorNames "authorized_actor_names"
+//	AuthorizedActorsOnly                     *BranchProtectionRuleEditedChangesAdminEnforced        "authorized_actors_only"
+//	AuthorizedDismissalActorsOnly            *BranchProtectionRuleEditedChangesAdminEnforced        "authorized_dismissal_actors_only"
+//	LinearHistoryRequirementEnforcementLevel *EnforcementLevel                                      "linear_history_requirement_enforcement_level"
+//	LockBranchEnforcementLevel               *EnforcementLevel                                      "lock_branch_enforcement_level"
+//	LockAllowsForkSync                       *BranchProtectionRuleEditedChangesAdminEnforced        "lock_allows_fork_sync"
+//	PullRequestReviewsEnforcementLevel       *EnforcementLevel                                      "pull_request_reviews_enforcement_level"
+//	RequireLastPushApproval                  *BranchProtectionRuleEditedChangesAdminEnforced        "require_last_push_approval"
+//	RequiredStatusChecks                     *BranchProtectionRuleEditedChangesAuthorizedActorNames "required_status_checks"
+//	RequiredStatusChecksEnforcementLevel     *EnforcementLevel                                      "required_status_checks_enforcement_level"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdminEnforced() *BranchProtectionRuleEditedChangesAdminEnforced
+//	GetAuthorizedActorNames() *BranchProtectionRuleEditedChangesAuthorizedActorNames
+//	GetAuthorizedActorsOnly() *BranchProtectionRuleEditedChangesAdminEnforced
+//	GetAuthorizedDismissalActorsOnly() *BranchProtectionRuleEditedChangesAdminEnforced
+//	GetLinearHistoryRequirementEnforcementLevel() *EnforcementLevel
+//	GetLockAllowsForkSync() *BranchProtectionRuleEditedChangesAdminEnforced
+//	GetLockBranchEnforcementLevel() *EnforcementLevel
+//	GetPullRequestReviewsEnforcementLevel() *EnforcementLevel
+//	GetRequireLastPushApproval() *BranchProtectionRuleEditedChangesAdminEnforced
+//	GetRequiredStatusChecks() *BranchProtectionRuleEditedChangesAuthorizedActorNames
+//	GetRequiredStatusChecksEnforcementLevel() *EnforcementLevel
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleEditedChanges = events_b.BranchProtectionRuleEditedChanges
 
 // BranchProtectionRuleEditedChangesAdminEnforced is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	From *bool "from" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleEditedChangesAdminEnforced = events_b.BranchProtectionRuleEditedChangesAdminEnforced
 
 // BranchProtectionRuleEditedChangesAuthorizedActorNames is a type of the
 // forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	From []string "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleEditedChangesAuthorizedActorNames = events_b.BranchProtectionRuleEditedChangesAuthorizedActorNames
 
 // BranchProtectionRuleEditedEvent is the payload of a "branch_protection_rule"
@@ -231,7 +708,32 @@ type BranchProtectionRuleEditedChangesAuthorizedActorNames = events_b.BranchProt
 //
 // A branch protection rule was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                             "action" required
+//	Changes      *BranchProtectionRuleEditedChanges "changes"
+//	Enterprise   *Enterprise                        "enterprise"
+//	Installation *SimpleInstallation                "installation"
+//	Organization *Organization                      "organization"
+//	Repository   Repository                         "repository" required
+//	Rule         BranchProtectionRule               "rule" required
+//	Sender       User                               "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *BranchProtectionRuleEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRule() *BranchProtectionRule
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleEditedEvent = events_b.BranchProtectionRuleEditedEvent
 
 // BranchProtectionRuleEvent is the payload of a "branch_protection_rule"
@@ -250,7 +752,19 @@ type BranchProtectionRuleEditedEvent = events_b.BranchProtectionRuleEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRule() *BranchProtectionRule
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleEvent = events_b.BranchProtectionRuleEvent
 
 // BranchProtectionRuleUnknownEvent is the payload of a "branch_protection_rule"
@@ -258,22 +772,112 @@ type BranchProtectionRuleEvent = events_b.BranchProtectionRuleEvent
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                "action" required
+//	Enterprise   *Enterprise           "enterprise"
+//	Installation *SimpleInstallation   "installation"
+//	Organization *Organization         "organization"
+//	Repository   *Repository           "repository"
+//	Rule         *BranchProtectionRule "rule"
+//	Sender       *User                 "sender"
+//	Raw          json.RawMessage       the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRule() *BranchProtectionRule
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type BranchProtectionRuleUnknownEvent = events_b.BranchProtectionRuleUnknownEvent
 
 // CVSSSeverities is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	CVSSV3 *CVSSSeveritiesCVSSV3 "cvss_v3" nullable
+//	CVSSV4 *CVSSSeveritiesCVSSV3 "cvss_v4" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCVSSV3() *CVSSSeveritiesCVSSV3
+//	GetCVSSV4() *CVSSSeveritiesCVSSV3
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type CVSSSeverities = common.CVSSSeverities
 
 // CVSSSeveritiesCVSSV3 is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	VectorString *string  "vector_string" required, nullable
+//	Score        *float64 "score" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetScore() float64
+//	GetVectorString() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type CVSSSeveritiesCVSSV3 = common.CVSSSeveritiesCVSSV3
 
 // CheckRun: A check performed on the code of a given code change
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	App          *App                  "app" required, nullable
+//	CheckSuite   SimpleCheckSuite      "check_suite" required
+//	CompletedAt  *Timestamp            "completed_at" required, nullable
+//	Conclusion   *CheckRunConclusion   "conclusion" required, nullable
+//	Deployment   *Deployment           "deployment"
+//	DetailsURL   *string               "details_url"
+//	ExternalID   string                "external_id" required
+//	HeadSHA      string                "head_sha" required
+//	HTMLURL      string                "html_url" required
+//	ID           int64                 "id" required
+//	Name         string                "name" required
+//	NodeID       *string               "node_id"
+//	Output       CheckRunOutput        "output" required
+//	PullRequests []CheckRunPullRequest "pull_requests" required
+//	StartedAt    Timestamp             "started_at" required
+//	Status       CheckRunStatus        "status" required
+//	URL          string                "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetApp() *App
+//	GetCheckSuite() *SimpleCheckSuite
+//	GetCompletedAt() Timestamp
+//	GetConclusion() CheckRunConclusion
+//	GetDeployment() *Deployment
+//	GetDetailsURL() string
+//	GetExternalID() string
+//	GetHTMLURL() string
+//	GetHeadSHA() string
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetOutput() *CheckRunOutput
+//	GetPullRequests() []CheckRunPullRequest
+//	GetStartedAt() Timestamp
+//	GetStatus() CheckRunStatus
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRun = events_c.CheckRun
 
 // CheckRunCompletedEvent is the payload of a "check_run" delivery with action
@@ -281,14 +885,37 @@ type CheckRun = events_c.CheckRun
 //
 // A check run was completed, and a conclusion is available.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckRun     CheckRun            "check_run" required
+//	Installation *SimpleInstallation "installation"
+//	Enterprise   *Enterprise         "enterprise"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckRun() *CheckRun
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunCompletedEvent = events_c.CheckRunCompletedEvent
 
 // CheckRunConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunConclusion = events_c.CheckRunConclusion
 
 // CheckRunCreatedEvent is the payload of a "check_run" delivery with action
@@ -296,7 +923,30 @@ type CheckRunConclusion = events_c.CheckRunConclusion
 //
 // A new check run was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckRun     CheckRun            "check_run" required
+//	Installation *SimpleInstallation "installation"
+//	Enterprise   *Enterprise         "enterprise"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckRun() *CheckRun
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunCreatedEvent = events_c.CheckRunCreatedEvent
 
 // CheckRunEvent is the payload of a "check_run" delivery: one of
@@ -327,27 +977,99 @@ type CheckRunCreatedEvent = events_c.CheckRunCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Methods:
+//
+//	GetAction() string
+//	GetCheckRun() *CheckRun
+//	GetInstallation() *SimpleInstallation
+//	GetEnterprise() *Enterprise
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunEvent = events_c.CheckRunEvent
 
 // CheckRunOutput is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	AnnotationsCount int64   "annotations_count" required
+//	AnnotationsURL   string  "annotations_url" required
+//	Summary          *string "summary" required, nullable
+//	Text             *string "text" required, nullable
+//	Title            *string "title" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAnnotationsCount() int64
+//	GetAnnotationsURL() string
+//	GetSummary() string
+//	GetText() string
+//	GetTitle() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunOutput = events_c.CheckRunOutput
 
 // CheckRunPullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID     int64                   "id" required
+//	Number int64                   "number" required
+//	URL    string                  "url" required
+//	Head   CheckRunPullRequestBase "head" required
+//	Base   CheckRunPullRequestBase "base" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBase() *CheckRunPullRequestBase
+//	GetHead() *CheckRunPullRequestBase
+//	GetID() int64
+//	GetNumber() int64
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type CheckRunPullRequest = common.CheckRunPullRequest
 
 // CheckRunPullRequestBase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Ref  string  "ref" required
+//	SHA  string  "sha" required
+//	Repo RepoRef "repo" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRef() string
+//	GetRepo() *RepoRef
+//	GetSHA() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type CheckRunPullRequestBase = common.CheckRunPullRequestBase
 
 // CheckRunRequestedAction: The action requested by the user.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Identifier *string "identifier"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetIdentifier() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunRequestedAction = events_c.CheckRunRequestedAction
 
 // CheckRunRequestedActionEvent is the payload of a "check_run" delivery with
@@ -358,7 +1080,32 @@ type CheckRunRequestedAction = events_c.CheckRunRequestedAction
 // receive the `requested_action` payload. For more information, see "Creating
 // CI tests with the Checks API."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string                   "action" required
+//	CheckRun        CheckRun                 "check_run" required
+//	Installation    *SimpleInstallation      "installation"
+//	Enterprise      *Enterprise              "enterprise"
+//	Organization    *Organization            "organization"
+//	Repository      Repository               "repository" required
+//	RequestedAction *CheckRunRequestedAction "requested_action"
+//	Sender          User                     "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckRun() *CheckRun
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRequestedAction() *CheckRunRequestedAction
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunRequestedActionEvent = events_c.CheckRunRequestedActionEvent
 
 // CheckRunRerequestedEvent is the payload of a "check_run" delivery with action
@@ -367,14 +1114,37 @@ type CheckRunRequestedActionEvent = events_c.CheckRunRequestedActionEvent
 // Someone requested to re-run a check run. Only the forge App that someone
 // requests to re-run the check will receive the `rerequested` payload.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckRun     CheckRun            "check_run" required
+//	Installation *SimpleInstallation "installation"
+//	Enterprise   *Enterprise         "enterprise"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckRun() *CheckRun
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunRerequestedEvent = events_c.CheckRunRerequestedEvent
 
 // CheckRunStatus: The phase of the lifecycle that the check is currently in.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunStatus = events_c.CheckRunStatus
 
 // CheckRunUnknownEvent is the payload of a "check_run" delivery whose action
@@ -382,12 +1152,80 @@ type CheckRunStatus = events_c.CheckRunStatus
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckRun     *CheckRun           "check_run"
+//	Installation *SimpleInstallation "installation"
+//	Enterprise   *Enterprise         "enterprise"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckRun() *CheckRun
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckRunUnknownEvent = events_c.CheckRunUnknownEvent
 
 // CheckSuite: The check_suite.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	After                *string               "after" required, nullable
+//	App                  App                   "app" required
+//	Before               *string               "before" required, nullable
+//	CheckRunsURL         string                "check_runs_url" required
+//	Conclusion           *CheckSuiteConclusion "conclusion" required, nullable
+//	CreatedAt            Timestamp             "created_at" required
+//	HeadBranch           *string               "head_branch" required, nullable
+//	HeadCommit           SimpleCommit          "head_commit" required
+//	HeadSHA              string                "head_sha" required
+//	ID                   int64                 "id" required
+//	LatestCheckRunsCount int64                 "latest_check_runs_count" required
+//	NodeID               string                "node_id" required
+//	PullRequests         []CheckRunPullRequest "pull_requests" required
+//	Rerequestable        *bool                 "rerequestable"
+//	RunsRerequestable    *bool                 "runs_rerequestable"
+//	Status               *CheckSuiteStatus     "status" required, nullable
+//	UpdatedAt            Timestamp             "updated_at" required
+//	URL                  string                "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAfter() string
+//	GetApp() *App
+//	GetBefore() string
+//	GetCheckRunsURL() string
+//	GetConclusion() CheckSuiteConclusion
+//	GetCreatedAt() Timestamp
+//	GetHeadBranch() string
+//	GetHeadCommit() *SimpleCommit
+//	GetHeadSHA() string
+//	GetID() int64
+//	GetLatestCheckRunsCount() int64
+//	GetNodeID() string
+//	GetPullRequests() []CheckRunPullRequest
+//	GetRerequestable() bool
+//	GetRunsRerequestable() bool
+//	GetStatus() CheckSuiteStatus
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckSuite = events_c.CheckSuite
 
 // CheckSuiteCompletedEvent is the payload of a "check_suite" delivery with
@@ -396,7 +1234,30 @@ type CheckSuite = events_c.CheckSuite
 // All check runs in a check suite have completed, and a conclusion is
 // available.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckSuite   CheckSuite          "check_suite" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckSuite() *CheckSuite
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckSuiteCompletedEvent = events_c.CheckSuiteCompletedEvent
 
 // CheckSuiteConclusion: The summary conclusion for all check runs that are part
@@ -405,7 +1266,7 @@ type CheckSuiteCompletedEvent = events_c.CheckSuiteCompletedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type CheckSuiteConclusion = common.CheckSuiteConclusion
 
 // CheckSuiteEvent is the payload of a "check_suite" delivery: one of
@@ -436,7 +1297,19 @@ type CheckSuiteConclusion = common.CheckSuiteConclusion
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Methods:
+//
+//	GetAction() string
+//	GetCheckSuite() *CheckSuite
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckSuiteEvent = events_c.CheckSuiteEvent
 
 // CheckSuiteRequestedEvent is the payload of a "check_suite" delivery with
@@ -447,7 +1320,30 @@ type CheckSuiteEvent = events_c.CheckSuiteEvent
 // the GraphQL API documentation for creating a check run or "Create a check
 // run" in the REST API documentation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckSuite   CheckSuite          "check_suite" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckSuite() *CheckSuite
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckSuiteRequestedEvent = events_c.CheckSuiteRequestedEvent
 
 // CheckSuiteRerequestedEvent is the payload of a "check_suite" delivery with
@@ -457,7 +1353,30 @@ type CheckSuiteRequestedEvent = events_c.CheckSuiteRequestedEvent
 // information, see the GraphQL API documentation for creating a check suite or
 // "Create a check suite" in the REST API documentation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckSuite   CheckSuite          "check_suite" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckSuite() *CheckSuite
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckSuiteRerequestedEvent = events_c.CheckSuiteRerequestedEvent
 
 // CheckSuiteStatus: The summary status for all check runs that are part of the
@@ -465,7 +1384,7 @@ type CheckSuiteRerequestedEvent = events_c.CheckSuiteRerequestedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckSuiteStatus = events_c.CheckSuiteStatus
 
 // CheckSuiteUnknownEvent is the payload of a "check_suite" delivery whose
@@ -473,22 +1392,122 @@ type CheckSuiteStatus = events_c.CheckSuiteStatus
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	CheckSuite   *CheckSuite         "check_suite"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckSuite() *CheckSuite
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CheckSuiteUnknownEvent = events_c.CheckSuiteUnknownEvent
 
 // CodeOfConduct: Code Of Conduct
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Key     string  "key" required
+//	Name    string  "name" required
+//	URL     string  "url" required
+//	Body    *string "body"
+//	HTMLURL *string "html_url" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() string
+//	GetHTMLURL() string
+//	GetKey() string
+//	GetName() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeOfConduct = events_c.CodeOfConduct
 
 // CodeOfConductSimple: Code of Conduct Simple
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	URL     string  "url" required
+//	Key     string  "key" required
+//	Name    string  "name" required
+//	HTMLURL *string "html_url" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHTMLURL() string
+//	GetKey() string
+//	GetName() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type CodeOfConductSimple = events_s.CodeOfConductSimple
 
 // CodeScanningAlert: The code scanning alert involved in the event.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Assignees           []User                            "assignees"
+//	CreatedAt           *Timestamp                        "created_at" required, nullable
+//	DismissedAt         *Timestamp                        "dismissed_at" required, nullable
+//	DismissedBy         *User                             "dismissed_by" required, nullable
+//	DismissedComment    *string                           "dismissed_comment" nullable
+//	DismissedReason     *CodeScanningAlertDismissedReason "dismissed_reason" required, nullable
+//	FixedAt             json.RawMessage                   "fixed_at" nullable
+//	HTMLURL             string                            "html_url" required
+//	MostRecentInstance  *AlertInstance                    "most_recent_instance" nullable
+//	Number              int64                             "number" required
+//	Rule                CodeScanningAlertRule             "rule" required
+//	State               *AlertInstanceState               "state" required, nullable
+//	Tool                *CodeScanningAlertTool            "tool" required, nullable
+//	URL                 string                            "url" required
+//	DismissalApprovedBy *User                             "dismissal_approved_by" nullable
+//	InstancesURL        *string                           "instances_url"
+//	UpdatedAt           *string                           "updated_at" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAssignees() []User
+//	GetCreatedAt() Timestamp
+//	GetDismissalApprovedBy() *User
+//	GetDismissedAt() Timestamp
+//	GetDismissedBy() *User
+//	GetDismissedComment() string
+//	GetDismissedReason() CodeScanningAlertDismissedReason
+//	GetFixedAt() json.RawMessage
+//	GetHTMLURL() string
+//	GetInstancesURL() string
+//	GetMostRecentInstance() *AlertInstance
+//	GetNumber() int64
+//	GetRule() *CodeScanningAlertRule
+//	GetState() AlertInstanceState
+//	GetTool() *CodeScanningAlertTool
+//	GetURL() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlert = events_c.CodeScanningAlert
 
 // CodeScanningAlertAppearedInBranchEvent is the payload of a
@@ -498,7 +1517,34 @@ type CodeScanningAlert = events_c.CodeScanningAlert
 // happen when a branch is merged into or created from a branch with a
 // pre-existing code scanning alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        CodeScanningAlert   "alert" required
+//	CommitOID    string              "commit_oid" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          string              "ref" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertAppearedInBranchEvent = events_c.CodeScanningAlertAppearedInBranchEvent
 
 // CodeScanningAlertClosedByUserEvent is the payload of a "code_scanning_alert"
@@ -506,7 +1552,34 @@ type CodeScanningAlertAppearedInBranchEvent = events_c.CodeScanningAlertAppeared
 //
 // Someone closed a code scanning alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        CodeScanningAlert   "alert" required
+//	CommitOID    string              "commit_oid" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          string              "ref" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertClosedByUserEvent = events_c.CodeScanningAlertClosedByUserEvent
 
 // CodeScanningAlertCreatedEvent is the payload of a "code_scanning_alert"
@@ -514,7 +1587,34 @@ type CodeScanningAlertClosedByUserEvent = events_c.CodeScanningAlertClosedByUser
 //
 // A code scanning alert was created in a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        CodeScanningAlert   "alert" required
+//	CommitOID    string              "commit_oid" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          string              "ref" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertCreatedEvent = events_c.CodeScanningAlertCreatedEvent
 
 // CodeScanningAlertDismissedReason: The reason for dismissing or closing the
@@ -522,7 +1622,7 @@ type CodeScanningAlertCreatedEvent = events_c.CodeScanningAlertCreatedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertDismissedReason = events_c.CodeScanningAlertDismissedReason
 
 // CodeScanningAlertEvent is the payload of a "code_scanning_alert" delivery:
@@ -543,7 +1643,21 @@ type CodeScanningAlertDismissedReason = events_c.CodeScanningAlertDismissedReaso
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Methods:
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertEvent = events_c.CodeScanningAlertEvent
 
 // CodeScanningAlertFixedEvent is the payload of a "code_scanning_alert"
@@ -551,7 +1665,34 @@ type CodeScanningAlertEvent = events_c.CodeScanningAlertEvent
 //
 // A code scanning alert was fixed in a branch by a commit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        CodeScanningAlert   "alert" required
+//	CommitOID    string              "commit_oid" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          string              "ref" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertFixedEvent = events_c.CodeScanningAlertFixedEvent
 
 // CodeScanningAlertReopenedByUserEvent is the payload of a
@@ -559,7 +1700,34 @@ type CodeScanningAlertFixedEvent = events_c.CodeScanningAlertFixedEvent
 //
 // Someone reopened a code scanning alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        CodeScanningAlert   "alert" required
+//	CommitOID    string              "commit_oid" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          string              "ref" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertReopenedByUserEvent = events_c.CodeScanningAlertReopenedByUserEvent
 
 // CodeScanningAlertReopenedEvent is the payload of a "code_scanning_alert"
@@ -567,24 +1735,89 @@ type CodeScanningAlertReopenedByUserEvent = events_c.CodeScanningAlertReopenedBy
 //
 // A previously fixed code scanning alert reappeared in a branch.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        CodeScanningAlert   "alert" required
+//	CommitOID    *string             "commit_oid" required, nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          *string             "ref" required, nullable
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertReopenedEvent = events_c.CodeScanningAlertReopenedEvent
 
 // CodeScanningAlertRule is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Description     string                         "description" required
+//	ID              string                         "id" required
+//	Severity        *CodeScanningAlertRuleSeverity "severity" required, nullable
+//	FullDescription *string                        "full_description"
+//	Help            *string                        "help" nullable
+//	HelpURI         *string                        "help_uri" nullable
+//	Name            *string                        "name"
+//	Tags            []string                       "tags" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDescription() string
+//	GetFullDescription() string
+//	GetHelp() string
+//	GetHelpURI() string
+//	GetID() string
+//	GetName() string
+//	GetSeverity() CodeScanningAlertRuleSeverity
+//	GetTags() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertRule = events_c.CodeScanningAlertRule
 
 // CodeScanningAlertRuleSeverity: The severity of the alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertRuleSeverity = events_c.CodeScanningAlertRuleSeverity
 
 // CodeScanningAlertTool is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Name    string  "name" required
+//	Version *string "version" required, nullable
+//	GUID    *string "guid" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetGUID() string
+//	GetName() string
+//	GetVersion() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertTool = events_c.CodeScanningAlertTool
 
 // CodeScanningAlertUnknownEvent is the payload of a "code_scanning_alert"
@@ -592,13 +1825,55 @@ type CodeScanningAlertTool = events_c.CodeScanningAlertTool
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        *CodeScanningAlert  "alert"
+//	CommitOID    *string             "commit_oid"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          *string             "ref"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetCommitOID() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertUnknownEvent = events_c.CodeScanningAlertUnknownEvent
 
 // CodeScanningTool: A tool that must provide code scanning results for this
 // rule to pass.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	AlertsThreshold         CodeScanningToolAlertsThreshold         "alerts_threshold" required
+//	SecurityAlertsThreshold CodeScanningToolSecurityAlertsThreshold "security_alerts_threshold" required
+//	Tool                    string                                  "tool" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAlertsThreshold() CodeScanningToolAlertsThreshold
+//	GetSecurityAlertsThreshold() CodeScanningToolSecurityAlertsThreshold
+//	GetTool() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type CodeScanningTool = events_r.CodeScanningTool
 
 // CodeScanningToolAlertsThreshold: The severity level at which code scanning
@@ -607,7 +1882,7 @@ type CodeScanningTool = events_r.CodeScanningTool
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type CodeScanningToolAlertsThreshold = events_r.CodeScanningToolAlertsThreshold
 
 // CodeScanningToolSecurityAlertsThreshold: The severity level at which code
@@ -617,17 +1892,83 @@ type CodeScanningToolAlertsThreshold = events_r.CodeScanningToolAlertsThreshold
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type CodeScanningToolSecurityAlertsThreshold = events_r.CodeScanningToolSecurityAlertsThreshold
 
 // Commit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Added     []string  "added"
+//	Author    Committer "author" required
+//	Committer Committer "committer" required
+//	Distinct  bool      "distinct" required
+//	ID        string    "id" required
+//	Message   string    "message" required
+//	Modified  []string  "modified"
+//	Removed   []string  "removed"
+//	Timestamp Timestamp "timestamp" required
+//	TreeID    string    "tree_id" required
+//	URL       string    "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdded() []string
+//	GetAuthor() *Committer
+//	GetCommitter() *Committer
+//	GetDistinct() bool
+//	GetID() string
+//	GetMessage() string
+//	GetModified() []string
+//	GetRemoved() []string
+//	GetTimestamp() Timestamp
+//	GetTreeID() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type Commit = events_p.Commit
 
 // CommitComment: The commit comment resource.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	AuthorAssociation AuthorAssociation "author_association" required
+//	Body              string            "body" required
+//	CommitID          string            "commit_id" required
+//	CreatedAt         string            "created_at" required
+//	HTMLURL           string            "html_url" required
+//	ID                int64             "id" required
+//	Line              *int64            "line" required, nullable
+//	NodeID            string            "node_id" required
+//	Path              *string           "path" required, nullable
+//	Position          *int64            "position" required, nullable
+//	Reactions         *Reactions        "reactions"
+//	UpdatedAt         string            "updated_at" required
+//	URL               string            "url" required
+//	User              *User             "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetCommitID() string
+//	GetCreatedAt() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLine() int64
+//	GetNodeID() string
+//	GetPath() string
+//	GetPosition() int64
+//	GetReactions() *Reactions
+//	GetURL() string
+//	GetUpdatedAt() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CommitComment = events_c.CommitComment
 
 // CommitCommentCreatedEvent is the payload of a "commit_comment" delivery with
@@ -635,7 +1976,30 @@ type CommitComment = events_c.CommitComment
 //
 // Someone commented on a commit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      CommitComment       "comment" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *CommitComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CommitCommentCreatedEvent = events_c.CommitCommentCreatedEvent
 
 // CommitCommentEvent is the payload of a "commit_comment" delivery: one of
@@ -658,7 +2022,19 @@ type CommitCommentCreatedEvent = events_c.CommitCommentCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Methods:
+//
+//	GetAction() string
+//	GetComment() *CommitComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CommitCommentEvent = events_c.CommitCommentEvent
 
 // CommitCommentUnknownEvent is the payload of a "commit_comment" delivery whose
@@ -666,12 +2042,52 @@ type CommitCommentEvent = events_c.CommitCommentEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      *CommitComment      "comment"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *CommitComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CommitCommentUnknownEvent = events_c.CommitCommentUnknownEvent
 
 // Committer: Metaproperties for Git author/committer information.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Date     *Timestamp "date"
+//	Email    *string    "email" nullable
+//	Name     string     "name" required
+//	Username *string    "username"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDate() Timestamp
+//	GetEmail() string
+//	GetName() string
+//	GetUsername() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Committer = common.Committer
 
 // CreateEvent is the payload of a "create" delivery.
@@ -688,7 +2104,36 @@ type Committer = common.Committer
 // example, if many branches or tags are pushed at once. We suggest monitoring
 // your payload size to ensure delivery.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Description  *string             "description" required, nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	MasterBranch string              "master_branch" required
+//	Organization *Organization       "organization"
+//	PusherType   string              "pusher_type" required
+//	Ref          string              "ref" required
+//	RefType      RefType             "ref_type" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDescription() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMasterBranch() string
+//	GetOrganization() *Organization
+//	GetPusherType() string
+//	GetRef() string
+//	GetRefType() RefType
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CreateEvent = events_c.CreateEvent
 
 // CustomPropertyCreatedEvent is the payload of a "custom_property" delivery
@@ -696,7 +2141,28 @@ type CreateEvent = events_c.CreateEvent
 //
 // A new custom property was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                     "action" required
+//	Definition   OrganizationCustomProperty "definition" required
+//	Enterprise   *Enterprise                "enterprise"
+//	Installation *SimpleInstallation        "installation"
+//	Organization *Organization              "organization"
+//	Sender       *User                      "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDefinition() *OrganizationCustomProperty
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyCreatedEvent = events_c.CustomPropertyCreatedEvent
 
 // CustomPropertyDeletedEvent is the payload of a "custom_property" delivery
@@ -704,7 +2170,28 @@ type CustomPropertyCreatedEvent = events_c.CustomPropertyCreatedEvent
 //
 // A custom property was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                     "action" required
+//	Definition   OrganizationCustomProperty "definition" required
+//	Enterprise   *Enterprise                "enterprise"
+//	Installation *SimpleInstallation        "installation"
+//	Organization *Organization              "organization"
+//	Sender       *User                      "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDefinition() *OrganizationCustomProperty
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyDeletedEvent = events_c.CustomPropertyDeletedEvent
 
 // CustomPropertyEvent is the payload of a "custom_property" delivery: one of
@@ -724,7 +2211,18 @@ type CustomPropertyDeletedEvent = events_c.CustomPropertyDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Methods:
+//
+//	GetAction() string
+//	GetDefinition() *OrganizationCustomProperty
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyEvent = events_c.CustomPropertyEvent
 
 // CustomPropertyPromoteToEnterpriseEvent is the payload of a "custom_property"
@@ -732,7 +2230,28 @@ type CustomPropertyEvent = events_c.CustomPropertyEvent
 //
 // A custom property was promoted to an enterprise.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                     "action" required
+//	Definition   OrganizationCustomProperty "definition" required
+//	Enterprise   *Enterprise                "enterprise"
+//	Installation *SimpleInstallation        "installation"
+//	Organization *Organization              "organization"
+//	Sender       *User                      "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDefinition() *OrganizationCustomProperty
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyPromoteToEnterpriseEvent = events_c.CustomPropertyPromoteToEnterpriseEvent
 
 // CustomPropertyUnknownEvent is the payload of a "custom_property" delivery
@@ -740,7 +2259,29 @@ type CustomPropertyPromoteToEnterpriseEvent = events_c.CustomPropertyPromoteToEn
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                      "action" required
+//	Definition   *OrganizationCustomProperty "definition"
+//	Enterprise   *Enterprise                 "enterprise"
+//	Installation *SimpleInstallation         "installation"
+//	Organization *Organization               "organization"
+//	Sender       *User                       "sender"
+//	Raw          json.RawMessage             the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDefinition() *OrganizationCustomProperty
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyUnknownEvent = events_c.CustomPropertyUnknownEvent
 
 // CustomPropertyUpdatedEvent is the payload of a "custom_property" delivery
@@ -748,12 +2289,45 @@ type CustomPropertyUnknownEvent = events_c.CustomPropertyUnknownEvent
 //
 // A custom property was updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                     "action" required
+//	Definition   OrganizationCustomProperty "definition" required
+//	Enterprise   *Enterprise                "enterprise"
+//	Installation *SimpleInstallation        "installation"
+//	Organization *Organization              "organization"
+//	Sender       *User                      "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDefinition() *OrganizationCustomProperty
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyUpdatedEvent = events_c.CustomPropertyUpdatedEvent
 
 // CustomPropertyValue: Custom property name and associated value
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	PropertyName string                                  "property_name" required
+//	Value        *OrganizationCustomPropertyDefaultValue "value" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPropertyName() string
+//	GetValue() *OrganizationCustomPropertyDefaultValue
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyValue = events_c.CustomPropertyValue
 
 // CustomPropertyValuesEvent is the payload of a "custom_property_values"
@@ -774,7 +2348,20 @@ type CustomPropertyValue = events_c.CustomPropertyValue
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetRepository() *Repository
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	GetNewPropertyValues() []CustomPropertyValue
+//	GetOldPropertyValues() []CustomPropertyValue
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyValuesEvent = events_c.CustomPropertyValuesEvent
 
 // CustomPropertyValuesUnknownEvent is the payload of a "custom_property_values"
@@ -782,7 +2369,33 @@ type CustomPropertyValuesEvent = events_c.CustomPropertyValuesEvent
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string                "action" required
+//	Enterprise        *Enterprise           "enterprise"
+//	Installation      *SimpleInstallation   "installation"
+//	Repository        *Repository           "repository"
+//	Organization      *Organization         "organization"
+//	Sender            *User                 "sender"
+//	NewPropertyValues []CustomPropertyValue "new_property_values"
+//	OldPropertyValues []CustomPropertyValue "old_property_values"
+//	Raw               json.RawMessage       the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNewPropertyValues() []CustomPropertyValue
+//	GetOldPropertyValues() []CustomPropertyValue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyValuesUnknownEvent = events_c.CustomPropertyValuesUnknownEvent
 
 // CustomPropertyValuesUpdatedEvent is the payload of a "custom_property_values"
@@ -790,7 +2403,32 @@ type CustomPropertyValuesUnknownEvent = events_c.CustomPropertyValuesUnknownEven
 //
 // The custom property values of a repository were updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string                "action" required
+//	Enterprise        *Enterprise           "enterprise"
+//	Installation      *SimpleInstallation   "installation"
+//	Repository        Repository            "repository" required
+//	Organization      Organization          "organization" required
+//	Sender            *User                 "sender"
+//	NewPropertyValues []CustomPropertyValue "new_property_values" required
+//	OldPropertyValues []CustomPropertyValue "old_property_values" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNewPropertyValues() []CustomPropertyValue
+//	GetOldPropertyValues() []CustomPropertyValue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CustomPropertyValuesUpdatedEvent = events_c.CustomPropertyValuesUpdatedEvent
 
 // DeleteEvent is the payload of a "delete" delivery.
@@ -805,12 +2443,75 @@ type CustomPropertyValuesUpdatedEvent = events_c.CustomPropertyValuesUpdatedEven
 // Note: This event will not occur when more than three tags are deleted at
 // once.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	PusherType   string              "pusher_type" required
+//	Ref          string              "ref" required
+//	RefType      RefType             "ref_type" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPusherType() string
+//	GetRef() string
+//	GetRefType() RefType
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeleteEvent = events_d.DeleteEvent
 
 // DependabotAlert: A Dependabot alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Number                int64                                "number" required
+//	State                 DependabotAlertState                 "state" required
+//	Dependency            DependabotAlertDependency            "dependency" required
+//	SecurityAdvisory      DependabotAlertSecurityAdvisory      "security_advisory" required
+//	SecurityVulnerability DependabotAlertSecurityVulnerability "security_vulnerability" required
+//	URL                   string                               "url" required
+//	HTMLURL               string                               "html_url" required
+//	CreatedAt             Timestamp                            "created_at" required
+//	UpdatedAt             Timestamp                            "updated_at" required
+//	DismissedAt           *Timestamp                           "dismissed_at" required, nullable
+//	DismissedBy           *User                                "dismissed_by" required, nullable
+//	DismissedReason       *DependabotAlertDismissedReason      "dismissed_reason" required, nullable
+//	DismissedComment      *string                              "dismissed_comment" required, nullable
+//	FixedAt               *Timestamp                           "fixed_at" required, nullable
+//	AutoDismissedAt       *Timestamp                           "auto_dismissed_at" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAutoDismissedAt() Timestamp
+//	GetCreatedAt() Timestamp
+//	GetDependency() *DependabotAlertDependency
+//	GetDismissedAt() Timestamp
+//	GetDismissedBy() *User
+//	GetDismissedComment() string
+//	GetDismissedReason() DependabotAlertDismissedReason
+//	GetFixedAt() Timestamp
+//	GetHTMLURL() string
+//	GetNumber() int64
+//	GetSecurityAdvisory() *DependabotAlertSecurityAdvisory
+//	GetSecurityVulnerability() *DependabotAlertSecurityVulnerability
+//	GetState() DependabotAlertState
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlert = events_d.DependabotAlert
 
 // DependabotAlertAutoDismissedEvent is the payload of a "dependabot_alert"
@@ -818,7 +2519,30 @@ type DependabotAlert = events_d.DependabotAlert
 //
 // A Dependabot alert was automatically closed by a Dependabot auto-triage rule.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertAutoDismissedEvent = events_d.DependabotAlertAutoDismissedEvent
 
 // DependabotAlertAutoReopenedEvent is the payload of a "dependabot_alert"
@@ -828,7 +2552,30 @@ type DependabotAlertAutoDismissedEvent = events_d.DependabotAlertAutoDismissedEv
 // auto-triage rule, was automatically reopened because the alert metadata or
 // rule changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertAutoReopenedEvent = events_d.DependabotAlertAutoReopenedEvent
 
 // DependabotAlertCreatedEvent is the payload of a "dependabot_alert" delivery
@@ -838,12 +2585,51 @@ type DependabotAlertAutoReopenedEvent = events_d.DependabotAlertAutoReopenedEven
 // Security Advisory was published and an existing dependency was found to be
 // vulnerable.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertCreatedEvent = events_d.DependabotAlertCreatedEvent
 
 // DependabotAlertDependency: Details for the vulnerable dependency.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Package      *DependabotAlertPackage                "package"
+//	ManifestPath *string                                "manifest_path"
+//	Scope        *DependabotAlertDependencyScope        "scope" nullable
+//	Relationship *DependabotAlertDependencyRelationship "relationship" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetManifestPath() string
+//	GetPackage() *DependabotAlertPackage
+//	GetRelationship() DependabotAlertDependencyRelationship
+//	GetScope() DependabotAlertDependencyScope
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertDependency = events_d.DependabotAlertDependency
 
 // DependabotAlertDependencyRelationship: The vulnerable dependency's
@@ -855,7 +2641,7 @@ type DependabotAlertDependency = events_d.DependabotAlertDependency
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertDependencyRelationship = events_d.DependabotAlertDependencyRelationship
 
 // DependabotAlertDependencyScope: The execution scope of the vulnerable
@@ -863,7 +2649,7 @@ type DependabotAlertDependencyRelationship = events_d.DependabotAlertDependencyR
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertDependencyScope = events_d.DependabotAlertDependencyScope
 
 // DependabotAlertDismissedEvent is the payload of a "dependabot_alert" delivery
@@ -871,14 +2657,37 @@ type DependabotAlertDependencyScope = events_d.DependabotAlertDependencyScope
 //
 // A Dependabot alert was manually closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertDismissedEvent = events_d.DependabotAlertDismissedEvent
 
 // DependabotAlertDismissedReason: The reason that the alert was dismissed.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertDismissedReason = events_d.DependabotAlertDismissedReason
 
 // DependabotAlertEvent is the payload of a "dependabot_alert" delivery: one of
@@ -903,7 +2712,19 @@ type DependabotAlertDismissedReason = events_d.DependabotAlertDismissedReason
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetEnterprise() *Enterprise
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertEvent = events_d.DependabotAlertEvent
 
 // DependabotAlertFixedEvent is the payload of a "dependabot_alert" delivery
@@ -911,12 +2732,47 @@ type DependabotAlertEvent = events_d.DependabotAlertEvent
 //
 // A manifest file change removed a vulnerability.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertFixedEvent = events_d.DependabotAlertFixedEvent
 
 // DependabotAlertPackage: Details for the vulnerable package.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Ecosystem string "ecosystem" required
+//	Name      string "name" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEcosystem() string
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type DependabotAlertPackage = common.DependabotAlertPackage
 
 // DependabotAlertReintroducedEvent is the payload of a "dependabot_alert"
@@ -925,7 +2781,30 @@ type DependabotAlertPackage = common.DependabotAlertPackage
 // A manifest file change introduced a vulnerable dependency that had previously
 // been fixed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertReintroducedEvent = events_d.DependabotAlertReintroducedEvent
 
 // DependabotAlertReopenedEvent is the payload of a "dependabot_alert" delivery
@@ -933,32 +2812,109 @@ type DependabotAlertReintroducedEvent = events_d.DependabotAlertReintroducedEven
 //
 // A Dependabot alert was manually reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertReopenedEvent = events_d.DependabotAlertReopenedEvent
 
 // DependabotAlertSecurityAdvisory: Details for the forge Security Advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	GHSAID          string                                  "ghsa_id" required
+//	CVEID           *string                                 "cve_id" required, nullable
+//	Summary         string                                  "summary" required
+//	Description     string                                  "description" required
+//	Vulnerabilities []DependabotAlertSecurityVulnerability  "vulnerabilities" required
+//	Severity        DependabotAlertSecurityAdvisorySeverity "severity" required
+//	CVSS            SecurityAdvisoryCVSS                    "cvss" required
+//	CVSSSeverities  *CVSSSeverities                         "cvss_severities" nullable
+//	EPSS            *SecurityAdvisoryEPSS                   "epss" nullable
+//	Cwes            []AdvisoryCWE                           "cwes" required
+//	Identifiers     []AdvisoryIdentifier                    "identifiers" required
+//	References      []SecurityAdvisoryReference             "references" required
+//	PublishedAt     Timestamp                               "published_at" required
+//	UpdatedAt       Timestamp                               "updated_at" required
+//	WithdrawnAt     *Timestamp                              "withdrawn_at" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCVEID() string
+//	GetCVSS() *SecurityAdvisoryCVSS
+//	GetCVSSSeverities() *CVSSSeverities
+//	GetCwes() []AdvisoryCWE
+//	GetDescription() string
+//	GetEPSS() *SecurityAdvisoryEPSS
+//	GetGHSAID() string
+//	GetIdentifiers() []AdvisoryIdentifier
+//	GetPublishedAt() Timestamp
+//	GetReferences() []SecurityAdvisoryReference
+//	GetSeverity() DependabotAlertSecurityAdvisorySeverity
+//	GetSummary() string
+//	GetUpdatedAt() Timestamp
+//	GetVulnerabilities() []DependabotAlertSecurityVulnerability
+//	GetWithdrawnAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertSecurityAdvisory = events_d.DependabotAlertSecurityAdvisory
 
 // DependabotAlertSecurityAdvisorySeverity: The severity of the vulnerability.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type DependabotAlertSecurityAdvisorySeverity = common.DependabotAlertSecurityAdvisorySeverity
 
 // DependabotAlertSecurityVulnerability: Details pertaining to one vulnerable
 // version range for the advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Package                DependabotAlertPackage                  "package" required
+//	Severity               DependabotAlertSecurityAdvisorySeverity "severity" required
+//	VulnerableVersionRange string                                  "vulnerable_version_range" required
+//	FirstPatchedVersion    *VulnerabilityFirstPatchedVersion       "first_patched_version" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFirstPatchedVersion() *VulnerabilityFirstPatchedVersion
+//	GetPackage() *DependabotAlertPackage
+//	GetSeverity() DependabotAlertSecurityAdvisorySeverity
+//	GetVulnerableVersionRange() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertSecurityVulnerability = events_d.DependabotAlertSecurityVulnerability
 
 // DependabotAlertState: The state of the Dependabot alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertState = events_d.DependabotAlertState
 
 // DependabotAlertUnknownEvent is the payload of a "dependabot_alert" delivery
@@ -966,12 +2922,64 @@ type DependabotAlertState = events_d.DependabotAlertState
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        *DependabotAlert    "alert"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertUnknownEvent = events_d.DependabotAlertUnknownEvent
 
 // DeployKey: The `deploy key` resource.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	AddedBy   *string "added_by" nullable
+//	CreatedAt string  "created_at" required
+//	ID        int64   "id" required
+//	Key       string  "key" required
+//	LastUsed  *string "last_used" nullable
+//	ReadOnly  bool    "read_only" required
+//	Title     string  "title" required
+//	URL       string  "url" required
+//	Verified  bool    "verified" required
+//	Enabled   *bool   "enabled"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAddedBy() string
+//	GetCreatedAt() string
+//	GetEnabled() bool
+//	GetID() int64
+//	GetKey() string
+//	GetLastUsed() string
+//	GetReadOnly() bool
+//	GetTitle() string
+//	GetURL() string
+//	GetVerified() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeployKey = events_d.DeployKey
 
 // DeployKeyCreatedEvent is the payload of a "deploy_key" delivery with action
@@ -979,7 +2987,30 @@ type DeployKey = events_d.DeployKey
 //
 // A deploy key was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Key          DeployKey           "key" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetKey() *DeployKey
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeployKeyCreatedEvent = events_d.DeployKeyCreatedEvent
 
 // DeployKeyDeletedEvent is the payload of a "deploy_key" delivery with action
@@ -987,7 +3018,30 @@ type DeployKeyCreatedEvent = events_d.DeployKeyCreatedEvent
 //
 // A deploy key was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Key          DeployKey           "key" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetKey() *DeployKey
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeployKeyDeletedEvent = events_d.DeployKeyDeletedEvent
 
 // DeployKeyEvent is the payload of a "deploy_key" delivery: one of
@@ -1005,7 +3059,19 @@ type DeployKeyDeletedEvent = events_d.DeployKeyDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetKey() *DeployKey
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeployKeyEvent = events_d.DeployKeyEvent
 
 // DeployKeyUnknownEvent is the payload of a "deploy_key" delivery whose action
@@ -1013,12 +3079,80 @@ type DeployKeyEvent = events_d.DeployKeyEvent
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Key          *DeployKey          "key"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetKey() *DeployKey
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeployKeyUnknownEvent = events_d.DeployKeyUnknownEvent
 
 // Deployment: A request for a specific ref(branch,sha,tag) to be deployed
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	URL                   string             "url" required
+//	ID                    int64              "id" required
+//	NodeID                string             "node_id" required
+//	SHA                   *string            "sha"
+//	Ref                   *string            "ref"
+//	Task                  string             "task" required
+//	Payload               *DeploymentPayload "payload" nullable
+//	OriginalEnvironment   *string            "original_environment"
+//	Environment           string             "environment" required
+//	Description           *string            "description" required, nullable
+//	Creator               *User              "creator" nullable
+//	CreatedAt             Timestamp          "created_at" required
+//	UpdatedAt             Timestamp          "updated_at" required
+//	StatusesURL           string             "statuses_url" required
+//	RepositoryURL         string             "repository_url" required
+//	TransientEnvironment  *bool              "transient_environment"
+//	ProductionEnvironment *bool              "production_environment"
+//	PerformedViaGithubApp *App               "performed_via_github_app" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() Timestamp
+//	GetCreator() *User
+//	GetDescription() string
+//	GetEnvironment() string
+//	GetID() int64
+//	GetNodeID() string
+//	GetOriginalEnvironment() string
+//	GetPayload() *DeploymentPayload
+//	GetPerformedViaGithubApp() *App
+//	GetProductionEnvironment() bool
+//	GetRef() string
+//	GetRepositoryURL() string
+//	GetSHA() string
+//	GetStatusesURL() string
+//	GetTask() string
+//	GetTransientEnvironment() bool
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Deployment = common.Deployment
 
 // DeploymentCreatedEvent is the payload of a "deployment" delivery with action
@@ -1026,7 +3160,34 @@ type Deployment = common.Deployment
 //
 // A deployment was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                 "action" required
+//	Deployment   Deployment             "deployment" required
+//	Enterprise   *Enterprise            "enterprise"
+//	Installation *SimpleInstallation    "installation"
+//	Organization *Organization          "organization"
+//	Repository   Repository             "repository" required
+//	Sender       User                   "sender" required
+//	Workflow     *Workflow              "workflow" nullable
+//	WorkflowRun  *DeploymentWorkflowRun "workflow_run" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentCreatedEvent = events_d.DeploymentCreatedEvent
 
 // DeploymentEvent is the payload of a "deployment" delivery: one of
@@ -1047,14 +3208,28 @@ type DeploymentCreatedEvent = events_d.DeploymentCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentEvent = events_d.DeploymentEvent
 
 // DeploymentPayload is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type DeploymentPayload = common.DeploymentPayload
 
 // DeploymentProtectionRuleEvent is the payload of a
@@ -1073,7 +3248,22 @@ type DeploymentPayload = common.DeploymentPayload
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetEnvironment() string
+//	GetEvent() string
+//	GetDeploymentCallbackURL() string
+//	GetDeployment() *Deployment
+//	GetPullRequests() []PullRequest
+//	GetRepository() *Repository
+//	GetOrganization() *Organization
+//	GetInstallation() *SimpleInstallation
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentProtectionRuleEvent = events_d.DeploymentProtectionRuleEvent
 
 // DeploymentProtectionRuleRequestedEvent is the payload of a
@@ -1081,7 +3271,36 @@ type DeploymentProtectionRuleEvent = events_d.DeploymentProtectionRuleEvent
 //
 // A deployment protection rule was requested for an environment.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action                string              "action" required
+//	Environment           *string             "environment"
+//	Event                 *string             "event"
+//	DeploymentCallbackURL *string             "deployment_callback_url"
+//	Deployment            *Deployment         "deployment"
+//	PullRequests          []PullRequest       "pull_requests"
+//	Repository            Repository          "repository" required
+//	Organization          *Organization       "organization"
+//	Installation          *SimpleInstallation "installation"
+//	Sender                User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetDeploymentCallbackURL() string
+//	GetEnvironment() string
+//	GetEvent() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequests() []PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentProtectionRuleRequestedEvent = events_d.DeploymentProtectionRuleRequestedEvent
 
 // DeploymentProtectionRuleUnknownEvent is the payload of a
@@ -1089,12 +3308,88 @@ type DeploymentProtectionRuleRequestedEvent = events_d.DeploymentProtectionRuleR
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action                string              "action" required
+//	Environment           *string             "environment"
+//	Event                 *string             "event"
+//	DeploymentCallbackURL *string             "deployment_callback_url"
+//	Deployment            *Deployment         "deployment"
+//	PullRequests          []PullRequest       "pull_requests"
+//	Repository            *Repository         "repository"
+//	Organization          *Organization       "organization"
+//	Installation          *SimpleInstallation "installation"
+//	Sender                *User               "sender"
+//	Raw                   json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetDeploymentCallbackURL() string
+//	GetEnvironment() string
+//	GetEvent() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequests() []PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentProtectionRuleUnknownEvent = events_d.DeploymentProtectionRuleUnknownEvent
 
 // DeploymentReviewApprovedApprover is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	AvatarURL         *string "avatar_url"
+//	EventsURL         *string "events_url"
+//	FollowersURL      *string "followers_url"
+//	FollowingURL      *string "following_url"
+//	GistsURL          *string "gists_url"
+//	GravatarID        *string "gravatar_id"
+//	HTMLURL           *string "html_url"
+//	ID                *int64  "id"
+//	Login             *string "login"
+//	NodeID            *string "node_id"
+//	OrganizationsURL  *string "organizations_url"
+//	ReceivedEventsURL *string "received_events_url"
+//	ReposURL          *string "repos_url"
+//	SiteAdmin         *bool   "site_admin"
+//	StarredURL        *string "starred_url"
+//	SubscriptionsURL  *string "subscriptions_url"
+//	Type              *string "type"
+//	URL               *string "url"
+//	UserViewType      *string "user_view_type"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetEventsURL() string
+//	GetFollowersURL() string
+//	GetFollowingURL() string
+//	GetGistsURL() string
+//	GetGravatarID() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLogin() string
+//	GetNodeID() string
+//	GetOrganizationsURL() string
+//	GetReceivedEventsURL() string
+//	GetReposURL() string
+//	GetSiteAdmin() bool
+//	GetStarredURL() string
+//	GetSubscriptionsURL() string
+//	GetType() string
+//	GetURL() string
+//	GetUserViewType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type DeploymentReviewApprovedApprover = common.DeploymentReviewApprovedApprover
 
 // DeploymentReviewApprovedEvent is the payload of a "deployment_review"
@@ -1102,12 +3397,71 @@ type DeploymentReviewApprovedApprover = common.DeploymentReviewApprovedApprover
 //
 // A deployment review was approved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string                                   "action" required
+//	Approver        *DeploymentReviewApprovedApprover        "approver"
+//	Comment         *string                                  "comment"
+//	Enterprise      *Enterprise                              "enterprise"
+//	Installation    *SimpleInstallation                      "installation"
+//	Organization    Organization                             "organization" required
+//	Repository      Repository                               "repository" required
+//	Reviewers       []DeploymentReviewReviewer               "reviewers"
+//	Sender          User                                     "sender" required
+//	Since           string                                   "since" required
+//	WorkflowJobRun  *DeploymentReviewWorkflowJobRun          "workflow_job_run"
+//	WorkflowJobRuns []DeploymentReviewApprovedWorkflowJobRun "workflow_job_runs"
+//	WorkflowRun     *DeploymentWorkflowRun                   "workflow_run" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetApprover() *DeploymentReviewApprovedApprover
+//	GetComment() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetReviewers() []DeploymentReviewReviewer
+//	GetSender() *User
+//	GetSince() string
+//	GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun
+//	GetWorkflowJobRuns() []DeploymentReviewApprovedWorkflowJobRun
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewApprovedEvent = events_d.DeploymentReviewApprovedEvent
 
 // DeploymentReviewApprovedWorkflowJobRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Conclusion  *string "conclusion" nullable
+//	CreatedAt   *string "created_at"
+//	Environment *string "environment"
+//	HTMLURL     *string "html_url"
+//	ID          *int64  "id"
+//	Name        *string "name" nullable
+//	Status      *string "status"
+//	UpdatedAt   *string "updated_at"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetConclusion() string
+//	GetCreatedAt() string
+//	GetEnvironment() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetStatus() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewApprovedWorkflowJobRun = events_d.DeploymentReviewApprovedWorkflowJobRun
 
 // DeploymentReviewEvent is the payload of a "deployment_review" delivery: one
@@ -1129,7 +3483,22 @@ type DeploymentReviewApprovedWorkflowJobRun = events_d.DeploymentReviewApprovedW
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetReviewers() []DeploymentReviewReviewer
+//	GetSender() *User
+//	GetSince() string
+//	GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewEvent = events_d.DeploymentReviewEvent
 
 // DeploymentReviewRejectedEvent is the payload of a "deployment_review"
@@ -1137,7 +3506,42 @@ type DeploymentReviewEvent = events_d.DeploymentReviewEvent
 //
 // A deployment review was rejected.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string                                   "action" required
+//	Approver        *DeploymentReviewApprovedApprover        "approver"
+//	Comment         *string                                  "comment"
+//	Enterprise      *Enterprise                              "enterprise"
+//	Installation    *SimpleInstallation                      "installation"
+//	Organization    Organization                             "organization" required
+//	Repository      Repository                               "repository" required
+//	Reviewers       []DeploymentReviewReviewer               "reviewers"
+//	Sender          User                                     "sender" required
+//	Since           string                                   "since" required
+//	WorkflowJobRun  *DeploymentReviewWorkflowJobRun          "workflow_job_run"
+//	WorkflowJobRuns []DeploymentReviewApprovedWorkflowJobRun "workflow_job_runs"
+//	WorkflowRun     *DeploymentWorkflowRun                   "workflow_run" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetApprover() *DeploymentReviewApprovedApprover
+//	GetComment() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetReviewers() []DeploymentReviewReviewer
+//	GetSender() *User
+//	GetSince() string
+//	GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun
+//	GetWorkflowJobRuns() []DeploymentReviewApprovedWorkflowJobRun
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewRejectedEvent = events_d.DeploymentReviewRejectedEvent
 
 // DeploymentReviewRequestedEvent is the payload of a "deployment_review"
@@ -1145,19 +3549,64 @@ type DeploymentReviewRejectedEvent = events_d.DeploymentReviewRejectedEvent
 //
 // A deployment review was requested.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string                         "action" required
+//	Enterprise     *Enterprise                    "enterprise"
+//	Environment    string                         "environment" required
+//	Installation   *SimpleInstallation            "installation"
+//	Organization   Organization                   "organization" required
+//	Repository     Repository                     "repository" required
+//	Requestor      *User                          "requestor" required, nullable
+//	Reviewers      []DeploymentReviewReviewer     "reviewers" required
+//	Sender         User                           "sender" required
+//	Since          string                         "since" required
+//	WorkflowJobRun DeploymentReviewWorkflowJobRun "workflow_job_run" required
+//	WorkflowRun    *DeploymentWorkflowRun         "workflow_run" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetEnvironment() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRequestor() *User
+//	GetReviewers() []DeploymentReviewReviewer
+//	GetSender() *User
+//	GetSince() string
+//	GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewRequestedEvent = events_d.DeploymentReviewRequestedEvent
 
 // DeploymentReviewReviewer is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Reviewer *DeploymentReviewer           "reviewer" nullable
+//	Type     *DeploymentReviewReviewerType "type"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetReviewer() *DeploymentReviewer
+//	GetType() DeploymentReviewReviewerType
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewReviewer = events_d.DeploymentReviewReviewer
 
 // DeploymentReviewReviewerType is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewReviewerType = events_d.DeploymentReviewReviewerType
 
 // DeploymentReviewUnknownEvent is the payload of a "deployment_review" delivery
@@ -1165,12 +3614,66 @@ type DeploymentReviewReviewerType = events_d.DeploymentReviewReviewerType
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string                          "action" required
+//	Enterprise     *Enterprise                     "enterprise"
+//	Installation   *SimpleInstallation             "installation"
+//	Organization   *Organization                   "organization"
+//	Repository     *Repository                     "repository"
+//	Reviewers      []DeploymentReviewReviewer      "reviewers"
+//	Sender         *User                           "sender"
+//	Since          *string                         "since"
+//	WorkflowJobRun *DeploymentReviewWorkflowJobRun "workflow_job_run"
+//	WorkflowRun    *DeploymentWorkflowRun          "workflow_run"
+//	Raw            json.RawMessage                 the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetReviewers() []DeploymentReviewReviewer
+//	GetSender() *User
+//	GetSince() string
+//	GetWorkflowJobRun() *DeploymentReviewWorkflowJobRun
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewUnknownEvent = events_d.DeploymentReviewUnknownEvent
 
 // DeploymentReviewWorkflowJobRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Conclusion  json.RawMessage "conclusion" required, nullable
+//	CreatedAt   string          "created_at" required
+//	Environment string          "environment" required
+//	HTMLURL     string          "html_url" required
+//	ID          int64           "id" required
+//	Name        *string         "name" required, nullable
+//	Status      string          "status" required
+//	UpdatedAt   string          "updated_at" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetConclusion() json.RawMessage
+//	GetCreatedAt() string
+//	GetEnvironment() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetStatus() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewWorkflowJobRun = events_d.DeploymentReviewWorkflowJobRun
 
 // DeploymentReviewer: A reviewer of a deployment: a user or a team, as the
@@ -1180,17 +3683,87 @@ type DeploymentReviewWorkflowJobRun = events_d.DeploymentReviewWorkflowJobRun
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentReviewer = events_d.DeploymentReviewer
 
 // DeploymentStatus: The deployment status.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	CreatedAt             string  "created_at" required
+//	Creator               *User   "creator" required, nullable
+//	DeploymentURL         string  "deployment_url" required
+//	Description           string  "description" required
+//	Environment           string  "environment" required
+//	EnvironmentURL        *string "environment_url"
+//	ID                    int64   "id" required
+//	LogURL                *string "log_url"
+//	NodeID                string  "node_id" required
+//	PerformedViaGithubApp *App    "performed_via_github_app" nullable
+//	RepositoryURL         string  "repository_url" required
+//	State                 string  "state" required
+//	TargetURL             string  "target_url" required
+//	UpdatedAt             string  "updated_at" required
+//	URL                   string  "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() string
+//	GetCreator() *User
+//	GetDeploymentURL() string
+//	GetDescription() string
+//	GetEnvironment() string
+//	GetEnvironmentURL() string
+//	GetID() int64
+//	GetLogURL() string
+//	GetNodeID() string
+//	GetPerformedViaGithubApp() *App
+//	GetRepositoryURL() string
+//	GetState() string
+//	GetTargetURL() string
+//	GetURL() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentStatus = events_d.DeploymentStatus
 
 // DeploymentStatusCheckRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	CompletedAt *Timestamp                          "completed_at" required, nullable
+//	Conclusion  *DeploymentStatusCheckRunConclusion "conclusion" required, nullable
+//	DetailsURL  string                              "details_url" required
+//	ExternalID  string                              "external_id" required
+//	HeadSHA     string                              "head_sha" required
+//	HTMLURL     string                              "html_url" required
+//	ID          int64                               "id" required
+//	Name        string                              "name" required
+//	NodeID      string                              "node_id" required
+//	StartedAt   Timestamp                           "started_at" required
+//	Status      DeploymentStatusCheckRunStatus      "status" required
+//	URL         string                              "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCompletedAt() Timestamp
+//	GetConclusion() DeploymentStatusCheckRunConclusion
+//	GetDetailsURL() string
+//	GetExternalID() string
+//	GetHTMLURL() string
+//	GetHeadSHA() string
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetStartedAt() Timestamp
+//	GetStatus() DeploymentStatusCheckRunStatus
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentStatusCheckRun = events_d.DeploymentStatusCheckRun
 
 // DeploymentStatusCheckRunConclusion: The result of the completed check run.
@@ -1198,7 +3771,7 @@ type DeploymentStatusCheckRun = events_d.DeploymentStatusCheckRun
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentStatusCheckRunConclusion = events_d.DeploymentStatusCheckRunConclusion
 
 // DeploymentStatusCheckRunStatus: The current status of the check run. Can be
@@ -1206,7 +3779,7 @@ type DeploymentStatusCheckRunConclusion = events_d.DeploymentStatusCheckRunConcl
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type DeploymentStatusCheckRunStatus = common.DeploymentStatusCheckRunStatus
 
 // DeploymentStatusCreatedEvent is the payload of a "deployment_status" delivery
@@ -1214,7 +3787,38 @@ type DeploymentStatusCheckRunStatus = common.DeploymentStatusCheckRunStatus
 //
 // A new deployment status was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string                    "action" required
+//	CheckRun         *DeploymentStatusCheckRun "check_run" nullable
+//	Deployment       Deployment                "deployment" required
+//	DeploymentStatus DeploymentStatus          "deployment_status" required
+//	Enterprise       *Enterprise               "enterprise"
+//	Installation     *SimpleInstallation       "installation"
+//	Organization     *Organization             "organization"
+//	Repository       Repository                "repository" required
+//	Sender           User                      "sender" required
+//	Workflow         *Workflow                 "workflow" nullable
+//	WorkflowRun      *DeploymentWorkflowRun    "workflow_run" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckRun() *DeploymentStatusCheckRun
+//	GetDeployment() *Deployment
+//	GetDeploymentStatus() *DeploymentStatus
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentStatusCreatedEvent = events_d.DeploymentStatusCreatedEvent
 
 // DeploymentStatusEvent is the payload of a "deployment_status" delivery: one
@@ -1237,7 +3841,23 @@ type DeploymentStatusCreatedEvent = events_d.DeploymentStatusCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetCheckRun() *DeploymentStatusCheckRun
+//	GetDeployment() *Deployment
+//	GetDeploymentStatus() *DeploymentStatus
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentStatusEvent = events_d.DeploymentStatusEvent
 
 // DeploymentStatusUnknownEvent is the payload of a "deployment_status" delivery
@@ -1245,7 +3865,39 @@ type DeploymentStatusEvent = events_d.DeploymentStatusEvent
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string                    "action" required
+//	CheckRun         *DeploymentStatusCheckRun "check_run"
+//	Deployment       *Deployment               "deployment"
+//	DeploymentStatus *DeploymentStatus         "deployment_status"
+//	Enterprise       *Enterprise               "enterprise"
+//	Installation     *SimpleInstallation       "installation"
+//	Organization     *Organization             "organization"
+//	Repository       *Repository               "repository"
+//	Sender           *User                     "sender"
+//	Workflow         *Workflow                 "workflow"
+//	WorkflowRun      *DeploymentWorkflowRun    "workflow_run"
+//	Raw              json.RawMessage           the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCheckRun() *DeploymentStatusCheckRun
+//	GetDeployment() *Deployment
+//	GetDeploymentStatus() *DeploymentStatus
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentStatusUnknownEvent = events_d.DeploymentStatusUnknownEvent
 
 // DeploymentUnknownEvent is the payload of a "deployment" delivery whose action
@@ -1253,34 +3905,328 @@ type DeploymentStatusUnknownEvent = events_d.DeploymentStatusUnknownEvent
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                 "action" required
+//	Deployment   *Deployment            "deployment"
+//	Enterprise   *Enterprise            "enterprise"
+//	Installation *SimpleInstallation    "installation"
+//	Organization *Organization          "organization"
+//	Repository   *Repository            "repository"
+//	Sender       *User                  "sender"
+//	Workflow     *Workflow              "workflow"
+//	WorkflowRun  *DeploymentWorkflowRun "workflow_run"
+//	Raw          json.RawMessage        the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *DeploymentWorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentUnknownEvent = events_d.DeploymentUnknownEvent
 
 // DeploymentWorkflowRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Actor               *User                                "actor" required, nullable
+//	ArtifactsURL        *string                              "artifacts_url"
+//	CancelURL           *string                              "cancel_url"
+//	CheckSuiteID        int64                                "check_suite_id" required
+//	CheckSuiteNodeID    string                               "check_suite_node_id" required
+//	CheckSuiteURL       *string                              "check_suite_url"
+//	Conclusion          *DeploymentWorkflowRunConclusion     "conclusion" required, nullable
+//	CreatedAt           Timestamp                            "created_at" required
+//	DisplayTitle        *string                              "display_title"
+//	Event               string                               "event" required
+//	HeadBranch          string                               "head_branch" required
+//	HeadCommit          json.RawMessage                      "head_commit" nullable
+//	HeadRepository      *DeploymentWorkflowRunHeadRepository "head_repository"
+//	HeadSHA             string                               "head_sha" required
+//	HTMLURL             string                               "html_url" required
+//	ID                  int64                                "id" required
+//	JobsURL             *string                              "jobs_url"
+//	LogsURL             *string                              "logs_url"
+//	Name                string                               "name" required
+//	NodeID              string                               "node_id" required
+//	Path                *string                              "path"
+//	PreviousAttemptURL  *string                              "previous_attempt_url" nullable
+//	PullRequests        []CheckRunPullRequest                "pull_requests" required
+//	ReferencedWorkflows []WorkflowRunReferencedWorkflow      "referenced_workflows" nullable
+//	Repository          *DeploymentWorkflowRunHeadRepository "repository"
+//	RerunURL            *string                              "rerun_url"
+//	RunAttempt          int64                                "run_attempt" required
+//	RunNumber           int64                                "run_number" required
+//	RunStartedAt        Timestamp                            "run_started_at" required
+//	Status              WorkflowRunStatus                    "status" required
+//	TriggeringActor     *User                                "triggering_actor" nullable
+//	UpdatedAt           Timestamp                            "updated_at" required
+//	URL                 string                               "url" required
+//	WorkflowID          int64                                "workflow_id" required
+//	WorkflowURL         *string                              "workflow_url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActor() *User
+//	GetArtifactsURL() string
+//	GetCancelURL() string
+//	GetCheckSuiteID() int64
+//	GetCheckSuiteNodeID() string
+//	GetCheckSuiteURL() string
+//	GetConclusion() DeploymentWorkflowRunConclusion
+//	GetCreatedAt() Timestamp
+//	GetDisplayTitle() string
+//	GetEvent() string
+//	GetHTMLURL() string
+//	GetHeadBranch() string
+//	GetHeadCommit() json.RawMessage
+//	GetHeadRepository() *DeploymentWorkflowRunHeadRepository
+//	GetHeadSHA() string
+//	GetID() int64
+//	GetJobsURL() string
+//	GetLogsURL() string
+//	GetName() string
+//	GetNodeID() string
+//	GetPath() string
+//	GetPreviousAttemptURL() string
+//	GetPullRequests() []CheckRunPullRequest
+//	GetReferencedWorkflows() []WorkflowRunReferencedWorkflow
+//	GetRepository() *DeploymentWorkflowRunHeadRepository
+//	GetRerunURL() string
+//	GetRunAttempt() int64
+//	GetRunNumber() int64
+//	GetRunStartedAt() Timestamp
+//	GetStatus() WorkflowRunStatus
+//	GetTriggeringActor() *User
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetWorkflowID() int64
+//	GetWorkflowURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentWorkflowRun = events_d.DeploymentWorkflowRun
 
 // DeploymentWorkflowRunConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentWorkflowRunConclusion = events_d.DeploymentWorkflowRunConclusion
 
 // DeploymentWorkflowRunHeadRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	ArchiveURL       *string                           "archive_url"
+//	AssigneesURL     *string                           "assignees_url"
+//	BlobsURL         *string                           "blobs_url"
+//	BranchesURL      *string                           "branches_url"
+//	CollaboratorsURL *string                           "collaborators_url"
+//	CommentsURL      *string                           "comments_url"
+//	CommitsURL       *string                           "commits_url"
+//	CompareURL       *string                           "compare_url"
+//	ContentsURL      *string                           "contents_url"
+//	ContributorsURL  *string                           "contributors_url"
+//	DeploymentsURL   *string                           "deployments_url"
+//	Description      *string                           "description" nullable
+//	DownloadsURL     *string                           "downloads_url"
+//	EventsURL        *string                           "events_url"
+//	Fork             *bool                             "fork"
+//	ForksURL         *string                           "forks_url"
+//	FullName         *string                           "full_name"
+//	GitCommitsURL    *string                           "git_commits_url"
+//	GitRefsURL       *string                           "git_refs_url"
+//	GitTagsURL       *string                           "git_tags_url"
+//	HooksURL         *string                           "hooks_url"
+//	HTMLURL          *string                           "html_url"
+//	ID               *int64                            "id"
+//	IssueCommentURL  *string                           "issue_comment_url"
+//	IssueEventsURL   *string                           "issue_events_url"
+//	IssuesURL        *string                           "issues_url"
+//	KeysURL          *string                           "keys_url"
+//	LabelsURL        *string                           "labels_url"
+//	LanguagesURL     *string                           "languages_url"
+//	MergesURL        *string                           "merges_url"
+//	MilestonesURL    *string                           "milestones_url"
+//	Name             *string                           "name"
+//	NodeID           *string                           "node_id"
+//	NotificationsURL *string                           "notifications_url"
+//	Owner            *DeploymentReviewApprovedApprover "owner"
+//	Private          *bool                             "private"
+//	PullsURL         *string                           "pulls_url"
+//	ReleasesURL      *string                           "releases_url"
+//	StargazersURL    *string                           "stargazers_url"
+//	StatusesURL      *string                           "statuses_url"
+//	SubscribersURL   *string                           "subscribers_url"
+//	SubscriptionURL  *string                           "subscription_url"
+//	TagsURL          *string                           "tags_url"
+//	TeamsURL         *string                           "teams_url"
+//	TreesURL         *string                           "trees_url"
+//	URL              *string                           "url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetArchiveURL() string
+//	GetAssigneesURL() string
+//	GetBlobsURL() string
+//	GetBranchesURL() string
+//	GetCollaboratorsURL() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCompareURL() string
+//	GetContentsURL() string
+//	GetContributorsURL() string
+//	GetDeploymentsURL() string
+//	GetDescription() string
+//	GetDownloadsURL() string
+//	GetEventsURL() string
+//	GetFork() bool
+//	GetForksURL() string
+//	GetFullName() string
+//	GetGitCommitsURL() string
+//	GetGitRefsURL() string
+//	GetGitTagsURL() string
+//	GetHTMLURL() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIssueCommentURL() string
+//	GetIssueEventsURL() string
+//	GetIssuesURL() string
+//	GetKeysURL() string
+//	GetLabelsURL() string
+//	GetLanguagesURL() string
+//	GetMergesURL() string
+//	GetMilestonesURL() string
+//	GetName() string
+//	GetNodeID() string
+//	GetNotificationsURL() string
+//	GetOwner() *DeploymentReviewApprovedApprover
+//	GetPrivate() bool
+//	GetPullsURL() string
+//	GetReleasesURL() string
+//	GetStargazersURL() string
+//	GetStatusesURL() string
+//	GetSubscribersURL() string
+//	GetSubscriptionURL() string
+//	GetTagsURL() string
+//	GetTeamsURL() string
+//	GetTreesURL() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DeploymentWorkflowRunHeadRepository = events_d.DeploymentWorkflowRunHeadRepository
 
 // Discussion: A Discussion in a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	ActiveLockReason  *string                "active_lock_reason" required, nullable
+//	AnswerChosenAt    *string                "answer_chosen_at" required, nullable
+//	AnswerChosenBy    *User                  "answer_chosen_by" required, nullable
+//	AnswerHTMLURL     *string                "answer_html_url" required, nullable
+//	AuthorAssociation AuthorAssociation      "author_association" required
+//	Body              string                 "body" required
+//	Category          DiscussionCategory     "category" required
+//	Comments          int64                  "comments" required
+//	CreatedAt         Timestamp              "created_at" required
+//	HTMLURL           string                 "html_url" required
+//	ID                int64                  "id" required
+//	Locked            bool                   "locked" required
+//	NodeID            string                 "node_id" required
+//	Number            int64                  "number" required
+//	Reactions         *Reactions             "reactions"
+//	RepositoryURL     string                 "repository_url" required
+//	State             DiscussionState        "state" required
+//	StateReason       *DiscussionStateReason "state_reason" nullable
+//	TimelineURL       *string                "timeline_url"
+//	Title             string                 "title" required
+//	UpdatedAt         Timestamp              "updated_at" required
+//	User              *User                  "user" required, nullable
+//	Labels            []Label                "labels"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActiveLockReason() string
+//	GetAnswerChosenAt() string
+//	GetAnswerChosenBy() *User
+//	GetAnswerHTMLURL() string
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetCategory() *DiscussionCategory
+//	GetComments() int64
+//	GetCreatedAt() Timestamp
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLabels() []Label
+//	GetLocked() bool
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetReactions() *Reactions
+//	GetRepositoryURL() string
+//	GetState() DiscussionState
+//	GetStateReason() DiscussionStateReason
+//	GetTimelineURL() string
+//	GetTitle() string
+//	GetUpdatedAt() Timestamp
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type Discussion = events_d.Discussion
 
 // DiscussionAnswer is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	AuthorAssociation AuthorAssociation "author_association" required
+//	Body              string            "body" required
+//	ChildCommentCount int64             "child_comment_count" required
+//	CreatedAt         Timestamp         "created_at" required
+//	DiscussionID      int64             "discussion_id" required
+//	HTMLURL           string            "html_url" required
+//	ID                int64             "id" required
+//	NodeID            string            "node_id" required
+//	ParentID          json.RawMessage   "parent_id" required, nullable
+//	Reactions         *Reactions        "reactions"
+//	RepositoryURL     string            "repository_url" required
+//	UpdatedAt         Timestamp         "updated_at" required
+//	User              *User             "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetChildCommentCount() int64
+//	GetCreatedAt() Timestamp
+//	GetDiscussionID() int64
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetNodeID() string
+//	GetParentID() json.RawMessage
+//	GetReactions() *Reactions
+//	GetRepositoryURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionAnswer = events_d.DiscussionAnswer
 
 // DiscussionAnsweredEvent is the payload of a "discussion" delivery with action
@@ -1288,22 +4234,95 @@ type DiscussionAnswer = events_d.DiscussionAnswer
 //
 // A comment on the discussion was marked as the answer.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Answer       DiscussionAnswer    "answer" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAnswer() *DiscussionAnswer
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionAnsweredEvent = events_d.DiscussionAnsweredEvent
 
 // DiscussionCategory is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	CreatedAt    Timestamp "created_at" required
+//	Description  string    "description" required
+//	Emoji        string    "emoji" required
+//	ID           int64     "id" required
+//	IsAnswerable bool      "is_answerable" required
+//	Name         string    "name" required
+//	NodeID       *string   "node_id"
+//	RepositoryID int64     "repository_id" required
+//	Slug         string    "slug" required
+//	UpdatedAt    string    "updated_at" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() Timestamp
+//	GetDescription() string
+//	GetEmoji() string
+//	GetID() int64
+//	GetIsAnswerable() bool
+//	GetName() string
+//	GetNodeID() string
+//	GetRepositoryID() int64
+//	GetSlug() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCategory = events_d.DiscussionCategory
 
 // DiscussionCategoryChangedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Category DiscussionCategoryChangedChangesCategory "category" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCategory() *DiscussionCategoryChangedChangesCategory
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCategoryChangedChanges = events_d.DiscussionCategoryChangedChanges
 
 // DiscussionCategoryChangedChangesCategory is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	From DiscussionCategory "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() *DiscussionCategory
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCategoryChangedChangesCategory = events_d.DiscussionCategoryChangedChangesCategory
 
 // DiscussionCategoryChangedEvent is the payload of a "discussion" delivery with
@@ -1311,7 +4330,32 @@ type DiscussionCategoryChangedChangesCategory = events_d.DiscussionCategoryChang
 //
 // The category of a discussion was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                           "action" required
+//	Changes      DiscussionCategoryChangedChanges "changes" required
+//	Discussion   Discussion                       "discussion" required
+//	Enterprise   *Enterprise                      "enterprise"
+//	Installation *SimpleInstallation              "installation"
+//	Organization *Organization                    "organization"
+//	Repository   Repository                       "repository" required
+//	Sender       User                             "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *DiscussionCategoryChangedChanges
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCategoryChangedEvent = events_d.DiscussionCategoryChangedEvent
 
 // DiscussionClosedEvent is the payload of a "discussion" delivery with action
@@ -1319,12 +4363,69 @@ type DiscussionCategoryChangedEvent = events_d.DiscussionCategoryChangedEvent
 //
 // A discussion was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionClosedEvent = events_d.DiscussionClosedEvent
 
 // DiscussionComment is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	AuthorAssociation AuthorAssociation "author_association" required
+//	Body              string            "body" required
+//	ChildCommentCount int64             "child_comment_count" required
+//	CreatedAt         string            "created_at" required
+//	DiscussionID      int64             "discussion_id" required
+//	HTMLURL           string            "html_url" required
+//	ID                int64             "id" required
+//	NodeID            string            "node_id" required
+//	ParentID          *int64            "parent_id" required, nullable
+//	Reactions         *Reactions        "reactions"
+//	RepositoryURL     string            "repository_url" required
+//	UpdatedAt         string            "updated_at" required
+//	User              *User             "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetChildCommentCount() int64
+//	GetCreatedAt() string
+//	GetDiscussionID() int64
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetNodeID() string
+//	GetParentID() int64
+//	GetReactions() *Reactions
+//	GetRepositoryURL() string
+//	GetUpdatedAt() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionComment = events_d.DiscussionComment
 
 // DiscussionCommentCreatedEvent is the payload of a "discussion_comment"
@@ -1332,7 +4433,32 @@ type DiscussionComment = events_d.DiscussionComment
 //
 // A comment on a discussion was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      DiscussionComment   "comment" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *DiscussionComment
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCommentCreatedEvent = events_d.DiscussionCommentCreatedEvent
 
 // DiscussionCommentDeletedEvent is the payload of a "discussion_comment"
@@ -1340,12 +4466,47 @@ type DiscussionCommentCreatedEvent = events_d.DiscussionCommentCreatedEvent
 //
 // A comment on a discussion was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      DiscussionComment   "comment" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *DiscussionComment
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCommentDeletedEvent = events_d.DiscussionCommentDeletedEvent
 
 // DiscussionCommentEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Body StringChange "body" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCommentEditedChanges = events_d.DiscussionCommentEditedChanges
 
 // DiscussionCommentEditedEvent is the payload of a "discussion_comment"
@@ -1353,7 +4514,34 @@ type DiscussionCommentEditedChanges = events_d.DiscussionCommentEditedChanges
 //
 // A comment on a discussion was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                         "action" required
+//	Changes      DiscussionCommentEditedChanges "changes" required
+//	Comment      DiscussionComment              "comment" required
+//	Discussion   Discussion                     "discussion" required
+//	Enterprise   *Enterprise                    "enterprise"
+//	Installation *SimpleInstallation            "installation"
+//	Organization *Organization                  "organization"
+//	Repository   Repository                     "repository" required
+//	Sender       User                           "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *DiscussionCommentEditedChanges
+//	GetComment() *DiscussionComment
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCommentEditedEvent = events_d.DiscussionCommentEditedEvent
 
 // DiscussionCommentEvent is the payload of a "discussion_comment" delivery: one
@@ -1378,7 +4566,20 @@ type DiscussionCommentEditedEvent = events_d.DiscussionCommentEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetComment() *DiscussionComment
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCommentEvent = events_d.DiscussionCommentEvent
 
 // DiscussionCommentUnknownEvent is the payload of a "discussion_comment"
@@ -1386,7 +4587,33 @@ type DiscussionCommentEvent = events_d.DiscussionCommentEvent
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      *DiscussionComment  "comment"
+//	Discussion   *Discussion         "discussion"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *DiscussionComment
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCommentUnknownEvent = events_d.DiscussionCommentUnknownEvent
 
 // DiscussionCreatedEvent is the payload of a "discussion" delivery with action
@@ -1394,7 +4621,30 @@ type DiscussionCommentUnknownEvent = events_d.DiscussionCommentUnknownEvent
 //
 // A discussion was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionCreatedEvent = events_d.DiscussionCreatedEvent
 
 // DiscussionDeletedEvent is the payload of a "discussion" delivery with action
@@ -1402,7 +4652,30 @@ type DiscussionCreatedEvent = events_d.DiscussionCreatedEvent
 //
 // A discussion was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionDeletedEvent = events_d.DiscussionDeletedEvent
 
 // DiscussionEditedEvent is the payload of a "discussion" delivery with action
@@ -1411,7 +4684,32 @@ type DiscussionDeletedEvent = events_d.DiscussionDeletedEvent
 // The title or body on a discussion was edited, or the category of the
 // discussion was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      *EditedChanges      "changes"
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *EditedChanges
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionEditedEvent = events_d.DiscussionEditedEvent
 
 // DiscussionEvent is the payload of a "discussion" delivery: one of
@@ -1440,7 +4738,19 @@ type DiscussionEditedEvent = events_d.DiscussionEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Methods:
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionEvent = events_d.DiscussionEvent
 
 // DiscussionLabeledEvent is the payload of a "discussion" delivery with action
@@ -1448,7 +4758,32 @@ type DiscussionEvent = events_d.DiscussionEvent
 //
 // A label was added to a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionLabeledEvent = events_d.DiscussionLabeledEvent
 
 // DiscussionLockedEvent is the payload of a "discussion" delivery with action
@@ -1456,7 +4791,30 @@ type DiscussionLabeledEvent = events_d.DiscussionLabeledEvent
 //
 // A discussion was locked.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionLockedEvent = events_d.DiscussionLockedEvent
 
 // DiscussionPinnedEvent is the payload of a "discussion" delivery with action
@@ -1464,7 +4822,30 @@ type DiscussionLockedEvent = events_d.DiscussionLockedEvent
 //
 // A discussion was pinned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionPinnedEvent = events_d.DiscussionPinnedEvent
 
 // DiscussionReopenedEvent is the payload of a "discussion" delivery with action
@@ -1472,7 +4853,30 @@ type DiscussionPinnedEvent = events_d.DiscussionPinnedEvent
 //
 // A discussion was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionReopenedEvent = events_d.DiscussionReopenedEvent
 
 // DiscussionState: The current state of the discussion. `converting` means that
@@ -1481,19 +4885,31 @@ type DiscussionReopenedEvent = events_d.DiscussionReopenedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionState = events_d.DiscussionState
 
 // DiscussionStateReason: The reason for the current state
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionStateReason = events_d.DiscussionStateReason
 
 // DiscussionTransferredChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	NewDiscussion Discussion "new_discussion" required
+//	NewRepository Repository "new_repository" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetNewDiscussion() *Discussion
+//	GetNewRepository() *Repository
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionTransferredChanges = events_d.DiscussionTransferredChanges
 
 // DiscussionTransferredEvent is the payload of a "discussion" delivery with
@@ -1501,7 +4917,32 @@ type DiscussionTransferredChanges = events_d.DiscussionTransferredChanges
 //
 // A discussion was transferred to another repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                       "action" required
+//	Changes      DiscussionTransferredChanges "changes" required
+//	Discussion   Discussion                   "discussion" required
+//	Enterprise   *Enterprise                  "enterprise"
+//	Installation *SimpleInstallation          "installation"
+//	Organization *Organization                "organization"
+//	Repository   Repository                   "repository" required
+//	Sender       User                         "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *DiscussionTransferredChanges
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionTransferredEvent = events_d.DiscussionTransferredEvent
 
 // DiscussionUnansweredEvent is the payload of a "discussion" delivery with
@@ -1509,7 +4950,32 @@ type DiscussionTransferredEvent = events_d.DiscussionTransferredEvent
 //
 // A comment on the discussion was unmarked as the answer.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	OldAnswer    DiscussionAnswer    "old_answer" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//	Installation *SimpleInstallation "installation"
+//	Enterprise   *Enterprise         "enterprise"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOldAnswer() *DiscussionAnswer
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionUnansweredEvent = events_d.DiscussionUnansweredEvent
 
 // DiscussionUnknownEvent is the payload of a "discussion" delivery whose action
@@ -1517,7 +4983,31 @@ type DiscussionUnansweredEvent = events_d.DiscussionUnansweredEvent
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   *Discussion         "discussion"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionUnknownEvent = events_d.DiscussionUnknownEvent
 
 // DiscussionUnlabeledEvent is the payload of a "discussion" delivery with
@@ -1525,7 +5015,32 @@ type DiscussionUnknownEvent = events_d.DiscussionUnknownEvent
 //
 // A label was removed from a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionUnlabeledEvent = events_d.DiscussionUnlabeledEvent
 
 // DiscussionUnlockedEvent is the payload of a "discussion" delivery with action
@@ -1533,7 +5048,30 @@ type DiscussionUnlabeledEvent = events_d.DiscussionUnlabeledEvent
 //
 // A discussion was unlocked.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionUnlockedEvent = events_d.DiscussionUnlockedEvent
 
 // DiscussionUnpinnedEvent is the payload of a "discussion" delivery with action
@@ -1541,17 +5079,62 @@ type DiscussionUnlockedEvent = events_d.DiscussionUnlockedEvent
 //
 // A discussion was unpinned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Discussion   Discussion          "discussion" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDiscussion() *Discussion
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionUnpinnedEvent = events_d.DiscussionUnpinnedEvent
 
 // EditedChanges: The changes to the issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Body  *StringChange "body"
+//	Title *StringChange "title"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() *StringChange
+//	GetTitle() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type EditedChanges = common.EditedChanges
 
 // EnforcementLevel is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_b.
+// Fields (Go name, type, JSON key):
+//
+//	From BranchProtectionRuleAllowDeletionsEnforcementLevel "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() BranchProtectionRuleAllowDeletionsEnforcementLevel
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
 type EnforcementLevel = events_b.EnforcementLevel
 
 // Enterprise: An enterprise on the forge. Webhook payloads contain the
@@ -1559,7 +5142,35 @@ type EnforcementLevel = events_b.EnforcementLevel
 // or an organization that's part of an enterprise account. For more
 // information, see "About enterprise accounts."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Description *string    "description" nullable
+//	HTMLURL     string     "html_url" required
+//	WebsiteURL  *string    "website_url" nullable
+//	ID          int64      "id" required
+//	NodeID      string     "node_id" required
+//	Name        string     "name" required
+//	Slug        string     "slug" required
+//	CreatedAt   *Timestamp "created_at" required, nullable
+//	UpdatedAt   *Timestamp "updated_at" required, nullable
+//	AvatarURL   string     "avatar_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetCreatedAt() Timestamp
+//	GetDescription() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetSlug() string
+//	GetUpdatedAt() Timestamp
+//	GetWebsiteURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Enterprise = common.Enterprise
 
 // ForkEvent is the payload of a "fork" delivery.
@@ -1571,12 +5182,247 @@ type Enterprise = common.Enterprise
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_f.
+// Fields (Go name, type, JSON key):
+//
+//	Enterprise   *Enterprise         "enterprise"
+//	Forkee       Repository          "forkee" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEnterprise() *Enterprise
+//	GetForkee() *Repository
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_f.
 type ForkEvent = events_f.ForkEvent
 
 // FullRepository: Full Repository
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	ID                        int64                     "id" required
+//	NodeID                    string                    "node_id" required
+//	Name                      string                    "name" required
+//	FullName                  string                    "full_name" required
+//	Owner                     User                      "owner" required
+//	Private                   bool                      "private" required
+//	HTMLURL                   string                    "html_url" required
+//	Description               *string                   "description" required, nullable
+//	Fork                      bool                      "fork" required
+//	URL                       string                    "url" required
+//	ArchiveURL                string                    "archive_url" required
+//	AssigneesURL              string                    "assignees_url" required
+//	BlobsURL                  string                    "blobs_url" required
+//	BranchesURL               string                    "branches_url" required
+//	CollaboratorsURL          string                    "collaborators_url" required
+//	CommentsURL               string                    "comments_url" required
+//	CommitsURL                string                    "commits_url" required
+//	CompareURL                string                    "compare_url" required
+//	ContentsURL               string                    "contents_url" required
+//	ContributorsURL           string                    "contributors_url" required
+//	DeploymentsURL            string                    "deployments_url" required
+//	DownloadsURL              string                    "downloads_url" required
+//	EventsURL                 string                    "events_url" required
+//	ForksURL                  string                    "forks_url" required
+//	GitCommitsURL             string                    "git_commits_url" required
+//	GitRefsURL                string                    "git_refs_url" required
+//	GitTagsURL                string                    "git_tags_url" required
+//	GitURL                    string                    "git_url" required
+//	IssueCommentURL           string                    "issue_comment_url" required
+//	IssueEventsURL            string                    "issue_events_url" required
+//	IssuesURL                 string                    "issues_url" required
+//	KeysURL                   string                    "keys_url" required
+//	LabelsURL                 string                    "labels_url" required
+//	LanguagesURL              string                    "languages_url" required
+//	MergesURL                 string                    "merges_url" required
+//	MilestonesURL             string                    "milestones_url" required
+//	NotificationsURL          string                    "notifications_url" required
+//	PullsURL                  string                    "pulls_url" required
+//	ReleasesURL               string                    "releases_url" required
+//	SSHURL                    string                    "ssh_url" required
+//	StargazersURL             string                    "stargazers_url" required
+//	StatusesURL               string                    "statuses_url" required
+//	SubscribersURL            string                    "subscribers_url" required
+//	SubscriptionURL           string                    "subscription_url" required
+//	TagsURL                   string                    "tags_url" required
+//	TeamsURL                  string                    "teams_url" required
+//	TreesURL                  string                    "trees_url" required
+//	CloneURL                  string                    "clone_url" required
+//	MirrorURL                 *string                   "mirror_url" required, nullable
+//	HooksURL                  string                    "hooks_url" required
+//	SvnURL                    string                    "svn_url" required
+//	Homepage                  *string                   "homepage" required, nullable
+//	Language                  *string                   "language" required, nullable
+//	ForksCount                int64                     "forks_count" required
+//	StargazersCount           int64                     "stargazers_count" required
+//	WatchersCount             int64                     "watchers_count" required
+//	Size                      int64                     "size" required
+//	DefaultBranch             string                    "default_branch" required
+//	OpenIssuesCount           int64                     "open_issues_count" required
+//	IsTemplate                *bool                     "is_template"
+//	Topics                    []string                  "topics"
+//	HasIssues                 bool                      "has_issues" required
+//	HasProjects               bool                      "has_projects" required
+//	HasWiki                   bool                      "has_wiki" required
+//	HasPages                  bool                      "has_pages" required
+//	HasDownloads              *bool                     "has_downloads"
+//	HasDiscussions            bool                      "has_discussions" required
+//	Archived                  bool                      "archived" required
+//	Disabled                  bool                      "disabled" required
+//	Visibility                *string                   "visibility"
+//	PushedAt                  Timestamp                 "pushed_at" required
+//	CreatedAt                 Timestamp                 "created_at" required
+//	UpdatedAt                 Timestamp                 "updated_at" required
+//	Permissions               *RepositoryPermissions    "permissions"
+//	AllowRebaseMerge          *bool                     "allow_rebase_merge"
+//	TemplateRepository        *Repository               "template_repository" nullable
+//	TempCloneToken            *string                   "temp_clone_token" nullable
+//	AllowSquashMerge          *bool                     "allow_squash_merge"
+//	AllowAutoMerge            *bool                     "allow_auto_merge"
+//	DeleteBranchOnMerge       *bool                     "delete_branch_on_merge"
+//	AllowMergeCommit          *bool                     "allow_merge_commit"
+//	AllowUpdateBranch         *bool                     "allow_update_branch"
+//	UseSquashPrTitleAsDefault *bool                     "use_squash_pr_title_as_default"
+//	SquashMergeCommitTitle    *SquashMergeCommitTitle   "squash_merge_commit_title"
+//	SquashMergeCommitMessage  *SquashMergeCommitMessage "squash_merge_commit_message"
+//	MergeCommitTitle          *MergeCommitTitle         "merge_commit_title"
+//	MergeCommitMessage        *MergeCommitMessage       "merge_commit_message"
+//	AllowForking              *bool                     "allow_forking"
+//	WebCommitSignoffRequired  *bool                     "web_commit_signoff_required"
+//	SubscribersCount          int64                     "subscribers_count" required
+//	NetworkCount              int64                     "network_count" required
+//	License                   *License                  "license" required, nullable
+//	Organization              *User                     "organization" nullable
+//	Parent                    *Repository               "parent"
+//	Source                    *Repository               "source"
+//	Forks                     int64                     "forks" required
+//	MasterBranch              *string                   "master_branch"
+//	OpenIssues                int64                     "open_issues" required
+//	Watchers                  int64                     "watchers" required
+//	AnonymousAccessEnabled    *bool                     "anonymous_access_enabled"
+//	CodeOfConduct             *CodeOfConductSimple      "code_of_conduct"
+//	SecurityAndAnalysis       *SecurityAndAnalysis      "security_and_analysis" nullable
+//	CustomProperties          json.RawMessage           "custom_properties"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAllowAutoMerge() bool
+//	GetAllowForking() bool
+//	GetAllowMergeCommit() bool
+//	GetAllowRebaseMerge() bool
+//	GetAllowSquashMerge() bool
+//	GetAllowUpdateBranch() bool
+//	GetAnonymousAccessEnabled() bool
+//	GetArchiveURL() string
+//	GetArchived() bool
+//	GetAssigneesURL() string
+//	GetBlobsURL() string
+//	GetBranchesURL() string
+//	GetCloneURL() string
+//	GetCodeOfConduct() *CodeOfConductSimple
+//	GetCollaboratorsURL() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCompareURL() string
+//	GetContentsURL() string
+//	GetContributorsURL() string
+//	GetCreatedAt() Timestamp
+//	GetCustomProperties() json.RawMessage
+//	GetDefaultBranch() string
+//	GetDeleteBranchOnMerge() bool
+//	GetDeploymentsURL() string
+//	GetDescription() string
+//	GetDisabled() bool
+//	GetDownloadsURL() string
+//	GetEventsURL() string
+//	GetFork() bool
+//	GetForks() int64
+//	GetForksCount() int64
+//	GetForksURL() string
+//	GetFullName() string
+//	GetGitCommitsURL() string
+//	GetGitRefsURL() string
+//	GetGitTagsURL() string
+//	GetGitURL() string
+//	GetHTMLURL() string
+//	GetHasDiscussions() bool
+//	GetHasDownloads() bool
+//	GetHasIssues() bool
+//	GetHasPages() bool
+//	GetHasProjects() bool
+//	GetHasWiki() bool
+//	GetHomepage() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIsTemplate() bool
+//	GetIssueCommentURL() string
+//	GetIssueEventsURL() string
+//	GetIssuesURL() string
+//	GetKeysURL() string
+//	GetLabelsURL() string
+//	GetLanguage() string
+//	GetLanguagesURL() string
+//	GetLicense() *License
+//	GetMasterBranch() string
+//	GetMergeCommitMessage() MergeCommitMessage
+//	GetMergeCommitTitle() MergeCommitTitle
+//	GetMergesURL() string
+//	GetMilestonesURL() string
+//	GetMirrorURL() string
+//	GetName() string
+//	GetNetworkCount() int64
+//	GetNodeID() string
+//	GetNotificationsURL() string
+//	GetOpenIssues() int64
+//	GetOpenIssuesCount() int64
+//	GetOrganization() *User
+//	GetOwner() *User
+//	GetParent() *Repository
+//	GetPermissions() *RepositoryPermissions
+//	GetPrivate() bool
+//	GetPullsURL() string
+//	GetPushedAt() Timestamp
+//	GetReleasesURL() string
+//	GetSSHURL() string
+//	GetSecurityAndAnalysis() *SecurityAndAnalysis
+//	GetSize() int64
+//	GetSource() *Repository
+//	GetSquashMergeCommitMessage() SquashMergeCommitMessage
+//	GetSquashMergeCommitTitle() SquashMergeCommitTitle
+//	GetStargazersCount() int64
+//	GetStargazersURL() string
+//	GetStatusesURL() string
+//	GetSubscribersCount() int64
+//	GetSubscribersURL() string
+//	GetSubscriptionURL() string
+//	GetSvnURL() string
+//	GetTagsURL() string
+//	GetTeamsURL() string
+//	GetTempCloneToken() string
+//	GetTemplateRepository() *Repository
+//	GetTopics() []string
+//	GetTreesURL() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUseSquashPrTitleAsDefault() bool
+//	GetVisibility() string
+//	GetWatchers() int64
+//	GetWatchersCount() int64
+//	GetWebCommitSignoffRequired() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type FullRepository = events_s.FullRepository
 
 // GithubAppAuthorizationEvent is the payload of a "github_app_authorization"
@@ -1603,7 +5449,14 @@ type FullRepository = events_s.FullRepository
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+// Methods:
+//
+//	GetAction() string
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_g.
 type GithubAppAuthorizationEvent = events_g.GithubAppAuthorizationEvent
 
 // GithubAppAuthorizationRevokedEvent is the payload of a
@@ -1611,7 +5464,20 @@ type GithubAppAuthorizationEvent = events_g.GithubAppAuthorizationEvent
 //
 // Someone revoked their authorization of a forge App.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+// Fields (Go name, type, JSON key):
+//
+//	Action string "action" required
+//	Sender User   "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_g.
 type GithubAppAuthorizationRevokedEvent = events_g.GithubAppAuthorizationRevokedEvent
 
 // GithubAppAuthorizationUnknownEvent is the payload of a
@@ -1619,7 +5485,21 @@ type GithubAppAuthorizationRevokedEvent = events_g.GithubAppAuthorizationRevoked
 // has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+// Fields (Go name, type, JSON key):
+//
+//	Action string          "action" required
+//	Sender *User           "sender"
+//	Raw    json.RawMessage the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_g.
 type GithubAppAuthorizationUnknownEvent = events_g.GithubAppAuthorizationUnknownEvent
 
 // GollumEvent is the payload of a "gollum" delivery.
@@ -1630,12 +5510,53 @@ type GithubAppAuthorizationUnknownEvent = events_g.GithubAppAuthorizationUnknown
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+// Fields (Go name, type, JSON key):
+//
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Pages        []GollumPage        "pages" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPages() []GollumPage
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_g.
 type GollumEvent = events_g.GollumEvent
 
 // GollumPage is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+// Fields (Go name, type, JSON key):
+//
+//	Action   GollumPageAction "action" required
+//	HTMLURL  string           "html_url" required
+//	PageName string           "page_name" required
+//	SHA      string           "sha" required
+//	Summary  *string          "summary" required, nullable
+//	Title    string           "title" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() GollumPageAction
+//	GetHTMLURL() string
+//	GetPageName() string
+//	GetSHA() string
+//	GetSummary() string
+//	GetTitle() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_g.
 type GollumPage = events_g.GollumPage
 
 // GollumPageAction: The action that was performed on the page. Can be `created`
@@ -1643,17 +5564,81 @@ type GollumPage = events_g.GollumPage
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_g.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_g.
 type GollumPageAction = events_g.GollumPageAction
 
 // HookResponse is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Code    *int64  "code" required, nullable
+//	Status  *string "status" required, nullable
+//	Message *string "message" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCode() int64
+//	GetMessage() string
+//	GetStatus() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type HookResponse = events_p.HookResponse
 
 // Installation: Installation
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	ID                     int64               "id" required
+//	Account                *AppOwner           "account" required, nullable
+//	RepositorySelection    RepositorySelection "repository_selection" required
+//	AccessTokensURL        string              "access_tokens_url" required
+//	RepositoriesURL        string              "repositories_url" required
+//	HTMLURL                string              "html_url" required
+//	AppID                  int64               "app_id" required
+//	ClientID               *string             "client_id"
+//	TargetID               int64               "target_id" required
+//	TargetType             string              "target_type" required
+//	Permissions            AppPermissions      "permissions" required
+//	Events                 []string            "events" required
+//	CreatedAt              Timestamp           "created_at" required
+//	UpdatedAt              Timestamp           "updated_at" required
+//	SingleFileName         *string             "single_file_name" required, nullable
+//	HasMultipleSingleFiles *bool               "has_multiple_single_files"
+//	SingleFilePaths        []string            "single_file_paths"
+//	AppSlug                *string             "app_slug"
+//	SuspendedBy            *User               "suspended_by" nullable
+//	SuspendedAt            *Timestamp          "suspended_at" nullable
+//	ContactEmail           *string             "contact_email" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAccessTokensURL() string
+//	GetAccount() *AppOwner
+//	GetAppID() int64
+//	GetAppSlug() string
+//	GetClientID() string
+//	GetContactEmail() string
+//	GetCreatedAt() Timestamp
+//	GetEvents() []string
+//	GetHTMLURL() string
+//	GetHasMultipleSingleFiles() bool
+//	GetID() int64
+//	GetPermissions() *AppPermissions
+//	GetRepositoriesURL() string
+//	GetRepositorySelection() RepositorySelection
+//	GetSingleFileName() string
+//	GetSingleFilePaths() []string
+//	GetSuspendedAt() Timestamp
+//	GetSuspendedBy() *User
+//	GetTargetID() int64
+//	GetTargetType() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type Installation = events_i.Installation
 
 // InstallationCreatedEvent is the payload of an "installation" delivery with
@@ -1661,12 +5646,55 @@ type Installation = events_i.Installation
 //
 // Someone installed a forge App on a user or organization account.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                          "action" required
+//	Enterprise   *Enterprise                     "enterprise"
+//	Installation Installation                    "installation" required
+//	Organization *Organization                   "organization"
+//	Repositories []InstallationCreatedRepository "repositories"
+//	Repository   *Repository                     "repository"
+//	Requester    *User                           "requester" nullable
+//	Sender       User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRequester() *User
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationCreatedEvent = events_i.InstallationCreatedEvent
 
 // InstallationCreatedRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	FullName string "full_name" required
+//	ID       int64  "id" required
+//	Name     string "name" required
+//	NodeID   string "node_id" required
+//	Private  bool   "private" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFullName() string
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetPrivate() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type InstallationCreatedRepository = common.InstallationCreatedRepository
 
 // InstallationDeletedEvent is the payload of an "installation" delivery with
@@ -1674,7 +5702,32 @@ type InstallationCreatedRepository = common.InstallationCreatedRepository
 //
 // Someone uninstalled a forge App from their user or organization account.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                          "action" required
+//	Enterprise   *Enterprise                     "enterprise"
+//	Installation Installation                    "installation" required
+//	Organization *Organization                   "organization"
+//	Repositories []InstallationCreatedRepository "repositories"
+//	Repository   *Repository                     "repository"
+//	Requester    json.RawMessage                 "requester" nullable
+//	Sender       User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRequester() json.RawMessage
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationDeletedEvent = events_i.InstallationDeletedEvent
 
 // InstallationEvent is the payload of an "installation" delivery: one of
@@ -1694,7 +5747,19 @@ type InstallationDeletedEvent = events_i.InstallationDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationEvent = events_i.InstallationEvent
 
 // InstallationNewPermissionsAcceptedEvent is the payload of an "installation"
@@ -1702,7 +5767,32 @@ type InstallationEvent = events_i.InstallationEvent
 //
 // Someone granted new permissions to a forge App.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                          "action" required
+//	Enterprise   *Enterprise                     "enterprise"
+//	Installation Installation                    "installation" required
+//	Organization *Organization                   "organization"
+//	Repositories []InstallationCreatedRepository "repositories"
+//	Repository   *Repository                     "repository"
+//	Requester    json.RawMessage                 "requester" nullable
+//	Sender       User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRequester() json.RawMessage
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationNewPermissionsAcceptedEvent = events_i.InstallationNewPermissionsAcceptedEvent
 
 // InstallationRepositoriesAddedEvent is the payload of an
@@ -1710,7 +5800,36 @@ type InstallationNewPermissionsAcceptedEvent = events_i.InstallationNewPermissio
 //
 // A forge App installation was granted access to one or more repositories.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action              string                          "action" required
+//	Enterprise          *Enterprise                     "enterprise"
+//	Installation        Installation                    "installation" required
+//	Organization        *Organization                   "organization"
+//	RepositoriesAdded   []InstallationCreatedRepository "repositories_added" required
+//	RepositoriesRemoved []InstallationCreatedRepository "repositories_removed" required
+//	Repository          *Repository                     "repository"
+//	RepositorySelection RepositorySelection             "repository_selection" required
+//	Requester           *User                           "requester" nullable
+//	Sender              User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositoriesAdded() []InstallationCreatedRepository
+//	GetRepositoriesRemoved() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRepositorySelection() RepositorySelection
+//	GetRequester() *User
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationRepositoriesAddedEvent = events_i.InstallationRepositoriesAddedEvent
 
 // InstallationRepositoriesEvent is the payload of an
@@ -1730,7 +5849,22 @@ type InstallationRepositoriesAddedEvent = events_i.InstallationRepositoriesAdded
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositoriesAdded() []InstallationCreatedRepository
+//	GetRepositoriesRemoved() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRepositorySelection() RepositorySelection
+//	GetRequester() *User
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationRepositoriesEvent = events_i.InstallationRepositoriesEvent
 
 // InstallationRepositoriesRemovedEvent is the payload of an
@@ -1738,7 +5872,36 @@ type InstallationRepositoriesEvent = events_i.InstallationRepositoriesEvent
 //
 // Access to one or more repositories was revoked for a forge App installation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action              string                          "action" required
+//	Enterprise          *Enterprise                     "enterprise"
+//	Installation        Installation                    "installation" required
+//	Organization        *Organization                   "organization"
+//	RepositoriesAdded   []InstallationCreatedRepository "repositories_added" required
+//	RepositoriesRemoved []InstallationCreatedRepository "repositories_removed" required
+//	Repository          *Repository                     "repository"
+//	RepositorySelection RepositorySelection             "repository_selection" required
+//	Requester           *User                           "requester" required, nullable
+//	Sender              User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositoriesAdded() []InstallationCreatedRepository
+//	GetRepositoriesRemoved() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRepositorySelection() RepositorySelection
+//	GetRequester() *User
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationRepositoriesRemovedEvent = events_i.InstallationRepositoriesRemovedEvent
 
 // InstallationRepositoriesUnknownEvent is the payload of an
@@ -1746,7 +5909,37 @@ type InstallationRepositoriesRemovedEvent = events_i.InstallationRepositoriesRem
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action              string                          "action" required
+//	Enterprise          *Enterprise                     "enterprise"
+//	Installation        *Installation                   "installation"
+//	Organization        *Organization                   "organization"
+//	RepositoriesAdded   []InstallationCreatedRepository "repositories_added"
+//	RepositoriesRemoved []InstallationCreatedRepository "repositories_removed"
+//	Repository          *Repository                     "repository"
+//	RepositorySelection *RepositorySelection            "repository_selection"
+//	Requester           *User                           "requester"
+//	Sender              *User                           "sender"
+//	Raw                 json.RawMessage                 the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositoriesAdded() []InstallationCreatedRepository
+//	GetRepositoriesRemoved() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRepositorySelection() RepositorySelection
+//	GetRequester() *User
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationRepositoriesUnknownEvent = events_i.InstallationRepositoriesUnknownEvent
 
 // InstallationSuspendEvent is the payload of an "installation" delivery with
@@ -1754,17 +5947,136 @@ type InstallationRepositoriesUnknownEvent = events_i.InstallationRepositoriesUnk
 //
 // Someone blocked access by a forge App to their user or organization account.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                          "action" required
+//	Enterprise   *Enterprise                     "enterprise"
+//	Installation Installation                    "installation" required
+//	Organization *Organization                   "organization"
+//	Repositories []InstallationCreatedRepository "repositories"
+//	Repository   *Repository                     "repository"
+//	Requester    json.RawMessage                 "requester" nullable
+//	Sender       User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRequester() json.RawMessage
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationSuspendEvent = events_i.InstallationSuspendEvent
 
 // InstallationTargetAccount is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	ArchivedAt              *string         "archived_at" nullable
+//	AvatarURL               string          "avatar_url" required
+//	CreatedAt               *string         "created_at"
+//	Description             json.RawMessage "description" nullable
+//	EventsURL               *string         "events_url"
+//	Followers               *int64          "followers"
+//	FollowersURL            *string         "followers_url"
+//	Following               *int64          "following"
+//	FollowingURL            *string         "following_url"
+//	GistsURL                *string         "gists_url"
+//	GravatarID              *string         "gravatar_id"
+//	HasOrganizationProjects *bool           "has_organization_projects"
+//	HasRepositoryProjects   *bool           "has_repository_projects"
+//	HooksURL                *string         "hooks_url"
+//	HTMLURL                 string          "html_url" required
+//	ID                      int64           "id" required
+//	IsVerified              *bool           "is_verified"
+//	IssuesURL               *string         "issues_url"
+//	Login                   *string         "login"
+//	MembersURL              *string         "members_url"
+//	Name                    *string         "name"
+//	NodeID                  string          "node_id" required
+//	OrganizationsURL        *string         "organizations_url"
+//	PublicGists             *int64          "public_gists"
+//	PublicMembersURL        *string         "public_members_url"
+//	PublicRepos             *int64          "public_repos"
+//	ReceivedEventsURL       *string         "received_events_url"
+//	ReposURL                *string         "repos_url"
+//	SiteAdmin               *bool           "site_admin"
+//	Slug                    *string         "slug"
+//	StarredURL              *string         "starred_url"
+//	SubscriptionsURL        *string         "subscriptions_url"
+//	Type                    *string         "type"
+//	UpdatedAt               *string         "updated_at"
+//	URL                     *string         "url"
+//	WebsiteURL              json.RawMessage "website_url" nullable
+//	UserViewType            *string         "user_view_type"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetArchivedAt() string
+//	GetAvatarURL() string
+//	GetCreatedAt() string
+//	GetDescription() json.RawMessage
+//	GetEventsURL() string
+//	GetFollowers() int64
+//	GetFollowersURL() string
+//	GetFollowing() int64
+//	GetFollowingURL() string
+//	GetGistsURL() string
+//	GetGravatarID() string
+//	GetHTMLURL() string
+//	GetHasOrganizationProjects() bool
+//	GetHasRepositoryProjects() bool
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIsVerified() bool
+//	GetIssuesURL() string
+//	GetLogin() string
+//	GetMembersURL() string
+//	GetName() string
+//	GetNodeID() string
+//	GetOrganizationsURL() string
+//	GetPublicGists() int64
+//	GetPublicMembersURL() string
+//	GetPublicRepos() int64
+//	GetReceivedEventsURL() string
+//	GetReposURL() string
+//	GetSiteAdmin() bool
+//	GetSlug() string
+//	GetStarredURL() string
+//	GetSubscriptionsURL() string
+//	GetType() string
+//	GetURL() string
+//	GetUpdatedAt() string
+//	GetUserViewType() string
+//	GetWebsiteURL() json.RawMessage
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationTargetAccount = events_i.InstallationTargetAccount
 
 // InstallationTargetChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Login *StringChange "login"
+//	Slug  *StringChange "slug"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLogin() *StringChange
+//	GetSlug() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationTargetChanges = events_i.InstallationTargetChanges
 
 // InstallationTargetEvent is the payload of an "installation_target" delivery:
@@ -1779,7 +6091,21 @@ type InstallationTargetChanges = events_i.InstallationTargetChanges
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Methods:
+//
+//	GetAction() string
+//	GetAccount() *InstallationTargetAccount
+//	GetChanges() *InstallationTargetChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTargetType() string
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationTargetEvent = events_i.InstallationTargetEvent
 
 // InstallationTargetRenamedEvent is the payload of an "installation_target"
@@ -1788,7 +6114,34 @@ type InstallationTargetEvent = events_i.InstallationTargetEvent
 // Somebody renamed the user or organization account that a forge App is
 // installed on.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Account      InstallationTargetAccount "account" required
+//	Action       string                    "action" required
+//	Changes      InstallationTargetChanges "changes" required
+//	Enterprise   *Enterprise               "enterprise"
+//	Installation SimpleInstallation        "installation" required
+//	Organization *Organization             "organization"
+//	Repository   *Repository               "repository"
+//	Sender       *User                     "sender"
+//	TargetType   string                    "target_type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAccount() *InstallationTargetAccount
+//	GetAction() string
+//	GetChanges() *InstallationTargetChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTargetType() string
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationTargetRenamedEvent = events_i.InstallationTargetRenamedEvent
 
 // InstallationTargetUnknownEvent is the payload of an "installation_target"
@@ -1796,7 +6149,35 @@ type InstallationTargetRenamedEvent = events_i.InstallationTargetRenamedEvent
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                     "action" required
+//	Account      *InstallationTargetAccount "account"
+//	Changes      *InstallationTargetChanges "changes"
+//	Enterprise   *Enterprise                "enterprise"
+//	Installation *SimpleInstallation        "installation"
+//	Organization *Organization              "organization"
+//	Repository   *Repository                "repository"
+//	Sender       *User                      "sender"
+//	TargetType   *string                    "target_type"
+//	Raw          json.RawMessage            the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAccount() *InstallationTargetAccount
+//	GetAction() string
+//	GetChanges() *InstallationTargetChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTargetType() string
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationTargetUnknownEvent = events_i.InstallationTargetUnknownEvent
 
 // InstallationUnknownEvent is the payload of an "installation" delivery whose
@@ -1804,7 +6185,31 @@ type InstallationTargetUnknownEvent = events_i.InstallationTargetUnknownEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                          "action" required
+//	Enterprise   *Enterprise                     "enterprise"
+//	Installation *Installation                   "installation"
+//	Organization *Organization                   "organization"
+//	Repositories []InstallationCreatedRepository "repositories"
+//	Repository   *Repository                     "repository"
+//	Sender       *User                           "sender"
+//	Raw          json.RawMessage                 the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationUnknownEvent = events_i.InstallationUnknownEvent
 
 // InstallationUnsuspendEvent is the payload of an "installation" delivery with
@@ -1813,18 +6218,161 @@ type InstallationUnknownEvent = events_i.InstallationUnknownEvent
 // A forge App that was blocked from accessing a user or organization account
 // was given access the account again.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                          "action" required
+//	Enterprise   *Enterprise                     "enterprise"
+//	Installation Installation                    "installation" required
+//	Organization *Organization                   "organization"
+//	Repositories []InstallationCreatedRepository "repositories"
+//	Repository   *Repository                     "repository"
+//	Requester    json.RawMessage                 "requester" nullable
+//	Sender       User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *Installation
+//	GetOrganization() *Organization
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepository() *Repository
+//	GetRequester() json.RawMessage
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type InstallationUnsuspendEvent = events_i.InstallationUnsuspendEvent
 
 // Issue: Issues are a great way to keep track of tasks, enhancements, and bugs
 // for your projects.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID                       int64                     "id" required
+//	NodeID                   string                    "node_id" required
+//	URL                      string                    "url" required
+//	RepositoryURL            string                    "repository_url" required
+//	LabelsURL                string                    "labels_url" required
+//	CommentsURL              string                    "comments_url" required
+//	EventsURL                string                    "events_url" required
+//	HTMLURL                  string                    "html_url" required
+//	Number                   int64                     "number" required
+//	State                    *IssueState               "state"
+//	StateReason              *IssueStateReason         "state_reason" nullable
+//	Title                    string                    "title" required
+//	Body                     *string                   "body" nullable
+//	User                     *User                     "user" required, nullable
+//	Labels                   []*IssueLabel             "labels"
+//	Assignee                 *User                     "assignee" nullable
+//	Assignees                []*User                   "assignees" nullable
+//	Milestone                *Milestone                "milestone" required, nullable
+//	Locked                   *bool                     "locked"
+//	ActiveLockReason         *ActiveLockReason         "active_lock_reason" nullable
+//	Comments                 int64                     "comments" required
+//	PullRequest              *IssuePullRequest         "pull_request"
+//	ClosedAt                 *Timestamp                "closed_at" required, nullable
+//	CreatedAt                Timestamp                 "created_at" required
+//	UpdatedAt                Timestamp                 "updated_at" required
+//	Draft                    *bool                     "draft"
+//	ClosedBy                 *User                     "closed_by" nullable
+//	BodyHTML                 *string                   "body_html"
+//	BodyText                 *string                   "body_text"
+//	TimelineURL              *string                   "timeline_url"
+//	Type                     *IssueType                "type" nullable
+//	Repository               *Repository               "repository"
+//	PerformedViaGithubApp    *App                      "performed_via_github_app" nullable
+//	AuthorAssociation        *AuthorAssociation        "author_association"
+//	Reactions                *Reactions                "reactions"
+//	SubIssuesSummary         *SubIssuesSummary         "sub_issues_summary"
+//	ParentIssueURL           *string                   "parent_issue_url" nullable
+//	IssueDependenciesSummary *IssueDependenciesSummary "issue_dependencies_summary"
+//	IssueFieldValues         []IssueFieldValue         "issue_field_values"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActiveLockReason() ActiveLockReason
+//	GetAssignee() *User
+//	GetAssignees() []*User
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetBodyHTML() string
+//	GetBodyText() string
+//	GetClosedAt() Timestamp
+//	GetClosedBy() *User
+//	GetComments() int64
+//	GetCommentsURL() string
+//	GetCreatedAt() Timestamp
+//	GetDraft() bool
+//	GetEventsURL() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetIssueDependenciesSummary() *IssueDependenciesSummary
+//	GetIssueFieldValues() []IssueFieldValue
+//	GetLabels() []*IssueLabel
+//	GetLabelsURL() string
+//	GetLocked() bool
+//	GetMilestone() *Milestone
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetParentIssueURL() string
+//	GetPerformedViaGithubApp() *App
+//	GetPullRequest() *IssuePullRequest
+//	GetReactions() *Reactions
+//	GetRepository() *Repository
+//	GetRepositoryURL() string
+//	GetState() IssueState
+//	GetStateReason() IssueStateReason
+//	GetSubIssuesSummary() *SubIssuesSummary
+//	GetTimelineURL() string
+//	GetTitle() string
+//	GetType() *IssueType
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Issue = common.Issue
 
 // IssueComment: The comment itself.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	AuthorAssociation     AuthorAssociation "author_association" required
+//	Body                  string            "body" required
+//	CreatedAt             Timestamp         "created_at" required
+//	HTMLURL               string            "html_url" required
+//	ID                    int64             "id" required
+//	IssueURL              string            "issue_url" required
+//	NodeID                string            "node_id" required
+//	PerformedViaGithubApp *App              "performed_via_github_app" nullable
+//	Reactions             *Reactions        "reactions"
+//	UpdatedAt             Timestamp         "updated_at" required
+//	URL                   string            "url" required
+//	User                  *User             "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetCreatedAt() Timestamp
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetIssueURL() string
+//	GetNodeID() string
+//	GetPerformedViaGithubApp() *App
+//	GetReactions() *Reactions
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueComment = events_i.IssueComment
 
 // IssueCommentCreatedEvent is the payload of an "issue_comment" delivery with
@@ -1832,7 +6380,32 @@ type IssueComment = events_i.IssueComment
 //
 // A comment on an issue or pull request was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      IssueComment        "comment" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *IssueComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueCommentCreatedEvent = events_i.IssueCommentCreatedEvent
 
 // IssueCommentDeletedEvent is the payload of an "issue_comment" delivery with
@@ -1840,12 +6413,47 @@ type IssueCommentCreatedEvent = events_i.IssueCommentCreatedEvent
 //
 // A comment on an issue or pull request was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      IssueComment        "comment" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *IssueComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueCommentDeletedEvent = events_i.IssueCommentDeletedEvent
 
 // IssueCommentEditedChanges: The changes to the comment.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Body *StringChange "body"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueCommentEditedChanges = common.IssueCommentEditedChanges
 
 // IssueCommentEditedEvent is the payload of an "issue_comment" delivery with
@@ -1853,7 +6461,34 @@ type IssueCommentEditedChanges = common.IssueCommentEditedChanges
 //
 // A comment on an issue or pull request was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                    "action" required
+//	Changes      IssueCommentEditedChanges "changes" required
+//	Comment      IssueComment              "comment" required
+//	Enterprise   *Enterprise               "enterprise"
+//	Installation *SimpleInstallation       "installation"
+//	Issue        Issue                     "issue" required
+//	Organization *Organization             "organization"
+//	Repository   Repository                "repository" required
+//	Sender       User                      "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *IssueCommentEditedChanges
+//	GetComment() *IssueComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueCommentEditedEvent = events_i.IssueCommentEditedEvent
 
 // IssueCommentEvent is the payload of an "issue_comment" delivery: one of
@@ -1879,7 +6514,20 @@ type IssueCommentEditedEvent = events_i.IssueCommentEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Methods:
+//
+//	GetAction() string
+//	GetComment() *IssueComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueCommentEvent = events_i.IssueCommentEvent
 
 // IssueCommentUnknownEvent is the payload of an "issue_comment" delivery whose
@@ -1887,7 +6535,33 @@ type IssueCommentEvent = events_i.IssueCommentEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      *IssueComment       "comment"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        *Issue              "issue"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *IssueComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueCommentUnknownEvent = events_i.IssueCommentUnknownEvent
 
 // IssueDependenciesBlockedByAddedEvent is the payload of an
@@ -1895,7 +6569,36 @@ type IssueCommentUnknownEvent = events_i.IssueCommentUnknownEvent
 //
 // An issue was marked as blocked by another issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	BlockedIssueID    float64             "blocked_issue_id" required
+//	BlockedIssue      Issue               "blocked_issue" required
+//	BlockingIssueID   float64             "blocking_issue_id" required
+//	BlockingIssue     Issue               "blocking_issue" required
+//	BlockingIssueRepo Repository          "blocking_issue_repo" required
+//	Installation      *SimpleInstallation "installation"
+//	Organization      Organization        "organization" required
+//	Repository        Repository          "repository" required
+//	Sender            User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedIssue() *Issue
+//	GetBlockedIssueID() float64
+//	GetBlockingIssue() *Issue
+//	GetBlockingIssueID() float64
+//	GetBlockingIssueRepo() *Repository
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueDependenciesBlockedByAddedEvent = events_i.IssueDependenciesBlockedByAddedEvent
 
 // IssueDependenciesBlockedByRemovedEvent is the payload of an
@@ -1903,7 +6606,36 @@ type IssueDependenciesBlockedByAddedEvent = events_i.IssueDependenciesBlockedByA
 //
 // The blocked by relationship between an issue and another issue was removed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	BlockedIssueID    float64             "blocked_issue_id" required
+//	BlockedIssue      Issue               "blocked_issue" required
+//	BlockingIssueID   float64             "blocking_issue_id" required
+//	BlockingIssue     Issue               "blocking_issue" required
+//	BlockingIssueRepo Repository          "blocking_issue_repo" required
+//	Installation      *SimpleInstallation "installation"
+//	Organization      Organization        "organization" required
+//	Repository        Repository          "repository" required
+//	Sender            User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedIssue() *Issue
+//	GetBlockedIssueID() float64
+//	GetBlockingIssue() *Issue
+//	GetBlockingIssueID() float64
+//	GetBlockingIssueRepo() *Repository
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueDependenciesBlockedByRemovedEvent = events_i.IssueDependenciesBlockedByRemovedEvent
 
 // IssueDependenciesBlockingAddedEvent is the payload of an "issue_dependencies"
@@ -1911,7 +6643,36 @@ type IssueDependenciesBlockedByRemovedEvent = events_i.IssueDependenciesBlockedB
 //
 // An issue was marked as blocking another issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	BlockedIssueID   float64             "blocked_issue_id" required
+//	BlockedIssue     Issue               "blocked_issue" required
+//	BlockedIssueRepo Repository          "blocked_issue_repo" required
+//	BlockingIssueID  float64             "blocking_issue_id" required
+//	BlockingIssue    Issue               "blocking_issue" required
+//	Installation     *SimpleInstallation "installation"
+//	Organization     Organization        "organization" required
+//	Repository       Repository          "repository" required
+//	Sender           User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedIssue() *Issue
+//	GetBlockedIssueID() float64
+//	GetBlockedIssueRepo() *Repository
+//	GetBlockingIssue() *Issue
+//	GetBlockingIssueID() float64
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueDependenciesBlockingAddedEvent = events_i.IssueDependenciesBlockingAddedEvent
 
 // IssueDependenciesBlockingRemovedEvent is the payload of an
@@ -1919,7 +6680,36 @@ type IssueDependenciesBlockingAddedEvent = events_i.IssueDependenciesBlockingAdd
 //
 // The blocking relationship between an issue and another issue was removed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	BlockedIssueID   float64             "blocked_issue_id" required
+//	BlockedIssue     Issue               "blocked_issue" required
+//	BlockedIssueRepo Repository          "blocked_issue_repo" required
+//	BlockingIssueID  float64             "blocking_issue_id" required
+//	BlockingIssue    Issue               "blocking_issue" required
+//	Installation     *SimpleInstallation "installation"
+//	Organization     Organization        "organization" required
+//	Repository       Repository          "repository" required
+//	Sender           User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedIssue() *Issue
+//	GetBlockedIssueID() float64
+//	GetBlockedIssueRepo() *Repository
+//	GetBlockingIssue() *Issue
+//	GetBlockingIssueID() float64
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueDependenciesBlockingRemovedEvent = events_i.IssueDependenciesBlockingRemovedEvent
 
 // IssueDependenciesEvent is the payload of an "issue_dependencies" delivery:
@@ -1940,12 +6730,42 @@ type IssueDependenciesBlockingRemovedEvent = events_i.IssueDependenciesBlockingR
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Methods:
+//
+//	GetAction() string
+//	GetBlockedIssueID() float64
+//	GetBlockedIssue() *Issue
+//	GetBlockingIssueID() float64
+//	GetBlockingIssue() *Issue
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueDependenciesEvent = events_i.IssueDependenciesEvent
 
 // IssueDependenciesSummary is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	BlockedBy      int64 "blocked_by" required
+//	Blocking       int64 "blocking" required
+//	TotalBlockedBy int64 "total_blocked_by" required
+//	TotalBlocking  int64 "total_blocking" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBlockedBy() int64
+//	GetBlocking() int64
+//	GetTotalBlockedBy() int64
+//	GetTotalBlocking() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueDependenciesSummary = common.IssueDependenciesSummary
 
 // IssueDependenciesUnknownEvent is the payload of an "issue_dependencies"
@@ -1953,63 +6773,165 @@ type IssueDependenciesSummary = common.IssueDependenciesSummary
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string              "action" required
+//	BlockedIssueID  *float64            "blocked_issue_id"
+//	BlockedIssue    *Issue              "blocked_issue"
+//	BlockingIssueID *float64            "blocking_issue_id"
+//	BlockingIssue   *Issue              "blocking_issue"
+//	Installation    *SimpleInstallation "installation"
+//	Organization    *Organization       "organization"
+//	Repository      *Repository         "repository"
+//	Sender          *User               "sender"
+//	Raw             json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedIssue() *Issue
+//	GetBlockedIssueID() float64
+//	GetBlockingIssue() *Issue
+//	GetBlockingIssueID() float64
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueDependenciesUnknownEvent = events_i.IssueDependenciesUnknownEvent
 
 // IssueFieldValue: A value assigned to an issue field
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	IssueFieldID       int64                              "issue_field_id" required
+//	NodeID             string                             "node_id" required
+//	DataType           IssueFieldValueDataType            "data_type" required
+//	Value              *WebhookConfigInsecureSSL          "value" required, nullable
+//	SingleSelectOption *IssueFieldValueSingleSelectOption "single_select_option" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDataType() IssueFieldValueDataType
+//	GetIssueFieldID() int64
+//	GetNodeID() string
+//	GetSingleSelectOption() *IssueFieldValueSingleSelectOption
+//	GetValue() *WebhookConfigInsecureSSL
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueFieldValue = common.IssueFieldValue
 
 // IssueFieldValueDataType: The data type of the issue field
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueFieldValueDataType = common.IssueFieldValueDataType
 
 // IssueFieldValueSingleSelectOption: Details about the selected option (only
 // present for single_select fields)
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID    int64  "id" required
+//	Name  string "name" required
+//	Color string "color" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetColor() string
+//	GetID() int64
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueFieldValueSingleSelectOption = common.IssueFieldValueSingleSelectOption
 
 // IssueLabel is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueLabel = common.IssueLabel
 
 // IssuePullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	DiffURL  *string    "diff_url" required, nullable
+//	HTMLURL  *string    "html_url" required, nullable
+//	MergedAt *Timestamp "merged_at" nullable
+//	PatchURL *string    "patch_url" required, nullable
+//	URL      *string    "url" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDiffURL() string
+//	GetHTMLURL() string
+//	GetMergedAt() Timestamp
+//	GetPatchURL() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssuePullRequest = common.IssuePullRequest
 
 // IssueState: State of this Pull Request. Either `open` or `closed`.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueState = common.IssueState
 
 // IssueStateReason: The reason for the current state
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueStateReason = common.IssueStateReason
 
 // IssueType: The type of issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID          int64           "id" required
+//	NodeID      string          "node_id" required
+//	Name        string          "name" required
+//	Description *string         "description" required, nullable
+//	Color       *IssueTypeColor "color" nullable
+//	CreatedAt   *Timestamp      "created_at"
+//	UpdatedAt   *Timestamp      "updated_at"
+//	IsEnabled   *bool           "is_enabled"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetColor() IssueTypeColor
+//	GetCreatedAt() Timestamp
+//	GetDescription() string
+//	GetID() int64
+//	GetIsEnabled() bool
+//	GetName() string
+//	GetNodeID() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueType = common.IssueType
 
 // IssueTypeColor: The color of the issue type.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssueTypeColor = common.IssueTypeColor
 
 // IssuesAssignedEvent is the payload of an "issues" delivery with action
@@ -2017,7 +6939,32 @@ type IssueTypeColor = common.IssueTypeColor
 //
 // An issue was assigned to a user.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Assignee     *User               "assignee" nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAssignee() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesAssignedEvent = events_i.IssuesAssignedEvent
 
 // IssuesClosedEvent is the payload of an "issues" delivery with action
@@ -2025,7 +6972,30 @@ type IssuesAssignedEvent = events_i.IssuesAssignedEvent
 //
 // An issue was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesClosedEvent = events_i.IssuesClosedEvent
 
 // IssuesDeletedEvent is the payload of an "issues" delivery with action
@@ -2033,7 +7003,30 @@ type IssuesClosedEvent = events_i.IssuesClosedEvent
 //
 // An issue was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesDeletedEvent = events_i.IssuesDeletedEvent
 
 // IssuesDemilestonedEvent is the payload of an "issues" delivery with action
@@ -2041,7 +7034,32 @@ type IssuesDeletedEvent = events_i.IssuesDeletedEvent
 //
 // An issue was removed from a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Milestone    *Milestone          "milestone"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesDemilestonedEvent = events_i.IssuesDemilestonedEvent
 
 // IssuesEditedEvent is the payload of an "issues" delivery with action
@@ -2049,7 +7067,34 @@ type IssuesDemilestonedEvent = events_i.IssuesDemilestonedEvent
 //
 // The title or body on an issue was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      EditedChanges       "changes" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Label        *Label              "label"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *EditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesEditedEvent = events_i.IssuesEditedEvent
 
 // IssuesEvent is the payload of an "issues" delivery: one of
@@ -2075,7 +7120,19 @@ type IssuesEditedEvent = events_i.IssuesEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesEvent = events_i.IssuesEvent
 
 // IssuesLabeledEvent is the payload of an "issues" delivery with action
@@ -2083,7 +7140,32 @@ type IssuesEvent = events_i.IssuesEvent
 //
 // A label was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Label        *Label              "label"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesLabeledEvent = events_i.IssuesLabeledEvent
 
 // IssuesLockedEvent is the payload of an "issues" delivery with action
@@ -2092,7 +7174,30 @@ type IssuesLabeledEvent = events_i.IssuesLabeledEvent
 // Conversation on an issue was locked. For more information, see "Locking
 // conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesLockedEvent = events_i.IssuesLockedEvent
 
 // IssuesMilestonedEvent is the payload of an "issues" delivery with action
@@ -2100,12 +7205,49 @@ type IssuesLockedEvent = events_i.IssuesLockedEvent
 //
 // An issue was added to a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Milestone    Milestone           "milestone" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesMilestonedEvent = events_i.IssuesMilestonedEvent
 
 // IssuesOpenedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	OldIssue      *Issue     "old_issue" required, nullable
+//	OldRepository Repository "old_repository" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetOldIssue() *Issue
+//	GetOldRepository() *Repository
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesOpenedChanges = events_i.IssuesOpenedChanges
 
 // IssuesOpenedEvent is the payload of an "issues" delivery with action
@@ -2114,7 +7256,32 @@ type IssuesOpenedChanges = events_i.IssuesOpenedChanges
 // An issue was created. When a closed issue is reopened, the action will be
 // `reopened` instead.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string               "action" required
+//	Changes      *IssuesOpenedChanges "changes"
+//	Enterprise   *Enterprise          "enterprise"
+//	Installation *SimpleInstallation  "installation"
+//	Issue        Issue                "issue" required
+//	Organization *Organization        "organization"
+//	Repository   Repository           "repository" required
+//	Sender       User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *IssuesOpenedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesOpenedEvent = events_i.IssuesOpenedEvent
 
 // IssuesPinnedEvent is the payload of an "issues" delivery with action
@@ -2123,7 +7290,30 @@ type IssuesOpenedEvent = events_i.IssuesOpenedEvent
 // An issue was pinned to a repository. For more information, see "Pinning an
 // issue to your repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesPinnedEvent = events_i.IssuesPinnedEvent
 
 // IssuesReopenedEvent is the payload of an "issues" delivery with action
@@ -2131,12 +7321,47 @@ type IssuesPinnedEvent = events_i.IssuesPinnedEvent
 //
 // A closed issue was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesReopenedEvent = events_i.IssuesReopenedEvent
 
 // IssuesTransferredChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	NewIssue      Issue      "new_issue" required
+//	NewRepository Repository "new_repository" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetNewIssue() *Issue
+//	GetNewRepository() *Repository
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesTransferredChanges = events_i.IssuesTransferredChanges
 
 // IssuesTransferredEvent is the payload of an "issues" delivery with action
@@ -2145,14 +7370,64 @@ type IssuesTransferredChanges = events_i.IssuesTransferredChanges
 // An issue was transferred to another repository. For more information, see
 // "Transferring an issue to another repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                   "action" required
+//	Changes      IssuesTransferredChanges "changes" required
+//	Enterprise   *Enterprise              "enterprise"
+//	Installation *SimpleInstallation      "installation"
+//	Issue        Issue                    "issue" required
+//	Organization *Organization            "organization"
+//	Repository   Repository               "repository" required
+//	Sender       User                     "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *IssuesTransferredChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesTransferredEvent = events_i.IssuesTransferredEvent
 
 // IssuesTypedEvent is the payload of an "issues" delivery with action "typed".
 //
 // An issue type was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Type         *IssueType          "type" required, nullable
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetType() *IssueType
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesTypedEvent = events_i.IssuesTypedEvent
 
 // IssuesUnassignedEvent is the payload of an "issues" delivery with action
@@ -2160,7 +7435,32 @@ type IssuesTypedEvent = events_i.IssuesTypedEvent
 //
 // A user was unassigned from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Assignee     *User               "assignee" nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAssignee() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesUnassignedEvent = events_i.IssuesUnassignedEvent
 
 // IssuesUnknownEvent is the payload of an "issues" delivery whose action the
@@ -2168,7 +7468,31 @@ type IssuesUnassignedEvent = events_i.IssuesUnassignedEvent
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        *Issue              "issue"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesUnknownEvent = events_i.IssuesUnknownEvent
 
 // IssuesUnlabeledEvent is the payload of an "issues" delivery with action
@@ -2176,7 +7500,32 @@ type IssuesUnknownEvent = events_i.IssuesUnknownEvent
 //
 // A label was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Label        *Label              "label"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesUnlabeledEvent = events_i.IssuesUnlabeledEvent
 
 // IssuesUnlockedEvent is the payload of an "issues" delivery with action
@@ -2185,7 +7534,30 @@ type IssuesUnlabeledEvent = events_i.IssuesUnlabeledEvent
 // Conversation on an issue was locked. For more information, see "Locking
 // conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesUnlockedEvent = events_i.IssuesUnlockedEvent
 
 // IssuesUnpinnedEvent is the payload of an "issues" delivery with action
@@ -2194,7 +7566,30 @@ type IssuesUnlockedEvent = events_i.IssuesUnlockedEvent
 // An issue was unpinned from a repository. For more information, see "Pinning
 // an issue to your repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesUnpinnedEvent = events_i.IssuesUnpinnedEvent
 
 // IssuesUntypedEvent is the payload of an "issues" delivery with action
@@ -2202,39 +7597,171 @@ type IssuesUnpinnedEvent = events_i.IssuesUnpinnedEvent
 //
 // An issue type was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Type         *IssueType          "type" required, nullable
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetType() *IssueType
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesUntypedEvent = events_i.IssuesUntypedEvent
 
 // Label: Color-coded labels help you categorize and filter your issues (just
 // like labels in Gmail).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Color       *string "color" required, nullable
+//	Default     bool    "default" required
+//	Description *string "description" nullable
+//	ID          int64   "id" required
+//	Name        string  "name" required
+//	NodeID      string  "node_id" required
+//	URL         string  "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetColor() string
+//	GetDefault() bool
+//	GetDescription() string
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Label = common.Label
 
 // LabelCreatedEvent is the payload of a "label" delivery with action "created".
 //
 // A label was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelCreatedEvent = events_l.LabelCreatedEvent
 
 // LabelDeletedEvent is the payload of a "label" delivery with action "deleted".
 //
 // A label was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelDeletedEvent = events_l.LabelDeletedEvent
 
 // LabelEditedChanges: The changes to the label if the action was `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+// Fields (Go name, type, JSON key):
+//
+//	Color       *StringChange "color"
+//	Description *StringChange "description"
+//	Name        *StringChange "name"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetColor() *StringChange
+//	GetDescription() *StringChange
+//	GetName() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelEditedChanges = events_l.LabelEditedChanges
 
 // LabelEditedEvent is the payload of a "label" delivery with action "edited".
 //
 // A label's name, description, or color was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      *LabelEditedChanges "changes"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *LabelEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelEditedEvent = events_l.LabelEditedEvent
 
 // LabelEvent is the payload of a "label" delivery: one of *LabelCreatedEvent,
@@ -2256,7 +7783,19 @@ type LabelEditedEvent = events_l.LabelEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelEvent = events_l.LabelEvent
 
 // LabelUnknownEvent is the payload of a "label" delivery whose action the
@@ -2264,27 +7803,121 @@ type LabelEvent = events_l.LabelEvent
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_l.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        *Label              "label"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelUnknownEvent = events_l.LabelUnknownEvent
 
 // License: License Simple
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Key     string  "key" required
+//	Name    string  "name" required
+//	URL     *string "url" required, nullable
+//	SPDXID  *string "spdx_id" required, nullable
+//	NodeID  string  "node_id" required
+//	HTMLURL *string "html_url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHTMLURL() string
+//	GetKey() string
+//	GetName() string
+//	GetNodeID() string
+//	GetSPDXID() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type License = common.License
 
 // Link: Hypermedia Link
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Href string "href" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHref() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Link = common.Link
 
 // MarketplacePurchase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Account         MarketplacePurchaseAccount "account" required
+//	BillingCycle    string                     "billing_cycle" required
+//	FreeTrialEndsOn *string                    "free_trial_ends_on" required, nullable
+//	NextBillingDate *string                    "next_billing_date" nullable
+//	OnFreeTrial     *bool                      "on_free_trial" required, nullable
+//	Plan            MarketplacePurchasePlan    "plan" required
+//	UnitCount       int64                      "unit_count" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAccount() *MarketplacePurchaseAccount
+//	GetBillingCycle() string
+//	GetFreeTrialEndsOn() string
+//	GetNextBillingDate() string
+//	GetOnFreeTrial() bool
+//	GetPlan() *MarketplacePurchasePlan
+//	GetUnitCount() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchase = events_m.MarketplacePurchase
 
 // MarketplacePurchaseAccount is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	ID                       int64   "id" required
+//	Login                    string  "login" required
+//	NodeID                   string  "node_id" required
+//	OrganizationBillingEmail *string "organization_billing_email" required, nullable
+//	Type                     string  "type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() int64
+//	GetLogin() string
+//	GetNodeID() string
+//	GetOrganizationBillingEmail() string
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchaseAccount = events_m.MarketplacePurchaseAccount
 
 // MarketplacePurchaseCancelledEvent is the payload of a "marketplace_purchase"
@@ -2293,7 +7926,34 @@ type MarketplacePurchaseAccount = events_m.MarketplacePurchaseAccount
 // Someone cancelled a forge Marketplace plan, and the last billing cycle has
 // ended. The change will take effect on the account immediately.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action                      string               "action" required
+//	EffectiveDate               string               "effective_date" required
+//	Enterprise                  *Enterprise          "enterprise"
+//	Installation                *SimpleInstallation  "installation"
+//	MarketplacePurchase         MarketplacePurchase  "marketplace_purchase" required
+//	Organization                *Organization        "organization"
+//	PreviousMarketplacePurchase *MarketplacePurchase "previous_marketplace_purchase"
+//	Repository                  *Repository          "repository"
+//	Sender                      User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMarketplacePurchase() *MarketplacePurchase
+//	GetOrganization() *Organization
+//	GetPreviousMarketplacePurchase() *MarketplacePurchase
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchaseCancelledEvent = events_m.MarketplacePurchaseCancelledEvent
 
 // MarketplacePurchaseChangedEvent is the payload of a "marketplace_purchase"
@@ -2302,7 +7962,34 @@ type MarketplacePurchaseCancelledEvent = events_m.MarketplacePurchaseCancelledEv
 // Someone upgraded or downgraded a forge Marketplace plan, and the last billing
 // cycle has ended. The change will take effect on the account immediately.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action                      string               "action" required
+//	EffectiveDate               string               "effective_date" required
+//	Enterprise                  *Enterprise          "enterprise"
+//	Installation                *SimpleInstallation  "installation"
+//	MarketplacePurchase         MarketplacePurchase  "marketplace_purchase" required
+//	Organization                *Organization        "organization"
+//	PreviousMarketplacePurchase *MarketplacePurchase "previous_marketplace_purchase"
+//	Repository                  *Repository          "repository"
+//	Sender                      User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMarketplacePurchase() *MarketplacePurchase
+//	GetOrganization() *Organization
+//	GetPreviousMarketplacePurchase() *MarketplacePurchase
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchaseChangedEvent = events_m.MarketplacePurchaseChangedEvent
 
 // MarketplacePurchaseEvent is the payload of a "marketplace_purchase" delivery:
@@ -2320,7 +8007,21 @@ type MarketplacePurchaseChangedEvent = events_m.MarketplacePurchaseChangedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Methods:
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMarketplacePurchase() *MarketplacePurchase
+//	GetOrganization() *Organization
+//	GetPreviousMarketplacePurchase() *MarketplacePurchase
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchaseEvent = events_m.MarketplacePurchaseEvent
 
 // MarketplacePurchasePendingChangeCancelledEvent is the payload of a
@@ -2330,7 +8031,34 @@ type MarketplacePurchaseEvent = events_m.MarketplacePurchaseEvent
 // changes include plan cancellations and downgrades that will take effect at
 // the end of a billing cycle.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action                      string               "action" required
+//	EffectiveDate               string               "effective_date" required
+//	Enterprise                  *Enterprise          "enterprise"
+//	Installation                *SimpleInstallation  "installation"
+//	MarketplacePurchase         MarketplacePurchase  "marketplace_purchase" required
+//	Organization                *Organization        "organization"
+//	PreviousMarketplacePurchase *MarketplacePurchase "previous_marketplace_purchase"
+//	Repository                  *Repository          "repository"
+//	Sender                      User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMarketplacePurchase() *MarketplacePurchase
+//	GetOrganization() *Organization
+//	GetPreviousMarketplacePurchase() *MarketplacePurchase
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchasePendingChangeCancelledEvent = events_m.MarketplacePurchasePendingChangeCancelledEvent
 
 // MarketplacePurchasePendingChangeEvent is the payload of a
@@ -2340,19 +8068,72 @@ type MarketplacePurchasePendingChangeCancelledEvent = events_m.MarketplacePurcha
 // cancellation will take effect at the end of the current billing cycle. When
 // the change takes effect, the `changed` or `cancelled` event will be sent.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action                      string               "action" required
+//	EffectiveDate               string               "effective_date" required
+//	Enterprise                  *Enterprise          "enterprise"
+//	Installation                *SimpleInstallation  "installation"
+//	MarketplacePurchase         MarketplacePurchase  "marketplace_purchase" required
+//	Organization                *Organization        "organization"
+//	PreviousMarketplacePurchase *MarketplacePurchase "previous_marketplace_purchase"
+//	Repository                  *Repository          "repository"
+//	Sender                      User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMarketplacePurchase() *MarketplacePurchase
+//	GetOrganization() *Organization
+//	GetPreviousMarketplacePurchase() *MarketplacePurchase
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchasePendingChangeEvent = events_m.MarketplacePurchasePendingChangeEvent
 
 // MarketplacePurchasePlan is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Bullets             []*string                         "bullets" required
+//	Description         string                            "description" required
+//	HasFreeTrial        bool                              "has_free_trial" required
+//	ID                  int64                             "id" required
+//	MonthlyPriceInCents int64                             "monthly_price_in_cents" required
+//	Name                string                            "name" required
+//	PriceModel          MarketplacePurchasePlanPriceModel "price_model" required
+//	UnitName            *string                           "unit_name" required, nullable
+//	YearlyPriceInCents  int64                             "yearly_price_in_cents" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBullets() []*string
+//	GetDescription() string
+//	GetHasFreeTrial() bool
+//	GetID() int64
+//	GetMonthlyPriceInCents() int64
+//	GetName() string
+//	GetPriceModel() MarketplacePurchasePlanPriceModel
+//	GetUnitName() string
+//	GetYearlyPriceInCents() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchasePlan = events_m.MarketplacePurchasePlan
 
 // MarketplacePurchasePlanPriceModel is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchasePlanPriceModel = events_m.MarketplacePurchasePlanPriceModel
 
 // MarketplacePurchasePurchasedEvent is the payload of a "marketplace_purchase"
@@ -2361,7 +8142,34 @@ type MarketplacePurchasePlanPriceModel = events_m.MarketplacePurchasePlanPriceMo
 // Someone purchased a forge Marketplace plan. The change will take effect on
 // the account immediately.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action                      string               "action" required
+//	EffectiveDate               string               "effective_date" required
+//	Enterprise                  *Enterprise          "enterprise"
+//	Installation                *SimpleInstallation  "installation"
+//	MarketplacePurchase         MarketplacePurchase  "marketplace_purchase" required
+//	Organization                *Organization        "organization"
+//	PreviousMarketplacePurchase *MarketplacePurchase "previous_marketplace_purchase"
+//	Repository                  *Repository          "repository"
+//	Sender                      User                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMarketplacePurchase() *MarketplacePurchase
+//	GetOrganization() *Organization
+//	GetPreviousMarketplacePurchase() *MarketplacePurchase
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchasePurchasedEvent = events_m.MarketplacePurchasePurchasedEvent
 
 // MarketplacePurchaseUnknownEvent is the payload of a "marketplace_purchase"
@@ -2369,19 +8177,86 @@ type MarketplacePurchasePurchasedEvent = events_m.MarketplacePurchasePurchasedEv
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action                      string               "action" required
+//	EffectiveDate               *string              "effective_date"
+//	Enterprise                  *Enterprise          "enterprise"
+//	Installation                *SimpleInstallation  "installation"
+//	MarketplacePurchase         *MarketplacePurchase "marketplace_purchase"
+//	Organization                *Organization        "organization"
+//	PreviousMarketplacePurchase *MarketplacePurchase "previous_marketplace_purchase"
+//	Repository                  *Repository          "repository"
+//	Sender                      *User                "sender"
+//	Raw                         json.RawMessage      the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMarketplacePurchase() *MarketplacePurchase
+//	GetOrganization() *Organization
+//	GetPreviousMarketplacePurchase() *MarketplacePurchase
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MarketplacePurchaseUnknownEvent = events_m.MarketplacePurchaseUnknownEvent
 
 // MemberAddedEvent is the payload of a "member" delivery with action "added".
 //
 // A forge user accepted an invitation to a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      *MemberChanges      "changes"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Member       *User               "member" required, nullable
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *MemberChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberAddedEvent = events_m.MemberAddedEvent
 
 // MemberChanges: The changes to the collaborator permissions
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Permission    *MemberChangesPermission "permission"
+//	RoleName      *MemberChangesRoleName   "role_name"
+//	OldPermission *StringChange            "old_permission"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetOldPermission() *StringChange
+//	GetPermission() *MemberChangesPermission
+//	GetRoleName() *MemberChangesRoleName
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberChanges = events_m.MemberChanges
 
 // MemberChangesPermission: This field is included for legacy purposes; use the
@@ -2390,19 +8265,66 @@ type MemberChanges = events_m.MemberChanges
 // collaborator, use the `role_name` field instead, which will provide the full
 // role name, including custom roles.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	To   *AppPermissionsEnterpriseCustomPropertiesForOrganizations "to" required, nullable
+//	From *string                                                   "from" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() string
+//	GetTo() AppPermissionsEnterpriseCustomPropertiesForOrganizations
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberChangesPermission = events_m.MemberChangesPermission
 
 // MemberChangesRoleName: The role assigned to the collaborator.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	To string "to" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetTo() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberChangesRoleName = events_m.MemberChangesRoleName
 
 // MemberEditedEvent is the payload of a "member" delivery with action "edited".
 //
 // Permissions were changed for a collaborator on a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      MemberChanges       "changes" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Member       *User               "member" required, nullable
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *MemberChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberEditedEvent = events_m.MemberEditedEvent
 
 // MemberEvent is the payload of a "member" delivery: one of *MemberAddedEvent,
@@ -2421,7 +8343,19 @@ type MemberEditedEvent = events_m.MemberEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberEvent = events_m.MemberEvent
 
 // MemberRemovedEvent is the payload of a "member" delivery with action
@@ -2429,7 +8363,30 @@ type MemberEvent = events_m.MemberEvent
 //
 // A collaborator was removed from a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Member       *User               "member" required, nullable
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberRemovedEvent = events_m.MemberRemovedEvent
 
 // MemberUnknownEvent is the payload of a "member" delivery whose action the
@@ -2437,13 +8394,59 @@ type MemberRemovedEvent = events_m.MemberRemovedEvent
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Member       *User               "member"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MemberUnknownEvent = events_m.MemberUnknownEvent
 
 // Membership: The membership between the user and the organization. Not present
 // when the action is `member_invited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	OrganizationURL                            string   "organization_url" required
+//	Role                                       string   "role" required
+//	DirectMembership                           *bool    "direct_membership"
+//	EnterpriseTeamsProvidingIndirectMembership []string "enterprise_teams_providing_indirect_membership"
+//	State                                      string   "state" required
+//	URL                                        string   "url" required
+//	User                                       *User    "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDirectMembership() bool
+//	GetEnterpriseTeamsProvidingIndirectMembership() []string
+//	GetOrganizationURL() string
+//	GetRole() string
+//	GetState() string
+//	GetURL() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type Membership = events_o.Membership
 
 // MembershipAddedEvent is the payload of a "membership" delivery with action
@@ -2451,7 +8454,34 @@ type Membership = events_o.Membership
 //
 // An organization member was added to a team.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Member       *User               "member" required, nullable
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Scope        MembershipScope     "scope" required
+//	Sender       *User               "sender" required, nullable
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetScope() MembershipScope
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MembershipAddedEvent = events_m.MembershipAddedEvent
 
 // MembershipEvent is the payload of a "membership" delivery: one of
@@ -2469,7 +8499,21 @@ type MembershipAddedEvent = events_m.MembershipAddedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetScope() MembershipScope
+//	GetSender() *User
+//	GetTeam() *Team
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MembershipEvent = events_m.MembershipEvent
 
 // MembershipRemovedEvent is the payload of a "membership" delivery with action
@@ -2477,14 +8521,41 @@ type MembershipEvent = events_m.MembershipEvent
 //
 // An organization member was removed from a team.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Member       *User               "member" required, nullable
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Scope        MembershipScope     "scope" required
+//	Sender       *User               "sender" required, nullable
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetScope() MembershipScope
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MembershipRemovedEvent = events_m.MembershipRemovedEvent
 
 // MembershipScope: The scope of the membership. Currently, can only be `team`.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MembershipScope = events_m.MembershipScope
 
 // MembershipUnknownEvent is the payload of a "membership" delivery whose action
@@ -2492,7 +8563,35 @@ type MembershipScope = events_m.MembershipScope
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Member       *User               "member"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Scope        *MembershipScope    "scope"
+//	Sender       *User               "sender"
+//	Team         *Team               "team"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMember() *User
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetScope() MembershipScope
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MembershipUnknownEvent = events_m.MembershipUnknownEvent
 
 // MergeCommitMessage: The default value for a merge commit message.
@@ -2503,7 +8602,7 @@ type MembershipUnknownEvent = events_m.MembershipUnknownEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type MergeCommitMessage = common.MergeCommitMessage
 
 // MergeCommitTitle: The default value for a merge commit title.
@@ -2514,13 +8613,31 @@ type MergeCommitMessage = common.MergeCommitMessage
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type MergeCommitTitle = common.MergeCommitTitle
 
 // MergeGroup: A group of pull requests that the merge queue has grouped
 // together to be merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	HeadSHA    string                 "head_sha" required
+//	HeadRef    string                 "head_ref" required
+//	BaseSHA    string                 "base_sha" required
+//	BaseRef    string                 "base_ref" required
+//	HeadCommit MergeGroupSimpleCommit "head_commit" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBaseRef() string
+//	GetBaseSHA() string
+//	GetHeadCommit() *MergeGroupSimpleCommit
+//	GetHeadRef() string
+//	GetHeadSHA() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroup = events_m.MergeGroup
 
 // MergeGroupChecksRequestedEvent is the payload of a "merge_group" delivery
@@ -2533,7 +8650,28 @@ type MergeGroup = events_m.MergeGroup
 // When you receive this event, you should perform checks on the head SHA and
 // report status back using check runs or commit statuses.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	MergeGroup   MergeGroup          "merge_group" required
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetMergeGroup() *MergeGroup
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroupChecksRequestedEvent = events_m.MergeGroupChecksRequestedEvent
 
 // MergeGroupDestroyedEvent is the payload of a "merge_group" delivery with
@@ -2548,7 +8686,30 @@ type MergeGroupChecksRequestedEvent = events_m.MergeGroupChecksRequestedEvent
 // running on the head SHA to avoid wasting computing resources on a merge group
 // that will not be used.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                     "action" required
+//	Reason       *MergeGroupDestroyedReason "reason"
+//	Installation *SimpleInstallation        "installation"
+//	MergeGroup   MergeGroup                 "merge_group" required
+//	Organization *Organization              "organization"
+//	Repository   *Repository                "repository"
+//	Sender       *User                      "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetMergeGroup() *MergeGroup
+//	GetOrganization() *Organization
+//	GetReason() MergeGroupDestroyedReason
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroupDestroyedEvent = events_m.MergeGroupDestroyedEvent
 
 // MergeGroupDestroyedReason: Explains why the merge group is being destroyed.
@@ -2557,7 +8718,7 @@ type MergeGroupDestroyedEvent = events_m.MergeGroupDestroyedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroupDestroyedReason = events_m.MergeGroupDestroyedReason
 
 // MergeGroupEvent is the payload of a "merge_group" delivery: one of
@@ -2573,17 +8734,60 @@ type MergeGroupDestroyedReason = events_m.MergeGroupDestroyedReason
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Methods:
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetMergeGroup() *MergeGroup
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroupEvent = events_m.MergeGroupEvent
 
 // MergeGroupSimpleCommit: A commit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	ID        string                        "id" required
+//	TreeID    string                        "tree_id" required
+//	Message   string                        "message" required
+//	Timestamp Timestamp                     "timestamp" required
+//	Author    *MergeGroupSimpleCommitAuthor "author" required, nullable
+//	Committer *MergeGroupSimpleCommitAuthor "committer" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *MergeGroupSimpleCommitAuthor
+//	GetCommitter() *MergeGroupSimpleCommitAuthor
+//	GetID() string
+//	GetMessage() string
+//	GetTimestamp() Timestamp
+//	GetTreeID() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroupSimpleCommit = events_m.MergeGroupSimpleCommit
 
 // MergeGroupSimpleCommitAuthor: Information about the Git author
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Name  string "name" required
+//	Email string "email" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEmail() string
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroupSimpleCommitAuthor = events_m.MergeGroupSimpleCommitAuthor
 
 // MergeGroupUnknownEvent is the payload of a "merge_group" delivery whose
@@ -2591,21 +8795,68 @@ type MergeGroupSimpleCommitAuthor = events_m.MergeGroupSimpleCommitAuthor
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	MergeGroup   *MergeGroup         "merge_group"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetMergeGroup() *MergeGroup
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MergeGroupUnknownEvent = events_m.MergeGroupUnknownEvent
 
 // MergeMethod: The merge method to use.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type MergeMethod = common.MergeMethod
 
 // MetaDeletedEvent is the payload of a "meta" delivery with action "deleted".
 //
 // The webhook was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Hook         MetaHook            "hook" required
+//	HookID       int64               "hook_id" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository" nullable
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetHook() *MetaHook
+//	GetHookID() int64
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MetaDeletedEvent = events_m.MetaDeletedEvent
 
 // MetaEvent is the payload of a "meta" delivery: one of *MetaDeletedEvent, or
@@ -2619,33 +8870,86 @@ type MetaDeletedEvent = events_m.MetaDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetHook() *MetaHook
+//	GetHookID() int64
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MetaEvent = events_m.MetaEvent
 
 // MetaHook: The deleted webhook. This will contain different keys based on the
 // type of webhook it is: repository, organization, business, app, or forge
 // Marketplace.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Active    bool            "active" required
+//	Config    MetaHookConfig  "config" required
+//	CreatedAt string          "created_at" required
+//	Events    []MetaHookEvent "events" required
+//	ID        int64           "id" required
+//	Name      string          "name" required
+//	Type      string          "type" required
+//	UpdatedAt string          "updated_at" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActive() bool
+//	GetConfig() *MetaHookConfig
+//	GetCreatedAt() string
+//	GetEvents() []MetaHookEvent
+//	GetID() int64
+//	GetName() string
+//	GetType() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MetaHook = events_m.MetaHook
 
 // MetaHookConfig is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	ContentType MetaHookConfigContentType "content_type" required
+//	InsecureSSL string                    "insecure_ssl" required
+//	Secret      *string                   "secret"
+//	URL         string                    "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetContentType() MetaHookConfigContentType
+//	GetInsecureSSL() string
+//	GetSecret() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MetaHookConfig = events_m.MetaHookConfig
 
 // MetaHookConfigContentType is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MetaHookConfigContentType = events_m.MetaHookConfigContentType
 
 // MetaHookEvent is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MetaHookEvent = events_m.MetaHookEvent
 
 // MetaUnknownEvent is the payload of a "meta" delivery whose action the schema
@@ -2653,12 +8957,78 @@ type MetaHookEvent = events_m.MetaHookEvent
 // Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Hook         *MetaHook           "hook"
+//	HookID       *int64              "hook_id"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetHook() *MetaHook
+//	GetHookID() int64
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MetaUnknownEvent = events_m.MetaUnknownEvent
 
 // Milestone: A collection of related issues and pull requests.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	URL          string     "url" required
+//	HTMLURL      string     "html_url" required
+//	LabelsURL    string     "labels_url" required
+//	ID           int64      "id" required
+//	NodeID       string     "node_id" required
+//	Number       int64      "number" required
+//	State        IssueState "state" required
+//	Title        string     "title" required
+//	Description  *string    "description" required, nullable
+//	Creator      *User      "creator" required, nullable
+//	OpenIssues   int64      "open_issues" required
+//	ClosedIssues int64      "closed_issues" required
+//	CreatedAt    Timestamp  "created_at" required
+//	UpdatedAt    Timestamp  "updated_at" required
+//	ClosedAt     *Timestamp "closed_at" required, nullable
+//	DueOn        *Timestamp "due_on" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetClosedAt() Timestamp
+//	GetClosedIssues() int64
+//	GetCreatedAt() Timestamp
+//	GetCreator() *User
+//	GetDescription() string
+//	GetDueOn() Timestamp
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLabelsURL() string
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetOpenIssues() int64
+//	GetState() IssueState
+//	GetTitle() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Milestone = common.Milestone
 
 // MilestoneClosedEvent is the payload of a "milestone" delivery with action
@@ -2666,7 +9036,30 @@ type Milestone = common.Milestone
 //
 // A milestone was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Milestone    Milestone           "milestone" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	Enterprise   *Enterprise         "enterprise"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneClosedEvent = events_m.MilestoneClosedEvent
 
 // MilestoneCreatedEvent is the payload of a "milestone" delivery with action
@@ -2674,7 +9067,30 @@ type MilestoneClosedEvent = events_m.MilestoneClosedEvent
 //
 // A milestone was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Milestone    Milestone           "milestone" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneCreatedEvent = events_m.MilestoneCreatedEvent
 
 // MilestoneDeletedEvent is the payload of a "milestone" delivery with action
@@ -2682,13 +9098,50 @@ type MilestoneCreatedEvent = events_m.MilestoneCreatedEvent
 //
 // A milestone was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Milestone    Milestone           "milestone" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneDeletedEvent = events_m.MilestoneDeletedEvent
 
 // MilestoneEditedChanges: The changes to the milestone if the action was
 // `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Description *StringChange "description"
+//	DueOn       *StringChange "due_on"
+//	Title       *StringChange "title"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDescription() *StringChange
+//	GetDueOn() *StringChange
+//	GetTitle() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneEditedChanges = events_m.MilestoneEditedChanges
 
 // MilestoneEditedEvent is the payload of a "milestone" delivery with action
@@ -2696,7 +9149,32 @@ type MilestoneEditedChanges = events_m.MilestoneEditedChanges
 //
 // A milestone was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                 "action" required
+//	Changes      MilestoneEditedChanges "changes" required
+//	Enterprise   *Enterprise            "enterprise"
+//	Installation *SimpleInstallation    "installation"
+//	Milestone    Milestone              "milestone" required
+//	Organization *Organization          "organization"
+//	Repository   Repository             "repository" required
+//	Sender       User                   "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *MilestoneEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneEditedEvent = events_m.MilestoneEditedEvent
 
 // MilestoneEvent is the payload of a "milestone" delivery: one of
@@ -2719,7 +9197,19 @@ type MilestoneEditedEvent = events_m.MilestoneEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Methods:
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetEnterprise() *Enterprise
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneEvent = events_m.MilestoneEvent
 
 // MilestoneOpenedEvent is the payload of a "milestone" delivery with action
@@ -2727,7 +9217,30 @@ type MilestoneEvent = events_m.MilestoneEvent
 //
 // A milestone was opened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Milestone    Milestone           "milestone" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	Enterprise   *Enterprise         "enterprise"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneOpenedEvent = events_m.MilestoneOpenedEvent
 
 // MilestoneUnknownEvent is the payload of a "milestone" delivery whose action
@@ -2735,22 +9248,266 @@ type MilestoneOpenedEvent = events_m.MilestoneOpenedEvent
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_m.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Milestone    *Milestone          "milestone"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Enterprise   *Enterprise         "enterprise"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
 type MilestoneUnknownEvent = events_m.MilestoneUnknownEvent
 
 // MinimalRepository: Minimal Repository
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	ID                       int64                         "id" required
+//	NodeID                   string                        "node_id" required
+//	Name                     string                        "name" required
+//	FullName                 string                        "full_name" required
+//	Owner                    User                          "owner" required
+//	Private                  bool                          "private" required
+//	HTMLURL                  string                        "html_url" required
+//	Description              *string                       "description" required, nullable
+//	Fork                     bool                          "fork" required
+//	URL                      string                        "url" required
+//	ArchiveURL               string                        "archive_url" required
+//	AssigneesURL             string                        "assignees_url" required
+//	BlobsURL                 string                        "blobs_url" required
+//	BranchesURL              string                        "branches_url" required
+//	CollaboratorsURL         string                        "collaborators_url" required
+//	CommentsURL              string                        "comments_url" required
+//	CommitsURL               string                        "commits_url" required
+//	CompareURL               string                        "compare_url" required
+//	ContentsURL              string                        "contents_url" required
+//	ContributorsURL          string                        "contributors_url" required
+//	DeploymentsURL           string                        "deployments_url" required
+//	DownloadsURL             string                        "downloads_url" required
+//	EventsURL                string                        "events_url" required
+//	ForksURL                 string                        "forks_url" required
+//	GitCommitsURL            string                        "git_commits_url" required
+//	GitRefsURL               string                        "git_refs_url" required
+//	GitTagsURL               string                        "git_tags_url" required
+//	GitURL                   *string                       "git_url"
+//	IssueCommentURL          string                        "issue_comment_url" required
+//	IssueEventsURL           string                        "issue_events_url" required
+//	IssuesURL                string                        "issues_url" required
+//	KeysURL                  string                        "keys_url" required
+//	LabelsURL                string                        "labels_url" required
+//	LanguagesURL             string                        "languages_url" required
+//	MergesURL                string                        "merges_url" required
+//	MilestonesURL            string                        "milestones_url" required
+//	NotificationsURL         string                        "notifications_url" required
+//	PullsURL                 string                        "pulls_url" required
+//	ReleasesURL              string                        "releases_url" required
+//	SSHURL                   *string                       "ssh_url"
+//	StargazersURL            string                        "stargazers_url" required
+//	StatusesURL              string                        "statuses_url" required
+//	SubscribersURL           string                        "subscribers_url" required
+//	SubscriptionURL          string                        "subscription_url" required
+//	TagsURL                  string                        "tags_url" required
+//	TeamsURL                 string                        "teams_url" required
+//	TreesURL                 string                        "trees_url" required
+//	CloneURL                 *string                       "clone_url"
+//	MirrorURL                *string                       "mirror_url" nullable
+//	HooksURL                 string                        "hooks_url" required
+//	SvnURL                   *string                       "svn_url"
+//	Homepage                 *string                       "homepage" nullable
+//	Language                 *string                       "language" nullable
+//	ForksCount               *int64                        "forks_count"
+//	StargazersCount          *int64                        "stargazers_count"
+//	WatchersCount            *int64                        "watchers_count"
+//	Size                     *int64                        "size"
+//	DefaultBranch            *string                       "default_branch"
+//	OpenIssuesCount          *int64                        "open_issues_count"
+//	IsTemplate               *bool                         "is_template"
+//	Topics                   []string                      "topics"
+//	HasIssues                *bool                         "has_issues"
+//	HasProjects              *bool                         "has_projects"
+//	HasWiki                  *bool                         "has_wiki"
+//	HasPages                 *bool                         "has_pages"
+//	HasDownloads             *bool                         "has_downloads"
+//	HasDiscussions           *bool                         "has_discussions"
+//	Archived                 *bool                         "archived"
+//	Disabled                 *bool                         "disabled"
+//	Visibility               *string                       "visibility"
+//	PushedAt                 *Timestamp                    "pushed_at" nullable
+//	CreatedAt                *Timestamp                    "created_at" nullable
+//	UpdatedAt                *Timestamp                    "updated_at" nullable
+//	Permissions              *MinimalRepositoryPermissions "permissions"
+//	RoleName                 *string                       "role_name"
+//	TempCloneToken           *string                       "temp_clone_token"
+//	DeleteBranchOnMerge      *bool                         "delete_branch_on_merge"
+//	SubscribersCount         *int64                        "subscribers_count"
+//	NetworkCount             *int64                        "network_count"
+//	CodeOfConduct            *CodeOfConduct                "code_of_conduct"
+//	License                  *MinimalRepositoryLicense     "license" nullable
+//	Forks                    *int64                        "forks"
+//	OpenIssues               *int64                        "open_issues"
+//	Watchers                 *int64                        "watchers"
+//	AllowForking             *bool                         "allow_forking"
+//	WebCommitSignoffRequired *bool                         "web_commit_signoff_required"
+//	SecurityAndAnalysis      *SecurityAndAnalysis          "security_and_analysis" nullable
+//	CustomProperties         json.RawMessage               "custom_properties"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAllowForking() bool
+//	GetArchiveURL() string
+//	GetArchived() bool
+//	GetAssigneesURL() string
+//	GetBlobsURL() string
+//	GetBranchesURL() string
+//	GetCloneURL() string
+//	GetCodeOfConduct() *CodeOfConduct
+//	GetCollaboratorsURL() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCompareURL() string
+//	GetContentsURL() string
+//	GetContributorsURL() string
+//	GetCreatedAt() Timestamp
+//	GetCustomProperties() json.RawMessage
+//	GetDefaultBranch() string
+//	GetDeleteBranchOnMerge() bool
+//	GetDeploymentsURL() string
+//	GetDescription() string
+//	GetDisabled() bool
+//	GetDownloadsURL() string
+//	GetEventsURL() string
+//	GetFork() bool
+//	GetForks() int64
+//	GetForksCount() int64
+//	GetForksURL() string
+//	GetFullName() string
+//	GetGitCommitsURL() string
+//	GetGitRefsURL() string
+//	GetGitTagsURL() string
+//	GetGitURL() string
+//	GetHTMLURL() string
+//	GetHasDiscussions() bool
+//	GetHasDownloads() bool
+//	GetHasIssues() bool
+//	GetHasPages() bool
+//	GetHasProjects() bool
+//	GetHasWiki() bool
+//	GetHomepage() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIsTemplate() bool
+//	GetIssueCommentURL() string
+//	GetIssueEventsURL() string
+//	GetIssuesURL() string
+//	GetKeysURL() string
+//	GetLabelsURL() string
+//	GetLanguage() string
+//	GetLanguagesURL() string
+//	GetLicense() *MinimalRepositoryLicense
+//	GetMergesURL() string
+//	GetMilestonesURL() string
+//	GetMirrorURL() string
+//	GetName() string
+//	GetNetworkCount() int64
+//	GetNodeID() string
+//	GetNotificationsURL() string
+//	GetOpenIssues() int64
+//	GetOpenIssuesCount() int64
+//	GetOwner() *User
+//	GetPermissions() *MinimalRepositoryPermissions
+//	GetPrivate() bool
+//	GetPullsURL() string
+//	GetPushedAt() Timestamp
+//	GetReleasesURL() string
+//	GetRoleName() string
+//	GetSSHURL() string
+//	GetSecurityAndAnalysis() *SecurityAndAnalysis
+//	GetSize() int64
+//	GetStargazersCount() int64
+//	GetStargazersURL() string
+//	GetStatusesURL() string
+//	GetSubscribersCount() int64
+//	GetSubscribersURL() string
+//	GetSubscriptionURL() string
+//	GetSvnURL() string
+//	GetTagsURL() string
+//	GetTeamsURL() string
+//	GetTempCloneToken() string
+//	GetTopics() []string
+//	GetTreesURL() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetVisibility() string
+//	GetWatchers() int64
+//	GetWatchersCount() int64
+//	GetWebCommitSignoffRequired() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type MinimalRepository = events_c.MinimalRepository
 
 // MinimalRepositoryLicense is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	Key    *string "key"
+//	Name   *string "name"
+//	SPDXID *string "spdx_id"
+//	URL    *string "url"
+//	NodeID *string "node_id"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetKey() string
+//	GetName() string
+//	GetNodeID() string
+//	GetSPDXID() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type MinimalRepositoryLicense = events_c.MinimalRepositoryLicense
 
 // MinimalRepositoryPermissions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Admin    *bool "admin"
+//	Maintain *bool "maintain"
+//	Push     *bool "push"
+//	Triage   *bool "triage"
+//	Pull     *bool "pull"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdmin() bool
+//	GetMaintain() bool
+//	GetPull() bool
+//	GetPush() bool
+//	GetTriage() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type MinimalRepositoryPermissions = common.MinimalRepositoryPermissions
 
 // OrgBlockBlockedEvent is the payload of an "org_block" delivery with action
@@ -2758,7 +9515,30 @@ type MinimalRepositoryPermissions = common.MinimalRepositoryPermissions
 //
 // A user was blocked from the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	BlockedUser  *User               "blocked_user" required, nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedUser() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrgBlockBlockedEvent = events_o.OrgBlockBlockedEvent
 
 // OrgBlockEvent is the payload of an "org_block" delivery: one of
@@ -2780,7 +9560,19 @@ type OrgBlockBlockedEvent = events_o.OrgBlockBlockedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Methods:
+//
+//	GetAction() string
+//	GetBlockedUser() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrgBlockEvent = events_o.OrgBlockEvent
 
 // OrgBlockUnblockedEvent is the payload of an "org_block" delivery with action
@@ -2788,7 +9580,30 @@ type OrgBlockEvent = events_o.OrgBlockEvent
 //
 // A previously blocked user was unblocked from the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	BlockedUser  *User               "blocked_user" required, nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedUser() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrgBlockUnblockedEvent = events_o.OrgBlockUnblockedEvent
 
 // OrgBlockUnknownEvent is the payload of an "org_block" delivery whose action
@@ -2796,7 +9611,31 @@ type OrgBlockUnblockedEvent = events_o.OrgBlockUnblockedEvent
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	BlockedUser  *User               "blocked_user"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBlockedUser() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrgBlockUnknownEvent = events_o.OrgBlockUnknownEvent
 
 // Organization: A forge organization. Webhook payloads contain the
@@ -2804,33 +9643,91 @@ type OrgBlockUnknownEvent = events_o.OrgBlockUnknownEvent
 // or when the event occurs from activity in a repository owned by an
 // organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Login            string  "login" required
+//	ID               int64   "id" required
+//	NodeID           string  "node_id" required
+//	URL              string  "url" required
+//	ReposURL         string  "repos_url" required
+//	EventsURL        string  "events_url" required
+//	HooksURL         string  "hooks_url" required
+//	IssuesURL        string  "issues_url" required
+//	MembersURL       string  "members_url" required
+//	PublicMembersURL string  "public_members_url" required
+//	AvatarURL        string  "avatar_url" required
+//	Description      *string "description" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetDescription() string
+//	GetEventsURL() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIssuesURL() string
+//	GetLogin() string
+//	GetMembersURL() string
+//	GetNodeID() string
+//	GetPublicMembersURL() string
+//	GetReposURL() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Organization = common.Organization
 
 // OrganizationCustomProperty: Custom property defined on an organization
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	PropertyName     string                                      "property_name" required
+//	URL              *string                                     "url"
+//	SourceType       *OrganizationCustomPropertySourceType       "source_type"
+//	ValueType        *OrganizationCustomPropertyValueType        "value_type"
+//	Required         *bool                                       "required"
+//	DefaultValue     *OrganizationCustomPropertyDefaultValue     "default_value" nullable
+//	Description      *string                                     "description" nullable
+//	AllowedValues    []string                                    "allowed_values" nullable
+//	ValuesEditableBy *OrganizationCustomPropertyValuesEditableBy "values_editable_by" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAllowedValues() []string
+//	GetDefaultValue() *OrganizationCustomPropertyDefaultValue
+//	GetDescription() string
+//	GetPropertyName() string
+//	GetRequired() bool
+//	GetSourceType() OrganizationCustomPropertySourceType
+//	GetURL() string
+//	GetValueType() OrganizationCustomPropertyValueType
+//	GetValuesEditableBy() OrganizationCustomPropertyValuesEditableBy
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type OrganizationCustomProperty = events_c.OrganizationCustomProperty
 
 // OrganizationCustomPropertyDefaultValue: Default value of the property
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type OrganizationCustomPropertyDefaultValue = events_c.OrganizationCustomPropertyDefaultValue
 
 // OrganizationCustomPropertySourceType: The source type of the property
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type OrganizationCustomPropertySourceType = common.OrganizationCustomPropertySourceType
 
 // OrganizationCustomPropertyValueType: The type of the value for the property
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type OrganizationCustomPropertyValueType = events_c.OrganizationCustomPropertyValueType
 
 // OrganizationCustomPropertyValuesEditableBy: Who can edit the values of the
@@ -2838,7 +9735,7 @@ type OrganizationCustomPropertyValueType = events_c.OrganizationCustomPropertyVa
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type OrganizationCustomPropertyValuesEditableBy = events_c.OrganizationCustomPropertyValuesEditableBy
 
 // OrganizationDeletedEvent is the payload of an "organization" delivery with
@@ -2846,7 +9743,30 @@ type OrganizationCustomPropertyValuesEditableBy = events_c.OrganizationCustomPro
 //
 // An organization was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Membership   *Membership         "membership"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMembership() *Membership
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationDeletedEvent = events_o.OrganizationDeletedEvent
 
 // OrganizationEvent is the payload of an "organization" delivery: one of
@@ -2869,7 +9789,18 @@ type OrganizationDeletedEvent = events_o.OrganizationDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationEvent = events_o.OrganizationEvent
 
 // OrganizationMemberAddedEvent is the payload of an "organization" delivery
@@ -2877,7 +9808,30 @@ type OrganizationEvent = events_o.OrganizationEvent
 //
 // A member accepted an invitation to join an organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Membership   Membership          "membership" required
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMembership() *Membership
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationMemberAddedEvent = events_o.OrganizationMemberAddedEvent
 
 // OrganizationMemberInvitedEvent is the payload of an "organization" delivery
@@ -2885,13 +9839,70 @@ type OrganizationMemberAddedEvent = events_o.OrganizationMemberAddedEvent
 //
 // A member was invited to join the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                              "action" required
+//	Enterprise   *Enterprise                         "enterprise"
+//	Installation *SimpleInstallation                 "installation"
+//	Invitation   OrganizationMemberInvitedInvitation "invitation" required
+//	Organization Organization                        "organization" required
+//	Repository   *Repository                         "repository"
+//	Sender       User                                "sender" required
+//	User         *User                               "user" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetInvitation() *OrganizationMemberInvitedInvitation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationMemberInvitedEvent = events_o.OrganizationMemberInvitedEvent
 
 // OrganizationMemberInvitedInvitation: The invitation for the user or email if
 // the action is `member_invited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	CreatedAt          Timestamp  "created_at" required
+//	Email              *string    "email" required, nullable
+//	FailedAt           *Timestamp "failed_at" required, nullable
+//	FailedReason       *string    "failed_reason" required, nullable
+//	ID                 float64    "id" required
+//	InvitationTeamsURL string     "invitation_teams_url" required
+//	Inviter            *User      "inviter" required, nullable
+//	Login              *string    "login" required, nullable
+//	NodeID             string     "node_id" required
+//	Role               string     "role" required
+//	TeamCount          float64    "team_count" required
+//	InvitationSource   *string    "invitation_source"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() Timestamp
+//	GetEmail() string
+//	GetFailedAt() Timestamp
+//	GetFailedReason() string
+//	GetID() float64
+//	GetInvitationSource() string
+//	GetInvitationTeamsURL() string
+//	GetInviter() *User
+//	GetLogin() string
+//	GetNodeID() string
+//	GetRole() string
+//	GetTeamCount() float64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationMemberInvitedInvitation = events_o.OrganizationMemberInvitedInvitation
 
 // OrganizationMemberRemovedEvent is the payload of an "organization" delivery
@@ -2899,17 +9910,60 @@ type OrganizationMemberInvitedInvitation = events_o.OrganizationMemberInvitedInv
 //
 // A member was removed from the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Membership   Membership          "membership" required
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMembership() *Membership
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationMemberRemovedEvent = events_o.OrganizationMemberRemovedEvent
 
 // OrganizationRenamedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Login *OrganizationRenamedChangesLogin "login"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLogin() *OrganizationRenamedChangesLogin
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationRenamedChanges = events_o.OrganizationRenamedChanges
 
 // OrganizationRenamedChangesLogin is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	From *string "from"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type OrganizationRenamedChangesLogin = common.OrganizationRenamedChangesLogin
 
 // OrganizationRenamedEvent is the payload of an "organization" delivery with
@@ -2917,7 +9971,32 @@ type OrganizationRenamedChangesLogin = common.OrganizationRenamedChangesLogin
 //
 // The name of an organization was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                      "action" required
+//	Changes      *OrganizationRenamedChanges "changes"
+//	Enterprise   *Enterprise                 "enterprise"
+//	Installation *SimpleInstallation         "installation"
+//	Membership   *Membership                 "membership"
+//	Organization Organization                "organization" required
+//	Repository   *Repository                 "repository"
+//	Sender       User                        "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *OrganizationRenamedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMembership() *Membership
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationRenamedEvent = events_o.OrganizationRenamedEvent
 
 // OrganizationUnknownEvent is the payload of an "organization" delivery whose
@@ -2925,12 +10004,66 @@ type OrganizationRenamedEvent = events_o.OrganizationRenamedEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_o.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_o.
 type OrganizationUnknownEvent = events_o.OrganizationUnknownEvent
 
 // Package: Information about the package.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	CreatedAt      *string          "created_at" required, nullable
+//	Description    *string          "description" required, nullable
+//	Ecosystem      string           "ecosystem" required
+//	HTMLURL        string           "html_url" required
+//	ID             int64            "id" required
+//	Name           string           "name" required
+//	Namespace      string           "namespace" required
+//	Owner          *User            "owner" required, nullable
+//	PackageType    string           "package_type" required
+//	PackageVersion *PackageVersion  "package_version" required, nullable
+//	Registry       *PackageRegistry "registry" required, nullable
+//	UpdatedAt      *string          "updated_at" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() string
+//	GetDescription() string
+//	GetEcosystem() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetNamespace() string
+//	GetOwner() *User
+//	GetPackageType() string
+//	GetPackageVersion() *PackageVersion
+//	GetRegistry() *PackageRegistry
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type Package = events_p.Package
 
 // PackageEvent is the payload of a "package" delivery: one of
@@ -2948,7 +10081,19 @@ type Package = events_p.Package
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPackage() *Package
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageEvent = events_p.PackageEvent
 
 // PackagePublishedEvent is the payload of a "package" delivery with action
@@ -2956,12 +10101,53 @@ type PackageEvent = events_p.PackageEvent
 //
 // A package was published to a registry.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Package      Package             "package" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPackage() *Package
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackagePublishedEvent = events_p.PackagePublishedEvent
 
 // PackageRegistry is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	AboutURL string "about_url" required
+//	Name     string "name" required
+//	Type     string "type" required
+//	URL      string "url" required
+//	Vendor   string "vendor" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAboutURL() string
+//	GetName() string
+//	GetType() string
+//	GetURL() string
+//	GetVendor() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageRegistry = events_p.PackageRegistry
 
 // PackageUnknownEvent is the payload of a "package" delivery whose action the
@@ -2969,7 +10155,31 @@ type PackageRegistry = events_p.PackageRegistry
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Package      *Package            "package"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPackage() *Package
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageUnknownEvent = events_p.PackageUnknownEvent
 
 // PackageUpdatedEvent is the payload of a "package" delivery with action
@@ -2977,76 +10187,405 @@ type PackageUnknownEvent = events_p.PackageUnknownEvent
 //
 // A previously published package was updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Package      Package             "package" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPackage() *Package
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageUpdatedEvent = events_p.PackageUpdatedEvent
 
 // PackageVersion is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Author              *User                            "author" nullable
+//	Body                *DeploymentPayload               "body"
+//	BodyHTML            *string                          "body_html"
+//	ContainerMetadata   *PackageVersionContainerMetadata "container_metadata" nullable
+//	CreatedAt           *string                          "created_at"
+//	Description         string                           "description" required
+//	DockerMetadata      []PackageVersionDockerMetadata   "docker_metadata"
+//	Draft               *bool                            "draft"
+//	HTMLURL             string                           "html_url" required
+//	ID                  int64                            "id" required
+//	InstallationCommand string                           "installation_command" required
+//	Manifest            *string                          "manifest"
+//	Metadata            []json.RawMessage                "metadata" required
+//	Name                string                           "name" required
+//	NpmMetadata         *PackageVersionNpmMetadata       "npm_metadata" nullable
+//	NugetMetadata       []PackageVersionNugetMetadata    "nuget_metadata" nullable
+//	PackageFiles        []PackageVersionPackageFile      "package_files" required
+//	PackageURL          *string                          "package_url"
+//	Prerelease          *bool                            "prerelease"
+//	Release             *PackageVersionRelease           "release"
+//	RubygemsMetadata    []RubyGemsMetadata               "rubygems_metadata"
+//	SourceURL           *string                          "source_url"
+//	Summary             string                           "summary" required
+//	TagName             *string                          "tag_name"
+//	TargetCommitish     *string                          "target_commitish"
+//	TargetOID           *string                          "target_oid"
+//	UpdatedAt           *string                          "updated_at"
+//	Version             string                           "version" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *User
+//	GetBody() *DeploymentPayload
+//	GetBodyHTML() string
+//	GetContainerMetadata() *PackageVersionContainerMetadata
+//	GetCreatedAt() string
+//	GetDescription() string
+//	GetDockerMetadata() []PackageVersionDockerMetadata
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetInstallationCommand() string
+//	GetManifest() string
+//	GetMetadata() []json.RawMessage
+//	GetName() string
+//	GetNpmMetadata() *PackageVersionNpmMetadata
+//	GetNugetMetadata() []PackageVersionNugetMetadata
+//	GetPackageFiles() []PackageVersionPackageFile
+//	GetPackageURL() string
+//	GetPrerelease() bool
+//	GetRelease() *PackageVersionRelease
+//	GetRubygemsMetadata() []RubyGemsMetadata
+//	GetSourceURL() string
+//	GetSummary() string
+//	GetTagName() string
+//	GetTargetCommitish() string
+//	GetTargetOID() string
+//	GetUpdatedAt() string
+//	GetVersion() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageVersion = events_p.PackageVersion
 
 // PackageVersionContainerMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Labels   json.RawMessage                     "labels" nullable
+//	Manifest json.RawMessage                     "manifest" nullable
+//	Tag      *PackageVersionContainerMetadataTag "tag"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLabels() json.RawMessage
+//	GetManifest() json.RawMessage
+//	GetTag() *PackageVersionContainerMetadataTag
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PackageVersionContainerMetadata = common.PackageVersionContainerMetadata
 
 // PackageVersionContainerMetadataTag is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Digest *string "digest"
+//	Name   *string "name"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDigest() string
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PackageVersionContainerMetadataTag = common.PackageVersionContainerMetadataTag
 
 // PackageVersionDockerMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Tags []string "tags"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetTags() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PackageVersionDockerMetadata = common.PackageVersionDockerMetadata
 
 // PackageVersionNpmMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Name                 *string           "name"
+//	Version              *string           "version"
+//	NpmUser              *string           "npm_user"
+//	Author               json.RawMessage   "author" nullable
+//	Bugs                 json.RawMessage   "bugs" nullable
+//	Dependencies         json.RawMessage   "dependencies"
+//	DevDependencies      json.RawMessage   "dev_dependencies"
+//	PeerDependencies     json.RawMessage   "peer_dependencies"
+//	OptionalDependencies json.RawMessage   "optional_dependencies"
+//	Description          *string           "description"
+//	Dist                 json.RawMessage   "dist" nullable
+//	GitHead              *string           "git_head"
+//	Homepage             *string           "homepage"
+//	License              *string           "license"
+//	Main                 *string           "main"
+//	Repository           json.RawMessage   "repository" nullable
+//	Scripts              json.RawMessage   "scripts"
+//	ID                   *string           "id"
+//	NodeVersion          *string           "node_version"
+//	NpmVersion           *string           "npm_version"
+//	HasShrinkwrap        *bool             "has_shrinkwrap"
+//	Maintainers          []json.RawMessage "maintainers"
+//	Contributors         []json.RawMessage "contributors"
+//	Engines              json.RawMessage   "engines"
+//	Keywords             []string          "keywords"
+//	Files                []string          "files"
+//	Bin                  json.RawMessage   "bin"
+//	Man                  json.RawMessage   "man"
+//	Directories          json.RawMessage   "directories" nullable
+//	OS                   []string          "os"
+//	CPU                  []string          "cpu"
+//	Readme               *string           "readme"
+//	InstallationCommand  *string           "installation_command"
+//	ReleaseID            *int64            "release_id"
+//	CommitOID            *string           "commit_oid"
+//	PublishedViaActions  *bool             "published_via_actions"
+//	DeletedByID          *int64            "deleted_by_id"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() json.RawMessage
+//	GetBin() json.RawMessage
+//	GetBugs() json.RawMessage
+//	GetCPU() []string
+//	GetCommitOID() string
+//	GetContributors() []json.RawMessage
+//	GetDeletedByID() int64
+//	GetDependencies() json.RawMessage
+//	GetDescription() string
+//	GetDevDependencies() json.RawMessage
+//	GetDirectories() json.RawMessage
+//	GetDist() json.RawMessage
+//	GetEngines() json.RawMessage
+//	GetFiles() []string
+//	GetGitHead() string
+//	GetHasShrinkwrap() bool
+//	GetHomepage() string
+//	GetID() string
+//	GetInstallationCommand() string
+//	GetKeywords() []string
+//	GetLicense() string
+//	GetMain() string
+//	GetMaintainers() []json.RawMessage
+//	GetMan() json.RawMessage
+//	GetName() string
+//	GetNodeVersion() string
+//	GetNpmUser() string
+//	GetNpmVersion() string
+//	GetOS() []string
+//	GetOptionalDependencies() json.RawMessage
+//	GetPeerDependencies() json.RawMessage
+//	GetPublishedViaActions() bool
+//	GetReadme() string
+//	GetReleaseID() int64
+//	GetRepository() json.RawMessage
+//	GetScripts() json.RawMessage
+//	GetVersion() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageVersionNpmMetadata = events_p.PackageVersionNpmMetadata
 
 // PackageVersionNugetMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ID    *PackageVersionNugetMetadataID    "id"
+//	Name  *string                           "name"
+//	Value *PackageVersionNugetMetadataValue "value"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() *PackageVersionNugetMetadataID
+//	GetName() string
+//	GetValue() *PackageVersionNugetMetadataValue
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageVersionNugetMetadata = events_p.PackageVersionNugetMetadata
 
 // PackageVersionNugetMetadataID is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageVersionNugetMetadataID = events_p.PackageVersionNugetMetadataID
 
 // PackageVersionNugetMetadataValue is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PackageVersionNugetMetadataValue = common.PackageVersionNugetMetadataValue
 
 // PackageVersionNugetMetadataValueObject is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	URL    *string "url"
+//	Branch *string "branch"
+//	Commit *string "commit"
+//	Type   *string "type"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBranch() string
+//	GetCommit() string
+//	GetType() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PackageVersionNugetMetadataValueObject = common.PackageVersionNugetMetadataValueObject
 
 // PackageVersionPackageFile is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ContentType string  "content_type" required
+//	CreatedAt   string  "created_at" required
+//	DownloadURL string  "download_url" required
+//	ID          int64   "id" required
+//	MD5         *string "md5" required, nullable
+//	Name        string  "name" required
+//	SHA1        *string "sha1" required, nullable
+//	SHA256      *string "sha256" required, nullable
+//	Size        int64   "size" required
+//	State       *string "state" required, nullable
+//	UpdatedAt   string  "updated_at" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetContentType() string
+//	GetCreatedAt() string
+//	GetDownloadURL() string
+//	GetID() int64
+//	GetMD5() string
+//	GetName() string
+//	GetSHA1() string
+//	GetSHA256() string
+//	GetSize() int64
+//	GetState() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PackageVersionPackageFile = common.PackageVersionPackageFile
 
 // PackageVersionRelease is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Author          *User   "author" required, nullable
+//	CreatedAt       string  "created_at" required
+//	Draft           bool    "draft" required
+//	HTMLURL         string  "html_url" required
+//	ID              int64   "id" required
+//	Name            *string "name" required, nullable
+//	Prerelease      bool    "prerelease" required
+//	PublishedAt     string  "published_at" required
+//	TagName         string  "tag_name" required
+//	TargetCommitish string  "target_commitish" required
+//	URL             string  "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *User
+//	GetCreatedAt() string
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetPrerelease() bool
+//	GetPublishedAt() string
+//	GetTagName() string
+//	GetTargetCommitish() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PackageVersionRelease = events_p.PackageVersionRelease
 
 // PageBuild: The List forge Pages builds itself.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Commit    *string        "commit" required, nullable
+//	CreatedAt string         "created_at" required
+//	Duration  int64          "duration" required
+//	Error     PageBuildError "error" required
+//	Pusher    *User          "pusher" required, nullable
+//	Status    string         "status" required
+//	UpdatedAt string         "updated_at" required
+//	URL       string         "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCommit() string
+//	GetCreatedAt() string
+//	GetDuration() int64
+//	GetError() *PageBuildError
+//	GetPusher() *User
+//	GetStatus() string
+//	GetURL() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PageBuild = events_p.PageBuild
 
 // PageBuildError is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Message *string "message" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetMessage() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PageBuildError = events_p.PageBuildError
 
 // PageBuildEvent is the payload of a "page_build" delivery.
@@ -3060,19 +10599,58 @@ type PageBuildError = events_p.PageBuildError
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Pages" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Build        PageBuild           "build" required
+//	Enterprise   *Enterprise         "enterprise"
+//	ID           int64               "id" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBuild() *PageBuild
+//	GetEnterprise() *Enterprise
+//	GetID() int64
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PageBuildEvent = events_p.PageBuildEvent
 
 // PatternParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Name     *string                   "name"
+//	Negate   *bool                     "negate"
+//	Operator PatternParametersOperator "operator" required
+//	Pattern  string                    "pattern" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetName() string
+//	GetNegate() bool
+//	GetOperator() PatternParametersOperator
+//	GetPattern() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type PatternParameters = events_r.PatternParameters
 
 // PatternParametersOperator: The operator to use for matching.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type PatternParametersOperator = events_r.PatternParametersOperator
 
 // PermissionLevel: The level of permission to grant the access token for forge
@@ -3080,12 +10658,48 @@ type PatternParametersOperator = events_r.PatternParametersOperator
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PermissionLevel = common.PermissionLevel
 
 // PersonalAccessTokenRequest: Details of a Personal Access Token Request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ID                  int64                                         "id" required
+//	Owner               User                                          "owner" required
+//	PermissionsAdded    PersonalAccessTokenRequestPermissionsAdded    "permissions_added" required
+//	PermissionsUpgraded PersonalAccessTokenRequestPermissionsAdded    "permissions_upgraded" required
+//	PermissionsResult   PersonalAccessTokenRequestPermissionsAdded    "permissions_result" required
+//	RepositorySelection PersonalAccessTokenRequestRepositorySelection "repository_selection" required
+//	RepositoryCount     *int64                                        "repository_count" required, nullable
+//	Repositories        []InstallationCreatedRepository               "repositories" required, nullable
+//	CreatedAt           string                                        "created_at" required
+//	TokenID             int64                                         "token_id" required
+//	TokenName           string                                        "token_name" required
+//	TokenExpired        bool                                          "token_expired" required
+//	TokenExpiresAt      *string                                       "token_expires_at" required, nullable
+//	TokenLastUsedAt     *string                                       "token_last_used_at" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() string
+//	GetID() int64
+//	GetOwner() *User
+//	GetPermissionsAdded() *PersonalAccessTokenRequestPermissionsAdded
+//	GetPermissionsResult() *PersonalAccessTokenRequestPermissionsAdded
+//	GetPermissionsUpgraded() *PersonalAccessTokenRequestPermissionsAdded
+//	GetRepositories() []InstallationCreatedRepository
+//	GetRepositoryCount() int64
+//	GetRepositorySelection() PersonalAccessTokenRequestRepositorySelection
+//	GetTokenExpired() bool
+//	GetTokenExpiresAt() string
+//	GetTokenID() int64
+//	GetTokenLastUsedAt() string
+//	GetTokenName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequest = events_p.PersonalAccessTokenRequest
 
 // PersonalAccessTokenRequestApprovedEvent is the payload of a
@@ -3093,7 +10707,28 @@ type PersonalAccessTokenRequest = events_p.PersonalAccessTokenRequest
 //
 // A fine-grained personal access token request was approved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                     string                     "action" required
+//	PersonalAccessTokenRequest PersonalAccessTokenRequest "personal_access_token_request" required
+//	Enterprise                 *Enterprise                "enterprise"
+//	Organization               Organization               "organization" required
+//	Sender                     User                       "sender" required
+//	Installation               SimpleInstallation         "installation" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestApprovedEvent = events_p.PersonalAccessTokenRequestApprovedEvent
 
 // PersonalAccessTokenRequestCancelledEvent is the payload of a
@@ -3101,7 +10736,28 @@ type PersonalAccessTokenRequestApprovedEvent = events_p.PersonalAccessTokenReque
 //
 // A fine-grained personal access token request was cancelled by the requester.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                     string                     "action" required
+//	PersonalAccessTokenRequest PersonalAccessTokenRequest "personal_access_token_request" required
+//	Enterprise                 *Enterprise                "enterprise"
+//	Organization               Organization               "organization" required
+//	Sender                     User                       "sender" required
+//	Installation               SimpleInstallation         "installation" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestCancelledEvent = events_p.PersonalAccessTokenRequestCancelledEvent
 
 // PersonalAccessTokenRequestCreatedEvent is the payload of a
@@ -3109,7 +10765,28 @@ type PersonalAccessTokenRequestCancelledEvent = events_p.PersonalAccessTokenRequ
 //
 // A fine-grained personal access token request was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                     string                     "action" required
+//	PersonalAccessTokenRequest PersonalAccessTokenRequest "personal_access_token_request" required
+//	Enterprise                 *Enterprise                "enterprise"
+//	Organization               Organization               "organization" required
+//	Sender                     User                       "sender" required
+//	Installation               *SimpleInstallation        "installation"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestCreatedEvent = events_p.PersonalAccessTokenRequestCreatedEvent
 
 // PersonalAccessTokenRequestDeniedEvent is the payload of a
@@ -3117,7 +10794,28 @@ type PersonalAccessTokenRequestCreatedEvent = events_p.PersonalAccessTokenReques
 //
 // A fine-grained personal access token request was denied.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                     string                     "action" required
+//	PersonalAccessTokenRequest PersonalAccessTokenRequest "personal_access_token_request" required
+//	Organization               Organization               "organization" required
+//	Enterprise                 *Enterprise                "enterprise"
+//	Sender                     User                       "sender" required
+//	Installation               SimpleInstallation         "installation" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestDeniedEvent = events_p.PersonalAccessTokenRequestDeniedEvent
 
 // PersonalAccessTokenRequestEvent is the payload of a
@@ -3140,13 +10838,38 @@ type PersonalAccessTokenRequestDeniedEvent = events_p.PersonalAccessTokenRequest
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest
+//	GetEnterprise() *Enterprise
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	GetInstallation() *SimpleInstallation
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestEvent = events_p.PersonalAccessTokenRequestEvent
 
 // PersonalAccessTokenRequestPermissionsAdded: New requested permissions,
 // categorized by type of permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Organization map[string]string "organization"
+//	Repository   map[string]string "repository"
+//	Other        map[string]string "other"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetOrganization() map[string]string
+//	GetOther() map[string]string
+//	GetRepository() map[string]string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestPermissionsAdded = events_p.PersonalAccessTokenRequestPermissionsAdded
 
 // PersonalAccessTokenRequestRepositorySelection: Type of repository selection
@@ -3154,7 +10877,7 @@ type PersonalAccessTokenRequestPermissionsAdded = events_p.PersonalAccessTokenRe
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestRepositorySelection = events_p.PersonalAccessTokenRequestRepositorySelection
 
 // PersonalAccessTokenRequestUnknownEvent is the payload of a
@@ -3163,7 +10886,29 @@ type PersonalAccessTokenRequestRepositorySelection = events_p.PersonalAccessToke
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                     string                      "action" required
+//	PersonalAccessTokenRequest *PersonalAccessTokenRequest "personal_access_token_request"
+//	Enterprise                 *Enterprise                 "enterprise"
+//	Organization               *Organization               "organization"
+//	Sender                     *User                       "sender"
+//	Installation               *SimpleInstallation         "installation"
+//	Raw                        json.RawMessage             the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPersonalAccessTokenRequest() *PersonalAccessTokenRequest
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PersonalAccessTokenRequestUnknownEvent = events_p.PersonalAccessTokenRequestUnknownEvent
 
 // PingEvent is the payload of a "ping" delivery.
@@ -3171,27 +10916,136 @@ type PersonalAccessTokenRequestUnknownEvent = events_p.PersonalAccessTokenReques
 // This event occurs when you create a new webhook. The ping event is a
 // confirmation from the forge that you configured the webhook correctly.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Hook         *Webhook      "hook"
+//	HookID       *int64        "hook_id"
+//	Organization *Organization "organization"
+//	Repository   *Repository   "repository"
+//	Sender       *User         "sender"
+//	Zen          *string       "zen"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHook() *Webhook
+//	GetHookID() int64
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetZen() string
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PingEvent = events_p.PingEvent
 
 // Project is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Body       *string    "body" required, nullable
+//	ColumnsURL string     "columns_url" required
+//	CreatedAt  Timestamp  "created_at" required
+//	Creator    *User      "creator" required, nullable
+//	HTMLURL    string     "html_url" required
+//	ID         int64      "id" required
+//	Name       string     "name" required
+//	NodeID     string     "node_id" required
+//	Number     int64      "number" required
+//	OwnerURL   string     "owner_url" required
+//	State      IssueState "state" required
+//	UpdatedAt  Timestamp  "updated_at" required
+//	URL        string     "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() string
+//	GetColumnsURL() string
+//	GetCreatedAt() Timestamp
+//	GetCreator() *User
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetOwnerURL() string
+//	GetState() IssueState
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type Project = events_p.Project
 
 // ProjectCard is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	AfterID    *float64  "after_id" nullable
+//	Archived   bool      "archived" required
+//	ColumnID   *int64    "column_id" required, nullable
+//	ColumnURL  string    "column_url" required
+//	ContentURL *string   "content_url"
+//	CreatedAt  Timestamp "created_at" required
+//	Creator    *User     "creator" required, nullable
+//	ID         int64     "id" required
+//	NodeID     string    "node_id" required
+//	Note       *string   "note" required, nullable
+//	ProjectURL string    "project_url" required
+//	UpdatedAt  Timestamp "updated_at" required
+//	URL        string    "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAfterID() float64
+//	GetArchived() bool
+//	GetColumnID() int64
+//	GetColumnURL() string
+//	GetContentURL() string
+//	GetCreatedAt() Timestamp
+//	GetCreator() *User
+//	GetID() int64
+//	GetNodeID() string
+//	GetNote() string
+//	GetProjectURL() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCard = events_p.ProjectCard
 
 // ProjectCardChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Note ProjectCardChangesNote "note" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetNote() *ProjectCardChangesNote
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardChanges = events_p.ProjectCardChanges
 
 // ProjectCardChangesNote is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	From *string "from" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type ProjectCardChangesNote = common.ProjectCardChangesNote
 
 // ProjectCardConvertedEvent is the payload of a "project_card" delivery with
@@ -3199,7 +11053,32 @@ type ProjectCardChangesNote = common.ProjectCardChangesNote
 //
 // A note in a project (classic) was converted to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      ProjectCardChanges  "changes" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	ProjectCard  ProjectCard         "project_card" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectCardChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectCard() *ProjectCard
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardConvertedEvent = events_p.ProjectCardConvertedEvent
 
 // ProjectCardCreatedEvent is the payload of a "project_card" delivery with
@@ -3207,7 +11086,30 @@ type ProjectCardConvertedEvent = events_p.ProjectCardConvertedEvent
 //
 // A card was added to a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	ProjectCard  ProjectCard         "project_card" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectCard() *ProjectCard
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardCreatedEvent = events_p.ProjectCardCreatedEvent
 
 // ProjectCardDeletedEvent is the payload of a "project_card" delivery with
@@ -3215,7 +11117,30 @@ type ProjectCardCreatedEvent = events_p.ProjectCardCreatedEvent
 //
 // A card on a project (classic) was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	ProjectCard  ProjectCard         "project_card" required
+//	Repository   *Repository         "repository" nullable
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectCard() *ProjectCard
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardDeletedEvent = events_p.ProjectCardDeletedEvent
 
 // ProjectCardEditedEvent is the payload of a "project_card" delivery with
@@ -3223,7 +11148,32 @@ type ProjectCardDeletedEvent = events_p.ProjectCardDeletedEvent
 //
 // A note on a project (classic) was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      ProjectCardChanges  "changes" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	ProjectCard  ProjectCard         "project_card" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectCardChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectCard() *ProjectCard
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardEditedEvent = events_p.ProjectCardEditedEvent
 
 // ProjectCardEvent is the payload of a "project_card" delivery: one of
@@ -3248,17 +11198,49 @@ type ProjectCardEditedEvent = events_p.ProjectCardEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectCard() *ProjectCard
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardEvent = events_p.ProjectCardEvent
 
 // ProjectCardMovedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ColumnID ProjectCardMovedChangesColumnID "column_id" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetColumnID() *ProjectCardMovedChangesColumnID
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardMovedChanges = events_p.ProjectCardMovedChanges
 
 // ProjectCardMovedChangesColumnID is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	From int64 "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardMovedChangesColumnID = events_p.ProjectCardMovedChangesColumnID
 
 // ProjectCardMovedEvent is the payload of a "project_card" delivery with action
@@ -3267,7 +11249,32 @@ type ProjectCardMovedChangesColumnID = events_p.ProjectCardMovedChangesColumnID
 // A card on a project (classic) was moved to another column or to another
 // position in its column.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                   "action" required
+//	Changes      *ProjectCardMovedChanges "changes"
+//	Enterprise   *Enterprise              "enterprise"
+//	Installation *SimpleInstallation      "installation"
+//	Organization *Organization            "organization"
+//	ProjectCard  ProjectCard              "project_card" required
+//	Repository   *Repository              "repository"
+//	Sender       User                     "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectCardMovedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectCard() *ProjectCard
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardMovedEvent = events_p.ProjectCardMovedEvent
 
 // ProjectCardUnknownEvent is the payload of a "project_card" delivery whose
@@ -3275,7 +11282,31 @@ type ProjectCardMovedEvent = events_p.ProjectCardMovedEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	ProjectCard  *ProjectCard        "project_card"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectCard() *ProjectCard
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCardUnknownEvent = events_p.ProjectCardUnknownEvent
 
 // ProjectClosedEvent is the payload of a "project" delivery with action
@@ -3283,12 +11314,61 @@ type ProjectCardUnknownEvent = events_p.ProjectCardUnknownEvent
 //
 // A project (classic) was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Project      Project             "project" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProject() *Project
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectClosedEvent = events_p.ProjectClosedEvent
 
 // ProjectColumn is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	AfterID    *int64    "after_id" nullable
+//	CardsURL   string    "cards_url" required
+//	CreatedAt  Timestamp "created_at" required
+//	ID         int64     "id" required
+//	Name       string    "name" required
+//	NodeID     string    "node_id" required
+//	ProjectURL string    "project_url" required
+//	UpdatedAt  Timestamp "updated_at" required
+//	URL        string    "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAfterID() int64
+//	GetCardsURL() string
+//	GetCreatedAt() Timestamp
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetProjectURL() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumn = events_p.ProjectColumn
 
 // ProjectColumnCreatedEvent is the payload of a "project_column" delivery with
@@ -3296,7 +11376,30 @@ type ProjectColumn = events_p.ProjectColumn
 //
 // A column was added to a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	Enterprise    *Enterprise         "enterprise"
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	ProjectColumn ProjectColumn       "project_column" required
+//	Repository    *Repository         "repository"
+//	Sender        *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectColumn() *ProjectColumn
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumnCreatedEvent = events_p.ProjectColumnCreatedEvent
 
 // ProjectColumnDeletedEvent is the payload of a "project_column" delivery with
@@ -3304,12 +11407,45 @@ type ProjectColumnCreatedEvent = events_p.ProjectColumnCreatedEvent
 //
 // A column was deleted from a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	Enterprise    *Enterprise         "enterprise"
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	ProjectColumn ProjectColumn       "project_column" required
+//	Repository    *Repository         "repository" nullable
+//	Sender        *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectColumn() *ProjectColumn
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumnDeletedEvent = events_p.ProjectColumnDeletedEvent
 
 // ProjectColumnEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Name *StringChange "name"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetName() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumnEditedChanges = events_p.ProjectColumnEditedChanges
 
 // ProjectColumnEditedEvent is the payload of a "project_column" delivery with
@@ -3317,7 +11453,32 @@ type ProjectColumnEditedChanges = events_p.ProjectColumnEditedChanges
 //
 // The name of a column on a project (classic) was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string                     "action" required
+//	Changes       ProjectColumnEditedChanges "changes" required
+//	Enterprise    *Enterprise                "enterprise"
+//	Installation  *SimpleInstallation        "installation"
+//	Organization  *Organization              "organization"
+//	ProjectColumn ProjectColumn              "project_column" required
+//	Repository    *Repository                "repository"
+//	Sender        *User                      "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectColumnEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectColumn() *ProjectColumn
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumnEditedEvent = events_p.ProjectColumnEditedEvent
 
 // ProjectColumnEvent is the payload of a "project_column" delivery: one of
@@ -3342,7 +11503,19 @@ type ProjectColumnEditedEvent = events_p.ProjectColumnEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectColumn() *ProjectColumn
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumnEvent = events_p.ProjectColumnEvent
 
 // ProjectColumnMovedEvent is the payload of a "project_column" delivery with
@@ -3350,7 +11523,30 @@ type ProjectColumnEvent = events_p.ProjectColumnEvent
 //
 // A column was moved to a new position on a project (classic).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	Enterprise    *Enterprise         "enterprise"
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	ProjectColumn ProjectColumn       "project_column" required
+//	Repository    *Repository         "repository"
+//	Sender        User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectColumn() *ProjectColumn
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumnMovedEvent = events_p.ProjectColumnMovedEvent
 
 // ProjectColumnUnknownEvent is the payload of a "project_column" delivery whose
@@ -3358,7 +11554,31 @@ type ProjectColumnMovedEvent = events_p.ProjectColumnMovedEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	Enterprise    *Enterprise         "enterprise"
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	ProjectColumn *ProjectColumn      "project_column"
+//	Repository    *Repository         "repository"
+//	Sender        *User               "sender"
+//	Raw           json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectColumn() *ProjectColumn
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectColumnUnknownEvent = events_p.ProjectColumnUnknownEvent
 
 // ProjectCreatedEvent is the payload of a "project" delivery with action
@@ -3366,7 +11586,30 @@ type ProjectColumnUnknownEvent = events_p.ProjectColumnUnknownEvent
 //
 // A project (classic) was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Project      Project             "project" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProject() *Project
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectCreatedEvent = events_p.ProjectCreatedEvent
 
 // ProjectDeletedEvent is the payload of a "project" delivery with action
@@ -3374,12 +11617,47 @@ type ProjectCreatedEvent = events_p.ProjectCreatedEvent
 //
 // A project (classic) was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Project      Project             "project" required
+//	Repository   *Repository         "repository" nullable
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProject() *Project
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectDeletedEvent = events_p.ProjectDeletedEvent
 
 // ProjectEditedChanges: The changes to the project if the action was `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Body *StringChange "body"
+//	Name *StringChange "name"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() *StringChange
+//	GetName() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectEditedChanges = events_p.ProjectEditedChanges
 
 // ProjectEditedEvent is the payload of a "project" delivery with action
@@ -3387,7 +11665,32 @@ type ProjectEditedChanges = events_p.ProjectEditedChanges
 //
 // The name or description of a project (classic) was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                "action" required
+//	Changes      *ProjectEditedChanges "changes"
+//	Enterprise   *Enterprise           "enterprise"
+//	Installation *SimpleInstallation   "installation"
+//	Organization *Organization         "organization"
+//	Project      Project               "project" required
+//	Repository   *Repository           "repository"
+//	Sender       *User                 "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProject() *Project
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectEditedEvent = events_p.ProjectEditedEvent
 
 // ProjectEvent is the payload of a "project" delivery: one of
@@ -3412,7 +11715,19 @@ type ProjectEditedEvent = events_p.ProjectEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProject() *Project
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectEvent = events_p.ProjectEvent
 
 // ProjectReopenedEvent is the payload of a "project" delivery with action
@@ -3420,7 +11735,30 @@ type ProjectEvent = events_p.ProjectEvent
 //
 // A project (classic) was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Project      Project             "project" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProject() *Project
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectReopenedEvent = events_p.ProjectReopenedEvent
 
 // ProjectUnknownEvent is the payload of a "project" delivery whose action the
@@ -3428,7 +11766,31 @@ type ProjectReopenedEvent = events_p.ProjectReopenedEvent
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Project      *Project            "project"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProject() *Project
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectUnknownEvent = events_p.ProjectUnknownEvent
 
 // ProjectsV2ClosedEvent is the payload of a "projects_v2" delivery with action
@@ -3436,7 +11798,26 @@ type ProjectUnknownEvent = events_p.ProjectUnknownEvent
 //
 // A project in the organization was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	ProjectsV2   ProjectsV2Project   "projects_v2" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2() *ProjectsV2Project
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ClosedEvent = events_p.ProjectsV2ClosedEvent
 
 // ProjectsV2CreatedEvent is the payload of a "projects_v2" delivery with action
@@ -3444,7 +11825,26 @@ type ProjectsV2ClosedEvent = events_p.ProjectsV2ClosedEvent
 //
 // A project in the organization was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	ProjectsV2   ProjectsV2Project   "projects_v2" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2() *ProjectsV2Project
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2CreatedEvent = events_p.ProjectsV2CreatedEvent
 
 // ProjectsV2DeletedEvent is the payload of a "projects_v2" delivery with action
@@ -3452,22 +11852,81 @@ type ProjectsV2CreatedEvent = events_p.ProjectsV2CreatedEvent
 //
 // A project in the organization was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	ProjectsV2   ProjectsV2Project   "projects_v2" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2() *ProjectsV2Project
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2DeletedEvent = events_p.ProjectsV2DeletedEvent
 
 // ProjectsV2EditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Description      *StringFromTo                  "description"
+//	Public           *ProjectsV2EditedChangesPublic "public"
+//	ShortDescription *StringFromTo                  "short_description"
+//	Title            *ProjectsV2EditedChangesTitle  "title"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDescription() *StringFromTo
+//	GetPublic() *ProjectsV2EditedChangesPublic
+//	GetShortDescription() *StringFromTo
+//	GetTitle() *ProjectsV2EditedChangesTitle
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2EditedChanges = events_p.ProjectsV2EditedChanges
 
 // ProjectsV2EditedChangesPublic is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	From *bool "from"
+//	To   *bool "to"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() bool
+//	GetTo() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2EditedChangesPublic = events_p.ProjectsV2EditedChangesPublic
 
 // ProjectsV2EditedChangesTitle is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	From *string "from"
+//	To   *string "to"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() string
+//	GetTo() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2EditedChangesTitle = events_p.ProjectsV2EditedChangesTitle
 
 // ProjectsV2EditedEvent is the payload of a "projects_v2" delivery with action
@@ -3476,7 +11935,28 @@ type ProjectsV2EditedChangesTitle = events_p.ProjectsV2EditedChangesTitle
 // The title, description, or README of a project in the organization was
 // changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                  "action" required
+//	Changes      ProjectsV2EditedChanges "changes" required
+//	Installation *SimpleInstallation     "installation"
+//	Organization Organization            "organization" required
+//	ProjectsV2   ProjectsV2Project       "projects_v2" required
+//	Sender       User                    "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectsV2EditedChanges
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2() *ProjectsV2Project
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2EditedEvent = events_p.ProjectsV2EditedEvent
 
 // ProjectsV2Event is the payload of a "projects_v2" delivery: one of
@@ -3502,12 +11982,48 @@ type ProjectsV2EditedEvent = events_p.ProjectsV2EditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2() *ProjectsV2Project
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2Event = events_p.ProjectsV2Event
 
 // ProjectsV2Item: An item belonging to a project
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ID            float64                   "id" required
+//	NodeID        *string                   "node_id"
+//	ProjectNodeID *string                   "project_node_id"
+//	ContentNodeID string                    "content_node_id" required
+//	ContentType   ProjectsV2ItemContentType "content_type" required
+//	Creator       *User                     "creator"
+//	CreatedAt     Timestamp                 "created_at" required
+//	UpdatedAt     Timestamp                 "updated_at" required
+//	ArchivedAt    *Timestamp                "archived_at" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetArchivedAt() Timestamp
+//	GetContentNodeID() string
+//	GetContentType() ProjectsV2ItemContentType
+//	GetCreatedAt() Timestamp
+//	GetCreator() *User
+//	GetID() float64
+//	GetNodeID() string
+//	GetProjectNodeID() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2Item = events_p.ProjectsV2Item
 
 // ProjectsV2ItemArchivedEvent is the payload of a "projects_v2_item" delivery
@@ -3516,34 +12032,99 @@ type ProjectsV2Item = events_p.ProjectsV2Item
 // An item on an organization project was archived. For more information, see
 // "Archiving items from your project."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string                "action" required
+//	Changes        ProjectsV2ItemChanges "changes" required
+//	Installation   *SimpleInstallation   "installation"
+//	Organization   Organization          "organization" required
+//	ProjectsV2Item ProjectsV2Item        "projects_v2_item" required
+//	Sender         User                  "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectsV2ItemChanges
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemArchivedEvent = events_p.ProjectsV2ItemArchivedEvent
 
 // ProjectsV2ItemChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ArchivedAt *ProjectsV2ItemChangesArchivedAt "archived_at"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetArchivedAt() *ProjectsV2ItemChangesArchivedAt
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemChanges = events_p.ProjectsV2ItemChanges
 
 // ProjectsV2ItemChangesArchivedAt is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	From *Timestamp "from" nullable
+//	To   *Timestamp "to" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() Timestamp
+//	GetTo() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemChangesArchivedAt = events_p.ProjectsV2ItemChangesArchivedAt
 
 // ProjectsV2ItemContentType: The type of content tracked in a project item
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemContentType = events_p.ProjectsV2ItemContentType
 
 // ProjectsV2ItemConvertedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ContentType *ProjectsV2ItemConvertedChangesContentType "content_type"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetContentType() *ProjectsV2ItemConvertedChangesContentType
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemConvertedChanges = events_p.ProjectsV2ItemConvertedChanges
 
 // ProjectsV2ItemConvertedChangesContentType is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	From *string "from" nullable
+//	To   *string "to"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() string
+//	GetTo() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemConvertedChangesContentType = events_p.ProjectsV2ItemConvertedChangesContentType
 
 // ProjectsV2ItemConvertedEvent is the payload of a "projects_v2_item" delivery
@@ -3551,7 +12132,28 @@ type ProjectsV2ItemConvertedChangesContentType = events_p.ProjectsV2ItemConverte
 //
 // A draft issue in an organization project was converted to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string                         "action" required
+//	Changes        ProjectsV2ItemConvertedChanges "changes" required
+//	Installation   *SimpleInstallation            "installation"
+//	Organization   Organization                   "organization" required
+//	ProjectsV2Item ProjectsV2Item                 "projects_v2_item" required
+//	Sender         User                           "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectsV2ItemConvertedChanges
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemConvertedEvent = events_p.ProjectsV2ItemConvertedEvent
 
 // ProjectsV2ItemCreatedEvent is the payload of a "projects_v2_item" delivery
@@ -3559,7 +12161,26 @@ type ProjectsV2ItemConvertedEvent = events_p.ProjectsV2ItemConvertedEvent
 //
 // An item was added to a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	Installation   *SimpleInstallation "installation"
+//	Organization   Organization        "organization" required
+//	ProjectsV2Item ProjectsV2Item      "projects_v2_item" required
+//	Sender         User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemCreatedEvent = events_p.ProjectsV2ItemCreatedEvent
 
 // ProjectsV2ItemDeletedEvent is the payload of a "projects_v2_item" delivery
@@ -3567,7 +12188,26 @@ type ProjectsV2ItemCreatedEvent = events_p.ProjectsV2ItemCreatedEvent
 //
 // An item was deleted from a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	Installation   *SimpleInstallation "installation"
+//	Organization   Organization        "organization" required
+//	ProjectsV2Item ProjectsV2Item      "projects_v2_item" required
+//	Sender         User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemDeletedEvent = events_p.ProjectsV2ItemDeletedEvent
 
 // ProjectsV2ItemEditedChanges: The changes made to the item may involve
@@ -3577,30 +12217,70 @@ type ProjectsV2ItemDeletedEvent = events_p.ProjectsV2ItemDeletedEvent
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemEditedChanges = events_p.ProjectsV2ItemEditedChanges
 
 // ProjectsV2ItemEditedChangesBody is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Body StringFromTo "body" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() *StringFromTo
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemEditedChangesBody = events_p.ProjectsV2ItemEditedChangesBody
 
 // ProjectsV2ItemEditedChangesFieldValue is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	FieldValue ProjectsV2ItemEditedChangesFieldValueFieldValue "field_value" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFieldValue() *ProjectsV2ItemEditedChangesFieldValueFieldValue
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemEditedChangesFieldValue = events_p.ProjectsV2ItemEditedChangesFieldValue
 
 // ProjectsV2ItemEditedChangesFieldValueFieldValue is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	FieldNodeID   *string                                              "field_node_id"
+//	FieldType     *string                                              "field_type"
+//	FieldName     *string                                              "field_name"
+//	ProjectNumber *int64                                               "project_number"
+//	From          *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom "from" nullable
+//	To            *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom "to" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFieldName() string
+//	GetFieldNodeID() string
+//	GetFieldType() string
+//	GetFrom() *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom
+//	GetProjectNumber() int64
+//	GetTo() *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemEditedChangesFieldValueFieldValue = events_p.ProjectsV2ItemEditedChangesFieldValueFieldValue
 
 // ProjectsV2ItemEditedChangesFieldValueFieldValueFrom is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemEditedChangesFieldValueFieldValueFrom = events_p.ProjectsV2ItemEditedChangesFieldValueFieldValueFrom
 
 // ProjectsV2ItemEditedEvent is the payload of a "projects_v2_item" delivery
@@ -3610,7 +12290,28 @@ type ProjectsV2ItemEditedChangesFieldValueFieldValueFrom = events_p.ProjectsV2It
 // example, the value of a field was updated, the body of a draft issue was
 // changed, or a draft issue was converted to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string                       "action" required
+//	Changes        *ProjectsV2ItemEditedChanges "changes"
+//	Installation   *SimpleInstallation          "installation"
+//	Organization   Organization                 "organization" required
+//	ProjectsV2Item ProjectsV2Item               "projects_v2_item" required
+//	Sender         User                         "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectsV2ItemEditedChanges
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemEditedEvent = events_p.ProjectsV2ItemEditedEvent
 
 // ProjectsV2ItemEvent is the payload of a "projects_v2_item" delivery: one of
@@ -3638,12 +12339,32 @@ type ProjectsV2ItemEditedEvent = events_p.ProjectsV2ItemEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemEvent = events_p.ProjectsV2ItemEvent
 
 // ProjectsV2ItemReorderedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	PreviousProjectsV2ItemNodeID *StringFromTo "previous_projects_v2_item_node_id"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPreviousProjectsV2ItemNodeID() *StringFromTo
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemReorderedChanges = events_p.ProjectsV2ItemReorderedChanges
 
 // ProjectsV2ItemReorderedEvent is the payload of a "projects_v2_item" delivery
@@ -3652,7 +12373,28 @@ type ProjectsV2ItemReorderedChanges = events_p.ProjectsV2ItemReorderedChanges
 // The position of an item in an organization project was changed. For example,
 // an item was moved above or below another item in the table or board layout.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string                         "action" required
+//	Changes        ProjectsV2ItemReorderedChanges "changes" required
+//	Installation   *SimpleInstallation            "installation"
+//	Organization   Organization                   "organization" required
+//	ProjectsV2Item ProjectsV2Item                 "projects_v2_item" required
+//	Sender         User                           "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectsV2ItemReorderedChanges
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemReorderedEvent = events_p.ProjectsV2ItemReorderedEvent
 
 // ProjectsV2ItemRestoredEvent is the payload of a "projects_v2_item" delivery
@@ -3661,7 +12403,28 @@ type ProjectsV2ItemReorderedEvent = events_p.ProjectsV2ItemReorderedEvent
 // An archived item on an organization project was restored from the archive.
 // For more information, see "Archiving items from your project."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string                "action" required
+//	Changes        ProjectsV2ItemChanges "changes" required
+//	Installation   *SimpleInstallation   "installation"
+//	Organization   Organization          "organization" required
+//	ProjectsV2Item ProjectsV2Item        "projects_v2_item" required
+//	Sender         User                  "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectsV2ItemChanges
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemRestoredEvent = events_p.ProjectsV2ItemRestoredEvent
 
 // ProjectsV2ItemUnknownEvent is the payload of a "projects_v2_item" delivery
@@ -3669,17 +12432,99 @@ type ProjectsV2ItemRestoredEvent = events_p.ProjectsV2ItemRestoredEvent
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	Installation   *SimpleInstallation "installation"
+//	Organization   *Organization       "organization"
+//	ProjectsV2Item *ProjectsV2Item     "projects_v2_item"
+//	Sender         *User               "sender"
+//	Raw            json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2Item() *ProjectsV2Item
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ItemUnknownEvent = events_p.ProjectsV2ItemUnknownEvent
 
 // ProjectsV2IterationSetting: An iteration setting for an iteration field
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ID        string   "id" required
+//	Title     string   "title" required
+//	TitleHTML *string  "title_html"
+//	Duration  *float64 "duration" nullable
+//	StartDate *string  "start_date" nullable
+//	Completed *bool    "completed"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCompleted() bool
+//	GetDuration() float64
+//	GetID() string
+//	GetStartDate() string
+//	GetTitle() string
+//	GetTitleHTML() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2IterationSetting = events_p.ProjectsV2IterationSetting
 
 // ProjectsV2Project: A projects v2 project
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ID                 float64                 "id" required
+//	NodeID             string                  "node_id" required
+//	Owner              User                    "owner" required
+//	Creator            User                    "creator" required
+//	Title              string                  "title" required
+//	Description        *string                 "description" required, nullable
+//	Public             bool                    "public" required
+//	ClosedAt           *Timestamp              "closed_at" required, nullable
+//	CreatedAt          Timestamp               "created_at" required
+//	UpdatedAt          Timestamp               "updated_at" required
+//	Number             int64                   "number" required
+//	ShortDescription   *string                 "short_description" required, nullable
+//	DeletedAt          *Timestamp              "deleted_at" required, nullable
+//	DeletedBy          *User                   "deleted_by" required, nullable
+//	State              *IssueState             "state"
+//	LatestStatusUpdate *ProjectsV2StatusUpdate "latest_status_update" nullable
+//	IsTemplate         *bool                   "is_template"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetClosedAt() Timestamp
+//	GetCreatedAt() Timestamp
+//	GetCreator() *User
+//	GetDeletedAt() Timestamp
+//	GetDeletedBy() *User
+//	GetDescription() string
+//	GetID() float64
+//	GetIsTemplate() bool
+//	GetLatestStatusUpdate() *ProjectsV2StatusUpdate
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetOwner() *User
+//	GetPublic() bool
+//	GetShortDescription() string
+//	GetState() IssueState
+//	GetTitle() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2Project = events_p.ProjectsV2Project
 
 // ProjectsV2ReopenedEvent is the payload of a "projects_v2" delivery with
@@ -3687,17 +12532,80 @@ type ProjectsV2Project = events_p.ProjectsV2Project
 //
 // A project in the organization was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	ProjectsV2   ProjectsV2Project   "projects_v2" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2() *ProjectsV2Project
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2ReopenedEvent = events_p.ProjectsV2ReopenedEvent
 
 // ProjectsV2SingleSelectOption: An option for a single select field
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ID          string  "id" required
+//	Name        string  "name" required
+//	Color       *string "color" nullable
+//	Description *string "description" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetColor() string
+//	GetDescription() string
+//	GetID() string
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2SingleSelectOption = events_p.ProjectsV2SingleSelectOption
 
 // ProjectsV2StatusUpdate: An status update belonging to a project
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ID            float64                                        "id" required
+//	NodeID        string                                         "node_id" required
+//	ProjectNodeID *string                                        "project_node_id"
+//	Creator       *User                                          "creator"
+//	CreatedAt     Timestamp                                      "created_at" required
+//	UpdatedAt     Timestamp                                      "updated_at" required
+//	Status        *ProjectsV2StatusUpdateEditedChangesStatusFrom "status" nullable
+//	StartDate     *string                                        "start_date"
+//	TargetDate    *string                                        "target_date"
+//	Body          *string                                        "body" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() string
+//	GetCreatedAt() Timestamp
+//	GetCreator() *User
+//	GetID() float64
+//	GetNodeID() string
+//	GetProjectNodeID() string
+//	GetStartDate() string
+//	GetStatus() ProjectsV2StatusUpdateEditedChangesStatusFrom
+//	GetTargetDate() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdate = events_p.ProjectsV2StatusUpdate
 
 // ProjectsV2StatusUpdateCreatedEvent is the payload of a
@@ -3705,7 +12613,26 @@ type ProjectsV2StatusUpdate = events_p.ProjectsV2StatusUpdate
 //
 // A status update was added to a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                 string                 "action" required
+//	Installation           *SimpleInstallation    "installation"
+//	Organization           Organization           "organization" required
+//	ProjectsV2StatusUpdate ProjectsV2StatusUpdate "projects_v2_status_update" required
+//	Sender                 User                   "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateCreatedEvent = events_p.ProjectsV2StatusUpdateCreatedEvent
 
 // ProjectsV2StatusUpdateDeletedEvent is the payload of a
@@ -3713,24 +12640,71 @@ type ProjectsV2StatusUpdateCreatedEvent = events_p.ProjectsV2StatusUpdateCreated
 //
 // A status update was removed from a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                 string                 "action" required
+//	Installation           *SimpleInstallation    "installation"
+//	Organization           Organization           "organization" required
+//	ProjectsV2StatusUpdate ProjectsV2StatusUpdate "projects_v2_status_update" required
+//	Sender                 User                   "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateDeletedEvent = events_p.ProjectsV2StatusUpdateDeletedEvent
 
 // ProjectsV2StatusUpdateEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Body       *StringFromTo                              "body"
+//	Status     *ProjectsV2StatusUpdateEditedChangesStatus "status"
+//	StartDate  *StringFromTo                              "start_date"
+//	TargetDate *StringFromTo                              "target_date"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() *StringFromTo
+//	GetStartDate() *StringFromTo
+//	GetStatus() *ProjectsV2StatusUpdateEditedChangesStatus
+//	GetTargetDate() *StringFromTo
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateEditedChanges = events_p.ProjectsV2StatusUpdateEditedChanges
 
 // ProjectsV2StatusUpdateEditedChangesStatus is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	From *ProjectsV2StatusUpdateEditedChangesStatusFrom "from" nullable
+//	To   *ProjectsV2StatusUpdateEditedChangesStatusFrom "to" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() ProjectsV2StatusUpdateEditedChangesStatusFrom
+//	GetTo() ProjectsV2StatusUpdateEditedChangesStatusFrom
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateEditedChangesStatus = events_p.ProjectsV2StatusUpdateEditedChangesStatus
 
 // ProjectsV2StatusUpdateEditedChangesStatusFrom: The current status.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateEditedChangesStatusFrom = events_p.ProjectsV2StatusUpdateEditedChangesStatusFrom
 
 // ProjectsV2StatusUpdateEditedEvent is the payload of a
@@ -3738,7 +12712,28 @@ type ProjectsV2StatusUpdateEditedChangesStatusFrom = events_p.ProjectsV2StatusUp
 //
 // A status update was edited on a project in the organization.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                 string                               "action" required
+//	Changes                *ProjectsV2StatusUpdateEditedChanges "changes"
+//	Installation           *SimpleInstallation                  "installation"
+//	Organization           Organization                         "organization" required
+//	ProjectsV2StatusUpdate ProjectsV2StatusUpdate               "projects_v2_status_update" required
+//	Sender                 User                                 "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ProjectsV2StatusUpdateEditedChanges
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateEditedEvent = events_p.ProjectsV2StatusUpdateEditedEvent
 
 // ProjectsV2StatusUpdateEvent is the payload of a "projects_v2_status_update"
@@ -3760,7 +12755,17 @@ type ProjectsV2StatusUpdateEditedEvent = events_p.ProjectsV2StatusUpdateEditedEv
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateEvent = events_p.ProjectsV2StatusUpdateEvent
 
 // ProjectsV2StatusUpdateUnknownEvent is the payload of a
@@ -3768,7 +12773,27 @@ type ProjectsV2StatusUpdateEvent = events_p.ProjectsV2StatusUpdateEvent
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action                 string                  "action" required
+//	Installation           *SimpleInstallation     "installation"
+//	Organization           *Organization           "organization"
+//	ProjectsV2StatusUpdate *ProjectsV2StatusUpdate "projects_v2_status_update"
+//	Sender                 *User                   "sender"
+//	Raw                    json.RawMessage         the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2StatusUpdate() *ProjectsV2StatusUpdate
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2StatusUpdateUnknownEvent = events_p.ProjectsV2StatusUpdateUnknownEvent
 
 // ProjectsV2UnknownEvent is the payload of a "projects_v2" delivery whose
@@ -3776,7 +12801,27 @@ type ProjectsV2StatusUpdateUnknownEvent = events_p.ProjectsV2StatusUpdateUnknown
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	ProjectsV2   *ProjectsV2Project  "projects_v2"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetProjectsV2() *ProjectsV2Project
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type ProjectsV2UnknownEvent = events_p.ProjectsV2UnknownEvent
 
 // PublicEvent is the payload of a "public" delivery.
@@ -3787,7 +12832,26 @@ type ProjectsV2UnknownEvent = events_p.ProjectsV2UnknownEvent
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Metadata" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PublicEvent = events_p.PublicEvent
 
 // PullRequest: Pull requests let you tell others about changes you've pushed to
@@ -3795,7 +12859,127 @@ type PublicEvent = events_p.PublicEvent
 // can review the set of changes, discuss potential modifications, and even push
 // follow-up commits if necessary.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	URL                       string                          "url" required
+//	ID                        int64                           "id" required
+//	NodeID                    string                          "node_id" required
+//	HTMLURL                   string                          "html_url" required
+//	DiffURL                   string                          "diff_url" required
+//	PatchURL                  string                          "patch_url" required
+//	IssueURL                  string                          "issue_url" required
+//	CommitsURL                string                          "commits_url" required
+//	ReviewCommentsURL         string                          "review_comments_url" required
+//	ReviewCommentURL          string                          "review_comment_url" required
+//	CommentsURL               string                          "comments_url" required
+//	StatusesURL               string                          "statuses_url" required
+//	Number                    int64                           "number" required
+//	State                     IssueState                      "state" required
+//	Locked                    bool                            "locked" required
+//	Title                     string                          "title" required
+//	User                      *User                           "user" required, nullable
+//	Body                      *string                         "body" required, nullable
+//	Labels                    []Label                         "labels" required
+//	Milestone                 *Milestone                      "milestone" required, nullable
+//	ActiveLockReason          *ActiveLockReason               "active_lock_reason" nullable
+//	CreatedAt                 Timestamp                       "created_at" required
+//	UpdatedAt                 Timestamp                       "updated_at" required
+//	ClosedAt                  *Timestamp                      "closed_at" required, nullable
+//	MergedAt                  *Timestamp                      "merged_at" required, nullable
+//	MergeCommitSHA            *string                         "merge_commit_sha" required, nullable
+//	Assignee                  *User                           "assignee" required, nullable
+//	Assignees                 []*User                         "assignees" nullable
+//	RequestedReviewers        []*PullRequestRequestedReviewer "requested_reviewers" nullable
+//	RequestedTeams            []Team                          "requested_teams" nullable
+//	Head                      PullRequestHead                 "head" required
+//	Base                      PullRequestBase                 "base" required
+//	Links                     PullRequestLinks                "_links" required
+//	AuthorAssociation         AuthorAssociation               "author_association" required
+//	AutoMerge                 *PullRequestAutoMerge           "auto_merge" nullable
+//	Draft                     *bool                           "draft"
+//	Merged                    *bool                           "merged" nullable
+//	Mergeable                 *bool                           "mergeable" nullable
+//	Rebaseable                *bool                           "rebaseable" nullable
+//	MergeableState            *string                         "mergeable_state"
+//	MergedBy                  *User                           "merged_by" nullable
+//	Comments                  *int64                          "comments"
+//	ReviewComments            *int64                          "review_comments"
+//	MaintainerCanModify       *bool                           "maintainer_can_modify"
+//	Commits                   *int64                          "commits"
+//	Additions                 *int64                          "additions"
+//	Deletions                 *int64                          "deletions"
+//	ChangedFiles              *int64                          "changed_files"
+//	AllowAutoMerge            *bool                           "allow_auto_merge"
+//	AllowUpdateBranch         *bool                           "allow_update_branch"
+//	DeleteBranchOnMerge       *bool                           "delete_branch_on_merge"
+//	MergeCommitMessage        *MergeCommitMessage             "merge_commit_message"
+//	MergeCommitTitle          *MergeCommitTitle               "merge_commit_title"
+//	SquashMergeCommitMessage  *SquashMergeCommitMessage       "squash_merge_commit_message"
+//	SquashMergeCommitTitle    *SquashMergeCommitTitle         "squash_merge_commit_title"
+//	UseSquashPrTitleAsDefault *bool                           "use_squash_pr_title_as_default"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActiveLockReason() ActiveLockReason
+//	GetAdditions() int64
+//	GetAllowAutoMerge() bool
+//	GetAllowUpdateBranch() bool
+//	GetAssignee() *User
+//	GetAssignees() []*User
+//	GetAuthorAssociation() AuthorAssociation
+//	GetAutoMerge() *PullRequestAutoMerge
+//	GetBase() *PullRequestBase
+//	GetBody() string
+//	GetChangedFiles() int64
+//	GetClosedAt() Timestamp
+//	GetComments() int64
+//	GetCommentsURL() string
+//	GetCommits() int64
+//	GetCommitsURL() string
+//	GetCreatedAt() Timestamp
+//	GetDeleteBranchOnMerge() bool
+//	GetDeletions() int64
+//	GetDiffURL() string
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetHead() *PullRequestHead
+//	GetID() int64
+//	GetIssueURL() string
+//	GetLabels() []Label
+//	GetLinks() *PullRequestLinks
+//	GetLocked() bool
+//	GetMaintainerCanModify() bool
+//	GetMergeCommitMessage() MergeCommitMessage
+//	GetMergeCommitSHA() string
+//	GetMergeCommitTitle() MergeCommitTitle
+//	GetMergeable() bool
+//	GetMergeableState() string
+//	GetMerged() bool
+//	GetMergedAt() Timestamp
+//	GetMergedBy() *User
+//	GetMilestone() *Milestone
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetPatchURL() string
+//	GetRebaseable() bool
+//	GetRequestedReviewers() []*PullRequestRequestedReviewer
+//	GetRequestedTeams() []Team
+//	GetReviewCommentURL() string
+//	GetReviewComments() int64
+//	GetReviewCommentsURL() string
+//	GetSquashMergeCommitMessage() SquashMergeCommitMessage
+//	GetSquashMergeCommitTitle() SquashMergeCommitTitle
+//	GetState() IssueState
+//	GetStatusesURL() string
+//	GetTitle() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUseSquashPrTitleAsDefault() bool
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PullRequest = common.PullRequest
 
 // PullRequestAssignedEvent is the payload of a "pull_request" delivery with
@@ -3803,12 +12987,55 @@ type PullRequest = common.PullRequest
 //
 // A pull request was assigned to a user.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Assignee     *User               "assignee" required, nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAssignee() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestAssignedEvent = events_p.PullRequestAssignedEvent
 
 // PullRequestAutoMerge: The status of auto merging a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	EnabledBy     *User       "enabled_by" required, nullable
+//	MergeMethod   MergeMethod "merge_method" required
+//	CommitTitle   *string     "commit_title" required, nullable
+//	CommitMessage *string     "commit_message" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCommitMessage() string
+//	GetCommitTitle() string
+//	GetEnabledBy() *User
+//	GetMergeMethod() MergeMethod
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PullRequestAutoMerge = common.PullRequestAutoMerge
 
 // PullRequestAutoMergeDisabledEvent is the payload of a "pull_request" delivery
@@ -3817,7 +13044,34 @@ type PullRequestAutoMerge = common.PullRequestAutoMerge
 // Auto merge was disabled for a pull request. For more information, see
 // "Automatically merging a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Reason       string              "reason" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetReason() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestAutoMergeDisabledEvent = events_p.PullRequestAutoMergeDisabledEvent
 
 // PullRequestAutoMergeEnabledEvent is the payload of a "pull_request" delivery
@@ -3826,12 +13080,57 @@ type PullRequestAutoMergeDisabledEvent = events_p.PullRequestAutoMergeDisabledEv
 // Auto merge was enabled for a pull request. For more information, see
 // "Automatically merging a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Reason       *string             "reason"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetReason() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestAutoMergeEnabledEvent = events_p.PullRequestAutoMergeEnabledEvent
 
 // PullRequestBase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Label *string    "label" required, nullable
+//	Ref   string     "ref" required
+//	Repo  Repository "repo" required
+//	SHA   string     "sha" required
+//	User  *User      "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLabel() string
+//	GetRef() string
+//	GetRepo() *Repository
+//	GetSHA() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PullRequestBase = common.PullRequestBase
 
 // PullRequestClosedEvent is the payload of a "pull_request" delivery with
@@ -3841,7 +13140,32 @@ type PullRequestBase = common.PullRequestBase
 // pull request was closed with unmerged commits. If `merged` is true in the
 // webhook payload, the pull request was merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestClosedEvent = events_p.PullRequestClosedEvent
 
 // PullRequestConvertedToDraftEvent is the payload of a "pull_request" delivery
@@ -3850,7 +13174,32 @@ type PullRequestClosedEvent = events_p.PullRequestClosedEvent
 // A pull request was converted to a draft. For more information, see "Changing
 // the stage of a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestConvertedToDraftEvent = events_p.PullRequestConvertedToDraftEvent
 
 // PullRequestDemilestonedEvent is the payload of a "pull_request" delivery with
@@ -3858,7 +13207,34 @@ type PullRequestConvertedToDraftEvent = events_p.PullRequestConvertedToDraftEven
 //
 // A pull request was removed from a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Milestone    *Milestone          "milestone"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//	Installation *SimpleInstallation "installation"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestDemilestonedEvent = events_p.PullRequestDemilestonedEvent
 
 // PullRequestDequeuedEvent is the payload of a "pull_request" delivery with
@@ -3866,25 +13242,78 @@ type PullRequestDemilestonedEvent = events_p.PullRequestDemilestonedEvent
 //
 // A pull request was removed from the merge queue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                    "action" required
+//	Enterprise   *Enterprise               "enterprise"
+//	Installation *SimpleInstallation       "installation"
+//	Number       int64                     "number" required
+//	Organization *Organization             "organization"
+//	PullRequest  PullRequest               "pull_request" required
+//	Reason       PullRequestDequeuedReason "reason" required
+//	Repository   Repository                "repository" required
+//	Sender       User                      "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetReason() PullRequestDequeuedReason
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestDequeuedEvent = events_p.PullRequestDequeuedEvent
 
 // PullRequestDequeuedReason is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestDequeuedReason = events_p.PullRequestDequeuedReason
 
 // PullRequestEditedChanges: The changes to the comment if the action was
 // `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Base  *PullRequestEditedChangesBase "base"
+//	Body  *StringChange                 "body"
+//	Title *StringChange                 "title"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBase() *PullRequestEditedChangesBase
+//	GetBody() *StringChange
+//	GetTitle() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestEditedChanges = events_p.PullRequestEditedChanges
 
 // PullRequestEditedChangesBase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Ref StringChange "ref" required
+//	SHA StringChange "sha" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRef() *StringChange
+//	GetSHA() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestEditedChangesBase = events_p.PullRequestEditedChangesBase
 
 // PullRequestEditedEvent is the payload of a "pull_request" delivery with
@@ -3893,7 +13322,34 @@ type PullRequestEditedChangesBase = events_p.PullRequestEditedChangesBase
 // The title or body of a pull request was edited, or the base branch of a pull
 // request was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                   "action" required
+//	Changes      PullRequestEditedChanges "changes" required
+//	Enterprise   *Enterprise              "enterprise"
+//	Installation *SimpleInstallation      "installation"
+//	Number       int64                    "number" required
+//	Organization *Organization            "organization"
+//	PullRequest  PullRequest              "pull_request" required
+//	Repository   Repository               "repository" required
+//	Sender       *User                    "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *PullRequestEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestEditedEvent = events_p.PullRequestEditedEvent
 
 // PullRequestEnqueuedEvent is the payload of a "pull_request" delivery with
@@ -3901,7 +13357,32 @@ type PullRequestEditedEvent = events_p.PullRequestEditedEvent
 //
 // A pull request was added to the merge queue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestEnqueuedEvent = events_p.PullRequestEnqueuedEvent
 
 // PullRequestEvent is the payload of a "pull_request" delivery: one of
@@ -3933,12 +13414,43 @@ type PullRequestEnqueuedEvent = events_p.PullRequestEnqueuedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestEvent = events_p.PullRequestEvent
 
 // PullRequestHead is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Label *string     "label" required, nullable
+//	Ref   string      "ref" required
+//	Repo  *Repository "repo" required, nullable
+//	SHA   string      "sha" required
+//	User  *User       "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLabel() string
+//	GetRef() string
+//	GetRepo() *Repository
+//	GetSHA() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PullRequestHead = common.PullRequestHead
 
 // PullRequestLabeledEvent is the payload of a "pull_request" delivery with
@@ -3946,12 +13458,63 @@ type PullRequestHead = common.PullRequestHead
 //
 // A label was added to a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        *Label              "label"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestLabeledEvent = events_p.PullRequestLabeledEvent
 
 // PullRequestLinks is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Comments       Link "comments" required
+//	Commits        Link "commits" required
+//	Statuses       Link "statuses" required
+//	HTML           Link "html" required
+//	Issue          Link "issue" required
+//	ReviewComments Link "review_comments" required
+//	ReviewComment  Link "review_comment" required
+//	Self           Link "self" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetComments() *Link
+//	GetCommits() *Link
+//	GetHTML() *Link
+//	GetIssue() *Link
+//	GetReviewComment() *Link
+//	GetReviewComments() *Link
+//	GetSelf() *Link
+//	GetStatuses() *Link
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PullRequestLinks = common.PullRequestLinks
 
 // PullRequestLockedEvent is the payload of a "pull_request" delivery with
@@ -3960,7 +13523,32 @@ type PullRequestLinks = common.PullRequestLinks
 // Conversation on a pull request was locked. For more information, see "Locking
 // conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestLockedEvent = events_p.PullRequestLockedEvent
 
 // PullRequestMilestonedEvent is the payload of a "pull_request" delivery with
@@ -3968,7 +13556,34 @@ type PullRequestLockedEvent = events_p.PullRequestLockedEvent
 //
 // A pull request was added to a milestone.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Milestone    *Milestone          "milestone"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//	Installation *SimpleInstallation "installation"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetMilestone() *Milestone
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestMilestonedEvent = events_p.PullRequestMilestonedEvent
 
 // PullRequestOpenedEvent is the payload of a "pull_request" delivery with
@@ -3976,7 +13591,32 @@ type PullRequestMilestonedEvent = events_p.PullRequestMilestonedEvent
 //
 // # A pull request was created
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestOpenedEvent = events_p.PullRequestOpenedEvent
 
 // PullRequestReadyForReviewEvent is the payload of a "pull_request" delivery
@@ -3985,7 +13625,32 @@ type PullRequestOpenedEvent = events_p.PullRequestOpenedEvent
 // A draft pull request was marked as ready for review. For more information,
 // see "Changing the stage of a pull request."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReadyForReviewEvent = events_p.PullRequestReadyForReviewEvent
 
 // PullRequestReopenedEvent is the payload of a "pull_request" delivery with
@@ -3993,24 +13658,143 @@ type PullRequestReadyForReviewEvent = events_p.PullRequestReadyForReviewEvent
 //
 // A previously closed pull request was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReopenedEvent = events_p.PullRequestReopenedEvent
 
 // PullRequestRequestedReviewer is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type PullRequestRequestedReviewer = common.PullRequestRequestedReviewer
 
 // PullRequestReview: The review that was affected.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Links             PullRequestReviewLinks "_links" required
+//	AuthorAssociation AuthorAssociation      "author_association" required
+//	Body              *string                "body" required, nullable
+//	CommitID          string                 "commit_id" required
+//	HTMLURL           string                 "html_url" required
+//	ID                int64                  "id" required
+//	NodeID            string                 "node_id" required
+//	PullRequestURL    string                 "pull_request_url" required
+//	State             PullRequestReviewState "state" required
+//	SubmittedAt       *Timestamp             "submitted_at" required, nullable
+//	UpdatedAt         *Timestamp             "updated_at" nullable
+//	User              *User                  "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetCommitID() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLinks() *PullRequestReviewLinks
+//	GetNodeID() string
+//	GetPullRequestURL() string
+//	GetState() PullRequestReviewState
+//	GetSubmittedAt() Timestamp
+//	GetUpdatedAt() Timestamp
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReview = events_p.PullRequestReview
 
 // PullRequestReviewComment: The comment itself.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Links               PullRequestReviewCommentLinks        "_links" required
+//	AuthorAssociation   AuthorAssociation                    "author_association" required
+//	Body                string                               "body" required
+//	CommitID            string                               "commit_id" required
+//	CreatedAt           Timestamp                            "created_at" required
+//	DiffHunk            string                               "diff_hunk" required
+//	HTMLURL             string                               "html_url" required
+//	ID                  int64                                "id" required
+//	InReplyToID         *int64                               "in_reply_to_id"
+//	Line                *int64                               "line" nullable
+//	NodeID              string                               "node_id" required
+//	OriginalCommitID    string                               "original_commit_id" required
+//	OriginalLine        *int64                               "original_line" nullable
+//	OriginalPosition    int64                                "original_position" required
+//	OriginalStartLine   *int64                               "original_start_line" nullable
+//	Path                string                               "path" required
+//	Position            *int64                               "position" required, nullable
+//	PullRequestReviewID *int64                               "pull_request_review_id" required, nullable
+//	PullRequestURL      string                               "pull_request_url" required
+//	Reactions           *Reactions                           "reactions"
+//	Side                *PullRequestReviewCommentSide        "side"
+//	StartLine           *int64                               "start_line" nullable
+//	StartSide           *PullRequestReviewCommentSide        "start_side" nullable
+//	SubjectType         *PullRequestReviewCommentSubjectType "subject_type"
+//	UpdatedAt           Timestamp                            "updated_at" required
+//	URL                 string                               "url" required
+//	User                *User                                "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthorAssociation() AuthorAssociation
+//	GetBody() string
+//	GetCommitID() string
+//	GetCreatedAt() Timestamp
+//	GetDiffHunk() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetInReplyToID() int64
+//	GetLine() int64
+//	GetLinks() *PullRequestReviewCommentLinks
+//	GetNodeID() string
+//	GetOriginalCommitID() string
+//	GetOriginalLine() int64
+//	GetOriginalPosition() int64
+//	GetOriginalStartLine() int64
+//	GetPath() string
+//	GetPosition() int64
+//	GetPullRequestReviewID() int64
+//	GetPullRequestURL() string
+//	GetReactions() *Reactions
+//	GetSide() PullRequestReviewCommentSide
+//	GetStartLine() int64
+//	GetStartSide() PullRequestReviewCommentSide
+//	GetSubjectType() PullRequestReviewCommentSubjectType
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewComment = events_p.PullRequestReviewComment
 
 // PullRequestReviewCommentCreatedEvent is the payload of a
@@ -4018,7 +13802,32 @@ type PullRequestReviewComment = events_p.PullRequestReviewComment
 //
 // A comment on a pull request diff was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                              "action" required
+//	Comment      PullRequestReviewComment            "comment" required
+//	Enterprise   *Enterprise                         "enterprise"
+//	Installation *SimpleInstallation                 "installation"
+//	Organization *Organization                       "organization"
+//	PullRequest  PullRequestReviewCommentPullRequest "pull_request" required
+//	Repository   Repository                          "repository" required
+//	Sender       User                                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *PullRequestReviewComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequestReviewCommentPullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentCreatedEvent = events_p.PullRequestReviewCommentCreatedEvent
 
 // PullRequestReviewCommentDeletedEvent is the payload of a
@@ -4026,7 +13835,32 @@ type PullRequestReviewCommentCreatedEvent = events_p.PullRequestReviewCommentCre
 //
 // A comment on a pull request diff was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                              "action" required
+//	Comment      PullRequestReviewComment            "comment" required
+//	Enterprise   *Enterprise                         "enterprise"
+//	Installation *SimpleInstallation                 "installation"
+//	Organization *Organization                       "organization"
+//	PullRequest  PullRequestReviewCommentPullRequest "pull_request" required
+//	Repository   Repository                          "repository" required
+//	Sender       User                                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *PullRequestReviewComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequestReviewCommentPullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentDeletedEvent = events_p.PullRequestReviewCommentDeletedEvent
 
 // PullRequestReviewCommentEditedEvent is the payload of a
@@ -4034,7 +13868,34 @@ type PullRequestReviewCommentDeletedEvent = events_p.PullRequestReviewCommentDel
 //
 // The content of a comment on a pull request diff was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                              "action" required
+//	Changes      IssueCommentEditedChanges           "changes" required
+//	Comment      PullRequestReviewComment            "comment" required
+//	Enterprise   *Enterprise                         "enterprise"
+//	Installation *SimpleInstallation                 "installation"
+//	Organization *Organization                       "organization"
+//	PullRequest  PullRequestReviewCommentPullRequest "pull_request" required
+//	Repository   Repository                          "repository" required
+//	Sender       User                                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *IssueCommentEditedChanges
+//	GetComment() *PullRequestReviewComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequestReviewCommentPullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentEditedEvent = events_p.PullRequestReviewCommentEditedEvent
 
 // PullRequestReviewCommentEvent is the payload of a
@@ -4060,27 +13921,170 @@ type PullRequestReviewCommentEditedEvent = events_p.PullRequestReviewCommentEdit
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetComment() *PullRequestReviewComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequestReviewCommentPullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentEvent = events_p.PullRequestReviewCommentEvent
 
 // PullRequestReviewCommentLinks is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	HTML        Link "html" required
+//	PullRequest Link "pull_request" required
+//	Self        Link "self" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHTML() *Link
+//	GetPullRequest() *Link
+//	GetSelf() *Link
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentLinks = events_p.PullRequestReviewCommentLinks
 
 // PullRequestReviewCommentPullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Links              PullRequestLinks                        "_links" required
+//	ActiveLockReason   *ActiveLockReason                       "active_lock_reason" nullable
+//	Assignee           *User                                   "assignee" required, nullable
+//	Assignees          []*User                                 "assignees" required
+//	AuthorAssociation  AuthorAssociation                       "author_association" required
+//	AutoMerge          *PullRequestAutoMerge                   "auto_merge" nullable
+//	Base               PullRequestReviewCommentPullRequestBase "base" required
+//	Body               *string                                 "body" required, nullable
+//	ClosedAt           *string                                 "closed_at" required, nullable
+//	CommentsURL        string                                  "comments_url" required
+//	CommitsURL         string                                  "commits_url" required
+//	CreatedAt          string                                  "created_at" required
+//	DiffURL            string                                  "diff_url" required
+//	Draft              *bool                                   "draft"
+//	Head               PullRequestReviewCommentPullRequestHead "head" required
+//	HTMLURL            string                                  "html_url" required
+//	ID                 int64                                   "id" required
+//	IssueURL           string                                  "issue_url" required
+//	Labels             []Label                                 "labels" required
+//	Locked             bool                                    "locked" required
+//	MergeCommitSHA     *string                                 "merge_commit_sha" required, nullable
+//	MergedAt           *string                                 "merged_at" required, nullable
+//	Milestone          *Milestone                              "milestone" required, nullable
+//	NodeID             string                                  "node_id" required
+//	Number             int64                                   "number" required
+//	PatchURL           string                                  "patch_url" required
+//	RequestedReviewers []*PullRequestRequestedReviewer         "requested_reviewers" required
+//	RequestedTeams     []Team                                  "requested_teams" required
+//	ReviewCommentURL   string                                  "review_comment_url" required
+//	ReviewCommentsURL  string                                  "review_comments_url" required
+//	State              IssueState                              "state" required
+//	StatusesURL        string                                  "statuses_url" required
+//	Title              string                                  "title" required
+//	UpdatedAt          string                                  "updated_at" required
+//	URL                string                                  "url" required
+//	User               *User                                   "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActiveLockReason() ActiveLockReason
+//	GetAssignee() *User
+//	GetAssignees() []*User
+//	GetAuthorAssociation() AuthorAssociation
+//	GetAutoMerge() *PullRequestAutoMerge
+//	GetBase() *PullRequestReviewCommentPullRequestBase
+//	GetBody() string
+//	GetClosedAt() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCreatedAt() string
+//	GetDiffURL() string
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetHead() *PullRequestReviewCommentPullRequestHead
+//	GetID() int64
+//	GetIssueURL() string
+//	GetLabels() []Label
+//	GetLinks() *PullRequestLinks
+//	GetLocked() bool
+//	GetMergeCommitSHA() string
+//	GetMergedAt() string
+//	GetMilestone() *Milestone
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetPatchURL() string
+//	GetRequestedReviewers() []*PullRequestRequestedReviewer
+//	GetRequestedTeams() []Team
+//	GetReviewCommentURL() string
+//	GetReviewCommentsURL() string
+//	GetState() IssueState
+//	GetStatusesURL() string
+//	GetTitle() string
+//	GetURL() string
+//	GetUpdatedAt() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentPullRequest = events_p.PullRequestReviewCommentPullRequest
 
 // PullRequestReviewCommentPullRequestBase is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Label string     "label" required
+//	Ref   string     "ref" required
+//	Repo  Repository "repo" required
+//	SHA   string     "sha" required
+//	User  *User      "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLabel() string
+//	GetRef() string
+//	GetRepo() *Repository
+//	GetSHA() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentPullRequestBase = events_p.PullRequestReviewCommentPullRequestBase
 
 // PullRequestReviewCommentPullRequestHead is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Label string      "label" required
+//	Ref   string      "ref" required
+//	Repo  *Repository "repo" required, nullable
+//	SHA   string      "sha" required
+//	User  *User       "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLabel() string
+//	GetRef() string
+//	GetRepo() *Repository
+//	GetSHA() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentPullRequestHead = events_p.PullRequestReviewCommentPullRequestHead
 
 // PullRequestReviewCommentSide: The side of the first line of the range for a
@@ -4088,7 +14092,7 @@ type PullRequestReviewCommentPullRequestHead = events_p.PullRequestReviewComment
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentSide = events_p.PullRequestReviewCommentSide
 
 // PullRequestReviewCommentSubjectType: The level at which the comment is
@@ -4096,7 +14100,7 @@ type PullRequestReviewCommentSide = events_p.PullRequestReviewCommentSide
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentSubjectType = events_p.PullRequestReviewCommentSubjectType
 
 // PullRequestReviewCommentUnknownEvent is the payload of a
@@ -4104,7 +14108,33 @@ type PullRequestReviewCommentSubjectType = events_p.PullRequestReviewCommentSubj
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                               "action" required
+//	Comment      *PullRequestReviewComment            "comment"
+//	Enterprise   *Enterprise                          "enterprise"
+//	Installation *SimpleInstallation                  "installation"
+//	Organization *Organization                        "organization"
+//	PullRequest  *PullRequestReviewCommentPullRequest "pull_request"
+//	Repository   *Repository                          "repository"
+//	Sender       *User                                "sender"
+//	Raw          json.RawMessage                      the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *PullRequestReviewComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequestReviewCommentPullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewCommentUnknownEvent = events_p.PullRequestReviewCommentUnknownEvent
 
 // PullRequestReviewDismissedEvent is the payload of a "pull_request_review"
@@ -4112,7 +14142,32 @@ type PullRequestReviewCommentUnknownEvent = events_p.PullRequestReviewCommentUnk
 //
 // A review on a pull request was dismissed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	PullRequest  SimplePullRequest   "pull_request" required
+//	Repository   Repository          "repository" required
+//	Review       PullRequestReview   "review" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetReview() *PullRequestReview
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewDismissedEvent = events_p.PullRequestReviewDismissedEvent
 
 // PullRequestReviewEditedEvent is the payload of a "pull_request_review"
@@ -4120,7 +14175,34 @@ type PullRequestReviewDismissedEvent = events_p.PullRequestReviewDismissedEvent
 //
 // The body comment on a pull request review was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                    "action" required
+//	Changes      IssueCommentEditedChanges "changes" required
+//	Enterprise   *Enterprise               "enterprise"
+//	Installation *SimpleInstallation       "installation"
+//	Organization *Organization             "organization"
+//	PullRequest  SimplePullRequest         "pull_request" required
+//	Repository   Repository                "repository" required
+//	Review       PullRequestReview         "review" required
+//	Sender       User                      "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *IssueCommentEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetReview() *PullRequestReview
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewEditedEvent = events_p.PullRequestReviewEditedEvent
 
 // PullRequestReviewEvent is the payload of a "pull_request_review" delivery:
@@ -4145,12 +14227,37 @@ type PullRequestReviewEditedEvent = events_p.PullRequestReviewEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetReview() *PullRequestReview
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewEvent = events_p.PullRequestReviewEvent
 
 // PullRequestReviewLinks is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	HTML        Link "html" required
+//	PullRequest Link "pull_request" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHTML() *Link
+//	GetPullRequest() *Link
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewLinks = events_p.PullRequestReviewLinks
 
 // PullRequestReviewRequestRemovedEvent is the payload of a "pull_request"
@@ -4161,7 +14268,36 @@ type PullRequestReviewLinks = events_p.PullRequestReviewLinks
 // The spec gives this payload as one of 2 shapes (a whole-body oneOf); they are
 // merged into this one struct, where members not in every shape are optional.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	Enterprise        *Enterprise         "enterprise"
+//	Installation      *SimpleInstallation "installation"
+//	Number            int64               "number" required
+//	Organization      *Organization       "organization"
+//	PullRequest       PullRequest         "pull_request" required
+//	Repository        Repository          "repository" required
+//	RequestedReviewer *User               "requested_reviewer" nullable
+//	Sender            User                "sender" required
+//	RequestedTeam     *Team               "requested_team"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetRequestedReviewer() *User
+//	GetRequestedTeam() *Team
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewRequestRemovedEvent = events_p.PullRequestReviewRequestRemovedEvent
 
 // PullRequestReviewRequestedEvent is the payload of a "pull_request" delivery
@@ -4173,14 +14309,43 @@ type PullRequestReviewRequestRemovedEvent = events_p.PullRequestReviewRequestRem
 // The spec gives this payload as one of 2 shapes (a whole-body oneOf); they are
 // merged into this one struct, where members not in every shape are optional.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	Enterprise        *Enterprise         "enterprise"
+//	Installation      *SimpleInstallation "installation"
+//	Number            int64               "number" required
+//	Organization      *Organization       "organization"
+//	PullRequest       PullRequest         "pull_request" required
+//	Repository        Repository          "repository" required
+//	RequestedReviewer *User               "requested_reviewer" nullable
+//	Sender            User                "sender" required
+//	RequestedTeam     *Team               "requested_team"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetRequestedReviewer() *User
+//	GetRequestedTeam() *Team
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewRequestedEvent = events_p.PullRequestReviewRequestedEvent
 
 // PullRequestReviewState is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewState = events_p.PullRequestReviewState
 
 // PullRequestReviewSubmittedEvent is the payload of a "pull_request_review"
@@ -4188,12 +14353,49 @@ type PullRequestReviewState = events_p.PullRequestReviewState
 //
 // A review on a pull request was submitted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	PullRequest  SimplePullRequest   "pull_request" required
+//	Repository   Repository          "repository" required
+//	Review       PullRequestReview   "review" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetReview() *PullRequestReview
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewSubmittedEvent = events_p.PullRequestReviewSubmittedEvent
 
 // PullRequestReviewThread is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Comments []PullRequestReviewComment "comments" required
+//	NodeID   string                     "node_id" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetComments() []PullRequestReviewComment
+//	GetNodeID() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewThread = events_p.PullRequestReviewThread
 
 // PullRequestReviewThreadEvent is the payload of a "pull_request_review_thread"
@@ -4217,7 +14419,21 @@ type PullRequestReviewThread = events_p.PullRequestReviewThread
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetThread() *PullRequestReviewThread
+//	GetUpdatedAt() Timestamp
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewThreadEvent = events_p.PullRequestReviewThreadEvent
 
 // PullRequestReviewThreadResolvedEvent is the payload of a
@@ -4225,7 +14441,34 @@ type PullRequestReviewThreadEvent = events_p.PullRequestReviewThreadEvent
 //
 // A comment thread on a pull request was marked as resolved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                  "action" required
+//	Enterprise   *Enterprise             "enterprise"
+//	Installation *SimpleInstallation     "installation"
+//	Organization *Organization           "organization"
+//	PullRequest  SimplePullRequest       "pull_request" required
+//	Repository   Repository              "repository" required
+//	Sender       *User                   "sender"
+//	Thread       PullRequestReviewThread "thread" required
+//	UpdatedAt    *Timestamp              "updated_at" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetThread() *PullRequestReviewThread
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewThreadResolvedEvent = events_p.PullRequestReviewThreadResolvedEvent
 
 // PullRequestReviewThreadUnknownEvent is the payload of a
@@ -4233,7 +14476,35 @@ type PullRequestReviewThreadResolvedEvent = events_p.PullRequestReviewThreadReso
 // It has the members all known actions share, the action, and in Raw the whole
 // payload; other members are kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                   "action" required
+//	Enterprise   *Enterprise              "enterprise"
+//	Installation *SimpleInstallation      "installation"
+//	Organization *Organization            "organization"
+//	PullRequest  *SimplePullRequest       "pull_request"
+//	Repository   *Repository              "repository"
+//	Sender       *User                    "sender"
+//	Thread       *PullRequestReviewThread "thread"
+//	UpdatedAt    *Timestamp               "updated_at"
+//	Raw          json.RawMessage          the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetThread() *PullRequestReviewThread
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewThreadUnknownEvent = events_p.PullRequestReviewThreadUnknownEvent
 
 // PullRequestReviewThreadUnresolvedEvent is the payload of a
@@ -4242,7 +14513,34 @@ type PullRequestReviewThreadUnknownEvent = events_p.PullRequestReviewThreadUnkno
 // A previously resolved comment thread on a pull request was marked as
 // unresolved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                  "action" required
+//	Enterprise   *Enterprise             "enterprise"
+//	Installation *SimpleInstallation     "installation"
+//	Organization *Organization           "organization"
+//	PullRequest  SimplePullRequest       "pull_request" required
+//	Repository   Repository              "repository" required
+//	Sender       *User                   "sender"
+//	Thread       PullRequestReviewThread "thread" required
+//	UpdatedAt    *Timestamp              "updated_at" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetThread() *PullRequestReviewThread
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewThreadUnresolvedEvent = events_p.PullRequestReviewThreadUnresolvedEvent
 
 // PullRequestReviewUnknownEvent is the payload of a "pull_request_review"
@@ -4250,7 +14548,33 @@ type PullRequestReviewThreadUnresolvedEvent = events_p.PullRequestReviewThreadUn
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	PullRequest  *SimplePullRequest  "pull_request"
+//	Repository   *Repository         "repository"
+//	Review       *PullRequestReview  "review"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPullRequest() *SimplePullRequest
+//	GetRepository() *Repository
+//	GetReview() *PullRequestReview
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewUnknownEvent = events_p.PullRequestReviewUnknownEvent
 
 // PullRequestSynchronizeEvent is the payload of a "pull_request" delivery with
@@ -4259,7 +14583,36 @@ type PullRequestReviewUnknownEvent = events_p.PullRequestReviewUnknownEvent
 // A pull request's head branch was updated. For example, the head branch was
 // updated from the base branch or new commits were pushed to the head branch.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	After        string              "after" required
+//	Before       string              "before" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAfter() string
+//	GetBefore() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestSynchronizeEvent = events_p.PullRequestSynchronizeEvent
 
 // PullRequestUnassignedEvent is the payload of a "pull_request" delivery with
@@ -4267,7 +14620,34 @@ type PullRequestSynchronizeEvent = events_p.PullRequestSynchronizeEvent
 //
 // A user was unassigned from a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Assignee     *User               "assignee" nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAssignee() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestUnassignedEvent = events_p.PullRequestUnassignedEvent
 
 // PullRequestUnknownEvent is the payload of a "pull_request" delivery whose
@@ -4275,7 +14655,33 @@ type PullRequestUnassignedEvent = events_p.PullRequestUnassignedEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       *int64              "number"
+//	Organization *Organization       "organization"
+//	PullRequest  *PullRequest        "pull_request"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestUnknownEvent = events_p.PullRequestUnknownEvent
 
 // PullRequestUnlabeledEvent is the payload of a "pull_request" delivery with
@@ -4283,7 +14689,34 @@ type PullRequestUnknownEvent = events_p.PullRequestUnknownEvent
 //
 // A label was removed from a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        *Label              "label"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestUnlabeledEvent = events_p.PullRequestUnlabeledEvent
 
 // PullRequestUnlockedEvent is the payload of a "pull_request" delivery with
@@ -4292,7 +14725,32 @@ type PullRequestUnlabeledEvent = events_p.PullRequestUnlabeledEvent
 // Conversation on a pull request was unlocked. For more information, see
 // "Locking conversations."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestUnlockedEvent = events_p.PullRequestUnlockedEvent
 
 // PushEvent is the payload of a "push" delivery.
@@ -4310,29 +14768,142 @@ type PullRequestUnlockedEvent = events_p.PullRequestUnlockedEvent
 // once. Events will not be created for tags when more than three tags are
 // pushed at once.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	After        string              "after" required
+//	BaseRef      *string             "base_ref" required, nullable
+//	Before       string              "before" required
+//	Commits      []Commit            "commits" required
+//	Compare      string              "compare" required
+//	Created      bool                "created" required
+//	Deleted      bool                "deleted" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Forced       bool                "forced" required
+//	HeadCommit   *Commit             "head_commit" required, nullable
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Pusher       Committer           "pusher" required
+//	Ref          string              "ref" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAfter() string
+//	GetBaseRef() string
+//	GetBefore() string
+//	GetCommits() []Commit
+//	GetCompare() string
+//	GetCreated() bool
+//	GetDeleted() bool
+//	GetEnterprise() *Enterprise
+//	GetForced() bool
+//	GetHeadCommit() *Commit
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetPusher() *Committer
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PushEvent = events_p.PushEvent
 
 // Reactions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	PlusOne    int64  "+1" required
+//	MinusOne   int64  "-1" required
+//	Confused   int64  "confused" required
+//	Eyes       int64  "eyes" required
+//	Heart      int64  "heart" required
+//	Hooray     int64  "hooray" required
+//	Laugh      int64  "laugh" required
+//	Rocket     int64  "rocket" required
+//	TotalCount int64  "total_count" required
+//	URL        string "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetConfused() int64
+//	GetEyes() int64
+//	GetHeart() int64
+//	GetHooray() int64
+//	GetLaugh() int64
+//	GetMinusOne() int64
+//	GetPlusOne() int64
+//	GetRocket() int64
+//	GetTotalCount() int64
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Reactions = common.Reactions
 
 // RefName is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Include []string "include"
+//	Exclude []string "exclude"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetExclude() []string
+//	GetInclude() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RefName = events_r.RefName
 
 // RefType: The type of Git ref object created in the repository.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RefType = common.RefType
 
 // RegistryPackage is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	CreatedAt      *string                        "created_at" required, nullable
+//	Description    *string                        "description" required, nullable
+//	Ecosystem      string                         "ecosystem" required
+//	HTMLURL        string                         "html_url" required
+//	ID             int64                          "id" required
+//	Name           string                         "name" required
+//	Namespace      string                         "namespace" required
+//	Owner          RegistryPackageOwner           "owner" required
+//	PackageType    string                         "package_type" required
+//	PackageVersion *RegistryPackagePackageVersion "package_version" required, nullable
+//	Registry       *RegistryPackageRegistry       "registry" required, nullable
+//	UpdatedAt      *string                        "updated_at" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() string
+//	GetDescription() string
+//	GetEcosystem() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetNamespace() string
+//	GetOwner() *RegistryPackageOwner
+//	GetPackageType() string
+//	GetPackageVersion() *RegistryPackagePackageVersion
+//	GetRegistry() *RegistryPackageRegistry
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackage = events_r.RegistryPackage
 
 // RegistryPackageEvent is the payload of a "registry_package" delivery: one of
@@ -4352,39 +14923,285 @@ type RegistryPackage = events_r.RegistryPackage
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRegistryPackage() *RegistryPackage
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackageEvent = events_r.RegistryPackageEvent
 
 // RegistryPackageOwner is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	AvatarURL         string  "avatar_url" required
+//	EventsURL         string  "events_url" required
+//	FollowersURL      string  "followers_url" required
+//	FollowingURL      string  "following_url" required
+//	GistsURL          string  "gists_url" required
+//	GravatarID        string  "gravatar_id" required
+//	HTMLURL           string  "html_url" required
+//	ID                int64   "id" required
+//	Login             string  "login" required
+//	NodeID            string  "node_id" required
+//	OrganizationsURL  string  "organizations_url" required
+//	ReceivedEventsURL string  "received_events_url" required
+//	ReposURL          string  "repos_url" required
+//	SiteAdmin         bool    "site_admin" required
+//	StarredURL        string  "starred_url" required
+//	SubscriptionsURL  string  "subscriptions_url" required
+//	Type              string  "type" required
+//	URL               string  "url" required
+//	UserViewType      *string "user_view_type"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetEventsURL() string
+//	GetFollowersURL() string
+//	GetFollowingURL() string
+//	GetGistsURL() string
+//	GetGravatarID() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLogin() string
+//	GetNodeID() string
+//	GetOrganizationsURL() string
+//	GetReceivedEventsURL() string
+//	GetReposURL() string
+//	GetSiteAdmin() bool
+//	GetStarredURL() string
+//	GetSubscriptionsURL() string
+//	GetType() string
+//	GetURL() string
+//	GetUserViewType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackageOwner = events_r.RegistryPackageOwner
 
 // RegistryPackagePackageVersion is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Author              *RegistryPackageOwner                        "author"
+//	Body                *DeploymentPayload                           "body"
+//	BodyHTML            *string                                      "body_html"
+//	ContainerMetadata   *PackageVersionContainerMetadata             "container_metadata"
+//	CreatedAt           *string                                      "created_at"
+//	Description         string                                       "description" required
+//	DockerMetadata      []*PackageVersionDockerMetadata              "docker_metadata"
+//	Draft               *bool                                        "draft"
+//	HTMLURL             string                                       "html_url" required
+//	ID                  int64                                        "id" required
+//	InstallationCommand string                                       "installation_command" required
+//	Manifest            *string                                      "manifest"
+//	Metadata            []json.RawMessage                            "metadata" required
+//	Name                string                                       "name" required
+//	NpmMetadata         *RegistryPackagePackageVersionNpmMetadata    "npm_metadata" nullable
+//	NugetMetadata       []RegistryPackagePackageVersionNugetMetadata "nuget_metadata" nullable
+//	PackageFiles        []PackageVersionPackageFile                  "package_files" required
+//	PackageURL          string                                       "package_url" required
+//	Prerelease          *bool                                        "prerelease"
+//	Release             *RegistryPackagePackageVersionRelease        "release"
+//	RubygemsMetadata    []RubyGemsMetadata                           "rubygems_metadata"
+//	Summary             string                                       "summary" required
+//	TagName             *string                                      "tag_name"
+//	TargetCommitish     *string                                      "target_commitish"
+//	TargetOID           *string                                      "target_oid"
+//	UpdatedAt           *string                                      "updated_at"
+//	Version             string                                       "version" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *RegistryPackageOwner
+//	GetBody() *DeploymentPayload
+//	GetBodyHTML() string
+//	GetContainerMetadata() *PackageVersionContainerMetadata
+//	GetCreatedAt() string
+//	GetDescription() string
+//	GetDockerMetadata() []*PackageVersionDockerMetadata
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetInstallationCommand() string
+//	GetManifest() string
+//	GetMetadata() []json.RawMessage
+//	GetName() string
+//	GetNpmMetadata() *RegistryPackagePackageVersionNpmMetadata
+//	GetNugetMetadata() []RegistryPackagePackageVersionNugetMetadata
+//	GetPackageFiles() []PackageVersionPackageFile
+//	GetPackageURL() string
+//	GetPrerelease() bool
+//	GetRelease() *RegistryPackagePackageVersionRelease
+//	GetRubygemsMetadata() []RubyGemsMetadata
+//	GetSummary() string
+//	GetTagName() string
+//	GetTargetCommitish() string
+//	GetTargetOID() string
+//	GetUpdatedAt() string
+//	GetVersion() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackagePackageVersion = events_r.RegistryPackagePackageVersion
 
 // RegistryPackagePackageVersionNpmMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Name                 *string            "name"
+//	Version              *string            "version"
+//	NpmUser              *string            "npm_user"
+//	Author               *DeploymentPayload "author" nullable
+//	Bugs                 *DeploymentPayload "bugs" nullable
+//	Dependencies         json.RawMessage    "dependencies"
+//	DevDependencies      json.RawMessage    "dev_dependencies"
+//	PeerDependencies     json.RawMessage    "peer_dependencies"
+//	OptionalDependencies json.RawMessage    "optional_dependencies"
+//	Description          *string            "description"
+//	Dist                 *DeploymentPayload "dist" nullable
+//	GitHead              *string            "git_head"
+//	Homepage             *string            "homepage"
+//	License              *string            "license"
+//	Main                 *string            "main"
+//	Repository           *DeploymentPayload "repository" nullable
+//	Scripts              json.RawMessage    "scripts"
+//	ID                   *string            "id"
+//	NodeVersion          *string            "node_version"
+//	NpmVersion           *string            "npm_version"
+//	HasShrinkwrap        *bool              "has_shrinkwrap"
+//	Maintainers          []string           "maintainers"
+//	Contributors         []string           "contributors"
+//	Engines              json.RawMessage    "engines"
+//	Keywords             []string           "keywords"
+//	Files                []string           "files"
+//	Bin                  json.RawMessage    "bin"
+//	Man                  json.RawMessage    "man"
+//	Directories          *DeploymentPayload "directories" nullable
+//	OS                   []string           "os"
+//	CPU                  []string           "cpu"
+//	Readme               *string            "readme"
+//	InstallationCommand  *string            "installation_command"
+//	ReleaseID            *int64             "release_id"
+//	CommitOID            *string            "commit_oid"
+//	PublishedViaActions  *bool              "published_via_actions"
+//	DeletedByID          *int64             "deleted_by_id"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *DeploymentPayload
+//	GetBin() json.RawMessage
+//	GetBugs() *DeploymentPayload
+//	GetCPU() []string
+//	GetCommitOID() string
+//	GetContributors() []string
+//	GetDeletedByID() int64
+//	GetDependencies() json.RawMessage
+//	GetDescription() string
+//	GetDevDependencies() json.RawMessage
+//	GetDirectories() *DeploymentPayload
+//	GetDist() *DeploymentPayload
+//	GetEngines() json.RawMessage
+//	GetFiles() []string
+//	GetGitHead() string
+//	GetHasShrinkwrap() bool
+//	GetHomepage() string
+//	GetID() string
+//	GetInstallationCommand() string
+//	GetKeywords() []string
+//	GetLicense() string
+//	GetMain() string
+//	GetMaintainers() []string
+//	GetMan() json.RawMessage
+//	GetName() string
+//	GetNodeVersion() string
+//	GetNpmUser() string
+//	GetNpmVersion() string
+//	GetOS() []string
+//	GetOptionalDependencies() json.RawMessage
+//	GetPeerDependencies() json.RawMessage
+//	GetPublishedViaActions() bool
+//	GetReadme() string
+//	GetReleaseID() int64
+//	GetRepository() *DeploymentPayload
+//	GetScripts() json.RawMessage
+//	GetVersion() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackagePackageVersionNpmMetadata = events_r.RegistryPackagePackageVersionNpmMetadata
 
 // RegistryPackagePackageVersionNugetMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	ID    *RegistryPackagePackageVersionNugetMetadataID "id" nullable
+//	Name  *string                                       "name"
+//	Value *PackageVersionNugetMetadataValue             "value"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() *RegistryPackagePackageVersionNugetMetadataID
+//	GetName() string
+//	GetValue() *PackageVersionNugetMetadataValue
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackagePackageVersionNugetMetadata = events_r.RegistryPackagePackageVersionNugetMetadata
 
 // RegistryPackagePackageVersionNugetMetadataID is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackagePackageVersionNugetMetadataID = events_r.RegistryPackagePackageVersionNugetMetadataID
 
 // RegistryPackagePackageVersionRelease is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Author          RegistryPackageOwner "author" required
+//	CreatedAt       string               "created_at" required
+//	Draft           bool                 "draft" required
+//	HTMLURL         string               "html_url" required
+//	ID              int64                "id" required
+//	Name            *string              "name" required, nullable
+//	Prerelease      bool                 "prerelease" required
+//	PublishedAt     string               "published_at" required
+//	TagName         string               "tag_name" required
+//	TargetCommitish string               "target_commitish" required
+//	URL             string               "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *RegistryPackageOwner
+//	GetCreatedAt() string
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetPrerelease() bool
+//	GetPublishedAt() string
+//	GetTagName() string
+//	GetTargetCommitish() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackagePackageVersionRelease = events_r.RegistryPackagePackageVersionRelease
 
 // RegistryPackagePublishedEvent is the payload of a "registry_package" delivery
@@ -4392,12 +15209,53 @@ type RegistryPackagePackageVersionRelease = events_r.RegistryPackagePackageVersi
 //
 // A package was published to a registry.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string              "action" required
+//	Enterprise      *Enterprise         "enterprise"
+//	Installation    *SimpleInstallation "installation"
+//	Organization    *Organization       "organization"
+//	RegistryPackage RegistryPackage     "registry_package" required
+//	Repository      *Repository         "repository"
+//	Sender          User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRegistryPackage() *RegistryPackage
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackagePublishedEvent = events_r.RegistryPackagePublishedEvent
 
 // RegistryPackageRegistry is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	AboutURL *string "about_url"
+//	Name     *string "name"
+//	Type     *string "type"
+//	URL      *string "url"
+//	Vendor   *string "vendor"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAboutURL() string
+//	GetName() string
+//	GetType() string
+//	GetURL() string
+//	GetVendor() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackageRegistry = events_r.RegistryPackageRegistry
 
 // RegistryPackageUnknownEvent is the payload of a "registry_package" delivery
@@ -4405,7 +15263,31 @@ type RegistryPackageRegistry = events_r.RegistryPackageRegistry
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string              "action" required
+//	Enterprise      *Enterprise         "enterprise"
+//	Installation    *SimpleInstallation "installation"
+//	Organization    *Organization       "organization"
+//	RegistryPackage *RegistryPackage    "registry_package"
+//	Repository      *Repository         "repository"
+//	Sender          *User               "sender"
+//	Raw             json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRegistryPackage() *RegistryPackage
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackageUnknownEvent = events_r.RegistryPackageUnknownEvent
 
 // RegistryPackageUpdatedEvent is the payload of a "registry_package" delivery
@@ -4413,24 +15295,135 @@ type RegistryPackageUnknownEvent = events_r.RegistryPackageUnknownEvent
 //
 // A package that was previously published to a registry was updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string              "action" required
+//	Enterprise      *Enterprise         "enterprise"
+//	Installation    *SimpleInstallation "installation"
+//	Organization    *Organization       "organization"
+//	RegistryPackage RegistryPackage     "registry_package" required
+//	Repository      *Repository         "repository"
+//	Sender          User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRegistryPackage() *RegistryPackage
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RegistryPackageUpdatedEvent = events_r.RegistryPackageUpdatedEvent
 
 // Release: The release object.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Assets          []*ReleaseAsset "assets" required
+//	AssetsURL       string          "assets_url" required
+//	Author          *User           "author" required, nullable
+//	Body            *string         "body" required, nullable
+//	CreatedAt       *Timestamp      "created_at" required, nullable
+//	UpdatedAt       *Timestamp      "updated_at" nullable
+//	DiscussionURL   *string         "discussion_url"
+//	Draft           bool            "draft" required
+//	HTMLURL         string          "html_url" required
+//	ID              int64           "id" required
+//	Immutable       *bool           "immutable"
+//	Name            *string         "name" required, nullable
+//	NodeID          string          "node_id" required
+//	Prerelease      bool            "prerelease" required
+//	PublishedAt     *Timestamp      "published_at" required, nullable
+//	Reactions       *Reactions      "reactions"
+//	TagName         string          "tag_name" required
+//	TarballURL      *string         "tarball_url" required, nullable
+//	TargetCommitish string          "target_commitish" required
+//	UploadURL       string          "upload_url" required
+//	URL             string          "url" required
+//	ZipballURL      *string         "zipball_url" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAssets() []*ReleaseAsset
+//	GetAssetsURL() string
+//	GetAuthor() *User
+//	GetBody() string
+//	GetCreatedAt() Timestamp
+//	GetDiscussionURL() string
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetImmutable() bool
+//	GetName() string
+//	GetNodeID() string
+//	GetPrerelease() bool
+//	GetPublishedAt() Timestamp
+//	GetReactions() *Reactions
+//	GetTagName() string
+//	GetTarballURL() string
+//	GetTargetCommitish() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUploadURL() string
+//	GetZipballURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type Release = events_r.Release
 
 // ReleaseAsset: Data related to a release.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	BrowserDownloadURL string            "browser_download_url" required
+//	ContentType        string            "content_type" required
+//	CreatedAt          Timestamp         "created_at" required
+//	DownloadCount      int64             "download_count" required
+//	ID                 int64             "id" required
+//	Label              *string           "label" required, nullable
+//	Name               string            "name" required
+//	NodeID             string            "node_id" required
+//	Size               int64             "size" required
+//	Digest             *string           "digest" required, nullable
+//	State              ReleaseAssetState "state" required
+//	UpdatedAt          Timestamp         "updated_at" required
+//	Uploader           *User             "uploader" nullable
+//	URL                string            "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBrowserDownloadURL() string
+//	GetContentType() string
+//	GetCreatedAt() Timestamp
+//	GetDigest() string
+//	GetDownloadCount() int64
+//	GetID() int64
+//	GetLabel() string
+//	GetName() string
+//	GetNodeID() string
+//	GetSize() int64
+//	GetState() ReleaseAssetState
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUploader() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseAsset = events_r.ReleaseAsset
 
 // ReleaseAssetState: State of the release asset.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseAssetState = events_r.ReleaseAssetState
 
 // ReleaseCreatedEvent is the payload of a "release" delivery with action
@@ -4439,7 +15432,30 @@ type ReleaseAssetState = events_r.ReleaseAssetState
 // A draft was saved, or a release or pre-release was published without
 // previously being saved as a draft.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Release      Release             "release" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseCreatedEvent = events_r.ReleaseCreatedEvent
 
 // ReleaseDeletedEvent is the payload of a "release" delivery with action
@@ -4447,17 +15463,66 @@ type ReleaseCreatedEvent = events_r.ReleaseCreatedEvent
 //
 // A release, pre-release, or draft release was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Release      Release             "release" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseDeletedEvent = events_r.ReleaseDeletedEvent
 
 // ReleaseEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Body       *StringChange                   "body"
+//	Name       *StringChange                   "name"
+//	TagName    *StringChange                   "tag_name"
+//	MakeLatest *ReleaseEditedChangesMakeLatest "make_latest"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBody() *StringChange
+//	GetMakeLatest() *ReleaseEditedChangesMakeLatest
+//	GetName() *StringChange
+//	GetTagName() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseEditedChanges = events_r.ReleaseEditedChanges
 
 // ReleaseEditedChangesMakeLatest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	To bool "to" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetTo() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseEditedChangesMakeLatest = events_r.ReleaseEditedChangesMakeLatest
 
 // ReleaseEditedEvent is the payload of a "release" delivery with action
@@ -4466,7 +15531,32 @@ type ReleaseEditedChangesMakeLatest = events_r.ReleaseEditedChangesMakeLatest
 // The details of a release, pre-release, or draft release were edited. For more
 // information, see "Managing releases in a repository."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string               "action" required
+//	Changes      ReleaseEditedChanges "changes" required
+//	Enterprise   *Enterprise          "enterprise"
+//	Installation *SimpleInstallation  "installation"
+//	Organization *Organization        "organization"
+//	Release      Release              "release" required
+//	Repository   Repository           "repository" required
+//	Sender       *User                "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *ReleaseEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseEditedEvent = events_r.ReleaseEditedEvent
 
 // ReleaseEvent is the payload of a "release" delivery: one of
@@ -4486,7 +15576,19 @@ type ReleaseEditedEvent = events_r.ReleaseEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseEvent = events_r.ReleaseEvent
 
 // ReleasePrereleasedEvent is the payload of a "release" delivery with action
@@ -4495,7 +15597,30 @@ type ReleaseEvent = events_r.ReleaseEvent
 // A release was created and identified as a pre-release. A pre-release is a
 // release that is not ready for production and may be unstable.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Release      Release             "release" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleasePrereleasedEvent = events_r.ReleasePrereleasedEvent
 
 // ReleasePublishedEvent is the payload of a "release" delivery with action
@@ -4503,7 +15628,30 @@ type ReleasePrereleasedEvent = events_r.ReleasePrereleasedEvent
 //
 // A release, pre-release, or draft of a release was published.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Release      Release             "release" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleasePublishedEvent = events_r.ReleasePublishedEvent
 
 // ReleaseReleasedEvent is the payload of a "release" delivery with action
@@ -4511,7 +15659,30 @@ type ReleasePublishedEvent = events_r.ReleasePublishedEvent
 //
 // A release was published, or a pre-release was changed to a release.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Release      Release             "release" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseReleasedEvent = events_r.ReleaseReleasedEvent
 
 // ReleaseUnknownEvent is the payload of a "release" delivery whose action the
@@ -4519,7 +15690,31 @@ type ReleaseReleasedEvent = events_r.ReleaseReleasedEvent
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Release      *Release            "release"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseUnknownEvent = events_r.ReleaseUnknownEvent
 
 // ReleaseUnpublishedEvent is the payload of a "release" delivery with action
@@ -4527,30 +15722,361 @@ type ReleaseUnknownEvent = events_r.ReleaseUnknownEvent
 //
 // A release or pre-release was unpublished.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Release      Release             "release" required
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRelease() *Release
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReleaseUnpublishedEvent = events_r.ReleaseUnpublishedEvent
 
 // RepoRef is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID   int64  "id" required
+//	URL  string "url" required
+//	Name string "name" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() int64
+//	GetName() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RepoRef = common.RepoRef
 
 // Repository: The repository on the forge where the event occurred. Webhook
 // payloads contain the `repository` property when the event occurs from
 // activity in a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID                        int64                            "id" required
+//	NodeID                    string                           "node_id" required
+//	Name                      string                           "name" required
+//	FullName                  string                           "full_name" required
+//	License                   *License                         "license" required, nullable
+//	Organization              *RepositoryOrganization          "organization" nullable
+//	Forks                     int64                            "forks" required
+//	Permissions               *RepositoryPermissions           "permissions"
+//	Owner                     *User                            "owner" required, nullable
+//	Private                   bool                             "private" required
+//	HTMLURL                   string                           "html_url" required
+//	Description               *string                          "description" required, nullable
+//	Fork                      bool                             "fork" required
+//	URL                       string                           "url" required
+//	ArchiveURL                string                           "archive_url" required
+//	AssigneesURL              string                           "assignees_url" required
+//	BlobsURL                  string                           "blobs_url" required
+//	BranchesURL               string                           "branches_url" required
+//	CollaboratorsURL          string                           "collaborators_url" required
+//	CommentsURL               string                           "comments_url" required
+//	CommitsURL                string                           "commits_url" required
+//	CompareURL                string                           "compare_url" required
+//	ContentsURL               string                           "contents_url" required
+//	ContributorsURL           string                           "contributors_url" required
+//	DeploymentsURL            string                           "deployments_url" required
+//	DownloadsURL              string                           "downloads_url" required
+//	EventsURL                 string                           "events_url" required
+//	ForksURL                  string                           "forks_url" required
+//	GitCommitsURL             string                           "git_commits_url" required
+//	GitRefsURL                string                           "git_refs_url" required
+//	GitTagsURL                string                           "git_tags_url" required
+//	GitURL                    string                           "git_url" required
+//	IssueCommentURL           string                           "issue_comment_url" required
+//	IssueEventsURL            string                           "issue_events_url" required
+//	IssuesURL                 string                           "issues_url" required
+//	KeysURL                   string                           "keys_url" required
+//	LabelsURL                 string                           "labels_url" required
+//	LanguagesURL              string                           "languages_url" required
+//	MergesURL                 string                           "merges_url" required
+//	MilestonesURL             string                           "milestones_url" required
+//	NotificationsURL          string                           "notifications_url" required
+//	PullsURL                  string                           "pulls_url" required
+//	ReleasesURL               string                           "releases_url" required
+//	SSHURL                    string                           "ssh_url" required
+//	StargazersURL             string                           "stargazers_url" required
+//	StatusesURL               string                           "statuses_url" required
+//	SubscribersURL            string                           "subscribers_url" required
+//	SubscriptionURL           string                           "subscription_url" required
+//	TagsURL                   string                           "tags_url" required
+//	TeamsURL                  string                           "teams_url" required
+//	TreesURL                  string                           "trees_url" required
+//	CloneURL                  string                           "clone_url" required
+//	MirrorURL                 *string                          "mirror_url" required, nullable
+//	HooksURL                  string                           "hooks_url" required
+//	SvnURL                    string                           "svn_url" required
+//	Homepage                  *string                          "homepage" required, nullable
+//	Language                  *string                          "language" required, nullable
+//	ForksCount                int64                            "forks_count" required
+//	StargazersCount           int64                            "stargazers_count" required
+//	WatchersCount             int64                            "watchers_count" required
+//	Size                      int64                            "size" required
+//	DefaultBranch             string                           "default_branch" required
+//	OpenIssuesCount           int64                            "open_issues_count" required
+//	IsTemplate                *bool                            "is_template"
+//	Topics                    []*string                        "topics"
+//	CustomProperties          json.RawMessage                  "custom_properties"
+//	HasIssues                 bool                             "has_issues" required
+//	HasProjects               bool                             "has_projects" required
+//	HasWiki                   bool                             "has_wiki" required
+//	HasPages                  bool                             "has_pages" required
+//	HasDownloads              bool                             "has_downloads" required
+//	HasDiscussions            *bool                            "has_discussions"
+//	Archived                  bool                             "archived" required
+//	Disabled                  *bool                            "disabled"
+//	Visibility                *RepositoryVisibility            "visibility"
+//	PushedAt                  *Timestamp                       "pushed_at" required, nullable
+//	CreatedAt                 *Timestamp                       "created_at" required, nullable
+//	UpdatedAt                 *Timestamp                       "updated_at" required, nullable
+//	AllowRebaseMerge          *bool                            "allow_rebase_merge"
+//	TemplateRepository        *RepositoryTemplateRepository    "template_repository" nullable
+//	TempCloneToken            *string                          "temp_clone_token"
+//	AllowSquashMerge          *bool                            "allow_squash_merge"
+//	AllowAutoMerge            *bool                            "allow_auto_merge"
+//	DeleteBranchOnMerge       *bool                            "delete_branch_on_merge"
+//	AllowUpdateBranch         *bool                            "allow_update_branch"
+//	UseSquashPrTitleAsDefault *bool                            "use_squash_pr_title_as_default"
+//	SquashMergeCommitTitle    *SquashMergeCommitTitle          "squash_merge_commit_title"
+//	SquashMergeCommitMessage  *SquashMergeCommitMessage        "squash_merge_commit_message"
+//	MergeCommitTitle          *MergeCommitTitle                "merge_commit_title"
+//	MergeCommitMessage        *MergeCommitMessage              "merge_commit_message"
+//	AllowMergeCommit          *bool                            "allow_merge_commit"
+//	AllowForking              *bool                            "allow_forking"
+//	WebCommitSignoffRequired  *bool                            "web_commit_signoff_required"
+//	SubscribersCount          *int64                           "subscribers_count"
+//	NetworkCount              *int64                           "network_count"
+//	OpenIssues                int64                            "open_issues" required
+//	Watchers                  int64                            "watchers" required
+//	MasterBranch              *string                          "master_branch"
+//	StarredAt                 *string                          "starred_at"
+//	AnonymousAccessEnabled    *bool                            "anonymous_access_enabled"
+//	CodeSearchIndexStatus     *RepositoryCodeSearchIndexStatus "code_search_index_status"
+//	Public                    *bool                            "public"
+//	RoleName                  *string                          "role_name" nullable
+//	Stargazers                *int64                           "stargazers"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAllowAutoMerge() bool
+//	GetAllowForking() bool
+//	GetAllowMergeCommit() bool
+//	GetAllowRebaseMerge() bool
+//	GetAllowSquashMerge() bool
+//	GetAllowUpdateBranch() bool
+//	GetAnonymousAccessEnabled() bool
+//	GetArchiveURL() string
+//	GetArchived() bool
+//	GetAssigneesURL() string
+//	GetBlobsURL() string
+//	GetBranchesURL() string
+//	GetCloneURL() string
+//	GetCodeSearchIndexStatus() *RepositoryCodeSearchIndexStatus
+//	GetCollaboratorsURL() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCompareURL() string
+//	GetContentsURL() string
+//	GetContributorsURL() string
+//	GetCreatedAt() Timestamp
+//	GetCustomProperties() json.RawMessage
+//	GetDefaultBranch() string
+//	GetDeleteBranchOnMerge() bool
+//	GetDeploymentsURL() string
+//	GetDescription() string
+//	GetDisabled() bool
+//	GetDownloadsURL() string
+//	GetEventsURL() string
+//	GetFork() bool
+//	GetForks() int64
+//	GetForksCount() int64
+//	GetForksURL() string
+//	GetFullName() string
+//	GetGitCommitsURL() string
+//	GetGitRefsURL() string
+//	GetGitTagsURL() string
+//	GetGitURL() string
+//	GetHTMLURL() string
+//	GetHasDiscussions() bool
+//	GetHasDownloads() bool
+//	GetHasIssues() bool
+//	GetHasPages() bool
+//	GetHasProjects() bool
+//	GetHasWiki() bool
+//	GetHomepage() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIsTemplate() bool
+//	GetIssueCommentURL() string
+//	GetIssueEventsURL() string
+//	GetIssuesURL() string
+//	GetKeysURL() string
+//	GetLabelsURL() string
+//	GetLanguage() string
+//	GetLanguagesURL() string
+//	GetLicense() *License
+//	GetMasterBranch() string
+//	GetMergeCommitMessage() MergeCommitMessage
+//	GetMergeCommitTitle() MergeCommitTitle
+//	GetMergesURL() string
+//	GetMilestonesURL() string
+//	GetMirrorURL() string
+//	GetName() string
+//	GetNetworkCount() int64
+//	GetNodeID() string
+//	GetNotificationsURL() string
+//	GetOpenIssues() int64
+//	GetOpenIssuesCount() int64
+//	GetOrganization() *RepositoryOrganization
+//	GetOwner() *User
+//	GetPermissions() *RepositoryPermissions
+//	GetPrivate() bool
+//	GetPublic() bool
+//	GetPullsURL() string
+//	GetPushedAt() Timestamp
+//	GetReleasesURL() string
+//	GetRoleName() string
+//	GetSSHURL() string
+//	GetSize() int64
+//	GetSquashMergeCommitMessage() SquashMergeCommitMessage
+//	GetSquashMergeCommitTitle() SquashMergeCommitTitle
+//	GetStargazers() int64
+//	GetStargazersCount() int64
+//	GetStargazersURL() string
+//	GetStarredAt() string
+//	GetStatusesURL() string
+//	GetSubscribersCount() int64
+//	GetSubscribersURL() string
+//	GetSubscriptionURL() string
+//	GetSvnURL() string
+//	GetTagsURL() string
+//	GetTeamsURL() string
+//	GetTempCloneToken() string
+//	GetTemplateRepository() *RepositoryTemplateRepository
+//	GetTopics() []*string
+//	GetTreesURL() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetUseSquashPrTitleAsDefault() bool
+//	GetVisibility() RepositoryVisibility
+//	GetWatchers() int64
+//	GetWatchersCount() int64
+//	GetWebCommitSignoffRequired() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Repository = common.Repository
 
 // RepositoryAdvisory: A repository security advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	GHSAID             string                                   "ghsa_id" required
+//	CVEID              *string                                  "cve_id" required, nullable
+//	URL                string                                   "url" required
+//	HTMLURL            string                                   "html_url" required
+//	Summary            string                                   "summary" required
+//	Description        *string                                  "description" required, nullable
+//	Severity           *DependabotAlertSecurityAdvisorySeverity "severity" required, nullable
+//	Author             *User                                    "author" required, nullable
+//	Publisher          *User                                    "publisher" required, nullable
+//	Identifiers        []AdvisoryIdentifier                     "identifiers" required
+//	State              RepositoryAdvisoryState                  "state" required
+//	CreatedAt          *Timestamp                               "created_at" required, nullable
+//	UpdatedAt          *Timestamp                               "updated_at" required, nullable
+//	PublishedAt        *Timestamp                               "published_at" required, nullable
+//	ClosedAt           *Timestamp                               "closed_at" required, nullable
+//	WithdrawnAt        *Timestamp                               "withdrawn_at" required, nullable
+//	Submission         *RepositoryAdvisorySubmission            "submission" required, nullable
+//	Vulnerabilities    []RepositoryAdvisoryVulnerability        "vulnerabilities" required, nullable
+//	CVSS               *CVSSSeveritiesCVSSV3                    "cvss" required, nullable
+//	CVSSSeverities     *CVSSSeverities                          "cvss_severities" nullable
+//	Cwes               []AdvisoryCWE                            "cwes" required, nullable
+//	CWEIDs             []string                                 "cwe_ids" required, nullable
+//	Credits            []RepositoryAdvisoryCredit               "credits" required, nullable
+//	CreditsDetailed    []RepositoryAdvisoryCredit               "credits_detailed" required, nullable
+//	CollaboratingUsers []User                                   "collaborating_users" required, nullable
+//	CollaboratingTeams []Team                                   "collaborating_teams" required, nullable
+//	PrivateFork        *SimpleRepository                        "private_fork" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *User
+//	GetCVEID() string
+//	GetCVSS() *CVSSSeveritiesCVSSV3
+//	GetCVSSSeverities() *CVSSSeverities
+//	GetCWEIDs() []string
+//	GetClosedAt() Timestamp
+//	GetCollaboratingTeams() []Team
+//	GetCollaboratingUsers() []User
+//	GetCreatedAt() Timestamp
+//	GetCredits() []RepositoryAdvisoryCredit
+//	GetCreditsDetailed() []RepositoryAdvisoryCredit
+//	GetCwes() []AdvisoryCWE
+//	GetDescription() string
+//	GetGHSAID() string
+//	GetHTMLURL() string
+//	GetIdentifiers() []AdvisoryIdentifier
+//	GetPrivateFork() *SimpleRepository
+//	GetPublishedAt() Timestamp
+//	GetPublisher() *User
+//	GetSeverity() DependabotAlertSecurityAdvisorySeverity
+//	GetState() RepositoryAdvisoryState
+//	GetSubmission() *RepositoryAdvisorySubmission
+//	GetSummary() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetVulnerabilities() []RepositoryAdvisoryVulnerability
+//	GetWithdrawnAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisory = events_r.RepositoryAdvisory
 
 // RepositoryAdvisoryCredit: A credit given to a user for a repository security
 // advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Login *string                        "login"
+//	Type  SecurityAdvisoryCreditTypes    "type" required
+//	User  *User                          "user"
+//	State *RepositoryAdvisoryCreditState "state"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLogin() string
+//	GetState() RepositoryAdvisoryCreditState
+//	GetType() SecurityAdvisoryCreditTypes
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryCredit = events_r.RepositoryAdvisoryCredit
 
 // RepositoryAdvisoryCreditState: The state of the user's acceptance of the
@@ -4558,7 +16084,7 @@ type RepositoryAdvisoryCredit = events_r.RepositoryAdvisoryCredit
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryCreditState = events_r.RepositoryAdvisoryCreditState
 
 // RepositoryAdvisoryEvent is the payload of a "repository_advisory" delivery:
@@ -4575,7 +16101,19 @@ type RepositoryAdvisoryCreditState = events_r.RepositoryAdvisoryCreditState
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryAdvisory() *RepositoryAdvisory
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryEvent = events_r.RepositoryAdvisoryEvent
 
 // RepositoryAdvisoryPublishedEvent is the payload of a "repository_advisory"
@@ -4583,7 +16121,30 @@ type RepositoryAdvisoryEvent = events_r.RepositoryAdvisoryEvent
 //
 // A repository security advisory was published.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action             string              "action" required
+//	Enterprise         *Enterprise         "enterprise"
+//	Installation       *SimpleInstallation "installation"
+//	Organization       *Organization       "organization"
+//	Repository         Repository          "repository" required
+//	RepositoryAdvisory RepositoryAdvisory  "repository_advisory" required
+//	Sender             *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryAdvisory() *RepositoryAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryPublishedEvent = events_r.RepositoryAdvisoryPublishedEvent
 
 // RepositoryAdvisoryReportedEvent is the payload of a "repository_advisory"
@@ -4591,19 +16152,52 @@ type RepositoryAdvisoryPublishedEvent = events_r.RepositoryAdvisoryPublishedEven
 //
 // A private vulnerability report was submitted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action             string              "action" required
+//	Enterprise         *Enterprise         "enterprise"
+//	Installation       *SimpleInstallation "installation"
+//	Organization       *Organization       "organization"
+//	Repository         Repository          "repository" required
+//	RepositoryAdvisory RepositoryAdvisory  "repository_advisory" required
+//	Sender             *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryAdvisory() *RepositoryAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryReportedEvent = events_r.RepositoryAdvisoryReportedEvent
 
 // RepositoryAdvisoryState: The state of the advisory.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryState = events_r.RepositoryAdvisoryState
 
 // RepositoryAdvisorySubmission is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Accepted bool "accepted" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAccepted() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisorySubmission = events_r.RepositoryAdvisorySubmission
 
 // RepositoryAdvisoryUnknownEvent is the payload of a "repository_advisory"
@@ -4611,19 +16205,71 @@ type RepositoryAdvisorySubmission = events_r.RepositoryAdvisorySubmission
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action             string              "action" required
+//	Enterprise         *Enterprise         "enterprise"
+//	Installation       *SimpleInstallation "installation"
+//	Organization       *Organization       "organization"
+//	Repository         *Repository         "repository"
+//	RepositoryAdvisory *RepositoryAdvisory "repository_advisory"
+//	Sender             *User               "sender"
+//	Raw                json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryAdvisory() *RepositoryAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryUnknownEvent = events_r.RepositoryAdvisoryUnknownEvent
 
 // RepositoryAdvisoryVulnerability: A product affected by the vulnerability
 // detailed in a repository security advisory.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Package                *RepositoryAdvisoryVulnerabilityPackage "package" required, nullable
+//	VulnerableVersionRange *string                                 "vulnerable_version_range" required, nullable
+//	PatchedVersions        *string                                 "patched_versions" required, nullable
+//	VulnerableFunctions    []string                                "vulnerable_functions" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPackage() *RepositoryAdvisoryVulnerabilityPackage
+//	GetPatchedVersions() string
+//	GetVulnerableFunctions() []string
+//	GetVulnerableVersionRange() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryVulnerability = events_r.RepositoryAdvisoryVulnerability
 
 // RepositoryAdvisoryVulnerabilityPackage: The name of the package affected by
 // the vulnerability.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Ecosystem SecurityAdvisoryEcosystems "ecosystem" required
+//	Name      *string                    "name" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEcosystem() SecurityAdvisoryEcosystems
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryAdvisoryVulnerabilityPackage = events_r.RepositoryAdvisoryVulnerabilityPackage
 
 // RepositoryArchivedEvent is the payload of a "repository" delivery with action
@@ -4631,13 +16277,46 @@ type RepositoryAdvisoryVulnerabilityPackage = events_r.RepositoryAdvisoryVulnera
 //
 // A repository was archived.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryArchivedEvent = events_r.RepositoryArchivedEvent
 
 // RepositoryCodeSearchIndexStatus: The status of the code search index for this
 // repository
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	LexicalSearchOk  *bool   "lexical_search_ok"
+//	LexicalCommitSHA *string "lexical_commit_sha"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLexicalCommitSHA() string
+//	GetLexicalSearchOk() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RepositoryCodeSearchIndexStatus = common.RepositoryCodeSearchIndexStatus
 
 // RepositoryCreatedEvent is the payload of a "repository" delivery with action
@@ -4645,7 +16324,28 @@ type RepositoryCodeSearchIndexStatus = common.RepositoryCodeSearchIndexStatus
 //
 // A repository was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryCreatedEvent = events_r.RepositoryCreatedEvent
 
 // RepositoryDeletedEvent is the payload of a "repository" delivery with action
@@ -4654,7 +16354,28 @@ type RepositoryCreatedEvent = events_r.RepositoryCreatedEvent
 // A repository was deleted. forge Apps and repository webhooks will not receive
 // this event.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryDeletedEvent = events_r.RepositoryDeletedEvent
 
 // RepositoryDispatchEvent is the payload of a "repository_dispatch" delivery:
@@ -4673,7 +16394,20 @@ type RepositoryDeletedEvent = events_r.RepositoryDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Methods:
+//
+//	GetAction() string
+//	GetBranch() string
+//	GetClientPayload() json.RawMessage
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryDispatchEvent = events_r.RepositoryDispatchEvent
 
 // RepositoryDispatchSampleCollectedEvent is the payload of a
@@ -4682,7 +16416,32 @@ type RepositoryDispatchEvent = events_r.RepositoryDispatchEvent
 // The action is free-form: whoever triggers the delivery chooses it, so any
 // action may arrive with this payload; "sample.collected" is the spec's sample.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string             "action" required
+//	Branch        string             "branch" required
+//	ClientPayload json.RawMessage    "client_payload" required, nullable
+//	Enterprise    *Enterprise        "enterprise"
+//	Installation  SimpleInstallation "installation" required
+//	Organization  *Organization      "organization"
+//	Repository    Repository         "repository" required
+//	Sender        User               "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBranch() string
+//	GetClientPayload() json.RawMessage
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryDispatchSampleCollectedEvent = events_r.RepositoryDispatchSampleCollectedEvent
 
 // RepositoryDispatchUnknownEvent is the payload of a "repository_dispatch"
@@ -4692,17 +16451,69 @@ type RepositoryDispatchSampleCollectedEvent = events_r.RepositoryDispatchSampleC
 // The action is free-form: whoever triggers the delivery chooses it, so any
 // action may arrive with this payload; "sample.collected" is the spec's sample.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string             "action" required
+//	Branch        string             "branch" required
+//	ClientPayload json.RawMessage    "client_payload" required, nullable
+//	Enterprise    *Enterprise        "enterprise"
+//	Installation  SimpleInstallation "installation" required
+//	Organization  *Organization      "organization"
+//	Repository    Repository         "repository" required
+//	Sender        User               "sender" required
+//	Raw           json.RawMessage    the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetBranch() string
+//	GetClientPayload() json.RawMessage
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryDispatchUnknownEvent = events_r.RepositoryDispatchUnknownEvent
 
 // RepositoryEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	DefaultBranch *StringChange                  "default_branch"
+//	Description   *ProjectCardChangesNote        "description"
+//	Homepage      *ProjectCardChangesNote        "homepage"
+//	Topics        *RepositoryEditedChangesTopics "topics"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDefaultBranch() *StringChange
+//	GetDescription() *ProjectCardChangesNote
+//	GetHomepage() *ProjectCardChangesNote
+//	GetTopics() *RepositoryEditedChangesTopics
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryEditedChanges = events_r.RepositoryEditedChanges
 
 // RepositoryEditedChangesTopics is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	From []string "from" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryEditedChangesTopics = events_r.RepositoryEditedChangesTopics
 
 // RepositoryEditedEvent is the payload of a "repository" delivery with action
@@ -4711,7 +16522,30 @@ type RepositoryEditedChangesTopics = events_r.RepositoryEditedChangesTopics
 // The topics, default branch, description, or homepage of a repository was
 // changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                  "action" required
+//	Changes      RepositoryEditedChanges "changes" required
+//	Enterprise   *Enterprise             "enterprise"
+//	Installation *SimpleInstallation     "installation"
+//	Organization *Organization           "organization"
+//	Repository   Repository              "repository" required
+//	Sender       User                    "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *RepositoryEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryEditedEvent = events_r.RepositoryEditedEvent
 
 // RepositoryEvent is the payload of a "repository" delivery: one of
@@ -4732,7 +16566,18 @@ type RepositoryEditedEvent = events_r.RepositoryEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryEvent = events_r.RepositoryEvent
 
 // RepositoryImportEvent is the payload of a "repository_import" delivery.
@@ -4741,31 +16586,170 @@ type RepositoryEvent = events_r.RepositoryEvent
 // information, see "Importing a repository with forge Importer." For more
 // information about the API to manage imports, see the REST API documentation.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Enterprise   *Enterprise            "enterprise"
+//	Installation *SimpleInstallation    "installation"
+//	Organization *Organization          "organization"
+//	Repository   Repository             "repository" required
+//	Sender       User                   "sender" required
+//	Status       RepositoryImportStatus "status" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetStatus() RepositoryImportStatus
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryImportEvent = events_r.RepositoryImportEvent
 
 // RepositoryImportStatus is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryImportStatus = events_r.RepositoryImportStatus
 
 // RepositoryLite is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	ArchiveURL       string  "archive_url" required
+//	AssigneesURL     string  "assignees_url" required
+//	BlobsURL         string  "blobs_url" required
+//	BranchesURL      string  "branches_url" required
+//	CollaboratorsURL string  "collaborators_url" required
+//	CommentsURL      string  "comments_url" required
+//	CommitsURL       string  "commits_url" required
+//	CompareURL       string  "compare_url" required
+//	ContentsURL      string  "contents_url" required
+//	ContributorsURL  string  "contributors_url" required
+//	DeploymentsURL   string  "deployments_url" required
+//	Description      *string "description" required, nullable
+//	DownloadsURL     string  "downloads_url" required
+//	EventsURL        string  "events_url" required
+//	Fork             bool    "fork" required
+//	ForksURL         string  "forks_url" required
+//	FullName         string  "full_name" required
+//	GitCommitsURL    string  "git_commits_url" required
+//	GitRefsURL       string  "git_refs_url" required
+//	GitTagsURL       string  "git_tags_url" required
+//	HooksURL         string  "hooks_url" required
+//	HTMLURL          string  "html_url" required
+//	ID               int64   "id" required
+//	IssueCommentURL  string  "issue_comment_url" required
+//	IssueEventsURL   string  "issue_events_url" required
+//	IssuesURL        string  "issues_url" required
+//	KeysURL          string  "keys_url" required
+//	LabelsURL        string  "labels_url" required
+//	LanguagesURL     string  "languages_url" required
+//	MergesURL        string  "merges_url" required
+//	MilestonesURL    string  "milestones_url" required
+//	Name             *string "name" required, nullable
+//	NodeID           string  "node_id" required
+//	NotificationsURL string  "notifications_url" required
+//	Owner            *User   "owner" required, nullable
+//	Private          bool    "private" required
+//	PullsURL         string  "pulls_url" required
+//	ReleasesURL      string  "releases_url" required
+//	StargazersURL    string  "stargazers_url" required
+//	StatusesURL      string  "statuses_url" required
+//	SubscribersURL   string  "subscribers_url" required
+//	SubscriptionURL  string  "subscription_url" required
+//	TagsURL          string  "tags_url" required
+//	TeamsURL         string  "teams_url" required
+//	TreesURL         string  "trees_url" required
+//	URL              string  "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetArchiveURL() string
+//	GetAssigneesURL() string
+//	GetBlobsURL() string
+//	GetBranchesURL() string
+//	GetCollaboratorsURL() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCompareURL() string
+//	GetContentsURL() string
+//	GetContributorsURL() string
+//	GetDeploymentsURL() string
+//	GetDescription() string
+//	GetDownloadsURL() string
+//	GetEventsURL() string
+//	GetFork() bool
+//	GetForksURL() string
+//	GetFullName() string
+//	GetGitCommitsURL() string
+//	GetGitRefsURL() string
+//	GetGitTagsURL() string
+//	GetHTMLURL() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIssueCommentURL() string
+//	GetIssueEventsURL() string
+//	GetIssuesURL() string
+//	GetKeysURL() string
+//	GetLabelsURL() string
+//	GetLanguagesURL() string
+//	GetMergesURL() string
+//	GetMilestonesURL() string
+//	GetName() string
+//	GetNodeID() string
+//	GetNotificationsURL() string
+//	GetOwner() *User
+//	GetPrivate() bool
+//	GetPullsURL() string
+//	GetReleasesURL() string
+//	GetStargazersURL() string
+//	GetStatusesURL() string
+//	GetSubscribersURL() string
+//	GetSubscriptionURL() string
+//	GetTagsURL() string
+//	GetTeamsURL() string
+//	GetTreesURL() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type RepositoryLite = events_w.RepositoryLite
 
 // RepositoryOrganization is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RepositoryOrganization = common.RepositoryOrganization
 
 // RepositoryPermissions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Admin    bool  "admin" required
+//	Pull     bool  "pull" required
+//	Triage   *bool "triage"
+//	Push     bool  "push" required
+//	Maintain *bool "maintain"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdmin() bool
+//	GetMaintain() bool
+//	GetPull() bool
+//	GetPush() bool
+//	GetTriage() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RepositoryPermissions = common.RepositoryPermissions
 
 // RepositoryPrivatizedEvent is the payload of a "repository" delivery with
@@ -4773,7 +16757,28 @@ type RepositoryPermissions = common.RepositoryPermissions
 //
 // The visibility of a repository was changed to `private`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryPrivatizedEvent = events_r.RepositoryPrivatizedEvent
 
 // RepositoryPublicizedEvent is the payload of a "repository" delivery with
@@ -4781,17 +16786,58 @@ type RepositoryPrivatizedEvent = events_r.RepositoryPrivatizedEvent
 //
 // The visibility of a repository was changed to `public`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryPublicizedEvent = events_r.RepositoryPublicizedEvent
 
 // RepositoryRenamedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Repository RepositoryRenamedChangesRepository "repository" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRepository() *RepositoryRenamedChangesRepository
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRenamedChanges = events_r.RepositoryRenamedChanges
 
 // RepositoryRenamedChangesRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Name StringChange "name" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetName() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRenamedChangesRepository = events_r.RepositoryRenamedChangesRepository
 
 // RepositoryRenamedEvent is the payload of a "repository" delivery with action
@@ -4799,20 +16845,55 @@ type RepositoryRenamedChangesRepository = events_r.RepositoryRenamedChangesRepos
 //
 // The name of a repository was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                   "action" required
+//	Changes      RepositoryRenamedChanges "changes" required
+//	Enterprise   *Enterprise              "enterprise"
+//	Installation *SimpleInstallation      "installation"
+//	Organization *Organization            "organization"
+//	Repository   Repository               "repository" required
+//	Sender       User                     "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *RepositoryRenamedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRenamedEvent = events_r.RepositoryRenamedEvent
 
 // RepositoryRule: A repository rule.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRule = events_r.RepositoryRule
 
 // RepositoryRuleBranchNamePattern: Parameters to be used for the
 // branch_name_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string             "type" required
+//	Parameters *PatternParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *PatternParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleBranchNamePattern = events_r.RepositoryRuleBranchNamePattern
 
 // RepositoryRuleCodeScanning: Choose which tools must provide code scanning
@@ -4820,54 +16901,156 @@ type RepositoryRuleBranchNamePattern = events_r.RepositoryRuleBranchNamePattern
 // be enabled and have results for both the commit and the reference being
 // updated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                                "type" required
+//	Parameters *RepositoryRuleCodeScanningParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleCodeScanningParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCodeScanning = events_r.RepositoryRuleCodeScanning
 
 // RepositoryRuleCodeScanningParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	CodeScanningTools []CodeScanningTool "code_scanning_tools" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCodeScanningTools() []CodeScanningTool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCodeScanningParameters = events_r.RepositoryRuleCodeScanningParameters
 
 // RepositoryRuleCommitAuthorEmailPattern: Parameters to be used for the
 // commit_author_email_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string             "type" required
+//	Parameters *PatternParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *PatternParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCommitAuthorEmailPattern = events_r.RepositoryRuleCommitAuthorEmailPattern
 
 // RepositoryRuleCommitMessagePattern: Parameters to be used for the
 // commit_message_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string             "type" required
+//	Parameters *PatternParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *PatternParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCommitMessagePattern = events_r.RepositoryRuleCommitMessagePattern
 
 // RepositoryRuleCommitterEmailPattern: Parameters to be used for the
 // committer_email_pattern rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string             "type" required
+//	Parameters *PatternParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *PatternParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCommitterEmailPattern = events_r.RepositoryRuleCommitterEmailPattern
 
 // RepositoryRuleCopilotCodeReview: Request Copilot code review for new pull
 // requests automatically if the author has access to Copilot code review and
 // their premium requests quota has not reached the limit.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                                     "type" required
+//	Parameters *RepositoryRuleCopilotCodeReviewParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleCopilotCodeReviewParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCopilotCodeReview = events_r.RepositoryRuleCopilotCodeReview
 
 // RepositoryRuleCopilotCodeReviewParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	ReviewDraftPullRequests *bool "review_draft_pull_requests"
+//	ReviewOnPush            *bool "review_on_push"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetReviewDraftPullRequests() bool
+//	GetReviewOnPush() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCopilotCodeReviewParameters = events_r.RepositoryRuleCopilotCodeReviewParameters
 
 // RepositoryRuleCreation: Only allow users with bypass permission to create
 // matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type string "type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleCreation = events_r.RepositoryRuleCreation
 
 // RepositoryRuleDeletion: Only allow users with bypass permissions to delete
 // matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type string "type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleDeletion = events_r.RepositoryRuleDeletion
 
 // RepositoryRuleEnforcement: The enforcement level of the ruleset. `evaluate`
@@ -4877,64 +17060,186 @@ type RepositoryRuleDeletion = events_r.RepositoryRuleDeletion
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleEnforcement = events_r.RepositoryRuleEnforcement
 
 // RepositoryRuleFileExtensionRestriction: Prevent commits that include files
 // with specified file extensions from being pushed to the commit graph.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                                            "type" required
+//	Parameters *RepositoryRuleFileExtensionRestrictionParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleFileExtensionRestrictionParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleFileExtensionRestriction = events_r.RepositoryRuleFileExtensionRestriction
 
 // RepositoryRuleFileExtensionRestrictionParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RestrictedFileExtensions []string "restricted_file_extensions" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRestrictedFileExtensions() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleFileExtensionRestrictionParameters = events_r.RepositoryRuleFileExtensionRestrictionParameters
 
 // RepositoryRuleFilePathRestriction: Prevent commits that include changes in
 // specified file and folder paths from being pushed to the commit graph. This
 // includes absolute paths that contain file names.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                                       "type" required
+//	Parameters *RepositoryRuleFilePathRestrictionParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleFilePathRestrictionParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleFilePathRestriction = events_r.RepositoryRuleFilePathRestriction
 
 // RepositoryRuleFilePathRestrictionParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RestrictedFilePaths []string "restricted_file_paths" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRestrictedFilePaths() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleFilePathRestrictionParameters = events_r.RepositoryRuleFilePathRestrictionParameters
 
 // RepositoryRuleMaxFilePathLength: Prevent commits that include file paths that
 // exceed the specified character limit from being pushed to the commit graph.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                                     "type" required
+//	Parameters *RepositoryRuleMaxFilePathLengthParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleMaxFilePathLengthParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMaxFilePathLength = events_r.RepositoryRuleMaxFilePathLength
 
 // RepositoryRuleMaxFilePathLengthParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	MaxFilePathLength int64 "max_file_path_length" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetMaxFilePathLength() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMaxFilePathLengthParameters = events_r.RepositoryRuleMaxFilePathLengthParameters
 
 // RepositoryRuleMaxFileSize: Prevent commits with individual files that exceed
 // the specified limit from being pushed to the commit graph.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                               "type" required
+//	Parameters *RepositoryRuleMaxFileSizeParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleMaxFileSizeParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMaxFileSize = events_r.RepositoryRuleMaxFileSize
 
 // RepositoryRuleMaxFileSizeParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	MaxFileSize int64 "max_file_size" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetMaxFileSize() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMaxFileSizeParameters = events_r.RepositoryRuleMaxFileSizeParameters
 
 // RepositoryRuleMergeQueue: Merges must be performed via a merge queue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                              "type" required
+//	Parameters *RepositoryRuleMergeQueueParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleMergeQueueParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMergeQueue = events_r.RepositoryRuleMergeQueue
 
 // RepositoryRuleMergeQueueParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	CheckResponseTimeoutMinutes  int64                                              "check_response_timeout_minutes" required
+//	GroupingStrategy             RepositoryRuleMergeQueueParametersGroupingStrategy "grouping_strategy" required
+//	MaxEntriesToBuild            int64                                              "max_entries_to_build" required
+//	MaxEntriesToMerge            int64                                              "max_entries_to_merge" required
+//	MergeMethod                  RepositoryRuleMergeQueueParametersMergeMethod      "merge_method" required
+//	MinEntriesToMerge            int64                                              "min_entries_to_merge" required
+//	MinEntriesToMergeWaitMinutes int64                                              "min_entries_to_merge_wait_minutes" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCheckResponseTimeoutMinutes() int64
+//	GetGroupingStrategy() RepositoryRuleMergeQueueParametersGroupingStrategy
+//	GetMaxEntriesToBuild() int64
+//	GetMaxEntriesToMerge() int64
+//	GetMergeMethod() RepositoryRuleMergeQueueParametersMergeMethod
+//	GetMinEntriesToMerge() int64
+//	GetMinEntriesToMergeWaitMinutes() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMergeQueueParameters = events_r.RepositoryRuleMergeQueueParameters
 
 // RepositoryRuleMergeQueueParametersGroupingStrategy: When set to ALLGREEN, the
@@ -4945,7 +17250,7 @@ type RepositoryRuleMergeQueueParameters = events_r.RepositoryRuleMergeQueueParam
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMergeQueueParametersGroupingStrategy = events_r.RepositoryRuleMergeQueueParametersGroupingStrategy
 
 // RepositoryRuleMergeQueueParametersMergeMethod: Method to use when merging
@@ -4953,100 +17258,322 @@ type RepositoryRuleMergeQueueParametersGroupingStrategy = events_r.RepositoryRul
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleMergeQueueParametersMergeMethod = events_r.RepositoryRuleMergeQueueParametersMergeMethod
 
 // RepositoryRuleNonFastForward: Prevent users with push access from force
 // pushing to refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type string "type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleNonFastForward = events_r.RepositoryRuleNonFastForward
 
 // RepositoryRulePullRequest: Require all commits be made to a non-target branch
 // and submitted via a pull request before they can be merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                               "type" required
+//	Parameters *RepositoryRulePullRequestParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRulePullRequestParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulePullRequest = events_r.RepositoryRulePullRequest
 
 // RepositoryRulePullRequestParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	AllowedMergeMethods               []MergeMethod                   "allowed_merge_methods"
+//	AutomaticCopilotCodeReviewEnabled *bool                           "automatic_copilot_code_review_enabled"
+//	DismissStaleReviewsOnPush         bool                            "dismiss_stale_reviews_on_push" required
+//	RequireCodeOwnerReview            bool                            "require_code_owner_review" required
+//	RequireLastPushApproval           bool                            "require_last_push_approval" required
+//	RequiredApprovingReviewCount      int64                           "required_approving_review_count" required
+//	RequiredReviewThreadResolution    bool                            "required_review_thread_resolution" required
+//	RequiredReviewers                 []RequiredReviewerConfiguration "required_reviewers"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAllowedMergeMethods() []MergeMethod
+//	GetAutomaticCopilotCodeReviewEnabled() bool
+//	GetDismissStaleReviewsOnPush() bool
+//	GetRequireCodeOwnerReview() bool
+//	GetRequireLastPushApproval() bool
+//	GetRequiredApprovingReviewCount() int64
+//	GetRequiredReviewThreadResolution() bool
+//	GetRequiredReviewers() []RequiredReviewerConfiguration
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulePullRequestParameters = events_r.RepositoryRulePullRequestParameters
 
 // RepositoryRuleRequiredDeployments: Choose which environments must be
 // successfully deployed to before refs can be pushed into a ref that matches
 // this rule.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                                       "type" required
+//	Parameters *RepositoryRuleRequiredDeploymentsParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleRequiredDeploymentsParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleRequiredDeployments = events_r.RepositoryRuleRequiredDeployments
 
 // RepositoryRuleRequiredDeploymentsParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RequiredDeploymentEnvironments []string "required_deployment_environments" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRequiredDeploymentEnvironments() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleRequiredDeploymentsParameters = events_r.RepositoryRuleRequiredDeploymentsParameters
 
 // RepositoryRuleRequiredLinearHistory: Prevent merge commits from being pushed
 // to matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type string "type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleRequiredLinearHistory = events_r.RepositoryRuleRequiredLinearHistory
 
 // RepositoryRuleRequiredSignatures: Commits pushed to matching refs must have
 // verified signatures.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type string "type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleRequiredSignatures = events_r.RepositoryRuleRequiredSignatures
 
 // RepositoryRuleRequiredStatusChecks: Choose which status checks must pass
 // before the ref is updated. When enabled, commits must first be pushed to
 // another ref where the checks pass.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                                        "type" required
+//	Parameters *RepositoryRuleRequiredStatusChecksParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleRequiredStatusChecksParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleRequiredStatusChecks = events_r.RepositoryRuleRequiredStatusChecks
 
 // RepositoryRuleRequiredStatusChecksParameters is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	DoNotEnforceOnCreate             *bool                      "do_not_enforce_on_create"
+//	RequiredStatusChecks             []StatusCheckConfiguration "required_status_checks" required
+//	StrictRequiredStatusChecksPolicy bool                       "strict_required_status_checks_policy" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDoNotEnforceOnCreate() bool
+//	GetRequiredStatusChecks() []StatusCheckConfiguration
+//	GetStrictRequiredStatusChecksPolicy() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleRequiredStatusChecksParameters = events_r.RepositoryRuleRequiredStatusChecksParameters
 
 // RepositoryRuleTagNamePattern: Parameters to be used for the tag_name_pattern
 // rule
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string             "type" required
+//	Parameters *PatternParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *PatternParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleTagNamePattern = events_r.RepositoryRuleTagNamePattern
 
 // RepositoryRuleUpdate: Only allow users with bypass permission to update
 // matching refs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                          "type" required
+//	Parameters *RepositoryRuleUpdateParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleUpdateParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleUpdate = events_r.RepositoryRuleUpdate
 
 // RepositoryRuleUpdateParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	UpdateAllowsFetchAndMerge bool "update_allows_fetch_and_merge" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetUpdateAllowsFetchAndMerge() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleUpdateParameters = events_r.RepositoryRuleUpdateParameters
 
 // RepositoryRuleWorkflows: Require all changes made to a targeted branch to
 // pass the specified workflows before they can be merged.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Type       string                             "type" required
+//	Parameters *RepositoryRuleWorkflowsParameters "parameters"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetParameters() *RepositoryRuleWorkflowsParameters
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleWorkflows = events_r.RepositoryRuleWorkflows
 
 // RepositoryRuleWorkflowsParameters is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	DoNotEnforceOnCreate *bool                   "do_not_enforce_on_create"
+//	Workflows            []WorkflowFileReference "workflows" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDoNotEnforceOnCreate() bool
+//	GetWorkflows() []WorkflowFileReference
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleWorkflowsParameters = events_r.RepositoryRuleWorkflowsParameters
 
 // RepositoryRuleset: A set of rules to apply when specified conditions are met.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	ID                   int64                                  "id" required
+//	Name                 string                                 "name" required
+//	Target               *RepositoryRulesetTarget               "target"
+//	SourceType           *RepositoryRulesetSourceType           "source_type"
+//	Source               string                                 "source" required
+//	Enforcement          RepositoryRuleEnforcement              "enforcement" required
+//	BypassActors         []RepositoryRulesetBypassActor         "bypass_actors"
+//	CurrentUserCanBypass *RepositoryRulesetCurrentUserCanBypass "current_user_can_bypass"
+//	NodeID               *string                                "node_id"
+//	Links                *RepositoryRulesetLinks                "_links"
+//	Conditions           *RepositoryRulesetConditions           "conditions" nullable
+//	Rules                []RepositoryRule                       "rules"
+//	CreatedAt            *Timestamp                             "created_at"
+//	UpdatedAt            *Timestamp                             "updated_at"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBypassActors() []RepositoryRulesetBypassActor
+//	GetConditions() *RepositoryRulesetConditions
+//	GetCreatedAt() Timestamp
+//	GetCurrentUserCanBypass() RepositoryRulesetCurrentUserCanBypass
+//	GetEnforcement() RepositoryRuleEnforcement
+//	GetID() int64
+//	GetLinks() *RepositoryRulesetLinks
+//	GetName() string
+//	GetNodeID() string
+//	GetRules() []RepositoryRule
+//	GetSource() string
+//	GetSourceType() RepositoryRulesetSourceType
+//	GetTarget() RepositoryRulesetTarget
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRuleset = events_r.RepositoryRuleset
 
 // RepositoryRulesetBypassActor: An actor that can bypass rules in a ruleset
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	ActorID    *int64                                  "actor_id" nullable
+//	ActorType  RepositoryRulesetBypassActorActorType   "actor_type" required
+//	BypassMode *RepositoryRulesetBypassActorBypassMode "bypass_mode"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActorID() int64
+//	GetActorType() RepositoryRulesetBypassActorActorType
+//	GetBypassMode() RepositoryRulesetBypassActorBypassMode
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetBypassActor = events_r.RepositoryRulesetBypassActor
 
 // RepositoryRulesetBypassActorActorType: The type of actor that can bypass a
@@ -5054,7 +17581,7 @@ type RepositoryRulesetBypassActor = events_r.RepositoryRulesetBypassActor
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetBypassActorActorType = events_r.RepositoryRulesetBypassActorActorType
 
 // RepositoryRulesetBypassActorBypassMode: When the specified actor can bypass
@@ -5066,56 +17593,138 @@ type RepositoryRulesetBypassActorActorType = events_r.RepositoryRulesetBypassAct
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetBypassActorBypassMode = events_r.RepositoryRulesetBypassActorBypassMode
 
 // RepositoryRulesetConditions is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditions = events_r.RepositoryRulesetConditions
 
 // RepositoryRulesetConditionsForRefNames: Parameters for a repository ruleset
 // ref name condition
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RefName *RefName "ref_name"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRefName() *RefName
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditionsForRefNames = events_r.RepositoryRulesetConditionsForRefNames
 
 // RepositoryRulesetConditionsRepositoryIDAndRefName: Conditions to target
 // repositories by id and refs by name
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RefName      *RefName                                                      "ref_name"
+//	RepositoryID RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID "repository_id" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRefName() *RefName
+//	GetRepositoryID() *RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditionsRepositoryIDAndRefName = events_r.RepositoryRulesetConditionsRepositoryIDAndRefName
 
 // RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID is a type of
 // the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RepositoryIDs []int64 "repository_ids"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRepositoryIDs() []int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID = events_r.RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID
 
 // RepositoryRulesetConditionsRepositoryNameAndRefName: Conditions to target
 // repositories by name and refs by name
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RefName        *RefName                                                          "ref_name"
+//	RepositoryName RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName "repository_name" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRefName() *RefName
+//	GetRepositoryName() *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditionsRepositoryNameAndRefName = events_r.RepositoryRulesetConditionsRepositoryNameAndRefName
 
 // RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName is a type
 // of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Include   []string "include"
+//	Exclude   []string "exclude"
+//	Protected *bool    "protected"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetExclude() []string
+//	GetInclude() []string
+//	GetProtected() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName = events_r.RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName
 
 // RepositoryRulesetConditionsRepositoryPropertyAndRefName: Conditions to target
 // repositories by property and refs by name
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	RefName            *RefName                                                                  "ref_name"
+//	RepositoryProperty RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty "repository_property" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRefName() *RefName
+//	GetRepositoryProperty() *RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditionsRepositoryPropertyAndRefName = events_r.RepositoryRulesetConditionsRepositoryPropertyAndRefName
 
 // RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty is
 // a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Include []RepositoryRulesetPropertyTargetingDefinition "include"
+//	Exclude []RepositoryRulesetPropertyTargetingDefinition "exclude"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetExclude() []RepositoryRulesetPropertyTargetingDefinition
+//	GetInclude() []RepositoryRulesetPropertyTargetingDefinition
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty = events_r.RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty
 
 // RepositoryRulesetCreatedEvent is the payload of a "repository_ruleset"
@@ -5123,7 +17732,30 @@ type RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty =
 //
 // A repository ruleset was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	Enterprise        *Enterprise         "enterprise"
+//	Installation      *SimpleInstallation "installation"
+//	Organization      *Organization       "organization"
+//	Repository        *Repository         "repository"
+//	RepositoryRuleset RepositoryRuleset   "repository_ruleset" required
+//	Sender            User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryRuleset() *RepositoryRuleset
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetCreatedEvent = events_r.RepositoryRulesetCreatedEvent
 
 // RepositoryRulesetCurrentUserCanBypass: The bypass type of the user making the
@@ -5132,7 +17764,7 @@ type RepositoryRulesetCreatedEvent = events_r.RepositoryRulesetCreatedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetCurrentUserCanBypass = events_r.RepositoryRulesetCurrentUserCanBypass
 
 // RepositoryRulesetDeletedEvent is the payload of a "repository_ruleset"
@@ -5140,51 +17772,182 @@ type RepositoryRulesetCurrentUserCanBypass = events_r.RepositoryRulesetCurrentUs
 //
 // A repository ruleset was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	Enterprise        *Enterprise         "enterprise"
+//	Installation      *SimpleInstallation "installation"
+//	Organization      *Organization       "organization"
+//	Repository        *Repository         "repository"
+//	RepositoryRuleset RepositoryRuleset   "repository_ruleset" required
+//	Sender            User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryRuleset() *RepositoryRuleset
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetDeletedEvent = events_r.RepositoryRulesetDeletedEvent
 
 // RepositoryRulesetEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Name        *OrganizationRenamedChangesLogin          "name"
+//	Enforcement *OrganizationRenamedChangesLogin          "enforcement"
+//	Conditions  *RepositoryRulesetEditedChangesConditions "conditions"
+//	Rules       *RepositoryRulesetEditedChangesRules      "rules"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetConditions() *RepositoryRulesetEditedChangesConditions
+//	GetEnforcement() *OrganizationRenamedChangesLogin
+//	GetName() *OrganizationRenamedChangesLogin
+//	GetRules() *RepositoryRulesetEditedChangesRules
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChanges = events_r.RepositoryRulesetEditedChanges
 
 // RepositoryRulesetEditedChangesConditions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Added   []RepositoryRulesetConditionsForRefNames          "added"
+//	Deleted []RepositoryRulesetConditionsForRefNames          "deleted"
+//	Updated []RepositoryRulesetEditedChangesConditionsUpdated "updated"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdded() []RepositoryRulesetConditionsForRefNames
+//	GetDeleted() []RepositoryRulesetConditionsForRefNames
+//	GetUpdated() []RepositoryRulesetEditedChangesConditionsUpdated
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChangesConditions = events_r.RepositoryRulesetEditedChangesConditions
 
 // RepositoryRulesetEditedChangesConditionsUpdated is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Condition *RepositoryRulesetConditionsForRefNames                 "condition"
+//	Changes   *RepositoryRulesetEditedChangesConditionsUpdatedChanges "changes"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetChanges() *RepositoryRulesetEditedChangesConditionsUpdatedChanges
+//	GetCondition() *RepositoryRulesetConditionsForRefNames
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChangesConditionsUpdated = events_r.RepositoryRulesetEditedChangesConditionsUpdated
 
 // RepositoryRulesetEditedChangesConditionsUpdatedChanges is a type of the
 // forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	ConditionType *OrganizationRenamedChangesLogin                               "condition_type"
+//	Target        *OrganizationRenamedChangesLogin                               "target"
+//	Include       *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude "include"
+//	Exclude       *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude "exclude"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetConditionType() *OrganizationRenamedChangesLogin
+//	GetExclude() *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude
+//	GetInclude() *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude
+//	GetTarget() *OrganizationRenamedChangesLogin
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChangesConditionsUpdatedChanges = events_r.RepositoryRulesetEditedChangesConditionsUpdatedChanges
 
 // RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude is a type of
 // the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	From []string "from"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() []string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude = events_r.RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude
 
 // RepositoryRulesetEditedChangesRules is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Added   []RepositoryRule                             "added"
+//	Deleted []RepositoryRule                             "deleted"
+//	Updated []RepositoryRulesetEditedChangesRulesUpdated "updated"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdded() []RepositoryRule
+//	GetDeleted() []RepositoryRule
+//	GetUpdated() []RepositoryRulesetEditedChangesRulesUpdated
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChangesRules = events_r.RepositoryRulesetEditedChangesRules
 
 // RepositoryRulesetEditedChangesRulesUpdated is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Rule    *RepositoryRule                                    "rule"
+//	Changes *RepositoryRulesetEditedChangesRulesUpdatedChanges "changes"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetChanges() *RepositoryRulesetEditedChangesRulesUpdatedChanges
+//	GetRule() *RepositoryRule
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChangesRulesUpdated = events_r.RepositoryRulesetEditedChangesRulesUpdated
 
 // RepositoryRulesetEditedChangesRulesUpdatedChanges is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Configuration *OrganizationRenamedChangesLogin "configuration"
+//	RuleType      *OrganizationRenamedChangesLogin "rule_type"
+//	Pattern       *OrganizationRenamedChangesLogin "pattern"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetConfiguration() *OrganizationRenamedChangesLogin
+//	GetPattern() *OrganizationRenamedChangesLogin
+//	GetRuleType() *OrganizationRenamedChangesLogin
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedChangesRulesUpdatedChanges = events_r.RepositoryRulesetEditedChangesRulesUpdatedChanges
 
 // RepositoryRulesetEditedEvent is the payload of a "repository_ruleset"
@@ -5192,7 +17955,32 @@ type RepositoryRulesetEditedChangesRulesUpdatedChanges = events_r.RepositoryRule
 //
 // A repository ruleset was edited.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string                          "action" required
+//	Enterprise        *Enterprise                     "enterprise"
+//	Installation      *SimpleInstallation             "installation"
+//	Organization      *Organization                   "organization"
+//	Repository        *Repository                     "repository"
+//	RepositoryRuleset RepositoryRuleset               "repository_ruleset" required
+//	Changes           *RepositoryRulesetEditedChanges "changes"
+//	Sender            User                            "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *RepositoryRulesetEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryRuleset() *RepositoryRuleset
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEditedEvent = events_r.RepositoryRulesetEditedEvent
 
 // RepositoryRulesetEvent is the payload of a "repository_ruleset" delivery: one
@@ -5212,23 +18000,71 @@ type RepositoryRulesetEditedEvent = events_r.RepositoryRulesetEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryRuleset() *RepositoryRuleset
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetEvent = events_r.RepositoryRulesetEvent
 
 // RepositoryRulesetLinks is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Self *RepositoryRulesetLinksHTML "self"
+//	HTML *RepositoryRulesetLinksHTML "html" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHTML() *RepositoryRulesetLinksHTML
+//	GetSelf() *RepositoryRulesetLinksHTML
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetLinks = events_r.RepositoryRulesetLinks
 
 // RepositoryRulesetLinksHTML is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Href *string "href"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHref() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetLinksHTML = events_r.RepositoryRulesetLinksHTML
 
 // RepositoryRulesetPropertyTargetingDefinition: Parameters for a targeting a
 // repository property
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Name           string                                              "name" required
+//	PropertyValues []string                                            "property_values" required
+//	Source         *RepositoryRulesetPropertyTargetingDefinitionSource "source"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetName() string
+//	GetPropertyValues() []string
+//	GetSource() RepositoryRulesetPropertyTargetingDefinitionSource
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetPropertyTargetingDefinition = events_r.RepositoryRulesetPropertyTargetingDefinition
 
 // RepositoryRulesetPropertyTargetingDefinitionSource: The source of the
@@ -5236,21 +18072,21 @@ type RepositoryRulesetPropertyTargetingDefinition = events_r.RepositoryRulesetPr
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetPropertyTargetingDefinitionSource = events_r.RepositoryRulesetPropertyTargetingDefinitionSource
 
 // RepositoryRulesetSourceType: The type of the source of the ruleset
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetSourceType = events_r.RepositoryRulesetSourceType
 
 // RepositoryRulesetTarget: The target of the ruleset
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetTarget = events_r.RepositoryRulesetTarget
 
 // RepositoryRulesetUnknownEvent is the payload of a "repository_ruleset"
@@ -5258,7 +18094,31 @@ type RepositoryRulesetTarget = events_r.RepositoryRulesetTarget
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	Enterprise        *Enterprise         "enterprise"
+//	Installation      *SimpleInstallation "installation"
+//	Organization      *Organization       "organization"
+//	Repository        *Repository         "repository"
+//	RepositoryRuleset *RepositoryRuleset  "repository_ruleset"
+//	Sender            *User               "sender"
+//	Raw               json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetRepositoryRuleset() *RepositoryRuleset
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryRulesetUnknownEvent = events_r.RepositoryRulesetUnknownEvent
 
 // RepositorySelection: Describe whether all repositories have been selected or
@@ -5266,38 +18126,330 @@ type RepositoryRulesetUnknownEvent = events_r.RepositoryRulesetUnknownEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_i.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type RepositorySelection = events_i.RepositorySelection
 
 // RepositoryTemplateRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID                        *int64                             "id"
+//	NodeID                    *string                            "node_id"
+//	Name                      *string                            "name"
+//	FullName                  *string                            "full_name"
+//	Owner                     *RepositoryTemplateRepositoryOwner "owner"
+//	Private                   *bool                              "private"
+//	HTMLURL                   *string                            "html_url"
+//	Description               *string                            "description"
+//	Fork                      *bool                              "fork"
+//	URL                       *string                            "url"
+//	ArchiveURL                *string                            "archive_url"
+//	AssigneesURL              *string                            "assignees_url"
+//	BlobsURL                  *string                            "blobs_url"
+//	BranchesURL               *string                            "branches_url"
+//	CollaboratorsURL          *string                            "collaborators_url"
+//	CommentsURL               *string                            "comments_url"
+//	CommitsURL                *string                            "commits_url"
+//	CompareURL                *string                            "compare_url"
+//	ContentsURL               *string                            "contents_url"
+//	ContributorsURL           *string                            "contributors_url"
+//	DeploymentsURL            *string                            "deployments_url"
+//	DownloadsURL              *string                            "downloads_url"
+//	EventsURL                 *string                            "events_url"
+//	ForksURL                  *string                            "forks_url"
+//	GitCommitsURL             *string                            "git_commits_url"
+//	GitRefsURL                *string                            "git_refs_url"
+//	GitTagsURL                *string                            "git_tags_url"
+//	GitURL                    *string                            "git_url"
+//	IssueCommentURL           *string                            "issue_comment_url"
+//	IssueEventsURL            *string                            "issue_events_url"
+//	IssuesURL                 *string                            "issues_url"
+//	KeysURL                   *string                            "keys_url"
+//	LabelsURL                 *string                            "labels_url"
+//	LanguagesURL              *string                            "languages_url"
+//	MergesURL                 *string                            "merges_url"
+//	MilestonesURL             *string                            "milestones_url"
+//	NotificationsURL          *string                            "notifications_url"
+//	PullsURL                  *string                            "pulls_url"
+//	ReleasesURL               *string                            "releases_url"
+//	SSHURL                    *string                            "ssh_url"
+//	StargazersURL             *string                            "stargazers_url"
+//	StatusesURL               *string                            "statuses_url"
+//	SubscribersURL            *string                            "subscribers_url"
+//	SubscriptionURL           *string                            "subscription_url"
+//	TagsURL                   *string                            "tags_url"
+//	TeamsURL                  *string                            "teams_url"
+//	TreesURL                  *string                            "trees_url"
+//	CloneURL                  *string                            "clone_url"
+//	MirrorURL                 *string                            "mirror_url"
+//	HooksURL                  *string                            "hooks_url"
+//	SvnURL                    *string                            "svn_url"
+//	Homepage                  *string                            "homepage"
+//	Language                  *string                            "language"
+//	ForksCount                *int64                             "forks_count"
+//	StargazersCount           *int64                             "stargazers_count"
+//	WatchersCount             *int64                             "watchers_count"
+//	Size                      *int64                             "size"
+//	DefaultBranch             *string                            "default_branch"
+//	OpenIssuesCount           *int64                             "open_issues_count"
+//	IsTemplate                *bool                              "is_template"
+//	Topics                    []string                           "topics"
+//	HasIssues                 *bool                              "has_issues"
+//	HasProjects               *bool                              "has_projects"
+//	HasWiki                   *bool                              "has_wiki"
+//	HasPages                  *bool                              "has_pages"
+//	HasDownloads              *bool                              "has_downloads"
+//	Archived                  *bool                              "archived"
+//	Disabled                  *bool                              "disabled"
+//	Visibility                *string                            "visibility"
+//	PushedAt                  *string                            "pushed_at"
+//	CreatedAt                 *string                            "created_at"
+//	UpdatedAt                 *string                            "updated_at"
+//	Permissions               *MinimalRepositoryPermissions      "permissions"
+//	AllowRebaseMerge          *bool                              "allow_rebase_merge"
+//	TempCloneToken            *string                            "temp_clone_token"
+//	AllowSquashMerge          *bool                              "allow_squash_merge"
+//	AllowAutoMerge            *bool                              "allow_auto_merge"
+//	DeleteBranchOnMerge       *bool                              "delete_branch_on_merge"
+//	AllowUpdateBranch         *bool                              "allow_update_branch"
+//	UseSquashPrTitleAsDefault *bool                              "use_squash_pr_title_as_default"
+//	SquashMergeCommitTitle    *SquashMergeCommitTitle            "squash_merge_commit_title"
+//	SquashMergeCommitMessage  *SquashMergeCommitMessage          "squash_merge_commit_message"
+//	MergeCommitTitle          *MergeCommitTitle                  "merge_commit_title"
+//	MergeCommitMessage        *MergeCommitMessage                "merge_commit_message"
+//	AllowMergeCommit          *bool                              "allow_merge_commit"
+//	SubscribersCount          *int64                             "subscribers_count"
+//	NetworkCount              *int64                             "network_count"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAllowAutoMerge() bool
+//	GetAllowMergeCommit() bool
+//	GetAllowRebaseMerge() bool
+//	GetAllowSquashMerge() bool
+//	GetAllowUpdateBranch() bool
+//	GetArchiveURL() string
+//	GetArchived() bool
+//	GetAssigneesURL() string
+//	GetBlobsURL() string
+//	GetBranchesURL() string
+//	GetCloneURL() string
+//	GetCollaboratorsURL() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCompareURL() string
+//	GetContentsURL() string
+//	GetContributorsURL() string
+//	GetCreatedAt() string
+//	GetDefaultBranch() string
+//	GetDeleteBranchOnMerge() bool
+//	GetDeploymentsURL() string
+//	GetDescription() string
+//	GetDisabled() bool
+//	GetDownloadsURL() string
+//	GetEventsURL() string
+//	GetFork() bool
+//	GetForksCount() int64
+//	GetForksURL() string
+//	GetFullName() string
+//	GetGitCommitsURL() string
+//	GetGitRefsURL() string
+//	GetGitTagsURL() string
+//	GetGitURL() string
+//	GetHTMLURL() string
+//	GetHasDownloads() bool
+//	GetHasIssues() bool
+//	GetHasPages() bool
+//	GetHasProjects() bool
+//	GetHasWiki() bool
+//	GetHomepage() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIsTemplate() bool
+//	GetIssueCommentURL() string
+//	GetIssueEventsURL() string
+//	GetIssuesURL() string
+//	GetKeysURL() string
+//	GetLabelsURL() string
+//	GetLanguage() string
+//	GetLanguagesURL() string
+//	GetMergeCommitMessage() MergeCommitMessage
+//	GetMergeCommitTitle() MergeCommitTitle
+//	GetMergesURL() string
+//	GetMilestonesURL() string
+//	GetMirrorURL() string
+//	GetName() string
+//	GetNetworkCount() int64
+//	GetNodeID() string
+//	GetNotificationsURL() string
+//	GetOpenIssuesCount() int64
+//	GetOwner() *RepositoryTemplateRepositoryOwner
+//	GetPermissions() *MinimalRepositoryPermissions
+//	GetPrivate() bool
+//	GetPullsURL() string
+//	GetPushedAt() string
+//	GetReleasesURL() string
+//	GetSSHURL() string
+//	GetSize() int64
+//	GetSquashMergeCommitMessage() SquashMergeCommitMessage
+//	GetSquashMergeCommitTitle() SquashMergeCommitTitle
+//	GetStargazersCount() int64
+//	GetStargazersURL() string
+//	GetStatusesURL() string
+//	GetSubscribersCount() int64
+//	GetSubscribersURL() string
+//	GetSubscriptionURL() string
+//	GetSvnURL() string
+//	GetTagsURL() string
+//	GetTeamsURL() string
+//	GetTempCloneToken() string
+//	GetTopics() []string
+//	GetTreesURL() string
+//	GetURL() string
+//	GetUpdatedAt() string
+//	GetUseSquashPrTitleAsDefault() bool
+//	GetVisibility() string
+//	GetWatchersCount() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RepositoryTemplateRepository = common.RepositoryTemplateRepository
 
 // RepositoryTemplateRepositoryOwner is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Login             *string "login"
+//	ID                *int64  "id"
+//	NodeID            *string "node_id"
+//	AvatarURL         *string "avatar_url"
+//	GravatarID        *string "gravatar_id"
+//	URL               *string "url"
+//	HTMLURL           *string "html_url"
+//	FollowersURL      *string "followers_url"
+//	FollowingURL      *string "following_url"
+//	GistsURL          *string "gists_url"
+//	StarredURL        *string "starred_url"
+//	SubscriptionsURL  *string "subscriptions_url"
+//	OrganizationsURL  *string "organizations_url"
+//	ReposURL          *string "repos_url"
+//	EventsURL         *string "events_url"
+//	ReceivedEventsURL *string "received_events_url"
+//	Type              *string "type"
+//	SiteAdmin         *bool   "site_admin"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetEventsURL() string
+//	GetFollowersURL() string
+//	GetFollowingURL() string
+//	GetGistsURL() string
+//	GetGravatarID() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLogin() string
+//	GetNodeID() string
+//	GetOrganizationsURL() string
+//	GetReceivedEventsURL() string
+//	GetReposURL() string
+//	GetSiteAdmin() bool
+//	GetStarredURL() string
+//	GetSubscriptionsURL() string
+//	GetType() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RepositoryTemplateRepositoryOwner = common.RepositoryTemplateRepositoryOwner
 
 // RepositoryTransferredChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Owner RepositoryTransferredChangesOwner "owner" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetOwner() *RepositoryTransferredChangesOwner
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryTransferredChanges = events_r.RepositoryTransferredChanges
 
 // RepositoryTransferredChangesOwner is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	From RepositoryTransferredChangesOwnerFrom "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() *RepositoryTransferredChangesOwnerFrom
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryTransferredChangesOwner = events_r.RepositoryTransferredChangesOwner
 
 // RepositoryTransferredChangesOwnerFrom is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Organization *RepositoryTransferredChangesOwnerFromOrganization "organization"
+//	User         *User                                              "user" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetOrganization() *RepositoryTransferredChangesOwnerFromOrganization
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryTransferredChangesOwnerFrom = events_r.RepositoryTransferredChangesOwnerFrom
 
 // RepositoryTransferredChangesOwnerFromOrganization is a type of the forge's
 // payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	AvatarURL        string  "avatar_url" required
+//	Description      *string "description" required, nullable
+//	EventsURL        string  "events_url" required
+//	HooksURL         string  "hooks_url" required
+//	HTMLURL          *string "html_url"
+//	ID               int64   "id" required
+//	IssuesURL        string  "issues_url" required
+//	Login            string  "login" required
+//	MembersURL       string  "members_url" required
+//	NodeID           string  "node_id" required
+//	PublicMembersURL string  "public_members_url" required
+//	ReposURL         string  "repos_url" required
+//	URL              string  "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetDescription() string
+//	GetEventsURL() string
+//	GetHTMLURL() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIssuesURL() string
+//	GetLogin() string
+//	GetMembersURL() string
+//	GetNodeID() string
+//	GetPublicMembersURL() string
+//	GetReposURL() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryTransferredChangesOwnerFromOrganization = events_r.RepositoryTransferredChangesOwnerFromOrganization
 
 // RepositoryTransferredEvent is the payload of a "repository" delivery with
@@ -5309,7 +18461,30 @@ type RepositoryTransferredChangesOwnerFromOrganization = events_r.RepositoryTran
 // account must have the forge App installed, and the App must be subscribed to
 // "Repository" events.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                       "action" required
+//	Changes      RepositoryTransferredChanges "changes" required
+//	Enterprise   *Enterprise                  "enterprise"
+//	Installation *SimpleInstallation          "installation"
+//	Organization *Organization                "organization"
+//	Repository   Repository                   "repository" required
+//	Sender       User                         "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *RepositoryTransferredChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryTransferredEvent = events_r.RepositoryTransferredEvent
 
 // RepositoryUnarchivedEvent is the payload of a "repository" delivery with
@@ -5317,7 +18492,28 @@ type RepositoryTransferredEvent = events_r.RepositoryTransferredEvent
 //
 // A previously archived repository was unarchived.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryUnarchivedEvent = events_r.RepositoryUnarchivedEvent
 
 // RepositoryUnknownEvent is the payload of a "repository" delivery whose action
@@ -5325,20 +18521,86 @@ type RepositoryUnarchivedEvent = events_r.RepositoryUnarchivedEvent
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryUnknownEvent = events_r.RepositoryUnknownEvent
 
 // RepositoryVisibility is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RepositoryVisibility = common.RepositoryVisibility
 
 // RepositoryVulnerabilityAlert: The security alert of the vulnerable
 // dependency.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	AffectedPackageName string              "affected_package_name" required
+//	AffectedRange       string              "affected_range" required
+//	CreatedAt           string              "created_at" required
+//	DismissReason       *string             "dismiss_reason"
+//	DismissedAt         *string             "dismissed_at"
+//	Dismisser           *User               "dismisser" nullable
+//	ExternalIdentifier  string              "external_identifier" required
+//	ExternalReference   *string             "external_reference" required, nullable
+//	FixReason           *string             "fix_reason"
+//	FixedAt             *Timestamp          "fixed_at"
+//	FixedIn             *string             "fixed_in"
+//	GHSAID              string              "ghsa_id" required
+//	ID                  int64               "id" required
+//	NodeID              *string             "node_id"
+//	Number              *int64              "number"
+//	Severity            string              "severity" required
+//	State               *AlertInstanceState "state"
+//	DismissComment      *string             "dismiss_comment" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAffectedPackageName() string
+//	GetAffectedRange() string
+//	GetCreatedAt() string
+//	GetDismissComment() string
+//	GetDismissReason() string
+//	GetDismissedAt() string
+//	GetDismisser() *User
+//	GetExternalIdentifier() string
+//	GetExternalReference() string
+//	GetFixReason() string
+//	GetFixedAt() Timestamp
+//	GetFixedIn() string
+//	GetGHSAID() string
+//	GetID() int64
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetSeverity() string
+//	GetState() AlertInstanceState
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlert = events_r.RepositoryVulnerabilityAlert
 
 // RepositoryVulnerabilityAlertCreateEvent is the payload of a
@@ -5346,7 +18608,30 @@ type RepositoryVulnerabilityAlert = events_r.RepositoryVulnerabilityAlert
 //
 // A repository vulnerability alert was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                       "action" required
+//	Alert        RepositoryVulnerabilityAlert "alert" required
+//	Enterprise   *Enterprise                  "enterprise"
+//	Installation *SimpleInstallation          "installation"
+//	Organization *Organization                "organization"
+//	Repository   Repository                   "repository" required
+//	Sender       User                         "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *RepositoryVulnerabilityAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlertCreateEvent = events_r.RepositoryVulnerabilityAlertCreateEvent
 
 // RepositoryVulnerabilityAlertDismissEvent is the payload of a
@@ -5354,7 +18639,30 @@ type RepositoryVulnerabilityAlertCreateEvent = events_r.RepositoryVulnerabilityA
 //
 // A repository vulnerability alert was dismissed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                       "action" required
+//	Alert        RepositoryVulnerabilityAlert "alert" required
+//	Enterprise   *Enterprise                  "enterprise"
+//	Installation *SimpleInstallation          "installation"
+//	Organization *Organization                "organization"
+//	Repository   Repository                   "repository" required
+//	Sender       User                         "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *RepositoryVulnerabilityAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlertDismissEvent = events_r.RepositoryVulnerabilityAlertDismissEvent
 
 // RepositoryVulnerabilityAlertEvent is the payload of a
@@ -5375,7 +18683,19 @@ type RepositoryVulnerabilityAlertDismissEvent = events_r.RepositoryVulnerability
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Methods:
+//
+//	GetAction() string
+//	GetAlert() *RepositoryVulnerabilityAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlertEvent = events_r.RepositoryVulnerabilityAlertEvent
 
 // RepositoryVulnerabilityAlertReopenEvent is the payload of a
@@ -5384,7 +18704,30 @@ type RepositoryVulnerabilityAlertEvent = events_r.RepositoryVulnerabilityAlertEv
 // A previously dismissed or resolved repository vulnerability alert was
 // reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                       "action" required
+//	Alert        RepositoryVulnerabilityAlert "alert" required
+//	Enterprise   *Enterprise                  "enterprise"
+//	Installation *SimpleInstallation          "installation"
+//	Organization *Organization                "organization"
+//	Repository   Repository                   "repository" required
+//	Sender       User                         "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *RepositoryVulnerabilityAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlertReopenEvent = events_r.RepositoryVulnerabilityAlertReopenEvent
 
 // RepositoryVulnerabilityAlertResolveEvent is the payload of a
@@ -5392,7 +18735,30 @@ type RepositoryVulnerabilityAlertReopenEvent = events_r.RepositoryVulnerabilityA
 //
 // A repository vulnerability alert was marked as resolved.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                       "action" required
+//	Alert        RepositoryVulnerabilityAlert "alert" required
+//	Enterprise   *Enterprise                  "enterprise"
+//	Installation *SimpleInstallation          "installation"
+//	Organization *Organization                "organization"
+//	Repository   Repository                   "repository" required
+//	Sender       User                         "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *RepositoryVulnerabilityAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlertResolveEvent = events_r.RepositoryVulnerabilityAlertResolveEvent
 
 // RepositoryVulnerabilityAlertUnknownEvent is the payload of a
@@ -5401,40 +18767,182 @@ type RepositoryVulnerabilityAlertResolveEvent = events_r.RepositoryVulnerability
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                        "action" required
+//	Alert        *RepositoryVulnerabilityAlert "alert"
+//	Enterprise   *Enterprise                   "enterprise"
+//	Installation *SimpleInstallation           "installation"
+//	Organization *Organization                 "organization"
+//	Repository   *Repository                   "repository"
+//	Sender       *User                         "sender"
+//	Raw          json.RawMessage               the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *RepositoryVulnerabilityAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlertUnknownEvent = events_r.RepositoryVulnerabilityAlertUnknownEvent
 
 // RequiredReviewerConfiguration: A reviewing team, and file patterns describing
 // which files they must approve changes to.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	FilePatterns     []string "file_patterns" required
+//	MinimumApprovals int64    "minimum_approvals" required
+//	Reviewer         Reviewer "reviewer" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFilePatterns() []string
+//	GetMinimumApprovals() int64
+//	GetReviewer() *Reviewer
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RequiredReviewerConfiguration = events_r.RequiredReviewerConfiguration
 
 // Reviewer: A required reviewing team
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	ID   int64        "id" required
+//	Type ReviewerType "type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() int64
+//	GetType() ReviewerType
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type Reviewer = events_r.Reviewer
 
 // ReviewerType: The type of the reviewer
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type ReviewerType = events_r.ReviewerType
 
 // RubyGemsMetadata is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Name         *string                      "name"
+//	Description  *string                      "description"
+//	Readme       *string                      "readme"
+//	Homepage     *string                      "homepage"
+//	VersionInfo  *RubyGemsMetadataVersionInfo "version_info"
+//	Platform     *string                      "platform"
+//	Metadata     map[string]string            "metadata"
+//	Repo         *string                      "repo"
+//	Dependencies []map[string]string          "dependencies"
+//	CommitOID    *string                      "commit_oid"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCommitOID() string
+//	GetDependencies() []map[string]string
+//	GetDescription() string
+//	GetHomepage() string
+//	GetMetadata() map[string]string
+//	GetName() string
+//	GetPlatform() string
+//	GetReadme() string
+//	GetRepo() string
+//	GetVersionInfo() *RubyGemsMetadataVersionInfo
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RubyGemsMetadata = common.RubyGemsMetadata
 
 // RubyGemsMetadataVersionInfo is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Version *string "version"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetVersion() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type RubyGemsMetadataVersionInfo = common.RubyGemsMetadataVersionInfo
 
 // SecretScanningAlert is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Number                                     *int64                         "number"
+//	CreatedAt                                  *Timestamp                     "created_at"
+//	UpdatedAt                                  *Timestamp                     "updated_at" nullable
+//	URL                                        *string                        "url"
+//	HTMLURL                                    *string                        "html_url"
+//	LocationsURL                               *string                        "locations_url"
+//	Resolution                                 *SecretScanningAlertResolution "resolution" nullable
+//	ResolvedAt                                 *Timestamp                     "resolved_at" nullable
+//	ResolvedBy                                 *User                          "resolved_by" nullable
+//	ResolutionComment                          *string                        "resolution_comment" nullable
+//	SecretType                                 *string                        "secret_type"
+//	SecretTypeDisplayName                      *string                        "secret_type_display_name"
+//	Validity                                   *SecretScanningAlertValidity   "validity"
+//	PushProtectionBypassed                     *bool                          "push_protection_bypassed" nullable
+//	PushProtectionBypassedBy                   *User                          "push_protection_bypassed_by" nullable
+//	PushProtectionBypassedAt                   *Timestamp                     "push_protection_bypassed_at" nullable
+//	PushProtectionBypassRequestReviewer        *User                          "push_protection_bypass_request_reviewer" nullable
+//	PushProtectionBypassRequestReviewerComment *string                        "push_protection_bypass_request_reviewer_comment" nullable
+//	PushProtectionBypassRequestComment         *string                        "push_protection_bypass_request_comment" nullable
+//	PushProtectionBypassRequestHTMLURL         *string                        "push_protection_bypass_request_html_url" nullable
+//	PubliclyLeaked                             *bool                          "publicly_leaked" nullable
+//	MultiRepo                                  *bool                          "multi_repo" nullable
+//	AssignedTo                                 *User                          "assigned_to" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAssignedTo() *User
+//	GetCreatedAt() Timestamp
+//	GetHTMLURL() string
+//	GetLocationsURL() string
+//	GetMultiRepo() bool
+//	GetNumber() int64
+//	GetPubliclyLeaked() bool
+//	GetPushProtectionBypassRequestComment() string
+//	GetPushProtectionBypassRequestHTMLURL() string
+//	GetPushProtectionBypassRequestReviewer() *User
+//	GetPushProtectionBypassRequestReviewerComment() string
+//	GetPushProtectionBypassed() bool
+//	GetPushProtectionBypassedAt() Timestamp
+//	GetPushProtectionBypassedBy() *User
+//	GetResolution() SecretScanningAlertResolution
+//	GetResolutionComment() string
+//	GetResolvedAt() Timestamp
+//	GetResolvedBy() *User
+//	GetSecretType() string
+//	GetSecretTypeDisplayName() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetValidity() SecretScanningAlertValidity
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlert = events_s.SecretScanningAlert
 
 // SecretScanningAlertAssignedEvent is the payload of a "secret_scanning_alert"
@@ -5442,7 +18950,32 @@ type SecretScanningAlert = events_s.SecretScanningAlert
 //
 // A secret scanning alert was assigned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Assignee     *User               "assignee"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetAssignee() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertAssignedEvent = events_s.SecretScanningAlertAssignedEvent
 
 // SecretScanningAlertCreatedEvent is the payload of a "secret_scanning_alert"
@@ -5450,7 +18983,30 @@ type SecretScanningAlertAssignedEvent = events_s.SecretScanningAlertAssignedEven
 //
 // A secret scanning alert was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertCreatedEvent = events_s.SecretScanningAlertCreatedEvent
 
 // SecretScanningAlertEvent is the payload of a "secret_scanning_alert"
@@ -5475,7 +19031,19 @@ type SecretScanningAlertCreatedEvent = events_s.SecretScanningAlertCreatedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Methods:
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertEvent = events_s.SecretScanningAlertEvent
 
 // SecretScanningAlertLocationCreatedEvent is the payload of a
@@ -5484,7 +19052,30 @@ type SecretScanningAlertEvent = events_s.SecretScanningAlertEvent
 // A new instance of a previously detected secret was detected in a repository,
 // and the location of the secret was added to the existing alert.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                 "action" required
+//	Alert        SecretScanningAlert    "alert" required
+//	Installation *SimpleInstallation    "installation"
+//	Location     SecretScanningLocation "location" required
+//	Organization *Organization          "organization"
+//	Repository   Repository             "repository" required
+//	Sender       User                   "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetInstallation() *SimpleInstallation
+//	GetLocation() *SecretScanningLocation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertLocationCreatedEvent = events_s.SecretScanningAlertLocationCreatedEvent
 
 // SecretScanningAlertLocationEvent is the payload of a
@@ -5509,7 +19100,19 @@ type SecretScanningAlertLocationCreatedEvent = events_s.SecretScanningAlertLocat
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Methods:
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetInstallation() *SimpleInstallation
+//	GetLocation() *SecretScanningLocation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertLocationEvent = events_s.SecretScanningAlertLocationEvent
 
 // SecretScanningAlertLocationUnknownEvent is the payload of a
@@ -5518,7 +19121,31 @@ type SecretScanningAlertLocationEvent = events_s.SecretScanningAlertLocationEven
 // whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                  "action" required
+//	Alert        *SecretScanningAlert    "alert"
+//	Installation *SimpleInstallation     "installation"
+//	Location     *SecretScanningLocation "location"
+//	Organization *Organization           "organization"
+//	Repository   *Repository             "repository"
+//	Sender       *User                   "sender"
+//	Raw          json.RawMessage         the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetInstallation() *SimpleInstallation
+//	GetLocation() *SecretScanningLocation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertLocationUnknownEvent = events_s.SecretScanningAlertLocationUnknownEvent
 
 // SecretScanningAlertPubliclyLeakedEvent is the payload of a
@@ -5526,7 +19153,30 @@ type SecretScanningAlertLocationUnknownEvent = events_s.SecretScanningAlertLocat
 //
 // A secret scanning alert was detected in a public repo.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertPubliclyLeakedEvent = events_s.SecretScanningAlertPubliclyLeakedEvent
 
 // SecretScanningAlertReopenedEvent is the payload of a "secret_scanning_alert"
@@ -5534,14 +19184,37 @@ type SecretScanningAlertPubliclyLeakedEvent = events_s.SecretScanningAlertPublic
 //
 // A previously closed secret scanning alert was reopened.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertReopenedEvent = events_s.SecretScanningAlertReopenedEvent
 
 // SecretScanningAlertResolution: The reason for resolving the alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertResolution = events_s.SecretScanningAlertResolution
 
 // SecretScanningAlertResolvedEvent is the payload of a "secret_scanning_alert"
@@ -5549,7 +19222,30 @@ type SecretScanningAlertResolution = events_s.SecretScanningAlertResolution
 //
 // A secret scanning alert was closed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertResolvedEvent = events_s.SecretScanningAlertResolvedEvent
 
 // SecretScanningAlertRevokedEvent is the payload of a "secret_scanning_alert"
@@ -5560,7 +19256,30 @@ type SecretScanningAlertResolvedEvent = events_s.SecretScanningAlertResolvedEven
 //
 // It has the same shape as SecretScanningAlertResolvedEvent (from overrides).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertRevokedEvent = events_s.SecretScanningAlertRevokedEvent
 
 // SecretScanningAlertUnassignedEvent is the payload of a
@@ -5568,7 +19287,32 @@ type SecretScanningAlertRevokedEvent = events_s.SecretScanningAlertRevokedEvent
 //
 // A secret scanning alert was unassigned.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Assignee     *User               "assignee"
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetAssignee() *User
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertUnassignedEvent = events_s.SecretScanningAlertUnassignedEvent
 
 // SecretScanningAlertUnknownEvent is the payload of a "secret_scanning_alert"
@@ -5576,7 +19320,31 @@ type SecretScanningAlertUnassignedEvent = events_s.SecretScanningAlertUnassigned
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string               "action" required
+//	Alert        *SecretScanningAlert "alert"
+//	Enterprise   *Enterprise          "enterprise"
+//	Installation *SimpleInstallation  "installation"
+//	Organization *Organization        "organization"
+//	Repository   *Repository          "repository"
+//	Sender       *User                "sender"
+//	Raw          json.RawMessage      the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertUnknownEvent = events_s.SecretScanningAlertUnknownEvent
 
 // SecretScanningAlertValidatedEvent is the payload of a "secret_scanning_alert"
@@ -5584,7 +19352,30 @@ type SecretScanningAlertUnknownEvent = events_s.SecretScanningAlertUnknownEvent
 //
 // A secret scanning alert was validated.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertValidatedEvent = events_s.SecretScanningAlertValidatedEvent
 
 // SecretScanningAlertValidity: The token status as of the latest validity
@@ -5592,103 +19383,251 @@ type SecretScanningAlertValidatedEvent = events_s.SecretScanningAlertValidatedEv
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertValidity = events_s.SecretScanningAlertValidity
 
 // SecretScanningLocation is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Type    *SecretScanningLocationType    "type"
+//	Details *SecretScanningLocationDetails "details"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDetails() *SecretScanningLocationDetails
+//	GetType() SecretScanningLocationType
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocation = events_s.SecretScanningLocation
 
 // SecretScanningLocationCommit: Represents a 'commit' secret scanning location
 // type. This location type shows that a secret was detected inside a commit to
 // a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Path        string  "path" required
+//	StartLine   float64 "start_line" required
+//	EndLine     float64 "end_line" required
+//	StartColumn float64 "start_column" required
+//	EndColumn   float64 "end_column" required
+//	BlobSHA     string  "blob_sha" required
+//	BlobURL     string  "blob_url" required
+//	CommitSHA   string  "commit_sha" required
+//	CommitURL   string  "commit_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBlobSHA() string
+//	GetBlobURL() string
+//	GetCommitSHA() string
+//	GetCommitURL() string
+//	GetEndColumn() float64
+//	GetEndLine() float64
+//	GetPath() string
+//	GetStartColumn() float64
+//	GetStartLine() float64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationCommit = events_s.SecretScanningLocationCommit
 
 // SecretScanningLocationDetails is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationDetails = events_s.SecretScanningLocationDetails
 
 // SecretScanningLocationDiscussionBody: Represents a 'discussion_body' secret
 // scanning location type. This location type shows that a secret was detected
 // in the body of a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	DiscussionBodyURL string "discussion_body_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDiscussionBodyURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationDiscussionBody = events_s.SecretScanningLocationDiscussionBody
 
 // SecretScanningLocationDiscussionComment: Represents a 'discussion_comment'
 // secret scanning location type. This location type shows that a secret was
 // detected in a comment on a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	DiscussionCommentURL string "discussion_comment_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDiscussionCommentURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationDiscussionComment = events_s.SecretScanningLocationDiscussionComment
 
 // SecretScanningLocationDiscussionTitle: Represents a 'discussion_title' secret
 // scanning location type. This location type shows that a secret was detected
 // in the title of a discussion.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	DiscussionTitleURL string "discussion_title_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDiscussionTitleURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationDiscussionTitle = events_s.SecretScanningLocationDiscussionTitle
 
 // SecretScanningLocationIssueBody: Represents an 'issue_body' secret scanning
 // location type. This location type shows that a secret was detected in the
 // body of an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	IssueBodyURL string "issue_body_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetIssueBodyURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationIssueBody = events_s.SecretScanningLocationIssueBody
 
 // SecretScanningLocationIssueComment: Represents an 'issue_comment' secret
 // scanning location type. This location type shows that a secret was detected
 // in a comment on an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	IssueCommentURL string "issue_comment_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetIssueCommentURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationIssueComment = events_s.SecretScanningLocationIssueComment
 
 // SecretScanningLocationIssueTitle: Represents an 'issue_title' secret scanning
 // location type. This location type shows that a secret was detected in the
 // title of an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	IssueTitleURL string "issue_title_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetIssueTitleURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationIssueTitle = events_s.SecretScanningLocationIssueTitle
 
 // SecretScanningLocationPullRequestBody: Represents a 'pull_request_body'
 // secret scanning location type. This location type shows that a secret was
 // detected in the body of a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	PullRequestBodyURL string "pull_request_body_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPullRequestBodyURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationPullRequestBody = events_s.SecretScanningLocationPullRequestBody
 
 // SecretScanningLocationPullRequestComment: Represents a 'pull_request_comment'
 // secret scanning location type. This location type shows that a secret was
 // detected in a comment on a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	PullRequestCommentURL string "pull_request_comment_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPullRequestCommentURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationPullRequestComment = events_s.SecretScanningLocationPullRequestComment
 
 // SecretScanningLocationPullRequestReview: Represents a 'pull_request_review'
 // secret scanning location type. This location type shows that a secret was
 // detected in a review on a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	PullRequestReviewURL string "pull_request_review_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPullRequestReviewURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationPullRequestReview = events_s.SecretScanningLocationPullRequestReview
 
 // SecretScanningLocationPullRequestReviewComment: Represents a
 // 'pull_request_review_comment' secret scanning location type. This location
 // type shows that a secret was detected in a review comment on a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	PullRequestReviewCommentURL string "pull_request_review_comment_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPullRequestReviewCommentURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationPullRequestReviewComment = events_s.SecretScanningLocationPullRequestReviewComment
 
 // SecretScanningLocationPullRequestTitle: Represents a 'pull_request_title'
 // secret scanning location type. This location type shows that a secret was
 // detected in the title of a pull request.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	PullRequestTitleURL string "pull_request_title_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPullRequestTitleURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationPullRequestTitle = events_s.SecretScanningLocationPullRequestTitle
 
 // SecretScanningLocationType: The location type. Because secrets may be found
@@ -5698,14 +19637,40 @@ type SecretScanningLocationPullRequestTitle = events_s.SecretScanningLocationPul
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationType = events_s.SecretScanningLocationType
 
 // SecretScanningLocationWikiCommit: Represents a 'wiki_commit' secret scanning
 // location type. This location type shows that a secret was detected inside a
 // commit to a repository wiki.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Path        string  "path" required
+//	StartLine   float64 "start_line" required
+//	EndLine     float64 "end_line" required
+//	StartColumn float64 "start_column" required
+//	EndColumn   float64 "end_column" required
+//	BlobSHA     string  "blob_sha" required
+//	PageURL     string  "page_url" required
+//	CommitSHA   string  "commit_sha" required
+//	CommitURL   string  "commit_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBlobSHA() string
+//	GetCommitSHA() string
+//	GetCommitURL() string
+//	GetEndColumn() float64
+//	GetEndLine() float64
+//	GetPageURL() string
+//	GetPath() string
+//	GetStartColumn() float64
+//	GetStartLine() float64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationWikiCommit = events_s.SecretScanningLocationWikiCommit
 
 // SecretScanningScanCompletedEvent is the payload of a "secret_scanning_scan"
@@ -5713,7 +19678,42 @@ type SecretScanningLocationWikiCommit = events_s.SecretScanningLocationWikiCommi
 //
 // A secret scanning scan was completed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action             string                                "action" required
+//	Type               SecretScanningScanType                "type" required
+//	Source             SecretScanningScanSource              "source" required
+//	StartedAt          Timestamp                             "started_at" required
+//	CompletedAt        Timestamp                             "completed_at" required
+//	SecretTypes        []string                              "secret_types" nullable
+//	CustomPatternName  *string                               "custom_pattern_name" nullable
+//	CustomPatternScope *SecretScanningScanCustomPatternScope "custom_pattern_scope" nullable
+//	Repository         *Repository                           "repository"
+//	Enterprise         *Enterprise                           "enterprise"
+//	Installation       *SimpleInstallation                   "installation"
+//	Organization       *Organization                         "organization"
+//	Sender             *User                                 "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCompletedAt() Timestamp
+//	GetCustomPatternName() string
+//	GetCustomPatternScope() SecretScanningScanCustomPatternScope
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecretTypes() []string
+//	GetSender() *User
+//	GetSource() SecretScanningScanSource
+//	GetStartedAt() Timestamp
+//	GetType() SecretScanningScanType
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningScanCompletedEvent = events_s.SecretScanningScanCompletedEvent
 
 // SecretScanningScanCustomPatternScope: If the scan was triggered by a custom
@@ -5721,7 +19721,7 @@ type SecretScanningScanCompletedEvent = events_s.SecretScanningScanCompletedEven
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningScanCustomPatternScope = events_s.SecretScanningScanCustomPatternScope
 
 // SecretScanningScanEvent is the payload of a "secret_scanning_scan" delivery:
@@ -5742,21 +19742,39 @@ type SecretScanningScanCustomPatternScope = events_s.SecretScanningScanCustomPat
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Methods:
+//
+//	GetAction() string
+//	GetType() SecretScanningScanType
+//	GetSource() SecretScanningScanSource
+//	GetStartedAt() Timestamp
+//	GetCompletedAt() Timestamp
+//	GetSecretTypes() []string
+//	GetCustomPatternName() string
+//	GetCustomPatternScope() SecretScanningScanCustomPatternScope
+//	GetRepository() *Repository
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningScanEvent = events_s.SecretScanningScanEvent
 
 // SecretScanningScanSource: What type of content was scanned
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningScanSource = events_s.SecretScanningScanSource
 
 // SecretScanningScanType: What type of scan was completed
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningScanType = events_s.SecretScanningScanType
 
 // SecretScanningScanUnknownEvent is the payload of a "secret_scanning_scan"
@@ -5764,32 +19782,128 @@ type SecretScanningScanType = events_s.SecretScanningScanType
 // actions share, the action, and in Raw the whole payload; other members are
 // kept as unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action             string                                "action" required
+//	Type               *SecretScanningScanType               "type"
+//	Source             *SecretScanningScanSource             "source"
+//	StartedAt          *Timestamp                            "started_at"
+//	CompletedAt        *Timestamp                            "completed_at"
+//	SecretTypes        []string                              "secret_types"
+//	CustomPatternName  *string                               "custom_pattern_name"
+//	CustomPatternScope *SecretScanningScanCustomPatternScope "custom_pattern_scope"
+//	Repository         *Repository                           "repository"
+//	Enterprise         *Enterprise                           "enterprise"
+//	Installation       *SimpleInstallation                   "installation"
+//	Organization       *Organization                         "organization"
+//	Sender             *User                                 "sender"
+//	Raw                json.RawMessage                       the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetCompletedAt() Timestamp
+//	GetCustomPatternName() string
+//	GetCustomPatternScope() SecretScanningScanCustomPatternScope
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecretTypes() []string
+//	GetSender() *User
+//	GetSource() SecretScanningScanSource
+//	GetStartedAt() Timestamp
+//	GetType() SecretScanningScanType
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningScanUnknownEvent = events_s.SecretScanningScanUnknownEvent
 
 // SecurityAdvisory: The details of the security advisory, including summary,
 // description, and severity.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	CVSS            *SecurityAdvisoryCVSS           "cvss"
+//	CVSSSeverities  *CVSSSeverities                 "cvss_severities" nullable
+//	Cwes            []AdvisoryCWE                   "cwes"
+//	Description     string                          "description" required
+//	GHSAID          string                          "ghsa_id" required
+//	Identifiers     []SecurityAdvisoryIdentifier    "identifiers" required
+//	PublishedAt     string                          "published_at" required
+//	References      []SecurityAdvisoryReference     "references" required
+//	Severity        string                          "severity" required
+//	Summary         string                          "summary" required
+//	UpdatedAt       string                          "updated_at" required
+//	Vulnerabilities []SecurityAdvisoryVulnerability "vulnerabilities" required
+//	WithdrawnAt     *string                         "withdrawn_at" required, nullable
+//	CVEID           *string                         "cve_id" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCVEID() string
+//	GetCVSS() *SecurityAdvisoryCVSS
+//	GetCVSSSeverities() *CVSSSeverities
+//	GetCwes() []AdvisoryCWE
+//	GetDescription() string
+//	GetGHSAID() string
+//	GetIdentifiers() []SecurityAdvisoryIdentifier
+//	GetPublishedAt() string
+//	GetReferences() []SecurityAdvisoryReference
+//	GetSeverity() string
+//	GetSummary() string
+//	GetUpdatedAt() string
+//	GetVulnerabilities() []SecurityAdvisoryVulnerability
+//	GetWithdrawnAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisory = events_s.SecurityAdvisory
 
 // SecurityAdvisoryCVSS: Details for the advisory pertaining to the Common
 // Vulnerability Scoring System.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Score        float64 "score" required
+//	VectorString *string "vector_string" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetScore() float64
+//	GetVectorString() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SecurityAdvisoryCVSS = common.SecurityAdvisoryCVSS
 
 // SecurityAdvisoryCreditTypes: The type of credit the user is receiving.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type SecurityAdvisoryCreditTypes = events_r.SecurityAdvisoryCreditTypes
 
 // SecurityAdvisoryEPSS: The EPSS scores as calculated by the Exploit Prediction
 // Scoring System.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_d.
+// Fields (Go name, type, JSON key):
+//
+//	Percentage *float64 "percentage"
+//	Percentile *float64 "percentile"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPercentage() float64
+//	GetPercentile() float64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type SecurityAdvisoryEPSS = events_d.SecurityAdvisoryEPSS
 
 // SecurityAdvisoryEcosystems: The package's language or package management
@@ -5797,7 +19911,7 @@ type SecurityAdvisoryEPSS = events_d.SecurityAdvisoryEPSS
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type SecurityAdvisoryEcosystems = events_r.SecurityAdvisoryEcosystems
 
 // SecurityAdvisoryEvent is the payload of a "security_advisory" delivery: one
@@ -5819,12 +19933,36 @@ type SecurityAdvisoryEcosystems = events_r.SecurityAdvisoryEcosystems
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecurityAdvisory() *SecurityAdvisory
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryEvent = events_s.SecurityAdvisoryEvent
 
 // SecurityAdvisoryIdentifier is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Type  string "type" required
+//	Value string "value" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetType() string
+//	GetValue() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryIdentifier = events_s.SecurityAdvisoryIdentifier
 
 // SecurityAdvisoryPerformedEvent is the payload of a "security_advisory"
@@ -5835,7 +19973,30 @@ type SecurityAdvisoryIdentifier = events_s.SecurityAdvisoryIdentifier
 //
 // It has the same shape as SecurityAdvisoryPublishedEvent (from overrides).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	SecurityAdvisory SecurityAdvisory    "security_advisory" required
+//	Sender           *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecurityAdvisory() *SecurityAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryPerformedEvent = events_s.SecurityAdvisoryPerformedEvent
 
 // SecurityAdvisoryPublishedEvent is the payload of a "security_advisory"
@@ -5843,12 +20004,45 @@ type SecurityAdvisoryPerformedEvent = events_s.SecurityAdvisoryPerformedEvent
 //
 // A security advisory was published to the forge community.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	SecurityAdvisory SecurityAdvisory    "security_advisory" required
+//	Sender           *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecurityAdvisory() *SecurityAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryPublishedEvent = events_s.SecurityAdvisoryPublishedEvent
 
 // SecurityAdvisoryReference: A link to additional advisory information.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	URL string "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SecurityAdvisoryReference = common.SecurityAdvisoryReference
 
 // SecurityAdvisoryUnknownEvent is the payload of a "security_advisory" delivery
@@ -5856,7 +20050,31 @@ type SecurityAdvisoryReference = common.SecurityAdvisoryReference
 // share, the action, and in Raw the whole payload; other members are kept as
 // unknown members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	SecurityAdvisory *SecurityAdvisory   "security_advisory"
+//	Sender           *User               "sender"
+//	Raw              json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecurityAdvisory() *SecurityAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryUnknownEvent = events_s.SecurityAdvisoryUnknownEvent
 
 // SecurityAdvisoryUpdatedEvent is the payload of a "security_advisory" delivery
@@ -5864,12 +20082,51 @@ type SecurityAdvisoryUnknownEvent = events_s.SecurityAdvisoryUnknownEvent
 //
 // The metadata or description of a security advisory was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	SecurityAdvisory SecurityAdvisory    "security_advisory" required
+//	Sender           *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecurityAdvisory() *SecurityAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryUpdatedEvent = events_s.SecurityAdvisoryUpdatedEvent
 
 // SecurityAdvisoryVulnerability is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	FirstPatchedVersion    *VulnerabilityFirstPatchedVersion "first_patched_version" required, nullable
+//	Package                DependabotAlertPackage            "package" required
+//	Severity               string                            "severity" required
+//	VulnerableVersionRange string                            "vulnerable_version_range" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFirstPatchedVersion() *VulnerabilityFirstPatchedVersion
+//	GetPackage() *DependabotAlertPackage
+//	GetSeverity() string
+//	GetVulnerableVersionRange() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryVulnerability = events_s.SecurityAdvisoryVulnerability
 
 // SecurityAdvisoryWithdrawnEvent is the payload of a "security_advisory"
@@ -5877,12 +20134,57 @@ type SecurityAdvisoryVulnerability = events_s.SecurityAdvisoryVulnerability
 //
 // A previously published security advisory was withdrawn.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	SecurityAdvisory SecurityAdvisory    "security_advisory" required
+//	Sender           *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSecurityAdvisory() *SecurityAdvisory
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAdvisoryWithdrawnEvent = events_s.SecurityAdvisoryWithdrawnEvent
 
 // SecurityAndAnalysis is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	AdvancedSecurity                  *SecurityAndAnalysisAdvancedSecurity "advanced_security"
+//	CodeSecurity                      *SecurityAndAnalysisAdvancedSecurity "code_security"
+//	DependabotSecurityUpdates         *SecurityAndAnalysisAdvancedSecurity "dependabot_security_updates"
+//	SecretScanning                    *SecurityAndAnalysisAdvancedSecurity "secret_scanning"
+//	SecretScanningPushProtection      *SecurityAndAnalysisAdvancedSecurity "secret_scanning_push_protection"
+//	SecretScanningNonProviderPatterns *SecurityAndAnalysisAdvancedSecurity "secret_scanning_non_provider_patterns"
+//	SecretScanningAiDetection         *SecurityAndAnalysisAdvancedSecurity "secret_scanning_ai_detection"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdvancedSecurity() *SecurityAndAnalysisAdvancedSecurity
+//	GetCodeSecurity() *SecurityAndAnalysisAdvancedSecurity
+//	GetDependabotSecurityUpdates() *SecurityAndAnalysisAdvancedSecurity
+//	GetSecretScanning() *SecurityAndAnalysisAdvancedSecurity
+//	GetSecretScanningAiDetection() *SecurityAndAnalysisAdvancedSecurity
+//	GetSecretScanningNonProviderPatterns() *SecurityAndAnalysisAdvancedSecurity
+//	GetSecretScanningPushProtection() *SecurityAndAnalysisAdvancedSecurity
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SecurityAndAnalysis = common.SecurityAndAnalysis
 
 // SecurityAndAnalysisAdvancedSecurity: Enable or disable forge Advanced
@@ -5891,7 +20193,17 @@ type SecurityAndAnalysis = common.SecurityAndAnalysis
 // For standalone Code Scanning or Secret Protection products, this parameter
 // cannot be used.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Status *SecurityAndAnalysisAdvancedSecurityStatus "status"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetStatus() SecurityAndAnalysisAdvancedSecurityStatus
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SecurityAndAnalysisAdvancedSecurity = common.SecurityAndAnalysisAdvancedSecurity
 
 // SecurityAndAnalysisAdvancedSecurityStatus: The enablement status of
@@ -5899,17 +20211,37 @@ type SecurityAndAnalysisAdvancedSecurity = common.SecurityAndAnalysisAdvancedSec
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SecurityAndAnalysisAdvancedSecurityStatus = common.SecurityAndAnalysisAdvancedSecurityStatus
 
 // SecurityAndAnalysisChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	From *SecurityAndAnalysisChangesFrom "from"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() *SecurityAndAnalysisChangesFrom
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAndAnalysisChanges = events_s.SecurityAndAnalysisChanges
 
 // SecurityAndAnalysisChangesFrom is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	SecurityAndAnalysis *SecurityAndAnalysis "security_and_analysis" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetSecurityAndAnalysis() *SecurityAndAnalysis
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAndAnalysisChangesFrom = events_s.SecurityAndAnalysisChangesFrom
 
 // SecurityAndAnalysisEvent is the payload of a "security_and_analysis"
@@ -5922,40 +20254,331 @@ type SecurityAndAnalysisChangesFrom = events_s.SecurityAndAnalysisChangesFrom
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Administration" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Changes      SecurityAndAnalysisChanges "changes" required
+//	Enterprise   *Enterprise                "enterprise"
+//	Installation *SimpleInstallation        "installation"
+//	Organization *Organization              "organization"
+//	Repository   FullRepository             "repository" required
+//	Sender       *User                      "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetChanges() *SecurityAndAnalysisChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *FullRepository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecurityAndAnalysisEvent = events_s.SecurityAndAnalysisEvent
 
 // SimpleCheckSuite: A suite of checks performed on the code of a given code
 // change
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_c.
+// Fields (Go name, type, JSON key):
+//
+//	After        *string                         "after" nullable
+//	App          *App                            "app" nullable
+//	Before       *string                         "before" nullable
+//	Conclusion   *CheckSuiteConclusion           "conclusion" nullable
+//	CreatedAt    *Timestamp                      "created_at"
+//	HeadBranch   *string                         "head_branch" nullable
+//	HeadSHA      *string                         "head_sha"
+//	ID           *int64                          "id"
+//	NodeID       *string                         "node_id"
+//	PullRequests []CheckRunPullRequest           "pull_requests"
+//	Repository   *MinimalRepository              "repository"
+//	Status       *DeploymentStatusCheckRunStatus "status"
+//	UpdatedAt    *Timestamp                      "updated_at"
+//	URL          *string                         "url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAfter() string
+//	GetApp() *App
+//	GetBefore() string
+//	GetConclusion() CheckSuiteConclusion
+//	GetCreatedAt() Timestamp
+//	GetHeadBranch() string
+//	GetHeadSHA() string
+//	GetID() int64
+//	GetNodeID() string
+//	GetPullRequests() []CheckRunPullRequest
+//	GetRepository() *MinimalRepository
+//	GetStatus() DeploymentStatusCheckRunStatus
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type SimpleCheckSuite = events_c.SimpleCheckSuite
 
 // SimpleCommit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Author    Committer "author" required
+//	Committer Committer "committer" required
+//	ID        string    "id" required
+//	Message   string    "message" required
+//	Timestamp string    "timestamp" required
+//	TreeID    string    "tree_id" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *Committer
+//	GetCommitter() *Committer
+//	GetID() string
+//	GetMessage() string
+//	GetTimestamp() string
+//	GetTreeID() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SimpleCommit = common.SimpleCommit
 
 // SimpleInstallation: The forge App installation. Webhook payloads contain the
 // `installation` property when the event is configured for and sent to a forge
 // App. For more information, see "Using webhooks with forge Apps."
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	ID     int64  "id" required
+//	NodeID string "node_id" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() int64
+//	GetNodeID() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SimpleInstallation = common.SimpleInstallation
 
 // SimplePullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Links              PullRequestLinks                        "_links" required
+//	ActiveLockReason   *ActiveLockReason                       "active_lock_reason" nullable
+//	Assignee           *User                                   "assignee" required, nullable
+//	Assignees          []*User                                 "assignees" required
+//	AuthorAssociation  AuthorAssociation                       "author_association" required
+//	AutoMerge          *PullRequestAutoMerge                   "auto_merge" nullable
+//	Base               PullRequestReviewCommentPullRequestBase "base" required
+//	Body               *string                                 "body" required, nullable
+//	ClosedAt           *string                                 "closed_at" required, nullable
+//	CommentsURL        string                                  "comments_url" required
+//	CommitsURL         string                                  "commits_url" required
+//	CreatedAt          string                                  "created_at" required
+//	DiffURL            string                                  "diff_url" required
+//	Draft              *bool                                   "draft"
+//	Head               PullRequestHead                         "head" required
+//	HTMLURL            string                                  "html_url" required
+//	ID                 int64                                   "id" required
+//	IssueURL           string                                  "issue_url" required
+//	Labels             []Label                                 "labels" required
+//	Locked             bool                                    "locked" required
+//	MergeCommitSHA     *string                                 "merge_commit_sha" required, nullable
+//	MergedAt           *string                                 "merged_at" required, nullable
+//	Milestone          *Milestone                              "milestone" required, nullable
+//	NodeID             string                                  "node_id" required
+//	Number             int64                                   "number" required
+//	PatchURL           string                                  "patch_url" required
+//	RequestedReviewers []*PullRequestRequestedReviewer         "requested_reviewers" required
+//	RequestedTeams     []Team                                  "requested_teams" required
+//	ReviewCommentURL   string                                  "review_comment_url" required
+//	ReviewCommentsURL  string                                  "review_comments_url" required
+//	State              IssueState                              "state" required
+//	StatusesURL        string                                  "statuses_url" required
+//	Title              string                                  "title" required
+//	UpdatedAt          string                                  "updated_at" required
+//	URL                string                                  "url" required
+//	User               *User                                   "user" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActiveLockReason() ActiveLockReason
+//	GetAssignee() *User
+//	GetAssignees() []*User
+//	GetAuthorAssociation() AuthorAssociation
+//	GetAutoMerge() *PullRequestAutoMerge
+//	GetBase() *PullRequestReviewCommentPullRequestBase
+//	GetBody() string
+//	GetClosedAt() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCreatedAt() string
+//	GetDiffURL() string
+//	GetDraft() bool
+//	GetHTMLURL() string
+//	GetHead() *PullRequestHead
+//	GetID() int64
+//	GetIssueURL() string
+//	GetLabels() []Label
+//	GetLinks() *PullRequestLinks
+//	GetLocked() bool
+//	GetMergeCommitSHA() string
+//	GetMergedAt() string
+//	GetMilestone() *Milestone
+//	GetNodeID() string
+//	GetNumber() int64
+//	GetPatchURL() string
+//	GetRequestedReviewers() []*PullRequestRequestedReviewer
+//	GetRequestedTeams() []Team
+//	GetReviewCommentURL() string
+//	GetReviewCommentsURL() string
+//	GetState() IssueState
+//	GetStatusesURL() string
+//	GetTitle() string
+//	GetURL() string
+//	GetUpdatedAt() string
+//	GetUser() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type SimplePullRequest = events_p.SimplePullRequest
 
 // SimpleRepository: A forge repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	ID               int64   "id" required
+//	NodeID           string  "node_id" required
+//	Name             string  "name" required
+//	FullName         string  "full_name" required
+//	Owner            User    "owner" required
+//	Private          bool    "private" required
+//	HTMLURL          string  "html_url" required
+//	Description      *string "description" required, nullable
+//	Fork             bool    "fork" required
+//	URL              string  "url" required
+//	ArchiveURL       string  "archive_url" required
+//	AssigneesURL     string  "assignees_url" required
+//	BlobsURL         string  "blobs_url" required
+//	BranchesURL      string  "branches_url" required
+//	CollaboratorsURL string  "collaborators_url" required
+//	CommentsURL      string  "comments_url" required
+//	CommitsURL       string  "commits_url" required
+//	CompareURL       string  "compare_url" required
+//	ContentsURL      string  "contents_url" required
+//	ContributorsURL  string  "contributors_url" required
+//	DeploymentsURL   string  "deployments_url" required
+//	DownloadsURL     string  "downloads_url" required
+//	EventsURL        string  "events_url" required
+//	ForksURL         string  "forks_url" required
+//	GitCommitsURL    string  "git_commits_url" required
+//	GitRefsURL       string  "git_refs_url" required
+//	GitTagsURL       string  "git_tags_url" required
+//	IssueCommentURL  string  "issue_comment_url" required
+//	IssueEventsURL   string  "issue_events_url" required
+//	IssuesURL        string  "issues_url" required
+//	KeysURL          string  "keys_url" required
+//	LabelsURL        string  "labels_url" required
+//	LanguagesURL     string  "languages_url" required
+//	MergesURL        string  "merges_url" required
+//	MilestonesURL    string  "milestones_url" required
+//	NotificationsURL string  "notifications_url" required
+//	PullsURL         string  "pulls_url" required
+//	ReleasesURL      string  "releases_url" required
+//	StargazersURL    string  "stargazers_url" required
+//	StatusesURL      string  "statuses_url" required
+//	SubscribersURL   string  "subscribers_url" required
+//	SubscriptionURL  string  "subscription_url" required
+//	TagsURL          string  "tags_url" required
+//	TeamsURL         string  "teams_url" required
+//	TreesURL         string  "trees_url" required
+//	HooksURL         string  "hooks_url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetArchiveURL() string
+//	GetAssigneesURL() string
+//	GetBlobsURL() string
+//	GetBranchesURL() string
+//	GetCollaboratorsURL() string
+//	GetCommentsURL() string
+//	GetCommitsURL() string
+//	GetCompareURL() string
+//	GetContentsURL() string
+//	GetContributorsURL() string
+//	GetDeploymentsURL() string
+//	GetDescription() string
+//	GetDownloadsURL() string
+//	GetEventsURL() string
+//	GetFork() bool
+//	GetForksURL() string
+//	GetFullName() string
+//	GetGitCommitsURL() string
+//	GetGitRefsURL() string
+//	GetGitTagsURL() string
+//	GetHTMLURL() string
+//	GetHooksURL() string
+//	GetID() int64
+//	GetIssueCommentURL() string
+//	GetIssueEventsURL() string
+//	GetIssuesURL() string
+//	GetKeysURL() string
+//	GetLabelsURL() string
+//	GetLanguagesURL() string
+//	GetMergesURL() string
+//	GetMilestonesURL() string
+//	GetName() string
+//	GetNodeID() string
+//	GetNotificationsURL() string
+//	GetOwner() *User
+//	GetPrivate() bool
+//	GetPullsURL() string
+//	GetReleasesURL() string
+//	GetStargazersURL() string
+//	GetStatusesURL() string
+//	GetSubscribersURL() string
+//	GetSubscriptionURL() string
+//	GetTagsURL() string
+//	GetTeamsURL() string
+//	GetTreesURL() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type SimpleRepository = events_r.SimpleRepository
 
 // Sponsorship is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	CreatedAt    string                            "created_at" required
+//	Maintainer   *DeploymentReviewApprovedApprover "maintainer"
+//	NodeID       string                            "node_id" required
+//	PrivacyLevel string                            "privacy_level" required
+//	Sponsor      *User                             "sponsor" required, nullable
+//	Sponsorable  *User                             "sponsorable" required, nullable
+//	Tier         SponsorshipTier                   "tier" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() string
+//	GetMaintainer() *DeploymentReviewApprovedApprover
+//	GetNodeID() string
+//	GetPrivacyLevel() string
+//	GetSponsor() *User
+//	GetSponsorable() *User
+//	GetTier() *SponsorshipTier
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type Sponsorship = events_s.Sponsorship
 
 // SponsorshipCancelledEvent is the payload of a "sponsorship" delivery with
@@ -5966,17 +20589,60 @@ type Sponsorship = events_s.Sponsorship
 // This event is only sent when a recurring (monthly) sponsorship is cancelled;
 // it is not sent for one-time sponsorships.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//	Sponsorship  Sponsorship         "sponsorship" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipCancelledEvent = events_s.SponsorshipCancelledEvent
 
 // SponsorshipChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Tier SponsorshipChangesTier "tier" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetTier() *SponsorshipChangesTier
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipChanges = events_s.SponsorshipChanges
 
 // SponsorshipChangesTier is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	From SponsorshipTier "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() *SponsorshipTier
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipChangesTier = events_s.SponsorshipChangesTier
 
 // SponsorshipCreatedEvent is the payload of a "sponsorship" delivery with
@@ -5985,12 +20651,45 @@ type SponsorshipChangesTier = events_s.SponsorshipChangesTier
 // A sponsor created a sponsorship for a sponsored account. This event occurs
 // once the payment is successfully processed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//	Sponsorship  Sponsorship         "sponsorship" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipCreatedEvent = events_s.SponsorshipCreatedEvent
 
 // SponsorshipEditedChanges is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	PrivacyLevel *StringChange "privacy_level"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPrivacyLevel() *StringChange
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipEditedChanges = events_s.SponsorshipEditedChanges
 
 // SponsorshipEditedEvent is the payload of a "sponsorship" delivery with action
@@ -6000,7 +20699,32 @@ type SponsorshipEditedChanges = events_s.SponsorshipEditedChanges
 // your sponsors publicly, you may want to update your sponsor recognition to
 // reflect the change when this event occurs.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string                   "action" required
+//	Changes      SponsorshipEditedChanges "changes" required
+//	Enterprise   *Enterprise              "enterprise"
+//	Installation *SimpleInstallation      "installation"
+//	Organization *Organization            "organization"
+//	Repository   *Repository              "repository"
+//	Sender       User                     "sender" required
+//	Sponsorship  Sponsorship              "sponsorship" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *SponsorshipEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipEditedEvent = events_s.SponsorshipEditedEvent
 
 // SponsorshipEvent is the payload of a "sponsorship" delivery: one of
@@ -6019,7 +20743,19 @@ type SponsorshipEditedEvent = events_s.SponsorshipEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipEvent = events_s.SponsorshipEvent
 
 // SponsorshipPendingCancellationEvent is the payload of a "sponsorship"
@@ -6031,7 +20767,32 @@ type SponsorshipEvent = events_s.SponsorshipEvent
 // This event is only sent when a recurring (monthly) sponsorship is cancelled;
 // it is not sent for one-time sponsorships.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	EffectiveDate *string             "effective_date"
+//	Enterprise    *Enterprise         "enterprise"
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	Repository    *Repository         "repository"
+//	Sender        User                "sender" required
+//	Sponsorship   Sponsorship         "sponsorship" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipPendingCancellationEvent = events_s.SponsorshipPendingCancellationEvent
 
 // SponsorshipPendingTierChangeEvent is the payload of a "sponsorship" delivery
@@ -6040,14 +20801,67 @@ type SponsorshipPendingCancellationEvent = events_s.SponsorshipPendingCancellati
 // A sponsor scheduled a downgrade to a lower sponsorship tier. The new tier
 // will become effective on their next billing date.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	Changes       SponsorshipChanges  "changes" required
+//	EffectiveDate *string             "effective_date"
+//	Enterprise    *Enterprise         "enterprise"
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	Repository    *Repository         "repository"
+//	Sender        User                "sender" required
+//	Sponsorship   Sponsorship         "sponsorship" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *SponsorshipChanges
+//	GetEffectiveDate() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipPendingTierChangeEvent = events_s.SponsorshipPendingTierChangeEvent
 
 // SponsorshipTier: The `tier_changed` and `pending_tier_change` will include
 // the original tier before the change or pending change. For more information,
 // see the pending tier change payload.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	CreatedAt             string "created_at" required
+//	Description           string "description" required
+//	IsCustomAmmount       *bool  "is_custom_ammount"
+//	IsCustomAmount        *bool  "is_custom_amount"
+//	IsOneTime             *bool  "is_one_time"
+//	MonthlyPriceInCents   int64  "monthly_price_in_cents" required
+//	MonthlyPriceInDollars int64  "monthly_price_in_dollars" required
+//	Name                  string "name" required
+//	NodeID                string "node_id" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() string
+//	GetDescription() string
+//	GetIsCustomAmmount() bool
+//	GetIsCustomAmount() bool
+//	GetIsOneTime() bool
+//	GetMonthlyPriceInCents() int64
+//	GetMonthlyPriceInDollars() int64
+//	GetName() string
+//	GetNodeID() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipTier = events_s.SponsorshipTier
 
 // SponsorshipTierChangedEvent is the payload of a "sponsorship" delivery with
@@ -6058,7 +20872,32 @@ type SponsorshipTier = events_s.SponsorshipTier
 // If a sponsor downgraded their tier, the change took effect at the beginning
 // of the sponsor's next billing cycle.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      SponsorshipChanges  "changes" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//	Sponsorship  Sponsorship         "sponsorship" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *SponsorshipChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipTierChangedEvent = events_s.SponsorshipTierChangedEvent
 
 // SponsorshipUnknownEvent is the payload of a "sponsorship" delivery whose
@@ -6066,7 +20905,31 @@ type SponsorshipTierChangedEvent = events_s.SponsorshipTierChangedEvent
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Sponsorship  *Sponsorship        "sponsorship"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSponsorship() *Sponsorship
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SponsorshipUnknownEvent = events_s.SponsorshipUnknownEvent
 
 // SquashMergeCommitMessage: The default value for a squash merge commit
@@ -6078,7 +20941,7 @@ type SponsorshipUnknownEvent = events_s.SponsorshipUnknownEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SquashMergeCommitMessage = common.SquashMergeCommitMessage
 
 // SquashMergeCommitTitle: The default value for a squash merge commit title:
@@ -6089,21 +20952,67 @@ type SquashMergeCommitMessage = common.SquashMergeCommitMessage
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SquashMergeCommitTitle = common.SquashMergeCommitTitle
 
 // StarCreatedEvent is the payload of a "star" delivery with action "created".
 //
 // Someone starred a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	StarredAt    *string             "starred_at" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetStarredAt() string
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StarCreatedEvent = events_s.StarCreatedEvent
 
 // StarDeletedEvent is the payload of a "star" delivery with action "deleted".
 //
 // Someone unstarred the repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	StarredAt    json.RawMessage     "starred_at" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetStarredAt() json.RawMessage
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StarDeletedEvent = events_s.StarDeletedEvent
 
 // StarEvent is the payload of a "star" delivery: one of *StarCreatedEvent,
@@ -6121,7 +21030,18 @@ type StarDeletedEvent = events_s.StarDeletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StarEvent = events_s.StarEvent
 
 // StarUnknownEvent is the payload of a "star" delivery whose action the schema
@@ -6129,42 +21049,180 @@ type StarEvent = events_s.StarEvent
 // Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StarUnknownEvent = events_s.StarUnknownEvent
 
 // StatusBranch is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Commit    StatusBranchCommit "commit" required
+//	Name      string             "name" required
+//	Protected bool               "protected" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCommit() *StatusBranchCommit
+//	GetName() string
+//	GetProtected() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusBranch = events_s.StatusBranch
 
 // StatusBranchCommit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	SHA *string "sha" required, nullable
+//	URL *string "url" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetSHA() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusBranchCommit = events_s.StatusBranchCommit
 
 // StatusCheckConfiguration: Required status check
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Context       string "context" required
+//	IntegrationID *int64 "integration_id"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetContext() string
+//	GetIntegrationID() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type StatusCheckConfiguration = events_r.StatusCheckConfiguration
 
 // StatusCommit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Author      *User                "author" required, nullable
+//	CommentsURL string               "comments_url" required
+//	Commit      StatusCommitCommit   "commit" required
+//	Committer   *User                "committer" required, nullable
+//	HTMLURL     string               "html_url" required
+//	NodeID      string               "node_id" required
+//	Parents     []StatusCommitParent "parents" required
+//	SHA         string               "sha" required
+//	URL         string               "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *User
+//	GetCommentsURL() string
+//	GetCommit() *StatusCommitCommit
+//	GetCommitter() *User
+//	GetHTMLURL() string
+//	GetNodeID() string
+//	GetParents() []StatusCommitParent
+//	GetSHA() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusCommit = events_s.StatusCommit
 
 // StatusCommitCommit is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Author       Committer                      "author" required
+//	CommentCount int64                          "comment_count" required
+//	Committer    Committer                      "committer" required
+//	Message      string                         "message" required
+//	Tree         StatusCommitCommitTree         "tree" required
+//	URL          string                         "url" required
+//	Verification StatusCommitCommitVerification "verification" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAuthor() *Committer
+//	GetCommentCount() int64
+//	GetCommitter() *Committer
+//	GetMessage() string
+//	GetTree() *StatusCommitCommitTree
+//	GetURL() string
+//	GetVerification() *StatusCommitCommitVerification
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusCommitCommit = events_s.StatusCommitCommit
 
 // StatusCommitCommitTree is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	SHA string "sha" required
+//	URL string "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetSHA() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusCommitCommitTree = events_s.StatusCommitCommitTree
 
 // StatusCommitCommitVerification is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Payload    *string                              "payload" required, nullable
+//	Reason     StatusCommitCommitVerificationReason "reason" required
+//	Signature  *string                              "signature" required, nullable
+//	Verified   bool                                 "verified" required
+//	VerifiedAt *string                              "verified_at" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPayload() string
+//	GetReason() StatusCommitCommitVerificationReason
+//	GetSignature() string
+//	GetVerified() bool
+//	GetVerifiedAt() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusCommitCommitVerification = events_s.StatusCommitCommitVerification
 
 // StatusCommitCommitVerificationReason is an enumeration of the forge's
@@ -6172,12 +21230,26 @@ type StatusCommitCommitVerification = events_s.StatusCommitCommitVerification
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusCommitCommitVerificationReason = events_s.StatusCommitCommitVerificationReason
 
 // StatusCommitParent is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	HTMLURL string "html_url" required
+//	SHA     string "sha" required
+//	URL     string "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetHTMLURL() string
+//	GetSHA() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusCommitParent = events_s.StatusCommitParent
 
 // StatusEvent is the payload of a "status" delivery.
@@ -6191,7 +21263,50 @@ type StatusCommitParent = events_s.StatusCommitParent
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Commit statuses" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	AvatarURL    *string             "avatar_url" nullable
+//	Branches     []StatusBranch      "branches" required
+//	Commit       StatusCommit        "commit" required
+//	Context      string              "context" required
+//	CreatedAt    string              "created_at" required
+//	Description  *string             "description" required, nullable
+//	Enterprise   *Enterprise         "enterprise"
+//	ID           int64               "id" required
+//	Installation *SimpleInstallation "installation"
+//	Name         string              "name" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	SHA          string              "sha" required
+//	State        StatusState         "state" required
+//	TargetURL    *string             "target_url" required, nullable
+//	UpdatedAt    string              "updated_at" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetBranches() []StatusBranch
+//	GetCommit() *StatusCommit
+//	GetContext() string
+//	GetCreatedAt() string
+//	GetDescription() string
+//	GetEnterprise() *Enterprise
+//	GetID() int64
+//	GetInstallation() *SimpleInstallation
+//	GetName() string
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSHA() string
+//	GetSender() *User
+//	GetState() StatusState
+//	GetTargetURL() string
+//	GetUpdatedAt() string
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusEvent = events_s.StatusEvent
 
 // StatusState: The new state. Can be `pending`, `success`, `failure`, or
@@ -6199,17 +21314,39 @@ type StatusEvent = events_s.StatusEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type StatusState = events_s.StatusState
 
 // StringChange is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	From string "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type StringChange = common.StringChange
 
 // StringFromTo is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	From *string "from" nullable
+//	To   *string "to" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() string
+//	GetTo() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type StringFromTo = events_p.StringFromTo
 
 // SubIssuesEvent is the payload of a "sub_issues" delivery: one of
@@ -6228,7 +21365,21 @@ type StringFromTo = events_p.StringFromTo
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Methods:
+//
+//	GetAction() string
+//	GetParentIssueID() float64
+//	GetParentIssue() *Issue
+//	GetSubIssueID() float64
+//	GetSubIssue() *Issue
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SubIssuesEvent = events_s.SubIssuesEvent
 
 // SubIssuesParentIssueAddedEvent is the payload of a "sub_issues" delivery with
@@ -6236,7 +21387,36 @@ type SubIssuesEvent = events_s.SubIssuesEvent
 //
 // A parent issue was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string              "action" required
+//	ParentIssueID   float64             "parent_issue_id" required
+//	ParentIssue     Issue               "parent_issue" required
+//	ParentIssueRepo Repository          "parent_issue_repo" required
+//	SubIssueID      float64             "sub_issue_id" required
+//	SubIssue        Issue               "sub_issue" required
+//	Installation    *SimpleInstallation "installation"
+//	Organization    *Organization       "organization"
+//	Repository      *Repository         "repository"
+//	Sender          *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetParentIssue() *Issue
+//	GetParentIssueID() float64
+//	GetParentIssueRepo() *Repository
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSubIssue() *Issue
+//	GetSubIssueID() float64
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SubIssuesParentIssueAddedEvent = events_s.SubIssuesParentIssueAddedEvent
 
 // SubIssuesParentIssueRemovedEvent is the payload of a "sub_issues" delivery
@@ -6244,7 +21424,36 @@ type SubIssuesParentIssueAddedEvent = events_s.SubIssuesParentIssueAddedEvent
 //
 // A parent issue was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action          string              "action" required
+//	ParentIssueID   float64             "parent_issue_id" required
+//	ParentIssue     Issue               "parent_issue" required
+//	ParentIssueRepo Repository          "parent_issue_repo" required
+//	SubIssueID      float64             "sub_issue_id" required
+//	SubIssue        Issue               "sub_issue" required
+//	Installation    *SimpleInstallation "installation"
+//	Organization    *Organization       "organization"
+//	Repository      *Repository         "repository"
+//	Sender          *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetParentIssue() *Issue
+//	GetParentIssueID() float64
+//	GetParentIssueRepo() *Repository
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSubIssue() *Issue
+//	GetSubIssueID() float64
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SubIssuesParentIssueRemovedEvent = events_s.SubIssuesParentIssueRemovedEvent
 
 // SubIssuesSubIssueAddedEvent is the payload of a "sub_issues" delivery with
@@ -6252,7 +21461,36 @@ type SubIssuesParentIssueRemovedEvent = events_s.SubIssuesParentIssueRemovedEven
 //
 // A sub-issue was added to an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	SubIssueID    float64             "sub_issue_id" required
+//	SubIssue      Issue               "sub_issue" required
+//	SubIssueRepo  Repository          "sub_issue_repo" required
+//	ParentIssueID float64             "parent_issue_id" required
+//	ParentIssue   Issue               "parent_issue" required
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	Repository    *Repository         "repository"
+//	Sender        *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetParentIssue() *Issue
+//	GetParentIssueID() float64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSubIssue() *Issue
+//	GetSubIssueID() float64
+//	GetSubIssueRepo() *Repository
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SubIssuesSubIssueAddedEvent = events_s.SubIssuesSubIssueAddedEvent
 
 // SubIssuesSubIssueRemovedEvent is the payload of a "sub_issues" delivery with
@@ -6260,12 +21498,55 @@ type SubIssuesSubIssueAddedEvent = events_s.SubIssuesSubIssueAddedEvent
 //
 // A sub-issue was removed from an issue.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	SubIssueID    float64             "sub_issue_id" required
+//	SubIssue      Issue               "sub_issue" required
+//	SubIssueRepo  Repository          "sub_issue_repo" required
+//	ParentIssueID float64             "parent_issue_id" required
+//	ParentIssue   Issue               "parent_issue" required
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	Repository    *Repository         "repository"
+//	Sender        *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetParentIssue() *Issue
+//	GetParentIssueID() float64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSubIssue() *Issue
+//	GetSubIssueID() float64
+//	GetSubIssueRepo() *Repository
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SubIssuesSubIssueRemovedEvent = events_s.SubIssuesSubIssueRemovedEvent
 
 // SubIssuesSummary is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Total            int64 "total" required
+//	Completed        int64 "completed" required
+//	PercentCompleted int64 "percent_completed" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCompleted() int64
+//	GetPercentCompleted() int64
+//	GetTotal() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type SubIssuesSummary = common.SubIssuesSummary
 
 // SubIssuesUnknownEvent is the payload of a "sub_issues" delivery whose action
@@ -6273,13 +21554,87 @@ type SubIssuesSummary = common.SubIssuesSummary
 // action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_s.
+// Fields (Go name, type, JSON key):
+//
+//	Action        string              "action" required
+//	ParentIssueID *float64            "parent_issue_id"
+//	ParentIssue   *Issue              "parent_issue"
+//	SubIssueID    *float64            "sub_issue_id"
+//	SubIssue      *Issue              "sub_issue"
+//	Installation  *SimpleInstallation "installation"
+//	Organization  *Organization       "organization"
+//	Repository    *Repository         "repository"
+//	Sender        *User               "sender"
+//	Raw           json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetParentIssue() *Issue
+//	GetParentIssueID() float64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetSubIssue() *Issue
+//	GetSubIssueID() float64
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SubIssuesUnknownEvent = events_s.SubIssuesUnknownEvent
 
 // Team: Groups of organization members that gives permissions on specified
 // repositories.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Deleted             *bool                                 "deleted"
+//	Description         *string                               "description" nullable
+//	HTMLURL             *string                               "html_url"
+//	ID                  int64                                 "id" required
+//	MembersURL          *string                               "members_url"
+//	Name                string                                "name" required
+//	NodeID              *string                               "node_id"
+//	Parent              *Team                                 "parent" nullable
+//	Permission          *string                               "permission"
+//	Privacy             *TeamPrivacy                          "privacy"
+//	NotificationSetting *TeamNotificationSetting              "notification_setting"
+//	RepositoriesURL     *string                               "repositories_url"
+//	Slug                *string                               "slug"
+//	URL                 *string                               "url"
+//	Type                *OrganizationCustomPropertySourceType "type"
+//	OrganizationID      *int64                                "organization_id"
+//	EnterpriseID        *int64                                "enterprise_id"
+//	LDAPDN              *string                               "ldap_dn"
+//	Permissions         *TeamPermissions                      "permissions"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDeleted() bool
+//	GetDescription() string
+//	GetEnterpriseID() int64
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLDAPDN() string
+//	GetMembersURL() string
+//	GetName() string
+//	GetNodeID() string
+//	GetNotificationSetting() TeamNotificationSetting
+//	GetOrganizationID() int64
+//	GetParent() *Team
+//	GetPermission() string
+//	GetPermissions() *TeamPermissions
+//	GetPrivacy() TeamPrivacy
+//	GetRepositoriesURL() string
+//	GetSlug() string
+//	GetType() OrganizationCustomPropertySourceType
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Team = common.Team
 
 // TeamAddEvent is the payload of a "team_add" delivery.
@@ -6292,7 +21647,28 @@ type Team = common.Team
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Members" organization permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamAddEvent = events_t.TeamAddEvent
 
 // TeamAddedToRepositoryEvent is the payload of a "team" delivery with action
@@ -6300,48 +21676,194 @@ type TeamAddEvent = events_t.TeamAddEvent
 //
 // A team was granted access to a repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamAddedToRepositoryEvent = events_t.TeamAddedToRepositoryEvent
 
 // TeamCreatedEvent is the payload of a "team" delivery with action "created".
 //
 // A team was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamCreatedEvent = events_t.TeamCreatedEvent
 
 // TeamDeletedEvent is the payload of a "team" delivery with action "deleted".
 //
 // A team was deleted.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamDeletedEvent = events_t.TeamDeletedEvent
 
 // TeamEditedChanges: The changes to the team if the action was `edited`.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Description         *StringChange                "description"
+//	Name                *StringChange                "name"
+//	Privacy             *StringChange                "privacy"
+//	NotificationSetting *StringChange                "notification_setting"
+//	Repository          *TeamEditedChangesRepository "repository"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetDescription() *StringChange
+//	GetName() *StringChange
+//	GetNotificationSetting() *StringChange
+//	GetPrivacy() *StringChange
+//	GetRepository() *TeamEditedChangesRepository
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamEditedChanges = events_t.TeamEditedChanges
 
 // TeamEditedChangesRepository is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Permissions TeamEditedChangesRepositoryPermissions "permissions" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPermissions() *TeamEditedChangesRepositoryPermissions
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamEditedChangesRepository = events_t.TeamEditedChangesRepository
 
 // TeamEditedChangesRepositoryPermissions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	From TeamEditedChangesRepositoryPermissionsFrom "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() *TeamEditedChangesRepositoryPermissionsFrom
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamEditedChangesRepositoryPermissions = events_t.TeamEditedChangesRepositoryPermissions
 
 // TeamEditedChangesRepositoryPermissionsFrom is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Admin *bool "admin"
+//	Pull  *bool "pull"
+//	Push  *bool "push"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdmin() bool
+//	GetPull() bool
+//	GetPush() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamEditedChangesRepositoryPermissionsFrom = events_t.TeamEditedChangesRepositoryPermissionsFrom
 
 // TeamEditedEvent is the payload of a "team" delivery with action "edited".
 //
 // The name, description, or visibility of a team was changed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Changes      TeamEditedChanges   "changes" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *TeamEditedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamEditedEvent = events_t.TeamEditedEvent
 
 // TeamEvent is the payload of a "team" delivery: one of
@@ -6358,7 +21880,19 @@ type TeamEditedEvent = events_t.TeamEditedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamEvent = events_t.TeamEvent
 
 // TeamNotificationSetting: Whether team members will receive notifications when
@@ -6366,19 +21900,37 @@ type TeamEvent = events_t.TeamEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type TeamNotificationSetting = common.TeamNotificationSetting
 
 // TeamPermissions is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Pull     bool "pull" required
+//	Triage   bool "triage" required
+//	Push     bool "push" required
+//	Maintain bool "maintain" required
+//	Admin    bool "admin" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAdmin() bool
+//	GetMaintain() bool
+//	GetPull() bool
+//	GetPush() bool
+//	GetTriage() bool
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type TeamPermissions = common.TeamPermissions
 
 // TeamPrivacy is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type TeamPrivacy = common.TeamPrivacy
 
 // TeamRemovedFromRepositoryEvent is the payload of a "team" delivery with
@@ -6386,7 +21938,30 @@ type TeamPrivacy = common.TeamPrivacy
 //
 // A team's access to a repository was removed.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization Organization        "organization" required
+//	Repository   *Repository         "repository"
+//	Sender       User                "sender" required
+//	Team         Team                "team" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamRemovedFromRepositoryEvent = events_t.TeamRemovedFromRepositoryEvent
 
 // TeamUnknownEvent is the payload of a "team" delivery whose action the schema
@@ -6394,25 +21969,113 @@ type TeamRemovedFromRepositoryEvent = events_t.TeamRemovedFromRepositoryEvent
 // Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_t.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Team         *Team               "team"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetTeam() *Team
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_t.
 type TeamUnknownEvent = events_t.TeamUnknownEvent
 
 // User: A forge user.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Name              *string   "name" nullable
+//	Email             *string   "email" nullable
+//	Login             string    "login" required
+//	ID                int64     "id" required
+//	NodeID            *string   "node_id"
+//	AvatarURL         *string   "avatar_url"
+//	GravatarID        *string   "gravatar_id" nullable
+//	URL               *string   "url"
+//	HTMLURL           *string   "html_url"
+//	FollowersURL      *string   "followers_url"
+//	FollowingURL      *string   "following_url"
+//	GistsURL          *string   "gists_url"
+//	StarredURL        *string   "starred_url"
+//	SubscriptionsURL  *string   "subscriptions_url"
+//	OrganizationsURL  *string   "organizations_url"
+//	ReposURL          *string   "repos_url"
+//	EventsURL         *string   "events_url"
+//	ReceivedEventsURL *string   "received_events_url"
+//	Type              *UserType "type"
+//	SiteAdmin         *bool     "site_admin"
+//	StarredAt         *string   "starred_at"
+//	UserViewType      *string   "user_view_type"
+//	Deleted           *bool     "deleted"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAvatarURL() string
+//	GetDeleted() bool
+//	GetEmail() string
+//	GetEventsURL() string
+//	GetFollowersURL() string
+//	GetFollowingURL() string
+//	GetGistsURL() string
+//	GetGravatarID() string
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetLogin() string
+//	GetName() string
+//	GetNodeID() string
+//	GetOrganizationsURL() string
+//	GetReceivedEventsURL() string
+//	GetReposURL() string
+//	GetSiteAdmin() bool
+//	GetStarredAt() string
+//	GetStarredURL() string
+//	GetSubscriptionsURL() string
+//	GetType() UserType
+//	GetURL() string
+//	GetUserViewType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type User = common.User
 
 // UserType is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type UserType = common.UserType
 
 // VulnerabilityFirstPatchedVersion: Details pertaining to the package version
 // that patches this vulnerability.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Identifier string "identifier" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetIdentifier() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type VulnerabilityFirstPatchedVersion = common.VulnerabilityFirstPatchedVersion
 
 // WatchEvent is the payload of a "watch" delivery: one of *WatchStartedEvent,
@@ -6429,14 +22092,46 @@ type VulnerabilityFirstPatchedVersion = common.VulnerabilityFirstPatchedVersion
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WatchEvent = events_w.WatchEvent
 
 // WatchStartedEvent is the payload of a "watch" delivery with action "started".
 //
 // Someone started watching the repository.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WatchStartedEvent = events_w.WatchStartedEvent
 
 // WatchUnknownEvent is the payload of a "watch" delivery whose action the
@@ -6444,36 +22139,138 @@ type WatchStartedEvent = events_w.WatchStartedEvent
 // and in Raw the whole payload; other members are kept as unknown members (see
 // UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WatchUnknownEvent = events_w.WatchUnknownEvent
 
 // Webhook: The webhook that is being pinged
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	Active        bool          "active" required
+//	AppID         *int64        "app_id"
+//	Config        WebhookConfig "config" required
+//	CreatedAt     Timestamp     "created_at" required
+//	DeliveriesURL *string       "deliveries_url"
+//	Events        []string      "events" required
+//	ID            int64         "id" required
+//	LastResponse  *HookResponse "last_response"
+//	Name          WebhookName   "name" required
+//	PingURL       *string       "ping_url"
+//	TestURL       *string       "test_url"
+//	Type          string        "type" required
+//	UpdatedAt     Timestamp     "updated_at" required
+//	URL           *string       "url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActive() bool
+//	GetAppID() int64
+//	GetConfig() *WebhookConfig
+//	GetCreatedAt() Timestamp
+//	GetDeliveriesURL() string
+//	GetEvents() []string
+//	GetID() int64
+//	GetLastResponse() *HookResponse
+//	GetName() WebhookName
+//	GetPingURL() string
+//	GetTestURL() string
+//	GetType() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type Webhook = events_p.Webhook
 
 // WebhookConfig is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Fields (Go name, type, JSON key):
+//
+//	ContentType *string                   "content_type"
+//	InsecureSSL *WebhookConfigInsecureSSL "insecure_ssl"
+//	Secret      *string                   "secret"
+//	URL         *string                   "url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetContentType() string
+//	GetInsecureSSL() *WebhookConfigInsecureSSL
+//	GetSecret() string
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type WebhookConfig = events_p.WebhookConfig
 
 // WebhookConfigInsecureSSL: The value of the issue field
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type WebhookConfigInsecureSSL = common.WebhookConfigInsecureSSL
 
 // WebhookName: The type of webhook. The only valid value is 'web'.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_p.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type WebhookName = events_p.WebhookName
 
 // Workflow is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	BadgeURL  string    "badge_url" required
+//	CreatedAt Timestamp "created_at" required
+//	HTMLURL   string    "html_url" required
+//	ID        int64     "id" required
+//	Name      string    "name" required
+//	NodeID    string    "node_id" required
+//	Path      string    "path" required
+//	State     string    "state" required
+//	UpdatedAt Timestamp "updated_at" required
+//	URL       string    "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBadgeURL() string
+//	GetCreatedAt() Timestamp
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetName() string
+//	GetNodeID() string
+//	GetPath() string
+//	GetState() string
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Workflow = common.Workflow
 
 // WorkflowDispatchEvent is the payload of a "workflow_dispatch" delivery.
@@ -6486,17 +22283,112 @@ type Workflow = common.Workflow
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Contents" repository permission.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Enterprise   *Enterprise         "enterprise"
+//	Inputs       json.RawMessage     "inputs" required, nullable
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Ref          string              "ref" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	Workflow     string              "workflow" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetEnterprise() *Enterprise
+//	GetInputs() json.RawMessage
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRef() string
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() string
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowDispatchEvent = events_w.WorkflowDispatchEvent
 
 // WorkflowFileReference: A workflow that must run for this rule to pass
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_r.
+// Fields (Go name, type, JSON key):
+//
+//	Path         string  "path" required
+//	Ref          *string "ref"
+//	RepositoryID int64   "repository_id" required
+//	SHA          *string "sha"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPath() string
+//	GetRef() string
+//	GetRepositoryID() int64
+//	GetSHA() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type WorkflowFileReference = events_r.WorkflowFileReference
 
 // WorkflowJob is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	CheckRunURL     string                 "check_run_url" required
+//	CompletedAt     *string                "completed_at" required, nullable
+//	Conclusion      *WorkflowJobConclusion "conclusion" required, nullable
+//	CreatedAt       *string                "created_at"
+//	HeadSHA         string                 "head_sha" required
+//	HTMLURL         string                 "html_url" required
+//	ID              int64                  "id" required
+//	Labels          []*string              "labels" required
+//	Name            string                 "name" required
+//	NodeID          string                 "node_id" required
+//	RunAttempt      *int64                 "run_attempt"
+//	RunID           float64                "run_id" required
+//	RunURL          string                 "run_url" required
+//	RunnerGroupID   *float64               "runner_group_id" required, nullable
+//	RunnerGroupName *string                "runner_group_name" required, nullable
+//	RunnerID        *float64               "runner_id" required, nullable
+//	RunnerName      *string                "runner_name" required, nullable
+//	StartedAt       Timestamp              "started_at" required
+//	Status          WorkflowJobStatus      "status" required
+//	HeadBranch      *string                "head_branch" nullable
+//	WorkflowName    *string                "workflow_name" nullable
+//	Steps           []*WorkflowStep        "steps" required
+//	URL             string                 "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCheckRunURL() string
+//	GetCompletedAt() string
+//	GetConclusion() WorkflowJobConclusion
+//	GetCreatedAt() string
+//	GetHTMLURL() string
+//	GetHeadBranch() string
+//	GetHeadSHA() string
+//	GetID() int64
+//	GetLabels() []*string
+//	GetName() string
+//	GetNodeID() string
+//	GetRunAttempt() int64
+//	GetRunID() float64
+//	GetRunURL() string
+//	GetRunnerGroupID() float64
+//	GetRunnerGroupName() string
+//	GetRunnerID() float64
+//	GetRunnerName() string
+//	GetStartedAt() Timestamp
+//	GetStatus() WorkflowJobStatus
+//	GetSteps() []*WorkflowStep
+//	GetURL() string
+//	GetWorkflowName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJob = events_w.WorkflowJob
 
 // WorkflowJobCompletedEvent is the payload of a "workflow_job" delivery with
@@ -6505,14 +22397,39 @@ type WorkflowJob = events_w.WorkflowJob
 // A job in a workflow run finished. This event occurs when a job in a workflow
 // is completed, regardless of whether the job was successful or unsuccessful.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	WorkflowJob  WorkflowJob         "workflow_job" required
+//	Deployment   *Deployment         "deployment"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflowJob() *WorkflowJob
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobCompletedEvent = events_w.WorkflowJobCompletedEvent
 
 // WorkflowJobConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobConclusion = events_w.WorkflowJobConclusion
 
 // WorkflowJobEvent is the payload of a "workflow_job" delivery: one of
@@ -6534,7 +22451,20 @@ type WorkflowJobConclusion = events_w.WorkflowJobConclusion
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflowJob() *WorkflowJob
+//	GetDeployment() *Deployment
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobEvent = events_w.WorkflowJobEvent
 
 // WorkflowJobInProgressEvent is the payload of a "workflow_job" delivery with
@@ -6542,7 +22472,32 @@ type WorkflowJobEvent = events_w.WorkflowJobEvent
 //
 // A job in a workflow run started processing on a runner.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	WorkflowJob  WorkflowJob         "workflow_job" required
+//	Deployment   *Deployment         "deployment"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflowJob() *WorkflowJob
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobInProgressEvent = events_w.WorkflowJobInProgressEvent
 
 // WorkflowJobQueuedEvent is the payload of a "workflow_job" delivery with
@@ -6550,14 +22505,39 @@ type WorkflowJobInProgressEvent = events_w.WorkflowJobInProgressEvent
 //
 // A job in a workflow run was created.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	WorkflowJob  WorkflowJob         "workflow_job" required
+//	Deployment   *Deployment         "deployment"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflowJob() *WorkflowJob
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobQueuedEvent = events_w.WorkflowJobQueuedEvent
 
 // WorkflowJobStatus is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobStatus = events_w.WorkflowJobStatus
 
 // WorkflowJobUnknownEvent is the payload of a "workflow_job" delivery whose
@@ -6565,7 +22545,33 @@ type WorkflowJobStatus = events_w.WorkflowJobStatus
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	WorkflowJob  *WorkflowJob        "workflow_job"
+//	Deployment   *Deployment         "deployment"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflowJob() *WorkflowJob
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobUnknownEvent = events_w.WorkflowJobUnknownEvent
 
 // WorkflowJobWaitingEvent is the payload of a "workflow_job" delivery with
@@ -6573,12 +22579,115 @@ type WorkflowJobUnknownEvent = events_w.WorkflowJobUnknownEvent
 //
 // A job in a workflow run was created and is waiting for approvals.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	WorkflowJob  WorkflowJob         "workflow_job" required
+//	Deployment   *Deployment         "deployment"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetDeployment() *Deployment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflowJob() *WorkflowJob
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowJobWaitingEvent = events_w.WorkflowJobWaitingEvent
 
 // WorkflowRun is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Actor               *User                           "actor" nullable
+//	ArtifactsURL        string                          "artifacts_url" required
+//	CancelURL           string                          "cancel_url" required
+//	CheckSuiteID        int64                           "check_suite_id" required
+//	CheckSuiteNodeID    string                          "check_suite_node_id" required
+//	CheckSuiteURL       string                          "check_suite_url" required
+//	Conclusion          *CheckSuiteConclusion           "conclusion" required, nullable
+//	CreatedAt           Timestamp                       "created_at" required
+//	Event               string                          "event" required
+//	HeadBranch          *string                         "head_branch" required, nullable
+//	HeadCommit          SimpleCommit                    "head_commit" required
+//	HeadRepository      RepositoryLite                  "head_repository" required
+//	HeadSHA             string                          "head_sha" required
+//	HTMLURL             string                          "html_url" required
+//	ID                  int64                           "id" required
+//	JobsURL             string                          "jobs_url" required
+//	LogsURL             string                          "logs_url" required
+//	Name                *string                         "name" required, nullable
+//	NodeID              string                          "node_id" required
+//	Path                *string                         "path"
+//	PreviousAttemptURL  *string                         "previous_attempt_url" required, nullable
+//	PullRequests        []*WorkflowRunPullRequest       "pull_requests" required
+//	ReferencedWorkflows []WorkflowRunReferencedWorkflow "referenced_workflows" nullable
+//	Repository          RepositoryLite                  "repository" required
+//	RerunURL            string                          "rerun_url" required
+//	RunAttempt          int64                           "run_attempt" required
+//	RunNumber           int64                           "run_number" required
+//	RunStartedAt        Timestamp                       "run_started_at" required
+//	Status              WorkflowRunStatus               "status" required
+//	TriggeringActor     *User                           "triggering_actor" nullable
+//	UpdatedAt           Timestamp                       "updated_at" required
+//	URL                 string                          "url" required
+//	WorkflowID          int64                           "workflow_id" required
+//	WorkflowURL         string                          "workflow_url" required
+//	DisplayTitle        *string                         "display_title"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetActor() *User
+//	GetArtifactsURL() string
+//	GetCancelURL() string
+//	GetCheckSuiteID() int64
+//	GetCheckSuiteNodeID() string
+//	GetCheckSuiteURL() string
+//	GetConclusion() CheckSuiteConclusion
+//	GetCreatedAt() Timestamp
+//	GetDisplayTitle() string
+//	GetEvent() string
+//	GetHTMLURL() string
+//	GetHeadBranch() string
+//	GetHeadCommit() *SimpleCommit
+//	GetHeadRepository() *RepositoryLite
+//	GetHeadSHA() string
+//	GetID() int64
+//	GetJobsURL() string
+//	GetLogsURL() string
+//	GetName() string
+//	GetNodeID() string
+//	GetPath() string
+//	GetPreviousAttemptURL() string
+//	GetPullRequests() []*WorkflowRunPullRequest
+//	GetReferencedWorkflows() []WorkflowRunReferencedWorkflow
+//	GetRepository() *RepositoryLite
+//	GetRerunURL() string
+//	GetRunAttempt() int64
+//	GetRunNumber() int64
+//	GetRunStartedAt() Timestamp
+//	GetStatus() WorkflowRunStatus
+//	GetTriggeringActor() *User
+//	GetURL() string
+//	GetUpdatedAt() Timestamp
+//	GetWorkflowID() int64
+//	GetWorkflowURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowRun = events_w.WorkflowRun
 
 // WorkflowRunCompletedEvent is the payload of a "workflow_run" delivery with
@@ -6587,7 +22696,32 @@ type WorkflowRun = events_w.WorkflowRun
 // A workflow run finished. This event occurs when a workflow run is completed,
 // regardless of whether the workflow was successful or unsuccessful.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	Workflow     *Workflow           "workflow" required, nullable
+//	WorkflowRun  WorkflowRun         "workflow_run" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *WorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowRunCompletedEvent = events_w.WorkflowRunCompletedEvent
 
 // WorkflowRunEvent is the payload of a "workflow_run" delivery: one of
@@ -6609,7 +22743,20 @@ type WorkflowRunCompletedEvent = events_w.WorkflowRunCompletedEvent
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *WorkflowRun
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowRunEvent = events_w.WorkflowRunEvent
 
 // WorkflowRunInProgressEvent is the payload of a "workflow_run" delivery with
@@ -6617,17 +22764,74 @@ type WorkflowRunEvent = events_w.WorkflowRunEvent
 //
 // A workflow run started processing on a runner.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	Workflow     *Workflow           "workflow" required, nullable
+//	WorkflowRun  WorkflowRun         "workflow_run" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *WorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowRunInProgressEvent = events_w.WorkflowRunInProgressEvent
 
 // WorkflowRunPullRequest is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Base   CheckRunPullRequestBase "base" required
+//	Head   CheckRunPullRequestBase "head" required
+//	ID     float64                 "id" required
+//	Number float64                 "number" required
+//	URL    string                  "url" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBase() *CheckRunPullRequestBase
+//	GetHead() *CheckRunPullRequestBase
+//	GetID() float64
+//	GetNumber() float64
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowRunPullRequest = events_w.WorkflowRunPullRequest
 
 // WorkflowRunReferencedWorkflow is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Fields (Go name, type, JSON key):
+//
+//	Path string  "path" required
+//	Ref  *string "ref"
+//	SHA  string  "sha" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPath() string
+//	GetRef() string
+//	GetSHA() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type WorkflowRunReferencedWorkflow = common.WorkflowRunReferencedWorkflow
 
 // WorkflowRunRequestedEvent is the payload of a "workflow_run" delivery with
@@ -6635,14 +22839,39 @@ type WorkflowRunReferencedWorkflow = common.WorkflowRunReferencedWorkflow
 //
 // A workflow run was triggered.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//	Workflow     *Workflow           "workflow" required, nullable
+//	WorkflowRun  WorkflowRun         "workflow_run" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *WorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowRunRequestedEvent = events_w.WorkflowRunRequestedEvent
 
 // WorkflowRunStatus is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/common.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type WorkflowRunStatus = common.WorkflowRunStatus
 
 // WorkflowRunUnknownEvent is the payload of a "workflow_run" delivery whose
@@ -6650,19 +22879,65 @@ type WorkflowRunStatus = common.WorkflowRunStatus
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   *Repository         "repository"
+//	Sender       *User               "sender"
+//	Workflow     *Workflow           "workflow"
+//	WorkflowRun  *WorkflowRun        "workflow_run"
+//	Raw          json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetWorkflow() *Workflow
+//	GetWorkflowRun() *WorkflowRun
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowRunUnknownEvent = events_w.WorkflowRunUnknownEvent
 
 // WorkflowStep is a type of the forge's payloads.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Fields (Go name, type, JSON key):
+//
+//	CompletedAt *string                        "completed_at" required, nullable
+//	Conclusion  *WorkflowStepConclusion        "conclusion" required, nullable
+//	Name        string                         "name" required
+//	Number      int64                          "number" required
+//	StartedAt   *string                        "started_at" required, nullable
+//	Status      DeploymentStatusCheckRunStatus "status" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCompletedAt() string
+//	GetConclusion() WorkflowStepConclusion
+//	GetName() string
+//	GetNumber() int64
+//	GetStartedAt() string
+//	GetStatus() DeploymentStatusCheckRunStatus
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowStep = events_w.WorkflowStep
 
 // WorkflowStepConclusion is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared, with its fields and methods, in forgehooks.dev/forgehooks/payloads/internal/events_w.
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
 type WorkflowStepConclusion = events_w.WorkflowStepConclusion
 
 // The values of ActiveLockReason the schema lists.

@@ -7,6 +7,59 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetAdminEnforced returns the "admin_enforced" member, or false when x is nil.
+func (x *BranchProtectionRule) GetAdminEnforced() bool {
+	if x == nil {
+		return false
+	}
+	return x.AdminEnforced
+}
+
+// GetAllowDeletionsEnforcementLevel returns the
+// "allow_deletions_enforcement_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetAllowDeletionsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.AllowDeletionsEnforcementLevel
+}
+
+// GetAllowForcePushesEnforcementLevel returns the
+// "allow_force_pushes_enforcement_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetAllowForcePushesEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.AllowForcePushesEnforcementLevel
+}
+
+// GetAuthorizedActorNames returns the "authorized_actor_names" member, or nil
+// when x is nil or the member is absent or null.
+func (x *BranchProtectionRule) GetAuthorizedActorNames() []string {
+	if x == nil {
+		return nil
+	}
+	return x.AuthorizedActorNames
+}
+
+// GetAuthorizedActorsOnly returns the "authorized_actors_only" member, or false
+// when x is nil.
+func (x *BranchProtectionRule) GetAuthorizedActorsOnly() bool {
+	if x == nil {
+		return false
+	}
+	return x.AuthorizedActorsOnly
+}
+
+// GetAuthorizedDismissalActorsOnly returns the
+// "authorized_dismissal_actors_only" member, or false when x is nil.
+func (x *BranchProtectionRule) GetAuthorizedDismissalActorsOnly() bool {
+	if x == nil {
+		return false
+	}
+	return x.AuthorizedDismissalActorsOnly
+}
+
 // GetCreateProtected returns the "create_protected" member, or false when x is
 // nil or the member is absent or null.
 func (x *BranchProtectionRule) GetCreateProtected() bool {
@@ -14,6 +67,50 @@ func (x *BranchProtectionRule) GetCreateProtected() bool {
 		return false
 	}
 	return *x.CreateProtected
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *BranchProtectionRule) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetDismissStaleReviewsOnPush returns the "dismiss_stale_reviews_on_push"
+// member, or false when x is nil.
+func (x *BranchProtectionRule) GetDismissStaleReviewsOnPush() bool {
+	if x == nil {
+		return false
+	}
+	return x.DismissStaleReviewsOnPush
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *BranchProtectionRule) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIgnoreApprovalsFromContributors returns the
+// "ignore_approvals_from_contributors" member, or false when x is nil.
+func (x *BranchProtectionRule) GetIgnoreApprovalsFromContributors() bool {
+	if x == nil {
+		return false
+	}
+	return x.IgnoreApprovalsFromContributors
+}
+
+// GetLinearHistoryRequirementEnforcementLevel returns the
+// "linear_history_requirement_enforcement_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetLinearHistoryRequirementEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.LinearHistoryRequirementEnforcementLevel
 }
 
 // GetLockBranchEnforcementLevel returns the "lock_branch_enforcement_level"
@@ -34,6 +131,49 @@ func (x *BranchProtectionRule) GetLockAllowsForkSync() bool {
 	return *x.LockAllowsForkSync
 }
 
+// GetMergeQueueEnforcementLevel returns the "merge_queue_enforcement_level"
+// member, or "" when x is nil.
+func (x *BranchProtectionRule) GetMergeQueueEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.MergeQueueEnforcementLevel
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetPullRequestReviewsEnforcementLevel returns the
+// "pull_request_reviews_enforcement_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetPullRequestReviewsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestReviewsEnforcementLevel
+}
+
+// GetRepositoryID returns the "repository_id" member, or 0 when x is nil.
+func (x *BranchProtectionRule) GetRepositoryID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RepositoryID
+}
+
+// GetRequireCodeOwnerReview returns the "require_code_owner_review" member, or
+// false when x is nil.
+func (x *BranchProtectionRule) GetRequireCodeOwnerReview() bool {
+	if x == nil {
+		return false
+	}
+	return x.RequireCodeOwnerReview
+}
+
 // GetRequireLastPushApproval returns the "require_last_push_approval" member,
 // or false when x is nil or the member is absent or null.
 func (x *BranchProtectionRule) GetRequireLastPushApproval() bool {
@@ -43,6 +183,181 @@ func (x *BranchProtectionRule) GetRequireLastPushApproval() bool {
 	return *x.RequireLastPushApproval
 }
 
+// GetRequiredApprovingReviewCount returns the "required_approving_review_count"
+// member, or 0 when x is nil.
+func (x *BranchProtectionRule) GetRequiredApprovingReviewCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RequiredApprovingReviewCount
+}
+
+// GetRequiredConversationResolutionLevel returns the
+// "required_conversation_resolution_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetRequiredConversationResolutionLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.RequiredConversationResolutionLevel
+}
+
+// GetRequiredDeploymentsEnforcementLevel returns the
+// "required_deployments_enforcement_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetRequiredDeploymentsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.RequiredDeploymentsEnforcementLevel
+}
+
+// GetRequiredStatusChecks returns the "required_status_checks" member, or nil
+// when x is nil or the member is absent or null.
+func (x *BranchProtectionRule) GetRequiredStatusChecks() []string {
+	if x == nil {
+		return nil
+	}
+	return x.RequiredStatusChecks
+}
+
+// GetRequiredStatusChecksEnforcementLevel returns the
+// "required_status_checks_enforcement_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetRequiredStatusChecksEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.RequiredStatusChecksEnforcementLevel
+}
+
+// GetSignatureRequirementEnforcementLevel returns the
+// "signature_requirement_enforcement_level" member, or "" when x is nil.
+func (x *BranchProtectionRule) GetSignatureRequirementEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.SignatureRequirementEnforcementLevel
+}
+
+// GetStrictRequiredStatusChecksPolicy returns the
+// "strict_required_status_checks_policy" member, or false when x is nil.
+func (x *BranchProtectionRule) GetStrictRequiredStatusChecksPolicy() bool {
+	if x == nil {
+		return false
+	}
+	return x.StrictRequiredStatusChecksPolicy
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *BranchProtectionRule) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetAdminEnforced returns the "admin_enforced" member, or nil when x is nil or
+// the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetAdminEnforced() *BranchProtectionRuleEditedChangesAdminEnforced {
+	if x == nil {
+		return nil
+	}
+	return x.AdminEnforced
+}
+
+// GetAuthorizedActorNames returns the "authorized_actor_names" member, or nil
+// when x is nil or the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetAuthorizedActorNames() *BranchProtectionRuleEditedChangesAuthorizedActorNames {
+	if x == nil {
+		return nil
+	}
+	return x.AuthorizedActorNames
+}
+
+// GetAuthorizedActorsOnly returns the "authorized_actors_only" member, or nil
+// when x is nil or the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetAuthorizedActorsOnly() *BranchProtectionRuleEditedChangesAdminEnforced {
+	if x == nil {
+		return nil
+	}
+	return x.AuthorizedActorsOnly
+}
+
+// GetAuthorizedDismissalActorsOnly returns the
+// "authorized_dismissal_actors_only" member, or nil when x is nil or the member
+// is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetAuthorizedDismissalActorsOnly() *BranchProtectionRuleEditedChangesAdminEnforced {
+	if x == nil {
+		return nil
+	}
+	return x.AuthorizedDismissalActorsOnly
+}
+
+// GetLinearHistoryRequirementEnforcementLevel returns the
+// "linear_history_requirement_enforcement_level" member, or nil when x is nil
+// or the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetLinearHistoryRequirementEnforcementLevel() *EnforcementLevel {
+	if x == nil {
+		return nil
+	}
+	return x.LinearHistoryRequirementEnforcementLevel
+}
+
+// GetLockBranchEnforcementLevel returns the "lock_branch_enforcement_level"
+// member, or nil when x is nil or the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetLockBranchEnforcementLevel() *EnforcementLevel {
+	if x == nil {
+		return nil
+	}
+	return x.LockBranchEnforcementLevel
+}
+
+// GetLockAllowsForkSync returns the "lock_allows_fork_sync" member, or nil when
+// x is nil or the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetLockAllowsForkSync() *BranchProtectionRuleEditedChangesAdminEnforced {
+	if x == nil {
+		return nil
+	}
+	return x.LockAllowsForkSync
+}
+
+// GetPullRequestReviewsEnforcementLevel returns the
+// "pull_request_reviews_enforcement_level" member, or nil when x is nil or the
+// member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetPullRequestReviewsEnforcementLevel() *EnforcementLevel {
+	if x == nil {
+		return nil
+	}
+	return x.PullRequestReviewsEnforcementLevel
+}
+
+// GetRequireLastPushApproval returns the "require_last_push_approval" member,
+// or nil when x is nil or the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetRequireLastPushApproval() *BranchProtectionRuleEditedChangesAdminEnforced {
+	if x == nil {
+		return nil
+	}
+	return x.RequireLastPushApproval
+}
+
+// GetRequiredStatusChecks returns the "required_status_checks" member, or nil
+// when x is nil or the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetRequiredStatusChecks() *BranchProtectionRuleEditedChangesAuthorizedActorNames {
+	if x == nil {
+		return nil
+	}
+	return x.RequiredStatusChecks
+}
+
+// GetRequiredStatusChecksEnforcementLevel returns the
+// "required_status_checks_enforcement_level" member, or nil when x is nil or
+// the member is absent or null.
+func (x *BranchProtectionRuleEditedChanges) GetRequiredStatusChecksEnforcementLevel() *EnforcementLevel {
+	if x == nil {
+		return nil
+	}
+	return x.RequiredStatusChecksEnforcementLevel
+}
+
 // GetFrom returns the "from" member, or false when x is nil or the member is
 // absent or null.
 func (x *BranchProtectionRuleEditedChangesAdminEnforced) GetFrom() bool {
@@ -50,6 +365,23 @@ func (x *BranchProtectionRuleEditedChangesAdminEnforced) GetFrom() bool {
 		return false
 	}
 	return *x.From
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member is
+// absent or null.
+func (x *BranchProtectionRuleEditedChangesAuthorizedActorNames) GetFrom() []string {
+	if x == nil {
+		return nil
+	}
+	return x.From
+}
+
+// GetFrom returns the "from" member, or "" when x is nil.
+func (x *EnforcementLevel) GetFrom() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+	if x == nil {
+		return ""
+	}
+	return x.From
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -347,6 +679,15 @@ func (x *BranchProtectionRuleDeletedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *BranchProtectionRuleEditedEvent) GetChanges() *BranchProtectionRuleEditedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the

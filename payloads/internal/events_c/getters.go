@@ -3,9 +3,18 @@
 package payloads
 
 import (
+	"encoding/json"
 	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
+
+// GetAnalysisKey returns the "analysis_key" member, or "" when x is nil.
+func (x *AlertInstance) GetAnalysisKey() string {
+	if x == nil {
+		return ""
+	}
+	return x.AnalysisKey
+}
 
 // GetCategory returns the "category" member, or "" when x is nil or the member
 // is absent or null.
@@ -16,6 +25,15 @@ func (x *AlertInstance) GetCategory() string {
 	return *x.Category
 }
 
+// GetClassifications returns the "classifications" member, or nil when x is nil
+// or the member is absent or null.
+func (x *AlertInstance) GetClassifications() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Classifications
+}
+
 // GetCommitSHA returns the "commit_sha" member, or "" when x is nil or the
 // member is absent or null.
 func (x *AlertInstance) GetCommitSHA() string {
@@ -23,6 +41,48 @@ func (x *AlertInstance) GetCommitSHA() string {
 		return ""
 	}
 	return *x.CommitSHA
+}
+
+// GetEnvironment returns the "environment" member, or "" when x is nil.
+func (x *AlertInstance) GetEnvironment() string {
+	if x == nil {
+		return ""
+	}
+	return x.Environment
+}
+
+// GetLocation returns the "location" member, or nil when x is nil or the member
+// is absent or null.
+func (x *AlertInstance) GetLocation() *AlertInstanceLocation {
+	if x == nil {
+		return nil
+	}
+	return x.Location
+}
+
+// GetMessage returns the "message" member, or nil when x is nil or the member
+// is absent or null.
+func (x *AlertInstance) GetMessage() *AlertInstanceMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Message
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *AlertInstance) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *AlertInstance) GetState() common.AlertInstanceState {
+	if x == nil {
+		return ""
+	}
+	return x.State
 }
 
 // GetEndColumn returns the "end_column" member, or 0 when x is nil or the
@@ -79,6 +139,24 @@ func (x *AlertInstanceMessage) GetText() string {
 	return *x.Text
 }
 
+// GetApp returns the "app" member, or nil when x is nil or the member is absent
+// or null.
+func (x *CheckRun) GetApp() *common.App {
+	if x == nil {
+		return nil
+	}
+	return x.App
+}
+
+// GetCheckSuite returns the "check_suite" member, or nil when x is nil or the
+// member was absent or null.
+func (x *CheckRun) GetCheckSuite() *SimpleCheckSuite {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.CheckSuite
+}
+
 // GetCompletedAt returns the "completed_at" member, or the zero Timestamp when
 // x is nil or the member is absent or null.
 func (x *CheckRun) GetCompletedAt() codec.Timestamp {
@@ -97,6 +175,15 @@ func (x *CheckRun) GetConclusion() CheckRunConclusion {
 	return *x.Conclusion
 }
 
+// GetDeployment returns the "deployment" member, or nil when x is nil or the
+// member is absent or null.
+func (x *CheckRun) GetDeployment() *common.Deployment {
+	if x == nil {
+		return nil
+	}
+	return x.Deployment
+}
+
 // GetDetailsURL returns the "details_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *CheckRun) GetDetailsURL() string {
@@ -106,6 +193,46 @@ func (x *CheckRun) GetDetailsURL() string {
 	return *x.DetailsURL
 }
 
+// GetExternalID returns the "external_id" member, or "" when x is nil.
+func (x *CheckRun) GetExternalID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ExternalID
+}
+
+// GetHeadSHA returns the "head_sha" member, or "" when x is nil.
+func (x *CheckRun) GetHeadSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadSHA
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *CheckRun) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *CheckRun) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *CheckRun) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
 // GetNodeID returns the "node_id" member, or "" when x is nil or the member is
 // absent or null.
 func (x *CheckRun) GetNodeID() string {
@@ -113,6 +240,66 @@ func (x *CheckRun) GetNodeID() string {
 		return ""
 	}
 	return *x.NodeID
+}
+
+// GetOutput returns the "output" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CheckRun) GetOutput() *CheckRunOutput {
+	if x == nil || !codec.Written(&x.extra, 6) {
+		return nil
+	}
+	return &x.Output
+}
+
+// GetPullRequests returns the "pull_requests" member, or nil when x is nil or
+// the member is absent or null.
+func (x *CheckRun) GetPullRequests() []common.CheckRunPullRequest {
+	if x == nil {
+		return nil
+	}
+	return x.PullRequests
+}
+
+// GetStartedAt returns the "started_at" member, or the zero Timestamp when x is
+// nil.
+func (x *CheckRun) GetStartedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.StartedAt
+}
+
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *CheckRun) GetStatus() CheckRunStatus {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *CheckRun) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetAnnotationsCount returns the "annotations_count" member, or 0 when x is
+// nil.
+func (x *CheckRunOutput) GetAnnotationsCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.AnnotationsCount
+}
+
+// GetAnnotationsURL returns the "annotations_url" member, or "" when x is nil.
+func (x *CheckRunOutput) GetAnnotationsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AnnotationsURL
 }
 
 // GetSummary returns the "summary" member, or "" when x is nil or the member is
@@ -160,6 +347,15 @@ func (x *CheckSuite) GetAfter() string {
 	return *x.After
 }
 
+// GetApp returns the "app" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CheckSuite) GetApp() *common.App {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.App
+}
+
 // GetBefore returns the "before" member, or "" when x is nil or the member is
 // absent or null.
 func (x *CheckSuite) GetBefore() string {
@@ -167,6 +363,14 @@ func (x *CheckSuite) GetBefore() string {
 		return ""
 	}
 	return *x.Before
+}
+
+// GetCheckRunsURL returns the "check_runs_url" member, or "" when x is nil.
+func (x *CheckSuite) GetCheckRunsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CheckRunsURL
 }
 
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
@@ -178,6 +382,15 @@ func (x *CheckSuite) GetConclusion() common.CheckSuiteConclusion {
 	return *x.Conclusion
 }
 
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *CheckSuite) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
 // GetHeadBranch returns the "head_branch" member, or "" when x is nil or the
 // member is absent or null.
 func (x *CheckSuite) GetHeadBranch() string {
@@ -185,6 +398,57 @@ func (x *CheckSuite) GetHeadBranch() string {
 		return ""
 	}
 	return *x.HeadBranch
+}
+
+// GetHeadCommit returns the "head_commit" member, or nil when x is nil or the
+// member was absent or null.
+func (x *CheckSuite) GetHeadCommit() *common.SimpleCommit {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.HeadCommit
+}
+
+// GetHeadSHA returns the "head_sha" member, or "" when x is nil.
+func (x *CheckSuite) GetHeadSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadSHA
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *CheckSuite) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetLatestCheckRunsCount returns the "latest_check_runs_count" member, or 0
+// when x is nil.
+func (x *CheckSuite) GetLatestCheckRunsCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.LatestCheckRunsCount
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *CheckSuite) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPullRequests returns the "pull_requests" member, or nil when x is nil or
+// the member is absent or null.
+func (x *CheckSuite) GetPullRequests() []common.CheckRunPullRequest {
+	if x == nil {
+		return nil
+	}
+	return x.PullRequests
 }
 
 // GetRerequestable returns the "rerequestable" member, or false when x is nil
@@ -214,6 +478,47 @@ func (x *CheckSuite) GetStatus() CheckSuiteStatus {
 	return *x.Status
 }
 
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *CheckSuite) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *CheckSuite) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetKey returns the "key" member, or "" when x is nil.
+func (x *CodeOfConduct) GetKey() string {
+	if x == nil {
+		return ""
+	}
+	return x.Key
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *CodeOfConduct) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *CodeOfConduct) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
 // GetBody returns the "body" member, or "" when x is nil or the member is
 // absent or null.
 func (x *CodeOfConduct) GetBody() string {
@@ -230,6 +535,15 @@ func (x *CodeOfConduct) GetHTMLURL() string {
 		return ""
 	}
 	return *x.HTMLURL
+}
+
+// GetAssignees returns the "assignees" member, or nil when x is nil or the
+// member is absent or null.
+func (x *CodeScanningAlert) GetAssignees() []common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignees
 }
 
 // GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
@@ -250,6 +564,15 @@ func (x *CodeScanningAlert) GetDismissedAt() codec.Timestamp {
 	return *x.DismissedAt
 }
 
+// GetDismissedBy returns the "dismissed_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *CodeScanningAlert) GetDismissedBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.DismissedBy
+}
+
 // GetDismissedComment returns the "dismissed_comment" member, or "" when x is
 // nil or the member is absent or null.
 func (x *CodeScanningAlert) GetDismissedComment() string {
@@ -268,6 +591,49 @@ func (x *CodeScanningAlert) GetDismissedReason() CodeScanningAlertDismissedReaso
 	return *x.DismissedReason
 }
 
+// GetFixedAt returns the "fixed_at" member, or nil when x is nil or the member
+// is absent or null.
+func (x *CodeScanningAlert) GetFixedAt() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.FixedAt
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *CodeScanningAlert) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetMostRecentInstance returns the "most_recent_instance" member, or nil when
+// x is nil or the member is absent or null.
+func (x *CodeScanningAlert) GetMostRecentInstance() *AlertInstance {
+	if x == nil {
+		return nil
+	}
+	return x.MostRecentInstance
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *CodeScanningAlert) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetRule returns the "rule" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CodeScanningAlert) GetRule() *CodeScanningAlertRule {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Rule
+}
+
 // GetState returns the "state" member, or "" when x is nil or the member is
 // absent or null.
 func (x *CodeScanningAlert) GetState() common.AlertInstanceState {
@@ -275,6 +641,32 @@ func (x *CodeScanningAlert) GetState() common.AlertInstanceState {
 		return ""
 	}
 	return *x.State
+}
+
+// GetTool returns the "tool" member, or nil when x is nil or the member is
+// absent or null.
+func (x *CodeScanningAlert) GetTool() *CodeScanningAlertTool {
+	if x == nil {
+		return nil
+	}
+	return x.Tool
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *CodeScanningAlert) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetDismissalApprovedBy returns the "dismissal_approved_by" member, or nil
+// when x is nil or the member is absent or null.
+func (x *CodeScanningAlert) GetDismissalApprovedBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.DismissalApprovedBy
 }
 
 // GetInstancesURL returns the "instances_url" member, or "" when x is nil or
@@ -293,6 +685,22 @@ func (x *CodeScanningAlert) GetUpdatedAt() string {
 		return ""
 	}
 	return *x.UpdatedAt
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *CodeScanningAlertRule) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetID returns the "id" member, or "" when x is nil.
+func (x *CodeScanningAlertRule) GetID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ID
 }
 
 // GetSeverity returns the "severity" member, or "" when x is nil or the member
@@ -340,6 +748,23 @@ func (x *CodeScanningAlertRule) GetName() string {
 	return *x.Name
 }
 
+// GetTags returns the "tags" member, or nil when x is nil or the member is
+// absent or null.
+func (x *CodeScanningAlertRule) GetTags() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Tags
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *CodeScanningAlertTool) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
 // GetVersion returns the "version" member, or "" when x is nil or the member is
 // absent or null.
 func (x *CodeScanningAlertTool) GetVersion() string {
@@ -358,6 +783,55 @@ func (x *CodeScanningAlertTool) GetGUID() string {
 	return *x.GUID
 }
 
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *CommitComment) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetBody returns the "body" member, or "" when x is nil.
+func (x *CommitComment) GetBody() string {
+	if x == nil {
+		return ""
+	}
+	return x.Body
+}
+
+// GetCommitID returns the "commit_id" member, or "" when x is nil.
+func (x *CommitComment) GetCommitID() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitID
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *CommitComment) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *CommitComment) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *CommitComment) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetLine returns the "line" member, or 0 when x is nil or the member is absent
 // or null.
 func (x *CommitComment) GetLine() int64 {
@@ -365,6 +839,14 @@ func (x *CommitComment) GetLine() int64 {
 		return 0
 	}
 	return *x.Line
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *CommitComment) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
 }
 
 // GetPath returns the "path" member, or "" when x is nil or the member is
@@ -385,6 +867,114 @@ func (x *CommitComment) GetPosition() int64 {
 	return *x.Position
 }
 
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *CommitComment) GetReactions() *common.Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *CommitComment) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *CommitComment) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *CommitComment) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetPropertyName returns the "property_name" member, or "" when x is nil.
+func (x *CustomPropertyValue) GetPropertyName() string {
+	if x == nil {
+		return ""
+	}
+	return x.PropertyName
+}
+
+// GetValue returns the "value" member, or nil when x is nil or the member is
+// absent or null.
+func (x *CustomPropertyValue) GetValue() *OrganizationCustomPropertyDefaultValue {
+	if x == nil {
+		return nil
+	}
+	return x.Value
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *MinimalRepository) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *MinimalRepository) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *MinimalRepository) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetFullName returns the "full_name" member, or "" when x is nil.
+func (x *MinimalRepository) GetFullName() string {
+	if x == nil {
+		return ""
+	}
+	return x.FullName
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member was
+// absent or null.
+func (x *MinimalRepository) GetOwner() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Owner
+}
+
+// GetPrivate returns the "private" member, or false when x is nil.
+func (x *MinimalRepository) GetPrivate() bool {
+	if x == nil {
+		return false
+	}
+	return x.Private
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *MinimalRepository) GetDescription() string {
@@ -392,6 +982,160 @@ func (x *MinimalRepository) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetFork returns the "fork" member, or false when x is nil.
+func (x *MinimalRepository) GetFork() bool {
+	if x == nil {
+		return false
+	}
+	return x.Fork
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *MinimalRepository) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetArchiveURL returns the "archive_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetArchiveURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ArchiveURL
+}
+
+// GetAssigneesURL returns the "assignees_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetAssigneesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AssigneesURL
+}
+
+// GetBlobsURL returns the "blobs_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetBlobsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobsURL
+}
+
+// GetBranchesURL returns the "branches_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetBranchesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BranchesURL
+}
+
+// GetCollaboratorsURL returns the "collaborators_url" member, or "" when x is
+// nil.
+func (x *MinimalRepository) GetCollaboratorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CollaboratorsURL
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetCompareURL returns the "compare_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetCompareURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CompareURL
+}
+
+// GetContentsURL returns the "contents_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetContentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentsURL
+}
+
+// GetContributorsURL returns the "contributors_url" member, or "" when x is
+// nil.
+func (x *MinimalRepository) GetContributorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContributorsURL
+}
+
+// GetDeploymentsURL returns the "deployments_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetDeploymentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DeploymentsURL
+}
+
+// GetDownloadsURL returns the "downloads_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetDownloadsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DownloadsURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetForksURL returns the "forks_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetForksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ForksURL
+}
+
+// GetGitCommitsURL returns the "git_commits_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetGitCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitCommitsURL
+}
+
+// GetGitRefsURL returns the "git_refs_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetGitRefsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitRefsURL
+}
+
+// GetGitTagsURL returns the "git_tags_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetGitTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitTagsURL
 }
 
 // GetGitURL returns the "git_url" member, or "" when x is nil or the member is
@@ -403,6 +1147,96 @@ func (x *MinimalRepository) GetGitURL() string {
 	return *x.GitURL
 }
 
+// GetIssueCommentURL returns the "issue_comment_url" member, or "" when x is
+// nil.
+func (x *MinimalRepository) GetIssueCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueCommentURL
+}
+
+// GetIssueEventsURL returns the "issue_events_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetIssueEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueEventsURL
+}
+
+// GetIssuesURL returns the "issues_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetIssuesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssuesURL
+}
+
+// GetKeysURL returns the "keys_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetKeysURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.KeysURL
+}
+
+// GetLabelsURL returns the "labels_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetLabelsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LabelsURL
+}
+
+// GetLanguagesURL returns the "languages_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetLanguagesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LanguagesURL
+}
+
+// GetMergesURL returns the "merges_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetMergesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MergesURL
+}
+
+// GetMilestonesURL returns the "milestones_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetMilestonesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MilestonesURL
+}
+
+// GetNotificationsURL returns the "notifications_url" member, or "" when x is
+// nil.
+func (x *MinimalRepository) GetNotificationsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.NotificationsURL
+}
+
+// GetPullsURL returns the "pulls_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetPullsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullsURL
+}
+
+// GetReleasesURL returns the "releases_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetReleasesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReleasesURL
+}
+
 // GetSSHURL returns the "ssh_url" member, or "" when x is nil or the member is
 // absent or null.
 func (x *MinimalRepository) GetSSHURL() string {
@@ -410,6 +1244,63 @@ func (x *MinimalRepository) GetSSHURL() string {
 		return ""
 	}
 	return *x.SSHURL
+}
+
+// GetStargazersURL returns the "stargazers_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetStargazersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StargazersURL
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetSubscribersURL returns the "subscribers_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetSubscribersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscribersURL
+}
+
+// GetSubscriptionURL returns the "subscription_url" member, or "" when x is
+// nil.
+func (x *MinimalRepository) GetSubscriptionURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscriptionURL
+}
+
+// GetTagsURL returns the "tags_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagsURL
+}
+
+// GetTeamsURL returns the "teams_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetTeamsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TeamsURL
+}
+
+// GetTreesURL returns the "trees_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetTreesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreesURL
 }
 
 // GetCloneURL returns the "clone_url" member, or "" when x is nil or the member
@@ -428,6 +1319,14 @@ func (x *MinimalRepository) GetMirrorURL() string {
 		return ""
 	}
 	return *x.MirrorURL
+}
+
+// GetHooksURL returns the "hooks_url" member, or "" when x is nil.
+func (x *MinimalRepository) GetHooksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HooksURL
 }
 
 // GetSvnURL returns the "svn_url" member, or "" when x is nil or the member is
@@ -518,6 +1417,15 @@ func (x *MinimalRepository) GetIsTemplate() bool {
 		return false
 	}
 	return *x.IsTemplate
+}
+
+// GetTopics returns the "topics" member, or nil when x is nil or the member is
+// absent or null.
+func (x *MinimalRepository) GetTopics() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Topics
 }
 
 // GetHasIssues returns the "has_issues" member, or false when x is nil or the
@@ -628,6 +1536,15 @@ func (x *MinimalRepository) GetUpdatedAt() codec.Timestamp {
 	return *x.UpdatedAt
 }
 
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MinimalRepository) GetPermissions() *common.MinimalRepositoryPermissions {
+	if x == nil {
+		return nil
+	}
+	return x.Permissions
+}
+
 // GetRoleName returns the "role_name" member, or "" when x is nil or the member
 // is absent or null.
 func (x *MinimalRepository) GetRoleName() string {
@@ -671,6 +1588,24 @@ func (x *MinimalRepository) GetNetworkCount() int64 {
 		return 0
 	}
 	return *x.NetworkCount
+}
+
+// GetCodeOfConduct returns the "code_of_conduct" member, or nil when x is nil
+// or the member is absent or null.
+func (x *MinimalRepository) GetCodeOfConduct() *CodeOfConduct {
+	if x == nil {
+		return nil
+	}
+	return x.CodeOfConduct
+}
+
+// GetLicense returns the "license" member, or nil when x is nil or the member
+// is absent or null.
+func (x *MinimalRepository) GetLicense() *MinimalRepositoryLicense {
+	if x == nil {
+		return nil
+	}
+	return x.License
 }
 
 // GetForks returns the "forks" member, or 0 when x is nil or the member is
@@ -718,6 +1653,24 @@ func (x *MinimalRepository) GetWebCommitSignoffRequired() bool {
 	return *x.WebCommitSignoffRequired
 }
 
+// GetSecurityAndAnalysis returns the "security_and_analysis" member, or nil
+// when x is nil or the member is absent or null.
+func (x *MinimalRepository) GetSecurityAndAnalysis() *common.SecurityAndAnalysis {
+	if x == nil {
+		return nil
+	}
+	return x.SecurityAndAnalysis
+}
+
+// GetCustomProperties returns the "custom_properties" member, or nil when x is
+// nil or the member is absent or null.
+func (x *MinimalRepository) GetCustomProperties() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.CustomProperties
+}
+
 // GetKey returns the "key" member, or "" when x is nil or the member is absent
 // or null.
 func (x *MinimalRepositoryLicense) GetKey() string {
@@ -763,6 +1716,14 @@ func (x *MinimalRepositoryLicense) GetNodeID() string {
 	return *x.NodeID
 }
 
+// GetPropertyName returns the "property_name" member, or "" when x is nil.
+func (x *OrganizationCustomProperty) GetPropertyName() string {
+	if x == nil {
+		return ""
+	}
+	return x.PropertyName
+}
+
 // GetURL returns the "url" member, or "" when x is nil or the member is absent
 // or null.
 func (x *OrganizationCustomProperty) GetURL() string {
@@ -799,6 +1760,15 @@ func (x *OrganizationCustomProperty) GetRequired() bool {
 	return *x.Required
 }
 
+// GetDefaultValue returns the "default_value" member, or nil when x is nil or
+// the member is absent or null.
+func (x *OrganizationCustomProperty) GetDefaultValue() *OrganizationCustomPropertyDefaultValue {
+	if x == nil {
+		return nil
+	}
+	return x.DefaultValue
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *OrganizationCustomProperty) GetDescription() string {
@@ -806,6 +1776,15 @@ func (x *OrganizationCustomProperty) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetAllowedValues returns the "allowed_values" member, or nil when x is nil or
+// the member is absent or null.
+func (x *OrganizationCustomProperty) GetAllowedValues() []string {
+	if x == nil {
+		return nil
+	}
+	return x.AllowedValues
 }
 
 // GetValuesEditableBy returns the "values_editable_by" member, or "" when x is
@@ -824,6 +1803,15 @@ func (x *SimpleCheckSuite) GetAfter() string {
 		return ""
 	}
 	return *x.After
+}
+
+// GetApp returns the "app" member, or nil when x is nil or the member is absent
+// or null.
+func (x *SimpleCheckSuite) GetApp() *common.App {
+	if x == nil {
+		return nil
+	}
+	return x.App
 }
 
 // GetBefore returns the "before" member, or "" when x is nil or the member is
@@ -887,6 +1875,15 @@ func (x *SimpleCheckSuite) GetNodeID() string {
 		return ""
 	}
 	return *x.NodeID
+}
+
+// GetPullRequests returns the "pull_requests" member, or nil when x is nil or
+// the member is absent or null.
+func (x *SimpleCheckSuite) GetPullRequests() []common.CheckRunPullRequest {
+	if x == nil {
+		return nil
+	}
+	return x.PullRequests
 }
 
 // GetRepository returns the "repository" member, or nil when x is nil or the
@@ -1130,6 +2127,15 @@ func (x *CheckRunRequestedActionEvent) GetRepository() *common.Repository {
 		return nil
 	}
 	return &x.Repository
+}
+
+// GetRequestedAction returns the "requested_action" member, or nil when x is
+// nil or the member is absent or null.
+func (x *CheckRunRequestedActionEvent) GetRequestedAction() *CheckRunRequestedAction {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedAction
 }
 
 // GetSender returns the "sender" member, or nil when x is nil or the member was
@@ -2040,6 +3046,14 @@ func (x *CreateEvent) GetInstallation() *common.SimpleInstallation {
 	return x.Installation
 }
 
+// GetMasterBranch returns the "master_branch" member, or "" when x is nil.
+func (x *CreateEvent) GetMasterBranch() string {
+	if x == nil {
+		return ""
+	}
+	return x.MasterBranch
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member is absent or null.
 func (x *CreateEvent) GetOrganization() *common.Organization {
@@ -2047,6 +3061,30 @@ func (x *CreateEvent) GetOrganization() *common.Organization {
 		return nil
 	}
 	return x.Organization
+}
+
+// GetPusherType returns the "pusher_type" member, or "" when x is nil.
+func (x *CreateEvent) GetPusherType() string {
+	if x == nil {
+		return ""
+	}
+	return x.PusherType
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *CreateEvent) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetRefType returns the "ref_type" member, or "" when x is nil.
+func (x *CreateEvent) GetRefType() common.RefType {
+	if x == nil {
+		return ""
+	}
+	return x.RefType
 }
 
 // GetRepository returns the "repository" member, or nil when x is nil or the

@@ -4470,6 +4470,8 @@ func DecodeDiscussionUnknownEvent(x *DiscussionUnknownEvent, d *codec.Decoder) e
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "discussion":
 			err = codec.DecPtr(&x.Discussion, d, DecodeDiscussion)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		case "installation":
 			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
 		case "organization":
@@ -4505,6 +4507,10 @@ func EncodeDiscussionUnknownEvent(x *DiscussionUnknownEvent, e *codec.Encoder) {
 	if x.Discussion != nil {
 		e.Key(",\"discussion\":")
 		EncodeDiscussion(x.Discussion, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
 	}
 	if x.Installation != nil {
 		e.Key(",\"installation\":")
@@ -5515,6 +5521,8 @@ func DecodeDiscussionUnansweredEvent(x *DiscussionUnansweredEvent, d *codec.Deco
 			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
 		case "installation":
 			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -5559,6 +5567,10 @@ func EncodeDiscussionUnansweredEvent(x *DiscussionUnansweredEvent, e *codec.Enco
 	if x.Installation != nil {
 		e.Key(",\"installation\":")
 		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)

@@ -1020,6 +1020,8 @@ type DiscussionEvent interface {
 	GetAction() string
 	// GetDiscussion returns the "discussion" member.
 	GetDiscussion() *Discussion
+	// GetEnterprise returns the "enterprise" member.
+	GetEnterprise() *common.Enterprise
 	// GetInstallation returns the "installation" member.
 	GetInstallation() *common.SimpleInstallation
 	// GetOrganization returns the "organization" member.
@@ -1358,6 +1360,9 @@ type DiscussionUnansweredEvent struct {
 	Sender       *common.User         `json:"sender,omitempty"`
 	// The app installation, when the delivery goes to an app.
 	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	// The spec leaves it out of this action; the forge sends it as it does with the
+	// event's other actions.
+	Enterprise *common.Enterprise `json:"enterprise,omitempty"`
 
 	extra
 }
@@ -1466,6 +1471,7 @@ func (x *DiscussionUnpinnedEvent) GetAction() string {
 type DiscussionUnknownEvent struct {
 	Action       string                     `json:"action"`
 	Discussion   *Discussion                `json:"discussion,omitempty"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
 	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 	Organization *common.Organization       `json:"organization,omitempty"`
 	Repository   *common.Repository         `json:"repository,omitempty"`

@@ -3,9 +3,87 @@
 package payloads
 
 import (
+	"encoding/json"
 	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *DependabotAlert) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *DependabotAlert) GetState() DependabotAlertState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetDependency returns the "dependency" member, or nil when x is nil or the
+// member was absent or null.
+func (x *DependabotAlert) GetDependency() *DependabotAlertDependency {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Dependency
+}
+
+// GetSecurityAdvisory returns the "security_advisory" member, or nil when x is
+// nil or the member was absent or null.
+func (x *DependabotAlert) GetSecurityAdvisory() *DependabotAlertSecurityAdvisory {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.SecurityAdvisory
+}
+
+// GetSecurityVulnerability returns the "security_vulnerability" member, or nil
+// when x is nil or the member was absent or null.
+func (x *DependabotAlert) GetSecurityVulnerability() *DependabotAlertSecurityVulnerability {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.SecurityVulnerability
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *DependabotAlert) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *DependabotAlert) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DependabotAlert) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DependabotAlert) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
 
 // GetDismissedAt returns the "dismissed_at" member, or the zero Timestamp when
 // x is nil or the member is absent or null.
@@ -14,6 +92,15 @@ func (x *DependabotAlert) GetDismissedAt() codec.Timestamp {
 		return codec.Timestamp{}
 	}
 	return *x.DismissedAt
+}
+
+// GetDismissedBy returns the "dismissed_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DependabotAlert) GetDismissedBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.DismissedBy
 }
 
 // GetDismissedReason returns the "dismissed_reason" member, or "" when x is nil
@@ -52,6 +139,15 @@ func (x *DependabotAlert) GetAutoDismissedAt() codec.Timestamp {
 	return *x.AutoDismissedAt
 }
 
+// GetPackage returns the "package" member, or nil when x is nil or the member
+// is absent or null.
+func (x *DependabotAlertDependency) GetPackage() *common.DependabotAlertPackage {
+	if x == nil {
+		return nil
+	}
+	return x.Package
+}
+
 // GetManifestPath returns the "manifest_path" member, or "" when x is nil or
 // the member is absent or null.
 func (x *DependabotAlertDependency) GetManifestPath() string {
@@ -79,6 +175,14 @@ func (x *DependabotAlertDependency) GetRelationship() DependabotAlertDependencyR
 	return *x.Relationship
 }
 
+// GetGHSAID returns the "ghsa_id" member, or "" when x is nil.
+func (x *DependabotAlertSecurityAdvisory) GetGHSAID() string {
+	if x == nil {
+		return ""
+	}
+	return x.GHSAID
+}
+
 // GetCVEID returns the "cve_id" member, or "" when x is nil or the member is
 // absent or null.
 func (x *DependabotAlertSecurityAdvisory) GetCVEID() string {
@@ -86,6 +190,111 @@ func (x *DependabotAlertSecurityAdvisory) GetCVEID() string {
 		return ""
 	}
 	return *x.CVEID
+}
+
+// GetSummary returns the "summary" member, or "" when x is nil.
+func (x *DependabotAlertSecurityAdvisory) GetSummary() string {
+	if x == nil {
+		return ""
+	}
+	return x.Summary
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *DependabotAlertSecurityAdvisory) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetVulnerabilities returns the "vulnerabilities" member, or nil when x is nil
+// or the member is absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetVulnerabilities() []DependabotAlertSecurityVulnerability {
+	if x == nil {
+		return nil
+	}
+	return x.Vulnerabilities
+}
+
+// GetSeverity returns the "severity" member, or "" when x is nil.
+func (x *DependabotAlertSecurityAdvisory) GetSeverity() common.DependabotAlertSecurityAdvisorySeverity {
+	if x == nil {
+		return ""
+	}
+	return x.Severity
+}
+
+// GetCVSS returns the "cvss" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetCVSS() *common.SecurityAdvisoryCVSS {
+	if x == nil || !codec.Written(&x.extra, 5) {
+		return nil
+	}
+	return &x.CVSS
+}
+
+// GetCVSSSeverities returns the "cvss_severities" member, or nil when x is nil
+// or the member is absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetCVSSSeverities() *common.CVSSSeverities {
+	if x == nil {
+		return nil
+	}
+	return x.CVSSSeverities
+}
+
+// GetEPSS returns the "epss" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetEPSS() *SecurityAdvisoryEPSS {
+	if x == nil {
+		return nil
+	}
+	return x.EPSS
+}
+
+// GetCwes returns the "cwes" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetCwes() []common.AdvisoryCWE {
+	if x == nil {
+		return nil
+	}
+	return x.Cwes
+}
+
+// GetIdentifiers returns the "identifiers" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetIdentifiers() []common.AdvisoryIdentifier {
+	if x == nil {
+		return nil
+	}
+	return x.Identifiers
+}
+
+// GetReferences returns the "references" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetReferences() []common.SecurityAdvisoryReference {
+	if x == nil {
+		return nil
+	}
+	return x.References
+}
+
+// GetPublishedAt returns the "published_at" member, or the zero Timestamp when
+// x is nil.
+func (x *DependabotAlertSecurityAdvisory) GetPublishedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.PublishedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DependabotAlertSecurityAdvisory) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
 }
 
 // GetWithdrawnAt returns the "withdrawn_at" member, or the zero Timestamp when
@@ -97,6 +306,41 @@ func (x *DependabotAlertSecurityAdvisory) GetWithdrawnAt() codec.Timestamp {
 	return *x.WithdrawnAt
 }
 
+// GetPackage returns the "package" member, or nil when x is nil or the member
+// was absent or null.
+func (x *DependabotAlertSecurityVulnerability) GetPackage() *common.DependabotAlertPackage {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Package
+}
+
+// GetSeverity returns the "severity" member, or "" when x is nil.
+func (x *DependabotAlertSecurityVulnerability) GetSeverity() common.DependabotAlertSecurityAdvisorySeverity {
+	if x == nil {
+		return ""
+	}
+	return x.Severity
+}
+
+// GetVulnerableVersionRange returns the "vulnerable_version_range" member, or
+// "" when x is nil.
+func (x *DependabotAlertSecurityVulnerability) GetVulnerableVersionRange() string {
+	if x == nil {
+		return ""
+	}
+	return x.VulnerableVersionRange
+}
+
+// GetFirstPatchedVersion returns the "first_patched_version" member, or nil
+// when x is nil or the member is absent or null.
+func (x *DependabotAlertSecurityVulnerability) GetFirstPatchedVersion() *common.VulnerabilityFirstPatchedVersion {
+	if x == nil {
+		return nil
+	}
+	return x.FirstPatchedVersion
+}
+
 // GetAddedBy returns the "added_by" member, or "" when x is nil or the member
 // is absent or null.
 func (x *DeployKey) GetAddedBy() string {
@@ -106,6 +350,30 @@ func (x *DeployKey) GetAddedBy() string {
 	return *x.AddedBy
 }
 
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *DeployKey) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DeployKey) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetKey returns the "key" member, or "" when x is nil.
+func (x *DeployKey) GetKey() string {
+	if x == nil {
+		return ""
+	}
+	return x.Key
+}
+
 // GetLastUsed returns the "last_used" member, or "" when x is nil or the member
 // is absent or null.
 func (x *DeployKey) GetLastUsed() string {
@@ -113,6 +381,38 @@ func (x *DeployKey) GetLastUsed() string {
 		return ""
 	}
 	return *x.LastUsed
+}
+
+// GetReadOnly returns the "read_only" member, or false when x is nil.
+func (x *DeployKey) GetReadOnly() bool {
+	if x == nil {
+		return false
+	}
+	return x.ReadOnly
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *DeployKey) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *DeployKey) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetVerified returns the "verified" member, or false when x is nil.
+func (x *DeployKey) GetVerified() bool {
+	if x == nil {
+		return false
+	}
+	return x.Verified
 }
 
 // GetEnabled returns the "enabled" member, or false when x is nil or the member
@@ -196,6 +496,15 @@ func (x *DeploymentReviewApprovedWorkflowJobRun) GetUpdatedAt() string {
 	return *x.UpdatedAt
 }
 
+// GetReviewer returns the "reviewer" member, or nil when x is nil or the member
+// is absent or null.
+func (x *DeploymentReviewReviewer) GetReviewer() *DeploymentReviewer {
+	if x == nil {
+		return nil
+	}
+	return x.Reviewer
+}
+
 // GetType returns the "type" member, or "" when x is nil or the member is
 // absent or null.
 func (x *DeploymentReviewReviewer) GetType() DeploymentReviewReviewerType {
@@ -203,6 +512,47 @@ func (x *DeploymentReviewReviewer) GetType() DeploymentReviewReviewerType {
 		return ""
 	}
 	return *x.Type
+}
+
+// GetConclusion returns the "conclusion" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DeploymentReviewWorkflowJobRun) GetConclusion() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Conclusion
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *DeploymentReviewWorkflowJobRun) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetEnvironment returns the "environment" member, or "" when x is nil.
+func (x *DeploymentReviewWorkflowJobRun) GetEnvironment() string {
+	if x == nil {
+		return ""
+	}
+	return x.Environment
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *DeploymentReviewWorkflowJobRun) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DeploymentReviewWorkflowJobRun) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
 }
 
 // GetName returns the "name" member, or "" when x is nil or the member is
@@ -214,6 +564,63 @@ func (x *DeploymentReviewWorkflowJobRun) GetName() string {
 	return *x.Name
 }
 
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *DeploymentReviewWorkflowJobRun) GetStatus() string {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *DeploymentReviewWorkflowJobRun) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *DeploymentStatus) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// is absent or null.
+func (x *DeploymentStatus) GetCreator() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Creator
+}
+
+// GetDeploymentURL returns the "deployment_url" member, or "" when x is nil.
+func (x *DeploymentStatus) GetDeploymentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DeploymentURL
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *DeploymentStatus) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetEnvironment returns the "environment" member, or "" when x is nil.
+func (x *DeploymentStatus) GetEnvironment() string {
+	if x == nil {
+		return ""
+	}
+	return x.Environment
+}
+
 // GetEnvironmentURL returns the "environment_url" member, or "" when x is nil
 // or the member is absent or null.
 func (x *DeploymentStatus) GetEnvironmentURL() string {
@@ -223,6 +630,14 @@ func (x *DeploymentStatus) GetEnvironmentURL() string {
 	return *x.EnvironmentURL
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DeploymentStatus) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetLogURL returns the "log_url" member, or "" when x is nil or the member is
 // absent or null.
 func (x *DeploymentStatus) GetLogURL() string {
@@ -230,6 +645,63 @@ func (x *DeploymentStatus) GetLogURL() string {
 		return ""
 	}
 	return *x.LogURL
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *DeploymentStatus) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPerformedViaGithubApp returns the "performed_via_github_app" member, or
+// nil when x is nil or the member is absent or null.
+func (x *DeploymentStatus) GetPerformedViaGithubApp() *common.App {
+	if x == nil {
+		return nil
+	}
+	return x.PerformedViaGithubApp
+}
+
+// GetRepositoryURL returns the "repository_url" member, or "" when x is nil.
+func (x *DeploymentStatus) GetRepositoryURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RepositoryURL
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *DeploymentStatus) GetState() string {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetTargetURL returns the "target_url" member, or "" when x is nil.
+func (x *DeploymentStatus) GetTargetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TargetURL
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *DeploymentStatus) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *DeploymentStatus) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
 }
 
 // GetCompletedAt returns the "completed_at" member, or the zero Timestamp when
@@ -250,6 +722,96 @@ func (x *DeploymentStatusCheckRun) GetConclusion() DeploymentStatusCheckRunConcl
 	return *x.Conclusion
 }
 
+// GetDetailsURL returns the "details_url" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetDetailsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DetailsURL
+}
+
+// GetExternalID returns the "external_id" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetExternalID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ExternalID
+}
+
+// GetHeadSHA returns the "head_sha" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetHeadSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadSHA
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DeploymentStatusCheckRun) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetStartedAt returns the "started_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DeploymentStatusCheckRun) GetStartedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.StartedAt
+}
+
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetStatus() common.DeploymentStatusCheckRunStatus {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *DeploymentStatusCheckRun) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetActor returns the "actor" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DeploymentWorkflowRun) GetActor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Actor
+}
+
 // GetArtifactsURL returns the "artifacts_url" member, or "" when x is nil or
 // the member is absent or null.
 func (x *DeploymentWorkflowRun) GetArtifactsURL() string {
@@ -266,6 +828,23 @@ func (x *DeploymentWorkflowRun) GetCancelURL() string {
 		return ""
 	}
 	return *x.CancelURL
+}
+
+// GetCheckSuiteID returns the "check_suite_id" member, or 0 when x is nil.
+func (x *DeploymentWorkflowRun) GetCheckSuiteID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.CheckSuiteID
+}
+
+// GetCheckSuiteNodeID returns the "check_suite_node_id" member, or "" when x is
+// nil.
+func (x *DeploymentWorkflowRun) GetCheckSuiteNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.CheckSuiteNodeID
 }
 
 // GetCheckSuiteURL returns the "check_suite_url" member, or "" when x is nil or
@@ -286,6 +865,15 @@ func (x *DeploymentWorkflowRun) GetConclusion() DeploymentWorkflowRunConclusion 
 	return *x.Conclusion
 }
 
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DeploymentWorkflowRun) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
 // GetDisplayTitle returns the "display_title" member, or "" when x is nil or
 // the member is absent or null.
 func (x *DeploymentWorkflowRun) GetDisplayTitle() string {
@@ -293,6 +881,64 @@ func (x *DeploymentWorkflowRun) GetDisplayTitle() string {
 		return ""
 	}
 	return *x.DisplayTitle
+}
+
+// GetEvent returns the "event" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetEvent() string {
+	if x == nil {
+		return ""
+	}
+	return x.Event
+}
+
+// GetHeadBranch returns the "head_branch" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetHeadBranch() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadBranch
+}
+
+// GetHeadCommit returns the "head_commit" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DeploymentWorkflowRun) GetHeadCommit() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.HeadCommit
+}
+
+// GetHeadRepository returns the "head_repository" member, or nil when x is nil
+// or the member is absent or null.
+func (x *DeploymentWorkflowRun) GetHeadRepository() *DeploymentWorkflowRunHeadRepository {
+	if x == nil {
+		return nil
+	}
+	return x.HeadRepository
+}
+
+// GetHeadSHA returns the "head_sha" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetHeadSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadSHA
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DeploymentWorkflowRun) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
 }
 
 // GetJobsURL returns the "jobs_url" member, or "" when x is nil or the member
@@ -313,6 +959,22 @@ func (x *DeploymentWorkflowRun) GetLogsURL() string {
 	return *x.LogsURL
 }
 
+// GetName returns the "name" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetPath returns the "path" member, or "" when x is nil or the member is
 // absent or null.
 func (x *DeploymentWorkflowRun) GetPath() string {
@@ -331,6 +993,24 @@ func (x *DeploymentWorkflowRun) GetPreviousAttemptURL() string {
 	return *x.PreviousAttemptURL
 }
 
+// GetPullRequests returns the "pull_requests" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DeploymentWorkflowRun) GetPullRequests() []common.CheckRunPullRequest {
+	if x == nil {
+		return nil
+	}
+	return x.PullRequests
+}
+
+// GetReferencedWorkflows returns the "referenced_workflows" member, or nil when
+// x is nil or the member is absent or null.
+func (x *DeploymentWorkflowRun) GetReferencedWorkflows() []common.WorkflowRunReferencedWorkflow {
+	if x == nil {
+		return nil
+	}
+	return x.ReferencedWorkflows
+}
+
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member is absent or null.
 func (x *DeploymentWorkflowRun) GetRepository() *DeploymentWorkflowRunHeadRepository {
@@ -347,6 +1027,73 @@ func (x *DeploymentWorkflowRun) GetRerunURL() string {
 		return ""
 	}
 	return *x.RerunURL
+}
+
+// GetRunAttempt returns the "run_attempt" member, or 0 when x is nil.
+func (x *DeploymentWorkflowRun) GetRunAttempt() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RunAttempt
+}
+
+// GetRunNumber returns the "run_number" member, or 0 when x is nil.
+func (x *DeploymentWorkflowRun) GetRunNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RunNumber
+}
+
+// GetRunStartedAt returns the "run_started_at" member, or the zero Timestamp
+// when x is nil.
+func (x *DeploymentWorkflowRun) GetRunStartedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.RunStartedAt
+}
+
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetStatus() common.WorkflowRunStatus {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
+// GetTriggeringActor returns the "triggering_actor" member, or nil when x is
+// nil or the member is absent or null.
+func (x *DeploymentWorkflowRun) GetTriggeringActor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.TriggeringActor
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DeploymentWorkflowRun) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *DeploymentWorkflowRun) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetWorkflowID returns the "workflow_id" member, or 0 when x is nil.
+func (x *DeploymentWorkflowRun) GetWorkflowID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.WorkflowID
 }
 
 // GetWorkflowURL returns the "workflow_url" member, or "" when x is nil or the
@@ -664,6 +1411,15 @@ func (x *DeploymentWorkflowRunHeadRepository) GetNotificationsURL() string {
 	return *x.NotificationsURL
 }
 
+// GetOwner returns the "owner" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DeploymentWorkflowRunHeadRepository) GetOwner() *common.DeploymentReviewApprovedApprover {
+	if x == nil {
+		return nil
+	}
+	return x.Owner
+}
+
 // GetPrivate returns the "private" member, or false when x is nil or the member
 // is absent or null.
 func (x *DeploymentWorkflowRunHeadRepository) GetPrivate() bool {
@@ -781,6 +1537,15 @@ func (x *Discussion) GetAnswerChosenAt() string {
 	return *x.AnswerChosenAt
 }
 
+// GetAnswerChosenBy returns the "answer_chosen_by" member, or nil when x is nil
+// or the member is absent or null.
+func (x *Discussion) GetAnswerChosenBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.AnswerChosenBy
+}
+
 // GetAnswerHTMLURL returns the "answer_html_url" member, or "" when x is nil or
 // the member is absent or null.
 func (x *Discussion) GetAnswerHTMLURL() string {
@@ -788,6 +1553,114 @@ func (x *Discussion) GetAnswerHTMLURL() string {
 		return ""
 	}
 	return *x.AnswerHTMLURL
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *Discussion) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetBody returns the "body" member, or "" when x is nil.
+func (x *Discussion) GetBody() string {
+	if x == nil {
+		return ""
+	}
+	return x.Body
+}
+
+// GetCategory returns the "category" member, or nil when x is nil or the member
+// was absent or null.
+func (x *Discussion) GetCategory() *DiscussionCategory {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Category
+}
+
+// GetComments returns the "comments" member, or 0 when x is nil.
+func (x *Discussion) GetComments() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Comments
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Discussion) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Discussion) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Discussion) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetLocked returns the "locked" member, or false when x is nil.
+func (x *Discussion) GetLocked() bool {
+	if x == nil {
+		return false
+	}
+	return x.Locked
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Discussion) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *Discussion) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Discussion) GetReactions() *common.Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetRepositoryURL returns the "repository_url" member, or "" when x is nil.
+func (x *Discussion) GetRepositoryURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RepositoryURL
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *Discussion) GetState() DiscussionState {
+	if x == nil {
+		return ""
+	}
+	return x.State
 }
 
 // GetStateReason returns the "state_reason" member, or "" when x is nil or the
@@ -808,6 +1681,201 @@ func (x *Discussion) GetTimelineURL() string {
 	return *x.TimelineURL
 }
 
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *Discussion) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Discussion) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Discussion) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetLabels returns the "labels" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Discussion) GetLabels() []common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Labels
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *DiscussionAnswer) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetBody returns the "body" member, or "" when x is nil.
+func (x *DiscussionAnswer) GetBody() string {
+	if x == nil {
+		return ""
+	}
+	return x.Body
+}
+
+// GetChildCommentCount returns the "child_comment_count" member, or 0 when x is
+// nil.
+func (x *DiscussionAnswer) GetChildCommentCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ChildCommentCount
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DiscussionAnswer) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetDiscussionID returns the "discussion_id" member, or 0 when x is nil.
+func (x *DiscussionAnswer) GetDiscussionID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.DiscussionID
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *DiscussionAnswer) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DiscussionAnswer) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *DiscussionAnswer) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetParentID returns the "parent_id" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DiscussionAnswer) GetParentID() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.ParentID
+}
+
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DiscussionAnswer) GetReactions() *common.Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetRepositoryURL returns the "repository_url" member, or "" when x is nil.
+func (x *DiscussionAnswer) GetRepositoryURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RepositoryURL
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DiscussionAnswer) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DiscussionAnswer) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *DiscussionCategory) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *DiscussionCategory) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetEmoji returns the "emoji" member, or "" when x is nil.
+func (x *DiscussionCategory) GetEmoji() string {
+	if x == nil {
+		return ""
+	}
+	return x.Emoji
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DiscussionCategory) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIsAnswerable returns the "is_answerable" member, or false when x is nil.
+func (x *DiscussionCategory) GetIsAnswerable() bool {
+	if x == nil {
+		return false
+	}
+	return x.IsAnswerable
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *DiscussionCategory) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
 // GetNodeID returns the "node_id" member, or "" when x is nil or the member is
 // absent or null.
 func (x *DiscussionCategory) GetNodeID() string {
@@ -817,6 +1885,114 @@ func (x *DiscussionCategory) GetNodeID() string {
 	return *x.NodeID
 }
 
+// GetRepositoryID returns the "repository_id" member, or 0 when x is nil.
+func (x *DiscussionCategory) GetRepositoryID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RepositoryID
+}
+
+// GetSlug returns the "slug" member, or "" when x is nil.
+func (x *DiscussionCategory) GetSlug() string {
+	if x == nil {
+		return ""
+	}
+	return x.Slug
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *DiscussionCategory) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetCategory returns the "category" member, or nil when x is nil or the member
+// was absent or null.
+func (x *DiscussionCategoryChangedChanges) GetCategory() *DiscussionCategoryChangedChangesCategory {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Category
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DiscussionCategoryChangedChangesCategory) GetFrom() *DiscussionCategory {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.From
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *DiscussionComment) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetBody returns the "body" member, or "" when x is nil.
+func (x *DiscussionComment) GetBody() string {
+	if x == nil {
+		return ""
+	}
+	return x.Body
+}
+
+// GetChildCommentCount returns the "child_comment_count" member, or 0 when x is
+// nil.
+func (x *DiscussionComment) GetChildCommentCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ChildCommentCount
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *DiscussionComment) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDiscussionID returns the "discussion_id" member, or 0 when x is nil.
+func (x *DiscussionComment) GetDiscussionID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.DiscussionID
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *DiscussionComment) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *DiscussionComment) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *DiscussionComment) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetParentID returns the "parent_id" member, or 0 when x is nil or the member
 // is absent or null.
 func (x *DiscussionComment) GetParentID() int64 {
@@ -824,6 +2000,67 @@ func (x *DiscussionComment) GetParentID() int64 {
 		return 0
 	}
 	return *x.ParentID
+}
+
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DiscussionComment) GetReactions() *common.Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetRepositoryURL returns the "repository_url" member, or "" when x is nil.
+func (x *DiscussionComment) GetRepositoryURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RepositoryURL
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *DiscussionComment) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DiscussionComment) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DiscussionCommentEditedChanges) GetBody() *common.StringChange {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Body
+}
+
+// GetNewDiscussion returns the "new_discussion" member, or nil when x is nil or
+// the member was absent or null.
+func (x *DiscussionTransferredChanges) GetNewDiscussion() *Discussion {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.NewDiscussion
+}
+
+// GetNewRepository returns the "new_repository" member, or nil when x is nil or
+// the member was absent or null.
+func (x *DiscussionTransferredChanges) GetNewRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.NewRepository
 }
 
 // GetPercentage returns the "percentage" member, or 0 when x is nil or the
@@ -869,6 +2106,30 @@ func (x *DeleteEvent) GetOrganization() *common.Organization {
 		return nil
 	}
 	return x.Organization
+}
+
+// GetPusherType returns the "pusher_type" member, or "" when x is nil.
+func (x *DeleteEvent) GetPusherType() string {
+	if x == nil {
+		return ""
+	}
+	return x.PusherType
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *DeleteEvent) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetRefType returns the "ref_type" member, or "" when x is nil.
+func (x *DeleteEvent) GetRefType() common.RefType {
+	if x == nil {
+		return ""
+	}
+	return x.RefType
 }
 
 // GetRepository returns the "repository" member, or nil when x is nil or the
@@ -1870,6 +3131,15 @@ func (x *DeploymentReviewUnknownEvent) GetWorkflowRun() *DeploymentWorkflowRun {
 	return x.WorkflowRun
 }
 
+// GetApprover returns the "approver" member, or nil when x is nil or the member
+// is absent or null.
+func (x *DeploymentReviewApprovedEvent) GetApprover() *common.DeploymentReviewApprovedApprover {
+	if x == nil {
+		return nil
+	}
+	return x.Approver
+}
+
 // GetComment returns the "comment" member, or "" when x is nil or the member is
 // absent or null.
 func (x *DeploymentReviewApprovedEvent) GetComment() string {
@@ -1950,6 +3220,15 @@ func (x *DeploymentReviewApprovedEvent) GetWorkflowJobRun() *DeploymentReviewWor
 	return x.WorkflowJobRun
 }
 
+// GetWorkflowJobRuns returns the "workflow_job_runs" member, or nil when x is
+// nil or the member is absent or null.
+func (x *DeploymentReviewApprovedEvent) GetWorkflowJobRuns() []DeploymentReviewApprovedWorkflowJobRun {
+	if x == nil {
+		return nil
+	}
+	return x.WorkflowJobRuns
+}
+
 // GetWorkflowRun returns the "workflow_run" member, or nil when x is nil or the
 // member is absent or null.
 func (x *DeploymentReviewApprovedEvent) GetWorkflowRun() *DeploymentWorkflowRun {
@@ -1957,6 +3236,15 @@ func (x *DeploymentReviewApprovedEvent) GetWorkflowRun() *DeploymentWorkflowRun 
 		return nil
 	}
 	return x.WorkflowRun
+}
+
+// GetApprover returns the "approver" member, or nil when x is nil or the member
+// is absent or null.
+func (x *DeploymentReviewRejectedEvent) GetApprover() *common.DeploymentReviewApprovedApprover {
+	if x == nil {
+		return nil
+	}
+	return x.Approver
 }
 
 // GetComment returns the "comment" member, or "" when x is nil or the member is
@@ -2039,6 +3327,15 @@ func (x *DeploymentReviewRejectedEvent) GetWorkflowJobRun() *DeploymentReviewWor
 	return x.WorkflowJobRun
 }
 
+// GetWorkflowJobRuns returns the "workflow_job_runs" member, or nil when x is
+// nil or the member is absent or null.
+func (x *DeploymentReviewRejectedEvent) GetWorkflowJobRuns() []DeploymentReviewApprovedWorkflowJobRun {
+	if x == nil {
+		return nil
+	}
+	return x.WorkflowJobRuns
+}
+
 // GetWorkflowRun returns the "workflow_run" member, or nil when x is nil or the
 // member is absent or null.
 func (x *DeploymentReviewRejectedEvent) GetWorkflowRun() *DeploymentWorkflowRun {
@@ -2055,6 +3352,14 @@ func (x *DeploymentReviewRequestedEvent) GetEnterprise() *common.Enterprise {
 		return nil
 	}
 	return x.Enterprise
+}
+
+// GetEnvironment returns the "environment" member, or "" when x is nil.
+func (x *DeploymentReviewRequestedEvent) GetEnvironment() string {
+	if x == nil {
+		return ""
+	}
+	return x.Environment
 }
 
 // GetInstallation returns the "installation" member, or nil when x is nil or
@@ -2082,6 +3387,15 @@ func (x *DeploymentReviewRequestedEvent) GetRepository() *common.Repository {
 		return nil
 	}
 	return &x.Repository
+}
+
+// GetRequestor returns the "requestor" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DeploymentReviewRequestedEvent) GetRequestor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Requestor
 }
 
 // GetReviewers returns the "reviewers" member, or nil when x is nil or the
@@ -2317,6 +3631,15 @@ func (x *DiscussionUnknownEvent) GetDiscussion() *Discussion {
 	return x.Discussion
 }
 
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DiscussionUnknownEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *DiscussionUnknownEvent) GetInstallation() *common.SimpleInstallation {
@@ -2351,6 +3674,15 @@ func (x *DiscussionUnknownEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetAnswer returns the "answer" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DiscussionAnsweredEvent) GetAnswer() *DiscussionAnswer {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Answer
 }
 
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
@@ -2405,6 +3737,15 @@ func (x *DiscussionAnsweredEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *DiscussionCategoryChangedEvent) GetChanges() *DiscussionCategoryChangedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
@@ -2623,6 +3964,15 @@ func (x *DiscussionDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *DiscussionEditedEvent) GetChanges() *common.EditedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionEditedEvent) GetDiscussion() *Discussion {
@@ -2702,6 +4052,15 @@ func (x *DiscussionLabeledEvent) GetInstallation() *common.SimpleInstallation {
 		return nil
 	}
 	return x.Installation
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DiscussionLabeledEvent) GetLabel() *common.Label {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Label
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -2893,6 +4252,15 @@ func (x *DiscussionReopenedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *DiscussionTransferredEvent) GetChanges() *DiscussionTransferredChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionTransferredEvent) GetDiscussion() *Discussion {
@@ -2956,6 +4324,15 @@ func (x *DiscussionUnansweredEvent) GetDiscussion() *Discussion {
 	return &x.Discussion
 }
 
+// GetOldAnswer returns the "old_answer" member, or nil when x is nil or the
+// member was absent or null.
+func (x *DiscussionUnansweredEvent) GetOldAnswer() *DiscussionAnswer {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.OldAnswer
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member is absent or null.
 func (x *DiscussionUnansweredEvent) GetOrganization() *common.Organization {
@@ -2992,6 +4369,15 @@ func (x *DiscussionUnansweredEvent) GetInstallation() *common.SimpleInstallation
 	return x.Installation
 }
 
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DiscussionUnansweredEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
 // GetDiscussion returns the "discussion" member, or nil when x is nil or the
 // member was absent or null.
 func (x *DiscussionUnlabeledEvent) GetDiscussion() *Discussion {
@@ -3017,6 +4403,15 @@ func (x *DiscussionUnlabeledEvent) GetInstallation() *common.SimpleInstallation 
 		return nil
 	}
 	return x.Installation
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DiscussionUnlabeledEvent) GetLabel() *common.Label {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Label
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -3341,6 +4736,15 @@ func (x *DiscussionCommentDeletedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *DiscussionCommentEditedEvent) GetChanges() *DiscussionCommentEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetComment returns the "comment" member, or nil when x is nil or the member

@@ -16,6 +16,15 @@ func (x *ForkEvent) GetEnterprise() *common.Enterprise {
 	return x.Enterprise
 }
 
+// GetForkee returns the "forkee" member, or nil when x is nil or the member was
+// absent or null.
+func (x *ForkEvent) GetForkee() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Forkee
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *ForkEvent) GetInstallation() *common.SimpleInstallation {

@@ -15,6 +15,30 @@ func (x *GollumPage) GetAction() GollumPageAction {
 	return x.Action
 }
 
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *GollumPage) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetPageName returns the "page_name" member, or "" when x is nil.
+func (x *GollumPage) GetPageName() string {
+	if x == nil {
+		return ""
+	}
+	return x.PageName
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *GollumPage) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
 // GetSummary returns the "summary" member, or "" when x is nil or the member is
 // absent or null.
 func (x *GollumPage) GetSummary() string {
@@ -22,6 +46,14 @@ func (x *GollumPage) GetSummary() string {
 		return ""
 	}
 	return *x.Summary
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *GollumPage) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
 }
 
 // GetSender returns the "sender" member, or nil when x is nil or the member is
@@ -67,6 +99,15 @@ func (x *GollumEvent) GetOrganization() *common.Organization {
 		return nil
 	}
 	return x.Organization
+}
+
+// GetPages returns the "pages" member, or nil when x is nil or the member is
+// absent or null.
+func (x *GollumEvent) GetPages() []GollumPage {
+	if x == nil {
+		return nil
+	}
+	return x.Pages
 }
 
 // GetRepository returns the "repository" member, or nil when x is nil or the

@@ -3,9 +3,70 @@
 package payloads
 
 import (
+	"encoding/json"
 	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Installation) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetAccount returns the "account" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Installation) GetAccount() *common.AppOwner {
+	if x == nil {
+		return nil
+	}
+	return x.Account
+}
+
+// GetRepositorySelection returns the "repository_selection" member, or "" when
+// x is nil.
+func (x *Installation) GetRepositorySelection() RepositorySelection {
+	if x == nil {
+		return ""
+	}
+	return x.RepositorySelection
+}
+
+// GetAccessTokensURL returns the "access_tokens_url" member, or "" when x is
+// nil.
+func (x *Installation) GetAccessTokensURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AccessTokensURL
+}
+
+// GetRepositoriesURL returns the "repositories_url" member, or "" when x is
+// nil.
+func (x *Installation) GetRepositoriesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RepositoriesURL
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Installation) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetAppID returns the "app_id" member, or 0 when x is nil.
+func (x *Installation) GetAppID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.AppID
+}
 
 // GetClientID returns the "client_id" member, or "" when x is nil or the member
 // is absent or null.
@@ -14,6 +75,58 @@ func (x *Installation) GetClientID() string {
 		return ""
 	}
 	return *x.ClientID
+}
+
+// GetTargetID returns the "target_id" member, or 0 when x is nil.
+func (x *Installation) GetTargetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.TargetID
+}
+
+// GetTargetType returns the "target_type" member, or "" when x is nil.
+func (x *Installation) GetTargetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.TargetType
+}
+
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member was absent or null.
+func (x *Installation) GetPermissions() *common.AppPermissions {
+	if x == nil || !codec.Written(&x.extra, 8) {
+		return nil
+	}
+	return &x.Permissions
+}
+
+// GetEvents returns the "events" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Installation) GetEvents() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Events
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Installation) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Installation) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
 }
 
 // GetSingleFileName returns the "single_file_name" member, or "" when x is nil
@@ -34,6 +147,15 @@ func (x *Installation) GetHasMultipleSingleFiles() bool {
 	return *x.HasMultipleSingleFiles
 }
 
+// GetSingleFilePaths returns the "single_file_paths" member, or nil when x is
+// nil or the member is absent or null.
+func (x *Installation) GetSingleFilePaths() []string {
+	if x == nil {
+		return nil
+	}
+	return x.SingleFilePaths
+}
+
 // GetAppSlug returns the "app_slug" member, or "" when x is nil or the member
 // is absent or null.
 func (x *Installation) GetAppSlug() string {
@@ -41,6 +163,15 @@ func (x *Installation) GetAppSlug() string {
 		return ""
 	}
 	return *x.AppSlug
+}
+
+// GetSuspendedBy returns the "suspended_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Installation) GetSuspendedBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.SuspendedBy
 }
 
 // GetSuspendedAt returns the "suspended_at" member, or the zero Timestamp when
@@ -70,6 +201,14 @@ func (x *InstallationTargetAccount) GetArchivedAt() string {
 	return *x.ArchivedAt
 }
 
+// GetAvatarURL returns the "avatar_url" member, or "" when x is nil.
+func (x *InstallationTargetAccount) GetAvatarURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AvatarURL
+}
+
 // GetCreatedAt returns the "created_at" member, or "" when x is nil or the
 // member is absent or null.
 func (x *InstallationTargetAccount) GetCreatedAt() string {
@@ -77,6 +216,15 @@ func (x *InstallationTargetAccount) GetCreatedAt() string {
 		return ""
 	}
 	return *x.CreatedAt
+}
+
+// GetDescription returns the "description" member, or nil when x is nil or the
+// member is absent or null.
+func (x *InstallationTargetAccount) GetDescription() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Description
 }
 
 // GetEventsURL returns the "events_url" member, or "" when x is nil or the
@@ -169,6 +317,22 @@ func (x *InstallationTargetAccount) GetHooksURL() string {
 	return *x.HooksURL
 }
 
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *InstallationTargetAccount) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *InstallationTargetAccount) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetIsVerified returns the "is_verified" member, or false when x is nil or the
 // member is absent or null.
 func (x *InstallationTargetAccount) GetIsVerified() bool {
@@ -212,6 +376,14 @@ func (x *InstallationTargetAccount) GetName() string {
 		return ""
 	}
 	return *x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *InstallationTargetAccount) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
 }
 
 // GetOrganizationsURL returns the "organizations_url" member, or "" when x is
@@ -331,6 +503,15 @@ func (x *InstallationTargetAccount) GetURL() string {
 	return *x.URL
 }
 
+// GetWebsiteURL returns the "website_url" member, or nil when x is nil or the
+// member is absent or null.
+func (x *InstallationTargetAccount) GetWebsiteURL() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.WebsiteURL
+}
+
 // GetUserViewType returns the "user_view_type" member, or "" when x is nil or
 // the member is absent or null.
 func (x *InstallationTargetAccount) GetUserViewType() string {
@@ -338,6 +519,162 @@ func (x *InstallationTargetAccount) GetUserViewType() string {
 		return ""
 	}
 	return *x.UserViewType
+}
+
+// GetLogin returns the "login" member, or nil when x is nil or the member is
+// absent or null.
+func (x *InstallationTargetChanges) GetLogin() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Login
+}
+
+// GetSlug returns the "slug" member, or nil when x is nil or the member is
+// absent or null.
+func (x *InstallationTargetChanges) GetSlug() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Slug
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *IssueComment) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetBody returns the "body" member, or "" when x is nil.
+func (x *IssueComment) GetBody() string {
+	if x == nil {
+		return ""
+	}
+	return x.Body
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *IssueComment) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *IssueComment) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *IssueComment) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIssueURL returns the "issue_url" member, or "" when x is nil.
+func (x *IssueComment) GetIssueURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueURL
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *IssueComment) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPerformedViaGithubApp returns the "performed_via_github_app" member, or
+// nil when x is nil or the member is absent or null.
+func (x *IssueComment) GetPerformedViaGithubApp() *common.App {
+	if x == nil {
+		return nil
+	}
+	return x.PerformedViaGithubApp
+}
+
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssueComment) GetReactions() *common.Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *IssueComment) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *IssueComment) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueComment) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetOldIssue returns the "old_issue" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssuesOpenedChanges) GetOldIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.OldIssue
+}
+
+// GetOldRepository returns the "old_repository" member, or nil when x is nil or
+// the member was absent or null.
+func (x *IssuesOpenedChanges) GetOldRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.OldRepository
+}
+
+// GetNewIssue returns the "new_issue" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssuesTransferredChanges) GetNewIssue() *common.Issue {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.NewIssue
+}
+
+// GetNewRepository returns the "new_repository" member, or nil when x is nil or
+// the member was absent or null.
+func (x *IssuesTransferredChanges) GetNewRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.NewRepository
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -439,6 +776,15 @@ func (x *InstallationCreatedEvent) GetRepository() *common.Repository {
 	return x.Repository
 }
 
+// GetRequester returns the "requester" member, or nil when x is nil or the
+// member is absent or null.
+func (x *InstallationCreatedEvent) GetRequester() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Requester
+}
+
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationCreatedEvent) GetSender() *common.User {
@@ -491,6 +837,15 @@ func (x *InstallationDeletedEvent) GetRepository() *common.Repository {
 		return nil
 	}
 	return x.Repository
+}
+
+// GetRequester returns the "requester" member, or nil when x is nil or the
+// member is absent or null.
+func (x *InstallationDeletedEvent) GetRequester() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Requester
 }
 
 // GetSender returns the "sender" member, or nil when x is nil or the member was
@@ -547,6 +902,15 @@ func (x *InstallationNewPermissionsAcceptedEvent) GetRepository() *common.Reposi
 	return x.Repository
 }
 
+// GetRequester returns the "requester" member, or nil when x is nil or the
+// member is absent or null.
+func (x *InstallationNewPermissionsAcceptedEvent) GetRequester() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Requester
+}
+
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationNewPermissionsAcceptedEvent) GetSender() *common.User {
@@ -601,6 +965,15 @@ func (x *InstallationSuspendEvent) GetRepository() *common.Repository {
 	return x.Repository
 }
 
+// GetRequester returns the "requester" member, or nil when x is nil or the
+// member is absent or null.
+func (x *InstallationSuspendEvent) GetRequester() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Requester
+}
+
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *InstallationSuspendEvent) GetSender() *common.User {
@@ -653,6 +1026,15 @@ func (x *InstallationUnsuspendEvent) GetRepository() *common.Repository {
 		return nil
 	}
 	return x.Repository
+}
+
+// GetRequester returns the "requester" member, or nil when x is nil or the
+// member is absent or null.
+func (x *InstallationUnsuspendEvent) GetRequester() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Requester
 }
 
 // GetSender returns the "sender" member, or nil when x is nil or the member was
@@ -1239,6 +1621,15 @@ func (x *IssueCommentDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *IssueCommentEditedEvent) GetChanges() *common.IssueCommentEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *IssueCommentEditedEvent) GetComment() *IssueComment {
@@ -1409,6 +1800,15 @@ func (x *IssueDependenciesBlockedByAddedEvent) GetBlockingIssue() *common.Issue 
 	return &x.BlockingIssue
 }
 
+// GetBlockingIssueRepo returns the "blocking_issue_repo" member, or nil when x
+// is nil or the member was absent or null.
+func (x *IssueDependenciesBlockedByAddedEvent) GetBlockingIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 5) {
+		return nil
+	}
+	return &x.BlockingIssueRepo
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *IssueDependenciesBlockedByAddedEvent) GetInstallation() *common.SimpleInstallation {
@@ -1480,6 +1880,15 @@ func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockingIssue() *common.Issu
 	return &x.BlockingIssue
 }
 
+// GetBlockingIssueRepo returns the "blocking_issue_repo" member, or nil when x
+// is nil or the member was absent or null.
+func (x *IssueDependenciesBlockedByRemovedEvent) GetBlockingIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 5) {
+		return nil
+	}
+	return &x.BlockingIssueRepo
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *IssueDependenciesBlockedByRemovedEvent) GetInstallation() *common.SimpleInstallation {
@@ -1531,6 +1940,15 @@ func (x *IssueDependenciesBlockingAddedEvent) GetBlockedIssue() *common.Issue {
 		return nil
 	}
 	return &x.BlockedIssue
+}
+
+// GetBlockedIssueRepo returns the "blocked_issue_repo" member, or nil when x is
+// nil or the member was absent or null.
+func (x *IssueDependenciesBlockingAddedEvent) GetBlockedIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.BlockedIssueRepo
 }
 
 // GetBlockingIssueID returns the "blocking_issue_id" member, or 0 when x is
@@ -1602,6 +2020,15 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetBlockedIssue() *common.Issue 
 		return nil
 	}
 	return &x.BlockedIssue
+}
+
+// GetBlockedIssueRepo returns the "blocked_issue_repo" member, or nil when x is
+// nil or the member was absent or null.
+func (x *IssueDependenciesBlockingRemovedEvent) GetBlockedIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.BlockedIssueRepo
 }
 
 // GetBlockingIssueID returns the "blocking_issue_id" member, or 0 when x is
@@ -1710,6 +2137,15 @@ func (x *IssuesUnknownEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *IssuesAssignedEvent) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -1901,6 +2337,15 @@ func (x *IssuesDemilestonedEvent) GetIssue() *common.Issue {
 	return &x.Issue
 }
 
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssuesDemilestonedEvent) GetMilestone() *common.Milestone {
+	if x == nil {
+		return nil
+	}
+	return x.Milestone
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member is absent or null.
 func (x *IssuesDemilestonedEvent) GetOrganization() *common.Organization {
@@ -1928,6 +2373,15 @@ func (x *IssuesDemilestonedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *IssuesEditedEvent) GetChanges() *common.EditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *IssuesEditedEvent) GetEnterprise() *common.Enterprise {
@@ -1953,6 +2407,15 @@ func (x *IssuesEditedEvent) GetIssue() *common.Issue {
 		return nil
 	}
 	return &x.Issue
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssuesEditedEvent) GetLabel() *common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Label
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -2007,6 +2470,15 @@ func (x *IssuesLabeledEvent) GetIssue() *common.Issue {
 		return nil
 	}
 	return &x.Issue
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssuesLabeledEvent) GetLabel() *common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Label
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -2117,6 +2589,15 @@ func (x *IssuesMilestonedEvent) GetIssue() *common.Issue {
 	return &x.Issue
 }
 
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssuesMilestonedEvent) GetMilestone() *common.Milestone {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Milestone
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member is absent or null.
 func (x *IssuesMilestonedEvent) GetOrganization() *common.Organization {
@@ -2142,6 +2623,15 @@ func (x *IssuesMilestonedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *IssuesOpenedEvent) GetChanges() *IssuesOpenedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -2306,6 +2796,15 @@ func (x *IssuesReopenedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *IssuesTransferredEvent) GetChanges() *IssuesTransferredChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *IssuesTransferredEvent) GetEnterprise() *common.Enterprise {
@@ -2387,6 +2886,15 @@ func (x *IssuesTypedEvent) GetIssue() *common.Issue {
 	return &x.Issue
 }
 
+// GetType returns the "type" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssuesTypedEvent) GetType() *common.IssueType {
+	if x == nil {
+		return nil
+	}
+	return x.Type
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member is absent or null.
 func (x *IssuesTypedEvent) GetOrganization() *common.Organization {
@@ -2412,6 +2920,15 @@ func (x *IssuesTypedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *IssuesUnassignedEvent) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -2493,6 +3010,15 @@ func (x *IssuesUnlabeledEvent) GetIssue() *common.Issue {
 		return nil
 	}
 	return &x.Issue
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssuesUnlabeledEvent) GetLabel() *common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Label
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -2655,6 +3181,15 @@ func (x *IssuesUntypedEvent) GetIssue() *common.Issue {
 		return nil
 	}
 	return &x.Issue
+}
+
+// GetType returns the "type" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssuesUntypedEvent) GetType() *common.IssueType {
+	if x == nil {
+		return nil
+	}
+	return x.Type
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or

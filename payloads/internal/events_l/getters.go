@@ -7,6 +7,33 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetColor returns the "color" member, or nil when x is nil or the member is
+// absent or null.
+func (x *LabelEditedChanges) GetColor() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Color
+}
+
+// GetDescription returns the "description" member, or nil when x is nil or the
+// member is absent or null.
+func (x *LabelEditedChanges) GetDescription() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Description
+}
+
+// GetName returns the "name" member, or nil when x is nil or the member is
+// absent or null.
+func (x *LabelEditedChanges) GetName() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Name
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *LabelUnknownEvent) GetEnterprise() *common.Enterprise {
@@ -167,6 +194,15 @@ func (x *LabelDeletedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *LabelEditedEvent) GetChanges() *LabelEditedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the

@@ -2523,6 +2523,8 @@ func DecodeMilestoneUnknownEvent(x *MilestoneUnknownEvent, d *codec.Decoder) err
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "sender":
 			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -2567,6 +2569,10 @@ func EncodeMilestoneUnknownEvent(x *MilestoneUnknownEvent, e *codec.Encoder) {
 		e.Key(",\"sender\":")
 		common.EncodeUser(x.Sender, e)
 	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
 }
@@ -2604,6 +2610,8 @@ func DecodeMilestoneClosedEvent(x *MilestoneClosedEvent, d *codec.Decoder) error
 			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
 		case "sender":
 			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -2644,6 +2652,10 @@ func EncodeMilestoneClosedEvent(x *MilestoneClosedEvent, e *codec.Encoder) {
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"sender\":")
 		common.EncodeUser(&x.Sender, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -2940,6 +2952,8 @@ func DecodeMilestoneOpenedEvent(x *MilestoneOpenedEvent, d *codec.Decoder) error
 			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
 		case "sender":
 			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -2980,6 +2994,10 @@ func EncodeMilestoneOpenedEvent(x *MilestoneOpenedEvent, e *codec.Encoder) {
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"sender\":")
 		common.EncodeUser(&x.Sender, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)

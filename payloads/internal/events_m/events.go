@@ -815,6 +815,11 @@ type MilestoneEvent interface {
 	GetRepository() *common.Repository
 	// GetSender returns the "sender" member.
 	GetSender() *common.User
+	// GetEnterprise returns the "enterprise" member.
+	//
+	// The spec leaves it out of this action; the forge sends it as it does with the
+	// event's other actions.
+	GetEnterprise() *common.Enterprise
 	isMilestoneEvent()
 }
 
@@ -830,6 +835,9 @@ type MilestoneClosedEvent struct {
 	Organization *common.Organization `json:"organization,omitempty"`
 	Repository   common.Repository    `json:"repository"`
 	Sender       common.User          `json:"sender"`
+	// The spec leaves it out of this action; the forge sends it as it does with the
+	// event's other actions.
+	Enterprise *common.Enterprise `json:"enterprise,omitempty"`
 
 	extra
 }
@@ -945,6 +953,9 @@ type MilestoneOpenedEvent struct {
 	Organization *common.Organization `json:"organization,omitempty"`
 	Repository   common.Repository    `json:"repository"`
 	Sender       common.User          `json:"sender"`
+	// The spec leaves it out of this action; the forge sends it as it does with the
+	// event's other actions.
+	Enterprise *common.Enterprise `json:"enterprise,omitempty"`
 
 	extra
 }
@@ -973,6 +984,9 @@ type MilestoneUnknownEvent struct {
 	Organization *common.Organization `json:"organization,omitempty"`
 	Repository   *common.Repository   `json:"repository,omitempty"`
 	Sender       *common.User         `json:"sender,omitempty"`
+	// The spec leaves it out of this action; the forge sends it as it does with the
+	// event's other actions.
+	Enterprise *common.Enterprise `json:"enterprise,omitempty"`
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 

@@ -7,6 +7,23 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetAccount returns the "account" member, or nil when x is nil or the member
+// was absent or null.
+func (x *MarketplacePurchase) GetAccount() *MarketplacePurchaseAccount {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Account
+}
+
+// GetBillingCycle returns the "billing_cycle" member, or "" when x is nil.
+func (x *MarketplacePurchase) GetBillingCycle() string {
+	if x == nil {
+		return ""
+	}
+	return x.BillingCycle
+}
+
 // GetFreeTrialEndsOn returns the "free_trial_ends_on" member, or "" when x is
 // nil or the member is absent or null.
 func (x *MarketplacePurchase) GetFreeTrialEndsOn() string {
@@ -34,6 +51,47 @@ func (x *MarketplacePurchase) GetOnFreeTrial() bool {
 	return *x.OnFreeTrial
 }
 
+// GetPlan returns the "plan" member, or nil when x is nil or the member was
+// absent or null.
+func (x *MarketplacePurchase) GetPlan() *MarketplacePurchasePlan {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Plan
+}
+
+// GetUnitCount returns the "unit_count" member, or 0 when x is nil.
+func (x *MarketplacePurchase) GetUnitCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.UnitCount
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *MarketplacePurchaseAccount) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetLogin returns the "login" member, or "" when x is nil.
+func (x *MarketplacePurchaseAccount) GetLogin() string {
+	if x == nil {
+		return ""
+	}
+	return x.Login
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *MarketplacePurchaseAccount) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetOrganizationBillingEmail returns the "organization_billing_email" member,
 // or "" when x is nil or the member is absent or null.
 func (x *MarketplacePurchaseAccount) GetOrganizationBillingEmail() string {
@@ -43,6 +101,72 @@ func (x *MarketplacePurchaseAccount) GetOrganizationBillingEmail() string {
 	return *x.OrganizationBillingEmail
 }
 
+// GetType returns the "type" member, or "" when x is nil.
+func (x *MarketplacePurchaseAccount) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetBullets returns the "bullets" member, or nil when x is nil or the member
+// is absent or null.
+func (x *MarketplacePurchasePlan) GetBullets() []*string {
+	if x == nil {
+		return nil
+	}
+	return x.Bullets
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *MarketplacePurchasePlan) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetHasFreeTrial returns the "has_free_trial" member, or false when x is nil.
+func (x *MarketplacePurchasePlan) GetHasFreeTrial() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasFreeTrial
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *MarketplacePurchasePlan) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetMonthlyPriceInCents returns the "monthly_price_in_cents" member, or 0 when
+// x is nil.
+func (x *MarketplacePurchasePlan) GetMonthlyPriceInCents() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MonthlyPriceInCents
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *MarketplacePurchasePlan) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetPriceModel returns the "price_model" member, or "" when x is nil.
+func (x *MarketplacePurchasePlan) GetPriceModel() MarketplacePurchasePlanPriceModel {
+	if x == nil {
+		return ""
+	}
+	return x.PriceModel
+}
+
 // GetUnitName returns the "unit_name" member, or "" when x is nil or the member
 // is absent or null.
 func (x *MarketplacePurchasePlan) GetUnitName() string {
@@ -50,6 +174,42 @@ func (x *MarketplacePurchasePlan) GetUnitName() string {
 		return ""
 	}
 	return *x.UnitName
+}
+
+// GetYearlyPriceInCents returns the "yearly_price_in_cents" member, or 0 when x
+// is nil.
+func (x *MarketplacePurchasePlan) GetYearlyPriceInCents() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.YearlyPriceInCents
+}
+
+// GetPermission returns the "permission" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MemberChanges) GetPermission() *MemberChangesPermission {
+	if x == nil {
+		return nil
+	}
+	return x.Permission
+}
+
+// GetRoleName returns the "role_name" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MemberChanges) GetRoleName() *MemberChangesRoleName {
+	if x == nil {
+		return nil
+	}
+	return x.RoleName
+}
+
+// GetOldPermission returns the "old_permission" member, or nil when x is nil or
+// the member is absent or null.
+func (x *MemberChanges) GetOldPermission() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.OldPermission
 }
 
 // GetTo returns the "to" member, or "" when x is nil or the member is absent or
@@ -70,6 +230,204 @@ func (x *MemberChangesPermission) GetFrom() string {
 	return *x.From
 }
 
+// GetTo returns the "to" member, or "" when x is nil.
+func (x *MemberChangesRoleName) GetTo() string {
+	if x == nil {
+		return ""
+	}
+	return x.To
+}
+
+// GetHeadSHA returns the "head_sha" member, or "" when x is nil.
+func (x *MergeGroup) GetHeadSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadSHA
+}
+
+// GetHeadRef returns the "head_ref" member, or "" when x is nil.
+func (x *MergeGroup) GetHeadRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadRef
+}
+
+// GetBaseSHA returns the "base_sha" member, or "" when x is nil.
+func (x *MergeGroup) GetBaseSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.BaseSHA
+}
+
+// GetBaseRef returns the "base_ref" member, or "" when x is nil.
+func (x *MergeGroup) GetBaseRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.BaseRef
+}
+
+// GetHeadCommit returns the "head_commit" member, or nil when x is nil or the
+// member was absent or null.
+func (x *MergeGroup) GetHeadCommit() *MergeGroupSimpleCommit {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.HeadCommit
+}
+
+// GetID returns the "id" member, or "" when x is nil.
+func (x *MergeGroupSimpleCommit) GetID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ID
+}
+
+// GetTreeID returns the "tree_id" member, or "" when x is nil.
+func (x *MergeGroupSimpleCommit) GetTreeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreeID
+}
+
+// GetMessage returns the "message" member, or "" when x is nil.
+func (x *MergeGroupSimpleCommit) GetMessage() string {
+	if x == nil {
+		return ""
+	}
+	return x.Message
+}
+
+// GetTimestamp returns the "timestamp" member, or the zero Timestamp when x is
+// nil.
+func (x *MergeGroupSimpleCommit) GetTimestamp() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.Timestamp
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *MergeGroupSimpleCommit) GetAuthor() *MergeGroupSimpleCommitAuthor {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetCommitter returns the "committer" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MergeGroupSimpleCommit) GetCommitter() *MergeGroupSimpleCommitAuthor {
+	if x == nil {
+		return nil
+	}
+	return x.Committer
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *MergeGroupSimpleCommitAuthor) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetEmail returns the "email" member, or "" when x is nil.
+func (x *MergeGroupSimpleCommitAuthor) GetEmail() string {
+	if x == nil {
+		return ""
+	}
+	return x.Email
+}
+
+// GetActive returns the "active" member, or false when x is nil.
+func (x *MetaHook) GetActive() bool {
+	if x == nil {
+		return false
+	}
+	return x.Active
+}
+
+// GetConfig returns the "config" member, or nil when x is nil or the member was
+// absent or null.
+func (x *MetaHook) GetConfig() *MetaHookConfig {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Config
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *MetaHook) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetEvents returns the "events" member, or nil when x is nil or the member is
+// absent or null.
+func (x *MetaHook) GetEvents() []MetaHookEvent {
+	if x == nil {
+		return nil
+	}
+	return x.Events
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *MetaHook) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *MetaHook) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *MetaHook) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *MetaHook) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetContentType returns the "content_type" member, or "" when x is nil.
+func (x *MetaHookConfig) GetContentType() MetaHookConfigContentType {
+	if x == nil {
+		return ""
+	}
+	return x.ContentType
+}
+
+// GetInsecureSSL returns the "insecure_ssl" member, or "" when x is nil.
+func (x *MetaHookConfig) GetInsecureSSL() string {
+	if x == nil {
+		return ""
+	}
+	return x.InsecureSSL
+}
+
 // GetSecret returns the "secret" member, or "" when x is nil or the member is
 // absent or null.
 func (x *MetaHookConfig) GetSecret() string {
@@ -77,6 +435,41 @@ func (x *MetaHookConfig) GetSecret() string {
 		return ""
 	}
 	return *x.Secret
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *MetaHookConfig) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetDescription returns the "description" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MilestoneEditedChanges) GetDescription() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Description
+}
+
+// GetDueOn returns the "due_on" member, or nil when x is nil or the member is
+// absent or null.
+func (x *MilestoneEditedChanges) GetDueOn() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.DueOn
+}
+
+// GetTitle returns the "title" member, or nil when x is nil or the member is
+// absent or null.
+func (x *MilestoneEditedChanges) GetTitle() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Title
 }
 
 // GetEffectiveDate returns the "effective_date" member, or "" when x is nil or
@@ -560,6 +953,15 @@ func (x *MemberUnknownEvent) GetSender() *common.User {
 	return x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *MemberAddedEvent) GetChanges() *MemberChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *MemberAddedEvent) GetEnterprise() *common.Enterprise {
@@ -612,6 +1014,15 @@ func (x *MemberAddedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *MemberEditedEvent) GetChanges() *MemberChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -1250,6 +1661,15 @@ func (x *MilestoneUnknownEvent) GetSender() *common.User {
 	return x.Sender
 }
 
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MilestoneUnknownEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *MilestoneClosedEvent) GetInstallation() *common.SimpleInstallation {
@@ -1293,6 +1713,15 @@ func (x *MilestoneClosedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MilestoneClosedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -1403,6 +1832,15 @@ func (x *MilestoneDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *MilestoneEditedEvent) GetChanges() *MilestoneEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *MilestoneEditedEvent) GetEnterprise() *common.Enterprise {
@@ -1500,4 +1938,13 @@ func (x *MilestoneOpenedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *MilestoneOpenedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
 }

@@ -7,6 +7,23 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetOrganizationURL returns the "organization_url" member, or "" when x is
+// nil.
+func (x *Membership) GetOrganizationURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.OrganizationURL
+}
+
+// GetRole returns the "role" member, or "" when x is nil.
+func (x *Membership) GetRole() string {
+	if x == nil {
+		return ""
+	}
+	return x.Role
+}
+
 // GetDirectMembership returns the "direct_membership" member, or false when x
 // is nil or the member is absent or null.
 func (x *Membership) GetDirectMembership() bool {
@@ -14,6 +31,50 @@ func (x *Membership) GetDirectMembership() bool {
 		return false
 	}
 	return *x.DirectMembership
+}
+
+// GetEnterpriseTeamsProvidingIndirectMembership returns the
+// "enterprise_teams_providing_indirect_membership" member, or nil when x is nil
+// or the member is absent or null.
+func (x *Membership) GetEnterpriseTeamsProvidingIndirectMembership() []string {
+	if x == nil {
+		return nil
+	}
+	return x.EnterpriseTeamsProvidingIndirectMembership
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *Membership) GetState() string {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Membership) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Membership) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *OrganizationMemberInvitedInvitation) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
 }
 
 // GetEmail returns the "email" member, or "" when x is nil or the member is
@@ -43,6 +104,32 @@ func (x *OrganizationMemberInvitedInvitation) GetFailedReason() string {
 	return *x.FailedReason
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *OrganizationMemberInvitedInvitation) GetID() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetInvitationTeamsURL returns the "invitation_teams_url" member, or "" when x
+// is nil.
+func (x *OrganizationMemberInvitedInvitation) GetInvitationTeamsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.InvitationTeamsURL
+}
+
+// GetInviter returns the "inviter" member, or nil when x is nil or the member
+// is absent or null.
+func (x *OrganizationMemberInvitedInvitation) GetInviter() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Inviter
+}
+
 // GetLogin returns the "login" member, or "" when x is nil or the member is
 // absent or null.
 func (x *OrganizationMemberInvitedInvitation) GetLogin() string {
@@ -52,6 +139,30 @@ func (x *OrganizationMemberInvitedInvitation) GetLogin() string {
 	return *x.Login
 }
 
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *OrganizationMemberInvitedInvitation) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetRole returns the "role" member, or "" when x is nil.
+func (x *OrganizationMemberInvitedInvitation) GetRole() string {
+	if x == nil {
+		return ""
+	}
+	return x.Role
+}
+
+// GetTeamCount returns the "team_count" member, or 0 when x is nil.
+func (x *OrganizationMemberInvitedInvitation) GetTeamCount() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.TeamCount
+}
+
 // GetInvitationSource returns the "invitation_source" member, or "" when x is
 // nil or the member is absent or null.
 func (x *OrganizationMemberInvitedInvitation) GetInvitationSource() string {
@@ -59,6 +170,15 @@ func (x *OrganizationMemberInvitedInvitation) GetInvitationSource() string {
 		return ""
 	}
 	return *x.InvitationSource
+}
+
+// GetLogin returns the "login" member, or nil when x is nil or the member is
+// absent or null.
+func (x *OrganizationRenamedChanges) GetLogin() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.Login
 }
 
 // GetBlockedUser returns the "blocked_user" member, or nil when x is nil or the
@@ -286,6 +406,15 @@ func (x *OrganizationDeletedEvent) GetInstallation() *common.SimpleInstallation 
 	return x.Installation
 }
 
+// GetMembership returns the "membership" member, or nil when x is nil or the
+// member is absent or null.
+func (x *OrganizationDeletedEvent) GetMembership() *Membership {
+	if x == nil {
+		return nil
+	}
+	return x.Membership
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrganizationDeletedEvent) GetOrganization() *common.Organization {
@@ -329,6 +458,15 @@ func (x *OrganizationMemberAddedEvent) GetInstallation() *common.SimpleInstallat
 		return nil
 	}
 	return x.Installation
+}
+
+// GetMembership returns the "membership" member, or nil when x is nil or the
+// member was absent or null.
+func (x *OrganizationMemberAddedEvent) GetMembership() *Membership {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Membership
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -376,6 +514,15 @@ func (x *OrganizationMemberInvitedEvent) GetInstallation() *common.SimpleInstall
 	return x.Installation
 }
 
+// GetInvitation returns the "invitation" member, or nil when x is nil or the
+// member was absent or null.
+func (x *OrganizationMemberInvitedEvent) GetInvitation() *OrganizationMemberInvitedInvitation {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Invitation
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member was absent or null.
 func (x *OrganizationMemberInvitedEvent) GetOrganization() *common.Organization {
@@ -403,6 +550,15 @@ func (x *OrganizationMemberInvitedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *OrganizationMemberInvitedEvent) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *OrganizationMemberRemovedEvent) GetEnterprise() *common.Enterprise {
@@ -419,6 +575,15 @@ func (x *OrganizationMemberRemovedEvent) GetInstallation() *common.SimpleInstall
 		return nil
 	}
 	return x.Installation
+}
+
+// GetMembership returns the "membership" member, or nil when x is nil or the
+// member was absent or null.
+func (x *OrganizationMemberRemovedEvent) GetMembership() *Membership {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Membership
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -448,6 +613,15 @@ func (x *OrganizationMemberRemovedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *OrganizationRenamedEvent) GetChanges() *OrganizationRenamedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *OrganizationRenamedEvent) GetEnterprise() *common.Enterprise {
@@ -464,6 +638,15 @@ func (x *OrganizationRenamedEvent) GetInstallation() *common.SimpleInstallation 
 		return nil
 	}
 	return x.Installation
+}
+
+// GetMembership returns the "membership" member, or nil when x is nil or the
+// member is absent or null.
+func (x *OrganizationRenamedEvent) GetMembership() *Membership {
+	if x == nil {
+		return nil
+	}
+	return x.Membership
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or

@@ -8332,6 +8332,8 @@ func DecodePullRequestUnknownEvent(x *PullRequestUnknownEvent, d *codec.Decoder)
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "enterprise":
 			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
 		case "number":
 			err = codec.DecInt64Ptr(&x.Number, d)
 		case "organization":
@@ -8369,6 +8371,10 @@ func EncodePullRequestUnknownEvent(x *PullRequestUnknownEvent, e *codec.Encoder)
 	if x.Enterprise != nil {
 		e.Key(",\"enterprise\":")
 		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
 	}
 	if x.Number != nil {
 		e.Key(",\"number\":")
@@ -8899,6 +8905,8 @@ func DecodePullRequestDemilestonedEvent(x *PullRequestDemilestonedEvent, d *code
 			err = codec.DecSeen(&x.Repository, d, &seen, 3, common.DecodeRepository)
 		case "sender":
 			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -8947,6 +8955,10 @@ func EncodePullRequestDemilestonedEvent(x *PullRequestDemilestonedEvent, e *code
 	if x.Sender != nil {
 		e.Key(",\"sender\":")
 		common.EncodeUser(x.Sender, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -9457,6 +9469,8 @@ func DecodePullRequestMilestonedEvent(x *PullRequestMilestonedEvent, d *codec.De
 			err = codec.DecSeen(&x.Repository, d, &seen, 3, common.DecodeRepository)
 		case "sender":
 			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -9505,6 +9519,10 @@ func EncodePullRequestMilestonedEvent(x *PullRequestMilestonedEvent, e *codec.En
 	if x.Sender != nil {
 		e.Key(",\"sender\":")
 		common.EncodeUser(x.Sender, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)

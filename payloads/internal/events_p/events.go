@@ -1679,6 +1679,8 @@ type PullRequestEvent interface {
 	GetAction() string
 	// GetEnterprise returns the "enterprise" member.
 	GetEnterprise() *common.Enterprise
+	// GetInstallation returns the "installation" member.
+	GetInstallation() *common.SimpleInstallation
 	// GetNumber returns the "number" member.
 	GetNumber() int64
 	// GetOrganization returns the "organization" member.
@@ -1858,6 +1860,9 @@ type PullRequestDemilestonedEvent struct {
 	PullRequest  common.PullRequest   `json:"pull_request"`
 	Repository   common.Repository    `json:"repository"`
 	Sender       *common.User         `json:"sender,omitempty"`
+	// The spec leaves it out of this action; the forge sends it as it does with the
+	// event's other actions.
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 
 	extra
 }
@@ -2038,6 +2043,9 @@ type PullRequestMilestonedEvent struct {
 	PullRequest  common.PullRequest   `json:"pull_request"`
 	Repository   common.Repository    `json:"repository"`
 	Sender       *common.User         `json:"sender,omitempty"`
+	// The spec leaves it out of this action; the forge sends it as it does with the
+	// event's other actions.
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 
 	extra
 }
@@ -2344,13 +2352,14 @@ func (x *PullRequestUnlockedEvent) GetAction() string {
 // the action, and in Raw the whole payload; other members are kept as unknown
 // members (see UnknownMembers).
 type PullRequestUnknownEvent struct {
-	Action       string               `json:"action"`
-	Enterprise   *common.Enterprise   `json:"enterprise,omitempty"`
-	Number       *int64               `json:"number,omitempty"`
-	Organization *common.Organization `json:"organization,omitempty"`
-	PullRequest  *common.PullRequest  `json:"pull_request,omitempty"`
-	Repository   *common.Repository   `json:"repository,omitempty"`
-	Sender       *common.User         `json:"sender,omitempty"`
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Number       *int64                     `json:"number,omitempty"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	PullRequest  *common.PullRequest        `json:"pull_request,omitempty"`
+	Repository   *common.Repository         `json:"repository,omitempty"`
+	Sender       *common.User               `json:"sender,omitempty"`
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 

@@ -8,6 +8,100 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetAdded returns the "added" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Commit) GetAdded() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Added
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member was
+// absent or null.
+func (x *Commit) GetAuthor() *common.Committer {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Author
+}
+
+// GetCommitter returns the "committer" member, or nil when x is nil or the
+// member was absent or null.
+func (x *Commit) GetCommitter() *common.Committer {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Committer
+}
+
+// GetDistinct returns the "distinct" member, or false when x is nil.
+func (x *Commit) GetDistinct() bool {
+	if x == nil {
+		return false
+	}
+	return x.Distinct
+}
+
+// GetID returns the "id" member, or "" when x is nil.
+func (x *Commit) GetID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ID
+}
+
+// GetMessage returns the "message" member, or "" when x is nil.
+func (x *Commit) GetMessage() string {
+	if x == nil {
+		return ""
+	}
+	return x.Message
+}
+
+// GetModified returns the "modified" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Commit) GetModified() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Modified
+}
+
+// GetRemoved returns the "removed" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Commit) GetRemoved() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Removed
+}
+
+// GetTimestamp returns the "timestamp" member, or the zero Timestamp when x is
+// nil.
+func (x *Commit) GetTimestamp() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.Timestamp
+}
+
+// GetTreeID returns the "tree_id" member, or "" when x is nil.
+func (x *Commit) GetTreeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreeID
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Commit) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
 // GetCode returns the "code" member, or 0 when x is nil or the member is absent
 // or null.
 func (x *HookResponse) GetCode() int64 {
@@ -53,6 +147,81 @@ func (x *Package) GetDescription() string {
 	return *x.Description
 }
 
+// GetEcosystem returns the "ecosystem" member, or "" when x is nil.
+func (x *Package) GetEcosystem() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ecosystem
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Package) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Package) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Package) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNamespace returns the "namespace" member, or "" when x is nil.
+func (x *Package) GetNamespace() string {
+	if x == nil {
+		return ""
+	}
+	return x.Namespace
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Package) GetOwner() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Owner
+}
+
+// GetPackageType returns the "package_type" member, or "" when x is nil.
+func (x *Package) GetPackageType() string {
+	if x == nil {
+		return ""
+	}
+	return x.PackageType
+}
+
+// GetPackageVersion returns the "package_version" member, or nil when x is nil
+// or the member is absent or null.
+func (x *Package) GetPackageVersion() *PackageVersion {
+	if x == nil {
+		return nil
+	}
+	return x.PackageVersion
+}
+
+// GetRegistry returns the "registry" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Package) GetRegistry() *PackageRegistry {
+	if x == nil {
+		return nil
+	}
+	return x.Registry
+}
+
 // GetUpdatedAt returns the "updated_at" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Package) GetUpdatedAt() string {
@@ -60,6 +229,64 @@ func (x *Package) GetUpdatedAt() string {
 		return ""
 	}
 	return *x.UpdatedAt
+}
+
+// GetAboutURL returns the "about_url" member, or "" when x is nil.
+func (x *PackageRegistry) GetAboutURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AboutURL
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *PackageRegistry) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *PackageRegistry) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *PackageRegistry) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetVendor returns the "vendor" member, or "" when x is nil.
+func (x *PackageRegistry) GetVendor() string {
+	if x == nil {
+		return ""
+	}
+	return x.Vendor
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersion) GetAuthor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersion) GetBody() *common.DeploymentPayload {
+	if x == nil {
+		return nil
+	}
+	return x.Body
 }
 
 // GetBodyHTML returns the "body_html" member, or "" when x is nil or the member
@@ -71,6 +298,15 @@ func (x *PackageVersion) GetBodyHTML() string {
 	return *x.BodyHTML
 }
 
+// GetContainerMetadata returns the "container_metadata" member, or nil when x
+// is nil or the member is absent or null.
+func (x *PackageVersion) GetContainerMetadata() *common.PackageVersionContainerMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.ContainerMetadata
+}
+
 // GetCreatedAt returns the "created_at" member, or "" when x is nil or the
 // member is absent or null.
 func (x *PackageVersion) GetCreatedAt() string {
@@ -78,6 +314,23 @@ func (x *PackageVersion) GetCreatedAt() string {
 		return ""
 	}
 	return *x.CreatedAt
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *PackageVersion) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetDockerMetadata returns the "docker_metadata" member, or nil when x is nil
+// or the member is absent or null.
+func (x *PackageVersion) GetDockerMetadata() []common.PackageVersionDockerMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.DockerMetadata
 }
 
 // GetDraft returns the "draft" member, or false when x is nil or the member is
@@ -89,6 +342,31 @@ func (x *PackageVersion) GetDraft() bool {
 	return *x.Draft
 }
 
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *PackageVersion) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PackageVersion) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetInstallationCommand returns the "installation_command" member, or "" when
+// x is nil.
+func (x *PackageVersion) GetInstallationCommand() string {
+	if x == nil {
+		return ""
+	}
+	return x.InstallationCommand
+}
+
 // GetManifest returns the "manifest" member, or "" when x is nil or the member
 // is absent or null.
 func (x *PackageVersion) GetManifest() string {
@@ -96,6 +374,50 @@ func (x *PackageVersion) GetManifest() string {
 		return ""
 	}
 	return *x.Manifest
+}
+
+// GetMetadata returns the "metadata" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PackageVersion) GetMetadata() []json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Metadata
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *PackageVersion) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNpmMetadata returns the "npm_metadata" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PackageVersion) GetNpmMetadata() *PackageVersionNpmMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.NpmMetadata
+}
+
+// GetNugetMetadata returns the "nuget_metadata" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PackageVersion) GetNugetMetadata() []PackageVersionNugetMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.NugetMetadata
+}
+
+// GetPackageFiles returns the "package_files" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PackageVersion) GetPackageFiles() []common.PackageVersionPackageFile {
+	if x == nil {
+		return nil
+	}
+	return x.PackageFiles
 }
 
 // GetPackageURL returns the "package_url" member, or "" when x is nil or the
@@ -116,6 +438,24 @@ func (x *PackageVersion) GetPrerelease() bool {
 	return *x.Prerelease
 }
 
+// GetRelease returns the "release" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PackageVersion) GetRelease() *PackageVersionRelease {
+	if x == nil {
+		return nil
+	}
+	return x.Release
+}
+
+// GetRubygemsMetadata returns the "rubygems_metadata" member, or nil when x is
+// nil or the member is absent or null.
+func (x *PackageVersion) GetRubygemsMetadata() []common.RubyGemsMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.RubygemsMetadata
+}
+
 // GetSourceURL returns the "source_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *PackageVersion) GetSourceURL() string {
@@ -123,6 +463,14 @@ func (x *PackageVersion) GetSourceURL() string {
 		return ""
 	}
 	return *x.SourceURL
+}
+
+// GetSummary returns the "summary" member, or "" when x is nil.
+func (x *PackageVersion) GetSummary() string {
+	if x == nil {
+		return ""
+	}
+	return x.Summary
 }
 
 // GetTagName returns the "tag_name" member, or "" when x is nil or the member
@@ -161,6 +509,14 @@ func (x *PackageVersion) GetUpdatedAt() string {
 	return *x.UpdatedAt
 }
 
+// GetVersion returns the "version" member, or "" when x is nil.
+func (x *PackageVersion) GetVersion() string {
+	if x == nil {
+		return ""
+	}
+	return x.Version
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *PackageVersionNpmMetadata) GetName() string {
@@ -188,6 +544,60 @@ func (x *PackageVersionNpmMetadata) GetNpmUser() string {
 	return *x.NpmUser
 }
 
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionNpmMetadata) GetAuthor() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetBugs returns the "bugs" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionNpmMetadata) GetBugs() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Bugs
+}
+
+// GetDependencies returns the "dependencies" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PackageVersionNpmMetadata) GetDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Dependencies
+}
+
+// GetDevDependencies returns the "dev_dependencies" member, or nil when x is
+// nil or the member is absent or null.
+func (x *PackageVersionNpmMetadata) GetDevDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.DevDependencies
+}
+
+// GetPeerDependencies returns the "peer_dependencies" member, or nil when x is
+// nil or the member is absent or null.
+func (x *PackageVersionNpmMetadata) GetPeerDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.PeerDependencies
+}
+
+// GetOptionalDependencies returns the "optional_dependencies" member, or nil
+// when x is nil or the member is absent or null.
+func (x *PackageVersionNpmMetadata) GetOptionalDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.OptionalDependencies
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *PackageVersionNpmMetadata) GetDescription() string {
@@ -195,6 +605,15 @@ func (x *PackageVersionNpmMetadata) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetDist returns the "dist" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionNpmMetadata) GetDist() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Dist
 }
 
 // GetGitHead returns the "git_head" member, or "" when x is nil or the member
@@ -242,6 +661,15 @@ func (x *PackageVersionNpmMetadata) GetRepository() json.RawMessage {
 	return x.Repository
 }
 
+// GetScripts returns the "scripts" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PackageVersionNpmMetadata) GetScripts() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Scripts
+}
+
 // GetID returns the "id" member, or "" when x is nil or the member is absent or
 // null.
 func (x *PackageVersionNpmMetadata) GetID() string {
@@ -276,6 +704,96 @@ func (x *PackageVersionNpmMetadata) GetHasShrinkwrap() bool {
 		return false
 	}
 	return *x.HasShrinkwrap
+}
+
+// GetMaintainers returns the "maintainers" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PackageVersionNpmMetadata) GetMaintainers() []json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Maintainers
+}
+
+// GetContributors returns the "contributors" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PackageVersionNpmMetadata) GetContributors() []json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Contributors
+}
+
+// GetEngines returns the "engines" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PackageVersionNpmMetadata) GetEngines() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Engines
+}
+
+// GetKeywords returns the "keywords" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PackageVersionNpmMetadata) GetKeywords() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Keywords
+}
+
+// GetFiles returns the "files" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionNpmMetadata) GetFiles() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Files
+}
+
+// GetBin returns the "bin" member, or nil when x is nil or the member is absent
+// or null.
+func (x *PackageVersionNpmMetadata) GetBin() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Bin
+}
+
+// GetMan returns the "man" member, or nil when x is nil or the member is absent
+// or null.
+func (x *PackageVersionNpmMetadata) GetMan() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Man
+}
+
+// GetDirectories returns the "directories" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PackageVersionNpmMetadata) GetDirectories() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Directories
+}
+
+// GetOS returns the "os" member, or nil when x is nil or the member is absent
+// or null.
+func (x *PackageVersionNpmMetadata) GetOS() []string {
+	if x == nil {
+		return nil
+	}
+	return x.OS
+}
+
+// GetCPU returns the "cpu" member, or nil when x is nil or the member is absent
+// or null.
+func (x *PackageVersionNpmMetadata) GetCPU() []string {
+	if x == nil {
+		return nil
+	}
+	return x.CPU
 }
 
 // GetReadme returns the "readme" member, or "" when x is nil or the member is
@@ -332,6 +850,15 @@ func (x *PackageVersionNpmMetadata) GetDeletedByID() int64 {
 	return *x.DeletedByID
 }
 
+// GetID returns the "id" member, or nil when x is nil or the member is absent
+// or null.
+func (x *PackageVersionNugetMetadata) GetID() *PackageVersionNugetMetadataID {
+	if x == nil {
+		return nil
+	}
+	return x.ID
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *PackageVersionNugetMetadata) GetName() string {
@@ -339,6 +866,56 @@ func (x *PackageVersionNugetMetadata) GetName() string {
 		return ""
 	}
 	return *x.Name
+}
+
+// GetValue returns the "value" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionNugetMetadata) GetValue() *common.PackageVersionNugetMetadataValue {
+	if x == nil {
+		return nil
+	}
+	return x.Value
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionRelease) GetAuthor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *PackageVersionRelease) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDraft returns the "draft" member, or false when x is nil.
+func (x *PackageVersionRelease) GetDraft() bool {
+	if x == nil {
+		return false
+	}
+	return x.Draft
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *PackageVersionRelease) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PackageVersionRelease) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
 }
 
 // GetName returns the "name" member, or "" when x is nil or the member is
@@ -350,6 +927,47 @@ func (x *PackageVersionRelease) GetName() string {
 	return *x.Name
 }
 
+// GetPrerelease returns the "prerelease" member, or false when x is nil.
+func (x *PackageVersionRelease) GetPrerelease() bool {
+	if x == nil {
+		return false
+	}
+	return x.Prerelease
+}
+
+// GetPublishedAt returns the "published_at" member, or "" when x is nil.
+func (x *PackageVersionRelease) GetPublishedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.PublishedAt
+}
+
+// GetTagName returns the "tag_name" member, or "" when x is nil.
+func (x *PackageVersionRelease) GetTagName() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagName
+}
+
+// GetTargetCommitish returns the "target_commitish" member, or "" when x is
+// nil.
+func (x *PackageVersionRelease) GetTargetCommitish() string {
+	if x == nil {
+		return ""
+	}
+	return x.TargetCommitish
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *PackageVersionRelease) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
 // GetCommit returns the "commit" member, or "" when x is nil or the member is
 // absent or null.
 func (x *PageBuild) GetCommit() string {
@@ -357,6 +975,64 @@ func (x *PageBuild) GetCommit() string {
 		return ""
 	}
 	return *x.Commit
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *PageBuild) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDuration returns the "duration" member, or 0 when x is nil.
+func (x *PageBuild) GetDuration() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Duration
+}
+
+// GetError returns the "error" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PageBuild) GetError() *PageBuildError {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Error
+}
+
+// GetPusher returns the "pusher" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PageBuild) GetPusher() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Pusher
+}
+
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *PageBuild) GetStatus() string {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *PageBuild) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *PageBuild) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
 }
 
 // GetMessage returns the "message" member, or "" when x is nil or the member is
@@ -368,6 +1044,59 @@ func (x *PageBuildError) GetMessage() string {
 	return *x.Message
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PersonalAccessTokenRequest) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PersonalAccessTokenRequest) GetOwner() *common.User {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Owner
+}
+
+// GetPermissionsAdded returns the "permissions_added" member, or nil when x is
+// nil or the member was absent or null.
+func (x *PersonalAccessTokenRequest) GetPermissionsAdded() *PersonalAccessTokenRequestPermissionsAdded {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.PermissionsAdded
+}
+
+// GetPermissionsUpgraded returns the "permissions_upgraded" member, or nil when
+// x is nil or the member was absent or null.
+func (x *PersonalAccessTokenRequest) GetPermissionsUpgraded() *PersonalAccessTokenRequestPermissionsAdded {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.PermissionsUpgraded
+}
+
+// GetPermissionsResult returns the "permissions_result" member, or nil when x
+// is nil or the member was absent or null.
+func (x *PersonalAccessTokenRequest) GetPermissionsResult() *PersonalAccessTokenRequestPermissionsAdded {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.PermissionsResult
+}
+
+// GetRepositorySelection returns the "repository_selection" member, or "" when
+// x is nil.
+func (x *PersonalAccessTokenRequest) GetRepositorySelection() PersonalAccessTokenRequestRepositorySelection {
+	if x == nil {
+		return ""
+	}
+	return x.RepositorySelection
+}
+
 // GetRepositoryCount returns the "repository_count" member, or 0 when x is nil
 // or the member is absent or null.
 func (x *PersonalAccessTokenRequest) GetRepositoryCount() int64 {
@@ -375,6 +1104,47 @@ func (x *PersonalAccessTokenRequest) GetRepositoryCount() int64 {
 		return 0
 	}
 	return *x.RepositoryCount
+}
+
+// GetRepositories returns the "repositories" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PersonalAccessTokenRequest) GetRepositories() []common.InstallationCreatedRepository {
+	if x == nil {
+		return nil
+	}
+	return x.Repositories
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *PersonalAccessTokenRequest) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetTokenID returns the "token_id" member, or 0 when x is nil.
+func (x *PersonalAccessTokenRequest) GetTokenID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.TokenID
+}
+
+// GetTokenName returns the "token_name" member, or "" when x is nil.
+func (x *PersonalAccessTokenRequest) GetTokenName() string {
+	if x == nil {
+		return ""
+	}
+	return x.TokenName
+}
+
+// GetTokenExpired returns the "token_expired" member, or false when x is nil.
+func (x *PersonalAccessTokenRequest) GetTokenExpired() bool {
+	if x == nil {
+		return false
+	}
+	return x.TokenExpired
 }
 
 // GetTokenExpiresAt returns the "token_expires_at" member, or "" when x is nil
@@ -413,6 +1183,15 @@ func (x *PersonalAccessTokenRequestPermissionsAdded) GetRepository() map[string]
 	return x.Repository
 }
 
+// GetOther returns the "other" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PersonalAccessTokenRequestPermissionsAdded) GetOther() map[string]string {
+	if x == nil {
+		return nil
+	}
+	return x.Other
+}
+
 // GetBody returns the "body" member, or "" when x is nil or the member is
 // absent or null.
 func (x *Project) GetBody() string {
@@ -420,6 +1199,105 @@ func (x *Project) GetBody() string {
 		return ""
 	}
 	return *x.Body
+}
+
+// GetColumnsURL returns the "columns_url" member, or "" when x is nil.
+func (x *Project) GetColumnsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ColumnsURL
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Project) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Project) GetCreator() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Creator
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Project) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Project) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Project) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Project) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *Project) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetOwnerURL returns the "owner_url" member, or "" when x is nil.
+func (x *Project) GetOwnerURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.OwnerURL
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *Project) GetState() common.IssueState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Project) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Project) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
 }
 
 // GetAfterID returns the "after_id" member, or 0 when x is nil or the member is
@@ -431,6 +1309,14 @@ func (x *ProjectCard) GetAfterID() float64 {
 	return *x.AfterID
 }
 
+// GetArchived returns the "archived" member, or false when x is nil.
+func (x *ProjectCard) GetArchived() bool {
+	if x == nil {
+		return false
+	}
+	return x.Archived
+}
+
 // GetColumnID returns the "column_id" member, or 0 when x is nil or the member
 // is absent or null.
 func (x *ProjectCard) GetColumnID() int64 {
@@ -438,6 +1324,14 @@ func (x *ProjectCard) GetColumnID() int64 {
 		return 0
 	}
 	return *x.ColumnID
+}
+
+// GetColumnURL returns the "column_url" member, or "" when x is nil.
+func (x *ProjectCard) GetColumnURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ColumnURL
 }
 
 // GetContentURL returns the "content_url" member, or "" when x is nil or the
@@ -449,6 +1343,40 @@ func (x *ProjectCard) GetContentURL() string {
 	return *x.ContentURL
 }
 
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectCard) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ProjectCard) GetCreator() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Creator
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *ProjectCard) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *ProjectCard) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetNote returns the "note" member, or "" when x is nil or the member is
 // absent or null.
 func (x *ProjectCard) GetNote() string {
@@ -458,6 +1386,57 @@ func (x *ProjectCard) GetNote() string {
 	return *x.Note
 }
 
+// GetProjectURL returns the "project_url" member, or "" when x is nil.
+func (x *ProjectCard) GetProjectURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ProjectURL
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectCard) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *ProjectCard) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetNote returns the "note" member, or nil when x is nil or the member was
+// absent or null.
+func (x *ProjectCardChanges) GetNote() *common.ProjectCardChangesNote {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Note
+}
+
+// GetColumnID returns the "column_id" member, or nil when x is nil or the
+// member was absent or null.
+func (x *ProjectCardMovedChanges) GetColumnID() *ProjectCardMovedChangesColumnID {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.ColumnID
+}
+
+// GetFrom returns the "from" member, or 0 when x is nil.
+func (x *ProjectCardMovedChangesColumnID) GetFrom() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.From
+}
+
 // GetAfterID returns the "after_id" member, or 0 when x is nil or the member is
 // absent or null.
 func (x *ProjectColumn) GetAfterID() int64 {
@@ -465,6 +1444,135 @@ func (x *ProjectColumn) GetAfterID() int64 {
 		return 0
 	}
 	return *x.AfterID
+}
+
+// GetCardsURL returns the "cards_url" member, or "" when x is nil.
+func (x *ProjectColumn) GetCardsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CardsURL
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectColumn) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *ProjectColumn) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *ProjectColumn) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *ProjectColumn) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetProjectURL returns the "project_url" member, or "" when x is nil.
+func (x *ProjectColumn) GetProjectURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ProjectURL
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectColumn) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *ProjectColumn) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetName returns the "name" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectColumnEditedChanges) GetName() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Name
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectEditedChanges) GetBody() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Body
+}
+
+// GetName returns the "name" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectEditedChanges) GetName() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Name
+}
+
+// GetDescription returns the "description" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ProjectsV2EditedChanges) GetDescription() *StringFromTo {
+	if x == nil {
+		return nil
+	}
+	return x.Description
+}
+
+// GetPublic returns the "public" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectsV2EditedChanges) GetPublic() *ProjectsV2EditedChangesPublic {
+	if x == nil {
+		return nil
+	}
+	return x.Public
+}
+
+// GetShortDescription returns the "short_description" member, or nil when x is
+// nil or the member is absent or null.
+func (x *ProjectsV2EditedChanges) GetShortDescription() *StringFromTo {
+	if x == nil {
+		return nil
+	}
+	return x.ShortDescription
+}
+
+// GetTitle returns the "title" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectsV2EditedChanges) GetTitle() *ProjectsV2EditedChangesTitle {
+	if x == nil {
+		return nil
+	}
+	return x.Title
 }
 
 // GetFrom returns the "from" member, or false when x is nil or the member is
@@ -503,6 +1611,14 @@ func (x *ProjectsV2EditedChangesTitle) GetTo() string {
 	return *x.To
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *ProjectsV2Item) GetID() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetNodeID returns the "node_id" member, or "" when x is nil or the member is
 // absent or null.
 func (x *ProjectsV2Item) GetNodeID() string {
@@ -521,6 +1637,49 @@ func (x *ProjectsV2Item) GetProjectNodeID() string {
 	return *x.ProjectNodeID
 }
 
+// GetContentNodeID returns the "content_node_id" member, or "" when x is nil.
+func (x *ProjectsV2Item) GetContentNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentNodeID
+}
+
+// GetContentType returns the "content_type" member, or "" when x is nil.
+func (x *ProjectsV2Item) GetContentType() ProjectsV2ItemContentType {
+	if x == nil {
+		return ""
+	}
+	return x.ContentType
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ProjectsV2Item) GetCreator() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Creator
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectsV2Item) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectsV2Item) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
 // GetArchivedAt returns the "archived_at" member, or the zero Timestamp when x
 // is nil or the member is absent or null.
 func (x *ProjectsV2Item) GetArchivedAt() codec.Timestamp {
@@ -528,6 +1687,15 @@ func (x *ProjectsV2Item) GetArchivedAt() codec.Timestamp {
 		return codec.Timestamp{}
 	}
 	return *x.ArchivedAt
+}
+
+// GetArchivedAt returns the "archived_at" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ProjectsV2ItemChanges) GetArchivedAt() *ProjectsV2ItemChangesArchivedAt {
+	if x == nil {
+		return nil
+	}
+	return x.ArchivedAt
 }
 
 // GetFrom returns the "from" member, or the zero Timestamp when x is nil or the
@@ -548,6 +1716,15 @@ func (x *ProjectsV2ItemChangesArchivedAt) GetTo() codec.Timestamp {
 	return *x.To
 }
 
+// GetContentType returns the "content_type" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ProjectsV2ItemConvertedChanges) GetContentType() *ProjectsV2ItemConvertedChangesContentType {
+	if x == nil {
+		return nil
+	}
+	return x.ContentType
+}
+
 // GetFrom returns the "from" member, or "" when x is nil or the member is
 // absent or null.
 func (x *ProjectsV2ItemConvertedChangesContentType) GetFrom() string {
@@ -564,6 +1741,24 @@ func (x *ProjectsV2ItemConvertedChangesContentType) GetTo() string {
 		return ""
 	}
 	return *x.To
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member was
+// absent or null.
+func (x *ProjectsV2ItemEditedChangesBody) GetBody() *StringFromTo {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Body
+}
+
+// GetFieldValue returns the "field_value" member, or nil when x is nil or the
+// member was absent or null.
+func (x *ProjectsV2ItemEditedChangesFieldValue) GetFieldValue() *ProjectsV2ItemEditedChangesFieldValueFieldValue {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.FieldValue
 }
 
 // GetFieldNodeID returns the "field_node_id" member, or "" when x is nil or the
@@ -602,6 +1797,50 @@ func (x *ProjectsV2ItemEditedChangesFieldValueFieldValue) GetProjectNumber() int
 	return *x.ProjectNumber
 }
 
+// GetFrom returns the "from" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectsV2ItemEditedChangesFieldValueFieldValue) GetFrom() *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom {
+	if x == nil {
+		return nil
+	}
+	return x.From
+}
+
+// GetTo returns the "to" member, or nil when x is nil or the member is absent
+// or null.
+func (x *ProjectsV2ItemEditedChangesFieldValueFieldValue) GetTo() *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom {
+	if x == nil {
+		return nil
+	}
+	return x.To
+}
+
+// GetPreviousProjectsV2ItemNodeID returns the
+// "previous_projects_v2_item_node_id" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ProjectsV2ItemReorderedChanges) GetPreviousProjectsV2ItemNodeID() *StringFromTo {
+	if x == nil {
+		return nil
+	}
+	return x.PreviousProjectsV2ItemNodeID
+}
+
+// GetID returns the "id" member, or "" when x is nil.
+func (x *ProjectsV2IterationSetting) GetID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ID
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *ProjectsV2IterationSetting) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
 // GetTitleHTML returns the "title_html" member, or "" when x is nil or the
 // member is absent or null.
 func (x *ProjectsV2IterationSetting) GetTitleHTML() string {
@@ -638,6 +1877,48 @@ func (x *ProjectsV2IterationSetting) GetCompleted() bool {
 	return *x.Completed
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *ProjectsV2Project) GetID() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *ProjectsV2Project) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member was
+// absent or null.
+func (x *ProjectsV2Project) GetOwner() *common.User {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Owner
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectsV2Project) GetCreator() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Creator
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *ProjectsV2Project) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *ProjectsV2Project) GetDescription() string {
@@ -647,6 +1928,14 @@ func (x *ProjectsV2Project) GetDescription() string {
 	return *x.Description
 }
 
+// GetPublic returns the "public" member, or false when x is nil.
+func (x *ProjectsV2Project) GetPublic() bool {
+	if x == nil {
+		return false
+	}
+	return x.Public
+}
+
 // GetClosedAt returns the "closed_at" member, or the zero Timestamp when x is
 // nil or the member is absent or null.
 func (x *ProjectsV2Project) GetClosedAt() codec.Timestamp {
@@ -654,6 +1943,32 @@ func (x *ProjectsV2Project) GetClosedAt() codec.Timestamp {
 		return codec.Timestamp{}
 	}
 	return *x.ClosedAt
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectsV2Project) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectsV2Project) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *ProjectsV2Project) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
 }
 
 // GetShortDescription returns the "short_description" member, or "" when x is
@@ -674,6 +1989,15 @@ func (x *ProjectsV2Project) GetDeletedAt() codec.Timestamp {
 	return *x.DeletedAt
 }
 
+// GetDeletedBy returns the "deleted_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ProjectsV2Project) GetDeletedBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.DeletedBy
+}
+
 // GetState returns the "state" member, or "" when x is nil or the member is
 // absent or null.
 func (x *ProjectsV2Project) GetState() common.IssueState {
@@ -683,6 +2007,15 @@ func (x *ProjectsV2Project) GetState() common.IssueState {
 	return *x.State
 }
 
+// GetLatestStatusUpdate returns the "latest_status_update" member, or nil when
+// x is nil or the member is absent or null.
+func (x *ProjectsV2Project) GetLatestStatusUpdate() *ProjectsV2StatusUpdate {
+	if x == nil {
+		return nil
+	}
+	return x.LatestStatusUpdate
+}
+
 // GetIsTemplate returns the "is_template" member, or false when x is nil or the
 // member is absent or null.
 func (x *ProjectsV2Project) GetIsTemplate() bool {
@@ -690,6 +2023,22 @@ func (x *ProjectsV2Project) GetIsTemplate() bool {
 		return false
 	}
 	return *x.IsTemplate
+}
+
+// GetID returns the "id" member, or "" when x is nil.
+func (x *ProjectsV2SingleSelectOption) GetID() string {
+	if x == nil {
+		return ""
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *ProjectsV2SingleSelectOption) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetColor returns the "color" member, or "" when x is nil or the member is
@@ -710,6 +2059,22 @@ func (x *ProjectsV2SingleSelectOption) GetDescription() string {
 	return *x.Description
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *ProjectsV2StatusUpdate) GetID() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *ProjectsV2StatusUpdate) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetProjectNodeID returns the "project_node_id" member, or "" when x is nil or
 // the member is absent or null.
 func (x *ProjectsV2StatusUpdate) GetProjectNodeID() string {
@@ -717,6 +2082,33 @@ func (x *ProjectsV2StatusUpdate) GetProjectNodeID() string {
 		return ""
 	}
 	return *x.ProjectNodeID
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ProjectsV2StatusUpdate) GetCreator() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Creator
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectsV2StatusUpdate) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ProjectsV2StatusUpdate) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
 }
 
 // GetStatus returns the "status" member, or "" when x is nil or the member is
@@ -755,6 +2147,42 @@ func (x *ProjectsV2StatusUpdate) GetBody() string {
 	return *x.Body
 }
 
+// GetBody returns the "body" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectsV2StatusUpdateEditedChanges) GetBody() *StringFromTo {
+	if x == nil {
+		return nil
+	}
+	return x.Body
+}
+
+// GetStatus returns the "status" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ProjectsV2StatusUpdateEditedChanges) GetStatus() *ProjectsV2StatusUpdateEditedChangesStatus {
+	if x == nil {
+		return nil
+	}
+	return x.Status
+}
+
+// GetStartDate returns the "start_date" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ProjectsV2StatusUpdateEditedChanges) GetStartDate() *StringFromTo {
+	if x == nil {
+		return nil
+	}
+	return x.StartDate
+}
+
+// GetTargetDate returns the "target_date" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ProjectsV2StatusUpdateEditedChanges) GetTargetDate() *StringFromTo {
+	if x == nil {
+		return nil
+	}
+	return x.TargetDate
+}
+
 // GetFrom returns the "from" member, or "" when x is nil or the member is
 // absent or null.
 func (x *ProjectsV2StatusUpdateEditedChangesStatus) GetFrom() ProjectsV2StatusUpdateEditedChangesStatusFrom {
@@ -773,6 +2201,69 @@ func (x *ProjectsV2StatusUpdateEditedChangesStatus) GetTo() ProjectsV2StatusUpda
 	return *x.To
 }
 
+// GetBase returns the "base" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestEditedChanges) GetBase() *PullRequestEditedChangesBase {
+	if x == nil {
+		return nil
+	}
+	return x.Base
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestEditedChanges) GetBody() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Body
+}
+
+// GetTitle returns the "title" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestEditedChanges) GetTitle() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Title
+}
+
+// GetRef returns the "ref" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestEditedChangesBase) GetRef() *common.StringChange {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Ref
+}
+
+// GetSHA returns the "sha" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestEditedChangesBase) GetSHA() *common.StringChange {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.SHA
+}
+
+// GetLinks returns the "_links" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReview) GetLinks() *PullRequestReviewLinks {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Links
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *PullRequestReview) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
 // GetBody returns the "body" member, or "" when x is nil or the member is
 // absent or null.
 func (x *PullRequestReview) GetBody() string {
@@ -780,6 +2271,54 @@ func (x *PullRequestReview) GetBody() string {
 		return ""
 	}
 	return *x.Body
+}
+
+// GetCommitID returns the "commit_id" member, or "" when x is nil.
+func (x *PullRequestReview) GetCommitID() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitID
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *PullRequestReview) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PullRequestReview) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *PullRequestReview) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPullRequestURL returns the "pull_request_url" member, or "" when x is nil.
+func (x *PullRequestReview) GetPullRequestURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestURL
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *PullRequestReview) GetState() PullRequestReviewState {
+	if x == nil {
+		return ""
+	}
+	return x.State
 }
 
 // GetSubmittedAt returns the "submitted_at" member, or the zero Timestamp when
@@ -800,6 +2339,82 @@ func (x *PullRequestReview) GetUpdatedAt() codec.Timestamp {
 	return *x.UpdatedAt
 }
 
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestReview) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetLinks returns the "_links" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewComment) GetLinks() *PullRequestReviewCommentLinks {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Links
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *PullRequestReviewComment) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetBody returns the "body" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetBody() string {
+	if x == nil {
+		return ""
+	}
+	return x.Body
+}
+
+// GetCommitID returns the "commit_id" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetCommitID() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitID
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *PullRequestReviewComment) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetDiffHunk returns the "diff_hunk" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetDiffHunk() string {
+	if x == nil {
+		return ""
+	}
+	return x.DiffHunk
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PullRequestReviewComment) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetInReplyToID returns the "in_reply_to_id" member, or 0 when x is nil or the
 // member is absent or null.
 func (x *PullRequestReviewComment) GetInReplyToID() int64 {
@@ -818,6 +2433,23 @@ func (x *PullRequestReviewComment) GetLine() int64 {
 	return *x.Line
 }
 
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetOriginalCommitID returns the "original_commit_id" member, or "" when x is
+// nil.
+func (x *PullRequestReviewComment) GetOriginalCommitID() string {
+	if x == nil {
+		return ""
+	}
+	return x.OriginalCommitID
+}
+
 // GetOriginalLine returns the "original_line" member, or 0 when x is nil or the
 // member is absent or null.
 func (x *PullRequestReviewComment) GetOriginalLine() int64 {
@@ -827,6 +2459,15 @@ func (x *PullRequestReviewComment) GetOriginalLine() int64 {
 	return *x.OriginalLine
 }
 
+// GetOriginalPosition returns the "original_position" member, or 0 when x is
+// nil.
+func (x *PullRequestReviewComment) GetOriginalPosition() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.OriginalPosition
+}
+
 // GetOriginalStartLine returns the "original_start_line" member, or 0 when x is
 // nil or the member is absent or null.
 func (x *PullRequestReviewComment) GetOriginalStartLine() int64 {
@@ -834,6 +2475,14 @@ func (x *PullRequestReviewComment) GetOriginalStartLine() int64 {
 		return 0
 	}
 	return *x.OriginalStartLine
+}
+
+// GetPath returns the "path" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetPath() string {
+	if x == nil {
+		return ""
+	}
+	return x.Path
 }
 
 // GetPosition returns the "position" member, or 0 when x is nil or the member
@@ -852,6 +2501,23 @@ func (x *PullRequestReviewComment) GetPullRequestReviewID() int64 {
 		return 0
 	}
 	return *x.PullRequestReviewID
+}
+
+// GetPullRequestURL returns the "pull_request_url" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetPullRequestURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestURL
+}
+
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestReviewComment) GetReactions() *common.Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
 }
 
 // GetSide returns the "side" member, or "" when x is nil or the member is
@@ -890,6 +2556,68 @@ func (x *PullRequestReviewComment) GetSubjectType() PullRequestReviewCommentSubj
 	return *x.SubjectType
 }
 
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *PullRequestReviewComment) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *PullRequestReviewComment) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestReviewComment) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetHTML returns the "html" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewCommentLinks) GetHTML() *common.Link {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.HTML
+}
+
+// GetPullRequest returns the "pull_request" member, or nil when x is nil or the
+// member was absent or null.
+func (x *PullRequestReviewCommentLinks) GetPullRequest() *common.Link {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.PullRequest
+}
+
+// GetSelf returns the "self" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewCommentLinks) GetSelf() *common.Link {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Self
+}
+
+// GetLinks returns the "_links" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetLinks() *common.PullRequestLinks {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Links
+}
+
 // GetActiveLockReason returns the "active_lock_reason" member, or "" when x is
 // nil or the member is absent or null.
 func (x *PullRequestReviewCommentPullRequest) GetActiveLockReason() common.ActiveLockReason {
@@ -897,6 +2625,51 @@ func (x *PullRequestReviewCommentPullRequest) GetActiveLockReason() common.Activ
 		return ""
 	}
 	return *x.ActiveLockReason
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
+}
+
+// GetAssignees returns the "assignees" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetAssignees() []*common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignees
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *PullRequestReviewCommentPullRequest) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetAutoMerge returns the "auto_merge" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetAutoMerge() *common.PullRequestAutoMerge {
+	if x == nil {
+		return nil
+	}
+	return x.AutoMerge
+}
+
+// GetBase returns the "base" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetBase() *PullRequestReviewCommentPullRequestBase {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Base
 }
 
 // GetBody returns the "body" member, or "" when x is nil or the member is
@@ -917,6 +2690,38 @@ func (x *PullRequestReviewCommentPullRequest) GetClosedAt() string {
 	return *x.ClosedAt
 }
 
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDiffURL returns the "diff_url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetDiffURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DiffURL
+}
+
 // GetDraft returns the "draft" member, or false when x is nil or the member is
 // absent or null.
 func (x *PullRequestReviewCommentPullRequest) GetDraft() bool {
@@ -924,6 +2729,56 @@ func (x *PullRequestReviewCommentPullRequest) GetDraft() bool {
 		return false
 	}
 	return *x.Draft
+}
+
+// GetHead returns the "head" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetHead() *PullRequestReviewCommentPullRequestHead {
+	if x == nil || !codec.Written(&x.extra, 8) {
+		return nil
+	}
+	return &x.Head
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIssueURL returns the "issue_url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetIssueURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueURL
+}
+
+// GetLabels returns the "labels" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetLabels() []common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Labels
+}
+
+// GetLocked returns the "locked" member, or false when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetLocked() bool {
+	if x == nil {
+		return false
+	}
+	return x.Locked
 }
 
 // GetMergeCommitSHA returns the "merge_commit_sha" member, or "" when x is nil
@@ -944,6 +2799,252 @@ func (x *PullRequestReviewCommentPullRequest) GetMergedAt() string {
 	return *x.MergedAt
 }
 
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetMilestone() *common.Milestone {
+	if x == nil {
+		return nil
+	}
+	return x.Milestone
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetPatchURL returns the "patch_url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetPatchURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PatchURL
+}
+
+// GetRequestedReviewers returns the "requested_reviewers" member, or nil when x
+// is nil or the member is absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetRequestedReviewers() []*common.PullRequestRequestedReviewer {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedReviewers
+}
+
+// GetRequestedTeams returns the "requested_teams" member, or nil when x is nil
+// or the member is absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetRequestedTeams() []common.Team {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedTeams
+}
+
+// GetReviewCommentURL returns the "review_comment_url" member, or "" when x is
+// nil.
+func (x *PullRequestReviewCommentPullRequest) GetReviewCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReviewCommentURL
+}
+
+// GetReviewCommentsURL returns the "review_comments_url" member, or "" when x
+// is nil.
+func (x *PullRequestReviewCommentPullRequest) GetReviewCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReviewCommentsURL
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetState() common.IssueState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequest) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestReviewCommentPullRequest) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetLabel returns the "label" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequestBase) GetLabel() string {
+	if x == nil {
+		return ""
+	}
+	return x.Label
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequestBase) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetRepo returns the "repo" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewCommentPullRequestBase) GetRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repo
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequestBase) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestReviewCommentPullRequestBase) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetLabel returns the "label" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequestHead) GetLabel() string {
+	if x == nil {
+		return ""
+	}
+	return x.Label
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequestHead) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetRepo returns the "repo" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestReviewCommentPullRequestHead) GetRepo() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Repo
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *PullRequestReviewCommentPullRequestHead) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestReviewCommentPullRequestHead) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetHTML returns the "html" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestReviewLinks) GetHTML() *common.Link {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.HTML
+}
+
+// GetPullRequest returns the "pull_request" member, or nil when x is nil or the
+// member was absent or null.
+func (x *PullRequestReviewLinks) GetPullRequest() *common.Link {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.PullRequest
+}
+
+// GetComments returns the "comments" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PullRequestReviewThread) GetComments() []PullRequestReviewComment {
+	if x == nil {
+		return nil
+	}
+	return x.Comments
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *PullRequestReviewThread) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetLinks returns the "_links" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SimplePullRequest) GetLinks() *common.PullRequestLinks {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Links
+}
+
 // GetActiveLockReason returns the "active_lock_reason" member, or "" when x is
 // nil or the member is absent or null.
 func (x *SimplePullRequest) GetActiveLockReason() common.ActiveLockReason {
@@ -951,6 +3052,51 @@ func (x *SimplePullRequest) GetActiveLockReason() common.ActiveLockReason {
 		return ""
 	}
 	return *x.ActiveLockReason
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *SimplePullRequest) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
+}
+
+// GetAssignees returns the "assignees" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SimplePullRequest) GetAssignees() []*common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignees
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *SimplePullRequest) GetAuthorAssociation() common.AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetAutoMerge returns the "auto_merge" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SimplePullRequest) GetAutoMerge() *common.PullRequestAutoMerge {
+	if x == nil {
+		return nil
+	}
+	return x.AutoMerge
+}
+
+// GetBase returns the "base" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SimplePullRequest) GetBase() *PullRequestReviewCommentPullRequestBase {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Base
 }
 
 // GetBody returns the "body" member, or "" when x is nil or the member is
@@ -971,6 +3117,38 @@ func (x *SimplePullRequest) GetClosedAt() string {
 	return *x.ClosedAt
 }
 
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *SimplePullRequest) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDiffURL returns the "diff_url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetDiffURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DiffURL
+}
+
 // GetDraft returns the "draft" member, or false when x is nil or the member is
 // absent or null.
 func (x *SimplePullRequest) GetDraft() bool {
@@ -978,6 +3156,56 @@ func (x *SimplePullRequest) GetDraft() bool {
 		return false
 	}
 	return *x.Draft
+}
+
+// GetHead returns the "head" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SimplePullRequest) GetHead() *common.PullRequestHead {
+	if x == nil || !codec.Written(&x.extra, 8) {
+		return nil
+	}
+	return &x.Head
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *SimplePullRequest) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIssueURL returns the "issue_url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetIssueURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueURL
+}
+
+// GetLabels returns the "labels" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SimplePullRequest) GetLabels() []common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Labels
+}
+
+// GetLocked returns the "locked" member, or false when x is nil.
+func (x *SimplePullRequest) GetLocked() bool {
+	if x == nil {
+		return false
+	}
+	return x.Locked
 }
 
 // GetMergeCommitSHA returns the "merge_commit_sha" member, or "" when x is nil
@@ -998,6 +3226,124 @@ func (x *SimplePullRequest) GetMergedAt() string {
 	return *x.MergedAt
 }
 
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SimplePullRequest) GetMilestone() *common.Milestone {
+	if x == nil {
+		return nil
+	}
+	return x.Milestone
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *SimplePullRequest) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *SimplePullRequest) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetPatchURL returns the "patch_url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetPatchURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PatchURL
+}
+
+// GetRequestedReviewers returns the "requested_reviewers" member, or nil when x
+// is nil or the member is absent or null.
+func (x *SimplePullRequest) GetRequestedReviewers() []*common.PullRequestRequestedReviewer {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedReviewers
+}
+
+// GetRequestedTeams returns the "requested_teams" member, or nil when x is nil
+// or the member is absent or null.
+func (x *SimplePullRequest) GetRequestedTeams() []common.Team {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedTeams
+}
+
+// GetReviewCommentURL returns the "review_comment_url" member, or "" when x is
+// nil.
+func (x *SimplePullRequest) GetReviewCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReviewCommentURL
+}
+
+// GetReviewCommentsURL returns the "review_comments_url" member, or "" when x
+// is nil.
+func (x *SimplePullRequest) GetReviewCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReviewCommentsURL
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *SimplePullRequest) GetState() common.IssueState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *SimplePullRequest) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *SimplePullRequest) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *SimplePullRequest) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SimplePullRequest) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
 // GetFrom returns the "from" member, or "" when x is nil or the member is
 // absent or null.
 func (x *StringFromTo) GetFrom() string {
@@ -1016,6 +3362,14 @@ func (x *StringFromTo) GetTo() string {
 	return *x.To
 }
 
+// GetActive returns the "active" member, or false when x is nil.
+func (x *Webhook) GetActive() bool {
+	if x == nil {
+		return false
+	}
+	return x.Active
+}
+
 // GetAppID returns the "app_id" member, or 0 when x is nil or the member is
 // absent or null.
 func (x *Webhook) GetAppID() int64 {
@@ -1025,6 +3379,24 @@ func (x *Webhook) GetAppID() int64 {
 	return *x.AppID
 }
 
+// GetConfig returns the "config" member, or nil when x is nil or the member was
+// absent or null.
+func (x *Webhook) GetConfig() *WebhookConfig {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Config
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Webhook) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
 // GetDeliveriesURL returns the "deliveries_url" member, or "" when x is nil or
 // the member is absent or null.
 func (x *Webhook) GetDeliveriesURL() string {
@@ -1032,6 +3404,40 @@ func (x *Webhook) GetDeliveriesURL() string {
 		return ""
 	}
 	return *x.DeliveriesURL
+}
+
+// GetEvents returns the "events" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Webhook) GetEvents() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Events
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Webhook) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetLastResponse returns the "last_response" member, or nil when x is nil or
+// the member is absent or null.
+func (x *Webhook) GetLastResponse() *HookResponse {
+	if x == nil {
+		return nil
+	}
+	return x.LastResponse
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Webhook) GetName() WebhookName {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetPingURL returns the "ping_url" member, or "" when x is nil or the member
@@ -1052,6 +3458,23 @@ func (x *Webhook) GetTestURL() string {
 	return *x.TestURL
 }
 
+// GetType returns the "type" member, or "" when x is nil.
+func (x *Webhook) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Webhook) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
 // GetURL returns the "url" member, or "" when x is nil or the member is absent
 // or null.
 func (x *Webhook) GetURL() string {
@@ -1068,6 +3491,15 @@ func (x *WebhookConfig) GetContentType() string {
 		return ""
 	}
 	return *x.ContentType
+}
+
+// GetInsecureSSL returns the "insecure_ssl" member, or nil when x is nil or the
+// member is absent or null.
+func (x *WebhookConfig) GetInsecureSSL() *common.WebhookConfigInsecureSSL {
+	if x == nil {
+		return nil
+	}
+	return x.InsecureSSL
 }
 
 // GetSecret returns the "secret" member, or "" when x is nil or the member is
@@ -1250,6 +3682,15 @@ func (x *PackageUpdatedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetBuild returns the "build" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PageBuildEvent) GetBuild() *PageBuild {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Build
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *PageBuildEvent) GetEnterprise() *common.Enterprise {
@@ -1257,6 +3698,14 @@ func (x *PageBuildEvent) GetEnterprise() *common.Enterprise {
 		return nil
 	}
 	return x.Enterprise
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PageBuildEvent) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
 }
 
 // GetInstallation returns the "installation" member, or nil when x is nil or
@@ -1520,6 +3969,15 @@ func (x *PersonalAccessTokenRequestDeniedEvent) GetInstallation() *common.Simple
 	return &x.Installation
 }
 
+// GetHook returns the "hook" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PingEvent) GetHook() *Webhook {
+	if x == nil {
+		return nil
+	}
+	return x.Hook
+}
+
 // GetHookID returns the "hook_id" member, or 0 when x is nil or the member is
 // absent or null.
 func (x *PingEvent) GetHookID() int64 {
@@ -1781,6 +4239,15 @@ func (x *ProjectDeletedEvent) GetSender() *common.User {
 	return x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ProjectEditedEvent) GetChanges() *ProjectEditedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *ProjectEditedEvent) GetEnterprise() *common.Enterprise {
@@ -1941,6 +4408,15 @@ func (x *ProjectCardUnknownEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectCardConvertedEvent) GetChanges() *ProjectCardChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -2105,6 +4581,15 @@ func (x *ProjectCardDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectCardEditedEvent) GetChanges() *ProjectCardChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *ProjectCardEditedEvent) GetEnterprise() *common.Enterprise {
@@ -2157,6 +4642,15 @@ func (x *ProjectCardEditedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ProjectCardMovedEvent) GetChanges() *ProjectCardMovedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -2373,6 +4867,15 @@ func (x *ProjectColumnDeletedEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectColumnEditedEvent) GetChanges() *ProjectColumnEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -2627,6 +5130,15 @@ func (x *ProjectsV2DeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectsV2EditedEvent) GetChanges() *ProjectsV2EditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *ProjectsV2EditedEvent) GetInstallation() *common.SimpleInstallation {
@@ -2735,6 +5247,15 @@ func (x *ProjectsV2ItemUnknownEvent) GetSender() *common.User {
 	return x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectsV2ItemArchivedEvent) GetChanges() *ProjectsV2ItemChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *ProjectsV2ItemArchivedEvent) GetInstallation() *common.SimpleInstallation {
@@ -2769,6 +5290,15 @@ func (x *ProjectsV2ItemArchivedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectsV2ItemConvertedEvent) GetChanges() *ProjectsV2ItemConvertedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetInstallation returns the "installation" member, or nil when x is nil or
@@ -2879,6 +5409,15 @@ func (x *ProjectsV2ItemDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ProjectsV2ItemEditedEvent) GetChanges() *ProjectsV2ItemEditedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *ProjectsV2ItemEditedEvent) GetInstallation() *common.SimpleInstallation {
@@ -2915,6 +5454,15 @@ func (x *ProjectsV2ItemEditedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectsV2ItemReorderedEvent) GetChanges() *ProjectsV2ItemReorderedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *ProjectsV2ItemReorderedEvent) GetInstallation() *common.SimpleInstallation {
@@ -2949,6 +5497,15 @@ func (x *ProjectsV2ItemReorderedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ProjectsV2ItemRestoredEvent) GetChanges() *ProjectsV2ItemChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetInstallation returns the "installation" member, or nil when x is nil or
@@ -3095,6 +5652,15 @@ func (x *ProjectsV2StatusUpdateDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ProjectsV2StatusUpdateEditedEvent) GetChanges() *ProjectsV2StatusUpdateEditedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *ProjectsV2StatusUpdateEditedEvent) GetInstallation() *common.SimpleInstallation {
@@ -3185,6 +5751,15 @@ func (x *PullRequestUnknownEvent) GetEnterprise() *common.Enterprise {
 	return x.Enterprise
 }
 
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PullRequestUnknownEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
 // GetNumber returns the "number" member, or 0 when x is nil or the member is
 // absent or null.
 func (x *PullRequestUnknownEvent) GetNumber() int64 {
@@ -3228,6 +5803,15 @@ func (x *PullRequestUnknownEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PullRequestAssignedEvent) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -3334,6 +5918,14 @@ func (x *PullRequestAutoMergeDisabledEvent) GetPullRequest() *common.PullRequest
 		return nil
 	}
 	return &x.PullRequest
+}
+
+// GetReason returns the "reason" member, or "" when x is nil.
+func (x *PullRequestAutoMergeDisabledEvent) GetReason() string {
+	if x == nil {
+		return ""
+	}
+	return x.Reason
 }
 
 // GetRepository returns the "repository" member, or nil when x is nil or the
@@ -3558,6 +6150,15 @@ func (x *PullRequestDemilestonedEvent) GetEnterprise() *common.Enterprise {
 	return x.Enterprise
 }
 
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestDemilestonedEvent) GetMilestone() *common.Milestone {
+	if x == nil {
+		return nil
+	}
+	return x.Milestone
+}
+
 // GetNumber returns the "number" member, or 0 when x is nil.
 func (x *PullRequestDemilestonedEvent) GetNumber() int64 {
 	if x == nil {
@@ -3600,6 +6201,15 @@ func (x *PullRequestDemilestonedEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PullRequestDemilestonedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -3646,6 +6256,14 @@ func (x *PullRequestDequeuedEvent) GetPullRequest() *common.PullRequest {
 	return &x.PullRequest
 }
 
+// GetReason returns the "reason" member, or "" when x is nil.
+func (x *PullRequestDequeuedEvent) GetReason() PullRequestDequeuedReason {
+	if x == nil {
+		return ""
+	}
+	return x.Reason
+}
+
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *PullRequestDequeuedEvent) GetRepository() *common.Repository {
@@ -3662,6 +6280,15 @@ func (x *PullRequestDequeuedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *PullRequestEditedEvent) GetChanges() *PullRequestEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -3806,6 +6433,15 @@ func (x *PullRequestLabeledEvent) GetInstallation() *common.SimpleInstallation {
 	return x.Installation
 }
 
+// GetLabel returns the "label" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestLabeledEvent) GetLabel() *common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Label
+}
+
 // GetNumber returns the "number" member, or 0 when x is nil.
 func (x *PullRequestLabeledEvent) GetNumber() int64 {
 	if x == nil {
@@ -3921,6 +6557,15 @@ func (x *PullRequestMilestonedEvent) GetEnterprise() *common.Enterprise {
 	return x.Enterprise
 }
 
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestMilestonedEvent) GetMilestone() *common.Milestone {
+	if x == nil {
+		return nil
+	}
+	return x.Milestone
+}
+
 // GetNumber returns the "number" member, or 0 when x is nil.
 func (x *PullRequestMilestonedEvent) GetNumber() int64 {
 	if x == nil {
@@ -3963,6 +6608,15 @@ func (x *PullRequestMilestonedEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PullRequestMilestonedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -4204,6 +6858,15 @@ func (x *PullRequestReviewRequestRemovedEvent) GetRepository() *common.Repositor
 	return &x.Repository
 }
 
+// GetRequestedReviewer returns the "requested_reviewer" member, or nil when x
+// is nil or the member is absent or null.
+func (x *PullRequestReviewRequestRemovedEvent) GetRequestedReviewer() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedReviewer
+}
+
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewRequestRemovedEvent) GetSender() *common.User {
@@ -4211,6 +6874,15 @@ func (x *PullRequestReviewRequestRemovedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetRequestedTeam returns the "requested_team" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PullRequestReviewRequestRemovedEvent) GetRequestedTeam() *common.Team {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedTeam
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -4266,6 +6938,15 @@ func (x *PullRequestReviewRequestedEvent) GetRepository() *common.Repository {
 	return &x.Repository
 }
 
+// GetRequestedReviewer returns the "requested_reviewer" member, or nil when x
+// is nil or the member is absent or null.
+func (x *PullRequestReviewRequestedEvent) GetRequestedReviewer() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedReviewer
+}
+
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *PullRequestReviewRequestedEvent) GetSender() *common.User {
@@ -4273,6 +6954,31 @@ func (x *PullRequestReviewRequestedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetRequestedTeam returns the "requested_team" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PullRequestReviewRequestedEvent) GetRequestedTeam() *common.Team {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedTeam
+}
+
+// GetAfter returns the "after" member, or "" when x is nil.
+func (x *PullRequestSynchronizeEvent) GetAfter() string {
+	if x == nil {
+		return ""
+	}
+	return x.After
+}
+
+// GetBefore returns the "before" member, or "" when x is nil.
+func (x *PullRequestSynchronizeEvent) GetBefore() string {
+	if x == nil {
+		return ""
+	}
+	return x.Before
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -4335,6 +7041,15 @@ func (x *PullRequestSynchronizeEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PullRequestUnassignedEvent) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -4415,6 +7130,15 @@ func (x *PullRequestUnlabeledEvent) GetInstallation() *common.SimpleInstallation
 		return nil
 	}
 	return x.Installation
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestUnlabeledEvent) GetLabel() *common.Label {
+	if x == nil {
+		return nil
+	}
+	return x.Label
 }
 
 // GetNumber returns the "number" member, or 0 when x is nil.
@@ -4647,6 +7371,15 @@ func (x *PullRequestReviewDismissedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *PullRequestReviewEditedEvent) GetChanges() *common.IssueCommentEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -4964,6 +7697,15 @@ func (x *PullRequestReviewCommentDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *PullRequestReviewCommentEditedEvent) GetChanges() *common.IssueCommentEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
 func (x *PullRequestReviewCommentEditedEvent) GetComment() *PullRequestReviewComment {
@@ -5243,6 +7985,14 @@ func (x *PullRequestReviewThreadUnresolvedEvent) GetUpdatedAt() codec.Timestamp 
 	return *x.UpdatedAt
 }
 
+// GetAfter returns the "after" member, or "" when x is nil.
+func (x *PushEvent) GetAfter() string {
+	if x == nil {
+		return ""
+	}
+	return x.After
+}
+
 // GetBaseRef returns the "base_ref" member, or "" when x is nil or the member
 // is absent or null.
 func (x *PushEvent) GetBaseRef() string {
@@ -5252,6 +8002,47 @@ func (x *PushEvent) GetBaseRef() string {
 	return *x.BaseRef
 }
 
+// GetBefore returns the "before" member, or "" when x is nil.
+func (x *PushEvent) GetBefore() string {
+	if x == nil {
+		return ""
+	}
+	return x.Before
+}
+
+// GetCommits returns the "commits" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PushEvent) GetCommits() []Commit {
+	if x == nil {
+		return nil
+	}
+	return x.Commits
+}
+
+// GetCompare returns the "compare" member, or "" when x is nil.
+func (x *PushEvent) GetCompare() string {
+	if x == nil {
+		return ""
+	}
+	return x.Compare
+}
+
+// GetCreated returns the "created" member, or false when x is nil.
+func (x *PushEvent) GetCreated() bool {
+	if x == nil {
+		return false
+	}
+	return x.Created
+}
+
+// GetDeleted returns the "deleted" member, or false when x is nil.
+func (x *PushEvent) GetDeleted() bool {
+	if x == nil {
+		return false
+	}
+	return x.Deleted
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *PushEvent) GetEnterprise() *common.Enterprise {
@@ -5259,6 +8050,23 @@ func (x *PushEvent) GetEnterprise() *common.Enterprise {
 		return nil
 	}
 	return x.Enterprise
+}
+
+// GetForced returns the "forced" member, or false when x is nil.
+func (x *PushEvent) GetForced() bool {
+	if x == nil {
+		return false
+	}
+	return x.Forced
+}
+
+// GetHeadCommit returns the "head_commit" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PushEvent) GetHeadCommit() *Commit {
+	if x == nil {
+		return nil
+	}
+	return x.HeadCommit
 }
 
 // GetInstallation returns the "installation" member, or nil when x is nil or
@@ -5277,6 +8085,23 @@ func (x *PushEvent) GetOrganization() *common.Organization {
 		return nil
 	}
 	return x.Organization
+}
+
+// GetPusher returns the "pusher" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PushEvent) GetPusher() *common.Committer {
+	if x == nil || !codec.Written(&x.extra, 7) {
+		return nil
+	}
+	return &x.Pusher
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *PushEvent) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
 }
 
 // GetRepository returns the "repository" member, or nil when x is nil or the

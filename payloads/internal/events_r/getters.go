@@ -8,6 +8,32 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetAlertsThreshold returns the "alerts_threshold" member, or "" when x is
+// nil.
+func (x *CodeScanningTool) GetAlertsThreshold() CodeScanningToolAlertsThreshold {
+	if x == nil {
+		return ""
+	}
+	return x.AlertsThreshold
+}
+
+// GetSecurityAlertsThreshold returns the "security_alerts_threshold" member, or
+// "" when x is nil.
+func (x *CodeScanningTool) GetSecurityAlertsThreshold() CodeScanningToolSecurityAlertsThreshold {
+	if x == nil {
+		return ""
+	}
+	return x.SecurityAlertsThreshold
+}
+
+// GetTool returns the "tool" member, or "" when x is nil.
+func (x *CodeScanningTool) GetTool() string {
+	if x == nil {
+		return ""
+	}
+	return x.Tool
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *PatternParameters) GetName() string {
@@ -24,6 +50,40 @@ func (x *PatternParameters) GetNegate() bool {
 		return false
 	}
 	return *x.Negate
+}
+
+// GetOperator returns the "operator" member, or "" when x is nil.
+func (x *PatternParameters) GetOperator() PatternParametersOperator {
+	if x == nil {
+		return ""
+	}
+	return x.Operator
+}
+
+// GetPattern returns the "pattern" member, or "" when x is nil.
+func (x *PatternParameters) GetPattern() string {
+	if x == nil {
+		return ""
+	}
+	return x.Pattern
+}
+
+// GetInclude returns the "include" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RefName) GetInclude() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Include
+}
+
+// GetExclude returns the "exclude" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RefName) GetExclude() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Exclude
 }
 
 // GetCreatedAt returns the "created_at" member, or "" when x is nil or the
@@ -44,6 +104,81 @@ func (x *RegistryPackage) GetDescription() string {
 	return *x.Description
 }
 
+// GetEcosystem returns the "ecosystem" member, or "" when x is nil.
+func (x *RegistryPackage) GetEcosystem() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ecosystem
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *RegistryPackage) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RegistryPackage) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *RegistryPackage) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNamespace returns the "namespace" member, or "" when x is nil.
+func (x *RegistryPackage) GetNamespace() string {
+	if x == nil {
+		return ""
+	}
+	return x.Namespace
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member was
+// absent or null.
+func (x *RegistryPackage) GetOwner() *RegistryPackageOwner {
+	if x == nil || !codec.Written(&x.extra, 5) {
+		return nil
+	}
+	return &x.Owner
+}
+
+// GetPackageType returns the "package_type" member, or "" when x is nil.
+func (x *RegistryPackage) GetPackageType() string {
+	if x == nil {
+		return ""
+	}
+	return x.PackageType
+}
+
+// GetPackageVersion returns the "package_version" member, or nil when x is nil
+// or the member is absent or null.
+func (x *RegistryPackage) GetPackageVersion() *RegistryPackagePackageVersion {
+	if x == nil {
+		return nil
+	}
+	return x.PackageVersion
+}
+
+// GetRegistry returns the "registry" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RegistryPackage) GetRegistry() *RegistryPackageRegistry {
+	if x == nil {
+		return nil
+	}
+	return x.Registry
+}
+
 // GetUpdatedAt returns the "updated_at" member, or "" when x is nil or the
 // member is absent or null.
 func (x *RegistryPackage) GetUpdatedAt() string {
@@ -51,6 +186,153 @@ func (x *RegistryPackage) GetUpdatedAt() string {
 		return ""
 	}
 	return *x.UpdatedAt
+}
+
+// GetAvatarURL returns the "avatar_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetAvatarURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AvatarURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetFollowersURL returns the "followers_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetFollowersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.FollowersURL
+}
+
+// GetFollowingURL returns the "following_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetFollowingURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.FollowingURL
+}
+
+// GetGistsURL returns the "gists_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetGistsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GistsURL
+}
+
+// GetGravatarID returns the "gravatar_id" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetGravatarID() string {
+	if x == nil {
+		return ""
+	}
+	return x.GravatarID
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RegistryPackageOwner) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetLogin returns the "login" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetLogin() string {
+	if x == nil {
+		return ""
+	}
+	return x.Login
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetOrganizationsURL returns the "organizations_url" member, or "" when x is
+// nil.
+func (x *RegistryPackageOwner) GetOrganizationsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.OrganizationsURL
+}
+
+// GetReceivedEventsURL returns the "received_events_url" member, or "" when x
+// is nil.
+func (x *RegistryPackageOwner) GetReceivedEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReceivedEventsURL
+}
+
+// GetReposURL returns the "repos_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetReposURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReposURL
+}
+
+// GetSiteAdmin returns the "site_admin" member, or false when x is nil.
+func (x *RegistryPackageOwner) GetSiteAdmin() bool {
+	if x == nil {
+		return false
+	}
+	return x.SiteAdmin
+}
+
+// GetStarredURL returns the "starred_url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetStarredURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StarredURL
+}
+
+// GetSubscriptionsURL returns the "subscriptions_url" member, or "" when x is
+// nil.
+func (x *RegistryPackageOwner) GetSubscriptionsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscriptionsURL
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *RegistryPackageOwner) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
 }
 
 // GetUserViewType returns the "user_view_type" member, or "" when x is nil or
@@ -62,6 +344,24 @@ func (x *RegistryPackageOwner) GetUserViewType() string {
 	return *x.UserViewType
 }
 
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RegistryPackagePackageVersion) GetAuthor() *RegistryPackageOwner {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RegistryPackagePackageVersion) GetBody() *common.DeploymentPayload {
+	if x == nil {
+		return nil
+	}
+	return x.Body
+}
+
 // GetBodyHTML returns the "body_html" member, or "" when x is nil or the member
 // is absent or null.
 func (x *RegistryPackagePackageVersion) GetBodyHTML() string {
@@ -69,6 +369,15 @@ func (x *RegistryPackagePackageVersion) GetBodyHTML() string {
 		return ""
 	}
 	return *x.BodyHTML
+}
+
+// GetContainerMetadata returns the "container_metadata" member, or nil when x
+// is nil or the member is absent or null.
+func (x *RegistryPackagePackageVersion) GetContainerMetadata() *common.PackageVersionContainerMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.ContainerMetadata
 }
 
 // GetCreatedAt returns the "created_at" member, or "" when x is nil or the
@@ -80,6 +389,23 @@ func (x *RegistryPackagePackageVersion) GetCreatedAt() string {
 	return *x.CreatedAt
 }
 
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersion) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetDockerMetadata returns the "docker_metadata" member, or nil when x is nil
+// or the member is absent or null.
+func (x *RegistryPackagePackageVersion) GetDockerMetadata() []*common.PackageVersionDockerMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.DockerMetadata
+}
+
 // GetDraft returns the "draft" member, or false when x is nil or the member is
 // absent or null.
 func (x *RegistryPackagePackageVersion) GetDraft() bool {
@@ -87,6 +413,31 @@ func (x *RegistryPackagePackageVersion) GetDraft() bool {
 		return false
 	}
 	return *x.Draft
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersion) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RegistryPackagePackageVersion) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetInstallationCommand returns the "installation_command" member, or "" when
+// x is nil.
+func (x *RegistryPackagePackageVersion) GetInstallationCommand() string {
+	if x == nil {
+		return ""
+	}
+	return x.InstallationCommand
 }
 
 // GetManifest returns the "manifest" member, or "" when x is nil or the member
@@ -98,6 +449,58 @@ func (x *RegistryPackagePackageVersion) GetManifest() string {
 	return *x.Manifest
 }
 
+// GetMetadata returns the "metadata" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RegistryPackagePackageVersion) GetMetadata() []json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Metadata
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersion) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNpmMetadata returns the "npm_metadata" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RegistryPackagePackageVersion) GetNpmMetadata() *RegistryPackagePackageVersionNpmMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.NpmMetadata
+}
+
+// GetNugetMetadata returns the "nuget_metadata" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RegistryPackagePackageVersion) GetNugetMetadata() []RegistryPackagePackageVersionNugetMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.NugetMetadata
+}
+
+// GetPackageFiles returns the "package_files" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RegistryPackagePackageVersion) GetPackageFiles() []common.PackageVersionPackageFile {
+	if x == nil {
+		return nil
+	}
+	return x.PackageFiles
+}
+
+// GetPackageURL returns the "package_url" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersion) GetPackageURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PackageURL
+}
+
 // GetPrerelease returns the "prerelease" member, or false when x is nil or the
 // member is absent or null.
 func (x *RegistryPackagePackageVersion) GetPrerelease() bool {
@@ -105,6 +508,32 @@ func (x *RegistryPackagePackageVersion) GetPrerelease() bool {
 		return false
 	}
 	return *x.Prerelease
+}
+
+// GetRelease returns the "release" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RegistryPackagePackageVersion) GetRelease() *RegistryPackagePackageVersionRelease {
+	if x == nil {
+		return nil
+	}
+	return x.Release
+}
+
+// GetRubygemsMetadata returns the "rubygems_metadata" member, or nil when x is
+// nil or the member is absent or null.
+func (x *RegistryPackagePackageVersion) GetRubygemsMetadata() []common.RubyGemsMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.RubygemsMetadata
+}
+
+// GetSummary returns the "summary" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersion) GetSummary() string {
+	if x == nil {
+		return ""
+	}
+	return x.Summary
 }
 
 // GetTagName returns the "tag_name" member, or "" when x is nil or the member
@@ -143,6 +572,14 @@ func (x *RegistryPackagePackageVersion) GetUpdatedAt() string {
 	return *x.UpdatedAt
 }
 
+// GetVersion returns the "version" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersion) GetVersion() string {
+	if x == nil {
+		return ""
+	}
+	return x.Version
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RegistryPackagePackageVersionNpmMetadata) GetName() string {
@@ -170,6 +607,60 @@ func (x *RegistryPackagePackageVersionNpmMetadata) GetNpmUser() string {
 	return *x.NpmUser
 }
 
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetAuthor() *common.DeploymentPayload {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetBugs returns the "bugs" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetBugs() *common.DeploymentPayload {
+	if x == nil {
+		return nil
+	}
+	return x.Bugs
+}
+
+// GetDependencies returns the "dependencies" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Dependencies
+}
+
+// GetDevDependencies returns the "dev_dependencies" member, or nil when x is
+// nil or the member is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetDevDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.DevDependencies
+}
+
+// GetPeerDependencies returns the "peer_dependencies" member, or nil when x is
+// nil or the member is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetPeerDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.PeerDependencies
+}
+
+// GetOptionalDependencies returns the "optional_dependencies" member, or nil
+// when x is nil or the member is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetOptionalDependencies() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.OptionalDependencies
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *RegistryPackagePackageVersionNpmMetadata) GetDescription() string {
@@ -177,6 +668,15 @@ func (x *RegistryPackagePackageVersionNpmMetadata) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetDist returns the "dist" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetDist() *common.DeploymentPayload {
+	if x == nil {
+		return nil
+	}
+	return x.Dist
 }
 
 // GetGitHead returns the "git_head" member, or "" when x is nil or the member
@@ -224,6 +724,15 @@ func (x *RegistryPackagePackageVersionNpmMetadata) GetRepository() *common.Deplo
 	return x.Repository
 }
 
+// GetScripts returns the "scripts" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetScripts() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Scripts
+}
+
 // GetID returns the "id" member, or "" when x is nil or the member is absent or
 // null.
 func (x *RegistryPackagePackageVersionNpmMetadata) GetID() string {
@@ -258,6 +767,96 @@ func (x *RegistryPackagePackageVersionNpmMetadata) GetHasShrinkwrap() bool {
 		return false
 	}
 	return *x.HasShrinkwrap
+}
+
+// GetMaintainers returns the "maintainers" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetMaintainers() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Maintainers
+}
+
+// GetContributors returns the "contributors" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetContributors() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Contributors
+}
+
+// GetEngines returns the "engines" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetEngines() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Engines
+}
+
+// GetKeywords returns the "keywords" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetKeywords() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Keywords
+}
+
+// GetFiles returns the "files" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetFiles() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Files
+}
+
+// GetBin returns the "bin" member, or nil when x is nil or the member is absent
+// or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetBin() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Bin
+}
+
+// GetMan returns the "man" member, or nil when x is nil or the member is absent
+// or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetMan() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Man
+}
+
+// GetDirectories returns the "directories" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetDirectories() *common.DeploymentPayload {
+	if x == nil {
+		return nil
+	}
+	return x.Directories
+}
+
+// GetOS returns the "os" member, or nil when x is nil or the member is absent
+// or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetOS() []string {
+	if x == nil {
+		return nil
+	}
+	return x.OS
+}
+
+// GetCPU returns the "cpu" member, or nil when x is nil or the member is absent
+// or null.
+func (x *RegistryPackagePackageVersionNpmMetadata) GetCPU() []string {
+	if x == nil {
+		return nil
+	}
+	return x.CPU
 }
 
 // GetReadme returns the "readme" member, or "" when x is nil or the member is
@@ -314,6 +913,15 @@ func (x *RegistryPackagePackageVersionNpmMetadata) GetDeletedByID() int64 {
 	return *x.DeletedByID
 }
 
+// GetID returns the "id" member, or nil when x is nil or the member is absent
+// or null.
+func (x *RegistryPackagePackageVersionNugetMetadata) GetID() *RegistryPackagePackageVersionNugetMetadataID {
+	if x == nil {
+		return nil
+	}
+	return x.ID
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RegistryPackagePackageVersionNugetMetadata) GetName() string {
@@ -323,6 +931,56 @@ func (x *RegistryPackagePackageVersionNugetMetadata) GetName() string {
 	return *x.Name
 }
 
+// GetValue returns the "value" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RegistryPackagePackageVersionNugetMetadata) GetValue() *common.PackageVersionNugetMetadataValue {
+	if x == nil {
+		return nil
+	}
+	return x.Value
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member was
+// absent or null.
+func (x *RegistryPackagePackageVersionRelease) GetAuthor() *RegistryPackageOwner {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Author
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDraft returns the "draft" member, or false when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetDraft() bool {
+	if x == nil {
+		return false
+	}
+	return x.Draft
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RegistryPackagePackageVersionRelease) GetName() string {
@@ -330,6 +988,47 @@ func (x *RegistryPackagePackageVersionRelease) GetName() string {
 		return ""
 	}
 	return *x.Name
+}
+
+// GetPrerelease returns the "prerelease" member, or false when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetPrerelease() bool {
+	if x == nil {
+		return false
+	}
+	return x.Prerelease
+}
+
+// GetPublishedAt returns the "published_at" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetPublishedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.PublishedAt
+}
+
+// GetTagName returns the "tag_name" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetTagName() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagName
+}
+
+// GetTargetCommitish returns the "target_commitish" member, or "" when x is
+// nil.
+func (x *RegistryPackagePackageVersionRelease) GetTargetCommitish() string {
+	if x == nil {
+		return ""
+	}
+	return x.TargetCommitish
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *RegistryPackagePackageVersionRelease) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
 }
 
 // GetAboutURL returns the "about_url" member, or "" when x is nil or the member
@@ -377,6 +1076,32 @@ func (x *RegistryPackageRegistry) GetVendor() string {
 	return *x.Vendor
 }
 
+// GetAssets returns the "assets" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Release) GetAssets() []*ReleaseAsset {
+	if x == nil {
+		return nil
+	}
+	return x.Assets
+}
+
+// GetAssetsURL returns the "assets_url" member, or "" when x is nil.
+func (x *Release) GetAssetsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AssetsURL
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Release) GetAuthor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
 // GetBody returns the "body" member, or "" when x is nil or the member is
 // absent or null.
 func (x *Release) GetBody() string {
@@ -413,6 +1138,30 @@ func (x *Release) GetDiscussionURL() string {
 	return *x.DiscussionURL
 }
 
+// GetDraft returns the "draft" member, or false when x is nil.
+func (x *Release) GetDraft() bool {
+	if x == nil {
+		return false
+	}
+	return x.Draft
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Release) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Release) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetImmutable returns the "immutable" member, or false when x is nil or the
 // member is absent or null.
 func (x *Release) GetImmutable() bool {
@@ -431,6 +1180,22 @@ func (x *Release) GetName() string {
 	return *x.Name
 }
 
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Release) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPrerelease returns the "prerelease" member, or false when x is nil.
+func (x *Release) GetPrerelease() bool {
+	if x == nil {
+		return false
+	}
+	return x.Prerelease
+}
+
 // GetPublishedAt returns the "published_at" member, or the zero Timestamp when
 // x is nil or the member is absent or null.
 func (x *Release) GetPublishedAt() codec.Timestamp {
@@ -438,6 +1203,23 @@ func (x *Release) GetPublishedAt() codec.Timestamp {
 		return codec.Timestamp{}
 	}
 	return *x.PublishedAt
+}
+
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Release) GetReactions() *common.Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetTagName returns the "tag_name" member, or "" when x is nil.
+func (x *Release) GetTagName() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagName
 }
 
 // GetTarballURL returns the "tarball_url" member, or "" when x is nil or the
@@ -449,6 +1231,31 @@ func (x *Release) GetTarballURL() string {
 	return *x.TarballURL
 }
 
+// GetTargetCommitish returns the "target_commitish" member, or "" when x is
+// nil.
+func (x *Release) GetTargetCommitish() string {
+	if x == nil {
+		return ""
+	}
+	return x.TargetCommitish
+}
+
+// GetUploadURL returns the "upload_url" member, or "" when x is nil.
+func (x *Release) GetUploadURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.UploadURL
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Release) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
 // GetZipballURL returns the "zipball_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Release) GetZipballURL() string {
@@ -456,6 +1263,48 @@ func (x *Release) GetZipballURL() string {
 		return ""
 	}
 	return *x.ZipballURL
+}
+
+// GetBrowserDownloadURL returns the "browser_download_url" member, or "" when x
+// is nil.
+func (x *ReleaseAsset) GetBrowserDownloadURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BrowserDownloadURL
+}
+
+// GetContentType returns the "content_type" member, or "" when x is nil.
+func (x *ReleaseAsset) GetContentType() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentType
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ReleaseAsset) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetDownloadCount returns the "download_count" member, or 0 when x is nil.
+func (x *ReleaseAsset) GetDownloadCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.DownloadCount
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *ReleaseAsset) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
 }
 
 // GetLabel returns the "label" member, or "" when x is nil or the member is
@@ -467,6 +1316,30 @@ func (x *ReleaseAsset) GetLabel() string {
 	return *x.Label
 }
 
+// GetName returns the "name" member, or "" when x is nil.
+func (x *ReleaseAsset) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *ReleaseAsset) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetSize returns the "size" member, or 0 when x is nil.
+func (x *ReleaseAsset) GetSize() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Size
+}
+
 // GetDigest returns the "digest" member, or "" when x is nil or the member is
 // absent or null.
 func (x *ReleaseAsset) GetDigest() string {
@@ -476,6 +1349,92 @@ func (x *ReleaseAsset) GetDigest() string {
 	return *x.Digest
 }
 
+// GetState returns the "state" member, or "" when x is nil.
+func (x *ReleaseAsset) GetState() ReleaseAssetState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *ReleaseAsset) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetUploader returns the "uploader" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ReleaseAsset) GetUploader() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Uploader
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *ReleaseAsset) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ReleaseEditedChanges) GetBody() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Body
+}
+
+// GetName returns the "name" member, or nil when x is nil or the member is
+// absent or null.
+func (x *ReleaseEditedChanges) GetName() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Name
+}
+
+// GetTagName returns the "tag_name" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ReleaseEditedChanges) GetTagName() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.TagName
+}
+
+// GetMakeLatest returns the "make_latest" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ReleaseEditedChanges) GetMakeLatest() *ReleaseEditedChangesMakeLatest {
+	if x == nil {
+		return nil
+	}
+	return x.MakeLatest
+}
+
+// GetTo returns the "to" member, or false when x is nil.
+func (x *ReleaseEditedChangesMakeLatest) GetTo() bool {
+	if x == nil {
+		return false
+	}
+	return x.To
+}
+
+// GetGHSAID returns the "ghsa_id" member, or "" when x is nil.
+func (x *RepositoryAdvisory) GetGHSAID() string {
+	if x == nil {
+		return ""
+	}
+	return x.GHSAID
+}
+
 // GetCVEID returns the "cve_id" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RepositoryAdvisory) GetCVEID() string {
@@ -483,6 +1442,30 @@ func (x *RepositoryAdvisory) GetCVEID() string {
 		return ""
 	}
 	return *x.CVEID
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *RepositoryAdvisory) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *RepositoryAdvisory) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetSummary returns the "summary" member, or "" when x is nil.
+func (x *RepositoryAdvisory) GetSummary() string {
+	if x == nil {
+		return ""
+	}
+	return x.Summary
 }
 
 // GetDescription returns the "description" member, or "" when x is nil or the
@@ -501,6 +1484,41 @@ func (x *RepositoryAdvisory) GetSeverity() common.DependabotAlertSecurityAdvisor
 		return ""
 	}
 	return *x.Severity
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryAdvisory) GetAuthor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetPublisher returns the "publisher" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryAdvisory) GetPublisher() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Publisher
+}
+
+// GetIdentifiers returns the "identifiers" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryAdvisory) GetIdentifiers() []common.AdvisoryIdentifier {
+	if x == nil {
+		return nil
+	}
+	return x.Identifiers
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *RepositoryAdvisory) GetState() RepositoryAdvisoryState {
+	if x == nil {
+		return ""
+	}
+	return x.State
 }
 
 // GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
@@ -548,6 +1566,105 @@ func (x *RepositoryAdvisory) GetWithdrawnAt() codec.Timestamp {
 	return *x.WithdrawnAt
 }
 
+// GetSubmission returns the "submission" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryAdvisory) GetSubmission() *RepositoryAdvisorySubmission {
+	if x == nil {
+		return nil
+	}
+	return x.Submission
+}
+
+// GetVulnerabilities returns the "vulnerabilities" member, or nil when x is nil
+// or the member is absent or null.
+func (x *RepositoryAdvisory) GetVulnerabilities() []RepositoryAdvisoryVulnerability {
+	if x == nil {
+		return nil
+	}
+	return x.Vulnerabilities
+}
+
+// GetCVSS returns the "cvss" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryAdvisory) GetCVSS() *common.CVSSSeveritiesCVSSV3 {
+	if x == nil {
+		return nil
+	}
+	return x.CVSS
+}
+
+// GetCVSSSeverities returns the "cvss_severities" member, or nil when x is nil
+// or the member is absent or null.
+func (x *RepositoryAdvisory) GetCVSSSeverities() *common.CVSSSeverities {
+	if x == nil {
+		return nil
+	}
+	return x.CVSSSeverities
+}
+
+// GetCwes returns the "cwes" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryAdvisory) GetCwes() []common.AdvisoryCWE {
+	if x == nil {
+		return nil
+	}
+	return x.Cwes
+}
+
+// GetCWEIDs returns the "cwe_ids" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryAdvisory) GetCWEIDs() []string {
+	if x == nil {
+		return nil
+	}
+	return x.CWEIDs
+}
+
+// GetCredits returns the "credits" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryAdvisory) GetCredits() []RepositoryAdvisoryCredit {
+	if x == nil {
+		return nil
+	}
+	return x.Credits
+}
+
+// GetCreditsDetailed returns the "credits_detailed" member, or nil when x is
+// nil or the member is absent or null.
+func (x *RepositoryAdvisory) GetCreditsDetailed() []RepositoryAdvisoryCredit {
+	if x == nil {
+		return nil
+	}
+	return x.CreditsDetailed
+}
+
+// GetCollaboratingUsers returns the "collaborating_users" member, or nil when x
+// is nil or the member is absent or null.
+func (x *RepositoryAdvisory) GetCollaboratingUsers() []common.User {
+	if x == nil {
+		return nil
+	}
+	return x.CollaboratingUsers
+}
+
+// GetCollaboratingTeams returns the "collaborating_teams" member, or nil when x
+// is nil or the member is absent or null.
+func (x *RepositoryAdvisory) GetCollaboratingTeams() []common.Team {
+	if x == nil {
+		return nil
+	}
+	return x.CollaboratingTeams
+}
+
+// GetPrivateFork returns the "private_fork" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryAdvisory) GetPrivateFork() *SimpleRepository {
+	if x == nil {
+		return nil
+	}
+	return x.PrivateFork
+}
+
 // GetLogin returns the "login" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RepositoryAdvisoryCredit) GetLogin() string {
@@ -557,6 +1674,23 @@ func (x *RepositoryAdvisoryCredit) GetLogin() string {
 	return *x.Login
 }
 
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryAdvisoryCredit) GetType() SecurityAdvisoryCreditTypes {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryAdvisoryCredit) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
 // GetState returns the "state" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RepositoryAdvisoryCredit) GetState() RepositoryAdvisoryCreditState {
@@ -564,6 +1698,23 @@ func (x *RepositoryAdvisoryCredit) GetState() RepositoryAdvisoryCreditState {
 		return ""
 	}
 	return *x.State
+}
+
+// GetAccepted returns the "accepted" member, or false when x is nil.
+func (x *RepositoryAdvisorySubmission) GetAccepted() bool {
+	if x == nil {
+		return false
+	}
+	return x.Accepted
+}
+
+// GetPackage returns the "package" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryAdvisoryVulnerability) GetPackage() *RepositoryAdvisoryVulnerabilityPackage {
+	if x == nil {
+		return nil
+	}
+	return x.Package
 }
 
 // GetVulnerableVersionRange returns the "vulnerable_version_range" member, or
@@ -584,6 +1735,23 @@ func (x *RepositoryAdvisoryVulnerability) GetPatchedVersions() string {
 	return *x.PatchedVersions
 }
 
+// GetVulnerableFunctions returns the "vulnerable_functions" member, or nil when
+// x is nil or the member is absent or null.
+func (x *RepositoryAdvisoryVulnerability) GetVulnerableFunctions() []string {
+	if x == nil {
+		return nil
+	}
+	return x.VulnerableFunctions
+}
+
+// GetEcosystem returns the "ecosystem" member, or "" when x is nil.
+func (x *RepositoryAdvisoryVulnerabilityPackage) GetEcosystem() SecurityAdvisoryEcosystems {
+	if x == nil {
+		return ""
+	}
+	return x.Ecosystem
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RepositoryAdvisoryVulnerabilityPackage) GetName() string {
@@ -593,6 +1761,51 @@ func (x *RepositoryAdvisoryVulnerabilityPackage) GetName() string {
 	return *x.Name
 }
 
+// GetDefaultBranch returns the "default_branch" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RepositoryEditedChanges) GetDefaultBranch() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.DefaultBranch
+}
+
+// GetDescription returns the "description" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryEditedChanges) GetDescription() *common.ProjectCardChangesNote {
+	if x == nil {
+		return nil
+	}
+	return x.Description
+}
+
+// GetHomepage returns the "homepage" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryEditedChanges) GetHomepage() *common.ProjectCardChangesNote {
+	if x == nil {
+		return nil
+	}
+	return x.Homepage
+}
+
+// GetTopics returns the "topics" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryEditedChanges) GetTopics() *RepositoryEditedChangesTopics {
+	if x == nil {
+		return nil
+	}
+	return x.Topics
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryEditedChangesTopics) GetFrom() []string {
+	if x == nil {
+		return nil
+	}
+	return x.From
+}
+
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *RepositoryRenamedChanges) GetRepository() *RepositoryRenamedChangesRepository {
@@ -600,6 +1813,126 @@ func (x *RepositoryRenamedChanges) GetRepository() *RepositoryRenamedChangesRepo
 		return nil
 	}
 	return &x.Repository
+}
+
+// GetName returns the "name" member, or nil when x is nil or the member was
+// absent or null.
+func (x *RepositoryRenamedChangesRepository) GetName() *common.StringChange {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Name
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleBranchNamePattern) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleBranchNamePattern) GetParameters() *PatternParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleCodeScanning) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleCodeScanning) GetParameters() *RepositoryRuleCodeScanningParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetCodeScanningTools returns the "code_scanning_tools" member, or nil when x
+// is nil or the member is absent or null.
+func (x *RepositoryRuleCodeScanningParameters) GetCodeScanningTools() []CodeScanningTool {
+	if x == nil {
+		return nil
+	}
+	return x.CodeScanningTools
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleCommitAuthorEmailPattern) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleCommitAuthorEmailPattern) GetParameters() *PatternParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleCommitMessagePattern) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleCommitMessagePattern) GetParameters() *PatternParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleCommitterEmailPattern) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleCommitterEmailPattern) GetParameters() *PatternParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleCopilotCodeReview) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleCopilotCodeReview) GetParameters() *RepositoryRuleCopilotCodeReviewParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
 }
 
 // GetReviewDraftPullRequests returns the "review_draft_pull_requests" member,
@@ -620,6 +1953,238 @@ func (x *RepositoryRuleCopilotCodeReviewParameters) GetReviewOnPush() bool {
 	return *x.ReviewOnPush
 }
 
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleCreation) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleDeletion) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleFileExtensionRestriction) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleFileExtensionRestriction) GetParameters() *RepositoryRuleFileExtensionRestrictionParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetRestrictedFileExtensions returns the "restricted_file_extensions" member,
+// or nil when x is nil or the member is absent or null.
+func (x *RepositoryRuleFileExtensionRestrictionParameters) GetRestrictedFileExtensions() []string {
+	if x == nil {
+		return nil
+	}
+	return x.RestrictedFileExtensions
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleFilePathRestriction) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleFilePathRestriction) GetParameters() *RepositoryRuleFilePathRestrictionParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetRestrictedFilePaths returns the "restricted_file_paths" member, or nil
+// when x is nil or the member is absent or null.
+func (x *RepositoryRuleFilePathRestrictionParameters) GetRestrictedFilePaths() []string {
+	if x == nil {
+		return nil
+	}
+	return x.RestrictedFilePaths
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleMaxFilePathLength) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleMaxFilePathLength) GetParameters() *RepositoryRuleMaxFilePathLengthParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetMaxFilePathLength returns the "max_file_path_length" member, or 0 when x
+// is nil.
+func (x *RepositoryRuleMaxFilePathLengthParameters) GetMaxFilePathLength() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MaxFilePathLength
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleMaxFileSize) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleMaxFileSize) GetParameters() *RepositoryRuleMaxFileSizeParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetMaxFileSize returns the "max_file_size" member, or 0 when x is nil.
+func (x *RepositoryRuleMaxFileSizeParameters) GetMaxFileSize() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MaxFileSize
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleMergeQueue) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleMergeQueue) GetParameters() *RepositoryRuleMergeQueueParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetCheckResponseTimeoutMinutes returns the "check_response_timeout_minutes"
+// member, or 0 when x is nil.
+func (x *RepositoryRuleMergeQueueParameters) GetCheckResponseTimeoutMinutes() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.CheckResponseTimeoutMinutes
+}
+
+// GetGroupingStrategy returns the "grouping_strategy" member, or "" when x is
+// nil.
+func (x *RepositoryRuleMergeQueueParameters) GetGroupingStrategy() RepositoryRuleMergeQueueParametersGroupingStrategy {
+	if x == nil {
+		return ""
+	}
+	return x.GroupingStrategy
+}
+
+// GetMaxEntriesToBuild returns the "max_entries_to_build" member, or 0 when x
+// is nil.
+func (x *RepositoryRuleMergeQueueParameters) GetMaxEntriesToBuild() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MaxEntriesToBuild
+}
+
+// GetMaxEntriesToMerge returns the "max_entries_to_merge" member, or 0 when x
+// is nil.
+func (x *RepositoryRuleMergeQueueParameters) GetMaxEntriesToMerge() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MaxEntriesToMerge
+}
+
+// GetMergeMethod returns the "merge_method" member, or "" when x is nil.
+func (x *RepositoryRuleMergeQueueParameters) GetMergeMethod() RepositoryRuleMergeQueueParametersMergeMethod {
+	if x == nil {
+		return ""
+	}
+	return x.MergeMethod
+}
+
+// GetMinEntriesToMerge returns the "min_entries_to_merge" member, or 0 when x
+// is nil.
+func (x *RepositoryRuleMergeQueueParameters) GetMinEntriesToMerge() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MinEntriesToMerge
+}
+
+// GetMinEntriesToMergeWaitMinutes returns the
+// "min_entries_to_merge_wait_minutes" member, or 0 when x is nil.
+func (x *RepositoryRuleMergeQueueParameters) GetMinEntriesToMergeWaitMinutes() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MinEntriesToMergeWaitMinutes
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleNonFastForward) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRulePullRequest) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRulePullRequest) GetParameters() *RepositoryRulePullRequestParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetAllowedMergeMethods returns the "allowed_merge_methods" member, or nil
+// when x is nil or the member is absent or null.
+func (x *RepositoryRulePullRequestParameters) GetAllowedMergeMethods() []common.MergeMethod {
+	if x == nil {
+		return nil
+	}
+	return x.AllowedMergeMethods
+}
+
 // GetAutomaticCopilotCodeReviewEnabled returns the
 // "automatic_copilot_code_review_enabled" member, or false when x is nil or the
 // member is absent or null.
@@ -628,6 +2193,120 @@ func (x *RepositoryRulePullRequestParameters) GetAutomaticCopilotCodeReviewEnabl
 		return false
 	}
 	return *x.AutomaticCopilotCodeReviewEnabled
+}
+
+// GetDismissStaleReviewsOnPush returns the "dismiss_stale_reviews_on_push"
+// member, or false when x is nil.
+func (x *RepositoryRulePullRequestParameters) GetDismissStaleReviewsOnPush() bool {
+	if x == nil {
+		return false
+	}
+	return x.DismissStaleReviewsOnPush
+}
+
+// GetRequireCodeOwnerReview returns the "require_code_owner_review" member, or
+// false when x is nil.
+func (x *RepositoryRulePullRequestParameters) GetRequireCodeOwnerReview() bool {
+	if x == nil {
+		return false
+	}
+	return x.RequireCodeOwnerReview
+}
+
+// GetRequireLastPushApproval returns the "require_last_push_approval" member,
+// or false when x is nil.
+func (x *RepositoryRulePullRequestParameters) GetRequireLastPushApproval() bool {
+	if x == nil {
+		return false
+	}
+	return x.RequireLastPushApproval
+}
+
+// GetRequiredApprovingReviewCount returns the "required_approving_review_count"
+// member, or 0 when x is nil.
+func (x *RepositoryRulePullRequestParameters) GetRequiredApprovingReviewCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RequiredApprovingReviewCount
+}
+
+// GetRequiredReviewThreadResolution returns the
+// "required_review_thread_resolution" member, or false when x is nil.
+func (x *RepositoryRulePullRequestParameters) GetRequiredReviewThreadResolution() bool {
+	if x == nil {
+		return false
+	}
+	return x.RequiredReviewThreadResolution
+}
+
+// GetRequiredReviewers returns the "required_reviewers" member, or nil when x
+// is nil or the member is absent or null.
+func (x *RepositoryRulePullRequestParameters) GetRequiredReviewers() []RequiredReviewerConfiguration {
+	if x == nil {
+		return nil
+	}
+	return x.RequiredReviewers
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleRequiredDeployments) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleRequiredDeployments) GetParameters() *RepositoryRuleRequiredDeploymentsParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetRequiredDeploymentEnvironments returns the
+// "required_deployment_environments" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRuleRequiredDeploymentsParameters) GetRequiredDeploymentEnvironments() []string {
+	if x == nil {
+		return nil
+	}
+	return x.RequiredDeploymentEnvironments
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleRequiredLinearHistory) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleRequiredSignatures) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleRequiredStatusChecks) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleRequiredStatusChecks) GetParameters() *RepositoryRuleRequiredStatusChecksParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
 }
 
 // GetDoNotEnforceOnCreate returns the "do_not_enforce_on_create" member, or
@@ -639,6 +2318,84 @@ func (x *RepositoryRuleRequiredStatusChecksParameters) GetDoNotEnforceOnCreate()
 	return *x.DoNotEnforceOnCreate
 }
 
+// GetRequiredStatusChecks returns the "required_status_checks" member, or nil
+// when x is nil or the member is absent or null.
+func (x *RepositoryRuleRequiredStatusChecksParameters) GetRequiredStatusChecks() []StatusCheckConfiguration {
+	if x == nil {
+		return nil
+	}
+	return x.RequiredStatusChecks
+}
+
+// GetStrictRequiredStatusChecksPolicy returns the
+// "strict_required_status_checks_policy" member, or false when x is nil.
+func (x *RepositoryRuleRequiredStatusChecksParameters) GetStrictRequiredStatusChecksPolicy() bool {
+	if x == nil {
+		return false
+	}
+	return x.StrictRequiredStatusChecksPolicy
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleTagNamePattern) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleTagNamePattern) GetParameters() *PatternParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleUpdate) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleUpdate) GetParameters() *RepositoryRuleUpdateParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
+// GetUpdateAllowsFetchAndMerge returns the "update_allows_fetch_and_merge"
+// member, or false when x is nil.
+func (x *RepositoryRuleUpdateParameters) GetUpdateAllowsFetchAndMerge() bool {
+	if x == nil {
+		return false
+	}
+	return x.UpdateAllowsFetchAndMerge
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *RepositoryRuleWorkflows) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetParameters returns the "parameters" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleWorkflows) GetParameters() *RepositoryRuleWorkflowsParameters {
+	if x == nil {
+		return nil
+	}
+	return x.Parameters
+}
+
 // GetDoNotEnforceOnCreate returns the "do_not_enforce_on_create" member, or
 // false when x is nil or the member is absent or null.
 func (x *RepositoryRuleWorkflowsParameters) GetDoNotEnforceOnCreate() bool {
@@ -646,6 +2403,31 @@ func (x *RepositoryRuleWorkflowsParameters) GetDoNotEnforceOnCreate() bool {
 		return false
 	}
 	return *x.DoNotEnforceOnCreate
+}
+
+// GetWorkflows returns the "workflows" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleWorkflowsParameters) GetWorkflows() []WorkflowFileReference {
+	if x == nil {
+		return nil
+	}
+	return x.Workflows
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RepositoryRuleset) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *RepositoryRuleset) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetTarget returns the "target" member, or "" when x is nil or the member is
@@ -666,6 +2448,31 @@ func (x *RepositoryRuleset) GetSourceType() RepositoryRulesetSourceType {
 	return *x.SourceType
 }
 
+// GetSource returns the "source" member, or "" when x is nil.
+func (x *RepositoryRuleset) GetSource() string {
+	if x == nil {
+		return ""
+	}
+	return x.Source
+}
+
+// GetEnforcement returns the "enforcement" member, or "" when x is nil.
+func (x *RepositoryRuleset) GetEnforcement() RepositoryRuleEnforcement {
+	if x == nil {
+		return ""
+	}
+	return x.Enforcement
+}
+
+// GetBypassActors returns the "bypass_actors" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RepositoryRuleset) GetBypassActors() []RepositoryRulesetBypassActor {
+	if x == nil {
+		return nil
+	}
+	return x.BypassActors
+}
+
 // GetCurrentUserCanBypass returns the "current_user_can_bypass" member, or ""
 // when x is nil or the member is absent or null.
 func (x *RepositoryRuleset) GetCurrentUserCanBypass() RepositoryRulesetCurrentUserCanBypass {
@@ -682,6 +2489,33 @@ func (x *RepositoryRuleset) GetNodeID() string {
 		return ""
 	}
 	return *x.NodeID
+}
+
+// GetLinks returns the "_links" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRuleset) GetLinks() *RepositoryRulesetLinks {
+	if x == nil {
+		return nil
+	}
+	return x.Links
+}
+
+// GetConditions returns the "conditions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRuleset) GetConditions() *RepositoryRulesetConditions {
+	if x == nil {
+		return nil
+	}
+	return x.Conditions
+}
+
+// GetRules returns the "rules" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRuleset) GetRules() []RepositoryRule {
+	if x == nil {
+		return nil
+	}
+	return x.Rules
 }
 
 // GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
@@ -711,6 +2545,14 @@ func (x *RepositoryRulesetBypassActor) GetActorID() int64 {
 	return *x.ActorID
 }
 
+// GetActorType returns the "actor_type" member, or "" when x is nil.
+func (x *RepositoryRulesetBypassActor) GetActorType() RepositoryRulesetBypassActorActorType {
+	if x == nil {
+		return ""
+	}
+	return x.ActorType
+}
+
 // GetBypassMode returns the "bypass_mode" member, or "" when x is nil or the
 // member is absent or null.
 func (x *RepositoryRulesetBypassActor) GetBypassMode() RepositoryRulesetBypassActorBypassMode {
@@ -718,6 +2560,78 @@ func (x *RepositoryRulesetBypassActor) GetBypassMode() RepositoryRulesetBypassAc
 		return ""
 	}
 	return *x.BypassMode
+}
+
+// GetRefName returns the "ref_name" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsForRefNames) GetRefName() *RefName {
+	if x == nil {
+		return nil
+	}
+	return x.RefName
+}
+
+// GetRefName returns the "ref_name" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryIDAndRefName) GetRefName() *RefName {
+	if x == nil {
+		return nil
+	}
+	return x.RefName
+}
+
+// GetRepositoryID returns the "repository_id" member, or nil when x is nil or
+// the member was absent or null.
+func (x *RepositoryRulesetConditionsRepositoryIDAndRefName) GetRepositoryID() *RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.RepositoryID
+}
+
+// GetRepositoryIDs returns the "repository_ids" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryIDAndRefNameRepositoryID) GetRepositoryIDs() []int64 {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryIDs
+}
+
+// GetRefName returns the "ref_name" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryNameAndRefName) GetRefName() *RefName {
+	if x == nil {
+		return nil
+	}
+	return x.RefName
+}
+
+// GetRepositoryName returns the "repository_name" member, or nil when x is nil
+// or the member was absent or null.
+func (x *RepositoryRulesetConditionsRepositoryNameAndRefName) GetRepositoryName() *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.RepositoryName
+}
+
+// GetInclude returns the "include" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) GetInclude() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Include
+}
+
+// GetExclude returns the "exclude" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) GetExclude() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Exclude
 }
 
 // GetProtected returns the "protected" member, or false when x is nil or the
@@ -729,6 +2643,258 @@ func (x *RepositoryRulesetConditionsRepositoryNameAndRefNameRepositoryName) GetP
 	return *x.Protected
 }
 
+// GetRefName returns the "ref_name" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefName) GetRefName() *RefName {
+	if x == nil {
+		return nil
+	}
+	return x.RefName
+}
+
+// GetRepositoryProperty returns the "repository_property" member, or nil when x
+// is nil or the member was absent or null.
+func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefName) GetRepositoryProperty() *RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.RepositoryProperty
+}
+
+// GetInclude returns the "include" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty) GetInclude() []RepositoryRulesetPropertyTargetingDefinition {
+	if x == nil {
+		return nil
+	}
+	return x.Include
+}
+
+// GetExclude returns the "exclude" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetConditionsRepositoryPropertyAndRefNameRepositoryProperty) GetExclude() []RepositoryRulesetPropertyTargetingDefinition {
+	if x == nil {
+		return nil
+	}
+	return x.Exclude
+}
+
+// GetName returns the "name" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetEditedChanges) GetName() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.Name
+}
+
+// GetEnforcement returns the "enforcement" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRulesetEditedChanges) GetEnforcement() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.Enforcement
+}
+
+// GetConditions returns the "conditions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRulesetEditedChanges) GetConditions() *RepositoryRulesetEditedChangesConditions {
+	if x == nil {
+		return nil
+	}
+	return x.Conditions
+}
+
+// GetRules returns the "rules" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetEditedChanges) GetRules() *RepositoryRulesetEditedChangesRules {
+	if x == nil {
+		return nil
+	}
+	return x.Rules
+}
+
+// GetAdded returns the "added" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetEditedChangesConditions) GetAdded() []RepositoryRulesetConditionsForRefNames {
+	if x == nil {
+		return nil
+	}
+	return x.Added
+}
+
+// GetDeleted returns the "deleted" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesConditions) GetDeleted() []RepositoryRulesetConditionsForRefNames {
+	if x == nil {
+		return nil
+	}
+	return x.Deleted
+}
+
+// GetUpdated returns the "updated" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesConditions) GetUpdated() []RepositoryRulesetEditedChangesConditionsUpdated {
+	if x == nil {
+		return nil
+	}
+	return x.Updated
+}
+
+// GetCondition returns the "condition" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRulesetEditedChangesConditionsUpdated) GetCondition() *RepositoryRulesetConditionsForRefNames {
+	if x == nil {
+		return nil
+	}
+	return x.Condition
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesConditionsUpdated) GetChanges() *RepositoryRulesetEditedChangesConditionsUpdatedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
+// GetConditionType returns the "condition_type" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RepositoryRulesetEditedChangesConditionsUpdatedChanges) GetConditionType() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.ConditionType
+}
+
+// GetTarget returns the "target" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetEditedChangesConditionsUpdatedChanges) GetTarget() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.Target
+}
+
+// GetInclude returns the "include" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesConditionsUpdatedChanges) GetInclude() *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude {
+	if x == nil {
+		return nil
+	}
+	return x.Include
+}
+
+// GetExclude returns the "exclude" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesConditionsUpdatedChanges) GetExclude() *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude {
+	if x == nil {
+		return nil
+	}
+	return x.Exclude
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetEditedChangesConditionsUpdatedChangesExclude) GetFrom() []string {
+	if x == nil {
+		return nil
+	}
+	return x.From
+}
+
+// GetAdded returns the "added" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetEditedChangesRules) GetAdded() []RepositoryRule {
+	if x == nil {
+		return nil
+	}
+	return x.Added
+}
+
+// GetDeleted returns the "deleted" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesRules) GetDeleted() []RepositoryRule {
+	if x == nil {
+		return nil
+	}
+	return x.Deleted
+}
+
+// GetUpdated returns the "updated" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesRules) GetUpdated() []RepositoryRulesetEditedChangesRulesUpdated {
+	if x == nil {
+		return nil
+	}
+	return x.Updated
+}
+
+// GetRule returns the "rule" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetEditedChangesRulesUpdated) GetRule() *RepositoryRule {
+	if x == nil {
+		return nil
+	}
+	return x.Rule
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesRulesUpdated) GetChanges() *RepositoryRulesetEditedChangesRulesUpdatedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
+// GetConfiguration returns the "configuration" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RepositoryRulesetEditedChangesRulesUpdatedChanges) GetConfiguration() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.Configuration
+}
+
+// GetRuleType returns the "rule_type" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryRulesetEditedChangesRulesUpdatedChanges) GetRuleType() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.RuleType
+}
+
+// GetPattern returns the "pattern" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedChangesRulesUpdatedChanges) GetPattern() *common.OrganizationRenamedChangesLogin {
+	if x == nil {
+		return nil
+	}
+	return x.Pattern
+}
+
+// GetSelf returns the "self" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetLinks) GetSelf() *RepositoryRulesetLinksHTML {
+	if x == nil {
+		return nil
+	}
+	return x.Self
+}
+
+// GetHTML returns the "html" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryRulesetLinks) GetHTML() *RepositoryRulesetLinksHTML {
+	if x == nil {
+		return nil
+	}
+	return x.HTML
+}
+
 // GetHref returns the "href" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RepositoryRulesetLinksHTML) GetHref() string {
@@ -736,6 +2902,23 @@ func (x *RepositoryRulesetLinksHTML) GetHref() string {
 		return ""
 	}
 	return *x.Href
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *RepositoryRulesetPropertyTargetingDefinition) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetPropertyValues returns the "property_values" member, or nil when x is nil
+// or the member is absent or null.
+func (x *RepositoryRulesetPropertyTargetingDefinition) GetPropertyValues() []string {
+	if x == nil {
+		return nil
+	}
+	return x.PropertyValues
 }
 
 // GetSource returns the "source" member, or "" when x is nil or the member is
@@ -747,6 +2930,24 @@ func (x *RepositoryRulesetPropertyTargetingDefinition) GetSource() RepositoryRul
 	return *x.Source
 }
 
+// GetOwner returns the "owner" member, or nil when x is nil or the member was
+// absent or null.
+func (x *RepositoryTransferredChanges) GetOwner() *RepositoryTransferredChangesOwner {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Owner
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member was
+// absent or null.
+func (x *RepositoryTransferredChangesOwner) GetFrom() *RepositoryTransferredChangesOwnerFrom {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.From
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member is absent or null.
 func (x *RepositoryTransferredChangesOwnerFrom) GetOrganization() *RepositoryTransferredChangesOwnerFromOrganization {
@@ -754,6 +2955,23 @@ func (x *RepositoryTransferredChangesOwnerFrom) GetOrganization() *RepositoryTra
 		return nil
 	}
 	return x.Organization
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryTransferredChangesOwnerFrom) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetAvatarURL returns the "avatar_url" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetAvatarURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AvatarURL
 }
 
 // GetDescription returns the "description" member, or "" when x is nil or the
@@ -765,6 +2983,22 @@ func (x *RepositoryTransferredChangesOwnerFromOrganization) GetDescription() str
 	return *x.Description
 }
 
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetHooksURL returns the "hooks_url" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetHooksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HooksURL
+}
+
 // GetHTMLURL returns the "html_url" member, or "" when x is nil or the member
 // is absent or null.
 func (x *RepositoryTransferredChangesOwnerFromOrganization) GetHTMLURL() string {
@@ -772,6 +3006,96 @@ func (x *RepositoryTransferredChangesOwnerFromOrganization) GetHTMLURL() string 
 		return ""
 	}
 	return *x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIssuesURL returns the "issues_url" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetIssuesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssuesURL
+}
+
+// GetLogin returns the "login" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetLogin() string {
+	if x == nil {
+		return ""
+	}
+	return x.Login
+}
+
+// GetMembersURL returns the "members_url" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetMembersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MembersURL
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPublicMembersURL returns the "public_members_url" member, or "" when x is
+// nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetPublicMembersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PublicMembersURL
+}
+
+// GetReposURL returns the "repos_url" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetReposURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReposURL
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *RepositoryTransferredChangesOwnerFromOrganization) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetAffectedPackageName returns the "affected_package_name" member, or "" when
+// x is nil.
+func (x *RepositoryVulnerabilityAlert) GetAffectedPackageName() string {
+	if x == nil {
+		return ""
+	}
+	return x.AffectedPackageName
+}
+
+// GetAffectedRange returns the "affected_range" member, or "" when x is nil.
+func (x *RepositoryVulnerabilityAlert) GetAffectedRange() string {
+	if x == nil {
+		return ""
+	}
+	return x.AffectedRange
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *RepositoryVulnerabilityAlert) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
 }
 
 // GetDismissReason returns the "dismiss_reason" member, or "" when x is nil or
@@ -790,6 +3114,24 @@ func (x *RepositoryVulnerabilityAlert) GetDismissedAt() string {
 		return ""
 	}
 	return *x.DismissedAt
+}
+
+// GetDismisser returns the "dismisser" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryVulnerabilityAlert) GetDismisser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Dismisser
+}
+
+// GetExternalIdentifier returns the "external_identifier" member, or "" when x
+// is nil.
+func (x *RepositoryVulnerabilityAlert) GetExternalIdentifier() string {
+	if x == nil {
+		return ""
+	}
+	return x.ExternalIdentifier
 }
 
 // GetExternalReference returns the "external_reference" member, or "" when x is
@@ -828,6 +3170,22 @@ func (x *RepositoryVulnerabilityAlert) GetFixedIn() string {
 	return *x.FixedIn
 }
 
+// GetGHSAID returns the "ghsa_id" member, or "" when x is nil.
+func (x *RepositoryVulnerabilityAlert) GetGHSAID() string {
+	if x == nil {
+		return ""
+	}
+	return x.GHSAID
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RepositoryVulnerabilityAlert) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetNodeID returns the "node_id" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RepositoryVulnerabilityAlert) GetNodeID() string {
@@ -844,6 +3202,14 @@ func (x *RepositoryVulnerabilityAlert) GetNumber() int64 {
 		return 0
 	}
 	return *x.Number
+}
+
+// GetSeverity returns the "severity" member, or "" when x is nil.
+func (x *RepositoryVulnerabilityAlert) GetSeverity() string {
+	if x == nil {
+		return ""
+	}
+	return x.Severity
 }
 
 // GetState returns the "state" member, or "" when x is nil or the member is
@@ -864,6 +3230,106 @@ func (x *RepositoryVulnerabilityAlert) GetDismissComment() string {
 	return *x.DismissComment
 }
 
+// GetFilePatterns returns the "file_patterns" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RequiredReviewerConfiguration) GetFilePatterns() []string {
+	if x == nil {
+		return nil
+	}
+	return x.FilePatterns
+}
+
+// GetMinimumApprovals returns the "minimum_approvals" member, or 0 when x is
+// nil.
+func (x *RequiredReviewerConfiguration) GetMinimumApprovals() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MinimumApprovals
+}
+
+// GetReviewer returns the "reviewer" member, or nil when x is nil or the member
+// was absent or null.
+func (x *RequiredReviewerConfiguration) GetReviewer() *Reviewer {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Reviewer
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Reviewer) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *Reviewer) GetType() ReviewerType {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *SimpleRepository) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *SimpleRepository) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *SimpleRepository) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetFullName returns the "full_name" member, or "" when x is nil.
+func (x *SimpleRepository) GetFullName() string {
+	if x == nil {
+		return ""
+	}
+	return x.FullName
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SimpleRepository) GetOwner() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Owner
+}
+
+// GetPrivate returns the "private" member, or false when x is nil.
+func (x *SimpleRepository) GetPrivate() bool {
+	if x == nil {
+		return false
+	}
+	return x.Private
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *SimpleRepository) GetDescription() string {
@@ -871,6 +3337,323 @@ func (x *SimpleRepository) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetFork returns the "fork" member, or false when x is nil.
+func (x *SimpleRepository) GetFork() bool {
+	if x == nil {
+		return false
+	}
+	return x.Fork
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *SimpleRepository) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetArchiveURL returns the "archive_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetArchiveURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ArchiveURL
+}
+
+// GetAssigneesURL returns the "assignees_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetAssigneesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AssigneesURL
+}
+
+// GetBlobsURL returns the "blobs_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetBlobsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobsURL
+}
+
+// GetBranchesURL returns the "branches_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetBranchesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BranchesURL
+}
+
+// GetCollaboratorsURL returns the "collaborators_url" member, or "" when x is
+// nil.
+func (x *SimpleRepository) GetCollaboratorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CollaboratorsURL
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetCompareURL returns the "compare_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetCompareURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CompareURL
+}
+
+// GetContentsURL returns the "contents_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetContentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentsURL
+}
+
+// GetContributorsURL returns the "contributors_url" member, or "" when x is
+// nil.
+func (x *SimpleRepository) GetContributorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContributorsURL
+}
+
+// GetDeploymentsURL returns the "deployments_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetDeploymentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DeploymentsURL
+}
+
+// GetDownloadsURL returns the "downloads_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetDownloadsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DownloadsURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetForksURL returns the "forks_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetForksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ForksURL
+}
+
+// GetGitCommitsURL returns the "git_commits_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetGitCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitCommitsURL
+}
+
+// GetGitRefsURL returns the "git_refs_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetGitRefsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitRefsURL
+}
+
+// GetGitTagsURL returns the "git_tags_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetGitTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitTagsURL
+}
+
+// GetIssueCommentURL returns the "issue_comment_url" member, or "" when x is
+// nil.
+func (x *SimpleRepository) GetIssueCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueCommentURL
+}
+
+// GetIssueEventsURL returns the "issue_events_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetIssueEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueEventsURL
+}
+
+// GetIssuesURL returns the "issues_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetIssuesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssuesURL
+}
+
+// GetKeysURL returns the "keys_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetKeysURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.KeysURL
+}
+
+// GetLabelsURL returns the "labels_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetLabelsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LabelsURL
+}
+
+// GetLanguagesURL returns the "languages_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetLanguagesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LanguagesURL
+}
+
+// GetMergesURL returns the "merges_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetMergesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MergesURL
+}
+
+// GetMilestonesURL returns the "milestones_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetMilestonesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MilestonesURL
+}
+
+// GetNotificationsURL returns the "notifications_url" member, or "" when x is
+// nil.
+func (x *SimpleRepository) GetNotificationsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.NotificationsURL
+}
+
+// GetPullsURL returns the "pulls_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetPullsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullsURL
+}
+
+// GetReleasesURL returns the "releases_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetReleasesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReleasesURL
+}
+
+// GetStargazersURL returns the "stargazers_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetStargazersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StargazersURL
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetSubscribersURL returns the "subscribers_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetSubscribersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscribersURL
+}
+
+// GetSubscriptionURL returns the "subscription_url" member, or "" when x is
+// nil.
+func (x *SimpleRepository) GetSubscriptionURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscriptionURL
+}
+
+// GetTagsURL returns the "tags_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagsURL
+}
+
+// GetTeamsURL returns the "teams_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetTeamsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TeamsURL
+}
+
+// GetTreesURL returns the "trees_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetTreesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreesURL
+}
+
+// GetHooksURL returns the "hooks_url" member, or "" when x is nil.
+func (x *SimpleRepository) GetHooksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HooksURL
+}
+
+// GetContext returns the "context" member, or "" when x is nil.
+func (x *StatusCheckConfiguration) GetContext() string {
+	if x == nil {
+		return ""
+	}
+	return x.Context
 }
 
 // GetIntegrationID returns the "integration_id" member, or 0 when x is nil or
@@ -882,6 +3665,14 @@ func (x *StatusCheckConfiguration) GetIntegrationID() int64 {
 	return *x.IntegrationID
 }
 
+// GetPath returns the "path" member, or "" when x is nil.
+func (x *WorkflowFileReference) GetPath() string {
+	if x == nil {
+		return ""
+	}
+	return x.Path
+}
+
 // GetRef returns the "ref" member, or "" when x is nil or the member is absent
 // or null.
 func (x *WorkflowFileReference) GetRef() string {
@@ -889,6 +3680,14 @@ func (x *WorkflowFileReference) GetRef() string {
 		return ""
 	}
 	return *x.Ref
+}
+
+// GetRepositoryID returns the "repository_id" member, or 0 when x is nil.
+func (x *WorkflowFileReference) GetRepositoryID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RepositoryID
 }
 
 // GetSHA returns the "sha" member, or "" when x is nil or the member is absent
@@ -1222,6 +4021,15 @@ func (x *ReleaseDeletedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *ReleaseEditedEvent) GetChanges() *ReleaseEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -1674,6 +4482,15 @@ func (x *RepositoryDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *RepositoryEditedEvent) GetChanges() *RepositoryEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *RepositoryEditedEvent) GetEnterprise() *common.Enterprise {
@@ -1809,6 +4626,15 @@ func (x *RepositoryPublicizedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *RepositoryRenamedEvent) GetChanges() *RepositoryRenamedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *RepositoryRenamedEvent) GetEnterprise() *common.Enterprise {
@@ -1852,6 +4678,15 @@ func (x *RepositoryRenamedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *RepositoryTransferredEvent) GetChanges() *RepositoryTransferredChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -2275,6 +5110,14 @@ func (x *RepositoryImportEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *RepositoryImportEvent) GetStatus() RepositoryImportStatus {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *RepositoryRulesetUnknownEvent) GetEnterprise() *common.Enterprise {
@@ -2480,6 +5323,15 @@ func (x *RepositoryRulesetEditedEvent) GetRepositoryRuleset() *RepositoryRuleset
 		return nil
 	}
 	return &x.RepositoryRuleset
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RepositoryRulesetEditedEvent) GetChanges() *RepositoryRulesetEditedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
 }
 
 // GetSender returns the "sender" member, or nil when x is nil or the member was

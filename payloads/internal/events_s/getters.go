@@ -3,9 +3,34 @@
 package payloads
 
 import (
+	"encoding/json"
 	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *CodeOfConductSimple) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetKey returns the "key" member, or "" when x is nil.
+func (x *CodeOfConductSimple) GetKey() string {
+	if x == nil {
+		return ""
+	}
+	return x.Key
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *CodeOfConductSimple) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
 
 // GetHTMLURL returns the "html_url" member, or "" when x is nil or the member
 // is absent or null.
@@ -14,6 +39,63 @@ func (x *CodeOfConductSimple) GetHTMLURL() string {
 		return ""
 	}
 	return *x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *FullRepository) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *FullRepository) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *FullRepository) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetFullName returns the "full_name" member, or "" when x is nil.
+func (x *FullRepository) GetFullName() string {
+	if x == nil {
+		return ""
+	}
+	return x.FullName
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member was
+// absent or null.
+func (x *FullRepository) GetOwner() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Owner
+}
+
+// GetPrivate returns the "private" member, or false when x is nil.
+func (x *FullRepository) GetPrivate() bool {
+	if x == nil {
+		return false
+	}
+	return x.Private
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *FullRepository) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
 }
 
 // GetDescription returns the "description" member, or "" when x is nil or the
@@ -25,6 +107,331 @@ func (x *FullRepository) GetDescription() string {
 	return *x.Description
 }
 
+// GetFork returns the "fork" member, or false when x is nil.
+func (x *FullRepository) GetFork() bool {
+	if x == nil {
+		return false
+	}
+	return x.Fork
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *FullRepository) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetArchiveURL returns the "archive_url" member, or "" when x is nil.
+func (x *FullRepository) GetArchiveURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ArchiveURL
+}
+
+// GetAssigneesURL returns the "assignees_url" member, or "" when x is nil.
+func (x *FullRepository) GetAssigneesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AssigneesURL
+}
+
+// GetBlobsURL returns the "blobs_url" member, or "" when x is nil.
+func (x *FullRepository) GetBlobsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobsURL
+}
+
+// GetBranchesURL returns the "branches_url" member, or "" when x is nil.
+func (x *FullRepository) GetBranchesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BranchesURL
+}
+
+// GetCollaboratorsURL returns the "collaborators_url" member, or "" when x is
+// nil.
+func (x *FullRepository) GetCollaboratorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CollaboratorsURL
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *FullRepository) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *FullRepository) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetCompareURL returns the "compare_url" member, or "" when x is nil.
+func (x *FullRepository) GetCompareURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CompareURL
+}
+
+// GetContentsURL returns the "contents_url" member, or "" when x is nil.
+func (x *FullRepository) GetContentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentsURL
+}
+
+// GetContributorsURL returns the "contributors_url" member, or "" when x is
+// nil.
+func (x *FullRepository) GetContributorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContributorsURL
+}
+
+// GetDeploymentsURL returns the "deployments_url" member, or "" when x is nil.
+func (x *FullRepository) GetDeploymentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DeploymentsURL
+}
+
+// GetDownloadsURL returns the "downloads_url" member, or "" when x is nil.
+func (x *FullRepository) GetDownloadsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DownloadsURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *FullRepository) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetForksURL returns the "forks_url" member, or "" when x is nil.
+func (x *FullRepository) GetForksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ForksURL
+}
+
+// GetGitCommitsURL returns the "git_commits_url" member, or "" when x is nil.
+func (x *FullRepository) GetGitCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitCommitsURL
+}
+
+// GetGitRefsURL returns the "git_refs_url" member, or "" when x is nil.
+func (x *FullRepository) GetGitRefsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitRefsURL
+}
+
+// GetGitTagsURL returns the "git_tags_url" member, or "" when x is nil.
+func (x *FullRepository) GetGitTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitTagsURL
+}
+
+// GetGitURL returns the "git_url" member, or "" when x is nil.
+func (x *FullRepository) GetGitURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitURL
+}
+
+// GetIssueCommentURL returns the "issue_comment_url" member, or "" when x is
+// nil.
+func (x *FullRepository) GetIssueCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueCommentURL
+}
+
+// GetIssueEventsURL returns the "issue_events_url" member, or "" when x is nil.
+func (x *FullRepository) GetIssueEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueEventsURL
+}
+
+// GetIssuesURL returns the "issues_url" member, or "" when x is nil.
+func (x *FullRepository) GetIssuesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssuesURL
+}
+
+// GetKeysURL returns the "keys_url" member, or "" when x is nil.
+func (x *FullRepository) GetKeysURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.KeysURL
+}
+
+// GetLabelsURL returns the "labels_url" member, or "" when x is nil.
+func (x *FullRepository) GetLabelsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LabelsURL
+}
+
+// GetLanguagesURL returns the "languages_url" member, or "" when x is nil.
+func (x *FullRepository) GetLanguagesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LanguagesURL
+}
+
+// GetMergesURL returns the "merges_url" member, or "" when x is nil.
+func (x *FullRepository) GetMergesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MergesURL
+}
+
+// GetMilestonesURL returns the "milestones_url" member, or "" when x is nil.
+func (x *FullRepository) GetMilestonesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MilestonesURL
+}
+
+// GetNotificationsURL returns the "notifications_url" member, or "" when x is
+// nil.
+func (x *FullRepository) GetNotificationsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.NotificationsURL
+}
+
+// GetPullsURL returns the "pulls_url" member, or "" when x is nil.
+func (x *FullRepository) GetPullsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullsURL
+}
+
+// GetReleasesURL returns the "releases_url" member, or "" when x is nil.
+func (x *FullRepository) GetReleasesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReleasesURL
+}
+
+// GetSSHURL returns the "ssh_url" member, or "" when x is nil.
+func (x *FullRepository) GetSSHURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SSHURL
+}
+
+// GetStargazersURL returns the "stargazers_url" member, or "" when x is nil.
+func (x *FullRepository) GetStargazersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StargazersURL
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *FullRepository) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetSubscribersURL returns the "subscribers_url" member, or "" when x is nil.
+func (x *FullRepository) GetSubscribersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscribersURL
+}
+
+// GetSubscriptionURL returns the "subscription_url" member, or "" when x is
+// nil.
+func (x *FullRepository) GetSubscriptionURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscriptionURL
+}
+
+// GetTagsURL returns the "tags_url" member, or "" when x is nil.
+func (x *FullRepository) GetTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagsURL
+}
+
+// GetTeamsURL returns the "teams_url" member, or "" when x is nil.
+func (x *FullRepository) GetTeamsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TeamsURL
+}
+
+// GetTreesURL returns the "trees_url" member, or "" when x is nil.
+func (x *FullRepository) GetTreesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreesURL
+}
+
+// GetCloneURL returns the "clone_url" member, or "" when x is nil.
+func (x *FullRepository) GetCloneURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CloneURL
+}
+
 // GetMirrorURL returns the "mirror_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *FullRepository) GetMirrorURL() string {
@@ -32,6 +439,22 @@ func (x *FullRepository) GetMirrorURL() string {
 		return ""
 	}
 	return *x.MirrorURL
+}
+
+// GetHooksURL returns the "hooks_url" member, or "" when x is nil.
+func (x *FullRepository) GetHooksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HooksURL
+}
+
+// GetSvnURL returns the "svn_url" member, or "" when x is nil.
+func (x *FullRepository) GetSvnURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SvnURL
 }
 
 // GetHomepage returns the "homepage" member, or "" when x is nil or the member
@@ -52,6 +475,55 @@ func (x *FullRepository) GetLanguage() string {
 	return *x.Language
 }
 
+// GetForksCount returns the "forks_count" member, or 0 when x is nil.
+func (x *FullRepository) GetForksCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ForksCount
+}
+
+// GetStargazersCount returns the "stargazers_count" member, or 0 when x is nil.
+func (x *FullRepository) GetStargazersCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.StargazersCount
+}
+
+// GetWatchersCount returns the "watchers_count" member, or 0 when x is nil.
+func (x *FullRepository) GetWatchersCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.WatchersCount
+}
+
+// GetSize returns the "size" member, or 0 when x is nil.
+func (x *FullRepository) GetSize() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Size
+}
+
+// GetDefaultBranch returns the "default_branch" member, or "" when x is nil.
+func (x *FullRepository) GetDefaultBranch() string {
+	if x == nil {
+		return ""
+	}
+	return x.DefaultBranch
+}
+
+// GetOpenIssuesCount returns the "open_issues_count" member, or 0 when x is
+// nil.
+func (x *FullRepository) GetOpenIssuesCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.OpenIssuesCount
+}
+
 // GetIsTemplate returns the "is_template" member, or false when x is nil or the
 // member is absent or null.
 func (x *FullRepository) GetIsTemplate() bool {
@@ -59,6 +531,47 @@ func (x *FullRepository) GetIsTemplate() bool {
 		return false
 	}
 	return *x.IsTemplate
+}
+
+// GetTopics returns the "topics" member, or nil when x is nil or the member is
+// absent or null.
+func (x *FullRepository) GetTopics() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Topics
+}
+
+// GetHasIssues returns the "has_issues" member, or false when x is nil.
+func (x *FullRepository) GetHasIssues() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasIssues
+}
+
+// GetHasProjects returns the "has_projects" member, or false when x is nil.
+func (x *FullRepository) GetHasProjects() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasProjects
+}
+
+// GetHasWiki returns the "has_wiki" member, or false when x is nil.
+func (x *FullRepository) GetHasWiki() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasWiki
+}
+
+// GetHasPages returns the "has_pages" member, or false when x is nil.
+func (x *FullRepository) GetHasPages() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasPages
 }
 
 // GetHasDownloads returns the "has_downloads" member, or false when x is nil or
@@ -70,6 +583,31 @@ func (x *FullRepository) GetHasDownloads() bool {
 	return *x.HasDownloads
 }
 
+// GetHasDiscussions returns the "has_discussions" member, or false when x is
+// nil.
+func (x *FullRepository) GetHasDiscussions() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasDiscussions
+}
+
+// GetArchived returns the "archived" member, or false when x is nil.
+func (x *FullRepository) GetArchived() bool {
+	if x == nil {
+		return false
+	}
+	return x.Archived
+}
+
+// GetDisabled returns the "disabled" member, or false when x is nil.
+func (x *FullRepository) GetDisabled() bool {
+	if x == nil {
+		return false
+	}
+	return x.Disabled
+}
+
 // GetVisibility returns the "visibility" member, or "" when x is nil or the
 // member is absent or null.
 func (x *FullRepository) GetVisibility() string {
@@ -79,6 +617,42 @@ func (x *FullRepository) GetVisibility() string {
 	return *x.Visibility
 }
 
+// GetPushedAt returns the "pushed_at" member, or the zero Timestamp when x is
+// nil.
+func (x *FullRepository) GetPushedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.PushedAt
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *FullRepository) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *FullRepository) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *FullRepository) GetPermissions() *common.RepositoryPermissions {
+	if x == nil {
+		return nil
+	}
+	return x.Permissions
+}
+
 // GetAllowRebaseMerge returns the "allow_rebase_merge" member, or false when x
 // is nil or the member is absent or null.
 func (x *FullRepository) GetAllowRebaseMerge() bool {
@@ -86,6 +660,15 @@ func (x *FullRepository) GetAllowRebaseMerge() bool {
 		return false
 	}
 	return *x.AllowRebaseMerge
+}
+
+// GetTemplateRepository returns the "template_repository" member, or nil when x
+// is nil or the member is absent or null.
+func (x *FullRepository) GetTemplateRepository() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.TemplateRepository
 }
 
 // GetTempCloneToken returns the "temp_clone_token" member, or "" when x is nil
@@ -205,6 +788,32 @@ func (x *FullRepository) GetWebCommitSignoffRequired() bool {
 	return *x.WebCommitSignoffRequired
 }
 
+// GetSubscribersCount returns the "subscribers_count" member, or 0 when x is
+// nil.
+func (x *FullRepository) GetSubscribersCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.SubscribersCount
+}
+
+// GetNetworkCount returns the "network_count" member, or 0 when x is nil.
+func (x *FullRepository) GetNetworkCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.NetworkCount
+}
+
+// GetLicense returns the "license" member, or nil when x is nil or the member
+// is absent or null.
+func (x *FullRepository) GetLicense() *common.License {
+	if x == nil {
+		return nil
+	}
+	return x.License
+}
+
 // GetOrganization returns the "organization" member, or nil when x is nil or
 // the member is absent or null.
 func (x *FullRepository) GetOrganization() *common.User {
@@ -212,6 +821,32 @@ func (x *FullRepository) GetOrganization() *common.User {
 		return nil
 	}
 	return x.Organization
+}
+
+// GetParent returns the "parent" member, or nil when x is nil or the member is
+// absent or null.
+func (x *FullRepository) GetParent() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Parent
+}
+
+// GetSource returns the "source" member, or nil when x is nil or the member is
+// absent or null.
+func (x *FullRepository) GetSource() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Source
+}
+
+// GetForks returns the "forks" member, or 0 when x is nil.
+func (x *FullRepository) GetForks() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Forks
 }
 
 // GetMasterBranch returns the "master_branch" member, or "" when x is nil or
@@ -223,6 +858,22 @@ func (x *FullRepository) GetMasterBranch() string {
 	return *x.MasterBranch
 }
 
+// GetOpenIssues returns the "open_issues" member, or 0 when x is nil.
+func (x *FullRepository) GetOpenIssues() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.OpenIssues
+}
+
+// GetWatchers returns the "watchers" member, or 0 when x is nil.
+func (x *FullRepository) GetWatchers() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Watchers
+}
+
 // GetAnonymousAccessEnabled returns the "anonymous_access_enabled" member, or
 // false when x is nil or the member is absent or null.
 func (x *FullRepository) GetAnonymousAccessEnabled() bool {
@@ -230,6 +881,33 @@ func (x *FullRepository) GetAnonymousAccessEnabled() bool {
 		return false
 	}
 	return *x.AnonymousAccessEnabled
+}
+
+// GetCodeOfConduct returns the "code_of_conduct" member, or nil when x is nil
+// or the member is absent or null.
+func (x *FullRepository) GetCodeOfConduct() *CodeOfConductSimple {
+	if x == nil {
+		return nil
+	}
+	return x.CodeOfConduct
+}
+
+// GetSecurityAndAnalysis returns the "security_and_analysis" member, or nil
+// when x is nil or the member is absent or null.
+func (x *FullRepository) GetSecurityAndAnalysis() *common.SecurityAndAnalysis {
+	if x == nil {
+		return nil
+	}
+	return x.SecurityAndAnalysis
+}
+
+// GetCustomProperties returns the "custom_properties" member, or nil when x is
+// nil or the member is absent or null.
+func (x *FullRepository) GetCustomProperties() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.CustomProperties
 }
 
 // GetNumber returns the "number" member, or 0 when x is nil or the member is
@@ -304,6 +982,15 @@ func (x *SecretScanningAlert) GetResolvedAt() codec.Timestamp {
 	return *x.ResolvedAt
 }
 
+// GetResolvedBy returns the "resolved_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecretScanningAlert) GetResolvedBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.ResolvedBy
+}
+
 // GetResolutionComment returns the "resolution_comment" member, or "" when x is
 // nil or the member is absent or null.
 func (x *SecretScanningAlert) GetResolutionComment() string {
@@ -349,6 +1036,15 @@ func (x *SecretScanningAlert) GetPushProtectionBypassed() bool {
 	return *x.PushProtectionBypassed
 }
 
+// GetPushProtectionBypassedBy returns the "push_protection_bypassed_by" member,
+// or nil when x is nil or the member is absent or null.
+func (x *SecretScanningAlert) GetPushProtectionBypassedBy() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.PushProtectionBypassedBy
+}
+
 // GetPushProtectionBypassedAt returns the "push_protection_bypassed_at" member,
 // or the zero Timestamp when x is nil or the member is absent or null.
 func (x *SecretScanningAlert) GetPushProtectionBypassedAt() codec.Timestamp {
@@ -356,6 +1052,16 @@ func (x *SecretScanningAlert) GetPushProtectionBypassedAt() codec.Timestamp {
 		return codec.Timestamp{}
 	}
 	return *x.PushProtectionBypassedAt
+}
+
+// GetPushProtectionBypassRequestReviewer returns the
+// "push_protection_bypass_request_reviewer" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecretScanningAlert) GetPushProtectionBypassRequestReviewer() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.PushProtectionBypassRequestReviewer
 }
 
 // GetPushProtectionBypassRequestReviewerComment returns the
@@ -406,6 +1112,15 @@ func (x *SecretScanningAlert) GetMultiRepo() bool {
 	return *x.MultiRepo
 }
 
+// GetAssignedTo returns the "assigned_to" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecretScanningAlert) GetAssignedTo() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.AssignedTo
+}
+
 // GetType returns the "type" member, or "" when x is nil or the member is
 // absent or null.
 func (x *SecretScanningLocation) GetType() SecretScanningLocationType {
@@ -413,6 +1128,358 @@ func (x *SecretScanningLocation) GetType() SecretScanningLocationType {
 		return ""
 	}
 	return *x.Type
+}
+
+// GetDetails returns the "details" member, or nil when x is nil or the member
+// is absent or null.
+func (x *SecretScanningLocation) GetDetails() *SecretScanningLocationDetails {
+	if x == nil {
+		return nil
+	}
+	return x.Details
+}
+
+// GetPath returns the "path" member, or "" when x is nil.
+func (x *SecretScanningLocationCommit) GetPath() string {
+	if x == nil {
+		return ""
+	}
+	return x.Path
+}
+
+// GetStartLine returns the "start_line" member, or 0 when x is nil.
+func (x *SecretScanningLocationCommit) GetStartLine() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.StartLine
+}
+
+// GetEndLine returns the "end_line" member, or 0 when x is nil.
+func (x *SecretScanningLocationCommit) GetEndLine() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.EndLine
+}
+
+// GetStartColumn returns the "start_column" member, or 0 when x is nil.
+func (x *SecretScanningLocationCommit) GetStartColumn() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.StartColumn
+}
+
+// GetEndColumn returns the "end_column" member, or 0 when x is nil.
+func (x *SecretScanningLocationCommit) GetEndColumn() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.EndColumn
+}
+
+// GetBlobSHA returns the "blob_sha" member, or "" when x is nil.
+func (x *SecretScanningLocationCommit) GetBlobSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobSHA
+}
+
+// GetBlobURL returns the "blob_url" member, or "" when x is nil.
+func (x *SecretScanningLocationCommit) GetBlobURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobURL
+}
+
+// GetCommitSHA returns the "commit_sha" member, or "" when x is nil.
+func (x *SecretScanningLocationCommit) GetCommitSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitSHA
+}
+
+// GetCommitURL returns the "commit_url" member, or "" when x is nil.
+func (x *SecretScanningLocationCommit) GetCommitURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitURL
+}
+
+// GetDiscussionBodyURL returns the "discussion_body_url" member, or "" when x
+// is nil.
+func (x *SecretScanningLocationDiscussionBody) GetDiscussionBodyURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DiscussionBodyURL
+}
+
+// GetDiscussionCommentURL returns the "discussion_comment_url" member, or ""
+// when x is nil.
+func (x *SecretScanningLocationDiscussionComment) GetDiscussionCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DiscussionCommentURL
+}
+
+// GetDiscussionTitleURL returns the "discussion_title_url" member, or "" when x
+// is nil.
+func (x *SecretScanningLocationDiscussionTitle) GetDiscussionTitleURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DiscussionTitleURL
+}
+
+// GetIssueBodyURL returns the "issue_body_url" member, or "" when x is nil.
+func (x *SecretScanningLocationIssueBody) GetIssueBodyURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueBodyURL
+}
+
+// GetIssueCommentURL returns the "issue_comment_url" member, or "" when x is
+// nil.
+func (x *SecretScanningLocationIssueComment) GetIssueCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueCommentURL
+}
+
+// GetIssueTitleURL returns the "issue_title_url" member, or "" when x is nil.
+func (x *SecretScanningLocationIssueTitle) GetIssueTitleURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueTitleURL
+}
+
+// GetPullRequestBodyURL returns the "pull_request_body_url" member, or "" when
+// x is nil.
+func (x *SecretScanningLocationPullRequestBody) GetPullRequestBodyURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestBodyURL
+}
+
+// GetPullRequestCommentURL returns the "pull_request_comment_url" member, or ""
+// when x is nil.
+func (x *SecretScanningLocationPullRequestComment) GetPullRequestCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestCommentURL
+}
+
+// GetPullRequestReviewURL returns the "pull_request_review_url" member, or ""
+// when x is nil.
+func (x *SecretScanningLocationPullRequestReview) GetPullRequestReviewURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestReviewURL
+}
+
+// GetPullRequestReviewCommentURL returns the "pull_request_review_comment_url"
+// member, or "" when x is nil.
+func (x *SecretScanningLocationPullRequestReviewComment) GetPullRequestReviewCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestReviewCommentURL
+}
+
+// GetPullRequestTitleURL returns the "pull_request_title_url" member, or ""
+// when x is nil.
+func (x *SecretScanningLocationPullRequestTitle) GetPullRequestTitleURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullRequestTitleURL
+}
+
+// GetPath returns the "path" member, or "" when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetPath() string {
+	if x == nil {
+		return ""
+	}
+	return x.Path
+}
+
+// GetStartLine returns the "start_line" member, or 0 when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetStartLine() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.StartLine
+}
+
+// GetEndLine returns the "end_line" member, or 0 when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetEndLine() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.EndLine
+}
+
+// GetStartColumn returns the "start_column" member, or 0 when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetStartColumn() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.StartColumn
+}
+
+// GetEndColumn returns the "end_column" member, or 0 when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetEndColumn() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.EndColumn
+}
+
+// GetBlobSHA returns the "blob_sha" member, or "" when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetBlobSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobSHA
+}
+
+// GetPageURL returns the "page_url" member, or "" when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetPageURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PageURL
+}
+
+// GetCommitSHA returns the "commit_sha" member, or "" when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetCommitSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitSHA
+}
+
+// GetCommitURL returns the "commit_url" member, or "" when x is nil.
+func (x *SecretScanningLocationWikiCommit) GetCommitURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitURL
+}
+
+// GetCVSS returns the "cvss" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SecurityAdvisory) GetCVSS() *common.SecurityAdvisoryCVSS {
+	if x == nil {
+		return nil
+	}
+	return x.CVSS
+}
+
+// GetCVSSSeverities returns the "cvss_severities" member, or nil when x is nil
+// or the member is absent or null.
+func (x *SecurityAdvisory) GetCVSSSeverities() *common.CVSSSeverities {
+	if x == nil {
+		return nil
+	}
+	return x.CVSSSeverities
+}
+
+// GetCwes returns the "cwes" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SecurityAdvisory) GetCwes() []common.AdvisoryCWE {
+	if x == nil {
+		return nil
+	}
+	return x.Cwes
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *SecurityAdvisory) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
+}
+
+// GetGHSAID returns the "ghsa_id" member, or "" when x is nil.
+func (x *SecurityAdvisory) GetGHSAID() string {
+	if x == nil {
+		return ""
+	}
+	return x.GHSAID
+}
+
+// GetIdentifiers returns the "identifiers" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecurityAdvisory) GetIdentifiers() []SecurityAdvisoryIdentifier {
+	if x == nil {
+		return nil
+	}
+	return x.Identifiers
+}
+
+// GetPublishedAt returns the "published_at" member, or "" when x is nil.
+func (x *SecurityAdvisory) GetPublishedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.PublishedAt
+}
+
+// GetReferences returns the "references" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecurityAdvisory) GetReferences() []common.SecurityAdvisoryReference {
+	if x == nil {
+		return nil
+	}
+	return x.References
+}
+
+// GetSeverity returns the "severity" member, or "" when x is nil.
+func (x *SecurityAdvisory) GetSeverity() string {
+	if x == nil {
+		return ""
+	}
+	return x.Severity
+}
+
+// GetSummary returns the "summary" member, or "" when x is nil.
+func (x *SecurityAdvisory) GetSummary() string {
+	if x == nil {
+		return ""
+	}
+	return x.Summary
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *SecurityAdvisory) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
+}
+
+// GetVulnerabilities returns the "vulnerabilities" member, or nil when x is nil
+// or the member is absent or null.
+func (x *SecurityAdvisory) GetVulnerabilities() []SecurityAdvisoryVulnerability {
+	if x == nil {
+		return nil
+	}
+	return x.Vulnerabilities
 }
 
 // GetWithdrawnAt returns the "withdrawn_at" member, or "" when x is nil or the
@@ -431,6 +1498,178 @@ func (x *SecurityAdvisory) GetCVEID() string {
 		return ""
 	}
 	return *x.CVEID
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *SecurityAdvisoryIdentifier) GetType() string {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetValue returns the "value" member, or "" when x is nil.
+func (x *SecurityAdvisoryIdentifier) GetValue() string {
+	if x == nil {
+		return ""
+	}
+	return x.Value
+}
+
+// GetFirstPatchedVersion returns the "first_patched_version" member, or nil
+// when x is nil or the member is absent or null.
+func (x *SecurityAdvisoryVulnerability) GetFirstPatchedVersion() *common.VulnerabilityFirstPatchedVersion {
+	if x == nil {
+		return nil
+	}
+	return x.FirstPatchedVersion
+}
+
+// GetPackage returns the "package" member, or nil when x is nil or the member
+// was absent or null.
+func (x *SecurityAdvisoryVulnerability) GetPackage() *common.DependabotAlertPackage {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Package
+}
+
+// GetSeverity returns the "severity" member, or "" when x is nil.
+func (x *SecurityAdvisoryVulnerability) GetSeverity() string {
+	if x == nil {
+		return ""
+	}
+	return x.Severity
+}
+
+// GetVulnerableVersionRange returns the "vulnerable_version_range" member, or
+// "" when x is nil.
+func (x *SecurityAdvisoryVulnerability) GetVulnerableVersionRange() string {
+	if x == nil {
+		return ""
+	}
+	return x.VulnerableVersionRange
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SecurityAndAnalysisChanges) GetFrom() *SecurityAndAnalysisChangesFrom {
+	if x == nil {
+		return nil
+	}
+	return x.From
+}
+
+// GetSecurityAndAnalysis returns the "security_and_analysis" member, or nil
+// when x is nil or the member is absent or null.
+func (x *SecurityAndAnalysisChangesFrom) GetSecurityAndAnalysis() *common.SecurityAndAnalysis {
+	if x == nil {
+		return nil
+	}
+	return x.SecurityAndAnalysis
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *Sponsorship) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetMaintainer returns the "maintainer" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Sponsorship) GetMaintainer() *common.DeploymentReviewApprovedApprover {
+	if x == nil {
+		return nil
+	}
+	return x.Maintainer
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Sponsorship) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPrivacyLevel returns the "privacy_level" member, or "" when x is nil.
+func (x *Sponsorship) GetPrivacyLevel() string {
+	if x == nil {
+		return ""
+	}
+	return x.PrivacyLevel
+}
+
+// GetSponsor returns the "sponsor" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Sponsorship) GetSponsor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sponsor
+}
+
+// GetSponsorable returns the "sponsorable" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Sponsorship) GetSponsorable() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sponsorable
+}
+
+// GetTier returns the "tier" member, or nil when x is nil or the member was
+// absent or null.
+func (x *Sponsorship) GetTier() *SponsorshipTier {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Tier
+}
+
+// GetTier returns the "tier" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SponsorshipChanges) GetTier() *SponsorshipChangesTier {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Tier
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SponsorshipChangesTier) GetFrom() *SponsorshipTier {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.From
+}
+
+// GetPrivacyLevel returns the "privacy_level" member, or nil when x is nil or
+// the member is absent or null.
+func (x *SponsorshipEditedChanges) GetPrivacyLevel() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.PrivacyLevel
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *SponsorshipTier) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDescription returns the "description" member, or "" when x is nil.
+func (x *SponsorshipTier) GetDescription() string {
+	if x == nil {
+		return ""
+	}
+	return x.Description
 }
 
 // GetIsCustomAmmount returns the "is_custom_ammount" member, or false when x is
@@ -460,6 +1699,65 @@ func (x *SponsorshipTier) GetIsOneTime() bool {
 	return *x.IsOneTime
 }
 
+// GetMonthlyPriceInCents returns the "monthly_price_in_cents" member, or 0 when
+// x is nil.
+func (x *SponsorshipTier) GetMonthlyPriceInCents() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MonthlyPriceInCents
+}
+
+// GetMonthlyPriceInDollars returns the "monthly_price_in_dollars" member, or 0
+// when x is nil.
+func (x *SponsorshipTier) GetMonthlyPriceInDollars() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.MonthlyPriceInDollars
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *SponsorshipTier) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *SponsorshipTier) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetCommit returns the "commit" member, or nil when x is nil or the member was
+// absent or null.
+func (x *StatusBranch) GetCommit() *StatusBranchCommit {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Commit
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *StatusBranch) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetProtected returns the "protected" member, or false when x is nil.
+func (x *StatusBranch) GetProtected() bool {
+	if x == nil {
+		return false
+	}
+	return x.Protected
+}
+
 // GetSHA returns the "sha" member, or "" when x is nil or the member is absent
 // or null.
 func (x *StatusBranchCommit) GetSHA() string {
@@ -478,6 +1776,158 @@ func (x *StatusBranchCommit) GetURL() string {
 	return *x.URL
 }
 
+// GetAuthor returns the "author" member, or nil when x is nil or the member is
+// absent or null.
+func (x *StatusCommit) GetAuthor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Author
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *StatusCommit) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommit returns the "commit" member, or nil when x is nil or the member was
+// absent or null.
+func (x *StatusCommit) GetCommit() *StatusCommitCommit {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Commit
+}
+
+// GetCommitter returns the "committer" member, or nil when x is nil or the
+// member is absent or null.
+func (x *StatusCommit) GetCommitter() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Committer
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *StatusCommit) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *StatusCommit) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetParents returns the "parents" member, or nil when x is nil or the member
+// is absent or null.
+func (x *StatusCommit) GetParents() []StatusCommitParent {
+	if x == nil {
+		return nil
+	}
+	return x.Parents
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *StatusCommit) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *StatusCommit) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetAuthor returns the "author" member, or nil when x is nil or the member was
+// absent or null.
+func (x *StatusCommitCommit) GetAuthor() *common.Committer {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Author
+}
+
+// GetCommentCount returns the "comment_count" member, or 0 when x is nil.
+func (x *StatusCommitCommit) GetCommentCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.CommentCount
+}
+
+// GetCommitter returns the "committer" member, or nil when x is nil or the
+// member was absent or null.
+func (x *StatusCommitCommit) GetCommitter() *common.Committer {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Committer
+}
+
+// GetMessage returns the "message" member, or "" when x is nil.
+func (x *StatusCommitCommit) GetMessage() string {
+	if x == nil {
+		return ""
+	}
+	return x.Message
+}
+
+// GetTree returns the "tree" member, or nil when x is nil or the member was
+// absent or null.
+func (x *StatusCommitCommit) GetTree() *StatusCommitCommitTree {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Tree
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *StatusCommitCommit) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetVerification returns the "verification" member, or nil when x is nil or
+// the member was absent or null.
+func (x *StatusCommitCommit) GetVerification() *StatusCommitCommitVerification {
+	if x == nil || !codec.Written(&x.extra, 6) {
+		return nil
+	}
+	return &x.Verification
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *StatusCommitCommitTree) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *StatusCommitCommitTree) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
 // GetPayload returns the "payload" member, or "" when x is nil or the member is
 // absent or null.
 func (x *StatusCommitCommitVerification) GetPayload() string {
@@ -485,6 +1935,14 @@ func (x *StatusCommitCommitVerification) GetPayload() string {
 		return ""
 	}
 	return *x.Payload
+}
+
+// GetReason returns the "reason" member, or "" when x is nil.
+func (x *StatusCommitCommitVerification) GetReason() StatusCommitCommitVerificationReason {
+	if x == nil {
+		return ""
+	}
+	return x.Reason
 }
 
 // GetSignature returns the "signature" member, or "" when x is nil or the
@@ -496,6 +1954,14 @@ func (x *StatusCommitCommitVerification) GetSignature() string {
 	return *x.Signature
 }
 
+// GetVerified returns the "verified" member, or false when x is nil.
+func (x *StatusCommitCommitVerification) GetVerified() bool {
+	if x == nil {
+		return false
+	}
+	return x.Verified
+}
+
 // GetVerifiedAt returns the "verified_at" member, or "" when x is nil or the
 // member is absent or null.
 func (x *StatusCommitCommitVerification) GetVerifiedAt() string {
@@ -503,6 +1969,30 @@ func (x *StatusCommitCommitVerification) GetVerifiedAt() string {
 		return ""
 	}
 	return *x.VerifiedAt
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *StatusCommitParent) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *StatusCommitParent) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *StatusCommitParent) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
 }
 
 // GetAlert returns the "alert" member, or nil when x is nil or the member is
@@ -566,6 +2056,15 @@ func (x *SecretScanningAlertAssignedEvent) GetAlert() *SecretScanningAlert {
 		return nil
 	}
 	return &x.Alert
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *SecretScanningAlertAssignedEvent) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -890,6 +2389,15 @@ func (x *SecretScanningAlertUnassignedEvent) GetAlert() *SecretScanningAlert {
 		return nil
 	}
 	return &x.Alert
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *SecretScanningAlertUnassignedEvent) GetAssignee() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -1583,6 +3091,15 @@ func (x *SecurityAdvisoryWithdrawnEvent) GetSender() *common.User {
 	return x.Sender
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *SecurityAndAnalysisEvent) GetChanges() *SecurityAndAnalysisChanges {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *SecurityAndAnalysisEvent) GetEnterprise() *common.Enterprise {
@@ -1790,6 +3307,15 @@ func (x *SponsorshipCreatedEvent) GetSponsorship() *Sponsorship {
 	return &x.Sponsorship
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *SponsorshipEditedEvent) GetChanges() *SponsorshipEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *SponsorshipEditedEvent) GetEnterprise() *common.Enterprise {
@@ -1907,6 +3433,15 @@ func (x *SponsorshipPendingCancellationEvent) GetSponsorship() *Sponsorship {
 	return &x.Sponsorship
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *SponsorshipPendingTierChangeEvent) GetChanges() *SponsorshipChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEffectiveDate returns the "effective_date" member, or "" when x is nil or
 // the member is absent or null.
 func (x *SponsorshipPendingTierChangeEvent) GetEffectiveDate() string {
@@ -1968,6 +3503,15 @@ func (x *SponsorshipPendingTierChangeEvent) GetSponsorship() *Sponsorship {
 		return nil
 	}
 	return &x.Sponsorship
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *SponsorshipTierChangedEvent) GetChanges() *SponsorshipChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -2168,6 +3712,15 @@ func (x *StarDeletedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetStarredAt returns the "starred_at" member, or nil when x is nil or the
+// member is absent or null.
+func (x *StarDeletedEvent) GetStarredAt() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.StarredAt
+}
+
 // GetAvatarURL returns the "avatar_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *StatusEvent) GetAvatarURL() string {
@@ -2175,6 +3728,40 @@ func (x *StatusEvent) GetAvatarURL() string {
 		return ""
 	}
 	return *x.AvatarURL
+}
+
+// GetBranches returns the "branches" member, or nil when x is nil or the member
+// is absent or null.
+func (x *StatusEvent) GetBranches() []StatusBranch {
+	if x == nil {
+		return nil
+	}
+	return x.Branches
+}
+
+// GetCommit returns the "commit" member, or nil when x is nil or the member was
+// absent or null.
+func (x *StatusEvent) GetCommit() *StatusCommit {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Commit
+}
+
+// GetContext returns the "context" member, or "" when x is nil.
+func (x *StatusEvent) GetContext() string {
+	if x == nil {
+		return ""
+	}
+	return x.Context
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *StatusEvent) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
 }
 
 // GetDescription returns the "description" member, or "" when x is nil or the
@@ -2195,6 +3782,14 @@ func (x *StatusEvent) GetEnterprise() *common.Enterprise {
 	return x.Enterprise
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *StatusEvent) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *StatusEvent) GetInstallation() *common.SimpleInstallation {
@@ -2202,6 +3797,14 @@ func (x *StatusEvent) GetInstallation() *common.SimpleInstallation {
 		return nil
 	}
 	return x.Installation
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *StatusEvent) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -2231,6 +3834,22 @@ func (x *StatusEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *StatusEvent) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *StatusEvent) GetState() StatusState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
 // GetTargetURL returns the "target_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *StatusEvent) GetTargetURL() string {
@@ -2238,6 +3857,14 @@ func (x *StatusEvent) GetTargetURL() string {
 		return ""
 	}
 	return *x.TargetURL
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *StatusEvent) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
 }
 
 // GetParentIssueID returns the "parent_issue_id" member, or 0 when x is nil or
@@ -2329,6 +3956,15 @@ func (x *SubIssuesParentIssueAddedEvent) GetParentIssue() *common.Issue {
 	return &x.ParentIssue
 }
 
+// GetParentIssueRepo returns the "parent_issue_repo" member, or nil when x is
+// nil or the member was absent or null.
+func (x *SubIssuesParentIssueAddedEvent) GetParentIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.ParentIssueRepo
+}
+
 // GetSubIssueID returns the "sub_issue_id" member, or 0 when x is nil.
 func (x *SubIssuesParentIssueAddedEvent) GetSubIssueID() float64 {
 	if x == nil {
@@ -2397,6 +4033,15 @@ func (x *SubIssuesParentIssueRemovedEvent) GetParentIssue() *common.Issue {
 		return nil
 	}
 	return &x.ParentIssue
+}
+
+// GetParentIssueRepo returns the "parent_issue_repo" member, or nil when x is
+// nil or the member was absent or null.
+func (x *SubIssuesParentIssueRemovedEvent) GetParentIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.ParentIssueRepo
 }
 
 // GetSubIssueID returns the "sub_issue_id" member, or 0 when x is nil.
@@ -2469,6 +4114,15 @@ func (x *SubIssuesSubIssueAddedEvent) GetSubIssue() *common.Issue {
 	return &x.SubIssue
 }
 
+// GetSubIssueRepo returns the "sub_issue_repo" member, or nil when x is nil or
+// the member was absent or null.
+func (x *SubIssuesSubIssueAddedEvent) GetSubIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.SubIssueRepo
+}
+
 // GetParentIssueID returns the "parent_issue_id" member, or 0 when x is nil.
 func (x *SubIssuesSubIssueAddedEvent) GetParentIssueID() float64 {
 	if x == nil {
@@ -2537,6 +4191,15 @@ func (x *SubIssuesSubIssueRemovedEvent) GetSubIssue() *common.Issue {
 		return nil
 	}
 	return &x.SubIssue
+}
+
+// GetSubIssueRepo returns the "sub_issue_repo" member, or nil when x is nil or
+// the member was absent or null.
+func (x *SubIssuesSubIssueRemovedEvent) GetSubIssueRepo() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.SubIssueRepo
 }
 
 // GetParentIssueID returns the "parent_issue_id" member, or 0 when x is nil.

@@ -7,6 +7,42 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetDescription returns the "description" member, or nil when x is nil or the
+// member is absent or null.
+func (x *TeamEditedChanges) GetDescription() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Description
+}
+
+// GetName returns the "name" member, or nil when x is nil or the member is
+// absent or null.
+func (x *TeamEditedChanges) GetName() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Name
+}
+
+// GetPrivacy returns the "privacy" member, or nil when x is nil or the member
+// is absent or null.
+func (x *TeamEditedChanges) GetPrivacy() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Privacy
+}
+
+// GetNotificationSetting returns the "notification_setting" member, or nil when
+// x is nil or the member is absent or null.
+func (x *TeamEditedChanges) GetNotificationSetting() *common.StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.NotificationSetting
+}
+
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member is absent or null.
 func (x *TeamEditedChanges) GetRepository() *TeamEditedChangesRepository {
@@ -14,6 +50,24 @@ func (x *TeamEditedChanges) GetRepository() *TeamEditedChangesRepository {
 		return nil
 	}
 	return x.Repository
+}
+
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member was absent or null.
+func (x *TeamEditedChangesRepository) GetPermissions() *TeamEditedChangesRepositoryPermissions {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Permissions
+}
+
+// GetFrom returns the "from" member, or nil when x is nil or the member was
+// absent or null.
+func (x *TeamEditedChangesRepositoryPermissions) GetFrom() *TeamEditedChangesRepositoryPermissionsFrom {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.From
 }
 
 // GetAdmin returns the "admin" member, or false when x is nil or the member is
@@ -259,6 +313,15 @@ func (x *TeamDeletedEvent) GetTeam() *common.Team {
 	return &x.Team
 }
 
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// was absent or null.
+func (x *TeamEditedEvent) GetChanges() *TeamEditedChanges {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Changes
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *TeamEditedEvent) GetEnterprise() *common.Enterprise {
@@ -410,4 +473,13 @@ func (x *TeamAddEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetTeam returns the "team" member, or nil when x is nil or the member was
+// absent or null.
+func (x *TeamAddEvent) GetTeam() *common.Team {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Team
 }

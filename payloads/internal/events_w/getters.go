@@ -3,9 +3,100 @@
 package payloads
 
 import (
+	"encoding/json"
 	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
+
+// GetArchiveURL returns the "archive_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetArchiveURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ArchiveURL
+}
+
+// GetAssigneesURL returns the "assignees_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetAssigneesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AssigneesURL
+}
+
+// GetBlobsURL returns the "blobs_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetBlobsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobsURL
+}
+
+// GetBranchesURL returns the "branches_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetBranchesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BranchesURL
+}
+
+// GetCollaboratorsURL returns the "collaborators_url" member, or "" when x is
+// nil.
+func (x *RepositoryLite) GetCollaboratorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CollaboratorsURL
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetCompareURL returns the "compare_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetCompareURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CompareURL
+}
+
+// GetContentsURL returns the "contents_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetContentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentsURL
+}
+
+// GetContributorsURL returns the "contributors_url" member, or "" when x is
+// nil.
+func (x *RepositoryLite) GetContributorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContributorsURL
+}
+
+// GetDeploymentsURL returns the "deployments_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetDeploymentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DeploymentsURL
+}
 
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
@@ -16,6 +107,159 @@ func (x *RepositoryLite) GetDescription() string {
 	return *x.Description
 }
 
+// GetDownloadsURL returns the "downloads_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetDownloadsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DownloadsURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetFork returns the "fork" member, or false when x is nil.
+func (x *RepositoryLite) GetFork() bool {
+	if x == nil {
+		return false
+	}
+	return x.Fork
+}
+
+// GetForksURL returns the "forks_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetForksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ForksURL
+}
+
+// GetFullName returns the "full_name" member, or "" when x is nil.
+func (x *RepositoryLite) GetFullName() string {
+	if x == nil {
+		return ""
+	}
+	return x.FullName
+}
+
+// GetGitCommitsURL returns the "git_commits_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetGitCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitCommitsURL
+}
+
+// GetGitRefsURL returns the "git_refs_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetGitRefsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitRefsURL
+}
+
+// GetGitTagsURL returns the "git_tags_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetGitTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitTagsURL
+}
+
+// GetHooksURL returns the "hooks_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetHooksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HooksURL
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RepositoryLite) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIssueCommentURL returns the "issue_comment_url" member, or "" when x is
+// nil.
+func (x *RepositoryLite) GetIssueCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueCommentURL
+}
+
+// GetIssueEventsURL returns the "issue_events_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetIssueEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueEventsURL
+}
+
+// GetIssuesURL returns the "issues_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetIssuesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssuesURL
+}
+
+// GetKeysURL returns the "keys_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetKeysURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.KeysURL
+}
+
+// GetLabelsURL returns the "labels_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetLabelsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LabelsURL
+}
+
+// GetLanguagesURL returns the "languages_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetLanguagesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LanguagesURL
+}
+
+// GetMergesURL returns the "merges_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetMergesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MergesURL
+}
+
+// GetMilestonesURL returns the "milestones_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetMilestonesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MilestonesURL
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RepositoryLite) GetName() string {
@@ -23,6 +267,129 @@ func (x *RepositoryLite) GetName() string {
 		return ""
 	}
 	return *x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *RepositoryLite) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetNotificationsURL returns the "notifications_url" member, or "" when x is
+// nil.
+func (x *RepositoryLite) GetNotificationsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.NotificationsURL
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryLite) GetOwner() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Owner
+}
+
+// GetPrivate returns the "private" member, or false when x is nil.
+func (x *RepositoryLite) GetPrivate() bool {
+	if x == nil {
+		return false
+	}
+	return x.Private
+}
+
+// GetPullsURL returns the "pulls_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetPullsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullsURL
+}
+
+// GetReleasesURL returns the "releases_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetReleasesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReleasesURL
+}
+
+// GetStargazersURL returns the "stargazers_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetStargazersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StargazersURL
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetSubscribersURL returns the "subscribers_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetSubscribersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscribersURL
+}
+
+// GetSubscriptionURL returns the "subscription_url" member, or "" when x is
+// nil.
+func (x *RepositoryLite) GetSubscriptionURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscriptionURL
+}
+
+// GetTagsURL returns the "tags_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagsURL
+}
+
+// GetTeamsURL returns the "teams_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetTeamsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TeamsURL
+}
+
+// GetTreesURL returns the "trees_url" member, or "" when x is nil.
+func (x *RepositoryLite) GetTreesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreesURL
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *RepositoryLite) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetCheckRunURL returns the "check_run_url" member, or "" when x is nil.
+func (x *WorkflowJob) GetCheckRunURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CheckRunURL
 }
 
 // GetCompletedAt returns the "completed_at" member, or "" when x is nil or the
@@ -52,6 +419,55 @@ func (x *WorkflowJob) GetCreatedAt() string {
 	return *x.CreatedAt
 }
 
+// GetHeadSHA returns the "head_sha" member, or "" when x is nil.
+func (x *WorkflowJob) GetHeadSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadSHA
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *WorkflowJob) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *WorkflowJob) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetLabels returns the "labels" member, or nil when x is nil or the member is
+// absent or null.
+func (x *WorkflowJob) GetLabels() []*string {
+	if x == nil {
+		return nil
+	}
+	return x.Labels
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *WorkflowJob) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *WorkflowJob) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetRunAttempt returns the "run_attempt" member, or 0 when x is nil or the
 // member is absent or null.
 func (x *WorkflowJob) GetRunAttempt() int64 {
@@ -59,6 +475,22 @@ func (x *WorkflowJob) GetRunAttempt() int64 {
 		return 0
 	}
 	return *x.RunAttempt
+}
+
+// GetRunID returns the "run_id" member, or 0 when x is nil.
+func (x *WorkflowJob) GetRunID() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.RunID
+}
+
+// GetRunURL returns the "run_url" member, or "" when x is nil.
+func (x *WorkflowJob) GetRunURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RunURL
 }
 
 // GetRunnerGroupID returns the "runner_group_id" member, or 0 when x is nil or
@@ -97,6 +529,23 @@ func (x *WorkflowJob) GetRunnerName() string {
 	return *x.RunnerName
 }
 
+// GetStartedAt returns the "started_at" member, or the zero Timestamp when x is
+// nil.
+func (x *WorkflowJob) GetStartedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.StartedAt
+}
+
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *WorkflowJob) GetStatus() WorkflowJobStatus {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
 // GetHeadBranch returns the "head_branch" member, or "" when x is nil or the
 // member is absent or null.
 func (x *WorkflowJob) GetHeadBranch() string {
@@ -115,6 +564,73 @@ func (x *WorkflowJob) GetWorkflowName() string {
 	return *x.WorkflowName
 }
 
+// GetSteps returns the "steps" member, or nil when x is nil or the member is
+// absent or null.
+func (x *WorkflowJob) GetSteps() []*WorkflowStep {
+	if x == nil {
+		return nil
+	}
+	return x.Steps
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *WorkflowJob) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetActor returns the "actor" member, or nil when x is nil or the member is
+// absent or null.
+func (x *WorkflowRun) GetActor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Actor
+}
+
+// GetArtifactsURL returns the "artifacts_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetArtifactsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ArtifactsURL
+}
+
+// GetCancelURL returns the "cancel_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetCancelURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CancelURL
+}
+
+// GetCheckSuiteID returns the "check_suite_id" member, or 0 when x is nil.
+func (x *WorkflowRun) GetCheckSuiteID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.CheckSuiteID
+}
+
+// GetCheckSuiteNodeID returns the "check_suite_node_id" member, or "" when x is
+// nil.
+func (x *WorkflowRun) GetCheckSuiteNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.CheckSuiteNodeID
+}
+
+// GetCheckSuiteURL returns the "check_suite_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetCheckSuiteURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CheckSuiteURL
+}
+
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
 // member is absent or null.
 func (x *WorkflowRun) GetConclusion() common.CheckSuiteConclusion {
@@ -122,6 +638,23 @@ func (x *WorkflowRun) GetConclusion() common.CheckSuiteConclusion {
 		return ""
 	}
 	return *x.Conclusion
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *WorkflowRun) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetEvent returns the "event" member, or "" when x is nil.
+func (x *WorkflowRun) GetEvent() string {
+	if x == nil {
+		return ""
+	}
+	return x.Event
 }
 
 // GetHeadBranch returns the "head_branch" member, or "" when x is nil or the
@@ -133,6 +666,64 @@ func (x *WorkflowRun) GetHeadBranch() string {
 	return *x.HeadBranch
 }
 
+// GetHeadCommit returns the "head_commit" member, or nil when x is nil or the
+// member was absent or null.
+func (x *WorkflowRun) GetHeadCommit() *common.SimpleCommit {
+	if x == nil || !codec.Written(&x.extra, 7) {
+		return nil
+	}
+	return &x.HeadCommit
+}
+
+// GetHeadRepository returns the "head_repository" member, or nil when x is nil
+// or the member was absent or null.
+func (x *WorkflowRun) GetHeadRepository() *RepositoryLite {
+	if x == nil || !codec.Written(&x.extra, 8) {
+		return nil
+	}
+	return &x.HeadRepository
+}
+
+// GetHeadSHA returns the "head_sha" member, or "" when x is nil.
+func (x *WorkflowRun) GetHeadSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.HeadSHA
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *WorkflowRun) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetJobsURL returns the "jobs_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetJobsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.JobsURL
+}
+
+// GetLogsURL returns the "logs_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetLogsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LogsURL
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *WorkflowRun) GetName() string {
@@ -140,6 +731,14 @@ func (x *WorkflowRun) GetName() string {
 		return ""
 	}
 	return *x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *WorkflowRun) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
 }
 
 // GetPath returns the "path" member, or "" when x is nil or the member is
@@ -160,6 +759,24 @@ func (x *WorkflowRun) GetPreviousAttemptURL() string {
 	return *x.PreviousAttemptURL
 }
 
+// GetPullRequests returns the "pull_requests" member, or nil when x is nil or
+// the member is absent or null.
+func (x *WorkflowRun) GetPullRequests() []*WorkflowRunPullRequest {
+	if x == nil {
+		return nil
+	}
+	return x.PullRequests
+}
+
+// GetReferencedWorkflows returns the "referenced_workflows" member, or nil when
+// x is nil or the member is absent or null.
+func (x *WorkflowRun) GetReferencedWorkflows() []common.WorkflowRunReferencedWorkflow {
+	if x == nil {
+		return nil
+	}
+	return x.ReferencedWorkflows
+}
+
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowRun) GetRepository() *RepositoryLite {
@@ -169,6 +786,89 @@ func (x *WorkflowRun) GetRepository() *RepositoryLite {
 	return &x.Repository
 }
 
+// GetRerunURL returns the "rerun_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetRerunURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RerunURL
+}
+
+// GetRunAttempt returns the "run_attempt" member, or 0 when x is nil.
+func (x *WorkflowRun) GetRunAttempt() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RunAttempt
+}
+
+// GetRunNumber returns the "run_number" member, or 0 when x is nil.
+func (x *WorkflowRun) GetRunNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.RunNumber
+}
+
+// GetRunStartedAt returns the "run_started_at" member, or the zero Timestamp
+// when x is nil.
+func (x *WorkflowRun) GetRunStartedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.RunStartedAt
+}
+
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *WorkflowRun) GetStatus() common.WorkflowRunStatus {
+	if x == nil {
+		return ""
+	}
+	return x.Status
+}
+
+// GetTriggeringActor returns the "triggering_actor" member, or nil when x is
+// nil or the member is absent or null.
+func (x *WorkflowRun) GetTriggeringActor() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.TriggeringActor
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *WorkflowRun) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *WorkflowRun) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetWorkflowID returns the "workflow_id" member, or 0 when x is nil.
+func (x *WorkflowRun) GetWorkflowID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.WorkflowID
+}
+
+// GetWorkflowURL returns the "workflow_url" member, or "" when x is nil.
+func (x *WorkflowRun) GetWorkflowURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.WorkflowURL
+}
+
 // GetDisplayTitle returns the "display_title" member, or "" when x is nil or
 // the member is absent or null.
 func (x *WorkflowRun) GetDisplayTitle() string {
@@ -176,6 +876,48 @@ func (x *WorkflowRun) GetDisplayTitle() string {
 		return ""
 	}
 	return *x.DisplayTitle
+}
+
+// GetBase returns the "base" member, or nil when x is nil or the member was
+// absent or null.
+func (x *WorkflowRunPullRequest) GetBase() *common.CheckRunPullRequestBase {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Base
+}
+
+// GetHead returns the "head" member, or nil when x is nil or the member was
+// absent or null.
+func (x *WorkflowRunPullRequest) GetHead() *common.CheckRunPullRequestBase {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Head
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *WorkflowRunPullRequest) GetID() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *WorkflowRunPullRequest) GetNumber() float64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *WorkflowRunPullRequest) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
 }
 
 // GetCompletedAt returns the "completed_at" member, or "" when x is nil or the
@@ -196,6 +938,22 @@ func (x *WorkflowStep) GetConclusion() WorkflowStepConclusion {
 	return *x.Conclusion
 }
 
+// GetName returns the "name" member, or "" when x is nil.
+func (x *WorkflowStep) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *WorkflowStep) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
 // GetStartedAt returns the "started_at" member, or "" when x is nil or the
 // member is absent or null.
 func (x *WorkflowStep) GetStartedAt() string {
@@ -203,6 +961,14 @@ func (x *WorkflowStep) GetStartedAt() string {
 		return ""
 	}
 	return *x.StartedAt
+}
+
+// GetStatus returns the "status" member, or "" when x is nil.
+func (x *WorkflowStep) GetStatus() common.DeploymentStatusCheckRunStatus {
+	if x == nil {
+		return ""
+	}
+	return x.Status
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
@@ -304,6 +1070,15 @@ func (x *WorkflowDispatchEvent) GetEnterprise() *common.Enterprise {
 	return x.Enterprise
 }
 
+// GetInputs returns the "inputs" member, or nil when x is nil or the member is
+// absent or null.
+func (x *WorkflowDispatchEvent) GetInputs() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Inputs
+}
+
 // GetInstallation returns the "installation" member, or nil when x is nil or
 // the member is absent or null.
 func (x *WorkflowDispatchEvent) GetInstallation() *common.SimpleInstallation {
@@ -322,6 +1097,14 @@ func (x *WorkflowDispatchEvent) GetOrganization() *common.Organization {
 	return x.Organization
 }
 
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *WorkflowDispatchEvent) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member was absent or null.
 func (x *WorkflowDispatchEvent) GetRepository() *common.Repository {
@@ -338,6 +1121,14 @@ func (x *WorkflowDispatchEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetWorkflow returns the "workflow" member, or "" when x is nil.
+func (x *WorkflowDispatchEvent) GetWorkflow() string {
+	if x == nil {
+		return ""
+	}
+	return x.Workflow
 }
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
