@@ -88,6 +88,9 @@ func Generate(s *Schema, opts Options) ([]File, error) {
 		}
 	}
 	g.pkg = nil
+	if err := render("names/", g.namesPath(), "names", []part{{"names.go", g.namesPkgFile}}); err != nil {
+		return nil, err
+	}
 	if err := render("", opts.PackagePath, opts.PackageName, []part{
 		{"aliases.go", g.aliasesFile},
 		{"names.go", g.namesFile},

@@ -186,7 +186,7 @@ const maxValueMembers = 128
 // generatedFuncs are the package-level functions names.go declares once, which
 // no type may take. The hand-written files' names are checked by a test
 // (TestHandWrittenNamesAreFree), which reads them, instead of a list here.
-var generatedFuncs = []string{"EmitterEventNames", "IsKnownEventName", "Parse"}
+var generatedFuncs = []string{"EmitterEventNames", "IsKnownEventName", "Parse", "SentBy"}
 
 // newPlan checks s and decides every name. Its errors list every problem found.
 func newPlan(s *Schema) (*plan, error) {

@@ -4,16 +4,68 @@
 package payloads_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/payloads"
+	"forgehooks.dev/forgehooks/payloads/names"
 )
+
+// TestSentBy: the fixture records that ghes-3.14 sends neither ping nor
+// issues.closed, and ghes-3.15 no ping.
+func TestSentBy(t *testing.T) {
+	for _, tc := range []struct {
+		name, variant string
+		want          bool
+	}{
+		{"issues", "ghes-3.14", true},
+		{"issues.opened", "ghes-3.14", true},
+		{"issues.closed", "ghes-3.14", false},
+		{"issues.closed", "ghes-3.15", true},
+		{"ping", "ghes-3.15", false},
+		{"ping", "", true},
+		{"no_such_event", "ghes-3.14", true},
+	} {
+		if got := payloads.SentBy(tc.name, tc.variant); got != tc.want {
+			t.Errorf("SentBy(%q, %q) = %v, want %v", tc.name, tc.variant, got, tc.want)
+		}
+	}
+	if got := names.Variants(); !cmp.Equal(got, []string{"ghes-3.14", "ghes-3.15"}) {
+		t.Errorf("Variants() = %q", got)
+	}
+}
+
+// TestVariantWarning: an emitter serving ghes-3.14 warns, once per name, for
+// handlers of names that variant never sends, and for a misspelt name (the
+// default check, against names.IsKnown); the handlers are registered all the
+// same.
+func TestVariantWarning(t *testing.T) {
+	var log bytes.Buffer
+	em := emitter.New(emitter.Options{Variant: "ghes-3.14", Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	h := func(context.Context, emitter.Event) error { return nil }
+	em.On("issues.opened", h)
+	em.On("push", h)
+	if log.Len() != 0 {
+		t.Fatalf("names the variant sends logged: %s", &log)
+	}
+	em.On("issues.closed", h)
+	em.On("ping", h)
+	em.On("isues", h)
+	out := log.String()
+	if strings.Count(out, "never sends") != 2 || !strings.Contains(out, "name=issues.closed") || !strings.Contains(out, "name=ping") ||
+		strings.Count(out, "unknown event name") != 1 || !strings.Contains(out, "name=isues") {
+		t.Errorf("log: %s", out)
+	}
+}
 
 const issueOpened = `{"action":"opened","issue":{"id":9223372036854775807,"number":1,"html_url":"https://forge.example/o/r/issues/1",` +
 	`"title":"Bug","state":"triaged","priority":2,"labels":[{"id":5,"name":"bug","default":false,"color":"f00"},"plain"],` +
