@@ -26,9 +26,19 @@ func (g *generator) registerFile(f *jen.File) {
 				ep.Struct.GoName, ep.Name, ep.Struct.GoName))
 			continue
 		}
-		reg("On"+ep.Iface, ep.Name, ep.Name, parse, jen.Id(ep.Iface), fmt.Sprintf(
-			"On%s registers h for every %q delivery, decoded into its action's struct, or *%s for an action the schema does not know. "+
-				"It returns the listener, for RemoveListener.", ep.Iface, ep.Name, ep.Unknown.GoName))
+		fn := "On" + ep.Iface
+		f.Line()
+		f.Add(doc(fmt.Sprintf("%s registers h for every %q delivery, decoded into its action's struct, or *%s for an action the schema does not know. "+
+			"Given actions (such as %q), it registers h for those actions only, with one listener: h gets %s, whose methods "+
+			"give what all the actions share. An action the schema does not know panics. "+
+			"It returns the listener, for RemoveListener.", fn, ep.Name, ep.Unknown.GoName, ep.Actions[0].Action, ep.Iface)))
+		f.Func().Id(fn).Params(
+			jen.Id("r").Id("Registrar"),
+			jen.Id("h").Func().Params(jen.Qual("context", "Context"), jen.Id("Event").Types(jen.Id(ep.Iface))).Error(),
+			jen.Id("actions").Op("...").String(),
+		).Op("*").Qual(emitterPath, "Listener").Block(
+			jen.Return(jen.Id("onActions").Call(jen.Id("r"), jen.Lit(fn), jen.Lit(ep.Name), jen.Id("IsKnownEventName"), parse, jen.Id("h"), jen.Id("actions"))),
+		)
 		for _, a := range ep.Actions {
 			reg("On"+a.GoName, ep.Name+"."+a.Action, ep.Name, parse, jen.Op("*").Id(a.GoName), fmt.Sprintf(
 				"On%s registers h for %q deliveries, decoded into *%s. It returns the listener, for RemoveListener.",

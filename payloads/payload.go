@@ -3,6 +3,7 @@ package payloads
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
@@ -48,6 +49,44 @@ type Registrar interface {
 	On(name string, h emitter.Handler) *emitter.Listener
 }
 
+// onActions registers h for the deliveries of event whose action is one of
+// actions, with one listener (the Go form of a handler for a set of names,
+// such as "pull_request.opened" | "pull_request.synchronize"), or for every
+// delivery of event when actions is empty. known tells the event.action names
+// the schema knows; an action it does not know, or one listed twice, panics
+// here, at registration, as a misspelt pattern does with http.ServeMux.
+// Several actions need a Registrar with OnNames (an *emitter.Emitter or a
+// *webhooks.Webhooks), for the one listener RemoveListener takes.
+func onActions[P Payload](r Registrar, fn, event string, known func(string) bool, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error, actions []string) *emitter.Listener {
+	if len(actions) == 0 {
+		return on(r, event, event, parse, h)
+	}
+	eventNames := make([]string, len(actions))
+	for i, a := range actions {
+		name := event + "." + a
+		if a == "" || !known(name) {
+			panic(fmt.Sprintf("payloads: %s: %q is not an action of %q that the schema knows (see EmitterEventNames)", fn, a, event))
+		}
+		if slices.Contains(eventNames[:i], name) {
+			panic(fmt.Sprintf("payloads: %s: action %q is listed twice", fn, a))
+		}
+		eventNames[i] = name
+	}
+	if len(eventNames) == 1 {
+		return on(r, eventNames[0], event, parse, h)
+	}
+	multi, ok := r.(interface {
+		OnNames(names []string, h emitter.Handler) *emitter.Listener
+	})
+	if !ok {
+		panic(fmt.Sprintf("payloads: %s with several actions needs a registrar with OnNames (an *emitter.Emitter or *webhooks.Webhooks), not %T", fn, r))
+	}
+	if h == nil {
+		panic(fmt.Sprintf("payloads: nil handler for %q", eventNames))
+	}
+	return multi.OnNames(eventNames, typedHandler(strings.Join(eventNames, ", "), event, parse, h))
+}
+
 // memoKey is the key under which a delivery's typed payload is kept, per event
 // name: the event-level and every action-level handler of one delivery share one
 // decode.
@@ -64,7 +103,20 @@ func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload,
 	if h == nil {
 		panic(fmt.Sprintf("payloads: nil handler for %q", name))
 	}
-	handler := func(ctx context.Context, ev emitter.Event) error {
+	handler := typedHandler(name, event, parse, h)
+	if name == event {
+		if l, ok := decodehook.Register(r, name, wholeDecoder(event, parse), handler); ok {
+			return l.(*emitter.Listener)
+		}
+	}
+	return r.On(name, handler)
+}
+
+// typedHandler is the emitter.Handler of h, registered under name (for
+// errors): it decodes each delivery of event with parse, at most once per
+// delivery for all the typed handlers of event.
+func typedHandler[P Payload](name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) emitter.Handler {
+	return func(ctx context.Context, ev emitter.Event) error {
 		v, err := ev.Memo(memoKey{event}, func() (any, error) { return parse(ev.Payload) })
 		if err != nil {
 			return err
@@ -77,12 +129,6 @@ func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload,
 		}
 		return h(ctx, Event[P]{ID: ev.ID, Name: ev.Name, Payload: p})
 	}
-	if name == event {
-		if l, ok := decodehook.Register(r, name, wholeDecoder(event, parse), emitter.Handler(handler)); ok {
-			return l.(*emitter.Listener)
-		}
-	}
-	return r.On(name, handler)
 }
 
 // wholeDecoder is the decodehook.Decoder of event's typed handlers: parse, whose

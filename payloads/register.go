@@ -24,9 +24,12 @@ import (
 // OnBranchProtectionConfigurationEvent registers h for every
 // "branch_protection_configuration" delivery, decoded into its action's struct,
 // or *BranchProtectionConfigurationUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnBranchProtectionConfigurationEvent(r Registrar, h func(context.Context, Event[BranchProtectionConfigurationEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_configuration", "branch_protection_configuration", events_b.ParseBranchProtectionConfigurationEvent, h)
+// not know. Given actions (such as "disabled"), it registers h for those
+// actions only, with one listener: h gets BranchProtectionConfigurationEvent,
+// whose methods give what all the actions share. An action the schema does not
+// know panics. It returns the listener, for RemoveListener.
+func OnBranchProtectionConfigurationEvent(r Registrar, h func(context.Context, Event[BranchProtectionConfigurationEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnBranchProtectionConfigurationEvent", "branch_protection_configuration", IsKnownEventName, events_b.ParseBranchProtectionConfigurationEvent, h, actions)
 }
 
 // OnBranchProtectionConfigurationDisabledEvent registers h for
@@ -47,10 +50,13 @@ func OnBranchProtectionConfigurationEnabledEvent(r Registrar, h func(context.Con
 
 // OnBranchProtectionRuleEvent registers h for every "branch_protection_rule"
 // delivery, decoded into its action's struct, or
-// *BranchProtectionRuleUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnBranchProtectionRuleEvent(r Registrar, h func(context.Context, Event[BranchProtectionRuleEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_rule", "branch_protection_rule", events_b.ParseBranchProtectionRuleEvent, h)
+// *BranchProtectionRuleUnknownEvent for an action the schema does not know.
+// Given actions (such as "created"), it registers h for those actions only,
+// with one listener: h gets BranchProtectionRuleEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnBranchProtectionRuleEvent(r Registrar, h func(context.Context, Event[BranchProtectionRuleEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnBranchProtectionRuleEvent", "branch_protection_rule", IsKnownEventName, events_b.ParseBranchProtectionRuleEvent, h, actions)
 }
 
 // OnBranchProtectionRuleCreatedEvent registers h for
@@ -79,9 +85,12 @@ func OnBranchProtectionRuleEditedEvent(r Registrar, h func(context.Context, Even
 
 // OnCheckRunEvent registers h for every "check_run" delivery, decoded into its
 // action's struct, or *CheckRunUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnCheckRunEvent(r Registrar, h func(context.Context, Event[CheckRunEvent]) error) *emitter.Listener {
-	return on(r, "check_run", "check_run", events_c.ParseCheckRunEvent, h)
+// know. Given actions (such as "completed"), it registers h for those actions
+// only, with one listener: h gets CheckRunEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnCheckRunEvent(r Registrar, h func(context.Context, Event[CheckRunEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnCheckRunEvent", "check_run", IsKnownEventName, events_c.ParseCheckRunEvent, h, actions)
 }
 
 // OnCheckRunCompletedEvent registers h for "check_run.completed" deliveries,
@@ -114,9 +123,12 @@ func OnCheckRunRerequestedEvent(r Registrar, h func(context.Context, Event[*Chec
 
 // OnCheckSuiteEvent registers h for every "check_suite" delivery, decoded into
 // its action's struct, or *CheckSuiteUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnCheckSuiteEvent(r Registrar, h func(context.Context, Event[CheckSuiteEvent]) error) *emitter.Listener {
-	return on(r, "check_suite", "check_suite", events_c.ParseCheckSuiteEvent, h)
+// not know. Given actions (such as "completed"), it registers h for those
+// actions only, with one listener: h gets CheckSuiteEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnCheckSuiteEvent(r Registrar, h func(context.Context, Event[CheckSuiteEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnCheckSuiteEvent", "check_suite", IsKnownEventName, events_c.ParseCheckSuiteEvent, h, actions)
 }
 
 // OnCheckSuiteCompletedEvent registers h for "check_suite.completed"
@@ -142,10 +154,13 @@ func OnCheckSuiteRerequestedEvent(r Registrar, h func(context.Context, Event[*Ch
 
 // OnCodeScanningAlertEvent registers h for every "code_scanning_alert"
 // delivery, decoded into its action's struct, or *CodeScanningAlertUnknownEvent
-// for an action the schema does not know. It returns the listener, for
-// RemoveListener.
-func OnCodeScanningAlertEvent(r Registrar, h func(context.Context, Event[CodeScanningAlertEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
+// for an action the schema does not know. Given actions (such as
+// "appeared_in_branch"), it registers h for those actions only, with one
+// listener: h gets CodeScanningAlertEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnCodeScanningAlertEvent(r Registrar, h func(context.Context, Event[CodeScanningAlertEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnCodeScanningAlertEvent", "code_scanning_alert", IsKnownEventName, events_c.ParseCodeScanningAlertEvent, h, actions)
 }
 
 // OnCodeScanningAlertAppearedInBranchEvent registers h for
@@ -195,9 +210,12 @@ func OnCodeScanningAlertReopenedByUserEvent(r Registrar, h func(context.Context,
 
 // OnCommitCommentEvent registers h for every "commit_comment" delivery, decoded
 // into its action's struct, or *CommitCommentUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnCommitCommentEvent(r Registrar, h func(context.Context, Event[CommitCommentEvent]) error) *emitter.Listener {
-	return on(r, "commit_comment", "commit_comment", events_c.ParseCommitCommentEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets CommitCommentEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnCommitCommentEvent(r Registrar, h func(context.Context, Event[CommitCommentEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnCommitCommentEvent", "commit_comment", IsKnownEventName, events_c.ParseCommitCommentEvent, h, actions)
 }
 
 // OnCommitCommentCreatedEvent registers h for "commit_comment.created"
@@ -215,9 +233,12 @@ func OnCreateEvent(r Registrar, h func(context.Context, Event[*CreateEvent]) err
 
 // OnCustomPropertyEvent registers h for every "custom_property" delivery,
 // decoded into its action's struct, or *CustomPropertyUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnCustomPropertyEvent(r Registrar, h func(context.Context, Event[CustomPropertyEvent]) error) *emitter.Listener {
-	return on(r, "custom_property", "custom_property", events_c.ParseCustomPropertyEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// CustomPropertyEvent, whose methods give what all the actions share. An action
+// the schema does not know panics. It returns the listener, for RemoveListener.
+func OnCustomPropertyEvent(r Registrar, h func(context.Context, Event[CustomPropertyEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnCustomPropertyEvent", "custom_property", IsKnownEventName, events_c.ParseCustomPropertyEvent, h, actions)
 }
 
 // OnCustomPropertyCreatedEvent registers h for "custom_property.created"
@@ -251,10 +272,13 @@ func OnCustomPropertyUpdatedEvent(r Registrar, h func(context.Context, Event[*Cu
 
 // OnCustomPropertyValuesEvent registers h for every "custom_property_values"
 // delivery, decoded into its action's struct, or
-// *CustomPropertyValuesUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnCustomPropertyValuesEvent(r Registrar, h func(context.Context, Event[CustomPropertyValuesEvent]) error) *emitter.Listener {
-	return on(r, "custom_property_values", "custom_property_values", events_c.ParseCustomPropertyValuesEvent, h)
+// *CustomPropertyValuesUnknownEvent for an action the schema does not know.
+// Given actions (such as "updated"), it registers h for those actions only,
+// with one listener: h gets CustomPropertyValuesEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnCustomPropertyValuesEvent(r Registrar, h func(context.Context, Event[CustomPropertyValuesEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnCustomPropertyValuesEvent", "custom_property_values", IsKnownEventName, events_c.ParseCustomPropertyValuesEvent, h, actions)
 }
 
 // OnCustomPropertyValuesUpdatedEvent registers h for
@@ -273,9 +297,13 @@ func OnDeleteEvent(r Registrar, h func(context.Context, Event[*DeleteEvent]) err
 
 // OnDependabotAlertEvent registers h for every "dependabot_alert" delivery,
 // decoded into its action's struct, or *DependabotAlertUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDependabotAlertEvent(r Registrar, h func(context.Context, Event[DependabotAlertEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
+// action the schema does not know. Given actions (such as "auto_dismissed"), it
+// registers h for those actions only, with one listener: h gets
+// DependabotAlertEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDependabotAlertEvent(r Registrar, h func(context.Context, Event[DependabotAlertEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDependabotAlertEvent", "dependabot_alert", IsKnownEventName, events_d.ParseDependabotAlertEvent, h, actions)
 }
 
 // OnDependabotAlertAutoDismissedEvent registers h for
@@ -332,9 +360,12 @@ func OnDependabotAlertReopenedEvent(r Registrar, h func(context.Context, Event[*
 
 // OnDeployKeyEvent registers h for every "deploy_key" delivery, decoded into
 // its action's struct, or *DeployKeyUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnDeployKeyEvent(r Registrar, h func(context.Context, Event[DeployKeyEvent]) error) *emitter.Listener {
-	return on(r, "deploy_key", "deploy_key", events_d.ParseDeployKeyEvent, h)
+// not know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets DeployKeyEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnDeployKeyEvent(r Registrar, h func(context.Context, Event[DeployKeyEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDeployKeyEvent", "deploy_key", IsKnownEventName, events_d.ParseDeployKeyEvent, h, actions)
 }
 
 // OnDeployKeyCreatedEvent registers h for "deploy_key.created" deliveries,
@@ -353,9 +384,12 @@ func OnDeployKeyDeletedEvent(r Registrar, h func(context.Context, Event[*DeployK
 
 // OnDeploymentEvent registers h for every "deployment" delivery, decoded into
 // its action's struct, or *DeploymentUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnDeploymentEvent(r Registrar, h func(context.Context, Event[DeploymentEvent]) error) *emitter.Listener {
-	return on(r, "deployment", "deployment", events_d.ParseDeploymentEvent, h)
+// not know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets DeploymentEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnDeploymentEvent(r Registrar, h func(context.Context, Event[DeploymentEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDeploymentEvent", "deployment", IsKnownEventName, events_d.ParseDeploymentEvent, h, actions)
 }
 
 // OnDeploymentCreatedEvent registers h for "deployment.created" deliveries,
@@ -368,9 +402,12 @@ func OnDeploymentCreatedEvent(r Registrar, h func(context.Context, Event[*Deploy
 // OnDeploymentProtectionRuleEvent registers h for every
 // "deployment_protection_rule" delivery, decoded into its action's struct, or
 // *DeploymentProtectionRuleUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnDeploymentProtectionRuleEvent(r Registrar, h func(context.Context, Event[DeploymentProtectionRuleEvent]) error) *emitter.Listener {
-	return on(r, "deployment_protection_rule", "deployment_protection_rule", events_d.ParseDeploymentProtectionRuleEvent, h)
+// Given actions (such as "requested"), it registers h for those actions only,
+// with one listener: h gets DeploymentProtectionRuleEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnDeploymentProtectionRuleEvent(r Registrar, h func(context.Context, Event[DeploymentProtectionRuleEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDeploymentProtectionRuleEvent", "deployment_protection_rule", IsKnownEventName, events_d.ParseDeploymentProtectionRuleEvent, h, actions)
 }
 
 // OnDeploymentProtectionRuleRequestedEvent registers h for
@@ -383,9 +420,13 @@ func OnDeploymentProtectionRuleRequestedEvent(r Registrar, h func(context.Contex
 
 // OnDeploymentReviewEvent registers h for every "deployment_review" delivery,
 // decoded into its action's struct, or *DeploymentReviewUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDeploymentReviewEvent(r Registrar, h func(context.Context, Event[DeploymentReviewEvent]) error) *emitter.Listener {
-	return on(r, "deployment_review", "deployment_review", events_d.ParseDeploymentReviewEvent, h)
+// action the schema does not know. Given actions (such as "approved"), it
+// registers h for those actions only, with one listener: h gets
+// DeploymentReviewEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDeploymentReviewEvent(r Registrar, h func(context.Context, Event[DeploymentReviewEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDeploymentReviewEvent", "deployment_review", IsKnownEventName, events_d.ParseDeploymentReviewEvent, h, actions)
 }
 
 // OnDeploymentReviewApprovedEvent registers h for "deployment_review.approved"
@@ -411,9 +452,13 @@ func OnDeploymentReviewRequestedEvent(r Registrar, h func(context.Context, Event
 
 // OnDeploymentStatusEvent registers h for every "deployment_status" delivery,
 // decoded into its action's struct, or *DeploymentStatusUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDeploymentStatusEvent(r Registrar, h func(context.Context, Event[DeploymentStatusEvent]) error) *emitter.Listener {
-	return on(r, "deployment_status", "deployment_status", events_d.ParseDeploymentStatusEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// DeploymentStatusEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDeploymentStatusEvent(r Registrar, h func(context.Context, Event[DeploymentStatusEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDeploymentStatusEvent", "deployment_status", IsKnownEventName, events_d.ParseDeploymentStatusEvent, h, actions)
 }
 
 // OnDeploymentStatusCreatedEvent registers h for "deployment_status.created"
@@ -425,9 +470,12 @@ func OnDeploymentStatusCreatedEvent(r Registrar, h func(context.Context, Event[*
 
 // OnDiscussionEvent registers h for every "discussion" delivery, decoded into
 // its action's struct, or *DiscussionUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnDiscussionEvent(r Registrar, h func(context.Context, Event[DiscussionEvent]) error) *emitter.Listener {
-	return on(r, "discussion", "discussion", events_d.ParseDiscussionEvent, h)
+// not know. Given actions (such as "answered"), it registers h for those
+// actions only, with one listener: h gets DiscussionEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnDiscussionEvent(r Registrar, h func(context.Context, Event[DiscussionEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDiscussionEvent", "discussion", IsKnownEventName, events_d.ParseDiscussionEvent, h, actions)
 }
 
 // OnDiscussionAnsweredEvent registers h for "discussion.answered" deliveries,
@@ -537,9 +585,13 @@ func OnDiscussionUnpinnedEvent(r Registrar, h func(context.Context, Event[*Discu
 
 // OnDiscussionCommentEvent registers h for every "discussion_comment" delivery,
 // decoded into its action's struct, or *DiscussionCommentUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDiscussionCommentEvent(r Registrar, h func(context.Context, Event[DiscussionCommentEvent]) error) *emitter.Listener {
-	return on(r, "discussion_comment", "discussion_comment", events_d.ParseDiscussionCommentEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// DiscussionCommentEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDiscussionCommentEvent(r Registrar, h func(context.Context, Event[DiscussionCommentEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnDiscussionCommentEvent", "discussion_comment", IsKnownEventName, events_d.ParseDiscussionCommentEvent, h, actions)
 }
 
 // OnDiscussionCommentCreatedEvent registers h for "discussion_comment.created"
@@ -572,9 +624,12 @@ func OnForkEvent(r Registrar, h func(context.Context, Event[*ForkEvent]) error) 
 // OnGithubAppAuthorizationEvent registers h for every
 // "github_app_authorization" delivery, decoded into its action's struct, or
 // *GithubAppAuthorizationUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnGithubAppAuthorizationEvent(r Registrar, h func(context.Context, Event[GithubAppAuthorizationEvent]) error) *emitter.Listener {
-	return on(r, "github_app_authorization", "github_app_authorization", events_g.ParseGithubAppAuthorizationEvent, h)
+// Given actions (such as "revoked"), it registers h for those actions only,
+// with one listener: h gets GithubAppAuthorizationEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnGithubAppAuthorizationEvent(r Registrar, h func(context.Context, Event[GithubAppAuthorizationEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnGithubAppAuthorizationEvent", "github_app_authorization", IsKnownEventName, events_g.ParseGithubAppAuthorizationEvent, h, actions)
 }
 
 // OnGithubAppAuthorizationRevokedEvent registers h for
@@ -593,9 +648,12 @@ func OnGollumEvent(r Registrar, h func(context.Context, Event[*GollumEvent]) err
 
 // OnInstallationEvent registers h for every "installation" delivery, decoded
 // into its action's struct, or *InstallationUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnInstallationEvent(r Registrar, h func(context.Context, Event[InstallationEvent]) error) *emitter.Listener {
-	return on(r, "installation", "installation", events_i.ParseInstallationEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets InstallationEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnInstallationEvent(r Registrar, h func(context.Context, Event[InstallationEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnInstallationEvent", "installation", IsKnownEventName, events_i.ParseInstallationEvent, h, actions)
 }
 
 // OnInstallationCreatedEvent registers h for "installation.created" deliveries,
@@ -637,9 +695,12 @@ func OnInstallationUnsuspendEvent(r Registrar, h func(context.Context, Event[*In
 // OnInstallationRepositoriesEvent registers h for every
 // "installation_repositories" delivery, decoded into its action's struct, or
 // *InstallationRepositoriesUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnInstallationRepositoriesEvent(r Registrar, h func(context.Context, Event[InstallationRepositoriesEvent]) error) *emitter.Listener {
-	return on(r, "installation_repositories", "installation_repositories", events_i.ParseInstallationRepositoriesEvent, h)
+// Given actions (such as "added"), it registers h for those actions only, with
+// one listener: h gets InstallationRepositoriesEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnInstallationRepositoriesEvent(r Registrar, h func(context.Context, Event[InstallationRepositoriesEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnInstallationRepositoriesEvent", "installation_repositories", IsKnownEventName, events_i.ParseInstallationRepositoriesEvent, h, actions)
 }
 
 // OnInstallationRepositoriesAddedEvent registers h for
@@ -660,10 +721,13 @@ func OnInstallationRepositoriesRemovedEvent(r Registrar, h func(context.Context,
 
 // OnInstallationTargetEvent registers h for every "installation_target"
 // delivery, decoded into its action's struct, or
-// *InstallationTargetUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnInstallationTargetEvent(r Registrar, h func(context.Context, Event[InstallationTargetEvent]) error) *emitter.Listener {
-	return on(r, "installation_target", "installation_target", events_i.ParseInstallationTargetEvent, h)
+// *InstallationTargetUnknownEvent for an action the schema does not know. Given
+// actions (such as "renamed"), it registers h for those actions only, with one
+// listener: h gets InstallationTargetEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnInstallationTargetEvent(r Registrar, h func(context.Context, Event[InstallationTargetEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnInstallationTargetEvent", "installation_target", IsKnownEventName, events_i.ParseInstallationTargetEvent, h, actions)
 }
 
 // OnInstallationTargetRenamedEvent registers h for
@@ -675,9 +739,12 @@ func OnInstallationTargetRenamedEvent(r Registrar, h func(context.Context, Event
 
 // OnIssueCommentEvent registers h for every "issue_comment" delivery, decoded
 // into its action's struct, or *IssueCommentUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnIssueCommentEvent(r Registrar, h func(context.Context, Event[IssueCommentEvent]) error) *emitter.Listener {
-	return on(r, "issue_comment", "issue_comment", events_i.ParseIssueCommentEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets IssueCommentEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnIssueCommentEvent(r Registrar, h func(context.Context, Event[IssueCommentEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnIssueCommentEvent", "issue_comment", IsKnownEventName, events_i.ParseIssueCommentEvent, h, actions)
 }
 
 // OnIssueCommentCreatedEvent registers h for "issue_comment.created"
@@ -703,9 +770,13 @@ func OnIssueCommentEditedEvent(r Registrar, h func(context.Context, Event[*Issue
 
 // OnIssueDependenciesEvent registers h for every "issue_dependencies" delivery,
 // decoded into its action's struct, or *IssueDependenciesUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnIssueDependenciesEvent(r Registrar, h func(context.Context, Event[IssueDependenciesEvent]) error) *emitter.Listener {
-	return on(r, "issue_dependencies", "issue_dependencies", events_i.ParseIssueDependenciesEvent, h)
+// action the schema does not know. Given actions (such as "blocked_by_added"),
+// it registers h for those actions only, with one listener: h gets
+// IssueDependenciesEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnIssueDependenciesEvent(r Registrar, h func(context.Context, Event[IssueDependenciesEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnIssueDependenciesEvent", "issue_dependencies", IsKnownEventName, events_i.ParseIssueDependenciesEvent, h, actions)
 }
 
 // OnIssueDependenciesBlockedByAddedEvent registers h for
@@ -742,9 +813,12 @@ func OnIssueDependenciesBlockingRemovedEvent(r Registrar, h func(context.Context
 
 // OnIssuesEvent registers h for every "issues" delivery, decoded into its
 // action's struct, or *IssuesUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnIssuesEvent(r Registrar, h func(context.Context, Event[IssuesEvent]) error) *emitter.Listener {
-	return on(r, "issues", "issues", events_i.ParseIssuesEvent, h)
+// know. Given actions (such as "assigned"), it registers h for those actions
+// only, with one listener: h gets IssuesEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnIssuesEvent(r Registrar, h func(context.Context, Event[IssuesEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnIssuesEvent", "issues", IsKnownEventName, events_i.ParseIssuesEvent, h, actions)
 }
 
 // OnIssuesAssignedEvent registers h for "issues.assigned" deliveries, decoded
@@ -861,9 +935,12 @@ func OnIssuesUntypedEvent(r Registrar, h func(context.Context, Event[*IssuesUnty
 
 // OnLabelEvent registers h for every "label" delivery, decoded into its
 // action's struct, or *LabelUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnLabelEvent(r Registrar, h func(context.Context, Event[LabelEvent]) error) *emitter.Listener {
-	return on(r, "label", "label", events_l.ParseLabelEvent, h)
+// know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets LabelEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnLabelEvent(r Registrar, h func(context.Context, Event[LabelEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnLabelEvent", "label", IsKnownEventName, events_l.ParseLabelEvent, h, actions)
 }
 
 // OnLabelCreatedEvent registers h for "label.created" deliveries, decoded into
@@ -886,10 +963,13 @@ func OnLabelEditedEvent(r Registrar, h func(context.Context, Event[*LabelEditedE
 
 // OnMarketplacePurchaseEvent registers h for every "marketplace_purchase"
 // delivery, decoded into its action's struct, or
-// *MarketplacePurchaseUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnMarketplacePurchaseEvent(r Registrar, h func(context.Context, Event[MarketplacePurchaseEvent]) error) *emitter.Listener {
-	return on(r, "marketplace_purchase", "marketplace_purchase", events_m.ParseMarketplacePurchaseEvent, h)
+// *MarketplacePurchaseUnknownEvent for an action the schema does not know.
+// Given actions (such as "cancelled"), it registers h for those actions only,
+// with one listener: h gets MarketplacePurchaseEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnMarketplacePurchaseEvent(r Registrar, h func(context.Context, Event[MarketplacePurchaseEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnMarketplacePurchaseEvent", "marketplace_purchase", IsKnownEventName, events_m.ParseMarketplacePurchaseEvent, h, actions)
 }
 
 // OnMarketplacePurchaseCancelledEvent registers h for
@@ -934,9 +1014,12 @@ func OnMarketplacePurchasePurchasedEvent(r Registrar, h func(context.Context, Ev
 
 // OnMemberEvent registers h for every "member" delivery, decoded into its
 // action's struct, or *MemberUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnMemberEvent(r Registrar, h func(context.Context, Event[MemberEvent]) error) *emitter.Listener {
-	return on(r, "member", "member", events_m.ParseMemberEvent, h)
+// know. Given actions (such as "added"), it registers h for those actions only,
+// with one listener: h gets MemberEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnMemberEvent(r Registrar, h func(context.Context, Event[MemberEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnMemberEvent", "member", IsKnownEventName, events_m.ParseMemberEvent, h, actions)
 }
 
 // OnMemberAddedEvent registers h for "member.added" deliveries, decoded into
@@ -959,9 +1042,12 @@ func OnMemberRemovedEvent(r Registrar, h func(context.Context, Event[*MemberRemo
 
 // OnMembershipEvent registers h for every "membership" delivery, decoded into
 // its action's struct, or *MembershipUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnMembershipEvent(r Registrar, h func(context.Context, Event[MembershipEvent]) error) *emitter.Listener {
-	return on(r, "membership", "membership", events_m.ParseMembershipEvent, h)
+// not know. Given actions (such as "added"), it registers h for those actions
+// only, with one listener: h gets MembershipEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnMembershipEvent(r Registrar, h func(context.Context, Event[MembershipEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnMembershipEvent", "membership", IsKnownEventName, events_m.ParseMembershipEvent, h, actions)
 }
 
 // OnMembershipAddedEvent registers h for "membership.added" deliveries, decoded
@@ -979,9 +1065,12 @@ func OnMembershipRemovedEvent(r Registrar, h func(context.Context, Event[*Member
 
 // OnMergeGroupEvent registers h for every "merge_group" delivery, decoded into
 // its action's struct, or *MergeGroupUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnMergeGroupEvent(r Registrar, h func(context.Context, Event[MergeGroupEvent]) error) *emitter.Listener {
-	return on(r, "merge_group", "merge_group", events_m.ParseMergeGroupEvent, h)
+// not know. Given actions (such as "checks_requested"), it registers h for
+// those actions only, with one listener: h gets MergeGroupEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnMergeGroupEvent(r Registrar, h func(context.Context, Event[MergeGroupEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnMergeGroupEvent", "merge_group", IsKnownEventName, events_m.ParseMergeGroupEvent, h, actions)
 }
 
 // OnMergeGroupChecksRequestedEvent registers h for
@@ -999,10 +1088,13 @@ func OnMergeGroupDestroyedEvent(r Registrar, h func(context.Context, Event[*Merg
 }
 
 // OnMetaEvent registers h for every "meta" delivery, decoded into its action's
-// struct, or *MetaUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnMetaEvent(r Registrar, h func(context.Context, Event[MetaEvent]) error) *emitter.Listener {
-	return on(r, "meta", "meta", events_m.ParseMetaEvent, h)
+// struct, or *MetaUnknownEvent for an action the schema does not know. Given
+// actions (such as "deleted"), it registers h for those actions only, with one
+// listener: h gets MetaEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnMetaEvent(r Registrar, h func(context.Context, Event[MetaEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnMetaEvent", "meta", IsKnownEventName, events_m.ParseMetaEvent, h, actions)
 }
 
 // OnMetaDeletedEvent registers h for "meta.deleted" deliveries, decoded into
@@ -1013,9 +1105,12 @@ func OnMetaDeletedEvent(r Registrar, h func(context.Context, Event[*MetaDeletedE
 
 // OnMilestoneEvent registers h for every "milestone" delivery, decoded into its
 // action's struct, or *MilestoneUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnMilestoneEvent(r Registrar, h func(context.Context, Event[MilestoneEvent]) error) *emitter.Listener {
-	return on(r, "milestone", "milestone", events_m.ParseMilestoneEvent, h)
+// know. Given actions (such as "closed"), it registers h for those actions
+// only, with one listener: h gets MilestoneEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnMilestoneEvent(r Registrar, h func(context.Context, Event[MilestoneEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnMilestoneEvent", "milestone", IsKnownEventName, events_m.ParseMilestoneEvent, h, actions)
 }
 
 // OnMilestoneClosedEvent registers h for "milestone.closed" deliveries, decoded
@@ -1052,9 +1147,12 @@ func OnMilestoneOpenedEvent(r Registrar, h func(context.Context, Event[*Mileston
 
 // OnOrgBlockEvent registers h for every "org_block" delivery, decoded into its
 // action's struct, or *OrgBlockUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnOrgBlockEvent(r Registrar, h func(context.Context, Event[OrgBlockEvent]) error) *emitter.Listener {
-	return on(r, "org_block", "org_block", events_o.ParseOrgBlockEvent, h)
+// know. Given actions (such as "blocked"), it registers h for those actions
+// only, with one listener: h gets OrgBlockEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnOrgBlockEvent(r Registrar, h func(context.Context, Event[OrgBlockEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnOrgBlockEvent", "org_block", IsKnownEventName, events_o.ParseOrgBlockEvent, h, actions)
 }
 
 // OnOrgBlockBlockedEvent registers h for "org_block.blocked" deliveries,
@@ -1073,9 +1171,12 @@ func OnOrgBlockUnblockedEvent(r Registrar, h func(context.Context, Event[*OrgBlo
 
 // OnOrganizationEvent registers h for every "organization" delivery, decoded
 // into its action's struct, or *OrganizationUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnOrganizationEvent(r Registrar, h func(context.Context, Event[OrganizationEvent]) error) *emitter.Listener {
-	return on(r, "organization", "organization", events_o.ParseOrganizationEvent, h)
+// schema does not know. Given actions (such as "deleted"), it registers h for
+// those actions only, with one listener: h gets OrganizationEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnOrganizationEvent(r Registrar, h func(context.Context, Event[OrganizationEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnOrganizationEvent", "organization", IsKnownEventName, events_o.ParseOrganizationEvent, h, actions)
 }
 
 // OnOrganizationDeletedEvent registers h for "organization.deleted" deliveries,
@@ -1115,9 +1216,12 @@ func OnOrganizationRenamedEvent(r Registrar, h func(context.Context, Event[*Orga
 
 // OnPackageEvent registers h for every "package" delivery, decoded into its
 // action's struct, or *PackageUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnPackageEvent(r Registrar, h func(context.Context, Event[PackageEvent]) error) *emitter.Listener {
-	return on(r, "package", "package", events_p.ParsePackageEvent, h)
+// know. Given actions (such as "published"), it registers h for those actions
+// only, with one listener: h gets PackageEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnPackageEvent(r Registrar, h func(context.Context, Event[PackageEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnPackageEvent", "package", IsKnownEventName, events_p.ParsePackageEvent, h, actions)
 }
 
 // OnPackagePublishedEvent registers h for "package.published" deliveries,
@@ -1142,9 +1246,12 @@ func OnPageBuildEvent(r Registrar, h func(context.Context, Event[*PageBuildEvent
 // OnPersonalAccessTokenRequestEvent registers h for every
 // "personal_access_token_request" delivery, decoded into its action's struct,
 // or *PersonalAccessTokenRequestUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnPersonalAccessTokenRequestEvent(r Registrar, h func(context.Context, Event[PersonalAccessTokenRequestEvent]) error) *emitter.Listener {
-	return on(r, "personal_access_token_request", "personal_access_token_request", events_p.ParsePersonalAccessTokenRequestEvent, h)
+// know. Given actions (such as "approved"), it registers h for those actions
+// only, with one listener: h gets PersonalAccessTokenRequestEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnPersonalAccessTokenRequestEvent(r Registrar, h func(context.Context, Event[PersonalAccessTokenRequestEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnPersonalAccessTokenRequestEvent", "personal_access_token_request", IsKnownEventName, events_p.ParsePersonalAccessTokenRequestEvent, h, actions)
 }
 
 // OnPersonalAccessTokenRequestApprovedEvent registers h for
@@ -1187,9 +1294,12 @@ func OnPingEvent(r Registrar, h func(context.Context, Event[*PingEvent]) error) 
 
 // OnProjectEvent registers h for every "project" delivery, decoded into its
 // action's struct, or *ProjectUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnProjectEvent(r Registrar, h func(context.Context, Event[ProjectEvent]) error) *emitter.Listener {
-	return on(r, "project", "project", events_p.ParseProjectEvent, h)
+// know. Given actions (such as "closed"), it registers h for those actions
+// only, with one listener: h gets ProjectEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnProjectEvent(r Registrar, h func(context.Context, Event[ProjectEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnProjectEvent", "project", IsKnownEventName, events_p.ParseProjectEvent, h, actions)
 }
 
 // OnProjectClosedEvent registers h for "project.closed" deliveries, decoded
@@ -1224,9 +1334,12 @@ func OnProjectReopenedEvent(r Registrar, h func(context.Context, Event[*ProjectR
 
 // OnProjectCardEvent registers h for every "project_card" delivery, decoded
 // into its action's struct, or *ProjectCardUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnProjectCardEvent(r Registrar, h func(context.Context, Event[ProjectCardEvent]) error) *emitter.Listener {
-	return on(r, "project_card", "project_card", events_p.ParseProjectCardEvent, h)
+// schema does not know. Given actions (such as "converted"), it registers h for
+// those actions only, with one listener: h gets ProjectCardEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnProjectCardEvent(r Registrar, h func(context.Context, Event[ProjectCardEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnProjectCardEvent", "project_card", IsKnownEventName, events_p.ParseProjectCardEvent, h, actions)
 }
 
 // OnProjectCardConvertedEvent registers h for "project_card.converted"
@@ -1266,9 +1379,12 @@ func OnProjectCardMovedEvent(r Registrar, h func(context.Context, Event[*Project
 
 // OnProjectColumnEvent registers h for every "project_column" delivery, decoded
 // into its action's struct, or *ProjectColumnUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnProjectColumnEvent(r Registrar, h func(context.Context, Event[ProjectColumnEvent]) error) *emitter.Listener {
-	return on(r, "project_column", "project_column", events_p.ParseProjectColumnEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets ProjectColumnEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnProjectColumnEvent(r Registrar, h func(context.Context, Event[ProjectColumnEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnProjectColumnEvent", "project_column", IsKnownEventName, events_p.ParseProjectColumnEvent, h, actions)
 }
 
 // OnProjectColumnCreatedEvent registers h for "project_column.created"
@@ -1301,9 +1417,12 @@ func OnProjectColumnMovedEvent(r Registrar, h func(context.Context, Event[*Proje
 
 // OnProjectsV2Event registers h for every "projects_v2" delivery, decoded into
 // its action's struct, or *ProjectsV2UnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnProjectsV2Event(r Registrar, h func(context.Context, Event[ProjectsV2Event]) error) *emitter.Listener {
-	return on(r, "projects_v2", "projects_v2", events_p.ParseProjectsV2Event, h)
+// not know. Given actions (such as "closed"), it registers h for those actions
+// only, with one listener: h gets ProjectsV2Event, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnProjectsV2Event(r Registrar, h func(context.Context, Event[ProjectsV2Event]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnProjectsV2Event", "projects_v2", IsKnownEventName, events_p.ParseProjectsV2Event, h, actions)
 }
 
 // OnProjectsV2ClosedEvent registers h for "projects_v2.closed" deliveries,
@@ -1343,9 +1462,12 @@ func OnProjectsV2ReopenedEvent(r Registrar, h func(context.Context, Event[*Proje
 
 // OnProjectsV2ItemEvent registers h for every "projects_v2_item" delivery,
 // decoded into its action's struct, or *ProjectsV2ItemUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnProjectsV2ItemEvent(r Registrar, h func(context.Context, Event[ProjectsV2ItemEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
+// action the schema does not know. Given actions (such as "archived"), it
+// registers h for those actions only, with one listener: h gets
+// ProjectsV2ItemEvent, whose methods give what all the actions share. An action
+// the schema does not know panics. It returns the listener, for RemoveListener.
+func OnProjectsV2ItemEvent(r Registrar, h func(context.Context, Event[ProjectsV2ItemEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnProjectsV2ItemEvent", "projects_v2_item", IsKnownEventName, events_p.ParseProjectsV2ItemEvent, h, actions)
 }
 
 // OnProjectsV2ItemArchivedEvent registers h for "projects_v2_item.archived"
@@ -1400,9 +1522,12 @@ func OnProjectsV2ItemRestoredEvent(r Registrar, h func(context.Context, Event[*P
 // OnProjectsV2StatusUpdateEvent registers h for every
 // "projects_v2_status_update" delivery, decoded into its action's struct, or
 // *ProjectsV2StatusUpdateUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnProjectsV2StatusUpdateEvent(r Registrar, h func(context.Context, Event[ProjectsV2StatusUpdateEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_status_update", "projects_v2_status_update", events_p.ParseProjectsV2StatusUpdateEvent, h)
+// Given actions (such as "created"), it registers h for those actions only,
+// with one listener: h gets ProjectsV2StatusUpdateEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnProjectsV2StatusUpdateEvent(r Registrar, h func(context.Context, Event[ProjectsV2StatusUpdateEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnProjectsV2StatusUpdateEvent", "projects_v2_status_update", IsKnownEventName, events_p.ParseProjectsV2StatusUpdateEvent, h, actions)
 }
 
 // OnProjectsV2StatusUpdateCreatedEvent registers h for
@@ -1437,9 +1562,12 @@ func OnPublicEvent(r Registrar, h func(context.Context, Event[*PublicEvent]) err
 
 // OnPullRequestEvent registers h for every "pull_request" delivery, decoded
 // into its action's struct, or *PullRequestUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnPullRequestEvent(r Registrar, h func(context.Context, Event[PullRequestEvent]) error) *emitter.Listener {
-	return on(r, "pull_request", "pull_request", events_p.ParsePullRequestEvent, h)
+// schema does not know. Given actions (such as "assigned"), it registers h for
+// those actions only, with one listener: h gets PullRequestEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnPullRequestEvent(r Registrar, h func(context.Context, Event[PullRequestEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnPullRequestEvent", "pull_request", IsKnownEventName, events_p.ParsePullRequestEvent, h, actions)
 }
 
 // OnPullRequestAssignedEvent registers h for "pull_request.assigned"
@@ -1596,10 +1724,13 @@ func OnPullRequestUnlockedEvent(r Registrar, h func(context.Context, Event[*Pull
 
 // OnPullRequestReviewEvent registers h for every "pull_request_review"
 // delivery, decoded into its action's struct, or *PullRequestReviewUnknownEvent
-// for an action the schema does not know. It returns the listener, for
+// for an action the schema does not know. Given actions (such as "dismissed"),
+// it registers h for those actions only, with one listener: h gets
+// PullRequestReviewEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
 // RemoveListener.
-func OnPullRequestReviewEvent(r Registrar, h func(context.Context, Event[PullRequestReviewEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review", "pull_request_review", events_p.ParsePullRequestReviewEvent, h)
+func OnPullRequestReviewEvent(r Registrar, h func(context.Context, Event[PullRequestReviewEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnPullRequestReviewEvent", "pull_request_review", IsKnownEventName, events_p.ParsePullRequestReviewEvent, h, actions)
 }
 
 // OnPullRequestReviewDismissedEvent registers h for
@@ -1628,9 +1759,12 @@ func OnPullRequestReviewSubmittedEvent(r Registrar, h func(context.Context, Even
 // OnPullRequestReviewCommentEvent registers h for every
 // "pull_request_review_comment" delivery, decoded into its action's struct, or
 // *PullRequestReviewCommentUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnPullRequestReviewCommentEvent(r Registrar, h func(context.Context, Event[PullRequestReviewCommentEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_comment", "pull_request_review_comment", events_p.ParsePullRequestReviewCommentEvent, h)
+// Given actions (such as "created"), it registers h for those actions only,
+// with one listener: h gets PullRequestReviewCommentEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnPullRequestReviewCommentEvent(r Registrar, h func(context.Context, Event[PullRequestReviewCommentEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnPullRequestReviewCommentEvent", "pull_request_review_comment", IsKnownEventName, events_p.ParsePullRequestReviewCommentEvent, h, actions)
 }
 
 // OnPullRequestReviewCommentCreatedEvent registers h for
@@ -1660,9 +1794,12 @@ func OnPullRequestReviewCommentEditedEvent(r Registrar, h func(context.Context, 
 // OnPullRequestReviewThreadEvent registers h for every
 // "pull_request_review_thread" delivery, decoded into its action's struct, or
 // *PullRequestReviewThreadUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnPullRequestReviewThreadEvent(r Registrar, h func(context.Context, Event[PullRequestReviewThreadEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_thread", "pull_request_review_thread", events_p.ParsePullRequestReviewThreadEvent, h)
+// Given actions (such as "resolved"), it registers h for those actions only,
+// with one listener: h gets PullRequestReviewThreadEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnPullRequestReviewThreadEvent(r Registrar, h func(context.Context, Event[PullRequestReviewThreadEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnPullRequestReviewThreadEvent", "pull_request_review_thread", IsKnownEventName, events_p.ParsePullRequestReviewThreadEvent, h, actions)
 }
 
 // OnPullRequestReviewThreadResolvedEvent registers h for
@@ -1689,9 +1826,13 @@ func OnPushEvent(r Registrar, h func(context.Context, Event[*PushEvent]) error) 
 
 // OnRegistryPackageEvent registers h for every "registry_package" delivery,
 // decoded into its action's struct, or *RegistryPackageUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnRegistryPackageEvent(r Registrar, h func(context.Context, Event[RegistryPackageEvent]) error) *emitter.Listener {
-	return on(r, "registry_package", "registry_package", events_r.ParseRegistryPackageEvent, h)
+// action the schema does not know. Given actions (such as "published"), it
+// registers h for those actions only, with one listener: h gets
+// RegistryPackageEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnRegistryPackageEvent(r Registrar, h func(context.Context, Event[RegistryPackageEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnRegistryPackageEvent", "registry_package", IsKnownEventName, events_r.ParseRegistryPackageEvent, h, actions)
 }
 
 // OnRegistryPackagePublishedEvent registers h for "registry_package.published"
@@ -1710,9 +1851,12 @@ func OnRegistryPackageUpdatedEvent(r Registrar, h func(context.Context, Event[*R
 
 // OnReleaseEvent registers h for every "release" delivery, decoded into its
 // action's struct, or *ReleaseUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnReleaseEvent(r Registrar, h func(context.Context, Event[ReleaseEvent]) error) *emitter.Listener {
-	return on(r, "release", "release", events_r.ParseReleaseEvent, h)
+// know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets ReleaseEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnReleaseEvent(r Registrar, h func(context.Context, Event[ReleaseEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnReleaseEvent", "release", IsKnownEventName, events_r.ParseReleaseEvent, h, actions)
 }
 
 // OnReleaseCreatedEvent registers h for "release.created" deliveries, decoded
@@ -1762,9 +1906,12 @@ func OnReleaseUnpublishedEvent(r Registrar, h func(context.Context, Event[*Relea
 
 // OnRepositoryEvent registers h for every "repository" delivery, decoded into
 // its action's struct, or *RepositoryUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnRepositoryEvent(r Registrar, h func(context.Context, Event[RepositoryEvent]) error) *emitter.Listener {
-	return on(r, "repository", "repository", events_r.ParseRepositoryEvent, h)
+// not know. Given actions (such as "archived"), it registers h for those
+// actions only, with one listener: h gets RepositoryEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnRepositoryEvent(r Registrar, h func(context.Context, Event[RepositoryEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnRepositoryEvent", "repository", IsKnownEventName, events_r.ParseRepositoryEvent, h, actions)
 }
 
 // OnRepositoryArchivedEvent registers h for "repository.archived" deliveries,
@@ -1832,10 +1979,13 @@ func OnRepositoryUnarchivedEvent(r Registrar, h func(context.Context, Event[*Rep
 
 // OnRepositoryAdvisoryEvent registers h for every "repository_advisory"
 // delivery, decoded into its action's struct, or
-// *RepositoryAdvisoryUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnRepositoryAdvisoryEvent(r Registrar, h func(context.Context, Event[RepositoryAdvisoryEvent]) error) *emitter.Listener {
-	return on(r, "repository_advisory", "repository_advisory", events_r.ParseRepositoryAdvisoryEvent, h)
+// *RepositoryAdvisoryUnknownEvent for an action the schema does not know. Given
+// actions (such as "published"), it registers h for those actions only, with
+// one listener: h gets RepositoryAdvisoryEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnRepositoryAdvisoryEvent(r Registrar, h func(context.Context, Event[RepositoryAdvisoryEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnRepositoryAdvisoryEvent", "repository_advisory", IsKnownEventName, events_r.ParseRepositoryAdvisoryEvent, h, actions)
 }
 
 // OnRepositoryAdvisoryPublishedEvent registers h for
@@ -1856,10 +2006,13 @@ func OnRepositoryAdvisoryReportedEvent(r Registrar, h func(context.Context, Even
 
 // OnRepositoryDispatchEvent registers h for every "repository_dispatch"
 // delivery, decoded into its action's struct, or
-// *RepositoryDispatchUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnRepositoryDispatchEvent(r Registrar, h func(context.Context, Event[RepositoryDispatchEvent]) error) *emitter.Listener {
-	return on(r, "repository_dispatch", "repository_dispatch", events_r.ParseRepositoryDispatchEvent, h)
+// *RepositoryDispatchUnknownEvent for an action the schema does not know. Given
+// actions (such as "sample.collected"), it registers h for those actions only,
+// with one listener: h gets RepositoryDispatchEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnRepositoryDispatchEvent(r Registrar, h func(context.Context, Event[RepositoryDispatchEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnRepositoryDispatchEvent", "repository_dispatch", IsKnownEventName, events_r.ParseRepositoryDispatchEvent, h, actions)
 }
 
 // OnRepositoryDispatchSampleCollectedEvent registers h for
@@ -1879,9 +2032,13 @@ func OnRepositoryImportEvent(r Registrar, h func(context.Context, Event[*Reposit
 
 // OnRepositoryRulesetEvent registers h for every "repository_ruleset" delivery,
 // decoded into its action's struct, or *RepositoryRulesetUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnRepositoryRulesetEvent(r Registrar, h func(context.Context, Event[RepositoryRulesetEvent]) error) *emitter.Listener {
-	return on(r, "repository_ruleset", "repository_ruleset", events_r.ParseRepositoryRulesetEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// RepositoryRulesetEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnRepositoryRulesetEvent(r Registrar, h func(context.Context, Event[RepositoryRulesetEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnRepositoryRulesetEvent", "repository_ruleset", IsKnownEventName, events_r.ParseRepositoryRulesetEvent, h, actions)
 }
 
 // OnRepositoryRulesetCreatedEvent registers h for "repository_ruleset.created"
@@ -1908,9 +2065,12 @@ func OnRepositoryRulesetEditedEvent(r Registrar, h func(context.Context, Event[*
 // OnRepositoryVulnerabilityAlertEvent registers h for every
 // "repository_vulnerability_alert" delivery, decoded into its action's struct,
 // or *RepositoryVulnerabilityAlertUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnRepositoryVulnerabilityAlertEvent(r Registrar, h func(context.Context, Event[RepositoryVulnerabilityAlertEvent]) error) *emitter.Listener {
-	return on(r, "repository_vulnerability_alert", "repository_vulnerability_alert", events_r.ParseRepositoryVulnerabilityAlertEvent, h)
+// not know. Given actions (such as "create"), it registers h for those actions
+// only, with one listener: h gets RepositoryVulnerabilityAlertEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnRepositoryVulnerabilityAlertEvent(r Registrar, h func(context.Context, Event[RepositoryVulnerabilityAlertEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnRepositoryVulnerabilityAlertEvent", "repository_vulnerability_alert", IsKnownEventName, events_r.ParseRepositoryVulnerabilityAlertEvent, h, actions)
 }
 
 // OnRepositoryVulnerabilityAlertCreateEvent registers h for
@@ -1947,10 +2107,13 @@ func OnRepositoryVulnerabilityAlertResolveEvent(r Registrar, h func(context.Cont
 
 // OnSecretScanningAlertEvent registers h for every "secret_scanning_alert"
 // delivery, decoded into its action's struct, or
-// *SecretScanningAlertUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnSecretScanningAlertEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
+// *SecretScanningAlertUnknownEvent for an action the schema does not know.
+// Given actions (such as "assigned"), it registers h for those actions only,
+// with one listener: h gets SecretScanningAlertEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnSecretScanningAlertEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnSecretScanningAlertEvent", "secret_scanning_alert", IsKnownEventName, events_s.ParseSecretScanningAlertEvent, h, actions)
 }
 
 // OnSecretScanningAlertAssignedEvent registers h for
@@ -2020,9 +2183,12 @@ func OnSecretScanningAlertValidatedEvent(r Registrar, h func(context.Context, Ev
 // OnSecretScanningAlertLocationEvent registers h for every
 // "secret_scanning_alert_location" delivery, decoded into its action's struct,
 // or *SecretScanningAlertLocationUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnSecretScanningAlertLocationEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertLocationEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert_location", "secret_scanning_alert_location", events_s.ParseSecretScanningAlertLocationEvent, h)
+// know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets SecretScanningAlertLocationEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnSecretScanningAlertLocationEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertLocationEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnSecretScanningAlertLocationEvent", "secret_scanning_alert_location", IsKnownEventName, events_s.ParseSecretScanningAlertLocationEvent, h, actions)
 }
 
 // OnSecretScanningAlertLocationCreatedEvent registers h for
@@ -2035,10 +2201,13 @@ func OnSecretScanningAlertLocationCreatedEvent(r Registrar, h func(context.Conte
 
 // OnSecretScanningScanEvent registers h for every "secret_scanning_scan"
 // delivery, decoded into its action's struct, or
-// *SecretScanningScanUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnSecretScanningScanEvent(r Registrar, h func(context.Context, Event[SecretScanningScanEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_scan", "secret_scanning_scan", events_s.ParseSecretScanningScanEvent, h)
+// *SecretScanningScanUnknownEvent for an action the schema does not know. Given
+// actions (such as "completed"), it registers h for those actions only, with
+// one listener: h gets SecretScanningScanEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnSecretScanningScanEvent(r Registrar, h func(context.Context, Event[SecretScanningScanEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnSecretScanningScanEvent", "secret_scanning_scan", IsKnownEventName, events_s.ParseSecretScanningScanEvent, h, actions)
 }
 
 // OnSecretScanningScanCompletedEvent registers h for
@@ -2051,9 +2220,13 @@ func OnSecretScanningScanCompletedEvent(r Registrar, h func(context.Context, Eve
 
 // OnSecurityAdvisoryEvent registers h for every "security_advisory" delivery,
 // decoded into its action's struct, or *SecurityAdvisoryUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnSecurityAdvisoryEvent(r Registrar, h func(context.Context, Event[SecurityAdvisoryEvent]) error) *emitter.Listener {
-	return on(r, "security_advisory", "security_advisory", events_s.ParseSecurityAdvisoryEvent, h)
+// action the schema does not know. Given actions (such as "performed"), it
+// registers h for those actions only, with one listener: h gets
+// SecurityAdvisoryEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnSecurityAdvisoryEvent(r Registrar, h func(context.Context, Event[SecurityAdvisoryEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnSecurityAdvisoryEvent", "security_advisory", IsKnownEventName, events_s.ParseSecurityAdvisoryEvent, h, actions)
 }
 
 // OnSecurityAdvisoryPerformedEvent registers h for
@@ -2093,9 +2266,12 @@ func OnSecurityAndAnalysisEvent(r Registrar, h func(context.Context, Event[*Secu
 
 // OnSponsorshipEvent registers h for every "sponsorship" delivery, decoded into
 // its action's struct, or *SponsorshipUnknownEvent for an action the schema
-// does not know. It returns the listener, for RemoveListener.
-func OnSponsorshipEvent(r Registrar, h func(context.Context, Event[SponsorshipEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship", "sponsorship", events_s.ParseSponsorshipEvent, h)
+// does not know. Given actions (such as "cancelled"), it registers h for those
+// actions only, with one listener: h gets SponsorshipEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnSponsorshipEvent(r Registrar, h func(context.Context, Event[SponsorshipEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnSponsorshipEvent", "sponsorship", IsKnownEventName, events_s.ParseSponsorshipEvent, h, actions)
 }
 
 // OnSponsorshipCancelledEvent registers h for "sponsorship.cancelled"
@@ -2143,10 +2319,13 @@ func OnSponsorshipTierChangedEvent(r Registrar, h func(context.Context, Event[*S
 }
 
 // OnStarEvent registers h for every "star" delivery, decoded into its action's
-// struct, or *StarUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnStarEvent(r Registrar, h func(context.Context, Event[StarEvent]) error) *emitter.Listener {
-	return on(r, "star", "star", events_s.ParseStarEvent, h)
+// struct, or *StarUnknownEvent for an action the schema does not know. Given
+// actions (such as "created"), it registers h for those actions only, with one
+// listener: h gets StarEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnStarEvent(r Registrar, h func(context.Context, Event[StarEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnStarEvent", "star", IsKnownEventName, events_s.ParseStarEvent, h, actions)
 }
 
 // OnStarCreatedEvent registers h for "star.created" deliveries, decoded into
@@ -2169,9 +2348,12 @@ func OnStatusEvent(r Registrar, h func(context.Context, Event[*StatusEvent]) err
 
 // OnSubIssuesEvent registers h for every "sub_issues" delivery, decoded into
 // its action's struct, or *SubIssuesUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnSubIssuesEvent(r Registrar, h func(context.Context, Event[SubIssuesEvent]) error) *emitter.Listener {
-	return on(r, "sub_issues", "sub_issues", events_s.ParseSubIssuesEvent, h)
+// not know. Given actions (such as "parent_issue_added"), it registers h for
+// those actions only, with one listener: h gets SubIssuesEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnSubIssuesEvent(r Registrar, h func(context.Context, Event[SubIssuesEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnSubIssuesEvent", "sub_issues", IsKnownEventName, events_s.ParseSubIssuesEvent, h, actions)
 }
 
 // OnSubIssuesParentIssueAddedEvent registers h for
@@ -2204,10 +2386,13 @@ func OnSubIssuesSubIssueRemovedEvent(r Registrar, h func(context.Context, Event[
 }
 
 // OnTeamEvent registers h for every "team" delivery, decoded into its action's
-// struct, or *TeamUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnTeamEvent(r Registrar, h func(context.Context, Event[TeamEvent]) error) *emitter.Listener {
-	return on(r, "team", "team", events_t.ParseTeamEvent, h)
+// struct, or *TeamUnknownEvent for an action the schema does not know. Given
+// actions (such as "added_to_repository"), it registers h for those actions
+// only, with one listener: h gets TeamEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnTeamEvent(r Registrar, h func(context.Context, Event[TeamEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnTeamEvent", "team", IsKnownEventName, events_t.ParseTeamEvent, h, actions)
 }
 
 // OnTeamAddedToRepositoryEvent registers h for "team.added_to_repository"
@@ -2250,9 +2435,12 @@ func OnTeamAddEvent(r Registrar, h func(context.Context, Event[*TeamAddEvent]) e
 
 // OnWatchEvent registers h for every "watch" delivery, decoded into its
 // action's struct, or *WatchUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnWatchEvent(r Registrar, h func(context.Context, Event[WatchEvent]) error) *emitter.Listener {
-	return on(r, "watch", "watch", events_w.ParseWatchEvent, h)
+// know. Given actions (such as "started"), it registers h for those actions
+// only, with one listener: h gets WatchEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnWatchEvent(r Registrar, h func(context.Context, Event[WatchEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnWatchEvent", "watch", IsKnownEventName, events_w.ParseWatchEvent, h, actions)
 }
 
 // OnWatchStartedEvent registers h for "watch.started" deliveries, decoded into
@@ -2270,9 +2458,12 @@ func OnWorkflowDispatchEvent(r Registrar, h func(context.Context, Event[*Workflo
 
 // OnWorkflowJobEvent registers h for every "workflow_job" delivery, decoded
 // into its action's struct, or *WorkflowJobUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnWorkflowJobEvent(r Registrar, h func(context.Context, Event[WorkflowJobEvent]) error) *emitter.Listener {
-	return on(r, "workflow_job", "workflow_job", events_w.ParseWorkflowJobEvent, h)
+// schema does not know. Given actions (such as "completed"), it registers h for
+// those actions only, with one listener: h gets WorkflowJobEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnWorkflowJobEvent(r Registrar, h func(context.Context, Event[WorkflowJobEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnWorkflowJobEvent", "workflow_job", IsKnownEventName, events_w.ParseWorkflowJobEvent, h, actions)
 }
 
 // OnWorkflowJobCompletedEvent registers h for "workflow_job.completed"
@@ -2305,9 +2496,12 @@ func OnWorkflowJobWaitingEvent(r Registrar, h func(context.Context, Event[*Workf
 
 // OnWorkflowRunEvent registers h for every "workflow_run" delivery, decoded
 // into its action's struct, or *WorkflowRunUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnWorkflowRunEvent(r Registrar, h func(context.Context, Event[WorkflowRunEvent]) error) *emitter.Listener {
-	return on(r, "workflow_run", "workflow_run", events_w.ParseWorkflowRunEvent, h)
+// schema does not know. Given actions (such as "completed"), it registers h for
+// those actions only, with one listener: h gets WorkflowRunEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnWorkflowRunEvent(r Registrar, h func(context.Context, Event[WorkflowRunEvent]) error, actions ...string) *emitter.Listener {
+	return onActions(r, "OnWorkflowRunEvent", "workflow_run", IsKnownEventName, events_w.ParseWorkflowRunEvent, h, actions)
 }
 
 // OnWorkflowRunCompletedEvent registers h for "workflow_run.completed"
