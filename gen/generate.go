@@ -35,11 +35,14 @@ type File struct {
 	Content []byte
 }
 
-// Generate turns a schema into the files of the payloads package and of its
-// internal packages (see split), sorted by name: a File's Name is its path
-// relative to the payloads directory, such as "register.go" or
-// "internal/group1/types.go". The output depends on the schema alone: the same
-// schema gives the same bytes.
+// Generate turns a schema into the files of the payloads package, of its
+// internal packages and of its names package, sorted by name: a File's Name is
+// its path relative to the payloads directory, such as "register.go",
+// "names/names.go" or "internal/events_p/types.go". The internal packages are
+// those s.Packages records, extended as PackagesOf says. The output depends on
+// the schema (with its record) alone: the same schema gives the same bytes.
+// The error, a *GenerateError, lists every problem that keeps the schema from
+// compiling (names that collide, too many required members).
 func Generate(s *Schema, opts Options) ([]File, error) {
 	p, err := newPlan(s)
 	if err != nil {

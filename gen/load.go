@@ -84,8 +84,10 @@ func (e *SchemaError) Unwrap() error { return ErrInvalidSchema }
 //   - no name of ContractFile is missing.
 //
 // A file that cannot be read gives its error (errors.Is(err, fs.ErrNotExist) for a
-// missing one), not ErrInvalidSchema. The returned schema is exactly what the files
-// say: Load never reorders or fills in anything.
+// missing one), not ErrInvalidSchema. Every not_sent_by must name a variant of
+// source.variants. When PackagesFile exists, Load reads it into Schema.Packages.
+// The returned schema is exactly what the files say: Load never reorders or
+// fills in anything.
 func Load(dir string) (*Schema, error) {
 	events, err := os.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
@@ -181,7 +183,13 @@ var loadJSONKinds = map[string]bool{
 // loadCheck returns every problem of s, in file order: the types' names, each
 // type's body, the events, then the contract.
 func loadCheck(s *Schema, contract []byte) []string {
-	c := &checker{kinds: make(map[string]Kind, len(s.Types))}
+	c := &checker{kinds: make(map[string]Kind, len(s.Types)), variants: map[string]bool{}}
+	for _, v := range s.Source.Variants {
+		if c.variants[v] || v == "" {
+			c.bad("%s: source variants: %q is empty or listed twice", EventsFile, v)
+		}
+		c.variants[v] = true
+	}
 	c.typeNames(s.Types)
 	for i, t := range s.Types {
 		where := fmt.Sprintf("%s: types[%d] %q", TypesFile, i, t.Name)
@@ -208,6 +216,17 @@ type checker struct {
 	problems []string
 	// kinds maps every type name to its kind ("?" for a type without one).
 	kinds map[string]Kind
+	// variants are the server variants of Source.Variants.
+	variants map[string]bool
+}
+
+// notSentBy checks that a not_sent_by list names only variants of the source.
+func (c *checker) notSentBy(where string, list []string) {
+	for _, v := range list {
+		if !c.variants[v] {
+			c.bad("%s: not_sent_by: %q is not one of the source's variants", where, v)
+		}
+	}
 }
 
 func (c *checker) bad(format string, args ...any) {
@@ -266,6 +285,7 @@ func (c *checker) structType(where string, t Type) {
 			c.bad("%s: name %q is not an exported Go identifier", fw, f.Name)
 		}
 		c.expr(fw, f.Type)
+		c.notSentBy(fw, f.NotSentBy)
 	}
 }
 
@@ -361,12 +381,14 @@ func (c *checker) events(events []Event) {
 			c.payload(where+" other_actions_type", ev.OtherActionsType)
 		}
 		c.actions(where, ev.Actions)
+		c.notSentBy(where, ev.NotSentBy)
 	}
 }
 
 func (c *checker) actions(where string, actions []Action) {
 	for j, a := range actions {
 		aw := fmt.Sprintf("%s actions[%d] %q", where, j, a.Name)
+		c.notSentBy(aw, a.NotSentBy)
 		if !loadActionNameRE.MatchString(a.Name) {
 			c.bad("%s: action name must be made of [a-z0-9_.-]", aw)
 		}

@@ -77,6 +77,8 @@ func TestLoadProblems(t *testing.T) {
 		{"neither type nor actions", EventsFile, "    type: PushEvent\n", "", "needs a type or actions"},
 		{"events unsorted", EventsFile, "name: push", "name: a_push", "not sorted"},
 		{"actions unsorted", EventsFile, "name: closed", "name: reopened", "not sorted"},
+		{"unknown variant of an event", EventsFile, "  - name: push\n", "  - name: push\n    not_sent_by: [ghes-3.16]\n", `not_sent_by: "ghes-3.16" is not one of the source's variants`},
+		{"unknown variant of a field", TypesFile, "json: closed_at\n", "json: closed_at\n        not_sent_by: [ghec]\n", `"closed_at": not_sent_by: "ghec"`},
 		{"action without type", EventsFile, "        type: IssuesClosedEvent\n", "", "action has no type"},
 		{"bad event name", EventsFile, "name: push", "name: Push", "[a-z0-9_]"},
 		{"other actions without actions", EventsFile, "    type: PushEvent\n", "    type: PushEvent\n    other_actions_type: PushEvent\n", "other_actions_type needs actions"},

@@ -1,13 +1,21 @@
-// Package gen is the payload generator: it reads the schema in schema/ and writes
-// the Go of package payloads. It is a small pipeline: load the model (this file's
-// types, read from YAML), build the output with jennifer, write the files.
+// Package gen is the payload generator: it reads a schema (the YAML of this
+// module's schema/ directory, or a user's own in the same format) and writes a
+// typed payload package: structs with their JSON codec and nil-safe getters,
+// per-event registration helpers, Parse, and a small names package. It is a
+// pipeline of three calls, which cmd/genpayloads (what go generate runs) makes:
+//
+//	s, err := gen.Load(schemaDir)          // read and check the YAML
+//	files, err := gen.Generate(s, opts)     // build every file in memory
+//	err = gen.Write(outDir, files)          // write them, remove stale ones
+//	rec, err := gen.PackagesOf(s)           // the split, extended
+//	err = gen.WritePackages(schemaDir, rec) // keep it for the next run
+//
+// The generated types live in internal packages (see PackagesFile for how they
+// are split and why the split is stable) that the package a user imports names
+// by aliases; every alias's doc lists its type's fields and methods.
 //
 // The model is also what the importer (cmd/importschema) writes, so the two agree on
 // one format by sharing these types.
-//
-// It is internal: its users are this module's commands (cmd/genpayloads,
-// cmd/importschema), and what a library user needs of it is its output,
-// package payloads. The schema format can change with the generator.
 //
 // Field.Type and Variant.Type are type expressions:
 //
