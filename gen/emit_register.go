@@ -15,7 +15,7 @@ func (g *generator) registerFile(f *jen.File) {
 			jen.Id("r").Id("Registrar"),
 			jen.Id("h").Func().Params(jen.Qual("context", "Context"), jen.Id("Event").Types(payload)).Error(),
 		).Op("*").Qual(emitterPath, "Listener").Block(
-			jen.Return(jen.Id("on").Call(jen.Id("r"), jen.Lit(name), jen.Lit(event), parse, jen.Id("h"))),
+			jen.Return(g.rt("On").Call(jen.Id("r"), jen.Lit(g.opts.PackagePath), jen.Lit(name), jen.Lit(event), parse, jen.Id("h"))),
 		)
 	}
 	for _, ep := range g.plan.events {
@@ -37,7 +37,7 @@ func (g *generator) registerFile(f *jen.File) {
 			jen.Id("h").Func().Params(jen.Qual("context", "Context"), jen.Id("Event").Types(jen.Id(ep.Iface))).Error(),
 			jen.Id("actions").Op("...").String(),
 		).Op("*").Qual(emitterPath, "Listener").Block(
-			jen.Return(jen.Id("onActions").Call(jen.Id("r"), jen.Lit(fn), jen.Lit(ep.Name), jen.Id("IsKnownEventName"), parse, jen.Id("h"), jen.Id("actions"))),
+			jen.Return(g.rt("OnActions").Call(jen.Id("r"), jen.Lit(g.opts.PackagePath), jen.Lit(fn), jen.Lit(ep.Name), jen.Id("IsKnownEventName"), parse, jen.Id("h"), jen.Id("actions"))),
 		)
 		for _, a := range ep.Actions {
 			reg("On"+a.GoName, ep.Name+"."+a.Action, ep.Name, parse, jen.Op("*").Id(a.GoName), fmt.Sprintf(

@@ -19,6 +19,13 @@ type Options struct {
 	PackagePath string
 	// PackageName is its name.
 	PackageName string
+	// Standalone generates a package of one's own (from a schema of one's own),
+	// not this module's package payloads, which declares by hand what a
+	// payload package needs beyond the generated code. Generate then adds
+	// runtime.go, which names those (Payload, Event, Registrar, UnknownEvent,
+	// Timestamp, DecodeError, …) by aliases of the runtime package
+	// forgehooks.dev/forgehooks/payloads/codec.
+	Standalone bool
 }
 
 // DefaultOptions generate package payloads of this module.
@@ -26,6 +33,10 @@ var DefaultOptions = Options{PackagePath: "forgehooks.dev/forgehooks/payloads", 
 
 // emitterPath is the import path of package emitter, which registration uses.
 const emitterPath = "forgehooks.dev/forgehooks/emitter"
+
+// runtimePath is the import path of the runtime every generated package
+// calls (decoding, encoding, registration), imported as codec.
+const runtimePath = "forgehooks.dev/forgehooks/payloads/codec"
 
 // File is one generated file.
 type File struct {
@@ -59,7 +70,7 @@ func Generate(s *Schema, opts Options) ([]File, error) {
 			f := jen.NewFilePathName(path, name)
 			f.HeaderComment(Header)
 			f.ImportName(emitterPath, "emitter")
-			f.ImportAlias(g.path("codec"), "codec")
+			f.ImportAlias(runtimePath, "codec")
 			for _, pp := range p.pkgs {
 				f.ImportAlias(g.path(pp.Name), pp.Name)
 			}
@@ -94,11 +105,15 @@ func Generate(s *Schema, opts Options) ([]File, error) {
 	if err := render("names/", g.namesPath(), "names", []part{{"names.go", g.namesPkgFile}}); err != nil {
 		return nil, err
 	}
-	if err := render("", opts.PackagePath, opts.PackageName, []part{
+	root := []part{
 		{"aliases.go", g.aliasesFile},
 		{"names.go", g.namesFile},
 		{"register.go", g.registerFile},
-	}); err != nil {
+	}
+	if opts.Standalone {
+		root = append(root, part{"runtime.go", g.runtimeFile})
+	}
+	if err := render("", opts.PackagePath, opts.PackageName, root); err != nil {
 		return nil, err
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
@@ -120,7 +135,7 @@ func (g *generator) path(name string) string {
 // rt names one of package codec's declarations: the runtime the generated
 // code calls.
 func (g *generator) rt(name string) *jen.Statement {
-	return jen.Qual(g.path("codec"), name)
+	return jen.Qual(runtimePath, name)
 }
 
 // ref names the generated type called name, qualified unless it is in the

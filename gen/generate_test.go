@@ -215,10 +215,10 @@ func TestFixturePackage(t *testing.T) {
 	// payloads: the hand-written files (its own and codec's), the fixture's
 	// generated ones, tests.
 	pkg := filepath.Join(dir, "payloads")
-	runtime, _ := filepath.Glob(filepath.Join(root, "payloads", "internal", "codec", "*.go"))
+	runtime, _ := filepath.Glob(filepath.Join(root, "payloads", "codec", "*.go"))
 	for _, m := range runtime {
 		if !strings.HasSuffix(m, "_test.go") {
-			copyFile(m, filepath.Join(pkg, "internal", "codec", filepath.Base(m)))
+			copyFile(m, filepath.Join(pkg, "codec", filepath.Base(m)))
 		}
 	}
 	matches, _ := filepath.Glob(filepath.Join(root, "payloads", "*.go"))

@@ -3,7 +3,7 @@
 package payloads
 
 import (
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 	events_b "forgehooks.dev/forgehooks/payloads/internal/events_b"
 	events_c "forgehooks.dev/forgehooks/payloads/internal/events_c"
 	events_d "forgehooks.dev/forgehooks/payloads/internal/events_d"

@@ -6,7 +6,11 @@
 //
 // Usage:
 //
-//	genpayloads [-schema dir] [-out dir]
+//	genpayloads [-schema dir] [-out dir] [-package-path path -package-name name]
+//
+// With a package path other than this module's payloads, it generates a
+// package of one's own from a schema of one's own (see examples/customschema):
+// the same code, plus runtime.go (gen.Options.Standalone).
 //
 // It reads the schema with gen.Load, generates with gen.Generate and writes with
 // gen.Write, which also removes generated files the schema no longer needs. It
@@ -29,7 +33,10 @@ func main() {
 	pkgPath := flag.String("package-path", gen.DefaultOptions.PackagePath, "the generated package's import path")
 	pkgName := flag.String("package-name", gen.DefaultOptions.PackageName, "the generated package's name")
 	flag.Parse()
-	if err := run(*schema, *out, gen.Options{PackagePath: *pkgPath, PackageName: *pkgName}); err != nil {
+	// A package other than this module's payloads is a user's own: it gets
+	// the declarations payloads has by hand (gen.Options.Standalone).
+	opts := gen.Options{PackagePath: *pkgPath, PackageName: *pkgName, Standalone: *pkgPath != gen.DefaultOptions.PackagePath}
+	if err := run(*schema, *out, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "genpayloads:", err)
 		os.Exit(1)
 	}

@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AdvisoryCWE) UnmarshalJSON(b []byte) error {

@@ -8,7 +8,7 @@ package payloads
 
 import (
 	"encoding/json"
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 )
 
 // extra is embedded in every struct under this name, which no generated field

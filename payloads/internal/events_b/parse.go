@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseBranchProtectionConfigurationEvent decodes the payload of a
 // "branch_protection_configuration" delivery, for payloads.Parse.

@@ -6,7 +6,7 @@
 // forgehooks.dev/forgehooks/payloads names each by an alias, and documents it.
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // extra is embedded in every struct under this name, which no generated field
 // can take (those are exported); see codec.Extra.

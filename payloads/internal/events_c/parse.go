@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseCheckRunEvent decodes the payload of a "check_run" delivery, for
 // payloads.Parse.

@@ -9,7 +9,7 @@ package payloads
 
 import (
 	"encoding/json"
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 

@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseForkEvent decodes the payload of a "fork" delivery, for payloads.Parse.
 func ParseForkEvent(body []byte) (codec.Payload, error) {

@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseGithubAppAuthorizationEvent decodes the payload of a
 // "github_app_authorization" delivery, for payloads.Parse.

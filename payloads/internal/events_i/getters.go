@@ -4,7 +4,7 @@ package payloads
 
 import (
 	"encoding/json"
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 

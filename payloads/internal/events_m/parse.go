@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseMarketplacePurchaseEvent decodes the payload of a "marketplace_purchase"
 // delivery, for payloads.Parse.

@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParsePackageEvent decodes the payload of a "package" delivery, for
 // payloads.Parse.

@@ -3,7 +3,7 @@
 package payloads
 
 import (
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 

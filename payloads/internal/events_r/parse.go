@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseRegistryPackageEvent decodes the payload of a "registry_package"
 // delivery, for payloads.Parse.

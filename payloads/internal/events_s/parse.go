@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseSecretScanningAlertEvent decodes the payload of a
 // "secret_scanning_alert" delivery, for payloads.Parse.

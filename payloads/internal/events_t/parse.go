@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseTeamEvent decodes the payload of a "team" delivery, for payloads.Parse.
 func ParseTeamEvent(body []byte) (codec.Payload, error) {
