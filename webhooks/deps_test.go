@@ -61,6 +61,13 @@ func TestDependencies(t *testing.T) {
 			}
 		})
 	}
+	t.Run("names holds no typed payload", func(t *testing.T) {
+		for _, d := range goListDeps(t, module+"/payloads/names") {
+			if d[1] != "true" && d[0] != module+"/payloads/names" {
+				t.Errorf("payloads/names depends on %s: it must stay standard-library only", d[0])
+			}
+		}
+	})
 	t.Run("raw-only program", func(t *testing.T) {
 		deps := goListDeps(t, "./testdata/rawonly")
 		var own []string
