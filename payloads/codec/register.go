@@ -43,6 +43,19 @@ func OnActions[P Payload](r Registrar, pkg, fn, event string, known func(string)
 	if len(actions) == 0 {
 		return On(r, pkg, event, event, parse, h)
 	}
+	// The generic part is what needs P; the rest, shared by every
+	// instantiation, is in actionNames and register.
+	eventNames := actionNames(fn, event, known, actions)
+	if h == nil {
+		panic(fmt.Sprintf("payloads: nil handler for %q", eventNames))
+	}
+	name := strings.Join(eventNames, ", ")
+	return register(r, fn, eventNames, name, pkg, event, parse, typedHandler(name, pkg, event, parse, h))
+}
+
+// actionNames returns the event.action names of actions, and panics for an
+// action that known does not know or that is listed twice.
+func actionNames(fn, event string, known func(string) bool, actions []string) []string {
 	eventNames := make([]string, len(actions))
 	for i, a := range actions {
 		name := event + "." + a
@@ -54,8 +67,20 @@ func OnActions[P Payload](r Registrar, pkg, fn, event string, known func(string)
 		}
 		eventNames[i] = name
 	}
+	return eventNames
+}
+
+// register registers handler, the typed handler of the generated package pkg,
+// under eventNames: one name as On does, several with the registrar's OnNames
+// (fn names the caller in the panic of a registrar without one).
+func register(r Registrar, fn string, eventNames []string, name, pkg, event string, parse func([]byte) (Payload, error), handler emitter.Handler) *emitter.Listener {
 	if len(eventNames) == 1 {
-		return On(r, pkg, eventNames[0], event, parse, h)
+		if eventNames[0] == event {
+			if l, ok := decodehook.Register(r, event, WholeDecoder(pkg, event, parse), handler); ok {
+				return l.(*emitter.Listener)
+			}
+		}
+		return r.On(eventNames[0], handler)
 	}
 	multi, ok := r.(interface {
 		OnNames(names []string, h emitter.Handler) *emitter.Listener
@@ -63,10 +88,7 @@ func OnActions[P Payload](r Registrar, pkg, fn, event string, known func(string)
 	if !ok {
 		panic(fmt.Sprintf("payloads: %s with several actions needs a registrar with OnNames (an *emitter.Emitter or *webhooks.Webhooks), not %T", fn, r))
 	}
-	if h == nil {
-		panic(fmt.Sprintf("payloads: nil handler for %q", eventNames))
-	}
-	return multi.OnNames(eventNames, typedHandler(strings.Join(eventNames, ", "), pkg, event, parse, h))
+	return multi.OnNames(eventNames, handler)
 }
 
 // memoKey is the key under which a delivery's typed payload is kept, per
@@ -75,24 +97,18 @@ func OnActions[P Payload](r Registrar, pkg, fn, event string, known func(string)
 // packages never see each other's types.
 type memoKey struct{ pkg, event string }
 
-// On registers h under name for the generated package pkg (its import path). The payload is decoded by parse (the event's parser)
-// at most once per delivery, and only when a typed handler runs; a decode error
+// On registers h under name for the generated package pkg (its import path).
+// The payload is decoded by parse (the event's parser) at most once per delivery, and only when a typed handler runs; a decode error
 // becomes the handler's error. A handler of a whole event (name == event) sees
 // every delivery of it, so where the registrar can (an *emitter.Emitter, and a
 // *webhooks.Webhooks, which dispatches through one) the decode also stands in
-// for the emitter's own validating scan (see wholeDecoder); other registrars
+// for the emitter's own validating scan (see WholeDecoder); other registrars
 // get the handler through On and decode after the emitter's scan.
 func On[P Payload](r Registrar, pkg, name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
 	if h == nil {
 		panic(fmt.Sprintf("payloads: nil handler for %q", name))
 	}
-	handler := typedHandler(name, pkg, event, parse, h)
-	if name == event {
-		if l, ok := decodehook.Register(r, name, WholeDecoder(pkg, event, parse), handler); ok {
-			return l.(*emitter.Listener)
-		}
-	}
-	return r.On(name, handler)
+	return register(r, "On", []string{name}, name, pkg, event, parse, typedHandler(name, pkg, event, parse, h))
 }
 
 // typedHandler is the emitter.Handler of h, registered under name (for
