@@ -25,8 +25,11 @@ import (
 // records and extends it for what is new:
 //
 //   - an event goes to the package of its first letter ("push" to events_p);
+//   - an enum, or a union of scalars and enums, goes to common: such leaf
+//     types are what a spec most often reuses, and common is imported by all;
 //   - a new type used by the events of one package goes to that package; a new
-//     type used by the events of several packages, or by none, to common;
+//     type used by the events of several packages, or by none, to common,
+//     unless it refers to types of one event package: then to that package;
 //   - a recorded type stays where it is when a new user appears: the new
 //     user's package imports the type's.
 //
@@ -226,18 +229,74 @@ func (p *plan) split() {
 			}
 		}
 	}
+	// Leaf types (enums, and unions of scalars and enums) name no other
+	// type, cost little, and are the types a schema update most often gives
+	// a new user (a spec reuses an enum): they live in common, which anything
+	// may import, so that no new user ever moves one.
+	structNames := map[string]bool{}
+	for _, sp := range p.structs {
+		structNames[sp.GoName] = true
+	}
+	var isLeaf func(name string) bool
+	isLeaf = func(name string) bool {
+		if !kinds[name] || structNames[name] {
+			return false
+		}
+		for _, r := range refs[name] {
+			if r == name || !isLeaf(r) {
+				return false
+			}
+		}
+		return true
+	}
 	typePkg := map[string]string{}
 	for name := range kinds {
 		if pkg := rec.Types[name]; pkg != "" {
 			typePkg[name] = pkg
-			continue
 		}
-		typePkg[name] = commonPkg
-		if len(users[name]) == 1 {
-			for pkg := range users[name] {
-				typePkg[name] = pkg
+	}
+	// A new type: with the events of its one package; else in common, unless
+	// it refers to types (recorded, or new and placed first) of one event
+	// package: then in that package, so that nothing recorded moves.
+	var place func(name string, visiting map[string]bool) string
+	place = func(name string, visiting map[string]bool) string {
+		if pkg := typePkg[name]; pkg != "" {
+			return pkg
+		}
+		if visiting[name] {
+			return commonPkg // a recursive type: its own package decides
+		}
+		visiting[name] = true
+		pkg := commonPkg
+		switch {
+		case isLeaf(name):
+		case len(users[name]) == 1:
+			for u := range users[name] {
+				pkg = u
+			}
+		default:
+			below := map[string]bool{}
+			for _, r := range refs[name] {
+				if rp := place(r, visiting); rp != commonPkg {
+					below[rp] = true
+				}
+			}
+			if len(below) == 1 {
+				for rp := range below {
+					pkg = rp
+				}
 			}
 		}
+		typePkg[name] = pkg
+		return pkg
+	}
+	typeNames := make([]string, 0, len(kinds))
+	for name := range kinds {
+		typeNames = append(typeNames, name)
+	}
+	sort.Strings(typeNames)
+	for _, name := range typeNames {
+		place(name, map[string]bool{})
 	}
 
 	// Keep the imports acyclic, common importing nothing generated: move what

@@ -74,6 +74,38 @@ func TestSplitIsStable(t *testing.T) {
 			t.Error("no internal/events_z/types.go")
 		}
 	})
+	t.Run("a new shared type goes with the recorded types it refers to", func(t *testing.T) {
+		s := fixtureWithRecord(t)
+		// Squad: used by push (events_p) and issues (events_i), and refers to
+		// Team, recorded in events_i: it goes to events_i, not to common,
+		// which would have to import events_i.
+		s.Types = append(s.Types, Type{Name: "Squad", Kind: KindStruct, Fields: []Field{{JSON: "team", Type: "Team"}}})
+		for i := range s.Types {
+			switch s.Types[i].Name {
+			case "PushEvent", "Issue":
+				s.Types[i].Fields = append(append([]Field(nil), s.Types[i].Fields...), Field{JSON: "squad", Type: "Squad"})
+			}
+		}
+		rec, err := PackagesOf(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := Moved(s.Packages, rec); len(m) > 0 {
+			t.Errorf("moved: %q", m)
+		}
+		if rec.Types["Squad"] != "events_i" {
+			t.Errorf("Squad in %q, want events_i", rec.Types["Squad"])
+		}
+		if _, err := Generate(s, DefaultOptions); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("enums live in common", func(t *testing.T) {
+		s := fixtureWithRecord(t)
+		if got := s.Packages.Types["IssueState"]; got != commonPkg {
+			t.Errorf("IssueState (an enum used by one package) in %q, want common", got)
+		}
+	})
 	t.Run("a recorded event keeps its package", func(t *testing.T) {
 		s := fixtureWithRecord(t)
 		s.Packages.Events = maps.Clone(s.Packages.Events)

@@ -570,8 +570,8 @@ type BranchProtectionRule = events_b.BranchProtectionRule
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_b.
-type BranchProtectionRuleAllowDeletionsEnforcementLevel = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevel
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type BranchProtectionRuleAllowDeletionsEnforcementLevel = common.BranchProtectionRuleAllowDeletionsEnforcementLevel
 
 // BranchProtectionRuleCreatedEvent is the payload of a "branch_protection_rule"
 // delivery with action "created".
@@ -915,8 +915,8 @@ type CheckRunCompletedEvent = events_c.CheckRunCompletedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type CheckRunConclusion = events_c.CheckRunConclusion
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type CheckRunConclusion = common.CheckRunConclusion
 
 // CheckRunCreatedEvent is the payload of a "check_run" delivery with action
 // "created".
@@ -1144,8 +1144,8 @@ type CheckRunRerequestedEvent = events_c.CheckRunRerequestedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type CheckRunStatus = events_c.CheckRunStatus
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type CheckRunStatus = common.CheckRunStatus
 
 // CheckRunUnknownEvent is the payload of a "check_run" delivery whose action
 // the schema does not know. It has the members all known actions share, the
@@ -1384,8 +1384,8 @@ type CheckSuiteRerequestedEvent = events_c.CheckSuiteRerequestedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type CheckSuiteStatus = events_c.CheckSuiteStatus
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type CheckSuiteStatus = common.CheckSuiteStatus
 
 // CheckSuiteUnknownEvent is the payload of a "check_suite" delivery whose
 // action the schema does not know. It has the members all known actions share,
@@ -1622,8 +1622,8 @@ type CodeScanningAlertCreatedEvent = events_c.CodeScanningAlertCreatedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type CodeScanningAlertDismissedReason = events_c.CodeScanningAlertDismissedReason
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type CodeScanningAlertDismissedReason = common.CodeScanningAlertDismissedReason
 
 // CodeScanningAlertEvent is the payload of a "code_scanning_alert" delivery:
 // one of *CodeScanningAlertAppearedInBranchEvent,
@@ -1798,8 +1798,8 @@ type CodeScanningAlertRule = events_c.CodeScanningAlertRule
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type CodeScanningAlertRuleSeverity = events_c.CodeScanningAlertRuleSeverity
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type CodeScanningAlertRuleSeverity = common.CodeScanningAlertRuleSeverity
 
 // CodeScanningAlertTool is a type of the forge's payloads.
 //
@@ -1882,8 +1882,8 @@ type CodeScanningTool = events_r.CodeScanningTool
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type CodeScanningToolAlertsThreshold = events_r.CodeScanningToolAlertsThreshold
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type CodeScanningToolAlertsThreshold = common.CodeScanningToolAlertsThreshold
 
 // CodeScanningToolSecurityAlertsThreshold: The severity level at which code
 // scanning results that raise security alerts block a reference update. For
@@ -1892,8 +1892,8 @@ type CodeScanningToolAlertsThreshold = events_r.CodeScanningToolAlertsThreshold
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type CodeScanningToolSecurityAlertsThreshold = events_r.CodeScanningToolSecurityAlertsThreshold
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type CodeScanningToolSecurityAlertsThreshold = common.CodeScanningToolSecurityAlertsThreshold
 
 // Commit is a type of the forge's payloads.
 //
@@ -2641,16 +2641,16 @@ type DependabotAlertDependency = events_d.DependabotAlertDependency
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DependabotAlertDependencyRelationship = events_d.DependabotAlertDependencyRelationship
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DependabotAlertDependencyRelationship = common.DependabotAlertDependencyRelationship
 
 // DependabotAlertDependencyScope: The execution scope of the vulnerable
 // dependency.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DependabotAlertDependencyScope = events_d.DependabotAlertDependencyScope
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DependabotAlertDependencyScope = common.DependabotAlertDependencyScope
 
 // DependabotAlertDismissedEvent is the payload of a "dependabot_alert" delivery
 // with action "dismissed".
@@ -2687,8 +2687,8 @@ type DependabotAlertDismissedEvent = events_d.DependabotAlertDismissedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DependabotAlertDismissedReason = events_d.DependabotAlertDismissedReason
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DependabotAlertDismissedReason = common.DependabotAlertDismissedReason
 
 // DependabotAlertEvent is the payload of a "dependabot_alert" delivery: one of
 // *DependabotAlertAutoDismissedEvent, *DependabotAlertAutoReopenedEvent,
@@ -2914,8 +2914,8 @@ type DependabotAlertSecurityVulnerability = events_d.DependabotAlertSecurityVuln
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DependabotAlertState = events_d.DependabotAlertState
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DependabotAlertState = common.DependabotAlertState
 
 // DependabotAlertUnknownEvent is the payload of a "dependabot_alert" delivery
 // whose action the schema does not know. It has the members all known actions
@@ -3606,8 +3606,8 @@ type DeploymentReviewReviewer = events_d.DeploymentReviewReviewer
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DeploymentReviewReviewerType = events_d.DeploymentReviewReviewerType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DeploymentReviewReviewerType = common.DeploymentReviewReviewerType
 
 // DeploymentReviewUnknownEvent is the payload of a "deployment_review" delivery
 // whose action the schema does not know. It has the members all known actions
@@ -3771,8 +3771,8 @@ type DeploymentStatusCheckRun = events_d.DeploymentStatusCheckRun
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DeploymentStatusCheckRunConclusion = events_d.DeploymentStatusCheckRunConclusion
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DeploymentStatusCheckRunConclusion = common.DeploymentStatusCheckRunConclusion
 
 // DeploymentStatusCheckRunStatus: The current status of the check run. Can be
 // `queued`, `in_progress`, or `completed`.
@@ -4023,8 +4023,8 @@ type DeploymentWorkflowRun = events_d.DeploymentWorkflowRun
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DeploymentWorkflowRunConclusion = events_d.DeploymentWorkflowRunConclusion
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DeploymentWorkflowRunConclusion = common.DeploymentWorkflowRunConclusion
 
 // DeploymentWorkflowRunHeadRepository is a type of the forge's payloads.
 //
@@ -4885,15 +4885,15 @@ type DiscussionReopenedEvent = events_d.DiscussionReopenedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DiscussionState = events_d.DiscussionState
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DiscussionState = common.DiscussionState
 
 // DiscussionStateReason: The reason for the current state
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
-type DiscussionStateReason = events_d.DiscussionStateReason
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DiscussionStateReason = common.DiscussionStateReason
 
 // DiscussionTransferredChanges is a type of the forge's payloads.
 //
@@ -5564,8 +5564,8 @@ type GollumPage = events_g.GollumPage
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_g.
-type GollumPageAction = events_g.GollumPageAction
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type GollumPageAction = common.GollumPageAction
 
 // HookResponse is a type of the forge's payloads.
 //
@@ -8133,8 +8133,8 @@ type MarketplacePurchasePlan = events_m.MarketplacePurchasePlan
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
-type MarketplacePurchasePlanPriceModel = events_m.MarketplacePurchasePlanPriceModel
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type MarketplacePurchasePlanPriceModel = common.MarketplacePurchasePlanPriceModel
 
 // MarketplacePurchasePurchasedEvent is the payload of a "marketplace_purchase"
 // delivery with action "purchased".
@@ -8555,8 +8555,8 @@ type MembershipRemovedEvent = events_m.MembershipRemovedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
-type MembershipScope = events_m.MembershipScope
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type MembershipScope = common.MembershipScope
 
 // MembershipUnknownEvent is the payload of a "membership" delivery whose action
 // the schema does not know. It has the members all known actions share, the
@@ -8718,8 +8718,8 @@ type MergeGroupDestroyedEvent = events_m.MergeGroupDestroyedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
-type MergeGroupDestroyedReason = events_m.MergeGroupDestroyedReason
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type MergeGroupDestroyedReason = common.MergeGroupDestroyedReason
 
 // MergeGroupEvent is the payload of a "merge_group" delivery: one of
 // *MergeGroupChecksRequestedEvent, *MergeGroupDestroyedEvent, or
@@ -8942,15 +8942,15 @@ type MetaHookConfig = events_m.MetaHookConfig
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
-type MetaHookConfigContentType = events_m.MetaHookConfigContentType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type MetaHookConfigContentType = common.MetaHookConfigContentType
 
 // MetaHookEvent is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_m.
-type MetaHookEvent = events_m.MetaHookEvent
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type MetaHookEvent = common.MetaHookEvent
 
 // MetaUnknownEvent is the payload of a "meta" delivery whose action the schema
 // does not know. It has the members all known actions share, the action, and in
@@ -9713,8 +9713,8 @@ type OrganizationCustomProperty = events_c.OrganizationCustomProperty
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type OrganizationCustomPropertyDefaultValue = events_c.OrganizationCustomPropertyDefaultValue
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type OrganizationCustomPropertyDefaultValue = common.OrganizationCustomPropertyDefaultValue
 
 // OrganizationCustomPropertySourceType: The source type of the property
 //
@@ -9727,16 +9727,16 @@ type OrganizationCustomPropertySourceType = common.OrganizationCustomPropertySou
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type OrganizationCustomPropertyValueType = events_c.OrganizationCustomPropertyValueType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type OrganizationCustomPropertyValueType = common.OrganizationCustomPropertyValueType
 
 // OrganizationCustomPropertyValuesEditableBy: Who can edit the values of the
 // property
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
-type OrganizationCustomPropertyValuesEditableBy = events_c.OrganizationCustomPropertyValuesEditableBy
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type OrganizationCustomPropertyValuesEditableBy = common.OrganizationCustomPropertyValuesEditableBy
 
 // OrganizationDeletedEvent is the payload of an "organization" delivery with
 // action "deleted".
@@ -10443,8 +10443,8 @@ type PackageVersionNugetMetadata = events_p.PackageVersionNugetMetadata
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type PackageVersionNugetMetadataID = events_p.PackageVersionNugetMetadataID
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PackageVersionNugetMetadataID = common.PackageVersionNugetMetadataID
 
 // PackageVersionNugetMetadataValue is one of several types.
 //
@@ -10650,8 +10650,8 @@ type PatternParameters = events_r.PatternParameters
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type PatternParametersOperator = events_r.PatternParametersOperator
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PatternParametersOperator = common.PatternParametersOperator
 
 // PermissionLevel: The level of permission to grant the access token for forge
 // Actions workflows, workflow runs, and artifacts.
@@ -10877,8 +10877,8 @@ type PersonalAccessTokenRequestPermissionsAdded = events_p.PersonalAccessTokenRe
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type PersonalAccessTokenRequestRepositorySelection = events_p.PersonalAccessTokenRequestRepositorySelection
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PersonalAccessTokenRequestRepositorySelection = common.PersonalAccessTokenRequestRepositorySelection
 
 // PersonalAccessTokenRequestUnknownEvent is the payload of a
 // "personal_access_token_request" delivery whose action the schema does not
@@ -12092,8 +12092,8 @@ type ProjectsV2ItemChangesArchivedAt = events_p.ProjectsV2ItemChangesArchivedAt
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type ProjectsV2ItemContentType = events_p.ProjectsV2ItemContentType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type ProjectsV2ItemContentType = common.ProjectsV2ItemContentType
 
 // ProjectsV2ItemConvertedChanges is a type of the forge's payloads.
 //
@@ -12704,8 +12704,8 @@ type ProjectsV2StatusUpdateEditedChangesStatus = events_p.ProjectsV2StatusUpdate
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type ProjectsV2StatusUpdateEditedChangesStatusFrom = events_p.ProjectsV2StatusUpdateEditedChangesStatusFrom
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type ProjectsV2StatusUpdateEditedChangesStatusFrom = common.ProjectsV2StatusUpdateEditedChangesStatusFrom
 
 // ProjectsV2StatusUpdateEditedEvent is the payload of a
 // "projects_v2_status_update" delivery with action "edited".
@@ -13276,8 +13276,8 @@ type PullRequestDequeuedEvent = events_p.PullRequestDequeuedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type PullRequestDequeuedReason = events_p.PullRequestDequeuedReason
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PullRequestDequeuedReason = common.PullRequestDequeuedReason
 
 // PullRequestEditedChanges: The changes to the comment if the action was
 // `edited`.
@@ -14092,16 +14092,16 @@ type PullRequestReviewCommentPullRequestHead = events_p.PullRequestReviewComment
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type PullRequestReviewCommentSide = events_p.PullRequestReviewCommentSide
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PullRequestReviewCommentSide = common.PullRequestReviewCommentSide
 
 // PullRequestReviewCommentSubjectType: The level at which the comment is
 // targeted, can be a diff line or a file.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type PullRequestReviewCommentSubjectType = events_p.PullRequestReviewCommentSubjectType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PullRequestReviewCommentSubjectType = common.PullRequestReviewCommentSubjectType
 
 // PullRequestReviewCommentUnknownEvent is the payload of a
 // "pull_request_review_comment" delivery whose action the schema does not know.
@@ -14345,8 +14345,8 @@ type PullRequestReviewRequestedEvent = events_p.PullRequestReviewRequestedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type PullRequestReviewState = events_p.PullRequestReviewState
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PullRequestReviewState = common.PullRequestReviewState
 
 // PullRequestReviewSubmittedEvent is the payload of a "pull_request_review"
 // delivery with action "submitted".
@@ -15166,8 +15166,8 @@ type RegistryPackagePackageVersionNugetMetadata = events_r.RegistryPackagePackag
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RegistryPackagePackageVersionNugetMetadataID = events_r.RegistryPackagePackageVersionNugetMetadataID
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RegistryPackagePackageVersionNugetMetadataID = common.RegistryPackagePackageVersionNugetMetadataID
 
 // RegistryPackagePackageVersionRelease is a type of the forge's payloads.
 //
@@ -15423,8 +15423,8 @@ type ReleaseAsset = events_r.ReleaseAsset
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type ReleaseAssetState = events_r.ReleaseAssetState
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type ReleaseAssetState = common.ReleaseAssetState
 
 // ReleaseCreatedEvent is the payload of a "release" delivery with action
 // "created".
@@ -16084,8 +16084,8 @@ type RepositoryAdvisoryCredit = events_r.RepositoryAdvisoryCredit
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryAdvisoryCreditState = events_r.RepositoryAdvisoryCreditState
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryAdvisoryCreditState = common.RepositoryAdvisoryCreditState
 
 // RepositoryAdvisoryEvent is the payload of a "repository_advisory" delivery:
 // one of *RepositoryAdvisoryPublishedEvent, *RepositoryAdvisoryReportedEvent,
@@ -16182,8 +16182,8 @@ type RepositoryAdvisoryReportedEvent = events_r.RepositoryAdvisoryReportedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryAdvisoryState = events_r.RepositoryAdvisoryState
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryAdvisoryState = common.RepositoryAdvisoryState
 
 // RepositoryAdvisorySubmission is a type of the forge's payloads.
 //
@@ -16614,8 +16614,8 @@ type RepositoryImportEvent = events_r.RepositoryImportEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryImportStatus = events_r.RepositoryImportStatus
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryImportStatus = common.RepositoryImportStatus
 
 // RepositoryLite is a type of the forge's payloads.
 //
@@ -17060,8 +17060,8 @@ type RepositoryRuleDeletion = events_r.RepositoryRuleDeletion
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRuleEnforcement = events_r.RepositoryRuleEnforcement
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRuleEnforcement = common.RepositoryRuleEnforcement
 
 // RepositoryRuleFileExtensionRestriction: Prevent commits that include files
 // with specified file extensions from being pushed to the commit graph.
@@ -17250,16 +17250,16 @@ type RepositoryRuleMergeQueueParameters = events_r.RepositoryRuleMergeQueueParam
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRuleMergeQueueParametersGroupingStrategy = events_r.RepositoryRuleMergeQueueParametersGroupingStrategy
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRuleMergeQueueParametersGroupingStrategy = common.RepositoryRuleMergeQueueParametersGroupingStrategy
 
 // RepositoryRuleMergeQueueParametersMergeMethod: Method to use when merging
 // changes from queued pull requests.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRuleMergeQueueParametersMergeMethod = events_r.RepositoryRuleMergeQueueParametersMergeMethod
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRuleMergeQueueParametersMergeMethod = common.RepositoryRuleMergeQueueParametersMergeMethod
 
 // RepositoryRuleNonFastForward: Prevent users with push access from force
 // pushing to refs.
@@ -17581,8 +17581,8 @@ type RepositoryRulesetBypassActor = events_r.RepositoryRulesetBypassActor
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRulesetBypassActorActorType = events_r.RepositoryRulesetBypassActorActorType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRulesetBypassActorActorType = common.RepositoryRulesetBypassActorActorType
 
 // RepositoryRulesetBypassActorBypassMode: When the specified actor can bypass
 // the ruleset. `pull_request` means that an actor can only bypass rules on pull
@@ -17593,8 +17593,8 @@ type RepositoryRulesetBypassActorActorType = events_r.RepositoryRulesetBypassAct
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRulesetBypassActorBypassMode = events_r.RepositoryRulesetBypassActorBypassMode
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRulesetBypassActorBypassMode = common.RepositoryRulesetBypassActorBypassMode
 
 // RepositoryRulesetConditions is one of several types.
 //
@@ -17764,8 +17764,8 @@ type RepositoryRulesetCreatedEvent = events_r.RepositoryRulesetCreatedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRulesetCurrentUserCanBypass = events_r.RepositoryRulesetCurrentUserCanBypass
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRulesetCurrentUserCanBypass = common.RepositoryRulesetCurrentUserCanBypass
 
 // RepositoryRulesetDeletedEvent is the payload of a "repository_ruleset"
 // delivery with action "deleted".
@@ -18072,22 +18072,22 @@ type RepositoryRulesetPropertyTargetingDefinition = events_r.RepositoryRulesetPr
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRulesetPropertyTargetingDefinitionSource = events_r.RepositoryRulesetPropertyTargetingDefinitionSource
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRulesetPropertyTargetingDefinitionSource = common.RepositoryRulesetPropertyTargetingDefinitionSource
 
 // RepositoryRulesetSourceType: The type of the source of the ruleset
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRulesetSourceType = events_r.RepositoryRulesetSourceType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRulesetSourceType = common.RepositoryRulesetSourceType
 
 // RepositoryRulesetTarget: The target of the ruleset
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type RepositoryRulesetTarget = events_r.RepositoryRulesetTarget
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryRulesetTarget = common.RepositoryRulesetTarget
 
 // RepositoryRulesetUnknownEvent is the payload of a "repository_ruleset"
 // delivery whose action the schema does not know. It has the members all known
@@ -18126,8 +18126,8 @@ type RepositoryRulesetUnknownEvent = events_r.RepositoryRulesetUnknownEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
-type RepositorySelection = events_i.RepositorySelection
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositorySelection = common.RepositorySelection
 
 // RepositoryTemplateRepository is a type of the forge's payloads.
 //
@@ -18835,8 +18835,8 @@ type Reviewer = events_r.Reviewer
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type ReviewerType = events_r.ReviewerType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type ReviewerType = common.ReviewerType
 
 // RubyGemsMetadata is a type of the forge's payloads.
 //
@@ -19214,8 +19214,8 @@ type SecretScanningAlertReopenedEvent = events_s.SecretScanningAlertReopenedEven
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type SecretScanningAlertResolution = events_s.SecretScanningAlertResolution
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningAlertResolution = common.SecretScanningAlertResolution
 
 // SecretScanningAlertResolvedEvent is the payload of a "secret_scanning_alert"
 // delivery with action "resolved".
@@ -19383,8 +19383,8 @@ type SecretScanningAlertValidatedEvent = events_s.SecretScanningAlertValidatedEv
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type SecretScanningAlertValidity = events_s.SecretScanningAlertValidity
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningAlertValidity = common.SecretScanningAlertValidity
 
 // SecretScanningLocation is a type of the forge's payloads.
 //
@@ -19637,8 +19637,8 @@ type SecretScanningLocationPullRequestTitle = events_s.SecretScanningLocationPul
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type SecretScanningLocationType = events_s.SecretScanningLocationType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningLocationType = common.SecretScanningLocationType
 
 // SecretScanningLocationWikiCommit: Represents a 'wiki_commit' secret scanning
 // location type. This location type shows that a secret was detected inside a
@@ -19721,8 +19721,8 @@ type SecretScanningScanCompletedEvent = events_s.SecretScanningScanCompletedEven
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type SecretScanningScanCustomPatternScope = events_s.SecretScanningScanCustomPatternScope
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningScanCustomPatternScope = common.SecretScanningScanCustomPatternScope
 
 // SecretScanningScanEvent is the payload of a "secret_scanning_scan" delivery:
 // one of *SecretScanningScanCompletedEvent, or *SecretScanningScanUnknownEvent
@@ -19767,15 +19767,15 @@ type SecretScanningScanEvent = events_s.SecretScanningScanEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type SecretScanningScanSource = events_s.SecretScanningScanSource
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningScanSource = common.SecretScanningScanSource
 
 // SecretScanningScanType: What type of scan was completed
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type SecretScanningScanType = events_s.SecretScanningScanType
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningScanType = common.SecretScanningScanType
 
 // SecretScanningScanUnknownEvent is the payload of a "secret_scanning_scan"
 // delivery whose action the schema does not know. It has the members all known
@@ -19885,8 +19885,8 @@ type SecurityAdvisoryCVSS = common.SecurityAdvisoryCVSS
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type SecurityAdvisoryCreditTypes = events_r.SecurityAdvisoryCreditTypes
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecurityAdvisoryCreditTypes = common.SecurityAdvisoryCreditTypes
 
 // SecurityAdvisoryEPSS: The EPSS scores as calculated by the Exploit Prediction
 // Scoring System.
@@ -19911,8 +19911,8 @@ type SecurityAdvisoryEPSS = events_d.SecurityAdvisoryEPSS
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
-type SecurityAdvisoryEcosystems = events_r.SecurityAdvisoryEcosystems
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecurityAdvisoryEcosystems = common.SecurityAdvisoryEcosystems
 
 // SecurityAdvisoryEvent is the payload of a "security_advisory" delivery: one
 // of *SecurityAdvisoryPerformedEvent, *SecurityAdvisoryPublishedEvent,
@@ -21230,8 +21230,8 @@ type StatusCommitCommitVerification = events_s.StatusCommitCommitVerification
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type StatusCommitCommitVerificationReason = events_s.StatusCommitCommitVerificationReason
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type StatusCommitCommitVerificationReason = common.StatusCommitCommitVerificationReason
 
 // StatusCommitParent is a type of the forge's payloads.
 //
@@ -21314,8 +21314,8 @@ type StatusEvent = events_s.StatusEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
-type StatusState = events_s.StatusState
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type StatusState = common.StatusState
 
 // StringChange is a type of the forge's payloads.
 //
@@ -22237,8 +22237,8 @@ type WebhookConfigInsecureSSL = common.WebhookConfigInsecureSSL
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
-type WebhookName = events_p.WebhookName
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type WebhookName = common.WebhookName
 
 // Workflow is a type of the forge's payloads.
 //
@@ -22429,8 +22429,8 @@ type WorkflowJobCompletedEvent = events_w.WorkflowJobCompletedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
-type WorkflowJobConclusion = events_w.WorkflowJobConclusion
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type WorkflowJobConclusion = common.WorkflowJobConclusion
 
 // WorkflowJobEvent is the payload of a "workflow_job" delivery: one of
 // *WorkflowJobCompletedEvent, *WorkflowJobInProgressEvent,
@@ -22537,8 +22537,8 @@ type WorkflowJobQueuedEvent = events_w.WorkflowJobQueuedEvent
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
-type WorkflowJobStatus = events_w.WorkflowJobStatus
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type WorkflowJobStatus = common.WorkflowJobStatus
 
 // WorkflowJobUnknownEvent is the payload of a "workflow_job" delivery whose
 // action the schema does not know. It has the members all known actions share,
@@ -22937,8 +22937,8 @@ type WorkflowStep = events_w.WorkflowStep
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_w.
-type WorkflowStepConclusion = events_w.WorkflowStepConclusion
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type WorkflowStepConclusion = common.WorkflowStepConclusion
 
 // The values of ActiveLockReason the schema lists.
 const (
@@ -23050,32 +23050,32 @@ const (
 
 // The values of BranchProtectionRuleAllowDeletionsEnforcementLevel the schema lists.
 const (
-	BranchProtectionRuleAllowDeletionsEnforcementLevelOff       = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevelOff
-	BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins
-	BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone  = events_b.BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone
+	BranchProtectionRuleAllowDeletionsEnforcementLevelOff       = common.BranchProtectionRuleAllowDeletionsEnforcementLevelOff
+	BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins = common.BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins
+	BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone  = common.BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone
 )
 
 // The values of CheckRunConclusion the schema lists.
 const (
-	CheckRunConclusionWaiting        = events_c.CheckRunConclusionWaiting
-	CheckRunConclusionPending        = events_c.CheckRunConclusionPending
-	CheckRunConclusionStartupFailure = events_c.CheckRunConclusionStartupFailure
-	CheckRunConclusionStale          = events_c.CheckRunConclusionStale
-	CheckRunConclusionSuccess        = events_c.CheckRunConclusionSuccess
-	CheckRunConclusionFailure        = events_c.CheckRunConclusionFailure
-	CheckRunConclusionNeutral        = events_c.CheckRunConclusionNeutral
-	CheckRunConclusionCancelled      = events_c.CheckRunConclusionCancelled
-	CheckRunConclusionSkipped        = events_c.CheckRunConclusionSkipped
-	CheckRunConclusionTimedOut       = events_c.CheckRunConclusionTimedOut
-	CheckRunConclusionActionRequired = events_c.CheckRunConclusionActionRequired
+	CheckRunConclusionWaiting        = common.CheckRunConclusionWaiting
+	CheckRunConclusionPending        = common.CheckRunConclusionPending
+	CheckRunConclusionStartupFailure = common.CheckRunConclusionStartupFailure
+	CheckRunConclusionStale          = common.CheckRunConclusionStale
+	CheckRunConclusionSuccess        = common.CheckRunConclusionSuccess
+	CheckRunConclusionFailure        = common.CheckRunConclusionFailure
+	CheckRunConclusionNeutral        = common.CheckRunConclusionNeutral
+	CheckRunConclusionCancelled      = common.CheckRunConclusionCancelled
+	CheckRunConclusionSkipped        = common.CheckRunConclusionSkipped
+	CheckRunConclusionTimedOut       = common.CheckRunConclusionTimedOut
+	CheckRunConclusionActionRequired = common.CheckRunConclusionActionRequired
 )
 
 // The values of CheckRunStatus the schema lists.
 const (
-	CheckRunStatusQueued     = events_c.CheckRunStatusQueued
-	CheckRunStatusInProgress = events_c.CheckRunStatusInProgress
-	CheckRunStatusCompleted  = events_c.CheckRunStatusCompleted
-	CheckRunStatusPending    = events_c.CheckRunStatusPending
+	CheckRunStatusQueued     = common.CheckRunStatusQueued
+	CheckRunStatusInProgress = common.CheckRunStatusInProgress
+	CheckRunStatusCompleted  = common.CheckRunStatusCompleted
+	CheckRunStatusPending    = common.CheckRunStatusPending
 )
 
 // The values of CheckSuiteConclusion the schema lists.
@@ -23093,65 +23093,65 @@ const (
 
 // The values of CheckSuiteStatus the schema lists.
 const (
-	CheckSuiteStatusRequested  = events_c.CheckSuiteStatusRequested
-	CheckSuiteStatusInProgress = events_c.CheckSuiteStatusInProgress
-	CheckSuiteStatusCompleted  = events_c.CheckSuiteStatusCompleted
-	CheckSuiteStatusQueued     = events_c.CheckSuiteStatusQueued
-	CheckSuiteStatusPending    = events_c.CheckSuiteStatusPending
+	CheckSuiteStatusRequested  = common.CheckSuiteStatusRequested
+	CheckSuiteStatusInProgress = common.CheckSuiteStatusInProgress
+	CheckSuiteStatusCompleted  = common.CheckSuiteStatusCompleted
+	CheckSuiteStatusQueued     = common.CheckSuiteStatusQueued
+	CheckSuiteStatusPending    = common.CheckSuiteStatusPending
 )
 
 // The values of CodeScanningAlertDismissedReason the schema lists.
 const (
-	CodeScanningAlertDismissedReasonFalsePositive = events_c.CodeScanningAlertDismissedReasonFalsePositive
-	CodeScanningAlertDismissedReasonWonTFix       = events_c.CodeScanningAlertDismissedReasonWonTFix
-	CodeScanningAlertDismissedReasonUsedInTests   = events_c.CodeScanningAlertDismissedReasonUsedInTests
+	CodeScanningAlertDismissedReasonFalsePositive = common.CodeScanningAlertDismissedReasonFalsePositive
+	CodeScanningAlertDismissedReasonWonTFix       = common.CodeScanningAlertDismissedReasonWonTFix
+	CodeScanningAlertDismissedReasonUsedInTests   = common.CodeScanningAlertDismissedReasonUsedInTests
 )
 
 // The values of CodeScanningAlertRuleSeverity the schema lists.
 const (
-	CodeScanningAlertRuleSeverityNone    = events_c.CodeScanningAlertRuleSeverityNone
-	CodeScanningAlertRuleSeverityNote    = events_c.CodeScanningAlertRuleSeverityNote
-	CodeScanningAlertRuleSeverityWarning = events_c.CodeScanningAlertRuleSeverityWarning
-	CodeScanningAlertRuleSeverityError   = events_c.CodeScanningAlertRuleSeverityError
+	CodeScanningAlertRuleSeverityNone    = common.CodeScanningAlertRuleSeverityNone
+	CodeScanningAlertRuleSeverityNote    = common.CodeScanningAlertRuleSeverityNote
+	CodeScanningAlertRuleSeverityWarning = common.CodeScanningAlertRuleSeverityWarning
+	CodeScanningAlertRuleSeverityError   = common.CodeScanningAlertRuleSeverityError
 )
 
 // The values of CodeScanningToolAlertsThreshold the schema lists.
 const (
-	CodeScanningToolAlertsThresholdNone              = events_r.CodeScanningToolAlertsThresholdNone
-	CodeScanningToolAlertsThresholdErrors            = events_r.CodeScanningToolAlertsThresholdErrors
-	CodeScanningToolAlertsThresholdErrorsAndWarnings = events_r.CodeScanningToolAlertsThresholdErrorsAndWarnings
-	CodeScanningToolAlertsThresholdAll               = events_r.CodeScanningToolAlertsThresholdAll
+	CodeScanningToolAlertsThresholdNone              = common.CodeScanningToolAlertsThresholdNone
+	CodeScanningToolAlertsThresholdErrors            = common.CodeScanningToolAlertsThresholdErrors
+	CodeScanningToolAlertsThresholdErrorsAndWarnings = common.CodeScanningToolAlertsThresholdErrorsAndWarnings
+	CodeScanningToolAlertsThresholdAll               = common.CodeScanningToolAlertsThresholdAll
 )
 
 // The values of CodeScanningToolSecurityAlertsThreshold the schema lists.
 const (
-	CodeScanningToolSecurityAlertsThresholdNone           = events_r.CodeScanningToolSecurityAlertsThresholdNone
-	CodeScanningToolSecurityAlertsThresholdCritical       = events_r.CodeScanningToolSecurityAlertsThresholdCritical
-	CodeScanningToolSecurityAlertsThresholdHighOrHigher   = events_r.CodeScanningToolSecurityAlertsThresholdHighOrHigher
-	CodeScanningToolSecurityAlertsThresholdMediumOrHigher = events_r.CodeScanningToolSecurityAlertsThresholdMediumOrHigher
-	CodeScanningToolSecurityAlertsThresholdAll            = events_r.CodeScanningToolSecurityAlertsThresholdAll
+	CodeScanningToolSecurityAlertsThresholdNone           = common.CodeScanningToolSecurityAlertsThresholdNone
+	CodeScanningToolSecurityAlertsThresholdCritical       = common.CodeScanningToolSecurityAlertsThresholdCritical
+	CodeScanningToolSecurityAlertsThresholdHighOrHigher   = common.CodeScanningToolSecurityAlertsThresholdHighOrHigher
+	CodeScanningToolSecurityAlertsThresholdMediumOrHigher = common.CodeScanningToolSecurityAlertsThresholdMediumOrHigher
+	CodeScanningToolSecurityAlertsThresholdAll            = common.CodeScanningToolSecurityAlertsThresholdAll
 )
 
 // The values of DependabotAlertDependencyRelationship the schema lists.
 const (
-	DependabotAlertDependencyRelationshipUnknown    = events_d.DependabotAlertDependencyRelationshipUnknown
-	DependabotAlertDependencyRelationshipDirect     = events_d.DependabotAlertDependencyRelationshipDirect
-	DependabotAlertDependencyRelationshipTransitive = events_d.DependabotAlertDependencyRelationshipTransitive
+	DependabotAlertDependencyRelationshipUnknown    = common.DependabotAlertDependencyRelationshipUnknown
+	DependabotAlertDependencyRelationshipDirect     = common.DependabotAlertDependencyRelationshipDirect
+	DependabotAlertDependencyRelationshipTransitive = common.DependabotAlertDependencyRelationshipTransitive
 )
 
 // The values of DependabotAlertDependencyScope the schema lists.
 const (
-	DependabotAlertDependencyScopeDevelopment = events_d.DependabotAlertDependencyScopeDevelopment
-	DependabotAlertDependencyScopeRuntime     = events_d.DependabotAlertDependencyScopeRuntime
+	DependabotAlertDependencyScopeDevelopment = common.DependabotAlertDependencyScopeDevelopment
+	DependabotAlertDependencyScopeRuntime     = common.DependabotAlertDependencyScopeRuntime
 )
 
 // The values of DependabotAlertDismissedReason the schema lists.
 const (
-	DependabotAlertDismissedReasonFixStarted    = events_d.DependabotAlertDismissedReasonFixStarted
-	DependabotAlertDismissedReasonInaccurate    = events_d.DependabotAlertDismissedReasonInaccurate
-	DependabotAlertDismissedReasonNoBandwidth   = events_d.DependabotAlertDismissedReasonNoBandwidth
-	DependabotAlertDismissedReasonNotUsed       = events_d.DependabotAlertDismissedReasonNotUsed
-	DependabotAlertDismissedReasonTolerableRisk = events_d.DependabotAlertDismissedReasonTolerableRisk
+	DependabotAlertDismissedReasonFixStarted    = common.DependabotAlertDismissedReasonFixStarted
+	DependabotAlertDismissedReasonInaccurate    = common.DependabotAlertDismissedReasonInaccurate
+	DependabotAlertDismissedReasonNoBandwidth   = common.DependabotAlertDismissedReasonNoBandwidth
+	DependabotAlertDismissedReasonNotUsed       = common.DependabotAlertDismissedReasonNotUsed
+	DependabotAlertDismissedReasonTolerableRisk = common.DependabotAlertDismissedReasonTolerableRisk
 )
 
 // The values of DependabotAlertSecurityAdvisorySeverity the schema lists.
@@ -23164,28 +23164,28 @@ const (
 
 // The values of DependabotAlertState the schema lists.
 const (
-	DependabotAlertStateAutoDismissed = events_d.DependabotAlertStateAutoDismissed
-	DependabotAlertStateDismissed     = events_d.DependabotAlertStateDismissed
-	DependabotAlertStateFixed         = events_d.DependabotAlertStateFixed
-	DependabotAlertStateOpen          = events_d.DependabotAlertStateOpen
+	DependabotAlertStateAutoDismissed = common.DependabotAlertStateAutoDismissed
+	DependabotAlertStateDismissed     = common.DependabotAlertStateDismissed
+	DependabotAlertStateFixed         = common.DependabotAlertStateFixed
+	DependabotAlertStateOpen          = common.DependabotAlertStateOpen
 )
 
 // The values of DeploymentReviewReviewerType the schema lists.
 const (
-	DeploymentReviewReviewerTypeUser = events_d.DeploymentReviewReviewerTypeUser
-	DeploymentReviewReviewerTypeTeam = events_d.DeploymentReviewReviewerTypeTeam
+	DeploymentReviewReviewerTypeUser = common.DeploymentReviewReviewerTypeUser
+	DeploymentReviewReviewerTypeTeam = common.DeploymentReviewReviewerTypeTeam
 )
 
 // The values of DeploymentStatusCheckRunConclusion the schema lists.
 const (
-	DeploymentStatusCheckRunConclusionSuccess        = events_d.DeploymentStatusCheckRunConclusionSuccess
-	DeploymentStatusCheckRunConclusionFailure        = events_d.DeploymentStatusCheckRunConclusionFailure
-	DeploymentStatusCheckRunConclusionNeutral        = events_d.DeploymentStatusCheckRunConclusionNeutral
-	DeploymentStatusCheckRunConclusionCancelled      = events_d.DeploymentStatusCheckRunConclusionCancelled
-	DeploymentStatusCheckRunConclusionTimedOut       = events_d.DeploymentStatusCheckRunConclusionTimedOut
-	DeploymentStatusCheckRunConclusionActionRequired = events_d.DeploymentStatusCheckRunConclusionActionRequired
-	DeploymentStatusCheckRunConclusionStale          = events_d.DeploymentStatusCheckRunConclusionStale
-	DeploymentStatusCheckRunConclusionSkipped        = events_d.DeploymentStatusCheckRunConclusionSkipped
+	DeploymentStatusCheckRunConclusionSuccess        = common.DeploymentStatusCheckRunConclusionSuccess
+	DeploymentStatusCheckRunConclusionFailure        = common.DeploymentStatusCheckRunConclusionFailure
+	DeploymentStatusCheckRunConclusionNeutral        = common.DeploymentStatusCheckRunConclusionNeutral
+	DeploymentStatusCheckRunConclusionCancelled      = common.DeploymentStatusCheckRunConclusionCancelled
+	DeploymentStatusCheckRunConclusionTimedOut       = common.DeploymentStatusCheckRunConclusionTimedOut
+	DeploymentStatusCheckRunConclusionActionRequired = common.DeploymentStatusCheckRunConclusionActionRequired
+	DeploymentStatusCheckRunConclusionStale          = common.DeploymentStatusCheckRunConclusionStale
+	DeploymentStatusCheckRunConclusionSkipped        = common.DeploymentStatusCheckRunConclusionSkipped
 )
 
 // The values of DeploymentStatusCheckRunStatus the schema lists.
@@ -23199,37 +23199,37 @@ const (
 
 // The values of DeploymentWorkflowRunConclusion the schema lists.
 const (
-	DeploymentWorkflowRunConclusionSuccess        = events_d.DeploymentWorkflowRunConclusionSuccess
-	DeploymentWorkflowRunConclusionFailure        = events_d.DeploymentWorkflowRunConclusionFailure
-	DeploymentWorkflowRunConclusionNeutral        = events_d.DeploymentWorkflowRunConclusionNeutral
-	DeploymentWorkflowRunConclusionCancelled      = events_d.DeploymentWorkflowRunConclusionCancelled
-	DeploymentWorkflowRunConclusionTimedOut       = events_d.DeploymentWorkflowRunConclusionTimedOut
-	DeploymentWorkflowRunConclusionActionRequired = events_d.DeploymentWorkflowRunConclusionActionRequired
-	DeploymentWorkflowRunConclusionStale          = events_d.DeploymentWorkflowRunConclusionStale
-	DeploymentWorkflowRunConclusionStartupFailure = events_d.DeploymentWorkflowRunConclusionStartupFailure
+	DeploymentWorkflowRunConclusionSuccess        = common.DeploymentWorkflowRunConclusionSuccess
+	DeploymentWorkflowRunConclusionFailure        = common.DeploymentWorkflowRunConclusionFailure
+	DeploymentWorkflowRunConclusionNeutral        = common.DeploymentWorkflowRunConclusionNeutral
+	DeploymentWorkflowRunConclusionCancelled      = common.DeploymentWorkflowRunConclusionCancelled
+	DeploymentWorkflowRunConclusionTimedOut       = common.DeploymentWorkflowRunConclusionTimedOut
+	DeploymentWorkflowRunConclusionActionRequired = common.DeploymentWorkflowRunConclusionActionRequired
+	DeploymentWorkflowRunConclusionStale          = common.DeploymentWorkflowRunConclusionStale
+	DeploymentWorkflowRunConclusionStartupFailure = common.DeploymentWorkflowRunConclusionStartupFailure
 )
 
 // The values of DiscussionState the schema lists.
 const (
-	DiscussionStateOpen         = events_d.DiscussionStateOpen
-	DiscussionStateClosed       = events_d.DiscussionStateClosed
-	DiscussionStateLocked       = events_d.DiscussionStateLocked
-	DiscussionStateConverting   = events_d.DiscussionStateConverting
-	DiscussionStateTransferring = events_d.DiscussionStateTransferring
+	DiscussionStateOpen         = common.DiscussionStateOpen
+	DiscussionStateClosed       = common.DiscussionStateClosed
+	DiscussionStateLocked       = common.DiscussionStateLocked
+	DiscussionStateConverting   = common.DiscussionStateConverting
+	DiscussionStateTransferring = common.DiscussionStateTransferring
 )
 
 // The values of DiscussionStateReason the schema lists.
 const (
-	DiscussionStateReasonResolved  = events_d.DiscussionStateReasonResolved
-	DiscussionStateReasonOutdated  = events_d.DiscussionStateReasonOutdated
-	DiscussionStateReasonDuplicate = events_d.DiscussionStateReasonDuplicate
-	DiscussionStateReasonReopened  = events_d.DiscussionStateReasonReopened
+	DiscussionStateReasonResolved  = common.DiscussionStateReasonResolved
+	DiscussionStateReasonOutdated  = common.DiscussionStateReasonOutdated
+	DiscussionStateReasonDuplicate = common.DiscussionStateReasonDuplicate
+	DiscussionStateReasonReopened  = common.DiscussionStateReasonReopened
 )
 
 // The values of GollumPageAction the schema lists.
 const (
-	GollumPageActionCreated = events_g.GollumPageActionCreated
-	GollumPageActionEdited  = events_g.GollumPageActionEdited
+	GollumPageActionCreated = common.GollumPageActionCreated
+	GollumPageActionEdited  = common.GollumPageActionEdited
 )
 
 // The values of IssueFieldValueDataType the schema lists.
@@ -23268,21 +23268,21 @@ const (
 
 // The values of MarketplacePurchasePlanPriceModel the schema lists.
 const (
-	MarketplacePurchasePlanPriceModelFree          = events_m.MarketplacePurchasePlanPriceModelFree
-	MarketplacePurchasePlanPriceModelFlatRateUpper = events_m.MarketplacePurchasePlanPriceModelFlatRateUpper
-	MarketplacePurchasePlanPriceModelPerUnitUpper  = events_m.MarketplacePurchasePlanPriceModelPerUnitUpper
+	MarketplacePurchasePlanPriceModelFree          = common.MarketplacePurchasePlanPriceModelFree
+	MarketplacePurchasePlanPriceModelFlatRateUpper = common.MarketplacePurchasePlanPriceModelFlatRateUpper
+	MarketplacePurchasePlanPriceModelPerUnitUpper  = common.MarketplacePurchasePlanPriceModelPerUnitUpper
 	// From overrides: The public example payloads send the price model in lower
 	// case with hyphens; the spec lists only FREE, FLAT_RATE and PER_UNIT.
-	MarketplacePurchasePlanPriceModelFlatRate = events_m.MarketplacePurchasePlanPriceModelFlatRate
+	MarketplacePurchasePlanPriceModelFlatRate = common.MarketplacePurchasePlanPriceModelFlatRate
 	// From overrides: The public example payloads send the price model in lower
 	// case with hyphens; the spec lists only FREE, FLAT_RATE and PER_UNIT.
-	MarketplacePurchasePlanPriceModelPerUnit = events_m.MarketplacePurchasePlanPriceModelPerUnit
+	MarketplacePurchasePlanPriceModelPerUnit = common.MarketplacePurchasePlanPriceModelPerUnit
 )
 
 // The values of MembershipScope the schema lists.
 const (
-	MembershipScopeTeam         = events_m.MembershipScopeTeam
-	MembershipScopeOrganization = events_m.MembershipScopeOrganization
+	MembershipScopeTeam         = common.MembershipScopeTeam
+	MembershipScopeOrganization = common.MembershipScopeOrganization
 )
 
 // The values of MergeCommitMessage the schema lists.
@@ -23300,9 +23300,9 @@ const (
 
 // The values of MergeGroupDestroyedReason the schema lists.
 const (
-	MergeGroupDestroyedReasonMerged      = events_m.MergeGroupDestroyedReasonMerged
-	MergeGroupDestroyedReasonInvalidated = events_m.MergeGroupDestroyedReasonInvalidated
-	MergeGroupDestroyedReasonDequeued    = events_m.MergeGroupDestroyedReasonDequeued
+	MergeGroupDestroyedReasonMerged      = common.MergeGroupDestroyedReasonMerged
+	MergeGroupDestroyedReasonInvalidated = common.MergeGroupDestroyedReasonInvalidated
+	MergeGroupDestroyedReasonDequeued    = common.MergeGroupDestroyedReasonDequeued
 )
 
 // The values of MergeMethod the schema lists.
@@ -23314,64 +23314,64 @@ const (
 
 // The values of MetaHookConfigContentType the schema lists.
 const (
-	MetaHookConfigContentTypeJSON = events_m.MetaHookConfigContentTypeJSON
-	MetaHookConfigContentTypeForm = events_m.MetaHookConfigContentTypeForm
+	MetaHookConfigContentTypeJSON = common.MetaHookConfigContentTypeJSON
+	MetaHookConfigContentTypeForm = common.MetaHookConfigContentTypeForm
 )
 
 // The values of MetaHookEvent the schema lists.
 const (
-	MetaHookEventWildcard                     = events_m.MetaHookEventWildcard
-	MetaHookEventBranchProtectionRule         = events_m.MetaHookEventBranchProtectionRule
-	MetaHookEventCheckRun                     = events_m.MetaHookEventCheckRun
-	MetaHookEventCheckSuite                   = events_m.MetaHookEventCheckSuite
-	MetaHookEventCodeScanningAlert            = events_m.MetaHookEventCodeScanningAlert
-	MetaHookEventCommitComment                = events_m.MetaHookEventCommitComment
-	MetaHookEventCreate                       = events_m.MetaHookEventCreate
-	MetaHookEventDelete                       = events_m.MetaHookEventDelete
-	MetaHookEventDeployment                   = events_m.MetaHookEventDeployment
-	MetaHookEventDeploymentStatus             = events_m.MetaHookEventDeploymentStatus
-	MetaHookEventDeployKey                    = events_m.MetaHookEventDeployKey
-	MetaHookEventDiscussion                   = events_m.MetaHookEventDiscussion
-	MetaHookEventDiscussionComment            = events_m.MetaHookEventDiscussionComment
-	MetaHookEventFork                         = events_m.MetaHookEventFork
-	MetaHookEventGollum                       = events_m.MetaHookEventGollum
-	MetaHookEventIssues                       = events_m.MetaHookEventIssues
-	MetaHookEventIssueComment                 = events_m.MetaHookEventIssueComment
-	MetaHookEventLabel                        = events_m.MetaHookEventLabel
-	MetaHookEventMember                       = events_m.MetaHookEventMember
-	MetaHookEventMembership                   = events_m.MetaHookEventMembership
-	MetaHookEventMeta                         = events_m.MetaHookEventMeta
-	MetaHookEventMilestone                    = events_m.MetaHookEventMilestone
-	MetaHookEventOrganization                 = events_m.MetaHookEventOrganization
-	MetaHookEventOrgBlock                     = events_m.MetaHookEventOrgBlock
-	MetaHookEventPackage                      = events_m.MetaHookEventPackage
-	MetaHookEventPageBuild                    = events_m.MetaHookEventPageBuild
-	MetaHookEventProject                      = events_m.MetaHookEventProject
-	MetaHookEventProjectCard                  = events_m.MetaHookEventProjectCard
-	MetaHookEventProjectColumn                = events_m.MetaHookEventProjectColumn
-	MetaHookEventPublic                       = events_m.MetaHookEventPublic
-	MetaHookEventPullRequest                  = events_m.MetaHookEventPullRequest
-	MetaHookEventPullRequestReview            = events_m.MetaHookEventPullRequestReview
-	MetaHookEventPullRequestReviewComment     = events_m.MetaHookEventPullRequestReviewComment
-	MetaHookEventPullRequestReviewThread      = events_m.MetaHookEventPullRequestReviewThread
-	MetaHookEventPush                         = events_m.MetaHookEventPush
-	MetaHookEventRegistryPackage              = events_m.MetaHookEventRegistryPackage
-	MetaHookEventRelease                      = events_m.MetaHookEventRelease
-	MetaHookEventRepository                   = events_m.MetaHookEventRepository
-	MetaHookEventRepositoryImport             = events_m.MetaHookEventRepositoryImport
-	MetaHookEventRepositoryVulnerabilityAlert = events_m.MetaHookEventRepositoryVulnerabilityAlert
-	MetaHookEventSecretScanningAlert          = events_m.MetaHookEventSecretScanningAlert
-	MetaHookEventSecretScanningAlertLocation  = events_m.MetaHookEventSecretScanningAlertLocation
-	MetaHookEventSecurityAndAnalysis          = events_m.MetaHookEventSecurityAndAnalysis
-	MetaHookEventStar                         = events_m.MetaHookEventStar
-	MetaHookEventStatus                       = events_m.MetaHookEventStatus
-	MetaHookEventTeam                         = events_m.MetaHookEventTeam
-	MetaHookEventTeamAdd                      = events_m.MetaHookEventTeamAdd
-	MetaHookEventWatch                        = events_m.MetaHookEventWatch
-	MetaHookEventWorkflowJob                  = events_m.MetaHookEventWorkflowJob
-	MetaHookEventWorkflowRun                  = events_m.MetaHookEventWorkflowRun
-	MetaHookEventRepositoryDispatch           = events_m.MetaHookEventRepositoryDispatch
-	MetaHookEventProjectsV2Item               = events_m.MetaHookEventProjectsV2Item
+	MetaHookEventWildcard                     = common.MetaHookEventWildcard
+	MetaHookEventBranchProtectionRule         = common.MetaHookEventBranchProtectionRule
+	MetaHookEventCheckRun                     = common.MetaHookEventCheckRun
+	MetaHookEventCheckSuite                   = common.MetaHookEventCheckSuite
+	MetaHookEventCodeScanningAlert            = common.MetaHookEventCodeScanningAlert
+	MetaHookEventCommitComment                = common.MetaHookEventCommitComment
+	MetaHookEventCreate                       = common.MetaHookEventCreate
+	MetaHookEventDelete                       = common.MetaHookEventDelete
+	MetaHookEventDeployment                   = common.MetaHookEventDeployment
+	MetaHookEventDeploymentStatus             = common.MetaHookEventDeploymentStatus
+	MetaHookEventDeployKey                    = common.MetaHookEventDeployKey
+	MetaHookEventDiscussion                   = common.MetaHookEventDiscussion
+	MetaHookEventDiscussionComment            = common.MetaHookEventDiscussionComment
+	MetaHookEventFork                         = common.MetaHookEventFork
+	MetaHookEventGollum                       = common.MetaHookEventGollum
+	MetaHookEventIssues                       = common.MetaHookEventIssues
+	MetaHookEventIssueComment                 = common.MetaHookEventIssueComment
+	MetaHookEventLabel                        = common.MetaHookEventLabel
+	MetaHookEventMember                       = common.MetaHookEventMember
+	MetaHookEventMembership                   = common.MetaHookEventMembership
+	MetaHookEventMeta                         = common.MetaHookEventMeta
+	MetaHookEventMilestone                    = common.MetaHookEventMilestone
+	MetaHookEventOrganization                 = common.MetaHookEventOrganization
+	MetaHookEventOrgBlock                     = common.MetaHookEventOrgBlock
+	MetaHookEventPackage                      = common.MetaHookEventPackage
+	MetaHookEventPageBuild                    = common.MetaHookEventPageBuild
+	MetaHookEventProject                      = common.MetaHookEventProject
+	MetaHookEventProjectCard                  = common.MetaHookEventProjectCard
+	MetaHookEventProjectColumn                = common.MetaHookEventProjectColumn
+	MetaHookEventPublic                       = common.MetaHookEventPublic
+	MetaHookEventPullRequest                  = common.MetaHookEventPullRequest
+	MetaHookEventPullRequestReview            = common.MetaHookEventPullRequestReview
+	MetaHookEventPullRequestReviewComment     = common.MetaHookEventPullRequestReviewComment
+	MetaHookEventPullRequestReviewThread      = common.MetaHookEventPullRequestReviewThread
+	MetaHookEventPush                         = common.MetaHookEventPush
+	MetaHookEventRegistryPackage              = common.MetaHookEventRegistryPackage
+	MetaHookEventRelease                      = common.MetaHookEventRelease
+	MetaHookEventRepository                   = common.MetaHookEventRepository
+	MetaHookEventRepositoryImport             = common.MetaHookEventRepositoryImport
+	MetaHookEventRepositoryVulnerabilityAlert = common.MetaHookEventRepositoryVulnerabilityAlert
+	MetaHookEventSecretScanningAlert          = common.MetaHookEventSecretScanningAlert
+	MetaHookEventSecretScanningAlertLocation  = common.MetaHookEventSecretScanningAlertLocation
+	MetaHookEventSecurityAndAnalysis          = common.MetaHookEventSecurityAndAnalysis
+	MetaHookEventStar                         = common.MetaHookEventStar
+	MetaHookEventStatus                       = common.MetaHookEventStatus
+	MetaHookEventTeam                         = common.MetaHookEventTeam
+	MetaHookEventTeamAdd                      = common.MetaHookEventTeamAdd
+	MetaHookEventWatch                        = common.MetaHookEventWatch
+	MetaHookEventWorkflowJob                  = common.MetaHookEventWorkflowJob
+	MetaHookEventWorkflowRun                  = common.MetaHookEventWorkflowRun
+	MetaHookEventRepositoryDispatch           = common.MetaHookEventRepositoryDispatch
+	MetaHookEventProjectsV2Item               = common.MetaHookEventProjectsV2Item
 )
 
 // The values of OrganizationCustomPropertySourceType the schema lists.
@@ -23382,24 +23382,24 @@ const (
 
 // The values of OrganizationCustomPropertyValueType the schema lists.
 const (
-	OrganizationCustomPropertyValueTypeString       = events_c.OrganizationCustomPropertyValueTypeString
-	OrganizationCustomPropertyValueTypeSingleSelect = events_c.OrganizationCustomPropertyValueTypeSingleSelect
-	OrganizationCustomPropertyValueTypeMultiSelect  = events_c.OrganizationCustomPropertyValueTypeMultiSelect
-	OrganizationCustomPropertyValueTypeTrueFalse    = events_c.OrganizationCustomPropertyValueTypeTrueFalse
+	OrganizationCustomPropertyValueTypeString       = common.OrganizationCustomPropertyValueTypeString
+	OrganizationCustomPropertyValueTypeSingleSelect = common.OrganizationCustomPropertyValueTypeSingleSelect
+	OrganizationCustomPropertyValueTypeMultiSelect  = common.OrganizationCustomPropertyValueTypeMultiSelect
+	OrganizationCustomPropertyValueTypeTrueFalse    = common.OrganizationCustomPropertyValueTypeTrueFalse
 )
 
 // The values of OrganizationCustomPropertyValuesEditableBy the schema lists.
 const (
-	OrganizationCustomPropertyValuesEditableByOrgActors        = events_c.OrganizationCustomPropertyValuesEditableByOrgActors
-	OrganizationCustomPropertyValuesEditableByOrgAndRepoActors = events_c.OrganizationCustomPropertyValuesEditableByOrgAndRepoActors
+	OrganizationCustomPropertyValuesEditableByOrgActors        = common.OrganizationCustomPropertyValuesEditableByOrgActors
+	OrganizationCustomPropertyValuesEditableByOrgAndRepoActors = common.OrganizationCustomPropertyValuesEditableByOrgAndRepoActors
 )
 
 // The values of PatternParametersOperator the schema lists.
 const (
-	PatternParametersOperatorStartsWith = events_r.PatternParametersOperatorStartsWith
-	PatternParametersOperatorEndsWith   = events_r.PatternParametersOperatorEndsWith
-	PatternParametersOperatorContains   = events_r.PatternParametersOperatorContains
-	PatternParametersOperatorRegex      = events_r.PatternParametersOperatorRegex
+	PatternParametersOperatorStartsWith = common.PatternParametersOperatorStartsWith
+	PatternParametersOperatorEndsWith   = common.PatternParametersOperatorEndsWith
+	PatternParametersOperatorContains   = common.PatternParametersOperatorContains
+	PatternParametersOperatorRegex      = common.PatternParametersOperatorRegex
 )
 
 // The values of PermissionLevel the schema lists.
@@ -23410,64 +23410,64 @@ const (
 
 // The values of PersonalAccessTokenRequestRepositorySelection the schema lists.
 const (
-	PersonalAccessTokenRequestRepositorySelectionNone   = events_p.PersonalAccessTokenRequestRepositorySelectionNone
-	PersonalAccessTokenRequestRepositorySelectionAll    = events_p.PersonalAccessTokenRequestRepositorySelectionAll
-	PersonalAccessTokenRequestRepositorySelectionSubset = events_p.PersonalAccessTokenRequestRepositorySelectionSubset
+	PersonalAccessTokenRequestRepositorySelectionNone   = common.PersonalAccessTokenRequestRepositorySelectionNone
+	PersonalAccessTokenRequestRepositorySelectionAll    = common.PersonalAccessTokenRequestRepositorySelectionAll
+	PersonalAccessTokenRequestRepositorySelectionSubset = common.PersonalAccessTokenRequestRepositorySelectionSubset
 )
 
 // The values of ProjectsV2ItemContentType the schema lists.
 const (
-	ProjectsV2ItemContentTypeIssue       = events_p.ProjectsV2ItemContentTypeIssue
-	ProjectsV2ItemContentTypePullRequest = events_p.ProjectsV2ItemContentTypePullRequest
-	ProjectsV2ItemContentTypeDraftIssue  = events_p.ProjectsV2ItemContentTypeDraftIssue
+	ProjectsV2ItemContentTypeIssue       = common.ProjectsV2ItemContentTypeIssue
+	ProjectsV2ItemContentTypePullRequest = common.ProjectsV2ItemContentTypePullRequest
+	ProjectsV2ItemContentTypeDraftIssue  = common.ProjectsV2ItemContentTypeDraftIssue
 )
 
 // The values of ProjectsV2StatusUpdateEditedChangesStatusFrom the schema lists.
 const (
-	ProjectsV2StatusUpdateEditedChangesStatusFromInactive = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromInactive
-	ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack  = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack
-	ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk   = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk
-	ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack
-	ProjectsV2StatusUpdateEditedChangesStatusFromComplete = events_p.ProjectsV2StatusUpdateEditedChangesStatusFromComplete
+	ProjectsV2StatusUpdateEditedChangesStatusFromInactive = common.ProjectsV2StatusUpdateEditedChangesStatusFromInactive
+	ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack  = common.ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack
+	ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk   = common.ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk
+	ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack = common.ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack
+	ProjectsV2StatusUpdateEditedChangesStatusFromComplete = common.ProjectsV2StatusUpdateEditedChangesStatusFromComplete
 )
 
 // The values of PullRequestDequeuedReason the schema lists.
 const (
-	PullRequestDequeuedReasonUnknownRemovalReason = events_p.PullRequestDequeuedReasonUnknownRemovalReason
-	PullRequestDequeuedReasonManual               = events_p.PullRequestDequeuedReasonManual
-	PullRequestDequeuedReasonMerge                = events_p.PullRequestDequeuedReasonMerge
-	PullRequestDequeuedReasonMergeConflict        = events_p.PullRequestDequeuedReasonMergeConflict
-	PullRequestDequeuedReasonCIFailure            = events_p.PullRequestDequeuedReasonCIFailure
-	PullRequestDequeuedReasonCITimeout            = events_p.PullRequestDequeuedReasonCITimeout
-	PullRequestDequeuedReasonAlreadyMerged        = events_p.PullRequestDequeuedReasonAlreadyMerged
-	PullRequestDequeuedReasonQueueCleared         = events_p.PullRequestDequeuedReasonQueueCleared
-	PullRequestDequeuedReasonRollBack             = events_p.PullRequestDequeuedReasonRollBack
-	PullRequestDequeuedReasonBranchProtections    = events_p.PullRequestDequeuedReasonBranchProtections
-	PullRequestDequeuedReasonGitTreeInvalid       = events_p.PullRequestDequeuedReasonGitTreeInvalid
-	PullRequestDequeuedReasonInvalidMergeCommit   = events_p.PullRequestDequeuedReasonInvalidMergeCommit
+	PullRequestDequeuedReasonUnknownRemovalReason = common.PullRequestDequeuedReasonUnknownRemovalReason
+	PullRequestDequeuedReasonManual               = common.PullRequestDequeuedReasonManual
+	PullRequestDequeuedReasonMerge                = common.PullRequestDequeuedReasonMerge
+	PullRequestDequeuedReasonMergeConflict        = common.PullRequestDequeuedReasonMergeConflict
+	PullRequestDequeuedReasonCIFailure            = common.PullRequestDequeuedReasonCIFailure
+	PullRequestDequeuedReasonCITimeout            = common.PullRequestDequeuedReasonCITimeout
+	PullRequestDequeuedReasonAlreadyMerged        = common.PullRequestDequeuedReasonAlreadyMerged
+	PullRequestDequeuedReasonQueueCleared         = common.PullRequestDequeuedReasonQueueCleared
+	PullRequestDequeuedReasonRollBack             = common.PullRequestDequeuedReasonRollBack
+	PullRequestDequeuedReasonBranchProtections    = common.PullRequestDequeuedReasonBranchProtections
+	PullRequestDequeuedReasonGitTreeInvalid       = common.PullRequestDequeuedReasonGitTreeInvalid
+	PullRequestDequeuedReasonInvalidMergeCommit   = common.PullRequestDequeuedReasonInvalidMergeCommit
 )
 
 // The values of PullRequestReviewCommentSide the schema lists.
 const (
-	PullRequestReviewCommentSideLeft  = events_p.PullRequestReviewCommentSideLeft
-	PullRequestReviewCommentSideRight = events_p.PullRequestReviewCommentSideRight
+	PullRequestReviewCommentSideLeft  = common.PullRequestReviewCommentSideLeft
+	PullRequestReviewCommentSideRight = common.PullRequestReviewCommentSideRight
 )
 
 // The values of PullRequestReviewCommentSubjectType the schema lists.
 const (
-	PullRequestReviewCommentSubjectTypeLine = events_p.PullRequestReviewCommentSubjectTypeLine
-	PullRequestReviewCommentSubjectTypeFile = events_p.PullRequestReviewCommentSubjectTypeFile
+	PullRequestReviewCommentSubjectTypeLine = common.PullRequestReviewCommentSubjectTypeLine
+	PullRequestReviewCommentSubjectTypeFile = common.PullRequestReviewCommentSubjectTypeFile
 )
 
 // The values of PullRequestReviewState the schema lists.
 const (
-	PullRequestReviewStateDismissed        = events_p.PullRequestReviewStateDismissed
-	PullRequestReviewStateApproved         = events_p.PullRequestReviewStateApproved
-	PullRequestReviewStateChangesRequested = events_p.PullRequestReviewStateChangesRequested
+	PullRequestReviewStateDismissed        = common.PullRequestReviewStateDismissed
+	PullRequestReviewStateApproved         = common.PullRequestReviewStateApproved
+	PullRequestReviewStateChangesRequested = common.PullRequestReviewStateChangesRequested
 	// From overrides: A review submitted without approval or request for changes is
 	// "commented" (public example pull_request_review.submitted); the spec omits
 	// the value.
-	PullRequestReviewStateCommented = events_p.PullRequestReviewStateCommented
+	PullRequestReviewStateCommented = common.PullRequestReviewStateCommented
 )
 
 // The values of RefType the schema lists.
@@ -23478,101 +23478,101 @@ const (
 
 // The values of ReleaseAssetState the schema lists.
 const (
-	ReleaseAssetStateUploaded = events_r.ReleaseAssetStateUploaded
+	ReleaseAssetStateUploaded = common.ReleaseAssetStateUploaded
 )
 
 // The values of RepositoryAdvisoryCreditState the schema lists.
 const (
-	RepositoryAdvisoryCreditStateAccepted = events_r.RepositoryAdvisoryCreditStateAccepted
-	RepositoryAdvisoryCreditStateDeclined = events_r.RepositoryAdvisoryCreditStateDeclined
-	RepositoryAdvisoryCreditStatePending  = events_r.RepositoryAdvisoryCreditStatePending
+	RepositoryAdvisoryCreditStateAccepted = common.RepositoryAdvisoryCreditStateAccepted
+	RepositoryAdvisoryCreditStateDeclined = common.RepositoryAdvisoryCreditStateDeclined
+	RepositoryAdvisoryCreditStatePending  = common.RepositoryAdvisoryCreditStatePending
 )
 
 // The values of RepositoryAdvisoryState the schema lists.
 const (
-	RepositoryAdvisoryStatePublished = events_r.RepositoryAdvisoryStatePublished
-	RepositoryAdvisoryStateClosed    = events_r.RepositoryAdvisoryStateClosed
-	RepositoryAdvisoryStateWithdrawn = events_r.RepositoryAdvisoryStateWithdrawn
-	RepositoryAdvisoryStateDraft     = events_r.RepositoryAdvisoryStateDraft
-	RepositoryAdvisoryStateTriage    = events_r.RepositoryAdvisoryStateTriage
+	RepositoryAdvisoryStatePublished = common.RepositoryAdvisoryStatePublished
+	RepositoryAdvisoryStateClosed    = common.RepositoryAdvisoryStateClosed
+	RepositoryAdvisoryStateWithdrawn = common.RepositoryAdvisoryStateWithdrawn
+	RepositoryAdvisoryStateDraft     = common.RepositoryAdvisoryStateDraft
+	RepositoryAdvisoryStateTriage    = common.RepositoryAdvisoryStateTriage
 )
 
 // The values of RepositoryImportStatus the schema lists.
 const (
-	RepositoryImportStatusSuccess   = events_r.RepositoryImportStatusSuccess
-	RepositoryImportStatusCancelled = events_r.RepositoryImportStatusCancelled
-	RepositoryImportStatusFailure   = events_r.RepositoryImportStatusFailure
+	RepositoryImportStatusSuccess   = common.RepositoryImportStatusSuccess
+	RepositoryImportStatusCancelled = common.RepositoryImportStatusCancelled
+	RepositoryImportStatusFailure   = common.RepositoryImportStatusFailure
 )
 
 // The values of RepositoryRuleEnforcement the schema lists.
 const (
-	RepositoryRuleEnforcementDisabled = events_r.RepositoryRuleEnforcementDisabled
-	RepositoryRuleEnforcementActive   = events_r.RepositoryRuleEnforcementActive
-	RepositoryRuleEnforcementEvaluate = events_r.RepositoryRuleEnforcementEvaluate
+	RepositoryRuleEnforcementDisabled = common.RepositoryRuleEnforcementDisabled
+	RepositoryRuleEnforcementActive   = common.RepositoryRuleEnforcementActive
+	RepositoryRuleEnforcementEvaluate = common.RepositoryRuleEnforcementEvaluate
 )
 
 // The values of RepositoryRuleMergeQueueParametersGroupingStrategy the schema lists.
 const (
-	RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen  = events_r.RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen
-	RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen = events_r.RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen
+	RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen  = common.RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen
+	RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen = common.RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen
 )
 
 // The values of RepositoryRuleMergeQueueParametersMergeMethod the schema lists.
 const (
-	RepositoryRuleMergeQueueParametersMergeMethodMerge  = events_r.RepositoryRuleMergeQueueParametersMergeMethodMerge
-	RepositoryRuleMergeQueueParametersMergeMethodSquash = events_r.RepositoryRuleMergeQueueParametersMergeMethodSquash
-	RepositoryRuleMergeQueueParametersMergeMethodRebase = events_r.RepositoryRuleMergeQueueParametersMergeMethodRebase
+	RepositoryRuleMergeQueueParametersMergeMethodMerge  = common.RepositoryRuleMergeQueueParametersMergeMethodMerge
+	RepositoryRuleMergeQueueParametersMergeMethodSquash = common.RepositoryRuleMergeQueueParametersMergeMethodSquash
+	RepositoryRuleMergeQueueParametersMergeMethodRebase = common.RepositoryRuleMergeQueueParametersMergeMethodRebase
 )
 
 // The values of RepositoryRulesetBypassActorActorType the schema lists.
 const (
-	RepositoryRulesetBypassActorActorTypeIntegration       = events_r.RepositoryRulesetBypassActorActorTypeIntegration
-	RepositoryRulesetBypassActorActorTypeOrganizationAdmin = events_r.RepositoryRulesetBypassActorActorTypeOrganizationAdmin
-	RepositoryRulesetBypassActorActorTypeRepositoryRole    = events_r.RepositoryRulesetBypassActorActorTypeRepositoryRole
-	RepositoryRulesetBypassActorActorTypeTeam              = events_r.RepositoryRulesetBypassActorActorTypeTeam
-	RepositoryRulesetBypassActorActorTypeDeployKey         = events_r.RepositoryRulesetBypassActorActorTypeDeployKey
+	RepositoryRulesetBypassActorActorTypeIntegration       = common.RepositoryRulesetBypassActorActorTypeIntegration
+	RepositoryRulesetBypassActorActorTypeOrganizationAdmin = common.RepositoryRulesetBypassActorActorTypeOrganizationAdmin
+	RepositoryRulesetBypassActorActorTypeRepositoryRole    = common.RepositoryRulesetBypassActorActorTypeRepositoryRole
+	RepositoryRulesetBypassActorActorTypeTeam              = common.RepositoryRulesetBypassActorActorTypeTeam
+	RepositoryRulesetBypassActorActorTypeDeployKey         = common.RepositoryRulesetBypassActorActorTypeDeployKey
 )
 
 // The values of RepositoryRulesetBypassActorBypassMode the schema lists.
 const (
-	RepositoryRulesetBypassActorBypassModeAlways      = events_r.RepositoryRulesetBypassActorBypassModeAlways
-	RepositoryRulesetBypassActorBypassModePullRequest = events_r.RepositoryRulesetBypassActorBypassModePullRequest
-	RepositoryRulesetBypassActorBypassModeExempt      = events_r.RepositoryRulesetBypassActorBypassModeExempt
+	RepositoryRulesetBypassActorBypassModeAlways      = common.RepositoryRulesetBypassActorBypassModeAlways
+	RepositoryRulesetBypassActorBypassModePullRequest = common.RepositoryRulesetBypassActorBypassModePullRequest
+	RepositoryRulesetBypassActorBypassModeExempt      = common.RepositoryRulesetBypassActorBypassModeExempt
 )
 
 // The values of RepositoryRulesetCurrentUserCanBypass the schema lists.
 const (
-	RepositoryRulesetCurrentUserCanBypassAlways           = events_r.RepositoryRulesetCurrentUserCanBypassAlways
-	RepositoryRulesetCurrentUserCanBypassPullRequestsOnly = events_r.RepositoryRulesetCurrentUserCanBypassPullRequestsOnly
-	RepositoryRulesetCurrentUserCanBypassNever            = events_r.RepositoryRulesetCurrentUserCanBypassNever
-	RepositoryRulesetCurrentUserCanBypassExempt           = events_r.RepositoryRulesetCurrentUserCanBypassExempt
+	RepositoryRulesetCurrentUserCanBypassAlways           = common.RepositoryRulesetCurrentUserCanBypassAlways
+	RepositoryRulesetCurrentUserCanBypassPullRequestsOnly = common.RepositoryRulesetCurrentUserCanBypassPullRequestsOnly
+	RepositoryRulesetCurrentUserCanBypassNever            = common.RepositoryRulesetCurrentUserCanBypassNever
+	RepositoryRulesetCurrentUserCanBypassExempt           = common.RepositoryRulesetCurrentUserCanBypassExempt
 )
 
 // The values of RepositoryRulesetPropertyTargetingDefinitionSource the schema lists.
 const (
-	RepositoryRulesetPropertyTargetingDefinitionSourceCustom = events_r.RepositoryRulesetPropertyTargetingDefinitionSourceCustom
-	RepositoryRulesetPropertyTargetingDefinitionSourceSystem = events_r.RepositoryRulesetPropertyTargetingDefinitionSourceSystem
+	RepositoryRulesetPropertyTargetingDefinitionSourceCustom = common.RepositoryRulesetPropertyTargetingDefinitionSourceCustom
+	RepositoryRulesetPropertyTargetingDefinitionSourceSystem = common.RepositoryRulesetPropertyTargetingDefinitionSourceSystem
 )
 
 // The values of RepositoryRulesetSourceType the schema lists.
 const (
-	RepositoryRulesetSourceTypeRepository   = events_r.RepositoryRulesetSourceTypeRepository
-	RepositoryRulesetSourceTypeOrganization = events_r.RepositoryRulesetSourceTypeOrganization
-	RepositoryRulesetSourceTypeEnterprise   = events_r.RepositoryRulesetSourceTypeEnterprise
+	RepositoryRulesetSourceTypeRepository   = common.RepositoryRulesetSourceTypeRepository
+	RepositoryRulesetSourceTypeOrganization = common.RepositoryRulesetSourceTypeOrganization
+	RepositoryRulesetSourceTypeEnterprise   = common.RepositoryRulesetSourceTypeEnterprise
 )
 
 // The values of RepositoryRulesetTarget the schema lists.
 const (
-	RepositoryRulesetTargetBranch     = events_r.RepositoryRulesetTargetBranch
-	RepositoryRulesetTargetTag        = events_r.RepositoryRulesetTargetTag
-	RepositoryRulesetTargetPush       = events_r.RepositoryRulesetTargetPush
-	RepositoryRulesetTargetRepository = events_r.RepositoryRulesetTargetRepository
+	RepositoryRulesetTargetBranch     = common.RepositoryRulesetTargetBranch
+	RepositoryRulesetTargetTag        = common.RepositoryRulesetTargetTag
+	RepositoryRulesetTargetPush       = common.RepositoryRulesetTargetPush
+	RepositoryRulesetTargetRepository = common.RepositoryRulesetTargetRepository
 )
 
 // The values of RepositorySelection the schema lists.
 const (
-	RepositorySelectionAll      = events_i.RepositorySelectionAll
-	RepositorySelectionSelected = events_i.RepositorySelectionSelected
+	RepositorySelectionAll      = common.RepositorySelectionAll
+	RepositorySelectionSelected = common.RepositorySelectionSelected
 )
 
 // The values of RepositoryVisibility the schema lists.
@@ -23584,95 +23584,95 @@ const (
 
 // The values of ReviewerType the schema lists.
 const (
-	ReviewerTypeTeam = events_r.ReviewerTypeTeam
+	ReviewerTypeTeam = common.ReviewerTypeTeam
 )
 
 // The values of SecretScanningAlertResolution the schema lists.
 const (
-	SecretScanningAlertResolutionFalsePositive  = events_s.SecretScanningAlertResolutionFalsePositive
-	SecretScanningAlertResolutionWontFix        = events_s.SecretScanningAlertResolutionWontFix
-	SecretScanningAlertResolutionRevoked        = events_s.SecretScanningAlertResolutionRevoked
-	SecretScanningAlertResolutionUsedInTests    = events_s.SecretScanningAlertResolutionUsedInTests
-	SecretScanningAlertResolutionPatternDeleted = events_s.SecretScanningAlertResolutionPatternDeleted
-	SecretScanningAlertResolutionPatternEdited  = events_s.SecretScanningAlertResolutionPatternEdited
+	SecretScanningAlertResolutionFalsePositive  = common.SecretScanningAlertResolutionFalsePositive
+	SecretScanningAlertResolutionWontFix        = common.SecretScanningAlertResolutionWontFix
+	SecretScanningAlertResolutionRevoked        = common.SecretScanningAlertResolutionRevoked
+	SecretScanningAlertResolutionUsedInTests    = common.SecretScanningAlertResolutionUsedInTests
+	SecretScanningAlertResolutionPatternDeleted = common.SecretScanningAlertResolutionPatternDeleted
+	SecretScanningAlertResolutionPatternEdited  = common.SecretScanningAlertResolutionPatternEdited
 )
 
 // The values of SecretScanningAlertValidity the schema lists.
 const (
-	SecretScanningAlertValidityActive   = events_s.SecretScanningAlertValidityActive
-	SecretScanningAlertValidityInactive = events_s.SecretScanningAlertValidityInactive
-	SecretScanningAlertValidityUnknown  = events_s.SecretScanningAlertValidityUnknown
+	SecretScanningAlertValidityActive   = common.SecretScanningAlertValidityActive
+	SecretScanningAlertValidityInactive = common.SecretScanningAlertValidityInactive
+	SecretScanningAlertValidityUnknown  = common.SecretScanningAlertValidityUnknown
 )
 
 // The values of SecretScanningLocationType the schema lists.
 const (
-	SecretScanningLocationTypeCommit                   = events_s.SecretScanningLocationTypeCommit
-	SecretScanningLocationTypeWikiCommit               = events_s.SecretScanningLocationTypeWikiCommit
-	SecretScanningLocationTypeIssueTitle               = events_s.SecretScanningLocationTypeIssueTitle
-	SecretScanningLocationTypeIssueBody                = events_s.SecretScanningLocationTypeIssueBody
-	SecretScanningLocationTypeIssueComment             = events_s.SecretScanningLocationTypeIssueComment
-	SecretScanningLocationTypeDiscussionTitle          = events_s.SecretScanningLocationTypeDiscussionTitle
-	SecretScanningLocationTypeDiscussionBody           = events_s.SecretScanningLocationTypeDiscussionBody
-	SecretScanningLocationTypeDiscussionComment        = events_s.SecretScanningLocationTypeDiscussionComment
-	SecretScanningLocationTypePullRequestTitle         = events_s.SecretScanningLocationTypePullRequestTitle
-	SecretScanningLocationTypePullRequestBody          = events_s.SecretScanningLocationTypePullRequestBody
-	SecretScanningLocationTypePullRequestComment       = events_s.SecretScanningLocationTypePullRequestComment
-	SecretScanningLocationTypePullRequestReview        = events_s.SecretScanningLocationTypePullRequestReview
-	SecretScanningLocationTypePullRequestReviewComment = events_s.SecretScanningLocationTypePullRequestReviewComment
+	SecretScanningLocationTypeCommit                   = common.SecretScanningLocationTypeCommit
+	SecretScanningLocationTypeWikiCommit               = common.SecretScanningLocationTypeWikiCommit
+	SecretScanningLocationTypeIssueTitle               = common.SecretScanningLocationTypeIssueTitle
+	SecretScanningLocationTypeIssueBody                = common.SecretScanningLocationTypeIssueBody
+	SecretScanningLocationTypeIssueComment             = common.SecretScanningLocationTypeIssueComment
+	SecretScanningLocationTypeDiscussionTitle          = common.SecretScanningLocationTypeDiscussionTitle
+	SecretScanningLocationTypeDiscussionBody           = common.SecretScanningLocationTypeDiscussionBody
+	SecretScanningLocationTypeDiscussionComment        = common.SecretScanningLocationTypeDiscussionComment
+	SecretScanningLocationTypePullRequestTitle         = common.SecretScanningLocationTypePullRequestTitle
+	SecretScanningLocationTypePullRequestBody          = common.SecretScanningLocationTypePullRequestBody
+	SecretScanningLocationTypePullRequestComment       = common.SecretScanningLocationTypePullRequestComment
+	SecretScanningLocationTypePullRequestReview        = common.SecretScanningLocationTypePullRequestReview
+	SecretScanningLocationTypePullRequestReviewComment = common.SecretScanningLocationTypePullRequestReviewComment
 )
 
 // The values of SecretScanningScanCustomPatternScope the schema lists.
 const (
-	SecretScanningScanCustomPatternScopeRepository   = events_s.SecretScanningScanCustomPatternScopeRepository
-	SecretScanningScanCustomPatternScopeOrganization = events_s.SecretScanningScanCustomPatternScopeOrganization
-	SecretScanningScanCustomPatternScopeEnterprise   = events_s.SecretScanningScanCustomPatternScopeEnterprise
+	SecretScanningScanCustomPatternScopeRepository   = common.SecretScanningScanCustomPatternScopeRepository
+	SecretScanningScanCustomPatternScopeOrganization = common.SecretScanningScanCustomPatternScopeOrganization
+	SecretScanningScanCustomPatternScopeEnterprise   = common.SecretScanningScanCustomPatternScopeEnterprise
 )
 
 // The values of SecretScanningScanSource the schema lists.
 const (
-	SecretScanningScanSourceGit          = events_s.SecretScanningScanSourceGit
-	SecretScanningScanSourceIssues       = events_s.SecretScanningScanSourceIssues
-	SecretScanningScanSourcePullRequests = events_s.SecretScanningScanSourcePullRequests
-	SecretScanningScanSourceDiscussions  = events_s.SecretScanningScanSourceDiscussions
-	SecretScanningScanSourceWiki         = events_s.SecretScanningScanSourceWiki
+	SecretScanningScanSourceGit          = common.SecretScanningScanSourceGit
+	SecretScanningScanSourceIssues       = common.SecretScanningScanSourceIssues
+	SecretScanningScanSourcePullRequests = common.SecretScanningScanSourcePullRequests
+	SecretScanningScanSourceDiscussions  = common.SecretScanningScanSourceDiscussions
+	SecretScanningScanSourceWiki         = common.SecretScanningScanSourceWiki
 )
 
 // The values of SecretScanningScanType the schema lists.
 const (
-	SecretScanningScanTypeBackfill               = events_s.SecretScanningScanTypeBackfill
-	SecretScanningScanTypeCustomPatternBackfill  = events_s.SecretScanningScanTypeCustomPatternBackfill
-	SecretScanningScanTypePatternVersionBackfill = events_s.SecretScanningScanTypePatternVersionBackfill
+	SecretScanningScanTypeBackfill               = common.SecretScanningScanTypeBackfill
+	SecretScanningScanTypeCustomPatternBackfill  = common.SecretScanningScanTypeCustomPatternBackfill
+	SecretScanningScanTypePatternVersionBackfill = common.SecretScanningScanTypePatternVersionBackfill
 )
 
 // The values of SecurityAdvisoryCreditTypes the schema lists.
 const (
-	SecurityAdvisoryCreditTypesAnalyst              = events_r.SecurityAdvisoryCreditTypesAnalyst
-	SecurityAdvisoryCreditTypesFinder               = events_r.SecurityAdvisoryCreditTypesFinder
-	SecurityAdvisoryCreditTypesReporter             = events_r.SecurityAdvisoryCreditTypesReporter
-	SecurityAdvisoryCreditTypesCoordinator          = events_r.SecurityAdvisoryCreditTypesCoordinator
-	SecurityAdvisoryCreditTypesRemediationDeveloper = events_r.SecurityAdvisoryCreditTypesRemediationDeveloper
-	SecurityAdvisoryCreditTypesRemediationReviewer  = events_r.SecurityAdvisoryCreditTypesRemediationReviewer
-	SecurityAdvisoryCreditTypesRemediationVerifier  = events_r.SecurityAdvisoryCreditTypesRemediationVerifier
-	SecurityAdvisoryCreditTypesTool                 = events_r.SecurityAdvisoryCreditTypesTool
-	SecurityAdvisoryCreditTypesSponsor              = events_r.SecurityAdvisoryCreditTypesSponsor
-	SecurityAdvisoryCreditTypesOther                = events_r.SecurityAdvisoryCreditTypesOther
+	SecurityAdvisoryCreditTypesAnalyst              = common.SecurityAdvisoryCreditTypesAnalyst
+	SecurityAdvisoryCreditTypesFinder               = common.SecurityAdvisoryCreditTypesFinder
+	SecurityAdvisoryCreditTypesReporter             = common.SecurityAdvisoryCreditTypesReporter
+	SecurityAdvisoryCreditTypesCoordinator          = common.SecurityAdvisoryCreditTypesCoordinator
+	SecurityAdvisoryCreditTypesRemediationDeveloper = common.SecurityAdvisoryCreditTypesRemediationDeveloper
+	SecurityAdvisoryCreditTypesRemediationReviewer  = common.SecurityAdvisoryCreditTypesRemediationReviewer
+	SecurityAdvisoryCreditTypesRemediationVerifier  = common.SecurityAdvisoryCreditTypesRemediationVerifier
+	SecurityAdvisoryCreditTypesTool                 = common.SecurityAdvisoryCreditTypesTool
+	SecurityAdvisoryCreditTypesSponsor              = common.SecurityAdvisoryCreditTypesSponsor
+	SecurityAdvisoryCreditTypesOther                = common.SecurityAdvisoryCreditTypesOther
 )
 
 // The values of SecurityAdvisoryEcosystems the schema lists.
 const (
-	SecurityAdvisoryEcosystemsRubygems = events_r.SecurityAdvisoryEcosystemsRubygems
-	SecurityAdvisoryEcosystemsNpm      = events_r.SecurityAdvisoryEcosystemsNpm
-	SecurityAdvisoryEcosystemsPip      = events_r.SecurityAdvisoryEcosystemsPip
-	SecurityAdvisoryEcosystemsMaven    = events_r.SecurityAdvisoryEcosystemsMaven
-	SecurityAdvisoryEcosystemsNuget    = events_r.SecurityAdvisoryEcosystemsNuget
-	SecurityAdvisoryEcosystemsComposer = events_r.SecurityAdvisoryEcosystemsComposer
-	SecurityAdvisoryEcosystemsGo       = events_r.SecurityAdvisoryEcosystemsGo
-	SecurityAdvisoryEcosystemsRust     = events_r.SecurityAdvisoryEcosystemsRust
-	SecurityAdvisoryEcosystemsErlang   = events_r.SecurityAdvisoryEcosystemsErlang
-	SecurityAdvisoryEcosystemsActions  = events_r.SecurityAdvisoryEcosystemsActions
-	SecurityAdvisoryEcosystemsPub      = events_r.SecurityAdvisoryEcosystemsPub
-	SecurityAdvisoryEcosystemsOther    = events_r.SecurityAdvisoryEcosystemsOther
-	SecurityAdvisoryEcosystemsSwift    = events_r.SecurityAdvisoryEcosystemsSwift
+	SecurityAdvisoryEcosystemsRubygems = common.SecurityAdvisoryEcosystemsRubygems
+	SecurityAdvisoryEcosystemsNpm      = common.SecurityAdvisoryEcosystemsNpm
+	SecurityAdvisoryEcosystemsPip      = common.SecurityAdvisoryEcosystemsPip
+	SecurityAdvisoryEcosystemsMaven    = common.SecurityAdvisoryEcosystemsMaven
+	SecurityAdvisoryEcosystemsNuget    = common.SecurityAdvisoryEcosystemsNuget
+	SecurityAdvisoryEcosystemsComposer = common.SecurityAdvisoryEcosystemsComposer
+	SecurityAdvisoryEcosystemsGo       = common.SecurityAdvisoryEcosystemsGo
+	SecurityAdvisoryEcosystemsRust     = common.SecurityAdvisoryEcosystemsRust
+	SecurityAdvisoryEcosystemsErlang   = common.SecurityAdvisoryEcosystemsErlang
+	SecurityAdvisoryEcosystemsActions  = common.SecurityAdvisoryEcosystemsActions
+	SecurityAdvisoryEcosystemsPub      = common.SecurityAdvisoryEcosystemsPub
+	SecurityAdvisoryEcosystemsOther    = common.SecurityAdvisoryEcosystemsOther
+	SecurityAdvisoryEcosystemsSwift    = common.SecurityAdvisoryEcosystemsSwift
 )
 
 // The values of SecurityAndAnalysisAdvancedSecurityStatus the schema lists.
@@ -23696,29 +23696,29 @@ const (
 
 // The values of StatusCommitCommitVerificationReason the schema lists.
 const (
-	StatusCommitCommitVerificationReasonExpiredKey           = events_s.StatusCommitCommitVerificationReasonExpiredKey
-	StatusCommitCommitVerificationReasonNotSigningKey        = events_s.StatusCommitCommitVerificationReasonNotSigningKey
-	StatusCommitCommitVerificationReasonGpgverifyError       = events_s.StatusCommitCommitVerificationReasonGpgverifyError
-	StatusCommitCommitVerificationReasonGpgverifyUnavailable = events_s.StatusCommitCommitVerificationReasonGpgverifyUnavailable
-	StatusCommitCommitVerificationReasonUnsigned             = events_s.StatusCommitCommitVerificationReasonUnsigned
-	StatusCommitCommitVerificationReasonUnknownSignatureType = events_s.StatusCommitCommitVerificationReasonUnknownSignatureType
-	StatusCommitCommitVerificationReasonNoUser               = events_s.StatusCommitCommitVerificationReasonNoUser
-	StatusCommitCommitVerificationReasonUnverifiedEmail      = events_s.StatusCommitCommitVerificationReasonUnverifiedEmail
-	StatusCommitCommitVerificationReasonBadEmail             = events_s.StatusCommitCommitVerificationReasonBadEmail
-	StatusCommitCommitVerificationReasonUnknownKey           = events_s.StatusCommitCommitVerificationReasonUnknownKey
-	StatusCommitCommitVerificationReasonMalformedSignature   = events_s.StatusCommitCommitVerificationReasonMalformedSignature
-	StatusCommitCommitVerificationReasonInvalid              = events_s.StatusCommitCommitVerificationReasonInvalid
-	StatusCommitCommitVerificationReasonValid                = events_s.StatusCommitCommitVerificationReasonValid
-	StatusCommitCommitVerificationReasonBadCert              = events_s.StatusCommitCommitVerificationReasonBadCert
-	StatusCommitCommitVerificationReasonOcspPending          = events_s.StatusCommitCommitVerificationReasonOcspPending
+	StatusCommitCommitVerificationReasonExpiredKey           = common.StatusCommitCommitVerificationReasonExpiredKey
+	StatusCommitCommitVerificationReasonNotSigningKey        = common.StatusCommitCommitVerificationReasonNotSigningKey
+	StatusCommitCommitVerificationReasonGpgverifyError       = common.StatusCommitCommitVerificationReasonGpgverifyError
+	StatusCommitCommitVerificationReasonGpgverifyUnavailable = common.StatusCommitCommitVerificationReasonGpgverifyUnavailable
+	StatusCommitCommitVerificationReasonUnsigned             = common.StatusCommitCommitVerificationReasonUnsigned
+	StatusCommitCommitVerificationReasonUnknownSignatureType = common.StatusCommitCommitVerificationReasonUnknownSignatureType
+	StatusCommitCommitVerificationReasonNoUser               = common.StatusCommitCommitVerificationReasonNoUser
+	StatusCommitCommitVerificationReasonUnverifiedEmail      = common.StatusCommitCommitVerificationReasonUnverifiedEmail
+	StatusCommitCommitVerificationReasonBadEmail             = common.StatusCommitCommitVerificationReasonBadEmail
+	StatusCommitCommitVerificationReasonUnknownKey           = common.StatusCommitCommitVerificationReasonUnknownKey
+	StatusCommitCommitVerificationReasonMalformedSignature   = common.StatusCommitCommitVerificationReasonMalformedSignature
+	StatusCommitCommitVerificationReasonInvalid              = common.StatusCommitCommitVerificationReasonInvalid
+	StatusCommitCommitVerificationReasonValid                = common.StatusCommitCommitVerificationReasonValid
+	StatusCommitCommitVerificationReasonBadCert              = common.StatusCommitCommitVerificationReasonBadCert
+	StatusCommitCommitVerificationReasonOcspPending          = common.StatusCommitCommitVerificationReasonOcspPending
 )
 
 // The values of StatusState the schema lists.
 const (
-	StatusStatePending = events_s.StatusStatePending
-	StatusStateSuccess = events_s.StatusStateSuccess
-	StatusStateFailure = events_s.StatusStateFailure
-	StatusStateError   = events_s.StatusStateError
+	StatusStatePending = common.StatusStatePending
+	StatusStateSuccess = common.StatusStateSuccess
+	StatusStateFailure = common.StatusStateFailure
+	StatusStateError   = common.StatusStateError
 )
 
 // The values of TeamNotificationSetting the schema lists.
@@ -23744,26 +23744,26 @@ const (
 
 // The values of WebhookName the schema lists.
 const (
-	WebhookNameWeb = events_p.WebhookNameWeb
+	WebhookNameWeb = common.WebhookNameWeb
 )
 
 // The values of WorkflowJobConclusion the schema lists.
 const (
-	WorkflowJobConclusionSuccess        = events_w.WorkflowJobConclusionSuccess
-	WorkflowJobConclusionFailure        = events_w.WorkflowJobConclusionFailure
-	WorkflowJobConclusionSkipped        = events_w.WorkflowJobConclusionSkipped
-	WorkflowJobConclusionCancelled      = events_w.WorkflowJobConclusionCancelled
-	WorkflowJobConclusionActionRequired = events_w.WorkflowJobConclusionActionRequired
-	WorkflowJobConclusionNeutral        = events_w.WorkflowJobConclusionNeutral
-	WorkflowJobConclusionTimedOut       = events_w.WorkflowJobConclusionTimedOut
+	WorkflowJobConclusionSuccess        = common.WorkflowJobConclusionSuccess
+	WorkflowJobConclusionFailure        = common.WorkflowJobConclusionFailure
+	WorkflowJobConclusionSkipped        = common.WorkflowJobConclusionSkipped
+	WorkflowJobConclusionCancelled      = common.WorkflowJobConclusionCancelled
+	WorkflowJobConclusionActionRequired = common.WorkflowJobConclusionActionRequired
+	WorkflowJobConclusionNeutral        = common.WorkflowJobConclusionNeutral
+	WorkflowJobConclusionTimedOut       = common.WorkflowJobConclusionTimedOut
 )
 
 // The values of WorkflowJobStatus the schema lists.
 const (
-	WorkflowJobStatusQueued     = events_w.WorkflowJobStatusQueued
-	WorkflowJobStatusInProgress = events_w.WorkflowJobStatusInProgress
-	WorkflowJobStatusCompleted  = events_w.WorkflowJobStatusCompleted
-	WorkflowJobStatusWaiting    = events_w.WorkflowJobStatusWaiting
+	WorkflowJobStatusQueued     = common.WorkflowJobStatusQueued
+	WorkflowJobStatusInProgress = common.WorkflowJobStatusInProgress
+	WorkflowJobStatusCompleted  = common.WorkflowJobStatusCompleted
+	WorkflowJobStatusWaiting    = common.WorkflowJobStatusWaiting
 )
 
 // The values of WorkflowRunStatus the schema lists.
@@ -23778,8 +23778,8 @@ const (
 
 // The values of WorkflowStepConclusion the schema lists.
 const (
-	WorkflowStepConclusionFailure   = events_w.WorkflowStepConclusionFailure
-	WorkflowStepConclusionSkipped   = events_w.WorkflowStepConclusionSkipped
-	WorkflowStepConclusionSuccess   = events_w.WorkflowStepConclusionSuccess
-	WorkflowStepConclusionCancelled = events_w.WorkflowStepConclusionCancelled
+	WorkflowStepConclusionFailure   = common.WorkflowStepConclusionFailure
+	WorkflowStepConclusionSkipped   = common.WorkflowStepConclusionSkipped
+	WorkflowStepConclusionSuccess   = common.WorkflowStepConclusionSuccess
+	WorkflowStepConclusionCancelled = common.WorkflowStepConclusionCancelled
 )

@@ -1,6 +1,6 @@
 // Package customschema_test receives an event that only a schema of one's own
 // has, typed: the schema in schema/, package forgepayloads generated from it
-// by forgehooks' public generator (go generate ./...), and a test over the
+// by forgehooks' public generator (go generate ./forgepayloads), and a test over the
 // middleware with webhookstest. It is a module of its own, as a user's would be.
 package customschema_test
 

@@ -35,8 +35,8 @@ type Build = events_b.Build
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
 //
-// Declared in forgehooks.dev/forgehooks/examples/customschema/forgepayloads/internal/events_b.
-type BuildConclusion = events_b.BuildConclusion
+// Declared in forgehooks.dev/forgehooks/examples/customschema/forgepayloads/internal/common.
+type BuildConclusion = common.BuildConclusion
 
 // BuildEvent is the payload of a "build" delivery: one of *BuildFinishedEvent,
 // *BuildStartedEvent, or *BuildUnknownEvent for an action the schema does not
@@ -190,7 +190,7 @@ type User = common.User
 
 // The values of BuildConclusion the schema lists.
 const (
-	BuildConclusionSuccess   = events_b.BuildConclusionSuccess
-	BuildConclusionFailure   = events_b.BuildConclusionFailure
-	BuildConclusionCancelled = events_b.BuildConclusionCancelled
+	BuildConclusionSuccess   = common.BuildConclusionSuccess
+	BuildConclusionFailure   = common.BuildConclusionFailure
+	BuildConclusionCancelled = common.BuildConclusionCancelled
 )

@@ -7025,6 +7025,114 @@ func EncodeIssueLabel(x *IssueLabel, e *codec.Encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *OrganizationCustomPropertyDefaultValue) UnmarshalJSON(b []byte) error {
+	*x = OrganizationCustomPropertyDefaultValue{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeOrganizationCustomPropertyDefaultValue(x, &d), "OrganizationCustomPropertyDefaultValue")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x OrganizationCustomPropertyDefaultValue) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeOrganizationCustomPropertyDefaultValue(&x, e)
+	return e.Result()
+}
+
+var matchOrganizationCustomPropertyDefaultValue = [...]codec.Match{
+	{JSON: "string"},
+	{JSON: "array"},
+}
+
+// DecodeOrganizationCustomPropertyDefaultValue reads the variant of
+// OrganizationCustomPropertyDefaultValue the next JSON value matches into *x.
+func DecodeOrganizationCustomPropertyDefaultValue(x *OrganizationCustomPropertyDefaultValue, d *codec.Decoder) error {
+	*x = OrganizationCustomPropertyDefaultValue{}
+	switch {
+	case d.Matches(&matchOrganizationCustomPropertyDefaultValue[0]):
+		x.String = new(string)
+		return codec.DecString(x.String, d)
+	case d.Matches(&matchOrganizationCustomPropertyDefaultValue[1]):
+		return codec.DecSlice(&x.Strings, d, codec.DecString)
+	}
+	return d.NoVariant("OrganizationCustomPropertyDefaultValue")
+}
+
+// EncodeOrganizationCustomPropertyDefaultValue writes the variant of *x that is
+// set.
+func EncodeOrganizationCustomPropertyDefaultValue(x *OrganizationCustomPropertyDefaultValue, e *codec.Encoder) {
+	n := 0
+	if x.String != nil {
+		n++
+	}
+	if x.Strings != nil {
+		n++
+	}
+	if !e.OneVariant("OrganizationCustomPropertyDefaultValue", n) {
+		return
+	}
+	switch {
+	case x.String != nil:
+		codec.EncString(x.String, e)
+	case x.Strings != nil:
+		codec.EncSlice(&x.Strings, e, codec.EncString)
+	}
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionNugetMetadataID{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePackageVersionNugetMetadataID(x, &d), "PackageVersionNugetMetadataID")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PackageVersionNugetMetadataID) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePackageVersionNugetMetadataID(&x, e)
+	return e.Result()
+}
+
+var matchPackageVersionNugetMetadataID = [...]codec.Match{
+	{JSON: "integer"},
+	{JSON: "string"},
+}
+
+// DecodePackageVersionNugetMetadataID reads the variant of
+// PackageVersionNugetMetadataID the next JSON value matches into *x.
+func DecodePackageVersionNugetMetadataID(x *PackageVersionNugetMetadataID, d *codec.Decoder) error {
+	*x = PackageVersionNugetMetadataID{}
+	switch {
+	case d.Matches(&matchPackageVersionNugetMetadataID[0]):
+		x.Int64 = new(int64)
+		return codec.DecInt64(x.Int64, d)
+	case d.Matches(&matchPackageVersionNugetMetadataID[1]):
+		x.String = new(string)
+		return codec.DecString(x.String, d)
+	}
+	return d.NoVariant("PackageVersionNugetMetadataID")
+}
+
+// EncodePackageVersionNugetMetadataID writes the variant of *x that is set.
+func EncodePackageVersionNugetMetadataID(x *PackageVersionNugetMetadataID, e *codec.Encoder) {
+	n := 0
+	if x.Int64 != nil {
+		n++
+	}
+	if x.String != nil {
+		n++
+	}
+	if !e.OneVariant("PackageVersionNugetMetadataID", n) {
+		return
+	}
+	switch {
+	case x.Int64 != nil:
+		codec.EncInt64(x.Int64, e)
+	case x.String != nil:
+		codec.EncString(x.String, e)
+	}
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionNugetMetadataValue) UnmarshalJSON(b []byte) error {
 	*x = PackageVersionNugetMetadataValue{}
 	d := codec.NewDecoder(b)
@@ -7153,6 +7261,70 @@ func EncodePullRequestRequestedReviewer(x *PullRequestRequestedReviewer, e *code
 		EncodeUser(x.User, e)
 	case x.Team != nil:
 		EncodeTeam(x.Team, e)
+	}
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *RegistryPackagePackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePackageVersionNugetMetadataID{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeRegistryPackagePackageVersionNugetMetadataID(x, &d), "RegistryPackagePackageVersionNugetMetadataID")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x RegistryPackagePackageVersionNugetMetadataID) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeRegistryPackagePackageVersionNugetMetadataID(&x, e)
+	return e.Result()
+}
+
+var matchRegistryPackagePackageVersionNugetMetadataID = [...]codec.Match{
+	{JSON: "string"},
+	{JSON: "object"},
+	{JSON: "integer"},
+}
+
+// DecodeRegistryPackagePackageVersionNugetMetadataID reads the variant of
+// RegistryPackagePackageVersionNugetMetadataID the next JSON value matches into
+// *x.
+func DecodeRegistryPackagePackageVersionNugetMetadataID(x *RegistryPackagePackageVersionNugetMetadataID, d *codec.Decoder) error {
+	*x = RegistryPackagePackageVersionNugetMetadataID{}
+	switch {
+	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[0]):
+		x.String = new(string)
+		return codec.DecString(x.String, d)
+	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[1]):
+		return codec.DecRaw(&x.Raw, d)
+	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[2]):
+		x.Int64 = new(int64)
+		return codec.DecInt64(x.Int64, d)
+	}
+	return d.NoVariant("RegistryPackagePackageVersionNugetMetadataID")
+}
+
+// EncodeRegistryPackagePackageVersionNugetMetadataID writes the variant of *x
+// that is set.
+func EncodeRegistryPackagePackageVersionNugetMetadataID(x *RegistryPackagePackageVersionNugetMetadataID, e *codec.Encoder) {
+	n := 0
+	if x.String != nil {
+		n++
+	}
+	if x.Raw != nil {
+		n++
+	}
+	if x.Int64 != nil {
+		n++
+	}
+	if !e.OneVariant("RegistryPackagePackageVersionNugetMetadataID", n) {
+		return
+	}
+	switch {
+	case x.String != nil:
+		codec.EncString(x.String, e)
+	case x.Raw != nil:
+		codec.EncRaw(&x.Raw, e)
+	case x.Int64 != nil:
+		codec.EncInt64(x.Int64, e)
 	}
 }
 
@@ -7347,6 +7519,37 @@ func EncodeAuthorAssociation(x *AuthorAssociation, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel reads a value of
+// BranchProtectionRuleAllowDeletionsEnforcementLevel into *x.
+func DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x *BranchProtectionRuleAllowDeletionsEnforcementLevel, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel writes *x.
+func EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x *BranchProtectionRuleAllowDeletionsEnforcementLevel, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCheckRunConclusion reads a value of CheckRunConclusion into *x.
+func DecodeCheckRunConclusion(x *CheckRunConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCheckRunConclusion writes *x.
+func EncodeCheckRunConclusion(x *CheckRunConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCheckRunStatus reads a value of CheckRunStatus into *x.
+func DecodeCheckRunStatus(x *CheckRunStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCheckRunStatus writes *x.
+func EncodeCheckRunStatus(x *CheckRunStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeCheckSuiteConclusion reads a value of CheckSuiteConclusion into *x.
 func DecodeCheckSuiteConclusion(x *CheckSuiteConclusion, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -7354,6 +7557,93 @@ func DecodeCheckSuiteConclusion(x *CheckSuiteConclusion, d *codec.Decoder) error
 
 // EncodeCheckSuiteConclusion writes *x.
 func EncodeCheckSuiteConclusion(x *CheckSuiteConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCheckSuiteStatus reads a value of CheckSuiteStatus into *x.
+func DecodeCheckSuiteStatus(x *CheckSuiteStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCheckSuiteStatus writes *x.
+func EncodeCheckSuiteStatus(x *CheckSuiteStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningAlertDismissedReason reads a value of
+// CodeScanningAlertDismissedReason into *x.
+func DecodeCodeScanningAlertDismissedReason(x *CodeScanningAlertDismissedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningAlertDismissedReason writes *x.
+func EncodeCodeScanningAlertDismissedReason(x *CodeScanningAlertDismissedReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningAlertRuleSeverity reads a value of
+// CodeScanningAlertRuleSeverity into *x.
+func DecodeCodeScanningAlertRuleSeverity(x *CodeScanningAlertRuleSeverity, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningAlertRuleSeverity writes *x.
+func EncodeCodeScanningAlertRuleSeverity(x *CodeScanningAlertRuleSeverity, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningToolAlertsThreshold reads a value of
+// CodeScanningToolAlertsThreshold into *x.
+func DecodeCodeScanningToolAlertsThreshold(x *CodeScanningToolAlertsThreshold, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningToolAlertsThreshold writes *x.
+func EncodeCodeScanningToolAlertsThreshold(x *CodeScanningToolAlertsThreshold, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningToolSecurityAlertsThreshold reads a value of
+// CodeScanningToolSecurityAlertsThreshold into *x.
+func DecodeCodeScanningToolSecurityAlertsThreshold(x *CodeScanningToolSecurityAlertsThreshold, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningToolSecurityAlertsThreshold writes *x.
+func EncodeCodeScanningToolSecurityAlertsThreshold(x *CodeScanningToolSecurityAlertsThreshold, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertDependencyRelationship reads a value of
+// DependabotAlertDependencyRelationship into *x.
+func DecodeDependabotAlertDependencyRelationship(x *DependabotAlertDependencyRelationship, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertDependencyRelationship writes *x.
+func EncodeDependabotAlertDependencyRelationship(x *DependabotAlertDependencyRelationship, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertDependencyScope reads a value of
+// DependabotAlertDependencyScope into *x.
+func DecodeDependabotAlertDependencyScope(x *DependabotAlertDependencyScope, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertDependencyScope writes *x.
+func EncodeDependabotAlertDependencyScope(x *DependabotAlertDependencyScope, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertDismissedReason reads a value of
+// DependabotAlertDismissedReason into *x.
+func DecodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertDismissedReason writes *x.
+func EncodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -7368,6 +7658,38 @@ func EncodeDependabotAlertSecurityAdvisorySeverity(x *DependabotAlertSecurityAdv
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeDependabotAlertState reads a value of DependabotAlertState into *x.
+func DecodeDependabotAlertState(x *DependabotAlertState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertState writes *x.
+func EncodeDependabotAlertState(x *DependabotAlertState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDeploymentReviewReviewerType reads a value of
+// DeploymentReviewReviewerType into *x.
+func DecodeDeploymentReviewReviewerType(x *DeploymentReviewReviewerType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDeploymentReviewReviewerType writes *x.
+func EncodeDeploymentReviewReviewerType(x *DeploymentReviewReviewerType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDeploymentStatusCheckRunConclusion reads a value of
+// DeploymentStatusCheckRunConclusion into *x.
+func DecodeDeploymentStatusCheckRunConclusion(x *DeploymentStatusCheckRunConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDeploymentStatusCheckRunConclusion writes *x.
+func EncodeDeploymentStatusCheckRunConclusion(x *DeploymentStatusCheckRunConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeDeploymentStatusCheckRunStatus reads a value of
 // DeploymentStatusCheckRunStatus into *x.
 func DecodeDeploymentStatusCheckRunStatus(x *DeploymentStatusCheckRunStatus, d *codec.Decoder) error {
@@ -7376,6 +7698,47 @@ func DecodeDeploymentStatusCheckRunStatus(x *DeploymentStatusCheckRunStatus, d *
 
 // EncodeDeploymentStatusCheckRunStatus writes *x.
 func EncodeDeploymentStatusCheckRunStatus(x *DeploymentStatusCheckRunStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDeploymentWorkflowRunConclusion reads a value of
+// DeploymentWorkflowRunConclusion into *x.
+func DecodeDeploymentWorkflowRunConclusion(x *DeploymentWorkflowRunConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDeploymentWorkflowRunConclusion writes *x.
+func EncodeDeploymentWorkflowRunConclusion(x *DeploymentWorkflowRunConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDiscussionState reads a value of DiscussionState into *x.
+func DecodeDiscussionState(x *DiscussionState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDiscussionState writes *x.
+func EncodeDiscussionState(x *DiscussionState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDiscussionStateReason reads a value of DiscussionStateReason into *x.
+func DecodeDiscussionStateReason(x *DiscussionStateReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDiscussionStateReason writes *x.
+func EncodeDiscussionStateReason(x *DiscussionStateReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeGollumPageAction reads a value of GollumPageAction into *x.
+func DecodeGollumPageAction(x *GollumPageAction, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeGollumPageAction writes *x.
+func EncodeGollumPageAction(x *GollumPageAction, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -7420,6 +7783,27 @@ func EncodeIssueTypeColor(x *IssueTypeColor, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeMarketplacePurchasePlanPriceModel reads a value of
+// MarketplacePurchasePlanPriceModel into *x.
+func DecodeMarketplacePurchasePlanPriceModel(x *MarketplacePurchasePlanPriceModel, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMarketplacePurchasePlanPriceModel writes *x.
+func EncodeMarketplacePurchasePlanPriceModel(x *MarketplacePurchasePlanPriceModel, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeMembershipScope reads a value of MembershipScope into *x.
+func DecodeMembershipScope(x *MembershipScope, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMembershipScope writes *x.
+func EncodeMembershipScope(x *MembershipScope, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeMergeCommitMessage reads a value of MergeCommitMessage into *x.
 func DecodeMergeCommitMessage(x *MergeCommitMessage, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -7440,6 +7824,17 @@ func EncodeMergeCommitTitle(x *MergeCommitTitle, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeMergeGroupDestroyedReason reads a value of MergeGroupDestroyedReason
+// into *x.
+func DecodeMergeGroupDestroyedReason(x *MergeGroupDestroyedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMergeGroupDestroyedReason writes *x.
+func EncodeMergeGroupDestroyedReason(x *MergeGroupDestroyedReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeMergeMethod reads a value of MergeMethod into *x.
 func DecodeMergeMethod(x *MergeMethod, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -7447,6 +7842,27 @@ func DecodeMergeMethod(x *MergeMethod, d *codec.Decoder) error {
 
 // EncodeMergeMethod writes *x.
 func EncodeMergeMethod(x *MergeMethod, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeMetaHookConfigContentType reads a value of MetaHookConfigContentType
+// into *x.
+func DecodeMetaHookConfigContentType(x *MetaHookConfigContentType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMetaHookConfigContentType writes *x.
+func EncodeMetaHookConfigContentType(x *MetaHookConfigContentType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeMetaHookEvent reads a value of MetaHookEvent into *x.
+func DecodeMetaHookEvent(x *MetaHookEvent, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMetaHookEvent writes *x.
+func EncodeMetaHookEvent(x *MetaHookEvent, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -7461,6 +7877,39 @@ func EncodeOrganizationCustomPropertySourceType(x *OrganizationCustomPropertySou
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeOrganizationCustomPropertyValueType reads a value of
+// OrganizationCustomPropertyValueType into *x.
+func DecodeOrganizationCustomPropertyValueType(x *OrganizationCustomPropertyValueType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeOrganizationCustomPropertyValueType writes *x.
+func EncodeOrganizationCustomPropertyValueType(x *OrganizationCustomPropertyValueType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeOrganizationCustomPropertyValuesEditableBy reads a value of
+// OrganizationCustomPropertyValuesEditableBy into *x.
+func DecodeOrganizationCustomPropertyValuesEditableBy(x *OrganizationCustomPropertyValuesEditableBy, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeOrganizationCustomPropertyValuesEditableBy writes *x.
+func EncodeOrganizationCustomPropertyValuesEditableBy(x *OrganizationCustomPropertyValuesEditableBy, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePatternParametersOperator reads a value of PatternParametersOperator
+// into *x.
+func DecodePatternParametersOperator(x *PatternParametersOperator, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePatternParametersOperator writes *x.
+func EncodePatternParametersOperator(x *PatternParametersOperator, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodePermissionLevel reads a value of PermissionLevel into *x.
 func DecodePermissionLevel(x *PermissionLevel, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -7468,6 +7917,82 @@ func DecodePermissionLevel(x *PermissionLevel, d *codec.Decoder) error {
 
 // EncodePermissionLevel writes *x.
 func EncodePermissionLevel(x *PermissionLevel, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePersonalAccessTokenRequestRepositorySelection reads a value of
+// PersonalAccessTokenRequestRepositorySelection into *x.
+func DecodePersonalAccessTokenRequestRepositorySelection(x *PersonalAccessTokenRequestRepositorySelection, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePersonalAccessTokenRequestRepositorySelection writes *x.
+func EncodePersonalAccessTokenRequestRepositorySelection(x *PersonalAccessTokenRequestRepositorySelection, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeProjectsV2ItemContentType reads a value of ProjectsV2ItemContentType
+// into *x.
+func DecodeProjectsV2ItemContentType(x *ProjectsV2ItemContentType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeProjectsV2ItemContentType writes *x.
+func EncodeProjectsV2ItemContentType(x *ProjectsV2ItemContentType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeProjectsV2StatusUpdateEditedChangesStatusFrom reads a value of
+// ProjectsV2StatusUpdateEditedChangesStatusFrom into *x.
+func DecodeProjectsV2StatusUpdateEditedChangesStatusFrom(x *ProjectsV2StatusUpdateEditedChangesStatusFrom, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeProjectsV2StatusUpdateEditedChangesStatusFrom writes *x.
+func EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x *ProjectsV2StatusUpdateEditedChangesStatusFrom, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePullRequestDequeuedReason reads a value of PullRequestDequeuedReason
+// into *x.
+func DecodePullRequestDequeuedReason(x *PullRequestDequeuedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePullRequestDequeuedReason writes *x.
+func EncodePullRequestDequeuedReason(x *PullRequestDequeuedReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePullRequestReviewCommentSide reads a value of
+// PullRequestReviewCommentSide into *x.
+func DecodePullRequestReviewCommentSide(x *PullRequestReviewCommentSide, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePullRequestReviewCommentSide writes *x.
+func EncodePullRequestReviewCommentSide(x *PullRequestReviewCommentSide, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePullRequestReviewCommentSubjectType reads a value of
+// PullRequestReviewCommentSubjectType into *x.
+func DecodePullRequestReviewCommentSubjectType(x *PullRequestReviewCommentSubjectType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePullRequestReviewCommentSubjectType writes *x.
+func EncodePullRequestReviewCommentSubjectType(x *PullRequestReviewCommentSubjectType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePullRequestReviewState reads a value of PullRequestReviewState into *x.
+func DecodePullRequestReviewState(x *PullRequestReviewState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePullRequestReviewState writes *x.
+func EncodePullRequestReviewState(x *PullRequestReviewState, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -7481,6 +8006,157 @@ func EncodeRefType(x *RefType, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeReleaseAssetState reads a value of ReleaseAssetState into *x.
+func DecodeReleaseAssetState(x *ReleaseAssetState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeReleaseAssetState writes *x.
+func EncodeReleaseAssetState(x *ReleaseAssetState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryAdvisoryCreditState reads a value of
+// RepositoryAdvisoryCreditState into *x.
+func DecodeRepositoryAdvisoryCreditState(x *RepositoryAdvisoryCreditState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryAdvisoryCreditState writes *x.
+func EncodeRepositoryAdvisoryCreditState(x *RepositoryAdvisoryCreditState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryAdvisoryState reads a value of RepositoryAdvisoryState into
+// *x.
+func DecodeRepositoryAdvisoryState(x *RepositoryAdvisoryState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryAdvisoryState writes *x.
+func EncodeRepositoryAdvisoryState(x *RepositoryAdvisoryState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryImportStatus reads a value of RepositoryImportStatus into *x.
+func DecodeRepositoryImportStatus(x *RepositoryImportStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryImportStatus writes *x.
+func EncodeRepositoryImportStatus(x *RepositoryImportStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRuleEnforcement reads a value of RepositoryRuleEnforcement
+// into *x.
+func DecodeRepositoryRuleEnforcement(x *RepositoryRuleEnforcement, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRuleEnforcement writes *x.
+func EncodeRepositoryRuleEnforcement(x *RepositoryRuleEnforcement, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRuleMergeQueueParametersGroupingStrategy reads a value of
+// RepositoryRuleMergeQueueParametersGroupingStrategy into *x.
+func DecodeRepositoryRuleMergeQueueParametersGroupingStrategy(x *RepositoryRuleMergeQueueParametersGroupingStrategy, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRuleMergeQueueParametersGroupingStrategy writes *x.
+func EncodeRepositoryRuleMergeQueueParametersGroupingStrategy(x *RepositoryRuleMergeQueueParametersGroupingStrategy, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRuleMergeQueueParametersMergeMethod reads a value of
+// RepositoryRuleMergeQueueParametersMergeMethod into *x.
+func DecodeRepositoryRuleMergeQueueParametersMergeMethod(x *RepositoryRuleMergeQueueParametersMergeMethod, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRuleMergeQueueParametersMergeMethod writes *x.
+func EncodeRepositoryRuleMergeQueueParametersMergeMethod(x *RepositoryRuleMergeQueueParametersMergeMethod, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetBypassActorActorType reads a value of
+// RepositoryRulesetBypassActorActorType into *x.
+func DecodeRepositoryRulesetBypassActorActorType(x *RepositoryRulesetBypassActorActorType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetBypassActorActorType writes *x.
+func EncodeRepositoryRulesetBypassActorActorType(x *RepositoryRulesetBypassActorActorType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetBypassActorBypassMode reads a value of
+// RepositoryRulesetBypassActorBypassMode into *x.
+func DecodeRepositoryRulesetBypassActorBypassMode(x *RepositoryRulesetBypassActorBypassMode, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetBypassActorBypassMode writes *x.
+func EncodeRepositoryRulesetBypassActorBypassMode(x *RepositoryRulesetBypassActorBypassMode, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetCurrentUserCanBypass reads a value of
+// RepositoryRulesetCurrentUserCanBypass into *x.
+func DecodeRepositoryRulesetCurrentUserCanBypass(x *RepositoryRulesetCurrentUserCanBypass, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetCurrentUserCanBypass writes *x.
+func EncodeRepositoryRulesetCurrentUserCanBypass(x *RepositoryRulesetCurrentUserCanBypass, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetPropertyTargetingDefinitionSource reads a value of
+// RepositoryRulesetPropertyTargetingDefinitionSource into *x.
+func DecodeRepositoryRulesetPropertyTargetingDefinitionSource(x *RepositoryRulesetPropertyTargetingDefinitionSource, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetPropertyTargetingDefinitionSource writes *x.
+func EncodeRepositoryRulesetPropertyTargetingDefinitionSource(x *RepositoryRulesetPropertyTargetingDefinitionSource, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetSourceType reads a value of
+// RepositoryRulesetSourceType into *x.
+func DecodeRepositoryRulesetSourceType(x *RepositoryRulesetSourceType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetSourceType writes *x.
+func EncodeRepositoryRulesetSourceType(x *RepositoryRulesetSourceType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetTarget reads a value of RepositoryRulesetTarget into
+// *x.
+func DecodeRepositoryRulesetTarget(x *RepositoryRulesetTarget, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetTarget writes *x.
+func EncodeRepositoryRulesetTarget(x *RepositoryRulesetTarget, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositorySelection reads a value of RepositorySelection into *x.
+func DecodeRepositorySelection(x *RepositorySelection, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositorySelection writes *x.
+func EncodeRepositorySelection(x *RepositorySelection, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeRepositoryVisibility reads a value of RepositoryVisibility into *x.
 func DecodeRepositoryVisibility(x *RepositoryVisibility, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -7488,6 +8164,103 @@ func DecodeRepositoryVisibility(x *RepositoryVisibility, d *codec.Decoder) error
 
 // EncodeRepositoryVisibility writes *x.
 func EncodeRepositoryVisibility(x *RepositoryVisibility, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeReviewerType reads a value of ReviewerType into *x.
+func DecodeReviewerType(x *ReviewerType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeReviewerType writes *x.
+func EncodeReviewerType(x *ReviewerType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningAlertResolution reads a value of
+// SecretScanningAlertResolution into *x.
+func DecodeSecretScanningAlertResolution(x *SecretScanningAlertResolution, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningAlertResolution writes *x.
+func EncodeSecretScanningAlertResolution(x *SecretScanningAlertResolution, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningAlertValidity reads a value of
+// SecretScanningAlertValidity into *x.
+func DecodeSecretScanningAlertValidity(x *SecretScanningAlertValidity, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningAlertValidity writes *x.
+func EncodeSecretScanningAlertValidity(x *SecretScanningAlertValidity, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningLocationType reads a value of SecretScanningLocationType
+// into *x.
+func DecodeSecretScanningLocationType(x *SecretScanningLocationType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningLocationType writes *x.
+func EncodeSecretScanningLocationType(x *SecretScanningLocationType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningScanCustomPatternScope reads a value of
+// SecretScanningScanCustomPatternScope into *x.
+func DecodeSecretScanningScanCustomPatternScope(x *SecretScanningScanCustomPatternScope, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningScanCustomPatternScope writes *x.
+func EncodeSecretScanningScanCustomPatternScope(x *SecretScanningScanCustomPatternScope, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningScanSource reads a value of SecretScanningScanSource into
+// *x.
+func DecodeSecretScanningScanSource(x *SecretScanningScanSource, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningScanSource writes *x.
+func EncodeSecretScanningScanSource(x *SecretScanningScanSource, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningScanType reads a value of SecretScanningScanType into *x.
+func DecodeSecretScanningScanType(x *SecretScanningScanType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningScanType writes *x.
+func EncodeSecretScanningScanType(x *SecretScanningScanType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecurityAdvisoryCreditTypes reads a value of
+// SecurityAdvisoryCreditTypes into *x.
+func DecodeSecurityAdvisoryCreditTypes(x *SecurityAdvisoryCreditTypes, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecurityAdvisoryCreditTypes writes *x.
+func EncodeSecurityAdvisoryCreditTypes(x *SecurityAdvisoryCreditTypes, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecurityAdvisoryEcosystems reads a value of SecurityAdvisoryEcosystems
+// into *x.
+func DecodeSecurityAdvisoryEcosystems(x *SecurityAdvisoryEcosystems, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecurityAdvisoryEcosystems writes *x.
+func EncodeSecurityAdvisoryEcosystems(x *SecurityAdvisoryEcosystems, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -7523,6 +8296,27 @@ func EncodeSquashMergeCommitTitle(x *SquashMergeCommitTitle, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeStatusCommitCommitVerificationReason reads a value of
+// StatusCommitCommitVerificationReason into *x.
+func DecodeStatusCommitCommitVerificationReason(x *StatusCommitCommitVerificationReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeStatusCommitCommitVerificationReason writes *x.
+func EncodeStatusCommitCommitVerificationReason(x *StatusCommitCommitVerificationReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeStatusState reads a value of StatusState into *x.
+func DecodeStatusState(x *StatusState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeStatusState writes *x.
+func EncodeStatusState(x *StatusState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeTeamNotificationSetting reads a value of TeamNotificationSetting into
 // *x.
 func DecodeTeamNotificationSetting(x *TeamNotificationSetting, d *codec.Decoder) error {
@@ -7554,6 +8348,36 @@ func EncodeUserType(x *UserType, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeWebhookName reads a value of WebhookName into *x.
+func DecodeWebhookName(x *WebhookName, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWebhookName writes *x.
+func EncodeWebhookName(x *WebhookName, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeWorkflowJobConclusion reads a value of WorkflowJobConclusion into *x.
+func DecodeWorkflowJobConclusion(x *WorkflowJobConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWorkflowJobConclusion writes *x.
+func EncodeWorkflowJobConclusion(x *WorkflowJobConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeWorkflowJobStatus reads a value of WorkflowJobStatus into *x.
+func DecodeWorkflowJobStatus(x *WorkflowJobStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWorkflowJobStatus writes *x.
+func EncodeWorkflowJobStatus(x *WorkflowJobStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeWorkflowRunStatus reads a value of WorkflowRunStatus into *x.
 func DecodeWorkflowRunStatus(x *WorkflowRunStatus, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -7561,5 +8385,15 @@ func DecodeWorkflowRunStatus(x *WorkflowRunStatus, d *codec.Decoder) error {
 
 // EncodeWorkflowRunStatus writes *x.
 func EncodeWorkflowRunStatus(x *WorkflowRunStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeWorkflowStepConclusion reads a value of WorkflowStepConclusion into *x.
+func DecodeWorkflowStepConclusion(x *WorkflowStepConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWorkflowStepConclusion writes *x.
+func EncodeWorkflowStepConclusion(x *WorkflowStepConclusion, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }

@@ -1450,6 +1450,22 @@ type IssueLabel struct {
 	Label  *Label
 }
 
+// OrganizationCustomPropertyDefaultValue: Default value of the property
+//
+// Exactly one field is set: the variant the JSON value matched when decoded.
+type OrganizationCustomPropertyDefaultValue struct {
+	String  *string
+	Strings []string
+}
+
+// PackageVersionNugetMetadataID is one of several types.
+//
+// Exactly one field is set: the variant the JSON value matched when decoded.
+type PackageVersionNugetMetadataID struct {
+	Int64  *int64
+	String *string
+}
+
 // PackageVersionNugetMetadataValue is one of several types.
 //
 // Exactly one field is set: the variant the JSON value matched when decoded.
@@ -1466,6 +1482,15 @@ type PackageVersionNugetMetadataValue struct {
 type PullRequestRequestedReviewer struct {
 	User *User
 	Team *Team
+}
+
+// RegistryPackagePackageVersionNugetMetadataID is one of several types.
+//
+// Exactly one field is set: the variant the JSON value matched when decoded.
+type RegistryPackagePackageVersionNugetMetadataID struct {
+	String *string
+	Raw    json.RawMessage
+	Int64  *int64
 }
 
 // RepositoryOrganization is one of several types.

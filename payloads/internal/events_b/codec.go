@@ -31,9 +31,9 @@ func DecodeBranchProtectionRule(x *BranchProtectionRule, d *codec.Decoder) error
 		case "admin_enforced":
 			err = codec.DecBoolSeen(&x.AdminEnforced, d, &seen, 0)
 		case "allow_deletions_enforcement_level":
-			err = codec.DecSeen(&x.AllowDeletionsEnforcementLevel, d, &seen, 1, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.AllowDeletionsEnforcementLevel, d, &seen, 1, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "allow_force_pushes_enforcement_level":
-			err = codec.DecSeen(&x.AllowForcePushesEnforcementLevel, d, &seen, 2, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.AllowForcePushesEnforcementLevel, d, &seen, 2, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "authorized_actor_names":
 			if seen.Read(d, 3) {
 				err = codec.DecSlice(&x.AuthorizedActorNames, d, codec.DecString)
@@ -53,19 +53,19 @@ func DecodeBranchProtectionRule(x *BranchProtectionRule, d *codec.Decoder) error
 		case "ignore_approvals_from_contributors":
 			err = codec.DecBoolSeen(&x.IgnoreApprovalsFromContributors, d, &seen, 9)
 		case "linear_history_requirement_enforcement_level":
-			err = codec.DecSeen(&x.LinearHistoryRequirementEnforcementLevel, d, &seen, 10, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.LinearHistoryRequirementEnforcementLevel, d, &seen, 10, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "lock_branch_enforcement_level":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.LockBranchEnforcementLevel = (*BranchProtectionRuleAllowDeletionsEnforcementLevel)(p)
+			x.LockBranchEnforcementLevel = (*common.BranchProtectionRuleAllowDeletionsEnforcementLevel)(p)
 		case "lock_allows_fork_sync":
 			err = codec.DecBoolPtr(&x.LockAllowsForkSync, d)
 		case "merge_queue_enforcement_level":
-			err = codec.DecSeen(&x.MergeQueueEnforcementLevel, d, &seen, 11, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.MergeQueueEnforcementLevel, d, &seen, 11, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "name":
 			err = codec.DecStringSeen(&x.Name, d, &seen, 12)
 		case "pull_request_reviews_enforcement_level":
-			err = codec.DecSeen(&x.PullRequestReviewsEnforcementLevel, d, &seen, 13, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.PullRequestReviewsEnforcementLevel, d, &seen, 13, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "repository_id":
 			err = codec.DecInt64Seen(&x.RepositoryID, d, &seen, 14)
 		case "require_code_owner_review":
@@ -75,17 +75,17 @@ func DecodeBranchProtectionRule(x *BranchProtectionRule, d *codec.Decoder) error
 		case "required_approving_review_count":
 			err = codec.DecInt64Seen(&x.RequiredApprovingReviewCount, d, &seen, 16)
 		case "required_conversation_resolution_level":
-			err = codec.DecSeen(&x.RequiredConversationResolutionLevel, d, &seen, 17, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.RequiredConversationResolutionLevel, d, &seen, 17, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "required_deployments_enforcement_level":
-			err = codec.DecSeen(&x.RequiredDeploymentsEnforcementLevel, d, &seen, 18, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.RequiredDeploymentsEnforcementLevel, d, &seen, 18, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "required_status_checks":
 			if seen.Read(d, 19) {
 				err = codec.DecSlice(&x.RequiredStatusChecks, d, codec.DecString)
 			}
 		case "required_status_checks_enforcement_level":
-			err = codec.DecSeen(&x.RequiredStatusChecksEnforcementLevel, d, &seen, 20, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.RequiredStatusChecksEnforcementLevel, d, &seen, 20, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "signature_requirement_enforcement_level":
-			err = codec.DecSeen(&x.SignatureRequirementEnforcementLevel, d, &seen, 21, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.SignatureRequirementEnforcementLevel, d, &seen, 21, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		case "strict_required_status_checks_policy":
 			err = codec.DecBoolSeen(&x.StrictRequiredStatusChecksPolicy, d, &seen, 22)
 		case "updated_at":
@@ -113,11 +113,11 @@ func EncodeBranchProtectionRule(x *BranchProtectionRule, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"allow_deletions_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.AllowDeletionsEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.AllowDeletionsEnforcementLevel, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"allow_force_pushes_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.AllowForcePushesEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.AllowForcePushesEnforcementLevel, e)
 	}
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"authorized_actor_names\":")
@@ -153,11 +153,11 @@ func EncodeBranchProtectionRule(x *BranchProtectionRule, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 10) {
 		e.Key(",\"linear_history_requirement_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.LinearHistoryRequirementEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.LinearHistoryRequirementEnforcementLevel, e)
 	}
 	if x.LockBranchEnforcementLevel != nil {
 		e.Key(",\"lock_branch_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x.LockBranchEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x.LockBranchEnforcementLevel, e)
 	}
 	if x.LockAllowsForkSync != nil {
 		e.Key(",\"lock_allows_fork_sync\":")
@@ -165,7 +165,7 @@ func EncodeBranchProtectionRule(x *BranchProtectionRule, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 11) {
 		e.Key(",\"merge_queue_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.MergeQueueEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.MergeQueueEnforcementLevel, e)
 	}
 	if codec.Written(&x.extra, 12) {
 		e.Key(",\"name\":")
@@ -173,7 +173,7 @@ func EncodeBranchProtectionRule(x *BranchProtectionRule, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 13) {
 		e.Key(",\"pull_request_reviews_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.PullRequestReviewsEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.PullRequestReviewsEnforcementLevel, e)
 	}
 	if codec.Written(&x.extra, 14) {
 		e.Key(",\"repository_id\":")
@@ -193,11 +193,11 @@ func EncodeBranchProtectionRule(x *BranchProtectionRule, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 17) {
 		e.Key(",\"required_conversation_resolution_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.RequiredConversationResolutionLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.RequiredConversationResolutionLevel, e)
 	}
 	if codec.Written(&x.extra, 18) {
 		e.Key(",\"required_deployments_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.RequiredDeploymentsEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.RequiredDeploymentsEnforcementLevel, e)
 	}
 	if codec.Written(&x.extra, 19) {
 		e.Key(",\"required_status_checks\":")
@@ -205,11 +205,11 @@ func EncodeBranchProtectionRule(x *BranchProtectionRule, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 20) {
 		e.Key(",\"required_status_checks_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.RequiredStatusChecksEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.RequiredStatusChecksEnforcementLevel, e)
 	}
 	if codec.Written(&x.extra, 21) {
 		e.Key(",\"signature_requirement_enforcement_level\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.SignatureRequirementEnforcementLevel, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.SignatureRequirementEnforcementLevel, e)
 	}
 	if codec.Written(&x.extra, 22) {
 		e.Key(",\"strict_required_status_checks_policy\":")
@@ -446,7 +446,7 @@ func DecodeEnforcementLevel(x *EnforcementLevel, d *codec.Decoder) error {
 	for more {
 		switch string(key) {
 		case "from":
-			err = codec.DecSeen(&x.From, d, &seen, 0, DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
+			err = codec.DecSeen(&x.From, d, &seen, 0, common.DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -466,7 +466,7 @@ func EncodeEnforcementLevel(x *EnforcementLevel, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"from\":")
-		EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.From, e)
+		common.EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(&x.From, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -1054,15 +1054,4 @@ func EncodeBranchProtectionRuleEditedEvent(x *BranchProtectionRuleEditedEvent, e
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
-}
-
-// DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel reads a value of
-// BranchProtectionRuleAllowDeletionsEnforcementLevel into *x.
-func DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x *BranchProtectionRuleAllowDeletionsEnforcementLevel, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel writes *x.
-func EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x *BranchProtectionRuleAllowDeletionsEnforcementLevel, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

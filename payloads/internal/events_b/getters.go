@@ -17,7 +17,7 @@ func (x *BranchProtectionRule) GetAdminEnforced() bool {
 
 // GetAllowDeletionsEnforcementLevel returns the
 // "allow_deletions_enforcement_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetAllowDeletionsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetAllowDeletionsEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -26,7 +26,7 @@ func (x *BranchProtectionRule) GetAllowDeletionsEnforcementLevel() BranchProtect
 
 // GetAllowForcePushesEnforcementLevel returns the
 // "allow_force_pushes_enforcement_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetAllowForcePushesEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetAllowForcePushesEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -106,7 +106,7 @@ func (x *BranchProtectionRule) GetIgnoreApprovalsFromContributors() bool {
 
 // GetLinearHistoryRequirementEnforcementLevel returns the
 // "linear_history_requirement_enforcement_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetLinearHistoryRequirementEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetLinearHistoryRequirementEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -115,7 +115,7 @@ func (x *BranchProtectionRule) GetLinearHistoryRequirementEnforcementLevel() Bra
 
 // GetLockBranchEnforcementLevel returns the "lock_branch_enforcement_level"
 // member, or "" when x is nil or the member is absent or null.
-func (x *BranchProtectionRule) GetLockBranchEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetLockBranchEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil || x.LockBranchEnforcementLevel == nil {
 		return ""
 	}
@@ -133,7 +133,7 @@ func (x *BranchProtectionRule) GetLockAllowsForkSync() bool {
 
 // GetMergeQueueEnforcementLevel returns the "merge_queue_enforcement_level"
 // member, or "" when x is nil.
-func (x *BranchProtectionRule) GetMergeQueueEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetMergeQueueEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -150,7 +150,7 @@ func (x *BranchProtectionRule) GetName() string {
 
 // GetPullRequestReviewsEnforcementLevel returns the
 // "pull_request_reviews_enforcement_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetPullRequestReviewsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetPullRequestReviewsEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -194,7 +194,7 @@ func (x *BranchProtectionRule) GetRequiredApprovingReviewCount() int64 {
 
 // GetRequiredConversationResolutionLevel returns the
 // "required_conversation_resolution_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetRequiredConversationResolutionLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetRequiredConversationResolutionLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -203,7 +203,7 @@ func (x *BranchProtectionRule) GetRequiredConversationResolutionLevel() BranchPr
 
 // GetRequiredDeploymentsEnforcementLevel returns the
 // "required_deployments_enforcement_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetRequiredDeploymentsEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetRequiredDeploymentsEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -221,7 +221,7 @@ func (x *BranchProtectionRule) GetRequiredStatusChecks() []string {
 
 // GetRequiredStatusChecksEnforcementLevel returns the
 // "required_status_checks_enforcement_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetRequiredStatusChecksEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetRequiredStatusChecksEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -230,7 +230,7 @@ func (x *BranchProtectionRule) GetRequiredStatusChecksEnforcementLevel() BranchP
 
 // GetSignatureRequirementEnforcementLevel returns the
 // "signature_requirement_enforcement_level" member, or "" when x is nil.
-func (x *BranchProtectionRule) GetSignatureRequirementEnforcementLevel() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *BranchProtectionRule) GetSignatureRequirementEnforcementLevel() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}
@@ -377,7 +377,7 @@ func (x *BranchProtectionRuleEditedChangesAuthorizedActorNames) GetFrom() []stri
 }
 
 // GetFrom returns the "from" member, or "" when x is nil.
-func (x *EnforcementLevel) GetFrom() BranchProtectionRuleAllowDeletionsEnforcementLevel {
+func (x *EnforcementLevel) GetFrom() common.BranchProtectionRuleAllowDeletionsEnforcementLevel {
 	if x == nil {
 		return ""
 	}

@@ -6,7 +6,10 @@
 // forgehooks.dev/forgehooks/payloads names each by an alias, and documents it.
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/codec"
+import (
+	codec "forgehooks.dev/forgehooks/payloads/codec"
+	common "forgehooks.dev/forgehooks/payloads/internal/common"
+)
 
 // extra is embedded in every struct under this name, which no generated field
 // can take (those are exported); see codec.Extra.
@@ -17,42 +20,42 @@ type extra = codec.Extra
 // Binary settings are boolean. Multi-level configurations are one of `off`,
 // `non_admins`, or `everyone`. Actor and build lists are arrays of strings.
 type BranchProtectionRule struct {
-	AdminEnforced                            bool                                               `json:"admin_enforced"`
-	AllowDeletionsEnforcementLevel           BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"allow_deletions_enforcement_level"`
-	AllowForcePushesEnforcementLevel         BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"allow_force_pushes_enforcement_level"`
-	AuthorizedActorNames                     []string                                           `json:"authorized_actor_names"`
-	AuthorizedActorsOnly                     bool                                               `json:"authorized_actors_only"`
-	AuthorizedDismissalActorsOnly            bool                                               `json:"authorized_dismissal_actors_only"`
-	CreateProtected                          *bool                                              `json:"create_protected,omitempty"`
-	CreatedAt                                codec.Timestamp                                    `json:"created_at"`
-	DismissStaleReviewsOnPush                bool                                               `json:"dismiss_stale_reviews_on_push"`
-	ID                                       int64                                              `json:"id"`
-	IgnoreApprovalsFromContributors          bool                                               `json:"ignore_approvals_from_contributors"`
-	LinearHistoryRequirementEnforcementLevel BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"linear_history_requirement_enforcement_level"`
+	AdminEnforced                            bool                                                      `json:"admin_enforced"`
+	AllowDeletionsEnforcementLevel           common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"allow_deletions_enforcement_level"`
+	AllowForcePushesEnforcementLevel         common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"allow_force_pushes_enforcement_level"`
+	AuthorizedActorNames                     []string                                                  `json:"authorized_actor_names"`
+	AuthorizedActorsOnly                     bool                                                      `json:"authorized_actors_only"`
+	AuthorizedDismissalActorsOnly            bool                                                      `json:"authorized_dismissal_actors_only"`
+	CreateProtected                          *bool                                                     `json:"create_protected,omitempty"`
+	CreatedAt                                codec.Timestamp                                           `json:"created_at"`
+	DismissStaleReviewsOnPush                bool                                                      `json:"dismiss_stale_reviews_on_push"`
+	ID                                       int64                                                     `json:"id"`
+	IgnoreApprovalsFromContributors          bool                                                      `json:"ignore_approvals_from_contributors"`
+	LinearHistoryRequirementEnforcementLevel common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"linear_history_requirement_enforcement_level"`
 	// The enforcement level of the branch lock setting. `off` means the branch is
 	// not locked, `non_admins` means the branch is read-only for non_admins, and
 	// `everyone` means the branch is read-only for everyone.
-	LockBranchEnforcementLevel *BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"lock_branch_enforcement_level,omitempty"`
+	LockBranchEnforcementLevel *common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"lock_branch_enforcement_level,omitempty"`
 	// Whether users can pull changes from upstream when the branch is locked. Set
 	// to `true` to allow users to pull changes from upstream when the branch is
 	// locked. This setting is only applicable for forks.
-	LockAllowsForkSync                 *bool                                              `json:"lock_allows_fork_sync,omitempty"`
-	MergeQueueEnforcementLevel         BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"merge_queue_enforcement_level"`
-	Name                               string                                             `json:"name"`
-	PullRequestReviewsEnforcementLevel BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"pull_request_reviews_enforcement_level"`
-	RepositoryID                       int64                                              `json:"repository_id"`
-	RequireCodeOwnerReview             bool                                               `json:"require_code_owner_review"`
+	LockAllowsForkSync                 *bool                                                     `json:"lock_allows_fork_sync,omitempty"`
+	MergeQueueEnforcementLevel         common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"merge_queue_enforcement_level"`
+	Name                               string                                                    `json:"name"`
+	PullRequestReviewsEnforcementLevel common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"pull_request_reviews_enforcement_level"`
+	RepositoryID                       int64                                                     `json:"repository_id"`
+	RequireCodeOwnerReview             bool                                                      `json:"require_code_owner_review"`
 	// Whether the most recent push must be approved by someone other than the
 	// person who pushed it
-	RequireLastPushApproval              *bool                                              `json:"require_last_push_approval,omitempty"`
-	RequiredApprovingReviewCount         int64                                              `json:"required_approving_review_count"`
-	RequiredConversationResolutionLevel  BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"required_conversation_resolution_level"`
-	RequiredDeploymentsEnforcementLevel  BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"required_deployments_enforcement_level"`
-	RequiredStatusChecks                 []string                                           `json:"required_status_checks"`
-	RequiredStatusChecksEnforcementLevel BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"required_status_checks_enforcement_level"`
-	SignatureRequirementEnforcementLevel BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"signature_requirement_enforcement_level"`
-	StrictRequiredStatusChecksPolicy     bool                                               `json:"strict_required_status_checks_policy"`
-	UpdatedAt                            codec.Timestamp                                    `json:"updated_at"`
+	RequireLastPushApproval              *bool                                                     `json:"require_last_push_approval,omitempty"`
+	RequiredApprovingReviewCount         int64                                                     `json:"required_approving_review_count"`
+	RequiredConversationResolutionLevel  common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"required_conversation_resolution_level"`
+	RequiredDeploymentsEnforcementLevel  common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"required_deployments_enforcement_level"`
+	RequiredStatusChecks                 []string                                                  `json:"required_status_checks"`
+	RequiredStatusChecksEnforcementLevel common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"required_status_checks_enforcement_level"`
+	SignatureRequirementEnforcementLevel common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"signature_requirement_enforcement_level"`
+	StrictRequiredStatusChecksPolicy     bool                                                      `json:"strict_required_status_checks_policy"`
+	UpdatedAt                            codec.Timestamp                                           `json:"updated_at"`
 
 	extra
 }
@@ -93,7 +96,7 @@ type BranchProtectionRuleEditedChangesAuthorizedActorNames struct {
 
 // EnforcementLevel is a type of the forge's payloads.
 type EnforcementLevel struct {
-	From BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"from"`
+	From common.BranchProtectionRuleAllowDeletionsEnforcementLevel `json:"from"`
 
 	extra
 }

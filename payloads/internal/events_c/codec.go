@@ -247,7 +247,7 @@ func DecodeCheckRun(x *CheckRun, d *codec.Decoder) error {
 		case "conclusion":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Conclusion = (*CheckRunConclusion)(p)
+			x.Conclusion = (*common.CheckRunConclusion)(p)
 		case "deployment":
 			err = codec.DecPtr(&x.Deployment, d, common.DecodeDeployment)
 		case "details_url":
@@ -273,7 +273,7 @@ func DecodeCheckRun(x *CheckRun, d *codec.Decoder) error {
 		case "started_at":
 			err = codec.DecSeen(&x.StartedAt, d, &seen, 8, codec.DecTimestamp)
 		case "status":
-			err = codec.DecSeen(&x.Status, d, &seen, 9, DecodeCheckRunStatus)
+			err = codec.DecSeen(&x.Status, d, &seen, 9, common.DecodeCheckRunStatus)
 		case "url":
 			err = codec.DecStringSeen(&x.URL, d, &seen, 10)
 		default:
@@ -306,7 +306,7 @@ func EncodeCheckRun(x *CheckRun, e *codec.Encoder) {
 	}
 	if x.Conclusion != nil {
 		e.Key(",\"conclusion\":")
-		EncodeCheckRunConclusion(x.Conclusion, e)
+		common.EncodeCheckRunConclusion(x.Conclusion, e)
 	}
 	if x.Deployment != nil {
 		e.Key(",\"deployment\":")
@@ -354,7 +354,7 @@ func EncodeCheckRun(x *CheckRun, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 9) {
 		e.Key(",\"status\":")
-		EncodeCheckRunStatus(&x.Status, e)
+		common.EncodeCheckRunStatus(&x.Status, e)
 	}
 	if codec.Written(&x.extra, 10) {
 		e.Key(",\"url\":")
@@ -538,7 +538,7 @@ func DecodeCheckSuite(x *CheckSuite, d *codec.Decoder) error {
 		case "status":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Status = (*CheckSuiteStatus)(p)
+			x.Status = (*common.CheckSuiteStatus)(p)
 		case "updated_at":
 			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 9, codec.DecTimestamp)
 		case "url":
@@ -622,7 +622,7 @@ func EncodeCheckSuite(x *CheckSuite, e *codec.Encoder) {
 	}
 	if x.Status != nil {
 		e.Key(",\"status\":")
-		EncodeCheckSuiteStatus(x.Status, e)
+		common.EncodeCheckSuiteStatus(x.Status, e)
 	}
 	if codec.Written(&x.extra, 9) {
 		e.Key(",\"updated_at\":")
@@ -741,7 +741,7 @@ func DecodeCodeScanningAlert(x *CodeScanningAlert, d *codec.Decoder) error {
 		case "dismissed_reason":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.DismissedReason = (*CodeScanningAlertDismissedReason)(p)
+			x.DismissedReason = (*common.CodeScanningAlertDismissedReason)(p)
 		case "fixed_at":
 			err = codec.DecRaw(&x.FixedAt, d)
 		case "html_url":
@@ -805,7 +805,7 @@ func EncodeCodeScanningAlert(x *CodeScanningAlert, e *codec.Encoder) {
 	}
 	if x.DismissedReason != nil {
 		e.Key(",\"dismissed_reason\":")
-		EncodeCodeScanningAlertDismissedReason(x.DismissedReason, e)
+		common.EncodeCodeScanningAlertDismissedReason(x.DismissedReason, e)
 	}
 	if x.FixedAt != nil {
 		e.Key(",\"fixed_at\":")
@@ -883,7 +883,7 @@ func DecodeCodeScanningAlertRule(x *CodeScanningAlertRule, d *codec.Decoder) err
 		case "severity":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Severity = (*CodeScanningAlertRuleSeverity)(p)
+			x.Severity = (*common.CodeScanningAlertRuleSeverity)(p)
 		case "full_description":
 			err = codec.DecStringPtr(&x.FullDescription, d)
 		case "help":
@@ -921,7 +921,7 @@ func EncodeCodeScanningAlertRule(x *CodeScanningAlertRule, e *codec.Encoder) {
 	}
 	if x.Severity != nil {
 		e.Key(",\"severity\":")
-		EncodeCodeScanningAlertRuleSeverity(x.Severity, e)
+		common.EncodeCodeScanningAlertRuleSeverity(x.Severity, e)
 	}
 	if x.FullDescription != nil {
 		e.Key(",\"full_description\":")
@@ -1156,7 +1156,7 @@ func DecodeCustomPropertyValue(x *CustomPropertyValue, d *codec.Decoder) error {
 		case "property_name":
 			err = codec.DecStringSeen(&x.PropertyName, d, &seen, 0)
 		case "value":
-			err = codec.DecPtr(&x.Value, d, DecodeOrganizationCustomPropertyDefaultValue)
+			err = codec.DecPtr(&x.Value, d, common.DecodeOrganizationCustomPropertyDefaultValue)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -1180,7 +1180,7 @@ func EncodeCustomPropertyValue(x *CustomPropertyValue, e *codec.Encoder) {
 	}
 	if x.Value != nil {
 		e.Key(",\"value\":")
-		EncodeOrganizationCustomPropertyDefaultValue(x.Value, e)
+		common.EncodeOrganizationCustomPropertyDefaultValue(x.Value, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -1858,11 +1858,11 @@ func DecodeOrganizationCustomProperty(x *OrganizationCustomProperty, d *codec.De
 		case "value_type":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.ValueType = (*OrganizationCustomPropertyValueType)(p)
+			x.ValueType = (*common.OrganizationCustomPropertyValueType)(p)
 		case "required":
 			err = codec.DecBoolPtr(&x.Required, d)
 		case "default_value":
-			err = codec.DecPtr(&x.DefaultValue, d, DecodeOrganizationCustomPropertyDefaultValue)
+			err = codec.DecPtr(&x.DefaultValue, d, common.DecodeOrganizationCustomPropertyDefaultValue)
 		case "description":
 			err = codec.DecStringPtr(&x.Description, d)
 		case "allowed_values":
@@ -1870,7 +1870,7 @@ func DecodeOrganizationCustomProperty(x *OrganizationCustomProperty, d *codec.De
 		case "values_editable_by":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.ValuesEditableBy = (*OrganizationCustomPropertyValuesEditableBy)(p)
+			x.ValuesEditableBy = (*common.OrganizationCustomPropertyValuesEditableBy)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -1902,7 +1902,7 @@ func EncodeOrganizationCustomProperty(x *OrganizationCustomProperty, e *codec.En
 	}
 	if x.ValueType != nil {
 		e.Key(",\"value_type\":")
-		EncodeOrganizationCustomPropertyValueType(x.ValueType, e)
+		common.EncodeOrganizationCustomPropertyValueType(x.ValueType, e)
 	}
 	if x.Required != nil {
 		e.Key(",\"required\":")
@@ -1910,7 +1910,7 @@ func EncodeOrganizationCustomProperty(x *OrganizationCustomProperty, e *codec.En
 	}
 	if x.DefaultValue != nil {
 		e.Key(",\"default_value\":")
-		EncodeOrganizationCustomPropertyDefaultValue(x.DefaultValue, e)
+		common.EncodeOrganizationCustomPropertyDefaultValue(x.DefaultValue, e)
 	}
 	if x.Description != nil {
 		e.Key(",\"description\":")
@@ -1922,7 +1922,7 @@ func EncodeOrganizationCustomProperty(x *OrganizationCustomProperty, e *codec.En
 	}
 	if x.ValuesEditableBy != nil {
 		e.Key(",\"values_editable_by\":")
-		EncodeOrganizationCustomPropertyValuesEditableBy(x.ValuesEditableBy, e)
+		common.EncodeOrganizationCustomPropertyValuesEditableBy(x.ValuesEditableBy, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -4354,132 +4354,4 @@ func EncodeCustomPropertyValuesUpdatedEvent(x *CustomPropertyValuesUpdatedEvent,
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *OrganizationCustomPropertyDefaultValue) UnmarshalJSON(b []byte) error {
-	*x = OrganizationCustomPropertyDefaultValue{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeOrganizationCustomPropertyDefaultValue(x, &d), "OrganizationCustomPropertyDefaultValue")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x OrganizationCustomPropertyDefaultValue) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeOrganizationCustomPropertyDefaultValue(&x, e)
-	return e.Result()
-}
-
-var matchOrganizationCustomPropertyDefaultValue = [...]codec.Match{
-	{JSON: "string"},
-	{JSON: "array"},
-}
-
-// DecodeOrganizationCustomPropertyDefaultValue reads the variant of
-// OrganizationCustomPropertyDefaultValue the next JSON value matches into *x.
-func DecodeOrganizationCustomPropertyDefaultValue(x *OrganizationCustomPropertyDefaultValue, d *codec.Decoder) error {
-	*x = OrganizationCustomPropertyDefaultValue{}
-	switch {
-	case d.Matches(&matchOrganizationCustomPropertyDefaultValue[0]):
-		x.String = new(string)
-		return codec.DecString(x.String, d)
-	case d.Matches(&matchOrganizationCustomPropertyDefaultValue[1]):
-		return codec.DecSlice(&x.Strings, d, codec.DecString)
-	}
-	return d.NoVariant("OrganizationCustomPropertyDefaultValue")
-}
-
-// EncodeOrganizationCustomPropertyDefaultValue writes the variant of *x that is
-// set.
-func EncodeOrganizationCustomPropertyDefaultValue(x *OrganizationCustomPropertyDefaultValue, e *codec.Encoder) {
-	n := 0
-	if x.String != nil {
-		n++
-	}
-	if x.Strings != nil {
-		n++
-	}
-	if !e.OneVariant("OrganizationCustomPropertyDefaultValue", n) {
-		return
-	}
-	switch {
-	case x.String != nil:
-		codec.EncString(x.String, e)
-	case x.Strings != nil:
-		codec.EncSlice(&x.Strings, e, codec.EncString)
-	}
-}
-
-// DecodeCheckRunConclusion reads a value of CheckRunConclusion into *x.
-func DecodeCheckRunConclusion(x *CheckRunConclusion, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeCheckRunConclusion writes *x.
-func EncodeCheckRunConclusion(x *CheckRunConclusion, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeCheckRunStatus reads a value of CheckRunStatus into *x.
-func DecodeCheckRunStatus(x *CheckRunStatus, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeCheckRunStatus writes *x.
-func EncodeCheckRunStatus(x *CheckRunStatus, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeCheckSuiteStatus reads a value of CheckSuiteStatus into *x.
-func DecodeCheckSuiteStatus(x *CheckSuiteStatus, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeCheckSuiteStatus writes *x.
-func EncodeCheckSuiteStatus(x *CheckSuiteStatus, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeCodeScanningAlertDismissedReason reads a value of
-// CodeScanningAlertDismissedReason into *x.
-func DecodeCodeScanningAlertDismissedReason(x *CodeScanningAlertDismissedReason, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeCodeScanningAlertDismissedReason writes *x.
-func EncodeCodeScanningAlertDismissedReason(x *CodeScanningAlertDismissedReason, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeCodeScanningAlertRuleSeverity reads a value of
-// CodeScanningAlertRuleSeverity into *x.
-func DecodeCodeScanningAlertRuleSeverity(x *CodeScanningAlertRuleSeverity, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeCodeScanningAlertRuleSeverity writes *x.
-func EncodeCodeScanningAlertRuleSeverity(x *CodeScanningAlertRuleSeverity, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeOrganizationCustomPropertyValueType reads a value of
-// OrganizationCustomPropertyValueType into *x.
-func DecodeOrganizationCustomPropertyValueType(x *OrganizationCustomPropertyValueType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeOrganizationCustomPropertyValueType writes *x.
-func EncodeOrganizationCustomPropertyValueType(x *OrganizationCustomPropertyValueType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeOrganizationCustomPropertyValuesEditableBy reads a value of
-// OrganizationCustomPropertyValuesEditableBy into *x.
-func DecodeOrganizationCustomPropertyValuesEditableBy(x *OrganizationCustomPropertyValuesEditableBy, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeOrganizationCustomPropertyValuesEditableBy writes *x.
-func EncodeOrganizationCustomPropertyValuesEditableBy(x *OrganizationCustomPropertyValuesEditableBy, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

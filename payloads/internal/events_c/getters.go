@@ -168,7 +168,7 @@ func (x *CheckRun) GetCompletedAt() codec.Timestamp {
 
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
 // member is absent or null.
-func (x *CheckRun) GetConclusion() CheckRunConclusion {
+func (x *CheckRun) GetConclusion() common.CheckRunConclusion {
 	if x == nil || x.Conclusion == nil {
 		return ""
 	}
@@ -270,7 +270,7 @@ func (x *CheckRun) GetStartedAt() codec.Timestamp {
 }
 
 // GetStatus returns the "status" member, or "" when x is nil.
-func (x *CheckRun) GetStatus() CheckRunStatus {
+func (x *CheckRun) GetStatus() common.CheckRunStatus {
 	if x == nil {
 		return ""
 	}
@@ -471,7 +471,7 @@ func (x *CheckSuite) GetRunsRerequestable() bool {
 
 // GetStatus returns the "status" member, or "" when x is nil or the member is
 // absent or null.
-func (x *CheckSuite) GetStatus() CheckSuiteStatus {
+func (x *CheckSuite) GetStatus() common.CheckSuiteStatus {
 	if x == nil || x.Status == nil {
 		return ""
 	}
@@ -584,7 +584,7 @@ func (x *CodeScanningAlert) GetDismissedComment() string {
 
 // GetDismissedReason returns the "dismissed_reason" member, or "" when x is nil
 // or the member is absent or null.
-func (x *CodeScanningAlert) GetDismissedReason() CodeScanningAlertDismissedReason {
+func (x *CodeScanningAlert) GetDismissedReason() common.CodeScanningAlertDismissedReason {
 	if x == nil || x.DismissedReason == nil {
 		return ""
 	}
@@ -705,7 +705,7 @@ func (x *CodeScanningAlertRule) GetID() string {
 
 // GetSeverity returns the "severity" member, or "" when x is nil or the member
 // is absent or null.
-func (x *CodeScanningAlertRule) GetSeverity() CodeScanningAlertRuleSeverity {
+func (x *CodeScanningAlertRule) GetSeverity() common.CodeScanningAlertRuleSeverity {
 	if x == nil || x.Severity == nil {
 		return ""
 	}
@@ -911,7 +911,7 @@ func (x *CustomPropertyValue) GetPropertyName() string {
 
 // GetValue returns the "value" member, or nil when x is nil or the member is
 // absent or null.
-func (x *CustomPropertyValue) GetValue() *OrganizationCustomPropertyDefaultValue {
+func (x *CustomPropertyValue) GetValue() *common.OrganizationCustomPropertyDefaultValue {
 	if x == nil {
 		return nil
 	}
@@ -1744,7 +1744,7 @@ func (x *OrganizationCustomProperty) GetSourceType() common.OrganizationCustomPr
 
 // GetValueType returns the "value_type" member, or "" when x is nil or the
 // member is absent or null.
-func (x *OrganizationCustomProperty) GetValueType() OrganizationCustomPropertyValueType {
+func (x *OrganizationCustomProperty) GetValueType() common.OrganizationCustomPropertyValueType {
 	if x == nil || x.ValueType == nil {
 		return ""
 	}
@@ -1762,7 +1762,7 @@ func (x *OrganizationCustomProperty) GetRequired() bool {
 
 // GetDefaultValue returns the "default_value" member, or nil when x is nil or
 // the member is absent or null.
-func (x *OrganizationCustomProperty) GetDefaultValue() *OrganizationCustomPropertyDefaultValue {
+func (x *OrganizationCustomProperty) GetDefaultValue() *common.OrganizationCustomPropertyDefaultValue {
 	if x == nil {
 		return nil
 	}
@@ -1789,7 +1789,7 @@ func (x *OrganizationCustomProperty) GetAllowedValues() []string {
 
 // GetValuesEditableBy returns the "values_editable_by" member, or "" when x is
 // nil or the member is absent or null.
-func (x *OrganizationCustomProperty) GetValuesEditableBy() OrganizationCustomPropertyValuesEditableBy {
+func (x *OrganizationCustomProperty) GetValuesEditableBy() common.OrganizationCustomPropertyValuesEditableBy {
 	if x == nil || x.ValuesEditableBy == nil {
 		return ""
 	}

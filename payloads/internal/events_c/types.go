@@ -60,13 +60,13 @@ type AlertInstanceMessage struct {
 
 // CheckRun: A check performed on the code of a given code change
 type CheckRun struct {
-	App         *common.App         `json:"app,omitempty"`
-	CheckSuite  SimpleCheckSuite    `json:"check_suite"`
-	CompletedAt *codec.Timestamp    `json:"completed_at,omitempty"`
-	Conclusion  *CheckRunConclusion `json:"conclusion,omitempty"`
-	Deployment  *common.Deployment  `json:"deployment,omitempty"`
-	DetailsURL  *string             `json:"details_url,omitempty"`
-	ExternalID  string              `json:"external_id"`
+	App         *common.App                `json:"app,omitempty"`
+	CheckSuite  SimpleCheckSuite           `json:"check_suite"`
+	CompletedAt *codec.Timestamp           `json:"completed_at,omitempty"`
+	Conclusion  *common.CheckRunConclusion `json:"conclusion,omitempty"`
+	Deployment  *common.Deployment         `json:"deployment,omitempty"`
+	DetailsURL  *string                    `json:"details_url,omitempty"`
+	ExternalID  string                     `json:"external_id"`
 	// The SHA of the commit that is being checked.
 	HeadSHA string `json:"head_sha"`
 	HTMLURL string `json:"html_url"`
@@ -79,8 +79,8 @@ type CheckRun struct {
 	PullRequests []common.CheckRunPullRequest `json:"pull_requests"`
 	StartedAt    codec.Timestamp              `json:"started_at"`
 	// The phase of the lifecycle that the check is currently in.
-	Status CheckRunStatus `json:"status"`
-	URL    string         `json:"url"`
+	Status common.CheckRunStatus `json:"status"`
+	URL    string                `json:"url"`
 
 	extra
 }
@@ -135,8 +135,8 @@ type CheckSuite struct {
 	RunsRerequestable *bool                        `json:"runs_rerequestable,omitempty"`
 	// The summary status for all check runs that are part of the check suite. Can
 	// be `requested`, `in_progress`, or `completed`.
-	Status    *CheckSuiteStatus `json:"status,omitempty"`
-	UpdatedAt codec.Timestamp   `json:"updated_at"`
+	Status    *common.CheckSuiteStatus `json:"status,omitempty"`
+	UpdatedAt codec.Timestamp          `json:"updated_at"`
 	// URL that points to the check suite API resource.
 	URL string `json:"url"`
 
@@ -166,7 +166,7 @@ type CodeScanningAlert struct {
 	DismissedBy      *common.User     `json:"dismissed_by,omitempty"`
 	DismissedComment *string          `json:"dismissed_comment,omitempty"`
 	// The reason for dismissing or closing the alert.
-	DismissedReason *CodeScanningAlertDismissedReason `json:"dismissed_reason,omitempty"`
+	DismissedReason *common.CodeScanningAlertDismissedReason `json:"dismissed_reason,omitempty"`
 	// The time that the alert was fixed in ISO 8601 format: `YYYY-MM-DDTHH:MM:SSZ`.
 	FixedAt json.RawMessage `json:"fixed_at,omitempty"`
 	// The forge URL of the alert resource.
@@ -194,9 +194,9 @@ type CodeScanningAlertRule struct {
 	// A unique identifier for the rule used to detect the alert.
 	ID string `json:"id"`
 	// The severity of the alert.
-	Severity        *CodeScanningAlertRuleSeverity `json:"severity,omitempty"`
-	FullDescription *string                        `json:"full_description,omitempty"`
-	Help            *string                        `json:"help,omitempty"`
+	Severity        *common.CodeScanningAlertRuleSeverity `json:"severity,omitempty"`
+	FullDescription *string                               `json:"full_description,omitempty"`
+	Help            *string                               `json:"help,omitempty"`
 	// A link to the documentation for the rule used to detect the alert.
 	HelpURI *string  `json:"help_uri,omitempty"`
 	Name    *string  `json:"name,omitempty"`
@@ -250,7 +250,7 @@ type CustomPropertyValue struct {
 	// The name of the property
 	PropertyName string `json:"property_name"`
 	// The value assigned to the property
-	Value *OrganizationCustomPropertyDefaultValue `json:"value,omitempty"`
+	Value *common.OrganizationCustomPropertyDefaultValue `json:"value,omitempty"`
 
 	extra
 }
@@ -375,18 +375,18 @@ type OrganizationCustomProperty struct {
 	// The source type of the property
 	SourceType *common.OrganizationCustomPropertySourceType `json:"source_type,omitempty"`
 	// The type of the value for the property
-	ValueType *OrganizationCustomPropertyValueType `json:"value_type,omitempty"`
+	ValueType *common.OrganizationCustomPropertyValueType `json:"value_type,omitempty"`
 	// Whether the property is required.
 	Required *bool `json:"required,omitempty"`
 	// Default value of the property
-	DefaultValue *OrganizationCustomPropertyDefaultValue `json:"default_value,omitempty"`
+	DefaultValue *common.OrganizationCustomPropertyDefaultValue `json:"default_value,omitempty"`
 	// Short description of the property
 	Description *string `json:"description,omitempty"`
 	// An ordered list of the allowed values of the property. The property can have
 	// up to 200 allowed values.
 	AllowedValues []string `json:"allowed_values,omitempty"`
 	// Who can edit the values of the property
-	ValuesEditableBy *OrganizationCustomPropertyValuesEditableBy `json:"values_editable_by,omitempty"`
+	ValuesEditableBy *common.OrganizationCustomPropertyValuesEditableBy `json:"values_editable_by,omitempty"`
 
 	extra
 }
@@ -411,12 +411,4 @@ type SimpleCheckSuite struct {
 	URL          *string                                `json:"url,omitempty"`
 
 	extra
-}
-
-// OrganizationCustomPropertyDefaultValue: Default value of the property
-//
-// Exactly one field is set: the variant the JSON value matched when decoded.
-type OrganizationCustomPropertyDefaultValue struct {
-	String  *string
-	Strings []string
 }

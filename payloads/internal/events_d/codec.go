@@ -30,7 +30,7 @@ func DecodeDependabotAlert(x *DependabotAlert, d *codec.Decoder) error {
 		case "number":
 			err = codec.DecInt64Seen(&x.Number, d, &seen, 0)
 		case "state":
-			err = codec.DecSeen(&x.State, d, &seen, 1, DecodeDependabotAlertState)
+			err = codec.DecSeen(&x.State, d, &seen, 1, common.DecodeDependabotAlertState)
 		case "dependency":
 			err = codec.DecSeen(&x.Dependency, d, &seen, 2, DecodeDependabotAlertDependency)
 		case "security_advisory":
@@ -52,7 +52,7 @@ func DecodeDependabotAlert(x *DependabotAlert, d *codec.Decoder) error {
 		case "dismissed_reason":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.DismissedReason = (*DependabotAlertDismissedReason)(p)
+			x.DismissedReason = (*common.DependabotAlertDismissedReason)(p)
 		case "dismissed_comment":
 			err = codec.DecStringPtr(&x.DismissedComment, d)
 		case "fixed_at":
@@ -82,7 +82,7 @@ func EncodeDependabotAlert(x *DependabotAlert, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"state\":")
-		EncodeDependabotAlertState(&x.State, e)
+		common.EncodeDependabotAlertState(&x.State, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"dependency\":")
@@ -122,7 +122,7 @@ func EncodeDependabotAlert(x *DependabotAlert, e *codec.Encoder) {
 	}
 	if x.DismissedReason != nil {
 		e.Key(",\"dismissed_reason\":")
-		EncodeDependabotAlertDismissedReason(x.DismissedReason, e)
+		common.EncodeDependabotAlertDismissedReason(x.DismissedReason, e)
 	}
 	if x.DismissedComment != nil {
 		e.Key(",\"dismissed_comment\":")
@@ -167,11 +167,11 @@ func DecodeDependabotAlertDependency(x *DependabotAlertDependency, d *codec.Deco
 		case "scope":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Scope = (*DependabotAlertDependencyScope)(p)
+			x.Scope = (*common.DependabotAlertDependencyScope)(p)
 		case "relationship":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Relationship = (*DependabotAlertDependencyRelationship)(p)
+			x.Relationship = (*common.DependabotAlertDependencyRelationship)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -198,11 +198,11 @@ func EncodeDependabotAlertDependency(x *DependabotAlertDependency, e *codec.Enco
 	}
 	if x.Scope != nil {
 		e.Key(",\"scope\":")
-		EncodeDependabotAlertDependencyScope(x.Scope, e)
+		common.EncodeDependabotAlertDependencyScope(x.Scope, e)
 	}
 	if x.Relationship != nil {
 		e.Key(",\"relationship\":")
-		EncodeDependabotAlertDependencyRelationship(x.Relationship, e)
+		common.EncodeDependabotAlertDependencyRelationship(x.Relationship, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -627,7 +627,7 @@ func DecodeDeploymentReviewReviewer(x *DeploymentReviewReviewer, d *codec.Decode
 		case "type":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Type = (*DeploymentReviewReviewerType)(p)
+			x.Type = (*common.DeploymentReviewReviewerType)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -650,7 +650,7 @@ func EncodeDeploymentReviewReviewer(x *DeploymentReviewReviewer, e *codec.Encode
 	}
 	if x.Type != nil {
 		e.Key(",\"type\":")
-		EncodeDeploymentReviewReviewerType(x.Type, e)
+		common.EncodeDeploymentReviewReviewerType(x.Type, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -903,7 +903,7 @@ func DecodeDeploymentStatusCheckRun(x *DeploymentStatusCheckRun, d *codec.Decode
 		case "conclusion":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Conclusion = (*DeploymentStatusCheckRunConclusion)(p)
+			x.Conclusion = (*common.DeploymentStatusCheckRunConclusion)(p)
 		case "details_url":
 			err = codec.DecStringSeen(&x.DetailsURL, d, &seen, 0)
 		case "external_id":
@@ -947,7 +947,7 @@ func EncodeDeploymentStatusCheckRun(x *DeploymentStatusCheckRun, e *codec.Encode
 	}
 	if x.Conclusion != nil {
 		e.Key(",\"conclusion\":")
-		EncodeDeploymentStatusCheckRunConclusion(x.Conclusion, e)
+		common.EncodeDeploymentStatusCheckRunConclusion(x.Conclusion, e)
 	}
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"details_url\":")
@@ -1029,7 +1029,7 @@ func DecodeDeploymentWorkflowRun(x *DeploymentWorkflowRun, d *codec.Decoder) err
 		case "conclusion":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Conclusion = (*DeploymentWorkflowRunConclusion)(p)
+			x.Conclusion = (*common.DeploymentWorkflowRunConclusion)(p)
 		case "created_at":
 			err = codec.DecSeen(&x.CreatedAt, d, &seen, 2, codec.DecTimestamp)
 		case "display_title":
@@ -1131,7 +1131,7 @@ func EncodeDeploymentWorkflowRun(x *DeploymentWorkflowRun, e *codec.Encoder) {
 	}
 	if x.Conclusion != nil {
 		e.Key(",\"conclusion\":")
-		EncodeDeploymentWorkflowRunConclusion(x.Conclusion, e)
+		common.EncodeDeploymentWorkflowRunConclusion(x.Conclusion, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"created_at\":")
@@ -1618,11 +1618,11 @@ func DecodeDiscussion(x *Discussion, d *codec.Decoder) error {
 		case "repository_url":
 			err = codec.DecStringSeen(&x.RepositoryURL, d, &seen, 10)
 		case "state":
-			err = codec.DecSeen(&x.State, d, &seen, 11, DecodeDiscussionState)
+			err = codec.DecSeen(&x.State, d, &seen, 11, common.DecodeDiscussionState)
 		case "state_reason":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.StateReason = (*DiscussionStateReason)(p)
+			x.StateReason = (*common.DiscussionStateReason)(p)
 		case "timeline_url":
 			err = codec.DecStringPtr(&x.TimelineURL, d)
 		case "title":
@@ -1716,11 +1716,11 @@ func EncodeDiscussion(x *Discussion, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 11) {
 		e.Key(",\"state\":")
-		EncodeDiscussionState(&x.State, e)
+		common.EncodeDiscussionState(&x.State, e)
 	}
 	if x.StateReason != nil {
 		e.Key(",\"state_reason\":")
-		EncodeDiscussionStateReason(x.StateReason, e)
+		common.EncodeDiscussionStateReason(x.StateReason, e)
 	}
 	if x.TimelineURL != nil {
 		e.Key(",\"timeline_url\":")
@@ -6262,100 +6262,4 @@ func EncodeDeploymentReviewer(x *DeploymentReviewer, e *codec.Encoder) {
 	case x.Team != nil:
 		common.EncodeTeam(x.Team, e)
 	}
-}
-
-// DecodeDependabotAlertDependencyRelationship reads a value of
-// DependabotAlertDependencyRelationship into *x.
-func DecodeDependabotAlertDependencyRelationship(x *DependabotAlertDependencyRelationship, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDependabotAlertDependencyRelationship writes *x.
-func EncodeDependabotAlertDependencyRelationship(x *DependabotAlertDependencyRelationship, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDependabotAlertDependencyScope reads a value of
-// DependabotAlertDependencyScope into *x.
-func DecodeDependabotAlertDependencyScope(x *DependabotAlertDependencyScope, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDependabotAlertDependencyScope writes *x.
-func EncodeDependabotAlertDependencyScope(x *DependabotAlertDependencyScope, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDependabotAlertDismissedReason reads a value of
-// DependabotAlertDismissedReason into *x.
-func DecodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDependabotAlertDismissedReason writes *x.
-func EncodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDependabotAlertState reads a value of DependabotAlertState into *x.
-func DecodeDependabotAlertState(x *DependabotAlertState, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDependabotAlertState writes *x.
-func EncodeDependabotAlertState(x *DependabotAlertState, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDeploymentReviewReviewerType reads a value of
-// DeploymentReviewReviewerType into *x.
-func DecodeDeploymentReviewReviewerType(x *DeploymentReviewReviewerType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDeploymentReviewReviewerType writes *x.
-func EncodeDeploymentReviewReviewerType(x *DeploymentReviewReviewerType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDeploymentStatusCheckRunConclusion reads a value of
-// DeploymentStatusCheckRunConclusion into *x.
-func DecodeDeploymentStatusCheckRunConclusion(x *DeploymentStatusCheckRunConclusion, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDeploymentStatusCheckRunConclusion writes *x.
-func EncodeDeploymentStatusCheckRunConclusion(x *DeploymentStatusCheckRunConclusion, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDeploymentWorkflowRunConclusion reads a value of
-// DeploymentWorkflowRunConclusion into *x.
-func DecodeDeploymentWorkflowRunConclusion(x *DeploymentWorkflowRunConclusion, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDeploymentWorkflowRunConclusion writes *x.
-func EncodeDeploymentWorkflowRunConclusion(x *DeploymentWorkflowRunConclusion, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDiscussionState reads a value of DiscussionState into *x.
-func DecodeDiscussionState(x *DiscussionState, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDiscussionState writes *x.
-func EncodeDiscussionState(x *DiscussionState, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeDiscussionStateReason reads a value of DiscussionStateReason into *x.
-func DecodeDiscussionStateReason(x *DiscussionStateReason, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeDiscussionStateReason writes *x.
-func EncodeDiscussionStateReason(x *DiscussionStateReason, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

@@ -17,7 +17,7 @@ func (x *DependabotAlert) GetNumber() int64 {
 }
 
 // GetState returns the "state" member, or "" when x is nil.
-func (x *DependabotAlert) GetState() DependabotAlertState {
+func (x *DependabotAlert) GetState() common.DependabotAlertState {
 	if x == nil {
 		return ""
 	}
@@ -105,7 +105,7 @@ func (x *DependabotAlert) GetDismissedBy() *common.User {
 
 // GetDismissedReason returns the "dismissed_reason" member, or "" when x is nil
 // or the member is absent or null.
-func (x *DependabotAlert) GetDismissedReason() DependabotAlertDismissedReason {
+func (x *DependabotAlert) GetDismissedReason() common.DependabotAlertDismissedReason {
 	if x == nil || x.DismissedReason == nil {
 		return ""
 	}
@@ -159,7 +159,7 @@ func (x *DependabotAlertDependency) GetManifestPath() string {
 
 // GetScope returns the "scope" member, or "" when x is nil or the member is
 // absent or null.
-func (x *DependabotAlertDependency) GetScope() DependabotAlertDependencyScope {
+func (x *DependabotAlertDependency) GetScope() common.DependabotAlertDependencyScope {
 	if x == nil || x.Scope == nil {
 		return ""
 	}
@@ -168,7 +168,7 @@ func (x *DependabotAlertDependency) GetScope() DependabotAlertDependencyScope {
 
 // GetRelationship returns the "relationship" member, or "" when x is nil or the
 // member is absent or null.
-func (x *DependabotAlertDependency) GetRelationship() DependabotAlertDependencyRelationship {
+func (x *DependabotAlertDependency) GetRelationship() common.DependabotAlertDependencyRelationship {
 	if x == nil || x.Relationship == nil {
 		return ""
 	}
@@ -507,7 +507,7 @@ func (x *DeploymentReviewReviewer) GetReviewer() *DeploymentReviewer {
 
 // GetType returns the "type" member, or "" when x is nil or the member is
 // absent or null.
-func (x *DeploymentReviewReviewer) GetType() DeploymentReviewReviewerType {
+func (x *DeploymentReviewReviewer) GetType() common.DeploymentReviewReviewerType {
 	if x == nil || x.Type == nil {
 		return ""
 	}
@@ -715,7 +715,7 @@ func (x *DeploymentStatusCheckRun) GetCompletedAt() codec.Timestamp {
 
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
 // member is absent or null.
-func (x *DeploymentStatusCheckRun) GetConclusion() DeploymentStatusCheckRunConclusion {
+func (x *DeploymentStatusCheckRun) GetConclusion() common.DeploymentStatusCheckRunConclusion {
 	if x == nil || x.Conclusion == nil {
 		return ""
 	}
@@ -858,7 +858,7 @@ func (x *DeploymentWorkflowRun) GetCheckSuiteURL() string {
 
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
 // member is absent or null.
-func (x *DeploymentWorkflowRun) GetConclusion() DeploymentWorkflowRunConclusion {
+func (x *DeploymentWorkflowRun) GetConclusion() common.DeploymentWorkflowRunConclusion {
 	if x == nil || x.Conclusion == nil {
 		return ""
 	}
@@ -1656,7 +1656,7 @@ func (x *Discussion) GetRepositoryURL() string {
 }
 
 // GetState returns the "state" member, or "" when x is nil.
-func (x *Discussion) GetState() DiscussionState {
+func (x *Discussion) GetState() common.DiscussionState {
 	if x == nil {
 		return ""
 	}
@@ -1665,7 +1665,7 @@ func (x *Discussion) GetState() DiscussionState {
 
 // GetStateReason returns the "state_reason" member, or "" when x is nil or the
 // member is absent or null.
-func (x *Discussion) GetStateReason() DiscussionStateReason {
+func (x *Discussion) GetStateReason() common.DiscussionStateReason {
 	if x == nil || x.StateReason == nil {
 		return ""
 	}

@@ -21,7 +21,7 @@ type extra = codec.Extra
 type DependabotAlert struct {
 	Number int64 `json:"number"`
 	// The state of the Dependabot alert.
-	State DependabotAlertState `json:"state"`
+	State common.DependabotAlertState `json:"state"`
 	// Details for the vulnerable dependency.
 	Dependency            DependabotAlertDependency            `json:"dependency"`
 	SecurityAdvisory      DependabotAlertSecurityAdvisory      `json:"security_advisory"`
@@ -33,7 +33,7 @@ type DependabotAlert struct {
 	DismissedAt           *codec.Timestamp                     `json:"dismissed_at,omitempty"`
 	DismissedBy           *common.User                         `json:"dismissed_by,omitempty"`
 	// The reason that the alert was dismissed.
-	DismissedReason *DependabotAlertDismissedReason `json:"dismissed_reason,omitempty"`
+	DismissedReason *common.DependabotAlertDismissedReason `json:"dismissed_reason,omitempty"`
 	// An optional comment associated with the alert's dismissal.
 	DismissedComment *string          `json:"dismissed_comment,omitempty"`
 	FixedAt          *codec.Timestamp `json:"fixed_at,omitempty"`
@@ -49,13 +49,13 @@ type DependabotAlertDependency struct {
 	// repository.
 	ManifestPath *string `json:"manifest_path,omitempty"`
 	// The execution scope of the vulnerable dependency.
-	Scope *DependabotAlertDependencyScope `json:"scope,omitempty"`
+	Scope *common.DependabotAlertDependencyScope `json:"scope,omitempty"`
 	// The vulnerable dependency's relationship to your project.
 	//
 	// Note: We are rolling out support for dependency relationship across
 	// ecosystems. This value will be "unknown" for all dependencies in unsupported
 	// ecosystems.
-	Relationship *DependabotAlertDependencyRelationship `json:"relationship,omitempty"`
+	Relationship *common.DependabotAlertDependencyRelationship `json:"relationship,omitempty"`
 
 	extra
 }
@@ -144,8 +144,8 @@ type DeploymentReviewApprovedWorkflowJobRun struct {
 
 // DeploymentReviewReviewer is a type of the forge's payloads.
 type DeploymentReviewReviewer struct {
-	Reviewer *DeploymentReviewer           `json:"reviewer,omitempty"`
-	Type     *DeploymentReviewReviewerType `json:"type,omitempty"`
+	Reviewer *DeploymentReviewer                  `json:"reviewer,omitempty"`
+	Type     *common.DeploymentReviewReviewerType `json:"type,omitempty"`
 
 	extra
 }
@@ -197,9 +197,9 @@ type DeploymentStatusCheckRun struct {
 	CompletedAt *codec.Timestamp `json:"completed_at,omitempty"`
 	// The result of the completed check run. This value will be `null` until the
 	// check run has completed.
-	Conclusion *DeploymentStatusCheckRunConclusion `json:"conclusion,omitempty"`
-	DetailsURL string                              `json:"details_url"`
-	ExternalID string                              `json:"external_id"`
+	Conclusion *common.DeploymentStatusCheckRunConclusion `json:"conclusion,omitempty"`
+	DetailsURL string                                     `json:"details_url"`
+	ExternalID string                                     `json:"external_id"`
 	// The SHA of the commit that is being checked.
 	HeadSHA string `json:"head_sha"`
 	HTMLURL string `json:"html_url"`
@@ -219,41 +219,41 @@ type DeploymentStatusCheckRun struct {
 
 // DeploymentWorkflowRun is a type of the forge's payloads.
 type DeploymentWorkflowRun struct {
-	Actor               *common.User                           `json:"actor,omitempty"`
-	ArtifactsURL        *string                                `json:"artifacts_url,omitempty"`
-	CancelURL           *string                                `json:"cancel_url,omitempty"`
-	CheckSuiteID        int64                                  `json:"check_suite_id"`
-	CheckSuiteNodeID    string                                 `json:"check_suite_node_id"`
-	CheckSuiteURL       *string                                `json:"check_suite_url,omitempty"`
-	Conclusion          *DeploymentWorkflowRunConclusion       `json:"conclusion,omitempty"`
-	CreatedAt           codec.Timestamp                        `json:"created_at"`
-	DisplayTitle        *string                                `json:"display_title,omitempty"`
-	Event               string                                 `json:"event"`
-	HeadBranch          string                                 `json:"head_branch"`
-	HeadCommit          json.RawMessage                        `json:"head_commit,omitempty"`
-	HeadRepository      *DeploymentWorkflowRunHeadRepository   `json:"head_repository,omitempty"`
-	HeadSHA             string                                 `json:"head_sha"`
-	HTMLURL             string                                 `json:"html_url"`
-	ID                  int64                                  `json:"id"`
-	JobsURL             *string                                `json:"jobs_url,omitempty"`
-	LogsURL             *string                                `json:"logs_url,omitempty"`
-	Name                string                                 `json:"name"`
-	NodeID              string                                 `json:"node_id"`
-	Path                *string                                `json:"path,omitempty"`
-	PreviousAttemptURL  *string                                `json:"previous_attempt_url,omitempty"`
-	PullRequests        []common.CheckRunPullRequest           `json:"pull_requests"`
-	ReferencedWorkflows []common.WorkflowRunReferencedWorkflow `json:"referenced_workflows,omitempty"`
-	Repository          *DeploymentWorkflowRunHeadRepository   `json:"repository,omitempty"`
-	RerunURL            *string                                `json:"rerun_url,omitempty"`
-	RunAttempt          int64                                  `json:"run_attempt"`
-	RunNumber           int64                                  `json:"run_number"`
-	RunStartedAt        codec.Timestamp                        `json:"run_started_at"`
-	Status              common.WorkflowRunStatus               `json:"status"`
-	TriggeringActor     *common.User                           `json:"triggering_actor,omitempty"`
-	UpdatedAt           codec.Timestamp                        `json:"updated_at"`
-	URL                 string                                 `json:"url"`
-	WorkflowID          int64                                  `json:"workflow_id"`
-	WorkflowURL         *string                                `json:"workflow_url,omitempty"`
+	Actor               *common.User                            `json:"actor,omitempty"`
+	ArtifactsURL        *string                                 `json:"artifacts_url,omitempty"`
+	CancelURL           *string                                 `json:"cancel_url,omitempty"`
+	CheckSuiteID        int64                                   `json:"check_suite_id"`
+	CheckSuiteNodeID    string                                  `json:"check_suite_node_id"`
+	CheckSuiteURL       *string                                 `json:"check_suite_url,omitempty"`
+	Conclusion          *common.DeploymentWorkflowRunConclusion `json:"conclusion,omitempty"`
+	CreatedAt           codec.Timestamp                         `json:"created_at"`
+	DisplayTitle        *string                                 `json:"display_title,omitempty"`
+	Event               string                                  `json:"event"`
+	HeadBranch          string                                  `json:"head_branch"`
+	HeadCommit          json.RawMessage                         `json:"head_commit,omitempty"`
+	HeadRepository      *DeploymentWorkflowRunHeadRepository    `json:"head_repository,omitempty"`
+	HeadSHA             string                                  `json:"head_sha"`
+	HTMLURL             string                                  `json:"html_url"`
+	ID                  int64                                   `json:"id"`
+	JobsURL             *string                                 `json:"jobs_url,omitempty"`
+	LogsURL             *string                                 `json:"logs_url,omitempty"`
+	Name                string                                  `json:"name"`
+	NodeID              string                                  `json:"node_id"`
+	Path                *string                                 `json:"path,omitempty"`
+	PreviousAttemptURL  *string                                 `json:"previous_attempt_url,omitempty"`
+	PullRequests        []common.CheckRunPullRequest            `json:"pull_requests"`
+	ReferencedWorkflows []common.WorkflowRunReferencedWorkflow  `json:"referenced_workflows,omitempty"`
+	Repository          *DeploymentWorkflowRunHeadRepository    `json:"repository,omitempty"`
+	RerunURL            *string                                 `json:"rerun_url,omitempty"`
+	RunAttempt          int64                                   `json:"run_attempt"`
+	RunNumber           int64                                   `json:"run_number"`
+	RunStartedAt        codec.Timestamp                         `json:"run_started_at"`
+	Status              common.WorkflowRunStatus                `json:"status"`
+	TriggeringActor     *common.User                            `json:"triggering_actor,omitempty"`
+	UpdatedAt           codec.Timestamp                         `json:"updated_at"`
+	URL                 string                                  `json:"url"`
+	WorkflowID          int64                                   `json:"workflow_id"`
+	WorkflowURL         *string                                 `json:"workflow_url,omitempty"`
 
 	extra
 }
@@ -332,14 +332,14 @@ type Discussion struct {
 	// The current state of the discussion. `converting` means that the discussion
 	// is being converted from an issue. `transferring` means that the discussion is
 	// being transferred from another repository.
-	State DiscussionState `json:"state"`
+	State common.DiscussionState `json:"state"`
 	// The reason for the current state
-	StateReason *DiscussionStateReason `json:"state_reason,omitempty"`
-	TimelineURL *string                `json:"timeline_url,omitempty"`
-	Title       string                 `json:"title"`
-	UpdatedAt   codec.Timestamp        `json:"updated_at"`
-	User        *common.User           `json:"user,omitempty"`
-	Labels      []common.Label         `json:"labels,omitempty"`
+	StateReason *common.DiscussionStateReason `json:"state_reason,omitempty"`
+	TimelineURL *string                       `json:"timeline_url,omitempty"`
+	Title       string                        `json:"title"`
+	UpdatedAt   codec.Timestamp               `json:"updated_at"`
+	User        *common.User                  `json:"user,omitempty"`
+	Labels      []common.Label                `json:"labels,omitempty"`
 
 	extra
 }

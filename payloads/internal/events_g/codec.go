@@ -28,7 +28,7 @@ func DecodeGollumPage(x *GollumPage, d *codec.Decoder) error {
 	for more {
 		switch string(key) {
 		case "action":
-			err = codec.DecSeen(&x.Action, d, &seen, 0, DecodeGollumPageAction)
+			err = codec.DecSeen(&x.Action, d, &seen, 0, common.DecodeGollumPageAction)
 		case "html_url":
 			err = codec.DecStringSeen(&x.HTMLURL, d, &seen, 1)
 		case "page_name":
@@ -58,7 +58,7 @@ func EncodeGollumPage(x *GollumPage, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"action\":")
-		EncodeGollumPageAction(&x.Action, e)
+		common.EncodeGollumPageAction(&x.Action, e)
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"html_url\":")
@@ -273,14 +273,4 @@ func EncodeGollumEvent(x *GollumEvent, e *codec.Encoder) {
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
-}
-
-// DecodeGollumPageAction reads a value of GollumPageAction into *x.
-func DecodeGollumPageAction(x *GollumPageAction, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeGollumPageAction writes *x.
-func EncodeGollumPageAction(x *GollumPageAction, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

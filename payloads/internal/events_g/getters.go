@@ -8,7 +8,7 @@ import (
 )
 
 // GetAction returns the "action" member, or "" when x is nil.
-func (x *GollumPage) GetAction() GollumPageAction {
+func (x *GollumPage) GetAction() common.GollumPageAction {
 	if x == nil {
 		return ""
 	}

@@ -6,7 +6,10 @@
 // an alias, and documents it.
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/codec"
+import (
+	codec "forgehooks.dev/forgehooks/payloads/codec"
+	common "forgehooks.dev/forgehooks/payloads/internal/common"
+)
 
 // extra is embedded in every struct under this name, which no generated field
 // can take (those are exported); see codec.Extra.
@@ -15,7 +18,7 @@ type extra = codec.Extra
 // GollumPage is a type of the forge's payloads.
 type GollumPage struct {
 	// The action that was performed on the page. Can be `created` or `edited`.
-	Action GollumPageAction `json:"action"`
+	Action common.GollumPageAction `json:"action"`
 	// Points to the HTML wiki page.
 	HTMLURL string `json:"html_url"`
 	// The name of the page.

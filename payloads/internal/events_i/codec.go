@@ -32,7 +32,7 @@ func DecodeInstallation(x *Installation, d *codec.Decoder) error {
 		case "account":
 			err = codec.DecPtr(&x.Account, d, common.DecodeAppOwner)
 		case "repository_selection":
-			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 1, DecodeRepositorySelection)
+			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 1, common.DecodeRepositorySelection)
 		case "access_tokens_url":
 			err = codec.DecStringSeen(&x.AccessTokensURL, d, &seen, 2)
 		case "repositories_url":
@@ -98,7 +98,7 @@ func EncodeInstallation(x *Installation, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"repository_selection\":")
-		EncodeRepositorySelection(&x.RepositorySelection, e)
+		common.EncodeRepositorySelection(&x.RepositorySelection, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"access_tokens_url\":")
@@ -1290,7 +1290,7 @@ func DecodeInstallationRepositoriesUnknownEvent(x *InstallationRepositoriesUnkno
 		case "repository_selection":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.RepositorySelection = (*RepositorySelection)(p)
+			x.RepositorySelection = (*common.RepositorySelection)(p)
 		case "requester":
 			err = codec.DecPtr(&x.Requester, d, common.DecodeUser)
 		case "sender":
@@ -1345,7 +1345,7 @@ func EncodeInstallationRepositoriesUnknownEvent(x *InstallationRepositoriesUnkno
 	}
 	if x.RepositorySelection != nil {
 		e.Key(",\"repository_selection\":")
-		EncodeRepositorySelection(x.RepositorySelection, e)
+		common.EncodeRepositorySelection(x.RepositorySelection, e)
 	}
 	if x.Requester != nil {
 		e.Key(",\"requester\":")
@@ -1399,7 +1399,7 @@ func DecodeInstallationRepositoriesAddedEvent(x *InstallationRepositoriesAddedEv
 		case "repository":
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "repository_selection":
-			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 4, DecodeRepositorySelection)
+			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 4, common.DecodeRepositorySelection)
 		case "requester":
 			err = codec.DecPtr(&x.Requester, d, common.DecodeUser)
 		case "sender":
@@ -1451,7 +1451,7 @@ func EncodeInstallationRepositoriesAddedEvent(x *InstallationRepositoriesAddedEv
 	}
 	if codec.Written(&x.extra, 4) {
 		e.Key(",\"repository_selection\":")
-		EncodeRepositorySelection(&x.RepositorySelection, e)
+		common.EncodeRepositorySelection(&x.RepositorySelection, e)
 	}
 	if x.Requester != nil {
 		e.Key(",\"requester\":")
@@ -1505,7 +1505,7 @@ func DecodeInstallationRepositoriesRemovedEvent(x *InstallationRepositoriesRemov
 		case "repository":
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "repository_selection":
-			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 4, DecodeRepositorySelection)
+			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 4, common.DecodeRepositorySelection)
 		case "requester":
 			err = codec.DecPtr(&x.Requester, d, common.DecodeUser)
 		case "sender":
@@ -1557,7 +1557,7 @@ func EncodeInstallationRepositoriesRemovedEvent(x *InstallationRepositoriesRemov
 	}
 	if codec.Written(&x.extra, 4) {
 		e.Key(",\"repository_selection\":")
-		EncodeRepositorySelection(&x.RepositorySelection, e)
+		common.EncodeRepositorySelection(&x.RepositorySelection, e)
 	}
 	if x.Requester != nil {
 		e.Key(",\"requester\":")
@@ -4330,14 +4330,4 @@ func EncodeIssuesUntypedEvent(x *IssuesUntypedEvent, e *codec.Encoder) {
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
-}
-
-// DecodeRepositorySelection reads a value of RepositorySelection into *x.
-func DecodeRepositorySelection(x *RepositorySelection, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositorySelection writes *x.
-func EncodeRepositorySelection(x *RepositorySelection, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

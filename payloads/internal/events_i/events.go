@@ -261,7 +261,7 @@ type InstallationRepositoriesEvent interface {
 	// GetRepository returns the "repository" member.
 	GetRepository() *common.Repository
 	// GetRepositorySelection returns the "repository_selection" member.
-	GetRepositorySelection() RepositorySelection
+	GetRepositorySelection() common.RepositorySelection
 	// GetRequester returns the "requester" member.
 	GetRequester() *common.User
 	// GetSender returns the "sender" member.
@@ -282,7 +282,7 @@ type InstallationRepositoriesAddedEvent struct {
 	// An array of repository objects, which were removed from the installation.
 	RepositoriesRemoved []common.InstallationCreatedRepository `json:"repositories_removed"`
 	Repository          *common.Repository                     `json:"repository,omitempty"`
-	RepositorySelection RepositorySelection                    `json:"repository_selection"`
+	RepositorySelection common.RepositorySelection             `json:"repository_selection"`
 	Requester           *common.User                           `json:"requester,omitempty"`
 	Sender              common.User                            `json:"sender"`
 
@@ -314,7 +314,7 @@ type InstallationRepositoriesRemovedEvent struct {
 	// An array of repository objects, which were removed from the installation.
 	RepositoriesRemoved []common.InstallationCreatedRepository `json:"repositories_removed"`
 	Repository          *common.Repository                     `json:"repository,omitempty"`
-	RepositorySelection RepositorySelection                    `json:"repository_selection"`
+	RepositorySelection common.RepositorySelection             `json:"repository_selection"`
 	Requester           *common.User                           `json:"requester,omitempty"`
 	Sender              common.User                            `json:"sender"`
 
@@ -346,7 +346,7 @@ type InstallationRepositoriesUnknownEvent struct {
 	// An array of repository objects, which were removed from the installation.
 	RepositoriesRemoved []common.InstallationCreatedRepository `json:"repositories_removed,omitempty"`
 	Repository          *common.Repository                     `json:"repository,omitempty"`
-	RepositorySelection *RepositorySelection                   `json:"repository_selection,omitempty"`
+	RepositorySelection *common.RepositorySelection            `json:"repository_selection,omitempty"`
 	Requester           *common.User                           `json:"requester,omitempty"`
 	Sender              *common.User                           `json:"sender,omitempty"`
 	// Raw is the payload as received.

@@ -27,7 +27,7 @@ func (x *Installation) GetAccount() *common.AppOwner {
 
 // GetRepositorySelection returns the "repository_selection" member, or "" when
 // x is nil.
-func (x *Installation) GetRepositorySelection() RepositorySelection {
+func (x *Installation) GetRepositorySelection() common.RepositorySelection {
 	if x == nil {
 		return ""
 	}
@@ -1102,7 +1102,7 @@ func (x *InstallationRepositoriesUnknownEvent) GetRepository() *common.Repositor
 
 // GetRepositorySelection returns the "repository_selection" member, or "" when
 // x is nil or the member is absent or null.
-func (x *InstallationRepositoriesUnknownEvent) GetRepositorySelection() RepositorySelection {
+func (x *InstallationRepositoriesUnknownEvent) GetRepositorySelection() common.RepositorySelection {
 	if x == nil || x.RepositorySelection == nil {
 		return ""
 	}
@@ -1183,7 +1183,7 @@ func (x *InstallationRepositoriesAddedEvent) GetRepository() *common.Repository 
 
 // GetRepositorySelection returns the "repository_selection" member, or "" when
 // x is nil.
-func (x *InstallationRepositoriesAddedEvent) GetRepositorySelection() RepositorySelection {
+func (x *InstallationRepositoriesAddedEvent) GetRepositorySelection() common.RepositorySelection {
 	if x == nil {
 		return ""
 	}
@@ -1264,7 +1264,7 @@ func (x *InstallationRepositoriesRemovedEvent) GetRepository() *common.Repositor
 
 // GetRepositorySelection returns the "repository_selection" member, or "" when
 // x is nil.
-func (x *InstallationRepositoriesRemovedEvent) GetRepositorySelection() RepositorySelection {
+func (x *InstallationRepositoriesRemovedEvent) GetRepositorySelection() common.RepositorySelection {
 	if x == nil {
 		return ""
 	}

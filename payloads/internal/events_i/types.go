@@ -24,12 +24,12 @@ type Installation struct {
 	Account *common.AppOwner `json:"account,omitempty"`
 	// Describe whether all repositories have been selected or there's a selection
 	// involved
-	RepositorySelection RepositorySelection `json:"repository_selection"`
-	AccessTokensURL     string              `json:"access_tokens_url"`
-	RepositoriesURL     string              `json:"repositories_url"`
-	HTMLURL             string              `json:"html_url"`
-	AppID               int64               `json:"app_id"`
-	ClientID            *string             `json:"client_id,omitempty"`
+	RepositorySelection common.RepositorySelection `json:"repository_selection"`
+	AccessTokensURL     string                     `json:"access_tokens_url"`
+	RepositoriesURL     string                     `json:"repositories_url"`
+	HTMLURL             string                     `json:"html_url"`
+	AppID               int64                      `json:"app_id"`
+	ClientID            *string                    `json:"client_id,omitempty"`
 	// The ID of the user or organization this token is being scoped to.
 	TargetID               int64                 `json:"target_id"`
 	TargetType             string                `json:"target_type"`

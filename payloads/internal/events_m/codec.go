@@ -199,7 +199,7 @@ func DecodeMarketplacePurchasePlan(x *MarketplacePurchasePlan, d *codec.Decoder)
 		case "name":
 			err = codec.DecStringSeen(&x.Name, d, &seen, 5)
 		case "price_model":
-			err = codec.DecSeen(&x.PriceModel, d, &seen, 6, DecodeMarketplacePurchasePlanPriceModel)
+			err = codec.DecSeen(&x.PriceModel, d, &seen, 6, common.DecodeMarketplacePurchasePlanPriceModel)
 		case "unit_name":
 			err = codec.DecStringPtr(&x.UnitName, d)
 		case "yearly_price_in_cents":
@@ -247,7 +247,7 @@ func EncodeMarketplacePurchasePlan(x *MarketplacePurchasePlan, e *codec.Encoder)
 	}
 	if codec.Written(&x.extra, 6) {
 		e.Key(",\"price_model\":")
-		EncodeMarketplacePurchasePlanPriceModel(&x.PriceModel, e)
+		common.EncodeMarketplacePurchasePlanPriceModel(&x.PriceModel, e)
 	}
 	if x.UnitName != nil {
 		e.Key(",\"unit_name\":")
@@ -651,7 +651,7 @@ func DecodeMetaHook(x *MetaHook, d *codec.Decoder) error {
 			err = codec.DecStringSeen(&x.CreatedAt, d, &seen, 2)
 		case "events":
 			if seen.Read(d, 3) {
-				err = codec.DecSlice(&x.Events, d, DecodeMetaHookEvent)
+				err = codec.DecSlice(&x.Events, d, common.DecodeMetaHookEvent)
 			}
 		case "id":
 			err = codec.DecInt64Seen(&x.ID, d, &seen, 4)
@@ -691,7 +691,7 @@ func EncodeMetaHook(x *MetaHook, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"events\":")
-		codec.EncSlice(&x.Events, e, EncodeMetaHookEvent)
+		codec.EncSlice(&x.Events, e, common.EncodeMetaHookEvent)
 	}
 	if codec.Written(&x.extra, 4) {
 		e.Key(",\"id\":")
@@ -734,7 +734,7 @@ func DecodeMetaHookConfig(x *MetaHookConfig, d *codec.Decoder) error {
 	for more {
 		switch string(key) {
 		case "content_type":
-			err = codec.DecSeen(&x.ContentType, d, &seen, 0, DecodeMetaHookConfigContentType)
+			err = codec.DecSeen(&x.ContentType, d, &seen, 0, common.DecodeMetaHookConfigContentType)
 		case "insecure_ssl":
 			err = codec.DecStringSeen(&x.InsecureSSL, d, &seen, 1)
 		case "secret":
@@ -760,7 +760,7 @@ func EncodeMetaHookConfig(x *MetaHookConfig, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"content_type\":")
-		EncodeMetaHookConfigContentType(&x.ContentType, e)
+		common.EncodeMetaHookConfigContentType(&x.ContentType, e)
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"insecure_ssl\":")
@@ -1804,7 +1804,7 @@ func DecodeMembershipUnknownEvent(x *MembershipUnknownEvent, d *codec.Decoder) e
 		case "scope":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Scope = (*MembershipScope)(p)
+			x.Scope = (*common.MembershipScope)(p)
 		case "sender":
 			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
 		case "team":
@@ -1855,7 +1855,7 @@ func EncodeMembershipUnknownEvent(x *MembershipUnknownEvent, e *codec.Encoder) {
 	}
 	if x.Scope != nil {
 		e.Key(",\"scope\":")
-		EncodeMembershipScope(x.Scope, e)
+		common.EncodeMembershipScope(x.Scope, e)
 	}
 	if x.Sender != nil {
 		e.Key(",\"sender\":")
@@ -1903,7 +1903,7 @@ func DecodeMembershipAddedEvent(x *MembershipAddedEvent, d *codec.Decoder) error
 		case "repository":
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "scope":
-			err = codec.DecSeen(&x.Scope, d, &seen, 2, DecodeMembershipScope)
+			err = codec.DecSeen(&x.Scope, d, &seen, 2, common.DecodeMembershipScope)
 		case "sender":
 			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
 		case "team":
@@ -1951,7 +1951,7 @@ func EncodeMembershipAddedEvent(x *MembershipAddedEvent, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"scope\":")
-		EncodeMembershipScope(&x.Scope, e)
+		common.EncodeMembershipScope(&x.Scope, e)
 	}
 	if x.Sender != nil {
 		e.Key(",\"sender\":")
@@ -1999,7 +1999,7 @@ func DecodeMembershipRemovedEvent(x *MembershipRemovedEvent, d *codec.Decoder) e
 		case "repository":
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "scope":
-			err = codec.DecSeen(&x.Scope, d, &seen, 2, DecodeMembershipScope)
+			err = codec.DecSeen(&x.Scope, d, &seen, 2, common.DecodeMembershipScope)
 		case "sender":
 			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
 		case "team":
@@ -2047,7 +2047,7 @@ func EncodeMembershipRemovedEvent(x *MembershipRemovedEvent, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"scope\":")
-		EncodeMembershipScope(&x.Scope, e)
+		common.EncodeMembershipScope(&x.Scope, e)
 	}
 	if x.Sender != nil {
 		e.Key(",\"sender\":")
@@ -2247,7 +2247,7 @@ func DecodeMergeGroupDestroyedEvent(x *MergeGroupDestroyedEvent, d *codec.Decode
 		case "reason":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Reason = (*MergeGroupDestroyedReason)(p)
+			x.Reason = (*common.MergeGroupDestroyedReason)(p)
 		case "installation":
 			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
 		case "merge_group":
@@ -2281,7 +2281,7 @@ func EncodeMergeGroupDestroyedEvent(x *MergeGroupDestroyedEvent, e *codec.Encode
 	}
 	if x.Reason != nil {
 		e.Key(",\"reason\":")
-		EncodeMergeGroupDestroyedReason(x.Reason, e)
+		common.EncodeMergeGroupDestroyedReason(x.Reason, e)
 	}
 	if x.Installation != nil {
 		e.Key(",\"installation\":")
@@ -3001,57 +3001,4 @@ func EncodeMilestoneOpenedEvent(x *MilestoneOpenedEvent, e *codec.Encoder) {
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
-}
-
-// DecodeMarketplacePurchasePlanPriceModel reads a value of
-// MarketplacePurchasePlanPriceModel into *x.
-func DecodeMarketplacePurchasePlanPriceModel(x *MarketplacePurchasePlanPriceModel, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeMarketplacePurchasePlanPriceModel writes *x.
-func EncodeMarketplacePurchasePlanPriceModel(x *MarketplacePurchasePlanPriceModel, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeMembershipScope reads a value of MembershipScope into *x.
-func DecodeMembershipScope(x *MembershipScope, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeMembershipScope writes *x.
-func EncodeMembershipScope(x *MembershipScope, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeMergeGroupDestroyedReason reads a value of MergeGroupDestroyedReason
-// into *x.
-func DecodeMergeGroupDestroyedReason(x *MergeGroupDestroyedReason, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeMergeGroupDestroyedReason writes *x.
-func EncodeMergeGroupDestroyedReason(x *MergeGroupDestroyedReason, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeMetaHookConfigContentType reads a value of MetaHookConfigContentType
-// into *x.
-func DecodeMetaHookConfigContentType(x *MetaHookConfigContentType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeMetaHookConfigContentType writes *x.
-func EncodeMetaHookConfigContentType(x *MetaHookConfigContentType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeMetaHookEvent reads a value of MetaHookEvent into *x.
-func DecodeMetaHookEvent(x *MetaHookEvent, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeMetaHookEvent writes *x.
-func EncodeMetaHookEvent(x *MetaHookEvent, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

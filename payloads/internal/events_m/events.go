@@ -428,7 +428,7 @@ type MembershipEvent interface {
 	// GetScope returns the "scope" member.
 	//
 	// The scope of the membership. Currently, can only be `team`.
-	GetScope() MembershipScope
+	GetScope() common.MembershipScope
 	// GetSender returns the "sender" member.
 	GetSender() *common.User
 	// GetTeam returns the "team" member.
@@ -448,9 +448,9 @@ type MembershipAddedEvent struct {
 	Organization common.Organization        `json:"organization"`
 	Repository   *common.Repository         `json:"repository,omitempty"`
 	// The scope of the membership. Currently, can only be `team`.
-	Scope  MembershipScope `json:"scope"`
-	Sender *common.User    `json:"sender,omitempty"`
-	Team   common.Team     `json:"team"`
+	Scope  common.MembershipScope `json:"scope"`
+	Sender *common.User           `json:"sender,omitempty"`
+	Team   common.Team            `json:"team"`
 
 	extra
 }
@@ -479,9 +479,9 @@ type MembershipRemovedEvent struct {
 	Organization common.Organization        `json:"organization"`
 	Repository   *common.Repository         `json:"repository,omitempty"`
 	// The scope of the membership. Currently, can only be `team`.
-	Scope  MembershipScope `json:"scope"`
-	Sender *common.User    `json:"sender,omitempty"`
-	Team   common.Team     `json:"team"`
+	Scope  common.MembershipScope `json:"scope"`
+	Sender *common.User           `json:"sender,omitempty"`
+	Team   common.Team            `json:"team"`
 
 	extra
 }
@@ -510,9 +510,9 @@ type MembershipUnknownEvent struct {
 	Organization *common.Organization       `json:"organization,omitempty"`
 	Repository   *common.Repository         `json:"repository,omitempty"`
 	// The scope of the membership. Currently, can only be `team`.
-	Scope  *MembershipScope `json:"scope,omitempty"`
-	Sender *common.User     `json:"sender,omitempty"`
-	Team   *common.Team     `json:"team,omitempty"`
+	Scope  *common.MembershipScope `json:"scope,omitempty"`
+	Sender *common.User            `json:"sender,omitempty"`
+	Team   *common.Team            `json:"team,omitempty"`
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
@@ -615,12 +615,12 @@ type MergeGroupDestroyedEvent struct {
 	// Explains why the merge group is being destroyed. The group could have been
 	// merged, removed from the queue (dequeued), or invalidated by an earlier queue
 	// entry being dequeued (invalidated).
-	Reason       *MergeGroupDestroyedReason `json:"reason,omitempty"`
-	Installation *common.SimpleInstallation `json:"installation,omitempty"`
-	MergeGroup   MergeGroup                 `json:"merge_group"`
-	Organization *common.Organization       `json:"organization,omitempty"`
-	Repository   *common.Repository         `json:"repository,omitempty"`
-	Sender       *common.User               `json:"sender,omitempty"`
+	Reason       *common.MergeGroupDestroyedReason `json:"reason,omitempty"`
+	Installation *common.SimpleInstallation        `json:"installation,omitempty"`
+	MergeGroup   MergeGroup                        `json:"merge_group"`
+	Organization *common.Organization              `json:"organization,omitempty"`
+	Repository   *common.Repository                `json:"repository,omitempty"`
+	Sender       *common.User                      `json:"sender,omitempty"`
 
 	extra
 }

@@ -160,7 +160,7 @@ func (x *MarketplacePurchasePlan) GetName() string {
 }
 
 // GetPriceModel returns the "price_model" member, or "" when x is nil.
-func (x *MarketplacePurchasePlan) GetPriceModel() MarketplacePurchasePlanPriceModel {
+func (x *MarketplacePurchasePlan) GetPriceModel() common.MarketplacePurchasePlanPriceModel {
 	if x == nil {
 		return ""
 	}
@@ -373,7 +373,7 @@ func (x *MetaHook) GetCreatedAt() string {
 
 // GetEvents returns the "events" member, or nil when x is nil or the member is
 // absent or null.
-func (x *MetaHook) GetEvents() []MetaHookEvent {
+func (x *MetaHook) GetEvents() []common.MetaHookEvent {
 	if x == nil {
 		return nil
 	}
@@ -413,7 +413,7 @@ func (x *MetaHook) GetUpdatedAt() string {
 }
 
 // GetContentType returns the "content_type" member, or "" when x is nil.
-func (x *MetaHookConfig) GetContentType() MetaHookConfigContentType {
+func (x *MetaHookConfig) GetContentType() common.MetaHookConfigContentType {
 	if x == nil {
 		return ""
 	}
@@ -1180,7 +1180,7 @@ func (x *MembershipUnknownEvent) GetRepository() *common.Repository {
 
 // GetScope returns the "scope" member, or "" when x is nil or the member is
 // absent or null.
-func (x *MembershipUnknownEvent) GetScope() MembershipScope {
+func (x *MembershipUnknownEvent) GetScope() common.MembershipScope {
 	if x == nil || x.Scope == nil {
 		return ""
 	}
@@ -1251,7 +1251,7 @@ func (x *MembershipAddedEvent) GetRepository() *common.Repository {
 }
 
 // GetScope returns the "scope" member, or "" when x is nil.
-func (x *MembershipAddedEvent) GetScope() MembershipScope {
+func (x *MembershipAddedEvent) GetScope() common.MembershipScope {
 	if x == nil {
 		return ""
 	}
@@ -1322,7 +1322,7 @@ func (x *MembershipRemovedEvent) GetRepository() *common.Repository {
 }
 
 // GetScope returns the "scope" member, or "" when x is nil.
-func (x *MembershipRemovedEvent) GetScope() MembershipScope {
+func (x *MembershipRemovedEvent) GetScope() common.MembershipScope {
 	if x == nil {
 		return ""
 	}
@@ -1439,7 +1439,7 @@ func (x *MergeGroupChecksRequestedEvent) GetSender() *common.User {
 
 // GetReason returns the "reason" member, or "" when x is nil or the member is
 // absent or null.
-func (x *MergeGroupDestroyedEvent) GetReason() MergeGroupDestroyedReason {
+func (x *MergeGroupDestroyedEvent) GetReason() common.MergeGroupDestroyedReason {
 	if x == nil || x.Reason == nil {
 		return ""
 	}

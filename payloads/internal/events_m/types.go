@@ -41,15 +41,15 @@ type MarketplacePurchaseAccount struct {
 
 // MarketplacePurchasePlan is a type of the forge's payloads.
 type MarketplacePurchasePlan struct {
-	Bullets             []*string                         `json:"bullets"`
-	Description         string                            `json:"description"`
-	HasFreeTrial        bool                              `json:"has_free_trial"`
-	ID                  int64                             `json:"id"`
-	MonthlyPriceInCents int64                             `json:"monthly_price_in_cents"`
-	Name                string                            `json:"name"`
-	PriceModel          MarketplacePurchasePlanPriceModel `json:"price_model"`
-	UnitName            *string                           `json:"unit_name,omitempty"`
-	YearlyPriceInCents  int64                             `json:"yearly_price_in_cents"`
+	Bullets             []*string                                `json:"bullets"`
+	Description         string                                   `json:"description"`
+	HasFreeTrial        bool                                     `json:"has_free_trial"`
+	ID                  int64                                    `json:"id"`
+	MonthlyPriceInCents int64                                    `json:"monthly_price_in_cents"`
+	Name                string                                   `json:"name"`
+	PriceModel          common.MarketplacePurchasePlanPriceModel `json:"price_model"`
+	UnitName            *string                                  `json:"unit_name,omitempty"`
+	YearlyPriceInCents  int64                                    `json:"yearly_price_in_cents"`
 
 	extra
 }
@@ -136,24 +136,24 @@ type MergeGroupSimpleCommitAuthor struct {
 // type of webhook it is: repository, organization, business, app, or forge
 // Marketplace.
 type MetaHook struct {
-	Active    bool            `json:"active"`
-	Config    MetaHookConfig  `json:"config"`
-	CreatedAt string          `json:"created_at"`
-	Events    []MetaHookEvent `json:"events"`
-	ID        int64           `json:"id"`
-	Name      string          `json:"name"`
-	Type      string          `json:"type"`
-	UpdatedAt string          `json:"updated_at"`
+	Active    bool                   `json:"active"`
+	Config    MetaHookConfig         `json:"config"`
+	CreatedAt string                 `json:"created_at"`
+	Events    []common.MetaHookEvent `json:"events"`
+	ID        int64                  `json:"id"`
+	Name      string                 `json:"name"`
+	Type      string                 `json:"type"`
+	UpdatedAt string                 `json:"updated_at"`
 
 	extra
 }
 
 // MetaHookConfig is a type of the forge's payloads.
 type MetaHookConfig struct {
-	ContentType MetaHookConfigContentType `json:"content_type"`
-	InsecureSSL string                    `json:"insecure_ssl"`
-	Secret      *string                   `json:"secret,omitempty"`
-	URL         string                    `json:"url"`
+	ContentType common.MetaHookConfigContentType `json:"content_type"`
+	InsecureSSL string                           `json:"insecure_ssl"`
+	Secret      *string                          `json:"secret,omitempty"`
+	URL         string                           `json:"url"`
 
 	extra
 }

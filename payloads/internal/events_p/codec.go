@@ -849,7 +849,7 @@ func DecodePackageVersionNugetMetadata(x *PackageVersionNugetMetadata, d *codec.
 	for more {
 		switch string(key) {
 		case "id":
-			err = codec.DecPtr(&x.ID, d, DecodePackageVersionNugetMetadataID)
+			err = codec.DecPtr(&x.ID, d, common.DecodePackageVersionNugetMetadataID)
 		case "name":
 			err = codec.DecStringPtr(&x.Name, d)
 		case "value":
@@ -872,7 +872,7 @@ func EncodePackageVersionNugetMetadata(x *PackageVersionNugetMetadata, e *codec.
 	mark := e.OpenObject()
 	if x.ID != nil {
 		e.Key(",\"id\":")
-		EncodePackageVersionNugetMetadataID(x.ID, e)
+		common.EncodePackageVersionNugetMetadataID(x.ID, e)
 	}
 	if x.Name != nil {
 		e.Key(",\"name\":")
@@ -1159,7 +1159,7 @@ func DecodePersonalAccessTokenRequest(x *PersonalAccessTokenRequest, d *codec.De
 		case "permissions_result":
 			err = codec.DecSeen(&x.PermissionsResult, d, &seen, 4, DecodePersonalAccessTokenRequestPermissionsAdded)
 		case "repository_selection":
-			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 5, DecodePersonalAccessTokenRequestRepositorySelection)
+			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 5, common.DecodePersonalAccessTokenRequestRepositorySelection)
 		case "repository_count":
 			err = codec.DecInt64Ptr(&x.RepositoryCount, d)
 		case "repositories":
@@ -1215,7 +1215,7 @@ func EncodePersonalAccessTokenRequest(x *PersonalAccessTokenRequest, e *codec.En
 	}
 	if codec.Written(&x.extra, 5) {
 		e.Key(",\"repository_selection\":")
-		EncodePersonalAccessTokenRequestRepositorySelection(&x.RepositorySelection, e)
+		common.EncodePersonalAccessTokenRequestRepositorySelection(&x.RepositorySelection, e)
 	}
 	if x.RepositoryCount != nil {
 		e.Key(",\"repository_count\":")
@@ -2084,7 +2084,7 @@ func DecodeProjectsV2Item(x *ProjectsV2Item, d *codec.Decoder) error {
 		case "content_node_id":
 			err = codec.DecStringSeen(&x.ContentNodeID, d, &seen, 1)
 		case "content_type":
-			err = codec.DecSeen(&x.ContentType, d, &seen, 2, DecodeProjectsV2ItemContentType)
+			err = codec.DecSeen(&x.ContentType, d, &seen, 2, common.DecodeProjectsV2ItemContentType)
 		case "creator":
 			err = codec.DecPtr(&x.Creator, d, common.DecodeUser)
 		case "created_at":
@@ -2128,7 +2128,7 @@ func EncodeProjectsV2Item(x *ProjectsV2Item, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"content_type\":")
-		EncodeProjectsV2ItemContentType(&x.ContentType, e)
+		common.EncodeProjectsV2ItemContentType(&x.ContentType, e)
 	}
 	if x.Creator != nil {
 		e.Key(",\"creator\":")
@@ -2894,7 +2894,7 @@ func DecodeProjectsV2StatusUpdate(x *ProjectsV2StatusUpdate, d *codec.Decoder) e
 		case "status":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Status = (*ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
+			x.Status = (*common.ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
 		case "start_date":
 			err = codec.DecStringPtr(&x.StartDate, d)
 		case "target_date":
@@ -2944,7 +2944,7 @@ func EncodeProjectsV2StatusUpdate(x *ProjectsV2StatusUpdate, e *codec.Encoder) {
 	}
 	if x.Status != nil {
 		e.Key(",\"status\":")
-		EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x.Status, e)
+		common.EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x.Status, e)
 	}
 	if x.StartDate != nil {
 		e.Key(",\"start_date\":")
@@ -3049,11 +3049,11 @@ func DecodeProjectsV2StatusUpdateEditedChangesStatus(x *ProjectsV2StatusUpdateEd
 		case "from":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.From = (*ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
+			x.From = (*common.ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
 		case "to":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.To = (*ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
+			x.To = (*common.ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -3072,11 +3072,11 @@ func EncodeProjectsV2StatusUpdateEditedChangesStatus(x *ProjectsV2StatusUpdateEd
 	mark := e.OpenObject()
 	if x.From != nil {
 		e.Key(",\"from\":")
-		EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x.From, e)
+		common.EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x.From, e)
 	}
 	if x.To != nil {
 		e.Key(",\"to\":")
-		EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x.To, e)
+		common.EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x.To, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -3232,7 +3232,7 @@ func DecodePullRequestReview(x *PullRequestReview, d *codec.Decoder) error {
 		case "pull_request_url":
 			err = codec.DecStringSeen(&x.PullRequestURL, d, &seen, 6)
 		case "state":
-			err = codec.DecSeen(&x.State, d, &seen, 7, DecodePullRequestReviewState)
+			err = codec.DecSeen(&x.State, d, &seen, 7, common.DecodePullRequestReviewState)
 		case "submitted_at":
 			err = codec.DecTimestampPtr(&x.SubmittedAt, d)
 		case "updated_at":
@@ -3290,7 +3290,7 @@ func EncodePullRequestReview(x *PullRequestReview, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 7) {
 		e.Key(",\"state\":")
-		EncodePullRequestReviewState(&x.State, e)
+		common.EncodePullRequestReviewState(&x.State, e)
 	}
 	if x.SubmittedAt != nil {
 		e.Key(",\"submitted_at\":")
@@ -3372,17 +3372,17 @@ func DecodePullRequestReviewComment(x *PullRequestReviewComment, d *codec.Decode
 		case "side":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Side = (*PullRequestReviewCommentSide)(p)
+			x.Side = (*common.PullRequestReviewCommentSide)(p)
 		case "start_line":
 			err = codec.DecInt64Ptr(&x.StartLine, d)
 		case "start_side":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.StartSide = (*PullRequestReviewCommentSide)(p)
+			x.StartSide = (*common.PullRequestReviewCommentSide)(p)
 		case "subject_type":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.SubjectType = (*PullRequestReviewCommentSubjectType)(p)
+			x.SubjectType = (*common.PullRequestReviewCommentSubjectType)(p)
 		case "updated_at":
 			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 13, codec.DecTimestamp)
 		case "url":
@@ -3488,7 +3488,7 @@ func EncodePullRequestReviewComment(x *PullRequestReviewComment, e *codec.Encode
 	}
 	if x.Side != nil {
 		e.Key(",\"side\":")
-		EncodePullRequestReviewCommentSide(x.Side, e)
+		common.EncodePullRequestReviewCommentSide(x.Side, e)
 	}
 	if x.StartLine != nil {
 		e.Key(",\"start_line\":")
@@ -3496,11 +3496,11 @@ func EncodePullRequestReviewComment(x *PullRequestReviewComment, e *codec.Encode
 	}
 	if x.StartSide != nil {
 		e.Key(",\"start_side\":")
-		EncodePullRequestReviewCommentSide(x.StartSide, e)
+		common.EncodePullRequestReviewCommentSide(x.StartSide, e)
 	}
 	if x.SubjectType != nil {
 		e.Key(",\"subject_type\":")
-		EncodePullRequestReviewCommentSubjectType(x.SubjectType, e)
+		common.EncodePullRequestReviewCommentSubjectType(x.SubjectType, e)
 	}
 	if codec.Written(&x.extra, 13) {
 		e.Key(",\"updated_at\":")
@@ -4458,7 +4458,7 @@ func DecodeWebhook(x *Webhook, d *codec.Decoder) error {
 		case "last_response":
 			err = codec.DecPtr(&x.LastResponse, d, DecodeHookResponse)
 		case "name":
-			err = codec.DecSeen(&x.Name, d, &seen, 5, DecodeWebhookName)
+			err = codec.DecSeen(&x.Name, d, &seen, 5, common.DecodeWebhookName)
 		case "ping_url":
 			err = codec.DecStringPtr(&x.PingURL, d)
 		case "test_url":
@@ -4519,7 +4519,7 @@ func EncodeWebhook(x *Webhook, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 5) {
 		e.Key(",\"name\":")
-		EncodeWebhookName(&x.Name, e)
+		common.EncodeWebhookName(&x.Name, e)
 	}
 	if x.PingURL != nil {
 		e.Key(",\"ping_url\":")
@@ -8998,7 +8998,7 @@ func DecodePullRequestDequeuedEvent(x *PullRequestDequeuedEvent, d *codec.Decode
 		case "pull_request":
 			err = codec.DecSeen(&x.PullRequest, d, &seen, 2, common.DecodePullRequest)
 		case "reason":
-			err = codec.DecSeen(&x.Reason, d, &seen, 3, DecodePullRequestDequeuedReason)
+			err = codec.DecSeen(&x.Reason, d, &seen, 3, common.DecodePullRequestDequeuedReason)
 		case "repository":
 			err = codec.DecSeen(&x.Repository, d, &seen, 4, common.DecodeRepository)
 		case "sender":
@@ -9046,7 +9046,7 @@ func EncodePullRequestDequeuedEvent(x *PullRequestDequeuedEvent, e *codec.Encode
 	}
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"reason\":")
-		EncodePullRequestDequeuedReason(&x.Reason, e)
+		common.EncodePullRequestDequeuedReason(&x.Reason, e)
 	}
 	if codec.Written(&x.extra, 4) {
 		e.Key(",\"repository\":")
@@ -11557,60 +11557,6 @@ func EncodePushEvent(x *PushEvent, e *codec.Encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *PackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
-	*x = PackageVersionNugetMetadataID{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodePackageVersionNugetMetadataID(x, &d), "PackageVersionNugetMetadataID")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x PackageVersionNugetMetadataID) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodePackageVersionNugetMetadataID(&x, e)
-	return e.Result()
-}
-
-var matchPackageVersionNugetMetadataID = [...]codec.Match{
-	{JSON: "integer"},
-	{JSON: "string"},
-}
-
-// DecodePackageVersionNugetMetadataID reads the variant of
-// PackageVersionNugetMetadataID the next JSON value matches into *x.
-func DecodePackageVersionNugetMetadataID(x *PackageVersionNugetMetadataID, d *codec.Decoder) error {
-	*x = PackageVersionNugetMetadataID{}
-	switch {
-	case d.Matches(&matchPackageVersionNugetMetadataID[0]):
-		x.Int64 = new(int64)
-		return codec.DecInt64(x.Int64, d)
-	case d.Matches(&matchPackageVersionNugetMetadataID[1]):
-		x.String = new(string)
-		return codec.DecString(x.String, d)
-	}
-	return d.NoVariant("PackageVersionNugetMetadataID")
-}
-
-// EncodePackageVersionNugetMetadataID writes the variant of *x that is set.
-func EncodePackageVersionNugetMetadataID(x *PackageVersionNugetMetadataID, e *codec.Encoder) {
-	n := 0
-	if x.Int64 != nil {
-		n++
-	}
-	if x.String != nil {
-		n++
-	}
-	if !e.OneVariant("PackageVersionNugetMetadataID", n) {
-		return
-	}
-	switch {
-	case x.Int64 != nil:
-		codec.EncInt64(x.Int64, e)
-	case x.String != nil:
-		codec.EncString(x.String, e)
-	}
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectsV2ItemEditedChanges) UnmarshalJSON(b []byte) error {
 	*x = ProjectsV2ItemEditedChanges{}
 	d := codec.NewDecoder(b)
@@ -11748,90 +11694,4 @@ func EncodeProjectsV2ItemEditedChangesFieldValueFieldValueFrom(x *ProjectsV2Item
 	case x.ProjectsV2IterationSetting != nil:
 		EncodeProjectsV2IterationSetting(x.ProjectsV2IterationSetting, e)
 	}
-}
-
-// DecodePersonalAccessTokenRequestRepositorySelection reads a value of
-// PersonalAccessTokenRequestRepositorySelection into *x.
-func DecodePersonalAccessTokenRequestRepositorySelection(x *PersonalAccessTokenRequestRepositorySelection, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodePersonalAccessTokenRequestRepositorySelection writes *x.
-func EncodePersonalAccessTokenRequestRepositorySelection(x *PersonalAccessTokenRequestRepositorySelection, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeProjectsV2ItemContentType reads a value of ProjectsV2ItemContentType
-// into *x.
-func DecodeProjectsV2ItemContentType(x *ProjectsV2ItemContentType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeProjectsV2ItemContentType writes *x.
-func EncodeProjectsV2ItemContentType(x *ProjectsV2ItemContentType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeProjectsV2StatusUpdateEditedChangesStatusFrom reads a value of
-// ProjectsV2StatusUpdateEditedChangesStatusFrom into *x.
-func DecodeProjectsV2StatusUpdateEditedChangesStatusFrom(x *ProjectsV2StatusUpdateEditedChangesStatusFrom, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeProjectsV2StatusUpdateEditedChangesStatusFrom writes *x.
-func EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x *ProjectsV2StatusUpdateEditedChangesStatusFrom, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodePullRequestDequeuedReason reads a value of PullRequestDequeuedReason
-// into *x.
-func DecodePullRequestDequeuedReason(x *PullRequestDequeuedReason, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodePullRequestDequeuedReason writes *x.
-func EncodePullRequestDequeuedReason(x *PullRequestDequeuedReason, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodePullRequestReviewCommentSide reads a value of
-// PullRequestReviewCommentSide into *x.
-func DecodePullRequestReviewCommentSide(x *PullRequestReviewCommentSide, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodePullRequestReviewCommentSide writes *x.
-func EncodePullRequestReviewCommentSide(x *PullRequestReviewCommentSide, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodePullRequestReviewCommentSubjectType reads a value of
-// PullRequestReviewCommentSubjectType into *x.
-func DecodePullRequestReviewCommentSubjectType(x *PullRequestReviewCommentSubjectType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodePullRequestReviewCommentSubjectType writes *x.
-func EncodePullRequestReviewCommentSubjectType(x *PullRequestReviewCommentSubjectType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodePullRequestReviewState reads a value of PullRequestReviewState into *x.
-func DecodePullRequestReviewState(x *PullRequestReviewState, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodePullRequestReviewState writes *x.
-func EncodePullRequestReviewState(x *PullRequestReviewState, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeWebhookName reads a value of WebhookName into *x.
-func DecodeWebhookName(x *WebhookName, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeWebhookName writes *x.
-func EncodeWebhookName(x *WebhookName, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

@@ -1884,15 +1884,15 @@ func (x *PullRequestDemilestonedEvent) GetAction() string {
 //
 // A pull request was removed from the merge queue.
 type PullRequestDequeuedEvent struct {
-	Action       string                     `json:"action"`
-	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
-	Installation *common.SimpleInstallation `json:"installation,omitempty"`
-	Number       int64                      `json:"number"`
-	Organization *common.Organization       `json:"organization,omitempty"`
-	PullRequest  common.PullRequest         `json:"pull_request"`
-	Reason       PullRequestDequeuedReason  `json:"reason"`
-	Repository   common.Repository          `json:"repository"`
-	Sender       common.User                `json:"sender"`
+	Action       string                           `json:"action"`
+	Enterprise   *common.Enterprise               `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation       `json:"installation,omitempty"`
+	Number       int64                            `json:"number"`
+	Organization *common.Organization             `json:"organization,omitempty"`
+	PullRequest  common.PullRequest               `json:"pull_request"`
+	Reason       common.PullRequestDequeuedReason `json:"reason"`
+	Repository   common.Repository                `json:"repository"`
+	Sender       common.User                      `json:"sender"`
 
 	extra
 }

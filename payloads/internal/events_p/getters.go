@@ -852,7 +852,7 @@ func (x *PackageVersionNpmMetadata) GetDeletedByID() int64 {
 
 // GetID returns the "id" member, or nil when x is nil or the member is absent
 // or null.
-func (x *PackageVersionNugetMetadata) GetID() *PackageVersionNugetMetadataID {
+func (x *PackageVersionNugetMetadata) GetID() *common.PackageVersionNugetMetadataID {
 	if x == nil {
 		return nil
 	}
@@ -1090,7 +1090,7 @@ func (x *PersonalAccessTokenRequest) GetPermissionsResult() *PersonalAccessToken
 
 // GetRepositorySelection returns the "repository_selection" member, or "" when
 // x is nil.
-func (x *PersonalAccessTokenRequest) GetRepositorySelection() PersonalAccessTokenRequestRepositorySelection {
+func (x *PersonalAccessTokenRequest) GetRepositorySelection() common.PersonalAccessTokenRequestRepositorySelection {
 	if x == nil {
 		return ""
 	}
@@ -1646,7 +1646,7 @@ func (x *ProjectsV2Item) GetContentNodeID() string {
 }
 
 // GetContentType returns the "content_type" member, or "" when x is nil.
-func (x *ProjectsV2Item) GetContentType() ProjectsV2ItemContentType {
+func (x *ProjectsV2Item) GetContentType() common.ProjectsV2ItemContentType {
 	if x == nil {
 		return ""
 	}
@@ -2113,7 +2113,7 @@ func (x *ProjectsV2StatusUpdate) GetUpdatedAt() codec.Timestamp {
 
 // GetStatus returns the "status" member, or "" when x is nil or the member is
 // absent or null.
-func (x *ProjectsV2StatusUpdate) GetStatus() ProjectsV2StatusUpdateEditedChangesStatusFrom {
+func (x *ProjectsV2StatusUpdate) GetStatus() common.ProjectsV2StatusUpdateEditedChangesStatusFrom {
 	if x == nil || x.Status == nil {
 		return ""
 	}
@@ -2185,7 +2185,7 @@ func (x *ProjectsV2StatusUpdateEditedChanges) GetTargetDate() *StringFromTo {
 
 // GetFrom returns the "from" member, or "" when x is nil or the member is
 // absent or null.
-func (x *ProjectsV2StatusUpdateEditedChangesStatus) GetFrom() ProjectsV2StatusUpdateEditedChangesStatusFrom {
+func (x *ProjectsV2StatusUpdateEditedChangesStatus) GetFrom() common.ProjectsV2StatusUpdateEditedChangesStatusFrom {
 	if x == nil || x.From == nil {
 		return ""
 	}
@@ -2194,7 +2194,7 @@ func (x *ProjectsV2StatusUpdateEditedChangesStatus) GetFrom() ProjectsV2StatusUp
 
 // GetTo returns the "to" member, or "" when x is nil or the member is absent or
 // null.
-func (x *ProjectsV2StatusUpdateEditedChangesStatus) GetTo() ProjectsV2StatusUpdateEditedChangesStatusFrom {
+func (x *ProjectsV2StatusUpdateEditedChangesStatus) GetTo() common.ProjectsV2StatusUpdateEditedChangesStatusFrom {
 	if x == nil || x.To == nil {
 		return ""
 	}
@@ -2314,7 +2314,7 @@ func (x *PullRequestReview) GetPullRequestURL() string {
 }
 
 // GetState returns the "state" member, or "" when x is nil.
-func (x *PullRequestReview) GetState() PullRequestReviewState {
+func (x *PullRequestReview) GetState() common.PullRequestReviewState {
 	if x == nil {
 		return ""
 	}
@@ -2522,7 +2522,7 @@ func (x *PullRequestReviewComment) GetReactions() *common.Reactions {
 
 // GetSide returns the "side" member, or "" when x is nil or the member is
 // absent or null.
-func (x *PullRequestReviewComment) GetSide() PullRequestReviewCommentSide {
+func (x *PullRequestReviewComment) GetSide() common.PullRequestReviewCommentSide {
 	if x == nil || x.Side == nil {
 		return ""
 	}
@@ -2540,7 +2540,7 @@ func (x *PullRequestReviewComment) GetStartLine() int64 {
 
 // GetStartSide returns the "start_side" member, or "" when x is nil or the
 // member is absent or null.
-func (x *PullRequestReviewComment) GetStartSide() PullRequestReviewCommentSide {
+func (x *PullRequestReviewComment) GetStartSide() common.PullRequestReviewCommentSide {
 	if x == nil || x.StartSide == nil {
 		return ""
 	}
@@ -2549,7 +2549,7 @@ func (x *PullRequestReviewComment) GetStartSide() PullRequestReviewCommentSide {
 
 // GetSubjectType returns the "subject_type" member, or "" when x is nil or the
 // member is absent or null.
-func (x *PullRequestReviewComment) GetSubjectType() PullRequestReviewCommentSubjectType {
+func (x *PullRequestReviewComment) GetSubjectType() common.PullRequestReviewCommentSubjectType {
 	if x == nil || x.SubjectType == nil {
 		return ""
 	}
@@ -3433,7 +3433,7 @@ func (x *Webhook) GetLastResponse() *HookResponse {
 }
 
 // GetName returns the "name" member, or "" when x is nil.
-func (x *Webhook) GetName() WebhookName {
+func (x *Webhook) GetName() common.WebhookName {
 	if x == nil {
 		return ""
 	}
@@ -6257,7 +6257,7 @@ func (x *PullRequestDequeuedEvent) GetPullRequest() *common.PullRequest {
 }
 
 // GetReason returns the "reason" member, or "" when x is nil.
-func (x *PullRequestDequeuedEvent) GetReason() PullRequestDequeuedReason {
+func (x *PullRequestDequeuedEvent) GetReason() common.PullRequestDequeuedReason {
 	if x == nil {
 		return ""
 	}

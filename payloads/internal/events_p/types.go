@@ -165,7 +165,7 @@ type PackageVersionNpmMetadata struct {
 
 // PackageVersionNugetMetadata is a type of the forge's payloads.
 type PackageVersionNugetMetadata struct {
-	ID    *PackageVersionNugetMetadataID           `json:"id,omitempty"`
+	ID    *common.PackageVersionNugetMetadataID    `json:"id,omitempty"`
 	Name  *string                                  `json:"name,omitempty"`
 	Value *common.PackageVersionNugetMetadataValue `json:"value,omitempty"`
 
@@ -226,7 +226,7 @@ type PersonalAccessTokenRequest struct {
 	// incorporates `permissions_added` and `permissions_upgraded`.
 	PermissionsResult PersonalAccessTokenRequestPermissionsAdded `json:"permissions_result"`
 	// Type of repository selection requested.
-	RepositorySelection PersonalAccessTokenRequestRepositorySelection `json:"repository_selection"`
+	RepositorySelection common.PersonalAccessTokenRequestRepositorySelection `json:"repository_selection"`
 	// The number of repositories the token is requesting access to. This field is
 	// only populated when `repository_selection` is `subset`.
 	RepositoryCount *int64 `json:"repository_count,omitempty"`
@@ -393,9 +393,9 @@ type ProjectsV2Item struct {
 	// The node ID of the project that contains this item.
 	ProjectNodeID *string `json:"project_node_id,omitempty"`
 	// The node ID of the content represented by this item.
-	ContentNodeID string                    `json:"content_node_id"`
-	ContentType   ProjectsV2ItemContentType `json:"content_type"`
-	Creator       *common.User              `json:"creator,omitempty"`
+	ContentNodeID string                           `json:"content_node_id"`
+	ContentType   common.ProjectsV2ItemContentType `json:"content_type"`
+	Creator       *common.User                     `json:"creator,omitempty"`
 	// The time when the item was created.
 	CreatedAt codec.Timestamp `json:"created_at"`
 	// The time when the item was last updated.
@@ -552,7 +552,7 @@ type ProjectsV2StatusUpdate struct {
 	// The time when the status update was last updated.
 	UpdatedAt codec.Timestamp `json:"updated_at"`
 	// The current status.
-	Status *ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"status,omitempty"`
+	Status *common.ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"status,omitempty"`
 	// The start date of the period covered by the update.
 	StartDate *string `json:"start_date,omitempty"`
 	// The target date associated with the update.
@@ -575,8 +575,8 @@ type ProjectsV2StatusUpdateEditedChanges struct {
 
 // ProjectsV2StatusUpdateEditedChangesStatus is a type of the forge's payloads.
 type ProjectsV2StatusUpdateEditedChangesStatus struct {
-	From *ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"from,omitempty"`
-	To   *ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"to,omitempty"`
+	From *common.ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"from,omitempty"`
+	To   *common.ProjectsV2StatusUpdateEditedChangesStatusFrom `json:"to,omitempty"`
 
 	extra
 }
@@ -610,13 +610,13 @@ type PullRequestReview struct {
 	CommitID string `json:"commit_id"`
 	HTMLURL  string `json:"html_url"`
 	// Unique identifier of the review
-	ID             int64                  `json:"id"`
-	NodeID         string                 `json:"node_id"`
-	PullRequestURL string                 `json:"pull_request_url"`
-	State          PullRequestReviewState `json:"state"`
-	SubmittedAt    *codec.Timestamp       `json:"submitted_at,omitempty"`
-	UpdatedAt      *codec.Timestamp       `json:"updated_at,omitempty"`
-	User           *common.User           `json:"user,omitempty"`
+	ID             int64                         `json:"id"`
+	NodeID         string                        `json:"node_id"`
+	PullRequestURL string                        `json:"pull_request_url"`
+	State          common.PullRequestReviewState `json:"state"`
+	SubmittedAt    *codec.Timestamp              `json:"submitted_at,omitempty"`
+	UpdatedAt      *codec.Timestamp              `json:"updated_at,omitempty"`
+	User           *common.User                  `json:"user,omitempty"`
 
 	extra
 }
@@ -663,14 +663,14 @@ type PullRequestReviewComment struct {
 	PullRequestURL string            `json:"pull_request_url"`
 	Reactions      *common.Reactions `json:"reactions,omitempty"`
 	// The side of the first line of the range for a multi-line comment.
-	Side *PullRequestReviewCommentSide `json:"side,omitempty"`
+	Side *common.PullRequestReviewCommentSide `json:"side,omitempty"`
 	// The first line of the range for a multi-line comment.
 	StartLine *int64 `json:"start_line,omitempty"`
 	// The side of the first line of the range for a multi-line comment.
-	StartSide *PullRequestReviewCommentSide `json:"start_side,omitempty"`
+	StartSide *common.PullRequestReviewCommentSide `json:"start_side,omitempty"`
 	// The level at which the comment is targeted, can be a diff line or a file.
-	SubjectType *PullRequestReviewCommentSubjectType `json:"subject_type,omitempty"`
-	UpdatedAt   codec.Timestamp                      `json:"updated_at"`
+	SubjectType *common.PullRequestReviewCommentSubjectType `json:"subject_type,omitempty"`
+	UpdatedAt   codec.Timestamp                             `json:"updated_at"`
 	// URL for the pull request review comment
 	URL  string       `json:"url"`
 	User *common.User `json:"user,omitempty"`
@@ -843,12 +843,12 @@ type Webhook struct {
 	ID           int64         `json:"id"`
 	LastResponse *HookResponse `json:"last_response,omitempty"`
 	// The type of webhook. The only valid value is 'web'.
-	Name      WebhookName     `json:"name"`
-	PingURL   *string         `json:"ping_url,omitempty"`
-	TestURL   *string         `json:"test_url,omitempty"`
-	Type      string          `json:"type"`
-	UpdatedAt codec.Timestamp `json:"updated_at"`
-	URL       *string         `json:"url,omitempty"`
+	Name      common.WebhookName `json:"name"`
+	PingURL   *string            `json:"ping_url,omitempty"`
+	TestURL   *string            `json:"test_url,omitempty"`
+	Type      string             `json:"type"`
+	UpdatedAt codec.Timestamp    `json:"updated_at"`
+	URL       *string            `json:"url,omitempty"`
 
 	extra
 }
@@ -861,14 +861,6 @@ type WebhookConfig struct {
 	URL         *string                          `json:"url,omitempty"`
 
 	extra
-}
-
-// PackageVersionNugetMetadataID is one of several types.
-//
-// Exactly one field is set: the variant the JSON value matched when decoded.
-type PackageVersionNugetMetadataID struct {
-	Int64  *int64
-	String *string
 }
 
 // ProjectsV2ItemEditedChanges: The changes made to the item may involve

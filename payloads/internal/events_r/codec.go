@@ -28,9 +28,9 @@ func DecodeCodeScanningTool(x *CodeScanningTool, d *codec.Decoder) error {
 	for more {
 		switch string(key) {
 		case "alerts_threshold":
-			err = codec.DecSeen(&x.AlertsThreshold, d, &seen, 0, DecodeCodeScanningToolAlertsThreshold)
+			err = codec.DecSeen(&x.AlertsThreshold, d, &seen, 0, common.DecodeCodeScanningToolAlertsThreshold)
 		case "security_alerts_threshold":
-			err = codec.DecSeen(&x.SecurityAlertsThreshold, d, &seen, 1, DecodeCodeScanningToolSecurityAlertsThreshold)
+			err = codec.DecSeen(&x.SecurityAlertsThreshold, d, &seen, 1, common.DecodeCodeScanningToolSecurityAlertsThreshold)
 		case "tool":
 			err = codec.DecStringSeen(&x.Tool, d, &seen, 2)
 		default:
@@ -52,11 +52,11 @@ func EncodeCodeScanningTool(x *CodeScanningTool, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"alerts_threshold\":")
-		EncodeCodeScanningToolAlertsThreshold(&x.AlertsThreshold, e)
+		common.EncodeCodeScanningToolAlertsThreshold(&x.AlertsThreshold, e)
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"security_alerts_threshold\":")
-		EncodeCodeScanningToolSecurityAlertsThreshold(&x.SecurityAlertsThreshold, e)
+		common.EncodeCodeScanningToolSecurityAlertsThreshold(&x.SecurityAlertsThreshold, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"tool\":")
@@ -92,7 +92,7 @@ func DecodePatternParameters(x *PatternParameters, d *codec.Decoder) error {
 		case "negate":
 			err = codec.DecBoolPtr(&x.Negate, d)
 		case "operator":
-			err = codec.DecSeen(&x.Operator, d, &seen, 0, DecodePatternParametersOperator)
+			err = codec.DecSeen(&x.Operator, d, &seen, 0, common.DecodePatternParametersOperator)
 		case "pattern":
 			err = codec.DecStringSeen(&x.Pattern, d, &seen, 1)
 		default:
@@ -122,7 +122,7 @@ func EncodePatternParameters(x *PatternParameters, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"operator\":")
-		EncodePatternParametersOperator(&x.Operator, e)
+		common.EncodePatternParametersOperator(&x.Operator, e)
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"pattern\":")
@@ -942,7 +942,7 @@ func DecodeRegistryPackagePackageVersionNugetMetadata(x *RegistryPackagePackageV
 	for more {
 		switch string(key) {
 		case "id":
-			err = codec.DecPtr(&x.ID, d, DecodeRegistryPackagePackageVersionNugetMetadataID)
+			err = codec.DecPtr(&x.ID, d, common.DecodeRegistryPackagePackageVersionNugetMetadataID)
 		case "name":
 			err = codec.DecStringPtr(&x.Name, d)
 		case "value":
@@ -965,7 +965,7 @@ func EncodeRegistryPackagePackageVersionNugetMetadata(x *RegistryPackagePackageV
 	mark := e.OpenObject()
 	if x.ID != nil {
 		e.Key(",\"id\":")
-		EncodeRegistryPackagePackageVersionNugetMetadataID(x.ID, e)
+		common.EncodeRegistryPackagePackageVersionNugetMetadataID(x.ID, e)
 	}
 	if x.Name != nil {
 		e.Key(",\"name\":")
@@ -1372,7 +1372,7 @@ func DecodeReleaseAsset(x *ReleaseAsset, d *codec.Decoder) error {
 		case "digest":
 			err = codec.DecStringPtr(&x.Digest, d)
 		case "state":
-			err = codec.DecSeen(&x.State, d, &seen, 8, DecodeReleaseAssetState)
+			err = codec.DecSeen(&x.State, d, &seen, 8, common.DecodeReleaseAssetState)
 		case "updated_at":
 			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 9, codec.DecTimestamp)
 		case "uploader":
@@ -1438,7 +1438,7 @@ func EncodeReleaseAsset(x *ReleaseAsset, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 8) {
 		e.Key(",\"state\":")
-		EncodeReleaseAssetState(&x.State, e)
+		common.EncodeReleaseAssetState(&x.State, e)
 	}
 	if codec.Written(&x.extra, 9) {
 		e.Key(",\"updated_at\":")
@@ -1614,7 +1614,7 @@ func DecodeRepositoryAdvisory(x *RepositoryAdvisory, d *codec.Decoder) error {
 				err = codec.DecSlice(&x.Identifiers, d, common.DecodeAdvisoryIdentifier)
 			}
 		case "state":
-			err = codec.DecSeen(&x.State, d, &seen, 5, DecodeRepositoryAdvisoryState)
+			err = codec.DecSeen(&x.State, d, &seen, 5, common.DecodeRepositoryAdvisoryState)
 		case "created_at":
 			err = codec.DecTimestampPtr(&x.CreatedAt, d)
 		case "updated_at":
@@ -1706,7 +1706,7 @@ func EncodeRepositoryAdvisory(x *RepositoryAdvisory, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 5) {
 		e.Key(",\"state\":")
-		EncodeRepositoryAdvisoryState(&x.State, e)
+		common.EncodeRepositoryAdvisoryState(&x.State, e)
 	}
 	if x.CreatedAt != nil {
 		e.Key(",\"created_at\":")
@@ -1800,13 +1800,13 @@ func DecodeRepositoryAdvisoryCredit(x *RepositoryAdvisoryCredit, d *codec.Decode
 		case "login":
 			err = codec.DecStringPtr(&x.Login, d)
 		case "type":
-			err = codec.DecSeen(&x.Type, d, &seen, 0, DecodeSecurityAdvisoryCreditTypes)
+			err = codec.DecSeen(&x.Type, d, &seen, 0, common.DecodeSecurityAdvisoryCreditTypes)
 		case "user":
 			err = codec.DecPtr(&x.User, d, common.DecodeUser)
 		case "state":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.State = (*RepositoryAdvisoryCreditState)(p)
+			x.State = (*common.RepositoryAdvisoryCreditState)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -1830,7 +1830,7 @@ func EncodeRepositoryAdvisoryCredit(x *RepositoryAdvisoryCredit, e *codec.Encode
 	}
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"type\":")
-		EncodeSecurityAdvisoryCreditTypes(&x.Type, e)
+		common.EncodeSecurityAdvisoryCreditTypes(&x.Type, e)
 	}
 	if x.User != nil {
 		e.Key(",\"user\":")
@@ -1838,7 +1838,7 @@ func EncodeRepositoryAdvisoryCredit(x *RepositoryAdvisoryCredit, e *codec.Encode
 	}
 	if x.State != nil {
 		e.Key(",\"state\":")
-		EncodeRepositoryAdvisoryCreditState(x.State, e)
+		common.EncodeRepositoryAdvisoryCreditState(x.State, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -1978,7 +1978,7 @@ func DecodeRepositoryAdvisoryVulnerabilityPackage(x *RepositoryAdvisoryVulnerabi
 	for more {
 		switch string(key) {
 		case "ecosystem":
-			err = codec.DecSeen(&x.Ecosystem, d, &seen, 0, DecodeSecurityAdvisoryEcosystems)
+			err = codec.DecSeen(&x.Ecosystem, d, &seen, 0, common.DecodeSecurityAdvisoryEcosystems)
 		case "name":
 			err = codec.DecStringPtr(&x.Name, d)
 		default:
@@ -2000,7 +2000,7 @@ func EncodeRepositoryAdvisoryVulnerabilityPackage(x *RepositoryAdvisoryVulnerabi
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"ecosystem\":")
-		EncodeSecurityAdvisoryEcosystems(&x.Ecosystem, e)
+		common.EncodeSecurityAdvisoryEcosystems(&x.Ecosystem, e)
 	}
 	if x.Name != nil {
 		e.Key(",\"name\":")
@@ -3228,13 +3228,13 @@ func DecodeRepositoryRuleMergeQueueParameters(x *RepositoryRuleMergeQueueParamet
 		case "check_response_timeout_minutes":
 			err = codec.DecInt64Seen(&x.CheckResponseTimeoutMinutes, d, &seen, 0)
 		case "grouping_strategy":
-			err = codec.DecSeen(&x.GroupingStrategy, d, &seen, 1, DecodeRepositoryRuleMergeQueueParametersGroupingStrategy)
+			err = codec.DecSeen(&x.GroupingStrategy, d, &seen, 1, common.DecodeRepositoryRuleMergeQueueParametersGroupingStrategy)
 		case "max_entries_to_build":
 			err = codec.DecInt64Seen(&x.MaxEntriesToBuild, d, &seen, 2)
 		case "max_entries_to_merge":
 			err = codec.DecInt64Seen(&x.MaxEntriesToMerge, d, &seen, 3)
 		case "merge_method":
-			err = codec.DecSeen(&x.MergeMethod, d, &seen, 4, DecodeRepositoryRuleMergeQueueParametersMergeMethod)
+			err = codec.DecSeen(&x.MergeMethod, d, &seen, 4, common.DecodeRepositoryRuleMergeQueueParametersMergeMethod)
 		case "min_entries_to_merge":
 			err = codec.DecInt64Seen(&x.MinEntriesToMerge, d, &seen, 5)
 		case "min_entries_to_merge_wait_minutes":
@@ -3262,7 +3262,7 @@ func EncodeRepositoryRuleMergeQueueParameters(x *RepositoryRuleMergeQueueParamet
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"grouping_strategy\":")
-		EncodeRepositoryRuleMergeQueueParametersGroupingStrategy(&x.GroupingStrategy, e)
+		common.EncodeRepositoryRuleMergeQueueParametersGroupingStrategy(&x.GroupingStrategy, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"max_entries_to_build\":")
@@ -3274,7 +3274,7 @@ func EncodeRepositoryRuleMergeQueueParameters(x *RepositoryRuleMergeQueueParamet
 	}
 	if codec.Written(&x.extra, 4) {
 		e.Key(",\"merge_method\":")
-		EncodeRepositoryRuleMergeQueueParametersMergeMethod(&x.MergeMethod, e)
+		common.EncodeRepositoryRuleMergeQueueParametersMergeMethod(&x.MergeMethod, e)
 	}
 	if codec.Written(&x.extra, 5) {
 		e.Key(",\"min_entries_to_merge\":")
@@ -4090,21 +4090,21 @@ func DecodeRepositoryRuleset(x *RepositoryRuleset, d *codec.Decoder) error {
 		case "target":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Target = (*RepositoryRulesetTarget)(p)
+			x.Target = (*common.RepositoryRulesetTarget)(p)
 		case "source_type":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.SourceType = (*RepositoryRulesetSourceType)(p)
+			x.SourceType = (*common.RepositoryRulesetSourceType)(p)
 		case "source":
 			err = codec.DecStringSeen(&x.Source, d, &seen, 2)
 		case "enforcement":
-			err = codec.DecSeen(&x.Enforcement, d, &seen, 3, DecodeRepositoryRuleEnforcement)
+			err = codec.DecSeen(&x.Enforcement, d, &seen, 3, common.DecodeRepositoryRuleEnforcement)
 		case "bypass_actors":
 			err = codec.DecSlice(&x.BypassActors, d, DecodeRepositoryRulesetBypassActor)
 		case "current_user_can_bypass":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.CurrentUserCanBypass = (*RepositoryRulesetCurrentUserCanBypass)(p)
+			x.CurrentUserCanBypass = (*common.RepositoryRulesetCurrentUserCanBypass)(p)
 		case "node_id":
 			err = codec.DecStringPtr(&x.NodeID, d)
 		case "_links":
@@ -4144,11 +4144,11 @@ func EncodeRepositoryRuleset(x *RepositoryRuleset, e *codec.Encoder) {
 	}
 	if x.Target != nil {
 		e.Key(",\"target\":")
-		EncodeRepositoryRulesetTarget(x.Target, e)
+		common.EncodeRepositoryRulesetTarget(x.Target, e)
 	}
 	if x.SourceType != nil {
 		e.Key(",\"source_type\":")
-		EncodeRepositoryRulesetSourceType(x.SourceType, e)
+		common.EncodeRepositoryRulesetSourceType(x.SourceType, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"source\":")
@@ -4156,7 +4156,7 @@ func EncodeRepositoryRuleset(x *RepositoryRuleset, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"enforcement\":")
-		EncodeRepositoryRuleEnforcement(&x.Enforcement, e)
+		common.EncodeRepositoryRuleEnforcement(&x.Enforcement, e)
 	}
 	if x.BypassActors != nil {
 		e.Key(",\"bypass_actors\":")
@@ -4164,7 +4164,7 @@ func EncodeRepositoryRuleset(x *RepositoryRuleset, e *codec.Encoder) {
 	}
 	if x.CurrentUserCanBypass != nil {
 		e.Key(",\"current_user_can_bypass\":")
-		EncodeRepositoryRulesetCurrentUserCanBypass(x.CurrentUserCanBypass, e)
+		common.EncodeRepositoryRulesetCurrentUserCanBypass(x.CurrentUserCanBypass, e)
 	}
 	if x.NodeID != nil {
 		e.Key(",\"node_id\":")
@@ -4218,11 +4218,11 @@ func DecodeRepositoryRulesetBypassActor(x *RepositoryRulesetBypassActor, d *code
 		case "actor_id":
 			err = codec.DecInt64Ptr(&x.ActorID, d)
 		case "actor_type":
-			err = codec.DecSeen(&x.ActorType, d, &seen, 0, DecodeRepositoryRulesetBypassActorActorType)
+			err = codec.DecSeen(&x.ActorType, d, &seen, 0, common.DecodeRepositoryRulesetBypassActorActorType)
 		case "bypass_mode":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.BypassMode = (*RepositoryRulesetBypassActorBypassMode)(p)
+			x.BypassMode = (*common.RepositoryRulesetBypassActorBypassMode)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -4246,11 +4246,11 @@ func EncodeRepositoryRulesetBypassActor(x *RepositoryRulesetBypassActor, e *code
 	}
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"actor_type\":")
-		EncodeRepositoryRulesetBypassActorActorType(&x.ActorType, e)
+		common.EncodeRepositoryRulesetBypassActorActorType(&x.ActorType, e)
 	}
 	if x.BypassMode != nil {
 		e.Key(",\"bypass_mode\":")
-		EncodeRepositoryRulesetBypassActorBypassMode(x.BypassMode, e)
+		common.EncodeRepositoryRulesetBypassActorBypassMode(x.BypassMode, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -5206,7 +5206,7 @@ func DecodeRepositoryRulesetPropertyTargetingDefinition(x *RepositoryRulesetProp
 		case "source":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Source = (*RepositoryRulesetPropertyTargetingDefinitionSource)(p)
+			x.Source = (*common.RepositoryRulesetPropertyTargetingDefinitionSource)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -5234,7 +5234,7 @@ func EncodeRepositoryRulesetPropertyTargetingDefinition(x *RepositoryRulesetProp
 	}
 	if x.Source != nil {
 		e.Key(",\"source\":")
-		EncodeRepositoryRulesetPropertyTargetingDefinitionSource(x.Source, e)
+		common.EncodeRepositoryRulesetPropertyTargetingDefinitionSource(x.Source, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -5745,7 +5745,7 @@ func DecodeReviewer(x *Reviewer, d *codec.Decoder) error {
 		case "id":
 			err = codec.DecInt64Seen(&x.ID, d, &seen, 0)
 		case "type":
-			err = codec.DecSeen(&x.Type, d, &seen, 1, DecodeReviewerType)
+			err = codec.DecSeen(&x.Type, d, &seen, 1, common.DecodeReviewerType)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -5768,7 +5768,7 @@ func EncodeReviewer(x *Reviewer, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"type\":")
-		EncodeReviewerType(&x.Type, e)
+		common.EncodeReviewerType(&x.Type, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -8423,7 +8423,7 @@ func DecodeRepositoryImportEvent(x *RepositoryImportEvent, d *codec.Decoder) err
 		case "sender":
 			err = codec.DecSeen(&x.Sender, d, &seen, 1, common.DecodeUser)
 		case "status":
-			err = codec.DecSeen(&x.Status, d, &seen, 2, DecodeRepositoryImportStatus)
+			err = codec.DecSeen(&x.Status, d, &seen, 2, common.DecodeRepositoryImportStatus)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -8463,7 +8463,7 @@ func EncodeRepositoryImportEvent(x *RepositoryImportEvent, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"status\":")
-		EncodeRepositoryImportStatus(&x.Status, e)
+		common.EncodeRepositoryImportStatus(&x.Status, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -9240,70 +9240,6 @@ func EncodeRepositoryVulnerabilityAlertResolveEvent(x *RepositoryVulnerabilityAl
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *RegistryPackagePackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
-	*x = RegistryPackagePackageVersionNugetMetadataID{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeRegistryPackagePackageVersionNugetMetadataID(x, &d), "RegistryPackagePackageVersionNugetMetadataID")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x RegistryPackagePackageVersionNugetMetadataID) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeRegistryPackagePackageVersionNugetMetadataID(&x, e)
-	return e.Result()
-}
-
-var matchRegistryPackagePackageVersionNugetMetadataID = [...]codec.Match{
-	{JSON: "string"},
-	{JSON: "object"},
-	{JSON: "integer"},
-}
-
-// DecodeRegistryPackagePackageVersionNugetMetadataID reads the variant of
-// RegistryPackagePackageVersionNugetMetadataID the next JSON value matches into
-// *x.
-func DecodeRegistryPackagePackageVersionNugetMetadataID(x *RegistryPackagePackageVersionNugetMetadataID, d *codec.Decoder) error {
-	*x = RegistryPackagePackageVersionNugetMetadataID{}
-	switch {
-	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[0]):
-		x.String = new(string)
-		return codec.DecString(x.String, d)
-	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[1]):
-		return codec.DecRaw(&x.Raw, d)
-	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[2]):
-		x.Int64 = new(int64)
-		return codec.DecInt64(x.Int64, d)
-	}
-	return d.NoVariant("RegistryPackagePackageVersionNugetMetadataID")
-}
-
-// EncodeRegistryPackagePackageVersionNugetMetadataID writes the variant of *x
-// that is set.
-func EncodeRegistryPackagePackageVersionNugetMetadataID(x *RegistryPackagePackageVersionNugetMetadataID, e *codec.Encoder) {
-	n := 0
-	if x.String != nil {
-		n++
-	}
-	if x.Raw != nil {
-		n++
-	}
-	if x.Int64 != nil {
-		n++
-	}
-	if !e.OneVariant("RegistryPackagePackageVersionNugetMetadataID", n) {
-		return
-	}
-	switch {
-	case x.String != nil:
-		codec.EncString(x.String, e)
-	case x.Raw != nil:
-		codec.EncRaw(&x.Raw, e)
-	case x.Int64 != nil:
-		codec.EncInt64(x.Int64, e)
-	}
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryRule) UnmarshalJSON(b []byte) error {
 	*x = RepositoryRule{}
 	d := codec.NewDecoder(b)
@@ -9685,210 +9621,4 @@ func EncodeRepositoryRulesetConditions(x *RepositoryRulesetConditions, e *codec.
 	case x.RepositoryRulesetConditionsRepositoryPropertyAndRefName != nil:
 		EncodeRepositoryRulesetConditionsRepositoryPropertyAndRefName(x.RepositoryRulesetConditionsRepositoryPropertyAndRefName, e)
 	}
-}
-
-// DecodeCodeScanningToolAlertsThreshold reads a value of
-// CodeScanningToolAlertsThreshold into *x.
-func DecodeCodeScanningToolAlertsThreshold(x *CodeScanningToolAlertsThreshold, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeCodeScanningToolAlertsThreshold writes *x.
-func EncodeCodeScanningToolAlertsThreshold(x *CodeScanningToolAlertsThreshold, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeCodeScanningToolSecurityAlertsThreshold reads a value of
-// CodeScanningToolSecurityAlertsThreshold into *x.
-func DecodeCodeScanningToolSecurityAlertsThreshold(x *CodeScanningToolSecurityAlertsThreshold, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeCodeScanningToolSecurityAlertsThreshold writes *x.
-func EncodeCodeScanningToolSecurityAlertsThreshold(x *CodeScanningToolSecurityAlertsThreshold, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodePatternParametersOperator reads a value of PatternParametersOperator
-// into *x.
-func DecodePatternParametersOperator(x *PatternParametersOperator, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodePatternParametersOperator writes *x.
-func EncodePatternParametersOperator(x *PatternParametersOperator, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeReleaseAssetState reads a value of ReleaseAssetState into *x.
-func DecodeReleaseAssetState(x *ReleaseAssetState, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeReleaseAssetState writes *x.
-func EncodeReleaseAssetState(x *ReleaseAssetState, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryAdvisoryCreditState reads a value of
-// RepositoryAdvisoryCreditState into *x.
-func DecodeRepositoryAdvisoryCreditState(x *RepositoryAdvisoryCreditState, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryAdvisoryCreditState writes *x.
-func EncodeRepositoryAdvisoryCreditState(x *RepositoryAdvisoryCreditState, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryAdvisoryState reads a value of RepositoryAdvisoryState into
-// *x.
-func DecodeRepositoryAdvisoryState(x *RepositoryAdvisoryState, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryAdvisoryState writes *x.
-func EncodeRepositoryAdvisoryState(x *RepositoryAdvisoryState, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryImportStatus reads a value of RepositoryImportStatus into *x.
-func DecodeRepositoryImportStatus(x *RepositoryImportStatus, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryImportStatus writes *x.
-func EncodeRepositoryImportStatus(x *RepositoryImportStatus, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRuleEnforcement reads a value of RepositoryRuleEnforcement
-// into *x.
-func DecodeRepositoryRuleEnforcement(x *RepositoryRuleEnforcement, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRuleEnforcement writes *x.
-func EncodeRepositoryRuleEnforcement(x *RepositoryRuleEnforcement, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRuleMergeQueueParametersGroupingStrategy reads a value of
-// RepositoryRuleMergeQueueParametersGroupingStrategy into *x.
-func DecodeRepositoryRuleMergeQueueParametersGroupingStrategy(x *RepositoryRuleMergeQueueParametersGroupingStrategy, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRuleMergeQueueParametersGroupingStrategy writes *x.
-func EncodeRepositoryRuleMergeQueueParametersGroupingStrategy(x *RepositoryRuleMergeQueueParametersGroupingStrategy, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRuleMergeQueueParametersMergeMethod reads a value of
-// RepositoryRuleMergeQueueParametersMergeMethod into *x.
-func DecodeRepositoryRuleMergeQueueParametersMergeMethod(x *RepositoryRuleMergeQueueParametersMergeMethod, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRuleMergeQueueParametersMergeMethod writes *x.
-func EncodeRepositoryRuleMergeQueueParametersMergeMethod(x *RepositoryRuleMergeQueueParametersMergeMethod, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRulesetBypassActorActorType reads a value of
-// RepositoryRulesetBypassActorActorType into *x.
-func DecodeRepositoryRulesetBypassActorActorType(x *RepositoryRulesetBypassActorActorType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRulesetBypassActorActorType writes *x.
-func EncodeRepositoryRulesetBypassActorActorType(x *RepositoryRulesetBypassActorActorType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRulesetBypassActorBypassMode reads a value of
-// RepositoryRulesetBypassActorBypassMode into *x.
-func DecodeRepositoryRulesetBypassActorBypassMode(x *RepositoryRulesetBypassActorBypassMode, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRulesetBypassActorBypassMode writes *x.
-func EncodeRepositoryRulesetBypassActorBypassMode(x *RepositoryRulesetBypassActorBypassMode, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRulesetCurrentUserCanBypass reads a value of
-// RepositoryRulesetCurrentUserCanBypass into *x.
-func DecodeRepositoryRulesetCurrentUserCanBypass(x *RepositoryRulesetCurrentUserCanBypass, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRulesetCurrentUserCanBypass writes *x.
-func EncodeRepositoryRulesetCurrentUserCanBypass(x *RepositoryRulesetCurrentUserCanBypass, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRulesetPropertyTargetingDefinitionSource reads a value of
-// RepositoryRulesetPropertyTargetingDefinitionSource into *x.
-func DecodeRepositoryRulesetPropertyTargetingDefinitionSource(x *RepositoryRulesetPropertyTargetingDefinitionSource, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRulesetPropertyTargetingDefinitionSource writes *x.
-func EncodeRepositoryRulesetPropertyTargetingDefinitionSource(x *RepositoryRulesetPropertyTargetingDefinitionSource, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRulesetSourceType reads a value of
-// RepositoryRulesetSourceType into *x.
-func DecodeRepositoryRulesetSourceType(x *RepositoryRulesetSourceType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRulesetSourceType writes *x.
-func EncodeRepositoryRulesetSourceType(x *RepositoryRulesetSourceType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeRepositoryRulesetTarget reads a value of RepositoryRulesetTarget into
-// *x.
-func DecodeRepositoryRulesetTarget(x *RepositoryRulesetTarget, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeRepositoryRulesetTarget writes *x.
-func EncodeRepositoryRulesetTarget(x *RepositoryRulesetTarget, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeReviewerType reads a value of ReviewerType into *x.
-func DecodeReviewerType(x *ReviewerType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeReviewerType writes *x.
-func EncodeReviewerType(x *ReviewerType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeSecurityAdvisoryCreditTypes reads a value of
-// SecurityAdvisoryCreditTypes into *x.
-func DecodeSecurityAdvisoryCreditTypes(x *SecurityAdvisoryCreditTypes, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecurityAdvisoryCreditTypes writes *x.
-func EncodeSecurityAdvisoryCreditTypes(x *SecurityAdvisoryCreditTypes, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeSecurityAdvisoryEcosystems reads a value of SecurityAdvisoryEcosystems
-// into *x.
-func DecodeSecurityAdvisoryEcosystems(x *SecurityAdvisoryEcosystems, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecurityAdvisoryEcosystems writes *x.
-func EncodeSecurityAdvisoryEcosystems(x *SecurityAdvisoryEcosystems, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

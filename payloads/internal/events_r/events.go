@@ -979,12 +979,12 @@ func (x *RepositoryDispatchUnknownEvent) GetAction() string {
 // information, see "Importing a repository with forge Importer." For more
 // information about the API to manage imports, see the REST API documentation.
 type RepositoryImportEvent struct {
-	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
-	Installation *common.SimpleInstallation `json:"installation,omitempty"`
-	Organization *common.Organization       `json:"organization,omitempty"`
-	Repository   common.Repository          `json:"repository"`
-	Sender       common.User                `json:"sender"`
-	Status       RepositoryImportStatus     `json:"status"`
+	Enterprise   *common.Enterprise            `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation    `json:"installation,omitempty"`
+	Organization *common.Organization          `json:"organization,omitempty"`
+	Repository   common.Repository             `json:"repository"`
+	Sender       common.User                   `json:"sender"`
+	Status       common.RepositoryImportStatus `json:"status"`
 
 	extra
 }

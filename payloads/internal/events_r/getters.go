@@ -10,7 +10,7 @@ import (
 
 // GetAlertsThreshold returns the "alerts_threshold" member, or "" when x is
 // nil.
-func (x *CodeScanningTool) GetAlertsThreshold() CodeScanningToolAlertsThreshold {
+func (x *CodeScanningTool) GetAlertsThreshold() common.CodeScanningToolAlertsThreshold {
 	if x == nil {
 		return ""
 	}
@@ -19,7 +19,7 @@ func (x *CodeScanningTool) GetAlertsThreshold() CodeScanningToolAlertsThreshold 
 
 // GetSecurityAlertsThreshold returns the "security_alerts_threshold" member, or
 // "" when x is nil.
-func (x *CodeScanningTool) GetSecurityAlertsThreshold() CodeScanningToolSecurityAlertsThreshold {
+func (x *CodeScanningTool) GetSecurityAlertsThreshold() common.CodeScanningToolSecurityAlertsThreshold {
 	if x == nil {
 		return ""
 	}
@@ -53,7 +53,7 @@ func (x *PatternParameters) GetNegate() bool {
 }
 
 // GetOperator returns the "operator" member, or "" when x is nil.
-func (x *PatternParameters) GetOperator() PatternParametersOperator {
+func (x *PatternParameters) GetOperator() common.PatternParametersOperator {
 	if x == nil {
 		return ""
 	}
@@ -915,7 +915,7 @@ func (x *RegistryPackagePackageVersionNpmMetadata) GetDeletedByID() int64 {
 
 // GetID returns the "id" member, or nil when x is nil or the member is absent
 // or null.
-func (x *RegistryPackagePackageVersionNugetMetadata) GetID() *RegistryPackagePackageVersionNugetMetadataID {
+func (x *RegistryPackagePackageVersionNugetMetadata) GetID() *common.RegistryPackagePackageVersionNugetMetadataID {
 	if x == nil {
 		return nil
 	}
@@ -1350,7 +1350,7 @@ func (x *ReleaseAsset) GetDigest() string {
 }
 
 // GetState returns the "state" member, or "" when x is nil.
-func (x *ReleaseAsset) GetState() ReleaseAssetState {
+func (x *ReleaseAsset) GetState() common.ReleaseAssetState {
 	if x == nil {
 		return ""
 	}
@@ -1514,7 +1514,7 @@ func (x *RepositoryAdvisory) GetIdentifiers() []common.AdvisoryIdentifier {
 }
 
 // GetState returns the "state" member, or "" when x is nil.
-func (x *RepositoryAdvisory) GetState() RepositoryAdvisoryState {
+func (x *RepositoryAdvisory) GetState() common.RepositoryAdvisoryState {
 	if x == nil {
 		return ""
 	}
@@ -1675,7 +1675,7 @@ func (x *RepositoryAdvisoryCredit) GetLogin() string {
 }
 
 // GetType returns the "type" member, or "" when x is nil.
-func (x *RepositoryAdvisoryCredit) GetType() SecurityAdvisoryCreditTypes {
+func (x *RepositoryAdvisoryCredit) GetType() common.SecurityAdvisoryCreditTypes {
 	if x == nil {
 		return ""
 	}
@@ -1693,7 +1693,7 @@ func (x *RepositoryAdvisoryCredit) GetUser() *common.User {
 
 // GetState returns the "state" member, or "" when x is nil or the member is
 // absent or null.
-func (x *RepositoryAdvisoryCredit) GetState() RepositoryAdvisoryCreditState {
+func (x *RepositoryAdvisoryCredit) GetState() common.RepositoryAdvisoryCreditState {
 	if x == nil || x.State == nil {
 		return ""
 	}
@@ -1745,7 +1745,7 @@ func (x *RepositoryAdvisoryVulnerability) GetVulnerableFunctions() []string {
 }
 
 // GetEcosystem returns the "ecosystem" member, or "" when x is nil.
-func (x *RepositoryAdvisoryVulnerabilityPackage) GetEcosystem() SecurityAdvisoryEcosystems {
+func (x *RepositoryAdvisoryVulnerabilityPackage) GetEcosystem() common.SecurityAdvisoryEcosystems {
 	if x == nil {
 		return ""
 	}
@@ -2100,7 +2100,7 @@ func (x *RepositoryRuleMergeQueueParameters) GetCheckResponseTimeoutMinutes() in
 
 // GetGroupingStrategy returns the "grouping_strategy" member, or "" when x is
 // nil.
-func (x *RepositoryRuleMergeQueueParameters) GetGroupingStrategy() RepositoryRuleMergeQueueParametersGroupingStrategy {
+func (x *RepositoryRuleMergeQueueParameters) GetGroupingStrategy() common.RepositoryRuleMergeQueueParametersGroupingStrategy {
 	if x == nil {
 		return ""
 	}
@@ -2126,7 +2126,7 @@ func (x *RepositoryRuleMergeQueueParameters) GetMaxEntriesToMerge() int64 {
 }
 
 // GetMergeMethod returns the "merge_method" member, or "" when x is nil.
-func (x *RepositoryRuleMergeQueueParameters) GetMergeMethod() RepositoryRuleMergeQueueParametersMergeMethod {
+func (x *RepositoryRuleMergeQueueParameters) GetMergeMethod() common.RepositoryRuleMergeQueueParametersMergeMethod {
 	if x == nil {
 		return ""
 	}
@@ -2432,7 +2432,7 @@ func (x *RepositoryRuleset) GetName() string {
 
 // GetTarget returns the "target" member, or "" when x is nil or the member is
 // absent or null.
-func (x *RepositoryRuleset) GetTarget() RepositoryRulesetTarget {
+func (x *RepositoryRuleset) GetTarget() common.RepositoryRulesetTarget {
 	if x == nil || x.Target == nil {
 		return ""
 	}
@@ -2441,7 +2441,7 @@ func (x *RepositoryRuleset) GetTarget() RepositoryRulesetTarget {
 
 // GetSourceType returns the "source_type" member, or "" when x is nil or the
 // member is absent or null.
-func (x *RepositoryRuleset) GetSourceType() RepositoryRulesetSourceType {
+func (x *RepositoryRuleset) GetSourceType() common.RepositoryRulesetSourceType {
 	if x == nil || x.SourceType == nil {
 		return ""
 	}
@@ -2457,7 +2457,7 @@ func (x *RepositoryRuleset) GetSource() string {
 }
 
 // GetEnforcement returns the "enforcement" member, or "" when x is nil.
-func (x *RepositoryRuleset) GetEnforcement() RepositoryRuleEnforcement {
+func (x *RepositoryRuleset) GetEnforcement() common.RepositoryRuleEnforcement {
 	if x == nil {
 		return ""
 	}
@@ -2475,7 +2475,7 @@ func (x *RepositoryRuleset) GetBypassActors() []RepositoryRulesetBypassActor {
 
 // GetCurrentUserCanBypass returns the "current_user_can_bypass" member, or ""
 // when x is nil or the member is absent or null.
-func (x *RepositoryRuleset) GetCurrentUserCanBypass() RepositoryRulesetCurrentUserCanBypass {
+func (x *RepositoryRuleset) GetCurrentUserCanBypass() common.RepositoryRulesetCurrentUserCanBypass {
 	if x == nil || x.CurrentUserCanBypass == nil {
 		return ""
 	}
@@ -2546,7 +2546,7 @@ func (x *RepositoryRulesetBypassActor) GetActorID() int64 {
 }
 
 // GetActorType returns the "actor_type" member, or "" when x is nil.
-func (x *RepositoryRulesetBypassActor) GetActorType() RepositoryRulesetBypassActorActorType {
+func (x *RepositoryRulesetBypassActor) GetActorType() common.RepositoryRulesetBypassActorActorType {
 	if x == nil {
 		return ""
 	}
@@ -2555,7 +2555,7 @@ func (x *RepositoryRulesetBypassActor) GetActorType() RepositoryRulesetBypassAct
 
 // GetBypassMode returns the "bypass_mode" member, or "" when x is nil or the
 // member is absent or null.
-func (x *RepositoryRulesetBypassActor) GetBypassMode() RepositoryRulesetBypassActorBypassMode {
+func (x *RepositoryRulesetBypassActor) GetBypassMode() common.RepositoryRulesetBypassActorBypassMode {
 	if x == nil || x.BypassMode == nil {
 		return ""
 	}
@@ -2923,7 +2923,7 @@ func (x *RepositoryRulesetPropertyTargetingDefinition) GetPropertyValues() []str
 
 // GetSource returns the "source" member, or "" when x is nil or the member is
 // absent or null.
-func (x *RepositoryRulesetPropertyTargetingDefinition) GetSource() RepositoryRulesetPropertyTargetingDefinitionSource {
+func (x *RepositoryRulesetPropertyTargetingDefinition) GetSource() common.RepositoryRulesetPropertyTargetingDefinitionSource {
 	if x == nil || x.Source == nil {
 		return ""
 	}
@@ -3266,7 +3266,7 @@ func (x *Reviewer) GetID() int64 {
 }
 
 // GetType returns the "type" member, or "" when x is nil.
-func (x *Reviewer) GetType() ReviewerType {
+func (x *Reviewer) GetType() common.ReviewerType {
 	if x == nil {
 		return ""
 	}
@@ -5111,7 +5111,7 @@ func (x *RepositoryImportEvent) GetSender() *common.User {
 }
 
 // GetStatus returns the "status" member, or "" when x is nil.
-func (x *RepositoryImportEvent) GetStatus() RepositoryImportStatus {
+func (x *RepositoryImportEvent) GetStatus() common.RepositoryImportStatus {
 	if x == nil {
 		return ""
 	}

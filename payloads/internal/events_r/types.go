@@ -24,11 +24,11 @@ type CodeScanningTool struct {
 	// The severity level at which code scanning results that raise alerts block a
 	// reference update. For more information on alert severity levels, see "About
 	// code scanning alerts."
-	AlertsThreshold CodeScanningToolAlertsThreshold `json:"alerts_threshold"`
+	AlertsThreshold common.CodeScanningToolAlertsThreshold `json:"alerts_threshold"`
 	// The severity level at which code scanning results that raise security alerts
 	// block a reference update. For more information on security severity levels,
 	// see "About code scanning alerts."
-	SecurityAlertsThreshold CodeScanningToolSecurityAlertsThreshold `json:"security_alerts_threshold"`
+	SecurityAlertsThreshold common.CodeScanningToolSecurityAlertsThreshold `json:"security_alerts_threshold"`
 	// The name of a code scanning tool
 	Tool string `json:"tool"`
 
@@ -42,7 +42,7 @@ type PatternParameters struct {
 	// If true, the rule will fail if the pattern matches.
 	Negate *bool `json:"negate,omitempty"`
 	// The operator to use for matching.
-	Operator PatternParametersOperator `json:"operator"`
+	Operator common.PatternParametersOperator `json:"operator"`
 	// The pattern to match with.
 	Pattern string `json:"pattern"`
 
@@ -183,9 +183,9 @@ type RegistryPackagePackageVersionNpmMetadata struct {
 
 // RegistryPackagePackageVersionNugetMetadata is a type of the forge's payloads.
 type RegistryPackagePackageVersionNugetMetadata struct {
-	ID    *RegistryPackagePackageVersionNugetMetadataID `json:"id,omitempty"`
-	Name  *string                                       `json:"name,omitempty"`
-	Value *common.PackageVersionNugetMetadataValue      `json:"value,omitempty"`
+	ID    *common.RegistryPackagePackageVersionNugetMetadataID `json:"id,omitempty"`
+	Name  *string                                              `json:"name,omitempty"`
+	Value *common.PackageVersionNugetMetadataValue             `json:"value,omitempty"`
 
 	extra
 }
@@ -266,10 +266,10 @@ type ReleaseAsset struct {
 	Size   int64   `json:"size"`
 	Digest *string `json:"digest,omitempty"`
 	// State of the release asset.
-	State     ReleaseAssetState `json:"state"`
-	UpdatedAt codec.Timestamp   `json:"updated_at"`
-	Uploader  *common.User      `json:"uploader,omitempty"`
-	URL       string            `json:"url"`
+	State     common.ReleaseAssetState `json:"state"`
+	UpdatedAt codec.Timestamp          `json:"updated_at"`
+	Uploader  *common.User             `json:"uploader,omitempty"`
+	URL       string                   `json:"url"`
 
 	extra
 }
@@ -314,7 +314,7 @@ type RepositoryAdvisory struct {
 	Publisher   *common.User                `json:"publisher,omitempty"`
 	Identifiers []common.AdvisoryIdentifier `json:"identifiers"`
 	// The state of the advisory.
-	State RepositoryAdvisoryState `json:"state"`
+	State common.RepositoryAdvisoryState `json:"state"`
 	// The date and time of when the advisory was created, in ISO 8601 format.
 	CreatedAt *codec.Timestamp `json:"created_at,omitempty"`
 	// The date and time of when the advisory was last updated, in ISO 8601 format.
@@ -349,11 +349,11 @@ type RepositoryAdvisory struct {
 // advisory.
 type RepositoryAdvisoryCredit struct {
 	// The username of the user credited.
-	Login *string                     `json:"login,omitempty"`
-	Type  SecurityAdvisoryCreditTypes `json:"type"`
-	User  *common.User                `json:"user,omitempty"`
+	Login *string                            `json:"login,omitempty"`
+	Type  common.SecurityAdvisoryCreditTypes `json:"type"`
+	User  *common.User                       `json:"user,omitempty"`
 	// The state of the user's acceptance of the credit.
-	State *RepositoryAdvisoryCreditState `json:"state,omitempty"`
+	State *common.RepositoryAdvisoryCreditState `json:"state,omitempty"`
 
 	extra
 }
@@ -385,7 +385,7 @@ type RepositoryAdvisoryVulnerability struct {
 // RepositoryAdvisoryVulnerabilityPackage: The name of the package affected by
 // the vulnerability.
 type RepositoryAdvisoryVulnerabilityPackage struct {
-	Ecosystem SecurityAdvisoryEcosystems `json:"ecosystem"`
+	Ecosystem common.SecurityAdvisoryEcosystems `json:"ecosystem"`
 	// The unique package name within its ecosystem.
 	Name *string `json:"name,omitempty"`
 
@@ -619,14 +619,14 @@ type RepositoryRuleMergeQueueParameters struct {
 	// the group must pass all required checks to merge. When set to HEADGREEN, only
 	// the commit at the head of the merge group, i.e. the commit containing changes
 	// from all of the PRs in the group, must pass its required checks to merge.
-	GroupingStrategy RepositoryRuleMergeQueueParametersGroupingStrategy `json:"grouping_strategy"`
+	GroupingStrategy common.RepositoryRuleMergeQueueParametersGroupingStrategy `json:"grouping_strategy"`
 	// Limit the number of queued pull requests requesting checks and workflow runs
 	// at the same time.
 	MaxEntriesToBuild int64 `json:"max_entries_to_build"`
 	// The maximum number of PRs that will be merged together in a group.
 	MaxEntriesToMerge int64 `json:"max_entries_to_merge"`
 	// Method to use when merging changes from queued pull requests.
-	MergeMethod RepositoryRuleMergeQueueParametersMergeMethod `json:"merge_method"`
+	MergeMethod common.RepositoryRuleMergeQueueParametersMergeMethod `json:"merge_method"`
 	// The minimum number of PRs that will be merged together in a group.
 	MinEntriesToMerge int64 `json:"min_entries_to_merge"`
 	// The time merge queue should wait after the first PR is added to the queue for
@@ -812,23 +812,23 @@ type RepositoryRuleset struct {
 	// The name of the ruleset
 	Name string `json:"name"`
 	// The target of the ruleset
-	Target *RepositoryRulesetTarget `json:"target,omitempty"`
+	Target *common.RepositoryRulesetTarget `json:"target,omitempty"`
 	// The type of the source of the ruleset
-	SourceType *RepositoryRulesetSourceType `json:"source_type,omitempty"`
+	SourceType *common.RepositoryRulesetSourceType `json:"source_type,omitempty"`
 	// The name of the source
-	Source      string                    `json:"source"`
-	Enforcement RepositoryRuleEnforcement `json:"enforcement"`
+	Source      string                           `json:"source"`
+	Enforcement common.RepositoryRuleEnforcement `json:"enforcement"`
 	// The actors that can bypass the rules in this ruleset
 	BypassActors []RepositoryRulesetBypassActor `json:"bypass_actors,omitempty"`
 	// The bypass type of the user making the API request for this ruleset. This
 	// field is only returned when querying the repository-level endpoint.
-	CurrentUserCanBypass *RepositoryRulesetCurrentUserCanBypass `json:"current_user_can_bypass,omitempty"`
-	NodeID               *string                                `json:"node_id,omitempty"`
-	Links                *RepositoryRulesetLinks                `json:"_links,omitempty"`
-	Conditions           *RepositoryRulesetConditions           `json:"conditions,omitempty"`
-	Rules                []RepositoryRule                       `json:"rules,omitempty"`
-	CreatedAt            *codec.Timestamp                       `json:"created_at,omitempty"`
-	UpdatedAt            *codec.Timestamp                       `json:"updated_at,omitempty"`
+	CurrentUserCanBypass *common.RepositoryRulesetCurrentUserCanBypass `json:"current_user_can_bypass,omitempty"`
+	NodeID               *string                                       `json:"node_id,omitempty"`
+	Links                *RepositoryRulesetLinks                       `json:"_links,omitempty"`
+	Conditions           *RepositoryRulesetConditions                  `json:"conditions,omitempty"`
+	Rules                []RepositoryRule                              `json:"rules,omitempty"`
+	CreatedAt            *codec.Timestamp                              `json:"created_at,omitempty"`
+	UpdatedAt            *codec.Timestamp                              `json:"updated_at,omitempty"`
 
 	extra
 }
@@ -842,13 +842,13 @@ type RepositoryRulesetBypassActor struct {
 	// repositories.
 	ActorID *int64 `json:"actor_id,omitempty"`
 	// The type of actor that can bypass a ruleset.
-	ActorType RepositoryRulesetBypassActorActorType `json:"actor_type"`
+	ActorType common.RepositoryRulesetBypassActorActorType `json:"actor_type"`
 	// When the specified actor can bypass the ruleset. `pull_request` means that an
 	// actor can only bypass rules on pull requests. `pull_request` is not
 	// applicable for the `DeployKey` actor type. Also, `pull_request` is only
 	// applicable to branch rulesets. When `bypass_mode` is `exempt`, rules will not
 	// be run for that actor and a bypass audit entry will not be created.
-	BypassMode *RepositoryRulesetBypassActorBypassMode `json:"bypass_mode,omitempty"`
+	BypassMode *common.RepositoryRulesetBypassActorBypassMode `json:"bypass_mode,omitempty"`
 
 	extra
 }
@@ -1025,7 +1025,7 @@ type RepositoryRulesetPropertyTargetingDefinition struct {
 	// The values to match for the repository property
 	PropertyValues []string `json:"property_values"`
 	// The source of the repository property. Defaults to 'custom' if not specified.
-	Source *RepositoryRulesetPropertyTargetingDefinitionSource `json:"source,omitempty"`
+	Source *common.RepositoryRulesetPropertyTargetingDefinitionSource `json:"source,omitempty"`
 
 	extra
 }
@@ -1116,7 +1116,7 @@ type Reviewer struct {
 	// ID of the reviewer which must review changes to matching files.
 	ID int64 `json:"id"`
 	// The type of the reviewer
-	Type ReviewerType `json:"type"`
+	Type common.ReviewerType `json:"type"`
 
 	extra
 }
@@ -1257,15 +1257,6 @@ type WorkflowFileReference struct {
 	SHA *string `json:"sha,omitempty"`
 
 	extra
-}
-
-// RegistryPackagePackageVersionNugetMetadataID is one of several types.
-//
-// Exactly one field is set: the variant the JSON value matched when decoded.
-type RegistryPackagePackageVersionNugetMetadataID struct {
-	String *string
-	Raw    json.RawMessage
-	Int64  *int64
 }
 
 // RepositoryRule: A repository rule.

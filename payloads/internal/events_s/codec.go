@@ -775,7 +775,7 @@ func DecodeSecretScanningAlert(x *SecretScanningAlert, d *codec.Decoder) error {
 		case "resolution":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Resolution = (*SecretScanningAlertResolution)(p)
+			x.Resolution = (*common.SecretScanningAlertResolution)(p)
 		case "resolved_at":
 			err = codec.DecTimestampPtr(&x.ResolvedAt, d)
 		case "resolved_by":
@@ -789,7 +789,7 @@ func DecodeSecretScanningAlert(x *SecretScanningAlert, d *codec.Decoder) error {
 		case "validity":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Validity = (*SecretScanningAlertValidity)(p)
+			x.Validity = (*common.SecretScanningAlertValidity)(p)
 		case "push_protection_bypassed":
 			err = codec.DecBoolPtr(&x.PushProtectionBypassed, d)
 		case "push_protection_bypassed_by":
@@ -852,7 +852,7 @@ func EncodeSecretScanningAlert(x *SecretScanningAlert, e *codec.Encoder) {
 	}
 	if x.Resolution != nil {
 		e.Key(",\"resolution\":")
-		EncodeSecretScanningAlertResolution(x.Resolution, e)
+		common.EncodeSecretScanningAlertResolution(x.Resolution, e)
 	}
 	if x.ResolvedAt != nil {
 		e.Key(",\"resolved_at\":")
@@ -876,7 +876,7 @@ func EncodeSecretScanningAlert(x *SecretScanningAlert, e *codec.Encoder) {
 	}
 	if x.Validity != nil {
 		e.Key(",\"validity\":")
-		EncodeSecretScanningAlertValidity(x.Validity, e)
+		common.EncodeSecretScanningAlertValidity(x.Validity, e)
 	}
 	if x.PushProtectionBypassed != nil {
 		e.Key(",\"push_protection_bypassed\":")
@@ -945,7 +945,7 @@ func DecodeSecretScanningLocation(x *SecretScanningLocation, d *codec.Decoder) e
 		case "type":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Type = (*SecretScanningLocationType)(p)
+			x.Type = (*common.SecretScanningLocationType)(p)
 		case "details":
 			err = codec.DecPtr(&x.Details, d, DecodeSecretScanningLocationDetails)
 		default:
@@ -966,7 +966,7 @@ func EncodeSecretScanningLocation(x *SecretScanningLocation, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if x.Type != nil {
 		e.Key(",\"type\":")
-		EncodeSecretScanningLocationType(x.Type, e)
+		common.EncodeSecretScanningLocationType(x.Type, e)
 	}
 	if x.Details != nil {
 		e.Key(",\"details\":")
@@ -2745,7 +2745,7 @@ func DecodeStatusCommitCommitVerification(x *StatusCommitCommitVerification, d *
 		case "payload":
 			err = codec.DecStringPtr(&x.Payload, d)
 		case "reason":
-			err = codec.DecSeen(&x.Reason, d, &seen, 0, DecodeStatusCommitCommitVerificationReason)
+			err = codec.DecSeen(&x.Reason, d, &seen, 0, common.DecodeStatusCommitCommitVerificationReason)
 		case "signature":
 			err = codec.DecStringPtr(&x.Signature, d)
 		case "verified":
@@ -2775,7 +2775,7 @@ func EncodeStatusCommitCommitVerification(x *StatusCommitCommitVerification, e *
 	}
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"reason\":")
-		EncodeStatusCommitCommitVerificationReason(&x.Reason, e)
+		common.EncodeStatusCommitCommitVerificationReason(&x.Reason, e)
 	}
 	if x.Signature != nil {
 		e.Key(",\"signature\":")
@@ -3824,11 +3824,11 @@ func DecodeSecretScanningScanUnknownEvent(x *SecretScanningScanUnknownEvent, d *
 		case "type":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Type = (*SecretScanningScanType)(p)
+			x.Type = (*common.SecretScanningScanType)(p)
 		case "source":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Source = (*SecretScanningScanSource)(p)
+			x.Source = (*common.SecretScanningScanSource)(p)
 		case "started_at":
 			err = codec.DecTimestampPtr(&x.StartedAt, d)
 		case "completed_at":
@@ -3840,7 +3840,7 @@ func DecodeSecretScanningScanUnknownEvent(x *SecretScanningScanUnknownEvent, d *
 		case "custom_pattern_scope":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.CustomPatternScope = (*SecretScanningScanCustomPatternScope)(p)
+			x.CustomPatternScope = (*common.SecretScanningScanCustomPatternScope)(p)
 		case "repository":
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "enterprise":
@@ -3877,11 +3877,11 @@ func EncodeSecretScanningScanUnknownEvent(x *SecretScanningScanUnknownEvent, e *
 	}
 	if x.Type != nil {
 		e.Key(",\"type\":")
-		EncodeSecretScanningScanType(x.Type, e)
+		common.EncodeSecretScanningScanType(x.Type, e)
 	}
 	if x.Source != nil {
 		e.Key(",\"source\":")
-		EncodeSecretScanningScanSource(x.Source, e)
+		common.EncodeSecretScanningScanSource(x.Source, e)
 	}
 	if x.StartedAt != nil {
 		e.Key(",\"started_at\":")
@@ -3901,7 +3901,7 @@ func EncodeSecretScanningScanUnknownEvent(x *SecretScanningScanUnknownEvent, e *
 	}
 	if x.CustomPatternScope != nil {
 		e.Key(",\"custom_pattern_scope\":")
-		EncodeSecretScanningScanCustomPatternScope(x.CustomPatternScope, e)
+		common.EncodeSecretScanningScanCustomPatternScope(x.CustomPatternScope, e)
 	}
 	if x.Repository != nil {
 		e.Key(",\"repository\":")
@@ -3951,9 +3951,9 @@ func DecodeSecretScanningScanCompletedEvent(x *SecretScanningScanCompletedEvent,
 		case "action":
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "type":
-			err = codec.DecSeen(&x.Type, d, &seen, 1, DecodeSecretScanningScanType)
+			err = codec.DecSeen(&x.Type, d, &seen, 1, common.DecodeSecretScanningScanType)
 		case "source":
-			err = codec.DecSeen(&x.Source, d, &seen, 2, DecodeSecretScanningScanSource)
+			err = codec.DecSeen(&x.Source, d, &seen, 2, common.DecodeSecretScanningScanSource)
 		case "started_at":
 			err = codec.DecSeen(&x.StartedAt, d, &seen, 3, codec.DecTimestamp)
 		case "completed_at":
@@ -3965,7 +3965,7 @@ func DecodeSecretScanningScanCompletedEvent(x *SecretScanningScanCompletedEvent,
 		case "custom_pattern_scope":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.CustomPatternScope = (*SecretScanningScanCustomPatternScope)(p)
+			x.CustomPatternScope = (*common.SecretScanningScanCustomPatternScope)(p)
 		case "repository":
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "enterprise":
@@ -3999,11 +3999,11 @@ func EncodeSecretScanningScanCompletedEvent(x *SecretScanningScanCompletedEvent,
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"type\":")
-		EncodeSecretScanningScanType(&x.Type, e)
+		common.EncodeSecretScanningScanType(&x.Type, e)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"source\":")
-		EncodeSecretScanningScanSource(&x.Source, e)
+		common.EncodeSecretScanningScanSource(&x.Source, e)
 	}
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"started_at\":")
@@ -4023,7 +4023,7 @@ func EncodeSecretScanningScanCompletedEvent(x *SecretScanningScanCompletedEvent,
 	}
 	if x.CustomPatternScope != nil {
 		e.Key(",\"custom_pattern_scope\":")
-		EncodeSecretScanningScanCustomPatternScope(x.CustomPatternScope, e)
+		common.EncodeSecretScanningScanCustomPatternScope(x.CustomPatternScope, e)
 	}
 	if x.Repository != nil {
 		e.Key(",\"repository\":")
@@ -5471,7 +5471,7 @@ func DecodeStatusEvent(x *StatusEvent, d *codec.Decoder) error {
 		case "sha":
 			err = codec.DecStringSeen(&x.SHA, d, &seen, 8)
 		case "state":
-			err = codec.DecSeen(&x.State, d, &seen, 9, DecodeStatusState)
+			err = codec.DecSeen(&x.State, d, &seen, 9, common.DecodeStatusState)
 		case "target_url":
 			err = codec.DecStringPtr(&x.TargetURL, d)
 		case "updated_at":
@@ -5551,7 +5551,7 @@ func EncodeStatusEvent(x *StatusEvent, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 9) {
 		e.Key(",\"state\":")
-		EncodeStatusState(&x.State, e)
+		common.EncodeStatusState(&x.State, e)
 	}
 	if x.TargetURL != nil {
 		e.Key(",\"target_url\":")
@@ -6279,90 +6279,4 @@ func EncodeSecretScanningLocationDetails(x *SecretScanningLocationDetails, e *co
 	case x.SecretScanningLocationPullRequestReviewComment != nil:
 		EncodeSecretScanningLocationPullRequestReviewComment(x.SecretScanningLocationPullRequestReviewComment, e)
 	}
-}
-
-// DecodeSecretScanningAlertResolution reads a value of
-// SecretScanningAlertResolution into *x.
-func DecodeSecretScanningAlertResolution(x *SecretScanningAlertResolution, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecretScanningAlertResolution writes *x.
-func EncodeSecretScanningAlertResolution(x *SecretScanningAlertResolution, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeSecretScanningAlertValidity reads a value of
-// SecretScanningAlertValidity into *x.
-func DecodeSecretScanningAlertValidity(x *SecretScanningAlertValidity, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecretScanningAlertValidity writes *x.
-func EncodeSecretScanningAlertValidity(x *SecretScanningAlertValidity, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeSecretScanningLocationType reads a value of SecretScanningLocationType
-// into *x.
-func DecodeSecretScanningLocationType(x *SecretScanningLocationType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecretScanningLocationType writes *x.
-func EncodeSecretScanningLocationType(x *SecretScanningLocationType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeSecretScanningScanCustomPatternScope reads a value of
-// SecretScanningScanCustomPatternScope into *x.
-func DecodeSecretScanningScanCustomPatternScope(x *SecretScanningScanCustomPatternScope, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecretScanningScanCustomPatternScope writes *x.
-func EncodeSecretScanningScanCustomPatternScope(x *SecretScanningScanCustomPatternScope, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeSecretScanningScanSource reads a value of SecretScanningScanSource into
-// *x.
-func DecodeSecretScanningScanSource(x *SecretScanningScanSource, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecretScanningScanSource writes *x.
-func EncodeSecretScanningScanSource(x *SecretScanningScanSource, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeSecretScanningScanType reads a value of SecretScanningScanType into *x.
-func DecodeSecretScanningScanType(x *SecretScanningScanType, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeSecretScanningScanType writes *x.
-func EncodeSecretScanningScanType(x *SecretScanningScanType, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeStatusCommitCommitVerificationReason reads a value of
-// StatusCommitCommitVerificationReason into *x.
-func DecodeStatusCommitCommitVerificationReason(x *StatusCommitCommitVerificationReason, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeStatusCommitCommitVerificationReason writes *x.
-func EncodeStatusCommitCommitVerificationReason(x *StatusCommitCommitVerificationReason, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeStatusState reads a value of StatusState into *x.
-func DecodeStatusState(x *StatusState, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeStatusState writes *x.
-func EncodeStatusState(x *StatusState, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

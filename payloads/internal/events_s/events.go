@@ -445,11 +445,11 @@ type SecretScanningScanEvent interface {
 	// GetType returns the "type" member.
 	//
 	// What type of scan was completed
-	GetType() SecretScanningScanType
+	GetType() common.SecretScanningScanType
 	// GetSource returns the "source" member.
 	//
 	// What type of content was scanned
-	GetSource() SecretScanningScanSource
+	GetSource() common.SecretScanningScanSource
 	// GetStartedAt returns the "started_at" member.
 	//
 	// The time that the alert was resolved in ISO 8601 format:
@@ -474,7 +474,7 @@ type SecretScanningScanEvent interface {
 	//
 	// If the scan was triggered by a custom pattern update, this will be the scope
 	// of the pattern that was updated
-	GetCustomPatternScope() SecretScanningScanCustomPatternScope
+	GetCustomPatternScope() common.SecretScanningScanCustomPatternScope
 	// GetRepository returns the "repository" member.
 	GetRepository() *common.Repository
 	// GetEnterprise returns the "enterprise" member.
@@ -495,9 +495,9 @@ type SecretScanningScanEvent interface {
 type SecretScanningScanCompletedEvent struct {
 	Action string `json:"action"`
 	// What type of scan was completed
-	Type SecretScanningScanType `json:"type"`
+	Type common.SecretScanningScanType `json:"type"`
 	// What type of content was scanned
-	Source SecretScanningScanSource `json:"source"`
+	Source common.SecretScanningScanSource `json:"source"`
 	// The time that the alert was resolved in ISO 8601 format:
 	// `YYYY-MM-DDTHH:MM:SSZ`.
 	StartedAt codec.Timestamp `json:"started_at"`
@@ -512,12 +512,12 @@ type SecretScanningScanCompletedEvent struct {
 	CustomPatternName *string `json:"custom_pattern_name,omitempty"`
 	// If the scan was triggered by a custom pattern update, this will be the scope
 	// of the pattern that was updated
-	CustomPatternScope *SecretScanningScanCustomPatternScope `json:"custom_pattern_scope,omitempty"`
-	Repository         *common.Repository                    `json:"repository,omitempty"`
-	Enterprise         *common.Enterprise                    `json:"enterprise,omitempty"`
-	Installation       *common.SimpleInstallation            `json:"installation,omitempty"`
-	Organization       *common.Organization                  `json:"organization,omitempty"`
-	Sender             *common.User                          `json:"sender,omitempty"`
+	CustomPatternScope *common.SecretScanningScanCustomPatternScope `json:"custom_pattern_scope,omitempty"`
+	Repository         *common.Repository                           `json:"repository,omitempty"`
+	Enterprise         *common.Enterprise                           `json:"enterprise,omitempty"`
+	Installation       *common.SimpleInstallation                   `json:"installation,omitempty"`
+	Organization       *common.Organization                         `json:"organization,omitempty"`
+	Sender             *common.User                                 `json:"sender,omitempty"`
 
 	extra
 }
@@ -541,9 +541,9 @@ func (x *SecretScanningScanCompletedEvent) GetAction() string {
 type SecretScanningScanUnknownEvent struct {
 	Action string `json:"action"`
 	// What type of scan was completed
-	Type *SecretScanningScanType `json:"type,omitempty"`
+	Type *common.SecretScanningScanType `json:"type,omitempty"`
 	// What type of content was scanned
-	Source *SecretScanningScanSource `json:"source,omitempty"`
+	Source *common.SecretScanningScanSource `json:"source,omitempty"`
 	// The time that the alert was resolved in ISO 8601 format:
 	// `YYYY-MM-DDTHH:MM:SSZ`.
 	StartedAt *codec.Timestamp `json:"started_at,omitempty"`
@@ -558,12 +558,12 @@ type SecretScanningScanUnknownEvent struct {
 	CustomPatternName *string `json:"custom_pattern_name,omitempty"`
 	// If the scan was triggered by a custom pattern update, this will be the scope
 	// of the pattern that was updated
-	CustomPatternScope *SecretScanningScanCustomPatternScope `json:"custom_pattern_scope,omitempty"`
-	Repository         *common.Repository                    `json:"repository,omitempty"`
-	Enterprise         *common.Enterprise                    `json:"enterprise,omitempty"`
-	Installation       *common.SimpleInstallation            `json:"installation,omitempty"`
-	Organization       *common.Organization                  `json:"organization,omitempty"`
-	Sender             *common.User                          `json:"sender,omitempty"`
+	CustomPatternScope *common.SecretScanningScanCustomPatternScope `json:"custom_pattern_scope,omitempty"`
+	Repository         *common.Repository                           `json:"repository,omitempty"`
+	Enterprise         *common.Enterprise                           `json:"enterprise,omitempty"`
+	Installation       *common.SimpleInstallation                   `json:"installation,omitempty"`
+	Organization       *common.Organization                         `json:"organization,omitempty"`
+	Sender             *common.User                                 `json:"sender,omitempty"`
 	// Raw is the payload as received.
 	Raw json.RawMessage `json:"-"`
 
@@ -1219,7 +1219,7 @@ type StatusEvent struct {
 	// The Commit SHA.
 	SHA string `json:"sha"`
 	// The new state. Can be `pending`, `success`, `failure`, or `error`.
-	State StatusState `json:"state"`
+	State common.StatusState `json:"state"`
 	// The optional link added to the status.
 	TargetURL *string `json:"target_url,omitempty"`
 	UpdatedAt string  `json:"updated_at"`

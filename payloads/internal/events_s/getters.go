@@ -966,7 +966,7 @@ func (x *SecretScanningAlert) GetLocationsURL() string {
 
 // GetResolution returns the "resolution" member, or "" when x is nil or the
 // member is absent or null.
-func (x *SecretScanningAlert) GetResolution() SecretScanningAlertResolution {
+func (x *SecretScanningAlert) GetResolution() common.SecretScanningAlertResolution {
 	if x == nil || x.Resolution == nil {
 		return ""
 	}
@@ -1020,7 +1020,7 @@ func (x *SecretScanningAlert) GetSecretTypeDisplayName() string {
 
 // GetValidity returns the "validity" member, or "" when x is nil or the member
 // is absent or null.
-func (x *SecretScanningAlert) GetValidity() SecretScanningAlertValidity {
+func (x *SecretScanningAlert) GetValidity() common.SecretScanningAlertValidity {
 	if x == nil || x.Validity == nil {
 		return ""
 	}
@@ -1123,7 +1123,7 @@ func (x *SecretScanningAlert) GetAssignedTo() *common.User {
 
 // GetType returns the "type" member, or "" when x is nil or the member is
 // absent or null.
-func (x *SecretScanningLocation) GetType() SecretScanningLocationType {
+func (x *SecretScanningLocation) GetType() common.SecretScanningLocationType {
 	if x == nil || x.Type == nil {
 		return ""
 	}
@@ -1938,7 +1938,7 @@ func (x *StatusCommitCommitVerification) GetPayload() string {
 }
 
 // GetReason returns the "reason" member, or "" when x is nil.
-func (x *StatusCommitCommitVerification) GetReason() StatusCommitCommitVerificationReason {
+func (x *StatusCommitCommitVerification) GetReason() common.StatusCommitCommitVerificationReason {
 	if x == nil {
 		return ""
 	}
@@ -2609,7 +2609,7 @@ func (x *SecretScanningAlertLocationCreatedEvent) GetSender() *common.User {
 
 // GetType returns the "type" member, or "" when x is nil or the member is
 // absent or null.
-func (x *SecretScanningScanUnknownEvent) GetType() SecretScanningScanType {
+func (x *SecretScanningScanUnknownEvent) GetType() common.SecretScanningScanType {
 	if x == nil || x.Type == nil {
 		return ""
 	}
@@ -2618,7 +2618,7 @@ func (x *SecretScanningScanUnknownEvent) GetType() SecretScanningScanType {
 
 // GetSource returns the "source" member, or "" when x is nil or the member is
 // absent or null.
-func (x *SecretScanningScanUnknownEvent) GetSource() SecretScanningScanSource {
+func (x *SecretScanningScanUnknownEvent) GetSource() common.SecretScanningScanSource {
 	if x == nil || x.Source == nil {
 		return ""
 	}
@@ -2663,7 +2663,7 @@ func (x *SecretScanningScanUnknownEvent) GetCustomPatternName() string {
 
 // GetCustomPatternScope returns the "custom_pattern_scope" member, or "" when x
 // is nil or the member is absent or null.
-func (x *SecretScanningScanUnknownEvent) GetCustomPatternScope() SecretScanningScanCustomPatternScope {
+func (x *SecretScanningScanUnknownEvent) GetCustomPatternScope() common.SecretScanningScanCustomPatternScope {
 	if x == nil || x.CustomPatternScope == nil {
 		return ""
 	}
@@ -2716,7 +2716,7 @@ func (x *SecretScanningScanUnknownEvent) GetSender() *common.User {
 }
 
 // GetType returns the "type" member, or "" when x is nil.
-func (x *SecretScanningScanCompletedEvent) GetType() SecretScanningScanType {
+func (x *SecretScanningScanCompletedEvent) GetType() common.SecretScanningScanType {
 	if x == nil {
 		return ""
 	}
@@ -2724,7 +2724,7 @@ func (x *SecretScanningScanCompletedEvent) GetType() SecretScanningScanType {
 }
 
 // GetSource returns the "source" member, or "" when x is nil.
-func (x *SecretScanningScanCompletedEvent) GetSource() SecretScanningScanSource {
+func (x *SecretScanningScanCompletedEvent) GetSource() common.SecretScanningScanSource {
 	if x == nil {
 		return ""
 	}
@@ -2769,7 +2769,7 @@ func (x *SecretScanningScanCompletedEvent) GetCustomPatternName() string {
 
 // GetCustomPatternScope returns the "custom_pattern_scope" member, or "" when x
 // is nil or the member is absent or null.
-func (x *SecretScanningScanCompletedEvent) GetCustomPatternScope() SecretScanningScanCustomPatternScope {
+func (x *SecretScanningScanCompletedEvent) GetCustomPatternScope() common.SecretScanningScanCustomPatternScope {
 	if x == nil || x.CustomPatternScope == nil {
 		return ""
 	}
@@ -3843,7 +3843,7 @@ func (x *StatusEvent) GetSHA() string {
 }
 
 // GetState returns the "state" member, or "" when x is nil.
-func (x *StatusEvent) GetState() StatusState {
+func (x *StatusEvent) GetState() common.StatusState {
 	if x == nil {
 		return ""
 	}

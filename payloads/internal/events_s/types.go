@@ -173,8 +173,8 @@ type SecretScanningAlert struct {
 	URL       *string          `json:"url,omitempty"`
 	HTMLURL   *string          `json:"html_url,omitempty"`
 	// The REST API URL of the code locations for this alert.
-	LocationsURL *string                        `json:"locations_url,omitempty"`
-	Resolution   *SecretScanningAlertResolution `json:"resolution,omitempty"`
+	LocationsURL *string                               `json:"locations_url,omitempty"`
+	Resolution   *common.SecretScanningAlertResolution `json:"resolution,omitempty"`
 	// The time that the alert was resolved in ISO 8601 format:
 	// `YYYY-MM-DDTHH:MM:SSZ`.
 	ResolvedAt *codec.Timestamp `json:"resolved_at,omitempty"`
@@ -187,7 +187,7 @@ type SecretScanningAlert struct {
 	// list of built-in patterns, see "Supported secret scanning patterns."
 	SecretTypeDisplayName *string `json:"secret_type_display_name,omitempty"`
 	// The token status as of the latest validity check.
-	Validity *SecretScanningAlertValidity `json:"validity,omitempty"`
+	Validity *common.SecretScanningAlertValidity `json:"validity,omitempty"`
 	// Whether push protection was bypassed for the detected secret.
 	PushProtectionBypassed   *bool        `json:"push_protection_bypassed,omitempty"`
 	PushProtectionBypassedBy *common.User `json:"push_protection_bypassed_by,omitempty"`
@@ -216,8 +216,8 @@ type SecretScanningLocation struct {
 	// The location type. Because secrets may be found in different types of
 	// resources (ie. code, comments, issues, pull requests, discussions), this
 	// field identifies the type of resource where the secret was found.
-	Type    *SecretScanningLocationType    `json:"type,omitempty"`
-	Details *SecretScanningLocationDetails `json:"details,omitempty"`
+	Type    *common.SecretScanningLocationType `json:"type,omitempty"`
+	Details *SecretScanningLocationDetails     `json:"details,omitempty"`
 
 	extra
 }
@@ -555,11 +555,11 @@ type StatusCommitCommitTree struct {
 
 // StatusCommitCommitVerification is a type of the forge's payloads.
 type StatusCommitCommitVerification struct {
-	Payload    *string                              `json:"payload,omitempty"`
-	Reason     StatusCommitCommitVerificationReason `json:"reason"`
-	Signature  *string                              `json:"signature,omitempty"`
-	Verified   bool                                 `json:"verified"`
-	VerifiedAt *string                              `json:"verified_at,omitempty"`
+	Payload    *string                                     `json:"payload,omitempty"`
+	Reason     common.StatusCommitCommitVerificationReason `json:"reason"`
+	Signature  *string                                     `json:"signature,omitempty"`
+	Verified   bool                                        `json:"verified"`
+	VerifiedAt *string                                     `json:"verified_at,omitempty"`
 
 	extra
 }

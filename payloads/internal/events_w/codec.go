@@ -351,7 +351,7 @@ func DecodeWorkflowJob(x *WorkflowJob, d *codec.Decoder) error {
 		case "conclusion":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Conclusion = (*WorkflowJobConclusion)(p)
+			x.Conclusion = (*common.WorkflowJobConclusion)(p)
 		case "created_at":
 			err = codec.DecStringPtr(&x.CreatedAt, d)
 		case "head_sha":
@@ -387,7 +387,7 @@ func DecodeWorkflowJob(x *WorkflowJob, d *codec.Decoder) error {
 		case "started_at":
 			err = codec.DecSeen(&x.StartedAt, d, &seen, 9, codec.DecTimestamp)
 		case "status":
-			err = codec.DecSeen(&x.Status, d, &seen, 10, DecodeWorkflowJobStatus)
+			err = codec.DecSeen(&x.Status, d, &seen, 10, common.DecodeWorkflowJobStatus)
 		case "head_branch":
 			err = codec.DecStringPtr(&x.HeadBranch, d)
 		case "workflow_name":
@@ -425,7 +425,7 @@ func EncodeWorkflowJob(x *WorkflowJob, e *codec.Encoder) {
 	}
 	if x.Conclusion != nil {
 		e.Key(",\"conclusion\":")
-		EncodeWorkflowJobConclusion(x.Conclusion, e)
+		common.EncodeWorkflowJobConclusion(x.Conclusion, e)
 	}
 	if x.CreatedAt != nil {
 		e.Key(",\"created_at\":")
@@ -489,7 +489,7 @@ func EncodeWorkflowJob(x *WorkflowJob, e *codec.Encoder) {
 	}
 	if codec.Written(&x.extra, 10) {
 		e.Key(",\"status\":")
-		EncodeWorkflowJobStatus(&x.Status, e)
+		common.EncodeWorkflowJobStatus(&x.Status, e)
 	}
 	if x.HeadBranch != nil {
 		e.Key(",\"head_branch\":")
@@ -867,7 +867,7 @@ func DecodeWorkflowStep(x *WorkflowStep, d *codec.Decoder) error {
 		case "conclusion":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Conclusion = (*WorkflowStepConclusion)(p)
+			x.Conclusion = (*common.WorkflowStepConclusion)(p)
 		case "name":
 			err = codec.DecStringSeen(&x.Name, d, &seen, 0)
 		case "number":
@@ -899,7 +899,7 @@ func EncodeWorkflowStep(x *WorkflowStep, e *codec.Encoder) {
 	}
 	if x.Conclusion != nil {
 		e.Key(",\"conclusion\":")
-		EncodeWorkflowStepConclusion(x.Conclusion, e)
+		common.EncodeWorkflowStepConclusion(x.Conclusion, e)
 	}
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"name\":")
@@ -1987,34 +1987,4 @@ func EncodeWorkflowRunRequestedEvent(x *WorkflowRunRequestedEvent, e *codec.Enco
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
-}
-
-// DecodeWorkflowJobConclusion reads a value of WorkflowJobConclusion into *x.
-func DecodeWorkflowJobConclusion(x *WorkflowJobConclusion, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeWorkflowJobConclusion writes *x.
-func EncodeWorkflowJobConclusion(x *WorkflowJobConclusion, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeWorkflowJobStatus reads a value of WorkflowJobStatus into *x.
-func DecodeWorkflowJobStatus(x *WorkflowJobStatus, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeWorkflowJobStatus writes *x.
-func EncodeWorkflowJobStatus(x *WorkflowJobStatus, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
-}
-
-// DecodeWorkflowStepConclusion reads a value of WorkflowStepConclusion into *x.
-func DecodeWorkflowStepConclusion(x *WorkflowStepConclusion, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeWorkflowStepConclusion writes *x.
-func EncodeWorkflowStepConclusion(x *WorkflowStepConclusion, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

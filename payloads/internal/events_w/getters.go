@@ -403,7 +403,7 @@ func (x *WorkflowJob) GetCompletedAt() string {
 
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
 // member is absent or null.
-func (x *WorkflowJob) GetConclusion() WorkflowJobConclusion {
+func (x *WorkflowJob) GetConclusion() common.WorkflowJobConclusion {
 	if x == nil || x.Conclusion == nil {
 		return ""
 	}
@@ -539,7 +539,7 @@ func (x *WorkflowJob) GetStartedAt() codec.Timestamp {
 }
 
 // GetStatus returns the "status" member, or "" when x is nil.
-func (x *WorkflowJob) GetStatus() WorkflowJobStatus {
+func (x *WorkflowJob) GetStatus() common.WorkflowJobStatus {
 	if x == nil {
 		return ""
 	}
@@ -931,7 +931,7 @@ func (x *WorkflowStep) GetCompletedAt() string {
 
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
 // member is absent or null.
-func (x *WorkflowStep) GetConclusion() WorkflowStepConclusion {
+func (x *WorkflowStep) GetConclusion() common.WorkflowStepConclusion {
 	if x == nil || x.Conclusion == nil {
 		return ""
 	}

@@ -72,26 +72,26 @@ type RepositoryLite struct {
 
 // WorkflowJob is a type of the forge's payloads.
 type WorkflowJob struct {
-	CheckRunURL string                 `json:"check_run_url"`
-	CompletedAt *string                `json:"completed_at,omitempty"`
-	Conclusion  *WorkflowJobConclusion `json:"conclusion,omitempty"`
+	CheckRunURL string                        `json:"check_run_url"`
+	CompletedAt *string                       `json:"completed_at,omitempty"`
+	Conclusion  *common.WorkflowJobConclusion `json:"conclusion,omitempty"`
 	// The time that the job created.
-	CreatedAt       *string           `json:"created_at,omitempty"`
-	HeadSHA         string            `json:"head_sha"`
-	HTMLURL         string            `json:"html_url"`
-	ID              int64             `json:"id"`
-	Labels          []*string         `json:"labels"`
-	Name            string            `json:"name"`
-	NodeID          string            `json:"node_id"`
-	RunAttempt      *int64            `json:"run_attempt,omitempty"`
-	RunID           float64           `json:"run_id"`
-	RunURL          string            `json:"run_url"`
-	RunnerGroupID   *float64          `json:"runner_group_id,omitempty"`
-	RunnerGroupName *string           `json:"runner_group_name,omitempty"`
-	RunnerID        *float64          `json:"runner_id,omitempty"`
-	RunnerName      *string           `json:"runner_name,omitempty"`
-	StartedAt       codec.Timestamp   `json:"started_at"`
-	Status          WorkflowJobStatus `json:"status"`
+	CreatedAt       *string                  `json:"created_at,omitempty"`
+	HeadSHA         string                   `json:"head_sha"`
+	HTMLURL         string                   `json:"html_url"`
+	ID              int64                    `json:"id"`
+	Labels          []*string                `json:"labels"`
+	Name            string                   `json:"name"`
+	NodeID          string                   `json:"node_id"`
+	RunAttempt      *int64                   `json:"run_attempt,omitempty"`
+	RunID           float64                  `json:"run_id"`
+	RunURL          string                   `json:"run_url"`
+	RunnerGroupID   *float64                 `json:"runner_group_id,omitempty"`
+	RunnerGroupName *string                  `json:"runner_group_name,omitempty"`
+	RunnerID        *float64                 `json:"runner_id,omitempty"`
+	RunnerName      *string                  `json:"runner_name,omitempty"`
+	StartedAt       codec.Timestamp          `json:"started_at"`
+	Status          common.WorkflowJobStatus `json:"status"`
 	// The name of the current branch.
 	HeadBranch *string `json:"head_branch,omitempty"`
 	// The name of the workflow.
@@ -159,7 +159,7 @@ type WorkflowRunPullRequest struct {
 // WorkflowStep is a type of the forge's payloads.
 type WorkflowStep struct {
 	CompletedAt *string                               `json:"completed_at,omitempty"`
-	Conclusion  *WorkflowStepConclusion               `json:"conclusion,omitempty"`
+	Conclusion  *common.WorkflowStepConclusion        `json:"conclusion,omitempty"`
 	Name        string                                `json:"name"`
 	Number      int64                                 `json:"number"`
 	StartedAt   *string                               `json:"started_at,omitempty"`

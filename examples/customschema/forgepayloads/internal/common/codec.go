@@ -55,3 +55,13 @@ func EncodeUser(x *User, e *codec.Encoder) {
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
 }
+
+// DecodeBuildConclusion reads a value of BuildConclusion into *x.
+func DecodeBuildConclusion(x *BuildConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeBuildConclusion writes *x.
+func EncodeBuildConclusion(x *BuildConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}

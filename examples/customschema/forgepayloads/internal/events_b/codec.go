@@ -38,7 +38,7 @@ func DecodeBuild(x *Build, d *codec.Decoder) error {
 		case "conclusion":
 			var p *string
 			err = codec.DecStringPtr(&p, d)
-			x.Conclusion = (*BuildConclusion)(p)
+			x.Conclusion = (*common.BuildConclusion)(p)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -73,7 +73,7 @@ func EncodeBuild(x *Build, e *codec.Encoder) {
 	}
 	if x.Conclusion != nil {
 		e.Key(",\"conclusion\":")
-		EncodeBuildConclusion(x.Conclusion, e)
+		common.EncodeBuildConclusion(x.Conclusion, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -326,14 +326,4 @@ func EncodeBuildStartedEvent(x *BuildStartedEvent, e *codec.Encoder) {
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
-}
-
-// DecodeBuildConclusion reads a value of BuildConclusion into *x.
-func DecodeBuildConclusion(x *BuildConclusion, d *codec.Decoder) error {
-	return codec.DecString((*string)(x), d)
-}
-
-// EncodeBuildConclusion writes *x.
-func EncodeBuildConclusion(x *BuildConclusion, e *codec.Encoder) {
-	codec.EncString((*string)(x), e)
 }

@@ -43,7 +43,7 @@ func (x *Build) GetFinishedAt() codec.Timestamp {
 
 // GetConclusion returns the "conclusion" member, or "" when x is nil or the
 // member is absent or null.
-func (x *Build) GetConclusion() BuildConclusion {
+func (x *Build) GetConclusion() common.BuildConclusion {
 	if x == nil || x.Conclusion == nil {
 		return ""
 	}

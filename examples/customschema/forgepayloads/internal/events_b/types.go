@@ -7,7 +7,10 @@
 // each by an alias, and documents it.
 package forgepayloads
 
-import codec "forgehooks.dev/forgehooks/payloads/codec"
+import (
+	common "forgehooks.dev/forgehooks/examples/customschema/forgepayloads/internal/common"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
+)
 
 // extra is embedded in every struct under this name, which no generated field
 // can take (those are exported); see codec.Extra.
@@ -15,11 +18,11 @@ type extra = codec.Extra
 
 // Build: A build of one commit.
 type Build struct {
-	ID         int64            `json:"id"`
-	HeadSHA    string           `json:"head_sha"`
-	StartedAt  codec.Timestamp  `json:"started_at"`
-	FinishedAt *codec.Timestamp `json:"finished_at,omitempty"`
-	Conclusion *BuildConclusion `json:"conclusion,omitempty"`
+	ID         int64                   `json:"id"`
+	HeadSHA    string                  `json:"head_sha"`
+	StartedAt  codec.Timestamp         `json:"started_at"`
+	FinishedAt *codec.Timestamp        `json:"finished_at,omitempty"`
+	Conclusion *common.BuildConclusion `json:"conclusion,omitempty"`
 
 	extra
 }
