@@ -32,16 +32,19 @@ MODULES := $(dir $(wildcard examples/*/go.mod)) internal/promtext/expfmtcheck/
 modules:
 	@for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 
-## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it.
+## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it,
+## and the example module's package generated from a schema of its own.
 generate:
 	$(GO) run ./cmd/importschema -q
-	$(GO) generate ./payloads/...
+	$(GO) generate ./payloads
+	cd examples/customschema && $(GO) generate ./forgepayloads
 
 ## generate-check: fail when `make generate` would change a committed file.
 generate-check:
 	@if [ -n "$$(ls payloads/*.go 2>/dev/null)" ]; then \
 	  $(MAKE) --no-print-directory generate && \
-	  git diff --exit-code --stat -- payloads schema || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
+	  git diff --exit-code --stat -- payloads schema examples/customschema && \
+	  test -z "$$(git status --porcelain -- payloads schema examples/customschema)" || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
 	fi
 
 ## schema: re-import schema/ from the committed spec and overrides, extend

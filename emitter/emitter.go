@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"forgehooks.dev/forgehooks/internal/decodehook"
+	"forgehooks.dev/forgehooks/payloads/names"
 )
 
 var (
@@ -38,9 +39,17 @@ type Options struct {
 	Logger *slog.Logger
 	// KnownEvent tells whether an event name (such as "issues" or
 	// "issues.opened") is known. Registering a name for which it returns false
-	// logs a warning; the handler is registered all the same. Nil: every name is
-	// known.
+	// logs a warning, most likely a typo; the handler is registered all the
+	// same (the forge adds events before any schema has them). Nil: the names
+	// of this module's schema (names.IsKnown, which compiles no typed payload).
+	// A program with a schema of its own passes its generated package's
+	// IsKnownEventName; func(string) bool { return true } turns the check off.
 	KnownEvent func(name string) bool
+	// Variant names the forge's server variant the handlers serve (one of
+	// names.Variants, such as "ghes-3.14"). Registering a name that the schema
+	// records the variant never sends (names.SentBy) logs a warning: that
+	// handler would never run. Empty: no variant check.
+	Variant string
 	// MaxErrorReports bounds the failed deliveries whose error handlers are
 	// running at once, and MaxErrorReportBytes the payload bytes they hold.
 	// Past either bound, a failed delivery's error is logged (with its
@@ -88,9 +97,14 @@ type Emitter struct {
 	reportBytes int64
 }
 
-// New returns an Emitter configured by opts.
+// New returns an Emitter configured by opts. A Variant that names.Variants
+// does not list is logged as a warning: no name is checked against it.
 func New(opts Options) *Emitter {
-	return &Emitter{opts: opts}
+	em := &Emitter{opts: opts}
+	if opts.Variant != "" && !names.KnownVariant(opts.Variant) {
+		em.Logger().Warn("emitter: unknown server variant: no registration is checked against it", "variant", opts.Variant, "known", names.Variants())
+	}
+	return em
 }
 
 // Listener is the handle of a registration, for RemoveListener.
@@ -127,7 +141,8 @@ func (em *Emitter) Logger() *slog.Logger {
 //
 // It panics, as http.ServeMux does for a bad pattern, when name is empty, "*"
 // (use OnAny) or "error" (use OnError), or when h is nil. A name that
-// Options.KnownEvent does not know is logged as a warning and registered anyway.
+// Options.KnownEvent does not know, or that Options.Variant never sends, is
+// logged as a warning and registered anyway.
 func (em *Emitter) On(name string, h Handler) *Listener {
 	return em.OnNames([]string{name}, h)
 }
@@ -139,11 +154,11 @@ func (em *Emitter) OnNames(names []string, h Handler) *Listener {
 }
 
 // onNames registers a listener of h and dec (nil but for onDecoded).
-func (em *Emitter) onNames(names []string, h Handler, dec *decodehook.Decoder) *Listener {
-	if len(names) == 0 {
+func (em *Emitter) onNames(eventNames []string, h Handler, dec *decodehook.Decoder) *Listener {
+	if len(eventNames) == 0 {
 		panic("emitter: OnNames with no event names")
 	}
-	for _, name := range names {
+	for _, name := range eventNames {
 		switch name {
 		case "":
 			panic("emitter: On with an empty event name")
@@ -158,15 +173,20 @@ func (em *Emitter) onNames(names []string, h Handler, dec *decodehook.Decoder) *
 	}
 	l := &Listener{h: h, dec: dec}
 	em.update(func(s *snapshot) {
-		for _, name := range names {
+		for _, name := range eventNames {
 			s.byName[name] = append(s.byName[name][:len(s.byName[name]):len(s.byName[name])], l)
 		}
 	})
-	if em.opts.KnownEvent != nil {
-		for _, name := range names {
-			if !em.opts.KnownEvent(name) {
-				em.Logger().Warn("emitter: registered a handler for an unknown event name", "name", name)
-			}
+	known := em.opts.KnownEvent
+	if known == nil {
+		known = names.IsKnown
+	}
+	for _, name := range eventNames {
+		switch {
+		case !known(name):
+			em.Logger().Warn("emitter: registered a handler for an unknown event name", "name", name)
+		case !names.SentBy(name, em.opts.Variant):
+			em.Logger().Warn("emitter: registered a handler for an event name the server variant never sends", "name", name, "variant", em.opts.Variant)
 		}
 	}
 	return l

@@ -1,6 +1,6 @@
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ErrSyntax is wrapped by every decoding error about input that is not valid
 // JSON. Test for it with errors.Is.

@@ -3,367 +3,44 @@
 package payloads
 
 import (
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
-	group1 "forgehooks.dev/forgehooks/payloads/internal/group1"
-	group2 "forgehooks.dev/forgehooks/payloads/internal/group2"
-	group3 "forgehooks.dev/forgehooks/payloads/internal/group3"
-	group4 "forgehooks.dev/forgehooks/payloads/internal/group4"
-	"sort"
-	"strings"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
+	events_b "forgehooks.dev/forgehooks/payloads/internal/events_b"
+	events_c "forgehooks.dev/forgehooks/payloads/internal/events_c"
+	events_d "forgehooks.dev/forgehooks/payloads/internal/events_d"
+	events_f "forgehooks.dev/forgehooks/payloads/internal/events_f"
+	events_g "forgehooks.dev/forgehooks/payloads/internal/events_g"
+	events_i "forgehooks.dev/forgehooks/payloads/internal/events_i"
+	events_l "forgehooks.dev/forgehooks/payloads/internal/events_l"
+	events_m "forgehooks.dev/forgehooks/payloads/internal/events_m"
+	events_o "forgehooks.dev/forgehooks/payloads/internal/events_o"
+	events_p "forgehooks.dev/forgehooks/payloads/internal/events_p"
+	events_r "forgehooks.dev/forgehooks/payloads/internal/events_r"
+	events_s "forgehooks.dev/forgehooks/payloads/internal/events_s"
+	events_t "forgehooks.dev/forgehooks/payloads/internal/events_t"
+	events_w "forgehooks.dev/forgehooks/payloads/internal/events_w"
+	names "forgehooks.dev/forgehooks/payloads/names"
 )
-
-// emitterEventNames is the tuple EmitterEventNames copies.
-var emitterEventNames = [...]string{
-	"branch_protection_configuration",
-	"branch_protection_configuration.disabled",
-	"branch_protection_configuration.enabled",
-	"branch_protection_rule",
-	"branch_protection_rule.created",
-	"branch_protection_rule.deleted",
-	"branch_protection_rule.edited",
-	"check_run",
-	"check_run.completed",
-	"check_run.created",
-	"check_run.requested_action",
-	"check_run.rerequested",
-	"check_suite",
-	"check_suite.completed",
-	"check_suite.requested",
-	"check_suite.rerequested",
-	"code_scanning_alert",
-	"code_scanning_alert.appeared_in_branch",
-	"code_scanning_alert.closed_by_user",
-	"code_scanning_alert.created",
-	"code_scanning_alert.fixed",
-	"code_scanning_alert.reopened",
-	"code_scanning_alert.reopened_by_user",
-	"commit_comment",
-	"commit_comment.created",
-	"create",
-	"custom_property",
-	"custom_property.created",
-	"custom_property.deleted",
-	"custom_property.promote_to_enterprise",
-	"custom_property.updated",
-	"custom_property_values",
-	"custom_property_values.updated",
-	"delete",
-	"dependabot_alert",
-	"dependabot_alert.auto_dismissed",
-	"dependabot_alert.auto_reopened",
-	"dependabot_alert.created",
-	"dependabot_alert.dismissed",
-	"dependabot_alert.fixed",
-	"dependabot_alert.reintroduced",
-	"dependabot_alert.reopened",
-	"deploy_key",
-	"deploy_key.created",
-	"deploy_key.deleted",
-	"deployment",
-	"deployment.created",
-	"deployment_protection_rule",
-	"deployment_protection_rule.requested",
-	"deployment_review",
-	"deployment_review.approved",
-	"deployment_review.rejected",
-	"deployment_review.requested",
-	"deployment_status",
-	"deployment_status.created",
-	"discussion",
-	"discussion.answered",
-	"discussion.category_changed",
-	"discussion.closed",
-	"discussion.created",
-	"discussion.deleted",
-	"discussion.edited",
-	"discussion.labeled",
-	"discussion.locked",
-	"discussion.pinned",
-	"discussion.reopened",
-	"discussion.transferred",
-	"discussion.unanswered",
-	"discussion.unlabeled",
-	"discussion.unlocked",
-	"discussion.unpinned",
-	"discussion_comment",
-	"discussion_comment.created",
-	"discussion_comment.deleted",
-	"discussion_comment.edited",
-	"fork",
-	"github_app_authorization",
-	"github_app_authorization.revoked",
-	"gollum",
-	"installation",
-	"installation.created",
-	"installation.deleted",
-	"installation.new_permissions_accepted",
-	"installation.suspend",
-	"installation.unsuspend",
-	"installation_repositories",
-	"installation_repositories.added",
-	"installation_repositories.removed",
-	"installation_target",
-	"installation_target.renamed",
-	"issue_comment",
-	"issue_comment.created",
-	"issue_comment.deleted",
-	"issue_comment.edited",
-	"issue_dependencies",
-	"issue_dependencies.blocked_by_added",
-	"issue_dependencies.blocked_by_removed",
-	"issue_dependencies.blocking_added",
-	"issue_dependencies.blocking_removed",
-	"issues",
-	"issues.assigned",
-	"issues.closed",
-	"issues.deleted",
-	"issues.demilestoned",
-	"issues.edited",
-	"issues.labeled",
-	"issues.locked",
-	"issues.milestoned",
-	"issues.opened",
-	"issues.pinned",
-	"issues.reopened",
-	"issues.transferred",
-	"issues.typed",
-	"issues.unassigned",
-	"issues.unlabeled",
-	"issues.unlocked",
-	"issues.unpinned",
-	"issues.untyped",
-	"label",
-	"label.created",
-	"label.deleted",
-	"label.edited",
-	"marketplace_purchase",
-	"marketplace_purchase.cancelled",
-	"marketplace_purchase.changed",
-	"marketplace_purchase.pending_change",
-	"marketplace_purchase.pending_change_cancelled",
-	"marketplace_purchase.purchased",
-	"member",
-	"member.added",
-	"member.edited",
-	"member.removed",
-	"membership",
-	"membership.added",
-	"membership.removed",
-	"merge_group",
-	"merge_group.checks_requested",
-	"merge_group.destroyed",
-	"meta",
-	"meta.deleted",
-	"milestone",
-	"milestone.closed",
-	"milestone.created",
-	"milestone.deleted",
-	"milestone.edited",
-	"milestone.opened",
-	"org_block",
-	"org_block.blocked",
-	"org_block.unblocked",
-	"organization",
-	"organization.deleted",
-	"organization.member_added",
-	"organization.member_invited",
-	"organization.member_removed",
-	"organization.renamed",
-	"package",
-	"package.published",
-	"package.updated",
-	"page_build",
-	"personal_access_token_request",
-	"personal_access_token_request.approved",
-	"personal_access_token_request.cancelled",
-	"personal_access_token_request.created",
-	"personal_access_token_request.denied",
-	"ping",
-	"project",
-	"project.closed",
-	"project.created",
-	"project.deleted",
-	"project.edited",
-	"project.reopened",
-	"project_card",
-	"project_card.converted",
-	"project_card.created",
-	"project_card.deleted",
-	"project_card.edited",
-	"project_card.moved",
-	"project_column",
-	"project_column.created",
-	"project_column.deleted",
-	"project_column.edited",
-	"project_column.moved",
-	"projects_v2",
-	"projects_v2.closed",
-	"projects_v2.created",
-	"projects_v2.deleted",
-	"projects_v2.edited",
-	"projects_v2.reopened",
-	"projects_v2_item",
-	"projects_v2_item.archived",
-	"projects_v2_item.converted",
-	"projects_v2_item.created",
-	"projects_v2_item.deleted",
-	"projects_v2_item.edited",
-	"projects_v2_item.reordered",
-	"projects_v2_item.restored",
-	"projects_v2_status_update",
-	"projects_v2_status_update.created",
-	"projects_v2_status_update.deleted",
-	"projects_v2_status_update.edited",
-	"public",
-	"pull_request",
-	"pull_request.assigned",
-	"pull_request.auto_merge_disabled",
-	"pull_request.auto_merge_enabled",
-	"pull_request.closed",
-	"pull_request.converted_to_draft",
-	"pull_request.demilestoned",
-	"pull_request.dequeued",
-	"pull_request.edited",
-	"pull_request.enqueued",
-	"pull_request.labeled",
-	"pull_request.locked",
-	"pull_request.milestoned",
-	"pull_request.opened",
-	"pull_request.ready_for_review",
-	"pull_request.reopened",
-	"pull_request.review_request_removed",
-	"pull_request.review_requested",
-	"pull_request.synchronize",
-	"pull_request.unassigned",
-	"pull_request.unlabeled",
-	"pull_request.unlocked",
-	"pull_request_review",
-	"pull_request_review.dismissed",
-	"pull_request_review.edited",
-	"pull_request_review.submitted",
-	"pull_request_review_comment",
-	"pull_request_review_comment.created",
-	"pull_request_review_comment.deleted",
-	"pull_request_review_comment.edited",
-	"pull_request_review_thread",
-	"pull_request_review_thread.resolved",
-	"pull_request_review_thread.unresolved",
-	"push",
-	"registry_package",
-	"registry_package.published",
-	"registry_package.updated",
-	"release",
-	"release.created",
-	"release.deleted",
-	"release.edited",
-	"release.prereleased",
-	"release.published",
-	"release.released",
-	"release.unpublished",
-	"repository",
-	"repository.archived",
-	"repository.created",
-	"repository.deleted",
-	"repository.edited",
-	"repository.privatized",
-	"repository.publicized",
-	"repository.renamed",
-	"repository.transferred",
-	"repository.unarchived",
-	"repository_advisory",
-	"repository_advisory.published",
-	"repository_advisory.reported",
-	"repository_dispatch",
-	"repository_dispatch.sample.collected",
-	"repository_import",
-	"repository_ruleset",
-	"repository_ruleset.created",
-	"repository_ruleset.deleted",
-	"repository_ruleset.edited",
-	"repository_vulnerability_alert",
-	"repository_vulnerability_alert.create",
-	"repository_vulnerability_alert.dismiss",
-	"repository_vulnerability_alert.reopen",
-	"repository_vulnerability_alert.resolve",
-	"secret_scanning_alert",
-	"secret_scanning_alert.assigned",
-	"secret_scanning_alert.created",
-	"secret_scanning_alert.publicly_leaked",
-	"secret_scanning_alert.reopened",
-	"secret_scanning_alert.resolved",
-	"secret_scanning_alert.revoked",
-	"secret_scanning_alert.unassigned",
-	"secret_scanning_alert.validated",
-	"secret_scanning_alert_location",
-	"secret_scanning_alert_location.created",
-	"secret_scanning_scan",
-	"secret_scanning_scan.completed",
-	"security_advisory",
-	"security_advisory.performed",
-	"security_advisory.published",
-	"security_advisory.updated",
-	"security_advisory.withdrawn",
-	"security_and_analysis",
-	"sponsorship",
-	"sponsorship.cancelled",
-	"sponsorship.created",
-	"sponsorship.edited",
-	"sponsorship.pending_cancellation",
-	"sponsorship.pending_tier_change",
-	"sponsorship.tier_changed",
-	"star",
-	"star.created",
-	"star.deleted",
-	"status",
-	"sub_issues",
-	"sub_issues.parent_issue_added",
-	"sub_issues.parent_issue_removed",
-	"sub_issues.sub_issue_added",
-	"sub_issues.sub_issue_removed",
-	"team",
-	"team.added_to_repository",
-	"team.created",
-	"team.deleted",
-	"team.edited",
-	"team.removed_from_repository",
-	"team_add",
-	"watch",
-	"watch.started",
-	"workflow_dispatch",
-	"workflow_job",
-	"workflow_job.completed",
-	"workflow_job.in_progress",
-	"workflow_job.queued",
-	"workflow_job.waiting",
-	"workflow_run",
-	"workflow_run.completed",
-	"workflow_run.in_progress",
-	"workflow_run.requested",
-}
 
 // EmitterEventNames returns every event name and event.action name the schema
 // knows (325 names): the events sorted by name, each followed by its
 // event.action names in alphabetical order. That order is also plain string
 // order. The slice is a fresh copy on each call: changing it changes nothing
-// else.
+// else. It is names.All.
 func EmitterEventNames() []string {
-	return append([]string(nil), emitterEventNames[:]...)
+	return names.All()
 }
 
-// IsKnownEventName reports whether name is in EmitterEventNames. Any
-// event.action of an event whose actions are free-form (repository_dispatch) is
-// known too.
+// IsKnownEventName reports whether name is in EmitterEventNames, or an
+// event.action of an event whose actions are free-form. It is names.IsKnown.
 func IsKnownEventName(name string) bool {
-	i := sort.SearchStrings(emitterEventNames[:], name)
-	if i < len(emitterEventNames) && emitterEventNames[i] == name {
-		return true
-	}
-	event, _, ok := strings.Cut(name, ".")
-	switch event {
-	case "repository_dispatch":
-		return ok
-	}
-	return false
+	return names.IsKnown(name)
+}
+
+// SentBy reports whether the server variant (such as "ghes-3.14") may send name
+// ("event" or "event.action"): false only when the schema records that the
+// variant never sends the event or the action. It is names.SentBy.
+func SentBy(name, variant string) bool {
+	return names.SentBy(name, variant)
 }
 
 // Parse decodes the payload of a delivery of the event called name (the forge's
@@ -375,155 +52,155 @@ func IsKnownEventName(name string) bool {
 func Parse(name string, body []byte) (Payload, error) {
 	switch name {
 	case "branch_protection_configuration":
-		return group2.ParseBranchProtectionConfigurationEvent(body)
+		return events_b.ParseBranchProtectionConfigurationEvent(body)
 	case "branch_protection_rule":
-		return group3.ParseBranchProtectionRuleEvent(body)
+		return events_b.ParseBranchProtectionRuleEvent(body)
 	case "check_run":
-		return group3.ParseCheckRunEvent(body)
+		return events_c.ParseCheckRunEvent(body)
 	case "check_suite":
-		return group2.ParseCheckSuiteEvent(body)
+		return events_c.ParseCheckSuiteEvent(body)
 	case "code_scanning_alert":
-		return group2.ParseCodeScanningAlertEvent(body)
+		return events_c.ParseCodeScanningAlertEvent(body)
 	case "commit_comment":
-		return group3.ParseCommitCommentEvent(body)
+		return events_c.ParseCommitCommentEvent(body)
 	case "create":
-		return group4.ParseCreateEvent(body)
+		return events_c.ParseCreateEvent(body)
 	case "custom_property":
-		return group2.ParseCustomPropertyEvent(body)
+		return events_c.ParseCustomPropertyEvent(body)
 	case "custom_property_values":
-		return group4.ParseCustomPropertyValuesEvent(body)
+		return events_c.ParseCustomPropertyValuesEvent(body)
 	case "delete":
-		return group4.ParseDeleteEvent(body)
+		return events_d.ParseDeleteEvent(body)
 	case "dependabot_alert":
-		return group4.ParseDependabotAlertEvent(body)
+		return events_d.ParseDependabotAlertEvent(body)
 	case "deploy_key":
-		return group4.ParseDeployKeyEvent(body)
+		return events_d.ParseDeployKeyEvent(body)
 	case "deployment":
-		return group1.ParseDeploymentEvent(body)
+		return events_d.ParseDeploymentEvent(body)
 	case "deployment_protection_rule":
-		return group3.ParseDeploymentProtectionRuleEvent(body)
+		return events_d.ParseDeploymentProtectionRuleEvent(body)
 	case "deployment_review":
-		return group1.ParseDeploymentReviewEvent(body)
+		return events_d.ParseDeploymentReviewEvent(body)
 	case "deployment_status":
-		return group3.ParseDeploymentStatusEvent(body)
+		return events_d.ParseDeploymentStatusEvent(body)
 	case "discussion":
-		return group4.ParseDiscussionEvent(body)
+		return events_d.ParseDiscussionEvent(body)
 	case "discussion_comment":
-		return group1.ParseDiscussionCommentEvent(body)
+		return events_d.ParseDiscussionCommentEvent(body)
 	case "fork":
-		return group3.ParseForkEvent(body)
+		return events_f.ParseForkEvent(body)
 	case "github_app_authorization":
-		return group2.ParseGithubAppAuthorizationEvent(body)
+		return events_g.ParseGithubAppAuthorizationEvent(body)
 	case "gollum":
-		return group1.ParseGollumEvent(body)
+		return events_g.ParseGollumEvent(body)
 	case "installation":
-		return group3.ParseInstallationEvent(body)
+		return events_i.ParseInstallationEvent(body)
 	case "installation_repositories":
-		return group1.ParseInstallationRepositoriesEvent(body)
+		return events_i.ParseInstallationRepositoriesEvent(body)
 	case "installation_target":
-		return group3.ParseInstallationTargetEvent(body)
+		return events_i.ParseInstallationTargetEvent(body)
 	case "issue_comment":
-		return group1.ParseIssueCommentEvent(body)
+		return events_i.ParseIssueCommentEvent(body)
 	case "issue_dependencies":
-		return group1.ParseIssueDependenciesEvent(body)
+		return events_i.ParseIssueDependenciesEvent(body)
 	case "issues":
-		return group4.ParseIssuesEvent(body)
+		return events_i.ParseIssuesEvent(body)
 	case "label":
-		return group1.ParseLabelEvent(body)
+		return events_l.ParseLabelEvent(body)
 	case "marketplace_purchase":
-		return group1.ParseMarketplacePurchaseEvent(body)
+		return events_m.ParseMarketplacePurchaseEvent(body)
 	case "member":
-		return group3.ParseMemberEvent(body)
+		return events_m.ParseMemberEvent(body)
 	case "membership":
-		return group4.ParseMembershipEvent(body)
+		return events_m.ParseMembershipEvent(body)
 	case "merge_group":
-		return group2.ParseMergeGroupEvent(body)
+		return events_m.ParseMergeGroupEvent(body)
 	case "meta":
-		return group4.ParseMetaEvent(body)
+		return events_m.ParseMetaEvent(body)
 	case "milestone":
-		return group4.ParseMilestoneEvent(body)
+		return events_m.ParseMilestoneEvent(body)
 	case "org_block":
-		return group4.ParseOrgBlockEvent(body)
+		return events_o.ParseOrgBlockEvent(body)
 	case "organization":
-		return group1.ParseOrganizationEvent(body)
+		return events_o.ParseOrganizationEvent(body)
 	case "package":
-		return group1.ParsePackageEvent(body)
+		return events_p.ParsePackageEvent(body)
 	case "page_build":
-		return group3.ParsePageBuildEvent(body)
+		return events_p.ParsePageBuildEvent(body)
 	case "personal_access_token_request":
-		return group1.ParsePersonalAccessTokenRequestEvent(body)
+		return events_p.ParsePersonalAccessTokenRequestEvent(body)
 	case "ping":
-		return group1.ParsePingEvent(body)
+		return events_p.ParsePingEvent(body)
 	case "project":
-		return group4.ParseProjectEvent(body)
+		return events_p.ParseProjectEvent(body)
 	case "project_card":
-		return group2.ParseProjectCardEvent(body)
+		return events_p.ParseProjectCardEvent(body)
 	case "project_column":
-		return group3.ParseProjectColumnEvent(body)
+		return events_p.ParseProjectColumnEvent(body)
 	case "projects_v2":
-		return group2.ParseProjectsV2Event(body)
+		return events_p.ParseProjectsV2Event(body)
 	case "projects_v2_item":
-		return group2.ParseProjectsV2ItemEvent(body)
+		return events_p.ParseProjectsV2ItemEvent(body)
 	case "projects_v2_status_update":
-		return group3.ParseProjectsV2StatusUpdateEvent(body)
+		return events_p.ParseProjectsV2StatusUpdateEvent(body)
 	case "public":
-		return group1.ParsePublicEvent(body)
+		return events_p.ParsePublicEvent(body)
 	case "pull_request":
-		return group2.ParsePullRequestEvent(body)
+		return events_p.ParsePullRequestEvent(body)
 	case "pull_request_review":
-		return group2.ParsePullRequestReviewEvent(body)
+		return events_p.ParsePullRequestReviewEvent(body)
 	case "pull_request_review_comment":
-		return group4.ParsePullRequestReviewCommentEvent(body)
+		return events_p.ParsePullRequestReviewCommentEvent(body)
 	case "pull_request_review_thread":
-		return group2.ParsePullRequestReviewThreadEvent(body)
+		return events_p.ParsePullRequestReviewThreadEvent(body)
 	case "push":
-		return group1.ParsePushEvent(body)
+		return events_p.ParsePushEvent(body)
 	case "registry_package":
-		return group3.ParseRegistryPackageEvent(body)
+		return events_r.ParseRegistryPackageEvent(body)
 	case "release":
-		return group2.ParseReleaseEvent(body)
+		return events_r.ParseReleaseEvent(body)
 	case "repository":
-		return group4.ParseRepositoryEvent(body)
+		return events_r.ParseRepositoryEvent(body)
 	case "repository_advisory":
-		return group1.ParseRepositoryAdvisoryEvent(body)
+		return events_r.ParseRepositoryAdvisoryEvent(body)
 	case "repository_dispatch":
-		return group3.ParseRepositoryDispatchEvent(body)
+		return events_r.ParseRepositoryDispatchEvent(body)
 	case "repository_import":
-		return group1.ParseRepositoryImportEvent(body)
+		return events_r.ParseRepositoryImportEvent(body)
 	case "repository_ruleset":
-		return group1.ParseRepositoryRulesetEvent(body)
+		return events_r.ParseRepositoryRulesetEvent(body)
 	case "repository_vulnerability_alert":
-		return group2.ParseRepositoryVulnerabilityAlertEvent(body)
+		return events_r.ParseRepositoryVulnerabilityAlertEvent(body)
 	case "secret_scanning_alert":
-		return group2.ParseSecretScanningAlertEvent(body)
+		return events_s.ParseSecretScanningAlertEvent(body)
 	case "secret_scanning_alert_location":
-		return group3.ParseSecretScanningAlertLocationEvent(body)
+		return events_s.ParseSecretScanningAlertLocationEvent(body)
 	case "secret_scanning_scan":
-		return group2.ParseSecretScanningScanEvent(body)
+		return events_s.ParseSecretScanningScanEvent(body)
 	case "security_advisory":
-		return group4.ParseSecurityAdvisoryEvent(body)
+		return events_s.ParseSecurityAdvisoryEvent(body)
 	case "security_and_analysis":
-		return group3.ParseSecurityAndAnalysisEvent(body)
+		return events_s.ParseSecurityAndAnalysisEvent(body)
 	case "sponsorship":
-		return group3.ParseSponsorshipEvent(body)
+		return events_s.ParseSponsorshipEvent(body)
 	case "star":
-		return group2.ParseStarEvent(body)
+		return events_s.ParseStarEvent(body)
 	case "status":
-		return group4.ParseStatusEvent(body)
+		return events_s.ParseStatusEvent(body)
 	case "sub_issues":
-		return group4.ParseSubIssuesEvent(body)
+		return events_s.ParseSubIssuesEvent(body)
 	case "team":
-		return group1.ParseTeamEvent(body)
+		return events_t.ParseTeamEvent(body)
 	case "team_add":
-		return group4.ParseTeamAddEvent(body)
+		return events_t.ParseTeamAddEvent(body)
 	case "watch":
-		return group2.ParseWatchEvent(body)
+		return events_w.ParseWatchEvent(body)
 	case "workflow_dispatch":
-		return group2.ParseWorkflowDispatchEvent(body)
+		return events_w.ParseWorkflowDispatchEvent(body)
 	case "workflow_job":
-		return group4.ParseWorkflowJobEvent(body)
+		return events_w.ParseWorkflowJobEvent(body)
 	case "workflow_run":
-		return group3.ParseWorkflowRunEvent(body)
+		return events_w.ParseWorkflowRunEvent(body)
 	}
 	return codec.ParseUnknownEvent(name, body)
 }

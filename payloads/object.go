@@ -1,6 +1,6 @@
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // Member is one member of a JSON object: Key, unescaped, and Value, the
 // member's value as it was received.

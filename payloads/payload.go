@@ -1,14 +1,6 @@
 package payloads
 
-import (
-	"context"
-	"fmt"
-	"strings"
-
-	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/internal/decodehook"
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
-)
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // Payload is the typed payload of one delivery: a generated event struct (such as
 // *PushEvent or *IssuesOpenedEvent), an event's unknown-action type (such as
@@ -32,95 +24,13 @@ type UnknownEvent = codec.UnknownEvent
 func PayloadName(p Payload) string { return p.PayloadName() }
 
 // Event is a delivery whose payload has been decoded into P, as typed handlers
-// get it.
-type Event[P any] struct {
-	// ID is the delivery's unique id; may be empty.
-	ID string
-	// Name is the event name, such as "issues" (also for handlers of an action).
-	Name string
-	// Payload is the decoded payload.
-	Payload P
-}
+// get it: ID is the delivery's unique id (may be empty), Name the event name,
+// such as "issues" (also for handlers of an action), and Payload the decoded
+// payload.
+type Event[P any] = codec.Event[P]
 
 // Registrar is anything typed handlers can be registered with: an
-// *emitter.Emitter, a *webhooks.Webhooks, or a wrapper of either.
-type Registrar interface {
-	On(name string, h emitter.Handler) *emitter.Listener
-}
-
-// memoKey is the key under which a delivery's typed payload is kept, per event
-// name: the event-level and every action-level handler of one delivery share one
-// decode.
-type memoKey struct{ event string }
-
-// on registers h under name. The payload is decoded by parse (the event's parser)
-// at most once per delivery, and only when a typed handler runs; a decode error
-// becomes the handler's error. A handler of a whole event (name == event) sees
-// every delivery of it, so where the registrar can (an *emitter.Emitter, and a
-// *webhooks.Webhooks, which dispatches through one) the decode also stands in
-// for the emitter's own validating scan (see wholeDecoder); other registrars
-// get the handler through On and decode after the emitter's scan.
-func on[P Payload](r Registrar, name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
-	if h == nil {
-		panic(fmt.Sprintf("payloads: nil handler for %q", name))
-	}
-	handler := func(ctx context.Context, ev emitter.Event) error {
-		v, err := ev.Memo(memoKey{event}, func() (any, error) { return parse(ev.Payload) })
-		if err != nil {
-			return err
-		}
-		p, ok := v.(P)
-		if !ok {
-			// Only reachable when the emitter dispatches under a name the payload
-			// does not have (such as an action handler for another action).
-			return fmt.Errorf("payloads: a handler for %q got a %q payload: %w", name, v.(Payload).PayloadName(), ErrType)
-		}
-		return h(ctx, Event[P]{ID: ev.ID, Name: ev.Name, Payload: p})
-	}
-	if name == event {
-		if l, ok := decodehook.Register(r, name, wholeDecoder(event, parse), emitter.Handler(handler)); ok {
-			return l.(*emitter.Listener)
-		}
-	}
-	return r.On(name, handler)
-}
-
-// wholeDecoder is the decodehook.Decoder of event's typed handlers: parse, whose
-// success means a valid JSON object (the decoder validates what it reads and
-// what it skips, as encoding/json does), and the top-level action as the
-// emitter finds it, which the decoded payload tells (decodedAction). The value
-// is kept under the key the handlers look it up with.
-func wholeDecoder(event string, parse func([]byte) (Payload, error)) decodehook.Decoder {
-	return decodehook.Decoder{Key: memoKey{event}, Decode: func(body []byte) (any, string, bool) {
-		p, err := parse(body)
-		if err != nil {
-			return nil, "", false
-		}
-		action, ok := decodedAction(event, p)
-		if !ok {
-			return nil, "", false
-		}
-		return p, action, true
-	}}
-}
-
-// decodedAction returns the top-level "action" of the payload p was decoded
-// from, when p tells it for certain: the action in p's name, which the parser
-// chose by the payload's action (the last of duplicates, unescaped, as
-// encoding/json and the emitter take it). A name without an action tells it
-// only for a struct with no action member of its own and no unknown member
-// "action": otherwise ok is false and the emitter finds it itself.
-func decodedAction(event string, p Payload) (action string, ok bool) {
-	if _, unknown := p.(*UnknownEvent); unknown {
-		return "", false
-	}
-	name := p.PayloadName()
-	if name != event {
-		action, ok = strings.CutPrefix(name, event+".")
-		return action, ok && action != ""
-	}
-	if _, has := p.(interface{ GetAction() string }); has {
-		return "", false
-	}
-	return "", !codec.HasUnknown(p, "action")
-}
+// *emitter.Emitter, a *webhooks.Webhooks, or a wrapper of either. Registering
+// one handler for several actions (On…Event(r, h, "opened", "synchronize"))
+// also needs OnNames, which both have.
+type Registrar = codec.Registrar

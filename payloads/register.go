@@ -5,18 +5,32 @@ package payloads
 import (
 	"context"
 	"forgehooks.dev/forgehooks/emitter"
-	group1 "forgehooks.dev/forgehooks/payloads/internal/group1"
-	group2 "forgehooks.dev/forgehooks/payloads/internal/group2"
-	group3 "forgehooks.dev/forgehooks/payloads/internal/group3"
-	group4 "forgehooks.dev/forgehooks/payloads/internal/group4"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
+	events_b "forgehooks.dev/forgehooks/payloads/internal/events_b"
+	events_c "forgehooks.dev/forgehooks/payloads/internal/events_c"
+	events_d "forgehooks.dev/forgehooks/payloads/internal/events_d"
+	events_f "forgehooks.dev/forgehooks/payloads/internal/events_f"
+	events_g "forgehooks.dev/forgehooks/payloads/internal/events_g"
+	events_i "forgehooks.dev/forgehooks/payloads/internal/events_i"
+	events_l "forgehooks.dev/forgehooks/payloads/internal/events_l"
+	events_m "forgehooks.dev/forgehooks/payloads/internal/events_m"
+	events_o "forgehooks.dev/forgehooks/payloads/internal/events_o"
+	events_p "forgehooks.dev/forgehooks/payloads/internal/events_p"
+	events_r "forgehooks.dev/forgehooks/payloads/internal/events_r"
+	events_s "forgehooks.dev/forgehooks/payloads/internal/events_s"
+	events_t "forgehooks.dev/forgehooks/payloads/internal/events_t"
+	events_w "forgehooks.dev/forgehooks/payloads/internal/events_w"
 )
 
 // OnBranchProtectionConfigurationEvent registers h for every
 // "branch_protection_configuration" delivery, decoded into its action's struct,
 // or *BranchProtectionConfigurationUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnBranchProtectionConfigurationEvent(r Registrar, h func(context.Context, Event[BranchProtectionConfigurationEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_configuration", "branch_protection_configuration", group2.ParseBranchProtectionConfigurationEvent, h)
+// not know. Given actions (such as "disabled"), it registers h for those
+// actions only, with one listener: h gets BranchProtectionConfigurationEvent,
+// whose methods give what all the actions share. An action the schema does not
+// know panics. It returns the listener, for RemoveListener.
+func OnBranchProtectionConfigurationEvent(r Registrar, h func(context.Context, Event[BranchProtectionConfigurationEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnBranchProtectionConfigurationEvent", "branch_protection_configuration", IsKnownEventName, events_b.ParseBranchProtectionConfigurationEvent, h, actions)
 }
 
 // OnBranchProtectionConfigurationDisabledEvent registers h for
@@ -24,7 +38,7 @@ func OnBranchProtectionConfigurationEvent(r Registrar, h func(context.Context, E
 // *BranchProtectionConfigurationDisabledEvent. It returns the listener, for
 // RemoveListener.
 func OnBranchProtectionConfigurationDisabledEvent(r Registrar, h func(context.Context, Event[*BranchProtectionConfigurationDisabledEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_configuration.disabled", "branch_protection_configuration", group2.ParseBranchProtectionConfigurationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "branch_protection_configuration.disabled", "branch_protection_configuration", events_b.ParseBranchProtectionConfigurationEvent, h)
 }
 
 // OnBranchProtectionConfigurationEnabledEvent registers h for
@@ -32,15 +46,18 @@ func OnBranchProtectionConfigurationDisabledEvent(r Registrar, h func(context.Co
 // *BranchProtectionConfigurationEnabledEvent. It returns the listener, for
 // RemoveListener.
 func OnBranchProtectionConfigurationEnabledEvent(r Registrar, h func(context.Context, Event[*BranchProtectionConfigurationEnabledEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_configuration.enabled", "branch_protection_configuration", group2.ParseBranchProtectionConfigurationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "branch_protection_configuration.enabled", "branch_protection_configuration", events_b.ParseBranchProtectionConfigurationEvent, h)
 }
 
 // OnBranchProtectionRuleEvent registers h for every "branch_protection_rule"
 // delivery, decoded into its action's struct, or
-// *BranchProtectionRuleUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnBranchProtectionRuleEvent(r Registrar, h func(context.Context, Event[BranchProtectionRuleEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_rule", "branch_protection_rule", group3.ParseBranchProtectionRuleEvent, h)
+// *BranchProtectionRuleUnknownEvent for an action the schema does not know.
+// Given actions (such as "created"), it registers h for those actions only,
+// with one listener: h gets BranchProtectionRuleEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnBranchProtectionRuleEvent(r Registrar, h func(context.Context, Event[BranchProtectionRuleEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnBranchProtectionRuleEvent", "branch_protection_rule", IsKnownEventName, events_b.ParseBranchProtectionRuleEvent, h, actions)
 }
 
 // OnBranchProtectionRuleCreatedEvent registers h for
@@ -48,7 +65,7 @@ func OnBranchProtectionRuleEvent(r Registrar, h func(context.Context, Event[Bran
 // *BranchProtectionRuleCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnBranchProtectionRuleCreatedEvent(r Registrar, h func(context.Context, Event[*BranchProtectionRuleCreatedEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_rule.created", "branch_protection_rule", group3.ParseBranchProtectionRuleEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "branch_protection_rule.created", "branch_protection_rule", events_b.ParseBranchProtectionRuleEvent, h)
 }
 
 // OnBranchProtectionRuleDeletedEvent registers h for
@@ -56,7 +73,7 @@ func OnBranchProtectionRuleCreatedEvent(r Registrar, h func(context.Context, Eve
 // *BranchProtectionRuleDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnBranchProtectionRuleDeletedEvent(r Registrar, h func(context.Context, Event[*BranchProtectionRuleDeletedEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_rule.deleted", "branch_protection_rule", group3.ParseBranchProtectionRuleEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "branch_protection_rule.deleted", "branch_protection_rule", events_b.ParseBranchProtectionRuleEvent, h)
 }
 
 // OnBranchProtectionRuleEditedEvent registers h for
@@ -64,78 +81,87 @@ func OnBranchProtectionRuleDeletedEvent(r Registrar, h func(context.Context, Eve
 // *BranchProtectionRuleEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnBranchProtectionRuleEditedEvent(r Registrar, h func(context.Context, Event[*BranchProtectionRuleEditedEvent]) error) *emitter.Listener {
-	return on(r, "branch_protection_rule.edited", "branch_protection_rule", group3.ParseBranchProtectionRuleEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "branch_protection_rule.edited", "branch_protection_rule", events_b.ParseBranchProtectionRuleEvent, h)
 }
 
 // OnCheckRunEvent registers h for every "check_run" delivery, decoded into its
 // action's struct, or *CheckRunUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnCheckRunEvent(r Registrar, h func(context.Context, Event[CheckRunEvent]) error) *emitter.Listener {
-	return on(r, "check_run", "check_run", group3.ParseCheckRunEvent, h)
+// know. Given actions (such as "completed"), it registers h for those actions
+// only, with one listener: h gets CheckRunEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnCheckRunEvent(r Registrar, h func(context.Context, Event[CheckRunEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnCheckRunEvent", "check_run", IsKnownEventName, events_c.ParseCheckRunEvent, h, actions)
 }
 
 // OnCheckRunCompletedEvent registers h for "check_run.completed" deliveries,
 // decoded into *CheckRunCompletedEvent. It returns the listener, for
 // RemoveListener.
 func OnCheckRunCompletedEvent(r Registrar, h func(context.Context, Event[*CheckRunCompletedEvent]) error) *emitter.Listener {
-	return on(r, "check_run.completed", "check_run", group3.ParseCheckRunEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "check_run.completed", "check_run", events_c.ParseCheckRunEvent, h)
 }
 
 // OnCheckRunCreatedEvent registers h for "check_run.created" deliveries,
 // decoded into *CheckRunCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnCheckRunCreatedEvent(r Registrar, h func(context.Context, Event[*CheckRunCreatedEvent]) error) *emitter.Listener {
-	return on(r, "check_run.created", "check_run", group3.ParseCheckRunEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "check_run.created", "check_run", events_c.ParseCheckRunEvent, h)
 }
 
 // OnCheckRunRequestedActionEvent registers h for "check_run.requested_action"
 // deliveries, decoded into *CheckRunRequestedActionEvent. It returns the
 // listener, for RemoveListener.
 func OnCheckRunRequestedActionEvent(r Registrar, h func(context.Context, Event[*CheckRunRequestedActionEvent]) error) *emitter.Listener {
-	return on(r, "check_run.requested_action", "check_run", group3.ParseCheckRunEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "check_run.requested_action", "check_run", events_c.ParseCheckRunEvent, h)
 }
 
 // OnCheckRunRerequestedEvent registers h for "check_run.rerequested"
 // deliveries, decoded into *CheckRunRerequestedEvent. It returns the listener,
 // for RemoveListener.
 func OnCheckRunRerequestedEvent(r Registrar, h func(context.Context, Event[*CheckRunRerequestedEvent]) error) *emitter.Listener {
-	return on(r, "check_run.rerequested", "check_run", group3.ParseCheckRunEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "check_run.rerequested", "check_run", events_c.ParseCheckRunEvent, h)
 }
 
 // OnCheckSuiteEvent registers h for every "check_suite" delivery, decoded into
 // its action's struct, or *CheckSuiteUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnCheckSuiteEvent(r Registrar, h func(context.Context, Event[CheckSuiteEvent]) error) *emitter.Listener {
-	return on(r, "check_suite", "check_suite", group2.ParseCheckSuiteEvent, h)
+// not know. Given actions (such as "completed"), it registers h for those
+// actions only, with one listener: h gets CheckSuiteEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnCheckSuiteEvent(r Registrar, h func(context.Context, Event[CheckSuiteEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnCheckSuiteEvent", "check_suite", IsKnownEventName, events_c.ParseCheckSuiteEvent, h, actions)
 }
 
 // OnCheckSuiteCompletedEvent registers h for "check_suite.completed"
 // deliveries, decoded into *CheckSuiteCompletedEvent. It returns the listener,
 // for RemoveListener.
 func OnCheckSuiteCompletedEvent(r Registrar, h func(context.Context, Event[*CheckSuiteCompletedEvent]) error) *emitter.Listener {
-	return on(r, "check_suite.completed", "check_suite", group2.ParseCheckSuiteEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "check_suite.completed", "check_suite", events_c.ParseCheckSuiteEvent, h)
 }
 
 // OnCheckSuiteRequestedEvent registers h for "check_suite.requested"
 // deliveries, decoded into *CheckSuiteRequestedEvent. It returns the listener,
 // for RemoveListener.
 func OnCheckSuiteRequestedEvent(r Registrar, h func(context.Context, Event[*CheckSuiteRequestedEvent]) error) *emitter.Listener {
-	return on(r, "check_suite.requested", "check_suite", group2.ParseCheckSuiteEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "check_suite.requested", "check_suite", events_c.ParseCheckSuiteEvent, h)
 }
 
 // OnCheckSuiteRerequestedEvent registers h for "check_suite.rerequested"
 // deliveries, decoded into *CheckSuiteRerequestedEvent. It returns the
 // listener, for RemoveListener.
 func OnCheckSuiteRerequestedEvent(r Registrar, h func(context.Context, Event[*CheckSuiteRerequestedEvent]) error) *emitter.Listener {
-	return on(r, "check_suite.rerequested", "check_suite", group2.ParseCheckSuiteEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "check_suite.rerequested", "check_suite", events_c.ParseCheckSuiteEvent, h)
 }
 
 // OnCodeScanningAlertEvent registers h for every "code_scanning_alert"
 // delivery, decoded into its action's struct, or *CodeScanningAlertUnknownEvent
-// for an action the schema does not know. It returns the listener, for
-// RemoveListener.
-func OnCodeScanningAlertEvent(r Registrar, h func(context.Context, Event[CodeScanningAlertEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert", "code_scanning_alert", group2.ParseCodeScanningAlertEvent, h)
+// for an action the schema does not know. Given actions (such as
+// "appeared_in_branch"), it registers h for those actions only, with one
+// listener: h gets CodeScanningAlertEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnCodeScanningAlertEvent(r Registrar, h func(context.Context, Event[CodeScanningAlertEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnCodeScanningAlertEvent", "code_scanning_alert", IsKnownEventName, events_c.ParseCodeScanningAlertEvent, h, actions)
 }
 
 // OnCodeScanningAlertAppearedInBranchEvent registers h for
@@ -143,7 +169,7 @@ func OnCodeScanningAlertEvent(r Registrar, h func(context.Context, Event[CodeSca
 // *CodeScanningAlertAppearedInBranchEvent. It returns the listener, for
 // RemoveListener.
 func OnCodeScanningAlertAppearedInBranchEvent(r Registrar, h func(context.Context, Event[*CodeScanningAlertAppearedInBranchEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert.appeared_in_branch", "code_scanning_alert", group2.ParseCodeScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.appeared_in_branch", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
 }
 
 // OnCodeScanningAlertClosedByUserEvent registers h for
@@ -151,28 +177,28 @@ func OnCodeScanningAlertAppearedInBranchEvent(r Registrar, h func(context.Contex
 // *CodeScanningAlertClosedByUserEvent. It returns the listener, for
 // RemoveListener.
 func OnCodeScanningAlertClosedByUserEvent(r Registrar, h func(context.Context, Event[*CodeScanningAlertClosedByUserEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert.closed_by_user", "code_scanning_alert", group2.ParseCodeScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.closed_by_user", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
 }
 
 // OnCodeScanningAlertCreatedEvent registers h for "code_scanning_alert.created"
 // deliveries, decoded into *CodeScanningAlertCreatedEvent. It returns the
 // listener, for RemoveListener.
 func OnCodeScanningAlertCreatedEvent(r Registrar, h func(context.Context, Event[*CodeScanningAlertCreatedEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert.created", "code_scanning_alert", group2.ParseCodeScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.created", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
 }
 
 // OnCodeScanningAlertFixedEvent registers h for "code_scanning_alert.fixed"
 // deliveries, decoded into *CodeScanningAlertFixedEvent. It returns the
 // listener, for RemoveListener.
 func OnCodeScanningAlertFixedEvent(r Registrar, h func(context.Context, Event[*CodeScanningAlertFixedEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert.fixed", "code_scanning_alert", group2.ParseCodeScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.fixed", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
 }
 
 // OnCodeScanningAlertReopenedEvent registers h for
 // "code_scanning_alert.reopened" deliveries, decoded into
 // *CodeScanningAlertReopenedEvent. It returns the listener, for RemoveListener.
 func OnCodeScanningAlertReopenedEvent(r Registrar, h func(context.Context, Event[*CodeScanningAlertReopenedEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert.reopened", "code_scanning_alert", group2.ParseCodeScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.reopened", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
 }
 
 // OnCodeScanningAlertReopenedByUserEvent registers h for
@@ -180,48 +206,54 @@ func OnCodeScanningAlertReopenedEvent(r Registrar, h func(context.Context, Event
 // *CodeScanningAlertReopenedByUserEvent. It returns the listener, for
 // RemoveListener.
 func OnCodeScanningAlertReopenedByUserEvent(r Registrar, h func(context.Context, Event[*CodeScanningAlertReopenedByUserEvent]) error) *emitter.Listener {
-	return on(r, "code_scanning_alert.reopened_by_user", "code_scanning_alert", group2.ParseCodeScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.reopened_by_user", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
 }
 
 // OnCommitCommentEvent registers h for every "commit_comment" delivery, decoded
 // into its action's struct, or *CommitCommentUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnCommitCommentEvent(r Registrar, h func(context.Context, Event[CommitCommentEvent]) error) *emitter.Listener {
-	return on(r, "commit_comment", "commit_comment", group3.ParseCommitCommentEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets CommitCommentEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnCommitCommentEvent(r Registrar, h func(context.Context, Event[CommitCommentEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnCommitCommentEvent", "commit_comment", IsKnownEventName, events_c.ParseCommitCommentEvent, h, actions)
 }
 
 // OnCommitCommentCreatedEvent registers h for "commit_comment.created"
 // deliveries, decoded into *CommitCommentCreatedEvent. It returns the listener,
 // for RemoveListener.
 func OnCommitCommentCreatedEvent(r Registrar, h func(context.Context, Event[*CommitCommentCreatedEvent]) error) *emitter.Listener {
-	return on(r, "commit_comment.created", "commit_comment", group3.ParseCommitCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "commit_comment.created", "commit_comment", events_c.ParseCommitCommentEvent, h)
 }
 
 // OnCreateEvent registers h for "create" deliveries, decoded into *CreateEvent.
 // It returns the listener, for RemoveListener.
 func OnCreateEvent(r Registrar, h func(context.Context, Event[*CreateEvent]) error) *emitter.Listener {
-	return on(r, "create", "create", group4.ParseCreateEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "create", "create", events_c.ParseCreateEvent, h)
 }
 
 // OnCustomPropertyEvent registers h for every "custom_property" delivery,
 // decoded into its action's struct, or *CustomPropertyUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnCustomPropertyEvent(r Registrar, h func(context.Context, Event[CustomPropertyEvent]) error) *emitter.Listener {
-	return on(r, "custom_property", "custom_property", group2.ParseCustomPropertyEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// CustomPropertyEvent, whose methods give what all the actions share. An action
+// the schema does not know panics. It returns the listener, for RemoveListener.
+func OnCustomPropertyEvent(r Registrar, h func(context.Context, Event[CustomPropertyEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnCustomPropertyEvent", "custom_property", IsKnownEventName, events_c.ParseCustomPropertyEvent, h, actions)
 }
 
 // OnCustomPropertyCreatedEvent registers h for "custom_property.created"
 // deliveries, decoded into *CustomPropertyCreatedEvent. It returns the
 // listener, for RemoveListener.
 func OnCustomPropertyCreatedEvent(r Registrar, h func(context.Context, Event[*CustomPropertyCreatedEvent]) error) *emitter.Listener {
-	return on(r, "custom_property.created", "custom_property", group2.ParseCustomPropertyEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "custom_property.created", "custom_property", events_c.ParseCustomPropertyEvent, h)
 }
 
 // OnCustomPropertyDeletedEvent registers h for "custom_property.deleted"
 // deliveries, decoded into *CustomPropertyDeletedEvent. It returns the
 // listener, for RemoveListener.
 func OnCustomPropertyDeletedEvent(r Registrar, h func(context.Context, Event[*CustomPropertyDeletedEvent]) error) *emitter.Listener {
-	return on(r, "custom_property.deleted", "custom_property", group2.ParseCustomPropertyEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "custom_property.deleted", "custom_property", events_c.ParseCustomPropertyEvent, h)
 }
 
 // OnCustomPropertyPromoteToEnterpriseEvent registers h for
@@ -229,22 +261,25 @@ func OnCustomPropertyDeletedEvent(r Registrar, h func(context.Context, Event[*Cu
 // *CustomPropertyPromoteToEnterpriseEvent. It returns the listener, for
 // RemoveListener.
 func OnCustomPropertyPromoteToEnterpriseEvent(r Registrar, h func(context.Context, Event[*CustomPropertyPromoteToEnterpriseEvent]) error) *emitter.Listener {
-	return on(r, "custom_property.promote_to_enterprise", "custom_property", group2.ParseCustomPropertyEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "custom_property.promote_to_enterprise", "custom_property", events_c.ParseCustomPropertyEvent, h)
 }
 
 // OnCustomPropertyUpdatedEvent registers h for "custom_property.updated"
 // deliveries, decoded into *CustomPropertyUpdatedEvent. It returns the
 // listener, for RemoveListener.
 func OnCustomPropertyUpdatedEvent(r Registrar, h func(context.Context, Event[*CustomPropertyUpdatedEvent]) error) *emitter.Listener {
-	return on(r, "custom_property.updated", "custom_property", group2.ParseCustomPropertyEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "custom_property.updated", "custom_property", events_c.ParseCustomPropertyEvent, h)
 }
 
 // OnCustomPropertyValuesEvent registers h for every "custom_property_values"
 // delivery, decoded into its action's struct, or
-// *CustomPropertyValuesUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnCustomPropertyValuesEvent(r Registrar, h func(context.Context, Event[CustomPropertyValuesEvent]) error) *emitter.Listener {
-	return on(r, "custom_property_values", "custom_property_values", group4.ParseCustomPropertyValuesEvent, h)
+// *CustomPropertyValuesUnknownEvent for an action the schema does not know.
+// Given actions (such as "updated"), it registers h for those actions only,
+// with one listener: h gets CustomPropertyValuesEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnCustomPropertyValuesEvent(r Registrar, h func(context.Context, Event[CustomPropertyValuesEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnCustomPropertyValuesEvent", "custom_property_values", IsKnownEventName, events_c.ParseCustomPropertyValuesEvent, h, actions)
 }
 
 // OnCustomPropertyValuesUpdatedEvent registers h for
@@ -252,20 +287,24 @@ func OnCustomPropertyValuesEvent(r Registrar, h func(context.Context, Event[Cust
 // *CustomPropertyValuesUpdatedEvent. It returns the listener, for
 // RemoveListener.
 func OnCustomPropertyValuesUpdatedEvent(r Registrar, h func(context.Context, Event[*CustomPropertyValuesUpdatedEvent]) error) *emitter.Listener {
-	return on(r, "custom_property_values.updated", "custom_property_values", group4.ParseCustomPropertyValuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "custom_property_values.updated", "custom_property_values", events_c.ParseCustomPropertyValuesEvent, h)
 }
 
 // OnDeleteEvent registers h for "delete" deliveries, decoded into *DeleteEvent.
 // It returns the listener, for RemoveListener.
 func OnDeleteEvent(r Registrar, h func(context.Context, Event[*DeleteEvent]) error) *emitter.Listener {
-	return on(r, "delete", "delete", group4.ParseDeleteEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "delete", "delete", events_d.ParseDeleteEvent, h)
 }
 
 // OnDependabotAlertEvent registers h for every "dependabot_alert" delivery,
 // decoded into its action's struct, or *DependabotAlertUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDependabotAlertEvent(r Registrar, h func(context.Context, Event[DependabotAlertEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+// action the schema does not know. Given actions (such as "auto_dismissed"), it
+// registers h for those actions only, with one listener: h gets
+// DependabotAlertEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDependabotAlertEvent(r Registrar, h func(context.Context, Event[DependabotAlertEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDependabotAlertEvent", "dependabot_alert", IsKnownEventName, events_d.ParseDependabotAlertEvent, h, actions)
 }
 
 // OnDependabotAlertAutoDismissedEvent registers h for
@@ -273,7 +312,7 @@ func OnDependabotAlertEvent(r Registrar, h func(context.Context, Event[Dependabo
 // *DependabotAlertAutoDismissedEvent. It returns the listener, for
 // RemoveListener.
 func OnDependabotAlertAutoDismissedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertAutoDismissedEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert.auto_dismissed", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.auto_dismissed", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDependabotAlertAutoReopenedEvent registers h for
@@ -281,28 +320,28 @@ func OnDependabotAlertAutoDismissedEvent(r Registrar, h func(context.Context, Ev
 // *DependabotAlertAutoReopenedEvent. It returns the listener, for
 // RemoveListener.
 func OnDependabotAlertAutoReopenedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertAutoReopenedEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert.auto_reopened", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.auto_reopened", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDependabotAlertCreatedEvent registers h for "dependabot_alert.created"
 // deliveries, decoded into *DependabotAlertCreatedEvent. It returns the
 // listener, for RemoveListener.
 func OnDependabotAlertCreatedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertCreatedEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert.created", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.created", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDependabotAlertDismissedEvent registers h for "dependabot_alert.dismissed"
 // deliveries, decoded into *DependabotAlertDismissedEvent. It returns the
 // listener, for RemoveListener.
 func OnDependabotAlertDismissedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertDismissedEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert.dismissed", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.dismissed", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDependabotAlertFixedEvent registers h for "dependabot_alert.fixed"
 // deliveries, decoded into *DependabotAlertFixedEvent. It returns the listener,
 // for RemoveListener.
 func OnDependabotAlertFixedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertFixedEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert.fixed", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.fixed", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDependabotAlertReintroducedEvent registers h for
@@ -310,57 +349,66 @@ func OnDependabotAlertFixedEvent(r Registrar, h func(context.Context, Event[*Dep
 // *DependabotAlertReintroducedEvent. It returns the listener, for
 // RemoveListener.
 func OnDependabotAlertReintroducedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertReintroducedEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert.reintroduced", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.reintroduced", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDependabotAlertReopenedEvent registers h for "dependabot_alert.reopened"
 // deliveries, decoded into *DependabotAlertReopenedEvent. It returns the
 // listener, for RemoveListener.
 func OnDependabotAlertReopenedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertReopenedEvent]) error) *emitter.Listener {
-	return on(r, "dependabot_alert.reopened", "dependabot_alert", group4.ParseDependabotAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.reopened", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDeployKeyEvent registers h for every "deploy_key" delivery, decoded into
 // its action's struct, or *DeployKeyUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnDeployKeyEvent(r Registrar, h func(context.Context, Event[DeployKeyEvent]) error) *emitter.Listener {
-	return on(r, "deploy_key", "deploy_key", group4.ParseDeployKeyEvent, h)
+// not know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets DeployKeyEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnDeployKeyEvent(r Registrar, h func(context.Context, Event[DeployKeyEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDeployKeyEvent", "deploy_key", IsKnownEventName, events_d.ParseDeployKeyEvent, h, actions)
 }
 
 // OnDeployKeyCreatedEvent registers h for "deploy_key.created" deliveries,
 // decoded into *DeployKeyCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnDeployKeyCreatedEvent(r Registrar, h func(context.Context, Event[*DeployKeyCreatedEvent]) error) *emitter.Listener {
-	return on(r, "deploy_key.created", "deploy_key", group4.ParseDeployKeyEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deploy_key.created", "deploy_key", events_d.ParseDeployKeyEvent, h)
 }
 
 // OnDeployKeyDeletedEvent registers h for "deploy_key.deleted" deliveries,
 // decoded into *DeployKeyDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnDeployKeyDeletedEvent(r Registrar, h func(context.Context, Event[*DeployKeyDeletedEvent]) error) *emitter.Listener {
-	return on(r, "deploy_key.deleted", "deploy_key", group4.ParseDeployKeyEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deploy_key.deleted", "deploy_key", events_d.ParseDeployKeyEvent, h)
 }
 
 // OnDeploymentEvent registers h for every "deployment" delivery, decoded into
 // its action's struct, or *DeploymentUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnDeploymentEvent(r Registrar, h func(context.Context, Event[DeploymentEvent]) error) *emitter.Listener {
-	return on(r, "deployment", "deployment", group1.ParseDeploymentEvent, h)
+// not know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets DeploymentEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnDeploymentEvent(r Registrar, h func(context.Context, Event[DeploymentEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDeploymentEvent", "deployment", IsKnownEventName, events_d.ParseDeploymentEvent, h, actions)
 }
 
 // OnDeploymentCreatedEvent registers h for "deployment.created" deliveries,
 // decoded into *DeploymentCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnDeploymentCreatedEvent(r Registrar, h func(context.Context, Event[*DeploymentCreatedEvent]) error) *emitter.Listener {
-	return on(r, "deployment.created", "deployment", group1.ParseDeploymentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deployment.created", "deployment", events_d.ParseDeploymentEvent, h)
 }
 
 // OnDeploymentProtectionRuleEvent registers h for every
 // "deployment_protection_rule" delivery, decoded into its action's struct, or
 // *DeploymentProtectionRuleUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnDeploymentProtectionRuleEvent(r Registrar, h func(context.Context, Event[DeploymentProtectionRuleEvent]) error) *emitter.Listener {
-	return on(r, "deployment_protection_rule", "deployment_protection_rule", group3.ParseDeploymentProtectionRuleEvent, h)
+// Given actions (such as "requested"), it registers h for those actions only,
+// with one listener: h gets DeploymentProtectionRuleEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnDeploymentProtectionRuleEvent(r Registrar, h func(context.Context, Event[DeploymentProtectionRuleEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDeploymentProtectionRuleEvent", "deployment_protection_rule", IsKnownEventName, events_d.ParseDeploymentProtectionRuleEvent, h, actions)
 }
 
 // OnDeploymentProtectionRuleRequestedEvent registers h for
@@ -368,203 +416,221 @@ func OnDeploymentProtectionRuleEvent(r Registrar, h func(context.Context, Event[
 // *DeploymentProtectionRuleRequestedEvent. It returns the listener, for
 // RemoveListener.
 func OnDeploymentProtectionRuleRequestedEvent(r Registrar, h func(context.Context, Event[*DeploymentProtectionRuleRequestedEvent]) error) *emitter.Listener {
-	return on(r, "deployment_protection_rule.requested", "deployment_protection_rule", group3.ParseDeploymentProtectionRuleEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deployment_protection_rule.requested", "deployment_protection_rule", events_d.ParseDeploymentProtectionRuleEvent, h)
 }
 
 // OnDeploymentReviewEvent registers h for every "deployment_review" delivery,
 // decoded into its action's struct, or *DeploymentReviewUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDeploymentReviewEvent(r Registrar, h func(context.Context, Event[DeploymentReviewEvent]) error) *emitter.Listener {
-	return on(r, "deployment_review", "deployment_review", group1.ParseDeploymentReviewEvent, h)
+// action the schema does not know. Given actions (such as "approved"), it
+// registers h for those actions only, with one listener: h gets
+// DeploymentReviewEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDeploymentReviewEvent(r Registrar, h func(context.Context, Event[DeploymentReviewEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDeploymentReviewEvent", "deployment_review", IsKnownEventName, events_d.ParseDeploymentReviewEvent, h, actions)
 }
 
 // OnDeploymentReviewApprovedEvent registers h for "deployment_review.approved"
 // deliveries, decoded into *DeploymentReviewApprovedEvent. It returns the
 // listener, for RemoveListener.
 func OnDeploymentReviewApprovedEvent(r Registrar, h func(context.Context, Event[*DeploymentReviewApprovedEvent]) error) *emitter.Listener {
-	return on(r, "deployment_review.approved", "deployment_review", group1.ParseDeploymentReviewEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deployment_review.approved", "deployment_review", events_d.ParseDeploymentReviewEvent, h)
 }
 
 // OnDeploymentReviewRejectedEvent registers h for "deployment_review.rejected"
 // deliveries, decoded into *DeploymentReviewRejectedEvent. It returns the
 // listener, for RemoveListener.
 func OnDeploymentReviewRejectedEvent(r Registrar, h func(context.Context, Event[*DeploymentReviewRejectedEvent]) error) *emitter.Listener {
-	return on(r, "deployment_review.rejected", "deployment_review", group1.ParseDeploymentReviewEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deployment_review.rejected", "deployment_review", events_d.ParseDeploymentReviewEvent, h)
 }
 
 // OnDeploymentReviewRequestedEvent registers h for
 // "deployment_review.requested" deliveries, decoded into
 // *DeploymentReviewRequestedEvent. It returns the listener, for RemoveListener.
 func OnDeploymentReviewRequestedEvent(r Registrar, h func(context.Context, Event[*DeploymentReviewRequestedEvent]) error) *emitter.Listener {
-	return on(r, "deployment_review.requested", "deployment_review", group1.ParseDeploymentReviewEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deployment_review.requested", "deployment_review", events_d.ParseDeploymentReviewEvent, h)
 }
 
 // OnDeploymentStatusEvent registers h for every "deployment_status" delivery,
 // decoded into its action's struct, or *DeploymentStatusUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDeploymentStatusEvent(r Registrar, h func(context.Context, Event[DeploymentStatusEvent]) error) *emitter.Listener {
-	return on(r, "deployment_status", "deployment_status", group3.ParseDeploymentStatusEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// DeploymentStatusEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDeploymentStatusEvent(r Registrar, h func(context.Context, Event[DeploymentStatusEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDeploymentStatusEvent", "deployment_status", IsKnownEventName, events_d.ParseDeploymentStatusEvent, h, actions)
 }
 
 // OnDeploymentStatusCreatedEvent registers h for "deployment_status.created"
 // deliveries, decoded into *DeploymentStatusCreatedEvent. It returns the
 // listener, for RemoveListener.
 func OnDeploymentStatusCreatedEvent(r Registrar, h func(context.Context, Event[*DeploymentStatusCreatedEvent]) error) *emitter.Listener {
-	return on(r, "deployment_status.created", "deployment_status", group3.ParseDeploymentStatusEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "deployment_status.created", "deployment_status", events_d.ParseDeploymentStatusEvent, h)
 }
 
 // OnDiscussionEvent registers h for every "discussion" delivery, decoded into
 // its action's struct, or *DiscussionUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnDiscussionEvent(r Registrar, h func(context.Context, Event[DiscussionEvent]) error) *emitter.Listener {
-	return on(r, "discussion", "discussion", group4.ParseDiscussionEvent, h)
+// not know. Given actions (such as "answered"), it registers h for those
+// actions only, with one listener: h gets DiscussionEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnDiscussionEvent(r Registrar, h func(context.Context, Event[DiscussionEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDiscussionEvent", "discussion", IsKnownEventName, events_d.ParseDiscussionEvent, h, actions)
 }
 
 // OnDiscussionAnsweredEvent registers h for "discussion.answered" deliveries,
 // decoded into *DiscussionAnsweredEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionAnsweredEvent(r Registrar, h func(context.Context, Event[*DiscussionAnsweredEvent]) error) *emitter.Listener {
-	return on(r, "discussion.answered", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.answered", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionCategoryChangedEvent registers h for
 // "discussion.category_changed" deliveries, decoded into
 // *DiscussionCategoryChangedEvent. It returns the listener, for RemoveListener.
 func OnDiscussionCategoryChangedEvent(r Registrar, h func(context.Context, Event[*DiscussionCategoryChangedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.category_changed", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.category_changed", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionClosedEvent registers h for "discussion.closed" deliveries,
 // decoded into *DiscussionClosedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionClosedEvent(r Registrar, h func(context.Context, Event[*DiscussionClosedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.closed", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.closed", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionCreatedEvent registers h for "discussion.created" deliveries,
 // decoded into *DiscussionCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionCreatedEvent(r Registrar, h func(context.Context, Event[*DiscussionCreatedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.created", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.created", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionDeletedEvent registers h for "discussion.deleted" deliveries,
 // decoded into *DiscussionDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionDeletedEvent(r Registrar, h func(context.Context, Event[*DiscussionDeletedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.deleted", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.deleted", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionEditedEvent registers h for "discussion.edited" deliveries,
 // decoded into *DiscussionEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionEditedEvent(r Registrar, h func(context.Context, Event[*DiscussionEditedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.edited", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.edited", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionLabeledEvent registers h for "discussion.labeled" deliveries,
 // decoded into *DiscussionLabeledEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionLabeledEvent(r Registrar, h func(context.Context, Event[*DiscussionLabeledEvent]) error) *emitter.Listener {
-	return on(r, "discussion.labeled", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.labeled", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionLockedEvent registers h for "discussion.locked" deliveries,
 // decoded into *DiscussionLockedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionLockedEvent(r Registrar, h func(context.Context, Event[*DiscussionLockedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.locked", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.locked", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionPinnedEvent registers h for "discussion.pinned" deliveries,
 // decoded into *DiscussionPinnedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionPinnedEvent(r Registrar, h func(context.Context, Event[*DiscussionPinnedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.pinned", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.pinned", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionReopenedEvent registers h for "discussion.reopened" deliveries,
 // decoded into *DiscussionReopenedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionReopenedEvent(r Registrar, h func(context.Context, Event[*DiscussionReopenedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.reopened", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.reopened", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionTransferredEvent registers h for "discussion.transferred"
 // deliveries, decoded into *DiscussionTransferredEvent. It returns the
 // listener, for RemoveListener.
 func OnDiscussionTransferredEvent(r Registrar, h func(context.Context, Event[*DiscussionTransferredEvent]) error) *emitter.Listener {
-	return on(r, "discussion.transferred", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.transferred", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionUnansweredEvent registers h for "discussion.unanswered"
 // deliveries, decoded into *DiscussionUnansweredEvent. It returns the listener,
 // for RemoveListener.
 func OnDiscussionUnansweredEvent(r Registrar, h func(context.Context, Event[*DiscussionUnansweredEvent]) error) *emitter.Listener {
-	return on(r, "discussion.unanswered", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.unanswered", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionUnlabeledEvent registers h for "discussion.unlabeled" deliveries,
 // decoded into *DiscussionUnlabeledEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionUnlabeledEvent(r Registrar, h func(context.Context, Event[*DiscussionUnlabeledEvent]) error) *emitter.Listener {
-	return on(r, "discussion.unlabeled", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.unlabeled", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionUnlockedEvent registers h for "discussion.unlocked" deliveries,
 // decoded into *DiscussionUnlockedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionUnlockedEvent(r Registrar, h func(context.Context, Event[*DiscussionUnlockedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.unlocked", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.unlocked", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionUnpinnedEvent registers h for "discussion.unpinned" deliveries,
 // decoded into *DiscussionUnpinnedEvent. It returns the listener, for
 // RemoveListener.
 func OnDiscussionUnpinnedEvent(r Registrar, h func(context.Context, Event[*DiscussionUnpinnedEvent]) error) *emitter.Listener {
-	return on(r, "discussion.unpinned", "discussion", group4.ParseDiscussionEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion.unpinned", "discussion", events_d.ParseDiscussionEvent, h)
 }
 
 // OnDiscussionCommentEvent registers h for every "discussion_comment" delivery,
 // decoded into its action's struct, or *DiscussionCommentUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnDiscussionCommentEvent(r Registrar, h func(context.Context, Event[DiscussionCommentEvent]) error) *emitter.Listener {
-	return on(r, "discussion_comment", "discussion_comment", group1.ParseDiscussionCommentEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// DiscussionCommentEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnDiscussionCommentEvent(r Registrar, h func(context.Context, Event[DiscussionCommentEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDiscussionCommentEvent", "discussion_comment", IsKnownEventName, events_d.ParseDiscussionCommentEvent, h, actions)
 }
 
 // OnDiscussionCommentCreatedEvent registers h for "discussion_comment.created"
 // deliveries, decoded into *DiscussionCommentCreatedEvent. It returns the
 // listener, for RemoveListener.
 func OnDiscussionCommentCreatedEvent(r Registrar, h func(context.Context, Event[*DiscussionCommentCreatedEvent]) error) *emitter.Listener {
-	return on(r, "discussion_comment.created", "discussion_comment", group1.ParseDiscussionCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion_comment.created", "discussion_comment", events_d.ParseDiscussionCommentEvent, h)
 }
 
 // OnDiscussionCommentDeletedEvent registers h for "discussion_comment.deleted"
 // deliveries, decoded into *DiscussionCommentDeletedEvent. It returns the
 // listener, for RemoveListener.
 func OnDiscussionCommentDeletedEvent(r Registrar, h func(context.Context, Event[*DiscussionCommentDeletedEvent]) error) *emitter.Listener {
-	return on(r, "discussion_comment.deleted", "discussion_comment", group1.ParseDiscussionCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion_comment.deleted", "discussion_comment", events_d.ParseDiscussionCommentEvent, h)
 }
 
 // OnDiscussionCommentEditedEvent registers h for "discussion_comment.edited"
 // deliveries, decoded into *DiscussionCommentEditedEvent. It returns the
 // listener, for RemoveListener.
 func OnDiscussionCommentEditedEvent(r Registrar, h func(context.Context, Event[*DiscussionCommentEditedEvent]) error) *emitter.Listener {
-	return on(r, "discussion_comment.edited", "discussion_comment", group1.ParseDiscussionCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion_comment.edited", "discussion_comment", events_d.ParseDiscussionCommentEvent, h)
 }
 
 // OnForkEvent registers h for "fork" deliveries, decoded into *ForkEvent. It
 // returns the listener, for RemoveListener.
 func OnForkEvent(r Registrar, h func(context.Context, Event[*ForkEvent]) error) *emitter.Listener {
-	return on(r, "fork", "fork", group3.ParseForkEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "fork", "fork", events_f.ParseForkEvent, h)
 }
 
 // OnGithubAppAuthorizationEvent registers h for every
 // "github_app_authorization" delivery, decoded into its action's struct, or
 // *GithubAppAuthorizationUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnGithubAppAuthorizationEvent(r Registrar, h func(context.Context, Event[GithubAppAuthorizationEvent]) error) *emitter.Listener {
-	return on(r, "github_app_authorization", "github_app_authorization", group2.ParseGithubAppAuthorizationEvent, h)
+// Given actions (such as "revoked"), it registers h for those actions only,
+// with one listener: h gets GithubAppAuthorizationEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnGithubAppAuthorizationEvent(r Registrar, h func(context.Context, Event[GithubAppAuthorizationEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnGithubAppAuthorizationEvent", "github_app_authorization", IsKnownEventName, events_g.ParseGithubAppAuthorizationEvent, h, actions)
 }
 
 // OnGithubAppAuthorizationRevokedEvent registers h for
@@ -572,34 +638,37 @@ func OnGithubAppAuthorizationEvent(r Registrar, h func(context.Context, Event[Gi
 // *GithubAppAuthorizationRevokedEvent. It returns the listener, for
 // RemoveListener.
 func OnGithubAppAuthorizationRevokedEvent(r Registrar, h func(context.Context, Event[*GithubAppAuthorizationRevokedEvent]) error) *emitter.Listener {
-	return on(r, "github_app_authorization.revoked", "github_app_authorization", group2.ParseGithubAppAuthorizationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "github_app_authorization.revoked", "github_app_authorization", events_g.ParseGithubAppAuthorizationEvent, h)
 }
 
 // OnGollumEvent registers h for "gollum" deliveries, decoded into *GollumEvent.
 // It returns the listener, for RemoveListener.
 func OnGollumEvent(r Registrar, h func(context.Context, Event[*GollumEvent]) error) *emitter.Listener {
-	return on(r, "gollum", "gollum", group1.ParseGollumEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "gollum", "gollum", events_g.ParseGollumEvent, h)
 }
 
 // OnInstallationEvent registers h for every "installation" delivery, decoded
 // into its action's struct, or *InstallationUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnInstallationEvent(r Registrar, h func(context.Context, Event[InstallationEvent]) error) *emitter.Listener {
-	return on(r, "installation", "installation", group3.ParseInstallationEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets InstallationEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnInstallationEvent(r Registrar, h func(context.Context, Event[InstallationEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnInstallationEvent", "installation", IsKnownEventName, events_i.ParseInstallationEvent, h, actions)
 }
 
 // OnInstallationCreatedEvent registers h for "installation.created" deliveries,
 // decoded into *InstallationCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnInstallationCreatedEvent(r Registrar, h func(context.Context, Event[*InstallationCreatedEvent]) error) *emitter.Listener {
-	return on(r, "installation.created", "installation", group3.ParseInstallationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation.created", "installation", events_i.ParseInstallationEvent, h)
 }
 
 // OnInstallationDeletedEvent registers h for "installation.deleted" deliveries,
 // decoded into *InstallationDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnInstallationDeletedEvent(r Registrar, h func(context.Context, Event[*InstallationDeletedEvent]) error) *emitter.Listener {
-	return on(r, "installation.deleted", "installation", group3.ParseInstallationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation.deleted", "installation", events_i.ParseInstallationEvent, h)
 }
 
 // OnInstallationNewPermissionsAcceptedEvent registers h for
@@ -607,29 +676,32 @@ func OnInstallationDeletedEvent(r Registrar, h func(context.Context, Event[*Inst
 // *InstallationNewPermissionsAcceptedEvent. It returns the listener, for
 // RemoveListener.
 func OnInstallationNewPermissionsAcceptedEvent(r Registrar, h func(context.Context, Event[*InstallationNewPermissionsAcceptedEvent]) error) *emitter.Listener {
-	return on(r, "installation.new_permissions_accepted", "installation", group3.ParseInstallationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation.new_permissions_accepted", "installation", events_i.ParseInstallationEvent, h)
 }
 
 // OnInstallationSuspendEvent registers h for "installation.suspend" deliveries,
 // decoded into *InstallationSuspendEvent. It returns the listener, for
 // RemoveListener.
 func OnInstallationSuspendEvent(r Registrar, h func(context.Context, Event[*InstallationSuspendEvent]) error) *emitter.Listener {
-	return on(r, "installation.suspend", "installation", group3.ParseInstallationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation.suspend", "installation", events_i.ParseInstallationEvent, h)
 }
 
 // OnInstallationUnsuspendEvent registers h for "installation.unsuspend"
 // deliveries, decoded into *InstallationUnsuspendEvent. It returns the
 // listener, for RemoveListener.
 func OnInstallationUnsuspendEvent(r Registrar, h func(context.Context, Event[*InstallationUnsuspendEvent]) error) *emitter.Listener {
-	return on(r, "installation.unsuspend", "installation", group3.ParseInstallationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation.unsuspend", "installation", events_i.ParseInstallationEvent, h)
 }
 
 // OnInstallationRepositoriesEvent registers h for every
 // "installation_repositories" delivery, decoded into its action's struct, or
 // *InstallationRepositoriesUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnInstallationRepositoriesEvent(r Registrar, h func(context.Context, Event[InstallationRepositoriesEvent]) error) *emitter.Listener {
-	return on(r, "installation_repositories", "installation_repositories", group1.ParseInstallationRepositoriesEvent, h)
+// Given actions (such as "added"), it registers h for those actions only, with
+// one listener: h gets InstallationRepositoriesEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnInstallationRepositoriesEvent(r Registrar, h func(context.Context, Event[InstallationRepositoriesEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnInstallationRepositoriesEvent", "installation_repositories", IsKnownEventName, events_i.ParseInstallationRepositoriesEvent, h, actions)
 }
 
 // OnInstallationRepositoriesAddedEvent registers h for
@@ -637,7 +709,7 @@ func OnInstallationRepositoriesEvent(r Registrar, h func(context.Context, Event[
 // *InstallationRepositoriesAddedEvent. It returns the listener, for
 // RemoveListener.
 func OnInstallationRepositoriesAddedEvent(r Registrar, h func(context.Context, Event[*InstallationRepositoriesAddedEvent]) error) *emitter.Listener {
-	return on(r, "installation_repositories.added", "installation_repositories", group1.ParseInstallationRepositoriesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation_repositories.added", "installation_repositories", events_i.ParseInstallationRepositoriesEvent, h)
 }
 
 // OnInstallationRepositoriesRemovedEvent registers h for
@@ -645,57 +717,67 @@ func OnInstallationRepositoriesAddedEvent(r Registrar, h func(context.Context, E
 // *InstallationRepositoriesRemovedEvent. It returns the listener, for
 // RemoveListener.
 func OnInstallationRepositoriesRemovedEvent(r Registrar, h func(context.Context, Event[*InstallationRepositoriesRemovedEvent]) error) *emitter.Listener {
-	return on(r, "installation_repositories.removed", "installation_repositories", group1.ParseInstallationRepositoriesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation_repositories.removed", "installation_repositories", events_i.ParseInstallationRepositoriesEvent, h)
 }
 
 // OnInstallationTargetEvent registers h for every "installation_target"
 // delivery, decoded into its action's struct, or
-// *InstallationTargetUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnInstallationTargetEvent(r Registrar, h func(context.Context, Event[InstallationTargetEvent]) error) *emitter.Listener {
-	return on(r, "installation_target", "installation_target", group3.ParseInstallationTargetEvent, h)
+// *InstallationTargetUnknownEvent for an action the schema does not know. Given
+// actions (such as "renamed"), it registers h for those actions only, with one
+// listener: h gets InstallationTargetEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnInstallationTargetEvent(r Registrar, h func(context.Context, Event[InstallationTargetEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnInstallationTargetEvent", "installation_target", IsKnownEventName, events_i.ParseInstallationTargetEvent, h, actions)
 }
 
 // OnInstallationTargetRenamedEvent registers h for
 // "installation_target.renamed" deliveries, decoded into
 // *InstallationTargetRenamedEvent. It returns the listener, for RemoveListener.
 func OnInstallationTargetRenamedEvent(r Registrar, h func(context.Context, Event[*InstallationTargetRenamedEvent]) error) *emitter.Listener {
-	return on(r, "installation_target.renamed", "installation_target", group3.ParseInstallationTargetEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "installation_target.renamed", "installation_target", events_i.ParseInstallationTargetEvent, h)
 }
 
 // OnIssueCommentEvent registers h for every "issue_comment" delivery, decoded
 // into its action's struct, or *IssueCommentUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnIssueCommentEvent(r Registrar, h func(context.Context, Event[IssueCommentEvent]) error) *emitter.Listener {
-	return on(r, "issue_comment", "issue_comment", group1.ParseIssueCommentEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets IssueCommentEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnIssueCommentEvent(r Registrar, h func(context.Context, Event[IssueCommentEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnIssueCommentEvent", "issue_comment", IsKnownEventName, events_i.ParseIssueCommentEvent, h, actions)
 }
 
 // OnIssueCommentCreatedEvent registers h for "issue_comment.created"
 // deliveries, decoded into *IssueCommentCreatedEvent. It returns the listener,
 // for RemoveListener.
 func OnIssueCommentCreatedEvent(r Registrar, h func(context.Context, Event[*IssueCommentCreatedEvent]) error) *emitter.Listener {
-	return on(r, "issue_comment.created", "issue_comment", group1.ParseIssueCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_comment.created", "issue_comment", events_i.ParseIssueCommentEvent, h)
 }
 
 // OnIssueCommentDeletedEvent registers h for "issue_comment.deleted"
 // deliveries, decoded into *IssueCommentDeletedEvent. It returns the listener,
 // for RemoveListener.
 func OnIssueCommentDeletedEvent(r Registrar, h func(context.Context, Event[*IssueCommentDeletedEvent]) error) *emitter.Listener {
-	return on(r, "issue_comment.deleted", "issue_comment", group1.ParseIssueCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_comment.deleted", "issue_comment", events_i.ParseIssueCommentEvent, h)
 }
 
 // OnIssueCommentEditedEvent registers h for "issue_comment.edited" deliveries,
 // decoded into *IssueCommentEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssueCommentEditedEvent(r Registrar, h func(context.Context, Event[*IssueCommentEditedEvent]) error) *emitter.Listener {
-	return on(r, "issue_comment.edited", "issue_comment", group1.ParseIssueCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_comment.edited", "issue_comment", events_i.ParseIssueCommentEvent, h)
 }
 
 // OnIssueDependenciesEvent registers h for every "issue_dependencies" delivery,
 // decoded into its action's struct, or *IssueDependenciesUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnIssueDependenciesEvent(r Registrar, h func(context.Context, Event[IssueDependenciesEvent]) error) *emitter.Listener {
-	return on(r, "issue_dependencies", "issue_dependencies", group1.ParseIssueDependenciesEvent, h)
+// action the schema does not know. Given actions (such as "blocked_by_added"),
+// it registers h for those actions only, with one listener: h gets
+// IssueDependenciesEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnIssueDependenciesEvent(r Registrar, h func(context.Context, Event[IssueDependenciesEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnIssueDependenciesEvent", "issue_dependencies", IsKnownEventName, events_i.ParseIssueDependenciesEvent, h, actions)
 }
 
 // OnIssueDependenciesBlockedByAddedEvent registers h for
@@ -703,7 +785,7 @@ func OnIssueDependenciesEvent(r Registrar, h func(context.Context, Event[IssueDe
 // *IssueDependenciesBlockedByAddedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssueDependenciesBlockedByAddedEvent(r Registrar, h func(context.Context, Event[*IssueDependenciesBlockedByAddedEvent]) error) *emitter.Listener {
-	return on(r, "issue_dependencies.blocked_by_added", "issue_dependencies", group1.ParseIssueDependenciesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_dependencies.blocked_by_added", "issue_dependencies", events_i.ParseIssueDependenciesEvent, h)
 }
 
 // OnIssueDependenciesBlockedByRemovedEvent registers h for
@@ -711,7 +793,7 @@ func OnIssueDependenciesBlockedByAddedEvent(r Registrar, h func(context.Context,
 // *IssueDependenciesBlockedByRemovedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssueDependenciesBlockedByRemovedEvent(r Registrar, h func(context.Context, Event[*IssueDependenciesBlockedByRemovedEvent]) error) *emitter.Listener {
-	return on(r, "issue_dependencies.blocked_by_removed", "issue_dependencies", group1.ParseIssueDependenciesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_dependencies.blocked_by_removed", "issue_dependencies", events_i.ParseIssueDependenciesEvent, h)
 }
 
 // OnIssueDependenciesBlockingAddedEvent registers h for
@@ -719,7 +801,7 @@ func OnIssueDependenciesBlockedByRemovedEvent(r Registrar, h func(context.Contex
 // *IssueDependenciesBlockingAddedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssueDependenciesBlockingAddedEvent(r Registrar, h func(context.Context, Event[*IssueDependenciesBlockingAddedEvent]) error) *emitter.Listener {
-	return on(r, "issue_dependencies.blocking_added", "issue_dependencies", group1.ParseIssueDependenciesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_dependencies.blocking_added", "issue_dependencies", events_i.ParseIssueDependenciesEvent, h)
 }
 
 // OnIssueDependenciesBlockingRemovedEvent registers h for
@@ -727,159 +809,168 @@ func OnIssueDependenciesBlockingAddedEvent(r Registrar, h func(context.Context, 
 // *IssueDependenciesBlockingRemovedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssueDependenciesBlockingRemovedEvent(r Registrar, h func(context.Context, Event[*IssueDependenciesBlockingRemovedEvent]) error) *emitter.Listener {
-	return on(r, "issue_dependencies.blocking_removed", "issue_dependencies", group1.ParseIssueDependenciesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_dependencies.blocking_removed", "issue_dependencies", events_i.ParseIssueDependenciesEvent, h)
 }
 
 // OnIssuesEvent registers h for every "issues" delivery, decoded into its
 // action's struct, or *IssuesUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnIssuesEvent(r Registrar, h func(context.Context, Event[IssuesEvent]) error) *emitter.Listener {
-	return on(r, "issues", "issues", group4.ParseIssuesEvent, h)
+// know. Given actions (such as "assigned"), it registers h for those actions
+// only, with one listener: h gets IssuesEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnIssuesEvent(r Registrar, h func(context.Context, Event[IssuesEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnIssuesEvent", "issues", IsKnownEventName, events_i.ParseIssuesEvent, h, actions)
 }
 
 // OnIssuesAssignedEvent registers h for "issues.assigned" deliveries, decoded
 // into *IssuesAssignedEvent. It returns the listener, for RemoveListener.
 func OnIssuesAssignedEvent(r Registrar, h func(context.Context, Event[*IssuesAssignedEvent]) error) *emitter.Listener {
-	return on(r, "issues.assigned", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.assigned", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesClosedEvent registers h for "issues.closed" deliveries, decoded into
 // *IssuesClosedEvent. It returns the listener, for RemoveListener.
 func OnIssuesClosedEvent(r Registrar, h func(context.Context, Event[*IssuesClosedEvent]) error) *emitter.Listener {
-	return on(r, "issues.closed", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.closed", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesDeletedEvent registers h for "issues.deleted" deliveries, decoded
 // into *IssuesDeletedEvent. It returns the listener, for RemoveListener.
 func OnIssuesDeletedEvent(r Registrar, h func(context.Context, Event[*IssuesDeletedEvent]) error) *emitter.Listener {
-	return on(r, "issues.deleted", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.deleted", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesDemilestonedEvent registers h for "issues.demilestoned" deliveries,
 // decoded into *IssuesDemilestonedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssuesDemilestonedEvent(r Registrar, h func(context.Context, Event[*IssuesDemilestonedEvent]) error) *emitter.Listener {
-	return on(r, "issues.demilestoned", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.demilestoned", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesEditedEvent registers h for "issues.edited" deliveries, decoded into
 // *IssuesEditedEvent. It returns the listener, for RemoveListener.
 func OnIssuesEditedEvent(r Registrar, h func(context.Context, Event[*IssuesEditedEvent]) error) *emitter.Listener {
-	return on(r, "issues.edited", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.edited", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesLabeledEvent registers h for "issues.labeled" deliveries, decoded
 // into *IssuesLabeledEvent. It returns the listener, for RemoveListener.
 func OnIssuesLabeledEvent(r Registrar, h func(context.Context, Event[*IssuesLabeledEvent]) error) *emitter.Listener {
-	return on(r, "issues.labeled", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.labeled", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesLockedEvent registers h for "issues.locked" deliveries, decoded into
 // *IssuesLockedEvent. It returns the listener, for RemoveListener.
 func OnIssuesLockedEvent(r Registrar, h func(context.Context, Event[*IssuesLockedEvent]) error) *emitter.Listener {
-	return on(r, "issues.locked", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.locked", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesMilestonedEvent registers h for "issues.milestoned" deliveries,
 // decoded into *IssuesMilestonedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssuesMilestonedEvent(r Registrar, h func(context.Context, Event[*IssuesMilestonedEvent]) error) *emitter.Listener {
-	return on(r, "issues.milestoned", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.milestoned", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesOpenedEvent registers h for "issues.opened" deliveries, decoded into
 // *IssuesOpenedEvent. It returns the listener, for RemoveListener.
 func OnIssuesOpenedEvent(r Registrar, h func(context.Context, Event[*IssuesOpenedEvent]) error) *emitter.Listener {
-	return on(r, "issues.opened", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.opened", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesPinnedEvent registers h for "issues.pinned" deliveries, decoded into
 // *IssuesPinnedEvent. It returns the listener, for RemoveListener.
 func OnIssuesPinnedEvent(r Registrar, h func(context.Context, Event[*IssuesPinnedEvent]) error) *emitter.Listener {
-	return on(r, "issues.pinned", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.pinned", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesReopenedEvent registers h for "issues.reopened" deliveries, decoded
 // into *IssuesReopenedEvent. It returns the listener, for RemoveListener.
 func OnIssuesReopenedEvent(r Registrar, h func(context.Context, Event[*IssuesReopenedEvent]) error) *emitter.Listener {
-	return on(r, "issues.reopened", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.reopened", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesTransferredEvent registers h for "issues.transferred" deliveries,
 // decoded into *IssuesTransferredEvent. It returns the listener, for
 // RemoveListener.
 func OnIssuesTransferredEvent(r Registrar, h func(context.Context, Event[*IssuesTransferredEvent]) error) *emitter.Listener {
-	return on(r, "issues.transferred", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.transferred", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesTypedEvent registers h for "issues.typed" deliveries, decoded into
 // *IssuesTypedEvent. It returns the listener, for RemoveListener.
 func OnIssuesTypedEvent(r Registrar, h func(context.Context, Event[*IssuesTypedEvent]) error) *emitter.Listener {
-	return on(r, "issues.typed", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.typed", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesUnassignedEvent registers h for "issues.unassigned" deliveries,
 // decoded into *IssuesUnassignedEvent. It returns the listener, for
 // RemoveListener.
 func OnIssuesUnassignedEvent(r Registrar, h func(context.Context, Event[*IssuesUnassignedEvent]) error) *emitter.Listener {
-	return on(r, "issues.unassigned", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.unassigned", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesUnlabeledEvent registers h for "issues.unlabeled" deliveries, decoded
 // into *IssuesUnlabeledEvent. It returns the listener, for RemoveListener.
 func OnIssuesUnlabeledEvent(r Registrar, h func(context.Context, Event[*IssuesUnlabeledEvent]) error) *emitter.Listener {
-	return on(r, "issues.unlabeled", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.unlabeled", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesUnlockedEvent registers h for "issues.unlocked" deliveries, decoded
 // into *IssuesUnlockedEvent. It returns the listener, for RemoveListener.
 func OnIssuesUnlockedEvent(r Registrar, h func(context.Context, Event[*IssuesUnlockedEvent]) error) *emitter.Listener {
-	return on(r, "issues.unlocked", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.unlocked", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesUnpinnedEvent registers h for "issues.unpinned" deliveries, decoded
 // into *IssuesUnpinnedEvent. It returns the listener, for RemoveListener.
 func OnIssuesUnpinnedEvent(r Registrar, h func(context.Context, Event[*IssuesUnpinnedEvent]) error) *emitter.Listener {
-	return on(r, "issues.unpinned", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.unpinned", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesUntypedEvent registers h for "issues.untyped" deliveries, decoded
 // into *IssuesUntypedEvent. It returns the listener, for RemoveListener.
 func OnIssuesUntypedEvent(r Registrar, h func(context.Context, Event[*IssuesUntypedEvent]) error) *emitter.Listener {
-	return on(r, "issues.untyped", "issues", group4.ParseIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.untyped", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnLabelEvent registers h for every "label" delivery, decoded into its
 // action's struct, or *LabelUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnLabelEvent(r Registrar, h func(context.Context, Event[LabelEvent]) error) *emitter.Listener {
-	return on(r, "label", "label", group1.ParseLabelEvent, h)
+// know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets LabelEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnLabelEvent(r Registrar, h func(context.Context, Event[LabelEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnLabelEvent", "label", IsKnownEventName, events_l.ParseLabelEvent, h, actions)
 }
 
 // OnLabelCreatedEvent registers h for "label.created" deliveries, decoded into
 // *LabelCreatedEvent. It returns the listener, for RemoveListener.
 func OnLabelCreatedEvent(r Registrar, h func(context.Context, Event[*LabelCreatedEvent]) error) *emitter.Listener {
-	return on(r, "label.created", "label", group1.ParseLabelEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.created", "label", events_l.ParseLabelEvent, h)
 }
 
 // OnLabelDeletedEvent registers h for "label.deleted" deliveries, decoded into
 // *LabelDeletedEvent. It returns the listener, for RemoveListener.
 func OnLabelDeletedEvent(r Registrar, h func(context.Context, Event[*LabelDeletedEvent]) error) *emitter.Listener {
-	return on(r, "label.deleted", "label", group1.ParseLabelEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.deleted", "label", events_l.ParseLabelEvent, h)
 }
 
 // OnLabelEditedEvent registers h for "label.edited" deliveries, decoded into
 // *LabelEditedEvent. It returns the listener, for RemoveListener.
 func OnLabelEditedEvent(r Registrar, h func(context.Context, Event[*LabelEditedEvent]) error) *emitter.Listener {
-	return on(r, "label.edited", "label", group1.ParseLabelEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.edited", "label", events_l.ParseLabelEvent, h)
 }
 
 // OnMarketplacePurchaseEvent registers h for every "marketplace_purchase"
 // delivery, decoded into its action's struct, or
-// *MarketplacePurchaseUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnMarketplacePurchaseEvent(r Registrar, h func(context.Context, Event[MarketplacePurchaseEvent]) error) *emitter.Listener {
-	return on(r, "marketplace_purchase", "marketplace_purchase", group1.ParseMarketplacePurchaseEvent, h)
+// *MarketplacePurchaseUnknownEvent for an action the schema does not know.
+// Given actions (such as "cancelled"), it registers h for those actions only,
+// with one listener: h gets MarketplacePurchaseEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnMarketplacePurchaseEvent(r Registrar, h func(context.Context, Event[MarketplacePurchaseEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnMarketplacePurchaseEvent", "marketplace_purchase", IsKnownEventName, events_m.ParseMarketplacePurchaseEvent, h, actions)
 }
 
 // OnMarketplacePurchaseCancelledEvent registers h for
@@ -887,7 +978,7 @@ func OnMarketplacePurchaseEvent(r Registrar, h func(context.Context, Event[Marke
 // *MarketplacePurchaseCancelledEvent. It returns the listener, for
 // RemoveListener.
 func OnMarketplacePurchaseCancelledEvent(r Registrar, h func(context.Context, Event[*MarketplacePurchaseCancelledEvent]) error) *emitter.Listener {
-	return on(r, "marketplace_purchase.cancelled", "marketplace_purchase", group1.ParseMarketplacePurchaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "marketplace_purchase.cancelled", "marketplace_purchase", events_m.ParseMarketplacePurchaseEvent, h)
 }
 
 // OnMarketplacePurchaseChangedEvent registers h for
@@ -895,7 +986,7 @@ func OnMarketplacePurchaseCancelledEvent(r Registrar, h func(context.Context, Ev
 // *MarketplacePurchaseChangedEvent. It returns the listener, for
 // RemoveListener.
 func OnMarketplacePurchaseChangedEvent(r Registrar, h func(context.Context, Event[*MarketplacePurchaseChangedEvent]) error) *emitter.Listener {
-	return on(r, "marketplace_purchase.changed", "marketplace_purchase", group1.ParseMarketplacePurchaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "marketplace_purchase.changed", "marketplace_purchase", events_m.ParseMarketplacePurchaseEvent, h)
 }
 
 // OnMarketplacePurchasePendingChangeEvent registers h for
@@ -903,7 +994,7 @@ func OnMarketplacePurchaseChangedEvent(r Registrar, h func(context.Context, Even
 // *MarketplacePurchasePendingChangeEvent. It returns the listener, for
 // RemoveListener.
 func OnMarketplacePurchasePendingChangeEvent(r Registrar, h func(context.Context, Event[*MarketplacePurchasePendingChangeEvent]) error) *emitter.Listener {
-	return on(r, "marketplace_purchase.pending_change", "marketplace_purchase", group1.ParseMarketplacePurchaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "marketplace_purchase.pending_change", "marketplace_purchase", events_m.ParseMarketplacePurchaseEvent, h)
 }
 
 // OnMarketplacePurchasePendingChangeCancelledEvent registers h for
@@ -911,7 +1002,7 @@ func OnMarketplacePurchasePendingChangeEvent(r Registrar, h func(context.Context
 // *MarketplacePurchasePendingChangeCancelledEvent. It returns the listener, for
 // RemoveListener.
 func OnMarketplacePurchasePendingChangeCancelledEvent(r Registrar, h func(context.Context, Event[*MarketplacePurchasePendingChangeCancelledEvent]) error) *emitter.Listener {
-	return on(r, "marketplace_purchase.pending_change_cancelled", "marketplace_purchase", group1.ParseMarketplacePurchaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "marketplace_purchase.pending_change_cancelled", "marketplace_purchase", events_m.ParseMarketplacePurchaseEvent, h)
 }
 
 // OnMarketplacePurchasePurchasedEvent registers h for
@@ -919,222 +1010,249 @@ func OnMarketplacePurchasePendingChangeCancelledEvent(r Registrar, h func(contex
 // *MarketplacePurchasePurchasedEvent. It returns the listener, for
 // RemoveListener.
 func OnMarketplacePurchasePurchasedEvent(r Registrar, h func(context.Context, Event[*MarketplacePurchasePurchasedEvent]) error) *emitter.Listener {
-	return on(r, "marketplace_purchase.purchased", "marketplace_purchase", group1.ParseMarketplacePurchaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "marketplace_purchase.purchased", "marketplace_purchase", events_m.ParseMarketplacePurchaseEvent, h)
 }
 
 // OnMemberEvent registers h for every "member" delivery, decoded into its
 // action's struct, or *MemberUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnMemberEvent(r Registrar, h func(context.Context, Event[MemberEvent]) error) *emitter.Listener {
-	return on(r, "member", "member", group3.ParseMemberEvent, h)
+// know. Given actions (such as "added"), it registers h for those actions only,
+// with one listener: h gets MemberEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnMemberEvent(r Registrar, h func(context.Context, Event[MemberEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnMemberEvent", "member", IsKnownEventName, events_m.ParseMemberEvent, h, actions)
 }
 
 // OnMemberAddedEvent registers h for "member.added" deliveries, decoded into
 // *MemberAddedEvent. It returns the listener, for RemoveListener.
 func OnMemberAddedEvent(r Registrar, h func(context.Context, Event[*MemberAddedEvent]) error) *emitter.Listener {
-	return on(r, "member.added", "member", group3.ParseMemberEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "member.added", "member", events_m.ParseMemberEvent, h)
 }
 
 // OnMemberEditedEvent registers h for "member.edited" deliveries, decoded into
 // *MemberEditedEvent. It returns the listener, for RemoveListener.
 func OnMemberEditedEvent(r Registrar, h func(context.Context, Event[*MemberEditedEvent]) error) *emitter.Listener {
-	return on(r, "member.edited", "member", group3.ParseMemberEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "member.edited", "member", events_m.ParseMemberEvent, h)
 }
 
 // OnMemberRemovedEvent registers h for "member.removed" deliveries, decoded
 // into *MemberRemovedEvent. It returns the listener, for RemoveListener.
 func OnMemberRemovedEvent(r Registrar, h func(context.Context, Event[*MemberRemovedEvent]) error) *emitter.Listener {
-	return on(r, "member.removed", "member", group3.ParseMemberEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "member.removed", "member", events_m.ParseMemberEvent, h)
 }
 
 // OnMembershipEvent registers h for every "membership" delivery, decoded into
 // its action's struct, or *MembershipUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnMembershipEvent(r Registrar, h func(context.Context, Event[MembershipEvent]) error) *emitter.Listener {
-	return on(r, "membership", "membership", group4.ParseMembershipEvent, h)
+// not know. Given actions (such as "added"), it registers h for those actions
+// only, with one listener: h gets MembershipEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnMembershipEvent(r Registrar, h func(context.Context, Event[MembershipEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnMembershipEvent", "membership", IsKnownEventName, events_m.ParseMembershipEvent, h, actions)
 }
 
 // OnMembershipAddedEvent registers h for "membership.added" deliveries, decoded
 // into *MembershipAddedEvent. It returns the listener, for RemoveListener.
 func OnMembershipAddedEvent(r Registrar, h func(context.Context, Event[*MembershipAddedEvent]) error) *emitter.Listener {
-	return on(r, "membership.added", "membership", group4.ParseMembershipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "membership.added", "membership", events_m.ParseMembershipEvent, h)
 }
 
 // OnMembershipRemovedEvent registers h for "membership.removed" deliveries,
 // decoded into *MembershipRemovedEvent. It returns the listener, for
 // RemoveListener.
 func OnMembershipRemovedEvent(r Registrar, h func(context.Context, Event[*MembershipRemovedEvent]) error) *emitter.Listener {
-	return on(r, "membership.removed", "membership", group4.ParseMembershipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "membership.removed", "membership", events_m.ParseMembershipEvent, h)
 }
 
 // OnMergeGroupEvent registers h for every "merge_group" delivery, decoded into
 // its action's struct, or *MergeGroupUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnMergeGroupEvent(r Registrar, h func(context.Context, Event[MergeGroupEvent]) error) *emitter.Listener {
-	return on(r, "merge_group", "merge_group", group2.ParseMergeGroupEvent, h)
+// not know. Given actions (such as "checks_requested"), it registers h for
+// those actions only, with one listener: h gets MergeGroupEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnMergeGroupEvent(r Registrar, h func(context.Context, Event[MergeGroupEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnMergeGroupEvent", "merge_group", IsKnownEventName, events_m.ParseMergeGroupEvent, h, actions)
 }
 
 // OnMergeGroupChecksRequestedEvent registers h for
 // "merge_group.checks_requested" deliveries, decoded into
 // *MergeGroupChecksRequestedEvent. It returns the listener, for RemoveListener.
 func OnMergeGroupChecksRequestedEvent(r Registrar, h func(context.Context, Event[*MergeGroupChecksRequestedEvent]) error) *emitter.Listener {
-	return on(r, "merge_group.checks_requested", "merge_group", group2.ParseMergeGroupEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "merge_group.checks_requested", "merge_group", events_m.ParseMergeGroupEvent, h)
 }
 
 // OnMergeGroupDestroyedEvent registers h for "merge_group.destroyed"
 // deliveries, decoded into *MergeGroupDestroyedEvent. It returns the listener,
 // for RemoveListener.
 func OnMergeGroupDestroyedEvent(r Registrar, h func(context.Context, Event[*MergeGroupDestroyedEvent]) error) *emitter.Listener {
-	return on(r, "merge_group.destroyed", "merge_group", group2.ParseMergeGroupEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "merge_group.destroyed", "merge_group", events_m.ParseMergeGroupEvent, h)
 }
 
 // OnMetaEvent registers h for every "meta" delivery, decoded into its action's
-// struct, or *MetaUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnMetaEvent(r Registrar, h func(context.Context, Event[MetaEvent]) error) *emitter.Listener {
-	return on(r, "meta", "meta", group4.ParseMetaEvent, h)
+// struct, or *MetaUnknownEvent for an action the schema does not know. Given
+// actions (such as "deleted"), it registers h for those actions only, with one
+// listener: h gets MetaEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnMetaEvent(r Registrar, h func(context.Context, Event[MetaEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnMetaEvent", "meta", IsKnownEventName, events_m.ParseMetaEvent, h, actions)
 }
 
 // OnMetaDeletedEvent registers h for "meta.deleted" deliveries, decoded into
 // *MetaDeletedEvent. It returns the listener, for RemoveListener.
 func OnMetaDeletedEvent(r Registrar, h func(context.Context, Event[*MetaDeletedEvent]) error) *emitter.Listener {
-	return on(r, "meta.deleted", "meta", group4.ParseMetaEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "meta.deleted", "meta", events_m.ParseMetaEvent, h)
 }
 
 // OnMilestoneEvent registers h for every "milestone" delivery, decoded into its
 // action's struct, or *MilestoneUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnMilestoneEvent(r Registrar, h func(context.Context, Event[MilestoneEvent]) error) *emitter.Listener {
-	return on(r, "milestone", "milestone", group4.ParseMilestoneEvent, h)
+// know. Given actions (such as "closed"), it registers h for those actions
+// only, with one listener: h gets MilestoneEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnMilestoneEvent(r Registrar, h func(context.Context, Event[MilestoneEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnMilestoneEvent", "milestone", IsKnownEventName, events_m.ParseMilestoneEvent, h, actions)
 }
 
 // OnMilestoneClosedEvent registers h for "milestone.closed" deliveries, decoded
 // into *MilestoneClosedEvent. It returns the listener, for RemoveListener.
 func OnMilestoneClosedEvent(r Registrar, h func(context.Context, Event[*MilestoneClosedEvent]) error) *emitter.Listener {
-	return on(r, "milestone.closed", "milestone", group4.ParseMilestoneEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "milestone.closed", "milestone", events_m.ParseMilestoneEvent, h)
 }
 
 // OnMilestoneCreatedEvent registers h for "milestone.created" deliveries,
 // decoded into *MilestoneCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnMilestoneCreatedEvent(r Registrar, h func(context.Context, Event[*MilestoneCreatedEvent]) error) *emitter.Listener {
-	return on(r, "milestone.created", "milestone", group4.ParseMilestoneEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "milestone.created", "milestone", events_m.ParseMilestoneEvent, h)
 }
 
 // OnMilestoneDeletedEvent registers h for "milestone.deleted" deliveries,
 // decoded into *MilestoneDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnMilestoneDeletedEvent(r Registrar, h func(context.Context, Event[*MilestoneDeletedEvent]) error) *emitter.Listener {
-	return on(r, "milestone.deleted", "milestone", group4.ParseMilestoneEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "milestone.deleted", "milestone", events_m.ParseMilestoneEvent, h)
 }
 
 // OnMilestoneEditedEvent registers h for "milestone.edited" deliveries, decoded
 // into *MilestoneEditedEvent. It returns the listener, for RemoveListener.
 func OnMilestoneEditedEvent(r Registrar, h func(context.Context, Event[*MilestoneEditedEvent]) error) *emitter.Listener {
-	return on(r, "milestone.edited", "milestone", group4.ParseMilestoneEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "milestone.edited", "milestone", events_m.ParseMilestoneEvent, h)
 }
 
 // OnMilestoneOpenedEvent registers h for "milestone.opened" deliveries, decoded
 // into *MilestoneOpenedEvent. It returns the listener, for RemoveListener.
 func OnMilestoneOpenedEvent(r Registrar, h func(context.Context, Event[*MilestoneOpenedEvent]) error) *emitter.Listener {
-	return on(r, "milestone.opened", "milestone", group4.ParseMilestoneEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "milestone.opened", "milestone", events_m.ParseMilestoneEvent, h)
 }
 
 // OnOrgBlockEvent registers h for every "org_block" delivery, decoded into its
 // action's struct, or *OrgBlockUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnOrgBlockEvent(r Registrar, h func(context.Context, Event[OrgBlockEvent]) error) *emitter.Listener {
-	return on(r, "org_block", "org_block", group4.ParseOrgBlockEvent, h)
+// know. Given actions (such as "blocked"), it registers h for those actions
+// only, with one listener: h gets OrgBlockEvent, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnOrgBlockEvent(r Registrar, h func(context.Context, Event[OrgBlockEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnOrgBlockEvent", "org_block", IsKnownEventName, events_o.ParseOrgBlockEvent, h, actions)
 }
 
 // OnOrgBlockBlockedEvent registers h for "org_block.blocked" deliveries,
 // decoded into *OrgBlockBlockedEvent. It returns the listener, for
 // RemoveListener.
 func OnOrgBlockBlockedEvent(r Registrar, h func(context.Context, Event[*OrgBlockBlockedEvent]) error) *emitter.Listener {
-	return on(r, "org_block.blocked", "org_block", group4.ParseOrgBlockEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "org_block.blocked", "org_block", events_o.ParseOrgBlockEvent, h)
 }
 
 // OnOrgBlockUnblockedEvent registers h for "org_block.unblocked" deliveries,
 // decoded into *OrgBlockUnblockedEvent. It returns the listener, for
 // RemoveListener.
 func OnOrgBlockUnblockedEvent(r Registrar, h func(context.Context, Event[*OrgBlockUnblockedEvent]) error) *emitter.Listener {
-	return on(r, "org_block.unblocked", "org_block", group4.ParseOrgBlockEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "org_block.unblocked", "org_block", events_o.ParseOrgBlockEvent, h)
 }
 
 // OnOrganizationEvent registers h for every "organization" delivery, decoded
 // into its action's struct, or *OrganizationUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnOrganizationEvent(r Registrar, h func(context.Context, Event[OrganizationEvent]) error) *emitter.Listener {
-	return on(r, "organization", "organization", group1.ParseOrganizationEvent, h)
+// schema does not know. Given actions (such as "deleted"), it registers h for
+// those actions only, with one listener: h gets OrganizationEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnOrganizationEvent(r Registrar, h func(context.Context, Event[OrganizationEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnOrganizationEvent", "organization", IsKnownEventName, events_o.ParseOrganizationEvent, h, actions)
 }
 
 // OnOrganizationDeletedEvent registers h for "organization.deleted" deliveries,
 // decoded into *OrganizationDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnOrganizationDeletedEvent(r Registrar, h func(context.Context, Event[*OrganizationDeletedEvent]) error) *emitter.Listener {
-	return on(r, "organization.deleted", "organization", group1.ParseOrganizationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "organization.deleted", "organization", events_o.ParseOrganizationEvent, h)
 }
 
 // OnOrganizationMemberAddedEvent registers h for "organization.member_added"
 // deliveries, decoded into *OrganizationMemberAddedEvent. It returns the
 // listener, for RemoveListener.
 func OnOrganizationMemberAddedEvent(r Registrar, h func(context.Context, Event[*OrganizationMemberAddedEvent]) error) *emitter.Listener {
-	return on(r, "organization.member_added", "organization", group1.ParseOrganizationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "organization.member_added", "organization", events_o.ParseOrganizationEvent, h)
 }
 
 // OnOrganizationMemberInvitedEvent registers h for
 // "organization.member_invited" deliveries, decoded into
 // *OrganizationMemberInvitedEvent. It returns the listener, for RemoveListener.
 func OnOrganizationMemberInvitedEvent(r Registrar, h func(context.Context, Event[*OrganizationMemberInvitedEvent]) error) *emitter.Listener {
-	return on(r, "organization.member_invited", "organization", group1.ParseOrganizationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "organization.member_invited", "organization", events_o.ParseOrganizationEvent, h)
 }
 
 // OnOrganizationMemberRemovedEvent registers h for
 // "organization.member_removed" deliveries, decoded into
 // *OrganizationMemberRemovedEvent. It returns the listener, for RemoveListener.
 func OnOrganizationMemberRemovedEvent(r Registrar, h func(context.Context, Event[*OrganizationMemberRemovedEvent]) error) *emitter.Listener {
-	return on(r, "organization.member_removed", "organization", group1.ParseOrganizationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "organization.member_removed", "organization", events_o.ParseOrganizationEvent, h)
 }
 
 // OnOrganizationRenamedEvent registers h for "organization.renamed" deliveries,
 // decoded into *OrganizationRenamedEvent. It returns the listener, for
 // RemoveListener.
 func OnOrganizationRenamedEvent(r Registrar, h func(context.Context, Event[*OrganizationRenamedEvent]) error) *emitter.Listener {
-	return on(r, "organization.renamed", "organization", group1.ParseOrganizationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "organization.renamed", "organization", events_o.ParseOrganizationEvent, h)
 }
 
 // OnPackageEvent registers h for every "package" delivery, decoded into its
 // action's struct, or *PackageUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnPackageEvent(r Registrar, h func(context.Context, Event[PackageEvent]) error) *emitter.Listener {
-	return on(r, "package", "package", group1.ParsePackageEvent, h)
+// know. Given actions (such as "published"), it registers h for those actions
+// only, with one listener: h gets PackageEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnPackageEvent(r Registrar, h func(context.Context, Event[PackageEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnPackageEvent", "package", IsKnownEventName, events_p.ParsePackageEvent, h, actions)
 }
 
 // OnPackagePublishedEvent registers h for "package.published" deliveries,
 // decoded into *PackagePublishedEvent. It returns the listener, for
 // RemoveListener.
 func OnPackagePublishedEvent(r Registrar, h func(context.Context, Event[*PackagePublishedEvent]) error) *emitter.Listener {
-	return on(r, "package.published", "package", group1.ParsePackageEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "package.published", "package", events_p.ParsePackageEvent, h)
 }
 
 // OnPackageUpdatedEvent registers h for "package.updated" deliveries, decoded
 // into *PackageUpdatedEvent. It returns the listener, for RemoveListener.
 func OnPackageUpdatedEvent(r Registrar, h func(context.Context, Event[*PackageUpdatedEvent]) error) *emitter.Listener {
-	return on(r, "package.updated", "package", group1.ParsePackageEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "package.updated", "package", events_p.ParsePackageEvent, h)
 }
 
 // OnPageBuildEvent registers h for "page_build" deliveries, decoded into
 // *PageBuildEvent. It returns the listener, for RemoveListener.
 func OnPageBuildEvent(r Registrar, h func(context.Context, Event[*PageBuildEvent]) error) *emitter.Listener {
-	return on(r, "page_build", "page_build", group3.ParsePageBuildEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "page_build", "page_build", events_p.ParsePageBuildEvent, h)
 }
 
 // OnPersonalAccessTokenRequestEvent registers h for every
 // "personal_access_token_request" delivery, decoded into its action's struct,
 // or *PersonalAccessTokenRequestUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnPersonalAccessTokenRequestEvent(r Registrar, h func(context.Context, Event[PersonalAccessTokenRequestEvent]) error) *emitter.Listener {
-	return on(r, "personal_access_token_request", "personal_access_token_request", group1.ParsePersonalAccessTokenRequestEvent, h)
+// know. Given actions (such as "approved"), it registers h for those actions
+// only, with one listener: h gets PersonalAccessTokenRequestEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnPersonalAccessTokenRequestEvent(r Registrar, h func(context.Context, Event[PersonalAccessTokenRequestEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnPersonalAccessTokenRequestEvent", "personal_access_token_request", IsKnownEventName, events_p.ParsePersonalAccessTokenRequestEvent, h, actions)
 }
 
 // OnPersonalAccessTokenRequestApprovedEvent registers h for
@@ -1142,7 +1260,7 @@ func OnPersonalAccessTokenRequestEvent(r Registrar, h func(context.Context, Even
 // *PersonalAccessTokenRequestApprovedEvent. It returns the listener, for
 // RemoveListener.
 func OnPersonalAccessTokenRequestApprovedEvent(r Registrar, h func(context.Context, Event[*PersonalAccessTokenRequestApprovedEvent]) error) *emitter.Listener {
-	return on(r, "personal_access_token_request.approved", "personal_access_token_request", group1.ParsePersonalAccessTokenRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "personal_access_token_request.approved", "personal_access_token_request", events_p.ParsePersonalAccessTokenRequestEvent, h)
 }
 
 // OnPersonalAccessTokenRequestCancelledEvent registers h for
@@ -1150,7 +1268,7 @@ func OnPersonalAccessTokenRequestApprovedEvent(r Registrar, h func(context.Conte
 // *PersonalAccessTokenRequestCancelledEvent. It returns the listener, for
 // RemoveListener.
 func OnPersonalAccessTokenRequestCancelledEvent(r Registrar, h func(context.Context, Event[*PersonalAccessTokenRequestCancelledEvent]) error) *emitter.Listener {
-	return on(r, "personal_access_token_request.cancelled", "personal_access_token_request", group1.ParsePersonalAccessTokenRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "personal_access_token_request.cancelled", "personal_access_token_request", events_p.ParsePersonalAccessTokenRequestEvent, h)
 }
 
 // OnPersonalAccessTokenRequestCreatedEvent registers h for
@@ -1158,7 +1276,7 @@ func OnPersonalAccessTokenRequestCancelledEvent(r Registrar, h func(context.Cont
 // *PersonalAccessTokenRequestCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnPersonalAccessTokenRequestCreatedEvent(r Registrar, h func(context.Context, Event[*PersonalAccessTokenRequestCreatedEvent]) error) *emitter.Listener {
-	return on(r, "personal_access_token_request.created", "personal_access_token_request", group1.ParsePersonalAccessTokenRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "personal_access_token_request.created", "personal_access_token_request", events_p.ParsePersonalAccessTokenRequestEvent, h)
 }
 
 // OnPersonalAccessTokenRequestDeniedEvent registers h for
@@ -1166,233 +1284,251 @@ func OnPersonalAccessTokenRequestCreatedEvent(r Registrar, h func(context.Contex
 // *PersonalAccessTokenRequestDeniedEvent. It returns the listener, for
 // RemoveListener.
 func OnPersonalAccessTokenRequestDeniedEvent(r Registrar, h func(context.Context, Event[*PersonalAccessTokenRequestDeniedEvent]) error) *emitter.Listener {
-	return on(r, "personal_access_token_request.denied", "personal_access_token_request", group1.ParsePersonalAccessTokenRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "personal_access_token_request.denied", "personal_access_token_request", events_p.ParsePersonalAccessTokenRequestEvent, h)
 }
 
 // OnPingEvent registers h for "ping" deliveries, decoded into *PingEvent. It
 // returns the listener, for RemoveListener.
 func OnPingEvent(r Registrar, h func(context.Context, Event[*PingEvent]) error) *emitter.Listener {
-	return on(r, "ping", "ping", group1.ParsePingEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "ping", "ping", events_p.ParsePingEvent, h)
 }
 
 // OnProjectEvent registers h for every "project" delivery, decoded into its
 // action's struct, or *ProjectUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnProjectEvent(r Registrar, h func(context.Context, Event[ProjectEvent]) error) *emitter.Listener {
-	return on(r, "project", "project", group4.ParseProjectEvent, h)
+// know. Given actions (such as "closed"), it registers h for those actions
+// only, with one listener: h gets ProjectEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnProjectEvent(r Registrar, h func(context.Context, Event[ProjectEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnProjectEvent", "project", IsKnownEventName, events_p.ParseProjectEvent, h, actions)
 }
 
 // OnProjectClosedEvent registers h for "project.closed" deliveries, decoded
 // into *ProjectClosedEvent. It returns the listener, for RemoveListener.
 func OnProjectClosedEvent(r Registrar, h func(context.Context, Event[*ProjectClosedEvent]) error) *emitter.Listener {
-	return on(r, "project.closed", "project", group4.ParseProjectEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project.closed", "project", events_p.ParseProjectEvent, h)
 }
 
 // OnProjectCreatedEvent registers h for "project.created" deliveries, decoded
 // into *ProjectCreatedEvent. It returns the listener, for RemoveListener.
 func OnProjectCreatedEvent(r Registrar, h func(context.Context, Event[*ProjectCreatedEvent]) error) *emitter.Listener {
-	return on(r, "project.created", "project", group4.ParseProjectEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project.created", "project", events_p.ParseProjectEvent, h)
 }
 
 // OnProjectDeletedEvent registers h for "project.deleted" deliveries, decoded
 // into *ProjectDeletedEvent. It returns the listener, for RemoveListener.
 func OnProjectDeletedEvent(r Registrar, h func(context.Context, Event[*ProjectDeletedEvent]) error) *emitter.Listener {
-	return on(r, "project.deleted", "project", group4.ParseProjectEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project.deleted", "project", events_p.ParseProjectEvent, h)
 }
 
 // OnProjectEditedEvent registers h for "project.edited" deliveries, decoded
 // into *ProjectEditedEvent. It returns the listener, for RemoveListener.
 func OnProjectEditedEvent(r Registrar, h func(context.Context, Event[*ProjectEditedEvent]) error) *emitter.Listener {
-	return on(r, "project.edited", "project", group4.ParseProjectEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project.edited", "project", events_p.ParseProjectEvent, h)
 }
 
 // OnProjectReopenedEvent registers h for "project.reopened" deliveries, decoded
 // into *ProjectReopenedEvent. It returns the listener, for RemoveListener.
 func OnProjectReopenedEvent(r Registrar, h func(context.Context, Event[*ProjectReopenedEvent]) error) *emitter.Listener {
-	return on(r, "project.reopened", "project", group4.ParseProjectEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project.reopened", "project", events_p.ParseProjectEvent, h)
 }
 
 // OnProjectCardEvent registers h for every "project_card" delivery, decoded
 // into its action's struct, or *ProjectCardUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnProjectCardEvent(r Registrar, h func(context.Context, Event[ProjectCardEvent]) error) *emitter.Listener {
-	return on(r, "project_card", "project_card", group2.ParseProjectCardEvent, h)
+// schema does not know. Given actions (such as "converted"), it registers h for
+// those actions only, with one listener: h gets ProjectCardEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnProjectCardEvent(r Registrar, h func(context.Context, Event[ProjectCardEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnProjectCardEvent", "project_card", IsKnownEventName, events_p.ParseProjectCardEvent, h, actions)
 }
 
 // OnProjectCardConvertedEvent registers h for "project_card.converted"
 // deliveries, decoded into *ProjectCardConvertedEvent. It returns the listener,
 // for RemoveListener.
 func OnProjectCardConvertedEvent(r Registrar, h func(context.Context, Event[*ProjectCardConvertedEvent]) error) *emitter.Listener {
-	return on(r, "project_card.converted", "project_card", group2.ParseProjectCardEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_card.converted", "project_card", events_p.ParseProjectCardEvent, h)
 }
 
 // OnProjectCardCreatedEvent registers h for "project_card.created" deliveries,
 // decoded into *ProjectCardCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectCardCreatedEvent(r Registrar, h func(context.Context, Event[*ProjectCardCreatedEvent]) error) *emitter.Listener {
-	return on(r, "project_card.created", "project_card", group2.ParseProjectCardEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_card.created", "project_card", events_p.ParseProjectCardEvent, h)
 }
 
 // OnProjectCardDeletedEvent registers h for "project_card.deleted" deliveries,
 // decoded into *ProjectCardDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectCardDeletedEvent(r Registrar, h func(context.Context, Event[*ProjectCardDeletedEvent]) error) *emitter.Listener {
-	return on(r, "project_card.deleted", "project_card", group2.ParseProjectCardEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_card.deleted", "project_card", events_p.ParseProjectCardEvent, h)
 }
 
 // OnProjectCardEditedEvent registers h for "project_card.edited" deliveries,
 // decoded into *ProjectCardEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectCardEditedEvent(r Registrar, h func(context.Context, Event[*ProjectCardEditedEvent]) error) *emitter.Listener {
-	return on(r, "project_card.edited", "project_card", group2.ParseProjectCardEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_card.edited", "project_card", events_p.ParseProjectCardEvent, h)
 }
 
 // OnProjectCardMovedEvent registers h for "project_card.moved" deliveries,
 // decoded into *ProjectCardMovedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectCardMovedEvent(r Registrar, h func(context.Context, Event[*ProjectCardMovedEvent]) error) *emitter.Listener {
-	return on(r, "project_card.moved", "project_card", group2.ParseProjectCardEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_card.moved", "project_card", events_p.ParseProjectCardEvent, h)
 }
 
 // OnProjectColumnEvent registers h for every "project_column" delivery, decoded
 // into its action's struct, or *ProjectColumnUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnProjectColumnEvent(r Registrar, h func(context.Context, Event[ProjectColumnEvent]) error) *emitter.Listener {
-	return on(r, "project_column", "project_column", group3.ParseProjectColumnEvent, h)
+// schema does not know. Given actions (such as "created"), it registers h for
+// those actions only, with one listener: h gets ProjectColumnEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnProjectColumnEvent(r Registrar, h func(context.Context, Event[ProjectColumnEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnProjectColumnEvent", "project_column", IsKnownEventName, events_p.ParseProjectColumnEvent, h, actions)
 }
 
 // OnProjectColumnCreatedEvent registers h for "project_column.created"
 // deliveries, decoded into *ProjectColumnCreatedEvent. It returns the listener,
 // for RemoveListener.
 func OnProjectColumnCreatedEvent(r Registrar, h func(context.Context, Event[*ProjectColumnCreatedEvent]) error) *emitter.Listener {
-	return on(r, "project_column.created", "project_column", group3.ParseProjectColumnEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_column.created", "project_column", events_p.ParseProjectColumnEvent, h)
 }
 
 // OnProjectColumnDeletedEvent registers h for "project_column.deleted"
 // deliveries, decoded into *ProjectColumnDeletedEvent. It returns the listener,
 // for RemoveListener.
 func OnProjectColumnDeletedEvent(r Registrar, h func(context.Context, Event[*ProjectColumnDeletedEvent]) error) *emitter.Listener {
-	return on(r, "project_column.deleted", "project_column", group3.ParseProjectColumnEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_column.deleted", "project_column", events_p.ParseProjectColumnEvent, h)
 }
 
 // OnProjectColumnEditedEvent registers h for "project_column.edited"
 // deliveries, decoded into *ProjectColumnEditedEvent. It returns the listener,
 // for RemoveListener.
 func OnProjectColumnEditedEvent(r Registrar, h func(context.Context, Event[*ProjectColumnEditedEvent]) error) *emitter.Listener {
-	return on(r, "project_column.edited", "project_column", group3.ParseProjectColumnEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_column.edited", "project_column", events_p.ParseProjectColumnEvent, h)
 }
 
 // OnProjectColumnMovedEvent registers h for "project_column.moved" deliveries,
 // decoded into *ProjectColumnMovedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectColumnMovedEvent(r Registrar, h func(context.Context, Event[*ProjectColumnMovedEvent]) error) *emitter.Listener {
-	return on(r, "project_column.moved", "project_column", group3.ParseProjectColumnEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "project_column.moved", "project_column", events_p.ParseProjectColumnEvent, h)
 }
 
 // OnProjectsV2Event registers h for every "projects_v2" delivery, decoded into
 // its action's struct, or *ProjectsV2UnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnProjectsV2Event(r Registrar, h func(context.Context, Event[ProjectsV2Event]) error) *emitter.Listener {
-	return on(r, "projects_v2", "projects_v2", group2.ParseProjectsV2Event, h)
+// not know. Given actions (such as "closed"), it registers h for those actions
+// only, with one listener: h gets ProjectsV2Event, whose methods give what all
+// the actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnProjectsV2Event(r Registrar, h func(context.Context, Event[ProjectsV2Event]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnProjectsV2Event", "projects_v2", IsKnownEventName, events_p.ParseProjectsV2Event, h, actions)
 }
 
 // OnProjectsV2ClosedEvent registers h for "projects_v2.closed" deliveries,
 // decoded into *ProjectsV2ClosedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2ClosedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ClosedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2.closed", "projects_v2", group2.ParseProjectsV2Event, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2.closed", "projects_v2", events_p.ParseProjectsV2Event, h)
 }
 
 // OnProjectsV2CreatedEvent registers h for "projects_v2.created" deliveries,
 // decoded into *ProjectsV2CreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2CreatedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2CreatedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2.created", "projects_v2", group2.ParseProjectsV2Event, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2.created", "projects_v2", events_p.ParseProjectsV2Event, h)
 }
 
 // OnProjectsV2DeletedEvent registers h for "projects_v2.deleted" deliveries,
 // decoded into *ProjectsV2DeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2DeletedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2DeletedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2.deleted", "projects_v2", group2.ParseProjectsV2Event, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2.deleted", "projects_v2", events_p.ParseProjectsV2Event, h)
 }
 
 // OnProjectsV2EditedEvent registers h for "projects_v2.edited" deliveries,
 // decoded into *ProjectsV2EditedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2EditedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2EditedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2.edited", "projects_v2", group2.ParseProjectsV2Event, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2.edited", "projects_v2", events_p.ParseProjectsV2Event, h)
 }
 
 // OnProjectsV2ReopenedEvent registers h for "projects_v2.reopened" deliveries,
 // decoded into *ProjectsV2ReopenedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2ReopenedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ReopenedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2.reopened", "projects_v2", group2.ParseProjectsV2Event, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2.reopened", "projects_v2", events_p.ParseProjectsV2Event, h)
 }
 
 // OnProjectsV2ItemEvent registers h for every "projects_v2_item" delivery,
 // decoded into its action's struct, or *ProjectsV2ItemUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnProjectsV2ItemEvent(r Registrar, h func(context.Context, Event[ProjectsV2ItemEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+// action the schema does not know. Given actions (such as "archived"), it
+// registers h for those actions only, with one listener: h gets
+// ProjectsV2ItemEvent, whose methods give what all the actions share. An action
+// the schema does not know panics. It returns the listener, for RemoveListener.
+func OnProjectsV2ItemEvent(r Registrar, h func(context.Context, Event[ProjectsV2ItemEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnProjectsV2ItemEvent", "projects_v2_item", IsKnownEventName, events_p.ParseProjectsV2ItemEvent, h, actions)
 }
 
 // OnProjectsV2ItemArchivedEvent registers h for "projects_v2_item.archived"
 // deliveries, decoded into *ProjectsV2ItemArchivedEvent. It returns the
 // listener, for RemoveListener.
 func OnProjectsV2ItemArchivedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ItemArchivedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item.archived", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_item.archived", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
 }
 
 // OnProjectsV2ItemConvertedEvent registers h for "projects_v2_item.converted"
 // deliveries, decoded into *ProjectsV2ItemConvertedEvent. It returns the
 // listener, for RemoveListener.
 func OnProjectsV2ItemConvertedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ItemConvertedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item.converted", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_item.converted", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
 }
 
 // OnProjectsV2ItemCreatedEvent registers h for "projects_v2_item.created"
 // deliveries, decoded into *ProjectsV2ItemCreatedEvent. It returns the
 // listener, for RemoveListener.
 func OnProjectsV2ItemCreatedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ItemCreatedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item.created", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_item.created", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
 }
 
 // OnProjectsV2ItemDeletedEvent registers h for "projects_v2_item.deleted"
 // deliveries, decoded into *ProjectsV2ItemDeletedEvent. It returns the
 // listener, for RemoveListener.
 func OnProjectsV2ItemDeletedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ItemDeletedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item.deleted", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_item.deleted", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
 }
 
 // OnProjectsV2ItemEditedEvent registers h for "projects_v2_item.edited"
 // deliveries, decoded into *ProjectsV2ItemEditedEvent. It returns the listener,
 // for RemoveListener.
 func OnProjectsV2ItemEditedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ItemEditedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item.edited", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_item.edited", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
 }
 
 // OnProjectsV2ItemReorderedEvent registers h for "projects_v2_item.reordered"
 // deliveries, decoded into *ProjectsV2ItemReorderedEvent. It returns the
 // listener, for RemoveListener.
 func OnProjectsV2ItemReorderedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ItemReorderedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item.reordered", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_item.reordered", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
 }
 
 // OnProjectsV2ItemRestoredEvent registers h for "projects_v2_item.restored"
 // deliveries, decoded into *ProjectsV2ItemRestoredEvent. It returns the
 // listener, for RemoveListener.
 func OnProjectsV2ItemRestoredEvent(r Registrar, h func(context.Context, Event[*ProjectsV2ItemRestoredEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_item.restored", "projects_v2_item", group2.ParseProjectsV2ItemEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_item.restored", "projects_v2_item", events_p.ParseProjectsV2ItemEvent, h)
 }
 
 // OnProjectsV2StatusUpdateEvent registers h for every
 // "projects_v2_status_update" delivery, decoded into its action's struct, or
 // *ProjectsV2StatusUpdateUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnProjectsV2StatusUpdateEvent(r Registrar, h func(context.Context, Event[ProjectsV2StatusUpdateEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_status_update", "projects_v2_status_update", group3.ParseProjectsV2StatusUpdateEvent, h)
+// Given actions (such as "created"), it registers h for those actions only,
+// with one listener: h gets ProjectsV2StatusUpdateEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnProjectsV2StatusUpdateEvent(r Registrar, h func(context.Context, Event[ProjectsV2StatusUpdateEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnProjectsV2StatusUpdateEvent", "projects_v2_status_update", IsKnownEventName, events_p.ParseProjectsV2StatusUpdateEvent, h, actions)
 }
 
 // OnProjectsV2StatusUpdateCreatedEvent registers h for
@@ -1400,7 +1536,7 @@ func OnProjectsV2StatusUpdateEvent(r Registrar, h func(context.Context, Event[Pr
 // *ProjectsV2StatusUpdateCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2StatusUpdateCreatedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2StatusUpdateCreatedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_status_update.created", "projects_v2_status_update", group3.ParseProjectsV2StatusUpdateEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_status_update.created", "projects_v2_status_update", events_p.ParseProjectsV2StatusUpdateEvent, h)
 }
 
 // OnProjectsV2StatusUpdateDeletedEvent registers h for
@@ -1408,7 +1544,7 @@ func OnProjectsV2StatusUpdateCreatedEvent(r Registrar, h func(context.Context, E
 // *ProjectsV2StatusUpdateDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2StatusUpdateDeletedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2StatusUpdateDeletedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_status_update.deleted", "projects_v2_status_update", group3.ParseProjectsV2StatusUpdateEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_status_update.deleted", "projects_v2_status_update", events_p.ParseProjectsV2StatusUpdateEvent, h)
 }
 
 // OnProjectsV2StatusUpdateEditedEvent registers h for
@@ -1416,27 +1552,30 @@ func OnProjectsV2StatusUpdateDeletedEvent(r Registrar, h func(context.Context, E
 // *ProjectsV2StatusUpdateEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnProjectsV2StatusUpdateEditedEvent(r Registrar, h func(context.Context, Event[*ProjectsV2StatusUpdateEditedEvent]) error) *emitter.Listener {
-	return on(r, "projects_v2_status_update.edited", "projects_v2_status_update", group3.ParseProjectsV2StatusUpdateEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "projects_v2_status_update.edited", "projects_v2_status_update", events_p.ParseProjectsV2StatusUpdateEvent, h)
 }
 
 // OnPublicEvent registers h for "public" deliveries, decoded into *PublicEvent.
 // It returns the listener, for RemoveListener.
 func OnPublicEvent(r Registrar, h func(context.Context, Event[*PublicEvent]) error) *emitter.Listener {
-	return on(r, "public", "public", group1.ParsePublicEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "public", "public", events_p.ParsePublicEvent, h)
 }
 
 // OnPullRequestEvent registers h for every "pull_request" delivery, decoded
 // into its action's struct, or *PullRequestUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnPullRequestEvent(r Registrar, h func(context.Context, Event[PullRequestEvent]) error) *emitter.Listener {
-	return on(r, "pull_request", "pull_request", group2.ParsePullRequestEvent, h)
+// schema does not know. Given actions (such as "assigned"), it registers h for
+// those actions only, with one listener: h gets PullRequestEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnPullRequestEvent(r Registrar, h func(context.Context, Event[PullRequestEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnPullRequestEvent", "pull_request", IsKnownEventName, events_p.ParsePullRequestEvent, h, actions)
 }
 
 // OnPullRequestAssignedEvent registers h for "pull_request.assigned"
 // deliveries, decoded into *PullRequestAssignedEvent. It returns the listener,
 // for RemoveListener.
 func OnPullRequestAssignedEvent(r Registrar, h func(context.Context, Event[*PullRequestAssignedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.assigned", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.assigned", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestAutoMergeDisabledEvent registers h for
@@ -1444,7 +1583,7 @@ func OnPullRequestAssignedEvent(r Registrar, h func(context.Context, Event[*Pull
 // *PullRequestAutoMergeDisabledEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestAutoMergeDisabledEvent(r Registrar, h func(context.Context, Event[*PullRequestAutoMergeDisabledEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.auto_merge_disabled", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.auto_merge_disabled", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestAutoMergeEnabledEvent registers h for
@@ -1452,14 +1591,14 @@ func OnPullRequestAutoMergeDisabledEvent(r Registrar, h func(context.Context, Ev
 // *PullRequestAutoMergeEnabledEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestAutoMergeEnabledEvent(r Registrar, h func(context.Context, Event[*PullRequestAutoMergeEnabledEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.auto_merge_enabled", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.auto_merge_enabled", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestClosedEvent registers h for "pull_request.closed" deliveries,
 // decoded into *PullRequestClosedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestClosedEvent(r Registrar, h func(context.Context, Event[*PullRequestClosedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.closed", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.closed", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestConvertedToDraftEvent registers h for
@@ -1467,77 +1606,77 @@ func OnPullRequestClosedEvent(r Registrar, h func(context.Context, Event[*PullRe
 // *PullRequestConvertedToDraftEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestConvertedToDraftEvent(r Registrar, h func(context.Context, Event[*PullRequestConvertedToDraftEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.converted_to_draft", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.converted_to_draft", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestDemilestonedEvent registers h for "pull_request.demilestoned"
 // deliveries, decoded into *PullRequestDemilestonedEvent. It returns the
 // listener, for RemoveListener.
 func OnPullRequestDemilestonedEvent(r Registrar, h func(context.Context, Event[*PullRequestDemilestonedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.demilestoned", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.demilestoned", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestDequeuedEvent registers h for "pull_request.dequeued"
 // deliveries, decoded into *PullRequestDequeuedEvent. It returns the listener,
 // for RemoveListener.
 func OnPullRequestDequeuedEvent(r Registrar, h func(context.Context, Event[*PullRequestDequeuedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.dequeued", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.dequeued", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestEditedEvent registers h for "pull_request.edited" deliveries,
 // decoded into *PullRequestEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestEditedEvent(r Registrar, h func(context.Context, Event[*PullRequestEditedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.edited", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.edited", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestEnqueuedEvent registers h for "pull_request.enqueued"
 // deliveries, decoded into *PullRequestEnqueuedEvent. It returns the listener,
 // for RemoveListener.
 func OnPullRequestEnqueuedEvent(r Registrar, h func(context.Context, Event[*PullRequestEnqueuedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.enqueued", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.enqueued", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestLabeledEvent registers h for "pull_request.labeled" deliveries,
 // decoded into *PullRequestLabeledEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestLabeledEvent(r Registrar, h func(context.Context, Event[*PullRequestLabeledEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.labeled", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.labeled", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestLockedEvent registers h for "pull_request.locked" deliveries,
 // decoded into *PullRequestLockedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestLockedEvent(r Registrar, h func(context.Context, Event[*PullRequestLockedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.locked", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.locked", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestMilestonedEvent registers h for "pull_request.milestoned"
 // deliveries, decoded into *PullRequestMilestonedEvent. It returns the
 // listener, for RemoveListener.
 func OnPullRequestMilestonedEvent(r Registrar, h func(context.Context, Event[*PullRequestMilestonedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.milestoned", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.milestoned", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestOpenedEvent registers h for "pull_request.opened" deliveries,
 // decoded into *PullRequestOpenedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestOpenedEvent(r Registrar, h func(context.Context, Event[*PullRequestOpenedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.opened", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.opened", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestReadyForReviewEvent registers h for
 // "pull_request.ready_for_review" deliveries, decoded into
 // *PullRequestReadyForReviewEvent. It returns the listener, for RemoveListener.
 func OnPullRequestReadyForReviewEvent(r Registrar, h func(context.Context, Event[*PullRequestReadyForReviewEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.ready_for_review", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.ready_for_review", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestReopenedEvent registers h for "pull_request.reopened"
 // deliveries, decoded into *PullRequestReopenedEvent. It returns the listener,
 // for RemoveListener.
 func OnPullRequestReopenedEvent(r Registrar, h func(context.Context, Event[*PullRequestReopenedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.reopened", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.reopened", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestReviewRequestRemovedEvent registers h for
@@ -1545,7 +1684,7 @@ func OnPullRequestReopenedEvent(r Registrar, h func(context.Context, Event[*Pull
 // *PullRequestReviewRequestRemovedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewRequestRemovedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewRequestRemovedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.review_request_removed", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.review_request_removed", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestReviewRequestedEvent registers h for
@@ -1553,43 +1692,46 @@ func OnPullRequestReviewRequestRemovedEvent(r Registrar, h func(context.Context,
 // *PullRequestReviewRequestedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewRequestedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewRequestedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.review_requested", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.review_requested", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestSynchronizeEvent registers h for "pull_request.synchronize"
 // deliveries, decoded into *PullRequestSynchronizeEvent. It returns the
 // listener, for RemoveListener.
 func OnPullRequestSynchronizeEvent(r Registrar, h func(context.Context, Event[*PullRequestSynchronizeEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.synchronize", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.synchronize", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestUnassignedEvent registers h for "pull_request.unassigned"
 // deliveries, decoded into *PullRequestUnassignedEvent. It returns the
 // listener, for RemoveListener.
 func OnPullRequestUnassignedEvent(r Registrar, h func(context.Context, Event[*PullRequestUnassignedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.unassigned", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.unassigned", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestUnlabeledEvent registers h for "pull_request.unlabeled"
 // deliveries, decoded into *PullRequestUnlabeledEvent. It returns the listener,
 // for RemoveListener.
 func OnPullRequestUnlabeledEvent(r Registrar, h func(context.Context, Event[*PullRequestUnlabeledEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.unlabeled", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.unlabeled", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestUnlockedEvent registers h for "pull_request.unlocked"
 // deliveries, decoded into *PullRequestUnlockedEvent. It returns the listener,
 // for RemoveListener.
 func OnPullRequestUnlockedEvent(r Registrar, h func(context.Context, Event[*PullRequestUnlockedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request.unlocked", "pull_request", group2.ParsePullRequestEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.unlocked", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
 // OnPullRequestReviewEvent registers h for every "pull_request_review"
 // delivery, decoded into its action's struct, or *PullRequestReviewUnknownEvent
-// for an action the schema does not know. It returns the listener, for
+// for an action the schema does not know. Given actions (such as "dismissed"),
+// it registers h for those actions only, with one listener: h gets
+// PullRequestReviewEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
 // RemoveListener.
-func OnPullRequestReviewEvent(r Registrar, h func(context.Context, Event[PullRequestReviewEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review", "pull_request_review", group2.ParsePullRequestReviewEvent, h)
+func OnPullRequestReviewEvent(r Registrar, h func(context.Context, Event[PullRequestReviewEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnPullRequestReviewEvent", "pull_request_review", IsKnownEventName, events_p.ParsePullRequestReviewEvent, h, actions)
 }
 
 // OnPullRequestReviewDismissedEvent registers h for
@@ -1597,14 +1739,14 @@ func OnPullRequestReviewEvent(r Registrar, h func(context.Context, Event[PullReq
 // *PullRequestReviewDismissedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewDismissedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewDismissedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review.dismissed", "pull_request_review", group2.ParsePullRequestReviewEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review.dismissed", "pull_request_review", events_p.ParsePullRequestReviewEvent, h)
 }
 
 // OnPullRequestReviewEditedEvent registers h for "pull_request_review.edited"
 // deliveries, decoded into *PullRequestReviewEditedEvent. It returns the
 // listener, for RemoveListener.
 func OnPullRequestReviewEditedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewEditedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review.edited", "pull_request_review", group2.ParsePullRequestReviewEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review.edited", "pull_request_review", events_p.ParsePullRequestReviewEvent, h)
 }
 
 // OnPullRequestReviewSubmittedEvent registers h for
@@ -1612,15 +1754,18 @@ func OnPullRequestReviewEditedEvent(r Registrar, h func(context.Context, Event[*
 // *PullRequestReviewSubmittedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewSubmittedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewSubmittedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review.submitted", "pull_request_review", group2.ParsePullRequestReviewEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review.submitted", "pull_request_review", events_p.ParsePullRequestReviewEvent, h)
 }
 
 // OnPullRequestReviewCommentEvent registers h for every
 // "pull_request_review_comment" delivery, decoded into its action's struct, or
 // *PullRequestReviewCommentUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnPullRequestReviewCommentEvent(r Registrar, h func(context.Context, Event[PullRequestReviewCommentEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_comment", "pull_request_review_comment", group4.ParsePullRequestReviewCommentEvent, h)
+// Given actions (such as "created"), it registers h for those actions only,
+// with one listener: h gets PullRequestReviewCommentEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnPullRequestReviewCommentEvent(r Registrar, h func(context.Context, Event[PullRequestReviewCommentEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnPullRequestReviewCommentEvent", "pull_request_review_comment", IsKnownEventName, events_p.ParsePullRequestReviewCommentEvent, h, actions)
 }
 
 // OnPullRequestReviewCommentCreatedEvent registers h for
@@ -1628,7 +1773,7 @@ func OnPullRequestReviewCommentEvent(r Registrar, h func(context.Context, Event[
 // *PullRequestReviewCommentCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewCommentCreatedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewCommentCreatedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_comment.created", "pull_request_review_comment", group4.ParsePullRequestReviewCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review_comment.created", "pull_request_review_comment", events_p.ParsePullRequestReviewCommentEvent, h)
 }
 
 // OnPullRequestReviewCommentDeletedEvent registers h for
@@ -1636,7 +1781,7 @@ func OnPullRequestReviewCommentCreatedEvent(r Registrar, h func(context.Context,
 // *PullRequestReviewCommentDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewCommentDeletedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewCommentDeletedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_comment.deleted", "pull_request_review_comment", group4.ParsePullRequestReviewCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review_comment.deleted", "pull_request_review_comment", events_p.ParsePullRequestReviewCommentEvent, h)
 }
 
 // OnPullRequestReviewCommentEditedEvent registers h for
@@ -1644,15 +1789,18 @@ func OnPullRequestReviewCommentDeletedEvent(r Registrar, h func(context.Context,
 // *PullRequestReviewCommentEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewCommentEditedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewCommentEditedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_comment.edited", "pull_request_review_comment", group4.ParsePullRequestReviewCommentEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review_comment.edited", "pull_request_review_comment", events_p.ParsePullRequestReviewCommentEvent, h)
 }
 
 // OnPullRequestReviewThreadEvent registers h for every
 // "pull_request_review_thread" delivery, decoded into its action's struct, or
 // *PullRequestReviewThreadUnknownEvent for an action the schema does not know.
-// It returns the listener, for RemoveListener.
-func OnPullRequestReviewThreadEvent(r Registrar, h func(context.Context, Event[PullRequestReviewThreadEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_thread", "pull_request_review_thread", group2.ParsePullRequestReviewThreadEvent, h)
+// Given actions (such as "resolved"), it registers h for those actions only,
+// with one listener: h gets PullRequestReviewThreadEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnPullRequestReviewThreadEvent(r Registrar, h func(context.Context, Event[PullRequestReviewThreadEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnPullRequestReviewThreadEvent", "pull_request_review_thread", IsKnownEventName, events_p.ParsePullRequestReviewThreadEvent, h, actions)
 }
 
 // OnPullRequestReviewThreadResolvedEvent registers h for
@@ -1660,7 +1808,7 @@ func OnPullRequestReviewThreadEvent(r Registrar, h func(context.Context, Event[P
 // *PullRequestReviewThreadResolvedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewThreadResolvedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewThreadResolvedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_thread.resolved", "pull_request_review_thread", group2.ParsePullRequestReviewThreadEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review_thread.resolved", "pull_request_review_thread", events_p.ParsePullRequestReviewThreadEvent, h)
 }
 
 // OnPullRequestReviewThreadUnresolvedEvent registers h for
@@ -1668,164 +1816,177 @@ func OnPullRequestReviewThreadResolvedEvent(r Registrar, h func(context.Context,
 // *PullRequestReviewThreadUnresolvedEvent. It returns the listener, for
 // RemoveListener.
 func OnPullRequestReviewThreadUnresolvedEvent(r Registrar, h func(context.Context, Event[*PullRequestReviewThreadUnresolvedEvent]) error) *emitter.Listener {
-	return on(r, "pull_request_review_thread.unresolved", "pull_request_review_thread", group2.ParsePullRequestReviewThreadEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request_review_thread.unresolved", "pull_request_review_thread", events_p.ParsePullRequestReviewThreadEvent, h)
 }
 
 // OnPushEvent registers h for "push" deliveries, decoded into *PushEvent. It
 // returns the listener, for RemoveListener.
 func OnPushEvent(r Registrar, h func(context.Context, Event[*PushEvent]) error) *emitter.Listener {
-	return on(r, "push", "push", group1.ParsePushEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "push", "push", events_p.ParsePushEvent, h)
 }
 
 // OnRegistryPackageEvent registers h for every "registry_package" delivery,
 // decoded into its action's struct, or *RegistryPackageUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnRegistryPackageEvent(r Registrar, h func(context.Context, Event[RegistryPackageEvent]) error) *emitter.Listener {
-	return on(r, "registry_package", "registry_package", group3.ParseRegistryPackageEvent, h)
+// action the schema does not know. Given actions (such as "published"), it
+// registers h for those actions only, with one listener: h gets
+// RegistryPackageEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnRegistryPackageEvent(r Registrar, h func(context.Context, Event[RegistryPackageEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnRegistryPackageEvent", "registry_package", IsKnownEventName, events_r.ParseRegistryPackageEvent, h, actions)
 }
 
 // OnRegistryPackagePublishedEvent registers h for "registry_package.published"
 // deliveries, decoded into *RegistryPackagePublishedEvent. It returns the
 // listener, for RemoveListener.
 func OnRegistryPackagePublishedEvent(r Registrar, h func(context.Context, Event[*RegistryPackagePublishedEvent]) error) *emitter.Listener {
-	return on(r, "registry_package.published", "registry_package", group3.ParseRegistryPackageEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "registry_package.published", "registry_package", events_r.ParseRegistryPackageEvent, h)
 }
 
 // OnRegistryPackageUpdatedEvent registers h for "registry_package.updated"
 // deliveries, decoded into *RegistryPackageUpdatedEvent. It returns the
 // listener, for RemoveListener.
 func OnRegistryPackageUpdatedEvent(r Registrar, h func(context.Context, Event[*RegistryPackageUpdatedEvent]) error) *emitter.Listener {
-	return on(r, "registry_package.updated", "registry_package", group3.ParseRegistryPackageEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "registry_package.updated", "registry_package", events_r.ParseRegistryPackageEvent, h)
 }
 
 // OnReleaseEvent registers h for every "release" delivery, decoded into its
 // action's struct, or *ReleaseUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnReleaseEvent(r Registrar, h func(context.Context, Event[ReleaseEvent]) error) *emitter.Listener {
-	return on(r, "release", "release", group2.ParseReleaseEvent, h)
+// know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets ReleaseEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnReleaseEvent(r Registrar, h func(context.Context, Event[ReleaseEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnReleaseEvent", "release", IsKnownEventName, events_r.ParseReleaseEvent, h, actions)
 }
 
 // OnReleaseCreatedEvent registers h for "release.created" deliveries, decoded
 // into *ReleaseCreatedEvent. It returns the listener, for RemoveListener.
 func OnReleaseCreatedEvent(r Registrar, h func(context.Context, Event[*ReleaseCreatedEvent]) error) *emitter.Listener {
-	return on(r, "release.created", "release", group2.ParseReleaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "release.created", "release", events_r.ParseReleaseEvent, h)
 }
 
 // OnReleaseDeletedEvent registers h for "release.deleted" deliveries, decoded
 // into *ReleaseDeletedEvent. It returns the listener, for RemoveListener.
 func OnReleaseDeletedEvent(r Registrar, h func(context.Context, Event[*ReleaseDeletedEvent]) error) *emitter.Listener {
-	return on(r, "release.deleted", "release", group2.ParseReleaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "release.deleted", "release", events_r.ParseReleaseEvent, h)
 }
 
 // OnReleaseEditedEvent registers h for "release.edited" deliveries, decoded
 // into *ReleaseEditedEvent. It returns the listener, for RemoveListener.
 func OnReleaseEditedEvent(r Registrar, h func(context.Context, Event[*ReleaseEditedEvent]) error) *emitter.Listener {
-	return on(r, "release.edited", "release", group2.ParseReleaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "release.edited", "release", events_r.ParseReleaseEvent, h)
 }
 
 // OnReleasePrereleasedEvent registers h for "release.prereleased" deliveries,
 // decoded into *ReleasePrereleasedEvent. It returns the listener, for
 // RemoveListener.
 func OnReleasePrereleasedEvent(r Registrar, h func(context.Context, Event[*ReleasePrereleasedEvent]) error) *emitter.Listener {
-	return on(r, "release.prereleased", "release", group2.ParseReleaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "release.prereleased", "release", events_r.ParseReleaseEvent, h)
 }
 
 // OnReleasePublishedEvent registers h for "release.published" deliveries,
 // decoded into *ReleasePublishedEvent. It returns the listener, for
 // RemoveListener.
 func OnReleasePublishedEvent(r Registrar, h func(context.Context, Event[*ReleasePublishedEvent]) error) *emitter.Listener {
-	return on(r, "release.published", "release", group2.ParseReleaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "release.published", "release", events_r.ParseReleaseEvent, h)
 }
 
 // OnReleaseReleasedEvent registers h for "release.released" deliveries, decoded
 // into *ReleaseReleasedEvent. It returns the listener, for RemoveListener.
 func OnReleaseReleasedEvent(r Registrar, h func(context.Context, Event[*ReleaseReleasedEvent]) error) *emitter.Listener {
-	return on(r, "release.released", "release", group2.ParseReleaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "release.released", "release", events_r.ParseReleaseEvent, h)
 }
 
 // OnReleaseUnpublishedEvent registers h for "release.unpublished" deliveries,
 // decoded into *ReleaseUnpublishedEvent. It returns the listener, for
 // RemoveListener.
 func OnReleaseUnpublishedEvent(r Registrar, h func(context.Context, Event[*ReleaseUnpublishedEvent]) error) *emitter.Listener {
-	return on(r, "release.unpublished", "release", group2.ParseReleaseEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "release.unpublished", "release", events_r.ParseReleaseEvent, h)
 }
 
 // OnRepositoryEvent registers h for every "repository" delivery, decoded into
 // its action's struct, or *RepositoryUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnRepositoryEvent(r Registrar, h func(context.Context, Event[RepositoryEvent]) error) *emitter.Listener {
-	return on(r, "repository", "repository", group4.ParseRepositoryEvent, h)
+// not know. Given actions (such as "archived"), it registers h for those
+// actions only, with one listener: h gets RepositoryEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnRepositoryEvent(r Registrar, h func(context.Context, Event[RepositoryEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnRepositoryEvent", "repository", IsKnownEventName, events_r.ParseRepositoryEvent, h, actions)
 }
 
 // OnRepositoryArchivedEvent registers h for "repository.archived" deliveries,
 // decoded into *RepositoryArchivedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryArchivedEvent(r Registrar, h func(context.Context, Event[*RepositoryArchivedEvent]) error) *emitter.Listener {
-	return on(r, "repository.archived", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.archived", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryCreatedEvent registers h for "repository.created" deliveries,
 // decoded into *RepositoryCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryCreatedEvent(r Registrar, h func(context.Context, Event[*RepositoryCreatedEvent]) error) *emitter.Listener {
-	return on(r, "repository.created", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.created", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryDeletedEvent registers h for "repository.deleted" deliveries,
 // decoded into *RepositoryDeletedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryDeletedEvent(r Registrar, h func(context.Context, Event[*RepositoryDeletedEvent]) error) *emitter.Listener {
-	return on(r, "repository.deleted", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.deleted", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryEditedEvent registers h for "repository.edited" deliveries,
 // decoded into *RepositoryEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryEditedEvent(r Registrar, h func(context.Context, Event[*RepositoryEditedEvent]) error) *emitter.Listener {
-	return on(r, "repository.edited", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.edited", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryPrivatizedEvent registers h for "repository.privatized"
 // deliveries, decoded into *RepositoryPrivatizedEvent. It returns the listener,
 // for RemoveListener.
 func OnRepositoryPrivatizedEvent(r Registrar, h func(context.Context, Event[*RepositoryPrivatizedEvent]) error) *emitter.Listener {
-	return on(r, "repository.privatized", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.privatized", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryPublicizedEvent registers h for "repository.publicized"
 // deliveries, decoded into *RepositoryPublicizedEvent. It returns the listener,
 // for RemoveListener.
 func OnRepositoryPublicizedEvent(r Registrar, h func(context.Context, Event[*RepositoryPublicizedEvent]) error) *emitter.Listener {
-	return on(r, "repository.publicized", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.publicized", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryRenamedEvent registers h for "repository.renamed" deliveries,
 // decoded into *RepositoryRenamedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryRenamedEvent(r Registrar, h func(context.Context, Event[*RepositoryRenamedEvent]) error) *emitter.Listener {
-	return on(r, "repository.renamed", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.renamed", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryTransferredEvent registers h for "repository.transferred"
 // deliveries, decoded into *RepositoryTransferredEvent. It returns the
 // listener, for RemoveListener.
 func OnRepositoryTransferredEvent(r Registrar, h func(context.Context, Event[*RepositoryTransferredEvent]) error) *emitter.Listener {
-	return on(r, "repository.transferred", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.transferred", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryUnarchivedEvent registers h for "repository.unarchived"
 // deliveries, decoded into *RepositoryUnarchivedEvent. It returns the listener,
 // for RemoveListener.
 func OnRepositoryUnarchivedEvent(r Registrar, h func(context.Context, Event[*RepositoryUnarchivedEvent]) error) *emitter.Listener {
-	return on(r, "repository.unarchived", "repository", group4.ParseRepositoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository.unarchived", "repository", events_r.ParseRepositoryEvent, h)
 }
 
 // OnRepositoryAdvisoryEvent registers h for every "repository_advisory"
 // delivery, decoded into its action's struct, or
-// *RepositoryAdvisoryUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnRepositoryAdvisoryEvent(r Registrar, h func(context.Context, Event[RepositoryAdvisoryEvent]) error) *emitter.Listener {
-	return on(r, "repository_advisory", "repository_advisory", group1.ParseRepositoryAdvisoryEvent, h)
+// *RepositoryAdvisoryUnknownEvent for an action the schema does not know. Given
+// actions (such as "published"), it registers h for those actions only, with
+// one listener: h gets RepositoryAdvisoryEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnRepositoryAdvisoryEvent(r Registrar, h func(context.Context, Event[RepositoryAdvisoryEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnRepositoryAdvisoryEvent", "repository_advisory", IsKnownEventName, events_r.ParseRepositoryAdvisoryEvent, h, actions)
 }
 
 // OnRepositoryAdvisoryPublishedEvent registers h for
@@ -1833,7 +1994,7 @@ func OnRepositoryAdvisoryEvent(r Registrar, h func(context.Context, Event[Reposi
 // *RepositoryAdvisoryPublishedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryAdvisoryPublishedEvent(r Registrar, h func(context.Context, Event[*RepositoryAdvisoryPublishedEvent]) error) *emitter.Listener {
-	return on(r, "repository_advisory.published", "repository_advisory", group1.ParseRepositoryAdvisoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_advisory.published", "repository_advisory", events_r.ParseRepositoryAdvisoryEvent, h)
 }
 
 // OnRepositoryAdvisoryReportedEvent registers h for
@@ -1841,15 +2002,18 @@ func OnRepositoryAdvisoryPublishedEvent(r Registrar, h func(context.Context, Eve
 // *RepositoryAdvisoryReportedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryAdvisoryReportedEvent(r Registrar, h func(context.Context, Event[*RepositoryAdvisoryReportedEvent]) error) *emitter.Listener {
-	return on(r, "repository_advisory.reported", "repository_advisory", group1.ParseRepositoryAdvisoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_advisory.reported", "repository_advisory", events_r.ParseRepositoryAdvisoryEvent, h)
 }
 
 // OnRepositoryDispatchEvent registers h for every "repository_dispatch"
 // delivery, decoded into its action's struct, or
-// *RepositoryDispatchUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnRepositoryDispatchEvent(r Registrar, h func(context.Context, Event[RepositoryDispatchEvent]) error) *emitter.Listener {
-	return on(r, "repository_dispatch", "repository_dispatch", group3.ParseRepositoryDispatchEvent, h)
+// *RepositoryDispatchUnknownEvent for an action the schema does not know. Given
+// actions (such as "sample.collected"), it registers h for those actions only,
+// with one listener: h gets RepositoryDispatchEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnRepositoryDispatchEvent(r Registrar, h func(context.Context, Event[RepositoryDispatchEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnRepositoryDispatchEvent", "repository_dispatch", IsKnownEventName, events_r.ParseRepositoryDispatchEvent, h, actions)
 }
 
 // OnRepositoryDispatchSampleCollectedEvent registers h for
@@ -1857,50 +2021,57 @@ func OnRepositoryDispatchEvent(r Registrar, h func(context.Context, Event[Reposi
 // *RepositoryDispatchSampleCollectedEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryDispatchSampleCollectedEvent(r Registrar, h func(context.Context, Event[*RepositoryDispatchSampleCollectedEvent]) error) *emitter.Listener {
-	return on(r, "repository_dispatch.sample.collected", "repository_dispatch", group3.ParseRepositoryDispatchEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_dispatch.sample.collected", "repository_dispatch", events_r.ParseRepositoryDispatchEvent, h)
 }
 
 // OnRepositoryImportEvent registers h for "repository_import" deliveries,
 // decoded into *RepositoryImportEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryImportEvent(r Registrar, h func(context.Context, Event[*RepositoryImportEvent]) error) *emitter.Listener {
-	return on(r, "repository_import", "repository_import", group1.ParseRepositoryImportEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_import", "repository_import", events_r.ParseRepositoryImportEvent, h)
 }
 
 // OnRepositoryRulesetEvent registers h for every "repository_ruleset" delivery,
 // decoded into its action's struct, or *RepositoryRulesetUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnRepositoryRulesetEvent(r Registrar, h func(context.Context, Event[RepositoryRulesetEvent]) error) *emitter.Listener {
-	return on(r, "repository_ruleset", "repository_ruleset", group1.ParseRepositoryRulesetEvent, h)
+// action the schema does not know. Given actions (such as "created"), it
+// registers h for those actions only, with one listener: h gets
+// RepositoryRulesetEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnRepositoryRulesetEvent(r Registrar, h func(context.Context, Event[RepositoryRulesetEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnRepositoryRulesetEvent", "repository_ruleset", IsKnownEventName, events_r.ParseRepositoryRulesetEvent, h, actions)
 }
 
 // OnRepositoryRulesetCreatedEvent registers h for "repository_ruleset.created"
 // deliveries, decoded into *RepositoryRulesetCreatedEvent. It returns the
 // listener, for RemoveListener.
 func OnRepositoryRulesetCreatedEvent(r Registrar, h func(context.Context, Event[*RepositoryRulesetCreatedEvent]) error) *emitter.Listener {
-	return on(r, "repository_ruleset.created", "repository_ruleset", group1.ParseRepositoryRulesetEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_ruleset.created", "repository_ruleset", events_r.ParseRepositoryRulesetEvent, h)
 }
 
 // OnRepositoryRulesetDeletedEvent registers h for "repository_ruleset.deleted"
 // deliveries, decoded into *RepositoryRulesetDeletedEvent. It returns the
 // listener, for RemoveListener.
 func OnRepositoryRulesetDeletedEvent(r Registrar, h func(context.Context, Event[*RepositoryRulesetDeletedEvent]) error) *emitter.Listener {
-	return on(r, "repository_ruleset.deleted", "repository_ruleset", group1.ParseRepositoryRulesetEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_ruleset.deleted", "repository_ruleset", events_r.ParseRepositoryRulesetEvent, h)
 }
 
 // OnRepositoryRulesetEditedEvent registers h for "repository_ruleset.edited"
 // deliveries, decoded into *RepositoryRulesetEditedEvent. It returns the
 // listener, for RemoveListener.
 func OnRepositoryRulesetEditedEvent(r Registrar, h func(context.Context, Event[*RepositoryRulesetEditedEvent]) error) *emitter.Listener {
-	return on(r, "repository_ruleset.edited", "repository_ruleset", group1.ParseRepositoryRulesetEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_ruleset.edited", "repository_ruleset", events_r.ParseRepositoryRulesetEvent, h)
 }
 
 // OnRepositoryVulnerabilityAlertEvent registers h for every
 // "repository_vulnerability_alert" delivery, decoded into its action's struct,
 // or *RepositoryVulnerabilityAlertUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnRepositoryVulnerabilityAlertEvent(r Registrar, h func(context.Context, Event[RepositoryVulnerabilityAlertEvent]) error) *emitter.Listener {
-	return on(r, "repository_vulnerability_alert", "repository_vulnerability_alert", group2.ParseRepositoryVulnerabilityAlertEvent, h)
+// not know. Given actions (such as "create"), it registers h for those actions
+// only, with one listener: h gets RepositoryVulnerabilityAlertEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnRepositoryVulnerabilityAlertEvent(r Registrar, h func(context.Context, Event[RepositoryVulnerabilityAlertEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnRepositoryVulnerabilityAlertEvent", "repository_vulnerability_alert", IsKnownEventName, events_r.ParseRepositoryVulnerabilityAlertEvent, h, actions)
 }
 
 // OnRepositoryVulnerabilityAlertCreateEvent registers h for
@@ -1908,7 +2079,7 @@ func OnRepositoryVulnerabilityAlertEvent(r Registrar, h func(context.Context, Ev
 // *RepositoryVulnerabilityAlertCreateEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryVulnerabilityAlertCreateEvent(r Registrar, h func(context.Context, Event[*RepositoryVulnerabilityAlertCreateEvent]) error) *emitter.Listener {
-	return on(r, "repository_vulnerability_alert.create", "repository_vulnerability_alert", group2.ParseRepositoryVulnerabilityAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_vulnerability_alert.create", "repository_vulnerability_alert", events_r.ParseRepositoryVulnerabilityAlertEvent, h)
 }
 
 // OnRepositoryVulnerabilityAlertDismissEvent registers h for
@@ -1916,7 +2087,7 @@ func OnRepositoryVulnerabilityAlertCreateEvent(r Registrar, h func(context.Conte
 // *RepositoryVulnerabilityAlertDismissEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryVulnerabilityAlertDismissEvent(r Registrar, h func(context.Context, Event[*RepositoryVulnerabilityAlertDismissEvent]) error) *emitter.Listener {
-	return on(r, "repository_vulnerability_alert.dismiss", "repository_vulnerability_alert", group2.ParseRepositoryVulnerabilityAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_vulnerability_alert.dismiss", "repository_vulnerability_alert", events_r.ParseRepositoryVulnerabilityAlertEvent, h)
 }
 
 // OnRepositoryVulnerabilityAlertReopenEvent registers h for
@@ -1924,7 +2095,7 @@ func OnRepositoryVulnerabilityAlertDismissEvent(r Registrar, h func(context.Cont
 // *RepositoryVulnerabilityAlertReopenEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryVulnerabilityAlertReopenEvent(r Registrar, h func(context.Context, Event[*RepositoryVulnerabilityAlertReopenEvent]) error) *emitter.Listener {
-	return on(r, "repository_vulnerability_alert.reopen", "repository_vulnerability_alert", group2.ParseRepositoryVulnerabilityAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_vulnerability_alert.reopen", "repository_vulnerability_alert", events_r.ParseRepositoryVulnerabilityAlertEvent, h)
 }
 
 // OnRepositoryVulnerabilityAlertResolveEvent registers h for
@@ -1932,15 +2103,18 @@ func OnRepositoryVulnerabilityAlertReopenEvent(r Registrar, h func(context.Conte
 // *RepositoryVulnerabilityAlertResolveEvent. It returns the listener, for
 // RemoveListener.
 func OnRepositoryVulnerabilityAlertResolveEvent(r Registrar, h func(context.Context, Event[*RepositoryVulnerabilityAlertResolveEvent]) error) *emitter.Listener {
-	return on(r, "repository_vulnerability_alert.resolve", "repository_vulnerability_alert", group2.ParseRepositoryVulnerabilityAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "repository_vulnerability_alert.resolve", "repository_vulnerability_alert", events_r.ParseRepositoryVulnerabilityAlertEvent, h)
 }
 
 // OnSecretScanningAlertEvent registers h for every "secret_scanning_alert"
 // delivery, decoded into its action's struct, or
-// *SecretScanningAlertUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnSecretScanningAlertEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+// *SecretScanningAlertUnknownEvent for an action the schema does not know.
+// Given actions (such as "assigned"), it registers h for those actions only,
+// with one listener: h gets SecretScanningAlertEvent, whose methods give what
+// all the actions share. An action the schema does not know panics. It returns
+// the listener, for RemoveListener.
+func OnSecretScanningAlertEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnSecretScanningAlertEvent", "secret_scanning_alert", IsKnownEventName, events_s.ParseSecretScanningAlertEvent, h, actions)
 }
 
 // OnSecretScanningAlertAssignedEvent registers h for
@@ -1948,7 +2122,7 @@ func OnSecretScanningAlertEvent(r Registrar, h func(context.Context, Event[Secre
 // *SecretScanningAlertAssignedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertAssignedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertAssignedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.assigned", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.assigned", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertCreatedEvent registers h for
@@ -1956,7 +2130,7 @@ func OnSecretScanningAlertAssignedEvent(r Registrar, h func(context.Context, Eve
 // *SecretScanningAlertCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertCreatedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertCreatedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.created", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.created", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertPubliclyLeakedEvent registers h for
@@ -1964,7 +2138,7 @@ func OnSecretScanningAlertCreatedEvent(r Registrar, h func(context.Context, Even
 // *SecretScanningAlertPubliclyLeakedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertPubliclyLeakedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertPubliclyLeakedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.publicly_leaked", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.publicly_leaked", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertReopenedEvent registers h for
@@ -1972,7 +2146,7 @@ func OnSecretScanningAlertPubliclyLeakedEvent(r Registrar, h func(context.Contex
 // *SecretScanningAlertReopenedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertReopenedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertReopenedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.reopened", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.reopened", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertResolvedEvent registers h for
@@ -1980,7 +2154,7 @@ func OnSecretScanningAlertReopenedEvent(r Registrar, h func(context.Context, Eve
 // *SecretScanningAlertResolvedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertResolvedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertResolvedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.resolved", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.resolved", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertRevokedEvent registers h for
@@ -1988,7 +2162,7 @@ func OnSecretScanningAlertResolvedEvent(r Registrar, h func(context.Context, Eve
 // *SecretScanningAlertRevokedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertRevokedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertRevokedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.revoked", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.revoked", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertUnassignedEvent registers h for
@@ -1996,7 +2170,7 @@ func OnSecretScanningAlertRevokedEvent(r Registrar, h func(context.Context, Even
 // *SecretScanningAlertUnassignedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertUnassignedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertUnassignedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.unassigned", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.unassigned", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertValidatedEvent registers h for
@@ -2004,15 +2178,18 @@ func OnSecretScanningAlertUnassignedEvent(r Registrar, h func(context.Context, E
 // *SecretScanningAlertValidatedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertValidatedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertValidatedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert.validated", "secret_scanning_alert", group2.ParseSecretScanningAlertEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.validated", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertLocationEvent registers h for every
 // "secret_scanning_alert_location" delivery, decoded into its action's struct,
 // or *SecretScanningAlertLocationUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnSecretScanningAlertLocationEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertLocationEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert_location", "secret_scanning_alert_location", group3.ParseSecretScanningAlertLocationEvent, h)
+// know. Given actions (such as "created"), it registers h for those actions
+// only, with one listener: h gets SecretScanningAlertLocationEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnSecretScanningAlertLocationEvent(r Registrar, h func(context.Context, Event[SecretScanningAlertLocationEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnSecretScanningAlertLocationEvent", "secret_scanning_alert_location", IsKnownEventName, events_s.ParseSecretScanningAlertLocationEvent, h, actions)
 }
 
 // OnSecretScanningAlertLocationCreatedEvent registers h for
@@ -2020,15 +2197,18 @@ func OnSecretScanningAlertLocationEvent(r Registrar, h func(context.Context, Eve
 // *SecretScanningAlertLocationCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningAlertLocationCreatedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertLocationCreatedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_alert_location.created", "secret_scanning_alert_location", group3.ParseSecretScanningAlertLocationEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert_location.created", "secret_scanning_alert_location", events_s.ParseSecretScanningAlertLocationEvent, h)
 }
 
 // OnSecretScanningScanEvent registers h for every "secret_scanning_scan"
 // delivery, decoded into its action's struct, or
-// *SecretScanningScanUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnSecretScanningScanEvent(r Registrar, h func(context.Context, Event[SecretScanningScanEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_scan", "secret_scanning_scan", group2.ParseSecretScanningScanEvent, h)
+// *SecretScanningScanUnknownEvent for an action the schema does not know. Given
+// actions (such as "completed"), it registers h for those actions only, with
+// one listener: h gets SecretScanningScanEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnSecretScanningScanEvent(r Registrar, h func(context.Context, Event[SecretScanningScanEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnSecretScanningScanEvent", "secret_scanning_scan", IsKnownEventName, events_s.ParseSecretScanningScanEvent, h, actions)
 }
 
 // OnSecretScanningScanCompletedEvent registers h for
@@ -2036,77 +2216,84 @@ func OnSecretScanningScanEvent(r Registrar, h func(context.Context, Event[Secret
 // *SecretScanningScanCompletedEvent. It returns the listener, for
 // RemoveListener.
 func OnSecretScanningScanCompletedEvent(r Registrar, h func(context.Context, Event[*SecretScanningScanCompletedEvent]) error) *emitter.Listener {
-	return on(r, "secret_scanning_scan.completed", "secret_scanning_scan", group2.ParseSecretScanningScanEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_scan.completed", "secret_scanning_scan", events_s.ParseSecretScanningScanEvent, h)
 }
 
 // OnSecurityAdvisoryEvent registers h for every "security_advisory" delivery,
 // decoded into its action's struct, or *SecurityAdvisoryUnknownEvent for an
-// action the schema does not know. It returns the listener, for RemoveListener.
-func OnSecurityAdvisoryEvent(r Registrar, h func(context.Context, Event[SecurityAdvisoryEvent]) error) *emitter.Listener {
-	return on(r, "security_advisory", "security_advisory", group4.ParseSecurityAdvisoryEvent, h)
+// action the schema does not know. Given actions (such as "performed"), it
+// registers h for those actions only, with one listener: h gets
+// SecurityAdvisoryEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnSecurityAdvisoryEvent(r Registrar, h func(context.Context, Event[SecurityAdvisoryEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnSecurityAdvisoryEvent", "security_advisory", IsKnownEventName, events_s.ParseSecurityAdvisoryEvent, h, actions)
 }
 
 // OnSecurityAdvisoryPerformedEvent registers h for
 // "security_advisory.performed" deliveries, decoded into
 // *SecurityAdvisoryPerformedEvent. It returns the listener, for RemoveListener.
 func OnSecurityAdvisoryPerformedEvent(r Registrar, h func(context.Context, Event[*SecurityAdvisoryPerformedEvent]) error) *emitter.Listener {
-	return on(r, "security_advisory.performed", "security_advisory", group4.ParseSecurityAdvisoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "security_advisory.performed", "security_advisory", events_s.ParseSecurityAdvisoryEvent, h)
 }
 
 // OnSecurityAdvisoryPublishedEvent registers h for
 // "security_advisory.published" deliveries, decoded into
 // *SecurityAdvisoryPublishedEvent. It returns the listener, for RemoveListener.
 func OnSecurityAdvisoryPublishedEvent(r Registrar, h func(context.Context, Event[*SecurityAdvisoryPublishedEvent]) error) *emitter.Listener {
-	return on(r, "security_advisory.published", "security_advisory", group4.ParseSecurityAdvisoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "security_advisory.published", "security_advisory", events_s.ParseSecurityAdvisoryEvent, h)
 }
 
 // OnSecurityAdvisoryUpdatedEvent registers h for "security_advisory.updated"
 // deliveries, decoded into *SecurityAdvisoryUpdatedEvent. It returns the
 // listener, for RemoveListener.
 func OnSecurityAdvisoryUpdatedEvent(r Registrar, h func(context.Context, Event[*SecurityAdvisoryUpdatedEvent]) error) *emitter.Listener {
-	return on(r, "security_advisory.updated", "security_advisory", group4.ParseSecurityAdvisoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "security_advisory.updated", "security_advisory", events_s.ParseSecurityAdvisoryEvent, h)
 }
 
 // OnSecurityAdvisoryWithdrawnEvent registers h for
 // "security_advisory.withdrawn" deliveries, decoded into
 // *SecurityAdvisoryWithdrawnEvent. It returns the listener, for RemoveListener.
 func OnSecurityAdvisoryWithdrawnEvent(r Registrar, h func(context.Context, Event[*SecurityAdvisoryWithdrawnEvent]) error) *emitter.Listener {
-	return on(r, "security_advisory.withdrawn", "security_advisory", group4.ParseSecurityAdvisoryEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "security_advisory.withdrawn", "security_advisory", events_s.ParseSecurityAdvisoryEvent, h)
 }
 
 // OnSecurityAndAnalysisEvent registers h for "security_and_analysis"
 // deliveries, decoded into *SecurityAndAnalysisEvent. It returns the listener,
 // for RemoveListener.
 func OnSecurityAndAnalysisEvent(r Registrar, h func(context.Context, Event[*SecurityAndAnalysisEvent]) error) *emitter.Listener {
-	return on(r, "security_and_analysis", "security_and_analysis", group3.ParseSecurityAndAnalysisEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "security_and_analysis", "security_and_analysis", events_s.ParseSecurityAndAnalysisEvent, h)
 }
 
 // OnSponsorshipEvent registers h for every "sponsorship" delivery, decoded into
 // its action's struct, or *SponsorshipUnknownEvent for an action the schema
-// does not know. It returns the listener, for RemoveListener.
-func OnSponsorshipEvent(r Registrar, h func(context.Context, Event[SponsorshipEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship", "sponsorship", group3.ParseSponsorshipEvent, h)
+// does not know. Given actions (such as "cancelled"), it registers h for those
+// actions only, with one listener: h gets SponsorshipEvent, whose methods give
+// what all the actions share. An action the schema does not know panics. It
+// returns the listener, for RemoveListener.
+func OnSponsorshipEvent(r Registrar, h func(context.Context, Event[SponsorshipEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnSponsorshipEvent", "sponsorship", IsKnownEventName, events_s.ParseSponsorshipEvent, h, actions)
 }
 
 // OnSponsorshipCancelledEvent registers h for "sponsorship.cancelled"
 // deliveries, decoded into *SponsorshipCancelledEvent. It returns the listener,
 // for RemoveListener.
 func OnSponsorshipCancelledEvent(r Registrar, h func(context.Context, Event[*SponsorshipCancelledEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship.cancelled", "sponsorship", group3.ParseSponsorshipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sponsorship.cancelled", "sponsorship", events_s.ParseSponsorshipEvent, h)
 }
 
 // OnSponsorshipCreatedEvent registers h for "sponsorship.created" deliveries,
 // decoded into *SponsorshipCreatedEvent. It returns the listener, for
 // RemoveListener.
 func OnSponsorshipCreatedEvent(r Registrar, h func(context.Context, Event[*SponsorshipCreatedEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship.created", "sponsorship", group3.ParseSponsorshipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sponsorship.created", "sponsorship", events_s.ParseSponsorshipEvent, h)
 }
 
 // OnSponsorshipEditedEvent registers h for "sponsorship.edited" deliveries,
 // decoded into *SponsorshipEditedEvent. It returns the listener, for
 // RemoveListener.
 func OnSponsorshipEditedEvent(r Registrar, h func(context.Context, Event[*SponsorshipEditedEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship.edited", "sponsorship", group3.ParseSponsorshipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sponsorship.edited", "sponsorship", events_s.ParseSponsorshipEvent, h)
 }
 
 // OnSponsorshipPendingCancellationEvent registers h for
@@ -2114,7 +2301,7 @@ func OnSponsorshipEditedEvent(r Registrar, h func(context.Context, Event[*Sponso
 // *SponsorshipPendingCancellationEvent. It returns the listener, for
 // RemoveListener.
 func OnSponsorshipPendingCancellationEvent(r Registrar, h func(context.Context, Event[*SponsorshipPendingCancellationEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship.pending_cancellation", "sponsorship", group3.ParseSponsorshipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sponsorship.pending_cancellation", "sponsorship", events_s.ParseSponsorshipEvent, h)
 }
 
 // OnSponsorshipPendingTierChangeEvent registers h for
@@ -2122,53 +2309,59 @@ func OnSponsorshipPendingCancellationEvent(r Registrar, h func(context.Context, 
 // *SponsorshipPendingTierChangeEvent. It returns the listener, for
 // RemoveListener.
 func OnSponsorshipPendingTierChangeEvent(r Registrar, h func(context.Context, Event[*SponsorshipPendingTierChangeEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship.pending_tier_change", "sponsorship", group3.ParseSponsorshipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sponsorship.pending_tier_change", "sponsorship", events_s.ParseSponsorshipEvent, h)
 }
 
 // OnSponsorshipTierChangedEvent registers h for "sponsorship.tier_changed"
 // deliveries, decoded into *SponsorshipTierChangedEvent. It returns the
 // listener, for RemoveListener.
 func OnSponsorshipTierChangedEvent(r Registrar, h func(context.Context, Event[*SponsorshipTierChangedEvent]) error) *emitter.Listener {
-	return on(r, "sponsorship.tier_changed", "sponsorship", group3.ParseSponsorshipEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sponsorship.tier_changed", "sponsorship", events_s.ParseSponsorshipEvent, h)
 }
 
 // OnStarEvent registers h for every "star" delivery, decoded into its action's
-// struct, or *StarUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnStarEvent(r Registrar, h func(context.Context, Event[StarEvent]) error) *emitter.Listener {
-	return on(r, "star", "star", group2.ParseStarEvent, h)
+// struct, or *StarUnknownEvent for an action the schema does not know. Given
+// actions (such as "created"), it registers h for those actions only, with one
+// listener: h gets StarEvent, whose methods give what all the actions share. An
+// action the schema does not know panics. It returns the listener, for
+// RemoveListener.
+func OnStarEvent(r Registrar, h func(context.Context, Event[StarEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnStarEvent", "star", IsKnownEventName, events_s.ParseStarEvent, h, actions)
 }
 
 // OnStarCreatedEvent registers h for "star.created" deliveries, decoded into
 // *StarCreatedEvent. It returns the listener, for RemoveListener.
 func OnStarCreatedEvent(r Registrar, h func(context.Context, Event[*StarCreatedEvent]) error) *emitter.Listener {
-	return on(r, "star.created", "star", group2.ParseStarEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "star.created", "star", events_s.ParseStarEvent, h)
 }
 
 // OnStarDeletedEvent registers h for "star.deleted" deliveries, decoded into
 // *StarDeletedEvent. It returns the listener, for RemoveListener.
 func OnStarDeletedEvent(r Registrar, h func(context.Context, Event[*StarDeletedEvent]) error) *emitter.Listener {
-	return on(r, "star.deleted", "star", group2.ParseStarEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "star.deleted", "star", events_s.ParseStarEvent, h)
 }
 
 // OnStatusEvent registers h for "status" deliveries, decoded into *StatusEvent.
 // It returns the listener, for RemoveListener.
 func OnStatusEvent(r Registrar, h func(context.Context, Event[*StatusEvent]) error) *emitter.Listener {
-	return on(r, "status", "status", group4.ParseStatusEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "status", "status", events_s.ParseStatusEvent, h)
 }
 
 // OnSubIssuesEvent registers h for every "sub_issues" delivery, decoded into
 // its action's struct, or *SubIssuesUnknownEvent for an action the schema does
-// not know. It returns the listener, for RemoveListener.
-func OnSubIssuesEvent(r Registrar, h func(context.Context, Event[SubIssuesEvent]) error) *emitter.Listener {
-	return on(r, "sub_issues", "sub_issues", group4.ParseSubIssuesEvent, h)
+// not know. Given actions (such as "parent_issue_added"), it registers h for
+// those actions only, with one listener: h gets SubIssuesEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnSubIssuesEvent(r Registrar, h func(context.Context, Event[SubIssuesEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnSubIssuesEvent", "sub_issues", IsKnownEventName, events_s.ParseSubIssuesEvent, h, actions)
 }
 
 // OnSubIssuesParentIssueAddedEvent registers h for
 // "sub_issues.parent_issue_added" deliveries, decoded into
 // *SubIssuesParentIssueAddedEvent. It returns the listener, for RemoveListener.
 func OnSubIssuesParentIssueAddedEvent(r Registrar, h func(context.Context, Event[*SubIssuesParentIssueAddedEvent]) error) *emitter.Listener {
-	return on(r, "sub_issues.parent_issue_added", "sub_issues", group4.ParseSubIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sub_issues.parent_issue_added", "sub_issues", events_s.ParseSubIssuesEvent, h)
 }
 
 // OnSubIssuesParentIssueRemovedEvent registers h for
@@ -2176,147 +2369,159 @@ func OnSubIssuesParentIssueAddedEvent(r Registrar, h func(context.Context, Event
 // *SubIssuesParentIssueRemovedEvent. It returns the listener, for
 // RemoveListener.
 func OnSubIssuesParentIssueRemovedEvent(r Registrar, h func(context.Context, Event[*SubIssuesParentIssueRemovedEvent]) error) *emitter.Listener {
-	return on(r, "sub_issues.parent_issue_removed", "sub_issues", group4.ParseSubIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sub_issues.parent_issue_removed", "sub_issues", events_s.ParseSubIssuesEvent, h)
 }
 
 // OnSubIssuesSubIssueAddedEvent registers h for "sub_issues.sub_issue_added"
 // deliveries, decoded into *SubIssuesSubIssueAddedEvent. It returns the
 // listener, for RemoveListener.
 func OnSubIssuesSubIssueAddedEvent(r Registrar, h func(context.Context, Event[*SubIssuesSubIssueAddedEvent]) error) *emitter.Listener {
-	return on(r, "sub_issues.sub_issue_added", "sub_issues", group4.ParseSubIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sub_issues.sub_issue_added", "sub_issues", events_s.ParseSubIssuesEvent, h)
 }
 
 // OnSubIssuesSubIssueRemovedEvent registers h for
 // "sub_issues.sub_issue_removed" deliveries, decoded into
 // *SubIssuesSubIssueRemovedEvent. It returns the listener, for RemoveListener.
 func OnSubIssuesSubIssueRemovedEvent(r Registrar, h func(context.Context, Event[*SubIssuesSubIssueRemovedEvent]) error) *emitter.Listener {
-	return on(r, "sub_issues.sub_issue_removed", "sub_issues", group4.ParseSubIssuesEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "sub_issues.sub_issue_removed", "sub_issues", events_s.ParseSubIssuesEvent, h)
 }
 
 // OnTeamEvent registers h for every "team" delivery, decoded into its action's
-// struct, or *TeamUnknownEvent for an action the schema does not know. It
-// returns the listener, for RemoveListener.
-func OnTeamEvent(r Registrar, h func(context.Context, Event[TeamEvent]) error) *emitter.Listener {
-	return on(r, "team", "team", group1.ParseTeamEvent, h)
+// struct, or *TeamUnknownEvent for an action the schema does not know. Given
+// actions (such as "added_to_repository"), it registers h for those actions
+// only, with one listener: h gets TeamEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnTeamEvent(r Registrar, h func(context.Context, Event[TeamEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnTeamEvent", "team", IsKnownEventName, events_t.ParseTeamEvent, h, actions)
 }
 
 // OnTeamAddedToRepositoryEvent registers h for "team.added_to_repository"
 // deliveries, decoded into *TeamAddedToRepositoryEvent. It returns the
 // listener, for RemoveListener.
 func OnTeamAddedToRepositoryEvent(r Registrar, h func(context.Context, Event[*TeamAddedToRepositoryEvent]) error) *emitter.Listener {
-	return on(r, "team.added_to_repository", "team", group1.ParseTeamEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "team.added_to_repository", "team", events_t.ParseTeamEvent, h)
 }
 
 // OnTeamCreatedEvent registers h for "team.created" deliveries, decoded into
 // *TeamCreatedEvent. It returns the listener, for RemoveListener.
 func OnTeamCreatedEvent(r Registrar, h func(context.Context, Event[*TeamCreatedEvent]) error) *emitter.Listener {
-	return on(r, "team.created", "team", group1.ParseTeamEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "team.created", "team", events_t.ParseTeamEvent, h)
 }
 
 // OnTeamDeletedEvent registers h for "team.deleted" deliveries, decoded into
 // *TeamDeletedEvent. It returns the listener, for RemoveListener.
 func OnTeamDeletedEvent(r Registrar, h func(context.Context, Event[*TeamDeletedEvent]) error) *emitter.Listener {
-	return on(r, "team.deleted", "team", group1.ParseTeamEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "team.deleted", "team", events_t.ParseTeamEvent, h)
 }
 
 // OnTeamEditedEvent registers h for "team.edited" deliveries, decoded into
 // *TeamEditedEvent. It returns the listener, for RemoveListener.
 func OnTeamEditedEvent(r Registrar, h func(context.Context, Event[*TeamEditedEvent]) error) *emitter.Listener {
-	return on(r, "team.edited", "team", group1.ParseTeamEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "team.edited", "team", events_t.ParseTeamEvent, h)
 }
 
 // OnTeamRemovedFromRepositoryEvent registers h for
 // "team.removed_from_repository" deliveries, decoded into
 // *TeamRemovedFromRepositoryEvent. It returns the listener, for RemoveListener.
 func OnTeamRemovedFromRepositoryEvent(r Registrar, h func(context.Context, Event[*TeamRemovedFromRepositoryEvent]) error) *emitter.Listener {
-	return on(r, "team.removed_from_repository", "team", group1.ParseTeamEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "team.removed_from_repository", "team", events_t.ParseTeamEvent, h)
 }
 
 // OnTeamAddEvent registers h for "team_add" deliveries, decoded into
 // *TeamAddEvent. It returns the listener, for RemoveListener.
 func OnTeamAddEvent(r Registrar, h func(context.Context, Event[*TeamAddEvent]) error) *emitter.Listener {
-	return on(r, "team_add", "team_add", group4.ParseTeamAddEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "team_add", "team_add", events_t.ParseTeamAddEvent, h)
 }
 
 // OnWatchEvent registers h for every "watch" delivery, decoded into its
 // action's struct, or *WatchUnknownEvent for an action the schema does not
-// know. It returns the listener, for RemoveListener.
-func OnWatchEvent(r Registrar, h func(context.Context, Event[WatchEvent]) error) *emitter.Listener {
-	return on(r, "watch", "watch", group2.ParseWatchEvent, h)
+// know. Given actions (such as "started"), it registers h for those actions
+// only, with one listener: h gets WatchEvent, whose methods give what all the
+// actions share. An action the schema does not know panics. It returns the
+// listener, for RemoveListener.
+func OnWatchEvent(r Registrar, h func(context.Context, Event[WatchEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnWatchEvent", "watch", IsKnownEventName, events_w.ParseWatchEvent, h, actions)
 }
 
 // OnWatchStartedEvent registers h for "watch.started" deliveries, decoded into
 // *WatchStartedEvent. It returns the listener, for RemoveListener.
 func OnWatchStartedEvent(r Registrar, h func(context.Context, Event[*WatchStartedEvent]) error) *emitter.Listener {
-	return on(r, "watch.started", "watch", group2.ParseWatchEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "watch.started", "watch", events_w.ParseWatchEvent, h)
 }
 
 // OnWorkflowDispatchEvent registers h for "workflow_dispatch" deliveries,
 // decoded into *WorkflowDispatchEvent. It returns the listener, for
 // RemoveListener.
 func OnWorkflowDispatchEvent(r Registrar, h func(context.Context, Event[*WorkflowDispatchEvent]) error) *emitter.Listener {
-	return on(r, "workflow_dispatch", "workflow_dispatch", group2.ParseWorkflowDispatchEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_dispatch", "workflow_dispatch", events_w.ParseWorkflowDispatchEvent, h)
 }
 
 // OnWorkflowJobEvent registers h for every "workflow_job" delivery, decoded
 // into its action's struct, or *WorkflowJobUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnWorkflowJobEvent(r Registrar, h func(context.Context, Event[WorkflowJobEvent]) error) *emitter.Listener {
-	return on(r, "workflow_job", "workflow_job", group4.ParseWorkflowJobEvent, h)
+// schema does not know. Given actions (such as "completed"), it registers h for
+// those actions only, with one listener: h gets WorkflowJobEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnWorkflowJobEvent(r Registrar, h func(context.Context, Event[WorkflowJobEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnWorkflowJobEvent", "workflow_job", IsKnownEventName, events_w.ParseWorkflowJobEvent, h, actions)
 }
 
 // OnWorkflowJobCompletedEvent registers h for "workflow_job.completed"
 // deliveries, decoded into *WorkflowJobCompletedEvent. It returns the listener,
 // for RemoveListener.
 func OnWorkflowJobCompletedEvent(r Registrar, h func(context.Context, Event[*WorkflowJobCompletedEvent]) error) *emitter.Listener {
-	return on(r, "workflow_job.completed", "workflow_job", group4.ParseWorkflowJobEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_job.completed", "workflow_job", events_w.ParseWorkflowJobEvent, h)
 }
 
 // OnWorkflowJobInProgressEvent registers h for "workflow_job.in_progress"
 // deliveries, decoded into *WorkflowJobInProgressEvent. It returns the
 // listener, for RemoveListener.
 func OnWorkflowJobInProgressEvent(r Registrar, h func(context.Context, Event[*WorkflowJobInProgressEvent]) error) *emitter.Listener {
-	return on(r, "workflow_job.in_progress", "workflow_job", group4.ParseWorkflowJobEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_job.in_progress", "workflow_job", events_w.ParseWorkflowJobEvent, h)
 }
 
 // OnWorkflowJobQueuedEvent registers h for "workflow_job.queued" deliveries,
 // decoded into *WorkflowJobQueuedEvent. It returns the listener, for
 // RemoveListener.
 func OnWorkflowJobQueuedEvent(r Registrar, h func(context.Context, Event[*WorkflowJobQueuedEvent]) error) *emitter.Listener {
-	return on(r, "workflow_job.queued", "workflow_job", group4.ParseWorkflowJobEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_job.queued", "workflow_job", events_w.ParseWorkflowJobEvent, h)
 }
 
 // OnWorkflowJobWaitingEvent registers h for "workflow_job.waiting" deliveries,
 // decoded into *WorkflowJobWaitingEvent. It returns the listener, for
 // RemoveListener.
 func OnWorkflowJobWaitingEvent(r Registrar, h func(context.Context, Event[*WorkflowJobWaitingEvent]) error) *emitter.Listener {
-	return on(r, "workflow_job.waiting", "workflow_job", group4.ParseWorkflowJobEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_job.waiting", "workflow_job", events_w.ParseWorkflowJobEvent, h)
 }
 
 // OnWorkflowRunEvent registers h for every "workflow_run" delivery, decoded
 // into its action's struct, or *WorkflowRunUnknownEvent for an action the
-// schema does not know. It returns the listener, for RemoveListener.
-func OnWorkflowRunEvent(r Registrar, h func(context.Context, Event[WorkflowRunEvent]) error) *emitter.Listener {
-	return on(r, "workflow_run", "workflow_run", group3.ParseWorkflowRunEvent, h)
+// schema does not know. Given actions (such as "completed"), it registers h for
+// those actions only, with one listener: h gets WorkflowRunEvent, whose methods
+// give what all the actions share. An action the schema does not know panics.
+// It returns the listener, for RemoveListener.
+func OnWorkflowRunEvent(r Registrar, h func(context.Context, Event[WorkflowRunEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnWorkflowRunEvent", "workflow_run", IsKnownEventName, events_w.ParseWorkflowRunEvent, h, actions)
 }
 
 // OnWorkflowRunCompletedEvent registers h for "workflow_run.completed"
 // deliveries, decoded into *WorkflowRunCompletedEvent. It returns the listener,
 // for RemoveListener.
 func OnWorkflowRunCompletedEvent(r Registrar, h func(context.Context, Event[*WorkflowRunCompletedEvent]) error) *emitter.Listener {
-	return on(r, "workflow_run.completed", "workflow_run", group3.ParseWorkflowRunEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_run.completed", "workflow_run", events_w.ParseWorkflowRunEvent, h)
 }
 
 // OnWorkflowRunInProgressEvent registers h for "workflow_run.in_progress"
 // deliveries, decoded into *WorkflowRunInProgressEvent. It returns the
 // listener, for RemoveListener.
 func OnWorkflowRunInProgressEvent(r Registrar, h func(context.Context, Event[*WorkflowRunInProgressEvent]) error) *emitter.Listener {
-	return on(r, "workflow_run.in_progress", "workflow_run", group3.ParseWorkflowRunEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_run.in_progress", "workflow_run", events_w.ParseWorkflowRunEvent, h)
 }
 
 // OnWorkflowRunRequestedEvent registers h for "workflow_run.requested"
 // deliveries, decoded into *WorkflowRunRequestedEvent. It returns the listener,
 // for RemoveListener.
 func OnWorkflowRunRequestedEvent(r Registrar, h func(context.Context, Event[*WorkflowRunRequestedEvent]) error) *emitter.Listener {
-	return on(r, "workflow_run.requested", "workflow_run", group3.ParseWorkflowRunEvent, h)
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "workflow_run.requested", "workflow_run", events_w.ParseWorkflowRunEvent, h)
 }

@@ -3,7 +3,7 @@ package payloads
 import (
 	"time"
 
-	codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 )
 
 // Timestamp is a point in time as a payload carries it. The forge writes times in

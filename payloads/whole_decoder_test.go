@@ -7,6 +7,7 @@ import (
 
 	"forgehooks.dev/forgehooks/internal/corpus"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 )
 
 // wholeEvents are the events a typed handler of a whole event can be
@@ -21,13 +22,13 @@ func wholeEvents() []string {
 	return events
 }
 
-// checkWholeDecoder checks wholeDecoder's promise to the emitter on one
+// checkWholeDecoder checks codec.WholeDecoder's promise to the emitter on one
 // payload: when it vouches for a payload, that payload is a JSON object that
 // the emitter's own scan accepts, encoding/json finds valid, and whose action
 // is the one the scan finds. It reports whether the decoder vouched.
 func checkWholeDecoder(t *testing.T, event string, body []byte) bool {
 	t.Helper()
-	dec := wholeDecoder(event, func(b []byte) (Payload, error) { return Parse(event, b) })
+	dec := codec.WholeDecoder("forgehooks.dev/forgehooks/payloads", event, func(b []byte) (Payload, error) { return Parse(event, b) })
 	v, action, ok := dec.Decode(body)
 	if !ok {
 		if v != nil || action != "" {

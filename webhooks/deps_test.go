@@ -42,7 +42,7 @@ func TestDependencies(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	runtime := []string{"signing", "emitter", "payloads", "webhooks"}
+	runtime := []string{"signing", "emitter", "payloads", "payloads/names", "webhooks"}
 	if out, err := exec.Command("go", "list", module+"/webhookstest").CombinedOutput(); err == nil {
 		runtime = append(runtime, "webhookstest")
 	} else if !strings.Contains(string(out), "cannot find") && !strings.Contains(string(out), "no required module") && !strings.Contains(string(out), "is not in std") {
@@ -61,11 +61,20 @@ func TestDependencies(t *testing.T) {
 			}
 		})
 	}
+	t.Run("names holds no typed payload", func(t *testing.T) {
+		for _, d := range goListDeps(t, module+"/payloads/names") {
+			if d[1] != "true" && d[0] != module+"/payloads/names" {
+				t.Errorf("payloads/names depends on %s: it must stay standard-library only", d[0])
+			}
+		}
+	})
 	t.Run("raw-only program", func(t *testing.T) {
 		deps := goListDeps(t, "./testdata/rawonly")
 		var own []string
 		for _, d := range deps {
-			if d[0] == module+"/payloads" || strings.HasPrefix(d[0], module+"/payloads/") {
+			// payloads/names (the names and variants, stdlib only) is allowed:
+			// it holds no typed payload.
+			if d[0] != module+"/payloads/names" && (d[0] == module+"/payloads" || strings.HasPrefix(d[0], module+"/payloads/")) {
 				t.Errorf("a program with raw handlers only depends on %s", d[0])
 			}
 			if d[2] == module {

@@ -22,6 +22,7 @@ import (
 
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/decodehook"
+	"forgehooks.dev/forgehooks/payloads/names"
 	"forgehooks.dev/forgehooks/signing"
 )
 
@@ -60,9 +61,15 @@ type Options struct {
 	// KnownEvent tells whether an event name ("issues", "issues.opened") is
 	// one the forge sends; registering a name it does not know logs a warning,
 	// most likely a typo, and registers the handler all the same (the forge
-	// adds events before any schema has them). Pass payloads.IsKnownEventName
-	// to check against the schema. Nil: no check.
+	// adds events before any schema has them). Nil: the names of this module's
+	// schema (names.IsKnown, in package payloads/names, which compiles no typed
+	// payload). See emitter.Options.KnownEvent.
 	KnownEvent func(name string) bool
+	// Variant names the forge's server variant this receiver serves (one of
+	// names.Variants, such as "ghes-3.14"): registering a handler for a name
+	// the schema records that variant never sends logs a warning. New fails
+	// for a variant the schema does not know. Empty: no variant check.
+	Variant string
 	// MaxErrorReports and MaxErrorReportBytes bound the failed deliveries
 	// (forged ones included) whose error handlers run at once, and their
 	// payload bytes; past them the error is logged instead. See
@@ -98,10 +105,14 @@ func New(opts Options) (*Webhooks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: New: %w", err)
 	}
+	if opts.Variant != "" && !names.KnownVariant(opts.Variant) {
+		return nil, fmt.Errorf("webhooks: New: unknown server variant %q (the schema knows %q)", opts.Variant, names.Variants())
+	}
 	em := emitter.New(emitter.Options{
 		Transform:           opts.Transform,
 		Logger:              opts.Logger,
 		KnownEvent:          opts.KnownEvent,
+		Variant:             opts.Variant,
 		MaxErrorReports:     opts.MaxErrorReports,
 		MaxErrorReportBytes: opts.MaxErrorReportBytes,
 	})

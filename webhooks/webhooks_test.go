@@ -259,3 +259,30 @@ func TestUnknownNameWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownNameWarnsByDefault: without Options.KnownEvent, the names of
+// this module's schema are the known ones: a typo logs one warning naming it,
+// a known name none.
+func TestUnknownNameWarnsByDefault(t *testing.T) {
+	var log strings.Builder
+	wh := mustNew(t, Options{Secret: secret, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	h := func(context.Context, emitter.Event) error { return nil }
+	wh.On("push", h)
+	wh.On("pull_request.opened", h)
+	wh.On("repository_dispatch.my_custom_type", h)
+	if log.Len() != 0 {
+		t.Fatalf("known names logged: %q", log.String())
+	}
+	wh.On("push.opend", h)
+	if n := strings.Count(log.String(), "unknown event name"); n != 1 || !strings.Contains(log.String(), "name=push.opend") {
+		t.Errorf("%d warnings; log: %q", n, log.String())
+	}
+}
+
+// TestUnknownVariant: New refuses a server variant the schema does not know.
+func TestUnknownVariant(t *testing.T) {
+	_, err := New(Options{Secret: secret, Variant: "no-such-variant"})
+	if err == nil || !strings.Contains(err.Error(), `"no-such-variant"`) {
+		t.Errorf("New with an unknown variant: %v", err)
+	}
+}

@@ -6,12 +6,34 @@ import (
 	"path/filepath"
 	"testing"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
-const fixture = "../../internal/gen/testdata/fixture"
+const fixtureDir = "../../gen/testdata/fixture"
+
+// copyFixture copies the fixture schema to a new directory, which run may
+// write the package record to.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(fixtureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(fixtureDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
 
 func TestRunWritesAndPrunes(t *testing.T) {
+	fixture := copyFixture(t)
 	out := t.TempDir()
 	stale := filepath.Join(out, "old_events.go")
 	staleDir := filepath.Join(out, "internal", "group9")
@@ -31,7 +53,7 @@ func TestRunWritesAndPrunes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"aliases.go", "names.go", "register.go", "timestamp.go",
-		"internal/common/codec.go", "internal/common/types.go", "internal/group1/events.go", "internal/group1/parse.go"} {
+		"internal/common/codec.go", "internal/common/types.go", "internal/events_i/events.go", "internal/events_i/parse.go"} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -59,7 +81,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	bad := t.TempDir()
 	for _, name := range []string{"events.yaml", "types.yaml"} {
-		b, err := os.ReadFile(filepath.Join(fixture, name))
+		b, err := os.ReadFile(filepath.Join(fixtureDir, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // class is a set of terms that become one named type. Terms join a class when their

@@ -54,7 +54,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // Run is the command importschema: args are its flags (without the program

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden and contract files from what the code now produces")

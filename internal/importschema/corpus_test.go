@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/gen"
 	"forgehooks.dev/forgehooks/internal/corpus"
-	"forgehooks.dev/forgehooks/internal/gen"
 )
 
 // timestampLayouts are the forms of date-time text the forge sends (besides Unix

@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // exprOf writes a type in the schema's type-expression syntax.

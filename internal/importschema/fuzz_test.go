@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // render writes a jnode back as JSON.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // permsSpec is one webhook whose "perms" object has members that share one enum,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // brandRE finds the forge's brand, dropped from names made from the spec's titles:

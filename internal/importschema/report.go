@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // Report is what a schema update changed, as the generated Go API sees it: events,

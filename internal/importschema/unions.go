@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // jsonKindOfExpr is the JSON kind of a type's values; "" when it has two (a

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // The committed copies of two published versions of the main spec, oldest first:

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"forgehooks.dev/forgehooks/internal/gen"
+	"forgehooks.dev/forgehooks/gen"
 )
 
 // markVariants records in s which server variants lack each event, action and

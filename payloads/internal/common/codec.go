@@ -2,7 +2,7 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *AdvisoryCWE) UnmarshalJSON(b []byte) error {
@@ -1054,6 +1054,60 @@ func EncodeCommitter(x *Committer, e *codec.Encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DependabotAlertPackage) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertPackage{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDependabotAlertPackage(x, &d), "DependabotAlertPackage")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DependabotAlertPackage) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDependabotAlertPackage(&x, e)
+	return e.Result()
+}
+
+// DecodeDependabotAlertPackage reads a JSON object into *x, a zero
+// DependabotAlertPackage.
+func DecodeDependabotAlertPackage(x *DependabotAlertPackage, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "ecosystem":
+			err = codec.DecStringSeen(&x.Ecosystem, d, &seen, 0)
+		case "name":
+			err = codec.DecStringSeen(&x.Name, d, &seen, 1)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 2)
+	return err
+}
+
+// EncodeDependabotAlertPackage writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeDependabotAlertPackage(x *DependabotAlertPackage, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"ecosystem\":")
+		codec.EncString(&x.Ecosystem, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"name\":")
+		codec.EncString(&x.Name, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Deployment) UnmarshalJSON(b []byte) error {
 	*x = Deployment{}
 	d := codec.NewDecoder(b)
@@ -1357,645 +1411,28 @@ func EncodeDeploymentReviewApprovedApprover(x *DeploymentReviewApprovedApprover,
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *DeploymentWorkflowRun) UnmarshalJSON(b []byte) error {
-	*x = DeploymentWorkflowRun{}
+func (x *EditedChanges) UnmarshalJSON(b []byte) error {
+	*x = EditedChanges{}
 	d := codec.NewDecoder(b)
-	return d.Finish(DecodeDeploymentWorkflowRun(x, &d), "DeploymentWorkflowRun")
+	return d.Finish(DecodeEditedChanges(x, &d), "EditedChanges")
 }
 
 // MarshalJSON encodes x as it was decoded, unknown members included.
-func (x DeploymentWorkflowRun) MarshalJSON() ([]byte, error) {
+func (x EditedChanges) MarshalJSON() ([]byte, error) {
 	e := codec.NewEncoder()
-	EncodeDeploymentWorkflowRun(&x, e)
+	EncodeEditedChanges(&x, e)
 	return e.Result()
 }
 
-// DecodeDeploymentWorkflowRun reads a JSON object into *x, a zero
-// DeploymentWorkflowRun.
-func DecodeDeploymentWorkflowRun(x *DeploymentWorkflowRun, d *codec.Decoder) error {
-	var seen codec.SeenSet
+// DecodeEditedChanges reads a JSON object into *x, a zero EditedChanges.
+func DecodeEditedChanges(x *EditedChanges, d *codec.Decoder) error {
 	key, more, err := d.OpenObject()
 	for more {
 		switch string(key) {
-		case "actor":
-			err = codec.DecPtr(&x.Actor, d, DecodeUser)
-		case "artifacts_url":
-			err = codec.DecStringPtr(&x.ArtifactsURL, d)
-		case "cancel_url":
-			err = codec.DecStringPtr(&x.CancelURL, d)
-		case "check_suite_id":
-			err = codec.DecInt64Seen(&x.CheckSuiteID, d, &seen, 0)
-		case "check_suite_node_id":
-			err = codec.DecStringSeen(&x.CheckSuiteNodeID, d, &seen, 1)
-		case "check_suite_url":
-			err = codec.DecStringPtr(&x.CheckSuiteURL, d)
-		case "conclusion":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.Conclusion = (*DeploymentWorkflowRunConclusion)(p)
-		case "created_at":
-			err = codec.DecSeen(&x.CreatedAt, d, &seen, 2, codec.DecTimestamp)
-		case "display_title":
-			err = codec.DecStringPtr(&x.DisplayTitle, d)
-		case "event":
-			err = codec.DecStringSeen(&x.Event, d, &seen, 3)
-		case "head_branch":
-			err = codec.DecStringSeen(&x.HeadBranch, d, &seen, 4)
-		case "head_commit":
-			err = codec.DecRaw(&x.HeadCommit, d)
-		case "head_repository":
-			err = codec.DecPtr(&x.HeadRepository, d, DecodeDeploymentWorkflowRunHeadRepository)
-		case "head_sha":
-			err = codec.DecStringSeen(&x.HeadSHA, d, &seen, 5)
-		case "html_url":
-			err = codec.DecStringSeen(&x.HTMLURL, d, &seen, 6)
-		case "id":
-			err = codec.DecInt64Seen(&x.ID, d, &seen, 7)
-		case "jobs_url":
-			err = codec.DecStringPtr(&x.JobsURL, d)
-		case "logs_url":
-			err = codec.DecStringPtr(&x.LogsURL, d)
-		case "name":
-			err = codec.DecStringSeen(&x.Name, d, &seen, 8)
-		case "node_id":
-			err = codec.DecStringSeen(&x.NodeID, d, &seen, 9)
-		case "path":
-			err = codec.DecStringPtr(&x.Path, d)
-		case "previous_attempt_url":
-			err = codec.DecStringPtr(&x.PreviousAttemptURL, d)
-		case "pull_requests":
-			if seen.Read(d, 10) {
-				err = codec.DecSlice(&x.PullRequests, d, DecodeCheckRunPullRequest)
-			}
-		case "referenced_workflows":
-			err = codec.DecSlice(&x.ReferencedWorkflows, d, DecodeWorkflowRunReferencedWorkflow)
-		case "repository":
-			err = codec.DecPtr(&x.Repository, d, DecodeDeploymentWorkflowRunHeadRepository)
-		case "rerun_url":
-			err = codec.DecStringPtr(&x.RerunURL, d)
-		case "run_attempt":
-			err = codec.DecInt64Seen(&x.RunAttempt, d, &seen, 11)
-		case "run_number":
-			err = codec.DecInt64Seen(&x.RunNumber, d, &seen, 12)
-		case "run_started_at":
-			err = codec.DecSeen(&x.RunStartedAt, d, &seen, 13, codec.DecTimestamp)
-		case "status":
-			err = codec.DecSeen(&x.Status, d, &seen, 14, DecodeWorkflowRunStatus)
-		case "triggering_actor":
-			err = codec.DecPtr(&x.TriggeringActor, d, DecodeUser)
-		case "updated_at":
-			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 15, codec.DecTimestamp)
-		case "url":
-			err = codec.DecStringSeen(&x.URL, d, &seen, 16)
-		case "workflow_id":
-			err = codec.DecInt64Seen(&x.WorkflowID, d, &seen, 17)
-		case "workflow_url":
-			err = codec.DecStringPtr(&x.WorkflowURL, d)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	codec.SetAbsent(&x.extra, &seen, 18)
-	return err
-}
-
-// EncodeDeploymentWorkflowRun writes *x as a JSON object: its members as they
-// were decoded.
-func EncodeDeploymentWorkflowRun(x *DeploymentWorkflowRun, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if x.Actor != nil {
-		e.Key(",\"actor\":")
-		EncodeUser(x.Actor, e)
-	}
-	if x.ArtifactsURL != nil {
-		e.Key(",\"artifacts_url\":")
-		codec.EncString(x.ArtifactsURL, e)
-	}
-	if x.CancelURL != nil {
-		e.Key(",\"cancel_url\":")
-		codec.EncString(x.CancelURL, e)
-	}
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"check_suite_id\":")
-		codec.EncInt64(&x.CheckSuiteID, e)
-	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"check_suite_node_id\":")
-		codec.EncString(&x.CheckSuiteNodeID, e)
-	}
-	if x.CheckSuiteURL != nil {
-		e.Key(",\"check_suite_url\":")
-		codec.EncString(x.CheckSuiteURL, e)
-	}
-	if x.Conclusion != nil {
-		e.Key(",\"conclusion\":")
-		EncodeDeploymentWorkflowRunConclusion(x.Conclusion, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(&x.CreatedAt, e)
-	}
-	if x.DisplayTitle != nil {
-		e.Key(",\"display_title\":")
-		codec.EncString(x.DisplayTitle, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"event\":")
-		codec.EncString(&x.Event, e)
-	}
-	if codec.Written(&x.extra, 4) {
-		e.Key(",\"head_branch\":")
-		codec.EncString(&x.HeadBranch, e)
-	}
-	if x.HeadCommit != nil {
-		e.Key(",\"head_commit\":")
-		codec.EncRaw(&x.HeadCommit, e)
-	}
-	if x.HeadRepository != nil {
-		e.Key(",\"head_repository\":")
-		EncodeDeploymentWorkflowRunHeadRepository(x.HeadRepository, e)
-	}
-	if codec.Written(&x.extra, 5) {
-		e.Key(",\"head_sha\":")
-		codec.EncString(&x.HeadSHA, e)
-	}
-	if codec.Written(&x.extra, 6) {
-		e.Key(",\"html_url\":")
-		codec.EncString(&x.HTMLURL, e)
-	}
-	if codec.Written(&x.extra, 7) {
-		e.Key(",\"id\":")
-		codec.EncInt64(&x.ID, e)
-	}
-	if x.JobsURL != nil {
-		e.Key(",\"jobs_url\":")
-		codec.EncString(x.JobsURL, e)
-	}
-	if x.LogsURL != nil {
-		e.Key(",\"logs_url\":")
-		codec.EncString(x.LogsURL, e)
-	}
-	if codec.Written(&x.extra, 8) {
-		e.Key(",\"name\":")
-		codec.EncString(&x.Name, e)
-	}
-	if codec.Written(&x.extra, 9) {
-		e.Key(",\"node_id\":")
-		codec.EncString(&x.NodeID, e)
-	}
-	if x.Path != nil {
-		e.Key(",\"path\":")
-		codec.EncString(x.Path, e)
-	}
-	if x.PreviousAttemptURL != nil {
-		e.Key(",\"previous_attempt_url\":")
-		codec.EncString(x.PreviousAttemptURL, e)
-	}
-	if codec.Written(&x.extra, 10) {
-		e.Key(",\"pull_requests\":")
-		codec.EncSlice(&x.PullRequests, e, EncodeCheckRunPullRequest)
-	}
-	if x.ReferencedWorkflows != nil {
-		e.Key(",\"referenced_workflows\":")
-		codec.EncSlice(&x.ReferencedWorkflows, e, EncodeWorkflowRunReferencedWorkflow)
-	}
-	if x.Repository != nil {
-		e.Key(",\"repository\":")
-		EncodeDeploymentWorkflowRunHeadRepository(x.Repository, e)
-	}
-	if x.RerunURL != nil {
-		e.Key(",\"rerun_url\":")
-		codec.EncString(x.RerunURL, e)
-	}
-	if codec.Written(&x.extra, 11) {
-		e.Key(",\"run_attempt\":")
-		codec.EncInt64(&x.RunAttempt, e)
-	}
-	if codec.Written(&x.extra, 12) {
-		e.Key(",\"run_number\":")
-		codec.EncInt64(&x.RunNumber, e)
-	}
-	if codec.Written(&x.extra, 13) {
-		e.Key(",\"run_started_at\":")
-		codec.EncTimestamp(&x.RunStartedAt, e)
-	}
-	if codec.Written(&x.extra, 14) {
-		e.Key(",\"status\":")
-		EncodeWorkflowRunStatus(&x.Status, e)
-	}
-	if x.TriggeringActor != nil {
-		e.Key(",\"triggering_actor\":")
-		EncodeUser(x.TriggeringActor, e)
-	}
-	if codec.Written(&x.extra, 15) {
-		e.Key(",\"updated_at\":")
-		codec.EncTimestamp(&x.UpdatedAt, e)
-	}
-	if codec.Written(&x.extra, 16) {
-		e.Key(",\"url\":")
-		codec.EncString(&x.URL, e)
-	}
-	if codec.Written(&x.extra, 17) {
-		e.Key(",\"workflow_id\":")
-		codec.EncInt64(&x.WorkflowID, e)
-	}
-	if x.WorkflowURL != nil {
-		e.Key(",\"workflow_url\":")
-		codec.EncString(x.WorkflowURL, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *DeploymentWorkflowRunHeadRepository) UnmarshalJSON(b []byte) error {
-	*x = DeploymentWorkflowRunHeadRepository{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeDeploymentWorkflowRunHeadRepository(x, &d), "DeploymentWorkflowRunHeadRepository")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x DeploymentWorkflowRunHeadRepository) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeDeploymentWorkflowRunHeadRepository(&x, e)
-	return e.Result()
-}
-
-// DecodeDeploymentWorkflowRunHeadRepository reads a JSON object into *x, a zero
-// DeploymentWorkflowRunHeadRepository.
-func DecodeDeploymentWorkflowRunHeadRepository(x *DeploymentWorkflowRunHeadRepository, d *codec.Decoder) error {
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "archive_url":
-			err = codec.DecStringPtr(&x.ArchiveURL, d)
-		case "assignees_url":
-			err = codec.DecStringPtr(&x.AssigneesURL, d)
-		case "blobs_url":
-			err = codec.DecStringPtr(&x.BlobsURL, d)
-		case "branches_url":
-			err = codec.DecStringPtr(&x.BranchesURL, d)
-		case "collaborators_url":
-			err = codec.DecStringPtr(&x.CollaboratorsURL, d)
-		case "comments_url":
-			err = codec.DecStringPtr(&x.CommentsURL, d)
-		case "commits_url":
-			err = codec.DecStringPtr(&x.CommitsURL, d)
-		case "compare_url":
-			err = codec.DecStringPtr(&x.CompareURL, d)
-		case "contents_url":
-			err = codec.DecStringPtr(&x.ContentsURL, d)
-		case "contributors_url":
-			err = codec.DecStringPtr(&x.ContributorsURL, d)
-		case "deployments_url":
-			err = codec.DecStringPtr(&x.DeploymentsURL, d)
-		case "description":
-			err = codec.DecStringPtr(&x.Description, d)
-		case "downloads_url":
-			err = codec.DecStringPtr(&x.DownloadsURL, d)
-		case "events_url":
-			err = codec.DecStringPtr(&x.EventsURL, d)
-		case "fork":
-			err = codec.DecBoolPtr(&x.Fork, d)
-		case "forks_url":
-			err = codec.DecStringPtr(&x.ForksURL, d)
-		case "full_name":
-			err = codec.DecStringPtr(&x.FullName, d)
-		case "git_commits_url":
-			err = codec.DecStringPtr(&x.GitCommitsURL, d)
-		case "git_refs_url":
-			err = codec.DecStringPtr(&x.GitRefsURL, d)
-		case "git_tags_url":
-			err = codec.DecStringPtr(&x.GitTagsURL, d)
-		case "hooks_url":
-			err = codec.DecStringPtr(&x.HooksURL, d)
-		case "html_url":
-			err = codec.DecStringPtr(&x.HTMLURL, d)
-		case "id":
-			err = codec.DecInt64Ptr(&x.ID, d)
-		case "issue_comment_url":
-			err = codec.DecStringPtr(&x.IssueCommentURL, d)
-		case "issue_events_url":
-			err = codec.DecStringPtr(&x.IssueEventsURL, d)
-		case "issues_url":
-			err = codec.DecStringPtr(&x.IssuesURL, d)
-		case "keys_url":
-			err = codec.DecStringPtr(&x.KeysURL, d)
-		case "labels_url":
-			err = codec.DecStringPtr(&x.LabelsURL, d)
-		case "languages_url":
-			err = codec.DecStringPtr(&x.LanguagesURL, d)
-		case "merges_url":
-			err = codec.DecStringPtr(&x.MergesURL, d)
-		case "milestones_url":
-			err = codec.DecStringPtr(&x.MilestonesURL, d)
-		case "name":
-			err = codec.DecStringPtr(&x.Name, d)
-		case "node_id":
-			err = codec.DecStringPtr(&x.NodeID, d)
-		case "notifications_url":
-			err = codec.DecStringPtr(&x.NotificationsURL, d)
-		case "owner":
-			err = codec.DecPtr(&x.Owner, d, DecodeDeploymentReviewApprovedApprover)
-		case "private":
-			err = codec.DecBoolPtr(&x.Private, d)
-		case "pulls_url":
-			err = codec.DecStringPtr(&x.PullsURL, d)
-		case "releases_url":
-			err = codec.DecStringPtr(&x.ReleasesURL, d)
-		case "stargazers_url":
-			err = codec.DecStringPtr(&x.StargazersURL, d)
-		case "statuses_url":
-			err = codec.DecStringPtr(&x.StatusesURL, d)
-		case "subscribers_url":
-			err = codec.DecStringPtr(&x.SubscribersURL, d)
-		case "subscription_url":
-			err = codec.DecStringPtr(&x.SubscriptionURL, d)
-		case "tags_url":
-			err = codec.DecStringPtr(&x.TagsURL, d)
-		case "teams_url":
-			err = codec.DecStringPtr(&x.TeamsURL, d)
-		case "trees_url":
-			err = codec.DecStringPtr(&x.TreesURL, d)
-		case "url":
-			err = codec.DecStringPtr(&x.URL, d)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	return err
-}
-
-// EncodeDeploymentWorkflowRunHeadRepository writes *x as a JSON object: its
-// members as they were decoded.
-func EncodeDeploymentWorkflowRunHeadRepository(x *DeploymentWorkflowRunHeadRepository, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if x.ArchiveURL != nil {
-		e.Key(",\"archive_url\":")
-		codec.EncString(x.ArchiveURL, e)
-	}
-	if x.AssigneesURL != nil {
-		e.Key(",\"assignees_url\":")
-		codec.EncString(x.AssigneesURL, e)
-	}
-	if x.BlobsURL != nil {
-		e.Key(",\"blobs_url\":")
-		codec.EncString(x.BlobsURL, e)
-	}
-	if x.BranchesURL != nil {
-		e.Key(",\"branches_url\":")
-		codec.EncString(x.BranchesURL, e)
-	}
-	if x.CollaboratorsURL != nil {
-		e.Key(",\"collaborators_url\":")
-		codec.EncString(x.CollaboratorsURL, e)
-	}
-	if x.CommentsURL != nil {
-		e.Key(",\"comments_url\":")
-		codec.EncString(x.CommentsURL, e)
-	}
-	if x.CommitsURL != nil {
-		e.Key(",\"commits_url\":")
-		codec.EncString(x.CommitsURL, e)
-	}
-	if x.CompareURL != nil {
-		e.Key(",\"compare_url\":")
-		codec.EncString(x.CompareURL, e)
-	}
-	if x.ContentsURL != nil {
-		e.Key(",\"contents_url\":")
-		codec.EncString(x.ContentsURL, e)
-	}
-	if x.ContributorsURL != nil {
-		e.Key(",\"contributors_url\":")
-		codec.EncString(x.ContributorsURL, e)
-	}
-	if x.DeploymentsURL != nil {
-		e.Key(",\"deployments_url\":")
-		codec.EncString(x.DeploymentsURL, e)
-	}
-	if x.Description != nil {
-		e.Key(",\"description\":")
-		codec.EncString(x.Description, e)
-	}
-	if x.DownloadsURL != nil {
-		e.Key(",\"downloads_url\":")
-		codec.EncString(x.DownloadsURL, e)
-	}
-	if x.EventsURL != nil {
-		e.Key(",\"events_url\":")
-		codec.EncString(x.EventsURL, e)
-	}
-	if x.Fork != nil {
-		e.Key(",\"fork\":")
-		codec.EncBool(x.Fork, e)
-	}
-	if x.ForksURL != nil {
-		e.Key(",\"forks_url\":")
-		codec.EncString(x.ForksURL, e)
-	}
-	if x.FullName != nil {
-		e.Key(",\"full_name\":")
-		codec.EncString(x.FullName, e)
-	}
-	if x.GitCommitsURL != nil {
-		e.Key(",\"git_commits_url\":")
-		codec.EncString(x.GitCommitsURL, e)
-	}
-	if x.GitRefsURL != nil {
-		e.Key(",\"git_refs_url\":")
-		codec.EncString(x.GitRefsURL, e)
-	}
-	if x.GitTagsURL != nil {
-		e.Key(",\"git_tags_url\":")
-		codec.EncString(x.GitTagsURL, e)
-	}
-	if x.HooksURL != nil {
-		e.Key(",\"hooks_url\":")
-		codec.EncString(x.HooksURL, e)
-	}
-	if x.HTMLURL != nil {
-		e.Key(",\"html_url\":")
-		codec.EncString(x.HTMLURL, e)
-	}
-	if x.ID != nil {
-		e.Key(",\"id\":")
-		codec.EncInt64(x.ID, e)
-	}
-	if x.IssueCommentURL != nil {
-		e.Key(",\"issue_comment_url\":")
-		codec.EncString(x.IssueCommentURL, e)
-	}
-	if x.IssueEventsURL != nil {
-		e.Key(",\"issue_events_url\":")
-		codec.EncString(x.IssueEventsURL, e)
-	}
-	if x.IssuesURL != nil {
-		e.Key(",\"issues_url\":")
-		codec.EncString(x.IssuesURL, e)
-	}
-	if x.KeysURL != nil {
-		e.Key(",\"keys_url\":")
-		codec.EncString(x.KeysURL, e)
-	}
-	if x.LabelsURL != nil {
-		e.Key(",\"labels_url\":")
-		codec.EncString(x.LabelsURL, e)
-	}
-	if x.LanguagesURL != nil {
-		e.Key(",\"languages_url\":")
-		codec.EncString(x.LanguagesURL, e)
-	}
-	if x.MergesURL != nil {
-		e.Key(",\"merges_url\":")
-		codec.EncString(x.MergesURL, e)
-	}
-	if x.MilestonesURL != nil {
-		e.Key(",\"milestones_url\":")
-		codec.EncString(x.MilestonesURL, e)
-	}
-	if x.Name != nil {
-		e.Key(",\"name\":")
-		codec.EncString(x.Name, e)
-	}
-	if x.NodeID != nil {
-		e.Key(",\"node_id\":")
-		codec.EncString(x.NodeID, e)
-	}
-	if x.NotificationsURL != nil {
-		e.Key(",\"notifications_url\":")
-		codec.EncString(x.NotificationsURL, e)
-	}
-	if x.Owner != nil {
-		e.Key(",\"owner\":")
-		EncodeDeploymentReviewApprovedApprover(x.Owner, e)
-	}
-	if x.Private != nil {
-		e.Key(",\"private\":")
-		codec.EncBool(x.Private, e)
-	}
-	if x.PullsURL != nil {
-		e.Key(",\"pulls_url\":")
-		codec.EncString(x.PullsURL, e)
-	}
-	if x.ReleasesURL != nil {
-		e.Key(",\"releases_url\":")
-		codec.EncString(x.ReleasesURL, e)
-	}
-	if x.StargazersURL != nil {
-		e.Key(",\"stargazers_url\":")
-		codec.EncString(x.StargazersURL, e)
-	}
-	if x.StatusesURL != nil {
-		e.Key(",\"statuses_url\":")
-		codec.EncString(x.StatusesURL, e)
-	}
-	if x.SubscribersURL != nil {
-		e.Key(",\"subscribers_url\":")
-		codec.EncString(x.SubscribersURL, e)
-	}
-	if x.SubscriptionURL != nil {
-		e.Key(",\"subscription_url\":")
-		codec.EncString(x.SubscriptionURL, e)
-	}
-	if x.TagsURL != nil {
-		e.Key(",\"tags_url\":")
-		codec.EncString(x.TagsURL, e)
-	}
-	if x.TeamsURL != nil {
-		e.Key(",\"teams_url\":")
-		codec.EncString(x.TeamsURL, e)
-	}
-	if x.TreesURL != nil {
-		e.Key(",\"trees_url\":")
-		codec.EncString(x.TreesURL, e)
-	}
-	if x.URL != nil {
-		e.Key(",\"url\":")
-		codec.EncString(x.URL, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *Discussion) UnmarshalJSON(b []byte) error {
-	*x = Discussion{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeDiscussion(x, &d), "Discussion")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x Discussion) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeDiscussion(&x, e)
-	return e.Result()
-}
-
-// DecodeDiscussion reads a JSON object into *x, a zero Discussion.
-func DecodeDiscussion(x *Discussion, d *codec.Decoder) error {
-	var seen codec.SeenSet
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "active_lock_reason":
-			err = codec.DecStringPtr(&x.ActiveLockReason, d)
-		case "answer_chosen_at":
-			err = codec.DecStringPtr(&x.AnswerChosenAt, d)
-		case "answer_chosen_by":
-			err = codec.DecPtr(&x.AnswerChosenBy, d, DecodeUser)
-		case "answer_html_url":
-			err = codec.DecStringPtr(&x.AnswerHTMLURL, d)
-		case "author_association":
-			err = codec.DecSeen(&x.AuthorAssociation, d, &seen, 0, DecodeAuthorAssociation)
 		case "body":
-			err = codec.DecStringSeen(&x.Body, d, &seen, 1)
-		case "category":
-			err = codec.DecSeen(&x.Category, d, &seen, 2, DecodeDiscussionCategory)
-		case "comments":
-			err = codec.DecInt64Seen(&x.Comments, d, &seen, 3)
-		case "created_at":
-			err = codec.DecSeen(&x.CreatedAt, d, &seen, 4, codec.DecTimestamp)
-		case "html_url":
-			err = codec.DecStringSeen(&x.HTMLURL, d, &seen, 5)
-		case "id":
-			err = codec.DecInt64Seen(&x.ID, d, &seen, 6)
-		case "locked":
-			err = codec.DecBoolSeen(&x.Locked, d, &seen, 7)
-		case "node_id":
-			err = codec.DecStringSeen(&x.NodeID, d, &seen, 8)
-		case "number":
-			err = codec.DecInt64Seen(&x.Number, d, &seen, 9)
-		case "reactions":
-			err = codec.DecPtr(&x.Reactions, d, DecodeReactions)
-		case "repository_url":
-			err = codec.DecStringSeen(&x.RepositoryURL, d, &seen, 10)
-		case "state":
-			err = codec.DecSeen(&x.State, d, &seen, 11, DecodeDiscussionState)
-		case "state_reason":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.StateReason = (*DiscussionStateReason)(p)
-		case "timeline_url":
-			err = codec.DecStringPtr(&x.TimelineURL, d)
+			err = codec.DecPtr(&x.Body, d, DecodeStringChange)
 		case "title":
-			err = codec.DecStringSeen(&x.Title, d, &seen, 12)
-		case "updated_at":
-			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 13, codec.DecTimestamp)
-		case "user":
-			err = codec.DecPtr(&x.User, d, DecodeUser)
-		case "labels":
-			err = codec.DecSlice(&x.Labels, d, DecodeLabel)
+			err = codec.DecPtr(&x.Title, d, DecodeStringChange)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -2005,207 +1442,20 @@ func DecodeDiscussion(x *Discussion, d *codec.Decoder) error {
 		}
 		key, more, err = d.NextMember()
 	}
-	codec.SetAbsent(&x.extra, &seen, 14)
 	return err
 }
 
-// EncodeDiscussion writes *x as a JSON object: its members as they were
+// EncodeEditedChanges writes *x as a JSON object: its members as they were
 // decoded.
-func EncodeDiscussion(x *Discussion, e *codec.Encoder) {
+func EncodeEditedChanges(x *EditedChanges, e *codec.Encoder) {
 	mark := e.OpenObject()
-	if x.ActiveLockReason != nil {
-		e.Key(",\"active_lock_reason\":")
-		codec.EncString(x.ActiveLockReason, e)
-	}
-	if x.AnswerChosenAt != nil {
-		e.Key(",\"answer_chosen_at\":")
-		codec.EncString(x.AnswerChosenAt, e)
-	}
-	if x.AnswerChosenBy != nil {
-		e.Key(",\"answer_chosen_by\":")
-		EncodeUser(x.AnswerChosenBy, e)
-	}
-	if x.AnswerHTMLURL != nil {
-		e.Key(",\"answer_html_url\":")
-		codec.EncString(x.AnswerHTMLURL, e)
-	}
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"author_association\":")
-		EncodeAuthorAssociation(&x.AuthorAssociation, e)
-	}
-	if codec.Written(&x.extra, 1) {
+	if x.Body != nil {
 		e.Key(",\"body\":")
-		codec.EncString(&x.Body, e)
+		EncodeStringChange(x.Body, e)
 	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"category\":")
-		EncodeDiscussionCategory(&x.Category, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"comments\":")
-		codec.EncInt64(&x.Comments, e)
-	}
-	if codec.Written(&x.extra, 4) {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(&x.CreatedAt, e)
-	}
-	if codec.Written(&x.extra, 5) {
-		e.Key(",\"html_url\":")
-		codec.EncString(&x.HTMLURL, e)
-	}
-	if codec.Written(&x.extra, 6) {
-		e.Key(",\"id\":")
-		codec.EncInt64(&x.ID, e)
-	}
-	if codec.Written(&x.extra, 7) {
-		e.Key(",\"locked\":")
-		codec.EncBool(&x.Locked, e)
-	}
-	if codec.Written(&x.extra, 8) {
-		e.Key(",\"node_id\":")
-		codec.EncString(&x.NodeID, e)
-	}
-	if codec.Written(&x.extra, 9) {
-		e.Key(",\"number\":")
-		codec.EncInt64(&x.Number, e)
-	}
-	if x.Reactions != nil {
-		e.Key(",\"reactions\":")
-		EncodeReactions(x.Reactions, e)
-	}
-	if codec.Written(&x.extra, 10) {
-		e.Key(",\"repository_url\":")
-		codec.EncString(&x.RepositoryURL, e)
-	}
-	if codec.Written(&x.extra, 11) {
-		e.Key(",\"state\":")
-		EncodeDiscussionState(&x.State, e)
-	}
-	if x.StateReason != nil {
-		e.Key(",\"state_reason\":")
-		EncodeDiscussionStateReason(x.StateReason, e)
-	}
-	if x.TimelineURL != nil {
-		e.Key(",\"timeline_url\":")
-		codec.EncString(x.TimelineURL, e)
-	}
-	if codec.Written(&x.extra, 12) {
+	if x.Title != nil {
 		e.Key(",\"title\":")
-		codec.EncString(&x.Title, e)
-	}
-	if codec.Written(&x.extra, 13) {
-		e.Key(",\"updated_at\":")
-		codec.EncTimestamp(&x.UpdatedAt, e)
-	}
-	if x.User != nil {
-		e.Key(",\"user\":")
-		EncodeUser(x.User, e)
-	}
-	if x.Labels != nil {
-		e.Key(",\"labels\":")
-		codec.EncSlice(&x.Labels, e, EncodeLabel)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *DiscussionCategory) UnmarshalJSON(b []byte) error {
-	*x = DiscussionCategory{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeDiscussionCategory(x, &d), "DiscussionCategory")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x DiscussionCategory) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeDiscussionCategory(&x, e)
-	return e.Result()
-}
-
-// DecodeDiscussionCategory reads a JSON object into *x, a zero
-// DiscussionCategory.
-func DecodeDiscussionCategory(x *DiscussionCategory, d *codec.Decoder) error {
-	var seen codec.SeenSet
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "created_at":
-			err = codec.DecSeen(&x.CreatedAt, d, &seen, 0, codec.DecTimestamp)
-		case "description":
-			err = codec.DecStringSeen(&x.Description, d, &seen, 1)
-		case "emoji":
-			err = codec.DecStringSeen(&x.Emoji, d, &seen, 2)
-		case "id":
-			err = codec.DecInt64Seen(&x.ID, d, &seen, 3)
-		case "is_answerable":
-			err = codec.DecBoolSeen(&x.IsAnswerable, d, &seen, 4)
-		case "name":
-			err = codec.DecStringSeen(&x.Name, d, &seen, 5)
-		case "node_id":
-			err = codec.DecStringPtr(&x.NodeID, d)
-		case "repository_id":
-			err = codec.DecInt64Seen(&x.RepositoryID, d, &seen, 6)
-		case "slug":
-			err = codec.DecStringSeen(&x.Slug, d, &seen, 7)
-		case "updated_at":
-			err = codec.DecStringSeen(&x.UpdatedAt, d, &seen, 8)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	codec.SetAbsent(&x.extra, &seen, 9)
-	return err
-}
-
-// EncodeDiscussionCategory writes *x as a JSON object: its members as they were
-// decoded.
-func EncodeDiscussionCategory(x *DiscussionCategory, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(&x.CreatedAt, e)
-	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"description\":")
-		codec.EncString(&x.Description, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"emoji\":")
-		codec.EncString(&x.Emoji, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"id\":")
-		codec.EncInt64(&x.ID, e)
-	}
-	if codec.Written(&x.extra, 4) {
-		e.Key(",\"is_answerable\":")
-		codec.EncBool(&x.IsAnswerable, e)
-	}
-	if codec.Written(&x.extra, 5) {
-		e.Key(",\"name\":")
-		codec.EncString(&x.Name, e)
-	}
-	if x.NodeID != nil {
-		e.Key(",\"node_id\":")
-		codec.EncString(x.NodeID, e)
-	}
-	if codec.Written(&x.extra, 6) {
-		e.Key(",\"repository_id\":")
-		codec.EncInt64(&x.RepositoryID, e)
-	}
-	if codec.Written(&x.extra, 7) {
-		e.Key(",\"slug\":")
-		codec.EncString(&x.Slug, e)
-	}
-	if codec.Written(&x.extra, 8) {
-		e.Key(",\"updated_at\":")
-		codec.EncString(&x.UpdatedAt, e)
+		EncodeStringChange(x.Title, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -2307,175 +1557,6 @@ func EncodeEnterprise(x *Enterprise, e *codec.Encoder) {
 	if codec.Written(&x.extra, 5) {
 		e.Key(",\"avatar_url\":")
 		codec.EncString(&x.AvatarURL, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *Installation) UnmarshalJSON(b []byte) error {
-	*x = Installation{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeInstallation(x, &d), "Installation")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x Installation) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeInstallation(&x, e)
-	return e.Result()
-}
-
-// DecodeInstallation reads a JSON object into *x, a zero Installation.
-func DecodeInstallation(x *Installation, d *codec.Decoder) error {
-	var seen codec.SeenSet
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "id":
-			err = codec.DecInt64Seen(&x.ID, d, &seen, 0)
-		case "account":
-			err = codec.DecPtr(&x.Account, d, DecodeAppOwner)
-		case "repository_selection":
-			err = codec.DecSeen(&x.RepositorySelection, d, &seen, 1, DecodeRepositorySelection)
-		case "access_tokens_url":
-			err = codec.DecStringSeen(&x.AccessTokensURL, d, &seen, 2)
-		case "repositories_url":
-			err = codec.DecStringSeen(&x.RepositoriesURL, d, &seen, 3)
-		case "html_url":
-			err = codec.DecStringSeen(&x.HTMLURL, d, &seen, 4)
-		case "app_id":
-			err = codec.DecInt64Seen(&x.AppID, d, &seen, 5)
-		case "client_id":
-			err = codec.DecStringPtr(&x.ClientID, d)
-		case "target_id":
-			err = codec.DecInt64Seen(&x.TargetID, d, &seen, 6)
-		case "target_type":
-			err = codec.DecStringSeen(&x.TargetType, d, &seen, 7)
-		case "permissions":
-			err = codec.DecSeen(&x.Permissions, d, &seen, 8, DecodeAppPermissions)
-		case "events":
-			if seen.Read(d, 9) {
-				err = codec.DecSlice(&x.Events, d, codec.DecString)
-			}
-		case "created_at":
-			err = codec.DecSeen(&x.CreatedAt, d, &seen, 10, codec.DecTimestamp)
-		case "updated_at":
-			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 11, codec.DecTimestamp)
-		case "single_file_name":
-			err = codec.DecStringPtr(&x.SingleFileName, d)
-		case "has_multiple_single_files":
-			err = codec.DecBoolPtr(&x.HasMultipleSingleFiles, d)
-		case "single_file_paths":
-			err = codec.DecSlice(&x.SingleFilePaths, d, codec.DecString)
-		case "app_slug":
-			err = codec.DecStringPtr(&x.AppSlug, d)
-		case "suspended_by":
-			err = codec.DecPtr(&x.SuspendedBy, d, DecodeUser)
-		case "suspended_at":
-			err = codec.DecTimestampPtr(&x.SuspendedAt, d)
-		case "contact_email":
-			err = codec.DecStringPtr(&x.ContactEmail, d)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	codec.SetAbsent(&x.extra, &seen, 12)
-	return err
-}
-
-// EncodeInstallation writes *x as a JSON object: its members as they were
-// decoded.
-func EncodeInstallation(x *Installation, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"id\":")
-		codec.EncInt64(&x.ID, e)
-	}
-	if x.Account != nil {
-		e.Key(",\"account\":")
-		EncodeAppOwner(x.Account, e)
-	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"repository_selection\":")
-		EncodeRepositorySelection(&x.RepositorySelection, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"access_tokens_url\":")
-		codec.EncString(&x.AccessTokensURL, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"repositories_url\":")
-		codec.EncString(&x.RepositoriesURL, e)
-	}
-	if codec.Written(&x.extra, 4) {
-		e.Key(",\"html_url\":")
-		codec.EncString(&x.HTMLURL, e)
-	}
-	if codec.Written(&x.extra, 5) {
-		e.Key(",\"app_id\":")
-		codec.EncInt64(&x.AppID, e)
-	}
-	if x.ClientID != nil {
-		e.Key(",\"client_id\":")
-		codec.EncString(x.ClientID, e)
-	}
-	if codec.Written(&x.extra, 6) {
-		e.Key(",\"target_id\":")
-		codec.EncInt64(&x.TargetID, e)
-	}
-	if codec.Written(&x.extra, 7) {
-		e.Key(",\"target_type\":")
-		codec.EncString(&x.TargetType, e)
-	}
-	if codec.Written(&x.extra, 8) {
-		e.Key(",\"permissions\":")
-		EncodeAppPermissions(&x.Permissions, e)
-	}
-	if codec.Written(&x.extra, 9) {
-		e.Key(",\"events\":")
-		codec.EncSlice(&x.Events, e, codec.EncString)
-	}
-	if codec.Written(&x.extra, 10) {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(&x.CreatedAt, e)
-	}
-	if codec.Written(&x.extra, 11) {
-		e.Key(",\"updated_at\":")
-		codec.EncTimestamp(&x.UpdatedAt, e)
-	}
-	if x.SingleFileName != nil {
-		e.Key(",\"single_file_name\":")
-		codec.EncString(x.SingleFileName, e)
-	}
-	if x.HasMultipleSingleFiles != nil {
-		e.Key(",\"has_multiple_single_files\":")
-		codec.EncBool(x.HasMultipleSingleFiles, e)
-	}
-	if x.SingleFilePaths != nil {
-		e.Key(",\"single_file_paths\":")
-		codec.EncSlice(&x.SingleFilePaths, e, codec.EncString)
-	}
-	if x.AppSlug != nil {
-		e.Key(",\"app_slug\":")
-		codec.EncString(x.AppSlug, e)
-	}
-	if x.SuspendedBy != nil {
-		e.Key(",\"suspended_by\":")
-		EncodeUser(x.SuspendedBy, e)
-	}
-	if x.SuspendedAt != nil {
-		e.Key(",\"suspended_at\":")
-		codec.EncTimestamp(x.SuspendedAt, e)
-	}
-	if x.ContactEmail != nil {
-		e.Key(",\"contact_email\":")
-		codec.EncString(x.ContactEmail, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -3761,6 +2842,52 @@ func EncodeOrganization(x *Organization, e *codec.Encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *OrganizationRenamedChangesLogin) UnmarshalJSON(b []byte) error {
+	*x = OrganizationRenamedChangesLogin{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeOrganizationRenamedChangesLogin(x, &d), "OrganizationRenamedChangesLogin")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x OrganizationRenamedChangesLogin) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeOrganizationRenamedChangesLogin(&x, e)
+	return e.Result()
+}
+
+// DecodeOrganizationRenamedChangesLogin reads a JSON object into *x, a zero
+// OrganizationRenamedChangesLogin.
+func DecodeOrganizationRenamedChangesLogin(x *OrganizationRenamedChangesLogin, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "from":
+			err = codec.DecStringPtr(&x.From, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeOrganizationRenamedChangesLogin writes *x as a JSON object: its members
+// as they were decoded.
+func EncodeOrganizationRenamedChangesLogin(x *OrganizationRenamedChangesLogin, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.From != nil {
+		e.Key(",\"from\":")
+		codec.EncString(x.From, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionContainerMetadata) UnmarshalJSON(b []byte) error {
 	*x = PackageVersionContainerMetadata{}
 	d := codec.NewDecoder(b)
@@ -4129,112 +3256,6 @@ func EncodeProjectCardChangesNote(x *ProjectCardChangesNote, e *codec.Encoder) {
 	if x.From != nil {
 		e.Key(",\"from\":")
 		codec.EncString(x.From, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *ProjectsV2StatusUpdate) UnmarshalJSON(b []byte) error {
-	*x = ProjectsV2StatusUpdate{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeProjectsV2StatusUpdate(x, &d), "ProjectsV2StatusUpdate")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x ProjectsV2StatusUpdate) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeProjectsV2StatusUpdate(&x, e)
-	return e.Result()
-}
-
-// DecodeProjectsV2StatusUpdate reads a JSON object into *x, a zero
-// ProjectsV2StatusUpdate.
-func DecodeProjectsV2StatusUpdate(x *ProjectsV2StatusUpdate, d *codec.Decoder) error {
-	var seen codec.SeenSet
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "id":
-			if seen.Read(d, 0) {
-				err = codec.DecFloat64(&x.ID, d)
-			}
-		case "node_id":
-			err = codec.DecStringSeen(&x.NodeID, d, &seen, 1)
-		case "project_node_id":
-			err = codec.DecStringPtr(&x.ProjectNodeID, d)
-		case "creator":
-			err = codec.DecPtr(&x.Creator, d, DecodeUser)
-		case "created_at":
-			err = codec.DecSeen(&x.CreatedAt, d, &seen, 2, codec.DecTimestamp)
-		case "updated_at":
-			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 3, codec.DecTimestamp)
-		case "status":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.Status = (*ProjectsV2StatusUpdateEditedChangesStatusFrom)(p)
-		case "start_date":
-			err = codec.DecStringPtr(&x.StartDate, d)
-		case "target_date":
-			err = codec.DecStringPtr(&x.TargetDate, d)
-		case "body":
-			err = codec.DecStringPtr(&x.Body, d)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	codec.SetAbsent(&x.extra, &seen, 4)
-	return err
-}
-
-// EncodeProjectsV2StatusUpdate writes *x as a JSON object: its members as they
-// were decoded.
-func EncodeProjectsV2StatusUpdate(x *ProjectsV2StatusUpdate, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"id\":")
-		codec.EncFloat64(&x.ID, e)
-	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"node_id\":")
-		codec.EncString(&x.NodeID, e)
-	}
-	if x.ProjectNodeID != nil {
-		e.Key(",\"project_node_id\":")
-		codec.EncString(x.ProjectNodeID, e)
-	}
-	if x.Creator != nil {
-		e.Key(",\"creator\":")
-		EncodeUser(x.Creator, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(&x.CreatedAt, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"updated_at\":")
-		codec.EncTimestamp(&x.UpdatedAt, e)
-	}
-	if x.Status != nil {
-		e.Key(",\"status\":")
-		EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x.Status, e)
-	}
-	if x.StartDate != nil {
-		e.Key(",\"start_date\":")
-		codec.EncString(x.StartDate, e)
-	}
-	if x.TargetDate != nil {
-		e.Key(",\"target_date\":")
-		codec.EncString(x.TargetDate, e)
-	}
-	if x.Body != nil {
-		e.Key(",\"body\":")
-		codec.EncString(x.Body, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -4921,348 +3942,6 @@ func EncodePullRequestLinks(x *PullRequestLinks, e *codec.Encoder) {
 	if codec.Written(&x.extra, 7) {
 		e.Key(",\"self\":")
 		EncodeLink(&x.Self, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *PullRequestReviewComment) UnmarshalJSON(b []byte) error {
-	*x = PullRequestReviewComment{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodePullRequestReviewComment(x, &d), "PullRequestReviewComment")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x PullRequestReviewComment) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodePullRequestReviewComment(&x, e)
-	return e.Result()
-}
-
-// DecodePullRequestReviewComment reads a JSON object into *x, a zero
-// PullRequestReviewComment.
-func DecodePullRequestReviewComment(x *PullRequestReviewComment, d *codec.Decoder) error {
-	var seen codec.SeenSet
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "_links":
-			err = codec.DecSeen(&x.Links, d, &seen, 0, DecodePullRequestReviewCommentLinks)
-		case "author_association":
-			err = codec.DecSeen(&x.AuthorAssociation, d, &seen, 1, DecodeAuthorAssociation)
-		case "body":
-			err = codec.DecStringSeen(&x.Body, d, &seen, 2)
-		case "commit_id":
-			err = codec.DecStringSeen(&x.CommitID, d, &seen, 3)
-		case "created_at":
-			err = codec.DecSeen(&x.CreatedAt, d, &seen, 4, codec.DecTimestamp)
-		case "diff_hunk":
-			err = codec.DecStringSeen(&x.DiffHunk, d, &seen, 5)
-		case "html_url":
-			err = codec.DecStringSeen(&x.HTMLURL, d, &seen, 6)
-		case "id":
-			err = codec.DecInt64Seen(&x.ID, d, &seen, 7)
-		case "in_reply_to_id":
-			err = codec.DecInt64Ptr(&x.InReplyToID, d)
-		case "line":
-			err = codec.DecInt64Ptr(&x.Line, d)
-		case "node_id":
-			err = codec.DecStringSeen(&x.NodeID, d, &seen, 8)
-		case "original_commit_id":
-			err = codec.DecStringSeen(&x.OriginalCommitID, d, &seen, 9)
-		case "original_line":
-			err = codec.DecInt64Ptr(&x.OriginalLine, d)
-		case "original_position":
-			err = codec.DecInt64Seen(&x.OriginalPosition, d, &seen, 10)
-		case "original_start_line":
-			err = codec.DecInt64Ptr(&x.OriginalStartLine, d)
-		case "path":
-			err = codec.DecStringSeen(&x.Path, d, &seen, 11)
-		case "position":
-			err = codec.DecInt64Ptr(&x.Position, d)
-		case "pull_request_review_id":
-			err = codec.DecInt64Ptr(&x.PullRequestReviewID, d)
-		case "pull_request_url":
-			err = codec.DecStringSeen(&x.PullRequestURL, d, &seen, 12)
-		case "reactions":
-			err = codec.DecPtr(&x.Reactions, d, DecodeReactions)
-		case "side":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.Side = (*PullRequestReviewCommentSide)(p)
-		case "start_line":
-			err = codec.DecInt64Ptr(&x.StartLine, d)
-		case "start_side":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.StartSide = (*PullRequestReviewCommentSide)(p)
-		case "subject_type":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.SubjectType = (*PullRequestReviewCommentSubjectType)(p)
-		case "updated_at":
-			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 13, codec.DecTimestamp)
-		case "url":
-			err = codec.DecStringSeen(&x.URL, d, &seen, 14)
-		case "user":
-			err = codec.DecPtr(&x.User, d, DecodeUser)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	codec.SetAbsent(&x.extra, &seen, 15)
-	return err
-}
-
-// EncodePullRequestReviewComment writes *x as a JSON object: its members as
-// they were decoded.
-func EncodePullRequestReviewComment(x *PullRequestReviewComment, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"_links\":")
-		EncodePullRequestReviewCommentLinks(&x.Links, e)
-	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"author_association\":")
-		EncodeAuthorAssociation(&x.AuthorAssociation, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"body\":")
-		codec.EncString(&x.Body, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"commit_id\":")
-		codec.EncString(&x.CommitID, e)
-	}
-	if codec.Written(&x.extra, 4) {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(&x.CreatedAt, e)
-	}
-	if codec.Written(&x.extra, 5) {
-		e.Key(",\"diff_hunk\":")
-		codec.EncString(&x.DiffHunk, e)
-	}
-	if codec.Written(&x.extra, 6) {
-		e.Key(",\"html_url\":")
-		codec.EncString(&x.HTMLURL, e)
-	}
-	if codec.Written(&x.extra, 7) {
-		e.Key(",\"id\":")
-		codec.EncInt64(&x.ID, e)
-	}
-	if x.InReplyToID != nil {
-		e.Key(",\"in_reply_to_id\":")
-		codec.EncInt64(x.InReplyToID, e)
-	}
-	if x.Line != nil {
-		e.Key(",\"line\":")
-		codec.EncInt64(x.Line, e)
-	}
-	if codec.Written(&x.extra, 8) {
-		e.Key(",\"node_id\":")
-		codec.EncString(&x.NodeID, e)
-	}
-	if codec.Written(&x.extra, 9) {
-		e.Key(",\"original_commit_id\":")
-		codec.EncString(&x.OriginalCommitID, e)
-	}
-	if x.OriginalLine != nil {
-		e.Key(",\"original_line\":")
-		codec.EncInt64(x.OriginalLine, e)
-	}
-	if codec.Written(&x.extra, 10) {
-		e.Key(",\"original_position\":")
-		codec.EncInt64(&x.OriginalPosition, e)
-	}
-	if x.OriginalStartLine != nil {
-		e.Key(",\"original_start_line\":")
-		codec.EncInt64(x.OriginalStartLine, e)
-	}
-	if codec.Written(&x.extra, 11) {
-		e.Key(",\"path\":")
-		codec.EncString(&x.Path, e)
-	}
-	if x.Position != nil {
-		e.Key(",\"position\":")
-		codec.EncInt64(x.Position, e)
-	}
-	if x.PullRequestReviewID != nil {
-		e.Key(",\"pull_request_review_id\":")
-		codec.EncInt64(x.PullRequestReviewID, e)
-	}
-	if codec.Written(&x.extra, 12) {
-		e.Key(",\"pull_request_url\":")
-		codec.EncString(&x.PullRequestURL, e)
-	}
-	if x.Reactions != nil {
-		e.Key(",\"reactions\":")
-		EncodeReactions(x.Reactions, e)
-	}
-	if x.Side != nil {
-		e.Key(",\"side\":")
-		EncodePullRequestReviewCommentSide(x.Side, e)
-	}
-	if x.StartLine != nil {
-		e.Key(",\"start_line\":")
-		codec.EncInt64(x.StartLine, e)
-	}
-	if x.StartSide != nil {
-		e.Key(",\"start_side\":")
-		EncodePullRequestReviewCommentSide(x.StartSide, e)
-	}
-	if x.SubjectType != nil {
-		e.Key(",\"subject_type\":")
-		EncodePullRequestReviewCommentSubjectType(x.SubjectType, e)
-	}
-	if codec.Written(&x.extra, 13) {
-		e.Key(",\"updated_at\":")
-		codec.EncTimestamp(&x.UpdatedAt, e)
-	}
-	if codec.Written(&x.extra, 14) {
-		e.Key(",\"url\":")
-		codec.EncString(&x.URL, e)
-	}
-	if x.User != nil {
-		e.Key(",\"user\":")
-		EncodeUser(x.User, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *PullRequestReviewCommentLinks) UnmarshalJSON(b []byte) error {
-	*x = PullRequestReviewCommentLinks{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodePullRequestReviewCommentLinks(x, &d), "PullRequestReviewCommentLinks")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x PullRequestReviewCommentLinks) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodePullRequestReviewCommentLinks(&x, e)
-	return e.Result()
-}
-
-// DecodePullRequestReviewCommentLinks reads a JSON object into *x, a zero
-// PullRequestReviewCommentLinks.
-func DecodePullRequestReviewCommentLinks(x *PullRequestReviewCommentLinks, d *codec.Decoder) error {
-	var seen codec.SeenSet
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "html":
-			err = codec.DecSeen(&x.HTML, d, &seen, 0, DecodeLink)
-		case "pull_request":
-			err = codec.DecSeen(&x.PullRequest, d, &seen, 1, DecodeLink)
-		case "self":
-			err = codec.DecSeen(&x.Self, d, &seen, 2, DecodeLink)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	codec.SetAbsent(&x.extra, &seen, 3)
-	return err
-}
-
-// EncodePullRequestReviewCommentLinks writes *x as a JSON object: its members
-// as they were decoded.
-func EncodePullRequestReviewCommentLinks(x *PullRequestReviewCommentLinks, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"html\":")
-		EncodeLink(&x.HTML, e)
-	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"pull_request\":")
-		EncodeLink(&x.PullRequest, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"self\":")
-		EncodeLink(&x.Self, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *PullRequestReviewCommentPullRequestBase) UnmarshalJSON(b []byte) error {
-	*x = PullRequestReviewCommentPullRequestBase{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodePullRequestReviewCommentPullRequestBase(x, &d), "PullRequestReviewCommentPullRequestBase")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x PullRequestReviewCommentPullRequestBase) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodePullRequestReviewCommentPullRequestBase(&x, e)
-	return e.Result()
-}
-
-// DecodePullRequestReviewCommentPullRequestBase reads a JSON object into *x, a
-// zero PullRequestReviewCommentPullRequestBase.
-func DecodePullRequestReviewCommentPullRequestBase(x *PullRequestReviewCommentPullRequestBase, d *codec.Decoder) error {
-	var seen codec.SeenSet
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "label":
-			err = codec.DecStringSeen(&x.Label, d, &seen, 0)
-		case "ref":
-			err = codec.DecStringSeen(&x.Ref, d, &seen, 1)
-		case "repo":
-			err = codec.DecSeen(&x.Repo, d, &seen, 2, DecodeRepository)
-		case "sha":
-			err = codec.DecStringSeen(&x.SHA, d, &seen, 3)
-		case "user":
-			err = codec.DecPtr(&x.User, d, DecodeUser)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	codec.SetAbsent(&x.extra, &seen, 4)
-	return err
-}
-
-// EncodePullRequestReviewCommentPullRequestBase writes *x as a JSON object: its
-// members as they were decoded.
-func EncodePullRequestReviewCommentPullRequestBase(x *PullRequestReviewCommentPullRequestBase, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if codec.Written(&x.extra, 0) {
-		e.Key(",\"label\":")
-		codec.EncString(&x.Label, e)
-	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"ref\":")
-		codec.EncString(&x.Ref, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"repo\":")
-		EncodeRepository(&x.Repo, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"sha\":")
-		codec.EncString(&x.SHA, e)
-	}
-	if x.User != nil {
-		e.Key(",\"user\":")
-		EncodeUser(x.User, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -7089,75 +5768,143 @@ func EncodeRubyGemsMetadataVersionInfo(x *RubyGemsMetadataVersionInfo, e *codec.
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *SecretScanningAlert) UnmarshalJSON(b []byte) error {
-	*x = SecretScanningAlert{}
+func (x *SecurityAdvisoryCVSS) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryCVSS{}
 	d := codec.NewDecoder(b)
-	return d.Finish(DecodeSecretScanningAlert(x, &d), "SecretScanningAlert")
+	return d.Finish(DecodeSecurityAdvisoryCVSS(x, &d), "SecurityAdvisoryCVSS")
 }
 
 // MarshalJSON encodes x as it was decoded, unknown members included.
-func (x SecretScanningAlert) MarshalJSON() ([]byte, error) {
+func (x SecurityAdvisoryCVSS) MarshalJSON() ([]byte, error) {
 	e := codec.NewEncoder()
-	EncodeSecretScanningAlert(&x, e)
+	EncodeSecurityAdvisoryCVSS(&x, e)
 	return e.Result()
 }
 
-// DecodeSecretScanningAlert reads a JSON object into *x, a zero
-// SecretScanningAlert.
-func DecodeSecretScanningAlert(x *SecretScanningAlert, d *codec.Decoder) error {
+// DecodeSecurityAdvisoryCVSS reads a JSON object into *x, a zero
+// SecurityAdvisoryCVSS.
+func DecodeSecurityAdvisoryCVSS(x *SecurityAdvisoryCVSS, d *codec.Decoder) error {
+	var seen codec.SeenSet
 	key, more, err := d.OpenObject()
 	for more {
 		switch string(key) {
-		case "number":
-			err = codec.DecInt64Ptr(&x.Number, d)
-		case "created_at":
-			err = codec.DecTimestampPtr(&x.CreatedAt, d)
-		case "updated_at":
-			err = codec.DecTimestampPtr(&x.UpdatedAt, d)
+		case "score":
+			if seen.Read(d, 0) {
+				err = codec.DecFloat64(&x.Score, d)
+			}
+		case "vector_string":
+			err = codec.DecStringPtr(&x.VectorString, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	return err
+}
+
+// EncodeSecurityAdvisoryCVSS writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeSecurityAdvisoryCVSS(x *SecurityAdvisoryCVSS, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"score\":")
+		codec.EncFloat64(&x.Score, e)
+	}
+	if x.VectorString != nil {
+		e.Key(",\"vector_string\":")
+		codec.EncString(x.VectorString, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecurityAdvisoryReference) UnmarshalJSON(b []byte) error {
+	*x = SecurityAdvisoryReference{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecurityAdvisoryReference(x, &d), "SecurityAdvisoryReference")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecurityAdvisoryReference) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecurityAdvisoryReference(&x, e)
+	return e.Result()
+}
+
+// DecodeSecurityAdvisoryReference reads a JSON object into *x, a zero
+// SecurityAdvisoryReference.
+func DecodeSecurityAdvisoryReference(x *SecurityAdvisoryReference, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
 		case "url":
-			err = codec.DecStringPtr(&x.URL, d)
-		case "html_url":
-			err = codec.DecStringPtr(&x.HTMLURL, d)
-		case "locations_url":
-			err = codec.DecStringPtr(&x.LocationsURL, d)
-		case "resolution":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.Resolution = (*SecretScanningAlertResolution)(p)
-		case "resolved_at":
-			err = codec.DecTimestampPtr(&x.ResolvedAt, d)
-		case "resolved_by":
-			err = codec.DecPtr(&x.ResolvedBy, d, DecodeUser)
-		case "resolution_comment":
-			err = codec.DecStringPtr(&x.ResolutionComment, d)
-		case "secret_type":
-			err = codec.DecStringPtr(&x.SecretType, d)
-		case "secret_type_display_name":
-			err = codec.DecStringPtr(&x.SecretTypeDisplayName, d)
-		case "validity":
-			var p *string
-			err = codec.DecStringPtr(&p, d)
-			x.Validity = (*SecretScanningAlertValidity)(p)
-		case "push_protection_bypassed":
-			err = codec.DecBoolPtr(&x.PushProtectionBypassed, d)
-		case "push_protection_bypassed_by":
-			err = codec.DecPtr(&x.PushProtectionBypassedBy, d, DecodeUser)
-		case "push_protection_bypassed_at":
-			err = codec.DecTimestampPtr(&x.PushProtectionBypassedAt, d)
-		case "push_protection_bypass_request_reviewer":
-			err = codec.DecPtr(&x.PushProtectionBypassRequestReviewer, d, DecodeUser)
-		case "push_protection_bypass_request_reviewer_comment":
-			err = codec.DecStringPtr(&x.PushProtectionBypassRequestReviewerComment, d)
-		case "push_protection_bypass_request_comment":
-			err = codec.DecStringPtr(&x.PushProtectionBypassRequestComment, d)
-		case "push_protection_bypass_request_html_url":
-			err = codec.DecStringPtr(&x.PushProtectionBypassRequestHTMLURL, d)
-		case "publicly_leaked":
-			err = codec.DecBoolPtr(&x.PubliclyLeaked, d)
-		case "multi_repo":
-			err = codec.DecBoolPtr(&x.MultiRepo, d)
-		case "assigned_to":
-			err = codec.DecPtr(&x.AssignedTo, d, DecodeUser)
+			err = codec.DecStringSeen(&x.URL, d, &seen, 0)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	return err
+}
+
+// EncodeSecurityAdvisoryReference writes *x as a JSON object: its members as
+// they were decoded.
+func EncodeSecurityAdvisoryReference(x *SecurityAdvisoryReference, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"url\":")
+		codec.EncString(&x.URL, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecurityAndAnalysis) UnmarshalJSON(b []byte) error {
+	*x = SecurityAndAnalysis{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecurityAndAnalysis(x, &d), "SecurityAndAnalysis")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecurityAndAnalysis) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecurityAndAnalysis(&x, e)
+	return e.Result()
+}
+
+// DecodeSecurityAndAnalysis reads a JSON object into *x, a zero
+// SecurityAndAnalysis.
+func DecodeSecurityAndAnalysis(x *SecurityAndAnalysis, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "advanced_security":
+			err = codec.DecPtr(&x.AdvancedSecurity, d, DecodeSecurityAndAnalysisAdvancedSecurity)
+		case "code_security":
+			err = codec.DecPtr(&x.CodeSecurity, d, DecodeSecurityAndAnalysisAdvancedSecurity)
+		case "dependabot_security_updates":
+			err = codec.DecPtr(&x.DependabotSecurityUpdates, d, DecodeSecurityAndAnalysisAdvancedSecurity)
+		case "secret_scanning":
+			err = codec.DecPtr(&x.SecretScanning, d, DecodeSecurityAndAnalysisAdvancedSecurity)
+		case "secret_scanning_push_protection":
+			err = codec.DecPtr(&x.SecretScanningPushProtection, d, DecodeSecurityAndAnalysisAdvancedSecurity)
+		case "secret_scanning_non_provider_patterns":
+			err = codec.DecPtr(&x.SecretScanningNonProviderPatterns, d, DecodeSecurityAndAnalysisAdvancedSecurity)
+		case "secret_scanning_ai_detection":
+			err = codec.DecPtr(&x.SecretScanningAiDetection, d, DecodeSecurityAndAnalysisAdvancedSecurity)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -7170,101 +5917,85 @@ func DecodeSecretScanningAlert(x *SecretScanningAlert, d *codec.Decoder) error {
 	return err
 }
 
-// EncodeSecretScanningAlert writes *x as a JSON object: its members as they
+// EncodeSecurityAndAnalysis writes *x as a JSON object: its members as they
 // were decoded.
-func EncodeSecretScanningAlert(x *SecretScanningAlert, e *codec.Encoder) {
+func EncodeSecurityAndAnalysis(x *SecurityAndAnalysis, e *codec.Encoder) {
 	mark := e.OpenObject()
-	if x.Number != nil {
-		e.Key(",\"number\":")
-		codec.EncInt64(x.Number, e)
+	if x.AdvancedSecurity != nil {
+		e.Key(",\"advanced_security\":")
+		EncodeSecurityAndAnalysisAdvancedSecurity(x.AdvancedSecurity, e)
 	}
-	if x.CreatedAt != nil {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(x.CreatedAt, e)
+	if x.CodeSecurity != nil {
+		e.Key(",\"code_security\":")
+		EncodeSecurityAndAnalysisAdvancedSecurity(x.CodeSecurity, e)
 	}
-	if x.UpdatedAt != nil {
-		e.Key(",\"updated_at\":")
-		codec.EncTimestamp(x.UpdatedAt, e)
+	if x.DependabotSecurityUpdates != nil {
+		e.Key(",\"dependabot_security_updates\":")
+		EncodeSecurityAndAnalysisAdvancedSecurity(x.DependabotSecurityUpdates, e)
 	}
-	if x.URL != nil {
-		e.Key(",\"url\":")
-		codec.EncString(x.URL, e)
+	if x.SecretScanning != nil {
+		e.Key(",\"secret_scanning\":")
+		EncodeSecurityAndAnalysisAdvancedSecurity(x.SecretScanning, e)
 	}
-	if x.HTMLURL != nil {
-		e.Key(",\"html_url\":")
-		codec.EncString(x.HTMLURL, e)
+	if x.SecretScanningPushProtection != nil {
+		e.Key(",\"secret_scanning_push_protection\":")
+		EncodeSecurityAndAnalysisAdvancedSecurity(x.SecretScanningPushProtection, e)
 	}
-	if x.LocationsURL != nil {
-		e.Key(",\"locations_url\":")
-		codec.EncString(x.LocationsURL, e)
+	if x.SecretScanningNonProviderPatterns != nil {
+		e.Key(",\"secret_scanning_non_provider_patterns\":")
+		EncodeSecurityAndAnalysisAdvancedSecurity(x.SecretScanningNonProviderPatterns, e)
 	}
-	if x.Resolution != nil {
-		e.Key(",\"resolution\":")
-		EncodeSecretScanningAlertResolution(x.Resolution, e)
+	if x.SecretScanningAiDetection != nil {
+		e.Key(",\"secret_scanning_ai_detection\":")
+		EncodeSecurityAndAnalysisAdvancedSecurity(x.SecretScanningAiDetection, e)
 	}
-	if x.ResolvedAt != nil {
-		e.Key(",\"resolved_at\":")
-		codec.EncTimestamp(x.ResolvedAt, e)
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecurityAndAnalysisAdvancedSecurity) UnmarshalJSON(b []byte) error {
+	*x = SecurityAndAnalysisAdvancedSecurity{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecurityAndAnalysisAdvancedSecurity(x, &d), "SecurityAndAnalysisAdvancedSecurity")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecurityAndAnalysisAdvancedSecurity) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecurityAndAnalysisAdvancedSecurity(&x, e)
+	return e.Result()
+}
+
+// DecodeSecurityAndAnalysisAdvancedSecurity reads a JSON object into *x, a zero
+// SecurityAndAnalysisAdvancedSecurity.
+func DecodeSecurityAndAnalysisAdvancedSecurity(x *SecurityAndAnalysisAdvancedSecurity, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "status":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.Status = (*SecurityAndAnalysisAdvancedSecurityStatus)(p)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
 	}
-	if x.ResolvedBy != nil {
-		e.Key(",\"resolved_by\":")
-		EncodeUser(x.ResolvedBy, e)
-	}
-	if x.ResolutionComment != nil {
-		e.Key(",\"resolution_comment\":")
-		codec.EncString(x.ResolutionComment, e)
-	}
-	if x.SecretType != nil {
-		e.Key(",\"secret_type\":")
-		codec.EncString(x.SecretType, e)
-	}
-	if x.SecretTypeDisplayName != nil {
-		e.Key(",\"secret_type_display_name\":")
-		codec.EncString(x.SecretTypeDisplayName, e)
-	}
-	if x.Validity != nil {
-		e.Key(",\"validity\":")
-		EncodeSecretScanningAlertValidity(x.Validity, e)
-	}
-	if x.PushProtectionBypassed != nil {
-		e.Key(",\"push_protection_bypassed\":")
-		codec.EncBool(x.PushProtectionBypassed, e)
-	}
-	if x.PushProtectionBypassedBy != nil {
-		e.Key(",\"push_protection_bypassed_by\":")
-		EncodeUser(x.PushProtectionBypassedBy, e)
-	}
-	if x.PushProtectionBypassedAt != nil {
-		e.Key(",\"push_protection_bypassed_at\":")
-		codec.EncTimestamp(x.PushProtectionBypassedAt, e)
-	}
-	if x.PushProtectionBypassRequestReviewer != nil {
-		e.Key(",\"push_protection_bypass_request_reviewer\":")
-		EncodeUser(x.PushProtectionBypassRequestReviewer, e)
-	}
-	if x.PushProtectionBypassRequestReviewerComment != nil {
-		e.Key(",\"push_protection_bypass_request_reviewer_comment\":")
-		codec.EncString(x.PushProtectionBypassRequestReviewerComment, e)
-	}
-	if x.PushProtectionBypassRequestComment != nil {
-		e.Key(",\"push_protection_bypass_request_comment\":")
-		codec.EncString(x.PushProtectionBypassRequestComment, e)
-	}
-	if x.PushProtectionBypassRequestHTMLURL != nil {
-		e.Key(",\"push_protection_bypass_request_html_url\":")
-		codec.EncString(x.PushProtectionBypassRequestHTMLURL, e)
-	}
-	if x.PubliclyLeaked != nil {
-		e.Key(",\"publicly_leaked\":")
-		codec.EncBool(x.PubliclyLeaked, e)
-	}
-	if x.MultiRepo != nil {
-		e.Key(",\"multi_repo\":")
-		codec.EncBool(x.MultiRepo, e)
-	}
-	if x.AssignedTo != nil {
-		e.Key(",\"assigned_to\":")
-		EncodeUser(x.AssignedTo, e)
+	return err
+}
+
+// EncodeSecurityAndAnalysisAdvancedSecurity writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeSecurityAndAnalysisAdvancedSecurity(x *SecurityAndAnalysisAdvancedSecurity, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Status != nil {
+		e.Key(",\"status\":")
+		EncodeSecurityAndAnalysisAdvancedSecurityStatus(x.Status, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -7443,57 +6174,6 @@ func EncodeStringChange(x *StringChange, e *codec.Encoder) {
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"from\":")
 		codec.EncString(&x.From, e)
-	}
-	codec.EncodeUnknown(&x.extra, e)
-	e.CloseObject(mark)
-}
-
-// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *StringFromTo) UnmarshalJSON(b []byte) error {
-	*x = StringFromTo{}
-	d := codec.NewDecoder(b)
-	return d.Finish(DecodeStringFromTo(x, &d), "StringFromTo")
-}
-
-// MarshalJSON encodes x as it was decoded, unknown members included.
-func (x StringFromTo) MarshalJSON() ([]byte, error) {
-	e := codec.NewEncoder()
-	EncodeStringFromTo(&x, e)
-	return e.Result()
-}
-
-// DecodeStringFromTo reads a JSON object into *x, a zero StringFromTo.
-func DecodeStringFromTo(x *StringFromTo, d *codec.Decoder) error {
-	key, more, err := d.OpenObject()
-	for more {
-		switch string(key) {
-		case "from":
-			err = codec.DecStringPtr(&x.From, d)
-		case "to":
-			err = codec.DecStringPtr(&x.To, d)
-		default:
-			err = codec.KeepUnknown(&x.extra, key, d)
-		}
-		if err != nil {
-			err = codec.AtKey(err, key)
-			break
-		}
-		key, more, err = d.NextMember()
-	}
-	return err
-}
-
-// EncodeStringFromTo writes *x as a JSON object: its members as they were
-// decoded.
-func EncodeStringFromTo(x *StringFromTo, e *codec.Encoder) {
-	mark := e.OpenObject()
-	if x.From != nil {
-		e.Key(",\"from\":")
-		codec.EncString(x.From, e)
-	}
-	if x.To != nil {
-		e.Key(",\"to\":")
-		codec.EncString(x.To, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -7970,6 +6650,54 @@ func EncodeUser(x *User, e *codec.Encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *VulnerabilityFirstPatchedVersion) UnmarshalJSON(b []byte) error {
+	*x = VulnerabilityFirstPatchedVersion{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeVulnerabilityFirstPatchedVersion(x, &d), "VulnerabilityFirstPatchedVersion")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x VulnerabilityFirstPatchedVersion) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeVulnerabilityFirstPatchedVersion(&x, e)
+	return e.Result()
+}
+
+// DecodeVulnerabilityFirstPatchedVersion reads a JSON object into *x, a zero
+// VulnerabilityFirstPatchedVersion.
+func DecodeVulnerabilityFirstPatchedVersion(x *VulnerabilityFirstPatchedVersion, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "identifier":
+			err = codec.DecStringSeen(&x.Identifier, d, &seen, 0)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	return err
+}
+
+// EncodeVulnerabilityFirstPatchedVersion writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeVulnerabilityFirstPatchedVersion(x *VulnerabilityFirstPatchedVersion, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"identifier\":")
+		codec.EncString(&x.Identifier, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Workflow) UnmarshalJSON(b []byte) error {
 	*x = Workflow{}
 	d := codec.NewDecoder(b)
@@ -8351,6 +7079,60 @@ func EncodeOrganizationCustomPropertyDefaultValue(x *OrganizationCustomPropertyD
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
+	*x = PackageVersionNugetMetadataID{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePackageVersionNugetMetadataID(x, &d), "PackageVersionNugetMetadataID")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PackageVersionNugetMetadataID) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePackageVersionNugetMetadataID(&x, e)
+	return e.Result()
+}
+
+var matchPackageVersionNugetMetadataID = [...]codec.Match{
+	{JSON: "integer"},
+	{JSON: "string"},
+}
+
+// DecodePackageVersionNugetMetadataID reads the variant of
+// PackageVersionNugetMetadataID the next JSON value matches into *x.
+func DecodePackageVersionNugetMetadataID(x *PackageVersionNugetMetadataID, d *codec.Decoder) error {
+	*x = PackageVersionNugetMetadataID{}
+	switch {
+	case d.Matches(&matchPackageVersionNugetMetadataID[0]):
+		x.Int64 = new(int64)
+		return codec.DecInt64(x.Int64, d)
+	case d.Matches(&matchPackageVersionNugetMetadataID[1]):
+		x.String = new(string)
+		return codec.DecString(x.String, d)
+	}
+	return d.NoVariant("PackageVersionNugetMetadataID")
+}
+
+// EncodePackageVersionNugetMetadataID writes the variant of *x that is set.
+func EncodePackageVersionNugetMetadataID(x *PackageVersionNugetMetadataID, e *codec.Encoder) {
+	n := 0
+	if x.Int64 != nil {
+		n++
+	}
+	if x.String != nil {
+		n++
+	}
+	if !e.OneVariant("PackageVersionNugetMetadataID", n) {
+		return
+	}
+	switch {
+	case x.Int64 != nil:
+		codec.EncInt64(x.Int64, e)
+	case x.String != nil:
+		codec.EncString(x.String, e)
+	}
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PackageVersionNugetMetadataValue) UnmarshalJSON(b []byte) error {
 	*x = PackageVersionNugetMetadataValue{}
 	d := codec.NewDecoder(b)
@@ -8483,6 +7265,70 @@ func EncodePullRequestRequestedReviewer(x *PullRequestRequestedReviewer, e *code
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *RegistryPackagePackageVersionNugetMetadataID) UnmarshalJSON(b []byte) error {
+	*x = RegistryPackagePackageVersionNugetMetadataID{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeRegistryPackagePackageVersionNugetMetadataID(x, &d), "RegistryPackagePackageVersionNugetMetadataID")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x RegistryPackagePackageVersionNugetMetadataID) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeRegistryPackagePackageVersionNugetMetadataID(&x, e)
+	return e.Result()
+}
+
+var matchRegistryPackagePackageVersionNugetMetadataID = [...]codec.Match{
+	{JSON: "string"},
+	{JSON: "object"},
+	{JSON: "integer"},
+}
+
+// DecodeRegistryPackagePackageVersionNugetMetadataID reads the variant of
+// RegistryPackagePackageVersionNugetMetadataID the next JSON value matches into
+// *x.
+func DecodeRegistryPackagePackageVersionNugetMetadataID(x *RegistryPackagePackageVersionNugetMetadataID, d *codec.Decoder) error {
+	*x = RegistryPackagePackageVersionNugetMetadataID{}
+	switch {
+	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[0]):
+		x.String = new(string)
+		return codec.DecString(x.String, d)
+	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[1]):
+		return codec.DecRaw(&x.Raw, d)
+	case d.Matches(&matchRegistryPackagePackageVersionNugetMetadataID[2]):
+		x.Int64 = new(int64)
+		return codec.DecInt64(x.Int64, d)
+	}
+	return d.NoVariant("RegistryPackagePackageVersionNugetMetadataID")
+}
+
+// EncodeRegistryPackagePackageVersionNugetMetadataID writes the variant of *x
+// that is set.
+func EncodeRegistryPackagePackageVersionNugetMetadataID(x *RegistryPackagePackageVersionNugetMetadataID, e *codec.Encoder) {
+	n := 0
+	if x.String != nil {
+		n++
+	}
+	if x.Raw != nil {
+		n++
+	}
+	if x.Int64 != nil {
+		n++
+	}
+	if !e.OneVariant("RegistryPackagePackageVersionNugetMetadataID", n) {
+		return
+	}
+	switch {
+	case x.String != nil:
+		codec.EncString(x.String, e)
+	case x.Raw != nil:
+		codec.EncRaw(&x.Raw, e)
+	case x.Int64 != nil:
+		codec.EncInt64(x.Int64, e)
+	}
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *RepositoryOrganization) UnmarshalJSON(b []byte) error {
 	*x = RepositoryOrganization{}
 	d := codec.NewDecoder(b)
@@ -8610,6 +7456,16 @@ func EncodeAdvisoryIdentifierType(x *AdvisoryIdentifierType, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeAlertInstanceState reads a value of AlertInstanceState into *x.
+func DecodeAlertInstanceState(x *AlertInstanceState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeAlertInstanceState writes *x.
+func EncodeAlertInstanceState(x *AlertInstanceState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeAppEvent reads a value of AppEvent into *x.
 func DecodeAppEvent(x *AppEvent, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -8663,6 +7519,37 @@ func EncodeAuthorAssociation(x *AuthorAssociation, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel reads a value of
+// BranchProtectionRuleAllowDeletionsEnforcementLevel into *x.
+func DecodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x *BranchProtectionRuleAllowDeletionsEnforcementLevel, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel writes *x.
+func EncodeBranchProtectionRuleAllowDeletionsEnforcementLevel(x *BranchProtectionRuleAllowDeletionsEnforcementLevel, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCheckRunConclusion reads a value of CheckRunConclusion into *x.
+func DecodeCheckRunConclusion(x *CheckRunConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCheckRunConclusion writes *x.
+func EncodeCheckRunConclusion(x *CheckRunConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCheckRunStatus reads a value of CheckRunStatus into *x.
+func DecodeCheckRunStatus(x *CheckRunStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCheckRunStatus writes *x.
+func EncodeCheckRunStatus(x *CheckRunStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeCheckSuiteConclusion reads a value of CheckSuiteConclusion into *x.
 func DecodeCheckSuiteConclusion(x *CheckSuiteConclusion, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -8670,6 +7557,93 @@ func DecodeCheckSuiteConclusion(x *CheckSuiteConclusion, d *codec.Decoder) error
 
 // EncodeCheckSuiteConclusion writes *x.
 func EncodeCheckSuiteConclusion(x *CheckSuiteConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCheckSuiteStatus reads a value of CheckSuiteStatus into *x.
+func DecodeCheckSuiteStatus(x *CheckSuiteStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCheckSuiteStatus writes *x.
+func EncodeCheckSuiteStatus(x *CheckSuiteStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningAlertDismissedReason reads a value of
+// CodeScanningAlertDismissedReason into *x.
+func DecodeCodeScanningAlertDismissedReason(x *CodeScanningAlertDismissedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningAlertDismissedReason writes *x.
+func EncodeCodeScanningAlertDismissedReason(x *CodeScanningAlertDismissedReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningAlertRuleSeverity reads a value of
+// CodeScanningAlertRuleSeverity into *x.
+func DecodeCodeScanningAlertRuleSeverity(x *CodeScanningAlertRuleSeverity, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningAlertRuleSeverity writes *x.
+func EncodeCodeScanningAlertRuleSeverity(x *CodeScanningAlertRuleSeverity, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningToolAlertsThreshold reads a value of
+// CodeScanningToolAlertsThreshold into *x.
+func DecodeCodeScanningToolAlertsThreshold(x *CodeScanningToolAlertsThreshold, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningToolAlertsThreshold writes *x.
+func EncodeCodeScanningToolAlertsThreshold(x *CodeScanningToolAlertsThreshold, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeCodeScanningToolSecurityAlertsThreshold reads a value of
+// CodeScanningToolSecurityAlertsThreshold into *x.
+func DecodeCodeScanningToolSecurityAlertsThreshold(x *CodeScanningToolSecurityAlertsThreshold, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeCodeScanningToolSecurityAlertsThreshold writes *x.
+func EncodeCodeScanningToolSecurityAlertsThreshold(x *CodeScanningToolSecurityAlertsThreshold, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertDependencyRelationship reads a value of
+// DependabotAlertDependencyRelationship into *x.
+func DecodeDependabotAlertDependencyRelationship(x *DependabotAlertDependencyRelationship, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertDependencyRelationship writes *x.
+func EncodeDependabotAlertDependencyRelationship(x *DependabotAlertDependencyRelationship, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertDependencyScope reads a value of
+// DependabotAlertDependencyScope into *x.
+func DecodeDependabotAlertDependencyScope(x *DependabotAlertDependencyScope, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertDependencyScope writes *x.
+func EncodeDependabotAlertDependencyScope(x *DependabotAlertDependencyScope, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertDismissedReason reads a value of
+// DependabotAlertDismissedReason into *x.
+func DecodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertDismissedReason writes *x.
+func EncodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8681,6 +7655,38 @@ func DecodeDependabotAlertSecurityAdvisorySeverity(x *DependabotAlertSecurityAdv
 
 // EncodeDependabotAlertSecurityAdvisorySeverity writes *x.
 func EncodeDependabotAlertSecurityAdvisorySeverity(x *DependabotAlertSecurityAdvisorySeverity, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertState reads a value of DependabotAlertState into *x.
+func DecodeDependabotAlertState(x *DependabotAlertState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertState writes *x.
+func EncodeDependabotAlertState(x *DependabotAlertState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDeploymentReviewReviewerType reads a value of
+// DeploymentReviewReviewerType into *x.
+func DecodeDeploymentReviewReviewerType(x *DeploymentReviewReviewerType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDeploymentReviewReviewerType writes *x.
+func EncodeDeploymentReviewReviewerType(x *DeploymentReviewReviewerType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDeploymentStatusCheckRunConclusion reads a value of
+// DeploymentStatusCheckRunConclusion into *x.
+func DecodeDeploymentStatusCheckRunConclusion(x *DeploymentStatusCheckRunConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDeploymentStatusCheckRunConclusion writes *x.
+func EncodeDeploymentStatusCheckRunConclusion(x *DeploymentStatusCheckRunConclusion, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8726,6 +7732,16 @@ func EncodeDiscussionStateReason(x *DiscussionStateReason, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeGollumPageAction reads a value of GollumPageAction into *x.
+func DecodeGollumPageAction(x *GollumPageAction, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeGollumPageAction writes *x.
+func EncodeGollumPageAction(x *GollumPageAction, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeIssueFieldValueDataType reads a value of IssueFieldValueDataType into
 // *x.
 func DecodeIssueFieldValueDataType(x *IssueFieldValueDataType, d *codec.Decoder) error {
@@ -8767,6 +7783,27 @@ func EncodeIssueTypeColor(x *IssueTypeColor, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeMarketplacePurchasePlanPriceModel reads a value of
+// MarketplacePurchasePlanPriceModel into *x.
+func DecodeMarketplacePurchasePlanPriceModel(x *MarketplacePurchasePlanPriceModel, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMarketplacePurchasePlanPriceModel writes *x.
+func EncodeMarketplacePurchasePlanPriceModel(x *MarketplacePurchasePlanPriceModel, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeMembershipScope reads a value of MembershipScope into *x.
+func DecodeMembershipScope(x *MembershipScope, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMembershipScope writes *x.
+func EncodeMembershipScope(x *MembershipScope, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeMergeCommitMessage reads a value of MergeCommitMessage into *x.
 func DecodeMergeCommitMessage(x *MergeCommitMessage, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -8787,6 +7824,17 @@ func EncodeMergeCommitTitle(x *MergeCommitTitle, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeMergeGroupDestroyedReason reads a value of MergeGroupDestroyedReason
+// into *x.
+func DecodeMergeGroupDestroyedReason(x *MergeGroupDestroyedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMergeGroupDestroyedReason writes *x.
+func EncodeMergeGroupDestroyedReason(x *MergeGroupDestroyedReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeMergeMethod reads a value of MergeMethod into *x.
 func DecodeMergeMethod(x *MergeMethod, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -8794,6 +7842,27 @@ func DecodeMergeMethod(x *MergeMethod, d *codec.Decoder) error {
 
 // EncodeMergeMethod writes *x.
 func EncodeMergeMethod(x *MergeMethod, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeMetaHookConfigContentType reads a value of MetaHookConfigContentType
+// into *x.
+func DecodeMetaHookConfigContentType(x *MetaHookConfigContentType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMetaHookConfigContentType writes *x.
+func EncodeMetaHookConfigContentType(x *MetaHookConfigContentType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeMetaHookEvent reads a value of MetaHookEvent into *x.
+func DecodeMetaHookEvent(x *MetaHookEvent, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeMetaHookEvent writes *x.
+func EncodeMetaHookEvent(x *MetaHookEvent, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8808,6 +7877,39 @@ func EncodeOrganizationCustomPropertySourceType(x *OrganizationCustomPropertySou
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeOrganizationCustomPropertyValueType reads a value of
+// OrganizationCustomPropertyValueType into *x.
+func DecodeOrganizationCustomPropertyValueType(x *OrganizationCustomPropertyValueType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeOrganizationCustomPropertyValueType writes *x.
+func EncodeOrganizationCustomPropertyValueType(x *OrganizationCustomPropertyValueType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeOrganizationCustomPropertyValuesEditableBy reads a value of
+// OrganizationCustomPropertyValuesEditableBy into *x.
+func DecodeOrganizationCustomPropertyValuesEditableBy(x *OrganizationCustomPropertyValuesEditableBy, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeOrganizationCustomPropertyValuesEditableBy writes *x.
+func EncodeOrganizationCustomPropertyValuesEditableBy(x *OrganizationCustomPropertyValuesEditableBy, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePatternParametersOperator reads a value of PatternParametersOperator
+// into *x.
+func DecodePatternParametersOperator(x *PatternParametersOperator, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePatternParametersOperator writes *x.
+func EncodePatternParametersOperator(x *PatternParametersOperator, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodePermissionLevel reads a value of PermissionLevel into *x.
 func DecodePermissionLevel(x *PermissionLevel, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -8815,6 +7917,28 @@ func DecodePermissionLevel(x *PermissionLevel, d *codec.Decoder) error {
 
 // EncodePermissionLevel writes *x.
 func EncodePermissionLevel(x *PermissionLevel, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePersonalAccessTokenRequestRepositorySelection reads a value of
+// PersonalAccessTokenRequestRepositorySelection into *x.
+func DecodePersonalAccessTokenRequestRepositorySelection(x *PersonalAccessTokenRequestRepositorySelection, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePersonalAccessTokenRequestRepositorySelection writes *x.
+func EncodePersonalAccessTokenRequestRepositorySelection(x *PersonalAccessTokenRequestRepositorySelection, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeProjectsV2ItemContentType reads a value of ProjectsV2ItemContentType
+// into *x.
+func DecodeProjectsV2ItemContentType(x *ProjectsV2ItemContentType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeProjectsV2ItemContentType writes *x.
+func EncodeProjectsV2ItemContentType(x *ProjectsV2ItemContentType, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8826,6 +7950,17 @@ func DecodeProjectsV2StatusUpdateEditedChangesStatusFrom(x *ProjectsV2StatusUpda
 
 // EncodeProjectsV2StatusUpdateEditedChangesStatusFrom writes *x.
 func EncodeProjectsV2StatusUpdateEditedChangesStatusFrom(x *ProjectsV2StatusUpdateEditedChangesStatusFrom, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodePullRequestDequeuedReason reads a value of PullRequestDequeuedReason
+// into *x.
+func DecodePullRequestDequeuedReason(x *PullRequestDequeuedReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePullRequestDequeuedReason writes *x.
+func EncodePullRequestDequeuedReason(x *PullRequestDequeuedReason, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8851,6 +7986,167 @@ func EncodePullRequestReviewCommentSubjectType(x *PullRequestReviewCommentSubjec
 	codec.EncString((*string)(x), e)
 }
 
+// DecodePullRequestReviewState reads a value of PullRequestReviewState into *x.
+func DecodePullRequestReviewState(x *PullRequestReviewState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodePullRequestReviewState writes *x.
+func EncodePullRequestReviewState(x *PullRequestReviewState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRefType reads a value of RefType into *x.
+func DecodeRefType(x *RefType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRefType writes *x.
+func EncodeRefType(x *RefType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeReleaseAssetState reads a value of ReleaseAssetState into *x.
+func DecodeReleaseAssetState(x *ReleaseAssetState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeReleaseAssetState writes *x.
+func EncodeReleaseAssetState(x *ReleaseAssetState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryAdvisoryCreditState reads a value of
+// RepositoryAdvisoryCreditState into *x.
+func DecodeRepositoryAdvisoryCreditState(x *RepositoryAdvisoryCreditState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryAdvisoryCreditState writes *x.
+func EncodeRepositoryAdvisoryCreditState(x *RepositoryAdvisoryCreditState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryAdvisoryState reads a value of RepositoryAdvisoryState into
+// *x.
+func DecodeRepositoryAdvisoryState(x *RepositoryAdvisoryState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryAdvisoryState writes *x.
+func EncodeRepositoryAdvisoryState(x *RepositoryAdvisoryState, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryImportStatus reads a value of RepositoryImportStatus into *x.
+func DecodeRepositoryImportStatus(x *RepositoryImportStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryImportStatus writes *x.
+func EncodeRepositoryImportStatus(x *RepositoryImportStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRuleEnforcement reads a value of RepositoryRuleEnforcement
+// into *x.
+func DecodeRepositoryRuleEnforcement(x *RepositoryRuleEnforcement, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRuleEnforcement writes *x.
+func EncodeRepositoryRuleEnforcement(x *RepositoryRuleEnforcement, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRuleMergeQueueParametersGroupingStrategy reads a value of
+// RepositoryRuleMergeQueueParametersGroupingStrategy into *x.
+func DecodeRepositoryRuleMergeQueueParametersGroupingStrategy(x *RepositoryRuleMergeQueueParametersGroupingStrategy, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRuleMergeQueueParametersGroupingStrategy writes *x.
+func EncodeRepositoryRuleMergeQueueParametersGroupingStrategy(x *RepositoryRuleMergeQueueParametersGroupingStrategy, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRuleMergeQueueParametersMergeMethod reads a value of
+// RepositoryRuleMergeQueueParametersMergeMethod into *x.
+func DecodeRepositoryRuleMergeQueueParametersMergeMethod(x *RepositoryRuleMergeQueueParametersMergeMethod, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRuleMergeQueueParametersMergeMethod writes *x.
+func EncodeRepositoryRuleMergeQueueParametersMergeMethod(x *RepositoryRuleMergeQueueParametersMergeMethod, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetBypassActorActorType reads a value of
+// RepositoryRulesetBypassActorActorType into *x.
+func DecodeRepositoryRulesetBypassActorActorType(x *RepositoryRulesetBypassActorActorType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetBypassActorActorType writes *x.
+func EncodeRepositoryRulesetBypassActorActorType(x *RepositoryRulesetBypassActorActorType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetBypassActorBypassMode reads a value of
+// RepositoryRulesetBypassActorBypassMode into *x.
+func DecodeRepositoryRulesetBypassActorBypassMode(x *RepositoryRulesetBypassActorBypassMode, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetBypassActorBypassMode writes *x.
+func EncodeRepositoryRulesetBypassActorBypassMode(x *RepositoryRulesetBypassActorBypassMode, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetCurrentUserCanBypass reads a value of
+// RepositoryRulesetCurrentUserCanBypass into *x.
+func DecodeRepositoryRulesetCurrentUserCanBypass(x *RepositoryRulesetCurrentUserCanBypass, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetCurrentUserCanBypass writes *x.
+func EncodeRepositoryRulesetCurrentUserCanBypass(x *RepositoryRulesetCurrentUserCanBypass, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetPropertyTargetingDefinitionSource reads a value of
+// RepositoryRulesetPropertyTargetingDefinitionSource into *x.
+func DecodeRepositoryRulesetPropertyTargetingDefinitionSource(x *RepositoryRulesetPropertyTargetingDefinitionSource, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetPropertyTargetingDefinitionSource writes *x.
+func EncodeRepositoryRulesetPropertyTargetingDefinitionSource(x *RepositoryRulesetPropertyTargetingDefinitionSource, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetSourceType reads a value of
+// RepositoryRulesetSourceType into *x.
+func DecodeRepositoryRulesetSourceType(x *RepositoryRulesetSourceType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetSourceType writes *x.
+func EncodeRepositoryRulesetSourceType(x *RepositoryRulesetSourceType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeRepositoryRulesetTarget reads a value of RepositoryRulesetTarget into
+// *x.
+func DecodeRepositoryRulesetTarget(x *RepositoryRulesetTarget, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryRulesetTarget writes *x.
+func EncodeRepositoryRulesetTarget(x *RepositoryRulesetTarget, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeRepositorySelection reads a value of RepositorySelection into *x.
 func DecodeRepositorySelection(x *RepositorySelection, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -8868,6 +8164,16 @@ func DecodeRepositoryVisibility(x *RepositoryVisibility, d *codec.Decoder) error
 
 // EncodeRepositoryVisibility writes *x.
 func EncodeRepositoryVisibility(x *RepositoryVisibility, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeReviewerType reads a value of ReviewerType into *x.
+func DecodeReviewerType(x *ReviewerType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeReviewerType writes *x.
+func EncodeReviewerType(x *ReviewerType, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8893,6 +8199,82 @@ func EncodeSecretScanningAlertValidity(x *SecretScanningAlertValidity, e *codec.
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeSecretScanningLocationType reads a value of SecretScanningLocationType
+// into *x.
+func DecodeSecretScanningLocationType(x *SecretScanningLocationType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningLocationType writes *x.
+func EncodeSecretScanningLocationType(x *SecretScanningLocationType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningScanCustomPatternScope reads a value of
+// SecretScanningScanCustomPatternScope into *x.
+func DecodeSecretScanningScanCustomPatternScope(x *SecretScanningScanCustomPatternScope, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningScanCustomPatternScope writes *x.
+func EncodeSecretScanningScanCustomPatternScope(x *SecretScanningScanCustomPatternScope, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningScanSource reads a value of SecretScanningScanSource into
+// *x.
+func DecodeSecretScanningScanSource(x *SecretScanningScanSource, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningScanSource writes *x.
+func EncodeSecretScanningScanSource(x *SecretScanningScanSource, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningScanType reads a value of SecretScanningScanType into *x.
+func DecodeSecretScanningScanType(x *SecretScanningScanType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningScanType writes *x.
+func EncodeSecretScanningScanType(x *SecretScanningScanType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecurityAdvisoryCreditTypes reads a value of
+// SecurityAdvisoryCreditTypes into *x.
+func DecodeSecurityAdvisoryCreditTypes(x *SecurityAdvisoryCreditTypes, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecurityAdvisoryCreditTypes writes *x.
+func EncodeSecurityAdvisoryCreditTypes(x *SecurityAdvisoryCreditTypes, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecurityAdvisoryEcosystems reads a value of SecurityAdvisoryEcosystems
+// into *x.
+func DecodeSecurityAdvisoryEcosystems(x *SecurityAdvisoryEcosystems, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecurityAdvisoryEcosystems writes *x.
+func EncodeSecurityAdvisoryEcosystems(x *SecurityAdvisoryEcosystems, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecurityAndAnalysisAdvancedSecurityStatus reads a value of
+// SecurityAndAnalysisAdvancedSecurityStatus into *x.
+func DecodeSecurityAndAnalysisAdvancedSecurityStatus(x *SecurityAndAnalysisAdvancedSecurityStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecurityAndAnalysisAdvancedSecurityStatus writes *x.
+func EncodeSecurityAndAnalysisAdvancedSecurityStatus(x *SecurityAndAnalysisAdvancedSecurityStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeSquashMergeCommitMessage reads a value of SquashMergeCommitMessage into
 // *x.
 func DecodeSquashMergeCommitMessage(x *SquashMergeCommitMessage, d *codec.Decoder) error {
@@ -8911,6 +8293,27 @@ func DecodeSquashMergeCommitTitle(x *SquashMergeCommitTitle, d *codec.Decoder) e
 
 // EncodeSquashMergeCommitTitle writes *x.
 func EncodeSquashMergeCommitTitle(x *SquashMergeCommitTitle, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeStatusCommitCommitVerificationReason reads a value of
+// StatusCommitCommitVerificationReason into *x.
+func DecodeStatusCommitCommitVerificationReason(x *StatusCommitCommitVerificationReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeStatusCommitCommitVerificationReason writes *x.
+func EncodeStatusCommitCommitVerificationReason(x *StatusCommitCommitVerificationReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeStatusState reads a value of StatusState into *x.
+func DecodeStatusState(x *StatusState, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeStatusState writes *x.
+func EncodeStatusState(x *StatusState, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8945,6 +8348,36 @@ func EncodeUserType(x *UserType, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeWebhookName reads a value of WebhookName into *x.
+func DecodeWebhookName(x *WebhookName, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWebhookName writes *x.
+func EncodeWebhookName(x *WebhookName, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeWorkflowJobConclusion reads a value of WorkflowJobConclusion into *x.
+func DecodeWorkflowJobConclusion(x *WorkflowJobConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWorkflowJobConclusion writes *x.
+func EncodeWorkflowJobConclusion(x *WorkflowJobConclusion, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeWorkflowJobStatus reads a value of WorkflowJobStatus into *x.
+func DecodeWorkflowJobStatus(x *WorkflowJobStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWorkflowJobStatus writes *x.
+func EncodeWorkflowJobStatus(x *WorkflowJobStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeWorkflowRunStatus reads a value of WorkflowRunStatus into *x.
 func DecodeWorkflowRunStatus(x *WorkflowRunStatus, d *codec.Decoder) error {
 	return codec.DecString((*string)(x), d)
@@ -8952,5 +8385,15 @@ func DecodeWorkflowRunStatus(x *WorkflowRunStatus, d *codec.Decoder) error {
 
 // EncodeWorkflowRunStatus writes *x.
 func EncodeWorkflowRunStatus(x *WorkflowRunStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeWorkflowStepConclusion reads a value of WorkflowStepConclusion into *x.
+func DecodeWorkflowStepConclusion(x *WorkflowStepConclusion, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeWorkflowStepConclusion writes *x.
+func EncodeWorkflowStepConclusion(x *WorkflowStepConclusion, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }

@@ -44,6 +44,27 @@ func (v AdvisoryIdentifierType) IsKnown() bool {
 	return false
 }
 
+// AlertInstanceState: State of a code scanning alert.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type AlertInstanceState string
+
+// The values of AlertInstanceState the schema lists.
+const (
+	AlertInstanceStateOpen      AlertInstanceState = "open"
+	AlertInstanceStateDismissed AlertInstanceState = "dismissed"
+	AlertInstanceStateFixed     AlertInstanceState = "fixed"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v AlertInstanceState) IsKnown() bool {
+	switch v {
+	case AlertInstanceStateOpen, AlertInstanceStateDismissed, AlertInstanceStateFixed:
+		return true
+	}
+	return false
+}
+
 // AppEvent is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -207,6 +228,81 @@ func (v AuthorAssociation) IsKnown() bool {
 	return false
 }
 
+// BranchProtectionRuleAllowDeletionsEnforcementLevel: The enforcement level of
+// the branch lock setting. `off` means the branch is not locked, `non_admins`
+// means the branch is read-only for non_admins, and `everyone` means the branch
+// is read-only for everyone.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type BranchProtectionRuleAllowDeletionsEnforcementLevel string
+
+// The values of BranchProtectionRuleAllowDeletionsEnforcementLevel the schema lists.
+const (
+	BranchProtectionRuleAllowDeletionsEnforcementLevelOff       BranchProtectionRuleAllowDeletionsEnforcementLevel = "off"
+	BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins BranchProtectionRuleAllowDeletionsEnforcementLevel = "non_admins"
+	BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone  BranchProtectionRuleAllowDeletionsEnforcementLevel = "everyone"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v BranchProtectionRuleAllowDeletionsEnforcementLevel) IsKnown() bool {
+	switch v {
+	case BranchProtectionRuleAllowDeletionsEnforcementLevelOff, BranchProtectionRuleAllowDeletionsEnforcementLevelNonAdmins, BranchProtectionRuleAllowDeletionsEnforcementLevelEveryone:
+		return true
+	}
+	return false
+}
+
+// CheckRunConclusion is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type CheckRunConclusion string
+
+// The values of CheckRunConclusion the schema lists.
+const (
+	CheckRunConclusionWaiting        CheckRunConclusion = "waiting"
+	CheckRunConclusionPending        CheckRunConclusion = "pending"
+	CheckRunConclusionStartupFailure CheckRunConclusion = "startup_failure"
+	CheckRunConclusionStale          CheckRunConclusion = "stale"
+	CheckRunConclusionSuccess        CheckRunConclusion = "success"
+	CheckRunConclusionFailure        CheckRunConclusion = "failure"
+	CheckRunConclusionNeutral        CheckRunConclusion = "neutral"
+	CheckRunConclusionCancelled      CheckRunConclusion = "cancelled"
+	CheckRunConclusionSkipped        CheckRunConclusion = "skipped"
+	CheckRunConclusionTimedOut       CheckRunConclusion = "timed_out"
+	CheckRunConclusionActionRequired CheckRunConclusion = "action_required"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v CheckRunConclusion) IsKnown() bool {
+	switch v {
+	case CheckRunConclusionWaiting, CheckRunConclusionPending, CheckRunConclusionStartupFailure, CheckRunConclusionStale, CheckRunConclusionSuccess, CheckRunConclusionFailure, CheckRunConclusionNeutral, CheckRunConclusionCancelled, CheckRunConclusionSkipped, CheckRunConclusionTimedOut, CheckRunConclusionActionRequired:
+		return true
+	}
+	return false
+}
+
+// CheckRunStatus: The phase of the lifecycle that the check is currently in.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type CheckRunStatus string
+
+// The values of CheckRunStatus the schema lists.
+const (
+	CheckRunStatusQueued     CheckRunStatus = "queued"
+	CheckRunStatusInProgress CheckRunStatus = "in_progress"
+	CheckRunStatusCompleted  CheckRunStatus = "completed"
+	CheckRunStatusPending    CheckRunStatus = "pending"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v CheckRunStatus) IsKnown() bool {
+	switch v {
+	case CheckRunStatusQueued, CheckRunStatusInProgress, CheckRunStatusCompleted, CheckRunStatusPending:
+		return true
+	}
+	return false
+}
+
 // CheckSuiteConclusion: The summary conclusion for all check runs that are part
 // of the check suite. This value will be `null` until the check run has
 // `completed`.
@@ -236,6 +332,194 @@ func (v CheckSuiteConclusion) IsKnown() bool {
 	return false
 }
 
+// CheckSuiteStatus: The summary status for all check runs that are part of the
+// check suite. Can be `requested`, `in_progress`, or `completed`.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type CheckSuiteStatus string
+
+// The values of CheckSuiteStatus the schema lists.
+const (
+	CheckSuiteStatusRequested  CheckSuiteStatus = "requested"
+	CheckSuiteStatusInProgress CheckSuiteStatus = "in_progress"
+	CheckSuiteStatusCompleted  CheckSuiteStatus = "completed"
+	CheckSuiteStatusQueued     CheckSuiteStatus = "queued"
+	CheckSuiteStatusPending    CheckSuiteStatus = "pending"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v CheckSuiteStatus) IsKnown() bool {
+	switch v {
+	case CheckSuiteStatusRequested, CheckSuiteStatusInProgress, CheckSuiteStatusCompleted, CheckSuiteStatusQueued, CheckSuiteStatusPending:
+		return true
+	}
+	return false
+}
+
+// CodeScanningAlertDismissedReason: The reason for dismissing or closing the
+// alert.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type CodeScanningAlertDismissedReason string
+
+// The values of CodeScanningAlertDismissedReason the schema lists.
+const (
+	CodeScanningAlertDismissedReasonFalsePositive CodeScanningAlertDismissedReason = "false positive"
+	CodeScanningAlertDismissedReasonWonTFix       CodeScanningAlertDismissedReason = "won't fix"
+	CodeScanningAlertDismissedReasonUsedInTests   CodeScanningAlertDismissedReason = "used in tests"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v CodeScanningAlertDismissedReason) IsKnown() bool {
+	switch v {
+	case CodeScanningAlertDismissedReasonFalsePositive, CodeScanningAlertDismissedReasonWonTFix, CodeScanningAlertDismissedReasonUsedInTests:
+		return true
+	}
+	return false
+}
+
+// CodeScanningAlertRuleSeverity: The severity of the alert.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type CodeScanningAlertRuleSeverity string
+
+// The values of CodeScanningAlertRuleSeverity the schema lists.
+const (
+	CodeScanningAlertRuleSeverityNone    CodeScanningAlertRuleSeverity = "none"
+	CodeScanningAlertRuleSeverityNote    CodeScanningAlertRuleSeverity = "note"
+	CodeScanningAlertRuleSeverityWarning CodeScanningAlertRuleSeverity = "warning"
+	CodeScanningAlertRuleSeverityError   CodeScanningAlertRuleSeverity = "error"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v CodeScanningAlertRuleSeverity) IsKnown() bool {
+	switch v {
+	case CodeScanningAlertRuleSeverityNone, CodeScanningAlertRuleSeverityNote, CodeScanningAlertRuleSeverityWarning, CodeScanningAlertRuleSeverityError:
+		return true
+	}
+	return false
+}
+
+// CodeScanningToolAlertsThreshold: The severity level at which code scanning
+// results that raise alerts block a reference update. For more information on
+// alert severity levels, see "About code scanning alerts."
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type CodeScanningToolAlertsThreshold string
+
+// The values of CodeScanningToolAlertsThreshold the schema lists.
+const (
+	CodeScanningToolAlertsThresholdNone              CodeScanningToolAlertsThreshold = "none"
+	CodeScanningToolAlertsThresholdErrors            CodeScanningToolAlertsThreshold = "errors"
+	CodeScanningToolAlertsThresholdErrorsAndWarnings CodeScanningToolAlertsThreshold = "errors_and_warnings"
+	CodeScanningToolAlertsThresholdAll               CodeScanningToolAlertsThreshold = "all"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v CodeScanningToolAlertsThreshold) IsKnown() bool {
+	switch v {
+	case CodeScanningToolAlertsThresholdNone, CodeScanningToolAlertsThresholdErrors, CodeScanningToolAlertsThresholdErrorsAndWarnings, CodeScanningToolAlertsThresholdAll:
+		return true
+	}
+	return false
+}
+
+// CodeScanningToolSecurityAlertsThreshold: The severity level at which code
+// scanning results that raise security alerts block a reference update. For
+// more information on security severity levels, see "About code scanning
+// alerts."
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type CodeScanningToolSecurityAlertsThreshold string
+
+// The values of CodeScanningToolSecurityAlertsThreshold the schema lists.
+const (
+	CodeScanningToolSecurityAlertsThresholdNone           CodeScanningToolSecurityAlertsThreshold = "none"
+	CodeScanningToolSecurityAlertsThresholdCritical       CodeScanningToolSecurityAlertsThreshold = "critical"
+	CodeScanningToolSecurityAlertsThresholdHighOrHigher   CodeScanningToolSecurityAlertsThreshold = "high_or_higher"
+	CodeScanningToolSecurityAlertsThresholdMediumOrHigher CodeScanningToolSecurityAlertsThreshold = "medium_or_higher"
+	CodeScanningToolSecurityAlertsThresholdAll            CodeScanningToolSecurityAlertsThreshold = "all"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v CodeScanningToolSecurityAlertsThreshold) IsKnown() bool {
+	switch v {
+	case CodeScanningToolSecurityAlertsThresholdNone, CodeScanningToolSecurityAlertsThresholdCritical, CodeScanningToolSecurityAlertsThresholdHighOrHigher, CodeScanningToolSecurityAlertsThresholdMediumOrHigher, CodeScanningToolSecurityAlertsThresholdAll:
+		return true
+	}
+	return false
+}
+
+// DependabotAlertDependencyRelationship: The vulnerable dependency's
+// relationship to your project.
+//
+// Note: We are rolling out support for dependency relationship across
+// ecosystems. This value will be "unknown" for all dependencies in unsupported
+// ecosystems.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DependabotAlertDependencyRelationship string
+
+// The values of DependabotAlertDependencyRelationship the schema lists.
+const (
+	DependabotAlertDependencyRelationshipUnknown    DependabotAlertDependencyRelationship = "unknown"
+	DependabotAlertDependencyRelationshipDirect     DependabotAlertDependencyRelationship = "direct"
+	DependabotAlertDependencyRelationshipTransitive DependabotAlertDependencyRelationship = "transitive"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DependabotAlertDependencyRelationship) IsKnown() bool {
+	switch v {
+	case DependabotAlertDependencyRelationshipUnknown, DependabotAlertDependencyRelationshipDirect, DependabotAlertDependencyRelationshipTransitive:
+		return true
+	}
+	return false
+}
+
+// DependabotAlertDependencyScope: The execution scope of the vulnerable
+// dependency.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DependabotAlertDependencyScope string
+
+// The values of DependabotAlertDependencyScope the schema lists.
+const (
+	DependabotAlertDependencyScopeDevelopment DependabotAlertDependencyScope = "development"
+	DependabotAlertDependencyScopeRuntime     DependabotAlertDependencyScope = "runtime"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DependabotAlertDependencyScope) IsKnown() bool {
+	switch v {
+	case DependabotAlertDependencyScopeDevelopment, DependabotAlertDependencyScopeRuntime:
+		return true
+	}
+	return false
+}
+
+// DependabotAlertDismissedReason: The reason that the alert was dismissed.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DependabotAlertDismissedReason string
+
+// The values of DependabotAlertDismissedReason the schema lists.
+const (
+	DependabotAlertDismissedReasonFixStarted    DependabotAlertDismissedReason = "fix_started"
+	DependabotAlertDismissedReasonInaccurate    DependabotAlertDismissedReason = "inaccurate"
+	DependabotAlertDismissedReasonNoBandwidth   DependabotAlertDismissedReason = "no_bandwidth"
+	DependabotAlertDismissedReasonNotUsed       DependabotAlertDismissedReason = "not_used"
+	DependabotAlertDismissedReasonTolerableRisk DependabotAlertDismissedReason = "tolerable_risk"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DependabotAlertDismissedReason) IsKnown() bool {
+	switch v {
+	case DependabotAlertDismissedReasonFixStarted, DependabotAlertDismissedReasonInaccurate, DependabotAlertDismissedReasonNoBandwidth, DependabotAlertDismissedReasonNotUsed, DependabotAlertDismissedReasonTolerableRisk:
+		return true
+	}
+	return false
+}
+
 // DependabotAlertSecurityAdvisorySeverity: The severity of the vulnerability.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -253,6 +537,75 @@ const (
 func (v DependabotAlertSecurityAdvisorySeverity) IsKnown() bool {
 	switch v {
 	case DependabotAlertSecurityAdvisorySeverityLow, DependabotAlertSecurityAdvisorySeverityMedium, DependabotAlertSecurityAdvisorySeverityHigh, DependabotAlertSecurityAdvisorySeverityCritical:
+		return true
+	}
+	return false
+}
+
+// DependabotAlertState: The state of the Dependabot alert.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DependabotAlertState string
+
+// The values of DependabotAlertState the schema lists.
+const (
+	DependabotAlertStateAutoDismissed DependabotAlertState = "auto_dismissed"
+	DependabotAlertStateDismissed     DependabotAlertState = "dismissed"
+	DependabotAlertStateFixed         DependabotAlertState = "fixed"
+	DependabotAlertStateOpen          DependabotAlertState = "open"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DependabotAlertState) IsKnown() bool {
+	switch v {
+	case DependabotAlertStateAutoDismissed, DependabotAlertStateDismissed, DependabotAlertStateFixed, DependabotAlertStateOpen:
+		return true
+	}
+	return false
+}
+
+// DeploymentReviewReviewerType is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DeploymentReviewReviewerType string
+
+// The values of DeploymentReviewReviewerType the schema lists.
+const (
+	DeploymentReviewReviewerTypeUser DeploymentReviewReviewerType = "User"
+	DeploymentReviewReviewerTypeTeam DeploymentReviewReviewerType = "Team"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DeploymentReviewReviewerType) IsKnown() bool {
+	switch v {
+	case DeploymentReviewReviewerTypeUser, DeploymentReviewReviewerTypeTeam:
+		return true
+	}
+	return false
+}
+
+// DeploymentStatusCheckRunConclusion: The result of the completed check run.
+// This value will be `null` until the check run has completed.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DeploymentStatusCheckRunConclusion string
+
+// The values of DeploymentStatusCheckRunConclusion the schema lists.
+const (
+	DeploymentStatusCheckRunConclusionSuccess        DeploymentStatusCheckRunConclusion = "success"
+	DeploymentStatusCheckRunConclusionFailure        DeploymentStatusCheckRunConclusion = "failure"
+	DeploymentStatusCheckRunConclusionNeutral        DeploymentStatusCheckRunConclusion = "neutral"
+	DeploymentStatusCheckRunConclusionCancelled      DeploymentStatusCheckRunConclusion = "cancelled"
+	DeploymentStatusCheckRunConclusionTimedOut       DeploymentStatusCheckRunConclusion = "timed_out"
+	DeploymentStatusCheckRunConclusionActionRequired DeploymentStatusCheckRunConclusion = "action_required"
+	DeploymentStatusCheckRunConclusionStale          DeploymentStatusCheckRunConclusion = "stale"
+	DeploymentStatusCheckRunConclusionSkipped        DeploymentStatusCheckRunConclusion = "skipped"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DeploymentStatusCheckRunConclusion) IsKnown() bool {
+	switch v {
+	case DeploymentStatusCheckRunConclusionSuccess, DeploymentStatusCheckRunConclusionFailure, DeploymentStatusCheckRunConclusionNeutral, DeploymentStatusCheckRunConclusionCancelled, DeploymentStatusCheckRunConclusionTimedOut, DeploymentStatusCheckRunConclusionActionRequired, DeploymentStatusCheckRunConclusionStale, DeploymentStatusCheckRunConclusionSkipped:
 		return true
 	}
 	return false
@@ -355,6 +708,27 @@ func (v DiscussionStateReason) IsKnown() bool {
 	return false
 }
 
+// GollumPageAction: The action that was performed on the page. Can be `created`
+// or `edited`.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type GollumPageAction string
+
+// The values of GollumPageAction the schema lists.
+const (
+	GollumPageActionCreated GollumPageAction = "created"
+	GollumPageActionEdited  GollumPageAction = "edited"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v GollumPageAction) IsKnown() bool {
+	switch v {
+	case GollumPageActionCreated, GollumPageActionEdited:
+		return true
+	}
+	return false
+}
+
 // IssueFieldValueDataType: The data type of the issue field
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -445,6 +819,53 @@ func (v IssueTypeColor) IsKnown() bool {
 	return false
 }
 
+// MarketplacePurchasePlanPriceModel is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type MarketplacePurchasePlanPriceModel string
+
+// The values of MarketplacePurchasePlanPriceModel the schema lists.
+const (
+	MarketplacePurchasePlanPriceModelFree          MarketplacePurchasePlanPriceModel = "FREE"
+	MarketplacePurchasePlanPriceModelFlatRateUpper MarketplacePurchasePlanPriceModel = "FLAT_RATE"
+	MarketplacePurchasePlanPriceModelPerUnitUpper  MarketplacePurchasePlanPriceModel = "PER_UNIT"
+	// From overrides: The public example payloads send the price model in lower
+	// case with hyphens; the spec lists only FREE, FLAT_RATE and PER_UNIT.
+	MarketplacePurchasePlanPriceModelFlatRate MarketplacePurchasePlanPriceModel = "flat-rate"
+	// From overrides: The public example payloads send the price model in lower
+	// case with hyphens; the spec lists only FREE, FLAT_RATE and PER_UNIT.
+	MarketplacePurchasePlanPriceModelPerUnit MarketplacePurchasePlanPriceModel = "per-unit"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v MarketplacePurchasePlanPriceModel) IsKnown() bool {
+	switch v {
+	case MarketplacePurchasePlanPriceModelFree, MarketplacePurchasePlanPriceModelFlatRateUpper, MarketplacePurchasePlanPriceModelPerUnitUpper, MarketplacePurchasePlanPriceModelFlatRate, MarketplacePurchasePlanPriceModelPerUnit:
+		return true
+	}
+	return false
+}
+
+// MembershipScope: The scope of the membership. Currently, can only be `team`.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type MembershipScope string
+
+// The values of MembershipScope the schema lists.
+const (
+	MembershipScopeTeam         MembershipScope = "team"
+	MembershipScopeOrganization MembershipScope = "organization"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v MembershipScope) IsKnown() bool {
+	switch v {
+	case MembershipScopeTeam, MembershipScopeOrganization:
+		return true
+	}
+	return false
+}
+
 // MergeCommitMessage: The default value for a merge commit message.
 //
 // - `PR_TITLE` - default to the pull request's title.
@@ -494,6 +915,29 @@ func (v MergeCommitTitle) IsKnown() bool {
 	return false
 }
 
+// MergeGroupDestroyedReason: Explains why the merge group is being destroyed.
+// The group could have been merged, removed from the queue (dequeued), or
+// invalidated by an earlier queue entry being dequeued (invalidated).
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type MergeGroupDestroyedReason string
+
+// The values of MergeGroupDestroyedReason the schema lists.
+const (
+	MergeGroupDestroyedReasonMerged      MergeGroupDestroyedReason = "merged"
+	MergeGroupDestroyedReasonInvalidated MergeGroupDestroyedReason = "invalidated"
+	MergeGroupDestroyedReasonDequeued    MergeGroupDestroyedReason = "dequeued"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v MergeGroupDestroyedReason) IsKnown() bool {
+	switch v {
+	case MergeGroupDestroyedReasonMerged, MergeGroupDestroyedReasonInvalidated, MergeGroupDestroyedReasonDequeued:
+		return true
+	}
+	return false
+}
+
 // MergeMethod: The merge method to use.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -515,6 +959,96 @@ func (v MergeMethod) IsKnown() bool {
 	return false
 }
 
+// MetaHookConfigContentType is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type MetaHookConfigContentType string
+
+// The values of MetaHookConfigContentType the schema lists.
+const (
+	MetaHookConfigContentTypeJSON MetaHookConfigContentType = "json"
+	MetaHookConfigContentTypeForm MetaHookConfigContentType = "form"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v MetaHookConfigContentType) IsKnown() bool {
+	switch v {
+	case MetaHookConfigContentTypeJSON, MetaHookConfigContentTypeForm:
+		return true
+	}
+	return false
+}
+
+// MetaHookEvent is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type MetaHookEvent string
+
+// The values of MetaHookEvent the schema lists.
+const (
+	MetaHookEventWildcard                     MetaHookEvent = "*"
+	MetaHookEventBranchProtectionRule         MetaHookEvent = "branch_protection_rule"
+	MetaHookEventCheckRun                     MetaHookEvent = "check_run"
+	MetaHookEventCheckSuite                   MetaHookEvent = "check_suite"
+	MetaHookEventCodeScanningAlert            MetaHookEvent = "code_scanning_alert"
+	MetaHookEventCommitComment                MetaHookEvent = "commit_comment"
+	MetaHookEventCreate                       MetaHookEvent = "create"
+	MetaHookEventDelete                       MetaHookEvent = "delete"
+	MetaHookEventDeployment                   MetaHookEvent = "deployment"
+	MetaHookEventDeploymentStatus             MetaHookEvent = "deployment_status"
+	MetaHookEventDeployKey                    MetaHookEvent = "deploy_key"
+	MetaHookEventDiscussion                   MetaHookEvent = "discussion"
+	MetaHookEventDiscussionComment            MetaHookEvent = "discussion_comment"
+	MetaHookEventFork                         MetaHookEvent = "fork"
+	MetaHookEventGollum                       MetaHookEvent = "gollum"
+	MetaHookEventIssues                       MetaHookEvent = "issues"
+	MetaHookEventIssueComment                 MetaHookEvent = "issue_comment"
+	MetaHookEventLabel                        MetaHookEvent = "label"
+	MetaHookEventMember                       MetaHookEvent = "member"
+	MetaHookEventMembership                   MetaHookEvent = "membership"
+	MetaHookEventMeta                         MetaHookEvent = "meta"
+	MetaHookEventMilestone                    MetaHookEvent = "milestone"
+	MetaHookEventOrganization                 MetaHookEvent = "organization"
+	MetaHookEventOrgBlock                     MetaHookEvent = "org_block"
+	MetaHookEventPackage                      MetaHookEvent = "package"
+	MetaHookEventPageBuild                    MetaHookEvent = "page_build"
+	MetaHookEventProject                      MetaHookEvent = "project"
+	MetaHookEventProjectCard                  MetaHookEvent = "project_card"
+	MetaHookEventProjectColumn                MetaHookEvent = "project_column"
+	MetaHookEventPublic                       MetaHookEvent = "public"
+	MetaHookEventPullRequest                  MetaHookEvent = "pull_request"
+	MetaHookEventPullRequestReview            MetaHookEvent = "pull_request_review"
+	MetaHookEventPullRequestReviewComment     MetaHookEvent = "pull_request_review_comment"
+	MetaHookEventPullRequestReviewThread      MetaHookEvent = "pull_request_review_thread"
+	MetaHookEventPush                         MetaHookEvent = "push"
+	MetaHookEventRegistryPackage              MetaHookEvent = "registry_package"
+	MetaHookEventRelease                      MetaHookEvent = "release"
+	MetaHookEventRepository                   MetaHookEvent = "repository"
+	MetaHookEventRepositoryImport             MetaHookEvent = "repository_import"
+	MetaHookEventRepositoryVulnerabilityAlert MetaHookEvent = "repository_vulnerability_alert"
+	MetaHookEventSecretScanningAlert          MetaHookEvent = "secret_scanning_alert"
+	MetaHookEventSecretScanningAlertLocation  MetaHookEvent = "secret_scanning_alert_location"
+	MetaHookEventSecurityAndAnalysis          MetaHookEvent = "security_and_analysis"
+	MetaHookEventStar                         MetaHookEvent = "star"
+	MetaHookEventStatus                       MetaHookEvent = "status"
+	MetaHookEventTeam                         MetaHookEvent = "team"
+	MetaHookEventTeamAdd                      MetaHookEvent = "team_add"
+	MetaHookEventWatch                        MetaHookEvent = "watch"
+	MetaHookEventWorkflowJob                  MetaHookEvent = "workflow_job"
+	MetaHookEventWorkflowRun                  MetaHookEvent = "workflow_run"
+	MetaHookEventRepositoryDispatch           MetaHookEvent = "repository_dispatch"
+	MetaHookEventProjectsV2Item               MetaHookEvent = "projects_v2_item"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v MetaHookEvent) IsKnown() bool {
+	switch v {
+	case MetaHookEventWildcard, MetaHookEventBranchProtectionRule, MetaHookEventCheckRun, MetaHookEventCheckSuite, MetaHookEventCodeScanningAlert, MetaHookEventCommitComment, MetaHookEventCreate, MetaHookEventDelete, MetaHookEventDeployment, MetaHookEventDeploymentStatus, MetaHookEventDeployKey, MetaHookEventDiscussion, MetaHookEventDiscussionComment, MetaHookEventFork, MetaHookEventGollum, MetaHookEventIssues, MetaHookEventIssueComment, MetaHookEventLabel, MetaHookEventMember, MetaHookEventMembership, MetaHookEventMeta, MetaHookEventMilestone, MetaHookEventOrganization, MetaHookEventOrgBlock, MetaHookEventPackage, MetaHookEventPageBuild, MetaHookEventProject, MetaHookEventProjectCard, MetaHookEventProjectColumn, MetaHookEventPublic, MetaHookEventPullRequest, MetaHookEventPullRequestReview, MetaHookEventPullRequestReviewComment, MetaHookEventPullRequestReviewThread, MetaHookEventPush, MetaHookEventRegistryPackage, MetaHookEventRelease, MetaHookEventRepository, MetaHookEventRepositoryImport, MetaHookEventRepositoryVulnerabilityAlert, MetaHookEventSecretScanningAlert, MetaHookEventSecretScanningAlertLocation, MetaHookEventSecurityAndAnalysis, MetaHookEventStar, MetaHookEventStatus, MetaHookEventTeam, MetaHookEventTeamAdd, MetaHookEventWatch, MetaHookEventWorkflowJob, MetaHookEventWorkflowRun, MetaHookEventRepositoryDispatch, MetaHookEventProjectsV2Item:
+		return true
+	}
+	return false
+}
+
 // OrganizationCustomPropertySourceType: The source type of the property
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -530,6 +1064,71 @@ const (
 func (v OrganizationCustomPropertySourceType) IsKnown() bool {
 	switch v {
 	case OrganizationCustomPropertySourceTypeOrganization, OrganizationCustomPropertySourceTypeEnterprise:
+		return true
+	}
+	return false
+}
+
+// OrganizationCustomPropertyValueType: The type of the value for the property
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type OrganizationCustomPropertyValueType string
+
+// The values of OrganizationCustomPropertyValueType the schema lists.
+const (
+	OrganizationCustomPropertyValueTypeString       OrganizationCustomPropertyValueType = "string"
+	OrganizationCustomPropertyValueTypeSingleSelect OrganizationCustomPropertyValueType = "single_select"
+	OrganizationCustomPropertyValueTypeMultiSelect  OrganizationCustomPropertyValueType = "multi_select"
+	OrganizationCustomPropertyValueTypeTrueFalse    OrganizationCustomPropertyValueType = "true_false"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v OrganizationCustomPropertyValueType) IsKnown() bool {
+	switch v {
+	case OrganizationCustomPropertyValueTypeString, OrganizationCustomPropertyValueTypeSingleSelect, OrganizationCustomPropertyValueTypeMultiSelect, OrganizationCustomPropertyValueTypeTrueFalse:
+		return true
+	}
+	return false
+}
+
+// OrganizationCustomPropertyValuesEditableBy: Who can edit the values of the
+// property
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type OrganizationCustomPropertyValuesEditableBy string
+
+// The values of OrganizationCustomPropertyValuesEditableBy the schema lists.
+const (
+	OrganizationCustomPropertyValuesEditableByOrgActors        OrganizationCustomPropertyValuesEditableBy = "org_actors"
+	OrganizationCustomPropertyValuesEditableByOrgAndRepoActors OrganizationCustomPropertyValuesEditableBy = "org_and_repo_actors"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v OrganizationCustomPropertyValuesEditableBy) IsKnown() bool {
+	switch v {
+	case OrganizationCustomPropertyValuesEditableByOrgActors, OrganizationCustomPropertyValuesEditableByOrgAndRepoActors:
+		return true
+	}
+	return false
+}
+
+// PatternParametersOperator: The operator to use for matching.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type PatternParametersOperator string
+
+// The values of PatternParametersOperator the schema lists.
+const (
+	PatternParametersOperatorStartsWith PatternParametersOperator = "starts_with"
+	PatternParametersOperatorEndsWith   PatternParametersOperator = "ends_with"
+	PatternParametersOperatorContains   PatternParametersOperator = "contains"
+	PatternParametersOperatorRegex      PatternParametersOperator = "regex"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v PatternParametersOperator) IsKnown() bool {
+	switch v {
+	case PatternParametersOperatorStartsWith, PatternParametersOperatorEndsWith, PatternParametersOperatorContains, PatternParametersOperatorRegex:
 		return true
 	}
 	return false
@@ -556,6 +1155,49 @@ func (v PermissionLevel) IsKnown() bool {
 	return false
 }
 
+// PersonalAccessTokenRequestRepositorySelection: Type of repository selection
+// requested.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type PersonalAccessTokenRequestRepositorySelection string
+
+// The values of PersonalAccessTokenRequestRepositorySelection the schema lists.
+const (
+	PersonalAccessTokenRequestRepositorySelectionNone   PersonalAccessTokenRequestRepositorySelection = "none"
+	PersonalAccessTokenRequestRepositorySelectionAll    PersonalAccessTokenRequestRepositorySelection = "all"
+	PersonalAccessTokenRequestRepositorySelectionSubset PersonalAccessTokenRequestRepositorySelection = "subset"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v PersonalAccessTokenRequestRepositorySelection) IsKnown() bool {
+	switch v {
+	case PersonalAccessTokenRequestRepositorySelectionNone, PersonalAccessTokenRequestRepositorySelectionAll, PersonalAccessTokenRequestRepositorySelectionSubset:
+		return true
+	}
+	return false
+}
+
+// ProjectsV2ItemContentType: The type of content tracked in a project item
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type ProjectsV2ItemContentType string
+
+// The values of ProjectsV2ItemContentType the schema lists.
+const (
+	ProjectsV2ItemContentTypeIssue       ProjectsV2ItemContentType = "Issue"
+	ProjectsV2ItemContentTypePullRequest ProjectsV2ItemContentType = "PullRequest"
+	ProjectsV2ItemContentTypeDraftIssue  ProjectsV2ItemContentType = "DraftIssue"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v ProjectsV2ItemContentType) IsKnown() bool {
+	switch v {
+	case ProjectsV2ItemContentTypeIssue, ProjectsV2ItemContentTypePullRequest, ProjectsV2ItemContentTypeDraftIssue:
+		return true
+	}
+	return false
+}
+
 // ProjectsV2StatusUpdateEditedChangesStatusFrom: The current status.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -574,6 +1216,36 @@ const (
 func (v ProjectsV2StatusUpdateEditedChangesStatusFrom) IsKnown() bool {
 	switch v {
 	case ProjectsV2StatusUpdateEditedChangesStatusFromInactive, ProjectsV2StatusUpdateEditedChangesStatusFromOnTrack, ProjectsV2StatusUpdateEditedChangesStatusFromAtRisk, ProjectsV2StatusUpdateEditedChangesStatusFromOffTrack, ProjectsV2StatusUpdateEditedChangesStatusFromComplete:
+		return true
+	}
+	return false
+}
+
+// PullRequestDequeuedReason is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type PullRequestDequeuedReason string
+
+// The values of PullRequestDequeuedReason the schema lists.
+const (
+	PullRequestDequeuedReasonUnknownRemovalReason PullRequestDequeuedReason = "UNKNOWN_REMOVAL_REASON"
+	PullRequestDequeuedReasonManual               PullRequestDequeuedReason = "MANUAL"
+	PullRequestDequeuedReasonMerge                PullRequestDequeuedReason = "MERGE"
+	PullRequestDequeuedReasonMergeConflict        PullRequestDequeuedReason = "MERGE_CONFLICT"
+	PullRequestDequeuedReasonCIFailure            PullRequestDequeuedReason = "CI_FAILURE"
+	PullRequestDequeuedReasonCITimeout            PullRequestDequeuedReason = "CI_TIMEOUT"
+	PullRequestDequeuedReasonAlreadyMerged        PullRequestDequeuedReason = "ALREADY_MERGED"
+	PullRequestDequeuedReasonQueueCleared         PullRequestDequeuedReason = "QUEUE_CLEARED"
+	PullRequestDequeuedReasonRollBack             PullRequestDequeuedReason = "ROLL_BACK"
+	PullRequestDequeuedReasonBranchProtections    PullRequestDequeuedReason = "BRANCH_PROTECTIONS"
+	PullRequestDequeuedReasonGitTreeInvalid       PullRequestDequeuedReason = "GIT_TREE_INVALID"
+	PullRequestDequeuedReasonInvalidMergeCommit   PullRequestDequeuedReason = "INVALID_MERGE_COMMIT"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v PullRequestDequeuedReason) IsKnown() bool {
+	switch v {
+	case PullRequestDequeuedReasonUnknownRemovalReason, PullRequestDequeuedReasonManual, PullRequestDequeuedReasonMerge, PullRequestDequeuedReasonMergeConflict, PullRequestDequeuedReasonCIFailure, PullRequestDequeuedReasonCITimeout, PullRequestDequeuedReasonAlreadyMerged, PullRequestDequeuedReasonQueueCleared, PullRequestDequeuedReasonRollBack, PullRequestDequeuedReasonBranchProtections, PullRequestDequeuedReasonGitTreeInvalid, PullRequestDequeuedReasonInvalidMergeCommit:
 		return true
 	}
 	return false
@@ -621,6 +1293,344 @@ func (v PullRequestReviewCommentSubjectType) IsKnown() bool {
 	return false
 }
 
+// PullRequestReviewState is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type PullRequestReviewState string
+
+// The values of PullRequestReviewState the schema lists.
+const (
+	PullRequestReviewStateDismissed        PullRequestReviewState = "dismissed"
+	PullRequestReviewStateApproved         PullRequestReviewState = "approved"
+	PullRequestReviewStateChangesRequested PullRequestReviewState = "changes_requested"
+	// From overrides: A review submitted without approval or request for changes is
+	// "commented" (public example pull_request_review.submitted); the spec omits
+	// the value.
+	PullRequestReviewStateCommented PullRequestReviewState = "commented"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v PullRequestReviewState) IsKnown() bool {
+	switch v {
+	case PullRequestReviewStateDismissed, PullRequestReviewStateApproved, PullRequestReviewStateChangesRequested, PullRequestReviewStateCommented:
+		return true
+	}
+	return false
+}
+
+// RefType: The type of Git ref object created in the repository.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RefType string
+
+// The values of RefType the schema lists.
+const (
+	RefTypeTag    RefType = "tag"
+	RefTypeBranch RefType = "branch"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RefType) IsKnown() bool {
+	switch v {
+	case RefTypeTag, RefTypeBranch:
+		return true
+	}
+	return false
+}
+
+// ReleaseAssetState: State of the release asset.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type ReleaseAssetState string
+
+// The values of ReleaseAssetState the schema lists.
+const (
+	ReleaseAssetStateUploaded ReleaseAssetState = "uploaded"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v ReleaseAssetState) IsKnown() bool {
+	switch v {
+	case ReleaseAssetStateUploaded:
+		return true
+	}
+	return false
+}
+
+// RepositoryAdvisoryCreditState: The state of the user's acceptance of the
+// credit.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryAdvisoryCreditState string
+
+// The values of RepositoryAdvisoryCreditState the schema lists.
+const (
+	RepositoryAdvisoryCreditStateAccepted RepositoryAdvisoryCreditState = "accepted"
+	RepositoryAdvisoryCreditStateDeclined RepositoryAdvisoryCreditState = "declined"
+	RepositoryAdvisoryCreditStatePending  RepositoryAdvisoryCreditState = "pending"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryAdvisoryCreditState) IsKnown() bool {
+	switch v {
+	case RepositoryAdvisoryCreditStateAccepted, RepositoryAdvisoryCreditStateDeclined, RepositoryAdvisoryCreditStatePending:
+		return true
+	}
+	return false
+}
+
+// RepositoryAdvisoryState: The state of the advisory.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryAdvisoryState string
+
+// The values of RepositoryAdvisoryState the schema lists.
+const (
+	RepositoryAdvisoryStatePublished RepositoryAdvisoryState = "published"
+	RepositoryAdvisoryStateClosed    RepositoryAdvisoryState = "closed"
+	RepositoryAdvisoryStateWithdrawn RepositoryAdvisoryState = "withdrawn"
+	RepositoryAdvisoryStateDraft     RepositoryAdvisoryState = "draft"
+	RepositoryAdvisoryStateTriage    RepositoryAdvisoryState = "triage"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryAdvisoryState) IsKnown() bool {
+	switch v {
+	case RepositoryAdvisoryStatePublished, RepositoryAdvisoryStateClosed, RepositoryAdvisoryStateWithdrawn, RepositoryAdvisoryStateDraft, RepositoryAdvisoryStateTriage:
+		return true
+	}
+	return false
+}
+
+// RepositoryImportStatus is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryImportStatus string
+
+// The values of RepositoryImportStatus the schema lists.
+const (
+	RepositoryImportStatusSuccess   RepositoryImportStatus = "success"
+	RepositoryImportStatusCancelled RepositoryImportStatus = "cancelled"
+	RepositoryImportStatusFailure   RepositoryImportStatus = "failure"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryImportStatus) IsKnown() bool {
+	switch v {
+	case RepositoryImportStatusSuccess, RepositoryImportStatusCancelled, RepositoryImportStatusFailure:
+		return true
+	}
+	return false
+}
+
+// RepositoryRuleEnforcement: The enforcement level of the ruleset. `evaluate`
+// allows admins to test rules before enforcing them. Admins can view insights
+// on the Rule Insights page (`evaluate` is only available with forge
+// Enterprise).
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRuleEnforcement string
+
+// The values of RepositoryRuleEnforcement the schema lists.
+const (
+	RepositoryRuleEnforcementDisabled RepositoryRuleEnforcement = "disabled"
+	RepositoryRuleEnforcementActive   RepositoryRuleEnforcement = "active"
+	RepositoryRuleEnforcementEvaluate RepositoryRuleEnforcement = "evaluate"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRuleEnforcement) IsKnown() bool {
+	switch v {
+	case RepositoryRuleEnforcementDisabled, RepositoryRuleEnforcementActive, RepositoryRuleEnforcementEvaluate:
+		return true
+	}
+	return false
+}
+
+// RepositoryRuleMergeQueueParametersGroupingStrategy: When set to ALLGREEN, the
+// merge commit created by merge queue for each PR in the group must pass all
+// required checks to merge. When set to HEADGREEN, only the commit at the head
+// of the merge group, i.e. the commit containing changes from all of the PRs in
+// the group, must pass its required checks to merge.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRuleMergeQueueParametersGroupingStrategy string
+
+// The values of RepositoryRuleMergeQueueParametersGroupingStrategy the schema lists.
+const (
+	RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen  RepositoryRuleMergeQueueParametersGroupingStrategy = "ALLGREEN"
+	RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen RepositoryRuleMergeQueueParametersGroupingStrategy = "HEADGREEN"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRuleMergeQueueParametersGroupingStrategy) IsKnown() bool {
+	switch v {
+	case RepositoryRuleMergeQueueParametersGroupingStrategyAllgreen, RepositoryRuleMergeQueueParametersGroupingStrategyHeadgreen:
+		return true
+	}
+	return false
+}
+
+// RepositoryRuleMergeQueueParametersMergeMethod: Method to use when merging
+// changes from queued pull requests.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRuleMergeQueueParametersMergeMethod string
+
+// The values of RepositoryRuleMergeQueueParametersMergeMethod the schema lists.
+const (
+	RepositoryRuleMergeQueueParametersMergeMethodMerge  RepositoryRuleMergeQueueParametersMergeMethod = "MERGE"
+	RepositoryRuleMergeQueueParametersMergeMethodSquash RepositoryRuleMergeQueueParametersMergeMethod = "SQUASH"
+	RepositoryRuleMergeQueueParametersMergeMethodRebase RepositoryRuleMergeQueueParametersMergeMethod = "REBASE"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRuleMergeQueueParametersMergeMethod) IsKnown() bool {
+	switch v {
+	case RepositoryRuleMergeQueueParametersMergeMethodMerge, RepositoryRuleMergeQueueParametersMergeMethodSquash, RepositoryRuleMergeQueueParametersMergeMethodRebase:
+		return true
+	}
+	return false
+}
+
+// RepositoryRulesetBypassActorActorType: The type of actor that can bypass a
+// ruleset.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRulesetBypassActorActorType string
+
+// The values of RepositoryRulesetBypassActorActorType the schema lists.
+const (
+	RepositoryRulesetBypassActorActorTypeIntegration       RepositoryRulesetBypassActorActorType = "Integration"
+	RepositoryRulesetBypassActorActorTypeOrganizationAdmin RepositoryRulesetBypassActorActorType = "OrganizationAdmin"
+	RepositoryRulesetBypassActorActorTypeRepositoryRole    RepositoryRulesetBypassActorActorType = "RepositoryRole"
+	RepositoryRulesetBypassActorActorTypeTeam              RepositoryRulesetBypassActorActorType = "Team"
+	RepositoryRulesetBypassActorActorTypeDeployKey         RepositoryRulesetBypassActorActorType = "DeployKey"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRulesetBypassActorActorType) IsKnown() bool {
+	switch v {
+	case RepositoryRulesetBypassActorActorTypeIntegration, RepositoryRulesetBypassActorActorTypeOrganizationAdmin, RepositoryRulesetBypassActorActorTypeRepositoryRole, RepositoryRulesetBypassActorActorTypeTeam, RepositoryRulesetBypassActorActorTypeDeployKey:
+		return true
+	}
+	return false
+}
+
+// RepositoryRulesetBypassActorBypassMode: When the specified actor can bypass
+// the ruleset. `pull_request` means that an actor can only bypass rules on pull
+// requests. `pull_request` is not applicable for the `DeployKey` actor type.
+// Also, `pull_request` is only applicable to branch rulesets. When
+// `bypass_mode` is `exempt`, rules will not be run for that actor and a bypass
+// audit entry will not be created.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRulesetBypassActorBypassMode string
+
+// The values of RepositoryRulesetBypassActorBypassMode the schema lists.
+const (
+	RepositoryRulesetBypassActorBypassModeAlways      RepositoryRulesetBypassActorBypassMode = "always"
+	RepositoryRulesetBypassActorBypassModePullRequest RepositoryRulesetBypassActorBypassMode = "pull_request"
+	RepositoryRulesetBypassActorBypassModeExempt      RepositoryRulesetBypassActorBypassMode = "exempt"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRulesetBypassActorBypassMode) IsKnown() bool {
+	switch v {
+	case RepositoryRulesetBypassActorBypassModeAlways, RepositoryRulesetBypassActorBypassModePullRequest, RepositoryRulesetBypassActorBypassModeExempt:
+		return true
+	}
+	return false
+}
+
+// RepositoryRulesetCurrentUserCanBypass: The bypass type of the user making the
+// API request for this ruleset. This field is only returned when querying the
+// repository-level endpoint.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRulesetCurrentUserCanBypass string
+
+// The values of RepositoryRulesetCurrentUserCanBypass the schema lists.
+const (
+	RepositoryRulesetCurrentUserCanBypassAlways           RepositoryRulesetCurrentUserCanBypass = "always"
+	RepositoryRulesetCurrentUserCanBypassPullRequestsOnly RepositoryRulesetCurrentUserCanBypass = "pull_requests_only"
+	RepositoryRulesetCurrentUserCanBypassNever            RepositoryRulesetCurrentUserCanBypass = "never"
+	RepositoryRulesetCurrentUserCanBypassExempt           RepositoryRulesetCurrentUserCanBypass = "exempt"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRulesetCurrentUserCanBypass) IsKnown() bool {
+	switch v {
+	case RepositoryRulesetCurrentUserCanBypassAlways, RepositoryRulesetCurrentUserCanBypassPullRequestsOnly, RepositoryRulesetCurrentUserCanBypassNever, RepositoryRulesetCurrentUserCanBypassExempt:
+		return true
+	}
+	return false
+}
+
+// RepositoryRulesetPropertyTargetingDefinitionSource: The source of the
+// repository property. Defaults to 'custom' if not specified.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRulesetPropertyTargetingDefinitionSource string
+
+// The values of RepositoryRulesetPropertyTargetingDefinitionSource the schema lists.
+const (
+	RepositoryRulesetPropertyTargetingDefinitionSourceCustom RepositoryRulesetPropertyTargetingDefinitionSource = "custom"
+	RepositoryRulesetPropertyTargetingDefinitionSourceSystem RepositoryRulesetPropertyTargetingDefinitionSource = "system"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRulesetPropertyTargetingDefinitionSource) IsKnown() bool {
+	switch v {
+	case RepositoryRulesetPropertyTargetingDefinitionSourceCustom, RepositoryRulesetPropertyTargetingDefinitionSourceSystem:
+		return true
+	}
+	return false
+}
+
+// RepositoryRulesetSourceType: The type of the source of the ruleset
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRulesetSourceType string
+
+// The values of RepositoryRulesetSourceType the schema lists.
+const (
+	RepositoryRulesetSourceTypeRepository   RepositoryRulesetSourceType = "Repository"
+	RepositoryRulesetSourceTypeOrganization RepositoryRulesetSourceType = "Organization"
+	RepositoryRulesetSourceTypeEnterprise   RepositoryRulesetSourceType = "Enterprise"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRulesetSourceType) IsKnown() bool {
+	switch v {
+	case RepositoryRulesetSourceTypeRepository, RepositoryRulesetSourceTypeOrganization, RepositoryRulesetSourceTypeEnterprise:
+		return true
+	}
+	return false
+}
+
+// RepositoryRulesetTarget: The target of the ruleset
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryRulesetTarget string
+
+// The values of RepositoryRulesetTarget the schema lists.
+const (
+	RepositoryRulesetTargetBranch     RepositoryRulesetTarget = "branch"
+	RepositoryRulesetTargetTag        RepositoryRulesetTarget = "tag"
+	RepositoryRulesetTargetPush       RepositoryRulesetTarget = "push"
+	RepositoryRulesetTargetRepository RepositoryRulesetTarget = "repository"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryRulesetTarget) IsKnown() bool {
+	switch v {
+	case RepositoryRulesetTargetBranch, RepositoryRulesetTargetTag, RepositoryRulesetTargetPush, RepositoryRulesetTargetRepository:
+		return true
+	}
+	return false
+}
+
 // RepositorySelection: Describe whether all repositories have been selected or
 // there's a selection involved
 //
@@ -658,6 +1668,25 @@ const (
 func (v RepositoryVisibility) IsKnown() bool {
 	switch v {
 	case RepositoryVisibilityPublic, RepositoryVisibilityPrivate, RepositoryVisibilityInternal:
+		return true
+	}
+	return false
+}
+
+// ReviewerType: The type of the reviewer
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type ReviewerType string
+
+// The values of ReviewerType the schema lists.
+const (
+	ReviewerTypeTeam ReviewerType = "Team"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v ReviewerType) IsKnown() bool {
+	switch v {
+	case ReviewerTypeTeam:
 		return true
 	}
 	return false
@@ -709,6 +1738,187 @@ func (v SecretScanningAlertValidity) IsKnown() bool {
 	return false
 }
 
+// SecretScanningLocationType: The location type. Because secrets may be found
+// in different types of resources (ie. code, comments, issues, pull requests,
+// discussions), this field identifies the type of resource where the secret was
+// found.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecretScanningLocationType string
+
+// The values of SecretScanningLocationType the schema lists.
+const (
+	SecretScanningLocationTypeCommit                   SecretScanningLocationType = "commit"
+	SecretScanningLocationTypeWikiCommit               SecretScanningLocationType = "wiki_commit"
+	SecretScanningLocationTypeIssueTitle               SecretScanningLocationType = "issue_title"
+	SecretScanningLocationTypeIssueBody                SecretScanningLocationType = "issue_body"
+	SecretScanningLocationTypeIssueComment             SecretScanningLocationType = "issue_comment"
+	SecretScanningLocationTypeDiscussionTitle          SecretScanningLocationType = "discussion_title"
+	SecretScanningLocationTypeDiscussionBody           SecretScanningLocationType = "discussion_body"
+	SecretScanningLocationTypeDiscussionComment        SecretScanningLocationType = "discussion_comment"
+	SecretScanningLocationTypePullRequestTitle         SecretScanningLocationType = "pull_request_title"
+	SecretScanningLocationTypePullRequestBody          SecretScanningLocationType = "pull_request_body"
+	SecretScanningLocationTypePullRequestComment       SecretScanningLocationType = "pull_request_comment"
+	SecretScanningLocationTypePullRequestReview        SecretScanningLocationType = "pull_request_review"
+	SecretScanningLocationTypePullRequestReviewComment SecretScanningLocationType = "pull_request_review_comment"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecretScanningLocationType) IsKnown() bool {
+	switch v {
+	case SecretScanningLocationTypeCommit, SecretScanningLocationTypeWikiCommit, SecretScanningLocationTypeIssueTitle, SecretScanningLocationTypeIssueBody, SecretScanningLocationTypeIssueComment, SecretScanningLocationTypeDiscussionTitle, SecretScanningLocationTypeDiscussionBody, SecretScanningLocationTypeDiscussionComment, SecretScanningLocationTypePullRequestTitle, SecretScanningLocationTypePullRequestBody, SecretScanningLocationTypePullRequestComment, SecretScanningLocationTypePullRequestReview, SecretScanningLocationTypePullRequestReviewComment:
+		return true
+	}
+	return false
+}
+
+// SecretScanningScanCustomPatternScope: If the scan was triggered by a custom
+// pattern update, this will be the scope of the pattern that was updated
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecretScanningScanCustomPatternScope string
+
+// The values of SecretScanningScanCustomPatternScope the schema lists.
+const (
+	SecretScanningScanCustomPatternScopeRepository   SecretScanningScanCustomPatternScope = "repository"
+	SecretScanningScanCustomPatternScopeOrganization SecretScanningScanCustomPatternScope = "organization"
+	SecretScanningScanCustomPatternScopeEnterprise   SecretScanningScanCustomPatternScope = "enterprise"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecretScanningScanCustomPatternScope) IsKnown() bool {
+	switch v {
+	case SecretScanningScanCustomPatternScopeRepository, SecretScanningScanCustomPatternScopeOrganization, SecretScanningScanCustomPatternScopeEnterprise:
+		return true
+	}
+	return false
+}
+
+// SecretScanningScanSource: What type of content was scanned
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecretScanningScanSource string
+
+// The values of SecretScanningScanSource the schema lists.
+const (
+	SecretScanningScanSourceGit          SecretScanningScanSource = "git"
+	SecretScanningScanSourceIssues       SecretScanningScanSource = "issues"
+	SecretScanningScanSourcePullRequests SecretScanningScanSource = "pull-requests"
+	SecretScanningScanSourceDiscussions  SecretScanningScanSource = "discussions"
+	SecretScanningScanSourceWiki         SecretScanningScanSource = "wiki"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecretScanningScanSource) IsKnown() bool {
+	switch v {
+	case SecretScanningScanSourceGit, SecretScanningScanSourceIssues, SecretScanningScanSourcePullRequests, SecretScanningScanSourceDiscussions, SecretScanningScanSourceWiki:
+		return true
+	}
+	return false
+}
+
+// SecretScanningScanType: What type of scan was completed
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecretScanningScanType string
+
+// The values of SecretScanningScanType the schema lists.
+const (
+	SecretScanningScanTypeBackfill               SecretScanningScanType = "backfill"
+	SecretScanningScanTypeCustomPatternBackfill  SecretScanningScanType = "custom-pattern-backfill"
+	SecretScanningScanTypePatternVersionBackfill SecretScanningScanType = "pattern-version-backfill"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecretScanningScanType) IsKnown() bool {
+	switch v {
+	case SecretScanningScanTypeBackfill, SecretScanningScanTypeCustomPatternBackfill, SecretScanningScanTypePatternVersionBackfill:
+		return true
+	}
+	return false
+}
+
+// SecurityAdvisoryCreditTypes: The type of credit the user is receiving.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecurityAdvisoryCreditTypes string
+
+// The values of SecurityAdvisoryCreditTypes the schema lists.
+const (
+	SecurityAdvisoryCreditTypesAnalyst              SecurityAdvisoryCreditTypes = "analyst"
+	SecurityAdvisoryCreditTypesFinder               SecurityAdvisoryCreditTypes = "finder"
+	SecurityAdvisoryCreditTypesReporter             SecurityAdvisoryCreditTypes = "reporter"
+	SecurityAdvisoryCreditTypesCoordinator          SecurityAdvisoryCreditTypes = "coordinator"
+	SecurityAdvisoryCreditTypesRemediationDeveloper SecurityAdvisoryCreditTypes = "remediation_developer"
+	SecurityAdvisoryCreditTypesRemediationReviewer  SecurityAdvisoryCreditTypes = "remediation_reviewer"
+	SecurityAdvisoryCreditTypesRemediationVerifier  SecurityAdvisoryCreditTypes = "remediation_verifier"
+	SecurityAdvisoryCreditTypesTool                 SecurityAdvisoryCreditTypes = "tool"
+	SecurityAdvisoryCreditTypesSponsor              SecurityAdvisoryCreditTypes = "sponsor"
+	SecurityAdvisoryCreditTypesOther                SecurityAdvisoryCreditTypes = "other"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecurityAdvisoryCreditTypes) IsKnown() bool {
+	switch v {
+	case SecurityAdvisoryCreditTypesAnalyst, SecurityAdvisoryCreditTypesFinder, SecurityAdvisoryCreditTypesReporter, SecurityAdvisoryCreditTypesCoordinator, SecurityAdvisoryCreditTypesRemediationDeveloper, SecurityAdvisoryCreditTypesRemediationReviewer, SecurityAdvisoryCreditTypesRemediationVerifier, SecurityAdvisoryCreditTypesTool, SecurityAdvisoryCreditTypesSponsor, SecurityAdvisoryCreditTypesOther:
+		return true
+	}
+	return false
+}
+
+// SecurityAdvisoryEcosystems: The package's language or package management
+// ecosystem.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecurityAdvisoryEcosystems string
+
+// The values of SecurityAdvisoryEcosystems the schema lists.
+const (
+	SecurityAdvisoryEcosystemsRubygems SecurityAdvisoryEcosystems = "rubygems"
+	SecurityAdvisoryEcosystemsNpm      SecurityAdvisoryEcosystems = "npm"
+	SecurityAdvisoryEcosystemsPip      SecurityAdvisoryEcosystems = "pip"
+	SecurityAdvisoryEcosystemsMaven    SecurityAdvisoryEcosystems = "maven"
+	SecurityAdvisoryEcosystemsNuget    SecurityAdvisoryEcosystems = "nuget"
+	SecurityAdvisoryEcosystemsComposer SecurityAdvisoryEcosystems = "composer"
+	SecurityAdvisoryEcosystemsGo       SecurityAdvisoryEcosystems = "go"
+	SecurityAdvisoryEcosystemsRust     SecurityAdvisoryEcosystems = "rust"
+	SecurityAdvisoryEcosystemsErlang   SecurityAdvisoryEcosystems = "erlang"
+	SecurityAdvisoryEcosystemsActions  SecurityAdvisoryEcosystems = "actions"
+	SecurityAdvisoryEcosystemsPub      SecurityAdvisoryEcosystems = "pub"
+	SecurityAdvisoryEcosystemsOther    SecurityAdvisoryEcosystems = "other"
+	SecurityAdvisoryEcosystemsSwift    SecurityAdvisoryEcosystems = "swift"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecurityAdvisoryEcosystems) IsKnown() bool {
+	switch v {
+	case SecurityAdvisoryEcosystemsRubygems, SecurityAdvisoryEcosystemsNpm, SecurityAdvisoryEcosystemsPip, SecurityAdvisoryEcosystemsMaven, SecurityAdvisoryEcosystemsNuget, SecurityAdvisoryEcosystemsComposer, SecurityAdvisoryEcosystemsGo, SecurityAdvisoryEcosystemsRust, SecurityAdvisoryEcosystemsErlang, SecurityAdvisoryEcosystemsActions, SecurityAdvisoryEcosystemsPub, SecurityAdvisoryEcosystemsOther, SecurityAdvisoryEcosystemsSwift:
+		return true
+	}
+	return false
+}
+
+// SecurityAndAnalysisAdvancedSecurityStatus: The enablement status of
+// Dependabot security updates for the repository.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecurityAndAnalysisAdvancedSecurityStatus string
+
+// The values of SecurityAndAnalysisAdvancedSecurityStatus the schema lists.
+const (
+	SecurityAndAnalysisAdvancedSecurityStatusEnabled  SecurityAndAnalysisAdvancedSecurityStatus = "enabled"
+	SecurityAndAnalysisAdvancedSecurityStatusDisabled SecurityAndAnalysisAdvancedSecurityStatus = "disabled"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecurityAndAnalysisAdvancedSecurityStatus) IsKnown() bool {
+	switch v {
+	case SecurityAndAnalysisAdvancedSecurityStatusEnabled, SecurityAndAnalysisAdvancedSecurityStatusDisabled:
+		return true
+	}
+	return false
+}
+
 // SquashMergeCommitMessage: The default value for a squash merge commit
 // message:
 //
@@ -754,6 +1964,63 @@ const (
 func (v SquashMergeCommitTitle) IsKnown() bool {
 	switch v {
 	case SquashMergeCommitTitlePrTitle, SquashMergeCommitTitleCommitOrPrTitle:
+		return true
+	}
+	return false
+}
+
+// StatusCommitCommitVerificationReason is an enumeration of the forge's
+// payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type StatusCommitCommitVerificationReason string
+
+// The values of StatusCommitCommitVerificationReason the schema lists.
+const (
+	StatusCommitCommitVerificationReasonExpiredKey           StatusCommitCommitVerificationReason = "expired_key"
+	StatusCommitCommitVerificationReasonNotSigningKey        StatusCommitCommitVerificationReason = "not_signing_key"
+	StatusCommitCommitVerificationReasonGpgverifyError       StatusCommitCommitVerificationReason = "gpgverify_error"
+	StatusCommitCommitVerificationReasonGpgverifyUnavailable StatusCommitCommitVerificationReason = "gpgverify_unavailable"
+	StatusCommitCommitVerificationReasonUnsigned             StatusCommitCommitVerificationReason = "unsigned"
+	StatusCommitCommitVerificationReasonUnknownSignatureType StatusCommitCommitVerificationReason = "unknown_signature_type"
+	StatusCommitCommitVerificationReasonNoUser               StatusCommitCommitVerificationReason = "no_user"
+	StatusCommitCommitVerificationReasonUnverifiedEmail      StatusCommitCommitVerificationReason = "unverified_email"
+	StatusCommitCommitVerificationReasonBadEmail             StatusCommitCommitVerificationReason = "bad_email"
+	StatusCommitCommitVerificationReasonUnknownKey           StatusCommitCommitVerificationReason = "unknown_key"
+	StatusCommitCommitVerificationReasonMalformedSignature   StatusCommitCommitVerificationReason = "malformed_signature"
+	StatusCommitCommitVerificationReasonInvalid              StatusCommitCommitVerificationReason = "invalid"
+	StatusCommitCommitVerificationReasonValid                StatusCommitCommitVerificationReason = "valid"
+	StatusCommitCommitVerificationReasonBadCert              StatusCommitCommitVerificationReason = "bad_cert"
+	StatusCommitCommitVerificationReasonOcspPending          StatusCommitCommitVerificationReason = "ocsp_pending"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v StatusCommitCommitVerificationReason) IsKnown() bool {
+	switch v {
+	case StatusCommitCommitVerificationReasonExpiredKey, StatusCommitCommitVerificationReasonNotSigningKey, StatusCommitCommitVerificationReasonGpgverifyError, StatusCommitCommitVerificationReasonGpgverifyUnavailable, StatusCommitCommitVerificationReasonUnsigned, StatusCommitCommitVerificationReasonUnknownSignatureType, StatusCommitCommitVerificationReasonNoUser, StatusCommitCommitVerificationReasonUnverifiedEmail, StatusCommitCommitVerificationReasonBadEmail, StatusCommitCommitVerificationReasonUnknownKey, StatusCommitCommitVerificationReasonMalformedSignature, StatusCommitCommitVerificationReasonInvalid, StatusCommitCommitVerificationReasonValid, StatusCommitCommitVerificationReasonBadCert, StatusCommitCommitVerificationReasonOcspPending:
+		return true
+	}
+	return false
+}
+
+// StatusState: The new state. Can be `pending`, `success`, `failure`, or
+// `error`.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type StatusState string
+
+// The values of StatusState the schema lists.
+const (
+	StatusStatePending StatusState = "pending"
+	StatusStateSuccess StatusState = "success"
+	StatusStateFailure StatusState = "failure"
+	StatusStateError   StatusState = "error"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v StatusState) IsKnown() bool {
+	switch v {
+	case StatusStatePending, StatusStateSuccess, StatusStateFailure, StatusStateError:
 		return true
 	}
 	return false
@@ -823,6 +2090,72 @@ func (v UserType) IsKnown() bool {
 	return false
 }
 
+// WebhookName: The type of webhook. The only valid value is 'web'.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type WebhookName string
+
+// The values of WebhookName the schema lists.
+const (
+	WebhookNameWeb WebhookName = "web"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v WebhookName) IsKnown() bool {
+	switch v {
+	case WebhookNameWeb:
+		return true
+	}
+	return false
+}
+
+// WorkflowJobConclusion is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type WorkflowJobConclusion string
+
+// The values of WorkflowJobConclusion the schema lists.
+const (
+	WorkflowJobConclusionSuccess        WorkflowJobConclusion = "success"
+	WorkflowJobConclusionFailure        WorkflowJobConclusion = "failure"
+	WorkflowJobConclusionSkipped        WorkflowJobConclusion = "skipped"
+	WorkflowJobConclusionCancelled      WorkflowJobConclusion = "cancelled"
+	WorkflowJobConclusionActionRequired WorkflowJobConclusion = "action_required"
+	WorkflowJobConclusionNeutral        WorkflowJobConclusion = "neutral"
+	WorkflowJobConclusionTimedOut       WorkflowJobConclusion = "timed_out"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v WorkflowJobConclusion) IsKnown() bool {
+	switch v {
+	case WorkflowJobConclusionSuccess, WorkflowJobConclusionFailure, WorkflowJobConclusionSkipped, WorkflowJobConclusionCancelled, WorkflowJobConclusionActionRequired, WorkflowJobConclusionNeutral, WorkflowJobConclusionTimedOut:
+		return true
+	}
+	return false
+}
+
+// WorkflowJobStatus is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type WorkflowJobStatus string
+
+// The values of WorkflowJobStatus the schema lists.
+const (
+	WorkflowJobStatusQueued     WorkflowJobStatus = "queued"
+	WorkflowJobStatusInProgress WorkflowJobStatus = "in_progress"
+	WorkflowJobStatusCompleted  WorkflowJobStatus = "completed"
+	WorkflowJobStatusWaiting    WorkflowJobStatus = "waiting"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v WorkflowJobStatus) IsKnown() bool {
+	switch v {
+	case WorkflowJobStatusQueued, WorkflowJobStatusInProgress, WorkflowJobStatusCompleted, WorkflowJobStatusWaiting:
+		return true
+	}
+	return false
+}
+
 // WorkflowRunStatus is an enumeration of the forge's payloads.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -842,6 +2175,28 @@ const (
 func (v WorkflowRunStatus) IsKnown() bool {
 	switch v {
 	case WorkflowRunStatusRequested, WorkflowRunStatusInProgress, WorkflowRunStatusCompleted, WorkflowRunStatusQueued, WorkflowRunStatusWaiting, WorkflowRunStatusPending:
+		return true
+	}
+	return false
+}
+
+// WorkflowStepConclusion is an enumeration of the forge's payloads.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type WorkflowStepConclusion string
+
+// The values of WorkflowStepConclusion the schema lists.
+const (
+	WorkflowStepConclusionFailure   WorkflowStepConclusion = "failure"
+	WorkflowStepConclusionSkipped   WorkflowStepConclusion = "skipped"
+	WorkflowStepConclusionSuccess   WorkflowStepConclusion = "success"
+	WorkflowStepConclusionCancelled WorkflowStepConclusion = "cancelled"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v WorkflowStepConclusion) IsKnown() bool {
+	switch v {
+	case WorkflowStepConclusionFailure, WorkflowStepConclusionSkipped, WorkflowStepConclusionSuccess, WorkflowStepConclusionCancelled:
 		return true
 	}
 	return false

@@ -2,7 +2,42 @@
 
 package payloads
 
-import codec "forgehooks.dev/forgehooks/payloads/internal/codec"
+import (
+	"encoding/json"
+	codec "forgehooks.dev/forgehooks/payloads/codec"
+)
+
+// GetCWEID returns the "cwe_id" member, or "" when x is nil.
+func (x *AdvisoryCWE) GetCWEID() string {
+	if x == nil {
+		return ""
+	}
+	return x.CWEID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *AdvisoryCWE) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetType returns the "type" member, or "" when x is nil.
+func (x *AdvisoryIdentifier) GetType() AdvisoryIdentifierType {
+	if x == nil {
+		return ""
+	}
+	return x.Type
+}
+
+// GetValue returns the "value" member, or "" when x is nil.
+func (x *AdvisoryIdentifier) GetValue() string {
+	if x == nil {
+		return ""
+	}
+	return x.Value
+}
 
 // GetID returns the "id" member, or 0 when x is nil or the member is absent or
 // null.
@@ -22,6 +57,14 @@ func (x *App) GetSlug() string {
 	return *x.Slug
 }
 
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *App) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetClientID returns the "client_id" member, or "" when x is nil or the member
 // is absent or null.
 func (x *App) GetClientID() string {
@@ -29,6 +72,23 @@ func (x *App) GetClientID() string {
 		return ""
 	}
 	return *x.ClientID
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member is
+// absent or null.
+func (x *App) GetOwner() *AppOwner {
+	if x == nil {
+		return nil
+	}
+	return x.Owner
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *App) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetDescription returns the "description" member, or "" when x is nil or the
@@ -49,6 +109,14 @@ func (x *App) GetExternalURL() string {
 	return *x.ExternalURL
 }
 
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *App) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
 // GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
 // nil or the member is absent or null.
 func (x *App) GetCreatedAt() codec.Timestamp {
@@ -65,6 +133,24 @@ func (x *App) GetUpdatedAt() codec.Timestamp {
 		return codec.Timestamp{}
 	}
 	return *x.UpdatedAt
+}
+
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *App) GetPermissions() *AppPermissions {
+	if x == nil {
+		return nil
+	}
+	return x.Permissions
+}
+
+// GetEvents returns the "events" member, or nil when x is nil or the member is
+// absent or null.
+func (x *App) GetEvents() []AppEvent {
+	if x == nil {
+		return nil
+	}
+	return x.Events
 }
 
 // GetInstallationsCount returns the "installations_count" member, or 0 when x
@@ -623,6 +709,24 @@ func (x *AppPermissions) GetEnterpriseCustomPropertiesForOrganizations() AppPerm
 	return *x.EnterpriseCustomPropertiesForOrganizations
 }
 
+// GetCVSSV3 returns the "cvss_v3" member, or nil when x is nil or the member is
+// absent or null.
+func (x *CVSSSeverities) GetCVSSV3() *CVSSSeveritiesCVSSV3 {
+	if x == nil {
+		return nil
+	}
+	return x.CVSSV3
+}
+
+// GetCVSSV4 returns the "cvss_v4" member, or nil when x is nil or the member is
+// absent or null.
+func (x *CVSSSeverities) GetCVSSV4() *CVSSSeveritiesCVSSV3 {
+	if x == nil {
+		return nil
+	}
+	return x.CVSSV4
+}
+
 // GetVectorString returns the "vector_string" member, or "" when x is nil or
 // the member is absent or null.
 func (x *CVSSSeveritiesCVSSV3) GetVectorString() string {
@@ -639,6 +743,73 @@ func (x *CVSSSeveritiesCVSSV3) GetScore() float64 {
 		return 0
 	}
 	return *x.Score
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *CheckRunPullRequest) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *CheckRunPullRequest) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *CheckRunPullRequest) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetHead returns the "head" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CheckRunPullRequest) GetHead() *CheckRunPullRequestBase {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Head
+}
+
+// GetBase returns the "base" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CheckRunPullRequest) GetBase() *CheckRunPullRequestBase {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Base
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *CheckRunPullRequestBase) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *CheckRunPullRequestBase) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetRepo returns the "repo" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CheckRunPullRequestBase) GetRepo() *RepoRef {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repo
 }
 
 // GetDate returns the "date" member, or the zero Timestamp when x is nil or the
@@ -659,6 +830,14 @@ func (x *Committer) GetEmail() string {
 	return *x.Email
 }
 
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Committer) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
 // GetUsername returns the "username" member, or "" when x is nil or the member
 // is absent or null.
 func (x *Committer) GetUsername() string {
@@ -666,6 +845,46 @@ func (x *Committer) GetUsername() string {
 		return ""
 	}
 	return *x.Username
+}
+
+// GetEcosystem returns the "ecosystem" member, or "" when x is nil.
+func (x *DependabotAlertPackage) GetEcosystem() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ecosystem
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *DependabotAlertPackage) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Deployment) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Deployment) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Deployment) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
 }
 
 // GetSHA returns the "sha" member, or "" when x is nil or the member is absent
@@ -686,6 +905,23 @@ func (x *Deployment) GetRef() string {
 	return *x.Ref
 }
 
+// GetTask returns the "task" member, or "" when x is nil.
+func (x *Deployment) GetTask() string {
+	if x == nil {
+		return ""
+	}
+	return x.Task
+}
+
+// GetPayload returns the "payload" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Deployment) GetPayload() *DeploymentPayload {
+	if x == nil {
+		return nil
+	}
+	return x.Payload
+}
+
 // GetOriginalEnvironment returns the "original_environment" member, or "" when
 // x is nil or the member is absent or null.
 func (x *Deployment) GetOriginalEnvironment() string {
@@ -695,6 +931,14 @@ func (x *Deployment) GetOriginalEnvironment() string {
 	return *x.OriginalEnvironment
 }
 
+// GetEnvironment returns the "environment" member, or "" when x is nil.
+func (x *Deployment) GetEnvironment() string {
+	if x == nil {
+		return ""
+	}
+	return x.Environment
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Deployment) GetDescription() string {
@@ -702,6 +946,49 @@ func (x *Deployment) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Deployment) GetCreator() *User {
+	if x == nil {
+		return nil
+	}
+	return x.Creator
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Deployment) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Deployment) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *Deployment) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetRepositoryURL returns the "repository_url" member, or "" when x is nil.
+func (x *Deployment) GetRepositoryURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RepositoryURL
 }
 
 // GetTransientEnvironment returns the "transient_environment" member, or false
@@ -720,6 +1007,15 @@ func (x *Deployment) GetProductionEnvironment() bool {
 		return false
 	}
 	return *x.ProductionEnvironment
+}
+
+// GetPerformedViaGithubApp returns the "performed_via_github_app" member, or
+// nil when x is nil or the member is absent or null.
+func (x *Deployment) GetPerformedViaGithubApp() *App {
+	if x == nil {
+		return nil
+	}
+	return x.PerformedViaGithubApp
 }
 
 // GetAvatarURL returns the "avatar_url" member, or "" when x is nil or the
@@ -893,571 +1189,22 @@ func (x *DeploymentReviewApprovedApprover) GetUserViewType() string {
 	return *x.UserViewType
 }
 
-// GetArtifactsURL returns the "artifacts_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRun) GetArtifactsURL() string {
-	if x == nil || x.ArtifactsURL == nil {
-		return ""
-	}
-	return *x.ArtifactsURL
-}
-
-// GetCancelURL returns the "cancel_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRun) GetCancelURL() string {
-	if x == nil || x.CancelURL == nil {
-		return ""
-	}
-	return *x.CancelURL
-}
-
-// GetCheckSuiteURL returns the "check_suite_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRun) GetCheckSuiteURL() string {
-	if x == nil || x.CheckSuiteURL == nil {
-		return ""
-	}
-	return *x.CheckSuiteURL
-}
-
-// GetConclusion returns the "conclusion" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRun) GetConclusion() DeploymentWorkflowRunConclusion {
-	if x == nil || x.Conclusion == nil {
-		return ""
-	}
-	return *x.Conclusion
-}
-
-// GetDisplayTitle returns the "display_title" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRun) GetDisplayTitle() string {
-	if x == nil || x.DisplayTitle == nil {
-		return ""
-	}
-	return *x.DisplayTitle
-}
-
-// GetJobsURL returns the "jobs_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRun) GetJobsURL() string {
-	if x == nil || x.JobsURL == nil {
-		return ""
-	}
-	return *x.JobsURL
-}
-
-// GetLogsURL returns the "logs_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRun) GetLogsURL() string {
-	if x == nil || x.LogsURL == nil {
-		return ""
-	}
-	return *x.LogsURL
-}
-
-// GetPath returns the "path" member, or "" when x is nil or the member is
+// GetBody returns the "body" member, or nil when x is nil or the member is
 // absent or null.
-func (x *DeploymentWorkflowRun) GetPath() string {
-	if x == nil || x.Path == nil {
-		return ""
-	}
-	return *x.Path
-}
-
-// GetPreviousAttemptURL returns the "previous_attempt_url" member, or "" when x
-// is nil or the member is absent or null.
-func (x *DeploymentWorkflowRun) GetPreviousAttemptURL() string {
-	if x == nil || x.PreviousAttemptURL == nil {
-		return ""
-	}
-	return *x.PreviousAttemptURL
-}
-
-// GetRepository returns the "repository" member, or nil when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRun) GetRepository() *DeploymentWorkflowRunHeadRepository {
+func (x *EditedChanges) GetBody() *StringChange {
 	if x == nil {
 		return nil
 	}
-	return x.Repository
+	return x.Body
 }
 
-// GetRerunURL returns the "rerun_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRun) GetRerunURL() string {
-	if x == nil || x.RerunURL == nil {
-		return ""
-	}
-	return *x.RerunURL
-}
-
-// GetWorkflowURL returns the "workflow_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRun) GetWorkflowURL() string {
-	if x == nil || x.WorkflowURL == nil {
-		return ""
-	}
-	return *x.WorkflowURL
-}
-
-// GetArchiveURL returns the "archive_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetArchiveURL() string {
-	if x == nil || x.ArchiveURL == nil {
-		return ""
-	}
-	return *x.ArchiveURL
-}
-
-// GetAssigneesURL returns the "assignees_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetAssigneesURL() string {
-	if x == nil || x.AssigneesURL == nil {
-		return ""
-	}
-	return *x.AssigneesURL
-}
-
-// GetBlobsURL returns the "blobs_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetBlobsURL() string {
-	if x == nil || x.BlobsURL == nil {
-		return ""
-	}
-	return *x.BlobsURL
-}
-
-// GetBranchesURL returns the "branches_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetBranchesURL() string {
-	if x == nil || x.BranchesURL == nil {
-		return ""
-	}
-	return *x.BranchesURL
-}
-
-// GetCollaboratorsURL returns the "collaborators_url" member, or "" when x is
-// nil or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetCollaboratorsURL() string {
-	if x == nil || x.CollaboratorsURL == nil {
-		return ""
-	}
-	return *x.CollaboratorsURL
-}
-
-// GetCommentsURL returns the "comments_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetCommentsURL() string {
-	if x == nil || x.CommentsURL == nil {
-		return ""
-	}
-	return *x.CommentsURL
-}
-
-// GetCommitsURL returns the "commits_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetCommitsURL() string {
-	if x == nil || x.CommitsURL == nil {
-		return ""
-	}
-	return *x.CommitsURL
-}
-
-// GetCompareURL returns the "compare_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetCompareURL() string {
-	if x == nil || x.CompareURL == nil {
-		return ""
-	}
-	return *x.CompareURL
-}
-
-// GetContentsURL returns the "contents_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetContentsURL() string {
-	if x == nil || x.ContentsURL == nil {
-		return ""
-	}
-	return *x.ContentsURL
-}
-
-// GetContributorsURL returns the "contributors_url" member, or "" when x is nil
-// or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetContributorsURL() string {
-	if x == nil || x.ContributorsURL == nil {
-		return ""
-	}
-	return *x.ContributorsURL
-}
-
-// GetDeploymentsURL returns the "deployments_url" member, or "" when x is nil
-// or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetDeploymentsURL() string {
-	if x == nil || x.DeploymentsURL == nil {
-		return ""
-	}
-	return *x.DeploymentsURL
-}
-
-// GetDescription returns the "description" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetDescription() string {
-	if x == nil || x.Description == nil {
-		return ""
-	}
-	return *x.Description
-}
-
-// GetDownloadsURL returns the "downloads_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetDownloadsURL() string {
-	if x == nil || x.DownloadsURL == nil {
-		return ""
-	}
-	return *x.DownloadsURL
-}
-
-// GetEventsURL returns the "events_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetEventsURL() string {
-	if x == nil || x.EventsURL == nil {
-		return ""
-	}
-	return *x.EventsURL
-}
-
-// GetFork returns the "fork" member, or false when x is nil or the member is
+// GetTitle returns the "title" member, or nil when x is nil or the member is
 // absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetFork() bool {
-	if x == nil || x.Fork == nil {
-		return false
+func (x *EditedChanges) GetTitle() *StringChange {
+	if x == nil {
+		return nil
 	}
-	return *x.Fork
-}
-
-// GetForksURL returns the "forks_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetForksURL() string {
-	if x == nil || x.ForksURL == nil {
-		return ""
-	}
-	return *x.ForksURL
-}
-
-// GetFullName returns the "full_name" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetFullName() string {
-	if x == nil || x.FullName == nil {
-		return ""
-	}
-	return *x.FullName
-}
-
-// GetGitCommitsURL returns the "git_commits_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetGitCommitsURL() string {
-	if x == nil || x.GitCommitsURL == nil {
-		return ""
-	}
-	return *x.GitCommitsURL
-}
-
-// GetGitRefsURL returns the "git_refs_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetGitRefsURL() string {
-	if x == nil || x.GitRefsURL == nil {
-		return ""
-	}
-	return *x.GitRefsURL
-}
-
-// GetGitTagsURL returns the "git_tags_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetGitTagsURL() string {
-	if x == nil || x.GitTagsURL == nil {
-		return ""
-	}
-	return *x.GitTagsURL
-}
-
-// GetHooksURL returns the "hooks_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetHooksURL() string {
-	if x == nil || x.HooksURL == nil {
-		return ""
-	}
-	return *x.HooksURL
-}
-
-// GetHTMLURL returns the "html_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetHTMLURL() string {
-	if x == nil || x.HTMLURL == nil {
-		return ""
-	}
-	return *x.HTMLURL
-}
-
-// GetID returns the "id" member, or 0 when x is nil or the member is absent or
-// null.
-func (x *DeploymentWorkflowRunHeadRepository) GetID() int64 {
-	if x == nil || x.ID == nil {
-		return 0
-	}
-	return *x.ID
-}
-
-// GetIssueCommentURL returns the "issue_comment_url" member, or "" when x is
-// nil or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetIssueCommentURL() string {
-	if x == nil || x.IssueCommentURL == nil {
-		return ""
-	}
-	return *x.IssueCommentURL
-}
-
-// GetIssueEventsURL returns the "issue_events_url" member, or "" when x is nil
-// or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetIssueEventsURL() string {
-	if x == nil || x.IssueEventsURL == nil {
-		return ""
-	}
-	return *x.IssueEventsURL
-}
-
-// GetIssuesURL returns the "issues_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetIssuesURL() string {
-	if x == nil || x.IssuesURL == nil {
-		return ""
-	}
-	return *x.IssuesURL
-}
-
-// GetKeysURL returns the "keys_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetKeysURL() string {
-	if x == nil || x.KeysURL == nil {
-		return ""
-	}
-	return *x.KeysURL
-}
-
-// GetLabelsURL returns the "labels_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetLabelsURL() string {
-	if x == nil || x.LabelsURL == nil {
-		return ""
-	}
-	return *x.LabelsURL
-}
-
-// GetLanguagesURL returns the "languages_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetLanguagesURL() string {
-	if x == nil || x.LanguagesURL == nil {
-		return ""
-	}
-	return *x.LanguagesURL
-}
-
-// GetMergesURL returns the "merges_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetMergesURL() string {
-	if x == nil || x.MergesURL == nil {
-		return ""
-	}
-	return *x.MergesURL
-}
-
-// GetMilestonesURL returns the "milestones_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetMilestonesURL() string {
-	if x == nil || x.MilestonesURL == nil {
-		return ""
-	}
-	return *x.MilestonesURL
-}
-
-// GetName returns the "name" member, or "" when x is nil or the member is
-// absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetName() string {
-	if x == nil || x.Name == nil {
-		return ""
-	}
-	return *x.Name
-}
-
-// GetNodeID returns the "node_id" member, or "" when x is nil or the member is
-// absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetNodeID() string {
-	if x == nil || x.NodeID == nil {
-		return ""
-	}
-	return *x.NodeID
-}
-
-// GetNotificationsURL returns the "notifications_url" member, or "" when x is
-// nil or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetNotificationsURL() string {
-	if x == nil || x.NotificationsURL == nil {
-		return ""
-	}
-	return *x.NotificationsURL
-}
-
-// GetPrivate returns the "private" member, or false when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetPrivate() bool {
-	if x == nil || x.Private == nil {
-		return false
-	}
-	return *x.Private
-}
-
-// GetPullsURL returns the "pulls_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetPullsURL() string {
-	if x == nil || x.PullsURL == nil {
-		return ""
-	}
-	return *x.PullsURL
-}
-
-// GetReleasesURL returns the "releases_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetReleasesURL() string {
-	if x == nil || x.ReleasesURL == nil {
-		return ""
-	}
-	return *x.ReleasesURL
-}
-
-// GetStargazersURL returns the "stargazers_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetStargazersURL() string {
-	if x == nil || x.StargazersURL == nil {
-		return ""
-	}
-	return *x.StargazersURL
-}
-
-// GetStatusesURL returns the "statuses_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetStatusesURL() string {
-	if x == nil || x.StatusesURL == nil {
-		return ""
-	}
-	return *x.StatusesURL
-}
-
-// GetSubscribersURL returns the "subscribers_url" member, or "" when x is nil
-// or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetSubscribersURL() string {
-	if x == nil || x.SubscribersURL == nil {
-		return ""
-	}
-	return *x.SubscribersURL
-}
-
-// GetSubscriptionURL returns the "subscription_url" member, or "" when x is nil
-// or the member is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetSubscriptionURL() string {
-	if x == nil || x.SubscriptionURL == nil {
-		return ""
-	}
-	return *x.SubscriptionURL
-}
-
-// GetTagsURL returns the "tags_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetTagsURL() string {
-	if x == nil || x.TagsURL == nil {
-		return ""
-	}
-	return *x.TagsURL
-}
-
-// GetTeamsURL returns the "teams_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetTeamsURL() string {
-	if x == nil || x.TeamsURL == nil {
-		return ""
-	}
-	return *x.TeamsURL
-}
-
-// GetTreesURL returns the "trees_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetTreesURL() string {
-	if x == nil || x.TreesURL == nil {
-		return ""
-	}
-	return *x.TreesURL
-}
-
-// GetURL returns the "url" member, or "" when x is nil or the member is absent
-// or null.
-func (x *DeploymentWorkflowRunHeadRepository) GetURL() string {
-	if x == nil || x.URL == nil {
-		return ""
-	}
-	return *x.URL
-}
-
-// GetActiveLockReason returns the "active_lock_reason" member, or "" when x is
-// nil or the member is absent or null.
-func (x *Discussion) GetActiveLockReason() string {
-	if x == nil || x.ActiveLockReason == nil {
-		return ""
-	}
-	return *x.ActiveLockReason
-}
-
-// GetAnswerChosenAt returns the "answer_chosen_at" member, or "" when x is nil
-// or the member is absent or null.
-func (x *Discussion) GetAnswerChosenAt() string {
-	if x == nil || x.AnswerChosenAt == nil {
-		return ""
-	}
-	return *x.AnswerChosenAt
-}
-
-// GetAnswerHTMLURL returns the "answer_html_url" member, or "" when x is nil or
-// the member is absent or null.
-func (x *Discussion) GetAnswerHTMLURL() string {
-	if x == nil || x.AnswerHTMLURL == nil {
-		return ""
-	}
-	return *x.AnswerHTMLURL
-}
-
-// GetStateReason returns the "state_reason" member, or "" when x is nil or the
-// member is absent or null.
-func (x *Discussion) GetStateReason() DiscussionStateReason {
-	if x == nil || x.StateReason == nil {
-		return ""
-	}
-	return *x.StateReason
-}
-
-// GetTimelineURL returns the "timeline_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *Discussion) GetTimelineURL() string {
-	if x == nil || x.TimelineURL == nil {
-		return ""
-	}
-	return *x.TimelineURL
-}
-
-// GetNodeID returns the "node_id" member, or "" when x is nil or the member is
-// absent or null.
-func (x *DiscussionCategory) GetNodeID() string {
-	if x == nil || x.NodeID == nil {
-		return ""
-	}
-	return *x.NodeID
+	return x.Title
 }
 
 // GetDescription returns the "description" member, or "" when x is nil or the
@@ -1469,6 +1216,14 @@ func (x *Enterprise) GetDescription() string {
 	return *x.Description
 }
 
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Enterprise) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
 // GetWebsiteURL returns the "website_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Enterprise) GetWebsiteURL() string {
@@ -1476,6 +1231,38 @@ func (x *Enterprise) GetWebsiteURL() string {
 		return ""
 	}
 	return *x.WebsiteURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Enterprise) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Enterprise) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Enterprise) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetSlug returns the "slug" member, or "" when x is nil.
+func (x *Enterprise) GetSlug() string {
+	if x == nil {
+		return ""
+	}
+	return x.Slug
 }
 
 // GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
@@ -1496,58 +1283,124 @@ func (x *Enterprise) GetUpdatedAt() codec.Timestamp {
 	return *x.UpdatedAt
 }
 
-// GetClientID returns the "client_id" member, or "" when x is nil or the member
-// is absent or null.
-func (x *Installation) GetClientID() string {
-	if x == nil || x.ClientID == nil {
+// GetAvatarURL returns the "avatar_url" member, or "" when x is nil.
+func (x *Enterprise) GetAvatarURL() string {
+	if x == nil {
 		return ""
 	}
-	return *x.ClientID
+	return x.AvatarURL
 }
 
-// GetSingleFileName returns the "single_file_name" member, or "" when x is nil
-// or the member is absent or null.
-func (x *Installation) GetSingleFileName() string {
-	if x == nil || x.SingleFileName == nil {
+// GetFullName returns the "full_name" member, or "" when x is nil.
+func (x *InstallationCreatedRepository) GetFullName() string {
+	if x == nil {
 		return ""
 	}
-	return *x.SingleFileName
+	return x.FullName
 }
 
-// GetHasMultipleSingleFiles returns the "has_multiple_single_files" member, or
-// false when x is nil or the member is absent or null.
-func (x *Installation) GetHasMultipleSingleFiles() bool {
-	if x == nil || x.HasMultipleSingleFiles == nil {
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *InstallationCreatedRepository) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *InstallationCreatedRepository) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *InstallationCreatedRepository) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPrivate returns the "private" member, or false when x is nil.
+func (x *InstallationCreatedRepository) GetPrivate() bool {
+	if x == nil {
 		return false
 	}
-	return *x.HasMultipleSingleFiles
+	return x.Private
 }
 
-// GetAppSlug returns the "app_slug" member, or "" when x is nil or the member
-// is absent or null.
-func (x *Installation) GetAppSlug() string {
-	if x == nil || x.AppSlug == nil {
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Issue) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Issue) GetNodeID() string {
+	if x == nil {
 		return ""
 	}
-	return *x.AppSlug
+	return x.NodeID
 }
 
-// GetSuspendedAt returns the "suspended_at" member, or the zero Timestamp when
-// x is nil or the member is absent or null.
-func (x *Installation) GetSuspendedAt() codec.Timestamp {
-	if x == nil || x.SuspendedAt == nil {
-		return codec.Timestamp{}
-	}
-	return *x.SuspendedAt
-}
-
-// GetContactEmail returns the "contact_email" member, or "" when x is nil or
-// the member is absent or null.
-func (x *Installation) GetContactEmail() string {
-	if x == nil || x.ContactEmail == nil {
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Issue) GetURL() string {
+	if x == nil {
 		return ""
 	}
-	return *x.ContactEmail
+	return x.URL
+}
+
+// GetRepositoryURL returns the "repository_url" member, or "" when x is nil.
+func (x *Issue) GetRepositoryURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.RepositoryURL
+}
+
+// GetLabelsURL returns the "labels_url" member, or "" when x is nil.
+func (x *Issue) GetLabelsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LabelsURL
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *Issue) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *Issue) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Issue) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *Issue) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
 }
 
 // GetState returns the "state" member, or "" when x is nil or the member is
@@ -1568,6 +1421,14 @@ func (x *Issue) GetStateReason() IssueStateReason {
 	return *x.StateReason
 }
 
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *Issue) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
 // GetBody returns the "body" member, or "" when x is nil or the member is
 // absent or null.
 func (x *Issue) GetBody() string {
@@ -1575,6 +1436,51 @@ func (x *Issue) GetBody() string {
 		return ""
 	}
 	return *x.Body
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Issue) GetUser() *User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetLabels returns the "labels" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Issue) GetLabels() []*IssueLabel {
+	if x == nil {
+		return nil
+	}
+	return x.Labels
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Issue) GetAssignee() *User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
+}
+
+// GetAssignees returns the "assignees" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Issue) GetAssignees() []*User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignees
+}
+
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Issue) GetMilestone() *Milestone {
+	if x == nil {
+		return nil
+	}
+	return x.Milestone
 }
 
 // GetLocked returns the "locked" member, or false when x is nil or the member
@@ -1595,6 +1501,23 @@ func (x *Issue) GetActiveLockReason() ActiveLockReason {
 	return *x.ActiveLockReason
 }
 
+// GetComments returns the "comments" member, or 0 when x is nil.
+func (x *Issue) GetComments() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Comments
+}
+
+// GetPullRequest returns the "pull_request" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Issue) GetPullRequest() *IssuePullRequest {
+	if x == nil {
+		return nil
+	}
+	return x.PullRequest
+}
+
 // GetClosedAt returns the "closed_at" member, or the zero Timestamp when x is
 // nil or the member is absent or null.
 func (x *Issue) GetClosedAt() codec.Timestamp {
@@ -1604,6 +1527,24 @@ func (x *Issue) GetClosedAt() codec.Timestamp {
 	return *x.ClosedAt
 }
 
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Issue) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Issue) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
 // GetDraft returns the "draft" member, or false when x is nil or the member is
 // absent or null.
 func (x *Issue) GetDraft() bool {
@@ -1611,6 +1552,15 @@ func (x *Issue) GetDraft() bool {
 		return false
 	}
 	return *x.Draft
+}
+
+// GetClosedBy returns the "closed_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Issue) GetClosedBy() *User {
+	if x == nil {
+		return nil
+	}
+	return x.ClosedBy
 }
 
 // GetBodyHTML returns the "body_html" member, or "" when x is nil or the member
@@ -1640,6 +1590,15 @@ func (x *Issue) GetTimelineURL() string {
 	return *x.TimelineURL
 }
 
+// GetType returns the "type" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Issue) GetType() *IssueType {
+	if x == nil {
+		return nil
+	}
+	return x.Type
+}
+
 // GetRepository returns the "repository" member, or nil when x is nil or the
 // member is absent or null.
 func (x *Issue) GetRepository() *Repository {
@@ -1647,6 +1606,15 @@ func (x *Issue) GetRepository() *Repository {
 		return nil
 	}
 	return x.Repository
+}
+
+// GetPerformedViaGithubApp returns the "performed_via_github_app" member, or
+// nil when x is nil or the member is absent or null.
+func (x *Issue) GetPerformedViaGithubApp() *App {
+	if x == nil {
+		return nil
+	}
+	return x.PerformedViaGithubApp
 }
 
 // GetAuthorAssociation returns the "author_association" member, or "" when x is
@@ -1658,6 +1626,24 @@ func (x *Issue) GetAuthorAssociation() AuthorAssociation {
 	return *x.AuthorAssociation
 }
 
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Issue) GetReactions() *Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetSubIssuesSummary returns the "sub_issues_summary" member, or nil when x is
+// nil or the member is absent or null.
+func (x *Issue) GetSubIssuesSummary() *SubIssuesSummary {
+	if x == nil {
+		return nil
+	}
+	return x.SubIssuesSummary
+}
+
 // GetParentIssueURL returns the "parent_issue_url" member, or "" when x is nil
 // or the member is absent or null.
 func (x *Issue) GetParentIssueURL() string {
@@ -1665,6 +1651,131 @@ func (x *Issue) GetParentIssueURL() string {
 		return ""
 	}
 	return *x.ParentIssueURL
+}
+
+// GetIssueDependenciesSummary returns the "issue_dependencies_summary" member,
+// or nil when x is nil or the member is absent or null.
+func (x *Issue) GetIssueDependenciesSummary() *IssueDependenciesSummary {
+	if x == nil {
+		return nil
+	}
+	return x.IssueDependenciesSummary
+}
+
+// GetIssueFieldValues returns the "issue_field_values" member, or nil when x is
+// nil or the member is absent or null.
+func (x *Issue) GetIssueFieldValues() []IssueFieldValue {
+	if x == nil {
+		return nil
+	}
+	return x.IssueFieldValues
+}
+
+// GetBody returns the "body" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueCommentEditedChanges) GetBody() *StringChange {
+	if x == nil {
+		return nil
+	}
+	return x.Body
+}
+
+// GetBlockedBy returns the "blocked_by" member, or 0 when x is nil.
+func (x *IssueDependenciesSummary) GetBlockedBy() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.BlockedBy
+}
+
+// GetBlocking returns the "blocking" member, or 0 when x is nil.
+func (x *IssueDependenciesSummary) GetBlocking() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Blocking
+}
+
+// GetTotalBlockedBy returns the "total_blocked_by" member, or 0 when x is nil.
+func (x *IssueDependenciesSummary) GetTotalBlockedBy() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.TotalBlockedBy
+}
+
+// GetTotalBlocking returns the "total_blocking" member, or 0 when x is nil.
+func (x *IssueDependenciesSummary) GetTotalBlocking() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.TotalBlocking
+}
+
+// GetIssueFieldID returns the "issue_field_id" member, or 0 when x is nil.
+func (x *IssueFieldValue) GetIssueFieldID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.IssueFieldID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *IssueFieldValue) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetDataType returns the "data_type" member, or "" when x is nil.
+func (x *IssueFieldValue) GetDataType() IssueFieldValueDataType {
+	if x == nil {
+		return ""
+	}
+	return x.DataType
+}
+
+// GetValue returns the "value" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueFieldValue) GetValue() *WebhookConfigInsecureSSL {
+	if x == nil {
+		return nil
+	}
+	return x.Value
+}
+
+// GetSingleSelectOption returns the "single_select_option" member, or nil when
+// x is nil or the member is absent or null.
+func (x *IssueFieldValue) GetSingleSelectOption() *IssueFieldValueSingleSelectOption {
+	if x == nil {
+		return nil
+	}
+	return x.SingleSelectOption
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *IssueFieldValueSingleSelectOption) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *IssueFieldValueSingleSelectOption) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetColor returns the "color" member, or "" when x is nil.
+func (x *IssueFieldValueSingleSelectOption) GetColor() string {
+	if x == nil {
+		return ""
+	}
+	return x.Color
 }
 
 // GetDiffURL returns the "diff_url" member, or "" when x is nil or the member
@@ -1710,6 +1821,30 @@ func (x *IssuePullRequest) GetURL() string {
 		return ""
 	}
 	return *x.URL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *IssueType) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *IssueType) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *IssueType) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetDescription returns the "description" member, or "" when x is nil or the
@@ -1766,6 +1901,14 @@ func (x *Label) GetColor() string {
 	return *x.Color
 }
 
+// GetDefault returns the "default" member, or false when x is nil.
+func (x *Label) GetDefault() bool {
+	if x == nil {
+		return false
+	}
+	return x.Default
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Label) GetDescription() string {
@@ -1773,6 +1916,54 @@ func (x *Label) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Label) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Label) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Label) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Label) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetKey returns the "key" member, or "" when x is nil.
+func (x *License) GetKey() string {
+	if x == nil {
+		return ""
+	}
+	return x.Key
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *License) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetURL returns the "url" member, or "" when x is nil or the member is absent
@@ -1793,6 +1984,14 @@ func (x *License) GetSPDXID() string {
 	return *x.SPDXID
 }
 
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *License) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
 // GetHTMLURL returns the "html_url" member, or "" when x is nil or the member
 // is absent or null.
 func (x *License) GetHTMLURL() string {
@@ -1802,6 +2001,78 @@ func (x *License) GetHTMLURL() string {
 	return *x.HTMLURL
 }
 
+// GetHref returns the "href" member, or "" when x is nil.
+func (x *Link) GetHref() string {
+	if x == nil {
+		return ""
+	}
+	return x.Href
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Milestone) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Milestone) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetLabelsURL returns the "labels_url" member, or "" when x is nil.
+func (x *Milestone) GetLabelsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LabelsURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Milestone) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Milestone) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *Milestone) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *Milestone) GetState() IssueState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *Milestone) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Milestone) GetDescription() string {
@@ -1809,6 +2080,49 @@ func (x *Milestone) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetCreator returns the "creator" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Milestone) GetCreator() *User {
+	if x == nil {
+		return nil
+	}
+	return x.Creator
+}
+
+// GetOpenIssues returns the "open_issues" member, or 0 when x is nil.
+func (x *Milestone) GetOpenIssues() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.OpenIssues
+}
+
+// GetClosedIssues returns the "closed_issues" member, or 0 when x is nil.
+func (x *Milestone) GetClosedIssues() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ClosedIssues
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Milestone) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Milestone) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
 }
 
 // GetClosedAt returns the "closed_at" member, or the zero Timestamp when x is
@@ -1874,6 +2188,95 @@ func (x *MinimalRepositoryPermissions) GetPull() bool {
 	return *x.Pull
 }
 
+// GetLogin returns the "login" member, or "" when x is nil.
+func (x *Organization) GetLogin() string {
+	if x == nil {
+		return ""
+	}
+	return x.Login
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Organization) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Organization) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Organization) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetReposURL returns the "repos_url" member, or "" when x is nil.
+func (x *Organization) GetReposURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReposURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *Organization) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetHooksURL returns the "hooks_url" member, or "" when x is nil.
+func (x *Organization) GetHooksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HooksURL
+}
+
+// GetIssuesURL returns the "issues_url" member, or "" when x is nil.
+func (x *Organization) GetIssuesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssuesURL
+}
+
+// GetMembersURL returns the "members_url" member, or "" when x is nil.
+func (x *Organization) GetMembersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MembersURL
+}
+
+// GetPublicMembersURL returns the "public_members_url" member, or "" when x is
+// nil.
+func (x *Organization) GetPublicMembersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PublicMembersURL
+}
+
+// GetAvatarURL returns the "avatar_url" member, or "" when x is nil.
+func (x *Organization) GetAvatarURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AvatarURL
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Organization) GetDescription() string {
@@ -1881,6 +2284,42 @@ func (x *Organization) GetDescription() string {
 		return ""
 	}
 	return *x.Description
+}
+
+// GetFrom returns the "from" member, or "" when x is nil or the member is
+// absent or null.
+func (x *OrganizationRenamedChangesLogin) GetFrom() string {
+	if x == nil || x.From == nil {
+		return ""
+	}
+	return *x.From
+}
+
+// GetLabels returns the "labels" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionContainerMetadata) GetLabels() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Labels
+}
+
+// GetManifest returns the "manifest" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PackageVersionContainerMetadata) GetManifest() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Manifest
+}
+
+// GetTag returns the "tag" member, or nil when x is nil or the member is absent
+// or null.
+func (x *PackageVersionContainerMetadata) GetTag() *PackageVersionContainerMetadataTag {
+	if x == nil {
+		return nil
+	}
+	return x.Tag
 }
 
 // GetDigest returns the "digest" member, or "" when x is nil or the member is
@@ -1899,6 +2338,15 @@ func (x *PackageVersionContainerMetadataTag) GetName() string {
 		return ""
 	}
 	return *x.Name
+}
+
+// GetTags returns the "tags" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PackageVersionDockerMetadata) GetTags() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Tags
 }
 
 // GetURL returns the "url" member, or "" when x is nil or the member is absent
@@ -1937,6 +2385,38 @@ func (x *PackageVersionNugetMetadataValueObject) GetType() string {
 	return *x.Type
 }
 
+// GetContentType returns the "content_type" member, or "" when x is nil.
+func (x *PackageVersionPackageFile) GetContentType() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentType
+}
+
+// GetCreatedAt returns the "created_at" member, or "" when x is nil.
+func (x *PackageVersionPackageFile) GetCreatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.CreatedAt
+}
+
+// GetDownloadURL returns the "download_url" member, or "" when x is nil.
+func (x *PackageVersionPackageFile) GetDownloadURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DownloadURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PackageVersionPackageFile) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetMD5 returns the "md5" member, or "" when x is nil or the member is absent
 // or null.
 func (x *PackageVersionPackageFile) GetMD5() string {
@@ -1944,6 +2424,14 @@ func (x *PackageVersionPackageFile) GetMD5() string {
 		return ""
 	}
 	return *x.MD5
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *PackageVersionPackageFile) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
 }
 
 // GetSHA1 returns the "sha1" member, or "" when x is nil or the member is
@@ -1964,6 +2452,14 @@ func (x *PackageVersionPackageFile) GetSHA256() string {
 	return *x.SHA256
 }
 
+// GetSize returns the "size" member, or 0 when x is nil.
+func (x *PackageVersionPackageFile) GetSize() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Size
+}
+
 // GetState returns the "state" member, or "" when x is nil or the member is
 // absent or null.
 func (x *PackageVersionPackageFile) GetState() string {
@@ -1971,6 +2467,14 @@ func (x *PackageVersionPackageFile) GetState() string {
 		return ""
 	}
 	return *x.State
+}
+
+// GetUpdatedAt returns the "updated_at" member, or "" when x is nil.
+func (x *PackageVersionPackageFile) GetUpdatedAt() string {
+	if x == nil {
+		return ""
+	}
+	return x.UpdatedAt
 }
 
 // GetFrom returns the "from" member, or "" when x is nil or the member is
@@ -1982,49 +2486,143 @@ func (x *ProjectCardChangesNote) GetFrom() string {
 	return *x.From
 }
 
-// GetProjectNodeID returns the "project_node_id" member, or "" when x is nil or
-// the member is absent or null.
-func (x *ProjectsV2StatusUpdate) GetProjectNodeID() string {
-	if x == nil || x.ProjectNodeID == nil {
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *PullRequest) GetURL() string {
+	if x == nil {
 		return ""
 	}
-	return *x.ProjectNodeID
+	return x.URL
 }
 
-// GetStatus returns the "status" member, or "" when x is nil or the member is
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *PullRequest) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *PullRequest) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *PullRequest) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetDiffURL returns the "diff_url" member, or "" when x is nil.
+func (x *PullRequest) GetDiffURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DiffURL
+}
+
+// GetPatchURL returns the "patch_url" member, or "" when x is nil.
+func (x *PullRequest) GetPatchURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PatchURL
+}
+
+// GetIssueURL returns the "issue_url" member, or "" when x is nil.
+func (x *PullRequest) GetIssueURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *PullRequest) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetReviewCommentsURL returns the "review_comments_url" member, or "" when x
+// is nil.
+func (x *PullRequest) GetReviewCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReviewCommentsURL
+}
+
+// GetReviewCommentURL returns the "review_comment_url" member, or "" when x is
+// nil.
+func (x *PullRequest) GetReviewCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReviewCommentURL
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *PullRequest) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *PullRequest) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *PullRequest) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *PullRequest) GetState() IssueState {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetLocked returns the "locked" member, or false when x is nil.
+func (x *PullRequest) GetLocked() bool {
+	if x == nil {
+		return false
+	}
+	return x.Locked
+}
+
+// GetTitle returns the "title" member, or "" when x is nil.
+func (x *PullRequest) GetTitle() string {
+	if x == nil {
+		return ""
+	}
+	return x.Title
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
 // absent or null.
-func (x *ProjectsV2StatusUpdate) GetStatus() ProjectsV2StatusUpdateEditedChangesStatusFrom {
-	if x == nil || x.Status == nil {
-		return ""
+func (x *PullRequest) GetUser() *User {
+	if x == nil {
+		return nil
 	}
-	return *x.Status
-}
-
-// GetStartDate returns the "start_date" member, or "" when x is nil or the
-// member is absent or null.
-func (x *ProjectsV2StatusUpdate) GetStartDate() string {
-	if x == nil || x.StartDate == nil {
-		return ""
-	}
-	return *x.StartDate
-}
-
-// GetTargetDate returns the "target_date" member, or "" when x is nil or the
-// member is absent or null.
-func (x *ProjectsV2StatusUpdate) GetTargetDate() string {
-	if x == nil || x.TargetDate == nil {
-		return ""
-	}
-	return *x.TargetDate
-}
-
-// GetBody returns the "body" member, or "" when x is nil or the member is
-// absent or null.
-func (x *ProjectsV2StatusUpdate) GetBody() string {
-	if x == nil || x.Body == nil {
-		return ""
-	}
-	return *x.Body
+	return x.User
 }
 
 // GetBody returns the "body" member, or "" when x is nil or the member is
@@ -2036,6 +2634,24 @@ func (x *PullRequest) GetBody() string {
 	return *x.Body
 }
 
+// GetLabels returns the "labels" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequest) GetLabels() []Label {
+	if x == nil {
+		return nil
+	}
+	return x.Labels
+}
+
+// GetMilestone returns the "milestone" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequest) GetMilestone() *Milestone {
+	if x == nil {
+		return nil
+	}
+	return x.Milestone
+}
+
 // GetActiveLockReason returns the "active_lock_reason" member, or "" when x is
 // nil or the member is absent or null.
 func (x *PullRequest) GetActiveLockReason() ActiveLockReason {
@@ -2043,6 +2659,24 @@ func (x *PullRequest) GetActiveLockReason() ActiveLockReason {
 		return ""
 	}
 	return *x.ActiveLockReason
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *PullRequest) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *PullRequest) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
 }
 
 // GetClosedAt returns the "closed_at" member, or the zero Timestamp when x is
@@ -2070,6 +2704,87 @@ func (x *PullRequest) GetMergeCommitSHA() string {
 		return ""
 	}
 	return *x.MergeCommitSHA
+}
+
+// GetAssignee returns the "assignee" member, or nil when x is nil or the member
+// is absent or null.
+func (x *PullRequest) GetAssignee() *User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignee
+}
+
+// GetAssignees returns the "assignees" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequest) GetAssignees() []*User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignees
+}
+
+// GetRequestedReviewers returns the "requested_reviewers" member, or nil when x
+// is nil or the member is absent or null.
+func (x *PullRequest) GetRequestedReviewers() []*PullRequestRequestedReviewer {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedReviewers
+}
+
+// GetRequestedTeams returns the "requested_teams" member, or nil when x is nil
+// or the member is absent or null.
+func (x *PullRequest) GetRequestedTeams() []Team {
+	if x == nil {
+		return nil
+	}
+	return x.RequestedTeams
+}
+
+// GetHead returns the "head" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequest) GetHead() *PullRequestHead {
+	if x == nil || !codec.Written(&x.extra, 19) {
+		return nil
+	}
+	return &x.Head
+}
+
+// GetBase returns the "base" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequest) GetBase() *PullRequestBase {
+	if x == nil || !codec.Written(&x.extra, 20) {
+		return nil
+	}
+	return &x.Base
+}
+
+// GetLinks returns the "_links" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequest) GetLinks() *PullRequestLinks {
+	if x == nil || !codec.Written(&x.extra, 21) {
+		return nil
+	}
+	return &x.Links
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *PullRequest) GetAuthorAssociation() AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetAutoMerge returns the "auto_merge" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequest) GetAutoMerge() *PullRequestAutoMerge {
+	if x == nil {
+		return nil
+	}
+	return x.AutoMerge
 }
 
 // GetDraft returns the "draft" member, or false when x is nil or the member is
@@ -2115,6 +2830,15 @@ func (x *PullRequest) GetMergeableState() string {
 		return ""
 	}
 	return *x.MergeableState
+}
+
+// GetMergedBy returns the "merged_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequest) GetMergedBy() *User {
+	if x == nil {
+		return nil
+	}
+	return x.MergedBy
 }
 
 // GetComments returns the "comments" member, or 0 when x is nil or the member
@@ -2252,6 +2976,23 @@ func (x *PullRequest) GetUseSquashPrTitleAsDefault() bool {
 	return *x.UseSquashPrTitleAsDefault
 }
 
+// GetEnabledBy returns the "enabled_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestAutoMerge) GetEnabledBy() *User {
+	if x == nil {
+		return nil
+	}
+	return x.EnabledBy
+}
+
+// GetMergeMethod returns the "merge_method" member, or "" when x is nil.
+func (x *PullRequestAutoMerge) GetMergeMethod() MergeMethod {
+	if x == nil {
+		return ""
+	}
+	return x.MergeMethod
+}
+
 // GetCommitTitle returns the "commit_title" member, or "" when x is nil or the
 // member is absent or null.
 func (x *PullRequestAutoMerge) GetCommitTitle() string {
@@ -2279,6 +3020,40 @@ func (x *PullRequestBase) GetLabel() string {
 	return *x.Label
 }
 
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *PullRequestBase) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetRepo returns the "repo" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestBase) GetRepo() *Repository {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Repo
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *PullRequestBase) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestBase) GetUser() *User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
 // GetLabel returns the "label" member, or "" when x is nil or the member is
 // absent or null.
 func (x *PullRequestHead) GetLabel() string {
@@ -2288,94 +3063,255 @@ func (x *PullRequestHead) GetLabel() string {
 	return *x.Label
 }
 
-// GetInReplyToID returns the "in_reply_to_id" member, or 0 when x is nil or the
-// member is absent or null.
-func (x *PullRequestReviewComment) GetInReplyToID() int64 {
-	if x == nil || x.InReplyToID == nil {
-		return 0
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *PullRequestHead) GetRef() string {
+	if x == nil {
+		return ""
 	}
-	return *x.InReplyToID
+	return x.Ref
 }
 
-// GetLine returns the "line" member, or 0 when x is nil or the member is absent
-// or null.
-func (x *PullRequestReviewComment) GetLine() int64 {
-	if x == nil || x.Line == nil {
-		return 0
-	}
-	return *x.Line
-}
-
-// GetOriginalLine returns the "original_line" member, or 0 when x is nil or the
-// member is absent or null.
-func (x *PullRequestReviewComment) GetOriginalLine() int64 {
-	if x == nil || x.OriginalLine == nil {
-		return 0
-	}
-	return *x.OriginalLine
-}
-
-// GetOriginalStartLine returns the "original_start_line" member, or 0 when x is
-// nil or the member is absent or null.
-func (x *PullRequestReviewComment) GetOriginalStartLine() int64 {
-	if x == nil || x.OriginalStartLine == nil {
-		return 0
-	}
-	return *x.OriginalStartLine
-}
-
-// GetPosition returns the "position" member, or 0 when x is nil or the member
-// is absent or null.
-func (x *PullRequestReviewComment) GetPosition() int64 {
-	if x == nil || x.Position == nil {
-		return 0
-	}
-	return *x.Position
-}
-
-// GetPullRequestReviewID returns the "pull_request_review_id" member, or 0 when
-// x is nil or the member is absent or null.
-func (x *PullRequestReviewComment) GetPullRequestReviewID() int64 {
-	if x == nil || x.PullRequestReviewID == nil {
-		return 0
-	}
-	return *x.PullRequestReviewID
-}
-
-// GetSide returns the "side" member, or "" when x is nil or the member is
+// GetRepo returns the "repo" member, or nil when x is nil or the member is
 // absent or null.
-func (x *PullRequestReviewComment) GetSide() PullRequestReviewCommentSide {
-	if x == nil || x.Side == nil {
-		return ""
+func (x *PullRequestHead) GetRepo() *Repository {
+	if x == nil {
+		return nil
 	}
-	return *x.Side
+	return x.Repo
 }
 
-// GetStartLine returns the "start_line" member, or 0 when x is nil or the
-// member is absent or null.
-func (x *PullRequestReviewComment) GetStartLine() int64 {
-	if x == nil || x.StartLine == nil {
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *PullRequestHead) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestHead) GetUser() *User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetComments returns the "comments" member, or nil when x is nil or the member
+// was absent or null.
+func (x *PullRequestLinks) GetComments() *Link {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Comments
+}
+
+// GetCommits returns the "commits" member, or nil when x is nil or the member
+// was absent or null.
+func (x *PullRequestLinks) GetCommits() *Link {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Commits
+}
+
+// GetStatuses returns the "statuses" member, or nil when x is nil or the member
+// was absent or null.
+func (x *PullRequestLinks) GetStatuses() *Link {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Statuses
+}
+
+// GetHTML returns the "html" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestLinks) GetHTML() *Link {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.HTML
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestLinks) GetIssue() *Link {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Issue
+}
+
+// GetReviewComments returns the "review_comments" member, or nil when x is nil
+// or the member was absent or null.
+func (x *PullRequestLinks) GetReviewComments() *Link {
+	if x == nil || !codec.Written(&x.extra, 5) {
+		return nil
+	}
+	return &x.ReviewComments
+}
+
+// GetReviewComment returns the "review_comment" member, or nil when x is nil or
+// the member was absent or null.
+func (x *PullRequestLinks) GetReviewComment() *Link {
+	if x == nil || !codec.Written(&x.extra, 6) {
+		return nil
+	}
+	return &x.ReviewComment
+}
+
+// GetSelf returns the "self" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestLinks) GetSelf() *Link {
+	if x == nil || !codec.Written(&x.extra, 7) {
+		return nil
+	}
+	return &x.Self
+}
+
+// GetPlusOne returns the "+1" member, or 0 when x is nil.
+func (x *Reactions) GetPlusOne() int64 {
+	if x == nil {
 		return 0
 	}
-	return *x.StartLine
+	return x.PlusOne
 }
 
-// GetStartSide returns the "start_side" member, or "" when x is nil or the
-// member is absent or null.
-func (x *PullRequestReviewComment) GetStartSide() PullRequestReviewCommentSide {
-	if x == nil || x.StartSide == nil {
-		return ""
+// GetMinusOne returns the "-1" member, or 0 when x is nil.
+func (x *Reactions) GetMinusOne() int64 {
+	if x == nil {
+		return 0
 	}
-	return *x.StartSide
+	return x.MinusOne
 }
 
-// GetSubjectType returns the "subject_type" member, or "" when x is nil or the
-// member is absent or null.
-func (x *PullRequestReviewComment) GetSubjectType() PullRequestReviewCommentSubjectType {
-	if x == nil || x.SubjectType == nil {
+// GetConfused returns the "confused" member, or 0 when x is nil.
+func (x *Reactions) GetConfused() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Confused
+}
+
+// GetEyes returns the "eyes" member, or 0 when x is nil.
+func (x *Reactions) GetEyes() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Eyes
+}
+
+// GetHeart returns the "heart" member, or 0 when x is nil.
+func (x *Reactions) GetHeart() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Heart
+}
+
+// GetHooray returns the "hooray" member, or 0 when x is nil.
+func (x *Reactions) GetHooray() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Hooray
+}
+
+// GetLaugh returns the "laugh" member, or 0 when x is nil.
+func (x *Reactions) GetLaugh() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Laugh
+}
+
+// GetRocket returns the "rocket" member, or 0 when x is nil.
+func (x *Reactions) GetRocket() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Rocket
+}
+
+// GetTotalCount returns the "total_count" member, or 0 when x is nil.
+func (x *Reactions) GetTotalCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.TotalCount
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Reactions) GetURL() string {
+	if x == nil {
 		return ""
 	}
-	return *x.SubjectType
+	return x.URL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *RepoRef) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *RepoRef) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *RepoRef) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Repository) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Repository) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Repository) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetFullName returns the "full_name" member, or "" when x is nil.
+func (x *Repository) GetFullName() string {
+	if x == nil {
+		return ""
+	}
+	return x.FullName
+}
+
+// GetLicense returns the "license" member, or nil when x is nil or the member
+// is absent or null.
+func (x *Repository) GetLicense() *License {
+	if x == nil {
+		return nil
+	}
+	return x.License
 }
 
 // GetOrganization returns the "organization" member, or nil when x is nil or
@@ -2387,6 +3323,48 @@ func (x *Repository) GetOrganization() *RepositoryOrganization {
 	return x.Organization
 }
 
+// GetForks returns the "forks" member, or 0 when x is nil.
+func (x *Repository) GetForks() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Forks
+}
+
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Repository) GetPermissions() *RepositoryPermissions {
+	if x == nil {
+		return nil
+	}
+	return x.Permissions
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Repository) GetOwner() *User {
+	if x == nil {
+		return nil
+	}
+	return x.Owner
+}
+
+// GetPrivate returns the "private" member, or false when x is nil.
+func (x *Repository) GetPrivate() bool {
+	if x == nil {
+		return false
+	}
+	return x.Private
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Repository) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
 // GetDescription returns the "description" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Repository) GetDescription() string {
@@ -2396,6 +3374,331 @@ func (x *Repository) GetDescription() string {
 	return *x.Description
 }
 
+// GetFork returns the "fork" member, or false when x is nil.
+func (x *Repository) GetFork() bool {
+	if x == nil {
+		return false
+	}
+	return x.Fork
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Repository) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetArchiveURL returns the "archive_url" member, or "" when x is nil.
+func (x *Repository) GetArchiveURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ArchiveURL
+}
+
+// GetAssigneesURL returns the "assignees_url" member, or "" when x is nil.
+func (x *Repository) GetAssigneesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.AssigneesURL
+}
+
+// GetBlobsURL returns the "blobs_url" member, or "" when x is nil.
+func (x *Repository) GetBlobsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BlobsURL
+}
+
+// GetBranchesURL returns the "branches_url" member, or "" when x is nil.
+func (x *Repository) GetBranchesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BranchesURL
+}
+
+// GetCollaboratorsURL returns the "collaborators_url" member, or "" when x is
+// nil.
+func (x *Repository) GetCollaboratorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CollaboratorsURL
+}
+
+// GetCommentsURL returns the "comments_url" member, or "" when x is nil.
+func (x *Repository) GetCommentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommentsURL
+}
+
+// GetCommitsURL returns the "commits_url" member, or "" when x is nil.
+func (x *Repository) GetCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CommitsURL
+}
+
+// GetCompareURL returns the "compare_url" member, or "" when x is nil.
+func (x *Repository) GetCompareURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CompareURL
+}
+
+// GetContentsURL returns the "contents_url" member, or "" when x is nil.
+func (x *Repository) GetContentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContentsURL
+}
+
+// GetContributorsURL returns the "contributors_url" member, or "" when x is
+// nil.
+func (x *Repository) GetContributorsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ContributorsURL
+}
+
+// GetDeploymentsURL returns the "deployments_url" member, or "" when x is nil.
+func (x *Repository) GetDeploymentsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DeploymentsURL
+}
+
+// GetDownloadsURL returns the "downloads_url" member, or "" when x is nil.
+func (x *Repository) GetDownloadsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.DownloadsURL
+}
+
+// GetEventsURL returns the "events_url" member, or "" when x is nil.
+func (x *Repository) GetEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.EventsURL
+}
+
+// GetForksURL returns the "forks_url" member, or "" when x is nil.
+func (x *Repository) GetForksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ForksURL
+}
+
+// GetGitCommitsURL returns the "git_commits_url" member, or "" when x is nil.
+func (x *Repository) GetGitCommitsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitCommitsURL
+}
+
+// GetGitRefsURL returns the "git_refs_url" member, or "" when x is nil.
+func (x *Repository) GetGitRefsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitRefsURL
+}
+
+// GetGitTagsURL returns the "git_tags_url" member, or "" when x is nil.
+func (x *Repository) GetGitTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitTagsURL
+}
+
+// GetGitURL returns the "git_url" member, or "" when x is nil.
+func (x *Repository) GetGitURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.GitURL
+}
+
+// GetIssueCommentURL returns the "issue_comment_url" member, or "" when x is
+// nil.
+func (x *Repository) GetIssueCommentURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueCommentURL
+}
+
+// GetIssueEventsURL returns the "issue_events_url" member, or "" when x is nil.
+func (x *Repository) GetIssueEventsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueEventsURL
+}
+
+// GetIssuesURL returns the "issues_url" member, or "" when x is nil.
+func (x *Repository) GetIssuesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssuesURL
+}
+
+// GetKeysURL returns the "keys_url" member, or "" when x is nil.
+func (x *Repository) GetKeysURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.KeysURL
+}
+
+// GetLabelsURL returns the "labels_url" member, or "" when x is nil.
+func (x *Repository) GetLabelsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LabelsURL
+}
+
+// GetLanguagesURL returns the "languages_url" member, or "" when x is nil.
+func (x *Repository) GetLanguagesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.LanguagesURL
+}
+
+// GetMergesURL returns the "merges_url" member, or "" when x is nil.
+func (x *Repository) GetMergesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MergesURL
+}
+
+// GetMilestonesURL returns the "milestones_url" member, or "" when x is nil.
+func (x *Repository) GetMilestonesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.MilestonesURL
+}
+
+// GetNotificationsURL returns the "notifications_url" member, or "" when x is
+// nil.
+func (x *Repository) GetNotificationsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.NotificationsURL
+}
+
+// GetPullsURL returns the "pulls_url" member, or "" when x is nil.
+func (x *Repository) GetPullsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.PullsURL
+}
+
+// GetReleasesURL returns the "releases_url" member, or "" when x is nil.
+func (x *Repository) GetReleasesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.ReleasesURL
+}
+
+// GetSSHURL returns the "ssh_url" member, or "" when x is nil.
+func (x *Repository) GetSSHURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SSHURL
+}
+
+// GetStargazersURL returns the "stargazers_url" member, or "" when x is nil.
+func (x *Repository) GetStargazersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StargazersURL
+}
+
+// GetStatusesURL returns the "statuses_url" member, or "" when x is nil.
+func (x *Repository) GetStatusesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.StatusesURL
+}
+
+// GetSubscribersURL returns the "subscribers_url" member, or "" when x is nil.
+func (x *Repository) GetSubscribersURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscribersURL
+}
+
+// GetSubscriptionURL returns the "subscription_url" member, or "" when x is
+// nil.
+func (x *Repository) GetSubscriptionURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SubscriptionURL
+}
+
+// GetTagsURL returns the "tags_url" member, or "" when x is nil.
+func (x *Repository) GetTagsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TagsURL
+}
+
+// GetTeamsURL returns the "teams_url" member, or "" when x is nil.
+func (x *Repository) GetTeamsURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TeamsURL
+}
+
+// GetTreesURL returns the "trees_url" member, or "" when x is nil.
+func (x *Repository) GetTreesURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreesURL
+}
+
+// GetCloneURL returns the "clone_url" member, or "" when x is nil.
+func (x *Repository) GetCloneURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.CloneURL
+}
+
 // GetMirrorURL returns the "mirror_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Repository) GetMirrorURL() string {
@@ -2403,6 +3706,22 @@ func (x *Repository) GetMirrorURL() string {
 		return ""
 	}
 	return *x.MirrorURL
+}
+
+// GetHooksURL returns the "hooks_url" member, or "" when x is nil.
+func (x *Repository) GetHooksURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HooksURL
+}
+
+// GetSvnURL returns the "svn_url" member, or "" when x is nil.
+func (x *Repository) GetSvnURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.SvnURL
 }
 
 // GetHomepage returns the "homepage" member, or "" when x is nil or the member
@@ -2423,6 +3742,55 @@ func (x *Repository) GetLanguage() string {
 	return *x.Language
 }
 
+// GetForksCount returns the "forks_count" member, or 0 when x is nil.
+func (x *Repository) GetForksCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ForksCount
+}
+
+// GetStargazersCount returns the "stargazers_count" member, or 0 when x is nil.
+func (x *Repository) GetStargazersCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.StargazersCount
+}
+
+// GetWatchersCount returns the "watchers_count" member, or 0 when x is nil.
+func (x *Repository) GetWatchersCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.WatchersCount
+}
+
+// GetSize returns the "size" member, or 0 when x is nil.
+func (x *Repository) GetSize() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Size
+}
+
+// GetDefaultBranch returns the "default_branch" member, or "" when x is nil.
+func (x *Repository) GetDefaultBranch() string {
+	if x == nil {
+		return ""
+	}
+	return x.DefaultBranch
+}
+
+// GetOpenIssuesCount returns the "open_issues_count" member, or 0 when x is
+// nil.
+func (x *Repository) GetOpenIssuesCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.OpenIssuesCount
+}
+
 // GetIsTemplate returns the "is_template" member, or false when x is nil or the
 // member is absent or null.
 func (x *Repository) GetIsTemplate() bool {
@@ -2432,6 +3800,64 @@ func (x *Repository) GetIsTemplate() bool {
 	return *x.IsTemplate
 }
 
+// GetTopics returns the "topics" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Repository) GetTopics() []*string {
+	if x == nil {
+		return nil
+	}
+	return x.Topics
+}
+
+// GetCustomProperties returns the "custom_properties" member, or nil when x is
+// nil or the member is absent or null.
+func (x *Repository) GetCustomProperties() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.CustomProperties
+}
+
+// GetHasIssues returns the "has_issues" member, or false when x is nil.
+func (x *Repository) GetHasIssues() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasIssues
+}
+
+// GetHasProjects returns the "has_projects" member, or false when x is nil.
+func (x *Repository) GetHasProjects() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasProjects
+}
+
+// GetHasWiki returns the "has_wiki" member, or false when x is nil.
+func (x *Repository) GetHasWiki() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasWiki
+}
+
+// GetHasPages returns the "has_pages" member, or false when x is nil.
+func (x *Repository) GetHasPages() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasPages
+}
+
+// GetHasDownloads returns the "has_downloads" member, or false when x is nil.
+func (x *Repository) GetHasDownloads() bool {
+	if x == nil {
+		return false
+	}
+	return x.HasDownloads
+}
+
 // GetHasDiscussions returns the "has_discussions" member, or false when x is
 // nil or the member is absent or null.
 func (x *Repository) GetHasDiscussions() bool {
@@ -2439,6 +3865,14 @@ func (x *Repository) GetHasDiscussions() bool {
 		return false
 	}
 	return *x.HasDiscussions
+}
+
+// GetArchived returns the "archived" member, or false when x is nil.
+func (x *Repository) GetArchived() bool {
+	if x == nil {
+		return false
+	}
+	return x.Archived
 }
 
 // GetDisabled returns the "disabled" member, or false when x is nil or the
@@ -2493,6 +3927,15 @@ func (x *Repository) GetAllowRebaseMerge() bool {
 		return false
 	}
 	return *x.AllowRebaseMerge
+}
+
+// GetTemplateRepository returns the "template_repository" member, or nil when x
+// is nil or the member is absent or null.
+func (x *Repository) GetTemplateRepository() *RepositoryTemplateRepository {
+	if x == nil {
+		return nil
+	}
+	return x.TemplateRepository
 }
 
 // GetTempCloneToken returns the "temp_clone_token" member, or "" when x is nil
@@ -2630,6 +4073,22 @@ func (x *Repository) GetNetworkCount() int64 {
 	return *x.NetworkCount
 }
 
+// GetOpenIssues returns the "open_issues" member, or 0 when x is nil.
+func (x *Repository) GetOpenIssues() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.OpenIssues
+}
+
+// GetWatchers returns the "watchers" member, or 0 when x is nil.
+func (x *Repository) GetWatchers() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Watchers
+}
+
 // GetMasterBranch returns the "master_branch" member, or "" when x is nil or
 // the member is absent or null.
 func (x *Repository) GetMasterBranch() string {
@@ -2655,6 +4114,15 @@ func (x *Repository) GetAnonymousAccessEnabled() bool {
 		return false
 	}
 	return *x.AnonymousAccessEnabled
+}
+
+// GetCodeSearchIndexStatus returns the "code_search_index_status" member, or
+// nil when x is nil or the member is absent or null.
+func (x *Repository) GetCodeSearchIndexStatus() *RepositoryCodeSearchIndexStatus {
+	if x == nil {
+		return nil
+	}
+	return x.CodeSearchIndexStatus
 }
 
 // GetPublic returns the "public" member, or false when x is nil or the member
@@ -2702,6 +4170,22 @@ func (x *RepositoryCodeSearchIndexStatus) GetLexicalCommitSHA() string {
 	return *x.LexicalCommitSHA
 }
 
+// GetAdmin returns the "admin" member, or false when x is nil.
+func (x *RepositoryPermissions) GetAdmin() bool {
+	if x == nil {
+		return false
+	}
+	return x.Admin
+}
+
+// GetPull returns the "pull" member, or false when x is nil.
+func (x *RepositoryPermissions) GetPull() bool {
+	if x == nil {
+		return false
+	}
+	return x.Pull
+}
+
 // GetTriage returns the "triage" member, or false when x is nil or the member
 // is absent or null.
 func (x *RepositoryPermissions) GetTriage() bool {
@@ -2709,6 +4193,14 @@ func (x *RepositoryPermissions) GetTriage() bool {
 		return false
 	}
 	return *x.Triage
+}
+
+// GetPush returns the "push" member, or false when x is nil.
+func (x *RepositoryPermissions) GetPush() bool {
+	if x == nil {
+		return false
+	}
+	return x.Push
 }
 
 // GetMaintain returns the "maintain" member, or false when x is nil or the
@@ -2754,6 +4246,15 @@ func (x *RepositoryTemplateRepository) GetFullName() string {
 		return ""
 	}
 	return *x.FullName
+}
+
+// GetOwner returns the "owner" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryTemplateRepository) GetOwner() *RepositoryTemplateRepositoryOwner {
+	if x == nil {
+		return nil
+	}
+	return x.Owner
 }
 
 // GetPrivate returns the "private" member, or false when x is nil or the member
@@ -3251,6 +4752,15 @@ func (x *RepositoryTemplateRepository) GetIsTemplate() bool {
 	return *x.IsTemplate
 }
 
+// GetTopics returns the "topics" member, or nil when x is nil or the member is
+// absent or null.
+func (x *RepositoryTemplateRepository) GetTopics() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Topics
+}
+
 // GetHasIssues returns the "has_issues" member, or false when x is nil or the
 // member is absent or null.
 func (x *RepositoryTemplateRepository) GetHasIssues() bool {
@@ -3348,6 +4858,15 @@ func (x *RepositoryTemplateRepository) GetUpdatedAt() string {
 		return ""
 	}
 	return *x.UpdatedAt
+}
+
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RepositoryTemplateRepository) GetPermissions() *MinimalRepositoryPermissions {
+	if x == nil {
+		return nil
+	}
+	return x.Permissions
 }
 
 // GetAllowRebaseMerge returns the "allow_rebase_merge" member, or false when x
@@ -3674,6 +5193,15 @@ func (x *RubyGemsMetadata) GetHomepage() string {
 	return *x.Homepage
 }
 
+// GetVersionInfo returns the "version_info" member, or nil when x is nil or the
+// member is absent or null.
+func (x *RubyGemsMetadata) GetVersionInfo() *RubyGemsMetadataVersionInfo {
+	if x == nil {
+		return nil
+	}
+	return x.VersionInfo
+}
+
 // GetPlatform returns the "platform" member, or "" when x is nil or the member
 // is absent or null.
 func (x *RubyGemsMetadata) GetPlatform() string {
@@ -3683,6 +5211,15 @@ func (x *RubyGemsMetadata) GetPlatform() string {
 	return *x.Platform
 }
 
+// GetMetadata returns the "metadata" member, or nil when x is nil or the member
+// is absent or null.
+func (x *RubyGemsMetadata) GetMetadata() map[string]string {
+	if x == nil {
+		return nil
+	}
+	return x.Metadata
+}
+
 // GetRepo returns the "repo" member, or "" when x is nil or the member is
 // absent or null.
 func (x *RubyGemsMetadata) GetRepo() string {
@@ -3690,6 +5227,15 @@ func (x *RubyGemsMetadata) GetRepo() string {
 		return ""
 	}
 	return *x.Repo
+}
+
+// GetDependencies returns the "dependencies" member, or nil when x is nil or
+// the member is absent or null.
+func (x *RubyGemsMetadata) GetDependencies() []map[string]string {
+	if x == nil {
+		return nil
+	}
+	return x.Dependencies
 }
 
 // GetCommitOID returns the "commit_oid" member, or "" when x is nil or the
@@ -3710,196 +5256,201 @@ func (x *RubyGemsMetadataVersionInfo) GetVersion() string {
 	return *x.Version
 }
 
-// GetNumber returns the "number" member, or 0 when x is nil or the member is
-// absent or null.
-func (x *SecretScanningAlert) GetNumber() int64 {
-	if x == nil || x.Number == nil {
+// GetScore returns the "score" member, or 0 when x is nil.
+func (x *SecurityAdvisoryCVSS) GetScore() float64 {
+	if x == nil {
 		return 0
 	}
-	return *x.Number
+	return x.Score
 }
 
-// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
-// nil or the member is absent or null.
-func (x *SecretScanningAlert) GetCreatedAt() codec.Timestamp {
-	if x == nil || x.CreatedAt == nil {
-		return codec.Timestamp{}
-	}
-	return *x.CreatedAt
-}
-
-// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
-// nil or the member is absent or null.
-func (x *SecretScanningAlert) GetUpdatedAt() codec.Timestamp {
-	if x == nil || x.UpdatedAt == nil {
-		return codec.Timestamp{}
-	}
-	return *x.UpdatedAt
-}
-
-// GetURL returns the "url" member, or "" when x is nil or the member is absent
-// or null.
-func (x *SecretScanningAlert) GetURL() string {
-	if x == nil || x.URL == nil {
-		return ""
-	}
-	return *x.URL
-}
-
-// GetHTMLURL returns the "html_url" member, or "" when x is nil or the member
-// is absent or null.
-func (x *SecretScanningAlert) GetHTMLURL() string {
-	if x == nil || x.HTMLURL == nil {
-		return ""
-	}
-	return *x.HTMLURL
-}
-
-// GetLocationsURL returns the "locations_url" member, or "" when x is nil or
+// GetVectorString returns the "vector_string" member, or "" when x is nil or
 // the member is absent or null.
-func (x *SecretScanningAlert) GetLocationsURL() string {
-	if x == nil || x.LocationsURL == nil {
+func (x *SecurityAdvisoryCVSS) GetVectorString() string {
+	if x == nil || x.VectorString == nil {
 		return ""
 	}
-	return *x.LocationsURL
+	return *x.VectorString
 }
 
-// GetResolution returns the "resolution" member, or "" when x is nil or the
-// member is absent or null.
-func (x *SecretScanningAlert) GetResolution() SecretScanningAlertResolution {
-	if x == nil || x.Resolution == nil {
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *SecurityAdvisoryReference) GetURL() string {
+	if x == nil {
 		return ""
 	}
-	return *x.Resolution
+	return x.URL
 }
 
-// GetResolvedAt returns the "resolved_at" member, or the zero Timestamp when x
-// is nil or the member is absent or null.
-func (x *SecretScanningAlert) GetResolvedAt() codec.Timestamp {
-	if x == nil || x.ResolvedAt == nil {
-		return codec.Timestamp{}
-	}
-	return *x.ResolvedAt
-}
-
-// GetResolutionComment returns the "resolution_comment" member, or "" when x is
+// GetAdvancedSecurity returns the "advanced_security" member, or nil when x is
 // nil or the member is absent or null.
-func (x *SecretScanningAlert) GetResolutionComment() string {
-	if x == nil || x.ResolutionComment == nil {
-		return ""
+func (x *SecurityAndAnalysis) GetAdvancedSecurity() *SecurityAndAnalysisAdvancedSecurity {
+	if x == nil {
+		return nil
 	}
-	return *x.ResolutionComment
+	return x.AdvancedSecurity
 }
 
-// GetSecretType returns the "secret_type" member, or "" when x is nil or the
-// member is absent or null.
-func (x *SecretScanningAlert) GetSecretType() string {
-	if x == nil || x.SecretType == nil {
-		return ""
+// GetCodeSecurity returns the "code_security" member, or nil when x is nil or
+// the member is absent or null.
+func (x *SecurityAndAnalysis) GetCodeSecurity() *SecurityAndAnalysisAdvancedSecurity {
+	if x == nil {
+		return nil
 	}
-	return *x.SecretType
+	return x.CodeSecurity
 }
 
-// GetSecretTypeDisplayName returns the "secret_type_display_name" member, or ""
-// when x is nil or the member is absent or null.
-func (x *SecretScanningAlert) GetSecretTypeDisplayName() string {
-	if x == nil || x.SecretTypeDisplayName == nil {
-		return ""
+// GetDependabotSecurityUpdates returns the "dependabot_security_updates"
+// member, or nil when x is nil or the member is absent or null.
+func (x *SecurityAndAnalysis) GetDependabotSecurityUpdates() *SecurityAndAnalysisAdvancedSecurity {
+	if x == nil {
+		return nil
 	}
-	return *x.SecretTypeDisplayName
+	return x.DependabotSecurityUpdates
 }
 
-// GetValidity returns the "validity" member, or "" when x is nil or the member
-// is absent or null.
-func (x *SecretScanningAlert) GetValidity() SecretScanningAlertValidity {
-	if x == nil || x.Validity == nil {
-		return ""
-	}
-	return *x.Validity
-}
-
-// GetPushProtectionBypassed returns the "push_protection_bypassed" member, or
-// false when x is nil or the member is absent or null.
-func (x *SecretScanningAlert) GetPushProtectionBypassed() bool {
-	if x == nil || x.PushProtectionBypassed == nil {
-		return false
-	}
-	return *x.PushProtectionBypassed
-}
-
-// GetPushProtectionBypassedAt returns the "push_protection_bypassed_at" member,
-// or the zero Timestamp when x is nil or the member is absent or null.
-func (x *SecretScanningAlert) GetPushProtectionBypassedAt() codec.Timestamp {
-	if x == nil || x.PushProtectionBypassedAt == nil {
-		return codec.Timestamp{}
-	}
-	return *x.PushProtectionBypassedAt
-}
-
-// GetPushProtectionBypassRequestReviewerComment returns the
-// "push_protection_bypass_request_reviewer_comment" member, or "" when x is nil
+// GetSecretScanning returns the "secret_scanning" member, or nil when x is nil
 // or the member is absent or null.
-func (x *SecretScanningAlert) GetPushProtectionBypassRequestReviewerComment() string {
-	if x == nil || x.PushProtectionBypassRequestReviewerComment == nil {
-		return ""
+func (x *SecurityAndAnalysis) GetSecretScanning() *SecurityAndAnalysisAdvancedSecurity {
+	if x == nil {
+		return nil
 	}
-	return *x.PushProtectionBypassRequestReviewerComment
+	return x.SecretScanning
 }
 
-// GetPushProtectionBypassRequestComment returns the
-// "push_protection_bypass_request_comment" member, or "" when x is nil or the
+// GetSecretScanningPushProtection returns the "secret_scanning_push_protection"
+// member, or nil when x is nil or the member is absent or null.
+func (x *SecurityAndAnalysis) GetSecretScanningPushProtection() *SecurityAndAnalysisAdvancedSecurity {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningPushProtection
+}
+
+// GetSecretScanningNonProviderPatterns returns the
+// "secret_scanning_non_provider_patterns" member, or nil when x is nil or the
 // member is absent or null.
-func (x *SecretScanningAlert) GetPushProtectionBypassRequestComment() string {
-	if x == nil || x.PushProtectionBypassRequestComment == nil {
-		return ""
+func (x *SecurityAndAnalysis) GetSecretScanningNonProviderPatterns() *SecurityAndAnalysisAdvancedSecurity {
+	if x == nil {
+		return nil
 	}
-	return *x.PushProtectionBypassRequestComment
+	return x.SecretScanningNonProviderPatterns
 }
 
-// GetPushProtectionBypassRequestHTMLURL returns the
-// "push_protection_bypass_request_html_url" member, or "" when x is nil or the
-// member is absent or null.
-func (x *SecretScanningAlert) GetPushProtectionBypassRequestHTMLURL() string {
-	if x == nil || x.PushProtectionBypassRequestHTMLURL == nil {
-		return ""
+// GetSecretScanningAiDetection returns the "secret_scanning_ai_detection"
+// member, or nil when x is nil or the member is absent or null.
+func (x *SecurityAndAnalysis) GetSecretScanningAiDetection() *SecurityAndAnalysisAdvancedSecurity {
+	if x == nil {
+		return nil
 	}
-	return *x.PushProtectionBypassRequestHTMLURL
+	return x.SecretScanningAiDetection
 }
 
-// GetPubliclyLeaked returns the "publicly_leaked" member, or false when x is
-// nil or the member is absent or null.
-func (x *SecretScanningAlert) GetPubliclyLeaked() bool {
-	if x == nil || x.PubliclyLeaked == nil {
-		return false
-	}
-	return *x.PubliclyLeaked
-}
-
-// GetMultiRepo returns the "multi_repo" member, or false when x is nil or the
-// member is absent or null.
-func (x *SecretScanningAlert) GetMultiRepo() bool {
-	if x == nil || x.MultiRepo == nil {
-		return false
-	}
-	return *x.MultiRepo
-}
-
-// GetFrom returns the "from" member, or "" when x is nil or the member is
+// GetStatus returns the "status" member, or "" when x is nil or the member is
 // absent or null.
-func (x *StringFromTo) GetFrom() string {
-	if x == nil || x.From == nil {
+func (x *SecurityAndAnalysisAdvancedSecurity) GetStatus() SecurityAndAnalysisAdvancedSecurityStatus {
+	if x == nil || x.Status == nil {
 		return ""
 	}
-	return *x.From
+	return *x.Status
 }
 
-// GetTo returns the "to" member, or "" when x is nil or the member is absent or
-// null.
-func (x *StringFromTo) GetTo() string {
-	if x == nil || x.To == nil {
+// GetAuthor returns the "author" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SimpleCommit) GetAuthor() *Committer {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Author
+}
+
+// GetCommitter returns the "committer" member, or nil when x is nil or the
+// member was absent or null.
+func (x *SimpleCommit) GetCommitter() *Committer {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Committer
+}
+
+// GetID returns the "id" member, or "" when x is nil.
+func (x *SimpleCommit) GetID() string {
+	if x == nil {
 		return ""
 	}
-	return *x.To
+	return x.ID
+}
+
+// GetMessage returns the "message" member, or "" when x is nil.
+func (x *SimpleCommit) GetMessage() string {
+	if x == nil {
+		return ""
+	}
+	return x.Message
+}
+
+// GetTimestamp returns the "timestamp" member, or "" when x is nil.
+func (x *SimpleCommit) GetTimestamp() string {
+	if x == nil {
+		return ""
+	}
+	return x.Timestamp
+}
+
+// GetTreeID returns the "tree_id" member, or "" when x is nil.
+func (x *SimpleCommit) GetTreeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.TreeID
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *SimpleInstallation) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *SimpleInstallation) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetFrom returns the "from" member, or "" when x is nil.
+func (x *StringChange) GetFrom() string {
+	if x == nil {
+		return ""
+	}
+	return x.From
+}
+
+// GetTotal returns the "total" member, or 0 when x is nil.
+func (x *SubIssuesSummary) GetTotal() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Total
+}
+
+// GetCompleted returns the "completed" member, or 0 when x is nil.
+func (x *SubIssuesSummary) GetCompleted() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Completed
+}
+
+// GetPercentCompleted returns the "percent_completed" member, or 0 when x is
+// nil.
+func (x *SubIssuesSummary) GetPercentCompleted() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.PercentCompleted
 }
 
 // GetDeleted returns the "deleted" member, or false when x is nil or the member
@@ -3929,6 +5480,14 @@ func (x *Team) GetHTMLURL() string {
 	return *x.HTMLURL
 }
 
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Team) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
 // GetMembersURL returns the "members_url" member, or "" when x is nil or the
 // member is absent or null.
 func (x *Team) GetMembersURL() string {
@@ -3938,6 +5497,14 @@ func (x *Team) GetMembersURL() string {
 	return *x.MembersURL
 }
 
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Team) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
 // GetNodeID returns the "node_id" member, or "" when x is nil or the member is
 // absent or null.
 func (x *Team) GetNodeID() string {
@@ -3945,6 +5512,15 @@ func (x *Team) GetNodeID() string {
 		return ""
 	}
 	return *x.NodeID
+}
+
+// GetParent returns the "parent" member, or nil when x is nil or the member is
+// absent or null.
+func (x *Team) GetParent() *Team {
+	if x == nil {
+		return nil
+	}
+	return x.Parent
 }
 
 // GetPermission returns the "permission" member, or "" when x is nil or the
@@ -4037,6 +5613,55 @@ func (x *Team) GetLDAPDN() string {
 	return *x.LDAPDN
 }
 
+// GetPermissions returns the "permissions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *Team) GetPermissions() *TeamPermissions {
+	if x == nil {
+		return nil
+	}
+	return x.Permissions
+}
+
+// GetPull returns the "pull" member, or false when x is nil.
+func (x *TeamPermissions) GetPull() bool {
+	if x == nil {
+		return false
+	}
+	return x.Pull
+}
+
+// GetTriage returns the "triage" member, or false when x is nil.
+func (x *TeamPermissions) GetTriage() bool {
+	if x == nil {
+		return false
+	}
+	return x.Triage
+}
+
+// GetPush returns the "push" member, or false when x is nil.
+func (x *TeamPermissions) GetPush() bool {
+	if x == nil {
+		return false
+	}
+	return x.Push
+}
+
+// GetMaintain returns the "maintain" member, or false when x is nil.
+func (x *TeamPermissions) GetMaintain() bool {
+	if x == nil {
+		return false
+	}
+	return x.Maintain
+}
+
+// GetAdmin returns the "admin" member, or false when x is nil.
+func (x *TeamPermissions) GetAdmin() bool {
+	if x == nil {
+		return false
+	}
+	return x.Admin
+}
+
 // GetName returns the "name" member, or "" when x is nil or the member is
 // absent or null.
 func (x *User) GetName() string {
@@ -4053,6 +5678,22 @@ func (x *User) GetEmail() string {
 		return ""
 	}
 	return *x.Email
+}
+
+// GetLogin returns the "login" member, or "" when x is nil.
+func (x *User) GetLogin() string {
+	if x == nil {
+		return ""
+	}
+	return x.Login
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *User) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
 }
 
 // GetNodeID returns the "node_id" member, or "" when x is nil or the member is
@@ -4226,6 +5867,104 @@ func (x *User) GetDeleted() bool {
 	return *x.Deleted
 }
 
+// GetIdentifier returns the "identifier" member, or "" when x is nil.
+func (x *VulnerabilityFirstPatchedVersion) GetIdentifier() string {
+	if x == nil {
+		return ""
+	}
+	return x.Identifier
+}
+
+// GetBadgeURL returns the "badge_url" member, or "" when x is nil.
+func (x *Workflow) GetBadgeURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.BadgeURL
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Workflow) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *Workflow) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *Workflow) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *Workflow) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *Workflow) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPath returns the "path" member, or "" when x is nil.
+func (x *Workflow) GetPath() string {
+	if x == nil {
+		return ""
+	}
+	return x.Path
+}
+
+// GetState returns the "state" member, or "" when x is nil.
+func (x *Workflow) GetState() string {
+	if x == nil {
+		return ""
+	}
+	return x.State
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *Workflow) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Workflow) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetPath returns the "path" member, or "" when x is nil.
+func (x *WorkflowRunReferencedWorkflow) GetPath() string {
+	if x == nil {
+		return ""
+	}
+	return x.Path
+}
+
 // GetRef returns the "ref" member, or "" when x is nil or the member is absent
 // or null.
 func (x *WorkflowRunReferencedWorkflow) GetRef() string {
@@ -4233,4 +5972,12 @@ func (x *WorkflowRunReferencedWorkflow) GetRef() string {
 		return ""
 	}
 	return *x.Ref
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *WorkflowRunReferencedWorkflow) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
 }
