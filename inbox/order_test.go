@@ -1,0 +1,319 @@
+package inbox
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+var orderN = flag.Int("inbox.order.n", 3000, "deliveries the ordering tests send (the issue's full run: 20000)")
+
+func TestOrderKeys(t *testing.T) {
+	tests := []struct {
+		name, body                     string
+		repository, installation, subj string
+	}{
+		{"pull request", `{"action":"synchronize","pull_request":{"id":7,"number":3},"repository":{"id":42},"installation":{"id":9}}`, "repository:42", "installation:9", "pull_request:7"},
+		{"issue comment", `{"action":"created","issue":{"id":8},"comment":{"id":1},"repository":{"id":42}}`, "repository:42", "", "issue:8"},
+		{"workflow job", `{"action":"queued","workflow_job":{"id":99,"run_id":5},"repository":{"id":42}}`, "repository:42", "", "workflow_job:99"},
+		{"workflow run", `{"workflow_run":{"id":5},"repository":{"id":42}}`, "repository:42", "", "workflow_run:5"},
+		{"check suite", `{"check_suite":{"id":6},"repository":{"id":42}}`, "repository:42", "", "check_suite:6"},
+		{"push", `{"ref":"refs/heads/main","repository":{"id":42,"full_name":"o/r"}}`, "repository:42", "", "repository:42"},
+		{"no repository", `{"zen":"Design for failure.","hook_id":1}`, "", "", ""},
+		{"id not a number", `{"repository":{"id":"42"}}`, "", "", ""},
+		{"not JSON", `{"repository":`, "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := webhooks.Delivery{Payload: []byte(tt.body)}
+			for _, c := range []struct {
+				name string
+				key  OrderKey
+				want string
+			}{{"repository", ByRepository, tt.repository}, {"installation", ByInstallation, tt.installation}, {"subject", BySubject, tt.subj}} {
+				if got := c.key(d); got != c.want {
+					t.Errorf("By%s = %q, want %q", c.name, got, c.want)
+				}
+				k, err := ParseOrderBy(c.name)
+				if err != nil || k(d) != c.want {
+					t.Errorf("ParseOrderBy(%q): %v", c.name, err)
+				}
+			}
+		})
+	}
+	if k, err := ParseOrderBy(""); k != nil || err != nil {
+		t.Errorf(`ParseOrderBy("") = %v, %v`, k, err)
+	}
+	if _, err := ParseOrderBy("sender"); err == nil {
+		t.Error(`ParseOrderBy("sender") is no error`)
+	}
+}
+
+// orderRun is one ordering test: deliveries over keys sent concurrently over
+// HTTP to the receivers, handlers that fail at random, one receiver killed
+// (or the embedded inbox restarted) in the middle.
+type orderRun struct {
+	t        *testing.T
+	mu       sync.Mutex
+	handled  map[string][]string // key → ids, in the order their handlers succeeded
+	runs     atomic.Int64
+	failures atomic.Int64
+}
+
+// orderReceiver is one receiver of the run; dead once killed: its handlers
+// record nothing from then on.
+type orderReceiver struct {
+	in   *Inbox
+	srv  *httptest.Server
+	dead atomic.Bool
+}
+
+func orderKeyOf(id string) string { return "repository:" + strings.Split(id, "-")[1] }
+
+func orderPayload(id string) []byte {
+	return fmt.Appendf(nil, `{"action":"edited","delivery":%q,"repository":{"id":%s,"full_name":"o/r"}}`, id, strings.Split(id, "-")[1])
+}
+
+// webhooks returns the Webhooks of a receiver: its handler fails 5 % of
+// attempts and records the successes.
+func (o *orderRun) webhooks(r *orderReceiver) *webhooks.Webhooks {
+	wh := newWebhooks(o.t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 25))
+	var rmu sync.Mutex
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		o.runs.Add(1)
+		rmu.Lock()
+		fail := rng.IntN(100) < 5
+		rmu.Unlock()
+		if fail {
+			o.failures.Add(1)
+			return fmt.Errorf("a failure at random")
+		}
+		if r.dead.Load() {
+			return fmt.Errorf("the receiver is dead")
+		}
+		o.mu.Lock()
+		k := orderKeyOf(e.ID)
+		o.handled[k] = append(o.handled[k], e.ID)
+		o.mu.Unlock()
+		return nil
+	})
+	return wh
+}
+
+var orderRetryDelays = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond, 320 * time.Millisecond}
+
+// send posts n deliveries over keys from 16 goroutines, each to a receiver
+// taken at random among those alive; one answered other than 2xx is sent
+// again (the forge's redelivery) until it is stored. kill is called once
+// half are sent.
+func (o *orderRun) send(n, keys int, targets func() []string, kill func()) {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 25))
+			for i := range work {
+				id := fmt.Sprintf("o-%d-%06d", 1000+i%keys, i)
+				for try := 0; ; try++ {
+					ts := targets()
+					code, _, _ := post(o.t, client, ts[rng.IntN(len(ts))], "issues", id, orderPayload(id), testSecret)
+					if code/100 == 2 {
+						break
+					}
+					refused.Add(1)
+					if try > 200 {
+						o.t.Errorf("%s was never stored", id)
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		if i == n/2 {
+			kill()
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	o.t.Logf("%d deliveries sent; %d answers other than 2xx sent again", n, refused.Load())
+}
+
+// check reads the stored order of every key from the inbox stream and waits
+// until every key's handled sequence is its stored sequence (a delivery may
+// run again right after itself: at-least-once), or fails with the first
+// difference.
+func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
+	t := o.t
+	ctx := context.Background()
+	stored := map[string][]string{}
+	info, err := in.inbox.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := in.inbox.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("reading seq %d: %v", seq, err)
+		}
+		id := m.Header.Get(hdrDelivery)
+		if ids[id] {
+			t.Fatalf("%s stored twice", id)
+		}
+		ids[id] = true
+		if !strings.HasPrefix(m.Subject, in.inSubj+"p") {
+			t.Fatalf("%s stored on %s, outside any partition", id, m.Subject)
+		}
+		k := orderKeyOf(id)
+		stored[k] = append(stored[k], id)
+	}
+	if len(ids) != n {
+		t.Fatalf("%d deliveries stored, want %d", len(ids), n)
+	}
+	var diff string
+	var again int
+	deadline := time.Now().Add(wait)
+	for {
+		diff, again = "", 0
+		o.mu.Lock()
+		for k, want := range stored {
+			got := slices.Compact(slices.Clone(o.handled[k]))
+			again += len(o.handled[k]) - len(got)
+			if !slices.Equal(got, want) {
+				if len(got) < len(want) && slices.Equal(got, want[:len(got)]) {
+					diff = fmt.Sprintf("key %s: %d of %d handled so far", k, len(got), len(want))
+					continue
+				}
+				i := 0
+				for i < len(got) && i < len(want) && got[i] == want[i] {
+					i++
+				}
+				o.mu.Unlock()
+				t.Fatalf("key %s: handled out of the stored order at position %d: handled %v, stored %v", k, i, got[max(0, i-2):min(len(got), i+3)], want[max(0, i-2):min(len(want), i+3)])
+			}
+		}
+		o.mu.Unlock()
+		if diff == "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if diff != "" {
+		t.Fatalf("not all handled after %v: %s", wait, diff)
+	}
+	t.Logf("%d deliveries over %d keys handled in the stored order of each key; %d attempts, %d failed at random, %d ran again right after themselves (at-least-once)",
+		n, len(stored), o.runs.Load(), o.failures.Load(), again)
+}
+
+// TestOrderEmbedded: the embedded inbox with OrderBy, restarted in the
+// middle of the run while handlers fail at random.
+func TestOrderEmbedded(t *testing.T) {
+	n := *orderN
+	if testing.Short() {
+		n = 1000
+	}
+	o := &orderRun{t: t, handled: map[string][]string{}}
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var cur *orderReceiver
+	open := func() {
+		r := &orderReceiver{}
+		wh := o.webhooks(r)
+		r.in = openInbox(t, dir, Options{Receiver: wh, OrderBy: ByRepository, RetryDelays: orderRetryDelays})
+		r.srv = receiver(t, wh, r.in)
+		mu.Lock()
+		cur = r
+		mu.Unlock()
+	}
+	open()
+	start := time.Now()
+	o.send(n, 50, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return []string{cur.srv.URL}
+	}, func() {
+		mu.Lock()
+		old := cur
+		mu.Unlock()
+		old.dead.Store(true)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no drain: handlers under way are cut off
+		old.in.Close(ctx)
+		old.srv.Close()
+		open()
+		t.Logf("the inbox restarted after %v", time.Since(start).Round(time.Millisecond))
+	})
+	mu.Lock()
+	in := cur.in
+	mu.Unlock()
+	o.check(in, n, 2*time.Minute)
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestOrderCluster: three nats-servers, two receivers with OrderBy, one
+// receiver killed (its connection dropped, its handlers cut off) in the
+// middle of the run while handlers fail at random.
+func TestOrderCluster(t *testing.T) {
+	n := *orderN
+	if testing.Short() {
+		n = 1000
+	}
+	cl := startCluster(t, 3)
+	o := &orderRun{t: t, handled: map[string][]string{}}
+	u := cl.urls()
+	var rs []*orderReceiver
+	for i := range 2 {
+		r := &orderReceiver{}
+		wh := o.webhooks(r)
+		r.in = openClusterInbox(t, append(u[i:], u[:i]...), Options{Receiver: wh, OrderBy: ByRepository, RetryDelays: orderRetryDelays, AckWait: 2 * time.Second})
+		r.srv = receiver(t, wh, r.in)
+		rs = append(rs, r)
+	}
+	var killed atomic.Bool
+	start := time.Now()
+	o.send(n, 50, func() []string {
+		if killed.Load() {
+			return []string{rs[1].srv.URL}
+		}
+		return []string{rs[0].srv.URL, rs[1].srv.URL}
+	}, func() {
+		r := rs[0]
+		r.dead.Store(true)
+		killed.Store(true)
+		// As a SIGKILL: the connection drops with the leases it holds.
+		r.in.nc.Close()
+		r.srv.CloseClientConnections()
+		r.srv.Close()
+		t.Logf("receiver 1 killed after %v", time.Since(start).Round(time.Millisecond))
+	})
+	o.check(rs[1].in, n, 3*time.Minute)
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
+	// The partitions' consumers hand out one delivery at a time.
+	c, err := rs[1].in.inbox.Consumer(context.Background(), rs[1].in.orderConsumerPrefix()+"p0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := c.CachedInfo().Config; cfg.MaxAckPending != 1 || cfg.FilterSubject != rs[1].in.inSubj+"p0.*" {
+		t.Errorf("partition consumer: MaxAckPending %d, filter %q", cfg.MaxAckPending, cfg.FilterSubject)
+	}
+}
