@@ -16,7 +16,7 @@ const maxRecoverScan = 200_000
 // as leased to the process that held the directory before this one, which
 // the directory lock proves gone: without it they would wait for their
 // lease (AckWait) to run out. A delivery waiting for its retry keeps its
-// schedule; one whose retry is due runs at once. It only logs what it
+// schedule (as its status has it); one whose retry is due runs at once. It only logs what it
 // cannot do: the leases run out on their own all the same.
 func (in *Inbox) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 	info, err := cons.Info(ctx)
@@ -52,12 +52,17 @@ func (in *Inbox) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 		if st != nil && (st.Status == StatusHandled || st.Status == StatusDead) && st.Seq == seq {
 			continue // settled: acknowledged or ended, not leased
 		}
-		if st != nil && st.Status == StatusRetrying && st.Seq == seq && in.retryDue(st, atoi(m.Header.Get(hdrBefore))).After(time.Now()) {
-			kept++
-			continue
+		nak := "-NAK"
+		if st != nil && st.Status == StatusRetrying && st.Seq == seq {
+			// The server's own schedule of a retry may not have reached
+			// the disk before the kill: it is given again.
+			if wait := time.Until(in.retryDue(st, atoi(m.Header.Get(hdrBefore)))); wait > 0 {
+				nak += " " + wait.String()
+				kept++
+			}
 		}
 		reply := fmt.Sprintf("%s%d.%d.%d.0", prefix, seq, dseq, time.Now().UnixNano())
-		if err := in.nc.Publish(reply, []byte("-NAK")); err != nil {
+		if err := in.nc.Publish(reply, []byte(nak)); err != nil {
 			in.log.Warn("inbox: handing back a leased delivery", "seq", seq, "error", err)
 			return
 		}
@@ -67,7 +72,7 @@ func (in *Inbox) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 		in.log.Warn("inbox: handing back leased deliveries", "error", err)
 	}
 	in.log.Info("inbox: deliveries leased before the restart handed back", "consumer", info.Name,
-		"leased_or_waiting", info.NumAckPending, "handed_back", handed, "retries_kept", kept, "took", time.Since(start))
+		"leased_or_waiting", info.NumAckPending, "handed_back", handed, "retries_rescheduled", kept, "took", time.Since(start))
 }
 
 // retryDue is when the retry of a delivery whose last attempt failed is

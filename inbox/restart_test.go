@@ -23,7 +23,7 @@ import (
 
 // The helper process of TestRestartHandsBackLeases: an embedded inbox in
 // $INBOX_RESTART_DIR with the default AckWait, served over HTTP, whose
-// handler takes 50–150 ms (32 workers), fails one attempt in five, and logs each
+// handler takes 50–150 ms (32 workers), fails one attempt in ten, and logs each
 // attempt's start and end to $INBOX_RESTART_LOG.
 func TestRestartHelperProcess(t *testing.T) {
 	dir := os.Getenv("INBOX_RESTART_DIR")
@@ -43,7 +43,7 @@ func TestRestartHelperProcess(t *testing.T) {
 		info, _ := webhooks.DeliveryFrom(ctx)
 		line("start %s %d", e.ID, info.Attempt)
 		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
-		if rand.IntN(5) == 0 {
+		if rand.IntN(10) == 0 {
 			line("fail %s %d", e.ID, info.Attempt)
 			return errors.New("fails at random")
 		}
@@ -106,6 +106,8 @@ func TestRestartHandsBackLeases(t *testing.T) {
 		before := len(readRestartLogOrNil(t, logPath))
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRestartHelperProcess$", "-test.v")
 		cmd.Env = append(os.Environ(), "INBOX_RESTART_DIR="+dir+"/inbox", "INBOX_RESTART_LOG="+logPath)
+		out, _ := os.OpenFile(dir+"/helper.out", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +193,7 @@ func TestRestartHandsBackLeases(t *testing.T) {
 	var ackedIDs []string
 	acked.Range(func(k, _ any) bool { ackedIDs = append(ackedIDs, k.(string)); return true })
 	var all []restartEvent
-	waitFor(t, 60*time.Second, "every acknowledged delivery handled", func() bool {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		all = readRestartLog(t, logPath)
 		ok := map[string]bool{}
 		for _, e := range all {
@@ -199,13 +201,28 @@ func TestRestartHandsBackLeases(t *testing.T) {
 				ok[e.id] = true
 			}
 		}
+		var missing []string
 		for _, id := range ackedIDs {
 			if !ok[id] {
-				return false
+				missing = append(missing, id)
 			}
 		}
-		return true
-	})
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, id := range missing[:min(3, len(missing))] {
+				var evs []string
+				for _, e := range all {
+					if e.id == id {
+						evs = append(evs, fmt.Sprintf("%s#%d@%s", e.kind, e.attempt, e.at.Format("15:04:05.000")))
+					}
+				}
+				t.Errorf("%s acknowledged, never handled: %v", id, evs)
+			}
+			t.Fatalf("%d acknowledged deliveries not handled after 60 s", len(missing))
+		}
+	}
 	first := map[string]time.Time{}
 	for _, e := range all[len(gen1):] {
 		if e.kind == "start" {

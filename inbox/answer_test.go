@@ -1,0 +1,175 @@
+package inbox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/emitter"
+)
+
+// TestClusterKeepsAnswering: three nats-servers, two receivers. The same
+// delivery id posted to both receivers at the same moment is answered 202
+// by one and 200 "duplicate" by the other, never 503 (the second publish
+// meets "duplicate message id is in process" and waits for the first); then
+// the node leading the inbox stream is shut down while deliveries arrive at
+// 500/s: none is answered 503, none waits longer than the middleware's
+// Timeout, and every one is handled.
+func TestClusterKeepsAnswering(t *testing.T) {
+	pairs := 2000
+	if testing.Short() {
+		pairs = 300
+	}
+	cl := startCluster(t, 3)
+	var handled sync.Map
+	u := cl.urls()
+	var ins []*Inbox
+	var urls []string
+	for i := range 2 {
+		wh := newWebhooks(t)
+		wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+			handled.Store(e.ID, true)
+			return nil
+		})
+		// Receiver 1 on n1, receiver 2 on n2.
+		in := openClusterInbox(t, append(slices.Clone(u[i:]), u[:i]...), Options{Receiver: wh, Workers: 16})
+		ins = append(ins, in)
+		urls = append(urls, receiver(t, wh, in).URL)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+	t.Run("same id at both receivers", func(t *testing.T) {
+		answers := map[string]int{}
+		var mu sync.Mutex
+		work := make(chan int)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					id := fmt.Sprintf("pair-%05d", i)
+					var codes [2]int
+					var bodies [2]string
+					go1 := make(chan struct{})
+					var pw sync.WaitGroup
+					for r := range 2 {
+						pw.Add(1)
+						go func() {
+							defer pw.Done()
+							<-go1
+							codes[r], bodies[r], _ = post(t, client, urls[r], "issues", id, payload(id), testSecret)
+						}()
+					}
+					close(go1)
+					pw.Wait()
+					slices.Sort(codes[:])
+					key := fmt.Sprint(codes)
+					mu.Lock()
+					answers[key]++
+					mu.Unlock()
+					if codes != [2]int{200, 202} {
+						t.Errorf("%s answered %v %q", id, codes, bodies)
+					}
+					if codes[0] == 200 && !strings.Contains(bodies[0]+bodies[1], "duplicate") {
+						t.Errorf("%s: the 200 is not a duplicate: %q", id, bodies)
+					}
+				}
+			}()
+		}
+		for i := range pairs {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		t.Logf("%d ids, each posted to both receivers at once: answers %v", pairs, answers)
+		waitFor(t, 60*time.Second, "every pair handled", func() bool {
+			for i := range pairs {
+				if _, ok := handled.Load(fmt.Sprintf("pair-%05d", i)); !ok {
+					return false
+				}
+			}
+			return true
+		})
+	})
+
+	t.Run("stream leader shut down at 500 per second", func(t *testing.T) {
+		ctx := context.Background()
+		info, err := ins[1].inbox.Info(ctx)
+		if err != nil || info.Cluster == nil {
+			t.Fatalf("stream info: %v", err)
+		}
+		leader := -1
+		for i, o := range cl.opts {
+			if o.ServerName == info.Cluster.Leader {
+				leader = i
+			}
+		}
+		if leader < 0 {
+			t.Fatalf("no leader among the nodes: %q", info.Cluster.Leader)
+		}
+		const rate, seconds = 500, 6
+		timeout := 9 * time.Second // the middleware's default Timeout
+		type answer struct {
+			code int
+			d    time.Duration
+		}
+		res := make([]answer, rate*seconds)
+		tick := time.NewTicker(time.Second / rate)
+		defer tick.Stop()
+		var wg sync.WaitGroup
+		var killedAt time.Duration
+		start := time.Now()
+		for i := range res {
+			<-tick.C
+			if i == rate*2 {
+				go func() {
+					cl.stop(leader)
+					killedAt = time.Since(start)
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprintf("lead-%05d", i)
+				s := time.Now()
+				code, _, _ := post(t, client, urls[i%2], "issues", id, payload(id), testSecret)
+				res[i] = answer{code, time.Since(s)}
+			}()
+		}
+		wg.Wait()
+		codes := map[int]int{}
+		var slowest time.Duration
+		var lat []time.Duration
+		for i, a := range res {
+			codes[a.code]++
+			lat = append(lat, a.d)
+			slowest = max(slowest, a.d)
+			if a.code/100 != 2 {
+				t.Errorf("lead-%05d answered %d after %v", i, a.code, a.d)
+			}
+			if a.d > timeout {
+				t.Errorf("lead-%05d took %v, longer than the Timeout", i, a.d)
+			}
+		}
+		slices.Sort(lat)
+		t.Logf("node n%d (leader of the inbox stream) shut down %v into %d deliveries at %d/s: answers %v; p50 %v, p99 %v, slowest %v",
+			leader+1, killedAt.Round(time.Millisecond), len(res), rate, codes, lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Millisecond), slowest.Round(time.Millisecond))
+		var notHandled atomic.Int32
+		waitFor(t, 60*time.Second, "every delivery handled", func() bool {
+			notHandled.Store(0)
+			for i := range res {
+				if _, ok := handled.Load(fmt.Sprintf("lead-%05d", i)); !ok {
+					notHandled.Add(1)
+				}
+			}
+			return notHandled.Load() == 0
+		})
+	})
+}
