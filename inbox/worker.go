@@ -87,7 +87,9 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	in.loops.Add(1)
 	go in.dispatch(it)
 	for _, c := range ordered {
-		it, err := c.Messages(jetstream.PullMaxMessages(1))
+		// The server hands out one at a time whatever the batch: a larger
+		// one only saves the pull requests between deliveries.
+		it, err := c.Messages(jetstream.PullMaxMessages(orderPullBatch))
 		if err != nil {
 			in.stopTaking()
 			return fmt.Errorf("inbox: consuming: %w", err)
@@ -98,6 +100,9 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	}
 	return nil
 }
+
+// orderPullBatch is the batch of the partitions' pull requests.
+const orderPullBatch = 64
 
 // stopTaking stops the consumers' iterators; the deliveries fetched but not
 // started are handed back by the loops.
