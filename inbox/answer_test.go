@@ -30,7 +30,7 @@ func TestClusterKeepsAnswering(t *testing.T) {
 	if testing.Short() {
 		pairs = 300
 	}
-	cl := startCluster(t, 3)
+	cl := sharedCluster(t)
 	var handled sync.Map
 	u := cl.urls()
 	var ins []*Inbox
@@ -42,7 +42,7 @@ func TestClusterKeepsAnswering(t *testing.T) {
 			return nil
 		})
 		// Receiver 1 on n1, receiver 2 on n2.
-		in := openClusterInbox(t, append(slices.Clone(u[i:]), u[:i]...), Options{Receiver: wh, Workers: 16})
+		in := openClusterInbox(t, append(slices.Clone(u[i:]), u[:i]...), Options{Name: "ANSWER", Receiver: wh, Workers: 16})
 		ins = append(ins, in)
 		urls = append(urls, receiver(t, wh, in).URL)
 	}
@@ -130,10 +130,13 @@ func TestClusterKeepsAnswering(t *testing.T) {
 		var wg sync.WaitGroup
 		var killedAt time.Duration
 		start := time.Now()
+		defer cl.start(leader) // the cluster is shared
 		for i := range res {
 			<-tick.C
 			if i == rate*2 {
+				wg.Add(1)
 				go func() {
+					defer wg.Done()
 					cl.stop(leader)
 					killedAt = time.Since(start)
 				}()

@@ -278,14 +278,14 @@ func TestOrderCluster(t *testing.T) {
 	if testing.Short() {
 		n = 1000
 	}
-	cl := startCluster(t, 3)
+	cl := sharedCluster(t)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	u := cl.urls()
 	var rs []*orderReceiver
 	for i := range 2 {
 		r := &orderReceiver{}
 		wh := o.webhooks(r)
-		r.in = openClusterInbox(t, append(u[i:], u[:i]...), Options{Receiver: wh, OrderBy: ByRepository, RetryDelays: orderRetryDelays, AckWait: 2 * time.Second})
+		r.in = openClusterInbox(t, append(u[i:], u[:i]...), Options{Name: "ORDER", Receiver: wh, OrderBy: ByRepository, RetryDelays: orderRetryDelays, AckWait: 2 * time.Second})
 		r.srv = receiver(t, wh, r.in)
 		rs = append(rs, r)
 	}
