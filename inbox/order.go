@@ -153,7 +153,7 @@ func (in *Inbox) orderConsumerPrefix() string {
 	return in.opts.Name + "_ORDER_"
 }
 
-// orderConsumers returns the partitions whose consumers exist, with those
+// orderPartitions returns the partitions whose consumers exist, with those
 // OrderBy needs: a partition left from a run with more partitions still has
 // its deliveries handed out, one at a time.
 func (in *Inbox) orderPartitions(ctx context.Context) ([]int, error) {

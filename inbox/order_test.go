@@ -317,3 +317,81 @@ func TestOrderCluster(t *testing.T) {
 		t.Errorf("partition consumer: MaxAckPending %d, filter %q", cfg.MaxAckPending, cfg.FilterSubject)
 	}
 }
+
+// TestOrderFailureHoldsKey: a failing delivery holds the later deliveries of
+// its key back through its retry, and releases them once it is a dead
+// letter; Retry stores it again at the end of its key's order. Other keys
+// run meanwhile.
+func TestOrderFailureHoldsKey(t *testing.T) {
+	wh := newWebhooks(t)
+	var mu sync.Mutex
+	var order []string
+	failing := map[string]int{"o-1-a": 1, "o-1-dead": 99} // attempts that fail
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing[e.ID] > 0 {
+			failing[e.ID]--
+			order = append(order, e.ID+"!")
+			return fmt.Errorf("fails")
+		}
+		order = append(order, e.ID)
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, OrderBy: ByRepository, RetryDelays: []time.Duration{time.Second}, OrderPartitions: 4})
+	ctx := context.Background()
+	enqueue := func(ids ...string) {
+		for _, id := range ids {
+			if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: orderPayload(id)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(order)
+	}
+	// Key 1: a fails once, b waits for its retry. Key 2 (another
+	// partition: 4 partitions, checked below) runs meanwhile.
+	if partitionOf(orderKeyOf("o-1-a"), 4) == partitionOf(orderKeyOf("o-2-x"), 4) {
+		t.Fatal("the two keys share a partition; pick others")
+	}
+	enqueue("o-1-a", "o-1-b", "o-2-x")
+	waitFor(t, 10*time.Second, "key 1 handled", func() bool { return slices.Contains(got(), "o-1-b") })
+	want := []string{"o-1-a!", "o-2-x", "o-1-a", "o-1-b"}
+	if g := got(); !slices.Equal(g, want) {
+		t.Errorf("ran %v, want %v", g, want)
+	}
+	// A delivery that fails every attempt holds its key until it is dead.
+	enqueue("o-1-dead", "o-1-c")
+	waitFor(t, 10*time.Second, "o-1-c handled", func() bool { return slices.Contains(got(), "o-1-c") })
+	want = append(want, "o-1-dead!", "o-1-dead!", "o-1-c")
+	if g := got(); !slices.Equal(g, want) {
+		t.Errorf("ran %v, want %v", g, want)
+	}
+	r, err := in.Get(ctx, "o-1-dead")
+	if err != nil || r.Status != StatusDead {
+		t.Fatalf("o-1-dead: %v %v", r.Status, err)
+	}
+	// Retried, it runs again, after the deliveries of its key stored before.
+	mu.Lock()
+	failing["o-1-dead"] = 0
+	mu.Unlock()
+	if err := in.Retry(ctx, "o-1-dead"); err != nil {
+		t.Fatal(err)
+	}
+	enqueue("o-1-d")
+	waitFor(t, 10*time.Second, "o-1-d handled", func() bool { return slices.Contains(got(), "o-1-d") })
+	want = append(want, "o-1-dead", "o-1-d")
+	if g := got(); !slices.Equal(g, want) {
+		t.Errorf("ran %v, want %v", g, want)
+	}
+	r, err = in.Get(ctx, "o-1-dead")
+	if err != nil || r.Status != StatusHandled {
+		t.Errorf("o-1-dead after Retry: %v %v", r.Status, err)
+	}
+	if ok, err := in.Holds(ctx, "o-1-b"); !ok || err != nil {
+		t.Errorf("Holds(o-1-b) = %v, %v", ok, err)
+	}
+}

@@ -9,8 +9,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// maxRecoverScan bounds the stream sequences recoverLeases looks at.
-const maxRecoverScan = 200_000
+// maxRecoverScan bounds the stream sequences recoverLeases looks at, the
+// newest (where the deliveries running at a crash are), so that Open stays
+// quick; an older lease runs out on its own.
+const maxRecoverScan = 20_000
 
 // recoverLeases hands back at once the deliveries a consumer still counts
 // as leased to the process that held the directory before this one, which
