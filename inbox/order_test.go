@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -399,5 +400,82 @@ func TestOrderFailureHoldsKey(t *testing.T) {
 	}
 	if ok, err := in.Holds(ctx, "o-1-b"); !ok || err != nil {
 		t.Errorf("Holds(o-1-b) = %v, %v", ok, err)
+	}
+}
+
+// TestOrderSwitched: ordering switched on for an inbox that ran without it,
+// then off again with ordered deliveries still queued: every delivery runs
+// exactly once, those left in the partitions included.
+func TestOrderSwitched(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	var mu sync.Mutex
+	runs := map[string]int{}
+	open := func(orderBy OrderKey, block chan struct{}) *Inbox {
+		wh := newWebhooks(t)
+		wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+			if block != nil {
+				// Cut off by the close: the attempt is not recorded, and
+				// its outcome cannot be stored any more.
+				<-block
+				return errors.New("cut off")
+			}
+			mu.Lock()
+			runs[e.ID]++
+			mu.Unlock()
+			return nil
+		})
+		in, err := Open(ctx, Options{Dir: dir, Receiver: wh, OrderBy: orderBy, Logger: quiet(t), RetryDelays: []time.Duration{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	enqueue := func(in *Inbox, ids ...string) {
+		for _, id := range ids {
+			if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: orderPayload(id)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ran := func(ids ...string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if runs[id] == 0 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	in := open(nil, nil)
+	enqueue(in, "o-1-a", "o-2-a")
+	waitFor(t, 10*time.Second, "unordered deliveries run", ran("o-1-a", "o-2-a"))
+	in.Close(ctx)
+
+	// On: new deliveries go to the partitions. The handler blocks, so that
+	// some are still queued when the inbox closes.
+	block := make(chan struct{})
+	in = open(ByRepository, block)
+	enqueue(in, "o-1-b", "o-1-c", "o-2-b")
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	in.Close(cctx)
+	cancel()
+	close(block)
+
+	// Off: the deliveries left in the partitions still run, once.
+	in = open(nil, nil)
+	defer in.Close(ctx)
+	enqueue(in, "o-1-d")
+	waitFor(t, 15*time.Second, "every delivery run", ran("o-1-a", "o-2-a", "o-1-b", "o-1-c", "o-2-b", "o-1-d"))
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range runs {
+		if n != 1 {
+			t.Errorf("%s ran %d times", id, n)
+		}
 	}
 }
