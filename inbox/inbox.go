@@ -80,7 +80,8 @@ type Options struct {
 	// Receiver runs the handlers of stored deliveries. Nil: no worker runs,
 	// and the Inbox only stores and answers queries (the CLI's use).
 	Receiver Receiver
-	// Workers is how many deliveries run at once. Zero: 4 × GOMAXPROCS.
+	// Workers is how many deliveries run at once (ordered ones run besides,
+	// one per partition). Zero: 4 × GOMAXPROCS.
 	Workers int
 	// RetryDelays are the waits between a failed attempt and the next; after
 	// the attempt that follows the last delay fails, the delivery is a dead
@@ -91,7 +92,10 @@ type Options struct {
 	// time a receiver that died (or lost its connection) keeps its
 	// deliveries, and its ordered keys, before they run elsewhere. An
 	// embedded inbox hands back the leases of the process before it at
-	// Open. Zero: DefaultAckWait.
+	// Open. A delivery fetched while every worker is busy waits for one
+	// with its lease running: when all workers stay busy longer than
+	// AckWait (handlers that take that long, a backlog), it may run twice;
+	// give such handlers a longer AckWait. Zero: DefaultAckWait.
 	AckWait time.Duration
 
 	// OrderBy, when set, runs the deliveries with the same key (see
