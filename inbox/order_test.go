@@ -271,10 +271,16 @@ func TestOrderEmbedded(t *testing.T) {
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
 
-// TestOrderCluster: three nats-servers, two receivers with OrderBy, one
-// receiver killed (its connection dropped, its handlers cut off) in the
-// middle of the run while handlers fail at random.
+// TestOrderCluster: three nats-servers, two receivers with OrderBy, while
+// handlers fail at random: one receiver killed (its connection dropped, its
+// handlers cut off) in the middle of the run, or one node shut down.
 func TestOrderCluster(t *testing.T) {
+	for _, loss := range []string{"receiver killed", "node shut down"} {
+		t.Run(loss, func(t *testing.T) { orderCluster(t, loss) })
+	}
+}
+
+func orderCluster(t *testing.T, loss string) {
 	n := *orderN
 	if testing.Short() {
 		n = 1000
@@ -282,11 +288,14 @@ func TestOrderCluster(t *testing.T) {
 	cl := sharedCluster(t)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	u := cl.urls()
+	name := "ORDER_" + strings.Fields(loss)[0]
 	var rs []*orderReceiver
 	for i := range 2 {
 		r := &orderReceiver{}
 		wh := o.webhooks(r)
-		r.in = openClusterInbox(t, append(u[i:], u[:i]...), Options{Name: "ORDER", Receiver: wh, OrderBy: ByRepository, RetryDelays: orderRetryDelays, AckWait: 2 * time.Second})
+		// Receiver 1 on n2 first, receiver 2 on n3: node n1 is the one shut
+		// down.
+		r.in = openClusterInbox(t, []string{u[1+i], u[2-i], u[0]}, Options{Name: name, Receiver: wh, OrderBy: ByRepository, RetryDelays: orderRetryDelays, AckWait: 2 * time.Second})
 		r.srv = receiver(t, wh, r.in)
 		rs = append(rs, r)
 	}
@@ -298,6 +307,11 @@ func TestOrderCluster(t *testing.T) {
 		}
 		return []string{rs[0].srv.URL, rs[1].srv.URL}
 	}, func() {
+		if loss == "node shut down" {
+			cl.stop(0)
+			t.Logf("node n1 shut down after %v", time.Since(start).Round(time.Millisecond))
+			return
+		}
 		r := rs[0]
 		r.dead.Store(true)
 		killed.Store(true)
@@ -307,6 +321,9 @@ func TestOrderCluster(t *testing.T) {
 		r.srv.Close()
 		t.Logf("receiver 1 killed after %v", time.Since(start).Round(time.Millisecond))
 	})
+	if loss == "node shut down" {
+		defer cl.start(0) // the cluster is shared
+	}
 	o.check(rs[1].in, n, 3*time.Minute)
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 	// The partitions' consumers hand out one delivery at a time.
