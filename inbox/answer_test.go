@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -25,11 +26,10 @@ import (
 // the node leading the inbox stream is shut down while deliveries arrive at
 // 500/s: none is answered 503, none waits longer than the middleware's
 // Timeout, and every one is handled.
+var pairsN = flag.Int("inbox.pairs", 2000, "ids TestClusterKeepsAnswering posts to both receivers at once; 300 with -short or -race unless set")
+
 func TestClusterKeepsAnswering(t *testing.T) {
-	pairs := 2000
-	if testing.Short() {
-		pairs = 300
-	}
+	pairs := scaled("inbox.pairs", *pairsN, 300)
 	cl := sharedCluster(t)
 	var handled sync.Map
 	u := cl.urls()
@@ -118,7 +118,11 @@ func TestClusterKeepsAnswering(t *testing.T) {
 		if leader < 0 {
 			t.Fatalf("no leader among the nodes: %q", info.Cluster.Leader)
 		}
-		const rate, seconds = 500, 6
+		const rate = 500
+		seconds := 6
+		if testing.Short() || raceEnabled {
+			seconds = 4
+		}
 		timeout := 9 * time.Second // the middleware's default Timeout
 		type answer struct {
 			code int

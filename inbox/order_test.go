@@ -19,7 +19,18 @@ import (
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-var orderN = flag.Int("inbox.order.n", 3000, "deliveries the ordering tests send (the issue's full run: 20000)")
+var orderN = flag.Int("inbox.order.n", 3000, "deliveries the ordering tests send (the issue's full run: 20000); 1000 with -short or -race unless set")
+
+// scaled is the value of the count flag name, or small with -short or
+// under the race detector when the flag was not set.
+func scaled(name string, v, small int) int {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	if !set && (testing.Short() || raceEnabled) {
+		return small
+	}
+	return v
+}
 
 func TestOrderKeys(t *testing.T) {
 	tests := []struct {
@@ -229,10 +240,7 @@ func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 // TestOrderEmbedded: the embedded inbox with OrderBy, restarted in the
 // middle of the run while handlers fail at random.
 func TestOrderEmbedded(t *testing.T) {
-	n := *orderN
-	if testing.Short() {
-		n = 1000
-	}
+	n := scaled("inbox.order.n", *orderN, 1000)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	dir := t.TempDir()
 	var mu sync.Mutex
@@ -281,10 +289,7 @@ func TestOrderCluster(t *testing.T) {
 }
 
 func orderCluster(t *testing.T, loss string) {
-	n := *orderN
-	if testing.Short() {
-		n = 1000
-	}
+	n := scaled("inbox.order.n", *orderN, 1000)
 	cl := sharedCluster(t)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	u := cl.urls()
@@ -295,7 +300,7 @@ func orderCluster(t *testing.T, loss string) {
 		wh := o.webhooks(r)
 		// Receiver 1 on n2 first, receiver 2 on n3: node n1 is the one shut
 		// down.
-		r.in = openClusterInbox(t, []string{u[1+i], u[2-i], u[0]}, Options{Name: name, Receiver: wh, OrderBy: ByRepository, RetryDelays: orderRetryDelays, AckWait: 2 * time.Second})
+		r.in = openClusterInbox(t, []string{u[1+i], u[2-i], u[0]}, Options{Name: name, Receiver: wh, OrderBy: ByRepository, OrderPartitions: 8, RetryDelays: orderRetryDelays, AckWait: 2 * time.Second})
 		r.srv = receiver(t, wh, r.in)
 		rs = append(rs, r)
 	}
