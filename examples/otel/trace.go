@@ -16,11 +16,16 @@ import (
 
 // Span names and attribute keys of the tracing adapters.
 const (
-	IngestSpanName  = "forgehooks.ingest"
+	// IngestSpanName names the span of a request, from Ingest.
+	IngestSpanName = "forgehooks.ingest"
+	// AttemptSpanName names the span of one attempt of a delivery's
+	// handlers, from Handler.
 	AttemptSpanName = "forgehooks.attempt"
 
+	// DeliveryKey is the delivery id (X-Forge-Delivery), on both spans.
 	DeliveryKey = attribute.Key("forge.delivery")
-	AttemptKey  = attribute.Key("forge.attempt")
+	// AttemptKey is the attempt number, from 1, on an attempt's span.
+	AttemptKey = attribute.Key("forge.attempt")
 )
 
 // propagator is W3C Trace Context: the traceparent and tracestate headers.
