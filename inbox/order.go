@@ -128,6 +128,8 @@ func (in *Inbox) storedSubject(h nats.Header, token string) string {
 	return in.inSubj + token
 }
 
+// validPartitionToken reports whether p is a partition's token as
+// partitionToken writes it.
 func validPartitionToken(p string) bool {
 	n, err := strconv.Atoi(strings.TrimPrefix(p, "p"))
 	return strings.HasPrefix(p, "p") && err == nil && n >= 0 && strconv.Itoa(n) == p[1:]
@@ -146,12 +148,12 @@ func (in *Inbox) lastStored(ctx context.Context, token string) (*jetstream.RawSt
 	return in.inbox.GetLastMsgForSubject(ctx, in.inSubj+"*."+token)
 }
 
-// Consumer names: the workers of unordered deliveries, and one consumer per
-// partition of ordered ones.
+// workersConsumer names the consumer of the unordered deliveries.
 func (in *Inbox) workersConsumer() string { return in.opts.Name + "_WORKERS" }
-func (in *Inbox) orderConsumerPrefix() string {
-	return in.opts.Name + "_ORDER_"
-}
+
+// orderConsumerPrefix, and a partition's token, name that partition's
+// consumer.
+func (in *Inbox) orderConsumerPrefix() string { return in.opts.Name + "_ORDER_" }
 
 // orderPartitions returns the partitions whose consumers exist, with those
 // OrderBy needs: a partition left from a run with more partitions still has

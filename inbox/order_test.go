@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -500,4 +501,29 @@ func TestOrderSwitched(t *testing.T) {
 			t.Errorf("%s ran %d times", id, n)
 		}
 	}
+}
+
+// FuzzOrderKeys: the built-in keys read any body without panicking; a key
+// they find is its kind and a decimal id, and lands in a partition.
+func FuzzOrderKeys(f *testing.F) {
+	f.Add([]byte(`{"pull_request":{"id":7},"repository":{"id":42},"installation":{"id":9}}`))
+	f.Add([]byte(`{"repository":{"id":-1},"issue":{"id":1e3}}`))
+	f.Add([]byte(`{"workflow_job":{"id":"7"},"repository":{"id":99999999999999999999}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		d := webhooks.Delivery{Payload: body}
+		for _, k := range []OrderKey{ByRepository, ByInstallation, BySubject} {
+			key := k(d)
+			if key == "" {
+				continue
+			}
+			kind, id, ok := strings.Cut(key, ":")
+			if _, err := strconv.ParseInt(id, 10, 64); !ok || kind == "" || err != nil {
+				t.Fatalf("key %q of %q", key, body)
+			}
+			if p := partitionOf(key, 16); p < 0 || p >= 16 || !validPartitionToken(partitionToken(p)) {
+				t.Fatalf("partition %d of %q", p, key)
+			}
+		}
+	})
 }
