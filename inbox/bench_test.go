@@ -242,3 +242,65 @@ func BenchmarkOpen100k(b *testing.B) {
 	b.ReportMetric(openTotal.Seconds()/float64(b.N), "s-to-open")
 	b.ReportMetric(firstTotal.Seconds()/float64(b.N), "s-to-first-2xx")
 }
+
+// BenchmarkOrdered: deliveries/s from the first request until the workers
+// handled the last one, over 50 repositories, 16 clients over HTTP: the
+// embedded inbox without order and with OrderBy ByRepository (each
+// partition runs one delivery at a time). Run both in one invocation: the
+// ratio ordered/unordered is what bench/README.md quotes.
+func BenchmarkOrdered(b *testing.B) {
+	const keys = 50
+	bodies := make([][]byte, keys)
+	sigs := make([]string, keys)
+	for k := range keys {
+		bodies[k] = bytes.Replace(benchBody, []byte(`"repository":{`), fmt.Appendf(nil, `"repository":{"id":%d,`, 1000+k), 1)
+		sigs[k], _ = signing.Sign(testSecret, bodies[k])
+	}
+	for _, mode := range []string{"unordered", "ordered"} {
+		b.Run(mode, func(b *testing.B) {
+			wh := newWebhooks(b)
+			var handled atomic.Int64
+			wh.OnAny(func(context.Context, emitter.Event) error { handled.Add(1); return nil })
+			o := Options{Receiver: wh}
+			if mode == "ordered" {
+				o.OrderBy = ByRepository
+			}
+			url := receiver(b, wh, openInbox(b, b.TempDir(), o)).URL + webhooks.DefaultPath
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			var n atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					k := int(i % keys)
+					req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(bodies[k]))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set(webhooks.HeaderEvent, "issues")
+					req.Header.Set(webhooks.HeaderDelivery, fmt.Sprintf("ord-%d", i))
+					req.Header.Set(webhooks.HeaderSignature, sigs[k])
+					res, err := c.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode/100 != 2 {
+						b.Errorf("answer %d", res.StatusCode)
+					}
+				}
+			})
+			for deadline := time.Now().Add(2 * time.Minute); handled.Load() < int64(b.N) && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			b.StopTimer()
+			if handled.Load() < int64(b.N) {
+				b.Fatalf("%d of %d handled", handled.Load(), b.N)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handled/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/delivery")
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -54,13 +55,61 @@ type natsCluster struct {
 
 func startCluster(t testing.TB, n int) *natsCluster {
 	t.Helper()
+	c := launchCluster(t, n, t.TempDir())
+	t.Cleanup(c.shutdown)
+	return c
+}
+
+// shutdown stops every node.
+func (c *natsCluster) shutdown() {
+	for i := range c.nodes {
+		c.stop(i)
+	}
+}
+
+var shared struct {
+	once sync.Once
+	c    *natsCluster
+	dir  string
+}
+
+// sharedCluster is a 3-node cluster started once for the tests that use it
+// (each with an inbox Name of its own), stopped by TestMain: electing the
+// leaders of a new cluster takes seconds. A test that stops a node starts
+// it again before it returns.
+func sharedCluster(t testing.TB) *natsCluster {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "inbox-cluster")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.dir = dir
+		shared.c = launchCluster(t, 3, dir)
+	})
+	if shared.c == nil {
+		t.Fatal("the shared cluster did not start")
+	}
+	shared.c.t = t
+	return shared.c
+}
+
+func stopSharedCluster() {
+	if shared.c != nil {
+		shared.c.shutdown()
+		os.RemoveAll(shared.dir)
+	}
+}
+
+// launchCluster starts n nodes storing in base.
+func launchCluster(t testing.TB, n int, base string) *natsCluster {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	var routes []*url.URL
 	for i := range n {
 		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", ports[n+i])})
 	}
 	c := &natsCluster{t: t}
-	base := t.TempDir()
 	for i := range n {
 		c.opts = append(c.opts, &server.Options{
 			ServerName: fmt.Sprintf("n%d", i+1),
@@ -78,11 +127,6 @@ func startCluster(t testing.TB, n int) *natsCluster {
 	for i := range n {
 		c.start(i)
 	}
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			c.stop(i)
-		}
-	})
 	return c
 }
 
@@ -151,7 +195,7 @@ func TestInboxClusterNodeRestart(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
-	cl := startCluster(t, 3)
+	cl := sharedCluster(t)
 	handled := sync.Map{} // id → *atomic.Int32
 	var runs atomic.Int64
 	// Receiver 1 is connected to n3, the node stopped below, so that it must
@@ -164,7 +208,7 @@ func TestInboxClusterNodeRestart(t *testing.T) {
 			runs.Add(1)
 			return nil
 		})
-		in := openClusterInbox(t, urls, Options{Receiver: wh, AckWait: 5 * time.Second, Workers: 16, NATSOptions: []nats.Option{nats.DontRandomize()}})
+		in := openClusterInbox(t, urls, Options{Name: "RESTART", Receiver: wh, AckWait: 5 * time.Second, Workers: 16, NATSOptions: []nats.Option{nats.DontRandomize()}})
 		return in, receiver(t, wh, in).URL
 	}
 	u := cl.urls()

@@ -29,8 +29,60 @@
 //
 // At least once: a handler may run more than once for one delivery (a crash
 // after the handler returned but before the acknowledgement was stored, an
-// AckWait that expired, a Replay), so handlers must be idempotent. There is no
-// ordering promise: deliveries run concurrently and retries come later.
+// AckWait that expired, a Replay), so handlers must be idempotent. Without
+// Options.OrderBy there is no ordering promise: deliveries run concurrently
+// and retries come later.
+//
+// # Order
+//
+// With Options.OrderBy, deliveries with the same key (the repository, the
+// installation, the subject — pull request, issue, check suite, workflow run
+// or job — or a key of your own) run one at a time, in the order the inbox
+// stored them, on whichever receiver of a cluster; different keys run in
+// parallel. The key is read from the body at ingest and hashed into one of
+// Options.OrderPartitions partitions, stored on a subject of its own
+// (Name.in.p<N>.<id>); one consumer per partition hands out its next
+// delivery only once the one before is acknowledged or ended. So:
+//
+//   - A failing delivery holds its key back until it succeeds or becomes a
+//     dead letter: the later ones wait through its retry delays. Keys that
+//     share its partition wait too.
+//   - A receiver that dies keeps the delivery it was running, and so its
+//     partition, until its lease (AckWait) runs out; then the next receiver
+//     runs it again, before anything later.
+//   - A delivery can run again right after itself (at least once), never
+//     after a later delivery of its key. Retry and Replay store a delivery
+//     again at the end of its key's order.
+//   - A delivery whose body has no key (a ping, an event without a
+//     repository) is not ordered.
+//
+// # Restarts and leases
+//
+// A running delivery is leased to its worker for AckWait (default 10 s),
+// renewed every third of it while the handlers run, so a long handler keeps
+// its delivery however long it takes. In a cluster a receiver that dies hands
+// its deliveries on after the lease. An embedded inbox needs no wait: at
+// Open, the directory lock proves the process before it gone, and the
+// deliveries it was running are handed back at once (those waiting for a
+// retry keep their schedule).
+//
+// # A cluster's answers
+//
+// Enqueue waits out what a cluster resolves within the request's time: the
+// same delivery id being stored at that moment through another receiver
+// (the answer is then duplicate, or stored if that first store failed), a
+// stream leader being elected, the connection failing over to another node.
+// It publishes again with a growing pause until its context is done (the
+// middleware's Timeout), and only then fails.
+//
+// # Trace context
+//
+// The request's headers are stored with the delivery and given to its
+// handlers on every attempt (webhooks.DeliveryInfo.Header): a traceparent
+// header, as the forge's request or a tracing middleware in front of the
+// webhook middleware set it, continues on every attempt, retries and
+// restarts included (examples/otel shows one trace from the request to the
+// successful retry).
 //
 // Deliveries are deduplicated by their id (Nats-Msg-Id) within
 // Options.DuplicateWindow (default 72 hours, the time the forge keeps its

@@ -33,7 +33,7 @@ const (
 	DefaultMaxAge = 7 * 24 * time.Hour
 	// DefaultAckWait is how long a worker holds a delivery without telling the
 	// server it is still at work before the server hands it out again.
-	DefaultAckWait = 30 * time.Second
+	DefaultAckWait = 10 * time.Second
 	// DefaultMaxPayload is the largest message the embedded server takes: the
 	// forge's 25 MiB body limit with room for the headers.
 	DefaultMaxPayload = 26 << 20
@@ -77,16 +77,39 @@ type Options struct {
 	// Receiver runs the handlers of stored deliveries. Nil: no worker runs,
 	// and the Inbox only stores and answers queries (the CLI's use).
 	Receiver Receiver
-	// Workers is how many deliveries run at once. Zero: 4 × GOMAXPROCS.
+	// Workers is how many deliveries run at once (ordered ones run besides,
+	// one per partition). Zero: 4 × GOMAXPROCS.
 	Workers int
 	// RetryDelays are the waits between a failed attempt and the next; after
 	// the attempt that follows the last delay fails, the delivery is a dead
 	// letter. Nil: DefaultRetryDelays. Empty: no retry.
 	RetryDelays []time.Duration
 	// AckWait is how long a running delivery is leased to its worker, which
-	// renews the lease every third of it while the handlers run. Zero:
-	// DefaultAckWait.
+	// renews the lease every third of it while the handlers run: it is the
+	// time a receiver that died (or lost its connection) keeps its
+	// deliveries, and its ordered keys, before they run elsewhere. An
+	// embedded inbox hands back the leases of the process before it at
+	// Open. A delivery fetched while every worker is busy waits for one
+	// with its lease running: when all workers stay busy longer than
+	// AckWait (handlers that take that long, a backlog), it may run twice;
+	// give such handlers a longer AckWait. Zero: DefaultAckWait.
 	AckWait time.Duration
+
+	// OrderBy, when set, runs the deliveries with the same key (see
+	// OrderKey, ByRepository, ByInstallation, BySubject) one at a time, in
+	// the order they were stored, across all the receivers of a cluster;
+	// deliveries with different keys run in parallel. A delivery whose
+	// attempt fails holds its key back until it succeeds or becomes a dead
+	// letter: the later ones wait through its retry delays. The key is
+	// computed at ingest and hashed into one of OrderPartitions partitions;
+	// each partition runs one delivery at a time, so keys sharing a
+	// partition wait for each other too. Every receiver of a cluster must
+	// use the same OrderBy and OrderPartitions. Nil: no order.
+	OrderBy OrderKey
+	// OrderPartitions is how many ordered deliveries may run at once.
+	// Changing it lets the deliveries queued at the time run out of order
+	// once. Zero: DefaultOrderPartitions.
+	OrderPartitions int
 
 	// Name prefixes the streams (Name_INBOX, Name_DEAD), key-value buckets
 	// (Name_STATUS, Name_STATE), subjects and consumer. Zero: DefaultName.
@@ -141,8 +164,8 @@ type Inbox struct {
 	running map[string]bool // keys of deliveries whose handlers run here
 
 	enq        sync.WaitGroup // Enqueue calls under way
-	iter       jetstream.MessagesContext
-	dispatched chan struct{}  // closed when dispatch returned
+	iters      []jetstream.MessagesContext
+	loops      sync.WaitGroup // the dispatch loops
 	sem        chan struct{}  // one place per worker
 	closing    chan struct{}  // closed by Close
 	active     sync.WaitGroup // handlers running
@@ -184,6 +207,9 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	}
 	if opts.AckWait == 0 {
 		opts.AckWait = DefaultAckWait
+	}
+	if opts.OrderPartitions <= 0 {
+		opts.OrderPartitions = DefaultOrderPartitions
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 4 * runtime.GOMAXPROCS(0)
@@ -384,7 +410,8 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bo
 	if received.IsZero() {
 		received = time.Now()
 	}
-	msg := &nats.Msg{Subject: in.inSubj + subjectToken(d.ID), Data: d.Payload, Header: storedHeader(d.Header)}
+	msg := &nats.Msg{Data: d.Payload, Header: storedHeader(d.Header)}
+	in.order(msg, d, subjectToken(d.ID))
 	msg.Header.Set(hdrVersion, "1")
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
@@ -402,7 +429,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bo
 	if d.ID != "" {
 		popts = append(popts, jetstream.WithMsgID(d.ID))
 	}
-	ack, err := in.js.PublishMsg(ctx, msg, popts...)
+	ack, err := in.publishRetrying(ctx, msg, popts...)
 	if err != nil {
 		return false, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, describePublishError(err))
 	}
@@ -452,16 +479,12 @@ func (in *Inbox) Close(ctx context.Context) error {
 	in.closed = true
 	close(in.closing)
 	in.mu.Unlock()
-	if in.iter != nil {
-		// Deliveries fetched but not started are handed back by dispatch.
-		in.iter.Drain()
-	}
+	// Deliveries fetched but not started are handed back by the loops.
+	in.stopTaking()
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		if in.dispatched != nil {
-			<-in.dispatched
-		}
+		in.loops.Wait()
 		in.active.Wait()
 		close(done)
 	}()
@@ -527,6 +550,8 @@ const (
 	hdrError    = "Forgehooks-Error"
 	hdrAttempts = "Forgehooks-Attempts"
 	hdrSeq      = "Forgehooks-Seq"
+	// hdrPartition names the partition of an ordered delivery.
+	hdrPartition = "Forgehooks-Partition"
 )
 
 // internalHeader reports a header name a sender must not set.

@@ -185,7 +185,7 @@ func (in *Inbox) Get(ctx context.Context, id string) (delivery.Record, error) {
 	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return delivery.Record{}, fmt.Errorf("inbox: get %q: %w", id, err)
 	}
-	m, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token)
+	m, err := in.lastStored(ctx, token)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return delivery.Record{}, fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
@@ -300,7 +300,7 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 	if _, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
 		return in.Retry(ctx, id)
 	}
-	m, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token)
+	m, err := in.lastStored(ctx, token)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
@@ -321,7 +321,7 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 // requeue stores a delivery again under its status key, counting the
 // attempts made so far.
 func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token, key string, attempts []delivery.Attempt) error {
-	m := &nats.Msg{Subject: in.inSubj + token, Data: data, Header: make(nats.Header, len(h))}
+	m := &nats.Msg{Subject: in.storedSubject(h, token), Data: data, Header: make(nats.Header, len(h))}
 	for k, v := range h {
 		// Nats-* headers are the server's (a direct get adds the subject and
 		// sequence it read): copied, they would mislead the next read.
@@ -372,7 +372,7 @@ func (in *Inbox) Holds(ctx context.Context, id string) (bool, error) {
 	for _, s := range []struct {
 		st   jetstream.Stream
 		subj string
-	}{{in.inbox, in.inSubj + token}, {in.dead, in.deadSubj + token}} {
+	}{{in.inbox, in.inSubj + token}, {in.inbox, in.inSubj + "*." + token}, {in.dead, in.deadSubj + token}} {
 		_, err := s.st.GetLastMsgForSubject(ctx, s.subj)
 		if err == nil {
 			return true, nil

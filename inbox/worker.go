@@ -20,11 +20,19 @@ import (
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-// startWorkers creates the durable consumer and starts taking deliveries.
+// startWorkers creates the durable consumers and starts taking deliveries:
+// the workers' consumer for unordered deliveries, and with ordering one
+// consumer per partition, which hands out one delivery at a time (to
+// whichever receiver of the cluster asks) and the next only once it is
+// acknowledged or ended.
 func (in *Inbox) startWorkers(ctx context.Context) error {
 	o := in.opts
-	cons, err := in.inbox.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:     o.Name + "_WORKERS",
+	parts, err := in.orderPartitions(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:     in.workersConsumer(),
 		Description: "forgehooks: runs each stored delivery's handlers",
 		AckPolicy:   jetstream.AckExplicitPolicy,
 		AckWait:     o.AckWait,
@@ -36,9 +44,37 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 		MaxAckPending: -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		Replicas:      o.Replicas,
-	})
+	}
+	if len(parts) > 0 {
+		// Ordered deliveries (a token more) are the partitions' alone.
+		cfg.FilterSubject = in.inSubj + "*"
+	}
+	cons, err := in.inbox.CreateOrUpdateConsumer(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("inbox: creating consumer %s_WORKERS: %w", o.Name, err)
+		return fmt.Errorf("inbox: creating consumer %s: %w", cfg.Durable, err)
+	}
+	ordered := make([]jetstream.Consumer, 0, len(parts))
+	for _, p := range parts {
+		pc := cfg
+		pc.Durable = in.orderConsumerPrefix() + partitionToken(p)
+		pc.Description = "forgehooks: runs the ordered deliveries of one partition, one at a time"
+		pc.FilterSubject = in.inSubj + partitionToken(p) + ".*"
+		// One at a time: a delivery is handed out once the one before it
+		// is acknowledged or ended; a redelivery (a retry, an expired
+		// lease) comes before anything newer.
+		pc.MaxAckPending = 1
+		c, err := in.inbox.CreateOrUpdateConsumer(ctx, pc)
+		if err != nil {
+			return fmt.Errorf("inbox: creating consumer %s: %w", pc.Durable, err)
+		}
+		ordered = append(ordered, c)
+	}
+	if in.ns != nil {
+		// Embedded: the directory lock proves that whoever held the leases
+		// still pending is gone.
+		for _, c := range append([]jetstream.Consumer{cons}, ordered...) {
+			in.recoverLeases(ctx, c)
+		}
 	}
 	// Deliveries stored before this start may have attempts recorded that
 	// the server's count lost in a crash: handle reads their status.
@@ -53,10 +89,33 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: consuming: %w", err)
 	}
-	in.iter = it
-	in.dispatched = make(chan struct{})
+	in.iters = append(in.iters, it)
+	in.loops.Add(1)
 	go in.dispatch(it)
+	for _, c := range ordered {
+		// The server hands out one at a time whatever the batch: a larger
+		// one only saves the pull requests between deliveries.
+		it, err := c.Messages(jetstream.PullMaxMessages(orderPullBatch))
+		if err != nil {
+			in.stopTaking()
+			return fmt.Errorf("inbox: consuming: %w", err)
+		}
+		in.iters = append(in.iters, it)
+		in.loops.Add(1)
+		go in.dispatchOrdered(it)
+	}
 	return nil
+}
+
+// orderPullBatch is the batch of the partitions' pull requests.
+const orderPullBatch = 64
+
+// stopTaking stops the consumers' iterators; the deliveries fetched but not
+// started are handed back by the loops.
+func (in *Inbox) stopTaking() {
+	for _, it := range in.iters {
+		it.Drain()
+	}
 }
 
 // dispatch takes deliveries while a worker is free and runs each on its own
@@ -64,7 +123,7 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 // fetched (its lease running) for a worker. Once Close was called, those
 // fetched but not started are handed back at once.
 func (in *Inbox) dispatch(it jetstream.MessagesContext) {
-	defer close(in.dispatched)
+	defer in.loops.Done()
 	for {
 		select {
 		case in.sem <- struct{}{}:
@@ -99,6 +158,35 @@ func (in *Inbox) dispatch(it jetstream.MessagesContext) {
 			}()
 			in.handle(msg)
 		}()
+	}
+}
+
+// dispatchOrdered runs the deliveries of one partition, one after the
+// other, on its own goroutine: the server hands out the next only once this
+// one is settled, so they take no place among Workers.
+func (in *Inbox) dispatchOrdered(it jetstream.MessagesContext) {
+	defer in.loops.Done()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || in.isClosed() {
+				in.handBack(it)
+				return
+			}
+			in.log.Warn("inbox: taking ordered deliveries", "error", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		in.mu.Lock()
+		if in.closed {
+			in.mu.Unlock()
+			_ = msg.Nak()
+			continue
+		}
+		in.active.Add(1)
+		in.mu.Unlock()
+		in.handle(msg)
+		in.active.Done()
 	}
 }
 

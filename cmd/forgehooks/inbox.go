@@ -23,6 +23,7 @@ import (
 // command's.
 type inboxFlags struct {
 	dir, urls, retryDelays, forward string
+	orderBy                         string
 	fsync                           bool
 	ackWait                         time.Duration
 }
@@ -41,7 +42,8 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 	if worker {
 		fs.StringVar(&f.retryDelays, "retry-delays", "", "with an inbox: waits between a failed attempt and the next, comma-separated (e.g. 5s,5m,30m); after the last, a dead letter; \"none\": no retry (default 5s,5m,30m,2h,5h,10h,10h)")
 		fs.StringVar(&f.forward, "forward", "", "re-POST each delivery to this URL with its original headers and body; a non-2xx answer fails it (and the inbox retries it)")
-		fs.DurationVar(&f.ackWait, "ack-wait", inbox.DefaultAckWait, "with an inbox: how long a delivery stays leased to a serve that stopped answering for it (killed) before it runs again, elsewhere or after a restart")
+		fs.DurationVar(&f.ackWait, "ack-wait", inbox.DefaultAckWait, "with an inbox: how long a delivery stays leased to a serve that stopped answering for it (killed) before it runs again elsewhere; renewed while its handlers run (a serve --inbox restarted on its directory takes the leases back at once)")
+		fs.StringVar(&f.orderBy, "order-by", "", "with an inbox: run the deliveries of each repository, installation or subject (pull request, issue, check suite, workflow run or job) one at a time, in the order stored; a failing one holds the later ones of its key back until it succeeds or is a dead letter")
 		fs.BoolVar(&f.fsync, "fsync", false, "with --inbox: sync every delivery to disk before answering (survives power loss; slower)")
 	}
 	return f
@@ -68,6 +70,13 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	}
 	if f.retryDelays != "" && !f.enabled() {
 		return o, errors.New("--retry-delays needs --inbox or --nats")
+	}
+	if f.orderBy != "" && !f.enabled() {
+		return o, errors.New("--order-by needs --inbox or --nats")
+	}
+	var err error
+	if o.OrderBy, err = inbox.ParseOrderBy(f.orderBy); err != nil {
+		return o, fmt.Errorf("--order-by: %q: use repository, installation or subject", f.orderBy)
 	}
 	switch f.retryDelays {
 	case "":

@@ -1,6 +1,9 @@
 // Package otel is an example, in a module of its own so that the SDK does not
 // depend on OpenTelemetry: it feeds the webhook middleware's per-delivery
-// results (webhooks.MiddlewareOptions.OnResult) to OpenTelemetry metrics. Copy
+// results (webhooks.MiddlewareOptions.OnResult) to OpenTelemetry metrics, and
+// traces each delivery from its request through every attempt of its
+// handlers in a durable inbox, retries included, as one trace (Ingest and
+// Handler). Copy
 // it into an application that already exports OpenTelemetry; applications
 // without a metrics library use package metrics instead, which serves the
 // Prometheus text format with the standard library alone.

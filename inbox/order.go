@@ -1,0 +1,186 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// DefaultOrderPartitions is Options.OrderPartitions when zero.
+const DefaultOrderPartitions = 16
+
+// OrderKey returns the key of a delivery for Options.OrderBy: deliveries
+// with the same key run one at a time, in the order they were stored. An
+// empty key puts the delivery outside any order (it runs as without
+// OrderBy). It is called once per delivery, at ingest, before the delivery
+// is stored, on the request's goroutine: it must be fast and must not keep
+// d.Payload.
+type OrderKey func(d webhooks.Delivery) string
+
+// Paths the built-in order keys read, in one pass over the body.
+var (
+	repositoryPath   = []jsonscan.Path{{"repository", "id"}}
+	installationPath = []jsonscan.Path{{"installation", "id"}}
+	// subjectPaths, most specific first; the repository last.
+	subjectPaths = []jsonscan.Path{
+		{"workflow_job", "id"}, {"workflow_run", "id"}, {"check_suite", "id"},
+		{"pull_request", "id"}, {"issue", "id"}, {"repository", "id"},
+	}
+	subjectPrefixes = []string{"workflow_job:", "workflow_run:", "check_suite:", "pull_request:", "issue:", "repository:"}
+)
+
+// lookupKey returns prefixes[i] and the integer found at paths[i], for the
+// first i found; "" when none is.
+func lookupKey(body []byte, paths []jsonscan.Path, prefixes []string) string {
+	var res [8]jsonscan.Result
+	if jsonscan.Lookup(body, paths, res[:len(paths)]) != nil {
+		return ""
+	}
+	for i := range paths {
+		if id, ok := res[i].Int64(body); ok {
+			return prefixes[i] + strconv.FormatInt(id, 10)
+		}
+	}
+	return ""
+}
+
+// ByRepository orders the deliveries of each repository (the payload's
+// repository.id); those without a repository are not ordered.
+func ByRepository(d webhooks.Delivery) string {
+	return lookupKey(d.Payload, repositoryPath, subjectPrefixes[5:])
+}
+
+// ByInstallation orders the deliveries of each app installation (the
+// payload's installation.id); those without one (a repository's own webhook)
+// are not ordered.
+func ByInstallation(d webhooks.Delivery) string {
+	return lookupKey(d.Payload, installationPath, []string{"installation:"})
+}
+
+// BySubject orders the deliveries about one thing: the workflow job, the
+// workflow run, the check suite, the pull request or the issue the payload
+// names (by its id, in that order of preference), else its repository. A
+// comment on a pull request is about the pull request's issue (issue.id), so
+// it is ordered with the issue's events, not with the pull_request events.
+func BySubject(d webhooks.Delivery) string {
+	return lookupKey(d.Payload, subjectPaths, subjectPrefixes)
+}
+
+// ParseOrderBy returns the built-in OrderKey named "repository",
+// "installation" or "subject"; nil for "" or "none".
+func ParseOrderBy(name string) (OrderKey, error) {
+	switch name {
+	case "", "none":
+		return nil, nil
+	case "repository":
+		return ByRepository, nil
+	case "installation":
+		return ByInstallation, nil
+	case "subject":
+		return BySubject, nil
+	}
+	return nil, fmt.Errorf("inbox: unknown order %q: use repository, installation or subject", name)
+}
+
+// partitionOf is the partition of key among n.
+func partitionOf(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// partitionToken is the subject token of partition p: "p" and its number.
+// Delivery tokens start with "i", "h" or "n" (subjectToken), so the two
+// cannot be mistaken.
+func partitionToken(p int) string { return "p" + strconv.Itoa(p) }
+
+// order sets the subject of a delivery about to be stored: with OrderBy and
+// a key, <Name>.in.p<N>.<token>, whose partition's consumer hands out one
+// delivery at a time; else <Name>.in.<token>.
+func (in *Inbox) order(msg *nats.Msg, d webhooks.Delivery, token string) {
+	if in.opts.OrderBy != nil {
+		if key := in.opts.OrderBy(d); key != "" {
+			p := partitionToken(partitionOf(key, in.opts.OrderPartitions))
+			msg.Header.Set(hdrPartition, p)
+			msg.Subject = in.inSubj + p + "." + token
+			return
+		}
+	}
+	msg.Subject = in.inSubj + token
+}
+
+// storedSubject is the inbox subject of a delivery stored again (Retry,
+// Replay) with the headers of its stored copy: in its partition, when it had
+// one, where it runs after the deliveries of its key stored before.
+func (in *Inbox) storedSubject(h nats.Header, token string) string {
+	if p := h.Get(hdrPartition); p != "" && validPartitionToken(p) {
+		return in.inSubj + p + "." + token
+	}
+	return in.inSubj + token
+}
+
+// validPartitionToken reports whether p is a partition's token as
+// partitionToken writes it.
+func validPartitionToken(p string) bool {
+	n, err := strconv.Atoi(strings.TrimPrefix(p, "p"))
+	return strings.HasPrefix(p, "p") && err == nil && n >= 0 && strconv.Itoa(n) == p[1:]
+}
+
+// lastStored returns the latest stored copy of the delivery with token,
+// ordered (in a partition) or not. The error wraps jetstream.ErrMsgNotFound
+// when there is none.
+func (in *Inbox) lastStored(ctx context.Context, token string) (*jetstream.RawStreamMsg, error) {
+	m, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token)
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return m, err
+	}
+	// A copy in a partition; a later unordered one, if any, was found above,
+	// which is the latest unless ordering was switched on since.
+	return in.inbox.GetLastMsgForSubject(ctx, in.inSubj+"*."+token)
+}
+
+// workersConsumer names the consumer of the unordered deliveries.
+func (in *Inbox) workersConsumer() string { return in.opts.Name + "_WORKERS" }
+
+// orderConsumerPrefix, and a partition's token, name that partition's
+// consumer.
+func (in *Inbox) orderConsumerPrefix() string { return in.opts.Name + "_ORDER_" }
+
+// orderPartitions returns the partitions whose consumers exist, with those
+// OrderBy needs: a partition left from a run with more partitions still has
+// its deliveries handed out, one at a time.
+func (in *Inbox) orderPartitions(ctx context.Context) ([]int, error) {
+	seen := map[int]bool{}
+	var out []int
+	if in.opts.OrderBy != nil {
+		for p := range in.opts.OrderPartitions {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	names := in.inbox.ConsumerNames(ctx)
+	for name := range names.Name() {
+		rest, ok := strings.CutPrefix(name, in.orderConsumerPrefix())
+		if !ok || !validPartitionToken(rest) {
+			continue
+		}
+		p, _ := strconv.Atoi(rest[1:])
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("inbox: listing the consumers: %w", err)
+	}
+	return out, nil
+}

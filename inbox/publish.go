@@ -1,0 +1,84 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Error codes of the NATS server that the client names no constant for.
+const (
+	// errCodeDuplicateInProcess: a message with the same Nats-Msg-Id is
+	// being stored (proposed, not yet applied) by the cluster.
+	errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+	// errCodeJetStreamUnavailable: "JetStream system temporarily
+	// unavailable", during an election.
+	errCodeJetStreamUnavailable jetstream.ErrorCode = 10008
+)
+
+const (
+	// publishAttempt bounds one publish: a stream leader that died takes
+	// the request with it, and the next attempt goes to the new one.
+	publishAttempt = 2 * time.Second
+	// publishPatience bounds the retries of a publish whose context has no
+	// deadline.
+	publishPatience = 10 * time.Second
+)
+
+// publishRetrying publishes a delivery and, while the store cannot answer
+// for a moment, publishes it again with a growing pause until ctx is done:
+// a stream leader being elected, the connection failing over to another
+// node, or the same delivery id being stored at that moment through another
+// receiver (the retry then finds it stored: a duplicate, or stores it when
+// that first publish failed). A retry after an attempt that timed out may
+// find the attempt's own write: it then reports a duplicate, which is still
+// stored. Errors that waiting cannot cure (a limit reached, a full disk, a
+// message too large) return at once.
+func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, publishPatience)
+		defer cancel()
+	}
+	pause := 10 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, publishAttempt)
+		ack, err := in.js.PublishMsg(actx, msg, opts...)
+		cancel()
+		if err == nil || !transientPublishError(err) || in.isClosed() {
+			return ack, err
+		}
+		// Jitter spreads the retries of many requests over the election.
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		pause = min(2*pause, 400*time.Millisecond)
+	}
+}
+
+// transientPublishError reports an error that a publish a moment later may
+// not meet.
+func transientPublishError(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case errCodeDuplicateInProcess, errCodeJetStreamUnavailable:
+			return true
+		case errCodeInsufficientResources, errCodeStoreFailed:
+			return false
+		}
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrReconnectBufExceeded) ||
+		errors.Is(err, nats.ErrDisconnected)
+}

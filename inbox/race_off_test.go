@@ -1,0 +1,5 @@
+//go:build !race
+
+package inbox
+
+const raceEnabled = false

@@ -1,0 +1,95 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/delivery"
+)
+
+// maxRecoverScan bounds the stream sequences recoverLeases looks at, the
+// newest (where the deliveries running at a crash are), so that Open stays
+// quick; an older lease runs out on its own.
+const maxRecoverScan = 20_000
+
+// recoverLeases hands back at once the deliveries a consumer still counts
+// as leased to the process that held the directory before this one, which
+// the directory lock proves gone: without it they would wait for their
+// lease (AckWait) to run out. A delivery waiting for its retry keeps its
+// schedule (as its status has it); one whose retry is due runs at once. It only logs what it
+// cannot do: the leases run out on their own all the same.
+func (in *Inbox) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		in.log.Warn("inbox: reading a consumer's leases", "error", err)
+		return
+	}
+	if info.NumAckPending == 0 {
+		return
+	}
+	from, to := info.AckFloor.Stream+1, info.Delivered.Stream
+	if to-from >= maxRecoverScan {
+		from = to - maxRecoverScan + 1
+	}
+	// The server takes a nak for any consumer sequence above the ack floor
+	// that it has handed out, and checks the stream sequence against its
+	// leases: a sequence not leased is ignored.
+	dseq := info.Delivered.Consumer
+	prefix := fmt.Sprintf("$JS.ACK.%s.%s.1.", info.Stream, info.Name)
+	start := time.Now()
+	var handed, kept int
+	for seq := from; seq <= to; seq++ {
+		m, err := in.inbox.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			in.log.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
+			return
+		}
+		key := statusKey(m.Header, lastToken(m.Subject), seq)
+		st := in.loadStatus(ctx, key)
+		if st != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) && st.Seq == seq {
+			continue // settled: acknowledged or ended, not leased
+		}
+		nak := "-NAK"
+		if st != nil && st.Status == delivery.StatusRetrying && st.Seq == seq {
+			// The server's own schedule of a retry may not have reached
+			// the disk before the kill: it is given again.
+			if wait := time.Until(in.retryDue(st, atoi(m.Header.Get(hdrBefore)))); wait > 0 {
+				nak += " " + wait.String()
+				kept++
+			}
+		}
+		reply := fmt.Sprintf("%s%d.%d.%d.0", prefix, seq, dseq, time.Now().UnixNano())
+		if err := in.nc.Publish(reply, []byte(nak)); err != nil {
+			in.log.Warn("inbox: handing back a leased delivery", "seq", seq, "error", err)
+			return
+		}
+		handed++
+	}
+	if err := in.nc.Flush(); err != nil {
+		in.log.Warn("inbox: handing back leased deliveries", "error", err)
+	}
+	in.log.Info("inbox: deliveries leased before the restart handed back", "consumer", info.Name,
+		"leased_or_waiting", info.NumAckPending, "handed_back", handed, "retries_rescheduled", kept, "took", time.Since(start))
+}
+
+// retryDue is when the retry of a delivery whose last attempt failed is
+// scheduled: the end of that attempt plus the delay the schedule gives it.
+// before counts the attempts of earlier copies (Retry, Replay).
+func (in *Inbox) retryDue(st *status, before int) time.Time {
+	if len(st.Attempts) == 0 {
+		return time.Time{}
+	}
+	a := st.Attempts[len(st.Attempts)-1]
+	i := a.Number - before - 1
+	if i < 0 || i >= len(in.opts.RetryDelays) {
+		return time.Time{}
+	}
+	return a.Start.Add(a.Duration).Add(in.opts.RetryDelays[i])
+}
