@@ -125,9 +125,11 @@ development secret.`)
 	}
 	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{
 		Path: *path,
-		// The per-delivery line below says why a delivery was rejected; the
-		// middleware's own lines would say it twice.
-		Logger:       slog.New(slog.DiscardHandler),
+		// The per-delivery line below says why a delivery was rejected; of
+		// the middleware's own lines only those with a cause it alone knows
+		// (an "error": why the inbox did not store it, a read failure) are
+		// kept.
+		Logger:       slog.New(withCause{log.Handler()}),
 		Timeout:      *handlerTimeout,
 		MaxBodyBytes: *maxBody,
 		MaxInFlight:  *maxInFlight,
@@ -304,6 +306,31 @@ func (r *recorder) Write(p []byte) (int, error) {
 	}
 	return r.ResponseWriter.Write(p)
 }
+
+// SetReadDeadline lets the middleware hold a body to its minimum rate
+// (http.ResponseController finds it here, as recorder does not unwrap).
+func (r *recorder) SetReadDeadline(t time.Time) error {
+	return http.NewResponseController(r.ResponseWriter).SetReadDeadline(t)
+}
+
+// withCause passes on the records that carry an "error" attribute and drops
+// the others: serve's own line per delivery says the rest.
+type withCause struct{ slog.Handler }
+
+func (h withCause) Handle(ctx context.Context, r slog.Record) error {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == "error"
+		return !found
+	})
+	if !found {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h withCause) WithAttrs(as []slog.Attr) slog.Handler { return withCause{h.Handler.WithAttrs(as)} }
+func (h withCause) WithGroup(name string) slog.Handler    { return withCause{h.Handler.WithGroup(name)} }
 
 // reason is the error message of a JSON error answer, or its text.
 func (r *recorder) reason() string {
