@@ -256,7 +256,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 		if old != nil {
 			in.putStatus(ctx, key, old)
 		}
-		return describePublishError(err)
+		return in.describePublishError(err)
 	}
 	st.Seq = ack.Sequence
 	in.changed(m.Header, data, ack.Sequence, st)

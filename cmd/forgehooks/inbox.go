@@ -30,6 +30,9 @@ type inboxFlags struct {
 	dir, urls, retryDelays, forward string
 	fsync                           bool
 	ackWait                         time.Duration
+	duplicateWindow, handled        days
+	maxStore                        byteSize
+	replayGuard                     bool
 }
 
 // addInboxFlags registers --inbox and --nats; with worker set, also the
@@ -43,6 +46,13 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.StringVar(&f.forward, "forward", "", "re-POST each delivery to this URL with its original headers and body; a non-2xx answer fails it (and the inbox retries it)")
 		fs.DurationVar(&f.ackWait, "ack-wait", inbox.DefaultAckWait, "with an inbox: how long a delivery stays leased to a serve that stopped answering for it (killed) before it runs again, elsewhere or after a restart")
 		fs.BoolVar(&f.fsync, "fsync", false, "with --inbox: sync every delivery to disk before answering (survives power loss; slower)")
+		f.duplicateWindow = days(inbox.DefaultDuplicateWindow)
+		fs.Var(&f.duplicateWindow, "duplicate-window", "with an inbox: how long a delivery id (and its body's digest) is remembered; set it to the forge's delivery-log retention: 3d on its public service, up to 7d self-hosted")
+		f.handled = days(inbox.DefaultHandledRetention)
+		fs.Var(&f.handled, "handled-retention", "with an inbox: how long a handled delivery's body is kept (the page, replay) before its space is freed; its id stays for the duplicate window")
+		f.maxStore = byteSize(inbox.DefaultMaxStoreBytes)
+		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; negative: no bound")
+		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
 	}
 	return f
 }
@@ -57,6 +67,14 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 		return o, errors.New("--inbox and --nats exclude each other")
 	}
 	o.Dir, o.Fsync, o.AckWait = f.dir, f.fsync, f.ackWait
+	o.DuplicateWindow, o.HandledRetention = time.Duration(f.duplicateWindow), time.Duration(f.handled)
+	o.MaxStoreBytes, o.AllowRepeatedBodies = int64(f.maxStore), !f.replayGuard
+	if o.MaxStoreBytes == 0 {
+		return o, errors.New("--max-store-bytes must not be 0 (negative: no bound)")
+	}
+	if o.DuplicateWindow > inbox.DefaultMaxAge {
+		o.MaxAge = o.DuplicateWindow
+	}
 	if f.ackWait < 0 {
 		return o, errors.New("--ack-wait must not be negative")
 	}
