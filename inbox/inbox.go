@@ -51,6 +51,15 @@ const (
 	DefaultMaxPayload = 26 << 20
 )
 
+// Bounds of the connection to the embedded server. The server cuts a client
+// whose unread data passes maxPending (as a slow consumer), losing the
+// answers to its publishes: the workers pull at most pullMaxBytes of
+// deliveries at a time (room for the largest, twice), well under it.
+const (
+	pullMaxBytes = 2 * DefaultMaxPayload
+	maxPending   = 256 << 20
+)
+
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
 // a delivery runs at most len(DefaultRetryDelays)+1 times, waiting these
 // delays between attempts, over about 33 hours in all.
@@ -297,6 +306,7 @@ func (in *Inbox) connect() error {
 			NoSigs:     true,
 			NoLog:      true,
 			MaxPayload: DefaultMaxPayload,
+			MaxPending: maxPending,
 			SyncAlways: o.Fsync,
 
 			JetStreamMaxStore: max(o.MaxStoreBytes, 0),
@@ -491,7 +501,12 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 		popts = append(popts, jetstream.WithMsgID(d.ID))
 	}
 	ack, err := in.js.PublishMsg(ctx, msg, popts...)
-	if err != nil {
+	if err != nil && d.ID != "" {
+		// The store may have taken it and its answer been lost (a timeout, a
+		// connection cut): a 503 must mean "not stored".
+		ack = in.landed(token, d.ID)
+	}
+	if ack == nil {
 		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))
 	}
 	if ack.Duplicate {
@@ -654,4 +669,18 @@ func headerOf(h nats.Header) http.Header {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// landed looks, after a publish that failed, for the delivery with id in
+// the stream, and returns an acknowledgement for it when the store took it;
+// nil when it did not (or cannot tell).
+func (in *Inbox) landed(token, id string) *jetstream.PubAck {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token)
+	if err != nil || m.Header.Get(hdrDelivery) != id || m.Header.Get(hdrKey) != "" {
+		return nil
+	}
+	in.log.Warn("inbox: the store's answer to a delivery was lost, but it holds the delivery: acknowledged", "delivery", id, "seq", m.Sequence)
+	return &jetstream.PubAck{Stream: in.opts.Name + "_INBOX", Sequence: m.Sequence}
 }

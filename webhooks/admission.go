@@ -15,9 +15,13 @@ import (
 // the first 16 KiB (see readBody), never for the size it announces: a sender that announces 25 MiB
 // and trickles bytes holds a few KiB. On top of that:
 //
-//   - a quarter of the budget is kept for small bodies (at most
-//     smallBodyBytes), which real deliveries mostly are, so that large
-//     bodies, honest or not, never take it all;
+//   - a share of the budget (a quarter, at most 8 MiB) is kept for small
+//     bodies (at most smallBodyBytes), which real deliveries mostly are, so
+//     that large bodies, honest or not, never take it all;
+//   - a body with a Content-Length that outgrows smallBodyBytes reserves
+//     its whole length at once (readBody): large bodies then wait for room
+//     holding 1 MiB each, instead of each holding part of what it needs
+//     while none can finish;
 //   - one client address holds at most half of the budget when it grows a
 //     large body;
 //   - a body must keep a minimum transfer rate (MiddlewareOptions.MinBodyRate)
@@ -36,7 +40,7 @@ const (
 	// body if that is less.
 	rateWindow = 10 * time.Second
 	// budgetWait is how long a body waits for room in the budget.
-	budgetWait = 3 * time.Second
+	budgetWait = 5 * time.Second
 )
 
 // DefaultMinBodyRate is the slowest a body may arrive, in bytes per second
@@ -63,7 +67,7 @@ type budget struct {
 // shares returns the bytes large bodies may hold together and the bytes one
 // client address may hold.
 func (b *budget) shares() (large, perClient int64) {
-	return b.max - b.max/4, b.max / 2
+	return b.max - min(b.max/4, 8<<20), b.max / 2
 }
 
 // tryReserve takes n more bytes for r, or reports false with a channel that

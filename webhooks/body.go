@@ -18,8 +18,10 @@ var (
 // grows growth times as bytes arrive, up to the announced length and one
 // byte (so that the read which finds the end needs no probe), or max+1
 // without one: a body costs at most growth times the bytes received (and
-// the first buffer), whatever it announces. A last buffer much larger than
-// the body (no length given) is copied to one of the body's size.
+// the first buffer), whatever it announces, until it passes smallBodyBytes:
+// a larger body with a length then takes its whole length at once. A last
+// buffer much larger than the body (no length given) is copied to one of
+// the body's size.
 // Each buffer is reserved in res before it is made (errBudget when that
 // fails), and the one it replaces is given back once copied. p, when not
 // nil, holds the body to a minimum rate (errSlowBody).
@@ -54,6 +56,9 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 			next := min(growth*n, max+1)
 			if contentLength >= 0 && n < contentLength+1 {
 				next = min(next, contentLength+1)
+				if next > smallBodyBytes {
+					next = contentLength + 1 // see budget: large bodies reserve at once
+				}
 			}
 			if !res.grow(next) {
 				return nil, errBudget

@@ -78,11 +78,12 @@ type MiddlewareOptions struct {
 	// yet verified, across all connections of this Middleware. A body is
 	// charged for the buffer it has grown into as its bytes arrive (at most
 	// four times the bytes received), not for the Content-Length it
-	// announces; a quarter of the budget is kept for bodies of at most
-	// 1 MiB, and one client address holds at most half of it. A body that
-	// does not fit waits up to 3 s for room, then is answered 503 with
-	// Retry-After (and Connection: close); see SECURITY.md. Zero:
-	// DefaultMaxUnverifiedBytes. Negative: no bound.
+	// announces, until it passes 1 MiB; then it takes its whole length. A
+	// quarter of the budget (at most 8 MiB) is kept for bodies of at most
+	// 1 MiB, and one client address grows large bodies to at most half of
+	// it. A body that does not fit waits up to 5 s for room, then is
+	// answered 503 with Retry-After (and Connection: close); see
+	// SECURITY.md. Zero: DefaultMaxUnverifiedBytes. Negative: no bound.
 	MaxUnverifiedBytes int64
 	// MinBodyRate is the slowest a request body may arrive, in bytes per
 	// second, measured over each 10 s window (a window must bring
