@@ -277,3 +277,43 @@ func TestServeLargeDeliveries(t *testing.T) {
 		t.Logf("serve's log:\n%.4000s", p.Output())
 	}
 }
+
+// TestProxySlowBodies: slow senders on one channel announcing bodies that
+// fill the proxy's pending budget to within a few bytes, one byte every 5 s
+// (reconnecting when cut), while a delivery is posted every second for 30 s
+// to another channel: at least 95 % are answered 2xx.
+func TestProxySlowBodies(t *testing.T) {
+	bin := serveBinary(t)
+	t.Parallel()
+	cmd := exec.Command(bin, "proxy", "--addr", "127.0.0.1:0", "--allow-named-channels")
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+	p, err := attack.Start(cmd, regexp.MustCompile(`url"?[=:]"?http://([^/" ]+)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	sizes := attack.FillBudget(96<<20, 25<<20)
+	slow := attack.SlowBodies(p.Addr, "/victim-a", sizes, 5*time.Second)
+	time.Sleep(time.Second)
+	client := &http.Client{Timeout: 15 * time.Second}
+	codes := map[int]int{}
+	var slowest time.Duration
+	for i := range 30 {
+		id := fmt.Sprintf("valid-%d", i)
+		start := time.Now()
+		code, _, err := attack.Post(client, p.Addr, "/other-b", attackSecret, "issues", id, body(id, 100))
+		if err != nil {
+			code = -1
+		}
+		codes[code]++
+		slowest = max(slowest, time.Since(start))
+		time.Sleep(time.Until(start.Add(time.Second)))
+	}
+	slow.Stop()
+	ok := codes[200] + codes[202]
+	t.Logf("proxy: %d slow senders (%v bytes announced) on one channel, 30 posts to another: %v (%d%% 2xx, slowest %v), slow connections cut %d times, peak RSS %.1f MiB",
+		len(sizes), sizes, codes, 100*ok/30, slowest.Round(time.Millisecond), slow.Cut.Load(), peakMiB(t, p))
+	if ok*100 < 95*30 {
+		t.Errorf("%d of 30 posts answered 2xx (%v), want at least 95 %%", ok, codes)
+	}
+}
