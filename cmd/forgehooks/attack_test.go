@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -315,5 +320,80 @@ func TestProxySlowBodies(t *testing.T) {
 		len(sizes), sizes, codes, 100*ok/30, slowest.Round(time.Millisecond), slow.Cut.Load(), peakMiB(t, p))
 	if ok*100 < 95*30 {
 		t.Errorf("%d of 30 posts answered 2xx (%v), want at least 95 %%", ok, codes)
+	}
+}
+
+// TestCatchupHostilePages: a hostile (or intercepted) API serving 200 log
+// pages of 8 MiB keeps `forgehooks catchup` under 200 MiB: pages of tiny
+// entries are refused past the 100 asked for (the run stops with a
+// warning); pages of 100 entries with 80 KB fields are read to the end,
+// keeping one cut entry per guid.
+func TestCatchupHostilePages(t *testing.T) {
+	bin := serveBinary(t)
+	t.Parallel()
+	const pages, pageBytes = 200, 8 << 20
+	now := time.Now().UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		name    string
+		perPage int // entries a page holds
+		pad     int // bytes of each entry's status
+		exit    int
+		want    string
+	}{
+		{"tiny entries", pageBytes / 120, 0, 1, "entry limit reached"},
+		{"100 padded entries", 100, pageBytes/100 - 200, 0, "200 pages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var served atomic.Int64
+			mux := http.NewServeMux()
+			var base string
+			mux.HandleFunc("GET /repos/o/r/hooks/1/deliveries", func(w http.ResponseWriter, r *http.Request) {
+				n, _ := strconv.Atoi(r.URL.Query().Get("page"))
+				if n == 0 {
+					n = 1
+				}
+				served.Add(1)
+				if n < pages {
+					w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/r/hooks/1/deliveries?per_page=100&page=%d>; rel="next"`, base, n+1))
+				}
+				w.Header().Set("Content-Type", "application/json")
+				var b bytes.Buffer
+				b.Grow(pageBytes + 1024)
+				b.WriteByte('[')
+				pad := strings.Repeat("p", tc.pad)
+				for i := range tc.perPage {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					id := n*1_000_000 + i
+					fmt.Fprintf(&b, `{"id":%d,"guid":"g-%d","delivered_at":%q,"status":"x%s","status_code":500,"event":"push"}`, id, id, now, pad)
+				}
+				b.WriteByte(']')
+				w.Write(b.Bytes())
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: mux}
+			go srv.Serve(ln)
+			t.Cleanup(func() { srv.Close() })
+			base = "http://" + ln.Addr().String()
+			cmd := exec.Command(bin, "catchup", "--api-url", base, "--repo", "o/r", "--hook-id", "1", "--token-env", "HOSTILE_TOKEN", "--dry-run", "--since", "72h")
+			cmd.Env = append(os.Environ(), "HOSTILE_TOKEN=t0ken", "GOMAXPROCS=2")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			start := time.Now()
+			err = cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			peak := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KiB on Linux
+			t.Logf("%s: %d pages of %d MiB served, exit %d in %v, peak RSS %.1f MiB", tc.name, served.Load(), pageBytes>>20, code, time.Since(start).Round(time.Millisecond), peak)
+			if code != tc.exit || !strings.Contains(out.String(), tc.want) {
+				t.Errorf("exit %d (%v), want %d and %q in:\n%.3000s", code, err, tc.exit, tc.want, out.String())
+			}
+			if peak >= 200 {
+				t.Errorf("peak RSS %.1f MiB, want under 200", peak)
+			}
+		})
 	}
 }

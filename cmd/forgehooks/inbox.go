@@ -51,7 +51,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		f.handled = days(inbox.DefaultHandledRetention)
 		fs.Var(&f.handled, "handled-retention", "with an inbox: how long a handled delivery's body is kept (the page, replay) before its space is freed; its id stays for the duplicate window")
 		f.maxStore = byteSize(inbox.DefaultMaxStoreBytes)
-		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; negative: no bound")
+		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; 0: the default; negative: no bound")
 		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
 	}
 	return f
@@ -69,9 +69,6 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	o.Dir, o.Fsync, o.AckWait = f.dir, f.fsync, f.ackWait
 	o.DuplicateWindow, o.HandledRetention = time.Duration(f.duplicateWindow), time.Duration(f.handled)
 	o.MaxStoreBytes, o.AllowRepeatedBodies = int64(f.maxStore), !f.replayGuard
-	if o.MaxStoreBytes == 0 {
-		return o, errors.New("--max-store-bytes must not be 0 (negative: no bound)")
-	}
 	if o.DuplicateWindow > inbox.DefaultMaxAge {
 		o.MaxAge = o.DuplicateWindow
 	}
