@@ -397,3 +397,33 @@ func TestCatchupHostilePages(t *testing.T) {
 		})
 	}
 }
+
+// TestServeLargeActionLog: a signed delivery whose action is 24 MiB writes
+// lines of a few hundred bytes, not the action, on serve and serve --inbox.
+func TestServeLargeActionLog(t *testing.T) {
+	serveBinary(t)
+	t.Parallel()
+	for _, inbox := range []bool{false, true} {
+		var args []string
+		if inbox {
+			args = []string{"--inbox", t.TempDir()}
+		}
+		p := startServe(t, args...)
+		before := p.OutputLen()
+		b := []byte(`{"action":"` + strings.Repeat("a", 24<<20) + `","repository":{"full_name":"` + strings.Repeat("r", 512<<10) + `"}}`)
+		code, msg, err := attack.Post(&http.Client{Timeout: time.Minute}, p.Addr, webhooks.DefaultPath, attackSecret, "issues", "large-action", b)
+		if err != nil || code/100 != 2 {
+			t.Fatalf("inbox %v: %d %s %v", inbox, code, msg, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for inbox && !strings.Contains(p.Output(), `msg="delivery handled"`) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		logged := p.OutputLen() - before
+		t.Logf("inbox %v: a delivery with a 24 MiB action and a 512 KiB repository name: %d bytes of log", inbox, logged)
+		if logged > 4<<10 {
+			t.Errorf("inbox %v: %d bytes of log for one delivery, want under 4 KiB:\n%.2000s", inbox, logged, p.Output()[before:])
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/inbox"
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -130,7 +131,9 @@ func openServeInbox(ctx context.Context, f *inboxFlags, wh *webhooks.Webhooks, l
 		}
 		var found [2]jsonscan.Result
 		_ = jsonscan.Lookup(r.Payload, logPaths, found[:]) // stored payloads are JSON objects
-		attrs := []any{"id", r.ID, "event", name, "repository", found[0].String(r.Payload), "sender", found[1].String(r.Payload),
+		// Payload values are cut as header values are: a signed delivery
+		// may carry a 24 MiB action.
+		attrs := []any{"id", clip.String(r.ID), "event", clip.String(name), "repository", clip.String(found[0].String(r.Payload)), "sender", clip.String(found[1].String(r.Payload)),
 			"status", r.Status, "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond)}
 		switch r.Status {
 		case inbox.StatusHandled:

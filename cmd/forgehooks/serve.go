@@ -222,9 +222,9 @@ func recordDelivery(ctx context.Context, e emitter.Event) error {
 	_ = jsonscan.Lookup(e.Payload, logPaths, found[:])
 	info.mu.Lock()
 	defer info.mu.Unlock()
-	info.action = e.Action()
-	info.repository = found[0].String(e.Payload)
-	info.user = found[1].String(e.Payload)
+	info.action = clip.String(e.Action()) // payload values: any size
+	info.repository = clip.String(found[0].String(e.Payload))
+	info.user = clip.String(found[1].String(e.Payload))
 	return nil
 }
 
