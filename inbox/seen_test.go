@@ -221,3 +221,8 @@ func TestStoreFreesItself(t *testing.T) {
 		return send(i) == http.StatusAccepted
 	})
 }
+
+// quietTo is a logger writing warnings and errors to w.
+func quietTo(t testing.TB, w *logBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -43,9 +42,12 @@ func (w *storeWatch) explain(err error) error {
 		}
 		return err
 	}
-	if !w.ns.JetStreamEnabled() {
+	if !w.ns.JetStreamEnabled() || w.free() < recoverFree {
+		// On a full disk JetStream either shuts itself down or keeps the
+		// write error of the stream for good: either way it is restarted
+		// once the disk has room again.
 		w.recover()
-		return fmt.Errorf("the embedded store has stopped: JetStream shuts itself down when the disk is full (%s); it restarts once %d MiB are free: %w",
+		return fmt.Errorf("the embedded store has stopped: the disk of %s is full; it restarts once %d MiB are free: %w",
 			w.dir, recoverFree>>20, err)
 	}
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, context.DeadlineExceeded) {
@@ -60,7 +62,7 @@ func (w *storeWatch) recover() {
 	if !w.recovering.CompareAndSwap(false, true) {
 		return
 	}
-	w.log.Error("inbox: the embedded store stopped (JetStream shuts down on a full disk); deliveries are refused (503) until it restarts, which it does once the disk has room",
+	w.log.Error("inbox: the embedded store stopped: the disk is full; deliveries are refused (503) until it restarts, which it does once the disk has room",
 		"dir", w.dir, "needs_free_bytes", recoverFree)
 	go func() {
 		defer w.recovering.Store(false)
@@ -72,12 +74,16 @@ func (w *storeWatch) recover() {
 				return
 			case <-t.C:
 			}
-			if w.ns.JetStreamEnabled() {
-				return
-			}
-			var st syscall.Statfs_t
-			if err := syscall.Statfs(w.dir, &st); err == nil && int64(st.Bavail)*int64(st.Bsize) < recoverFree {
+			if w.free() < recoverFree {
 				continue
+			}
+			if w.ns.JetStreamEnabled() {
+				// Its streams keep their write error until they are loaded
+				// again.
+				if err := w.ns.ShutdownJetStream(); err != nil {
+					w.log.Warn("inbox: stopping the embedded store to restart it", "error", err)
+					continue
+				}
 			}
 			cfg := &server.JetStreamConfig{StoreDir: w.dir, MaxStore: w.maxStore, MaxMemory: 256 << 20}
 			if w.maxStore <= 0 {
