@@ -112,7 +112,9 @@ func TestBudgetWaits(t *testing.T) {
 	first := reservation{b: b, client: "a"}
 	first.grow(1 << 20)
 	second := reservation{b: b, client: "b", until: time.Now().Add(generous)}
+	released := make(chan struct{})
 	go func() {
+		defer close(released)
 		time.Sleep(50 * time.Millisecond)
 		first.release()
 	}()
@@ -124,6 +126,7 @@ func TestBudgetWaits(t *testing.T) {
 		t.Error("granted before room was made")
 	}
 	second.release()
+	<-released
 	third := reservation{b: b, client: "c", until: time.Now().Add(50 * time.Millisecond)}
 	first.grow(1 << 20)
 	if third.grow(512 << 10) {
