@@ -79,6 +79,20 @@ func bodyDigest(body []byte) string {
 // stored. A dead letter under the same id and body is stored again (its
 // handlers run on a fresh schedule).
 func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest string) (res webhooks.EnqueueResult, ok bool, err error) {
+	// The body's digest is looked up at the same time as the id: a new
+	// delivery, the common case, then costs one round trip of waiting.
+	type found struct {
+		e   jetstream.KeyValueEntry
+		err error
+	}
+	var byBody chan found
+	if !in.opts.AllowRepeatedBodies {
+		byBody = make(chan found, 1)
+		go func() {
+			e, err := in.seen.Get(ctx, seenBodyKey(digest))
+			byBody <- found{e, err}
+		}()
+	}
 	e, err := in.seen.Get(ctx, seenIDKey(token))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -109,10 +123,11 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 		in.count.duplicates.Add(1)
 		return webhooks.Duplicate, true, nil
 	}
-	if in.opts.AllowRepeatedBodies {
+	if byBody == nil {
 		return 0, false, nil
 	}
-	e, err = in.seen.Get(ctx, seenBodyKey(digest))
+	f := <-byBody
+	e, err = f.e, f.err
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return 0, false, nil
@@ -125,31 +140,20 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	return webhooks.Duplicate, true, nil
 }
 
-// remember writes what known reads for a delivery just stored. A failure is
-// logged: the delivery is stored, and the stream's own duplicate window
-// still covers a redelivery within jsDuplicates.
+// remember writes what known reads for a delivery just stored, without
+// waiting for the store's answers (a failure is logged by the connection's
+// handler of asynchronous publish errors): the delivery is stored already,
+// and the stream's own duplicate window covers a redelivery within
+// jsDuplicates, longer than the writes take.
 func (in *Inbox) remember(d webhooks.Delivery, token, digest string) {
 	rec, _ := json.Marshal(seenID{Digest: digest})
 	prefix := "$KV." + in.opts.Name + "_SEEN."
-	var futures []jetstream.PubAckFuture
-	for _, kv := range [][2]string{{seenIDKey(token), string(rec)}, {seenBodyKey(digest), d.ID}} {
-		if kv[0] == seenBodyKey(digest) && in.opts.AllowRepeatedBodies {
-			continue
-		}
-		f, err := in.js.PublishAsync(prefix+kv[0], []byte(kv[1]))
-		if err != nil {
-			in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)
-			continue
-		}
-		futures = append(futures, f)
+	if _, err := in.js.PublishAsync(prefix+seenIDKey(token), rec); err != nil {
+		in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
+	if !in.opts.AllowRepeatedBodies {
+		if _, err := in.js.PublishAsync(prefix+seenBodyKey(digest), []byte(d.ID)); err != nil {
 			in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)
-		case <-time.After(5 * time.Second):
-			in.log.Warn("inbox: remembering a delivery for dedupe: no answer in 5s", "delivery", d.ID)
 		}
 	}
 }
