@@ -496,8 +496,15 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	if msg.Header.Get("Content-Type") == "" {
 		msg.Header.Set("Content-Type", "application/json")
 	}
+	// JetStream's own duplicate window (jsDuplicates) makes two stores of
+	// one delivery at the same moment store it once, before the writes of
+	// remember land: keyed by the body's digest when the replay guard is on,
+	// so that it also holds for one body under two ids.
 	var popts []jetstream.PublishOpt
-	if d.ID != "" {
+	switch {
+	case d.ID != "" && !in.opts.AllowRepeatedBodies:
+		popts = append(popts, jetstream.WithMsgID("b:"+digest))
+	case d.ID != "":
 		popts = append(popts, jetstream.WithMsgID(d.ID))
 	}
 	ack, err := in.js.PublishMsg(ctx, msg, popts...)

@@ -226,3 +226,45 @@ func TestStoreFreesItself(t *testing.T) {
 func quietTo(t testing.TB, w *logBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
+
+// TestConcurrentRepeats: one body posted at the same moment under 16 ids,
+// and one delivery posted 16 times at once, are each stored once.
+func TestConcurrentRepeats(t *testing.T) {
+	wh := newWebhooks(t)
+	var runs atomic.Int32
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error { runs.Add(1); return nil })
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh})
+	srv := receiver(t, wh, in)
+	for _, tc := range []struct {
+		name string
+		id   func(i int) string
+	}{{"one body, 16 ids", func(i int) string { return fmt.Sprintf("burst-%d", i) }}, {"one delivery, 16 times", func(int) string { return "same-id" }}} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := payload(tc.name)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			codes := map[int]int{}
+			start := make(chan struct{})
+			for i := range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					code, _, err := post(t, srv.Client(), srv.URL, "issues", tc.id(i), body, testSecret)
+					if err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					codes[code]++
+					mu.Unlock()
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if codes[202] != 1 || codes[200] != 15 {
+				t.Errorf("16 at once: %v, want one 202 and 15 × 200", codes)
+			}
+		})
+	}
+	waitFor(t, 10*time.Second, "both handled", func() bool { return runs.Load() == 2 })
+}
