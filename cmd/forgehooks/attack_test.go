@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,9 +81,9 @@ func peakMiB(t *testing.T, p *attack.Process) float64 {
 	return float64(n) / (1 << 20)
 }
 
-// body returns a small valid payload that differs for each id (the replay
+// validBody returns a small valid payload that differs for each id (the replay
 // guard refuses a body stored under another id).
-func body(id string, pad int) []byte {
+func validBody(id string, pad int) []byte {
 	return []byte(fmt.Sprintf(`{"action":"opened","id":%q,"pad":"%s"}`, id, strings.Repeat("x", pad)))
 }
 
@@ -116,7 +115,7 @@ func TestServeSlowBodies(t *testing.T) {
 			for i := range 30 {
 				id := fmt.Sprintf("valid-%d", i)
 				start := time.Now()
-				code, _, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, body(id, 100))
+				code, _, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, validBody(id, 100))
 				if err != nil {
 					code = -1
 				}
@@ -144,7 +143,7 @@ func TestServeReplays(t *testing.T) {
 	t.Parallel()
 	p := startServe(t, "--inbox", t.TempDir())
 	const n, conns = 5000, 8
-	captured := body("captured", 200)
+	captured := validBody("captured", 200)
 	run := func(id func(i int) string) map[int]int {
 		var mu sync.Mutex
 		codes := map[int]int{}
@@ -185,8 +184,10 @@ func TestServeReplays(t *testing.T) {
 	if short[202] != 1 || short[200] != n-1 {
 		t.Errorf("replays under short ids answered %v, want 1 × 202 and %d × 200", short, n-1)
 	}
-	if got := strings.Count(p.Output(), "possible replay"); got < n-1 {
-		t.Errorf("%d log lines name a possible replay, want %d", got, n-1)
+	// Those that arrived at the same moment as the stored one are found
+	// duplicates by the store itself, and logged as duplicates.
+	if got := strings.Count(p.Output(), "possible replay"); got < n-1-conns {
+		t.Errorf("%d log lines name a possible replay, want at least %d", got, n-1-conns)
 	}
 }
 
@@ -201,7 +202,7 @@ func TestServeStoreBound(t *testing.T) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	send := func(i int) int {
 		id := fmt.Sprintf("store-%04d", i)
-		code, _, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, body(id, 1<<20-100))
+		code, _, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, validBody(id, 1<<20-100))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +255,7 @@ func TestServeLargeDeliveries(t *testing.T) {
 			defer wg.Done()
 			id := fmt.Sprintf("large-%d", i)
 			client := &http.Client{Timeout: 60 * time.Second}
-			code, msg, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, body(id, webhooks.DefaultMaxBodyBytes-100))
+			code, msg, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, validBody(id, webhooks.DefaultMaxBodyBytes-100))
 			if err != nil {
 				msg = err.Error()
 			}
@@ -306,7 +307,7 @@ func TestProxySlowBodies(t *testing.T) {
 	for i := range 30 {
 		id := fmt.Sprintf("valid-%d", i)
 		start := time.Now()
-		code, _, err := attack.Post(client, p.Addr, "/other-b", attackSecret, "issues", id, body(id, 100))
+		code, _, err := attack.Post(client, p.Addr, "/other-b", attackSecret, "issues", id, validBody(id, 100))
 		if err != nil {
 			code = -1
 		}
@@ -346,7 +347,11 @@ func TestCatchupHostilePages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var served atomic.Int64
 			mux := http.NewServeMux()
-			var base string
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := "http://" + ln.Addr().String()
 			mux.HandleFunc("GET /repos/o/r/hooks/1/deliveries", func(w http.ResponseWriter, r *http.Request) {
 				n, _ := strconv.Atoi(r.URL.Query().Get("page"))
 				if n == 0 {
@@ -371,22 +376,17 @@ func TestCatchupHostilePages(t *testing.T) {
 				b.WriteByte(']')
 				w.Write(b.Bytes())
 			})
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
 			srv := &http.Server{Handler: mux}
 			go srv.Serve(ln)
 			t.Cleanup(func() { srv.Close() })
-			base = "http://" + ln.Addr().String()
 			cmd := exec.Command(bin, "catchup", "--api-url", base, "--repo", "o/r", "--hook-id", "1", "--token-env", "HOSTILE_TOKEN", "--dry-run", "--since", "72h")
 			cmd.Env = append(os.Environ(), "HOSTILE_TOKEN=t0ken", "GOMAXPROCS=2")
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			start := time.Now()
-			err = cmd.Run()
+			n, err := attack.RunPeak(cmd)
 			code := cmd.ProcessState.ExitCode()
-			peak := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KiB on Linux
+			peak := float64(n) / (1 << 20)
 			t.Logf("%s: %d pages of %d MiB served, exit %d in %v, peak RSS %.1f MiB", tc.name, served.Load(), pageBytes>>20, code, time.Since(start).Round(time.Millisecond), peak)
 			if code != tc.exit || !strings.Contains(out.String(), tc.want) {
 				t.Errorf("exit %d (%v), want %d and %q in:\n%.3000s", code, err, tc.exit, tc.want, out.String())

@@ -67,12 +67,16 @@ func TestServeInboxCommands(t *testing.T) {
 	}
 	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--retry-delays", "10ms,20ms")
 	url := "http://" + sv.addr + webhooks.DefaultPath
-	body := []byte(`{"action":"opened","issue":{"number":1},"repository":{"full_name":"o/r"}}`)
+	// A body per delivery: the replay guard answers one body under another
+	// id as a duplicate.
+	bodyOf := func(id string) []byte {
+		return []byte(`{"action":"opened","issue":{"number":1},"repository":{"full_name":"o/r"},"n":"` + id + `"}`)
+	}
 	for _, tc := range []struct {
 		id   string
 		want int
 	}{{"good", 202}, {"bad", 202}, {"good", 200}} {
-		if code, ans := deliver(t, url, "issues", tc.id, body, nil); code != tc.want {
+		if code, ans := deliver(t, url, "issues", tc.id, bodyOf(tc.id), nil); code != tc.want {
 			t.Fatalf("%s: %d %s, want %d", tc.id, code, ans, tc.want)
 		}
 	}
@@ -105,11 +109,11 @@ func TestServeInboxCommands(t *testing.T) {
 		Attempts []struct{ Number int }
 		Payload  json.RawMessage
 	}
-	if err := json.Unmarshal([]byte(out), &recs); code != exitOK || err != nil || len(recs) != 1 || recs[0].ID != "bad" || len(recs[0].Attempts) != 3 || string(recs[0].Payload) != string(body) {
+	if err := json.Unmarshal([]byte(out), &recs); code != exitOK || err != nil || len(recs) != 1 || recs[0].ID != "bad" || len(recs[0].Attempts) != 3 || string(recs[0].Payload) != string(bodyOf("bad")) {
 		t.Errorf("inbox ls --status dead --json: %d %v %+v\n%s", code, err, recs, out)
 	}
 	code, out, _ = runCmd(t, "", nil, "inbox", "show", "bad", "--inbox", dir)
-	if code != exitOK || !strings.Contains(out, "the database is down") || !strings.Contains(out, "X-Hub-Signature-256") || !strings.Contains(out, string(body)) {
+	if code != exitOK || !strings.Contains(out, "the database is down") || !strings.Contains(out, "X-Hub-Signature-256") || !strings.Contains(out, string(bodyOf("bad"))) {
 		t.Errorf("inbox show: %d\n%s", code, out)
 	}
 	code, out, _ = runCmd(t, "", nil, "inbox", "dead", "--inbox", dir)

@@ -390,3 +390,32 @@ func FillBudget(budget, max int64) []int64 {
 	}
 	return sizes
 }
+
+// RunPeak runs cmd to its end and returns its peak resident set size, the
+// highest VmHWM read from /proc while it ran (every 10 ms, and once more
+// after it stops, before it is reaped). getrusage cannot tell it: a
+// child's maximum counts its parent's memory at the fork.
+func RunPeak(cmd *exec.Cmd) (int64, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	var peak int64
+	read := func() {
+		if n, err := VmHWM(pid); err == nil && n > peak {
+			peak = n
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return peak, err
+		case <-t.C:
+			read()
+		}
+	}
+}
