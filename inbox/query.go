@@ -285,6 +285,13 @@ func (in *Inbox) Holds(ctx context.Context, id string) (bool, error) {
 			return false, fmt.Errorf("inbox: holds %q: %w", id, err)
 		}
 	}
+	// A handled delivery whose stored copy was dropped (HandledRetention)
+	// is still known for the duplicate window.
+	if _, err := in.seen.Get(ctx, seenIDKey(token)); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, fmt.Errorf("inbox: holds %q: %w", id, err)
+	}
 	return false, nil
 }
 

@@ -170,6 +170,9 @@ func TestDedupeOutlivesTheBody(t *testing.T) {
 			t.Errorf("%s after its copy was dropped and a restart: %v, %v; want Duplicate", d.ID, res, err)
 		}
 	}
+	if held, err := in.Holds(context.Background(), "kept-id"); !held || err != nil {
+		t.Errorf("Holds after its copy was dropped: %v, %v; want true (catch-up must not ask for it again)", held, err)
+	}
 	time.Sleep(300 * time.Millisecond)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("ran %d times, want once", n)
