@@ -46,3 +46,21 @@ func TestParseDays(t *testing.T) {
 		t.Errorf("String() = %q", d.String())
 	}
 }
+
+// TestInboxFlagsBounds: --duplicate-window, --handled-retention,
+// --max-store-bytes and --replay-guard reach inbox.Options; a window past
+// the default MaxAge extends it.
+func TestInboxFlagsBounds(t *testing.T) {
+	f := &inboxFlags{dir: "x", duplicateWindow: days(7 * 24 * time.Hour), handled: days(time.Hour), maxStore: byteSize(200 << 20), replayGuard: false}
+	o, err := f.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.DuplicateWindow != 7*24*time.Hour || o.HandledRetention != time.Hour || o.MaxStoreBytes != 200<<20 || !o.AllowRepeatedBodies {
+		t.Errorf("options %+v", o)
+	}
+	f.duplicateWindow = days(10 * 24 * time.Hour)
+	if o, _ := f.options(); o.MaxAge != 10*24*time.Hour {
+		t.Errorf("a 10-day window keeps deliveries %v, want 10 days", o.MaxAge)
+	}
+}
