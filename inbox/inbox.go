@@ -517,7 +517,7 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))
 	}
 	if ack.Duplicate {
-		in.count.duplicates.Add(1)
+		in.duplicateAtOnce(ctx, d, token)
 		return webhooks.Duplicate, nil
 	}
 	if d.ID != "" {

@@ -134,10 +134,30 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	case err != nil:
 		return 0, true, fmt.Errorf("inbox: looking up the body of delivery %q: %w", d.ID, err)
 	}
+	in.replay(d, string(e.Value()))
+	return webhooks.Duplicate, true, nil
+}
+
+// replay counts and logs a possible replay: d's body was stored under the
+// id storedAs ("" when not known).
+func (in *Inbox) replay(d webhooks.Delivery, storedAs string) {
 	in.count.replays.Add(1)
 	in.log.Warn("inbox: a body already stored under another delivery id (a possible replay); answered duplicate, not stored",
-		"delivery", d.ID, "event", d.Name, "stored_as", string(e.Value()))
-	return webhooks.Duplicate, true, nil
+		"delivery", d.ID, "event", d.Name, "stored_as", storedAs)
+}
+
+// duplicateAtOnce counts a delivery that the stream itself found a
+// duplicate (stored a moment before, before remember's writes landed): a
+// possible replay when the replay guard keys the stream's duplicates by
+// body and nothing is stored under d's id.
+func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, token string) {
+	if d.ID != "" && !in.opts.AllowRepeatedBodies {
+		if _, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token); errors.Is(err, jetstream.ErrMsgNotFound) {
+			in.replay(d, "")
+			return
+		}
+	}
+	in.count.duplicates.Add(1)
 }
 
 // remember writes what known reads for a delivery just stored, without
