@@ -22,8 +22,8 @@ import (
 //     its whole length at once (readBody): large bodies then wait for room
 //     holding 1 MiB each, instead of each holding part of what it needs
 //     while none can finish;
-//   - one client address holds at most half of the budget when it grows a
-//     large body;
+//   - one client address holds at most half of the budget, so that clients
+//     elsewhere (the forge) find room whatever one address sends;
 //   - a body must keep a minimum transfer rate (MiddlewareOptions.MinBodyRate)
 //     or it is cut with 408 and its bytes given back;
 //   - a body that does not fit waits a little (budgetWait) for bytes to be
@@ -94,11 +94,8 @@ func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
 			return false, b.wait()
 		}
 	}
-	// The client's share bounds what large bodies may add: small ones are
-	// bounded by the whole budget alone, so that a client holding its share
-	// with large bodies still gets its small deliveries through.
 	c := b.clients[r.client]
-	if (r.large || becomesLarge) && c > r.held && c+n > clientMax {
+	if c > r.held && c+n > clientMax {
 		return false, b.wait()
 	}
 	b.used.Add(n)

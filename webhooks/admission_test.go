@@ -67,8 +67,8 @@ func TestSlowBodyCut(t *testing.T) {
 }
 
 // TestBudgetShares: large bodies hold at most three quarters of the budget
-// together, so that small ones always find room; one client address grows
-// large bodies to at most half of it.
+// together, so that small ones always find room; one client address holds
+// at most half of it, so that other addresses do.
 func TestBudgetShares(t *testing.T) {
 	const max = 8 << 20 // large bodies: 6 MiB; one client: 4 MiB
 	b := &budget{max: max}
@@ -80,28 +80,34 @@ func TestBudgetShares(t *testing.T) {
 	if a2.grow(2 << 20) {
 		t.Error("a's second large body granted past a's half of the budget")
 	}
+	a3 := reservation{b: b, client: "a"}
+	if !a3.grow(1 << 20) {
+		t.Error("a's small body refused within a's half")
+	}
+	if a3.grow(1) {
+		t.Error("a's small body granted past a's half")
+	}
 	bb := reservation{b: b, client: "b"}
 	if !bb.grow(3 << 20) {
-		t.Fatal("b's large body refused with 5 MiB free")
+		t.Fatal("b's large body refused with 4 MiB free")
 	}
 	c1 := reservation{b: b, client: "c"}
 	if c1.grow(2 << 20) {
 		t.Error("a large body granted past the three quarters kept for large bodies")
 	}
-	// 2 MiB are left, for small bodies, from any client, "a" included.
-	for i, client := range []string{"c", "a", "c", "a"} {
+	// 1 MiB is left, for small bodies of other clients.
+	for i, client := range []string{"c", "d"} {
 		s := reservation{b: b, client: client}
 		if !s.grow(500 << 10) {
 			t.Errorf("small body %d from %s refused with %d bytes used of %d", i, client, b.used.Load(), max)
 		}
 		defer s.release()
 	}
-	a1.release()
-	a2.release()
-	bb.release()
-	c1.release()
-	if b.used.Load() != 4*(500<<10) {
-		t.Fatalf("used %d, want the small bodies' %d", b.used.Load(), 4*(500<<10))
+	for _, r := range []*reservation{&a1, &a2, &a3, &bb, &c1} {
+		r.release()
+	}
+	if b.used.Load() != 2*(500<<10) {
+		t.Fatalf("used %d, want the small bodies' %d", b.used.Load(), 2*(500<<10))
 	}
 }
 

@@ -80,10 +80,10 @@ type MiddlewareOptions struct {
 	// four times the bytes received), not for the Content-Length it
 	// announces, until it passes 1 MiB; then it takes its whole length. A
 	// quarter of the budget (at most 8 MiB) is kept for bodies of at most
-	// 1 MiB, and one client address grows large bodies to at most half of
-	// it. A body that does not fit waits up to 5 s for room, then is
-	// answered 503 with Retry-After (and Connection: close); see
-	// SECURITY.md. Zero: DefaultMaxUnverifiedBytes. Negative: no bound.
+	// 1 MiB, and one client address holds at most half of it. A body that
+	// does not fit waits up to 5 s for room, then is answered 503 with
+	// Retry-After (and Connection: close); see SECURITY.md. Zero:
+	// DefaultMaxUnverifiedBytes. Negative: no bound.
 	MaxUnverifiedBytes int64
 	// MinBodyRate is the slowest a request body may arrive, in bytes per
 	// second, measured over each 10 s window (a window must bring
