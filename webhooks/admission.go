@@ -22,8 +22,9 @@ import (
 //     its whole length at once (readBody): large bodies then wait for room
 //     holding 1 MiB each, instead of each holding part of what it needs
 //     while none can finish;
-//   - one client address holds at most half of the budget, so that clients
-//     elsewhere (the forge) find room whatever one address sends;
+//   - one client address holds at most half of the budget in buffers
+//     larger than tinyBody, so that clients elsewhere (the forge) find room
+//     whatever one address sends, and its own small deliveries still start;
 //   - a body must keep a minimum transfer rate (MiddlewareOptions.MinBodyRate)
 //     or it is cut with 408 and its bytes given back;
 //   - a body that does not fit waits a little (budgetWait) for bytes to be
@@ -33,6 +34,9 @@ const (
 	// smallBodyBytes is the largest body that may use the share of the
 	// budget kept for small bodies.
 	smallBodyBytes = 1 << 20
+	// tinyBody is the largest buffer that a client's share does not bound:
+	// the first two buffers of a body (16 and 64 KiB).
+	tinyBody = 64 << 10
 	// firstBodyBuffer is the first buffer of any body; later ones grow.
 	firstBodyBuffer = 16 << 10
 	// rateWindow is the window over which MinBodyRate is measured: every
@@ -94,8 +98,11 @@ func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
 			return false, b.wait()
 		}
 	}
+	// The client's share bounds buffers past the first two (tinyBody): a
+	// client holding its share still gets its small deliveries started,
+	// within the whole budget.
 	c := b.clients[r.client]
-	if c > r.held && c+n > clientMax {
+	if (n > tinyBody || r.large) && c > r.held && c+n > clientMax {
 		return false, b.wait()
 	}
 	b.used.Add(n)

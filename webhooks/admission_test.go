@@ -68,7 +68,8 @@ func TestSlowBodyCut(t *testing.T) {
 
 // TestBudgetShares: large bodies hold at most three quarters of the budget
 // together, so that small ones always find room; one client address holds
-// at most half of it, so that other addresses do.
+// at most half of it in buffers past the first two, so that other addresses
+// do, and its own new deliveries start.
 func TestBudgetShares(t *testing.T) {
 	const max = 8 << 20 // large bodies: 6 MiB; one client: 4 MiB
 	b := &budget{max: max}
@@ -84,9 +85,14 @@ func TestBudgetShares(t *testing.T) {
 	if !a3.grow(1 << 20) {
 		t.Error("a's small body refused within a's half")
 	}
-	if a3.grow(1) {
-		t.Error("a's small body granted past a's half")
+	if a3.grow(256 << 10) {
+		t.Error("a's small body grown past a's half")
 	}
+	a4 := reservation{b: b, client: "a"}
+	if !a4.grow(64 << 10) {
+		t.Error("a's new body refused its first buffers with a's half taken")
+	}
+	a4.release()
 	bb := reservation{b: b, client: "b"}
 	if !bb.grow(3 << 20) {
 		t.Fatal("b's large body refused with 4 MiB free")

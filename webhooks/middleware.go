@@ -80,7 +80,8 @@ type MiddlewareOptions struct {
 	// four times the bytes received), not for the Content-Length it
 	// announces, until it passes 1 MiB; then it takes its whole length. A
 	// quarter of the budget (at most 8 MiB) is kept for bodies of at most
-	// 1 MiB, and one client address holds at most half of it. A body that
+	// 1 MiB, and one client address holds at most half of it (but for the
+	// first 80 KiB of each body). A body that
 	// does not fit waits up to 5 s for room, then is answered 503 with
 	// Retry-After (and Connection: close); see SECURITY.md. Zero:
 	// DefaultMaxUnverifiedBytes. Negative: no bound.
