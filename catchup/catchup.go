@@ -1,10 +1,13 @@
 package catchup
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultAPIURL is the forge's REST API, the server of its published REST
@@ -42,6 +46,13 @@ const (
 	Overlap = 5 * time.Minute
 	// perPage is the largest page the forge serves.
 	perPage = 100
+	// DefaultMaxEntries bounds the delivery ids one run keeps: the forge
+	// keeps its log 3 days, and 100,000 deliveries is more than a hook
+	// receives in that time but for the busiest.
+	DefaultMaxEntries = 100_000
+	// maxFieldBytes bounds a text field of an attempt that a run keeps
+	// (status, event, action): longer ones are cut.
+	maxFieldBytes = 256
 )
 
 // ErrLinkLoop is wrapped by the error of a run whose log pages lead back to a
@@ -56,6 +67,11 @@ var ErrRefused = errors.New("the forge refused redeliveries")
 // ErrPageCap is wrapped by the error of a run that read MaxPages pages without
 // reaching its checkpoint.
 var ErrPageCap = errors.New("page limit reached before the checkpoint")
+
+// ErrEntryCap is wrapped by the error of a run that met more than
+// MaxEntries delivery ids, or a page of more attempts than the 100 asked
+// for: not a log the forge serves, and more than a run keeps.
+var ErrEntryCap = errors.New("entry limit reached before the checkpoint")
 
 // Holder tells whether the receiver already holds a delivery (a durable inbox
 // does); such a delivery is not redelivered even if the forge logged it failed,
@@ -92,6 +108,11 @@ type Options struct {
 	RedeliveriesPerMinute int
 	// MaxPages bounds the log pages read; default DefaultMaxPages.
 	MaxPages int
+	// MaxEntries bounds the delivery ids a run keeps (one Entry each; the
+	// attempts themselves are not kept); default DefaultMaxEntries. A run
+	// that meets more stops with an error wrapping ErrEntryCap, and a
+	// warning, before requesting anything.
+	MaxEntries int
 	// MaxTries bounds the tries of one request (throttled or 5xx); default
 	// DefaultMaxTries.
 	MaxTries int
@@ -201,12 +222,15 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	if gap := now.Sub(rep.From); gap > LogRetention {
 		rep.warn(ctx, r.log, fmt.Sprintf("looking back %v, but the forge keeps its delivery log for %v: deliveries before %s cannot be redelivered", gap.Round(time.Minute), LogRetention, now.Add(-LogRetention).UTC().Format(time.RFC3339)))
 	}
-	attempts, pages, err := r.list(ctx, rep.From, nil)
-	rep.Pages, rep.Attempts = pages, len(attempts)
+	w, pages, err := r.list(ctx, rep.From, nil)
+	rep.Pages, rep.Attempts = pages, w.attempts
 	if err != nil {
+		if errors.Is(err, ErrEntryCap) || errors.Is(err, ErrPageCap) {
+			rep.warn(ctx, r.log, "the run stopped at a bound, nothing was requested: "+err.Error())
+		}
 		return rep, fmt.Errorf("catchup: %s: reading the delivery log: %w", opts.Hook, err)
 	}
-	rep.Entries = group(attempts)
+	rep.Entries = w.sorted()
 	if err := r.decide(ctx, rep.Entries, state); err != nil {
 		return rep, fmt.Errorf("catchup: %s: %w", opts.Hook, err)
 	}
@@ -245,10 +269,8 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 			return rep, err
 		}
 	}
-	for _, a := range attempts {
-		if a.DeliveredAt.After(state.Through) {
-			state.Through = a.DeliveredAt.UTC()
-		}
+	if w.latest.After(state.Through) {
+		state.Through = w.latest.UTC()
 	}
 	for guid, at := range state.Requested {
 		if now.Sub(at) > LogRetention+Overlap+time.Hour {
@@ -382,28 +404,31 @@ func (r *run) from(now time.Time, s State) time.Time {
 }
 
 // list reads the log newest first until an attempt older than from, the last
-// page, an attempt for which stop (when set) is true, or an error.
-func (r *run) list(ctx context.Context, from time.Time, stop func(Attempt) bool) (attempts []Attempt, pages int, err error) {
+// page, an attempt for which stop (when set) is true (then the window's last
+// attempt), or an error. It keeps one Entry per guid, never the attempts.
+func (r *run) list(ctx context.Context, from time.Time, stop func(Attempt) bool) (w *window, pages int, err error) {
 	maxPages := cmp.Or(r.opts.MaxPages, DefaultMaxPages)
+	w = &window{max: cmp.Or(r.opts.MaxEntries, DefaultMaxEntries), byGUID: map[string]int{}}
 	next := r.hook + "/deliveries?per_page=" + strconv.Itoa(perPage)
 	read := map[string]bool{}
 	ids := map[int64]bool{}
 	for next != "" {
 		if pages >= maxPages {
-			return attempts, pages, fmt.Errorf("%w: read %d pages (MaxPages) and the log goes on; look back less far (Since) or allow more pages", ErrPageCap, maxPages)
+			return w, pages, fmt.Errorf("%w: read %d pages (MaxPages) and the log goes on; look back less far (Since) or allow more pages", ErrPageCap, maxPages)
 		}
 		if read[next] {
-			return attempts, pages, fmt.Errorf("%w (page %d)", ErrLinkLoop, pages+1)
+			return w, pages, fmt.Errorf("%w (page %d)", ErrLinkLoop, pages+1)
 		}
 		read[next] = true
 		res, err := r.c.do(ctx, http.MethodGet, next)
 		if err != nil {
-			return attempts, pages, err
+			return w, pages, err
 		}
 		pages++
-		page, err := decodeAttempts(res.body)
+		page, err := decodePage(res.body, perPage)
+		res.body = nil // the page's bytes are not kept
 		if err != nil {
-			return attempts, pages, fmt.Errorf("page %d: %w", pages, err)
+			return w, pages, fmt.Errorf("page %d: %w", pages, err)
 		}
 		fresh, done := 0, false
 		for _, a := range page {
@@ -416,29 +441,130 @@ func (r *run) list(ctx context.Context, from time.Time, stop func(Attempt) bool)
 				done = true // newest first: the rest is older still
 				continue
 			}
-			attempts = append(attempts, a)
+			if !w.add(a) {
+				return w, pages, fmt.Errorf("%w: more than %d delivery ids (MaxEntries) by page %d; look back less far (Since) or allow more entries", ErrEntryCap, w.max, pages)
+			}
 			if stop != nil && stop(a) {
-				return attempts, pages, nil
+				w.last = a
+				return w, pages, nil
 			}
 		}
 		if len(page) > 0 && fresh == 0 {
-			return attempts, pages, fmt.Errorf("page %d repeats attempts already read: the log's cursor does not advance", pages)
+			return w, pages, fmt.Errorf("page %d repeats attempts already read: the log's cursor does not advance", pages)
 		}
 		if done {
 			break
 		}
 		links, err := ParseLink(res.header.Get("Link"))
 		if err != nil {
-			return attempts, pages, fmt.Errorf("page %d: %w", pages, err)
+			return w, pages, fmt.Errorf("page %d: %w", pages, err)
 		}
 		next = ""
 		if n := links["next"]; n != "" {
 			if next, err = r.sameOrigin(n); err != nil {
-				return attempts, pages, fmt.Errorf("page %d: %w", pages, err)
+				return w, pages, fmt.Errorf("page %d: %w", pages, err)
 			}
 		}
 	}
-	return attempts, pages, nil
+	return w, pages, nil
+}
+
+// window is what a run keeps of the log it read: one Entry per guid.
+type window struct {
+	max      int
+	entries  []Entry
+	byGUID   map[string]int
+	attempts int       // attempts read in the window
+	latest   time.Time // the newest attempt's time
+	last     Attempt   // the attempt list stopped at
+}
+
+// add counts a, into its guid's Entry; false when a new guid would pass max.
+func (w *window) add(a Attempt) bool {
+	i, ok := w.byGUID[a.GUID]
+	if !ok {
+		if len(w.entries) >= w.max {
+			return false
+		}
+		w.byGUID[a.GUID] = len(w.entries)
+		w.entries = append(w.entries, Entry{GUID: a.GUID, Latest: a})
+		i = len(w.entries) - 1
+	} else if later(a, w.entries[i].Latest) {
+		w.entries[i].Latest = a
+	}
+	e := &w.entries[i]
+	e.Attempts++
+	if a.Succeeded() {
+		e.Decision = SkipSucceeded
+	}
+	w.attempts++
+	if a.DeliveredAt.After(w.latest) {
+		w.latest = a.DeliveredAt
+	}
+	return true
+}
+
+// sorted returns the entries, oldest guid first (by latest attempt).
+func (w *window) sorted() []Entry {
+	slices.SortStableFunc(w.entries, func(x, y Entry) int {
+		return cmp.Or(x.Latest.DeliveredAt.Compare(y.Latest.DeliveredAt), cmp.Compare(x.Latest.ID, y.Latest.ID))
+	})
+	return w.entries
+}
+
+// decodePage decodes one page of the log, as decodeAttempts does, one item at
+// a time: a page of more than maxItems attempts (the forge serves the 100
+// asked for) is refused as soon as it passes them (ErrEntryCap), and text
+// fields are cut to maxFieldBytes, so that what a page costs is bounded
+// whatever its size.
+func decodePage(body []byte, maxItems int) ([]Attempt, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return nil, fmt.Errorf("%w: delivery list is not a JSON array: %q", errMalformed, clip(string(bytes.TrimSpace(body))))
+	}
+	var out []Attempt
+	for i := 0; dec.More(); i++ {
+		if i >= maxItems {
+			return nil, fmt.Errorf("%w: the page holds more than the %d attempts asked for", ErrEntryCap, maxItems)
+		}
+		var w *wireAttempt
+		if err := dec.Decode(&w); err != nil {
+			return nil, fmt.Errorf("%w: delivery list: %v", errMalformed, jsonError(err))
+		}
+		a, err := w.attempt()
+		if err != nil {
+			return nil, fmt.Errorf("%w: delivery list item %d: %v", errMalformed, i, err)
+		}
+		a.Status, a.Event, a.Action = cut(a.Status), cut(a.Event), cut(a.Action)
+		out = append(out, a)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("%w: delivery list: %v", errMalformed, jsonError(err))
+	}
+	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
+		return nil, fmt.Errorf("%w: delivery list: data after the array", errMalformed)
+	}
+	return out, nil
+}
+
+// jsonError words a truncated page as json.Unmarshal does.
+func jsonError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return errors.New("unexpected end of JSON input")
+	}
+	return err
+}
+
+// cut shortens a text field to maxFieldBytes, at a rune boundary.
+func cut(s string) string {
+	if len(s) <= maxFieldBytes {
+		return s
+	}
+	n := maxFieldBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // sameOrigin resolves a next link and refuses one on another host: the
@@ -452,36 +578,6 @@ func (r *run) sameOrigin(link string) (string, error) {
 		return "", fmt.Errorf("next link leads to %s://%s, not the API at %s://%s", u.Scheme, u.Host, r.c.base.Scheme, r.c.base.Host)
 	}
 	return u.String(), nil
-}
-
-// group collects attempts per guid, oldest guid first (by latest attempt).
-func group(attempts []Attempt) []Entry {
-	byGUID := map[string]int{}
-	var entries []Entry
-	for _, a := range attempts {
-		i, ok := byGUID[a.GUID]
-		if !ok {
-			byGUID[a.GUID] = len(entries)
-			e := Entry{GUID: a.GUID, Latest: a, Attempts: 1}
-			if a.Succeeded() {
-				e.Decision = SkipSucceeded
-			}
-			entries = append(entries, e)
-			continue
-		}
-		e := &entries[i]
-		e.Attempts++
-		if a.Succeeded() {
-			e.Decision = SkipSucceeded
-		}
-		if later(a, e.Latest) {
-			e.Latest = a
-		}
-	}
-	slices.SortStableFunc(entries, func(x, y Entry) int {
-		return cmp.Or(x.Latest.DeliveredAt.Compare(y.Latest.DeliveredAt), cmp.Compare(x.Latest.ID, y.Latest.ID))
-	})
-	return entries
 }
 
 // later orders attempts by time, then id (ids grow; times have seconds only).

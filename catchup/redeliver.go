@@ -30,16 +30,16 @@ func RedeliverGUID(ctx context.Context, opts Options, guid string) (Attempt, err
 		return Attempt{}, err
 	}
 	from := r.clock.Now().Add(-LogRetention)
-	attempts, _, err := r.list(ctx, from, func(a Attempt) bool { return a.GUID == guid })
+	w, _, err := r.list(ctx, from, func(a Attempt) bool { return a.GUID == guid })
 	if err != nil {
 		return Attempt{}, fmt.Errorf("catchup: %s: reading the delivery log: %w", opts.Hook, err)
 	}
 	// The log is newest first and ids grow, so the guid's first attempt read
 	// is its latest; list stopped there.
-	if n := len(attempts); n == 0 || attempts[n-1].GUID != guid {
+	a := w.last
+	if a.GUID != guid {
 		return Attempt{}, fmt.Errorf("catchup: %s: %s: %w", opts.Hook, guid, ErrNotInLog)
 	}
-	a := attempts[len(attempts)-1]
 	if err := r.redeliver(ctx, a.ID); err != nil {
 		return a, fmt.Errorf("catchup: %s: redelivering %s (attempt %d): %w", opts.Hook, guid, a.ID, err)
 	}

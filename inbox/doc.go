@@ -84,10 +84,29 @@
 // restarts included (examples/otel shows one trace from the request to the
 // successful retry).
 //
-// Deliveries are deduplicated by their id (Nats-Msg-Id) within
-// Options.DuplicateWindow (default 72 hours, the time the forge keeps its
-// delivery log), across restarts. A delivery without an id is never
-// deduplicated.
+// Deliveries are deduplicated from the inbox's own state, across restarts,
+// for Options.DuplicateWindow (default 72 hours, the time the forge keeps
+// its delivery log on its public service; self-hosted servers keep it up to
+// 7 days, so set the window to theirs): the same id again is answered 200
+// "duplicate" while the delivery is queued, retrying or handled, and nothing
+// runs; while it is a dead letter, the redelivery (the forge's "Redeliver",
+// or catch-up) makes it run again on a fresh schedule, answered 202
+// "requeued". A different body under a stored id is answered duplicate and
+// logged as id reuse. The same body under another id is answered duplicate
+// and logged as a possible replay (the signature covers the body only, not
+// the id), unless Options.AllowRepeatedBodies. Counters counts each case. A
+// delivery without an id is never deduplicated.
+//
+// # Store bounds
+//
+// Options.MaxStoreBytes (default 1 GiB) bounds the store; when it is full,
+// deliveries are answered 503, with the reason logged, and nothing stored
+// is dropped to make room. The stored copy of a handled delivery is dropped
+// after Options.HandledRetention (default 24 hours), dead letters after
+// Options.DeadRetention (30 days), anything after Options.MaxAge (7 days);
+// ids, digests and attempts stay for the duplicate window. In the embedded
+// mode, when the disk itself fills up, JetStream stops; the inbox restarts
+// it once the disk has room again.
 //
 // # Headers
 //

@@ -63,3 +63,31 @@ func Example() {
 	// sent again, duplicate: true
 	// issues.opened handled after 1 attempt
 }
+
+// The inbox answers from its own state, for the duplicate window: the same
+// delivery again is a duplicate, its body under another id a possible
+// replay; Counters counts them, for a metrics exporter.
+func ExampleInbox_EnqueueResult() {
+	dir, _ := os.MkdirTemp("", "inbox-example")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	in, err := inbox.Open(ctx, inbox.Options{Dir: dir, Logger: slog.New(slog.DiscardHandler),
+		DuplicateWindow: 7 * 24 * time.Hour, // a self-hosted forge keeps its log up to 7 days
+		MaxStoreBytes:   200 << 20,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer in.Close(ctx)
+	body := []byte(`{"action":"opened","issue":{"number":7}}`)
+	for _, id := range []string{"d-1", "d-1", "d-2"} {
+		res, err := in.EnqueueResult(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: body})
+		fmt.Println(id, map[webhooks.EnqueueResult]string{webhooks.Enqueued: "stored", webhooks.Duplicate: "duplicate", webhooks.Requeued: "requeued"}[res], err)
+	}
+	fmt.Printf("%+v\n", in.Counters())
+	// Output:
+	// d-1 stored <nil>
+	// d-1 duplicate <nil>
+	// d-2 duplicate <nil>
+	// {Duplicates:1 Requeued:0 Replays:1 IDReuses:0}
+}

@@ -3,6 +3,7 @@ package inbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -132,4 +133,16 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// unique returns body, a JSON object, with a member naming id added first:
+// distinct deliveries carry distinct bodies (the replay guard answers a body
+// stored under another id as a duplicate).
+func unique(body []byte, id string) []byte {
+	q, _ := json.Marshal(id)
+	out := append([]byte(`{"_id":`), q...)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...)
 }

@@ -26,9 +26,22 @@ import (
 const (
 	// DefaultName names the streams, buckets and subjects of an Inbox.
 	DefaultName = "FORGEHOOKS"
-	// DefaultDuplicateWindow is how long a delivery id is remembered: the
-	// forge keeps its delivery log, and so can redeliver, for 3 days.
+	// DefaultDuplicateWindow is how long a delivery id (and its body's
+	// digest) is remembered: the forge keeps its delivery log, and so can
+	// redeliver, for 3 days on its public service. Self-hosted servers keep
+	// it up to 7 days: set DuplicateWindow (serve --duplicate-window 7d) to
+	// their retention.
 	DefaultDuplicateWindow = 72 * time.Hour
+	// DefaultHandledRetention is how long the body of a handled delivery is
+	// kept (for the inspector page and Replay) before it is dropped; its id
+	// and attempts stay for the duplicate window.
+	DefaultHandledRetention = 24 * time.Hour
+	// DefaultDeadRetention is how long a dead letter is kept, waiting for
+	// Retry or a redelivery.
+	DefaultDeadRetention = 30 * 24 * time.Hour
+	// DefaultMaxStoreBytes bounds the store: in the embedded mode all of
+	// JetStream's files in Dir, in a cluster the inbox stream.
+	DefaultMaxStoreBytes = 1 << 30
 	// DefaultMaxAge is how long a delivery stays in the stream.
 	DefaultMaxAge = 7 * 24 * time.Hour
 	// DefaultAckWait is how long a worker holds a delivery without telling the
@@ -37,6 +50,15 @@ const (
 	// DefaultMaxPayload is the largest message the embedded server takes: the
 	// forge's 25 MiB body limit with room for the headers.
 	DefaultMaxPayload = 26 << 20
+)
+
+// Bounds of the connection to the embedded server. The server cuts a client
+// whose unread data passes maxPending (as a slow consumer), losing the
+// answers to its publishes: the workers pull at most pullMaxBytes of
+// deliveries at a time (room for the largest, twice), well under it.
+const (
+	pullMaxBytes = 2 * DefaultMaxPayload
+	maxPending   = 256 << 20
 )
 
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
@@ -117,24 +139,42 @@ type Options struct {
 	Name string
 	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
 	Replicas int
-	// DuplicateWindow is how long a delivery id is remembered. Zero:
-	// DefaultDuplicateWindow.
+	// DuplicateWindow is how long a delivery id, and the digest of its
+	// body, are remembered (in the inbox's own bucket, across restarts,
+	// whether or not the body is still kept): the same id again is answered
+	// duplicate (or, for a dead letter, runs again), and the same body under
+	// another id is refused as a possible replay. Set it to the forge's
+	// delivery-log retention. Zero: DefaultDuplicateWindow.
 	DuplicateWindow time.Duration
-	// MaxAge is how long a delivery is kept in the stream (and its status);
-	// at least DuplicateWindow. Zero: DefaultMaxAge. Dead letters are kept
-	// until retried.
+	// AllowRepeatedBodies turns the replay guard off: a body stored already
+	// under another delivery id is then stored and run again. The guard
+	// exists because the signature covers the body only, so a captured
+	// delivery can be replayed under any id; turn it off only when the
+	// forge may send byte-identical bodies under different ids.
+	AllowRepeatedBodies bool
+	// MaxAge is the longest any delivery is kept in the stream (and its
+	// status), whatever its state; at least DuplicateWindow. Zero:
+	// DefaultMaxAge.
 	MaxAge time.Duration
-	// MaxBytes bounds the inbox stream's size; a delivery beyond it is refused
-	// (503) rather than older ones being dropped. Zero: no bound but the disk.
-	MaxBytes int64
+	// HandledRetention is how long the stored copy of a handled delivery
+	// is kept before it is dropped, freeing its bytes; its id, digest and
+	// attempts stay for the duplicate window. Deliveries not yet handled
+	// are kept (up to MaxAge). Zero: DefaultHandledRetention.
+	HandledRetention time.Duration
+	// DeadRetention is how long a dead letter is kept. Zero:
+	// DefaultDeadRetention.
+	DeadRetention time.Duration
+	// MaxStoreBytes bounds the store. In the embedded mode it bounds all of
+	// JetStream's files in Dir (a sixteenth of it, at most 32 MiB, is kept
+	// for statuses and dead letters, the rest for deliveries); in a cluster
+	// it bounds the inbox stream. Once full, deliveries are refused (503,
+	// logged with the reason) rather than older ones dropped, until handled
+	// ones age out (HandledRetention). Zero: DefaultMaxStoreBytes.
+	// Negative: no bound but the disk.
+	MaxStoreBytes int64
 	// Fsync, in the embedded mode, syncs every write to disk before it is
 	// acknowledged. Slower; see the package documentation.
 	Fsync bool
-	// MaxStore, in the embedded mode, bounds the disk space JetStream uses in
-	// Dir, all streams and buckets together; once reached, deliveries are
-	// refused (503) as on a full disk. Zero: the server's default (most of
-	// the free disk).
-	MaxStore int64
 
 	// Logger receives the inbox's lines. Nil: slog.Default().
 	Logger *slog.Logger
@@ -152,7 +192,10 @@ type Inbox struct {
 	dead   jetstream.Stream
 	status jetstream.KeyValue
 	state  jetstream.KeyValue
+	seen   jetstream.KeyValue
 	unlock func()
+	count  counters
+	store  storeWatch
 
 	inSubj, deadSubj string
 
@@ -194,6 +237,18 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.MaxAge == 0 {
 		opts.MaxAge = DefaultMaxAge
 	}
+	if opts.HandledRetention == 0 {
+		opts.HandledRetention = DefaultHandledRetention
+	}
+	if opts.DeadRetention == 0 {
+		opts.DeadRetention = DefaultDeadRetention
+	}
+	if opts.MaxStoreBytes == 0 {
+		opts.MaxStoreBytes = DefaultMaxStoreBytes
+	}
+	if opts.DuplicateWindow < 0 || opts.HandledRetention < 0 || opts.DeadRetention < 0 {
+		return nil, errors.New("inbox: DuplicateWindow, HandledRetention and DeadRetention must not be negative")
+	}
 	if opts.MaxAge < opts.DuplicateWindow {
 		return nil, fmt.Errorf("inbox: Options.MaxAge %v is shorter than the duplicate window %v", opts.MaxAge, opts.DuplicateWindow)
 	}
@@ -229,6 +284,7 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if err := in.connect(); err != nil {
 		return nil, err
 	}
+	in.store = storeWatch{ns: in.ns, dir: opts.Dir, maxStore: max(opts.MaxStoreBytes, 0), log: opts.Logger, closing: in.closing}
 	if defaultReplicas {
 		// Streams made before keep their replicas: a query from the command
 		// line must not try to move a one-node inbox to three.
@@ -245,6 +301,9 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 			in.shutdown()
 			return nil, err
 		}
+		// Only an inbox that runs handlers frees the store: a query from
+		// the command line must not drop what a receiver keeps.
+		in.startJanitor()
 	}
 	return in, nil
 }
@@ -269,9 +328,10 @@ func (in *Inbox) connect() error {
 			NoSigs:     true,
 			NoLog:      true,
 			MaxPayload: DefaultMaxPayload,
+			MaxPending: maxPending,
 			SyncAlways: o.Fsync,
 
-			JetStreamMaxStore: o.MaxStore,
+			JetStreamMaxStore: max(o.MaxStoreBytes, 0),
 		})
 		if err != nil {
 			unlock()
@@ -335,10 +395,14 @@ func (in *Inbox) asyncErrors() nats.Option {
 func (in *Inbox) setup(ctx context.Context) error {
 	o := in.opts
 	var err error
-	maxBytes := o.MaxBytes
-	if maxBytes == 0 {
+	maxBytes := o.MaxStoreBytes
+	switch {
+	case maxBytes < 0:
 		maxBytes = -1
+	case in.ns != nil:
+		maxBytes -= min(maxBytes/16, 32<<20)
 	}
+	dups := min(o.DuplicateWindow, jsDuplicates)
 	in.inbox, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        o.Name + "_INBOX",
 		Description: "forgehooks: webhook deliveries, stored before they are acknowledged",
@@ -347,7 +411,7 @@ func (in *Inbox) setup(ctx context.Context) error {
 		MaxAge:      o.MaxAge,
 		MaxBytes:    maxBytes,
 		Discard:     jetstream.DiscardNew,
-		Duplicates:  o.DuplicateWindow,
+		Duplicates:  dups,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
 		AllowDirect: true,
@@ -360,6 +424,7 @@ func (in *Inbox) setup(ctx context.Context) error {
 		Description: "forgehooks: deliveries whose handlers failed every attempt",
 		Subjects:    []string{in.deadSubj + ">"},
 		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      o.DeadRetention,
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
 		AllowDirect: true,
@@ -377,6 +442,16 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: creating bucket %s_STATUS: %w", o.Name, err)
 	}
+	in.seen, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      o.Name + "_SEEN",
+		Description: "forgehooks: delivery ids and body digests, remembered for the duplicate window",
+		TTL:         o.DuplicateWindow,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating bucket %s_SEEN: %w", o.Name, err)
+	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Name + "_STATE",
 		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
@@ -390,28 +465,48 @@ func (in *Inbox) setup(ctx context.Context) error {
 }
 
 // Enqueue stores d and returns once JetStream has acknowledged it, or reports
-// duplicate when a delivery with d.ID was stored within the duplicate window
-// (d is then not stored again). A delivery with an empty ID is always stored.
-// The error, when it cannot be stored within ctx (store unavailable, a stream
-// limit reached, a full disk), says why; nothing was acknowledged then.
+// duplicate when it is not stored: see EnqueueResult, of which it is the
+// two-way form (a requeued dead letter is not a duplicate).
 func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bool, err error) {
+	res, err := in.EnqueueResult(ctx, d)
+	return res == webhooks.Duplicate, err
+}
+
+// EnqueueResult stores d and returns Enqueued once JetStream has
+// acknowledged it. When the inbox has stored d.ID within the duplicate
+// window it stores nothing and returns Duplicate, unless that delivery is a
+// dead letter with the same body, which then runs again on a fresh schedule
+// (Requeued). A body stored under another id within the window is a possible
+// replay: Duplicate, logged, counted (unless Options.AllowRepeatedBodies). A
+// delivery with an empty ID is always stored. The error, when it cannot be
+// stored within ctx (store unavailable, full, a full disk), says why;
+// nothing was acknowledged then.
+func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhooks.EnqueueResult, error) {
 	in.mu.Lock()
 	if in.closed {
 		in.mu.Unlock()
-		return false, ErrClosed
+		return 0, ErrClosed
 	}
 	in.enq.Add(1)
 	in.mu.Unlock()
 	defer in.enq.Done()
 	if d.Name == "" {
-		return false, errors.New("inbox: delivery without an event name")
+		return 0, errors.New("inbox: delivery without an event name")
+	}
+	token := subjectToken(d.ID)
+	var digest string
+	if d.ID != "" {
+		digest = bodyDigest(d.Payload)
+		if res, ok, err := in.known(ctx, d, token, digest); ok || err != nil {
+			return res, in.store.explain(err)
+		}
 	}
 	received := d.ReceivedAt
 	if received.IsZero() {
 		received = time.Now()
 	}
 	msg := &nats.Msg{Data: d.Payload, Header: storedHeader(d.Header)}
-	in.order(msg, d, subjectToken(d.ID))
+	in.order(msg, d, token)
 	msg.Header.Set(hdrVersion, "1")
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
@@ -425,21 +520,37 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bo
 	if msg.Header.Get("Content-Type") == "" {
 		msg.Header.Set("Content-Type", "application/json")
 	}
+	// JetStream's own duplicate window (jsDuplicates) makes two stores of
+	// one delivery at the same moment store it once, before the writes of
+	// remember land: keyed by the body's digest when the replay guard is on,
+	// so that it also holds for one body under two ids.
 	var popts []jetstream.PublishOpt
-	if d.ID != "" {
+	switch {
+	case d.ID != "" && !in.opts.AllowRepeatedBodies:
+		popts = append(popts, jetstream.WithMsgID("b:"+digest))
+	case d.ID != "":
 		popts = append(popts, jetstream.WithMsgID(d.ID))
 	}
 	ack, err := in.publishRetrying(ctx, msg, popts...)
-	if err != nil {
-		return false, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, describePublishError(err))
+	if err != nil && d.ID != "" {
+		// The store may have taken it and its answer been lost (a timeout, a
+		// connection cut): a 503 must mean "not stored".
+		ack = in.landed(token, d.ID)
+	}
+	if ack == nil {
+		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))
 	}
 	if ack.Duplicate {
-		return true, nil
+		in.duplicateAtOnce(ctx, d, token)
+		return webhooks.Duplicate, nil
+	}
+	if d.ID != "" {
+		in.remember(d, token, digest)
 	}
 	if in.watchers.Active() {
 		in.notify(recordOf(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
 	}
-	return false, nil
+	return webhooks.Enqueued, nil
 }
 
 // Error codes of the NATS server that the client names no constant for.
@@ -448,18 +559,20 @@ const (
 	errCodeStoreFailed           jetstream.ErrorCode = 10077
 )
 
-// describePublishError adds what a reader needs to a publish error.
-func describePublishError(err error) error {
+// describePublishError adds what a reader needs to a publish error: which
+// bound is reached, or why the store did not answer.
+func (in *Inbox) describePublishError(err error) error {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Description), "maximum"):
-		return fmt.Errorf("a limit of the inbox stream is reached (Options.MaxBytes or the account's JetStream limits): %w", err)
+		return fmt.Errorf("the store is full (Options.MaxStoreBytes, serve --max-store-bytes, %d bytes; handled deliveries free their space after HandledRetention, %v): %w",
+			in.opts.MaxStoreBytes, in.opts.HandledRetention, err)
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == errCodeStoreFailed || apiErr.ErrorCode == errCodeInsufficientResources):
 		return fmt.Errorf("the store could not write it (disk full, or JetStream's storage limit reached): %w", err)
 	case errors.Is(err, nats.ErrMaxPayload):
 		return fmt.Errorf("the delivery is larger than the server's max_payload: %w", err)
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return fmt.Errorf("the store did not answer in time (NATS down or without quorum?): %w", err)
+		return in.store.explain(err)
 	}
 	return err
 }
@@ -589,4 +702,18 @@ func headerOf(h nats.Header) http.Header {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// landed looks, after a publish that failed, for the delivery with id in
+// the stream, and returns an acknowledgement for it when the store took it;
+// nil when it did not (or cannot tell).
+func (in *Inbox) landed(token, id string) *jetstream.PubAck {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := in.lastStored(ctx, token)
+	if err != nil || m.Header.Get(hdrDelivery) != id || m.Header.Get(hdrKey) != "" {
+		return nil
+	}
+	in.log.Warn("inbox: the store's answer to a delivery was lost, but it holds the delivery: acknowledged", "delivery", id, "seq", m.Sequence)
+	return &jetstream.PubAck{Stream: in.opts.Name + "_INBOX", Sequence: m.Sequence}
 }

@@ -304,12 +304,13 @@ func TestInboxStreamLimit(t *testing.T) {
 	wh := newWebhooks(t)
 	var ran atomic.Int32
 	wh.OnAny(func(ctx context.Context, e emitter.Event) error { ran.Add(1); return nil })
-	in := openInbox(t, t.TempDir(), Options{MaxBytes: 4096})
+	in := openInbox(t, t.TempDir(), Options{MaxStoreBytes: 8192})
 	srv := receiver(t, wh, in)
 	big := []byte(`{"pad":"` + strings.Repeat("x", 1500) + `"}`)
 	var codes []int
 	for i := range 5 {
-		code, body, err := post(t, srv.Client(), srv.URL, "push", "big-"+string(rune('a'+i)), big, testSecret)
+		id := "big-" + string(rune('a'+i))
+		code, body, err := post(t, srv.Client(), srv.URL, "push", id, unique(big, id), testSecret)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,10 +324,11 @@ func TestInboxStreamLimit(t *testing.T) {
 	}
 	var err error
 	for i := 0; i < 5 && err == nil; i++ {
-		_, err = in.Enqueue(context.Background(), webhooks.Delivery{ID: "more-" + string(rune('a'+i)), Name: "push", Payload: big})
+		id := "more-" + string(rune('a'+i))
+		_, err = in.Enqueue(context.Background(), webhooks.Delivery{ID: id, Name: "push", Payload: unique(big, id)})
 	}
-	if err == nil || !strings.Contains(err.Error(), "limit") {
-		t.Errorf("Enqueue into a full stream: %v, want an error naming the limit", err)
+	if err == nil || !strings.Contains(err.Error(), "store is full") || !strings.Contains(err.Error(), "MaxStoreBytes") {
+		t.Errorf("Enqueue into a full stream: %v, want an error naming the bound", err)
 	}
 }
 
@@ -382,7 +384,7 @@ func TestInboxDrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := "drain-" + tc.name
-			if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "push", Payload: []byte(`{}`)}); err != nil {
+			if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "push", Payload: unique([]byte(`{}`), id)}); err != nil {
 				t.Fatal(err)
 			}
 			<-started
@@ -496,14 +498,14 @@ func TestInboxStoreFull(t *testing.T) {
 		s.add(info)
 		return nil
 	})
-	in := openInbox(t, t.TempDir(), Options{Receiver: wh, MaxStore: 256 << 10})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, MaxStoreBytes: 256 << 10})
 	srv := receiver(t, wh, in)
 	big := []byte(`{"pad":"` + strings.Repeat("x", 16<<10) + `"}`)
 	var acked []string
 	var refused string
 	for i := range 64 {
 		id := fmt.Sprintf("full-%02d", i)
-		code, body, err := post(t, srv.Client(), srv.URL, "push", id, big, testSecret)
+		code, body, err := post(t, srv.Client(), srv.URL, "push", id, unique(big, id), testSecret)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -519,9 +521,9 @@ func TestInboxStoreFull(t *testing.T) {
 	if refused == "" {
 		t.Fatalf("64 deliveries of 16 KB stored in a 256 KB store")
 	}
-	_, err := in.Enqueue(context.Background(), webhooks.Delivery{ID: "one-more", Name: "push", Payload: big})
-	if err == nil || !strings.Contains(err.Error(), "storage limit") {
-		t.Errorf("Enqueue into a full store: %v, want an error naming the storage limit", err)
+	_, err := in.Enqueue(context.Background(), webhooks.Delivery{ID: "one-more", Name: "push", Payload: unique(big, "one-more")})
+	if err == nil || !strings.Contains(err.Error(), "store is full") {
+		t.Errorf("Enqueue into a full store: %v, want an error saying the store is full", err)
 	}
 	waitFor(t, 10*time.Second, "every stored delivery handled", func() bool { return s.count() == len(acked) })
 	t.Logf("%d stored, then 503: %s", len(acked), strings.TrimSpace(refused))

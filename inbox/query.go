@@ -352,7 +352,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 		if old != nil {
 			in.putStatus(ctx, key, old)
 		}
-		return describePublishError(err)
+		return in.describePublishError(err)
 	}
 	st.Seq = ack.Sequence
 	in.changed(m.Header, data, ack.Sequence, st)
@@ -380,6 +380,13 @@ func (in *Inbox) Holds(ctx context.Context, id string) (bool, error) {
 		if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return false, fmt.Errorf("inbox: holds %q: %w", id, err)
 		}
+	}
+	// A handled delivery whose stored copy was dropped (HandledRetention)
+	// is still known for the duplicate window.
+	if _, err := in.seen.Get(ctx, seenIDKey(token)); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, fmt.Errorf("inbox: holds %q: %w", id, err)
 	}
 	return false, nil
 }

@@ -85,7 +85,7 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	hctx, cancel := context.WithCancel(context.Background())
 	in.stop = cancel
 	in.handlerCtx = hctx
-	it, err := cons.Messages(jetstream.PullMaxMessages(o.Workers))
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(o.Workers, pullMaxBytes))
 	if err != nil {
 		return fmt.Errorf("inbox: consuming: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -204,6 +205,40 @@ func TestCSPReport(t *testing.T) {
 	}
 	if n := insp.CSPViolations(); n != 1 {
 		t.Errorf("%d violations counted, want 1 (an empty body is no report)", n)
+	}
+	// From another site (a page elsewhere, in a browser on this machine):
+	// refused, not counted.
+	for _, h := range [][2]string{{"Sec-Fetch-Site", "cross-site"}, {"Sec-Fetch-Site", "same-site"}, {"Origin", "http://evil.example"}, {"Origin", "http://127.0.0.1:9999"}} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "http://127.0.0.1/csp-report", strings.NewReader(`{"csp-report":{}}`))
+		req.Header.Set(h[0], h[1])
+		insp.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("report with %s: %s: %d, want 403", h[0], h[1], rec.Code)
+		}
+	}
+	if n := insp.CSPViolations(); n != 1 {
+		t.Errorf("%d violations counted after cross-site reports, want 1", n)
+	}
+}
+
+// TestCSPReportLogRate: a flood of reports is counted, and logged at most
+// once every 10 s.
+func TestCSPReportLogRate(t *testing.T) {
+	var logs strings.Builder
+	insp := inspector.New(inspector.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for range 1000 {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "http://127.0.0.1/csp-report", strings.NewReader(`{"csp-report":{}}`))
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Origin", "http://127.0.0.1")
+		insp.ServeHTTP(rec, req)
+	}
+	if n := insp.CSPViolations(); n != 1000 {
+		t.Errorf("%d counted, want 1000", n)
+	}
+	if n := strings.Count(logs.String(), "Content-Security-Policy violation"); n != 1 {
+		t.Errorf("%d log lines for 1000 reports within 10 s, want 1", n)
 	}
 }
 

@@ -31,7 +31,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,6 +118,7 @@ type Inspector struct {
 	loads chan struct{} // one place per payload being loaded
 
 	cspReports atomic.Int64
+	cspLog     every // rate of the violation log line
 	hookURL    atomic.Pointer[string]
 }
 
@@ -133,7 +136,7 @@ func New(opts Options) *Inspector {
 	if opts.WebhookURL == "" {
 		opts.WebhookURL = "http://127.0.0.1:3000" + webhooks.DefaultPath
 	}
-	in := &Inspector{opts: opts, src: opts.Store, log: opts.Logger}
+	in := &Inspector{opts: opts, src: opts.Store, log: opts.Logger, cspLog: every{period: 10 * time.Second}}
 	in.hookURL.Store(&opts.WebhookURL)
 	in.loads = make(chan struct{}, opts.MaxPayloadLoads)
 	if in.log == nil {
@@ -399,12 +402,43 @@ func (in *Inspector) stats(w http.ResponseWriter, r *http.Request) {
 // cspReport counts a violation report; its body is read (bounded) and not
 // kept.
 func (in *Inspector) cspReport(w http.ResponseWriter, r *http.Request) {
+	// Same origin only: a page elsewhere (in a browser on this machine)
+	// could otherwise count violations and write the log at will.
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		httpError(w, http.StatusForbidden, "cross-site report refused")
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
+			httpError(w, http.StatusForbidden, "cross-origin report refused")
+			return
+		}
+	}
 	n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
 	if n > 0 {
-		in.cspReports.Add(1)
-		in.log.Warn("inspector: Content-Security-Policy violation reported by a page")
+		total := in.cspReports.Add(1)
+		if in.cspLog.allow(time.Now()) {
+			in.log.Warn("inspector: Content-Security-Policy violation reported by a page (logged at most once every 10 s)", "reports", total)
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// every lets an event through at most once per period.
+type every struct {
+	mu     sync.Mutex
+	period time.Duration
+	next   time.Time
+}
+
+func (e *every) allow(now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now.Before(e.next) {
+		return false
+	}
+	e.next = now.Add(e.period)
+	return true
 }
 
 // action runs one of the page's actions on the delivery ?id=.

@@ -31,6 +31,11 @@ type InboxStats struct {
 	// OldestWaiting is when the oldest delivery still waiting was stored;
 	// zero when none waits.
 	OldestWaiting time.Time
+	// Duplicates, Replays and IDReuses count the deliveries answered
+	// duplicate since the inbox opened: an id already stored, a body already
+	// stored under another id, an id already stored with another body.
+	// Requeued counts redeliveries that ran a dead letter again.
+	Duplicates, Replays, IDReuses, Requeued uint64
 }
 
 // inboxMetrics are the inbox's families: attempts by event and outcome and
@@ -173,4 +178,12 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 	} {
 		fmt.Fprintf(b, "# HELP %s_%s %s\n# TYPE %s_%s gauge\n%s_%s %s\n", ns, g.name, g.help, ns, g.name, ns, g.name, formatFloat(g.v))
 	}
+	fmt.Fprintf(b, "# HELP %s_inbox_not_stored_total Deliveries answered duplicate and not stored, by reason (duplicate: the id is stored; replay: the body is stored under another id; id_reuse: the id is stored with another body).\n# TYPE %s_inbox_not_stored_total counter\n", ns, ns)
+	for _, r := range []struct {
+		reason string
+		n      uint64
+	}{{"duplicate", st.Duplicates}, {"id_reuse", st.IDReuses}, {"replay", st.Replays}} {
+		fmt.Fprintf(b, "%s_inbox_not_stored_total{reason=\"%s\"} %d\n", ns, r.reason, r.n)
+	}
+	fmt.Fprintf(b, "# HELP %s_inbox_requeued_total Redeliveries of a dead letter that made it run again.\n# TYPE %s_inbox_requeued_total counter\n%s_inbox_requeued_total %d\n", ns, ns, ns, st.Requeued)
 }

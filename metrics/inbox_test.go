@@ -40,7 +40,8 @@ func TestInboxFamilies(t *testing.T) {
 	}
 	now := time.Now()
 	m.SetInbox(func(context.Context) (metrics.InboxStats, error) {
-		return metrics.InboxStats{Waiting: 3, Dead: 1, OldestWaiting: now.Add(-90 * time.Second)}, nil
+		return metrics.InboxStats{Waiting: 3, Dead: 1, OldestWaiting: now.Add(-90 * time.Second),
+			Duplicates: 5, Replays: 2, IDReuses: 1, Requeued: 4}, nil
 	})
 	var b bytes.Buffer
 	m.WriteTo(&b)
@@ -65,6 +66,10 @@ func TestInboxFamilies(t *testing.T) {
 		{"forgehooks_inbox_handler_duration_seconds_bucket", []string{"event", "push", "outcome", "dead", "le", "1"}, 1},
 		{"forgehooks_inbox_backlog", nil, 3},
 		{"forgehooks_inbox_dead_letters", nil, 1},
+		{"forgehooks_inbox_not_stored_total", []string{"reason", "duplicate"}, 5},
+		{"forgehooks_inbox_not_stored_total", []string{"reason", "replay"}, 2},
+		{"forgehooks_inbox_not_stored_total", []string{"reason", "id_reuse"}, 1},
+		{"forgehooks_inbox_requeued_total", nil, 4},
 	} {
 		if got, ok := e.Value(tc.name, tc.labels...); !ok || fmt.Sprintf("%.6f", got) != fmt.Sprintf("%.6f", tc.want) {
 			t.Errorf("%s%v = %v (%v), want %v", tc.name, tc.labels, got, ok, tc.want)

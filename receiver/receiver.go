@@ -171,7 +171,9 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 			r.stops = append(r.stops, in.Watch(r.metrics.ObserveAttempt))
 			r.metrics.SetInbox(func(ctx context.Context) (metrics.InboxStats, error) {
 				s, err := in.Stats(ctx)
-				return metrics.InboxStats{Waiting: s.Waiting, Dead: s.Dead, OldestWaiting: s.OldestWaiting}, err
+				c := in.Counters()
+				return metrics.InboxStats{Waiting: s.Waiting, Dead: s.Dead, OldestWaiting: s.OldestWaiting,
+					Duplicates: c.Duplicates, Replays: c.Replays, IDReuses: c.IDReuses, Requeued: c.Requeued}, err
 			})
 		}
 		where := o.Dir
@@ -231,9 +233,11 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		}
 	}
 	if mo.Logger == nil {
-		// The receiver's line for each request says why it was refused; the
-		// middleware's own lines would say it twice.
-		mo.Logger = slog.New(slog.DiscardHandler)
+		// The receiver's line for each request says why it was refused; of
+		// the middleware's own lines only those with a cause it alone knows
+		// (an "error": why the inbox did not store it, a read failure) are
+		// kept.
+		mo.Logger = slog.New(withCause{r.log.Handler()})
 	}
 	r.mw = webhooks.NewMiddleware(r.wh, mo)
 	r.handler = r.logRequests(mo.MaxInFlight)

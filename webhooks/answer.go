@@ -23,6 +23,8 @@ const (
 	msgNoMessage        = "handler failed without a message"
 	msgUnverifiedBudget = "Too many request bodies being received: try again later"
 	msgHandlerFailed    = "handler failed; the receiver's log has the details"
+	msgSlowBody         = "Request body arriving too slowly"
+	msgBadID            = "X-Forge-Delivery must be at most 128 printable ASCII characters"
 )
 
 // answer writes the response for Receive's result.

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"errors"
 	"io"
-	"sync/atomic"
 )
 
 var (
@@ -13,151 +12,86 @@ var (
 	errBudget = errors.New("webhooks: bodies being verified take the whole budget")
 )
 
-// initialBodyBuffer is the first buffer of a body without a Content-Length,
-// and the smallest step by which a body outgrows its buffer.
-const initialBodyBuffer = 64 << 10
-
-// budget is a byte budget shared by every request of a Middleware: the bodies
-// read and not yet verified. A nil *budget has no bound.
-type budget struct {
-	max  int64
-	used atomic.Int64
-}
-
-// reserve takes n more bytes for a request that holds own already, or
-// reports false when that would pass max. While nothing but own is reserved
-// any n is granted, so that a budget smaller than one body cannot refuse that
-// body for ever.
-func (b *budget) reserve(n, own int64) bool {
-	for {
-		used := b.used.Load()
-		if used > own && used+n > b.max {
-			return false
-		}
-		if b.used.CompareAndSwap(used, used+n) {
-			return true
-		}
-	}
-}
-
-// reservation is what one request holds of a budget.
-type reservation struct {
-	b    *budget
-	held int64
-}
-
-// grow reserves n more bytes, or reports false.
-func (r *reservation) grow(n int64) bool {
-	if r == nil || r.b == nil {
-		return true
-	}
-	if !r.b.reserve(n, r.held) {
-		return false
-	}
-	r.held += n
-	return true
-}
-
-// release gives back everything held. It may be called again.
-func (r *reservation) release() {
-	if r.b != nil && r.held != 0 {
-		r.b.used.Add(-r.held)
-		r.held = 0
-	}
-}
-
 // readBody reads r into one buffer, writing each piece to h as it arrives, and
-// stops at max+1 bytes with errTooLarge. Every buffer it allocates is first
-// reserved in res (errBudget when that fails, before the buffer is made), so
-// that the bodies being read across all connections stay within a budget.
-//
-//   - With a Content-Length, one buffer of that length and one byte more
-//     (so that the read which finds the end needs no probe) is reserved and
-//     made before any byte is read: a body costs its own size, and a request
-//     that the budget cannot hold is refused before its body is read.
-//   - Without one (chunked), or past the announced length, the body is read
-//     into pieces, each an eighth of what has arrived (at least
-//     initialBodyBuffer), so that at most about an eighth is unused while
-//     reading; at the end the pieces are joined into one slice, which is
-//     reserved too (about 2.1 times the body at that moment, counted).
-func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservation) ([]byte, error) {
+// stops at max+1 bytes with errTooLarge. The buffer starts at
+// firstBodyBuffer (or the announced length and one byte, when smaller) and
+// grows growth times as bytes arrive, up to the announced length and one
+// byte (so that the read which finds the end needs no probe), or max+1
+// without one: a body costs at most growth times the bytes received (and
+// the first buffer), whatever it announces, until it passes smallBodyBytes:
+// a larger body with a length then takes its whole length at once. A last
+// buffer much larger than the body (no length given) is copied to one of
+// the body's size.
+// Each buffer is reserved in res before it is made (errBudget when that
+// fails), and the one it replaces is given back once copied. p, when not
+// nil, holds the body to a minimum rate (errSlowBody).
+// growth is the factor by which a body's buffer grows: with 4, a 25 MiB body
+// with a Content-Length allocates about 2.1 times its size in all.
+const growth = 4
+
+func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservation, p *pacer) ([]byte, error) {
 	limit := max + 1
-	first := min(limit, initialBodyBuffer)
 	if contentLength >= 0 {
-		first = min(limit, contentLength+1)
+		limit = min(limit, contentLength+1)
 	}
-	if !res.grow(first) {
+	size := min(limit, firstBodyBuffer)
+	if !res.grow(size) {
 		return nil, errBudget
 	}
-	var (
-		pieces [][]byte // full pieces, in order
-		held   int64    // bytes in pieces
-		cur    = make([]byte, 0, first)
-	)
+	cur := make([]byte, 0, size)
+	left := func() int64 {
+		if contentLength < 0 {
+			return -1
+		}
+		return max64(contentLength-int64(len(cur)), 0)
+	}
+	p.begin(left())
+	defer p.done()
 	for {
 		if len(cur) == cap(cur) {
-			n := held + int64(len(cur))
+			n := int64(len(cur))
 			if n > max {
 				return nil, errTooLarge
 			}
-			next := min(max64(n/8, initialBodyBuffer), limit-n)
+			next := min(growth*n, max+1)
+			if contentLength >= 0 && n < contentLength+1 {
+				next = min(next, contentLength+1)
+				if next > smallBodyBytes {
+					next = contentLength + 1 // see budget: large bodies reserve at once
+				}
+			}
 			if !res.grow(next) {
 				return nil, errBudget
 			}
-			pieces, held = append(pieces, cur), n
-			cur = make([]byte, 0, next)
+			grown := make([]byte, n, next)
+			copy(grown, cur)
+			res.shrink(int64(cap(cur)))
+			cur = grown
 		}
 		k, err := r.Read(cur[len(cur):cap(cur)])
 		h.Write(cur[len(cur) : len(cur)+k])
 		cur = cur[:len(cur)+k]
 		if err == io.EOF {
-			total := held + int64(len(cur))
-			if total > max {
+			n := int64(len(cur))
+			if n > max {
 				return nil, errTooLarge
 			}
-			if pieces == nil {
-				return cur, nil // the common case: one buffer, nothing to join
+			if slack := int64(cap(cur)) - n; slack > n/8 && slack > firstBodyBuffer {
+				// Without a length (or past it) the last buffer may be up to
+				// growth times too large: the handlers would hold that.
+				if !res.grow(n) {
+					return nil, errBudget
+				}
+				exact := append([]byte(nil), cur...)
+				res.shrink(int64(cap(cur)))
+				cur = exact
 			}
-			pieces = append(pieces, cur)
-			if only, ok := single(pieces); ok {
-				return only, nil
-			}
-			if !res.grow(total) {
-				return nil, errBudget
-			}
-			return join(pieces, total), nil
+			return cur, nil
 		}
-		if err != nil {
+		if err = p.read(k, err, left()); err != nil {
 			return nil, err
 		}
 	}
-}
-
-// single returns the only non-empty piece (or an empty one when all are), and
-// false when there are several.
-func single(pieces [][]byte) ([]byte, bool) {
-	var only []byte
-	for _, p := range pieces {
-		if len(p) > 0 {
-			if only != nil {
-				return nil, false
-			}
-			only = p
-		}
-	}
-	if only == nil {
-		return pieces[0][:0], true
-	}
-	return only, true
-}
-
-// join returns a copy of the pieces in one slice of n bytes.
-func join(pieces [][]byte, n int64) []byte {
-	out := make([]byte, 0, n)
-	for _, p := range pieces {
-		out = append(out, p...)
-	}
-	return out
 }
 
 func max64(a, b int64) int64 {

@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,7 +15,8 @@ import (
 func TestMiddlewareBudgets(t *testing.T) {
 	t.Run("unverified bodies", func(t *testing.T) {
 		h := newHostile(t, MiddlewareOptions{MaxUnverifiedBytes: 100 << 10})
-		// A forged body announced as 80 KiB, held after its first byte.
+		// A forged body announced as 80 KiB, held after its first byte, is
+		// charged for its first buffer only.
 		held, err := net.Dial("tcp", h.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -30,34 +30,44 @@ func TestMiddlewareBudgets(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-		if used := h.mw.unverified.used.Load(); used != 80<<10+1 {
-			t.Errorf("reserved %d bytes for an 80 KiB body, want %d", used, 80<<10+1)
+		if used := h.mw.unverified.used.Load(); used != firstBodyBuffer {
+			t.Errorf("reserved %d bytes for an 80 KiB body that sent 1 byte, want %d", used, firstBodyBuffer)
 		}
-
-		// Another announced as 50 KiB is refused from its headers alone.
-		c, err := net.Dial("tcp", h.addr)
-		if err != nil {
+		// Sent 70 KiB more, it grows to its announced size: the budget then
+		// holds 80 KiB + 1 of 100.
+		if _, err := held.Write(make([]byte, 70<<10)); err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Forge-Event: push\r\nX-Forge-Delivery: second\r\nX-Hub-Signature-256: sha256=00\r\n\r\n", DefaultPath, 50<<10)
-		c.SetReadDeadline(time.Now().Add(generous))
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("no answer before the body was sent: %v", err)
+		for h.mw.unverified.used.Load() != 80<<10+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("budget holds %d bytes, want %d", h.mw.unverified.used.Load(), 80<<10+1)
+			}
+			time.Sleep(time.Millisecond)
 		}
-		res.Body.Close()
+
+		// Another one is refused once it outgrows the budget (after waiting
+		// for room).
+		client := &http.Client{Timeout: generous}
+		body := []byte(`{"pad":"` + strings.Repeat("x", 40<<10) + `"}`)
+		res, msg := doRaw(t, client, "http://"+h.addr+DefaultPath, "push", body)
 		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") != fmt.Sprint(RetryAfter) || !res.Close {
-			t.Errorf("over the budget: %d, Retry-After %q, close %v; want 503, %d, true", res.StatusCode, res.Header.Get("Retry-After"), res.Close, RetryAfter)
+			t.Errorf("over the budget: %d %s, Retry-After %q, close %v; want 503, %d, true", res.StatusCode, msg, res.Header.Get("Retry-After"), res.Close, RetryAfter)
 		}
 		if !strings.Contains(h.logs.text(), "unverified bodies over budget") {
 			t.Errorf("the refusal is not logged:\n%s", h.logs.text())
 		}
 
-		// A small valid delivery still fits.
-		client := &http.Client{Timeout: generous}
-		if code, body := post(t, client, "http://"+h.addr+DefaultPath, "issues", "small", []byte(`{"action":"opened"}`)); code != http.StatusOK {
-			t.Errorf("small delivery beside the held body: %d %s", code, body)
+		// A small valid delivery from another address still fits: the held
+		// body's address holds more than its half of the budget, this one
+		// nothing.
+		other := &http.Client{Timeout: generous, Transport: &http.Transport{DialContext: (&net.Dialer{
+			LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+		start := time.Now()
+		if code, body := post(t, other, "http://"+h.addr+DefaultPath, "issues", "small", []byte(`{"action":"opened"}`)); code != http.StatusOK {
+			t.Errorf("small delivery from another address beside the held body: %d %s", code, body)
+		}
+		if took := time.Since(start); took > budgetWait/2 {
+			t.Errorf("small delivery from another address waited %v", took)
 		}
 
 		held.Close()

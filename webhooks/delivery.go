@@ -69,7 +69,8 @@ func EventFrom(ctx context.Context) (e emitter.Event, ok bool) {
 // that its body is a JSON object, and calls Enqueue; it answers 202 once
 // Enqueue returns nil, 200 for a duplicate, and 503 (with Retry-After) when
 // Enqueue fails, so that the forge marks the delivery failed instead of it
-// being lost.
+// being lost. An Inbox that also implements InboxResult can answer that a
+// dead letter runs again (202 "requeued").
 type Inbox interface {
 	// Enqueue stores d, or reports duplicate when a delivery with d.ID is
 	// stored already (d is then not stored again). It returns only once d is

@@ -41,12 +41,22 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 		ctx, cancel = context.WithTimeout(ctx, m.timeout)
 		defer cancel()
 	}
-	var dup bool
-	dup, err = m.inbox.Enqueue(ctx, d)
+	var res EnqueueResult
+	if ir, ok := m.inbox.(InboxResult); ok {
+		res, err = ir.EnqueueResult(ctx, d)
+	} else {
+		var dup bool
+		if dup, err = m.inbox.Enqueue(ctx, d); dup {
+			res = Duplicate
+		}
+	}
 	switch {
 	case err != nil:
 		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", clip(d.ID), "event", clip(d.Name), "error", err)
-	case dup:
+	case res == Requeued:
+		m.logger.Info("webhooks: redelivery of a dead letter; it runs again", "delivery", clip(d.ID), "event", clip(d.Name))
+		writeText(rw, http.StatusAccepted, "requeued\n")
+	case res == Duplicate:
 		if sw, ok := rw.(*statusWriter); ok {
 			sw.oc.res.Duplicate = true
 		}
@@ -55,4 +65,27 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 	default:
 		writeText(rw, http.StatusAccepted, "queued\n")
 	}
+}
+
+// EnqueueResult is what an inbox did with a delivery handed to it.
+type EnqueueResult int
+
+// Results of InboxResult.EnqueueResult.
+const (
+	// Enqueued: stored; answered 202 "queued".
+	Enqueued EnqueueResult = iota
+	// Duplicate: held already (or refused as a repeat); nothing runs;
+	// answered 200 "duplicate".
+	Duplicate
+	// Requeued: held as a dead letter, it runs again on a fresh schedule
+	// (the forge was asked to redeliver it); answered 202 "requeued".
+	Requeued
+)
+
+// InboxResult is an Inbox that tells a requeued dead letter from a new or
+// duplicate delivery. The middleware calls EnqueueResult instead of Enqueue
+// when its Inbox has it.
+type InboxResult interface {
+	Inbox
+	EnqueueResult(ctx context.Context, d Delivery) (EnqueueResult, error)
 }

@@ -23,14 +23,14 @@ func FuzzReadBody(f *testing.F) {
 			return
 		}
 		b := &budget{max: budgetMax}
-		other := reservation{b: b}
+		other := reservation{b: b, client: "other"}
 		if othersHold > 0 && !other.grow(othersHold) {
 			t.Fatal("first reservation refused")
 		}
 		res := reservation{b: b}
 		var h bytes.Buffer
 		rnd := rand.New(rand.NewPCG(seed, seed))
-		got, err := readBody(&shortReads{bytes.NewReader(body), rnd}, cl, max, &h, &res)
+		got, err := readBody(&shortReads{bytes.NewReader(body), rnd}, cl, max, &h, &res, nil)
 		switch {
 		case err == errBudget:
 			if othersHold == 0 {

@@ -75,13 +75,27 @@ type MiddlewareOptions struct {
 	// DefaultMaxRunningBytes. Negative: no bound.
 	MaxRunningBytes int64
 	// MaxUnverifiedBytes is the budget of request bodies being read and not
-	// yet verified, across all connections of this Middleware. A request
-	// whose body does not fit is answered 503 with Retry-After (and
-	// Connection: close) before its body is read: by its Content-Length,
-	// or, without one, as its body grows. A body costs its own size (and one
-	// byte) to read when its Content-Length is given; see SECURITY.md. Zero:
+	// yet verified, across all connections of this Middleware. A body is
+	// charged for the buffer it has grown into as its bytes arrive (at most
+	// four times the bytes received), not for the Content-Length it
+	// announces, until it passes 1 MiB; then it takes its whole length. A
+	// quarter of the budget (at most 8 MiB) is kept for bodies of at most
+	// 1 MiB, and one client address holds at most half of it (but for the
+	// first 80 KiB of each body). A body that
+	// does not fit waits up to 5 s for room, then is answered 503 with
+	// Retry-After (and Connection: close); see SECURITY.md. Zero:
 	// DefaultMaxUnverifiedBytes. Negative: no bound.
 	MaxUnverifiedBytes int64
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second, measured over each 10 s window (a window must bring
+	// MinBodyRate × 10 s bytes, or the rest of the body): a slower body is
+	// cut with 408 and its share of MaxUnverifiedBytes given back, so that
+	// senders that trickle bytes cannot hold the budget. It needs a
+	// ResponseWriter whose read deadline http.ResponseController can set
+	// (net/http's, and wrappers with Unwrap); with another, the rate is
+	// checked between reads only. Zero: DefaultMinBodyRate. Negative: no
+	// minimum.
+	MinBodyRate int64
 	// Inbox, when set, stores each verified delivery durably instead of
 	// running its handlers during the request; see Inbox for the answers.
 	// The inbox runs the handlers later.
@@ -122,10 +136,12 @@ type Middleware struct {
 	logger      *slog.Logger
 	timeout     time.Duration
 	max         int64
-	maxInFlight int64   // 0: no bound
-	maxRunning  int64   // 0: no bound
-	unverified  *budget // nil: no bound
-	workers     workers // run each accepted delivery's handlers
+	maxInFlight int64         // 0: no bound
+	maxRunning  int64         // 0: no bound
+	unverified  *budget       // nil: no bound
+	minRate     int64         // bytes per second; 0: no minimum
+	window      time.Duration // over which minRate is measured
+	workers     workers       // run each accepted delivery's handlers
 	inbox       Inbox
 	onResult    func(Result)
 	exposeErrs  bool
@@ -177,6 +193,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if n := orDefault(opts.MaxUnverifiedBytes, DefaultMaxUnverifiedBytes); n > 0 {
 		m.unverified = &budget{max: n}
 	}
+	m.minRate, m.window = orDefault(opts.MinBodyRate, DefaultMinBodyRate), rateWindow
 	return m
 }
 

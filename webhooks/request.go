@@ -47,8 +47,14 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		m.reject(rw, r, http.StatusBadRequest, "Headers sent more than once, ambiguous: "+strings.Join(repeated, ", "), slog.LevelWarn, "required headers repeated")
 		return
 	}
+	id := strings.TrimSpace(r.Header.Get(HeaderDelivery))
+	if !validID(id) {
+		// The id is not logged: it is what is wrong, and may be anything.
+		m.reject(rw, r, http.StatusBadRequest, msgBadID, slog.LevelWarn, "delivery id is not an id", "id_bytes", len(id))
+		return
+	}
 	d := Delivery{
-		ID:         strings.TrimSpace(r.Header.Get(HeaderDelivery)),
+		ID:         id,
 		Name:       strings.TrimSpace(r.Header.Get(HeaderEvent)),
 		Signature:  strings.TrimSpace(r.Header.Get(HeaderSignature)),
 		Header:     r.Header,
@@ -64,9 +70,9 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	// body is held in the budget of unverified bodies until it is verified.
 	digest := m.w.keys.Digest()
 	defer m.w.keys.Release(digest)
-	res := reservation{b: m.unverified}
+	res := reservation{b: m.unverified, client: clientAddr(r.RemoteAddr), until: start.Add(budgetWait)}
 	defer res.release()
-	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res)
+	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res, newPacer(rw, r, m.minRate, m.window, start))
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.Is(err, errTooLarge) || errors.As(err, &maxErr):
@@ -74,7 +80,11 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	case errors.Is(err, errBudget):
 		rw.Header().Set("Connection", "close") // the body stays unread
-		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "max_unverified_bytes", m.unverified.max)
+		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "held", res.held, "max_unverified_bytes", m.unverified.max)
+		return
+	case errors.Is(err, errSlowBody):
+		rw.Header().Set("Connection", "close") // the body stays unread
+		m.reject(rw, r, http.StatusRequestTimeout, msgSlowBody, slog.LevelWarn, "body below the minimum rate", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "min_body_rate", m.minRate)
 		return
 	case err != nil:
 		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", clip(d.ID), "error", err)
@@ -121,4 +131,24 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	}
 	m.receiveHandedOff(ctx, rw, r, d, f, oc)
+}
+
+// MaxDeliveryIDLen is the longest X-Forge-Delivery accepted: the forge's ids
+// are UUIDs (36 bytes); anything much longer is not one of its ids.
+const MaxDeliveryIDLen = 128
+
+// validID reports whether id looks like a delivery id: at most
+// MaxDeliveryIDLen bytes of printable ASCII. Anything else is refused before
+// it is stored (an inbox remembers every id for its duplicate window) or
+// logged.
+func validID(id string) bool {
+	if len(id) > MaxDeliveryIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -26,6 +26,9 @@ type inboxFlags struct {
 	orderBy                         string
 	fsync                           bool
 	ackWait                         time.Duration
+	duplicateWindow, handled        days
+	maxStore                        byteSize
+	replayGuard                     bool
 }
 
 // addInboxFlags registers --inbox and --nats; with worker set (serve), also
@@ -45,6 +48,13 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.DurationVar(&f.ackWait, "ack-wait", inbox.DefaultAckWait, "with an inbox: how long a delivery stays leased to a serve that stopped answering for it (killed) before it runs again elsewhere; renewed while its handlers run (a serve --inbox restarted on its directory takes the leases back at once)")
 		fs.StringVar(&f.orderBy, "order-by", "", "with an inbox: run the deliveries of each repository, installation or subject (pull request, issue, check suite, workflow run or job) one at a time, in the order stored; a failing one holds the later ones of its key back until it succeeds or is a dead letter")
 		fs.BoolVar(&f.fsync, "fsync", false, "with --inbox: sync every delivery to disk before answering (survives power loss; slower)")
+		f.duplicateWindow = days(inbox.DefaultDuplicateWindow)
+		fs.Var(&f.duplicateWindow, "duplicate-window", "with an inbox: how long a delivery id (and its body's digest) is remembered; set it to the forge's delivery-log retention: 3d on its public service, up to 7d self-hosted")
+		f.handled = days(inbox.DefaultHandledRetention)
+		fs.Var(&f.handled, "handled-retention", "with an inbox: how long a handled delivery's body is kept (the page, replay) before its space is freed; its id stays for the duplicate window")
+		f.maxStore = byteSize(inbox.DefaultMaxStoreBytes)
+		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; 0: the default; negative: no bound")
+		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
 	}
 	return f
 }
@@ -59,6 +69,11 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 		return o, errors.New("--inbox and --nats exclude each other")
 	}
 	o.Dir, o.Fsync, o.AckWait = f.dir, f.fsync, f.ackWait
+	o.DuplicateWindow, o.HandledRetention = time.Duration(f.duplicateWindow), time.Duration(f.handled)
+	o.MaxStoreBytes, o.AllowRepeatedBodies = int64(f.maxStore), !f.replayGuard
+	if o.DuplicateWindow > inbox.DefaultMaxAge {
+		o.MaxAge = o.DuplicateWindow
+	}
 	if f.ackWait < 0 {
 		return o, errors.New("--ack-wait must not be negative")
 	}

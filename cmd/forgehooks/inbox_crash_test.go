@@ -182,8 +182,6 @@ func TestServeInboxCrash(t *testing.T) {
 		sent  int
 	)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	body := []byte(`{"action":"opened","issue":{"number":1},"repository":{"full_name":"o/r"}}`)
-	sig, _ := signing.Sign(testSecret, body)
 	for run := range *crashRuns {
 		ch := startInboxChild(t, "TestServeInboxCrash", dir, handledFile)
 		url := "http://" + ch.addr + webhooks.DefaultPath
@@ -200,6 +198,10 @@ func TestServeInboxCrash(t *testing.T) {
 					default:
 					}
 					id := fmt.Sprintf("k-%03d-%d-%d", run, w, i)
+					// A body of its own: the replay guard answers one body
+					// under another id as a duplicate.
+					body := []byte(`{"action":"opened","issue":{"number":1},"repository":{"full_name":"o/r"},"n":"` + id + `"}`)
+					sig, _ := signing.Sign(testSecret, body)
 					req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set(webhooks.HeaderEvent, "issues")
@@ -272,7 +274,7 @@ func TestServeInboxSIGTERM(t *testing.T) {
 	}
 	dir, handledFile := t.TempDir(), filepath.Join(t.TempDir(), "handled")
 	ch := startInboxChild(t, "TestServeInboxSIGTERM", dir, handledFile)
-	if code, ans := deliver(t, "http://"+ch.addr+webhooks.DefaultPath, "slow", "slow-1", []byte(`{}`), nil); code != 202 {
+	if code, ans := deliver(t, "http://"+ch.addr+webhooks.DefaultPath, "slow", "slow-1", []byte(`{"n":"slow-1"}`), nil); code != 202 {
 		t.Fatalf("%d %s", code, ans)
 	}
 	ch.await("HANDLER STARTED slow-1 1")
@@ -292,7 +294,7 @@ func TestServeInboxSIGTERM(t *testing.T) {
 
 	// A handler that outlives the shutdown deadline.
 	ch = startInboxChild(t, "TestServeInboxSIGTERM", dir, handledFile, "--shutdown-timeout", "500ms")
-	if code, ans := deliver(t, "http://"+ch.addr+webhooks.DefaultPath, "stuck", "stuck-1", []byte(`{}`), nil); code != 202 {
+	if code, ans := deliver(t, "http://"+ch.addr+webhooks.DefaultPath, "stuck", "stuck-1", []byte(`{"n":"stuck-1"}`), nil); code != 202 {
 		t.Fatalf("%d %s", code, ans)
 	}
 	ch.await("HANDLER STARTED stuck-1 1")

@@ -67,12 +67,16 @@ func TestServeInboxCommands(t *testing.T) {
 	}
 	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--retry-delays", "10ms,20ms")
 	url := "http://" + sv.addr + webhooks.DefaultPath
-	body := []byte(`{"action":"opened","issue":{"number":1},"repository":{"full_name":"o/r"}}`)
+	// A body per delivery: the replay guard answers one body under another
+	// id as a duplicate.
+	bodyOf := func(id string) []byte {
+		return []byte(`{"action":"opened","issue":{"number":1},"repository":{"full_name":"o/r"},"n":"` + id + `"}`)
+	}
 	for _, tc := range []struct {
 		id   string
 		want int
 	}{{"good", 202}, {"bad", 202}, {"good", 200}} {
-		if code, ans := deliver(t, url, "issues", tc.id, body, nil); code != tc.want {
+		if code, ans := deliver(t, url, "issues", tc.id, bodyOf(tc.id), nil); code != tc.want {
 			t.Fatalf("%s: %d %s, want %d", tc.id, code, ans, tc.want)
 		}
 	}
@@ -111,7 +115,7 @@ func TestServeInboxCommands(t *testing.T) {
 	}
 	code, out, _ = runCmd(t, "", nil, "inbox", "show", "bad", "--inbox", dir, "--json")
 	recs = recs[:1]
-	if err := json.Unmarshal([]byte(out), &recs[0]); code != exitOK || err != nil || string(recs[0].Payload) != string(body) {
+	if err := json.Unmarshal([]byte(out), &recs[0]); code != exitOK || err != nil || string(recs[0].Payload) != string(bodyOf("bad")) {
 		t.Errorf("inbox show --json: %d %v\n%s", code, err, out)
 	}
 	// The text form redacts the signature, as the page does, and indents

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -279,4 +280,142 @@ func (p *Process) PeakRSS() (int64, error) { return VmHWM(p.cmd.Process.Pid) }
 func (p *Process) Stop() {
 	p.cmd.Process.Kill()
 	<-p.done
+}
+
+// Slow is a set of connections that each announce a forged body and send
+// it one byte at a time, reconnecting when the receiver cuts them.
+type Slow struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	// Cut counts the connections the receiver ended (answered or closed).
+	Cut atomic.Int64
+}
+
+// SlowBodies starts one sender per entry of sizes: each connects to addr,
+// posts to path a forged delivery announcing that many bytes, and sends one
+// byte every every; when the receiver answers or closes the connection, it
+// connects again. Stop ends them.
+func SlowBodies(addr, path string, sizes []int64, every time.Duration) *Slow {
+	s := &Slow{stop: make(chan struct{})}
+	for i, size := range sizes {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-s.stop:
+					return
+				default:
+				}
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					select {
+					case <-s.stop:
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+					continue
+				}
+				closed := make(chan struct{})
+				go func() {
+					// Reads the answer, if any; the connection is then done.
+					io.Copy(io.Discard, c)
+					close(closed)
+				}()
+				fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Forge-Event: push\r\nX-Forge-Delivery: slow-%d-%d\r\nX-Hub-Signature-256: %s\r\n\r\n", path, addr, size, i, n, ForgedSignature)
+				t := time.NewTicker(every)
+			trickle:
+				for {
+					if _, err := c.Write([]byte("{")); err != nil {
+						break
+					}
+					select {
+					case <-s.stop:
+						t.Stop()
+						c.Close()
+						return
+					case <-closed:
+						break trickle
+					case <-t.C:
+					}
+				}
+				t.Stop()
+				c.Close()
+				s.Cut.Add(1)
+			}
+		}()
+	}
+	return s
+}
+
+// Stop ends the senders and waits for them.
+func (s *Slow) Stop() {
+	close(s.stop)
+	s.wg.Wait()
+}
+
+// Sign returns the X-Hub-Signature-256 value of body under secret.
+func Sign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Post sends a delivery with the given id and body, signed under secret, on
+// client, and returns the status and the answer's body.
+func Post(client *http.Client, addr, path, secret, event, id string, body []byte) (int, string, error) {
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Forge-Event", event)
+	req.Header.Set("X-Forge-Delivery", id)
+	req.Header.Set("X-Hub-Signature-256", Sign(secret, body))
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	return res.StatusCode, string(b), nil
+}
+
+// FillBudget returns the sizes that slow senders announce to fill a budget
+// of budget bytes to within a few bytes, at most max each.
+func FillBudget(budget, max int64) []int64 {
+	var sizes []int64
+	for left := budget - 3; left > 0; left -= max {
+		sizes = append(sizes, min(left, max))
+	}
+	return sizes
+}
+
+// RunPeak runs cmd to its end and returns its peak resident set size, the
+// highest VmHWM read from /proc while it ran (every 10 ms, and once more
+// after it stops, before it is reaped). getrusage cannot tell it: a
+// child's maximum counts its parent's memory at the fork.
+func RunPeak(cmd *exec.Cmd) (int64, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	var peak int64
+	read := func() {
+		if n, err := VmHWM(pid); err == nil && n > peak {
+			peak = n
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return peak, err
+		case <-t.C:
+			read()
+		}
+	}
 }

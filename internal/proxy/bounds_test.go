@@ -61,11 +61,13 @@ func TestBuffersAndJournalsBoundedAcrossChannels(t *testing.T) {
 	}
 }
 
-// TestPendingBytesBound: while a delivery is being received and holds the
-// budget, another that would go past it gets 503 with Retry-After before its
-// body is read; once the first is done, it goes through.
+// TestPendingBytesBound: a delivery is charged for what it holds, not for
+// what it announces; while one holds the budget, another that would go past
+// it waits for room and gets 503 with Retry-After; once the first is done,
+// it goes through; a channel holds at most half the budget, so that other
+// channels find room.
 func TestPendingBytesBound(t *testing.T) {
-	const size = 10 << 10
+	const size = 200 << 10
 	p, ts := newTestServer(t, Options{AllowNamedChannels: true, MaxPendingBytes: pendingCost(size) + pendingCost(2)})
 	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
@@ -73,12 +75,24 @@ func TestPendingBytesBound(t *testing.T) {
 	}
 	defer conn.Close()
 	body := `{"pad":"` + strings.Repeat("z", size-10) + `"}`
-	fmt.Fprintf(conn, "POST /c HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:size/2])
+	fmt.Fprintf(conn, "POST /c HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:1])
 	for deadline := time.Now().Add(testTimeout); p.Stats().PendingBytes == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow delivery did not take its place")
 		}
 	}
+	if got := p.Stats().PendingBytes; got != firstBuffer {
+		t.Errorf("one byte of a %d-byte body received: %d bytes reserved, want %d", size, got, firstBuffer)
+	}
+	// Half the body in: it holds its whole buffer.
+	io.WriteString(conn, body[1:size/2])
+	for deadline := time.Now().Add(testTimeout); p.Stats().PendingBytes < size; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery holds %d bytes with half its body in", p.Stats().PendingBytes)
+		}
+	}
+	// Another on the same channel goes past the channel's half: it waits,
+	// then 503 (or goes through if the first finished meanwhile: it cannot).
 	resp, err := http.Post(ts.URL+"/c", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +102,8 @@ func TestPendingBytesBound(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("second delivery: %s, Retry-After %q, %q; want 503 with Retry-After", resp.Status, resp.Header.Get("Retry-After"), b)
 	}
-	// A small one still fits.
-	post(t, ts.URL+"/c", "{}")
+	// A small one, on another channel, still fits.
+	post(t, ts.URL+"/other", "{}")
 
 	io.WriteString(conn, body[size/2:])
 	line, _ := io.ReadAll(io.LimitReader(conn, 12))

@@ -44,16 +44,12 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"forgehooks.dev/forgehooks/internal/sse"
 )
 
 // HeaderSubscribers is the header of a POST's answer that gives the number of
@@ -78,7 +74,9 @@ const (
 	DefaultRetry            = 2 * time.Second
 	DefaultWriteTimeout     = 2 * time.Minute
 	DefaultReadTimeout      = 60 * time.Second
-	DefaultMaxChannels      = 1000
+	// DefaultMinBodyRate is Options.MinBodyRate's default: 16 KiB/s.
+	DefaultMinBodyRate = 16 << 10
+	DefaultMaxChannels = 1000
 )
 
 // Options configure a Server. Zero values take the defaults above.
@@ -97,11 +95,19 @@ type Options struct {
 	// past it, the oldest deliveries of any channel are dropped.
 	MaxBufferedBytes int64
 	// MaxPendingBytes bounds the memory of the deliveries being received at
-	// once, each counted at five times its announced size (the body, and its
-	// message being built): a POST that would go past it gets 503 with
-	// Retry-After before its body is read. A delivery that needs more than the
-	// whole budget is taken when no other is being received.
+	// once. A delivery is charged for the buffer its body has grown into as
+	// its bytes arrive (at most four times the bytes received, until it
+	// passes 1 MiB: then its whole announced length), not for what it
+	// announces, and once read for five times its size (its message being
+	// built). One channel holds at most half of the budget, so that posts to
+	// other channels always find room; a delivery that does not fit waits up
+	// to 5 s for room, then gets 503 with Retry-After. A delivery that needs
+	// more than the whole budget is taken when no other is being received.
 	MaxPendingBytes int64
+	// MinBodyRate is the slowest a body may arrive, in bytes per second over
+	// each 10 s window; a slower one is cut with 408 and its bytes given
+	// back. Zero: DefaultMinBodyRate. Negative: no minimum.
+	MinBodyRate int64
 	// MaxJournalBytes bounds the journal files together: past it, the
 	// journals that hold more than their buffers are rewritten. It must be
 	// at least MaxBufferedBytes plus room for appending.
@@ -144,8 +150,7 @@ type Server struct {
 	mu    sync.Mutex
 	chans map[string]*channel
 
-	pendingMu sync.Mutex
-	pending   int64 // bytes reserved by deliveries being received
+	pending budget // bytes reserved by deliveries being received
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -169,9 +174,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	n := len(s.chans)
 	s.mu.Unlock()
-	s.pendingMu.Lock()
-	p := s.pending
-	s.pendingMu.Unlock()
+	p := s.pending.used()
 	return Stats{Channels: n, BufferedBytes: s.totals.buffered.Load(), JournalBytes: s.totals.journal.Load(), PendingBytes: p}
 }
 
@@ -185,6 +188,7 @@ func New(opts Options) (*Server, error) {
 	setDefault(&opts.ReplayAge, DefaultReplayAge)
 	setDefault(&opts.MaxBufferedBytes, DefaultMaxBufferedBytes)
 	setDefault(&opts.MaxPendingBytes, DefaultMaxPendingBytes)
+	setDefault(&opts.MinBodyRate, DefaultMinBodyRate)
 	setDefault(&opts.MaxJournalBytes, max(DefaultMaxJournalBytes, 2*opts.MaxBufferedBytes))
 	setDefault(&opts.KeepAlive, DefaultKeepAlive)
 	setDefault(&opts.Retry, DefaultRetry)
@@ -205,6 +209,7 @@ func New(opts Options) (*Server, error) {
 		chans: map[string]*channel{},
 		done:  make(chan struct{}),
 	}
+	s.pending.max = opts.MaxPendingBytes
 	if opts.JournalDir == "" {
 		s.key = newKey()
 	} else {
@@ -252,6 +257,7 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 func MemoryLimit(opts Options) int64 {
 	setDefault(&opts.MaxBufferedBytes, DefaultMaxBufferedBytes)
 	setDefault(&opts.MaxPendingBytes, DefaultMaxPendingBytes)
+	setDefault(&opts.MinBodyRate, DefaultMinBodyRate)
 	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	// A delivery over the pending budget is taken alone.
 	pending := max(opts.MaxPendingBytes, pendingCost(opts.MaxBodyBytes))
@@ -263,29 +269,6 @@ func MemoryLimit(opts Options) int64 {
 // default header limit, each byte at most six as JSON).
 func maxMessageBytes(n int64) int {
 	return int(2*n + (n+2)/3*4 + 6<<20 + 1<<10)
-}
-
-// pendingCost is what a delivery of n bytes reserves while it is received: the
-// body and its message.
-func pendingCost(n int64) int64 { return 5*n + 64<<10 }
-
-// reserve takes n bytes of the pending budget; false when they are not free
-// (a delivery larger than the whole budget gets it only while no other is
-// being received).
-func (s *Server) reserve(n int64) bool {
-	s.pendingMu.Lock()
-	defer s.pendingMu.Unlock()
-	if s.pending > 0 && s.pending+n > s.opts.MaxPendingBytes {
-		return false
-	}
-	s.pending += n
-	return true
-}
-
-func (s *Server) unreserve(n int64) {
-	s.pendingMu.Lock()
-	s.pending -= n
-	s.pendingMu.Unlock()
 }
 
 // eventID returns the id of delivery seq of c.
@@ -321,143 +304,6 @@ func (s *Server) Close() error {
 		c.mu.Unlock()
 	}
 	return errors.Join(errs...)
-}
-
-// sweeper drops aged deliveries, and channels left empty and idle, once a
-// minute.
-func (s *Server) sweeper() {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.done:
-			return
-		case now := <-t.C:
-			s.mu.Lock()
-			for name, c := range s.chans {
-				if c.sweep(now, s.lim) {
-					s.dropLocked(name, c)
-				}
-			}
-			s.mu.Unlock()
-		}
-	}
-}
-
-func (s *Server) dropLocked(name string, c *channel) {
-	delete(s.chans, name)
-	if c.journal != nil {
-		c.journal.remove()
-	}
-}
-
-// dropOverflowLocked holds the buffers and the journals under their totals:
-// the oldest deliveries of any channel go first, then the journals holding
-// the most beyond their buffers are rewritten. s.mu is held.
-func (s *Server) dropOverflowLocked() {
-	for s.totals.buffered.Load() > s.opts.MaxBufferedBytes && evictOldestOf(s.chans) {
-	}
-	for s.totals.journal.Load() > s.opts.MaxJournalBytes {
-		var worst *channel
-		var waste int64
-		for _, c := range s.chans {
-			c.mu.Lock()
-			if c.journal != nil && c.journal.size-c.bytes > waste {
-				worst, waste = c, c.journal.size-c.bytes
-			}
-			c.mu.Unlock()
-		}
-		if worst == nil {
-			return
-		}
-		worst.mu.Lock()
-		err := worst.journal.compact(worst.entries, worst.head)
-		worst.mu.Unlock()
-		if err != nil {
-			s.log.Error("journal compaction failed", "channel", worst.name, "err", err)
-			return
-		}
-	}
-}
-
-// errTooManyChannels is returned by channel when MaxChannels is reached and
-// every channel has subscribers.
-var errTooManyChannels = errors.New("too many channels, all with subscribers")
-
-// channel returns the named channel, creating it, in the place of the idlest
-// channel without subscribers when MaxChannels are held.
-func (s *Server) channel(name string) (*channel, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.chans[name]; c != nil {
-		return c, nil
-	}
-	if len(s.chans) >= s.opts.MaxChannels {
-		var idlest *channel
-		var since time.Time
-		for _, c := range s.chans {
-			c.mu.Lock()
-			if len(c.subs) == 0 && (idlest == nil || c.lastActive.Before(since)) {
-				idlest, since = c, c.lastActive
-			}
-			c.mu.Unlock()
-		}
-		if idlest == nil {
-			return nil, errTooManyChannels
-		}
-		idlest.mu.Lock()
-		idlest.dropped = true
-		buffered := len(idlest.entries)
-		idlest.dropFirst(len(idlest.entries))
-		idlest.mu.Unlock()
-		s.dropLocked(idlest.name, idlest)
-		s.log.Warn("channel evicted to make room for a new one", "channel", idlest.name, "idle", time.Since(since).Round(time.Second),
-			"dropped_deliveries", buffered, "max_channels", s.opts.MaxChannels)
-	}
-	now := time.Now()
-	c := newChannel(name, newEpoch(), &s.totals, now)
-	if s.opts.JournalDir != "" {
-		j, err := createJournal(s.opts.JournalDir, name, c.epoch, &s.totals)
-		if err != nil {
-			return nil, err
-		}
-		c.journal = j
-	}
-	s.chans[name] = c
-	return c, nil
-}
-
-// publish publishes data on the named channel, looking it up again if it was
-// dropped in between, then holds the totals under their bounds.
-func (s *Server) publish(name string, data []byte, now time.Time) (id string, subs int, jerr, err error) {
-	for {
-		c, err := s.channel(name)
-		if err != nil {
-			return "", 0, nil, err
-		}
-		if seq, subs, jerr, ok := c.publish(data, now, s.lim); ok {
-			s.mu.Lock()
-			s.dropOverflowLocked()
-			s.mu.Unlock()
-			return s.eventID(c, seq), subs, jerr, nil
-		}
-	}
-}
-
-// subscribe subscribes to the named channel, looking it up again if it was
-// dropped in between. It resumes after lastEventID only when this proxy issued
-// it for this channel in its current epoch; issued says whether it did.
-func (s *Server) subscribe(name, lastEventID string) (c *channel, sub *subscriber, cursor uint64, issued bool, err error) {
-	for {
-		c, err := s.channel(name)
-		if err != nil {
-			return nil, nil, 0, false, err
-		}
-		seq, issued := parseEventID(s.key, name, c.epoch, lastEventID)
-		if sub, cursor, ok := c.subscribe(seq, issued, time.Now()); ok {
-			return c, sub, cursor, issued, nil
-		}
-	}
 }
 
 // validChannel reports whether name can be a channel: 1 to 64 letters, digits,
@@ -572,201 +418,6 @@ func page(w http.ResponseWriter, status int, title, body string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "<!doctype html><title>%s</title><h1>%s</h1>%s\n", html.EscapeString(title), html.EscapeString(title), body)
-}
-
-// post publishes one delivery.
-func (s *Server) post(w http.ResponseWriter, r *http.Request, name string) {
-	limit := s.opts.MaxBodyBytes
-	if r.ContentLength > limit {
-		http.Error(w, fmt.Sprintf("body of %d bytes is over the %d-byte limit", r.ContentLength, limit), http.StatusRequestEntityTooLarge)
-		return
-	}
-	announced := r.ContentLength
-	if announced < 0 {
-		announced = limit // chunked: it may be as long as the limit
-	}
-	cost := pendingCost(announced)
-	if !s.reserve(cost) {
-		s.log.Warn("delivery refused: too many bytes being received", "channel", name, "content_length", r.ContentLength, "max_pending_bytes", s.opts.MaxPendingBytes)
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, "busy receiving other deliveries: retry later", http.StatusServiceUnavailable)
-		return
-	}
-	defer s.unreserve(cost)
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
-	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			http.Error(w, fmt.Sprintf("body is over the %d-byte limit", limit), http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	now := time.Now()
-	id, subs, jerr, err := s.publish(name, encodeMessage(r, body, now), now)
-	if err != nil {
-		s.log.Error("channel unavailable", "channel", name, "err", err)
-		w.Header().Set("Retry-After", "60")
-		http.Error(w, "channel unavailable: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	if jerr != nil {
-		// The delivery still went to the subscribers and the memory buffer.
-		s.log.Error("journal write failed", "channel", name, "id", id, "err", jerr)
-	}
-	s.log.Info("delivery", "channel", name, "id", id, "event", clip(r.Header.Get("X-Forge-Event")),
-		"delivery", clip(r.Header.Get("X-Forge-Delivery")), "bytes", len(body), "subscribers", subs)
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Event-Id", id)
-	w.Header().Set(HeaderSubscribers, strconv.Itoa(subs))
-	io.WriteString(w, "ok\n")
-}
-
-// readBody reads a body of the announced length (-1: unknown) into one
-// buffer of that size, so that reading costs the body's size and no more.
-func readBody(r io.Reader, announced int64) ([]byte, error) {
-	if announced < 0 {
-		return io.ReadAll(r)
-	}
-	b := make([]byte, announced)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return b, nil
-}
-
-// maxLogValue bounds a request value in a log line.
-const maxLogValue = 200
-
-// clip returns v, or its first maxLogValue bytes and a marker saying how many
-// were cut: request values are the sender's, of any length.
-func clip(v string) string {
-	if len(v) <= maxLogValue {
-		return v
-	}
-	return v[:maxLogValue] + "…[" + strconv.Itoa(len(v)-maxLogValue) + " more bytes]"
-}
-
-// stream serves one subscriber until it leaves, a write fails or times out, or
-// the Server closes.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
-	// Checked and counted under mu, which Close holds to close done, so that
-	// no stream starts after Close began waiting for them.
-	s.mu.Lock()
-	select {
-	case <-s.done:
-		s.mu.Unlock()
-		http.Error(w, "shutting down", http.StatusServiceUnavailable)
-		return
-	default:
-	}
-	s.streams.Add(1)
-	s.mu.Unlock()
-	defer s.streams.Done()
-	lastID := r.Header.Get("Last-Event-ID")
-	c, sub, cursor, issued, err := s.subscribe(name, lastID)
-	if err != nil {
-		w.Header().Set("Retry-After", "60")
-		http.Error(w, "channel unavailable: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	defer func() { c.unsubscribe(sub, time.Now()) }()
-
-	rc := http.NewResponseController(w)
-	// A stream is long-lived: no read deadline (the server's would cancel it).
-	_ = rc.SetReadDeadline(time.Time{})
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // tell reverse proxies not to buffer
-	w.WriteHeader(http.StatusOK)
-
-	c.mu.Lock()
-	head, buffered := c.head, len(c.entries)
-	c.mu.Unlock()
-	replay := head - cursor
-	if lastID != "" && !issued {
-		s.log.Warn("Last-Event-ID not issued by this proxy for this channel now: nothing replayed", "channel", name, "last_event_id", clip(lastID))
-	}
-	s.log.Info("subscribed", "channel", name, "last_event_id", clip(lastID), "replay", replay, "buffered", buffered)
-	defer s.log.Info("unsubscribed", "channel", name)
-
-	// "ready" carries the head's id only when nothing is to be replayed: a
-	// client then holds an id to come back with even if no delivery comes
-	// before it disconnects. With a replay to follow, the replayed events carry
-	// the ids, so that a disconnection halfway loses nothing.
-	ready := sse.Frame{Type: "ready", Retry: s.opts.Retry,
-		Data: []byte(`{"channel":` + strconv.Quote(name) + `,"replay":` + strconv.FormatUint(replay, 10) + `}`)}
-	if replay == 0 {
-		ready.ID = s.eventID(c, head)
-	}
-	buf, _ := sse.AppendFrame(nil, ready)
-	if !s.write(rc, w, buf) {
-		return
-	}
-	keep := time.NewTicker(s.opts.KeepAlive)
-	defer keep.Stop()
-	pending := replay > 0
-	for {
-		for pending {
-			e, lost, ok := c.next(cursor)
-			if lost > 0 {
-				s.log.Warn("subscriber missed deliveries no longer buffered", "channel", name, "lost", lost)
-				if !s.write(rc, w, sse.AppendComment(nil, strconv.FormatUint(lost, 10)+" deliveries were dropped from the replay buffer before they could be sent")) {
-					return
-				}
-				cursor += lost
-			}
-			if !ok {
-				pending = false
-				break
-			}
-			if !s.writeEntry(rc, w, c, e) {
-				return
-			}
-			cursor = e.seq
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		case <-sub.notify:
-			pending = true
-		case <-keep.C:
-			if !s.write(rc, w, []byte(": keep-alive\n")) {
-				return
-			}
-		}
-	}
-}
-
-func (s *Server) writeEntry(rc *http.ResponseController, w http.ResponseWriter, c *channel, e entry) bool {
-	// Written in pieces: the data can be tens of MiB, and needs no copy.
-	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-	if _, err := io.WriteString(w, "id: "+s.eventID(c, e.seq)+"\ndata: "); err != nil {
-		return false
-	}
-	if _, err := w.Write(e.data); err != nil {
-		return false
-	}
-	if _, err := io.WriteString(w, "\n\n"); err != nil {
-		return false
-	}
-	return rc.Flush() == nil
-}
-
-func (s *Server) write(rc *http.ResponseController, w http.ResponseWriter, b []byte) bool {
-	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-	if _, err := w.Write(b); err != nil {
-		return false
-	}
-	return rc.Flush() == nil
 }
 
 // Shutdown closes s and then srv gracefully, in the order that lets open streams

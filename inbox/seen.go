@@ -1,0 +1,180 @@
+package inbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// What the inbox remembers of the deliveries it stored, for the duplicate
+// window, in a bucket of its own (Name_SEEN): for each delivery id, the
+// digest of its body; for each body digest, the id it came with. Dedupe
+// reads this state, not the stored message (whose body may have been dropped
+// after HandledRetention) nor JetStream's duplicate map (rebuilt from the
+// messages at start, and kept in memory for its whole window: JetStream's
+// own window is kept short, jsDuplicates, to cover concurrent stores only).
+
+// jsDuplicates is the inbox stream's own duplicate window: long enough that
+// two stores of one id at the same moment store it once.
+const jsDuplicates = 2 * time.Minute
+
+// Counters are totals, since Open, of what Enqueue found. A metrics
+// exporter reads them with Inbox.Counters.
+type Counters struct {
+	// Duplicates counts deliveries answered duplicate because their id was
+	// stored already (queued, retrying, running or handled).
+	Duplicates uint64
+	// Requeued counts redeliveries of a dead letter that made it run again.
+	Requeued uint64
+	// Replays counts deliveries refused as possible replays: their body was
+	// stored already under another id (see Options.AllowRepeatedBodies).
+	Replays uint64
+	// IDReuses counts deliveries whose id was stored already with a
+	// different body: not the forge's redelivery (which sends the same
+	// bytes), so a possible replay or a sender reusing ids.
+	IDReuses uint64
+}
+
+// counters are the atomic counts behind Counters.
+type counters struct {
+	duplicates, requeued, replays, idReuses atomic.Uint64
+}
+
+// Counters returns the counts of duplicates, requeued dead letters,
+// possible replays and id reuses since Open.
+func (in *Inbox) Counters() Counters {
+	return Counters{
+		Duplicates: in.count.duplicates.Load(),
+		Requeued:   in.count.requeued.Load(),
+		Replays:    in.count.replays.Load(),
+		IDReuses:   in.count.idReuses.Load(),
+	}
+}
+
+// seenID is what the bucket holds for a delivery id.
+type seenID struct {
+	Digest string `json:"d"`
+}
+
+func seenIDKey(token string) string    { return "i_" + token }
+func seenBodyKey(digest string) string { return "b_" + digest }
+
+// bodyDigest is the hex SHA-256 of a body.
+func bodyDigest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// known decides, from the inbox's state, what becomes of a delivery whose id
+// or body may have been stored before: ok false when it is new and must be
+// stored. A dead letter under the same id and body is stored again (its
+// handlers run on a fresh schedule).
+func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest string) (res webhooks.EnqueueResult, ok bool, err error) {
+	// The body's digest is looked up at the same time as the id: a new
+	// delivery, the common case, then costs one round trip of waiting.
+	type found struct {
+		e   jetstream.KeyValueEntry
+		err error
+	}
+	var byBody chan found
+	if !in.opts.AllowRepeatedBodies {
+		byBody = make(chan found, 1)
+		go func() {
+			e, err := in.seen.Get(ctx, seenBodyKey(digest))
+			byBody <- found{e, err}
+		}()
+	}
+	e, err := in.seen.Get(ctx, seenIDKey(token))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return 0, true, fmt.Errorf("inbox: looking up delivery %q: %w", d.ID, err)
+	default:
+		var s seenID
+		_ = json.Unmarshal(e.Value(), &s)
+		if s.Digest != "" && s.Digest != digest {
+			in.count.idReuses.Add(1)
+			in.log.Warn("inbox: a different body under a delivery id already stored (id reuse, a possible replay); answered duplicate, not stored",
+				"delivery", d.ID, "event", d.Name, "bytes", len(d.Payload))
+			return webhooks.Duplicate, true, nil
+		}
+		_, derr := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token)
+		switch {
+		case derr == nil:
+			if err := in.Retry(ctx, d.ID); err != nil && !errors.Is(err, delivery.ErrNotDead) {
+				return 0, true, fmt.Errorf("inbox: requeuing dead letter %q: %w", d.ID, err)
+			} else if err == nil {
+				in.count.requeued.Add(1)
+				in.log.Info("inbox: a redelivery of a dead letter; it runs again on a fresh schedule", "delivery", d.ID, "event", d.Name)
+				return webhooks.Requeued, true, nil
+			}
+		case !errors.Is(derr, jetstream.ErrMsgNotFound):
+			return 0, true, fmt.Errorf("inbox: looking up dead letter %q: %w", d.ID, derr)
+		}
+		in.count.duplicates.Add(1)
+		return webhooks.Duplicate, true, nil
+	}
+	if byBody == nil {
+		return 0, false, nil
+	}
+	f := <-byBody
+	e, err = f.e, f.err
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, true, fmt.Errorf("inbox: looking up the body of delivery %q: %w", d.ID, err)
+	}
+	in.replay(d, string(e.Value()))
+	return webhooks.Duplicate, true, nil
+}
+
+// replay counts and logs a possible replay: d's body was stored under the
+// id storedAs ("" when not known).
+func (in *Inbox) replay(d webhooks.Delivery, storedAs string) {
+	in.count.replays.Add(1)
+	in.log.Warn("inbox: a body already stored under another delivery id (a possible replay); answered duplicate, not stored",
+		"delivery", d.ID, "event", d.Name, "stored_as", storedAs)
+}
+
+// duplicateAtOnce counts a delivery that the stream itself found a
+// duplicate (stored a moment before, before remember's writes landed): a
+// possible replay when the replay guard keys the stream's duplicates by
+// body and nothing is stored under d's id.
+func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, token string) {
+	if d.ID != "" && !in.opts.AllowRepeatedBodies {
+		if _, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token); errors.Is(err, jetstream.ErrMsgNotFound) {
+			in.replay(d, "")
+			return
+		}
+	}
+	in.count.duplicates.Add(1)
+}
+
+// remember writes what known reads for a delivery just stored, without
+// waiting for the store's answers (a failure is logged by the connection's
+// handler of asynchronous publish errors): the delivery is stored already,
+// and the stream's own duplicate window covers a redelivery within
+// jsDuplicates, longer than the writes take.
+func (in *Inbox) remember(d webhooks.Delivery, token, digest string) {
+	rec, _ := json.Marshal(seenID{Digest: digest})
+	prefix := "$KV." + in.opts.Name + "_SEEN."
+	if _, err := in.js.PublishAsync(prefix+seenIDKey(token), rec); err != nil {
+		in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)
+	}
+	if !in.opts.AllowRepeatedBodies {
+		if _, err := in.js.PublishAsync(prefix+seenBodyKey(digest), []byte(d.ID)); err != nil {
+			in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)
+		}
+	}
+}

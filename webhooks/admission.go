@@ -1,0 +1,283 @@
+package webhooks
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Admission of unverified bodies. A body is charged for the buffer it has
+// grown into, which is at most four times the bytes actually received and
+// the first 16 KiB (see readBody), never for the size it announces: a sender that announces 25 MiB
+// and trickles bytes holds a few KiB. On top of that:
+//
+//   - a share of the budget (a quarter, at most 8 MiB) is kept for small
+//     bodies (at most smallBodyBytes), which real deliveries mostly are, so
+//     that large bodies, honest or not, never take it all;
+//   - a body with a Content-Length that outgrows smallBodyBytes reserves
+//     its whole length at once (readBody): large bodies then wait for room
+//     holding 1 MiB each, instead of each holding part of what it needs
+//     while none can finish;
+//   - one client address holds at most half of the budget in buffers
+//     larger than tinyBody, so that clients elsewhere (the forge) find room
+//     whatever one address sends, and its own small deliveries still start;
+//   - a body must keep a minimum transfer rate (MiddlewareOptions.MinBodyRate)
+//     or it is cut with 408 and its bytes given back;
+//   - a body that does not fit waits a little (budgetWait) for bytes to be
+//     given back before it is refused with 503, so that a burst of large
+//     valid deliveries is read a few at a time instead of refused.
+const (
+	// smallBodyBytes is the largest body that may use the share of the
+	// budget kept for small bodies.
+	smallBodyBytes = 1 << 20
+	// tinyBody is the largest buffer that a client's share does not bound:
+	// the first two buffers of a body (16 and 64 KiB).
+	tinyBody = 64 << 10
+	// firstBodyBuffer is the first buffer of any body; later ones grow.
+	firstBodyBuffer = 16 << 10
+	// rateWindow is the window over which MinBodyRate is measured: every
+	// window must bring MinBodyRate × rateWindow bytes, or the rest of the
+	// body if that is less.
+	rateWindow = 10 * time.Second
+	// budgetWait is how long a body waits for room in the budget.
+	budgetWait = 5 * time.Second
+)
+
+// DefaultMinBodyRate is the slowest a body may arrive, in bytes per second
+// over each 10 s window: 16 KiB/s, which the forge's servers exceed by
+// orders of magnitude, while a sender that trickles a body is cut within
+// 10 seconds.
+const DefaultMinBodyRate = 16 << 10
+
+// errSlowBody is readBody's error when a body arrives below the minimum rate.
+var errSlowBody = errors.New("webhooks: body arriving below the minimum rate")
+
+// budget is a byte budget shared by every request of a Middleware: the bodies
+// read and not yet verified. A nil *budget has no bound.
+type budget struct {
+	max int64
+
+	mu      sync.Mutex
+	used    atomic.Int64     // written under mu; read anywhere (tests, logs)
+	large   int64            // held by reservations of large bodies
+	clients map[string]int64 // held per client address
+	freed   chan struct{}    // closed (and replaced) when bytes are given back
+}
+
+// shares returns the bytes large bodies may hold together and the bytes one
+// client address may hold.
+func (b *budget) shares() (large, perClient int64) {
+	return b.max - min(b.max/4, 8<<20), b.max / 2
+}
+
+// tryReserve takes n more bytes for r, or reports false with a channel that
+// is closed when bytes are given back. While nothing but r's own bytes are
+// reserved (in all, by large bodies, by its client) n is granted, so that a
+// budget smaller than one body cannot refuse that body for ever.
+func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	used := b.used.Load()
+	if used > r.held && used+n > b.max {
+		return false, b.wait()
+	}
+	largeMax, clientMax := b.shares()
+	becomesLarge := !r.large && r.held+n > smallBodyBytes
+	if r.large || becomesLarge {
+		own, add := int64(0), n
+		if r.large {
+			own = r.held
+		} else {
+			add += r.held
+		}
+		if b.large > own && b.large+add > largeMax {
+			return false, b.wait()
+		}
+	}
+	// The client's share bounds buffers past the first two (tinyBody): a
+	// client holding its share still gets its small deliveries started,
+	// within the whole budget.
+	c := b.clients[r.client]
+	if (n > tinyBody || r.large) && c > r.held && c+n > clientMax {
+		return false, b.wait()
+	}
+	b.used.Add(n)
+	if becomesLarge {
+		b.large += r.held
+		r.large = true
+	}
+	if r.large {
+		b.large += n
+	}
+	if b.clients == nil {
+		b.clients = map[string]int64{}
+	}
+	b.clients[r.client] = c + n
+	return true, nil
+}
+
+// wait returns the channel closed when bytes are next given back. b.mu is held.
+func (b *budget) wait() <-chan struct{} {
+	if b.freed == nil {
+		b.freed = make(chan struct{})
+	}
+	return b.freed
+}
+
+// give returns n bytes of r.
+func (b *budget) give(r *reservation, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used.Add(-n)
+	if r.large {
+		b.large -= n
+	}
+	if c := b.clients[r.client] - n; c > 0 {
+		b.clients[r.client] = c
+	} else {
+		delete(b.clients, r.client)
+	}
+	if b.freed != nil {
+		close(b.freed)
+		b.freed = nil
+	}
+}
+
+// reservation is what one request holds of a budget.
+type reservation struct {
+	b      *budget
+	client string    // the client's address, without its port
+	until  time.Time // how long grow may wait for room; zero: not at all
+	held   int64
+	large  bool
+}
+
+// grow reserves n more bytes, waiting for room until r.until, or reports
+// false.
+func (r *reservation) grow(n int64) bool {
+	if r == nil || r.b == nil {
+		return true
+	}
+	for {
+		ok, freed := r.b.tryReserve(r, n)
+		if ok {
+			r.held += n
+			return true
+		}
+		left := time.Until(r.until)
+		if left <= 0 {
+			return false
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-freed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// shrink gives back n of the bytes held.
+func (r *reservation) shrink(n int64) {
+	if r == nil || r.b == nil || n == 0 {
+		return
+	}
+	r.b.give(r, n)
+	r.held -= n
+}
+
+// release gives back everything held. It may be called again.
+func (r *reservation) release() {
+	if r != nil {
+		r.shrink(r.held)
+	}
+}
+
+// clientAddr is the address part of a request's RemoteAddr.
+func clientAddr(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
+}
+
+// pacer holds a body to a minimum rate: each window of rateWindow must bring
+// min × rateWindow bytes (or the rest of the body). It sets the
+// connection's read deadline to the end of the window, so that a read that
+// waits for a trickling sender returns when the window ends; without a
+// connection whose deadline can be set, the rate is checked after each read.
+type pacer struct {
+	rc       *http.ResponseController
+	min      int64 // bytes per second; 0: no minimum
+	window   time.Duration
+	stop     time.Time // the server's ReadTimeout for the request; zero: none
+	end      time.Time // end of the current window
+	need     int64     // bytes the current window must bring
+	got      int64     // bytes brought in the current window
+	deadline bool      // a read deadline was set
+}
+
+// newPacer returns a pacer for a request's body; nil when min is 0.
+func newPacer(rw http.ResponseWriter, r *http.Request, min int64, window time.Duration, start time.Time) *pacer {
+	if min <= 0 {
+		return nil
+	}
+	p := &pacer{rc: http.NewResponseController(rw), min: min, window: window}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+		p.stop = start.Add(srv.ReadTimeout)
+	}
+	return p
+}
+
+// begin starts a window in which left bytes at most remain to be read (-1:
+// unknown), and sets the read deadline.
+func (p *pacer) begin(left int64) {
+	if p == nil {
+		return
+	}
+	p.got = 0
+	p.need = max(p.min*int64(p.window)/int64(time.Second), 1)
+	if left >= 0 && left < p.need {
+		p.need = max(left, 1)
+	}
+	p.end = time.Now().Add(p.window)
+	d := p.end
+	if !p.stop.IsZero() && p.stop.Before(d) {
+		d = p.stop // never later than the server's own timeout
+	}
+	if p.rc.SetReadDeadline(d) == nil {
+		p.deadline = true
+	}
+}
+
+// read accounts for k bytes read, with the read's error, and returns
+// errSlowBody when the window ended short of its bytes. left is as for begin,
+// after the read.
+func (p *pacer) read(k int, err error, left int64) error {
+	if p == nil {
+		return err
+	}
+	p.got += int64(k)
+	now := time.Now()
+	if p.got >= p.need {
+		if err == nil {
+			p.begin(left)
+		}
+		return err
+	}
+	if now.After(p.end) || err != nil && errors.Is(err, os.ErrDeadlineExceeded) && (p.stop.IsZero() || now.Before(p.stop)) {
+		return errSlowBody
+	}
+	return err
+}
+
+// done lifts the read deadline the pacer set: the request's body is read.
+func (p *pacer) done() {
+	if p != nil && p.deadline {
+		_ = p.rc.SetReadDeadline(time.Time{})
+	}
+}
