@@ -34,6 +34,9 @@ func TestDependencies(t *testing.T) {
 		case std == "true":
 		case mod != module:
 			t.Errorf("app depends on %s (module %q): runtime packages are standard-library only", path, mod)
+		case path == module+"/payloads/names":
+			// The names tuple only (webhooks checks event names with it): no typed payload.
+			own = append(own, strings.TrimPrefix(path, module+"/"))
 		case path == module+"/payloads" || strings.HasPrefix(path, module+"/payloads/"):
 			t.Errorf("app depends on %s: it must not compile the generated payloads", path)
 		default:

@@ -665,6 +665,9 @@ const (
 	hdrSeq      = "Forgehooks-Seq"
 	// hdrPartition names the partition of an ordered delivery.
 	hdrPartition = "Forgehooks-Partition"
+	// hdrNonce tells a publish's own write from another request's (see
+	// publishRetrying).
+	hdrNonce = "Forgehooks-Nonce"
 )
 
 // internalHeader reports a header name a sender must not set.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,9 +35,10 @@ const (
 // a stream leader being elected, the connection failing over to another
 // node, or the same delivery id being stored at that moment through another
 // receiver (the retry then finds it stored: a duplicate, or stores it when
-// that first publish failed). A retry after an attempt that timed out may
-// find the attempt's own write: it then reports a duplicate, which is still
-// stored. Errors that waiting cannot cure (a limit reached, a full disk, a
+// that first publish failed). A retry after an attempt whose answer was lost
+// may find that attempt's own write: the nonce header tells it from another
+// request's, and the delivery is then reported stored, not a duplicate, so
+// that the caller records it as its own. Errors that waiting cannot cure (a limit reached, a full disk, a
 // message too large) return at once.
 func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	if _, ok := ctx.Deadline(); !ok {
@@ -44,14 +46,23 @@ func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jet
 		ctx, cancel = context.WithTimeout(ctx, publishPatience)
 		defer cancel()
 	}
+	nonce := strconv.FormatUint(rand.Uint64(), 36)
+	msg.Header.Set(hdrNonce, nonce)
 	pause := 10 * time.Millisecond
+	lost := false // an attempt may have been stored without our hearing of it
 	for {
 		actx, cancel := context.WithTimeout(ctx, publishAttempt)
 		ack, err := in.js.PublishMsg(actx, msg, opts...)
 		cancel()
+		if err == nil && ack.Duplicate && lost {
+			if m, gerr := in.inbox.GetMsg(ctx, ack.Sequence); gerr == nil && m.Header.Get(hdrNonce) == nonce {
+				ack.Duplicate = false
+			}
+		}
 		if err == nil || !transientPublishError(err) || in.isClosed() {
 			return ack, err
 		}
+		lost = lost || !refusedPublish(err)
 		// Jitter spreads the retries of many requests over the election.
 		t := time.NewTimer(pause/2 + rand.N(pause))
 		select {
@@ -62,6 +73,13 @@ func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jet
 		}
 		pause = min(2*pause, 400*time.Millisecond)
 	}
+}
+
+// refusedPublish reports an error after which the store certainly did not
+// take the message (it said so), as opposed to an answer that never came.
+func refusedPublish(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // transientPublishError reports an error that a publish a moment later may

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -173,25 +172,6 @@ func (r *recorder) Write(p []byte) (int, error) {
 func (r *recorder) SetReadDeadline(t time.Time) error {
 	return http.NewResponseController(r.ResponseWriter).SetReadDeadline(t)
 }
-
-// withCause passes on the records that carry an "error" attribute and drops
-// the others: the receiver's own line per request says the rest.
-type withCause struct{ slog.Handler }
-
-func (h withCause) Handle(ctx context.Context, r slog.Record) error {
-	found := false
-	r.Attrs(func(a slog.Attr) bool {
-		found = a.Key == "error"
-		return !found
-	})
-	if !found {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h withCause) WithAttrs(as []slog.Attr) slog.Handler { return withCause{h.Handler.WithAttrs(as)} }
-func (h withCause) WithGroup(name string) slog.Handler    { return withCause{h.Handler.WithGroup(name)} }
 
 // reason is the error message of a JSON error answer, or its text.
 func (r *recorder) reason() string {

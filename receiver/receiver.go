@@ -233,11 +233,10 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		}
 	}
 	if mo.Logger == nil {
-		// The receiver's line for each request says why it was refused; of
-		// the middleware's own lines only those with a cause it alone knows
-		// (an "error": why the inbox did not store it, a read failure) are
-		// kept.
-		mo.Logger = slog.New(withCause{r.log.Handler()})
+		// The receiver's line for each request says why it was refused, a
+		// 5xx with its cause (logResult); the middleware's own lines would
+		// say it twice.
+		mo.Logger = slog.New(slog.DiscardHandler)
 	}
 	r.mw = webhooks.NewMiddleware(r.wh, mo)
 	r.handler = r.logRequests(mo.MaxInFlight)

@@ -52,6 +52,10 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 	}
 	switch {
 	case err != nil:
+		if sw, ok := rw.(*statusWriter); ok {
+			// OnResult's Err carries the cause, which the answer does not.
+			sw.oc.err = fmt.Errorf("the inbox did not store the delivery: %w", err)
+		}
 		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", clip(d.ID), "event", clip(d.Name), "error", err)
 	case res == Requeued:
 		m.logger.Info("webhooks: redelivery of a dead letter; it runs again", "delivery", clip(d.ID), "event", clip(d.Name))
