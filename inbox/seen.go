@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -90,11 +91,11 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	if !in.opts.AllowRepeatedBodies {
 		byBody = make(chan found, 1)
 		go func() {
-			e, err := in.seen.Get(ctx, seenBodyKey(digest))
+			e, err := in.seenGet(ctx, seenBodyKey(digest))
 			byBody <- found{e, err}
 		}()
 	}
-	e, err := in.seen.Get(ctx, seenIDKey(token))
+	e, err := in.seenGet(ctx, seenIDKey(token))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil:
@@ -135,8 +136,37 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	case err != nil:
 		return 0, true, fmt.Errorf("inbox: looking up the body of delivery %q: %w", d.ID, err)
 	}
-	in.replay(d, string(e.Value()))
+	if storedAs := string(e.Value()); storedAs == d.ID {
+		// The id's own record was not written yet when it was looked up
+		// (remember does not wait): the same delivery, stored a moment ago.
+		in.count.duplicates.Add(1)
+	} else {
+		in.replay(d, storedAs)
+	}
 	return webhooks.Duplicate, true, nil
+}
+
+// seenGet reads a key of the dedupe bucket as publishRetrying publishes:
+// each try bounded, tried again while the cluster cannot answer for a
+// moment (an election, a failover), until ctx is done.
+func (in *Inbox) seenGet(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	pause := 10 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, publishAttempt)
+		e, err := in.seen.Get(actx, key)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || !transientPublishError(err) || in.isClosed() {
+			return e, err
+		}
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		pause = min(2*pause, 400*time.Millisecond)
+	}
 }
 
 // replay counts and logs a possible replay: d's body was stored under the
@@ -153,7 +183,7 @@ func (in *Inbox) replay(d webhooks.Delivery, storedAs string) {
 // body and nothing is stored under d's id.
 func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, token string) {
 	if d.ID != "" && !in.opts.AllowRepeatedBodies {
-		if _, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token); errors.Is(err, jetstream.ErrMsgNotFound) {
+		if _, err := in.lastStored(ctx, token); errors.Is(err, jetstream.ErrMsgNotFound) {
 			in.replay(d, "")
 			return
 		}
