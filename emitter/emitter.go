@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"forgehooks.dev/forgehooks/internal/decodehook"
 	"forgehooks.dev/forgehooks/payloads/names"
 )
 
@@ -111,7 +110,7 @@ func New(opts Options) *Emitter {
 type Listener struct {
 	h   Handler
 	eh  ErrorHandler
-	dec *decodehook.Decoder // a typed handler's, registered through package decodehook
+	dec *Decoder // a typed handler's, registered with OnDecoded
 }
 
 // snapshot is an immutable view of the registrations. Registration builds a new
@@ -153,8 +152,8 @@ func (em *Emitter) OnNames(names []string, h Handler) *Listener {
 	return em.onNames(names, h, nil)
 }
 
-// onNames registers a listener of h and dec (nil but for onDecoded).
-func (em *Emitter) onNames(eventNames []string, h Handler, dec *decodehook.Decoder) *Listener {
+// onNames registers a listener of h and dec (nil but for OnDecoded).
+func (em *Emitter) onNames(eventNames []string, h Handler, dec *Decoder) *Listener {
 	if len(eventNames) == 0 {
 		panic("emitter: OnNames with no event names")
 	}
@@ -192,29 +191,19 @@ func (em *Emitter) onNames(eventNames []string, h Handler, dec *decodehook.Decod
 	return l
 }
 
-// onDecoded registers h under name as On does, with dec, which decodes each
+// OnDecoded registers h under name as On does, with dec, which decodes each
 // delivery of name before any handler runs, in place of Receive's own
-// validation (see decodehook.Decoder). It is for a handler that decodes every
-// delivery of name: a name with an action ("issues.opened") or an Emitter with
-// a Transform gains nothing from it, so there dec is not used. With several
+// validation (see Decoder). It is for a handler that decodes every delivery of
+// name: a name with an action ("issues.opened") or an Emitter with a
+// Transform gains nothing from it, so there dec is not used. With several
 // such registrations for one name, the earliest still registered decodes.
-// Package payloads reaches it through package decodehook, so that the hook is
-// no part of the Emitter's API.
-func (em *Emitter) onDecoded(name string, dec decodehook.Decoder, h Handler) *Listener {
+// RemoveListener removes it as any other. It panics when dec.Decode is nil or
+// when On would.
+func (em *Emitter) OnDecoded(name string, dec Decoder, h Handler) *Listener {
 	if dec.Decode == nil {
-		panic("emitter: a typed handler's decoder has a nil Decode")
+		panic("emitter: OnDecoded with a nil Decoder.Decode")
 	}
 	return em.onNames([]string{name}, h, &dec)
-}
-
-func init() {
-	decodehook.SetRegister(func(r any, name string, dec decodehook.Decoder, h any) (any, bool) {
-		em, ok := r.(*Emitter)
-		if !ok {
-			return nil, false
-		}
-		return em.onDecoded(name, dec, h.(Handler)), true
-	})
 }
 
 // OnAny registers h for every event and returns the registration's handle. It

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 
 	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/internal/decodehook"
 	"forgehooks.dev/forgehooks/payloads/names"
 	"forgehooks.dev/forgehooks/signing"
 )
@@ -78,16 +77,10 @@ type Options struct {
 	MaxErrorReportBytes int64
 }
 
-// via lets package payloads register typed handlers with a Webhooks through
-// package decodehook, without a public decode hook: embedded under this
-// unexported name, it adds no exported field or method.
-type via = decodehook.Via
-
 // Webhooks verifies deliveries and dispatches them to its handlers. It is safe
 // for concurrent use: handlers may be registered and removed while deliveries
 // are dispatched.
 type Webhooks struct {
-	via
 	em   *emitter.Emitter
 	keys *signing.Keyring
 
@@ -116,7 +109,7 @@ func New(opts Options) (*Webhooks, error) {
 		MaxErrorReports:     opts.MaxErrorReports,
 		MaxErrorReportBytes: opts.MaxErrorReportBytes,
 	})
-	w := &Webhooks{via: decodehook.ViaEmitter(em), em: em, keys: keys}
+	w := &Webhooks{em: em, keys: keys}
 	for i, s := range append([]string{opts.Secret}, opts.AdditionalSecrets...) {
 		if len(s) < MinSecretLen {
 			which := "the secret"
@@ -145,6 +138,14 @@ func (w *Webhooks) On(name string, h emitter.Handler) *emitter.Listener {
 // handle for all of them. It panics when names is empty or when On would.
 func (w *Webhooks) OnNames(names []string, h emitter.Handler) *emitter.Listener {
 	return w.em.OnNames(names, h)
+}
+
+// OnDecoded registers h under name with dec, which decodes each delivery of
+// name in the pass that validates it (see emitter.Emitter.OnDecoded). Typed
+// handlers of a whole event, as package payloads registers them, come this
+// way; it panics when dec.Decode is nil or when On would.
+func (w *Webhooks) OnDecoded(name string, dec emitter.Decoder, h emitter.Handler) *emitter.Listener {
+	return w.em.OnDecoded(name, dec, h)
 }
 
 // OnAny registers h for every event and returns the registration's handle. It
