@@ -17,7 +17,7 @@ import (
 // tells Close it is done.
 func (m *Middleware) receive(ctx context.Context, d Delivery, f *flight, oc *outcome) error {
 	e := emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload}
-	err := m.w.em.Receive(withEvent(ctx, e), e)
+	err := m.w.handlers().Receive(withEvent(ctx, e), e)
 	m.w.inFlight.finish(f)
 	if oc != nil {
 		oc.err = err

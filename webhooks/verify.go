@@ -36,7 +36,7 @@ type Delivery struct {
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
 // The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
-	ok, err := w.keys.Verify(d.Payload, d.Signature)
+	ok, err := w.keyring().Verify(d.Payload, d.Signature)
 	if !ok {
 		return w.mismatch(ctx, d, err)
 	}
@@ -53,7 +53,7 @@ func (w *Webhooks) mismatch(ctx context.Context, d Delivery, cause error) error 
 	} else {
 		err = fmt.Errorf("webhooks: delivery %q (event %q): %w", clip(d.ID), clip(d.Name), ErrSignatureMismatch)
 	}
-	w.em.ReportError(ctx, &emitter.Error{
+	w.handlers().ReportError(ctx, &emitter.Error{
 		Event:  emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload},
 		Errors: []error{err},
 	})
