@@ -79,7 +79,7 @@ type Options struct {
 	// When empty, only requests to a loopback Host are answered.
 	Token string
 	// TypeName returns the Go type a payload decodes to, such as
-	// "*payloads.IssuesOpenedEvent"; default DeriveTypeName, which knows the
+	// "*payloads.IssuesOpenedEvent"; default: the payloads type of the event and action, which knows the
 	// generator's naming rule but not the schema.
 	TypeName func(event, action string, payload []byte) string
 	// Redeliver, when set, asks the forge to send delivery id again (catch-up
@@ -128,7 +128,7 @@ func New(opts Options) *Inspector {
 		opts.MaxRejected = DefaultMaxRejected
 	}
 	if opts.TypeName == nil {
-		opts.TypeName = func(event, action string, _ []byte) string { return DeriveTypeName(event, action) }
+		opts.TypeName = func(event, action string, _ []byte) string { return deriveTypeName(event, action) }
 	}
 	if opts.WebhookURL == "" {
 		opts.WebhookURL = "http://127.0.0.1:3000" + webhooks.DefaultPath

@@ -9,14 +9,14 @@ import (
 // occur in event and action names (package gen holds the full list).
 var typeInitialisms = map[string]bool{"API": true, "CI": true, "GPG": true, "ID": true, "SSH": true, "SSO": true, "URL": true}
 
-// DeriveTypeName returns the Go type that package payloads decodes an event
+// deriveTypeName returns the Go type that package payloads decodes an event
 // and action to, by the generator's naming rule: words split at '_', '.', '-'
 // and case changes, each capitalised, then "Event" — "issues", "opened" →
 // "*payloads.IssuesOpenedEvent"; "push", "" → "*payloads.PushEvent". It does
 // not know the schema: an event or action the schema lacks decodes to its
 // event's UnknownEvent type, which only Options.TypeName (with
 // payloads.Parse) can tell.
-func DeriveTypeName(event, action string) string {
+func deriveTypeName(event, action string) string {
 	if event == "" {
 		return ""
 	}

@@ -62,8 +62,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	// Read the body once, hashing it with the primary secret on the way in; the
 	// additional secrets are tried on the same bytes only if that fails. The
 	// body is held in the budget of unverified bodies until it is verified.
-	digest := m.w.keyring().Digest()
-	defer m.w.keyring().Release(digest)
+	digest := m.w.keyring().digest()
+	defer m.w.keyring().release(digest)
 	res := reservation{b: m.unverified}
 	defer res.release()
 	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res)
@@ -81,7 +81,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	}
 	d.Payload = body
-	matched := m.w.keyring().Match(digest, body, d.Signature)
+	matched := m.w.keyring().match(digest, body, d.Signature)
 	res.release() // verified or not: from here on other budgets count the body
 	if !matched {
 		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)

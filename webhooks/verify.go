@@ -36,7 +36,7 @@ type Delivery struct {
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
 // The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
-	ok, err := w.keyring().Verify(d.Payload, d.Signature)
+	ok, err := w.keyring().verify(d.Payload, d.Signature)
 	if !ok {
 		return w.mismatch(ctx, d, err)
 	}

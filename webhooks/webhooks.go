@@ -92,7 +92,7 @@ type Options struct {
 // delegated one by one instead, each stating its contract here.
 type Webhooks struct {
 	em   *emitter.Emitter
-	keys *signing.Keyring
+	keys *keyring
 
 	// inFlight is the one count of deliveries taken on and not finished, with
 	// their bytes: what Close waits for, and what MaxInFlight and
@@ -104,7 +104,7 @@ type Webhooks struct {
 // ErrMissingSecret when Secret, or one of AdditionalSecrets, is empty. A
 // secret shorter than MinSecretLen is logged as a warning.
 func New(opts Options) (*Webhooks, error) {
-	keys, err := signing.NewKeyring(opts.Secret, opts.AdditionalSecrets...)
+	keys, err := newKeyring(opts.Secret, opts.AdditionalSecrets...)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: New: %w", err)
 	}
@@ -144,7 +144,7 @@ func (w *Webhooks) handlers() *emitter.Emitter {
 }
 
 // keyring returns w's secrets; it panics with notNew for a zero Webhooks.
-func (w *Webhooks) keyring() *signing.Keyring {
+func (w *Webhooks) keyring() *keyring {
 	if w.keys == nil {
 		panic(notNew)
 	}
@@ -221,14 +221,14 @@ func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
 // computes it: "sha256=" and 64 lower-case hex digits. An empty payload is
 // signing.ErrMissingPayload.
 func (w *Webhooks) Sign(payload []byte) (string, error) {
-	return signing.Sign(w.keyring().Primary(), payload)
+	return signing.Sign(w.keyring().primary(), payload)
 }
 
 // Verify reports whether signature is payload's signature under the primary
 // secret (not the additional ones; VerifyAndReceive tries those too). It errs
 // only for an empty payload or signature.
 func (w *Webhooks) Verify(payload []byte, signature string) (bool, error) {
-	return signing.Verify(w.keyring().Primary(), payload, signature)
+	return signing.Verify(w.keyring().primary(), payload, signature)
 }
 
 // Close stops w and waits for the work it has taken on. Middlewares serving w
