@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // maxLinkHeader bounds the Link header parsed: the forge's is a few hundred
@@ -28,7 +30,7 @@ func ParseLink(header string) (map[string]string, error) {
 			return links, nil
 		}
 		if s[0] != '<' {
-			return nil, fmt.Errorf("link header: want '<' at %q", clip(s))
+			return nil, fmt.Errorf("link header: want '<' at %q", clip.String(s))
 		}
 		end := strings.IndexByte(s, '>')
 		if end < 0 {
@@ -43,12 +45,12 @@ func ParseLink(header string) (map[string]string, error) {
 				break
 			}
 			if s[0] != ';' {
-				return nil, fmt.Errorf("link header: want ';' or ',' at %q", clip(s))
+				return nil, fmt.Errorf("link header: want ';' or ',' at %q", clip.String(s))
 			}
 			s = strings.TrimLeft(s[1:], " \t")
 			eq := strings.IndexAny(s, "=;,")
 			if eq < 0 || s[eq] != '=' {
-				return nil, fmt.Errorf("link header: parameter without value at %q", clip(s))
+				return nil, fmt.Errorf("link header: parameter without value at %q", clip.String(s))
 			}
 			name := strings.ToLower(strings.TrimSpace(s[:eq]))
 			s = strings.TrimLeft(s[eq+1:], " \t")
@@ -76,12 +78,4 @@ func ParseLink(header string) (map[string]string, error) {
 			}
 		}
 	}
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }

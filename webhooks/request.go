@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
@@ -27,7 +29,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	}
 	if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
-		m.reject(rw, r, http.StatusUnsupportedMediaType, msgUnsupportedType, slog.LevelWarn, "content type is not application/json", "content_type", clip(strings.Join(cts, ", ")))
+		m.reject(rw, r, http.StatusUnsupportedMediaType, msgUnsupportedType, slog.LevelWarn, "content type is not application/json", "content_type", clip.String(strings.Join(cts, ", ")))
 		return
 	}
 	var missing, repeated []string
@@ -74,10 +76,10 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	case errors.Is(err, errBudget):
 		rw.Header().Set("Connection", "close") // the body stays unread
-		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "max_unverified_bytes", m.unverified.max)
+		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "content_length", r.ContentLength, "max_unverified_bytes", m.unverified.max)
 		return
 	case err != nil:
-		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", clip(d.ID), "error", err)
+		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", clip.String(d.ID), "error", err)
 		return
 	}
 	d.Payload = body
@@ -85,7 +87,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	res.release() // verified or not: from here on other budgets count the body
 	if !matched {
 		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
-		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip(d.ID), "event", clip(d.Name))
+		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		return
 	}
 	if oc != nil {
@@ -103,10 +105,10 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), m.maxInFlight, m.maxRunning)
 	switch {
 	case errors.Is(err, errClosedTracker):
-		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip(d.ID))
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip.String(d.ID))
 		return
 	case err != nil:
-		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", clip(d.ID), "event", clip(d.Name), "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight, "max_running_bytes", m.maxRunning)
+		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight, "max_running_bytes", m.maxRunning)
 		return
 	}
 

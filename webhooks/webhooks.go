@@ -21,6 +21,7 @@ import (
 	"log/slog"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/payloads/names"
 	"forgehooks.dev/forgehooks/signing"
 )
@@ -251,7 +252,7 @@ func (w *Webhooks) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		em.Close(ctx) // so that handlers not yet started never do
 		for _, id := range w.inFlight.running() {
-			w.Logger().Error("webhooks: shutdown deadline passed; delivery abandoned while its handlers ran", "delivery", clip(id))
+			w.Logger().Error("webhooks: shutdown deadline passed; delivery abandoned while its handlers ran", "delivery", clip.String(id))
 		}
 		return ctx.Err()
 	}

@@ -8,11 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/atomicfile"
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/relay"
 	"forgehooks.dev/forgehooks/internal/sse"
 	"forgehooks.dev/forgehooks/signing"
@@ -71,7 +72,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 		}
 		if *lastID == "" && saved != "" {
 			*lastID = saved
-			log.Info("resuming after the event id kept in the state file", "state", *stateFile, "last_event_id", clipLogValue(saved))
+			log.Info("resuming after the event id kept in the state file", "state", *stateFile, "last_event_id", clip.String(saved))
 		}
 		checkpoint = func(id string) {
 			if err := writeRelayState(*stateFile, id); err != nil {
@@ -147,20 +148,7 @@ func deliveryAttrs(m *relay.Message) []any {
 	if a := (emitter.Event{Payload: m.Body}).Action(); a != "" {
 		name += "." + a
 	}
-	return []any{"id", clipLogValue(m.DeliveryID()), "event", clipLogValue(name), "event_id", clipLogValue(m.EventID), "bytes", len(m.Body)}
-}
-
-// maxLogValue bounds a value from a channel message in a log line: the message
-// comes from whoever posted to the channel, verified or not.
-const maxLogValue = 200
-
-// clipLogValue returns s, or its first maxLogValue bytes and a marker saying
-// how many were cut.
-func clipLogValue(s string) string {
-	if len(s) <= maxLogValue {
-		return s
-	}
-	return fmt.Sprintf("%s…[%d more bytes]", s[:maxLogValue], len(s)-maxLogValue)
+	return []any{"id", clip.String(m.DeliveryID()), "event", clip.String(name), "event_id", clip.String(m.EventID), "bytes", len(m.Body)}
 }
 
 // errForged is the error of a delivery relay --target drops because its
@@ -278,19 +266,5 @@ func readRelayState(path string) (string, error) {
 // and a rename, so that a relay stopped halfway leaves the old id, not a
 // truncated one.
 func writeRelayState(path, id string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.WriteString(id + "\n")
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.Write(path, []byte(id+"\n"), 0o600)
 }
