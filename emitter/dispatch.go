@@ -2,7 +2,6 @@ package emitter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -62,11 +61,7 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	} else {
 		res, err := jsonscan.Scan(e.Payload)
 		if err != nil {
-			var no *jsonscan.NotObjectError
-			if errors.As(err, &no) {
-				return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", ErrInvalidPayload, clip.String(e.Name), clip.String(e.ID), no.Kind)
-			}
-			return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, clip.String(e.Name), clip.String(e.ID), err)
+			return jsonscan.InvalidPayload(ErrInvalidPayload, e.Name, e.ID, err)
 		}
 		e.scanned, e.scan = e.Payload, res
 	}

@@ -2,8 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -20,12 +18,7 @@ const msgNotStored = "Could not store the delivery: try again later"
 // body that is not a JSON object is refused before it is stored.
 func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery) {
 	if _, err := jsonscan.Scan(d.Payload); err != nil {
-		var no *jsonscan.NotObjectError
-		if errors.As(err, &no) {
-			err = fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", emitter.ErrInvalidPayload, clip.String(d.Name), clip.String(d.ID), no.Kind)
-		} else {
-			err = fmt.Errorf("%w (event %q, delivery %q): %w", emitter.ErrInvalidPayload, clip.String(d.Name), clip.String(d.ID), err)
-		}
+		err = jsonscan.InvalidPayload(emitter.ErrInvalidPayload, d.Name, d.ID, err)
 		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		return
 	}
