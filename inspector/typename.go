@@ -1,13 +1,6 @@
 package inspector
 
-import (
-	"strings"
-	"unicode"
-)
-
-// typeInitialisms are the words the generator writes in capitals that can
-// occur in event and action names (package gen holds the full list).
-var typeInitialisms = map[string]bool{"API": true, "CI": true, "GPG": true, "ID": true, "SSH": true, "SSO": true, "URL": true}
+import "forgehooks.dev/forgehooks/internal/goname"
 
 // deriveTypeName returns the Go type that package payloads decodes an event
 // and action to, by the generator's naming rule: words split at '_', '.', '-'
@@ -23,35 +16,5 @@ func deriveTypeName(event, action string) string {
 	return "*payloads." + goName(event) + goName(action) + "Event"
 }
 
-func goName(s string) string {
-	var b strings.Builder
-	word := func(w []rune) {
-		if len(w) == 0 {
-			return
-		}
-		up := strings.ToUpper(string(w))
-		if typeInitialisms[up] {
-			b.WriteString(up)
-			return
-		}
-		b.WriteRune(unicode.ToUpper(w[0]))
-		b.WriteString(strings.ToLower(string(w[1:])))
-	}
-	var cur []rune
-	rs := []rune(s)
-	for i, r := range rs {
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if unicode.IsUpper(r) && i > 0 && unicode.IsLower(rs[i-1]) {
-				word(cur)
-				cur = cur[:0]
-			}
-			cur = append(cur, r)
-		default:
-			word(cur)
-			cur = cur[:0]
-		}
-	}
-	word(cur)
-	return b.String()
-}
+// goName spells s as the generator does (see package goname).
+func goName(s string) string { return goname.Join(goname.Words(s)) }
