@@ -22,6 +22,7 @@ func TestDependencies(t *testing.T) {
 		"forgehooks.dev/forgehooks/webhooks": true, "forgehooks.dev/forgehooks/emitter": true,
 		"forgehooks.dev/forgehooks/internal/jsonscan": true, "forgehooks.dev/forgehooks/internal/clip": true,
 		"forgehooks.dev/forgehooks/internal/goname": true,
+		"forgehooks.dev/forgehooks/internal/sse":    true,
 		"forgehooks.dev/forgehooks/delivery":        true,
 	}
 	for _, p := range list(`f{{join .Imports " "}}`) {

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/internal/sse"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -451,33 +452,37 @@ func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(s ...[]byte) bool {
+	write := func(b []byte) bool {
 		// A stuck page must not hold this goroutine: each write has a
 		// deadline.
 		rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		for _, b := range s {
-			if _, err := w.Write(b); err != nil {
-				return false
-			}
+		if _, err := w.Write(b); err != nil {
+			return false
 		}
 		return rc.Flush() == nil
 	}
-	if !write([]byte("retry: 1000\n: connected\n\n")) {
+	// Opening lines: the reconnection delay, without an event.
+	if !write(append(sse.AppendComment(sse.AppendRetry(nil, time.Second), "connected"), '\n')) {
 		return
 	}
-	ping := time.NewTicker(15 * time.Second)
-	defer ping.Stop()
+	ping := append(sse.AppendComment(nil, "ping"), '\n')
+	var frame []byte
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case msg := <-c.ch:
-			if !write([]byte("event: row\ndata: "), msg, []byte("\n\n")) {
+			var err error
+			// msg is JSON from encoding/json, one line without CR: err is nil.
+			if frame, err = sse.AppendFrame(frame[:0], sse.Frame{Type: "row", Data: msg}); err != nil || !write(frame) {
 				return
 			}
 		case <-c.gone:
-			write([]byte("event: dropped\ndata: {}\n\n"))
+			frame, _ = sse.AppendFrame(frame[:0], sse.Frame{Type: "dropped", Data: []byte("{}")})
+			write(frame)
 			return
-		case <-ping.C:
-			if !write([]byte(": ping\n\n")) {
+		case <-tick.C:
+			if !write(ping) {
 				return
 			}
 		case <-r.Context().Done():

@@ -255,6 +255,22 @@ func TestAppendComment(t *testing.T) {
 	}
 }
 
+// TestAppendRetry: a retry field read back sets the reader's delay and,
+// without a data line, dispatches no event (the inspector opens its stream so).
+func TestAppendRetry(t *testing.T) {
+	b := append(AppendComment(AppendRetry(nil, 1500*time.Millisecond), "connected"), '\n')
+	if string(b) != "retry: 1500\n: connected\n\n" {
+		t.Fatalf("AppendRetry = %q", b)
+	}
+	r := NewReader(strings.NewReader(string(b)), Options{})
+	if e, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next = %+v, %v; want no event", e, err)
+	}
+	if d, ok := r.Retry(); !ok || d != 1500*time.Millisecond {
+		t.Errorf("Retry = %v, %v", d, ok)
+	}
+}
+
 func ExampleReader() {
 	stream := "retry: 2000\n: keep-alive\nevent: ready\ndata: {}\n\nid: 1\ndata: {\"a\":1}\n\n"
 	r := NewReader(strings.NewReader(stream), Options{})
