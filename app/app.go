@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -59,17 +60,19 @@ type Options struct {
 	// default "forgehooks-app".
 	UserAgent string
 	// Logger is told about waits for rate limits and token requests, never
-	// a secret; default slog.Default().
+	// a secret. Nil: slog.Default().
 	Logger *slog.Logger
 	// Clock is the time source; default the real clock.
 	Clock Clock
 	// MaxWait bounds the total time one request waits for its
 	// installation's rate limit and for backoff; a request that would wait
-	// longer fails at once with a *RateLimitError. Default DefaultMaxWait.
+	// longer fails at once with a *RateLimitError. Zero: DefaultMaxWait.
+	// Negative: no bound (wait as long as the forge says).
 	MaxWait time.Duration
 	// MaxRetries bounds the retries of one request (after a rate limit, or
-	// a 5xx or network error of an idempotent request); default
-	// DefaultMaxRetries, negative for none.
+	// a 5xx or network error of an idempotent request). Zero:
+	// DefaultMaxRetries. Negative: no retry (a count of tries, not a bound:
+	// MaxWait bounds the time they take).
 	MaxRetries int
 	// RefreshBefore is how long before expiry a token is replaced; default
 	// DefaultRefreshBefore.
@@ -118,7 +121,7 @@ func New(o Options) (*App, error) {
 		userAgent:  cmp.Or(o.UserAgent, "forgehooks-app"),
 		log:        cmp.Or(o.Logger, slog.Default()),
 		clock:      cmp.Or[Clock](o.Clock, realClock{}),
-		maxWait:    cmp.Or(o.MaxWait, DefaultMaxWait),
+		maxWait:    noBound(cmp.Or(o.MaxWait, DefaultMaxWait)),
 		maxRetries: max(cmp.Or(o.MaxRetries, DefaultMaxRetries), 0),
 		refresh:    cmp.Or(o.RefreshBefore, DefaultRefreshBefore),
 		tokens:     map[tokenKey]*tokenEntry{},
@@ -242,4 +245,13 @@ func clip(s string) string {
 		return s[:100] + "…"
 	}
 	return s
+}
+
+// noBound applies the module's rule for a negative bound: no bound, the
+// longest wait there is.
+func noBound(d time.Duration) time.Duration {
+	if d < 0 {
+		return math.MaxInt64
+	}
+	return d
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,7 +33,8 @@ type Options struct {
 	// have fed.
 	Transform func(ctx context.Context, e Event) (Event, error)
 	// Logger receives warnings (unknown event names) and errors (a panicking error
-	// handler). Nil: text on stderr, warnings and errors only.
+	// handler). Nil: slog.Default(), warnings and errors only (an Emitter has
+	// nothing to say at lower levels unless asked).
 	Logger *slog.Logger
 	// KnownEvent tells whether an event name (such as "issues" or
 	// "issues.opened") is known. Registering a name for which it returns false
@@ -122,17 +122,28 @@ type snapshot struct {
 	errs   []*Listener
 }
 
-var defaultLogger = sync.OnceValue(func() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-})
-
-// Logger returns the logger the Emitter uses: Options.Logger, or the default
-// that writes warnings and errors to stderr.
+// Logger returns the logger the Emitter uses: Options.Logger, or
+// slog.Default() (as it is at the call) with its debug and info lines dropped.
 func (em *Emitter) Logger() *slog.Logger {
 	if em.opts.Logger != nil {
 		return em.opts.Logger
 	}
-	return defaultLogger()
+	return slog.New(warnings{slog.Default().Handler()})
+}
+
+// warnings passes on the records of level Warn and above only.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(as)}
+}
+
+func (w warnings) WithGroup(name string) slog.Handler {
+	return warnings{w.Handler.WithGroup(name)}
 }
 
 // On registers h for the event name, either an event ("issues") or an event and

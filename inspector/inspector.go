@@ -29,6 +29,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -69,11 +70,12 @@ type Options struct {
 	// cannot replay. Unused with a Store.
 	Webhooks *webhooks.Webhooks
 	// MaxRecords and MaxBytes bound the in-memory Ring (see RingOptions).
+	// Zero: the Ring's defaults. Negative: no bound.
 	MaxRecords int
 	MaxBytes   int64
 	// MaxRejected bounds the ring of requests that stored nothing (rejected
-	// ones and duplicates), default DefaultMaxRejected. Their bodies are
-	// never kept.
+	// ones and duplicates). Zero: DefaultMaxRejected. Negative: no bound.
+	// Their bodies are never kept.
 	MaxRejected int
 	// Token, when set, is required of every request: as the cookie the page
 	// sets after it is opened with ?token=..., or as "Authorization: Bearer".
@@ -89,12 +91,13 @@ type Options struct {
 	// WebhookURL is where the commands that reproduce a delivery send it;
 	// default "http://127.0.0.1:3000" + webhooks.DefaultPath.
 	WebhookURL string
-	// Logger gets a line per action taken; default slog.Default().
+	// Logger gets a line per action taken. Nil: Webhooks' logger when
+	// Webhooks is set, else slog.Default().
 	Logger *slog.Logger
 	// MaxPayloadLoads bounds the payloads loaded at once (detail views and
 	// downloads; a request waits up to 10 s for a place, then gets 503), so
 	// that memory stays bounded however large the stored payloads are.
-	// Zero: DefaultMaxPayloadLoads.
+	// Zero: DefaultMaxPayloadLoads. Negative: no bound.
 	MaxPayloadLoads int
 }
 
@@ -122,12 +125,8 @@ type Inspector struct {
 
 // New returns an Inspector over opts.Store, or over a new Ring.
 func New(opts Options) *Inspector {
-	if opts.MaxPayloadLoads <= 0 {
-		opts.MaxPayloadLoads = DefaultMaxPayloadLoads
-	}
-	if opts.MaxRejected <= 0 {
-		opts.MaxRejected = DefaultMaxRejected
-	}
+	opts.MaxPayloadLoads = bound(opts.MaxPayloadLoads, DefaultMaxPayloadLoads, math.MaxInt)
+	opts.MaxRejected = bound(opts.MaxRejected, DefaultMaxRejected, math.MaxInt)
 	if opts.TypeName == nil {
 		opts.TypeName = func(event, action string, _ []byte) string { return deriveTypeName(event, action) }
 	}
@@ -136,17 +135,22 @@ func New(opts Options) *Inspector {
 	}
 	in := &Inspector{opts: opts, src: opts.Store, log: opts.Logger}
 	in.hookURL.Store(&opts.WebhookURL)
-	in.loads = make(chan struct{}, opts.MaxPayloadLoads)
+	if opts.MaxPayloadLoads != math.MaxInt {
+		in.loads = make(chan struct{}, opts.MaxPayloadLoads)
+	}
+	if in.log == nil && opts.Webhooks != nil {
+		in.log = opts.Webhooks.Logger()
+	}
 	if in.log == nil {
 		in.log = slog.Default()
 	}
 	if in.src == nil {
-		in.ring = NewRing(RingOptions{Webhooks: opts.Webhooks, MaxRecords: opts.MaxRecords, MaxBytes: opts.MaxBytes, Logger: opts.Logger})
+		in.ring = NewRing(RingOptions{Webhooks: opts.Webhooks, MaxRecords: opts.MaxRecords, MaxBytes: opts.MaxBytes, Logger: in.log})
 		in.src = in.ring
 	}
 	// The count bounds the ring of requests; the bytes only back it up, as
 	// each record is cut to at most maxRejectedSize.
-	in.requests.init(opts.MaxRejected, int64(opts.MaxRejected)*maxRejectedSize, false)
+	in.requests.init(opts.MaxRejected, int64(min(opts.MaxRejected, math.MaxInt64/maxRejectedSize))*maxRejectedSize, false)
 	var b [32]byte
 	rand.Read(b[:])
 	in.csrf = hex.EncodeToString(b[:])

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -28,15 +29,15 @@ type RingOptions struct {
 	// the payload was verified when it arrived). Without it, both return
 	// delivery.ErrUnsupported.
 	Webhooks *webhooks.Webhooks
-	// MaxRecords bounds how many deliveries the ring keeps (default
-	// DefaultMaxRecords); the oldest go first.
+	// MaxRecords bounds how many deliveries the ring keeps; the oldest go
+	// first. Zero: DefaultMaxRecords. Negative: no bound.
 	MaxRecords int
-	// MaxBytes bounds the bytes of payloads and headers kept (default
-	// DefaultMaxBytes). The newest delivery is kept even when it alone is
-	// larger.
+	// MaxBytes bounds the bytes of payloads and headers kept. Zero:
+	// DefaultMaxBytes. Negative: no bound. The newest delivery is kept even
+	// when it alone is larger.
 	MaxBytes int64
-	// Logger gets a line for every replay; default: Webhooks' logger, or
-	// slog.Default().
+	// Logger gets a line for every replay. Nil: Webhooks' logger when
+	// Webhooks is set, else slog.Default().
 	Logger *slog.Logger
 }
 
@@ -53,12 +54,8 @@ type Ring struct {
 
 // NewRing returns an empty Ring.
 func NewRing(opts RingOptions) *Ring {
-	if opts.MaxRecords <= 0 {
-		opts.MaxRecords = DefaultMaxRecords
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = DefaultMaxBytes
-	}
+	opts.MaxRecords = bound(opts.MaxRecords, DefaultMaxRecords, math.MaxInt)
+	opts.MaxBytes = bound(opts.MaxBytes, DefaultMaxBytes, math.MaxInt64)
 	r := &Ring{opts: opts, log: opts.Logger}
 	if r.log == nil && opts.Webhooks != nil {
 		r.log = opts.Webhooks.Logger()
@@ -356,4 +353,16 @@ func (s *store) endAttempt(seq uint64, n int, d time.Duration, err error) {
 	c.Payload = nil
 	s.mu.Unlock()
 	s.Notify(c)
+}
+
+// bound applies the module's rule for a bound given in options: zero means
+// def, a negative value means no bound (none, the type's largest value).
+func bound[T int | int64](v, def, none T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return none
+	}
+	return v
 }

@@ -276,6 +276,9 @@ const DetailPayloadMax = 1 << 20
 // loadPayload takes one of the places for a payload load (Options.
 // MaxPayloadLoads), or answers 503 when none frees up in time.
 func (in *Inspector) loadPayload(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if in.loads == nil {
+		return func() {}, true // MaxPayloadLoads negative: no bound
+	}
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
 	select {

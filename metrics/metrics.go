@@ -84,7 +84,9 @@ type Options struct {
 	// increasing; +Inf is implied. Nil: DefaultBuckets().
 	Buckets []float64
 	// MaxEvents bounds the distinct event label values besides
-	// EventUnverified and EventOther. Zero or negative: DefaultMaxEvents.
+	// EventUnverified and EventOther. Zero: DefaultMaxEvents. Negative: no
+	// bound (then every event name a verified delivery carries becomes a
+	// series: only for a receiver that trusts its senders' names).
 	MaxEvents int
 }
 
@@ -149,8 +151,11 @@ func New(opts Options) *Metrics {
 		series:     map[key]*series{},
 		events:     map[string]bool{},
 	}
-	if m.maxEvents <= 0 {
+	switch {
+	case m.maxEvents == 0:
 		m.maxEvents = DefaultMaxEvents
+	case m.maxEvents < 0:
+		m.maxEvents = math.MaxInt
 	}
 	return m
 }

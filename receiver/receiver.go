@@ -97,7 +97,7 @@ type Options struct {
 	OnListen func(part, addr string)
 	// DrainTimeout bounds the drain: requests and running handlers finish
 	// until then; deliveries of an inbox not finished run after a restart.
-	// Zero: DefaultDrainTimeout.
+	// Zero: DefaultDrainTimeout. Negative: no bound (wait for them).
 	DrainTimeout time.Duration
 }
 

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,12 +90,14 @@ func (r *Receiver) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	stopCatchup()
-	timeout := r.opts.DrainTimeout
-	if timeout <= 0 {
-		timeout = DefaultDrainTimeout
+	// DrainTimeout: zero is the default, negative no bound.
+	sctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if timeout := cmp.Or(r.opts.DrainTimeout, DefaultDrainTimeout); timeout > 0 {
+		r.log.Info("forgehooks: shutting down; letting running handlers finish", "timeout", timeout)
+		sctx, cancel = context.WithTimeout(sctx, timeout)
+	} else {
+		r.log.Info("forgehooks: shutting down; letting running handlers finish", "timeout", "none")
 	}
-	r.log.Info("forgehooks: shutting down; letting running handlers finish", "timeout", timeout)
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(servers))

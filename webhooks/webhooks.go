@@ -55,8 +55,10 @@ type Options struct {
 	// Transform applies to handlers registered with On and OnNames; see
 	// emitter.Options.Transform.
 	Transform func(ctx context.Context, e emitter.Event) (emitter.Event, error)
-	// Logger gets warnings and errors. Nil: text on stderr, where debug and info
-	// are silent and warnings and errors are shown.
+	// Logger gets warnings and errors, and with a Middleware its info lines.
+	// Nil: slog.Default(), warnings and errors only (see
+	// emitter.Options.Logger); a Middleware, an inspector or a receiver
+	// built over this Webhooks with no Logger of its own uses this one.
 	Logger *slog.Logger
 	// KnownEvent tells whether an event name ("issues", "issues.opened") is
 	// one the forge sends; registering a name it does not know logs a warning,
@@ -73,7 +75,7 @@ type Options struct {
 	// MaxErrorReports and MaxErrorReportBytes bound the failed deliveries
 	// (forged ones included) whose error handlers run at once, and their
 	// payload bytes; past them the error is logged instead. See
-	// emitter.Options. Zero: the emitter's defaults.
+	// emitter.Options. Zero: the emitter's defaults. Negative: no bound.
 	MaxErrorReports     int
 	MaxErrorReportBytes int64
 }
@@ -152,8 +154,8 @@ func (w *Webhooks) keyring() *keyring {
 	return w.keys
 }
 
-// Logger returns the logger w uses: Options.Logger, or the default that writes
-// warnings and errors to stderr.
+// Logger returns the logger w uses: Options.Logger, or slog.Default() with
+// its debug and info lines dropped.
 func (w *Webhooks) Logger() *slog.Logger { return w.handlers().Logger() }
 
 // On registers h for the event name, either an event ("issues") or an event

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
 )
@@ -72,8 +73,8 @@ type Event struct {
 
 // Options tune a Reader.
 type Options struct {
-	// MaxEventBytes bounds a line and an event's data, in bytes. Zero means
-	// DefaultMaxEventBytes.
+	// MaxEventBytes bounds a line and an event's data, in bytes. Zero:
+	// DefaultMaxEventBytes. Negative: no bound.
 	MaxEventBytes int
 	// LastEventID seeds the stream's last event ID, for a reader of a
 	// reconnected stream: events without an "id" field then keep the ID of the
@@ -103,8 +104,11 @@ type Reader struct {
 // NewReader returns a Reader of the stream r.
 func NewReader(r io.Reader, opts Options) *Reader {
 	max := opts.MaxEventBytes
-	if max <= 0 {
+	switch {
+	case max == 0:
 		max = DefaultMaxEventBytes
+	case max < 0:
+		max = math.MaxInt
 	}
 	return &Reader{
 		br:     bufio.NewReaderSize(r, 64<<10),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -268,6 +269,15 @@ func TestAppendRetry(t *testing.T) {
 	}
 	if d, ok := r.Retry(); !ok || d != 1500*time.Millisecond {
 		t.Errorf("Retry = %v, %v", d, ok)
+	}
+}
+
+// TestMaxEventBytesRule: zero is DefaultMaxEventBytes, negative no bound.
+func TestMaxEventBytesRule(t *testing.T) {
+	for v, want := range map[int]int{0: DefaultMaxEventBytes, -1: math.MaxInt, 10: 10} {
+		if got := NewReader(strings.NewReader(""), Options{MaxEventBytes: v}).max; got != want {
+			t.Errorf("MaxEventBytes %d: bound %d, want %d", v, got, want)
+		}
 	}
 }
 
