@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/atomicfile"
 	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 	"forgehooks.dev/forgehooks/internal/relay"
 	"forgehooks.dev/forgehooks/internal/sse"
 	"forgehooks.dev/forgehooks/signing"
@@ -103,7 +105,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 		if wh, err = webhooks.New(webhooks.Options{Secret: secret, Logger: log}); err != nil {
 			return fs.usageError("%v", err)
 		}
-		wh.OnAny(recordDelivery) // the logging handler: its findings go in dispatch's line
+		wh.OnAny(deliverylog.Note) // the logging handler: its findings go in dispatch's line
 		if c.setup != nil {
 			c.setup(wh)
 		}
@@ -198,8 +200,7 @@ var errSHA1Mismatch = errors.New("sha1 signature does not match event payload an
 
 // dispatch verifies m and dispatches it to wh, and logs the outcome.
 func dispatch(ctx context.Context, wh *webhooks.Webhooks, secret string, allowSHA1 bool, m *relay.Message, log *slog.Logger) error {
-	info := &deliveryInfo{}
-	ctx = context.WithValue(ctx, infoKey{}, info)
+	ctx, info := deliverylog.With(ctx)
 	attrs := deliveryAttrs(m)
 	if m.Event() == "" {
 		log.Warn("delivery skipped: no x-forge-event header in the message", attrs...)
@@ -218,9 +219,8 @@ func dispatch(ctx context.Context, wh *webhooks.Webhooks, secret string, allowSH
 		err = wh.VerifyAndReceive(ctx, webhooks.Delivery{ID: m.DeliveryID(), Name: m.Event(), Payload: m.Body, Signature: sig})
 	}
 	mismatch := errors.Is(err, webhooks.ErrSignatureMismatch) || errors.Is(err, errSHA1Mismatch)
-	info.mu.Lock()
-	attrs = append(attrs, "repository", info.repository, "sender", info.user)
-	info.mu.Unlock()
+	_, repository, sender := info.Fields()
+	attrs = append(attrs, "repository", repository, "sender", sender)
 	switch {
 	case err == nil:
 		log.Info("delivery verified and dispatched", attrs...)
@@ -267,4 +267,13 @@ func readRelayState(path string) (string, error) {
 // truncated one.
 func writeRelayState(path, id string) error {
 	return atomicfile.Write(path, []byte(id+"\n"), 0o600)
+}
+
+// reason is the error message of a JSON error answer, or its text.
+func reason(body []byte) string {
+	var e struct{ Error string }
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return strings.TrimSpace(string(body))
 }
