@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -121,7 +122,7 @@ func New(o Options) (*App, error) {
 		userAgent:  cmp.Or(o.UserAgent, "forgehooks-app"),
 		log:        cmp.Or(o.Logger, slog.Default()),
 		clock:      cmp.Or[Clock](o.Clock, realClock{}),
-		maxWait:    noBound(cmp.Or(o.MaxWait, DefaultMaxWait)),
+		maxWait:    bound.Value(o.MaxWait, DefaultMaxWait, math.MaxInt64),
 		maxRetries: max(cmp.Or(o.MaxRetries, DefaultMaxRetries), 0),
 		refresh:    cmp.Or(o.RefreshBefore, DefaultRefreshBefore),
 		tokens:     map[tokenKey]*tokenEntry{},
@@ -245,13 +246,4 @@ func clip(s string) string {
 		return s[:100] + "…"
 	}
 	return s
-}
-
-// noBound applies the module's rule for a negative bound: no bound, the
-// longest wait there is.
-func noBound(d time.Duration) time.Duration {
-	if d < 0 {
-		return math.MaxInt64
-	}
-	return d
 }

@@ -8,11 +8,6 @@ import (
 // TestBoundRule: zero is the documented default, a negative value no bound,
 // in the Ring's options and the Inspector's.
 func TestBoundRule(t *testing.T) {
-	for _, tt := range []struct{ v, want int }{{0, 7}, {-1, math.MaxInt}, {3, 3}} {
-		if got := bound(tt.v, 7, math.MaxInt); got != tt.want {
-			t.Errorf("bound(%d) = %d, want %d", tt.v, got, tt.want)
-		}
-	}
 	r := NewRing(RingOptions{MaxRecords: -1})
 	if r.opts.MaxRecords != math.MaxInt || r.opts.MaxBytes != DefaultMaxBytes {
 		t.Errorf("NewRing: MaxRecords %d, MaxBytes %d", r.opts.MaxRecords, r.opts.MaxBytes)

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/internal/sse"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -125,8 +126,8 @@ type Inspector struct {
 
 // New returns an Inspector over opts.Store, or over a new Ring.
 func New(opts Options) *Inspector {
-	opts.MaxPayloadLoads = bound(opts.MaxPayloadLoads, DefaultMaxPayloadLoads, math.MaxInt)
-	opts.MaxRejected = bound(opts.MaxRejected, DefaultMaxRejected, math.MaxInt)
+	opts.MaxPayloadLoads = bound.Value(opts.MaxPayloadLoads, DefaultMaxPayloadLoads, math.MaxInt)
+	opts.MaxRejected = bound.Value(opts.MaxRejected, DefaultMaxRejected, math.MaxInt)
 	if opts.TypeName == nil {
 		opts.TypeName = func(event, action string, _ []byte) string { return deriveTypeName(event, action) }
 	}

@@ -12,6 +12,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -54,8 +55,8 @@ type Ring struct {
 
 // NewRing returns an empty Ring.
 func NewRing(opts RingOptions) *Ring {
-	opts.MaxRecords = bound(opts.MaxRecords, DefaultMaxRecords, math.MaxInt)
-	opts.MaxBytes = bound(opts.MaxBytes, DefaultMaxBytes, math.MaxInt64)
+	opts.MaxRecords = bound.Value(opts.MaxRecords, DefaultMaxRecords, math.MaxInt)
+	opts.MaxBytes = bound.Value(opts.MaxBytes, DefaultMaxBytes, math.MaxInt64)
 	r := &Ring{opts: opts, log: opts.Logger}
 	if r.log == nil && opts.Webhooks != nil {
 		r.log = opts.Webhooks.Logger()
@@ -353,16 +354,4 @@ func (s *store) endAttempt(seq uint64, n int, d time.Duration, err error) {
 	c.Payload = nil
 	s.mu.Unlock()
 	s.Notify(c)
-}
-
-// bound applies the module's rule for a bound given in options: zero means
-// def, a negative value means no bound (none, the type's largest value).
-func bound[T int | int64](v, def, none T) T {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return none
-	}
-	return v
 }

@@ -44,6 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -151,12 +152,7 @@ func New(opts Options) *Metrics {
 		series:     map[key]*series{},
 		events:     map[string]bool{},
 	}
-	switch {
-	case m.maxEvents == 0:
-		m.maxEvents = DefaultMaxEvents
-	case m.maxEvents < 0:
-		m.maxEvents = math.MaxInt
-	}
+	m.maxEvents = bound.Value(m.maxEvents, DefaultMaxEvents, math.MaxInt)
 	return m
 }
 

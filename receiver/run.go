@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
+	"forgehooks.dev/forgehooks/internal/bound"
 )
 
 // Run serves the parts whose address Options names, runs catch-up (when
@@ -90,9 +90,9 @@ func (r *Receiver) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	stopCatchup()
-	// DrainTimeout: zero is the default, negative no bound.
 	sctx, cancel := context.Background(), context.CancelFunc(func() {})
-	if timeout := cmp.Or(r.opts.DrainTimeout, DefaultDrainTimeout); timeout > 0 {
+	// A negative DrainTimeout, no bound, stays negative: no deadline.
+	if timeout := bound.Value(r.opts.DrainTimeout, DefaultDrainTimeout, -1); timeout > 0 {
 		r.log.Info("forgehooks: shutting down; letting running handlers finish", "timeout", timeout)
 		sctx, cancel = context.WithTimeout(sctx, timeout)
 	} else {

@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/internal/sse"
 )
 
@@ -114,8 +115,8 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Retry <= 0 {
 		opts.Retry = DefaultRetry
 	}
-	opts.MaxBackoff = bound(opts.MaxBackoff, DefaultMaxBackoff, math.MaxInt64/2) // Backoff doubles below it
-	opts.IdleTimeout = bound(opts.IdleTimeout, DefaultIdleTimeout, math.MaxInt64)
+	opts.MaxBackoff = bound.Value(opts.MaxBackoff, DefaultMaxBackoff, math.MaxInt64/2) // Backoff doubles below it
+	opts.IdleTimeout = bound.Value(opts.IdleTimeout, DefaultIdleTimeout, math.MaxInt64)
 	if opts.wait == nil {
 		opts.wait = sleep
 	}
@@ -334,16 +335,4 @@ func (w *watchdogReader) Read(p []byte) (int, error) {
 		w.dog.Reset(w.d)
 	}
 	return n, err
-}
-
-// bound applies the module's rule for a bound given in options: zero means
-// def, a negative value means no bound (none).
-func bound(v, def, none time.Duration) time.Duration {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return none
-	}
-	return v
 }

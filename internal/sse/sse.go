@@ -24,6 +24,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/bound"
 )
 
 // DefaultMaxEventBytes is the size bound a Reader uses when none is given: a line,
@@ -103,13 +105,7 @@ type Reader struct {
 
 // NewReader returns a Reader of the stream r.
 func NewReader(r io.Reader, opts Options) *Reader {
-	max := opts.MaxEventBytes
-	switch {
-	case max == 0:
-		max = DefaultMaxEventBytes
-	case max < 0:
-		max = math.MaxInt
-	}
+	max := bound.Value(opts.MaxEventBytes, DefaultMaxEventBytes, math.MaxInt)
 	return &Reader{
 		br:     bufio.NewReaderSize(r, 64<<10),
 		max:    max,
