@@ -35,13 +35,9 @@ it warns that no one received the delivery live.`)
 	delivery := fs.String("delivery", "", "X-Forge-Delivery value (default: a fresh random id)")
 	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole request")
 	printOnly := fs.Bool("print", false, "print the signed request (request line, headers and body) instead of sending it")
-	pos, code, done := fs.parse(args)
+	pos, secret, code, done := fs.parseWithSecret(args, secretF)
 	if done {
 		return code
-	}
-	secret := fs.secret(*secretF)
-	if secret == "" {
-		return fs.noSecret()
 	}
 	if err := checkHTTPURL(*url); err != nil {
 		return fs.usageError("bad --url: %v", err)
