@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -59,17 +61,19 @@ type Options struct {
 	// default "forgehooks-app".
 	UserAgent string
 	// Logger is told about waits for rate limits and token requests, never
-	// a secret; default slog.Default().
+	// a secret. Nil: slog.Default().
 	Logger *slog.Logger
 	// Clock is the time source; default the real clock.
 	Clock Clock
 	// MaxWait bounds the total time one request waits for its
 	// installation's rate limit and for backoff; a request that would wait
-	// longer fails at once with a *RateLimitError. Default DefaultMaxWait.
+	// longer fails at once with a *RateLimitError. Zero: DefaultMaxWait.
+	// Negative: no bound (wait as long as the forge says).
 	MaxWait time.Duration
 	// MaxRetries bounds the retries of one request (after a rate limit, or
-	// a 5xx or network error of an idempotent request); default
-	// DefaultMaxRetries, negative for none.
+	// a 5xx or network error of an idempotent request). Zero:
+	// DefaultMaxRetries. Negative: no retry (a count of tries, not a bound:
+	// MaxWait bounds the time they take).
 	MaxRetries int
 	// RefreshBefore is how long before expiry a token is replaced; default
 	// DefaultRefreshBefore.
@@ -118,7 +122,7 @@ func New(o Options) (*App, error) {
 		userAgent:  cmp.Or(o.UserAgent, "forgehooks-app"),
 		log:        cmp.Or(o.Logger, slog.Default()),
 		clock:      cmp.Or[Clock](o.Clock, realClock{}),
-		maxWait:    cmp.Or(o.MaxWait, DefaultMaxWait),
+		maxWait:    bound.Value(o.MaxWait, DefaultMaxWait, math.MaxInt64),
 		maxRetries: max(cmp.Or(o.MaxRetries, DefaultMaxRetries), 0),
 		refresh:    cmp.Or(o.RefreshBefore, DefaultRefreshBefore),
 		tokens:     map[tokenKey]*tokenEntry{},

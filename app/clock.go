@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/clock"
 )
 
 // Clock is the time the package reads and waits on: token expiry, rate-limit
@@ -15,17 +17,4 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+type realClock = clock.Real

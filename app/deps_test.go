@@ -10,7 +10,8 @@ const module = "forgehooks.dev/forgehooks"
 
 // TestDependencies: package app imports only the standard library and this
 // module's own stdlib-only packages (no NATS, nothing third-party), and not
-// the generated payload types, which a raw-handlers program need not compile.
+// the generated payload types, which a raw-handlers program need not compile
+// (payloads/names, the schema's names without any type, is allowed).
 func TestDependencies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -35,7 +36,8 @@ func TestDependencies(t *testing.T) {
 		case mod != module:
 			t.Errorf("app depends on %s (module %q): runtime packages are standard-library only", path, mod)
 		case path == module+"/payloads/names":
-			// The names tuple only (webhooks checks event names with it): no typed payload.
+			// The schema's names and variants, which the emitter checks
+			// registrations against: stdlib only, no payload type.
 			own = append(own, strings.TrimPrefix(path, module+"/"))
 		case path == module+"/payloads" || strings.HasPrefix(path, module+"/payloads/"):
 			t.Errorf("app depends on %s: it must not compile the generated payloads", path)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // Attempt is one entry of a hook's delivery log: one attempt to deliver one
@@ -60,7 +62,7 @@ var errMalformed = errors.New("malformed response")
 func decodeAttempts(body []byte) ([]Attempt, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return nil, fmt.Errorf("%w: delivery list is not a JSON array: %q", errMalformed, clip(string(trimmed)))
+		return nil, fmt.Errorf("%w: delivery list is not a JSON array: %q", errMalformed, clip.String(string(trimmed)))
 	}
 	var wire []*wireAttempt
 	if err := json.Unmarshal(trimmed, &wire); err != nil {

@@ -84,13 +84,6 @@ func (a *AppJWT) String() string { return fmt.Sprintf("app %s JWT (key redacted)
 // LogValue names the app, never the key.
 func (a *AppJWT) LogValue() slog.Value { return slog.StringValue(a.String()) }
 
-// SignAppJWT returns a JWT for app appID made at now: header
-// {"alg":"RS256","typ":"JWT"}, claims iat = now-60s, exp = iat+10min,
-// iss = appID, signed RSASSA-PKCS1-v1_5 with SHA-256. It is app.SignJWT.
-func SignAppJWT(appID string, key *rsa.PrivateKey, now time.Time) (string, error) {
-	return app.SignJWT(appID, key, now)
-}
-
 // ParsePrivateKey parses an app's PEM private key, PKCS#1 ("RSA PRIVATE KEY",
 // as the forge issues it) or PKCS#8 ("PRIVATE KEY", as openssl converts it).
 // The key must be RSA of at least 2048 bits. Errors never quote the key. It is

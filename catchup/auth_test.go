@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/app"
 	"forgehooks.dev/forgehooks/catchup"
 	"forgehooks.dev/forgehooks/catchup/forgetest"
 )
@@ -26,7 +27,7 @@ import (
 // The JWT is checked here with the standard library alone, field by field.
 func TestSignAppJWT(t *testing.T) {
 	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
-	jwt, err := catchup.SignAppJWT(testAppID, testKey(), now)
+	jwt, err := app.SignJWT(testAppID, testKey(), now)
 	if err != nil {
 		t.Fatal(err)
 	}

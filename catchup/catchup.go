@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // DefaultAPIURL is the forge's REST API, the server of its published REST
@@ -455,7 +457,7 @@ func (r *run) list(ctx context.Context, from time.Time, stop func(Attempt) bool)
 		if done {
 			break
 		}
-		links, err := ParseLink(res.header.Get("Link"))
+		links, err := parseLink(res.header.Get("Link"))
 		if err != nil {
 			return w, pages, fmt.Errorf("page %d: %w", pages, err)
 		}
@@ -520,7 +522,7 @@ func (w *window) sorted() []Entry {
 func decodePage(body []byte, maxItems int) ([]Attempt, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return nil, fmt.Errorf("%w: delivery list is not a JSON array: %q", errMalformed, clip(string(bytes.TrimSpace(body))))
+		return nil, fmt.Errorf("%w: delivery list is not a JSON array: %q", errMalformed, clip.String(string(bytes.TrimSpace(body))))
 	}
 	var out []Attempt
 	for i := 0; dec.More(); i++ {

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/atomicfile"
 )
 
 // State is what a run leaves for the next one, per hook.
@@ -75,7 +76,10 @@ func (f *StateFile) Save(_ context.Context, key string, s State) error {
 	if err != nil {
 		return fmt.Errorf("state file %s: %w", f.Path, err)
 	}
-	return writeAtomic(f.Path, append(b, '\n'))
+	if err := atomicfile.Write(f.Path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	return nil
 }
 
 func (f *StateFile) read() (stateFileData, error) {
@@ -100,38 +104,6 @@ func (f *StateFile) read() (stateFileData, error) {
 		d.Hooks = map[string]State{}
 	}
 	return d, nil
-}
-
-// writeAtomic replaces path with data so that a crash leaves either file whole.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("state file: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // the rename is durable once the directory is
-		d.Close()
-	}
-	return nil
 }
 
 // MemoryCheckpoints keeps states in memory, for one process: a receiver that

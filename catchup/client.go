@@ -12,31 +12,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"forgehooks.dev/forgehooks/app"
+	"forgehooks.dev/forgehooks/internal/clock"
 )
 
 // Clock is the time a run reads and waits on. The zero Options use the real
-// clock; tests pass a virtual one so that minutes of backoff take no time.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// Sleep waits for d, or returns ctx.Err() when ctx ends first.
-	Sleep(ctx context.Context, d time.Duration) error
-}
+// clock; tests pass a virtual one so that minutes of backoff take no time. It
+// is app.Clock: one virtual clock serves both packages.
+type Clock = app.Clock
 
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+type realClock = clock.Real
 
 // ErrGaveUp is wrapped by the error of a request that was throttled or failed
 // transiently on every try, or that the forge asked to delay longer than

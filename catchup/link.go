@@ -4,19 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // maxLinkHeader bounds the Link header parsed: the forge's is a few hundred
 // bytes, and a hostile one must not cost more.
 const maxLinkHeader = 16 << 10
 
-// ParseLink parses an RFC 8288 Link header value into a map from each link's
+// parseLink parses an RFC 8288 Link header value into a map from each link's
 // rel to its target URL, as the forge sends it to page a list
 // (`<https://…?cursor=…>; rel="next", <…>; rel="prev"`). A link with several
 // rels ("next last") is recorded under each. An empty header yields an empty
 // map. A malformed header (a target not in <>, a parameter without '=', an
 // unterminated quote) is an error, so that a bad page never passes for the last.
-func ParseLink(header string) (map[string]string, error) {
+func parseLink(header string) (map[string]string, error) {
 	links := map[string]string{}
 	if len(header) > maxLinkHeader {
 		return nil, fmt.Errorf("link header of %d bytes is over the %d-byte limit", len(header), maxLinkHeader)
@@ -28,7 +30,7 @@ func ParseLink(header string) (map[string]string, error) {
 			return links, nil
 		}
 		if s[0] != '<' {
-			return nil, fmt.Errorf("link header: want '<' at %q", clip(s))
+			return nil, fmt.Errorf("link header: want '<' at %q", clip.String(s))
 		}
 		end := strings.IndexByte(s, '>')
 		if end < 0 {
@@ -43,12 +45,12 @@ func ParseLink(header string) (map[string]string, error) {
 				break
 			}
 			if s[0] != ';' {
-				return nil, fmt.Errorf("link header: want ';' or ',' at %q", clip(s))
+				return nil, fmt.Errorf("link header: want ';' or ',' at %q", clip.String(s))
 			}
 			s = strings.TrimLeft(s[1:], " \t")
 			eq := strings.IndexAny(s, "=;,")
 			if eq < 0 || s[eq] != '=' {
-				return nil, fmt.Errorf("link header: parameter without value at %q", clip(s))
+				return nil, fmt.Errorf("link header: parameter without value at %q", clip.String(s))
 			}
 			name := strings.ToLower(strings.TrimSpace(s[:eq]))
 			s = strings.TrimLeft(s[eq+1:], " \t")
@@ -76,12 +78,4 @@ func ParseLink(header string) (map[string]string, error) {
 			}
 		}
 	}
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }

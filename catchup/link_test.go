@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseLink(t *testing.T) {
+func TestParseLinkHeader(t *testing.T) {
 	tests := []struct {
 		name   string
 		header string
@@ -29,7 +29,7 @@ func TestParseLink(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseLink(tt.header)
+			got, err := parseLink(tt.header)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want %q", err, tt.err)
@@ -46,14 +46,14 @@ func TestParseLink(t *testing.T) {
 	}
 }
 
-// FuzzParseLink: any header either parses into links whose targets are
+// FuzzParseLinkHeader: any header either parses into links whose targets are
 // substrings of it, or is an error; it never panics or loops.
-func FuzzParseLink(f *testing.F) {
+func FuzzParseLinkHeader(f *testing.F) {
 	for _, s := range []string{``, `<a>; rel="next"`, `<a>;rel=next,<b>;rel=prev`, `<a`, `<a>; rel="`, `,,,;;<>`, `<a>; x=y; rel=next last`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
-		links, err := ParseLink(h)
+		links, err := parseLink(h)
 		if err != nil {
 			if links != nil {
 				t.Fatal("links with an error")

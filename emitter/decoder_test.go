@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"forgehooks.dev/forgehooks/internal/decodehook"
 )
 
 // fakeDecoder vouches for payloads that start with `{"ok":` and reports
@@ -20,8 +18,8 @@ type fakeDecoder struct {
 	panics bool
 }
 
-func (f *fakeDecoder) decoder() decodehook.Decoder {
-	return decodehook.Decoder{Key: "typed", Decode: func(p []byte) (any, string, bool) {
+func (f *fakeDecoder) decoder() Decoder {
+	return Decoder{Key: "typed", Decode: func(p []byte) (any, string, bool) {
 		f.calls.Add(1)
 		if f.panics {
 			panic("decoder bug")
@@ -57,7 +55,7 @@ func TestOnDecoded(t *testing.T) {
 			defer mu.Unlock()
 			ran = append(ran, name)
 		}
-		em.onDecoded(regName, fd.decoder(), func(_ context.Context, e Event) error {
+		em.OnDecoded(regName, fd.decoder(), func(_ context.Context, e Event) error {
 			v, err := e.Memo("typed", func() (any, error) { s.memoCalls++; return "decoded by the handler", nil })
 			s.value, s.action = v, e.Action()
 			record("typed " + regName)
@@ -130,7 +128,7 @@ func TestOnDecoded(t *testing.T) {
 	t.Run("removed with its listener", func(t *testing.T) {
 		fd := &fakeDecoder{action: "closed"}
 		em := New(Options{})
-		l := em.onDecoded("push", fd.decoder(), func(context.Context, Event) error { return nil })
+		l := em.OnDecoded("push", fd.decoder(), func(context.Context, Event) error { return nil })
 		em.OnAny(func(context.Context, Event) error { return nil })
 		em.RemoveListener("push", l)
 		if err := em.Receive(context.Background(), Event{Name: "push", Payload: []byte(`{"ok":1}`)}); err != nil {
@@ -146,23 +144,21 @@ func TestOnDecoded(t *testing.T) {
 				t.Errorf("recover() = %v; want a panic naming the nil Decode", r)
 			}
 		}()
-		New(Options{}).onDecoded("push", decodehook.Decoder{}, func(context.Context, Event) error { return nil })
+		New(Options{}).OnDecoded("push", Decoder{}, func(context.Context, Event) error { return nil })
 	})
-	t.Run("through decodehook", func(t *testing.T) {
+	t.Run("through DecodingRegistrar", func(t *testing.T) {
 		em := New(Options{})
 		fd := &fakeDecoder{action: "closed"}
-		l, ok := decodehook.Register(em, "push", fd.decoder(), Handler(func(context.Context, Event) error { return nil }))
-		if !ok || l.(*Listener) == nil {
-			t.Fatalf("decodehook.Register(*Emitter) = %v, %v", l, ok)
+		var r DecodingRegistrar = em
+		l := r.OnDecoded("push", fd.decoder(), Handler(func(context.Context, Event) error { return nil }))
+		if l == nil {
+			t.Fatal("OnDecoded returned no listener")
 		}
 		if err := em.Receive(context.Background(), Event{Name: "push", Payload: []byte(`{"ok":1}`)}); err != nil {
 			t.Fatal(err)
 		}
 		if fd.calls.Load() != 1 {
 			t.Errorf("decoder ran %d times, want 1", fd.calls.Load())
-		}
-		if _, ok := decodehook.Register(struct{}{}, "push", fd.decoder(), Handler(func(context.Context, Event) error { return nil })); ok {
-			t.Error("decodehook.Register accepted a value that is no emitter")
 		}
 	})
 }

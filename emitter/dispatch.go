@@ -2,14 +2,12 @@ package emitter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
 	"forgehooks.dev/forgehooks/internal/clip"
-	"forgehooks.dev/forgehooks/internal/decodehook"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
@@ -41,7 +39,7 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	}
 	// A Decoder registered for this name validates by decoding; the delivery
 	// is scanned only when there is none or it does not vouch for the payload.
-	var pre *decodehook.Decoder
+	var pre *Decoder
 	if em.opts.Transform == nil {
 		for _, l := range plain {
 			if l.dec != nil {
@@ -63,11 +61,7 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	} else {
 		res, err := jsonscan.Scan(e.Payload)
 		if err != nil {
-			var no *jsonscan.NotObjectError
-			if errors.As(err, &no) {
-				return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", ErrInvalidPayload, clip.String(e.Name), clip.String(e.ID), no.Kind)
-			}
-			return fmt.Errorf("%w (event %q, delivery %q): %w", ErrInvalidPayload, clip.String(e.Name), clip.String(e.ID), err)
+			return jsonscan.InvalidPayload(ErrInvalidPayload, e.Name, e.ID, err)
 		}
 		e.scanned, e.scan = e.Payload, res
 	}
@@ -304,7 +298,7 @@ func (em *Emitter) runErrorHandler(ctx context.Context, h ErrorHandler, err *Err
 
 // predecode runs dec on payload; a panic in it counts as not decoded, so that
 // the delivery takes the usual way.
-func predecode(dec *decodehook.Decoder, payload []byte) (v any, action string, ok bool) {
+func predecode(dec *Decoder, payload []byte) (v any, action string, ok bool) {
 	defer func() {
 		if recover() != nil {
 			v, action, ok = nil, "", false

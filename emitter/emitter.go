@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 
-	"forgehooks.dev/forgehooks/internal/decodehook"
 	"forgehooks.dev/forgehooks/payloads/names"
 )
 
@@ -35,7 +33,8 @@ type Options struct {
 	// have fed.
 	Transform func(ctx context.Context, e Event) (Event, error)
 	// Logger receives warnings (unknown event names) and errors (a panicking error
-	// handler). Nil: text on stderr, warnings and errors only.
+	// handler). Nil: slog.Default(), warnings and errors only (an Emitter has
+	// nothing to say at lower levels unless asked).
 	Logger *slog.Logger
 	// KnownEvent tells whether an event name (such as "issues" or
 	// "issues.opened") is known. Registering a name for which it returns false
@@ -111,7 +110,7 @@ func New(opts Options) *Emitter {
 type Listener struct {
 	h   Handler
 	eh  ErrorHandler
-	dec *decodehook.Decoder // a typed handler's, registered through package decodehook
+	dec *Decoder // a typed handler's, registered with OnDecoded
 }
 
 // snapshot is an immutable view of the registrations. Registration builds a new
@@ -123,17 +122,28 @@ type snapshot struct {
 	errs   []*Listener
 }
 
-var defaultLogger = sync.OnceValue(func() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-})
-
-// Logger returns the logger the Emitter uses: Options.Logger, or the default
-// that writes warnings and errors to stderr.
+// Logger returns the logger the Emitter uses: Options.Logger, or
+// slog.Default() (as it is at the call) with its debug and info lines dropped.
 func (em *Emitter) Logger() *slog.Logger {
 	if em.opts.Logger != nil {
 		return em.opts.Logger
 	}
-	return defaultLogger()
+	return slog.New(warnings{slog.Default().Handler()})
+}
+
+// warnings passes on the records of level Warn and above only.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(as)}
+}
+
+func (w warnings) WithGroup(name string) slog.Handler {
+	return warnings{w.Handler.WithGroup(name)}
 }
 
 // On registers h for the event name, either an event ("issues") or an event and
@@ -153,8 +163,8 @@ func (em *Emitter) OnNames(names []string, h Handler) *Listener {
 	return em.onNames(names, h, nil)
 }
 
-// onNames registers a listener of h and dec (nil but for onDecoded).
-func (em *Emitter) onNames(eventNames []string, h Handler, dec *decodehook.Decoder) *Listener {
+// onNames registers a listener of h and dec (nil but for OnDecoded).
+func (em *Emitter) onNames(eventNames []string, h Handler, dec *Decoder) *Listener {
 	if len(eventNames) == 0 {
 		panic("emitter: OnNames with no event names")
 	}
@@ -192,29 +202,19 @@ func (em *Emitter) onNames(eventNames []string, h Handler, dec *decodehook.Decod
 	return l
 }
 
-// onDecoded registers h under name as On does, with dec, which decodes each
+// OnDecoded registers h under name as On does, with dec, which decodes each
 // delivery of name before any handler runs, in place of Receive's own
-// validation (see decodehook.Decoder). It is for a handler that decodes every
-// delivery of name: a name with an action ("issues.opened") or an Emitter with
-// a Transform gains nothing from it, so there dec is not used. With several
+// validation (see Decoder). It is for a handler that decodes every delivery of
+// name: a name with an action ("issues.opened") or an Emitter with a
+// Transform gains nothing from it, so there dec is not used. With several
 // such registrations for one name, the earliest still registered decodes.
-// Package payloads reaches it through package decodehook, so that the hook is
-// no part of the Emitter's API.
-func (em *Emitter) onDecoded(name string, dec decodehook.Decoder, h Handler) *Listener {
+// RemoveListener removes it as any other. It panics when dec.Decode is nil or
+// when On would.
+func (em *Emitter) OnDecoded(name string, dec Decoder, h Handler) *Listener {
 	if dec.Decode == nil {
-		panic("emitter: a typed handler's decoder has a nil Decode")
+		panic("emitter: OnDecoded with a nil Decoder.Decode")
 	}
 	return em.onNames([]string{name}, h, &dec)
-}
-
-func init() {
-	decodehook.SetRegister(func(r any, name string, dec decodehook.Decoder, h any) (any, bool) {
-		em, ok := r.(*Emitter)
-		if !ok {
-			return nil, false
-		}
-		return em.onDecoded(name, dec, h.(Handler)), true
-	})
 }
 
 // OnAny registers h for every event and returns the registration's handle. It

@@ -21,7 +21,9 @@ func TestDependencies(t *testing.T) {
 	allowed := map[string]bool{
 		"forgehooks.dev/forgehooks/webhooks": true, "forgehooks.dev/forgehooks/emitter": true,
 		"forgehooks.dev/forgehooks/internal/jsonscan": true, "forgehooks.dev/forgehooks/internal/clip": true,
-		"forgehooks.dev/forgehooks/delivery": true,
+		"forgehooks.dev/forgehooks/internal/goname": true, "forgehooks.dev/forgehooks/internal/bound": true,
+		"forgehooks.dev/forgehooks/internal/sse": true,
+		"forgehooks.dev/forgehooks/delivery":     true,
 	}
 	for _, p := range list(`f{{join .Imports " "}}`) {
 		if strings.Contains(p, ".") && !allowed[p] {

@@ -49,21 +49,3 @@ func ExampleNew() {
 	// d-1 issues.opened handled
 	// 2 attempts, handled
 }
-
-func ExampleDeriveTypeName() {
-	fmt.Println(inspector.DeriveTypeName("issues", "opened"))
-	fmt.Println(inspector.DeriveTypeName("push", ""))
-	fmt.Println(inspector.DeriveTypeName("projects_v2_item", "reordered"))
-	// Output:
-	// *payloads.IssuesOpenedEvent
-	// *payloads.PushEvent
-	// *payloads.ProjectsV2ItemReorderedEvent
-}
-
-func ExampleShellQuote() {
-	fmt.Println(inspector.ShellQuote("it's"))
-	fmt.Println(inspector.ShellQuote("line\nbreak"))
-	// Output:
-	// 'it'\''s'
-	// $'line\x0abreak'
-}

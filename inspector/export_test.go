@@ -11,3 +11,10 @@ func (in *Inspector) DropPages() {
 		in.hub.drops.Add(1)
 	}
 }
+
+// Unexported helpers, reached by the external tests.
+var (
+	ShellQuote     = shellQuote
+	Commands       = commands
+	DeriveTypeName = deriveTypeName
+)

@@ -29,6 +29,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -38,6 +39,8 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/internal/bound"
+	"forgehooks.dev/forgehooks/internal/sse"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -70,18 +73,19 @@ type Options struct {
 	// cannot replay. Unused with a Store.
 	Webhooks *webhooks.Webhooks
 	// MaxRecords and MaxBytes bound the in-memory Ring (see RingOptions).
+	// Zero: the Ring's defaults. Negative: no bound.
 	MaxRecords int
 	MaxBytes   int64
 	// MaxRejected bounds the ring of requests that stored nothing (rejected
-	// ones and duplicates), default DefaultMaxRejected. Their bodies are
-	// never kept.
+	// ones and duplicates). Zero: DefaultMaxRejected. Negative: no bound.
+	// Their bodies are never kept.
 	MaxRejected int
 	// Token, when set, is required of every request: as the cookie the page
 	// sets after it is opened with ?token=..., or as "Authorization: Bearer".
 	// When empty, only requests to a loopback Host are answered.
 	Token string
 	// TypeName returns the Go type a payload decodes to, such as
-	// "*payloads.IssuesOpenedEvent"; default DeriveTypeName, which knows the
+	// "*payloads.IssuesOpenedEvent"; default: the payloads type of the event and action, which knows the
 	// generator's naming rule but not the schema.
 	TypeName func(event, action string, payload []byte) string
 	// Redeliver, when set, asks the forge to send delivery id again (catch-up
@@ -90,12 +94,13 @@ type Options struct {
 	// WebhookURL is where the commands that reproduce a delivery send it;
 	// default "http://127.0.0.1:3000" + webhooks.DefaultPath.
 	WebhookURL string
-	// Logger gets a line per action taken; default slog.Default().
+	// Logger gets a line per action taken. Nil: Webhooks' logger when
+	// Webhooks is set, else slog.Default().
 	Logger *slog.Logger
 	// MaxPayloadLoads bounds the payloads loaded at once (detail views and
 	// downloads; a request waits up to 10 s for a place, then gets 503), so
 	// that memory stays bounded however large the stored payloads are.
-	// Zero: DefaultMaxPayloadLoads.
+	// Zero: DefaultMaxPayloadLoads. Negative: no bound.
 	MaxPayloadLoads int
 }
 
@@ -124,31 +129,32 @@ type Inspector struct {
 
 // New returns an Inspector over opts.Store, or over a new Ring.
 func New(opts Options) *Inspector {
-	if opts.MaxPayloadLoads <= 0 {
-		opts.MaxPayloadLoads = DefaultMaxPayloadLoads
-	}
-	if opts.MaxRejected <= 0 {
-		opts.MaxRejected = DefaultMaxRejected
-	}
+	opts.MaxPayloadLoads = bound.Value(opts.MaxPayloadLoads, DefaultMaxPayloadLoads, math.MaxInt)
+	opts.MaxRejected = bound.Value(opts.MaxRejected, DefaultMaxRejected, math.MaxInt)
 	if opts.TypeName == nil {
-		opts.TypeName = func(event, action string, _ []byte) string { return DeriveTypeName(event, action) }
+		opts.TypeName = func(event, action string, _ []byte) string { return deriveTypeName(event, action) }
 	}
 	if opts.WebhookURL == "" {
 		opts.WebhookURL = "http://127.0.0.1:3000" + webhooks.DefaultPath
 	}
 	in := &Inspector{opts: opts, src: opts.Store, log: opts.Logger, cspLog: every{period: 10 * time.Second}}
 	in.hookURL.Store(&opts.WebhookURL)
-	in.loads = make(chan struct{}, opts.MaxPayloadLoads)
+	if opts.MaxPayloadLoads != math.MaxInt {
+		in.loads = make(chan struct{}, opts.MaxPayloadLoads)
+	}
+	if in.log == nil && opts.Webhooks != nil {
+		in.log = opts.Webhooks.Logger()
+	}
 	if in.log == nil {
 		in.log = slog.Default()
 	}
 	if in.src == nil {
-		in.ring = NewRing(RingOptions{Webhooks: opts.Webhooks, MaxRecords: opts.MaxRecords, MaxBytes: opts.MaxBytes, Logger: opts.Logger})
+		in.ring = NewRing(RingOptions{Webhooks: opts.Webhooks, MaxRecords: opts.MaxRecords, MaxBytes: opts.MaxBytes, Logger: in.log})
 		in.src = in.ring
 	}
 	// The count bounds the ring of requests; the bytes only back it up, as
 	// each record is cut to at most maxRejectedSize.
-	in.requests.init(opts.MaxRejected, int64(opts.MaxRejected)*maxRejectedSize, false)
+	in.requests.init(opts.MaxRejected, int64(min(opts.MaxRejected, math.MaxInt64/maxRejectedSize))*maxRejectedSize, false)
 	var b [32]byte
 	rand.Read(b[:])
 	in.csrf = hex.EncodeToString(b[:])
@@ -485,33 +491,37 @@ func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(s ...[]byte) bool {
+	write := func(b []byte) bool {
 		// A stuck page must not hold this goroutine: each write has a
 		// deadline.
 		rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		for _, b := range s {
-			if _, err := w.Write(b); err != nil {
-				return false
-			}
+		if _, err := w.Write(b); err != nil {
+			return false
 		}
 		return rc.Flush() == nil
 	}
-	if !write([]byte("retry: 1000\n: connected\n\n")) {
+	// Opening lines: the reconnection delay, without an event.
+	if !write(append(sse.AppendComment(sse.AppendRetry(nil, time.Second), "connected"), '\n')) {
 		return
 	}
-	ping := time.NewTicker(15 * time.Second)
-	defer ping.Stop()
+	ping := append(sse.AppendComment(nil, "ping"), '\n')
+	var frame []byte
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case msg := <-c.ch:
-			if !write([]byte("event: row\ndata: "), msg, []byte("\n\n")) {
+			var err error
+			// msg is JSON from encoding/json, one line without CR: err is nil.
+			if frame, err = sse.AppendFrame(frame[:0], sse.Frame{Type: "row", Data: msg}); err != nil || !write(frame) {
 				return
 			}
 		case <-c.gone:
-			write([]byte("event: dropped\ndata: {}\n\n"))
+			frame, _ = sse.AppendFrame(frame[:0], sse.Frame{Type: "dropped", Data: []byte("{}")})
+			write(frame)
 			return
-		case <-ping.C:
-			if !write([]byte(": ping\n\n")) {
+		case <-tick.C:
+			if !write(ping) {
 				return
 			}
 		case <-r.Context().Done():

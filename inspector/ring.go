@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"time"
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -28,15 +30,15 @@ type RingOptions struct {
 	// the payload was verified when it arrived). Without it, both return
 	// delivery.ErrUnsupported.
 	Webhooks *webhooks.Webhooks
-	// MaxRecords bounds how many deliveries the ring keeps (default
-	// DefaultMaxRecords); the oldest go first.
+	// MaxRecords bounds how many deliveries the ring keeps; the oldest go
+	// first. Zero: DefaultMaxRecords. Negative: no bound.
 	MaxRecords int
-	// MaxBytes bounds the bytes of payloads and headers kept (default
-	// DefaultMaxBytes). The newest delivery is kept even when it alone is
-	// larger.
+	// MaxBytes bounds the bytes of payloads and headers kept. Zero:
+	// DefaultMaxBytes. Negative: no bound. The newest delivery is kept even
+	// when it alone is larger.
 	MaxBytes int64
-	// Logger gets a line for every replay; default: Webhooks' logger, or
-	// slog.Default().
+	// Logger gets a line for every replay. Nil: Webhooks' logger when
+	// Webhooks is set, else slog.Default().
 	Logger *slog.Logger
 }
 
@@ -53,12 +55,8 @@ type Ring struct {
 
 // NewRing returns an empty Ring.
 func NewRing(opts RingOptions) *Ring {
-	if opts.MaxRecords <= 0 {
-		opts.MaxRecords = DefaultMaxRecords
-	}
-	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = DefaultMaxBytes
-	}
+	opts.MaxRecords = bound.Value(opts.MaxRecords, DefaultMaxRecords, math.MaxInt)
+	opts.MaxBytes = bound.Value(opts.MaxBytes, DefaultMaxBytes, math.MaxInt64)
 	r := &Ring{opts: opts, log: opts.Logger}
 	if r.log == nil && opts.Webhooks != nil {
 		r.log = opts.Webhooks.Logger()

@@ -276,6 +276,9 @@ const DetailPayloadMax = 1 << 20
 // loadPayload takes one of the places for a payload load (Options.
 // MaxPayloadLoads), or answers 503 when none frees up in time.
 func (in *Inspector) loadPayload(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if in.loads == nil {
+		return func() {}, true // MaxPayloadLoads negative: no bound
+	}
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
 	select {
@@ -321,9 +324,9 @@ func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
 		} else {
 			// Decoding a large payload to name its type would cost many times
 			// its size: the naming rule alone is enough.
-			d.TypeName = DeriveTypeName(rec.Event, rec.Action)
+			d.TypeName = deriveTypeName(rec.Event, rec.Action)
 		}
-		d.Send, d.Curl = Commands(*in.hookURL.Load(), rec.Event, rec.ID)
+		d.Send, d.Curl = commands(*in.hookURL.Load(), rec.Event, rec.ID)
 		d.CanReplay = true
 		d.CanRetry = rec.Status == delivery.StatusDead || rec.Status == delivery.StatusFailed
 		d.CanRedo = in.opts.Redeliver != nil
@@ -392,23 +395,23 @@ func isSecretHeader(name string) bool {
 	return false
 }
 
-// Commands returns a `forgehooks send` command and a curl command that send a
+// commands returns a `forgehooks send` command and a curl command that send a
 // delivery again to url, reading its body from payload.json (the page's
 // download) and the secret from $FORGE_WEBHOOK_SECRET. Every value is quoted
 // for a POSIX shell.
-func Commands(url, event, id string) (send, curl string) {
-	send = "forgehooks send --url " + ShellQuote(url) + " --event " + ShellQuote(event) +
-		" --delivery " + ShellQuote(id) + " payload.json"
-	curl = "curl -sS " + ShellQuote(url) +
+func commands(url, event, id string) (send, curl string) {
+	send = "forgehooks send --url " + shellQuote(url) + " --event " + shellQuote(event) +
+		" --delivery " + shellQuote(id) + " payload.json"
+	curl = "curl -sS " + shellQuote(url) +
 		" -H 'Content-Type: application/json'" +
-		" -H " + ShellQuote(webhooks.HeaderEvent+": "+event) +
-		" -H " + ShellQuote(webhooks.HeaderDelivery+": "+id) +
+		" -H " + shellQuote(webhooks.HeaderEvent+": "+event) +
+		" -H " + shellQuote(webhooks.HeaderDelivery+": "+id) +
 		` -H "` + webhooks.HeaderSignature + `: $(forgehooks sign payload.json)"` +
 		" --data-binary @payload.json"
 	return send, curl
 }
 
-// ShellQuote quotes s as one word for bash, zsh or ksh, in single quotes, a
+// shellQuote quotes s as one word for bash, zsh or ksh, in single quotes, a
 // single quote inside written as quote, backslash, quote, quote:
 //
 //	it's → 'it'\''s'
@@ -416,7 +419,7 @@ func Commands(url, event, id string) (send, curl string) {
 // Control and format characters (which a terminal could act on, or which
 // reorder the text shown) are written as \xNN bytes inside $'...' quoting
 // instead.
-func ShellQuote(s string) string {
+func shellQuote(s string) string {
 	special := func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, special) {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -44,6 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -84,7 +85,9 @@ type Options struct {
 	// increasing; +Inf is implied. Nil: DefaultBuckets().
 	Buckets []float64
 	// MaxEvents bounds the distinct event label values besides
-	// EventUnverified and EventOther. Zero or negative: DefaultMaxEvents.
+	// EventUnverified and EventOther. Zero: DefaultMaxEvents. Negative: no
+	// bound (then every event name a verified delivery carries becomes a
+	// series: only for a receiver that trusts its senders' names).
 	MaxEvents int
 }
 
@@ -149,9 +152,7 @@ func New(opts Options) *Metrics {
 		series:     map[key]*series{},
 		events:     map[string]bool{},
 	}
-	if m.maxEvents <= 0 {
-		m.maxEvents = DefaultMaxEvents
-	}
+	m.maxEvents = bound.Value(m.maxEvents, DefaultMaxEvents, math.MaxInt)
 	return m
 }
 

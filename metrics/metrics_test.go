@@ -321,3 +321,27 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 }
+
+// TestMaxEventsRule: zero is DefaultMaxEvents; negative is no bound, so every
+// verified event name gets its series.
+func TestMaxEventsRule(t *testing.T) {
+	count := func(opts metrics.Options, names int) int {
+		m := metrics.New(opts)
+		for i := range names {
+			m.Observe(webhooks.Result{Event: fmt.Sprintf("event_%d", i), Verified: true, Status: 200})
+		}
+		n := 0
+		for k := range parse(t, m).Samples {
+			if strings.HasPrefix(k, "forgehooks_deliveries_total{") && !strings.Contains(k, metrics.EventOther) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(metrics.Options{}, metrics.DefaultMaxEvents+10); n != metrics.DefaultMaxEvents {
+		t.Errorf("zero MaxEvents: %d event series, want DefaultMaxEvents (%d)", n, metrics.DefaultMaxEvents)
+	}
+	if n := count(metrics.Options{MaxEvents: -1}, metrics.DefaultMaxEvents+10); n != metrics.DefaultMaxEvents+10 {
+		t.Errorf("negative MaxEvents: %d event series, want %d", n, metrics.DefaultMaxEvents+10)
+	}
+}

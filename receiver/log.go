@@ -2,49 +2,16 @@ package receiver
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"forgehooks.dev/forgehooks/delivery"
-	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/clip"
-	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 	"forgehooks.dev/forgehooks/webhooks"
 )
-
-// deliveryInfo is what the handlers learn of a verified delivery, for its log
-// line: the request's context carries it to noteDelivery.
-type deliveryInfo struct {
-	mu                       sync.Mutex
-	action, repository, user string
-}
-
-type infoKey struct{}
-
-// logPaths are the strings of a payload that a delivery's line names, found
-// with jsonscan.Lookup in one pass over the bytes.
-var logPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
-
-// noteDelivery is a handler that notes the delivery's action, repository and
-// sender for its request's line.
-func noteDelivery(ctx context.Context, e emitter.Event) error {
-	info, _ := ctx.Value(infoKey{}).(*deliveryInfo)
-	if info == nil {
-		return nil
-	}
-	var found [2]jsonscan.Result
-	_ = jsonscan.Lookup(e.Payload, logPaths, found[:])
-	info.mu.Lock()
-	defer info.mu.Unlock()
-	info.action = clip.String(e.Action())
-	info.repository = clip.String(found[0].String(e.Payload))
-	info.user = clip.String(found[1].String(e.Payload))
-	return nil
-}
 
 // logRequests serves the middleware and logs one line per request when it is
 // answered: the delivery and the outcome. A 5xx answer's line is written by
@@ -55,8 +22,8 @@ func (r *Receiver) logRequests(maxInFlight int) http.Handler {
 	log := r.log
 	mw := r.mw
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		info := &deliveryInfo{}
-		req = req.WithContext(context.WithValue(req.Context(), infoKey{}, info))
+		ctx, info := deliverylog.With(req.Context())
+		req = req.WithContext(ctx)
 		rec := &recorder{ResponseWriter: w}
 		start := time.Now()
 		if !mw.Handle(rec, req) {
@@ -67,19 +34,18 @@ func (r *Receiver) logRequests(maxInFlight int) http.Handler {
 		if rec.status >= 500 {
 			return // logResult
 		}
-		info.mu.Lock()
+		action, repository, sender := info.Fields()
 		name := clip.String(req.Header.Get(webhooks.HeaderEvent)) // unverified: any size
-		if info.action != "" {
-			name += "." + info.action
+		if action != "" {
+			name += "." + action
 		}
 		attrs := []any{"id", clip.String(req.Header.Get(webhooks.HeaderDelivery)), "event", name}
 		if !stored {
 			// With an inbox the handlers run later: the line of each attempt
 			// names the repository and sender.
-			attrs = append(attrs, "repository", info.repository, "sender", info.user)
+			attrs = append(attrs, "repository", repository, "sender", sender)
 		}
 		attrs = append(attrs, "status", rec.status, "duration", time.Since(start).Round(time.Microsecond))
-		info.mu.Unlock()
 		if !stored && rec.status == http.StatusAccepted {
 			// Handlers that outlive their answer hold a place until they return;
 			// the count shows hanging handlers before deliveries are refused.
@@ -116,9 +82,8 @@ func (r *Receiver) logResult(res webhooks.Result) {
 	}
 	attrs := []any{"id", clip.String(res.ID), "event", name}
 	if res.Payload != nil {
-		var found [2]jsonscan.Result
-		_ = jsonscan.Lookup(res.Payload, logPaths, found[:])
-		attrs = append(attrs, "repository", clip.String(found[0].String(res.Payload)), "sender", clip.String(found[1].String(res.Payload)))
+		repository, sender := deliverylog.Find(res.Payload)
+		attrs = append(attrs, "repository", repository, "sender", sender)
 	}
 	attrs = append(attrs, "status", res.Status, "duration", res.Duration.Round(time.Microsecond), "error", res.Err.Error())
 	if res.Status == http.StatusAccepted {

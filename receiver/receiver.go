@@ -30,6 +30,7 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inbox"
 	"forgehooks.dev/forgehooks/inspector"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 	"forgehooks.dev/forgehooks/metrics"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -97,7 +98,7 @@ type Options struct {
 	OnListen func(part, addr string)
 	// DrainTimeout bounds the drain: requests and running handlers finish
 	// until then; deliveries of an inbox not finished run after a restart.
-	// Zero: DefaultDrainTimeout.
+	// Zero: DefaultDrainTimeout. Negative: no bound (wait for them).
 	DrainTimeout time.Duration
 }
 
@@ -151,7 +152,7 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		r.wh.OnAny(inbox.Forward(opts.Forward, client))
 		r.log.Info("forgehooks: forwarding each delivery", "forward", opts.Forward)
 	}
-	r.wh.OnAny(noteDelivery)
+	r.wh.OnAny(deliverylog.Note)
 	if opts.Metrics != nil {
 		r.metrics = metrics.New(*opts.Metrics)
 	}

@@ -193,3 +193,58 @@ func get(t *testing.T, u string) (int, string) {
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
 }
+
+// TestDrainTimeoutRule: a positive DrainTimeout ends the drain with an error
+// while a handler still runs; a negative one is no bound: Run waits for the
+// handler.
+func TestDrainTimeoutRule(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		waits   bool
+	}{{"bounded", 50 * time.Millisecond, false}, {"no bound", -1, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			wh := newWebhooks(t)
+			started, release := make(chan struct{}), make(chan struct{})
+			defer close(release)
+			wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+				close(started)
+				<-release
+				return nil
+			})
+			listening := make(chan string, 1)
+			r, err := receiver.New(context.Background(), receiver.Options{
+				Webhooks: wh, Addr: "127.0.0.1:0", DrainTimeout: tc.timeout,
+				Middleware: webhooks.MiddlewareOptions{Timeout: 10 * time.Millisecond},
+				Logger:     slog.New(slog.DiscardHandler),
+				OnListen:   func(_, addr string) { listening <- addr },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			addr := <-listening
+			if code := post(t, "http://"+addr+webhooks.DefaultPath, "d-1", []byte(`{}`)); code != http.StatusAccepted {
+				t.Fatalf("delivery: %d, want 202 while the handler runs", code)
+			}
+			<-started
+			cancel()
+			select {
+			case err := <-done:
+				if tc.waits || err == nil {
+					t.Fatalf("Run returned %v while the handler ran", err)
+				}
+			case <-time.After(500 * time.Millisecond):
+				if !tc.waits {
+					t.Fatal("Run did not return at its DrainTimeout")
+				}
+				release <- struct{}{}
+				if err := <-done; err != nil {
+					t.Fatalf("Run after the handler returned: %v", err)
+				}
+			}
+		})
+	}
+}

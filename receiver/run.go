@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
+	"forgehooks.dev/forgehooks/internal/bound"
 )
 
 // Run serves the parts whose address Options names, runs catch-up (when
@@ -89,12 +90,14 @@ func (r *Receiver) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	stopCatchup()
-	timeout := r.opts.DrainTimeout
-	if timeout <= 0 {
-		timeout = DefaultDrainTimeout
+	sctx, cancel := context.Background(), context.CancelFunc(func() {})
+	// A negative DrainTimeout, no bound, stays negative: no deadline.
+	if timeout := bound.Value(r.opts.DrainTimeout, DefaultDrainTimeout, -1); timeout > 0 {
+		r.log.Info("forgehooks: shutting down; letting running handlers finish", "timeout", timeout)
+		sctx, cancel = context.WithTimeout(sctx, timeout)
+	} else {
+		r.log.Info("forgehooks: shutting down; letting running handlers finish", "timeout", "none")
 	}
-	r.log.Info("forgehooks: shutting down; letting running handlers finish", "timeout", timeout)
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(servers))

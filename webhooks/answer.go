@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // Messages of the answers; the README's status table quotes them.
@@ -34,16 +35,16 @@ func (m *Middleware) answer(rw http.ResponseWriter, r *http.Request, d Delivery,
 	case err == nil:
 		writeText(rw, http.StatusOK, "ok\n")
 	case errors.Is(err, emitter.ErrClosed):
-		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip(d.ID))
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip.String(d.ID))
 	case errors.As(err, &herr) && len(herr.Errors) > 0:
 		first := herr.Errors[0]
 		code := statusOf(first)
-		m.logger.Error("webhooks: handlers failed", "delivery", clip(d.ID), "event", clip(d.Name), "status", code, "errors", len(herr.Errors), "error", err)
+		m.logger.Error("webhooks: handlers failed", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "status", code, "errors", len(herr.Errors), "error", err)
 		writeJSONError(rw, code, m.errorText(first))
 	case errors.Is(err, emitter.ErrInvalidPayload), errors.Is(err, emitter.ErrMissingPayload), errors.Is(err, emitter.ErrMissingName):
-		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip(d.ID), "event", clip(d.Name))
+		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 	default:
-		m.logger.Error("webhooks: delivery failed", "delivery", clip(d.ID), "event", clip(d.Name), "error", err)
+		m.logger.Error("webhooks: delivery failed", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "error", err)
 		writeJSONError(rw, http.StatusInternalServerError, m.errorText(err))
 	}
 }
@@ -99,7 +100,7 @@ func (e *statusError) Unwrap() error   { return e.err }
 func (e *statusError) HTTPStatus() int { return e.code }
 
 func (m *Middleware) tooLarge(rw http.ResponseWriter, r *http.Request, d Delivery) {
-	m.reject(rw, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("Payload too large: the limit is %d bytes", m.max), slog.LevelWarn, "body too large", "delivery", clip(d.ID), "content_length", r.ContentLength)
+	m.reject(rw, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("Payload too large: the limit is %d bytes", m.max), slog.LevelWarn, "body too large", "delivery", clip.String(d.ID), "content_length", r.ContentLength)
 }
 
 // unavailable answers 503 with Retry-After: the delivery was not dispatched,
@@ -125,7 +126,7 @@ func (m *Middleware) reject(rw http.ResponseWriter, r *http.Request, code int, m
 	if sw, ok := rw.(*statusWriter); ok && sw.oc.reason == "" {
 		sw.oc.reason = msg
 	}
-	attrs = append([]any{"status", code, "method", r.Method, "path", clip(requestURI(r)), "remote", r.RemoteAddr}, attrs...)
+	attrs = append([]any{"status", code, "method", r.Method, "path", clip.String(requestURI(r)), "remote", r.RemoteAddr}, attrs...)
 	m.logger.Log(r.Context(), level, "webhooks: rejected request: "+why, attrs...)
 	writeJSONError(rw, code, msg)
 }

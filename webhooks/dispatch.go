@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // receive runs the handlers of an accepted delivery, then ends its flight
@@ -17,7 +18,7 @@ import (
 // tells Close it is done.
 func (m *Middleware) receive(ctx context.Context, d Delivery, f *flight, oc *outcome) error {
 	e := emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload}
-	err := m.w.em.Receive(withEvent(ctx, e), e)
+	err := m.w.handlers().Receive(withEvent(ctx, e), e)
 	m.w.inFlight.finish(f)
 	if oc != nil {
 		oc.err = err
@@ -26,7 +27,7 @@ func (m *Middleware) receive(ctx context.Context, d Delivery, f *flight, oc *out
 	if errors.Is(err, emitter.ErrClosed) {
 		// Only when Close gave up waiting (its context ended) before this
 		// delivery's handlers started.
-		m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", clip(d.ID), "event", clip(d.Name))
+		m.logger.Error("webhooks: delivery dropped: closed before its handlers ran", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 	}
 	return err
 }
@@ -45,7 +46,7 @@ func (m *Middleware) receiveInline(ctx context.Context, rw http.ResponseWriter, 
 		return // answered 202 already
 	}
 	if r.Context().Err() != nil {
-		m.logger.Info("webhooks: client went away before the answer; handlers ran to the end", "delivery", clip(d.ID), "event", clip(d.Name))
+		m.logger.Info("webhooks: client went away before the answer; handlers ran to the end", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 	}
 	m.answer(rw, r, d, err)
 }
@@ -98,7 +99,7 @@ func (a *lateAnswer) answer() {
 	// process.
 	defer func() {
 		if v := recover(); v != nil {
-			a.m.logger.Error("webhooks: writing the 202 panicked", "delivery", clip(a.d.ID), "event", clip(a.d.Name), "panic", fmt.Sprint(v))
+			a.m.logger.Error("webhooks: writing the 202 panicked", "delivery", clip.String(a.d.ID), "event", clip.String(a.d.Name), "panic", fmt.Sprint(v))
 		}
 	}()
 	a.m.stillProcessing(a.r, a.d)
@@ -171,7 +172,7 @@ func (m *Middleware) receiveHandedOff(ctx context.Context, rw http.ResponseWrite
 			writeText(rw, http.StatusAccepted, "still processing\n")
 			return
 		case <-gone:
-			m.logger.Info("webhooks: client went away; handlers go on", "delivery", clip(d.ID), "event", clip(d.Name))
+			m.logger.Info("webhooks: client went away; handlers go on", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 			gone = nil
 		}
 	}
@@ -185,5 +186,5 @@ func (m *Middleware) stillProcessing(r *http.Request, d Delivery) {
 	if m.maxInFlight > 0 && 2*n >= m.maxInFlight {
 		level = slog.LevelWarn
 	}
-	m.logger.Log(r.Context(), level, "webhooks: handlers still running; answered 202", "delivery", clip(d.ID), "event", clip(d.Name), "timeout", m.timeout, "in_flight", n, "max_in_flight", m.maxInFlight)
+	m.logger.Log(r.Context(), level, "webhooks: handlers still running; answered 202", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "timeout", m.timeout, "in_flight", n, "max_in_flight", m.maxInFlight)
 }

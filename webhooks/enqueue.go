@@ -2,13 +2,13 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
@@ -19,19 +19,14 @@ const msgNotStored = "Could not store the delivery: try again later"
 // body that is not a JSON object is refused before it is stored.
 func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery) {
 	if _, err := jsonscan.Scan(d.Payload); err != nil {
-		var no *jsonscan.NotObjectError
-		if errors.As(err, &no) {
-			err = fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", emitter.ErrInvalidPayload, clip(d.Name), clip(d.ID), no.Kind)
-		} else {
-			err = fmt.Errorf("%w (event %q, delivery %q): %w", emitter.ErrInvalidPayload, clip(d.Name), clip(d.ID), err)
-		}
-		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip(d.ID), "event", clip(d.Name))
+		err = jsonscan.InvalidPayload(emitter.ErrInvalidPayload, d.Name, d.ID, err)
+		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		return
 	}
 	// Counted for Close, so that a shutdown waits for a store under way.
 	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), 0, 0)
 	if err != nil {
-		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip(d.ID))
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip.String(d.ID))
 		return
 	}
 	defer m.w.inFlight.finish(f)
@@ -56,15 +51,15 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 			// OnResult's Err carries the cause, which the answer does not.
 			sw.oc.err = fmt.Errorf("the inbox did not store the delivery: %w", err)
 		}
-		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", clip(d.ID), "event", clip(d.Name), "error", err)
+		m.unavailable(rw, r, msgNotStored, "the inbox did not store the delivery", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "error", err)
 	case res == Requeued:
-		m.logger.Info("webhooks: redelivery of a dead letter; it runs again", "delivery", clip(d.ID), "event", clip(d.Name))
+		m.logger.Info("webhooks: redelivery of a dead letter; it runs again", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		writeText(rw, http.StatusAccepted, "requeued\n")
 	case res == Duplicate:
 		if sw, ok := rw.(*statusWriter); ok {
 			sw.oc.res.Duplicate = true
 		}
-		m.logger.Info("webhooks: duplicate delivery; no handler runs", "delivery", clip(d.ID), "event", clip(d.Name))
+		m.logger.Info("webhooks: duplicate delivery; no handler runs", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		writeText(rw, http.StatusOK, "duplicate\n")
 	default:
 		writeText(rw, http.StatusAccepted, "queued\n")

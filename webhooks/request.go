@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
@@ -27,7 +29,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	}
 	if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
-		m.reject(rw, r, http.StatusUnsupportedMediaType, msgUnsupportedType, slog.LevelWarn, "content type is not application/json", "content_type", clip(strings.Join(cts, ", ")))
+		m.reject(rw, r, http.StatusUnsupportedMediaType, msgUnsupportedType, slog.LevelWarn, "content type is not application/json", "content_type", clip.String(strings.Join(cts, ", ")))
 		return
 	}
 	var missing, repeated []string
@@ -68,8 +70,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	// Read the body once, hashing it with the primary secret on the way in; the
 	// additional secrets are tried on the same bytes only if that fails. The
 	// body is held in the budget of unverified bodies until it is verified.
-	digest := m.w.keys.Digest()
-	defer m.w.keys.Release(digest)
+	digest := m.w.keyring().digest()
+	defer m.w.keyring().release(digest)
 	res := reservation{b: m.unverified, client: clientAddr(r.RemoteAddr), until: start.Add(budgetWait)}
 	defer res.release()
 	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res, newPacer(rw, r, m.minRate, m.window, start))
@@ -80,22 +82,22 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	case errors.Is(err, errBudget):
 		rw.Header().Set("Connection", "close") // the body stays unread
-		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "held", res.held, "max_unverified_bytes", m.unverified.max)
+		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "content_length", r.ContentLength, "held", res.held, "max_unverified_bytes", m.unverified.max)
 		return
 	case errors.Is(err, errSlowBody):
 		rw.Header().Set("Connection", "close") // the body stays unread
-		m.reject(rw, r, http.StatusRequestTimeout, msgSlowBody, slog.LevelWarn, "body below the minimum rate", "delivery", clip(d.ID), "event", clip(d.Name), "content_length", r.ContentLength, "min_body_rate", m.minRate)
+		m.reject(rw, r, http.StatusRequestTimeout, msgSlowBody, slog.LevelWarn, "body below the minimum rate", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "content_length", r.ContentLength, "min_body_rate", m.minRate)
 		return
 	case err != nil:
-		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", clip(d.ID), "error", err)
+		m.reject(rw, r, http.StatusBadRequest, "Could not read the request body", slog.LevelWarn, "body read failed", "delivery", clip.String(d.ID), "error", err)
 		return
 	}
 	d.Payload = body
-	matched := m.w.keys.Match(digest, body, d.Signature)
+	matched := m.w.keyring().match(digest, body, d.Signature)
 	res.release() // verified or not: from here on other budgets count the body
 	if !matched {
 		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
-		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip(d.ID), "event", clip(d.Name))
+		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		return
 	}
 	if oc != nil {
@@ -113,10 +115,10 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), m.maxInFlight, m.maxRunning)
 	switch {
 	case errors.Is(err, errClosedTracker):
-		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip(d.ID))
+		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip.String(d.ID))
 		return
 	case err != nil:
-		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", clip(d.ID), "event", clip(d.Name), "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight, "max_running_bytes", m.maxRunning)
+		m.unavailable(rw, r, msgBusy, "too many deliveries in flight", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "in_flight", m.InFlight(), "max_in_flight", m.maxInFlight, "max_running_bytes", m.maxRunning)
 		return
 	}
 

@@ -3,8 +3,6 @@ package webhooks
 import (
 	"errors"
 	"sync"
-
-	clipvalue "forgehooks.dev/forgehooks/internal/clip"
 )
 
 // errBusy and errClosedTracker are why tracker.take refuses a delivery.
@@ -116,6 +114,3 @@ func (t *tracker) close() <-chan struct{} {
 	}
 	return t.idle
 }
-
-// clip shortens a request value for a log line or an error; see package clip.
-func clip(s string) string { return clipvalue.String(s) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // Delivery is one webhook delivery as the forge sends it.
@@ -36,7 +37,7 @@ type Delivery struct {
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
 // The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
-	ok, err := w.keys.Verify(d.Payload, d.Signature)
+	ok, err := w.keyring().verify(d.Payload, d.Signature)
 	if !ok {
 		return w.mismatch(ctx, d, err)
 	}
@@ -49,11 +50,11 @@ func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
 func (w *Webhooks) mismatch(ctx context.Context, d Delivery, cause error) error {
 	var err error
 	if cause != nil {
-		err = fmt.Errorf("webhooks: delivery %q (event %q): %w: %w", clip(d.ID), clip(d.Name), ErrSignatureMismatch, cause)
+		err = fmt.Errorf("webhooks: delivery %q (event %q): %w: %w", clip.String(d.ID), clip.String(d.Name), ErrSignatureMismatch, cause)
 	} else {
-		err = fmt.Errorf("webhooks: delivery %q (event %q): %w", clip(d.ID), clip(d.Name), ErrSignatureMismatch)
+		err = fmt.Errorf("webhooks: delivery %q (event %q): %w", clip.String(d.ID), clip.String(d.Name), ErrSignatureMismatch)
 	}
-	w.em.ReportError(ctx, &emitter.Error{
+	w.handlers().ReportError(ctx, &emitter.Error{
 		Event:  emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload},
 		Errors: []error{err},
 	})

@@ -21,7 +21,7 @@ import (
 	"log/slog"
 
 	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/internal/decodehook"
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/payloads/names"
 	"forgehooks.dev/forgehooks/signing"
 )
@@ -55,8 +55,10 @@ type Options struct {
 	// Transform applies to handlers registered with On and OnNames; see
 	// emitter.Options.Transform.
 	Transform func(ctx context.Context, e emitter.Event) (emitter.Event, error)
-	// Logger gets warnings and errors. Nil: text on stderr, where debug and info
-	// are silent and warnings and errors are shown.
+	// Logger gets warnings and errors, and with a Middleware its info lines.
+	// Nil: slog.Default(), warnings and errors only (see
+	// emitter.Options.Logger); a Middleware, an inspector or a receiver
+	// built over this Webhooks with no Logger of its own uses this one.
 	Logger *slog.Logger
 	// KnownEvent tells whether an event name ("issues", "issues.opened") is
 	// one the forge sends; registering a name it does not know logs a warning,
@@ -73,23 +75,27 @@ type Options struct {
 	// MaxErrorReports and MaxErrorReportBytes bound the failed deliveries
 	// (forged ones included) whose error handlers run at once, and their
 	// payload bytes; past them the error is logged instead. See
-	// emitter.Options. Zero: the emitter's defaults.
+	// emitter.Options. Zero: the emitter's defaults. Negative: no bound.
 	MaxErrorReports     int
 	MaxErrorReportBytes int64
 }
 
-// via lets package payloads register typed handlers with a Webhooks through
-// package decodehook, without a public decode hook: embedded under this
-// unexported name, it adds no exported field or method.
-type via = decodehook.Via
-
 // Webhooks verifies deliveries and dispatches them to its handlers. It is safe
 // for concurrent use: handlers may be registered and removed while deliveries
 // are dispatched.
+//
+// A Webhooks must be made with New: a zero Webhooks has no secret, and a
+// receiver that verifies nothing must not look like one that does, so there
+// is no useful zero value; its methods panic with a message that says to call
+// New.
+//
+// Webhooks does not embed its *emitter.Emitter: that would make every Emitter
+// method, present and future, part of this API, among them a Receive and
+// ReportError that Close does not count. The registration methods are
+// delegated one by one instead, each stating its contract here.
 type Webhooks struct {
-	via
 	em   *emitter.Emitter
-	keys *signing.Keyring
+	keys *keyring
 
 	// inFlight is the one count of deliveries taken on and not finished, with
 	// their bytes: what Close waits for, and what MaxInFlight and
@@ -101,7 +107,7 @@ type Webhooks struct {
 // ErrMissingSecret when Secret, or one of AdditionalSecrets, is empty. A
 // secret shorter than MinSecretLen is logged as a warning.
 func New(opts Options) (*Webhooks, error) {
-	keys, err := signing.NewKeyring(opts.Secret, opts.AdditionalSecrets...)
+	keys, err := newKeyring(opts.Secret, opts.AdditionalSecrets...)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: New: %w", err)
 	}
@@ -116,7 +122,7 @@ func New(opts Options) (*Webhooks, error) {
 		MaxErrorReports:     opts.MaxErrorReports,
 		MaxErrorReportBytes: opts.MaxErrorReportBytes,
 	})
-	w := &Webhooks{via: decodehook.ViaEmitter(em), em: em, keys: keys}
+	w := &Webhooks{em: em, keys: keys}
 	for i, s := range append([]string{opts.Secret}, opts.AdditionalSecrets...) {
 		if len(s) < MinSecretLen {
 			which := "the secret"
@@ -129,46 +135,73 @@ func New(opts Options) (*Webhooks, error) {
 	return w, nil
 }
 
-// Logger returns the logger w uses: Options.Logger, or the default that writes
-// warnings and errors to stderr.
-func (w *Webhooks) Logger() *slog.Logger { return w.em.Logger() }
+// notNew is the panic of a method of a Webhooks that New did not make.
+const notNew = "webhooks: a Webhooks must be made with webhooks.New (the zero value has no secret)"
+
+// handlers returns w's emitter; it panics with notNew for a zero Webhooks.
+func (w *Webhooks) handlers() *emitter.Emitter {
+	if w.em == nil {
+		panic(notNew)
+	}
+	return w.em
+}
+
+// keyring returns w's secrets; it panics with notNew for a zero Webhooks.
+func (w *Webhooks) keyring() *keyring {
+	if w.keys == nil {
+		panic(notNew)
+	}
+	return w.keys
+}
+
+// Logger returns the logger w uses: Options.Logger, or slog.Default() with
+// its debug and info lines dropped.
+func (w *Webhooks) Logger() *slog.Logger { return w.handlers().Logger() }
 
 // On registers h for the event name, either an event ("issues") or an event
 // and action ("issues.opened"), and returns the registration's handle, for
 // RemoveListener. It panics, as http.ServeMux does for a bad pattern, when name
 // is empty, "*" (use OnAny) or "error" (use OnError), or when h is nil.
 func (w *Webhooks) On(name string, h emitter.Handler) *emitter.Listener {
-	return w.em.On(name, h)
+	return w.handlers().On(name, h)
 }
 
 // OnNames registers h under each of names, as On does for one, and returns one
 // handle for all of them. It panics when names is empty or when On would.
 func (w *Webhooks) OnNames(names []string, h emitter.Handler) *emitter.Listener {
-	return w.em.OnNames(names, h)
+	return w.handlers().OnNames(names, h)
+}
+
+// OnDecoded registers h under name with dec, which decodes each delivery of
+// name in the pass that validates it (see emitter.Emitter.OnDecoded). Typed
+// handlers of a whole event, as package payloads registers them, come this
+// way; it panics when dec.Decode is nil or when On would.
+func (w *Webhooks) OnDecoded(name string, dec emitter.Decoder, h emitter.Handler) *emitter.Listener {
+	return w.handlers().OnDecoded(name, dec, h)
 }
 
 // OnAny registers h for every event and returns the registration's handle. It
 // panics when h is nil.
-func (w *Webhooks) OnAny(h emitter.Handler) *emitter.Listener { return w.em.OnAny(h) }
+func (w *Webhooks) OnAny(h emitter.Handler) *emitter.Listener { return w.handlers().OnAny(h) }
 
 // OnError registers h to be told of every failed delivery (failed handlers, or
 // a signature that does not match), and returns the registration's handle.
 // Error handlers run on their own goroutines, for at most
 // Options.MaxErrorReports deliveries at once; Close waits for them. It panics when h is
 // nil.
-func (w *Webhooks) OnError(h emitter.ErrorHandler) *emitter.Listener { return w.em.OnError(h) }
+func (w *Webhooks) OnError(h emitter.ErrorHandler) *emitter.Listener { return w.handlers().OnError(h) }
 
 // RemoveListener removes the most recent registration of l under name: an
 // event name as given to On, "*" for OnAny, or "error" for OnError. It reports
 // whether there was one. Deliveries already started still run the handler.
 func (w *Webhooks) RemoveListener(name string, l *emitter.Listener) bool {
-	return w.em.RemoveListener(name, l)
+	return w.handlers().RemoveListener(name, l)
 }
 
 // RemoveListenerNames is RemoveListener for each of names, as one change: the
 // counterpart of OnNames. It returns how many registrations it removed.
 func (w *Webhooks) RemoveListenerNames(names []string, l *emitter.Listener) int {
-	return w.em.RemoveListenerNames(names, l)
+	return w.handlers().RemoveListenerNames(names, l)
 }
 
 // Receive dispatches e to its handlers WITHOUT checking any signature: use it
@@ -178,26 +211,27 @@ func (w *Webhooks) RemoveListenerNames(names []string, l *emitter.Listener) int 
 // counted for Close: after Close it returns emitter.ErrClosed. The handlers'
 // context carries e (EventFrom).
 func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
+	em := w.handlers()
 	f, err := w.inFlight.take(e.ID, int64(len(e.Payload)), 0, 0)
 	if err != nil {
 		return emitter.ErrClosed
 	}
 	defer w.inFlight.finish(f)
-	return w.em.Receive(withEvent(ctx, e), e)
+	return em.Receive(withEvent(ctx, e), e)
 }
 
 // Sign returns payload's signature under the primary secret, as the forge
 // computes it: "sha256=" and 64 lower-case hex digits. An empty payload is
 // signing.ErrMissingPayload.
 func (w *Webhooks) Sign(payload []byte) (string, error) {
-	return signing.Sign(w.keys.Primary(), payload)
+	return signing.Sign(w.keyring().primary(), payload)
 }
 
 // Verify reports whether signature is payload's signature under the primary
 // secret (not the additional ones; VerifyAndReceive tries those too). It errs
 // only for an empty payload or signature.
 func (w *Webhooks) Verify(payload []byte, signature string) (bool, error) {
-	return signing.Verify(w.keys.Primary(), payload, signature)
+	return signing.Verify(w.keyring().primary(), payload, signature)
 }
 
 // Close stops w and waits for the work it has taken on. Middlewares serving w
@@ -213,15 +247,16 @@ func (w *Webhooks) Verify(payload []byte, signature string) (bool, error) {
 // For a graceful shutdown call http.Server.Shutdown first, so that requests
 // being answered get their answer, then Close.
 func (w *Webhooks) Close(ctx context.Context) error {
+	em := w.handlers()
 	idle := w.inFlight.close()
 	select {
 	case <-idle:
 	case <-ctx.Done():
-		w.em.Close(ctx) // so that handlers not yet started never do
+		em.Close(ctx) // so that handlers not yet started never do
 		for _, id := range w.inFlight.running() {
-			w.Logger().Error("webhooks: shutdown deadline passed; delivery abandoned while its handlers ran", "delivery", clip(id))
+			w.Logger().Error("webhooks: shutdown deadline passed; delivery abandoned while its handlers ran", "delivery", clip.String(id))
 		}
 		return ctx.Err()
 	}
-	return w.em.Close(ctx)
+	return em.Close(ctx)
 }

@@ -286,3 +286,33 @@ func TestUnknownVariant(t *testing.T) {
 		t.Errorf("New with an unknown variant: %v", err)
 	}
 }
+
+// TestZeroWebhooksPanicsSayingNew: a Webhooks not made by New has no secret;
+// each way in panics with a message that names New, rather than a nil
+// dereference or, worse, dispatching unverified.
+func TestZeroWebhooksPanicsSayingNew(t *testing.T) {
+	h := func(context.Context, emitter.Event) error { return nil }
+	body := []byte(`{}`)
+	for name, call := range map[string]func(w *Webhooks){
+		"On":      func(w *Webhooks) { w.On("push", h) },
+		"OnAny":   func(w *Webhooks) { w.OnAny(h) },
+		"Logger":  func(w *Webhooks) { w.Logger() },
+		"Receive": func(w *Webhooks) { _ = w.Receive(context.Background(), emitter.Event{Name: "push", Payload: body}) },
+		"VerifyAndReceive": func(w *Webhooks) {
+			_ = w.VerifyAndReceive(context.Background(), Delivery{Name: "push", Payload: body, Signature: "sha256=00"})
+		},
+		"Sign":   func(w *Webhooks) { _, _ = w.Sign(body) },
+		"Verify": func(w *Webhooks) { _, _ = w.Verify(body, "sha256=00") },
+		"Close":  func(w *Webhooks) { _ = w.Close(context.Background()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if msg, _ := r.(string); !strings.Contains(msg, "webhooks.New") {
+					t.Errorf("panic %v; want a message naming webhooks.New", r)
+				}
+			}()
+			call(new(Webhooks))
+		})
+	}
+}

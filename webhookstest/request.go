@@ -11,16 +11,15 @@ package webhookstest
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
 
+	"forgehooks.dev/forgehooks/internal/uuid"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -106,7 +105,7 @@ func NewRequest(t testing.TB, secret, event string, payload []byte, opts ...Opti
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", UserAgent)
 	h.Set(webhooks.HeaderEvent, event)
-	h.Set(webhooks.HeaderDelivery, newUUID())
+	h.Set(webhooks.HeaderDelivery, uuid.New())
 	h.Set(HeaderHookID, HookID)
 	typ, id := target(payload)
 	h.Set(HeaderTargetType, typ)
@@ -175,14 +174,4 @@ func target(payload []byte) (typ, id string) {
 func isID(n json.RawMessage) bool {
 	_, err := strconv.ParseUint(string(n), 10, 64)
 	return err == nil
-}
-
-// newUUID returns a random (version 4) UUID, the form of the forge's delivery
-// ids.
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -157,6 +157,18 @@ func (fs *flagSet) noSecret() int {
 	return fs.usageError("no webhook secret: pass --secret S or set %s (the secret entered in the forge's webhook settings)", secretEnv)
 }
 
+// parseWithSecret is parse for a command that needs a secret: with no
+// --secret and none in the environment it is done, with noSecret's code.
+func (fs *flagSet) parseWithSecret(args []string, secretF *string) (pos []string, secret string, code int, done bool) {
+	if pos, code, done = fs.parse(args); done {
+		return pos, "", code, true
+	}
+	if secret = fs.secret(*secretF); secret == "" {
+		return pos, "", fs.noSecret(), true
+	}
+	return pos, secret, 0, false
+}
+
 // logger returns the command's logger: text on stderr, or JSON with --json.
 func (fs *flagSet) logger(json bool) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: slog.LevelInfo}

@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/atomicfile"
+	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 	"forgehooks.dev/forgehooks/internal/relay"
 	"forgehooks.dev/forgehooks/internal/sse"
 	"forgehooks.dev/forgehooks/signing"
@@ -71,7 +74,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 		}
 		if *lastID == "" && saved != "" {
 			*lastID = saved
-			log.Info("resuming after the event id kept in the state file", "state", *stateFile, "last_event_id", clipLogValue(saved))
+			log.Info("resuming after the event id kept in the state file", "state", *stateFile, "last_event_id", clip.String(saved))
 		}
 		checkpoint = func(id string) {
 			if err := writeRelayState(*stateFile, id); err != nil {
@@ -102,7 +105,7 @@ forge's limit) carried twice, as JSON and as base64 (33.4 MiB).`)
 		if wh, err = webhooks.New(webhooks.Options{Secret: secret, Logger: log}); err != nil {
 			return fs.usageError("%v", err)
 		}
-		wh.OnAny(recordDelivery) // the logging handler: its findings go in dispatch's line
+		wh.OnAny(deliverylog.Note) // the logging handler: its findings go in dispatch's line
 		if c.setup != nil {
 			c.setup(wh)
 		}
@@ -147,20 +150,7 @@ func deliveryAttrs(m *relay.Message) []any {
 	if a := (emitter.Event{Payload: m.Body}).Action(); a != "" {
 		name += "." + a
 	}
-	return []any{"id", clipLogValue(m.DeliveryID()), "event", clipLogValue(name), "event_id", clipLogValue(m.EventID), "bytes", len(m.Body)}
-}
-
-// maxLogValue bounds a value from a channel message in a log line: the message
-// comes from whoever posted to the channel, verified or not.
-const maxLogValue = 200
-
-// clipLogValue returns s, or its first maxLogValue bytes and a marker saying
-// how many were cut.
-func clipLogValue(s string) string {
-	if len(s) <= maxLogValue {
-		return s
-	}
-	return fmt.Sprintf("%s…[%d more bytes]", s[:maxLogValue], len(s)-maxLogValue)
+	return []any{"id", clip.String(m.DeliveryID()), "event", clip.String(name), "event_id", clip.String(m.EventID), "bytes", len(m.Body)}
 }
 
 // errForged is the error of a delivery relay --target drops because its
@@ -210,8 +200,7 @@ var errSHA1Mismatch = errors.New("sha1 signature does not match event payload an
 
 // dispatch verifies m and dispatches it to wh, and logs the outcome.
 func dispatch(ctx context.Context, wh *webhooks.Webhooks, secret string, allowSHA1 bool, m *relay.Message, log *slog.Logger) error {
-	info := &deliveryInfo{}
-	ctx = context.WithValue(ctx, infoKey{}, info)
+	ctx, info := deliverylog.With(ctx)
 	attrs := deliveryAttrs(m)
 	if m.Event() == "" {
 		log.Warn("delivery skipped: no x-forge-event header in the message", attrs...)
@@ -230,9 +219,8 @@ func dispatch(ctx context.Context, wh *webhooks.Webhooks, secret string, allowSH
 		err = wh.VerifyAndReceive(ctx, webhooks.Delivery{ID: m.DeliveryID(), Name: m.Event(), Payload: m.Body, Signature: sig})
 	}
 	mismatch := errors.Is(err, webhooks.ErrSignatureMismatch) || errors.Is(err, errSHA1Mismatch)
-	info.mu.Lock()
-	attrs = append(attrs, "repository", info.repository, "sender", info.user)
-	info.mu.Unlock()
+	_, repository, sender := info.Fields()
+	attrs = append(attrs, "repository", repository, "sender", sender)
 	switch {
 	case err == nil:
 		log.Info("delivery verified and dispatched", attrs...)
@@ -278,19 +266,14 @@ func readRelayState(path string) (string, error) {
 // and a rename, so that a relay stopped halfway leaves the old id, not a
 // truncated one.
 func writeRelayState(path, id string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
+	return atomicfile.Write(path, []byte(id+"\n"), 0o600)
+}
+
+// reason is the error message of a JSON error answer, or its text.
+func reason(body []byte) string {
+	var e struct{ Error string }
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error
 	}
-	_, err = tmp.WriteString(id + "\n")
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return strings.TrimSpace(string(body))
 }

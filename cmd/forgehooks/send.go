@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"forgehooks.dev/forgehooks/internal/corpus"
 	"forgehooks.dev/forgehooks/internal/proxy"
+	"forgehooks.dev/forgehooks/internal/uuid"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -35,13 +35,9 @@ it warns that no one received the delivery live.`)
 	delivery := fs.String("delivery", "", "X-Forge-Delivery value (default: a fresh random id)")
 	timeout := fs.Duration("timeout", 30*time.Second, "time allowed for the whole request")
 	printOnly := fs.Bool("print", false, "print the signed request (request line, headers and body) instead of sending it")
-	pos, code, done := fs.parse(args)
+	pos, secret, code, done := fs.parseWithSecret(args, secretF)
 	if done {
 		return code
-	}
-	secret := fs.secret(*secretF)
-	if secret == "" {
-		return fs.noSecret()
 	}
 	if err := checkHTTPURL(*url); err != nil {
 		return fs.usageError("bad --url: %v", err)
@@ -75,7 +71,7 @@ it warns that no one received the delivery live.`)
 	}
 	id := *delivery
 	if id == "" {
-		id = newUUID()
+		id = uuid.New()
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -150,14 +146,4 @@ func pickSample(event, action string, n int) (corpus.Example, error) {
 		return corpus.Example{}, fmt.Errorf("--sample %d: %s has %d samples (0 to %d)", n, strings.TrimSuffix(event+"."+action, "."), len(matches), len(matches)-1)
 	}
 	return matches[n], nil
-}
-
-// newUUID returns a random (version 4) UUID, the form of the forge's delivery
-// ids.
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

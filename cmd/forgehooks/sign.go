@@ -13,13 +13,9 @@ Print the payload's signature, as the forge sends it in X-Hub-Signature-256
 ("sha256=" and 64 hex digits). The payload is the file given, or stdin; its
 bytes are signed exactly as they are, trailing newline included.`)
 	secretF := fs.secretFlag()
-	pos, code, done := fs.parse(args)
+	pos, secret, code, done := fs.parseWithSecret(args, secretF)
 	if done {
 		return code
-	}
-	secret := fs.secret(*secretF)
-	if secret == "" {
-		return fs.noSecret()
 	}
 	body, code, ok := fs.readPayload(pos)
 	if !ok {

@@ -16,13 +16,9 @@ and exits 1. The payload is the file given, or stdin, byte for byte.`)
 	secretF := fs.secretFlag()
 	sig := fs.String("signature", "", `the signature to check: "sha256=<64 hex digits>" (required)`)
 	sha1 := fs.Bool("sha1", false, `accept a legacy "sha1=" signature (X-Hub-Signature) too`)
-	pos, code, done := fs.parse(args)
+	pos, secret, code, done := fs.parseWithSecret(args, secretF)
 	if done {
 		return code
-	}
-	secret := fs.secret(*secretF)
-	if secret == "" {
-		return fs.noSecret()
 	}
 	if *sig == "" {
 		return fs.usageError("--signature is required: the X-Hub-Signature-256 header's value")

@@ -1,6 +1,7 @@
 package importschema
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -419,26 +420,10 @@ func (m *model) align(a, b *term) bool {
 
 // jsonKindOf is the JSON kind a term's values have, for telling union variants apart.
 func jsonKindOf(t *term) string {
-	switch t.kind {
-	case kString, kTimestamp:
-		return "string"
-	case kEnum:
-		if t.base == "int64" {
-			return "integer"
-		}
-		return "string"
-	case kInt:
-		return "integer"
-	case kFloat:
-		return "number"
-	case kBool:
-		return "boolean"
-	case kArray:
-		return "array"
-	case kStruct, kMap, kFreeObject:
-		return "object"
+	if t.kind == kTimestamp {
+		return "string" // a term's timestamp is the spec's date-time string
 	}
-	return "any"
+	return cmp.Or(valueKind(t.kind, t.base), "any")
 }
 
 // soleVariant returns a union term's only variant of a JSON kind, or nil.

@@ -55,6 +55,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/atomicfile"
 )
 
 // Run is the command importschema: args are its flags (without the program
@@ -312,29 +313,29 @@ type pendingFile struct {
 // commit writes every file to a temporary name beside it, then renames each into
 // place: a failure while writing leaves the old files.
 func commit(files []pendingFile) error {
-	var tmps []string
+	pending := make([]*atomicfile.Pending, len(files))
 	defer func() {
-		for _, t := range tmps {
-			os.Remove(t)
+		for _, p := range pending {
+			if p != nil {
+				p.Discard()
+			}
 		}
 	}()
-	for _, f := range files {
+	for i, f := range files {
 		if f.data == nil {
-			tmps = append(tmps, "")
 			continue
 		}
 		if old, err := os.ReadFile(f.path); err == nil && bytes.Equal(old, f.data) {
-			tmps = append(tmps, "")
 			continue // unchanged: keep its mtime
 		}
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return err
 		}
-		tmp := f.path + ".importschema-tmp"
-		if err := os.WriteFile(tmp, f.data, 0o644); err != nil {
+		p, err := atomicfile.Prepare(f.path, f.data, 0o644)
+		if err != nil {
 			return err
 		}
-		tmps = append(tmps, tmp)
+		pending[i] = p
 	}
 	for i, f := range files {
 		if f.data == nil {
@@ -343,13 +344,12 @@ func commit(files []pendingFile) error {
 			}
 			continue
 		}
-		if tmps[i] == "" {
+		if pending[i] == nil {
 			continue
 		}
-		if err := os.Rename(tmps[i], f.path); err != nil {
+		if err := pending[i].Commit(); err != nil {
 			return err
 		}
-		tmps[i] = ""
 	}
 	return nil
 }

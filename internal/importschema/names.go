@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"forgehooks.dev/forgehooks/gen"
+	"forgehooks.dev/forgehooks/internal/goname"
 )
 
 // brandRE finds the forge's brand, dropped from names made from the spec's titles:
@@ -15,32 +16,9 @@ import (
 var brandRE = regexp.MustCompile(`(?i)github`)
 
 // words splits text into words at non-alphanumerics and case changes, keeping
-// their case.
-func words(s string) []string {
-	var out []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, string(cur))
-			cur = cur[:0]
-		}
-	}
-	rs := []rune(s)
-	for i, r := range rs {
-		switch {
-		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
-			flush()
-		case unicode.IsUpper(r) && len(cur) > 0 &&
-			(unicode.IsLower(cur[len(cur)-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]))):
-			flush()
-			cur = append(cur, r)
-		default:
-			cur = append(cur, r)
-		}
-	}
-	flush()
-	return out
-}
+// their case; a run of capitals ends before a capital that starts a word
+// ("HTMLParser" → HTML, Parser).
+func words(s string) []string { return goname.TitleWords(s) }
 
 // goName turns text into an exported Go name: words capitalised, initialisms in
 // capitals ("html_url" → "HTMLURL"). A name starting with a digit gets an "N".

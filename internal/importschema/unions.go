@@ -12,11 +12,21 @@ import (
 // timestamp is a string or an integer).
 func jsonKindOfExpr(e texpr) string {
 	e = e.resolved()
-	switch e.k {
+	var base string
+	if e.k == kEnum {
+		base = e.cls.base
+	}
+	return valueKind(e.k, base)
+}
+
+// valueKind is the JSON kind of the values of a kind (enumBase: a kEnum's
+// base), shared by terms and classes; "" for a kind with none or several.
+func valueKind(k tkind, enumBase string) string {
+	switch k {
 	case kString:
 		return "string"
 	case kEnum:
-		if e.cls.base == "int64" {
+		if enumBase == "int64" {
 			return "integer"
 		}
 		return "string"

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // MaxDepth is the deepest nesting accepted, encoding/json's limit.
@@ -222,4 +224,17 @@ func unhex(c byte) int {
 		return int(c - 'A' + 10)
 	}
 	return -1
+}
+
+// InvalidPayload is the error of a delivery whose payload Scan refused with
+// err: it wraps sentinel (emitter.ErrInvalidPayload), names the event and the
+// delivery (clipped), and says what the payload is instead of an object, or
+// wraps Scan's *SyntaxError. The emitter and the middleware, which checks a
+// payload before an inbox stores it, say it alike.
+func InvalidPayload(sentinel error, event, id string, err error) error {
+	var no *NotObjectError
+	if errors.As(err, &no) {
+		return fmt.Errorf("%w (event %q, delivery %q): it is a JSON %s", sentinel, clip.String(event), clip.String(id), no.Kind)
+	}
+	return fmt.Errorf("%w (event %q, delivery %q): %w", sentinel, clip.String(event), clip.String(id), err)
 }

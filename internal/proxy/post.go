@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // Admission of deliveries being received. A delivery is charged for what it
@@ -166,8 +168,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, name string) {
 		// The delivery still went to the subscribers and the memory buffer.
 		s.log.Error("journal write failed", "channel", name, "id", id, "err", jerr)
 	}
-	s.log.Info("delivery", "channel", name, "id", id, "event", clip(r.Header.Get("X-Forge-Event")),
-		"delivery", clip(r.Header.Get("X-Forge-Delivery")), "bytes", len(body), "subscribers", subs)
+	s.log.Info("delivery", "channel", name, "id", id, "event", clip.String(r.Header.Get("X-Forge-Event")),
+		"delivery", clip.String(r.Header.Get("X-Forge-Delivery")), "bytes", len(body), "subscribers", subs)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Event-Id", id)
 	w.Header().Set(HeaderSubscribers, strconv.Itoa(subs))
@@ -263,16 +265,4 @@ func (rd *reader) readBody(announced, limit int64, res *reservation) ([]byte, er
 			return nil, errSlow
 		}
 	}
-}
-
-// maxLogValue bounds a request value in a log line.
-const maxLogValue = 200
-
-// clip returns v, or its first maxLogValue bytes and a marker saying how many
-// were cut: request values are the sender's, of any length.
-func clip(v string) string {
-	if len(v) <= maxLogValue {
-		return v
-	}
-	return v[:maxLogValue] + "…[" + strconv.Itoa(len(v)-maxLogValue) + " more bytes]"
 }

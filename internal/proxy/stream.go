@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/sse"
 )
 
@@ -50,9 +51,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, name string) {
 	c.mu.Unlock()
 	replay := head - cursor
 	if lastID != "" && !issued {
-		s.log.Warn("Last-Event-ID not issued by this proxy for this channel now: nothing replayed", "channel", name, "last_event_id", clip(lastID))
+		s.log.Warn("Last-Event-ID not issued by this proxy for this channel now: nothing replayed", "channel", name, "last_event_id", clip.String(lastID))
 	}
-	s.log.Info("subscribed", "channel", name, "last_event_id", clip(lastID), "replay", replay, "buffered", buffered)
+	s.log.Info("subscribed", "channel", name, "last_event_id", clip.String(lastID), "replay", replay, "buffered", buffered)
 	defer s.log.Info("unsubscribed", "channel", name)
 
 	// "ready" carries the head's id only when nothing is to be replayed: a

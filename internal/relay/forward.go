@@ -21,6 +21,13 @@ var forgeHeaders = []string{"Content-Type", "User-Agent"}
 // X-Forwarded-For, ...) stays out: a channel is open to anyone who knows its URL,
 // and the target trusts what reaches it from the relay more than what reaches
 // the proxy.
+//
+// The inbox's forwarder (inbox.Forward) has the opposite rule on purpose: it
+// copies every stored header but the hop-by-hop ones. What it forwards came
+// to the operator's own endpoint and passed the middleware's signature check
+// before it was stored, so its headers are the forge's request's, and a
+// target may want any of them; what a relay reads was posted to a channel,
+// possibly unsigned, by anyone. Only the signed body is the same in both.
 func ForwardHeader(name string) bool {
 	name = http.CanonicalHeaderKey(name)
 	for _, h := range forgeHeaders {

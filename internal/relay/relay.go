@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/internal/sse"
 )
 
@@ -60,17 +62,21 @@ type Options struct {
 	ReadToken string
 	// LastEventID, when set, is sent on the first connection too.
 	LastEventID string
-	// MaxEventBytes bounds one event (see sse.DefaultMaxEventBytes); a larger
-	// one is skipped with an error in the log.
+	// MaxEventBytes bounds one event; a larger one is skipped with an error
+	// in the log. Zero: sse.DefaultMaxEventBytes. Negative: no bound.
 	MaxEventBytes int
 	// Retry is the first reconnection delay until the stream sets one.
+	// Zero or negative: DefaultRetry (a delay, not a bound).
 	Retry time.Duration
 	// MaxBackoff caps the reconnection delay (a "retry" above it still wins).
+	// Zero: DefaultMaxBackoff. Negative: no bound.
 	MaxBackoff time.Duration
 	// IdleTimeout: a stream that sends nothing, not even a keep-alive, for
-	// this long is taken as dead and reopened.
+	// this long is taken as dead and reopened. Zero: DefaultIdleTimeout.
+	// Negative: no bound (a stream is never taken as dead).
 	IdleTimeout time.Duration
-	// Logger gets connection events and skipped messages; nil logs nothing.
+	// Logger gets connection events and skipped messages. Nil:
+	// slog.Default().
 	Logger *slog.Logger
 	// OnConnect, when set, is called each time a stream opens.
 	OnConnect func()
@@ -109,18 +115,14 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Retry <= 0 {
 		opts.Retry = DefaultRetry
 	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = DefaultMaxBackoff
-	}
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
+	opts.MaxBackoff = bound.Value(opts.MaxBackoff, DefaultMaxBackoff, math.MaxInt64/2) // Backoff doubles below it
+	opts.IdleTimeout = bound.Value(opts.IdleTimeout, DefaultIdleTimeout, math.MaxInt64)
 	if opts.wait == nil {
 		opts.wait = sleep
 	}
 	log := opts.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
 	st := &state{lastID: opts.LastEventID, saved: opts.LastEventID, retry: opts.Retry}
 	failures := 0

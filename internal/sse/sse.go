@@ -21,8 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/bound"
 )
 
 // DefaultMaxEventBytes is the size bound a Reader uses when none is given: a line,
@@ -72,8 +75,8 @@ type Event struct {
 
 // Options tune a Reader.
 type Options struct {
-	// MaxEventBytes bounds a line and an event's data, in bytes. Zero means
-	// DefaultMaxEventBytes.
+	// MaxEventBytes bounds a line and an event's data, in bytes. Zero:
+	// DefaultMaxEventBytes. Negative: no bound.
 	MaxEventBytes int
 	// LastEventID seeds the stream's last event ID, for a reader of a
 	// reconnected stream: events without an "id" field then keep the ID of the
@@ -102,10 +105,7 @@ type Reader struct {
 
 // NewReader returns a Reader of the stream r.
 func NewReader(r io.Reader, opts Options) *Reader {
-	max := opts.MaxEventBytes
-	if max <= 0 {
-		max = DefaultMaxEventBytes
-	}
+	max := bound.Value(opts.MaxEventBytes, DefaultMaxEventBytes, math.MaxInt)
 	return &Reader{
 		br:     bufio.NewReaderSize(r, 64<<10),
 		max:    max,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -251,6 +252,31 @@ func TestAppendComment(t *testing.T) {
 	for in, want := range map[string]string{"": ":\n", "ping": ": ping\n", "a\r\nb": ": a\n: b\n", "\n": ":\n"} {
 		if got := string(AppendComment(nil, in)); got != want {
 			t.Errorf("AppendComment(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestAppendRetry: a retry field read back sets the reader's delay and,
+// without a data line, dispatches no event (the inspector opens its stream so).
+func TestAppendRetry(t *testing.T) {
+	b := append(AppendComment(AppendRetry(nil, 1500*time.Millisecond), "connected"), '\n')
+	if string(b) != "retry: 1500\n: connected\n\n" {
+		t.Fatalf("AppendRetry = %q", b)
+	}
+	r := NewReader(strings.NewReader(string(b)), Options{})
+	if e, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next = %+v, %v; want no event", e, err)
+	}
+	if d, ok := r.Retry(); !ok || d != 1500*time.Millisecond {
+		t.Errorf("Retry = %v, %v", d, ok)
+	}
+}
+
+// TestMaxEventBytesRule: zero is DefaultMaxEventBytes, negative no bound.
+func TestMaxEventBytesRule(t *testing.T) {
+	for v, want := range map[int]int{0: DefaultMaxEventBytes, -1: math.MaxInt, 10: 10} {
+		if got := NewReader(strings.NewReader(""), Options{MaxEventBytes: v}).max; got != want {
+			t.Errorf("MaxEventBytes %d: bound %d, want %d", v, got, want)
 		}
 	}
 }

@@ -41,9 +41,7 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 		return dst, fmt.Errorf("%w: data holds CR, which a reader would take as a line end", ErrInvalidField)
 	}
 	if f.Retry > 0 {
-		dst = append(dst, "retry: "...)
-		dst = strconv.AppendInt(dst, f.Retry.Milliseconds(), 10)
-		dst = append(dst, '\n')
+		dst = AppendRetry(dst, f.Retry)
 	}
 	if f.ID != "" {
 		dst = append(dst, "id: "...)
@@ -70,6 +68,15 @@ func AppendFrame(dst []byte, f Frame) ([]byte, error) {
 		data = data[i+1:]
 	}
 	return append(dst, '\n'), nil
+}
+
+// AppendRetry appends a "retry" field (d in milliseconds), which sets the
+// reader's reconnection delay: alone, without a data line, it makes no event,
+// for a stream's opening lines. It does not end an event.
+func AppendRetry(dst []byte, d time.Duration) []byte {
+	dst = append(dst, "retry: "...)
+	dst = strconv.AppendInt(dst, d.Milliseconds(), 10)
+	return append(dst, '\n')
 }
 
 // AppendComment appends text as comment lines, which readers skip: servers send

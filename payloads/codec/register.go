@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/internal/decodehook"
 )
 
 // Registration of typed handlers: what every generated package's On…Event
@@ -76,8 +75,8 @@ func actionNames(fn, event string, known func(string) bool, actions []string) []
 func register(r Registrar, fn string, eventNames []string, name, pkg, event string, parse func([]byte) (Payload, error), handler emitter.Handler) *emitter.Listener {
 	if len(eventNames) == 1 {
 		if eventNames[0] == event {
-			if l, ok := decodehook.Register(r, event, WholeDecoder(pkg, event, parse), handler); ok {
-				return l.(*emitter.Listener)
+			if d, ok := r.(emitter.DecodingRegistrar); ok {
+				return d.OnDecoded(event, WholeDecoder(pkg, event, parse), handler)
 			}
 		}
 		return r.On(eventNames[0], handler)
@@ -100,8 +99,8 @@ type memoKey struct{ pkg, event string }
 // On registers h under name for the generated package pkg (its import path).
 // The payload is decoded by parse (the event's parser) at most once per delivery, and only when a typed handler runs; a decode error
 // becomes the handler's error. A handler of a whole event (name == event) sees
-// every delivery of it, so where the registrar can (an *emitter.Emitter, and a
-// *webhooks.Webhooks, which dispatches through one) the decode also stands in
+// every delivery of it, so where the registrar can (an
+// emitter.DecodingRegistrar: an *emitter.Emitter, a *webhooks.Webhooks) the decode also stands in
 // for the emitter's own validating scan (see WholeDecoder); other registrars
 // get the handler through On and decode after the emitter's scan.
 func On[P Payload](r Registrar, pkg, name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
@@ -130,14 +129,14 @@ func typedHandler[P Payload](name, pkg, event string, parse func([]byte) (Payloa
 	}
 }
 
-// WholeDecoder is the decodehook.Decoder of event's typed handlers, which On
+// WholeDecoder is the emitter.Decoder of event's typed handlers, which On
 // registers (exported for package payloads' tests): parse, whose
 // success means a valid JSON object (the decoder validates what it reads and
 // what it skips, as encoding/json does), and the top-level action as the
 // emitter finds it, which the decoded payload tells (decodedAction). The value
 // is kept under the key the handlers look it up with.
-func WholeDecoder(pkg, event string, parse func([]byte) (Payload, error)) decodehook.Decoder {
-	return decodehook.Decoder{Key: memoKey{pkg, event}, Decode: func(body []byte) (any, string, bool) {
+func WholeDecoder(pkg, event string, parse func([]byte) (Payload, error)) emitter.Decoder {
+	return emitter.Decoder{Key: memoKey{pkg, event}, Decode: func(body []byte) (any, string, bool) {
 		p, err := parse(body)
 		if err != nil {
 			return nil, "", false

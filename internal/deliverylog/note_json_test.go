@@ -1,4 +1,4 @@
-package main
+package deliverylog
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"forgehooks.dev/forgehooks/internal/corpus"
 )
 
-// TestRecordDeliveryLikeEncodingJSON: the repository and sender of a delivery's
+// TestNoteLikeEncodingJSON: the repository and sender of a delivery's
 // log line, found by jsonscan.Lookup, are what decoding the payload with
 // encoding/json into the struct serve used before gives, for every example
 // payload and for the odd ones below. (On payloads a forge does not send, the
 // two differ where a struct and a map decode differ: keys matched ignoring
 // case, and a repeated member merged into the first; jsonscan's tests compare
 // Lookup with encoding/json's map decode on any input.)
-func TestRecordDeliveryLikeEncodingJSON(t *testing.T) {
+func TestNoteLikeEncodingJSON(t *testing.T) {
 	bodies := [][]byte{
 		[]byte(`{}`),
 		[]byte(`{"repository":null,"sender":{"login":5}}`),
@@ -27,9 +27,8 @@ func TestRecordDeliveryLikeEncodingJSON(t *testing.T) {
 		bodies = append(bodies, ex.Body)
 	}
 	for _, body := range bodies {
-		info := &deliveryInfo{}
-		ctx := context.WithValue(context.Background(), infoKey{}, info)
-		if err := recordDelivery(ctx, emitter.Event{ID: "1", Name: "x", Payload: body}); err != nil {
+		ctx, info := With(context.Background())
+		if err := Note(ctx, emitter.Event{ID: "1", Name: "x", Payload: body}); err != nil {
 			t.Fatal(err)
 		}
 		var p struct {
@@ -48,8 +47,8 @@ func TestRecordDeliveryLikeEncodingJSON(t *testing.T) {
 		if p.Sender != nil {
 			user = p.Sender.Login
 		}
-		if info.repository != repo || info.user != user {
-			t.Errorf("%.60q: repository %q, sender %q; encoding/json: %q, %q", body, info.repository, info.user, repo, user)
+		if _, gotRepo, gotUser := info.Fields(); gotRepo != repo || gotUser != user {
+			t.Errorf("%.60q: repository %q, sender %q; encoding/json: %q, %q", body, gotRepo, gotUser, repo, user)
 		}
 	}
 }
