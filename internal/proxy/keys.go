@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"forgehooks.dev/forgehooks/internal/atomicfile"
 )
 
 // The Server's key authenticates what it hands out, so that it needs no state
@@ -45,19 +47,7 @@ func loadKey(dir string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		k := newKey()
-		tmp, err := os.CreateTemp(dir, ".key-*")
-		if err != nil {
-			return nil, fmt.Errorf("proxy: key: %w", err)
-		}
-		_, err = tmp.WriteString(hex.EncodeToString(k) + "\n")
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
+		if err := atomicfile.Write(path, []byte(hex.EncodeToString(k)+"\n"), 0o600); err != nil {
 			return nil, fmt.Errorf("proxy: key: %w", err)
 		}
 		return k, nil
