@@ -75,6 +75,12 @@ func TestServeCatchupInbox(t *testing.T) {
 	if code, ans := deliver(t, "http://"+sv.addr+webhooks.DefaultPath, "star", held.GUID, []byte(`{"action":"created"}`), nil); code != 202 {
 		t.Fatalf("%d %s", code, ans)
 	}
+	// Handled and acknowledged before the stop: a delivery still leased
+	// would rightly run again in the next serve (at least once).
+	waitUntil(t, "the held delivery handled", func() bool {
+		_, out, _ := runCmd(t, "", nil, "inbox", "ls", "--inbox", dir)
+		return strings.Contains(out, "handled")
+	})
 	if code := sv.stop(); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, sv.stderr)
 	}
