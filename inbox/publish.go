@@ -39,6 +39,28 @@ const (
 // stored. Errors that waiting cannot cure (a limit reached, a full disk, a
 // message too large) return at once.
 func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	var ack *jetstream.PubAck
+	err := in.retrying(ctx, func(ctx context.Context) (err error) {
+		ack, err = in.js.PublishMsg(ctx, msg, opts...)
+		return err
+	})
+	return ack, err
+}
+
+// getSeen reads key of the dedupe bucket, waiting out what publishRetrying
+// waits out.
+func (in *Inbox) getSeen(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	var e jetstream.KeyValueEntry
+	err := in.retrying(ctx, func(ctx context.Context) (err error) {
+		e, err = in.seen.Get(ctx, key)
+		return err
+	})
+	return e, err
+}
+
+// retrying runs op, each attempt bounded by publishAttempt, until it
+// succeeds, fails with an error that waiting cannot cure, or ctx is done.
+func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, publishPatience)
@@ -47,17 +69,17 @@ func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jet
 	pause := 10 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, publishAttempt)
-		ack, err := in.js.PublishMsg(actx, msg, opts...)
+		err := op(actx)
 		cancel()
 		if err == nil || !transientPublishError(err) || in.isClosed() {
-			return ack, err
+			return err
 		}
 		// Jitter spreads the retries of many requests over the election.
 		t := time.NewTimer(pause/2 + rand.N(pause))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return err
 		case <-t.C:
 		}
 		pause = min(2*pause, 400*time.Millisecond)
