@@ -69,8 +69,10 @@ func TestServeInboxOperatedWhileRunning(t *testing.T) {
 	f := &failing{fail: map[string]int{"doomed": -1}, calls: map[string]int{}}
 	sv := start(t, &cli{setup: f.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--retry-delays", "10ms")
 	url := "http://" + sv.addr + webhooks.DefaultPath
-	body := []byte(`{"action":"opened","repository":{"full_name":"o/r"}}`)
 	for _, id := range []string{"fine", "doomed"} {
+		// A body of its own: the replay guard answers a body stored under
+		// another id as a duplicate.
+		body := []byte(`{"action":"opened","id":"` + id + `","repository":{"full_name":"o/r"}}`)
 		if code, ans := deliver(t, url, "issues", id, body, nil); code != http.StatusAccepted {
 			t.Fatalf("%s: %d %s", id, code, ans)
 		}
