@@ -129,3 +129,36 @@ func TestLayoutReadsSubjectPerDelivery(t *testing.T) {
 		t.Fatalf("list: %d records, %v", len(l), err)
 	}
 }
+
+// TestLanded: after a publish whose answer was lost, landed tells whether
+// the store holds the delivery by publishing it again under its message id:
+// stored before (the store names that copy), stored now, or held under
+// another id (a body stored by another delivery: not this one, nil).
+func TestLanded(t *testing.T) {
+	in := openInbox(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	msgOf := func(id string, body []byte) *nats.Msg {
+		return in.message(webhooks.Delivery{ID: id, Name: "push", Payload: body}, bodyDigest(body))
+	}
+	first := msgOf("lost-answer", []byte(`{"n":1}`))
+	ack, err := in.js.PublishMsg(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.landed(msgOf("lost-answer", []byte(`{"n":1}`)), "lost-answer"); got == nil || got.Sequence != ack.Sequence {
+		t.Errorf("stored before: landed %+v, want seq %d", got, ack.Sequence)
+	}
+	if got := in.landed(msgOf("never-sent", []byte(`{"n":2}`)), "never-sent"); got == nil || got.Sequence <= ack.Sequence {
+		t.Errorf("not stored before: landed %+v, want it stored now", got)
+	}
+	if got := in.landed(msgOf("other-id", []byte(`{"n":1}`)), "other-id"); got != nil {
+		t.Errorf("body held under another id: landed %+v, want nil", got)
+	}
+	si, err := in.inbox.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.State.Msgs != 2 {
+		t.Errorf("stream holds %d messages, want 2", si.State.Msgs)
+	}
+}
