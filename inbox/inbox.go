@@ -501,12 +501,38 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 			return res, in.store.explain(err)
 		}
 	}
+	msg := in.message(d, digest)
+	ack, err := in.publishRetrying(ctx, msg)
+	if err != nil && d.ID != "" {
+		// The store may have taken it and its answer been lost (a timeout, a
+		// connection cut): a 503 must mean "not stored".
+		ack = in.landed(msg, d.ID)
+	}
+	if ack == nil {
+		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))
+	}
+	if ack.Duplicate {
+		in.duplicateAtOnce(ctx, d, ack.Sequence)
+		return webhooks.Duplicate, nil
+	}
+	if d.ID != "" {
+		in.remember(d, token, digest, ack.Sequence)
+	}
+	if in.watchers.Active() {
+		in.notify(recordOf(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
+	}
+	return webhooks.Enqueued, nil
+}
+
+// message builds the stored message of d: its subject, the request's headers
+// and the inbox's own.
+func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
 	received := d.ReceivedAt
 	if received.IsZero() {
 		received = time.Now()
 	}
 	msg := &nats.Msg{Data: d.Payload, Header: storedHeader(d.Header)}
-	in.order(msg, d, token)
+	in.order(msg, d)
 	msg.Header.Set(hdrVersion, "1")
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
@@ -524,33 +550,13 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	// one delivery at the same moment store it once, before the writes of
 	// remember land: keyed by the body's digest when the replay guard is on,
 	// so that it also holds for one body under two ids.
-	var popts []jetstream.PublishOpt
 	switch {
 	case d.ID != "" && !in.opts.AllowRepeatedBodies:
-		popts = append(popts, jetstream.WithMsgID("b:"+digest))
+		msg.Header.Set(jetstream.MsgIDHeader, "b:"+digest)
 	case d.ID != "":
-		popts = append(popts, jetstream.WithMsgID(d.ID))
+		msg.Header.Set(jetstream.MsgIDHeader, d.ID)
 	}
-	ack, err := in.publishRetrying(ctx, msg, popts...)
-	if err != nil && d.ID != "" {
-		// The store may have taken it and its answer been lost (a timeout, a
-		// connection cut): a 503 must mean "not stored".
-		ack = in.landed(token, d.ID)
-	}
-	if ack == nil {
-		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))
-	}
-	if ack.Duplicate {
-		in.duplicateAtOnce(ctx, d, token)
-		return webhooks.Duplicate, nil
-	}
-	if d.ID != "" {
-		in.remember(d, token, digest)
-	}
-	if in.watchers.Active() {
-		in.notify(recordOf(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
-	}
-	return webhooks.Enqueued, nil
+	return msg
 }
 
 // Error codes of the NATS server that the client names no constant for.
@@ -707,16 +713,27 @@ func atoi(s string) int {
 	return n
 }
 
-// landed looks, after a publish that failed, for the delivery with id in
-// the stream, and returns an acknowledgement for it when the store took it;
-// nil when it did not (or cannot tell).
-func (in *Inbox) landed(token, id string) *jetstream.PubAck {
+// landed finds out, after a publish that failed, whether the store took the
+// delivery (its answer lost: a timeout, a connection cut) by publishing it
+// once more with its message id: within JetStream's duplicate window the
+// store answers duplicate with the sequence it holds it at, or stores it
+// now. It returns the acknowledgement when the store holds the delivery with
+// id, nil when it does not (or cannot tell).
+func (in *Inbox) landed(msg *nats.Msg, id string) *jetstream.PubAck {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	m, err := in.lastStored(ctx, token)
-	if err != nil || m.Header.Get(hdrDelivery) != id || m.Header.Get(hdrKey) != "" {
+	ack, err := in.js.PublishMsg(ctx, msg)
+	if err != nil {
 		return nil
 	}
-	in.log.Warn("inbox: the store's answer to a delivery was lost, but it holds the delivery: acknowledged", "delivery", id, "seq", m.Sequence)
-	return &jetstream.PubAck{Stream: in.opts.Name + "_INBOX", Sequence: m.Sequence}
+	if ack.Duplicate {
+		m, err := in.inbox.GetMsg(ctx, ack.Sequence)
+		if err != nil || m.Header.Get(hdrDelivery) != id || m.Header.Get(hdrKey) != "" {
+			return nil
+		}
+		in.log.Warn("inbox: the store's answer to a delivery was lost, but it holds the delivery: acknowledged", "delivery", id, "seq", ack.Sequence)
+		return &jetstream.PubAck{Stream: ack.Stream, Sequence: ack.Sequence}
+	}
+	in.log.Warn("inbox: a delivery stored on a last attempt after the store did not answer in time", "delivery", id, "seq", ack.Sequence)
+	return ack
 }

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -99,33 +100,51 @@ func partitionOf(key string, n int) int {
 }
 
 // partitionToken is the subject token of partition p: "p" and its number.
-// Delivery tokens start with "i", "h" or "n" (subjectToken), so the two
-// cannot be mistaken.
+// Delivery tokens start with "i", "h" or "n" (subjectToken), and the stored
+// subjects end in storeToken, so none can be mistaken for another.
 func partitionToken(p int) string { return "p" + strconv.Itoa(p) }
 
+// storeToken ends the subjects deliveries are stored on: <Name>.in.q, or
+// <Name>.in.p<N>.q in a partition. A few subjects in all, not one per
+// delivery: JetStream keeps an index entry in memory for every subject of a
+// stream, which grew with the deliveries stored. A delivery is found by id
+// through its status or its dedupe record (lastStored). Stores written
+// before have a subject per delivery, <Name>.in[.p<N>].<token>, still read.
+const storeToken = "q"
+
 // order sets the subject of a delivery about to be stored: with OrderBy and
-// a key, <Name>.in.p<N>.<token>, whose partition's consumer hands out one
-// delivery at a time; else <Name>.in.<token>.
-func (in *Inbox) order(msg *nats.Msg, d webhooks.Delivery, token string) {
+// a key, its partition's, whose consumer hands out one delivery at a time;
+// else the unordered one.
+func (in *Inbox) order(msg *nats.Msg, d webhooks.Delivery) {
 	if in.opts.OrderBy != nil {
 		if key := in.opts.OrderBy(d); key != "" {
 			p := partitionToken(partitionOf(key, in.opts.OrderPartitions))
 			msg.Header.Set(hdrPartition, p)
-			msg.Subject = in.inSubj + p + "." + token
+			msg.Subject = in.inSubj + p + "." + storeToken
 			return
 		}
 	}
-	msg.Subject = in.inSubj + token
+	msg.Subject = in.inSubj + storeToken
 }
 
 // storedSubject is the inbox subject of a delivery stored again (Retry,
 // Replay) with the headers of its stored copy: in its partition, when it had
 // one, where it runs after the deliveries of its key stored before.
-func (in *Inbox) storedSubject(h nats.Header, token string) string {
+func (in *Inbox) storedSubject(h nats.Header) string {
 	if p := h.Get(hdrPartition); p != "" && validPartitionToken(p) {
-		return in.inSubj + p + "." + token
+		return in.inSubj + p + "." + storeToken
 	}
-	return in.inSubj + token
+	return in.inSubj + storeToken
+}
+
+// tokenOf returns the token (subjectToken) of the delivery stored as a
+// message with header h on subject: its id's, or, in a store written with a
+// subject per delivery, the subject's last token.
+func tokenOf(h nats.Header, subject string) string {
+	if t := lastToken(subject); t != storeToken {
+		return t
+	}
+	return subjectToken(h.Get(hdrDelivery))
 }
 
 // validPartitionToken reports whether p is a partition's token as
@@ -136,9 +155,34 @@ func validPartitionToken(p string) bool {
 }
 
 // lastStored returns the latest stored copy of the delivery with token,
-// ordered (in a partition) or not. The error wraps jetstream.ErrMsgNotFound
-// when there is none.
+// ordered (in a partition) or not: the later of the copies its status (a
+// copy that ran) and its dedupe record (the copy stored last by Enqueue,
+// Retry or Replay) name, else, in a store written with a subject per
+// delivery, the last message of its subject. The error wraps
+// jetstream.ErrMsgNotFound when there is none.
 func (in *Inbox) lastStored(ctx context.Context, token string) (*jetstream.RawStreamMsg, error) {
+	var seq uint64
+	if st := in.loadStatus(ctx, token); st != nil {
+		seq = st.Seq
+	}
+	e, err := in.seen.Get(ctx, seenIDKey(token))
+	switch {
+	case err == nil:
+		var s seenID
+		_ = json.Unmarshal(e.Value(), &s)
+		seq = max(seq, s.Seq)
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, err
+	}
+	if seq > 0 {
+		m, err := in.inbox.GetMsg(ctx, seq)
+		if err == nil && tokenOf(m.Header, m.Subject) == token {
+			return m, nil
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, err
+		}
+	}
 	m, err := in.inbox.GetLastMsgForSubject(ctx, in.inSubj+token)
 	if !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return m, err

@@ -38,37 +38,59 @@ const (
 // that first publish failed). A retry after an attempt whose answer was lost
 // may find that attempt's own write: the nonce header tells it from another
 // request's, and the delivery is then reported stored, not a duplicate, so
-// that the caller records it as its own. Errors that waiting cannot cure (a limit reached, a full disk, a
-// message too large) return at once.
+// that the caller records it as its own. Errors that waiting cannot cure (a
+// limit reached, a full disk, a message too large) return at once.
 func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	nonce := strconv.FormatUint(rand.Uint64(), 36)
+	msg.Header.Set(hdrNonce, nonce)
+	var ack *jetstream.PubAck
+	lost := false // an attempt may have been stored without our hearing of it
+	err := in.retrying(ctx, func(ctx context.Context) (err error) {
+		ack, err = in.js.PublishMsg(ctx, msg, opts...)
+		lost = lost || err != nil && !refusedPublish(err)
+		return err
+	})
+	if err == nil && ack.Duplicate && lost {
+		if m, gerr := in.inbox.GetMsg(ctx, ack.Sequence); gerr == nil && m.Header.Get(hdrNonce) == nonce {
+			ack.Duplicate = false
+		}
+	}
+	return ack, err
+}
+
+// getSeen reads key of the dedupe bucket, waiting out what publishRetrying
+// waits out.
+func (in *Inbox) getSeen(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	var e jetstream.KeyValueEntry
+	err := in.retrying(ctx, func(ctx context.Context) (err error) {
+		e, err = in.seen.Get(ctx, key)
+		return err
+	})
+	return e, err
+}
+
+// retrying runs op, each attempt bounded by publishAttempt, until it
+// succeeds, fails with an error that waiting cannot cure, or ctx is done.
+func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, publishPatience)
 		defer cancel()
 	}
-	nonce := strconv.FormatUint(rand.Uint64(), 36)
-	msg.Header.Set(hdrNonce, nonce)
 	pause := 10 * time.Millisecond
-	lost := false // an attempt may have been stored without our hearing of it
 	for {
 		actx, cancel := context.WithTimeout(ctx, publishAttempt)
-		ack, err := in.js.PublishMsg(actx, msg, opts...)
+		err := op(actx)
 		cancel()
-		if err == nil && ack.Duplicate && lost {
-			if m, gerr := in.inbox.GetMsg(ctx, ack.Sequence); gerr == nil && m.Header.Get(hdrNonce) == nonce {
-				ack.Duplicate = false
-			}
-		}
 		if err == nil || !transientPublishError(err) || in.isClosed() {
-			return ack, err
+			return err
 		}
-		lost = lost || !refusedPublish(err)
 		// Jitter spreads the retries of many requests over the election.
 		t := time.NewTimer(pause/2 + rand.N(pause))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return err
 		case <-t.C:
 		}
 		pause = min(2*pause, 400*time.Millisecond)

@@ -150,7 +150,7 @@ func (in *Inbox) record(ctx context.Context, h nats.Header, data []byte, size in
 	if h == nil {
 		h = nats.Header{}
 	}
-	key := statusKey(h, lastToken(subject), seq)
+	key := statusKey(h, tokenOf(h, subject), seq)
 	st := in.loadStatus(ctx, key)
 	if st != nil && st.Seq > seq {
 		return delivery.Record{}, false
@@ -321,7 +321,7 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 // requeue stores a delivery again under its status key, counting the
 // attempts made so far.
 func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token, key string, attempts []delivery.Attempt) error {
-	m := &nats.Msg{Subject: in.storedSubject(h, token), Data: data, Header: make(nats.Header, len(h))}
+	m := &nats.Msg{Subject: in.storedSubject(h), Data: data, Header: make(nats.Header, len(h))}
 	for k, v := range h {
 		// Nats-* headers are the server's (a direct get adds the subject and
 		// sequence it read): copied, they would mislead the next read.
@@ -355,6 +355,14 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 		return in.describePublishError(err)
 	}
 	st.Seq = ack.Sequence
+	if h.Get(hdrDelivery) != "" {
+		// The new copy is the one found by id (lastStored) from now on; a
+		// failed write leaves the old one found until it runs.
+		rec, _ := json.Marshal(seenID{Digest: bodyDigest(data), Seq: ack.Sequence})
+		if _, err := in.seen.Put(ctx, seenIDKey(token), rec); err != nil {
+			in.log.Warn("inbox: recording a delivery stored again", "delivery", h.Get(hdrDelivery), "error", err)
+		}
+	}
 	in.changed(m.Header, data, ack.Sequence, st)
 	return nil
 }
@@ -369,23 +377,22 @@ func (in *Inbox) Holds(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	token := subjectToken(id)
-	for _, s := range []struct {
-		st   jetstream.Stream
-		subj string
-	}{{in.inbox, in.inSubj + token}, {in.inbox, in.inSubj + "*." + token}, {in.dead, in.deadSubj + token}} {
-		_, err := s.st.GetLastMsgForSubject(ctx, s.subj)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return false, fmt.Errorf("inbox: holds %q: %w", id, err)
-		}
-	}
-	// A handled delivery whose stored copy was dropped (HandledRetention)
-	// is still known for the duplicate window.
+	// Its dedupe record first: it covers a delivery stored within the
+	// duplicate window, even one whose stored copy was dropped
+	// (HandledRetention).
 	if _, err := in.seen.Get(ctx, seenIDKey(token)); err == nil {
 		return true, nil
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, fmt.Errorf("inbox: holds %q: %w", id, err)
+	}
+	if _, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("inbox: holds %q: %w", id, err)
+	}
+	if _, err := in.lastStored(ctx, token); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, fmt.Errorf("inbox: holds %q: %w", id, err)
 	}
 	return false, nil

@@ -51,7 +51,7 @@ func (in *Inbox) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 			in.log.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
 			return
 		}
-		key := statusKey(m.Header, lastToken(m.Subject), seq)
+		key := statusKey(m.Header, tokenOf(m.Header, m.Subject), seq)
 		st := in.loadStatus(ctx, key)
 		if st != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) && st.Seq == seq {
 			continue // settled: acknowledged or ended, not leased

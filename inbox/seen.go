@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +64,10 @@ func (in *Inbox) Counters() Counters {
 // seenID is what the bucket holds for a delivery id.
 type seenID struct {
 	Digest string `json:"d"`
+	// Seq is the sequence of the copy stored last by Enqueue, Retry or
+	// Replay: with stored subjects shared by all deliveries, how a
+	// delivery is found by id (lastStored).
+	Seq uint64 `json:"s,omitempty"`
 }
 
 func seenIDKey(token string) string    { return "i_" + token }
@@ -91,11 +94,11 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	if !in.opts.AllowRepeatedBodies {
 		byBody = make(chan found, 1)
 		go func() {
-			e, err := in.seenGet(ctx, seenBodyKey(digest))
+			e, err := in.getSeen(ctx, seenBodyKey(digest))
 			byBody <- found{e, err}
 		}()
 	}
-	e, err := in.seenGet(ctx, seenIDKey(token))
+	e, err := in.getSeen(ctx, seenIDKey(token))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil:
@@ -136,37 +139,13 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	case err != nil:
 		return 0, true, fmt.Errorf("inbox: looking up the body of delivery %q: %w", d.ID, err)
 	}
-	if storedAs := string(e.Value()); storedAs == d.ID {
-		// The id's own record was not written yet when it was looked up
-		// (remember does not wait): the same delivery, stored a moment ago.
+	if string(e.Value()) == d.ID {
+		// The same delivery, its id's record not written yet.
 		in.count.duplicates.Add(1)
-	} else {
-		in.replay(d, storedAs)
+		return webhooks.Duplicate, true, nil
 	}
+	in.replay(d, string(e.Value()))
 	return webhooks.Duplicate, true, nil
-}
-
-// seenGet reads a key of the dedupe bucket as publishRetrying publishes:
-// each try bounded, tried again while the cluster cannot answer for a
-// moment (an election, a failover), until ctx is done.
-func (in *Inbox) seenGet(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	pause := 10 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, publishAttempt)
-		e, err := in.seen.Get(actx, key)
-		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || !transientPublishError(err) || in.isClosed() {
-			return e, err
-		}
-		t := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		case <-t.C:
-		}
-		pause = min(2*pause, 400*time.Millisecond)
-	}
 }
 
 // replay counts and logs a possible replay: d's body was stored under the
@@ -178,13 +157,13 @@ func (in *Inbox) replay(d webhooks.Delivery, storedAs string) {
 }
 
 // duplicateAtOnce counts a delivery that the stream itself found a
-// duplicate (stored a moment before, before remember's writes landed): a
-// possible replay when the replay guard keys the stream's duplicates by
-// body and nothing is stored under d's id.
-func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, token string) {
+// duplicate of the message at seq (stored a moment before, before remember's
+// writes landed): a possible replay when the replay guard keys the stream's
+// duplicates by body and that message has another id.
+func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, seq uint64) {
 	if d.ID != "" && !in.opts.AllowRepeatedBodies {
-		if _, err := in.lastStored(ctx, token); errors.Is(err, jetstream.ErrMsgNotFound) {
-			in.replay(d, "")
+		if m, err := in.inbox.GetMsg(ctx, seq); err == nil && m.Header.Get(hdrDelivery) != d.ID {
+			in.replay(d, m.Header.Get(hdrDelivery))
 			return
 		}
 	}
@@ -196,8 +175,8 @@ func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, token
 // handler of asynchronous publish errors): the delivery is stored already,
 // and the stream's own duplicate window covers a redelivery within
 // jsDuplicates, longer than the writes take.
-func (in *Inbox) remember(d webhooks.Delivery, token, digest string) {
-	rec, _ := json.Marshal(seenID{Digest: digest})
+func (in *Inbox) remember(d webhooks.Delivery, token, digest string, seq uint64) {
+	rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
 	prefix := "$KV." + in.opts.Name + "_SEEN."
 	if _, err := in.js.PublishAsync(prefix+seenIDKey(token), rec); err != nil {
 		in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)

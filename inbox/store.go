@@ -211,7 +211,7 @@ func (in *Inbox) sweep(ctx context.Context, j *janitor) (int, error) {
 			}
 			j.cursor = seq + 1
 			h := msg.Headers()
-			key := statusKey(h, lastToken(msg.Subject()), seq)
+			key := statusKey(h, tokenOf(h, msg.Subject()), seq)
 			if finished(in.loadStatus(ctx, key), seq) {
 				if err := drop(seq); err != nil {
 					return dropped, err

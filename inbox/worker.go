@@ -216,7 +216,7 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	if h == nil {
 		h = nats.Header{}
 	}
-	token := lastToken(msg.Subject())
+	token := tokenOf(h, msg.Subject())
 	key := statusKey(h, token, seq)
 	// A delivery's first run has no status to read, unless it was stored
 	// again by Retry or Replay (hdrKey), has no id (its key is its seq,

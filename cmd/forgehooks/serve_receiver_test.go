@@ -70,9 +70,9 @@ func TestServeInboxOperatedWhileRunning(t *testing.T) {
 	sv := start(t, &cli{setup: f.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--retry-delays", "10ms")
 	url := "http://" + sv.addr + webhooks.DefaultPath
 	for _, id := range []string{"fine", "doomed"} {
-		// A body per id: the replay guard answers one body under another id
-		// as a duplicate.
-		body := []byte(`{"action":"opened","repository":{"full_name":"o/r"},"n":"` + id + `"}`)
+		// A body of its own: the replay guard answers a body stored under
+		// another id as a duplicate.
+		body := []byte(`{"action":"opened","id":"` + id + `","repository":{"full_name":"o/r"}}`)
 		if code, ans := deliver(t, url, "issues", id, body, nil); code != http.StatusAccepted {
 			t.Fatalf("%s: %d %s", id, code, ans)
 		}
