@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"forgehooks.dev/forgehooks/internal/waitroom"
 )
 
 // Admission of unverified bodies. A body is charged for the buffer it has
@@ -65,7 +67,7 @@ type budget struct {
 	used    atomic.Int64     // written under mu; read anywhere (tests, logs)
 	large   int64            // held by reservations of large bodies
 	clients map[string]int64 // held per client address
-	freed   chan struct{}    // closed (and replaced) when bytes are given back
+	freed   waitroom.Signal  // bytes given back
 }
 
 // shares returns the bytes large bodies may hold together and the bytes one
@@ -83,7 +85,7 @@ func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
 	defer b.mu.Unlock()
 	used := b.used.Load()
 	if used > r.held && used+n > b.max {
-		return false, b.wait()
+		return false, b.freed.Wait()
 	}
 	largeMax, clientMax := b.shares()
 	becomesLarge := !r.large && r.held+n > smallBodyBytes
@@ -95,7 +97,7 @@ func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
 			add += r.held
 		}
 		if b.large > own && b.large+add > largeMax {
-			return false, b.wait()
+			return false, b.freed.Wait()
 		}
 	}
 	// The client's share bounds buffers past the first two (tinyBody): a
@@ -103,7 +105,7 @@ func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
 	// within the whole budget.
 	c := b.clients[r.client]
 	if (n > tinyBody || r.large) && c > r.held && c+n > clientMax {
-		return false, b.wait()
+		return false, b.freed.Wait()
 	}
 	b.used.Add(n)
 	if becomesLarge {
@@ -120,14 +122,6 @@ func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
 	return true, nil
 }
 
-// wait returns the channel closed when bytes are next given back. b.mu is held.
-func (b *budget) wait() <-chan struct{} {
-	if b.freed == nil {
-		b.freed = make(chan struct{})
-	}
-	return b.freed
-}
-
 // give returns n bytes of r.
 func (b *budget) give(r *reservation, n int64) {
 	b.mu.Lock()
@@ -141,10 +135,7 @@ func (b *budget) give(r *reservation, n int64) {
 	} else {
 		delete(b.clients, r.client)
 	}
-	if b.freed != nil {
-		close(b.freed)
-		b.freed = nil
-	}
+	b.freed.Broadcast()
 }
 
 // reservation is what one request holds of a budget.
@@ -162,23 +153,11 @@ func (r *reservation) grow(n int64) bool {
 	if r == nil || r.b == nil {
 		return true
 	}
-	for {
-		ok, freed := r.b.tryReserve(r, n)
-		if ok {
-			r.held += n
-			return true
-		}
-		left := time.Until(r.until)
-		if left <= 0 {
-			return false
-		}
-		t := time.NewTimer(left)
-		select {
-		case <-freed:
-		case <-t.C:
-		}
-		t.Stop()
+	if !waitroom.Until(r.until, func() (bool, <-chan struct{}) { return r.b.tryReserve(r, n) }) {
+		return false
 	}
+	r.held += n
+	return true
 }
 
 // shrink gives back n of the bytes held.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/waitroom"
 )
 
 // Admission of deliveries being received. A delivery is charged for what it
@@ -46,7 +47,7 @@ type budget struct {
 	mu    sync.Mutex
 	total int64
 	by    map[string]int64 // per channel
-	freed chan struct{}    // closed (and replaced) when bytes are given back
+	freed waitroom.Signal  // bytes given back
 }
 
 func (b *budget) used() int64 {
@@ -68,36 +69,28 @@ type reservation struct {
 // channel) n is granted: a budget smaller than one delivery cannot refuse
 // it for ever.
 func (r *reservation) grow(n int64) bool {
-	for {
-		b := r.b
-		b.mu.Lock()
-		c := b.by[r.channel]
-		if (b.total <= r.held || b.total+n <= b.max) && (c <= r.held || c+n <= b.max/2) {
-			b.total += n
-			if b.by == nil {
-				b.by = map[string]int64{}
-			}
-			b.by[r.channel] = c + n
-			b.mu.Unlock()
-			r.held += n
-			return true
-		}
-		if b.freed == nil {
-			b.freed = make(chan struct{})
-		}
-		freed := b.freed
-		b.mu.Unlock()
-		left := time.Until(r.until)
-		if left <= 0 {
-			return false
-		}
-		t := time.NewTimer(left)
-		select {
-		case <-freed:
-		case <-t.C:
-		}
-		t.Stop()
+	if !waitroom.Until(r.until, func() (bool, <-chan struct{}) { return r.b.tryReserve(r, n) }) {
+		return false
 	}
+	r.held += n
+	return true
+}
+
+// tryReserve takes n more bytes for r, or reports false with the channel
+// closed when bytes are next given back.
+func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.by[r.channel]
+	if (b.total > r.held && b.total+n > b.max) || (c > r.held && c+n > b.max/2) {
+		return false, b.freed.Wait()
+	}
+	b.total += n
+	if b.by == nil {
+		b.by = map[string]int64{}
+	}
+	b.by[r.channel] = c + n
+	return true, nil
 }
 
 // shrink gives back n bytes.
@@ -113,10 +106,7 @@ func (r *reservation) shrink(n int64) {
 	} else {
 		delete(b.by, r.channel)
 	}
-	if b.freed != nil {
-		close(b.freed)
-		b.freed = nil
-	}
+	b.freed.Broadcast()
 	b.mu.Unlock()
 	r.held -= n
 }
