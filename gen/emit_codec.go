@@ -125,12 +125,6 @@ func (g *generator) enumOf(e *TypeExpr) *enumPlan {
 	return namedIn(e, g.plan.enums, func(ep *enumPlan) string { return ep.GoName })
 }
 
-// structNamed returns the plan of a named type that is a generated struct, or
-// nil for anything else.
-func (g *generator) structNamed(e *TypeExpr) *structPlan {
-	return namedIn(e, g.plan.structs, func(sp *structPlan) string { return sp.GoName })
-}
-
 // namedIn returns the plan among plans that has e's name, or nil when e is not
 // a named type or no plan has its name.
 func namedIn[P any](e *TypeExpr, plans []*P, name func(*P) string) *P {

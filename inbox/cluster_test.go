@@ -53,13 +53,6 @@ type natsCluster struct {
 	nodes []*server.Server
 }
 
-func startCluster(t testing.TB, n int) *natsCluster {
-	t.Helper()
-	c := launchCluster(t, n, t.TempDir())
-	t.Cleanup(c.shutdown)
-	return c
-}
-
 // shutdown stops every node.
 func (c *natsCluster) shutdown() {
 	for i := range c.nodes {

@@ -36,8 +36,7 @@ type Comment struct {
 
 // installation is one installation of the app: its limits.
 type installation struct {
-	blockedUntil time.Time // a secondary limit: every request refused until then
-	retryAfter   time.Duration
+	blockedUntil time.Time   // a secondary limit: every request refused until then
 	posts        []time.Time // content-creating requests, for the secondary limit
 	used         int         // requests in the current primary window
 	window       time.Time
