@@ -190,9 +190,9 @@ type Inbox struct {
 	js     jetstream.JetStream
 	inbox  jetstream.Stream
 	dead   jetstream.Stream
-	status jetstream.KeyValue
+	status records // each delivery's status, by status key
+	seen   records // dedupe records (seen.go)
 	state  jetstream.KeyValue
-	seen   jetstream.KeyValue
 	unlock func()
 	count  counters
 	store  storeWatch
@@ -432,25 +432,8 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: creating stream %s_DEAD: %w", o.Name, err)
 	}
-	in.status, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      o.Name + "_STATUS",
-		Description: "forgehooks: each delivery's status and attempts",
-		TTL:         o.MaxAge,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating bucket %s_STATUS: %w", o.Name, err)
-	}
-	in.seen, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      o.Name + "_SEEN",
-		Description: "forgehooks: delivery ids and body digests, remembered for the duplicate window",
-		TTL:         o.DuplicateWindow,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating bucket %s_SEEN: %w", o.Name, err)
+	if err := in.setupRecords(ctx); err != nil {
+		return err
 	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Name + "_STATE",
@@ -626,6 +609,11 @@ func (in *Inbox) shutdown() {
 		select {
 		case <-in.js.PublishAsyncComplete():
 		case <-time.After(2 * time.Second):
+		}
+	}
+	for _, r := range []records{in.status, in.seen} {
+		if r != nil {
+			r.Close()
 		}
 	}
 	if in.nc != nil {
