@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ type indexedRecords struct {
 // pendingAck is an asynchronous put waiting for the store's answer, or a
 // barrier: closed once every put queued before it is applied.
 type pendingAck struct {
-	hash    uint64
+	hashes  []uint64
 	ack     jetstream.PubAckFuture
 	barrier chan struct{}
 }
@@ -92,22 +93,46 @@ func keyHash(key string) uint64 {
 	return h
 }
 
-// A record's data is its key, a newline, and its value: keys (tokens,
-// digests in hex) never hold a newline.
-func recordData(key string, value []byte) []byte {
-	b := make([]byte, 0, len(key)+1+len(value))
-	b = append(b, key...)
+// A record's data is its keys, separated by spaces, a newline, and its
+// value: keys (tokens, digests in hex) never hold a space or a newline.
+func recordData(keys []string, value []byte) []byte {
+	n := len(value)
+	for _, k := range keys {
+		n += len(k) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, k...)
+	}
 	b = append(b, '\n')
 	return append(b, value...)
 }
 
-func splitRecord(data []byte) (key string, value []byte, ok bool) {
-	for i, c := range data {
-		if c == '\n' {
-			return string(data[:i]), data[i+1:], true
+// splitRecord returns the keys and the value of a record's data.
+func splitRecord(data []byte) (keys []byte, value []byte, ok bool) {
+	i := bytes.IndexByte(data, '\n')
+	if i < 0 {
+		return nil, nil, false
+	}
+	return data[:i], data[i+1:], true
+}
+
+// validKey reports whether key can be a record's key.
+func validKey(key string) bool {
+	return key != "" && !strings.ContainsAny(key, " \n")
+}
+
+// hasKey reports whether the keys of a record hold key.
+func hasKey(keys []byte, key string) bool {
+	for k := range bytes.SplitSeq(keys, []byte{' '}) {
+		if string(k) == key {
+			return true
 		}
 	}
-	return "", nil, false
+	return false
 }
 
 func (r *indexedRecords) set(hash, seq uint64) {
@@ -135,20 +160,20 @@ func (r *indexedRecords) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, v, ok := splitRecord(m.Data)
-	if !ok || k != key {
+	keys, v, ok := splitRecord(m.Data)
+	if !ok || !hasKey(keys, key) {
 		return nil, jetstream.ErrKeyNotFound // another key with the same hash
 	}
 	return v, nil
 }
 
 func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) error {
-	if strings.IndexByte(key, '\n') >= 0 {
-		return fmt.Errorf("inbox: record key %q holds a newline", key)
+	if !validKey(key) {
+		return fmt.Errorf("inbox: record key %q is empty or holds a space or newline", key)
 	}
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.Publish(ctx, r.subject, recordData(key, value))
+	ack, err := r.js.Publish(ctx, r.subject, recordData([]string{key}, value))
 	if err != nil {
 		return err
 	}
@@ -156,20 +181,27 @@ func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) erro
 	return nil
 }
 
-func (r *indexedRecords) PutAsync(key string, value []byte) {
-	if strings.IndexByte(key, '\n') >= 0 {
-		r.log.Warn("inbox: a record key holds a newline; not written", "key", key)
+func (r *indexedRecords) PutAsync(value []byte, keys ...string) {
+	hashes := make([]uint64, len(keys))
+	for i, key := range keys {
+		if !validKey(key) {
+			r.log.Warn("inbox: a record key is empty or holds a space or newline; not written", "key", key)
+			return
+		}
+		hashes[i] = keyHash(key)
+	}
+	if len(keys) == 0 {
 		return
 	}
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.PublishAsync(r.subject, recordData(key, value))
+	ack, err := r.js.PublishAsync(r.subject, recordData(keys, value))
 	if err != nil {
-		r.log.Warn("inbox: writing a delivery's record", "key", key, "error", err)
+		r.log.Warn("inbox: writing a delivery's record", "keys", keys, "error", err)
 		return
 	}
 	select {
-	case r.acks <- pendingAck{hash: keyHash(key), ack: ack}:
+	case r.acks <- pendingAck{hashes: hashes, ack: ack}:
 	case <-r.stop:
 	}
 }
@@ -200,7 +232,9 @@ func (r *indexedRecords) applyAcks() {
 		}
 		select {
 		case ack := <-p.ack.Ok():
-			r.set(p.hash, ack.Sequence)
+			for _, h := range p.hashes {
+				r.set(h, ack.Sequence)
+			}
 		case err := <-p.ack.Err():
 			r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
 		case <-r.stop:

@@ -66,14 +66,17 @@ func TestIndexedRecords(t *testing.T) {
 	if err := r.Put(ctx, "i_a", []byte("two")); err != nil {
 		t.Fatal(err)
 	}
-	r.PutAsync("b_c", []byte("async"))
+	r.PutAsync([]byte("async"), "b_c", "i_c")
 	if err := r.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantValue(t, r, "i_a", "two")
 	wantValue(t, r, "b_c", "async")
-	if err := r.Put(ctx, "bad\nkey", nil); err == nil {
-		t.Fatal("a key with a newline was taken")
+	wantValue(t, r, "i_c", "async")
+	for _, bad := range []string{"", "bad\nkey", "two keys"} {
+		if err := r.Put(ctx, bad, nil); err == nil {
+			t.Fatalf("key %q was taken", bad)
+		}
 	}
 
 	// A key whose hash finds another key's record reads as absent.
@@ -108,7 +111,7 @@ func TestIndexAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 100 {
-		indexOf(t, in).PutAsync(fmt.Sprintf("i_after%d", i), []byte("2"))
+		indexOf(t, in).PutAsync([]byte("2"), fmt.Sprintf("i_after%d", i), fmt.Sprintf("b_after%d", i))
 	}
 	if err := indexOf(t, in).Put(ctx, "i_before", []byte("3")); err != nil {
 		t.Fatal(err)
@@ -125,6 +128,7 @@ func TestIndexAfterCrash(t *testing.T) {
 	wantValue(t, r, "i_before", "3")
 	for i := range 100 {
 		wantValue(t, r, fmt.Sprintf("i_after%d", i), "2")
+		wantValue(t, r, fmt.Sprintf("b_after%d", i), "2")
 	}
 }
 
@@ -252,6 +256,29 @@ func TestSeqIndex(t *testing.T) {
 	}
 	if y.get(12345) != 0 && ref[12345] == 0 {
 		t.Fatal("an absent hash found")
+	}
+
+	// addAll, as a read of the stream after a snapshot: later sequences,
+	// several for a hash, in any order.
+	var bulk []hashSeq
+	for range 20_000 {
+		h := hashes[rng.IntN(len(hashes))]
+		if rng.IntN(4) == 0 {
+			h = rng.Uint64() // a new key
+		}
+		seq++
+		bulk = append(bulk, hashSeq{h, seq})
+		ref[h] = seq
+	}
+	rng.Shuffle(len(bulk), func(i, j int) { bulk[i], bulk[j] = bulk[j], bulk[i] })
+	y.addAll(bulk)
+	for h, s := range ref {
+		if y.get(h) != s {
+			t.Fatalf("after addAll: hash %x: %d, want %d", h, y.get(h), s)
+		}
+	}
+	if n := y.len(0); n != len(ref) {
+		t.Fatalf("after addAll: %d entries, want %d", n, len(ref))
 	}
 }
 

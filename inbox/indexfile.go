@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/internal/atomicfile"
@@ -61,7 +63,8 @@ func (r *indexedRecords) load(ctx context.Context) error {
 	return r.scan(ctx, from, last)
 }
 
-// scan adds the records from sequence from to to to the index.
+// scan adds the records from sequence from to to to the index, read as a
+// stream (the consumer sends ahead while the last ones are being read).
 func (r *indexedRecords) scan(ctx context.Context, from, to uint64) error {
 	cons, err := r.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
@@ -70,30 +73,34 @@ func (r *indexedRecords) scan(ctx context.Context, from, to uint64) error {
 	if err != nil {
 		return err
 	}
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(8192, 8<<20))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	read := make([]hashSeq, 0, min(to-from+1, 1<<22))
+	defer func() { r.idx.addAll(read) }()
 	for {
-		batch, err := cons.FetchNoWait(2048)
+		// A record of the range may age out while it is read: a pause
+		// means none is left.
+		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
+		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			seq := md.Sequence.Stream
-			if key, _, ok := splitRecord(m.Data()); ok {
-				r.idx.set(keyHash(key), seq)
-			}
-			if seq >= to {
-				return nil
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		seq := md.Sequence.Stream
+		if keys, _, ok := splitRecord(m.Data()); ok {
+			for k := range bytes.SplitSeq(keys, []byte{' '}) {
+				read = append(read, hashSeq{keyHash(string(k)), seq})
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return err
-		}
-		if n == 0 {
+		if seq >= to {
 			return nil
 		}
 	}

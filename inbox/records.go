@@ -26,9 +26,10 @@ type records interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	// Put writes key's value and returns once the store acknowledged it.
 	Put(ctx context.Context, key string, value []byte) error
-	// PutAsync writes key's value without waiting for the store's answer;
-	// a failure is logged. A Get soon after may not see it yet.
-	PutAsync(key string, value []byte)
+	// PutAsync writes value under each of keys (one record in the embedded
+	// mode) without waiting for the store's answer; a failure is logged. A
+	// Get soon after may not see it yet.
+	PutAsync(value []byte, keys ...string)
 	// Has reports whether key has a value, reading as little as it can.
 	Has(ctx context.Context, key string) (bool, error)
 	// Close keeps what must outlive the process; the connection is still
@@ -61,9 +62,11 @@ func (b *bucketRecords) Put(ctx context.Context, key string, value []byte) error
 	return err
 }
 
-func (b *bucketRecords) PutAsync(key string, value []byte) {
-	if _, err := b.js.PublishAsync(b.subj+key, value); err != nil {
-		b.log.Warn("inbox: writing a delivery's record", "key", key, "error", err)
+func (b *bucketRecords) PutAsync(value []byte, keys ...string) {
+	for _, key := range keys {
+		if _, err := b.js.PublishAsync(b.subj+key, value); err != nil {
+			b.log.Warn("inbox: writing a delivery's record", "key", key, "error", err)
+		}
 	}
 }
 
@@ -189,7 +192,7 @@ func (in *Inbox) importBucket(ctx context.Context, bucket string, r *indexedReco
 				continue
 			}
 			if key, ok := strings.CutPrefix(m.Subject(), prefix); ok {
-				r.PutAsync(key, m.Data())
+				r.PutAsync(m.Data(), key)
 				n++
 			}
 		}

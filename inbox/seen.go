@@ -68,6 +68,18 @@ type seenID struct {
 	// Replay: with stored subjects shared by all deliveries, how a
 	// delivery is found by id (lastStored).
 	Seq uint64 `json:"s,omitempty"`
+	// ID is the delivery's id: the record is also the body digest's.
+	ID string `json:"id,omitempty"`
+}
+
+// seenBodyID is the delivery id a body digest's record names: the record
+// of the delivery (seenID), or the bare id an earlier version wrote.
+func seenBodyID(v []byte) string {
+	var s seenID
+	if json.Unmarshal(v, &s) == nil && s.ID != "" {
+		return s.ID
+	}
+	return string(v)
 }
 
 func seenIDKey(token string) string    { return "i_" + token }
@@ -147,12 +159,12 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	case err != nil:
 		return 0, true, fmt.Errorf("inbox: looking up the body of delivery %q: %w", d.ID, err)
 	}
-	if string(v) == d.ID {
+	if seenBodyID(v) == d.ID {
 		// The same delivery, its id's record not written yet.
 		in.count.duplicates.Add(1)
 		return webhooks.Duplicate, true, nil
 	}
-	in.replay(d, string(v))
+	in.replay(d, seenBodyID(v))
 	return webhooks.Duplicate, true, nil
 }
 
@@ -184,9 +196,20 @@ func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, seq u
 // and the stream's own duplicate window covers a redelivery within
 // jsDuplicates, longer than the writes take.
 func (in *Inbox) remember(d webhooks.Delivery, token, digest string, seq uint64) {
-	rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
-	in.seen.PutAsync(seenIDKey(token), rec)
-	if !in.opts.AllowRepeatedBodies {
-		in.seen.PutAsync(seenBodyKey(digest), []byte(d.ID))
+	_, local := in.seen.(*indexedRecords)
+	switch {
+	case in.opts.AllowRepeatedBodies:
+		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
+		in.seen.PutAsync(rec, seenIDKey(token))
+	case local:
+		// One record for both keys: one write fewer per delivery.
+		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq, ID: d.ID})
+		in.seen.PutAsync(rec, seenIDKey(token), seenBodyKey(digest))
+	default:
+		// A bucket's key per value, as receivers of an earlier version in
+		// the same cluster read them.
+		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
+		in.seen.PutAsync(rec, seenIDKey(token))
+		in.seen.PutAsync([]byte(d.ID), seenBodyKey(digest))
 	}
 }

@@ -58,6 +58,13 @@ func (s *seqShard) merge() {
 		add = append(add, hashSeq{h, seq})
 	}
 	slices.SortFunc(add, func(a, b hashSeq) int { return cmp.Compare(a.hash, b.hash) })
+	s.recent = nil
+	s.mergeSorted(add)
+}
+
+// mergeSorted merges add, sorted by hash, one entry a hash, into base; an
+// entry of add replaces base's for the same hash.
+func (s *seqShard) mergeSorted(add []hashSeq) {
 	out := make([]hashSeq, 0, len(s.base)+len(add))
 	i, j := 0, 0
 	for i < len(s.base) || j < len(add) {
@@ -74,7 +81,45 @@ func (s *seqShard) merge() {
 			j++
 		}
 	}
-	s.base, s.recent = out, nil
+	s.base = out
+}
+
+// addAll adds many entries at once (a read of the stream), faster than a
+// set each: they are sorted, the latest sequence of each hash kept, and
+// merged shard by shard. It reorders entries.
+func (x *seqIndex) addAll(entries []hashSeq) {
+	x.mergeAll()
+	slices.SortFunc(entries, func(a, b hashSeq) int {
+		if c := cmp.Compare(a.hash, b.hash); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	// One entry a hash, its latest.
+	n := 0
+	for i, e := range entries {
+		if i+1 < len(entries) && entries[i+1].hash == e.hash {
+			continue
+		}
+		entries[n] = e
+		n++
+	}
+	entries = entries[:n]
+	for len(entries) > 0 {
+		k := entries[0].hash >> 56
+		end := len(entries)
+		if k < 255 {
+			end, _ = slices.BinarySearchFunc(entries, (k+1)<<56, func(e hashSeq, h uint64) int { return cmp.Compare(e.hash, h) })
+		}
+		s := &x.shards[k]
+		if len(s.base) == 0 {
+			s.base = slices.Clone(entries[:end])
+		} else {
+			// base's entries are older than the stream's read after them.
+			s.mergeSorted(entries[:end])
+		}
+		entries = entries[end:]
+	}
 }
 
 // prune drops the entries whose sequence is before first.

@@ -428,7 +428,7 @@ func (in *Inbox) putStatus(ctx context.Context, key string, st *status) {
 // putStatusAsync writes a status without waiting for the store's answer;
 // a failure is logged.
 func (in *Inbox) putStatusAsync(key string, st *status) {
-	in.status.PutAsync(key, st.marshal())
+	in.status.PutAsync(st.marshal(), key)
 }
 
 // notADelivery says why a stored message is not a delivery the inbox wrote,
