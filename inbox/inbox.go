@@ -61,6 +61,11 @@ const (
 	maxPending   = 256 << 20
 )
 
+// asyncAckWait bounds the wait for the store's answer to a write not waited
+// for (a status, a dedupe record): an answer lost on the way would otherwise
+// be waited for forever.
+const asyncAckWait = 30 * time.Second
+
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
 // a delivery runs at most len(DefaultRetryDelays)+1 times, waiting these
 // delays between attempts, over about 33 hours in all.
@@ -368,8 +373,8 @@ func (in *Inbox) connect() error {
 		in.nc = nc
 	}
 	js, err := jetstream.New(in.nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-		in.log.Warn("inbox: writing a delivery's status", "subject", m.Subject, "error", err)
-	}))
+		in.log.Warn("inbox: writing a delivery's record", "subject", m.Subject, "error", err)
+	}), jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		in.shutdown()
 		return fmt.Errorf("inbox: %w", err)

@@ -46,6 +46,8 @@ type indexedRecords struct {
 	mu      sync.Mutex
 	idx     *seqIndex
 	first   uint64    // the stream's first sequence when last looked
+	covered uint64    // every record up to this sequence is in idx, unless rescan
+	rescan  bool      // an asynchronous put's sequence is not known
 	changed bool      // since the last snapshot
 	saved   time.Time // the last snapshot
 }
@@ -202,8 +204,18 @@ func (r *indexedRecords) PutAsync(value []byte, keys ...string) {
 	}
 	select {
 	case r.acks <- pendingAck{hashes: hashes, ack: ack}:
-	case <-r.stop:
+	default:
+		// Not waited for: the record is read from the stream instead.
+		r.markRescan()
 	}
+}
+
+// markRescan notes that a record was written whose sequence the index does
+// not have: the records after covered are read again (catchUp).
+func (r *indexedRecords) markRescan() {
+	r.mu.Lock()
+	r.rescan = true
+	r.mu.Unlock()
 }
 
 // Has answers from the index alone: a key whose latest record aged out
@@ -236,7 +248,10 @@ func (r *indexedRecords) applyAcks() {
 				r.set(h, ack.Sequence)
 			}
 		case err := <-p.ack.Err():
+			// Stored or not, its sequence is unknown: a timeout may hide
+			// a record written.
 			r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
+			r.markRescan()
 		case <-r.stop:
 			return
 		}
@@ -275,6 +290,9 @@ func (r *indexedRecords) maintain() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := r.catchUp(ctx); err != nil {
+			r.log.Warn("inbox: reading records into the index", "error", err)
+		}
 		if err := r.prune(ctx); err != nil {
 			r.log.Warn("inbox: dropping aged-out records from the index", "error", err)
 		}
@@ -309,6 +327,33 @@ func (r *indexedRecords) prune(ctx context.Context) error {
 	return nil
 }
 
+// catchUp reads the records after covered into the index when a put's
+// sequence was lost (rescan).
+func (r *indexedRecords) catchUp(ctx context.Context) error {
+	r.mu.Lock()
+	rescan, from := r.rescan, r.covered+1
+	r.mu.Unlock()
+	if !rescan {
+		return nil
+	}
+	info, err := r.stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	from = max(from, info.State.FirstSeq)
+	var read []hashSeq
+	if info.State.Msgs > 0 && from <= info.State.LastSeq {
+		if read, err = r.scan(ctx, from, info.State.LastSeq); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	r.idx.addAll(read)
+	r.covered, r.rescan, r.changed = max(r.covered, info.State.LastSeq), false, true
+	r.mu.Unlock()
+	return nil
+}
+
 // Close writes the snapshot when the index changed, and stops.
 func (r *indexedRecords) Close() {
 	r.mu.Lock()
@@ -316,6 +361,9 @@ func (r *indexedRecords) Close() {
 	r.mu.Unlock()
 	if changed {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := r.catchUp(ctx); err != nil {
+			r.log.Warn("inbox: reading records into the index", "error", err)
+		}
 		if err := r.snapshot(ctx); err != nil {
 			r.log.Warn("inbox: writing the index; the next start reads the records again", "file", r.file, "error", err)
 		}

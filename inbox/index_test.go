@@ -85,6 +85,18 @@ func TestIndexedRecords(t *testing.T) {
 	r.mu.Unlock()
 	wantNone(t, r, "i_other")
 
+	// A record whose sequence the index never got (an answer lost, the
+	// queue of answers full) is read from the stream by catchUp.
+	if _, err := in.js.Publish(ctx, r.subject, recordData([]string{"i_lost"}, []byte("found"))); err != nil {
+		t.Fatal(err)
+	}
+	wantNone(t, r, "i_lost")
+	r.markRescan()
+	if err := r.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantValue(t, r, "i_lost", "found")
+
 	// Close writes the index; the next Open reads it, not the stream.
 	in = reopen(t, in, dir)
 	r = indexOf(t, in)
@@ -93,6 +105,7 @@ func TestIndexedRecords(t *testing.T) {
 	}
 	wantValue(t, r, "i_a", "two")
 	wantValue(t, r, "b_c", "async")
+	wantValue(t, r, "i_lost", "found")
 }
 
 // TestIndexAfterCrash: records written after the last snapshot (a process

@@ -55,40 +55,42 @@ func (r *indexedRecords) load(ctx context.Context) error {
 	if r.idx == nil {
 		r.idx = &seqIndex{}
 	}
-	r.first = first
+	r.first, r.covered = first, last
 	if info.State.Msgs == 0 || from > last {
 		return nil
 	}
 	r.changed = true
-	return r.scan(ctx, from, last)
+	read, err := r.scan(ctx, from, last)
+	r.idx.addAll(read)
+	return err
 }
 
-// scan adds the records from sequence from to to to the index, read as a
-// stream (the consumer sends ahead while the last ones are being read).
-func (r *indexedRecords) scan(ctx context.Context, from, to uint64) error {
+// scan reads the records from sequence from to to, as a stream (the
+// consumer sends ahead while the last ones are being read), and returns
+// their entries for the index.
+func (r *indexedRecords) scan(ctx context.Context, from, to uint64) (read []hashSeq, err error) {
 	cons, err := r.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   from,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(8192, 8<<20))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer it.Stop()
-	read := make([]hashSeq, 0, min(to-from+1, 1<<22))
-	defer func() { r.idx.addAll(read) }()
+	read = make([]hashSeq, 0, min(to-from+1, 1<<22))
 	for {
 		// A record of the range may age out while it is read: a pause
 		// means none is left.
 		m, err := it.Next(jetstream.NextMaxWait(2 * time.Second))
 		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			return nil
+			return read, nil
 		}
 		if err != nil {
-			return err
+			return read, err
 		}
 		md, err := m.Metadata()
 		if err != nil {
@@ -101,7 +103,7 @@ func (r *indexedRecords) scan(ctx context.Context, from, to uint64) error {
 			}
 		}
 		if seq >= to {
-			return nil
+			return read, nil
 		}
 	}
 }
@@ -174,14 +176,17 @@ func (r *indexedRecords) snapshot(ctx context.Context) error {
 		crc := crc32.NewIEEE()
 		bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
 		le := binary.LittleEndian
-		// The map is written under the lock, into the file's buffer, rather
-		// than copied: a copy would cost its size again in memory.
+		// The index is written under the lock, into the file's buffer,
+		// rather than copied: a copy would cost its size again in memory.
 		r.mu.Lock()
 		var head [32]byte
 		copy(head[:], indexMagic)
 		le.PutUint64(head[8:], uint64(info.Created.UnixNano()))
-		le.PutUint64(head[16:], info.State.LastSeq)
 		r.idx.mergeAll()
+		if !r.rescan {
+			r.covered = max(r.covered, info.State.LastSeq)
+		}
+		le.PutUint64(head[16:], r.covered)
 		le.PutUint64(head[24:], uint64(r.idx.len(r.first)))
 		bw.Write(head[:])
 		var e [16]byte
