@@ -3,6 +3,7 @@ package inbox
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,8 +41,14 @@ type indexedRecords struct {
 	// accounted for.
 	apply sync.RWMutex
 	acks  chan pendingAck
-	stop  chan struct{}
-	done  sync.WaitGroup
+
+	pendMu  sync.Mutex
+	pending []recordEntry // asynchronous puts not yet written
+	kick    chan struct{} // the first one queued
+	writeMu sync.Mutex    // one writePending at a time, in order
+
+	stop chan struct{}
+	done sync.WaitGroup
 
 	mu      sync.Mutex
 	idx     *seqIndex
@@ -74,14 +81,15 @@ func openIndexedRecords(ctx context.Context, js jetstream.JetStream, cfg jetstre
 	}
 	r := &indexedRecords{
 		stream: st, js: js, subject: cfg.Subjects[0], file: file, log: log,
-		acks: make(chan pendingAck, 4096), stop: make(chan struct{}), saved: time.Now(),
+		acks: make(chan pendingAck, 4096), stop: make(chan struct{}), kick: make(chan struct{}, 1), saved: time.Now(),
 	}
 	if err := r.load(ctx); err != nil {
 		return nil, fmt.Errorf("inbox: loading the index of stream %s: %w", cfg.Name, err)
 	}
-	r.done.Add(2)
+	r.done.Add(3)
 	go r.applyAcks()
 	go r.maintain()
+	go r.writer()
 	return r, nil
 }
 
@@ -95,46 +103,95 @@ func keyHash(key string) uint64 {
 	return h
 }
 
-// A record's data is its keys, separated by spaces, a newline, and its
-// value: keys (tokens, digests in hex) never hold a space or a newline.
-func recordData(keys []string, value []byte) []byte {
-	n := len(value)
-	for _, k := range keys {
-		n += len(k) + 1
-	}
-	b := make([]byte, 0, n)
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, k...)
-	}
-	b = append(b, '\n')
-	return append(b, value...)
+// recordEntry is a value and the keys it is written under.
+type recordEntry struct {
+	keys  []string
+	value []byte
 }
 
-// splitRecord returns the keys and the value of a record's data.
-func splitRecord(data []byte) (keys []byte, value []byte, ok bool) {
-	i := bytes.IndexByte(data, '\n')
-	if i < 0 {
-		return nil, nil, false
+// A record's data is its keys, separated by spaces, a newline, and its
+// value: keys (tokens, digests in hex) never hold a space, a tab or a
+// newline. A record of several entries (asynchronous puts written
+// together) starts with a tab, separates the entries' keys with tabs, and
+// gives each entry's value after the newline preceded by its length
+// (uvarint).
+func recordData(entries ...recordEntry) []byte {
+	n := 1
+	for _, e := range entries {
+		n += len(e.value) + binary.MaxVarintLen64 + 1
+		for _, k := range e.keys {
+			n += len(k) + 1
+		}
 	}
-	return data[:i], data[i+1:], true
+	b := make([]byte, 0, n)
+	for _, e := range entries {
+		if len(entries) > 1 {
+			b = append(b, '\t')
+		}
+		for j, k := range e.keys {
+			if j > 0 {
+				b = append(b, ' ')
+			}
+			b = append(b, k...)
+		}
+	}
+	b = append(b, '\n')
+	if len(entries) == 1 {
+		return append(b, entries[0].value...)
+	}
+	for _, e := range entries {
+		b = binary.AppendUvarint(b, uint64(len(e.value)))
+		b = append(b, e.value...)
+	}
+	return b
+}
+
+// recordKeys calls fn with each key of a record's data; false when data is
+// not a record.
+func recordKeys(data []byte, fn func(key []byte)) bool {
+	line, _, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok {
+		return false
+	}
+	for k := range bytes.FieldsFuncSeq(line, func(r rune) bool { return r == ' ' || r == '\t' }) {
+		fn(k)
+	}
+	return true
+}
+
+// recordValue returns the value of key in a record's data.
+func recordValue(data []byte, key string) ([]byte, bool) {
+	line, rest, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok {
+		return nil, false
+	}
+	if len(line) == 0 || line[0] != '\t' {
+		for k := range bytes.SplitSeq(line, []byte{' '}) {
+			if string(k) == key {
+				return rest, true
+			}
+		}
+		return nil, false
+	}
+	for group := range bytes.SplitSeq(line[1:], []byte{'\t'}) {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)-w) {
+			return nil, false
+		}
+		value := rest[w : w+int(n)]
+		rest = rest[w+int(n):]
+		for k := range bytes.SplitSeq(group, []byte{' '}) {
+			if string(k) == key {
+				return value, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // validKey reports whether key can be a record's key.
 func validKey(key string) bool {
-	return key != "" && !strings.ContainsAny(key, " \n")
-}
-
-// hasKey reports whether the keys of a record hold key.
-func hasKey(keys []byte, key string) bool {
-	for k := range bytes.SplitSeq(keys, []byte{' '}) {
-		if string(k) == key {
-			return true
-		}
-	}
-	return false
+	return key != "" && !strings.ContainsAny(key, " \t\n")
 }
 
 func (r *indexedRecords) set(hash, seq uint64) {
@@ -162,8 +219,8 @@ func (r *indexedRecords) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, v, ok := splitRecord(m.Data)
-	if !ok || !hasKey(keys, key) {
+	v, ok := recordValue(m.Data, key)
+	if !ok {
 		return nil, jetstream.ErrKeyNotFound // another key with the same hash
 	}
 	return v, nil
@@ -171,11 +228,14 @@ func (r *indexedRecords) Get(ctx context.Context, key string) ([]byte, error) {
 
 func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) error {
 	if !validKey(key) {
-		return fmt.Errorf("inbox: record key %q is empty or holds a space or newline", key)
+		return fmt.Errorf("inbox: record key %q is empty or holds a space, tab or newline", key)
 	}
+	// The puts queued before this one are stored before it: the later
+	// record of a key wins.
+	r.writePending()
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.Publish(ctx, r.subject, recordData([]string{key}, value))
+	ack, err := r.js.Publish(ctx, r.subject, recordData(recordEntry{[]string{key}, value}))
 	if err != nil {
 		return err
 	}
@@ -183,23 +243,101 @@ func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) erro
 	return nil
 }
 
+// PutAsync queues the entry; the writer writes what is queued as one
+// record a little later (batchDelay), or at once when batchMax entries
+// wait: one stored message for many puts.
 func (r *indexedRecords) PutAsync(value []byte, keys ...string) {
-	hashes := make([]uint64, len(keys))
-	for i, key := range keys {
+	for _, key := range keys {
 		if !validKey(key) {
-			r.log.Warn("inbox: a record key is empty or holds a space or newline; not written", "key", key)
+			r.log.Warn("inbox: a record key is empty or holds a space, tab or newline; not written", "key", key)
 			return
 		}
-		hashes[i] = keyHash(key)
 	}
 	if len(keys) == 0 {
 		return
 	}
+	r.pendMu.Lock()
+	r.pending = append(r.pending, recordEntry{keys, value})
+	n := len(r.pending)
+	r.pendMu.Unlock()
+	switch {
+	case n >= batchMax:
+		r.writePending()
+	case n == 1:
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Asynchronous puts are written together: at most batchMax entries and
+// batchBytes of values a record, batchDelay after the first.
+const (
+	batchMax   = 256
+	batchBytes = 1 << 20
+	batchDelay = time.Millisecond
+)
+
+// writer writes the queued puts batchDelay after the first, until Close.
+func (r *indexedRecords) writer() {
+	defer r.done.Done()
+	t := time.NewTimer(batchDelay)
+	t.Stop()
+	for {
+		select {
+		case <-r.kick:
+		case <-r.stop:
+			return
+		}
+		t.Reset(batchDelay)
+		select {
+		case <-t.C:
+		case <-r.stop:
+			return
+		}
+		r.writePending()
+	}
+}
+
+// writePending writes the queued puts, as few records as the bounds allow.
+func (r *indexedRecords) writePending() {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	for {
+		r.pendMu.Lock()
+		n, size := 0, 0
+		for n < len(r.pending) && n < batchMax && (n == 0 || size+len(r.pending[n].value) <= batchBytes) {
+			size += len(r.pending[n].value)
+			n++
+		}
+		batch := r.pending[:n:n]
+		r.pending = r.pending[n:]
+		if len(r.pending) == 0 {
+			r.pending = nil
+		}
+		r.pendMu.Unlock()
+		if n == 0 {
+			return
+		}
+		r.publishAsync(batch)
+	}
+}
+
+// publishAsync writes entries as one record and queues the answer for the
+// index.
+func (r *indexedRecords) publishAsync(entries []recordEntry) {
+	var hashes []uint64
+	for _, e := range entries {
+		for _, k := range e.keys {
+			hashes = append(hashes, keyHash(k))
+		}
+	}
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.PublishAsync(r.subject, recordData(keys, value))
+	ack, err := r.js.PublishAsync(r.subject, recordData(entries...))
 	if err != nil {
-		r.log.Warn("inbox: writing a delivery's record", "keys", keys, "error", err)
+		r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", err)
 		return
 	}
 	select {
@@ -260,6 +398,7 @@ func (r *indexedRecords) applyAcks() {
 
 // flush waits until every put made before it is in the index.
 func (r *indexedRecords) flush(ctx context.Context) error {
+	r.writePending()
 	r.apply.Lock()
 	//lint:ignore SA2001 taking the lock waits for the puts holding it shared
 	r.apply.Unlock()
@@ -356,18 +495,21 @@ func (r *indexedRecords) catchUp(ctx context.Context) error {
 
 // Close writes the snapshot when the index changed, and stops.
 func (r *indexedRecords) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.flush(ctx); err != nil {
+		r.log.Warn("inbox: writing the last records", "error", err)
+	}
 	r.mu.Lock()
 	changed := r.changed
 	r.mu.Unlock()
 	if changed {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := r.catchUp(ctx); err != nil {
 			r.log.Warn("inbox: reading records into the index", "error", err)
 		}
 		if err := r.snapshot(ctx); err != nil {
 			r.log.Warn("inbox: writing the index; the next start reads the records again", "file", r.file, "error", err)
 		}
-		cancel()
 	}
 	close(r.stop)
 	r.done.Wait()

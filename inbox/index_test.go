@@ -87,7 +87,7 @@ func TestIndexedRecords(t *testing.T) {
 
 	// A record whose sequence the index never got (an answer lost, the
 	// queue of answers full) is read from the stream by catchUp.
-	if _, err := in.js.Publish(ctx, r.subject, recordData([]string{"i_lost"}, []byte("found"))); err != nil {
+	if _, err := in.js.Publish(ctx, r.subject, recordData(recordEntry{[]string{"i_lost"}, []byte("found")})); err != nil {
 		t.Fatal(err)
 	}
 	wantNone(t, r, "i_lost")

@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -97,11 +96,7 @@ func (r *indexedRecords) scan(ctx context.Context, from, to uint64) (read []hash
 			continue
 		}
 		seq := md.Sequence.Stream
-		if keys, _, ok := splitRecord(m.Data()); ok {
-			for k := range bytes.SplitSeq(keys, []byte{' '}) {
-				read = append(read, hashSeq{keyHash(string(k)), seq})
-			}
-		}
+		recordKeys(m.Data(), func(k []byte) { read = append(read, hashSeq{keyHash(string(k)), seq}) })
 		if seq >= to {
 			return read, nil
 		}
