@@ -112,14 +112,25 @@
 //
 // Deliveries are stored on a few subjects (Name.in.q, and Name.in.p<N>.q per
 // partition), not one per delivery: JetStream keeps an index entry in memory
-// for every subject of a stream. A delivery is found by id through the
-// inbox's buckets, which hold a key per delivery: its status (Name_STATUS,
-// for MaxAge, with the sequence of the copy that ran last) and its dedupe
-// record (Name_SEEN, for the duplicate window: the body's digest and the
-// sequence of the copy stored last; and the digest's id). A store written by
-// an earlier version, with a subject per delivery (Name.in.<token>), is read
-// as it is. bench/README.md has what a receiver pays for a million stored
-// deliveries.
+// for every subject of a stream (about 110 bytes). A delivery is found by id
+// through the inbox's records of it, keyed by its id: its status (Name_STATUS,
+// kept MaxAge, with the sequence of the copy that ran last) and its dedupe
+// records (Name_SEEN, kept the duplicate window: the body's digest and the
+// sequence of the copy stored last; and the digest's id).
+//
+// In a cluster the records are key-value buckets (Name_STATUS, Name_SEEN),
+// shared by the receivers; their memory is the NATS servers'. In the
+// embedded mode they are streams of those names, each on one subject
+// (Name.rec.status, Name.rec.seen), found through an index in the process
+// (16 bytes a record key, a hash of it and its sequence) that is written to
+// Dir (Name_STATUS.index, Name_SEEN.index) at Close and every five
+// minutes; Open reads it and then the records written since, so that
+// neither the memory nor the time to open grows with JetStream's index of
+// keys. A lost or damaged index file is rebuilt from the streams (slower: a
+// read of every record). Buckets an earlier version left in Dir are moved
+// into the streams at the first Open, and a store with a subject per
+// delivery (Name.in.<token>) is read as it is. bench/README.md has what a
+// receiver pays for a million stored deliveries.
 //
 // # Headers
 //

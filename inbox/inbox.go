@@ -61,6 +61,11 @@ const (
 	maxPending   = 256 << 20
 )
 
+// asyncAckWait bounds the wait for the store's answer to a write not waited
+// for (a status, a dedupe record): an answer lost on the way would otherwise
+// be waited for forever.
+const asyncAckWait = 30 * time.Second
+
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
 // a delivery runs at most len(DefaultRetryDelays)+1 times, waiting these
 // delays between attempts, over about 33 hours in all.
@@ -190,9 +195,9 @@ type Inbox struct {
 	js     jetstream.JetStream
 	inbox  jetstream.Stream
 	dead   jetstream.Stream
-	status jetstream.KeyValue
+	status records // each delivery's status, by status key
+	seen   records // dedupe records (seen.go)
 	state  jetstream.KeyValue
-	seen   jetstream.KeyValue
 	unlock func()
 	count  counters
 	store  storeWatch
@@ -368,8 +373,8 @@ func (in *Inbox) connect() error {
 		in.nc = nc
 	}
 	js, err := jetstream.New(in.nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-		in.log.Warn("inbox: writing a delivery's status", "subject", m.Subject, "error", err)
-	}))
+		in.log.Warn("inbox: writing a delivery's record", "subject", m.Subject, "error", err)
+	}), jetstream.WithPublishAsyncTimeout(asyncAckWait))
 	if err != nil {
 		in.shutdown()
 		return fmt.Errorf("inbox: %w", err)
@@ -432,25 +437,8 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: creating stream %s_DEAD: %w", o.Name, err)
 	}
-	in.status, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      o.Name + "_STATUS",
-		Description: "forgehooks: each delivery's status and attempts",
-		TTL:         o.MaxAge,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating bucket %s_STATUS: %w", o.Name, err)
-	}
-	in.seen, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      o.Name + "_SEEN",
-		Description: "forgehooks: delivery ids and body digests, remembered for the duplicate window",
-		TTL:         o.DuplicateWindow,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating bucket %s_SEEN: %w", o.Name, err)
+	if err := in.setupRecords(ctx); err != nil {
+		return err
 	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Name + "_STATE",
@@ -626,6 +614,11 @@ func (in *Inbox) shutdown() {
 		select {
 		case <-in.js.PublishAsyncComplete():
 		case <-time.After(2 * time.Second):
+		}
+	}
+	for _, r := range []records{in.status, in.seen} {
+		if r != nil {
+			r.Close()
 		}
 	}
 	if in.nc != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -155,21 +156,31 @@ func validPartitionToken(p string) bool {
 }
 
 // lastStored returns the latest stored copy of the delivery with token,
-// ordered (in a partition) or not: the later of the copies its status (a
-// copy that ran) and its dedupe record (the copy stored last by Enqueue,
-// Retry or Replay) name, else, in a store written with a subject per
+// ordered (in a partition) or not: the copy its status names when that copy
+// ran, else the later of that and the one its dedupe record (the copy
+// stored last by Enqueue, Retry or Replay) names, else, in a store written with a subject per
 // delivery, the last message of its subject. The error wraps
 // jetstream.ErrMsgNotFound when there is none.
 func (in *Inbox) lastStored(ctx context.Context, token string) (*jetstream.RawStreamMsg, error) {
 	var seq uint64
-	if st := in.loadStatus(ctx, token); st != nil {
+	st := in.loadStatus(ctx, token)
+	if st != nil {
 		seq = st.Seq
 	}
-	e, err := in.seen.Get(ctx, seenIDKey(token))
+	// A status of a copy that ran names the latest copy: Retry and Replay
+	// write a queued status before they store another. Otherwise the
+	// dedupe record names the copy stored last.
+	var v []byte
+	var err error
+	if st != nil && st.Seq > 0 && st.Status != delivery.StatusQueued {
+		err = jetstream.ErrKeyNotFound
+	} else {
+		v, err = in.seen.Get(ctx, seenIDKey(token))
+	}
 	switch {
 	case err == nil:
 		var s seenID
-		_ = json.Unmarshal(e.Value(), &s)
+		_ = json.Unmarshal(v, &s)
 		seq = max(seq, s.Seq)
 	case !errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, err

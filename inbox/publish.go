@@ -60,13 +60,13 @@ func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jet
 
 // getSeen reads key of the dedupe bucket, waiting out what publishRetrying
 // waits out.
-func (in *Inbox) getSeen(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	var e jetstream.KeyValueEntry
+func (in *Inbox) getSeen(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
 	err := in.retrying(ctx, func(ctx context.Context) (err error) {
-		e, err = in.seen.Get(ctx, key)
+		v, err = in.seen.Get(ctx, key)
 		return err
 	})
-	return e, err
+	return v, err
 }
 
 // retrying runs op, each attempt bounded by publishAttempt, until it

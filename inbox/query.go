@@ -344,7 +344,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 	// stored" (see record).
 	old := in.loadStatus(ctx, key)
 	st := &status{Status: delivery.StatusQueued, Attempts: attempts}
-	if _, err := in.status.Put(ctx, key, st.marshal()); err != nil {
+	if err := in.status.Put(ctx, key, st.marshal()); err != nil {
 		return fmt.Errorf("writing its status: %w", err)
 	}
 	ack, err := in.js.PublishMsg(ctx, m)
@@ -359,7 +359,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 		// The new copy is the one found by id (lastStored) from now on; a
 		// failed write leaves the old one found until it runs.
 		rec, _ := json.Marshal(seenID{Digest: bodyDigest(data), Seq: ack.Sequence})
-		if _, err := in.seen.Put(ctx, seenIDKey(token), rec); err != nil {
+		if err := in.seen.Put(ctx, seenIDKey(token), rec); err != nil {
 			in.log.Warn("inbox: recording a delivery stored again", "delivery", h.Get(hdrDelivery), "error", err)
 		}
 	}
@@ -380,10 +380,10 @@ func (in *Inbox) Holds(ctx context.Context, id string) (bool, error) {
 	// Its dedupe record first: it covers a delivery stored within the
 	// duplicate window, even one whose stored copy was dropped
 	// (HandledRetention).
-	if _, err := in.seen.Get(ctx, seenIDKey(token)); err == nil {
-		return true, nil
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if ok, err := in.seen.Has(ctx, seenIDKey(token)); err != nil {
 		return false, fmt.Errorf("inbox: holds %q: %w", id, err)
+	} else if ok {
+		return true, nil
 	}
 	if _, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
 		return true, nil

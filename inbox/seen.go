@@ -68,6 +68,18 @@ type seenID struct {
 	// Replay: with stored subjects shared by all deliveries, how a
 	// delivery is found by id (lastStored).
 	Seq uint64 `json:"s,omitempty"`
+	// ID is the delivery's id: the record is also the body digest's.
+	ID string `json:"id,omitempty"`
+}
+
+// seenBodyID is the delivery id a body digest's record names: the record
+// of the delivery (seenID), or the bare id an earlier version wrote.
+func seenBodyID(v []byte) string {
+	var s seenID
+	if json.Unmarshal(v, &s) == nil && s.ID != "" {
+		return s.ID
+	}
+	return string(v)
 }
 
 func seenIDKey(token string) string    { return "i_" + token }
@@ -84,28 +96,33 @@ func bodyDigest(body []byte) string {
 // stored. A dead letter under the same id and body is stored again (its
 // handlers run on a fresh schedule).
 func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest string) (res webhooks.EnqueueResult, ok bool, err error) {
-	// The body's digest is looked up at the same time as the id: a new
-	// delivery, the common case, then costs one round trip of waiting.
+	// In a cluster the body's digest is looked up at the same time as the
+	// id: a new delivery, the common case, then costs one round trip of
+	// waiting. The embedded index answers "none" from memory.
 	type found struct {
-		e   jetstream.KeyValueEntry
+		v   []byte
 		err error
 	}
 	var byBody chan found
+	_, local := in.seen.(*indexedRecords)
+	lookup := func() {
+		v, err := in.getSeen(ctx, seenBodyKey(digest))
+		byBody <- found{v, err}
+	}
 	if !in.opts.AllowRepeatedBodies {
 		byBody = make(chan found, 1)
-		go func() {
-			e, err := in.getSeen(ctx, seenBodyKey(digest))
-			byBody <- found{e, err}
-		}()
+		if !local {
+			go lookup()
+		}
 	}
-	e, err := in.getSeen(ctx, seenIDKey(token))
+	v, err := in.getSeen(ctx, seenIDKey(token))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil:
 		return 0, true, fmt.Errorf("inbox: looking up delivery %q: %w", d.ID, err)
 	default:
 		var s seenID
-		_ = json.Unmarshal(e.Value(), &s)
+		_ = json.Unmarshal(v, &s)
 		if s.Digest != "" && s.Digest != digest {
 			in.count.idReuses.Add(1)
 			in.log.Warn("inbox: a different body under a delivery id already stored (id reuse, a possible replay); answered duplicate, not stored",
@@ -131,20 +148,23 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	if byBody == nil {
 		return 0, false, nil
 	}
+	if local {
+		lookup()
+	}
 	f := <-byBody
-	e, err = f.e, f.err
+	v, err = f.v, f.err
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return 0, false, nil
 	case err != nil:
 		return 0, true, fmt.Errorf("inbox: looking up the body of delivery %q: %w", d.ID, err)
 	}
-	if string(e.Value()) == d.ID {
+	if seenBodyID(v) == d.ID {
 		// The same delivery, its id's record not written yet.
 		in.count.duplicates.Add(1)
 		return webhooks.Duplicate, true, nil
 	}
-	in.replay(d, string(e.Value()))
+	in.replay(d, seenBodyID(v))
 	return webhooks.Duplicate, true, nil
 }
 
@@ -176,14 +196,20 @@ func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, seq u
 // and the stream's own duplicate window covers a redelivery within
 // jsDuplicates, longer than the writes take.
 func (in *Inbox) remember(d webhooks.Delivery, token, digest string, seq uint64) {
-	rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
-	prefix := "$KV." + in.opts.Name + "_SEEN."
-	if _, err := in.js.PublishAsync(prefix+seenIDKey(token), rec); err != nil {
-		in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)
-	}
-	if !in.opts.AllowRepeatedBodies {
-		if _, err := in.js.PublishAsync(prefix+seenBodyKey(digest), []byte(d.ID)); err != nil {
-			in.log.Warn("inbox: remembering a delivery for dedupe", "delivery", d.ID, "error", err)
-		}
+	_, local := in.seen.(*indexedRecords)
+	switch {
+	case in.opts.AllowRepeatedBodies:
+		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
+		in.seen.PutAsync(rec, seenIDKey(token))
+	case local:
+		// One record for both keys: one write fewer per delivery.
+		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq, ID: d.ID})
+		in.seen.PutAsync(rec, seenIDKey(token), seenBodyKey(digest))
+	default:
+		// A bucket's key per value, as receivers of an earlier version in
+		// the same cluster read them.
+		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
+		in.seen.PutAsync(rec, seenIDKey(token))
+		in.seen.PutAsync([]byte(d.ID), seenBodyKey(digest))
 	}
 }

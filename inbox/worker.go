@@ -405,7 +405,7 @@ func (in *Inbox) isRunning(key string) bool {
 // the status is a record of what happened, the delivery itself is in the
 // stream).
 func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
-	e, err := in.status.Get(ctx, key)
+	v, err := in.status.Get(ctx, key)
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			in.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
@@ -413,14 +413,14 @@ func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
 		return nil
 	}
 	var st status
-	if json.Unmarshal(e.Value(), &st) != nil {
+	if json.Unmarshal(v, &st) != nil {
 		return nil
 	}
 	return &st
 }
 
 func (in *Inbox) putStatus(ctx context.Context, key string, st *status) {
-	if _, err := in.status.Put(ctx, key, st.marshal()); err != nil {
+	if err := in.status.Put(ctx, key, st.marshal()); err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
 	}
 }
@@ -428,9 +428,7 @@ func (in *Inbox) putStatus(ctx context.Context, key string, st *status) {
 // putStatusAsync writes a status without waiting for the store's answer;
 // a failure is logged.
 func (in *Inbox) putStatusAsync(key string, st *status) {
-	if _, err := in.js.PublishAsync("$KV."+in.opts.Name+"_STATUS."+key, st.marshal()); err != nil {
-		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
-	}
+	in.status.PutAsync(st.marshal(), key)
 }
 
 // notADelivery says why a stored message is not a delivery the inbox wrote,

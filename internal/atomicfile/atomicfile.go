@@ -5,6 +5,7 @@
 package atomicfile
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -34,6 +35,28 @@ type Pending struct {
 // directory and syncs it; Commit puts it in place, Discard removes it. On an
 // error nothing is left behind.
 func Prepare(path string, data []byte, perm os.FileMode) (p *Pending, err error) {
+	return prepare(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFunc replaces path, atomically, with what write writes (for content
+// too large to build in memory first); a new file gets mode perm. An error
+// of write leaves the old file in place and is returned as it is.
+func WriteFunc(path string, perm os.FileMode, write func(io.Writer) error) error {
+	p, err := prepare(path, perm, write)
+	if err != nil {
+		return err
+	}
+	if err := p.Commit(); err != nil {
+		p.Discard()
+		return err
+	}
+	return nil
+}
+
+func prepare(path string, perm os.FileMode, write func(io.Writer) error) (p *Pending, err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, err
@@ -44,7 +67,7 @@ func Prepare(path string, data []byte, perm os.FileMode) (p *Pending, err error)
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = write(f); err != nil {
 		return nil, err
 	}
 	if err = f.Chmod(perm); err != nil {
