@@ -61,9 +61,9 @@ const (
 	maxPending   = 256 << 20
 )
 
-// asyncAckWait bounds the wait for the store's answer to a write not waited
-// for (a status, a dedupe record): an answer lost on the way would otherwise
-// be waited for forever.
+// asyncAckWait bounds, in the embedded mode, the wait for the store's answer
+// to a write not waited for (a status, a dedupe record): the index would
+// otherwise wait forever for an answer lost on the way.
 const asyncAckWait = 30 * time.Second
 
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
@@ -372,9 +372,14 @@ func (in *Inbox) connect() error {
 		}
 		in.nc = nc
 	}
-	js, err := jetstream.New(in.nc, jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+	jsOpts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
 		in.log.Warn("inbox: writing a delivery's record", "subject", m.Subject, "error", err)
-	}), jetstream.WithPublishAsyncTimeout(asyncAckWait))
+	})}
+	if in.ns != nil {
+		// The embedded index waits for these answers (indexedRecords).
+		jsOpts = append(jsOpts, jetstream.WithPublishAsyncTimeout(asyncAckWait))
+	}
+	js, err := jetstream.New(in.nc, jsOpts...)
 	if err != nil {
 		in.shutdown()
 		return fmt.Errorf("inbox: %w", err)
@@ -383,14 +388,33 @@ func (in *Inbox) connect() error {
 	return nil
 }
 
-// asyncErrors logs the connection's asynchronous errors (a slow consumer:
-// the deliveries dropped come back after AckWait) instead of nats.go's
-// default, which prints them to stderr.
+// asyncErrors logs the connection's asynchronous errors instead of
+// nats.go's default, which prints them to stderr. A slow consumer is logged
+// at most once a minute, with how many times it happened: the workers'
+// iterator meets it while every worker is busy (its buffer, as large as the
+// deliveries it asks for, is full when the server's status messages come),
+// which loses nothing (a delivery dropped would come back after AckWait).
 func (in *Inbox) asyncErrors() nats.Option {
+	var mu sync.Mutex
+	var last time.Time
+	var slow int
 	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 		subj := ""
 		if sub != nil {
 			subj = sub.Subject
+		}
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			mu.Lock()
+			slow++
+			if time.Since(last) < time.Minute {
+				mu.Unlock()
+				return
+			}
+			n := slow
+			slow, last = 0, time.Now()
+			mu.Unlock()
+			in.log.Warn("inbox: NATS connection (logged at most once a minute)", "subscription", subj, "error", err, "times", n)
+			return
 		}
 		in.log.Warn("inbox: NATS connection", "subscription", subj, "error", err)
 	})

@@ -43,7 +43,11 @@ type indexedRecords struct {
 	acks  chan pendingAck
 
 	pendMu  sync.Mutex
-	pending []recordEntry // asynchronous puts not yet written
+	pending []*recordEntry // asynchronous puts not yet written
+	// unapplied holds, by key, the asynchronous puts not yet in the index
+	// (queued, or written and not yet acknowledged): a Get reads its own
+	// writes.
+	unapplied map[string]*recordEntry
 	kick    chan struct{} // the first one queued
 	writeMu sync.Mutex    // one writePending at a time, in order
 
@@ -63,6 +67,7 @@ type indexedRecords struct {
 // barrier: closed once every put queued before it is applied.
 type pendingAck struct {
 	hashes  []uint64
+	entries []*recordEntry
 	ack     jetstream.PubAckFuture
 	barrier chan struct{}
 }
@@ -82,6 +87,7 @@ func openIndexedRecords(ctx context.Context, js jetstream.JetStream, cfg jetstre
 	r := &indexedRecords{
 		stream: st, js: js, subject: cfg.Subjects[0], file: file, log: log,
 		acks: make(chan pendingAck, 4096), stop: make(chan struct{}), kick: make(chan struct{}, 1), saved: time.Now(),
+		unapplied: make(map[string]*recordEntry),
 	}
 	if err := r.load(ctx); err != nil {
 		return nil, fmt.Errorf("inbox: loading the index of stream %s: %w", cfg.Name, err)
@@ -208,6 +214,9 @@ func (r *indexedRecords) lookup(key string) uint64 {
 }
 
 func (r *indexedRecords) Get(ctx context.Context, key string) ([]byte, error) {
+	if v, ok := r.unappliedValue(key); ok {
+		return v, nil
+	}
 	seq := r.lookup(key)
 	if seq == 0 {
 		return nil, jetstream.ErrKeyNotFound
@@ -232,6 +241,9 @@ func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) erro
 	}
 	// The puts queued before this one are stored before it: the later
 	// record of a key wins.
+	r.pendMu.Lock()
+	older := r.unapplied[key]
+	r.pendMu.Unlock()
 	r.writePending()
 	r.apply.RLock()
 	defer r.apply.RUnlock()
@@ -240,6 +252,11 @@ func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) erro
 		return err
 	}
 	r.set(keyHash(key), ack.Sequence)
+	r.pendMu.Lock()
+	if older != nil && r.unapplied[key] == older {
+		delete(r.unapplied, key)
+	}
+	r.pendMu.Unlock()
 	return nil
 }
 
@@ -256,8 +273,12 @@ func (r *indexedRecords) PutAsync(value []byte, keys ...string) {
 	if len(keys) == 0 {
 		return
 	}
+	e := &recordEntry{keys, value}
 	r.pendMu.Lock()
-	r.pending = append(r.pending, recordEntry{keys, value})
+	r.pending = append(r.pending, e)
+	for _, k := range keys {
+		r.unapplied[k] = e
+	}
 	n := len(r.pending)
 	r.pendMu.Unlock()
 	switch {
@@ -326,26 +347,55 @@ func (r *indexedRecords) writePending() {
 
 // publishAsync writes entries as one record and queues the answer for the
 // index.
-func (r *indexedRecords) publishAsync(entries []recordEntry) {
+func (r *indexedRecords) publishAsync(entries []*recordEntry) {
 	var hashes []uint64
-	for _, e := range entries {
+	data := make([]recordEntry, len(entries))
+	for i, e := range entries {
+		data[i] = *e
 		for _, k := range e.keys {
 			hashes = append(hashes, keyHash(k))
 		}
 	}
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.PublishAsync(r.subject, recordData(entries...))
+	ack, err := r.js.PublishAsync(r.subject, recordData(data...))
 	if err != nil {
 		r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", err)
+		r.applied(entries)
 		return
 	}
 	select {
-	case r.acks <- pendingAck{hashes: hashes, ack: ack}:
+	case r.acks <- pendingAck{hashes: hashes, entries: entries, ack: ack}:
 	default:
 		// Not waited for: the record is read from the stream instead.
 		r.markRescan()
+		r.applied(entries)
 	}
+}
+
+// applied drops entries from unapplied, unless a later put of their key
+// took their place.
+func (r *indexedRecords) applied(entries []*recordEntry) {
+	r.pendMu.Lock()
+	defer r.pendMu.Unlock()
+	for _, e := range entries {
+		for _, k := range e.keys {
+			if r.unapplied[k] == e {
+				delete(r.unapplied, k)
+			}
+		}
+	}
+}
+
+// unappliedValue returns the value of key's asynchronous put not yet in
+// the index.
+func (r *indexedRecords) unappliedValue(key string) ([]byte, bool) {
+	r.pendMu.Lock()
+	defer r.pendMu.Unlock()
+	if e := r.unapplied[key]; e != nil {
+		return e.value, true
+	}
+	return nil, false
 }
 
 // markRescan notes that a record was written whose sequence the index does
@@ -359,6 +409,9 @@ func (r *indexedRecords) markRescan() {
 // Has answers from the index alone: a key whose latest record aged out
 // since the last look at the stream (maintain, every minute) still counts.
 func (r *indexedRecords) Has(_ context.Context, key string) (bool, error) {
+	if _, ok := r.unappliedValue(key); ok {
+		return true, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.idx.get(keyHash(key))
@@ -385,11 +438,13 @@ func (r *indexedRecords) applyAcks() {
 			for _, h := range p.hashes {
 				r.set(h, ack.Sequence)
 			}
+			r.applied(p.entries)
 		case err := <-p.ack.Err():
 			// Stored or not, its sequence is unknown: a timeout may hide
 			// a record written.
 			r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
 			r.markRescan()
+			r.applied(p.entries)
 		case <-r.stop:
 			return
 		}

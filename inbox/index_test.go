@@ -67,6 +67,15 @@ func TestIndexedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.PutAsync([]byte("async"), "b_c", "i_c")
+	// Read at once, before the batch is written: the process sees its
+	// own writes.
+	wantValue(t, r, "i_c", "async")
+	// A put waited for after one not waited for, of the same key, wins.
+	r.PutAsync([]byte("older"), "i_order")
+	if err := r.Put(ctx, "i_order", []byte("newer")); err != nil {
+		t.Fatal(err)
+	}
+	wantValue(t, r, "i_order", "newer")
 	if err := r.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +115,7 @@ func TestIndexedRecords(t *testing.T) {
 	wantValue(t, r, "i_a", "two")
 	wantValue(t, r, "b_c", "async")
 	wantValue(t, r, "i_lost", "found")
+	wantValue(t, r, "i_order", "newer")
 }
 
 // TestIndexAfterCrash: records written after the last snapshot (a process

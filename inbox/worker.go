@@ -85,7 +85,15 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	hctx, cancel := context.WithCancel(context.Background())
 	in.stop = cancel
 	in.handlerCtx = hctx
-	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(o.Workers, pullMaxBytes))
+	// The iterator's buffer holds as many deliveries as it asks for, and
+	// stays full while every worker is busy: a status message of the
+	// server's then finds no room and is dropped (a slow consumer). When
+	// that was the end of a pull request (408, after its expiry), the
+	// iterator went on counting deliveries that never came, and asked for
+	// none until it missed a heartbeat: the workers stood still for 30 s
+	// at a time under a flood. Requests that expire after minutes, not
+	// the default 30 s, make that end rare.
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(o.Workers, pullMaxBytes), jetstream.PullExpiry(workersPullExpiry))
 	if err != nil {
 		return fmt.Errorf("inbox: consuming: %w", err)
 	}
@@ -106,6 +114,9 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	}
 	return nil
 }
+
+// workersPullExpiry is how long a pull request of the workers lasts.
+const workersPullExpiry = 5 * time.Minute
 
 // orderPullBatch is the batch of the partitions' pull requests.
 const orderPullBatch = 64
