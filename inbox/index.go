@@ -48,8 +48,8 @@ type indexedRecords struct {
 	// (queued, or written and not yet acknowledged): a Get reads its own
 	// writes.
 	unapplied map[string]*recordEntry
-	kick    chan struct{} // the first one queued
-	writeMu sync.Mutex    // one writePending at a time, in order
+	kick      chan struct{} // the first one queued
+	writeMu   sync.Mutex    // one writePending at a time, in order
 
 	stop chan struct{}
 	done sync.WaitGroup
