@@ -138,8 +138,10 @@ type Options struct {
 	// once. Zero: DefaultOrderPartitions.
 	OrderPartitions int
 
-	// Name prefixes the streams (Name_INBOX, Name_DEAD), key-value buckets
-	// (Name_STATUS, Name_STATE), subjects and consumer. Zero: DefaultName.
+	// Name prefixes the streams (Name_INBOX, Name_DEAD; in the embedded
+	// mode Name_STATUS, Name_SEEN and their index files in Dir), key-value
+	// buckets (Name_STATE; in a cluster Name_STATUS, Name_SEEN), subjects
+	// and consumers. Zero: DefaultName.
 	// Inboxes sharing a cluster and a Name share their deliveries.
 	Name string
 	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
@@ -212,7 +214,9 @@ type Inbox struct {
 	running map[string]bool // keys of deliveries whose handlers run here
 
 	enq        sync.WaitGroup // Enqueue calls under way
-	iters      []jetstream.MessagesContext
+	iters      []jetstream.MessagesContext // the partitions'
+	takeCtx    context.Context             // the workers' pull requests, until stopTaking
+	takeStop   context.CancelFunc
 	loops      sync.WaitGroup // the dispatch loops
 	sem        chan struct{}  // one place per worker
 	closing    chan struct{}  // closed by Close

@@ -85,21 +85,9 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	hctx, cancel := context.WithCancel(context.Background())
 	in.stop = cancel
 	in.handlerCtx = hctx
-	// The iterator's buffer holds as many deliveries as it asks for, and
-	// stays full while every worker is busy: a status message of the
-	// server's then finds no room and is dropped (a slow consumer). When
-	// that was the end of a pull request (408, after its expiry), the
-	// iterator went on counting deliveries that never came, and asked for
-	// none until it missed a heartbeat: the workers stood still for 30 s
-	// at a time under a flood. Requests that expire after minutes, not
-	// the default 30 s, make that end rare.
-	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(o.Workers, pullMaxBytes), jetstream.PullExpiry(workersPullExpiry))
-	if err != nil {
-		return fmt.Errorf("inbox: consuming: %w", err)
-	}
-	in.iters = append(in.iters, it)
+	in.takeCtx, in.takeStop = context.WithCancel(context.Background())
 	in.loops.Add(1)
-	go in.dispatch(it)
+	go in.dispatch(cons)
 	for _, c := range ordered {
 		// The server hands out one at a time whatever the batch: a larger
 		// one only saves the pull requests between deliveries.
@@ -115,8 +103,9 @@ func (in *Inbox) startWorkers(ctx context.Context) error {
 	return nil
 }
 
-// workersPullExpiry is how long a pull request of the workers lasts.
-const workersPullExpiry = 5 * time.Minute
+// fetchWait bounds a pull request of the workers: the deliveries stored
+// meanwhile are handed to it as they come.
+const fetchWait = 5 * time.Second
 
 // orderPullBatch is the batch of the partitions' pull requests.
 const orderPullBatch = 64
@@ -124,44 +113,73 @@ const orderPullBatch = 64
 // stopTaking stops the consumers' iterators; the deliveries fetched but not
 // started are handed back by the loops.
 func (in *Inbox) stopTaking() {
+	if in.takeStop != nil {
+		in.takeStop()
+	}
 	for _, it := range in.iters {
 		it.Drain()
 	}
 }
 
-// dispatch takes deliveries while a worker is free and runs each on its own
-// goroutine. A place is taken before a delivery is, so that none waits
-// fetched (its lease running) for a worker. Once Close was called, those
-// fetched but not started are handed back at once.
-func (in *Inbox) dispatch(it jetstream.MessagesContext) {
+// dispatch takes deliveries while workers are free and runs each on its own
+// goroutine: it waits for a free place, takes every place free, and asks
+// the server for as many deliveries (a pull request, answered as they come,
+// for up to fetchWait), so that none waits fetched, its lease running, for
+// a worker. Once Close was called, those that still come are handed back.
+//
+// A pull request per round, not the client's continuous iterator: the
+// iterator's buffer is as large as what it asks for and stays full while
+// every worker is busy, so the server's status messages found no room and
+// were dropped; losing the end of a request, it waited for deliveries that
+// never came, and under a flood the workers stood still, for good.
+func (in *Inbox) dispatch(cons jetstream.Consumer) {
 	defer in.loops.Done()
 	for {
 		select {
 		case in.sem <- struct{}{}:
 		case <-in.closing:
-			in.handBack(it)
 			return
 		}
-		msg, err := it.Next()
-		if err != nil {
-			<-in.sem
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || in.isClosed() {
-				in.handBack(it)
-				return
+		places := 1
+	free:
+		for places < cap(in.sem) {
+			select {
+			case in.sem <- struct{}{}:
+				places++
+			default:
+				break free
 			}
+		}
+		places -= in.fetch(cons, places)
+		for range places {
+			<-in.sem
+		}
+	}
+}
+
+// fetch asks for up to n deliveries and starts each, holding a place, as it
+// comes; it returns how many it started.
+func (in *Inbox) fetch(cons jetstream.Consumer, n int) (started int) {
+	ctx, cancel := context.WithTimeout(in.takeCtx, fetchWait)
+	defer cancel()
+	batch, err := cons.Fetch(n, jetstream.FetchContext(ctx), jetstream.FetchMaxBytes(pullMaxBytes))
+	if err != nil {
+		if !in.isClosed() {
 			in.log.Warn("inbox: taking deliveries", "error", err)
 			time.Sleep(100 * time.Millisecond)
-			continue
 		}
+		return 0
+	}
+	for msg := range batch.Messages() {
 		in.mu.Lock()
 		if in.closed {
 			in.mu.Unlock()
-			<-in.sem
 			_ = msg.Nak()
 			continue
 		}
 		in.active.Add(1)
 		in.mu.Unlock()
+		started++
 		go func() {
 			defer func() {
 				<-in.sem
@@ -170,6 +188,23 @@ func (in *Inbox) dispatch(it jetstream.MessagesContext) {
 			in.handle(msg)
 		}()
 	}
+	if err := batch.Error(); err != nil && !in.isClosed() && !fetchEnded(err) {
+		in.log.Warn("inbox: taking deliveries", "error", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	return started
+}
+
+// fetchEnded reports an error of a pull request that is the usual way it
+// ends: its time ran out, its batch or bytes were delivered, or Close.
+func fetchEnded(err error) bool {
+	for _, end := range []error{nats.ErrTimeout, context.DeadlineExceeded, context.Canceled,
+		jetstream.ErrNoMessages, jetstream.ErrBatchCompleted, jetstream.ErrMaxBytesExceeded} {
+		if errors.Is(err, end) {
+			return true
+		}
+	}
+	return false
 }
 
 // dispatchOrdered runs the deliveries of one partition, one after the
