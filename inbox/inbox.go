@@ -213,7 +213,7 @@ type Inbox struct {
 	closed  bool
 	running map[string]bool // keys of deliveries whose handlers run here
 
-	enq        sync.WaitGroup // Enqueue calls under way
+	enq        sync.WaitGroup              // Enqueue calls under way
 	iters      []jetstream.MessagesContext // the partitions'
 	takeCtx    context.Context             // the workers' pull requests, until stopTaking
 	takeStop   context.CancelFunc
