@@ -9,9 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
 )
 
 // indexOf returns the embedded inbox's dedupe records.
@@ -355,3 +360,47 @@ func FuzzReadIndexFile(f *testing.F) {
 func le64(b []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(b, v) }
 func le32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
 func crc(b []byte) uint32            { return crc32.ChecksumIEEE(b) }
+
+// TestStatusesWrittenBeforeClose: every delivery whose handlers ran before
+// Close has its status stored (the writes not waited for are written at
+// Close), seen by the next Open.
+func TestStatusesWrittenBeforeClose(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	ran := map[string]bool{}
+	wh := newWebhooks(t)
+	wh.OnAny(func(_ context.Context, e emitter.Event) error {
+		mu.Lock()
+		ran[e.ID] = true
+		mu.Unlock()
+		return nil
+	})
+	dir := t.TempDir()
+	in, err := Open(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := range n {
+		id := fmt.Sprintf("close-%05d", i)
+		if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: unique(payload("close"), id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := in.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) == 0 {
+		t.Fatal("no delivery ran before Close")
+	}
+	in = openInbox(t, dir, Options{})
+	for id := range ran {
+		r, err := in.Get(ctx, id)
+		if err != nil || r.Status != delivery.StatusHandled {
+			t.Fatalf("%s ran before Close; after it: %v %v (%d of %d ran)", id, r.Status, err, len(ran), n)
+		}
+	}
+	t.Logf("%d of %d ran before Close, each with its status", len(ran), n)
+}
