@@ -13,15 +13,10 @@ import (
 // Write replaces path with data, atomically; a new file gets mode perm. The
 // errors are the os package's, which name the file.
 func Write(path string, data []byte, perm os.FileMode) error {
-	p, err := Prepare(path, data, perm)
-	if err != nil {
+	return WriteFunc(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	if err := p.Commit(); err != nil {
-		p.Discard()
-		return err
-	}
-	return nil
+	})
 }
 
 // Pending is a file written beside its destination and not yet in place:

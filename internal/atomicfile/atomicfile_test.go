@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,5 +101,36 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		if got[i] != names[i] {
 			t.Fatalf("directory holds %q, want %q", got, names)
 		}
+	}
+}
+
+func TestWriteFunc(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that fails part way leaves the old content, and no
+	// temporary file.
+	boom := errors.New("boom")
+	err := WriteFunc(path, 0o600, func(w io.Writer) error {
+		w.Write([]byte("half"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("WriteFunc = %v, want the writer's error", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("after a failed write: %q", b)
+	}
+	assertOnly(t, dir, "f")
+	if err := WriteFunc(path, 0o600, func(w io.Writer) error {
+		_, err := io.WriteString(w, "new")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Fatalf("after WriteFunc: %q", b)
 	}
 }
