@@ -26,7 +26,7 @@ import (
 // see indexfile.go), written at Close and every few minutes; Open reads it
 // and then the records written after it, so that a crash costs a read of
 // those only. Two keys with the same hash (about one chance in four million
-// three million keys) share an entry: the one written last wins, and the
+// among three million keys) share an entry: the one written last wins, and the
 // other reads as absent; a read always checks the key it finds.
 type indexedRecords struct {
 	stream  jetstream.Stream
