@@ -358,9 +358,21 @@ func (r *indexedRecords) publishAsync(entries []*recordEntry) {
 	}
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.PublishAsync(r.subject, recordData(data...))
+	rec := recordData(data...)
+	ack, err := r.js.PublishAsync(r.subject, rec)
 	if err != nil {
-		r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", err)
+		// Too many writes waiting for their answers (or the connection
+		// gone): this one is waited for rather than lost.
+		ctx, cancel := context.WithTimeout(context.Background(), asyncAckWait)
+		defer cancel()
+		pa, serr := r.js.Publish(ctx, r.subject, rec)
+		if serr != nil {
+			r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", errors.Join(err, serr))
+		} else {
+			for _, h := range hashes {
+				r.set(h, pa.Sequence)
+			}
+		}
 		r.applied(entries)
 		return
 	}
