@@ -98,21 +98,22 @@ func bodyDigest(body []byte) string {
 func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest string) (res webhooks.EnqueueResult, ok bool, err error) {
 	// In a cluster the body's digest is looked up at the same time as the
 	// id: a new delivery, the common case, then costs one round trip of
-	// waiting. The embedded index answers "none" from memory.
-	type found struct {
-		v   []byte
-		err error
-	}
-	var byBody chan found
-	_, local := in.seen.(*indexedRecords)
-	lookup := func() {
-		v, err := in.getSeen(ctx, seenBodyKey(digest))
-		byBody <- found{v, err}
-	}
-	if !in.opts.AllowRepeatedBodies {
-		byBody = make(chan found, 1)
-		if !local {
-			go lookup()
+	// waiting. The embedded index answers "none" from memory: it is asked
+	// only when needed.
+	byBody := func() ([]byte, error) { return in.getSeen(ctx, seenBodyKey(digest)) }
+	if _, local := in.seen.(*indexedRecords); !local && !in.opts.AllowRepeatedBodies {
+		type found struct {
+			v   []byte
+			err error
+		}
+		ch := make(chan found, 1)
+		go func() {
+			v, err := in.getSeen(ctx, seenBodyKey(digest))
+			ch <- found{v, err}
+		}()
+		byBody = func() ([]byte, error) {
+			f := <-ch
+			return f.v, f.err
 		}
 	}
 	v, err := in.getSeen(ctx, seenIDKey(token))
@@ -145,14 +146,10 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 		in.count.duplicates.Add(1)
 		return webhooks.Duplicate, true, nil
 	}
-	if byBody == nil {
+	if in.opts.AllowRepeatedBodies {
 		return 0, false, nil
 	}
-	if local {
-		lookup()
-	}
-	f := <-byBody
-	v, err = f.v, f.err
+	v, err = byBody()
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return 0, false, nil
