@@ -210,7 +210,7 @@ type Inbox struct {
 	closed  bool
 	closing chan struct{}  // closed by Close
 	enq     sync.WaitGroup // Enqueue calls under way
-	run     *runner        // set by Start
+	started *runner        // set by Start
 }
 
 // conn is an Inbox's connection to its store.
@@ -229,6 +229,9 @@ type streams struct {
 	status records // each delivery's status, by status key
 	seen   records // dedupe records (seen.go)
 	state  jetstream.KeyValue
+	// The order keys' records and parked deliveries (keys.go).
+	keyBucket jetstream.KeyValue
+	parked    jetstream.Stream
 
 	inSubj, deadSubj string
 }
@@ -345,14 +348,14 @@ func (in *Inbox) Start(ctx context.Context) error {
 	switch {
 	case in.closed:
 		return ErrClosed
-	case in.run != nil:
+	case in.started != nil:
 		return errors.New("inbox: Start called twice")
 	}
-	r := newRunner(in)
-	if err := r.start(ctx); err != nil {
+	// Set first: Close stops what a failed start began.
+	in.started = newRunner(in)
+	if err := in.started.start(ctx); err != nil {
 		return err
 	}
-	in.run = r
 	in.startJanitor()
 	return nil
 }
@@ -508,6 +511,9 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err := in.setupRecords(ctx); err != nil {
 		return err
 	}
+	if err := in.setupKeys(ctx); err != nil {
+		return err
+	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Name + "_STATE",
 		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
@@ -655,14 +661,14 @@ func (in *Inbox) Close(ctx context.Context) error {
 	close(in.closing)
 	in.mu.Unlock()
 	// Deliveries fetched but not started are handed back by the loops.
-	if in.run != nil {
-		in.run.stopTaking()
+	if in.started != nil {
+		in.started.stopTaking()
 	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		if in.run != nil {
-			in.run.wait()
+		if in.started != nil {
+			in.started.wait()
 		}
 		close(done)
 	}()
@@ -672,8 +678,8 @@ func (in *Inbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
 	}
-	if in.run != nil {
-		in.run.stop()
+	if in.started != nil {
+		in.started.stop()
 	}
 	in.shutdown()
 	return err
