@@ -127,22 +127,23 @@ type Options struct {
 	// OrderKey, ByRepository, ByInstallation, BySubject) one at a time, in
 	// the order they were stored, across all the receivers of a cluster;
 	// deliveries with different keys run in parallel. A delivery whose
-	// attempt fails holds its key back until it succeeds or becomes a dead
-	// letter: the later ones wait through its retry delays. The key is
-	// computed at ingest and hashed into one of OrderPartitions partitions;
-	// each partition runs one delivery at a time, so keys sharing a
-	// partition wait for each other too. Every receiver of a cluster must
-	// use the same OrderBy and OrderPartitions. Nil: no order.
+	// attempt fails holds its own key back until it succeeds, becomes a
+	// dead letter or is set aside (Skip): the later ones of its key wait
+	// through its retry delays, and no other key waits for it (see the
+	// package documentation, "Order"). Every receiver of a cluster must use
+	// the same OrderBy and OrderPartitions. Nil: no order.
 	OrderBy OrderKey
-	// OrderPartitions is how many ordered deliveries may run at once.
+	// OrderPartitions is how many ordered deliveries may run at once, and
+	// how many partitions (each a consumer that admits its deliveries to
+	// their keys in stored order) the ordered deliveries are spread over.
 	// Changing it lets the deliveries queued at the time run out of order
 	// once. Zero: DefaultOrderPartitions.
 	OrderPartitions int
 
-	// Name prefixes the streams (Name_INBOX, Name_DEAD; in the embedded
-	// mode Name_STATUS, Name_SEEN and their index files in Dir), key-value
-	// buckets (Name_STATE; in a cluster Name_STATUS, Name_SEEN), subjects
-	// and consumers. Zero: DefaultName.
+	// Name prefixes the streams (Name_INBOX, Name_DEAD, Name_PARKED; in
+	// the embedded mode Name_STATUS, Name_SEEN and their index files in
+	// Dir), key-value buckets (Name_STATE, Name_KEYS; in a cluster
+	// Name_STATUS, Name_SEEN), subjects and consumers. Zero: DefaultName.
 	// Inboxes sharing a cluster and a Name share their deliveries.
 	Name string
 	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
