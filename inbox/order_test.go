@@ -94,7 +94,12 @@ type orderReceiver struct {
 	dead atomic.Bool
 }
 
-func orderKeyOf(id string) string { return "repository:" + strings.Split(id, "-")[1] }
+func orderKeyOf(id string) string {
+	if p := strings.Split(id, "-"); len(p) > 2 {
+		return "repository:" + p[1]
+	}
+	return ""
+}
 
 func orderPayload(id string) []byte {
 	return fmt.Appendf(nil, `{"action":"edited","delivery":%q,"repository":{"id":%s,"full_name":"o/r"}}`, id, strings.Split(id, "-")[1])

@@ -115,16 +115,19 @@ func firstLine(s string) string {
 }
 
 func cmdInbox(ctx context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "inbox", "forgehooks inbox (ls | show ID | retry ID | replay ID | dead) --inbox DIR | --nats URL", `
+	fs := newFlagSet(c, "inbox", "forgehooks inbox (ls | show ID | retry ID | replay ID | skip ID | dead) --inbox DIR | --nats URL", `
 Query and operate the durable inbox of 'forgehooks serve --inbox DIR', or of a
 NATS cluster. While that serve runs, the commands go through its admin socket
-in DIR (retry and replay then run in that serve); otherwise they open DIR
+in DIR (retry, replay and skip then act in that serve); otherwise they open DIR
 themselves.
 
   ls          the stored deliveries, newest first (--status, --event, --limit, --before)
   show ID     one delivery: headers (secrets redacted), payload, each attempt with its error
   retry ID    run a dead letter again, on a fresh retry schedule
   replay ID   run a stored delivery's handlers once more
+  skip ID     set a waiting delivery (its retry due later, or ordered behind its key)
+              aside as a dead letter, so that the later ones of its key run; retry ID
+              runs it again
   dead        the dead letters`)
 	f := addInboxFlags(fs, false)
 	status := fs.String("status", "", "ls: only deliveries with this status (queued, running, handled, retrying, dead)")
@@ -137,13 +140,13 @@ themselves.
 		return code
 	}
 	if len(pos) == 0 {
-		return fs.usageError("which one: ls, show ID, retry ID, replay ID or dead")
+		return fs.usageError("which one: ls, show ID, retry ID, replay ID, skip ID or dead")
 	}
 	sub, rest := pos[0], pos[1:]
-	wantArgs := map[string]int{"ls": 0, "dead": 0, "show": 1, "retry": 1, "replay": 1}
+	wantArgs := map[string]int{"ls": 0, "dead": 0, "show": 1, "retry": 1, "replay": 1, "skip": 1}
 	n, ok := wantArgs[sub]
 	if !ok {
-		return fs.usageError("unknown subcommand %q: ls, show ID, retry ID, replay ID or dead", sub)
+		return fs.usageError("unknown subcommand %q: ls, show ID, retry ID, replay ID, skip ID or dead", sub)
 	}
 	if len(rest) != n {
 		return fs.usageError("%s takes %d argument(s), got %d", sub, n, len(rest))
@@ -189,6 +192,11 @@ themselves.
 			return writeJSON(fs, out, recordJSON(r))
 		}
 		writeRecord(out, r)
+	case "skip":
+		if err := st.Skip(ctx, rest[0]); err != nil {
+			return fs.fail("%v", err)
+		}
+		fmt.Fprintf(out, "%s: set aside as a dead letter; the later deliveries of its key go on ('forgehooks inbox retry %s' runs it again)\n", rest[0], rest[0])
 	case "retry", "replay":
 		if sub == "retry" {
 			err = st.Retry(ctx, rest[0])
@@ -212,6 +220,7 @@ themselves.
 type inboxStore interface {
 	delivery.Store
 	Dead(ctx context.Context) ([]delivery.Record, error)
+	Skip(ctx context.Context, id string) error
 	Close()
 }
 
