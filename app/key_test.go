@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"forgehooks.dev/forgehooks/app"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // A PKCS#1 and a PKCS#8 key, from bytes, a file or an environment variable,

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/app"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inspector"
 	"forgehooks.dev/forgehooks/webhooks"
