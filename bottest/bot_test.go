@@ -45,8 +45,8 @@ func thankCommenter(a *app.App) func(context.Context, payloads.Event[*payloads.I
 func TestBotThanksCommenters(t *testing.T) {
 	bot := bottest.New(t) // the fake forge, and bot.App for it
 	wh, _ := webhooks.New(webhooks.Options{Secret: "a secret for tests only"})
-	payloads.OnIssueCommentCreatedEvent(wh, thankCommenter(bot.App)) // your handler
-	bot.Start(wh) // the receiver and its inbox, until the test ends
+	payloads.OnIssueCommentCreatedEvent(wh, thankCommenter(bot.App))
+	bot.Start(wh)                            // the receiver and its inbox, until the test ends
 	rec := bot.Send("issue_comment.created") // once handled (or dead)
 	if rec.Status != delivery.StatusHandled {
 		t.Fatalf("%s: %s", rec.Status, rec.LastError())

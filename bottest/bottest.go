@@ -75,9 +75,9 @@ type Bot struct {
 	// URL is where deliveries are posted; "" before Start.
 	URL string
 
-	t    testing.TB
-	wait time.Duration
-	wh   *webhooks.Webhooks
+	t     testing.TB
+	wait  time.Duration
+	wh    *webhooks.Webhooks
 	n     atomic.Int64 // delivery ids
 	sends atomic.Int64 // Send's bodies
 }
