@@ -92,7 +92,9 @@ type Receiver interface {
 // Options configures an Inbox. Exactly one of Dir and URLs is required.
 type Options struct {
 	// Dir is the directory of the embedded server's file store; it is
-	// created when missing. One process at a time may open it.
+	// created (0700) when missing. One process at a time may open it. Open
+	// refuses (ErrUnsafeDir) a Dir that belongs to another user or that its
+	// group or others may write to.
 	Dir string
 	// URLs are the NATS servers of an existing cluster to connect to instead
 	// of running one in the process.
@@ -363,6 +365,9 @@ func (in *Inbox) connect() error {
 	if o.Dir != "" {
 		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 			return fmt.Errorf("inbox: %w", err)
+		}
+		if err := checkDir(o.Dir); err != nil {
+			return err
 		}
 		unlock, err := lockDir(o.Dir)
 		if err != nil {
