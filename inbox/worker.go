@@ -351,7 +351,7 @@ func (in *Inbox) run(ctx context.Context, msg jetstream.Msg, h nats.Header, atte
 		}
 	}
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
-		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt,
+		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt, Tenant: h.Get(hdrTenant),
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
