@@ -554,10 +554,10 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	if d.Name == "" {
 		return 0, errors.New("inbox: delivery without an event name")
 	}
-	token := subjectToken(d.ID)
+	token := subjectToken(deliveryKey(d.Tenant, d.ID))
 	var digest string
 	if d.ID != "" {
-		digest = bodyDigest(d.Payload)
+		digest = tenantDigest(d.Tenant, d.Payload)
 		if res, ok, err := in.known(ctx, d, token, digest); ok || err != nil {
 			return res, in.store.explain(err)
 		}
@@ -598,6 +598,9 @@ func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
 		msg.Header.Set(hdrDelivery, d.ID)
+	}
+	if d.Tenant != "" {
+		msg.Header.Set(hdrTenant, d.Tenant)
 	}
 	setMeta(msg.Header, d.Payload)
 	if d.Signature != "" {
@@ -724,6 +727,9 @@ const (
 	hdrDelivery   = "Forgehooks-Delivery"
 	hdrSignature  = "Forgehooks-Signature"
 	hdrReceivedAt = "Forgehooks-Received-At"
+	// hdrTenant names the delivery's tenant (webhooks.Tenants). A sender
+	// cannot set it: the request's Forgehooks- headers are dropped.
+	hdrTenant = "Forgehooks-Tenant"
 	// What a list shows, read from the payload when it was stored.
 	hdrAction     = "Forgehooks-Action"
 	hdrRepository = "Forgehooks-Repository"

@@ -257,7 +257,7 @@ func (in *runner) run(ctx context.Context, msg jetstream.Msg, h nats.Header, att
 		}
 	}
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
-		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt,
+		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt, Tenant: h.Get(hdrTenant),
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
