@@ -92,7 +92,9 @@ type Receiver interface {
 // Options configures an Inbox. Exactly one of Dir and URLs is required.
 type Options struct {
 	// Dir is the directory of the embedded server's file store; it is
-	// created when missing. One process at a time may open it.
+	// created (0700) when missing. One process at a time may open it. Open
+	// refuses (ErrUnsafeDir) a Dir that belongs to another user or that its
+	// group or others may write to.
 	Dir string
 	// URLs are the NATS servers of an existing cluster to connect to instead
 	// of running one in the process.
@@ -368,6 +370,9 @@ func (in *Inbox) connect() error {
 		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 			return fmt.Errorf("inbox: %w", err)
 		}
+		if err := checkDir(o.Dir); err != nil {
+			return err
+		}
 		unlock, err := lockDir(o.Dir)
 		if err != nil {
 			return err
@@ -556,10 +561,10 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	if d.Name == "" {
 		return 0, errors.New("inbox: delivery without an event name")
 	}
-	token := subjectToken(d.ID)
+	token := subjectToken(deliveryKey(d.Tenant, d.ID))
 	var digest string
 	if d.ID != "" {
-		digest = bodyDigest(d.Payload)
+		digest = tenantDigest(d.Tenant, d.Payload)
 		if res, ok, err := in.known(ctx, d, token, digest); ok || err != nil {
 			return res, in.store.explain(err)
 		}
@@ -600,6 +605,9 @@ func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
 		msg.Header.Set(hdrDelivery, d.ID)
+	}
+	if d.Tenant != "" {
+		msg.Header.Set(hdrTenant, d.Tenant)
 	}
 	setMeta(msg.Header, d.Payload)
 	if d.Signature != "" {
@@ -726,6 +734,9 @@ const (
 	hdrDelivery   = "Forgehooks-Delivery"
 	hdrSignature  = "Forgehooks-Signature"
 	hdrReceivedAt = "Forgehooks-Received-At"
+	// hdrTenant names the delivery's tenant (webhooks.Tenants). A sender
+	// cannot set it: the request's Forgehooks- headers are dropped.
+	hdrTenant = "Forgehooks-Tenant"
 	// What a list shows, read from the payload when it was stored.
 	hdrAction     = "Forgehooks-Action"
 	hdrRepository = "Forgehooks-Repository"

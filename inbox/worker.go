@@ -264,7 +264,7 @@ func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt i
 		}
 	}
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
-		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt,
+		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt, Tenant: h.Get(hdrTenant),
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
