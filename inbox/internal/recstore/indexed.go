@@ -75,6 +75,7 @@ type pendingAck struct {
 	entries []*recordEntry
 	ack     jetstream.PubAckFuture
 	barrier chan struct{}
+	handled chan struct{} // closed once applied, when not nil
 }
 
 // The index is written every snapshotEvery if it changed, and as soon as
@@ -451,13 +452,22 @@ func (r *Indexed) publishAsync(entries []*recordEntry) {
 	}
 	p := pendingAck{hashes: hashes, entries: entries, ack: ack}
 	if waited {
-		// Someone waits for this answer: it is queued whatever the wait.
+		// Someone waits for this answer: it is queued whatever the wait,
+		// and waited for here, writeMu held, so that the puts waited for
+		// that come meanwhile are written together after it (one record,
+		// one sync of the disk with Fsync, for many).
+		p.handled = make(chan struct{})
 		select {
 		case r.acks <- p:
 		case <-r.stop:
 			r.markRescan()
 			r.applied(entries)
 			settle(entries, ErrClosed)
+			return
+		}
+		select {
+		case <-p.handled:
+		case <-r.stop:
 		}
 		return
 	}
@@ -530,25 +540,37 @@ func (r *Indexed) applyAcks() {
 			close(p.barrier)
 			continue
 		}
-		select {
-		case ack := <-p.ack.Ok():
-			for _, h := range p.hashes {
-				r.set(h, ack.Sequence)
-			}
-			r.applied(p.entries)
-			settle(p.entries, nil)
-		case err := <-p.ack.Err():
-			// Stored or not, its sequence is unknown: a timeout may hide
-			// a record written.
-			r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
-			r.markRescan()
-			r.applied(p.entries)
-			settle(p.entries, err)
-		case <-r.stop:
-			settle(p.entries, ErrClosed)
+		if !r.applyOne(p) {
 			return
 		}
 	}
+}
+
+// applyOne waits for the answer to one write and applies it; false when
+// Close stopped the wait.
+func (r *Indexed) applyOne(p pendingAck) bool {
+	if p.handled != nil {
+		defer close(p.handled)
+	}
+	select {
+	case ack := <-p.ack.Ok():
+		for _, h := range p.hashes {
+			r.set(h, ack.Sequence)
+		}
+		r.applied(p.entries)
+		settle(p.entries, nil)
+	case err := <-p.ack.Err():
+		// Stored or not, its sequence is unknown: a timeout may hide a
+		// record written.
+		r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
+		r.markRescan()
+		r.applied(p.entries)
+		settle(p.entries, err)
+	case <-r.stop:
+		settle(p.entries, ErrClosed)
+		return false
+	}
+	return true
 }
 
 // flush waits until every put made before it is in the index.
