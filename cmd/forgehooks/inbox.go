@@ -285,7 +285,7 @@ themselves. DIR must exist: these commands never make one.
 
 // listPage is how many deliveries 'inbox ls' asks for at a time: what it
 // holds in memory, whatever --limit is.
-const listPage = 500
+const listPage = 1000
 
 // listInbox prints up to limit records of st (all when limit is negative),
 // a page at a time: each page is asked for before the last one's Seq and
