@@ -109,6 +109,27 @@ type MiddlewareOptions struct {
 	// error's text often holds what they should not see (a database address,
 	// a token, a file path); the log of the receiver always has it.
 	ExposeHandlerErrors bool
+	// Inline, when true, makes sure no work of a delivery outlives its
+	// answer, for platforms that freeze or stop the process once a request is
+	// answered (AWS Lambda, Cloud Functions, Cloud Run without CPU outside
+	// requests). Without an Inbox the handlers run inside the request and the
+	// answer waits for them however long they take: 200 when they succeed, the
+	// failure's status (500 unless WithStatus says otherwise) when one fails,
+	// so that the forge's log marks the delivery failed and it can be
+	// redelivered; never the 202 of Timeout. With an Inbox the delivery is
+	// stored before the answer, as without Inline, and no handler runs in this
+	// process. Error handlers (OnError) told of a failed or forged delivery
+	// run before the answer too. Once the answer is written, the handlers'
+	// context is canceled with cause ErrAnswered, and a dispatch under it
+	// (Webhooks.Receive or VerifyAndReceive from a goroutine a handler left
+	// behind) runs no handler and returns ErrAnswered.
+	//
+	// NewMiddleware refuses (panics at) what would leave work running after
+	// the answer: Inline without an Inbox and with a positive Timeout, and
+	// Inline with an Inbox that runs workers in this process (one whose
+	// RunsWorkers method, see WorkerInbox, reports true). With an Inbox,
+	// Timeout bounds the store as it does without Inline.
+	Inline bool
 	// OnResult, when set, is called once for every request the middleware
 	// handles (not for those of other paths), after its answer was written
 	// and its handlers, if any, returned: for a 202 of the timeout, when they
@@ -145,6 +166,7 @@ type Middleware struct {
 	inbox       Inbox
 	onResult    func(Result)
 	exposeErrs  bool
+	inline      bool // MiddlewareOptions.Inline
 }
 
 // NewMiddleware returns a Middleware serving w. It panics when w is nil.
@@ -194,6 +216,9 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 		m.unverified = &budget{max: n}
 	}
 	m.minRate, m.window = orDefault(opts.MinBodyRate, DefaultMinBodyRate), rateWindow
+	if opts.Inline {
+		m.checkInline(opts)
+	}
 	return m
 }
 

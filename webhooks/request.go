@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/clip"
 )
 
@@ -96,7 +97,11 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	matched := m.w.keyring().match(digest, body, d.Signature)
 	res.release() // verified or not: from here on other budgets count the body
 	if !matched {
-		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
+		ctx := context.WithoutCancel(r.Context())
+		if m.inline {
+			ctx = emitter.WaitForErrorHandlers(ctx)
+		}
+		m.w.mismatch(ctx, d, nil)
 		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		return
 	}
@@ -127,6 +132,10 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	ctx := ContextWithDelivery(context.WithoutCancel(r.Context()), DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1})
 	if oc != nil {
 		oc.left.Add(1) // the handlers' end, as well as the answer
+	}
+	if m.inline {
+		m.receiveBeforeAnswer(ctx, rw, r, d, f, oc)
+		return
 	}
 	if m.timeout < 0 || r.ProtoMajor == 1 && canFlush(rw) {
 		m.receiveInline(ctx, rw, r, d, f, oc)

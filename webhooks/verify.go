@@ -36,7 +36,12 @@ type Delivery struct {
 // it, if any) and names the delivery. Otherwise the result is Receive's: nil, an
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
 // The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
+// Under the context of a delivery an Inline Middleware has answered, it
+// returns ErrAnswered and does nothing else.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
+	if err := w.refuseAnswered(ctx, emitter.Event{ID: d.ID, Name: d.Name}); err != nil {
+		return err
+	}
 	ok, err := w.keyring().verify(d.Payload, d.Signature)
 	if !ok {
 		return w.mismatch(ctx, d, err)

@@ -209,9 +209,13 @@ func (w *Webhooks) RemoveListenerNames(names []string, l *emitter.Listener) int 
 // middleware verified it, say) or in tests. Deliveries from the network go
 // through VerifyAndReceive or the Middleware. It is emitter.Emitter.Receive,
 // counted for Close: after Close it returns emitter.ErrClosed. The handlers'
-// context carries e (EventFrom).
+// context carries e (EventFrom). Under the context of a delivery an Inline
+// Middleware has answered, it returns ErrAnswered and runs nothing.
 func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
 	em := w.handlers()
+	if err := w.refuseAnswered(ctx, e); err != nil {
+		return err
+	}
 	f, err := w.inFlight.take(e.ID, int64(len(e.Payload)), 0, 0)
 	if err != nil {
 		return emitter.ErrClosed
