@@ -3,9 +3,12 @@
 // With an Inbox as webhooks.MiddlewareOptions.Inbox, the middleware verifies a
 // delivery and calls Enqueue, which publishes it to a JetStream stream and
 // returns only once the stream has acknowledged it; only then does the forge
-// get its 2xx. Workers of the Inbox then run the Webhooks' handlers for every
-// stored delivery, retry a failing one on a delay schedule, and move it to the
-// dead letters when the schedule is used up.
+// get its 2xx. Once Start is called, workers of the Inbox run the Webhooks'
+// handlers for every stored delivery, retry a failing one on a delay
+// schedule, and move it to the dead letters when the schedule is used up.
+// Open only builds and recovers: an Inbox that is never started takes
+// deliveries in and answers queries, and another process (or another
+// Inbox on the same cluster) runs them.
 //
 // # Modes
 //
@@ -62,7 +65,7 @@
 // renewed every third of it while the handlers run, so a long handler keeps
 // its delivery however long it takes. In a cluster a receiver that dies hands
 // its deliveries on after the lease. An embedded inbox needs no wait: at
-// Open, the directory lock proves the process before it gone, and the
+// Start, the directory lock proves the process before it gone, and the
 // deliveries it was running are handed back at once (those waiting for a
 // retry keep their schedule).
 //

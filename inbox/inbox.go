@@ -92,7 +92,9 @@ type Receiver interface {
 // Options configures an Inbox. Exactly one of Dir and URLs is required.
 type Options struct {
 	// Dir is the directory of the embedded server's file store; it is
-	// created when missing. One process at a time may open it.
+	// created (0700) when missing. One process at a time may open it. Open
+	// refuses (ErrUnsafeDir) a Dir that belongs to another user or that its
+	// group or others may write to.
 	Dir string
 	// URLs are the NATS servers of an existing cluster to connect to instead
 	// of running one in the process.
@@ -101,8 +103,9 @@ type Options struct {
 	// (credentials, TLS).
 	NATSOptions []nats.Option
 
-	// Receiver runs the handlers of stored deliveries. Nil: no worker runs,
-	// and the Inbox only stores and answers queries (the CLI's use).
+	// Receiver runs the handlers of stored deliveries once Start is
+	// called. Nil: Start fails with ErrNoReceiver, and the Inbox only
+	// stores and answers queries (the CLI's use).
 	Receiver Receiver
 	// Workers is how many deliveries run at once (ordered ones run besides,
 	// one per partition). Zero: 4 × GOMAXPROCS.
@@ -187,49 +190,57 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Inbox stores deliveries in JetStream and runs their handlers. It implements
-// webhooks.Inbox. It is safe for concurrent use.
+// Inbox stores deliveries in JetStream, answers queries about them and,
+// once started (Start), runs their handlers. It implements webhooks.Inbox.
+// It is safe for concurrent use.
+//
+// Its three jobs live apart: taking deliveries in and answering queries
+// (Inbox's own methods), running them (runner: fetch, leases, retries, dead
+// letters, order per key) and the records of each delivery (records).
 type Inbox struct {
-	opts   Options
-	log    *slog.Logger
-	ns     *server.Server // nil in cluster mode
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	inbox  jetstream.Stream
-	dead   jetstream.Stream
-	status records // each delivery's status, by status key
-	seen   records // dedupe records (seen.go)
-	state  jetstream.KeyValue
-	unlock func()
-	count  counters
-	store  storeWatch
-
-	inSubj, deadSubj string
+	opts Options
+	log  *slog.Logger
+	conn
+	streams
+	count counters
+	store storeWatch
 
 	watchers delivery.Watchers // Watch
 	scan     chan struct{}     // one header read at a time (headers)
 
 	mu      sync.Mutex
 	closed  bool
-	running map[string]bool // keys of deliveries whose handlers run here
+	closing chan struct{}  // closed by Close
+	enq     sync.WaitGroup // Enqueue calls under way
+	run     *runner        // set by Start
+}
 
-	enq        sync.WaitGroup              // Enqueue calls under way
-	iters      []jetstream.MessagesContext // the partitions'
-	takeCtx    context.Context             // the workers' pull requests, until stopTaking
-	takeStop   context.CancelFunc
-	loops      sync.WaitGroup // the dispatch loops
-	sem        chan struct{}  // one place per worker
-	closing    chan struct{}  // closed by Close
-	active     sync.WaitGroup // handlers running
-	handlerCtx context.Context
-	startSeq   uint64             // the inbox stream's last sequence when the workers started
-	stop       context.CancelFunc // cancels handlerCtx
+// conn is an Inbox's connection to its store.
+type conn struct {
+	ns     *server.Server // nil in cluster mode
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	unlock func() // releases Dir (embedded)
+}
+
+// streams are the streams and records an Inbox keeps, and the subjects of
+// its deliveries.
+type streams struct {
+	inbox  jetstream.Stream
+	dead   jetstream.Stream
+	status records // each delivery's status, by status key
+	seen   records // dedupe records (seen.go)
+	state  jetstream.KeyValue
+
+	inSubj, deadSubj string
 }
 
 var _ webhooks.Inbox = (*Inbox)(nil)
 
-// Open starts (or connects to) the store, creates the streams, buckets and
-// consumer when missing, and starts the workers when opts.Receiver is set.
+// Open starts (or connects to) the store, creates the streams and buckets
+// when missing and reads what a run before left (the embedded index). It
+// runs no handler: the Inbox takes deliveries in (Enqueue) and answers
+// queries; Start runs the workers.
 func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if (opts.Dir == "") == (len(opts.URLs) == 0) {
 		return nil, errors.New("inbox: exactly one of Options.Dir and Options.URLs must be set")
@@ -288,8 +299,8 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}), scan: make(chan struct{}, 1),
-		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
+	in := &Inbox{opts: opts, log: opts.Logger, closing: make(chan struct{}), scan: make(chan struct{}, 1),
+		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}}
 	if err := in.connect(); err != nil {
 		return nil, err
 	}
@@ -305,16 +316,56 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		in.shutdown()
 		return nil, err
 	}
-	if opts.Receiver != nil {
-		if err := in.startWorkers(ctx); err != nil {
-			in.shutdown()
-			return nil, err
-		}
-		// Only an inbox that runs handlers frees the store: a query from
-		// the command line must not drop what a receiver keeps.
-		in.startJanitor()
-	}
 	return in, nil
+}
+
+// ErrNoReceiver is returned by Start when Options.Receiver is nil.
+var ErrNoReceiver = errors.New("inbox: Start: Options.Receiver is nil: nothing to run the deliveries")
+
+// Start runs the workers: they take the stored deliveries (those stored
+// before included) and run Options.Receiver's handlers, retrying failures
+// on the schedule of Options.RetryDelays and moving those that fail every
+// attempt to the dead letters; with Options.OrderBy, the deliveries of each
+// key one at a time. It also starts the janitor that drops the stored
+// copies of handled deliveries past HandledRetention: an Inbox that is never
+// started only takes deliveries in and answers queries, and frees nothing
+// that a running receiver may still need.
+//
+// In the embedded mode Start first hands back at once the deliveries the
+// process before held (the directory lock proves it gone), so that they run
+// again without waiting for their leases to run out.
+//
+// Start returns ErrNoReceiver without a Receiver, ErrClosed after Close,
+// and an error when called twice or when the consumers cannot be created
+// (ctx bounds that). Close stops the workers.
+func (in *Inbox) Start(ctx context.Context) error {
+	if in.opts.Receiver == nil {
+		return ErrNoReceiver
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch {
+	case in.closed:
+		return ErrClosed
+	case in.run != nil:
+		return errors.New("inbox: Start called twice")
+	}
+	r := newRunner(in)
+	if err := r.start(ctx); err != nil {
+		return err
+	}
+	in.run = r
+	in.startJanitor()
+	return nil
+}
+
+// RunsWorkers reports whether Start has run this inbox's workers in this
+// process: an inline webhooks.Middleware refuses such an inbox (see
+// webhooks.WorkerInbox), whose workers would run after its answers.
+func (in *Inbox) RunsWorkers() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.run != nil
 }
 
 // connect starts the embedded server or dials the cluster.
@@ -323,6 +374,9 @@ func (in *Inbox) connect() error {
 	if o.Dir != "" {
 		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 			return fmt.Errorf("inbox: %w", err)
+		}
+		if err := checkDir(o.Dir); err != nil {
+			return err
 		}
 		unlock, err := lockDir(o.Dir)
 		if err != nil {
@@ -509,10 +563,10 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	if d.Name == "" {
 		return 0, errors.New("inbox: delivery without an event name")
 	}
-	token := subjectToken(d.ID)
+	token := subjectToken(deliveryKey(d.Tenant, d.ID))
 	var digest string
 	if d.ID != "" {
-		digest = bodyDigest(d.Payload)
+		digest = tenantDigest(d.Tenant, d.Payload)
 		if res, ok, err := in.known(ctx, d, token, digest); ok || err != nil {
 			return res, in.store.explain(err)
 		}
@@ -553,6 +607,9 @@ func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
 		msg.Header.Set(hdrDelivery, d.ID)
+	}
+	if d.Tenant != "" {
+		msg.Header.Set(hdrTenant, d.Tenant)
 	}
 	setMeta(msg.Header, d.Payload)
 	if d.Signature != "" {
@@ -615,12 +672,15 @@ func (in *Inbox) Close(ctx context.Context) error {
 	close(in.closing)
 	in.mu.Unlock()
 	// Deliveries fetched but not started are handed back by the loops.
-	in.stopTaking()
+	if in.run != nil {
+		in.run.stopTaking()
+	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		in.loops.Wait()
-		in.active.Wait()
+		if in.run != nil {
+			in.run.wait()
+		}
 		close(done)
 	}()
 	var err error
@@ -629,8 +689,8 @@ func (in *Inbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
 	}
-	if in.stop != nil {
-		in.stop()
+	if in.run != nil {
+		in.run.stop()
 	}
 	in.shutdown()
 	return err
@@ -676,6 +736,9 @@ const (
 	hdrDelivery   = "Forgehooks-Delivery"
 	hdrSignature  = "Forgehooks-Signature"
 	hdrReceivedAt = "Forgehooks-Received-At"
+	// hdrTenant names the delivery's tenant (webhooks.Tenants). A sender
+	// cannot set it: the request's Forgehooks- headers are dropped.
+	hdrTenant = "Forgehooks-Tenant"
 	// What a list shows, read from the payload when it was stored.
 	hdrAction     = "Forgehooks-Action"
 	hdrRepository = "Forgehooks-Repository"

@@ -145,7 +145,7 @@ func tokenOf(h nats.Header, subject string) string {
 	if t := lastToken(subject); t != storeToken {
 		return t
 	}
-	return subjectToken(h.Get(hdrDelivery))
+	return subjectToken(deliveryKey(h.Get(hdrTenant), h.Get(hdrDelivery)))
 }
 
 // validPartitionToken reports whether p is a partition's token as

@@ -449,7 +449,7 @@ func TestOrderSwitched(t *testing.T) {
 			mu.Unlock()
 			return nil
 		})
-		in, err := Open(ctx, Options{Dir: dir, Receiver: wh, OrderBy: orderBy, Logger: quiet(t), RetryDelays: []time.Duration{}})
+		in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, OrderBy: orderBy, Logger: quiet(t), RetryDelays: []time.Duration{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.R
 		}
 		for i := len(msgs) - 1; i >= 0 && len(out) < o.Limit; i-- {
 			m := &msgs[i]
-			if o.Event != "" && m.header.Get(hdrEvent) != o.Event {
+			if o.Event != "" && m.header.Get(hdrEvent) != o.Event || o.Tenant != "" && m.header.Get(hdrTenant) != o.Tenant {
 				continue
 			}
 			r, ok := in.record(ctx, m.header, nil, m.size, m.subject, m.seq)

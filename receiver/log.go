@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -95,12 +96,14 @@ func (r *Receiver) logResult(res webhooks.Result) {
 
 // attemptLine logs a stored delivery's handled attempt (the inbox logs the
 // failed ones, with their error, once each).
-func (r *Receiver) attemptLine(rec delivery.Record) {
+func (r *Receiver) attemptLine(rec delivery.Record) { attemptLine(r.log, rec) }
+
+func attemptLine(log *slog.Logger, rec delivery.Record) {
 	if rec.Status != delivery.StatusHandled || len(rec.Attempts) == 0 {
 		return
 	}
 	a := rec.Attempts[len(rec.Attempts)-1]
-	r.log.Info("delivery handled", "id", rec.ID, "event", rec.Name(), "repository", rec.Repository, "sender", rec.Sender,
+	log.Info("delivery handled", "id", rec.ID, "event", rec.Name(), "repository", rec.Repository, "sender", rec.Sender,
 		"status", string(rec.Status), "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond))
 }
 

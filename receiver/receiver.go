@@ -55,11 +55,17 @@ type Options struct {
 	// Logger.
 	Middleware webhooks.MiddlewareOptions
 	// Inbox, when set, stores each delivery durably before it is answered
-	// 202 and runs the handlers from there (see package inbox). Its Receiver
-	// and Logger are set by New. An embedded inbox (Dir) also answers the
+	// 202 and, once Run starts, runs the handlers from there (see package
+	// inbox). Its Receiver and Logger are set by New. An embedded inbox (Dir) also answers the
 	// command line on a socket in Dir while the Receiver runs, so that
 	// 'forgehooks inbox' works on it.
 	Inbox *inbox.Options
+	// IngestOnly, with an Inbox in a NATS cluster (URLs), makes this a
+	// receiver that takes deliveries in and stores them, and runs none: Run
+	// starts no worker, and processes of RunWorker ('forgehooks work')
+	// sharing the inbox run them. Its metrics are named
+	// "forgehooks_ingest_…" unless Metrics.Namespace says otherwise.
+	IngestOnly bool
 	// Forward, when set, is an http(s) URL every delivery is re-POSTed to,
 	// with its original headers and body (see inbox.Forward); a non-2xx
 	// answer fails the attempt. New checks it.
@@ -130,9 +136,10 @@ type Receiver struct {
 	hookAddr string // where Run listens for deliveries, once it does
 }
 
-// New checks opts, opens the inbox (its workers start taking stored
-// deliveries) and builds the middleware, the page and the metrics. Call Run,
-// or Close when Run is not called.
+// New checks opts, opens the inbox and builds the middleware, the page and
+// the metrics. No handler runs before Run: the inbox takes deliveries in
+// from New on, and its workers start in Run. Call Run, or Close when Run is
+// not called.
 func New(ctx context.Context, opts Options) (*Receiver, error) {
 	if opts.Webhooks == nil {
 		return nil, &OptionError{"Webhooks", errors.New("required")}
@@ -154,7 +161,11 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 	}
 	r.wh.OnAny(deliverylog.Note)
 	if opts.Metrics != nil {
-		r.metrics = metrics.New(*opts.Metrics)
+		mo := *opts.Metrics
+		if opts.IngestOnly && mo.Namespace == "" {
+			mo.Namespace = IngestNamespace
+		}
+		r.metrics = metrics.New(mo)
 	}
 	if opts.Inbox != nil {
 		o := *opts.Inbox
@@ -170,12 +181,7 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		r.stops = append(r.stops, in.Watch(r.attemptLine))
 		if r.metrics != nil {
 			r.stops = append(r.stops, in.Watch(r.metrics.ObserveAttempt))
-			r.metrics.SetInbox(func(ctx context.Context) (metrics.InboxStats, error) {
-				s, err := in.Stats(ctx)
-				c := in.Counters()
-				return metrics.InboxStats{Waiting: s.Waiting, Dead: s.Dead, OldestWaiting: s.OldestWaiting,
-					Duplicates: c.Duplicates, Replays: c.Replays, IDReuses: c.IDReuses, Requeued: c.Requeued}, err
-			})
+			r.metrics.SetInbox(inboxStats(in))
 		}
 		where := o.Dir
 		if where == "" {
@@ -262,6 +268,9 @@ func checkOptions(o *Options) error {
 	}
 	if o.Inspector != nil && o.InspectorAddr != "" && o.Inspector.Token == "" && !inspector.IsLoopbackAddr(o.InspectorAddr) {
 		return &OptionError{"InspectorAddr", fmt.Errorf("%s is not a loopback address: anyone who reaches it would read the deliveries; set Inspector.Token, or use a 127.0.0.1 address", o.InspectorAddr)}
+	}
+	if o.IngestOnly && (o.Inbox == nil || len(o.Inbox.URLs) == 0) {
+		return &OptionError{"IngestOnly", errors.New("needs an Inbox in a NATS cluster (URLs): the workers of another process must reach it, and an embedded inbox's directory opens in one process at a time")}
 	}
 	if o.CatchupEvery < 0 {
 		return &OptionError{"CatchupEvery", fmt.Errorf("%v: want a positive interval", o.CatchupEvery)}

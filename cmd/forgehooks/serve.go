@@ -24,7 +24,9 @@ why). SIGINT or SIGTERM stops it, letting running handlers finish.
 
 With --inbox DIR (or --nats URL) each delivery is stored durably before it is
 answered 202, and its handlers run from there, retried on failure; 'forgehooks
-inbox ... --inbox DIR' operates it while serve runs. With --catchup-every,
+inbox ... --inbox DIR' operates it while serve runs; with --nats URL
+--workers 0 serve only stores them, and 'forgehooks work' runs them. With
+--catchup-every,
 serve also asks the forge, once at start and then at each interval, to
 redeliver what it missed (see 'forgehooks catchup --help').
 
@@ -107,6 +109,7 @@ development secret.`)
 	}
 	if inboxF.enabled() {
 		o.Inbox = &inOpts
+		o.IngestOnly = inboxF.workers.set && inboxF.workers.n == 0
 	}
 	if *metricsAddr != "" {
 		o.Metrics = &metrics.Options{}
@@ -117,6 +120,10 @@ development secret.`)
 			if token = c.getenv(*uiTokenEnv); token == "" {
 				return fs.usageError("--ui-token-env %s: the variable is unset or empty", *uiTokenEnv)
 			}
+		}
+		if token == "" && !inspector.IsLoopbackAddr(*uiAddr) {
+			// Said here in flags: the receiver's own message names its options.
+			return fs.usageError("--ui %s is not a loopback address: anyone who reaches it would read the deliveries; pass --ui-token-env VAR (a variable holding a token the page then requires), or use a 127.0.0.1 address", *uiAddr)
 		}
 		o.Inspector = &inspector.Options{Token: token, TypeName: func(event, _ string, payload []byte) string {
 			if p, err := payloads.Parse(event, payload); err == nil {
@@ -148,5 +155,5 @@ development secret.`)
 // optionFlags names the flag of each receiver option that a flag sets.
 var optionFlags = map[string]string{
 	"Addr": "--addr", "InspectorAddr": "--ui", "MetricsAddr": "--metrics", "Forward": "--forward",
-	"CatchupEvery": "--catchup-every", "Webhooks": "--secret",
+	"CatchupEvery": "--catchup-every", "Webhooks": "--secret", "IngestOnly": "--workers",
 }
