@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -146,7 +148,8 @@ func TestFleet(t *testing.T) {
 
 	env := append(os.Environ(), secretEnv+"="+secret)
 	inboxArgs := []string{"--nats", natsURL, "--replicas", "1", "--forward", tsrv.URL, "--ack-wait", "3s"}
-	serveCmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0"}, inboxArgs...)...)
+	serveMetrics, workMetrics := freeAddr(t), freeAddr(t)
+	serveCmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0", "--metrics", serveMetrics}, inboxArgs...)...)
 	serveCmd.Env = env
 	_, addr := startProc(t, serveCmd, regexp.MustCompile(`url"?[=:]"?http://([^/"]+)/`))
 
@@ -175,15 +178,18 @@ func TestFleet(t *testing.T) {
 	if n := target.distinct("a-"); n != 0 {
 		t.Fatalf("serve --workers 0 forwarded %d deliveries", n)
 	}
+	if m := scrape(t, serveMetrics); !strings.Contains(m, `forgehooks_ingest_deliveries_total{event="issues",status="202"} 20`) {
+		t.Fatalf("serve --workers 0 metrics:\n%s", m)
+	}
 
-	work := func() *fleetProc {
-		cmd := exec.Command(bin, append([]string{"work", "--workers", "1", "--shutdown-timeout", "20s"}, inboxArgs...)...)
+	work := func(args ...string) *fleetProc {
+		cmd := exec.Command(bin, append(append([]string{"work", "--workers", "1", "--shutdown-timeout", "20s"}, args...), inboxArgs...)...)
 		cmd.Env = env
 		p, _ := startProc(t, cmd, regexp.MustCompile(`(running the inbox's deliveries)`))
 		return p
 	}
 	started := time.Now()
-	w1 := work()
+	w1 := work("--metrics", workMetrics)
 	for target.distinct("a-") < 20 {
 		if time.Since(started) > 10*time.Second {
 			t.Fatalf("work forwarded %d of 20 within 10 s", target.distinct("a-"))
@@ -191,6 +197,9 @@ func TestFleet(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("work forwarded 20 deliveries %v after it was started", time.Since(started).Round(time.Millisecond))
+	if m := scrape(t, workMetrics); !strings.Contains(m, `forgehooks_worker_inbox_attempts_total{event="issues",outcome="handled"}`) {
+		t.Fatalf("work metrics:\n%s", m)
+	}
 
 	// A backlog that takes a while (one worker, 100 ms a delivery); SIGTERM
 	// in its middle.
@@ -234,4 +243,25 @@ func TestFleet(t *testing.T) {
 			t.Logf("%s forwarded %d times", id, n) // at-least-once: allowed, noted
 		}
 	}
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// scrape returns the metrics served at addr.
+func scrape(t *testing.T, addr string) string {
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
 }
