@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
