@@ -19,6 +19,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -60,11 +61,6 @@ const (
 	pullMaxBytes = 2 * DefaultMaxPayload
 	maxPending   = 256 << 20
 )
-
-// asyncAckWait bounds, in the embedded mode, the wait for the store's answer
-// to a write not waited for (a status, a dedupe record): the index would
-// otherwise wait forever for an answer lost on the way.
-const asyncAckWait = 30 * time.Second
 
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
 // a delivery runs at most len(DefaultRetryDelays)+1 times, waiting these
@@ -129,22 +125,23 @@ type Options struct {
 	// OrderKey, ByRepository, ByInstallation, BySubject) one at a time, in
 	// the order they were stored, across all the receivers of a cluster;
 	// deliveries with different keys run in parallel. A delivery whose
-	// attempt fails holds its key back until it succeeds or becomes a dead
-	// letter: the later ones wait through its retry delays. The key is
-	// computed at ingest and hashed into one of OrderPartitions partitions;
-	// each partition runs one delivery at a time, so keys sharing a
-	// partition wait for each other too. Every receiver of a cluster must
-	// use the same OrderBy and OrderPartitions. Nil: no order.
+	// attempt fails holds its own key back until it succeeds, becomes a
+	// dead letter or is set aside (Skip): the later ones of its key wait
+	// through its retry delays, and no other key waits for it (see the
+	// package documentation, "Order"). Every receiver of a cluster must use
+	// the same OrderBy and OrderPartitions. Nil: no order.
 	OrderBy OrderKey
-	// OrderPartitions is how many ordered deliveries may run at once.
+	// OrderPartitions is how many ordered deliveries may run at once, and
+	// how many partitions (each a consumer that admits its deliveries to
+	// their keys in stored order) the ordered deliveries are spread over.
 	// Changing it lets the deliveries queued at the time run out of order
 	// once. Zero: DefaultOrderPartitions.
 	OrderPartitions int
 
-	// Name prefixes the streams (Name_INBOX, Name_DEAD; in the embedded
-	// mode Name_STATUS, Name_SEEN and their index files in Dir), key-value
-	// buckets (Name_STATE; in a cluster Name_STATUS, Name_SEEN), subjects
-	// and consumers. Zero: DefaultName.
+	// Name prefixes the streams (Name_INBOX, Name_DEAD, Name_PARKED; in
+	// the embedded mode Name_STATUS, Name_SEEN and their index files in
+	// Dir), key-value buckets (Name_STATE, Name_KEYS; in a cluster
+	// Name_STATUS, Name_SEEN), subjects and consumers. Zero: DefaultName.
 	// Inboxes sharing a cluster and a Name share their deliveries.
 	Name string
 	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
@@ -212,7 +209,7 @@ type Inbox struct {
 	closed  bool
 	closing chan struct{}  // closed by Close
 	enq     sync.WaitGroup // Enqueue calls under way
-	run     *runner        // set by Start
+	started *runner        // set by Start
 }
 
 // conn is an Inbox's connection to its store.
@@ -228,9 +225,12 @@ type conn struct {
 type streams struct {
 	inbox  jetstream.Stream
 	dead   jetstream.Stream
-	status records // each delivery's status, by status key
-	seen   records // dedupe records (seen.go)
+	status recstore.Records // each delivery's status, by status key
+	seen   recstore.Records // dedupe records (seen.go)
 	state  jetstream.KeyValue
+	// The order keys' records and parked deliveries (keys.go).
+	keyBucket jetstream.KeyValue
+	parked    jetstream.Stream
 
 	inSubj, deadSubj string
 }
@@ -347,14 +347,14 @@ func (in *Inbox) Start(ctx context.Context) error {
 	switch {
 	case in.closed:
 		return ErrClosed
-	case in.run != nil:
+	case in.started != nil:
 		return errors.New("inbox: Start called twice")
 	}
-	r := newRunner(in)
-	if err := r.start(ctx); err != nil {
+	// Set first: Close stops what a failed start began.
+	in.started = newRunner(in)
+	if err := in.started.start(ctx); err != nil {
 		return err
 	}
-	in.run = r
 	in.startJanitor()
 	return nil
 }
@@ -365,7 +365,7 @@ func (in *Inbox) Start(ctx context.Context) error {
 func (in *Inbox) RunsWorkers() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.run != nil
+	return in.started != nil
 }
 
 // connect starts the embedded server or dials the cluster.
@@ -434,8 +434,8 @@ func (in *Inbox) connect() error {
 		in.log.Warn("inbox: writing a delivery's record", "subject", m.Subject, "error", err)
 	})}
 	if in.ns != nil {
-		// The embedded index waits for these answers (indexedRecords).
-		jsOpts = append(jsOpts, jetstream.WithPublishAsyncTimeout(asyncAckWait))
+		// The embedded index waits for these answers (recstore.Indexed).
+		jsOpts = append(jsOpts, jetstream.WithPublishAsyncTimeout(recstore.AsyncAckWait))
 	}
 	js, err := jetstream.New(in.nc, jsOpts...)
 	if err != nil {
@@ -522,6 +522,9 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err := in.setupRecords(ctx); err != nil {
 		return err
 	}
+	if err := in.setupKeys(ctx); err != nil {
+		return err
+	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Name + "_STATE",
 		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
@@ -583,10 +586,20 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	}
 	if ack.Duplicate {
 		in.duplicateAtOnce(ctx, d, ack.Sequence)
+		// The one who stored it may have died before its records were
+		// written: a duplicate answered now must stay one.
+		if err := in.rememberDuplicate(ctx, d, token, digest, ack.Sequence); err != nil {
+			return 0, fmt.Errorf("inbox: recording delivery %q (stored at %d): %w", d.ID, ack.Sequence, in.describePublishError(err))
+		}
 		return webhooks.Duplicate, nil
 	}
 	if d.ID != "" {
-		in.remember(d, token, digest, ack.Sequence)
+		// Stored, but answered 2xx only once its id is durably known: a
+		// 503 now makes the forge send it again, which JetStream's own
+		// window (or the body's record) answers as a duplicate.
+		if err := in.remember(ctx, d.ID, token, digest, ack.Sequence); err != nil {
+			return 0, fmt.Errorf("inbox: recording delivery %q (stored at %d): %w", d.ID, ack.Sequence, in.describePublishError(err))
+		}
 	}
 	if in.watchers.Active() {
 		in.notify(recordOf(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
@@ -672,14 +685,14 @@ func (in *Inbox) Close(ctx context.Context) error {
 	close(in.closing)
 	in.mu.Unlock()
 	// Deliveries fetched but not started are handed back by the loops.
-	if in.run != nil {
-		in.run.stopTaking()
+	if in.started != nil {
+		in.started.stopTaking()
 	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		if in.run != nil {
-			in.run.wait()
+		if in.started != nil {
+			in.started.wait()
 		}
 		close(done)
 	}()
@@ -689,8 +702,8 @@ func (in *Inbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
 	}
-	if in.run != nil {
-		in.run.stop()
+	if in.started != nil {
+		in.started.stop()
 	}
 	in.shutdown()
 	return err
@@ -704,7 +717,7 @@ func (in *Inbox) shutdown() {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	for _, r := range []records{in.status, in.seen} {
+	for _, r := range []recstore.Records{in.status, in.seen} {
 		if r != nil {
 			r.Close()
 		}

@@ -113,9 +113,10 @@ func fetchEnded(err error) bool {
 	return false
 }
 
-// dispatchOrdered runs the deliveries of one partition, one after the
-// other, on its own goroutine: the server hands out the next only once this
-// one is settled, so they take no place among Workers.
+// dispatchOrdered admits the deliveries of one partition to their keys
+// (keys.go), one after the other, on its own goroutine: the server hands out
+// the next only once this one is admitted. They run among the places of
+// OrderPartitions, not of Workers.
 func (in *runner) dispatchOrdered(it jetstream.MessagesContext) {
 	defer in.loops.Done()
 	for {
@@ -137,7 +138,7 @@ func (in *runner) dispatchOrdered(it jetstream.MessagesContext) {
 		}
 		in.active.Add(1)
 		in.mu.Unlock()
-		in.handle(msg)
+		in.ordered.admit(msg)
 		in.active.Done()
 	}
 }
@@ -178,6 +179,11 @@ func (in *runner) handle(msg jetstream.Msg) {
 	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
 		st = in.loadStatus(ctx, key)
 	}
+	// Settled already: handled or a dead letter (set aside by Skip while it
+	// waited for its retry, or buried just before a crash).
+	if st != nil && st.Seq == seq && in.settled(msg, st) {
+		return
+	}
 	if st == nil {
 		st = &status{}
 	}
@@ -194,14 +200,25 @@ func (in *runner) handle(msg jetstream.Msg) {
 		// written): the recorded attempts say where the numbering is.
 		attempt = last + 1
 	}
+	start := time.Now()
+	// The attempt is recorded, and waited for, before it runs: after a
+	// crash during it, the next one is numbered after it.
+	st.add(delivery.Attempt{Number: attempt, Start: start})
+	prev := st.Status
+	st.Status = delivery.StatusRunning
+	if perr := in.putStatus(ctx, key, st); perr != nil {
+		_ = msg.NakWithDelay(statusRetryDelay)
+		return
+	}
+	st.Status = prev
+	st.Attempts = st.Attempts[:len(st.Attempts)-1]
 	in.setRunning(key, true)
 	if in.watchers.Active() {
 		r := recordOf(h, nil, len(msg.Data()), seq, st)
 		r.Status = delivery.StatusRunning
 		in.notify(r)
 	}
-	start := time.Now()
-	err = in.run(ctx, msg, h, attempt)
+	err = in.run(ctx, msg.Data(), h, attempt, func() { _ = msg.InProgress() })
 	dur := time.Since(start)
 	in.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
@@ -218,16 +235,19 @@ func (in *runner) handle(msg jetstream.Msg) {
 	switch {
 	case err == nil:
 		st.Status = delivery.StatusHandled
-		// Not waited for: the delivery is done whether or not its status is
-		// written (a lost write shows it queued), and waiting would cost a
-		// round trip per delivery.
-		in.putStatusAsync(key, st)
+		// Written before the ack, and waited for (the writes of concurrent
+		// deliveries share a record): a status lost after the ack would
+		// show it queued for good. Without its status it runs again.
+		if perr := in.putStatus(ctx, key, st); perr != nil {
+			_ = msg.NakWithDelay(statusRetryDelay)
+			return
+		}
 		if aerr := msg.Ack(); aerr != nil {
 			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
 	case int(meta.NumDelivered) <= len(in.opts.RetryDelays):
 		st.Status = delivery.StatusRetrying
-		in.putStatus(ctx, key, st)
+		_ = in.putStatus(ctx, key, st)
 		delay := in.opts.RetryDelays[meta.NumDelivered-1]
 		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(hdrEvent), "attempt", attempt, "retry_in", delay, "error", err)
 		if delay > 0 {
@@ -245,7 +265,7 @@ func (in *runner) handle(msg jetstream.Msg) {
 
 // run calls the Receiver with the delivery, renewing its lease while the
 // handlers run. A panic that escapes the Receiver is the attempt's error.
-func (in *runner) run(ctx context.Context, msg jetstream.Msg, h nats.Header, attempt int) (err error) {
+func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
 	received, _ := time.Parse(time.RFC3339Nano, h.Get(hdrReceivedAt))
 	id, event := h.Get(hdrDelivery), h.Get(hdrEvent)
 	header := headerOf(h)
@@ -261,7 +281,7 @@ func (in *runner) run(ctx context.Context, msg jetstream.Msg, h nats.Header, att
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
-	renew := &renewal{msg: msg, every: in.opts.AckWait / 3}
+	renew := &renewal{renew: renewLease, every: in.opts.AckWait / 3}
 	renew.start()
 	defer renew.stop()
 	defer func() {
@@ -269,12 +289,12 @@ func (in *runner) run(ctx context.Context, msg jetstream.Msg, h nats.Header, att
 			err = fmt.Errorf("inbox: the receiver panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: msg.Data()})
+	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: data})
 }
 
 // renewal renews a running delivery's lease every so often until stopped.
 type renewal struct {
-	msg   jetstream.Msg
+	renew func()
 	every time.Duration
 	mu    sync.Mutex
 	t     *time.Timer
@@ -288,7 +308,7 @@ func (r *renewal) start() {
 }
 
 func (r *renewal) fire() {
-	_ = r.msg.InProgress()
+	r.renew()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.done {
@@ -307,8 +327,20 @@ func (r *renewal) stop() {
 // the inbox. When the dead letter cannot be written, msg is handed back to be
 // tried again later rather than lost.
 func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *status, lastErr string) {
+	if err := in.writeDead(ctx, msg.Data(), h, token, key, st, lastErr); err != nil {
+		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
+		_ = msg.NakWithDelay(time.Minute)
+		return
+	}
+	_ = msg.Term()
+}
+
+// writeDead writes the dead letter of the stored copy st.Seq of a delivery,
+// with its last error, then its status (dead). It returns an error when
+// either write failed: the caller leaves the delivery in the inbox then.
+func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, token, key string, st *status, lastErr string) error {
 	st.Status = delivery.StatusDead
-	dm := &nats.Msg{Subject: in.deadSubj + token, Data: msg.Data(), Header: make(nats.Header, len(h)+4)}
+	dm := &nats.Msg{Subject: in.deadSubj + token, Data: data, Header: make(nats.Header, len(h)+4)}
 	for k, v := range h {
 		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
 			dm.Header[k] = v
@@ -321,13 +353,16 @@ func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, to
 	// The id makes a second bury of the same copy (after a crash between the
 	// two writes) a no-op.
 	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {
-		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
-		_ = msg.NakWithDelay(time.Minute)
-		return
+		return err
 	}
-	in.putStatus(ctx, key, st)
-	_ = msg.Term()
-	in.changed(h, msg.Data(), st.Seq, st)
+	if err := in.putStatus(ctx, key, st); err != nil {
+		// Ended without its status, it would list as running for good: the
+		// caller leaves it in the inbox, it runs again later and is buried
+		// then (the dead letter's id keeps it one).
+		return fmt.Errorf("the dead letter's status: %w", err)
+	}
+	in.changed(h, data, st.Seq, st)
+	return nil
 }
 
 // changed tells the watchers.
@@ -355,16 +390,34 @@ func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
 	return &st
 }
 
-func (in *Inbox) putStatus(ctx context.Context, key string, st *status) {
-	if err := in.status.Put(ctx, key, st.marshal()); err != nil {
+// putStatus writes a status and waits for the store's answer, waiting out
+// what publishRetrying waits out; a failure is logged and returned.
+func (in *Inbox) putStatus(ctx context.Context, key string, st *status) error {
+	b := st.marshal()
+	err := in.retrying(ctx, func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) })
+	if err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
 	}
+	return err
 }
 
-// putStatusAsync writes a status without waiting for the store's answer;
-// a failure is logged.
-func (in *Inbox) putStatusAsync(key string, st *status) {
-	in.status.PutAsync(st.marshal(), key)
+// statusRetryDelay is how long a delivery whose status could not be
+// written waits before it runs again.
+const statusRetryDelay = 5 * time.Second
+
+// settled ends, without running it, a delivery handed out again whose
+// status says it was handled or is a dead letter (its acknowledgement lost
+// in a crash or an election), and reports whether it did.
+func (in *Inbox) settled(msg jetstream.Msg, st *status) bool {
+	switch st.Status {
+	case delivery.StatusHandled:
+		_ = msg.Ack()
+	case delivery.StatusDead:
+		_ = msg.Term()
+	default:
+		return false
+	}
+	return true
 }
 
 // notADelivery says why a stored message is not a delivery the inbox wrote,
