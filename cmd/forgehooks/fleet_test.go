@@ -108,7 +108,7 @@ func (f *fleetTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 }
 
-// distinct counts the ids with prefix fleetTarget at least once.
+// distinct counts the ids with prefix forwarded at least once.
 func (f *fleetTarget) distinct(prefix string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -174,9 +174,9 @@ func TestFleet(t *testing.T) {
 			t.Fatalf("delivery %d answered %d, want 202", i, code)
 		}
 	}
-	time.Sleep(time.Second) // a worker in serve would have fleetTarget some by now
+	time.Sleep(time.Second) // a worker in serve would have forwarded some by now
 	if n := target.distinct("a-"); n != 0 {
-		t.Fatalf("serve --workers 0 fleetTarget %d deliveries", n)
+		t.Fatalf("serve --workers 0 forwarded %d deliveries", n)
 	}
 	if m := scrape(t, serveMetrics); !strings.Contains(m, `forgehooks_ingest_deliveries_total{event="issues",status="202"} 20`) {
 		t.Fatalf("serve --workers 0 metrics:\n%s", m)
@@ -192,11 +192,11 @@ func TestFleet(t *testing.T) {
 	w1 := work("--metrics", workMetrics)
 	for target.distinct("a-") < 20 {
 		if time.Since(started) > 10*time.Second {
-			t.Fatalf("work fleetTarget %d of 20 within 10 s", target.distinct("a-"))
+			t.Fatalf("work forwarded %d of 20 within 10 s", target.distinct("a-"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("work fleetTarget 20 deliveries %v after it was started", time.Since(started).Round(time.Millisecond))
+	t.Logf("work forwarded 20 deliveries %v after it was started", time.Since(started).Round(time.Millisecond))
 	if m := scrape(t, workMetrics); !strings.Contains(m, `forgehooks_worker_inbox_attempts_total{event="issues",outcome="handled"}`) {
 		t.Fatalf("work metrics:\n%s", m)
 	}
@@ -227,12 +227,12 @@ func TestFleet(t *testing.T) {
 	if atStop == 20 {
 		t.Fatal("the backlog was done before SIGTERM; the test proves nothing")
 	}
-	t.Logf("first work stopped with %d of 20 fleetTarget", atStop)
+	t.Logf("first work stopped with %d of 20 forwarded", atStop)
 	started = time.Now()
 	work()
 	for target.distinct("b-") < 20 {
 		if time.Since(started) > 30*time.Second {
-			t.Fatalf("the next work fleetTarget %d of 20 (lost: the rest)", target.distinct("b-"))
+			t.Fatalf("the next work forwarded %d of 20 (lost: the rest)", target.distinct("b-"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -240,7 +240,7 @@ func TestFleet(t *testing.T) {
 	defer target.mu.Unlock()
 	for id, n := range target.count {
 		if n != 1 {
-			t.Logf("%s fleetTarget %d times", id, n) // at-least-once: allowed, noted
+			t.Logf("%s forwarded %d times", id, n) // at-least-once: allowed, noted
 		}
 	}
 }
