@@ -113,6 +113,9 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	if f.workers.set && f.workers.n < 0 {
 		return o, errors.New("--workers must not be negative")
 	}
+	if f.workers.set && f.workers.n == 0 && f.urls == "" {
+		return o, errors.New("--workers 0 needs --nats: the workers of 'forgehooks work' cannot open an --inbox directory that serve holds")
+	}
 	o.Workers = f.workers.n
 	if f.replicas.set && (f.urls == "" || f.replicas.n < 1) {
 		return o, errors.New("--replicas needs --nats, and a number from 1")
