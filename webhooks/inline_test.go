@@ -206,3 +206,36 @@ func TestInlineInboxStoresBeforeTheAnswer(t *testing.T) {
 		t.Fatalf("answer %d %q, stored %d, handler runs %d", res.StatusCode, body, ib.stored.Load(), f.ran.Load())
 	}
 }
+
+// TestInlineHandlersSeeTheRequestsDeadline: in inline mode the handlers'
+// context is the request's: a function platform's deadline reaches them.
+func TestInlineHandlersSeeTheRequestsDeadline(t *testing.T) {
+	wh := mustNew(t, Options{Secret: secret, Logger: slog.New(&logRecords{})})
+	deadlines := make(chan bool, 2)
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		_, ok := ctx.Deadline()
+		deadlines <- ok
+		return nil
+	})
+	for _, inline := range []bool{true, false} {
+		mw := NewMiddleware(wh, MiddlewareOptions{Inline: inline})
+		body := `{"action":"opened"}`
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, DefaultPath, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(HeaderEvent, "issues")
+		r.Header.Set(HeaderDelivery, "d-1")
+		r.Header.Set(HeaderSignature, sign(t, secret, []byte(body)))
+		rec := httptest.NewRecorder()
+		mw.ServeHTTP(rec, r)
+		cancel()
+		if rec.Code != http.StatusOK {
+			t.Fatalf("inline %v: %d %s", inline, rec.Code, rec.Body)
+		}
+		// Without Inline the handlers may outlive the request, so they do
+		// not get its deadline.
+		if got := <-deadlines; got != inline {
+			t.Fatalf("inline %v: the handler saw a deadline: %v", inline, got)
+		}
+	}
+}

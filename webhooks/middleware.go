@@ -124,8 +124,9 @@ type MiddlewareOptions struct {
 	// redelivered; never the 202 of Timeout. With an Inbox the delivery is
 	// stored before the answer, as without Inline, and no handler runs in this
 	// process. Error handlers (OnError) told of a failed or forged delivery
-	// run before the answer too. Once the answer is written, the handlers'
-	// context is canceled with cause ErrAnswered, and a dispatch under it
+	// run before the answer too. The handlers' context is the request's, with
+	// its deadline (a function's timeout) and cancellation; once the answer
+	// is written, it is canceled with cause ErrAnswered, and a dispatch under it
 	// (Webhooks.Receive or VerifyAndReceive from a goroutine a handler left
 	// behind) runs no handler and returns ErrAnswered.
 	//
