@@ -12,6 +12,10 @@
 //	r, err := receiver.New(ctx, receiver.Options{Webhooks: wh, Inbox: &inbox.Options{Dir: "inbox"}})
 //	mux.Handle("/api/forge/webhooks", r.Handler())
 //	err = r.Run(ctx) // until ctx is done; then drains
+//
+// Ingest and workers scale apart over a NATS cluster: receivers with
+// IngestOnly store deliveries and run none, and RunWorker, in any number of
+// other processes, runs them with no HTTP endpoint.
 package receiver
 
 import (
