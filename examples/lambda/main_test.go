@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
