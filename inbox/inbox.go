@@ -211,7 +211,7 @@ type Inbox struct {
 
 	mu      sync.Mutex
 	closed  bool
-	running map[string]bool // keys of deliveries whose handlers run here
+	running map[string]*running // by key, the deliveries whose handlers run here
 
 	enq        sync.WaitGroup              // Enqueue calls under way
 	iters      []jetstream.MessagesContext // the partitions'
@@ -288,7 +288,7 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}), scan: make(chan struct{}, 1),
+	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]*running{}, closing: make(chan struct{}), scan: make(chan struct{}, 1),
 		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
 	if err := in.connect(); err != nil {
 		return nil, err
@@ -628,6 +628,7 @@ func (in *Inbox) Close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
+		in.recordInterrupted()
 	}
 	if in.stop != nil {
 		in.stop()
