@@ -71,7 +71,7 @@ func TestAttemptNumbersSurviveLostCount(t *testing.T) {
 	ctx := context.Background()
 	wh := newWebhooks(t)
 	wh.OnAny(func(context.Context, emitter.Event) error { return errors.New("down") })
-	in, err := Open(ctx, Options{Dir: dir, Receiver: wh, RetryDelays: []time.Duration{time.Hour}, Logger: quiet(t)})
+	in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, RetryDelays: []time.Duration{time.Hour}, Logger: quiet(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestAttemptNumbersCountRuns(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	// A first start creates the workers' consumer.
-	in, err := Open(ctx, Options{Dir: dir, Receiver: newWebhooks(t), Logger: quiet(t)})
+	in, err := openStarted(ctx, Options{Dir: dir, Receiver: newWebhooks(t), Logger: quiet(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestAttemptNumbersCountRuns(t *testing.T) {
 		if cons, err = in.inbox.Consumer(ctx, in.workersConsumer()); err != nil {
 			t.Fatal(err)
 		}
-		in.recoverLeases(ctx, cons)
+		newRunner(in).recoverLeases(ctx, cons)
 	}
 	in.Close(ctx)
 
