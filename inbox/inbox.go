@@ -125,22 +125,23 @@ type Options struct {
 	// OrderKey, ByRepository, ByInstallation, BySubject) one at a time, in
 	// the order they were stored, across all the receivers of a cluster;
 	// deliveries with different keys run in parallel. A delivery whose
-	// attempt fails holds its key back until it succeeds or becomes a dead
-	// letter: the later ones wait through its retry delays. The key is
-	// computed at ingest and hashed into one of OrderPartitions partitions;
-	// each partition runs one delivery at a time, so keys sharing a
-	// partition wait for each other too. Every receiver of a cluster must
-	// use the same OrderBy and OrderPartitions. Nil: no order.
+	// attempt fails holds its own key back until it succeeds, becomes a
+	// dead letter or is set aside (Skip): the later ones of its key wait
+	// through its retry delays, and no other key waits for it (see the
+	// package documentation, "Order"). Every receiver of a cluster must use
+	// the same OrderBy and OrderPartitions. Nil: no order.
 	OrderBy OrderKey
-	// OrderPartitions is how many ordered deliveries may run at once.
+	// OrderPartitions is how many ordered deliveries may run at once, and
+	// how many partitions (each a consumer that admits its deliveries to
+	// their keys in stored order) the ordered deliveries are spread over.
 	// Changing it lets the deliveries queued at the time run out of order
 	// once. Zero: DefaultOrderPartitions.
 	OrderPartitions int
 
-	// Name prefixes the streams (Name_INBOX, Name_DEAD; in the embedded
-	// mode Name_STATUS, Name_SEEN and their index files in Dir), key-value
-	// buckets (Name_STATE; in a cluster Name_STATUS, Name_SEEN), subjects
-	// and consumers. Zero: DefaultName.
+	// Name prefixes the streams (Name_INBOX, Name_DEAD, Name_PARKED; in
+	// the embedded mode Name_STATUS, Name_SEEN and their index files in
+	// Dir), key-value buckets (Name_STATE, Name_KEYS; in a cluster
+	// Name_STATUS, Name_SEEN), subjects and consumers. Zero: DefaultName.
 	// Inboxes sharing a cluster and a Name share their deliveries.
 	Name string
 	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
@@ -208,7 +209,7 @@ type Inbox struct {
 	closed  bool
 	closing chan struct{}  // closed by Close
 	enq     sync.WaitGroup // Enqueue calls under way
-	run     *runner        // set by Start
+	started *runner        // set by Start
 }
 
 // conn is an Inbox's connection to its store.
@@ -227,6 +228,9 @@ type streams struct {
 	status recstore.Records // each delivery's status, by status key
 	seen   recstore.Records // dedupe records (seen.go)
 	state  jetstream.KeyValue
+	// The order keys' records and parked deliveries (keys.go).
+	keyBucket jetstream.KeyValue
+	parked    jetstream.Stream
 
 	inSubj, deadSubj string
 }
@@ -343,14 +347,14 @@ func (in *Inbox) Start(ctx context.Context) error {
 	switch {
 	case in.closed:
 		return ErrClosed
-	case in.run != nil:
+	case in.started != nil:
 		return errors.New("inbox: Start called twice")
 	}
-	r := newRunner(in)
-	if err := r.start(ctx); err != nil {
+	// Set first: Close stops what a failed start began.
+	in.started = newRunner(in)
+	if err := in.started.start(ctx); err != nil {
 		return err
 	}
-	in.run = r
 	in.startJanitor()
 	return nil
 }
@@ -507,6 +511,9 @@ func (in *Inbox) setup(ctx context.Context) error {
 		return fmt.Errorf("inbox: creating stream %s_DEAD: %w", o.Name, err)
 	}
 	if err := in.setupRecords(ctx); err != nil {
+		return err
+	}
+	if err := in.setupKeys(ctx); err != nil {
 		return err
 	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -669,14 +676,14 @@ func (in *Inbox) Close(ctx context.Context) error {
 	close(in.closing)
 	in.mu.Unlock()
 	// Deliveries fetched but not started are handed back by the loops.
-	if in.run != nil {
-		in.run.stopTaking()
+	if in.started != nil {
+		in.started.stopTaking()
 	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		if in.run != nil {
-			in.run.wait()
+		if in.started != nil {
+			in.started.wait()
 		}
 		close(done)
 	}()
@@ -686,8 +693,8 @@ func (in *Inbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
 	}
-	if in.run != nil {
-		in.run.stop()
+	if in.started != nil {
+		in.started.stop()
 	}
 	in.shutdown()
 	return err

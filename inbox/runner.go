@@ -26,6 +26,7 @@ type runner struct {
 	handlerCtx context.Context
 	cancel     context.CancelFunc // cancels handlerCtx
 	startSeq   uint64             // the inbox stream's last sequence when the workers started
+	ordered    *keyRunner         // runs the ordered deliveries (keys.go); nil without partitions
 
 	runMu   sync.Mutex
 	running map[string]bool // keys of deliveries whose handlers run here
@@ -75,11 +76,11 @@ func (in *runner) start(ctx context.Context) error {
 	for _, p := range parts {
 		pc := cfg
 		pc.Durable = in.orderConsumerPrefix() + partitionToken(p)
-		pc.Description = "forgehooks: runs the ordered deliveries of one partition, one at a time"
+		pc.Description = "forgehooks: admits the ordered deliveries of one partition to their keys, one at a time"
 		pc.FilterSubject = in.inSubj + partitionToken(p) + ".*"
-		// One at a time: a delivery is handed out once the one before it
-		// is acknowledged or ended; a redelivery (a retry, an expired
-		// lease) comes before anything newer.
+		// One at a time, in stored order: a delivery is handed out once
+		// the one before it is admitted to its key (keys.go), which takes
+		// a few record writes, not its handlers' time.
 		pc.MaxAckPending = 1
 		c, err := in.inbox.CreateOrUpdateConsumer(ctx, pc)
 		if err != nil {
@@ -98,6 +99,12 @@ func (in *runner) start(ctx context.Context) error {
 	// the server's count lost in a crash: handle reads their status.
 	if info, err := in.inbox.Info(ctx); err == nil {
 		in.startSeq = info.State.LastSeq
+	}
+	if len(ordered) > 0 {
+		in.ordered = newKeyRunner(in)
+		if err := in.ordered.start(ctx); err != nil {
+			return err
+		}
 	}
 	in.loops.Add(1)
 	go in.dispatch(cons)
@@ -143,7 +150,7 @@ func (in *runner) stop() { in.cancel() }
 // key run in this process.
 func (in *Inbox) isRunning(key string) bool {
 	in.mu.Lock()
-	r := in.run
+	r := in.started
 	in.mu.Unlock()
 	if r == nil {
 		return false

@@ -113,9 +113,10 @@ func fetchEnded(err error) bool {
 	return false
 }
 
-// dispatchOrdered runs the deliveries of one partition, one after the
-// other, on its own goroutine: the server hands out the next only once this
-// one is settled, so they take no place among Workers.
+// dispatchOrdered admits the deliveries of one partition to their keys
+// (keys.go), one after the other, on its own goroutine: the server hands out
+// the next only once this one is admitted. They run among the places of
+// OrderPartitions, not of Workers.
 func (in *runner) dispatchOrdered(it jetstream.MessagesContext) {
 	defer in.loops.Done()
 	for {
@@ -137,7 +138,7 @@ func (in *runner) dispatchOrdered(it jetstream.MessagesContext) {
 		}
 		in.active.Add(1)
 		in.mu.Unlock()
-		in.handle(msg)
+		in.ordered.admit(msg)
 		in.active.Done()
 	}
 }
@@ -178,6 +179,8 @@ func (in *runner) handle(msg jetstream.Msg) {
 	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
 		st = in.loadStatus(ctx, key)
 	}
+	// Settled already: handled or a dead letter (set aside by Skip while it
+	// waited for its retry, or buried just before a crash).
 	if st != nil && st.Seq == seq && in.settled(msg, st) {
 		return
 	}
@@ -215,7 +218,7 @@ func (in *runner) handle(msg jetstream.Msg) {
 		r.Status = delivery.StatusRunning
 		in.notify(r)
 	}
-	err = in.run(ctx, msg, h, attempt)
+	err = in.run(ctx, msg.Data(), h, attempt, func() { _ = msg.InProgress() })
 	dur := time.Since(start)
 	in.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
@@ -262,7 +265,7 @@ func (in *runner) handle(msg jetstream.Msg) {
 
 // run calls the Receiver with the delivery, renewing its lease while the
 // handlers run. A panic that escapes the Receiver is the attempt's error.
-func (in *runner) run(ctx context.Context, msg jetstream.Msg, h nats.Header, attempt int) (err error) {
+func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
 	received, _ := time.Parse(time.RFC3339Nano, h.Get(hdrReceivedAt))
 	id, event := h.Get(hdrDelivery), h.Get(hdrEvent)
 	header := headerOf(h)
@@ -278,7 +281,7 @@ func (in *runner) run(ctx context.Context, msg jetstream.Msg, h nats.Header, att
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
-	renew := &renewal{msg: msg, every: in.opts.AckWait / 3}
+	renew := &renewal{renew: renewLease, every: in.opts.AckWait / 3}
 	renew.start()
 	defer renew.stop()
 	defer func() {
@@ -286,12 +289,12 @@ func (in *runner) run(ctx context.Context, msg jetstream.Msg, h nats.Header, att
 			err = fmt.Errorf("inbox: the receiver panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: msg.Data()})
+	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: data})
 }
 
 // renewal renews a running delivery's lease every so often until stopped.
 type renewal struct {
-	msg   jetstream.Msg
+	renew func()
 	every time.Duration
 	mu    sync.Mutex
 	t     *time.Timer
@@ -305,7 +308,7 @@ func (r *renewal) start() {
 }
 
 func (r *renewal) fire() {
-	_ = r.msg.InProgress()
+	r.renew()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.done {
@@ -324,8 +327,20 @@ func (r *renewal) stop() {
 // the inbox. When the dead letter cannot be written, msg is handed back to be
 // tried again later rather than lost.
 func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *status, lastErr string) {
+	if err := in.writeDead(ctx, msg.Data(), h, token, key, st, lastErr); err != nil {
+		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
+		_ = msg.NakWithDelay(time.Minute)
+		return
+	}
+	_ = msg.Term()
+}
+
+// writeDead writes the dead letter of the stored copy st.Seq of a delivery,
+// with its last error, then its status (dead). It returns an error when
+// either write failed: the caller leaves the delivery in the inbox then.
+func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, token, key string, st *status, lastErr string) error {
 	st.Status = delivery.StatusDead
-	dm := &nats.Msg{Subject: in.deadSubj + token, Data: msg.Data(), Header: make(nats.Header, len(h)+4)}
+	dm := &nats.Msg{Subject: in.deadSubj + token, Data: data, Header: make(nats.Header, len(h)+4)}
 	for k, v := range h {
 		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
 			dm.Header[k] = v
@@ -338,19 +353,16 @@ func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, to
 	// The id makes a second bury of the same copy (after a crash between the
 	// two writes) a no-op.
 	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {
-		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
-		_ = msg.NakWithDelay(time.Minute)
-		return
+		return err
 	}
 	if err := in.putStatus(ctx, key, st); err != nil {
-		// Ended without its status, it would list as running for good:
-		// it runs again later and is buried then (the dead letter's id
-		// keeps it one).
-		_ = msg.NakWithDelay(statusRetryDelay)
-		return
+		// Ended without its status, it would list as running for good: the
+		// caller leaves it in the inbox, it runs again later and is buried
+		// then (the dead letter's id keeps it one).
+		return fmt.Errorf("the dead letter's status: %w", err)
 	}
-	_ = msg.Term()
-	in.changed(h, msg.Data(), st.Seq, st)
+	in.changed(h, data, st.Seq, st)
+	return nil
 }
 
 // changed tells the watchers.

@@ -53,6 +53,23 @@ func TestOperatorUsage(t *testing.T) {
 	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing --inbox directory was made: %v", err)
 	}
+	// A directory others may write to is refused by serve and the inbox
+	// command alike, with the chmod that makes it private.
+	open := filepath.Join(dir, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, 0o777)
+	for _, args := range [][]string{
+		{"serve", "--secret", "s", "--addr", "127.0.0.1:0", "--inbox", open},
+		{"inbox", "ls", "--inbox", open},
+	} {
+		code, _, errOut := runCmd(t, "", nil, args...)
+		if code != exitFailure || !strings.Contains(errOut, "writable by its group or others") || !strings.Contains(errOut, "chmod 700 "+open) {
+			t.Errorf("%s --inbox on a world-writable directory: exit %d, %s", args[0], code, errOut)
+		}
+	}
+	if ents, _ := os.ReadDir(open); len(ents) > 0 {
+		t.Errorf("%s written in a refused directory", ents[0].Name())
+	}
 }
 
 // TestSendTwice: two sends of a built-in sample are two deliveries (two
