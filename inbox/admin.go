@@ -85,7 +85,7 @@ func (in *Inbox) adminHandler(log *slog.Logger) http.Handler {
 		q := r.URL.Query()
 		before, _ := strconv.ParseUint(q.Get("before"), 10, 64)
 		limit, _ := strconv.Atoi(q.Get("limit"))
-		recs, err := in.List(r.Context(), delivery.ListOptions{Status: delivery.Status(q.Get("status")), Event: q.Get("event"), Before: before, Limit: limit})
+		recs, err := in.List(r.Context(), delivery.ListOptions{Status: delivery.Status(q.Get("status")), Event: q.Get("event"), Tenant: q.Get("tenant"), Before: before, Limit: limit})
 		reply(w, recs, err)
 	})
 	mux.HandleFunc("GET /dead", func(w http.ResponseWriter, r *http.Request) {
@@ -174,7 +174,7 @@ func (e *remoteError) Unwrap() error {
 
 // List implements delivery.Store.
 func (c *AdminClient) List(ctx context.Context, o delivery.ListOptions) ([]delivery.Record, error) {
-	q := url.Values{"status": {string(o.Status)}, "event": {o.Event}, "before": {strconv.FormatUint(o.Before, 10)}, "limit": {strconv.Itoa(o.Limit)}}
+	q := url.Values{"status": {string(o.Status)}, "event": {o.Event}, "tenant": {o.Tenant}, "before": {strconv.FormatUint(o.Before, 10)}, "limit": {strconv.Itoa(o.Limit)}}
 	var out []delivery.Record
 	err := c.call(ctx, http.MethodGet, "/list", q, &out)
 	return out, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 )
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
@@ -35,6 +36,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 			return
 		}
 		keys, tenant = tk.keys, tk.name
+		deliverylog.SetTenant(r.Context(), tenant)
 		if oc != nil {
 			oc.res.Tenant = tenant
 		}

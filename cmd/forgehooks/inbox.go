@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,14 +122,16 @@ NATS cluster. While that serve runs, the commands go through its admin socket
 in DIR (retry and replay then run in that serve); otherwise they open DIR
 themselves.
 
-  ls          the stored deliveries, newest first (--status, --event, --limit, --before)
+  ls          the stored deliveries, newest first (--status, --event, --tenant, --limit, --before)
   show ID     one delivery: headers (secrets redacted), payload, each attempt with its error
+              (a tenant's delivery is TENANT/ID)
   retry ID    run a dead letter again, on a fresh retry schedule
   replay ID   run a stored delivery's handlers once more
   dead        the dead letters`)
 	f := addInboxFlags(fs, false)
 	status := fs.String("status", "", "ls: only deliveries with this status (queued, running, handled, retrying, dead)")
 	event := fs.String("event", "", "ls: only deliveries of this event")
+	tenant := fs.String("tenant", "", "ls: only deliveries of this tenant (serve --tenants)")
 	limit := fs.Int("limit", delivery.DefaultListLimit, "ls: the most deliveries listed")
 	before := fs.Uint64("before", 0, "ls: only deliveries stored before this sequence number (the next page)")
 	jsonOut := fs.Bool("json", false, "print JSON instead of text (show: the payload whole)")
@@ -169,7 +172,7 @@ themselves.
 	case "ls", "dead":
 		var recs []delivery.Record
 		if sub == "ls" {
-			recs, err = st.List(ctx, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Limit: *limit, Before: *before})
+			recs, err = st.List(ctx, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Tenant: *tenant, Limit: *limit, Before: *before})
 		} else {
 			recs, err = st.Dead(ctx)
 		}
@@ -241,8 +244,19 @@ const lastErrorWidth = 60
 
 func writeTable(w io.Writer, recs []delivery.Record) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	// The TENANT column only where some delivery has one (serve --tenants).
+	tenants := false
+	for _, r := range recs {
+		tenants = tenants || r.Tenant != ""
+	}
+	if tenants {
+		fmt.Fprint(tw, "TENANT\t")
+	}
 	fmt.Fprintln(tw, "SEQ\tID\tEVENT\tSTATUS\tATTEMPTS\tRECEIVED\tLAST ERROR")
 	for _, r := range recs {
+		if tenants {
+			fmt.Fprintf(tw, "%s\t", cmp.Or(r.Tenant, "-"))
+		}
 		lastErr := firstLine(r.LastError())
 		if len(lastErr) > lastErrorWidth {
 			cut := lastErrorWidth - 3
@@ -264,6 +278,9 @@ func writeTable(w io.Writer, recs []delivery.Record) {
 const maxShownPayload = 64 << 10
 
 func writeRecord(w io.Writer, r delivery.Record) {
+	if r.Tenant != "" {
+		fmt.Fprintf(w, "tenant:   %s\n", r.Tenant)
+	}
 	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.Name(), r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintln(w, "headers:")
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
@@ -300,6 +317,7 @@ func writeRecord(w io.Writer, r delivery.Record) {
 type recordOut struct {
 	Seq        uint64          `json:"seq"`
 	ID         string          `json:"id"`
+	Tenant     string          `json:"tenant,omitempty"`
 	Event      string          `json:"event"`
 	Action     string          `json:"action,omitempty"`
 	Status     string          `json:"status"`
@@ -318,7 +336,7 @@ type attemptOut struct {
 }
 
 func recordJSON(r delivery.Record) recordOut {
-	o := recordOut{Seq: r.Seq, ID: r.ID, Event: r.Event, Action: r.Action, Status: string(r.Status), ReceivedAt: r.ReceivedAt,
+	o := recordOut{Seq: r.Seq, ID: r.ID, Tenant: r.Tenant, Event: r.Event, Action: r.Action, Status: string(r.Status), ReceivedAt: r.ReceivedAt,
 		Header: http.Header{}, Attempts: []attemptOut{}, Size: max(r.Size, int64(len(r.Payload)))}
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
 		o.Header[kv[0]] = append(o.Header[kv[0]], kv[1])

@@ -32,8 +32,9 @@ For a first try without a secret of your own, run 'make serve', which passes a
 development secret.`)
 	fs.group("Receiving")
 	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
-	path := fs.String("path", webhooks.DefaultPath, "URL path that receives deliveries")
+	path := fs.String("path", webhooks.DefaultPath, "URL path that receives deliveries; a segment {tenant} names the tenant (--tenants), such as /t/{tenant}/hooks")
 	secretF := fs.secretFlag()
+	tenantsF := fs.String("tenants", "", "YAML `FILE` of tenants, each with its own secrets and optional hook ids, instead of --secret (read again on SIGHUP)")
 	var additional stringList
 	fs.Var(&additional, "additional-secret", "another accepted secret, while one is rotated (repeatable)")
 	jsonLog := fs.Bool("json", false, "log JSON lines instead of text")
@@ -67,7 +68,12 @@ development secret.`)
 		return fs.usageError("unexpected argument %q", pos[0])
 	}
 	secret := fs.secret(*secretF)
-	if secret == "" {
+	if *tenantsF != "" {
+		if *secretF != "" || len(additional) > 0 {
+			return fs.usageError("--tenants and --secret/--additional-secret: choose one (each tenant's secrets are in the file)")
+		}
+		secret = ""
+	} else if secret == "" {
 		code := fs.noSecret()
 		fmt.Fprintln(c.stderr, "To try it locally in a checkout, 'make serve' passes a development secret.")
 		return code
@@ -84,7 +90,19 @@ development secret.`)
 		return fs.usageError("--ui-token-env needs --ui")
 	}
 	log := fs.logger(*jsonLog)
-	wh, err := webhooks.New(webhooks.Options{Secret: secret, AdditionalSecrets: additional, Logger: log, KnownEvent: payloads.IsKnownEventName})
+	var tenants *webhooks.Tenants
+	if *tenantsF != "" {
+		set, err := loadTenants(*tenantsF, c.getenv)
+		if err != nil {
+			return fs.usageError("--tenants: %v", err)
+		}
+		src := &reloadable{}
+		src.p.Store(&set)
+		tenants = webhooks.NewTenants(src, webhooks.TenantsOptions{})
+		watchHangup(ctx, log, *tenantsF, c.getenv, src, tenants)
+		log.Info("forgehooks: tenants", "file", *tenantsF, "tenants", len(set), "path", *path)
+	}
+	wh, err := webhooks.New(webhooks.Options{Secret: secret, AdditionalSecrets: additional, Logger: log, KnownEvent: payloads.IsKnownEventName, Tenants: tenants})
 	if err != nil {
 		return fs.usageError("%v", err)
 	}

@@ -17,6 +17,7 @@ import (
 type Info struct {
 	mu                         sync.Mutex
 	action, repository, sender string
+	tenant                     string
 }
 
 type key struct{}
@@ -60,4 +61,22 @@ func (i *Info) Fields() (action, repository, sender string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.action, i.repository, i.sender
+}
+
+// SetTenant records, in the Info of ctx if any, the tenant the middleware
+// resolved the delivery to.
+func SetTenant(ctx context.Context, tenant string) {
+	if info, _ := ctx.Value(key{}).(*Info); info != nil {
+		info.mu.Lock()
+		info.tenant = tenant
+		info.mu.Unlock()
+	}
+}
+
+// Tenant returns what SetTenant recorded: "" without tenants, or for a
+// request that named none.
+func (i *Info) Tenant() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.tenant
 }
