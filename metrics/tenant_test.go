@@ -1,0 +1,35 @@
+package metrics_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"forgehooks.dev/forgehooks/metrics"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// TestTenantLabel: a tenant's deliveries carry its name as a label, up to
+// MaxTenants names, the rest "other"; without a tenant there is no label.
+func TestTenantLabel(t *testing.T) {
+	m := metrics.New(metrics.Options{MaxTenants: 2})
+	for _, tenant := range []string{"acme", "beta", "gamma", "delta", "acme", ""} {
+		m.Observe(webhooks.Result{Event: "issues", Status: 202, Verified: true, Tenant: tenant})
+	}
+	var b bytes.Buffer
+	m.WriteTo(&b)
+	out := b.String()
+	for _, want := range []string{
+		`forgehooks_deliveries_total{event="issues",status="202"} 1`,
+		`forgehooks_deliveries_total{event="issues",status="202",tenant="acme"} 2`,
+		`forgehooks_deliveries_total{event="issues",status="202",tenant="beta"} 1`,
+		`forgehooks_deliveries_total{event="issues",status="202",tenant="other"} 2`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("no %s in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "gamma") || strings.Contains(out, "delta") {
+		t.Errorf("tenants past the bound named:\n%s", out)
+	}
+}
