@@ -126,6 +126,9 @@ type key struct {
 	event  string
 	status int    // 0: StatusOther
 	tenant string // "": no tenant label
+	// ignored: a delivery no filter accepted (webhooks.Result.Ignored),
+	// labelled ignored="true".
+	ignored bool
 }
 
 // series is one event and status: how many observations fell in each bucket
@@ -176,7 +179,7 @@ func New(opts Options) *Metrics {
 // Observe counts one request's result. Its signature is that of
 // webhooks.MiddlewareOptions.OnResult, to which it is meant to be given.
 func (m *Metrics) Observe(r webhooks.Result) {
-	k := key{event: EventLabel(r), status: r.Status, tenant: r.Tenant}
+	k := key{event: EventLabel(r), status: r.Status, tenant: r.Tenant, ignored: r.Ignored}
 	if k.status < 100 || k.status > 599 {
 		k.status = 0
 	}
@@ -276,7 +279,7 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	}
 	m.mu.RUnlock()
 	slices.SortFunc(snaps, func(a, b snap) int {
-		return cmp.Or(cmp.Compare(a.event, b.event), cmp.Compare(a.status, b.status), cmp.Compare(a.tenant, b.tenant))
+		return cmp.Or(cmp.Compare(a.event, b.event), cmp.Compare(a.status, b.status), cmp.Compare(a.tenant, b.tenant), cmpBool(a.ignored, b.ignored))
 	})
 
 	var b bytes.Buffer
@@ -329,6 +332,9 @@ func labels(k key) string {
 	if k.tenant != "" {
 		l += `,tenant="` + escape(k.tenant) + `"`
 	}
+	if k.ignored {
+		l += `,ignored="true"`
+	}
 	return l
 }
 
@@ -353,4 +359,14 @@ func escape(v string) string {
 
 func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
 }

@@ -55,6 +55,8 @@ func (r *Receiver) logRequests(maxInFlight int) http.Handler {
 			attrs = append(attrs, "in_flight", mw.InFlight(), "max_in_flight", maxInFlight)
 		}
 		switch {
+		case info.Ignored():
+			log.Info("delivery ignored: no filter accepts it", attrs...)
 		case stored && rec.status == http.StatusAccepted:
 			log.Info("delivery stored", attrs...)
 		case stored && rec.status == http.StatusOK:

@@ -117,6 +117,9 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	if oc != nil {
 		oc.res.Verified, oc.res.Payload = true, body
 	}
+	if m.ignored(rw, r, d, oc) {
+		return
+	}
 	if m.inbox != nil {
 		m.enqueue(rw, r, d)
 		return

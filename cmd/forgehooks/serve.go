@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ development secret.`)
 	fs.Var(&additional, "additional-secret", "another accepted secret, while one is rotated (repeatable)")
 	jsonLog := fs.Bool("json", false, "log JSON lines instead of text")
 	handlerTimeout := fs.Duration("handler-timeout", webhooks.DefaultTimeout, "how long to wait for handlers before answering 202 (the forge waits 10s)")
+	acceptF := fs.String("accept", "", "answer 200 \"ignored\" to verified deliveries of other events, neither stored nor run: a comma-separated `LIST` of event or event.action names, * a wildcard (issues,pull_request.opened,check_*)")
 	exposeErrs := fs.Bool("expose-handler-errors", false, "answer a failed delivery's 500 with the handler's error message (default: a generic message; the log has the error)")
 	fs.group("Timeouts")
 	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
@@ -90,6 +92,12 @@ development secret.`)
 		return fs.usageError("--ui-token-env needs --ui")
 	}
 	log := fs.logger(*jsonLog)
+	var accept *webhooks.Accept
+	if *acceptF != "" {
+		if accept, err = webhooks.ParseAccept(strings.Split(*acceptF, ",")); err != nil {
+			return fs.usageError("--accept: %v", err)
+		}
+	}
 	var tenants *webhooks.Tenants
 	if *tenantsF != "" {
 		set, err := loadTenants(*tenantsF, c.getenv)
@@ -115,6 +123,7 @@ development secret.`)
 		Middleware: webhooks.MiddlewareOptions{
 			Path: *path, Timeout: *handlerTimeout, MaxBodyBytes: *maxBody, MaxInFlight: *maxInFlight,
 			MaxRunningBytes: *maxRunning, MaxUnverifiedBytes: *maxUnverified, ExposeHandlerErrors: *exposeErrs,
+			Accept: accept,
 		},
 		Server: &http.Server{ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle},
 		OnListen: func(part, addr string) {

@@ -268,3 +268,28 @@ func FuzzParseTenants(f *testing.F) {
 		}
 	})
 }
+
+// TestServeAccept: serve --accept issues with an inbox: a signed push is 200
+// "ignored", not in 'inbox ls', and logged; an issues delivery is 202
+// (TestTenantLabel counts an ignored delivery in the metrics).
+func TestServeAccept(t *testing.T) {
+	dir := t.TempDir()
+	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--accept", "issues")
+	url := "http://" + sv.addr + webhooks.DefaultPath
+	if code, ans := deliver(t, url, "push", "p1", []byte(`{"ref":"refs/heads/main"}`), nil); code != 200 || ans != "ignored\n" {
+		t.Fatalf("push: %d %q", code, ans)
+	}
+	if code, ans := deliver(t, url, "issues", "i1", []byte(`{"action":"opened"}`), nil); code != 202 {
+		t.Fatalf("issues: %d %q", code, ans)
+	}
+	code, out, errOut := runCmd(t, "", nil, "inbox", "ls", "--json", "--inbox", dir)
+	if code != 0 {
+		t.Fatalf("inbox ls: %s", errOut)
+	}
+	if strings.Contains(out, `"p1"`) || !strings.Contains(out, `"i1"`) {
+		t.Errorf("inbox ls: %s", out)
+	}
+	if !strings.Contains(sv.stderr.String(), "delivery ignored") {
+		t.Errorf("no log line for the ignored delivery:\n%s", sv.stderr)
+	}
+}

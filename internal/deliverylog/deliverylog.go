@@ -18,6 +18,7 @@ type Info struct {
 	mu                         sync.Mutex
 	action, repository, sender string
 	tenant                     string
+	ignored                    bool
 }
 
 type key struct{}
@@ -79,4 +80,21 @@ func (i *Info) Tenant() string {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.tenant
+}
+
+// SetIgnored records, in the Info of ctx if any, that no filter accepted the
+// delivery (it was answered 200 "ignored").
+func SetIgnored(ctx context.Context) {
+	if info, _ := ctx.Value(key{}).(*Info); info != nil {
+		info.mu.Lock()
+		info.ignored = true
+		info.mu.Unlock()
+	}
+}
+
+// Ignored reports what SetIgnored recorded.
+func (i *Info) Ignored() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.ignored
 }
