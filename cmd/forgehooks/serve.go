@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +55,9 @@ development secret.`)
 	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
 	maxRunning := fs.Int64("max-running-bytes", webhooks.DefaultMaxRunningBytes, "payload bytes of deliveries whose handlers run at once, answered ones included (503 above; negative: no bound)")
 	maxUnverified := fs.Int64("max-unverified-bytes", webhooks.DefaultMaxUnverifiedBytes, "bytes of request bodies being read and not yet verified, all requests together (503 above; negative: no bound)")
+	allowFrom := fs.String("allow-from", "", "answer 403, before reading the body, to requests from other source addresses: \"meta\" (the forge's hook ranges, from --api-url's /meta, refreshed hourly) or a comma-separated `LIST` of CIDRs")
+	trustProxy := fs.String("trust-proxy", "", "with --allow-from: the peers (a comma-separated `LIST` of CIDRs) whose X-Forwarded-For names the client")
+	metaRefresh := fs.Duration("meta-refresh", time.Hour, "with --allow-from meta: how often the ranges are read again (a failure keeps the last ones)")
 	fs.group("Durable inbox and forwarding")
 	inboxF := addInboxFlags(fs, true)
 	fs.group("Inspector page and metrics")
@@ -84,6 +89,7 @@ development secret.`)
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
+	catchupF.apiURLShared = *allowFrom == "meta"
 	cu, code, ok := serveCatchup(fs, catchupF, *catchupEvery, inboxF.enabled())
 	if !ok {
 		return code
@@ -92,6 +98,10 @@ development secret.`)
 		return fs.usageError("--ui-token-env needs --ui")
 	}
 	log := fs.logger(*jsonLog)
+	wrap, code, ok := serveAllowFrom(ctx, fs, log, *allowFrom, *trustProxy, *catchupF.apiURL, *metaRefresh)
+	if !ok {
+		return code
+	}
 	var accept *webhooks.Accept
 	if *acceptF != "" {
 		if accept, err = webhooks.ParseAccept(strings.Split(*acceptF, ",")); err != nil {
@@ -119,7 +129,7 @@ development secret.`)
 	}
 	o := receiver.Options{
 		Webhooks: wh, Logger: log, Addr: *addr, MetricsAddr: *metricsAddr, InspectorAddr: *uiAddr,
-		Forward: inboxF.forward, Catchup: cu, CatchupEvery: *catchupEvery, DrainTimeout: *shutdown,
+		Forward: inboxF.forward, Catchup: cu, Wrap: wrap, CatchupEvery: *catchupEvery, DrainTimeout: *shutdown,
 		Middleware: webhooks.MiddlewareOptions{
 			Path: *path, Timeout: *handlerTimeout, MaxBodyBytes: *maxBody, MaxInFlight: *maxInFlight,
 			MaxRunningBytes: *maxRunning, MaxUnverifiedBytes: *maxUnverified, ExposeHandlerErrors: *exposeErrs,
@@ -176,4 +186,56 @@ development secret.`)
 var optionFlags = map[string]string{
 	"Addr": "--addr", "InspectorAddr": "--ui", "MetricsAddr": "--metrics", "Forward": "--forward",
 	"CatchupEvery": "--catchup-every", "Webhooks": "--secret",
+}
+
+// serveAllowFrom makes the source filter of --allow-from and --trust-proxy;
+// nil without --allow-from. With "meta" it reads the ranges from apiURL
+// once (serve does not start without them) and then every refresh.
+func serveAllowFrom(ctx context.Context, fs *flagSet, log *slog.Logger, allow, trust, apiURL string, refresh time.Duration) (func(http.Handler) http.Handler, int, bool) {
+	if allow == "" {
+		if trust != "" {
+			return nil, fs.usageError("--trust-proxy needs --allow-from"), false
+		}
+		return nil, 0, true
+	}
+	trusted, err := parsePrefixes(trust)
+	if err != nil {
+		return nil, fs.usageError("--trust-proxy: %v", err), false
+	}
+	f := webhooks.NewSourceFilter(webhooks.SourceFilterOptions{TrustedProxies: trusted, Logger: log})
+	if allow != "meta" {
+		rs, err := parsePrefixes(allow)
+		if err != nil || len(rs) == 0 {
+			return nil, fs.usageError("--allow-from: want \"meta\" or CIDRs: %v", err), false
+		}
+		f.Set(rs)
+		return f.Wrap, 0, true
+	}
+	if refresh <= 0 {
+		return nil, fs.usageError("--meta-refresh %v: want a positive interval", refresh), false
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	err = f.Refresh(ctx, refresh, func(ctx context.Context) ([]netip.Prefix, error) {
+		return webhooks.FetchMetaHooks(ctx, client, apiURL)
+	})
+	if err != nil {
+		return nil, fs.fail("--allow-from meta: %v", err), false
+	}
+	return f.Wrap, 0, true
+}
+
+// parsePrefixes parses a comma-separated list of CIDRs or addresses.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		p, err := webhooks.ParsePrefix(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -291,5 +294,58 @@ func TestServeAccept(t *testing.T) {
 	}
 	if !strings.Contains(sv.stderr.String(), "delivery ignored") {
 		t.Errorf("no log line for the ignored delivery:\n%s", sv.stderr)
+	}
+}
+
+// TestServeAllowFromMeta: serve --allow-from meta against a fake API: from
+// outside the ranges 403 with the body never read, from inside 202; the
+// forge unreachable at a refresh keeps the ranges, and the log says so.
+func TestServeAllowFromMeta(t *testing.T) {
+	var mu sync.Mutex
+	hooks, up := `["192.0.2.0/24"]`, true
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path != "/meta" || !up {
+			http.Error(w, "unreachable", http.StatusBadGateway)
+			return
+		}
+		w.Write([]byte(`{"hooks":` + hooks + `,"web":["0.0.0.0/0"]}`))
+	}))
+	defer api.Close()
+	dir := t.TempDir()
+	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir,
+		"--allow-from", "meta", "--api-url", api.URL, "--meta-refresh", "50ms")
+	url := "http://" + sv.addr + webhooks.DefaultPath
+
+	conn, err := net.Dial("tcp", sv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{", webhooks.DefaultPath)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("outside the ranges, the body unsent: %v %v", resp, err)
+	}
+
+	mu.Lock()
+	hooks = `["192.0.2.0/24","127.0.0.1/32"]`
+	mu.Unlock()
+	n := 0
+	waitUntil(t, "the refreshed ranges", func() bool {
+		n++
+		code, _ := deliver(t, url, "issues", fmt.Sprint("in-", n), []byte(fmt.Sprintf(`{"action":"opened","n":%d}`, n)), nil)
+		return code == http.StatusAccepted
+	})
+	mu.Lock()
+	up = false
+	mu.Unlock()
+	waitUntil(t, "a failed refresh logged", func() bool {
+		return strings.Contains(sv.stderr.String(), "could not refresh the allowed source ranges; the last ones stay")
+	})
+	if code, ans := deliver(t, url, "issues", "after", []byte(`{"action":"opened","n":"after"}`), nil); code != http.StatusAccepted {
+		t.Errorf("with the forge unreachable: %d %s, want 202 (ranges kept)", code, ans)
 	}
 }
