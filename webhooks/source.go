@@ -61,7 +61,9 @@ func (f *SourceFilter) Set(ranges []netip.Prefix) {
 }
 
 // Ranges returns the allowed ranges.
-func (f *SourceFilter) Ranges() []netip.Prefix { return append([]netip.Prefix(nil), *f.ranges.Load()...) }
+func (f *SourceFilter) Ranges() []netip.Prefix {
+	return append([]netip.Prefix(nil), *f.ranges.Load()...)
+}
 
 // Client returns the address r is judged by: its peer's, or, from a trusted
 // proxy, what X-Forwarded-For says (see TrustedProxies). ok is false when
