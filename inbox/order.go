@@ -121,6 +121,7 @@ func (in *Inbox) order(msg *nats.Msg, d webhooks.Delivery) {
 		if key := in.opts.OrderBy(d); key != "" {
 			p := partitionToken(partitionOf(key, in.opts.OrderPartitions))
 			msg.Header.Set(hdrPartition, p)
+			msg.Header.Set(hdrOrderKey, clipKey(key))
 			msg.Subject = in.inSubj + p + "." + storeToken
 			return
 		}

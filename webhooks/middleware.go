@@ -83,9 +83,12 @@ type MiddlewareOptions struct {
 	// announces, until it passes 1 MiB; then it takes its whole length. A
 	// quarter of the budget (at most 8 MiB) is kept for bodies of at most
 	// 1 MiB, and one client address holds at most half of it (but for the
-	// first 80 KiB of each body). A body that
-	// does not fit waits up to 5 s for room, then is answered 503 with
-	// Retry-After (and Connection: close); see SECURITY.md. Zero:
+	// first 80 KiB of each body). A body with a Content-Length that does
+	// not fit waits up to 5 s for room, then is answered 503 with
+	// Retry-After (and Connection: close); one without (chunked) waits for
+	// nothing: the rest of it is read and thrown away, so that it is
+	// answered 413 as soon as it passes MaxBodyBytes, and 503 at its end
+	// otherwise. See SECURITY.md. Zero:
 	// DefaultMaxUnverifiedBytes. Negative: no bound.
 	MaxUnverifiedBytes int64
 	// MinBodyRate is the slowest a request body may arrive, in bytes per
