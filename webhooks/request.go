@@ -188,6 +188,12 @@ func (m *Middleware) tenantOf(rw http.ResponseWriter, r *http.Request) (*tenantK
 	switch {
 	case err == nil:
 		return tk, true
+	case errors.Is(err, ErrUnknownTenant) && ts.notFound != nil:
+		if sw, ok := rw.(*statusWriter); ok && sw.oc.reason == "" {
+			sw.oc.reason = "unknown tenant"
+		}
+		m.logger.Info("webhooks: rejected request: unknown tenant", "status", http.StatusNotFound, "method", r.Method, "path", clip.String(requestURI(r)), "remote", r.RemoteAddr)
+		ts.notFound.ServeHTTP(rw, r)
 	case errors.Is(err, ErrUnknownTenant):
 		// The answer of an unknown path, byte for byte; the key is not
 		// logged (it may be anything), its size is.
