@@ -96,6 +96,10 @@ type Options struct {
 	// OnListen, when set, is told each address Run listens on: "webhooks",
 	// "inspector" or "metrics", and the address.
 	OnListen func(part, addr string)
+	// Wrap, when set, wraps the webhook endpoint (Handler), such as
+	// webhooks.SourceFilter's Wrap, which refuses requests from outside the
+	// forge's ranges before the endpoint reads them.
+	Wrap func(http.Handler) http.Handler
 	// DrainTimeout bounds the drain: requests and running handlers finish
 	// until then; deliveries of an inbox not finished run after a restart.
 	// Zero: DefaultDrainTimeout. Negative: no bound (wait for them).
@@ -242,6 +246,9 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 	}
 	r.mw = webhooks.NewMiddleware(r.wh, mo)
 	r.handler = r.logRequests(mo.MaxInFlight)
+	if opts.Wrap != nil {
+		r.handler = opts.Wrap(r.handler)
+	}
 	return r, nil
 }
 

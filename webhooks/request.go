@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 )
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
@@ -35,6 +36,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 			return
 		}
 		keys, tenant = tk.keys, tk.name
+		deliverylog.SetTenant(r.Context(), tenant)
 		if oc != nil {
 			oc.res.Tenant = tenant
 		}
@@ -115,6 +117,9 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	if oc != nil {
 		oc.res.Verified, oc.res.Payload = true, body
 	}
+	if m.ignored(rw, r, d, oc) {
+		return
+	}
 	if m.inbox != nil {
 		m.enqueue(rw, r, d)
 		return
@@ -183,6 +188,12 @@ func (m *Middleware) tenantOf(rw http.ResponseWriter, r *http.Request) (*tenantK
 	switch {
 	case err == nil:
 		return tk, true
+	case errors.Is(err, ErrUnknownTenant) && ts.notFound != nil:
+		if sw, ok := rw.(*statusWriter); ok && sw.oc.reason == "" {
+			sw.oc.reason = "unknown tenant"
+		}
+		m.logger.Info("webhooks: rejected request: unknown tenant", "status", http.StatusNotFound, "method", r.Method, "path", clip.String(requestURI(r)), "remote", r.RemoteAddr)
+		ts.notFound.ServeHTTP(rw, r)
 	case errors.Is(err, ErrUnknownTenant):
 		// The answer of an unknown path, byte for byte; the key is not
 		// logged (it may be anything), its size is.
