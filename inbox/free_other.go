@@ -2,6 +2,6 @@
 
 package inbox
 
-// free cannot tell the free space here: a full disk is then noticed only
+// space cannot tell the free space here: a full disk is then noticed only
 // when JetStream shuts itself down.
-func (w *storeWatch) free() int64 { return 1 << 62 }
+func (w *storeWatch) space() (free, size int64) { return 1 << 62, 0 }

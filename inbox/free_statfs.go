@@ -4,12 +4,12 @@ package inbox
 
 import "syscall"
 
-// free returns the bytes free on the store's disk; a large number when it
-// cannot tell.
-func (w *storeWatch) free() int64 {
+// space returns the bytes free (for this user) and the size of the store's
+// disk; a large free and a zero size when it cannot tell.
+func (w *storeWatch) space() (free, size int64) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(w.dir, &st); err != nil {
-		return 1 << 62
+		return 1 << 62, 0
 	}
-	return int64(st.Bavail) * int64(st.Bsize)
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize)
 }

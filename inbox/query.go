@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,9 @@ func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.R
 		hi = o.Before - 1
 	}
 	var out []delivery.Record
-	window := uint64(max(2*o.Limit, 64))
+	// A page of a long listing reads its own messages and few more: the
+	// window grows only when filters or superseded copies leave it short.
+	window := uint64(max(o.Limit+o.Limit/8, 64))
 	for hi >= first && hi > 0 && len(out) < o.Limit {
 		lo := first
 		if hi-first >= window {
@@ -48,11 +51,13 @@ func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.R
 		if err != nil {
 			return out, fmt.Errorf("inbox: list: %w", err)
 		}
+		if o.Event != "" || o.Tenant != "" {
+			msgs = slices.DeleteFunc(msgs, func(m headerMsg) bool {
+				return o.Event != "" && m.header.Get(hdrEvent) != o.Event || o.Tenant != "" && m.header.Get(hdrTenant) != o.Tenant
+			})
+		}
 		for i := len(msgs) - 1; i >= 0 && len(out) < o.Limit; i-- {
 			m := &msgs[i]
-			if o.Event != "" && m.header.Get(hdrEvent) != o.Event {
-				continue
-			}
 			r, ok := in.record(ctx, m.header, nil, m.size, m.subject, m.seq)
 			if !ok || (o.Status != "" && r.Status != o.Status) {
 				continue

@@ -27,9 +27,34 @@ type storeWatch struct {
 	recovering atomic.Bool
 }
 
-// recoverFree is the free space the disk must have before JetStream is
-// started again: room for a few deliveries of the largest size.
-const recoverFree = 4 * DefaultMaxPayload
+// The free space the disk must have before JetStream is started again:
+// room for a few deliveries of the largest size (recoverFree), but never more
+// than a quarter of the store's bound or an eighth of the disk, so that a
+// small disk or store recovers too (a 64 MiB disk: 8 MiB), and never less
+// than minRecoverFree.
+const (
+	recoverFree    = 4 * DefaultMaxPayload
+	minRecoverFree = 1 << 20
+)
+
+// free returns the bytes free on the store's disk.
+func (w *storeWatch) free() int64 {
+	f, _ := w.space()
+	return f
+}
+
+// needFree returns the free space the disk must have for the store to be
+// started again (see recoverFree).
+func (w *storeWatch) needFree() int64 {
+	need := int64(recoverFree)
+	if w.maxStore > 0 {
+		need = min(need, w.maxStore/4)
+	}
+	if _, size := w.space(); size > 0 {
+		need = min(need, size/8)
+	}
+	return max(need, minRecoverFree)
+}
 
 // explain wraps err, an error of the store, with its likely cause. In the
 // embedded mode a JetStream that stopped itself is restarted once the disk
@@ -44,13 +69,13 @@ func (w *storeWatch) explain(err error) error {
 		}
 		return err
 	}
-	if !w.ns.JetStreamEnabled() || w.free() < recoverFree {
+	if need := w.needFree(); !w.ns.JetStreamEnabled() || w.free() < need {
 		// On a full disk JetStream either shuts itself down or keeps the
 		// write error of the stream for good: either way it is restarted
 		// once the disk has room again.
 		w.recover()
-		return fmt.Errorf("the embedded store has stopped: the disk of %s is full; it restarts once %d MiB are free: %w",
-			w.dir, recoverFree>>20, err)
+		return fmt.Errorf("the embedded store has stopped: the disk of %s is full; it restarts once %.1f MiB are free: %w",
+			w.dir, float64(need)/(1<<20), err)
 	}
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("the embedded store did not answer in time (the disk or the process overloaded?): %w", err)
@@ -65,7 +90,7 @@ func (w *storeWatch) recover() {
 		return
 	}
 	w.log.Error("inbox: the embedded store stopped: the disk is full; deliveries are refused (503) until it restarts, which it does once the disk has room",
-		"dir", w.dir, "needs_free_bytes", recoverFree)
+		"dir", w.dir, "needs_free_bytes", w.needFree())
 	go func() {
 		defer w.recovering.Store(false)
 		t := time.NewTicker(time.Second)
@@ -76,7 +101,7 @@ func (w *storeWatch) recover() {
 				return
 			case <-t.C:
 			}
-			if w.free() < recoverFree {
+			if w.free() < w.needFree() {
 				continue
 			}
 			if w.ns.JetStreamEnabled() {

@@ -44,11 +44,11 @@ it while that serve is stopped, or let serve catch up itself
 	if len(pos) > 0 {
 		return fs.usageError("unexpected argument %q", pos[0])
 	}
-	if _, err := inboxF.options(); err != nil {
-		return fs.usageError("%v", err)
-	}
 	if inboxF.enabled() && *f.state != "" {
 		return fs.usageError("--state and --inbox/--nats exclude each other: with an inbox, the checkpoint is kept in the inbox")
+	}
+	if _, err := inboxF.options(); err != nil {
+		return fs.usageError("%v", err)
 	}
 	opts, code, ok := f.options(fs)
 	if !ok {

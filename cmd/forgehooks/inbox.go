@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inbox"
 	"forgehooks.dev/forgehooks/inspector"
+	"forgehooks.dev/forgehooks/internal/clip"
 )
 
 // inboxFlags are the flags that name an inbox: serve's and the inbox
@@ -29,12 +33,15 @@ type inboxFlags struct {
 	duplicateWindow, handled        days
 	maxStore                        byteSize
 	replayGuard                     bool
+	// existing: --inbox must name a directory that exists (every command
+	// but serve, which creates it): a typo must not open an empty inbox.
+	existing bool
 }
 
 // addInboxFlags registers --inbox and --nats; with worker set (serve), also
 // the flags of serve's workers.
 func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
-	f := &inboxFlags{}
+	f := &inboxFlags{existing: !worker}
 	if worker {
 		fs.StringVar(&f.dir, "inbox", "", "durable inbox: store each delivery in this directory (an embedded NATS JetStream) before answering 202, and run its handlers from there")
 		fs.StringVar(&f.urls, "nats", "", "durable inbox in an existing NATS cluster: its URLs, comma-separated (streams with 3 replicas)")
@@ -67,6 +74,17 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	var o inbox.Options
 	if f.dir != "" && f.urls != "" {
 		return o, errors.New("--inbox and --nats exclude each other")
+	}
+	if f.existing && f.dir != "" {
+		fi, err := os.Stat(f.dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return o, fmt.Errorf("--inbox %s: no such directory ('forgehooks serve --inbox DIR' makes it)", f.dir)
+		case err != nil:
+			return o, fmt.Errorf("--inbox: %v", err)
+		case !fi.IsDir():
+			return o, fmt.Errorf("--inbox %s: not a directory", f.dir)
+		}
 	}
 	o.Dir, o.Fsync, o.AckWait = f.dir, f.fsync, f.ackWait
 	o.DuplicateWindow, o.HandledRetention = time.Duration(f.duplicateWindow), time.Duration(f.handled)
@@ -115,38 +133,65 @@ func firstLine(s string) string {
 }
 
 func cmdInbox(ctx context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "inbox", "forgehooks inbox (ls | show ID | retry ID | replay ID | dead) --inbox DIR | --nats URL", `
+	fs := newFlagSet(c, "inbox", "forgehooks inbox (ls | show ID | retry ID... | retry --dead | replay ID... | skip ID | dead) --inbox DIR | --nats URL", `
 Query and operate the durable inbox of 'forgehooks serve --inbox DIR', or of a
 NATS cluster. While that serve runs, the commands go through its admin socket
-in DIR (retry and replay then run in that serve); otherwise they open DIR
-themselves.
+in DIR (retry, replay and skip then act in that serve); otherwise they open DIR
+themselves. DIR must exist: these commands never make one.
 
-  ls          the stored deliveries, newest first (--status, --event, --limit, --before)
-  show ID     one delivery: headers (secrets redacted), payload, each attempt with its error
-  retry ID    run a dead letter again, on a fresh retry schedule
-  replay ID   run a stored delivery's handlers once more
-  dead        the dead letters`)
+  ls            the stored deliveries, newest first (--status, --event, --limit, --before),
+                read and printed a page at a time
+  show ID       one delivery: headers (secrets redacted), payload, each attempt with its error
+  retry ID...   run dead letters again, on a fresh retry schedule
+  retry --dead  run every dead letter again (--event: only those of an event)
+  replay ID...  run stored deliveries' handlers once more
+  skip ID       set a waiting delivery (its retry due later, or ordered behind its key)
+                aside as a dead letter, so that the later ones of its key run; retry ID
+                runs it again
+  dead          the dead letters`)
 	f := addInboxFlags(fs, false)
 	status := fs.String("status", "", "ls: only deliveries with this status (queued, running, handled, retrying, dead)")
-	event := fs.String("event", "", "ls: only deliveries of this event")
-	limit := fs.Int("limit", delivery.DefaultListLimit, "ls: the most deliveries listed")
+	event := fs.String("event", "", "ls, retry --dead: only deliveries of this event (without its action)")
+	limit := fs.Int("limit", delivery.DefaultListLimit, "ls: the most deliveries listed (negative: all)")
 	before := fs.Uint64("before", 0, "ls: only deliveries stored before this sequence number (the next page)")
+	allDead := fs.Bool("dead", false, "retry: every dead letter (or those of --event)")
 	jsonOut := fs.Bool("json", false, "print JSON instead of text (show: the payload whole)")
 	pos, code, done := fs.parse(args)
 	if done {
 		return code
 	}
 	if len(pos) == 0 {
-		return fs.usageError("which one: ls, show ID, retry ID, replay ID or dead")
+		return fs.usageError("which one: ls, show ID, retry ID..., retry --dead, replay ID..., skip ID or dead")
 	}
 	sub, rest := pos[0], pos[1:]
-	wantArgs := map[string]int{"ls": 0, "dead": 0, "show": 1, "retry": 1, "replay": 1}
-	n, ok := wantArgs[sub]
-	if !ok {
-		return fs.usageError("unknown subcommand %q: ls, show ID, retry ID, replay ID or dead", sub)
+	switch sub {
+	case "ls", "dead":
+		if len(rest) != 0 {
+			return fs.usageError("%s takes no argument, got %d", sub, len(rest))
+		}
+	case "show", "skip":
+		if len(rest) != 1 {
+			return fs.usageError("%s takes 1 argument (a delivery id), got %d", sub, len(rest))
+		}
+	case "retry":
+		switch {
+		case *allDead && len(rest) > 0:
+			return fs.usageError("retry: give delivery ids or --dead, not both")
+		case !*allDead && len(rest) == 0:
+			return fs.usageError("retry: which: give delivery ids, or --dead for every dead letter")
+		}
+	case "replay":
+		if len(rest) == 0 {
+			return fs.usageError("replay: which: give delivery ids")
+		}
+	default:
+		return fs.usageError("unknown subcommand %q: ls, show ID, retry ID..., retry --dead, replay ID..., skip ID or dead", sub)
 	}
-	if len(rest) != n {
-		return fs.usageError("%s takes %d argument(s), got %d", sub, n, len(rest))
+	if *allDead && sub != "retry" {
+		return fs.usageError("--dead is for retry")
+	}
+	if *event != "" && sub != "ls" && !*allDead {
+		return fs.usageError("--event is for ls and retry --dead")
 	}
 	if !f.enabled() {
 		return fs.usageError("no inbox: pass --inbox DIR or --nats URL")
@@ -166,20 +211,20 @@ themselves.
 	defer st.Close()
 	out := c.stdout
 	switch sub {
-	case "ls", "dead":
-		var recs []delivery.Record
-		if sub == "ls" {
-			recs, err = st.List(ctx, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Limit: *limit, Before: *before})
-		} else {
-			recs, err = st.Dead(ctx)
-		}
+	case "ls":
+		return listInbox(ctx, fs, out, st, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Before: *before}, *limit, *jsonOut)
+	case "dead":
+		recs, err := st.Dead(ctx)
 		if err != nil {
 			return fs.fail("%v", err)
 		}
 		if *jsonOut {
 			return writeJSON(fs, out, recordsJSON(recs))
 		}
-		writeTable(out, recs)
+		writeTable(out, recs, true)
+		if len(recs) == 0 {
+			fmt.Fprintln(out, "(none)")
+		}
 	case "show":
 		r, err := st.Get(ctx, rest[0])
 		if err != nil {
@@ -189,20 +234,112 @@ themselves.
 			return writeJSON(fs, out, recordJSON(r))
 		}
 		writeRecord(out, r)
-	case "retry", "replay":
-		if sub == "retry" {
-			err = st.Retry(ctx, rest[0])
-		} else {
-			err = st.Replay(ctx, rest[0])
-		}
-		if err != nil {
+	case "skip":
+		if err := st.Skip(ctx, rest[0]); err != nil {
 			return fs.fail("%v", err)
 		}
-		if running {
-			fmt.Fprintf(out, "%s: stored again; the running serve runs its handlers\n", rest[0])
-		} else {
-			fmt.Fprintf(out, "%s: stored again; its handlers run when a serve with this inbox runs\n", rest[0])
+		fmt.Fprintf(out, "%s: set aside as a dead letter; the later deliveries of its key go on ('forgehooks inbox retry %s' runs it again)\n", rest[0], rest[0])
+	case "retry", "replay":
+		ids := rest
+		if *allDead {
+			recs, err := st.Dead(ctx)
+			if err != nil {
+				return fs.fail("%v", err)
+			}
+			for _, r := range recs {
+				if *event == "" || r.Event == *event {
+					ids = append(ids, r.ID)
+				}
+			}
+			if len(ids) == 0 {
+				fmt.Fprintln(out, "no dead letter to retry")
+				return exitOK
+			}
 		}
+		op := st.Retry
+		if sub == "replay" {
+			op = st.Replay
+		}
+		where := "its handlers run when a serve with this inbox runs"
+		if running {
+			where = "the running serve runs its handlers"
+		}
+		failed := 0
+		for _, id := range ids {
+			if err := op(ctx, id); err != nil {
+				failed++
+				fmt.Fprintf(c.stderr, "forgehooks inbox: %s %s: %v\n", sub, clip.String(id), strings.TrimPrefix(err.Error(), "inbox: "))
+				continue
+			}
+			fmt.Fprintf(out, "%s: stored again; %s\n", id, where)
+		}
+		if failed > 0 {
+			if len(ids) > 1 {
+				fmt.Fprintf(c.stderr, "forgehooks inbox: %s: %d of %d failed\n", sub, failed, len(ids))
+			}
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// listPage is how many deliveries 'inbox ls' asks for at a time: what it
+// holds in memory, whatever --limit is.
+const listPage = 1000
+
+// listInbox prints up to limit records of st (all when limit is negative),
+// a page at a time: each page is asked for before the last one's Seq and
+// printed before the next is read, so that a listing of any length holds
+// one page in memory (here and in a serve answering on its admin socket).
+func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o delivery.ListOptions, limit int, jsonOut bool) int {
+	if limit == 0 {
+		limit = delivery.DefaultListLimit
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false) // the bytes received
+	if jsonOut {
+		bw.WriteString("[")
+	}
+	n := 0
+	for limit < 0 || n < limit {
+		o.Limit = listPage
+		if limit > 0 {
+			o.Limit = min(listPage, limit-n)
+		}
+		recs, err := st.List(ctx, o)
+		if err != nil {
+			bw.Flush()
+			return fs.fail("%v", err)
+		}
+		if jsonOut {
+			for i := range recs {
+				if n+i > 0 {
+					bw.WriteString(",")
+				}
+				if err := enc.Encode(recordJSON(recs[i])); err != nil {
+					return fs.fail("%v", err)
+				}
+			}
+		} else {
+			writeTable(bw, recs, n == 0)
+		}
+		n += len(recs)
+		if err := bw.Flush(); err != nil {
+			return fs.fail("%v", err)
+		}
+		if len(recs) < o.Limit {
+			break
+		}
+		o.Before = recs[len(recs)-1].Seq
+	}
+	if jsonOut {
+		bw.WriteString("]\n")
+	} else if n == 0 {
+		bw.WriteString("(none)\n")
+	}
+	if err := bw.Flush(); err != nil {
+		return fs.fail("%v", err)
 	}
 	return exitOK
 }
@@ -212,6 +349,7 @@ themselves.
 type inboxStore interface {
 	delivery.Store
 	Dead(ctx context.Context) ([]delivery.Record, error)
+	Skip(ctx context.Context, id string) error
 	Close()
 }
 
@@ -239,9 +377,13 @@ func openInbox(ctx context.Context, o inbox.Options) (st inboxStore, running boo
 // lastErrorWidth is the width of the LAST ERROR column.
 const lastErrorWidth = 60
 
-func writeTable(w io.Writer, recs []delivery.Record) {
+// writeTable prints recs as a table, with its header line when header is
+// set (the first page of a listing).
+func writeTable(w io.Writer, recs []delivery.Record, header bool) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tID\tEVENT\tSTATUS\tATTEMPTS\tRECEIVED\tLAST ERROR")
+	if header {
+		fmt.Fprintln(tw, "SEQ\tID\tEVENT\tSTATUS\tATTEMPTS\tRECEIVED\tLAST ERROR")
+	}
 	for _, r := range recs {
 		lastErr := firstLine(r.LastError())
 		if len(lastErr) > lastErrorWidth {
@@ -254,9 +396,6 @@ func writeTable(w io.Writer, recs []delivery.Record) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.Name(), r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
 	}
 	tw.Flush()
-	if len(recs) == 0 {
-		fmt.Fprintln(w, "(none)")
-	}
 }
 
 // maxShownPayload is the most payload bytes 'inbox show' prints as text;

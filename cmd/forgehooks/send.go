@@ -24,7 +24,9 @@ Play the forge: sign a payload and POST it to --url with the forge's headers
 (X-Forge-Event, a fresh X-Forge-Delivery, X-Hub-Signature-256, Content-Type:
 application/json, User-Agent). The payload is the file given, or stdin ("-", or
 no file while stdin is piped), or, with --event alone and nothing piped, a
-built-in sample of that event or event.action. Prints the answer's status and
+built-in sample of that event or event.action (followed by whitespace of its
+own for each delivery, so that a receiver's replay guard does not take a
+second send for a replay of the first). Prints the answer's status and
 body; a non-2xx answer exits 1. With --print, prints the signed request instead
 of sending it. Sent to a 'forgehooks proxy' channel that no relay listens to,
 it warns that no one received the delivery live.`)
@@ -44,6 +46,7 @@ it warns that no one received the delivery live.`)
 	}
 	name, action, _ := strings.Cut(*event, ".")
 	var body []byte
+	sampled := false // body is a built-in sample
 	if len(pos) > 0 || fs.stdinPiped() {
 		var ok bool
 		if body, code, ok = fs.readPayload(pos); !ok {
@@ -63,15 +66,18 @@ it warns that no one received the delivery live.`)
 		if err != nil {
 			return fs.usageError("%v", err)
 		}
-		body = ex.Body
-	}
-	sig, err := signing.Sign(secret, body)
-	if err != nil {
-		return fs.fail("cannot sign the payload: %v", err)
+		body, sampled = ex.Body, true
 	}
 	id := *delivery
 	if id == "" {
 		id = uuid.New()
+		if sampled {
+			body = distinctBody(body, id)
+		}
+	}
+	sig, err := signing.Sign(secret, body)
+	if err != nil {
+		return fs.fail("cannot sign the payload: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -113,6 +119,27 @@ it warns that no one received the delivery live.`)
 			"  for a relay that comes back with its last event id (relay --state FILE), not for a new one.\n", *url)
 	}
 	return exitOK
+}
+
+// distinctBody returns the JSON document body followed by whitespace that
+// spells id (a tab for each 1 bit of its bytes, a space for each 0): the same
+// document to any JSON reader, but a body of its own for each delivery id.
+// A receiver's replay guard answers a body already stored under another id
+// as a duplicate; a built-in sample sent twice is two deliveries, as two
+// events from the forge would be, never the same bytes.
+func distinctBody(body []byte, id string) []byte {
+	out := make([]byte, 0, len(body)+1+8*len(id))
+	out = append(append(out, body...), '\n')
+	for i := 0; i < len(id); i++ {
+		for bit := 7; bit >= 0; bit-- {
+			c := byte(' ')
+			if id[i]>>bit&1 == 1 {
+				c = '\t'
+			}
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // pickSample returns the n-th built-in sample of event (and action, if given).

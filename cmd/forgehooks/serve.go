@@ -119,6 +119,10 @@ development secret.`)
 				return fs.usageError("--ui-token-env %s: the variable is unset or empty", *uiTokenEnv)
 			}
 		}
+		if token == "" && !inspector.IsLoopbackAddr(*uiAddr) {
+			// Said here in flags: the receiver's own message names its options.
+			return fs.usageError("--ui %s is not a loopback address: anyone who reaches it would read the deliveries; pass --ui-token-env VAR (a variable holding a token the page then requires), or use a 127.0.0.1 address", *uiAddr)
+		}
 		o.Inspector = &inspector.Options{Token: token, TypeName: func(event, _ string, payload []byte) string {
 			if p, err := payloads.Parse(event, payload); err == nil {
 				return fmt.Sprintf("%T", p)
