@@ -66,7 +66,9 @@ func TestMiddlewareBudgets(t *testing.T) {
 		if code, body := post(t, other, "http://"+h.addr+DefaultPath, "issues", "small", []byte(`{"action":"opened"}`)); code != http.StatusOK {
 			t.Errorf("small delivery from another address beside the held body: %d %s", code, body)
 		}
-		if took := time.Since(start); took > budgetWait/2 {
+		// Waiting for room would have taken budgetWait (nothing is given
+		// back meanwhile): a bound that load cannot reach by itself.
+		if took := time.Since(start); took >= budgetWait {
 			t.Errorf("small delivery from another address waited %v", took)
 		}
 
