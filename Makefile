@@ -7,8 +7,18 @@ PKGS  := ./...
 
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
 ## race-enabled tests, and the same for the nested modules. The inspector's browser
-## tests need Chromium: `make chromium` installs it (CI does).
-test: fmt-check vet tidy-check generate-check chromium unit modules
+## tests need Chromium: `make chromium` installs it (CI does). Every check runs even
+## when one before it failed (the example modules too, after a failed unit test); the
+## failed ones are listed at the end, and then make fails.
+TEST_STEPS := fmt-check vet tidy-check generate-check unit modules
+test: chromium
+	@failed=""; \
+	for step in $(TEST_STEPS); do \
+	  echo "== make $$step"; \
+	  $(MAKE) --no-print-directory $$step || failed="$$failed $$step"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: every check passed"
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -29,8 +39,13 @@ unit:
 ## may depend on what the SDK must not: the examples (examples/*/go.mod: chi,
 ## OpenTelemetry) and the test of the Prometheus exporter with expfmt.
 MODULES := $(dir $(wildcard examples/*/go.mod)) internal/promtext/expfmtcheck/
+## Every module runs; the failed ones are listed at the end.
 modules:
-	@for d in $(MODULES); do echo "== $$d"; (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
+	@failed=""; \
+	for d in $(MODULES); do echo "== $$d"; \
+	  (cd $$d && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || failed="$$failed $$d"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "modules: FAILED:$$failed"; exit 1; fi
 
 ## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it,
 ## and the example module's package generated from a schema of its own.

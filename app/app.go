@@ -97,7 +97,7 @@ type App struct {
 
 	mu      sync.Mutex
 	tokens  map[tokenKey]*tokenEntry
-	budgets map[int64]*budget // by installation; 0 is the app
+	budgets map[budgetKey]*budget
 }
 
 // New returns the App the options describe, or an error that says what is
@@ -126,7 +126,7 @@ func New(o Options) (*App, error) {
 		maxRetries: max(cmp.Or(o.MaxRetries, DefaultMaxRetries), 0),
 		refresh:    cmp.Or(o.RefreshBefore, DefaultRefreshBefore),
 		tokens:     map[tokenKey]*tokenEntry{},
-		budgets:    map[int64]*budget{},
+		budgets:    map[budgetKey]*budget{},
 	}
 	return a, nil
 }
@@ -160,10 +160,13 @@ func (a *App) Transport() http.RoundTripper { return &transport{a: a} }
 // installation may do). It adds the credentials only to requests for the
 // API's scheme and host, and sends others (a redirect to a download host)
 // as they are. Requests of one installation share a budget: after the forge
-// refuses one for a rate limit (403 or 429 with Retry-After, a secondary
-// limit, X-RateLimit-Remaining: 0), every request of that installation waits
-// until the forge's time, then is sent; a request whose total wait would
-// exceed Options.MaxWait fails with a *RateLimitError. A refused request is
+// refuses one for a secondary limit (403 or 429 with Retry-After, or saying
+// so), every request of that installation waits until the forge's time; after
+// its primary limit runs out (X-RateLimit-Remaining: 0), the requests of that
+// resource only (X-RateLimit-Resource: core, search, code_search, graphql)
+// wait until X-RateLimit-Reset. No wait the forge asks for is taken longer
+// than MaxServerWait. A request whose total wait would exceed
+// Options.MaxWait fails at once with a *RateLimitError. A refused request is
 // retried, and so is a GET, HEAD, PUT, DELETE or OPTIONS request that got a
 // 5xx or a network error, with backoff, at most Options.MaxRetries times; a
 // request with a body is retried only when it can be replayed (GetBody, as
@@ -228,14 +231,24 @@ func InstallationID(ctx context.Context) (int64, error) {
 	return 0, fmt.Errorf("app: event %q (delivery %q): %w: it was not sent to an app (a repository or organization webhook?)", clip(name), clip(e.ID), ErrNoInstallation)
 }
 
-// budget returns installation id's rate-limit budget (0: the app's).
-func (a *App) budget(id int64) *budget {
+// budgetKey names a rate-limit budget: an installation's (0: the app's) for
+// one resource ("core", "search"...), or for all of them ("": a secondary
+// limit or a Retry-After pauses every request of the installation).
+type budgetKey struct {
+	installation int64
+	resource     string
+}
+
+// budget returns the rate-limit budget of installation id (0: the app) for
+// resource ("": the whole installation's).
+func (a *App) budget(id int64, resource string) *budget {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b := a.budgets[id]
+	k := budgetKey{id, resource}
+	b := a.budgets[k]
 	if b == nil {
 		b = &budget{}
-		a.budgets[id] = b
+		a.budgets[k] = b
 	}
 	return b
 }

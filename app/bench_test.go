@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // BenchmarkCachedToken is what a handler pays for its installation's token

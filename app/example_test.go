@@ -10,7 +10,7 @@ import (
 	"os"
 
 	"forgehooks.dev/forgehooks/app"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -27,7 +27,7 @@ func ExampleApp_Client() {
 	defer forge.Close()
 	forge.AddInstallation(42)
 
-	forgeApp, err := app.New(app.Options{AppID: "424242", PrivateKeyFile: "testdata/pkcs1.pem", APIURL: forge.URL})
+	forgeApp, err := app.New(app.Options{AppID: "424242", PrivateKey: keyPEM, APIURL: forge.URL})
 	if err != nil {
 		panic(err)
 	}

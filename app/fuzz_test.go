@@ -56,7 +56,7 @@ func FuzzRateLimitHeaders(f *testing.F) {
 		h.Set("X-RateLimit-Remaining", remaining)
 		h.Set("X-RateLimit-Reset", reset)
 		now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
-		if d, ok := parseRetryAfter(retryAfter, now); d < 0 || d > maxRetryAfter || !ok && d != 0 {
+		if d, ok := parseRetryAfter(retryAfter, now); d < 0 || d > MaxServerWait || !ok && d != 0 {
 			t.Fatalf("parseRetryAfter(%q) = %v, %v", retryAfter, d, ok)
 		}
 		res := &http.Response{StatusCode: code, Header: h, Body: io.NopCloser(strings.NewReader(body))}

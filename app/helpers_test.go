@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/app"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 	"forgehooks.dev/forgehooks/webhookstest"

@@ -78,27 +78,36 @@ const tokenTimeout = time.Minute
 // InstallationToken returns a token of installation id narrowed to scope
 // (nil: not narrowed), and when it expires. A token is cached until
 // Options.RefreshBefore its expiry; however many callers ask at once, one
-// request fetches it. The error says which installation and what the forge
-// answered, never the token.
+// request fetches it. A token held that has not expired yet is used while its
+// successor cannot be had: while the app's requests are paused for a rate
+// limit (the access-token endpoint's, say), no request is made; when the
+// request fails, its error is logged. The error says which installation and
+// what the forge answered, never the token.
 func (a *App) InstallationToken(ctx context.Context, id int64, scope *Scope) (Token, time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return Token{}, time.Time{}, fmt.Errorf("app: installation %d: token: %w", id, err)
 	}
 	scope = scope.normalize()
-	e, f := a.cachedOrFlight(ctx, tokenKey{id, scope.key()}, scope)
+	held, f := a.cachedOrFlight(ctx, tokenKey{id, scope.key()}, scope)
 	if f == nil {
-		return e.tok, e.exp, nil
+		return held.tok, held.exp, nil
 	}
 	select {
 	case <-f.done:
+		if f.err != nil && !held.tok.IsZero() && a.clock.Now().Before(held.exp) {
+			a.log.LogAttrs(ctx, slog.LevelWarn, "app: installation token not renewed; the one held is used until it expires", slog.Int64("installation", id), slog.Time("expires_at", held.exp), slog.String("error", f.err.Error()))
+			return held.tok, held.exp, nil
+		}
 		return f.tok, f.exp, f.err
 	case <-ctx.Done():
 		return Token{}, time.Time{}, fmt.Errorf("app: installation %d: waiting for a token: %w", id, ctx.Err())
 	}
 }
 
-// cachedOrFlight returns the cached entry when its token is fresh, or the
-// flight that fetches a new one (starting it when none runs).
+// cachedOrFlight returns the cached entry with a nil flight when its token is
+// fresh, or when it has not expired and the app is paused by a rate limit;
+// otherwise the entry held (perhaps empty) and the flight that fetches a new
+// one (starting it when none runs).
 func (a *App) cachedOrFlight(ctx context.Context, k tokenKey, scope *Scope) (tokenEntry, *flight) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -110,6 +119,9 @@ func (a *App) cachedOrFlight(ctx context.Context, k tokenKey, scope *Scope) (tok
 		a.tokens[k] = e
 	}
 	if !e.tok.IsZero() && now.Before(e.exp.Add(-a.refresh)) {
+		return *e, nil
+	}
+	if !e.tok.IsZero() && now.Before(e.exp) && a.appPausedLocked(now) {
 		return *e, nil
 	}
 	if e.flight == nil {
@@ -130,7 +142,20 @@ func (a *App) cachedOrFlight(ctx context.Context, k tokenKey, scope *Scope) (tok
 			close(f.done)
 		}()
 	}
-	return tokenEntry{}, e.flight
+	return tokenEntry{tok: e.tok, exp: e.exp}, e.flight
+}
+
+// appPausedLocked reports whether a rate limit pauses the app's own
+// requests (those the access-token request is one of) at now. a.mu is held.
+func (a *App) appPausedLocked(now time.Time) bool {
+	for k, b := range a.budgets {
+		if k.installation == 0 && (k.resource == "" || k.resource == "core") {
+			if d, _ := b.until(now); d > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sweep drops expired tokens, so that the cache holds only live ones.

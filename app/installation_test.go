@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/app"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 

@@ -2,12 +2,16 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"runtime"
 )
 
 // minKeyBits is the smallest RSA key accepted; the forge issues 2048-bit keys.
@@ -69,9 +73,9 @@ func loadKey(o *Options) (*rsa.PrivateKey, error) {
 		}
 		return o.Key, nil
 	case o.PrivateKeyFile != "":
-		b, err := os.ReadFile(o.PrivateKeyFile)
+		b, err := readKeyFile(o.PrivateKeyFile, cmp.Or(o.Logger, slog.Default()))
 		if err != nil {
-			return nil, fmt.Errorf("private key file: %w", err)
+			return nil, err
 		}
 		k, err := ParsePrivateKey(b)
 		if err != nil {
@@ -91,6 +95,59 @@ func loadKey(o *Options) (*rsa.PrivateKey, error) {
 	default:
 		return ParsePrivateKey(o.PrivateKey)
 	}
+}
+
+// MaxKeyFileSize bounds the private key file: a PEM RSA key of 4096 bits is
+// about 3.3 KiB.
+const MaxKeyFileSize = 16 << 10
+
+// readKeyFile reads a private key file that must be a regular file of at
+// most MaxKeyFileSize bytes: a FIFO, a device or a huge file is refused
+// before it is read (a FIFO would block, /dev/zero never ends). A key that
+// its group or others may read is warned about, as ssh does.
+func readKeyFile(name string, log *slog.Logger) ([]byte, error) {
+	// Stat first: opening a FIFO blocks until a writer comes.
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("private key file: %w", err)
+	}
+	if err := checkKeyFile(name, fi); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("private key file: %w", err)
+	}
+	defer f.Close()
+	// Again on what was opened: the name may have been replaced meanwhile.
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("private key file: %w", err)
+	}
+	if err := checkKeyFile(name, fi); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxKeyFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("private key file: %w", err)
+	}
+	if len(b) > MaxKeyFileSize {
+		return nil, fmt.Errorf("private key file %s: over %d bytes: not an app's private key", name, MaxKeyFileSize)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("app: the private key file can be read by others than its owner: chmod 600 it", "file", name, "mode", fi.Mode().Perm().String())
+	}
+	return b, nil
+}
+
+// checkKeyFile refuses what cannot be a private key file.
+func checkKeyFile(name string, fi os.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("private key file %s: not a regular file (%s): want the .pem file the forge gave for the app", name, fi.Mode().Type())
+	}
+	if fi.Size() > MaxKeyFileSize {
+		return fmt.Errorf("private key file %s: %d bytes, over %d: not an app's private key", name, fi.Size(), MaxKeyFileSize)
+	}
+	return nil
 }
 
 // envPEM undoes what storing a PEM in one line does: a value with no newline

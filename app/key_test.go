@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"forgehooks.dev/forgehooks/app"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // A PKCS#1 and a PKCS#8 key, from bytes, a file or an environment variable,
@@ -85,7 +85,7 @@ func TestWrongKey(t *testing.T) {
 		{"corrupt PKCS#8", app.Options{AppID: testAppID, PrivateKey: pemBlock("PRIVATE KEY", []byte{1, 2, 3})}, "not a valid PKCS#8 key"},
 		{"not RSA", app.Options{AppID: testAppID, PrivateKey: pkcs8PEM(ec)}, "*ecdsa.PrivateKey, want RSA"},
 		{"too small", app.Options{AppID: testAppID, PrivateKey: pkcs1PEM(small)}, "RSA key of 1024 bits, want at least 2048"},
-		{"missing file", app.Options{AppID: testAppID, PrivateKeyFile: filepath.Join(t.TempDir(), "nope.pem")}, "private key file: open"},
+		{"missing file", app.Options{AppID: testAppID, PrivateKeyFile: filepath.Join(t.TempDir(), "nope.pem")}, "private key file: stat"},
 		{"unset env", app.Options{AppID: testAppID, PrivateKeyEnv: "TEST_APP_KEY_UNSET"}, "environment variable TEST_APP_KEY_UNSET is not set"},
 		{"bad API URL", app.Options{AppID: testAppID, PrivateKey: good, APIURL: "api.example"}, `API URL "api.example"`},
 		{"wrong app's key", app.Options{AppID: testAppID, PrivateKey: pkcs1PEM(other)}, "401 Unauthorized: A JSON web token could not be decoded: signature invalid (the forge refused the app's JWT: check the app id and that the private key is this app's)"},

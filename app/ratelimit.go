@@ -43,9 +43,11 @@ func (e *RateLimitError) Error() string {
 // Unwrap returns ErrRateLimited.
 func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
 
-// maxRetryAfter caps a Retry-After, so that a hostile or broken header cannot
-// overflow a duration.
-const maxRetryAfter = 24 * time.Hour
+// MaxServerWait caps every wait the forge's headers ask for (Retry-After, an
+// X-RateLimit-Reset): the forge's own limits reset within the hour, so a
+// longer wait is a broken or hostile answer, and must not switch the client
+// off until a restart.
+const MaxServerWait = time.Hour
 
 // parseRetryAfter reads Retry-After: delay seconds, or an HTTP date (a date in
 // the past is no delay). ok is false when v is absent or malformed.
@@ -58,10 +60,10 @@ func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 		if s < 0 {
 			return 0, false
 		}
-		return min(time.Duration(min(s, int64(maxRetryAfter/time.Second)))*time.Second, maxRetryAfter), true
+		return time.Duration(min(s, int64(MaxServerWait/time.Second))) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return min(max(t.Sub(now), 0), maxRetryAfter), true
+		return min(max(t.Sub(now), 0), MaxServerWait), true
 	}
 	return 0, false
 }
@@ -83,8 +85,20 @@ func parseRateLimit(h http.Header) (remaining int64, reset time.Time) {
 // throttle is what a response says about the rate limit.
 type throttle struct {
 	limited bool          // this request was refused for a rate limit
-	wait    time.Duration // how long the installation must pause
+	wait    time.Duration // how long the installation must pause, at most MaxServerWait
 	reason  string
+	// primary says the wait is that of the primary limit of resource (the
+	// response's X-RateLimit-Resource, "" when it names none): only that
+	// resource's requests pause. Otherwise (Retry-After, a secondary limit)
+	// every request of the installation does.
+	primary  bool
+	resource string
+}
+
+// untilReset is the wait until reset, at least floor and at most
+// MaxServerWait.
+func untilReset(reset, now time.Time, floor time.Duration) time.Duration {
+	return min(max(reset.Sub(now), floor), MaxServerWait)
 }
 
 // secondaryDefault is the pause after a secondary limit that gives no delay:
@@ -109,7 +123,7 @@ func classify(res *http.Response, now time.Time) throttle {
 		case hasRA:
 			t.wait, t.reason = ra, "Retry-After"
 		case remaining == 0 && !reset.IsZero():
-			t.wait, t.reason = max(reset.Sub(now), time.Second), "X-RateLimit-Reset"
+			t.wait, t.reason, t.primary = untilReset(reset, now, time.Second), "X-RateLimit-Reset", true
 		default:
 			t.wait, t.reason = secondaryDefault, "secondary limit"
 		}
@@ -117,9 +131,38 @@ func classify(res *http.Response, now time.Time) throttle {
 		t.wait = max(t.wait, time.Second)
 	case remaining == 0 && !reset.IsZero():
 		// Served, but the next request would be refused.
-		t.wait, t.reason = max(reset.Sub(now), 0), "X-RateLimit-Remaining: 0"
+		t.wait, t.reason, t.primary = untilReset(reset, now, 0), "X-RateLimit-Remaining: 0", true
+	}
+	if t.primary {
+		t.resource = rateResource(res.Header.Get("X-RateLimit-Resource"))
 	}
 	return t
+}
+
+// rateResource returns the X-RateLimit-Resource value when it names one of
+// the resources resourceOf tells apart, "" otherwise: a request waits only on
+// the budgets of its own resource, and a hostile header cannot grow the
+// budgets without bound.
+func rateResource(v string) string {
+	switch v {
+	case "core", "search", "code_search", "graphql":
+		return v
+	}
+	return ""
+}
+
+// resourceOf is the rate-limit resource a request to path (relative to the
+// API's base path) counts against, as the forge splits its primary limits.
+func resourceOf(path string) string {
+	switch {
+	case path == "/search/code" || strings.HasPrefix(path, "/search/code/"):
+		return "code_search"
+	case strings.HasPrefix(path, "/search/"):
+		return "search"
+	case path == "/graphql":
+		return "graphql"
+	}
+	return "core"
 }
 
 // peekRateLimitMessage reports whether a 403's body says "rate limit", and
@@ -156,15 +199,27 @@ func (b *budget) pause(until time.Time, reason string) {
 	}
 }
 
-// wait blocks until the installation may send, unless that would make the
-// request's total wait (*waited) exceed maxWait: then it returns the wait
-// still needed and its reason, with ErrRateLimited. A pause extended while it
-// slept is waited for too.
-func (b *budget) wait(ctx context.Context, clock Clock, waited *time.Duration, maxWait time.Duration, log func(time.Duration, string)) (time.Duration, string, error) {
+// until returns how long b still pauses requests at now, and why.
+func (b *budget) until(now time.Time) (time.Duration, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.resume.Sub(now), b.reason
+}
+
+// waitBudgets blocks until none of bs pauses the request, unless that would
+// make the request's total wait (*waited) exceed maxWait: then it returns the
+// wait still needed and its reason, with ErrRateLimited. A pause extended
+// while it slept is waited for too.
+func waitBudgets(ctx context.Context, bs []*budget, clock Clock, waited *time.Duration, maxWait time.Duration, log func(time.Duration, string)) (time.Duration, string, error) {
 	for {
-		b.mu.Lock()
-		d, reason := b.resume.Sub(clock.Now()), b.reason
-		b.mu.Unlock()
+		now := clock.Now()
+		var d time.Duration
+		var reason string
+		for _, b := range bs {
+			if bd, br := b.until(now); bd > d {
+				d, reason = bd, br
+			}
+		}
 		if d <= 0 {
 			return 0, "", nil
 		}

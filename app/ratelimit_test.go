@@ -24,10 +24,10 @@ func TestParseRetryAfter(t *testing.T) {
 		{"-1", 0, false},
 		{"1.5", 0, false},
 		{"99999999999999999999", 0, false},
-		{"9223372036854775807", maxRetryAfter, true},
+		{"9223372036854775807", MaxServerWait, true},
 		{"Sat, 14 Mar 2026 12:00:30 GMT", 30 * time.Second, true},
 		{"Sat, 14 Mar 2026 11:00:00 GMT", 0, true},
-		{"Sun, 14 Mar 2100 12:00:00 GMT", maxRetryAfter, true},
+		{"Sun, 14 Mar 2100 12:00:00 GMT", MaxServerWait, true},
 		{"soon", 0, false},
 	}
 	for _, tt := range tests {
@@ -66,6 +66,9 @@ func TestClassify(t *testing.T) {
 		{"refusal", 403, h("X-RateLimit-Remaining", "4000"), `{"message":"Resource not accessible by integration"}`, false, 0, ""},
 		{"malformed headers", 403, h("Retry-After", "later", "X-RateLimit-Remaining", "x", "X-RateLimit-Reset", "-5"), `{}`, false, 0, ""},
 		{"5xx", 502, h(), "", false, 0, ""},
+		{"served, reset in year 9999", 200, h("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "253402300799"), "", false, MaxServerWait, "X-RateLimit-Remaining: 0"},
+		{"refused, reset in year 9999", 403, h("X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "253402300799"), "", true, MaxServerWait, "X-RateLimit-Reset"},
+		{"Retry-After 999999999", 429, h("Retry-After", "999999999"), "", true, MaxServerWait, "Retry-After"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

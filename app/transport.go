@@ -34,7 +34,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !a.sameOrigin(req) {
 		return a.base.RoundTrip(req)
 	}
-	b := a.budget(t.installation)
+	// The request waits on its installation's pauses (a secondary limit, a
+	// Retry-After) and on those of its resource's primary limit only.
+	resource := resourceOf(strings.TrimPrefix(req.URL.Path, a.api.Path))
+	whole, own := a.budget(t.installation, ""), a.budget(t.installation, resource)
+	budgets := []*budget{whole, own}
 	what := req.Method + " " + req.URL.Path
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	var waited time.Duration
@@ -51,7 +55,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		logWait := func(d time.Duration, reason string) {
 			a.log.LogAttrs(ctx, slog.LevelWarn, "app: waiting for the rate limit", slog.String("request", what), slog.Int64("installation", t.installation), slog.Duration("wait", d), slog.String("reason", reason))
 		}
-		if d, reason, err := b.wait(ctx, a.clock, &waited, a.maxWait, logWait); err != nil {
+		if d, reason, err := waitBudgets(ctx, budgets, a.clock, &waited, a.maxWait, logWait); err != nil {
 			if errors.Is(err, ErrRateLimited) {
 				return fail(&RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Wait: d, Reason: reason, MaxWait: a.maxWait, Retries: try})
 			}
@@ -92,7 +96,21 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		now := a.clock.Now()
 		th := classify(res, now)
 		if th.wait > 0 {
-			b.pause(now.Add(th.wait), th.reason)
+			switch {
+			case !th.primary:
+				whole.pause(now.Add(th.wait), th.reason)
+			case th.resource != "" && th.resource != resource:
+				// The forge counts this request against another resource
+				// than resourceOf guessed: that one pauses, and so does this
+				// request's when it was refused, so that it is not sent
+				// again at once.
+				a.budget(t.installation, th.resource).pause(now.Add(th.wait), th.reason)
+				if th.limited {
+					own.pause(now.Add(th.wait), th.reason)
+				}
+			default:
+				own.pause(now.Add(th.wait), th.reason)
+			}
 		}
 		switch {
 		case th.limited:
@@ -104,7 +122,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, &RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Wait: th.wait, Reason: th.reason, MaxWait: a.maxWait, Retries: try}
 			}
 			drain(res)
-			continue // b.wait holds it back
+			continue // waitBudgets holds it back
 		case res.StatusCode == http.StatusUnauthorized && t.installation != 0 && !renewed && replayable:
 			// A revoked token, or one the forge expired early.
 			renewed = true

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 func TestDecodeAttempts(t *testing.T) {

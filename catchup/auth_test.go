@@ -21,7 +21,7 @@ import (
 
 	"forgehooks.dev/forgehooks/app"
 	"forgehooks.dev/forgehooks/catchup"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // The JWT is checked here with the standard library alone, field by field.

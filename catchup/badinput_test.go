@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // Bad answers end the run with a clear error after bounded work, before any

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // Per guid: any 2xx attempt means succeeded, whatever came after; otherwise

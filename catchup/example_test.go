@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"forgehooks.dev/forgehooks/catchup"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // A dry run over a repository hook's log: one delivery failed (nobody was

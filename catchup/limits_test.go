@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // Throttled and failing answers are waited out as the forge asks, on a

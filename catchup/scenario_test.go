@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 

@@ -63,6 +63,9 @@ type Record struct {
 	// ID is the delivery id (X-Forge-Delivery); empty for a delivery stored
 	// without one.
 	ID string
+	// Tenant is the tenant whose secret the delivery verified with (see
+	// webhooks.Tenants); empty without tenants.
+	Tenant string
 	// Event is the event name (X-Forge-Event) and Action the payload's
 	// top-level "action", empty when it has none.
 	Event, Action string
@@ -147,6 +150,8 @@ type ListOptions struct {
 	// event name (without the action).
 	Status Status
 	Event  string
+	// Tenant, when set, keeps only the records of that tenant.
+	Tenant string
 	// Before, when not 0, keeps only records with Seq < Before: the next page
 	// starts before the last Seq of the previous one.
 	Before uint64

@@ -146,7 +146,7 @@ func (c *slotConn) Close() error {
 // adminError is an error as the admin socket answers it.
 type adminError struct {
 	Error string `json:"error"`
-	Kind  string `json:"kind,omitempty"` // "not_found", "not_dead", "unsupported"
+	Kind  string `json:"kind,omitempty"` // "not_found", "not_dead", "not_waiting", "unsupported"
 }
 
 func (in *Inbox) adminHandler(log *slog.Logger) http.Handler {
@@ -161,6 +161,8 @@ func (in *Inbox) adminHandler(log *slog.Logger) http.Handler {
 				e.Kind, code = "not_found", http.StatusNotFound
 			case errors.Is(err, delivery.ErrNotDead):
 				e.Kind, code = "not_dead", http.StatusConflict
+			case errors.Is(err, ErrNotWaiting):
+				e.Kind, code = "not_waiting", http.StatusConflict
 			case errors.Is(err, delivery.ErrUnsupported):
 				e.Kind, code = "unsupported", http.StatusConflict
 			}
@@ -191,7 +193,7 @@ func (in *Inbox) adminHandler(log *slog.Logger) http.Handler {
 		rec, err := in.Get(r.Context(), r.URL.Query().Get("id"))
 		reply(w, rec, err)
 	})
-	for name, f := range map[string]func(context.Context, string) error{"retry": in.Retry, "replay": in.Replay} {
+	for name, f := range map[string]func(context.Context, string) error{"retry": in.Retry, "replay": in.Replay, "skip": in.Skip} {
 		mux.HandleFunc("POST /"+name, func(w http.ResponseWriter, r *http.Request) {
 			id := r.URL.Query().Get("id")
 			err := f(context.WithoutCancel(r.Context()), id)
@@ -280,6 +282,8 @@ func (e *remoteError) Unwrap() error {
 		return delivery.ErrNotFound
 	case "not_dead":
 		return delivery.ErrNotDead
+	case "not_waiting":
+		return ErrNotWaiting
 	case "unsupported":
 		return delivery.ErrUnsupported
 	}
@@ -333,6 +337,12 @@ func (c *AdminClient) Retry(ctx context.Context, id string) error {
 // Replay implements delivery.Store.
 func (c *AdminClient) Replay(ctx context.Context, id string) error {
 	return c.call(ctx, http.MethodPost, "/replay", url.Values{"id": {id}}, &struct{}{})
+}
+
+// Skip sets a waiting delivery aside as a dead letter in the running
+// inbox, as Inbox.Skip.
+func (c *AdminClient) Skip(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodPost, "/skip", url.Values{"id": {id}}, &struct{}{})
 }
 
 // Watch implements delivery.Store; the socket streams no changes, so fn is

@@ -69,7 +69,7 @@ func TestAttemptNumbersSurviveLostCount(t *testing.T) {
 	ctx := context.Background()
 	wh := newWebhooks(t)
 	wh.OnAny(func(context.Context, emitter.Event) error { return errors.New("down") })
-	in, err := Open(ctx, Options{Dir: dir, Receiver: wh, RetryDelays: []time.Duration{time.Hour}, Logger: quiet(t)})
+	in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, RetryDelays: []time.Duration{time.Hour}, Logger: quiet(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,7 @@ func BenchmarkOpen100k(b *testing.B) {
 		wh := newWebhooks(b)
 		var handled atomic.Int64
 		wh.OnAny(func(context.Context, emitter.Event) error { handled.Add(1); return nil })
-		in, err := Open(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(b)})
+		in, err := openStarted(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func BenchmarkOpen100k(b *testing.B) {
 	for i := range b.N {
 		start := time.Now()
 		wh := newWebhooks(b)
-		in, err := Open(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(b), Workers: 1})
+		in, err := openStarted(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(b), Workers: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

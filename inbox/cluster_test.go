@@ -163,7 +163,7 @@ func openClusterInbox(t testing.TB, urls []string, o Options) *Inbox {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		in, err := Open(ctx, o)
+		in, err := openStarted(ctx, o)
 		cancel()
 		if err == nil {
 			t.Cleanup(func() { in.Close(context.Background()) })

@@ -3,9 +3,12 @@
 // With an Inbox as webhooks.MiddlewareOptions.Inbox, the middleware verifies a
 // delivery and calls Enqueue, which publishes it to a JetStream stream and
 // returns only once the stream has acknowledged it; only then does the forge
-// get its 2xx. Workers of the Inbox then run the Webhooks' handlers for every
-// stored delivery, retry a failing one on a delay schedule, and move it to the
-// dead letters when the schedule is used up.
+// get its 2xx. Once Start is called, workers of the Inbox run the Webhooks'
+// handlers for every stored delivery, retry a failing one on a delay
+// schedule, and move it to the dead letters when the schedule is used up.
+// Open only builds and recovers: an Inbox that is never started takes
+// deliveries in and answers queries, and another process (or another
+// Inbox on the same cluster) runs them.
 //
 // # Modes
 //
@@ -41,15 +44,25 @@
 // stored them, on whichever receiver of a cluster; different keys run in
 // parallel. The key is read from the body at ingest and hashed into one of
 // Options.OrderPartitions partitions, stored on that partition's subject
-// (Name.in.p<N>.q); one consumer per partition hands out its next delivery
-// only once the one before is acknowledged or ended. So:
+// (Name.in.p<N>.q). A partition's consumer hands out its deliveries one at a
+// time, in stored order, to be admitted to their key: each key with a
+// delivery running or waiting has a record (bucket Name_KEYS) naming the
+// delivery that runs next, and the later ones are parked behind it in
+// stored order (stream Name_PARKED). Admission takes a few record writes,
+// not the handlers' time, so the partition goes on at once. Any receiver
+// runs a key's next delivery once it is due, claiming the record with a
+// write conditional on its revision and leasing it (AckWait) while the
+// handlers run. So:
 //
-//   - A failing delivery holds its key back until it succeeds or becomes a
-//     dead letter: the later ones wait through its retry delays. Keys that
-//     share its partition wait too.
+//   - A failing delivery holds back the later deliveries of its own key
+//     until it succeeds or becomes a dead letter, and nothing else: other
+//     keys run, whatever partition they share. `forgehooks inbox skip ID`
+//     (Skip) sets it aside as a dead letter so that its key goes on.
+//   - A key with many deliveries queued runs one of them at a time: other
+//     keys take their turn beside it (OrderPartitions of them at once).
 //   - A receiver that dies keeps the delivery it was running, and so its
-//     partition, until its lease (AckWait) runs out; then the next receiver
-//     runs it again, before anything later.
+//     key, until its lease (AckWait) runs out; then the next receiver runs it
+//     again, before anything later of its key.
 //   - A delivery can run again right after itself (at least once), never
 //     after a later delivery of its key. Retry and Replay store a delivery
 //     again at the end of its key's order.
@@ -62,7 +75,7 @@
 // renewed every third of it while the handlers run, so a long handler keeps
 // its delivery however long it takes. In a cluster a receiver that dies hands
 // its deliveries on after the lease. An embedded inbox needs no wait: at
-// Open, the directory lock proves the process before it gone, and the
+// Start, the directory lock proves the process before it gone, and the
 // deliveries it was running are handed back at once (those waiting for a
 // retry keep their schedule).
 //

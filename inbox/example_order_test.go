@@ -47,6 +47,9 @@ func ExampleOptions_orderBy() {
 		log.Fatal(err)
 	}
 	defer in.Close(context.Background())
+	if err := in.Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
 	for i, action := range []string{"opened", "synchronize", "closed"} {
 		body := fmt.Sprintf(`{"action":%q,"pull_request":{"id":7,"number":3},"repository":{"id":42}}`, action)
 		if _, err := in.Enqueue(context.Background(), webhooks.Delivery{ID: fmt.Sprint(i + 1), Name: "pull_request", Payload: []byte(body)}); err != nil {

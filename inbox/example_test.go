@@ -34,6 +34,10 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// The workers run the stored deliveries from now on.
+	if err := in.Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
 	// Serve this middleware: it verifies each delivery and stores it.
 	_ = webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Inbox: in})
 

@@ -25,7 +25,8 @@ const MaxForwardErrorBody = 256
 // Forward returns a handler that POSTs each delivery to url with the
 // request's original headers (those stored with it, without the
 // connection's) and the exact body bytes, so that the signature still
-// verifies, and HeaderAttempt. It succeeds only on a 2xx answer; any other
+// verifies, and HeaderAttempt, and for a tenant's delivery
+// webhooks.HeaderTenant. It succeeds only on a 2xx answer; any other
 // answer or a transport error fails the attempt, which the inbox retries.
 // The error starts with the cause: "forward: 503 Service Unavailable: " and
 // the answer's first bytes (at most MaxForwardErrorBody, on one line), or
@@ -62,6 +63,12 @@ func Forward(url string, client *http.Client) emitter.Handler {
 		}
 		if ok && info.Attempt > 0 {
 			req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))
+		}
+		// Only the tenant the delivery verified with; one the sender wrote
+		// in its own request is not passed on.
+		req.Header.Del(webhooks.HeaderTenant)
+		if info.Tenant != "" {
+			req.Header.Set(webhooks.HeaderTenant, info.Tenant)
 		}
 		resp, err := client.Do(req)
 		if err != nil {

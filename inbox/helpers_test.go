@@ -48,7 +48,7 @@ func openInbox(t testing.TB, dir string, o Options) *Inbox {
 	if o.Logger == nil {
 		o.Logger = quiet(t)
 	}
-	in, err := Open(context.Background(), o)
+	in, err := openStarted(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,4 +145,18 @@ func unique(body []byte, id string) []byte {
 		out = append(out, ',')
 	}
 	return append(out, body[1:]...)
+}
+
+// openStarted opens an inbox and, when it has a Receiver, starts its
+// workers.
+func openStarted(ctx context.Context, o Options) (*Inbox, error) {
+	in, err := Open(ctx, o)
+	if err != nil || o.Receiver == nil {
+		return in, err
+	}
+	if err := in.Start(ctx); err != nil {
+		in.Close(ctx)
+		return nil, err
+	}
+	return in, nil
 }

@@ -103,8 +103,9 @@ type Options struct {
 	// (credentials, TLS).
 	NATSOptions []nats.Option
 
-	// Receiver runs the handlers of stored deliveries. Nil: no worker runs,
-	// and the Inbox only stores and answers queries (the CLI's use).
+	// Receiver runs the handlers of stored deliveries once Start is
+	// called. Nil: Start fails with ErrNoReceiver, and the Inbox only
+	// stores and answers queries (the CLI's use).
 	Receiver Receiver
 	// Workers is how many deliveries run at once (ordered ones run besides,
 	// one per partition). Zero: 4 × GOMAXPROCS.
@@ -128,22 +129,23 @@ type Options struct {
 	// OrderKey, ByRepository, ByInstallation, BySubject) one at a time, in
 	// the order they were stored, across all the receivers of a cluster;
 	// deliveries with different keys run in parallel. A delivery whose
-	// attempt fails holds its key back until it succeeds or becomes a dead
-	// letter: the later ones wait through its retry delays. The key is
-	// computed at ingest and hashed into one of OrderPartitions partitions;
-	// each partition runs one delivery at a time, so keys sharing a
-	// partition wait for each other too. Every receiver of a cluster must
-	// use the same OrderBy and OrderPartitions. Nil: no order.
+	// attempt fails holds its own key back until it succeeds, becomes a
+	// dead letter or is set aside (Skip): the later ones of its key wait
+	// through its retry delays, and no other key waits for it (see the
+	// package documentation, "Order"). Every receiver of a cluster must use
+	// the same OrderBy and OrderPartitions. Nil: no order.
 	OrderBy OrderKey
-	// OrderPartitions is how many ordered deliveries may run at once.
+	// OrderPartitions is how many ordered deliveries may run at once, and
+	// how many partitions (each a consumer that admits its deliveries to
+	// their keys in stored order) the ordered deliveries are spread over.
 	// Changing it lets the deliveries queued at the time run out of order
 	// once. Zero: DefaultOrderPartitions.
 	OrderPartitions int
 
-	// Name prefixes the streams (Name_INBOX, Name_DEAD; in the embedded
-	// mode Name_STATUS, Name_SEEN and their index files in Dir), key-value
-	// buckets (Name_STATE; in a cluster Name_STATUS, Name_SEEN), subjects
-	// and consumers. Zero: DefaultName.
+	// Name prefixes the streams (Name_INBOX, Name_DEAD, Name_PARKED; in
+	// the embedded mode Name_STATUS, Name_SEEN and their index files in
+	// Dir), key-value buckets (Name_STATE, Name_KEYS; in a cluster
+	// Name_STATUS, Name_SEEN), subjects and consumers. Zero: DefaultName.
 	// Inboxes sharing a cluster and a Name share their deliveries.
 	Name string
 	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
@@ -189,49 +191,60 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Inbox stores deliveries in JetStream and runs their handlers. It implements
-// webhooks.Inbox. It is safe for concurrent use.
+// Inbox stores deliveries in JetStream, answers queries about them and,
+// once started (Start), runs their handlers. It implements webhooks.Inbox.
+// It is safe for concurrent use.
+//
+// Its three jobs live apart: taking deliveries in and answering queries
+// (Inbox's own methods), running them (runner: fetch, leases, retries, dead
+// letters, order per key) and the records of each delivery (records).
 type Inbox struct {
-	opts   Options
-	log    *slog.Logger
-	ns     *server.Server // nil in cluster mode
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	inbox  jetstream.Stream
-	dead   jetstream.Stream
-	status records // each delivery's status, by status key
-	seen   records // dedupe records (seen.go)
-	state  jetstream.KeyValue
-	unlock func()
-	count  counters
-	store  storeWatch
-
-	inSubj, deadSubj string
+	opts Options
+	log  *slog.Logger
+	conn
+	streams
+	count counters
+	store storeWatch
 
 	watchers delivery.Watchers // Watch
 	scan     chan struct{}     // one header read at a time (headers)
 
 	mu      sync.Mutex
 	closed  bool
-	running map[string]bool // keys of deliveries whose handlers run here
+	closing chan struct{}  // closed by Close
+	enq     sync.WaitGroup // Enqueue calls under way
+	started *runner        // set by Start
+}
 
-	enq        sync.WaitGroup              // Enqueue calls under way
-	iters      []jetstream.MessagesContext // the partitions'
-	takeCtx    context.Context             // the workers' pull requests, until stopTaking
-	takeStop   context.CancelFunc
-	loops      sync.WaitGroup // the dispatch loops
-	sem        chan struct{}  // one place per worker
-	closing    chan struct{}  // closed by Close
-	active     sync.WaitGroup // handlers running
-	handlerCtx context.Context
-	startSeq   uint64             // the inbox stream's last sequence when the workers started
-	stop       context.CancelFunc // cancels handlerCtx
+// conn is an Inbox's connection to its store.
+type conn struct {
+	ns     *server.Server // nil in cluster mode
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	unlock func() // releases Dir (embedded)
+}
+
+// streams are the streams and records an Inbox keeps, and the subjects of
+// its deliveries.
+type streams struct {
+	inbox  jetstream.Stream
+	dead   jetstream.Stream
+	status records // each delivery's status, by status key
+	seen   records // dedupe records (seen.go)
+	state  jetstream.KeyValue
+	// The order keys' records and parked deliveries (keys.go).
+	keyBucket jetstream.KeyValue
+	parked    jetstream.Stream
+
+	inSubj, deadSubj string
 }
 
 var _ webhooks.Inbox = (*Inbox)(nil)
 
-// Open starts (or connects to) the store, creates the streams, buckets and
-// consumer when missing, and starts the workers when opts.Receiver is set.
+// Open starts (or connects to) the store, creates the streams and buckets
+// when missing and reads what a run before left (the embedded index). It
+// runs no handler: the Inbox takes deliveries in (Enqueue) and answers
+// queries; Start runs the workers.
 func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if (opts.Dir == "") == (len(opts.URLs) == 0) {
 		return nil, errors.New("inbox: exactly one of Options.Dir and Options.URLs must be set")
@@ -290,8 +303,8 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	in := &Inbox{opts: opts, log: opts.Logger, running: map[string]bool{}, closing: make(chan struct{}), scan: make(chan struct{}, 1),
-		inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}
+	in := &Inbox{opts: opts, log: opts.Logger, closing: make(chan struct{}), scan: make(chan struct{}, 1),
+		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}}
 	if err := in.connect(); err != nil {
 		return nil, err
 	}
@@ -307,16 +320,47 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		in.shutdown()
 		return nil, err
 	}
-	if opts.Receiver != nil {
-		if err := in.startWorkers(ctx); err != nil {
-			in.shutdown()
-			return nil, err
-		}
-		// Only an inbox that runs handlers frees the store: a query from
-		// the command line must not drop what a receiver keeps.
-		in.startJanitor()
-	}
 	return in, nil
+}
+
+// ErrNoReceiver is returned by Start when Options.Receiver is nil.
+var ErrNoReceiver = errors.New("inbox: Start: Options.Receiver is nil: nothing to run the deliveries")
+
+// Start runs the workers: they take the stored deliveries (those stored
+// before included) and run Options.Receiver's handlers, retrying failures
+// on the schedule of Options.RetryDelays and moving those that fail every
+// attempt to the dead letters; with Options.OrderBy, the deliveries of each
+// key one at a time. It also starts the janitor that drops the stored
+// copies of handled deliveries past HandledRetention: an Inbox that is never
+// started only takes deliveries in and answers queries, and frees nothing
+// that a running receiver may still need.
+//
+// In the embedded mode Start first hands back at once the deliveries the
+// process before held (the directory lock proves it gone), so that they run
+// again without waiting for their leases to run out.
+//
+// Start returns ErrNoReceiver without a Receiver, ErrClosed after Close,
+// and an error when called twice or when the consumers cannot be created
+// (ctx bounds that). Close stops the workers.
+func (in *Inbox) Start(ctx context.Context) error {
+	if in.opts.Receiver == nil {
+		return ErrNoReceiver
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch {
+	case in.closed:
+		return ErrClosed
+	case in.started != nil:
+		return errors.New("inbox: Start called twice")
+	}
+	// Set first: Close stops what a failed start began.
+	in.started = newRunner(in)
+	if err := in.started.start(ctx); err != nil {
+		return err
+	}
+	in.startJanitor()
+	return nil
 }
 
 // connect starts the embedded server or dials the cluster.
@@ -473,6 +517,9 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err := in.setupRecords(ctx); err != nil {
 		return err
 	}
+	if err := in.setupKeys(ctx); err != nil {
+		return err
+	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.Name + "_STATE",
 		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
@@ -514,10 +561,10 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	if d.Name == "" {
 		return 0, errors.New("inbox: delivery without an event name")
 	}
-	token := subjectToken(d.ID)
+	token := subjectToken(deliveryKey(d.Tenant, d.ID))
 	var digest string
 	if d.ID != "" {
-		digest = bodyDigest(d.Payload)
+		digest = tenantDigest(d.Tenant, d.Payload)
 		if res, ok, err := in.known(ctx, d, token, digest); ok || err != nil {
 			return res, in.store.explain(err)
 		}
@@ -558,6 +605,9 @@ func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
 		msg.Header.Set(hdrDelivery, d.ID)
+	}
+	if d.Tenant != "" {
+		msg.Header.Set(hdrTenant, d.Tenant)
 	}
 	setMeta(msg.Header, d.Payload)
 	if d.Signature != "" {
@@ -620,12 +670,15 @@ func (in *Inbox) Close(ctx context.Context) error {
 	close(in.closing)
 	in.mu.Unlock()
 	// Deliveries fetched but not started are handed back by the loops.
-	in.stopTaking()
+	if in.started != nil {
+		in.started.stopTaking()
+	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		in.loops.Wait()
-		in.active.Wait()
+		if in.started != nil {
+			in.started.wait()
+		}
 		close(done)
 	}()
 	var err error
@@ -634,8 +687,8 @@ func (in *Inbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
 	}
-	if in.stop != nil {
-		in.stop()
+	if in.started != nil {
+		in.started.stop()
 	}
 	in.shutdown()
 	return err
@@ -681,6 +734,9 @@ const (
 	hdrDelivery   = "Forgehooks-Delivery"
 	hdrSignature  = "Forgehooks-Signature"
 	hdrReceivedAt = "Forgehooks-Received-At"
+	// hdrTenant names the delivery's tenant (webhooks.Tenants). A sender
+	// cannot set it: the request's Forgehooks- headers are dropped.
+	hdrTenant = "Forgehooks-Tenant"
 	// What a list shows, read from the payload when it was stored.
 	hdrAction     = "Forgehooks-Action"
 	hdrRepository = "Forgehooks-Repository"

@@ -379,7 +379,7 @@ func TestInboxDrain(t *testing.T) {
 				<-release
 				return nil
 			})
-			in, err := Open(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t), AckWait: time.Second})
+			in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t), AckWait: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

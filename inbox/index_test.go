@@ -376,7 +376,7 @@ func TestStatusesWrittenBeforeClose(t *testing.T) {
 		return nil
 	})
 	dir := t.TempDir()
-	in, err := Open(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t)})
+	in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

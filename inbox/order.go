@@ -121,6 +121,7 @@ func (in *Inbox) order(msg *nats.Msg, d webhooks.Delivery) {
 		if key := in.opts.OrderBy(d); key != "" {
 			p := partitionToken(partitionOf(key, in.opts.OrderPartitions))
 			msg.Header.Set(hdrPartition, p)
+			msg.Header.Set(hdrOrderKey, clipKey(key))
 			msg.Subject = in.inSubj + p + "." + storeToken
 			return
 		}
@@ -145,7 +146,7 @@ func tokenOf(h nats.Header, subject string) string {
 	if t := lastToken(subject); t != storeToken {
 		return t
 	}
-	return subjectToken(h.Get(hdrDelivery))
+	return subjectToken(deliveryKey(h.Get(hdrTenant), h.Get(hdrDelivery)))
 }
 
 // validPartitionToken reports whether p is a partition's token as

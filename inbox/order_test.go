@@ -94,7 +94,12 @@ type orderReceiver struct {
 	dead atomic.Bool
 }
 
-func orderKeyOf(id string) string { return "repository:" + strings.Split(id, "-")[1] }
+func orderKeyOf(id string) string {
+	if p := strings.Split(id, "-"); len(p) > 2 {
+		return "repository:" + p[1]
+	}
+	return ""
+}
 
 func orderPayload(id string) []byte {
 	return fmt.Appendf(nil, `{"action":"edited","delivery":%q,"repository":{"id":%s,"full_name":"o/r"}}`, id, strings.Split(id, "-")[1])
@@ -449,7 +454,7 @@ func TestOrderSwitched(t *testing.T) {
 			mu.Unlock()
 			return nil
 		})
-		in, err := Open(ctx, Options{Dir: dir, Receiver: wh, OrderBy: orderBy, Logger: quiet(t), RetryDelays: []time.Duration{}})
+		in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, OrderBy: orderBy, Logger: quiet(t), RetryDelays: []time.Duration{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -527,4 +532,116 @@ func FuzzOrderKeys(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOrderFailureBlocksOnlyItsKey: 64 keys each with a delivery that keeps
+// failing (its retry an hour away) cover every partition; then 2 deliveries
+// for each of 64 other keys all run, in order, and the later deliveries of
+// the failing keys wait.
+func TestOrderFailureBlocksOnlyItsKey(t *testing.T) {
+	wh := newWebhooks(t)
+	var mu sync.Mutex
+	handled := map[string][]string{}
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		if strings.HasPrefix(e.ID, "o-1") { // keys 1000-1063: poisoned
+			return errors.New("poisoned")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		k := orderKeyOf(e.ID)
+		handled[k] = append(handled[k], e.ID)
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, OrderBy: ByRepository, RetryDelays: []time.Duration{time.Hour}})
+	ctx := context.Background()
+	enqueue := func(id string) {
+		if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: orderPayload(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := map[int]bool{}
+	for k := range 64 {
+		id := fmt.Sprintf("o-%d-a", 1000+k)
+		parts[partitionOf(orderKeyOf(id), DefaultOrderPartitions)] = true
+		enqueue(id)
+	}
+	if len(parts) != DefaultOrderPartitions {
+		t.Fatalf("the poisoned keys cover %d partitions of %d", len(parts), DefaultOrderPartitions)
+	}
+	// Later deliveries of two poisoned keys: they must wait.
+	enqueue("o-1000-b")
+	enqueue("o-1001-b")
+	start := time.Now()
+	for k := range 64 {
+		for _, n := range []string{"a", "b"} {
+			enqueue(fmt.Sprintf("o-%d-%s", 2000+k, n))
+		}
+	}
+	waitFor(t, 60*time.Second, "the 128 healthy deliveries handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, ids := range handled {
+			n += len(ids)
+		}
+		return n >= 128
+	})
+	t.Logf("128 deliveries of 64 healthy keys handled in %v beside 64 failing keys", time.Since(start).Round(time.Millisecond))
+	mu.Lock()
+	defer mu.Unlock()
+	for k := range 64 {
+		key := fmt.Sprintf("repository:%d", 2000+k)
+		if want := []string{fmt.Sprintf("o-%d-a", 2000+k), fmt.Sprintf("o-%d-b", 2000+k)}; !slices.Equal(handled[key], want) {
+			t.Errorf("%s ran %v, want %v", key, handled[key], want)
+		}
+	}
+	for _, id := range []string{"o-1000-b", "o-1001-b"} {
+		r, err := in.Get(ctx, id)
+		if err != nil || r.Status != delivery.StatusQueued {
+			t.Errorf("%s behind its failing key: %v %v, want queued", id, r.Status, err)
+		}
+	}
+	r, err := in.Get(ctx, "o-1000-a")
+	if err != nil || r.Status != delivery.StatusRetrying {
+		t.Errorf("o-1000-a: %v %v, want retrying", r.Status, err)
+	}
+}
+
+// TestOrderFloodTakesItsTurn: a key with many deliveries queued does not
+// hold back a key stored after them in the same partition: the later key
+// runs while the flood is still running.
+func TestOrderFloodTakesItsTurn(t *testing.T) {
+	wh := newWebhooks(t)
+	const flood = 300
+	var floodDone atomic.Int64
+	other := make(chan int64, 1)
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		if orderKeyOf(e.ID) == "repository:1" {
+			time.Sleep(5 * time.Millisecond)
+			floodDone.Add(1)
+			return nil
+		}
+		other <- floodDone.Load()
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, OrderBy: ByRepository, OrderPartitions: 1, AllowRepeatedBodies: true})
+	ctx := context.Background()
+	for i := range flood {
+		id := fmt.Sprintf("o-1-%04d", i)
+		if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: orderPayload(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "o-2-x", Name: "issues", Payload: orderPayload("o-2-x")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-other:
+		t.Logf("the other key ran after %d of the flood's %d deliveries", n, flood)
+		if n >= flood {
+			t.Errorf("the other key waited for the whole flood of its partition")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the other key never ran")
+	}
 }

@@ -51,8 +51,10 @@ func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.R
 		if err != nil {
 			return out, fmt.Errorf("inbox: list: %w", err)
 		}
-		if o.Event != "" {
-			msgs = slices.DeleteFunc(msgs, func(m headerMsg) bool { return m.header.Get(hdrEvent) != o.Event })
+		if o.Event != "" || o.Tenant != "" {
+			msgs = slices.DeleteFunc(msgs, func(m headerMsg) bool {
+				return o.Event != "" && m.header.Get(hdrEvent) != o.Event || o.Tenant != "" && m.header.Get(hdrTenant) != o.Tenant
+			})
 		}
 		for i := len(msgs) - 1; i >= 0 && len(out) < o.Limit; i-- {
 			m := &msgs[i]

@@ -100,6 +100,7 @@ func setMeta(h nats.Header, payload []byte) {
 func recordOf(h nats.Header, data []byte, size int, seq uint64, st *status) delivery.Record {
 	r := delivery.Record{
 		ID:         h.Get(hdrDelivery),
+		Tenant:     h.Get(hdrTenant),
 		Event:      h.Get(hdrEvent),
 		Action:     h.Get(hdrAction),
 		Repository: h.Get(hdrRepository),
@@ -125,4 +126,29 @@ func recordOf(h nats.Header, data []byte, size int, seq uint64, st *status) deli
 		r.Attempts = st.Attempts
 	}
 	return r
+}
+
+// deliveryKey is what a delivery is known by in the inbox (its subject
+// token, status and dedupe record): its id, or with a tenant "tenant/id", so
+// that two tenants' hooks may receive one delivery id and each is stored.
+// Tenant names hold no slash (webhooks.ValidTenantName); Get, Retry and
+// Replay take this key ("acme/<id>") for a tenant's delivery.
+func deliveryKey(tenant, id string) string {
+	if tenant == "" || id == "" {
+		return id
+	}
+	return tenant + "/" + id
+}
+
+// tenantDigest is the replay guard's digest of a body: per tenant, since one
+// event sent to two tenants' hooks comes with the same body.
+func tenantDigest(tenant string, body []byte) string {
+	if tenant == "" {
+		return bodyDigest(body)
+	}
+	h := sha256.New()
+	h.Write([]byte(tenant))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -22,7 +22,7 @@ const maxRecoverScan = 20_000
 // lease (AckWait) to run out. A delivery waiting for its retry keeps its
 // schedule (as its status has it); one whose retry is due runs at once. It only logs what it
 // cannot do: the leases run out on their own all the same.
-func (in *Inbox) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
+func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 	info, err := cons.Info(ctx)
 	if err != nil {
 		in.log.Warn("inbox: reading a consumer's leases", "error", err)
@@ -82,7 +82,7 @@ func (in *Inbox) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 // retryDue is when the retry of a delivery whose last attempt failed is
 // scheduled: the end of that attempt plus the delay the schedule gives it.
 // before counts the attempts of earlier copies (Retry, Replay).
-func (in *Inbox) retryDue(st *status, before int) time.Time {
+func (in *runner) retryDue(st *status, before int) time.Time {
 	if len(st.Attempts) == 0 {
 		return time.Time{}
 	}

@@ -50,7 +50,7 @@ func TestRestartHelperProcess(t *testing.T) {
 		line("ok %s %d", e.ID, info.Attempt)
 		return nil
 	})
-	in, err := Open(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(t), Workers: 32,
+	in, err := openStarted(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(t), Workers: 32,
 		RetryDelays: []time.Duration{300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

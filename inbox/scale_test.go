@@ -153,7 +153,7 @@ func fillScale(t *testing.T, dir string, n int) {
 		}
 		return nil
 	})
-	in, err := Open(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(t), MaxStoreBytes: -1})
+	in, err := openStarted(context.Background(), Options{Dir: dir, Receiver: wh, Logger: quiet(t), MaxStoreBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestScaleHelperProcess(t *testing.T) {
 	wh.OnAny(func(context.Context, emitter.Event) error { return nil })
 	var r scaleResult
 	start := time.Now()
-	in, err := Open(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t), MaxStoreBytes: -1})
+	in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t), MaxStoreBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

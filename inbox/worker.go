@@ -20,106 +20,12 @@ import (
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-// startWorkers creates the durable consumers and starts taking deliveries:
-// the workers' consumer for unordered deliveries, and with ordering one
-// consumer per partition, which hands out one delivery at a time (to
-// whichever receiver of the cluster asks) and the next only once it is
-// acknowledged or ended.
-func (in *Inbox) startWorkers(ctx context.Context) error {
-	o := in.opts
-	parts, err := in.orderPartitions(ctx)
-	if err != nil {
-		return err
-	}
-	cfg := jetstream.ConsumerConfig{
-		Durable:     in.workersConsumer(),
-		Description: "forgehooks: runs each stored delivery's handlers",
-		AckPolicy:   jetstream.AckExplicitPolicy,
-		AckWait:     o.AckWait,
-		// The inbox counts attempts itself and moves a delivery to the dead
-		// letters with its error; the server must not drop it silently.
-		MaxDeliver: -1,
-		// Deliveries waiting for a retry count as pending: a bound would
-		// stop new deliveries while a downstream is down for long.
-		MaxAckPending: -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		Replicas:      o.Replicas,
-	}
-	if len(parts) > 0 {
-		// Ordered deliveries (a token more) are the partitions' alone.
-		cfg.FilterSubject = in.inSubj + "*"
-	}
-	cons, err := in.inbox.CreateOrUpdateConsumer(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("inbox: creating consumer %s: %w", cfg.Durable, err)
-	}
-	ordered := make([]jetstream.Consumer, 0, len(parts))
-	for _, p := range parts {
-		pc := cfg
-		pc.Durable = in.orderConsumerPrefix() + partitionToken(p)
-		pc.Description = "forgehooks: runs the ordered deliveries of one partition, one at a time"
-		pc.FilterSubject = in.inSubj + partitionToken(p) + ".*"
-		// One at a time: a delivery is handed out once the one before it
-		// is acknowledged or ended; a redelivery (a retry, an expired
-		// lease) comes before anything newer.
-		pc.MaxAckPending = 1
-		c, err := in.inbox.CreateOrUpdateConsumer(ctx, pc)
-		if err != nil {
-			return fmt.Errorf("inbox: creating consumer %s: %w", pc.Durable, err)
-		}
-		ordered = append(ordered, c)
-	}
-	if in.ns != nil {
-		// Embedded: the directory lock proves that whoever held the leases
-		// still pending is gone.
-		for _, c := range append([]jetstream.Consumer{cons}, ordered...) {
-			in.recoverLeases(ctx, c)
-		}
-	}
-	// Deliveries stored before this start may have attempts recorded that
-	// the server's count lost in a crash: handle reads their status.
-	if info, err := in.inbox.Info(ctx); err == nil {
-		in.startSeq = info.State.LastSeq
-	}
-	in.sem = make(chan struct{}, o.Workers)
-	hctx, cancel := context.WithCancel(context.Background())
-	in.stop = cancel
-	in.handlerCtx = hctx
-	in.takeCtx, in.takeStop = context.WithCancel(context.Background())
-	in.loops.Add(1)
-	go in.dispatch(cons)
-	for _, c := range ordered {
-		// The server hands out one at a time whatever the batch: a larger
-		// one only saves the pull requests between deliveries.
-		it, err := c.Messages(jetstream.PullMaxMessages(orderPullBatch))
-		if err != nil {
-			in.stopTaking()
-			return fmt.Errorf("inbox: consuming: %w", err)
-		}
-		in.iters = append(in.iters, it)
-		in.loops.Add(1)
-		go in.dispatchOrdered(it)
-	}
-	return nil
-}
-
 // fetchWait bounds a pull request of the workers: the deliveries stored
 // meanwhile are handed to it as they come.
 const fetchWait = 5 * time.Second
 
 // orderPullBatch is the batch of the partitions' pull requests.
 const orderPullBatch = 64
-
-// stopTaking stops the consumers' iterators; the deliveries fetched but not
-// started are handed back by the loops.
-func (in *Inbox) stopTaking() {
-	if in.takeStop != nil {
-		in.takeStop()
-	}
-	for _, it := range in.iters {
-		it.Drain()
-	}
-}
 
 // dispatch takes deliveries while workers are free and runs each on its own
 // goroutine: it waits for a free place, takes every place free, and asks
@@ -132,7 +38,7 @@ func (in *Inbox) stopTaking() {
 // every worker is busy, so the server's status messages found no room and
 // were dropped; losing the end of a request, it waited for deliveries that
 // never came, and under a flood the workers stood still, for good.
-func (in *Inbox) dispatch(cons jetstream.Consumer) {
+func (in *runner) dispatch(cons jetstream.Consumer) {
 	defer in.loops.Done()
 	for {
 		select {
@@ -159,7 +65,7 @@ func (in *Inbox) dispatch(cons jetstream.Consumer) {
 
 // fetch asks for up to n deliveries and starts each, holding a place, as it
 // comes; it returns how many it started.
-func (in *Inbox) fetch(cons jetstream.Consumer, n int) (started int) {
+func (in *runner) fetch(cons jetstream.Consumer, n int) (started int) {
 	ctx, cancel := context.WithTimeout(in.takeCtx, fetchWait)
 	defer cancel()
 	batch, err := cons.Fetch(n, jetstream.FetchContext(ctx), jetstream.FetchMaxBytes(pullMaxBytes))
@@ -207,10 +113,11 @@ func fetchEnded(err error) bool {
 	return false
 }
 
-// dispatchOrdered runs the deliveries of one partition, one after the
-// other, on its own goroutine: the server hands out the next only once this
-// one is settled, so they take no place among Workers.
-func (in *Inbox) dispatchOrdered(it jetstream.MessagesContext) {
+// dispatchOrdered admits the deliveries of one partition to their keys
+// (keys.go), one after the other, on its own goroutine: the server hands out
+// the next only once this one is admitted. They run among the places of
+// OrderPartitions, not of Workers.
+func (in *runner) dispatchOrdered(it jetstream.MessagesContext) {
 	defer in.loops.Done()
 	for {
 		msg, err := it.Next()
@@ -231,13 +138,13 @@ func (in *Inbox) dispatchOrdered(it jetstream.MessagesContext) {
 		}
 		in.active.Add(1)
 		in.mu.Unlock()
-		in.handle(msg)
+		in.ordered.admit(msg)
 		in.active.Done()
 	}
 }
 
 // handBack gives the deliveries fetched but not started back to the server.
-func (in *Inbox) handBack(it jetstream.MessagesContext) {
+func (in *runner) handBack(it jetstream.MessagesContext) {
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -249,7 +156,7 @@ func (in *Inbox) handBack(it jetstream.MessagesContext) {
 
 // handle runs one stored delivery's handlers and settles it: ack, a retry
 // after the next delay, or the dead letters.
-func (in *Inbox) handle(msg jetstream.Msg) {
+func (in *runner) handle(msg jetstream.Msg) {
 	ctx := in.handlerCtx
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -271,6 +178,12 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 	var st *status
 	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
 		st = in.loadStatus(ctx, key)
+	}
+	if st != nil && st.Seq == seq && st.Status == delivery.StatusDead {
+		// A dead letter already: set aside (Skip) while it waited for its
+		// retry, or buried just before a crash.
+		_ = msg.Term()
+		return
 	}
 	if st == nil {
 		st = &status{}
@@ -295,7 +208,7 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 		in.notify(r)
 	}
 	start := time.Now()
-	err = in.run(ctx, msg, h, attempt)
+	err = in.run(ctx, msg.Data(), h, attempt, func() { _ = msg.InProgress() })
 	dur := time.Since(start)
 	in.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
@@ -339,7 +252,7 @@ func (in *Inbox) handle(msg jetstream.Msg) {
 
 // run calls the Receiver with the delivery, renewing its lease while the
 // handlers run. A panic that escapes the Receiver is the attempt's error.
-func (in *Inbox) run(ctx context.Context, msg jetstream.Msg, h nats.Header, attempt int) (err error) {
+func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
 	received, _ := time.Parse(time.RFC3339Nano, h.Get(hdrReceivedAt))
 	id, event := h.Get(hdrDelivery), h.Get(hdrEvent)
 	header := headerOf(h)
@@ -351,11 +264,11 @@ func (in *Inbox) run(ctx context.Context, msg jetstream.Msg, h nats.Header, atte
 		}
 	}
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
-		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt,
+		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt, Tenant: h.Get(hdrTenant),
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
-	renew := &renewal{msg: msg, every: in.opts.AckWait / 3}
+	renew := &renewal{renew: renewLease, every: in.opts.AckWait / 3}
 	renew.start()
 	defer renew.stop()
 	defer func() {
@@ -363,12 +276,12 @@ func (in *Inbox) run(ctx context.Context, msg jetstream.Msg, h nats.Header, atte
 			err = fmt.Errorf("inbox: the receiver panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: msg.Data()})
+	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: data})
 }
 
 // renewal renews a running delivery's lease every so often until stopped.
 type renewal struct {
-	msg   jetstream.Msg
+	renew func()
 	every time.Duration
 	mu    sync.Mutex
 	t     *time.Timer
@@ -382,7 +295,7 @@ func (r *renewal) start() {
 }
 
 func (r *renewal) fire() {
-	_ = r.msg.InProgress()
+	r.renew()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.done {
@@ -400,9 +313,21 @@ func (r *renewal) stop() {
 // bury moves msg to the dead letters with its last error, then ends it in
 // the inbox. When the dead letter cannot be written, msg is handed back to be
 // tried again later rather than lost.
-func (in *Inbox) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *status, lastErr string) {
+func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *status, lastErr string) {
+	if err := in.writeDead(ctx, msg.Data(), h, token, key, st, lastErr); err != nil {
+		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
+		_ = msg.NakWithDelay(time.Minute)
+		return
+	}
+	_ = msg.Term()
+}
+
+// writeDead writes the dead letter of the stored copy st.Seq of a delivery,
+// with its last error, then its status (dead). It returns the dead letter's
+// write error, when the delivery is not a dead letter.
+func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, token, key string, st *status, lastErr string) error {
 	st.Status = delivery.StatusDead
-	dm := &nats.Msg{Subject: in.deadSubj + token, Data: msg.Data(), Header: make(nats.Header, len(h)+4)}
+	dm := &nats.Msg{Subject: in.deadSubj + token, Data: data, Header: make(nats.Header, len(h)+4)}
 	for k, v := range h {
 		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
 			dm.Header[k] = v
@@ -415,13 +340,11 @@ func (in *Inbox) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, tok
 	// The id makes a second bury of the same copy (after a crash between the
 	// two writes) a no-op.
 	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {
-		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
-		_ = msg.NakWithDelay(time.Minute)
-		return
+		return err
 	}
 	in.putStatus(ctx, key, st)
-	_ = msg.Term()
-	in.changed(h, msg.Data(), st.Seq, st)
+	in.changed(h, data, st.Seq, st)
+	return nil
 }
 
 // changed tells the watchers.
@@ -429,22 +352,6 @@ func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *status) {
 	if in.watchers.Active() {
 		in.notify(recordOf(h, nil, len(data), seq, st))
 	}
-}
-
-func (in *Inbox) setRunning(key string, on bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if on {
-		in.running[key] = true
-	} else {
-		delete(in.running, key)
-	}
-}
-
-func (in *Inbox) isRunning(key string) bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.running[key]
 }
 
 // loadStatus reads a status; nil when there is none (or it cannot be read:

@@ -55,8 +55,8 @@ type Options struct {
 	// Logger.
 	Middleware webhooks.MiddlewareOptions
 	// Inbox, when set, stores each delivery durably before it is answered
-	// 202 and runs the handlers from there (see package inbox). Its Receiver
-	// and Logger are set by New. An embedded inbox (Dir) also answers the
+	// 202 and, once Run starts, runs the handlers from there (see package
+	// inbox). Its Receiver and Logger are set by New. An embedded inbox (Dir) also answers the
 	// command line on a socket in Dir while the Receiver runs, so that
 	// 'forgehooks inbox' works on it.
 	Inbox *inbox.Options
@@ -130,9 +130,10 @@ type Receiver struct {
 	hookAddr string // where Run listens for deliveries, once it does
 }
 
-// New checks opts, opens the inbox (its workers start taking stored
-// deliveries) and builds the middleware, the page and the metrics. Call Run,
-// or Close when Run is not called.
+// New checks opts, opens the inbox and builds the middleware, the page and
+// the metrics. No handler runs before Run: the inbox takes deliveries in
+// from New on, and its workers start in Run. Call Run, or Close when Run is
+// not called.
 func New(ctx context.Context, opts Options) (*Receiver, error) {
 	if opts.Webhooks == nil {
 		return nil, &OptionError{"Webhooks", errors.New("required")}

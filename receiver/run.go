@@ -15,9 +15,15 @@ import (
 	"forgehooks.dev/forgehooks/internal/bound"
 )
 
-// Run serves the parts whose address Options names, runs catch-up (when
-// configured) once it listens, and waits for ctx; then it drains (see Close)
-// and returns. It returns early with the error of a server that failed.
+// startTimeout bounds the start of the inbox's workers (creating their
+// consumers, handing back the leases of the process before).
+const startTimeout = time.Minute
+
+// Run starts the inbox's workers (the handlers of stored deliveries run from
+// then on, not before), serves the parts whose address Options names, runs
+// catch-up (when configured) once it listens, and waits for ctx; then it
+// drains (see Close) and returns. It returns early with the error of a
+// server that failed.
 func (r *Receiver) Run(ctx context.Context) error {
 	type part struct {
 		name, addr string
@@ -52,6 +58,19 @@ func (r *Receiver) Run(ctx context.Context) error {
 		p.ln = ln
 		if p.name == "webhooks" {
 			r.setListenAddr(p.name, ln.Addr().String())
+		}
+	}
+	// The inbox's workers start once every address is taken: a Receiver
+	// that cannot serve runs no handler.
+	if r.in != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+		err := r.in.Start(sctx)
+		cancel()
+		if err != nil {
+			for _, p := range parts {
+				p.ln.Close()
+			}
+			return errors.Join(fmt.Errorf("receiver: starting the inbox's workers: %w", err), r.Close(context.Background()))
 		}
 	}
 	failed := make(chan error, len(parts))

@@ -29,9 +29,13 @@ import (
 //     whatever one address sends, and its own small deliveries still start;
 //   - a body must keep a minimum transfer rate (MiddlewareOptions.MinBodyRate)
 //     or it is cut with 408 and its bytes given back;
-//   - a body that does not fit waits a little (budgetWait) for bytes to be
-//     given back before it is refused with 503, so that a burst of large
-//     valid deliveries is read a few at a time instead of refused.
+//   - a body with a Content-Length (at most MaxBodyBytes: a longer one is
+//     answered 413 from its header) that does not fit waits a little
+//     (budgetWait) for bytes to be given back before it is refused with
+//     503, so that a burst of large valid deliveries is read a few at a
+//     time instead of refused; a body without one never waits, since it
+//     may yet pass MaxBodyBytes and must then be answered 413 at once
+//     (readBody).
 const (
 	// smallBodyBytes is the largest body that may use the share of the
 	// budget kept for small bodies.
@@ -154,6 +158,18 @@ func (r *reservation) grow(n int64) bool {
 		return true
 	}
 	if !waitroom.Until(r.until, func() (bool, <-chan struct{}) { return r.b.tryReserve(r, n) }) {
+		return false
+	}
+	r.held += n
+	return true
+}
+
+// tryGrow reserves n more bytes if they fit now, or reports false.
+func (r *reservation) tryGrow(n int64) bool {
+	if r == nil || r.b == nil {
+		return true
+	}
+	if ok, _ := r.b.tryReserve(r, n); !ok {
 		return false
 	}
 	r.held += n

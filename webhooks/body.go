@@ -23,7 +23,12 @@ var (
 // buffer much larger than the body (no length given) is copied to one of
 // the body's size.
 // Each buffer is reserved in res before it is made (errBudget when that
-// fails), and the one it replaces is given back once copied. p, when not
+// fails), and the one it replaces is given back once copied. A body with a
+// length (at most max: a longer one was answered 413 from its header) may
+// wait for room in res; one without a length may not, because it may yet
+// pass max: when its next buffer does not fit at once, the rest of it is
+// read and thrown away (see drainOver), so that it is answered 413 as soon
+// as it crosses max, or 503 (errBudget) when it ends within it. p, when not
 // nil, holds the body to a minimum rate (errSlowBody).
 // growth is the factor by which a body's buffer grows: with 4, a 25 MiB body
 // with a Content-Length allocates about 2.1 times its size in all.
@@ -34,11 +39,7 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 	if contentLength >= 0 {
 		limit = min(limit, contentLength+1)
 	}
-	size := min(limit, firstBodyBuffer)
-	if !res.grow(size) {
-		return nil, errBudget
-	}
-	cur := make([]byte, 0, size)
+	var cur []byte
 	left := func() int64 {
 		if contentLength < 0 {
 			return -1
@@ -47,6 +48,25 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 	}
 	p.begin(left())
 	defer p.done()
+	// reserve takes n bytes of res for the next buffer: a body with a
+	// length waits for room, one without reads on without keeping.
+	reserve := func(n int64) error {
+		if contentLength >= 0 {
+			if !res.grow(n) {
+				return errBudget
+			}
+			return nil
+		}
+		if !res.tryGrow(n) {
+			return drainOver(r, cur[:cap(cur)], int64(len(cur)), max, p)
+		}
+		return nil
+	}
+	size := min(limit, firstBodyBuffer)
+	if err := reserve(size); err != nil {
+		return nil, err
+	}
+	cur = make([]byte, 0, size)
 	for {
 		if len(cur) == cap(cur) {
 			n := int64(len(cur))
@@ -60,8 +80,8 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 					next = contentLength + 1 // see budget: large bodies reserve at once
 				}
 			}
-			if !res.grow(next) {
-				return nil, errBudget
+			if err := reserve(next); err != nil {
+				return nil, err
 			}
 			grown := make([]byte, n, next)
 			copy(grown, cur)
@@ -90,6 +110,31 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 		}
 		if err = p.read(k, err, left()); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// drainOver reads on a body whose next buffer did not fit in the budget,
+// throwing its bytes away (into scratch, or a small buffer when scratch is
+// empty), to tell a body over max (errTooLarge, as soon as it crosses) from
+// one within it (errBudget, at its end): a sender of an oversized body
+// learns so at once, whatever the budget holds. n is the bytes read so far;
+// p keeps pacing the reads.
+func drainOver(r io.Reader, scratch []byte, n, max int64, p *pacer) error {
+	if len(scratch) == 0 {
+		scratch = make([]byte, 4<<10)
+	}
+	for {
+		k, err := r.Read(scratch)
+		n += int64(k)
+		if n > max {
+			return errTooLarge
+		}
+		if err == io.EOF {
+			return errBudget
+		}
+		if err = p.read(k, err, -1); err != nil {
+			return err
 		}
 	}
 }

@@ -101,7 +101,9 @@ func memory(t *testing.T, size int) {
 }
 
 // TestReadBodyBudget: a body is charged as it grows, whatever its
-// Content-Length announces, and refused as soon as it outgrows the budget;
+// Content-Length announces, and refused as soon as it outgrows the budget
+// (one with a length at once; one without once it ends, or with errTooLarge
+// once it passes max, its later bytes read and thrown away);
 // what a refused read reserved is given back with the reservation, and a
 // budget with nothing reserved grants any body.
 func TestReadBodyBudget(t *testing.T) {
@@ -120,7 +122,8 @@ func TestReadBodyBudget(t *testing.T) {
 	}{
 		{"fits", 50 << 10, 50 << 10, nil, 50 << 10},
 		{"announced too large", 150 << 10, 150 << 10, errBudget, 64 << 10},
-		{"chunked, outgrows", 150 << 10, -1, errBudget, 64 << 10},
+		{"chunked, outgrows", 150 << 10, -1, errBudget, 150 << 10},
+		{"chunked, outgrows, over max", 10 * max, -1, errTooLarge, max + 64<<10},
 		{"chunked, fits", 30 << 10, -1, nil, 30 << 10},
 	}
 	for _, tt := range tests {

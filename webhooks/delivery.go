@@ -23,6 +23,9 @@ type DeliveryInfo struct {
 	// Attempt counts the runs of this delivery's handlers, from 1. Without an
 	// inbox every delivery runs once; an inbox counts its retries.
 	Attempt int
+	// Tenant is the name of the tenant whose secret the delivery verified
+	// with (Options.Tenants); empty without tenants.
+	Tenant string
 }
 
 type deliveryKey struct{}
@@ -108,4 +111,8 @@ type Result struct {
 	Payload []byte
 	// ReceivedAt is when the request arrived.
 	ReceivedAt time.Time
+	// Tenant is the tenant the request was resolved to (Options.Tenants):
+	// a name the SecretSource gave, never one only the request claimed
+	// (empty for a key that names no tenant).
+	Tenant string
 }

@@ -32,8 +32,14 @@ func newKeyring(secret string, additional ...string) (*keyring, error) {
 	return &keyring{secrets: append([]string{secret}, additional...)}, nil
 }
 
-// primary returns the first secret, the one Sign uses.
-func (k *keyring) primary() string { return k.secrets[0] }
+// primary returns the first secret, the one Sign uses; "" when there is none
+// (a Webhooks whose tenants have the secrets).
+func (k *keyring) primary() string {
+	if len(k.secrets) == 0 {
+		return ""
+	}
+	return k.secrets[0]
+}
 
 // verify reports whether signature is payload's signature under any of the
 // secrets. It errs only for an empty payload (signing.ErrMissingPayload) or
@@ -44,6 +50,8 @@ func (k *keyring) verify(payload []byte, signature string) (bool, error) {
 		return false, signing.ErrMissingPayload
 	case signature == "":
 		return false, signing.ErrMissingSignature
+	case len(k.secrets) == 0:
+		return false, signing.ErrMissingSecret
 	}
 	d := k.digest()
 	defer k.release(d)

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -48,7 +47,10 @@ const (
 // MiddlewareOptions configures NewMiddleware. The zero value gives the defaults.
 type MiddlewareOptions struct {
 	// Path is the URL path deliveries are posted to. Default DefaultPath. A
-	// missing leading slash is added; trailing slashes are ignored.
+	// missing leading slash is added; trailing slashes are ignored. A
+	// segment "{name}" matches any one segment and sets the request's path
+	// value name, as http.ServeMux does: "/t/{tenant}/hooks" with
+	// Options.Tenants.
 	Path string
 	// Logger gets one line per rejected request, with the reason. Nil: the
 	// Webhooks' logger.
@@ -81,9 +83,12 @@ type MiddlewareOptions struct {
 	// announces, until it passes 1 MiB; then it takes its whole length. A
 	// quarter of the budget (at most 8 MiB) is kept for bodies of at most
 	// 1 MiB, and one client address holds at most half of it (but for the
-	// first 80 KiB of each body). A body that
-	// does not fit waits up to 5 s for room, then is answered 503 with
-	// Retry-After (and Connection: close); see SECURITY.md. Zero:
+	// first 80 KiB of each body). A body with a Content-Length that does
+	// not fit waits up to 5 s for room, then is answered 503 with
+	// Retry-After (and Connection: close); one without (chunked) waits for
+	// nothing: the rest of it is read and thrown away, so that it is
+	// answered 413 as soon as it passes MaxBodyBytes, and 503 at its end
+	// otherwise. See SECURITY.md. Zero:
 	// DefaultMaxUnverifiedBytes. Negative: no bound.
 	MaxUnverifiedBytes int64
 	// MinBodyRate is the slowest a request body may arrive, in bytes per
@@ -132,7 +137,8 @@ type MiddlewareOptions struct {
 // per delivery.)
 type Middleware struct {
 	w           *Webhooks
-	path        string // without trailing slashes; "" for "/"
+	path        string    // without trailing slashes; "" for "/"
+	wild        []segment // the path's segments when it has wildcards; nil otherwise
 	logger      *slog.Logger
 	timeout     time.Duration
 	max         int64
@@ -179,6 +185,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 		path = "/" + path
 	}
 	m.path = strings.TrimRight(path, "/")
+	m.wild = parsePattern(m.path)
 	if m.logger == nil {
 		m.logger = w.Logger()
 	}
@@ -231,7 +238,7 @@ func (m *Middleware) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // Handle handles r when it is for the middleware's path, and reports whether it
 // was. When it returns false it has written nothing, so the caller may answer.
 func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
-	if !m.matches(r.URL) {
+	if !m.matches(r) {
 		return false
 	}
 	m.handle(rw, r)
@@ -247,8 +254,8 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 //	mux.Handle("POST /t/{tenant}/hooks", mw.AnyPath())
 //	// chi: r.Post("/t/{tenant}/hooks", mw.AnyPath().ServeHTTP)
 //
-// Tenants with secrets of their own each get their own Webhooks and
-// Middleware, mounted under their own pattern.
+// Tenants with secrets of their own share one Webhooks with Options.Tenants,
+// which reads the tenant from the router's path value.
 func (m *Middleware) AnyPath() http.Handler { return anyPath{m} }
 
 type anyPath struct{ m *Middleware }
@@ -287,17 +294,63 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// matches reports whether u is for the middleware's path. The path is compared
-// decoded (so /api/forge/web%68ooks matches) and byte for byte after trailing
-// slashes are dropped; the query does not count. It is not cleaned: "..", "."
-// and doubled slashes do not match. An encoded slash (%2F) never matches,
-// because decoded it would turn one segment into two.
-func (m *Middleware) matches(u *url.URL) bool {
+// matches reports whether r is for the middleware's path. The path is
+// compared decoded (so /api/forge/web%68ooks matches) and byte for byte
+// after trailing slashes are dropped; the query does not count. It is not
+// cleaned: "..", "." and doubled slashes do not match. An encoded slash
+// (%2F) never matches, because decoded it would turn one segment into two.
+// A segment "{name}" of the path matches any one non-empty segment, which
+// becomes r's path value name (r.PathValue).
+func (m *Middleware) matches(r *http.Request) bool {
+	u := r.URL
 	if u == nil {
 		return false
 	}
 	if u.RawPath != "" && strings.Contains(strings.ToLower(u.RawPath), "%2f") {
 		return false
 	}
-	return strings.TrimRight(u.Path, "/") == m.path
+	p := strings.TrimRight(u.Path, "/")
+	if m.wild == nil {
+		return p == m.path
+	}
+	segs := strings.Split(p, "/")
+	if len(segs) != len(m.wild) {
+		return false
+	}
+	for i, w := range m.wild {
+		switch {
+		case w.name == "" && segs[i] != w.lit:
+			return false
+		case w.name != "" && segs[i] == "":
+			return false
+		}
+	}
+	for i, w := range m.wild {
+		if w.name != "" {
+			r.SetPathValue(w.name, segs[i])
+		}
+	}
+	return true
+}
+
+// segment is one segment of a Path with wildcards: a literal, or a
+// wildcard's name.
+type segment struct{ lit, name string }
+
+// parsePattern splits a path into segments when it holds a wildcard
+// ("{name}", a whole segment); nil otherwise.
+func parsePattern(path string) []segment {
+	if !strings.Contains(path, "{") {
+		return nil
+	}
+	parts := strings.Split(path, "/")
+	out := make([]segment, len(parts))
+	for i, s := range parts {
+		if len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' {
+			out[i].name = s[1 : len(s)-1]
+		} else {
+			out[i].lit = s
+		}
+	}
+	return out
 }

@@ -28,6 +28,17 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelInfo, "method is not POST")
 		return
 	}
+	keys, tenant := m.w.keyring(), ""
+	if m.w.tenants != nil {
+		tk, ok := m.tenantOf(rw, r)
+		if !ok {
+			return
+		}
+		keys, tenant = tk.keys, tk.name
+		if oc != nil {
+			oc.res.Tenant = tenant
+		}
+	}
 	if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
 		m.reject(rw, r, http.StatusUnsupportedMediaType, msgUnsupportedType, slog.LevelWarn, "content type is not application/json", "content_type", clip.String(strings.Join(cts, ", ")))
 		return
@@ -61,6 +72,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		Signature:  strings.TrimSpace(r.Header.Get(HeaderSignature)),
 		Header:     r.Header,
 		ReceivedAt: start,
+		Tenant:     tenant,
 	}
 	if r.ContentLength > m.max {
 		m.tooLarge(rw, r, d)
@@ -70,8 +82,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	// Read the body once, hashing it with the primary secret on the way in; the
 	// additional secrets are tried on the same bytes only if that fails. The
 	// body is held in the budget of unverified bodies until it is verified.
-	digest := m.w.keyring().digest()
-	defer m.w.keyring().release(digest)
+	digest := keys.digest()
+	defer keys.release(digest)
 	res := reservation{b: m.unverified, client: clientAddr(r.RemoteAddr), until: start.Add(budgetWait)}
 	defer res.release()
 	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res, newPacer(rw, r, m.minRate, m.window, start))
@@ -93,11 +105,11 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	}
 	d.Payload = body
-	matched := m.w.keyring().match(digest, body, d.Signature)
+	matched := keys.match(digest, body, d.Signature)
 	res.release() // verified or not: from here on other budgets count the body
 	if !matched {
 		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
-		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
+		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "tenant", tenant)
 		return
 	}
 	if oc != nil {
@@ -124,7 +136,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
-	ctx := ContextWithDelivery(context.WithoutCancel(r.Context()), DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1})
+	ctx := ContextWithDelivery(context.WithoutCancel(r.Context()), DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1, Tenant: tenant})
 	if oc != nil {
 		oc.left.Add(1) // the handlers' end, as well as the answer
 	}
@@ -153,4 +165,30 @@ func validID(id string) bool {
 		}
 	}
 	return true
+}
+
+// msgNoSecrets answers a delivery whose tenant's secrets could not be found.
+const msgNoSecrets = "Could not find the delivery's secrets: try again later"
+
+// tenantOf resolves r's tenant, or answers r: 404 as for an unknown path
+// when its key names no tenant, 503 when the SecretSource fails.
+func (m *Middleware) tenantOf(rw http.ResponseWriter, r *http.Request) (*tenantKeys, bool) {
+	ts := m.w.tenants
+	key, ok := ts.KeyOf(r)
+	var tk *tenantKeys
+	err := ErrUnknownTenant
+	if ok {
+		tk, err = ts.resolve(r.Context(), key)
+	}
+	switch {
+	case err == nil:
+		return tk, true
+	case errors.Is(err, ErrUnknownTenant):
+		// The answer of an unknown path, byte for byte; the key is not
+		// logged (it may be anything), its size is.
+		m.reject(rw, r, http.StatusNotFound, "Unknown route: "+r.Method+" "+requestURI(r), slog.LevelInfo, "unknown tenant", "key_bytes", len(key.Path)+len(key.HookID)+len(key.TargetType)+len(key.TargetID))
+	default:
+		m.unavailable(rw, r, msgNoSecrets, "tenant lookup failed", "error", err)
+	}
+	return nil, false
 }

@@ -25,6 +25,9 @@ type Delivery struct {
 	Header http.Header
 	// ReceivedAt is when the delivery arrived; zero when unknown.
 	ReceivedAt time.Time
+	// Tenant names the delivery's tenant (Options.Tenants); empty without
+	// tenants. An inbox keeps it with the delivery, and dedupes per tenant.
+	Tenant string
 }
 
 // VerifyAndReceive checks d's signature against the primary and then each
@@ -33,15 +36,25 @@ type Delivery struct {
 // When none matches (or the signature or payload is missing), no handler runs;
 // the error handlers are told with an *emitter.Error whose Event is d; and the
 // error returned wraps ErrSignatureMismatch (and the signing error that caused
-// it, if any) and names the delivery. Otherwise the result is Receive's: nil, an
+// it, if any) and names the delivery. With Options.Tenants and d.Tenant set,
+// the secrets are that tenant's (looked up by name, as a path value would
+// be; an unknown one is an error wrapping ErrUnknownTenant). Otherwise the result is Receive's: nil, an
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
 // The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
-	ok, err := w.keyring().verify(d.Payload, d.Signature)
+	keys := w.keyring()
+	if d.Tenant != "" && w.tenants != nil {
+		tk, err := w.tenants.resolve(ctx, TenantKey{Path: d.Tenant})
+		if err != nil {
+			return fmt.Errorf("webhooks: delivery %q: tenant %q: %w", clip.String(d.ID), clip.String(d.Tenant), err)
+		}
+		keys = tk.keys
+	}
+	ok, err := keys.verify(d.Payload, d.Signature)
 	if !ok {
 		return w.mismatch(ctx, d, err)
 	}
-	ctx = ContextWithDelivery(ctx, DeliveryInfo{ID: d.ID, Event: d.Name, Header: d.Header, ReceivedAt: d.ReceivedAt, Attempt: 1})
+	ctx = ContextWithDelivery(ctx, DeliveryInfo{ID: d.ID, Event: d.Name, Header: d.Header, ReceivedAt: d.ReceivedAt, Attempt: 1, Tenant: d.Tenant})
 	return w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
 }
 

@@ -45,8 +45,9 @@ const MinSecretLen = 16
 
 // Options configures New.
 type Options struct {
-	// Secret is the webhook secret, as configured on the forge. Required; one
-	// shorter than MinSecretLen bytes is accepted with a warning.
+	// Secret is the webhook secret, as configured on the forge. Required
+	// unless Tenants is set; one shorter than MinSecretLen bytes is accepted
+	// with a warning.
 	Secret string
 	// AdditionalSecrets are also accepted by VerifyAndReceive and the middleware,
 	// after Secret and in order: while a secret is rotated, put the new one in
@@ -78,6 +79,12 @@ type Options struct {
 	// emitter.Options. Zero: the emitter's defaults. Negative: no bound.
 	MaxErrorReports     int
 	MaxErrorReportBytes int64
+	// Tenants, when set, finds each delivery's tenant and its secrets (see
+	// Tenants): the middleware verifies a delivery with its tenant's
+	// secrets, not Secret, and its handlers see the tenant in
+	// DeliveryInfo.Tenant. Secret may then be empty (Sign and Verify, which
+	// use it, then fail with ErrMissingSecret).
+	Tenants *Tenants
 }
 
 // Webhooks verifies deliveries and dispatches them to its handlers. It is safe
@@ -94,8 +101,9 @@ type Options struct {
 // ReportError that Close does not count. The registration methods are
 // delegated one by one instead, each stating its contract here.
 type Webhooks struct {
-	em   *emitter.Emitter
-	keys *keyring
+	em      *emitter.Emitter
+	keys    *keyring
+	tenants *Tenants // nil: one set of secrets
 
 	// inFlight is the one count of deliveries taken on and not finished, with
 	// their bytes: what Close waits for, and what MaxInFlight and
@@ -104,10 +112,14 @@ type Webhooks struct {
 }
 
 // New returns a Webhooks for opts. It fails with an error wrapping
-// ErrMissingSecret when Secret, or one of AdditionalSecrets, is empty. A
+// ErrMissingSecret when Secret, or one of AdditionalSecrets, is empty (an
+// empty Secret, without AdditionalSecrets, is allowed with Tenants). A
 // secret shorter than MinSecretLen is logged as a warning.
 func New(opts Options) (*Webhooks, error) {
 	keys, err := newKeyring(opts.Secret, opts.AdditionalSecrets...)
+	if err != nil && opts.Tenants != nil && opts.Secret == "" && len(opts.AdditionalSecrets) == 0 {
+		keys, err = &keyring{}, nil // each tenant has its own
+	}
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: New: %w", err)
 	}
@@ -122,8 +134,8 @@ func New(opts Options) (*Webhooks, error) {
 		MaxErrorReports:     opts.MaxErrorReports,
 		MaxErrorReportBytes: opts.MaxErrorReportBytes,
 	})
-	w := &Webhooks{em: em, keys: keys}
-	for i, s := range append([]string{opts.Secret}, opts.AdditionalSecrets...) {
+	w := &Webhooks{em: em, keys: keys, tenants: opts.Tenants}
+	for i, s := range keys.secrets {
 		if len(s) < MinSecretLen {
 			which := "the secret"
 			if i > 0 {

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 const catchupToken = "cli-test-token-42"

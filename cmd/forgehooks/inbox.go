@@ -133,10 +133,10 @@ func firstLine(s string) string {
 }
 
 func cmdInbox(ctx context.Context, c *cli, args []string) int {
-	fs := newFlagSet(c, "inbox", "forgehooks inbox (ls | show ID | retry ID... | retry --dead | replay ID... | dead) --inbox DIR | --nats URL", `
+	fs := newFlagSet(c, "inbox", "forgehooks inbox (ls | show ID | retry ID... | retry --dead | replay ID... | skip ID | dead) --inbox DIR | --nats URL", `
 Query and operate the durable inbox of 'forgehooks serve --inbox DIR', or of a
 NATS cluster. While that serve runs, the commands go through its admin socket
-in DIR (retry and replay then run in that serve); otherwise they open DIR
+in DIR (retry, replay and skip then act in that serve); otherwise they open DIR
 themselves. DIR must exist: these commands never make one.
 
   ls            the stored deliveries, newest first (--status, --event, --limit, --before),
@@ -145,6 +145,9 @@ themselves. DIR must exist: these commands never make one.
   retry ID...   run dead letters again, on a fresh retry schedule
   retry --dead  run every dead letter again (--event: only those of an event)
   replay ID...  run stored deliveries' handlers once more
+  skip ID       set a waiting delivery (its retry due later, or ordered behind its key)
+                aside as a dead letter, so that the later ones of its key run; retry ID
+                runs it again
   dead          the dead letters`)
 	f := addInboxFlags(fs, false)
 	status := fs.String("status", "", "ls: only deliveries with this status (queued, running, handled, retrying, dead)")
@@ -158,7 +161,7 @@ themselves. DIR must exist: these commands never make one.
 		return code
 	}
 	if len(pos) == 0 {
-		return fs.usageError("which one: ls, show ID, retry ID..., retry --dead, replay ID... or dead")
+		return fs.usageError("which one: ls, show ID, retry ID..., retry --dead, replay ID..., skip ID or dead")
 	}
 	sub, rest := pos[0], pos[1:]
 	switch sub {
@@ -166,9 +169,9 @@ themselves. DIR must exist: these commands never make one.
 		if len(rest) != 0 {
 			return fs.usageError("%s takes no argument, got %d", sub, len(rest))
 		}
-	case "show":
+	case "show", "skip":
 		if len(rest) != 1 {
-			return fs.usageError("show takes 1 argument (a delivery id), got %d", len(rest))
+			return fs.usageError("%s takes 1 argument (a delivery id), got %d", sub, len(rest))
 		}
 	case "retry":
 		switch {
@@ -182,7 +185,7 @@ themselves. DIR must exist: these commands never make one.
 			return fs.usageError("replay: which: give delivery ids")
 		}
 	default:
-		return fs.usageError("unknown subcommand %q: ls, show ID, retry ID..., retry --dead, replay ID... or dead", sub)
+		return fs.usageError("unknown subcommand %q: ls, show ID, retry ID..., retry --dead, replay ID..., skip ID or dead", sub)
 	}
 	if *allDead && sub != "retry" {
 		return fs.usageError("--dead is for retry")
@@ -231,6 +234,11 @@ themselves. DIR must exist: these commands never make one.
 			return writeJSON(fs, out, recordJSON(r))
 		}
 		writeRecord(out, r)
+	case "skip":
+		if err := st.Skip(ctx, rest[0]); err != nil {
+			return fs.fail("%v", err)
+		}
+		fmt.Fprintf(out, "%s: set aside as a dead letter; the later deliveries of its key go on ('forgehooks inbox retry %s' runs it again)\n", rest[0], rest[0])
 	case "retry", "replay":
 		ids := rest
 		if *allDead {
@@ -341,6 +349,7 @@ func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o d
 type inboxStore interface {
 	delivery.Store
 	Dead(ctx context.Context) ([]delivery.Record, error)
+	Skip(ctx context.Context, id string) error
 	Close()
 }
 

@@ -56,6 +56,9 @@ func TestServePageMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := in.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	filler := bytes.Repeat([]byte("a"), size)
 	for i := range n {
 		p := fmt.Appendf(nil, `{"action":"opened","repository":{"full_name":"octo/repo-%d"},"sender":{"login":"user%d"},"pad":"`, i, i)

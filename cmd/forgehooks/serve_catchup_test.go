@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/catchup"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/inbox"
 	"forgehooks.dev/forgehooks/webhooks"
 )

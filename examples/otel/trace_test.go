@@ -58,6 +58,9 @@ func traceAcrossTheInbox(t *testing.T, incoming string) {
 		t.Fatal(err)
 	}
 	defer in.Close(context.Background())
+	if err := in.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(forgeotel.Ingest(tracer, webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Inbox: in, Logger: logger})))
 	defer srv.Close()
 

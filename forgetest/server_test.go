@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/signing"
 )
 

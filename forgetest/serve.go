@@ -50,7 +50,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), At: now, Status: rec.status})
 		s.mu.Unlock()
 	}()
-	route, params := s.desc.match(r.URL.Path)
+	path, ok := strings.CutPrefix(r.URL.Path, s.opts.BasePath)
+	if !ok {
+		s.violate("%s %s: not under the API's base path %s", r.Method, r.URL.Path, s.opts.BasePath)
+		s.errorJSON(rec, nil, http.StatusNotFound, "Not Found")
+		return
+	}
+	route, params := s.desc.match(path)
 	if route == nil {
 		s.violate("%s %s: no such path in the description", r.Method, r.URL.Path)
 		s.errorJSON(rec, nil, http.StatusNotFound, "Not Found")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 func TestDescription(t *testing.T) {

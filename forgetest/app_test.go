@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/app"
-	"forgehooks.dev/forgehooks/catchup/forgetest"
+	"forgehooks.dev/forgehooks/forgetest"
 )
 
 // The app endpoints: tokens for installations added only, as the app; the

@@ -12,6 +12,8 @@
 // (X-RateLimit-* headers) and the secondary limit on redelivery requests
 // (403 with Retry-After), and can be told to fail requests (429, 5xx, …).
 // A redelivery really POSTs the stored delivery, signed, to a receiver URL.
+// With no Options, it expects the built-in app (DefaultAppID, its key from
+// PrivateKeyPEM); BasePath serves the API under a self-hosted forge's path.
 //
 // For an app's handlers it issues installation access tokens (POST
 // /app/installations/{installation_id}/access_tokens, as the app) that expire
@@ -46,10 +48,14 @@ import (
 
 // Options configure a fake forge. Every field is optional.
 type Options struct {
-	// AppID is the iss an app JWT must carry.
+	// AppID is the iss an app JWT must carry; default DefaultAppID.
 	AppID string
-	// PublicKey verifies app JWTs; without it every app-hook request is 401.
+	// PublicKey verifies app JWTs; default the public key of the built-in
+	// key (PrivateKeyPEM).
 	PublicKey *rsa.PublicKey
+	// BasePath is the path the API is served under, as a self-hosted
+	// forge's is ("/api/v3"); default none. URL ends with it.
+	BasePath string
 	// Token is the token repository and organization hooks accept.
 	Token string
 	// Secret signs deliveries (X-Hub-Signature-256).
@@ -125,7 +131,8 @@ type hookLog struct {
 
 // Server is a running fake forge.
 type Server struct {
-	// URL is the API's base URL (http://127.0.0.1:port).
+	// URL is the API's base URL (http://127.0.0.1:port, followed by
+	// Options.BasePath).
 	URL string
 
 	desc *Description
@@ -178,6 +185,15 @@ func Start(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.AppID == "" {
+		o.AppID = DefaultAppID
+	}
+	if o.PublicKey == nil {
+		o.PublicKey = &PrivateKey().PublicKey
+	}
+	if o.BasePath != "" {
+		o.BasePath = "/" + strings.Trim(o.BasePath, "/")
+	}
 	if o.SecondaryLimit == 0 {
 		o.SecondaryLimit = 80
 	}
@@ -202,9 +218,13 @@ func Start(o Options) (*Server, error) {
 		installations: map[int64]*installation{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s.URL = s.srv.URL + o.BasePath
 	return s, nil
 }
+
+// AppID returns the app id app JWTs must carry (Options.AppID, or
+// DefaultAppID).
+func (s *Server) AppID() string { return s.opts.AppID }
 
 // Close stops the server. It returns an error listing the requests that
 // departed from the description, unless AllowViolations.

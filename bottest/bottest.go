@@ -1,0 +1,311 @@
+// Package bottest runs a whole bot in a test: the receiver (package
+// receiver) with a durable inbox in the test's temporary directory, the fake
+// forge of package forgetest, and an app client (package app) wired to it.
+// Send delivers an example payload whose API URLs point at the fake forge
+// and whose installation exists there, as the forge would, and waits until
+// the inbox has run its handlers:
+//
+//	bot := bottest.New(t)                // the fake forge, and bot.App for it
+//	wh := newBot(bot.App)                // your handlers, replying through the app
+//	bot.Start(wh)                        // the receiver with its inbox
+//	rec := bot.Send("issue_comment.created")
+//	// rec.Status is delivery.StatusHandled; bot.Forge.Comments() has the reply
+//
+// Everything stops when the test ends, the receiver before its directory is
+// removed.
+package bottest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/app"
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/forgetest"
+	"forgehooks.dev/forgehooks/inbox"
+	"forgehooks.dev/forgehooks/receiver"
+	"forgehooks.dev/forgehooks/webhooks"
+	"forgehooks.dev/forgehooks/webhookstest"
+)
+
+// Defaults of a Bot.
+const (
+	// Installation is the installation a payload without one is sent from;
+	// it exists in the fake forge.
+	Installation int64 = 1
+	// Wait bounds how long Send waits for a delivery to be handled or dead:
+	// generous, so that a loaded machine does not fail a test.
+	Wait = 2 * time.Minute
+)
+
+// RetryDelays are the inbox's waits between attempts when the receiver's
+// options give none: two quick retries, so that a failing handler makes a
+// dead letter within the test rather than after hours.
+var RetryDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
+
+// Options configure New; every field is optional.
+type Options struct {
+	// Forge configures the fake forge; its AppID and PublicKey default to
+	// forgetest's built-in app (DefaultAppID, PrivateKeyPEM).
+	Forge forgetest.Options
+	// App configures the app client; AppID, the key and APIURL are set to
+	// the fake forge's when empty.
+	App app.Options
+	// Wait bounds Send; zero: Wait.
+	Wait time.Duration
+}
+
+// Bot is a fake forge, an app client for it and, once started, a receiver
+// running a bot's handlers.
+type Bot struct {
+	// Forge is the fake forge: its Comments, Tokens and Requests say what the
+	// bot did through the API.
+	Forge *forgetest.Server
+	// App is the app client wired to Forge: give it to the bot's handlers.
+	App *app.App
+	// Receiver is the running receiver; nil before Start.
+	Receiver *receiver.Receiver
+	// URL is where deliveries are posted; "" before Start.
+	URL string
+
+	t     testing.TB
+	wait  time.Duration
+	wh    *webhooks.Webhooks
+	n     atomic.Int64 // delivery ids
+	sends atomic.Int64 // Send's bodies
+}
+
+// New starts a fake forge until the test ends (it fails the test if a
+// request departed from the forge's REST description), and an app client
+// for it.
+func New(t testing.TB, opts ...Options) *Bot {
+	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	forge := forgetest.New(t, o.Forge)
+	forge.AddInstallation(Installation)
+	ao := o.App
+	if ao.AppID == "" {
+		ao.AppID = forge.AppID()
+	}
+	if ao.Key == nil && ao.PrivateKey == nil && ao.PrivateKeyFile == "" && ao.PrivateKeyEnv == "" {
+		ao.PrivateKey = forgetest.PrivateKeyPEM()
+	}
+	if ao.APIURL == "" {
+		ao.APIURL = forge.URL
+	}
+	a, err := app.New(ao)
+	if err != nil {
+		t.Fatalf("bottest: %v", err)
+	}
+	return &Bot{Forge: forge, App: a, t: t, wait: cmpOr(o.Wait, Wait)}
+}
+
+// Start runs a receiver with wh's handlers and a durable inbox in the test's
+// temporary directory, on 127.0.0.1, until the test ends.
+func (b *Bot) Start(wh *webhooks.Webhooks) *receiver.Receiver {
+	b.t.Helper()
+	return b.StartReceiver(receiver.Options{Webhooks: wh})
+}
+
+// StartReceiver runs a receiver with o until the test ends. Its Addr is
+// 127.0.0.1 on a free port; without an Inbox (or one with neither Dir nor
+// URLs) it gets one in the test's temporary directory, and without
+// RetryDelays the inbox retries after RetryDelays. When the test ends, the
+// receiver drains and stops before the directory is removed.
+func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
+	b.t.Helper()
+	if b.Receiver != nil {
+		b.t.Fatal("bottest: the receiver is started already")
+	}
+	if o.Webhooks == nil {
+		b.t.Fatal("bottest: no Webhooks")
+	}
+	in := inbox.Options{}
+	if o.Inbox != nil {
+		in = *o.Inbox
+	}
+	if in.Dir == "" && len(in.URLs) == 0 {
+		in.Dir = b.t.TempDir() // before the cleanup below, so removed after it
+	}
+	if in.RetryDelays == nil {
+		in.RetryDelays = RetryDelays
+	}
+	o.Inbox = &in
+	o.Addr = "127.0.0.1:0"
+	listening := make(chan string, 4)
+	onListen := o.OnListen
+	o.OnListen = func(part, addr string) {
+		if onListen != nil {
+			onListen(part, addr)
+		}
+		if part == "webhooks" {
+			listening <- addr
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := receiver.New(ctx, o)
+	if err != nil {
+		cancel()
+		b.t.Fatalf("bottest: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	b.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.t.Errorf("bottest: the receiver stopped with: %v", err)
+		}
+	})
+	select {
+	case addr := <-listening:
+		path := o.Middleware.Path
+		if path == "" {
+			path = webhooks.DefaultPath
+		}
+		b.URL = "http://" + addr + path
+	case err := <-done:
+		b.t.Fatalf("bottest: the receiver stopped: %v", err)
+	case <-time.After(b.wait):
+		b.t.Fatalf("bottest: the receiver did not listen within %v", b.wait)
+	}
+	b.Receiver, b.wh = r, o.Webhooks
+	return r
+}
+
+// Send delivers an example payload of name ("issue_comment.created", "push":
+// see webhookstest.Payload) with a fresh delivery id, and returns its record
+// once its handlers succeeded or it became a dead letter. Before sending,
+// Payload points the payload's API URLs at the fake forge and makes its
+// installation exist there, and each Send ends the body with whitespace of
+// its own, so that the inbox's replay guard (the same body under another
+// delivery id is refused) lets the same example be sent again.
+func (b *Bot) Send(name string) delivery.Record {
+	b.t.Helper()
+	event, _, _ := strings.Cut(name, ".")
+	p := b.Payload(webhookstest.Payload(name))
+	p = append(p, bytes.Repeat([]byte{'\n'}, int(b.sends.Add(1)))...)
+	return b.SendPayload(event, p)
+}
+
+// SendPayload delivers payload as event (the X-Forge-Event header) with a
+// fresh delivery id, signed with the Webhooks' secret, as the forge does, and
+// returns its record once its handlers succeeded or it became a dead letter.
+// The payload is sent as given (see Payload). It fails the test when the
+// receiver does not answer 202 (stored: a 200 says the inbox refused it as a
+// duplicate or a replay of a body it holds), or the delivery is neither
+// handled nor dead within the bound.
+func (b *Bot) SendPayload(event string, payload []byte) delivery.Record {
+	b.t.Helper()
+	if b.Receiver == nil {
+		b.t.Fatal("bottest: Send before Start")
+	}
+	id := fmt.Sprintf("bottest-%d-%d", time.Now().UnixNano(), b.n.Add(1))
+	sig, err := b.wh.Sign(payload)
+	if err != nil {
+		b.t.Fatalf("bottest: signing: %v", err)
+	}
+	req, err := http.NewRequest(http.MethodPost, b.URL, bytes.NewReader(payload))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "forge-hookshot/bottest")
+	req.Header.Set(webhooks.HeaderEvent, event)
+	req.Header.Set(webhooks.HeaderDelivery, id)
+	req.Header.Set(webhooks.HeaderSignature, sig)
+	res, err := (&http.Client{Timeout: b.wait}).Do(req)
+	if err != nil {
+		b.t.Fatalf("bottest: delivering %s: %v", event, err)
+	}
+	var answer bytes.Buffer
+	answer.ReadFrom(res.Body)
+	res.Body.Close()
+	switch {
+	case res.StatusCode == http.StatusOK:
+		b.t.Fatalf("bottest: delivery %s (%s) answered 200 %s: not stored (the inbox holds this body under another delivery id already: a replay)", id, event, strings.TrimSpace(answer.String()))
+	case res.StatusCode != http.StatusAccepted:
+		b.t.Fatalf("bottest: delivery %s (%s) answered %d: %s", id, event, res.StatusCode, strings.TrimSpace(answer.String()))
+	}
+	return b.Wait(id)
+}
+
+// Wait returns the record of delivery id once its handlers succeeded or it
+// became a dead letter; it fails the test when neither happens within the
+// bound.
+func (b *Bot) Wait(id string) delivery.Record {
+	b.t.Helper()
+	store := b.Receiver.Store()
+	changed := make(chan struct{}, 1)
+	stop := store.Watch(func(rec delivery.Record) {
+		if rec.ID == id {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	deadline := time.After(b.wait)
+	tick := time.NewTicker(100 * time.Millisecond) // also without a watch event
+	defer tick.Stop()
+	var last delivery.Record
+	for {
+		rec, err := store.Get(context.Background(), id)
+		if err == nil {
+			last = rec
+			if rec.Status == delivery.StatusHandled || rec.Status == delivery.StatusDead {
+				return rec
+			}
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+		case <-deadline:
+			b.t.Fatalf("bottest: delivery %s neither handled nor dead after %v (status %q, last error %q)", id, b.wait, last.Status, last.LastError())
+			return last
+		}
+	}
+}
+
+// Payload returns payload with its API URLs (https://api.github.com, as the
+// forge's public examples have them) pointing at the fake forge, and with an
+// installation that exists there: the payload's own (added to the forge), or
+// Installation when it names none.
+func (b *Bot) Payload(payload []byte) []byte {
+	b.t.Helper()
+	p := bytes.ReplaceAll(payload, []byte(app.DefaultAPIURL), []byte(b.Forge.URL))
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(p, &m); err != nil {
+		b.t.Fatalf("bottest: the payload is not a JSON object: %v", err)
+	}
+	var in struct {
+		ID int64 `json:"id"`
+	}
+	if raw, ok := m["installation"]; ok && json.Unmarshal(raw, &in) == nil && in.ID != 0 {
+		b.Forge.AddInstallation(in.ID)
+		return p
+	}
+	m["installation"] = json.RawMessage(fmt.Sprintf(`{"id":%d}`, Installation))
+	out, err := json.Marshal(m)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return out
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,738 @@
+package inbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// Order per key, without one key holding back another.
+//
+// An ordered delivery is stored on its partition's subject; the partition's
+// consumer hands its deliveries out one at a time, in stored order, to
+// admit, which does not run them: it writes each into its key's record and
+// acknowledges it, so that the partition goes on at once, whatever its
+// delivery's handlers do. A key's record (bucket Name_KEYS, one record per
+// key with a delivery running or waiting, seen by every receiver) names the
+// delivery of the key that runs next (Head), the last one admitted (Tail),
+// when Head may run (Due: now, or the end of its retry delay), and who runs
+// it (Owner, until Lease). The deliveries admitted behind Head are parked,
+// in stored order, on the key's subject of stream Name_PARKED.
+//
+// Any receiver runs a record whose Head is due and not leased (claiming it
+// by a write conditional on the record's revision, so one wins); on success
+// or a dead letter it makes the first parked delivery the Head, or deletes
+// the record when none is parked; on a failure it leaves the record with
+// Due at the end of the retry delay, holding back the later deliveries of
+// its key and nothing else. A runner renews its lease while the handlers
+// run; one that dies leaves its lease to run out (AckWait), then another
+// runs Head again. In the embedded mode the directory lock proves the
+// process before gone: its leases are taken over at once.
+//
+// Every change of a record is conditional on the revision read, so the
+// admitting and the running receivers cannot lose each other's writes. A
+// delivery is parked before the record's Tail names it, and a record is
+// deleted only when its Tail is its Head: a record that still names parked
+// deliveries is never deleted. A crash between two steps is repaired by the
+// step done again: a delivery admitted but not acknowledged is handed out
+// again by its partition and found already admitted (its sequence at most
+// Tail), a parked entry left behind is older than its key's Head and
+// dropped when met. The cost: a few record writes per ordered delivery.
+
+// hdrOrderKey, on an ordered delivery, is its key (clipped to maxOrderKey).
+const hdrOrderKey = "Forgehooks-Order-Key"
+
+// maxOrderKey bounds the key kept in a header and a record.
+const maxOrderKey = 256
+
+// keyRecord is a key's record: see above.
+type keyRecord struct {
+	Key   string    `json:"key"`
+	Head  uint64    `json:"head"`
+	Tail  uint64    `json:"tail"`
+	Due   time.Time `json:"due"`
+	Owner string    `json:"owner,omitempty"`
+	Lease time.Time `json:"lease,omitzero"`
+}
+
+func (r *keyRecord) marshal() []byte {
+	b, _ := json.Marshal(r)
+	return b
+}
+
+// keyName is the record name of an order key: a digest, since keys are any
+// string and record names are not.
+func keyName(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "k" + hex.EncodeToString(sum[:16])
+}
+
+// clipKey bounds a key as it is stored.
+func clipKey(key string) string {
+	if len(key) > maxOrderKey {
+		return key[:maxOrderKey]
+	}
+	return key
+}
+
+// parkedSubject is the subject of a key's parked deliveries.
+func (in *Inbox) parkedSubject(name string) string { return in.opts.Name + ".parked." + name }
+
+// setupKeys creates the bucket of the keys' records and the stream of the
+// parked deliveries.
+func (in *Inbox) setupKeys(ctx context.Context) error {
+	o := in.opts
+	var err error
+	in.keyBucket, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      o.Name + "_KEYS",
+		Description: "forgehooks: the order keys with a delivery running or waiting",
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating bucket %s_KEYS: %w", o.Name, err)
+	}
+	if in.ns == nil {
+		// In a cluster a direct read may be answered by a replica that
+		// lags: the records are read from the leader, so that a runner
+		// sees at once what another wrote.
+		st, err := in.js.Stream(ctx, "KV_"+o.Name+"_KEYS")
+		if err != nil {
+			return fmt.Errorf("inbox: bucket %s_KEYS: %w", o.Name, err)
+		}
+		if cfg := st.CachedInfo().Config; cfg.AllowDirect {
+			cfg.AllowDirect = false
+			if _, err := in.js.UpdateStream(ctx, cfg); err != nil {
+				return fmt.Errorf("inbox: bucket %s_KEYS: %w", o.Name, err)
+			}
+		}
+		if in.keyBucket, err = in.js.KeyValue(ctx, o.Name+"_KEYS"); err != nil {
+			return fmt.Errorf("inbox: bucket %s_KEYS: %w", o.Name, err)
+		}
+	}
+	// No direct reads from replicas: a runner must see a parked delivery
+	// as soon as the record naming it is written.
+	in.parked, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        o.Name + "_PARKED",
+		Description: "forgehooks: ordered deliveries waiting for the one before them of their key",
+		Subjects:    []string{o.Name + ".parked.>"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      o.MaxAge,
+		Duplicates:  jsDuplicates,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox: creating stream %s_PARKED: %w", o.Name, err)
+	}
+	return nil
+}
+
+// keyEntry is a record as last seen, with its revision.
+type keyEntry struct {
+	rec keyRecord
+	rev uint64
+}
+
+// keyRunner runs the ordered deliveries through their keys' records.
+type keyRunner struct {
+	*runner
+	id   string        // the Owner of this runner's claims
+	sem  chan struct{} // one place per ordered delivery running (OrderPartitions)
+	kick chan struct{} // wakes the scheduler
+
+	mu   sync.Mutex
+	recs map[string]keyEntry // the bucket as last seen, by record name
+	busy map[string]bool     // records whose Head runs here
+}
+
+func newKeyRunner(r *runner) *keyRunner {
+	return &keyRunner{runner: r, id: rand.Text(), sem: make(chan struct{}, r.opts.OrderPartitions),
+		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}}
+}
+
+// start follows the bucket and runs the scheduler until Close.
+func (k *keyRunner) start(ctx context.Context) error {
+	w, err := k.keyBucket.WatchAll(k.takeCtx)
+	if err != nil {
+		return fmt.Errorf("inbox: watching the order keys: %w", err)
+	}
+	k.loops.Add(2)
+	go k.follow(w)
+	go k.schedule()
+	return nil
+}
+
+func (k *keyRunner) wake() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// follow keeps recs as the bucket has it.
+func (k *keyRunner) follow(w jetstream.KeyWatcher) {
+	defer k.loops.Done()
+	defer func() { _ = w.Stop() }()
+	for {
+		var e jetstream.KeyValueEntry
+		var ok bool
+		select {
+		case <-k.closing:
+			return
+		case e, ok = <-w.Updates():
+		}
+		if !ok {
+			if k.isClosed() {
+				return
+			}
+			k.log.Warn("inbox: the watch of the order keys ended; watching again")
+			time.Sleep(time.Second)
+			nw, err := k.keyBucket.WatchAll(k.takeCtx)
+			if err != nil {
+				continue
+			}
+			_ = w.Stop()
+			w = nw
+			continue
+		}
+		if e == nil {
+			continue // the records present at the start are all read
+		}
+		k.mu.Lock()
+		if e.Operation() == jetstream.KeyValuePut {
+			var rec keyRecord
+			if json.Unmarshal(e.Value(), &rec) == nil {
+				if cur, ok := k.recs[e.Key()]; !ok || cur.rev < e.Revision() {
+					k.recs[e.Key()] = keyEntry{rec, e.Revision()}
+				}
+			}
+		} else {
+			delete(k.recs, e.Key())
+		}
+		k.mu.Unlock()
+		k.wake()
+	}
+}
+
+// schedule claims the records whose Head is due, oldest first, while a
+// place is free.
+func (k *keyRunner) schedule() {
+	defer k.loops.Done()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.closing:
+			return
+		case <-k.kick:
+		case <-t.C:
+		}
+		next := k.claimDue()
+		t.Reset(min(max(time.Until(next), time.Millisecond), time.Second))
+	}
+}
+
+// claimDue claims the due records it has places for and starts running
+// their Heads; it returns when the next record falls due.
+func (k *keyRunner) claimDue() time.Time {
+	now := time.Now()
+	next := now.Add(time.Second)
+	type cand struct {
+		name string
+		e    keyEntry
+		at   time.Time
+	}
+	var due []cand
+	k.mu.Lock()
+	for name, e := range k.recs {
+		if k.busy[name] {
+			continue
+		}
+		at := e.rec.Due
+		switch {
+		case e.rec.Owner == "":
+		case e.rec.Owner != k.id && k.ns != nil:
+			// Embedded: the directory lock proves the owner gone.
+			at = time.Time{}
+		default:
+			at = e.rec.Lease
+		}
+		if at.After(now) {
+			if at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		due = append(due, cand{name, e, at})
+	}
+	k.mu.Unlock()
+	slices.SortFunc(due, func(a, b cand) int { return a.at.Compare(b.at) })
+	for _, c := range due {
+		select {
+		case k.sem <- struct{}{}:
+		default:
+			return next // woken again when a place is free
+		}
+		rec := c.e.rec
+		rec.Owner, rec.Lease = k.id, now.Add(k.opts.AckWait)
+		ctx, cancel := context.WithTimeout(k.handlerCtx, 10*time.Second)
+		rev, err := k.keyBucket.Update(ctx, c.name, rec.marshal(), c.e.rev)
+		cancel()
+		if err != nil {
+			<-k.sem // taken by another receiver, or changed: seen again through follow
+			continue
+		}
+		if !k.launch(c.name, rec, rev) {
+			return next
+		}
+	}
+	return next
+}
+
+// launch runs the Head of a record claimed here, holding a place already
+// taken; false (the place given back) once Close was called.
+func (k *keyRunner) launch(name string, rec keyRecord, rev uint64) bool {
+	k.Inbox.mu.Lock()
+	if k.closed {
+		k.Inbox.mu.Unlock()
+		<-k.sem
+		return false
+	}
+	k.active.Add(1)
+	k.Inbox.mu.Unlock()
+	k.mu.Lock()
+	k.busy[name] = true
+	k.mu.Unlock()
+	go func() {
+		defer func() {
+			k.mu.Lock()
+			delete(k.busy, name)
+			k.mu.Unlock()
+			<-k.sem
+			k.active.Done()
+			k.wake()
+		}()
+		k.runHead(name, rec, rev)
+	}()
+	return true
+}
+
+// orderKeyOf returns the order key of a stored ordered delivery: its
+// header's, or, stored before the header was written, OrderBy's.
+func (k *keyRunner) orderKeyOf(h nats.Header, data []byte) string {
+	if key := h.Get(hdrOrderKey); key != "" {
+		return key
+	}
+	if k.opts.OrderBy == nil {
+		return ""
+	}
+	return clipKey(k.opts.OrderBy(webhooks.Delivery{ID: h.Get(hdrDelivery), Name: h.Get(hdrEvent), Header: headerOf(h), Payload: data}))
+}
+
+// admit writes an ordered delivery, handed out by its partition, into its
+// key's record (its Head when the key has none, else parked behind the
+// others) and acknowledges it to the partition. A delivery without a key
+// (ordering switched off since it was stored) runs as it comes.
+func (k *keyRunner) admit(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	h := msg.Headers()
+	if h == nil {
+		h = nats.Header{}
+	}
+	key := k.orderKeyOf(h, msg.Data())
+	if err != nil || key == "" {
+		k.handle(msg)
+		return
+	}
+	ctx, cancel := context.WithTimeout(k.handlerCtx, 30*time.Second)
+	defer cancel()
+	seq, name := meta.Sequence.Stream, keyName(key)
+	if meta.NumDelivered > 1 {
+		// Handed out again (an acknowledgement lost, a crash): it may have
+		// run since.
+		if st := k.loadStatus(ctx, statusKey(h, tokenOf(h, msg.Subject()), seq)); st != nil && st.Seq == seq &&
+			(st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
+			_ = msg.Ack()
+			return
+		}
+	}
+	parked := false
+	for range 100 {
+		e, err := k.keyBucket.Get(ctx, name)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			rec := keyRecord{Key: clipKey(key), Head: seq, Tail: seq, Due: time.Now()}
+			// Run here at once when a place is free; else the scheduler of
+			// whichever receiver has one takes it.
+			placed := false
+			select {
+			case k.sem <- struct{}{}:
+				placed = true
+				rec.Owner, rec.Lease = k.id, time.Now().Add(k.opts.AckWait)
+			default:
+			}
+			rev, err := k.keyBucket.Create(ctx, name, rec.marshal())
+			if err != nil {
+				if placed {
+					<-k.sem
+				}
+				if errors.Is(err, jetstream.ErrKeyExists) {
+					continue
+				}
+				k.admitFailed(msg, err)
+				return
+			}
+			_ = msg.Ack()
+			if placed {
+				k.launch(name, rec, rev)
+			}
+			return
+		}
+		if err != nil {
+			k.admitFailed(msg, err)
+			return
+		}
+		var rec keyRecord
+		if json.Unmarshal(e.Value(), &rec) != nil {
+			k.log.Error("inbox: an order key's record is not JSON; dropped", "record", name)
+			_ = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
+			continue
+		}
+		if seq <= rec.Tail {
+			_ = msg.Ack() // admitted already, before a crash or a lost acknowledgement
+			return
+		}
+		if !parked {
+			// Parked first, named by the record second: a record never
+			// names a delivery that is not parked.
+			pm := &nats.Msg{Subject: k.parkedSubject(name), Header: nats.Header{hdrSeq: {strconv.FormatUint(seq, 10)}}}
+			if _, err := k.js.PublishMsg(ctx, pm, jetstream.WithMsgID("park."+name+"."+strconv.FormatUint(seq, 10))); err != nil {
+				k.admitFailed(msg, err)
+				return
+			}
+			parked = true
+		}
+		rec.Tail = seq
+		if _, err := k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision()); err != nil {
+			if isWrongRevision(err) {
+				continue
+			}
+			k.admitFailed(msg, err)
+			return
+		}
+		_ = msg.Ack()
+		return
+	}
+	k.admitFailed(msg, errors.New("the key's record kept changing"))
+}
+
+// admitFailed hands a delivery back to its partition, to be admitted again.
+func (k *keyRunner) admitFailed(msg jetstream.Msg, err error) {
+	if !k.isClosed() {
+		k.log.Warn("inbox: admitting an ordered delivery; its partition hands it out again", "subject", msg.Subject(), "error", err)
+	}
+	_ = msg.NakWithDelay(time.Second)
+}
+
+// errCodeWrongLastSequenceConstant is the server's "wrong last sequence"
+// without the sequence found, which the client names no constant for.
+const errCodeWrongLastSequenceConstant jetstream.ErrorCode = 10164
+
+// isWrongRevision reports a conditional write that found another revision.
+func isWrongRevision(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == errCodeWrongLastSequenceConstant) ||
+		errors.Is(err, jetstream.ErrKeyExists)
+}
+
+// runHead runs the Head of a record claimed here and settles it: the next
+// parked delivery becomes the Head (or the record goes) when it succeeded,
+// is a dead letter, or was settled already; a failure with retries left
+// gives the record back, due after its delay.
+func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
+	ctx := k.handlerCtx
+	head := rec.Head
+	m, err := k.leaderMsg(ctx, k.inbox, head)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		k.advance(name, head) // aged out of the stream (MaxAge)
+		return
+	}
+	if err != nil {
+		if !k.isClosed() {
+			k.log.Warn("inbox: reading an ordered delivery", "seq", head, "error", err)
+		}
+		k.release(name, head, time.Now().Add(time.Second))
+		return
+	}
+	h := m.Header
+	if h == nil {
+		h = nats.Header{}
+	}
+	token := tokenOf(h, m.Subject)
+	key := statusKey(h, token, head)
+	st := k.loadStatus(ctx, key)
+	switch {
+	case st != nil && st.Seq == head && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead):
+		k.advance(name, head) // ran before a crash, or set aside (Skip)
+		return
+	case st != nil && st.Seq > head:
+		k.advance(name, head) // stored again (Replay): the later copy runs in its turn
+		return
+	case st == nil:
+		st = &status{}
+	}
+	st.Seq = head
+	if reason := notADelivery(h, m.Data); reason != "" {
+		k.log.Error("inbox: not a delivery; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", reason)
+		st.add(delivery.Attempt{Number: st.last() + 1, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
+		k.buryHead(ctx, name, m.Data, h, token, key, st, "inbox: not a delivery: "+reason)
+		return
+	}
+	before := atoi(h.Get(hdrBefore))
+	attempt := max(before, st.last()) + 1
+	k.setRunning(key, true)
+	if k.watchers.Active() {
+		r := recordOf(h, nil, len(m.Data), head, st)
+		r.Status = delivery.StatusRunning
+		k.notify(r)
+	}
+	lease := &keyLease{k: k, name: name, head: head}
+	start := time.Now()
+	err = k.run(ctx, m.Data, h, attempt, lease.renew)
+	dur := time.Since(start)
+	k.setRunning(key, false)
+	if errors.Is(err, emitter.ErrClosed) {
+		k.release(name, head, time.Now())
+		return
+	}
+	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
+	if err != nil {
+		a.Err = describe(err)
+	}
+	st.add(a)
+	id := h.Get(hdrDelivery)
+	tries := attempt - before
+	switch {
+	case err == nil:
+		st.Status = delivery.StatusHandled
+		// Not waited for: a lost write runs the delivery again, right
+		// after itself, before anything later of its key.
+		k.putStatusAsync(key, st)
+		k.advance(name, head)
+	case tries <= len(k.opts.RetryDelays):
+		st.Status = delivery.StatusRetrying
+		k.putStatus(ctx, key, st)
+		delay := k.opts.RetryDelays[tries-1]
+		k.log.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(hdrEvent),
+			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)
+		k.release(name, head, time.Now().Add(delay))
+	default:
+		k.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(hdrEvent), "attempts", attempt, "error", err)
+		k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
+		return
+	}
+	k.changed(h, m.Data, head, st)
+}
+
+// buryHead makes the Head a dead letter and lets its key go on; when the dead
+// letter cannot be written the Head is tried again a minute later.
+func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *status, lastErr string) {
+	if err := k.writeDead(ctx, data, h, token, key, st, lastErr); err != nil {
+		k.log.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
+		k.release(name, st.Seq, time.Now().Add(time.Minute))
+		return
+	}
+	k.advance(name, st.Seq)
+}
+
+// update applies change to the record name while its Head is head,
+// conditionally on its revision, reading it again on a conflict. change
+// returns write false to leave the record as it is, keep false to delete
+// it. It gives up (leaving the lease to run out) on other errors, and
+// reports whether its change was written.
+func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (keep, write bool)) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 100 {
+		e, err := k.keyBucket.Get(ctx, name)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false
+		}
+		if err != nil {
+			if !k.isClosed() {
+				k.log.Warn("inbox: reading an order key's record", "record", name, "error", err)
+			}
+			return false
+		}
+		var rec keyRecord
+		if json.Unmarshal(e.Value(), &rec) != nil || rec.Head != head {
+			return false // another receiver took it over
+		}
+		keep, write := change(&rec)
+		if !write {
+			return false
+		}
+		if keep {
+			_, err = k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision())
+		} else {
+			err = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
+		}
+		if err == nil {
+			return true
+		}
+		if !isWrongRevision(err) {
+			if !k.isClosed() {
+				k.log.Warn("inbox: writing an order key's record", "record", name, "error", err)
+			}
+			return false
+		}
+	}
+	return false
+}
+
+// release gives the record back, its Head due at due.
+func (k *keyRunner) release(name string, head uint64, due time.Time) {
+	_ = k.update(name, head, func(r *keyRecord) (bool, bool) {
+		if r.Owner != k.id {
+			return true, false
+		}
+		r.Owner, r.Lease, r.Due = "", time.Time{}, due
+		return true, true
+	})
+}
+
+// advance makes the first delivery parked behind head the record's Head,
+// due now, or deletes the record when none is.
+func (k *keyRunner) advance(name string, head uint64) {
+	var taken uint64 // the parked entry that became the Head
+	written := k.update(name, head, func(r *keyRecord) (bool, bool) {
+		taken = 0
+		if r.Tail <= head {
+			return false, true
+		}
+		next, pseq, err := k.nextParked(name, head)
+		if err != nil {
+			if !k.isClosed() {
+				k.log.Warn("inbox: reading the parked deliveries of a key", "record", name, "error", err)
+			}
+			return true, false
+		}
+		if next == 0 {
+			// The record names deliveries the stream lost: nothing to wait for.
+			k.log.Error("inbox: an order key's record names parked deliveries that are gone; its key goes on", "order_key", r.Key, "head", head, "tail", r.Tail)
+			return false, true
+		}
+		taken = pseq
+		r.Head, r.Due, r.Owner, r.Lease = next, time.Now(), "", time.Time{}
+		return true, true
+	})
+	if written && taken > 0 {
+		_ = k.parked.DeleteMsg(context.Background(), taken)
+	}
+	k.wake()
+}
+
+// nextParked returns the first delivery parked behind head on the key's
+// subject and the sequence of its entry; 0 when none is. Entries at or
+// before head (left by a crash, or written twice) are dropped on the way.
+func (k *keyRunner) nextParked(name string, head uint64) (seq, entry uint64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	subj := k.parkedSubject(name)
+	from := uint64(1)
+	for {
+		m, err := k.parked.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, 0, nil
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		s, _ := strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
+		if s > head {
+			return s, m.Sequence, nil
+		}
+		_ = k.parked.DeleteMsg(ctx, m.Sequence)
+		from = m.Sequence + 1
+	}
+}
+
+// keyLease renews the claim on a record while its Head runs.
+type keyLease struct {
+	k    *keyRunner
+	name string
+	head uint64
+}
+
+func (l *keyLease) renew() {
+	_ = l.k.update(l.name, l.head, func(r *keyRecord) (bool, bool) {
+		if r.Owner != l.k.id {
+			return true, false // lost: another receiver runs it too (at least once)
+		}
+		r.Lease = time.Now().Add(l.k.opts.AckWait)
+		return true, true
+	})
+}
+
+// leaderMsg reads the message at seq of st; in a cluster from the stream's
+// leader, since a direct read (AllowDirect) may be answered by a replica
+// that does not hold it yet: an ordered delivery just stored would pass for
+// one gone.
+func (in *Inbox) leaderMsg(ctx context.Context, st jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
+	if in.ns != nil {
+		return st.GetMsg(ctx, seq)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, _ := json.Marshal(map[string]uint64{"seq": seq})
+	resp, err := in.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+st.CachedInfo().Config.Name, req)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Error *struct {
+			Code        int    `json:"code"`
+			Description string `json:"description"`
+		} `json:"error"`
+		Message *struct {
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Header  []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return nil, fmt.Errorf("reading message %d: %w", seq, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.Code == 404:
+		return nil, jetstream.ErrMsgNotFound
+	case r.Error != nil:
+		return nil, fmt.Errorf("reading message %d: %s", seq, r.Error.Description)
+	case r.Message == nil:
+		return nil, fmt.Errorf("reading message %d: an empty answer", seq)
+	}
+	out := &jetstream.RawStreamMsg{Subject: r.Message.Subject, Sequence: r.Message.Seq, Data: r.Message.Data, Time: r.Message.Time}
+	if len(r.Message.Header) > 0 {
+		if out.Header, err = nats.DecodeHeadersMsg(r.Message.Header); err != nil {
+			return nil, fmt.Errorf("reading message %d: %w", seq, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,88 @@
+package inbox
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// TestInboxTenants: a tenant is stored with its delivery, seen by its
+// handlers, listed and filtered; one delivery id (and one body) under two
+// tenants is stored for each, and a repeat within a tenant is a duplicate;
+// Forward passes the tenant on and drops one the sender wrote.
+func TestInboxTenants(t *testing.T) {
+	var mu sync.Mutex
+	ran := map[string]string{} // tenant/id -> forwarded X-Forge-Tenant
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ran[r.Header.Get(webhooks.HeaderTenant)+"/"+r.Header.Get(webhooks.HeaderDelivery)] = r.Header.Get(webhooks.HeaderTenant)
+		mu.Unlock()
+	}))
+	defer target.Close()
+	wh := newWebhooks(t)
+	var infos sync.Map
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		infos.Store(info.Tenant+"/"+info.ID, info.Tenant)
+		return nil
+	})
+	wh.OnAny(Forward(target.URL, target.Client()))
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh})
+	ctx := context.Background()
+	body := payload("same")
+	hdr := http.Header{webhooks.HeaderTenant: {"mallory"}}
+	for _, tc := range []struct {
+		tenant, id string
+		want       webhooks.EnqueueResult
+	}{
+		{"acme", "d-1", webhooks.Enqueued},
+		{"beta", "d-1", webhooks.Enqueued},
+		{"acme", "d-1", webhooks.Duplicate},
+		{"", "d-1", webhooks.Enqueued},
+		{"beta", "d-2", webhooks.Duplicate}, // beta's body under another id: the replay guard
+		{"gamma", "d-2", webhooks.Enqueued},
+	} {
+		res, err := in.EnqueueResult(ctx, webhooks.Delivery{ID: tc.id, Name: "issues", Payload: body, Tenant: tc.tenant, Header: hdr})
+		if err != nil || res != tc.want {
+			t.Fatalf("%s/%s: %v %v, want %v", tc.tenant, tc.id, res, err, tc.want)
+		}
+	}
+	waitFor(t, 10*time.Second, "four deliveries forwarded", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == 4
+	})
+	mu.Lock()
+	for _, k := range []string{"acme/d-1", "beta/d-1", "/d-1", "gamma/d-2"} {
+		if _, ok := ran[k]; !ok {
+			t.Errorf("%s not forwarded with its tenant (forwarded: %v)", k, ran)
+		}
+		if v, _ := infos.Load(k); v == nil {
+			t.Errorf("%s: the handler saw no such tenant", k)
+		}
+	}
+	mu.Unlock()
+	recs, err := in.List(ctx, delivery.ListOptions{Tenant: "beta"})
+	if err != nil || len(recs) != 1 || recs[0].Tenant != "beta" || recs[0].ID != "d-1" {
+		t.Errorf("List beta: %+v %v", recs, err)
+	}
+	all, _ := in.List(ctx, delivery.ListOptions{})
+	if len(all) != 4 {
+		t.Errorf("List: %d records, want 4", len(all))
+	}
+	r, err := in.Get(ctx, "acme/d-1")
+	if err != nil || r.Tenant != "acme" {
+		t.Errorf("Get acme/d-1: %+v %v", r.Tenant, err)
+	}
+	r, err = in.Get(ctx, "d-1")
+	if err != nil || r.Tenant != "" {
+		t.Errorf("Get d-1: %q %v", r.Tenant, err)
+	}
+}

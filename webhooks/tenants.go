@@ -1,0 +1,426 @@
+package webhooks
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Headers the forge sends that name the hook a delivery is for. They are not
+// signed: Tenants uses them only to choose the secrets a delivery must verify
+// with.
+const (
+	// HeaderHookID carries the id of the hook (X-Forge-Hook-ID).
+	HeaderHookID = "X-Forge-Hook-ID"
+	// HeaderTargetType carries what the hook is installed on: "repository",
+	// "organization", "integration"...
+	HeaderTargetType = "X-Forge-Hook-Installation-Target-Type"
+	// HeaderTargetID carries the id of that repository, organization or app.
+	HeaderTargetID = "X-Forge-Hook-Installation-Target-ID"
+	// HeaderTenant is the header a forwarded delivery carries its tenant in
+	// (inbox.Forward): the name the SecretSource gave, never a value the
+	// sender wrote.
+	HeaderTenant = "X-Forge-Tenant"
+)
+
+// Defaults of TenantsOptions.
+const (
+	// DefaultTenantPathValue is the path wildcard that names a tenant, as in
+	// "/t/{tenant}/hooks".
+	DefaultTenantPathValue = "tenant"
+	// DefaultTenantCacheSize is how many resolved keys are kept, known and
+	// unknown each.
+	DefaultTenantCacheSize = 10000
+	// DefaultTenantCacheTTL is how long a resolved key is kept.
+	DefaultTenantCacheTTL = time.Minute
+	// DefaultTenantLookupTimeout is how long a SecretSource may take before
+	// the delivery is answered 503.
+	DefaultTenantLookupTimeout = 2 * time.Second
+	// MaxTenantKeyLen is the longest value of a TenantKey field: longer ones
+	// are no tenant's (404) and never reach the SecretSource.
+	MaxTenantKeyLen = 128
+)
+
+// ErrUnknownTenant is what a SecretSource returns, or wraps, for a key that
+// names no tenant: the delivery is answered 404 as a request for an unknown
+// path is. Any other error is answered 503.
+var ErrUnknownTenant = errors.New("webhooks: unknown tenant")
+
+// TenantKey is what arrives before verification that can name a tenant: the
+// path value, the hook id and the installation target headers, as sent (none
+// of them is trusted; they only choose which secrets a delivery must verify
+// with). Empty fields were not sent. It is comparable, and the cache's key.
+type TenantKey struct {
+	// Path is the request's path value named by TenantsOptions.PathValue
+	// ("/t/{tenant}/hooks").
+	Path string
+	// HookID is the HeaderHookID header.
+	HookID string
+	// TargetType and TargetID are the HeaderTargetType and HeaderTargetID
+	// headers.
+	TargetType, TargetID string
+}
+
+// Tenant is one tenant's name and secrets.
+type Tenant struct {
+	// Name is how the tenant is known everywhere after verification:
+	// DeliveryInfo.Tenant, the inbox, logs, metrics, forwarded requests.
+	// Required: at most MaxTenantKeyLen bytes of printable ASCII.
+	Name string
+	// Secrets are tried in order; the first is the current one, the others
+	// are accepted while it is rotated. At least one; none empty.
+	Secrets []string
+}
+
+// SecretSource finds the tenant and secrets of a key. It is called for keys
+// not in Tenants' cache, at most once at a time per key, with a context that
+// ends after TenantsOptions.LookupTimeout. It returns an error that is or
+// wraps ErrUnknownTenant for a key that names no tenant (404), any other
+// error when it cannot tell (503, and the key is asked again next time).
+type SecretSource interface {
+	Lookup(ctx context.Context, key TenantKey) (Tenant, error)
+}
+
+// SecretSourceFunc is a func that is a SecretSource.
+type SecretSourceFunc func(ctx context.Context, key TenantKey) (Tenant, error)
+
+// Lookup calls f.
+func (f SecretSourceFunc) Lookup(ctx context.Context, key TenantKey) (Tenant, error) {
+	return f(ctx, key)
+}
+
+// TenantsOptions configures NewTenants. The zero value gives the defaults.
+type TenantsOptions struct {
+	// PathValue names the path wildcard read into TenantKey.Path with
+	// http.Request.PathValue. Default DefaultTenantPathValue. A Middleware
+	// whose Path holds "{name}" sets it itself; under a router, the router
+	// does.
+	PathValue string
+	// CacheSize bounds the keys kept, known ones and unknown ones each (the
+	// least recently used goes first), so that a flood of made-up keys
+	// neither grows memory nor evicts the known tenants. Zero:
+	// DefaultTenantCacheSize. Negative: nothing is cached.
+	CacheSize int
+	// CacheTTL is how long a key's answer is kept: a secret changed at the
+	// source is used after at most this long. Zero: DefaultTenantCacheTTL.
+	CacheTTL time.Duration
+	// LookupTimeout bounds each call of the SecretSource; past it the
+	// delivery is answered 503. Zero: DefaultTenantLookupTimeout.
+	LookupTimeout time.Duration
+}
+
+// Tenants resolves each delivery's tenant and secrets through a
+// SecretSource, with a cache. Set it as Options.Tenants: the middleware then
+// verifies each delivery with the secrets of its tenant. It is safe for
+// concurrent use.
+//
+// How a request is answered, before its body is read: a key that is too
+// long or that the source says names no tenant gets 404 with the body an
+// unknown path gets; a source that fails or outlasts LookupTimeout, 503 with
+// Retry-After. A known tenant's delivery with a signature made with no secret
+// of that tenant gets 400, as any mismatch does. The answer to an unknown key
+// does not wait for a body nor hash one: that it is unknown is what the 404
+// says, and the time it takes says nothing more (the lookup of an unknown key
+// and of a known one take the same path through the cache and the source).
+type Tenants struct {
+	src     SecretSource
+	value   string
+	ttl     time.Duration
+	timeout time.Duration
+
+	mu       sync.Mutex
+	known    lru[TenantKey, *tenantKeys]
+	unknown  lru[TenantKey, struct{}]
+	inflight map[TenantKey]*lookupCall
+}
+
+// tenantKeys is a resolved tenant: its name and its keyring.
+type tenantKeys struct {
+	name string
+	keys *keyring
+}
+
+// lookupCall is a SecretSource call under way, shared by the requests for
+// its key.
+type lookupCall struct {
+	done chan struct{}
+	t    *tenantKeys
+	err  error
+}
+
+// NewTenants returns Tenants over src. It panics when src is nil.
+func NewTenants(src SecretSource, opts TenantsOptions) *Tenants {
+	if src == nil {
+		panic("webhooks: NewTenants with a nil SecretSource")
+	}
+	t := &Tenants{src: src, value: opts.PathValue, ttl: opts.CacheTTL, timeout: opts.LookupTimeout, inflight: map[TenantKey]*lookupCall{}}
+	if t.value == "" {
+		t.value = DefaultTenantPathValue
+	}
+	if t.ttl <= 0 {
+		t.ttl = DefaultTenantCacheTTL
+	}
+	if t.timeout <= 0 {
+		t.timeout = DefaultTenantLookupTimeout
+	}
+	size := opts.CacheSize
+	if size == 0 {
+		size = DefaultTenantCacheSize
+	}
+	if size < 0 {
+		size = 0
+	}
+	t.known.max, t.unknown.max = size, size
+	return t
+}
+
+// KeyOf returns the TenantKey of r: its path value and headers. ok is false
+// when a field is longer than MaxTenantKeyLen, is not printable ASCII, or
+// (for a header) is sent more than once; such a request names no tenant.
+func (t *Tenants) KeyOf(r *http.Request) (key TenantKey, ok bool) {
+	key.Path = r.PathValue(t.value)
+	var okH, okT, okI bool
+	key.HookID, okH = oneHeader(r.Header, HeaderHookID)
+	key.TargetType, okT = oneHeader(r.Header, HeaderTargetType)
+	key.TargetID, okI = oneHeader(r.Header, HeaderTargetID)
+	return key, okH && okT && okI && ValidTenantName(key.Path)
+}
+
+// oneHeader returns the value of header name, "" when it is absent; ok is
+// false when it is repeated or not a valid key field.
+func oneHeader(h http.Header, name string) (string, bool) {
+	vs := h.Values(name)
+	switch len(vs) {
+	case 0:
+		return "", true
+	case 1:
+		return vs[0], ValidTenantName(vs[0])
+	}
+	return "", false
+}
+
+// ValidTenantName reports whether s may be a tenant's name or a TenantKey
+// field: at most MaxTenantKeyLen bytes of printable ASCII without spaces or
+// slashes (the empty string is valid: a field not sent).
+func ValidTenantName(s string) bool {
+	if len(s) > MaxTenantKeyLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= 0x20 || c > 0x7e || c == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// Resolve returns the tenant of key, from the cache or the source. The
+// error is or wraps ErrUnknownTenant when key names no tenant.
+func (t *Tenants) Resolve(ctx context.Context, key TenantKey) (Tenant, error) {
+	tk, err := t.resolve(ctx, key)
+	if err != nil {
+		return Tenant{}, err
+	}
+	return Tenant{Name: tk.name, Secrets: append([]string(nil), tk.keys.secrets...)}, nil
+}
+
+// resolve is Resolve, with the tenant's keyring.
+func (t *Tenants) resolve(ctx context.Context, key TenantKey) (*tenantKeys, error) {
+	now := time.Now()
+	t.mu.Lock()
+	if tk, ok := t.known.get(key, now); ok {
+		t.mu.Unlock()
+		return tk, nil
+	}
+	if _, ok := t.unknown.get(key, now); ok {
+		t.mu.Unlock()
+		return nil, ErrUnknownTenant
+	}
+	c, ok := t.inflight[key]
+	if !ok {
+		c = &lookupCall{done: make(chan struct{})}
+		t.inflight[key] = c
+		go t.lookup(key, c)
+	}
+	t.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.t, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// lookup calls the source for key, on its own goroutine so that the
+// requests waiting for it may give up (their own context) while it ends
+// within LookupTimeout; it caches the answer.
+func (t *Tenants) lookup(key TenantKey, c *lookupCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
+	defer cancel()
+	type answer struct {
+		t   Tenant
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- answer{err: fmt.Errorf("webhooks: the SecretSource panicked: %v", p)}
+			}
+		}()
+		tn, err := t.src.Lookup(ctx, key)
+		ch <- answer{tn, err}
+	}()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-ctx.Done():
+		a.err = fmt.Errorf("webhooks: the SecretSource did not answer within %v: %w", t.timeout, ctx.Err())
+	}
+	if a.err == nil {
+		a.err = checkTenant(a.t)
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.inflight, key)
+	switch {
+	case a.err == nil:
+		keys, _ := newKeyring(a.t.Secrets[0], a.t.Secrets[1:]...) // checked
+		c.t = &tenantKeys{name: a.t.Name, keys: keys}
+		t.known.put(key, c.t, now.Add(t.ttl))
+	case errors.Is(a.err, ErrUnknownTenant):
+		c.err = a.err
+		t.unknown.put(key, struct{}{}, now.Add(t.ttl))
+	default:
+		c.err = a.err
+	}
+	close(c.done)
+}
+
+// checkTenant checks what a SecretSource returned.
+func checkTenant(tn Tenant) error {
+	if tn.Name == "" || !ValidTenantName(tn.Name) {
+		return fmt.Errorf("webhooks: the SecretSource returned a tenant name that is empty or not %d printable ASCII characters without spaces or slashes", MaxTenantKeyLen)
+	}
+	if len(tn.Secrets) == 0 {
+		return fmt.Errorf("webhooks: the SecretSource returned tenant %q without a secret", tn.Name)
+	}
+	for i, s := range tn.Secrets {
+		if s == "" {
+			return fmt.Errorf("webhooks: the SecretSource returned tenant %q with secret %d empty", tn.Name, i+1)
+		}
+	}
+	return nil
+}
+
+// Forget drops the cached answers, so that the next delivery of each key asks
+// the source again: after secrets were changed there.
+func (t *Tenants) Forget() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.known.clear()
+	t.unknown.clear()
+}
+
+// lru is a map bounded to max entries, each with an expiry, dropping the
+// least recently used. The caller locks it.
+type lru[K comparable, V any] struct {
+	max   int
+	items map[K]*list.Element
+	order list.List // front: most recently used
+}
+
+type lruEntry[K comparable, V any] struct {
+	key     K
+	value   V
+	expires time.Time
+}
+
+func (l *lru[K, V]) get(k K, now time.Time) (v V, ok bool) {
+	e, ok := l.items[k]
+	if !ok {
+		return v, false
+	}
+	ent := e.Value.(*lruEntry[K, V])
+	if !now.Before(ent.expires) {
+		l.order.Remove(e)
+		delete(l.items, k)
+		return v, false
+	}
+	l.order.MoveToFront(e)
+	return ent.value, true
+}
+
+func (l *lru[K, V]) put(k K, v V, expires time.Time) {
+	if l.max <= 0 {
+		return
+	}
+	if l.items == nil {
+		l.items = map[K]*list.Element{}
+	}
+	if e, ok := l.items[k]; ok {
+		ent := e.Value.(*lruEntry[K, V])
+		ent.value, ent.expires = v, expires
+		l.order.MoveToFront(e)
+		return
+	}
+	for len(l.items) >= l.max {
+		last := l.order.Back()
+		delete(l.items, last.Value.(*lruEntry[K, V]).key)
+		l.order.Remove(last)
+	}
+	l.items[k] = l.order.PushFront(&lruEntry[K, V]{key: k, value: v, expires: expires})
+}
+
+func (l *lru[K, V]) len() int { return len(l.items) }
+
+func (l *lru[K, V]) clear() {
+	l.items = nil
+	l.order.Init()
+}
+
+// StaticTenant is one tenant of a StaticTenants: its secrets, and the hook
+// ids that select it when the path names none.
+type StaticTenant struct {
+	Secrets []string
+	Hooks   []string
+}
+
+// StaticTenants is a SecretSource over a fixed set of tenants, by name. A
+// key's Path names the tenant; without one, its HookID selects the tenant
+// that lists it in Hooks. A key with both must agree: a path whose tenant
+// lists hooks, with a hook id not among them, names no tenant.
+type StaticTenants map[string]StaticTenant
+
+// Lookup finds key's tenant; ErrUnknownTenant when there is none.
+func (s StaticTenants) Lookup(_ context.Context, key TenantKey) (Tenant, error) {
+	if key.Path != "" {
+		tn, ok := s[key.Path]
+		if !ok || key.HookID != "" && len(tn.Hooks) > 0 && !contains(tn.Hooks, key.HookID) {
+			return Tenant{}, ErrUnknownTenant
+		}
+		return Tenant{Name: key.Path, Secrets: tn.Secrets}, nil
+	}
+	if key.HookID != "" {
+		for name, tn := range s {
+			if contains(tn.Hooks, key.HookID) {
+				return Tenant{Name: name, Secrets: tn.Secrets}, nil
+			}
+		}
+	}
+	return Tenant{}, ErrUnknownTenant
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
