@@ -19,6 +19,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -60,11 +61,6 @@ const (
 	pullMaxBytes = 2 * DefaultMaxPayload
 	maxPending   = 256 << 20
 )
-
-// asyncAckWait bounds, in the embedded mode, the wait for the store's answer
-// to a write not waited for (a status, a dedupe record): the index would
-// otherwise wait forever for an answer lost on the way.
-const asyncAckWait = 30 * time.Second
 
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
 // a delivery runs at most len(DefaultRetryDelays)+1 times, waiting these
@@ -229,8 +225,8 @@ type conn struct {
 type streams struct {
 	inbox  jetstream.Stream
 	dead   jetstream.Stream
-	status records // each delivery's status, by status key
-	seen   records // dedupe records (seen.go)
+	status recstore.Records // each delivery's status, by status key
+	seen   recstore.Records // dedupe records (seen.go)
 	state  jetstream.KeyValue
 	// The order keys' records and parked deliveries (keys.go).
 	keyBucket jetstream.KeyValue
@@ -429,8 +425,8 @@ func (in *Inbox) connect() error {
 		in.log.Warn("inbox: writing a delivery's record", "subject", m.Subject, "error", err)
 	})}
 	if in.ns != nil {
-		// The embedded index waits for these answers (indexedRecords).
-		jsOpts = append(jsOpts, jetstream.WithPublishAsyncTimeout(asyncAckWait))
+		// The embedded index waits for these answers (recstore.Indexed).
+		jsOpts = append(jsOpts, jetstream.WithPublishAsyncTimeout(recstore.AsyncAckWait))
 	}
 	js, err := jetstream.New(in.nc, jsOpts...)
 	if err != nil {
@@ -581,10 +577,20 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 	}
 	if ack.Duplicate {
 		in.duplicateAtOnce(ctx, d, ack.Sequence)
+		// The one who stored it may have died before its records were
+		// written: a duplicate answered now must stay one.
+		if err := in.rememberDuplicate(ctx, d, token, digest, ack.Sequence); err != nil {
+			return 0, fmt.Errorf("inbox: recording delivery %q (stored at %d): %w", d.ID, ack.Sequence, in.describePublishError(err))
+		}
 		return webhooks.Duplicate, nil
 	}
 	if d.ID != "" {
-		in.remember(d, token, digest, ack.Sequence)
+		// Stored, but answered 2xx only once its id is durably known: a
+		// 503 now makes the forge send it again, which JetStream's own
+		// window (or the body's record) answers as a duplicate.
+		if err := in.remember(ctx, d.ID, token, digest, ack.Sequence); err != nil {
+			return 0, fmt.Errorf("inbox: recording delivery %q (stored at %d): %w", d.ID, ack.Sequence, in.describePublishError(err))
+		}
 	}
 	if in.watchers.Active() {
 		in.notify(recordOf(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
@@ -702,7 +708,7 @@ func (in *Inbox) shutdown() {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	for _, r := range []records{in.status, in.seen} {
+	for _, r := range []recstore.Records{in.status, in.seen} {
 		if r != nil {
 			r.Close()
 		}

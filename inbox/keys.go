@@ -530,13 +530,16 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 	switch {
 	case err == nil:
 		st.Status = delivery.StatusHandled
-		// Not waited for: a lost write runs the delivery again, right
-		// after itself, before anything later of its key.
-		k.putStatusAsync(key, st)
+		// Written and waited for before the key goes on: without its
+		// status it runs again, before anything later of its key.
+		if perr := k.putStatus(ctx, key, st); perr != nil {
+			k.release(name, head, time.Now().Add(statusRetryDelay))
+			return
+		}
 		k.advance(name, head)
 	case tries <= len(k.opts.RetryDelays):
 		st.Status = delivery.StatusRetrying
-		k.putStatus(ctx, key, st)
+		_ = k.putStatus(ctx, key, st)
 		delay := k.opts.RetryDelays[tries-1]
 		k.log.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(hdrEvent),
 			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)

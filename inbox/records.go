@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"math"
 	"path/filepath"
 	"strings"
@@ -14,83 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// records keeps the small values the inbox writes for each delivery, by key:
-// its status (Name_STATUS) and its dedupe records (Name_SEEN). A cluster
-// keeps them in key-value buckets, which its receivers share; the embedded
-// mode in a stream of its own with an index in the process (indexedRecords),
-// since a bucket costs an in-memory index entry per key in JetStream, which
-// grew with the deliveries stored.
-type records interface {
-	// Get returns key's value; the error wraps jetstream.ErrKeyNotFound
-	// when there is none (or it aged out).
-	Get(ctx context.Context, key string) ([]byte, error)
-	// Put writes key's value and returns once the store acknowledged it.
-	Put(ctx context.Context, key string, value []byte) error
-	// PutAsync writes value under each of keys (one record in the embedded
-	// mode) without waiting for the store's answer; a failure is logged. A
-	// Get soon after may not see it yet.
-	PutAsync(value []byte, keys ...string)
-	// Has reports whether key has a value, reading as little as it can.
-	Has(ctx context.Context, key string) (bool, error)
-	// Close keeps what must outlive the process; the connection is still
-	// open when it is called.
-	Close()
-}
-
-// bucketRecords are records in a JetStream key-value bucket.
-type bucketRecords struct {
-	kv   jetstream.KeyValue
-	js   jetstream.JetStream
-	subj string // "$KV.<bucket>.", the prefix of a key's subject
-	log  *slog.Logger
-}
-
-func newBucketRecords(js jetstream.JetStream, kv jetstream.KeyValue, bucket string, log *slog.Logger) *bucketRecords {
-	return &bucketRecords{kv: kv, js: js, subj: "$KV." + bucket + ".", log: log}
-}
-
-func (b *bucketRecords) Get(ctx context.Context, key string) ([]byte, error) {
-	e, err := b.kv.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return e.Value(), nil
-}
-
-func (b *bucketRecords) Put(ctx context.Context, key string, value []byte) error {
-	_, err := b.kv.Put(ctx, key, value)
-	return err
-}
-
-func (b *bucketRecords) PutAsync(value []byte, keys ...string) {
-	for _, key := range keys {
-		if _, err := b.js.PublishAsync(b.subj+key, value); err != nil {
-			b.log.Warn("inbox: writing a delivery's record", "key", key, "error", err)
-		}
-	}
-}
-
-func (b *bucketRecords) Has(ctx context.Context, key string) (bool, error) {
-	_, err := b.kv.Get(ctx, key)
-	switch {
-	case err == nil:
-		return true, nil
-	case isKeyNotFound(err):
-		return false, nil
-	}
-	return false, err
-}
-
-func (b *bucketRecords) Close() {}
-
-// isKeyNotFound reports an error of Get that means "no value".
-func isKeyNotFound(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyNotFound)
-}
-
 // recordStore names one of the inbox's record stores.
 type recordStore struct {
-	to     *records
+	to     *recstore.Records
 	bucket string
 	desc   string
 	ttl    time.Duration
@@ -116,7 +42,7 @@ func (in *Inbox) setupRecords(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("inbox: creating bucket %s: %w", s.bucket, err)
 		}
-		*s.to = newBucketRecords(in.js, kv, s.bucket, in.log)
+		*s.to = recstore.NewBucket(in.js, kv, s.bucket, in.log)
 	}
 	return nil
 }
@@ -125,12 +51,12 @@ func (in *Inbox) setupRecords(ctx context.Context) error {
 // loaded at the same time.
 func (in *Inbox) setupIndexedRecords(ctx context.Context, stores []recordStore) error {
 	o := in.opts
-	opened := make([]*indexedRecords, len(stores))
+	opened := make([]*recstore.Indexed, len(stores))
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
 	for i, s := range stores {
 		wg.Go(func() {
-			opened[i], errs[i] = openIndexedRecords(ctx, in.js, jetstream.StreamConfig{
+			opened[i], errs[i] = recstore.OpenIndexed(ctx, in.js, jetstream.StreamConfig{
 				Name:        s.bucket,
 				Description: s.desc,
 				Subjects:    []string{o.Name + ".rec." + strings.ToLower(strings.TrimPrefix(s.bucket, o.Name+"_"))},
@@ -165,7 +91,7 @@ func (in *Inbox) setupIndexedRecords(ctx context.Context, stores []recordStore) 
 
 // importBucket moves the values of bucket, a key-value bucket an earlier
 // version kept, into r, and deletes the bucket. Their ages start again.
-func (in *Inbox) importBucket(ctx context.Context, bucket string, r *indexedRecords) error {
+func (in *Inbox) importBucket(ctx context.Context, bucket string, r *recstore.Indexed) error {
 	st, err := in.js.Stream(ctx, "KV_"+bucket)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil
@@ -203,7 +129,7 @@ func (in *Inbox) importBucket(ctx context.Context, bucket string, r *indexedReco
 			break
 		}
 	}
-	if err := r.flush(ctx); err != nil {
+	if err := r.Flush(ctx); err != nil {
 		return fmt.Errorf("inbox: importing bucket %s: %w", bucket, err)
 	}
 	if err := in.js.DeleteStream(ctx, "KV_"+bucket); err != nil {

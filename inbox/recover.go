@@ -51,13 +51,28 @@ func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 			in.log.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
 			return
 		}
-		key := statusKey(m.Header, tokenOf(m.Header, m.Subject), seq)
-		st := in.loadStatus(ctx, key)
-		if st != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) && st.Seq == seq {
-			continue // settled: acknowledged or ended, not leased
+		token := tokenOf(m.Header, m.Subject)
+		key := statusKey(m.Header, token, seq)
+		if token != "n" && m.Header.Get(hdrKey) == "" {
+			// Stored by a process that may have died before its dedupe
+			// records were written (it answered 503 then).
+			if err := in.rememberStored(ctx, seq); err != nil {
+				in.log.Warn("inbox: recording a delivery stored before the restart", "seq", seq, "error", err)
+			}
 		}
+		st := in.loadStatus(ctx, key)
 		nak := "-NAK"
-		if st != nil && st.Status == delivery.StatusRetrying && st.Seq == seq {
+		if st != nil && st.Seq == seq {
+			// Its status was written before its acknowledgement, which the
+			// kill may have lost: settled now rather than after its lease.
+			switch st.Status {
+			case delivery.StatusHandled:
+				nak = "+ACK"
+			case delivery.StatusDead:
+				nak = "+TERM"
+			}
+		}
+		if nak == "-NAK" && st != nil && st.Status == delivery.StatusRetrying && st.Seq == seq {
 			// The server's own schedule of a retry may not have reached
 			// the disk before the kill: it is given again.
 			if wait := time.Until(in.retryDue(st, atoi(m.Header.Get(hdrBefore)))); wait > 0 {

@@ -170,7 +170,10 @@ func fillScale(t *testing.T, dir string, n int) {
 		for _, p := range batch {
 			select {
 			case ack := <-p.ack.Ok():
-				in.remember(p.d, p.token, p.digest, ack.Sequence)
+				// As remember writes them, not waited for: the fill is
+				// closed, which writes them, before it is measured.
+				rec, _ := json.Marshal(seenID{Digest: p.digest, Seq: ack.Sequence, ID: p.d.ID})
+				in.seen.PutAsync(rec, seenIDKey(p.token), seenBodyKey(p.digest))
 			case err := <-p.ack.Err():
 				t.Fatalf("storing %s: %v", p.d.ID, err)
 			case <-time.After(time.Minute):

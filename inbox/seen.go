@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"sync/atomic"
 	"time"
 
@@ -101,7 +102,7 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	// waiting. The embedded index answers "none" from memory: it is asked
 	// only when needed.
 	byBody := func() ([]byte, error) { return in.getSeen(ctx, seenBodyKey(digest)) }
-	if _, local := in.seen.(*indexedRecords); !local && !in.opts.AllowRepeatedBodies {
+	if _, local := in.seen.(*recstore.Indexed); !local && !in.opts.AllowRepeatedBodies {
 		type found struct {
 			v   []byte
 			err error
@@ -187,26 +188,63 @@ func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, seq u
 	in.count.duplicates.Add(1)
 }
 
-// remember writes what known reads for a delivery just stored, without
-// waiting for the store's answers (a failure is logged by the connection's
-// handler of asynchronous publish errors): the delivery is stored already,
-// and the stream's own duplicate window covers a redelivery within
-// jsDuplicates, longer than the writes take.
-func (in *Inbox) remember(d webhooks.Delivery, token, digest string, seq uint64) {
-	_, local := in.seen.(*indexedRecords)
-	switch {
-	case in.opts.AllowRepeatedBodies:
-		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
-		in.seen.PutAsync(rec, seenIDKey(token))
-	case local:
-		// One record for both keys: one write fewer per delivery.
-		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq, ID: d.ID})
-		in.seen.PutAsync(rec, seenIDKey(token), seenBodyKey(digest))
-	default:
-		// A bucket's key per value, as receivers of an earlier version in
-		// the same cluster read them.
-		rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
-		in.seen.PutAsync(rec, seenIDKey(token))
-		in.seen.PutAsync([]byte(d.ID), seenBodyKey(digest))
+// remember writes what known reads for a delivery just stored, and returns
+// once the store acknowledged it: from the 2xx on, the id stays known
+// across a crash (the writes of concurrent deliveries share one record in
+// the embedded mode). It waits out what publishRetrying waits out.
+func (in *Inbox) remember(ctx context.Context, id, token, digest string, seq uint64) error {
+	_, local := in.seen.(*recstore.Indexed)
+	return in.retrying(ctx, func(ctx context.Context) error {
+		switch {
+		case in.opts.AllowRepeatedBodies:
+			rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
+			return in.seen.PutWait(ctx, rec, seenIDKey(token))
+		case local:
+			// One record for both keys: one write fewer per delivery.
+			rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq, ID: id})
+			return in.seen.PutWait(ctx, rec, seenIDKey(token), seenBodyKey(digest))
+		default:
+			// A bucket's key per value, as receivers of an earlier version
+			// in the same cluster read them; written at the same time.
+			rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
+			errs := make(chan error, 1)
+			go func() { errs <- in.seen.PutWait(ctx, []byte(id), seenBodyKey(digest)) }()
+			return errors.Join(in.seen.PutWait(ctx, rec, seenIDKey(token)), <-errs)
+		}
+	})
+}
+
+// rememberDuplicate makes sure that d's id stays known after it is answered
+// as a duplicate of the delivery stored at seq by JetStream's own window:
+// the request that stored it may have died before writing its records (or
+// stored another id under the same body). Only the id's record is written:
+// the body's names the delivery stored.
+func (in *Inbox) rememberDuplicate(ctx context.Context, d webhooks.Delivery, token, digest string, seq uint64) error {
+	if d.ID == "" {
+		return nil
 	}
+	if ok, err := in.seen.Has(ctx, seenIDKey(token)); err == nil && ok {
+		return nil
+	}
+	rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq})
+	return in.retrying(ctx, func(ctx context.Context) error { return in.seen.PutWait(ctx, rec, seenIDKey(token)) })
+}
+
+// rememberStored writes the dedupe records of the delivery stored at seq
+// when they are missing: a delivery found leased at a start may have been
+// stored by a process that died before its records were written.
+func (in *Inbox) rememberStored(ctx context.Context, seq uint64) error {
+	m, err := in.inbox.GetMsg(ctx, seq)
+	if err != nil {
+		return err
+	}
+	id := m.Header.Get(hdrDelivery)
+	if id == "" || m.Header.Get(hdrKey) != "" {
+		return nil // no id, or a copy stored again (its records exist)
+	}
+	token := subjectToken(id)
+	if ok, err := in.seen.Has(ctx, seenIDKey(token)); err != nil || ok {
+		return err
+	}
+	return in.remember(ctx, id, token, bodyDigest(m.Data), seq)
 }

@@ -179,10 +179,9 @@ func (in *runner) handle(msg jetstream.Msg) {
 	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
 		st = in.loadStatus(ctx, key)
 	}
-	if st != nil && st.Seq == seq && st.Status == delivery.StatusDead {
-		// A dead letter already: set aside (Skip) while it waited for its
-		// retry, or buried just before a crash.
-		_ = msg.Term()
+	// Settled already: handled or a dead letter (set aside by Skip while it
+	// waited for its retry, or buried just before a crash).
+	if st != nil && st.Seq == seq && in.settled(msg, st) {
 		return
 	}
 	if st == nil {
@@ -201,13 +200,24 @@ func (in *runner) handle(msg jetstream.Msg) {
 		// written): the recorded attempts say where the numbering is.
 		attempt = last + 1
 	}
+	start := time.Now()
+	// The attempt is recorded, and waited for, before it runs: after a
+	// crash during it, the next one is numbered after it.
+	st.add(delivery.Attempt{Number: attempt, Start: start})
+	prev := st.Status
+	st.Status = delivery.StatusRunning
+	if perr := in.putStatus(ctx, key, st); perr != nil {
+		_ = msg.NakWithDelay(statusRetryDelay)
+		return
+	}
+	st.Status = prev
+	st.Attempts = st.Attempts[:len(st.Attempts)-1]
 	in.setRunning(key, true)
 	if in.watchers.Active() {
 		r := recordOf(h, nil, len(msg.Data()), seq, st)
 		r.Status = delivery.StatusRunning
 		in.notify(r)
 	}
-	start := time.Now()
 	err = in.run(ctx, msg.Data(), h, attempt, func() { _ = msg.InProgress() })
 	dur := time.Since(start)
 	in.setRunning(key, false)
@@ -225,16 +235,19 @@ func (in *runner) handle(msg jetstream.Msg) {
 	switch {
 	case err == nil:
 		st.Status = delivery.StatusHandled
-		// Not waited for: the delivery is done whether or not its status is
-		// written (a lost write shows it queued), and waiting would cost a
-		// round trip per delivery.
-		in.putStatusAsync(key, st)
+		// Written before the ack, and waited for (the writes of concurrent
+		// deliveries share a record): a status lost after the ack would
+		// show it queued for good. Without its status it runs again.
+		if perr := in.putStatus(ctx, key, st); perr != nil {
+			_ = msg.NakWithDelay(statusRetryDelay)
+			return
+		}
 		if aerr := msg.Ack(); aerr != nil {
 			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
 	case int(meta.NumDelivered) <= len(in.opts.RetryDelays):
 		st.Status = delivery.StatusRetrying
-		in.putStatus(ctx, key, st)
+		_ = in.putStatus(ctx, key, st)
 		delay := in.opts.RetryDelays[meta.NumDelivered-1]
 		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(hdrEvent), "attempt", attempt, "retry_in", delay, "error", err)
 		if delay > 0 {
@@ -323,8 +336,8 @@ func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, to
 }
 
 // writeDead writes the dead letter of the stored copy st.Seq of a delivery,
-// with its last error, then its status (dead). It returns the dead letter's
-// write error, when the delivery is not a dead letter.
+// with its last error, then its status (dead). It returns an error when
+// either write failed: the caller leaves the delivery in the inbox then.
 func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, token, key string, st *status, lastErr string) error {
 	st.Status = delivery.StatusDead
 	dm := &nats.Msg{Subject: in.deadSubj + token, Data: data, Header: make(nats.Header, len(h)+4)}
@@ -342,7 +355,12 @@ func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, toke
 	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {
 		return err
 	}
-	in.putStatus(ctx, key, st)
+	if err := in.putStatus(ctx, key, st); err != nil {
+		// Ended without its status, it would list as running for good: the
+		// caller leaves it in the inbox, it runs again later and is buried
+		// then (the dead letter's id keeps it one).
+		return fmt.Errorf("the dead letter's status: %w", err)
+	}
 	in.changed(h, data, st.Seq, st)
 	return nil
 }
@@ -372,16 +390,34 @@ func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
 	return &st
 }
 
-func (in *Inbox) putStatus(ctx context.Context, key string, st *status) {
-	if err := in.status.Put(ctx, key, st.marshal()); err != nil {
+// putStatus writes a status and waits for the store's answer, waiting out
+// what publishRetrying waits out; a failure is logged and returned.
+func (in *Inbox) putStatus(ctx context.Context, key string, st *status) error {
+	b := st.marshal()
+	err := in.retrying(ctx, func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) })
+	if err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
 	}
+	return err
 }
 
-// putStatusAsync writes a status without waiting for the store's answer;
-// a failure is logged.
-func (in *Inbox) putStatusAsync(key string, st *status) {
-	in.status.PutAsync(st.marshal(), key)
+// statusRetryDelay is how long a delivery whose status could not be
+// written waits before it runs again.
+const statusRetryDelay = 5 * time.Second
+
+// settled ends, without running it, a delivery handed out again whose
+// status says it was handled or is a dead letter (its acknowledgement lost
+// in a crash or an election), and reports whether it did.
+func (in *Inbox) settled(msg jetstream.Msg, st *status) bool {
+	switch st.Status {
+	case delivery.StatusHandled:
+		_ = msg.Ack()
+	case delivery.StatusDead:
+		_ = msg.Term()
+	default:
+		return false
+	}
+	return true
 }
 
 // notADelivery says why a stored message is not a delivery the inbox wrote,

@@ -276,6 +276,9 @@ func (p *Process) OutputLen() int {
 // PeakRSS returns the process's VmHWM.
 func (p *Process) PeakRSS() (int64, error) { return VmHWM(p.cmd.Process.Pid) }
 
+// Done is closed once the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
 // Stop kills the process and waits for it.
 func (p *Process) Stop() {
 	p.cmd.Process.Kill()

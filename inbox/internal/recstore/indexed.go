@@ -1,4 +1,4 @@
-package inbox
+package recstore
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// indexedRecords are records (see records) kept as messages of a stream of
+// Indexed are records (see records) kept as messages of a stream of
 // their own on a single subject, each holding its key, and found through an
 // index in the process: the 64-bit FNV-1a hash of each key → the sequence of
 // its latest record, 16 bytes a key where a bucket costs JetStream an index
@@ -23,12 +23,12 @@ import (
 // out too.
 //
 // The index outlives the process in a file beside the store (the snapshot,
-// see indexfile.go), written at Close and every few minutes; Open reads it
-// and then the records written after it, so that a crash costs a read of
-// those only. Two keys with the same hash (about one chance in four million
+// see indexfile.go), written at Close, every minute and every
+// snapshotEntries keys; Open reads it and then the records written after
+// it, so that a crash costs a read of those only. Two keys with the same hash (about one chance in four million
 // among three million keys) share an entry: the one written last wins, and the
 // other reads as absent; a read always checks the key it finds.
-type indexedRecords struct {
+type Indexed struct {
 	stream  jetstream.Stream
 	js      jetstream.JetStream
 	subject string
@@ -61,7 +61,12 @@ type indexedRecords struct {
 	rescan  bool      // an asynchronous put's sequence is not known
 	changed bool      // since the last snapshot
 	saved   time.Time // the last snapshot
+	since   int       // keys written since the last snapshot
+	due     chan struct{}
 }
+
+// ErrClosed is the error of a write waited for that Close cut short.
+var ErrClosed = errors.New("inbox: the record store is closed")
 
 // pendingAck is an asynchronous put waiting for the store's answer, or a
 // barrier: closed once every put queued before it is applied.
@@ -70,24 +75,39 @@ type pendingAck struct {
 	entries []*recordEntry
 	ack     jetstream.PubAckFuture
 	barrier chan struct{}
+	handled chan struct{} // closed once applied, when not nil
 }
 
-// Every snapshotEvery the index is written, if it changed; a crash costs
-// Open a read of the records written since.
-const snapshotEvery = 5 * time.Minute
+// The index is written every snapshotEvery if it changed, and as soon as
+// snapshotEntries keys were written since the last time (an Open that read
+// as many from the stream writes it at once): a start, even after kills
+// that cut every Close, reads at most about that many from the stream.
+// Written, the index costs 16 bytes a key.
+const (
+	snapshotEvery   = time.Minute
+	snapshotEntries = 50_000
+	maintainEvery   = 10 * time.Second
+)
 
-// openIndexedRecords creates (or updates) the stream of cfg, whose single
+// OpenIndexed creates (or updates) the stream of cfg, whose single
 // subject the records are written on, and loads its index from file and the
 // stream.
-func openIndexedRecords(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, file string, log *slog.Logger) (*indexedRecords, error) {
+func OpenIndexed(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, file string, log *slog.Logger) (*Indexed, error) {
 	st, err := js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: creating stream %s: %w", cfg.Name, err)
 	}
-	r := &indexedRecords{
+	r := &Indexed{
 		stream: st, js: js, subject: cfg.Subjects[0], file: file, log: log,
 		acks: make(chan pendingAck, 4096), stop: make(chan struct{}), kick: make(chan struct{}, 1), saved: time.Now(),
-		unapplied: make(map[string]*recordEntry),
+		unapplied: make(map[string]*recordEntry), due: make(chan struct{}, 1),
+	}
+	// The directory is locked: a temporary file beside the index is what a
+	// write cut short (a kill) left.
+	if n, err := RemoveTemporary(file); err != nil {
+		log.Warn("inbox: removing what an index write cut short left", "file", file, "error", err)
+	} else if n > 0 {
+		log.Info("inbox: removed what an index write cut short left", "file", file, "files", n)
 	}
 	if err := r.load(ctx); err != nil {
 		return nil, fmt.Errorf("inbox: loading the index of stream %s: %w", cfg.Name, err)
@@ -113,6 +133,18 @@ func keyHash(key string) uint64 {
 type recordEntry struct {
 	keys  []string
 	value []byte
+	// done, for a PutWait, gets the outcome of the write once its
+	// sequence is in the index (nil) or it failed.
+	done chan error
+}
+
+// settle tells the entries' waiters the outcome of their write.
+func settle(entries []*recordEntry, err error) {
+	for _, e := range entries {
+		if e.done != nil {
+			e.done <- err
+		}
+	}
 }
 
 // A record's data is its keys, separated by spaces, a newline, and its
@@ -200,20 +232,28 @@ func validKey(key string) bool {
 	return key != "" && !strings.ContainsAny(key, " \t\n")
 }
 
-func (r *indexedRecords) set(hash, seq uint64) {
+func (r *Indexed) set(hash, seq uint64) {
 	r.mu.Lock()
 	r.idx.set(hash, seq)
 	r.changed = true
+	r.since++
+	due := r.since == snapshotEntries
 	r.mu.Unlock()
+	if due {
+		select {
+		case r.due <- struct{}{}:
+		default:
+		}
+	}
 }
 
-func (r *indexedRecords) lookup(key string) uint64 {
+func (r *Indexed) lookup(key string) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.idx.get(keyHash(key))
 }
 
-func (r *indexedRecords) Get(ctx context.Context, key string) ([]byte, error) {
+func (r *Indexed) Get(ctx context.Context, key string) ([]byte, error) {
 	if v, ok := r.unappliedValue(key); ok {
 		return v, nil
 	}
@@ -235,7 +275,7 @@ func (r *indexedRecords) Get(ctx context.Context, key string) ([]byte, error) {
 	return v, nil
 }
 
-func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) error {
+func (r *Indexed) Put(ctx context.Context, key string, value []byte) error {
 	if !validKey(key) {
 		return fmt.Errorf("inbox: record key %q is empty or holds a space, tab or newline", key)
 	}
@@ -247,7 +287,7 @@ func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) erro
 	r.writePending()
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.Publish(ctx, r.subject, recordData(recordEntry{[]string{key}, value}))
+	ack, err := r.js.Publish(ctx, r.subject, recordData(recordEntry{keys: []string{key}, value: value}))
 	if err != nil {
 		return err
 	}
@@ -260,10 +300,45 @@ func (r *indexedRecords) Put(ctx context.Context, key string, value []byte) erro
 	return nil
 }
 
+// PutWait queues the entry and writes what is queued at once (with the
+// entries other callers queued meanwhile: one record for many), then waits
+// for the store's acknowledgement.
+func (r *Indexed) PutWait(ctx context.Context, value []byte, keys ...string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	for _, key := range keys {
+		if !validKey(key) {
+			return fmt.Errorf("inbox: record key %q is empty or holds a space, tab or newline", key)
+		}
+	}
+	e := &recordEntry{keys: keys, value: value, done: make(chan error, 1)}
+	r.queue(e)
+	r.writePending()
+	select {
+	case err := <-e.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// queue adds e to the puts waiting to be written; it returns how many
+// wait.
+func (r *Indexed) queue(e *recordEntry) int {
+	r.pendMu.Lock()
+	defer r.pendMu.Unlock()
+	r.pending = append(r.pending, e)
+	for _, k := range e.keys {
+		r.unapplied[k] = e
+	}
+	return len(r.pending)
+}
+
 // PutAsync queues the entry; the writer writes what is queued as one
 // record a little later (batchDelay), or at once when batchMax entries
 // wait: one stored message for many puts.
-func (r *indexedRecords) PutAsync(value []byte, keys ...string) {
+func (r *Indexed) PutAsync(value []byte, keys ...string) {
 	for _, key := range keys {
 		if !validKey(key) {
 			r.log.Warn("inbox: a record key is empty or holds a space, tab or newline; not written", "key", key)
@@ -273,14 +348,7 @@ func (r *indexedRecords) PutAsync(value []byte, keys ...string) {
 	if len(keys) == 0 {
 		return
 	}
-	e := &recordEntry{keys, value}
-	r.pendMu.Lock()
-	r.pending = append(r.pending, e)
-	for _, k := range keys {
-		r.unapplied[k] = e
-	}
-	n := len(r.pending)
-	r.pendMu.Unlock()
+	n := r.queue(&recordEntry{keys: keys, value: value})
 	switch {
 	case n >= batchMax:
 		r.writePending()
@@ -301,7 +369,7 @@ const (
 )
 
 // writer writes the queued puts batchDelay after the first, until Close.
-func (r *indexedRecords) writer() {
+func (r *Indexed) writer() {
 	defer r.done.Done()
 	t := time.NewTimer(batchDelay)
 	t.Stop()
@@ -322,7 +390,7 @@ func (r *indexedRecords) writer() {
 }
 
 // writePending writes the queued puts, as few records as the bounds allow.
-func (r *indexedRecords) writePending() {
+func (r *Indexed) writePending() {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for {
@@ -347,11 +415,13 @@ func (r *indexedRecords) writePending() {
 
 // publishAsync writes entries as one record and queues the answer for the
 // index.
-func (r *indexedRecords) publishAsync(entries []*recordEntry) {
+func (r *Indexed) publishAsync(entries []*recordEntry) {
 	var hashes []uint64
 	data := make([]recordEntry, len(entries))
+	waited := false
 	for i, e := range entries {
-		data[i] = *e
+		data[i] = recordEntry{keys: e.keys, value: e.value}
+		waited = waited || e.done != nil
 		for _, k := range e.keys {
 			hashes = append(hashes, keyHash(k))
 		}
@@ -363,21 +433,46 @@ func (r *indexedRecords) publishAsync(entries []*recordEntry) {
 	if err != nil {
 		// Too many writes waiting for their answers (or the connection
 		// gone): this one is waited for rather than lost.
-		ctx, cancel := context.WithTimeout(context.Background(), asyncAckWait)
+		ctx, cancel := context.WithTimeout(context.Background(), AsyncAckWait)
 		defer cancel()
 		pa, serr := r.js.Publish(ctx, r.subject, rec)
 		if serr != nil {
-			r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", errors.Join(err, serr))
+			serr = errors.Join(err, serr)
+			r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", serr)
+			// Stored or not, its sequence is unknown.
+			r.markRescan()
 		} else {
 			for _, h := range hashes {
 				r.set(h, pa.Sequence)
 			}
 		}
 		r.applied(entries)
+		settle(entries, serr)
+		return
+	}
+	p := pendingAck{hashes: hashes, entries: entries, ack: ack}
+	if waited {
+		// Someone waits for this answer: it is queued whatever the wait,
+		// and waited for here, writeMu held, so that the puts waited for
+		// that come meanwhile are written together after it (one record,
+		// one sync of the disk with Fsync, for many).
+		p.handled = make(chan struct{})
+		select {
+		case r.acks <- p:
+		case <-r.stop:
+			r.markRescan()
+			r.applied(entries)
+			settle(entries, ErrClosed)
+			return
+		}
+		select {
+		case <-p.handled:
+		case <-r.stop:
+		}
 		return
 	}
 	select {
-	case r.acks <- pendingAck{hashes: hashes, entries: entries, ack: ack}:
+	case r.acks <- p:
 	default:
 		// Not waited for: the record is read from the stream instead.
 		r.markRescan()
@@ -387,7 +482,7 @@ func (r *indexedRecords) publishAsync(entries []*recordEntry) {
 
 // applied drops entries from unapplied, unless a later put of their key
 // took their place.
-func (r *indexedRecords) applied(entries []*recordEntry) {
+func (r *Indexed) applied(entries []*recordEntry) {
 	r.pendMu.Lock()
 	defer r.pendMu.Unlock()
 	for _, e := range entries {
@@ -401,7 +496,7 @@ func (r *indexedRecords) applied(entries []*recordEntry) {
 
 // unappliedValue returns the value of key's asynchronous put not yet in
 // the index.
-func (r *indexedRecords) unappliedValue(key string) ([]byte, bool) {
+func (r *Indexed) unappliedValue(key string) ([]byte, bool) {
 	r.pendMu.Lock()
 	defer r.pendMu.Unlock()
 	if e := r.unapplied[key]; e != nil {
@@ -412,7 +507,7 @@ func (r *indexedRecords) unappliedValue(key string) ([]byte, bool) {
 
 // markRescan notes that a record was written whose sequence the index does
 // not have: the records after covered are read again (catchUp).
-func (r *indexedRecords) markRescan() {
+func (r *Indexed) markRescan() {
 	r.mu.Lock()
 	r.rescan = true
 	r.mu.Unlock()
@@ -420,7 +515,7 @@ func (r *indexedRecords) markRescan() {
 
 // Has answers from the index alone: a key whose latest record aged out
 // since the last look at the stream (maintain, every minute) still counts.
-func (r *indexedRecords) Has(_ context.Context, key string) (bool, error) {
+func (r *Indexed) Has(_ context.Context, key string) (bool, error) {
 	if _, ok := r.unappliedValue(key); ok {
 		return true, nil
 	}
@@ -432,7 +527,7 @@ func (r *indexedRecords) Has(_ context.Context, key string) (bool, error) {
 
 // applyAcks puts the sequences of asynchronous puts in the index as the
 // store acknowledges them, in the order they were written.
-func (r *indexedRecords) applyAcks() {
+func (r *Indexed) applyAcks() {
 	defer r.done.Done()
 	for {
 		var p pendingAck
@@ -445,26 +540,41 @@ func (r *indexedRecords) applyAcks() {
 			close(p.barrier)
 			continue
 		}
-		select {
-		case ack := <-p.ack.Ok():
-			for _, h := range p.hashes {
-				r.set(h, ack.Sequence)
-			}
-			r.applied(p.entries)
-		case err := <-p.ack.Err():
-			// Stored or not, its sequence is unknown: a timeout may hide
-			// a record written.
-			r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
-			r.markRescan()
-			r.applied(p.entries)
-		case <-r.stop:
+		if !r.applyOne(p) {
 			return
 		}
 	}
 }
 
+// applyOne waits for the answer to one write and applies it; false when
+// Close stopped the wait.
+func (r *Indexed) applyOne(p pendingAck) bool {
+	if p.handled != nil {
+		defer close(p.handled)
+	}
+	select {
+	case ack := <-p.ack.Ok():
+		for _, h := range p.hashes {
+			r.set(h, ack.Sequence)
+		}
+		r.applied(p.entries)
+		settle(p.entries, nil)
+	case err := <-p.ack.Err():
+		// Stored or not, its sequence is unknown: a timeout may hide a
+		// record written.
+		r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
+		r.markRescan()
+		r.applied(p.entries)
+		settle(p.entries, err)
+	case <-r.stop:
+		settle(p.entries, ErrClosed)
+		return false
+	}
+	return true
+}
+
 // flush waits until every put made before it is in the index.
-func (r *indexedRecords) flush(ctx context.Context) error {
+func (r *Indexed) Flush(ctx context.Context) error {
 	r.writePending()
 	r.apply.Lock()
 	//lint:ignore SA2001 taking the lock waits for the puts holding it shared
@@ -485,15 +595,16 @@ func (r *indexedRecords) flush(ctx context.Context) error {
 
 // maintain drops from the index the keys whose records aged out, and
 // writes the snapshot now and then, until Close.
-func (r *indexedRecords) maintain() {
+func (r *Indexed) maintain() {
 	defer r.done.Done()
-	t := time.NewTicker(time.Minute)
+	t := time.NewTicker(maintainEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-t.C:
+		case <-r.due:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := r.catchUp(ctx); err != nil {
@@ -503,7 +614,7 @@ func (r *indexedRecords) maintain() {
 			r.log.Warn("inbox: dropping aged-out records from the index", "error", err)
 		}
 		r.mu.Lock()
-		due := r.changed && time.Since(r.saved) >= snapshotEvery
+		due := r.changed && (time.Since(r.saved) >= snapshotEvery || r.since >= snapshotEntries)
 		r.mu.Unlock()
 		if due {
 			if err := r.snapshot(ctx); err != nil {
@@ -516,7 +627,7 @@ func (r *indexedRecords) maintain() {
 
 // prune drops the keys whose latest record is older than the stream's
 // first.
-func (r *indexedRecords) prune(ctx context.Context) error {
+func (r *Indexed) prune(ctx context.Context) error {
 	info, err := r.stream.Info(ctx)
 	if err != nil {
 		return err
@@ -535,7 +646,7 @@ func (r *indexedRecords) prune(ctx context.Context) error {
 
 // catchUp reads the records after covered into the index when a put's
 // sequence was lost (rescan).
-func (r *indexedRecords) catchUp(ctx context.Context) error {
+func (r *Indexed) catchUp(ctx context.Context) error {
 	r.mu.Lock()
 	rescan, from := r.rescan, r.covered+1
 	r.mu.Unlock()
@@ -561,10 +672,10 @@ func (r *indexedRecords) catchUp(ctx context.Context) error {
 }
 
 // Close writes the snapshot when the index changed, and stops.
-func (r *indexedRecords) Close() {
+func (r *Indexed) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := r.flush(ctx); err != nil {
+	if err := r.Flush(ctx); err != nil {
 		r.log.Warn("inbox: writing the last records", "error", err)
 	}
 	r.mu.Lock()

@@ -1,4 +1,4 @@
-package inbox
+package recstore
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,7 +17,7 @@ import (
 	"forgehooks.dev/forgehooks/internal/atomicfile"
 )
 
-// The snapshot of an index (indexedRecords), little-endian:
+// The snapshot of an index (Indexed), little-endian:
 //
 //	magic   8 bytes "fhindex1"
 //	created 8 bytes the stream's creation time, Unix nanoseconds
@@ -37,14 +36,16 @@ var errIndexFile = errors.New("not a usable index file")
 
 // load fills the index: from the snapshot when it fits the stream, then the
 // records written after it.
-func (r *indexedRecords) load(ctx context.Context) error {
+func (r *Indexed) load(ctx context.Context) error {
 	info, err := r.stream.Info(ctx)
 	if err != nil {
 		return err
 	}
 	first, last := info.State.FirstSeq, info.State.LastSeq
 	from := first
-	idx, covered, err := readIndexFile(r.file, info.Created.UnixNano(), first, last)
+	// Each key costs a stored record at least two bytes (itself and a
+	// separator): an index of more entries than that is not this one.
+	idx, covered, err := readIndexFile(r.file, info.Created.UnixNano(), first, last, info.State.Bytes/2)
 	switch {
 	case err == nil:
 		r.idx, from = idx, max(first, covered+1)
@@ -60,6 +61,12 @@ func (r *indexedRecords) load(ctx context.Context) error {
 	}
 	r.changed = true
 	read, err := r.scan(ctx, from, last)
+	r.since = len(read)
+	if r.since >= snapshotEntries {
+		// Written at once (maintain): the next start, after another
+		// kill, reads only what comes after.
+		r.due <- struct{}{}
+	}
 	r.idx.addAll(read)
 	return err
 }
@@ -67,7 +74,7 @@ func (r *indexedRecords) load(ctx context.Context) error {
 // scan reads the records from sequence from to to, as a stream (the
 // consumer sends ahead while the last ones are being read), and returns
 // their entries for the index.
-func (r *indexedRecords) scan(ctx context.Context, from, to uint64) (read []hashSeq, err error) {
+func (r *Indexed) scan(ctx context.Context, from, to uint64) (read []hashSeq, err error) {
 	cons, err := r.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   from,
@@ -104,17 +111,19 @@ func (r *indexedRecords) scan(ctx context.Context, from, to uint64) (read []hash
 }
 
 // readIndexFile reads a snapshot written for the stream created at created,
-// keeping the entries at or after first; covered must not pass last.
-func readIndexFile(path string, created int64, first, last uint64) (*seqIndex, uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
+// keeping the entries at or after first; covered must not pass last, nor
+// its entries maxEntries. Only a regular file is read, and only when its
+// size fits maxEntries.
+func readIndexFile(path string, created int64, first, last, maxEntries uint64) (*seqIndex, uint64, error) {
+	maxSize := int64(32 + 4 + 16*min(maxEntries, 1<<40))
+	f, st, err := OpenRegular(path, maxSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, 0, err
+	case err != nil:
+		return nil, 0, fmt.Errorf("%w: %v", errIndexFile, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
 	crc := crc32.NewIEEE()
 	br := bufio.NewReaderSize(f, 64<<10)
 	var head [32]byte
@@ -159,12 +168,12 @@ func readIndexFile(path string, created int64, first, last uint64) (*seqIndex, u
 
 // snapshot writes the index to its file: every record up to the stream's
 // last sequence, read first, is in it once the puts under way are applied.
-func (r *indexedRecords) snapshot(ctx context.Context) error {
+func (r *Indexed) snapshot(ctx context.Context) error {
 	info, err := r.stream.Info(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.flush(ctx); err != nil {
+	if err := r.Flush(ctx); err != nil {
 		return err
 	}
 	err = atomicfile.WriteFunc(r.file, 0o600, func(w io.Writer) error {
@@ -192,6 +201,7 @@ func (r *indexedRecords) snapshot(ctx context.Context) error {
 		})
 		r.changed = false
 		r.saved = time.Now()
+		r.since = 0
 		r.mu.Unlock()
 		if err := bw.Flush(); err != nil {
 			return err
