@@ -39,6 +39,11 @@ import (
 const (
 	DefaultDrainTimeout   = 30 * time.Second
 	DefaultForwardTimeout = 30 * time.Second
+	// DefaultMaxConns is how many connections each of Run's servers keeps
+	// open: far more than the forge opens at once, while a flood of idle
+	// connections holds at most this many file descriptors and their
+	// buffers (about 20 KiB each).
+	DefaultMaxConns = 4096
 )
 
 // Options configures a Receiver. Only Webhooks is required; every other zero
@@ -93,9 +98,21 @@ type Options struct {
 	// stream stays open). Nil: 10 s to read headers, 30 s for a request,
 	// 60 s to answer, 120 s idle.
 	Server *http.Server
+	// MaxConns bounds the open connections of each of Run's servers. Past
+	// it, a new connection closes the one idle longest (a keep-alive
+	// connection between requests), else the one waiting longest for its
+	// first request; a connection with a request in progress is never
+	// closed, and while those alone fill the bound new connections wait
+	// for one to end. So a flood of idle connections leaves fresh
+	// deliveries answered. Zero: DefaultMaxConns. Negative: no bound.
+	MaxConns int
 	// OnListen, when set, is told each address Run listens on: "webhooks",
 	// "inspector" or "metrics", and the address.
 	OnListen func(part, addr string)
+	// Wrap, when set, wraps the webhook endpoint (Handler), such as
+	// webhooks.SourceFilter's Wrap, which refuses requests from outside the
+	// forge's ranges before the endpoint reads them.
+	Wrap func(http.Handler) http.Handler
 	// DrainTimeout bounds the drain: requests and running handlers finish
 	// until then; deliveries of an inbox not finished run after a restart.
 	// Zero: DefaultDrainTimeout. Negative: no bound (wait for them).
@@ -242,6 +259,9 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 	}
 	r.mw = webhooks.NewMiddleware(r.wh, mo)
 	r.handler = r.logRequests(mo.MaxInFlight)
+	if opts.Wrap != nil {
+		r.handler = opts.Wrap(r.handler)
+	}
 	return r, nil
 }
 

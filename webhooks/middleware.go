@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"forgehooks.dev/forgehooks/internal/waitroom"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -121,6 +122,14 @@ type MiddlewareOptions struct {
 	// for long; it must not keep Result.Payload beyond the call unless it
 	// copies it.
 	OnResult func(Result)
+	// Accept, when set, is the filter of verified deliveries (ParseAccept):
+	// one it does not accept is answered 200 "ignored" (Result.Ignored),
+	// and is neither stored by Inbox nor run.
+	Accept *Accept
+	// AcceptHandled, when true, ignores as Accept does each verified
+	// delivery that no handler is registered for (an OnAny handler takes
+	// them all), so that an Inbox stores only what some handler will run.
+	AcceptHandled bool
 }
 
 // Middleware receives deliveries over HTTP on one path, verifies them and
@@ -136,21 +145,23 @@ type MiddlewareOptions struct {
 // 202. (Running them on the request's goroutine spares two goroutine switches
 // per delivery.)
 type Middleware struct {
-	w           *Webhooks
-	path        string    // without trailing slashes; "" for "/"
-	wild        []segment // the path's segments when it has wildcards; nil otherwise
-	logger      *slog.Logger
-	timeout     time.Duration
-	max         int64
-	maxInFlight int64         // 0: no bound
-	maxRunning  int64         // 0: no bound
-	unverified  *budget       // nil: no bound
-	minRate     int64         // bytes per second; 0: no minimum
-	window      time.Duration // over which minRate is measured
-	workers     workers       // run each accepted delivery's handlers
-	inbox       Inbox
-	onResult    func(Result)
-	exposeErrs  bool
+	w             *Webhooks
+	path          string    // without trailing slashes; "" for "/"
+	wild          []segment // the path's segments when it has wildcards; nil otherwise
+	logger        *slog.Logger
+	timeout       time.Duration
+	max           int64
+	maxInFlight   int64            // 0: no bound
+	maxRunning    int64            // 0: no bound
+	unverified    *waitroom.Budget // nil: no bound
+	minRate       int64            // bytes per second; 0: no minimum
+	window        time.Duration    // over which minRate is measured
+	workers       workers          // run each accepted delivery's handlers
+	inbox         Inbox
+	onResult      func(Result)
+	exposeErrs    bool
+	accept        *Accept
+	acceptHandled bool
 }
 
 // NewMiddleware returns a Middleware serving w. It panics when w is nil.
@@ -176,7 +187,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if w == nil {
 		panic("webhooks: NewMiddleware with a nil *Webhooks")
 	}
-	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers(), inbox: opts.Inbox, onResult: opts.OnResult, exposeErrs: opts.ExposeHandlerErrors}
+	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers(), inbox: opts.Inbox, onResult: opts.OnResult, exposeErrs: opts.ExposeHandlerErrors, accept: opts.Accept, acceptHandled: opts.AcceptHandled}
 	path := opts.Path
 	if path == "" {
 		path = DefaultPath
@@ -198,7 +209,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	m.maxInFlight = orDefault(int64(opts.MaxInFlight), DefaultMaxInFlight)
 	m.maxRunning = orDefault(opts.MaxRunningBytes, DefaultMaxRunningBytes)
 	if n := orDefault(opts.MaxUnverifiedBytes, DefaultMaxUnverifiedBytes); n > 0 {
-		m.unverified = &budget{max: n}
+		m.unverified = newBudget(n)
 	}
 	m.minRate, m.window = orDefault(opts.MinBodyRate, DefaultMinBodyRate), rateWindow
 	return m

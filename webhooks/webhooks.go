@@ -203,6 +203,10 @@ func (w *Webhooks) OnAny(h emitter.Handler) *emitter.Listener { return w.handler
 // nil.
 func (w *Webhooks) OnError(h emitter.ErrorHandler) *emitter.Listener { return w.handlers().OnError(h) }
 
+// Handles reports whether a delivery of event with action would run a
+// handler (see emitter.Emitter.Handles).
+func (w *Webhooks) Handles(event, action string) bool { return w.handlers().Handles(event, action) }
+
 // RemoveListener removes the most recent registration of l under name: an
 // event name as given to On, "*" for OnAny, or "error" for OnError. It reports
 // whether there was one. Deliveries already started still run the handler.
