@@ -51,11 +51,8 @@ func TestBotThanksCommenters(t *testing.T) {
 	payloads.OnIssueCommentCreatedEvent(wh, thankCommenter(bot.App))
 	bot.Start(wh)                            // the receiver and its inbox, until the test ends
 	rec := bot.Send("issue_comment.created") // once handled (or dead)
-	if rec.Status != delivery.StatusHandled {
-		t.Fatalf("%s: %s", rec.Status, rec.LastError())
-	}
-	if c := bot.Forge.Comments(); len(c) != 1 || c[0].Body != "Thanks, @Codertocat!" {
-		t.Fatalf("comments: %+v", c)
+	if c := bot.Forge.Comments(); rec.Status != delivery.StatusHandled || len(c) != 1 || c[0].Body != "Thanks, @Codertocat!" {
+		t.Fatalf("%s %q, comments %+v", rec.Status, rec.LastError(), c)
 	}
 }
 
