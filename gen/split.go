@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,8 +57,9 @@ func EventPackage(event string) string {
 }
 
 // PackagesOf returns the record of the split Generate makes of s: s.Packages,
-// for what s still has, extended by the rules above. Only what s no longer has
-// leaves it; a recorded type moves only to keep the imports free of cycles.
+// extended by the rules above. What s no longer has stays in it, so that an
+// event or type that comes back returns to its package; a recorded type
+// moves only to keep the imports free of cycles.
 func PackagesOf(s *Schema) (Packages, error) {
 	p, err := newPlan(s)
 	if err != nil {
@@ -126,8 +128,26 @@ func (p *plan) split() {
 	sp.keepRecorded()
 	sp.placeNew()
 	sp.breakCycles()
-	p.record = Packages{Events: sp.evPkg, Types: sp.typePkg}
+	p.record = sp.record()
 	p.assemble(sp.evPkg, sp.typePkg)
+}
+
+// record is the record of the split: where each event and type of the
+// schema went, and where each one the schema no longer has was, so that
+// one that comes back in a later update returns to its package.
+func (s *splitter) record() Packages {
+	rec := Packages{Events: maps.Clone(s.evPkg), Types: maps.Clone(s.typePkg)}
+	for name, pkg := range s.rec.Events {
+		if _, ok := rec.Events[name]; !ok {
+			rec.Events[name] = pkg
+		}
+	}
+	for name, pkg := range s.rec.Types {
+		if _, ok := rec.Types[name]; !ok {
+			rec.Types[name] = pkg
+		}
+	}
+	return rec
 }
 
 // splitter holds what the phases of split share.
