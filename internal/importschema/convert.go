@@ -349,6 +349,9 @@ func (c *converter) enum(n, e *jnode, base, where, comp string) (*term, error) {
 	}
 	t := c.newTerm(kEnum)
 	t.base, t.title, t.comp, t.desc = base, n.text("title"), comp, n.text("description")
+	if len(e.elems) > maxEnumValues {
+		return nil, fmt.Errorf("%w: %s: enum of %d values, more than %d", errSpec, where, len(e.elems), maxEnumValues)
+	}
 	seen := map[string]bool{}
 	for _, v := range e.elems {
 		if v.kind == jNull {
@@ -357,6 +360,9 @@ func (c *converter) enum(n, e *jnode, base, where, comp string) (*term, error) {
 		s, ok := v.scalarText()
 		if !ok {
 			return nil, fmt.Errorf("%w: %s: enum value is not a scalar", errSpec, where)
+		}
+		if err := checkName("enum value", where, s); err != nil {
+			return nil, err
 		}
 		if !seen[s] {
 			seen[s] = true
@@ -379,6 +385,9 @@ func (c *converter) structOf(n, props *jnode, required []string, where, comp str
 		req[r] = true
 	}
 	for i, k := range props.keys {
+		if err := checkName("member name", where, k); err != nil {
+			return nil, err
+		}
 		p := props.vals[i]
 		ft, null, err := c.conv(p, where+"."+k)
 		if err != nil {
