@@ -249,8 +249,8 @@ func BenchmarkOpen100k(b *testing.B) {
 
 // BenchmarkOrdered: deliveries/s from the first request until the workers
 // handled the last one, over 50 repositories, 16 clients over HTTP: the
-// embedded inbox without order and with OrderBy ByRepository (each
-// partition runs one delivery at a time). Run both in one invocation: the
+// embedded inbox without order and with OrderBy ByRepository (each key
+// runs one delivery at a time). Run both in one invocation: the
 // ratio ordered/unordered is what bench/README.md quotes.
 func BenchmarkOrdered(b *testing.B) {
 	const keys = 50

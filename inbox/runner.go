@@ -111,7 +111,9 @@ func (in *runner) start(ctx context.Context) error {
 	in.loops.Add(1)
 	go func() {
 		defer in.loops.Done()
-		in.reconcileStatuses(in.takeCtx, append([]jetstream.Consumer{cons}, ordered...))
+		// The workers' consumer only: a partition's acknowledgement means
+		// admitted to its key (keys.go), not run.
+		in.reconcileStatuses(in.takeCtx, []jetstream.Consumer{cons})
 	}()
 	for _, c := range ordered {
 		// The server hands out one at a time whatever the batch: a larger
