@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -295,6 +296,8 @@ func (c *checker) structType(where string, t Type) {
 		fw := fmt.Sprintf("%s field[%d] %q", where, j, f.JSON)
 		if f.JSON == "" {
 			c.bad("%s: empty json key", fw)
+		} else if why := unprintable(f.JSON); why != "" {
+			c.bad("%s: json key %s", fw, why)
 		} else if seen[f.JSON] {
 			c.bad("%s: duplicate json key", fw)
 		}
@@ -305,6 +308,24 @@ func (c *checker) structType(where string, t Type) {
 		c.expr(fw, f.Type)
 		c.notSentBy(fw, f.NotSentBy)
 	}
+}
+
+// unprintable says why s cannot be a name of the schema (a JSON key, an
+// enum value, which become Go names): invalid UTF-8, a control character
+// (NUL included) or a byte order mark; "" when it can.
+func unprintable(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for i, r := range s {
+		switch {
+		case r < 0x20 || r >= 0x7f && r < 0xa0:
+			return fmt.Sprintf("has a control character (U+%04X) at byte %d", r, i)
+		case r == 0xfeff:
+			return fmt.Sprintf("has a byte order mark (U+FEFF) at byte %d", i)
+		}
+	}
+	return ""
 }
 
 func (c *checker) enumType(where string, t Type) {
@@ -323,6 +344,9 @@ func (c *checker) enumType(where string, t Type) {
 			c.bad("%s value[%d]: duplicate value %q", where, j, v.Value)
 		}
 		seen[v.Value] = true
+		if why := unprintable(v.Value); why != "" {
+			c.bad("%s value[%d]: %s", where, j, why)
+		}
 		if t.Base == "int64" {
 			if _, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
 				c.bad("%s value[%d]: %q is not an int64", where, j, v.Value)

@@ -60,8 +60,22 @@ import (
 
 // Run is the command importschema: args are its flags (without the program
 // name), messages go to stderr; it returns the exit code (0 done, 1 failed, 2 bad
-// usage, 3 breaking changes with -fail-on-breaking).
-func Run(args []string, stderr io.Writer) int {
+// usage, 3 breaking changes with -fail-on-breaking). It is RunWith without
+// Options.
+func Run(args []string, stderr io.Writer) int { return RunWith(args, stderr, Options{}) }
+
+// Options gives the command what this package does not have: it knows the
+// generator's model (gen/model), not the generator.
+type Options struct {
+	// Declarations, when set, lists the exported Go declarations the
+	// generator makes of a schema (cmd/importschema passes the generator's
+	// own, gen.Declarations), so that the change report names each one that
+	// goes (Report.GoneDeclarations).
+	Declarations func(*genmodel.Schema) ([]string, error)
+}
+
+// RunWith is Run with o.
+func RunWith(args []string, stderr io.Writer, o Options) int {
 	fs := flag.NewFlagSet("importschema", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "schema/source/"+mainVariant+".json.gz", "the spec: JSON, or gzip'd JSON when the name ends in .gz; the variants' files lie beside it")
@@ -106,7 +120,7 @@ func Run(args []string, stderr io.Writer) int {
 		if err := readOv(); err != nil {
 			return fail("%v", err)
 		}
-		return runCompare(fs.Arg(0), fs.Arg(1), ov, *reportMD, *reportJSON, *changelog, *failBreaking, *quiet, stderr)
+		return runCompare(fs.Arg(0), fs.Arg(1), ov, *reportMD, *reportJSON, *changelog, *failBreaking, *quiet, stderr, o)
 	}
 
 	// 1. The spec and its variants: downloaded (kept in memory until the end) or
@@ -198,6 +212,9 @@ func Run(args []string, stderr io.Writer) int {
 	}
 	rep := compare(old, res.schema)
 	rep.Overrides = res.noops
+	if rep.GoneDeclarations, err = goneDeclarations(o.Declarations, old, res.schema); err != nil {
+		return fail("%v", err)
+	}
 
 	// 4. Write everything beside its place, check that it loads, then move it in:
 	// an import that fails leaves every file as it was.
@@ -251,7 +268,7 @@ func Run(args []string, stderr io.Writer) int {
 }
 
 // runCompare is -compare: two specs, no schema written.
-func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, changelog string, failBreaking, quiet bool, stderr io.Writer) int {
+func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, changelog string, failBreaking, quiet bool, stderr io.Writer, o Options) int {
 	quietWarn := func(string, ...any) {}
 	var schemas [2]*genmodel.Schema
 	lk := newLock(nil)
@@ -272,6 +289,11 @@ func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, ch
 	}
 	rep := compare(schemas[0], schemas[1])
 	rep.Overrides = noops
+	var err error
+	if rep.GoneDeclarations, err = goneDeclarations(o.Declarations, schemas[0], schemas[1]); err != nil {
+		fmt.Fprintf(stderr, "importschema: %v\n", err)
+		return 1
+	}
 	if reportMD == "" && reportJSON == "" && changelog == "" {
 		reportMD = "-"
 	}

@@ -177,6 +177,20 @@ func TestConvertErrors(t *testing.T) {
 			{"a1", "a", "a/x", `{"type":"object","properties":{"action":{"type":"string","enum":["x"]}}}`},
 			{"a2", "a", "a/x", `{"type":"object","properties":{"action":{"type":"string","enum":["x"]}}}`}}, nil)), "both give a.x"},
 		{"free-form action without sample", string(testSpec([]hookSpec{{"a", "a", "a", `{"type":"object","properties":{"action":{"type":"string"}}}`}}, nil)), "free-form action without a sample name"},
+		{"NUL in a member name", string(testSpec([]hookSpec{{"a", "a", "a", `{"type":"object","properties":{"a\u0000b":{"type":"string"}}}`}}, nil)), "control character (U+0000)"},
+		{"BOM in a member name", string(testSpec([]hookSpec{{"a", "a", "a", `{"type":"object","properties":{"\ufeffname":{"type":"string"}}}`}}, nil)), "byte order mark"},
+		{"BOM in an event name", string(testSpec([]hookSpec{{"a", "a\ufeff", "a", `{"type":"object","properties":{"b":{"type":"string"}}}`}}, nil)), "event name"},
+		{"NUL in an action", string(testSpec([]hookSpec{{"a", "a", "a", `{"type":"object","properties":{"action":{"type":"string","enum":["x\u0000"]}}}`}}, nil)), "enum value"},
+		{"huge enum", string(testSpec([]hookSpec{{"a", "a", "a", `{"type":"object","properties":{"e":{"type":"string","enum":[` + strings.Repeat(`"v",`, maxEnumValues) + `"w"]}}}`}}, nil)), "more than 10000"},
+		{"allOf that refers to itself", string(testSpec([]hookSpec{{"a", "a", "a", `{"$ref":"#/components/schemas/loop"}`}},
+			map[string]string{"loop": `{"allOf":[{"$ref":"#/components/schemas/loop"},{"type":"object","properties":{"b":{"type":"string"}}}]}`})), "allOf refers to itself"},
+		{"allOf cycle through two", string(testSpec([]hookSpec{{"a", "a", "a", `{"$ref":"#/components/schemas/x"}`}},
+			map[string]string{
+				"x": `{"allOf":[{"$ref":"#/components/schemas/y"},{"type":"object","properties":{"b":{"type":"string"}}}]}`,
+				"y": `{"allOf":[{"$ref":"#/components/schemas/x"},{"type":"object","properties":{"c":{"type":"string"}}}]}`,
+			})), "allOf refers to itself"},
+		{"allOf of one part, itself", string(testSpec([]hookSpec{{"a", "a", "a", `{"type":"object","properties":{"l":{"$ref":"#/components/schemas/one"}}}`}},
+			map[string]string{"one": `{"allOf":[{"$ref":"#/components/schemas/one"}]}`})), "refers to itself"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

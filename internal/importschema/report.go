@@ -31,6 +31,12 @@ type Report struct {
 	// Overrides lists the entries of overrides.yaml that no longer change
 	// anything: the spec caught up, or what they name moved.
 	Overrides []string `json:"overrides_not_applying"`
+	// GoneDeclarations lists every exported Go declaration of the generated
+	// code that the update removes ("package.Name (kind)": registration
+	// helpers, types, fields, getters, enum constants), as the compiler of a
+	// program using them would find them missing. Empty when the command was
+	// run without a Declarations function (Options).
+	GoneDeclarations []string `json:"gone_declarations,omitempty"`
 }
 
 // Change is one change of the generated API.
@@ -406,6 +412,12 @@ func (r *Report) Markdown() string {
 			writeChange(&b, c)
 		}
 	}
+	if len(r.GoneDeclarations) > 0 {
+		fmt.Fprintf(&b, "\n### Go declarations that go (%d)\n\n", len(r.GoneDeclarations))
+		for _, d := range r.GoneDeclarations {
+			fmt.Fprintf(&b, "- `%s`\n", d)
+		}
+	}
 	if len(r.Overrides) > 0 {
 		b.WriteString("\n### Overrides that stopped applying\n\n")
 		for _, o := range r.Overrides {
@@ -421,4 +433,31 @@ func writeChange(b *strings.Builder, c Change) {
 		fmt.Fprintf(b, ": %s", c.Detail)
 	}
 	b.WriteString("\n")
+}
+
+// goneDeclarations returns the declarations of old that new lacks, by
+// decls; nil without decls or an old schema.
+func goneDeclarations(decls func(*genmodel.Schema) ([]string, error), old, new *genmodel.Schema) ([]string, error) {
+	if decls == nil || old == nil {
+		return nil, nil
+	}
+	before, err := decls(old)
+	if err != nil {
+		return nil, fmt.Errorf("the declarations of the old schema: %w", err)
+	}
+	after, err := decls(new)
+	if err != nil {
+		return nil, fmt.Errorf("the declarations of the new schema: %w", err)
+	}
+	kept := make(map[string]bool, len(after))
+	for _, d := range after {
+		kept[d] = true
+	}
+	var gone []string
+	for _, d := range before {
+		if !kept[d] {
+			gone = append(gone, d)
+		}
+	}
+	return gone, nil
 }
