@@ -365,3 +365,53 @@ func topLevelNames(f *ast.File) []string {
 	}
 	return out
 }
+
+// TestDeclarations: every declaration Declarations lists is in the code
+// Generate writes, in the package it names, and the list has every kind.
+func TestDeclarations(t *testing.T) {
+	s, err := Load(fixtureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decls, err := Declarations(s, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Generate(s, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := map[string]string{} // package path → its files
+	for _, f := range files {
+		dir := filepath.Dir(f.Name)
+		pkg := DefaultOptions.PackagePath
+		if dir != "." {
+			pkg += "/" + filepath.ToSlash(dir)
+		}
+		code[pkg] += string(f.Content)
+	}
+	kinds := map[string]int{}
+	for _, d := range decls {
+		kinds[d.Kind]++
+		name := d.Name[strings.LastIndex(d.Name, ".")+1:]
+		var want string
+		switch d.Kind {
+		case "func":
+			want = "func " + name + "("
+		case "type":
+			want = "type " + name + " "
+		case "method":
+			want = ") " + name + "("
+		case "field", "const":
+			want = "\t" + name + " "
+		}
+		if !strings.Contains(code[d.Package], want) {
+			t.Errorf("%s: %q is not in the code of %s", d, want, d.Package)
+		}
+	}
+	for _, k := range []string{"func", "type", "field", "method", "const"} {
+		if kinds[k] == 0 {
+			t.Errorf("no declaration of kind %s in %d", k, len(decls))
+		}
+	}
+}

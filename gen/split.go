@@ -2,9 +2,8 @@ package gen
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,21 +39,9 @@ import (
 // types referred to (and what they refer to, out of common) move to common,
 // and the record says so, in the diff a reviewer reads.
 
-// PackagesFile is the record, in a schema directory, of the generated package of
-// every event and named type. Load reads it when present; cmd/genpayloads writes
-// it back, extended, with WritePackages.
-const PackagesFile = "packages.yaml"
-
 // commonPkg is the name of the package of the types several event packages
 // share.
 const commonPkg = "common"
-
-// Packages records the generated package of each event (by event name) and
-// named type (by Go name) under the generated package's internal directory.
-type Packages struct {
-	Events map[string]string `yaml:"events"`
-	Types  map[string]string `yaml:"types"`
-}
 
 // EventPackage is the package an event goes to when the record has none:
 // events_ and the first letter of its name (events_other for a name that does
@@ -70,49 +57,15 @@ func EventPackage(event string) string {
 }
 
 // PackagesOf returns the record of the split Generate makes of s: s.Packages,
-// for what s still has, extended by the rules above. Only what s no longer has
-// leaves it; a recorded type moves only to keep the imports free of cycles.
+// extended by the rules above. What s no longer has stays in it, so that an
+// event or type that comes back returns to its package; a recorded type
+// moves only to keep the imports free of cycles.
 func PackagesOf(s *Schema) (Packages, error) {
 	p, err := newPlan(s)
 	if err != nil {
 		return Packages{}, err
 	}
 	return p.record, nil
-}
-
-// loadPackages reads dir's PackagesFile; a missing file is an empty record.
-func loadPackages(dir string) (Packages, error) {
-	var rec Packages
-	b, err := os.ReadFile(filepath.Join(dir, PackagesFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return rec, nil
-	}
-	if err != nil {
-		return rec, err
-	}
-	if err := loadDecodeStrict(b, &rec); err != nil {
-		return rec, fmt.Errorf("%s: %w", PackagesFile, err)
-	}
-	for what, m := range map[string]map[string]string{"events": rec.Events, "types": rec.Types} {
-		for k, v := range m {
-			if !validPkgName(v) {
-				return rec, fmt.Errorf("%s: %s: %q: package %q is not a lower-case Go identifier", PackagesFile, what, k, v)
-			}
-		}
-	}
-	return rec, nil
-}
-
-func validPkgName(s string) bool {
-	if s == "" || s == "codec" {
-		return false
-	}
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // WritePackages writes rec to dir's PackagesFile, sorted, with a header that
@@ -169,10 +122,50 @@ type pkgPlan struct {
 // order (common first, then by name), p.pkgOf by Go name (event interfaces
 // included), and p.record.
 func (p *plan) split() {
-	rec := p.schema.Packages
+	sp := &splitter{p: p, rec: p.schema.Packages}
+	sp.collectRefs()
+	sp.placeEvents()
+	sp.keepRecorded()
+	sp.placeNew()
+	sp.breakCycles()
+	p.record = sp.record()
+	p.assemble(sp.evPkg, sp.typePkg)
+}
+
+// record is the record of the split: where each event and type of the
+// schema went, and where each one the schema no longer has was, so that
+// one that comes back in a later update returns to its package.
+func (s *splitter) record() Packages {
+	rec := Packages{Events: maps.Clone(s.evPkg), Types: maps.Clone(s.typePkg)}
+	for name, pkg := range s.rec.Events {
+		if _, ok := rec.Events[name]; !ok {
+			rec.Events[name] = pkg
+		}
+	}
+	for name, pkg := range s.rec.Types {
+		if _, ok := rec.Types[name]; !ok {
+			rec.Types[name] = pkg
+		}
+	}
+	return rec
+}
+
+// splitter holds what the phases of split share.
+type splitter struct {
+	p   *plan
+	rec Packages // the record the schema came with
 	// refs[name] are the named types a type's fields or variants name.
-	refs := map[string][]string{}
-	kinds := map[string]bool{} // every named type generated
+	refs        map[string][]string
+	kinds       map[string]bool            // every named type generated
+	structNames map[string]bool            // those that are structs
+	evPkg       map[string]string          // event name → package
+	users       map[string]map[string]bool // type → the event packages that reach it
+	typePkg     map[string]string          // type → package
+}
+
+// collectRefs is the first phase: the named types, and those each refers to.
+func (s *splitter) collectRefs() {
+	s.refs, s.kinds, s.structNames = map[string][]string{}, map[string]bool{}, map[string]bool{}
 	exprRefs := func(es ...*TypeExpr) []string {
 		var out []string
 		for _, e := range es {
@@ -180,44 +173,47 @@ func (p *plan) split() {
 		}
 		return out
 	}
-	for _, sp := range p.structs {
+	for _, sp := range s.p.structs {
+		s.structNames[sp.GoName] = true
 		if sp.Event != nil {
 			continue
 		}
-		kinds[sp.GoName] = true
+		s.kinds[sp.GoName] = true
 		for _, f := range sp.Fields {
-			refs[sp.GoName] = append(refs[sp.GoName], exprRefs(f.Expr)...)
+			s.refs[sp.GoName] = append(s.refs[sp.GoName], exprRefs(f.Expr)...)
 		}
 	}
-	for _, up := range p.unions {
-		kinds[up.GoName] = true
+	for _, up := range s.p.unions {
+		s.kinds[up.GoName] = true
 		for _, v := range up.Variants {
-			refs[up.GoName] = append(refs[up.GoName], exprRefs(v.Expr)...)
+			s.refs[up.GoName] = append(s.refs[up.GoName], exprRefs(v.Expr)...)
 		}
 	}
-	for _, ep := range p.enums {
-		kinds[ep.GoName] = true
+	for _, ep := range s.p.enums {
+		s.kinds[ep.GoName] = true
 	}
+}
 
-	// The events' packages, and the packages whose events reach each type.
-	evPkg := map[string]string{}
-	users := map[string]map[string]bool{}
-	for _, ev := range p.events {
-		pkg := rec.Events[ev.Name]
+// placeEvents is the second phase: each event's package (recorded, or by
+// EventPackage), and the event packages whose events reach each type.
+func (s *splitter) placeEvents() {
+	s.evPkg, s.users = map[string]string{}, map[string]map[string]bool{}
+	for _, ev := range s.p.events {
+		pkg := s.rec.Events[ev.Name]
 		if pkg == "" {
 			pkg = EventPackage(ev.Name)
 		}
-		evPkg[ev.Name] = pkg
+		s.evPkg[ev.Name] = pkg
 		var visit func(name string)
 		visit = func(name string) {
-			if users[name] == nil {
-				users[name] = map[string]bool{}
+			if s.users[name] == nil {
+				s.users[name] = map[string]bool{}
 			}
-			if users[name][pkg] {
+			if s.users[name][pkg] {
 				return
 			}
-			users[name][pkg] = true
-			for _, r := range refs[name] {
+			s.users[name][pkg] = true
+			for _, r := range s.refs[name] {
 				visit(r)
 			}
 		}
@@ -229,133 +225,150 @@ func (p *plan) split() {
 			}
 		}
 	}
-	// Leaf types (enums, and unions of scalars and enums) name no other
-	// type, cost little, and are the types a schema update most often gives
-	// a new user (a spec reuses an enum): they live in common, which anything
-	// may import, so that no new user ever moves one.
-	structNames := map[string]bool{}
-	for _, sp := range p.structs {
-		structNames[sp.GoName] = true
+}
+
+// keepRecorded is the third phase: a recorded type keeps its package.
+func (s *splitter) keepRecorded() {
+	s.typePkg = map[string]string{}
+	for name := range s.kinds {
+		if pkg := s.rec.Types[name]; pkg != "" {
+			s.typePkg[name] = pkg
+		}
 	}
-	var isLeaf func(name string) bool
-	isLeaf = func(name string) bool {
-		if !kinds[name] || structNames[name] {
+}
+
+// isLeaf reports whether a type names no other type: enums, and unions of
+// scalars and enums. Leaf types cost little and are the types a schema
+// update most often gives a new user (a spec reuses an enum): they live in
+// common, which anything may import, so that no new user ever moves one.
+func (s *splitter) isLeaf(name string) bool {
+	if !s.kinds[name] || s.structNames[name] {
+		return false
+	}
+	for _, r := range s.refs[name] {
+		if r == name || !s.isLeaf(r) {
 			return false
 		}
-		for _, r := range refs[name] {
-			if r == name || !isLeaf(r) {
-				return false
-			}
-		}
-		return true
 	}
-	typePkg := map[string]string{}
-	for name := range kinds {
-		if pkg := rec.Types[name]; pkg != "" {
-			typePkg[name] = pkg
-		}
-	}
-	// A new type: with the events of its one package; else in common, unless
-	// it refers to types (recorded, or new and placed first) of one event
-	// package: then in that package, so that nothing recorded moves.
-	var place func(name string, visiting map[string]bool) string
-	place = func(name string, visiting map[string]bool) string {
-		if pkg := typePkg[name]; pkg != "" {
-			return pkg
-		}
-		if visiting[name] {
-			return commonPkg // a recursive type: its own package decides
-		}
-		visiting[name] = true
-		pkg := commonPkg
-		switch {
-		case isLeaf(name):
-		case len(users[name]) == 1:
-			for u := range users[name] {
-				pkg = u
-			}
-		default:
-			below := map[string]bool{}
-			for _, r := range refs[name] {
-				if rp := place(r, visiting); rp != commonPkg {
-					below[rp] = true
-				}
-			}
-			if len(below) == 1 {
-				for rp := range below {
-					pkg = rp
-				}
-			}
-		}
-		typePkg[name] = pkg
-		return pkg
-	}
-	typeNames := make([]string, 0, len(kinds))
-	for name := range kinds {
+	return true
+}
+
+// placeNew is the fourth phase, for each type the record lacks, in name
+// order: with the events of its one package; else in common, unless it
+// refers to types (recorded, or new and placed first) of one event package:
+// then in that package, so that nothing recorded moves.
+func (s *splitter) placeNew() {
+	typeNames := make([]string, 0, len(s.kinds))
+	for name := range s.kinds {
 		typeNames = append(typeNames, name)
 	}
 	sort.Strings(typeNames)
 	for _, name := range typeNames {
-		place(name, map[string]bool{})
+		s.place(name, map[string]bool{})
 	}
+}
 
-	// Keep the imports acyclic, common importing nothing generated: move what
-	// breaks it to common, with what it refers to.
-	var toCommon func(name string)
-	toCommon = func(name string) {
-		if typePkg[name] == commonPkg {
-			return
+func (s *splitter) place(name string, visiting map[string]bool) string {
+	if pkg := s.typePkg[name]; pkg != "" {
+		return pkg
+	}
+	if visiting[name] {
+		return commonPkg // a recursive type: its own package decides
+	}
+	visiting[name] = true
+	pkg := commonPkg
+	switch {
+	case s.isLeaf(name):
+	case len(s.users[name]) == 1:
+		for u := range s.users[name] {
+			pkg = u
 		}
-		typePkg[name] = commonPkg
-		for _, r := range refs[name] {
-			toCommon(r)
+	default:
+		below := map[string]bool{}
+		for _, r := range s.refs[name] {
+			if rp := s.place(r, visiting); rp != commonPkg {
+				below[rp] = true
+			}
+		}
+		if len(below) == 1 {
+			for rp := range below {
+				pkg = rp
+			}
 		}
 	}
-	for name := range kinds {
-		if typePkg[name] == commonPkg {
-			for _, r := range refs[name] {
-				toCommon(r)
+	s.typePkg[name] = pkg
+	return pkg
+}
+
+// toCommon moves a type to common, with what it refers to.
+func (s *splitter) toCommon(name string) {
+	if s.typePkg[name] == commonPkg {
+		return
+	}
+	s.typePkg[name] = commonPkg
+	for _, r := range s.refs[name] {
+		s.toCommon(r)
+	}
+}
+
+// breakCycles is the fifth phase: keep the imports acyclic, common
+// importing nothing generated, by moving what breaks it to common, with
+// what it refers to.
+func (s *splitter) breakCycles() {
+	for name := range s.kinds {
+		if s.typePkg[name] == commonPkg {
+			for _, r := range s.refs[name] {
+				s.toCommon(r)
 			}
 		}
 	}
 	for {
-		// edges[a][b] are the types of b that a's declarations name.
-		edges := map[string]map[string][]string{}
-		edge := func(from, to string) {
-			if pf, pt := p.pkgName(from, typePkg, evPkg), typePkg[to]; pf != pt {
-				if edges[pf] == nil {
-					edges[pf] = map[string][]string{}
-				}
-				edges[pf][pt] = append(edges[pf][pt], to)
-			}
-		}
-		for name := range kinds {
-			for _, r := range refs[name] {
-				edge(name, r)
-			}
-		}
-		for _, ev := range p.events {
-			for _, sp := range ev.structs() {
-				for _, f := range sp.Fields {
-					for _, n := range f.Expr.Names() {
-						edge("event "+ev.Name, n)
-					}
-				}
-			}
-		}
+		edges := s.importEdges()
 		cycle := findCycle(edges)
 		if cycle == nil {
-			break
+			return
 		}
 		for i := range cycle {
 			from, to := cycle[i], cycle[(i+1)%len(cycle)]
 			for _, name := range edges[from][to] {
-				toCommon(name)
+				s.toCommon(name)
 			}
 		}
 	}
+}
 
-	p.record = Packages{Events: evPkg, Types: typePkg}
+// importEdges returns, for each package a, the types of each package b that
+// a's declarations name (edges[a][b]).
+func (s *splitter) importEdges() map[string]map[string][]string {
+	edges := map[string]map[string][]string{}
+	edge := func(from, to string) {
+		if pf, pt := s.p.pkgName(from, s.typePkg, s.evPkg), s.typePkg[to]; pf != pt {
+			if edges[pf] == nil {
+				edges[pf] = map[string][]string{}
+			}
+			edges[pf][pt] = append(edges[pf][pt], to)
+		}
+	}
+	for name := range s.kinds {
+		for _, r := range s.refs[name] {
+			edge(name, r)
+		}
+	}
+	for _, ev := range s.p.events {
+		for _, sp := range ev.structs() {
+			for _, f := range sp.Fields {
+				for _, n := range f.Expr.Names() {
+					edge("event "+ev.Name, n)
+				}
+			}
+		}
+	}
+	return edges
+}
+
+// assemble is the last phase: the package plans, common first, then the
+// others by name, each with its events and types.
+func (p *plan) assemble(evPkg, typePkg map[string]string) {
 	pkgs := map[string]*pkgPlan{commonPkg: {Name: commonPkg}}
 	get := func(name string) *pkgPlan {
 		if pkgs[name] == nil {

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -98,6 +99,26 @@ func TestSplitIsStable(t *testing.T) {
 		}
 		if _, err := Generate(s, DefaultOptions); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("a removed type and event are remembered, and return to their package", func(t *testing.T) {
+		s := fixtureWithRecord(t)
+		recorded := s.Packages.Types["Commit"]
+		if recorded == "" || s.Packages.Events["push"] == "" {
+			t.Fatal("the fixture's record has no Commit or push")
+		}
+		gone := *s
+		gone.Events = slices.DeleteFunc(slices.Clone(s.Events), func(e Event) bool { return e.Name == "push" })
+		gone.Types = slices.DeleteFunc(slices.Clone(s.Types), func(ty Type) bool { return ty.Name == "PushEvent" || ty.Name == "Commit" })
+		rec, err := PackagesOf(&gone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Types["Commit"] != recorded || rec.Events["push"] != s.Packages.Events["push"] {
+			t.Errorf("after removal: Commit in %q, push in %q; want both remembered", rec.Types["Commit"], rec.Events["push"])
+		}
+		if d := cmp.Diff(s.Packages, rec); d != "" {
+			t.Errorf("a removal changed the record (-before +after):\n%s", d)
 		}
 	})
 	t.Run("enums live in common", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"forgehooks.dev/forgehooks/catchup"
 	"forgehooks.dev/forgehooks/internal/bound"
+	"forgehooks.dev/forgehooks/internal/connlimit"
 )
 
 // startTimeout bounds the start of the inbox's workers (creating their
@@ -20,7 +21,7 @@ import (
 const startTimeout = time.Minute
 
 // Run starts the inbox's workers (the handlers of stored deliveries run from
-// then on, not before), serves the parts whose address Options names, runs
+// then on, not before; with IngestOnly, never), serves the parts whose address Options names, runs
 // catch-up (when configured) once it listens, and waits for ctx; then it
 // drains (see Close) and returns. It returns early with the error of a
 // server that failed.
@@ -62,7 +63,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 	}
 	// The inbox's workers start once every address is taken: a Receiver
 	// that cannot serve runs no handler.
-	if r.in != nil {
+	if r.in != nil && !r.opts.IngestOnly {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 		err := r.in.Start(sctx)
 		cancel()
@@ -89,8 +90,9 @@ func (r *Receiver) Run(ctx context.Context) error {
 		case "metrics":
 			r.log.Info("forgehooks: serving metrics", "url", u+"/metrics")
 		}
+		ln := connlimit.New(bound.Value(r.opts.MaxConns, DefaultMaxConns, -1)).Serve(p.srv, p.ln)
 		go func() {
-			if err := p.srv.Serve(p.ln); !errors.Is(err, http.ErrServerClosed) {
+			if err := p.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				failed <- fmt.Errorf("receiver: %s: %w", p.name, err)
 			}
 		}()

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 )
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
@@ -35,6 +37,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 			return
 		}
 		keys, tenant = tk.keys, tk.name
+		deliverylog.SetTenant(r.Context(), tenant)
 		if oc != nil {
 			oc.res.Tenant = tenant
 		}
@@ -84,8 +87,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	// body is held in the budget of unverified bodies until it is verified.
 	digest := keys.digest()
 	defer keys.release(digest)
-	res := reservation{b: m.unverified, client: clientAddr(r.RemoteAddr), until: start.Add(budgetWait)}
-	defer res.release()
+	res := m.unverified.Reserve(clientAddr(r.RemoteAddr), start.Add(budgetWait))
+	defer res.Release()
 	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res, newPacer(rw, r, m.minRate, m.window, start))
 	var maxErr *http.MaxBytesError
 	switch {
@@ -94,7 +97,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	case errors.Is(err, errBudget):
 		rw.Header().Set("Connection", "close") // the body stays unread
-		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "content_length", r.ContentLength, "held", res.held, "max_unverified_bytes", m.unverified.max)
+		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "content_length", r.ContentLength, "held", res.Held(), "max_unverified_bytes", m.unverified.Max())
 		return
 	case errors.Is(err, errSlowBody):
 		rw.Header().Set("Connection", "close") // the body stays unread
@@ -106,14 +109,21 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	}
 	d.Payload = body
 	matched := keys.match(digest, body, d.Signature)
-	res.release() // verified or not: from here on other budgets count the body
+	res.Release() // verified or not: from here on other budgets count the body
 	if !matched {
-		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
+		ctx := context.WithoutCancel(r.Context())
+		if m.inline {
+			ctx = emitter.WaitForErrorHandlers(ctx)
+		}
+		m.w.mismatch(ctx, d, nil)
 		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "tenant", tenant)
 		return
 	}
 	if oc != nil {
 		oc.res.Verified, oc.res.Payload = true, body
+	}
+	if m.ignored(rw, r, d, oc) {
+		return
 	}
 	if m.inbox != nil {
 		m.enqueue(rw, r, d)
@@ -136,9 +146,19 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
-	ctx := ContextWithDelivery(context.WithoutCancel(r.Context()), DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1, Tenant: tenant})
+	base := context.WithoutCancel(r.Context())
+	if m.inline {
+		// Nothing outlives the request: the handlers see its deadline (a
+		// function's timeout) and its end.
+		base = r.Context()
+	}
+	ctx := ContextWithDelivery(base, DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1, Tenant: tenant})
 	if oc != nil {
 		oc.left.Add(1) // the handlers' end, as well as the answer
+	}
+	if m.inline {
+		m.receiveBeforeAnswer(ctx, rw, r, d, f, oc)
+		return
 	}
 	if m.timeout < 0 || r.ProtoMajor == 1 && canFlush(rw) {
 		m.receiveInline(ctx, rw, r, d, f, oc)
@@ -183,6 +203,12 @@ func (m *Middleware) tenantOf(rw http.ResponseWriter, r *http.Request) (*tenantK
 	switch {
 	case err == nil:
 		return tk, true
+	case errors.Is(err, ErrUnknownTenant) && ts.notFound != nil:
+		if sw, ok := rw.(*statusWriter); ok && sw.oc.reason == "" {
+			sw.oc.reason = "unknown tenant"
+		}
+		m.logger.Info("webhooks: rejected request: unknown tenant", "status", http.StatusNotFound, "method", r.Method, "path", clip.String(requestURI(r)), "remote", r.RemoteAddr)
+		ts.notFound.ServeHTTP(rw, r)
 	case errors.Is(err, ErrUnknownTenant):
 		// The answer of an unknown path, byte for byte; the key is not
 		// logged (it may be anything), its size is.

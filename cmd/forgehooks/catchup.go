@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"forgehooks.dev/forgehooks/app"
 	"forgehooks.dev/forgehooks/catchup"
 	"forgehooks.dev/forgehooks/inbox"
 )
@@ -91,19 +91,22 @@ func useInbox(o *catchup.Options, in *inbox.Inbox) {
 // catchupFlags are the flags that say which hook to catch up and how; serve
 // can take the same.
 type catchupFlags struct {
-	names      []string // of the flags below, for serve's check that they come with --catchup-every
-	apiURL     *string
-	appID      *string
-	privateKey *string
-	tokenEnv   *string
-	app        *bool
-	repo       *string
-	org        *string
-	hookID     *int64
-	since      *time.Duration
-	state      *string
-	perMinute  *int
-	maxPages   *int
+	names  []string // of the flags below, for serve's check that they come with --catchup-every
+	apiURL *string
+	// apiURLShared: serve --allow-from meta reads --api-url too, so it is
+	// not a catch-up flag alone.
+	apiURLShared bool
+	appID        *string
+	privateKey   *string
+	tokenEnv     *string
+	app          *bool
+	repo         *string
+	org          *string
+	hookID       *int64
+	since        *time.Duration
+	state        *string
+	perMinute    *int
+	maxPages     *int
 }
 
 func addCatchupFlags(fs *flagSet) *catchupFlags {
@@ -158,13 +161,9 @@ func (f *catchupFlags) options(fs *flagSet) (catchup.Options, int, bool) {
 		if *f.appID == "" || *f.privateKey == "" {
 			return fail("--app needs --app-id N and --private-key FILE")
 		}
-		pemBytes, err := os.ReadFile(*f.privateKey)
+		key, err := app.ReadPrivateKeyFile(*f.privateKey, nil)
 		if err != nil {
 			return o, fs.fail("%v", err), false
-		}
-		key, err := catchup.ParsePrivateKey(pemBytes)
-		if err != nil {
-			return o, fs.fail("%s: %v", *f.privateKey, err), false
 		}
 		creds, err := catchup.NewAppJWT(*f.appID, key)
 		if err != nil {
@@ -256,7 +255,7 @@ func serveCatchup(fs *flagSet, f *catchupFlags, every time.Duration, withInbox b
 	if every == 0 {
 		var set []string
 		fs.Visit(func(fl *flag.Flag) {
-			if slices.Contains(f.names, fl.Name) {
+			if slices.Contains(f.names, fl.Name) && !(fl.Name == "api-url" && f.apiURLShared) {
 				set = append(set, "--"+fl.Name)
 			}
 		})

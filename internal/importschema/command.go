@@ -54,14 +54,28 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 	"forgehooks.dev/forgehooks/internal/atomicfile"
 )
 
 // Run is the command importschema: args are its flags (without the program
 // name), messages go to stderr; it returns the exit code (0 done, 1 failed, 2 bad
-// usage, 3 breaking changes with -fail-on-breaking).
-func Run(args []string, stderr io.Writer) int {
+// usage, 3 breaking changes with -fail-on-breaking). It is RunWith without
+// Options.
+func Run(args []string, stderr io.Writer) int { return RunWith(args, stderr, Options{}) }
+
+// Options gives the command what this package does not have: it knows the
+// generator's model (gen/model), not the generator.
+type Options struct {
+	// Declarations, when set, lists the exported Go declarations the
+	// generator makes of a schema (cmd/importschema passes the generator's
+	// own, gen.Declarations), so that the change report names each one that
+	// goes (Report.GoneDeclarations).
+	Declarations func(*genmodel.Schema) ([]string, error)
+}
+
+// RunWith is Run with o.
+func RunWith(args []string, stderr io.Writer, o Options) int {
 	fs := flag.NewFlagSet("importschema", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "schema/source/"+mainVariant+".json.gz", "the spec: JSON, or gzip'd JSON when the name ends in .gz; the variants' files lie beside it")
@@ -76,6 +90,7 @@ func Run(args []string, stderr io.Writer) int {
 	reportJSON := fs.String("report-json", "", "write the change report as JSON to this file")
 	failBreaking := fs.Bool("fail-on-breaking", false, "exit 3 when the update breaks compiled code (after writing)")
 	quiet := fs.Bool("q", false, "print warnings only, no summary or report")
+	checkMode := fs.Bool("check", false, "import in memory and compare with the files in -out (events.yaml, types.yaml, lock.yaml): exit 1 naming each that differs; writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -105,7 +120,7 @@ func Run(args []string, stderr io.Writer) int {
 		if err := readOv(); err != nil {
 			return fail("%v", err)
 		}
-		return runCompare(fs.Arg(0), fs.Arg(1), ov, *reportMD, *reportJSON, *changelog, *failBreaking, *quiet, stderr)
+		return runCompare(fs.Arg(0), fs.Arg(1), ov, *reportMD, *reportJSON, *changelog, *failBreaking, *quiet, stderr, o)
 	}
 
 	// 1. The spec and its variants: downloaded (kept in memory until the end) or
@@ -197,6 +212,9 @@ func Run(args []string, stderr io.Writer) int {
 	}
 	rep := compare(old, res.schema)
 	rep.Overrides = res.noops
+	if rep.GoneDeclarations, err = goneDeclarations(o.Declarations, old, res.schema); err != nil {
+		return fail("%v", err)
+	}
 
 	// 4. Write everything beside its place, check that it loads, then move it in:
 	// an import that fails leaves every file as it was.
@@ -204,7 +222,7 @@ func Run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	pending = append(pending, pendingFile{filepath.Join(*out, gen.EventsFile), evData}, pendingFile{filepath.Join(*out, gen.TypesFile), tyData})
+	pending = append(pending, pendingFile{filepath.Join(*out, genmodel.EventsFile), evData}, pendingFile{filepath.Join(*out, genmodel.TypesFile), tyData})
 	if *lockPath != "none" {
 		lockData, err := res.lock.encode()
 		if err != nil {
@@ -212,8 +230,15 @@ func Run(args []string, stderr io.Writer) int {
 		}
 		pending = append(pending, pendingFile{*lockPath, lockData})
 	}
-	if err := checkLoads(*out, evData, tyData); err != nil {
+	checked, err := checkLoads(*out, evData, tyData)
+	if err != nil {
 		return fail("the written schema does not load: %v", err)
+	}
+	if onChecked != nil {
+		onChecked(res.schema, checked)
+	}
+	if *checkMode {
+		return checkFiles(pending, stderr)
 	}
 	changed := rep.Bump != "none" || (old != nil && old.Source.Version != res.schema.Source.Version)
 	if *changelog != "" && changed {
@@ -243,9 +268,9 @@ func Run(args []string, stderr io.Writer) int {
 }
 
 // runCompare is -compare: two specs, no schema written.
-func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, changelog string, failBreaking, quiet bool, stderr io.Writer) int {
+func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, changelog string, failBreaking, quiet bool, stderr io.Writer, o Options) int {
 	quietWarn := func(string, ...any) {}
-	var schemas [2]*gen.Schema
+	var schemas [2]*genmodel.Schema
 	lk := newLock(nil)
 	var noops []string
 	for i, p := range []string{oldPath, newPath} {
@@ -264,6 +289,11 @@ func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, ch
 	}
 	rep := compare(schemas[0], schemas[1])
 	rep.Overrides = noops
+	var err error
+	if rep.GoneDeclarations, err = goneDeclarations(o.Declarations, schemas[0], schemas[1]); err != nil {
+		fmt.Fprintf(stderr, "importschema: %v\n", err)
+		return 1
+	}
 	if reportMD == "" && reportJSON == "" && changelog == "" {
 		reportMD = "-"
 	}
@@ -356,12 +386,12 @@ func commit(files []pendingFile) error {
 
 // readSchema reads events.yaml and types.yaml of dir as they are (no checks); nil
 // when there are none.
-func readSchema(dir string) (*gen.Schema, error) {
-	s := &gen.Schema{}
+func readSchema(dir string) (*genmodel.Schema, error) {
+	s := &genmodel.Schema{}
 	for _, f := range []struct {
 		name string
 		doc  any
-	}{{gen.EventsFile, s}, {gen.TypesFile, s}} {
+	}{{genmodel.EventsFile, s}, {genmodel.TypesFile, s}} {
 		data, err := os.ReadFile(filepath.Join(dir, f.name))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -376,27 +406,42 @@ func readSchema(dir string) (*gen.Schema, error) {
 	return s, nil
 }
 
-// checkLoads loads the schema as the generator will, from a temporary directory
-// holding the new files and the contract list of dir: references resolve and no
-// contract name is missing.
-func checkLoads(dir string, events, types []byte) error {
-	tmp, err := os.MkdirTemp("", "importschema-check-")
-	if err != nil {
-		return err
+// checkLoads checks the new files as the generator will load them, in
+// memory (genmodel.Parse), with the contract list of dir: references resolve
+// and no contract name is missing.
+func checkLoads(dir string, events, types []byte) (*genmodel.Schema, error) {
+	contract, err := os.ReadFile(filepath.Join(dir, genmodel.ContractFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	files := map[string][]byte{gen.EventsFile: events, gen.TypesFile: types}
-	if c, err := os.ReadFile(filepath.Join(dir, gen.ContractFile)); err == nil {
-		files[gen.ContractFile] = c
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	_, err = gen.Load(tmp)
-	return err
+	return genmodel.Parse(dir+" (as imported)", events, types, contract)
 }
+
+// checkFiles is -check: it compares each pending file with the one on disk
+// and names those that differ (or are missing).
+func checkFiles(pending []pendingFile, stderr io.Writer) int {
+	stale := 0
+	for _, f := range pending {
+		old, err := os.ReadFile(f.path)
+		if err == nil && bytes.Equal(old, f.data) {
+			continue
+		}
+		stale++
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "importschema: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(stderr, "importschema: %s is not what the import makes of the spec and overrides: run make schema\n", f.path)
+	}
+	if stale > 0 {
+		return 1
+	}
+	return 0
+}
+
+// onChecked, when set (by tests), is given the schema the import built and
+// the one checkLoads parsed from its encoding, before anything is written.
+var onChecked func(built, checked *genmodel.Schema)
 
 // writeReports writes the Markdown and JSON reports where asked.
 func writeReports(rep *Report, md, js string, stderr io.Writer) error {
@@ -451,7 +496,7 @@ func header(rec *record) string {
 
 // result is an import's schema and its figures.
 type result struct {
-	schema    *gen.Schema
+	schema    *genmodel.Schema
 	stats     stats
 	overrides int
 	fromSpec  int // names from the spec alone
@@ -465,11 +510,11 @@ func (r *result) summary() string {
 	var structs, enums, unions int
 	for _, t := range r.schema.Types {
 		switch t.Kind {
-		case gen.KindStruct:
+		case genmodel.KindStruct:
 			structs++
-		case gen.KindEnum:
+		case genmodel.KindEnum:
 			enums++
-		case gen.KindUnion:
+		case genmodel.KindUnion:
 			unions++
 		}
 	}
@@ -570,7 +615,7 @@ func importAll(data []byte, variants map[string][]byte, rec *record, ov *overrid
 	// names its types); one that fails there is left out for all of them.
 	vov := *ov
 	vov.Renames = nil
-	vs := map[string]*gen.Schema{}
+	vs := map[string]*genmodel.Schema{}
 	for _, name := range sortedKeys(variants) {
 		r, err := importSpecMode(variants[name], nil, &vov, res.lock, func(string, ...any) {}, true)
 		if err != nil {
@@ -584,7 +629,7 @@ func importAll(data []byte, variants map[string][]byte, rec *record, ov *overrid
 	if len(vs) > 0 {
 		markVariants(res.schema, vs)
 	}
-	if err := gen.Check(res.schema); err != nil {
+	if err := genmodel.Check(res.schema); err != nil {
 		return nil, fmt.Errorf("the import is not a valid schema: %w", err)
 	}
 	return res, nil

@@ -349,6 +349,9 @@ func (c *converter) enum(n, e *jnode, base, where, comp string) (*term, error) {
 	}
 	t := c.newTerm(kEnum)
 	t.base, t.title, t.comp, t.desc = base, n.text("title"), comp, n.text("description")
+	if len(e.elems) > maxEnumValues {
+		return nil, fmt.Errorf("%w: %s: enum of %d values, more than %d", errSpec, where, len(e.elems), maxEnumValues)
+	}
 	seen := map[string]bool{}
 	for _, v := range e.elems {
 		if v.kind == jNull {
@@ -357,6 +360,9 @@ func (c *converter) enum(n, e *jnode, base, where, comp string) (*term, error) {
 		s, ok := v.scalarText()
 		if !ok {
 			return nil, fmt.Errorf("%w: %s: enum value is not a scalar", errSpec, where)
+		}
+		if err := checkName("enum value", where, s); err != nil {
+			return nil, err
 		}
 		if !seen[s] {
 			seen[s] = true
@@ -379,6 +385,9 @@ func (c *converter) structOf(n, props *jnode, required []string, where, comp str
 		req[r] = true
 	}
 	for i, k := range props.keys {
+		if err := checkName("member name", where, k); err != nil {
+			return nil, err
+		}
 		p := props.vals[i]
 		ft, null, err := c.conv(p, where+"."+k)
 		if err != nil {
@@ -402,6 +411,10 @@ func (c *converter) structOf(n, props *jnode, required []string, where, comp str
 	return t, nil
 }
 
+// maxAllOfParts bounds the parts one allOf merges, its nested allOfs'
+// included: the published spec's largest merges a handful.
+const maxAllOfParts = 1000
+
 // convAllOf merges the parts of an allOf into one struct: the members of all parts,
 // required when any part requires them. A single part stands for itself.
 func (c *converter) convAllOf(n *jnode, where, comp string) (*term, bool, error) {
@@ -410,6 +423,11 @@ func (c *converter) convAllOf(n *jnode, where, comp string) (*term, bool, error)
 		return nil, false, fmt.Errorf("%w: %s: allOf is not a non-empty array", errSpec, where)
 	}
 	if len(parts.elems) == 1 && !n.has("properties") {
+		if ref := parts.elems[0].text("$ref"); comp != "" && ref != "" {
+			if name, err := refName(ref); err == nil && name == comp {
+				return nil, false, fmt.Errorf("%w: %s: allOf refers to itself (through %q)", errSpec, where, comp)
+			}
+		}
 		t, null, err := c.conv(parts.elems[0], where+"&0")
 		if err != nil {
 			return nil, false, err
@@ -421,21 +439,34 @@ func (c *converter) convAllOf(n *jnode, where, comp string) (*term, bool, error)
 	props := &jnode{kind: jObject}
 	var required []string
 	title := n.text("title")
+	// A part on the way down (open) that comes again is a cycle; visits
+	// bounds the parts merged, so that allOfs that share parts cannot make
+	// the merge exponential.
+	open := map[*jnode]bool{n: true}
+	visits := 0
 	var add func(part *jnode) error
 	add = func(part *jnode) error {
-		part, _, err := c.resolve(part)
+		part, ref, err := c.resolve(part)
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
+		}
+		if visits++; visits > maxAllOfParts {
+			return fmt.Errorf("%w: %s: allOf merges more than %d parts", errSpec, where, maxAllOfParts)
 		}
 		if title == "" {
 			title = part.text("title")
 		}
 		if sub := part.get("allOf"); sub != nil && sub.kind == jArray {
+			if open[part] {
+				return fmt.Errorf("%w: %s: allOf refers to itself (through %q)", errSpec, where, ref)
+			}
+			open[part] = true
 			for _, p := range sub.elems {
 				if err := add(p); err != nil {
 					return err
 				}
 			}
+			delete(open, part)
 		}
 		if pp := part.get("properties"); pp != nil && pp.kind == jObject {
 			for i, k := range pp.keys {

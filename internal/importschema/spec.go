@@ -52,6 +52,9 @@ func readHooks(spec *jnode, c *converter) ([]*hook, error) {
 		if event == "" {
 			return nil, fmt.Errorf("%w: webhook %q has no x-github.subcategory", errSpec, key)
 		}
+		if err := checkName("event name", "webhook "+key, event); err != nil {
+			return nil, err
+		}
 		schema := post.path("requestBody", "content", "application/json", "schema")
 		if schema == nil {
 			return nil, fmt.Errorf("%w: webhook %q has no application/json request body schema", errSpec, key)

@@ -1,4 +1,4 @@
-package gen
+package model
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -28,6 +29,10 @@ const (
 	// schema must contain. Optional: when it is absent there is no contract to check.
 	// Blank lines and lines starting with "#" are ignored.
 	ContractFile = "names-original.txt"
+	// PackagesFile is the record of the generated package of every event and
+	// named type (Packages). Load reads it when present; the generator's
+	// explicit step (cmd/genpayloads -write-packages) writes it.
+	PackagesFile = "packages.yaml"
 )
 
 // ErrInvalidSchema is the error every schema problem found by Load wraps.
@@ -91,22 +96,36 @@ func (e *SchemaError) Unwrap() error { return ErrInvalidSchema }
 func Load(dir string) (*Schema, error) {
 	events, err := os.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
 	}
 	types, err := os.ReadFile(filepath.Join(dir, TypesFile))
 	if err != nil {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
 	}
 	contract, err := os.ReadFile(filepath.Join(dir, ContractFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
 	}
-	s, problems := loadBytes(events, types, contract)
-	if len(problems) > 0 {
-		return nil, &SchemaError{Dir: dir, Problems: problems}
+	s, err := Parse(dir, events, types, contract)
+	if err != nil {
+		return nil, err
 	}
 	if s.Packages, err = loadPackages(dir); err != nil {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
+	}
+	return s, nil
+}
+
+// Parse reads a schema from the bytes of its files (EventsFile, TypesFile
+// and, when not nil, ContractFile) and checks it as Load does: Load is Parse
+// of a directory's files, and the importer checks what it is about to write
+// with Parse, without writing it anywhere first. The error wraps
+// ErrInvalidSchema (a *SchemaError whose Dir is name). Schema.Packages is
+// empty: the record lives beside the files, not in them.
+func Parse(name string, events, types, contract []byte) (*Schema, error) {
+	s, problems := loadBytes(events, types, contract)
+	if len(problems) > 0 {
+		return nil, &SchemaError{Dir: name, Problems: problems}
 	}
 	return s, nil
 }
@@ -277,6 +296,8 @@ func (c *checker) structType(where string, t Type) {
 		fw := fmt.Sprintf("%s field[%d] %q", where, j, f.JSON)
 		if f.JSON == "" {
 			c.bad("%s: empty json key", fw)
+		} else if why := unprintable(f.JSON); why != "" {
+			c.bad("%s: json key %s", fw, why)
 		} else if seen[f.JSON] {
 			c.bad("%s: duplicate json key", fw)
 		}
@@ -287,6 +308,24 @@ func (c *checker) structType(where string, t Type) {
 		c.expr(fw, f.Type)
 		c.notSentBy(fw, f.NotSentBy)
 	}
+}
+
+// unprintable says why s cannot be a name of the schema (a JSON key, an
+// enum value, which become Go names): invalid UTF-8, a control character
+// (NUL included) or a byte order mark; "" when it can.
+func unprintable(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for i, r := range s {
+		switch {
+		case r < 0x20 || r >= 0x7f && r < 0xa0:
+			return fmt.Sprintf("has a control character (U+%04X) at byte %d", r, i)
+		case r == 0xfeff:
+			return fmt.Sprintf("has a byte order mark (U+FEFF) at byte %d", i)
+		}
+	}
+	return ""
 }
 
 func (c *checker) enumType(where string, t Type) {
@@ -305,6 +344,9 @@ func (c *checker) enumType(where string, t Type) {
 			c.bad("%s value[%d]: duplicate value %q", where, j, v.Value)
 		}
 		seen[v.Value] = true
+		if why := unprintable(v.Value); why != "" {
+			c.bad("%s value[%d]: %s", where, j, why)
+		}
 		if t.Base == "int64" {
 			if _, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
 				c.bad("%s value[%d]: %q is not an int64", where, j, v.Value)
@@ -561,4 +603,39 @@ func loadIsBuiltin(s string) bool {
 		}
 	}
 	return false
+}
+
+// loadPackages reads dir's PackagesFile; a missing file is an empty record.
+func loadPackages(dir string) (Packages, error) {
+	var rec Packages
+	b, err := os.ReadFile(filepath.Join(dir, PackagesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, nil
+	}
+	if err != nil {
+		return rec, err
+	}
+	if err := loadDecodeStrict(b, &rec); err != nil {
+		return rec, fmt.Errorf("%s: %w", PackagesFile, err)
+	}
+	for what, m := range map[string]map[string]string{"events": rec.Events, "types": rec.Types} {
+		for k, v := range m {
+			if !validPkgName(v) {
+				return rec, fmt.Errorf("%s: %s: %q: package %q is not a lower-case Go identifier", PackagesFile, what, k, v)
+			}
+		}
+	}
+	return rec, nil
+}
+
+func validPkgName(s string) bool {
+	if s == "" || s == "codec" {
+		return false
+	}
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }

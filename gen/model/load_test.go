@@ -1,4 +1,4 @@
-package gen
+package model
 
 import (
 	"errors"
@@ -279,4 +279,56 @@ func FuzzLoadBytes(f *testing.F) {
 			t.Fatalf("schema %v with problems %q", s, problems)
 		}
 	})
+}
+
+// TestCheckUnprintableNames: a NUL, another control character or a byte
+// order mark in a JSON key or an enum value is a problem Check names,
+// not a failure later in generation.
+func TestCheckUnprintableNames(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(s *Schema) bool
+		want string
+	}{
+		{"NUL in a json key", func(s *Schema) bool {
+			for i := range s.Types {
+				if len(s.Types[i].Fields) > 0 {
+					s.Types[i].Fields[0].JSON = "a\x00b"
+					return true
+				}
+			}
+			return false
+		}, "control character (U+0000)"},
+		{"BOM in a json key", func(s *Schema) bool {
+			for i := range s.Types {
+				if len(s.Types[i].Fields) > 0 {
+					s.Types[i].Fields[0].JSON = "\ufeffid"
+					return true
+				}
+			}
+			return false
+		}, "byte order mark"},
+		{"NUL in an enum value", func(s *Schema) bool {
+			for i := range s.Types {
+				if len(s.Types[i].Values) > 0 {
+					s.Types[i].Values[0].Value = "x\x00"
+					return true
+				}
+			}
+			return false
+		}, "control character (U+0000)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Load(loadFixture)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.edit(s) {
+				t.Fatal("the fixture has nothing to edit")
+			}
+			if err := Check(s); !errors.Is(err, ErrInvalidSchema) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Check: %v, want a problem containing %q", err, tt.want)
+			}
+		})
+	}
 }
