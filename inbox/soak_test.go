@@ -285,7 +285,10 @@ func TestInboxClusterSoak(t *testing.T) {
 	cl.start(leader)
 
 	t.Logf("%d deliveries/s for %v per phase (%d not sent: the senders were behind; %d refused by the store)", rate, phaseFor, behind.Load(), refused.Load())
-	for p, name := range map[int]string{1: "steady", 2: "after the stream leader's shutdown"} {
+	for p, name := range []string{1: "steady", 2: "after the stream leader's shutdown"} {
+		if p == 0 {
+			continue
+		}
 		f := log.figures(p)
 		t.Logf("%s: %v", name, f)
 		if f.accepted < int(float64(rate)*phaseFor.Seconds())/2 {
