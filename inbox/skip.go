@@ -86,16 +86,42 @@ func (in *Inbox) Skip(ctx context.Context, id string) error {
 	}
 	in.log.Warn("inbox: a waiting delivery set aside as a dead letter (skip)", "delivery", id, "event", m.Header.Get(hdrEvent),
 		"order_key", orderKey, "attempts", len(st.Attempts))
-	if rec != nil && rec.rec.Head == seq {
-		// At the head of its key, waiting for its retry: due now, so that a
-		// runner finds it dead and moves on to the next.
-		r := rec.rec
-		r.Due, r.Owner, r.Lease = time.Now(), "", time.Time{}
-		if _, err := in.keyBucket.Update(ctx, keyName(orderKey), r.marshal(), rec.rev); err != nil {
-			in.log.Warn("inbox: skip: its key goes on once its retry falls due", "delivery", id, "error", err)
-		}
+	if orderKey != "" {
+		in.dueNow(ctx, keyName(orderKey), seq, id)
 	}
 	return nil
+}
+
+// dueNow makes the record name due at once when its Head is seq and nobody
+// runs it, so that a runner finds its Head dead (Skip) and moves on to the
+// next; conditionally on the record's revision, read again when another
+// write came between.
+func (in *Inbox) dueNow(ctx context.Context, name string, seq uint64, id string) {
+	for range 100 {
+		e, err := in.keyBucket.Get(ctx, name)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return
+		}
+		var r keyRecord
+		if err == nil && json.Unmarshal(e.Value(), &r) != nil {
+			return
+		}
+		if err != nil {
+			in.log.Warn("inbox: skip: its key goes on once its retry falls due", "delivery", id, "error", err)
+			return
+		}
+		if r.Head != seq || r.Owner != "" && time.Now().Before(r.Lease) && !in.embeddedOwnerGone(r.Owner) {
+			return // parked behind another, or its runner finds it dead when done
+		}
+		r.Due, r.Owner, r.Lease = time.Now(), "", time.Time{}
+		_, err = in.keyBucket.Update(ctx, name, r.marshal(), e.Revision())
+		if err == nil || !isWrongRevision(err) {
+			if err != nil {
+				in.log.Warn("inbox: skip: its key goes on once its retry falls due", "delivery", id, "error", err)
+			}
+			return
+		}
+	}
 }
 
 // embeddedOwnerGone reports whether the owner of a key's record is a
