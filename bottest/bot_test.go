@@ -10,12 +10,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"forgehooks.dev/forgehooks/app"
 	"forgehooks.dev/forgehooks/bottest"
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox"
 	"forgehooks.dev/forgehooks/payloads"
+	"forgehooks.dev/forgehooks/receiver"
 	"forgehooks.dev/forgehooks/webhooks"
 	"forgehooks.dev/forgehooks/webhookstest"
 )
@@ -48,11 +51,8 @@ func TestBotThanksCommenters(t *testing.T) {
 	payloads.OnIssueCommentCreatedEvent(wh, thankCommenter(bot.App))
 	bot.Start(wh)                            // the receiver and its inbox, until the test ends
 	rec := bot.Send("issue_comment.created") // once handled (or dead)
-	if rec.Status != delivery.StatusHandled {
-		t.Fatalf("%s: %s", rec.Status, rec.LastError())
-	}
-	if c := bot.Forge.Comments(); len(c) != 1 || c[0].Body != "Thanks, @Codertocat!" {
-		t.Fatalf("comments: %+v", c)
+	if c := bot.Forge.Comments(); rec.Status != delivery.StatusHandled || len(c) != 1 || c[0].Body != "Thanks, @Codertocat!" {
+		t.Fatalf("%s %q, comments %+v", rec.Status, rec.LastError(), c)
 	}
 }
 
@@ -144,5 +144,22 @@ func TestSeveralDeliveries(t *testing.T) {
 	c := bot.Forge.Comments()
 	if len(c) != 4 || c[0].Installation != bottest.Installation || c[3].Installation != 9 {
 		t.Fatalf("comments: %+v", c)
+	}
+}
+
+// StartReceiver keeps the options it is given: a path of its own, and an
+// inbox without retries (RetryDelays empty: a failure is a dead letter at
+// once), still in the test's directory.
+func TestStartReceiverOptions(t *testing.T) {
+	bot := bottest.New(t)
+	wh, _ := webhooks.New(webhooks.Options{Secret: "a secret for tests only"})
+	wh.On("issues.opened", func(context.Context, emitter.Event) error { return errors.New("no luck") })
+	bot.StartReceiver(receiver.Options{Webhooks: wh, Middleware: webhooks.MiddlewareOptions{Path: "/hooks"},
+		Inbox: &inbox.Options{RetryDelays: []time.Duration{}}})
+	if !strings.HasSuffix(bot.URL, "/hooks") {
+		t.Errorf("URL %q, want the path given", bot.URL)
+	}
+	if rec := bot.Send("issues.opened"); rec.Status != delivery.StatusDead || len(rec.Attempts) != 1 {
+		t.Fatalf("record %s after %d attempts, want dead after 1", rec.Status, len(rec.Attempts))
 	}
 }

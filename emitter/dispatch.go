@@ -17,7 +17,8 @@ import (
 // nil, or an *Error holding each failed handler's error in that order
 // ("name.action" handlers first, then "name", then OnAny, each in registration
 // order). A panicking handler fails with a *PanicError. Error handlers are told
-// of an *Error without delaying Receive.
+// of an *Error without delaying Receive, unless ctx comes from
+// WaitForErrorHandlers.
 //
 // Receive checks e before any handler runs: a missing name (ErrMissingName), a
 // missing payload (ErrMissingPayload) and a payload that is not a JSON object (an
@@ -216,7 +217,8 @@ func recovered(v any, what string) error {
 }
 
 // ReportError tells every error handler about err, each on its own goroutine,
-// and returns at once. Receive calls it for failed handlers; package webhooks
+// and returns at once (under a context from WaitForErrorHandlers: once they
+// have returned). Receive calls it for failed handlers; package webhooks
 // calls it when a delivery's signature does not match, so that error handlers
 // hear of deliveries that never reached Receive. The handlers get ctx without
 // its cancellation, since they outlive the call. After Close, or past
@@ -240,12 +242,20 @@ func (em *Emitter) ReportError(ctx context.Context, err *Error) {
 		em.Logger().Error("emitter: too many error reports running; error logged instead of reported", "event", clip.String(err.Event.Name), "delivery", clip.String(err.Event.ID), "error", clip.String(err.Error()), "payload_bytes", size)
 		return
 	}
+	var wait *sync.WaitGroup
+	if ctx.Value(waitReportsKey{}) != nil {
+		wait = new(sync.WaitGroup)
+		wait.Add(len(s.errs))
+	}
 	ctx = context.WithoutCancel(ctx)
 	left := new(atomic.Int32)
 	left.Store(int32(len(s.errs)))
 	for _, l := range s.errs {
 		em.active.Add(1) // while begin's count holds, so Close cannot miss it
 		go func() {
+			if wait != nil {
+				defer wait.Done()
+			}
 			defer em.end() // last, so that Close sees the report ended
 			defer func() {
 				if left.Add(-1) == 0 {
@@ -254,6 +264,9 @@ func (em *Emitter) ReportError(ctx context.Context, err *Error) {
 			}()
 			em.runErrorHandler(ctx, l.eh, err)
 		}()
+	}
+	if wait != nil {
+		wait.Wait()
 	}
 }
 

@@ -297,6 +297,24 @@ func (s *snapshot) remove(name string, l *Listener) bool {
 	return false
 }
 
+// Handles reports whether a delivery of event with action would run a
+// handler: one registered with OnAny, under event, or under
+// "event.action". With Options.Transform, which may rename a delivery, it
+// reports true.
+func (em *Emitter) Handles(event, action string) bool {
+	if em.opts.Transform != nil {
+		return true
+	}
+	s := em.snap.Load()
+	if s == nil {
+		return false
+	}
+	if len(s.any) > 0 || len(s.byName[event]) > 0 {
+		return true
+	}
+	return action != "" && len(s.byName[event+"."+action]) > 0
+}
+
 // update applies fn to a copy of the current snapshot and publishes the copy.
 func (em *Emitter) update(fn func(s *snapshot)) {
 	em.mu.Lock()

@@ -359,6 +359,15 @@ func (in *Inbox) Start(ctx context.Context) error {
 	return nil
 }
 
+// RunsWorkers reports whether Start has run this inbox's workers in this
+// process: an inline webhooks.Middleware refuses such an inbox (see
+// webhooks.WorkerInbox), whose workers would run after its answers.
+func (in *Inbox) RunsWorkers() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.started != nil
+}
+
 // connect starts the embedded server or dials the cluster.
 func (in *Inbox) connect() error {
 	o := in.opts

@@ -31,12 +31,14 @@ const indexKillMaxOpen = time.Second
 // SIGTERM (its Close writes the indexes) and SIGKILLed the moment an index's
 // temporary file appears, while it is written. Then Open is measured in a
 // process of its own (bounded by indexKillMaxOpen when FORGEHOOKS_SCALE is
-// set), and no temporary file may be left in the directory.
+// set), and no temporary file may be left in the directory. It runs only
+// when FORGEHOOKS_SCALE or FORGEHOOKS_INDEX_KILL is set (a minute and more):
 //
 //	FORGEHOOKS_SCALE=200000 go test -run TestIndexWriteKilled -v -timeout 30m ./inbox
+//	FORGEHOOKS_INDEX_KILL=1 go test -run TestIndexWriteKilled -v ./inbox
 func TestIndexWriteKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fills a store and builds forgehooks")
+	if testing.Short() || os.Getenv("FORGEHOOKS_SCALE") == "" && os.Getenv("FORGEHOOKS_INDEX_KILL") == "" {
+		t.Skip("fills a store and builds forgehooks: set FORGEHOOKS_INDEX_KILL=1 or FORGEHOOKS_SCALE=N")
 	}
 	if runtime.GOOS != "linux" {
 		t.Skip("kills a process during a write, watched through the directory")

@@ -340,9 +340,11 @@ func (k *keyRunner) claimDue() time.Time {
 		rev, err := k.keyBucket.Update(ctx, c.name, rec.marshal(), c.e.rev)
 		cancel()
 		if err != nil {
-			<-k.sem // taken by another receiver, or changed: seen again through follow
+			<-k.sem // taken by another receiver, or changed: read again
+			k.refresh(c.name)
 			continue
 		}
+		k.remember(c.name, rec, rev)
 		if !k.launch(c.name, rec, rev) {
 			return next
 		}
@@ -418,8 +420,27 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 		}
 	}
 	parked := false
-	for range 100 {
-		e, err := k.keyBucket.Get(ctx, name)
+	for try := range 100 {
+		var rec keyRecord
+		var cur uint64
+		c, cachedOK := k.cached(name)
+		var err error
+		if cachedOK && try == 0 {
+			// The record as last seen: the conditional write below reads
+			// it again when it changed since.
+			rec, cur = c.rec, c.rev
+		} else {
+			var e jetstream.KeyValueEntry
+			e, err = k.keyBucket.Get(ctx, name)
+			if err == nil {
+				cur = e.Revision()
+				if json.Unmarshal(e.Value(), &rec) != nil {
+					k.log.Error("inbox: an order key's record is not JSON; dropped", "record", name)
+					_ = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(cur))
+					continue
+				}
+			}
+		}
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			rec := keyRecord{Key: clipKey(key), Head: seq, Tail: seq, Due: time.Now()}
 			// Run here at once when a place is free; else the scheduler of
@@ -442,6 +463,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 				k.admitFailed(msg, err)
 				return
 			}
+			k.remember(name, rec, rev)
 			_ = msg.Ack()
 			if placed {
 				k.launch(name, rec, rev)
@@ -451,12 +473,6 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 		if err != nil {
 			k.admitFailed(msg, err)
 			return
-		}
-		var rec keyRecord
-		if json.Unmarshal(e.Value(), &rec) != nil {
-			k.log.Error("inbox: an order key's record is not JSON; dropped", "record", name)
-			_ = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
-			continue
 		}
 		if seq <= rec.Tail {
 			_ = msg.Ack() // admitted already, before a crash or a lost acknowledgement
@@ -473,13 +489,15 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 			parked = true
 		}
 		rec.Tail = seq
-		if _, err := k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision()); err != nil {
+		rev, err := k.keyBucket.Update(ctx, name, rec.marshal(), cur)
+		if err != nil {
 			if isWrongRevision(err) {
 				continue
 			}
 			k.admitFailed(msg, err)
 			return
 		}
+		k.remember(name, rec, rev)
 		_ = msg.Ack()
 		return
 	}
@@ -626,32 +644,44 @@ func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h na
 func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (keep, write bool)) (uint64, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for range 100 {
-		e, err := k.keyBucket.Get(ctx, name)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, false
-		}
-		if err != nil {
-			if !k.isClosed() {
-				k.log.Warn("inbox: reading an order key's record", "record", name, "error", err)
-			}
-			return 0, false
-		}
+	for try := range 100 {
 		var rec keyRecord
-		if json.Unmarshal(e.Value(), &rec) != nil || rec.Head != head {
-			return 0, false // another receiver took it over
+		var cur uint64
+		if c, ok := k.cached(name); ok && try == 0 && c.rec.Head == head {
+			// The record as last seen: a write conditional on its revision
+			// fails, and reads it again, if it changed since.
+			rec, cur = c.rec, c.rev
+		} else {
+			e, err := k.keyBucket.Get(ctx, name)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				return 0, false
+			}
+			if err != nil {
+				if !k.isClosed() {
+					k.log.Warn("inbox: reading an order key's record", "record", name, "error", err)
+				}
+				return 0, false
+			}
+			if json.Unmarshal(e.Value(), &rec) != nil || rec.Head != head {
+				return 0, false // another receiver took it over
+			}
+			cur = e.Revision()
 		}
 		keep, write := change(&rec)
 		if !write {
 			return 0, false
 		}
 		var rev uint64
+		var err error
 		if keep {
-			rev, err = k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision())
+			rev, err = k.keyBucket.Update(ctx, name, rec.marshal(), cur)
 		} else {
-			err = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
+			err = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(cur))
 		}
 		if err == nil {
+			if keep {
+				k.remember(name, rec, rev)
+			}
 			return rev, true
 		}
 		if !isWrongRevision(err) {
@@ -662,6 +692,43 @@ func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (ke
 		}
 	}
 	return 0, false
+}
+
+// refresh reads the record name again into what this runner has seen.
+func (k *keyRunner) refresh(name string) {
+	ctx, cancel := context.WithTimeout(k.handlerCtx, 10*time.Second)
+	defer cancel()
+	e, err := k.keyBucket.Get(ctx, name)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		delete(k.recs, name)
+	case err == nil:
+		var rec keyRecord
+		if json.Unmarshal(e.Value(), &rec) == nil {
+			if cur, ok := k.recs[name]; !ok || cur.rev <= e.Revision() {
+				k.recs[name] = keyEntry{rec, e.Revision()}
+			}
+		}
+	}
+}
+
+// cached returns the record name as last seen (followed, or written here).
+func (k *keyRunner) cached(name string) (keyEntry, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.recs[name]
+	return e, ok
+}
+
+// remember notes a record written here, unless a later one was seen.
+func (k *keyRunner) remember(name string, rec keyRecord, rev uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if cur, ok := k.recs[name]; !ok || cur.rev < rev {
+		k.recs[name] = keyEntry{rec, rev}
+	}
 }
 
 // release gives the record back, its Head due at due.

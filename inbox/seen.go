@@ -242,9 +242,10 @@ func (in *Inbox) rememberStored(ctx context.Context, seq uint64) error {
 	if id == "" || m.Header.Get(hdrKey) != "" {
 		return nil // no id, or a copy stored again (its records exist)
 	}
-	token := subjectToken(id)
+	tenant := m.Header.Get(hdrTenant)
+	token := subjectToken(deliveryKey(tenant, id))
 	if ok, err := in.seen.Has(ctx, seenIDKey(token)); err != nil || ok {
 		return err
 	}
-	return in.remember(ctx, id, token, bodyDigest(m.Data), seq)
+	return in.remember(ctx, id, token, tenantDigest(tenant, m.Data), seq)
 }

@@ -78,7 +78,7 @@ func (r *Ring) Add(res webhooks.Result) bool {
 		return false
 	}
 	rec := &delivery.Record{
-		ID: res.ID, Event: res.Event, Action: res.Action,
+		ID: res.ID, Tenant: res.Tenant, Event: res.Event, Action: res.Action,
 		Header:     res.Header.Clone(),
 		Payload:    append([]byte(nil), res.Payload...),
 		Size:       int64(len(res.Payload)),
@@ -213,15 +213,15 @@ func (s *store) add(rec *delivery.Record) {
 	s.recs = append(s.recs, rec)
 	s.bytes += size(rec)
 	if s.byID != nil && rec.ID != "" {
-		s.byID[rec.ID] = rec
+		s.byID[recordKey(rec)] = rec
 	}
 	for len(s.recs)-s.head > s.maxRecs || s.bytes > s.maxBytes && len(s.recs)-s.head > 1 {
 		old := s.recs[s.head]
 		s.recs[s.head] = nil
 		s.head++
 		s.bytes -= size(old)
-		if s.byID != nil && s.byID[old.ID] == old {
-			delete(s.byID, old.ID)
+		if s.byID != nil && s.byID[recordKey(old)] == old {
+			delete(s.byID, recordKey(old))
 		}
 	}
 	// Compact once the dropped front is as long as the live part, so that the
@@ -263,7 +263,8 @@ func (s *store) list(opts delivery.ListOptions) []delivery.Record {
 		rec := s.recs[i]
 		if opts.Before != 0 && rec.Seq >= opts.Before ||
 			opts.Status != "" && rec.Status != opts.Status ||
-			opts.Event != "" && rec.Event != opts.Event {
+			opts.Event != "" && rec.Event != opts.Event ||
+			opts.Tenant != "" && rec.Tenant != opts.Tenant {
 			continue
 		}
 		c := copyRecord(rec)
@@ -354,4 +355,13 @@ func (s *store) endAttempt(seq uint64, n int, d time.Duration, err error) {
 	c.Payload = nil
 	s.mu.Unlock()
 	s.Notify(c)
+}
+
+// recordKey is what a record is found by (Get): its id, or "tenant/id" for a
+// tenant's delivery, as the inbox does.
+func recordKey(rec *delivery.Record) string {
+	if rec.Tenant == "" {
+		return rec.ID
+	}
+	return rec.Tenant + "/" + rec.ID
 }

@@ -21,6 +21,7 @@ import (
 type row struct {
 	Key        string    `json:"key"` // "d:<id>" for a delivery, "r:<seq>" for a request
 	ID         string    `json:"id"`
+	Tenant     string    `json:"tenant,omitempty"`
 	Event      string    `json:"event"`
 	Action     string    `json:"action"`
 	Repository string    `json:"repository"`
@@ -39,14 +40,14 @@ var rowPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
 
 func (in *Inspector) row(rec *delivery.Record, request bool) row {
 	rw := row{
-		ID: rec.ID, Event: rec.Event, Action: rec.Action, ReceivedAt: rec.ReceivedAt,
+		ID: rec.ID, Tenant: rec.Tenant, Event: rec.Event, Action: rec.Action, ReceivedAt: rec.ReceivedAt,
 		Verified: rec.Verified, Status: string(rec.Status), HTTPStatus: rec.HTTPStatus,
 		Attempts: len(rec.Attempts), Seq: rec.Seq, StatusText: statusText(rec),
 	}
 	if request {
 		rw.Key = "r:" + strconv.FormatUint(rec.Seq, 10)
 	} else {
-		rw.Key = "d:" + rec.ID
+		rw.Key = "d:" + recordKey(rec)
 	}
 	d := rec.Duration
 	if n := len(rec.Attempts); n > 0 {
@@ -80,8 +81,8 @@ func statusText(rec *delivery.Record) string {
 
 // filter is what the list's filters ask for.
 type filter struct {
-	event, action, text string
-	status              delivery.Status
+	event, action, text, tenant string
+	status                      delivery.Status
 }
 
 func (f filter) match(rw *row) bool {
@@ -91,7 +92,7 @@ func (f filter) match(rw *row) bool {
 	if f.text == "" {
 		return true
 	}
-	for _, s := range []string{rw.ID, rw.Event + "." + rw.Action, rw.Repository, rw.Sender, rw.StatusText} {
+	for _, s := range []string{rw.ID, rw.Tenant, rw.Event + "." + rw.Action, rw.Repository, rw.Sender, rw.StatusText} {
 		if strings.Contains(strings.ToLower(s), f.text) {
 			return true
 		}
@@ -124,7 +125,7 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 	scanned := 0
 	for len(rows) < limit && scanned < maxScan {
 		batch := max(limit, 100)
-		recs, err := s.list(ctx, delivery.ListOptions{Status: f.status, Event: f.event, Before: before, Limit: batch})
+		recs, err := s.list(ctx, delivery.ListOptions{Status: f.status, Event: f.event, Tenant: f.tenant, Before: before, Limit: batch})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -151,7 +152,7 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 
 func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := filter{status: delivery.Status(q.Get("status")), text: strings.ToLower(strings.TrimSpace(q.Get("q")))}
+	f := filter{status: delivery.Status(q.Get("status")), text: strings.ToLower(strings.TrimSpace(q.Get("q"))), tenant: strings.TrimSpace(q.Get("tenant"))}
 	f.event, f.action, _ = strings.Cut(strings.TrimSpace(q.Get("event")), ".")
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	if limit <= 0 || limit > 500 {

@@ -89,7 +89,19 @@ type Options struct {
 	// bound (then every event name a verified delivery carries becomes a
 	// series: only for a receiver that trusts its senders' names).
 	MaxEvents int
+	// MaxTenants bounds the distinct tenant label values (webhooks.Tenants):
+	// a delivery of a tenant past the bound is counted under TenantOther.
+	// The label is a tenant's name as its SecretSource gave it, never a
+	// value a request claimed, and is absent without tenants. Zero:
+	// DefaultMaxTenants. Negative: no bound.
+	MaxTenants int
 }
+
+// DefaultMaxTenants is Options.MaxTenants' default.
+const DefaultMaxTenants = 100
+
+// TenantOther is the tenant label of the tenants past Options.MaxTenants.
+const TenantOther = "other"
 
 // Metrics counts deliveries for Prometheus. Its zero value is not usable: call
 // New. It is safe for concurrent use.
@@ -98,19 +110,25 @@ type Metrics struct {
 	bounds               []float64
 	les                  []string // bounds as le label values, "+Inf" last
 	maxEvents            int
+	maxTenants           int
 
 	ns string // the namespace
 
 	mu     sync.RWMutex
 	series map[key]*series
 	events map[string]bool // the event labels admitted, the fixed ones aside
+	tenant map[string]bool // the tenant labels admitted
 
 	inbox inboxMetrics
 }
 
 type key struct {
 	event  string
-	status int // 0: StatusOther
+	status int    // 0: StatusOther
+	tenant string // "": no tenant label
+	// ignored: a delivery no filter accepted (webhooks.Result.Ignored),
+	// labelled ignored="true".
+	ignored bool
 }
 
 // series is one event and status: how many observations fell in each bucket
@@ -151,15 +169,17 @@ func New(opts Options) *Metrics {
 		maxEvents:  opts.MaxEvents,
 		series:     map[key]*series{},
 		events:     map[string]bool{},
+		tenant:     map[string]bool{},
 	}
 	m.maxEvents = bound.Value(m.maxEvents, DefaultMaxEvents, math.MaxInt)
+	m.maxTenants = bound.Value(opts.MaxTenants, DefaultMaxTenants, math.MaxInt)
 	return m
 }
 
 // Observe counts one request's result. Its signature is that of
 // webhooks.MiddlewareOptions.OnResult, to which it is meant to be given.
 func (m *Metrics) Observe(r webhooks.Result) {
-	k := key{event: EventLabel(r), status: r.Status}
+	k := key{event: EventLabel(r), status: r.Status, tenant: r.Tenant, ignored: r.Ignored}
 	if k.status < 100 || k.status > 599 {
 		k.status = 0
 	}
@@ -194,6 +214,13 @@ func (m *Metrics) add(k key) *series {
 			k.event = EventOther
 		} else {
 			m.events[k.event] = true
+		}
+	}
+	if k.tenant != "" && k.tenant != TenantOther && !m.tenant[k.tenant] {
+		if len(m.tenant) >= m.maxTenants {
+			k.tenant = TenantOther
+		} else {
+			m.tenant[k.tenant] = true
 		}
 	}
 	s := m.series[k]
@@ -252,7 +279,7 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	}
 	m.mu.RUnlock()
 	slices.SortFunc(snaps, func(a, b snap) int {
-		return cmp.Or(cmp.Compare(a.event, b.event), cmp.Compare(a.status, b.status))
+		return cmp.Or(cmp.Compare(a.event, b.event), cmp.Compare(a.status, b.status), cmp.Compare(a.tenant, b.tenant), cmpBool(a.ignored, b.ignored))
 	})
 
 	var b bytes.Buffer
@@ -301,7 +328,14 @@ func labels(k key) string {
 	if k.status != 0 {
 		status = strconv.Itoa(k.status)
 	}
-	return `event="` + escape(k.event) + `",status="` + status + `"`
+	l := `event="` + escape(k.event) + `",status="` + status + `"`
+	if k.tenant != "" {
+		l += `,tenant="` + escape(k.tenant) + `"`
+	}
+	if k.ignored {
+		l += `,ignored="true"`
+	}
+	return l
 }
 
 // escape escapes a label value as the format requires. The values Observe
@@ -325,4 +359,14 @@ func escape(v string) string {
 
 func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
 }

@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ func (r *Receiver) logRequests(maxInFlight int) http.Handler {
 			name += "." + action
 		}
 		attrs := []any{"id", clip.String(req.Header.Get(webhooks.HeaderDelivery)), "event", name}
+		if tenant := info.Tenant(); tenant != "" {
+			attrs = append(attrs, "tenant", tenant)
+		}
 		if !stored {
 			// With an inbox the handlers run later: the line of each attempt
 			// names the repository and sender.
@@ -52,6 +56,8 @@ func (r *Receiver) logRequests(maxInFlight int) http.Handler {
 			attrs = append(attrs, "in_flight", mw.InFlight(), "max_in_flight", maxInFlight)
 		}
 		switch {
+		case info.Ignored():
+			log.Info("delivery ignored: no filter accepts it", attrs...)
 		case stored && rec.status == http.StatusAccepted:
 			log.Info("delivery stored", attrs...)
 		case stored && rec.status == http.StatusOK:
@@ -81,6 +87,9 @@ func (r *Receiver) logResult(res webhooks.Result) {
 		name += "." + clip.String(res.Action)
 	}
 	attrs := []any{"id", clip.String(res.ID), "event", name}
+	if res.Tenant != "" {
+		attrs = append(attrs, "tenant", res.Tenant)
+	}
 	if res.Payload != nil {
 		repository, sender := deliverylog.Find(res.Payload)
 		attrs = append(attrs, "repository", repository, "sender", sender)
@@ -95,13 +104,19 @@ func (r *Receiver) logResult(res webhooks.Result) {
 
 // attemptLine logs a stored delivery's handled attempt (the inbox logs the
 // failed ones, with their error, once each).
-func (r *Receiver) attemptLine(rec delivery.Record) {
+func (r *Receiver) attemptLine(rec delivery.Record) { attemptLine(r.log, rec) }
+
+func attemptLine(log *slog.Logger, rec delivery.Record) {
 	if rec.Status != delivery.StatusHandled || len(rec.Attempts) == 0 {
 		return
 	}
 	a := rec.Attempts[len(rec.Attempts)-1]
-	r.log.Info("delivery handled", "id", rec.ID, "event", rec.Name(), "repository", rec.Repository, "sender", rec.Sender,
-		"status", string(rec.Status), "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond))
+	attrs := []any{"id", rec.ID}
+	if rec.Tenant != "" {
+		attrs = append(attrs, "tenant", rec.Tenant)
+	}
+	log.Info("delivery handled", append(attrs, "event", rec.Name(), "repository", rec.Repository, "sender", rec.Sender,
+		"status", string(rec.Status), "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond))...)
 }
 
 // recorder keeps the status and the start of an error answer's body. It

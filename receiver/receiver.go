@@ -12,6 +12,10 @@
 //	r, err := receiver.New(ctx, receiver.Options{Webhooks: wh, Inbox: &inbox.Options{Dir: "inbox"}})
 //	mux.Handle("/api/forge/webhooks", r.Handler())
 //	err = r.Run(ctx) // until ctx is done; then drains
+//
+// Ingest and workers scale apart over a NATS cluster: receivers with
+// IngestOnly store deliveries and run none, and RunWorker, in any number of
+// other processes, runs them with no HTTP endpoint.
 package receiver
 
 import (
@@ -65,6 +69,12 @@ type Options struct {
 	// command line on a socket in Dir while the Receiver runs, so that
 	// 'forgehooks inbox' works on it.
 	Inbox *inbox.Options
+	// IngestOnly, with an Inbox in a NATS cluster (URLs), makes this a
+	// receiver that takes deliveries in and stores them, and runs none: Run
+	// starts no worker, and processes of RunWorker ('forgehooks work')
+	// sharing the inbox run them. Its metrics are named
+	// "forgehooks_ingest_…" unless Metrics.Namespace says otherwise.
+	IngestOnly bool
 	// Forward, when set, is an http(s) URL every delivery is re-POSTed to,
 	// with its original headers and body (see inbox.Forward); a non-2xx
 	// answer fails the attempt. New checks it.
@@ -109,6 +119,10 @@ type Options struct {
 	// OnListen, when set, is told each address Run listens on: "webhooks",
 	// "inspector" or "metrics", and the address.
 	OnListen func(part, addr string)
+	// Wrap, when set, wraps the webhook endpoint (Handler), such as
+	// webhooks.SourceFilter's Wrap, which refuses requests from outside the
+	// forge's ranges before the endpoint reads them.
+	Wrap func(http.Handler) http.Handler
 	// DrainTimeout bounds the drain: requests and running handlers finish
 	// until then; deliveries of an inbox not finished run after a restart.
 	// Zero: DefaultDrainTimeout. Negative: no bound (wait for them).
@@ -168,7 +182,11 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 	}
 	r.wh.OnAny(deliverylog.Note)
 	if opts.Metrics != nil {
-		r.metrics = metrics.New(*opts.Metrics)
+		mo := *opts.Metrics
+		if opts.IngestOnly && mo.Namespace == "" {
+			mo.Namespace = IngestNamespace
+		}
+		r.metrics = metrics.New(mo)
 	}
 	if opts.Inbox != nil {
 		o := *opts.Inbox
@@ -184,12 +202,7 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		r.stops = append(r.stops, in.Watch(r.attemptLine))
 		if r.metrics != nil {
 			r.stops = append(r.stops, in.Watch(r.metrics.ObserveAttempt))
-			r.metrics.SetInbox(func(ctx context.Context) (metrics.InboxStats, error) {
-				s, err := in.Stats(ctx)
-				c := in.Counters()
-				return metrics.InboxStats{Waiting: s.Waiting, Dead: s.Dead, OldestWaiting: s.OldestWaiting,
-					Duplicates: c.Duplicates, Replays: c.Replays, IDReuses: c.IDReuses, Requeued: c.Requeued}, err
-			})
+			r.metrics.SetInbox(inboxStats(in))
 		}
 		where := o.Dir
 		if where == "" {
@@ -255,6 +268,9 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 	}
 	r.mw = webhooks.NewMiddleware(r.wh, mo)
 	r.handler = r.logRequests(mo.MaxInFlight)
+	if opts.Wrap != nil {
+		r.handler = opts.Wrap(r.handler)
+	}
 	return r, nil
 }
 
@@ -276,6 +292,9 @@ func checkOptions(o *Options) error {
 	}
 	if o.Inspector != nil && o.InspectorAddr != "" && o.Inspector.Token == "" && !inspector.IsLoopbackAddr(o.InspectorAddr) {
 		return &OptionError{"InspectorAddr", fmt.Errorf("%s is not a loopback address: anyone who reaches it would read the deliveries; set Inspector.Token, or use a 127.0.0.1 address", o.InspectorAddr)}
+	}
+	if o.IngestOnly && (o.Inbox == nil || len(o.Inbox.URLs) == 0) {
+		return &OptionError{"IngestOnly", errors.New("needs an Inbox in a NATS cluster (URLs): the workers of another process must reach it, and an embedded inbox's directory opens in one process at a time")}
 	}
 	if o.CatchupEvery < 0 {
 		return &OptionError{"CatchupEvery", fmt.Errorf("%v: want a positive interval", o.CatchupEvery)}

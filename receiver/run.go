@@ -21,7 +21,7 @@ import (
 const startTimeout = time.Minute
 
 // Run starts the inbox's workers (the handlers of stored deliveries run from
-// then on, not before), serves the parts whose address Options names, runs
+// then on, not before; with IngestOnly, never), serves the parts whose address Options names, runs
 // catch-up (when configured) once it listens, and waits for ctx; then it
 // drains (see Close) and returns. It returns early with the error of a
 // server that failed.
@@ -63,7 +63,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 	}
 	// The inbox's workers start once every address is taken: a Receiver
 	// that cannot serve runs no handler.
-	if r.in != nil {
+	if r.in != nil && !r.opts.IngestOnly {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 		err := r.in.Start(sctx)
 		cancel()

@@ -104,6 +104,9 @@ type Result struct {
 	Verified bool
 	// Duplicate reports a delivery the inbox held already.
 	Duplicate bool
+	// Ignored reports a verified delivery that no filter accepted
+	// (MiddlewareOptions.Accept, AcceptHandled): answered 200 "ignored".
+	Ignored bool
 	// Header holds the request's headers.
 	Header http.Header
 	// Payload is the body of a verified delivery; nil otherwise. It must not

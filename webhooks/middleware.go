@@ -115,6 +115,28 @@ type MiddlewareOptions struct {
 	// error's text often holds what they should not see (a database address,
 	// a token, a file path); the log of the receiver always has it.
 	ExposeHandlerErrors bool
+	// Inline, when true, makes sure no work of a delivery outlives its
+	// answer, for platforms that freeze or stop the process once a request is
+	// answered (AWS Lambda, Cloud Functions, Cloud Run without CPU outside
+	// requests). Without an Inbox the handlers run inside the request and the
+	// answer waits for them however long they take: 200 when they succeed, the
+	// failure's status (500 unless WithStatus says otherwise) when one fails,
+	// so that the forge's log marks the delivery failed and it can be
+	// redelivered; never the 202 of Timeout. With an Inbox the delivery is
+	// stored before the answer, as without Inline, and no handler runs in this
+	// process. Error handlers (OnError) told of a failed or forged delivery
+	// run before the answer too. The handlers' context is the request's, with
+	// its deadline (a function's timeout) and cancellation; once the answer
+	// is written, it is canceled with cause ErrAnswered, and a dispatch under it
+	// (Webhooks.Receive or VerifyAndReceive from a goroutine a handler left
+	// behind) runs no handler and returns ErrAnswered.
+	//
+	// NewMiddleware refuses (panics at) what would leave work running after
+	// the answer: Inline without an Inbox and with a positive Timeout, and
+	// Inline with an Inbox that runs workers in this process (one whose
+	// RunsWorkers method, see WorkerInbox, reports true). With an Inbox,
+	// Timeout bounds the store as it does without Inline.
+	Inline bool
 	// OnResult, when set, is called once for every request the middleware
 	// handles (not for those of other paths), after its answer was written
 	// and its handlers, if any, returned: for a 202 of the timeout, when they
@@ -122,6 +144,14 @@ type MiddlewareOptions struct {
 	// for long; it must not keep Result.Payload beyond the call unless it
 	// copies it.
 	OnResult func(Result)
+	// Accept, when set, is the filter of verified deliveries (ParseAccept):
+	// one it does not accept is answered 200 "ignored" (Result.Ignored),
+	// and is neither stored by Inbox nor run.
+	Accept *Accept
+	// AcceptHandled, when true, ignores as Accept does each verified
+	// delivery that no handler is registered for (an OnAny handler takes
+	// them all), so that an Inbox stores only what some handler will run.
+	AcceptHandled bool
 }
 
 // Middleware receives deliveries over HTTP on one path, verifies them and
@@ -137,21 +167,24 @@ type MiddlewareOptions struct {
 // 202. (Running them on the request's goroutine spares two goroutine switches
 // per delivery.)
 type Middleware struct {
-	w           *Webhooks
-	path        string    // without trailing slashes; "" for "/"
-	wild        []segment // the path's segments when it has wildcards; nil otherwise
-	logger      *slog.Logger
-	timeout     time.Duration
-	max         int64
-	maxInFlight int64            // 0: no bound
-	maxRunning  int64            // 0: no bound
-	unverified  *waitroom.Budget // nil: no bound
-	minRate     int64            // bytes per second; 0: no minimum
-	window      time.Duration    // over which minRate is measured
-	workers     workers          // run each accepted delivery's handlers
-	inbox       Inbox
-	onResult    func(Result)
-	exposeErrs  bool
+	w             *Webhooks
+	path          string    // without trailing slashes; "" for "/"
+	wild          []segment // the path's segments when it has wildcards; nil otherwise
+	logger        *slog.Logger
+	timeout       time.Duration
+	max           int64
+	maxInFlight   int64            // 0: no bound
+	maxRunning    int64            // 0: no bound
+	unverified    *waitroom.Budget // nil: no bound
+	minRate       int64            // bytes per second; 0: no minimum
+	window        time.Duration    // over which minRate is measured
+	workers       workers          // run each accepted delivery's handlers
+	inbox         Inbox
+	onResult      func(Result)
+	exposeErrs    bool
+	accept        *Accept
+	acceptHandled bool
+	inline        bool // MiddlewareOptions.Inline
 }
 
 // NewMiddleware returns a Middleware serving w. It panics when w is nil.
@@ -177,7 +210,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if w == nil {
 		panic("webhooks: NewMiddleware with a nil *Webhooks")
 	}
-	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers(), inbox: opts.Inbox, onResult: opts.OnResult, exposeErrs: opts.ExposeHandlerErrors}
+	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, max: opts.MaxBodyBytes, workers: newWorkers(), inbox: opts.Inbox, onResult: opts.OnResult, exposeErrs: opts.ExposeHandlerErrors, accept: opts.Accept, acceptHandled: opts.AcceptHandled}
 	path := opts.Path
 	if path == "" {
 		path = DefaultPath
@@ -202,6 +235,9 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 		m.unverified = newBudget(n)
 	}
 	m.minRate, m.window = orDefault(opts.MinBodyRate, DefaultMinBodyRate), rateWindow
+	if opts.Inline {
+		m.checkInline(opts)
+	}
 	return m
 }
 

@@ -64,7 +64,7 @@ type fixture struct {
 	release chan struct{} // closed to let "slow" deliveries finish
 }
 
-func newFixture(t *testing.T, opts MiddlewareOptions) *fixture {
+func newFixture(t *testing.T, opts MiddlewareOptions, adjust ...func(*Middleware)) *fixture {
 	t.Helper()
 	f := &fixture{logs: &logRecords{}, told: make(chan *emitter.Error, 16), release: make(chan struct{})}
 	f.wh = mustNew(t, Options{Secret: secret, AdditionalSecrets: []string{"old-secret-0123456789"}, Logger: slog.New(f.logs)})
@@ -95,7 +95,11 @@ func newFixture(t *testing.T, opts MiddlewareOptions) *fixture {
 		return nil
 	})
 	f.wh.OnError(func(ctx context.Context, err *emitter.Error) { f.told <- err })
-	f.srv = httptest.NewServer(NewMiddleware(f.wh, opts))
+	mw := NewMiddleware(f.wh, opts)
+	for _, a := range adjust {
+		a(mw)
+	}
+	f.srv = httptest.NewServer(mw)
 	t.Cleanup(func() {
 		select {
 		case <-f.release:

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/clip"
+	"forgehooks.dev/forgehooks/internal/deliverylog"
 )
 
 var requiredHeaders = [...]string{HeaderEvent, HeaderSignature, HeaderDelivery}
@@ -35,6 +37,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 			return
 		}
 		keys, tenant = tk.keys, tk.name
+		deliverylog.SetTenant(r.Context(), tenant)
 		if oc != nil {
 			oc.res.Tenant = tenant
 		}
@@ -108,12 +111,19 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	matched := keys.match(digest, body, d.Signature)
 	res.Release() // verified or not: from here on other budgets count the body
 	if !matched {
-		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
+		ctx := context.WithoutCancel(r.Context())
+		if m.inline {
+			ctx = emitter.WaitForErrorHandlers(ctx)
+		}
+		m.w.mismatch(ctx, d, nil)
 		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "tenant", tenant)
 		return
 	}
 	if oc != nil {
 		oc.res.Verified, oc.res.Payload = true, body
+	}
+	if m.ignored(rw, r, d, oc) {
+		return
 	}
 	if m.inbox != nil {
 		m.enqueue(rw, r, d)
@@ -136,9 +146,19 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
-	ctx := ContextWithDelivery(context.WithoutCancel(r.Context()), DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1, Tenant: tenant})
+	base := context.WithoutCancel(r.Context())
+	if m.inline {
+		// Nothing outlives the request: the handlers see its deadline (a
+		// function's timeout) and its end.
+		base = r.Context()
+	}
+	ctx := ContextWithDelivery(base, DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1, Tenant: tenant})
 	if oc != nil {
 		oc.left.Add(1) // the handlers' end, as well as the answer
+	}
+	if m.inline {
+		m.receiveBeforeAnswer(ctx, rw, r, d, f, oc)
+		return
 	}
 	if m.timeout < 0 || r.ProtoMajor == 1 && canFlush(rw) {
 		m.receiveInline(ctx, rw, r, d, f, oc)
@@ -183,6 +203,12 @@ func (m *Middleware) tenantOf(rw http.ResponseWriter, r *http.Request) (*tenantK
 	switch {
 	case err == nil:
 		return tk, true
+	case errors.Is(err, ErrUnknownTenant) && ts.notFound != nil:
+		if sw, ok := rw.(*statusWriter); ok && sw.oc.reason == "" {
+			sw.oc.reason = "unknown tenant"
+		}
+		m.logger.Info("webhooks: rejected request: unknown tenant", "status", http.StatusNotFound, "method", r.Method, "path", clip.String(requestURI(r)), "remote", r.RemoteAddr)
+		ts.notFound.ServeHTTP(rw, r)
 	case errors.Is(err, ErrUnknownTenant):
 		// The answer of an unknown path, byte for byte; the key is not
 		// logged (it may be anything), its size is.

@@ -111,6 +111,12 @@ type TenantsOptions struct {
 	// LookupTimeout bounds each call of the SecretSource; past it the
 	// delivery is answered 503. Zero: DefaultTenantLookupTimeout.
 	LookupTimeout time.Duration
+	// NotFound, when set, answers the requests whose key names no tenant:
+	// under a router (Middleware.AnyPath), its own answer to an unknown path,
+	// such as http.NotFoundHandler() under http.ServeMux, so that an unknown
+	// tenant looks like any path that is not served. Nil: the Middleware's
+	// answer to a path other than its own.
+	NotFound http.Handler
 }
 
 // Tenants resolves each delivery's tenant and secrets through a
@@ -127,10 +133,11 @@ type TenantsOptions struct {
 // says, and the time it takes says nothing more (the lookup of an unknown key
 // and of a known one take the same path through the cache and the source).
 type Tenants struct {
-	src     SecretSource
-	value   string
-	ttl     time.Duration
-	timeout time.Duration
+	src      SecretSource
+	value    string
+	notFound http.Handler
+	ttl      time.Duration
+	timeout  time.Duration
 
 	mu       sync.Mutex
 	known    lru[TenantKey, *tenantKeys]
@@ -157,7 +164,7 @@ func NewTenants(src SecretSource, opts TenantsOptions) *Tenants {
 	if src == nil {
 		panic("webhooks: NewTenants with a nil SecretSource")
 	}
-	t := &Tenants{src: src, value: opts.PathValue, ttl: opts.CacheTTL, timeout: opts.LookupTimeout, inflight: map[TenantKey]*lookupCall{}}
+	t := &Tenants{src: src, value: opts.PathValue, notFound: opts.NotFound, ttl: opts.CacheTTL, timeout: opts.LookupTimeout, inflight: map[TenantKey]*lookupCall{}}
 	if t.value == "" {
 		t.value = DefaultTenantPathValue
 	}

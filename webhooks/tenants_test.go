@@ -147,9 +147,10 @@ func TestTenantsOverHTTP(t *testing.T) {
 }
 
 // TestTenantsUnderServeMux: AnyPath under a ServeMux pattern reads the
-// tenant from the mux's path value.
+// tenant from the mux's path value; with NotFound, an unknown tenant gets the
+// mux's own answer to an unknown path.
 func TestTenantsUnderServeMux(t *testing.T) {
-	url, seen := tenantServer(t, testTenants, webhooks.TenantsOptions{PathValue: "customer"}, webhooks.MiddlewareOptions{}, func(mw *webhooks.Middleware) http.Handler {
+	url, seen := tenantServer(t, testTenants, webhooks.TenantsOptions{PathValue: "customer", NotFound: http.NotFoundHandler()}, webhooks.MiddlewareOptions{}, func(mw *webhooks.Middleware) http.Handler {
 		mux := http.NewServeMux()
 		mux.Handle("POST /c/{customer}/events", mw.AnyPath())
 		return mux
@@ -162,6 +163,12 @@ func TestTenantsUnderServeMux(t *testing.T) {
 	}
 	if code, _, _ := postTenant(t, url+"/c/beta/events", "acme-current-secret-0123", "m2"); code != 400 {
 		t.Errorf("wrong secret: %d", code)
+	}
+	// An unknown tenant is answered as the mux answers an unknown path.
+	code, body, hdr := postTenant(t, url+"/c/nobody/events", "beta-secret-0123456789ab", "m3")
+	code2, body2, hdr2 := postTenant(t, url+"/elsewhere", "beta-secret-0123456789ab", "m4")
+	if code != 404 || body != body2 || code2 != 404 || hdr.Get("Content-Type") != hdr2.Get("Content-Type") {
+		t.Errorf("unknown tenant %d %q %v; unknown path %d %q %v", code, body, hdr, code2, body2, hdr2)
 	}
 }
 

@@ -41,7 +41,12 @@ type Delivery struct {
 // be; an unknown one is an error wrapping ErrUnknownTenant). Otherwise the result is Receive's: nil, an
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
 // The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
+// Under the context of a delivery an Inline Middleware has answered, it
+// returns ErrAnswered and does nothing else.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
+	if err := w.refuseAnswered(ctx, emitter.Event{ID: d.ID, Name: d.Name}); err != nil {
+		return err
+	}
 	keys := w.keyring()
 	if d.Tenant != "" && w.tenants != nil {
 		tk, err := w.tenants.resolve(ctx, TenantKey{Path: d.Tenant})

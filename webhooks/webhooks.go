@@ -203,6 +203,10 @@ func (w *Webhooks) OnAny(h emitter.Handler) *emitter.Listener { return w.handler
 // nil.
 func (w *Webhooks) OnError(h emitter.ErrorHandler) *emitter.Listener { return w.handlers().OnError(h) }
 
+// Handles reports whether a delivery of event with action would run a
+// handler (see emitter.Emitter.Handles).
+func (w *Webhooks) Handles(event, action string) bool { return w.handlers().Handles(event, action) }
+
 // RemoveListener removes the most recent registration of l under name: an
 // event name as given to On, "*" for OnAny, or "error" for OnError. It reports
 // whether there was one. Deliveries already started still run the handler.
@@ -221,9 +225,13 @@ func (w *Webhooks) RemoveListenerNames(names []string, l *emitter.Listener) int 
 // middleware verified it, say) or in tests. Deliveries from the network go
 // through VerifyAndReceive or the Middleware. It is emitter.Emitter.Receive,
 // counted for Close: after Close it returns emitter.ErrClosed. The handlers'
-// context carries e (EventFrom).
+// context carries e (EventFrom). Under the context of a delivery an Inline
+// Middleware has answered, it returns ErrAnswered and runs nothing.
 func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
 	em := w.handlers()
+	if err := w.refuseAnswered(ctx, e); err != nil {
+		return err
+	}
 	f, err := w.inFlight.take(e.ID, int64(len(e.Payload)), 0, 0)
 	if err != nil {
 		return emitter.ErrClosed

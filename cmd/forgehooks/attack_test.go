@@ -245,38 +245,65 @@ func TestServeStoreBound(t *testing.T) {
 	t.Logf("acknowledged again %v after the store filled, without a restart", time.Since(start).Round(time.Second))
 }
 
-// TestServeLargeDeliveries: 8 concurrent valid deliveries of 25 MiB into
-// serve --inbox are all answered 2xx and each handled once.
+// TestServeLargeDeliveries: concurrent valid deliveries of 25 MiB into serve
+// --inbox are each stored and handled exactly once. The defaults answer
+// within the forge's 10 s: a body waits 5 s at most for the unverified-bytes
+// budget (one 25 MiB body of one address is read at a time) and is stored
+// within the handler timeout, or is answered 503 with Retry-After. A loaded
+// machine (a second test suite beside this one) misses those deadlines, so
+// here 4 are sent, the store and the server get minutes (--handler-timeout,
+// --read-timeout, --write-timeout), a body refused for the budget (unread,
+// nothing stored) is sent again, as catch-up would have the forge do, and the
+// test checks that each is stored and handled once; with FORGEHOOKS_TIMING=1
+// (make timing, which CI runs alone) the defaults must accept 8 sent at once,
+// every one the first time.
 func TestServeLargeDeliveries(t *testing.T) {
 	serveBinary(t)
 	t.Parallel()
-	p := startServe(t, "--inbox", t.TempDir())
-	const n = 8
+	strict := os.Getenv("FORGEHOOKS_TIMING") != ""
+	args := []string{"--inbox", t.TempDir()}
+	if !strict {
+		args = append(args, "--handler-timeout", "3m", "--read-timeout", "4m", "--write-timeout", "4m")
+	}
+	p := startServe(t, args...)
+	n := 8
+	if !strict {
+		n = 4 // still more than one address may have read at once
+	}
 	var wg sync.WaitGroup
 	codes := make([]int, n)
 	answers := make([]string, n)
+	tries := make([]int, n)
 	start := time.Now()
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("large-%d", i)
-			client := &http.Client{Timeout: 60 * time.Second}
-			code, msg, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, validBody(id, webhooks.DefaultMaxBodyBytes-100))
-			if err != nil {
-				msg = err.Error()
+			client := &http.Client{Timeout: 5 * time.Minute}
+			body := validBody(id, webhooks.DefaultMaxBodyBytes-100)
+			for deadline := time.Now().Add(5 * time.Minute); ; {
+				tries[i]++
+				code, msg, err := attack.Post(client, p.Addr, webhooks.DefaultPath, attackSecret, "issues", id, body)
+				if err != nil {
+					msg = err.Error()
+				}
+				codes[i], answers[i] = code, msg
+				if strict || code != http.StatusServiceUnavailable || !strings.Contains(msg, "request bodies being received") || time.Now().After(deadline) {
+					return
+				}
+				time.Sleep(time.Second)
 			}
-			codes[i], answers[i] = code, msg
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d × 25 MiB at once: %v in %v", n, codes, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d × 25 MiB at once: %v after %v tries, in %v", n, codes, tries, time.Since(start).Round(time.Millisecond))
 	for i, c := range codes {
 		if c != http.StatusAccepted {
-			t.Errorf("delivery %d: %d %s", i, c, answers[i])
+			t.Errorf("delivery %d: %d %s (try %d)", i, c, answers[i], tries[i])
 		}
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for strings.Count(p.Output(), `msg="delivery handled"`) < n && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -287,7 +314,13 @@ func TestServeLargeDeliveries(t *testing.T) {
 	}
 	t.Logf("peak RSS %.1f MiB", peakMiB(t, p))
 	if t.Failed() {
-		t.Logf("serve's log:\n%.4000s", p.Output())
+		var failed []string
+		for _, l := range strings.Split(p.Output(), "\n") {
+			if strings.Contains(l, "level=ERROR") || strings.Contains(l, "level=WARN") {
+				failed = append(failed, l)
+			}
+		}
+		t.Logf("serve's warnings and errors:\n%.8000s", strings.Join(failed, "\n"))
 	}
 }
 

@@ -91,19 +91,22 @@ func useInbox(o *catchup.Options, in *inbox.Inbox) {
 // catchupFlags are the flags that say which hook to catch up and how; serve
 // can take the same.
 type catchupFlags struct {
-	names      []string // of the flags below, for serve's check that they come with --catchup-every
-	apiURL     *string
-	appID      *string
-	privateKey *string
-	tokenEnv   *string
-	app        *bool
-	repo       *string
-	org        *string
-	hookID     *int64
-	since      *time.Duration
-	state      *string
-	perMinute  *int
-	maxPages   *int
+	names  []string // of the flags below, for serve's check that they come with --catchup-every
+	apiURL *string
+	// apiURLShared: serve --allow-from meta reads --api-url too, so it is
+	// not a catch-up flag alone.
+	apiURLShared bool
+	appID        *string
+	privateKey   *string
+	tokenEnv     *string
+	app          *bool
+	repo         *string
+	org          *string
+	hookID       *int64
+	since        *time.Duration
+	state        *string
+	perMinute    *int
+	maxPages     *int
 }
 
 func addCatchupFlags(fs *flagSet) *catchupFlags {
@@ -252,7 +255,7 @@ func serveCatchup(fs *flagSet, f *catchupFlags, every time.Duration, withInbox b
 	if every == 0 {
 		var set []string
 		fs.Visit(func(fl *flag.Flag) {
-			if slices.Contains(f.names, fl.Name) {
+			if slices.Contains(f.names, fl.Name) && !(fl.Name == "api-url" && f.apiURLShared) {
 				set = append(set, "--"+fl.Name)
 			}
 		})

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,7 @@ type inboxFlags struct {
 	duplicateWindow, handled        days
 	maxStore                        byteSize
 	replayGuard                     bool
+	workers, replicas               countFlag
 	// existing: --inbox must name a directory that exists (every command
 	// but serve, which creates it): a typo must not open an empty inbox.
 	existing bool
@@ -61,10 +63,15 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.Var(&f.handled, "handled-retention", "with an inbox: how long a handled delivery's body is kept (the page, replay) before its space is freed; its id stays for the duplicate window")
 		f.maxStore = byteSize(inbox.DefaultMaxStoreBytes)
 		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; 0: the default; negative: no bound")
+		fs.Var(&f.workers, "workers", "with an inbox: run at most `N` deliveries at once in this process (default 4 × the CPUs); serve --workers 0 --nats URL runs none: it stores them for 'forgehooks work'")
+		fs.Var(&f.replicas, "replicas", "with --nats: `N` replicas of each stream and bucket made (default 3; 1 for a single NATS server)")
 		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
 	}
 	return f
 }
+
+// minStoreBytes is the smallest --max-store-bytes taken.
+const minStoreBytes = 1 << 20
 
 // enabled reports whether an inbox was asked for.
 func (f *inboxFlags) enabled() bool { return f.dir != "" || f.urls != "" }
@@ -95,6 +102,10 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	if f.ackWait < 0 {
 		return o, errors.New("--ack-wait must not be negative")
 	}
+	if o.MaxStoreBytes > 0 && o.MaxStoreBytes < minStoreBytes {
+		// Said here: the store's own refusal names no flag.
+		return o, fmt.Errorf("--max-store-bytes %d is too small: at least 1MiB", o.MaxStoreBytes)
+	}
 	if f.urls != "" {
 		o.URLs = strings.Split(f.urls, ",")
 	}
@@ -104,6 +115,20 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	if f.retryDelays != "" && !f.enabled() {
 		return o, errors.New("--retry-delays needs --inbox or --nats")
 	}
+	if f.workers.set && !f.enabled() {
+		return o, errors.New("--workers needs --inbox or --nats")
+	}
+	if f.workers.set && f.workers.n < 0 {
+		return o, errors.New("--workers must not be negative")
+	}
+	if f.workers.set && f.workers.n == 0 && f.urls == "" {
+		return o, errors.New("--workers 0 needs --nats: the workers of 'forgehooks work' cannot open an --inbox directory that serve holds")
+	}
+	o.Workers = f.workers.n
+	if f.replicas.set && (f.urls == "" || f.replicas.n < 1) {
+		return o, errors.New("--replicas needs --nats, and a number from 1")
+	}
+	o.Replicas = f.replicas.n
 	if f.orderBy != "" && !f.enabled() {
 		return o, errors.New("--order-by needs --inbox or --nats")
 	}
@@ -139,9 +164,10 @@ NATS cluster. While that serve runs, the commands go through its admin socket
 in DIR (retry, replay and skip then act in that serve); otherwise they open DIR
 themselves. DIR must exist: these commands never make one.
 
-  ls            the stored deliveries, newest first (--status, --event, --limit, --before),
-                read and printed a page at a time
+  ls            the stored deliveries, newest first (--status, --event, --tenant, --limit,
+                --before), read and printed a page at a time
   show ID       one delivery: headers (secrets redacted), payload, each attempt with its error
+                (a tenant's delivery is TENANT/ID)
   retry ID...   run dead letters again, on a fresh retry schedule
   retry --dead  run every dead letter again (--event: only those of an event)
   replay ID...  run stored deliveries' handlers once more
@@ -152,6 +178,7 @@ themselves. DIR must exist: these commands never make one.
 	f := addInboxFlags(fs, false)
 	status := fs.String("status", "", "ls: only deliveries with this status (queued, running, handled, retrying, dead)")
 	event := fs.String("event", "", "ls, retry --dead: only deliveries of this event (without its action)")
+	tenant := fs.String("tenant", "", "ls: only deliveries of this tenant (serve --tenants)")
 	limit := fs.Int("limit", delivery.DefaultListLimit, "ls: the most deliveries listed (negative: all)")
 	before := fs.Uint64("before", 0, "ls: only deliveries stored before this sequence number (the next page)")
 	allDead := fs.Bool("dead", false, "retry: every dead letter (or those of --event)")
@@ -212,7 +239,7 @@ themselves. DIR must exist: these commands never make one.
 	out := c.stdout
 	switch sub {
 	case "ls":
-		return listInbox(ctx, fs, out, st, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Before: *before}, *limit, *jsonOut)
+		return listInbox(ctx, fs, out, st, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Tenant: *tenant, Before: *before}, *limit, *jsonOut)
 	case "dead":
 		recs, err := st.Dead(ctx)
 		if err != nil {
@@ -221,7 +248,7 @@ themselves. DIR must exist: these commands never make one.
 		if *jsonOut {
 			return writeJSON(fs, out, recordsJSON(recs))
 		}
-		writeTable(out, recs, true)
+		writeTable(out, recs, true, hasTenant(recs))
 		if len(recs) == 0 {
 			fmt.Fprintln(out, "(none)")
 		}
@@ -301,7 +328,7 @@ func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o d
 	if jsonOut {
 		bw.WriteString("[")
 	}
-	n := 0
+	n, tenants := 0, false
 	for limit < 0 || n < limit {
 		o.Limit = listPage
 		if limit > 0 {
@@ -322,7 +349,10 @@ func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o d
 				}
 			}
 		} else {
-			writeTable(bw, recs, n == 0)
+			if n == 0 {
+				tenants = hasTenant(recs)
+			}
+			writeTable(bw, recs, n == 0, tenants)
 		}
 		n += len(recs)
 		if err := bw.Flush(); err != nil {
@@ -374,17 +404,34 @@ func openInbox(ctx context.Context, o inbox.Options) (st inboxStore, running boo
 	return ac, true, nil
 }
 
+// hasTenant reports whether some of recs is a tenant's delivery.
+func hasTenant(recs []delivery.Record) bool {
+	for _, r := range recs {
+		if r.Tenant != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // lastErrorWidth is the width of the LAST ERROR column.
 const lastErrorWidth = 60
 
 // writeTable prints recs as a table, with its header line when header is
-// set (the first page of a listing).
-func writeTable(w io.Writer, recs []delivery.Record, header bool) {
+// set (the first page of a listing), and a TENANT column first when tenants
+// is (the first page had a tenant's delivery: serve --tenants).
+func writeTable(w io.Writer, recs []delivery.Record, header, tenants bool) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	if header {
+		if tenants {
+			fmt.Fprint(tw, "TENANT\t")
+		}
 		fmt.Fprintln(tw, "SEQ\tID\tEVENT\tSTATUS\tATTEMPTS\tRECEIVED\tLAST ERROR")
 	}
 	for _, r := range recs {
+		if tenants {
+			fmt.Fprintf(tw, "%s\t", cmp.Or(r.Tenant, "-"))
+		}
 		lastErr := firstLine(r.LastError())
 		if len(lastErr) > lastErrorWidth {
 			cut := lastErrorWidth - 3
@@ -403,6 +450,9 @@ func writeTable(w io.Writer, recs []delivery.Record, header bool) {
 const maxShownPayload = 64 << 10
 
 func writeRecord(w io.Writer, r delivery.Record) {
+	if r.Tenant != "" {
+		fmt.Fprintf(w, "tenant:   %s\n", r.Tenant)
+	}
 	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.Name(), r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintln(w, "headers:")
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
@@ -439,6 +489,7 @@ func writeRecord(w io.Writer, r delivery.Record) {
 type recordOut struct {
 	Seq        uint64          `json:"seq"`
 	ID         string          `json:"id"`
+	Tenant     string          `json:"tenant,omitempty"`
 	Event      string          `json:"event"`
 	Action     string          `json:"action,omitempty"`
 	Status     string          `json:"status"`
@@ -457,7 +508,7 @@ type attemptOut struct {
 }
 
 func recordJSON(r delivery.Record) recordOut {
-	o := recordOut{Seq: r.Seq, ID: r.ID, Event: r.Event, Action: r.Action, Status: string(r.Status), ReceivedAt: r.ReceivedAt,
+	o := recordOut{Seq: r.Seq, ID: r.ID, Tenant: r.Tenant, Event: r.Event, Action: r.Action, Status: string(r.Status), ReceivedAt: r.ReceivedAt,
 		Header: http.Header{}, Attempts: []attemptOut{}, Size: max(r.Size, int64(len(r.Payload)))}
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
 		o.Header[kv[0]] = append(o.Header[kv[0]], kv[1])

@@ -5,6 +5,8 @@
 //	                    --inbox or --nats it stores them durably first, with
 //	                    --ui it shows them on an inspector page, with
 //	                    --catchup-every it has missed ones redelivered
+//	forgehooks work     run the deliveries of an inbox that 'serve --workers 0'
+//	                    fills (any number of each, sharing a NATS cluster)
 //	forgehooks send     sign and POST a delivery, as the forge does
 //	forgehooks relay    receive deliveries from a webhook channel (smee-style)
 //	forgehooks proxy    serve webhook channels on this machine
@@ -80,6 +82,7 @@ type command struct {
 // commands lists every subcommand, in the order the usage shows them.
 var commands = []command{
 	{"serve", "run a receiver that verifies and logs deliveries", cmdServe},
+	{"work", "run the deliveries a 'serve --workers 0' stored", cmdWork},
 	{"send", "sign and POST a delivery, as the forge does", cmdSend},
 	{"relay", "receive deliveries from a webhook channel", cmdRelay},
 	{"proxy", "serve webhook channels on this machine", cmdProxy},

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,7 +27,9 @@ why). SIGINT or SIGTERM stops it, letting running handlers finish.
 
 With --inbox DIR (or --nats URL) each delivery is stored durably before it is
 answered 202, and its handlers run from there, retried on failure; 'forgehooks
-inbox ... --inbox DIR' operates it while serve runs. With --catchup-every,
+inbox ... --inbox DIR' operates it while serve runs; with --nats URL
+--workers 0 serve only stores them, and 'forgehooks work' runs them. With
+--catchup-every,
 serve also asks the forge, once at start and then at each interval, to
 redeliver what it missed (see 'forgehooks catchup --help').
 
@@ -32,12 +37,14 @@ For a first try without a secret of your own, run 'make serve', which passes a
 development secret.`)
 	fs.group("Receiving")
 	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
-	path := fs.String("path", webhooks.DefaultPath, "URL path that receives deliveries")
+	path := fs.String("path", webhooks.DefaultPath, "URL path that receives deliveries; a segment {tenant} names the tenant (--tenants), such as /t/{tenant}/hooks")
 	secretF := fs.secretFlag()
+	tenantsF := fs.String("tenants", "", "YAML `FILE` of tenants, each with its own secrets and optional hook ids, instead of --secret (read again on SIGHUP)")
 	var additional stringList
 	fs.Var(&additional, "additional-secret", "another accepted secret, while one is rotated (repeatable)")
 	jsonLog := fs.Bool("json", false, "log JSON lines instead of text")
 	handlerTimeout := fs.Duration("handler-timeout", webhooks.DefaultTimeout, "how long to wait for handlers before answering 202 (the forge waits 10s)")
+	acceptF := fs.String("accept", "", "answer 200 \"ignored\" to verified deliveries of other events, neither stored nor run: a comma-separated `LIST` of event or event.action names, * a wildcard (issues,pull_request.opened,check_*)")
 	exposeErrs := fs.Bool("expose-handler-errors", false, "answer a failed delivery's 500 with the handler's error message (default: a generic message; the log has the error)")
 	fs.group("Timeouts")
 	readHeader := fs.Duration("read-header-timeout", 10*time.Second, "time allowed to read a request's headers")
@@ -51,6 +58,9 @@ development secret.`)
 	maxInFlight := fs.Int("max-in-flight", webhooks.DefaultMaxInFlight, "deliveries whose handlers may run at once, answered ones included (503 above; negative: no bound)")
 	maxRunning := fs.Int64("max-running-bytes", webhooks.DefaultMaxRunningBytes, "payload bytes of deliveries whose handlers run at once, answered ones included (503 above; negative: no bound)")
 	maxUnverified := fs.Int64("max-unverified-bytes", webhooks.DefaultMaxUnverifiedBytes, "bytes of request bodies being read and not yet verified, all requests together (503 above; negative: no bound)")
+	allowFrom := fs.String("allow-from", "", "answer 403, before reading the body, to requests from other source addresses: \"meta\" (the forge's hook ranges, from --api-url's /meta, refreshed hourly) or a comma-separated `LIST` of CIDRs")
+	trustProxy := fs.String("trust-proxy", "", "with --allow-from: the peers (a comma-separated `LIST` of CIDRs) whose X-Forwarded-For names the client")
+	metaRefresh := fs.Duration("meta-refresh", time.Hour, "with --allow-from meta: how often the ranges are read again (a failure keeps the last ones)")
 	fs.group("Durable inbox and forwarding")
 	inboxF := addInboxFlags(fs, true)
 	fs.group("Inspector page and metrics")
@@ -68,7 +78,12 @@ development secret.`)
 		return fs.usageError("unexpected argument %q", pos[0])
 	}
 	secret := fs.secret(*secretF)
-	if secret == "" {
+	if *tenantsF != "" {
+		if *secretF != "" || len(additional) > 0 {
+			return fs.usageError("--tenants and --secret/--additional-secret: choose one (each tenant's secrets are in the file)")
+		}
+		secret = ""
+	} else if secret == "" {
 		code := fs.noSecret()
 		fmt.Fprintln(c.stderr, "To try it locally in a checkout, 'make serve' passes a development secret.")
 		return code
@@ -77,6 +92,7 @@ development secret.`)
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
+	catchupF.apiURLShared = *allowFrom == "meta"
 	cu, code, ok := serveCatchup(fs, catchupF, *catchupEvery, inboxF.enabled())
 	if !ok {
 		return code
@@ -85,7 +101,29 @@ development secret.`)
 		return fs.usageError("--ui-token-env needs --ui")
 	}
 	log := fs.logger(*jsonLog)
-	wh, err := webhooks.New(webhooks.Options{Secret: secret, AdditionalSecrets: additional, Logger: log, KnownEvent: payloads.IsKnownEventName})
+	wrap, code, ok := serveAllowFrom(ctx, fs, log, *allowFrom, *trustProxy, *catchupF.apiURL, *metaRefresh)
+	if !ok {
+		return code
+	}
+	var accept *webhooks.Accept
+	if *acceptF != "" {
+		if accept, err = webhooks.ParseAccept(strings.Split(*acceptF, ",")); err != nil {
+			return fs.usageError("--accept: %v", err)
+		}
+	}
+	var tenants *webhooks.Tenants
+	if *tenantsF != "" {
+		set, err := loadTenants(*tenantsF, c.getenv)
+		if err != nil {
+			return fs.usageError("--tenants: %v", err)
+		}
+		src := &reloadable{}
+		src.p.Store(&set)
+		tenants = webhooks.NewTenants(src, webhooks.TenantsOptions{})
+		watchHangup(ctx, log, *tenantsF, c.getenv, src, tenants)
+		log.Info("forgehooks: tenants", "file", *tenantsF, "tenants", len(set), "path", *path)
+	}
+	wh, err := webhooks.New(webhooks.Options{Secret: secret, AdditionalSecrets: additional, Logger: log, KnownEvent: payloads.IsKnownEventName, Tenants: tenants})
 	if err != nil {
 		return fs.usageError("%v", err)
 	}
@@ -94,10 +132,11 @@ development secret.`)
 	}
 	o := receiver.Options{
 		Webhooks: wh, Logger: log, Addr: *addr, MetricsAddr: *metricsAddr, InspectorAddr: *uiAddr,
-		Forward: inboxF.forward, Catchup: cu, CatchupEvery: *catchupEvery, DrainTimeout: *shutdown, MaxConns: *maxConns,
+		Forward: inboxF.forward, Catchup: cu, Wrap: wrap, CatchupEvery: *catchupEvery, DrainTimeout: *shutdown, MaxConns: *maxConns,
 		Middleware: webhooks.MiddlewareOptions{
 			Path: *path, Timeout: *handlerTimeout, MaxBodyBytes: *maxBody, MaxInFlight: *maxInFlight,
 			MaxRunningBytes: *maxRunning, MaxUnverifiedBytes: *maxUnverified, ExposeHandlerErrors: *exposeErrs,
+			Accept: accept,
 		},
 		Server: &http.Server{ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle},
 		OnListen: func(part, addr string) {
@@ -108,6 +147,7 @@ development secret.`)
 	}
 	if inboxF.enabled() {
 		o.Inbox = &inOpts
+		o.IngestOnly = inboxF.workers.set && inboxF.workers.n == 0
 	}
 	if *metricsAddr != "" {
 		o.Metrics = &metrics.Options{}
@@ -153,5 +193,57 @@ development secret.`)
 // optionFlags names the flag of each receiver option that a flag sets.
 var optionFlags = map[string]string{
 	"Addr": "--addr", "InspectorAddr": "--ui", "MetricsAddr": "--metrics", "Forward": "--forward",
-	"CatchupEvery": "--catchup-every", "Webhooks": "--secret",
+	"CatchupEvery": "--catchup-every", "Webhooks": "--secret", "IngestOnly": "--workers",
+}
+
+// serveAllowFrom makes the source filter of --allow-from and --trust-proxy;
+// nil without --allow-from. With "meta" it reads the ranges from apiURL
+// once (serve does not start without them) and then every refresh.
+func serveAllowFrom(ctx context.Context, fs *flagSet, log *slog.Logger, allow, trust, apiURL string, refresh time.Duration) (func(http.Handler) http.Handler, int, bool) {
+	if allow == "" {
+		if trust != "" {
+			return nil, fs.usageError("--trust-proxy needs --allow-from"), false
+		}
+		return nil, 0, true
+	}
+	trusted, err := parsePrefixes(trust)
+	if err != nil {
+		return nil, fs.usageError("--trust-proxy: %v", err), false
+	}
+	f := webhooks.NewSourceFilter(webhooks.SourceFilterOptions{TrustedProxies: trusted, Logger: log})
+	if allow != "meta" {
+		rs, err := parsePrefixes(allow)
+		if err != nil || len(rs) == 0 {
+			return nil, fs.usageError("--allow-from: want \"meta\" or CIDRs: %v", err), false
+		}
+		f.Set(rs)
+		return f.Wrap, 0, true
+	}
+	if refresh <= 0 {
+		return nil, fs.usageError("--meta-refresh %v: want a positive interval", refresh), false
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	err = f.Refresh(ctx, refresh, func(ctx context.Context) ([]netip.Prefix, error) {
+		return webhooks.FetchMetaHooks(ctx, client, apiURL)
+	})
+	if err != nil {
+		return nil, fs.fail("--allow-from meta: %v", err), false
+	}
+	return f.Wrap, 0, true
+}
+
+// parsePrefixes parses a comma-separated list of CIDRs or addresses.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		p, err := webhooks.ParsePrefix(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

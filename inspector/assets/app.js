@@ -13,7 +13,7 @@
   const MAX_TREE = 2 << 20; // bytes of payload rendered as a tree; larger ones show raw
 
   const state = {
-    filter: { event: '', status: '', q: '' },
+    filter: { event: '', status: '', tenant: '', q: '' },
     next: '',
     trimmed: false,
     rows: new Map(), // key -> tr
@@ -76,9 +76,10 @@
       if (act && r.action.toLowerCase() !== act.toLowerCase()) return false;
     }
     if (f.status && r.status !== f.status) return false;
+    if (f.tenant && r.tenant !== f.tenant) return false;
     if (f.q) {
       const q = f.q.toLowerCase();
-      return [r.id, r.event + '.' + r.action, r.repository, r.sender, r.statusText].some((s) => String(s || '').toLowerCase().includes(q));
+      return [r.id, r.tenant, r.event + '.' + r.action, r.repository, r.sender, r.statusText].some((s) => String(s || '').toLowerCase().includes(q));
     }
     return true;
   }
@@ -93,7 +94,7 @@
     a.href = hrefOf(r.key);
     name.append(a);
     tr.append(name);
-    tr.append(el('td', 'id', r.id || '(none)'));
+    tr.append(el('td', 'id', (r.tenant ? r.tenant + ' / ' : '') + (r.id || '(none)')));
     tr.append(el('td', '', r.repository));
     tr.append(el('td', '', r.sender));
     tr.append(el('td', r.verified ? 'sig-ok' : 'sig-bad', r.verified ? '✓ valid' : '✗ unverified'));
@@ -115,7 +116,7 @@
 
   async function loadList(append) {
     const f = state.filter;
-    const qs = query({ event: f.event, status: f.status, q: f.q, limit: String(PAGE), before: append ? state.next : '' });
+    const qs = query({ event: f.event, status: f.status, tenant: f.tenant, q: f.q, limit: String(PAGE), before: append ? state.next : '' });
     let body;
     try {
       body = await call('api/deliveries?' + qs);
@@ -181,7 +182,7 @@
   }
 
   function readFilters() {
-    state.filter = { event: $('f-event').value.trim(), status: $('f-status').value, q: $('f-q').value.trim() };
+    state.filter = { event: $('f-event').value.trim(), status: $('f-status').value, tenant: $('f-tenant').value.trim(), q: $('f-q').value.trim() };
   }
   let filterTimer = 0;
   function onFilter() {
@@ -491,6 +492,7 @@
 
   $('filters').addEventListener('submit', (e) => e.preventDefault());
   $('f-event').addEventListener('input', onFilter);
+  $('f-tenant').addEventListener('input', onFilter);
   $('f-status').addEventListener('change', onFilter);
   $('f-q').addEventListener('input', onFilter);
   $('more').addEventListener('click', () => loadList(!state.trimmed));

@@ -17,6 +17,8 @@ import (
 type Info struct {
 	mu                         sync.Mutex
 	action, repository, sender string
+	tenant                     string
+	ignored                    bool
 }
 
 type key struct{}
@@ -60,4 +62,39 @@ func (i *Info) Fields() (action, repository, sender string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.action, i.repository, i.sender
+}
+
+// SetTenant records, in the Info of ctx if any, the tenant the middleware
+// resolved the delivery to.
+func SetTenant(ctx context.Context, tenant string) {
+	if info, _ := ctx.Value(key{}).(*Info); info != nil {
+		info.mu.Lock()
+		info.tenant = tenant
+		info.mu.Unlock()
+	}
+}
+
+// Tenant returns what SetTenant recorded: "" without tenants, or for a
+// request that named none.
+func (i *Info) Tenant() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.tenant
+}
+
+// SetIgnored records, in the Info of ctx if any, that no filter accepted the
+// delivery (it was answered 200 "ignored").
+func SetIgnored(ctx context.Context) {
+	if info, _ := ctx.Value(key{}).(*Info); info != nil {
+		info.mu.Lock()
+		info.ignored = true
+		info.mu.Unlock()
+	}
+}
+
+// Ignored reports what SetIgnored recorded.
+func (i *Info) Ignored() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.ignored
 }

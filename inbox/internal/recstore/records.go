@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,27 +74,21 @@ func (b *Bucket) Put(ctx context.Context, key string, value []byte) error {
 	return err
 }
 
-// PutWait implements Records: the keys are written at the same time, and
-// each acknowledged by the bucket's replicas before it returns.
+// PutWait implements Records: the keys are written at the same time, each
+// a request of its own acknowledged by the bucket's replicas (not through
+// the connection's asynchronous publishes, whose bound the writes not
+// waited for share).
 func (b *Bucket) PutWait(ctx context.Context, value []byte, keys ...string) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(keys))
-	for _, key := range keys {
-		f, err := b.js.PublishAsync(b.subj+key, value)
-		if err != nil {
-			return err
-		}
-		futures = append(futures, f)
+	if len(keys) == 1 {
+		return b.Put(ctx, keys[0], value)
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		wg.Go(func() { errs[i] = b.Put(ctx, key, value) })
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // PutAsync implements Records.

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"forgehooks.dev/forgehooks/catchup"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// Function is a forge webhook receiver as one AWS Lambda function. Invoke
+// takes the events of a function URL, an API Gateway HTTP API (payload format
+// 2.0) and an Application Load Balancer target group, which carry deliveries,
+// and the scheduled event of an EventBridge rule, which runs catch-up.
+//
+// The middleware is inline (webhooks.MiddlewareOptions.Inline): Lambda freezes
+// the process once Invoke returns, so the handlers, and the error handlers,
+// run before the answer, and a failure answers 5xx, which the forge's delivery
+// log records, and the next scheduled catch-up has redelivered.
+type Function struct {
+	wh      *webhooks.Webhooks
+	handler http.Handler
+	catchup *catchup.Options
+}
+
+// NewFunction returns a Function verifying deliveries for wh. With co set, a
+// scheduled event runs catchup.Run with it; otherwise one is an error.
+// co.Checkpoints should be nil: a function keeps no state between
+// invocations, and the forge's delivery log is the state (a delivery whose
+// last attempt succeeded is skipped).
+func NewFunction(wh *webhooks.Webhooks, co *catchup.Options) *Function {
+	mw := webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Inline: true})
+	// The function's URL is the whole route: any path is a delivery.
+	return &Function{wh: wh, handler: mw.AnyPath(), catchup: co}
+}
+
+// CatchupResult is what a scheduled invocation returns.
+type CatchupResult struct {
+	// Requested counts the redeliveries asked for.
+	Requested int `json:"requested"`
+	// Entries counts the delivery ids the log window held.
+	Entries int `json:"entries"`
+}
+
+// Invoke handles one Lambda event, as lambda.Start gives it.
+func (f *Function) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
+	var probe struct {
+		Version        string `json:"version"`
+		Source         string `json:"source"`
+		DetailType     string `json:"detail-type"`
+		RequestContext struct {
+			ELB json.RawMessage `json:"elb"`
+		} `json:"requestContext"`
+	}
+	if err := json.Unmarshal(event, &probe); err != nil {
+		return nil, fmt.Errorf("event is not a JSON object: %w", err)
+	}
+	switch {
+	case probe.Source == "aws.events" && probe.DetailType == "Scheduled Event":
+		return f.scheduled(ctx)
+	case probe.RequestContext.ELB != nil:
+		var ev events.ALBTargetGroupRequest
+		if err := json.Unmarshal(event, &ev); err != nil {
+			return nil, err
+		}
+		return f.alb(ctx, ev)
+	case probe.Version == "2.0":
+		// Function URLs and HTTP APIs send the same payload format 2.0.
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(event, &ev); err != nil {
+			return nil, err
+		}
+		return f.v2(ctx, ev)
+	}
+	return nil, errors.New("unknown event: neither an HTTP request (payload format 2.0, or a load balancer's) nor a scheduled event")
+}
+
+func (f *Function) scheduled(ctx context.Context) (CatchupResult, error) {
+	if f.catchup == nil {
+		return CatchupResult{}, errors.New("scheduled event, but catch-up is not configured")
+	}
+	rep, err := catchup.Run(ctx, *f.catchup)
+	return CatchupResult{Requested: rep.Requested, Entries: len(rep.Entries)}, err
+}
+
+// v2 serves a request of payload format 2.0: repeated headers arrive joined
+// by commas, header names in lower case.
+func (f *Function) v2(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	h := http.Header{}
+	for k, v := range ev.Headers {
+		h.Set(k, v)
+	}
+	target := ev.RawPath
+	if ev.RawQueryString != "" {
+		target += "?" + ev.RawQueryString
+	}
+	r, err := newRequest(ctx, ev.RequestContext.HTTP.Method, target, h, ev.Body, ev.IsBase64Encoded)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusBadRequest}, nil
+	}
+	r.Host, r.RemoteAddr = ev.RequestContext.DomainName, ev.RequestContext.HTTP.SourceIP
+	rec := f.serve(r)
+	body, b64 := rec.encodedBody()
+	return events.APIGatewayV2HTTPResponse{StatusCode: rec.status, Headers: rec.single(), Body: body, IsBase64Encoded: b64}, nil
+}
+
+// alb serves a load balancer's request, whose headers and query come either
+// single-valued or, when the target group enables it, multi-valued; the
+// answer's headers come the same way.
+func (f *Function) alb(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	h := http.Header{}
+	for k, v := range ev.Headers {
+		h.Set(k, v)
+	}
+	for k, vs := range ev.MultiValueHeaders {
+		h.Del(k)
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	q := url.Values{}
+	for k, v := range ev.QueryStringParameters {
+		q.Set(k, v)
+	}
+	for k, vs := range ev.MultiValueQueryStringParameters {
+		q[k] = vs
+	}
+	target := ev.Path
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	r, err := newRequest(ctx, ev.HTTPMethod, target, h, ev.Body, ev.IsBase64Encoded)
+	if err != nil {
+		return events.ALBTargetGroupResponse{StatusCode: http.StatusBadRequest, StatusDescription: "400 Bad Request"}, nil
+	}
+	rec := f.serve(r)
+	body, b64 := rec.encodedBody()
+	res := events.ALBTargetGroupResponse{StatusCode: rec.status, StatusDescription: strconv.Itoa(rec.status) + " " + http.StatusText(rec.status), Body: body, IsBase64Encoded: b64}
+	if ev.MultiValueHeaders != nil {
+		res.MultiValueHeaders = rec.header
+	} else {
+		res.Headers = rec.single()
+	}
+	return res, nil
+}
+
+// newRequest builds the request of an event. A body the platform handed over
+// base64-encoded is decoded first: the signature is over the bytes the forge
+// sent.
+func newRequest(ctx context.Context, method, target string, h http.Header, body string, isBase64 bool) (*http.Request, error) {
+	b := []byte(body)
+	if isBase64 {
+		var err error
+		if b, err = base64.StdEncoding.DecodeString(body); err != nil {
+			return nil, err
+		}
+	}
+	if target == "" {
+		target = "/"
+	}
+	r, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	r.Header = h
+	r.RequestURI = target
+	return r, nil
+}
+
+func (f *Function) serve(r *http.Request) *recorder {
+	rec := &recorder{header: http.Header{}}
+	f.handler.ServeHTTP(rec, r)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return rec
+}
+
+// recorder is the http.ResponseWriter whose answer becomes the event's
+// response.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *recorder) Header() http.Header { return w.header }
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *recorder) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}
+
+// single joins repeated headers with commas, as payload format 2.0 does.
+func (w *recorder) single() map[string]string {
+	m := make(map[string]string, len(w.header))
+	for k, vs := range w.header {
+		m[k] = strings.Join(vs, ",")
+	}
+	return m
+}
+
+// encodedBody is the body as text, or base64 when it is not UTF-8.
+func (w *recorder) encodedBody() (string, bool) {
+	if utf8.Valid(w.body.Bytes()) {
+		return w.body.String(), false
+	}
+	return base64.StdEncoding.EncodeToString(w.body.Bytes()), true
+}
