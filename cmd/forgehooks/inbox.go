@@ -34,6 +34,7 @@ type inboxFlags struct {
 	duplicateWindow, handled        days
 	maxStore                        byteSize
 	replayGuard                     bool
+	workers                         int
 	// existing: --inbox must name a directory that exists (every command
 	// but serve, which creates it): a typo must not open an empty inbox.
 	existing bool
@@ -62,6 +63,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.Var(&f.handled, "handled-retention", "with an inbox: how long a handled delivery's body is kept (the page, replay) before its space is freed; its id stays for the duplicate window")
 		f.maxStore = byteSize(inbox.DefaultMaxStoreBytes)
 		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; 0: the default; negative: no bound")
+		fs.IntVar(&f.workers, "workers", 0, "with an inbox: how many stored deliveries' handlers run at once (ordered ones run besides); 0: four per CPU")
 		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
 	}
 	return f
@@ -90,6 +92,10 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	o.Dir, o.Fsync, o.AckWait = f.dir, f.fsync, f.ackWait
 	o.DuplicateWindow, o.HandledRetention = time.Duration(f.duplicateWindow), time.Duration(f.handled)
 	o.MaxStoreBytes, o.AllowRepeatedBodies = int64(f.maxStore), !f.replayGuard
+	if f.workers < 0 {
+		return o, errors.New("--workers must not be negative")
+	}
+	o.Workers = f.workers
 	if o.DuplicateWindow > inbox.DefaultMaxAge {
 		o.MaxAge = o.DuplicateWindow
 	}
