@@ -424,3 +424,20 @@ func TestTenantsMaxLookups(t *testing.T) {
 		return code == 200
 	})
 }
+
+// BenchmarkTenantsResolve: a cached key's resolution, what each delivery of
+// a known tenant costs beyond one secret's verification.
+func BenchmarkTenantsResolve(b *testing.B) {
+	ts := webhooks.NewTenants(testTenants, webhooks.TenantsOptions{})
+	r := httptest.NewRequest("POST", "/t/acme/hooks", nil)
+	r.SetPathValue("tenant", "acme")
+	r.Header.Set(webhooks.HeaderHookID, "12345")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		key, _ := ts.KeyOf(r)
+		if _, err := ts.Resolve(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
