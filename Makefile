@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test fmt-check vet tidy-check unit modules generate generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
+.PHONY: test timing fmt-check vet tidy-check unit modules generate packages generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
 
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
 ## race-enabled tests, and the same for the nested modules. The inspector's browser
@@ -19,6 +19,13 @@ test: chromium
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: every check passed"
+
+## timing: the tests whose bounds are the product's own deadlines (the forge's 10 s),
+## with the defaults (FORGEHOOKS_TIMING=1). `make test` runs them with bounds wide
+## enough for a loaded machine (a second suite beside it); CI runs this alone after it.
+TIMING_TESTS := ^TestServeLargeDeliveries$$
+timing:
+	FORGEHOOKS_TIMING=1 $(GO) test -count=1 -run '$(TIMING_TESTS)' ./cmd/forgehooks
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -47,15 +54,24 @@ modules:
 	done; \
 	if [ -n "$$failed" ]; then echo "modules: FAILED:$$failed"; exit 1; fi
 
-## generate: import schema/ from the pinned spec (no network), then regenerate package payloads from it,
-## and the example module's package generated from a schema of its own.
+## generate: regenerate package payloads from the committed schema/ (the importer does not
+## run: schema/ is committed, see `make schema`), and the example module's package generated
+## from a schema of its own. It fails when schema/packages.yaml lacks what the schema has:
+## `make packages` records it.
 generate:
-	$(GO) run ./cmd/importschema -q
 	$(GO) generate ./payloads
 	cd examples/customschema && $(GO) generate ./forgepayloads
 
-## generate-check: fail when `make generate` would change a committed file.
+## packages: the explicit step that writes schema/packages.yaml (the generated package of
+## each event and type), extended for what a schema update added; generation only reads it.
+packages:
+	$(GO) run ./cmd/genpayloads -schema schema -out payloads -write-packages
+
+## generate-check: fail when schema/ is not what the importer makes of the pinned spec and
+## overrides (checked in memory, nothing written), or when `make generate` would change a
+## committed file.
 generate-check:
+	$(GO) run ./cmd/importschema -check -q
 	@if [ -n "$$(ls payloads/*.go 2>/dev/null)" ]; then \
 	  $(MAKE) --no-print-directory generate && \
 	  git diff --exit-code --stat -- payloads schema examples/customschema && \
@@ -74,6 +90,7 @@ SCHEMA_OVERRIDES := schema/overrides.yaml
 schema:
 	$(GO) run ./cmd/importschema $(if $(VERSION),-fetch $(VERSION)) -spec $(SCHEMA_SPEC) -overrides $(SCHEMA_OVERRIDES) -out schema \
 	  -changelog CHANGELOG.md $(if $(REPORT_JSON),-report-json $(REPORT_JSON)) $(if $(FAIL_ON_BREAKING),-fail-on-breaking)
+	$(MAKE) --no-print-directory packages
 
 ## bench: the SDK's own benchmarks.
 bench:

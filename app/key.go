@@ -73,15 +73,7 @@ func loadKey(o *Options) (*rsa.PrivateKey, error) {
 		}
 		return o.Key, nil
 	case o.PrivateKeyFile != "":
-		b, err := readKeyFile(o.PrivateKeyFile, cmp.Or(o.Logger, slog.Default()))
-		if err != nil {
-			return nil, err
-		}
-		k, err := ParsePrivateKey(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.PrivateKeyFile, err)
-		}
-		return k, nil
+		return ReadPrivateKeyFile(o.PrivateKeyFile, o.Logger)
 	case o.PrivateKeyEnv != "":
 		v, ok := os.LookupEnv(o.PrivateKeyEnv)
 		if !ok || v == "" {
@@ -100,6 +92,23 @@ func loadKey(o *Options) (*rsa.PrivateKey, error) {
 // MaxKeyFileSize bounds the private key file: a PEM RSA key of 4096 bits is
 // about 3.3 KiB.
 const MaxKeyFileSize = 16 << 10
+
+// ReadPrivateKeyFile reads and parses an app's private key file (see
+// ParsePrivateKey). The file must be a regular file of at most
+// MaxKeyFileSize bytes: a FIFO, a device or a huge file is refused at once,
+// before any read. A file its group or others may read is used, with a
+// warning to log (nil: slog.Default()), as ssh warns.
+func ReadPrivateKeyFile(name string, log *slog.Logger) (*rsa.PrivateKey, error) {
+	b, err := readKeyFile(name, cmp.Or(log, slog.Default()))
+	if err != nil {
+		return nil, err
+	}
+	k, err := ParsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return k, nil
+}
 
 // readKeyFile reads a private key file that must be a regular file of at
 // most MaxKeyFileSize bytes: a FIFO, a device or a huge file is refused

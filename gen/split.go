@@ -2,9 +2,7 @@ package gen
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,21 +38,9 @@ import (
 // types referred to (and what they refer to, out of common) move to common,
 // and the record says so, in the diff a reviewer reads.
 
-// PackagesFile is the record, in a schema directory, of the generated package of
-// every event and named type. Load reads it when present; cmd/genpayloads writes
-// it back, extended, with WritePackages.
-const PackagesFile = "packages.yaml"
-
 // commonPkg is the name of the package of the types several event packages
 // share.
 const commonPkg = "common"
-
-// Packages records the generated package of each event (by event name) and
-// named type (by Go name) under the generated package's internal directory.
-type Packages struct {
-	Events map[string]string `yaml:"events"`
-	Types  map[string]string `yaml:"types"`
-}
 
 // EventPackage is the package an event goes to when the record has none:
 // events_ and the first letter of its name (events_other for a name that does
@@ -78,41 +64,6 @@ func PackagesOf(s *Schema) (Packages, error) {
 		return Packages{}, err
 	}
 	return p.record, nil
-}
-
-// loadPackages reads dir's PackagesFile; a missing file is an empty record.
-func loadPackages(dir string) (Packages, error) {
-	var rec Packages
-	b, err := os.ReadFile(filepath.Join(dir, PackagesFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return rec, nil
-	}
-	if err != nil {
-		return rec, err
-	}
-	if err := loadDecodeStrict(b, &rec); err != nil {
-		return rec, fmt.Errorf("%s: %w", PackagesFile, err)
-	}
-	for what, m := range map[string]map[string]string{"events": rec.Events, "types": rec.Types} {
-		for k, v := range m {
-			if !validPkgName(v) {
-				return rec, fmt.Errorf("%s: %s: %q: package %q is not a lower-case Go identifier", PackagesFile, what, k, v)
-			}
-		}
-	}
-	return rec, nil
-}
-
-func validPkgName(s string) bool {
-	if s == "" || s == "codec" {
-		return false
-	}
-	for i, r := range s {
-		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // WritePackages writes rec to dir's PackagesFile, sorted, with a header that

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -105,5 +107,85 @@ func TestAttemptNumbersSurviveLostCount(t *testing.T) {
 	r, _ := in.Get(ctx, "x")
 	if len(r.Attempts) != 2 || r.Attempts[0].Number != 1 || r.Attempts[0].Err == "" || r.Attempts[1].Number != 2 {
 		t.Errorf("attempts %+v, want #1 (failed) and #2", r.Attempts)
+	}
+}
+
+// TestAttemptNumbersCountRuns: deliveries the server handed out that never
+// reached a handler (here taken from the workers' consumer and dropped, as
+// when they reach a pull request that had ended) count as no attempt: the
+// first run is attempt 1, a failure gets the first retry delay (not the
+// dead letters), and the retry is attempt 2.
+func TestAttemptNumbersCountRuns(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	// A first start creates the workers' consumer.
+	in, err := openStarted(ctx, Options{Dir: dir, Receiver: newWebhooks(t), Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Close(ctx)
+
+	in, err = Open(ctx, Options{Dir: dir, Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "x", Name: "issues", Payload: []byte(`{"action":"opened"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := in.inbox.Consumer(ctx, in.workersConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		// Handed out, never run, never settled; the next start hands the
+		// lease back at once.
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		for range batch.Messages() {
+			got++
+		}
+		if got != 1 {
+			t.Fatalf("fetched %d deliveries (%v), want 1", got, batch.Error())
+		}
+		in.Close(ctx)
+		in, err = Open(ctx, Options{Dir: dir, Logger: quiet(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cons, err = in.inbox.Consumer(ctx, in.workersConsumer()); err != nil {
+			t.Fatal(err)
+		}
+		newRunner(in).recoverLeases(ctx, cons)
+	}
+	in.Close(ctx)
+
+	wh := newWebhooks(t)
+	s := newSeen()
+	wh.OnAny(func(ctx context.Context, _ emitter.Event) error {
+		info, _ := webhooks.DeliveryFrom(ctx)
+		s.add(info)
+		if info.Attempt == 1 {
+			return errors.New("first attempt fails")
+		}
+		return nil
+	})
+	in = openInbox(t, dir, Options{Receiver: wh, RetryDelays: []time.Duration{50 * time.Millisecond}})
+	waitFor(t, 10*time.Second, "the delivery handled", func() bool {
+		r, err := in.Get(ctx, "x")
+		return err == nil && r.Status == delivery.StatusHandled
+	})
+	var nums []int
+	for _, info := range s.get("x") {
+		nums = append(nums, info.Attempt)
+	}
+	if len(nums) != 2 || nums[0] != 1 || nums[1] != 2 {
+		t.Errorf("ran as attempts %v, want 1 2", nums)
+	}
+	r, _ := in.Get(ctx, "x")
+	if len(r.Attempts) != 2 || r.Attempts[0].Number != 1 || r.Attempts[1].Number != 2 {
+		t.Errorf("recorded attempts %+v, want #1 and #2", r.Attempts)
 	}
 }

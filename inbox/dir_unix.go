@@ -23,7 +23,7 @@ func checkDir(dir string) error {
 		return fmt.Errorf("inbox: %s is not a directory", dir)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%w: %s belongs to user %d, not to this process's user %d; use a directory of your own",
+		return fmt.Errorf("%w: %s belongs to user %d, not to this process's user %d: run as its owner, or use a directory of your own",
 			ErrUnsafeDir, dir, st.Uid, os.Geteuid())
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {

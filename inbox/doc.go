@@ -136,8 +136,10 @@
 // embedded mode they are streams of those names, each on one subject
 // (Name.rec.status, Name.rec.seen), found through an index in the process
 // (16 bytes a record key, a hash of it and its sequence) that is written to
-// Dir (Name_STATUS.index, Name_SEEN.index) at Close and every five
-// minutes; Open reads it and then the records written since, so that
+// Dir (Name_STATUS.index, Name_SEEN.index) at Close, every minute and
+// every 50,000 keys (package inbox/internal/recstore); Open reads it, only
+// when it is a regular file of a size the stream can need, and then the
+// records written since, so that
 // neither the memory nor the time to open grows with JetStream's index of
 // keys. A lost or damaged index file is rebuilt from the streams (slower: a
 // read of every record). Buckets an earlier version left in Dir are moved

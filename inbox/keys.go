@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -155,6 +156,10 @@ type keyRunner struct {
 	id   string        // the Owner of this runner's claims
 	sem  chan struct{} // one place per ordered delivery running (OrderPartitions)
 	kick chan struct{} // wakes the scheduler
+	// waiting is set while due records wait for a place: a runner then
+	// gives its key back after each delivery instead of keeping it.
+	waiting atomic.Bool
+	drops   chan uint64 // parked entries to delete (dropLoop)
 
 	mu   sync.Mutex
 	recs map[string]keyEntry // the bucket as last seen, by record name
@@ -163,7 +168,7 @@ type keyRunner struct {
 
 func newKeyRunner(r *runner) *keyRunner {
 	return &keyRunner{runner: r, id: rand.Text(), sem: make(chan struct{}, r.opts.OrderPartitions),
-		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}}
+		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}, drops: make(chan uint64, 1024)}
 }
 
 // start follows the bucket and runs the scheduler until Close.
@@ -172,9 +177,10 @@ func (k *keyRunner) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: watching the order keys: %w", err)
 	}
-	k.loops.Add(2)
+	k.loops.Add(3)
 	go k.follow(w)
 	go k.schedule()
+	go k.dropLoop()
 	return nil
 }
 
@@ -236,15 +242,52 @@ func (k *keyRunner) schedule() {
 	defer k.loops.Done()
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
+	purge := time.NewTicker(keysPurgeEvery)
+	defer purge.Stop()
 	for {
 		select {
 		case <-k.closing:
 			return
 		case <-k.kick:
 		case <-t.C:
+		case <-purge.C:
+			k.purgeDeleted()
 		}
 		next := k.claimDue()
 		t.Reset(min(max(time.Until(next), time.Millisecond), time.Second))
+	}
+}
+
+// keysPurgeEvery is how often the markers of deleted records are dropped.
+const keysPurgeEvery = 10 * time.Minute
+
+// purgeDeleted drops the markers the bucket keeps of records deleted
+// more than keysPurgeEvery ago (one per key ever seen, else). Each is purged
+// up to its own sequence only, so that a record created again meanwhile
+// stays.
+func (k *keyRunner) purgeDeleted() {
+	ctx, cancel := context.WithTimeout(k.handlerCtx, time.Minute)
+	defer cancel()
+	st, err := k.js.Stream(ctx, "KV_"+k.opts.Name+"_KEYS")
+	if err != nil {
+		return
+	}
+	w, err := k.keyBucket.WatchAll(ctx, jetstream.MetaOnly())
+	if err != nil {
+		return
+	}
+	defer func() { _ = w.Stop() }()
+	var markers []jetstream.KeyValueEntry
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		if e.Operation() != jetstream.KeyValuePut && time.Since(e.Created()) > keysPurgeEvery {
+			markers = append(markers, e)
+		}
+	}
+	for _, e := range markers {
+		_ = st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+k.opts.Name+"_KEYS."+e.Key()), jetstream.WithPurgeSequence(e.Revision()+1))
 	}
 }
 
@@ -283,10 +326,12 @@ func (k *keyRunner) claimDue() time.Time {
 	}
 	k.mu.Unlock()
 	slices.SortFunc(due, func(a, b cand) int { return a.at.Compare(b.at) })
-	for _, c := range due {
+	k.waiting.Store(false)
+	for i, c := range due {
 		select {
 		case k.sem <- struct{}{}:
 		default:
+			k.waiting.Store(len(due) > i)
 			return next // woken again when a place is free
 		}
 		rec := c.e.rec
@@ -465,19 +510,31 @@ func isWrongRevision(err error) bool {
 // is a dead letter, or was settled already; a failure with retries left
 // gives the record back, due after its delay.
 func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
+	for {
+		next := k.runOne(name, rec, rev)
+		if next == nil {
+			return
+		}
+		rec, rev = next.rec, next.rev
+	}
+}
+
+// runOne runs the Head of a record claimed here and settles it (see
+// runHead); it returns the record when this runner keeps it to run its next
+// Head at once (no other key waits for a place), else nil.
+func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 	ctx := k.handlerCtx
 	head := rec.Head
 	m, err := k.leaderMsg(ctx, k.inbox, head)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		k.advance(name, head) // aged out of the stream (MaxAge)
-		return
+		return k.advance(name, head) // aged out of the stream (MaxAge)
 	}
 	if err != nil {
 		if !k.isClosed() {
 			k.log.Warn("inbox: reading an ordered delivery", "seq", head, "error", err)
 		}
 		k.release(name, head, time.Now().Add(time.Second))
-		return
+		return nil
 	}
 	h := m.Header
 	if h == nil {
@@ -488,11 +545,9 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 	st := k.loadStatus(ctx, key)
 	switch {
 	case st != nil && st.Seq == head && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead):
-		k.advance(name, head) // ran before a crash, or set aside (Skip)
-		return
+		return k.advance(name, head) // ran before a crash, or set aside (Skip)
 	case st != nil && st.Seq > head:
-		k.advance(name, head) // stored again (Replay): the later copy runs in its turn
-		return
+		return k.advance(name, head) // stored again (Replay): the later copy runs in its turn
 	case st == nil:
 		st = &status{}
 	}
@@ -500,8 +555,7 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 	if reason := notADelivery(h, m.Data); reason != "" {
 		k.log.Error("inbox: not a delivery; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", reason)
 		st.add(delivery.Attempt{Number: st.last() + 1, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
-		k.buryHead(ctx, name, m.Data, h, token, key, st, "inbox: not a delivery: "+reason)
-		return
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, "inbox: not a delivery: "+reason)
 	}
 	before := atoi(h.Get(hdrBefore))
 	attempt := max(before, st.last()) + 1
@@ -518,7 +572,7 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 	k.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
 		k.release(name, head, time.Now())
-		return
+		return nil
 	}
 	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
 	if err != nil {
@@ -527,6 +581,7 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 	st.add(a)
 	id := h.Get(hdrDelivery)
 	tries := attempt - before
+	var next *keyEntry
 	switch {
 	case err == nil:
 		st.Status = delivery.StatusHandled
@@ -534,9 +589,9 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 		// status it runs again, before anything later of its key.
 		if perr := k.putStatus(ctx, key, st); perr != nil {
 			k.release(name, head, time.Now().Add(statusRetryDelay))
-			return
+			return nil
 		}
-		k.advance(name, head)
+		next = k.advance(name, head)
 	case tries <= len(k.opts.RetryDelays):
 		st.Status = delivery.StatusRetrying
 		_ = k.putStatus(ctx, key, st)
@@ -546,71 +601,72 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 		k.release(name, head, time.Now().Add(delay))
 	default:
 		k.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(hdrEvent), "attempts", attempt, "error", err)
-		k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
-		return
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
 	}
 	k.changed(h, m.Data, head, st)
+	return next
 }
 
 // buryHead makes the Head a dead letter and lets its key go on; when the dead
 // letter cannot be written the Head is tried again a minute later.
-func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *status, lastErr string) {
+func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *status, lastErr string) *keyEntry {
 	if err := k.writeDead(ctx, data, h, token, key, st, lastErr); err != nil {
 		k.log.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
 		k.release(name, st.Seq, time.Now().Add(time.Minute))
-		return
+		return nil
 	}
-	k.advance(name, st.Seq)
+	return k.advance(name, st.Seq)
 }
 
 // update applies change to the record name while its Head is head,
 // conditionally on its revision, reading it again on a conflict. change
 // returns write false to leave the record as it is, keep false to delete
 // it. It gives up (leaving the lease to run out) on other errors, and
-// reports whether its change was written.
-func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (keep, write bool)) bool {
+// reports whether its change was written, with the record's new revision.
+func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (keep, write bool)) (uint64, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for range 100 {
 		e, err := k.keyBucket.Get(ctx, name)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return false
+			return 0, false
 		}
 		if err != nil {
 			if !k.isClosed() {
 				k.log.Warn("inbox: reading an order key's record", "record", name, "error", err)
 			}
-			return false
+			return 0, false
 		}
 		var rec keyRecord
 		if json.Unmarshal(e.Value(), &rec) != nil || rec.Head != head {
-			return false // another receiver took it over
+			return 0, false // another receiver took it over
 		}
 		keep, write := change(&rec)
 		if !write {
-			return false
+			return 0, false
 		}
+		var rev uint64
 		if keep {
-			_, err = k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision())
+			rev, err = k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision())
 		} else {
 			err = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
 		}
 		if err == nil {
-			return true
+			return rev, true
 		}
 		if !isWrongRevision(err) {
 			if !k.isClosed() {
 				k.log.Warn("inbox: writing an order key's record", "record", name, "error", err)
 			}
-			return false
+			return 0, false
 		}
 	}
-	return false
+	return 0, false
 }
 
 // release gives the record back, its Head due at due.
 func (k *keyRunner) release(name string, head uint64, due time.Time) {
-	_ = k.update(name, head, func(r *keyRecord) (bool, bool) {
+	_, _ = k.update(name, head, func(r *keyRecord) (bool, bool) {
 		if r.Owner != k.id {
 			return true, false
 		}
@@ -620,34 +676,69 @@ func (k *keyRunner) release(name string, head uint64, due time.Time) {
 }
 
 // advance makes the first delivery parked behind head the record's Head,
-// due now, or deletes the record when none is.
-func (k *keyRunner) advance(name string, head uint64) {
+// due now, or deletes the record when none is. It keeps the record claimed
+// and returns it, for its runner to run the new Head at once, unless
+// another key waits for a place (then the scheduler gives each its turn).
+func (k *keyRunner) advance(name string, head uint64) *keyEntry {
 	var taken uint64 // the parked entry that became the Head
-	written := k.update(name, head, func(r *keyRecord) (bool, bool) {
+	var next keyRecord
+	rev, written := k.update(name, head, func(r *keyRecord) (bool, bool) {
 		taken = 0
 		if r.Tail <= head {
 			return false, true
 		}
-		next, pseq, err := k.nextParked(name, head)
+		seq, pseq, err := k.nextParked(name, head)
 		if err != nil {
 			if !k.isClosed() {
 				k.log.Warn("inbox: reading the parked deliveries of a key", "record", name, "error", err)
 			}
 			return true, false
 		}
-		if next == 0 {
+		if seq == 0 {
 			// The record names deliveries the stream lost: nothing to wait for.
 			k.log.Error("inbox: an order key's record names parked deliveries that are gone; its key goes on", "order_key", r.Key, "head", head, "tail", r.Tail)
 			return false, true
 		}
 		taken = pseq
-		r.Head, r.Due, r.Owner, r.Lease = next, time.Now(), "", time.Time{}
+		r.Head, r.Due, r.Owner, r.Lease = seq, time.Now(), "", time.Time{}
+		if !k.waiting.Load() && !k.isClosed() {
+			r.Owner, r.Lease = k.id, time.Now().Add(k.opts.AckWait)
+		}
+		next = *r
 		return true, true
 	})
 	if written && taken > 0 {
-		_ = k.parked.DeleteMsg(context.Background(), taken)
+		k.dropParked(taken)
 	}
 	k.wake()
+	if !written || taken == 0 || next.Owner != k.id {
+		return nil
+	}
+	return &keyEntry{next, rev}
+}
+
+// dropParked deletes a parked entry that became a Head, without waiting:
+// one left behind (a crash, a lost write) is dropped when next met.
+func (k *keyRunner) dropParked(seq uint64) {
+	select {
+	case k.drops <- seq:
+	default:
+	}
+}
+
+// dropLoop deletes the parked entries dropParked hands it, until Close.
+func (k *keyRunner) dropLoop() {
+	defer k.loops.Done()
+	for {
+		select {
+		case <-k.closing:
+			return
+		case seq := <-k.drops:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = k.parked.DeleteMsg(ctx, seq)
+			cancel()
+		}
+	}
 }
 
 // nextParked returns the first delivery parked behind head on the key's
@@ -683,7 +774,7 @@ type keyLease struct {
 }
 
 func (l *keyLease) renew() {
-	_ = l.k.update(l.name, l.head, func(r *keyRecord) (bool, bool) {
+	_, _ = l.k.update(l.name, l.head, func(r *keyRecord) (bool, bool) {
 		if r.Owner != l.k.id {
 			return true, false // lost: another receiver runs it too (at least once)
 		}

@@ -108,6 +108,11 @@ func (in *runner) start(ctx context.Context) error {
 	}
 	in.loops.Add(1)
 	go in.dispatch(cons)
+	in.loops.Add(1)
+	go func() {
+		defer in.loops.Done()
+		in.reconcileStatuses(in.takeCtx, append([]jetstream.Consumer{cons}, ordered...))
+	}()
 	for _, c := range ordered {
 		// The server hands out one at a time whatever the batch: a larger
 		// one only saves the pull requests between deliveries.

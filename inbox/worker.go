@@ -20,9 +20,25 @@ import (
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-// fetchWait bounds a pull request of the workers: the deliveries stored
-// meanwhile are handed to it as they come.
-const fetchWait = 5 * time.Second
+// fetchWait bounds a pull request of the workers, as the client waits for
+// it: the deliveries stored meanwhile are handed to it as they come. The
+// client asks the server to end the request a second earlier (nats.go keeps
+// a tenth of the wait, up to a second, for itself), so that a delivery the
+// server sends just before then, after its replicas agreed on it, still
+// finds the request listened to.
+const fetchWait = 10 * time.Second
+
+// fetchHeartbeat is how often the server tells a waiting pull request of
+// the workers that it still holds it: two missed, the client ends the
+// request and asks again, rather than wait out fetchWait for a request that
+// went with a node.
+const fetchHeartbeat = 2 * time.Second
+
+// clusterPullBytes bounds what one pull request of the workers may bring in
+// a cluster, counting each delivery as the server's largest message: half
+// of nats-server's default max_pending, past which it cuts a client as a
+// slow consumer.
+const clusterPullBytes = 32 << 20
 
 // orderPullBatch is the batch of the partitions' pull requests.
 const orderPullBatch = 64
@@ -65,10 +81,26 @@ func (in *runner) dispatch(cons jetstream.Consumer) {
 
 // fetch asks for up to n deliveries and starts each, holding a place, as it
 // comes; it returns how many it started.
+//
+// In a cluster the request bounds the count only, never the bytes: a
+// replicated consumer sends a delivery once its replicas agreed on it, but
+// the status that ends a request at its byte bound ("409 Batch Completed")
+// at once, so it overtook the request's last deliveries; the client stopped
+// listening on it, and those deliveries, counted as delivered, waited for
+// their lease to expire (AckWait), again and again under load. The count is
+// bounded instead so that the largest deliveries fit clusterPullBytes. The
+// embedded server's consumers are not replicated: there the bytes bound
+// keeps its order and costs no place.
 func (in *runner) fetch(cons jetstream.Consumer, n int) (started int) {
 	ctx, cancel := context.WithTimeout(in.takeCtx, fetchWait)
 	defer cancel()
-	batch, err := cons.Fetch(n, jetstream.FetchContext(ctx), jetstream.FetchMaxBytes(pullMaxBytes))
+	opts := []jetstream.FetchOpt{jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(fetchHeartbeat)}
+	if in.ns != nil {
+		opts = append(opts, jetstream.FetchMaxBytes(pullMaxBytes))
+	} else if most := clusterPullBytes / max(in.nc.MaxPayload(), 1); int64(n) > most {
+		n = int(max(most, 1))
+	}
+	batch, err := cons.Fetch(n, opts...)
 	if err != nil {
 		if !in.isClosed() {
 			in.log.Warn("inbox: taking deliveries", "error", err)
@@ -188,17 +220,20 @@ func (in *runner) handle(msg jetstream.Msg) {
 		st = &status{}
 	}
 	st.Seq = seq
+	// Attempts count the runs of the handlers, as the status records them
+	// (each is recorded before it runs) and, for a copy stored again, those
+	// of the copies before it. The server's count of deliveries is no
+	// attempt number: it also counts deliveries that never reached a handler
+	// (lost on the way to a pull request that had ended, held by a receiver
+	// that died before it ran them) and may go back in a crash; it only says
+	// when the status is worth reading.
+	before := atoi(h.Get(hdrBefore))
+	attempt := max(before, st.last()) + 1
 	if reason := notADelivery(h, msg.Data()); reason != "" {
 		in.log.Error("inbox: not a delivery; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", reason)
-		st.add(delivery.Attempt{Number: int(meta.NumDelivered), Start: time.Now(), Err: "inbox: not a delivery: " + reason})
+		st.add(delivery.Attempt{Number: attempt, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
 		in.bury(ctx, msg, h, token, key, st, "inbox: not a delivery: "+reason)
 		return
-	}
-	attempt := atoi(h.Get(hdrBefore)) + int(meta.NumDelivered)
-	if last := st.last(); attempt <= last {
-		// The server's delivery count went back (a crash before it was
-		// written): the recorded attempts say where the numbering is.
-		attempt = last + 1
 	}
 	start := time.Now()
 	// The attempt is recorded, and waited for, before it runs: after a
@@ -245,10 +280,11 @@ func (in *runner) handle(msg jetstream.Msg) {
 		if aerr := msg.Ack(); aerr != nil {
 			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
-	case int(meta.NumDelivered) <= len(in.opts.RetryDelays):
+	case attempt-before <= len(in.opts.RetryDelays):
+		// The schedule of this copy: retryDue reads it the same way.
 		st.Status = delivery.StatusRetrying
 		_ = in.putStatus(ctx, key, st)
-		delay := in.opts.RetryDelays[meta.NumDelivered-1]
+		delay := in.opts.RetryDelays[attempt-before-1]
 		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(hdrEvent), "attempt", attempt, "retry_in", delay, "error", err)
 		if delay > 0 {
 			_ = msg.NakWithDelay(delay)

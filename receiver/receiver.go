@@ -39,6 +39,11 @@ import (
 const (
 	DefaultDrainTimeout   = 30 * time.Second
 	DefaultForwardTimeout = 30 * time.Second
+	// DefaultMaxConns is how many connections each of Run's servers keeps
+	// open: far more than the forge opens at once, while a flood of idle
+	// connections holds at most this many file descriptors and their
+	// buffers (about 20 KiB each).
+	DefaultMaxConns = 4096
 )
 
 // Options configures a Receiver. Only Webhooks is required; every other zero
@@ -93,6 +98,14 @@ type Options struct {
 	// stream stays open). Nil: 10 s to read headers, 30 s for a request,
 	// 60 s to answer, 120 s idle.
 	Server *http.Server
+	// MaxConns bounds the open connections of each of Run's servers. Past
+	// it, a new connection closes the one idle longest (a keep-alive
+	// connection between requests), else the one waiting longest for its
+	// first request; a connection with a request in progress is never
+	// closed, and while those alone fill the bound new connections wait
+	// for one to end. So a flood of idle connections leaves fresh
+	// deliveries answered. Zero: DefaultMaxConns. Negative: no bound.
+	MaxConns int
 	// OnListen, when set, is told each address Run listens on: "webhooks",
 	// "inspector" or "metrics", and the address.
 	OnListen func(part, addr string)

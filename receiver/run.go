@@ -13,6 +13,7 @@ import (
 
 	"forgehooks.dev/forgehooks/catchup"
 	"forgehooks.dev/forgehooks/internal/bound"
+	"forgehooks.dev/forgehooks/internal/connlimit"
 )
 
 // startTimeout bounds the start of the inbox's workers (creating their
@@ -89,8 +90,9 @@ func (r *Receiver) Run(ctx context.Context) error {
 		case "metrics":
 			r.log.Info("forgehooks: serving metrics", "url", u+"/metrics")
 		}
+		ln := connlimit.New(bound.Value(r.opts.MaxConns, DefaultMaxConns, -1)).Serve(p.srv, p.ln)
 		go func() {
-			if err := p.srv.Serve(p.ln); !errors.Is(err, http.ErrServerClosed) {
+			if err := p.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				failed <- fmt.Errorf("receiver: %s: %w", p.name, err)
 			}
 		}()

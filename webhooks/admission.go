@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/waitroom"
@@ -62,134 +60,15 @@ const DefaultMinBodyRate = 16 << 10
 // errSlowBody is readBody's error when a body arrives below the minimum rate.
 var errSlowBody = errors.New("webhooks: body arriving below the minimum rate")
 
-// budget is a byte budget shared by every request of a Middleware: the bodies
-// read and not yet verified. A nil *budget has no bound.
-type budget struct {
-	max int64
-
-	mu      sync.Mutex
-	used    atomic.Int64     // written under mu; read anywhere (tests, logs)
-	large   int64            // held by reservations of large bodies
-	clients map[string]int64 // held per client address
-	freed   waitroom.Signal  // bytes given back
-}
-
-// shares returns the bytes large bodies may hold together and the bytes one
-// client address may hold.
-func (b *budget) shares() (large, perClient int64) {
-	return b.max - min(b.max/4, 8<<20), b.max / 2
-}
-
-// tryReserve takes n more bytes for r, or reports false with a channel that
-// is closed when bytes are given back. While nothing but r's own bytes are
-// reserved (in all, by large bodies, by its client) n is granted, so that a
-// budget smaller than one body cannot refuse that body for ever.
-func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	used := b.used.Load()
-	if used > r.held && used+n > b.max {
-		return false, b.freed.Wait()
-	}
-	largeMax, clientMax := b.shares()
-	becomesLarge := !r.large && r.held+n > smallBodyBytes
-	if r.large || becomesLarge {
-		own, add := int64(0), n
-		if r.large {
-			own = r.held
-		} else {
-			add += r.held
-		}
-		if b.large > own && b.large+add > largeMax {
-			return false, b.freed.Wait()
-		}
-	}
-	// The client's share bounds buffers past the first two (tinyBody): a
-	// client holding its share still gets its small deliveries started,
-	// within the whole budget.
-	c := b.clients[r.client]
-	if (n > tinyBody || r.large) && c > r.held && c+n > clientMax {
-		return false, b.freed.Wait()
-	}
-	b.used.Add(n)
-	if becomesLarge {
-		b.large += r.held
-		r.large = true
-	}
-	if r.large {
-		b.large += n
-	}
-	if b.clients == nil {
-		b.clients = map[string]int64{}
-	}
-	b.clients[r.client] = c + n
-	return true, nil
-}
-
-// give returns n bytes of r.
-func (b *budget) give(r *reservation, n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used.Add(-n)
-	if r.large {
-		b.large -= n
-	}
-	if c := b.clients[r.client] - n; c > 0 {
-		b.clients[r.client] = c
-	} else {
-		delete(b.clients, r.client)
-	}
-	b.freed.Broadcast()
-}
-
-// reservation is what one request holds of a budget.
-type reservation struct {
-	b      *budget
-	client string    // the client's address, without its port
-	until  time.Time // how long grow may wait for room; zero: not at all
-	held   int64
-	large  bool
-}
-
-// grow reserves n more bytes, waiting for room until r.until, or reports
-// false.
-func (r *reservation) grow(n int64) bool {
-	if r == nil || r.b == nil {
-		return true
-	}
-	if !waitroom.Until(r.until, func() (bool, <-chan struct{}) { return r.b.tryReserve(r, n) }) {
-		return false
-	}
-	r.held += n
-	return true
-}
-
-// tryGrow reserves n more bytes if they fit now, or reports false.
-func (r *reservation) tryGrow(n int64) bool {
-	if r == nil || r.b == nil {
-		return true
-	}
-	if ok, _ := r.b.tryReserve(r, n); !ok {
-		return false
-	}
-	r.held += n
-	return true
-}
-
-// shrink gives back n of the bytes held.
-func (r *reservation) shrink(n int64) {
-	if r == nil || r.b == nil || n == 0 {
-		return
-	}
-	r.b.give(r, n)
-	r.held -= n
-}
-
-// release gives back everything held. It may be called again.
-func (r *reservation) release() {
-	if r != nil {
-		r.shrink(r.held)
-	}
+// newBudget returns the budget of unverified bodies of max bytes (nil, no
+// bound, when max is not positive), divided as the comment above says.
+func newBudget(max int64) *waitroom.Budget {
+	return waitroom.New(max, waitroom.Shares{
+		SmallBody:    smallBodyBytes,
+		KeptForSmall: min(max/4, 8<<20),
+		PerKey:       max / 2,
+		PerKeyFree:   tinyBody,
+	})
 }
 
 // clientAddr is the address part of a request's RemoteAddr.

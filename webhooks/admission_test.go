@@ -54,7 +54,7 @@ func TestSlowBodyCut(t *testing.T) {
 		if !strings.Contains(h.logs.text(), "body below the minimum rate") {
 			t.Errorf("the cut is not logged:\n%s", h.logs.text())
 		}
-		if used := h.mw.unverified.used.Load(); used != 0 {
+		if used := h.mw.unverified.Used(); used != 0 {
 			t.Errorf("budget holds %d bytes after the cut", used)
 		}
 	})
@@ -64,87 +64,6 @@ func TestSlowBodyCut(t *testing.T) {
 			t.Errorf("body at twice the minimum rate: %d", res.StatusCode)
 		}
 	})
-}
-
-// TestBudgetShares: large bodies hold at most three quarters of the budget
-// together, so that small ones always find room; one client address holds
-// at most half of it in buffers past the first two, so that other addresses
-// do, and its own new deliveries start.
-func TestBudgetShares(t *testing.T) {
-	const max = 8 << 20 // large bodies: 6 MiB; one client: 4 MiB
-	b := &budget{max: max}
-	a1 := reservation{b: b, client: "a"}
-	if !a1.grow(3 << 20) {
-		t.Fatal("a's first large body refused")
-	}
-	a2 := reservation{b: b, client: "a"}
-	if a2.grow(2 << 20) {
-		t.Error("a's second large body granted past a's half of the budget")
-	}
-	a3 := reservation{b: b, client: "a"}
-	if !a3.grow(1 << 20) {
-		t.Error("a's small body refused within a's half")
-	}
-	if a3.grow(256 << 10) {
-		t.Error("a's small body grown past a's half")
-	}
-	a4 := reservation{b: b, client: "a"}
-	if !a4.grow(64 << 10) {
-		t.Error("a's new body refused its first buffers with a's half taken")
-	}
-	a4.release()
-	bb := reservation{b: b, client: "b"}
-	if !bb.grow(3 << 20) {
-		t.Fatal("b's large body refused with 4 MiB free")
-	}
-	c1 := reservation{b: b, client: "c"}
-	if c1.grow(2 << 20) {
-		t.Error("a large body granted past the three quarters kept for large bodies")
-	}
-	// 1 MiB is left, for small bodies of other clients.
-	for i, client := range []string{"c", "d"} {
-		s := reservation{b: b, client: client}
-		if !s.grow(500 << 10) {
-			t.Errorf("small body %d from %s refused with %d bytes used of %d", i, client, b.used.Load(), max)
-		}
-		defer s.release()
-	}
-	for _, r := range []*reservation{&a1, &a2, &a3, &bb, &c1} {
-		r.release()
-	}
-	if b.used.Load() != 2*(500<<10) {
-		t.Fatalf("used %d, want the small bodies' %d", b.used.Load(), 2*(500<<10))
-	}
-}
-
-// TestBudgetWaits: a body that does not fit waits for room until its
-// reservation's deadline, and is granted when bytes are given back.
-func TestBudgetWaits(t *testing.T) {
-	b := &budget{max: 1 << 20}
-	first := reservation{b: b, client: "a"}
-	first.grow(1 << 20)
-	second := reservation{b: b, client: "b", until: time.Now().Add(generous)}
-	released := make(chan struct{})
-	go func() {
-		defer close(released)
-		time.Sleep(50 * time.Millisecond)
-		first.release()
-	}()
-	start := time.Now()
-	if !second.grow(512 << 10) {
-		t.Fatal("refused though room was made within its wait")
-	}
-	if time.Since(start) < 40*time.Millisecond {
-		t.Error("granted before room was made")
-	}
-	second.release()
-	<-released
-	third := reservation{b: b, client: "c", until: time.Now().Add(50 * time.Millisecond)}
-	first.grow(1 << 20)
-	if third.grow(512 << 10) {
-		t.Error("granted though no room was made")
-	}
-	first.release()
 }
 
 // TestDeliveryIDs: an X-Forge-Delivery longer than MaxDeliveryIDLen or not

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"errors"
+	"forgehooks.dev/forgehooks/internal/waitroom"
 	"io"
 )
 
@@ -34,7 +35,7 @@ var (
 // with a Content-Length allocates about 2.1 times its size in all.
 const growth = 4
 
-func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservation, p *pacer) ([]byte, error) {
+func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *waitroom.Reservation, p *pacer) ([]byte, error) {
 	limit := max + 1
 	if contentLength >= 0 {
 		limit = min(limit, contentLength+1)
@@ -52,12 +53,12 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 	// length waits for room, one without reads on without keeping.
 	reserve := func(n int64) error {
 		if contentLength >= 0 {
-			if !res.grow(n) {
+			if !res.Grow(n) {
 				return errBudget
 			}
 			return nil
 		}
-		if !res.tryGrow(n) {
+		if !res.TryGrow(n) {
 			return drainOver(r, cur[:cap(cur)], int64(len(cur)), max, p)
 		}
 		return nil
@@ -85,7 +86,7 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 			}
 			grown := make([]byte, n, next)
 			copy(grown, cur)
-			res.shrink(int64(cap(cur)))
+			res.Shrink(int64(cap(cur)))
 			cur = grown
 		}
 		k, err := r.Read(cur[len(cur):cap(cur)])
@@ -99,11 +100,11 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *reservati
 			if slack := int64(cap(cur)) - n; slack > n/8 && slack > firstBodyBuffer {
 				// Without a length (or past it) the last buffer may be up to
 				// growth times too large: the handlers would hold that.
-				if !res.grow(n) {
+				if !res.Grow(n) {
 					return nil, errBudget
 				}
 				exact := append([]byte(nil), cur...)
-				res.shrink(int64(cap(cur)))
+				res.Shrink(int64(cap(cur)))
 				cur = exact
 			}
 			return cur, nil

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // shortReads returns at most n bytes per Read, as a network connection does.
@@ -78,20 +79,21 @@ func memory(t *testing.T, size int) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			res := reservation{b: &budget{max: 1 << 40}}
+			b := newBudget(1 << 40)
+			res := b.Reserve("", time.Time{})
 			got, err := readBody(&shortReads{bytes.NewReader(body), rand.New(rand.NewPCG(3, 4))}, tt.cl, DefaultMaxBodyBytes, io.Discard, &res, nil)
 			runtime.ReadMemStats(&after)
 			if err != nil || len(got) != size {
 				t.Fatalf("read %d bytes, %v", len(got), err)
 			}
 			alloc := float64(after.TotalAlloc - before.TotalAlloc)
-			t.Logf("allocated %.2f times the body, reserved %.2f times", alloc/float64(size), float64(res.held)/float64(size))
-			if res.held != int64(cap(got)) {
-				t.Errorf("holds %d bytes at the end, the buffer has %d", res.held, cap(got))
+			t.Logf("allocated %.2f times the body, reserved %.2f times", alloc/float64(size), float64(res.Held())/float64(size))
+			if res.Held() != int64(cap(got)) {
+				t.Errorf("holds %d bytes at the end, the buffer has %d", res.Held(), cap(got))
 			}
-			res.release()
-			if res.b.used.Load() != 0 {
-				t.Errorf("budget holds %d bytes after release", res.b.used.Load())
+			res.Release()
+			if b.Used() != 0 {
+				t.Errorf("budget holds %d bytes after release", b.Used())
 			}
 			if alloc > tt.bound*float64(size)+1<<20 {
 				t.Errorf("allocated %.0f bytes for a %d-byte body: more than %.1f times", alloc, size, tt.bound)
@@ -108,9 +110,9 @@ func memory(t *testing.T, size int) {
 // budget with nothing reserved grants any body.
 func TestReadBodyBudget(t *testing.T) {
 	const max = 1 << 20
-	b := &budget{max: 200 << 10}
-	other := reservation{b: b, client: "other"}
-	if !other.grow(100 << 10) {
+	b := newBudget(200 << 10)
+	other := b.Reserve("other", time.Time{})
+	if !other.Grow(100 << 10) {
 		t.Fatal("first reservation refused")
 	}
 	tests := []struct {
@@ -129,7 +131,7 @@ func TestReadBodyBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rd := &countingReader{r: bytes.NewReader(make([]byte, tt.size))}
-			res := reservation{b: b}
+			res := b.Reserve("", time.Time{})
 			got, err := readBody(rd, tt.cl, max, io.Discard, &res, nil)
 			if err != tt.wantErr {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -140,19 +142,19 @@ func TestReadBodyBudget(t *testing.T) {
 			if rd.n > tt.maxRead {
 				t.Errorf("read %d bytes before answering, want at most %d", rd.n, tt.maxRead)
 			}
-			res.release()
-			if used := b.used.Load(); used != 100<<10 {
+			res.Release()
+			if used := b.Used(); used != 100<<10 {
 				t.Errorf("budget holds %d bytes after release, want the other request's %d", used, 100<<10)
 			}
 		})
 	}
-	other.release()
+	other.Release()
 	// Alone, a body larger than the whole budget is granted.
-	res := reservation{b: b}
+	res := b.Reserve("", time.Time{})
 	if got, err := readBody(bytes.NewReader(make([]byte, 300<<10)), 300<<10, max, io.Discard, &res, nil); err != nil || len(got) != 300<<10 {
 		t.Fatalf("a body alone over the budget: %d bytes, %v", len(got), err)
 	}
-	res.release()
+	res.Release()
 }
 
 func TestReadBody(t *testing.T) {

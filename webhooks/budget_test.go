@@ -24,13 +24,13 @@ func TestMiddlewareBudgets(t *testing.T) {
 		defer held.Close()
 		fmt.Fprintf(held, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nX-Forge-Event: push\r\nX-Forge-Delivery: held\r\nX-Hub-Signature-256: sha256=00\r\n\r\n{", DefaultPath, 80<<10)
 		deadline := time.Now().Add(generous)
-		for h.mw.unverified.used.Load() == 0 {
+		for h.mw.unverified.Used() == 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("the held body never reserved its bytes")
 			}
 			time.Sleep(time.Millisecond)
 		}
-		if used := h.mw.unverified.used.Load(); used != firstBodyBuffer {
+		if used := h.mw.unverified.Used(); used != firstBodyBuffer {
 			t.Errorf("reserved %d bytes for an 80 KiB body that sent 1 byte, want %d", used, firstBodyBuffer)
 		}
 		// Sent 70 KiB more, it grows to its announced size: the budget then
@@ -38,9 +38,9 @@ func TestMiddlewareBudgets(t *testing.T) {
 		if _, err := held.Write(make([]byte, 70<<10)); err != nil {
 			t.Fatal(err)
 		}
-		for h.mw.unverified.used.Load() != 80<<10+1 {
+		for h.mw.unverified.Used() != 80<<10+1 {
 			if time.Now().After(deadline) {
-				t.Fatalf("budget holds %d bytes, want %d", h.mw.unverified.used.Load(), 80<<10+1)
+				t.Fatalf("budget holds %d bytes, want %d", h.mw.unverified.Used(), 80<<10+1)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -66,14 +66,16 @@ func TestMiddlewareBudgets(t *testing.T) {
 		if code, body := post(t, other, "http://"+h.addr+DefaultPath, "issues", "small", []byte(`{"action":"opened"}`)); code != http.StatusOK {
 			t.Errorf("small delivery from another address beside the held body: %d %s", code, body)
 		}
-		if took := time.Since(start); took > budgetWait/2 {
+		// Waiting for room would have taken budgetWait (nothing is given
+		// back meanwhile): a bound that load cannot reach by itself.
+		if took := time.Since(start); took >= budgetWait {
 			t.Errorf("small delivery from another address waited %v", took)
 		}
 
 		held.Close()
-		for h.mw.unverified.used.Load() != 0 {
+		for h.mw.unverified.Used() != 0 {
 			if time.Now().After(deadline) {
-				t.Fatalf("budget holds %d bytes after the held connection closed", h.mw.unverified.used.Load())
+				t.Fatalf("budget holds %d bytes after the held connection closed", h.mw.unverified.Used())
 			}
 			time.Sleep(time.Millisecond)
 		}

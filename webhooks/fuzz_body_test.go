@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // FuzzReadBody reads a body in random short reads under a random
@@ -22,12 +23,12 @@ func FuzzReadBody(f *testing.F) {
 		if cl < -1 || cl > max || budgetMax <= 0 || othersHold < 0 || othersHold > budgetMax {
 			return
 		}
-		b := &budget{max: budgetMax}
-		other := reservation{b: b, client: "other"}
-		if othersHold > 0 && !other.grow(othersHold) {
+		b := newBudget(budgetMax)
+		other := b.Reserve("other", time.Time{})
+		if othersHold > 0 && !other.Grow(othersHold) {
 			t.Fatal("first reservation refused")
 		}
-		res := reservation{b: b}
+		res := b.Reserve("", time.Time{})
 		var h bytes.Buffer
 		rnd := rand.New(rand.NewPCG(seed, seed))
 		got, err := readBody(&shortReads{bytes.NewReader(body), rnd}, cl, max, &h, &res, nil)
@@ -46,13 +47,13 @@ func FuzzReadBody(f *testing.F) {
 			if !bytes.Equal(got, body) || !bytes.Equal(h.Bytes(), body) {
 				t.Fatalf("read %d bytes (hashed %d) of a %d-byte body", len(got), h.Len(), len(body))
 			}
-			if res.held < int64(len(body)) {
-				t.Fatalf("reserved %d bytes for a %d-byte body", res.held, len(body))
+			if res.Held() < int64(len(body)) {
+				t.Fatalf("reserved %d bytes for a %d-byte body", res.Held(), len(body))
 			}
 		}
-		res.release()
-		other.release()
-		if used := b.used.Load(); used != 0 {
+		res.Release()
+		other.Release()
+		if used := b.Used(); used != 0 {
 			t.Fatalf("budget holds %d bytes after both released", used)
 		}
 	})

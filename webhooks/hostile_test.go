@@ -702,7 +702,7 @@ func TestContentLengthWithinBudget(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapInuse) - int64(before.HeapInuse)
-	used := mw.unverified.used.Load()
+	used := mw.unverified.Used()
 	t.Logf("%d connections announcing %d bytes and sending 1: budget holds %d KiB, heap in use grew by %d KiB", conns, DefaultMaxBodyBytes, used>>10, grew>>10)
 	if used > conns*firstBodyBuffer {
 		t.Errorf("budget holds %d bytes for %d connections that sent one byte each; want at most %d", used, conns, conns*firstBodyBuffer)

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"forgehooks.dev/forgehooks/internal/waitroom"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -150,12 +151,12 @@ type Middleware struct {
 	logger        *slog.Logger
 	timeout       time.Duration
 	max           int64
-	maxInFlight   int64         // 0: no bound
-	maxRunning    int64         // 0: no bound
-	unverified    *budget       // nil: no bound
-	minRate       int64         // bytes per second; 0: no minimum
-	window        time.Duration // over which minRate is measured
-	workers       workers       // run each accepted delivery's handlers
+	maxInFlight   int64            // 0: no bound
+	maxRunning    int64            // 0: no bound
+	unverified    *waitroom.Budget // nil: no bound
+	minRate       int64            // bytes per second; 0: no minimum
+	window        time.Duration    // over which minRate is measured
+	workers       workers          // run each accepted delivery's handlers
 	inbox         Inbox
 	onResult      func(Result)
 	exposeErrs    bool
@@ -208,7 +209,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	m.maxInFlight = orDefault(int64(opts.MaxInFlight), DefaultMaxInFlight)
 	m.maxRunning = orDefault(opts.MaxRunningBytes, DefaultMaxRunningBytes)
 	if n := orDefault(opts.MaxUnverifiedBytes, DefaultMaxUnverifiedBytes); n > 0 {
-		m.unverified = &budget{max: n}
+		m.unverified = newBudget(n)
 	}
 	m.minRate, m.window = orDefault(opts.MinBodyRate, DefaultMinBodyRate), rateWindow
 	return m

@@ -86,8 +86,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	// body is held in the budget of unverified bodies until it is verified.
 	digest := keys.digest()
 	defer keys.release(digest)
-	res := reservation{b: m.unverified, client: clientAddr(r.RemoteAddr), until: start.Add(budgetWait)}
-	defer res.release()
+	res := m.unverified.Reserve(clientAddr(r.RemoteAddr), start.Add(budgetWait))
+	defer res.Release()
 	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res, newPacer(rw, r, m.minRate, m.window, start))
 	var maxErr *http.MaxBytesError
 	switch {
@@ -96,7 +96,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	case errors.Is(err, errBudget):
 		rw.Header().Set("Connection", "close") // the body stays unread
-		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "content_length", r.ContentLength, "held", res.held, "max_unverified_bytes", m.unverified.max)
+		m.unavailable(rw, r, msgUnverifiedBudget, "unverified bodies over budget", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "content_length", r.ContentLength, "held", res.Held(), "max_unverified_bytes", m.unverified.Max())
 		return
 	case errors.Is(err, errSlowBody):
 		rw.Header().Set("Connection", "close") // the body stays unread
@@ -108,7 +108,7 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	}
 	d.Payload = body
 	matched := keys.match(digest, body, d.Signature)
-	res.release() // verified or not: from here on other budgets count the body
+	res.Release() // verified or not: from here on other budgets count the body
 	if !matched {
 		m.w.mismatch(context.WithoutCancel(r.Context()), d, nil)
 		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "tenant", tenant)

@@ -38,9 +38,9 @@ func TestTooLargeBeforeBudgetWait(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(generous)
-	for h.mw.unverified.used.Load() != 2*(slowLen+1) {
+	for h.mw.unverified.Used() != 2*(slowLen+1) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the slow bodies hold %d bytes, want %d", h.mw.unverified.used.Load(), 2*(slowLen+1))
+			t.Fatalf("the slow bodies hold %d bytes, want %d", h.mw.unverified.Used(), 2*(slowLen+1))
 		}
 		time.Sleep(time.Millisecond)
 	}

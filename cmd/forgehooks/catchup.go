@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"forgehooks.dev/forgehooks/app"
 	"forgehooks.dev/forgehooks/catchup"
 	"forgehooks.dev/forgehooks/inbox"
 )
@@ -161,13 +161,9 @@ func (f *catchupFlags) options(fs *flagSet) (catchup.Options, int, bool) {
 		if *f.appID == "" || *f.privateKey == "" {
 			return fail("--app needs --app-id N and --private-key FILE")
 		}
-		pemBytes, err := os.ReadFile(*f.privateKey)
+		key, err := app.ReadPrivateKeyFile(*f.privateKey, nil)
 		if err != nil {
 			return o, fs.fail("%v", err), false
-		}
-		key, err := catchup.ParsePrivateKey(pemBytes)
-		if err != nil {
-			return o, fs.fail("%s: %v", *f.privateKey, err), false
 		}
 		creds, err := catchup.NewAppJWT(*f.appID, key)
 		if err != nil {

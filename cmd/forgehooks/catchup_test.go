@@ -37,6 +37,7 @@ func TestCatchupUsage(t *testing.T) {
 		{"app with hook id", []string{"catchup", "--app", "--hook-id", "3"}, 2, "the app has one hook"},
 		{"missing key file", []string{"catchup", "--app", "--app-id", "1", "--private-key", filepath.Join(dir, "none.pem")}, 1, "no such file"},
 		{"bad key file", []string{"catchup", "--app", "--app-id", "1", "--private-key", keyFile}, 1, "private key: no PEM block found"},
+		{"key file a directory", []string{"catchup", "--app", "--app-id", "1", "--private-key", dir}, 1, "not a regular file"},
 		{"repo without hook id", []string{"catchup", "--repo", "o/r", "--token-env", "FORGE_TOKEN"}, 2, "need --hook-id N"},
 		{"repo without token", []string{"catchup", "--repo", "o/r", "--hook-id", "1"}, 2, "need --token-env VAR"},
 		{"repo with app key", []string{"catchup", "--repo", "o/r", "--hook-id", "1", "--app-id", "1"}, 2, "not --app-id/--private-key"},

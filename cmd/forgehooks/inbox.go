@@ -69,6 +69,9 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 	return f
 }
 
+// minStoreBytes is the smallest --max-store-bytes taken.
+const minStoreBytes = 1 << 20
+
 // enabled reports whether an inbox was asked for.
 func (f *inboxFlags) enabled() bool { return f.dir != "" || f.urls != "" }
 
@@ -101,6 +104,10 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	}
 	if f.ackWait < 0 {
 		return o, errors.New("--ack-wait must not be negative")
+	}
+	if o.MaxStoreBytes > 0 && o.MaxStoreBytes < minStoreBytes {
+		// Said here: the store's own refusal names no flag.
+		return o, fmt.Errorf("--max-store-bytes %d is too small: at least 1MiB", o.MaxStoreBytes)
 	}
 	if f.urls != "" {
 		o.URLs = strings.Split(f.urls, ",")

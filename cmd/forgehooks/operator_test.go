@@ -37,6 +37,7 @@ func TestOperatorUsage(t *testing.T) {
 		{"replay, nothing", []string{"inbox", "replay", "--inbox", dir}, "give delivery ids"},
 		{"--dead elsewhere", []string{"inbox", "ls", "--dead", "--inbox", dir}, "--dead is for retry"},
 		{"show, two ids", []string{"inbox", "show", "a", "b", "--inbox", dir}, "show takes 1 argument"},
+		{"store bound too small", []string{"serve", "--secret", "s", "--addr", "127.0.0.1:0", "--inbox", dir, "--max-store-bytes", "10"}, "--max-store-bytes 10 is too small"},
 		{"ui without token", []string{"serve", "--secret", "s", "--addr", "127.0.0.1:0", "--ui", "0.0.0.0:0"}, "--ui 0.0.0.0:0 is not a loopback address"},
 	}
 	for _, tt := range tests {

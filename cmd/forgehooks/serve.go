@@ -49,6 +49,7 @@ development secret.`)
 	read := fs.Duration("read-timeout", 30*time.Second, "time allowed to read a whole request")
 	write := fs.Duration("write-timeout", 60*time.Second, "time allowed to answer a request, from the end of its headers")
 	idle := fs.Duration("idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	maxConns := fs.Int("max-conns", receiver.DefaultMaxConns, "open connections per listener; past it the one idle longest is closed (negative: no bound)")
 	shutdown := fs.Duration("shutdown-timeout", receiver.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long to let requests and handlers finish (negative: no bound)")
 	fs.group("Bounds")
 	maxBody := fs.Int64("max-body-bytes", webhooks.DefaultMaxBodyBytes, "largest body accepted (413 above)")
@@ -129,7 +130,7 @@ development secret.`)
 	}
 	o := receiver.Options{
 		Webhooks: wh, Logger: log, Addr: *addr, MetricsAddr: *metricsAddr, InspectorAddr: *uiAddr,
-		Forward: inboxF.forward, Catchup: cu, Wrap: wrap, CatchupEvery: *catchupEvery, DrainTimeout: *shutdown,
+		Forward: inboxF.forward, Catchup: cu, Wrap: wrap, CatchupEvery: *catchupEvery, DrainTimeout: *shutdown, MaxConns: *maxConns,
 		Middleware: webhooks.MiddlewareOptions{
 			Path: *path, Timeout: *handlerTimeout, MaxBodyBytes: *maxBody, MaxInFlight: *maxInFlight,
 			MaxRunningBytes: *maxRunning, MaxUnverifiedBytes: *maxUnverified, ExposeHandlerErrors: *exposeErrs,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"forgehooks.dev/forgehooks/gen"
@@ -94,5 +95,46 @@ func TestRunErrors(t *testing.T) {
 	}
 	if err := run(bad, t.TempDir(), gen.DefaultOptions); !errors.Is(err, gen.ErrInvalidSchema) {
 		t.Errorf("run on a schema with an undefined type = %v, want ErrInvalidSchema", err)
+	}
+}
+
+// TestPackagesRecordIsAnExplicitStep: generation never writes the record
+// of the generated packages; it fails while the record lacks what the schema
+// has, and -write-packages (record) writes it, generating nothing.
+func TestPackagesRecordIsAnExplicitStep(t *testing.T) {
+	fixture := copyFixture(t)
+	recPath := filepath.Join(fixture, gen.PackagesFile)
+	want, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(recPath); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := run(fixture, out, gen.DefaultOptions); err == nil || !strings.Contains(err.Error(), "-write-packages") {
+		t.Fatalf("generation without a record: %v, want an error naming -write-packages", err)
+	}
+	if _, err := os.Stat(recPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("generation wrote the record: %v", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("a failed generation wrote %d files", len(entries))
+	}
+	if err := record(fixture, out, gen.DefaultOptions); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("-write-packages generated %d files", len(entries))
+	}
+	got, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("the record written differs from the fixture's:\n%s\nwant:\n%s", got, want)
+	}
+	if err := run(fixture, out, gen.DefaultOptions); err != nil {
+		t.Fatalf("generation with the record: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // class is a set of terms that become one named type. Terms join a class when their
@@ -34,7 +34,7 @@ type class struct {
 
 	origin  string // for a union made by a join: the member joined
 	name    string
-	matches []gen.Match
+	matches []genmodel.Match
 	notes   []string // appended to the type's description
 }
 

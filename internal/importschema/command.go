@@ -54,7 +54,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 	"forgehooks.dev/forgehooks/internal/atomicfile"
 )
 
@@ -76,6 +76,7 @@ func Run(args []string, stderr io.Writer) int {
 	reportJSON := fs.String("report-json", "", "write the change report as JSON to this file")
 	failBreaking := fs.Bool("fail-on-breaking", false, "exit 3 when the update breaks compiled code (after writing)")
 	quiet := fs.Bool("q", false, "print warnings only, no summary or report")
+	checkMode := fs.Bool("check", false, "import in memory and compare with the files in -out (events.yaml, types.yaml, lock.yaml): exit 1 naming each that differs; writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -204,7 +205,7 @@ func Run(args []string, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	pending = append(pending, pendingFile{filepath.Join(*out, gen.EventsFile), evData}, pendingFile{filepath.Join(*out, gen.TypesFile), tyData})
+	pending = append(pending, pendingFile{filepath.Join(*out, genmodel.EventsFile), evData}, pendingFile{filepath.Join(*out, genmodel.TypesFile), tyData})
 	if *lockPath != "none" {
 		lockData, err := res.lock.encode()
 		if err != nil {
@@ -212,8 +213,15 @@ func Run(args []string, stderr io.Writer) int {
 		}
 		pending = append(pending, pendingFile{*lockPath, lockData})
 	}
-	if err := checkLoads(*out, evData, tyData); err != nil {
+	checked, err := checkLoads(*out, evData, tyData)
+	if err != nil {
 		return fail("the written schema does not load: %v", err)
+	}
+	if onChecked != nil {
+		onChecked(res.schema, checked)
+	}
+	if *checkMode {
+		return checkFiles(pending, stderr)
 	}
 	changed := rep.Bump != "none" || (old != nil && old.Source.Version != res.schema.Source.Version)
 	if *changelog != "" && changed {
@@ -245,7 +253,7 @@ func Run(args []string, stderr io.Writer) int {
 // runCompare is -compare: two specs, no schema written.
 func runCompare(oldPath, newPath string, ov *overrides, reportMD, reportJSON, changelog string, failBreaking, quiet bool, stderr io.Writer) int {
 	quietWarn := func(string, ...any) {}
-	var schemas [2]*gen.Schema
+	var schemas [2]*genmodel.Schema
 	lk := newLock(nil)
 	var noops []string
 	for i, p := range []string{oldPath, newPath} {
@@ -356,12 +364,12 @@ func commit(files []pendingFile) error {
 
 // readSchema reads events.yaml and types.yaml of dir as they are (no checks); nil
 // when there are none.
-func readSchema(dir string) (*gen.Schema, error) {
-	s := &gen.Schema{}
+func readSchema(dir string) (*genmodel.Schema, error) {
+	s := &genmodel.Schema{}
 	for _, f := range []struct {
 		name string
 		doc  any
-	}{{gen.EventsFile, s}, {gen.TypesFile, s}} {
+	}{{genmodel.EventsFile, s}, {genmodel.TypesFile, s}} {
 		data, err := os.ReadFile(filepath.Join(dir, f.name))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -376,27 +384,42 @@ func readSchema(dir string) (*gen.Schema, error) {
 	return s, nil
 }
 
-// checkLoads loads the schema as the generator will, from a temporary directory
-// holding the new files and the contract list of dir: references resolve and no
-// contract name is missing.
-func checkLoads(dir string, events, types []byte) error {
-	tmp, err := os.MkdirTemp("", "importschema-check-")
-	if err != nil {
-		return err
+// checkLoads checks the new files as the generator will load them, in
+// memory (genmodel.Parse), with the contract list of dir: references resolve
+// and no contract name is missing.
+func checkLoads(dir string, events, types []byte) (*genmodel.Schema, error) {
+	contract, err := os.ReadFile(filepath.Join(dir, genmodel.ContractFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	files := map[string][]byte{gen.EventsFile: events, gen.TypesFile: types}
-	if c, err := os.ReadFile(filepath.Join(dir, gen.ContractFile)); err == nil {
-		files[gen.ContractFile] = c
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
-			return err
-		}
-	}
-	_, err = gen.Load(tmp)
-	return err
+	return genmodel.Parse(dir+" (as imported)", events, types, contract)
 }
+
+// checkFiles is -check: it compares each pending file with the one on disk
+// and names those that differ (or are missing).
+func checkFiles(pending []pendingFile, stderr io.Writer) int {
+	stale := 0
+	for _, f := range pending {
+		old, err := os.ReadFile(f.path)
+		if err == nil && bytes.Equal(old, f.data) {
+			continue
+		}
+		stale++
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "importschema: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(stderr, "importschema: %s is not what the import makes of the spec and overrides: run make schema\n", f.path)
+	}
+	if stale > 0 {
+		return 1
+	}
+	return 0
+}
+
+// onChecked, when set (by tests), is given the schema the import built and
+// the one checkLoads parsed from its encoding, before anything is written.
+var onChecked func(built, checked *genmodel.Schema)
 
 // writeReports writes the Markdown and JSON reports where asked.
 func writeReports(rep *Report, md, js string, stderr io.Writer) error {
@@ -451,7 +474,7 @@ func header(rec *record) string {
 
 // result is an import's schema and its figures.
 type result struct {
-	schema    *gen.Schema
+	schema    *genmodel.Schema
 	stats     stats
 	overrides int
 	fromSpec  int // names from the spec alone
@@ -465,11 +488,11 @@ func (r *result) summary() string {
 	var structs, enums, unions int
 	for _, t := range r.schema.Types {
 		switch t.Kind {
-		case gen.KindStruct:
+		case genmodel.KindStruct:
 			structs++
-		case gen.KindEnum:
+		case genmodel.KindEnum:
 			enums++
-		case gen.KindUnion:
+		case genmodel.KindUnion:
 			unions++
 		}
 	}
@@ -570,7 +593,7 @@ func importAll(data []byte, variants map[string][]byte, rec *record, ov *overrid
 	// names its types); one that fails there is left out for all of them.
 	vov := *ov
 	vov.Renames = nil
-	vs := map[string]*gen.Schema{}
+	vs := map[string]*genmodel.Schema{}
 	for _, name := range sortedKeys(variants) {
 		r, err := importSpecMode(variants[name], nil, &vov, res.lock, func(string, ...any) {}, true)
 		if err != nil {
@@ -584,7 +607,7 @@ func importAll(data []byte, variants map[string][]byte, rec *record, ov *overrid
 	if len(vs) > 0 {
 		markVariants(res.schema, vs)
 	}
-	if err := gen.Check(res.schema); err != nil {
+	if err := genmodel.Check(res.schema); err != nil {
 		return nil, fmt.Errorf("the import is not a valid schema: %w", err)
 	}
 	return res, nil

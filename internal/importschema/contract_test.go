@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden and contract files from what the code now produces")
@@ -21,10 +21,10 @@ var update = flag.Bool("update", false, "rewrite the golden and contract files f
 // the contract file is checked against its source in every clone.
 var originalSpec = filepath.Join("testdata", "contract", "behaviour-contract.md")
 
-const contractPath = "../../schema/" + gen.ContractFile
+const contractPath = "../../schema/" + genmodel.ContractFile
 
 const contractHeader = `# The names (events and event.action) of the events table of the behaviour
-# contract: gen.Load fails when the schema lacks any of them. Derived from it by
+# contract: genmodel.Load fails when the schema lacks any of them. Derived from it by
 # internal/importschema's TestContractNames (go test -update).
 `
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 	"forgehooks.dev/forgehooks/internal/corpus"
 )
 
@@ -36,14 +36,14 @@ func parseTimestamp(s string) bool {
 // validator checks JSON documents against a schema, the way the generated decoders
 // will read them.
 type validator struct {
-	types    map[string]*gen.Type
+	types    map[string]*genmodel.Type
 	problems []string
 	unknown  map[string]int // "Type.key" of members the schema does not know
 	matched  map[string]int // union variants chosen, "Union→Type"
 }
 
-func newValidator(s *gen.Schema) *validator {
-	v := &validator{types: map[string]*gen.Type{}, unknown: map[string]int{}, matched: map[string]int{}}
+func newValidator(s *genmodel.Schema) *validator {
+	v := &validator{types: map[string]*genmodel.Type{}, unknown: map[string]int{}, matched: map[string]int{}}
 	for i := range s.Types {
 		v.types[s.Types[i].Name] = &s.Types[i]
 	}
@@ -86,7 +86,7 @@ func jsonKind(x any) string {
 }
 
 // holds reports whether a Match holds for a value.
-func holds(m gen.Match, x any) bool {
+func holds(m genmodel.Match, x any) bool {
 	k := jsonKind(x)
 	if m.JSON != "" && m.JSON != k && !(m.JSON == "number" && k == "integer") {
 		return false
@@ -114,7 +114,7 @@ func holds(m gen.Match, x any) bool {
 }
 
 func (v *validator) expr(path, expr string, x any) {
-	e, err := gen.ParseTypeExpr(expr)
+	e, err := genmodel.ParseTypeExpr(expr)
 	if err != nil {
 		v.fail(path, "%v", err)
 		return
@@ -122,21 +122,21 @@ func (v *validator) expr(path, expr string, x any) {
 	v.value(path, e, x)
 }
 
-func (v *validator) value(path string, e *gen.TypeExpr, x any) {
+func (v *validator) value(path string, e *genmodel.TypeExpr, x any) {
 	k := jsonKind(x)
 	switch e.Kind {
-	case gen.ExprArray, gen.ExprMap:
+	case genmodel.ExprArray, genmodel.ExprMap:
 		var elems []any
 		var keys []string
 		switch x := x.(type) {
 		case []any:
-			if e.Kind != gen.ExprArray {
+			if e.Kind != genmodel.ExprArray {
 				v.fail(path, "an array, want %s", e)
 				return
 			}
 			elems = x
 		case map[string]any:
-			if e.Kind != gen.ExprMap {
+			if e.Kind != genmodel.ExprMap {
 				v.fail(path, "an object, want %s", e)
 				return
 			}
@@ -164,7 +164,7 @@ func (v *validator) value(path string, e *gen.TypeExpr, x any) {
 			}
 			v.value(p, e.Elem, el)
 		}
-	case gen.ExprBuiltin:
+	case genmodel.ExprBuiltin:
 		ok := true
 		switch e.Name {
 		case "string":
@@ -189,12 +189,12 @@ func (v *validator) value(path string, e *gen.TypeExpr, x any) {
 		if !ok {
 			v.fail(path, "JSON %s %s, want %s", k, short(x), e.Name)
 		}
-	case gen.ExprNamed:
+	case genmodel.ExprNamed:
 		t := v.types[e.Name]
 		switch t.Kind {
-		case gen.KindStruct:
+		case genmodel.KindStruct:
 			v.object(path, t, x)
-		case gen.KindEnum:
+		case genmodel.KindEnum:
 			want := "string"
 			if t.Base == "int64" {
 				want = "integer"
@@ -210,7 +210,7 @@ func (v *validator) value(path string, e *gen.TypeExpr, x any) {
 				}
 			}
 			v.fail(path, "enum %s has no value %q", t.Name, s)
-		case gen.KindUnion:
+		case genmodel.KindUnion:
 			var hits []int
 			for i, vr := range t.Variants {
 				if holds(vr.Match, x) {
@@ -228,7 +228,7 @@ func (v *validator) value(path string, e *gen.TypeExpr, x any) {
 	}
 }
 
-func (v *validator) object(path string, t *gen.Type, x any) {
+func (v *validator) object(path string, t *genmodel.Type, x any) {
 	obj, ok := x.(map[string]any)
 	if !ok {
 		v.fail(path, "JSON %s %s, want struct %s", jsonKind(x), short(x), t.Name)
@@ -268,7 +268,7 @@ func short(x any) string {
 }
 
 // payloadType returns the type of an example's event.action.
-func payloadType(s *gen.Schema, ex corpus.Example) (string, error) {
+func payloadType(s *genmodel.Schema, ex corpus.Example) (string, error) {
 	for _, e := range s.Events {
 		if e.Name != ex.Event {
 			continue
@@ -298,7 +298,7 @@ func payloadType(s *gen.Schema, ex corpus.Example) (string, error) {
 // timestamps that parse, enum values known. Members the schema does not know are
 // counted and listed (the generator keeps them raw).
 func TestSchemaMatchesCorpus(t *testing.T) {
-	s, err := gen.Load("../../schema")
+	s, err := genmodel.Load("../../schema")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,21 +373,21 @@ func TestParseTimestamp(t *testing.T) {
 
 // TestValidator checks that the validator finds each kind of problem.
 func TestValidator(t *testing.T) {
-	s := &gen.Schema{Types: []gen.Type{
-		{Name: "P", Kind: gen.KindStruct, Fields: []gen.Field{
+	s := &genmodel.Schema{Types: []genmodel.Type{
+		{Name: "P", Kind: genmodel.KindStruct, Fields: []genmodel.Field{
 			{JSON: "id", Type: "int64", Required: true},
 			{JSON: "state", Type: "S"},
 			{JSON: "at", Type: "timestamp", Nullable: true},
 			{JSON: "who", Type: "U"},
 			{JSON: "tags", Type: "[]*string"},
 		}},
-		{Name: "S", Kind: gen.KindEnum, Values: []gen.EnumValue{{Value: "open"}}},
-		{Name: "U", Kind: gen.KindUnion, Variants: []gen.Variant{
-			{Type: "string", Match: gen.Match{JSON: "string"}},
-			{Type: "Q", Match: gen.Match{JSON: "object", Has: []string{"login"}}},
-			{Type: "Q", Match: gen.Match{JSON: "object", Lacks: []string{"login"}}},
+		{Name: "S", Kind: genmodel.KindEnum, Values: []genmodel.EnumValue{{Value: "open"}}},
+		{Name: "U", Kind: genmodel.KindUnion, Variants: []genmodel.Variant{
+			{Type: "string", Match: genmodel.Match{JSON: "string"}},
+			{Type: "Q", Match: genmodel.Match{JSON: "object", Has: []string{"login"}}},
+			{Type: "Q", Match: genmodel.Match{JSON: "object", Lacks: []string{"login"}}},
 		}},
-		{Name: "Q", Kind: gen.KindStruct},
+		{Name: "Q", Kind: genmodel.KindStruct},
 	}}
 	tests := []struct {
 		name, doc, want string

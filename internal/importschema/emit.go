@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // exprOf writes a type in the schema's type-expression syntax.
@@ -82,10 +82,10 @@ func (m *model) reachableSet() map[*class]bool {
 }
 
 // schema builds the model the YAML files hold.
-func (m *model) schema(rec *record) *gen.Schema {
-	s := &gen.Schema{}
+func (m *model) schema(rec *record) *genmodel.Schema {
+	s := &genmodel.Schema{}
 	if rec != nil {
-		s.Source = gen.Source{Package: rec.Package, Version: rec.Version, File: rec.File, SHA256: rec.SHA256}
+		s.Source = genmodel.Source{Package: rec.Package, Version: rec.Version, File: rec.File, SHA256: rec.SHA256}
 	}
 	byEvent := map[string][]*hook{}
 	var events []string
@@ -98,14 +98,14 @@ func (m *model) schema(rec *record) *gen.Schema {
 	sort.Strings(events)
 	for _, name := range events {
 		hs := byEvent[name]
-		ev := gen.Event{Name: name, Description: cleanText(hs[0].summary)}
+		ev := genmodel.Event{Name: name, Description: cleanText(hs[0].summary)}
 		for _, h := range hs {
 			cl := h.body.cls.find()
 			if h.action == "" {
 				ev.Type = cl.name
 				continue
 			}
-			ev.Actions = append(ev.Actions, gen.Action{Name: h.action, Description: cleanText(h.desc), Type: cl.name})
+			ev.Actions = append(ev.Actions, genmodel.Action{Name: h.action, Description: cleanText(h.desc), Type: cl.name})
 			if h.freeForm {
 				ev.OtherActionsType = cl.name
 			}
@@ -134,31 +134,31 @@ func (m *model) schema(rec *record) *gen.Schema {
 	}
 
 	for _, cl := range m.reachable() {
-		t := gen.Type{Name: cl.name, Description: cleanText(cl.desc)}
+		t := genmodel.Type{Name: cl.name, Description: cleanText(cl.desc)}
 		if ns, payload := notes[cl]; payload {
 			t.Description = strings.Join(ns, "\n\n")
 		}
 		switch cl.kind {
 		case kStruct:
-			t.Kind = gen.KindStruct
+			t.Kind = genmodel.KindStruct
 			for _, f := range cl.fields {
-				t.Fields = append(t.Fields, gen.Field{
+				t.Fields = append(t.Fields, genmodel.Field{
 					JSON: f.key, Description: cleanText(f.desc),
 					Type: exprOf(f.t), Required: f.required, Nullable: f.nullable,
 				})
 			}
 		case kEnum:
-			t.Kind = gen.KindEnum
+			t.Kind = genmodel.KindEnum
 			if cl.base == "int64" {
 				t.Base = "int64"
 			}
 			for _, v := range cl.values {
-				t.Values = append(t.Values, gen.EnumValue{Value: v})
+				t.Values = append(t.Values, genmodel.EnumValue{Value: v})
 			}
 		case kUnion:
-			t.Kind = gen.KindUnion
+			t.Kind = genmodel.KindUnion
 			for i, v := range cl.variants {
-				t.Variants = append(t.Variants, gen.Variant{Type: exprOf(v), Match: cl.matches[i]})
+				t.Variants = append(t.Variants, genmodel.Variant{Type: exprOf(v), Match: cl.matches[i]})
 			}
 		}
 		s.Types = append(s.Types, t)
@@ -167,13 +167,13 @@ func (m *model) schema(rec *record) *gen.Schema {
 }
 
 // encodeSchema returns the text of events.yaml and types.yaml.
-func encodeSchema(s *gen.Schema, header string) (events, types []byte, err error) {
+func encodeSchema(s *genmodel.Schema, header string) (events, types []byte, err error) {
 	evDoc := struct {
-		Source gen.Source  `yaml:"source"`
-		Events []gen.Event `yaml:"events"`
+		Source genmodel.Source  `yaml:"source"`
+		Events []genmodel.Event `yaml:"events"`
 	}{s.Source, s.Events}
 	tyDoc := struct {
-		Types []gen.Type `yaml:"types"`
+		Types []genmodel.Type `yaml:"types"`
 	}{s.Types}
 	var out [2][]byte
 	for i, doc := range []any{evDoc, tyDoc} {

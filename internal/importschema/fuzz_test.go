@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // render writes a jnode back as JSON.
@@ -114,7 +114,7 @@ func FuzzImportSpec(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := gen.Check(res.schema); err != nil {
+		if err := genmodel.Check(res.schema); err != nil {
 			t.Fatalf("the import of %q is not a valid schema: %v", data, err)
 		}
 	})

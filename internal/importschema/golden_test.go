@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 const fixtureDir = "testdata/fixture"
@@ -29,7 +29,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", code, stderr.String())
 	}
 	got := map[string]string{"stderr.txt": stderr.String()}
-	for _, f := range []string{gen.EventsFile, gen.TypesFile, LockFile} {
+	for _, f := range []string{genmodel.EventsFile, genmodel.TypesFile, LockFile} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)
@@ -57,6 +57,43 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestInMemoryCheckIsWhatIsWritten: the schema the importer checks in
+// memory (the YAML it is about to write, parsed by genmodel.Parse) is the
+// schema it built, and the schema the generator then loads from the files
+// it wrote.
+func TestInMemoryCheckIsWhatIsWritten(t *testing.T) {
+	var built, checked *genmodel.Schema
+	onChecked = func(b, c *genmodel.Schema) { built, checked = b, c }
+	defer func() { onChecked = nil }()
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	args := []string{
+		"-spec", filepath.Join(fixtureDir, "spec.json"),
+		"-record", filepath.Join(fixtureDir, "source.yaml"),
+		"-overrides", filepath.Join(fixtureDir, "overrides.yaml"),
+		"-out", out, "-q",
+	}
+	if code := Run(args, &stderr); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr.String())
+	}
+	if checked == nil {
+		t.Fatal("the import checked nothing in memory")
+	}
+	loaded, err := genmodel.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checked.Types) == 0 || len(checked.Events) == 0 {
+		t.Fatalf("checked %d events and %d types", len(checked.Events), len(checked.Types))
+	}
+	if d := cmp.Diff(built, checked); d != "" {
+		t.Errorf("the schema checked in memory differs from the one built (-built +checked):\n%s", d)
+	}
+	if d := cmp.Diff(checked, loaded); d != "" {
+		t.Errorf("the schema loaded from the files written differs from the one checked in memory (-checked +loaded):\n%s", d)
+	}
+}
+
 // TestGoldenStable imports the fixture twice: the output must not change, and a
 // second run must leave the files alone.
 func TestGoldenStable(t *testing.T) {
@@ -69,7 +106,7 @@ func TestGoldenStable(t *testing.T) {
 		if code := Run(args, &stderr); code != 0 {
 			t.Fatalf("run %d: exit %d\n%s", i, code, stderr.String())
 		}
-		b, err := os.ReadFile(filepath.Join(out, gen.TypesFile))
+		b, err := os.ReadFile(filepath.Join(out, genmodel.TypesFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +185,7 @@ func TestCommittedSchemaIsFresh(t *testing.T) {
 	if stderr.Len() > 0 {
 		t.Errorf("the committed overrides give warnings:\n%s", stderr.String())
 	}
-	for _, f := range []string{gen.EventsFile, gen.TypesFile, LockFile} {
+	for _, f := range []string{genmodel.EventsFile, genmodel.TypesFile, LockFile} {
 		got, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)
@@ -160,5 +197,35 @@ func TestCommittedSchemaIsFresh(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("schema/%s is stale: run go run ./cmd/importschema", f)
 		}
+	}
+}
+
+// TestCheckMode: -check reports 0 on what the import wrote, and names a file
+// that differs, writing nothing.
+func TestCheckMode(t *testing.T) {
+	out := t.TempDir()
+	args := []string{
+		"-spec", filepath.Join(fixtureDir, "spec.json"),
+		"-record", filepath.Join(fixtureDir, "source.yaml"),
+		"-overrides", filepath.Join(fixtureDir, "overrides.yaml"),
+		"-out", out, "-q",
+	}
+	var stderr bytes.Buffer
+	if code := Run(args, &stderr); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr.String())
+	}
+	if code := Run(append(args, "-check"), &stderr); code != 0 {
+		t.Fatalf("-check on what was written: exit %d\n%s", code, stderr.String())
+	}
+	types := filepath.Join(out, genmodel.TypesFile)
+	if err := os.WriteFile(types, []byte("# edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := Run(append(args, "-check"), &stderr); code != 1 || !strings.Contains(stderr.String(), types) {
+		t.Errorf("-check on an edited %s: exit %d\n%s", genmodel.TypesFile, code, stderr.String())
+	}
+	if b, _ := os.ReadFile(types); string(b) != "# edited\n" {
+		t.Error("-check wrote the file")
 	}
 }

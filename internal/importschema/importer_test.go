@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // hookSpec is one webhook of a test spec.
@@ -43,7 +43,7 @@ func testSpec(hooks []hookSpec, comps map[string]string) []byte {
 }
 
 // importTest imports a spec without overrides; warnings are collected.
-func importTest(t *testing.T, spec []byte) (*gen.Schema, []string) {
+func importTest(t *testing.T, spec []byte) (*genmodel.Schema, []string) {
 	t.Helper()
 	var warns []string
 	res, err := importSpec(spec, nil, &overrides{}, nil, func(f string, a ...any) { warns = append(warns, fmt.Sprintf(f, a...)) })
@@ -53,7 +53,7 @@ func importTest(t *testing.T, spec []byte) (*gen.Schema, []string) {
 	return res.schema, warns
 }
 
-func typeOf(s *gen.Schema, name string) *gen.Type {
+func typeOf(s *genmodel.Schema, name string) *genmodel.Type {
 	for i := range s.Types {
 		if s.Types[i].Name == name {
 			return &s.Types[i]
@@ -62,7 +62,7 @@ func typeOf(s *gen.Schema, name string) *gen.Type {
 	return nil
 }
 
-func fieldOf(t *gen.Type, key string) *gen.Field {
+func fieldOf(t *genmodel.Type, key string) *genmodel.Field {
 	if t == nil {
 		return nil
 	}
@@ -75,7 +75,7 @@ func fieldOf(t *gen.Type, key string) *gen.Field {
 }
 
 // oneField imports a payload whose member "x" has the given schema.
-func oneField(t *testing.T, schema string, comps map[string]string) (*gen.Schema, *gen.Field) {
+func oneField(t *testing.T, schema string, comps map[string]string) (*genmodel.Schema, *genmodel.Field) {
 	t.Helper()
 	body := fmt.Sprintf(`{"type":"object","properties":{"x":%s},"required":["x"]}`, schema)
 	s, _ := importTest(t, testSpec([]hookSpec{{"thing", "thing", "thing", body}}, comps))
@@ -143,7 +143,7 @@ func TestConvertAllOf(t *testing.T) {
 	}
 	s, f := oneField(t, `{"allOf":[{"$ref":"#/components/schemas/base"},{"type":"object","properties":{"extra":{"type":"boolean"},"name":{"type":["string","null"]}},"required":["extra"]}]}`, comps)
 	typ := typeOf(s, f.Type)
-	if typ == nil || typ.Kind != gen.KindStruct {
+	if typ == nil || typ.Kind != genmodel.KindStruct {
 		t.Fatalf("allOf: got %v", f.Type)
 	}
 	var got []string
@@ -358,7 +358,7 @@ func TestMerging(t *testing.T) {
 	}
 }
 
-func typeNames(s *gen.Schema) []string {
+func typeNames(s *genmodel.Schema) []string {
 	var out []string
 	for _, t := range s.Types {
 		out = append(out, t.Name)
@@ -374,33 +374,33 @@ func TestUnionMatches(t *testing.T) {
 	tests := []struct {
 		name   string
 		schema string
-		want   []gen.Match
+		want   []genmodel.Match
 		err    string
 	}{
 		{
 			name:   "by JSON kind",
 			schema: `{"oneOf":[{"type":"string"},{"type":"integer"},{"type":"boolean"},{"type":"array","items":{"type":"string"}},` + obj(`"a":{"type":"string"}`, "") + `]}`,
-			want:   []gen.Match{{JSON: "string"}, {JSON: "integer"}, {JSON: "boolean"}, {JSON: "array"}, {JSON: "object"}},
+			want:   []genmodel.Match{{JSON: "string"}, {JSON: "integer"}, {JSON: "boolean"}, {JSON: "array"}, {JSON: "object"}},
 		},
 		{
 			name: "by a key only one has, and the rest by lacking it",
 			schema: `{"oneOf":[` + obj(`"login":{"type":"string"},"id":{"type":"integer"}`, `"login","id"`) + `,` +
 				obj(`"slug":{"type":"string"},"id":{"type":"integer"}`, `"slug","id"`) + `,` +
 				obj(`"id":{"type":"integer"},"x":{"type":"string"}`, `"id"`) + `]}`,
-			want: []gen.Match{{JSON: "object", Has: []string{"login"}}, {JSON: "object", Has: []string{"slug"}},
+			want: []genmodel.Match{{JSON: "object", Has: []string{"login"}}, {JSON: "object", Has: []string{"slug"}},
 				{JSON: "object", Lacks: []string{"login", "slug"}}},
 		},
 		{
 			name: "by a constant",
 			schema: `{"oneOf":[` + obj(`"type":{"type":"string","enum":["a"]}`, `"type"`) + `,` +
 				obj(`"type":{"type":"string","enum":["b"]},"p":{"type":"integer"}`, `"type"`) + `]}`,
-			want: []gen.Match{{JSON: "object", Equals: map[string]string{"type": "a"}}, {JSON: "object", Equals: map[string]string{"type": "b"}}},
+			want: []genmodel.Match{{JSON: "object", Equals: map[string]string{"type": "a"}}, {JSON: "object", Equals: map[string]string{"type": "b"}}},
 		},
 		{
 			name: "a map is the rest",
 			schema: `{"oneOf":[` + obj(`"login":{"type":"string"}`, `"login"`) + `,` +
 				`{"type":"object","additionalProperties":{"type":"integer"}}]}`,
-			want: []gen.Match{{JSON: "object", Has: []string{"login"}}, {JSON: "object", Lacks: []string{"login"}}},
+			want: []genmodel.Match{{JSON: "object", Has: []string{"login"}}, {JSON: "object", Lacks: []string{"login"}}},
 		},
 		{
 			name: "ambiguous objects",
@@ -428,10 +428,10 @@ func TestUnionMatches(t *testing.T) {
 				t.Fatal(err)
 			}
 			u := typeOf(res.schema, fieldOf(typeOf(res.schema, "ThingEvent"), "x").Type)
-			if u == nil || u.Kind != gen.KindUnion {
+			if u == nil || u.Kind != genmodel.KindUnion {
 				t.Fatalf("x is %+v, want a union", u)
 			}
-			var got []gen.Match
+			var got []genmodel.Match
 			for _, v := range u.Variants {
 				got = append(got, v.Match)
 			}

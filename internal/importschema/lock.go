@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // LockFile is the record of every exported type name the generator was once given,
@@ -31,8 +31,8 @@ type lock struct {
 
 // lockType is one locked name.
 type lockType struct {
-	Name string   `yaml:"name"`
-	Kind gen.Kind `yaml:"kind"`
+	Name string        `yaml:"name"`
+	Kind genmodel.Kind `yaml:"kind"`
 	// Site says where the type is used: "event.action" for a payload,
 	// "Parent.member" (with "[]" for an element of an array or map) or
 	// "Union|variant" for a type named after its first use, "overrides" for a type
@@ -108,22 +108,22 @@ func (l *lock) encode() ([]byte, error) {
 }
 
 // genKind is the schema kind of a class kind.
-func genKind(k tkind) gen.Kind {
+func genKind(k tkind) genmodel.Kind {
 	switch k {
 	case kEnum:
-		return gen.KindEnum
+		return genmodel.KindEnum
 	case kUnion:
-		return gen.KindUnion
+		return genmodel.KindUnion
 	}
-	return gen.KindStruct
+	return genmodel.KindStruct
 }
 
 // fieldPointer reports whether the generator makes a member a Go pointer, and
 // whether the question applies (arrays, maps and raw members are never pointers).
 // It is the generator's rule: optional or nullable, unless a collection; or pinned.
-func fieldPointer(f gen.Field) (ptr, applies bool) {
-	e, err := gen.ParseTypeExpr(f.Type)
-	if err != nil || e.Kind == gen.ExprArray || e.Kind == gen.ExprMap || (e.Kind == gen.ExprBuiltin && e.Name == "raw") {
+func fieldPointer(f genmodel.Field) (ptr, applies bool) {
+	e, err := genmodel.ParseTypeExpr(f.Type)
+	if err != nil || e.Kind == genmodel.ExprArray || e.Kind == genmodel.ExprMap || (e.Kind == genmodel.ExprBuiltin && e.Name == "raw") {
 		return false, false
 	}
 	return !f.Required || f.Nullable || f.Pointer, true
@@ -132,12 +132,12 @@ func fieldPointer(f gen.Field) (ptr, applies bool) {
 // pin applies the lock to an imported schema: a member once generated as a pointer
 // keeps Pointer set when the spec now makes it a required, non-null value. It
 // returns the members that were values and are now pointers: a break.
-func (l *lock) pin(s *gen.Schema) []string {
+func (l *lock) pin(s *genmodel.Schema) []string {
 	var breaks []string
 	for i := range s.Types {
 		t := &s.Types[i]
 		lt := l.byName[t.Name]
-		if lt == nil || t.Kind != gen.KindStruct {
+		if lt == nil || t.Kind != genmodel.KindStruct {
 			continue
 		}
 		ptrs, vals := set(lt.Pointers), set(lt.Values)
@@ -159,7 +159,7 @@ func (l *lock) pin(s *gen.Schema) []string {
 // extend returns the lock with every type and member of s that it lacks, each new
 // type at the site given by sites. Existing entries keep what they say; a member
 // is added to the list its shape gives.
-func (l *lock) extend(s *gen.Schema, sites map[string]string, version string) *lock {
+func (l *lock) extend(s *genmodel.Schema, sites map[string]string, version string) *lock {
 	types := make([]*lockType, 0, len(l.Types)+len(s.Types))
 	for _, t := range l.Types {
 		c := *t
@@ -182,7 +182,7 @@ func (l *lock) extend(s *gen.Schema, sites map[string]string, version string) *l
 				out.bySite[site] = lt
 			}
 		}
-		if t.Kind != gen.KindStruct || lt.Kind != gen.KindStruct {
+		if t.Kind != genmodel.KindStruct || lt.Kind != genmodel.KindStruct {
 			continue
 		}
 		known := set(lt.Pointers)

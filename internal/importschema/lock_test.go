@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // permsSpec is one webhook whose "perms" object has members that share one enum,
@@ -34,10 +34,10 @@ func permsSpec(members []string, optRequired, reqRequired bool) []byte {
 	return testSpec([]hookSpec{{"thing-made", "thing", "thing/made", body}}, nil)
 }
 
-func enumName(t *testing.T, s *gen.Schema) string {
+func enumName(t *testing.T, s *genmodel.Schema) string {
 	t.Helper()
 	for _, ty := range s.Types {
-		if ty.Kind == gen.KindEnum {
+		if ty.Kind == genmodel.KindEnum {
 			return ty.Name
 		}
 	}
@@ -73,7 +73,7 @@ func TestLockKeepsNamesAndPointers(t *testing.T) {
 		t.Errorf("with the lock, the shared enum is %s, was %s", name2, name1)
 	}
 
-	payload := func(s *gen.Schema) *gen.Type { return typeOf(s, "ThingMadeEvent") }
+	payload := func(s *genmodel.Schema) *genmodel.Type { return typeOf(s, "ThingMadeEvent") }
 	if f := fieldOf(payload(r2.schema), "opt"); f == nil || !f.Required || !f.Pointer {
 		t.Errorf("opt, once a pointer, now required: %+v, want Pointer kept", f)
 	}
@@ -159,43 +159,45 @@ func TestRenameErrors(t *testing.T) {
 
 // TestCompare: each kind of change, its place in the report and the bump.
 func TestCompare(t *testing.T) {
-	base := func() *gen.Schema {
-		return &gen.Schema{
-			Source: gen.Source{Package: specPackage, Version: "1"},
-			Events: []gen.Event{{Name: "thing", Actions: []gen.Action{{Name: "made", Type: "ThingMadeEvent"}}}},
-			Types: []gen.Type{
-				{Name: "ThingMadeEvent", Kind: gen.KindStruct, Fields: []gen.Field{
+	base := func() *genmodel.Schema {
+		return &genmodel.Schema{
+			Source: genmodel.Source{Package: specPackage, Version: "1"},
+			Events: []genmodel.Event{{Name: "thing", Actions: []genmodel.Action{{Name: "made", Type: "ThingMadeEvent"}}}},
+			Types: []genmodel.Type{
+				{Name: "ThingMadeEvent", Kind: genmodel.KindStruct, Fields: []genmodel.Field{
 					{JSON: "action", Type: "string", Required: true}, {JSON: "state", Type: "State"}}},
-				{Name: "State", Kind: gen.KindEnum, Values: []gen.EnumValue{{Value: "open"}}},
+				{Name: "State", Kind: genmodel.KindEnum, Values: []genmodel.EnumValue{{Value: "open"}}},
 			},
 		}
 	}
 	tests := []struct {
 		name     string
-		change   func(s *gen.Schema)
+		change   func(s *genmodel.Schema)
 		bump     string
 		breaking string // the name of the one breaking change, if any
 		changed  string // the name of a non-breaking change
 	}{
-		{"nothing", func(*gen.Schema) {}, "none", "", ""},
-		{"description", func(s *gen.Schema) { s.Types[0].Description = "new words" }, "none", "", ""},
-		{"enum value added", func(s *gen.Schema) { s.Types[1].Values = append(s.Types[1].Values, gen.EnumValue{Value: "closed"}) }, "minor", "", `State "closed"`},
-		{"enum value removed", func(s *gen.Schema) { s.Types[1].Values = nil }, "major", `State "open"`, ""},
-		{"member added", func(s *gen.Schema) {
-			s.Types[0].Fields = append(s.Types[0].Fields, gen.Field{JSON: "n", Type: "int64"})
+		{"nothing", func(*genmodel.Schema) {}, "none", "", ""},
+		{"description", func(s *genmodel.Schema) { s.Types[0].Description = "new words" }, "none", "", ""},
+		{"enum value added", func(s *genmodel.Schema) {
+			s.Types[1].Values = append(s.Types[1].Values, genmodel.EnumValue{Value: "closed"})
+		}, "minor", "", `State "closed"`},
+		{"enum value removed", func(s *genmodel.Schema) { s.Types[1].Values = nil }, "major", `State "open"`, ""},
+		{"member added", func(s *genmodel.Schema) {
+			s.Types[0].Fields = append(s.Types[0].Fields, genmodel.Field{JSON: "n", Type: "int64"})
 		}, "minor", "", "ThingMadeEvent.n"},
-		{"member removed", func(s *gen.Schema) { s.Types[0].Fields = s.Types[0].Fields[:1] }, "major", "ThingMadeEvent.state", ""},
-		{"member now required, pinned", func(s *gen.Schema) {
+		{"member removed", func(s *genmodel.Schema) { s.Types[0].Fields = s.Types[0].Fields[:1] }, "major", "ThingMadeEvent.state", ""},
+		{"member now required, pinned", func(s *genmodel.Schema) {
 			s.Types[0].Fields[1].Required, s.Types[0].Fields[1].Pointer = true, true
 		}, "patch", "", "ThingMadeEvent.state"},
-		{"member now a value", func(s *gen.Schema) { s.Types[0].Fields[1].Required = true }, "major", "ThingMadeEvent.state", ""},
-		{"member type", func(s *gen.Schema) { s.Types[0].Fields[1].Type = "string" }, "major", "ThingMadeEvent.state", ""},
-		{"action added", func(s *gen.Schema) {
-			s.Events[0].Actions = append(s.Events[0].Actions, gen.Action{Name: "sold", Type: "ThingMadeEvent"})
+		{"member now a value", func(s *genmodel.Schema) { s.Types[0].Fields[1].Required = true }, "major", "ThingMadeEvent.state", ""},
+		{"member type", func(s *genmodel.Schema) { s.Types[0].Fields[1].Type = "string" }, "major", "ThingMadeEvent.state", ""},
+		{"action added", func(s *genmodel.Schema) {
+			s.Events[0].Actions = append(s.Events[0].Actions, genmodel.Action{Name: "sold", Type: "ThingMadeEvent"})
 		}, "minor", "", "thing.sold"},
-		{"action removed", func(s *gen.Schema) { s.Events[0].Actions = nil }, "major", "thing.made", ""},
-		{"event removed", func(s *gen.Schema) { s.Events = nil }, "major", "thing", ""},
-		{"variants", func(s *gen.Schema) { s.Events[0].NotSentBy = []string{"ghes-3.14"} }, "patch", "", "thing"},
+		{"action removed", func(s *genmodel.Schema) { s.Events[0].Actions = nil }, "major", "thing.made", ""},
+		{"event removed", func(s *genmodel.Schema) { s.Events = nil }, "major", "thing", ""},
+		{"variants", func(s *genmodel.Schema) { s.Events[0].NotSentBy = []string{"ghes-3.14"} }, "patch", "", "thing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -269,20 +271,20 @@ func TestCompareCommand(t *testing.T) {
 // ExampleReport_Summary reports an update that added an action and removed an enum
 // value: the removal breaks compiled code (its constant goes), so the bump is major.
 func ExampleReport_Summary() {
-	old := &gen.Schema{
-		Source: gen.Source{Package: specPackage, Version: "1.0.0"},
-		Events: []gen.Event{{Name: "thing", Actions: []gen.Action{{Name: "made", Type: "ThingMadeEvent"}}}},
-		Types: []gen.Type{
-			{Name: "ThingMadeEvent", Kind: gen.KindStruct, Fields: []gen.Field{{JSON: "state", Type: "State"}}},
-			{Name: "State", Kind: gen.KindEnum, Values: []gen.EnumValue{{Value: "open"}, {Value: "shut"}}},
+	old := &genmodel.Schema{
+		Source: genmodel.Source{Package: specPackage, Version: "1.0.0"},
+		Events: []genmodel.Event{{Name: "thing", Actions: []genmodel.Action{{Name: "made", Type: "ThingMadeEvent"}}}},
+		Types: []genmodel.Type{
+			{Name: "ThingMadeEvent", Kind: genmodel.KindStruct, Fields: []genmodel.Field{{JSON: "state", Type: "State"}}},
+			{Name: "State", Kind: genmodel.KindEnum, Values: []genmodel.EnumValue{{Value: "open"}, {Value: "shut"}}},
 		},
 	}
-	new := &gen.Schema{
-		Source: gen.Source{Package: specPackage, Version: "1.1.0"},
-		Events: []gen.Event{{Name: "thing", Actions: []gen.Action{{Name: "made", Type: "ThingMadeEvent"}, {Name: "sold", Type: "ThingMadeEvent"}}}},
-		Types: []gen.Type{
-			{Name: "ThingMadeEvent", Kind: gen.KindStruct, Fields: []gen.Field{{JSON: "state", Type: "State"}}},
-			{Name: "State", Kind: gen.KindEnum, Values: []gen.EnumValue{{Value: "open"}}},
+	new := &genmodel.Schema{
+		Source: genmodel.Source{Package: specPackage, Version: "1.1.0"},
+		Events: []genmodel.Event{{Name: "thing", Actions: []genmodel.Action{{Name: "made", Type: "ThingMadeEvent"}, {Name: "sold", Type: "ThingMadeEvent"}}}},
+		Types: []genmodel.Type{
+			{Name: "ThingMadeEvent", Kind: genmodel.KindStruct, Fields: []genmodel.Field{{JSON: "state", Type: "State"}}},
+			{Name: "State", Kind: genmodel.KindEnum, Values: []genmodel.EnumValue{{Value: "open"}}},
 		},
 	}
 	r := compare(old, new)

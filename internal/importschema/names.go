@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 	"forgehooks.dev/forgehooks/internal/goname"
 )
 
@@ -38,7 +38,7 @@ func goWord(w string) string {
 	if len(w) > 1 && strings.ToUpper(w) == w && strings.ToLower(w) != w {
 		return w // a run of capitals written so in a title
 	}
-	return gen.GoWord(w)
+	return genmodel.GoWord(w)
 }
 
 // titleName turns a schema title or component name into a type name, without the

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // overrides are the hand-kept patches of schema/overrides.yaml. Every entry says
@@ -41,8 +41,8 @@ type overrides struct {
 }
 
 type typeOverride struct {
-	gen.Type `yaml:",inline"`
-	Reason   string `yaml:"reason"`
+	genmodel.Type `yaml:",inline"`
+	Reason        string `yaml:"reason"`
 }
 
 type optionalOverride struct {
@@ -149,7 +149,7 @@ func parseOverridesAt(path string, data []byte) (*overrides, error) {
 			return nil, fmt.Errorf("%w: fields entry needs in and json", errOverride)
 		}
 		if f.Type != "" {
-			if _, err := gen.ParseTypeExpr(f.Type); err != nil {
+			if _, err := genmodel.ParseTypeExpr(f.Type); err != nil {
 				return nil, fmt.Errorf("%w: fields %s.%s: %v", errOverride, f.In, f.JSON, err)
 			}
 		}
@@ -185,7 +185,7 @@ func (o *overrides) renameMap() map[string]string {
 
 // apply patches the schema (all but renames, which naming applies) and returns a
 // warning for every entry that changed nothing.
-func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, error) {
+func (o *overrides) apply(s *genmodel.Schema, renamed map[string]bool) ([]string, error) {
 	var warns []string
 	noop := func(format string, args ...any) {
 		warns = append(warns, "override has no effect: "+fmt.Sprintf(format, args...))
@@ -195,7 +195,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 			return nil, fmt.Errorf("%w: renames %s: no type is named %s (nor has the name %s from the lock)", errOverride, r.From, r.From, r.To)
 		}
 	}
-	types := map[string]*gen.Type{}
+	types := map[string]*genmodel.Type{}
 	index := func() {
 		for i := range s.Types {
 			types[s.Types[i].Name] = &s.Types[i]
@@ -230,7 +230,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 		// The action's description gives the reason; the type says where its shape came from.
 		t.Description = fmt.Sprintf("It has the same shape as %s (from overrides).", like.Type)
 		s.Types = append(s.Types, t)
-		e.Actions = append(e.Actions, gen.Action{Name: act, Description: strings.TrimSpace(n.Reason), Type: t.Name})
+		e.Actions = append(e.Actions, genmodel.Action{Name: act, Description: strings.TrimSpace(n.Reason), Type: t.Name})
 		sort.Slice(e.Actions, func(i, j int) bool { return e.Actions[i].Name < e.Actions[j].Name })
 		index()
 	}
@@ -268,14 +268,14 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 
 	for _, eo := range o.EnumValues {
 		t := types[eo.In]
-		if t == nil || t.Kind != gen.KindEnum {
+		if t == nil || t.Kind != genmodel.KindEnum {
 			noop("enum_values %s: no enum of that name", eo.In)
 			continue
 		}
 		added := false
 		for _, v := range eo.Add {
 			if !hasValue(t, v) {
-				t.Values = append(t.Values, gen.EnumValue{Value: v, Description: "From overrides: " + strings.TrimSpace(eo.Reason)})
+				t.Values = append(t.Values, genmodel.EnumValue{Value: v, Description: "From overrides: " + strings.TrimSpace(eo.Reason)})
 				added = true
 			}
 		}
@@ -286,11 +286,11 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 
 	for _, fo := range o.Fields {
 		t := types[fo.In]
-		if t == nil || t.Kind != gen.KindStruct {
+		if t == nil || t.Kind != genmodel.KindStruct {
 			noop("fields %s.%s: no struct %s", fo.In, fo.JSON, fo.In)
 			continue
 		}
-		var f *gen.Field
+		var f *genmodel.Field
 		for j := range t.Fields {
 			if t.Fields[j].JSON == fo.JSON {
 				f = &t.Fields[j]
@@ -301,7 +301,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 				noop("fields %s.%s: no such member (give a type to add it)", fo.In, fo.JSON)
 				continue
 			}
-			t.Fields = append(t.Fields, gen.Field{JSON: fo.JSON, Type: fo.Type,
+			t.Fields = append(t.Fields, genmodel.Field{JSON: fo.JSON, Type: fo.Type,
 				Description: fo.Description})
 			f = &t.Fields[len(t.Fields)-1]
 			if fo.Required != nil {
@@ -336,7 +336,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 	}{{"optional", o.Optional, false}, {"required", o.Required, true}} {
 		for _, op := range pass.list {
 			t := types[op.In]
-			if t == nil || t.Kind != gen.KindStruct {
+			if t == nil || t.Kind != genmodel.KindStruct {
 				noop("%s %s: no struct %s", pass.kind, op.In, op.In)
 				continue
 			}
@@ -361,7 +361,7 @@ func (o *overrides) apply(s *gen.Schema, renamed map[string]bool) ([]string, err
 	return warns, nil
 }
 
-func findEvent(s *gen.Schema, name string) *gen.Event {
+func findEvent(s *genmodel.Schema, name string) *genmodel.Event {
 	for i := range s.Events {
 		if s.Events[i].Name == name {
 			return &s.Events[i]
@@ -370,7 +370,7 @@ func findEvent(s *gen.Schema, name string) *gen.Event {
 	return nil
 }
 
-func findAction(e *gen.Event, name string) *gen.Action {
+func findAction(e *genmodel.Event, name string) *genmodel.Action {
 	for i := range e.Actions {
 		if e.Actions[i].Name == name {
 			return &e.Actions[i]
@@ -379,7 +379,7 @@ func findAction(e *gen.Event, name string) *gen.Action {
 	return nil
 }
 
-func hasValue(t *gen.Type, v string) bool {
+func hasValue(t *genmodel.Type, v string) bool {
 	for _, x := range t.Values {
 		if x.Value == v {
 			return true
@@ -389,9 +389,9 @@ func hasValue(t *gen.Type, v string) bool {
 }
 
 // cloneType copies a type deeply enough that editing the copy leaves the original.
-func cloneType(t gen.Type) gen.Type {
-	t.Fields = append([]gen.Field(nil), t.Fields...)
-	t.Values = append([]gen.EnumValue(nil), t.Values...)
-	t.Variants = append([]gen.Variant(nil), t.Variants...)
+func cloneType(t genmodel.Type) genmodel.Type {
+	t.Fields = append([]genmodel.Field(nil), t.Fields...)
+	t.Values = append([]genmodel.EnumValue(nil), t.Values...)
+	t.Variants = append([]genmodel.Variant(nil), t.Variants...)
 	return t
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 func TestParseOverrides(t *testing.T) {
@@ -54,16 +54,16 @@ optional: [{in: S, json: [k], reason: r}]
 }
 
 // smallSchema is a schema to apply overrides to.
-func smallSchema() *gen.Schema {
-	return &gen.Schema{
-		Events: []gen.Event{{Name: "issues", Actions: []gen.Action{
+func smallSchema() *genmodel.Schema {
+	return &genmodel.Schema{
+		Events: []genmodel.Event{{Name: "issues", Actions: []genmodel.Action{
 			{Name: "closed", Type: "IssuesClosedEvent"}, {Name: "opened", Type: "IssuesOpenedEvent"}}}},
-		Types: []gen.Type{
-			{Name: "IssueState", Kind: gen.KindEnum, Values: []gen.EnumValue{{Value: "open"}}},
-			{Name: "IssuesClosedEvent", Kind: gen.KindStruct, Description: "closed", Fields: []gen.Field{
+		Types: []genmodel.Type{
+			{Name: "IssueState", Kind: genmodel.KindEnum, Values: []genmodel.EnumValue{{Value: "open"}}},
+			{Name: "IssuesClosedEvent", Kind: genmodel.KindStruct, Description: "closed", Fields: []genmodel.Field{
 				{JSON: "action", Type: "string", Required: true}, {JSON: "+1", Type: "int64"},
 				{JSON: "state", Type: "IssueState", Required: true}}},
-			{Name: "IssuesOpenedEvent", Kind: gen.KindStruct, Fields: []gen.Field{{JSON: "action", Type: "string", Required: true}}},
+			{Name: "IssuesOpenedEvent", Kind: genmodel.KindStruct, Fields: []genmodel.Field{{JSON: "action", Type: "string", Required: true}}},
 		},
 	}
 }
@@ -72,14 +72,14 @@ func TestApplyOverrides(t *testing.T) {
 	tests := []struct {
 		name  string
 		yaml  string
-		check func(t *testing.T, s *gen.Schema)
+		check func(t *testing.T, s *genmodel.Schema)
 		warn  string // a substring of the one warning expected; "" for none
 		err   string
 	}{
 		{
 			name: "names copy a payload",
 			yaml: "names: [{name: issues.reopened, like: issues.closed, reason: older servers}]",
-			check: func(t *testing.T, s *gen.Schema) {
+			check: func(t *testing.T, s *genmodel.Schema) {
 				var acts []string
 				for _, a := range s.Events[0].Actions {
 					acts = append(acts, a.Name+"="+a.Type)
@@ -109,7 +109,7 @@ func TestApplyOverrides(t *testing.T) {
 		{
 			name: "field names",
 			yaml: `field_names: [{json: "+1", name: PlusOne, reason: r}]`,
-			check: func(t *testing.T, s *gen.Schema) {
+			check: func(t *testing.T, s *genmodel.Schema) {
 				if f := fieldOf(typeOf(s, "IssuesClosedEvent"), "+1"); f.Name != "PlusOne" {
 					t.Errorf("name %q", f.Name)
 				}
@@ -119,7 +119,7 @@ func TestApplyOverrides(t *testing.T) {
 		{
 			name: "enum values",
 			yaml: "enum_values: [{in: IssueState, add: [closed, open], reason: seen}]",
-			check: func(t *testing.T, s *gen.Schema) {
+			check: func(t *testing.T, s *genmodel.Schema) {
 				if v := typeOf(s, "IssueState").Values; len(v) != 2 || v[1].Value != "closed" {
 					t.Errorf("values %+v", v)
 				}
@@ -131,7 +131,7 @@ func TestApplyOverrides(t *testing.T) {
 			name: "fields change and add",
 			yaml: `fields: [{in: IssuesClosedEvent, json: state, required: false, nullable: true, reason: r},
                            {in: IssuesClosedEvent, json: extra, type: "[]string", description: d, reason: r}]`,
-			check: func(t *testing.T, s *gen.Schema) {
+			check: func(t *testing.T, s *genmodel.Schema) {
 				typ := typeOf(s, "IssuesClosedEvent")
 				if f := fieldOf(typ, "state"); f.Required || !f.Nullable {
 					t.Errorf("state %+v", f)
@@ -147,7 +147,7 @@ func TestApplyOverrides(t *testing.T) {
 		{
 			name: "optional",
 			yaml: "optional: [{in: IssuesClosedEvent, json: [state], reason: old payloads}]",
-			check: func(t *testing.T, s *gen.Schema) {
+			check: func(t *testing.T, s *genmodel.Schema) {
 				if fieldOf(typeOf(s, "IssuesClosedEvent"), "state").Required {
 					t.Error("still required")
 				}
@@ -157,7 +157,7 @@ func TestApplyOverrides(t *testing.T) {
 		{
 			name: "required",
 			yaml: "required: [{in: IssuesClosedEvent, json: ['+1'], reason: always sent}]",
-			check: func(t *testing.T, s *gen.Schema) {
+			check: func(t *testing.T, s *genmodel.Schema) {
 				if !fieldOf(typeOf(s, "IssuesClosedEvent"), "+1").Required {
 					t.Error("still optional")
 				}
@@ -168,9 +168,9 @@ func TestApplyOverrides(t *testing.T) {
 		{
 			name: "types",
 			yaml: "types: [{name: Extra, kind: enum, values: [{value: a}], reason: needed}]",
-			check: func(t *testing.T, s *gen.Schema) {
+			check: func(t *testing.T, s *genmodel.Schema) {
 				e := typeOf(s, "Extra")
-				if e == nil || e.Kind != gen.KindEnum || !strings.Contains(e.Description, "needed") {
+				if e == nil || e.Kind != genmodel.KindEnum || !strings.Contains(e.Description, "needed") {
 					t.Errorf("added %+v", e)
 				}
 				for i := 1; i < len(s.Types); i++ {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // Report is what a schema update changed, as the generated Go API sees it: events,
@@ -52,7 +52,7 @@ type NewEvent struct {
 
 // goFieldType is the Go type the generator gives a member: its type expression,
 // with a "*" when the field is a pointer.
-func goFieldType(f gen.Field) string {
+func goFieldType(f genmodel.Field) string {
 	if ptr, _ := fieldPointer(f); ptr {
 		return "*" + f.Type
 	}
@@ -60,9 +60,9 @@ func goFieldType(f gen.Field) string {
 }
 
 // compare reports what changed from old to new; old may be nil (a first import).
-func compare(old, new *gen.Schema) *Report {
+func compare(old, new *genmodel.Schema) *Report {
 	if old == nil {
-		old = &gen.Schema{}
+		old = &genmodel.Schema{}
 	}
 	r := &Report{Package: new.Source.Package, From: old.Source.Version, To: new.Source.Version, Counts: map[string]map[string]int{}}
 	add := func(breaking bool, what, op, name, detail string) {
@@ -77,11 +77,11 @@ func compare(old, new *gen.Schema) *Report {
 		}
 		r.Counts[what][op]++
 	}
-	oldEv := map[string]gen.Event{}
+	oldEv := map[string]genmodel.Event{}
 	for _, e := range old.Events {
 		oldEv[e.Name] = e
 	}
-	newEv := map[string]gen.Event{}
+	newEv := map[string]genmodel.Event{}
 	for _, e := range new.Events {
 		newEv[e.Name] = e
 	}
@@ -109,7 +109,7 @@ func compare(old, new *gen.Schema) *Report {
 			r.NewEvents = append(r.NewEvents, ne)
 			continue
 		}
-		oldAct := map[string]gen.Action{}
+		oldAct := map[string]genmodel.Action{}
 		for _, a := range o.Actions {
 			oldAct[a.Name] = a
 		}
@@ -168,10 +168,10 @@ func compare(old, new *gen.Schema) *Report {
 }
 
 // compareMembers reports the changes of one type's members, values or variants.
-func compareMembers(add func(bool, string, string, string, string), o, t gen.Type) {
+func compareMembers(add func(bool, string, string, string, string), o, t genmodel.Type) {
 	switch t.Kind {
-	case gen.KindStruct:
-		old := map[string]gen.Field{}
+	case genmodel.KindStruct:
+		old := map[string]genmodel.Field{}
 		for _, f := range o.Fields {
 			old[f.JSON] = f
 		}
@@ -197,7 +197,7 @@ func compareMembers(add func(bool, string, string, string, string), o, t gen.Typ
 		for _, k := range sortedKeys(old) {
 			add(true, "member", "removed", t.Name+"."+k, goFieldType(old[k]))
 		}
-	case gen.KindEnum:
+	case genmodel.KindEnum:
 		old := map[string]bool{}
 		for _, v := range o.Values {
 			old[v.Value] = true
@@ -211,7 +211,7 @@ func compareMembers(add func(bool, string, string, string, string), o, t gen.Typ
 		for _, v := range sortedKeys(old) {
 			add(true, "enum value", "removed", fmt.Sprintf("%s %q", t.Name, v), "its constant goes")
 		}
-	case gen.KindUnion:
+	case genmodel.KindUnion:
 		old := map[string]bool{}
 		for _, v := range o.Variants {
 			old[v.Type] = true
@@ -236,11 +236,11 @@ func (r *Report) count(op string) int {
 	return n
 }
 
-func typeDetail(t gen.Type) string {
+func typeDetail(t genmodel.Type) string {
 	switch t.Kind {
-	case gen.KindStruct:
+	case genmodel.KindStruct:
 		return fmt.Sprintf("struct, %d members", len(t.Fields))
-	case gen.KindEnum:
+	case genmodel.KindEnum:
 		return fmt.Sprintf("enum, %d values", len(t.Values))
 	}
 	return fmt.Sprintf("union, %d variants", len(t.Variants))
@@ -256,15 +256,15 @@ func variantsDetail(old, new []string) string {
 	return fmt.Sprintf("%s (was: %s)", f(new), f(old))
 }
 
-func typeMap(s *gen.Schema) map[string]gen.Type {
-	m := make(map[string]gen.Type, len(s.Types))
+func typeMap(s *genmodel.Schema) map[string]genmodel.Type {
+	m := make(map[string]genmodel.Type, len(s.Types))
 	for _, t := range s.Types {
 		m[t.Name] = t
 	}
 	return m
 }
 
-func payloadTypes(e gen.Event) []string {
+func payloadTypes(e genmodel.Event) []string {
 	var out []string
 	for _, n := range append([]string{e.Type, e.OtherActionsType}, actionTypes(e)...) {
 		if n != "" {
@@ -274,7 +274,7 @@ func payloadTypes(e gen.Event) []string {
 	return out
 }
 
-func actionTypes(e gen.Event) []string {
+func actionTypes(e genmodel.Event) []string {
 	out := make([]string, len(e.Actions))
 	for i, a := range e.Actions {
 		out[i] = a.Type
@@ -286,7 +286,7 @@ func actionTypes(e gen.Event) []string {
 var identRE = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 
 // reachable returns the named types that roots use, directly or not, sorted.
-func reachable(s *gen.Schema, roots []string) []string {
+func reachable(s *genmodel.Schema, roots []string) []string {
 	types := typeMap(s)
 	seen := map[string]bool{}
 	var visit func(expr string)

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // jsonKindOfExpr is the JSON kind of a type's values; "" when it has two (a
@@ -54,7 +54,7 @@ func (m *model) computeMatches() error {
 		}
 		ms, err := matchesOf(cl.variants)
 		if err != nil && m.lenient {
-			ms = make([]gen.Match, len(cl.variants)) // a variant's import only asks what is there
+			ms = make([]genmodel.Match, len(cl.variants)) // a variant's import only asks what is there
 		} else if err != nil {
 			return fmt.Errorf("union at %s: %w", cl.where(), err)
 		}
@@ -82,8 +82,8 @@ func (cl *class) where() string {
 	return cl.members[0].where
 }
 
-func matchesOf(vs []texpr) ([]gen.Match, error) {
-	ms := make([]gen.Match, len(vs))
+func matchesOf(vs []texpr) ([]genmodel.Match, error) {
+	ms := make([]genmodel.Match, len(vs))
 	byKind := map[string][]int{}
 	for i, v := range vs {
 		k := jsonKindOfExpr(v)
@@ -102,7 +102,7 @@ func matchesOf(vs []texpr) ([]gen.Match, error) {
 			// No condition on the JSON kind; see above.
 			continue
 		case len(idx) == 1:
-			ms[idx[0]] = gen.Match{JSON: kind}
+			ms[idx[0]] = genmodel.Match{JSON: kind}
 		case kind == "object":
 			if err := objectMatches(vs, idx, ms); err != nil {
 				return nil, err
@@ -119,7 +119,7 @@ func matchesOf(vs []texpr) ([]gen.Match, error) {
 }
 
 // objectMatches tells apart object variants (indexes idx of vs).
-func objectMatches(vs []texpr, idx []int, ms []gen.Match) error {
+func objectMatches(vs []texpr, idx []int, ms []genmodel.Match) error {
 	structs := map[int]*class{}
 	var rest []int
 	for _, i := range idx {
@@ -152,7 +152,7 @@ func objectMatches(vs []texpr, idx []int, ms []gen.Match) error {
 			if ok {
 				for _, i := range idx {
 					e := structs[i].fieldByKey(f.key).t.resolved()
-					ms[i] = gen.Match{JSON: "object", Equals: map[string]string{f.key: e.cls.values[0]}}
+					ms[i] = genmodel.Match{JSON: "object", Equals: map[string]string{f.key: e.cls.values[0]}}
 				}
 				return nil
 			}
@@ -185,7 +185,7 @@ func objectMatches(vs []texpr, idx []int, ms []gen.Match) error {
 			rest = append(rest, i)
 			continue
 		}
-		ms[i] = gen.Match{JSON: "object", Has: []string{key}}
+		ms[i] = genmodel.Match{JSON: "object", Has: []string{key}}
 		has = append(has, key)
 	}
 	if len(rest) > 1 {
@@ -193,7 +193,7 @@ func objectMatches(vs []texpr, idx []int, ms []gen.Match) error {
 	}
 	if len(rest) == 1 {
 		sort.Strings(has)
-		ms[rest[0]] = gen.Match{JSON: "object", Lacks: has}
+		ms[rest[0]] = genmodel.Match{JSON: "object", Lacks: has}
 	}
 	return nil
 }

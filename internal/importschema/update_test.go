@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // The committed copies of two published versions of the main spec, oldest first:
@@ -44,7 +44,7 @@ func TestRealUpdate(t *testing.T) {
 	start := time.Now()
 	root := copyModule(t, "../..")
 	schemaDir := filepath.Join(root, "schema")
-	for _, f := range []string{gen.EventsFile, gen.TypesFile, LockFile, "packages.yaml"} {
+	for _, f := range []string{genmodel.EventsFile, genmodel.TypesFile, LockFile, "packages.yaml"} {
 		if err := os.Remove(filepath.Join(schemaDir, f)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestRealUpdate(t *testing.T) {
 	os.Remove(changelog)
 
 	var (
-		schemas  []*gen.Schema
+		schemas  []*genmodel.Schema
 		reports  []*Report
 		stderrs  []string
 		uses     []*apiUse
@@ -77,7 +77,7 @@ func TestRealUpdate(t *testing.T) {
 		rep := &Report{}
 		readJSON(t, repPath, rep)
 		reports = append(reports, rep)
-		s, err := gen.Load(schemaDir)
+		s, err := genmodel.Load(schemaDir)
 		if err != nil {
 			t.Fatalf("%s: %v", version, err)
 		}
@@ -125,7 +125,7 @@ func TestRealUpdate(t *testing.T) {
 	for _, e := range old.Events {
 		oldEvents[e.Name] = true
 	}
-	wantNew := map[string]gen.Event{}
+	wantNew := map[string]genmodel.Event{}
 	for _, e := range new.Events {
 		if !oldEvents[e.Name] {
 			wantNew[e.Name] = e

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"sort"
 
-	"forgehooks.dev/forgehooks/gen"
+	genmodel "forgehooks.dev/forgehooks/gen/model"
 )
 
 // markVariants records in s which server variants lack each event, action and
 // struct member: v maps a variant's name to its import (named with the same lock,
 // so a type has the same name in both). An action of an event the variant lacks
 // is not marked (the event is); nor is a member of a type the variant lacks.
-func markVariants(s *gen.Schema, v map[string]*gen.Schema) {
+func markVariants(s *genmodel.Schema, v map[string]*genmodel.Schema) {
 	names := sortedKeys(v)
 	s.Source.Variants = names
 	for _, name := range names {
@@ -41,7 +41,7 @@ func markVariants(s *gen.Schema, v map[string]*gen.Schema) {
 		for i := range s.Types {
 			t := &s.Types[i]
 			vt, ok := types[t.Name]
-			if !ok || t.Kind != gen.KindStruct || vt.Kind != gen.KindStruct {
+			if !ok || t.Kind != genmodel.KindStruct || vt.Kind != genmodel.KindStruct {
 				continue
 			}
 			has := map[string]bool{}
@@ -58,7 +58,7 @@ func markVariants(s *gen.Schema, v map[string]*gen.Schema) {
 }
 
 // variantCounts sums up what the variants lack, for the importer's summary.
-func variantCounts(s *gen.Schema) string {
+func variantCounts(s *genmodel.Schema) string {
 	counts := map[string][3]int{}
 	for _, e := range s.Events {
 		for _, v := range e.NotSentBy {

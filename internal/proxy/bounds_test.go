@@ -116,6 +116,68 @@ func TestPendingBytesBound(t *testing.T) {
 	}
 }
 
+// TestTooLargeBeforeBudgetWait: while a slow delivery holds a channel's
+// half of the pending budget, a body past MaxBodyBytes on that channel is
+// answered 413 at once, by its Content-Length or, sent chunked, as it
+// crosses the limit, instead of waiting 5 s for room (503); a chunked body
+// within the limit then gets 503 at its end.
+func TestTooLargeBeforeBudgetWait(t *testing.T) {
+	const size = 200 << 10
+	p, ts := newTestServer(t, Options{AllowNamedChannels: true, MaxBodyBytes: 1 << 20, MaxPendingBytes: pendingCost(size) + pendingCost(2)})
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /c HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", size, strings.Repeat(" ", size/2))
+	for deadline := time.Now().Add(testTimeout); p.Stats().PendingBytes < size; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow delivery holds %d bytes with half its body in", p.Stats().PendingBytes)
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		length  int64 // -1: chunked
+		size    int
+		want    int
+		waitMin time.Duration
+	}{
+		{"chunked, over the limit", -1, 2 << 20, 413, 0},
+		{"declared, over the limit", 2 << 20, 2 << 20, 413, 0},
+		{"chunked, within the limit", -1, 300 << 10, 503, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// A reader that is neither bytes.Reader nor strings.Reader: sent
+			// chunked unless a length is set.
+			req, err := http.NewRequest("POST", ts.URL+"/c", io.MultiReader(bytes.NewReader(bytes.Repeat([]byte(" "), tt.size))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.length >= 0 {
+				req.ContentLength = tt.length
+			}
+			req.Header.Set("Content-Type", "application/json")
+			start := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			took := time.Since(start)
+			if resp.StatusCode != tt.want {
+				t.Errorf("answered %d, want %d", resp.StatusCode, tt.want)
+			}
+			if took >= budgetWait/2 {
+				t.Errorf("answered after %v: it waited for room (%v)", took, budgetWait)
+			}
+		})
+	}
+	io.WriteString(conn, strings.Repeat(" ", size-size/2))
+	if line, _ := io.ReadAll(io.LimitReader(conn, 12)); string(line) != "HTTP/1.1 200" {
+		t.Fatalf("slow delivery answered %q", line)
+	}
+}
+
 // TestChannelCapEvictsIdlest: with MaxChannels held, a new channel takes the
 // place of the channel without subscribers idle longest; only when all have
 // subscribers is it refused, with 503 and Retry-After.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"forgehooks.dev/forgehooks/internal/clip"
@@ -41,74 +40,10 @@ var (
 // headers), with room to spare.
 func pendingCost(n int64) int64 { return 5*n + 64<<10 }
 
-// budget is the pending budget, shared by every channel.
-type budget struct {
-	max   int64
-	mu    sync.Mutex
-	total int64
-	by    map[string]int64 // per channel
-	freed waitroom.Signal  // bytes given back
-}
-
-func (b *budget) used() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.total
-}
-
-// reservation is what one delivery holds of the budget.
-type reservation struct {
-	b       *budget
-	channel string
-	until   time.Time
-	held    int64
-}
-
-// grow takes n more bytes, waiting for room until r.until, or reports
-// false. While nothing but r's own bytes are reserved (in all, and by its
-// channel) n is granted: a budget smaller than one delivery cannot refuse
-// it for ever.
-func (r *reservation) grow(n int64) bool {
-	if !waitroom.Until(r.until, func() (bool, <-chan struct{}) { return r.b.tryReserve(r, n) }) {
-		return false
-	}
-	r.held += n
-	return true
-}
-
-// tryReserve takes n more bytes for r, or reports false with the channel
-// closed when bytes are next given back.
-func (b *budget) tryReserve(r *reservation, n int64) (bool, <-chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c := b.by[r.channel]
-	if (b.total > r.held && b.total+n > b.max) || (c > r.held && c+n > b.max/2) {
-		return false, b.freed.Wait()
-	}
-	b.total += n
-	if b.by == nil {
-		b.by = map[string]int64{}
-	}
-	b.by[r.channel] = c + n
-	return true, nil
-}
-
-// shrink gives back n bytes.
-func (r *reservation) shrink(n int64) {
-	if n == 0 {
-		return
-	}
-	b := r.b
-	b.mu.Lock()
-	b.total -= n
-	if c := b.by[r.channel] - n; c > 0 {
-		b.by[r.channel] = c
-	} else {
-		delete(b.by, r.channel)
-	}
-	b.freed.Broadcast()
-	b.mu.Unlock()
-	r.held -= n
+// newBudget returns the pending budget of max bytes, shared by every
+// channel, one channel holding at most half of it.
+func newBudget(max int64) *waitroom.Budget {
+	return waitroom.New(max, waitroom.Shares{PerKey: max / 2})
 }
 
 // post publishes one delivery.
@@ -119,12 +54,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	start := time.Now()
-	res := &reservation{b: &s.pending, channel: name, until: start.Add(budgetWait)}
-	defer func() { res.shrink(res.held) }()
+	reserved := s.pending.Reserve(name, start.Add(budgetWait))
+	res := &reserved
+	defer res.Release()
 	rd := &reader{r: http.MaxBytesReader(w, r.Body, limit), rc: http.NewResponseController(w), min: s.opts.MinBodyRate,
 		stop: start.Add(s.opts.ReadTimeout)}
 	body, err := rd.readBody(r.ContentLength, limit, res)
-	if err == nil && !res.grow(pendingCost(int64(len(body)))-res.held) {
+	if err == nil && !res.Grow(pendingCost(int64(len(body)))-res.Held()) {
 		err = errBudget
 	}
 	if err != nil {
@@ -133,7 +69,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, name string) {
 		case errors.As(err, &tooBig):
 			http.Error(w, fmt.Sprintf("body is over the %d-byte limit", limit), http.StatusRequestEntityTooLarge)
 		case errors.Is(err, errBudget):
-			s.log.Warn("delivery refused: too many bytes being received", "channel", name, "content_length", r.ContentLength, "held", res.held, "max_pending_bytes", s.opts.MaxPendingBytes)
+			s.log.Warn("delivery refused: too many bytes being received", "channel", name, "content_length", r.ContentLength, "held", res.Held(), "max_pending_bytes", s.opts.MaxPendingBytes)
 			w.Header().Set("Retry-After", "5")
 			w.Header().Set("Connection", "close")
 			http.Error(w, "busy receiving other deliveries: retry later", http.StatusServiceUnavailable)
@@ -195,15 +131,16 @@ func (rd *reader) begin(left int64) {
 
 // readBody reads a body of the announced length (-1: unknown, up to limit)
 // into one buffer that grows as bytes arrive, each growth reserved in res.
-func (rd *reader) readBody(announced, limit int64, res *reservation) ([]byte, error) {
+// A body with a length (at most limit) may wait for room; one without may
+// not, since it may yet pass limit: when its next buffer does not fit at
+// once, the rest of it is read and thrown away, so that it fails as soon as
+// it crosses limit (413), or with errBudget at its end.
+func (rd *reader) readBody(announced, limit int64, res *waitroom.Reservation) ([]byte, error) {
 	cap0 := limit + 1
 	if announced >= 0 {
 		cap0 = announced
 	}
-	if !res.grow(min(cap0, firstBuffer)) {
-		return nil, errBudget
-	}
-	buf := make([]byte, 0, min(cap0, firstBuffer))
+	var buf []byte
 	left := func() int64 {
 		if announced < 0 {
 			return -1
@@ -211,6 +148,21 @@ func (rd *reader) readBody(announced, limit int64, res *reservation) ([]byte, er
 		return announced - int64(len(buf))
 	}
 	rd.begin(left())
+	reserve := func(n int64) error {
+		switch {
+		case announced >= 0:
+			if !res.Grow(n) {
+				return errBudget
+			}
+		case !res.TryGrow(n):
+			return rd.drain(buf[:cap(buf)], left)
+		}
+		return nil
+	}
+	if err := reserve(min(cap0, firstBuffer)); err != nil {
+		return nil, err
+	}
+	buf = make([]byte, 0, min(cap0, firstBuffer))
 	for {
 		if len(buf) == cap(buf) {
 			if announced >= 0 && int64(len(buf)) == announced {
@@ -223,12 +175,12 @@ func (rd *reader) readBody(announced, limit int64, res *reservation) ([]byte, er
 					next = announced
 				}
 			}
-			if !res.grow(next) {
-				return nil, errBudget
+			if err := reserve(next); err != nil {
+				return nil, err
 			}
 			grown := make([]byte, len(buf), next)
 			copy(grown, buf)
-			res.shrink(int64(cap(buf)))
+			res.Shrink(int64(cap(buf)))
 			buf = grown
 		}
 		k, err := rd.r.Read(buf[len(buf):cap(buf)])
@@ -239,20 +191,48 @@ func (rd *reader) readBody(announced, limit int64, res *reservation) ([]byte, er
 			}
 			return buf, nil
 		}
-		rd.got += int64(k)
-		if rd.min > 0 && rd.got >= rd.need && err == nil {
-			rd.begin(left())
-			continue
-		}
-		if err != nil {
-			now := time.Now()
-			if errors.Is(err, os.ErrDeadlineExceeded) && rd.min > 0 && !now.Before(rd.end) && now.Before(rd.stop) {
-				return nil, errSlow
-			}
+		if err = rd.paced(k, err, left); err != nil {
 			return nil, err
 		}
-		if rd.min > 0 && time.Now().After(rd.end) {
-			return nil, errSlow
+	}
+}
+
+// paced accounts for a read of k bytes that ended with err (not io.EOF),
+// and returns errSlow when the window ended short of its bytes.
+func (rd *reader) paced(k int, err error, left func() int64) error {
+	rd.got += int64(k)
+	if rd.min > 0 && rd.got >= rd.need && err == nil {
+		rd.begin(left())
+		return nil
+	}
+	if err != nil {
+		now := time.Now()
+		if errors.Is(err, os.ErrDeadlineExceeded) && rd.min > 0 && !now.Before(rd.end) && now.Before(rd.stop) {
+			return errSlow
+		}
+		return err
+	}
+	if rd.min > 0 && time.Now().After(rd.end) {
+		return errSlow
+	}
+	return nil
+}
+
+// drain reads the rest of a body without a length into scratch (a small
+// buffer when it is empty), throwing it away, still paced: the reader's
+// limit (http.MaxBytesReader) fails it once it crosses its limit, and
+// errBudget is returned at its end.
+func (rd *reader) drain(scratch []byte, left func() int64) error {
+	if len(scratch) == 0 {
+		scratch = make([]byte, 4<<10)
+	}
+	for {
+		k, err := rd.r.Read(scratch)
+		if err == io.EOF {
+			return errBudget
+		}
+		if err = rd.paced(k, err, left); err != nil {
+			return err
 		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"forgehooks.dev/forgehooks/internal/waitroom"
 	"html"
 	"log/slog"
 	"net/http"
@@ -150,7 +151,7 @@ type Server struct {
 	mu    sync.Mutex
 	chans map[string]*channel
 
-	pending budget // bytes reserved by deliveries being received
+	pending *waitroom.Budget // bytes reserved by deliveries being received
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -174,7 +175,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	n := len(s.chans)
 	s.mu.Unlock()
-	p := s.pending.used()
+	p := s.pending.Used()
 	return Stats{Channels: n, BufferedBytes: s.totals.buffered.Load(), JournalBytes: s.totals.journal.Load(), PendingBytes: p}
 }
 
@@ -209,7 +210,7 @@ func New(opts Options) (*Server, error) {
 		chans: map[string]*channel{},
 		done:  make(chan struct{}),
 	}
-	s.pending.max = opts.MaxPendingBytes
+	s.pending = newBudget(opts.MaxPendingBytes)
 	if opts.JournalDir == "" {
 		s.key = newKey()
 	} else {

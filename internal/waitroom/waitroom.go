@@ -1,7 +1,8 @@
-// Package waitroom is the waiting of a byte budget that several requests share
-// (the middleware's unverified bodies, the proxy's pending deliveries): a
-// request that does not fit waits until another gives bytes back, or until its
-// deadline, and then tries again.
+// Package waitroom is the byte budget that several requests share (the
+// middleware's unverified bodies, the proxy's pending deliveries), with its
+// shares (large requests, each key) and its waiting: a request that does not
+// fit waits until another gives bytes back, or until its deadline, and then
+// tries again.
 package waitroom
 
 import "time"

@@ -1,21 +1,9 @@
-// Package gen is the payload generator: it reads a schema (the YAML of this
-// module's schema/ directory, or a user's own in the same format) and writes a
-// typed payload package: structs with their JSON codec and nil-safe getters,
-// per-event registration helpers, Parse, and a small names package. It is a
-// pipeline of three calls, which cmd/genpayloads (what go generate runs) makes:
-//
-//	s, err := gen.Load(schemaDir)          // read and check the YAML
-//	files, err := gen.Generate(s, opts)     // build every file in memory
-//	err = gen.Write(outDir, files)          // write them, remove stale ones
-//	rec, err := gen.PackagesOf(s)           // the split, extended
-//	err = gen.WritePackages(schemaDir, rec) // keep it for the next run
-//
-// The generated types live in internal packages (see PackagesFile for how they
-// are split and why the split is stable) that the package a user imports names
-// by aliases; every alias's doc lists its type's fields and methods.
-//
-// The model is also what the importer (cmd/importschema) writes, so the two agree on
-// one format by sharing these types.
+// Package model is the payload generator's model of a schema: the types of
+// the YAML of this module's schema/ directory (or a user's own in the same
+// format), reading it (Load from a directory, Parse from bytes) and checking
+// it (Check), the type expressions of its fields, and the Go naming rules.
+// The generator (package gen) is a function over it; the importer
+// (cmd/importschema) builds and checks one in memory without the generator.
 //
 // Field.Type and Variant.Type are type expressions:
 //
@@ -29,7 +17,7 @@
 //
 // A field's own optionality and nullability are given by Field.Required and
 // Field.Nullable, never by "*".
-package gen
+package model
 
 // Schema is the whole model: every event the forge sends, its actions, and the named
 // payload types they use. It is read from the YAML files of schema/.
@@ -41,7 +29,7 @@ type Schema struct {
 	// Types holds the named payload types, sorted by name.
 	Types []Type `yaml:"types"`
 	// Packages is the record of the generated packages (PackagesFile) that Load
-	// found beside the schema; empty when there is none.
+	// found beside the schema; empty when there is none (and from Parse).
 	Packages Packages `yaml:"-"`
 }
 
@@ -170,4 +158,12 @@ type Match struct {
 	Lacks []string `yaml:"lacks,omitempty"`
 	// Equals maps object keys to the string value each must have.
 	Equals map[string]string `yaml:"equals,omitempty"`
+}
+
+// Packages records the generated package of each event (by event name) and
+// named type (by Go name) under the generated package's internal directory
+// (see package gen, split.go, for how they are chosen and kept).
+type Packages struct {
+	Events map[string]string `yaml:"events"`
+	Types  map[string]string `yaml:"types"`
 }

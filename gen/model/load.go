@@ -1,4 +1,4 @@
-package gen
+package model
 
 import (
 	"bufio"
@@ -28,6 +28,10 @@ const (
 	// schema must contain. Optional: when it is absent there is no contract to check.
 	// Blank lines and lines starting with "#" are ignored.
 	ContractFile = "names-original.txt"
+	// PackagesFile is the record of the generated package of every event and
+	// named type (Packages). Load reads it when present; the generator's
+	// explicit step (cmd/genpayloads -write-packages) writes it.
+	PackagesFile = "packages.yaml"
 )
 
 // ErrInvalidSchema is the error every schema problem found by Load wraps.
@@ -91,22 +95,36 @@ func (e *SchemaError) Unwrap() error { return ErrInvalidSchema }
 func Load(dir string) (*Schema, error) {
 	events, err := os.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
 	}
 	types, err := os.ReadFile(filepath.Join(dir, TypesFile))
 	if err != nil {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
 	}
 	contract, err := os.ReadFile(filepath.Join(dir, ContractFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
 	}
-	s, problems := loadBytes(events, types, contract)
-	if len(problems) > 0 {
-		return nil, &SchemaError{Dir: dir, Problems: problems}
+	s, err := Parse(dir, events, types, contract)
+	if err != nil {
+		return nil, err
 	}
 	if s.Packages, err = loadPackages(dir); err != nil {
-		return nil, fmt.Errorf("gen.Load: %w", err)
+		return nil, fmt.Errorf("model.Load: %w", err)
+	}
+	return s, nil
+}
+
+// Parse reads a schema from the bytes of its files (EventsFile, TypesFile
+// and, when not nil, ContractFile) and checks it as Load does: Load is Parse
+// of a directory's files, and the importer checks what it is about to write
+// with Parse, without writing it anywhere first. The error wraps
+// ErrInvalidSchema (a *SchemaError whose Dir is name). Schema.Packages is
+// empty: the record lives beside the files, not in them.
+func Parse(name string, events, types, contract []byte) (*Schema, error) {
+	s, problems := loadBytes(events, types, contract)
+	if len(problems) > 0 {
+		return nil, &SchemaError{Dir: name, Problems: problems}
 	}
 	return s, nil
 }
@@ -561,4 +579,39 @@ func loadIsBuiltin(s string) bool {
 		}
 	}
 	return false
+}
+
+// loadPackages reads dir's PackagesFile; a missing file is an empty record.
+func loadPackages(dir string) (Packages, error) {
+	var rec Packages
+	b, err := os.ReadFile(filepath.Join(dir, PackagesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, nil
+	}
+	if err != nil {
+		return rec, err
+	}
+	if err := loadDecodeStrict(b, &rec); err != nil {
+		return rec, fmt.Errorf("%s: %w", PackagesFile, err)
+	}
+	for what, m := range map[string]map[string]string{"events": rec.Events, "types": rec.Types} {
+		for k, v := range m {
+			if !validPkgName(v) {
+				return rec, fmt.Errorf("%s: %s: %q: package %q is not a lower-case Go identifier", PackagesFile, what, k, v)
+			}
+		}
+	}
+	return rec, nil
+}
+
+func validPkgName(s string) bool {
+	if s == "" || s == "codec" {
+		return false
+	}
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }

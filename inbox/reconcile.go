@@ -1,0 +1,123 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/delivery"
+)
+
+// reconcileWindow bounds the settled sequences a start looks at, the
+// newest below the consumers' acknowledgement floors (shared among them).
+const reconcileWindow = 20_000
+
+// reconcileStatuses sets right, in the background after a start, the
+// statuses that can no longer change by themselves: a copy the consumer
+// counts as settled (at or below its acknowledgement floor: acknowledged,
+// or ended as a dead letter) whose status says queued, running or retrying
+// for that copy, or that has none — a write lost before statuses were
+// written ahead of acknowledgements. It becomes dead when the dead letters
+// hold that copy, handled otherwise.
+func (in *runner) reconcileStatuses(ctx context.Context, consumers []jetstream.Consumer) {
+	start := time.Now()
+	fixed, read := 0, 0
+	window := uint64(max(reconcileWindow/len(consumers), 1000))
+	for _, c := range consumers {
+		info, err := c.Info(ctx)
+		if err != nil {
+			in.log.Warn("inbox: reconciling statuses", "error", err)
+			return
+		}
+		floor := info.AckFloor.Stream
+		if floor == 0 {
+			continue
+		}
+		from := uint64(1)
+		if floor > window {
+			from = floor - window + 1
+		}
+		n, r, err := in.reconcileRange(ctx, info.Config.FilterSubject, from, floor)
+		fixed, read = fixed+n, read+r
+		if err != nil {
+			in.log.Warn("inbox: reconciling statuses", "consumer", info.Name, "error", err)
+			return
+		}
+	}
+	if fixed > 0 {
+		in.log.Info("inbox: statuses of settled deliveries set right", "fixed", fixed, "read", read, "took", time.Since(start))
+	}
+}
+
+// reconcileRange reconciles the copies from from to to on subject (all when
+// empty); it returns how many it fixed and read.
+func (in *runner) reconcileRange(ctx context.Context, subject string, from, to uint64) (fixed, read int, err error) {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from, HeadersOnly: true}
+	if subject != "" {
+		cfg.FilterSubjects = []string{subject}
+	}
+	cons, err := in.inbox.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return fixed, read, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			seq := md.Sequence.Stream
+			if seq > to {
+				return fixed, read, nil
+			}
+			read++
+			if in.reconcileOne(ctx, m.Headers(), m.Subject(), seq) {
+				fixed++
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fixed, read, err
+		}
+		if n == 0 {
+			return fixed, read, nil
+		}
+	}
+}
+
+// reconcileOne sets right the status of the settled copy at seq; true when
+// it wrote one.
+func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject string, seq uint64) bool {
+	if h == nil || h.Get(hdrVersion) != "1" {
+		return false
+	}
+	token := tokenOf(h, subject)
+	key := statusKey(h, token, seq)
+	st := in.loadStatus(ctx, key)
+	switch {
+	case st == nil && h.Get(hdrKey) == "":
+		st = &status{}
+	case st == nil, st.Seq != seq:
+		return false // another copy's status (Retry, Replay)
+	case st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead:
+		return false
+	}
+	if in.isRunning(key) {
+		return false
+	}
+	st.Seq = seq
+	st.Status = delivery.StatusHandled
+	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil && dm.Header.Get(hdrSeq) == strconv.FormatUint(seq, 10) {
+		st.Status = delivery.StatusDead
+	}
+	return in.putStatus(ctx, key, st) == nil
+}

@@ -1,0 +1,163 @@
+package connlimit
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+const generous = time.Minute
+
+// request sends one GET on c and reads its answer, leaving c open.
+func request(t *testing.T, c net.Conn, rd *bufio.Reader, path string) int {
+	t.Helper()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+	c.SetReadDeadline(time.Now().Add(generous))
+	res, err := http.ReadResponse(rd, nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func serve(t *testing.T, max int, h http.Handler) (*Limiter, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(max)
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l.Serve(srv, ln))
+	t.Cleanup(func() { srv.Close() })
+	return l, ln.Addr().String()
+}
+
+func waitOpen(t *testing.T, l *Limiter, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(generous); l.Open() != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d", l.Open(), want)
+		}
+	}
+}
+
+// TestIdleClosedFirst: past the bound, a new connection closes the one idle
+// longest, then one that never sent a request; never one with a request in
+// progress, which makes new connections wait for its end.
+func TestIdleClosedFirst(t *testing.T) {
+	block, blocked := make(chan struct{}), make(chan struct{}, 3)
+	l, addr := serve(t, 3, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			blocked <- struct{}{}
+			<-block
+		}
+	}))
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	// closedByServer reports whether the server closed c.
+	closedByServer := func(c net.Conn, rd *bufio.Reader) bool {
+		c.SetReadDeadline(time.Now().Add(generous))
+		_, err := rd.ReadByte()
+		return err == io.EOF
+	}
+	var idle [3]net.Conn
+	var rds [3]*bufio.Reader
+	for i := range idle {
+		idle[i], rds[i] = dial()
+		if code := request(t, idle[i], rds[i], "/"); code != 200 {
+			t.Fatalf("idle %d: %d", i, code)
+		}
+		// The server marks a connection idle after its answer is out: wait,
+		// so that they are idle in the order of their requests.
+		for deadline := time.Now().Add(generous); l.idleCount() != i+1; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections idle, want %d", l.idleCount(), i+1)
+			}
+		}
+	}
+	waitOpen(t, l, 3)
+	// A fourth closes the first idle one, and is served.
+	c4, rd4 := dial()
+	if code := request(t, c4, rd4, "/"); code != 200 {
+		t.Fatalf("fourth: %d", code)
+	}
+	if !closedByServer(idle[0], rds[0]) {
+		t.Error("the connection idle longest was not closed")
+	}
+	waitOpen(t, l, 3)
+	// The second idle one becomes active: the next to go is the third.
+	idle[1].SetReadDeadline(time.Time{})
+	fmt.Fprintf(idle[1], "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-blocked
+	c5, rd5 := dial()
+	if code := request(t, c5, rd5, "/"); code != 200 {
+		t.Fatalf("fifth: %d", code)
+	}
+	if !closedByServer(idle[2], rds[2]) {
+		t.Error("the idle connection was not closed before the active one")
+	}
+	// Now one active (/block) and c4, c5 idle; make both active too.
+	for _, c := range []net.Conn{c4, c5} {
+		fmt.Fprintf(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	for range 2 {
+		<-blocked
+	}
+	// A connection over the bound with all active waits for one to end.
+	c6, rd6 := dial()
+	done := make(chan int, 1)
+	go func() { done <- request(t, c6, rd6, "/") }()
+	select {
+	case code := <-done:
+		t.Fatalf("served (%d) past the bound with every connection active", code)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(block)
+	select {
+	case code := <-done:
+		if code != 200 {
+			t.Errorf("waiting connection: %d", code)
+		}
+	case <-time.After(generous):
+		t.Fatal("the waiting connection was never served")
+	}
+	if n := l.Open(); n > 3 {
+		t.Errorf("%d connections open, bound 3", n)
+	}
+}
+
+func (l *Limiter) idleCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle.Len()
+}
+
+// TestNilLimiter: no bound leaves the server as it is.
+func TestNilLimiter(t *testing.T) {
+	if New(0) != nil || New(-1) != nil {
+		t.Fatal("a bound of 0 or less is not nil")
+	}
+	var l *Limiter
+	srv := &http.Server{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if l.Serve(srv, ln) != ln || srv.ConnState != nil || l.Open() != 0 {
+		t.Error("a nil Limiter changed the server")
+	}
+}
