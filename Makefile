@@ -39,8 +39,11 @@ vet:
 tidy-check:
 	$(GO) mod tidy -diff
 
+## unit: the race-enabled tests of every package. Past Go's default of 10 minutes a
+## package: the inbox's cluster tests run three JetStream servers, and on a 2-core
+## machine with a second suite beside it that package alone takes longer.
 unit:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 ## modules: tidy, vet and test the nested modules that build against this checkout and
 ## may depend on what the SDK must not: the examples (examples/*/go.mod: chi,

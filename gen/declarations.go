@@ -58,6 +58,7 @@ func Declarations(s *Schema, opts Options) ([]Declaration, error) {
 		add(root, up.GoName, "type")
 		for _, v := range up.Variants {
 			add(in(up.GoName), up.GoName+"."+v.GoName, "field")
+			add(in(up.GoName), up.GoName+".Get"+v.GoName, "method")
 		}
 	}
 	for _, ep := range p.enums {

@@ -640,7 +640,7 @@ func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
 	case d.ID != "" && !in.opts.AllowRepeatedBodies:
 		msg.Header.Set(jetstream.MsgIDHeader, "b:"+digest)
 	case d.ID != "":
-		msg.Header.Set(jetstream.MsgIDHeader, d.ID)
+		msg.Header.Set(jetstream.MsgIDHeader, deliveryKey(d.Tenant, d.ID))
 	}
 	return msg
 }

@@ -86,3 +86,19 @@ func TestInboxTenants(t *testing.T) {
 		t.Errorf("Get d-1: %q %v", r.Tenant, err)
 	}
 }
+
+// TestInboxTenantsRepeatedBodies: without the replay guard, JetStream's own
+// duplicate window is keyed by tenant and id too.
+func TestInboxTenantsRepeatedBodies(t *testing.T) {
+	in := openInbox(t, t.TempDir(), Options{AllowRepeatedBodies: true})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		tenant string
+		want   webhooks.EnqueueResult
+	}{{"acme", webhooks.Enqueued}, {"beta", webhooks.Enqueued}, {"acme", webhooks.Duplicate}} {
+		res, err := in.EnqueueResult(ctx, webhooks.Delivery{ID: "same", Name: "issues", Payload: payload("x"), Tenant: tc.tenant})
+		if err != nil || res != tc.want {
+			t.Errorf("%s: %v %v, want %v", tc.tenant, res, err, tc.want)
+		}
+	}
+}

@@ -54,10 +54,11 @@ func generatedStructs(t *testing.T) []reflect.Type {
 }
 
 // wantsGetter reports whether a field must have a GetX method: every member
-// does (a union's variants and Raw are not members).
+// does, and every variant of a union (a field without a JSON key); Raw,
+// the payload's own bytes, does not.
 func wantsGetter(f reflect.StructField) bool {
 	key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-	return key != "" && key != "-"
+	return key != "-" && f.Name != "Raw"
 }
 
 // TestGetters checks every generated struct: each member (pointer fields

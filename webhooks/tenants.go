@@ -40,6 +40,9 @@ const (
 	// DefaultTenantLookupTimeout is how long a SecretSource may take before
 	// the delivery is answered 503.
 	DefaultTenantLookupTimeout = 2 * time.Second
+	// DefaultTenantMaxLookups is how many SecretSource calls may be under
+	// way at once.
+	DefaultTenantMaxLookups = 64
 	// MaxTenantKeyLen is the longest value of a TenantKey field: longer ones
 	// are no tenant's (404) and never reach the SecretSource.
 	MaxTenantKeyLen = 128
@@ -49,6 +52,9 @@ const (
 // names no tenant: the delivery is answered 404 as a request for an unknown
 // path is. Any other error is answered 503.
 var ErrUnknownTenant = errors.New("webhooks: unknown tenant")
+
+// errLookupsBusy is Resolve's error when MaxLookups calls are under way.
+var errLookupsBusy = errors.New("webhooks: too many SecretSource lookups under way (TenantsOptions.MaxLookups)")
 
 // TenantKey is what arrives before verification that can name a tenant: the
 // path value, the hook id and the installation target headers, as sent (none
@@ -111,6 +117,12 @@ type TenantsOptions struct {
 	// LookupTimeout bounds each call of the SecretSource; past it the
 	// delivery is answered 503. Zero: DefaultTenantLookupTimeout.
 	LookupTimeout time.Duration
+	// MaxLookups bounds the SecretSource calls under way at once, those
+	// past LookupTimeout that have not returned included: a request whose
+	// key needs a call past it is answered 503, so that a source that hangs
+	// (and ignores its context) holds at most this many goroutines whatever
+	// the keys requests make up. Zero: DefaultTenantMaxLookups.
+	MaxLookups int
 	// NotFound, when set, answers the requests whose key names no tenant:
 	// under a router (Middleware.AnyPath), its own answer to an unknown path,
 	// such as http.NotFoundHandler() under http.ServeMux, so that an unknown
@@ -143,6 +155,8 @@ type Tenants struct {
 	known    lru[TenantKey, *tenantKeys]
 	unknown  lru[TenantKey, struct{}]
 	inflight map[TenantKey]*lookupCall
+	calls    int // source calls that have not returned
+	maxCalls int
 }
 
 // tenantKeys is a resolved tenant: its name and its keyring.
@@ -173,6 +187,10 @@ func NewTenants(src SecretSource, opts TenantsOptions) *Tenants {
 	}
 	if t.timeout <= 0 {
 		t.timeout = DefaultTenantLookupTimeout
+	}
+	t.maxCalls = opts.MaxLookups
+	if t.maxCalls <= 0 {
+		t.maxCalls = DefaultTenantMaxLookups
 	}
 	size := opts.CacheSize
 	if size == 0 {
@@ -249,6 +267,11 @@ func (t *Tenants) resolve(ctx context.Context, key TenantKey) (*tenantKeys, erro
 	}
 	c, ok := t.inflight[key]
 	if !ok {
+		if t.calls >= t.maxCalls {
+			t.mu.Unlock()
+			return nil, errLookupsBusy
+		}
+		t.calls++
 		c = &lookupCall{done: make(chan struct{})}
 		t.inflight[key] = c
 		go t.lookup(key, c)
@@ -278,6 +301,11 @@ func (t *Tenants) lookup(key TenantKey, c *lookupCall) {
 			if p := recover(); p != nil {
 				ch <- answer{err: fmt.Errorf("webhooks: the SecretSource panicked: %v", p)}
 			}
+		}()
+		defer func() {
+			t.mu.Lock()
+			t.calls--
+			t.mu.Unlock()
 		}()
 		tn, err := t.src.Lookup(ctx, key)
 		ch <- answer{tn, err}

@@ -396,3 +396,48 @@ func FuzzTenantKey(f *testing.F) {
 		}
 	})
 }
+
+// TestTenantsMaxLookups: a source that hangs, ignoring its context, holds at
+// most MaxLookups calls; keys past them are 503 at once, and the calls'
+// places come back when the source returns.
+func TestTenantsMaxLookups(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	hang := webhooks.SecretSourceFunc(func(_ context.Context, k webhooks.TenantKey) (webhooks.Tenant, error) {
+		calls.Add(1)
+		<-release
+		return testTenants.Lookup(context.Background(), k)
+	})
+	url, _ := tenantServer(t, hang, webhooks.TenantsOptions{LookupTimeout: 50 * time.Millisecond, MaxLookups: 2}, webhooks.MiddlewareOptions{Path: "/t/{tenant}/hooks"}, nil)
+	for _, name := range []string{"acme", "beta", "gamma"} {
+		code, body, _ := postTenant(t, url+"/t/"+name+"/hooks", "x-secret-0123456789", name)
+		if code != 503 || name == "gamma" && !strings.Contains(body, "secrets") {
+			t.Errorf("%s: %d %s, want 503", name, code, body)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the source was called %d times, want 2 (gamma refused without a call)", n)
+	}
+	close(release)
+	waitTrue(t, func() bool {
+		code, _, _ := postTenant(t, url+"/t/beta/hooks", "beta-secret-0123456789ab", "ok")
+		return code == 200
+	})
+}
+
+// BenchmarkTenantsResolve: a cached key's resolution, what each delivery of
+// a known tenant costs beyond one secret's verification.
+func BenchmarkTenantsResolve(b *testing.B) {
+	ts := webhooks.NewTenants(testTenants, webhooks.TenantsOptions{})
+	r := httptest.NewRequest("POST", "/t/acme/hooks", nil)
+	r.SetPathValue("tenant", "acme")
+	r.Header.Set(webhooks.HeaderHookID, "12345")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		key, _ := ts.KeyOf(r)
+		if _, err := ts.Resolve(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

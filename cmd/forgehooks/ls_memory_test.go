@@ -59,6 +59,9 @@ func TestInboxLsMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := in.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	// About the size of a small real delivery's headers and body.
 	pad := strings.Repeat("p", 1500)
 	var wg sync.WaitGroup
@@ -82,6 +85,7 @@ func TestInboxLsMemory(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	stored := time.Since(began)
 	select {
 	case err := <-errc:
 		t.Fatal(err)
@@ -97,7 +101,7 @@ func TestInboxLsMemory(t *testing.T) {
 	if err := in.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d deliveries stored and handled in %v", n, time.Since(began).Round(time.Second))
+	t.Logf("%d deliveries stored in %v, handled in %v", n, stored.Round(time.Second), time.Since(began).Round(time.Second))
 
 	bin := filepath.Join(t.TempDir(), "forgehooks")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -349,3 +349,38 @@ func TestServeAllowFromMeta(t *testing.T) {
 		t.Errorf("with the forge unreachable: %d %s, want 202 (ranges kept)", code, ans)
 	}
 }
+
+// TestServeWorkers: serve --workers 2 runs at most two stored deliveries'
+// handlers at once.
+func TestServeWorkers(t *testing.T) {
+	var mu sync.Mutex
+	var now, most, done int
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		mu.Unlock()
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		now--
+		done++
+		mu.Unlock()
+	}))
+	defer target.Close()
+	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", t.TempDir(), "--forward", target.URL, "--workers", "2")
+	for i := range 6 {
+		id := fmt.Sprint("w", i)
+		if code, ans := deliver(t, "http://"+sv.addr+webhooks.DefaultPath, "issues", id, []byte(`{"action":"opened","id":"`+id+`"}`), nil); code != 202 {
+			t.Fatalf("%s: %d %s", id, code, ans)
+		}
+	}
+	waitUntil(t, "six forwarded", func() bool { mu.Lock(); defer mu.Unlock(); return done == 6 })
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 2 {
+		t.Errorf("at most %d ran at once, want 2", most)
+	}
+	if code, _, errOut := runCmd(t, "", nil, "serve", "--secret", testSecret, "--inbox", t.TempDir(), "--workers", "-1"); code != exitUsage || !strings.Contains(errOut, "--workers") {
+		t.Errorf("--workers -1: %d %s", code, errOut)
+	}
+}

@@ -83,6 +83,9 @@ func TestRealUpdate(t *testing.T) {
 		}
 		schemas = append(schemas, s)
 
+		// make schema's second step, the record of the generated packages,
+		// then make generate's.
+		goCmd(t, root, "run", "./cmd/genpayloads", "-schema", "schema", "-out", "payloads", "-write-packages")
 		goCmd(t, root, "generate", "./payloads/...")
 		pkg, err := loadPackage(root, "forgehooks.dev/forgehooks/payloads")
 		if err != nil {

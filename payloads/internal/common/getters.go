@@ -5981,3 +5981,211 @@ func (x *WorkflowRunReferencedWorkflow) GetSHA() string {
 	}
 	return x.SHA
 }
+
+// GetUser returns the User variant, or nil when x is nil or holds another
+// variant.
+func (x *AppOwner) GetUser() *User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetEnterprise returns the Enterprise variant, or nil when x is nil or holds
+// another variant.
+func (x *AppOwner) GetEnterprise() *Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetRaw returns the Raw variant, or nil when x is nil or holds another
+// variant.
+func (x *DeploymentPayload) GetRaw() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Raw
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *DeploymentPayload) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *IssueLabel) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetLabel returns the Label variant, or nil when x is nil or holds another
+// variant.
+func (x *IssueLabel) GetLabel() *Label {
+	if x == nil {
+		return nil
+	}
+	return x.Label
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *OrganizationCustomPropertyDefaultValue) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetStrings returns the Strings variant, or nil when x is nil or holds another
+// variant.
+func (x *OrganizationCustomPropertyDefaultValue) GetStrings() []string {
+	if x == nil {
+		return nil
+	}
+	return x.Strings
+}
+
+// GetInt64 returns the Int64 variant, or 0 when x is nil or holds another
+// variant.
+func (x *PackageVersionNugetMetadataID) GetInt64() int64 {
+	if x == nil || x.Int64 == nil {
+		return 0
+	}
+	return *x.Int64
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *PackageVersionNugetMetadataID) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetBool returns the Bool variant, or false when x is nil or holds another
+// variant.
+func (x *PackageVersionNugetMetadataValue) GetBool() bool {
+	if x == nil || x.Bool == nil {
+		return false
+	}
+	return *x.Bool
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *PackageVersionNugetMetadataValue) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetInt64 returns the Int64 variant, or 0 when x is nil or holds another
+// variant.
+func (x *PackageVersionNugetMetadataValue) GetInt64() int64 {
+	if x == nil || x.Int64 == nil {
+		return 0
+	}
+	return *x.Int64
+}
+
+// GetPackageVersionNugetMetadataValueObject returns the
+// PackageVersionNugetMetadataValueObject variant, or nil when x is nil or holds
+// another variant.
+func (x *PackageVersionNugetMetadataValue) GetPackageVersionNugetMetadataValueObject() *PackageVersionNugetMetadataValueObject {
+	if x == nil {
+		return nil
+	}
+	return x.PackageVersionNugetMetadataValueObject
+}
+
+// GetUser returns the User variant, or nil when x is nil or holds another
+// variant.
+func (x *PullRequestRequestedReviewer) GetUser() *User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetTeam returns the Team variant, or nil when x is nil or holds another
+// variant.
+func (x *PullRequestRequestedReviewer) GetTeam() *Team {
+	if x == nil {
+		return nil
+	}
+	return x.Team
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *RegistryPackagePackageVersionNugetMetadataID) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetRaw returns the Raw variant, or nil when x is nil or holds another
+// variant.
+func (x *RegistryPackagePackageVersionNugetMetadataID) GetRaw() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Raw
+}
+
+// GetInt64 returns the Int64 variant, or 0 when x is nil or holds another
+// variant.
+func (x *RegistryPackagePackageVersionNugetMetadataID) GetInt64() int64 {
+	if x == nil || x.Int64 == nil {
+		return 0
+	}
+	return *x.Int64
+}
+
+// GetUser returns the User variant, or nil when x is nil or holds another
+// variant.
+func (x *RepositoryOrganization) GetUser() *User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *RepositoryOrganization) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *WebhookConfigInsecureSSL) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetFloat64 returns the Float64 variant, or 0 when x is nil or holds another
+// variant.
+func (x *WebhookConfigInsecureSSL) GetFloat64() float64 {
+	if x == nil || x.Float64 == nil {
+		return 0
+	}
+	return *x.Float64
+}

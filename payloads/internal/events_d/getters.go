@@ -4809,3 +4809,21 @@ func (x *DiscussionCommentEditedEvent) GetSender() *common.User {
 	}
 	return &x.Sender
 }
+
+// GetUser returns the User variant, or nil when x is nil or holds another
+// variant.
+func (x *DeploymentReviewer) GetUser() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetTeam returns the Team variant, or nil when x is nil or holds another
+// variant.
+func (x *DeploymentReviewer) GetTeam() *common.Team {
+	if x == nil {
+		return nil
+	}
+	return x.Team
+}

@@ -8121,3 +8121,59 @@ func (x *PushEvent) GetSender() *common.User {
 	}
 	return x.Sender
 }
+
+// GetProjectsV2ItemEditedChangesFieldValue returns the
+// ProjectsV2ItemEditedChangesFieldValue variant, or nil when x is nil or holds
+// another variant.
+func (x *ProjectsV2ItemEditedChanges) GetProjectsV2ItemEditedChangesFieldValue() *ProjectsV2ItemEditedChangesFieldValue {
+	if x == nil {
+		return nil
+	}
+	return x.ProjectsV2ItemEditedChangesFieldValue
+}
+
+// GetProjectsV2ItemEditedChangesBody returns the
+// ProjectsV2ItemEditedChangesBody variant, or nil when x is nil or holds
+// another variant.
+func (x *ProjectsV2ItemEditedChanges) GetProjectsV2ItemEditedChangesBody() *ProjectsV2ItemEditedChangesBody {
+	if x == nil {
+		return nil
+	}
+	return x.ProjectsV2ItemEditedChangesBody
+}
+
+// GetString returns the String variant, or "" when x is nil or holds another
+// variant.
+func (x *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom) GetString() string {
+	if x == nil || x.String == nil {
+		return ""
+	}
+	return *x.String
+}
+
+// GetInt64 returns the Int64 variant, or 0 when x is nil or holds another
+// variant.
+func (x *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom) GetInt64() int64 {
+	if x == nil || x.Int64 == nil {
+		return 0
+	}
+	return *x.Int64
+}
+
+// GetProjectsV2SingleSelectOption returns the ProjectsV2SingleSelectOption
+// variant, or nil when x is nil or holds another variant.
+func (x *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom) GetProjectsV2SingleSelectOption() *ProjectsV2SingleSelectOption {
+	if x == nil {
+		return nil
+	}
+	return x.ProjectsV2SingleSelectOption
+}
+
+// GetProjectsV2IterationSetting returns the ProjectsV2IterationSetting variant,
+// or nil when x is nil or holds another variant.
+func (x *ProjectsV2ItemEditedChangesFieldValueFieldValueFrom) GetProjectsV2IterationSetting() *ProjectsV2IterationSetting {
+	if x == nil {
+		return nil
+	}
+	return x.ProjectsV2IterationSetting
+}

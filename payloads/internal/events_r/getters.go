@@ -5612,3 +5612,253 @@ func (x *RepositoryVulnerabilityAlertResolveEvent) GetSender() *common.User {
 	}
 	return &x.Sender
 }
+
+// GetRepositoryRuleCreation returns the RepositoryRuleCreation variant, or nil
+// when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleCreation() *RepositoryRuleCreation {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleCreation
+}
+
+// GetRepositoryRuleUpdate returns the RepositoryRuleUpdate variant, or nil when
+// x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleUpdate() *RepositoryRuleUpdate {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleUpdate
+}
+
+// GetRepositoryRuleDeletion returns the RepositoryRuleDeletion variant, or nil
+// when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleDeletion() *RepositoryRuleDeletion {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleDeletion
+}
+
+// GetRepositoryRuleRequiredLinearHistory returns the
+// RepositoryRuleRequiredLinearHistory variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleRequiredLinearHistory() *RepositoryRuleRequiredLinearHistory {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleRequiredLinearHistory
+}
+
+// GetRepositoryRuleMergeQueue returns the RepositoryRuleMergeQueue variant, or
+// nil when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleMergeQueue() *RepositoryRuleMergeQueue {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleMergeQueue
+}
+
+// GetRepositoryRuleRequiredDeployments returns the
+// RepositoryRuleRequiredDeployments variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleRequiredDeployments() *RepositoryRuleRequiredDeployments {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleRequiredDeployments
+}
+
+// GetRepositoryRuleRequiredSignatures returns the
+// RepositoryRuleRequiredSignatures variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleRequiredSignatures() *RepositoryRuleRequiredSignatures {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleRequiredSignatures
+}
+
+// GetRepositoryRulePullRequest returns the RepositoryRulePullRequest variant,
+// or nil when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRulePullRequest() *RepositoryRulePullRequest {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRulePullRequest
+}
+
+// GetRepositoryRuleRequiredStatusChecks returns the
+// RepositoryRuleRequiredStatusChecks variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleRequiredStatusChecks() *RepositoryRuleRequiredStatusChecks {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleRequiredStatusChecks
+}
+
+// GetRepositoryRuleNonFastForward returns the RepositoryRuleNonFastForward
+// variant, or nil when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleNonFastForward() *RepositoryRuleNonFastForward {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleNonFastForward
+}
+
+// GetRepositoryRuleCommitMessagePattern returns the
+// RepositoryRuleCommitMessagePattern variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleCommitMessagePattern() *RepositoryRuleCommitMessagePattern {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleCommitMessagePattern
+}
+
+// GetRepositoryRuleCommitAuthorEmailPattern returns the
+// RepositoryRuleCommitAuthorEmailPattern variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleCommitAuthorEmailPattern() *RepositoryRuleCommitAuthorEmailPattern {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleCommitAuthorEmailPattern
+}
+
+// GetRepositoryRuleCommitterEmailPattern returns the
+// RepositoryRuleCommitterEmailPattern variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleCommitterEmailPattern() *RepositoryRuleCommitterEmailPattern {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleCommitterEmailPattern
+}
+
+// GetRepositoryRuleBranchNamePattern returns the
+// RepositoryRuleBranchNamePattern variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleBranchNamePattern() *RepositoryRuleBranchNamePattern {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleBranchNamePattern
+}
+
+// GetRepositoryRuleTagNamePattern returns the RepositoryRuleTagNamePattern
+// variant, or nil when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleTagNamePattern() *RepositoryRuleTagNamePattern {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleTagNamePattern
+}
+
+// GetRepositoryRuleFilePathRestriction returns the
+// RepositoryRuleFilePathRestriction variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleFilePathRestriction() *RepositoryRuleFilePathRestriction {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleFilePathRestriction
+}
+
+// GetRepositoryRuleMaxFilePathLength returns the
+// RepositoryRuleMaxFilePathLength variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleMaxFilePathLength() *RepositoryRuleMaxFilePathLength {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleMaxFilePathLength
+}
+
+// GetRepositoryRuleFileExtensionRestriction returns the
+// RepositoryRuleFileExtensionRestriction variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleFileExtensionRestriction() *RepositoryRuleFileExtensionRestriction {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleFileExtensionRestriction
+}
+
+// GetRepositoryRuleMaxFileSize returns the RepositoryRuleMaxFileSize variant,
+// or nil when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleMaxFileSize() *RepositoryRuleMaxFileSize {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleMaxFileSize
+}
+
+// GetRepositoryRuleWorkflows returns the RepositoryRuleWorkflows variant, or
+// nil when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleWorkflows() *RepositoryRuleWorkflows {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleWorkflows
+}
+
+// GetRepositoryRuleCodeScanning returns the RepositoryRuleCodeScanning variant,
+// or nil when x is nil or holds another variant.
+func (x *RepositoryRule) GetRepositoryRuleCodeScanning() *RepositoryRuleCodeScanning {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleCodeScanning
+}
+
+// GetRepositoryRuleCopilotCodeReview returns the
+// RepositoryRuleCopilotCodeReview variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRule) GetRepositoryRuleCopilotCodeReview() *RepositoryRuleCopilotCodeReview {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRuleCopilotCodeReview
+}
+
+// GetRepositoryRulesetConditionsForRefNames returns the
+// RepositoryRulesetConditionsForRefNames variant, or nil when x is nil or holds
+// another variant.
+func (x *RepositoryRulesetConditions) GetRepositoryRulesetConditionsForRefNames() *RepositoryRulesetConditionsForRefNames {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRulesetConditionsForRefNames
+}
+
+// GetRepositoryRulesetConditionsRepositoryNameAndRefName returns the
+// RepositoryRulesetConditionsRepositoryNameAndRefName variant, or nil when x is
+// nil or holds another variant.
+func (x *RepositoryRulesetConditions) GetRepositoryRulesetConditionsRepositoryNameAndRefName() *RepositoryRulesetConditionsRepositoryNameAndRefName {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRulesetConditionsRepositoryNameAndRefName
+}
+
+// GetRepositoryRulesetConditionsRepositoryIDAndRefName returns the
+// RepositoryRulesetConditionsRepositoryIDAndRefName variant, or nil when x is
+// nil or holds another variant.
+func (x *RepositoryRulesetConditions) GetRepositoryRulesetConditionsRepositoryIDAndRefName() *RepositoryRulesetConditionsRepositoryIDAndRefName {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRulesetConditionsRepositoryIDAndRefName
+}
+
+// GetRepositoryRulesetConditionsRepositoryPropertyAndRefName returns the
+// RepositoryRulesetConditionsRepositoryPropertyAndRefName variant, or nil when
+// x is nil or holds another variant.
+func (x *RepositoryRulesetConditions) GetRepositoryRulesetConditionsRepositoryPropertyAndRefName() *RepositoryRulesetConditionsRepositoryPropertyAndRefName {
+	if x == nil {
+		return nil
+	}
+	return x.RepositoryRulesetConditionsRepositoryPropertyAndRefName
+}

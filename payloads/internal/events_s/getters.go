@@ -4254,3 +4254,132 @@ func (x *SubIssuesSubIssueRemovedEvent) GetSender() *common.User {
 	}
 	return x.Sender
 }
+
+// GetSecretScanningLocationCommit returns the SecretScanningLocationCommit
+// variant, or nil when x is nil or holds another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationCommit() *SecretScanningLocationCommit {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationCommit
+}
+
+// GetSecretScanningLocationWikiCommit returns the
+// SecretScanningLocationWikiCommit variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationWikiCommit() *SecretScanningLocationWikiCommit {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationWikiCommit
+}
+
+// GetSecretScanningLocationIssueTitle returns the
+// SecretScanningLocationIssueTitle variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationIssueTitle() *SecretScanningLocationIssueTitle {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationIssueTitle
+}
+
+// GetSecretScanningLocationIssueBody returns the
+// SecretScanningLocationIssueBody variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationIssueBody() *SecretScanningLocationIssueBody {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationIssueBody
+}
+
+// GetSecretScanningLocationIssueComment returns the
+// SecretScanningLocationIssueComment variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationIssueComment() *SecretScanningLocationIssueComment {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationIssueComment
+}
+
+// GetSecretScanningLocationDiscussionTitle returns the
+// SecretScanningLocationDiscussionTitle variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationDiscussionTitle() *SecretScanningLocationDiscussionTitle {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationDiscussionTitle
+}
+
+// GetSecretScanningLocationDiscussionBody returns the
+// SecretScanningLocationDiscussionBody variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationDiscussionBody() *SecretScanningLocationDiscussionBody {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationDiscussionBody
+}
+
+// GetSecretScanningLocationDiscussionComment returns the
+// SecretScanningLocationDiscussionComment variant, or nil when x is nil or
+// holds another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationDiscussionComment() *SecretScanningLocationDiscussionComment {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationDiscussionComment
+}
+
+// GetSecretScanningLocationPullRequestTitle returns the
+// SecretScanningLocationPullRequestTitle variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationPullRequestTitle() *SecretScanningLocationPullRequestTitle {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationPullRequestTitle
+}
+
+// GetSecretScanningLocationPullRequestBody returns the
+// SecretScanningLocationPullRequestBody variant, or nil when x is nil or holds
+// another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationPullRequestBody() *SecretScanningLocationPullRequestBody {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationPullRequestBody
+}
+
+// GetSecretScanningLocationPullRequestComment returns the
+// SecretScanningLocationPullRequestComment variant, or nil when x is nil or
+// holds another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationPullRequestComment() *SecretScanningLocationPullRequestComment {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationPullRequestComment
+}
+
+// GetSecretScanningLocationPullRequestReview returns the
+// SecretScanningLocationPullRequestReview variant, or nil when x is nil or
+// holds another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationPullRequestReview() *SecretScanningLocationPullRequestReview {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationPullRequestReview
+}
+
+// GetSecretScanningLocationPullRequestReviewComment returns the
+// SecretScanningLocationPullRequestReviewComment variant, or nil when x is nil
+// or holds another variant.
+func (x *SecretScanningLocationDetails) GetSecretScanningLocationPullRequestReviewComment() *SecretScanningLocationPullRequestReviewComment {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningLocationPullRequestReviewComment
+}
