@@ -94,6 +94,7 @@ func (p *fleetProc) output() string {
 type fleetTarget struct {
 	mu    sync.Mutex
 	count map[string]int
+	order []string // the ids, as they came
 	delay time.Duration
 }
 
@@ -105,6 +106,7 @@ func (f *fleetTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(delay)
 	f.mu.Lock()
 	f.count[r.Header.Get(webhooks.HeaderDelivery)]++
+	f.order = append(f.order, r.Header.Get(webhooks.HeaderDelivery))
 	f.mu.Unlock()
 }
 
@@ -125,7 +127,8 @@ func (f *fleetTarget) distinct(prefix string) int {
 // nats-server with JetStream on 127.0.0.1. 'serve --workers 0' answers 20
 // deliveries 202 and forwards none; 'work' then forwards all 20 within 10 s;
 // a SIGTERM of 'work' in the middle of a backlog leaves the rest to the next
-// 'work', and none is lost.
+// 'work', and none is lost; with two 'work' processes, the deliveries of one
+// repository are forwarded in the order stored.
 func TestFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds nats-server and forgehooks, and runs them")
@@ -147,14 +150,18 @@ func TestFleet(t *testing.T) {
 	defer tsrv.Close()
 
 	env := append(os.Environ(), secretEnv+"="+secret)
-	inboxArgs := []string{"--nats", natsURL, "--replicas", "1", "--forward", tsrv.URL, "--ack-wait", "3s"}
+	inboxArgs := []string{"--nats", natsURL, "--replicas", "1", "--forward", tsrv.URL, "--ack-wait", "3s", "--order-by", "repository"}
 	serveMetrics, workMetrics := freeAddr(t), freeAddr(t)
 	serveCmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0", "--metrics", serveMetrics}, inboxArgs...)...)
 	serveCmd.Env = env
 	_, addr := startProc(t, serveCmd, regexp.MustCompile(`url"?[=:]"?http://([^/"]+)/`))
 
 	post := func(id string) int {
-		body := []byte(fmt.Sprintf(`{"action":"opened","issue":{"number":1},"id":%q}`, id))
+		repo := "" // no repository: no order key
+		if strings.HasPrefix(id, "c-r") {
+			repo = fmt.Sprintf(`"repository":{"id":%c},`, id[3])
+		}
+		body := []byte(fmt.Sprintf(`{"action":"opened","issue":{"number":1},%s"id":%q}`, repo, id))
 		sig, _ := signing.Sign(secret, body)
 		r, _ := http.NewRequest(http.MethodPost, "http://"+addr+webhooks.DefaultPath, bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
@@ -236,8 +243,37 @@ func TestFleet(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+
+	// Order per key across two work processes: the deliveries of each
+	// repository are forwarded one at a time, in the order stored.
+	work()
+	for i := range 10 {
+		for _, repo := range []string{"r1", "r2"} {
+			if code := post(fmt.Sprintf("c-%s-%02d", repo, i)); code != http.StatusAccepted {
+				t.Fatalf("delivery c-%s-%02d answered %d", repo, i, code)
+			}
+		}
+	}
+	started = time.Now()
+	for target.distinct("c-") < 20 {
+		if time.Since(started) > 30*time.Second {
+			t.Fatalf("two works forwarded %d of 20 ordered deliveries", target.distinct("c-"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	target.mu.Lock()
 	defer target.mu.Unlock()
+	last := map[string]string{}
+	for _, id := range target.order {
+		if !strings.HasPrefix(id, "c-") {
+			continue
+		}
+		repo := id[2:4]
+		if id <= last[repo] {
+			t.Fatalf("repository %s: %s forwarded after %s; order: %v", repo, id, last[repo], target.order)
+		}
+		last[repo] = id
+	}
 	for id, n := range target.count {
 		if n != 1 {
 			t.Logf("%s forwarded %d times", id, n) // at-least-once: allowed, noted
