@@ -18,16 +18,23 @@ import (
 // answered: the delivery and the outcome. A 5xx answer's line is written by
 // logResult instead, which has the error's cause. With an inbox, 202 means
 // stored and 200 a duplicate.
-func (r *Receiver) logRequests(maxInFlight int) http.Handler {
+// With anyPath it takes every request as the middleware's AnyPath does.
+func (r *Receiver) logRequests(maxInFlight int, anyPath bool) http.Handler {
 	stored := r.in != nil
 	log := r.log
 	mw := r.mw
+	var every http.Handler
+	if anyPath {
+		every = mw.AnyPath()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx, info := deliverylog.With(req.Context())
 		req = req.WithContext(ctx)
 		rec := &recorder{ResponseWriter: w}
 		start := time.Now()
-		if !mw.Handle(rec, req) {
+		if every != nil {
+			every.ServeHTTP(rec, req)
+		} else if !mw.Handle(rec, req) {
 			mw.ServeHTTP(rec, req)
 			log.Info("not the webhook path", "method", clip.String(req.Method), "path", clip.String(req.URL.Path), "status", rec.status)
 			return

@@ -147,6 +147,7 @@ type Receiver struct {
 	wh      *webhooks.Webhooks
 	mw      *webhooks.Middleware
 	handler http.Handler
+	anyPath http.Handler // Handler's twin for a router's pattern
 	in      *inbox.Inbox
 	admin   func() // stops the admin socket
 	page    *inspector.Inspector
@@ -267,7 +268,8 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		mo.Logger = slog.New(slog.DiscardHandler)
 	}
 	r.mw = webhooks.NewMiddleware(r.wh, mo)
-	r.handler = r.logRequests(mo.MaxInFlight)
+	r.handler = r.logRequests(mo.MaxInFlight, false)
+	r.anyPath = r.logRequests(mo.MaxInFlight, true)
 	if opts.Wrap != nil {
 		r.handler = opts.Wrap(r.handler)
 	}
@@ -340,6 +342,14 @@ func CheckListenAddr(addr string) error {
 // Handler is the webhook endpoint: the middleware at Options.Middleware.Path
 // (other paths answer 404), logging one line per request.
 func (r *Receiver) Handler() http.Handler { return r.handler }
+
+// AnyPath is Handler for a router's pattern: it takes every request it is
+// given as a delivery, whatever its path (see webhooks.Middleware.AnyPath),
+// and logs one line per request as Handler does. Options.Wrap does not
+// apply to it.
+//
+//	mux.Handle("POST /t/{tenant}/hooks", r.AnyPath())
+func (r *Receiver) AnyPath() http.Handler { return r.anyPath }
 
 // Middleware is the webhook middleware itself, for Wrap or Handle on a
 // router; it logs no line per request.

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,4 +249,54 @@ func TestDrainTimeoutRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnyPathLogs: the receiver mounted under a router's pattern with AnyPath
+// takes the delivery and keeps its per-request log line.
+func TestAnyPathLogs(t *testing.T) {
+	wh := newWebhooks(t)
+	var logs syncLog
+	r, err := receiver.New(context.Background(), receiver.Options{
+		Webhooks: wh, Addr: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	mux := http.NewServeMux()
+	mux.Handle("POST /t/{tenant}/hooks", r.AnyPath())
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	body := []byte(`{"action":"opened","repository":{"full_name":"o/r"},"sender":{"login":"u"}}`)
+	if code := post(t, srv.URL+"/t/acme/hooks", "any-1", body); code != http.StatusOK {
+		t.Fatalf("delivery under the pattern: %d, want 200", code)
+	}
+	if code := post(t, srv.URL+"/t/acme/hooks", "any-2", []byte(`{`)); code != http.StatusBadRequest {
+		t.Fatalf("bad body: %d, want 400", code)
+	}
+	got := logs.String()
+	for _, want := range []string{`msg="delivery ok" id=any-1`, `msg="delivery rejected" id=any-2`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// syncLog is a log buffer safe for the server's goroutines.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
