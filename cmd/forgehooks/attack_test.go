@@ -199,13 +199,14 @@ func TestServeReplays(t *testing.T) {
 // TestServeStoreBound: serve --inbox --max-store-bytes 200MiB takes distinct
 // 1 MiB deliveries until the store is full, then answers 503 with a log line
 // that says why; once the handled ones pass --handled-retention, deliveries
-// are acknowledged again, without a restart. The retention (30 s) outlasts
-// the filling even under -race, so that no body is freed before the store is
-// full.
+// are acknowledged again, without a restart. The retention outlasts the
+// filling even under -race with a second suite beside it (two minutes there),
+// so that no body is freed before the store is full.
 func TestServeStoreBound(t *testing.T) {
 	serveBinary(t)
 	t.Parallel()
-	p := startServe(t, "--inbox", t.TempDir(), "--max-store-bytes", "200MiB", "--handled-retention", "30s")
+	const retention = 3 * time.Minute
+	p := startServe(t, "--inbox", t.TempDir(), "--max-store-bytes", "200MiB", "--handled-retention", retention.String())
 	client := &http.Client{Timeout: 30 * time.Second}
 	send := func(i int) int {
 		id := fmt.Sprintf("store-%04d", i)
@@ -234,13 +235,14 @@ func TestServeStoreBound(t *testing.T) {
 	if !strings.Contains(p.Output(), "the store is full") {
 		t.Errorf("no log line says the store is full:\n%.3000s", p.Output())
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	// The first handled bodies pass the retention at start + retention.
+	deadline := start.Add(retention + 90*time.Second)
 	i := 400
 	for ; send(i) != http.StatusAccepted; i++ {
 		if time.Now().After(deadline) {
-			t.Fatal("still refused 90 s after the store filled, with --handled-retention 30s")
+			t.Fatalf("still refused 90 s after the first handled bodies passed --handled-retention %v", retention)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
 	t.Logf("acknowledged again %v after the store filled, without a restart", time.Since(start).Round(time.Second))
 }
