@@ -84,8 +84,9 @@ func clientAddr(remote string) string {
 // connection's read deadline to the end of the window, so that a read that
 // waits for a trickling sender returns when the window ends; without a
 // connection whose deadline can be set, the rate is checked after each read.
+// It lives on the request's stack (start), so that pacing allocates nothing.
 type pacer struct {
-	rc       *http.ResponseController
+	conn     readDeadliner
 	min      int64 // bytes per second; 0: no minimum
 	window   time.Duration
 	stop     time.Time // the server's ReadTimeout for the request; zero: none
@@ -95,35 +96,60 @@ type pacer struct {
 	deadline bool      // a read deadline was set
 }
 
-// newPacer returns a pacer for a request's body; nil when min is 0.
-func newPacer(rw http.ResponseWriter, r *http.Request, min int64, window time.Duration, start time.Time) *pacer {
+// readDeadliner is what http.ResponseController sets a read deadline
+// through: net/http's ResponseWriter, or one that a wrapper's Unwrap leads to.
+type readDeadliner interface {
+	SetReadDeadline(time.Time) error
+}
+
+// start readies p for a request's body and returns it; nil when min is 0.
+func (p *pacer) start(rw http.ResponseWriter, r *http.Request, min int64, window time.Duration, start time.Time) *pacer {
 	if min <= 0 {
 		return nil
 	}
-	p := &pacer{rc: http.NewResponseController(rw), min: min, window: window}
+	*p = pacer{conn: deadlinerOf(rw), min: min, window: window}
 	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
 		p.stop = start.Add(srv.ReadTimeout)
 	}
 	return p
 }
 
-// begin starts a window in which left bytes at most remain to be read (-1:
-// unknown), and sets the read deadline.
-func (p *pacer) begin(left int64) {
-	if p == nil {
-		return
+// deadlinerOf finds rw's read deadline as http.ResponseController does,
+// through Unwrap, without allocating a controller; nil when there is none.
+func deadlinerOf(rw http.ResponseWriter) readDeadliner {
+	for {
+		switch w := rw.(type) {
+		case readDeadliner:
+			return w
+		case interface{ Unwrap() http.ResponseWriter }:
+			rw = w.Unwrap()
+		default:
+			return nil
+		}
 	}
+}
+
+// first starts the body's first window: see begin.
+func (p *pacer) first(left int64) {
+	if p != nil {
+		p.begin(left, time.Now())
+	}
+}
+
+// begin starts a window at now in which left bytes at most remain to be
+// read (-1: unknown), and sets the read deadline.
+func (p *pacer) begin(left int64, now time.Time) {
 	p.got = 0
 	p.need = max(p.min*int64(p.window)/int64(time.Second), 1)
 	if left >= 0 && left < p.need {
 		p.need = max(left, 1)
 	}
-	p.end = time.Now().Add(p.window)
+	p.end = now.Add(p.window)
 	d := p.end
 	if !p.stop.IsZero() && p.stop.Before(d) {
 		d = p.stop // never later than the server's own timeout
 	}
-	if p.rc.SetReadDeadline(d) == nil {
+	if p.conn != nil && p.conn.SetReadDeadline(d) == nil {
 		p.deadline = true
 	}
 }
@@ -136,13 +162,17 @@ func (p *pacer) read(k int, err error, left int64) error {
 		return err
 	}
 	p.got += int64(k)
-	now := time.Now()
 	if p.got >= p.need {
 		if err == nil {
-			p.begin(left)
+			p.begin(left, time.Now())
 		}
 		return err
 	}
+	if err == nil && p.deadline {
+		// The deadline ends the window: the first read past it fails.
+		return nil
+	}
+	now := time.Now()
 	if now.After(p.end) || err != nil && errors.Is(err, os.ErrDeadlineExceeded) && (p.stop.IsZero() || now.Before(p.stop)) {
 		return errSlowBody
 	}
@@ -152,6 +182,6 @@ func (p *pacer) read(k int, err error, left int64) error {
 // done lifts the read deadline the pacer set: the request's body is read.
 func (p *pacer) done() {
 	if p != nil && p.deadline {
-		_ = p.rc.SetReadDeadline(time.Time{})
+		_ = p.conn.SetReadDeadline(time.Time{})
 	}
 }

@@ -30,10 +30,18 @@ const (
 
 // answer writes the response for Receive's result.
 func (m *Middleware) answer(rw http.ResponseWriter, r *http.Request, d Delivery, err error) {
+	if err == nil {
+		writeText(rw, http.StatusOK, "ok\n")
+		return
+	}
+	m.answerFailure(rw, r, d, err)
+}
+
+// answerFailure writes the response for Receive's error. Apart from answer,
+// so that the target of errors.As is made only for a failure.
+func (m *Middleware) answerFailure(rw http.ResponseWriter, r *http.Request, d Delivery, err error) {
 	var herr *emitter.Error
 	switch {
-	case err == nil:
-		writeText(rw, http.StatusOK, "ok\n")
 	case errors.Is(err, emitter.ErrClosed):
 		m.unavailable(rw, r, msgShuttingDown, "closed", "delivery", clip.String(d.ID))
 	case errors.As(err, &herr) && len(herr.Errors) > 0:

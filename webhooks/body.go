@@ -47,7 +47,7 @@ func readBody(r io.Reader, contentLength, max int64, h io.Writer, res *waitroom.
 		}
 		return max64(contentLength-int64(len(cur)), 0)
 	}
-	p.begin(left())
+	p.first(left())
 	defer p.done()
 	// reserve takes n bytes of res for the next buffer: a body with a
 	// length waits for room, one without reads on without keeping.

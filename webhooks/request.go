@@ -89,10 +89,11 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 	defer keys.release(digest)
 	res := m.unverified.Reserve(clientAddr(r.RemoteAddr), start.Add(budgetWait))
 	defer res.Release()
-	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res, newPacer(rw, r, m.minRate, m.window, start))
-	var maxErr *http.MaxBytesError
+	var pace pacer
+	body, err := readBody(r.Body, r.ContentLength, m.max, digest, &res, pace.start(rw, r, m.minRate, m.window, start))
 	switch {
-	case errors.Is(err, errTooLarge) || errors.As(err, &maxErr):
+	case err == nil:
+	case isTooLarge(err):
 		m.tooLarge(rw, r, d)
 		return
 	case errors.Is(err, errBudget):
@@ -165,6 +166,14 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	}
 	m.receiveHandedOff(ctx, rw, r, d, f, oc)
+}
+
+// isTooLarge reports whether err says that a body passed a limit: readBody's
+// own or an http.MaxBytesReader's. Apart from serve, so that the target of
+// errors.As is made only when there is an error.
+func isTooLarge(err error) bool {
+	var maxErr *http.MaxBytesError
+	return errors.Is(err, errTooLarge) || errors.As(err, &maxErr)
 }
 
 // MaxDeliveryIDLen is the longest X-Forge-Delivery accepted: the forge's ids
