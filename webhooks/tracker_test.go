@@ -1,7 +1,10 @@
 package webhooks
 
 import (
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -44,13 +47,59 @@ func TestTracker(t *testing.T) {
 	}
 	tr.finish(c)
 	<-idle
-	if n, bytes := tr.load(); n != 0 || bytes != 0 || tr.head != nil {
-		t.Errorf("after all finished: %d, %d, head %v", n, bytes, tr.head)
+	if n, bytes := tr.load(); n != 0 || bytes != 0 || len(tr.running()) != 0 {
+		t.Errorf("after all finished: %d, %d, running %q", n, bytes, tr.running())
 	}
 	var alone tracker
 	if f, err := alone.take("big", 5000, 0, 1000); err != nil {
 		t.Errorf("a delivery alone over the byte bound: %v", err)
 	} else {
 		alone.finish(f)
+	}
+}
+
+// TestTrackerConcurrent: goroutines take and finish at once, and neither
+// bound is ever passed (each delivery checks the counts it sees after its own
+// take); close, meanwhile, tells of idle only once every counted delivery
+// has finished, and none is counted after.
+func TestTrackerConcurrent(t *testing.T) {
+	const maxN, maxBytes, size = 5, 3000, 1000
+	var tr tracker
+	var wg sync.WaitGroup
+	var taken, after atomic.Int64
+	var closed atomic.Bool
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				wasClosed := closed.Load()
+				f, err := tr.take("d", size, maxN, maxBytes)
+				if err != nil {
+					continue
+				}
+				if wasClosed {
+					after.Add(1)
+				}
+				taken.Add(1)
+				if n, b := tr.load(); n > maxN || b > maxBytes {
+					t.Errorf("load %d, %d past the bounds %d, %d", n, b, maxN, maxBytes)
+				}
+				tr.finish(f)
+			}
+		}()
+	}
+	for taken.Load() < 100 {
+		runtime.Gosched()
+	}
+	idle := tr.close()
+	closed.Store(true)
+	<-idle
+	if n, _ := tr.load(); n != 0 {
+		t.Errorf("idle with %d counted", n)
+	}
+	wg.Wait()
+	if n, b := tr.load(); n != 0 || b != 0 || after.Load() != 0 {
+		t.Errorf("after all: %d, %d, %d taken after close", n, b, after.Load())
 	}
 }
