@@ -212,23 +212,25 @@ var installationPath = []jsonscan.Path{{"installation", "id"}}
 // InstallationID returns the id of the installation that sent the delivery
 // whose handler ctx was given to, with Client's errors.
 func InstallationID(ctx context.Context) (int64, error) {
-	e, ok := webhooks.EventFrom(ctx)
+	d, ok := webhooks.DeliveryFrom(ctx)
 	if !ok {
 		return 0, fmt.Errorf("app: %w (use the context a handler was given)", ErrNoDelivery)
 	}
 	// The same scan payloads.InstallationID makes, without compiling the
 	// generated payload types into programs that use raw handlers only.
 	var res [1]jsonscan.Result
-	if jsonscan.Lookup(e.Payload, installationPath, res[:]) == nil {
-		if id, ok := res[0].Int64(e.Payload); ok {
+	if jsonscan.Lookup(d.Payload, installationPath, res[:]) == nil {
+		if id, ok := res[0].Int64(d.Payload); ok {
 			return id, nil
 		}
 	}
-	name := e.Name
-	if act := e.Action(); act != "" {
-		name += "." + act
+	name := d.Name
+	if scan, err := jsonscan.Scan(d.Payload); err == nil {
+		if act := scan.String(d.Payload); act != "" {
+			name += "." + act
+		}
 	}
-	return 0, fmt.Errorf("app: event %q (delivery %q): %w: it was not sent to an app (a repository or organization webhook?)", clip(name), clip(e.ID), ErrNoInstallation)
+	return 0, fmt.Errorf("app: event %q (delivery %q): %w: it was not sent to an app (a repository or organization webhook?)", clip(name), clip(d.ID), ErrNoInstallation)
 }
 
 // budgetKey names a rate-limit budget: an installation's (0: the app's) for

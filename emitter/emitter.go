@@ -3,6 +3,7 @@ package emitter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -47,7 +48,8 @@ type Options struct {
 	// Variant names the forge's server variant the handlers serve (one of
 	// names.Variants, such as "ghes-3.14"). Registering a name that the schema
 	// records the variant never sends (names.SentBy) logs a warning: that
-	// handler would never run. Empty: no variant check.
+	// handler would never run. A Variant the schema does not know is refused
+	// by New, as by webhooks.New. Empty: no variant check.
 	Variant string
 	// MaxErrorReports bounds the failed deliveries whose error handlers are
 	// running at once, and MaxErrorReportBytes the payload bytes they hold.
@@ -96,14 +98,20 @@ type Emitter struct {
 	reportBytes int64
 }
 
-// New returns an Emitter configured by opts. A Variant that names.Variants
-// does not list is logged as a warning: no name is checked against it.
+// New returns an Emitter configured by opts. It panics when opts.Variant is
+// not empty and names.KnownVariant does not know it: an unknown variant means
+// the same here as in webhooks.New, a mistake that nothing is built with
+// (every registration would go unchecked), but New has no error to return it
+// with, its only other input being options whose zero value is valid; so it
+// is refused as registration mistakes are, with a panic that names the known
+// variants. A program that reads the variant from its configuration checks
+// it with names.KnownVariant first, or uses webhooks.New, which returns the
+// error.
 func New(opts Options) *Emitter {
-	em := &Emitter{opts: opts}
 	if opts.Variant != "" && !names.KnownVariant(opts.Variant) {
-		em.Logger().Warn("emitter: unknown server variant: no registration is checked against it", "variant", opts.Variant, "known", names.Variants())
+		panic(fmt.Sprintf("emitter: New: unknown server variant %q (the schema knows %q)", opts.Variant, names.Variants()))
 	}
-	return em
+	return &Emitter{opts: opts}
 }
 
 // Listener is the handle of a registration, for RemoveListener.

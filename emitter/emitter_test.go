@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/payloads/names"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -42,6 +43,26 @@ func (r *recorder) sorted() []string {
 	s := slices.Clone(r.ran)
 	slices.Sort(s)
 	return s
+}
+
+// TestUnknownVariant: New refuses a server variant the schema does not know,
+// as webhooks.New does (with a panic: New returns no error), and takes a
+// known one and the empty one.
+func TestUnknownVariant(t *testing.T) {
+	func() {
+		defer func() {
+			msg, _ := recover().(string)
+			if !strings.Contains(msg, `"no-such-variant"`) {
+				t.Errorf("New with an unknown variant: panic %q, want one naming it", msg)
+			}
+		}()
+		New(Options{Variant: "no-such-variant"})
+	}()
+	for _, v := range append([]string{""}, names.Variants()...) {
+		if New(Options{Variant: v}) == nil {
+			t.Errorf("New with variant %q returned nil", v)
+		}
+	}
 }
 
 func TestRegistrationPanics(t *testing.T) {

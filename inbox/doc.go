@@ -91,7 +91,7 @@
 // # Trace context
 //
 // The request's headers are stored with the delivery and given to its
-// handlers on every attempt (webhooks.DeliveryInfo.Header): a traceparent
+// handlers on every attempt (webhooks.Delivery.Header, from DeliveryFrom): a traceparent
 // header, as the forge's request or a tracing middleware in front of the
 // webhook middleware set it, continues on every attempt, retries and
 // restarts included (examples/otel shows one trace from the request to the

@@ -27,7 +27,7 @@ func Example() {
 	handled := make(chan string, 1)
 	wh.On("issues.opened", func(ctx context.Context, e emitter.Event) error {
 		info, _ := webhooks.DeliveryFrom(ctx)
-		handled <- fmt.Sprintf("handled %s (%s), attempt %d", info.ID, info.Event, info.Attempt)
+		handled <- fmt.Sprintf("handled %s (%s), attempt %d", info.ID, info.Name, info.Attempt)
 		return nil
 	})
 	in, err := inbox.Open(context.Background(), inbox.Options{Dir: dir, Receiver: wh, Logger: slog.New(slog.DiscardHandler)})
@@ -43,11 +43,11 @@ func Example() {
 
 	// What the middleware does with a verified delivery:
 	d := webhooks.Delivery{ID: "72d3162e-cc78-11e3-81ab-4c9367dc0958", Name: "issues", Payload: []byte(`{"action":"opened"}`)}
-	dup, err := in.Enqueue(context.Background(), d)
-	fmt.Println("stored:", err == nil, "duplicate:", dup)
+	res, err := in.Enqueue(context.Background(), d)
+	fmt.Println(res, err)
 	fmt.Println(<-handled)
-	dup, _ = in.Enqueue(context.Background(), d)
-	fmt.Println("sent again, duplicate:", dup)
+	res, _ = in.Enqueue(context.Background(), d)
+	fmt.Println("sent again:", res)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -62,16 +62,16 @@ func Example() {
 	in.Close(ctx)
 	wh.Close(ctx)
 	// Output:
-	// stored: true duplicate: false
+	// enqueued <nil>
 	// handled 72d3162e-cc78-11e3-81ab-4c9367dc0958 (issues), attempt 1
-	// sent again, duplicate: true
+	// sent again: duplicate
 	// issues.opened handled after 1 attempt
 }
 
 // The inbox answers from its own state, for the duplicate window: the same
 // delivery again is a duplicate, its body under another id a possible
 // replay; Counters counts them, for a metrics exporter.
-func ExampleInbox_EnqueueResult() {
+func ExampleInbox_Enqueue() {
 	dir, _ := os.MkdirTemp("", "inbox-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
@@ -85,12 +85,12 @@ func ExampleInbox_EnqueueResult() {
 	defer in.Close(ctx)
 	body := []byte(`{"action":"opened","issue":{"number":7}}`)
 	for _, id := range []string{"d-1", "d-1", "d-2"} {
-		res, err := in.EnqueueResult(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: body})
-		fmt.Println(id, map[webhooks.EnqueueResult]string{webhooks.Enqueued: "stored", webhooks.Duplicate: "duplicate", webhooks.Requeued: "requeued"}[res], err)
+		res, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: body})
+		fmt.Println(id, res, err)
 	}
 	fmt.Printf("%+v\n", in.Counters())
 	// Output:
-	// d-1 stored <nil>
+	// d-1 enqueued <nil>
 	// d-1 duplicate <nil>
 	// d-2 duplicate <nil>
 	// {Duplicates:1 Requeued:0 Replays:1 IDReuses:0}

@@ -96,25 +96,25 @@ func payload(id string) []byte {
 // seen counts the runs of each delivery's handlers.
 type seen struct {
 	mu   sync.Mutex
-	runs map[string][]webhooks.DeliveryInfo
+	runs map[string][]webhooks.Delivery
 	ch   chan string
 }
 
 func newSeen() *seen {
-	return &seen{runs: map[string][]webhooks.DeliveryInfo{}, ch: make(chan string, 100000)}
+	return &seen{runs: map[string][]webhooks.Delivery{}, ch: make(chan string, 100000)}
 }
 
-func (s *seen) add(info webhooks.DeliveryInfo) {
+func (s *seen) add(info webhooks.Delivery) {
 	s.mu.Lock()
 	s.runs[info.ID] = append(s.runs[info.ID], info)
 	s.mu.Unlock()
 	s.ch <- info.ID
 }
 
-func (s *seen) get(id string) []webhooks.DeliveryInfo {
+func (s *seen) get(id string) []webhooks.Delivery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]webhooks.DeliveryInfo(nil), s.runs[id]...)
+	return append([]webhooks.Delivery(nil), s.runs[id]...)
 }
 
 func (s *seen) count() int {

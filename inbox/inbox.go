@@ -80,7 +80,8 @@ var (
 )
 
 // Receiver runs a delivery's handlers; *webhooks.Webhooks is one. The inbox
-// calls Receive with a context carrying the delivery's webhooks.DeliveryInfo.
+// calls Receive with a context carrying the delivery (webhooks.ContextWithDelivery),
+// with its headers, tenant and attempt number, for webhooks.DeliveryFrom.
 type Receiver interface {
 	Receive(ctx context.Context, e emitter.Event) error
 }
@@ -537,15 +538,7 @@ func (in *Inbox) setup(ctx context.Context) error {
 	return nil
 }
 
-// Enqueue stores d and returns once JetStream has acknowledged it, or reports
-// duplicate when it is not stored: see EnqueueResult, of which it is the
-// two-way form (a requeued dead letter is not a duplicate).
-func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bool, err error) {
-	res, err := in.EnqueueResult(ctx, d)
-	return res == webhooks.Duplicate, err
-}
-
-// EnqueueResult stores d and returns Enqueued once JetStream has
+// Enqueue stores d and returns Enqueued once JetStream has
 // acknowledged it. When the inbox has stored d.ID within the duplicate
 // window it stores nothing and returns Duplicate, unless that delivery is a
 // dead letter with the same body, which then runs again on a fresh schedule
@@ -554,7 +547,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (duplicate bo
 // delivery with an empty ID is always stored. The error, when it cannot be
 // stored within ctx (store unavailable, full, a full disk), says why;
 // nothing was acknowledged then.
-func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhooks.EnqueueResult, error) {
+func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.EnqueueResult, error) {
 	in.mu.Lock()
 	if in.closed {
 		in.mu.Unlock()

@@ -27,7 +27,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
 		info, ok := webhooks.DeliveryFrom(ctx)
 		if !ok {
-			t.Error("no DeliveryInfo in the handler's context")
+			t.Error("no Delivery in the handler's context")
 		}
 		s.add(info)
 		return nil
@@ -70,7 +70,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("d-1 ran %d times, want once", len(runs))
 	}
-	if runs[0].Attempt != 1 || runs[0].Event != "issues" || runs[0].Header.Get("User-Agent") != "forge-hookshot/test" || runs[0].ReceivedAt.IsZero() {
+	if runs[0].Attempt != 1 || runs[0].Name != "issues" || runs[0].Header.Get("User-Agent") != "forge-hookshot/test" || runs[0].ReceivedAt.IsZero() {
 		t.Errorf("handler saw %+v", runs[0])
 	}
 	if len(s.get("d-3")) != 0 {
@@ -144,8 +144,8 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 	})
 	in := openInbox(t, t.TempDir(), Options{Receiver: wh, RetryDelays: []time.Duration{20 * time.Millisecond, 50 * time.Millisecond}})
 	ctx := context.Background()
-	if dup, err := in.Enqueue(ctx, webhooks.Delivery{ID: "x", Name: "push", Payload: []byte(`{"ref":"main"}`), Signature: "sha256=00"}); err != nil || dup {
-		t.Fatal(dup, err)
+	if res, err := in.Enqueue(ctx, webhooks.Delivery{ID: "x", Name: "push", Payload: []byte(`{"ref":"main"}`), Signature: "sha256=00"}); err != nil || res != webhooks.Enqueued {
+		t.Fatal(res, err)
 	}
 	waitFor(t, 10*time.Second, "a dead letter", func() bool {
 		d, _ := in.Dead(ctx)
@@ -260,8 +260,8 @@ func TestInboxRestart(t *testing.T) {
 		t.Errorf("second Open of one directory: %v, want ErrInUse", err)
 	}
 	for _, id := range []string{"r-1", "r-2", ""} {
-		if dup, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "push", Payload: payload(id)}); err != nil || dup {
-			t.Fatal(dup, err)
+		if res, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "push", Payload: payload(id)}); err != nil || res != webhooks.Enqueued {
+			t.Fatal(res, err)
 		}
 	}
 	if err := in.PutState(ctx, "hook/42 checkpoint", []byte("12345")); err != nil {
@@ -283,11 +283,11 @@ func TestInboxRestart(t *testing.T) {
 	})
 	in = openInbox(t, dir, Options{Receiver: wh})
 	waitFor(t, 10*time.Second, "three deliveries after restart", func() bool { return s.count() == 3 })
-	if dup, err := in.Enqueue(ctx, webhooks.Delivery{ID: "r-1", Name: "push", Payload: payload("r-1")}); err != nil || !dup {
-		t.Errorf("a delivery stored before the restart: duplicate %v, %v", dup, err)
+	if res, err := in.Enqueue(ctx, webhooks.Delivery{ID: "r-1", Name: "push", Payload: payload("r-1")}); err != nil || res != webhooks.Duplicate {
+		t.Errorf("a delivery stored before the restart: duplicate %v, %v", res, err)
 	}
-	if dup, err := in.Enqueue(ctx, webhooks.Delivery{Name: "push", Payload: payload("")}); err != nil || dup {
-		t.Errorf("a delivery without id: duplicate %v, %v (never a duplicate)", dup, err)
+	if res, err := in.Enqueue(ctx, webhooks.Delivery{Name: "push", Payload: payload("")}); err != nil || res != webhooks.Enqueued {
+		t.Errorf("a delivery without id: duplicate %v, %v (never a duplicate)", res, err)
 	}
 	v, err := in.GetState(ctx, "hook/42 checkpoint")
 	if err != nil || string(v) != "12345" {
@@ -460,7 +460,7 @@ func TestInboxHostileHeaders(t *testing.T) {
 		t.Fatalf("hostile headers: %d", res.StatusCode)
 	}
 	waitFor(t, 10*time.Second, "both handled", func() bool { return s.count() == 2 })
-	if runs := s.get("hostile"); runs[0].Attempt != 1 || runs[0].Event != "push" {
+	if runs := s.get("hostile"); runs[0].Attempt != 1 || runs[0].Name != "push" {
 		t.Errorf("the handler saw %+v", runs[0])
 	}
 	ctx := context.Background()
@@ -473,8 +473,8 @@ func TestInboxHostileHeaders(t *testing.T) {
 			t.Errorf("stored header %s", k)
 		}
 	}
-	if dup, err := in.Enqueue(ctx, webhooks.Delivery{ID: "other", Name: "push", Payload: []byte(`{}`)}); dup || err != nil {
-		t.Errorf("a delivery with the id of a dropped Nats-Msg-Id: duplicate %v, %v", dup, err)
+	if res, err := in.Enqueue(ctx, webhooks.Delivery{ID: "other", Name: "push", Payload: []byte(`{}`)}); res != webhooks.Enqueued || err != nil {
+		t.Errorf("a delivery with the id of a dropped Nats-Msg-Id: duplicate %v, %v", res, err)
 	}
 }
 

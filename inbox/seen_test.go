@@ -153,7 +153,7 @@ func TestDedupeOutlivesTheBody(t *testing.T) {
 	var runs atomic.Int32
 	wh.OnAny(func(ctx context.Context, e emitter.Event) error { runs.Add(1); return nil })
 	in := openInbox(t, dir, Options{Receiver: wh, HandledRetention: time.Second})
-	if res, err := in.EnqueueResult(context.Background(), webhooks.Delivery{ID: "kept-id", Name: "push", Payload: payload("kept")}); err != nil || res != webhooks.Enqueued {
+	if res, err := in.Enqueue(context.Background(), webhooks.Delivery{ID: "kept-id", Name: "push", Payload: payload("kept")}); err != nil || res != webhooks.Enqueued {
 		t.Fatalf("EnqueueResult: %v, %v", res, err)
 	}
 	waitFor(t, 10*time.Second, "handled", func() bool { return runs.Load() == 1 })
@@ -167,7 +167,7 @@ func TestDedupeOutlivesTheBody(t *testing.T) {
 		{ID: "kept-id", Name: "push", Payload: payload("kept")},
 		{ID: "another-id", Name: "push", Payload: payload("kept")},
 	} {
-		if res, err := in.EnqueueResult(context.Background(), d); err != nil || res != webhooks.Duplicate {
+		if res, err := in.Enqueue(context.Background(), d); err != nil || res != webhooks.Duplicate {
 			t.Errorf("%s after its copy was dropped and a restart: %v, %v; want Duplicate", d.ID, res, err)
 		}
 	}

@@ -42,7 +42,7 @@ func (l *soakLog) get(id string) *soakRun {
 	return r
 }
 
-func (l *soakLog) ran(info webhooks.DeliveryInfo) {
+func (l *soakLog) ran(info webhooks.Delivery) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -49,7 +49,7 @@ func TestInboxTenants(t *testing.T) {
 		{"beta", "d-2", webhooks.Duplicate}, // beta's body under another id: the replay guard
 		{"gamma", "d-2", webhooks.Enqueued},
 	} {
-		res, err := in.EnqueueResult(ctx, webhooks.Delivery{ID: tc.id, Name: "issues", Payload: body, Tenant: tc.tenant, Header: hdr})
+		res, err := in.Enqueue(ctx, webhooks.Delivery{ID: tc.id, Name: "issues", Payload: body, Tenant: tc.tenant, Header: hdr})
 		if err != nil || res != tc.want {
 			t.Fatalf("%s/%s: %v %v, want %v", tc.tenant, tc.id, res, err, tc.want)
 		}
@@ -96,7 +96,7 @@ func TestInboxTenantsRepeatedBodies(t *testing.T) {
 		tenant string
 		want   webhooks.EnqueueResult
 	}{{"acme", webhooks.Enqueued}, {"beta", webhooks.Enqueued}, {"acme", webhooks.Duplicate}} {
-		res, err := in.EnqueueResult(ctx, webhooks.Delivery{ID: "same", Name: "issues", Payload: payload("x"), Tenant: tc.tenant})
+		res, err := in.Enqueue(ctx, webhooks.Delivery{ID: "same", Name: "issues", Payload: payload("x"), Tenant: tc.tenant})
 		if err != nil || res != tc.want {
 			t.Errorf("%s: %v %v, want %v", tc.tenant, res, err, tc.want)
 		}

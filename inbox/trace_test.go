@@ -14,7 +14,7 @@ import (
 )
 
 // TestTraceparentEveryAttempt: the traceparent a delivery arrived with is
-// stored with it and is in DeliveryInfo.Header on every attempt, the retry
+// stored with it and is in the Delivery's Header (DeliveryFrom) on every attempt, the retry
 // included, on whichever worker runs it.
 func TestTraceparentEveryAttempt(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

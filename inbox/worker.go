@@ -312,8 +312,9 @@ func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt i
 			header.Set(kv[0], kv[1])
 		}
 	}
-	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
-		ID: id, Event: event, Header: header, ReceivedAt: received, Attempt: attempt, Tenant: h.Get(hdrTenant),
+	ctx = webhooks.ContextWithDelivery(ctx, webhooks.Delivery{
+		ID: id, Name: event, Payload: data, Signature: h.Get(hdrSignature), Header: header,
+		ReceivedAt: received, Attempt: attempt, Tenant: h.Get(hdrTenant),
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.

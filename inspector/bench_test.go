@@ -53,7 +53,7 @@ func BenchmarkOnResult(b *testing.B) {
 				time.Sleep(time.Millisecond)
 			}
 			payload := []byte(`{"action":"opened","repository":{"full_name":"o/r"},"sender":{"login":"u"},"pad":"` + strings.Repeat("x", 7000) + `"}`)
-			res := webhooks.Result{Event: "issues", Action: "opened", Status: 200, Verified: true,
+			res := webhooks.Result{Name: "issues", Action: "opened", Status: 200, Verified: true,
 				Header: http.Header{"Content-Type": {"application/json"}}, Payload: payload, ReceivedAt: time.Now()}
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -19,7 +19,7 @@ func TestBrowserPaging(t *testing.T) {
 	t.Cleanup(func() { insp.Close(); srv.Close() })
 	t0 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 	for i := range 120 {
-		res := webhooks.Result{ID: fmt.Sprint("p-", i), Event: "push", Status: 200, Verified: true,
+		res := webhooks.Result{ID: fmt.Sprint("p-", i), Name: "push", Status: 200, Verified: true,
 			Payload: []byte(`{"ref":"refs/heads/main"}`), ReceivedAt: t0.Add(time.Duration(i) * time.Second)}
 		if i%10 == 0 {
 			res.Verified, res.Payload, res.Status = false, nil, 400
@@ -50,7 +50,7 @@ func TestBrowserDropped(t *testing.T) {
 	srv := httptest.NewServer(insp)
 	t.Cleanup(func() { insp.Close(); srv.Close() })
 	add := func(id string) {
-		insp.OnResult(webhooks.Result{ID: id, Event: "push", Status: 200, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
+		insp.OnResult(webhooks.Result{ID: id, Name: "push", Status: 200, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
 	}
 	add("before")
 	ctx := browser(t)

@@ -59,8 +59,8 @@ func demoDeliveries(t *testing.T) []webhooks.Result {
 		event, action, _ := cut(d.name)
 		body := find(d.name)
 		res := webhooks.Result{
-			ID:    fmt.Sprintf("5f3c9a%02d-7b1e-4c2a-9d4f-%012d", i, 81340+i*7),
-			Event: event, Action: action, Status: d.status, Duration: d.dur, Verified: true, Payload: body,
+			ID:   fmt.Sprintf("5f3c9a%02d-7b1e-4c2a-9d4f-%012d", i, 81340+i*7),
+			Name: event, Action: action, Status: d.status, Duration: d.dur, Verified: true, Payload: body,
 			ReceivedAt: t0.Add(time.Duration(i)*41*time.Second + time.Duration(i*137)*time.Millisecond),
 			Header: http.Header{
 				"Content-Type": {"application/json"}, "User-Agent": {"forge-hookshot/8f2a1c"},

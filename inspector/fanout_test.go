@@ -90,7 +90,7 @@ func TestFanOutStuckBrowsers(t *testing.T) {
 	header := http.Header{"Content-Type": {"application/json"}}
 	for i := range n {
 		insp.OnResult(webhooks.Result{
-			ID: fmt.Sprint("id-", i), Event: "issues", Action: "opened", Status: 200, Verified: true,
+			ID: fmt.Sprint("id-", i), Name: "issues", Action: "opened", Status: 200, Verified: true,
 			Header: header, Payload: payload, ReceivedAt: time.Now(), Duration: time.Microsecond,
 		})
 	}

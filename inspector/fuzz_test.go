@@ -19,7 +19,7 @@ import (
 func FuzzListQuery(f *testing.F) {
 	insp := inspector.New(inspector.Options{MaxRecords: 20, MaxRejected: 5})
 	for i := range 30 {
-		res := webhooks.Result{ID: fmt.Sprint(i), Event: "issues", Action: "opened", Status: 200, Verified: true,
+		res := webhooks.Result{ID: fmt.Sprint(i), Name: "issues", Action: "opened", Status: 200, Verified: true,
 			Payload: []byte(`{"action":"opened"}`), ReceivedAt: time.Unix(int64(i), 0)}
 		if i%4 == 0 {
 			res.Verified, res.Payload, res.Status, res.Err = false, nil, 400, errors.New("bad signature")

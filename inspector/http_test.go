@@ -270,13 +270,13 @@ func TestListPaging(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var want []string // newest last
 	for i := range 23 {
-		res := webhooks.Result{ID: fmt.Sprint("d", i), Event: "issues", Action: "opened", Status: 200, Verified: true,
+		res := webhooks.Result{ID: fmt.Sprint("d", i), Name: "issues", Action: "opened", Status: 200, Verified: true,
 			Payload: []byte(fmt.Sprintf(`{"action":"opened","sender":{"login":"user%d"}}`, i%4)), ReceivedAt: t0.Add(time.Duration(i) * time.Second)}
 		switch {
 		case i%5 == 0:
 			res.Verified, res.Payload, res.Action, res.Status, res.Err = false, nil, "", 400, errors.New("signature does not match")
 		case i%7 == 0:
-			res.Event, res.Action, res.Payload = "push", "", []byte(`{"ref":"x"}`)
+			res.Name, res.Action, res.Payload = "push", "", []byte(`{"ref":"x"}`)
 		case i%4 == 3:
 			res.Status, res.Err = 500, errors.New("boom")
 		}
@@ -398,7 +398,7 @@ func TestRejectedRingBounds(t *testing.T) {
 		hdr.Set(fmt.Sprint("X-H", i, huge), huge)
 	}
 	for i := range 50 {
-		insp.OnResult(webhooks.Result{ID: huge, Event: huge, Status: 400, Header: hdr, Err: errors.New(huge)})
+		insp.OnResult(webhooks.Result{ID: huge, Name: huge, Status: 400, Header: hdr, Err: errors.New(huge)})
 		_ = i
 	}
 	var st map[string]int64

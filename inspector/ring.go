@@ -78,7 +78,7 @@ func (r *Ring) Add(res webhooks.Result) bool {
 		return false
 	}
 	rec := &delivery.Record{
-		ID: res.ID, Tenant: res.Tenant, Event: res.Event, Action: res.Action,
+		ID: res.ID, Tenant: res.Tenant, Event: res.Name, Action: res.Action,
 		Header:     res.Header.Clone(),
 		Payload:    append([]byte(nil), res.Payload...),
 		Size:       int64(len(res.Payload)),
@@ -134,7 +134,7 @@ func (r *Ring) Retry(ctx context.Context, id string) error {
 }
 
 // Replay runs the handlers of delivery id again, with Webhooks.Receive and a
-// DeliveryInfo whose delivery.Attempt counts this run, and waits for them. It returns
+// webhooks.Delivery whose Attempt counts this run, and waits for them. It returns
 // the handlers' error, which is also recorded as the attempt's.
 func (r *Ring) Replay(ctx context.Context, id string) error {
 	if r.opts.Webhooks == nil {
@@ -145,8 +145,8 @@ func (r *Ring) Replay(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
 	start := time.Now()
-	ctx = webhooks.ContextWithDelivery(ctx, webhooks.DeliveryInfo{
-		ID: rec.ID, Event: rec.Event, Header: rec.Header, ReceivedAt: rec.ReceivedAt, Attempt: n,
+	ctx = webhooks.ContextWithDelivery(ctx, webhooks.Delivery{
+		ID: rec.ID, Name: rec.Event, Payload: rec.Payload, Header: rec.Header, ReceivedAt: rec.ReceivedAt, Attempt: n, Tenant: rec.Tenant,
 	})
 	err := r.opts.Webhooks.Receive(ctx, emitter.Event{ID: rec.ID, Name: rec.Event, Payload: rec.Payload})
 	d := time.Since(start)

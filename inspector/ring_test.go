@@ -18,7 +18,7 @@ import (
 
 func result(id string, status int, verified bool, payload string) webhooks.Result {
 	r := webhooks.Result{
-		ID: id, Event: "issues", Status: status, Verified: verified,
+		ID: id, Name: "issues", Status: status, Verified: verified,
 		Header:     http.Header{"X-Forge-Delivery": {id}},
 		ReceivedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Duration: time.Millisecond,
 	}
@@ -121,7 +121,7 @@ func TestRingList(t *testing.T) {
 	for i := range 10 {
 		res := result(fmt.Sprint(i), 200, true, `{}`)
 		if i%2 == 1 {
-			res.Event = "push"
+			res.Name = "push"
 		}
 		if i%3 == 0 {
 			res.Status, res.Err = 500, errors.New("x")
@@ -168,7 +168,7 @@ func TestRingReplayAndRetry(t *testing.T) {
 		info, ok := webhooks.DeliveryFrom(ctx)
 		mu.Lock()
 		defer mu.Unlock()
-		if !ok || info.ID != "a" || info.Event != "issues" || info.Header.Get("X-Forge-Delivery") != "a" {
+		if !ok || info.ID != "a" || info.Name != "issues" || info.Header.Get("X-Forge-Delivery") != "a" {
 			t.Errorf("delivery info %+v, %v", info, ok)
 		}
 		attempts = append(attempts, info.Attempt)

@@ -95,12 +95,12 @@ func TestSourceStatuses(t *testing.T) {
 	src := newStoreSource()
 	insp := inspector.New(inspector.Options{Store: src})
 	defer insp.Close()
-	insp.OnResult(webhooks.Result{ID: "ok-1", Event: "issues", Status: 202, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
-	insp.OnResult(webhooks.Result{ID: "bad-1", Event: "issues", Status: 400, ReceivedAt: time.Now()})
-	insp.OnResult(webhooks.Result{ID: "dup-1", Event: "issues", Status: 200, Verified: true, Duplicate: true, ReceivedAt: time.Now()})
+	insp.OnResult(webhooks.Result{ID: "ok-1", Name: "issues", Status: 202, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
+	insp.OnResult(webhooks.Result{ID: "bad-1", Name: "issues", Status: 400, ReceivedAt: time.Now()})
+	insp.OnResult(webhooks.Result{ID: "dup-1", Name: "issues", Status: 200, Verified: true, Duplicate: true, ReceivedAt: time.Now()})
 	// An inbox's middleware answers a duplicate 200 (a stored delivery 202),
 	// also where it does not set Duplicate.
-	insp.OnResult(webhooks.Result{ID: "dup-2", Event: "issues", Status: 200, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
+	insp.OnResult(webhooks.Result{ID: "dup-2", Name: "issues", Status: 200, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
 	var p struct {
 		Rows []struct{ ID, StatusText string }
 	}

@@ -18,7 +18,7 @@ func TestTenantFilter(t *testing.T) {
 	ring := inspector.NewRing(inspector.RingOptions{})
 	insp := inspector.New(inspector.Options{Store: ring})
 	for i, tenant := range []string{"acme", "beta", "acme", ""} {
-		ring.Add(webhooks.Result{ID: "same", Event: "issues", Status: 200, Verified: true, Tenant: tenant,
+		ring.Add(webhooks.Result{ID: "same", Name: "issues", Status: 200, Verified: true, Tenant: tenant,
 			Payload: []byte(`{"n":` + string(rune('0'+i)) + `}`), ReceivedAt: time.Now()})
 	}
 	list := func(q string) []struct{ Key, Tenant string } {

@@ -18,8 +18,8 @@ func ExampleMetrics_WriteTo() {
 	m := metrics.New(metrics.Options{Buckets: []float64{0.01, 0.1}})
 	// The middleware calls Observe through MiddlewareOptions.OnResult; here
 	// by hand, for a delivery handled in 20 ms and a forged one.
-	m.Observe(webhooks.Result{Event: "push", Verified: true, Status: 200, Duration: 20 * time.Millisecond})
-	m.Observe(webhooks.Result{Event: "whatever the sender wrote", Status: 400, Duration: time.Millisecond})
+	m.Observe(webhooks.Result{Name: "push", Verified: true, Status: 200, Duration: 20 * time.Millisecond})
+	m.Observe(webhooks.Result{Name: "whatever the sender wrote", Status: 400, Duration: time.Millisecond})
 	m.WriteTo(os.Stdout)
 	// Output:
 	// # HELP forgehooks_deliveries_total Requests to the webhook path, by event and HTTP status answered. The event of a request whose signature was not verified is (unverified).

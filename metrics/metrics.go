@@ -241,7 +241,7 @@ func EventLabel(r webhooks.Result) string {
 	if !r.Verified {
 		return EventUnverified
 	}
-	event := r.Event
+	event := r.Name
 	if len(event) == 0 || len(event) > 64 {
 		return EventOther
 	}

@@ -138,7 +138,7 @@ func TestScrapeOverHTTP(t *testing.T) {
 func TestBuckets(t *testing.T) {
 	m := metrics.New(metrics.Options{Buckets: []float64{0.001, 0.01, 1}})
 	for _, d := range []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 10 * time.Millisecond, time.Second, time.Minute, -time.Second} {
-		m.Observe(webhooks.Result{Event: "push", Verified: true, Status: 200, Duration: d})
+		m.Observe(webhooks.Result{Name: "push", Verified: true, Status: 200, Duration: d})
 	}
 	e := parse(t, m)
 	const h = "forgehooks_delivery_duration_seconds"
@@ -170,14 +170,14 @@ func parse(t *testing.T, m *metrics.Metrics) *promtext.Exposition {
 func TestCardinality(t *testing.T) {
 	m := metrics.New(metrics.Options{MaxEvents: 5})
 	for i := range 10000 {
-		m.Observe(webhooks.Result{Event: fmt.Sprintf("garbage-%d", i), Status: 400})
-		m.Observe(webhooks.Result{Event: fmt.Sprintf("event_%d", i%50), Verified: true, Status: 200})
+		m.Observe(webhooks.Result{Name: fmt.Sprintf("garbage-%d", i), Status: 400})
+		m.Observe(webhooks.Result{Name: fmt.Sprintf("event_%d", i%50), Verified: true, Status: 200})
 	}
 	for _, ev := range []string{"Push", "püsh", `a"b`, "a\nb", strings.Repeat("a", 65), ""} {
-		m.Observe(webhooks.Result{Event: ev, Verified: true, Status: 200})
+		m.Observe(webhooks.Result{Name: ev, Verified: true, Status: 200})
 	}
-	m.Observe(webhooks.Result{Event: "event_0", Verified: true, Status: 0})
-	m.Observe(webhooks.Result{Event: "event_0", Verified: true, Status: 1000})
+	m.Observe(webhooks.Result{Name: "event_0", Verified: true, Status: 0})
+	m.Observe(webhooks.Result{Name: "event_0", Verified: true, Status: 1000})
 	e := parse(t, m)
 	const total = "forgehooks_deliveries_total"
 	got := map[string]float64{}
@@ -208,7 +208,7 @@ func TestConcurrent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
-				m.Observe(webhooks.Result{Event: fmt.Sprintf("e%d", (w+i)%4), Verified: true, Status: 200 + i%2*300, Duration: time.Duration(i) * time.Microsecond})
+				m.Observe(webhooks.Result{Name: fmt.Sprintf("e%d", (w+i)%4), Verified: true, Status: 200 + i%2*300, Duration: time.Duration(i) * time.Microsecond})
 			}
 		})
 	}
@@ -233,7 +233,7 @@ func TestConcurrent(t *testing.T) {
 // TestServeHTTP: GET and HEAD are answered, other methods 405.
 func TestServeHTTP(t *testing.T) {
 	m := metrics.New(metrics.Options{Namespace: "app_hooks"})
-	m.Observe(webhooks.Result{Event: "ping", Verified: true, Status: 200})
+	m.Observe(webhooks.Result{Name: "ping", Verified: true, Status: 200})
 	for _, tc := range []struct {
 		method string
 		status int
@@ -282,7 +282,7 @@ func FuzzExposition(f *testing.F) {
 	f.Add("x", 999, int64(math.MaxInt64), false)
 	m := metrics.New(metrics.Options{MaxEvents: 3})
 	f.Fuzz(func(t *testing.T, event string, status int, d int64, verified bool) {
-		m.Observe(webhooks.Result{Event: event, Status: status, Duration: time.Duration(d), Verified: verified})
+		m.Observe(webhooks.Result{Name: event, Status: status, Duration: time.Duration(d), Verified: verified})
 		e := parse(t, m)
 		if n := len(e.Samples); n > (3+2)*502*(len(metrics.DefaultBuckets())+4) {
 			t.Fatalf("%d samples", n)
@@ -316,7 +316,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			m.Observe(webhooks.Result{Event: events[i%4], Verified: true, Status: 200, Duration: time.Duration(i%5000) * time.Microsecond})
+			m.Observe(webhooks.Result{Name: events[i%4], Verified: true, Status: 200, Duration: time.Duration(i%5000) * time.Microsecond})
 			i++
 		}
 	})
@@ -328,7 +328,7 @@ func TestMaxEventsRule(t *testing.T) {
 	count := func(opts metrics.Options, names int) int {
 		m := metrics.New(opts)
 		for i := range names {
-			m.Observe(webhooks.Result{Event: fmt.Sprintf("event_%d", i), Verified: true, Status: 200})
+			m.Observe(webhooks.Result{Name: fmt.Sprintf("event_%d", i), Verified: true, Status: 200})
 		}
 		n := 0
 		for k := range parse(t, m).Samples {

@@ -15,7 +15,7 @@ import (
 func TestTenantLabel(t *testing.T) {
 	m := metrics.New(metrics.Options{MaxTenants: 2})
 	for _, tenant := range []string{"acme", "beta", "gamma", "delta", "acme", ""} {
-		m.Observe(webhooks.Result{Event: "issues", Status: 202, Verified: true, Tenant: tenant})
+		m.Observe(webhooks.Result{Name: "issues", Status: 202, Verified: true, Tenant: tenant})
 	}
 	var b bytes.Buffer
 	m.WriteTo(&b)
@@ -30,7 +30,7 @@ func TestTenantLabel(t *testing.T) {
 			t.Errorf("no %s in\n%s", want, out)
 		}
 	}
-	m.Observe(webhooks.Result{Event: "push", Status: 200, Verified: true, Ignored: true})
+	m.Observe(webhooks.Result{Name: "push", Status: 200, Verified: true, Ignored: true})
 	b.Reset()
 	m.WriteTo(&b)
 	if want := `forgehooks_deliveries_total{event="push",status="200",ignored="true"} 1`; !strings.Contains(b.String(), want+"\n") {

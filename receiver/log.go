@@ -89,7 +89,7 @@ func (r *Receiver) logResult(res webhooks.Result) {
 	if res.Err == nil || res.Status < 500 && !(res.Status == http.StatusAccepted && r.in == nil) {
 		return
 	}
-	name := clip.String(res.Event)
+	name := clip.String(res.Name)
 	if res.Action != "" {
 		name += "." + clip.String(res.Action)
 	}

@@ -45,9 +45,9 @@ func TestAcceptPatterns(t *testing.T) {
 // memInbox stores deliveries in memory.
 type memInbox struct{ stored atomic.Int32 }
 
-func (m *memInbox) Enqueue(context.Context, webhooks.Delivery) (bool, error) {
+func (m *memInbox) Enqueue(context.Context, webhooks.Delivery) (webhooks.EnqueueResult, error) {
 	m.stored.Add(1)
-	return false, nil
+	return webhooks.Enqueued, nil
 }
 
 // TestAcceptMiddleware: a verified delivery that Accept or AcceptHandled

@@ -16,11 +16,11 @@ import (
 // received-at and attempt, over HTTP and through VerifyAndReceive.
 func TestDeliveryFrom(t *testing.T) {
 	wh := mustNew(t, Options{Secret: secret})
-	got := make(chan DeliveryInfo, 1)
+	got := make(chan Delivery, 1)
 	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
 		info, ok := DeliveryFrom(ctx)
 		if !ok {
-			return errors.New("no DeliveryInfo in the handler's context")
+			return errors.New("no Delivery in the handler's context")
 		}
 		got <- info
 		return nil
@@ -37,8 +37,8 @@ func TestDeliveryFrom(t *testing.T) {
 		t.Fatalf("status %d, want 200", res.StatusCode)
 	}
 	info := <-got
-	if info.ID != "d-issues" || info.Event != "issues" || info.Attempt != 1 {
-		t.Errorf("DeliveryInfo = %+v, want id d-issues, event issues, attempt 1", info)
+	if info.ID != "d-issues" || info.Name != "issues" || info.Attempt != 1 {
+		t.Errorf("DeliveryFrom = %+v, want id d-issues, event issues, attempt 1", info)
 	}
 	if info.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("Header misses the request's Content-Type: %v", info.Header)
@@ -51,8 +51,8 @@ func TestDeliveryFrom(t *testing.T) {
 	if err := wh.VerifyAndReceive(context.Background(), Delivery{ID: "x", Name: "ping", Payload: body, Signature: sign(t, secret, body)}); err != nil {
 		t.Fatal(err)
 	}
-	if info := <-got; info.ID != "x" || info.Event != "ping" || info.Attempt != 1 || info.Header != nil {
-		t.Errorf("VerifyAndReceive: DeliveryInfo = %+v", info)
+	if info := <-got; info.ID != "x" || info.Name != "ping" || info.Attempt != 1 || info.Header != nil {
+		t.Errorf("VerifyAndReceive: DeliveryFrom = %+v", info)
 	}
 	if _, ok := DeliveryFrom(context.Background()); ok {
 		t.Error("DeliveryFrom of a bare context reports a delivery")
@@ -121,17 +121,17 @@ type memInbox struct {
 	fail error
 }
 
-func (b *memInbox) Enqueue(ctx context.Context, d Delivery) (bool, error) {
+func (b *memInbox) Enqueue(ctx context.Context, d Delivery) (EnqueueResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.fail != nil {
-		return false, b.fail
+		return 0, b.fail
 	}
 	if b.ids[d.ID] {
-		return true, nil
+		return Duplicate, nil
 	}
 	b.ids[d.ID] = true
-	return false, nil
+	return Enqueued, nil
 }
 
 // TestInboxResults checks the Results of an inbox's answers: stored,
@@ -182,24 +182,26 @@ func TestMiddlewareInbox(t *testing.T) {
 	}
 }
 
-// TestEventFrom checks that handlers' contexts carry their delivery's id,
-// name and body as received, through the Middleware, VerifyAndReceive and
-// Receive, and that a Transform does not change what EventFrom returns.
-func TestEventFrom(t *testing.T) {
+// TestDeliveryFromPayload checks that handlers' contexts carry their
+// delivery's id, name and body as received, through the Middleware,
+// VerifyAndReceive and Receive, and that a Transform does not change what
+// DeliveryFrom returns; and that Receive keeps the Delivery its context
+// carries for the same delivery (an inbox's attempt) and no other.
+func TestDeliveryFromPayload(t *testing.T) {
 	wh := mustNew(t, Options{Secret: secret, Transform: func(_ context.Context, e emitter.Event) (emitter.Event, error) {
 		e.Payload = []byte(`{"transformed":true}`)
 		return e, nil
 	}})
-	got := make(chan emitter.Event, 1)
+	got := make(chan Delivery, 1)
 	wh.On("ping", func(ctx context.Context, e emitter.Event) error {
-		ev, ok := EventFrom(ctx)
+		d, ok := DeliveryFrom(ctx)
 		if !ok {
-			return errors.New("no event in the handler's context")
+			return errors.New("no delivery in the handler's context")
 		}
 		if string(e.Payload) != `{"transformed":true}` {
 			return errors.New("the Transform did not run")
 		}
-		got <- ev
+		got <- d
 		return nil
 	})
 	srv := startServer(t, NewMiddleware(wh, MiddlewareOptions{}), false)
@@ -209,23 +211,40 @@ func TestEventFrom(t *testing.T) {
 	}
 	io.Copy(io.Discard, res.Body)
 	res.Body.Close()
-	if ev := <-got; ev.ID != "d-ping" || ev.Name != "ping" || len(ev.Payload) == 0 || string(ev.Payload) == `{"transformed":true}` {
-		t.Errorf("Middleware: EventFrom = %q %q %q", ev.ID, ev.Name, ev.Payload)
+	if d := <-got; d.ID != "d-ping" || d.Name != "ping" || len(d.Payload) == 0 || string(d.Payload) == `{"transformed":true}` || d.Signature == "" {
+		t.Errorf("Middleware: DeliveryFrom = %q %q %q %q", d.ID, d.Name, d.Payload, d.Signature)
 	}
 	body := []byte(`{"zen":"ok","installation":{"id":7}}`)
-	if err := wh.VerifyAndReceive(context.Background(), Delivery{ID: "x", Name: "ping", Payload: body, Signature: sign(t, secret, body)}); err != nil {
+	if err := wh.VerifyAndReceive(context.Background(), Delivery{ID: "x", Name: "ping", Payload: body, Signature: sign(t, secret, body), Tenant: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	if ev := <-got; ev.ID != "x" || ev.Name != "ping" || string(ev.Payload) != string(body) {
-		t.Errorf("VerifyAndReceive: EventFrom = %q %q %q", ev.ID, ev.Name, ev.Payload)
+	if d := <-got; d.ID != "x" || d.Name != "ping" || string(d.Payload) != string(body) || d.Tenant != "t" || d.Attempt != 1 {
+		t.Errorf("VerifyAndReceive: DeliveryFrom = %+v", d)
 	}
 	if err := wh.Receive(context.Background(), emitter.Event{ID: "y", Name: "ping", Payload: body}); err != nil {
 		t.Fatal(err)
 	}
-	if ev := <-got; ev.ID != "y" || string(ev.Payload) != string(body) {
-		t.Errorf("Receive: EventFrom = %q %q", ev.ID, ev.Payload)
+	if d := <-got; d.ID != "y" || string(d.Payload) != string(body) || d.Attempt != 1 {
+		t.Errorf("Receive: DeliveryFrom = %+v", d)
 	}
-	if _, ok := EventFrom(context.Background()); ok {
-		t.Error("EventFrom of a bare context reports a delivery")
+
+	// An inbox's attempt: the context's Delivery is kept, with e's body.
+	hdr := http.Header{"Traceparent": {"00-1-2-01"}}
+	ctx := ContextWithDelivery(context.Background(), Delivery{ID: "z", Name: "ping", Header: hdr, Attempt: 3, Tenant: "acme"})
+	if err := wh.Receive(ctx, emitter.Event{ID: "z", Name: "ping", Payload: body}); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-got; d.ID != "z" || d.Attempt != 3 || d.Tenant != "acme" || d.Header.Get("Traceparent") == "" || string(d.Payload) != string(body) {
+		t.Errorf("Receive under a stored delivery's context: DeliveryFrom = %+v", d)
+	}
+	// Another delivery dispatched under that context is not mistaken for it.
+	if err := wh.Receive(ctx, emitter.Event{ID: "other", Name: "ping", Payload: body}); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-got; d.ID != "other" || d.Attempt != 1 || d.Tenant != "" || d.Header != nil {
+		t.Errorf("Receive of another delivery: DeliveryFrom = %+v", d)
+	}
+	if _, ok := DeliveryFrom(context.Background()); ok {
+		t.Error("DeliveryFrom of a bare context reports a delivery")
 	}
 }

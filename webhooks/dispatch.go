@@ -17,8 +17,7 @@ import (
 // (before the answer, so that the answer sees its place free), which also
 // tells Close it is done.
 func (m *Middleware) receive(ctx context.Context, d Delivery, f *flight, oc *outcome) error {
-	e := emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload}
-	err := m.w.handlers().Receive(withEvent(ctx, e), e)
+	err := m.w.emit(ctx, d)
 	m.w.inFlight.finish(f)
 	if oc != nil {
 		oc.err = err

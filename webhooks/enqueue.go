@@ -36,15 +36,7 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 		ctx, cancel = context.WithTimeout(ctx, m.timeout)
 		defer cancel()
 	}
-	var res EnqueueResult
-	if ir, ok := m.inbox.(InboxResult); ok {
-		res, err = ir.EnqueueResult(ctx, d)
-	} else {
-		var dup bool
-		if dup, err = m.inbox.Enqueue(ctx, d); dup {
-			res = Duplicate
-		}
-	}
+	res, err := m.inbox.Enqueue(ctx, d)
 	switch {
 	case err != nil:
 		if sw, ok := rw.(*statusWriter); ok {
@@ -69,7 +61,7 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 // EnqueueResult is what an inbox did with a delivery handed to it.
 type EnqueueResult int
 
-// Results of InboxResult.EnqueueResult.
+// Results of Inbox.Enqueue.
 const (
 	// Enqueued: stored; answered 202 "queued".
 	Enqueued EnqueueResult = iota
@@ -81,10 +73,15 @@ const (
 	Requeued
 )
 
-// InboxResult is an Inbox that tells a requeued dead letter from a new or
-// duplicate delivery. The middleware calls EnqueueResult instead of Enqueue
-// when its Inbox has it.
-type InboxResult interface {
-	Inbox
-	EnqueueResult(ctx context.Context, d Delivery) (EnqueueResult, error)
+// String returns the result's name: "enqueued", "duplicate" or "requeued".
+func (r EnqueueResult) String() string {
+	switch r {
+	case Enqueued:
+		return "enqueued"
+	case Duplicate:
+		return "duplicate"
+	case Requeued:
+		return "requeued"
+	}
+	return fmt.Sprintf("EnqueueResult(%d)", int(r))
 }

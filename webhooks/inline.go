@@ -62,9 +62,9 @@ func (m *Middleware) receiveBeforeAnswer(ctx context.Context, rw http.ResponseWr
 
 // refuseAnswered reports ErrAnswered, and logs it, when ctx belongs to a
 // delivery an Inline Middleware has answered.
-func (w *Webhooks) refuseAnswered(ctx context.Context, e emitter.Event) error {
+func (w *Webhooks) refuseAnswered(ctx context.Context, d Delivery) error {
 	if a := answeredOf(ctx); a != nil && a.Load() {
-		w.Logger().Error("webhooks: dispatch after the answer refused (inline mode)", "delivery", clip.String(e.ID), "event", clip.String(e.Name))
+		w.Logger().Error("webhooks: dispatch after the answer refused (inline mode)", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 		return ErrAnswered
 	}
 	return nil

@@ -155,9 +155,9 @@ type fakeInbox struct {
 	stored  atomic.Int32
 }
 
-func (i *fakeInbox) Enqueue(context.Context, Delivery) (bool, error) {
+func (i *fakeInbox) Enqueue(context.Context, Delivery) (EnqueueResult, error) {
 	i.stored.Add(1)
-	return false, nil
+	return Enqueued, nil
 }
 func (i *fakeInbox) RunsWorkers() bool { return i.workers }
 

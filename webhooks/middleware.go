@@ -308,7 +308,7 @@ func (m *Middleware) handle(rw http.ResponseWriter, r *http.Request) {
 	oc := &outcome{m: m, start: time.Now()}
 	oc.res.Header = r.Header
 	oc.res.ID = r.Header.Get(HeaderDelivery)
-	oc.res.Event = r.Header.Get(HeaderEvent)
+	oc.res.Name = r.Header.Get(HeaderEvent)
 	oc.res.ReceivedAt = oc.start
 	oc.left.Store(1)
 	m.serve(&statusWriter{ResponseWriter: rw, oc: oc}, r, oc)

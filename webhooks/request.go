@@ -147,13 +147,12 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 
 	// The handlers outlive the request when they take longer than the timeout,
 	// so they must not see its cancellation; Close waits for them.
-	base := context.WithoutCancel(r.Context())
+	ctx := context.WithoutCancel(r.Context())
 	if m.inline {
 		// Nothing outlives the request: the handlers see its deadline (a
 		// function's timeout) and its end.
-		base = r.Context()
+		ctx = r.Context()
 	}
-	ctx := ContextWithDelivery(base, DeliveryInfo{ID: d.ID, Event: d.Name, Header: r.Header, ReceivedAt: start, Attempt: 1, Tenant: tenant})
 	if oc != nil {
 		oc.left.Add(1) // the handlers' end, as well as the answer
 	}

@@ -74,7 +74,7 @@ type TenantKey struct {
 // Tenant is one tenant's name and secrets.
 type Tenant struct {
 	// Name is how the tenant is known everywhere after verification:
-	// DeliveryInfo.Tenant, the inbox, logs, metrics, forwarded requests.
+	// Delivery.Tenant, the inbox, logs, metrics, forwarded requests.
 	// Required: at most MaxTenantKeyLen bytes of printable ASCII.
 	Name string
 	// Secrets are tried in order; the first is the current one, the others

@@ -10,11 +10,13 @@ import (
 	"forgehooks.dev/forgehooks/internal/clip"
 )
 
-// Delivery is one webhook delivery as the forge sends it.
+// Delivery is one webhook delivery, the one value that carries it from the
+// request to its handlers: the middleware builds it, VerifyAndReceive takes
+// it, an Inbox stores it, and handlers read it with DeliveryFrom.
 type Delivery struct {
 	// ID is the delivery's unique id (X-Forge-Delivery); may be empty.
 	ID string
-	// Name is the event name (X-Forge-Event). Required.
+	// Name is the event name (X-Forge-Event), such as "issues". Required.
 	Name string
 	// Payload is the request body, byte for byte. Required.
 	Payload []byte
@@ -25,6 +27,10 @@ type Delivery struct {
 	Header http.Header
 	// ReceivedAt is when the delivery arrived; zero when unknown.
 	ReceivedAt time.Time
+	// Attempt counts the runs of this delivery's handlers, from 1; zero is
+	// taken as 1. Without an inbox every delivery runs once; an inbox counts
+	// its retries.
+	Attempt int
 	// Tenant names the delivery's tenant (Options.Tenants); empty without
 	// tenants. An inbox keeps it with the delivery, and dedupes per tenant.
 	Tenant string
@@ -40,11 +46,11 @@ type Delivery struct {
 // the secrets are that tenant's (looked up by name, as a path value would
 // be; an unknown one is an error wrapping ErrUnknownTenant). Otherwise the result is Receive's: nil, an
 // *emitter.Error from failed handlers, or an error wrapping ErrInvalidPayload.
-// The handlers' context carries d's DeliveryInfo (DeliveryFrom), attempt 1.
+// The handlers' context carries d (DeliveryFrom), attempt 1 unless d says.
 // Under the context of a delivery an Inline Middleware has answered, it
 // returns ErrAnswered and does nothing else.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
-	if err := w.refuseAnswered(ctx, emitter.Event{ID: d.ID, Name: d.Name}); err != nil {
+	if err := w.refuseAnswered(ctx, d); err != nil {
 		return err
 	}
 	keys := w.keyring()
@@ -59,8 +65,7 @@ func (w *Webhooks) VerifyAndReceive(ctx context.Context, d Delivery) error {
 	if !ok {
 		return w.mismatch(ctx, d, err)
 	}
-	ctx = ContextWithDelivery(ctx, DeliveryInfo{ID: d.ID, Event: d.Name, Header: d.Header, ReceivedAt: d.ReceivedAt, Attempt: 1, Tenant: d.Tenant})
-	return w.Receive(ctx, emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+	return w.receive(ctx, d)
 }
 
 // mismatch builds the error of a delivery whose signature failed and tells the

@@ -82,7 +82,7 @@ type Options struct {
 	// Tenants, when set, finds each delivery's tenant and its secrets (see
 	// Tenants): the middleware verifies a delivery with its tenant's
 	// secrets, not Secret, and its handlers see the tenant in
-	// DeliveryInfo.Tenant. Secret may then be empty (Sign and Verify, which
+	// Delivery.Tenant (DeliveryFrom). Secret may then be empty (Sign and Verify, which
 	// use it, then fail with ErrMissingSecret).
 	Tenants *Tenants
 }
@@ -225,19 +225,43 @@ func (w *Webhooks) RemoveListenerNames(names []string, l *emitter.Listener) int 
 // middleware verified it, say) or in tests. Deliveries from the network go
 // through VerifyAndReceive or the Middleware. It is emitter.Emitter.Receive,
 // counted for Close: after Close it returns emitter.ErrClosed. The handlers'
-// context carries e (EventFrom). Under the context of a delivery an Inline
-// Middleware has answered, it returns ErrAnswered and runs nothing.
+// context carries the delivery (DeliveryFrom) with e's Payload: the Delivery
+// ctx carries already when it has e's ID and Name (an inbox or a replay sets
+// its Header, Attempt and Tenant that way, with ContextWithDelivery), and
+// otherwise one of e's ID, Name and Payload, attempt 1. Under the context of
+// a delivery an Inline Middleware has answered, it returns ErrAnswered and
+// runs nothing.
 func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
-	em := w.handlers()
-	if err := w.refuseAnswered(ctx, e); err != nil {
+	d, ok := DeliveryFrom(ctx)
+	if !ok || d.ID != e.ID || d.Name != e.Name {
+		d = Delivery{ID: e.ID, Name: e.Name}
+	}
+	d.Payload = e.Payload
+	return w.receive(ctx, d)
+}
+
+// receive dispatches d, counted for Close: Receive and VerifyAndReceive.
+func (w *Webhooks) receive(ctx context.Context, d Delivery) error {
+	if err := w.refuseAnswered(ctx, d); err != nil {
 		return err
 	}
-	f, err := w.inFlight.take(e.ID, int64(len(e.Payload)), 0, 0)
+	f, err := w.inFlight.take(d.ID, int64(len(d.Payload)), 0, 0)
 	if err != nil {
 		return emitter.ErrClosed
 	}
 	defer w.inFlight.finish(f)
-	return em.Receive(withEvent(ctx, e), e)
+	return w.emit(ctx, d)
+}
+
+// emit is the one way into the emitter, for the middleware, Receive and
+// VerifyAndReceive: it puts d in the handlers' context (DeliveryFrom) and
+// runs them. The caller has counted d for Close.
+func (w *Webhooks) emit(ctx context.Context, d Delivery) error {
+	em := w.handlers()
+	if d.Attempt == 0 {
+		d.Attempt = 1
+	}
+	return em.Receive(ContextWithDelivery(ctx, d), emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
 }
 
 // Sign returns payload's signature under the primary secret, as the forge

@@ -187,7 +187,7 @@ type receiver struct {
 	mw      *webhooks.Middleware
 	mu      sync.Mutex
 	events  []emitter.Event
-	infos   []webhooks.DeliveryInfo
+	infos   []webhooks.Delivery
 	results []webhooks.Result
 }
 

@@ -92,7 +92,7 @@ func TestMetricsExposition(t *testing.T) {
 		m := metrics.New(metrics.Options{MaxEvents: 2 + round%3})
 		for range 200 {
 			m.Observe(webhooks.Result{
-				Event:    events[r.IntN(len(events))],
+				Name:     events[r.IntN(len(events))],
 				Verified: r.IntN(4) != 0,
 				Status:   statuses[r.IntN(len(statuses))],
 				Duration: time.Duration(r.Int64N(int64(40 * time.Second))),
