@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test timing fmt-check vet tidy-check unit modules generate packages generate-check bench bench-peers bench-load fuzz schema serve smee-client load chromium screenshots
+.PHONY: test timing fmt-check vet tidy-check unit modules generate packages generate-check bench bench-peers bench-load fuzz schema spec-versions serve smee-client load chromium screenshots
 
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
 ## race-enabled tests, and the same for the nested modules. The inspector's browser
@@ -94,6 +94,16 @@ schema:
 	$(GO) run ./cmd/importschema $(if $(VERSION),-fetch $(VERSION)) -spec $(SCHEMA_SPEC) -overrides $(SCHEMA_OVERRIDES) -out schema \
 	  -changelog CHANGELOG.md $(if $(REPORT_JSON),-report-json $(REPORT_JSON)) $(if $(FAIL_ON_BREAKING),-fail-on-breaking)
 	$(MAKE) --no-print-directory packages
+
+## spec-versions: the project's tests at other published versions of the forge's webhook
+## spec (needs the network for npm pack; not in `make test`): for each of VERSIONS, in a
+## scratch copy of the working tree (this checkout's schema/ stays as it is), make schema
+## VERSION=v, make generate, the importer's -check, go vet, the tests of every package that
+## compiles payloads or reads schema/ (-short), and the example modules (.ci/spec-versions).
+## SPEC_SKIP_SLOW=1 leaves out cmd/forgehooks's tests. Logs: bin/spec-versions/VERSION.log.
+VERSIONS ?= 5.3.2 8.3.0 8.5.1 11.0.0 12.0.3
+spec-versions:
+	SPEC_SKIP_SLOW=$(SPEC_SKIP_SLOW) .ci/spec-versions $(VERSIONS)
 
 ## bench: the SDK's own benchmarks.
 bench:

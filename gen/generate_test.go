@@ -116,7 +116,7 @@ func TestGenerateRejects(t *testing.T) {
 		}, `json keys "id" and "ID" both give the Go name ID`},
 		{"a key gives no Go name", func(s *Schema) {
 			s.Types[0].Fields = append(s.Types[0].Fields, Field{JSON: "1st", Type: "string"})
-		}, `"1st" gives no Go name`},
+		}, `"1st" gives no exported Go name`},
 		{"an enum constant takes a type's name", func(s *Schema) {
 			for i := range s.Types {
 				if s.Types[i].Name == "IssueState" {
@@ -161,7 +161,7 @@ func TestGoName(t *testing.T) {
 			t.Errorf("GoName(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "_", "1st", "2-factor"} {
+	for _, in := range []string{"", "_", "1st", "2-factor", "中文", "ß_x"} {
 		if got, err := GoName(in); err == nil {
 			t.Errorf("GoName(%q) = %q, want an error", in, got)
 		}

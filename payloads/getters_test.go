@@ -197,8 +197,8 @@ func TestGettersOnDecodedPayload(t *testing.T) {
 	if got := push.GetSender().Login; got != "s" {
 		t.Errorf("GetSender().Login = %q", got)
 	}
-	if push.GetOrganization() != nil || push.GetEnterprise() != nil {
-		t.Errorf("absent organization or enterprise: %v, %v", push.GetOrganization(), push.GetEnterprise())
+	if push.GetOrganization() != nil {
+		t.Errorf("absent organization: %v", push.GetOrganization())
 	}
 	if got := push.GetBaseRef(); got != "" {
 		t.Errorf("absent base_ref: GetBaseRef() = %q", got)

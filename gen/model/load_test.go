@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -269,14 +270,48 @@ func FuzzParseTypeExpr(f *testing.F) {
 	})
 }
 
-func FuzzLoadBytes(f *testing.F) {
+// FuzzParse: any bytes give either a *SchemaError that wraps ErrInvalidSchema
+// and names at least one problem, or a schema that Check accepts (so that
+// what Parse lets through reaches the generator checked, whatever its names
+// hold: NUL, a byte order mark, invalid UTF-8).
+func FuzzParse(f *testing.F) {
 	f.Add(readFixture(f, EventsFile), readFixture(f, TypesFile), readFixture(f, ContractFile))
 	f.Add("events: [{name: a, type: A}]", "types: [{name: A, kind: struct}]", "a\nb")
+	f.Add("events: [{name: a, type: A}]", "types: [{name: A, kind: struct, fields: [{json: \"a\\0b\", type: string}]}]", "")
+	f.Add("events: [{name: a, type: A}]", "types: [{name: A, kind: enum, values: [{value: \"\\uFEFFx\"}]}]", "")
 	f.Add("events: 3", "types: {}", "")
 	f.Fuzz(func(t *testing.T, events, types, contract string) {
-		s, problems := loadBytes([]byte(events), []byte(types), []byte(contract))
-		if (s == nil) == (len(problems) == 0) {
-			t.Fatalf("schema %v with problems %q", s, problems)
+		var c []byte
+		if contract != "" {
+			c = []byte(contract)
+		}
+		s, err := Parse("fuzz", []byte(events), []byte(types), c)
+		if err != nil {
+			var se *SchemaError
+			if !errors.Is(err, ErrInvalidSchema) || !errors.As(err, &se) || len(se.Problems) == 0 || s != nil {
+				t.Fatalf("Parse: %v (schema %v), want a *SchemaError with problems", err, s)
+			}
+			return
+		}
+		if err := Check(s); err != nil {
+			t.Fatalf("Parse accepted a schema that Check refuses: %v", err)
+		}
+	})
+}
+
+// FuzzGoName: a name GoName gives is an exported Go identifier, whatever the
+// key; a key it cannot name gets an error (the schema then gives the name).
+func FuzzGoName(f *testing.F) {
+	for _, s := range []string{"node_id", "html_url", "+1", "-1", "_links", "1st", "", "a\x00b", "\ufeffid", "\xff", "中文", "ǅemal", "ß_x", "Ⅻ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		name, err := GoName(s)
+		if err != nil {
+			return
+		}
+		if !token.IsIdentifier(name) || !token.IsExported(name) {
+			t.Fatalf("GoName(%q) = %q: not an exported Go identifier", s, name)
 		}
 	})
 }

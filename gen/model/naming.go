@@ -12,7 +12,9 @@ import (
 // words split at '_', '-', '.', ' ' and lower-to-upper case changes, each word
 // capitalised, initialisms in capitals ("html_url" → "HTMLURL", "node_id" →
 // "NodeID", "_links" → "Links", "+1" → "Plus1"). It fails for a key that yields
-// no name or one starting with a digit; the schema then gives Field.Name.
+// no name or one that would not be exported (starting with a digit, or with a
+// letter that has no upper case, such as "ß" or "中"); the schema then gives
+// Field.Name.
 func GoName(s string) (string, error) {
 	var words []string
 	rest := s
@@ -23,8 +25,8 @@ func GoName(s string) (string, error) {
 		words, rest = []string{"minus"}, s[1:]
 	}
 	name := goname.Join(append(words, goname.Words(rest)...))
-	if name == "" || !unicode.IsLetter([]rune(name)[0]) {
-		return "", fmt.Errorf("%q gives no Go name (%q): the schema must give one", s, name)
+	if name == "" || !unicode.IsUpper([]rune(name)[0]) {
+		return "", fmt.Errorf("%q gives no exported Go name (%q): the schema must give one", s, name)
 	}
 	return name, nil
 }

@@ -385,6 +385,10 @@ func (c *converter) structOf(n, props *jnode, required []string, where, comp str
 		req[r] = true
 	}
 	for i, k := range props.keys {
+		if k == "" {
+			// A JSON object may have the key "", but no Go field could be named for it.
+			return nil, fmt.Errorf("%w: %s: a member without a name", errSpec, where)
+		}
 		if err := checkName("member name", where, k); err != nil {
 			return nil, err
 		}

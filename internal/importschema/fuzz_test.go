@@ -3,12 +3,15 @@ package importschema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -109,6 +112,14 @@ func FuzzImportSpec(f *testing.F) {
 	f.Add(testSpec([]hookSpec{{"a", "a", "a/x", `{"$ref":"#/components/schemas/r"}`}},
 		map[string]string{"r": `{"type":"object","properties":{"self":{"$ref":"#/components/schemas/r"}}}`}))
 	f.Add([]byte(`{"webhooks":{"a":{"post":{}}},"components":{"schemas":{}}}`))
+	f.Add(testSpec([]hookSpec{{"a", "a", "a/x", `{"$ref":"#/components/schemas/r"}`}},
+		map[string]string{"r": `{"allOf":[{"$ref":"#/components/schemas/r"},{"type":"object"}]}`}))
+	values := make([]string, maxEnumValues+1)
+	for i := range values {
+		values[i] = strconv.Quote("v" + strconv.Itoa(i))
+	}
+	f.Add(testSpec([]hookSpec{{"a", "a", "a/x", `{"type":"object","properties":{"e":{"type":"string","enum":[` +
+		strings.Join(values, ",") + `]}}}`}}, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := importSpec(data, nil, &overrides{}, nil, func(string, ...any) {})
 		if err != nil {
@@ -238,6 +249,115 @@ func FuzzYAMLError(f *testing.F) {
 			if line, err := strconv.Atoi(n); err == nil && (line < 1 || line > strings.Count(text, "\n")+1) {
 				t.Fatalf("line %d of a %d-line text: %q", line, strings.Count(text, "\n")+1, msg)
 			}
+		}
+	})
+}
+
+// graphSpec builds a small spec from fuzzed bytes: four components, each
+// shaped by one byte (an object, an allOf of one or two parts, a oneOf, an
+// anyOf, an array, an enum, a bare $ref) whose parts refer to components the
+// next bytes choose, so that references form any graph, cycles through allOf
+// included; name is a member key and an enum value.
+func graphSpec(shape []byte, name string) []byte {
+	const n = 4
+	at := func(i int) int {
+		if i < len(shape) {
+			return int(shape[i])
+		}
+		return 0
+	}
+	ref := func(i int) string { return fmt.Sprintf(`{"$ref":"#/components/schemas/c%d"}`, at(i)%n) }
+	q, _ := json.Marshal(name)
+	comps := make(map[string]string, n)
+	for c := range n {
+		b := c * 3
+		var s string
+		switch at(b) % 9 {
+		case 0:
+			s = fmt.Sprintf(`{"type":"object","properties":{%s:{"type":"string"},"p":%s},"required":["p"]}`, q, ref(b+1))
+		case 1:
+			s = fmt.Sprintf(`{"allOf":[%s,%s]}`, ref(b+1), ref(b+2))
+		case 2:
+			s = fmt.Sprintf(`{"allOf":[%s]}`, ref(b+1))
+		case 3:
+			s = fmt.Sprintf(`{"oneOf":[%s,{"type":"string"}]}`, ref(b+1))
+		case 4:
+			s = fmt.Sprintf(`{"anyOf":[%s,%s]}`, ref(b+1), ref(b+2))
+		case 5:
+			s = fmt.Sprintf(`{"type":"array","items":%s}`, ref(b+1))
+		case 6:
+			s = fmt.Sprintf(`{"type":"string","enum":[%s,"x"]}`, q)
+		case 7:
+			s = ref(b + 1)
+		default:
+			s = fmt.Sprintf(`{"allOf":[%s],"properties":{%s:%s}}`, ref(b+1), q, ref(b+2))
+		}
+		comps[fmt.Sprintf("c%d", c)] = s
+	}
+	return testSpec([]hookSpec{{"e-a", "e", "e/a", `{"type":"object","properties":{"action":{"type":"string","enum":["a"]},` +
+		`"body":{"$ref":"#/components/schemas/c0"}},"required":["action","body"]}`}}, comps)
+}
+
+// FuzzImportGraph imports small specs whose components refer to each other
+// in any pattern (self-referential allOf, cycles through oneOf and arrays,
+// shared parts) with a fuzzed name in member keys and enum values: the
+// import ends within a bound with an error or a schema that the model
+// accepts both in memory and as the YAML it writes.
+func FuzzImportGraph(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 0, 0, 6, 0, 0, 5, 3, 0}, "name")
+	f.Add([]byte{2, 0, 0}, "x")                            // c0: allOf [c0]
+	f.Add([]byte{1, 1, 2, 1, 0, 3, 8, 1, 2, 0, 0, 0}, "k") // allOf through c1 back to c0
+	f.Add([]byte{8, 0, 0, 7, 2, 0, 7, 1, 0, 0, 0, 0}, "m") // properties with allOf of itself; $ref loop
+	f.Add([]byte{0, 0, 0, 3, 1, 0, 4, 1, 3, 5, 2, 0}, "a\x00b")
+	f.Add([]byte{6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "\ufeff")
+	f.Add([]byte{0, 1, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0}, "\xff")
+	f.Fuzz(func(t *testing.T, shape []byte, name string) {
+		spec := graphSpec(shape, name)
+		start := time.Now()
+		res, err := importSpec(spec, nil, &overrides{}, nil, func(string, ...any) {})
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("the import of %s took %v", spec, d)
+		}
+		if err != nil {
+			if !errors.Is(err, errSpec) {
+				t.Fatalf("the import of %s: %v, want an errSpec", spec, err)
+			}
+			return
+		}
+		if err := genmodel.Check(res.schema); err != nil {
+			t.Fatalf("the import of %s is not a valid schema: %v", spec, err)
+		}
+		events, types, err := encodeSchema(res.schema, "# fuzz\n")
+		if err != nil {
+			t.Fatalf("encoding the import of %s: %v", spec, err)
+		}
+		if _, err := genmodel.Parse("fuzz", events, types, nil); err != nil {
+			t.Fatalf("the YAML written for %s does not parse: %v", spec, err)
+		}
+	})
+}
+
+// FuzzCheckName: the importer refuses exactly the names the model would
+// refuse as a member's JSON key, so that a spec's name fails at import with
+// the spec's place, never later in the model's check or in generation.
+func FuzzCheckName(f *testing.F) {
+	for _, s := range []string{"node_id", "a\x00b", "\ufeffid", "\xff", "\u0085", "\u00a0", "\x7f", "中", "tab\there"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if name == "" {
+			return
+		}
+		err := checkName("member name", "#x", name)
+		if err != nil && (!errors.Is(err, errSpec) || !strings.Contains(err.Error(), "#x")) {
+			t.Fatalf("checkName(%q) = %v, want an errSpec with the place", name, err)
+		}
+		s := &genmodel.Schema{
+			Events: []genmodel.Event{{Name: "e", Type: "A"}},
+			Types:  []genmodel.Type{{Name: "A", Kind: genmodel.KindStruct, Fields: []genmodel.Field{{JSON: name, Name: "X", Type: "string"}}}},
+		}
+		if modelErr := genmodel.Check(s); (err == nil) != (modelErr == nil) {
+			t.Fatalf("checkName(%q) = %v, but the model's check says %v", name, err, modelErr)
 		}
 	})
 }
