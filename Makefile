@@ -22,7 +22,8 @@ test: chromium
 
 ## timing: the tests whose bounds are the product's own deadlines (the forge's 10 s),
 ## with the defaults (FORGEHOOKS_TIMING=1). `make test` runs them with bounds wide
-## enough for a loaded machine (a second suite beside it). Not in CI yet: see CONTRIBUTING.md.
+## enough for a loaded machine (a second suite beside it). Not in CI: it needs an idle
+## machine (it fails with a second suite beside it), see CONTRIBUTING.md.
 TIMING_TESTS := ^TestServeLargeDeliveries$$
 timing:
 	FORGEHOOKS_TIMING=1 $(GO) test -count=1 -run '$(TIMING_TESTS)' ./cmd/forgehooks

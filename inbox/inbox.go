@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -219,6 +220,9 @@ type conn struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	unlock func() // releases Dir (embedded)
+	// sending counts the bytes of the publishes under way on nc: an
+	// answer waits behind them (publish.go, attemptBound).
+	sending atomic.Int64
 }
 
 // streams are the streams and records an Inbox keeps, and the subjects of

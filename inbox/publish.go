@@ -22,9 +22,17 @@ const (
 )
 
 const (
-	// publishAttempt bounds one publish: a stream leader that died takes
-	// the request with it, and the next attempt goes to the new one.
+	// publishAttempt bounds one publish (or record write) in a cluster: a
+	// stream leader that died takes the request with it, and the next
+	// attempt goes to the new one. The embedded server has no leader to
+	// lose, and there an attempt runs until its context is done.
 	publishAttempt = 2 * time.Second
+	// publishRate is the slowest pace at which the bytes of the publishes
+	// under way on the connection are counted on to reach the store: an
+	// attempt in a cluster also gets their time at this pace, since its
+	// answer comes only after them and an attempt cut short sends its
+	// whole message again.
+	publishRate = 8 << 20 // bytes per second
 	// publishPatience bounds the retries of a publish whose context has no
 	// deadline.
 	publishPatience = 10 * time.Second
@@ -45,6 +53,9 @@ func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jet
 	msg.Header.Set(hdrNonce, nonce)
 	var ack *jetstream.PubAck
 	lost := false // an attempt may have been stored without our hearing of it
+	size := int64(len(msg.Data))
+	in.sending.Add(size)
+	defer in.sending.Add(-size)
 	err := in.retrying(ctx, func(ctx context.Context) (err error) {
 		ack, err = in.js.PublishMsg(ctx, msg, opts...)
 		lost = lost || err != nil && !refusedPublish(err)
@@ -69,7 +80,7 @@ func (in *Inbox) getSeen(ctx context.Context, key string) ([]byte, error) {
 	return v, err
 }
 
-// retrying runs op, each attempt bounded by publishAttempt, until it
+// retrying runs op, each attempt bounded by attemptBound, until it
 // succeeds, fails with an error that waiting cannot cure, or ctx is done.
 func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
@@ -79,7 +90,10 @@ func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) e
 	}
 	pause := 10 * time.Millisecond
 	for {
-		actx, cancel := context.WithTimeout(ctx, publishAttempt)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if bound, ok := in.attemptBound(); ok {
+			actx, cancel = context.WithTimeout(ctx, bound)
+		}
 		err := op(actx)
 		cancel()
 		if err == nil || !transientPublishError(err) || in.isClosed() {
@@ -95,6 +109,19 @@ func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) e
 		}
 		pause = min(2*pause, 400*time.Millisecond)
 	}
+}
+
+// attemptBound is how long one attempt of retrying may wait for the store's
+// answer, false when only its context bounds it (the embedded server, whose
+// requests nothing loses on the way: an attempt cut short there would only
+// send its message again behind itself, adding to what kept it waiting). In
+// a cluster: publishAttempt, plus the time the bytes under way on the
+// connection take at publishRate, which the answer waits behind.
+func (in *Inbox) attemptBound() (time.Duration, bool) {
+	if in.ns != nil {
+		return 0, false
+	}
+	return publishAttempt + time.Duration(in.sending.Load())*time.Second/publishRate, true
 }
 
 // refusedPublish reports an error after which the store certainly did not

@@ -257,8 +257,8 @@ func TestServeStoreBound(t *testing.T) {
 // --read-timeout, --write-timeout), a body refused for the budget (unread,
 // nothing stored) is sent again, as catch-up would have the forge do, and the
 // test checks that each is stored and handled once; with FORGEHOOKS_TIMING=1
-// (make timing, which CI runs alone) the defaults must accept 8 sent at once,
-// every one the first time.
+// (make timing, run alone on an idle machine, not in CI: see CONTRIBUTING.md)
+// the defaults must accept 8 sent at once, every one the first time.
 func TestServeLargeDeliveries(t *testing.T) {
 	serveBinary(t)
 	t.Parallel()
