@@ -104,7 +104,13 @@ type Options struct {
 	// stores and answers queries (the CLI's use).
 	Receiver Receiver
 	// Workers is how many deliveries run at once (ordered ones run besides,
-	// one per partition). Zero: 4 × GOMAXPROCS.
+	// one per partition). When several tenants (webhooks.Tenants) have
+	// deliveries waiting, each worker that frees up takes one of the tenant
+	// with the fewest running, so that a tenant's backlog holds no more
+	// than its share of the workers; to see the others' deliveries behind
+	// a backlog, the runner holds up to 32 deliveries per worker (and
+	// 32 MiB of bodies) fetched ahead, queued by tenant. Zero:
+	// 4 × GOMAXPROCS.
 	Workers int
 	// RetryDelays are the waits between a failed attempt and the next; after
 	// the attempt that follows the last delay fails, the delivery is a dead
@@ -115,10 +121,9 @@ type Options struct {
 	// time a receiver that died (or lost its connection) keeps its
 	// deliveries, and its ordered keys, before they run elsewhere. An
 	// embedded inbox hands back the leases of the process before it at
-	// Open. A delivery fetched while every worker is busy waits for one
-	// with its lease running: when all workers stay busy longer than
-	// AckWait (handlers that take that long, a backlog), it may run twice;
-	// give such handlers a longer AckWait. Zero: DefaultAckWait.
+	// Open. The deliveries fetched ahead and waiting for a worker (see
+	// Workers) have their leases renewed the same way. Zero:
+	// DefaultAckWait.
 	AckWait time.Duration
 
 	// OrderBy, when set, runs the deliveries with the same key (see
