@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -189,3 +190,65 @@ type fakeMsg struct {
 }
 
 func (m *fakeMsg) Data() []byte { return m.data }
+
+// TestInboxTenantStoreBound: a tenant whose deliveries are not yet handled
+// fill its share (TenantMaxStoreBytes) is refused (ErrTenantFull) while
+// another tenant's and those without a tenant are stored and a duplicate is
+// still answered duplicate; the count is read again after a restart, and
+// the deliveries handled give their bytes back.
+func TestInboxTenantStoreBound(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	wh := newWebhooks(t)
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		if down.Load() {
+			return fmt.Errorf("the downstream is down")
+		}
+		return nil
+	})
+	body := func(id string) []byte { return unique(payload(id), id) }
+	size := len(body("a-1"))
+	o := Options{Receiver: wh, TenantMaxStoreBytes: int64(3*size + size/2), RetryDelays: []time.Duration{3 * time.Second, time.Hour}}
+	dir := t.TempDir()
+	in := openInbox(t, dir, o)
+	ctx := context.Background()
+	enqueue := func(in *Inbox, tenant, id string) (webhooks.EnqueueResult, error) {
+		return in.EnqueueResult(ctx, webhooks.Delivery{ID: id, Name: "issues", Tenant: tenant, Payload: body(id)})
+	}
+	for _, tc := range []struct {
+		tenant, id string
+		want       webhooks.EnqueueResult
+		full       bool
+	}{
+		{"a", "a-1", webhooks.Enqueued, false},
+		{"a", "a-2", webhooks.Enqueued, false},
+		{"a", "a-3", webhooks.Enqueued, false},
+		{"a", "a-4", 0, true},
+		{"a", "a-1", webhooks.Duplicate, false},
+		{"b", "b-1", webhooks.Enqueued, false},
+		{"", "x-1", webhooks.Enqueued, false},
+		{"", "x-2", webhooks.Enqueued, false},
+		{"", "x-3", webhooks.Enqueued, false},
+		{"", "x-4", webhooks.Enqueued, false},
+	} {
+		res, err := enqueue(in, tc.tenant, tc.id)
+		if tc.full != errors.Is(err, ErrTenantFull) || !tc.full && (err != nil || res != tc.want) {
+			t.Fatalf("%s/%s: %v %v, want %v (full %v)", tc.tenant, tc.id, res, err, tc.want, tc.full)
+		}
+	}
+	if err := in.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in = openInbox(t, dir, o)
+	if _, err := enqueue(in, "a", "a-4"); !errors.Is(err, ErrTenantFull) {
+		t.Fatalf("a-4 after a restart: %v, want ErrTenantFull", err)
+	}
+	if res, err := enqueue(in, "b", "b-2"); err != nil || res != webhooks.Enqueued {
+		t.Fatalf("b-2 after a restart: %v %v", res, err)
+	}
+	down.Store(false)
+	waitFor(t, time.Minute, "a's share given back once handled", func() bool {
+		res, err := enqueue(in, "a", "a-4")
+		return err == nil && res == webhooks.Enqueued
+	})
+}

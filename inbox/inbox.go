@@ -176,6 +176,16 @@ type Options struct {
 	// DeadRetention is how long a dead letter is kept. Zero:
 	// DefaultDeadRetention.
 	DeadRetention time.Duration
+	// TenantMaxStoreBytes bounds the bytes of the bodies of one tenant's
+	// deliveries (webhooks.Tenants) stored and not yet ended (handled, or a
+	// dead letter): past it, that tenant's deliveries are refused
+	// (ErrTenantFull, 503) while other tenants' are still stored, so that
+	// one tenant's flood, or a downstream of its that is down, cannot fill
+	// the store for all. Deliveries without a tenant are not bounded by
+	// it. In a cluster each receiver counts from the store, again every
+	// minute. Zero: half of MaxStoreBytes (no bound when MaxStoreBytes is
+	// negative). Negative: no bound but MaxStoreBytes.
+	TenantMaxStoreBytes int64
 	// MaxStoreBytes bounds the store. In the embedded mode it bounds all of
 	// JetStream's files in Dir (a sixteenth of it, at most 32 MiB, is kept
 	// for statuses and dead letters, the rest for deliveries); in a cluster
@@ -215,6 +225,7 @@ type Inbox struct {
 	closing chan struct{}  // closed by Close
 	enq     sync.WaitGroup // Enqueue calls under way
 	started *runner        // set by Start
+	quota   *tenantQuota   // nil without a bound per tenant (quota.go)
 }
 
 // conn is an Inbox's connection to its store.
@@ -308,6 +319,12 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}}
 	if err := in.connect(); err != nil {
 		return nil, err
+	}
+	if tmax := opts.TenantMaxStoreBytes; tmax > 0 || tmax == 0 && opts.MaxStoreBytes > 0 {
+		if tmax == 0 {
+			tmax = opts.MaxStoreBytes / 2
+		}
+		in.quota = newTenantQuota(tmax)
 	}
 	in.store = storeWatch{ns: in.ns, dir: opts.Dir, maxStore: max(opts.MaxStoreBytes, 0), log: opts.Logger, closing: in.closing}
 	if defaultReplicas {
@@ -579,12 +596,21 @@ func (in *Inbox) EnqueueResult(ctx context.Context, d webhooks.Delivery) (webhoo
 			return res, in.store.explain(err)
 		}
 	}
+	ended, err := in.checkTenant(ctx, d.Tenant, int64(len(d.Payload)))
+	if err != nil {
+		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, err)
+	}
 	msg := in.message(d, digest)
 	ack, err := in.publishRetrying(ctx, msg)
 	if err != nil && d.ID != "" {
 		// The store may have taken it and its answer been lost (a timeout, a
 		// connection cut): a 503 must mean "not stored".
 		ack = in.landed(msg, d.ID)
+	}
+	if ack == nil || ack.Duplicate {
+		ended(0)
+	} else {
+		ended(ack.Sequence)
 	}
 	if ack == nil {
 		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))

@@ -511,6 +511,8 @@ func (in *Inbox) putStatus(ctx context.Context, key string, st *status) error {
 	err := in.retrying(ctx, func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) })
 	if err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
+	} else if in.quota != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
+		in.quota.release(st.Seq)
 	}
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,5 +101,47 @@ func TestServeFairShare(t *testing.T) {
 	}
 	if aWhenBDone > nA/2 {
 		t.Errorf("b's deliveries were all forwarded only after %d of a's %d", aWhenBDone, nA)
+	}
+}
+
+// TestServeTenantStoreBound: serve --tenant-max-store-bytes with the forward
+// target down: tenant a's deliveries past the bound get 503 (and the log
+// says which bound), tenant b's are still stored (202).
+func TestServeTenantStoreBound(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tenants.yaml")
+	if err := os.WriteFile(file, []byte(fairTenantsYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusBadGateway)
+	}))
+	defer down.Close()
+	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--tenants", file, "--path", "/t/{tenant}/hooks",
+		"--inbox", filepath.Join(dir, "inbox"), "--forward", down.URL, "--retry-delays", "1h",
+		"--tenant-max-store-bytes", "1KiB")
+	base := "http://" + sv.addr
+	pad := strings.Repeat("x", 200)
+	post := func(tenant string, i int) int {
+		id := fmt.Sprintf("%s%03d", tenant, i)
+		body := []byte(`{"action":"opened","n":"` + id + `","pad":"` + pad + `"}`) // 244 bytes
+		code, _ := deliverSigned(t, base+"/t/"+tenant+"/hooks", "tenant-"+tenant+"-secret-0123456", "issues", id, body)
+		return code
+	}
+	var codes []int
+	for i := range 6 {
+		codes = append(codes, post("a", i))
+	}
+	// 1 KiB holds four of a's 244-byte bodies.
+	if want := []int{202, 202, 202, 202, 503, 503}; !slices.Equal(codes, want) {
+		t.Errorf("a's deliveries: %v, want %v", codes, want)
+	}
+	for i := range 4 {
+		if code := post("b", i); code != 202 {
+			t.Errorf("b's delivery %d: %d, want 202", i, code)
+		}
+	}
+	if !strings.Contains(sv.stderr.String(), "tenant-max-store-bytes") {
+		t.Errorf("the log does not name the bound:\n%s", sv.stderr)
 	}
 }
