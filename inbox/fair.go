@@ -26,6 +26,9 @@ import (
 // The share holds among the deliveries the runner holds: a tenant's
 // backlog larger than the window delays the others' until it shrinks to
 // the window (each worker frees its place for the next delivery stored).
+// In a cluster each receiver holds its own window: a delivery fetched ahead
+// by one waits for that one's workers, even while another receiver's are
+// free, so that a small burst spreads over fewer receivers than before.
 // Ordered deliveries keep their own places and order per key (keys.go),
 // where the due keys are claimed the same way, fewest running first.
 
