@@ -108,8 +108,9 @@ type Options struct {
 	// deliveries waiting, each worker that frees up takes one of the tenant
 	// with the fewest running, so that a tenant's backlog holds no more
 	// than its share of the workers; to see the others' deliveries behind
-	// a backlog, the runner holds up to 32 deliveries per worker (and
-	// 32 MiB of bodies) fetched ahead, queued by tenant. Zero:
+	// a backlog, the embedded runner holds up to 32 deliveries per worker
+	// (and 32 MiB of bodies) fetched ahead, queued by tenant (in a cluster
+	// none yet: there the share holds among those fetched at once). Zero:
 	// 4 × GOMAXPROCS.
 	Workers int
 	// RetryDelays are the waits between a failed attempt and the next; after

@@ -39,7 +39,11 @@ func newRunner(in *Inbox) *runner {
 	hctx, cancel := context.WithCancel(context.Background())
 	tctx, tstop := context.WithCancel(context.Background())
 	w := in.opts.Workers
-	return &runner{Inbox: in, sem: make(chan struct{}, w), held: make(chan struct{}, w*(1+fairWindow)),
+	held := w
+	if in.ns != nil {
+		held = w * (1 + fairWindow) // embedded only: see fair.go
+	}
+	return &runner{Inbox: in, sem: make(chan struct{}, w), held: make(chan struct{}, held),
 		queue: newFairQueue(), dequeued: make(chan struct{}, 1), running: map[string]bool{},
 		handlerCtx: hctx, cancel: cancel, takeCtx: tctx, takeStop: tstop}
 }

@@ -197,7 +197,8 @@ func (in *runner) schedule() {
 func (in *runner) renewQueued() {
 	defer in.loops.Done()
 	every := max(in.opts.AckWait/3, time.Millisecond)
-	t := time.NewTicker(every)
+	// Looked at twice as often, so that none waits much past a third.
+	t := time.NewTicker(max(every/2, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
