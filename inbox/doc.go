@@ -119,7 +119,18 @@
 // Options.DeadRetention (30 days), anything after Options.MaxAge (7 days);
 // ids, digests and attempts stay for the duplicate window. In the embedded
 // mode, when the disk itself fills up, JetStream stops; the inbox restarts
-// it once the disk has room again.
+// it once the disk has room again. Options.TenantMaxStoreBytes (default
+// half of MaxStoreBytes) bounds the deliveries of one tenant not yet handled
+// or dead: past it that tenant's are refused (ErrTenantFull), the others'
+// still stored.
+//
+// # Tenants
+//
+// The workers are shared among the tenants with deliveries waiting: each
+// worker that frees up takes the next delivery of the tenant with the
+// fewest running (see Options.Workers), so that one tenant's backlog holds
+// no more than its share; with OrderBy, each key's deliveries still run one
+// at a time, in stored order.
 //
 // # Layout
 //

@@ -106,7 +106,14 @@ type Options struct {
 	// stores and answers queries (the CLI's use).
 	Receiver Receiver
 	// Workers is how many deliveries run at once (ordered ones run besides,
-	// one per partition). Zero: 4 × GOMAXPROCS.
+	// one per partition). When several tenants (webhooks.Tenants) have
+	// deliveries waiting, each worker that frees up takes one of the tenant
+	// with the fewest running, so that a tenant's backlog holds no more
+	// than its share of the workers; to see the others' deliveries behind
+	// a backlog, the embedded runner holds up to 32 deliveries per worker
+	// (and 32 MiB of bodies) fetched ahead, queued by tenant (in a cluster
+	// none yet: there the share holds among those fetched at once). Zero:
+	// 4 × GOMAXPROCS.
 	Workers int
 	// RetryDelays are the waits between a failed attempt and the next; after
 	// the attempt that follows the last delay fails, the delivery is a dead
@@ -117,10 +124,9 @@ type Options struct {
 	// time a receiver that died (or lost its connection) keeps its
 	// deliveries, and its ordered keys, before they run elsewhere. An
 	// embedded inbox hands back the leases of the process before it at
-	// Open. A delivery fetched while every worker is busy waits for one
-	// with its lease running: when all workers stay busy longer than
-	// AckWait (handlers that take that long, a backlog), it may run twice;
-	// give such handlers a longer AckWait. Zero: DefaultAckWait.
+	// Open. The deliveries fetched ahead and waiting for a worker (see
+	// Workers) have their leases renewed the same way. Zero:
+	// DefaultAckWait.
 	AckWait time.Duration
 
 	// OrderBy, when set, runs the deliveries with the same key (see
@@ -173,6 +179,16 @@ type Options struct {
 	// DeadRetention is how long a dead letter is kept. Zero:
 	// DefaultDeadRetention.
 	DeadRetention time.Duration
+	// TenantMaxStoreBytes bounds the bytes of the bodies of one tenant's
+	// deliveries (webhooks.Tenants) stored and not yet ended (handled, or a
+	// dead letter): past it, that tenant's deliveries are refused
+	// (ErrTenantFull, 503) while other tenants' are still stored, so that
+	// one tenant's flood, or a downstream of its that is down, cannot fill
+	// the store for all. Deliveries without a tenant are not bounded by
+	// it. In a cluster each receiver counts from the store, again every
+	// minute. Zero: half of MaxStoreBytes (no bound when MaxStoreBytes is
+	// negative). Negative: no bound but MaxStoreBytes.
+	TenantMaxStoreBytes int64
 	// MaxStoreBytes bounds the store. In the embedded mode it bounds all of
 	// JetStream's files in Dir (a sixteenth of it, at most 32 MiB, is kept
 	// for statuses and dead letters, the rest for deliveries); in a cluster
@@ -212,6 +228,7 @@ type Inbox struct {
 	closing chan struct{}  // closed by Close
 	enq     sync.WaitGroup // Enqueue calls under way
 	started *runner        // set by Start
+	quota   *tenantQuota   // nil without a bound per tenant (quota.go)
 }
 
 // conn is an Inbox's connection to its store.
@@ -308,6 +325,12 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}}
 	if err := in.connect(); err != nil {
 		return nil, err
+	}
+	if tmax := opts.TenantMaxStoreBytes; tmax > 0 || tmax == 0 && opts.MaxStoreBytes > 0 {
+		if tmax == 0 {
+			tmax = opts.MaxStoreBytes / 2
+		}
+		in.quota = newTenantQuota(tmax)
 	}
 	in.store = storeWatch{ns: in.ns, dir: opts.Dir, maxStore: max(opts.MaxStoreBytes, 0), log: opts.Logger, closing: in.closing}
 	if defaultReplicas {
@@ -571,12 +594,21 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 			return res, in.store.explain(err)
 		}
 	}
+	ended, err := in.checkTenant(ctx, d.Tenant, int64(len(d.Payload)))
+	if err != nil {
+		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, err)
+	}
 	msg := in.message(d, digest)
 	ack, err := in.publishRetrying(ctx, msg)
 	if err != nil && d.ID != "" {
 		// The store may have taken it and its answer been lost (a timeout, a
 		// connection cut): a 503 must mean "not stored".
 		ack = in.landed(msg, d.ID)
+	}
+	if ack == nil || ack.Duplicate {
+		ended(0)
+	} else {
+		ended(ack.Sequence)
 	}
 	if ack == nil {
 		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))

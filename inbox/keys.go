@@ -69,6 +69,9 @@ type keyRecord struct {
 	Due   time.Time `json:"due"`
 	Owner string    `json:"owner,omitempty"`
 	Lease time.Time `json:"lease,omitzero"`
+	// Tenant is the tenant of the delivery that made the record, whose
+	// share of the places its key takes (fair.go).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 func (r *keyRecord) marshal() []byte {
@@ -324,8 +327,13 @@ func (k *keyRunner) claimDue() time.Time {
 		}
 		due = append(due, cand{name, e, at})
 	}
+	running := map[string]int{}
+	for name := range k.busy {
+		running[k.recs[name].rec.Tenant]++
+	}
 	k.mu.Unlock()
 	slices.SortFunc(due, func(a, b cand) int { return a.at.Compare(b.at) })
+	due = fairShare(due, func(c cand) string { return c.e.rec.Tenant }, running)
 	k.waiting.Store(false)
 	for i, c := range due {
 		select {
@@ -348,6 +356,42 @@ func (k *keyRunner) claimDue() time.Time {
 		}
 	}
 	return next
+}
+
+// fairShare orders cands (oldest first) so that each next one is of the
+// tenant with the fewest running, counting those before it as running, the
+// oldest among those tied: a tenant with many keys due takes no more than
+// its share of the places (fair.go).
+func fairShare[T any](cands []T, tenantOf func(T) string, running map[string]int) []T {
+	if len(cands) < 2 {
+		return cands
+	}
+	groups := map[string][]T{}
+	var order []string // the tenants, by their oldest candidate
+	for _, c := range cands {
+		t := tenantOf(c)
+		if _, ok := groups[t]; !ok {
+			order = append(order, t)
+		}
+		groups[t] = append(groups[t], c)
+	}
+	if len(order) == 1 {
+		return cands
+	}
+	out := make([]T, 0, len(cands))
+	for len(out) < len(cands) {
+		best := ""
+		found := false
+		for _, t := range order {
+			if len(groups[t]) > 0 && (!found || running[t] < running[best]) {
+				best, found = t, true
+			}
+		}
+		out = append(out, groups[best][0])
+		groups[best] = groups[best][1:]
+		running[best]++
+	}
+	return out
 }
 
 // launch runs the Head of a record claimed here, holding a place already
@@ -421,7 +465,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 	for range 100 {
 		e, err := k.keyBucket.Get(ctx, name)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			rec := keyRecord{Key: clipKey(key), Head: seq, Tail: seq, Due: time.Now()}
+			rec := keyRecord{Key: clipKey(key), Head: seq, Tail: seq, Due: time.Now(), Tenant: h.Get(hdrTenant)}
 			// Run here at once when a place is free; else the scheduler of
 			// whichever receiver has one takes it.
 			placed := false

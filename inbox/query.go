@@ -360,6 +360,9 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 		return in.describePublishError(err)
 	}
 	st.Seq = ack.Sequence
+	if t := h.Get(hdrTenant); t != "" && in.quota != nil {
+		in.quota.add(ack.Sequence, t, int64(len(data)))
+	}
 	if h.Get(hdrDelivery) != "" {
 		// The new copy is the one found by id (lastStored) from now on; a
 		// failed write leaves the old one found until it runs.

@@ -18,6 +18,9 @@ type runner struct {
 	*Inbox
 
 	sem        chan struct{} // one place per worker
+	held       chan struct{} // one place per delivery fetched and not ended (fair.go)
+	queue      *fairQueue    // the deliveries fetched and not started
+	dequeued   chan struct{} // a queued delivery started (dispatch waits on it when the queue is full)
 	takeCtx    context.Context
 	takeStop   context.CancelFunc // ends the workers' pull requests
 	iters      []jetstream.MessagesContext
@@ -35,7 +38,13 @@ type runner struct {
 func newRunner(in *Inbox) *runner {
 	hctx, cancel := context.WithCancel(context.Background())
 	tctx, tstop := context.WithCancel(context.Background())
-	return &runner{Inbox: in, sem: make(chan struct{}, in.opts.Workers), running: map[string]bool{},
+	w := in.opts.Workers
+	held := w
+	if in.ns != nil {
+		held = w * (1 + fairWindow) // embedded only: see fair.go
+	}
+	return &runner{Inbox: in, sem: make(chan struct{}, w), held: make(chan struct{}, held),
+		queue: newFairQueue(), dequeued: make(chan struct{}, 1), running: map[string]bool{},
 		handlerCtx: hctx, cancel: cancel, takeCtx: tctx, takeStop: tstop}
 }
 
@@ -106,8 +115,10 @@ func (in *runner) start(ctx context.Context) error {
 			return err
 		}
 	}
-	in.loops.Add(1)
+	in.loops.Add(3)
 	go in.dispatch(cons)
+	go in.schedule()
+	go in.renewQueued()
 	in.loops.Add(1)
 	go func() {
 		defer in.loops.Done()

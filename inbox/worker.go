@@ -43,11 +43,11 @@ const clusterPullBytes = 32 << 20
 // orderPullBatch is the batch of the partitions' pull requests.
 const orderPullBatch = 64
 
-// dispatch takes deliveries while workers are free and runs each on its own
-// goroutine: it waits for a free place, takes every place free, and asks
-// the server for as many deliveries (a pull request, answered as they come,
-// for up to fetchWait), so that none waits fetched, its lease running, for
-// a worker. Once Close was called, those that still come are handed back.
+// dispatch fetches deliveries into the fair queue (fair.go) while it has
+// room: it waits for a free place (one per delivery held, queued or
+// running), takes every place free, and asks the server for as many
+// deliveries (a pull request, answered as they come, for up to fetchWait).
+// Once Close was called, those that still come are handed back.
 //
 // A pull request per round, not the client's continuous iterator: the
 // iterator's buffer is as large as what it asks for and stays full while
@@ -58,29 +58,41 @@ func (in *runner) dispatch(cons jetstream.Consumer) {
 	defer in.loops.Done()
 	for {
 		select {
-		case in.sem <- struct{}{}:
+		case in.held <- struct{}{}:
 		case <-in.closing:
 			return
 		}
 		places := 1
 	free:
-		for places < cap(in.sem) {
+		for places < cap(in.held) {
 			select {
-			case in.sem <- struct{}{}:
+			case in.held <- struct{}{}:
 				places++
 			default:
 				break free
 			}
 		}
+		if in.queue.full() {
+			// Bodies enough queued: wait for one to start.
+			for range places {
+				<-in.held
+			}
+			select {
+			case <-in.dequeued:
+			case <-in.closing:
+				return
+			}
+			continue
+		}
 		places -= in.fetch(cons, places)
 		for range places {
-			<-in.sem
+			<-in.held
 		}
 	}
 }
 
-// fetch asks for up to n deliveries and starts each, holding a place, as it
-// comes; it returns how many it started.
+// fetch asks for up to n deliveries and queues each, holding a place, as it
+// comes; it returns how many it queued.
 //
 // In a cluster the request bounds the count only, never the bytes: a
 // replicated consumer sends a delivery once its replicas agreed on it, but
@@ -91,7 +103,7 @@ func (in *runner) dispatch(cons jetstream.Consumer) {
 // bounded instead so that the largest deliveries fit clusterPullBytes. The
 // embedded server's consumers are not replicated: there the bytes bound
 // keeps its order and costs no place.
-func (in *runner) fetch(cons jetstream.Consumer, n int) (started int) {
+func (in *runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 	ctx, cancel := context.WithTimeout(in.takeCtx, fetchWait)
 	defer cancel()
 	opts := []jetstream.FetchOpt{jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(fetchHeartbeat)}
@@ -109,28 +121,95 @@ func (in *runner) fetch(cons jetstream.Consumer, n int) (started int) {
 		return 0
 	}
 	for msg := range batch.Messages() {
-		in.mu.Lock()
-		if in.closed {
-			in.mu.Unlock()
-			_ = msg.Nak()
+		tenant := ""
+		if h := msg.Headers(); h != nil {
+			tenant = h.Get(hdrTenant)
+		}
+		if !in.queue.push(msg, tenant) {
+			_ = msg.Nak() // Close was called
 			continue
 		}
-		in.active.Add(1)
-		in.mu.Unlock()
-		started++
-		go func() {
-			defer func() {
-				<-in.sem
-				in.active.Done()
-			}()
-			in.handle(msg)
-		}()
+		queued++
 	}
 	if err := batch.Error(); err != nil && !in.isClosed() && !fetchEnded(err) {
 		in.log.Warn("inbox: taking deliveries", "error", err)
 		time.Sleep(100 * time.Millisecond)
 	}
-	return started
+	return queued
+}
+
+// schedule starts the queued deliveries, each on its own goroutine, while a
+// worker is free, the next one as the fair queue chooses. At Close it hands
+// back those still queued.
+func (in *runner) schedule() {
+	defer in.loops.Done()
+	defer func() {
+		for _, msg := range in.queue.close() {
+			_ = msg.Nak()
+			<-in.held
+		}
+	}()
+	for {
+		select {
+		case in.sem <- struct{}{}:
+		case <-in.closing:
+			return
+		}
+		m, ok := in.queue.pop()
+		for !ok {
+			select {
+			case <-in.queue.kick:
+			case <-in.closing:
+				<-in.sem
+				return
+			}
+			m, ok = in.queue.pop()
+		}
+		select {
+		case in.dequeued <- struct{}{}:
+		default:
+		}
+		in.mu.Lock()
+		if in.closed {
+			in.mu.Unlock()
+			_ = m.msg.Nak()
+			in.queue.done(m.tenant)
+			<-in.held
+			<-in.sem
+			return
+		}
+		in.active.Add(1)
+		in.mu.Unlock()
+		go func() {
+			defer func() {
+				in.queue.done(m.tenant)
+				<-in.held
+				<-in.sem
+				in.active.Done()
+			}()
+			in.handle(m.msg)
+		}()
+	}
+}
+
+// renewQueued renews the leases of the deliveries queued, as run does
+// those of the running ones, every third of AckWait.
+func (in *runner) renewQueued() {
+	defer in.loops.Done()
+	every := max(in.opts.AckWait/3, time.Millisecond)
+	// Looked at twice as often, so that none waits much past a third.
+	t := time.NewTicker(max(every/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-in.closing:
+			return
+		}
+		for _, msg := range in.queue.stale(time.Now().Add(-every)) {
+			_ = msg.InProgress()
+		}
+	}
 }
 
 // fetchEnded reports an error of a pull request that is the usual way it
@@ -434,6 +513,8 @@ func (in *Inbox) putStatus(ctx context.Context, key string, st *status) error {
 	err := in.retrying(ctx, func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) })
 	if err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
+	} else if in.quota != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
+		in.quota.release(st.Seq)
 	}
 	return err
 }

@@ -32,7 +32,7 @@ type inboxFlags struct {
 	fsync                           bool
 	ackWait                         time.Duration
 	duplicateWindow, handled        days
-	maxStore                        byteSize
+	maxStore, tenantMaxStore        byteSize
 	replayGuard                     bool
 	workers, replicas               countFlag
 	// existing: --inbox must name a directory that exists (every command
@@ -63,6 +63,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.Var(&f.handled, "handled-retention", "with an inbox: how long a handled delivery's body is kept (the page, replay) before its space is freed; its id stays for the duplicate window")
 		f.maxStore = byteSize(inbox.DefaultMaxStoreBytes)
 		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; 0: the default; negative: no bound")
+		fs.Var(&f.tenantMaxStore, "tenant-max-store-bytes", "with an inbox and --tenants: bound of the bytes of one tenant's deliveries stored and not yet handled, such as 100MiB; past it that tenant's deliveries get 503 while the others' are stored; 0: half of --max-store-bytes; negative: none but --max-store-bytes")
 		fs.Var(&f.workers, "workers", "with an inbox: run at most `N` deliveries at once in this process (default 4 × the CPUs); serve --workers 0 --nats URL runs none: it stores them for 'forgehooks work'")
 		fs.Var(&f.replicas, "replicas", "with --nats: `N` replicas of each stream and bucket made (default 3; 1 for a single NATS server)")
 		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
@@ -96,6 +97,7 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	o.Dir, o.Fsync, o.AckWait = f.dir, f.fsync, f.ackWait
 	o.DuplicateWindow, o.HandledRetention = time.Duration(f.duplicateWindow), time.Duration(f.handled)
 	o.MaxStoreBytes, o.AllowRepeatedBodies = int64(f.maxStore), !f.replayGuard
+	o.TenantMaxStoreBytes = int64(f.tenantMaxStore)
 	if o.DuplicateWindow > inbox.DefaultMaxAge {
 		o.MaxAge = o.DuplicateWindow
 	}
