@@ -213,7 +213,7 @@ func TestInboxTenantStoreBound(t *testing.T) {
 	in := openInbox(t, dir, o)
 	ctx := context.Background()
 	enqueue := func(in *Inbox, tenant, id string) (webhooks.EnqueueResult, error) {
-		return in.EnqueueResult(ctx, webhooks.Delivery{ID: id, Name: "issues", Tenant: tenant, Payload: body(id)})
+		return in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Tenant: tenant, Payload: body(id)})
 	}
 	for _, tc := range []struct {
 		tenant, id string
