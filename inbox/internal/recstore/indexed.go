@@ -314,9 +314,6 @@ func (r *Indexed) PutWait(ctx context.Context, value []byte, keys ...string) err
 			return fmt.Errorf("inbox: record key %q is empty or holds a space, tab or newline", key)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err // not written: a caller that gave up may not want it
-	}
 	e := &recordEntry{keys: keys, value: value, done: make(chan error, 1)}
 	r.queue(e)
 	r.writePending()
