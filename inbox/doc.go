@@ -147,8 +147,9 @@
 // embedded mode they are streams of those names, each on one subject
 // (Name.rec.status, Name.rec.seen), found through an index in the process
 // (16 bytes a record key, a hash of it and its sequence) that is written to
-// Dir (Name_STATUS.index, Name_SEEN.index) at Close, every minute and
-// every 50,000 keys (package inbox/internal/recstore); Open reads it, only
+// Dir (Name_STATUS.index, Name_SEEN.index) at Close, every minute, every
+// 50,000 keys and right after an Open that read 1,000 keys or more past it
+// (package inbox/internal/recstore); Open reads it, only
 // when it is a regular file of a size the stream can need, and then the
 // records written since, so that
 // neither the memory nor the time to open grows with JetStream's index of

@@ -144,7 +144,7 @@ func TestIndexWriteKilled(t *testing.T) {
 		t.Fatalf("helper process printed no result:\n%s", out)
 	}
 	left := temporaryFiles(t, dir)
-	t.Logf("%d stored (+%d): Open after the cut writes took %v; temporary files left: %v", n, posted, r.Open.Round(time.Millisecond), left)
+	t.Logf("%d stored (+%d): Open after the cut writes took %v (%v of CPU); temporary files left: %v", n, posted, r.Open.Round(time.Millisecond), r.OpenCPU.Round(time.Millisecond), left)
 	if len(left) > 0 {
 		t.Errorf("temporary files left after a start: %v", left)
 	}

@@ -43,6 +43,10 @@ func (in *runner) reconcileStatuses(ctx context.Context, consumers []jetstream.C
 		}
 		n, r, err := in.reconcileRange(ctx, info.Config.FilterSubject, from, floor)
 		fixed, read = fixed+n, read+r
+		if err != nil && ctx.Err() != nil {
+			in.log.Info("inbox: reconciling statuses stopped by Close; the next start goes on", "fixed", fixed, "read", read)
+			return
+		}
 		if err != nil {
 			in.log.Warn("inbox: reconciling statuses", "consumer", info.Name, "error", err)
 			return
@@ -81,7 +85,11 @@ func (in *runner) reconcileRange(ctx context.Context, subject string, from, to u
 				return fixed, read, nil
 			}
 			read++
-			if in.reconcileOne(ctx, m.Headers(), m.Subject(), seq) {
+			ok, err := in.reconcileOne(ctx, m.Headers(), m.Subject(), seq)
+			if err != nil {
+				return fixed, read, err
+			}
+			if ok {
 				fixed++
 			}
 		}
@@ -95,29 +103,37 @@ func (in *runner) reconcileRange(ctx context.Context, subject string, from, to u
 }
 
 // reconcileOne sets right the status of the settled copy at seq; true when
-// it wrote one.
-func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject string, seq uint64) bool {
+// it wrote one. A status it cannot read (ctx ended, the store busy) is an
+// error, never taken for none: written over, the status would lose its
+// attempts.
+func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject string, seq uint64) (bool, error) {
 	if h == nil || h.Get(hdrVersion) != "1" {
-		return false
+		return false, nil
 	}
 	token := tokenOf(h, subject)
 	key := statusKey(h, token, seq)
-	st := in.loadStatus(ctx, key)
+	st, err := in.readStatus(ctx, key)
+	if err != nil {
+		return false, err
+	}
 	switch {
 	case st == nil && h.Get(hdrKey) == "":
 		st = &status{}
 	case st == nil, st.Seq != seq:
-		return false // another copy's status (Retry, Replay)
+		return false, nil // another copy's status (Retry, Replay)
 	case st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead:
-		return false
+		return false, nil
 	}
 	if in.isRunning(key) {
-		return false
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
 	st.Seq = seq
 	st.Status = delivery.StatusHandled
 	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil && dm.Header.Get(hdrSeq) == strconv.FormatUint(seq, 10) {
 		st.Status = delivery.StatusDead
 	}
-	return in.putStatus(ctx, key, st) == nil
+	return in.putStatus(ctx, key, st) == nil, nil
 }

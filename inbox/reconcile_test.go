@@ -72,3 +72,41 @@ func TestReconcileStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileUnreadStatus: a status the reconciliation cannot read (here
+// its context ended, as Close ends it) is left alone, not taken for none
+// and written over as a bare "handled" that forgets its attempts.
+func TestReconcileUnreadStatus(t *testing.T) {
+	ctx := context.Background()
+	wh := newWebhooks(t)
+	wh.OnAny(func(context.Context, emitter.Event) error { return nil })
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh})
+	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "unread", Name: "issues", Payload: payload("unread")}); err != nil {
+		t.Fatal(err)
+	}
+	var r delivery.Record
+	waitFor(t, 30*time.Second, "the delivery handled", func() bool {
+		var err error
+		r, err = in.Get(ctx, "unread")
+		return err == nil && r.Status == delivery.StatusHandled
+	})
+	m, err := in.inbox.GetMsg(ctx, r.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	in.mu.Lock()
+	runner := in.started
+	in.mu.Unlock()
+	if fixed, err := runner.reconcileOne(ended, m.Header, m.Subject, r.Seq); fixed || err == nil {
+		t.Errorf("reconcileOne with its context ended: fixed %v, error %v; want no write and the error", fixed, err)
+	}
+	got, err := in.Get(ctx, "unread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != delivery.StatusHandled || len(got.Attempts) != len(r.Attempts) || len(got.Attempts) == 0 {
+		t.Errorf("after the reconciliation: %s with %d attempts, want handled with %d", got.Status, len(got.Attempts), len(r.Attempts))
+	}
+}

@@ -47,6 +47,7 @@ var scaleBody = func() []byte {
 // scaleResult is what the helper process measured on a filled inbox.
 type scaleResult struct {
 	Open     time.Duration `json:"open"`      // Open returning, workers started
+	OpenCPU  time.Duration `json:"open_cpu"`  // the CPU time (all threads) Open used
 	RSSOpen  int64         `json:"rss_open"`  // VmRSS once open, bytes
 	RSSList  int64         `json:"rss_list"`  // after the list and one lookup
 	RSS      int64         `json:"rss"`       // VmRSS after all the lookups
@@ -117,8 +118,8 @@ func TestScale(t *testing.T) {
 	if !found {
 		t.Fatalf("helper process printed no result:\n%s", out)
 	}
-	t.Logf("%d stored: open %v, RSS once open %d MiB, after a list and a lookup %d MiB, after 21 lookups %d MiB (peak %d MiB), idle %d MiB, list first page %v (%d records), get by id p50 %v max %v, holds max %v, a new delivery %v",
-		n, r.Open.Round(time.Millisecond), r.RSSOpen>>20, r.RSSList>>20, r.RSS>>20, r.HWM>>20, r.RSSIdle>>20, r.List.Round(time.Microsecond), r.ListN,
+	t.Logf("%d stored: open %v (%v of CPU), RSS once open %d MiB, after a list and a lookup %d MiB, after 21 lookups %d MiB (peak %d MiB), idle %d MiB, list first page %v (%d records), get by id p50 %v max %v, holds max %v, a new delivery %v",
+		n, r.Open.Round(time.Millisecond), r.OpenCPU.Round(time.Millisecond), r.RSSOpen>>20, r.RSSList>>20, r.RSS>>20, r.HWM>>20, r.RSSIdle>>20, r.List.Round(time.Microsecond), r.ListN,
 		r.GetP50.Round(time.Microsecond), r.GetMax.Round(time.Microsecond), r.Holds.Round(time.Microsecond), r.Enqueued.Round(time.Microsecond))
 	if r.ListN != delivery.DefaultListLimit {
 		t.Errorf("list: %d records on the first page, want %d", r.ListN, delivery.DefaultListLimit)
@@ -230,12 +231,12 @@ func TestScaleHelperProcess(t *testing.T) {
 	wh := newWebhooks(t)
 	wh.OnAny(func(context.Context, emitter.Event) error { return nil })
 	var r scaleResult
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	in, err := openStarted(ctx, Options{Dir: dir, Receiver: wh, Logger: quiet(t), MaxStoreBytes: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Open = time.Since(start)
+	r.Open, r.OpenCPU = time.Since(start), cpuTime()-cpu
 	defer in.Close(ctx)
 	r.RSSOpen = procStatus("VmRSS:")
 

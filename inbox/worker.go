@@ -492,18 +492,29 @@ func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *status) {
 // the status is a record of what happened, the delivery itself is in the
 // stream).
 func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
-	v, err := in.status.Get(ctx, key)
+	st, err := in.readStatus(ctx, key)
 	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			in.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
-		}
-		return nil
+		in.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
+	}
+	return st
+}
+
+// readStatus reads a status: nil and no error when there is none (or it
+// is not a status), nil and the error when it cannot be read, which a
+// caller that writes statuses must not take for none.
+func (in *Inbox) readStatus(ctx context.Context, key string) (*status, error) {
+	v, err := in.status.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	var st status
 	if json.Unmarshal(v, &st) != nil {
-		return nil
+		return nil, nil
 	}
-	return &st
+	return &st, nil
 }
 
 // putStatus writes a status and waits for the store's answer, waiting out

@@ -78,15 +78,17 @@ type pendingAck struct {
 	handled chan struct{} // closed once applied, when not nil
 }
 
-// The index is written every snapshotEvery if it changed, and as soon as
-// snapshotEntries keys were written since the last time (an Open that read
-// as many from the stream writes it at once): a start, even after kills
-// that cut every Close, reads at most about that many from the stream.
+// The index is written every snapshotEvery if it changed, as soon as
+// snapshotEntries keys were written since the last time, and right after
+// an Open that read loadSnapshotEntries keys or more from the stream: a
+// start, even after kills that cut every Close, reads at most about
+// snapshotEntries keys, or what came since the run before it started.
 // Written, the index costs 16 bytes a key.
 const (
-	snapshotEvery   = time.Minute
-	snapshotEntries = 50_000
-	maintainEvery   = 10 * time.Second
+	snapshotEvery       = time.Minute
+	snapshotEntries     = 50_000
+	loadSnapshotEntries = 1_000
+	maintainEvery       = 10 * time.Second
 )
 
 // OpenIndexed creates (or updates) the stream of cfg, whose single

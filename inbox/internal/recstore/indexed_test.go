@@ -1,11 +1,13 @@
 package recstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestIndexedRecords(t *testing.T) {
@@ -182,4 +184,59 @@ func TestIndexFileNotUsed(t *testing.T) {
 		s = startStore(t, dir)
 		wantNone(t, s.r, "i_gone")
 	})
+}
+
+// TestIndexWrittenAfterReadingTail: an Open that read many records written
+// after the last snapshot (a kill cut the Close that would have written it)
+// writes the index at once, while open: another kill then leaves the next
+// start only what came after, not the tails of every run killed before.
+func TestIndexWrittenAfterReadingTail(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := startStore(t, dir)
+	if err := s.r.Put(ctx, "i_before", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	s.close()
+	old, err := os.ReadFile(s.file())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = startStore(t, dir)
+	for i := range loadSnapshotEntries {
+		s.r.PutAsync([]byte("2"), fmt.Sprintf("i_after%d", i))
+	}
+	s.close()
+	// As if the process had died before this Close wrote the index.
+	if err := os.WriteFile(s.file(), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = startStore(t, dir)
+	// Sooner than the periodic write (snapshotEvery).
+	deadline := time.Now().Add(snapshotEvery / 2)
+	for {
+		b, err := os.ReadFile(s.file())
+		if err == nil && !bytes.Equal(b, old) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the index was not written after an Open read the records after it")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Killed now: the index written while open serves the next start.
+	b, _ := os.ReadFile(s.file())
+	s.close()
+	if err := os.WriteFile(s.file(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = startStore(t, dir)
+	s.r.mu.Lock()
+	since := s.r.since
+	s.r.mu.Unlock()
+	if since != 0 {
+		t.Errorf("the start after read %d keys from the stream, want 0", since)
+	}
+	wantValue(t, s.r, "i_before", "1")
+	wantValue(t, s.r, fmt.Sprintf("i_after%d", loadSnapshotEntries-1), "2")
 }

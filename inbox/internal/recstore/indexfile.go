@@ -62,9 +62,11 @@ func (r *Indexed) load(ctx context.Context) error {
 	r.changed = true
 	read, err := r.scan(ctx, from, last)
 	r.since = len(read)
-	if r.since >= snapshotEntries {
-		// Written at once (maintain): the next start, after another
-		// kill, reads only what comes after.
+	if r.since >= loadSnapshotEntries {
+		// Written at once (maintain), in the background: the next start,
+		// after another kill, reads only what comes after, not the tails
+		// of every run killed before it.
+		r.saved = time.Time{}
 		r.due <- struct{}{}
 	}
 	r.idx.addAll(read)
