@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -159,4 +161,14 @@ func openStarted(ctx context.Context, o Options) (*Inbox, error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// messageOf is the stored message Enqueue would publish for d.
+func messageOf(t testing.TB, in *Inbox, d webhooks.Delivery, digest string) *nats.Msg {
+	t.Helper()
+	g, err := in.scanBody(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.message(d, digest, g)
 }

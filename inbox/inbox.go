@@ -586,6 +586,10 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 	if d.Name == "" {
 		return 0, errors.New("inbox: delivery without an event name")
 	}
+	g, err := in.scanBody(d)
+	if err != nil {
+		return 0, err
+	}
 	token := subjectToken(deliveryKey(d.Tenant, d.ID))
 	var digest string
 	if d.ID != "" {
@@ -598,7 +602,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 	if err != nil {
 		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, err)
 	}
-	msg := in.message(d, digest)
+	msg := in.message(d, digest, g)
 	ack, err := in.publishRetrying(ctx, msg)
 	if err != nil && d.ID != "" {
 		// The store may have taken it and its answer been lost (a timeout, a
@@ -638,13 +642,13 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 
 // message builds the stored message of d: its subject, the request's headers
 // and the inbox's own.
-func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
+func (in *Inbox) message(d webhooks.Delivery, digest string, g ingest) *nats.Msg {
 	received := d.ReceivedAt
 	if received.IsZero() {
 		received = time.Now()
 	}
 	msg := &nats.Msg{Data: d.Payload, Header: storedHeader(d.Header)}
-	in.order(msg, d)
+	in.order(msg, g.key)
 	msg.Header.Set(hdrVersion, "1")
 	msg.Header.Set(hdrEvent, d.Name)
 	if d.ID != "" {
@@ -653,7 +657,7 @@ func (in *Inbox) message(d webhooks.Delivery, digest string) *nats.Msg {
 	if d.Tenant != "" {
 		msg.Header.Set(hdrTenant, d.Tenant)
 	}
-	setMeta(msg.Header, d.Payload)
+	setMeta(msg.Header, g, len(d.Payload))
 	if d.Signature != "" {
 		msg.Header.Set(hdrSignature, d.Signature)
 	}

@@ -138,7 +138,7 @@ func TestLanded(t *testing.T) {
 	in := openInbox(t, t.TempDir(), Options{})
 	ctx := context.Background()
 	msgOf := func(id string, body []byte) *nats.Msg {
-		return in.message(webhooks.Delivery{ID: id, Name: "push", Payload: body}, bodyDigest(body))
+		return messageOf(t, in, webhooks.Delivery{ID: id, Name: "push", Payload: body}, bodyDigest(body))
 	}
 	first := msgOf("lost-answer", []byte(`{"n":1}`))
 	ack, err := in.js.PublishMsg(ctx, first)

@@ -37,7 +37,8 @@ var (
 		{"workflow_job", "id"}, {"workflow_run", "id"}, {"check_suite", "id"},
 		{"pull_request", "id"}, {"issue", "id"}, {"repository", "id"},
 	}
-	subjectPrefixes = []string{"workflow_job:", "workflow_run:", "check_suite:", "pull_request:", "issue:", "repository:"}
+	subjectPrefixes      = []string{"workflow_job:", "workflow_run:", "check_suite:", "pull_request:", "issue:", "repository:"}
+	installationPrefixes = []string{"installation:"}
 )
 
 // lookupKey returns prefixes[i] and the integer found at paths[i], for the
@@ -47,7 +48,13 @@ func lookupKey(body []byte, paths []jsonscan.Path, prefixes []string) string {
 	if jsonscan.Lookup(body, paths, res[:len(paths)]) != nil {
 		return ""
 	}
-	for i := range paths {
+	return keyOf(body, res[:len(paths)], prefixes)
+}
+
+// keyOf returns prefixes[i] and the integer of res[i], for the first i that
+// holds one; "" when none does.
+func keyOf(body []byte, res []jsonscan.Result, prefixes []string) string {
+	for i := range res {
 		if id, ok := res[i].Int64(body); ok {
 			return prefixes[i] + strconv.FormatInt(id, 10)
 		}
@@ -65,7 +72,7 @@ func ByRepository(d webhooks.Delivery) string {
 // payload's installation.id); those without one (a repository's own webhook)
 // are not ordered.
 func ByInstallation(d webhooks.Delivery) string {
-	return lookupKey(d.Payload, installationPath, []string{"installation:"})
+	return lookupKey(d.Payload, installationPath, installationPrefixes)
 }
 
 // BySubject orders the deliveries about one thing: the workflow job, the
@@ -113,18 +120,16 @@ func partitionToken(p int) string { return "p" + strconv.Itoa(p) }
 // before have a subject per delivery, <Name>.in[.p<N>].<token>, still read.
 const storeToken = "q"
 
-// order sets the subject of a delivery about to be stored: with OrderBy and
-// a key, its partition's, whose consumer hands out one delivery at a time;
-// else the unordered one.
-func (in *Inbox) order(msg *nats.Msg, d webhooks.Delivery) {
-	if in.opts.OrderBy != nil {
-		if key := in.opts.OrderBy(d); key != "" {
-			p := partitionToken(partitionOf(key, in.opts.OrderPartitions))
-			msg.Header.Set(hdrPartition, p)
-			msg.Header.Set(hdrOrderKey, clipKey(key))
-			msg.Subject = in.inSubj + p + "." + storeToken
-			return
-		}
+// order sets the subject of a delivery about to be stored: with a key, its
+// partition's, whose consumer hands out one delivery at a time; else the
+// unordered one.
+func (in *Inbox) order(msg *nats.Msg, key string) {
+	if key != "" {
+		p := partitionToken(partitionOf(key, in.opts.OrderPartitions))
+		msg.Header.Set(hdrPartition, p)
+		msg.Header.Set(hdrOrderKey, clipKey(key))
+		msg.Subject = in.inSubj + p + "." + storeToken
+		return
 	}
 	msg.Subject = in.inSubj + storeToken
 }

@@ -77,21 +77,20 @@ func statusKey(h nats.Header, subjToken string, seq uint64) string {
 // is stored and kept in its headers (hdrRepository, hdrSender).
 var metaPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
 
-// setMeta writes what a list shows of payload into h: its action, repository
-// and sender, clipped (a payload value may be of any size).
-func setMeta(h nats.Header, payload []byte) {
-	var found [2]jsonscan.Result
-	_ = jsonscan.Lookup(payload, metaPaths, found[:])
+// setMeta writes what a list shows of a delivery into h: its action,
+// repository and sender as the ingest found them, clipped (a payload value
+// may be of any size), and the payload's size.
+func setMeta(h nats.Header, g ingest, size int) {
 	for _, kv := range [...][2]string{
-		{hdrAction, emitter.Event{Payload: payload}.Action()},
-		{hdrRepository, found[0].String(payload)},
-		{hdrSender, found[1].String(payload)},
+		{hdrAction, g.action},
+		{hdrRepository, g.repository},
+		{hdrSender, g.sender},
 	} {
 		if kv[1] != "" {
 			h.Set(kv[0], clip.String(kv[1]))
 		}
 	}
-	h.Set(hdrSize, strconv.Itoa(len(payload)))
+	h.Set(hdrSize, strconv.Itoa(size))
 }
 
 // recordOf builds a Record from a stored message (of the inbox or the dead

@@ -188,7 +188,7 @@ func fillScale(t *testing.T, dir string, n int) {
 		d := webhooks.Delivery{ID: id, Name: "issues", Payload: unique(scaleBody, id)}
 		p := pending{d: d, token: subjectToken(id), digest: bodyDigest(d.Payload)}
 		var err error
-		if p.ack, err = in.js.PublishMsgAsync(in.message(d, p.digest)); err != nil {
+		if p.ack, err = in.js.PublishMsgAsync(messageOf(t, in, d, p.digest)); err != nil {
 			t.Fatal(err)
 		}
 		if batch = append(batch, p); len(batch) == window {

@@ -41,7 +41,10 @@ type Inbox interface {
 	// delivery with d.ID is stored already (d is then not stored again), or
 	// Requeued when that delivery is a dead letter that now runs again. It
 	// returns only once d is stored, or with an error when it cannot be
-	// within ctx. A delivery with an empty ID is never a duplicate.
+	// within ctx. A delivery with an empty ID is never a duplicate. A body
+	// that is not one JSON object is refused with an error wrapping
+	// ErrInvalidPayload (the middleware answers 400), so that what is stored
+	// need not be checked again when it runs.
 	Enqueue(ctx context.Context, d Delivery) (EnqueueResult, error)
 }
 

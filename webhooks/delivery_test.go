@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
 // TestDeliveryFrom checks that handlers see their delivery's headers,
@@ -126,6 +127,10 @@ func (b *memInbox) Enqueue(ctx context.Context, d Delivery) (EnqueueResult, erro
 	defer b.mu.Unlock()
 	if b.fail != nil {
 		return 0, b.fail
+	}
+	// The Inbox contract: a body that is not one JSON object is refused.
+	if _, err := jsonscan.Scan(d.Payload); err != nil {
+		return 0, jsonscan.InvalidPayload(ErrInvalidPayload, d.Name, d.ID, err)
 	}
 	if b.ids[d.ID] {
 		return Duplicate, nil

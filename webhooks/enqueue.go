@@ -2,27 +2,22 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
-	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/internal/clip"
-	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
 
 const msgNotStored = "Could not store the delivery: try again later"
 
 // enqueue hands a verified delivery to the inbox and answers for it: 202 once
-// stored, 200 for a duplicate, 503 when the inbox cannot take it in time. A
-// body that is not a JSON object is refused before it is stored.
+// stored, 200 for a duplicate, 400 for a body the inbox refuses as not a JSON
+// object (the inbox checks it, in its one pass over the body), 503 when the
+// inbox cannot take it in time.
 func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery) {
-	if _, err := jsonscan.Scan(d.Payload); err != nil {
-		err = jsonscan.InvalidPayload(emitter.ErrInvalidPayload, d.Name, d.ID, err)
-		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
-		return
-	}
 	// Counted for Close, so that a shutdown waits for a store under way.
 	f, err := m.w.inFlight.take(d.ID, int64(len(d.Payload)), 0, 0)
 	if err != nil {
@@ -38,6 +33,8 @@ func (m *Middleware) enqueue(rw http.ResponseWriter, r *http.Request, d Delivery
 	}
 	res, err := m.inbox.Enqueue(ctx, d)
 	switch {
+	case errors.Is(err, ErrInvalidPayload):
+		m.reject(rw, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "emitter: "), slog.LevelWarn, "invalid payload", "delivery", clip.String(d.ID), "event", clip.String(d.Name))
 	case err != nil:
 		if sw, ok := rw.(*statusWriter); ok {
 			// OnResult's Err carries the cause, which the answer does not.

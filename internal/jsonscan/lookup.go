@@ -28,12 +28,20 @@ const MaxPaths = 64
 // for the error; res must have room for every path (it panics otherwise, and
 // when there are more than MaxPaths paths).
 func Lookup(data []byte, paths []Path, res []Result) error {
+	return LookupTop(data, paths, 0, res)
+}
+
+// LookupTop is Lookup where each path whose bit (1<<i for paths[i]) is set in
+// top names a top-level member itself, its Path[1] unused: the member Scan
+// finds as the action, with Scan's result. It lets one pass find the action
+// and deeper values together.
+func LookupTop(data []byte, paths []Path, top uint64, res []Result) error {
 	if len(paths) > MaxPaths {
 		panic(fmt.Sprintf("jsonscan.Lookup: %d paths, more than MaxPaths (%d)", len(paths), MaxPaths))
 	}
 	res = res[:len(paths)]
 	clear(res)
-	if err := walk(data, paths, 0, res); err != nil {
+	if err := walk(data, paths, top, res); err != nil {
 		clear(res)
 		return err
 	}
