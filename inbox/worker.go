@@ -16,6 +16,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -549,14 +550,20 @@ func (in *Inbox) settled(msg jetstream.Msg, st *status) bool {
 }
 
 // notADelivery says why a stored message is not a delivery the inbox wrote,
-// or returns "". Its body is not checked again: Enqueue stored only JSON
-// objects (scanBody).
+// or returns "". A body whose size header Enqueue wrote was checked there
+// (scanBody) and is trusted; any other (written by something else, or by an
+// older version) is checked here, once per attempt.
 func notADelivery(h nats.Header, data []byte) string {
 	switch {
 	case h.Get(hdrVersion) != "1":
 		return "no " + hdrVersion + " header 1 (a message published by something else?)"
 	case h.Get(hdrEvent) == "":
 		return "no " + hdrEvent + " header"
+	}
+	if h.Get(hdrSize) != strconv.Itoa(len(data)) {
+		if _, err := jsonscan.Scan(data); err != nil {
+			return "the payload is not a JSON object: " + err.Error()
+		}
 	}
 	return ""
 }
