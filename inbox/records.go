@@ -14,6 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// minDuplicates is the shortest duplicate window JetStream takes (zero is
+// its default of two minutes).
+const minDuplicates = 100 * time.Millisecond
+
 // recordStore names one of the inbox's record stores.
 type recordStore struct {
 	to     *recstore.Records
@@ -65,6 +69,10 @@ func (in *Inbox) setupIndexedRecords(ctx context.Context, stores []recordStore) 
 				Storage:     jetstream.FileStorage,
 				Replicas:    1,
 				AllowDirect: true,
+				// Records carry no message id, so a duplicate window would
+				// only make each start reload the stream's last messages:
+				// JetStream's shortest one.
+				Duplicates: minDuplicates,
 				// A limit per subject that is never reached makes JetStream
 				// use blocks of 4 MiB, not 8: a lookup of an old record
 				// loads its block into memory for a few seconds.

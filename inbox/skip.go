@@ -26,7 +26,9 @@ const skipReason = "inbox: set aside by an operator (forgehooks inbox skip); Ret
 // with the attempts it made; the later deliveries of its key then run. Retry
 // runs it again later, at the end of its key's order. Skip is logged. It
 // works on an Inbox that is not started (the command line's, on a stopped
-// receiver's directory) as on a running one.
+// receiver's directory) as on a running one. Skip takes no lease: a runner
+// that claims the delivery at that very moment (its retry falling due) may
+// run it once more, and its status then says what that run did.
 //
 // The error wraps delivery.ErrNotFound when the inbox holds no delivery id,
 // ErrNotWaiting when it does not wait.
