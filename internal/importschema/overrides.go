@@ -46,15 +46,23 @@ type typeOverride struct {
 }
 
 type optionalOverride struct {
-	In     string   `yaml:"in"`
-	JSON   []string `yaml:"json"`
-	Reason string   `yaml:"reason"`
+	In   string   `yaml:"in"`
+	JSON []string `yaml:"json"`
+	// OlderSpecs marks an entry for older published versions of the spec:
+	// where the spec already says so, or lacks the member, it is no
+	// warning (the project's tests pass at every version the importer
+	// accepts).
+	OlderSpecs bool   `yaml:"older_specs"`
+	Reason     string `yaml:"reason"`
 }
 
 type nameOverride struct {
-	Name   string `yaml:"name"` // event.action
-	Like   string `yaml:"like"` // event.action whose payload it shares
-	Reason string `yaml:"reason"`
+	Name string `yaml:"name"` // event.action, or event.* for the actions the spec does not list
+	Like string `yaml:"like"` // event.action whose payload it shares
+	// OlderSpecs marks an entry for older published versions of the spec:
+	// where the spec has the name already, it is no warning.
+	OlderSpecs bool   `yaml:"older_specs"`
+	Reason     string `yaml:"reason"`
 }
 
 type renameOverride struct {
@@ -213,13 +221,20 @@ func (o *overrides) apply(s *genmodel.Schema, renamed map[string]bool) ([]string
 		if e == nil {
 			return nil, fmt.Errorf("%w: names %s: no event %s", errOverride, n.Name, ev)
 		}
-		if findAction(e, act) != nil {
-			noop("names %s: the spec has it now", n.Name)
+		if act == "*" && e.OtherActionsType != "" || act != "*" && findAction(e, act) != nil {
+			if !n.OlderSpecs {
+				noop("names %s: the spec has it now", n.Name)
+			}
 			continue
 		}
 		like := findAction(e, lact)
 		if like == nil {
 			return nil, fmt.Errorf("%w: names %s: no action %s to copy", errOverride, n.Name, n.Like)
+		}
+		if act == "*" {
+			// Actions the spec does not list (free-form ones) get its payload.
+			e.OtherActionsType = like.Type
+			continue
 		}
 		src := types[like.Type]
 		t := cloneType(*src)
@@ -345,13 +360,13 @@ func (o *overrides) apply(s *genmodel.Schema, renamed map[string]bool) ([]string
 				for j := range t.Fields {
 					if f := &t.Fields[j]; f.JSON == key {
 						found = true
-						if f.Required == pass.req {
+						if f.Required == pass.req && !op.OlderSpecs {
 							noop("%s %s.%s: the spec has it %s", pass.kind, op.In, key, pass.kind)
 						}
 						f.Required = pass.req
 					}
 				}
-				if !found {
+				if !found && !op.OlderSpecs {
 					noop("%s %s.%s: no such member", pass.kind, op.In, key)
 				}
 			}

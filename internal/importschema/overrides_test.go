@@ -153,7 +153,41 @@ func TestApplyOverrides(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "names other actions",
+			yaml: "names: [{name: 'issues.*', like: issues.closed, reason: free-form}]",
+			check: func(t *testing.T, s *genmodel.Schema) {
+				if e := s.Events[0]; e.OtherActionsType != "IssuesClosedEvent" || len(e.Actions) != 2 {
+					t.Errorf("other actions %q, %d actions; want IssuesClosedEvent and the 2 of the spec", e.OtherActionsType, len(e.Actions))
+				}
+			},
+		},
+		{
+			// Set by the first entry, so the second is a no-op, quiet for
+			// older specs.
+			name: "names other actions older specs",
+			yaml: "names: [{name: 'issues.*', like: issues.closed, reason: r}, {name: 'issues.*', like: issues.opened, older_specs: true, reason: r}]",
+			check: func(t *testing.T, s *genmodel.Schema) {
+				if got := s.Events[0].OtherActionsType; got != "IssuesClosedEvent" {
+					t.Errorf("other actions %q, want the first entry's IssuesClosedEvent", got)
+				}
+			},
+		},
+		{name: "names other actions no-op", yaml: "names: [{name: 'issues.*', like: issues.closed, reason: r}, {name: 'issues.*', like: issues.opened, reason: r}]", warn: "names issues.*: the spec has it now"},
+		{name: "names older specs no-op", yaml: "names: [{name: issues.opened, like: issues.closed, older_specs: true, reason: r}]"},
 		{name: "optional no-op", yaml: "optional: [{in: IssuesClosedEvent, json: ['+1'], reason: r}]", warn: "the spec has it optional"},
+		{
+			// An entry for older spec versions is quiet where the spec
+			// already says so or lacks the member, and applies where not.
+			name: "optional older specs",
+			yaml: "optional: [{in: IssuesClosedEvent, json: ['+1', nope, state], older_specs: true, reason: r}]",
+			check: func(t *testing.T, s *genmodel.Schema) {
+				if fieldOf(typeOf(s, "IssuesClosedEvent"), "state").Required {
+					t.Error("state still required")
+				}
+			},
+		},
+		{name: "optional older specs no struct", yaml: "optional: [{in: Nope, json: [state], older_specs: true, reason: r}]", warn: "no struct Nope"},
 		{
 			name: "required",
 			yaml: "required: [{in: IssuesClosedEvent, json: ['+1'], reason: always sent}]",
