@@ -291,7 +291,9 @@ func TestMiddlewareTimeout(t *testing.T) {
 	f := newFixture(t, MiddlewareOptions{Timeout: 1}) // 1ns: the handler is always still running
 	var finished atomic.Bool
 	handlerCtxErr := make(chan error, 1)
+	started := make(chan struct{})
 	f.wh.On("slow", func(ctx context.Context, e emitter.Event) error {
+		close(started)
 		<-f.release
 		handlerCtxErr <- ctx.Err()
 		finished.Store(true)
@@ -301,7 +303,10 @@ func TestMiddlewareTimeout(t *testing.T) {
 	if res.StatusCode != http.StatusAccepted || body != "still processing\n" || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
 		t.Fatalf("got %d %q %q", res.StatusCode, body, res.Header.Get("Content-Type"))
 	}
-	// The handler is blocked, so a Close that must not wait reports so.
+	// The 202 may come before the handler starts (a Close whose context has
+	// ended keeps it from starting at all); once it is blocked, a Close that
+	// must not wait reports so.
+	<-started
 	expired, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := f.wh.Close(expired); !errors.Is(err, context.Canceled) {
