@@ -31,11 +31,12 @@ const indexKillMaxOpen = time.Second
 // SIGTERM (its Close writes the indexes) and SIGKILLed the moment an index's
 // temporary file appears, while it is written. Then Open is measured in a
 // process of its own (bounded by indexKillMaxOpen when FORGEHOOKS_SCALE is
-// set, the runs of serve made after the fill has left JetStream's
-// duplicate window), and no temporary file may be left in the directory. It runs only
-// when FORGEHOOKS_SCALE or FORGEHOOKS_INDEX_KILL is set (two minutes and more when measured):
+// set, the runs of serve made after the fill has left JetStream's duplicate
+// window), and no temporary file may be left in the directory. It runs only
+// when FORGEHOOKS_SCALE or FORGEHOOKS_INDEX_KILL is set (a minute and more;
+// over two when measured):
 //
-//	FORGEHOOKS_SCALE=200000 go test -run TestIndexWriteKilled -v -timeout 30m ./inbox
+//	FORGEHOOKS_SCALE=200000 go test -run TestIndexWriteKilled -v -timeout 60m ./inbox
 //	FORGEHOOKS_INDEX_KILL=1 go test -run TestIndexWriteKilled -v ./inbox
 func TestIndexWriteKilled(t *testing.T) {
 	if testing.Short() || os.Getenv("FORGEHOOKS_SCALE") == "" && os.Getenv("FORGEHOOKS_INDEX_KILL") == "" {
