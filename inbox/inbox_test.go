@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -354,6 +355,61 @@ func TestInboxLongHandlerKeepsLease(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the long handler ran %d times, want once", n)
+	}
+}
+
+// TestInboxLapsedLeaseRunsOnce: a delivery the server hands out again while
+// its handlers still run here (its lease lapsed: a renewal came late on a
+// loaded machine; here a nak sent as the server's own reply subject would)
+// does not run a second time beside the first, and is handled once.
+func TestInboxLapsedLeaseRunsOnce(t *testing.T) {
+	wh := newWebhooks(t)
+	var runs atomic.Int32
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, Workers: 4})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before the inbox's Close, which waits for the handlers
+	ctx := context.Background()
+	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "lapsed", Name: "push", Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cons, err := in.inbox.Consumer(ctx, in.workersConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := fmt.Sprintf("$JS.ACK.%s.%s.1.%d.%d.%d.0", info.Stream, info.Name, info.Delivered.Stream, info.Delivered.Consumer, time.Now().UnixNano())
+	if err := in.nc.Publish(reply, []byte("-NAK")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "handed out again", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.Delivered.Consumer > 1
+	})
+	select {
+	case <-started:
+		t.Fatal("the handlers ran a second time while the first run went on")
+	case <-time.After(300 * time.Millisecond):
+	}
+	free()
+	waitFor(t, 10*time.Second, "handled", func() bool {
+		r, _ := in.Get(ctx, "lapsed")
+		return r.Status == delivery.StatusHandled
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the handlers ran %d times, want once", n)
 	}
 }
 

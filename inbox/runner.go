@@ -168,9 +168,15 @@ func (in *Inbox) isRunning(key string) bool {
 	if r == nil {
 		return false
 	}
-	r.runMu.Lock()
-	defer r.runMu.Unlock()
-	return r.running[key]
+	return r.runs(key)
+}
+
+// runs reports whether the handlers of the delivery with status key key run
+// in this runner.
+func (in *runner) runs(key string) bool {
+	in.runMu.Lock()
+	defer in.runMu.Unlock()
+	return in.running[key]
 }
 
 func (in *runner) setRunning(key string, on bool) {

@@ -282,6 +282,14 @@ func (in *runner) handle(msg jetstream.Msg) {
 	}
 	token := tokenOf(h, msg.Subject())
 	key := statusKey(h, token, seq)
+	if meta.NumDelivered > 1 && in.runs(key) {
+		// Its lease ran out while its handlers still run here (a renewal
+		// came late: a loaded machine). The server keys leases and acks by
+		// stream sequence, so the run under way renews and settles this copy
+		// too; running it again would run the handlers twice at once.
+		_ = msg.InProgress()
+		return
+	}
 	// A delivery's first run has no status to read, unless it was stored
 	// again by Retry or Replay (hdrKey), has no id (its key is its seq,
 	// which a crash after the status was written could leave behind), or
