@@ -48,10 +48,7 @@ func TestAttemptNumbersGoOn(t *testing.T) {
 	if got := s.get("x")[1].Attempt; got != 4 {
 		t.Errorf("the retry ran as attempt %d, want 4", got)
 	}
-	waitFor(t, 10*time.Second, "the delivery handled", func() bool {
-		r, err := in.Get(ctx, "x")
-		return err == nil && r.Status == delivery.StatusHandled
-	})
+	waitHandled(t, in, "x", 10*time.Second)
 	r, _ := in.Get(ctx, "x")
 	var nums []int
 	for _, a := range r.Attempts {
@@ -100,10 +97,7 @@ func TestAttemptNumbersSurviveLostCount(t *testing.T) {
 	if got := s.get("x")[0].Attempt; got != 2 {
 		t.Errorf("ran as attempt %d, want 2", got)
 	}
-	waitFor(t, 10*time.Second, "the delivery handled", func() bool {
-		r, err := in.Get(ctx, "x")
-		return err == nil && r.Status == delivery.StatusHandled
-	})
+	waitHandled(t, in, "x", 10*time.Second)
 	r, _ := in.Get(ctx, "x")
 	if len(r.Attempts) != 2 || r.Attempts[0].Number != 1 || r.Attempts[0].Err == "" || r.Attempts[1].Number != 2 {
 		t.Errorf("attempts %+v, want #1 (failed) and #2", r.Attempts)
@@ -173,10 +167,7 @@ func TestAttemptNumbersCountRuns(t *testing.T) {
 		return nil
 	})
 	in = openInbox(t, dir, Options{Receiver: wh, RetryDelays: []time.Duration{50 * time.Millisecond}})
-	waitFor(t, 10*time.Second, "the delivery handled", func() bool {
-		r, err := in.Get(ctx, "x")
-		return err == nil && r.Status == delivery.StatusHandled
-	})
+	waitHandled(t, in, "x", 10*time.Second)
 	var nums []int
 	for _, info := range s.get("x") {
 		nums = append(nums, info.Attempt)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -135,6 +136,15 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitHandled waits up to d for the delivery id to be listed as handled.
+func waitHandled(t testing.TB, in *Inbox, id string, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, id+" handled", func() bool {
+		r, err := in.Get(context.Background(), id)
+		return err == nil && r.Status == delivery.StatusHandled
+	})
 }
 
 // unique returns body, a JSON object, with a member naming id added first:

@@ -62,10 +62,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "two deliveries handled", func() bool { return s.count() == 2 })
 	ctx := context.Background()
-	waitFor(t, 5*time.Second, "status handled", func() bool {
-		r, err := in.Get(ctx, "d-2")
-		return err == nil && r.Status == delivery.StatusHandled
-	})
+	waitHandled(t, in, "d-2", 5*time.Second)
 	time.Sleep(200 * time.Millisecond) // a second run would show by now
 	runs := s.get("d-1")
 	if len(runs) != 1 {
@@ -178,10 +175,7 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 	if err := in.Retry(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "handled after Retry", func() bool {
-		r, err := in.Get(ctx, "x")
-		return err == nil && r.Status == delivery.StatusHandled
-	})
+	waitHandled(t, in, "x", 10*time.Second)
 	runs := s.get("x")
 	if len(runs) != 4 || runs[3].Attempt != 4 {
 		t.Errorf("runs %d, last attempt %d; want 4, 4", len(runs), runs[len(runs)-1].Attempt)
@@ -348,10 +342,7 @@ func TestInboxLongHandlerKeepsLease(t *testing.T) {
 	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "long", Name: "push", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "handled", func() bool {
-		r, _ := in.Get(ctx, "long")
-		return r.Status == delivery.StatusHandled
-	})
+	waitHandled(t, in, "long", 10*time.Second)
 	time.Sleep(700 * time.Millisecond)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the long handler ran %d times, want once", n)
@@ -403,10 +394,7 @@ func TestInboxLapsedLeaseRunsOnce(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	free()
-	waitFor(t, 10*time.Second, "handled", func() bool {
-		r, _ := in.Get(ctx, "lapsed")
-		return r.Status == delivery.StatusHandled
-	})
+	waitHandled(t, in, "lapsed", 10*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the handlers ran %d times, want once", n)
