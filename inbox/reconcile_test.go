@@ -8,6 +8,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -92,6 +93,12 @@ func TestReconcileUnreadStatus(t *testing.T) {
 	})
 	m, err := in.inbox.GetMsg(ctx, r.Seq)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The status is read from the store, not from the writes still
+	// waiting for their acknowledgement (served from memory, whatever the
+	// context).
+	if err := in.status.(*recstore.Indexed).Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ended, cancel := context.WithCancel(ctx)
