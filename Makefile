@@ -133,7 +133,8 @@ bench-peers:
 ## with GOMAXPROCS=1, and the Node.js library under node, pinned in cmd/load/node.go, which the load
 ## tool installs with npm into $FORGEHOOKS_NPM_CACHE or ~/.cache/forgehooks/npm, and leaves
 ## out with a message when node or npm is missing), LOAD_N requests or LOAD_TIME each,
-## LOAD_ROUNDS rounds; requests/s, p50/p99 and server CPU per request into bench/README.md.
+## LOAD_ROUNDS rounds; every receiver runs on the last CPU, the load on the others (taskset);
+## requests/s, p50/p99 and server CPU per request into bench/README.md.
 LOAD_N      ?= 20000
 LOAD_TIME   ?= 20s
 LOAD_C      ?= 4

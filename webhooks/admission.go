@@ -163,7 +163,9 @@ func (p *pacer) read(k int, err error, left int64) error {
 	}
 	p.got += int64(k)
 	if p.got >= p.need {
-		if err == nil {
+		if err == nil && left != 0 {
+			// A body read to its announced length needs no next window:
+			// its next read finds the end without waiting.
 			p.begin(left, time.Now())
 		}
 		return err

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -227,4 +228,51 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// deadlines records the read deadlines a pacer sets.
+type deadlines []time.Time
+
+func (d *deadlines) SetReadDeadline(t time.Time) error {
+	*d = append(*d, t)
+	return nil
+}
+
+// TestPacerDeadlines counts the read deadlines set while a body is read: one
+// per window, and one to lift the last. A body read to its announced length
+// starts no window after its last byte.
+func TestPacerDeadlines(t *testing.T) {
+	tests := []struct {
+		name          string
+		size          int
+		contentLength int64
+		minRate       int64 // bytes per second over a 10 s window
+		want          int   // deadlines set, the lifting one included
+	}{
+		{"whole body in one window", 700, 700, 1000, 2},
+		{"no length, one window", 700, -1, 1000, 2},
+		{"the window's bytes met twice before the end", 2500, 2500, 100, 4},
+		{"the window's bytes met with the last byte", 2000, 2000, 100, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var set deadlines
+			p := &pacer{conn: &set, min: tt.minRate, window: 10 * time.Second}
+			before := time.Now()
+			body := strings.Repeat("a", tt.size)
+			got, err := readBody(iotest.OneByteReader(strings.NewReader(body)), tt.contentLength, 1<<20, io.Discard, nil, p)
+			if err != nil || len(got) != tt.size {
+				t.Fatalf("read %d bytes, %v", len(got), err)
+			}
+			if len(set) != tt.want {
+				t.Fatalf("%d deadlines set (%v), want %d", len(set), set, tt.want)
+			}
+			if first := set[0].Sub(before); first < 10*time.Second || first > 11*time.Second {
+				t.Errorf("first deadline %v after the read began, want the window, 10s", first)
+			}
+			if !set[len(set)-1].IsZero() {
+				t.Errorf("last deadline %v, want it lifted", set[len(set)-1])
+			}
+		})
+	}
 }

@@ -14,6 +14,8 @@
 // the headers it reads, and must answer 200. The requests go over -c
 // keep-alive connections, each written as one buffer made ahead (see conn), so
 // that the load generator is not what sets the pace.
+// With -pin (the default) every receiver runs on the last CPU and the load
+// generator on the others (see pin.go), so that neither takes the other's core.
 //
 //	load -forgehooks ./forgehooks -n 20000 -c 4 -duration 20s
 //
@@ -56,6 +58,7 @@ func main() {
 	event := flag.String("event", "push", "event name of the payload")
 	readme := flag.String("readme", "", "README whose load section to replace with the table")
 	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
+	pinCPUs := flag.Bool("pin", true, "pin every receiver to the last CPU and the load generator to the others (with taskset; left off with one CPU or without taskset)")
 	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here when stopped by SIGINT or SIGTERM; otherwise: a directory for one profile per receiver this command starts")
 	flag.Parse()
 
@@ -64,6 +67,11 @@ func main() {
 			fail(err)
 		}
 		return
+	}
+	if *pinCPUs {
+		if why := pin(); why != "" {
+			fmt.Fprintf(os.Stderr, "load: receivers not pinned: %s\n", why)
+		}
 	}
 	profileDir = *cpuprofile
 	body, name, err := loadPayload(*payload)
@@ -193,6 +201,7 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 		}
 		cmd = exec.Command(self, args...)
 	}
+	cmd = pinned(cmd)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	// serve logs a line per delivery: only the start of it is kept, to say why
 	// a receiver that never listens failed.

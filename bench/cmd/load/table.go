@@ -57,6 +57,11 @@ func render(order []string, results map[string][]result, name string, size int, 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Payload %s (%d bytes), %d connections, up to %d requests or %s per receiver after %d warm-up requests, %d round(s); medians of the rounds, and ratios taken within each round, then their median. Each Go receiver is its own process with GOMAXPROCS=1; the Node.js one is one node process (JavaScript on one thread, V8's helper threads beside it). Server CPU is the process's user+system time, all its threads, from /proc/<pid>/stat over the measured requests; its user part (the receiver's own code, the Go runtime or V8, and the HTTP library; system time is the kernel's sockets and scheduling) is shown beside it, and the ratios are of the whole. Sleeps are the times per request that the receiver's threads blocked (voluntary context switches): a receiver that waits for the load generator sleeps and is woken, at a cost in system time, where one that always has a request queued does not. The load generator writes each request as one buffer made ahead and reads the answer with http.ReadResponse, so that it keeps even the fastest receiver busy.\n\n",
 		name, size, cfg.c, cfg.n, cfg.duration, cfg.warmup, rounds)
+	if serverCPU >= 0 {
+		fmt.Fprintf(&b, "Every receiver ran pinned to CPU %d (taskset), the load generator on the others.\n\n", serverCPU)
+	} else {
+		b.WriteString("The receivers and the load generator shared every CPU (not pinned).\n\n")
+	}
 	_, withNode := results["node"]
 	head, rule := "| receiver | requests/s | p50 µs | p99 µs | server CPU µs/request | of it user | sleeps/request | × bare |", "|---|---:|---:|---:|---:|---:|---:|---:|"
 	if withNode {
