@@ -52,7 +52,7 @@ func pageText(ctx context.Context) string {
 // handled), Replay once more (attempt 4); no CSP violation.
 func TestBrowserInboxDeadLetter(t *testing.T) {
 	ctx := browserTab(t)
-	sv, failing, runs := startFailingInbox(t)
+	sv, failing, runs, release := startFailingInbox(t)
 	pageURL := uiURL(t, sv)
 	browse(t, ctx, "open", chromedp.Navigate(pageURL))
 	untilJS(t, ctx, "live", `document.getElementById('live').dataset.state === 'live'`)
@@ -65,6 +65,7 @@ func TestBrowserInboxDeadLetter(t *testing.T) {
 	if code, ans := deliver(t, hook, "issues", "inbox-1", body, nil); code != 200 {
 		t.Fatalf("duplicate: %d %s", code, ans)
 	}
+	release()
 	code, _, _ := runCmd(t, "", nil, "send", "--url", hook, "--secret", "wrong", "--event", "issues.opened", "--delivery", "forged-1")
 	if code != exitFailure {
 		t.Fatalf("send with a wrong secret: exit %d", code)

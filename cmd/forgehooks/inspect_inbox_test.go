@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,7 +154,7 @@ func awaitRow(t *testing.T, rows <-chan pageRow, key, status string, attempts in
 // and a bad signature show as the middleware's results; serve logs "delivery
 // stored" and "duplicate delivery".
 func TestServeInspectorInbox(t *testing.T) {
-	sv, failing, runs := startFailingInbox(t)
+	sv, failing, runs, release := startFailingInbox(t)
 	page := uiURL(t, sv)
 	rows := pageEvents(t, page)
 	hook := "http://" + sv.addr + webhooks.DefaultPath
@@ -164,6 +165,7 @@ func TestServeInspectorInbox(t *testing.T) {
 	if code, ans := deliver(t, hook, "issues", "dl-1", body, nil); code != 200 {
 		t.Fatalf("duplicate: %d %s", code, ans)
 	}
+	release()
 	awaitRow(t, rows, "d:dl-1", "dead", 2)
 
 	var d pageDetail
@@ -250,14 +252,21 @@ func TestServeInspectorInbox(t *testing.T) {
 
 // startFailingInbox starts serve with an inbox (one retry, after 1ms) and the
 // inspector page, and an "issues" handler that fails, naming its attempt,
-// while failing is set (at first it is); runs counts the handler's runs.
-func startFailingInbox(t *testing.T) (sv *proc, failing *atomic.Bool, runs *atomic.Int32) {
+// while failing is set (at first it is); runs counts the handler's runs. The
+// handler's first run waits for release, so that a duplicate sent before it
+// finds the delivery still queued (answered 200 "duplicate") on a loaded
+// machine too, not already a dead letter (which would run again, "requeued").
+func startFailingInbox(t *testing.T) (sv *proc, failing *atomic.Bool, runs *atomic.Int32, release func()) {
 	t.Helper()
 	failing, runs = new(atomic.Bool), new(atomic.Int32)
 	failing.Store(true)
+	gate := make(chan struct{})
+	release = sync.OnceFunc(func() { close(gate) })
 	setup := func(wh *webhooks.Webhooks) {
 		wh.On("issues", func(ctx context.Context, e emitter.Event) error {
-			runs.Add(1)
+			if runs.Add(1) == 1 {
+				<-gate
+			}
 			info, _ := webhooks.DeliveryFrom(ctx)
 			if failing.Load() {
 				return fmt.Errorf("downstream refused attempt %d", info.Attempt)
@@ -267,5 +276,6 @@ func startFailingInbox(t *testing.T) (sv *proc, failing *atomic.Bool, runs *atom
 	}
 	sv = start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret,
 		"--inbox", t.TempDir(), "--retry-delays", "1ms", "--ui", "127.0.0.1:0")
-	return sv, failing, runs
+	t.Cleanup(release) // before serve's own cleanup stops it (cleanups run last first)
+	return sv, failing, runs, release
 }
