@@ -63,7 +63,13 @@ func render(order []string, results map[string][]result, name string, size int, 
 		b.WriteString("The receivers and the load generator shared every CPU (not pinned).\n\n")
 	}
 	_, withNode := results["node"]
+	_, withGoGitHub := results["go-github"]
 	head, rule := "| receiver | requests/s | p50 µs | p99 µs | server CPU µs/request | of it user | sleeps/request | × bare |", "|---|---:|---:|---:|---:|---:|---:|---:|"
+	// × go-github beside every row: bare's is the least a receiver that
+	// verifies and reads its deliveries can reach on the machine.
+	if withGoGitHub {
+		head, rule = head+" × go-github |", rule+"---:|"
+	}
 	if withNode {
 		head, rule = head+" × Node.js |", rule+"---:|"
 	}
@@ -79,6 +85,9 @@ func render(order []string, results map[string][]result, name string, size int, 
 			med(rs, func(r result) float64 { return r.user }),
 			med(rs, func(r result) float64 { return r.sleeps }),
 			ratio(results, s, "bare"))
+		if withGoGitHub {
+			fmt.Fprintf(&b, " %.2f× |", ratio(results, s, "go-github"))
+		}
 		if withNode {
 			fmt.Fprintf(&b, " %.2f× |", ratio(results, s, "node"))
 		}
@@ -93,6 +102,7 @@ func render(order []string, results map[string][]result, name string, size int, 
 	ts := []target{
 		{"4: raw ≤ 1.4× bare (server CPU per request)", "raw", "bare", 1.4},
 		{"4: typed ≤ 0.5× go-github", "typed", "go-github", 0.5},
+		{"32: typed ≤ 0.40× go-github", "typed", "go-github", 0.40},
 		// Below the Node.js library: measured in the same run, since absolute
 		// figures from another machine say nothing here.
 		{"4: raw below the Node.js library", "raw", "node", 1},
