@@ -112,21 +112,9 @@ func (in *Inbox) setupKeys(ctx context.Context) error {
 		return fmt.Errorf("inbox: creating bucket %s_KEYS: %w", o.Name, err)
 	}
 	if in.ns == nil {
-		// In a cluster a direct read may be answered by a replica that
-		// lags: the records are read from the leader, so that a runner
-		// sees at once what another wrote.
-		st, err := in.js.Stream(ctx, "KV_"+o.Name+"_KEYS")
-		if err != nil {
-			return fmt.Errorf("inbox: bucket %s_KEYS: %w", o.Name, err)
-		}
-		if cfg := st.CachedInfo().Config; cfg.AllowDirect {
-			cfg.AllowDirect = false
-			if _, err := in.js.UpdateStream(ctx, cfg); err != nil {
-				return fmt.Errorf("inbox: bucket %s_KEYS: %w", o.Name, err)
-			}
-		}
-		if in.keyBucket, err = in.js.KeyValue(ctx, o.Name+"_KEYS"); err != nil {
-			return fmt.Errorf("inbox: bucket %s_KEYS: %w", o.Name, err)
+		// A runner must see at once what another wrote.
+		if in.keyBucket, err = in.leaderReads(ctx, o.Name+"_KEYS"); err != nil {
+			return err
 		}
 	}
 	// No direct reads from replicas: a runner must see a parked delivery
@@ -145,6 +133,28 @@ func (in *Inbox) setupKeys(ctx context.Context) error {
 		return fmt.Errorf("inbox: creating stream %s_PARKED: %w", o.Name, err)
 	}
 	return nil
+}
+
+// leaderReads makes the reads of a cluster's bucket go to its leader and
+// returns the bucket so opened. A direct read (AllowDirect, a bucket's
+// default) may be answered by a replica that lags, for seconds while a
+// leader is elected: a record just written would pass for one missing.
+func (in *Inbox) leaderReads(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	st, err := in.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := in.js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+		}
+	}
+	kv, err := in.js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+	}
+	return kv, nil
 }
 
 // keyEntry is a record as last seen, with its revision.
@@ -454,9 +464,15 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 	seq, name := meta.Sequence.Stream, keyName(key)
 	if meta.NumDelivered > 1 {
 		// Handed out again (an acknowledgement lost, a crash): it may have
-		// run since.
-		if st := k.loadStatus(ctx, statusKey(h, tokenOf(h, msg.Subject()), seq)); st != nil && st.Seq == seq &&
-			(st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
+		// run since, and its key's record gone with it, so that admitting
+		// it again would run it after the later deliveries of its key. A
+		// status that cannot be read is no proof that it did not run.
+		st, err := k.readStatus(ctx, statusKey(h, tokenOf(h, msg.Subject()), seq))
+		if err != nil {
+			k.admitFailed(msg, fmt.Errorf("reading its status: %w", err))
+			return
+		}
+		if st != nil && st.Seq == seq && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
 			_ = msg.Ack()
 			return
 		}
@@ -586,7 +602,13 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 	}
 	token := tokenOf(h, m.Subject)
 	key := statusKey(h, token, head)
-	st := k.loadStatus(ctx, key)
+	st, err := k.readStatus(ctx, key)
+	if err != nil {
+		// Not taken for none: the Head may have run already.
+		k.statusUnread(key, err)
+		k.release(name, head, time.Now().Add(time.Second))
+		return nil
+	}
 	switch {
 	case st != nil && st.Seq == head && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead):
 		return k.advance(name, head) // ran before a crash, or set aside (Skip)

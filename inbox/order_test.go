@@ -295,12 +295,17 @@ func TestOrderCluster(t *testing.T) {
 	}
 }
 
+// orderRuns counts the runs of orderCluster.
+var orderRuns atomic.Int32
+
 func orderCluster(t *testing.T, loss string) {
 	n := scaled("inbox.order.n", *orderN, 1000)
 	cl := sharedCluster(t)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	u := cl.urls()
-	name := "ORDER_" + strings.Fields(loss)[0]
+	// A name of its own for each run: the cluster is shared, and a second
+	// run (-count) would find the first one's deliveries and their ids.
+	name := fmt.Sprintf("ORDER_%s_%d", strings.Fields(loss)[0], orderRuns.Add(1))
 	var rs []*orderReceiver
 	for i := range 2 {
 		r := &orderReceiver{}

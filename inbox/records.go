@@ -46,6 +46,16 @@ func (in *Inbox) setupRecords(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("inbox: creating bucket %s: %w", s.bucket, err)
 		}
+		if s.to == &in.status {
+			// Whether a delivery ran is read from the leader: a status
+			// missing from a lagging replica would run it again, after the
+			// later deliveries of its key. Dedupe reads may lag: the
+			// stream's own duplicate window covers the moments after a
+			// store.
+			if kv, err = in.leaderReads(ctx, s.bucket); err != nil {
+				return err
+			}
+		}
 		*s.to = recstore.NewBucket(in.js, kv, s.bucket, in.log)
 	}
 	return nil

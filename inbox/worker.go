@@ -294,9 +294,16 @@ func (in *runner) handle(msg jetstream.Msg) {
 	// again by Retry or Replay (hdrKey), has no id (its key is its seq,
 	// which a crash after the status was written could leave behind), or
 	// was stored before this start.
+	// A status that cannot be read is not taken for none: the delivery
+	// may have run and been settled, and running it again would write over
+	// its attempts. It waits as it would for a status it could not write.
 	var st *status
 	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
-		st = in.loadStatus(ctx, key)
+		if st, err = in.readStatus(ctx, key); err != nil {
+			in.statusUnread(key, err)
+			_ = msg.NakWithDelay(statusRetryDelay)
+			return
+		}
 	}
 	// Settled already: handled or a dead letter (set aside by Skip while it
 	// waited for its retry, or buried just before a crash).
@@ -505,6 +512,14 @@ func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
 		in.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
 	}
 	return st
+}
+
+// statusUnread logs a status that could not be read by a caller that
+// waits for it, unless the inbox is closing.
+func (in *Inbox) statusUnread(key string, err error) {
+	if !in.isClosed() {
+		in.log.Warn("inbox: reading a delivery's status; it runs when the status can be read", "key", key, "error", err)
+	}
 }
 
 // readStatus reads a status: nil and no error when there is none (or it
