@@ -10,6 +10,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -43,7 +44,7 @@ func TestAttemptNumbersGoOn(t *testing.T) {
 	})
 	// As after a crash in which the server's count of deliveries was lost
 	// but the status of attempts 1 to 3 was written.
-	in.putStatus(ctx, subjectToken("x"), &status{Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1}, {Number: 2}, {Number: 3}}})
+	in.putStatus(ctx, stored.SubjectToken("x"), &stored.Status{Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1}, {Number: 2}, {Number: 3}}})
 	waitFor(t, 10*time.Second, "the retry", func() bool { return len(s.get("x")) == 2 })
 	if got := s.get("x")[1].Attempt; got != 4 {
 		t.Errorf("the retry ran as attempt %d, want 4", got)

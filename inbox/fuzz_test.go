@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // FuzzSubjectToken: any delivery id maps to one valid subject token and
@@ -16,7 +17,7 @@ func FuzzSubjectToken(f *testing.F) {
 		f.Add(s, s+"1")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		ta, tb := subjectToken(a), subjectToken(b)
+		ta, tb := stored.SubjectToken(a), stored.SubjectToken(b)
 		for _, tok := range []string{ta, tb} {
 			if tok == "" || strings.ContainsAny(tok, ".*> \t\r\n") {
 				t.Fatalf("invalid token %q", tok)
@@ -48,12 +49,12 @@ func FuzzNotADelivery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, version, event string, data []byte) {
 		h := nats.Header{}
 		if version != "" {
-			h.Set(hdrVersion, version)
+			h.Set(stored.HeaderVersion, version)
 		}
 		if event != "" {
-			h.Set(hdrEvent, event)
+			h.Set(stored.HeaderEvent, event)
 		}
-		reason := notADelivery(h, data)
+		reason := stored.NotADelivery(h, data)
 		if reason == "" && (version != "1" || event == "") {
 			t.Fatalf("taken for a delivery: version %q event %q", version, event)
 		}

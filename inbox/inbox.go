@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +19,7 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -590,7 +589,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 	if err != nil {
 		return 0, err
 	}
-	token := subjectToken(deliveryKey(d.Tenant, d.ID))
+	token := stored.SubjectToken(stored.DeliveryKey(d.Tenant, d.ID))
 	var digest string
 	if d.ID != "" {
 		digest = tenantDigest(d.Tenant, d.Payload)
@@ -647,21 +646,21 @@ func (in *Inbox) message(d webhooks.Delivery, digest string, g ingest) *nats.Msg
 	if received.IsZero() {
 		received = time.Now()
 	}
-	msg := &nats.Msg{Data: d.Payload, Header: storedHeader(d.Header)}
+	msg := &nats.Msg{Data: d.Payload, Header: stored.RequestHeader(d.Header)}
 	in.order(msg, g.key)
-	msg.Header.Set(hdrVersion, "1")
-	msg.Header.Set(hdrEvent, d.Name)
+	msg.Header.Set(stored.HeaderVersion, "1")
+	msg.Header.Set(stored.HeaderEvent, d.Name)
 	if d.ID != "" {
-		msg.Header.Set(hdrDelivery, d.ID)
+		msg.Header.Set(stored.HeaderDelivery, d.ID)
 	}
 	if d.Tenant != "" {
-		msg.Header.Set(hdrTenant, d.Tenant)
+		msg.Header.Set(stored.HeaderTenant, d.Tenant)
 	}
 	setMeta(msg.Header, g, len(d.Payload))
 	if d.Signature != "" {
-		msg.Header.Set(hdrSignature, d.Signature)
+		msg.Header.Set(stored.HeaderSignature, d.Signature)
 	}
-	msg.Header.Set(hdrReceivedAt, received.UTC().Format(time.RFC3339Nano))
+	msg.Header.Set(stored.HeaderReceivedAt, received.UTC().Format(time.RFC3339Nano))
 	if msg.Header.Get("Content-Type") == "" {
 		msg.Header.Set("Content-Type", "application/json")
 	}
@@ -673,7 +672,7 @@ func (in *Inbox) message(d webhooks.Delivery, digest string, g ingest) *nats.Msg
 	case d.ID != "" && !in.opts.AllowRepeatedBodies:
 		msg.Header.Set(jetstream.MsgIDHeader, "b:"+digest)
 	case d.ID != "":
-		msg.Header.Set(jetstream.MsgIDHeader, deliveryKey(d.Tenant, d.ID))
+		msg.Header.Set(jetstream.MsgIDHeader, stored.DeliveryKey(d.Tenant, d.ID))
 	}
 	return msg
 }
@@ -774,75 +773,6 @@ func (in *Inbox) isClosed() bool {
 	return in.closed
 }
 
-// Headers the inbox writes on a stored delivery. A request's own headers with
-// these prefixes are dropped (see storedHeader).
-const (
-	hdrVersion    = "Forgehooks-Version"
-	hdrEvent      = "Forgehooks-Event"
-	hdrDelivery   = "Forgehooks-Delivery"
-	hdrSignature  = "Forgehooks-Signature"
-	hdrReceivedAt = "Forgehooks-Received-At"
-	// hdrTenant names the delivery's tenant (webhooks.Tenants). A sender
-	// cannot set it: the request's Forgehooks- headers are dropped.
-	hdrTenant = "Forgehooks-Tenant"
-	// What a list shows, read from the payload when it was stored.
-	hdrAction     = "Forgehooks-Action"
-	hdrRepository = "Forgehooks-Repository"
-	hdrSender     = "Forgehooks-Sender"
-	hdrSize       = "Forgehooks-Size"
-	// hdrBefore, on a delivery stored again by Retry or Replay, counts the
-	// attempts made before, so that attempt numbers go on.
-	hdrBefore = "Forgehooks-Attempts-Before"
-	// hdrKey, on a delivery stored again, names its status key.
-	hdrKey = "Forgehooks-Key"
-	// On a dead letter: the last error, the attempts, the inbox sequence.
-	hdrError    = "Forgehooks-Error"
-	hdrAttempts = "Forgehooks-Attempts"
-	hdrSeq      = "Forgehooks-Seq"
-	// hdrPartition names the partition of an ordered delivery.
-	hdrPartition = "Forgehooks-Partition"
-	// hdrNonce tells a publish's own write from another request's (see
-	// publishRetrying).
-	hdrNonce = "Forgehooks-Nonce"
-)
-
-// internalHeader reports a header name a sender must not set.
-func internalHeader(name string) bool {
-	n := strings.ToLower(name)
-	return strings.HasPrefix(n, "nats-") || strings.HasPrefix(n, "forgehooks-")
-}
-
-// storedHeader copies the request's headers for the store, without those that
-// would instruct JetStream or pass for the inbox's own, and without the
-// connection's.
-func storedHeader(h http.Header) nats.Header {
-	out := make(nats.Header, len(h)+6)
-	for k, v := range h {
-		if internalHeader(k) || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Connection") {
-			continue
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// headerOf returns the request's headers kept in a stored message.
-func headerOf(h nats.Header) http.Header {
-	out := make(http.Header, len(h))
-	for k, v := range h {
-		if internalHeader(k) {
-			continue
-		}
-		out[http.CanonicalHeaderKey(k)] = v
-	}
-	return out
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
-}
-
 // landed finds out, after a publish that failed, whether the store took the
 // delivery (its answer lost: a timeout, a connection cut) by publishing it
 // once more with its message id: within JetStream's duplicate window the
@@ -858,7 +788,7 @@ func (in *Inbox) landed(msg *nats.Msg, id string) *jetstream.PubAck {
 	}
 	if ack.Duplicate {
 		m, err := in.inbox.GetMsg(ctx, ack.Sequence)
-		if err != nil || m.Header.Get(hdrDelivery) != id || m.Header.Get(hdrKey) != "" {
+		if err != nil || m.Header.Get(stored.HeaderDelivery) != id || m.Header.Get(stored.HeaderKey) != "" {
 			return nil
 		}
 		in.log.Warn("inbox: the store's answer to a delivery was lost, but it holds the delivery: acknowledged", "delivery", id, "seq", ack.Sequence)

@@ -15,6 +15,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -215,8 +216,8 @@ func TestInboxForeignMessages(t *testing.T) {
 	foreign := []*nats.Msg{
 		{Subject: in.inSubj + "x", Data: []byte("hello")},
 		{Subject: in.inSubj + "a.b", Data: []byte(`{}`), Header: nats.Header{"Other": {"1"}}},
-		{Subject: in.inSubj + "c", Data: []byte(`not json`), Header: nats.Header{hdrVersion: {"1"}, hdrEvent: {"push"}, hdrDelivery: {"c"}}},
-		{Subject: in.inSubj + "d", Data: []byte(`[1]`), Header: nats.Header{hdrVersion: {"1"}, hdrEvent: {"push"}}},
+		{Subject: in.inSubj + "c", Data: []byte(`not json`), Header: nats.Header{stored.HeaderVersion: {"1"}, stored.HeaderEvent: {"push"}, stored.HeaderDelivery: {"c"}}},
+		{Subject: in.inSubj + "d", Data: []byte(`[1]`), Header: nats.Header{stored.HeaderVersion: {"1"}, stored.HeaderEvent: {"push"}}},
 	}
 	for _, m := range foreign {
 		if _, err := in.js.PublishMsg(ctx, m); err != nil {
@@ -513,7 +514,7 @@ func TestInboxHostileHeaders(t *testing.T) {
 		t.Fatalf("List after the hostile delivery: %v (a rollup purged the stream?)", ids(list))
 	}
 	for k := range list[0].Header {
-		if internalHeader(k) {
+		if stored.InternalHeader(k) {
 			t.Errorf("stored header %s", k)
 		}
 	}

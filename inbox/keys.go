@@ -19,6 +19,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -55,12 +56,6 @@ import (
 // Tail), a parked entry left behind is older than its key's Head and
 // dropped when met. The cost: a few record writes per ordered delivery.
 
-// hdrOrderKey, on an ordered delivery, is its key (clipped to maxOrderKey).
-const hdrOrderKey = "Forgehooks-Order-Key"
-
-// maxOrderKey bounds the key kept in a header and a record.
-const maxOrderKey = 256
-
 // keyRecord is a key's record: see above.
 type keyRecord struct {
 	Key   string    `json:"key"`
@@ -74,7 +69,7 @@ type keyRecord struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
-func (r *keyRecord) marshal() []byte {
+func (r *keyRecord) Marshal() []byte {
 	b, _ := json.Marshal(r)
 	return b
 }
@@ -84,14 +79,6 @@ func (r *keyRecord) marshal() []byte {
 func keyName(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return "k" + hex.EncodeToString(sum[:16])
-}
-
-// clipKey bounds a key as it is stored.
-func clipKey(key string) string {
-	if len(key) > maxOrderKey {
-		return key[:maxOrderKey]
-	}
-	return key
 }
 
 // parkedSubject is the subject of a key's parked deliveries.
@@ -355,7 +342,7 @@ func (k *keyRunner) claimDue() time.Time {
 		rec := c.e.rec
 		rec.Owner, rec.Lease = k.id, now.Add(k.opts.AckWait)
 		ctx, cancel := context.WithTimeout(k.handlerCtx, 10*time.Second)
-		rev, err := k.keyBucket.Update(ctx, c.name, rec.marshal(), c.e.rev)
+		rev, err := k.keyBucket.Update(ctx, c.name, rec.Marshal(), c.e.rev)
 		cancel()
 		if err != nil {
 			<-k.sem // taken by another receiver, or changed: seen again through follow
@@ -435,13 +422,13 @@ func (k *keyRunner) launch(name string, rec keyRecord, rev uint64) bool {
 // orderKeyOf returns the order key of a stored ordered delivery: its
 // header's, or, stored before the header was written, OrderBy's.
 func (k *keyRunner) orderKeyOf(h nats.Header, data []byte) string {
-	if key := h.Get(hdrOrderKey); key != "" {
+	if key := h.Get(stored.HeaderOrderKey); key != "" {
 		return key
 	}
 	if k.opts.OrderBy == nil {
 		return ""
 	}
-	return clipKey(k.opts.OrderBy(webhooks.Delivery{ID: h.Get(hdrDelivery), Name: h.Get(hdrEvent), Header: headerOf(h), Payload: data}))
+	return stored.ClipKey(k.opts.OrderBy(webhooks.Delivery{ID: h.Get(stored.HeaderDelivery), Name: h.Get(stored.HeaderEvent), Header: stored.HTTPHeader(h), Payload: data}))
 }
 
 // admit writes an ordered delivery, handed out by its partition, into its
@@ -467,7 +454,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 		// run since, and its key's record gone with it, so that admitting
 		// it again would run it after the later deliveries of its key. A
 		// status that cannot be read is no proof that it did not run.
-		st, err := k.readStatus(ctx, statusKey(h, tokenOf(h, msg.Subject()), seq))
+		st, err := k.readStatus(ctx, stored.StatusKey(h, stored.TokenOf(h, msg.Subject()), seq))
 		if err != nil {
 			k.admitFailed(msg, fmt.Errorf("reading its status: %w", err))
 			return
@@ -481,7 +468,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 	for range 100 {
 		e, err := k.keyBucket.Get(ctx, name)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			rec := keyRecord{Key: clipKey(key), Head: seq, Tail: seq, Due: time.Now(), Tenant: h.Get(hdrTenant)}
+			rec := keyRecord{Key: stored.ClipKey(key), Head: seq, Tail: seq, Due: time.Now(), Tenant: h.Get(stored.HeaderTenant)}
 			// Run here at once when a place is free; else the scheduler of
 			// whichever receiver has one takes it.
 			placed := false
@@ -491,7 +478,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 				rec.Owner, rec.Lease = k.id, time.Now().Add(k.opts.AckWait)
 			default:
 			}
-			rev, err := k.keyBucket.Create(ctx, name, rec.marshal())
+			rev, err := k.keyBucket.Create(ctx, name, rec.Marshal())
 			if err != nil {
 				if placed {
 					<-k.sem
@@ -525,7 +512,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 		if !parked {
 			// Parked first, named by the record second: a record never
 			// names a delivery that is not parked.
-			pm := &nats.Msg{Subject: k.parkedSubject(name), Header: nats.Header{hdrSeq: {strconv.FormatUint(seq, 10)}}}
+			pm := &nats.Msg{Subject: k.parkedSubject(name), Header: nats.Header{stored.HeaderSeq: {strconv.FormatUint(seq, 10)}}}
 			if _, err := k.js.PublishMsg(ctx, pm, jetstream.WithMsgID("park."+name+"."+strconv.FormatUint(seq, 10))); err != nil {
 				k.admitFailed(msg, err)
 				return
@@ -533,7 +520,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 			parked = true
 		}
 		rec.Tail = seq
-		if _, err := k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision()); err != nil {
+		if _, err := k.keyBucket.Update(ctx, name, rec.Marshal(), e.Revision()); err != nil {
 			if isWrongRevision(err) {
 				continue
 			}
@@ -600,8 +587,8 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 	if h == nil {
 		h = nats.Header{}
 	}
-	token := tokenOf(h, m.Subject)
-	key := statusKey(h, token, head)
+	token := stored.TokenOf(h, m.Subject)
+	key := stored.StatusKey(h, token, head)
 	st, err := k.readStatus(ctx, key)
 	if err != nil {
 		// Not taken for none: the Head may have run already.
@@ -615,16 +602,16 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 	case st != nil && st.Seq > head:
 		return k.advance(name, head) // stored again (Replay): the later copy runs in its turn
 	case st == nil:
-		st = &status{}
+		st = &stored.Status{}
 	}
 	st.Seq = head
-	if reason := notADelivery(h, m.Data); reason != "" {
+	if reason := stored.NotADelivery(h, m.Data); reason != "" {
 		k.log.Error("inbox: not a delivery; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", reason)
-		st.add(delivery.Attempt{Number: st.last() + 1, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
+		st.Add(delivery.Attempt{Number: st.Last() + 1, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
 		return k.buryHead(ctx, name, m.Data, h, token, key, st, "inbox: not a delivery: "+reason)
 	}
-	before := atoi(h.Get(hdrBefore))
-	attempt := max(before, st.last()) + 1
+	before := stored.Int(h.Get(stored.HeaderBefore))
+	attempt := max(before, st.Last()) + 1
 	k.setRunning(key, true)
 	if k.watchers.Active() {
 		r := recordOf(h, nil, len(m.Data), head, st)
@@ -644,8 +631,8 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 	if err != nil {
 		a.Err = describe(err)
 	}
-	st.add(a)
-	id := h.Get(hdrDelivery)
+	st.Add(a)
+	id := h.Get(stored.HeaderDelivery)
 	tries := attempt - before
 	var next *keyEntry
 	switch {
@@ -662,11 +649,11 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 		st.Status = delivery.StatusRetrying
 		_ = k.putStatus(ctx, key, st)
 		delay := k.opts.RetryDelays[tries-1]
-		k.log.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(hdrEvent),
+		k.log.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
 			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)
 		k.release(name, head, time.Now().Add(delay))
 	default:
-		k.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(hdrEvent), "attempts", attempt, "error", err)
+		k.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
 		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
 	}
 	k.changed(h, m.Data, head, st)
@@ -675,7 +662,7 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 
 // buryHead makes the Head a dead letter and lets its key go on; when the dead
 // letter cannot be written the Head is tried again a minute later.
-func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *status, lastErr string) *keyEntry {
+func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string) *keyEntry {
 	if err := k.writeDead(ctx, data, h, token, key, st, lastErr); err != nil {
 		k.log.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
 		k.release(name, st.Seq, time.Now().Add(time.Minute))
@@ -713,7 +700,7 @@ func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (ke
 		}
 		var rev uint64
 		if keep {
-			rev, err = k.keyBucket.Update(ctx, name, rec.marshal(), e.Revision())
+			rev, err = k.keyBucket.Update(ctx, name, rec.Marshal(), e.Revision())
 		} else {
 			err = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
 		}
@@ -823,7 +810,7 @@ func (k *keyRunner) nextParked(name string, head uint64) (seq, entry uint64, err
 		if err != nil {
 			return 0, 0, err
 		}
-		s, _ := strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
+		s, _ := strconv.ParseUint(m.Header.Get(stored.HeaderSeq), 10, 64)
 		if s > head {
 			return s, m.Sequence, nil
 		}

@@ -11,6 +11,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -100,13 +101,13 @@ func TestLayoutReadsSubjectPerDelivery(t *testing.T) {
 	for i, subj := range []string{"", "p1."} {
 		id := "old-" + strconv.Itoa(i)
 		body := []byte(`{"repository":{"id":1,"full_name":"o/r"},"n":` + strconv.Itoa(i) + `}`)
-		m := &nats.Msg{Subject: in.inSubj + subj + subjectToken(id), Data: body, Header: nats.Header{}}
-		m.Header.Set(hdrVersion, "1")
-		m.Header.Set(hdrEvent, "push")
-		m.Header.Set(hdrDelivery, id)
-		m.Header.Set(hdrReceivedAt, time.Now().UTC().Format(time.RFC3339Nano))
+		m := &nats.Msg{Subject: in.inSubj + subj + stored.SubjectToken(id), Data: body, Header: nats.Header{}}
+		m.Header.Set(stored.HeaderVersion, "1")
+		m.Header.Set(stored.HeaderEvent, "push")
+		m.Header.Set(stored.HeaderDelivery, id)
+		m.Header.Set(stored.HeaderReceivedAt, time.Now().UTC().Format(time.RFC3339Nano))
 		if subj != "" {
-			m.Header.Set(hdrPartition, "p1")
+			m.Header.Set(stored.HeaderPartition, "p1")
 		}
 		if _, err := in.js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)

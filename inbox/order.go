@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -107,58 +108,28 @@ func partitionOf(key string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// partitionToken is the subject token of partition p: "p" and its number.
-// Delivery tokens start with "i", "h" or "n" (subjectToken), and the stored
-// subjects end in storeToken, so none can be mistaken for another.
-func partitionToken(p int) string { return "p" + strconv.Itoa(p) }
-
-// storeToken ends the subjects deliveries are stored on: <Name>.in.q, or
-// <Name>.in.p<N>.q in a partition. A few subjects in all, not one per
-// delivery: JetStream keeps an index entry in memory for every subject of a
-// stream, which grew with the deliveries stored. A delivery is found by id
-// through its status or its dedupe record (lastStored). Stores written
-// before have a subject per delivery, <Name>.in[.p<N>].<token>, still read.
-const storeToken = "q"
-
 // order sets the subject of a delivery about to be stored: with a key, its
 // partition's, whose consumer hands out one delivery at a time; else the
 // unordered one.
 func (in *Inbox) order(msg *nats.Msg, key string) {
 	if key != "" {
-		p := partitionToken(partitionOf(key, in.opts.OrderPartitions))
-		msg.Header.Set(hdrPartition, p)
-		msg.Header.Set(hdrOrderKey, clipKey(key))
-		msg.Subject = in.inSubj + p + "." + storeToken
+		p := stored.PartitionToken(partitionOf(key, in.opts.OrderPartitions))
+		msg.Header.Set(stored.HeaderPartition, p)
+		msg.Header.Set(stored.HeaderOrderKey, stored.ClipKey(key))
+		msg.Subject = in.inSubj + p + "." + stored.StoreToken
 		return
 	}
-	msg.Subject = in.inSubj + storeToken
+	msg.Subject = in.inSubj + stored.StoreToken
 }
 
 // storedSubject is the inbox subject of a delivery stored again (Retry,
 // Replay) with the headers of its stored copy: in its partition, when it had
 // one, where it runs after the deliveries of its key stored before.
 func (in *Inbox) storedSubject(h nats.Header) string {
-	if p := h.Get(hdrPartition); p != "" && validPartitionToken(p) {
-		return in.inSubj + p + "." + storeToken
+	if p := h.Get(stored.HeaderPartition); p != "" && stored.ValidPartitionToken(p) {
+		return in.inSubj + p + "." + stored.StoreToken
 	}
-	return in.inSubj + storeToken
-}
-
-// tokenOf returns the token (subjectToken) of the delivery stored as a
-// message with header h on subject: its id's, or, in a store written with a
-// subject per delivery, the subject's last token.
-func tokenOf(h nats.Header, subject string) string {
-	if t := lastToken(subject); t != storeToken {
-		return t
-	}
-	return subjectToken(deliveryKey(h.Get(hdrTenant), h.Get(hdrDelivery)))
-}
-
-// validPartitionToken reports whether p is a partition's token as
-// partitionToken writes it.
-func validPartitionToken(p string) bool {
-	n, err := strconv.Atoi(strings.TrimPrefix(p, "p"))
-	return strings.HasPrefix(p, "p") && err == nil && n >= 0 && strconv.Itoa(n) == p[1:]
+	return in.inSubj + stored.StoreToken
 }
 
 // lastStored returns the latest stored copy of the delivery with token,
@@ -193,7 +164,7 @@ func (in *Inbox) lastStored(ctx context.Context, token string) (*jetstream.RawSt
 	}
 	if seq > 0 {
 		m, err := in.inbox.GetMsg(ctx, seq)
-		if err == nil && tokenOf(m.Header, m.Subject) == token {
+		if err == nil && stored.TokenOf(m.Header, m.Subject) == token {
 			return m, nil
 		}
 		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -231,7 +202,7 @@ func (in *Inbox) orderPartitions(ctx context.Context) ([]int, error) {
 	names := in.inbox.ConsumerNames(ctx)
 	for name := range names.Name() {
 		rest, ok := strings.CutPrefix(name, in.orderConsumerPrefix())
-		if !ok || !validPartitionToken(rest) {
+		if !ok || !stored.ValidPartitionToken(rest) {
 			continue
 		}
 		p, _ := strconv.Atoi(rest[1:])

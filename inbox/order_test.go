@@ -18,6 +18,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -184,7 +185,7 @@ func (o *orderRun) send(n, keys int, targets func() []string, kill func()) {
 func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 	t := o.t
 	ctx := context.Background()
-	stored := map[string][]string{}
+	storedIDs := map[string][]string{}
 	info, err := in.inbox.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +196,7 @@ func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 		if err != nil {
 			t.Fatalf("reading seq %d: %v", seq, err)
 		}
-		id := m.Header.Get(hdrDelivery)
+		id := m.Header.Get(stored.HeaderDelivery)
 		if ids[id] {
 			t.Fatalf("%s stored twice", id)
 		}
@@ -204,7 +205,7 @@ func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 			t.Fatalf("%s stored on %s, outside any partition", id, m.Subject)
 		}
 		k := orderKeyOf(id)
-		stored[k] = append(stored[k], id)
+		storedIDs[k] = append(storedIDs[k], id)
 	}
 	if len(ids) != n {
 		t.Fatalf("%d deliveries stored, want %d", len(ids), n)
@@ -215,7 +216,7 @@ func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 	for {
 		diff, again = "", 0
 		o.mu.Lock()
-		for k, want := range stored {
+		for k, want := range storedIDs {
 			got := slices.Compact(slices.Clone(o.handled[k]))
 			again += len(o.handled[k]) - len(got)
 			if !slices.Equal(got, want) {
@@ -241,7 +242,7 @@ func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 		t.Fatalf("not all handled after %v: %s", wait, diff)
 	}
 	t.Logf("%d deliveries over %d keys handled in the stored order of each key; %d attempts, %d failed at random, %d ran again right after themselves (at-least-once)",
-		n, len(stored), o.runs.Load(), o.failures.Load(), again)
+		n, len(storedIDs), o.runs.Load(), o.failures.Load(), again)
 }
 
 // TestOrderEmbedded: the embedded inbox with OrderBy, restarted in the
@@ -532,7 +533,7 @@ func FuzzOrderKeys(f *testing.F) {
 			if _, err := strconv.ParseInt(id, 10, 64); !ok || kind == "" || err != nil {
 				t.Fatalf("key %q of %q", key, body)
 			}
-			if p := partitionOf(key, 16); p < 0 || p >= 16 || !validPartitionToken(partitionToken(p)) {
+			if p := partitionOf(key, 16); p < 0 || p >= 16 || !stored.ValidPartitionToken(stored.PartitionToken(p)) {
 				t.Fatalf("partition %d of %q", p, key)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // Error codes of the NATS server that the client names no constant for.
@@ -50,7 +52,7 @@ const (
 // limit reached, a full disk, a message too large) return at once.
 func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	nonce := strconv.FormatUint(rand.Uint64(), 36)
-	msg.Header.Set(hdrNonce, nonce)
+	msg.Header.Set(stored.HeaderNonce, nonce)
 	var ack *jetstream.PubAck
 	lost := false // an attempt may have been stored without our hearing of it
 	size := int64(len(msg.Data))
@@ -62,7 +64,7 @@ func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jet
 		return err
 	})
 	if err == nil && ack.Duplicate && lost {
-		if m, gerr := in.inbox.GetMsg(ctx, ack.Sequence); gerr == nil && m.Header.Get(hdrNonce) == nonce {
+		if m, gerr := in.inbox.GetMsg(ctx, ack.Sequence); gerr == nil && m.Header.Get(stored.HeaderNonce) == nonce {
 			ack.Duplicate = false
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // List implements delivery.Store: stored deliveries, newest first, from the
@@ -53,7 +54,7 @@ func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.R
 		}
 		if o.Event != "" || o.Tenant != "" {
 			msgs = slices.DeleteFunc(msgs, func(m headerMsg) bool {
-				return o.Event != "" && m.header.Get(hdrEvent) != o.Event || o.Tenant != "" && m.header.Get(hdrTenant) != o.Tenant
+				return o.Event != "" && m.header.Get(stored.HeaderEvent) != o.Event || o.Tenant != "" && m.header.Get(stored.HeaderTenant) != o.Tenant
 			})
 		}
 		for i := len(msgs) - 1; i >= 0 && len(out) < o.Limit; i-- {
@@ -133,9 +134,9 @@ func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64
 			if h == nil {
 				h = nats.Header{}
 			}
-			size := atoi(h.Get(hdrSize))
+			size := stored.Int(h.Get(stored.HeaderSize))
 			if s := h.Get("Nats-Msg-Size"); s != "" {
-				size = atoi(s)
+				size = stored.Int(s)
 			}
 			out = append(out, headerMsg{seq: seq, subject: m.Subject(), header: h, size: size})
 			lo = seq + 1
@@ -155,7 +156,7 @@ func (in *Inbox) record(ctx context.Context, h nats.Header, data []byte, size in
 	if h == nil {
 		h = nats.Header{}
 	}
-	key := statusKey(h, tokenOf(h, subject), seq)
+	key := stored.StatusKey(h, stored.TokenOf(h, subject), seq)
 	st := in.loadStatus(ctx, key)
 	if st != nil && st.Seq > seq {
 		return delivery.Record{}, false
@@ -184,7 +185,7 @@ func (in *Inbox) Get(ctx context.Context, id string) (delivery.Record, error) {
 	if id == "" {
 		return delivery.Record{}, fmt.Errorf("inbox: get: empty delivery id")
 	}
-	token := subjectToken(id)
+	token := stored.SubjectToken(id)
 	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
 		return in.deadRecord(ctx, dm.Header, dm.Data, len(dm.Data)), nil
 	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -204,12 +205,12 @@ func (in *Inbox) Get(ctx context.Context, id string) (delivery.Record, error) {
 // deadRecord builds the Record of a dead letter (data nil for a header-only
 // read).
 func (in *Inbox) deadRecord(ctx context.Context, h nats.Header, data []byte, size int) delivery.Record {
-	var st status
-	if json.Unmarshal([]byte(h.Get(hdrAttempts)), &st) != nil {
-		st = status{Attempts: []delivery.Attempt{{Err: h.Get(hdrError)}}}
+	var st stored.Status
+	if json.Unmarshal([]byte(h.Get(stored.HeaderAttempts)), &st) != nil {
+		st = stored.Status{Attempts: []delivery.Attempt{{Err: h.Get(stored.HeaderError)}}}
 	}
 	st.Status = delivery.StatusDead
-	seq, _ := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
+	seq, _ := strconv.ParseUint(h.Get(stored.HeaderSeq), 10, 64)
 	if seq != 0 {
 		// Seq is 0 once the stored copy aged out of the inbox stream.
 		if info, err := in.inbox.Info(ctx); err == nil && seq < info.State.FirstSeq {
@@ -266,7 +267,7 @@ func (in *Inbox) Retry(ctx context.Context, id string) error {
 	if in.isClosed() {
 		return ErrClosed
 	}
-	token := subjectToken(id)
+	token := stored.SubjectToken(id)
 	dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		if _, gerr := in.Get(ctx, id); gerr != nil {
@@ -278,7 +279,7 @@ func (in *Inbox) Retry(ctx context.Context, id string) error {
 		return fmt.Errorf("inbox: retry %q: %w", id, err)
 	}
 	r := in.deadRecord(ctx, dm.Header, nil, len(dm.Data))
-	key := dm.Header.Get(hdrKey)
+	key := dm.Header.Get(stored.HeaderKey)
 	if key == "" {
 		key = token
 	}
@@ -301,7 +302,7 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("inbox: replay: empty delivery id")
 	}
-	token := subjectToken(id)
+	token := stored.SubjectToken(id)
 	if _, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
 		return in.Retry(ctx, id)
 	}
@@ -312,7 +313,7 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("inbox: replay %q: %w", id, err)
 	}
-	key := statusKey(m.Header, token, m.Sequence)
+	key := stored.StatusKey(m.Header, token, m.Sequence)
 	var attempts []delivery.Attempt
 	if st := in.loadStatus(ctx, key); st != nil {
 		attempts = st.Attempts
@@ -333,7 +334,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 		switch {
 		case strings.HasPrefix(strings.ToLower(k), "nats-"):
 			continue
-		case k == hdrError || k == hdrAttempts || k == hdrSeq || k == hdrBefore || k == hdrKey:
+		case k == stored.HeaderError || k == stored.HeaderAttempts || k == stored.HeaderSeq || k == stored.HeaderBefore || k == stored.HeaderKey:
 			continue
 		}
 		m.Header[k] = v
@@ -342,14 +343,14 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 	if n := len(attempts); n > 0 {
 		before = attempts[n-1].Number
 	}
-	m.Header.Set(hdrBefore, strconv.Itoa(before))
-	m.Header.Set(hdrKey, key)
+	m.Header.Set(stored.HeaderBefore, strconv.Itoa(before))
+	m.Header.Set(stored.HeaderKey, key)
 	// The status is written first: a worker may run the new copy, and write
 	// its own, before this call could. Seq 0 stands for "the copy being
 	// stored" (see record).
 	old := in.loadStatus(ctx, key)
-	st := &status{Status: delivery.StatusQueued, Attempts: attempts}
-	if err := in.status.Put(ctx, key, st.marshal()); err != nil {
+	st := &stored.Status{Status: delivery.StatusQueued, Attempts: attempts}
+	if err := in.status.Put(ctx, key, st.Marshal()); err != nil {
 		return fmt.Errorf("writing its status: %w", err)
 	}
 	ack, err := in.js.PublishMsg(ctx, m)
@@ -360,15 +361,15 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 		return in.describePublishError(err)
 	}
 	st.Seq = ack.Sequence
-	if t := h.Get(hdrTenant); t != "" && in.quota != nil {
+	if t := h.Get(stored.HeaderTenant); t != "" && in.quota != nil {
 		in.quota.add(ack.Sequence, t, int64(len(data)))
 	}
-	if h.Get(hdrDelivery) != "" {
+	if h.Get(stored.HeaderDelivery) != "" {
 		// The new copy is the one found by id (lastStored) from now on; a
 		// failed write leaves the old one found until it runs.
 		rec, _ := json.Marshal(seenID{Digest: bodyDigest(data), Seq: ack.Sequence})
 		if err := in.seen.Put(ctx, seenIDKey(token), rec); err != nil {
-			in.log.Warn("inbox: recording a delivery stored again", "delivery", h.Get(hdrDelivery), "error", err)
+			in.log.Warn("inbox: recording a delivery stored again", "delivery", h.Get(stored.HeaderDelivery), "error", err)
 		}
 	}
 	in.changed(m.Header, data, ack.Sequence, st)
@@ -384,7 +385,7 @@ func (in *Inbox) Holds(ctx context.Context, id string) (bool, error) {
 	if id == "" {
 		return false, nil
 	}
-	token := subjectToken(id)
+	token := stored.SubjectToken(id)
 	// Its dedupe record first: it covers a delivery stored within the
 	// duplicate window, even one whose stored copy was dropped
 	// (HandledRetention).

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // ErrTenantFull is wrapped by the error of Enqueue when the delivery's tenant
@@ -161,12 +162,12 @@ func (in *Inbox) recount(ctx context.Context) error {
 			break
 		}
 		for _, m := range msgs {
-			tenant := m.header.Get(hdrTenant)
+			tenant := m.header.Get(stored.HeaderTenant)
 			if tenant == "" {
 				continue
 			}
-			token := tokenOf(m.header, m.subject)
-			st := in.loadStatus(ctx, statusKey(m.header, token, m.seq))
+			token := stored.TokenOf(m.header, m.subject)
+			st := in.loadStatus(ctx, stored.StatusKey(m.header, token, m.seq))
 			if st != nil && (st.Seq > m.seq || st.Seq == m.seq && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead)) {
 				continue // ended, or stored again since
 			}

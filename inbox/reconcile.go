@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // reconcileWindow bounds the settled sequences a start looks at, the
@@ -107,18 +108,18 @@ func (in *runner) reconcileRange(ctx context.Context, subject string, from, to u
 // error, never taken for none: written over, the status would lose its
 // attempts.
 func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject string, seq uint64) (bool, error) {
-	if h == nil || h.Get(hdrVersion) != "1" {
+	if h == nil || h.Get(stored.HeaderVersion) != "1" {
 		return false, nil
 	}
-	token := tokenOf(h, subject)
-	key := statusKey(h, token, seq)
+	token := stored.TokenOf(h, subject)
+	key := stored.StatusKey(h, token, seq)
 	st, err := in.readStatus(ctx, key)
 	if err != nil {
 		return false, err
 	}
 	switch {
-	case st == nil && h.Get(hdrKey) == "":
-		st = &status{}
+	case st == nil && h.Get(stored.HeaderKey) == "":
+		st = &stored.Status{}
 	case st == nil, st.Seq != seq:
 		return false, nil // another copy's status (Retry, Replay)
 	case st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead:
@@ -132,7 +133,7 @@ func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject strin
 	}
 	st.Seq = seq
 	st.Status = delivery.StatusHandled
-	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil && dm.Header.Get(hdrSeq) == strconv.FormatUint(seq, 10) {
+	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil && dm.Header.Get(stored.HeaderSeq) == strconv.FormatUint(seq, 10) {
 		st.Status = delivery.StatusDead
 	}
 	return in.putStatus(ctx, key, st) == nil, nil

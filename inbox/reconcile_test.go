@@ -9,6 +9,7 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -44,8 +45,8 @@ func TestReconcileStatuses(t *testing.T) {
 	// Statuses lost or left behind, as an earlier version could leave them.
 	for i, s := range []delivery.Status{delivery.StatusQueued, delivery.StatusRunning, delivery.StatusRetrying} {
 		r, _ := in.Get(ctx, fmt.Sprintf("rec-%d", i))
-		st := &status{Seq: r.Seq, Status: s, Attempts: r.Attempts}
-		if err := in.putStatus(ctx, subjectToken(r.ID), st); err != nil {
+		st := &stored.Status{Seq: r.Seq, Status: s, Attempts: r.Attempts}
+		if err := in.putStatus(ctx, stored.SubjectToken(r.ID), st); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"math"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 )
 
 // minDuplicates is the shortest duplicate window JetStream takes (zero is

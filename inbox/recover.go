@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // maxRecoverScan bounds the stream sequences recoverLeases looks at, the
@@ -51,9 +52,9 @@ func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 			in.log.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
 			return
 		}
-		token := tokenOf(m.Header, m.Subject)
-		key := statusKey(m.Header, token, seq)
-		if token != "n" && m.Header.Get(hdrKey) == "" {
+		token := stored.TokenOf(m.Header, m.Subject)
+		key := stored.StatusKey(m.Header, token, seq)
+		if token != "n" && m.Header.Get(stored.HeaderKey) == "" {
 			// Stored by a process that may have died before its dedupe
 			// records were written (it answered 503 then).
 			if err := in.rememberStored(ctx, seq); err != nil {
@@ -75,7 +76,7 @@ func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 		if nak == "-NAK" && st != nil && st.Status == delivery.StatusRetrying && st.Seq == seq {
 			// The server's own schedule of a retry may not have reached
 			// the disk before the kill: it is given again.
-			if wait := time.Until(in.retryDue(st, atoi(m.Header.Get(hdrBefore)))); wait > 0 {
+			if wait := time.Until(in.retryDue(st, stored.Int(m.Header.Get(stored.HeaderBefore)))); wait > 0 {
 				nak += " " + wait.String()
 				kept++
 			}
@@ -97,7 +98,7 @@ func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 // retryDue is when the retry of a delivery whose last attempt failed is
 // scheduled: the end of that attempt plus the delay the schedule gives it.
 // before counts the attempts of earlier copies (Retry, Replay).
-func (in *runner) retryDue(st *status, before int) time.Time {
+func (in *runner) retryDue(st *stored.Status, before int) time.Time {
 	if len(st.Attempts) == 0 {
 		return time.Time{}
 	}

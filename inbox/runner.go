@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // runner runs the stored deliveries of an Inbox (Start): it fetches them
@@ -84,9 +86,9 @@ func (in *runner) start(ctx context.Context) error {
 	ordered := make([]jetstream.Consumer, 0, len(parts))
 	for _, p := range parts {
 		pc := cfg
-		pc.Durable = in.orderConsumerPrefix() + partitionToken(p)
+		pc.Durable = in.orderConsumerPrefix() + stored.PartitionToken(p)
 		pc.Description = "forgehooks: admits the ordered deliveries of one partition to their keys, one at a time"
-		pc.FilterSubject = in.inSubj + partitionToken(p) + ".*"
+		pc.FilterSubject = in.inSubj + stored.PartitionToken(p) + ".*"
 		// One at a time, in stored order: a delivery is handed out once
 		// the one before it is admitted to its key (keys.go), which takes
 		// a few record writes, not its handlers' time.

@@ -23,6 +23,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -186,7 +187,7 @@ func fillScale(t *testing.T, dir string, n int) {
 	for i := range n {
 		id := scaleID(i)
 		d := webhooks.Delivery{ID: id, Name: "issues", Payload: unique(scaleBody, id)}
-		p := pending{d: d, token: subjectToken(id), digest: bodyDigest(d.Payload)}
+		p := pending{d: d, token: stored.SubjectToken(id), digest: bodyDigest(d.Payload)}
 		var err error
 		if p.ack, err = in.js.PublishMsgAsync(messageOf(t, in, d, p.digest)); err != nil {
 			t.Fatal(err)

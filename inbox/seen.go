@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -180,8 +181,8 @@ func (in *Inbox) replay(d webhooks.Delivery, storedAs string) {
 // duplicates by body and that message has another id.
 func (in *Inbox) duplicateAtOnce(ctx context.Context, d webhooks.Delivery, seq uint64) {
 	if d.ID != "" && !in.opts.AllowRepeatedBodies {
-		if m, err := in.inbox.GetMsg(ctx, seq); err == nil && m.Header.Get(hdrDelivery) != d.ID {
-			in.replay(d, m.Header.Get(hdrDelivery))
+		if m, err := in.inbox.GetMsg(ctx, seq); err == nil && m.Header.Get(stored.HeaderDelivery) != d.ID {
+			in.replay(d, m.Header.Get(stored.HeaderDelivery))
 			return
 		}
 	}
@@ -238,12 +239,12 @@ func (in *Inbox) rememberStored(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	id := m.Header.Get(hdrDelivery)
-	if id == "" || m.Header.Get(hdrKey) != "" {
+	id := m.Header.Get(stored.HeaderDelivery)
+	if id == "" || m.Header.Get(stored.HeaderKey) != "" {
 		return nil // no id, or a copy stored again (its records exist)
 	}
-	tenant := m.Header.Get(hdrTenant)
-	token := subjectToken(deliveryKey(tenant, id))
+	tenant := m.Header.Get(stored.HeaderTenant)
+	token := stored.SubjectToken(stored.DeliveryKey(tenant, id))
 	if ok, err := in.seen.Has(ctx, seenIDKey(token)); err != nil || ok {
 		return err
 	}

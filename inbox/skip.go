@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // ErrNotWaiting is returned (wrapped) by Skip for a delivery that does not
@@ -39,7 +40,7 @@ func (in *Inbox) Skip(ctx context.Context, id string) error {
 	if id == "" {
 		return errors.New("inbox: skip: empty delivery id")
 	}
-	token := subjectToken(id)
+	token := stored.SubjectToken(id)
 	if _, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
 		return fmt.Errorf("%w: %q is a dead letter already", ErrNotWaiting, id)
 	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -53,7 +54,7 @@ func (in *Inbox) Skip(ctx context.Context, id string) error {
 		return fmt.Errorf("inbox: skip %q: %w", id, err)
 	}
 	seq := m.Sequence
-	key := statusKey(m.Header, token, seq)
+	key := stored.StatusKey(m.Header, token, seq)
 	st := in.loadStatus(ctx, key)
 	if st != nil && st.Seq == seq && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
 		return fmt.Errorf("%w: %q is %s", ErrNotWaiting, id, st.Status)
@@ -61,7 +62,7 @@ func (in *Inbox) Skip(ctx context.Context, id string) error {
 	if in.isRunning(key) {
 		return fmt.Errorf("%w: %q is running", ErrNotWaiting, id)
 	}
-	orderKey := m.Header.Get(hdrOrderKey)
+	orderKey := m.Header.Get(stored.HeaderOrderKey)
 	var rec *keyEntry
 	if orderKey != "" {
 		e, err := in.keyBucket.Get(ctx, keyName(orderKey))
@@ -80,13 +81,13 @@ func (in *Inbox) Skip(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: %q is queued and runs as soon as a worker is free", ErrNotWaiting, id)
 	}
 	if st == nil {
-		st = &status{}
+		st = &stored.Status{}
 	}
 	st.Seq = seq
 	if err := in.writeDead(ctx, m.Data, m.Header, token, key, st, skipReason); err != nil {
 		return fmt.Errorf("inbox: skip %q: writing its dead letter: %w", id, err)
 	}
-	in.log.Warn("inbox: a waiting delivery set aside as a dead letter (skip)", "delivery", id, "event", m.Header.Get(hdrEvent),
+	in.log.Warn("inbox: a waiting delivery set aside as a dead letter (skip)", "delivery", id, "event", m.Header.Get(stored.HeaderEvent),
 		"order_key", orderKey, "attempts", len(st.Attempts))
 	if orderKey != "" {
 		in.dueNow(ctx, keyName(orderKey), seq, id)
@@ -116,7 +117,7 @@ func (in *Inbox) dueNow(ctx context.Context, name string, seq uint64, id string)
 			return // parked behind another, or its runner finds it dead when done
 		}
 		r.Due, r.Owner, r.Lease = time.Now(), "", time.Time{}
-		_, err = in.keyBucket.Update(ctx, name, r.marshal(), e.Revision())
+		_, err = in.keyBucket.Update(ctx, name, r.Marshal(), e.Revision())
 		if err == nil || !isWrongRevision(err) {
 			if err != nil {
 				in.log.Warn("inbox: skip: its key goes on once its retry falls due", "delivery", id, "error", err)

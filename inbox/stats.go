@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // Stats is what a metrics scrape reads of an inbox.
@@ -50,7 +52,7 @@ func (in *Inbox) Stats(ctx context.Context) (Stats, error) {
 		return s, fmt.Errorf("inbox: stats: %w", err)
 	}
 	if len(msgs) > 0 {
-		s.OldestWaiting, _ = time.Parse(time.RFC3339Nano, msgs[0].header.Get(hdrReceivedAt))
+		s.OldestWaiting, _ = time.Parse(time.RFC3339Nano, msgs[0].header.Get(stored.HeaderReceivedAt))
 	}
 	return s, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // storeWatch names why the store does not answer and, in the embedded mode,
@@ -171,7 +172,7 @@ func (in *Inbox) startJanitor() {
 
 // finished reports whether the copy at seq may go: its delivery was handled
 // or is a dead letter, or a later copy replaced it.
-func finished(st *status, seq uint64) bool {
+func finished(st *stored.Status, seq uint64) bool {
 	return st != nil && (st.Seq > seq || st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead)
 }
 
@@ -236,7 +237,7 @@ func (in *Inbox) sweep(ctx context.Context, j *janitor) (int, error) {
 			}
 			j.cursor = seq + 1
 			h := msg.Headers()
-			key := statusKey(h, tokenOf(h, msg.Subject()), seq)
+			key := stored.StatusKey(h, stored.TokenOf(h, msg.Subject()), seq)
 			if finished(in.loadStatus(ctx, key), seq) {
 				if err := drop(seq); err != nil {
 					return dropped, err

@@ -120,7 +120,7 @@ func orderKeyRecord(t *testing.T, in *Inbox, key string) jetstream.KeyValueEntry
 // leaves it.
 func headAgain(t *testing.T, in *Inbox, seq uint64) func() {
 	rec := keyRecord{Key: "repository:7", Head: seq, Tail: seq, Due: time.Now()}
-	if _, err := in.keyBucket.Create(context.Background(), keyName(rec.Key), rec.marshal()); err != nil {
+	if _, err := in.keyBucket.Create(context.Background(), keyName(rec.Key), rec.Marshal()); err != nil {
 		t.Fatal(err)
 	}
 	return func() {

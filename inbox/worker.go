@@ -16,7 +16,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -123,7 +123,7 @@ func (in *runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 	for msg := range batch.Messages() {
 		tenant := ""
 		if h := msg.Headers(); h != nil {
-			tenant = h.Get(hdrTenant)
+			tenant = h.Get(stored.HeaderTenant)
 		}
 		if !in.queue.push(msg, tenant) {
 			_ = msg.Nak() // Close was called
@@ -280,8 +280,8 @@ func (in *runner) handle(msg jetstream.Msg) {
 	if h == nil {
 		h = nats.Header{}
 	}
-	token := tokenOf(h, msg.Subject())
-	key := statusKey(h, token, seq)
+	token := stored.TokenOf(h, msg.Subject())
+	key := stored.StatusKey(h, token, seq)
 	if meta.NumDelivered > 1 && in.runs(key) {
 		// Its lease ran out while its handlers still run here (a renewal
 		// came late: a loaded machine). The server keys leases and acks by
@@ -291,14 +291,14 @@ func (in *runner) handle(msg jetstream.Msg) {
 		return
 	}
 	// A delivery's first run has no status to read, unless it was stored
-	// again by Retry or Replay (hdrKey), has no id (its key is its seq,
+	// again by Retry or Replay (stored.HeaderKey), has no id (its key is its seq,
 	// which a crash after the status was written could leave behind), or
 	// was stored before this start.
 	// A status that cannot be read is not taken for none: the delivery
 	// may have run and been settled, and running it again would write over
 	// its attempts. It waits as it would for a status it could not write.
-	var st *status
-	if meta.NumDelivered > 1 || h.Get(hdrKey) != "" || token == "n" || seq <= in.startSeq {
+	var st *stored.Status
+	if meta.NumDelivered > 1 || h.Get(stored.HeaderKey) != "" || token == "n" || seq <= in.startSeq {
 		if st, err = in.readStatus(ctx, key); err != nil {
 			in.statusUnread(key, err)
 			_ = msg.NakWithDelay(statusRetryDelay)
@@ -311,7 +311,7 @@ func (in *runner) handle(msg jetstream.Msg) {
 		return
 	}
 	if st == nil {
-		st = &status{}
+		st = &stored.Status{}
 	}
 	st.Seq = seq
 	// Attempts count the runs of the handlers, as the status records them
@@ -321,18 +321,18 @@ func (in *runner) handle(msg jetstream.Msg) {
 	// (lost on the way to a pull request that had ended, held by a receiver
 	// that died before it ran them) and may go back in a crash; it only says
 	// when the status is worth reading.
-	before := atoi(h.Get(hdrBefore))
-	attempt := max(before, st.last()) + 1
-	if reason := notADelivery(h, msg.Data()); reason != "" {
+	before := stored.Int(h.Get(stored.HeaderBefore))
+	attempt := max(before, st.Last()) + 1
+	if reason := stored.NotADelivery(h, msg.Data()); reason != "" {
 		in.log.Error("inbox: not a delivery; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", reason)
-		st.add(delivery.Attempt{Number: attempt, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
+		st.Add(delivery.Attempt{Number: attempt, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
 		in.bury(ctx, msg, h, token, key, st, "inbox: not a delivery: "+reason)
 		return
 	}
 	start := time.Now()
 	// The attempt is recorded, and waited for, before it runs: after a
 	// crash during it, the next one is numbered after it.
-	st.add(delivery.Attempt{Number: attempt, Start: start})
+	st.Add(delivery.Attempt{Number: attempt, Start: start})
 	prev := st.Status
 	st.Status = delivery.StatusRunning
 	if perr := in.putStatus(ctx, key, st); perr != nil {
@@ -359,8 +359,8 @@ func (in *runner) handle(msg jetstream.Msg) {
 	if err != nil {
 		a.Err = describe(err)
 	}
-	st.add(a)
-	id := h.Get(hdrDelivery)
+	st.Add(a)
+	id := h.Get(stored.HeaderDelivery)
 	switch {
 	case err == nil:
 		st.Status = delivery.StatusHandled
@@ -379,14 +379,14 @@ func (in *runner) handle(msg jetstream.Msg) {
 		st.Status = delivery.StatusRetrying
 		_ = in.putStatus(ctx, key, st)
 		delay := in.opts.RetryDelays[attempt-before-1]
-		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(hdrEvent), "attempt", attempt, "retry_in", delay, "error", err)
+		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempt", attempt, "retry_in", delay, "error", err)
 		if delay > 0 {
 			_ = msg.NakWithDelay(delay)
 		} else {
 			_ = msg.Nak()
 		}
 	default:
-		in.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(hdrEvent), "attempts", attempt, "error", err)
+		in.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
 		in.bury(ctx, msg, h, token, key, st, a.Err)
 		return
 	}
@@ -396,19 +396,19 @@ func (in *runner) handle(msg jetstream.Msg) {
 // run calls the Receiver with the delivery, renewing its lease while the
 // handlers run. A panic that escapes the Receiver is the attempt's error.
 func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
-	received, _ := time.Parse(time.RFC3339Nano, h.Get(hdrReceivedAt))
-	id, event := h.Get(hdrDelivery), h.Get(hdrEvent)
-	header := headerOf(h)
+	received, _ := time.Parse(time.RFC3339Nano, h.Get(stored.HeaderReceivedAt))
+	id, event := h.Get(stored.HeaderDelivery), h.Get(stored.HeaderEvent)
+	header := stored.HTTPHeader(h)
 	// A delivery stored without its request's headers (library use) gets
 	// those the forge would have sent.
-	for _, kv := range [...][2]string{{webhooks.HeaderEvent, event}, {webhooks.HeaderDelivery, id}, {webhooks.HeaderSignature, h.Get(hdrSignature)}} {
+	for _, kv := range [...][2]string{{webhooks.HeaderEvent, event}, {webhooks.HeaderDelivery, id}, {webhooks.HeaderSignature, h.Get(stored.HeaderSignature)}} {
 		if kv[1] != "" && header.Get(kv[0]) == "" {
 			header.Set(kv[0], kv[1])
 		}
 	}
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.Delivery{
-		ID: id, Name: event, Payload: data, Signature: h.Get(hdrSignature), Header: header,
-		ReceivedAt: received, Attempt: attempt, Tenant: h.Get(hdrTenant),
+		ID: id, Name: event, Payload: data, Signature: h.Get(stored.HeaderSignature), Header: header,
+		ReceivedAt: received, Attempt: attempt, Tenant: h.Get(stored.HeaderTenant),
 	})
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
@@ -457,7 +457,7 @@ func (r *renewal) stop() {
 // bury moves msg to the dead letters with its last error, then ends it in
 // the inbox. When the dead letter cannot be written, msg is handed back to be
 // tried again later rather than lost.
-func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *status, lastErr string) {
+func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *stored.Status, lastErr string) {
 	if err := in.writeDead(ctx, msg.Data(), h, token, key, st, lastErr); err != nil {
 		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
 		_ = msg.NakWithDelay(time.Minute)
@@ -469,7 +469,7 @@ func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, to
 // writeDead writes the dead letter of the stored copy st.Seq of a delivery,
 // with its last error, then its status (dead). It returns an error when
 // either write failed: the caller leaves the delivery in the inbox then.
-func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, token, key string, st *status, lastErr string) error {
+func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string) error {
 	st.Status = delivery.StatusDead
 	dm := &nats.Msg{Subject: in.deadSubj + token, Data: data, Header: make(nats.Header, len(h)+4)}
 	for k, v := range h {
@@ -477,10 +477,10 @@ func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, toke
 			dm.Header[k] = v
 		}
 	}
-	dm.Header.Set(hdrKey, key)
-	dm.Header.Set(hdrSeq, strconv.FormatUint(st.Seq, 10))
-	dm.Header.Set(hdrError, firstLine(lastErr))
-	dm.Header.Set(hdrAttempts, string(st.marshal()))
+	dm.Header.Set(stored.HeaderKey, key)
+	dm.Header.Set(stored.HeaderSeq, strconv.FormatUint(st.Seq, 10))
+	dm.Header.Set(stored.HeaderError, stored.FirstLine(lastErr))
+	dm.Header.Set(stored.HeaderAttempts, string(st.Marshal()))
 	// The id makes a second bury of the same copy (after a crash between the
 	// two writes) a no-op.
 	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {
@@ -497,7 +497,7 @@ func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, toke
 }
 
 // changed tells the watchers.
-func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *status) {
+func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *stored.Status) {
 	if in.watchers.Active() {
 		in.notify(recordOf(h, nil, len(data), seq, st))
 	}
@@ -506,7 +506,7 @@ func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *status) {
 // loadStatus reads a status; nil when there is none (or it cannot be read:
 // the status is a record of what happened, the delivery itself is in the
 // stream).
-func (in *Inbox) loadStatus(ctx context.Context, key string) *status {
+func (in *Inbox) loadStatus(ctx context.Context, key string) *stored.Status {
 	st, err := in.readStatus(ctx, key)
 	if err != nil {
 		in.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
@@ -525,7 +525,7 @@ func (in *Inbox) statusUnread(key string, err error) {
 // readStatus reads a status: nil and no error when there is none (or it
 // is not a status), nil and the error when it cannot be read, which a
 // caller that writes statuses must not take for none.
-func (in *Inbox) readStatus(ctx context.Context, key string) (*status, error) {
+func (in *Inbox) readStatus(ctx context.Context, key string) (*stored.Status, error) {
 	v, err := in.status.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
@@ -533,7 +533,7 @@ func (in *Inbox) readStatus(ctx context.Context, key string) (*status, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st status
+	var st stored.Status
 	if json.Unmarshal(v, &st) != nil {
 		return nil, nil
 	}
@@ -542,8 +542,8 @@ func (in *Inbox) readStatus(ctx context.Context, key string) (*status, error) {
 
 // putStatus writes a status and waits for the store's answer, waiting out
 // what publishRetrying waits out; a failure is logged and returned.
-func (in *Inbox) putStatus(ctx context.Context, key string, st *status) error {
-	b := st.marshal()
+func (in *Inbox) putStatus(ctx context.Context, key string, st *stored.Status) error {
+	b := st.Marshal()
 	err := in.retrying(ctx, func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) })
 	if err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
@@ -560,7 +560,7 @@ const statusRetryDelay = 5 * time.Second
 // settled ends, without running it, a delivery handed out again whose
 // status says it was handled or is a dead letter (its acknowledgement lost
 // in a crash or an election), and reports whether it did.
-func (in *Inbox) settled(msg jetstream.Msg, st *status) bool {
+func (in *Inbox) settled(msg jetstream.Msg, st *stored.Status) bool {
 	switch st.Status {
 	case delivery.StatusHandled:
 		_ = msg.Ack()
@@ -570,25 +570,6 @@ func (in *Inbox) settled(msg jetstream.Msg, st *status) bool {
 		return false
 	}
 	return true
-}
-
-// notADelivery says why a stored message is not a delivery the inbox wrote,
-// or returns "". A body whose size header Enqueue wrote was checked there
-// (scanBody) and is trusted; any other (written by something else, or by an
-// older version) is checked here, once per attempt.
-func notADelivery(h nats.Header, data []byte) string {
-	switch {
-	case h.Get(hdrVersion) != "1":
-		return "no " + hdrVersion + " header 1 (a message published by something else?)"
-	case h.Get(hdrEvent) == "":
-		return "no " + hdrEvent + " header"
-	}
-	if h.Get(hdrSize) != strconv.Itoa(len(data)) {
-		if _, err := jsonscan.Scan(data); err != nil {
-			return "the payload is not a JSON object: " + err.Error()
-		}
-	}
-	return ""
 }
 
 // describe is an attempt's error: its message, and the stack of each panic.
@@ -612,18 +593,4 @@ func describe(err error) string {
 		}
 	}
 	return b.String()
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 1024 {
-		s = s[:1024]
-	}
-	return s
-}
-
-func lastToken(subject string) string {
-	return subject[strings.LastIndexByte(subject, '.')+1:]
 }
