@@ -132,15 +132,17 @@ func TestAttemptNumbersCountRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		// Handed out, never run, never settled; the next start hands the
-		// lease back at once.
+		// Handed out, never run, never settled; after the restart its
+		// lease is handed back at once, as a start does (recoverLeases).
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got int
-		for range batch.Messages() {
+		var reply string
+		for m := range batch.Messages() {
 			got++
+			reply = m.Reply()
 		}
 		if got != 1 {
 			t.Fatalf("fetched %d deliveries (%v), want 1", got, batch.Error())
@@ -153,7 +155,12 @@ func TestAttemptNumbersCountRuns(t *testing.T) {
 		if cons, err = in.inbox.Consumer(ctx, in.workersConsumer()); err != nil {
 			t.Fatal(err)
 		}
-		newRunner(in).recoverLeases(ctx, cons)
+		if err := in.nc.Publish(reply, []byte("-NAK")); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	in.Close(ctx)
 

@@ -19,6 +19,7 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
+	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -53,14 +54,11 @@ const (
 	DefaultMaxPayload = 26 << 20
 )
 
-// Bounds of the connection to the embedded server. The server cuts a client
-// whose unread data passes maxPending (as a slow consumer), losing the
-// answers to its publishes: the workers pull at most pullMaxBytes of
-// deliveries at a time (room for the largest, twice), well under it.
-const (
-	pullMaxBytes = 2 * DefaultMaxPayload
-	maxPending   = 256 << 20
-)
+// maxPending bounds the unread data of a client of the embedded server,
+// past which the server cuts it (as a slow consumer), losing the answers to
+// its publishes: the workers pull at most twice DefaultMaxPayload of
+// deliveries at a time, well under it.
+const maxPending = 256 << 20
 
 // DefaultRetryDelays is the retry schedule when Options.RetryDelays is nil:
 // a delivery runs at most len(DefaultRetryDelays)+1 times, waiting these
@@ -226,7 +224,7 @@ type Inbox struct {
 	closed  bool
 	closing chan struct{}  // closed by Close
 	enq     sync.WaitGroup // Enqueue calls under way
-	started *runner        // set by Start
+	started *runner.Runner // set by Start
 	quota   *tenantQuota   // nil without a bound per tenant (quota.go)
 }
 
@@ -378,12 +376,29 @@ func (in *Inbox) Start(ctx context.Context) error {
 		return errors.New("inbox: Start called twice")
 	}
 	// Set first: Close stops what a failed start began.
-	in.started = newRunner(in)
-	if err := in.started.start(ctx); err != nil {
+	in.started = runner.New(in.runnerConfig())
+	if err := in.started.Start(ctx); err != nil {
 		return err
 	}
 	in.startJanitor()
 	return nil
+}
+
+// runnerConfig is what Start runs the workers on.
+func (in *Inbox) runnerConfig() runner.Config {
+	o := in.opts
+	recv := o.Receiver
+	return runner.Config{
+		Name: o.Name, Embedded: in.ns != nil,
+		Workers: o.Workers, RetryDelays: o.RetryDelays, AckWait: o.AckWait,
+		OrderPartitions: o.OrderPartitions, OrderBy: o.OrderBy,
+		Handle: func(ctx context.Context, d webhooks.Delivery) error {
+			return recv.Receive(webhooks.ContextWithDelivery(ctx, d), emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+		},
+		Logger: in.log, Conn: in.nc, JS: in.js,
+		Inbox: in.inbox, Parked: in.parked, Keys: in.keyBucket,
+		Intake: intake{in},
+	}
 }
 
 // RunsWorkers reports whether Start has run this inbox's workers in this
@@ -718,13 +733,13 @@ func (in *Inbox) Close(ctx context.Context) error {
 	in.mu.Unlock()
 	// Deliveries fetched but not started are handed back by the loops.
 	if in.started != nil {
-		in.started.stopTaking()
+		in.started.StopTaking()
 	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
 		if in.started != nil {
-			in.started.wait()
+			in.started.Wait()
 		}
 		close(done)
 	}()
@@ -735,7 +750,7 @@ func (in *Inbox) Close(ctx context.Context) error {
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
 	}
 	if in.started != nil {
-		in.started.stop()
+		in.started.Stop()
 	}
 	in.shutdown()
 	return err

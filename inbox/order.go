@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -181,38 +181,8 @@ func (in *Inbox) lastStored(ctx context.Context, token string) (*jetstream.RawSt
 }
 
 // workersConsumer names the consumer of the unordered deliveries.
-func (in *Inbox) workersConsumer() string { return in.opts.Name + "_WORKERS" }
+func (in *Inbox) workersConsumer() string { return runner.WorkersConsumer(in.opts.Name) }
 
 // orderConsumerPrefix, and a partition's token, name that partition's
 // consumer.
-func (in *Inbox) orderConsumerPrefix() string { return in.opts.Name + "_ORDER_" }
-
-// orderPartitions returns the partitions whose consumers exist, with those
-// OrderBy needs: a partition left from a run with more partitions still has
-// its deliveries handed out, one at a time.
-func (in *Inbox) orderPartitions(ctx context.Context) ([]int, error) {
-	seen := map[int]bool{}
-	var out []int
-	if in.opts.OrderBy != nil {
-		for p := range in.opts.OrderPartitions {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	names := in.inbox.ConsumerNames(ctx)
-	for name := range names.Name() {
-		rest, ok := strings.CutPrefix(name, in.orderConsumerPrefix())
-		if !ok || !stored.ValidPartitionToken(rest) {
-			continue
-		}
-		p, _ := strconv.Atoi(rest[1:])
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	if err := names.Err(); err != nil {
-		return nil, fmt.Errorf("inbox: listing the consumers: %w", err)
-	}
-	return out, nil
-}
+func (in *Inbox) orderConsumerPrefix() string { return runner.OrderConsumerPrefix(in.opts.Name) }

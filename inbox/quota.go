@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
@@ -243,7 +244,7 @@ func (in *Inbox) pendingFrom(ctx context.Context, first uint64) uint64 {
 		if err != nil {
 			return first
 		}
-		var rec keyRecord
+		var rec runner.KeyRecord
 		if json.Unmarshal(e.Value(), &rec) == nil && rec.Head > 0 {
 			from = min(from, max(rec.Head, first))
 		}

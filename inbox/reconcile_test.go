@@ -8,7 +8,6 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -72,49 +71,5 @@ func TestReconcileStatuses(t *testing.T) {
 		if got := ran.get(fmt.Sprintf("rec-%d", i)); len(got) != 1 {
 			t.Errorf("rec-%d ran %d times", i, len(got))
 		}
-	}
-}
-
-// TestReconcileUnreadStatus: a status the reconciliation cannot read (here
-// its context ended, as Close ends it) is left alone, not taken for none
-// and written over as a bare "handled" that forgets its attempts.
-func TestReconcileUnreadStatus(t *testing.T) {
-	ctx := context.Background()
-	wh := newWebhooks(t)
-	wh.OnAny(func(context.Context, emitter.Event) error { return nil })
-	in := openInbox(t, t.TempDir(), Options{Receiver: wh})
-	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "unread", Name: "issues", Payload: payload("unread")}); err != nil {
-		t.Fatal(err)
-	}
-	var r delivery.Record
-	waitFor(t, 30*time.Second, "the delivery handled", func() bool {
-		var err error
-		r, err = in.Get(ctx, "unread")
-		return err == nil && r.Status == delivery.StatusHandled
-	})
-	m, err := in.inbox.GetMsg(ctx, r.Seq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The status is read from the store, not from the writes still
-	// waiting for their acknowledgement (served from memory, whatever the
-	// context).
-	if err := in.status.(*recstore.Indexed).Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ended, cancel := context.WithCancel(ctx)
-	cancel()
-	in.mu.Lock()
-	runner := in.started
-	in.mu.Unlock()
-	if fixed, err := runner.reconcileOne(ended, m.Header, m.Subject, r.Seq); fixed || err == nil {
-		t.Errorf("reconcileOne with its context ended: fixed %v, error %v; want no write and the error", fixed, err)
-	}
-	got, err := in.Get(ctx, "unread")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != delivery.StatusHandled || len(got.Attempts) != len(r.Attempts) || len(got.Attempts) == 0 {
-		t.Errorf("after the reconciliation: %s with %d attempts, want handled with %d", got.Status, len(got.Attempts), len(r.Attempts))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
@@ -63,18 +64,18 @@ func (in *Inbox) Skip(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: %q is running", ErrNotWaiting, id)
 	}
 	orderKey := m.Header.Get(stored.HeaderOrderKey)
-	var rec *keyEntry
 	if orderKey != "" {
-		e, err := in.keyBucket.Get(ctx, keyName(orderKey))
+		var rec *runner.KeyRecord
+		e, err := in.keyBucket.Get(ctx, runner.KeyName(orderKey))
 		if err == nil {
-			var r keyRecord
+			var r runner.KeyRecord
 			if json.Unmarshal(e.Value(), &r) == nil {
-				rec = &keyEntry{r, e.Revision()}
+				rec = &r
 			}
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return fmt.Errorf("inbox: skip %q: %w", id, err)
 		}
-		if rec != nil && rec.rec.Head == seq && rec.rec.Owner != "" && time.Now().Before(rec.rec.Lease) && !in.embeddedOwnerGone(rec.rec.Owner) {
+		if rec != nil && rec.Head == seq && rec.Owner != "" && time.Now().Before(rec.Lease) && !in.embeddedOwnerGone(rec.Owner) {
 			return fmt.Errorf("%w: %q is running", ErrNotWaiting, id)
 		}
 	} else if st == nil || st.Status != delivery.StatusRetrying {
@@ -90,7 +91,7 @@ func (in *Inbox) Skip(ctx context.Context, id string) error {
 	in.log.Warn("inbox: a waiting delivery set aside as a dead letter (skip)", "delivery", id, "event", m.Header.Get(stored.HeaderEvent),
 		"order_key", orderKey, "attempts", len(st.Attempts))
 	if orderKey != "" {
-		in.dueNow(ctx, keyName(orderKey), seq, id)
+		in.dueNow(ctx, runner.KeyName(orderKey), seq, id)
 	}
 	return nil
 }
@@ -105,7 +106,7 @@ func (in *Inbox) dueNow(ctx context.Context, name string, seq uint64, id string)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return
 		}
-		var r keyRecord
+		var r runner.KeyRecord
 		if err == nil && json.Unmarshal(e.Value(), &r) != nil {
 			return
 		}
@@ -118,7 +119,7 @@ func (in *Inbox) dueNow(ctx context.Context, name string, seq uint64, id string)
 		}
 		r.Due, r.Owner, r.Lease = time.Now(), "", time.Time{}
 		_, err = in.keyBucket.Update(ctx, name, r.Marshal(), e.Revision())
-		if err == nil || !isWrongRevision(err) {
+		if err == nil || !runner.IsWrongRevision(err) {
 			if err != nil {
 				in.log.Warn("inbox: skip: its key goes on once its retry falls due", "delivery", id, "error", err)
 			}
@@ -137,5 +138,5 @@ func (in *Inbox) embeddedOwnerGone(owner string) bool {
 	in.mu.Lock()
 	r := in.started
 	in.mu.Unlock()
-	return r == nil || r.ordered == nil || r.ordered.id != owner
+	return r == nil || !r.Owns(owner)
 }

@@ -1,4 +1,4 @@
-package inbox
+package runner
 
 import (
 	"context"
@@ -23,10 +23,10 @@ const maxRecoverScan = 20_000
 // lease (AckWait) to run out. A delivery waiting for its retry keeps its
 // schedule (as its status has it); one whose retry is due runs at once. It only logs what it
 // cannot do: the leases run out on their own all the same.
-func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
+func (r *Runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 	info, err := cons.Info(ctx)
 	if err != nil {
-		in.log.Warn("inbox: reading a consumer's leases", "error", err)
+		r.log.Warn("inbox: reading a consumer's leases", "error", err)
 		return
 	}
 	if info.NumAckPending == 0 {
@@ -44,12 +44,12 @@ func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 	start := time.Now()
 	var handed, kept int
 	for seq := from; seq <= to; seq++ {
-		m, err := in.inbox.GetMsg(ctx, seq)
+		m, err := r.cfg.Inbox.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
-			in.log.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
+			r.log.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
 			return
 		}
 		token := stored.TokenOf(m.Header, m.Subject)
@@ -57,11 +57,11 @@ func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 		if token != "n" && m.Header.Get(stored.HeaderKey) == "" {
 			// Stored by a process that may have died before its dedupe
 			// records were written (it answered 503 then).
-			if err := in.rememberStored(ctx, seq); err != nil {
-				in.log.Warn("inbox: recording a delivery stored before the restart", "seq", seq, "error", err)
+			if err := r.cfg.Intake.RememberStored(ctx, seq); err != nil {
+				r.log.Warn("inbox: recording a delivery stored before the restart", "seq", seq, "error", err)
 			}
 		}
-		st := in.loadStatus(ctx, key)
+		st := r.loadStatus(ctx, key)
 		nak := "-NAK"
 		if st != nil && st.Seq == seq {
 			// Its status was written before its acknowledgement, which the
@@ -76,36 +76,36 @@ func (in *runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 		if nak == "-NAK" && st != nil && st.Status == delivery.StatusRetrying && st.Seq == seq {
 			// The server's own schedule of a retry may not have reached
 			// the disk before the kill: it is given again.
-			if wait := time.Until(in.retryDue(st, stored.Int(m.Header.Get(stored.HeaderBefore)))); wait > 0 {
+			if wait := time.Until(r.retryDue(st, stored.Int(m.Header.Get(stored.HeaderBefore)))); wait > 0 {
 				nak += " " + wait.String()
 				kept++
 			}
 		}
 		reply := fmt.Sprintf("%s%d.%d.%d.0", prefix, seq, dseq, time.Now().UnixNano())
-		if err := in.nc.Publish(reply, []byte(nak)); err != nil {
-			in.log.Warn("inbox: handing back a leased delivery", "seq", seq, "error", err)
+		if err := r.cfg.Conn.Publish(reply, []byte(nak)); err != nil {
+			r.log.Warn("inbox: handing back a leased delivery", "seq", seq, "error", err)
 			return
 		}
 		handed++
 	}
-	if err := in.nc.Flush(); err != nil {
-		in.log.Warn("inbox: handing back leased deliveries", "error", err)
+	if err := r.cfg.Conn.Flush(); err != nil {
+		r.log.Warn("inbox: handing back leased deliveries", "error", err)
 	}
-	in.log.Info("inbox: deliveries leased before the restart handed back", "consumer", info.Name,
+	r.log.Info("inbox: deliveries leased before the restart handed back", "consumer", info.Name,
 		"leased_or_waiting", info.NumAckPending, "handed_back", handed, "retries_rescheduled", kept, "took", time.Since(start))
 }
 
 // retryDue is when the retry of a delivery whose last attempt failed is
 // scheduled: the end of that attempt plus the delay the schedule gives it.
 // before counts the attempts of earlier copies (Retry, Replay).
-func (in *runner) retryDue(st *stored.Status, before int) time.Time {
+func (r *Runner) retryDue(st *stored.Status, before int) time.Time {
 	if len(st.Attempts) == 0 {
 		return time.Time{}
 	}
 	a := st.Attempts[len(st.Attempts)-1]
 	i := a.Number - before - 1
-	if i < 0 || i >= len(in.opts.RetryDelays) {
+	if i < 0 || i >= len(r.cfg.RetryDelays) {
 		return time.Time{}
 	}
-	return a.Start.Add(a.Duration).Add(in.opts.RetryDelays[i])
+	return a.Start.Add(a.Duration).Add(r.cfg.RetryDelays[i])
 }

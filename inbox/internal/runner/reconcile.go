@@ -1,9 +1,8 @@
-package inbox
+package runner
 
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,14 +23,14 @@ const reconcileWindow = 20_000
 // for that copy, or that has none — a write lost before statuses were
 // written ahead of acknowledgements. It becomes dead when the dead letters
 // hold that copy, handled otherwise.
-func (in *runner) reconcileStatuses(ctx context.Context, consumers []jetstream.Consumer) {
+func (r *Runner) reconcileStatuses(ctx context.Context, consumers []jetstream.Consumer) {
 	start := time.Now()
 	fixed, read := 0, 0
 	window := uint64(max(reconcileWindow/len(consumers), 1000))
 	for _, c := range consumers {
 		info, err := c.Info(ctx)
 		if err != nil {
-			in.log.Warn("inbox: reconciling statuses", "error", err)
+			r.log.Warn("inbox: reconciling statuses", "error", err)
 			return
 		}
 		floor := info.AckFloor.Stream
@@ -42,30 +41,30 @@ func (in *runner) reconcileStatuses(ctx context.Context, consumers []jetstream.C
 		if floor > window {
 			from = floor - window + 1
 		}
-		n, r, err := in.reconcileRange(ctx, info.Config.FilterSubject, from, floor)
-		fixed, read = fixed+n, read+r
+		n, nr, err := r.reconcileRange(ctx, info.Config.FilterSubject, from, floor)
+		fixed, read = fixed+n, read+nr
 		if err != nil && ctx.Err() != nil {
-			in.log.Info("inbox: reconciling statuses stopped by Close; the next start goes on", "fixed", fixed, "read", read)
+			r.log.Info("inbox: reconciling statuses stopped by Close; the next start goes on", "fixed", fixed, "read", read)
 			return
 		}
 		if err != nil {
-			in.log.Warn("inbox: reconciling statuses", "consumer", info.Name, "error", err)
+			r.log.Warn("inbox: reconciling statuses", "consumer", info.Name, "error", err)
 			return
 		}
 	}
 	if fixed > 0 {
-		in.log.Info("inbox: statuses of settled deliveries set right", "fixed", fixed, "read", read, "took", time.Since(start))
+		r.log.Info("inbox: statuses of settled deliveries set right", "fixed", fixed, "read", read, "took", time.Since(start))
 	}
 }
 
 // reconcileRange reconciles the copies from from to to on subject (all when
 // empty); it returns how many it fixed and read.
-func (in *runner) reconcileRange(ctx context.Context, subject string, from, to uint64) (fixed, read int, err error) {
+func (r *Runner) reconcileRange(ctx context.Context, subject string, from, to uint64) (fixed, read int, err error) {
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from, HeadersOnly: true}
 	if subject != "" {
 		cfg.FilterSubjects = []string{subject}
 	}
-	cons, err := in.inbox.OrderedConsumer(ctx, cfg)
+	cons, err := r.cfg.Inbox.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -86,7 +85,7 @@ func (in *runner) reconcileRange(ctx context.Context, subject string, from, to u
 				return fixed, read, nil
 			}
 			read++
-			ok, err := in.reconcileOne(ctx, m.Headers(), m.Subject(), seq)
+			ok, err := r.reconcileOne(ctx, m.Headers(), m.Subject(), seq)
 			if err != nil {
 				return fixed, read, err
 			}
@@ -107,13 +106,13 @@ func (in *runner) reconcileRange(ctx context.Context, subject string, from, to u
 // it wrote one. A status it cannot read (ctx ended, the store busy) is an
 // error, never taken for none: written over, the status would lose its
 // attempts.
-func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject string, seq uint64) (bool, error) {
+func (r *Runner) reconcileOne(ctx context.Context, h nats.Header, subject string, seq uint64) (bool, error) {
 	if h == nil || h.Get(stored.HeaderVersion) != "1" {
 		return false, nil
 	}
 	token := stored.TokenOf(h, subject)
 	key := stored.StatusKey(h, token, seq)
-	st, err := in.readStatus(ctx, key)
+	st, err := r.cfg.Intake.ReadStatus(ctx, key)
 	if err != nil {
 		return false, err
 	}
@@ -125,7 +124,7 @@ func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject strin
 	case st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead:
 		return false, nil
 	}
-	if in.isRunning(key) {
+	if r.Runs(key) {
 		return false, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -133,8 +132,8 @@ func (in *runner) reconcileOne(ctx context.Context, h nats.Header, subject strin
 	}
 	st.Seq = seq
 	st.Status = delivery.StatusHandled
-	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil && dm.Header.Get(stored.HeaderSeq) == strconv.FormatUint(seq, 10) {
+	if r.cfg.Intake.IsDead(ctx, token, seq) {
 		st.Status = delivery.StatusDead
 	}
-	return in.putStatus(ctx, key, st) == nil, nil
+	return r.cfg.Intake.PutStatus(ctx, key, st) == nil, nil
 }

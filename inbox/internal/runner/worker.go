@@ -1,12 +1,10 @@
-package inbox
+package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +15,6 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
-	"forgehooks.dev/forgehooks/webhooks"
 )
 
 // fetchWait bounds a pull request of the workers, as the client waits for
@@ -54,39 +51,39 @@ const orderPullBatch = 64
 // every worker is busy, so the server's status messages found no room and
 // were dropped; losing the end of a request, it waited for deliveries that
 // never came, and under a flood the workers stood still, for good.
-func (in *runner) dispatch(cons jetstream.Consumer) {
-	defer in.loops.Done()
+func (r *Runner) dispatch(cons jetstream.Consumer) {
+	defer r.loops.Done()
 	for {
 		select {
-		case in.held <- struct{}{}:
-		case <-in.closing:
+		case r.held <- struct{}{}:
+		case <-r.closing:
 			return
 		}
 		places := 1
 	free:
-		for places < cap(in.held) {
+		for places < cap(r.held) {
 			select {
-			case in.held <- struct{}{}:
+			case r.held <- struct{}{}:
 				places++
 			default:
 				break free
 			}
 		}
-		if in.queue.full() {
+		if r.queue.full() {
 			// Bodies enough queued: wait for one to start.
 			for range places {
-				<-in.held
+				<-r.held
 			}
 			select {
-			case <-in.dequeued:
-			case <-in.closing:
+			case <-r.dequeued:
+			case <-r.closing:
 				return
 			}
 			continue
 		}
-		places -= in.fetch(cons, places)
+		places -= r.fetch(cons, places)
 		for range places {
-			<-in.held
+			<-r.held
 		}
 	}
 }
@@ -103,19 +100,19 @@ func (in *runner) dispatch(cons jetstream.Consumer) {
 // bounded instead so that the largest deliveries fit clusterPullBytes. The
 // embedded server's consumers are not replicated: there the bytes bound
 // keeps its order and costs no place.
-func (in *runner) fetch(cons jetstream.Consumer, n int) (queued int) {
-	ctx, cancel := context.WithTimeout(in.takeCtx, fetchWait)
+func (r *Runner) fetch(cons jetstream.Consumer, n int) (queued int) {
+	ctx, cancel := context.WithTimeout(r.take.ctx, fetchWait)
 	defer cancel()
 	opts := []jetstream.FetchOpt{jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(fetchHeartbeat)}
-	if in.ns != nil {
-		opts = append(opts, jetstream.FetchMaxBytes(pullMaxBytes))
-	} else if most := clusterPullBytes / max(in.nc.MaxPayload(), 1); int64(n) > most {
+	if r.cfg.Embedded {
+		opts = append(opts, jetstream.FetchMaxBytes(int(2*r.cfg.Conn.MaxPayload())))
+	} else if most := clusterPullBytes / max(r.cfg.Conn.MaxPayload(), 1); int64(n) > most {
 		n = int(max(most, 1))
 	}
 	batch, err := cons.Fetch(n, opts...)
 	if err != nil {
-		if !in.isClosed() {
-			in.log.Warn("inbox: taking deliveries", "error", err)
+		if !r.isClosed() {
+			r.log.Warn("inbox: taking deliveries", "error", err)
 			time.Sleep(100 * time.Millisecond)
 		}
 		return 0
@@ -125,14 +122,14 @@ func (in *runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 		if h := msg.Headers(); h != nil {
 			tenant = h.Get(stored.HeaderTenant)
 		}
-		if !in.queue.push(msg, tenant) {
+		if !r.queue.push(msg, tenant) {
 			_ = msg.Nak() // Close was called
 			continue
 		}
 		queued++
 	}
-	if err := batch.Error(); err != nil && !in.isClosed() && !fetchEnded(err) {
-		in.log.Warn("inbox: taking deliveries", "error", err)
+	if err := batch.Error(); err != nil && !r.isClosed() && !fetchEnded(err) {
+		r.log.Warn("inbox: taking deliveries", "error", err)
 		time.Sleep(100 * time.Millisecond)
 	}
 	return queued
@@ -141,72 +138,68 @@ func (in *runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 // schedule starts the queued deliveries, each on its own goroutine, while a
 // worker is free, the next one as the fair queue chooses. At Close it hands
 // back those still queued.
-func (in *runner) schedule() {
-	defer in.loops.Done()
+func (r *Runner) schedule() {
+	defer r.loops.Done()
 	defer func() {
-		for _, msg := range in.queue.close() {
+		for _, msg := range r.queue.close() {
 			_ = msg.Nak()
-			<-in.held
+			<-r.held
 		}
 	}()
 	for {
 		select {
-		case in.sem <- struct{}{}:
-		case <-in.closing:
+		case r.sem <- struct{}{}:
+		case <-r.closing:
 			return
 		}
-		m, ok := in.queue.pop()
+		m, ok := r.queue.pop()
 		for !ok {
 			select {
-			case <-in.queue.kick:
-			case <-in.closing:
-				<-in.sem
+			case <-r.queue.kick:
+			case <-r.closing:
+				<-r.sem
 				return
 			}
-			m, ok = in.queue.pop()
+			m, ok = r.queue.pop()
 		}
 		select {
-		case in.dequeued <- struct{}{}:
+		case r.dequeued <- struct{}{}:
 		default:
 		}
-		in.mu.Lock()
-		if in.closed {
-			in.mu.Unlock()
+		if !r.begin() {
 			_ = m.msg.Nak()
-			in.queue.done(m.tenant)
-			<-in.held
-			<-in.sem
+			r.queue.done(m.tenant)
+			<-r.held
+			<-r.sem
 			return
 		}
-		in.active.Add(1)
-		in.mu.Unlock()
 		go func() {
 			defer func() {
-				in.queue.done(m.tenant)
-				<-in.held
-				<-in.sem
-				in.active.Done()
+				r.queue.done(m.tenant)
+				<-r.held
+				<-r.sem
+				r.active.Done()
 			}()
-			in.handle(m.msg)
+			r.handle(m.msg)
 		}()
 	}
 }
 
 // renewQueued renews the leases of the deliveries queued, as run does
 // those of the running ones, every third of AckWait.
-func (in *runner) renewQueued() {
-	defer in.loops.Done()
-	every := max(in.opts.AckWait/3, time.Millisecond)
+func (r *Runner) renewQueued() {
+	defer r.loops.Done()
+	every := max(r.cfg.AckWait/3, time.Millisecond)
 	// Looked at twice as often, so that none waits much past a third.
 	t := time.NewTicker(max(every/2, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-		case <-in.closing:
+		case <-r.closing:
 			return
 		}
-		for _, msg := range in.queue.stale(time.Now().Add(-every)) {
+		for _, msg := range r.queue.stale(time.Now().Add(-every)) {
 			_ = msg.InProgress()
 		}
 	}
@@ -228,34 +221,30 @@ func fetchEnded(err error) bool {
 // (keys.go), one after the other, on its own goroutine: the server hands out
 // the next only once this one is admitted. They run among the places of
 // OrderPartitions, not of Workers.
-func (in *runner) dispatchOrdered(it jetstream.MessagesContext) {
-	defer in.loops.Done()
+func (r *Runner) dispatchOrdered(it jetstream.MessagesContext) {
+	defer r.loops.Done()
 	for {
 		msg, err := it.Next()
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || in.isClosed() {
-				in.handBack(it)
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || r.isClosed() {
+				r.handBack(it)
 				return
 			}
-			in.log.Warn("inbox: taking ordered deliveries", "error", err)
+			r.log.Warn("inbox: taking ordered deliveries", "error", err)
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		in.mu.Lock()
-		if in.closed {
-			in.mu.Unlock()
+		if !r.begin() {
 			_ = msg.Nak()
 			continue
 		}
-		in.active.Add(1)
-		in.mu.Unlock()
-		in.ordered.admit(msg)
-		in.active.Done()
+		r.ordered.admit(msg)
+		r.active.Done()
 	}
 }
 
 // handBack gives the deliveries fetched but not started back to the server.
-func (in *runner) handBack(it jetstream.MessagesContext) {
+func (r *Runner) handBack(it jetstream.MessagesContext) {
 	for {
 		msg, err := it.Next()
 		if err != nil {
@@ -267,11 +256,11 @@ func (in *runner) handBack(it jetstream.MessagesContext) {
 
 // handle runs one stored delivery's handlers and settles it: ack, a retry
 // after the next delay, or the dead letters.
-func (in *runner) handle(msg jetstream.Msg) {
-	ctx := in.handlerCtx
+func (r *Runner) handle(msg jetstream.Msg) {
+	ctx := r.handlers.ctx
 	meta, err := msg.Metadata()
 	if err != nil {
-		in.log.Error("inbox: a message without JetStream metadata", "subject", msg.Subject(), "error", err)
+		r.log.Error("inbox: a message without JetStream metadata", "subject", msg.Subject(), "error", err)
 		_ = msg.Term()
 		return
 	}
@@ -282,7 +271,7 @@ func (in *runner) handle(msg jetstream.Msg) {
 	}
 	token := stored.TokenOf(h, msg.Subject())
 	key := stored.StatusKey(h, token, seq)
-	if meta.NumDelivered > 1 && in.runs(key) {
+	if meta.NumDelivered > 1 && r.Runs(key) {
 		// Its lease ran out while its handlers still run here (a renewal
 		// came late: a loaded machine). The server keys leases and acks by
 		// stream sequence, so the run under way renews and settles this copy
@@ -298,16 +287,16 @@ func (in *runner) handle(msg jetstream.Msg) {
 	// may have run and been settled, and running it again would write over
 	// its attempts. It waits as it would for a status it could not write.
 	var st *stored.Status
-	if meta.NumDelivered > 1 || h.Get(stored.HeaderKey) != "" || token == "n" || seq <= in.startSeq {
-		if st, err = in.readStatus(ctx, key); err != nil {
-			in.statusUnread(key, err)
+	if meta.NumDelivered > 1 || h.Get(stored.HeaderKey) != "" || token == "n" || seq <= r.startSeq {
+		if st, err = r.cfg.Intake.ReadStatus(ctx, key); err != nil {
+			r.statusUnread(key, err)
 			_ = msg.NakWithDelay(statusRetryDelay)
 			return
 		}
 	}
 	// Settled already: handled or a dead letter (set aside by Skip while it
 	// waited for its retry, or buried just before a crash).
-	if st != nil && st.Seq == seq && in.settled(msg, st) {
+	if st != nil && st.Seq == seq && r.settled(msg, st) {
 		return
 	}
 	if st == nil {
@@ -323,10 +312,10 @@ func (in *runner) handle(msg jetstream.Msg) {
 	// when the status is worth reading.
 	before := stored.Int(h.Get(stored.HeaderBefore))
 	attempt := max(before, st.Last()) + 1
-	if reason := stored.NotADelivery(h, msg.Data()); reason != "" {
-		in.log.Error("inbox: not a delivery; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", reason)
-		st.Add(delivery.Attempt{Number: attempt, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
-		in.bury(ctx, msg, h, token, key, st, "inbox: not a delivery: "+reason)
+	if err := r.cfg.Intake.Check(h, msg.Data()); err != nil {
+		r.log.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", err)
+		st.Add(delivery.Attempt{Number: attempt, Start: time.Now(), Err: err.Error()})
+		r.bury(ctx, msg, h, token, key, st, err.Error())
 		return
 	}
 	start := time.Now()
@@ -335,21 +324,17 @@ func (in *runner) handle(msg jetstream.Msg) {
 	st.Add(delivery.Attempt{Number: attempt, Start: start})
 	prev := st.Status
 	st.Status = delivery.StatusRunning
-	if perr := in.putStatus(ctx, key, st); perr != nil {
+	if perr := r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
 		_ = msg.NakWithDelay(statusRetryDelay)
 		return
 	}
 	st.Status = prev
 	st.Attempts = st.Attempts[:len(st.Attempts)-1]
-	in.setRunning(key, true)
-	if in.watchers.Active() {
-		r := recordOf(h, nil, len(msg.Data()), seq, st)
-		r.Status = delivery.StatusRunning
-		in.notify(r)
-	}
-	err = in.run(ctx, msg.Data(), h, attempt, func() { _ = msg.InProgress() })
+	r.setRunning(key, true)
+	r.changedRunning(h, msg.Data(), seq, st)
+	err = r.run(ctx, msg.Data(), h, attempt, func() { _ = msg.InProgress() })
 	dur := time.Since(start)
-	in.setRunning(key, false)
+	r.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
 		// The Webhooks was closed under us: not the delivery's fault.
 		_ = msg.Nak()
@@ -367,52 +352,39 @@ func (in *runner) handle(msg jetstream.Msg) {
 		// Written before the ack, and waited for (the writes of concurrent
 		// deliveries share a record): a status lost after the ack would
 		// show it queued for good. Without its status it runs again.
-		if perr := in.putStatus(ctx, key, st); perr != nil {
+		if perr := r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
 			_ = msg.NakWithDelay(statusRetryDelay)
 			return
 		}
 		if aerr := msg.Ack(); aerr != nil {
-			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
+			r.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
-	case attempt-before <= len(in.opts.RetryDelays):
+	case r.retries(err, attempt-before):
 		// The schedule of this copy: retryDue reads it the same way.
 		st.Status = delivery.StatusRetrying
-		_ = in.putStatus(ctx, key, st)
-		delay := in.opts.RetryDelays[attempt-before-1]
-		in.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempt", attempt, "retry_in", delay, "error", err)
+		_ = r.cfg.Intake.PutStatus(ctx, key, st)
+		delay := r.cfg.RetryDelays[attempt-before-1]
+		r.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempt", attempt, "retry_in", delay, "error", err)
 		if delay > 0 {
 			_ = msg.NakWithDelay(delay)
 		} else {
 			_ = msg.Nak()
 		}
 	default:
-		in.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
-		in.bury(ctx, msg, h, token, key, st, a.Err)
+		r.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
+		r.bury(ctx, msg, h, token, key, st, a.Err)
 		return
 	}
-	in.changed(h, msg.Data(), seq, st)
+	r.cfg.Intake.Changed(h, msg.Data(), seq, st)
 }
 
-// run calls the Receiver with the delivery, renewing its lease while the
-// handlers run. A panic that escapes the Receiver is the attempt's error.
-func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
-	received, _ := time.Parse(time.RFC3339Nano, h.Get(stored.HeaderReceivedAt))
-	id, event := h.Get(stored.HeaderDelivery), h.Get(stored.HeaderEvent)
-	header := stored.HTTPHeader(h)
-	// A delivery stored without its request's headers (library use) gets
-	// those the forge would have sent.
-	for _, kv := range [...][2]string{{webhooks.HeaderEvent, event}, {webhooks.HeaderDelivery, id}, {webhooks.HeaderSignature, h.Get(stored.HeaderSignature)}} {
-		if kv[1] != "" && header.Get(kv[0]) == "" {
-			header.Set(kv[0], kv[1])
-		}
-	}
-	ctx = webhooks.ContextWithDelivery(ctx, webhooks.Delivery{
-		ID: id, Name: event, Payload: data, Signature: h.Get(stored.HeaderSignature), Header: header,
-		ReceivedAt: received, Attempt: attempt, Tenant: h.Get(stored.HeaderTenant),
-	})
+// run calls Handle with the delivery, renewing its lease while the handlers
+// run. A panic that escapes Handle is the attempt's error.
+func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
+	d := stored.Delivery(h, data, attempt)
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
-	renew := &renewal{renew: renewLease, every: in.opts.AckWait / 3}
+	renew := &renewal{renew: renewLease, every: r.cfg.AckWait / 3}
 	renew.start()
 	defer renew.stop()
 	defer func() {
@@ -420,7 +392,7 @@ func (in *runner) run(ctx context.Context, data []byte, h nats.Header, attempt i
 			err = fmt.Errorf("inbox: the receiver panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return in.opts.Receiver.Receive(ctx, emitter.Event{ID: id, Name: event, Payload: data})
+	return r.cfg.Handle(ctx, d)
 }
 
 // renewal renews a running delivery's lease every so often until stopped.
@@ -457,100 +429,48 @@ func (r *renewal) stop() {
 // bury moves msg to the dead letters with its last error, then ends it in
 // the inbox. When the dead letter cannot be written, msg is handed back to be
 // tried again later rather than lost.
-func (in *runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *stored.Status, lastErr string) {
-	if err := in.writeDead(ctx, msg.Data(), h, token, key, st, lastErr); err != nil {
-		in.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
+func (r *Runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *stored.Status, lastErr string) {
+	if err := r.cfg.Intake.Bury(ctx, msg.Data(), h, token, key, st, lastErr); err != nil {
+		r.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
 		_ = msg.NakWithDelay(time.Minute)
 		return
 	}
 	_ = msg.Term()
 }
 
-// writeDead writes the dead letter of the stored copy st.Seq of a delivery,
-// with its last error, then its status (dead). It returns an error when
-// either write failed: the caller leaves the delivery in the inbox then.
-func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string) error {
-	st.Status = delivery.StatusDead
-	dm := &nats.Msg{Subject: in.deadSubj + token, Data: data, Header: make(nats.Header, len(h)+4)}
-	for k, v := range h {
-		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
-			dm.Header[k] = v
-		}
-	}
-	dm.Header.Set(stored.HeaderKey, key)
-	dm.Header.Set(stored.HeaderSeq, strconv.FormatUint(st.Seq, 10))
-	dm.Header.Set(stored.HeaderError, stored.FirstLine(lastErr))
-	dm.Header.Set(stored.HeaderAttempts, string(st.Marshal()))
-	// The id makes a second bury of the same copy (after a crash between the
-	// two writes) a no-op.
-	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {
-		return err
-	}
-	if err := in.putStatus(ctx, key, st); err != nil {
-		// Ended without its status, it would list as running for good: the
-		// caller leaves it in the inbox, it runs again later and is buried
-		// then (the dead letter's id keeps it one).
-		return fmt.Errorf("the dead letter's status: %w", err)
-	}
-	in.changed(h, data, st.Seq, st)
-	return nil
-}
-
-// changed tells the watchers.
-func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *stored.Status) {
-	if in.watchers.Active() {
-		in.notify(recordOf(h, nil, len(data), seq, st))
-	}
-}
-
 // loadStatus reads a status; nil when there is none (or it cannot be read:
 // the status is a record of what happened, the delivery itself is in the
 // stream).
-func (in *Inbox) loadStatus(ctx context.Context, key string) *stored.Status {
-	st, err := in.readStatus(ctx, key)
+func (r *Runner) loadStatus(ctx context.Context, key string) *stored.Status {
+	st, err := r.cfg.Intake.ReadStatus(ctx, key)
 	if err != nil {
-		in.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
+		r.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
 	}
 	return st
 }
 
 // statusUnread logs a status that could not be read by a caller that
 // waits for it, unless the inbox is closing.
-func (in *Inbox) statusUnread(key string, err error) {
-	if !in.isClosed() {
-		in.log.Warn("inbox: reading a delivery's status; it runs when the status can be read", "key", key, "error", err)
+func (r *Runner) statusUnread(key string, err error) {
+	if !r.isClosed() {
+		r.log.Warn("inbox: reading a delivery's status; it runs when the status can be read", "key", key, "error", err)
 	}
 }
 
-// readStatus reads a status: nil and no error when there is none (or it
-// is not a status), nil and the error when it cannot be read, which a
-// caller that writes statuses must not take for none.
-func (in *Inbox) readStatus(ctx context.Context, key string) (*stored.Status, error) {
-	v, err := in.status.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var st stored.Status
-	if json.Unmarshal(v, &st) != nil {
-		return nil, nil
-	}
-	return &st, nil
+// retries reports whether a failed attempt, the tries-th of its stored
+// copy, runs again (after RetryDelays[tries-1]); else the delivery goes to
+// the dead letters. It is the one place both the workers and the ordered
+// keys decide so.
+func (r *Runner) retries(_ error, tries int) bool {
+	return tries <= len(r.cfg.RetryDelays)
 }
 
-// putStatus writes a status and waits for the store's answer, waiting out
-// what publishRetrying waits out; a failure is logged and returned.
-func (in *Inbox) putStatus(ctx context.Context, key string, st *stored.Status) error {
-	b := st.Marshal()
-	err := in.retrying(ctx, func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) })
-	if err != nil {
-		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
-	} else if in.quota != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
-		in.quota.release(st.Seq)
-	}
-	return err
+// changedRunning tells the watchers that the handlers of the delivery at
+// seq, whose status (without the attempt now running) is st, run now.
+func (r *Runner) changedRunning(h nats.Header, data []byte, seq uint64, st *stored.Status) {
+	running := *st
+	running.Status = delivery.StatusRunning
+	r.cfg.Intake.Changed(h, data, seq, &running)
 }
 
 // statusRetryDelay is how long a delivery whose status could not be
@@ -560,7 +480,7 @@ const statusRetryDelay = 5 * time.Second
 // settled ends, without running it, a delivery handed out again whose
 // status says it was handled or is a dead letter (its acknowledgement lost
 // in a crash or an election), and reports whether it did.
-func (in *Inbox) settled(msg jetstream.Msg, st *stored.Status) bool {
+func (r *Runner) settled(msg jetstream.Msg, st *stored.Status) bool {
 	switch st.Status {
 	case delivery.StatusHandled:
 		_ = msg.Ack()

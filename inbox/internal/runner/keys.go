@@ -1,4 +1,4 @@
-package inbox
+package runner
 
 import (
 	"context"
@@ -56,8 +56,9 @@ import (
 // Tail), a parked entry left behind is older than its key's Head and
 // dropped when met. The cost: a few record writes per ordered delivery.
 
-// keyRecord is a key's record: see above.
-type keyRecord struct {
+// KeyRecord is the record of an order key (bucket Name_KEYS): see "Order
+// per key" above. Skip, on the intake side, sets one due at once.
+type KeyRecord struct {
 	Key   string    `json:"key"`
 	Head  uint64    `json:"head"`
 	Tail  uint64    `json:"tail"`
@@ -69,90 +70,30 @@ type keyRecord struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
-func (r *keyRecord) Marshal() []byte {
+func (r *KeyRecord) Marshal() []byte {
 	b, _ := json.Marshal(r)
 	return b
 }
 
-// keyName is the record name of an order key: a digest, since keys are any
+// KeyName is the record name of an order key: a digest, since keys are any
 // string and record names are not.
-func keyName(key string) string {
+func KeyName(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return "k" + hex.EncodeToString(sum[:16])
 }
 
 // parkedSubject is the subject of a key's parked deliveries.
-func (in *Inbox) parkedSubject(name string) string { return in.opts.Name + ".parked." + name }
-
-// setupKeys creates the bucket of the keys' records and the stream of the
-// parked deliveries.
-func (in *Inbox) setupKeys(ctx context.Context) error {
-	o := in.opts
-	var err error
-	in.keyBucket, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      o.Name + "_KEYS",
-		Description: "forgehooks: the order keys with a delivery running or waiting",
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating bucket %s_KEYS: %w", o.Name, err)
-	}
-	if in.ns == nil {
-		// A runner must see at once what another wrote.
-		if in.keyBucket, err = in.leaderReads(ctx, o.Name+"_KEYS"); err != nil {
-			return err
-		}
-	}
-	// No direct reads from replicas: a runner must see a parked delivery
-	// as soon as the record naming it is written.
-	in.parked, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        o.Name + "_PARKED",
-		Description: "forgehooks: ordered deliveries waiting for the one before them of their key",
-		Subjects:    []string{o.Name + ".parked.>"},
-		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      o.MaxAge,
-		Duplicates:  jsDuplicates,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating stream %s_PARKED: %w", o.Name, err)
-	}
-	return nil
-}
-
-// leaderReads makes the reads of a cluster's bucket go to its leader and
-// returns the bucket so opened. A direct read (AllowDirect, a bucket's
-// default) may be answered by a replica that lags, for seconds while a
-// leader is elected: a record just written would pass for one missing.
-func (in *Inbox) leaderReads(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	st, err := in.js.Stream(ctx, "KV_"+bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
-		cfg.AllowDirect = false
-		if _, err := in.js.UpdateStream(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-		}
-	}
-	kv, err := in.js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	return kv, nil
-}
+func (r *Runner) parkedSubject(name string) string { return r.cfg.Name + ".parked." + name }
 
 // keyEntry is a record as last seen, with its revision.
 type keyEntry struct {
-	rec keyRecord
+	rec KeyRecord
 	rev uint64
 }
 
 // keyRunner runs the ordered deliveries through their keys' records.
 type keyRunner struct {
-	*runner
+	r    *Runner
 	id   string        // the Owner of this runner's claims
 	sem  chan struct{} // one place per ordered delivery running (OrderPartitions)
 	kick chan struct{} // wakes the scheduler
@@ -166,18 +107,18 @@ type keyRunner struct {
 	busy map[string]bool     // records whose Head runs here
 }
 
-func newKeyRunner(r *runner) *keyRunner {
-	return &keyRunner{runner: r, id: rand.Text(), sem: make(chan struct{}, r.opts.OrderPartitions),
+func newKeyRunner(r *Runner) *keyRunner {
+	return &keyRunner{r: r, id: rand.Text(), sem: make(chan struct{}, r.cfg.OrderPartitions),
 		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}, drops: make(chan uint64, 1024)}
 }
 
 // start follows the bucket and runs the scheduler until Close.
-func (k *keyRunner) start(ctx context.Context) error {
-	w, err := k.keyBucket.WatchAll(k.takeCtx)
+func (k *keyRunner) start() error {
+	w, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
 	if err != nil {
 		return fmt.Errorf("inbox: watching the order keys: %w", err)
 	}
-	k.loops.Add(3)
+	k.r.loops.Add(3)
 	go k.follow(w)
 	go k.schedule()
 	go k.dropLoop()
@@ -193,23 +134,23 @@ func (k *keyRunner) wake() {
 
 // follow keeps recs as the bucket has it.
 func (k *keyRunner) follow(w jetstream.KeyWatcher) {
-	defer k.loops.Done()
+	defer k.r.loops.Done()
 	defer func() { _ = w.Stop() }()
 	for {
 		var e jetstream.KeyValueEntry
 		var ok bool
 		select {
-		case <-k.closing:
+		case <-k.r.closing:
 			return
 		case e, ok = <-w.Updates():
 		}
 		if !ok {
-			if k.isClosed() {
+			if k.r.isClosed() {
 				return
 			}
-			k.log.Warn("inbox: the watch of the order keys ended; watching again")
+			k.r.log.Warn("inbox: the watch of the order keys ended; watching again")
 			time.Sleep(time.Second)
-			nw, err := k.keyBucket.WatchAll(k.takeCtx)
+			nw, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
 			if err != nil {
 				continue
 			}
@@ -222,7 +163,7 @@ func (k *keyRunner) follow(w jetstream.KeyWatcher) {
 		}
 		k.mu.Lock()
 		if e.Operation() == jetstream.KeyValuePut {
-			var rec keyRecord
+			var rec KeyRecord
 			if json.Unmarshal(e.Value(), &rec) == nil {
 				if cur, ok := k.recs[e.Key()]; !ok || cur.rev < e.Revision() {
 					k.recs[e.Key()] = keyEntry{rec, e.Revision()}
@@ -239,14 +180,14 @@ func (k *keyRunner) follow(w jetstream.KeyWatcher) {
 // schedule claims the records whose Head is due, oldest first, while a
 // place is free.
 func (k *keyRunner) schedule() {
-	defer k.loops.Done()
+	defer k.r.loops.Done()
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
 	purge := time.NewTicker(keysPurgeEvery)
 	defer purge.Stop()
 	for {
 		select {
-		case <-k.closing:
+		case <-k.r.closing:
 			return
 		case <-k.kick:
 		case <-t.C:
@@ -266,13 +207,13 @@ const keysPurgeEvery = 10 * time.Minute
 // up to its own sequence only, so that a record created again meanwhile
 // stays.
 func (k *keyRunner) purgeDeleted() {
-	ctx, cancel := context.WithTimeout(k.handlerCtx, time.Minute)
+	ctx, cancel := context.WithTimeout(k.r.handlers.ctx, time.Minute)
 	defer cancel()
-	st, err := k.js.Stream(ctx, "KV_"+k.opts.Name+"_KEYS")
+	st, err := k.r.cfg.JS.Stream(ctx, "KV_"+k.r.cfg.Name+"_KEYS")
 	if err != nil {
 		return
 	}
-	w, err := k.keyBucket.WatchAll(ctx, jetstream.MetaOnly())
+	w, err := k.r.cfg.Keys.WatchAll(ctx, jetstream.MetaOnly())
 	if err != nil {
 		return
 	}
@@ -287,7 +228,7 @@ func (k *keyRunner) purgeDeleted() {
 		}
 	}
 	for _, e := range markers {
-		_ = st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+k.opts.Name+"_KEYS."+e.Key()), jetstream.WithPurgeSequence(e.Revision()+1))
+		_ = st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+k.r.cfg.Name+"_KEYS."+e.Key()), jetstream.WithPurgeSequence(e.Revision()+1))
 	}
 }
 
@@ -310,7 +251,7 @@ func (k *keyRunner) claimDue() time.Time {
 		at := e.rec.Due
 		switch {
 		case e.rec.Owner == "":
-		case e.rec.Owner != k.id && k.ns != nil:
+		case e.rec.Owner != k.id && k.r.cfg.Embedded:
 			// Embedded: the directory lock proves the owner gone.
 			at = time.Time{}
 		default:
@@ -340,9 +281,9 @@ func (k *keyRunner) claimDue() time.Time {
 			return next // woken again when a place is free
 		}
 		rec := c.e.rec
-		rec.Owner, rec.Lease = k.id, now.Add(k.opts.AckWait)
-		ctx, cancel := context.WithTimeout(k.handlerCtx, 10*time.Second)
-		rev, err := k.keyBucket.Update(ctx, c.name, rec.Marshal(), c.e.rev)
+		rec.Owner, rec.Lease = k.id, now.Add(k.r.cfg.AckWait)
+		ctx, cancel := context.WithTimeout(k.r.handlers.ctx, 10*time.Second)
+		rev, err := k.r.cfg.Keys.Update(ctx, c.name, rec.Marshal(), c.e.rev)
 		cancel()
 		if err != nil {
 			<-k.sem // taken by another receiver, or changed: seen again through follow
@@ -393,15 +334,11 @@ func fairShare[T any](cands []T, tenantOf func(T) string, running map[string]int
 
 // launch runs the Head of a record claimed here, holding a place already
 // taken; false (the place given back) once Close was called.
-func (k *keyRunner) launch(name string, rec keyRecord, rev uint64) bool {
-	k.Inbox.mu.Lock()
-	if k.closed {
-		k.Inbox.mu.Unlock()
+func (k *keyRunner) launch(name string, rec KeyRecord, rev uint64) bool {
+	if !k.r.begin() {
 		<-k.sem
 		return false
 	}
-	k.active.Add(1)
-	k.Inbox.mu.Unlock()
 	k.mu.Lock()
 	k.busy[name] = true
 	k.mu.Unlock()
@@ -411,7 +348,7 @@ func (k *keyRunner) launch(name string, rec keyRecord, rev uint64) bool {
 			delete(k.busy, name)
 			k.mu.Unlock()
 			<-k.sem
-			k.active.Done()
+			k.r.active.Done()
 			k.wake()
 		}()
 		k.runHead(name, rec, rev)
@@ -425,10 +362,10 @@ func (k *keyRunner) orderKeyOf(h nats.Header, data []byte) string {
 	if key := h.Get(stored.HeaderOrderKey); key != "" {
 		return key
 	}
-	if k.opts.OrderBy == nil {
+	if k.r.cfg.OrderBy == nil {
 		return ""
 	}
-	return stored.ClipKey(k.opts.OrderBy(webhooks.Delivery{ID: h.Get(stored.HeaderDelivery), Name: h.Get(stored.HeaderEvent), Header: stored.HTTPHeader(h), Payload: data}))
+	return stored.ClipKey(k.r.cfg.OrderBy(webhooks.Delivery{ID: h.Get(stored.HeaderDelivery), Name: h.Get(stored.HeaderEvent), Header: stored.HTTPHeader(h), Payload: data}))
 }
 
 // admit writes an ordered delivery, handed out by its partition, into its
@@ -443,18 +380,18 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 	}
 	key := k.orderKeyOf(h, msg.Data())
 	if err != nil || key == "" {
-		k.handle(msg)
+		k.r.handle(msg)
 		return
 	}
-	ctx, cancel := context.WithTimeout(k.handlerCtx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(k.r.handlers.ctx, 30*time.Second)
 	defer cancel()
-	seq, name := meta.Sequence.Stream, keyName(key)
+	seq, name := meta.Sequence.Stream, KeyName(key)
 	if meta.NumDelivered > 1 {
 		// Handed out again (an acknowledgement lost, a crash): it may have
 		// run since, and its key's record gone with it, so that admitting
 		// it again would run it after the later deliveries of its key. A
 		// status that cannot be read is no proof that it did not run.
-		st, err := k.readStatus(ctx, stored.StatusKey(h, stored.TokenOf(h, msg.Subject()), seq))
+		st, err := k.r.cfg.Intake.ReadStatus(ctx, stored.StatusKey(h, stored.TokenOf(h, msg.Subject()), seq))
 		if err != nil {
 			k.admitFailed(msg, fmt.Errorf("reading its status: %w", err))
 			return
@@ -466,19 +403,19 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 	}
 	parked := false
 	for range 100 {
-		e, err := k.keyBucket.Get(ctx, name)
+		e, err := k.r.cfg.Keys.Get(ctx, name)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			rec := keyRecord{Key: stored.ClipKey(key), Head: seq, Tail: seq, Due: time.Now(), Tenant: h.Get(stored.HeaderTenant)}
+			rec := KeyRecord{Key: stored.ClipKey(key), Head: seq, Tail: seq, Due: time.Now(), Tenant: h.Get(stored.HeaderTenant)}
 			// Run here at once when a place is free; else the scheduler of
 			// whichever receiver has one takes it.
 			placed := false
 			select {
 			case k.sem <- struct{}{}:
 				placed = true
-				rec.Owner, rec.Lease = k.id, time.Now().Add(k.opts.AckWait)
+				rec.Owner, rec.Lease = k.id, time.Now().Add(k.r.cfg.AckWait)
 			default:
 			}
-			rev, err := k.keyBucket.Create(ctx, name, rec.Marshal())
+			rev, err := k.r.cfg.Keys.Create(ctx, name, rec.Marshal())
 			if err != nil {
 				if placed {
 					<-k.sem
@@ -499,10 +436,10 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 			k.admitFailed(msg, err)
 			return
 		}
-		var rec keyRecord
+		var rec KeyRecord
 		if json.Unmarshal(e.Value(), &rec) != nil {
-			k.log.Error("inbox: an order key's record is not JSON; dropped", "record", name)
-			_ = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
+			k.r.log.Error("inbox: an order key's record is not JSON; dropped", "record", name)
+			_ = k.r.cfg.Keys.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
 			continue
 		}
 		if seq <= rec.Tail {
@@ -512,16 +449,16 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 		if !parked {
 			// Parked first, named by the record second: a record never
 			// names a delivery that is not parked.
-			pm := &nats.Msg{Subject: k.parkedSubject(name), Header: nats.Header{stored.HeaderSeq: {strconv.FormatUint(seq, 10)}}}
-			if _, err := k.js.PublishMsg(ctx, pm, jetstream.WithMsgID("park."+name+"."+strconv.FormatUint(seq, 10))); err != nil {
+			pm := &nats.Msg{Subject: k.r.parkedSubject(name), Header: nats.Header{stored.HeaderSeq: {strconv.FormatUint(seq, 10)}}}
+			if _, err := k.r.cfg.JS.PublishMsg(ctx, pm, jetstream.WithMsgID("park."+name+"."+strconv.FormatUint(seq, 10))); err != nil {
 				k.admitFailed(msg, err)
 				return
 			}
 			parked = true
 		}
 		rec.Tail = seq
-		if _, err := k.keyBucket.Update(ctx, name, rec.Marshal(), e.Revision()); err != nil {
-			if isWrongRevision(err) {
+		if _, err := k.r.cfg.Keys.Update(ctx, name, rec.Marshal(), e.Revision()); err != nil {
+			if IsWrongRevision(err) {
 				continue
 			}
 			k.admitFailed(msg, err)
@@ -535,8 +472,8 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 
 // admitFailed hands a delivery back to its partition, to be admitted again.
 func (k *keyRunner) admitFailed(msg jetstream.Msg, err error) {
-	if !k.isClosed() {
-		k.log.Warn("inbox: admitting an ordered delivery; its partition hands it out again", "subject", msg.Subject(), "error", err)
+	if !k.r.isClosed() {
+		k.r.log.Warn("inbox: admitting an ordered delivery; its partition hands it out again", "subject", msg.Subject(), "error", err)
 	}
 	_ = msg.NakWithDelay(time.Second)
 }
@@ -545,8 +482,8 @@ func (k *keyRunner) admitFailed(msg jetstream.Msg, err error) {
 // without the sequence found, which the client names no constant for.
 const errCodeWrongLastSequenceConstant jetstream.ErrorCode = 10164
 
-// isWrongRevision reports a conditional write that found another revision.
-func isWrongRevision(err error) bool {
+// IsWrongRevision reports a conditional write that found another revision.
+func IsWrongRevision(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == errCodeWrongLastSequenceConstant) ||
 		errors.Is(err, jetstream.ErrKeyExists)
@@ -556,7 +493,7 @@ func isWrongRevision(err error) bool {
 // parked delivery becomes the Head (or the record goes) when it succeeded,
 // is a dead letter, or was settled already; a failure with retries left
 // gives the record back, due after its delay.
-func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
+func (k *keyRunner) runHead(name string, rec KeyRecord, rev uint64) {
 	for {
 		next := k.runOne(name, rec, rev)
 		if next == nil {
@@ -569,16 +506,16 @@ func (k *keyRunner) runHead(name string, rec keyRecord, rev uint64) {
 // runOne runs the Head of a record claimed here and settles it (see
 // runHead); it returns the record when this runner keeps it to run its next
 // Head at once (no other key waits for a place), else nil.
-func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
-	ctx := k.handlerCtx
+func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
+	ctx := k.r.handlers.ctx
 	head := rec.Head
-	m, err := k.leaderMsg(ctx, k.inbox, head)
+	m, err := k.r.leaderMsg(ctx, k.r.cfg.Inbox, head)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return k.advance(name, head) // aged out of the stream (MaxAge)
 	}
 	if err != nil {
-		if !k.isClosed() {
-			k.log.Warn("inbox: reading an ordered delivery", "seq", head, "error", err)
+		if !k.r.isClosed() {
+			k.r.log.Warn("inbox: reading an ordered delivery", "seq", head, "error", err)
 		}
 		k.release(name, head, time.Now().Add(time.Second))
 		return nil
@@ -589,10 +526,10 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 	}
 	token := stored.TokenOf(h, m.Subject)
 	key := stored.StatusKey(h, token, head)
-	st, err := k.readStatus(ctx, key)
+	st, err := k.r.cfg.Intake.ReadStatus(ctx, key)
 	if err != nil {
 		// Not taken for none: the Head may have run already.
-		k.statusUnread(key, err)
+		k.r.statusUnread(key, err)
 		k.release(name, head, time.Now().Add(time.Second))
 		return nil
 	}
@@ -605,24 +542,20 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 		st = &stored.Status{}
 	}
 	st.Seq = head
-	if reason := stored.NotADelivery(h, m.Data); reason != "" {
-		k.log.Error("inbox: not a delivery; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", reason)
-		st.Add(delivery.Attempt{Number: st.Last() + 1, Start: time.Now(), Err: "inbox: not a delivery: " + reason})
-		return k.buryHead(ctx, name, m.Data, h, token, key, st, "inbox: not a delivery: "+reason)
+	if err := k.r.cfg.Intake.Check(h, m.Data); err != nil {
+		k.r.log.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", err)
+		st.Add(delivery.Attempt{Number: st.Last() + 1, Start: time.Now(), Err: err.Error()})
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, err.Error())
 	}
 	before := stored.Int(h.Get(stored.HeaderBefore))
 	attempt := max(before, st.Last()) + 1
-	k.setRunning(key, true)
-	if k.watchers.Active() {
-		r := recordOf(h, nil, len(m.Data), head, st)
-		r.Status = delivery.StatusRunning
-		k.notify(r)
-	}
+	k.r.setRunning(key, true)
+	k.r.changedRunning(h, m.Data, head, st)
 	lease := &keyLease{k: k, name: name, head: head}
 	start := time.Now()
-	err = k.run(ctx, m.Data, h, attempt, lease.renew)
+	err = k.r.run(ctx, m.Data, h, attempt, lease.renew)
 	dur := time.Since(start)
-	k.setRunning(key, false)
+	k.r.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
 		k.release(name, head, time.Now())
 		return nil
@@ -640,31 +573,31 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 		st.Status = delivery.StatusHandled
 		// Written and waited for before the key goes on: without its
 		// status it runs again, before anything later of its key.
-		if perr := k.putStatus(ctx, key, st); perr != nil {
+		if perr := k.r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
 			k.release(name, head, time.Now().Add(statusRetryDelay))
 			return nil
 		}
 		next = k.advance(name, head)
-	case tries <= len(k.opts.RetryDelays):
+	case k.r.retries(err, tries):
 		st.Status = delivery.StatusRetrying
-		_ = k.putStatus(ctx, key, st)
-		delay := k.opts.RetryDelays[tries-1]
-		k.log.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
+		_ = k.r.cfg.Intake.PutStatus(ctx, key, st)
+		delay := k.r.cfg.RetryDelays[tries-1]
+		k.r.log.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
 			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)
 		k.release(name, head, time.Now().Add(delay))
 	default:
-		k.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
+		k.r.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
 		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
 	}
-	k.changed(h, m.Data, head, st)
+	k.r.cfg.Intake.Changed(h, m.Data, head, st)
 	return next
 }
 
 // buryHead makes the Head a dead letter and lets its key go on; when the dead
 // letter cannot be written the Head is tried again a minute later.
 func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string) *keyEntry {
-	if err := k.writeDead(ctx, data, h, token, key, st, lastErr); err != nil {
-		k.log.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
+	if err := k.r.cfg.Intake.Bury(ctx, data, h, token, key, st, lastErr); err != nil {
+		k.r.log.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
 		k.release(name, st.Seq, time.Now().Add(time.Minute))
 		return nil
 	}
@@ -676,21 +609,21 @@ func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h na
 // returns write false to leave the record as it is, keep false to delete
 // it. It gives up (leaving the lease to run out) on other errors, and
 // reports whether its change was written, with the record's new revision.
-func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (keep, write bool)) (uint64, bool) {
+func (k *keyRunner) update(name string, head uint64, change func(*KeyRecord) (keep, write bool)) (uint64, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for range 100 {
-		e, err := k.keyBucket.Get(ctx, name)
+		e, err := k.r.cfg.Keys.Get(ctx, name)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return 0, false
 		}
 		if err != nil {
-			if !k.isClosed() {
-				k.log.Warn("inbox: reading an order key's record", "record", name, "error", err)
+			if !k.r.isClosed() {
+				k.r.log.Warn("inbox: reading an order key's record", "record", name, "error", err)
 			}
 			return 0, false
 		}
-		var rec keyRecord
+		var rec KeyRecord
 		if json.Unmarshal(e.Value(), &rec) != nil || rec.Head != head {
 			return 0, false // another receiver took it over
 		}
@@ -700,16 +633,16 @@ func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (ke
 		}
 		var rev uint64
 		if keep {
-			rev, err = k.keyBucket.Update(ctx, name, rec.Marshal(), e.Revision())
+			rev, err = k.r.cfg.Keys.Update(ctx, name, rec.Marshal(), e.Revision())
 		} else {
-			err = k.keyBucket.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
+			err = k.r.cfg.Keys.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
 		}
 		if err == nil {
 			return rev, true
 		}
-		if !isWrongRevision(err) {
-			if !k.isClosed() {
-				k.log.Warn("inbox: writing an order key's record", "record", name, "error", err)
+		if !IsWrongRevision(err) {
+			if !k.r.isClosed() {
+				k.r.log.Warn("inbox: writing an order key's record", "record", name, "error", err)
 			}
 			return 0, false
 		}
@@ -719,7 +652,7 @@ func (k *keyRunner) update(name string, head uint64, change func(*keyRecord) (ke
 
 // release gives the record back, its Head due at due.
 func (k *keyRunner) release(name string, head uint64, due time.Time) {
-	_, _ = k.update(name, head, func(r *keyRecord) (bool, bool) {
+	_, _ = k.update(name, head, func(r *KeyRecord) (bool, bool) {
 		if r.Owner != k.id {
 			return true, false
 		}
@@ -734,28 +667,28 @@ func (k *keyRunner) release(name string, head uint64, due time.Time) {
 // another key waits for a place (then the scheduler gives each its turn).
 func (k *keyRunner) advance(name string, head uint64) *keyEntry {
 	var taken uint64 // the parked entry that became the Head
-	var next keyRecord
-	rev, written := k.update(name, head, func(r *keyRecord) (bool, bool) {
+	var next KeyRecord
+	rev, written := k.update(name, head, func(r *KeyRecord) (bool, bool) {
 		taken = 0
 		if r.Tail <= head {
 			return false, true
 		}
 		seq, pseq, err := k.nextParked(name, head)
 		if err != nil {
-			if !k.isClosed() {
-				k.log.Warn("inbox: reading the parked deliveries of a key", "record", name, "error", err)
+			if !k.r.isClosed() {
+				k.r.log.Warn("inbox: reading the parked deliveries of a key", "record", name, "error", err)
 			}
 			return true, false
 		}
 		if seq == 0 {
 			// The record names deliveries the stream lost: nothing to wait for.
-			k.log.Error("inbox: an order key's record names parked deliveries that are gone; its key goes on", "order_key", r.Key, "head", head, "tail", r.Tail)
+			k.r.log.Error("inbox: an order key's record names parked deliveries that are gone; its key goes on", "order_key", r.Key, "head", head, "tail", r.Tail)
 			return false, true
 		}
 		taken = pseq
 		r.Head, r.Due, r.Owner, r.Lease = seq, time.Now(), "", time.Time{}
-		if !k.waiting.Load() && !k.isClosed() {
-			r.Owner, r.Lease = k.id, time.Now().Add(k.opts.AckWait)
+		if !k.waiting.Load() && !k.r.isClosed() {
+			r.Owner, r.Lease = k.id, time.Now().Add(k.r.cfg.AckWait)
 		}
 		next = *r
 		return true, true
@@ -781,14 +714,14 @@ func (k *keyRunner) dropParked(seq uint64) {
 
 // dropLoop deletes the parked entries dropParked hands it, until Close.
 func (k *keyRunner) dropLoop() {
-	defer k.loops.Done()
+	defer k.r.loops.Done()
 	for {
 		select {
-		case <-k.closing:
+		case <-k.r.closing:
 			return
 		case seq := <-k.drops:
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = k.parked.DeleteMsg(ctx, seq)
+			_ = k.r.cfg.Parked.DeleteMsg(ctx, seq)
 			cancel()
 		}
 	}
@@ -800,10 +733,10 @@ func (k *keyRunner) dropLoop() {
 func (k *keyRunner) nextParked(name string, head uint64) (seq, entry uint64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	subj := k.parkedSubject(name)
+	subj := k.r.parkedSubject(name)
 	from := uint64(1)
 	for {
-		m, err := k.parked.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subj))
+		m, err := k.r.cfg.Parked.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return 0, 0, nil
 		}
@@ -814,7 +747,7 @@ func (k *keyRunner) nextParked(name string, head uint64) (seq, entry uint64, err
 		if s > head {
 			return s, m.Sequence, nil
 		}
-		_ = k.parked.DeleteMsg(ctx, m.Sequence)
+		_ = k.r.cfg.Parked.DeleteMsg(ctx, m.Sequence)
 		from = m.Sequence + 1
 	}
 }
@@ -827,11 +760,11 @@ type keyLease struct {
 }
 
 func (l *keyLease) renew() {
-	_, _ = l.k.update(l.name, l.head, func(r *keyRecord) (bool, bool) {
+	_, _ = l.k.update(l.name, l.head, func(r *KeyRecord) (bool, bool) {
 		if r.Owner != l.k.id {
 			return true, false // lost: another receiver runs it too (at least once)
 		}
-		r.Lease = time.Now().Add(l.k.opts.AckWait)
+		r.Lease = time.Now().Add(l.k.r.cfg.AckWait)
 		return true, true
 	})
 }
@@ -840,18 +773,18 @@ func (l *keyLease) renew() {
 // leader, since a direct read (AllowDirect) may be answered by a replica
 // that does not hold it yet: an ordered delivery just stored would pass for
 // one gone.
-func (in *Inbox) leaderMsg(ctx context.Context, st jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
-	if in.ns != nil {
+func (r *Runner) leaderMsg(ctx context.Context, st jetstream.Stream, seq uint64) (*jetstream.RawStreamMsg, error) {
+	if r.cfg.Embedded {
 		return st.GetMsg(ctx, seq)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, _ := json.Marshal(map[string]uint64{"seq": seq})
-	resp, err := in.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+st.CachedInfo().Config.Name, req)
+	resp, err := r.cfg.Conn.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+st.CachedInfo().Config.Name, req)
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
+	var ans struct {
 		Error *struct {
 			Code        int    `json:"code"`
 			Description string `json:"description"`
@@ -864,20 +797,20 @@ func (in *Inbox) leaderMsg(ctx context.Context, st jetstream.Stream, seq uint64)
 			Time    time.Time `json:"time"`
 		} `json:"message"`
 	}
-	if err := json.Unmarshal(resp.Data, &r); err != nil {
+	if err := json.Unmarshal(resp.Data, &ans); err != nil {
 		return nil, fmt.Errorf("reading message %d: %w", seq, err)
 	}
 	switch {
-	case r.Error != nil && r.Error.Code == 404:
+	case ans.Error != nil && ans.Error.Code == 404:
 		return nil, jetstream.ErrMsgNotFound
-	case r.Error != nil:
-		return nil, fmt.Errorf("reading message %d: %s", seq, r.Error.Description)
-	case r.Message == nil:
+	case ans.Error != nil:
+		return nil, fmt.Errorf("reading message %d: %s", seq, ans.Error.Description)
+	case ans.Message == nil:
 		return nil, fmt.Errorf("reading message %d: an empty answer", seq)
 	}
-	out := &jetstream.RawStreamMsg{Subject: r.Message.Subject, Sequence: r.Message.Seq, Data: r.Message.Data, Time: r.Message.Time}
-	if len(r.Message.Header) > 0 {
-		if out.Header, err = nats.DecodeHeadersMsg(r.Message.Header); err != nil {
+	out := &jetstream.RawStreamMsg{Subject: ans.Message.Subject, Sequence: ans.Message.Seq, Data: ans.Message.Data, Time: ans.Message.Time}
+	if len(ans.Message.Header) > 0 {
+		if out.Header, err = nats.DecodeHeadersMsg(ans.Message.Header); err != nil {
 			return nil, fmt.Errorf("reading message %d: %w", seq, err)
 		}
 	}
