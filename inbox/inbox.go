@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
-	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
@@ -78,10 +77,13 @@ var (
 )
 
 // Receiver runs a delivery's handlers; *webhooks.Webhooks is one. The inbox
-// calls Receive with a context carrying the delivery (webhooks.ContextWithDelivery),
-// with its headers, tenant and attempt number, for webhooks.DeliveryFrom.
+// hands it each stored delivery as one value, d, with its headers, tenant
+// and attempt number; ctx carries nothing of the delivery (Webhooks puts d
+// in its handlers' context, for webhooks.DeliveryFrom). An error fails the
+// attempt: the delivery runs again after the next retry delay, or becomes a
+// dead letter.
 type Receiver interface {
-	Receive(ctx context.Context, e emitter.Event) error
+	ReceiveDelivery(ctx context.Context, d webhooks.Delivery) error
 }
 
 // Options configures an Inbox. Exactly one of Dir and URLs is required.
@@ -206,9 +208,11 @@ type Options struct {
 // once started (Start), runs their handlers. It implements webhooks.Inbox.
 // It is safe for concurrent use.
 //
-// Its three jobs live apart: taking deliveries in and answering queries
-// (Inbox's own methods), running them (runner: fetch, leases, retries, dead
-// letters, order per key) and the records of each delivery (records).
+// Its jobs live apart: taking deliveries in and answering queries
+// (Inbox's own methods), running them (package inbox/internal/runner,
+// which reaches the Inbox only through runner.Intake, intake.go), the
+// records of each delivery (records.go, inbox/internal/recstore) and the
+// encoding of a stored message (inbox/internal/stored).
 type Inbox struct {
 	opts Options
 	log  *slog.Logger
@@ -247,7 +251,7 @@ type streams struct {
 	status recstore.Records // each delivery's status, by status key
 	seen   recstore.Records // dedupe records (seen.go)
 	state  jetstream.KeyValue
-	// The order keys' records and parked deliveries (keys.go).
+	// The order keys' records and parked deliveries (inbox/internal/runner/keys.go).
 	keyBucket jetstream.KeyValue
 	parked    jetstream.Stream
 
@@ -387,14 +391,11 @@ func (in *Inbox) Start(ctx context.Context) error {
 // runnerConfig is what Start runs the workers on.
 func (in *Inbox) runnerConfig() runner.Config {
 	o := in.opts
-	recv := o.Receiver
 	return runner.Config{
 		Name: o.Name, Embedded: in.ns != nil,
 		Workers: o.Workers, RetryDelays: o.RetryDelays, AckWait: o.AckWait,
 		OrderPartitions: o.OrderPartitions, OrderBy: o.OrderBy,
-		Handle: func(ctx context.Context, d webhooks.Delivery) error {
-			return recv.Receive(webhooks.ContextWithDelivery(ctx, d), emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
-		},
+		Handle: o.Receiver.ReceiveDelivery,
 		Logger: in.log, Conn: in.nc, JS: in.js,
 		Inbox: in.inbox, Parked: in.parked, Keys: in.keyBucket,
 		Intake: intake{in},

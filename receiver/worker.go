@@ -14,6 +14,7 @@ import (
 	"forgehooks.dev/forgehooks/inbox"
 	"forgehooks.dev/forgehooks/internal/bound"
 	"forgehooks.dev/forgehooks/metrics"
+	"forgehooks.dev/forgehooks/webhooks"
 )
 
 // Metric namespaces of the two roles of a fleet; a receiver that does both
@@ -91,10 +92,13 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		}
 		em = emitter.New(emitter.Options{Logger: log})
 		em.OnAny(inbox.Forward(o.Forward, client))
-		if o.Receiver != nil {
-			em.OnAny(o.Receiver.Receive)
+		if r := o.Receiver; r != nil {
+			em.OnAny(func(ctx context.Context, _ emitter.Event) error {
+				d, _ := webhooks.DeliveryFrom(ctx)
+				return r.ReceiveDelivery(ctx, d)
+			})
 		}
-		rcv = em
+		rcv = emitterReceiver{em}
 		log.Info("forgehooks: forwarding each delivery", "forward", o.Forward)
 	}
 	iopts := o.Inbox
@@ -166,4 +170,13 @@ func inboxStats(in *inbox.Inbox) func(context.Context) (metrics.InboxStats, erro
 		return metrics.InboxStats{Waiting: s.Waiting, Dead: s.Dead, OldestWaiting: s.OldestWaiting,
 			Duplicates: c.Duplicates, Replays: c.Replays, IDReuses: c.IDReuses, Requeued: c.Requeued}, err
 	}
+}
+
+// emitterReceiver runs an emitter's handlers as an inbox's Receiver, with
+// the delivery in their context (webhooks.DeliveryFrom), as Forward reads
+// it.
+type emitterReceiver struct{ em *emitter.Emitter }
+
+func (r emitterReceiver) ReceiveDelivery(ctx context.Context, d webhooks.Delivery) error {
+	return r.em.Receive(webhooks.ContextWithDelivery(ctx, d), emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
 }

@@ -240,7 +240,18 @@ func (w *Webhooks) Receive(ctx context.Context, e emitter.Event) error {
 	return w.receive(ctx, d)
 }
 
-// receive dispatches d, counted for Close: Receive and VerifyAndReceive.
+// ReceiveDelivery dispatches d to its handlers WITHOUT checking its
+// signature, like Receive: for a delivery verified already, such as one an
+// inbox stored after the middleware verified it (inbox.Receiver). The
+// handlers' context carries d itself (DeliveryFrom), with its Header,
+// Attempt and Tenant, whatever ctx carries. Counted for Close: after Close
+// it returns emitter.ErrClosed. Under the context of a delivery an Inline
+// Middleware has answered, it returns ErrAnswered and runs nothing.
+func (w *Webhooks) ReceiveDelivery(ctx context.Context, d Delivery) error {
+	return w.receive(ctx, d)
+}
+
+// receive dispatches d, counted for Close: Receive, ReceiveDelivery and VerifyAndReceive.
 func (w *Webhooks) receive(ctx context.Context, d Delivery) error {
 	if err := w.refuseAnswered(ctx, d); err != nil {
 		return err

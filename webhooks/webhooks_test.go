@@ -318,3 +318,36 @@ func TestZeroWebhooksPanicsSayingNew(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiveDelivery: the handlers of a delivery received as one value see
+// that value in their context, not one the caller's context carries; after
+// Close it runs nothing.
+func TestReceiveDelivery(t *testing.T) {
+	t.Parallel()
+	wh := mustNew(t, Options{Secret: "s"})
+	got := make(chan Delivery, 1)
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		d, _ := DeliveryFrom(ctx)
+		if d.ID != e.ID || string(d.Payload) != string(e.Payload) {
+			t.Errorf("event %+v beside delivery %+v", e, d)
+		}
+		got <- d
+		return nil
+	})
+	d := Delivery{ID: "d-1", Name: "issues", Payload: []byte(`{"action":"opened"}`), Attempt: 3, Tenant: "acme",
+		Header: map[string][]string{"X-Test": {"kept"}}, ReceivedAt: time.Unix(1, 0)}
+	other := ContextWithDelivery(context.Background(), Delivery{ID: "other", Name: "push", Attempt: 9})
+	if err := wh.ReceiveDelivery(other, d); err != nil {
+		t.Fatal(err)
+	}
+	seen := <-got
+	if seen.ID != d.ID || seen.Name != d.Name || seen.Attempt != 3 || seen.Tenant != "acme" || seen.Header.Get("X-Test") != "kept" || !seen.ReceivedAt.Equal(d.ReceivedAt) {
+		t.Errorf("the handlers saw %+v, want %+v", seen, d)
+	}
+	if err := wh.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.ReceiveDelivery(context.Background(), d); !errors.Is(err, emitter.ErrClosed) {
+		t.Errorf("after Close: %v, want emitter.ErrClosed", err)
+	}
+}
