@@ -21,6 +21,8 @@ type intake struct{ in *Inbox }
 
 var _ runner.Intake = intake{}
 
+// The methods are runner.Intake's; see there for their contracts.
+
 func (i intake) ReadStatus(ctx context.Context, key string) (*stored.Status, error) {
 	return i.in.readStatus(ctx, key)
 }

@@ -70,6 +70,7 @@ type KeyRecord struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
+// Marshal encodes the record as the bucket holds it.
 func (r *KeyRecord) Marshal() []byte {
 	b, _ := json.Marshal(r)
 	return b
@@ -148,7 +149,7 @@ func (k *keyRunner) follow(w jetstream.KeyWatcher) {
 			if k.r.isClosed() {
 				return
 			}
-			k.r.log.Warn("inbox: the watch of the order keys ended; watching again")
+			k.r.cfg.Logger.Warn("inbox: the watch of the order keys ended; watching again")
 			time.Sleep(time.Second)
 			nw, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
 			if err != nil {
@@ -438,7 +439,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 		}
 		var rec KeyRecord
 		if json.Unmarshal(e.Value(), &rec) != nil {
-			k.r.log.Error("inbox: an order key's record is not JSON; dropped", "record", name)
+			k.r.cfg.Logger.Error("inbox: an order key's record is not JSON; dropped", "record", name)
 			_ = k.r.cfg.Keys.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
 			continue
 		}
@@ -473,7 +474,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 // admitFailed hands a delivery back to its partition, to be admitted again.
 func (k *keyRunner) admitFailed(msg jetstream.Msg, err error) {
 	if !k.r.isClosed() {
-		k.r.log.Warn("inbox: admitting an ordered delivery; its partition hands it out again", "subject", msg.Subject(), "error", err)
+		k.r.cfg.Logger.Warn("inbox: admitting an ordered delivery; its partition hands it out again", "subject", msg.Subject(), "error", err)
 	}
 	_ = msg.NakWithDelay(time.Second)
 }
@@ -515,7 +516,7 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 	}
 	if err != nil {
 		if !k.r.isClosed() {
-			k.r.log.Warn("inbox: reading an ordered delivery", "seq", head, "error", err)
+			k.r.cfg.Logger.Warn("inbox: reading an ordered delivery", "seq", head, "error", err)
 		}
 		k.release(name, head, time.Now().Add(time.Second))
 		return nil
@@ -543,7 +544,7 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 	}
 	st.Seq = head
 	if err := k.r.cfg.Intake.Check(h, m.Data); err != nil {
-		k.r.log.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", err)
+		k.r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", err)
 		st.Add(delivery.Attempt{Number: st.Last() + 1, Start: time.Now(), Err: err.Error()})
 		return k.buryHead(ctx, name, m.Data, h, token, key, st, err.Error())
 	}
@@ -582,11 +583,11 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 		st.Status = delivery.StatusRetrying
 		_ = k.r.cfg.Intake.PutStatus(ctx, key, st)
 		delay := k.r.cfg.RetryDelays[tries-1]
-		k.r.log.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
+		k.r.cfg.Logger.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
 			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)
 		k.release(name, head, time.Now().Add(delay))
 	default:
-		k.r.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
+		k.r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
 		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
 	}
 	k.r.cfg.Intake.Changed(h, m.Data, head, st)
@@ -597,7 +598,7 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 // letter cannot be written the Head is tried again a minute later.
 func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string) *keyEntry {
 	if err := k.r.cfg.Intake.Bury(ctx, data, h, token, key, st, lastErr); err != nil {
-		k.r.log.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
+		k.r.cfg.Logger.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
 		k.release(name, st.Seq, time.Now().Add(time.Minute))
 		return nil
 	}
@@ -619,7 +620,7 @@ func (k *keyRunner) update(name string, head uint64, change func(*KeyRecord) (ke
 		}
 		if err != nil {
 			if !k.r.isClosed() {
-				k.r.log.Warn("inbox: reading an order key's record", "record", name, "error", err)
+				k.r.cfg.Logger.Warn("inbox: reading an order key's record", "record", name, "error", err)
 			}
 			return 0, false
 		}
@@ -642,7 +643,7 @@ func (k *keyRunner) update(name string, head uint64, change func(*KeyRecord) (ke
 		}
 		if !IsWrongRevision(err) {
 			if !k.r.isClosed() {
-				k.r.log.Warn("inbox: writing an order key's record", "record", name, "error", err)
+				k.r.cfg.Logger.Warn("inbox: writing an order key's record", "record", name, "error", err)
 			}
 			return 0, false
 		}
@@ -676,13 +677,13 @@ func (k *keyRunner) advance(name string, head uint64) *keyEntry {
 		seq, pseq, err := k.nextParked(name, head)
 		if err != nil {
 			if !k.r.isClosed() {
-				k.r.log.Warn("inbox: reading the parked deliveries of a key", "record", name, "error", err)
+				k.r.cfg.Logger.Warn("inbox: reading the parked deliveries of a key", "record", name, "error", err)
 			}
 			return true, false
 		}
 		if seq == 0 {
 			// The record names deliveries the stream lost: nothing to wait for.
-			k.r.log.Error("inbox: an order key's record names parked deliveries that are gone; its key goes on", "order_key", r.Key, "head", head, "tail", r.Tail)
+			k.r.cfg.Logger.Error("inbox: an order key's record names parked deliveries that are gone; its key goes on", "order_key", r.Key, "head", head, "tail", r.Tail)
 			return false, true
 		}
 		taken = pseq

@@ -30,7 +30,7 @@ func (r *Runner) reconcileStatuses(ctx context.Context, consumers []jetstream.Co
 	for _, c := range consumers {
 		info, err := c.Info(ctx)
 		if err != nil {
-			r.log.Warn("inbox: reconciling statuses", "error", err)
+			r.cfg.Logger.Warn("inbox: reconciling statuses", "error", err)
 			return
 		}
 		floor := info.AckFloor.Stream
@@ -44,16 +44,16 @@ func (r *Runner) reconcileStatuses(ctx context.Context, consumers []jetstream.Co
 		n, nr, err := r.reconcileRange(ctx, info.Config.FilterSubject, from, floor)
 		fixed, read = fixed+n, read+nr
 		if err != nil && ctx.Err() != nil {
-			r.log.Info("inbox: reconciling statuses stopped by Close; the next start goes on", "fixed", fixed, "read", read)
+			r.cfg.Logger.Info("inbox: reconciling statuses stopped by Close; the next start goes on", "fixed", fixed, "read", read)
 			return
 		}
 		if err != nil {
-			r.log.Warn("inbox: reconciling statuses", "consumer", info.Name, "error", err)
+			r.cfg.Logger.Warn("inbox: reconciling statuses", "consumer", info.Name, "error", err)
 			return
 		}
 	}
 	if fixed > 0 {
-		r.log.Info("inbox: statuses of settled deliveries set right", "fixed", fixed, "read", read, "took", time.Since(start))
+		r.cfg.Logger.Info("inbox: statuses of settled deliveries set right", "fixed", fixed, "read", read, "took", time.Since(start))
 	}
 }
 

@@ -26,7 +26,7 @@ const maxRecoverScan = 20_000
 func (r *Runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 	info, err := cons.Info(ctx)
 	if err != nil {
-		r.log.Warn("inbox: reading a consumer's leases", "error", err)
+		r.cfg.Logger.Warn("inbox: reading a consumer's leases", "error", err)
 		return
 	}
 	if info.NumAckPending == 0 {
@@ -49,7 +49,7 @@ func (r *Runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 			continue
 		}
 		if err != nil {
-			r.log.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
+			r.cfg.Logger.Warn("inbox: reading a leased delivery", "seq", seq, "error", err)
 			return
 		}
 		token := stored.TokenOf(m.Header, m.Subject)
@@ -58,7 +58,7 @@ func (r *Runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 			// Stored by a process that may have died before its dedupe
 			// records were written (it answered 503 then).
 			if err := r.cfg.Intake.RememberStored(ctx, seq); err != nil {
-				r.log.Warn("inbox: recording a delivery stored before the restart", "seq", seq, "error", err)
+				r.cfg.Logger.Warn("inbox: recording a delivery stored before the restart", "seq", seq, "error", err)
 			}
 		}
 		st := r.loadStatus(ctx, key)
@@ -83,15 +83,15 @@ func (r *Runner) recoverLeases(ctx context.Context, cons jetstream.Consumer) {
 		}
 		reply := fmt.Sprintf("%s%d.%d.%d.0", prefix, seq, dseq, time.Now().UnixNano())
 		if err := r.cfg.Conn.Publish(reply, []byte(nak)); err != nil {
-			r.log.Warn("inbox: handing back a leased delivery", "seq", seq, "error", err)
+			r.cfg.Logger.Warn("inbox: handing back a leased delivery", "seq", seq, "error", err)
 			return
 		}
 		handed++
 	}
 	if err := r.cfg.Conn.Flush(); err != nil {
-		r.log.Warn("inbox: handing back leased deliveries", "error", err)
+		r.cfg.Logger.Warn("inbox: handing back leased deliveries", "error", err)
 	}
-	r.log.Info("inbox: deliveries leased before the restart handed back", "consumer", info.Name,
+	r.cfg.Logger.Info("inbox: deliveries leased before the restart handed back", "consumer", info.Name,
 		"leased_or_waiting", info.NumAckPending, "handed_back", handed, "retries_rescheduled", kept, "took", time.Since(start))
 }
 

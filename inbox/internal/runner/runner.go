@@ -63,7 +63,8 @@ type Intake interface {
 }
 
 // Config is what a Runner runs: the inbox's options that concern running,
-// the store's handles and the Intake. Every field but OrderBy is required.
+// the store's handles and the Intake. Every field but OrderBy and Logger is
+// required.
 type Config struct {
 	// Name is the inbox's Name: it names the consumers and the subjects of
 	// the parked deliveries.
@@ -81,6 +82,7 @@ type Config struct {
 	OrderBy         func(webhooks.Delivery) string
 	// Handle runs a delivery's handlers; its error fails the attempt.
 	Handle func(ctx context.Context, d webhooks.Delivery) error
+	// Logger receives the runner's lines. Nil: slog.Default().
 	Logger *slog.Logger
 	// The store: the connection, the inbox stream, the stream of parked
 	// ordered deliveries and the bucket of the order keys' records.
@@ -96,7 +98,6 @@ type Config struct {
 // documentation. Start it once; StopTaking, Wait and Stop end it.
 type Runner struct {
 	cfg Config
-	log *slog.Logger
 
 	sem      chan struct{} // one place per worker
 	held     chan struct{} // one place per delivery fetched and not ended (fair.go)
@@ -134,11 +135,10 @@ func New(cfg Config) *Runner {
 	if cfg.Embedded {
 		held = w * (1 + fairWindow) // embedded only: see fair.go
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	return &Runner{cfg: cfg, log: log, sem: make(chan struct{}, w), held: make(chan struct{}, held),
+	return &Runner{cfg: cfg, sem: make(chan struct{}, w), held: make(chan struct{}, held),
 		queue: newFairQueue(), dequeued: make(chan struct{}, 1), running: map[string]bool{},
 		take: newTaking(), handlers: newTaking(), closing: make(chan struct{})}
 }

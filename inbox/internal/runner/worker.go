@@ -112,7 +112,7 @@ func (r *Runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 	batch, err := cons.Fetch(n, opts...)
 	if err != nil {
 		if !r.isClosed() {
-			r.log.Warn("inbox: taking deliveries", "error", err)
+			r.cfg.Logger.Warn("inbox: taking deliveries", "error", err)
 			time.Sleep(100 * time.Millisecond)
 		}
 		return 0
@@ -129,7 +129,7 @@ func (r *Runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 		queued++
 	}
 	if err := batch.Error(); err != nil && !r.isClosed() && !fetchEnded(err) {
-		r.log.Warn("inbox: taking deliveries", "error", err)
+		r.cfg.Logger.Warn("inbox: taking deliveries", "error", err)
 		time.Sleep(100 * time.Millisecond)
 	}
 	return queued
@@ -230,7 +230,7 @@ func (r *Runner) dispatchOrdered(it jetstream.MessagesContext) {
 				r.handBack(it)
 				return
 			}
-			r.log.Warn("inbox: taking ordered deliveries", "error", err)
+			r.cfg.Logger.Warn("inbox: taking ordered deliveries", "error", err)
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -260,7 +260,7 @@ func (r *Runner) handle(msg jetstream.Msg) {
 	ctx := r.handlers.ctx
 	meta, err := msg.Metadata()
 	if err != nil {
-		r.log.Error("inbox: a message without JetStream metadata", "subject", msg.Subject(), "error", err)
+		r.cfg.Logger.Error("inbox: a message without JetStream metadata", "subject", msg.Subject(), "error", err)
 		_ = msg.Term()
 		return
 	}
@@ -313,7 +313,7 @@ func (r *Runner) handle(msg jetstream.Msg) {
 	before := stored.Int(h.Get(stored.HeaderBefore))
 	attempt := max(before, st.Last()) + 1
 	if err := r.cfg.Intake.Check(h, msg.Data()); err != nil {
-		r.log.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", err)
+		r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", err)
 		st.Add(delivery.Attempt{Number: attempt, Start: time.Now(), Err: err.Error()})
 		r.bury(ctx, msg, h, token, key, st, err.Error())
 		return
@@ -357,21 +357,21 @@ func (r *Runner) handle(msg jetstream.Msg) {
 			return
 		}
 		if aerr := msg.Ack(); aerr != nil {
-			r.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
+			r.cfg.Logger.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
 	case r.retries(err, attempt-before):
 		// The schedule of this copy: retryDue reads it the same way.
 		st.Status = delivery.StatusRetrying
 		_ = r.cfg.Intake.PutStatus(ctx, key, st)
 		delay := r.cfg.RetryDelays[attempt-before-1]
-		r.log.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempt", attempt, "retry_in", delay, "error", err)
+		r.cfg.Logger.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempt", attempt, "retry_in", delay, "error", err)
 		if delay > 0 {
 			_ = msg.NakWithDelay(delay)
 		} else {
 			_ = msg.Nak()
 		}
 	default:
-		r.log.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
+		r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
 		r.bury(ctx, msg, h, token, key, st, a.Err)
 		return
 	}
@@ -431,7 +431,7 @@ func (r *renewal) stop() {
 // tried again later rather than lost.
 func (r *Runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, token, key string, st *stored.Status, lastErr string) {
 	if err := r.cfg.Intake.Bury(ctx, msg.Data(), h, token, key, st, lastErr); err != nil {
-		r.log.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
+		r.cfg.Logger.Error("inbox: writing a dead letter failed; the delivery stays in the inbox", "key", key, "error", err)
 		_ = msg.NakWithDelay(time.Minute)
 		return
 	}
@@ -444,7 +444,7 @@ func (r *Runner) bury(ctx context.Context, msg jetstream.Msg, h nats.Header, tok
 func (r *Runner) loadStatus(ctx context.Context, key string) *stored.Status {
 	st, err := r.cfg.Intake.ReadStatus(ctx, key)
 	if err != nil {
-		r.log.Warn("inbox: reading a delivery's status", "key", key, "error", err)
+		r.cfg.Logger.Warn("inbox: reading a delivery's status", "key", key, "error", err)
 	}
 	return st
 }
@@ -453,7 +453,7 @@ func (r *Runner) loadStatus(ctx context.Context, key string) *stored.Status {
 // waits for it, unless the inbox is closing.
 func (r *Runner) statusUnread(key string, err error) {
 	if !r.isClosed() {
-		r.log.Warn("inbox: reading a delivery's status; it runs when the status can be read", "key", key, "error", err)
+		r.cfg.Logger.Warn("inbox: reading a delivery's status; it runs when the status can be read", "key", key, "error", err)
 	}
 }
 
