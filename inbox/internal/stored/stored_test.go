@@ -1,0 +1,153 @@
+package stored
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/webhooks"
+)
+
+// TestTokensAndKeys: the token and status key of a stored message, for the
+// layouts the inbox writes and reads.
+func TestTokensAndKeys(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 97)
+	for _, tc := range []struct {
+		name            string
+		tenant, id      string
+		subject, hdrKey string
+		seq             uint64
+		wantToken       string
+		wantKey         string
+	}{
+		{"an id", "", "abc", "N.in.q", "", 5, "iYWJj", "iYWJj"},
+		{"a tenant's id", "acme", "abc", "N.in.p3.q", "", 5, SubjectToken("acme/abc"), SubjectToken("acme/abc")},
+		{"no id: its first sequence", "", "", "N.in.q", "", 5, "n", "s5"},
+		{"a long id: its digest", "", long, "N.in.q", "", 5, SubjectToken(long), SubjectToken(long)},
+		{"a subject per delivery", "", "ignored", "N.in.iYWJj", "", 5, "iYWJj", "iYWJj"},
+		{"stored again: the key it names", "", "abc", "N.in.q", "iZZZ", 9, "iYWJj", "iZZZ"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := nats.Header{}
+			h.Set(HeaderDelivery, tc.id)
+			h.Set(HeaderTenant, tc.tenant)
+			if tc.hdrKey != "" {
+				h.Set(HeaderKey, tc.hdrKey)
+			}
+			token := TokenOf(h, tc.subject)
+			if token != tc.wantToken {
+				t.Errorf("TokenOf = %q, want %q", token, tc.wantToken)
+			}
+			if key := StatusKey(h, token, tc.seq); key != tc.wantKey {
+				t.Errorf("StatusKey = %q, want %q", key, tc.wantKey)
+			}
+		})
+	}
+	if got := SubjectToken(long); !strings.HasPrefix(got, "h") || len(got) != 65 {
+		t.Errorf("SubjectToken of a long id: %q", got)
+	}
+}
+
+// TestPartitionTokens: only what PartitionToken writes is a partition's
+// token.
+func TestPartitionTokens(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tok  string
+		want bool
+	}{{PartitionToken(0), true}, {PartitionToken(15), true}, {"p", false}, {"p01", false}, {"p-1", false}, {"q", false}, {"i0", false}, {"p+1", false}} {
+		if got := ValidPartitionToken(tc.tok); got != tc.want {
+			t.Errorf("ValidPartitionToken(%q) = %v, want %v", tc.tok, got, tc.want)
+		}
+	}
+}
+
+// TestHeadersRoundTrip: a request's headers are stored without those a
+// sender must not set, and handed back so; the delivery a stored message
+// holds has what the forge would have sent, even when stored without the
+// request's headers.
+func TestHeadersRoundTrip(t *testing.T) {
+	t.Parallel()
+	req := http.Header{"X-Request-Id": {"r"}, "Forgehooks-Tenant": {"evil"}, "Nats-Msg-Id": {"x"}, "Content-Length": {"2"}, "Connection": {"close"}}
+	h := RequestHeader(req)
+	for _, k := range []string{"Forgehooks-Tenant", "Nats-Msg-Id", "Content-Length", "Connection"} {
+		if h.Get(k) != "" {
+			t.Errorf("%s stored", k)
+		}
+	}
+	received := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	h.Set(HeaderDelivery, "d")
+	h.Set(HeaderEvent, "issues")
+	h.Set(HeaderSignature, "sha256=ab")
+	h.Set(HeaderTenant, "acme")
+	h.Set(HeaderReceivedAt, received.Format(time.RFC3339Nano))
+	d := Delivery(h, []byte(`{}`), 4)
+	if d.ID != "d" || d.Name != "issues" || d.Signature != "sha256=ab" || d.Tenant != "acme" || d.Attempt != 4 || !d.ReceivedAt.Equal(received) || string(d.Payload) != "{}" {
+		t.Errorf("Delivery = %+v", d)
+	}
+	for k, want := range map[string]string{"X-Request-Id": "r", webhooks.HeaderEvent: "issues", webhooks.HeaderDelivery: "d", webhooks.HeaderSignature: "sha256=ab"} {
+		if got := d.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if d.Header.Get(HeaderTenant) != "" {
+		t.Error("the inbox's own header handed to the handlers")
+	}
+}
+
+// TestStatusAttemptsBounded: a status keeps the last MaxAttemptsKept
+// attempts and survives its encoding.
+func TestStatusAttemptsBounded(t *testing.T) {
+	t.Parallel()
+	st := &Status{Seq: 3, Status: delivery.StatusRetrying}
+	if st.Last() != 0 || (*Status)(nil).Last() != 0 {
+		t.Fatal("Last of no attempt")
+	}
+	for i := 1; i <= MaxAttemptsKept+5; i++ {
+		st.Add(delivery.Attempt{Number: i})
+	}
+	if len(st.Attempts) != MaxAttemptsKept || st.Attempts[0].Number != 6 || st.Last() != MaxAttemptsKept+5 {
+		t.Errorf("kept %d attempts from #%d to #%d", len(st.Attempts), st.Attempts[0].Number, st.Last())
+	}
+	got := ParseStatus(st.Marshal())
+	if got == nil || got.Seq != 3 || got.Status != delivery.StatusRetrying || got.Last() != st.Last() {
+		t.Errorf("round trip: %+v", got)
+	}
+	if st.Settled(3) {
+		t.Error("a retrying status settles its copy")
+	}
+	st.Status = delivery.StatusDead
+	if !st.Settled(3) || st.Settled(4) {
+		t.Error("a dead status settles its own copy only")
+	}
+}
+
+// FuzzParseStatus: any stored value is parsed without a panic, a status is
+// never refused, and one that parses encodes to a value that parses to the
+// same status.
+func FuzzParseStatus(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"status":"handled","attempts":[{"number":1}]}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		st := ParseStatus(v)
+		if st == nil {
+			var s Status
+			if json.Unmarshal(v, &s) == nil {
+				t.Fatalf("a status not parsed: %q", v)
+			}
+			return
+		}
+		again := ParseStatus(st.Marshal())
+		if again == nil || again.Seq != st.Seq || again.Status != st.Status || len(again.Attempts) != len(st.Attempts) {
+			t.Fatalf("%q: parsed %+v, again %+v", v, st, again)
+		}
+	})
+}
