@@ -100,7 +100,7 @@ func recordOf(h nats.Header, data []byte, size int, seq uint64, st *status) deli
 	r := delivery.Record{
 		ID:         h.Get(hdrDelivery),
 		Tenant:     h.Get(hdrTenant),
-		Event:      h.Get(hdrEvent),
+		Name:       h.Get(hdrEvent),
 		Action:     h.Get(hdrAction),
 		Repository: h.Get(hdrRepository),
 		Sender:     h.Get(hdrSender),

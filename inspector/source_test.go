@@ -31,7 +31,7 @@ func (s *storeSource) List(_ context.Context, o delivery.ListOptions) ([]deliver
 	defer s.mu.Unlock()
 	var out []delivery.Record
 	for _, r := range slices.Backward(s.recs) {
-		if (o.Before == 0 || r.Seq < o.Before) && (o.Status == "" || r.Status == o.Status) && (o.Event == "" || r.Event == o.Event) && len(out) < max(o.Limit, 1) {
+		if (o.Before == 0 || r.Seq < o.Before) && (o.Status == "" || r.Status == o.Status) && (o.Name == "" || r.Name == o.Name) && len(out) < max(o.Limit, 1) {
 			out = append(out, r)
 		}
 	}
@@ -81,10 +81,10 @@ func newStoreSource() *storeSource {
 		return as
 	}
 	return &storeSource{recs: []delivery.Record{
-		{ID: "dead-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0, Status: delivery.StatusDead, Verified: true, Attempts: attempts(8), MaxAttempts: 8, Seq: 1},
-		{ID: "retrying-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0.Add(time.Second), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(3), MaxAttempts: 8, Seq: 2},
-		{ID: "retrying-2", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(1500 * time.Millisecond), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(10), MaxAttempts: 8, Seq: 3},
-		{ID: "queued-1", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: delivery.StatusQueued, Verified: true, Seq: 4},
+		{ID: "dead-1", Name: "issues", Action: "opened", Payload: payload, ReceivedAt: t0, Status: delivery.StatusDead, Verified: true, Attempts: attempts(8), MaxAttempts: 8, Seq: 1},
+		{ID: "retrying-1", Name: "issues", Action: "opened", Payload: payload, ReceivedAt: t0.Add(time.Second), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(3), MaxAttempts: 8, Seq: 2},
+		{ID: "retrying-2", Name: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(1500 * time.Millisecond), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(10), MaxAttempts: 8, Seq: 3},
+		{ID: "queued-1", Name: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: delivery.StatusQueued, Verified: true, Seq: 4},
 	}}
 }
 

@@ -22,7 +22,8 @@ type row struct {
 	Key        string    `json:"key"` // "d:<id>" for a delivery, "r:<seq>" for a request
 	ID         string    `json:"id"`
 	Tenant     string    `json:"tenant,omitempty"`
-	Event      string    `json:"event"`
+	Name       string    `json:"name"`
+	Event      string    `json:"event"` // the same as Name, for scripts that read "event"; removed in the next release
 	Action     string    `json:"action"`
 	Repository string    `json:"repository"`
 	Sender     string    `json:"sender"`
@@ -40,7 +41,7 @@ var rowPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
 
 func (in *Inspector) row(rec *delivery.Record, request bool) row {
 	rw := row{
-		ID: rec.ID, Tenant: rec.Tenant, Event: rec.Event, Action: rec.Action, ReceivedAt: rec.ReceivedAt,
+		ID: rec.ID, Tenant: rec.Tenant, Name: rec.Name, Event: rec.Name, Action: rec.Action, ReceivedAt: rec.ReceivedAt,
 		Verified: rec.Verified, Status: string(rec.Status), HTTPStatus: rec.HTTPStatus,
 		Attempts: len(rec.Attempts), Seq: rec.Seq, StatusText: statusText(rec),
 	}
@@ -81,8 +82,8 @@ func statusText(rec *delivery.Record) string {
 
 // filter is what the list's filters ask for.
 type filter struct {
-	event, action, text, tenant string
-	status                      delivery.Status
+	name, action, text, tenant string
+	status                     delivery.Status
 }
 
 func (f filter) match(rw *row) bool {
@@ -92,7 +93,7 @@ func (f filter) match(rw *row) bool {
 	if f.text == "" {
 		return true
 	}
-	for _, s := range []string{rw.ID, rw.Tenant, rw.Event + "." + rw.Action, rw.Repository, rw.Sender, rw.StatusText} {
+	for _, s := range []string{rw.ID, rw.Tenant, rw.Name + "." + rw.Action, rw.Repository, rw.Sender, rw.StatusText} {
 		if strings.Contains(strings.ToLower(s), f.text) {
 			return true
 		}
@@ -125,7 +126,7 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 	scanned := 0
 	for len(rows) < limit && scanned < maxScan {
 		batch := max(limit, 100)
-		recs, err := s.list(ctx, delivery.ListOptions{Status: f.status, Event: f.event, Tenant: f.tenant, Before: before, Limit: batch})
+		recs, err := s.list(ctx, delivery.ListOptions{Status: f.status, Name: f.name, Tenant: f.tenant, Before: before, Limit: batch})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -153,7 +154,11 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := filter{status: delivery.Status(q.Get("status")), text: strings.ToLower(strings.TrimSpace(q.Get("q"))), tenant: strings.TrimSpace(q.Get("tenant"))}
-	f.event, f.action, _ = strings.Cut(strings.TrimSpace(q.Get("event")), ".")
+	name := q.Get("name")
+	if name == "" {
+		name = q.Get("event") // the parameter's name until the next release
+	}
+	f.name, f.action, _ = strings.Cut(strings.TrimSpace(name), ".")
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	if limit <= 0 || limit > 500 {
 		limit = 50
@@ -321,13 +326,13 @@ func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
 	}
 	if !request && rec.Verified {
 		if len(rec.Payload) <= DetailPayloadMax {
-			d.TypeName = in.opts.TypeName(rec.Event, rec.Action, rec.Payload)
+			d.TypeName = in.opts.TypeName(rec.Name, rec.Action, rec.Payload)
 		} else {
 			// Decoding a large payload to name its type would cost many times
 			// its size: the naming rule alone is enough.
-			d.TypeName = deriveTypeName(rec.Event, rec.Action)
+			d.TypeName = deriveTypeName(rec.Name, rec.Action)
 		}
-		d.Send, d.Curl = commands(*in.hookURL.Load(), rec.Event, rec.ID)
+		d.Send, d.Curl = commands(*in.hookURL.Load(), rec.Name, rec.ID)
 		d.CanReplay = true
 		d.CanRetry = rec.Status == delivery.StatusDead || rec.Status == delivery.StatusFailed
 		d.CanRedo = in.opts.Redeliver != nil

@@ -67,7 +67,7 @@ func (m *Metrics) ObserveAttempt(rec delivery.Record) {
 		return
 	}
 	d := max(rec.Attempts[len(rec.Attempts)-1].Duration, 0)
-	event := EventLabel(webhooks.Result{Verified: true, Name: rec.Event})
+	event := EventLabel(webhooks.Result{Verified: true, Name: rec.Name})
 	m.mu.Lock()
 	if event != EventOther && !m.events[event] {
 		if len(m.events) >= m.maxEvents {

@@ -15,7 +15,7 @@ import (
 )
 
 func rec(event string, status delivery.Status, d time.Duration) delivery.Record {
-	return delivery.Record{Event: event, Status: status, Attempts: []delivery.Attempt{{Number: 1, Duration: d}}}
+	return delivery.Record{Name: event, Status: status, Attempts: []delivery.Attempt{{Number: 1, Duration: d}}}
 }
 
 // TestInboxFamilies: attempts by event and outcome, retries, dead letters and
@@ -31,7 +31,7 @@ func TestInboxFamilies(t *testing.T) {
 		rec("push", delivery.StatusDead, time.Second),
 		rec("push", delivery.StatusQueued, 0),
 		rec("push", delivery.StatusRunning, 0),
-		{Event: "push", Status: delivery.StatusHandled}, // no attempt
+		{Name: "push", Status: delivery.StatusHandled}, // no attempt
 		rec("Bad Name", delivery.StatusHandled, 0),
 		rec("star", delivery.StatusHandled, 0),  // a third event: past MaxEvents
 		rec("watch", delivery.StatusHandled, 0), // and a fourth

@@ -241,7 +241,7 @@ themselves. DIR must exist: these commands never make one.
 	out := c.stdout
 	switch sub {
 	case "ls":
-		return listInbox(ctx, fs, out, st, delivery.ListOptions{Status: delivery.Status(*status), Event: *event, Tenant: *tenant, Before: *before}, *limit, *jsonOut)
+		return listInbox(ctx, fs, out, st, delivery.ListOptions{Status: delivery.Status(*status), Name: *event, Tenant: *tenant, Before: *before}, *limit, *jsonOut)
 	case "dead":
 		recs, err := st.Dead(ctx)
 		if err != nil {
@@ -276,7 +276,7 @@ themselves. DIR must exist: these commands never make one.
 				return fs.fail("%v", err)
 			}
 			for _, r := range recs {
-				if *event == "" || r.Event == *event {
+				if *event == "" || r.Name == *event {
 					ids = append(ids, r.ID)
 				}
 			}
@@ -442,7 +442,7 @@ func writeTable(w io.Writer, recs []delivery.Record, header, tenants bool) {
 			}
 			lastErr = lastErr[:cut] + "..."
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.Name(), r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.PayloadName(), r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
 	}
 	tw.Flush()
 }
@@ -455,7 +455,7 @@ func writeRecord(w io.Writer, r delivery.Record) {
 	if r.Tenant != "" {
 		fmt.Fprintf(w, "tenant:   %s\n", r.Tenant)
 	}
-	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.Name(), r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.PayloadName(), r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintln(w, "headers:")
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
 		fmt.Fprintf(w, "  %s: %s\n", kv[0], kv[1])
@@ -492,7 +492,8 @@ type recordOut struct {
 	Seq        uint64          `json:"seq"`
 	ID         string          `json:"id"`
 	Tenant     string          `json:"tenant,omitempty"`
-	Event      string          `json:"event"`
+	Name       string          `json:"name"`
+	Event      string          `json:"event"` // the same as Name, for scripts that read "event"; removed in the next release
 	Action     string          `json:"action,omitempty"`
 	Status     string          `json:"status"`
 	ReceivedAt time.Time       `json:"received_at"`
@@ -510,7 +511,7 @@ type attemptOut struct {
 }
 
 func recordJSON(r delivery.Record) recordOut {
-	o := recordOut{Seq: r.Seq, ID: r.ID, Tenant: r.Tenant, Event: r.Event, Action: r.Action, Status: string(r.Status), ReceivedAt: r.ReceivedAt,
+	o := recordOut{Seq: r.Seq, ID: r.ID, Tenant: r.Tenant, Name: r.Name, Event: r.Name, Action: r.Action, Status: string(r.Status), ReceivedAt: r.ReceivedAt,
 		Header: http.Header{}, Attempts: []attemptOut{}, Size: max(r.Size, int64(len(r.Payload)))}
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
 		o.Header[kv[0]] = append(o.Header[kv[0]], kv[1])

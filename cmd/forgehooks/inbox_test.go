@@ -104,13 +104,16 @@ func TestServeInboxCommands(t *testing.T) {
 	}
 	code, out, _ = runCmd(t, "", nil, "inbox", "ls", "--inbox", dir, "--status", "dead", "--json")
 	var recs []struct {
-		ID       string
-		Status   string
-		Attempts []struct{ Number int }
-		Payload  json.RawMessage
+		ID          string
+		Name, Event string
+		Status      string
+		Attempts    []struct{ Number int }
+		Payload     json.RawMessage
 	}
-	// A list carries no payloads (delivery.Store).
-	if err := json.Unmarshal([]byte(out), &recs); code != exitOK || err != nil || len(recs) != 1 || recs[0].ID != "bad" || len(recs[0].Attempts) != 3 || recs[0].Payload != nil {
+	// A list carries no payloads (delivery.Store). The event name is "name",
+	// and "event" too, its former key, for scripts.
+	if err := json.Unmarshal([]byte(out), &recs); code != exitOK || err != nil || len(recs) != 1 || recs[0].ID != "bad" || len(recs[0].Attempts) != 3 || recs[0].Payload != nil ||
+		recs[0].Name != "issues" || recs[0].Event != "issues" {
 		t.Errorf("inbox ls --status dead --json: %d %v %+v\n%s", code, err, recs, out)
 	}
 	code, out, _ = runCmd(t, "", nil, "inbox", "show", "bad", "--inbox", dir, "--json")
