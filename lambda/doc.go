@@ -47,16 +47,22 @@
 //	aws lambda create-function-url-config --function-name forgehooks --auth-type NONE
 //	aws lambda add-permission --function-name forgehooks --statement-id url \
 //		--action lambda:InvokeFunctionUrl --principal '*' --function-url-auth-type NONE
+//	aws lambda add-permission --function-name forgehooks --statement-id url-invoke \
+//		--action lambda:InvokeFunction --principal '*' --invoked-via-function-url
 //
 // The function URL that create-function-url-config prints is the hook's
-// payload URL (content type application/json); the signature, not the URL,
-// is what keeps others out, so the URL needs no authentication of its own.
+// payload URL (content type application/json). A public function URL needs
+// both permissions; the second is limited to calls through the URL. The
+// signature, not the URL, is what keeps others out, so the URL needs no
+// authentication of its own.
 // The secret comes from the function's environment, as above, or from a
 // secret store read once at start (AWS Secrets Manager, or SSM Parameter
 // Store through the AWS Parameters and Secrets Lambda Extension), so that it
 // is not in the function's configuration. For catch-up, add an EventBridge
-// rule with a schedule (rate(15 minutes), say) whose target is the function,
-// and set FORGE_CATCHUP_HOOK and FORGE_TOKEN (see CatchupFromEnv).
+// rule with a schedule (rate(15 minutes), say) whose target is the function
+// (with add-permission for the principal events.amazonaws.com and the rule's
+// ARN as source), and set FORGE_CATCHUP_HOOK with FORGE_TOKEN, or for the app
+// hook FORGE_APP_ID and FORGE_APP_PRIVATE_KEY (see CatchupFromEnv).
 //
 // An HTTP API or a load balancer in front of the function works the same;
 // with Options.Middleware.Path set (say "/t/{tenant}/hooks" for
