@@ -47,9 +47,10 @@ unit:
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 ## modules: tidy, vet and test the nested modules that build against this checkout and
-## may depend on what the SDK must not: the examples (examples/*/go.mod: chi,
-## OpenTelemetry) and the test of the Prometheus exporter with expfmt.
-MODULES := $(dir $(wildcard examples/*/go.mod)) internal/promtext/expfmtcheck/
+## may depend on what the SDK must not: the Lambda adapter (lambda/: aws-lambda-go), the
+## examples (examples/*/go.mod: chi, OpenTelemetry) and the test of the Prometheus
+## exporter with expfmt.
+MODULES := lambda/ $(dir $(wildcard examples/*/go.mod)) internal/promtext/expfmtcheck/
 ## Every module runs; the failed ones are listed at the end.
 modules:
 	@failed=""; \
