@@ -95,6 +95,7 @@ func validBody(id string, pad int) []byte {
 // and serve --inbox.
 func TestServeSlowBodies(t *testing.T) {
 	serveBinary(t)
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
