@@ -442,9 +442,19 @@ func writeTable(w io.Writer, recs []delivery.Record, header, tenants bool) {
 			}
 			lastErr = lastErr[:cut] + "..."
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.Name(), r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.Name(), statusOf(r), len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
 	}
 	tw.Flush()
+}
+
+// statusOf is a record's status as the tables say it: a dead letter whose
+// handlers' error was final (webhooks.Permanent) is "dead (final)", as on the
+// inspector page.
+func statusOf(r delivery.Record) string {
+	if r.Status == delivery.StatusDead && r.Final() {
+		return "dead (final)"
+	}
+	return string(r.Status)
 }
 
 // maxShownPayload is the most payload bytes 'inbox show' prints as text;
@@ -455,7 +465,7 @@ func writeRecord(w io.Writer, r delivery.Record) {
 	if r.Tenant != "" {
 		fmt.Fprintf(w, "tenant:   %s\n", r.Tenant)
 	}
-	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.Name(), r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.Name(), statusOf(r), r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintln(w, "headers:")
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
 		fmt.Fprintf(w, "  %s: %s\n", kv[0], kv[1])
@@ -464,7 +474,11 @@ func writeRecord(w io.Writer, r delivery.Record) {
 	for _, a := range r.Attempts {
 		res := "ok"
 		if a.Err != "" {
-			res = "error: " + strings.ReplaceAll(a.Err, "\n", "\n    ")
+			res = "error: "
+			if a.Final {
+				res = "final error (not retried): "
+			}
+			res += strings.ReplaceAll(a.Err, "\n", "\n    ")
 		}
 		fmt.Fprintf(w, "  #%d %s (%s) %s\n", a.Number, a.Start.UTC().Format(time.RFC3339Nano), a.Duration.Round(time.Microsecond), res)
 	}
@@ -507,6 +521,7 @@ type attemptOut struct {
 	Start    time.Time `json:"start"`
 	Duration string    `json:"duration"`
 	Err      string    `json:"error,omitempty"`
+	Final    bool      `json:"final,omitempty"`
 }
 
 func recordJSON(r delivery.Record) recordOut {
@@ -516,7 +531,7 @@ func recordJSON(r delivery.Record) recordOut {
 		o.Header[kv[0]] = append(o.Header[kv[0]], kv[1])
 	}
 	for _, a := range r.Attempts {
-		o.Attempts = append(o.Attempts, attemptOut{a.Number, a.Start, a.Duration.String(), a.Err})
+		o.Attempts = append(o.Attempts, attemptOut{a.Number, a.Start, a.Duration.String(), a.Err, a.Final})
 	}
 	switch {
 	case r.Payload == nil:
