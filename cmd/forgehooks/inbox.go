@@ -65,7 +65,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; 0: the default; negative: no bound")
 		fs.Var(&f.tenantMaxStore, "tenant-max-store-bytes", "with an inbox and --tenants: bound of the bytes of one tenant's deliveries stored and not yet handled, such as 100MiB; past it that tenant's deliveries get 503 while the others' are stored; 0: half of --max-store-bytes; negative: none but --max-store-bytes")
 		fs.Var(&f.workers, "workers", "with an inbox: run at most `N` deliveries at once in this process (default 4 × the CPUs); serve --workers 0 --nats URL runs none: it stores them for 'forgehooks work'")
-		fs.Var(&f.replicas, "replicas", "with --nats: `N` replicas of each stream and bucket made (default 3; 1 for a single NATS server)")
+		fs.Var(&f.replicas, "replicas", "with --nats: `N` replicas of each stream and bucket made (default: the servers of the cluster reached, at most 3; 1 for a NATS server in no cluster; streams made before keep theirs)")
 		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
 	}
 	return f
@@ -234,6 +234,9 @@ themselves. DIR must exist: these commands never make one.
 	}
 	o.Logger = slog.New(slog.DiscardHandler)
 	st, running, err := openInbox(ctx, o)
+	if code, ok := replicasFailure(fs, err); ok {
+		return code
+	}
 	if err != nil {
 		return fs.fail("%v", err)
 	}
@@ -559,4 +562,26 @@ func writeJSON(fs *flagSet, w io.Writer, v any) int {
 		return fs.fail("%v", err)
 	}
 	return exitOK
+}
+
+// replicasFailure ends a command whose inbox the NATS servers refused for
+// its replicas with an error that names --replicas and what to give it;
+// ok is false for any other err.
+func replicasFailure(fs *flagSet, err error) (code int, ok bool) {
+	var re *inbox.ReplicasError
+	if !errors.As(err, &re) {
+		return 0, false
+	}
+	what := fmt.Sprintf("--replicas %d", re.Replicas)
+	if re.Chosen {
+		what = fmt.Sprintf("--replicas (not given: %d chosen for the cluster)", re.Replicas)
+	}
+	fix := "it is a NATS server in no cluster: give --replicas 1, or leave --replicas out"
+	if re.Clustered {
+		fix = "the cluster cannot place that many: give --replicas N, at most its servers with JetStream (streams made before keep their own replicas)"
+	}
+	if re.Chosen {
+		return fs.fail("%s: %s: %v", what, fix, re.Err), true
+	}
+	return fs.usageError("%s: %s: %v", what, fix, re.Err), true
 }
