@@ -172,6 +172,11 @@ func (a *App) Transport() http.RoundTripper { return &transport{a: a} }
 // request with a body is retried only when it can be replayed (GetBody, as
 // http.NewRequest sets for in-memory bodies), else its answer is returned.
 // A 401 for a cached token drops the token and retries once with a new one.
+// A refusal that no retry cures (403 "Resource not accessible by
+// integration", an installation the forge says does not exist) is returned
+// as a *RefusedError, not as an answer: it is final (webhooks.Permanent), so
+// a handler that returns it sends its delivery to the dead letters without
+// a retry.
 func (a *App) InstallationTransport(id int64, scope *Scope) http.RoundTripper {
 	return &transport{a: a, installation: id, scope: scope.normalize()}
 }

@@ -145,6 +145,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			continue
 		}
+		if ref := refusal(req, res, t.installation); ref != nil {
+			drain(res)
+			return nil, ref
+		}
 		return res, nil
 	}
 }

@@ -71,9 +71,9 @@ it warns that no one received the delivery live.`)
 	id := *delivery
 	if id == "" {
 		id = uuid.New()
-		if sampled {
-			body = distinctBody(body, id)
-		}
+	}
+	if sampled {
+		body = distinctBody(body, id)
 	}
 	sig, err := signing.Sign(secret, body)
 	if err != nil {

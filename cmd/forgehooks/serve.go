@@ -178,6 +178,9 @@ development secret.`)
 	if errors.As(err, &oe) {
 		return fs.usageError("%s: %v", optionFlags[oe.Field], oe.Err)
 	}
+	if code, ok := replicasFailure(fs, err); ok {
+		return code
+	}
 	if err != nil {
 		return fs.fail("%v", err)
 	}
