@@ -27,7 +27,7 @@ func readRegular(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (%v)", path, ErrNotRegular, st.Mode().Type())
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, typeName(st.Mode()))
 	}
 	if st.Size() > max {
 		return nil, fmt.Errorf("%s: %d bytes, at most %d", path, st.Size(), max)
@@ -41,4 +41,19 @@ func readRegular(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes", path, max)
 	}
 	return b, nil
+}
+
+// typeName names what a file that is not a regular file is.
+func typeName(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.Type().String()
 }
