@@ -306,6 +306,12 @@ func (t *Tenants) Resolve(ctx context.Context, key TenantKey) (Tenant, error) {
 	return tn, nil
 }
 
+// Lookup is Resolve: a Tenants is a SecretSource, so that code that reads
+// tenants by name (package app's Options.Tenants) shares its cache.
+func (t *Tenants) Lookup(ctx context.Context, key TenantKey) (Tenant, error) {
+	return t.Resolve(ctx, key)
+}
+
 // resolve is Resolve, with the tenant's keyring.
 func (t *Tenants) resolve(ctx context.Context, key TenantKey) (*tenantKeys, error) {
 	now := time.Now()
