@@ -61,6 +61,10 @@ var ErrUnknownTenant = errors.New("webhooks: unknown tenant")
 // errLookupsBusy is Resolve's error when MaxLookups calls are under way.
 var errLookupsBusy = errors.New("webhooks: too many SecretSource lookups under way (TenantsOptions.MaxLookups)")
 
+// errLookupRate is Resolve's error when keys no delivery verified with have
+// used up LookupRate.
+var errLookupRate = errors.New("webhooks: SecretSource lookups for keys no delivery has verified with are over TenantsOptions.LookupRate")
+
 // TenantKey is what arrives before verification that can name a tenant: the
 // path value, the hook id and the installation target headers, as sent (none
 // of them is trusted; they only choose which secrets a delivery must verify
@@ -306,9 +310,18 @@ func (t *Tenants) Resolve(ctx context.Context, key TenantKey) (Tenant, error) {
 	return tn, nil
 }
 
+// Tenants returns Options.Tenants (nil without), so that code given only the
+// Webhooks (a receiver's setup) reads the tenants through the same cache:
+// package app's Options.Tenants.
+func (w *Webhooks) Tenants() *Tenants { return w.tenants }
+
 // Lookup is Resolve: a Tenants is a SecretSource, so that code that reads
 // tenants by name (package app's Options.Tenants) shares its cache.
+// A nil *Tenants knows no tenant.
 func (t *Tenants) Lookup(ctx context.Context, key TenantKey) (Tenant, error) {
+	if t == nil {
+		return Tenant{}, ErrUnknownTenant
+	}
 	return t.Resolve(ctx, key)
 }
 
@@ -336,9 +349,9 @@ func (t *Tenants) resolve(ctx context.Context, key TenantKey) (*tenantKeys, erro
 	}
 	c, ok := t.inflight[key]
 	if !ok {
-		if !t.allowLocked(trusted, now) {
+		if err := t.allowLocked(trusted, now); err != nil {
 			t.mu.Unlock()
-			return nil, errLookupsBusy
+			return nil, err
 		}
 		c = t.startLookup(key, trusted)
 	}
@@ -351,27 +364,24 @@ func (t *Tenants) resolve(ctx context.Context, key TenantKey) (*tenantKeys, erro
 	}
 }
 
-// allowLocked reports whether a source call for a key may start now, and
-// takes its share of the rate when it may. t.mu is held.
-func (t *Tenants) allowLocked(trusted bool, now time.Time) bool {
-	if trusted {
-		return t.calls[1] < t.maxCalls
+// allowLocked returns nil when a source call for a key may start now, and
+// takes its share of the rate then; otherwise why not. t.mu is held.
+func (t *Tenants) allowLocked(trusted bool, now time.Time) error {
+	if t.calls[index(trusted)] >= t.maxCalls {
+		return errLookupsBusy
 	}
-	if t.calls[0] >= t.maxCalls {
-		return false
-	}
-	if t.rate <= 0 {
-		return true
+	if trusted || t.rate <= 0 {
+		return nil
 	}
 	if !t.refilled.IsZero() {
 		t.tokens = min(float64(t.maxCalls), t.tokens+now.Sub(t.refilled).Seconds()*t.rate)
 	}
 	t.refilled = now
 	if t.tokens < 1 {
-		return false
+		return errLookupRate
 	}
 	t.tokens--
-	return true
+	return nil
 }
 
 // startLookup starts a source call for key and records it in flight.
@@ -495,11 +505,13 @@ func checkTenant(tn Tenant) error {
 }
 
 // Forget drops the cached answers, so that the next delivery of each key asks
-// the source again: after secrets were changed there.
+// the source again: after secrets were changed there. The keys deliveries
+// verified with are remembered as such: their next lookups keep places of
+// their own, beyond LookupRate.
 func (t *Tenants) Forget() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.trusted.clear()
+	t.trusted.expireAll()
 	t.known.clear()
 	t.unknown.clear()
 }
@@ -578,6 +590,13 @@ func (l *lru[K, V]) remove(k K) {
 	if e, ok := l.items[k]; ok {
 		l.order.Remove(e)
 		delete(l.items, k)
+	}
+}
+
+// expireAll marks every entry expired, keeping it.
+func (l *lru[K, V]) expireAll() {
+	for _, e := range l.items {
+		e.Value.(*lruEntry[K, V]).expires = time.Time{}
 	}
 }
 
