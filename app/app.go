@@ -79,10 +79,11 @@ type Options struct {
 	// DefaultRefreshBefore.
 	RefreshBefore time.Duration
 	// Tenants finds the tenant a delivery names (webhooks.Delivery.Tenant)
-	// for Client: its Installation, Token and APIURL. Pass the
-	// SecretSource given to webhooks.NewTenants, or the *webhooks.Tenants
-	// itself to share its cache. Nil: Client uses the delivery's
-	// installation only.
+	// for Client: its Installation, Token and APIURL. It is asked by name,
+	// as webhooks.TenantKey{Path: name} (as VerifyAndReceive does). Pass the
+	// receiver's *webhooks.Tenants (Webhooks.Tenants()) to share its cache,
+	// or the SecretSource given to webhooks.NewTenants. Nil: Client uses the
+	// delivery's installation only.
 	Tenants webhooks.SecretSource
 }
 

@@ -315,21 +315,35 @@ func (t *Tenants) Resolve(ctx context.Context, key TenantKey) (Tenant, error) {
 // package app's Options.Tenants.
 func (w *Webhooks) Tenants() *Tenants { return w.tenants }
 
-// Lookup is Resolve: a Tenants is a SecretSource, so that code that reads
-// tenants by name (package app's Options.Tenants) shares its cache.
-// A nil *Tenants knows no tenant.
+// Lookup is Resolve for a key a delivery has verified with, such as the
+// name of a verified delivery's tenant (TenantKey{Path: Delivery.Tenant}):
+// its lookup is not held to LookupRate, and its answer is kept among the
+// verified keys'. It makes a Tenants a SecretSource, so that code that reads
+// tenants by name (package app's Options.Tenants) shares its cache. A nil
+// *Tenants knows no tenant.
 func (t *Tenants) Lookup(ctx context.Context, key TenantKey) (Tenant, error) {
 	if t == nil {
 		return Tenant{}, ErrUnknownTenant
 	}
-	return t.Resolve(ctx, key)
+	tk, err := t.resolveAs(ctx, key, true)
+	if err != nil {
+		return Tenant{}, err
+	}
+	tn := tk.tenant
+	tn.Secrets = append([]string(nil), tn.Secrets...)
+	return tn, nil
 }
 
 // resolve is Resolve, with the tenant's keyring.
 func (t *Tenants) resolve(ctx context.Context, key TenantKey) (*tenantKeys, error) {
+	return t.resolveAs(ctx, key, false)
+}
+
+// resolveAs is resolve; trusted says that key is one a delivery verified
+// with, so that a lookup it needs has the places of such keys.
+func (t *Tenants) resolveAs(ctx context.Context, key TenantKey, trusted bool) (*tenantKeys, error) {
 	now := time.Now()
 	t.mu.Lock()
-	trusted := false
 	if tk, exp, ok := t.trusted.peek(key); ok {
 		if now.Before(exp) {
 			if now.Sub(tk.fetched) >= t.ttl/2 && t.inflight[key] == nil && t.calls[1] < t.maxCalls {

@@ -2,8 +2,10 @@ package webhooks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,5 +115,35 @@ func TestTenantsVerifiedKeyRefreshed(t *testing.T) {
 	}
 	if n := calls.Load(); n < 3 {
 		t.Errorf("%d source calls: the verified key's answer was not asked again", n)
+	}
+}
+
+// TestTenantsLookupByName: Tenants.Lookup (a verified delivery's tenant, read
+// by name, as package app does) is not held to LookupRate, which Resolve
+// (a key as it arrives) is; it returns the tenant whole.
+func TestTenantsLookupByName(t *testing.T) {
+	t.Parallel()
+	src := webhooks.StaticTenants{
+		"acme": {Secrets: []string{"acme-secret-0123456789"}, Installation: 42, Token: "tok", APIURL: "https://forge.example/api/v3"},
+		"beta": {Secrets: []string{"beta-secret-0123456789"}},
+	}
+	ts := webhooks.NewTenants(src, webhooks.TenantsOptions{MaxLookups: 1, LookupRate: 0.001})
+	ctx := context.Background()
+	if _, err := ts.Resolve(ctx, webhooks.TenantKey{Path: "beta", TargetID: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Resolve(ctx, webhooks.TenantKey{Path: "beta", TargetID: "2"}); err == nil || !strings.Contains(err.Error(), "LookupRate") {
+		t.Fatalf("a second new key past LookupRate: %v", err)
+	}
+	tn, err := ts.Lookup(ctx, webhooks.TenantKey{Path: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tn.Name != "acme" || tn.Installation != 42 || tn.Token != "tok" || tn.APIURL != "https://forge.example/api/v3" || len(tn.Secrets) != 1 {
+		t.Errorf("Lookup: %+v", tn)
+	}
+	var none *webhooks.Tenants
+	if _, err := none.Lookup(ctx, webhooks.TenantKey{Path: "acme"}); !errors.Is(err, webhooks.ErrUnknownTenant) {
+		t.Errorf("a nil Tenants: %v", err)
 	}
 }
