@@ -44,6 +44,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -114,7 +115,7 @@ func (l Loader) Parse(data []byte, dir string) (webhooks.StaticTenants, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, err
+		return nil, quietYAML(err)
 	}
 	if err := dec.Decode(new(yaml.Node)); !errors.Is(err, io.EOF) {
 		return nil, errors.New("want one YAML document: a 'tenants:' mapping, then the line \"end: true\"")
@@ -125,6 +126,15 @@ func (l Loader) Parse(data []byte, dir string) (webhooks.StaticTenants, error) {
 	}
 	p := parser{getenv: getenv, dir: dir}
 	return p.document(&doc)
+}
+
+// quoted matches what yaml.v3's syntax errors quote of the file (an
+// anchor's name, say): it could be a mistyped secret.
+var quoted = regexp.MustCompile(`'[^']*'`)
+
+// quietYAML is a YAML syntax error without what it quotes of the file.
+func quietYAML(err error) error {
+	return errors.New(quoted.ReplaceAllString(err.Error(), "'…'"))
 }
 
 // endsWithMarker reports whether the last line that is neither blank nor a

@@ -115,6 +115,8 @@ func TestParseRefuses(t *testing.T) {
 		{"api url userinfo", "tenants:\n  a:\n    secrets: [x]\n    api_url: https://u:" + secret + "@h\nend: true\n", "user information"},
 		{"alias", "tenants:\n  a: &x\n    secrets: [x]\n  b: *x\nend: true\n", "aliases"},
 		{"not yaml", "tenants: [\nend: true\n", "yaml"},
+		{"a secret taken for an alias", "tenants:\n  a:\n    secrets: [*" + secret + "]\nend: true\n", "unknown anchor"},
+		{"a bad escape", "tenants:\n  a:\n    secrets: [\"" + secret + "\\q\"]\nend: true\n", "escape"},
 		{"two documents", "tenants:\n  a:\n    secrets: [x]\n---\nend: true\n", "one YAML document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
