@@ -59,7 +59,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if d, reason, err := waitBudgets(ctx, budgets, a.clock, &waited, a.maxWait, logWait); err != nil {
 			if errors.Is(err, ErrRateLimited) {
-				return fail(&RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Wait: d, Reason: reason, MaxWait: a.maxWait, Retries: try})
+				return fail(&RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Tenant: t.tenant, Wait: d, Reason: reason, MaxWait: a.maxWait, Retries: try})
 			}
 			return fail(fmt.Errorf("app: %s: %w", what, err))
 		}
@@ -125,7 +125,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			if !retriesLeft || waited+th.wait > a.maxWait {
 				drain(res)
-				return nil, &RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Wait: th.wait, Reason: th.reason, MaxWait: a.maxWait, Retries: try}
+				return nil, &RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Tenant: t.tenant, Wait: th.wait, Reason: th.reason, MaxWait: a.maxWait, Retries: try}
 			}
 			drain(res)
 			continue // waitBudgets holds it back
