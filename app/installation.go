@@ -149,7 +149,7 @@ func (a *App) cachedOrFlight(ctx context.Context, k tokenKey, scope *Scope) (tok
 // requests (those the access-token request is one of) at now. a.mu is held.
 func (a *App) appPausedLocked(now time.Time) bool {
 	for k, b := range a.budgets {
-		if k.installation == 0 && (k.resource == "" || k.resource == "core") {
+		if k.installation == 0 && k.tenant == "" && (k.resource == "" || k.resource == "core") {
 			if d, _ := b.until(now); d > 0 {
 				return true
 			}
