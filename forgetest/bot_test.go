@@ -78,3 +78,55 @@ func TestEveryBotOperation(t *testing.T) {
 		t.Errorf("%d operations tried, want every one a bot calls (at least 60)", served)
 	}
 }
+
+// Whatever body a bot sends, the fake either refuses it as off the
+// description (422, recorded as the bot's violation) or answers with a value
+// of the operation's schema: what it echoes of a request never puts its own
+// answer off the description.
+func FuzzEcho(f *testing.F) {
+	for _, seed := range []string{
+		`{"labels":["bug"]}`, `["bug","triage"]`, `{"labels":[{"name":"bug"}]}`, `{"labels":[1]}`,
+		`{"title":"t","body":null,"state":"closed","labels":["x"],"assignees":["a"]}`,
+		`{"name":"lint","head_sha":"abc","status":"completed","conclusion":"success","output":{"title":"t","summary":"s"}}`,
+		`{"state":"success","context":"ci","target_url":null}`, `{"ref":"refs/heads/x","sha":"abc"}`, `null`, `{}`,
+	} {
+		f.Add(seed)
+	}
+	s, err := Start(Options{Token: "t", SecondaryLimit: -1, RateLimit: 1 << 30, AllowViolations: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	paths := map[string]string{
+		"issues/add-labels":          "POST /repos/o/r/issues/1/labels",
+		"issues/set-labels":          "PUT /repos/o/r/issues/1/labels",
+		"issues/update":              "PATCH /repos/o/r/issues/1",
+		"checks/create":              "POST /repos/o/r/check-runs",
+		"repos/create-commit-status": "POST /repos/o/r/statuses/abc",
+		"git/create-ref":             "POST /repos/o/r/git/refs",
+		"pulls/create-review":        "POST /repos/o/r/pulls/1/reviews",
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		for id, mp := range paths {
+			method, path, _ := strings.Cut(mp, " ")
+			before := len(s.Violations())
+			req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "token t")
+			req.Header.Set("User-Agent", "fuzz")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			for _, v := range s.Violations()[before:] {
+				if strings.Contains(v, "forgetest answered") {
+					t.Fatalf("%s with %q: %s", id, body, v)
+				}
+			}
+			if res.StatusCode != http.StatusUnprocessableEntity && (res.StatusCode < 200 || res.StatusCode > 299) {
+				t.Fatalf("%s with %q: %d", id, body, res.StatusCode)
+			}
+		}
+	})
+}

@@ -86,3 +86,42 @@ func TestDescription(t *testing.T) {
 		})
 	}
 }
+
+// Validate reads allOf (every part), anyOf and oneOf (some alternative), and
+// a nullable schema's null whatever its parts.
+func TestValidateCombinators(t *testing.T) {
+	d, err := forgetest.ParseDescription()
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, num := &forgetest.Schema{Type: "string"}, &forgetest.Schema{Type: "integer"}
+	named := &forgetest.Schema{Type: "object", Required: []string{"name"}}
+	tests := []struct {
+		name    string
+		schema  *forgetest.Schema
+		json    string
+		problem string // "" for none
+	}{
+		{"oneOf first", &forgetest.Schema{OneOf: []*forgetest.Schema{str, num}}, `"a"`, ""},
+		{"oneOf second", &forgetest.Schema{OneOf: []*forgetest.Schema{str, num}}, `1`, ""},
+		{"oneOf none", &forgetest.Schema{OneOf: []*forgetest.Schema{str, num}}, `true`, "want string"},
+		{"anyOf none", &forgetest.Schema{AnyOf: []*forgetest.Schema{num}}, `"a"`, "want integer"},
+		{"allOf both", &forgetest.Schema{AllOf: []*forgetest.Schema{named, {Type: "object", Required: []string{"id"}}}}, `{"name":"a","id":1}`, ""},
+		{"allOf one missing", &forgetest.Schema{AllOf: []*forgetest.Schema{named, {Type: "object", Required: []string{"id"}}}}, `{"name":"a"}`, "missing required id"},
+		{"nullable anyOf", &forgetest.Schema{Nullable: true, AnyOf: []*forgetest.Schema{named}}, `null`, ""},
+		{"not nullable anyOf", &forgetest.Schema{AnyOf: []*forgetest.Schema{named}}, `null`, "null, want object"},
+		{"a description ref", &forgetest.Schema{OneOf: []*forgetest.Schema{{Ref: "#/components/schemas/label"}}}, `{"id":1}`, "missing required name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v any
+			if err := json.Unmarshal([]byte(tt.json), &v); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(d.Validate(tt.schema, v), "\n")
+			if (tt.problem == "") != (got == "") || !strings.Contains(got, tt.problem) {
+				t.Errorf("problems %q, want %q", got, tt.problem)
+			}
+		})
+	}
+}
