@@ -94,7 +94,7 @@ func newStoreSource() *storeSource {
 func TestSourceStatuses(t *testing.T) {
 	src := newStoreSource()
 	// A dead letter whose handlers' error was final (webhooks.Permanent).
-	src.recs = append(src.recs, delivery.Record{ID: "final-1", Event: "issues", Action: "opened", Payload: []byte(`{}`), ReceivedAt: src.recs[0].ReceivedAt.Add(3 * time.Second),
+	src.recs = append(src.recs, delivery.Record{ID: "final-1", Name: "issues", Action: "opened", Payload: []byte(`{}`), ReceivedAt: src.recs[0].ReceivedAt.Add(3 * time.Second),
 		Status: delivery.StatusDead, Verified: true, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}, MaxAttempts: 8, Seq: 5})
 	insp := inspector.New(inspector.Options{Store: src})
 	defer insp.Close()

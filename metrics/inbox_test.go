@@ -29,8 +29,8 @@ func TestInboxFamilies(t *testing.T) {
 		rec("issues", delivery.StatusRetrying, 20*time.Millisecond),
 		rec("issues", delivery.StatusHandled, 3*time.Millisecond),
 		rec("push", delivery.StatusDead, time.Second),
-		{Event: "issues", Status: delivery.StatusDead, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}},
-		{Event: "issues", Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}}, // not dead: not counted
+		{Name: "issues", Status: delivery.StatusDead, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}},
+		{Name: "issues", Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}}, // not dead: not counted
 		rec("push", delivery.StatusQueued, 0),
 		rec("push", delivery.StatusRunning, 0),
 		{Name: "push", Status: delivery.StatusHandled}, // no attempt
