@@ -243,9 +243,9 @@ var ErrNoDelivery = errors.New("the context carries no delivery")
 var ErrNoCredentials = errors.New("no installation or token is configured for the delivery")
 
 // permanent marks err as one that trying again cannot cure (ErrNoCredentials):
-// every such error of Client passes here, so that marking it final for an
-// inbox (no retry) is a change of this one function.
-func permanent(err error) error { return err }
+// final (webhooks.Permanent), so that an inbox moves the delivery to the dead
+// letters after that attempt instead of retrying it for hours.
+func permanent(err error) error { return webhooks.Permanent(err) }
 
 // Client returns an *http.Client that acts for the delivery whose handler
 // ctx was given to, with the first of these that applies:

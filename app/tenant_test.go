@@ -167,6 +167,11 @@ func TestClientTenant(t *testing.T) {
 			if errors.Is(err, app.ErrNoCredentials) && !strings.Contains(err.Error(), "issue_comment.created") {
 				t.Errorf("the error does not name the event: %v", err)
 			}
+			// Only missing credentials are final: a retry cannot cure them,
+			// while a tenant source's failure may heal.
+			if got, want := webhooks.IsPermanent(err), errors.Is(err, app.ErrNoCredentials); got != want {
+				t.Errorf("webhooks.IsPermanent(%v) = %v, want %v", err, got, want)
+			}
 		})
 	}
 }
