@@ -10,6 +10,7 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -66,9 +67,10 @@ type Record struct {
 	// Tenant is the tenant whose secret the delivery verified with (see
 	// webhooks.Tenants); empty without tenants.
 	Tenant string
-	// Event is the event name (X-Forge-Event) and Action the payload's
-	// top-level "action", empty when it has none.
-	Event, Action string
+	// Name is the event name (X-Forge-Event), as emitter.Event.Name and
+	// webhooks.Delivery.Name say it, and Action the payload's top-level
+	// "action", empty when it has none.
+	Name, Action string
 	// Repository ("owner/name") and Sender (a login) are read from the
 	// payload when it is stored, so that a list can show them without
 	// loading it; empty when the payload has none.
@@ -108,12 +110,36 @@ type Record struct {
 	Seq uint64
 }
 
-// Name is the event name with its action: "issues.opened", or "push".
-func (r *Record) Name() string {
+// PayloadName is the event name with its action: "issues.opened", or "push"
+// when the payload has no action. It is named as the generated payload
+// types' PayloadName, which says the same of a decoded payload, and is the
+// name a handler registers for (emitter.Emitter.On).
+func (r *Record) PayloadName() string {
 	if r.Action == "" {
-		return r.Event
+		return r.Name
 	}
-	return r.Event + "." + r.Action
+	return r.Name + "." + r.Action
+}
+
+// UnmarshalJSON decodes a Record as encoding/json does, and also takes the
+// event name from the key "Event" when "Name" is absent or empty: records
+// encoded by a release before Name was so called (the admin socket of an
+// inbox process not yet restarted, a user's own saved records) keep their
+// event name.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record // without this method
+	v := struct {
+		plain
+		Event string
+	}{plain: plain(*r)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Name == "" {
+		v.Name = v.Event
+	}
+	*r = Record(v.plain)
+	return nil
 }
 
 // LastError is the error of the last attempt; "" when it succeeded or none
@@ -123,6 +149,14 @@ func (r *Record) LastError() string {
 		return r.Attempts[n-1].Err
 	}
 	return ""
+}
+
+// Final reports whether the last attempt's error was final
+// (webhooks.Permanent), so that the delivery went to the dead letters
+// without a retry.
+func (r *Record) Final() bool {
+	n := len(r.Attempts)
+	return n > 0 && r.Attempts[n-1].Final
 }
 
 // Attempt is one run of a delivery's handlers. Its field names are part of
@@ -139,6 +173,9 @@ type Attempt struct {
 	Err string
 	// Stack is the stack of a handler that panicked; empty otherwise.
 	Stack string `json:",omitempty"`
+	// Final says that the run's error was final (webhooks.Permanent): the
+	// delivery was not retried after it.
+	Final bool `json:",omitempty"`
 }
 
 // DefaultListLimit is the limit a Store uses when ListOptions.Limit is zero.
@@ -146,10 +183,10 @@ const DefaultListLimit = 50
 
 // ListOptions selects and pages the records of Store.List.
 type ListOptions struct {
-	// Status and Event, when set, keep only records with that status or
-	// event name (without the action).
+	// Status and Name, when set, keep only records with that status or
+	// event name (Record.Name, without the action).
 	Status Status
-	Event  string
+	Name   string
 	// Tenant, when set, keeps only the records of that tenant.
 	Tenant string
 	// Before, when not 0, keeps only records with Seq < Before: the next page

@@ -1,6 +1,8 @@
 package delivery_test
 
 import (
+	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -25,16 +27,61 @@ func TestRecordName(t *testing.T) {
 		r    delivery.Record
 		want string
 	}{
-		{delivery.Record{Event: "push"}, "push"},
-		{delivery.Record{Event: "issues", Action: "opened"}, "issues.opened"},
+		{delivery.Record{Name: "push"}, "push"},
+		{delivery.Record{Name: "issues", Action: "opened"}, "issues.opened"},
 	} {
-		if got := tc.r.Name(); got != tc.want {
+		if got := tc.r.PayloadName(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
 		}
 	}
 	r := delivery.Record{Attempts: []delivery.Attempt{{Number: 1, Err: "a"}, {Number: 2, Err: "b"}}}
 	if r.LastError() != "b" {
 		t.Errorf("LastError %q", r.LastError())
+	}
+}
+
+// TestRecordJSON: a Record survives encoding/json, and one encoded before
+// the event name's field was called Name (key "Event") keeps its name.
+func TestRecordJSON(t *testing.T) {
+	rec := delivery.Record{ID: "d-1", Name: "issues", Action: "opened", Status: delivery.StatusDead, Seq: 7,
+		Attempts: []delivery.Attempt{{Number: 1, Err: "boom"}}}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"Event"`) {
+		t.Errorf("encoded with the former key: %s", b)
+	}
+	for _, tc := range []struct {
+		in   string
+		want string
+	}{
+		{string(b), "issues"},
+		{`{"ID":"d-1","Event":"push","Status":"handled"}`, "push"},
+		{`{"ID":"d-1","event":"push"}`, "push"},
+		{`{"Name":"issues","Event":"push"}`, "issues"},
+		{`{"Name":"","Event":"push"}`, "push"},
+		{`{"ID":"d-1"}`, ""},
+	} {
+		var got delivery.Record
+		if err := json.Unmarshal([]byte(tc.in), &got); err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if got.Name != tc.want {
+			t.Errorf("%s: Name %q, want %q", tc.in, got.Name, tc.want)
+		}
+	}
+	var got delivery.Record
+	if err := json.Unmarshal(b, &got); err != nil || got.ID != rec.ID || got.Action != rec.Action || got.Status != rec.Status || got.Seq != rec.Seq || len(got.Attempts) != 1 || got.Attempts[0].Err != "boom" {
+		t.Errorf("round trip: %+v, %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(`{"Name":1}`), &got); err == nil {
+		t.Error("a number as Name decoded")
+	}
+	var recs []delivery.Record
+	if err := json.Unmarshal([]byte(`[{"Event":"a"},{"Name":"b"}]`), &recs); err != nil || len(recs) != 2 || recs[0].Name != "a" || recs[1].Name != "b" {
+		t.Errorf("slice: %+v, %v", recs, err)
 	}
 }
 

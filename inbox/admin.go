@@ -182,7 +182,7 @@ func (in *Inbox) adminHandler(log *slog.Logger) http.Handler {
 		case limit > maxAdminPage:
 			limit = maxAdminPage
 		}
-		recs, err := in.List(r.Context(), delivery.ListOptions{Status: delivery.Status(q.Get("status")), Event: q.Get("event"), Tenant: q.Get("tenant"), Before: before, Limit: limit})
+		recs, err := in.List(r.Context(), delivery.ListOptions{Status: delivery.Status(q.Get("status")), Name: q.Get("event"), Tenant: q.Get("tenant"), Before: before, Limit: limit})
 		reply(w, recs, err)
 	})
 	mux.HandleFunc("GET /dead", func(w http.ResponseWriter, r *http.Request) {
@@ -300,7 +300,7 @@ func (c *AdminClient) List(ctx context.Context, o delivery.ListOptions) ([]deliv
 	var out []delivery.Record
 	for len(out) < o.Limit {
 		n := min(o.Limit-len(out), maxAdminPage)
-		q := url.Values{"status": {string(o.Status)}, "event": {o.Event}, "tenant": {o.Tenant}, "before": {strconv.FormatUint(o.Before, 10)}, "limit": {strconv.Itoa(n)}}
+		q := url.Values{"status": {string(o.Status)}, "event": {o.Name}, "tenant": {o.Tenant}, "before": {strconv.FormatUint(o.Before, 10)}, "limit": {strconv.Itoa(n)}}
 		var page []delivery.Record
 		if err := c.call(ctx, http.MethodGet, "/list", q, &page); err != nil {
 			return out, err

@@ -21,10 +21,11 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-var clusterN = flag.Int("inbox.cluster.n", 2000, "deliveries TestInboxClusterNodeRestart sends (the issue's full run: 10000)")
+var clusterN = flag.Int("inbox.cluster.n", 2000, "deliveries TestInboxClusterNodeRestart sends (the issue's full run: 10000); 300 under -race or -short unless set or FORGEHOOKS_LONG=1")
 
 // freePorts returns n TCP ports on 127.0.0.1 free a moment ago.
 func freePorts(t testing.TB, n int) []int {
@@ -185,8 +186,8 @@ func openClusterInbox(t testing.TB, urls []string, o Options) *Inbox {
 // bad signature.
 func TestInboxClusterNodeRestart(t *testing.T) {
 	n := *clusterN
-	if testing.Short() {
-		n = 300
+	if testing.Short() || !longtest.Enabled() {
+		n = scaled("inbox.cluster.n", n, 300)
 	}
 	cl := sharedCluster(t)
 	handled := sync.Map{} // id → *atomic.Int32

@@ -54,7 +54,7 @@ func Example() {
 	for {
 		r, err := in.Get(ctx, d.ID)
 		if err == nil && r.Status == delivery.StatusHandled {
-			fmt.Println(r.Event+"."+r.Action, r.Status, "after", len(r.Attempts), "attempt")
+			fmt.Println(r.PayloadName(), r.Status, "after", len(r.Attempts), "attempt")
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

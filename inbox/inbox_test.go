@@ -80,7 +80,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ID != "d-1" || r.Event != "issues" || r.Action != "opened" || string(r.Payload) != string(payload("d-1")) ||
+	if r.ID != "d-1" || r.Name != "issues" || r.Action != "opened" || string(r.Payload) != string(payload("d-1")) ||
 		r.Status != delivery.StatusHandled || len(r.Attempts) != 1 || r.Attempts[0].Number != 1 || r.Attempts[0].Err != "" || r.Seq == 0 ||
 		r.Header.Get(webhooks.HeaderSignature) == "" {
 		t.Errorf("Get(d-1) = %+v", r)
@@ -101,7 +101,7 @@ func TestInboxEndToEnd(t *testing.T) {
 	if l, _ := in.List(ctx, delivery.ListOptions{Status: delivery.StatusDead}); len(l) != 0 {
 		t.Errorf("List dead: %v", ids(l))
 	}
-	if l, _ := in.List(ctx, delivery.ListOptions{Event: "push"}); len(l) != 0 {
+	if l, _ := in.List(ctx, delivery.ListOptions{Name: "push"}); len(l) != 0 {
 		t.Errorf("List push: %v", ids(l))
 	}
 	for id, want := range map[string]bool{"d-1": true, "d-3": false, "": false} {

@@ -40,8 +40,11 @@ func TestOrderKeys(t *testing.T) {
 		name, body                     string
 		repository, installation, subj string
 	}{
-		{"pull request", `{"action":"synchronize","pull_request":{"id":7,"number":3},"repository":{"id":42},"installation":{"id":9}}`, "repository:42", "installation:9", "pull_request:7"},
-		{"issue comment", `{"action":"created","issue":{"id":8},"comment":{"id":1},"repository":{"id":42}}`, "repository:42", "", "issue:8"},
+		{"pull request", `{"action":"synchronize","pull_request":{"id":7,"number":3},"repository":{"id":42},"installation":{"id":9}}`, "repository:42", "installation:9", "issue:42#3"},
+		{"comment on the pull request", `{"action":"created","issue":{"id":8,"number":3,"pull_request":{"url":"x"}},"comment":{"id":1},"repository":{"id":42}}`, "repository:42", "", "issue:42#3"},
+		{"review", `{"action":"submitted","review":{"id":5},"pull_request":{"id":7,"number":3},"repository":{"id":42}}`, "repository:42", "", "issue:42#3"},
+		{"same number, another repository", `{"action":"created","issue":{"id":9,"number":3},"repository":{"id":43}}`, "repository:43", "", "issue:43#3"},
+		{"pull request without a repository", `{"pull_request":{"id":7,"number":3}}`, "", "", ""},
 		{"workflow job", `{"action":"queued","workflow_job":{"id":99,"run_id":5},"repository":{"id":42}}`, "repository:42", "", "workflow_job:99"},
 		{"workflow run", `{"workflow_run":{"id":5},"repository":{"id":42}}`, "repository:42", "", "workflow_run:5"},
 		{"check suite", `{"check_suite":{"id":6},"repository":{"id":42}}`, "repository:42", "", "check_suite:6"},
@@ -530,6 +533,12 @@ func FuzzOrderKeys(f *testing.F) {
 				continue
 			}
 			kind, id, ok := strings.Cut(key, ":")
+			if kind == "issue" {
+				// <repository id>#<number>
+				repo, n, found := strings.Cut(id, "#")
+				_, err := strconv.ParseInt(repo, 10, 64)
+				ok, id = ok && found && err == nil, n
+			}
 			if _, err := strconv.ParseInt(id, 10, 64); !ok || kind == "" || err != nil {
 				t.Fatalf("key %q of %q", key, body)
 			}

@@ -52,9 +52,9 @@ func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.R
 		if err != nil {
 			return out, fmt.Errorf("inbox: list: %w", err)
 		}
-		if o.Event != "" || o.Tenant != "" {
+		if o.Name != "" || o.Tenant != "" {
 			msgs = slices.DeleteFunc(msgs, func(m headerMsg) bool {
-				return o.Event != "" && m.header.Get(stored.HeaderEvent) != o.Event || o.Tenant != "" && m.header.Get(stored.HeaderTenant) != o.Tenant
+				return o.Name != "" && m.header.Get(stored.HeaderEvent) != o.Name || o.Tenant != "" && m.header.Get(stored.HeaderTenant) != o.Tenant
 			})
 		}
 		for i := len(msgs) - 1; i >= 0 && len(out) < o.Limit; i-- {

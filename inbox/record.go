@@ -43,7 +43,7 @@ func recordOf(h nats.Header, data []byte, size int, seq uint64, st *stored.Statu
 	r := delivery.Record{
 		ID:         h.Get(stored.HeaderDelivery),
 		Tenant:     h.Get(stored.HeaderTenant),
-		Event:      h.Get(stored.HeaderEvent),
+		Name:       h.Get(stored.HeaderEvent),
 		Action:     h.Get(stored.HeaderAction),
 		Repository: h.Get(stored.HeaderRepository),
 		Sender:     h.Get(stored.HeaderSender),

@@ -60,8 +60,8 @@ func TestCommandsReproduce(t *testing.T) {
 	}
 	for _, r := range recs {
 		// A list carries no payload; its size is kept.
-		if r.ID != id || r.Event != "issues" || r.Payload != nil || r.Size != int64(len(body)) || !r.Verified || r.Status != delivery.StatusHandled {
-			t.Errorf("delivery %q %q %s size %d verified=%v %s", r.ID, r.Event, r.Payload, r.Size, r.Verified, r.Status)
+		if r.ID != id || r.Name != "issues" || r.Payload != nil || r.Size != int64(len(body)) || !r.Verified || r.Status != delivery.StatusHandled {
+			t.Errorf("delivery %q %q %s size %d verified=%v %s", r.ID, r.Name, r.Payload, r.Size, r.Verified, r.Status)
 		}
 	}
 	if r, err := h.insp.Ring().Get(context.Background(), id); err != nil || string(r.Payload) != string(body) {

@@ -41,7 +41,7 @@ func ExampleNew() {
 
 	// ...and the page lists it; Replay runs its handlers again.
 	recs, _ := insp.Ring().List(context.Background(), delivery.ListOptions{})
-	fmt.Println(recs[0].ID, recs[0].Event+"."+recs[0].Action, recs[0].Status)
+	fmt.Println(recs[0].ID, recs[0].PayloadName(), recs[0].Status)
 	insp.Ring().Replay(context.Background(), "d-1")
 	rec, _ := insp.Ring().Get(context.Background(), "d-1")
 	fmt.Println(len(rec.Attempts), "attempts,", rec.Status)

@@ -244,8 +244,8 @@ func TestCSPReportLogRate(t *testing.T) {
 
 type listPage struct {
 	Rows []struct {
-		Key, ID, Event, Action, Status, StatusText, Repository, Sender string
-		Verified                                                       bool
+		Key, ID, Name, Event, Action, Status, StatusText, Repository, Sender string
+		Verified                                                             bool
 	}
 	Next string
 }
@@ -325,12 +325,26 @@ func TestListPaging(t *testing.T) {
 		{"status=handled", rev(want, func(i int) bool { return !rejected(i) && !failed(i) })},
 		{"event=push", rev(want, push)},
 		{"event=issues.opened", rev(want, func(i int) bool { return !rejected(i) && !push(i) })},
+		{"name=push", rev(want, push)},
+		{"name=issues.opened", rev(want, func(i int) bool { return !rejected(i) && !push(i) })},
+		{"name=push&event=issues", rev(want, push)}, // name, when given, wins over its former name
 		{"q=user1", rev(want, func(i int) bool { return !rejected(i) && !push(i) && i%4 == 1 })},
 		{"q=REJECTED", rev(want, rejected)},
 		{"q=nothing-matches", ""},
 	} {
 		if got := strings.Join(all(tc.query), ","); got != tc.want {
 			t.Errorf("%q:\n got %s\nwant %s", tc.query, got, tc.want)
+		}
+	}
+	// A row says its event name as "name", and as "event" for scripts that
+	// read the former key.
+	var p listPage
+	if code := getJSON(t, insp, "/api/deliveries?limit=500", &p); code != 200 || len(p.Rows) == 0 {
+		t.Fatalf("status %d, %d rows", code, len(p.Rows))
+	}
+	for _, r := range p.Rows {
+		if r.Name == "" || r.Event != r.Name {
+			t.Errorf("row %s: name %q, event %q", r.Key, r.Name, r.Event)
 		}
 	}
 }

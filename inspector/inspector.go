@@ -212,7 +212,7 @@ func (in *Inspector) OnResult(res webhooks.Result) {
 		return // stored by the delivery.Store
 	}
 	rec := &delivery.Record{
-		ID: res.ID, Tenant: res.Tenant, Event: res.Name, Action: res.Action, ReceivedAt: res.ReceivedAt,
+		ID: res.ID, Tenant: res.Tenant, Name: res.Name, Action: res.Action, ReceivedAt: res.ReceivedAt,
 		Status: delivery.StatusRejected, HTTPStatus: res.Status, Verified: res.Verified, Duration: res.Duration,
 		Header: boundedHeader(res.Header),
 	}
@@ -225,7 +225,7 @@ func (in *Inspector) OnResult(res webhooks.Result) {
 			rec.Reason = rec.Reason[:maxRejectedHeaderSize]
 		}
 	}
-	rec.ID, rec.Event = cut(rec.ID), cut(rec.Event)
+	rec.ID, rec.Name = cut(rec.ID), cut(rec.Name)
 	in.requests.add(rec)
 }
 

@@ -78,7 +78,7 @@ func (r *Ring) Add(res webhooks.Result) bool {
 		return false
 	}
 	rec := &delivery.Record{
-		ID: res.ID, Tenant: res.Tenant, Event: res.Name, Action: res.Action,
+		ID: res.ID, Tenant: res.Tenant, Name: res.Name, Action: res.Action,
 		Header:     res.Header.Clone(),
 		Payload:    append([]byte(nil), res.Payload...),
 		Size:       int64(len(res.Payload)),
@@ -146,15 +146,15 @@ func (r *Ring) Replay(ctx context.Context, id string) error {
 	}
 	start := time.Now()
 	ctx = webhooks.ContextWithDelivery(ctx, webhooks.Delivery{
-		ID: rec.ID, Name: rec.Event, Payload: rec.Payload, Header: rec.Header, ReceivedAt: rec.ReceivedAt, Attempt: n, Tenant: rec.Tenant,
+		ID: rec.ID, Name: rec.Name, Payload: rec.Payload, Header: rec.Header, ReceivedAt: rec.ReceivedAt, Attempt: n, Tenant: rec.Tenant,
 	})
-	err := r.opts.Webhooks.Receive(ctx, emitter.Event{ID: rec.ID, Name: rec.Event, Payload: rec.Payload})
+	err := r.opts.Webhooks.Receive(ctx, emitter.Event{ID: rec.ID, Name: rec.Name, Payload: rec.Payload})
 	d := time.Since(start)
 	r.store.endAttempt(rec.Seq, n, d, err)
 	if err != nil {
-		r.log.Warn("inspector: replayed delivery failed", "id", rec.ID, "event", rec.Event, "attempt", n, "duration", d, "error", err)
+		r.log.Warn("inspector: replayed delivery failed", "id", rec.ID, "event", rec.Name, "attempt", n, "duration", d, "error", err)
 	} else {
-		r.log.Info("inspector: replayed delivery", "id", rec.ID, "event", rec.Event, "attempt", n, "duration", d)
+		r.log.Info("inspector: replayed delivery", "id", rec.ID, "event", rec.Name, "attempt", n, "duration", d)
 	}
 	return err
 }
@@ -193,7 +193,7 @@ func (s *store) init(maxRecs int, maxBytes int64, byID bool) {
 // size is what a record costs the ring's byte bound: its payload, headers,
 // texts and a fixed overhead.
 func size(rec *delivery.Record) int64 {
-	n := int64(len(rec.Payload) + len(rec.ID) + len(rec.Event) + len(rec.Action) + len(rec.Reason) + 256)
+	n := int64(len(rec.Payload) + len(rec.ID) + len(rec.Name) + len(rec.Action) + len(rec.Reason) + 256)
 	for k, vs := range rec.Header {
 		n += int64(len(k)) + 16
 		for _, v := range vs {
@@ -263,7 +263,7 @@ func (s *store) list(opts delivery.ListOptions) []delivery.Record {
 		rec := s.recs[i]
 		if opts.Before != 0 && rec.Seq >= opts.Before ||
 			opts.Status != "" && rec.Status != opts.Status ||
-			opts.Event != "" && rec.Event != opts.Event ||
+			opts.Name != "" && rec.Name != opts.Name ||
 			opts.Tenant != "" && rec.Tenant != opts.Tenant {
 			continue
 		}

@@ -141,9 +141,9 @@ func TestRingList(t *testing.T) {
 	}{
 		{delivery.ListOptions{Limit: 3}, "9,8,7"},
 		{delivery.ListOptions{Limit: 3, Before: 8}, "6,5,4"}, // Seq = id+1
-		{delivery.ListOptions{Event: "push"}, "9,7,5,3,1"},
+		{delivery.ListOptions{Name: "push"}, "9,7,5,3,1"},
 		{delivery.ListOptions{Status: delivery.StatusFailed}, "9,6,3,0"},
-		{delivery.ListOptions{Status: delivery.StatusFailed, Event: "issues", Before: 7}, "0"},
+		{delivery.ListOptions{Status: delivery.StatusFailed, Name: "issues", Before: 7}, "0"},
 		{delivery.ListOptions{Before: 1}, ""},
 	} {
 		got, err := r.List(context.Background(), tc.opts)

@@ -31,7 +31,7 @@ func (s *storeSource) List(_ context.Context, o delivery.ListOptions) ([]deliver
 	defer s.mu.Unlock()
 	var out []delivery.Record
 	for _, r := range slices.Backward(s.recs) {
-		if (o.Before == 0 || r.Seq < o.Before) && (o.Status == "" || r.Status == o.Status) && (o.Event == "" || r.Event == o.Event) && len(out) < max(o.Limit, 1) {
+		if (o.Before == 0 || r.Seq < o.Before) && (o.Status == "" || r.Status == o.Status) && (o.Name == "" || r.Name == o.Name) && len(out) < max(o.Limit, 1) {
 			out = append(out, r)
 		}
 	}
@@ -81,10 +81,10 @@ func newStoreSource() *storeSource {
 		return as
 	}
 	return &storeSource{recs: []delivery.Record{
-		{ID: "dead-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0, Status: delivery.StatusDead, Verified: true, Attempts: attempts(8), MaxAttempts: 8, Seq: 1},
-		{ID: "retrying-1", Event: "issues", Action: "opened", Payload: payload, ReceivedAt: t0.Add(time.Second), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(3), MaxAttempts: 8, Seq: 2},
-		{ID: "retrying-2", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(1500 * time.Millisecond), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(10), MaxAttempts: 8, Seq: 3},
-		{ID: "queued-1", Event: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: delivery.StatusQueued, Verified: true, Seq: 4},
+		{ID: "dead-1", Name: "issues", Action: "opened", Payload: payload, ReceivedAt: t0, Status: delivery.StatusDead, Verified: true, Attempts: attempts(8), MaxAttempts: 8, Seq: 1},
+		{ID: "retrying-1", Name: "issues", Action: "opened", Payload: payload, ReceivedAt: t0.Add(time.Second), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(3), MaxAttempts: 8, Seq: 2},
+		{ID: "retrying-2", Name: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(1500 * time.Millisecond), Status: delivery.StatusRetrying, Verified: true, Attempts: attempts(10), MaxAttempts: 8, Seq: 3},
+		{ID: "queued-1", Name: "push", Payload: []byte(`{}`), ReceivedAt: t0.Add(2 * time.Second), Status: delivery.StatusQueued, Verified: true, Seq: 4},
 	}}
 }
 
@@ -93,6 +93,9 @@ func newStoreSource() *storeSource {
 // keeps no verified delivery itself (the Source stores those).
 func TestSourceStatuses(t *testing.T) {
 	src := newStoreSource()
+	// A dead letter whose handlers' error was final (webhooks.Permanent).
+	src.recs = append(src.recs, delivery.Record{ID: "final-1", Name: "issues", Action: "opened", Payload: []byte(`{}`), ReceivedAt: src.recs[0].ReceivedAt.Add(3 * time.Second),
+		Status: delivery.StatusDead, Verified: true, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}, MaxAttempts: 8, Seq: 5})
 	insp := inspector.New(inspector.Options{Store: src})
 	defer insp.Close()
 	insp.OnResult(webhooks.Result{ID: "ok-1", Name: "issues", Status: 202, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
@@ -109,11 +112,21 @@ func TestSourceStatuses(t *testing.T) {
 	for _, r := range p.Rows {
 		got = append(got, r.ID+"="+r.StatusText)
 	}
-	if want := "dup-2=duplicate,dup-1=duplicate,bad-1=rejected 400,queued-1=queued,retrying-2=retrying (attempt 10),retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
+	if want := "dup-2=duplicate,dup-1=duplicate,bad-1=rejected 400,final-1=dead (final),queued-1=queued,retrying-2=retrying (attempt 10),retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
 		t.Errorf("rows %s\nwant %s", strings.Join(got, ","), want)
 	}
 	if insp.Ring() != nil {
 		t.Error("a Ring beside a Source")
+	}
+	var d struct {
+		AttemptList []struct {
+			Error string
+			Final bool
+		}
+	}
+	getJSON(t, insp, "/api/delivery?key=d:final-1", &d)
+	if len(d.AttemptList) != 1 || !d.AttemptList[0].Final || d.AttemptList[0].Error != "no" {
+		t.Errorf("the final dead letter's attempts: %+v", d.AttemptList)
 	}
 }
 

@@ -22,7 +22,8 @@ type row struct {
 	Key        string    `json:"key"` // "d:<id>" for a delivery, "r:<seq>" for a request
 	ID         string    `json:"id"`
 	Tenant     string    `json:"tenant,omitempty"`
-	Event      string    `json:"event"`
+	Name       string    `json:"name"`
+	Event      string    `json:"event"` // the same as Name, for scripts that read "event"; removed in the next release
 	Action     string    `json:"action"`
 	Repository string    `json:"repository"`
 	Sender     string    `json:"sender"`
@@ -40,7 +41,7 @@ var rowPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
 
 func (in *Inspector) row(rec *delivery.Record, request bool) row {
 	rw := row{
-		ID: rec.ID, Tenant: rec.Tenant, Event: rec.Event, Action: rec.Action, ReceivedAt: rec.ReceivedAt,
+		ID: rec.ID, Tenant: rec.Tenant, Name: rec.Name, Event: rec.Name, Action: rec.Action, ReceivedAt: rec.ReceivedAt,
 		Verified: rec.Verified, Status: string(rec.Status), HTTPStatus: rec.HTTPStatus,
 		Attempts: len(rec.Attempts), Seq: rec.Seq, StatusText: statusText(rec),
 	}
@@ -59,7 +60,8 @@ func (in *Inspector) row(rec *delivery.Record, request bool) row {
 }
 
 // statusText is a record's status as the list says it: "retrying 2/7",
-// "rejected 400", "running (attempt 2)".
+// "rejected 400", "running (attempt 2)", "dead (final)" (its handlers' error
+// was final: no retry followed).
 func statusText(rec *delivery.Record) string {
 	switch rec.Status {
 	case delivery.StatusRetrying:
@@ -75,14 +77,18 @@ func statusText(rec *delivery.Record) string {
 		if len(rec.Attempts) > 1 {
 			return fmt.Sprintf("running (attempt %d)", len(rec.Attempts))
 		}
+	case delivery.StatusDead:
+		if rec.Final() {
+			return "dead (final)"
+		}
 	}
 	return string(rec.Status)
 }
 
 // filter is what the list's filters ask for.
 type filter struct {
-	event, action, text, tenant string
-	status                      delivery.Status
+	name, action, text, tenant string
+	status                     delivery.Status
 }
 
 func (f filter) match(rw *row) bool {
@@ -92,7 +98,7 @@ func (f filter) match(rw *row) bool {
 	if f.text == "" {
 		return true
 	}
-	for _, s := range []string{rw.ID, rw.Tenant, rw.Event + "." + rw.Action, rw.Repository, rw.Sender, rw.StatusText} {
+	for _, s := range []string{rw.ID, rw.Tenant, rw.Name + "." + rw.Action, rw.Repository, rw.Sender, rw.StatusText} {
 		if strings.Contains(strings.ToLower(s), f.text) {
 			return true
 		}
@@ -125,7 +131,7 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 	scanned := 0
 	for len(rows) < limit && scanned < maxScan {
 		batch := max(limit, 100)
-		recs, err := s.list(ctx, delivery.ListOptions{Status: f.status, Event: f.event, Tenant: f.tenant, Before: before, Limit: batch})
+		recs, err := s.list(ctx, delivery.ListOptions{Status: f.status, Name: f.name, Tenant: f.tenant, Before: before, Limit: batch})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -153,7 +159,11 @@ func (in *Inspector) page(ctx context.Context, s side, f filter, cursor string, 
 func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := filter{status: delivery.Status(q.Get("status")), text: strings.ToLower(strings.TrimSpace(q.Get("q"))), tenant: strings.TrimSpace(q.Get("tenant"))}
-	f.event, f.action, _ = strings.Cut(strings.TrimSpace(q.Get("event")), ".")
+	name := q.Get("name")
+	if name == "" {
+		name = q.Get("event") // the parameter's name until the next release
+	}
+	f.name, f.action, _ = strings.Cut(strings.TrimSpace(name), ".")
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	if limit <= 0 || limit > 500 {
 		limit = 50
@@ -251,6 +261,7 @@ type attemptView struct {
 	DurationMS float64   `json:"durationMs"`
 	Error      string    `json:"error"`
 	Stack      string    `json:"stack"`
+	Final      bool      `json:"final"`
 }
 
 type detailView struct {
@@ -317,17 +328,17 @@ func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
 	d := detailView{row: in.row(&rec, request), Headers: RedactedHeaders(rec.Header), Payload: string(shown), Size: size,
 		Truncated: len(shown) < size, Reason: rec.Reason}
 	for _, a := range rec.Attempts {
-		d.Attempts = append(d.Attempts, attemptView{a.Number, a.Start, float64(a.Duration.Microseconds()) / 1000, a.Err, a.Stack})
+		d.Attempts = append(d.Attempts, attemptView{a.Number, a.Start, float64(a.Duration.Microseconds()) / 1000, a.Err, a.Stack, a.Final})
 	}
 	if !request && rec.Verified {
 		if len(rec.Payload) <= DetailPayloadMax {
-			d.TypeName = in.opts.TypeName(rec.Event, rec.Action, rec.Payload)
+			d.TypeName = in.opts.TypeName(rec.Name, rec.Action, rec.Payload)
 		} else {
 			// Decoding a large payload to name its type would cost many times
 			// its size: the naming rule alone is enough.
-			d.TypeName = deriveTypeName(rec.Event, rec.Action)
+			d.TypeName = deriveTypeName(rec.Name, rec.Action)
 		}
-		d.Send, d.Curl = commands(*in.hookURL.Load(), rec.Event, rec.ID)
+		d.Send, d.Curl = commands(*in.hookURL.Load(), rec.Name, rec.ID)
 		d.CanReplay = true
 		d.CanRetry = rec.Status == delivery.StatusDead || rec.Status == delivery.StatusFailed
 		d.CanRedo = in.opts.Redeliver != nil

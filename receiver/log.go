@@ -122,7 +122,7 @@ func attemptLine(log *slog.Logger, rec delivery.Record) {
 	if rec.Tenant != "" {
 		attrs = append(attrs, "tenant", rec.Tenant)
 	}
-	log.Info("delivery handled", append(attrs, "event", rec.Name(), "repository", rec.Repository, "sender", rec.Sender,
+	log.Info("delivery handled", append(attrs, "event", rec.PayloadName(), "repository", rec.Repository, "sender", rec.Sender,
 		"status", string(rec.Status), "attempt", a.Number, "duration", a.Duration.Round(time.Microsecond))...)
 }
 

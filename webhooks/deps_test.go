@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -86,4 +87,60 @@ func TestDependencies(t *testing.T) {
 		}
 		t.Logf("this module's packages in a raw-only program: %v", own)
 	})
+}
+
+// TestNoPlatformLibraries: this module requires no function platform's
+// library, and none of its packages, tests included, compiles one: the
+// platform adapters are modules of their own (lambda/), so that a program
+// that serves over net/http does not download them. The adapter's own
+// go.mod must require its library, or the list checked here has gone stale.
+func TestNoPlatformLibraries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	platform := []string{"github.com/aws/aws-lambda-go", "github.com/GoogleCloudPlatform/functions-framework-go"}
+	requires := func(gomod string) map[string]bool {
+		out, err := exec.Command("go", "mod", "edit", "-json", gomod).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go mod edit -json %s: %v\n%s", gomod, err, out)
+		}
+		var mf struct {
+			Module  struct{ Path string }
+			Require []struct{ Path string }
+		}
+		if err := json.Unmarshal(out, &mf); err != nil {
+			t.Fatalf("%s: %v", gomod, err)
+		}
+		req := map[string]bool{"module " + mf.Module.Path: true}
+		for _, r := range mf.Require {
+			req[r.Path] = true
+		}
+		return req
+	}
+	root := requires("../go.mod")
+	if !root["module "+module] {
+		t.Fatalf("../go.mod is not module %s: %v", module, root)
+	}
+	for _, p := range platform {
+		if root[p] {
+			t.Errorf("go.mod requires %s: platform libraries belong in the adapter's module", p)
+		}
+	}
+	if adapter := requires("../lambda/go.mod"); !adapter["module "+module+"/lambda"] || !adapter[platform[0]] {
+		t.Errorf("lambda/go.mod is not module %s/lambda requiring %s: %v", module, platform[0], adapter)
+	}
+	out, err := exec.Command("go", "list", "-e", "-deps", "-test", "-f", "{{with .Module}}{{.Path}}{{end}}", module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps -test %s/...: %v\n%s", module, err, out)
+	}
+	for _, m := range strings.Fields(string(out)) {
+		for _, p := range platform {
+			if m == p {
+				t.Errorf("a package of %s, or its test, compiles %s", module, p)
+			}
+		}
+	}
 }

@@ -39,7 +39,7 @@ development secret.`)
 	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
 	path := fs.String("path", webhooks.DefaultPath, "URL path that receives deliveries; a segment {tenant} names the tenant (--tenants), such as /t/{tenant}/hooks")
 	secretF := fs.secretFlag()
-	tenantsF := fs.String("tenants", "", "YAML `FILE` of tenants, each with its own secrets and optional hook ids, instead of --secret (read again on SIGHUP)")
+	tenantsF := fs.String("tenants", "", "YAML `FILE` of tenants, each with its own secrets and optional hook ids, installation, token and api_url, ending with the line 'end: true', instead of --secret (read again on SIGHUP; a file that cannot be read whole and checked keeps the running tenants)")
 	var additional stringList
 	fs.Var(&additional, "additional-secret", "another accepted secret, while one is rotated (repeatable)")
 	jsonLog := fs.Bool("json", false, "log JSON lines instead of text")
@@ -119,7 +119,9 @@ development secret.`)
 		}
 		src := &reloadable{}
 		src.p.Store(&set)
-		tenants = webhooks.NewTenants(src, webhooks.TenantsOptions{})
+		// The source is the file's tenants in memory: a call costs what a
+		// cache hit does, so made-up keys need no bound on their rate.
+		tenants = webhooks.NewTenants(src, webhooks.TenantsOptions{LookupRate: -1})
 		watchHangup(ctx, log, *tenantsF, c.getenv, src, tenants)
 		log.Info("forgehooks: tenants", "file", *tenantsF, "tenants", len(set), "path", *path)
 	}
@@ -177,6 +179,9 @@ development secret.`)
 	var oe *receiver.OptionError
 	if errors.As(err, &oe) {
 		return fs.usageError("%s: %v", optionFlags[oe.Field], oe.Err)
+	}
+	if code, ok := replicasFailure(fs, err); ok {
+		return code
 	}
 	if err != nil {
 		return fs.fail("%v", err)

@@ -4,7 +4,12 @@ go 1.26.0
 
 require (
 	forgehooks.dev/forgehooks v0.0.0
-	github.com/aws/aws-lambda-go v1.55.1
+	forgehooks.dev/forgehooks/lambda v0.0.0
 )
 
-replace forgehooks.dev/forgehooks => ../..
+require github.com/aws/aws-lambda-go v1.55.1 // indirect
+
+replace (
+	forgehooks.dev/forgehooks => ../..
+	forgehooks.dev/forgehooks/lambda => ../../lambda
+)

@@ -61,7 +61,7 @@
     if (ms < 1000) return ms.toFixed(1) + ' ms';
     return (ms / 1000).toFixed(2) + ' s';
   }
-  const eventName = (r) => r.action ? r.event + '.' + r.action : r.event;
+  const eventName = (r) => r.action ? r.name + '.' + r.action : r.name;
   const hrefOf = (key) => '#' + encodeURIComponent(key);
 
   // ---- list ----
@@ -72,14 +72,14 @@
       const i = f.event.indexOf('.');
       const ev = i < 0 ? f.event : f.event.slice(0, i);
       const act = i < 0 ? '' : f.event.slice(i + 1);
-      if (ev && r.event !== ev) return false;
+      if (ev && r.name !== ev) return false;
       if (act && r.action.toLowerCase() !== act.toLowerCase()) return false;
     }
     if (f.status && r.status !== f.status) return false;
     if (f.tenant && r.tenant !== f.tenant) return false;
     if (f.q) {
       const q = f.q.toLowerCase();
-      return [r.id, r.tenant, r.event + '.' + r.action, r.repository, r.sender, r.statusText].some((s) => String(s || '').toLowerCase().includes(q));
+      return [r.id, r.tenant, r.name + '.' + r.action, r.repository, r.sender, r.statusText].some((s) => String(s || '').toLowerCase().includes(q));
     }
     return true;
   }
@@ -116,7 +116,7 @@
 
   async function loadList(append) {
     const f = state.filter;
-    const qs = query({ event: f.event, status: f.status, tenant: f.tenant, q: f.q, limit: String(PAGE), before: append ? state.next : '' });
+    const qs = query({ name: f.event, status: f.status, tenant: f.tenant, q: f.q, limit: String(PAGE), before: append ? state.next : '' });
     let body;
     try {
       body = await call('api/deliveries?' + qs);
@@ -274,7 +274,7 @@
       const li = el('li');
       li.dataset.attempt = String(a.number);
       li.append(el('span', '', 'attempt ' + a.number + ' · ' + fmtTime(a.start) + ' · ' + (fmtDur(a.durationMs) || 'running')));
-      li.append(el('span', a.error ? 'bad' : 'sig-ok', a.error ? ' · failed' : (a.durationMs ? ' · ok' : '')));
+      li.append(el('span', a.error ? 'bad' : 'sig-ok', a.error ? (a.final ? ' · failed, final: not retried' : ' · failed') : (a.durationMs ? ' · ok' : '')));
       if (a.error) li.append(el('pre', 'err', a.error));
       if (a.stack) {
         const det = el('details');

@@ -564,6 +564,7 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
 	if err != nil {
 		a.Err = describe(err)
+		a.Final = final(err)
 	}
 	st.Add(a)
 	id := h.Get(stored.HeaderDelivery)
@@ -586,6 +587,10 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 		k.r.cfg.Logger.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
 			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)
 		k.release(name, head, time.Now().Add(delay))
+	case a.Final:
+		k.r.cfg.Logger.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry, the later deliveries of its key go on",
+			"delivery", id, "event", h.Get(stored.HeaderEvent), "order_key", rec.Key, "attempts", attempt, "error", err)
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
 	default:
 		k.r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
 		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)

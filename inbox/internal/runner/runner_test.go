@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -116,17 +117,51 @@ func TestCheckRefusedIsDeadAtOnce(t *testing.T) {
 	}
 }
 
-// TestRetries: the one decision of whether a failed attempt runs again.
+// TestRetries: the one decision of whether a failed attempt runs again:
+// while the schedule has a delay left, unless the error is final.
 func TestRetries(t *testing.T) {
 	t.Parallel()
 	r := New(Config{Workers: 1, RetryDelays: []time.Duration{time.Second, time.Minute}})
+	final := webhooks.Permanent(errFail)
 	for _, tc := range []struct {
+		err   error
 		tries int
 		want  bool
-	}{{1, true}, {2, true}, {3, false}, {9, false}} {
-		if got := r.retries(errFail, tc.tries); got != tc.want {
-			t.Errorf("retries after try %d: %v, want %v", tc.tries, got, tc.want)
+	}{{errFail, 1, true}, {errFail, 2, true}, {errFail, 3, false}, {errFail, 9, false}, {final, 1, false}, {fmt.Errorf("wrapped: %w", final), 1, false}} {
+		if got := r.retries(tc.err, tc.tries); got != tc.want {
+			t.Errorf("retries after try %d with %v: %v, want %v", tc.tries, tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestFinalIsDeadAtOnce: a final error (webhooks.Permanent) makes the
+// delivery a dead letter after that attempt, with retries left; ordered or
+// not, and the later deliveries of its key go on.
+func TestFinalIsDeadAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, key string }{{"unordered", ""}, {"ordered", "key:f"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(d webhooks.Delivery) error {
+				if d.ID == "f1" {
+					return webhooks.Permanent(errFail)
+				}
+				return nil
+			}, func(c *Config) {
+				c.OrderBy = byRepo
+				c.RetryDelays = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+			}, true)
+			h.store("f1", tc.key)
+			h.store("f2", tc.key)
+			st := h.waitStatus("f1", delivery.StatusDead)
+			if len(st.Attempts) != 1 || !st.Attempts[0].Final {
+				t.Errorf("attempts %+v, want one, final", st.Attempts)
+			}
+			h.waitStatus("f2", delivery.StatusHandled)
+			if n := len(h.ran("f1")); n != 1 {
+				t.Errorf("ran %d times, want once", n)
+			}
+		})
 	}
 }
 

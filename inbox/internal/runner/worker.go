@@ -15,6 +15,7 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
+	"forgehooks.dev/forgehooks/webhooks"
 )
 
 // fetchWait bounds a pull request of the workers, as the client waits for
@@ -343,6 +344,7 @@ func (r *Runner) handle(msg jetstream.Msg) {
 	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
 	if err != nil {
 		a.Err = describe(err)
+		a.Final = final(err)
 	}
 	st.Add(a)
 	id := h.Get(stored.HeaderDelivery)
@@ -370,6 +372,10 @@ func (r *Runner) handle(msg jetstream.Msg) {
 		} else {
 			_ = msg.Nak()
 		}
+	case a.Final:
+		r.cfg.Logger.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
+		r.bury(ctx, msg, h, token, key, st, a.Err)
+		return
 	default:
 		r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
 		r.bury(ctx, msg, h, token, key, st, a.Err)
@@ -377,6 +383,11 @@ func (r *Runner) handle(msg jetstream.Msg) {
 	}
 	r.cfg.Intake.Changed(h, msg.Data(), seq, st)
 }
+
+// final reports whether a failed attempt's error is final
+// (webhooks.Permanent): the delivery goes to the dead letters after it,
+// whatever retries its schedule has left.
+func final(err error) bool { return webhooks.IsPermanent(err) }
 
 // run calls Handle with the delivery, renewing its lease while the handlers
 // run. A panic that escapes Handle is the attempt's error.
@@ -457,12 +468,12 @@ func (r *Runner) statusUnread(key string, err error) {
 	}
 }
 
-// retries reports whether a failed attempt, the tries-th of its stored
-// copy, runs again (after RetryDelays[tries-1]); else the delivery goes to
-// the dead letters. It is the one place both the workers and the ordered
-// keys decide so.
-func (r *Runner) retries(_ error, tries int) bool {
-	return tries <= len(r.cfg.RetryDelays)
+// retries reports whether an attempt that failed with err, the tries-th of
+// its stored copy, runs again (after RetryDelays[tries-1]); else the
+// delivery goes to the dead letters: its schedule is spent or err is final.
+// It is the one place both the workers and the ordered keys decide so.
+func (r *Runner) retries(err error, tries int) bool {
+	return !final(err) && tries <= len(r.cfg.RetryDelays)
 }
 
 // changedRunning tells the watchers that the handlers of the delivery at
