@@ -58,7 +58,7 @@ func FuzzNotADelivery(f *testing.F) {
 		if reason == "" && (version != "1" || event == "") {
 			t.Fatalf("taken for a delivery: version %q event %q", version, event)
 		}
-		r := recordOf(h, data, len(data), 1, nil)
+		r := stored.Record(h, data, len(data), 1, nil)
 		if r.Status != delivery.StatusQueued || string(r.Payload) != string(data) {
 			t.Fatalf("record %+v", r)
 		}

@@ -660,7 +660,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 		}
 	}
 	if in.watchers.Active() {
-		in.notify(recordOf(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
+		in.notify(stored.Record(msg.Header, nil, len(d.Payload), ack.Sequence, nil))
 	}
 	return webhooks.Enqueued, nil
 }
@@ -682,7 +682,7 @@ func (in *Inbox) message(d webhooks.Delivery, digest string, g ingest) *nats.Msg
 	if d.Tenant != "" {
 		msg.Header.Set(stored.HeaderTenant, d.Tenant)
 	}
-	setMeta(msg.Header, g, len(d.Payload))
+	stored.SetMeta(msg.Header, g.action, g.repository, g.sender, len(d.Payload))
 	if d.Signature != "" {
 		msg.Header.Set(stored.HeaderSignature, d.Signature)
 	}

@@ -3,6 +3,7 @@ package inbox
 import (
 	"reflect"
 
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -15,8 +16,8 @@ type ingest struct {
 }
 
 // ingestPaths are the values every Enqueue looks for: the top-level action
-// (top bit 0), then metaPaths.
-var ingestPaths = []jsonscan.Path{{"action"}, metaPaths[0], metaPaths[1]}
+// (top bit 0), then stored.MetaPaths.
+var ingestPaths = []jsonscan.Path{{"action"}, stored.MetaPaths[0], stored.MetaPaths[1]}
 
 // keyPaths is how a built-in OrderKey finds its key: key makes it from
 // what Lookup found at paths.

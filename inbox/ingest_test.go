@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -18,7 +19,7 @@ func separately(body []byte, key OrderKey) (ingest, error) {
 		return ingest{}, err
 	}
 	var found [2]jsonscan.Result
-	_ = jsonscan.Lookup(body, metaPaths, found[:])
+	_ = jsonscan.Lookup(body, stored.MetaPaths, found[:])
 	g := ingest{action: emitter.Event{Payload: body}.Action(), repository: found[0].String(body), sender: found[1].String(body)}
 	if key != nil {
 		g.key = key(webhooks.Delivery{Name: "e", Payload: body})

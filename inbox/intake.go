@@ -100,7 +100,7 @@ func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, toke
 // changed tells the watchers.
 func (in *Inbox) changed(h nats.Header, data []byte, seq uint64, st *stored.Status) {
 	if in.watchers.Active() {
-		in.notify(recordOf(h, nil, len(data), seq, st))
+		in.notify(stored.Record(h, nil, len(data), seq, st))
 	}
 }
 

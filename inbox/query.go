@@ -161,7 +161,7 @@ func (in *Inbox) record(ctx context.Context, h nats.Header, data []byte, size in
 	if st != nil && st.Seq > seq {
 		return delivery.Record{}, false
 	}
-	r := recordOf(h, data, size, seq, st)
+	r := stored.Record(h, data, size, seq, st)
 	if st != nil && st.Seq < seq {
 		// Stored again, its status not written yet: this copy is queued.
 		r.Status = delivery.StatusQueued
@@ -217,7 +217,7 @@ func (in *Inbox) deadRecord(ctx context.Context, h nats.Header, data []byte, siz
 			seq = 0
 		}
 	}
-	r := recordOf(h, data, size, seq, &st)
+	r := stored.Record(h, data, size, seq, &st)
 	r.MaxAttempts = len(in.opts.RetryDelays) + 1
 	return r
 }

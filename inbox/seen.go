@@ -93,6 +93,19 @@ func bodyDigest(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// tenantDigest is the replay guard's digest of a body: per tenant, since one
+// event sent to two tenants' hooks comes with the same body.
+func tenantDigest(tenant string, body []byte) string {
+	if tenant == "" {
+		return bodyDigest(body)
+	}
+	h := sha256.New()
+	h.Write([]byte(tenant))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // known decides, from the inbox's state, what becomes of a delivery whose id
 // or body may have been stored before: ok false when it is new and must be
 // stored. A dead letter under the same id and body is stored again (its

@@ -2,7 +2,8 @@
 // the side that takes deliveries in (package inbox) and the side that runs
 // them (package runner): the headers the inbox writes on a delivery, the
 // tokens and keys a delivery is known by, the status record of each
-// delivery, and the check that a stored message is a delivery at all.
+// delivery, the check that a stored message is a delivery at all, and the
+// Record a stored message lists as.
 package stored
 
 import (
@@ -18,6 +19,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -225,6 +228,60 @@ func FirstLine(s string) string {
 		s = s[:1024]
 	}
 	return s
+}
+
+// MetaPaths are the payload values a list shows, read once when a delivery
+// is taken in and kept in its headers (HeaderRepository, HeaderSender).
+var MetaPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
+
+// SetMeta writes what a list shows of a delivery into h: its action,
+// repository and sender as found in its payload, clipped (a payload value
+// may be of any size), and the payload's size.
+func SetMeta(h nats.Header, action, repository, sender string, size int) {
+	for _, kv := range [...][2]string{
+		{HeaderAction, action},
+		{HeaderRepository, repository},
+		{HeaderSender, sender},
+	} {
+		if kv[1] != "" {
+			h.Set(kv[0], clip.String(kv[1]))
+		}
+	}
+	h.Set(HeaderSize, strconv.Itoa(size))
+}
+
+// Record builds the Record of a stored message (of the inbox or the dead
+// letters) and its status (nil: none yet, queued). data is nil for a
+// header-only read; size is the payload's length then.
+func Record(h nats.Header, data []byte, size int, seq uint64, st *Status) delivery.Record {
+	r := delivery.Record{
+		ID:         h.Get(HeaderDelivery),
+		Tenant:     h.Get(HeaderTenant),
+		Name:       h.Get(HeaderEvent),
+		Action:     h.Get(HeaderAction),
+		Repository: h.Get(HeaderRepository),
+		Sender:     h.Get(HeaderSender),
+		Header:     HTTPHeader(h),
+		Payload:    data,
+		Size:       int64(size),
+		Seq:        seq,
+		Status:     delivery.StatusQueued,
+		Verified:   true,
+		HTTPStatus: http.StatusAccepted,
+	}
+	if data != nil && h.Get(HeaderSize) == "" {
+		// Stored before the inbox kept these in headers.
+		var found [2]jsonscan.Result
+		_ = jsonscan.Lookup(data, MetaPaths, found[:])
+		r.Action = emitter.Event{Payload: data}.Action()
+		r.Repository, r.Sender = clip.String(found[0].String(data)), clip.String(found[1].String(data))
+	}
+	r.ReceivedAt, _ = time.Parse(time.RFC3339Nano, h.Get(HeaderReceivedAt))
+	if st != nil {
+		r.Status = st.Status
+		r.Attempts = st.Attempts
+	}
+	return r
 }
 
 // MaxAttemptsKept bounds the attempts a status keeps.
