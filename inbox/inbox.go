@@ -575,7 +575,7 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err := in.setupRecords(ctx); err != nil {
 		return err
 	}
-	if err := in.setupKeys(ctx); err != nil {
+	if in.keyBucket, in.parked, err = runner.Setup(ctx, in.js, o.Name, o.Replicas, o.MaxAge, in.ns == nil); err != nil {
 		return err
 	}
 	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{

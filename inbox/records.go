@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
+	"forgehooks.dev/forgehooks/inbox/internal/runner"
 )
 
 // minDuplicates is the shortest duplicate window JetStream takes (zero is
@@ -53,7 +54,7 @@ func (in *Inbox) setupRecords(ctx context.Context) error {
 			// later deliveries of its key. Dedupe reads may lag: the
 			// stream's own duplicate window covers the moments after a
 			// store.
-			if kv, err = in.leaderReads(ctx, s.bucket); err != nil {
+			if kv, err = runner.LeaderReads(ctx, in.js, s.bucket); err != nil {
 				return err
 			}
 		}
@@ -156,64 +157,4 @@ func (in *Inbox) importBucket(ctx context.Context, bucket string, r *recstore.In
 	}
 	in.log.Info("inbox: the records of an earlier version's bucket imported", "bucket", bucket, "records", n)
 	return nil
-}
-
-// setupKeys creates the bucket of the keys' records and the stream of the
-// parked deliveries.
-func (in *Inbox) setupKeys(ctx context.Context) error {
-	o := in.opts
-	var err error
-	in.keyBucket, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      o.Name + "_KEYS",
-		Description: "forgehooks: the order keys with a delivery running or waiting",
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating bucket %s_KEYS: %w", o.Name, err)
-	}
-	if in.ns == nil {
-		// A runner must see at once what another wrote.
-		if in.keyBucket, err = in.leaderReads(ctx, o.Name+"_KEYS"); err != nil {
-			return err
-		}
-	}
-	// No direct reads from replicas: a runner must see a parked delivery
-	// as soon as the record naming it is written.
-	in.parked, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        o.Name + "_PARKED",
-		Description: "forgehooks: ordered deliveries waiting for the one before them of their key",
-		Subjects:    []string{o.Name + ".parked.>"},
-		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      o.MaxAge,
-		Duplicates:  jsDuplicates,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating stream %s_PARKED: %w", o.Name, err)
-	}
-	return nil
-}
-
-// leaderReads makes the reads of a cluster's bucket go to its leader and
-// returns the bucket so opened. A direct read (AllowDirect, a bucket's
-// default) may be answered by a replica that lags, for seconds while a
-// leader is elected: a record just written would pass for one missing.
-func (in *Inbox) leaderReads(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
-	st, err := in.js.Stream(ctx, "KV_"+bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
-		cfg.AllowDirect = false
-		if _, err := in.js.UpdateStream(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-		}
-	}
-	kv, err := in.js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	return kv, nil
 }

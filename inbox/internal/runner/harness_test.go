@@ -155,13 +155,11 @@ func newHarness(t *testing.T, handle func(webhooks.Delivery) error, edit func(*C
 	if h.inbox, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: testName + "_INBOX", Subjects: []string{testName + ".in.>"}, AllowDirect: true}); err != nil {
 		t.Fatal(err)
 	}
-	parked, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: testName + "_PARKED", Subjects: []string{testName + ".parked.>"}})
+	keys, parked, err := Setup(ctx, js, testName, 1, time.Hour, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.keys, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: testName + "_KEYS"}); err != nil {
-		t.Fatal(err)
-	}
+	h.keys = keys
 	cfg := Config{
 		Name: testName, Embedded: true, Workers: 4, RetryDelays: []time.Duration{20 * time.Millisecond}, AckWait: 10 * time.Second,
 		OrderPartitions: 2,

@@ -1,0 +1,74 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// parkedDuplicates is the duplicate window of the parked deliveries: a park
+// written again after its answer was lost is stored once.
+const parkedDuplicates = 2 * time.Minute
+
+// Setup creates, or updates, what the runners of the inbox named name keep
+// beside the inbox stream: the bucket of the order keys' records
+// (name_KEYS) and the stream of the parked deliveries (name_PARKED), with
+// replicas, the parked ones kept up to maxAge. cluster makes the bucket's
+// reads go to its leader (LeaderReads): a runner must see at once what
+// another wrote.
+func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas int, maxAge time.Duration, cluster bool) (keys jetstream.KeyValue, parked jetstream.Stream, err error) {
+	keys, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      name + "_KEYS",
+		Description: "forgehooks: the order keys with a delivery running or waiting",
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("inbox: creating bucket %s_KEYS: %w", name, err)
+	}
+	if cluster {
+		if keys, err = LeaderReads(ctx, js, name+"_KEYS"); err != nil {
+			return nil, nil, err
+		}
+	}
+	// No direct reads from replicas: a runner must see a parked delivery
+	// as soon as the record naming it is written.
+	parked, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        name + "_PARKED",
+		Description: "forgehooks: ordered deliveries waiting for the one before them of their key",
+		Subjects:    []string{name + ".parked.>"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      maxAge,
+		Duplicates:  parkedDuplicates,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("inbox: creating stream %s_PARKED: %w", name, err)
+	}
+	return keys, parked, nil
+}
+
+// LeaderReads makes the reads of a cluster's bucket go to its leader and
+// returns the bucket so opened. A direct read (AllowDirect, a bucket's
+// default) may be answered by a replica that lags, for seconds while a
+// leader is elected: a record just written would pass for one missing.
+func LeaderReads(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	st, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+		}
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+	}
+	return kv, nil
+}
