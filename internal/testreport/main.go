@@ -80,7 +80,7 @@ type timing struct {
 // of times. The zero value writes nothing: out must be set.
 type report struct {
 	out     io.Writer
-	slowest int    // how many tests the table of the slowest lists
+	slowest int           // how many tests the table of the slowest lists
 	load    func() string // the load average at the end, for the table's heading; nil or "" for none
 
 	n        int
