@@ -63,7 +63,9 @@ type Options struct {
 	// BasePath is the path the API is served under, as a self-hosted
 	// forge's is ("/api/v3"); default none. URL ends with it.
 	BasePath string
-	// Token is the token repository and organization hooks accept.
+	// Token is a token the fake accepts besides the installation tokens it
+	// issues: for repository and organization hooks' delivery logs, and for
+	// the operations a bot calls (as a tenant's own token would be).
 	Token string
 	// Secret signs deliveries (X-Hub-Signature-256).
 	Secret string
@@ -125,8 +127,9 @@ type Request struct {
 	// Authorization is the Authorization header as sent, so that a test can
 	// tell which credentials a bot used.
 	Authorization string
-	// Body is the request's body when it departed from nothing in the
-	// description (nil otherwise, and for a request without one).
+	// Body is the request's body, when it was JSON the operation takes
+	// (nil for a request without one, or one refused as off the
+	// description).
 	Body []byte
 }
 

@@ -28,7 +28,7 @@ import (
 // 500/s (or the rate this machine sustains without a fault, when it is
 // lower): none is answered 503, none waits longer than the middleware's
 // Timeout, and every one is handled.
-var pairsN = flag.Int("inbox.pairs", 2000, "ids TestClusterKeepsAnswering posts to both receivers at once; 300 with -short or -race unless set")
+var pairsN = flag.Int("inbox.pairs", 2000, "ids TestClusterKeepsAnswering posts to both receivers at once; 300 with -short or -race unless set or FORGEHOOKS_LONG=1")
 
 func TestClusterKeepsAnswering(t *testing.T) {
 	pairs := scaled("inbox.pairs", *pairsN, 300)

@@ -21,7 +21,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"forgehooks.dev/forgehooks/emitter"
-	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -185,10 +184,7 @@ func openClusterInbox(t testing.TB, urls []string, o Options) *Inbox {
 // delivery is answered 200 "duplicate"; no handler runs for a delivery with a
 // bad signature.
 func TestInboxClusterNodeRestart(t *testing.T) {
-	n := *clusterN
-	if testing.Short() || !longtest.Enabled() {
-		n = scaled("inbox.cluster.n", n, 300)
-	}
+	n := scaled("inbox.cluster.n", *clusterN, 300)
 	cl := sharedCluster(t)
 	handled := sync.Map{} // id → *atomic.Int32
 	var runs atomic.Int64

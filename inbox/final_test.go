@@ -23,10 +23,15 @@ func TestFinalErrorDeadAtOnce(t *testing.T) {
 		name string
 		// also adds a second handler that fails on attempt 1 only.
 		alsoTransient bool
-		wantAttempts  int
+		// ordered runs the deliveries one at a time per repository: a
+		// later delivery of the key runs once the final one is dead.
+		ordered      bool
+		wantAttempts int
 	}{
-		{"final", false, 1},
-		{"final beside one that heals", true, 2},
+		{"final", false, false, 1},
+		{"final beside one that heals", true, false, 2},
+		{"final, ordered", false, true, 1},
+		{"final beside one that heals, ordered", true, true, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,6 +40,11 @@ func TestFinalErrorDeadAtOnce(t *testing.T) {
 			var runs, healed atomic.Int32
 			var fail atomic.Bool
 			fail.Store(true)
+			var later atomic.Int32
+			wh.On("push", func(ctx context.Context, e emitter.Event) error {
+				later.Add(1)
+				return nil
+			})
 			wh.On("issues", func(ctx context.Context, e emitter.Event) error {
 				runs.Add(1)
 				if fail.Load() {
@@ -53,7 +63,11 @@ func TestFinalErrorDeadAtOnce(t *testing.T) {
 			}
 			// Retries come at once: a retry the final error did not stop
 			// would show in the attempts before the dead letter does.
-			in := openInbox(t, t.TempDir(), Options{Receiver: wh, RetryDelays: []time.Duration{0, 0, 0}})
+			o := Options{Receiver: wh, RetryDelays: []time.Duration{0, 0, 0}}
+			if tt.ordered {
+				o.OrderBy = ByRepository
+			}
+			in := openInbox(t, t.TempDir(), o)
 			var final atomic.Int32
 			defer in.Watch(func(r delivery.Record) {
 				if r.Status == delivery.StatusDead && r.Final() {
@@ -61,10 +75,17 @@ func TestFinalErrorDeadAtOnce(t *testing.T) {
 				}
 			})()
 			srv := receiver(t, wh, in)
-			code, body, err := post(t, srv.Client(), srv.URL, "issues", "p-1", payload("p-1"), testSecret)
+			code, body, err := post(t, srv.Client(), srv.URL, "issues", "p-1", []byte(`{"action":"opened","repository":{"id":42}}`), testSecret)
 			if err != nil || code != 202 {
 				t.Fatalf("answer %d %q %v, want 202", code, body, err)
 			}
+			// A later delivery of the same repository: ordered, it runs
+			// once the final one is a dead letter.
+			code, body, err = post(t, srv.Client(), srv.URL, "push", "p-2", []byte(`{"ref":"main","repository":{"id":42}}`), testSecret)
+			if err != nil || code != 202 {
+				t.Fatalf("answer %d %q %v, want 202", code, body, err)
+			}
+			waitHandled(t, in, "p-2", 20*time.Second)
 			ctx := context.Background()
 			waitFor(t, 20*time.Second, "a dead letter", func() bool {
 				d, _ := in.Dead(ctx)

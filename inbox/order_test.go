@@ -19,17 +19,19 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
+	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-var orderN = flag.Int("inbox.order.n", 3000, "deliveries the ordering tests send (the issue's full run: 20000); 1000 with -short or -race unless set")
+var orderN = flag.Int("inbox.order.n", 3000, "deliveries the ordering tests send (the issue's full run: 20000); 500 with -short or -race unless set or FORGEHOOKS_LONG=1")
 
 // scaled is the value of the count flag name, or small with -short or
-// under the race detector when the flag was not set.
+// under the race detector when neither the flag nor FORGEHOOKS_LONG=1
+// (make test-long) was set.
 func scaled(name string, v, small int) int {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	if !set && (testing.Short() || raceEnabled) {
+	if !set && (testing.Short() || raceEnabled) && !longtest.Enabled() {
 		return small
 	}
 	return v
@@ -251,7 +253,7 @@ func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 // TestOrderEmbedded: the embedded inbox with OrderBy, restarted in the
 // middle of the run while handlers fail at random.
 func TestOrderEmbedded(t *testing.T) {
-	n := scaled("inbox.order.n", *orderN, 1000)
+	n := scaled("inbox.order.n", *orderN, 500)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	dir := t.TempDir()
 	var mu sync.Mutex
@@ -303,7 +305,7 @@ func TestOrderCluster(t *testing.T) {
 var orderRuns atomic.Int32
 
 func orderCluster(t *testing.T, loss string) {
-	n := scaled("inbox.order.n", *orderN, 1000)
+	n := scaled("inbox.order.n", *orderN, 500)
 	cl := sharedCluster(t)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	u := cl.urls()

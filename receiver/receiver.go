@@ -120,7 +120,7 @@ type Options struct {
 	// "inspector" or "metrics", and the address.
 	OnListen func(part, addr string)
 	// Wrap, when set, wraps the webhook endpoint (Handler), such as
-	// webhooks.SourceFilter's Wrap, which refuses requests from outside the
+	// sourceip.Filter's Wrap, which refuses requests from outside the
 	// forge's ranges before the endpoint reads them.
 	Wrap func(http.Handler) http.Handler
 	// DrainTimeout bounds the drain: requests and running handlers finish

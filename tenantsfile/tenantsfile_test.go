@@ -1,13 +1,11 @@
 package tenantsfile_test
 
 import (
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"forgehooks.dev/forgehooks/tenantsfile"
 	"forgehooks.dev/forgehooks/webhooks"
@@ -137,37 +135,6 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-// TestFIFO: a FIFO as the tenants file, or named by a file: reference,
-// fails at once with an error that says it is not a regular file, where
-// opening it would block until a writer came.
-func TestFIFO(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skip("no FIFOs here:", err)
-	}
-	for _, tc := range []struct{ name, path string }{
-		{"tenants file", fifo},
-		{"secret file", write(t, dir, "secret.yaml", "tenants:\n  a:\n    secrets: [file:fifo]\nend: true\n")},
-		{"token file", write(t, dir, "token.yaml", "tenants:\n  a:\n    secrets: [x]\n    token: {file: fifo}\nend: true\n")},
-		{"directory", write(t, dir, "dir.yaml", "tenants:\n  a:\n    secrets: [file:.]\nend: true\n")},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			done := make(chan error, 1)
-			go func() { _, err := tenantsfile.Load(tc.path); done <- err }()
-			select {
-			case err := <-done:
-				if !errors.Is(err, tenantsfile.ErrNotRegular) || !strings.Contains(err.Error(), "not a regular file") {
-					t.Fatalf("error %v, want one wrapping ErrNotRegular", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("Load blocked on a FIFO")
-			}
-		})
-	}
-}
-
 // TestMaxTenants: MaxTenants tenants load, each whole; one more is refused;
 // a duplicate among them is found with its line.
 func TestMaxTenants(t *testing.T) {
@@ -226,4 +193,16 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// manyTenants is a tenants file of n tenants, each with a 32-byte secret,
+// a hook id and an installation.
+func manyTenants(n int) []byte {
+	var b strings.Builder
+	b.WriteString("tenants:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  t%06d:\n    secrets: [\"secret-%06d-0123456789abcdefghij\"]\n    hooks: [%d]\n    installation: %d\n", i, i, i+1, 1000+i)
+	}
+	b.WriteString("end: true\n")
+	return []byte(b.String())
 }

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -36,4 +37,15 @@ func TestNames(t *testing.T) {
 	if got := wh.Names(); !slices.Equal(got, want[1:]) {
 		t.Errorf("after removal: %q, want %q", got, want[1:])
 	}
+}
+
+// Names lists what the handlers wait for: give it to
+// app.App.CheckSubscriptions (or 'forgehooks doctor') to learn whether the
+// forge will ever send it to the app.
+func ExampleWebhooks_Names() {
+	wh, _ := webhooks.New(webhooks.Options{Secret: "s3cret"})
+	wh.On("push", func(context.Context, emitter.Event) error { return nil })
+	payloads.OnIssuesOpenedEvent(wh, func(context.Context, payloads.Event[*payloads.IssuesOpenedEvent]) error { return nil })
+	fmt.Println(wh.Names())
+	// Output: [issues.opened push]
 }

@@ -381,7 +381,7 @@ func (t *Tenants) resolveAs(ctx context.Context, key TenantKey, trusted bool) (*
 // allowLocked returns nil when a source call for a key may start now, and
 // takes its share of the rate then; otherwise why not. t.mu is held.
 func (t *Tenants) allowLocked(trusted bool, now time.Time) error {
-	if t.calls[index(trusted)] >= t.maxCalls {
+	if t.calls[callSlot(trusted)] >= t.maxCalls {
 		return errLookupsBusy
 	}
 	if trusted || t.rate <= 0 {
@@ -402,14 +402,14 @@ func (t *Tenants) allowLocked(trusted bool, now time.Time) error {
 // t.mu is held.
 func (t *Tenants) startLookup(key TenantKey, trusted bool) *lookupCall {
 	c := &lookupCall{done: make(chan struct{}), trusted: trusted}
-	t.calls[index(trusted)]++
+	t.calls[callSlot(trusted)]++
 	t.inflight[key] = c
 	go t.lookup(key, c)
 	return c
 }
 
-// index is 1 for trusted, 0 otherwise.
-func index(trusted bool) int {
+// callSlot is the index in Tenants.calls: 1 for trusted, 0 otherwise.
+func callSlot(trusted bool) int {
 	if trusted {
 		return 1
 	}
@@ -454,7 +454,7 @@ func (t *Tenants) lookup(key TenantKey, c *lookupCall) {
 		}()
 		defer func() {
 			t.mu.Lock()
-			t.calls[index(c.trusted)]--
+			t.calls[callSlot(c.trusted)]--
 			t.mu.Unlock()
 		}()
 		tn, err := t.src.Lookup(ctx, key)

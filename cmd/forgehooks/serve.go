@@ -15,6 +15,7 @@ import (
 	"forgehooks.dev/forgehooks/metrics"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/receiver"
+	"forgehooks.dev/forgehooks/sourceip"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -215,7 +216,7 @@ func serveAllowFrom(ctx context.Context, fs *flagSet, log *slog.Logger, allow, t
 	if err != nil {
 		return nil, fs.usageError("--trust-proxy: %v", err), false
 	}
-	f := webhooks.NewSourceFilter(webhooks.SourceFilterOptions{TrustedProxies: trusted, Logger: log})
+	f := sourceip.New(sourceip.Options{TrustedProxies: trusted, Logger: log})
 	if allow != "meta" {
 		rs, err := parsePrefixes(allow)
 		if err != nil || len(rs) == 0 {
@@ -227,10 +228,8 @@ func serveAllowFrom(ctx context.Context, fs *flagSet, log *slog.Logger, allow, t
 	if refresh <= 0 {
 		return nil, fs.usageError("--meta-refresh %v: want a positive interval", refresh), false
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
-	err = f.Refresh(ctx, refresh, func(ctx context.Context) ([]netip.Prefix, error) {
-		return webhooks.FetchMetaHooks(ctx, client, apiURL)
-	})
+	meta := &sourceip.Meta{APIURL: apiURL, Logger: log}
+	err = f.Refresh(ctx, refresh, meta.Fetch)
 	if err != nil {
 		return nil, fs.fail("--allow-from meta: %v", err), false
 	}
@@ -244,7 +243,7 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
-		p, err := webhooks.ParsePrefix(s)
+		p, err := sourceip.ParsePrefix(s)
 		if err != nil {
 			return nil, err
 		}

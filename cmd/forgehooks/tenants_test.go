@@ -222,11 +222,12 @@ func TestServeAccept(t *testing.T) {
 }
 
 // TestServeAllowFromMeta: serve --allow-from meta against a fake API: from
-// outside the ranges 403 with the body never read, from inside 202; the
-// forge unreachable at a refresh keeps the ranges, and the log says so.
+// outside the ranges 403 with the body never read, from inside 202; a range
+// wider than /8 in the answer (0.0.0.0/0) is refused and logged; the forge
+// unreachable at a refresh keeps the ranges, and the log says so.
 func TestServeAllowFromMeta(t *testing.T) {
 	var mu sync.Mutex
-	hooks, up := `["192.0.2.0/24"]`, true
+	hooks, up := `["192.0.2.0/24","0.0.0.0/0"]`, true
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -253,6 +254,9 @@ func TestServeAllowFromMeta(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("outside the ranges, the body unsent: %v %v", resp, err)
 	}
+	waitUntil(t, "the refused range logged", func() bool {
+		return strings.Contains(sv.stderr.String(), "/meta ranges refused: wider than /8 (IPv4) or /24 (IPv6)") && strings.Contains(sv.stderr.String(), "first=0.0.0.0/0")
+	})
 
 	mu.Lock()
 	hooks = `["192.0.2.0/24","127.0.0.1/32"]`

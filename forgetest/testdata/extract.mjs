@@ -30,7 +30,7 @@ function walk(v) {
     if (k === "$ref" && typeof x === "string" && !seen.has(x)) {
       seen.add(x);
       const [, , kind, name] = x.split("/"); // "#/components/<kind>/<name>"
-      const c = prune(full.components[kind][name]);
+      const c = kind === "examples" ? full.components[kind][name] : prune(full.components[kind][name], prose);
       (components[kind] ??= {})[name] = c;
       walk(c);
     } else walk(x);
@@ -41,21 +41,22 @@ for (const id of operations) {
     throw new Error(`operation ${id} is not in the description`);
   }
 }
-// The fake reads schemas, parameters and responses, never the prose or the
-// examples: they are pruned (keys "description", "example", "examples",
-// "externalDocs", "x-github", "x-octokit"), and so are the components only
-// examples referenced.
-const pruned = new Set(["description", "example", "examples", "externalDocs", "x-github", "x-octokit"]);
-function prune(v) {
-  if (Array.isArray(v)) return v.map(prune);
+// The fake reads schemas, parameters and responses, never the prose: it is
+// pruned (keys "description", "externalDocs", "x-github", "x-octokit"), and
+// so are the examples of the bot operations (keys "example", "examples");
+// those of the delivery logs are kept, as catch-up's tests decode them.
+const prose = new Set(["description", "externalDocs", "x-github", "x-octokit"]);
+const proseAndExamples = new Set([...prose, "example", "examples"]);
+function prune(v, keys) {
+  if (Array.isArray(v)) return v.map((x) => prune(x, keys));
   if (v === null || typeof v !== "object") return v;
   return Object.fromEntries(
     Object.entries(v)
-      .filter(([k, x]) => !pruned.has(k) || (k === "description" && typeof x !== "string"))
-      .map(([k, x]) => [k, k === "properties" ? Object.fromEntries(Object.entries(x).map(([n, y]) => [n, prune(y)])) : prune(x)]),
+      .filter(([k, x]) => !keys.has(k) || (k === "description" && typeof x !== "string"))
+      .map(([k, x]) => [k, k === "properties" ? Object.fromEntries(Object.entries(x).map(([n, y]) => [n, prune(y, keys)])) : prune(x, keys)]),
   );
 }
-for (const [p, item] of Object.entries(paths)) paths[p] = prune(item);
+for (const [p, item] of Object.entries(paths)) paths[p] = prune(item, /\/deliveries/.test(p) ? prose : proseAndExamples);
 walk(paths);
 for (const kind of Object.keys(components)) {
   components[kind] = Object.fromEntries(Object.entries(components[kind]).sort(([a], [b]) => a.localeCompare(b)));

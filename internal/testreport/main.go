@@ -22,8 +22,10 @@ import (
 )
 
 func main() {
-	load, _ := os.ReadFile("/proc/loadavg")
-	r := report{out: os.Stdout, slowest: 10, load: loadAverage(string(load))}
+	r := report{out: os.Stdout, slowest: 10, load: func() string {
+		b, _ := os.ReadFile("/proc/loadavg")
+		return loadAverage(string(b))
+	}}
 	failed, err := r.run(os.Stdin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
@@ -78,8 +80,8 @@ type timing struct {
 // of times. The zero value writes nothing: out must be set.
 type report struct {
 	out     io.Writer
-	slowest int    // how many tests the table of the slowest lists
-	load    string // the load average, for the table's heading; "" for none
+	slowest int           // how many tests the table of the slowest lists
+	load    func() string // the load average at the end, for the table's heading; nil or "" for none
 
 	n        int
 	pkgs     map[string]*pkgState
@@ -218,8 +220,10 @@ func (p *report) tables() {
 		total += t.elapsed
 	}
 	heading := "package times"
-	if p.load != "" {
-		heading += " (load average at the end: " + p.load + ")"
+	if p.load != nil {
+		if l := p.load(); l != "" {
+			heading += " (load average at the end: " + l + ")"
+		}
 	}
 	fmt.Fprintf(p.out, "\n%s:\n", heading)
 	for _, t := range p.pkgTimes {

@@ -43,6 +43,7 @@ func TestReport(t *testing.T) {
 		has     []string // in the report, in this order
 		hasNot  []string
 		slowest int
+		load    string
 	}{
 		{
 			name: "a package passes",
@@ -56,7 +57,8 @@ func TestReport(t *testing.T) {
 				out("p", "", "ok  \tp\t1.52s\n"),
 				end("pass", "p", "", 1.52),
 			),
-			has:    []string{"ok  \tp\t1.52s\n", "package times", "1.52s  p\n", "slowest 1 tests:", "1.50s  p TestA\n"},
+			load:   "1.00 2.00 3.00",
+			has:    []string{"ok  \tp\t1.52s\n", "package times (load average at the end: 1.00 2.00 3.00)", "1.52s  p\n", "slowest 1 tests:", "1.50s  p TestA\n"},
 			hasNot: []string{"chatter", "PASS\n", "FAIL"},
 		},
 		{
@@ -148,7 +150,7 @@ func TestReport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			r := report{out: &b, slowest: cmp.Or(tt.slowest, 10)}
+			r := report{out: &b, slowest: cmp.Or(tt.slowest, 10), load: func() string { return tt.load }}
 			failed, err := r.run(strings.NewReader(tt.in))
 			if err != nil {
 				t.Fatal(err)
