@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -207,7 +208,7 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		}
 		where := o.Dir
 		if where == "" {
-			where = fmt.Sprint(o.URLs)
+			where = inbox.RedactURL(strings.Join(o.URLs, ","))
 		}
 		delays := o.RetryDelays
 		if delays == nil {
