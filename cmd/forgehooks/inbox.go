@@ -348,8 +348,13 @@ func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o d
 		}
 		recs, err := st.List(ctx, o)
 		if err != nil {
+			if jsonOut {
+				// What was printed stays a JSON document; the exit
+				// status and the error say that it is cut short.
+				bw.WriteString("]\n")
+			}
 			bw.Flush()
-			return fs.fail("%v", err)
+			return fs.fail("%v (after %d listed)", err, n)
 		}
 		if jsonOut {
 			for i := range recs {
@@ -357,6 +362,8 @@ func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o d
 					bw.WriteString(",")
 				}
 				if err := enc.Encode(recordJSON(recs[i])); err != nil {
+					bw.WriteString("]\n")
+					bw.Flush()
 					return fs.fail("%v", err)
 				}
 			}
