@@ -138,34 +138,35 @@ func TestInboxLsClusterNodeRestart(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	ids := make(chan int)
-	var wg sync.WaitGroup
-	var failed sync.Map
-	for range 16 {
-		wg.Go(func() {
-			for i := range ids {
-				id := fmt.Sprintf("ls-%05d", i)
-				body := fmt.Appendf(nil, `{"action":"opened","issue":{"number":%d},"repository":{"full_name":"o/r"}}`, i)
-				if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: body, ReceivedAt: time.Now()}); err != nil {
-					failed.Store(id, err)
+	// Half the deliveries are stored with all three servers up, the other
+	// half while the inbox stream's leader is down: started again, it has
+	// to catch up while the listings run.
+	store := func(from, to int) {
+		ids := make(chan int)
+		var wg sync.WaitGroup
+		var failed sync.Map
+		for range 16 {
+			wg.Go(func() {
+				for i := range ids {
+					id := fmt.Sprintf("ls-%05d", i)
+					body := fmt.Appendf(nil, `{"action":"opened","issue":{"number":%d},"repository":{"full_name":"o/r"}}`, i)
+					if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: body, ReceivedAt: time.Now()}); err != nil {
+						failed.Store(id, err)
+					}
 				}
-			}
+			})
+		}
+		for i := from; i < to; i++ {
+			ids <- i
+		}
+		close(ids)
+		wg.Wait()
+		failed.Range(func(k, v any) bool {
+			t.Fatalf("storing %v: %v", k, v)
+			return false
 		})
 	}
-	for i := range n {
-		ids <- i
-	}
-	close(ids)
-	wg.Wait()
-	failed.Range(func(k, v any) bool {
-		t.Fatalf("storing %v: %v", k, v)
-		return false
-	})
-	in.Close(ctx)
-	t.Logf("%d deliveries stored", n)
-
-	// The inbox stream's leader goes, so that the listing meets a new
-	// leader and a server catching up.
+	store(0, n/2)
 	victim := 0
 	for i, ns := range c.nodes {
 		if ns.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, inbox.DefaultName+"_INBOX") {
@@ -173,8 +174,10 @@ func TestInboxLsClusterNodeRestart(t *testing.T) {
 		}
 	}
 	c.stop(victim)
+	store(n/2, n)
+	in.Close(ctx)
 	c.start(victim)
-	t.Logf("n%d, the stream's leader, restarted", victim+1)
+	t.Logf("%d deliveries stored; n%d, the stream's leader, shut down after %d and started again", n, victim+1, n/2)
 
 	for try := range 5 {
 		began := time.Now()
