@@ -344,7 +344,15 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 			in.opts.Replicas = st.CachedInfo().Config.Replicas
 		}
 	}
-	if err := in.setup(ctx); err != nil {
+	setup := in.setup
+	if in.ns == nil {
+		// A cluster that lost a server, or elects a leader, leaves a
+		// stream's update unanswered for a while: Open waits it out as a
+		// publish does (within ctx), so that 'forgehooks inbox' run just
+		// after a server restarts still opens.
+		setup = func(ctx context.Context) error { return in.retrying(ctx, in.setup) }
+	}
+	if err := setup(ctx); err != nil {
 		in.shutdown()
 		return nil, err
 	}

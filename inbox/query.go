@@ -172,6 +172,13 @@ func (in *Inbox) readHeaders(ctx context.Context, st jetstream.Stream, out []hea
 		defer cancel()
 		_ = st.DeleteConsumer(dctx, cons.CachedInfo().Name)
 	}()
+	host := ""
+	if ci := cons.CachedInfo().Cluster; ci != nil {
+		host = ci.Leader
+	}
+	if err := in.replicaCurrent(ctx, st, host); err != nil {
+		return out, lo, err
+	}
 	for {
 		want := int(min(hi-lo+1, 256))
 		batch, err := cons.FetchNoWait(want)
@@ -203,10 +210,44 @@ func (in *Inbox) readHeaders(ctx context.Context, st jetstream.Stream, out []hea
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 			return out, lo, err
 		}
-		if n == 0 || lo > hi {
+		if lo > hi {
 			return out, lo, nil
 		}
+		if n == 0 {
+			// The end of what the consumer's server holds: the end of the
+			// range, unless that server fell behind meanwhile.
+			return out, lo, in.replicaCurrent(ctx, st, host)
+		}
 	}
+}
+
+// errReplicaBehind is the reason a read is tried again: its consumer's
+// server holds a copy of the stream that is catching up.
+var errReplicaBehind = errors.New("the server of the read is catching up with the stream's leader")
+
+// replicaCurrent checks that host, the server of a consumer of st, is st's
+// leader or a replica that is current: a consumer reads its server's copy
+// of the stream, and a server restarted (or cut off) reads an older copy,
+// whose missing messages a listing would silently leave out. The
+// embedded server has no replicas.
+func (in *Inbox) replicaCurrent(ctx context.Context, st jetstream.Stream, host string) error {
+	if in.ns != nil || host == "" {
+		return nil
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return err
+	}
+	ci := info.Cluster
+	if ci == nil || ci.Leader == host {
+		return nil
+	}
+	for _, p := range ci.Replicas {
+		if p.Name == host && p.Current && !p.Offline {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w (%s)", errReplicaBehind, host)
 }
 
 // record builds the Record of a message of the inbox stream; false for an
