@@ -126,6 +126,9 @@ func readable(name string) error {
 func splitUserinfo(urls []string) (clean []string, user, pass string, has bool, err error) {
 	for i, s := range urls {
 		s = strings.TrimSpace(s)
+		if strings.Contains(s, "@") && !strings.Contains(s, "://") {
+			s = "nats://" + s // as nats.go reads a URL without a scheme
+		}
 		u, perr := url.Parse(s)
 		if perr != nil || u.User == nil {
 			if perr != nil && strings.Contains(s, "@") {

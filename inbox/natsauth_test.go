@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,7 @@ func TestNATSAuthOptions(t *testing.T) {
 	}{
 		{"none", NATSAuth{}, []string{"nats://h:1"}, []string{"nats://h:1"}, 0, ""},
 		{"url user", NATSAuth{}, []string{"nats://u:" + pass + "@h:1", "nats://h:2"}, []string{"nats://h:1", "nats://h:2"}, 1, ""},
+		{"url without scheme", NATSAuth{}, []string{"u:" + pass + "@h:1"}, []string{"nats://h:1"}, 1, ""},
 		{"url token", NATSAuth{}, []string{"nats://tok@h:1"}, []string{"nats://h:1"}, 1, ""},
 		{"user", NATSAuth{User: "u", Password: pass}, []string{"nats://h:1"}, []string{"nats://h:1"}, 1, ""},
 		{"two users in urls", NATSAuth{}, []string{"nats://u:" + pass + "@h:1", "nats://v:" + pass + "@h:2"}, nil, 0, "different users"},
@@ -65,4 +67,29 @@ func TestNATSAuthOptions(t *testing.T) {
 			t.Errorf("%s: urls %q and %d options, want %q and %d", tc.name, urls, len(opts), tc.want, tc.nopts)
 		}
 	}
+}
+
+// FuzzRedactURL: whatever the input, every '@' left in RedactURL's output
+// follows "redacted" (no userinfo survives), and splitUserinfo's URLs
+// carry no userinfo.
+func FuzzRedactURL(f *testing.F) {
+	for _, s := range []string{"nats://u:p@h:4222", "u:p@h", "nats://a:1,tls://t@b:2", "nats://u:p@x@h", "@", "nats://%zz@h", "nats://h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, part := range strings.Split(RedactURL(s), ",") {
+			if before, _, ok := strings.Cut(part, "@"); ok && (!strings.HasSuffix(before, "redacted") || strings.Count(part, "@") != 1) {
+				t.Fatalf("RedactURL(%q) leaves %q", s, part)
+			}
+		}
+		clean, _, _, _, err := splitUserinfo(strings.Split(s, ","))
+		if err != nil {
+			return
+		}
+		for _, c := range clean {
+			if u, err := url.Parse(c); err == nil && u.User != nil {
+				t.Fatalf("splitUserinfo(%q) keeps the userinfo of %q", s, c)
+			}
+		}
+	})
 }

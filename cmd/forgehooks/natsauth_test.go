@@ -315,3 +315,28 @@ func TestNATSURLPasswordNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestNATSFlagsChecked: credentials flags that conflict, come without
+// --nats or lack their other half exit 2 naming the flags, before any
+// connection.
+func TestNATSFlagsChecked(t *testing.T) {
+	t.Parallel()
+	work := []string{"work", "--forward", "http://127.0.0.1:9/x", "--nats", "nats://127.0.0.1:1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"creds and nkey", append(work, "--nats-creds", "a", "--nats-nkey", "b"), nil, "exclude each other"},
+		{"creds and user", append(work, "--nats-creds", "a"), map[string]string{natsUserEnv: "u"}, "exclude each other"},
+		{"password alone", work, map[string]string{natsPasswordEnv: "p-secret"}, natsPasswordEnv + " is set without " + natsUserEnv},
+		{"cert without key", append(work, "--nats-tls-cert", "c.pem"), nil, "--nats-tls-cert and --nats-tls-key go together"},
+		{"without --nats", []string{"serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", t.TempDir(), "--nats-creds", "a"}, nil, "need --nats"},
+	} {
+		code, _, errOut := runCmd(t, "", tc.env, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "p-secret") {
+			t.Errorf("%s: exit %d, %q; want %d and %q", tc.name, code, errOut, exitUsage, tc.want)
+		}
+	}
+}
