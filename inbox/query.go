@@ -176,6 +176,12 @@ func (in *Inbox) readHeaders(ctx context.Context, st jetstream.Stream, out []hea
 	if ci := cons.CachedInfo().Cluster; ci != nil {
 		host = ci.Leader
 	}
+	if host == "" && in.ns == nil {
+		// Created, its server not said yet: ask it.
+		if info, err := cons.Info(ctx); err == nil && info.Cluster != nil {
+			host = info.Cluster.Leader
+		}
+	}
 	if err := in.replicaCurrent(ctx, st, host); err != nil {
 		return out, lo, err
 	}
@@ -229,9 +235,10 @@ var errReplicaBehind = errors.New("the server of the read is catching up with th
 // leader or a replica that is current: a consumer reads its server's copy
 // of the stream, and a server restarted (or cut off) reads an older copy,
 // whose missing messages a listing would silently leave out. The
-// embedded server has no replicas.
+// embedded server has no replicas; with replicas, a host not known is not
+// taken for current.
 func (in *Inbox) replicaCurrent(ctx context.Context, st jetstream.Stream, host string) error {
-	if in.ns != nil || host == "" {
+	if in.ns != nil {
 		return nil
 	}
 	info, err := st.Info(ctx)
@@ -239,7 +246,8 @@ func (in *Inbox) replicaCurrent(ctx context.Context, st jetstream.Stream, host s
 		return err
 	}
 	ci := info.Cluster
-	if ci == nil || ci.Leader == host {
+	if ci == nil || len(ci.Replicas) == 0 || host != "" && ci.Leader == host {
+		// A single server, or its leader.
 		return nil
 	}
 	for _, p := range ci.Replicas {
