@@ -34,12 +34,19 @@ func addNATSFlags(fs *flagSet) *natsFlags {
 // set reports whether any of the flags is set. The environment's user is
 // not counted: it may be set for every command, --inbox ones included.
 func (f *natsFlags) set() bool {
+	if f == nil {
+		return false
+	}
 	return f.creds != "" || f.nkey != "" || f.tlsCA != "" || f.tlsCert != "" || f.tlsKey != ""
 }
 
-// auth returns the inbox's NATSAuth from the flags and the environment.
+// auth returns the inbox's NATSAuth from the flags and the environment
+// (none from nil flags: inboxFlags made without addInboxFlags).
 // Its errors name flags and variables, never their values' secrets.
 func (f *natsFlags) auth() (inbox.NATSAuth, error) {
+	if f == nil || f.getenv == nil {
+		return inbox.NATSAuth{}, nil
+	}
 	a := inbox.NATSAuth{
 		CredsFile: f.creds, NkeyFile: f.nkey,
 		User: f.getenv(natsUserEnv), Password: f.getenv(natsPasswordEnv),
