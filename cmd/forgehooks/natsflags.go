@@ -44,12 +44,16 @@ func (f *natsFlags) set() bool {
 // (none from nil flags: inboxFlags made without addInboxFlags).
 // Its errors name flags and variables, never their values' secrets.
 func (f *natsFlags) auth() (inbox.NATSAuth, error) {
-	if f == nil || f.getenv == nil {
+	if f == nil {
 		return inbox.NATSAuth{}, nil
+	}
+	getenv := f.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
 	}
 	a := inbox.NATSAuth{
 		CredsFile: f.creds, NkeyFile: f.nkey,
-		User: f.getenv(natsUserEnv), Password: f.getenv(natsPasswordEnv),
+		User: getenv(natsUserEnv), Password: getenv(natsPasswordEnv),
 		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey,
 	}
 	n := 0
