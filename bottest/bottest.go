@@ -181,7 +181,9 @@ func (b *Bot) Start(wh *webhooks.Webhooks) *receiver.Receiver {
 // 127.0.0.1 on a free port; without an Inbox (or one with neither Dir nor
 // URLs) it gets one in the test's temporary directory, and without
 // RetryDelays the inbox retries after RetryDelays. With Options.Tenants and
-// no Middleware.Path, the path is TenantPath. When the test ends, the
+// no Middleware.Path, the path is TenantPath. It fails the test when
+// Options.Tenants is set and the Webhooks has no tenants, or the other way
+// round. When the test ends, the
 // receiver drains and stops before the directory is removed.
 func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
 	b.t.Helper()
@@ -190,6 +192,14 @@ func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
 	}
 	if o.Webhooks == nil {
 		b.t.Fatal("bottest: no Webhooks")
+	}
+	// Tenants on one side only would fail every Send later, and obscurely:
+	// the Webhooks has no secret to sign with, or refuses the tenant's.
+	switch withTenants := o.Webhooks.Tenants() != nil; {
+	case withTenants && b.opts.Tenants == nil:
+		b.t.Fatal("bottest: the Webhooks has tenants (webhooks.Options.Tenants) and bottest.Options.Tenants is unset: give bottest.New the same source, so that Send signs as a tenant and bot.App answers as one")
+	case !withTenants && b.opts.Tenants != nil:
+		b.t.Fatal("bottest: bottest.Options.Tenants is set and the Webhooks has no tenants: build it with webhooks.Options{Tenants: webhooks.NewTenants(source, …)} from the same source")
 	}
 	in := inbox.Options{}
 	if o.Inbox != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -275,6 +276,61 @@ func TestSendAsTenantAnswers(t *testing.T) {
 			want := fmt.Sprintf("issues/add-labels %[1]d %[2]t\nissues/create-comment %[1]d %[2]t", tt.installation, tt.installation == 0)
 			if got := strings.Join(ops, "\n"); got != want {
 				t.Errorf("requests (operation, installation, with the tenant's token):\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// fatalTB is a testing.TB whose Fatal and Fatalf record the message and end
+// the goroutine, as a test's do, so that a test can see bottest fail one.
+type fatalTB struct {
+	testing.TB
+	msg chan string
+}
+
+func (f fatalTB) Fatal(args ...any) { f.msg <- fmt.Sprint(args...); runtime.Goexit() }
+func (f fatalTB) Fatalf(format string, args ...any) {
+	f.msg <- fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// Tenants on only one side, the kit's options or the Webhooks, fail Start
+// with a message that says what to set, rather than every Send later with
+// "secret is required" or a refused signature.
+func TestStartTenantsOnOneSide(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opts bottest.Options
+		wh   webhooks.Options
+		want string
+	}{
+		{"Webhooks only", bottest.Options{}, webhooks.Options{Tenants: webhooks.NewTenants(twoTenants, webhooks.TenantsOptions{})}, "bottest.Options.Tenants is unset"},
+		{"Options only", bottest.Options{Tenants: twoTenants}, webhooks.Options{Secret: "a secret for tests only"}, "the Webhooks has no tenants"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := fatalTB{TB: t, msg: make(chan string, 1)}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				bot := bottest.New(tb, tt.opts)
+				wh, err := webhooks.New(tt.wh)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				bot.Start(wh)
+			}()
+			<-done
+			select {
+			case msg := <-tb.msg:
+				if !strings.Contains(msg, tt.want) {
+					t.Errorf("Start failed with %q, want it to say %q", msg, tt.want)
+				}
+			default:
+				t.Errorf("Start did not fail; want it to say %q", tt.want)
 			}
 		})
 	}
