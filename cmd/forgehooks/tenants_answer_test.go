@@ -208,4 +208,14 @@ func TestServeTenantsInboxFinal(t *testing.T) {
 		!strings.Contains(out, "final error (not retried): ") || !strings.Contains(out, `set an installation or a token for tenant "beta"`) {
 		t.Errorf("inbox show beta/b1: %d\n%s%s", code, out, errOut)
 	}
+	// retry --dead takes each dead letter by its key, the tenant's
+	// "beta/b1", not by the bare id another tenant's delivery may share.
+	code, out, errOut = runCmd(t, "", nil, "inbox", "retry", "--dead", "--inbox", inboxDir)
+	if code != exitOK || !strings.HasPrefix(out, "beta/b1: stored again") {
+		t.Errorf("inbox retry --dead: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "", nil, "inbox", "show", "beta/b1", "--inbox", inboxDir)
+	if code != exitOK || !strings.Contains(out, "status:   queued") {
+		t.Errorf("inbox show beta/b1 after the retry: %d\n%s%s", code, out, errOut)
+	}
 }
