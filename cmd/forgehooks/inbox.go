@@ -290,7 +290,7 @@ themselves. DIR must exist: these commands never make one.
 			}
 			for _, r := range recs {
 				if *event == "" || r.Name == *event {
-					ids = append(ids, r.ID)
+					ids = append(ids, recordKey(r))
 				}
 			}
 			if len(ids) == 0 {
@@ -323,6 +323,16 @@ themselves. DIR must exist: these commands never make one.
 		}
 	}
 	return exitOK
+}
+
+// recordKey is what the inbox knows r by, as Get, Retry and Replay take
+// it: its id, or "tenant/id" for a tenant's delivery (two tenants' hooks may
+// send one id).
+func recordKey(r delivery.Record) string {
+	if r.Tenant == "" {
+		return r.ID
+	}
+	return r.Tenant + "/" + r.ID
 }
 
 // listPage is how many deliveries 'inbox ls' asks for at a time: what it
