@@ -231,7 +231,7 @@ func (s *failingStore) List(_ context.Context, o delivery.ListOptions) ([]delive
 	}
 	var out []delivery.Record
 	for i := range o.Limit {
-		out = append(out, delivery.Record{ID: fmt.Sprint("d", hi-1-uint64(i)), Seq: hi - 1 - uint64(i), Event: "issues", Status: delivery.StatusHandled})
+		out = append(out, delivery.Record{ID: fmt.Sprint("d", hi-1-uint64(i)), Seq: hi - 1 - uint64(i), Name: "issues", Status: delivery.StatusHandled})
 	}
 	return out, nil
 }
