@@ -22,7 +22,7 @@ import (
 )
 
 // EmitterEventNames returns every event name and event.action name the schema
-// knows (325 names): the events sorted by name, each followed by its
+// knows (338 names): the events sorted by name, each followed by its
 // event.action names in alphabetical order. That order is also plain string
 // order. The slice is a fresh copy on each call: changing it changes nothing
 // else. It is names.All.
@@ -87,6 +87,8 @@ func Parse(name string, body []byte) (Payload, error) {
 		return events_d.ParseDiscussionEvent(body)
 	case "discussion_comment":
 		return events_d.ParseDiscussionCommentEvent(body)
+	case "dismissal_request_dependabot":
+		return events_d.ParseDismissalRequestDependabotEvent(body)
 	case "fork":
 		return events_f.ParseForkEvent(body)
 	case "github_app_authorization":

@@ -84,6 +84,7 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	out := fs.String("out", "schema", "the directory to write events.yaml, types.yaml and lock.yaml into")
 	lockPath := fs.String("lock", "", "the lock of names and shapes once emitted (default: lock.yaml in -out; \"none\" for an empty one, not written)")
 	fetchVersion := fs.String("fetch", "", "first download this version (or tag, such as latest) of "+specPackage+" via npm pack (needs the network)")
+	fetchRestVersion := fs.String("fetch-rest", "", "first download this version (or tag, such as latest) of "+restPackage+", the second source, via npm pack (needs the network)")
 	compareMode := fs.Bool("compare", false, "compare two specs, OLD and NEW (JSON or .json.gz arguments): import OLD with an empty lock, then NEW with OLD's, and report; writes no schema")
 	changelog := fs.String("changelog", "", "insert the change report, as Markdown, at the top of this file's sections when the schema changed")
 	reportMD := fs.String("report", "", "write the change report as Markdown to this file (\"-\": stderr)")
@@ -139,6 +140,7 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	var data []byte
 	variants := map[string][]byte{}
 	var pending []pendingFile
+	writeRec := false
 	if *fetchVersion != "" {
 		f, err := fetch(*fetchVersion, rec)
 		if err != nil {
@@ -162,11 +164,10 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 				}
 			}
 		}
-		recData, err := encodeRecord(rec)
-		if err != nil {
-			return fail("%v", err)
+		if rec0, _ := readRecord(*recPath); rec0 != nil {
+			rec.Rest = rec0.Rest
 		}
-		pending = append(pending, pendingFile{*recPath, recData})
+		writeRec = true
 		fmt.Fprintf(stderr, "importschema: %s@%s: %d spec files (%s and %d variants), tarball sha256 %s\n",
 			rec.Package, rec.Version, len(f.files), mainVariant, len(rec.Variants), rec.TarballSHA256)
 	} else {
@@ -184,6 +185,62 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 				variants[v.Name] = d
 			}
 		}
+	}
+
+	// 1b. The second source: downloaded, or its committed pruned copies; the
+	// webhooks it adds must be the ones the record lists.
+	var restSpecs map[string][]byte
+	srcDir := filepath.Dir(*spec)
+	switch {
+	case *fetchRestVersion != "":
+		if rec == nil {
+			return fail("-fetch-rest needs the record of the first source (-record)")
+		}
+		rr, specs, err := fetchRest(*fetchRestVersion, rec.Rest)
+		if err != nil {
+			return fail("fetch: %v", err)
+		}
+		for _, name := range sortedKeys(specs) {
+			gz, err := gzipBytes(specs[name])
+			if err != nil {
+				return fail("%v", err)
+			}
+			pending = append(pending, pendingFile{filepath.Join(srcDir, restDir, name+".json.gz"), gz})
+		}
+		if rec.Rest != nil {
+			for _, v := range rec.Rest.Variants {
+				if specs[v.Name] == nil {
+					pending = append(pending, pendingFile{path: filepath.Join(srcDir, restDir, v.Name+".json.gz")})
+				}
+			}
+		}
+		rec.Rest, restSpecs, writeRec = rr, specs, true
+		fmt.Fprintf(stderr, "importschema: %s@%s: %d spec files with webhooks, tarball sha256 %s\n", rr.Package, rr.Version, len(specs), rr.TarballSHA256)
+	case rec != nil && rec.Rest != nil:
+		var err error
+		if restSpecs, err = readRest(srcDir, rec.Rest); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if restSpecs != nil {
+		var took []restWebhook
+		var err error
+		if data, variants, took, err = withRest(data, variants, restSpecs); err != nil {
+			return fail("%v", err)
+		}
+		if writeRec {
+			rec.Rest.Webhooks = took
+		} else if !sameWebhooks(took, rec.Rest.Webhooks) {
+			return fail("%s: the record lists %d webhooks from %s, the import takes %d: %v (fetch again to rewrite the record)",
+				*recPath, len(rec.Rest.Webhooks), rec.Rest.Package, len(took), took)
+		}
+	}
+	if writeRec {
+		recData, err := encodeRecord(rec)
+		if err != nil {
+			return fail("%v", err)
+		}
+		pending = append(pending, pendingFile{*recPath, recData})
 	}
 
 	if err := readOv(); err != nil {
@@ -563,8 +620,19 @@ func importSpecMode(data []byte, rec *record, ov *overrides, lk *lock, warn func
 		return nil, err
 	}
 	m.lenient = lenient
+	m.freeForm = map[string]*bool{}
+	for _, f := range ov.FreeForm {
+		m.freeForm[f.At] = new(bool)
+	}
 	if err := m.computeMatches(); err != nil {
 		return nil, err
+	}
+	if !lenient {
+		for _, f := range ov.FreeForm {
+			if !*m.freeForm[f.At] {
+				warn("override has no effect: free_form %s: no union there that the importer cannot tell apart", f.At)
+			}
+		}
 	}
 	renamed, sites, err := m.assignNames(ov.renameMap(), lk)
 	if err != nil {

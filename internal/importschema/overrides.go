@@ -38,6 +38,14 @@ type overrides struct {
 	// Required makes members of a struct required: a few minimal copies of a shape
 	// in the spec leave them optional, so the joined type would.
 	Required []optionalOverride `yaml:"required"`
+	// FreeForm keeps a union of objects that nothing in them tells apart as a
+	// free-form object, where the importer would otherwise stop.
+	FreeForm []freeFormOverride `yaml:"free_form"`
+}
+
+type freeFormOverride struct {
+	At     string `yaml:"at"` // the union's place, as the importer's message names it: "#exemption-request.metadata"
+	Reason string `yaml:"reason"`
 }
 
 type typeOverride struct {
@@ -174,6 +182,12 @@ func parseOverridesAt(path string, data []byte) (*overrides, error) {
 			if op.In == "" || len(op.JSON) == 0 {
 				return nil, fmt.Errorf("%w: %s entry needs in and json", errOverride, kind)
 			}
+		}
+	}
+	for _, f := range o.FreeForm {
+		check("free_form "+f.At, f.Reason)
+		if f.At == "" {
+			return nil, fmt.Errorf("%w: free_form entry needs at", errOverride)
 		}
 	}
 	if len(missing) > 0 {

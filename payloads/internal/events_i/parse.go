@@ -87,6 +87,12 @@ func decodeIssueCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, er
 	case "edited":
 		x := new(IssueCommentEditedEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssueCommentEditedEvent(x, d), "IssueCommentEditedEvent"))
+	case "pinned":
+		x := new(IssueCommentPinnedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueCommentPinnedEvent(x, d), "IssueCommentPinnedEvent"))
+	case "unpinned":
+		x := new(IssueCommentUnpinnedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueCommentUnpinnedEvent(x, d), "IssueCommentUnpinnedEvent"))
 	default:
 		x := new(IssueCommentUnknownEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssueCommentUnknownEvent(x, d), "IssueCommentUnknownEvent"))
@@ -142,6 +148,12 @@ func decodeIssuesEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 	case "edited":
 		x := new(IssuesEditedEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssuesEditedEvent(x, d), "IssuesEditedEvent"))
+	case "field_added":
+		x := new(IssuesFieldAddedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssuesFieldAddedEvent(x, d), "IssuesFieldAddedEvent"))
+	case "field_removed":
+		x := new(IssuesFieldRemovedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssuesFieldRemovedEvent(x, d), "IssuesFieldRemovedEvent"))
 	case "labeled":
 		x := new(IssuesLabeledEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssuesLabeledEvent(x, d), "IssuesLabeledEvent"))
