@@ -7404,6 +7404,155 @@ type IssueLabel = common.IssueLabel
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssuePullRequest = common.IssuePullRequest
 
+// IssueRelatesToEvent is the payload of an "issue_relates_to" delivery: one of
+// *IssueRelatesToRelatesToAddedEvent, *IssueRelatesToRelatesToRemovedEvent, or
+// *IssueRelatesToUnknownEvent for an action the schema does not know.
+//
+// This event occurs when a "relates to" relationship between two issues is
+// added or removed.
+//
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
+//
+// Methods:
+//
+//	GetAction() string
+//	GetIssueID() int64
+//	GetIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRelatedIssue() *Issue
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToEvent = events_i.IssueRelatesToEvent
+
+// IssueRelatesToRelatesToAddedEvent is the payload of an "issue_relates_to"
+// delivery with action "relates_to_added".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift),
+// whose action enum names relates_to_added and relates_to_removed; neither JSON
+// Schema source publishes it yet.
+//
+// The payload of an issue_relates_to delivery. (From overrides: The shape
+// @octokit/openapi-webhooks-types 12.2.0 gives webhook-issue-relates-to-added
+// and -removed, over the existing issue, installation, organization, repository
+// and user types (the TypeScript says "number" for the IDs; the forge's IDs are
+// integers).)
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	IssueID        *int64              "issue_id"
+//	Issue          *Issue              "issue"
+//	RelatedIssueID *int64              "related_issue_id"
+//	RelatedIssue   *Issue              "related_issue"
+//	Installation   *SimpleInstallation "installation"
+//	Organization   Organization        "organization" required
+//	Repository     Repository          "repository" required
+//	Sender         User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueID() int64
+//	GetOrganization() *Organization
+//	GetRelatedIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToRelatesToAddedEvent = events_i.IssueRelatesToRelatesToAddedEvent
+
+// IssueRelatesToRelatesToRemovedEvent is the payload of an "issue_relates_to"
+// delivery with action "relates_to_removed".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift),
+// whose action enum names relates_to_added and relates_to_removed; neither JSON
+// Schema source publishes it yet.
+//
+// The payload of an issue_relates_to delivery. (From overrides: The shape
+// @octokit/openapi-webhooks-types 12.2.0 gives webhook-issue-relates-to-added
+// and -removed, over the existing issue, installation, organization, repository
+// and user types (the TypeScript says "number" for the IDs; the forge's IDs are
+// integers).)
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	IssueID        *int64              "issue_id"
+//	Issue          *Issue              "issue"
+//	RelatedIssueID *int64              "related_issue_id"
+//	RelatedIssue   *Issue              "related_issue"
+//	Installation   *SimpleInstallation "installation"
+//	Organization   Organization        "organization" required
+//	Repository     Repository          "repository" required
+//	Sender         User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueID() int64
+//	GetOrganization() *Organization
+//	GetRelatedIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToRelatesToRemovedEvent = events_i.IssueRelatesToRelatesToRemovedEvent
+
+// IssueRelatesToUnknownEvent is the payload of an "issue_relates_to" delivery
+// whose action the schema does not know. It has the members all known actions
+// share, the action, and in Raw the whole payload; other members are kept as
+// unknown members (see UnknownMembers).
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	IssueID        *int64              "issue_id"
+//	Issue          *Issue              "issue"
+//	RelatedIssueID *int64              "related_issue_id"
+//	RelatedIssue   *Issue              "related_issue"
+//	Installation   *SimpleInstallation "installation"
+//	Organization   *Organization       "organization"
+//	Repository     *Repository         "repository"
+//	Sender         *User               "sender"
+//	Raw            json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueID() int64
+//	GetOrganization() *Organization
+//	GetRelatedIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToUnknownEvent = events_i.IssueRelatesToUnknownEvent
+
 // IssueState: State of this Pull Request. Either `open` or `closed`.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -8354,6 +8503,41 @@ type IssuesUntypedEvent = events_i.IssuesUntypedEvent
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Label = common.Label
 
+// LabelArchivedEvent is the payload of a "label" delivery with action
+// "archived".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift):
+// "A label was archived." Its payload is the label payload; the label's
+// archived_at stays in Extra until a spec with JSON Schema for it is published.
+//
+// It has the same shape as LabelCreatedEvent (from overrides).
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelArchivedEvent = events_l.LabelArchivedEvent
+
 // LabelCreatedEvent is the payload of a "label" delivery with action "created".
 //
 // A label was created.
@@ -8465,9 +8649,10 @@ type LabelEditedChanges = events_l.LabelEditedChanges
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelEditedEvent = events_l.LabelEditedEvent
 
-// LabelEvent is the payload of a "label" delivery: one of *LabelCreatedEvent,
-// *LabelDeletedEvent, *LabelEditedEvent, or *LabelUnknownEvent for an action
-// the schema does not know.
+// LabelEvent is the payload of a "label" delivery: one of *LabelArchivedEvent,
+// *LabelCreatedEvent, *LabelDeletedEvent, *LabelEditedEvent,
+// *LabelUnarchivedEvent, or *LabelUnknownEvent for an action the schema does
+// not know.
 //
 // This event occurs when there is activity relating to labels. For more
 // information, see "Managing labels." For information about the APIs to manage
@@ -8498,6 +8683,40 @@ type LabelEditedEvent = events_l.LabelEditedEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelEvent = events_l.LabelEvent
+
+// LabelUnarchivedEvent is the payload of a "label" delivery with action
+// "unarchived".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift):
+// "A label was unarchived." Its payload is the label payload.
+//
+// It has the same shape as LabelCreatedEvent (from overrides).
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelUnarchivedEvent = events_l.LabelUnarchivedEvent
 
 // LabelUnknownEvent is the payload of a "label" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,

@@ -877,6 +877,32 @@ func OnIssueDependenciesBlockingRemovedEvent(r Registrar, h func(context.Context
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_dependencies.blocking_removed", "issue_dependencies", events_i.ParseIssueDependenciesEvent, h)
 }
 
+// OnIssueRelatesToEvent registers h for every "issue_relates_to" delivery,
+// decoded into its action's struct, or *IssueRelatesToUnknownEvent for an
+// action the schema does not know. Given actions (such as "relates_to_added"),
+// it registers h for those actions only, with one listener: h gets
+// IssueRelatesToEvent, whose methods give what all the actions share. An action
+// the schema does not know panics. It returns the listener, for RemoveListener.
+func OnIssueRelatesToEvent(r Registrar, h func(context.Context, Event[IssueRelatesToEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnIssueRelatesToEvent", "issue_relates_to", IsKnownEventName, events_i.ParseIssueRelatesToEvent, h, actions)
+}
+
+// OnIssueRelatesToRelatesToAddedEvent registers h for
+// "issue_relates_to.relates_to_added" deliveries, decoded into
+// *IssueRelatesToRelatesToAddedEvent. It returns the listener, for
+// RemoveListener.
+func OnIssueRelatesToRelatesToAddedEvent(r Registrar, h func(context.Context, Event[*IssueRelatesToRelatesToAddedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_relates_to.relates_to_added", "issue_relates_to", events_i.ParseIssueRelatesToEvent, h)
+}
+
+// OnIssueRelatesToRelatesToRemovedEvent registers h for
+// "issue_relates_to.relates_to_removed" deliveries, decoded into
+// *IssueRelatesToRelatesToRemovedEvent. It returns the listener, for
+// RemoveListener.
+func OnIssueRelatesToRelatesToRemovedEvent(r Registrar, h func(context.Context, Event[*IssueRelatesToRelatesToRemovedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_relates_to.relates_to_removed", "issue_relates_to", events_i.ParseIssueRelatesToEvent, h)
+}
+
 // OnIssuesEvent registers h for every "issues" delivery, decoded into its
 // action's struct, or *IssuesUnknownEvent for an action the schema does not
 // know. Given actions (such as "assigned"), it registers h for those actions
@@ -1015,12 +1041,18 @@ func OnIssuesUntypedEvent(r Registrar, h func(context.Context, Event[*IssuesUnty
 
 // OnLabelEvent registers h for every "label" delivery, decoded into its
 // action's struct, or *LabelUnknownEvent for an action the schema does not
-// know. Given actions (such as "created"), it registers h for those actions
+// know. Given actions (such as "archived"), it registers h for those actions
 // only, with one listener: h gets LabelEvent, whose methods give what all the
 // actions share. An action the schema does not know panics. It returns the
 // listener, for RemoveListener.
 func OnLabelEvent(r Registrar, h func(context.Context, Event[LabelEvent]) error, actions ...string) *emitter.Listener {
 	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnLabelEvent", "label", IsKnownEventName, events_l.ParseLabelEvent, h, actions)
+}
+
+// OnLabelArchivedEvent registers h for "label.archived" deliveries, decoded
+// into *LabelArchivedEvent. It returns the listener, for RemoveListener.
+func OnLabelArchivedEvent(r Registrar, h func(context.Context, Event[*LabelArchivedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.archived", "label", events_l.ParseLabelEvent, h)
 }
 
 // OnLabelCreatedEvent registers h for "label.created" deliveries, decoded into
@@ -1039,6 +1071,12 @@ func OnLabelDeletedEvent(r Registrar, h func(context.Context, Event[*LabelDelete
 // *LabelEditedEvent. It returns the listener, for RemoveListener.
 func OnLabelEditedEvent(r Registrar, h func(context.Context, Event[*LabelEditedEvent]) error) *emitter.Listener {
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.edited", "label", events_l.ParseLabelEvent, h)
+}
+
+// OnLabelUnarchivedEvent registers h for "label.unarchived" deliveries, decoded
+// into *LabelUnarchivedEvent. It returns the listener, for RemoveListener.
+func OnLabelUnarchivedEvent(r Registrar, h func(context.Context, Event[*LabelUnarchivedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.unarchived", "label", events_l.ParseLabelEvent, h)
 }
 
 // OnMarketplacePurchaseEvent registers h for every "marketplace_purchase"

@@ -84,13 +84,14 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	out := fs.String("out", "schema", "the directory to write events.yaml, types.yaml and lock.yaml into")
 	lockPath := fs.String("lock", "", "the lock of names and shapes once emitted (default: lock.yaml in -out; \"none\" for an empty one, not written)")
 	fetchVersion := fs.String("fetch", "", "first download this version (or tag, such as latest) of "+specPackage+" via npm pack (needs the network)")
-	fetchRestVersion := fs.String("fetch-rest", "", "first download this version (or tag, such as latest) of "+restPackage+", the second source, via npm pack (needs the network)")
+	fetchRestVersion := fs.String("fetch-rest", "", "first download this version (or tag, such as latest) of "+restPackage+", the second source, via npm pack (needs the network); \"none\" drops the second source")
 	compareMode := fs.Bool("compare", false, "compare two specs, OLD and NEW (JSON or .json.gz arguments): import OLD with an empty lock, then NEW with OLD's, and report; writes no schema")
 	changelog := fs.String("changelog", "", "insert the change report, as Markdown, at the top of this file's sections when the schema changed")
 	reportMD := fs.String("report", "", "write the change report as Markdown to this file (\"-\": stderr)")
 	reportJSON := fs.String("report-json", "", "write the change report as JSON to this file")
 	failBreaking := fs.Bool("fail-on-breaking", false, "exit 3 when the update breaks compiled code (after writing)")
 	quiet := fs.Bool("q", false, "print warnings only, no summary or report")
+	driftSrc := fs.String("drift", "", "print what "+typesPackage+" (this version or tag, or a types.d.ts[.gz] file) knows that the schema in -out lacks: names and payload members; exit 1 when anything")
 	checkMode := fs.Bool("check", false, "import in memory and compare with the files in -out (events.yaml, types.yaml, lock.yaml): exit 1 naming each that differs; writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -98,6 +99,9 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	if *compareMode != (fs.NArg() == 2) || (!*compareMode && fs.NArg() > 0) {
 		fmt.Fprintf(stderr, "importschema: unexpected arguments %q (-compare takes OLD and NEW)\n", fs.Args())
 		return 2
+	}
+	if *driftSrc != "" {
+		return runDrift(*driftSrc, *out, stderr, stderr)
 	}
 	start := time.Now()
 	fail := func(format string, a ...any) int {
@@ -192,6 +196,14 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	var restSpecs map[string][]byte
 	srcDir := filepath.Dir(*spec)
 	switch {
+	case *fetchRestVersion == "none":
+		// The first source alone (make spec-versions at older versions).
+		if rec != nil && rec.Rest != nil {
+			for _, v := range rec.Rest.Variants {
+				pending = append(pending, pendingFile{path: filepath.Join(srcDir, restDir, v.Name+".json.gz")})
+			}
+			rec.Rest, writeRec = nil, true
+		}
 	case *fetchRestVersion != "":
 		if rec == nil {
 			return fail("-fetch-rest needs the record of the first source (-record)")

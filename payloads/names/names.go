@@ -121,6 +121,9 @@ var all = [...]string{
 	"issue_dependencies.blocked_by_removed",
 	"issue_dependencies.blocking_added",
 	"issue_dependencies.blocking_removed",
+	"issue_relates_to",
+	"issue_relates_to.relates_to_added",
+	"issue_relates_to.relates_to_removed",
 	"issues",
 	"issues.assigned",
 	"issues.closed",
@@ -143,9 +146,11 @@ var all = [...]string{
 	"issues.unpinned",
 	"issues.untyped",
 	"label",
+	"label.archived",
 	"label.created",
 	"label.deleted",
 	"label.edited",
+	"label.unarchived",
 	"marketplace_purchase",
 	"marketplace_purchase.cancelled",
 	"marketplace_purchase.changed",
@@ -354,7 +359,7 @@ var all = [...]string{
 	"workflow_run.requested",
 }
 
-// All returns every event name and event.action name the schema knows (338
+// All returns every event name and event.action name the schema knows (343
 // names): the events sorted by name, each followed by its event.action names in
 // alphabetical order. That order is also plain string order. The slice is a
 // fresh copy on each call.

@@ -3024,6 +3024,298 @@ func EncodeIssueDependenciesBlockingRemovedEvent(x *IssueDependenciesBlockingRem
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueRelatesToUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueRelatesToUnknownEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueRelatesToUnknownEvent(x, &d), "IssueRelatesToUnknownEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueRelatesToUnknownEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueRelatesToUnknownEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueRelatesToUnknownEvent reads a JSON object into *x, a zero
+// IssueRelatesToUnknownEvent.
+func DecodeIssueRelatesToUnknownEvent(x *IssueRelatesToUnknownEvent, d *codec.Decoder) error {
+	start := d.Start()
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "issue_id":
+			err = codec.DecInt64Ptr(&x.IssueID, d)
+		case "issue":
+			err = codec.DecPtr(&x.Issue, d, common.DecodeIssue)
+		case "related_issue_id":
+			err = codec.DecInt64Ptr(&x.RelatedIssueID, d)
+		case "related_issue":
+			err = codec.DecPtr(&x.RelatedIssue, d, common.DecodeIssue)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
+		case "sender":
+			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	if err == nil {
+		x.Raw = d.Since(start)
+	}
+	return err
+}
+
+// EncodeIssueRelatesToUnknownEvent writes *x as a JSON object: its members as
+// they were decoded.
+func EncodeIssueRelatesToUnknownEvent(x *IssueRelatesToUnknownEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.IssueID != nil {
+		e.Key(",\"issue_id\":")
+		codec.EncInt64(x.IssueID, e)
+	}
+	if x.Issue != nil {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(x.Issue, e)
+	}
+	if x.RelatedIssueID != nil {
+		e.Key(",\"related_issue_id\":")
+		codec.EncInt64(x.RelatedIssueID, e)
+	}
+	if x.RelatedIssue != nil {
+		e.Key(",\"related_issue\":")
+		common.EncodeIssue(x.RelatedIssue, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if x.Repository != nil {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(x.Repository, e)
+	}
+	if x.Sender != nil {
+		e.Key(",\"sender\":")
+		common.EncodeUser(x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueRelatesToRelatesToAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueRelatesToRelatesToAddedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueRelatesToRelatesToAddedEvent(x, &d), "IssueRelatesToRelatesToAddedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueRelatesToRelatesToAddedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueRelatesToRelatesToAddedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueRelatesToRelatesToAddedEvent reads a JSON object into *x, a zero
+// IssueRelatesToRelatesToAddedEvent.
+func DecodeIssueRelatesToRelatesToAddedEvent(x *IssueRelatesToRelatesToAddedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "issue_id":
+			err = codec.DecInt64Ptr(&x.IssueID, d)
+		case "issue":
+			err = codec.DecPtr(&x.Issue, d, common.DecodeIssue)
+		case "related_issue_id":
+			err = codec.DecInt64Ptr(&x.RelatedIssueID, d)
+		case "related_issue":
+			err = codec.DecPtr(&x.RelatedIssue, d, common.DecodeIssue)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecSeen(&x.Organization, d, &seen, 1, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 4)
+	return err
+}
+
+// EncodeIssueRelatesToRelatesToAddedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeIssueRelatesToRelatesToAddedEvent(x *IssueRelatesToRelatesToAddedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.IssueID != nil {
+		e.Key(",\"issue_id\":")
+		codec.EncInt64(x.IssueID, e)
+	}
+	if x.Issue != nil {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(x.Issue, e)
+	}
+	if x.RelatedIssueID != nil {
+		e.Key(",\"related_issue_id\":")
+		codec.EncInt64(x.RelatedIssueID, e)
+	}
+	if x.RelatedIssue != nil {
+		e.Key(",\"related_issue\":")
+		common.EncodeIssue(x.RelatedIssue, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(&x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueRelatesToRelatesToRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueRelatesToRelatesToRemovedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueRelatesToRelatesToRemovedEvent(x, &d), "IssueRelatesToRelatesToRemovedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueRelatesToRelatesToRemovedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueRelatesToRelatesToRemovedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueRelatesToRelatesToRemovedEvent reads a JSON object into *x, a zero
+// IssueRelatesToRelatesToRemovedEvent.
+func DecodeIssueRelatesToRelatesToRemovedEvent(x *IssueRelatesToRelatesToRemovedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "issue_id":
+			err = codec.DecInt64Ptr(&x.IssueID, d)
+		case "issue":
+			err = codec.DecPtr(&x.Issue, d, common.DecodeIssue)
+		case "related_issue_id":
+			err = codec.DecInt64Ptr(&x.RelatedIssueID, d)
+		case "related_issue":
+			err = codec.DecPtr(&x.RelatedIssue, d, common.DecodeIssue)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecSeen(&x.Organization, d, &seen, 1, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 4)
+	return err
+}
+
+// EncodeIssueRelatesToRelatesToRemovedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeIssueRelatesToRelatesToRemovedEvent(x *IssueRelatesToRelatesToRemovedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.IssueID != nil {
+		e.Key(",\"issue_id\":")
+		codec.EncInt64(x.IssueID, e)
+	}
+	if x.Issue != nil {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(x.Issue, e)
+	}
+	if x.RelatedIssueID != nil {
+		e.Key(",\"related_issue_id\":")
+		codec.EncInt64(x.RelatedIssueID, e)
+	}
+	if x.RelatedIssue != nil {
+		e.Key(",\"related_issue\":")
+		common.EncodeIssue(x.RelatedIssue, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(&x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUnknownEvent) UnmarshalJSON(b []byte) error {
 	*x = IssuesUnknownEvent{}
 	d := codec.NewDecoder(b)

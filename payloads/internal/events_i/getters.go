@@ -2240,6 +2240,222 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetIssueID returns the "issue_id" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToUnknownEvent) GetIssueID() int64 {
+	if x == nil || x.IssueID == nil {
+		return 0
+	}
+	return *x.IssueID
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToUnknownEvent) GetIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.Issue
+}
+
+// GetRelatedIssueID returns the "related_issue_id" member, or 0 when x is nil
+// or the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetRelatedIssueID() int64 {
+	if x == nil || x.RelatedIssueID == nil {
+		return 0
+	}
+	return *x.RelatedIssueID
+}
+
+// GetRelatedIssue returns the "related_issue" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetRelatedIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.RelatedIssue
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetRepository() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToUnknownEvent) GetSender() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sender
+}
+
+// GetIssueID returns the "issue_id" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetIssueID() int64 {
+	if x == nil || x.IssueID == nil {
+		return 0
+	}
+	return *x.IssueID
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.Issue
+}
+
+// GetRelatedIssueID returns the "related_issue_id" member, or 0 when x is nil
+// or the member is absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetRelatedIssueID() int64 {
+	if x == nil || x.RelatedIssueID == nil {
+		return 0
+	}
+	return *x.RelatedIssueID
+}
+
+// GetRelatedIssue returns the "related_issue" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetRelatedIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.RelatedIssue
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member was absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetOrganization() *common.Organization {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetIssueID returns the "issue_id" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetIssueID() int64 {
+	if x == nil || x.IssueID == nil {
+		return 0
+	}
+	return *x.IssueID
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.Issue
+}
+
+// GetRelatedIssueID returns the "related_issue_id" member, or 0 when x is nil
+// or the member is absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetRelatedIssueID() int64 {
+	if x == nil || x.RelatedIssueID == nil {
+		return 0
+	}
+	return *x.RelatedIssueID
+}
+
+// GetRelatedIssue returns the "related_issue" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetRelatedIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.RelatedIssue
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member was absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetOrganization() *common.Organization {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Sender
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *IssuesUnknownEvent) GetEnterprise() *common.Enterprise {

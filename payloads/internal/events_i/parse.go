@@ -125,6 +125,26 @@ func decodeIssueDependenciesEvent(action []byte, d *codec.Decoder) (codec.Payloa
 	}
 }
 
+// ParseIssueRelatesToEvent decodes the payload of an "issue_relates_to"
+// delivery, for payloads.Parse.
+func ParseIssueRelatesToEvent(body []byte) (codec.Payload, error) {
+	return codec.ParseByAction(body, decodeIssueRelatesToEvent)
+}
+
+func decodeIssueRelatesToEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
+	switch string(action) {
+	case "relates_to_added":
+		x := new(IssueRelatesToRelatesToAddedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueRelatesToRelatesToAddedEvent(x, d), "IssueRelatesToRelatesToAddedEvent"))
+	case "relates_to_removed":
+		x := new(IssueRelatesToRelatesToRemovedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueRelatesToRelatesToRemovedEvent(x, d), "IssueRelatesToRelatesToRemovedEvent"))
+	default:
+		x := new(IssueRelatesToUnknownEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueRelatesToUnknownEvent(x, d), "IssueRelatesToUnknownEvent"))
+	}
+}
+
 // ParseIssuesEvent decodes the payload of an "issues" delivery, for
 // payloads.Parse.
 func ParseIssuesEvent(body []byte) (codec.Payload, error) {

@@ -2,9 +2,9 @@
 
 // Package payloads (forgehooks.dev/forgehooks/payloads/internal/events_i) holds
 // the generated payloads of the events installation, installation_repositories,
-// installation_target, issue_comment, issue_dependencies, issues, and types
-// they use. The package forgehooks.dev/forgehooks/payloads names each by an
-// alias, and documents it.
+// installation_target, issue_comment, issue_dependencies, issue_relates_to,
+// issues, and types they use. The package forgehooks.dev/forgehooks/payloads
+// names each by an alias, and documents it.
 package payloads
 
 import (

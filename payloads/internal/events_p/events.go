@@ -1861,16 +1861,14 @@ func (x *PullRequestConvertedToDraftEvent) GetAction() string {
 //
 // A pull request was removed from a milestone.
 type PullRequestDemilestonedEvent struct {
-	Action       string               `json:"action"`
-	Enterprise   *common.Enterprise   `json:"enterprise,omitempty"`
-	Milestone    *common.Milestone    `json:"milestone,omitempty"`
-	Number       int64                `json:"number"`
-	Organization *common.Organization `json:"organization,omitempty"`
-	PullRequest  common.PullRequest   `json:"pull_request"`
-	Repository   common.Repository    `json:"repository"`
-	Sender       *common.User         `json:"sender,omitempty"`
-	// The spec leaves it out of this action; the forge sends it as it does with the
-	// event's other actions.
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Milestone    *common.Milestone          `json:"milestone,omitempty"`
+	Number       int64                      `json:"number"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	PullRequest  common.PullRequest         `json:"pull_request"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
 	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 
 	extra
@@ -2048,16 +2046,14 @@ func (x *PullRequestLockedEvent) GetAction() string {
 //
 // A pull request was added to a milestone.
 type PullRequestMilestonedEvent struct {
-	Action       string               `json:"action"`
-	Enterprise   *common.Enterprise   `json:"enterprise,omitempty"`
-	Milestone    *common.Milestone    `json:"milestone,omitempty"`
-	Number       int64                `json:"number"`
-	Organization *common.Organization `json:"organization,omitempty"`
-	PullRequest  common.PullRequest   `json:"pull_request"`
-	Repository   common.Repository    `json:"repository"`
-	Sender       *common.User         `json:"sender,omitempty"`
-	// The spec leaves it out of this action; the forge sends it as it does with the
-	// event's other actions.
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Milestone    *common.Milestone          `json:"milestone,omitempty"`
+	Number       int64                      `json:"number"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	PullRequest  common.PullRequest         `json:"pull_request"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
 	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 
 	extra
