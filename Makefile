@@ -62,10 +62,12 @@ modules:
 ## generate: regenerate package payloads from the committed schema/ (the importer does not
 ## run: schema/ is committed, see `make schema`), and the example module's package generated
 ## from a schema of its own. It fails when schema/packages.yaml lacks what the schema has:
-## `make packages` records it.
+## `make packages` records it. Then the corpus's generated samples (cmd/gensamples): one for each
+## name without an example.
 generate:
 	$(GO) generate ./payloads
 	cd examples/customschema && $(GO) generate ./forgepayloads
+	$(GO) run ./cmd/gensamples -schema schema -corpus internal/corpus/testdata
 
 ## packages: the explicit step that writes schema/packages.yaml (the generated package of
 ## each event and type), extended for what a schema update added; generation only reads it.
@@ -79,8 +81,8 @@ generate-check:
 	$(GO) run ./cmd/importschema -check -q
 	@if [ -n "$$(ls payloads/*.go 2>/dev/null)" ]; then \
 	  $(MAKE) --no-print-directory generate && \
-	  git diff --exit-code --stat -- payloads schema examples/customschema && \
-	  test -z "$$(git status --porcelain -- payloads schema examples/customschema)" || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
+	  git diff --exit-code --stat -- payloads schema examples/customschema internal/corpus/testdata/generated && \
+	  test -z "$$(git status --porcelain -- payloads schema examples/customschema internal/corpus/testdata/generated)" || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
 	fi
 
 ## schema: re-import schema/ from the committed spec and overrides, extend
