@@ -14,6 +14,6 @@ func ExamplePayload() {
 	}
 	a, _ := samplegen.Payload(s, "issue_relates_to.relates_to_added", 1)
 	b, _ := samplegen.Payload(s, "issue_relates_to.relates_to_added", 1)
-	fmt.Println(string(a) == string(b), string(a[:30]))
+	fmt.Println(string(a) == string(b), string(a[:28]))
 	// Output: true {"action":"relates_to_added"
 }
