@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/signing"
 )
 
@@ -30,6 +31,9 @@ func TestSendGeneratedSamples(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer ts.Close()
+	if !payloads.IsKnownEventName("pull_request.stacked") {
+		t.Skip("the schema is not imported with @octokit/openapi (make spec-versions)")
+	}
 	for _, tc := range []struct{ name, event, path string }{
 		{"pull_request.stacked", "pull_request", "generated/pull_request/stacked-0.json"},
 		{"dismissal_request_dependabot.created", "dismissal_request_dependabot", "generated/dismissal_request_dependabot/created-0.json"},

@@ -14,6 +14,20 @@ import (
 // The types of @octokit/openapi-webhooks-types 12.2.0, compressed.
 var typesFixture = filepath.Join("testdata", "drift", "types-12.2.0.d.ts.gz")
 
+// pinnedSources skips a test of the committed schema against the fixture unless
+// schema/ is imported from the sources the fixture was checked with (make
+// spec-versions imports others).
+func pinnedSources(t *testing.T) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "schema", "source", "source.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "version: 12.1.0\n") || !strings.Contains(string(src), "package: '@octokit/openapi'\n  version: 23.0.2") {
+		t.Skip("schema/ is not imported from @octokit/openapi-webhooks 12.1.0 and @octokit/openapi 23.0.2")
+	}
+}
+
 func TestParseTypes(t *testing.T) {
 	ps, _, err := readTypes(typesFixture)
 	if err != nil {
@@ -59,6 +73,7 @@ func TestParseTypes(t *testing.T) {
 // TestDrift: the committed schema knows everything the types know (make
 // schema-drift prints nothing); without one name, or one member, it says which.
 func TestDrift(t *testing.T) {
+	pinnedSources(t)
 	dir := filepath.Join("..", "..", "schema")
 	var out bytes.Buffer
 	if code := runDrift(typesFixture, dir, &out, &out); code != 0 {
@@ -127,6 +142,7 @@ func TestDrift(t *testing.T) {
 // TestDriftCommand runs the command on a copy of the schema without one action:
 // it names the action and exits 1.
 func TestDriftCommand(t *testing.T) {
+	pinnedSources(t)
 	src := filepath.Join("..", "..", "schema")
 	dir := t.TempDir()
 	for _, f := range []string{genmodel.EventsFile, genmodel.TypesFile} {

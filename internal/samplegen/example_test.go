@@ -12,8 +12,8 @@ func ExamplePayload() {
 	if err != nil {
 		panic(err)
 	}
-	a, _ := samplegen.Payload(s, "issue_relates_to.relates_to_added", 1)
-	b, _ := samplegen.Payload(s, "issue_relates_to.relates_to_added", 1)
-	fmt.Println(string(a) == string(b), string(a[:28]))
-	// Output: true {"action":"relates_to_added"
+	a, _ := samplegen.Payload(s, "issues.opened", 1)
+	b, _ := samplegen.Payload(s, "issues.opened", 1)
+	fmt.Println(string(a) == string(b), string(a[:18]))
+	// Output: true {"action":"opened"
 }
