@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test timing fmt-check vet tidy-check unit modules generate packages generate-check schema-latest schema-drift bench bench-peers bench-load fuzz schema spec-versions serve smee-client load chromium screenshots
+.PHONY: test test-long timing fmt-check vet tidy-check unit modules generate packages generate-check schema-latest schema-drift bench bench-peers bench-load fuzz schema spec-versions serve smee-client load chromium screenshots
 
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
 ## race-enabled tests, and the same for the nested modules. The inspector's browser
@@ -40,11 +40,19 @@ vet:
 tidy-check:
 	$(GO) mod tidy -diff
 
-## unit: the race-enabled tests of every package. Past Go's default of 10 minutes a
-## package: the inbox's cluster tests run three JetStream servers, and on a 2-core
-## machine with a second suite beside it that package alone takes longer.
+## unit: the race-enabled tests of every package, read through internal/testreport,
+## which prints go test's own lines (ok per package, the output of failed tests) and
+## then each package's time and the slowest ten tests; it fails when a test failed.
+## Past Go's default of 10 minutes a package: the inbox's cluster tests run three
+## JetStream servers, and on a 2-core machine with a second suite beside it that
+## package alone takes longer.
 unit:
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	@set -o pipefail; $(GO) test -race -count=1 -timeout 30m -json $(PKGS) | $(GO) run ./internal/testreport
+
+## test-long: the unit step with the soak, scale and attack tests that `make test`
+## skips (internal/longtest: FORGEHOOKS_LONG=1). Not in CI: see CONTRIBUTING.md.
+test-long:
+	FORGEHOOKS_LONG=1 $(MAKE) --no-print-directory unit
 
 ## modules: tidy, vet and test the nested modules that build against this checkout and
 ## may depend on what the SDK must not: the Lambda adapter (lambda/: aws-lambda-go), the

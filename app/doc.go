@@ -24,6 +24,12 @@
 //		…
 //	})
 //
+// A tenant's hook (a repository's or organization's, with
+// webhooks.Options.Tenants) sends deliveries that name no installation: with
+// Options.Tenants set, [App.Client] acts as the tenant's Installation, or with
+// its Token, at its APIURL when it has one (a self-hosted forge), and fails
+// with [ErrNoCredentials] when the tenant has neither.
+//
 // Tokens and JWTs are [Token] values, which print, log and marshal as
 // "[redacted]"; no error or log line of this package contains one.
 package app

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 
 	"forgehooks.dev/forgehooks/app"
+	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/signing"
@@ -75,4 +77,59 @@ func ExampleApp_Client() {
 	// Output:
 	// delivery answered 200
 	// Codertocat/Hello-World#1, as installation 42: "Thanks, @Codertocat!"
+}
+
+// A tenant's own hook (an organization's, say) sends deliveries that name no
+// installation: the tenant says which installation answers for it, and
+// Client acts as that one. Options.Tenants is the receiver's own Tenants, so
+// that the tenant is read through its cache.
+func ExampleApp_Client_tenant() {
+	keyPEM, _ := os.ReadFile("testdata/pkcs1.pem")
+	key, _ := app.ParsePrivateKey(keyPEM)
+	forge, _ := forgetest.Start(forgetest.Options{AppID: "424242", PublicKey: &key.PublicKey})
+	defer forge.Close()
+	forge.AddInstallation(42)
+
+	tenants := webhooks.NewTenants(webhooks.StaticTenants{
+		"acme": {Secrets: []string{"acme-s3cret"}, Installation: 42}, // or Token, and APIURL for its own forge
+	}, webhooks.TenantsOptions{})
+	wh, _ := webhooks.New(webhooks.Options{Tenants: tenants})
+	forgeApp, err := app.New(app.Options{AppID: "424242", PrivateKey: keyPEM, APIURL: forge.URL, Tenants: wh.Tenants()})
+	if err != nil {
+		panic(err)
+	}
+	wh.On("issue_comment.created", func(ctx context.Context, e emitter.Event) error {
+		c, err := forgeApp.Client(ctx) // the delivery names none: acme's installation
+		if err != nil {
+			return err
+		}
+		res, err := c.Post(forge.URL+"/repos/octo/site/issues/1/comments", "application/json", strings.NewReader(`{"body":"Triaged."}`))
+		if err != nil {
+			return err
+		}
+		return res.Body.Close()
+	})
+
+	srv := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Path: "/t/{tenant}/hooks"}))
+	defer srv.Close()
+	body := []byte(`{"action":"created","issue":{"number":1},"comment":{"body":"help"}}`)
+	sig, _ := signing.Sign("acme-s3cret", body)
+	req, _ := http.NewRequest("POST", srv.URL+"/t/acme/hooks", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(webhooks.HeaderEvent, "issue_comment")
+	req.Header.Set(webhooks.HeaderDelivery, "d-1")
+	req.Header.Set(webhooks.HeaderSignature, sig)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	res.Body.Close()
+
+	fmt.Println("delivery answered", res.StatusCode)
+	for _, c := range forge.Comments() {
+		fmt.Printf("%s/%s#%d, as installation %d: %q\n", c.Owner, c.Repo, c.Issue, c.Installation, c.Body)
+	}
+	// Output:
+	// delivery answered 200
+	// octo/site#1, as installation 42: "Triaged."
 }

@@ -73,3 +73,32 @@ func FuzzRateLimitHeaders(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRefusal: any 403 body gives a *RefusedError only when it says
+// "Resource not accessible by integration", and otherwise leaves the body
+// whole for the caller; the error's message is clipped.
+func FuzzRefusal(f *testing.F) {
+	f.Add([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.example"}`))
+	f.Add([]byte(`{"message":"Must have admin rights to Repository."}`))
+	f.Add([]byte(`resource NOT accessible by integration`))
+	f.Add(bytes.Repeat([]byte("x"), maxPeek+10))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, _ := http.NewRequest(http.MethodPost, "https://api.example/repos/o/r/issues/1/labels", nil)
+		res := &http.Response{StatusCode: http.StatusForbidden, Body: io.NopCloser(bytes.NewReader(body)), Request: req}
+		ref := refusal(req, res, 7)
+		says := bytes.Contains(bytes.ToLower(body[:min(len(body), maxPeek)]), notAccessible)
+		if (ref != nil) != says {
+			t.Fatalf("refusal = %v for a body that says it: %v", ref, says)
+		}
+		if ref != nil {
+			if len(ref.Message) > 104 || !ref.Permanent() || ref.Installation != 7 {
+				t.Fatalf("refusal %+v", ref)
+			}
+			return
+		}
+		got, err := io.ReadAll(res.Body)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("the body after the peek is %d bytes (%v), want the %d sent", len(got), err, len(body))
+		}
+	})
+}

@@ -149,7 +149,7 @@ func (a *App) cachedOrFlight(ctx context.Context, k tokenKey, scope *Scope) (tok
 // requests (those the access-token request is one of) at now. a.mu is held.
 func (a *App) appPausedLocked(now time.Time) bool {
 	for k, b := range a.budgets {
-		if k.installation == 0 && (k.resource == "" || k.resource == "core") {
+		if k.installation == 0 && k.tenant == "" && (k.resource == "" || k.resource == "core") {
 			if d, _ := b.until(now); d > 0 {
 				return true
 			}
@@ -177,6 +177,10 @@ func (a *App) dropToken(id int64, scope *Scope, tok Token) {
 	}
 }
 
+// narrowedHint is what a refused token request of a narrowed scope usually
+// means.
+const narrowedHint = "the token was narrowed to repositories or permissions the installation lacks?"
+
 // maxTokenAnswer bounds the access-token answer read (a token with a long
 // repository list is a few hundred KB at most).
 const maxTokenAnswer = 4 << 20
@@ -200,6 +204,13 @@ func (a *App) requestToken(ctx context.Context, id int64, scope *Scope) (Token, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := a.Transport().RoundTrip(req)
+	if ref := (*RefusedError)(nil); errors.As(err, &ref) {
+		ref.Installation = id
+		if scope != nil {
+			ref.Hint = narrowedHint
+		}
+		return Token{}, time.Time{}, ref
+	}
 	if err != nil {
 		return Token{}, time.Time{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -217,10 +228,12 @@ func (a *App) requestToken(ctx context.Context, id int64, scope *Scope) (Token, 
 		case http.StatusUnauthorized:
 			msg += " (the forge refused the app's JWT: check the app id and that the private key is this app's)"
 		case http.StatusNotFound:
-			msg += " (no such installation of this app: uninstalled?)"
+			// No retry brings an uninstalled installation back.
+			return Token{}, time.Time{}, &RefusedError{Method: req.Method, Path: req.URL.Path, Installation: id,
+				StatusCode: res.StatusCode, Message: errorMessage(b), Hint: "no such installation of this app: uninstalled?"}
 		case http.StatusForbidden, http.StatusUnprocessableEntity:
 			if scope != nil {
-				msg += " (the token was narrowed to repositories or permissions the installation lacks?)"
+				msg += " (" + narrowedHint + ")"
 			}
 		}
 		return Token{}, time.Time{}, errors.New(msg)

@@ -90,7 +90,7 @@ func TestWrongKey(t *testing.T) {
 		{"bad API URL", app.Options{AppID: testAppID, PrivateKey: good, APIURL: "api.example"}, `API URL "api.example"`},
 		{"wrong app's key", app.Options{AppID: testAppID, PrivateKey: pkcs1PEM(other)}, "401 Unauthorized: A JSON web token could not be decoded: signature invalid (the forge refused the app's JWT: check the app id and that the private key is this app's)"},
 		{"wrong app id", app.Options{AppID: "7", PrivateKey: good}, "401 Unauthorized: JWT iss 7 is not app 424242"},
-		{"no such installation", app.Options{AppID: testAppID, PrivateKey: good}, "installation 43: access token: 404 Not Found: Not Found (no such installation of this app: uninstalled?)"},
+		{"no such installation", app.Options{AppID: testAppID, PrivateKey: good}, "installation 43: POST /app/installations/43/access_tokens: 404 Not Found: Not Found (no such installation of this app: uninstalled?)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

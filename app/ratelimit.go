@@ -21,7 +21,8 @@ var ErrRateLimited = errors.New("rate limited")
 // RateLimitError is the error of a request given up for a rate limit.
 type RateLimitError struct {
 	Method, Path string        // the request (the path without its query)
-	Installation int64         // 0 for a request as the app
+	Installation int64         // 0 for a request as the app or with a tenant's token
+	Tenant       string        // whose token the request carried; "" for the app's credentials
 	Wait         time.Duration // how long the forge asked to wait still
 	Reason       string        // "Retry-After", "X-RateLimit-Reset", "secondary limit"
 	MaxWait      time.Duration // the bound it went over
@@ -31,8 +32,11 @@ type RateLimitError struct {
 // Error says which request, for whom, and how long the forge asked to wait.
 func (e *RateLimitError) Error() string {
 	who := "the app"
-	if e.Installation != 0 {
+	switch {
+	case e.Installation != 0:
 		who = "installation " + strconv.FormatInt(e.Installation, 10)
+	case e.Tenant != "":
+		who = "tenant " + e.Tenant + "'s token"
 	}
 	if e.Wait <= e.MaxWait {
 		return fmt.Sprintf("app: %s %s: %s still rate limited (%s) after %d retries", e.Method, e.Path, who, e.Reason, e.Retries)

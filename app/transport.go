@@ -12,12 +12,14 @@ import (
 	"time"
 )
 
-// transport sends requests as the app (installation 0) or as an
-// installation.
+// transport sends requests as the app (installation 0), as an
+// installation, or with a tenant's token (static).
 type transport struct {
 	a            *App
 	installation int64
 	scope        *Scope
+	static       Token  // a tenant's token, sent as "token …"
+	tenant       string // whose static token
 }
 
 // Backoff of an idempotent request after a 5xx or a network error.
@@ -37,7 +39,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The request waits on its installation's pauses (a secondary limit, a
 	// Retry-After) and on those of its resource's primary limit only.
 	resource := resourceOf(strings.TrimPrefix(req.URL.Path, a.api.Path))
-	whole, own := a.budget(t.installation, ""), a.budget(t.installation, resource)
+	whole, own := a.budget(t.installation, t.tenant, ""), a.budget(t.installation, t.tenant, resource)
 	budgets := []*budget{whole, own}
 	what := req.Method + " " + req.URL.Path
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
@@ -57,7 +59,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if d, reason, err := waitBudgets(ctx, budgets, a.clock, &waited, a.maxWait, logWait); err != nil {
 			if errors.Is(err, ErrRateLimited) {
-				return fail(&RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Wait: d, Reason: reason, MaxWait: a.maxWait, Retries: try})
+				return fail(&RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Tenant: t.tenant, Wait: d, Reason: reason, MaxWait: a.maxWait, Retries: try})
 			}
 			return fail(fmt.Errorf("app: %s: %w", what, err))
 		}
@@ -71,7 +73,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, fmt.Errorf("app: %s: replaying the body: %w", what, err)
 			}
 		}
-		out.Header.Set("Authorization", "Bearer "+tok.Reveal())
+		if !t.static.IsZero() {
+			out.Header.Set("Authorization", "token "+tok.Reveal())
+		} else {
+			out.Header.Set("Authorization", "Bearer "+tok.Reveal())
+		}
 		if out.Header.Get("User-Agent") == "" {
 			out.Header.Set("User-Agent", a.userAgent)
 		}
@@ -104,7 +110,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				// than resourceOf guessed: that one pauses, and so does this
 				// request's when it was refused, so that it is not sent
 				// again at once.
-				a.budget(t.installation, th.resource).pause(now.Add(th.wait), th.reason)
+				a.budget(t.installation, t.tenant, th.resource).pause(now.Add(th.wait), th.reason)
 				if th.limited {
 					own.pause(now.Add(th.wait), th.reason)
 				}
@@ -119,7 +125,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			if !retriesLeft || waited+th.wait > a.maxWait {
 				drain(res)
-				return nil, &RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Wait: th.wait, Reason: th.reason, MaxWait: a.maxWait, Retries: try}
+				return nil, &RateLimitError{Method: req.Method, Path: req.URL.Path, Installation: t.installation, Tenant: t.tenant, Wait: th.wait, Reason: th.reason, MaxWait: a.maxWait, Retries: try}
 			}
 			drain(res)
 			continue // waitBudgets holds it back
@@ -145,13 +151,20 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			continue
 		}
+		if ref := refusal(req, res, t.installation); ref != nil {
+			drain(res)
+			return nil, ref
+		}
 		return res, nil
 	}
 }
 
-// credentials returns the token to send: the app's JWT, or the
-// installation's token.
+// credentials returns the token to send: a tenant's token, the app's JWT,
+// or the installation's token.
 func (t *transport) credentials(ctx context.Context) (Token, error) {
+	if !t.static.IsZero() {
+		return t.static, nil
+	}
 	if t.installation == 0 {
 		return t.a.JWT(t.a.clock.Now())
 	}
@@ -193,6 +206,9 @@ func drain(res *http.Response) {
 
 // String names the transport's principal, never its credentials.
 func (t *transport) String() string {
+	if !t.static.IsZero() {
+		return "tenant " + t.tenant + "'s token (redacted)"
+	}
 	if t.installation == 0 {
 		return t.a.String()
 	}

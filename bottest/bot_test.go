@@ -95,27 +95,50 @@ func TestSendReturnsDeadLetter(t *testing.T) {
 	}
 }
 
-// Payload points the API URLs at the fake forge, keeps an installation the
-// payload names (and adds it to the forge), and adds Installation to a
-// payload that names none.
+// Payload points the API URLs at the fake forge and adds the installation a
+// payload names to the forge; it adds one only when asked (AppHookOn), and
+// AppHookOff removes one.
 func TestPayload(t *testing.T) {
-	bot := bottest.New(t)
-	p := bot.Payload(webhookstest.Payload("issue_comment.created"))
-	if bytes.Contains(p, []byte(app.DefaultAPIURL)) || !bytes.Contains(p, []byte(bot.Forge.URL+"/repos/")) {
-		t.Errorf("URLs not rewritten:\n%.300s", p)
+	named := []byte(`{"action":"created","installation":{"id":77},"url":"` + app.DefaultAPIURL + `/repos/o/r"}`)
+	unnamed := []byte(`{"action":"created","url":"` + app.DefaultAPIURL + `/repos/o/r"}`)
+	tests := []struct {
+		name    string
+		hook    bottest.AppHook
+		payload []byte
+		want    int64 // 0: none
+	}{
+		{"auto keeps", bottest.AppHookAuto, named, 77},
+		{"auto adds none", bottest.AppHookAuto, unnamed, 0},
+		{"on keeps", bottest.AppHookOn, named, 77},
+		{"on adds", bottest.AppHookOn, unnamed, bottest.Installation},
+		{"off removes", bottest.AppHookOff, named, 0},
+		{"off adds none", bottest.AppHookOff, unnamed, 0},
 	}
-	var in struct {
-		Installation struct{ ID int64 } `json:"installation"`
-	}
-	if err := json.Unmarshal(p, &in); err != nil || in.Installation.ID != bottest.Installation {
-		t.Errorf("installation %d (%v), want %d", in.Installation.ID, err, bottest.Installation)
-	}
-	own := bot.Payload([]byte(`{"action":"created","installation":{"id":77}}`))
-	if err := json.Unmarshal(own, &in); err != nil || in.Installation.ID != 77 {
-		t.Errorf("installation %d (%v), want the payload's 77", in.Installation.ID, err)
-	}
-	if _, _, err := bot.App.InstallationToken(t.Context(), 77, nil); err != nil {
-		t.Errorf("the payload's installation does not exist in the forge: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bot := bottest.New(t, bottest.Options{AppHook: tt.hook})
+			p := bot.Payload(tt.payload)
+			if bytes.Contains(p, []byte(app.DefaultAPIURL)) || !bytes.Contains(p, []byte(bot.Forge.URL+"/repos/o/r")) {
+				t.Errorf("URLs not rewritten: %s", p)
+			}
+			var in struct {
+				Installation *struct{ ID int64 } `json:"installation"`
+			}
+			if err := json.Unmarshal(p, &in); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.want == 0 && in.Installation != nil:
+				t.Errorf("installation %d, want none: %s", in.Installation.ID, p)
+			case tt.want != 0 && (in.Installation == nil || in.Installation.ID != tt.want):
+				t.Errorf("%s: want installation %d", p, tt.want)
+			case tt.want != 0:
+				if _, _, err := bot.App.InstallationToken(t.Context(), tt.want, nil); err != nil {
+					t.Errorf("the payload's installation does not exist in the forge: %v", err)
+				}
+			}
+		})
 	}
 }
 

@@ -1,9 +1,11 @@
 // Package bottest runs a whole bot in a test: the receiver (package
 // receiver) with a durable inbox in the test's temporary directory, the fake
 // forge of package forgetest, and an app client (package app) wired to it.
-// Send delivers an example payload whose API URLs point at the fake forge
-// and whose installation exists there, as the forge would, and waits until
-// the inbox has run its handlers:
+// Send delivers an example payload as the app's hook does: its API URLs
+// point at the fake forge and it names an installation that exists there.
+// SendAs delivers as a tenant's own (repository or organization) hook does:
+// signed with the tenant's secret, to its path, and naming no installation.
+// Either waits until the inbox has run its handlers:
 //
 //	bot := bottest.New(t)                // the fake forge, and bot.App for it
 //	wh := newBot(bot.App)                // your handlers, replying through the app
@@ -20,7 +22,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,6 +36,7 @@ import (
 	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/inbox"
 	"forgehooks.dev/forgehooks/receiver"
+	"forgehooks.dev/forgehooks/signing"
 	"forgehooks.dev/forgehooks/webhooks"
 	"forgehooks.dev/forgehooks/webhookstest"
 )
@@ -50,6 +56,25 @@ const (
 // dead letter within the test rather than after hours.
 var RetryDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
 
+// AppHook says whether a payload names an app installation, as the app's
+// hook's deliveries do and a repository's or organization's own hook's do
+// not. Its zero value, AppHookAuto, gives each way of sending its own
+// default.
+type AppHook uint8
+
+const (
+	// AppHookAuto: Send and SendPayload deliver as the app's hook (as
+	// AppHookOn), SendAs and SendPayloadAs as a tenant's own hook (as
+	// AppHookOff), and Payload leaves the payload's installation as it is.
+	AppHookAuto AppHook = iota
+	// AppHookOn: every payload names an installation: its own, or
+	// Installation when it names none.
+	AppHookOn
+	// AppHookOff: no payload names an installation; an example's own is
+	// removed, as a repository's or organization's hook sends none.
+	AppHookOff
+)
+
 // Options configure New; every field is optional.
 type Options struct {
 	// Forge configures the fake forge; its AppID and PublicKey default to
@@ -60,7 +85,25 @@ type Options struct {
 	App app.Options
 	// Wait bounds Send; zero: Wait.
 	Wait time.Duration
+	// AppHook says whether Send, SendAs and Payload make payloads name an
+	// installation; see AppHook. Zero: AppHookAuto.
+	AppHook AppHook
+	// Tenants, when set, is where the receiver finds each tenant's secrets:
+	// Start mounts the Webhooks on TenantPath ("/t/{tenant}/hooks") unless
+	// its options name another path, and SendAs signs with the tenant's
+	// first secret, as Tenants gives it for the tenant's path. Build the
+	// Webhooks given to Start with the same source
+	// (webhooks.Options{Tenants: webhooks.NewTenants(o.Tenants, …)}).
+	Tenants webhooks.SecretSource
+	// Tenant is the tenant Send and SendPayload deliver as when Tenants is
+	// set; default, with Tenants a webhooks.StaticTenants, its first name in
+	// sorted order.
+	Tenant string
 }
+
+// TenantPath is the path the receiver serves tenants' deliveries on when
+// Options.Tenants is set.
+const TenantPath = "/t/{" + webhooks.DefaultTenantPathValue + "}/hooks"
 
 // Bot is a fake forge, an app client for it and, once started, a receiver
 // running a bot's handlers.
@@ -72,10 +115,12 @@ type Bot struct {
 	App *app.App
 	// Receiver is the running receiver; nil before Start.
 	Receiver *receiver.Receiver
-	// URL is where deliveries are posted; "" before Start.
+	// URL is where deliveries are posted; "" before Start. With
+	// Options.Tenants it holds the path's "{tenant}" (see TenantURL).
 	URL string
 
 	t     testing.TB
+	opts  Options
 	wait  time.Duration
 	wh    *webhooks.Webhooks
 	n     atomic.Int64 // delivery ids
@@ -107,7 +152,7 @@ func New(t testing.TB, opts ...Options) *Bot {
 	if err != nil {
 		t.Fatalf("bottest: %v", err)
 	}
-	return &Bot{Forge: forge, App: a, t: t, wait: cmpOr(o.Wait, Wait)}
+	return &Bot{Forge: forge, App: a, t: t, opts: o, wait: cmpOr(o.Wait, Wait)}
 }
 
 // Start runs a receiver with wh's handlers and a durable inbox in the test's
@@ -120,7 +165,8 @@ func (b *Bot) Start(wh *webhooks.Webhooks) *receiver.Receiver {
 // StartReceiver runs a receiver with o until the test ends. Its Addr is
 // 127.0.0.1 on a free port; without an Inbox (or one with neither Dir nor
 // URLs) it gets one in the test's temporary directory, and without
-// RetryDelays the inbox retries after RetryDelays. When the test ends, the
+// RetryDelays the inbox retries after RetryDelays. With Options.Tenants and
+// no Middleware.Path, the path is TenantPath. When the test ends, the
 // receiver drains and stops before the directory is removed.
 func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
 	b.t.Helper()
@@ -142,6 +188,9 @@ func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
 	}
 	o.Inbox = &in
 	o.Addr = "127.0.0.1:0"
+	if b.opts.Tenants != nil && o.Middleware.Path == "" {
+		o.Middleware.Path = TenantPath
+	}
 	listening := make(chan string, 4)
 	onListen := o.OnListen
 	o.OnListen = func(part, addr string) {
@@ -183,18 +232,39 @@ func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
 }
 
 // Send delivers an example payload of name ("issue_comment.created", "push":
-// see webhookstest.Payload) with a fresh delivery id, and returns its record
-// once its handlers succeeded or it became a dead letter. Before sending,
-// Payload points the payload's API URLs at the fake forge and makes its
-// installation exist there, and each Send ends the body with whitespace of
+// see webhookstest.Payload) as the app's hook does, with a fresh delivery id,
+// and returns its record once its handlers succeeded or it became a dead
+// letter. Before sending, the payload's API URLs point at the fake forge and
+// it names an installation that exists there (unless Options.AppHook is
+// AppHookOff; see Payload), and each Send ends the body with whitespace of
 // its own, so that the inbox's replay guard (the same body under another
-// delivery id is refused) lets the same example be sent again.
+// delivery id is refused) lets the same example be sent again. With
+// Options.Tenants, it is sent as Options.Tenant.
 func (b *Bot) Send(name string) delivery.Record {
 	b.t.Helper()
 	event, _, _ := strings.Cut(name, ".")
-	p := b.Payload(webhookstest.Payload(name))
-	p = append(p, bytes.Repeat([]byte{'\n'}, int(b.sends.Add(1)))...)
-	return b.SendPayload(event, p)
+	return b.SendPayload(event, b.example(name, AppHookOn))
+}
+
+// SendAs delivers an example payload of name as tenant's own hook does:
+// signed with the tenant's first secret (as Options.Tenants gives it for the
+// tenant's path), posted to the tenant's path, and naming no installation
+// (unless Options.AppHook is AppHookOn), its API URLs pointing at the fake
+// forge. It returns the record once the handlers succeeded or it became a
+// dead letter; its Tenant is the tenant's name. It fails the test without
+// Options.Tenants.
+func (b *Bot) SendAs(tenant, name string) delivery.Record {
+	b.t.Helper()
+	event, _, _ := strings.Cut(name, ".")
+	return b.SendPayloadAs(tenant, event, b.example(name, AppHookOff))
+}
+
+// example is the example payload of name, made ready by payload with def
+// standing for AppHookAuto, and followed by whitespace of its own.
+func (b *Bot) example(name string, def AppHook) []byte {
+	b.t.Helper()
+	p := b.payload(webhookstest.Payload(name), def)
+	return append(p, bytes.Repeat([]byte{'\n'}, int(b.sends.Add(1)))...)
 }
 
 // SendPayload delivers payload as event (the X-Forge-Event header) with a
@@ -203,18 +273,75 @@ func (b *Bot) Send(name string) delivery.Record {
 // The payload is sent as given (see Payload). It fails the test when the
 // receiver does not answer 202 (stored: a 200 says the inbox refused it as a
 // duplicate or a replay of a body it holds), or the delivery is neither
-// handled nor dead within the bound.
+// handled nor dead within the bound. With Options.Tenants, it is
+// SendPayloadAs for Options.Tenant.
 func (b *Bot) SendPayload(event string, payload []byte) delivery.Record {
 	b.t.Helper()
+	if b.opts.Tenants != nil {
+		return b.SendPayloadAs(b.defaultTenant(), event, payload)
+	}
 	if b.Receiver == nil {
 		b.t.Fatal("bottest: Send before Start")
 	}
-	id := fmt.Sprintf("bottest-%d-%d", time.Now().UnixNano(), b.n.Add(1))
 	sig, err := b.wh.Sign(payload)
 	if err != nil {
 		b.t.Fatalf("bottest: signing: %v", err)
 	}
-	req, err := http.NewRequest(http.MethodPost, b.URL, bytes.NewReader(payload))
+	return b.post(b.URL, "", event, payload, sig)
+}
+
+// SendPayloadAs is SendPayload for tenant: signed with the tenant's first
+// secret and posted to the tenant's path (TenantURL). It fails the test
+// without Options.Tenants, or when they know no such tenant.
+func (b *Bot) SendPayloadAs(tenant, event string, payload []byte) delivery.Record {
+	b.t.Helper()
+	if b.Receiver == nil {
+		b.t.Fatal("bottest: Send before Start")
+	}
+	if b.opts.Tenants == nil {
+		b.t.Fatal("bottest: SendAs without Options.Tenants")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.wait)
+	defer cancel()
+	tn, err := b.opts.Tenants.Lookup(ctx, webhooks.TenantKey{Path: tenant})
+	if err != nil {
+		b.t.Fatalf("bottest: tenant %q: %v", tenant, err)
+	}
+	if len(tn.Secrets) == 0 {
+		b.t.Fatalf("bottest: tenant %q has no secret", tenant)
+	}
+	sig, err := signing.Sign(tn.Secrets[0], payload)
+	if err != nil {
+		b.t.Fatalf("bottest: signing as tenant %q: %v", tenant, err)
+	}
+	return b.post(b.TenantURL(tenant), tenant, event, payload, sig)
+}
+
+// TenantURL returns the URL tenant's deliveries are posted to: URL with the
+// tenant's name for the path's "{tenant}".
+func (b *Bot) TenantURL(tenant string) string {
+	return strings.Replace(b.URL, "{"+webhooks.DefaultTenantPathValue+"}", url.PathEscape(tenant), 1)
+}
+
+// defaultTenant is Options.Tenant, or the first name of a StaticTenants.
+func (b *Bot) defaultTenant() string {
+	b.t.Helper()
+	if b.opts.Tenant != "" {
+		return b.opts.Tenant
+	}
+	if st, ok := b.opts.Tenants.(webhooks.StaticTenants); ok && len(st) > 0 {
+		return slices.Sorted(maps.Keys(st))[0]
+	}
+	b.t.Fatal("bottest: Send with Options.Tenants needs Options.Tenant (or use SendAs)")
+	return ""
+}
+
+// post sends one signed delivery to u, for tenant (or none), and waits for
+// its record.
+func (b *Bot) post(u, tenant, event string, payload []byte, sig string) delivery.Record {
+	b.t.Helper()
+	id := fmt.Sprintf("bottest-%d-%d", time.Now().UnixNano(), b.n.Add(1))
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(payload))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -234,20 +361,23 @@ func (b *Bot) SendPayload(event string, payload []byte) delivery.Record {
 	case res.StatusCode == http.StatusOK:
 		b.t.Fatalf("bottest: delivery %s (%s) answered 200 %s: not stored (the inbox holds this body under another delivery id already: a replay)", id, event, strings.TrimSpace(answer.String()))
 	case res.StatusCode != http.StatusAccepted:
-		b.t.Fatalf("bottest: delivery %s (%s) answered %d: %s", id, event, res.StatusCode, strings.TrimSpace(answer.String()))
+		b.t.Fatalf("bottest: delivery %s (%s) to %s answered %d: %s", id, event, u, res.StatusCode, strings.TrimSpace(answer.String()))
+	}
+	if tenant != "" {
+		return b.Wait(tenant + "/" + id) // the inbox keeps a tenant's deliveries apart
 	}
 	return b.Wait(id)
 }
 
-// Wait returns the record of delivery id once its handlers succeeded or it
-// became a dead letter; it fails the test when neither happens within the
-// bound.
+// Wait returns the record of delivery id ("tenant/id" for a tenant's, as
+// the inbox keys them) once its handlers succeeded or it became a dead
+// letter; it fails the test when neither happens within the bound.
 func (b *Bot) Wait(id string) delivery.Record {
 	b.t.Helper()
 	store := b.Receiver.Store()
 	changed := make(chan struct{}, 1)
 	stop := store.Watch(func(rec delivery.Record) {
-		if rec.ID == id {
+		if rec.ID == id || rec.Tenant+"/"+rec.ID == id {
 			select {
 			case changed <- struct{}{}:
 			default:
@@ -278,11 +408,24 @@ func (b *Bot) Wait(id string) delivery.Record {
 }
 
 // Payload returns payload with its API URLs (https://api.github.com, as the
-// forge's public examples have them) pointing at the fake forge, and with an
-// installation that exists there: the payload's own (added to the forge), or
-// Installation when it names none.
+// forge's public examples have them) pointing at the fake forge, and the
+// installation it names added to the fake forge. It adds no installation
+// unless asked: with Options.AppHook AppHookOn, a payload that names none
+// gets Installation; with AppHookOff, an installation it names is removed;
+// with AppHookAuto (the zero value), it is left as it is. (Send and SendAs
+// ask for the installation their kind of hook sends; see AppHook.)
 func (b *Bot) Payload(payload []byte) []byte {
 	b.t.Helper()
+	return b.payload(payload, AppHookAuto)
+}
+
+// payload is Payload with def for AppHookAuto.
+func (b *Bot) payload(payload []byte, def AppHook) []byte {
+	b.t.Helper()
+	mode := b.opts.AppHook
+	if mode == AppHookAuto {
+		mode = def
+	}
 	p := bytes.ReplaceAll(payload, []byte(app.DefaultAPIURL), []byte(b.Forge.URL))
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(p, &m); err != nil {
@@ -291,11 +434,19 @@ func (b *Bot) Payload(payload []byte) []byte {
 	var in struct {
 		ID int64 `json:"id"`
 	}
-	if raw, ok := m["installation"]; ok && json.Unmarshal(raw, &in) == nil && in.ID != 0 {
+	raw, named := m["installation"]
+	named = named && json.Unmarshal(raw, &in) == nil && in.ID != 0
+	switch {
+	case mode == AppHookOff && named:
+		delete(m, "installation")
+	case named:
 		b.Forge.AddInstallation(in.ID)
 		return p
+	case mode == AppHookOn:
+		m["installation"] = json.RawMessage(fmt.Sprintf(`{"id":%d}`, Installation))
+	default:
+		return p
 	}
-	m["installation"] = json.RawMessage(fmt.Sprintf(`{"id":%d}`, Installation))
 	out, err := json.Marshal(m)
 	if err != nil {
 		b.t.Fatal(err)

@@ -151,6 +151,14 @@ func (r *Record) LastError() string {
 	return ""
 }
 
+// Final reports whether the last attempt's error was final
+// (webhooks.Permanent), so that the delivery went to the dead letters
+// without a retry.
+func (r *Record) Final() bool {
+	n := len(r.Attempts)
+	return n > 0 && r.Attempts[n-1].Final
+}
+
 // Attempt is one run of a delivery's handlers. Its field names are part of
 // the inbox's stored format.
 type Attempt struct {
@@ -165,6 +173,9 @@ type Attempt struct {
 	Err string
 	// Stack is the stack of a handler that panicked; empty otherwise.
 	Stack string `json:",omitempty"`
+	// Final says that the run's error was final (webhooks.Permanent): the
+	// delivery was not retried after it.
+	Final bool `json:",omitempty"`
 }
 
 // DefaultListLimit is the limit a Store uses when ListOptions.Limit is zero.

@@ -323,6 +323,24 @@ func (em *Emitter) Handles(event, action string) bool {
 	return action != "" && len(s.byName[event+"."+action]) > 0
 }
 
+// Names returns the names handlers are registered under, "event" or
+// "event.action" as given to On, OnNames and OnDecoded, sorted, each once;
+// handlers of OnAny and OnError are under no name. The slice is the caller's.
+func (em *Emitter) Names() []string {
+	s := em.snap.Load()
+	if s == nil {
+		return []string{}
+	}
+	out := make([]string, 0, len(s.byName))
+	for name, ls := range s.byName {
+		if len(ls) > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // update applies fn to a copy of the current snapshot and publishes the copy.
 func (em *Emitter) update(fn func(s *snapshot)) {
 	em.mu.Lock()

@@ -30,7 +30,7 @@ type Comment struct {
 	Owner, Repo  string
 	Issue        int64
 	Body         string
-	Installation int64     // whose token made it
+	Installation int64     // whose token made it; 0: Options.Token
 	At           time.Time // by the fake's clock
 }
 
@@ -95,16 +95,15 @@ func (s *Server) appOperation(w http.ResponseWriter, r *http.Request, op *operat
 		id, _ := strconv.ParseInt(params["installation_id"], 10, 64)
 		s.issueToken(w, op, id, body, now)
 		return true
-	case "issues/create-comment":
-		id, msg := s.installationOf(r, now)
-		if msg != "" {
+	case "apps/get-authenticated":
+		if msg := s.authorize(r, AppHook, now); msg != "" {
 			s.errorJSON(w, op, http.StatusUnauthorized, msg)
 			return true
 		}
-		if !s.installationLimits(w, op, id, true, now) || s.fault(w, r) {
+		if !s.primaryLimit(w, op, now) || s.fault(w, r) {
 			return true
 		}
-		s.createComment(w, op, id, params, body, now)
+		s.getApp(w, op, now)
 		return true
 	}
 	return false

@@ -91,3 +91,41 @@ func TestInstallationEndpoints(t *testing.T) {
 		t.Errorf("violations: %q, want the two bodies off the description", f.Violations())
 	}
 }
+
+// GET /app answers the app (a JWT, not a token) with Options.App's events
+// and permissions, in the description's form.
+func TestGetApp(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(t, forgetest.Options{Token: "tok", App: forgetest.AppInfo{
+		Slug: "triage", Events: []string{"issues", "push"}, Permissions: map[string]string{"issues": "write"},
+	}})
+	jwt, err := app.SignJWT(f.AppID(), forgetest.PrivateKey(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		auth string
+		code int
+	}{{"token tok", 401}, {"Bearer " + jwt, 200}} {
+		req, _ := http.NewRequest("GET", f.URL+"/app", nil)
+		req.Header.Set("User-Agent", "test")
+		req.Header.Set("Authorization", tt.auth)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Slug        string
+			Events      []string
+			Permissions map[string]string
+		}
+		err = json.NewDecoder(res.Body).Decode(&got)
+		res.Body.Close()
+		if res.StatusCode != tt.code || err != nil {
+			t.Fatalf("%.12s…: %d (%v), want %d", tt.auth, res.StatusCode, err, tt.code)
+		}
+		if tt.code == 200 && (got.Slug != "triage" || strings.Join(got.Events, ",") != "issues,push" || got.Permissions["issues"] != "write") {
+			t.Errorf("GET /app: %+v", got)
+		}
+	}
+}

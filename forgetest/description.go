@@ -32,6 +32,12 @@ type Schema struct {
 	Required   []string           `json:"required"`
 	Properties map[string]*Schema `json:"properties"`
 	Items      *Schema            `json:"items"`
+	// AllOf, AnyOf and OneOf combine schemas: a value must match all of
+	// AllOf, and at least one of AnyOf and of OneOf (the fake does not check
+	// that exactly one of OneOf matches).
+	AllOf []*Schema `json:"allOf"`
+	AnyOf []*Schema `json:"anyOf"`
+	OneOf []*Schema `json:"oneOf"`
 }
 
 type parameter struct {
@@ -109,9 +115,15 @@ func (d *Description) Operations() []string {
 	return out
 }
 
+// slashed names the path parameters whose values hold slashes as the forge
+// takes them unescaped: a file's path ("contents/{path}") and a git ref
+// ("git/ref/{ref}" with ref "heads/main").
+var slashed = map[string]bool{"path": true, "ref": true}
+
 // route is one path template, compiled.
 type route struct {
 	template string
+	literal  int // literal segments: the more, the more specific
 	re       *regexp.Regexp
 	names    []string
 	ops      map[string]*operation // by upper-case method
@@ -127,10 +139,17 @@ func ParseDescription() (*Description, error) {
 		r := route{template: tmpl, ops: map[string]*operation{}}
 		pattern := "^"
 		for _, seg := range strings.Split(strings.TrimPrefix(tmpl, "/"), "/") {
-			if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
-				r.names = append(r.names, seg[1:len(seg)-1])
-				pattern += "/([^/]+)"
-			} else {
+			switch name, ok := strings.CutPrefix(seg, "{"); {
+			case ok && strings.HasSuffix(seg, "}"):
+				name = strings.TrimSuffix(name, "}")
+				r.names = append(r.names, name)
+				if slashed[name] {
+					pattern += "/(.+)"
+				} else {
+					pattern += "/([^/]+)"
+				}
+			default:
+				r.literal++
 				pattern += "/" + regexp.QuoteMeta(seg)
 			}
 		}
@@ -164,17 +183,23 @@ func ParseDescription() (*Description, error) {
 
 // match finds the route of a request path and its path parameters.
 func (d *Description) match(path string) (*route, map[string]string) {
+	// The most specific template wins: "commits/{ref}/status" over
+	// "commits/{ref}", which a slashed ref would match too.
+	var best *route
+	var params map[string]string
 	for i := range d.routes {
 		r := &d.routes[i]
+		if best != nil && r.literal <= best.literal {
+			continue
+		}
 		if m := r.re.FindStringSubmatch(path); m != nil {
-			params := map[string]string{}
+			best, params = r, map[string]string{}
 			for j, name := range r.names {
 				params[name] = m[j+1]
 			}
-			return r, params
 		}
 	}
-	return nil, nil
+	return best, params
 }
 
 // Schema returns the named component schema ("hook-delivery-item").
@@ -189,6 +214,14 @@ func checkParam(p *parameter, v string) error {
 	case "integer":
 		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
 			return fmt.Errorf("%s parameter %q: %q is not an integer", p.In, p.Name, v)
+		}
+	case "number":
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("%s parameter %q: %q is not a number", p.In, p.Name, v)
+		}
+	case "boolean":
+		if v != "true" && v != "false" {
+			return fmt.Errorf("%s parameter %q: %q is not true or false", p.In, p.Name, v)
 		}
 	case "string":
 	default:
@@ -221,6 +254,30 @@ func (d *Description) validate(s *Schema, v any, at string, out *[]string) {
 			return
 		}
 		s = rs
+	}
+	if v == nil && s.Nullable {
+		return
+	}
+	for _, a := range s.AllOf {
+		d.validate(a, v, at, out)
+	}
+	for _, alts := range [][]*Schema{s.AnyOf, s.OneOf} {
+		if len(alts) == 0 {
+			continue
+		}
+		var first []string
+		for i, a := range alts {
+			var p []string
+			d.validate(a, v, at, &p)
+			if len(p) == 0 {
+				first = nil
+				break
+			}
+			if i == 0 {
+				first = p
+			}
+		}
+		*out = append(*out, first...)
 	}
 	if v == nil {
 		if !s.Nullable && s.Type != "" {

@@ -25,7 +25,9 @@ const docURL = "https://docs.example/rest"
 // recorder captures the status of an answer for the request log.
 type recorder struct {
 	http.ResponseWriter
-	status int
+	status       int
+	operation    string
+	installation int64
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -45,9 +47,13 @@ func (r *recorder) Write(b []byte) (int, error) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
 	now := s.now()
+	var body []byte
 	defer func() {
 		s.mu.Lock()
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), At: now, Status: rec.status})
+		s.requests = append(s.requests, Request{
+			Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), At: now, Status: rec.status,
+			Operation: rec.operation, Installation: rec.installation, Authorization: r.Header.Get("Authorization"), Body: body,
+		})
 		s.mu.Unlock()
 	}()
 	path, ok := strings.CutPrefix(r.URL.Path, s.opts.BasePath)
@@ -68,6 +74,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.errorJSON(rec, nil, http.StatusNotFound, "Not Found")
 		return
 	}
+	rec.operation = op.OperationID
 	body, msg := s.readBody(r, op)
 	if msg == "" {
 		msg = s.checkRequest(r, op, params)
@@ -83,6 +90,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.appOperation(rec, r, op, params, body, now) {
+		return
+	}
+	if !strings.Contains(route.template, "/deliveries") {
+		s.botOperation(rec, r, op, params, body, now)
 		return
 	}
 	key := hookKey(route.template, params)

@@ -17,12 +17,19 @@
 //
 // For an app's handlers it issues installation access tokens (POST
 // /app/installations/{installation_id}/access_tokens, as the app) that expire
-// after Options.TokenLifetime, accepts them for issue comments (POST
-// /repos/{owner}/{repo}/issues/{issue_number}/comments) and records those,
-// and limits each installation on its own: a primary limit with
-// X-RateLimit-* headers, and a secondary limit (Throttle, or too many
-// comments a minute) answered 403 with Retry-After. Request bodies are checked
-// against the description too.
+// after Options.TokenLifetime, and answers GET /app (as the app) from
+// Options.App. It accepts those tokens, and Options.Token, for every
+// operation a bot commonly calls (testdata/operations.txt lists them:
+// issues, comments, labels, assignees, reactions, pulls, reviews and review
+// comments, check runs and suites, statuses, contents, git refs, commits,
+// trees and blobs), each answered with the success the description lists and
+// a value of its schema that echoes what the request sent (labels added are
+// labels of those names). Issue comments are recorded (Comments), and every
+// request, with its operation, credentials and body (Requests). Each
+// installation is limited on its own: a primary limit with X-RateLimit-*
+// headers, and a secondary limit (Throttle, or too many content-creating
+// requests a minute) answered 403 with Retry-After. Request bodies are
+// checked against the description too.
 package forgetest
 
 import (
@@ -56,7 +63,9 @@ type Options struct {
 	// BasePath is the path the API is served under, as a self-hosted
 	// forge's is ("/api/v3"); default none. URL ends with it.
 	BasePath string
-	// Token is the token repository and organization hooks accept.
+	// Token is a token the fake accepts besides the installation tokens it
+	// issues: for repository and organization hooks' delivery logs, and for
+	// the operations a bot calls (as a tenant's own token would be).
 	Token string
 	// Secret signs deliveries (X-Hub-Signature-256).
 	Secret string
@@ -81,6 +90,9 @@ type Options struct {
 	TokenLifetime time.Duration
 	// RateLimit is the primary limit, requests an hour; default 5000.
 	RateLimit int
+	// App is what GET /app answers the app: the events it is subscribed to
+	// and its permissions (none when zero).
+	App AppInfo
 	// AllowViolations keeps the test passing when requests depart from the
 	// description (for tests that send such requests on purpose).
 	AllowViolations bool
@@ -106,6 +118,19 @@ type Request struct {
 	Query  url.Values
 	At     time.Time // by the fake's clock
 	Status int
+	// Operation is the operationId of the description's operation the
+	// request was for ("issues/add-labels"); "" when it matched none.
+	Operation string
+	// Installation is the installation whose token authorized the request;
+	// 0 for any other credentials or none.
+	Installation int64
+	// Authorization is the Authorization header as sent, so that a test can
+	// tell which credentials a bot used.
+	Authorization string
+	// Body is the request's body, when it was JSON the operation takes
+	// (nil for a request without one, or one refused as off the
+	// description).
+	Body []byte
 }
 
 // Fault makes the fake answer matching requests with Status, Header and Body

@@ -9,10 +9,12 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// aliasesFile names every generated type of the internal packages in package
-// payloads, by an alias with the type's doc, and every enum constant, by a
-// constant of the same value and type: to users they are payloads' own.
+// aliasesFile holds the reference to the runtime's version, and names every
+// generated type of the internal packages in package payloads, by an alias
+// with the type's doc, and every enum constant, by a constant of the same
+// value and type: to users they are payloads' own.
 func (g *generator) aliasesFile(f *jen.File) {
+	g.runtimeVersionCheck(f)
 	type alias struct {
 		name string
 		doc  jen.Code

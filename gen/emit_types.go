@@ -4,9 +4,11 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// typesFile holds the package's doc, its shared struct and union types.
+// typesFile holds the package's doc, the reference to the runtime's
+// version, its shared struct and union types.
 func (g *generator) typesFile(f *jen.File) {
 	f.PackageComment(docText(g.packageDoc()))
+	g.runtimeVersionCheck(f)
 	if len(g.pkg.structs) > 0 {
 		f.Line()
 		f.Comment("// extra is embedded in every struct under this name, which no generated field")

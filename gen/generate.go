@@ -38,6 +38,24 @@ const emitterPath = "forgehooks.dev/forgehooks/emitter"
 // calls (decoding, encoding, registration), imported as codec.
 const runtimePath = "forgehooks.dev/forgehooks/payloads/codec"
 
+// runtimeVersion is the version of the runtime the generated code is for:
+// every generated package but names references codec.IsVersion<N> (see
+// runtimeVersionCheck), which the runtime declares as an int while it serves
+// that version. It goes up with the runtime's.
+const runtimeVersion = 1
+
+// runtimeVersionCheck writes the reference to the runtime's version
+// constant, with the comment a reader of a failed build lands on.
+func (g *generator) runtimeVersionCheck(f *jen.File) {
+	f.Line()
+	f.Comment(fmt.Sprintf("This package was generated for version %d of its runtime, package", runtimeVersion))
+	f.Comment(runtimePath + ". A build that fails on the next line")
+	f.Comment("pairs it with another version: a runtime newer than the package says")
+	f.Comment(`"regenerate this package" (regenerate it with the gen of the forgehooks`)
+	f.Comment(`version built with); an older runtime says "undefined" (update forgehooks).`)
+	f.Const().Id("_").Int().Op("=").Add(g.rt(fmt.Sprintf("IsVersion%d", runtimeVersion)))
+}
+
 // File is one generated file.
 type File struct {
 	// Name is the file's base name, such as "events.go".

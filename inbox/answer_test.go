@@ -17,17 +17,18 @@ import (
 	"time"
 
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/longtest"
 )
 
 // TestClusterKeepsAnswering: three nats-servers, two receivers. The same
 // delivery id posted to both receivers at the same moment is answered 202
 // by one and 200 "duplicate" by the other, never 503 (the second publish
 // meets "duplicate message id is in process" and waits for the first); then
-// the node leading the inbox stream is shut down while deliveries arrive at
+// (a long test: make test-long) the node leading the inbox stream is shut down while deliveries arrive at
 // 500/s (or the rate this machine sustains without a fault, when it is
 // lower): none is answered 503, none waits longer than the middleware's
 // Timeout, and every one is handled.
-var pairsN = flag.Int("inbox.pairs", 2000, "ids TestClusterKeepsAnswering posts to both receivers at once; 300 with -short or -race unless set")
+var pairsN = flag.Int("inbox.pairs", 2000, "ids TestClusterKeepsAnswering posts to both receivers at once; 300 with -short or -race unless set or FORGEHOOKS_LONG=1")
 
 func TestClusterKeepsAnswering(t *testing.T) {
 	pairs := scaled("inbox.pairs", *pairsN, 300)
@@ -105,6 +106,7 @@ func TestClusterKeepsAnswering(t *testing.T) {
 	})
 
 	t.Run("stream leader shut down at 500 per second", func(t *testing.T) {
+		longtest.Require(t, "seconds of deliveries at the rate the cluster sustains, a shutdown, and every one handled")
 		ctx := context.Background()
 		info, err := ins[1].inbox.Info(ctx)
 		if err != nil || info.Cluster == nil {

@@ -16,34 +16,53 @@ import (
 // TestAttemptNumbersGoOn: when the server's delivery count is behind the
 // attempts recorded in the status (the count lost in a crash, the status
 // written), the next attempt is numbered after the recorded ones: no number
-// appears twice.
+// appears twice. The status is written while no runner runs (the retry is an
+// hour away, then the inbox is open without a Receiver), so that the retry
+// cannot read the status before it is written.
 func TestAttemptNumbersGoOn(t *testing.T) {
-	wh := newWebhooks(t)
-	s := newSeen()
-	release := make(chan struct{})
-	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
-		info, _ := webhooks.DeliveryFrom(ctx)
-		s.add(info)
-		if info.Attempt == 1 {
-			<-release
-			return errors.New("first attempt fails")
-		}
-		return nil
-	})
-	in := openInbox(t, t.TempDir(), Options{Receiver: wh, RetryDelays: []time.Duration{50 * time.Millisecond}})
+	dir := t.TempDir()
 	ctx := context.Background()
+	s := newSeen()
+	handlers := func() *webhooks.Webhooks {
+		wh := newWebhooks(t)
+		wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+			info, _ := webhooks.DeliveryFrom(ctx)
+			s.add(info)
+			if info.Attempt == 1 {
+				return errors.New("first attempt fails")
+			}
+			return nil
+		})
+		return wh
+	}
+	delays := []time.Duration{time.Hour}
+	in, err := openStarted(ctx, Options{Dir: dir, Receiver: handlers(), RetryDelays: delays, Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "x", Name: "issues", Payload: []byte(`{"action":"opened"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the first attempt", func() bool { return len(s.get("x")) == 1 })
-	close(release)
 	waitFor(t, 10*time.Second, "the first attempt's status", func() bool {
 		r, err := in.Get(ctx, "x")
 		return err == nil && r.Status == delivery.StatusRetrying
 	})
+	in.Close(ctx)
+
 	// As after a crash in which the server's count of deliveries was lost
 	// but the status of attempts 1 to 3 was written.
-	in.putStatus(ctx, subjectToken("x"), &status{Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1}, {Number: 2}, {Number: 3}}})
+	in, err = Open(ctx, Options{Dir: dir, Logger: quiet(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.putStatus(ctx, subjectToken("x"), &status{Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1}, {Number: 2}, {Number: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	in.Close(ctx)
+
+	// The last recorded attempt has no delay left in the schedule: the
+	// start hands the waiting retry back, and it runs at once.
+	in = openInbox(t, dir, Options{Receiver: handlers(), RetryDelays: delays})
 	waitFor(t, 10*time.Second, "the retry", func() bool { return len(s.get("x")) == 2 })
 	if got := s.get("x")[1].Attempt; got != 4 {
 		t.Errorf("the retry ran as attempt %d, want 4", got)

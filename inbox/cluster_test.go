@@ -24,7 +24,7 @@ import (
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-var clusterN = flag.Int("inbox.cluster.n", 2000, "deliveries TestInboxClusterNodeRestart sends (the issue's full run: 10000)")
+var clusterN = flag.Int("inbox.cluster.n", 2000, "deliveries TestInboxClusterNodeRestart sends (the issue's full run: 10000); 300 under -race or -short unless set or FORGEHOOKS_LONG=1")
 
 // freePorts returns n TCP ports on 127.0.0.1 free a moment ago.
 func freePorts(t testing.TB, n int) []int {
@@ -184,10 +184,7 @@ func openClusterInbox(t testing.TB, urls []string, o Options) *Inbox {
 // delivery is answered 200 "duplicate"; no handler runs for a delivery with a
 // bad signature.
 func TestInboxClusterNodeRestart(t *testing.T) {
-	n := *clusterN
-	if testing.Short() {
-		n = 300
-	}
+	n := scaled("inbox.cluster.n", *clusterN, 300)
 	cl := sharedCluster(t)
 	handled := sync.Map{} // id → *atomic.Int32
 	var runs atomic.Int64

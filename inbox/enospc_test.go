@@ -12,14 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
 // TestInboxDiskFull: on a full disk (a small tmpfs) JetStream stops itself;
 // deliveries are refused with an error that says so, and once space is
 // freed the inbox restarts it and takes deliveries again, without a
-// restart of the process. Needs root (to mount the tmpfs).
+// restart of the process. Needs root (to mount the tmpfs). Long: the small
+// disk of TestInboxDiskFullSmall checks the same in make test.
 func TestInboxDiskFull(t *testing.T) {
+	longtest.Require(t, "fills a 256 MiB tmpfs with 1 MiB deliveries")
 	diskFull(t, 256, 140, 1<<20)
 }
 

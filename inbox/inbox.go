@@ -152,7 +152,11 @@ type Options struct {
 	// Name_STATUS, Name_SEEN), subjects and consumers. Zero: DefaultName.
 	// Inboxes sharing a cluster and a Name share their deliveries.
 	Name string
-	// Replicas of each stream and bucket. Zero: 1 embedded, 3 in a cluster.
+	// Replicas of each stream and bucket. Zero: 1 embedded; with URLs,
+	// the replicas of the streams already there, else the number of
+	// servers of the cluster the connection reached (1 for a server that
+	// is not in a cluster), at most 3. A number the servers cannot hold
+	// fails Open with a *ReplicasError.
 	Replicas int
 	// DuplicateWindow is how long a delivery id, and the digest of its
 	// body, are remembered (in the inbox's own bucket, across restarts,
@@ -314,9 +318,6 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	defaultReplicas := opts.Replicas == 0
 	if defaultReplicas {
 		opts.Replicas = 1
-		if len(opts.URLs) > 0 {
-			opts.Replicas = 3
-		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -333,7 +334,8 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		in.quota = newTenantQuota(tmax)
 	}
 	in.store = storeWatch{ns: in.ns, dir: opts.Dir, maxStore: max(opts.MaxStoreBytes, 0), log: opts.Logger, closing: in.closing}
-	if defaultReplicas {
+	if defaultReplicas && in.ns == nil {
+		in.opts.Replicas = clusterReplicas(in.nc)
 		// Streams made before keep their replicas: a query from the command
 		// line must not try to move a one-node inbox to three.
 		if st, err := in.js.Stream(ctx, opts.Name+"_INBOX"); err == nil {
@@ -342,10 +344,18 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	}
 	if err := in.setup(ctx); err != nil {
 		in.shutdown()
-		return nil, err
+		return nil, replicasError(err, in.opts.Replicas, defaultReplicas, in.nc)
 	}
 	return in, nil
 }
+
+// Workers returns how many deliveries the workers run at once:
+// Options.Workers, or its default.
+func (in *Inbox) Workers() int { return in.opts.Workers }
+
+// Replicas returns the replicas of the inbox's streams and buckets:
+// Options.Replicas, or what Open chose for it.
+func (in *Inbox) Replicas() int { return in.opts.Replicas }
 
 // ErrNoReceiver is returned by Start when Options.Receiver is nil.
 var ErrNoReceiver = errors.New("inbox: Start: Options.Receiver is nil: nothing to run the deliveries")

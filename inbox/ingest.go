@@ -18,11 +18,17 @@ type ingest struct {
 // (top bit 0), then metaPaths.
 var ingestPaths = []jsonscan.Path{{"action"}, metaPaths[0], metaPaths[1]}
 
-// keyPaths is how a built-in OrderKey finds its key: the integer at the
-// first of paths found, after its prefix.
+// keyPaths is how a built-in OrderKey finds its key: key makes it from
+// what Lookup found at paths.
 type keyPaths struct {
-	paths    []jsonscan.Path
-	prefixes []string
+	paths []jsonscan.Path
+	key   func(body []byte, res []jsonscan.Result) string
+}
+
+// prefixed is the key of the integer at the first of the paths found, after
+// its prefix.
+func prefixed(prefixes []string) func([]byte, []jsonscan.Result) string {
+	return func(body []byte, res []jsonscan.Result) string { return keyOf(body, res, prefixes) }
 }
 
 // builtinKey returns the paths of a built-in OrderKey, so that Enqueue's one
@@ -33,11 +39,11 @@ func builtinKey(k OrderKey) (kp keyPaths, ok bool) {
 	}
 	switch reflect.ValueOf(k).Pointer() {
 	case reflect.ValueOf(ByRepository).Pointer():
-		return keyPaths{repositoryPath, subjectPrefixes[5:]}, true
+		return keyPaths{repositoryPath, prefixed(subjectPrefixes[5:])}, true
 	case reflect.ValueOf(ByInstallation).Pointer():
-		return keyPaths{installationPath, installationPrefixes}, true
+		return keyPaths{installationPath, prefixed(installationPrefixes)}, true
 	case reflect.ValueOf(BySubject).Pointer():
-		return keyPaths{subjectPaths, subjectPrefixes}, true
+		return keyPaths{subjectPaths, subjectKey}, true
 	}
 	return keyPaths{}, false
 }
@@ -60,7 +66,7 @@ func (in *Inbox) scanBody(d webhooks.Delivery) (ingest, error) {
 	g := ingest{action: res[0].String(body), repository: res[1].String(body), sender: res[2].String(body)}
 	switch {
 	case builtin:
-		g.key = keyOf(body, res[3:n], kp.prefixes)
+		g.key = kp.key(body, res[3:n])
 	case in.opts.OrderBy != nil:
 		g.key = in.opts.OrderBy(d)
 	}

@@ -643,6 +643,7 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
 	if err != nil {
 		a.Err = describe(err)
+		a.Final = final(err)
 	}
 	st.add(a)
 	id := h.Get(hdrDelivery)
@@ -658,6 +659,10 @@ func (k *keyRunner) runOne(name string, rec keyRecord, rev uint64) *keyEntry {
 			return nil
 		}
 		next = k.advance(name, head)
+	case a.Final:
+		k.log.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry, the later deliveries of its key go on", "delivery", id, "event", h.Get(hdrEvent),
+			"order_key", rec.Key, "attempts", attempt, "error", err)
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
 	case tries <= len(k.opts.RetryDelays):
 		st.Status = delivery.StatusRetrying
 		_ = k.putStatus(ctx, key, st)

@@ -32,12 +32,13 @@ type OrderKey func(d webhooks.Delivery) string
 var (
 	repositoryPath   = []jsonscan.Path{{"repository", "id"}}
 	installationPath = []jsonscan.Path{{"installation", "id"}}
-	// subjectPaths, most specific first; the repository last.
+	// subjectPaths, most specific first; the repository last (subjectKey
+	// reads it with a number).
 	subjectPaths = []jsonscan.Path{
 		{"workflow_job", "id"}, {"workflow_run", "id"}, {"check_suite", "id"},
-		{"pull_request", "id"}, {"issue", "id"}, {"repository", "id"},
+		{"pull_request", "number"}, {"issue", "number"}, {"repository", "id"},
 	}
-	subjectPrefixes      = []string{"workflow_job:", "workflow_run:", "check_suite:", "pull_request:", "issue:", "repository:"}
+	subjectPrefixes      = []string{"workflow_job:", "workflow_run:", "check_suite:", "issue:", "issue:", "repository:"}
 	installationPrefixes = []string{"installation:"}
 )
 
@@ -62,6 +63,26 @@ func keyOf(body []byte, res []jsonscan.Result, prefixes []string) string {
 	return ""
 }
 
+// subjectKey is BySubject's key from the results of subjectPaths: the first
+// found, a number with its repository's id.
+func subjectKey(body []byte, res []jsonscan.Result) string {
+	repo, hasRepo := res[5].Int64(body)
+	for i := range res {
+		id, ok := res[i].Int64(body)
+		switch {
+		case !ok:
+		case i == 3 || i == 4:
+			// A number means something only in its repository.
+			if hasRepo {
+				return subjectPrefixes[i] + strconv.FormatInt(repo, 10) + "#" + strconv.FormatInt(id, 10)
+			}
+		default:
+			return subjectPrefixes[i] + strconv.FormatInt(id, 10)
+		}
+	}
+	return ""
+}
+
 // ByRepository orders the deliveries of each repository (the payload's
 // repository.id); those without a repository are not ordered.
 func ByRepository(d webhooks.Delivery) string {
@@ -75,13 +96,31 @@ func ByInstallation(d webhooks.Delivery) string {
 	return lookupKey(d.Payload, installationPath, installationPrefixes)
 }
 
-// BySubject orders the deliveries about one thing: the workflow job, the
-// workflow run, the check suite, the pull request or the issue the payload
-// names (by its id, in that order of preference), else its repository. A
-// comment on a pull request is about the pull request's issue (issue.id), so
-// it is ordered with the issue's events, not with the pull_request events.
+// BySubject orders the deliveries about one thing: the first the payload
+// names of
+//
+//	payload member            key                       events
+//	workflow_job.id           workflow_job:<id>         workflow_job
+//	workflow_run.id           workflow_run:<id>         workflow_run
+//	check_suite.id            check_suite:<id>          check_suite
+//	pull_request.number       issue:<repository id>#<n> pull_request, pull_request_review,
+//	                                                    pull_request_review_comment,
+//	                                                    pull_request_review_thread
+//	issue.number              issue:<repository id>#<n> issues, issue_comment
+//	repository.id             repository:<id>           anything else about a repository
+//
+// A pull request is an issue to the forge (one number space per
+// repository), and a comment in its conversation is an issue_comment whose
+// issue is the pull request: so a pull request, its reviews, its review
+// comments and the comments on it share one key, as an issue and its
+// comments do. A delivery with none of these (a ping, an installation's) is
+// not ordered.
 func BySubject(d webhooks.Delivery) string {
-	return lookupKey(d.Payload, subjectPaths, subjectPrefixes)
+	var res [6]jsonscan.Result
+	if jsonscan.Lookup(d.Payload, subjectPaths, res[:]) != nil {
+		return ""
+	}
+	return subjectKey(d.Payload, res[:])
 }
 
 // ParseOrderBy returns the built-in OrderKey named "repository",

@@ -18,17 +18,19 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-var orderN = flag.Int("inbox.order.n", 3000, "deliveries the ordering tests send (the issue's full run: 20000); 1000 with -short or -race unless set")
+var orderN = flag.Int("inbox.order.n", 3000, "deliveries the ordering tests send (the issue's full run: 20000); 500 with -short or -race unless set or FORGEHOOKS_LONG=1")
 
 // scaled is the value of the count flag name, or small with -short or
-// under the race detector when the flag was not set.
+// under the race detector when neither the flag nor FORGEHOOKS_LONG=1
+// (make test-long) was set.
 func scaled(name string, v, small int) int {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	if !set && (testing.Short() || raceEnabled) {
+	if !set && (testing.Short() || raceEnabled) && !longtest.Enabled() {
 		return small
 	}
 	return v
@@ -39,8 +41,11 @@ func TestOrderKeys(t *testing.T) {
 		name, body                     string
 		repository, installation, subj string
 	}{
-		{"pull request", `{"action":"synchronize","pull_request":{"id":7,"number":3},"repository":{"id":42},"installation":{"id":9}}`, "repository:42", "installation:9", "pull_request:7"},
-		{"issue comment", `{"action":"created","issue":{"id":8},"comment":{"id":1},"repository":{"id":42}}`, "repository:42", "", "issue:8"},
+		{"pull request", `{"action":"synchronize","pull_request":{"id":7,"number":3},"repository":{"id":42},"installation":{"id":9}}`, "repository:42", "installation:9", "issue:42#3"},
+		{"comment on the pull request", `{"action":"created","issue":{"id":8,"number":3,"pull_request":{"url":"x"}},"comment":{"id":1},"repository":{"id":42}}`, "repository:42", "", "issue:42#3"},
+		{"review", `{"action":"submitted","review":{"id":5},"pull_request":{"id":7,"number":3},"repository":{"id":42}}`, "repository:42", "", "issue:42#3"},
+		{"same number, another repository", `{"action":"created","issue":{"id":9,"number":3},"repository":{"id":43}}`, "repository:43", "", "issue:43#3"},
+		{"pull request without a repository", `{"pull_request":{"id":7,"number":3}}`, "", "", ""},
 		{"workflow job", `{"action":"queued","workflow_job":{"id":99,"run_id":5},"repository":{"id":42}}`, "repository:42", "", "workflow_job:99"},
 		{"workflow run", `{"workflow_run":{"id":5},"repository":{"id":42}}`, "repository:42", "", "workflow_run:5"},
 		{"check suite", `{"check_suite":{"id":6},"repository":{"id":42}}`, "repository:42", "", "check_suite:6"},
@@ -247,7 +252,7 @@ func (o *orderRun) check(in *Inbox, n int, wait time.Duration) {
 // TestOrderEmbedded: the embedded inbox with OrderBy, restarted in the
 // middle of the run while handlers fail at random.
 func TestOrderEmbedded(t *testing.T) {
-	n := scaled("inbox.order.n", *orderN, 1000)
+	n := scaled("inbox.order.n", *orderN, 500)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	dir := t.TempDir()
 	var mu sync.Mutex
@@ -299,7 +304,7 @@ func TestOrderCluster(t *testing.T) {
 var orderRuns atomic.Int32
 
 func orderCluster(t *testing.T, loss string) {
-	n := scaled("inbox.order.n", *orderN, 1000)
+	n := scaled("inbox.order.n", *orderN, 500)
 	cl := sharedCluster(t)
 	o := &orderRun{t: t, handled: map[string][]string{}}
 	u := cl.urls()
@@ -529,6 +534,12 @@ func FuzzOrderKeys(f *testing.F) {
 				continue
 			}
 			kind, id, ok := strings.Cut(key, ":")
+			if kind == "issue" {
+				// <repository id>#<number>
+				repo, n, found := strings.Cut(id, "#")
+				_, err := strconv.ParseInt(repo, 10, 64)
+				ok, id = ok && found && err == nil, n
+			}
 			if _, err := strconv.ParseInt(id, 10, 64); !ok || kind == "" || err != nil {
 				t.Fatalf("key %q of %q", key, body)
 			}

@@ -23,6 +23,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -69,13 +70,17 @@ type scaleResult struct {
 // inspector's and `inbox ls`' path) and a lookup by id. The memory bound is
 // checked always; the time bounds only when FORGEHOOKS_SCALE is set (an
 // explicit measurement, not a timed unit test). FORGEHOOKS_SCALE_DIR keeps
-// the filled store between runs.
+// the filled store between runs. A long test: it runs under make test-long,
+// or when FORGEHOOKS_SCALE is set.
 func TestScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a store")
 	}
 	n := 10_000
 	measured := os.Getenv("FORGEHOOKS_SCALE") != ""
+	if !measured {
+		longtest.Require(t, "fills a store with 10,000 deliveries")
+	}
 	if measured {
 		v, err := strconv.Atoi(os.Getenv("FORGEHOOKS_SCALE"))
 		if err != nil || v <= 0 {

@@ -358,6 +358,7 @@ func (in *runner) handle(msg jetstream.Msg) {
 	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
 	if err != nil {
 		a.Err = describe(err)
+		a.Final = final(err)
 	}
 	st.add(a)
 	id := h.Get(hdrDelivery)
@@ -374,6 +375,10 @@ func (in *runner) handle(msg jetstream.Msg) {
 		if aerr := msg.Ack(); aerr != nil {
 			in.log.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
 		}
+	case a.Final:
+		in.log.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry", "delivery", id, "event", h.Get(hdrEvent), "attempts", attempt, "error", err)
+		in.bury(ctx, msg, h, token, key, st, a.Err)
+		return
 	case attempt-before <= len(in.opts.RetryDelays):
 		// The schedule of this copy: retryDue reads it the same way.
 		st.Status = delivery.StatusRetrying
@@ -392,6 +397,11 @@ func (in *runner) handle(msg jetstream.Msg) {
 	}
 	in.changed(h, msg.Data(), seq, st)
 }
+
+// final reports whether a failed attempt's error is final
+// (webhooks.Permanent): the delivery goes to the dead letters after it,
+// whatever retries its schedule has left.
+func final(err error) bool { return webhooks.IsPermanent(err) }
 
 // run calls the Receiver with the delivery, renewing its lease while the
 // handlers run. A panic that escapes the Receiver is the attempt's error.

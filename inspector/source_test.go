@@ -93,6 +93,9 @@ func newStoreSource() *storeSource {
 // keeps no verified delivery itself (the Source stores those).
 func TestSourceStatuses(t *testing.T) {
 	src := newStoreSource()
+	// A dead letter whose handlers' error was final (webhooks.Permanent).
+	src.recs = append(src.recs, delivery.Record{ID: "final-1", Name: "issues", Action: "opened", Payload: []byte(`{}`), ReceivedAt: src.recs[0].ReceivedAt.Add(3 * time.Second),
+		Status: delivery.StatusDead, Verified: true, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}, MaxAttempts: 8, Seq: 5})
 	insp := inspector.New(inspector.Options{Store: src})
 	defer insp.Close()
 	insp.OnResult(webhooks.Result{ID: "ok-1", Name: "issues", Status: 202, Verified: true, Payload: []byte(`{}`), ReceivedAt: time.Now()})
@@ -109,11 +112,21 @@ func TestSourceStatuses(t *testing.T) {
 	for _, r := range p.Rows {
 		got = append(got, r.ID+"="+r.StatusText)
 	}
-	if want := "dup-2=duplicate,dup-1=duplicate,bad-1=rejected 400,queued-1=queued,retrying-2=retrying (attempt 10),retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
+	if want := "dup-2=duplicate,dup-1=duplicate,bad-1=rejected 400,final-1=dead (final),queued-1=queued,retrying-2=retrying (attempt 10),retrying-1=retrying 3/8,dead-1=dead"; strings.Join(got, ",") != want {
 		t.Errorf("rows %s\nwant %s", strings.Join(got, ","), want)
 	}
 	if insp.Ring() != nil {
 		t.Error("a Ring beside a Source")
+	}
+	var d struct {
+		AttemptList []struct {
+			Error string
+			Final bool
+		}
+	}
+	getJSON(t, insp, "/api/delivery?key=d:final-1", &d)
+	if len(d.AttemptList) != 1 || !d.AttemptList[0].Final || d.AttemptList[0].Error != "no" {
+		t.Errorf("the final dead letter's attempts: %+v", d.AttemptList)
 	}
 }
 

@@ -60,7 +60,8 @@ func (in *Inspector) row(rec *delivery.Record, request bool) row {
 }
 
 // statusText is a record's status as the list says it: "retrying 2/7",
-// "rejected 400", "running (attempt 2)".
+// "rejected 400", "running (attempt 2)", "dead (final)" (its handlers' error
+// was final: no retry followed).
 func statusText(rec *delivery.Record) string {
 	switch rec.Status {
 	case delivery.StatusRetrying:
@@ -75,6 +76,10 @@ func statusText(rec *delivery.Record) string {
 	case delivery.StatusRunning:
 		if len(rec.Attempts) > 1 {
 			return fmt.Sprintf("running (attempt %d)", len(rec.Attempts))
+		}
+	case delivery.StatusDead:
+		if rec.Final() {
+			return "dead (final)"
 		}
 	}
 	return string(rec.Status)
@@ -256,6 +261,7 @@ type attemptView struct {
 	DurationMS float64   `json:"durationMs"`
 	Error      string    `json:"error"`
 	Stack      string    `json:"stack"`
+	Final      bool      `json:"final"`
 }
 
 type detailView struct {
@@ -322,7 +328,7 @@ func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
 	d := detailView{row: in.row(&rec, request), Headers: RedactedHeaders(rec.Header), Payload: string(shown), Size: size,
 		Truncated: len(shown) < size, Reason: rec.Reason}
 	for _, a := range rec.Attempts {
-		d.Attempts = append(d.Attempts, attemptView{a.Number, a.Start, float64(a.Duration.Microseconds()) / 1000, a.Err, a.Stack})
+		d.Attempts = append(d.Attempts, attemptView{a.Number, a.Start, float64(a.Duration.Microseconds()) / 1000, a.Err, a.Stack, a.Final})
 	}
 	if !request && rec.Verified {
 		if len(rec.Payload) <= DetailPayloadMax {

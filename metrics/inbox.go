@@ -43,6 +43,7 @@ type InboxStats struct {
 type inboxMetrics struct {
 	mu       sync.Mutex
 	attempts map[attemptKey]*series // counts and durations
+	final    map[string]uint64      // dead letters of a final error, by event
 	stats    func(context.Context) (InboxStats, error)
 }
 
@@ -87,6 +88,12 @@ func (m *Metrics) ObserveAttempt(rec delivery.Record) {
 		s = &series{counts: make([]atomic.Uint64, len(m.bounds)+1)}
 		m.inbox.attempts[k] = s
 	}
+	if outcome == OutcomeDead && rec.Final() {
+		if m.inbox.final == nil {
+			m.inbox.final = map[string]uint64{}
+		}
+		m.inbox.final[event]++
+	}
 	m.inbox.mu.Unlock()
 	s.observe(m.bounds, d)
 }
@@ -120,6 +127,15 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 		}
 		snaps = append(snaps, sn)
 	}
+	finalEvents := make([]string, 0, len(m.inbox.final))
+	for ev := range m.inbox.final {
+		finalEvents = append(finalEvents, ev)
+	}
+	slices.Sort(finalEvents)
+	finals := make([]uint64, len(finalEvents))
+	for i, ev := range finalEvents {
+		finals[i] = m.inbox.final[ev]
+	}
 	m.inbox.mu.Unlock()
 	if stats == nil && len(snaps) == 0 {
 		return
@@ -143,6 +159,10 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 				fmt.Fprintf(b, "%s_inbox_%s{event=\"%s\"} %d\n", ns, f.name, escape(s.event), s.total)
 			}
 		}
+	}
+	fmt.Fprintf(b, "# HELP %s_inbox_final_errors_total Deliveries moved to the dead letters without a retry because their handlers' error was final (webhooks.Permanent), by event.\n# TYPE %s_inbox_final_errors_total counter\n", ns, ns)
+	for i, ev := range finalEvents {
+		fmt.Fprintf(b, "%s_inbox_final_errors_total{event=\"%s\"} %d\n", ns, escape(ev), finals[i])
 	}
 	h := ns + "_inbox_handler_duration_seconds"
 	fmt.Fprintf(b, "# HELP %s Duration of each run of a stored delivery's handlers, by event and outcome.\n# TYPE %s histogram\n", h, h)

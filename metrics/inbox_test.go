@@ -29,6 +29,8 @@ func TestInboxFamilies(t *testing.T) {
 		rec("issues", delivery.StatusRetrying, 20*time.Millisecond),
 		rec("issues", delivery.StatusHandled, 3*time.Millisecond),
 		rec("push", delivery.StatusDead, time.Second),
+		{Name: "issues", Status: delivery.StatusDead, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}},
+		{Name: "issues", Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}}, // not dead: not counted
 		rec("push", delivery.StatusQueued, 0),
 		rec("push", delivery.StatusRunning, 0),
 		{Name: "push", Status: delivery.StatusHandled}, // no attempt
@@ -54,13 +56,15 @@ func TestInboxFamilies(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"forgehooks_inbox_attempts_total", []string{"event", "issues", "outcome", "retrying"}, 2},
+		{"forgehooks_inbox_attempts_total", []string{"event", "issues", "outcome", "retrying"}, 3},
 		{"forgehooks_inbox_attempts_total", []string{"event", "issues", "outcome", "handled"}, 1},
 		{"forgehooks_inbox_attempts_total", []string{"event", "push", "outcome", "dead"}, 1},
 		{"forgehooks_inbox_attempts_total", []string{"event", metrics.EventOther, "outcome", "handled"}, 3},
-		{"forgehooks_inbox_retries_scheduled_total", []string{"event", "issues"}, 2},
+		{"forgehooks_inbox_retries_scheduled_total", []string{"event", "issues"}, 3},
 		{"forgehooks_inbox_dead_letters_total", []string{"event", "push"}, 1},
-		{"forgehooks_inbox_handler_duration_seconds_count", []string{"event", "issues", "outcome", "retrying"}, 2},
+		{"forgehooks_inbox_dead_letters_total", []string{"event", "issues"}, 1},
+		{"forgehooks_inbox_final_errors_total", []string{"event", "issues"}, 1},
+		{"forgehooks_inbox_handler_duration_seconds_count", []string{"event", "issues", "outcome", "retrying"}, 3},
 		{"forgehooks_inbox_handler_duration_seconds_sum", []string{"event", "issues", "outcome", "retrying"}, 0.03},
 		{"forgehooks_inbox_handler_duration_seconds_bucket", []string{"event", "push", "outcome", "dead", "le", "0.5"}, 0},
 		{"forgehooks_inbox_handler_duration_seconds_bucket", []string{"event", "push", "outcome", "dead", "le", "1"}, 1},

@@ -3,6 +3,7 @@
 package payloads
 
 import (
+	codec "forgehooks.dev/forgehooks/payloads/codec"
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 	events_b "forgehooks.dev/forgehooks/payloads/internal/events_b"
 	events_c "forgehooks.dev/forgehooks/payloads/internal/events_c"
@@ -19,6 +20,13 @@ import (
 	events_t "forgehooks.dev/forgehooks/payloads/internal/events_t"
 	events_w "forgehooks.dev/forgehooks/payloads/internal/events_w"
 )
+
+// This package was generated for version 1 of its runtime, package
+// forgehooks.dev/forgehooks/payloads/codec. A build that fails on the next line
+// pairs it with another version: a runtime newer than the package says
+// "regenerate this package" (regenerate it with the gen of the forgehooks
+// version built with); an older runtime says "undefined" (update forgehooks).
+const _ int = codec.IsVersion1
 
 // ActiveLockReason is an enumeration of the forge's payloads.
 //

@@ -120,7 +120,7 @@ type Options struct {
 	// "inspector" or "metrics", and the address.
 	OnListen func(part, addr string)
 	// Wrap, when set, wraps the webhook endpoint (Handler), such as
-	// webhooks.SourceFilter's Wrap, which refuses requests from outside the
+	// sourceip.Filter's Wrap, which refuses requests from outside the
 	// forge's ranges before the endpoint reads them.
 	Wrap func(http.Handler) http.Handler
 	// DrainTimeout bounds the drain: requests and running handlers finish
@@ -205,15 +205,15 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 			r.stops = append(r.stops, in.Watch(r.metrics.ObserveAttempt))
 			r.metrics.SetInbox(inboxStats(in))
 		}
-		where := o.Dir
-		if where == "" {
-			where = fmt.Sprint(o.URLs)
+		attrs := []any{"store", o.Dir}
+		if o.Dir == "" {
+			attrs = []any{"store", fmt.Sprint(o.URLs), "replicas", in.Replicas()}
 		}
 		delays := o.RetryDelays
 		if delays == nil {
 			delays = inbox.DefaultRetryDelays
 		}
-		r.log.Info("forgehooks: durable inbox", "store", where, "retry_delays", fmt.Sprint(delays))
+		r.log.Info("forgehooks: durable inbox", append(attrs, "retry_delays", fmt.Sprint(delays))...)
 		if o.Dir != "" {
 			stop, err := in.ServeAdmin(r.log)
 			if err != nil {

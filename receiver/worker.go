@@ -134,7 +134,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	err = in.Start(sctx)
 	cancel()
 	if err == nil {
-		log.Info("forgehooks: running the inbox's deliveries", "workers", iopts.Workers)
+		log.Info("forgehooks: running the inbox's deliveries", "workers", in.Workers(), "replicas", in.Replicas())
 		<-ctx.Done()
 	}
 	dctx, dcancel := context.Background(), context.CancelFunc(func() {})

@@ -13,7 +13,9 @@ import (
 // verified (503 before the body is read, by Content-Length), and payloads of
 // deliveries whose handlers run (503 past MaxRunningBytes).
 func TestMiddlewareBudgets(t *testing.T) {
+	t.Parallel()
 	t.Run("unverified bodies", func(t *testing.T) {
+		t.Parallel()
 		h := newHostile(t, MiddlewareOptions{MaxUnverifiedBytes: 100 << 10})
 		// A forged body announced as 80 KiB, held after its first byte, is
 		// charged for its first buffer only.
@@ -81,6 +83,7 @@ func TestMiddlewareBudgets(t *testing.T) {
 		}
 	})
 	t.Run("running deliveries", func(t *testing.T) {
+		t.Parallel()
 		h := newHostile(t, MiddlewareOptions{MaxRunningBytes: 1000, Timeout: time.Nanosecond})
 		client := &http.Client{Timeout: generous}
 		url := "http://" + h.addr + DefaultPath

@@ -87,15 +87,21 @@ func newHostile(t *testing.T, opts MiddlewareOptions) *hostile {
 // handler, so that the counters are final.
 func (h *hostile) finish(t *testing.T) {
 	t.Helper()
-	select {
-	case <-h.release:
-	default:
-		close(h.release)
-	}
+	h.releaseHandlers()
 	ctx, cancel := context.WithTimeout(context.Background(), generous)
 	defer cancel()
 	if err := h.wh.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+}
+
+// releaseHandlers lets the handlers blocked on "never" return. Called from the
+// test's goroutine only (roundTrip's afterFirst, finish, cleanup).
+func (h *hostile) releaseHandlers() {
+	select {
+	case <-h.release:
+	default:
+		close(h.release)
 	}
 }
 
@@ -201,8 +207,11 @@ func (q hreq) build() []byte {
 }
 
 // roundTrip writes raw bytes to the server over one TCP connection, half-closes
-// it, and reads every response the server sends before it closes.
-func (h *hostile) roundTrip(t *testing.T, raw []byte, method string) []*http.Response {
+// it, and reads every response the server sends before it closes. afterFirst,
+// when not nil, runs once the first response is read: a handler that holds the
+// connection open is released there, so that the rest is read without waiting
+// out the connection's deadline.
+func (h *hostile) roundTrip(t *testing.T, raw []byte, method string, afterFirst func()) []*http.Response {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", h.addr, generous)
 	if err != nil {
@@ -234,6 +243,9 @@ func (h *hostile) roundTrip(t *testing.T, raw []byte, method string) []*http.Res
 		}
 		res.Body = io.NopCloser(bytes.NewReader(b))
 		out = append(out, res)
+		if len(out) == 1 && afterFirst != nil {
+			afterFirst()
+		}
 	}
 }
 
@@ -281,6 +293,7 @@ func TestHostileMatrix(t *testing.T) {
 		told    int32 // error handler calls
 		second  int   // status of a second response on the connection, when set
 		noSecon bool  // the server must send exactly one response
+		holds   bool  // the handler holds the connection until released
 	}
 	rows := []row{
 		// Bodies.
@@ -391,19 +404,26 @@ func TestHostileMatrix(t *testing.T) {
 
 		// Handlers.
 		{name: "handler panics", req: hreq{event: "panic"}, status: 500, body: `{"error":"handler failed; the receiver's log has the details"}`, ctype: ctJSON, runs: 1, told: 1},
-		{name: "handler never returns", opts: MiddlewareOptions{Timeout: 50 * time.Millisecond}, req: hreq{event: "never"}, status: 202, body: "still processing\n", ctype: ctText, runs: 1},
+		// The 202 comes while the handler runs; once it is released, the server
+		// closes the connection without a second response.
+		{name: "handler never returns", opts: MiddlewareOptions{Timeout: 50 * time.Millisecond}, req: hreq{event: "never"}, status: 202, body: "still processing\n", ctype: ctText, runs: 1, holds: true, noSecon: true},
 		{name: "handler error wraps a status", req: hreq{event: "status"}, status: 422, body: `{"error":"cannot handle it: no such repository"}`, runs: 1, told: 1},
 		{name: "unknown event name", req: hreq{event: "no_such_event"}, status: 200, body: "ok\n", runs: 1},
 		{name: "event name with odd bytes", req: hreq{event: "a.b\x01c"}, status: 400, has: netHTTP400},
 	}
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHostile(t, tt.opts)
 			method := tt.req.method
 			if method == "" {
 				method = http.MethodPost
 			}
-			resps := h.roundTrip(t, tt.req.build(), method)
+			var afterFirst func()
+			if tt.holds {
+				afterFirst = h.releaseHandlers
+			}
+			resps := h.roundTrip(t, tt.req.build(), method, afterFirst)
 			res := resps[0]
 			body := bodyOf(res)
 			if res.StatusCode != tt.status {
@@ -622,7 +642,7 @@ func TestDuplicateAction(t *testing.T) {
 				}
 				return nil
 			})
-			res := h.roundTrip(t, hreq{body: []byte(tt.body)}.build(), "POST")[0]
+			res := h.roundTrip(t, hreq{body: []byte(tt.body)}.build(), "POST", nil)[0]
 			if res.StatusCode != 200 {
 				t.Fatalf("status %d %q", res.StatusCode, bodyOf(res))
 			}

@@ -77,7 +77,7 @@ func TestMaxInFlight(t *testing.T) {
 		{hreq{headers: []string{"Content-Type", "text/plain"}}, http.StatusUnsupportedMediaType},
 		{hreq{body: []byte(`[]`)}, http.StatusServiceUnavailable},
 	} {
-		if got := h.roundTrip(t, tt.req.build(), "POST")[0].StatusCode; got != tt.want {
+		if got := h.roundTrip(t, tt.req.build(), "POST", nil)[0].StatusCode; got != tt.want {
 			t.Errorf("with every place taken, a request that is not a delivery got %d, want %d", got, tt.want)
 		}
 	}

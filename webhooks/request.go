@@ -31,8 +31,10 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		return
 	}
 	keys, tenant := m.w.keyring(), ""
+	var tk *tenantKeys
 	if m.w.tenants != nil {
-		tk, ok := m.tenantOf(rw, r)
+		var ok bool
+		tk, ok = m.tenantOf(rw, r)
 		if !ok {
 			return
 		}
@@ -119,6 +121,9 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, oc *outcome)
 		m.w.mismatch(ctx, d, nil)
 		m.reject(rw, r, http.StatusBadRequest, msgMismatch, slog.LevelWarn, "signature mismatch", "delivery", clip.String(d.ID), "event", clip.String(d.Name), "tenant", tenant)
 		return
+	}
+	if tk != nil {
+		m.w.tenants.verified(tk) // its key is no longer one anyone could make up
 	}
 	if oc != nil {
 		oc.res.Verified, oc.res.Payload = true, body

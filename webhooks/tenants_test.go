@@ -441,3 +441,15 @@ func BenchmarkTenantsResolve(b *testing.B) {
 		}
 	}
 }
+
+// waitTrue waits until cond holds, for up to 30 s.
+func waitTrue(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -19,6 +19,7 @@ import (
 // declared body within the limit still waits for room, then is answered 503,
 // which shows that the budget was full meanwhile.
 func TestTooLargeBeforeBudgetWait(t *testing.T) {
+	t.Parallel()
 	h := newHostile(t, MiddlewareOptions{MaxUnverifiedBytes: 8 << 20, MinBodyRate: -1})
 
 	// Two slow bodies of 2 MiB from two addresses: each sends a little more

@@ -207,6 +207,12 @@ func (w *Webhooks) OnError(h emitter.ErrorHandler) *emitter.Listener { return w.
 // handler (see emitter.Emitter.Handles).
 func (w *Webhooks) Handles(event, action string) bool { return w.handlers().Handles(event, action) }
 
+// Names returns the names handlers are registered for ("issues.opened",
+// "push"), typed handlers included, sorted, each once: what the app must be
+// able to receive (app.App.CheckSubscriptions checks it). Handlers of OnAny
+// and OnError are for no name. The slice is the caller's.
+func (w *Webhooks) Names() []string { return w.handlers().Names() }
+
 // RemoveListener removes the most recent registration of l under name: an
 // event name as given to On, "*" for OnAny, or "error" for OnError. It reports
 // whether there was one. Deliveries already started still run the handler.

@@ -64,6 +64,7 @@ func TestWorkersRunEveryJobOnceWithoutBlocking(t *testing.T) {
 
 // TestWorkersEndWhenIdle: no worker outlives workerIdle without a job.
 func TestWorkersEndWhenIdle(t *testing.T) {
+	t.Parallel()
 	p := newWorkers()
 	var wg sync.WaitGroup
 	wg.Add(3)

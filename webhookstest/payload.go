@@ -12,51 +12,30 @@ import (
 )
 
 // examples maps each name, "event" and "event.action", to the corpus paths
-// of its examples: the typical ones first (see typical), then in corpus
-// order: the forge's public examples, then those written for this project
-// where the forge publishes none.
+// of its examples, in the order of corpus.Samples: the typical ones first (one
+// sent to an app installation; for push, a push to a branch with commits), as
+// 'forgehooks send --sample N' numbers them.
 var examples = sync.OnceValue(func() map[string][]string {
 	m := map[string][]string{}
-	rank := map[string]int{}
 	for _, ex := range corpus.All() {
-		rank[ex.Path] = typical(ex.Event, ex.Body)
-		m[ex.Event] = append(m[ex.Event], ex.Path)
-		if ex.Action != "" {
-			m[ex.Name()] = append(m[ex.Name()], ex.Path)
+		for _, name := range []string{ex.Event, ex.Name()} {
+			if _, ok := m[name]; !ok {
+				for _, s := range corpus.Samples(name) {
+					m[name] = append(m[name], s.Path)
+				}
+			}
 		}
-	}
-	for _, paths := range m {
-		slices.SortStableFunc(paths, func(a, b string) int { return rank[b] - rank[a] })
 	}
 	return m
 })
 
-// exampleHead is what typical and Label read of an example.
+// exampleHead is what Label reads of an example.
 type exampleHead struct {
 	Ref          *string           `json:"ref"`
 	Deleted      bool              `json:"deleted"`
 	Commits      []json.RawMessage `json:"commits"`
 	Installation json.RawMessage   `json:"installation"`
 	Action       string            `json:"action"`
-}
-
-// typical ranks an example by how much it looks like a usual delivery: one
-// to an app installation (the payload names it), and for push, a push to a
-// branch with commits (the forge's first push examples are tag pushes with
-// none, which a test of push handling rarely wants).
-func typical(event string, body []byte) int {
-	var h exampleHead
-	if json.Unmarshal(body, &h) != nil {
-		return 0
-	}
-	n := 0
-	if len(h.Installation) > 0 && string(h.Installation) != "null" {
-		n++
-	}
-	if event == "push" && h.Ref != nil && strings.HasPrefix(*h.Ref, "refs/heads/") && !h.Deleted && len(h.Commits) > 0 {
-		n += 2
-	}
-	return n
 }
 
 // Label says what an example payload of event is, for a test's messages and

@@ -20,6 +20,7 @@ const fairTenantsYAML = `tenants:
     secrets: ["tenant-a-secret-0123456"]
   b:
     secrets: ["tenant-b-secret-0123456"]
+end: true
 `
 
 // TestServeFairShare: serve --workers 4 with a forward target that takes a

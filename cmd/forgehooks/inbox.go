@@ -65,7 +65,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.Var(&f.maxStore, "max-store-bytes", "with an inbox: bound of the store, such as 200MiB or 10GiB (--inbox: all its files; --nats: the inbox stream); when full, deliveries get 503 until handled ones free space; 0: the default; negative: no bound")
 		fs.Var(&f.tenantMaxStore, "tenant-max-store-bytes", "with an inbox and --tenants: bound of the bytes of one tenant's deliveries stored and not yet handled, such as 100MiB; past it that tenant's deliveries get 503 while the others' are stored; 0: half of --max-store-bytes; negative: none but --max-store-bytes")
 		fs.Var(&f.workers, "workers", "with an inbox: run at most `N` deliveries at once in this process (default 4 × the CPUs); serve --workers 0 --nats URL runs none: it stores them for 'forgehooks work'")
-		fs.Var(&f.replicas, "replicas", "with --nats: `N` replicas of each stream and bucket made (default 3; 1 for a single NATS server)")
+		fs.Var(&f.replicas, "replicas", "with --nats: `N` replicas of each stream and bucket made (default: the servers of the cluster reached, at most 3; 1 for a NATS server in no cluster; streams made before keep theirs)")
 		fs.BoolVar(&f.replayGuard, "replay-guard", true, "with an inbox: answer a body already stored under another delivery id as a duplicate (a possible replay: the signature covers the body only); --replay-guard=false stores it again")
 	}
 	return f
@@ -234,6 +234,9 @@ themselves. DIR must exist: these commands never make one.
 	}
 	o.Logger = slog.New(slog.DiscardHandler)
 	st, running, err := openInbox(ctx, o)
+	if code, ok := replicasFailure(fs, err); ok {
+		return code
+	}
 	if err != nil {
 		return fs.fail("%v", err)
 	}
@@ -442,9 +445,19 @@ func writeTable(w io.Writer, recs []delivery.Record, header, tenants bool) {
 			}
 			lastErr = lastErr[:cut] + "..."
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.PayloadName(), r.Status, len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.ID, r.PayloadName(), statusOf(r), len(r.Attempts), r.ReceivedAt.UTC().Format(time.RFC3339), lastErr)
 	}
 	tw.Flush()
+}
+
+// statusOf is a record's status as the tables say it: a dead letter whose
+// handlers' error was final (webhooks.Permanent) is "dead (final)", as on the
+// inspector page.
+func statusOf(r delivery.Record) string {
+	if r.Status == delivery.StatusDead && r.Final() {
+		return "dead (final)"
+	}
+	return string(r.Status)
 }
 
 // maxShownPayload is the most payload bytes 'inbox show' prints as text;
@@ -455,7 +468,7 @@ func writeRecord(w io.Writer, r delivery.Record) {
 	if r.Tenant != "" {
 		fmt.Fprintf(w, "tenant:   %s\n", r.Tenant)
 	}
-	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.PayloadName(), r.Status, r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "id:       %s\nevent:    %s\nstatus:   %s\nseq:      %d\nreceived: %s\n", r.ID, r.PayloadName(), statusOf(r), r.Seq, r.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintln(w, "headers:")
 	for _, kv := range inspector.RedactedHeaders(r.Header) {
 		fmt.Fprintf(w, "  %s: %s\n", kv[0], kv[1])
@@ -464,7 +477,11 @@ func writeRecord(w io.Writer, r delivery.Record) {
 	for _, a := range r.Attempts {
 		res := "ok"
 		if a.Err != "" {
-			res = "error: " + strings.ReplaceAll(a.Err, "\n", "\n    ")
+			res = "error: "
+			if a.Final {
+				res = "final error (not retried): "
+			}
+			res += strings.ReplaceAll(a.Err, "\n", "\n    ")
 		}
 		fmt.Fprintf(w, "  #%d %s (%s) %s\n", a.Number, a.Start.UTC().Format(time.RFC3339Nano), a.Duration.Round(time.Microsecond), res)
 	}
@@ -508,6 +525,7 @@ type attemptOut struct {
 	Start    time.Time `json:"start"`
 	Duration string    `json:"duration"`
 	Err      string    `json:"error,omitempty"`
+	Final    bool      `json:"final,omitempty"`
 }
 
 func recordJSON(r delivery.Record) recordOut {
@@ -517,7 +535,7 @@ func recordJSON(r delivery.Record) recordOut {
 		o.Header[kv[0]] = append(o.Header[kv[0]], kv[1])
 	}
 	for _, a := range r.Attempts {
-		o.Attempts = append(o.Attempts, attemptOut{a.Number, a.Start, a.Duration.String(), a.Err})
+		o.Attempts = append(o.Attempts, attemptOut{a.Number, a.Start, a.Duration.String(), a.Err, a.Final})
 	}
 	switch {
 	case r.Payload == nil:
@@ -545,4 +563,26 @@ func writeJSON(fs *flagSet, w io.Writer, v any) int {
 		return fs.fail("%v", err)
 	}
 	return exitOK
+}
+
+// replicasFailure ends a command whose inbox the NATS servers refused for
+// its replicas with an error that names --replicas and what to give it;
+// ok is false for any other err.
+func replicasFailure(fs *flagSet, err error) (code int, ok bool) {
+	var re *inbox.ReplicasError
+	if !errors.As(err, &re) {
+		return 0, false
+	}
+	what := fmt.Sprintf("--replicas %d", re.Replicas)
+	if re.Chosen {
+		what = fmt.Sprintf("--replicas (not given: %d chosen for the cluster)", re.Replicas)
+	}
+	fix := "it is a NATS server in no cluster: give --replicas 1, or leave --replicas out"
+	if re.Clustered {
+		fix = "the cluster cannot place that many: give --replicas N, at most its servers with JetStream (streams made before keep their own replicas)"
+	}
+	if re.Chosen {
+		return fs.fail("%s: %s: %v", what, fix, re.Err), true
+	}
+	return fs.usageError("%s: %s: %v", what, fix, re.Err), true
 }

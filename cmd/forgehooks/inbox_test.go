@@ -249,3 +249,53 @@ func TestServeInboxForward(t *testing.T) {
 		t.Errorf("serve's log does not show the 502:\n%s", sv.stderr)
 	}
 }
+
+// TestServeInboxFinal: a handler's final error (webhooks.Permanent) makes
+// its delivery a dead letter after one attempt, with retries left on the
+// schedule; inbox dead, show and their --json forms say it was final.
+func TestServeInboxFinal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	setup := func(wh *webhooks.Webhooks) {
+		wh.On("issues", func(ctx context.Context, e emitter.Event) error {
+			return webhooks.Permanent(errors.New("resource not accessible"))
+		})
+	}
+	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--retry-delays", "10ms,10ms,10ms")
+	url := "http://" + sv.addr + webhooks.DefaultPath
+	if code, ans := deliver(t, url, "issues", "final", []byte(`{"action":"opened"}`), nil); code != http.StatusAccepted {
+		t.Fatalf("%d %s, want 202", code, ans)
+	}
+	deadline := time.Now().Add(testTimeout)
+	for !strings.Contains(sv.stderr.String(), "dead letters") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead letter logged:\n%s", sv.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := sv.stop(); code != exitOK {
+		t.Fatalf("serve exited %d:\n%s", code, sv.stderr)
+	}
+	if log := sv.stderr.String(); !strings.Contains(log, "final error") || strings.Contains(log, "retrying later") {
+		t.Errorf("serve's log does not say the error was final, or retried it:\n%s", log)
+	}
+	code, out, errOut := runCmd(t, "", nil, "inbox", "dead", "--inbox", dir)
+	if code != exitOK || !strings.Contains(out, "dead (final)") || !strings.Contains(out, "resource not accessible") {
+		t.Errorf("inbox dead: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCmd(t, "", nil, "inbox", "dead", "--inbox", dir, "--json")
+	var recs []struct {
+		Status   string
+		Attempts []struct {
+			Error string
+			Final bool
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &recs); code != exitOK || err != nil || len(recs) != 1 || len(recs[0].Attempts) != 1 || !recs[0].Attempts[0].Final {
+		t.Errorf("inbox dead --json: %d %v %+v\n%s", code, err, recs, out)
+	}
+	code, out, _ = runCmd(t, "", nil, "inbox", "show", "final", "--inbox", dir)
+	if code != exitOK || !strings.Contains(out, "status:   dead (final)") || !strings.Contains(out, "final error (not retried): resource not accessible") {
+		t.Errorf("inbox show: %d\n%s", code, out)
+	}
+}

@@ -15,6 +15,7 @@
 //	forgehooks events   list every event and event.action name
 //	forgehooks catchup  have the forge redeliver what the receiver missed
 //	forgehooks inbox    list, show, retry and replay the deliveries of an inbox
+//	forgehooks doctor   check that the app can receive the events it handles
 //
 // Exit status: 0 success; 1 failure (an invalid signature, a non-2xx answer, a
 // server that cannot start); 2 usage error (a missing or bad flag or argument).
@@ -91,6 +92,7 @@ var commands = []command{
 	{"events", "list every event and event.action name", cmdEvents},
 	{"catchup", "have the forge redeliver what the receiver missed", cmdCatchup},
 	{"inbox", "list, show and retry the deliveries of a durable inbox", cmdInbox},
+	{"doctor", "check that the app can receive the events it handles", cmdDoctor},
 }
 
 const exitCodes = `Exit status: 0 success; 1 failure (invalid signature, non-2xx answer, a

@@ -75,7 +75,8 @@ func TestOperatorUsage(t *testing.T) {
 
 // TestSendTwice: two sends of a built-in sample are two deliveries (two
 // 202s and two handler runs through an inbox with its replay guard), each
-// with its own id; with --delivery the second is a duplicate.
+// with its own id; --delivery a then b are two deliveries too, and a again
+// is a duplicate.
 func TestSendTwice(t *testing.T) {
 	rec := newReceived()
 	sv := start(t, &cli{setup: rec.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", t.TempDir())
@@ -106,10 +107,12 @@ func TestSendTwice(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for i, want := range []string{"202 ", "200 "} {
-		code, out, errOut := runCmd(t, "", nil, "send", "--secret", testSecret, "--url", url, "--event", "issues.opened", "--delivery", "fixed-id")
-		if code != exitOK || !strings.HasPrefix(out, want) {
-			t.Errorf("send --delivery #%d: exit %d %q %s; want %s", i+1, code, out, errOut, want)
+	// Each id given gets a body of its own too: b is a delivery of its own,
+	// not a replay of a; a sent again is the same delivery.
+	for i, tc := range []struct{ id, want string }{{"a", "202 "}, {"b", "202 "}, {"a", "200 "}} {
+		code, out, errOut := runCmd(t, "", nil, "send", "--secret", testSecret, "--url", url, "--event", "issues.opened", "--delivery", tc.id)
+		if code != exitOK || !strings.HasPrefix(out, tc.want) {
+			t.Errorf("send --delivery %s (#%d): exit %d %q %s; want %s", tc.id, i+1, code, out, errOut, tc.want)
 		}
 	}
 }

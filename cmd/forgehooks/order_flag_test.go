@@ -18,7 +18,7 @@ func TestOrderByFlag(t *testing.T) {
 	}{
 		{"repository", true, "", "repository:42"},
 		{"installation", true, "", "installation:9"},
-		{"subject", true, "", "pull_request:7"},
+		{"subject", true, "", "issue:42#3"},
 		{"", true, "", ""},
 		{"sender", true, "use repository, installation or subject", ""},
 		{"subject", false, "needs --inbox or --nats", ""},
@@ -38,7 +38,7 @@ func TestOrderByFlag(t *testing.T) {
 			t.Errorf("--order-by %q: %v", tt.value, err)
 			continue
 		}
-		d := webhooks.Delivery{Payload: []byte(`{"pull_request":{"id":7},"repository":{"id":42},"installation":{"id":9}}`)}
+		d := webhooks.Delivery{Payload: []byte(`{"pull_request":{"id":7,"number":3},"repository":{"id":42},"installation":{"id":9}}`)}
 		switch {
 		case tt.key == "" && o.OrderBy != nil:
 			t.Errorf("--order-by %q: an order", tt.value)

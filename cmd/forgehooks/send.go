@@ -71,9 +71,9 @@ it warns that no one received the delivery live.`)
 	id := *delivery
 	if id == "" {
 		id = uuid.New()
-		if sampled {
-			body = distinctBody(body, id)
-		}
+	}
+	if sampled {
+		body = distinctBody(body, id)
 	}
 	sig, err := signing.Sign(secret, body)
 	if err != nil {
@@ -142,19 +142,18 @@ func distinctBody(body []byte, id string) []byte {
 	return out
 }
 
-// pickSample returns the n-th built-in sample of event (and action, if given).
+// pickSample returns the n-th built-in sample of event (and action, if
+// given), numbered as webhookstest.Payloads numbers them (corpus.Samples).
 func pickSample(event, action string, n int) (corpus.Example, error) {
-	var matches []corpus.Example
+	name := event
+	if action != "" {
+		name += "." + action
+	}
+	matches := corpus.Samples(name)
 	actions := map[string]bool{}
-	for _, ex := range corpus.All() {
-		if ex.Event != event {
-			continue
-		}
+	for _, ex := range corpus.Samples(event) {
 		if ex.Action != "" {
 			actions[ex.Action] = true
-		}
-		if action == "" || ex.Action == action {
-			matches = append(matches, ex)
 		}
 	}
 	switch {

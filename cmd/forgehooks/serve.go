@@ -15,6 +15,7 @@ import (
 	"forgehooks.dev/forgehooks/metrics"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/receiver"
+	"forgehooks.dev/forgehooks/sourceip"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -39,7 +40,7 @@ development secret.`)
 	addr := fs.String("addr", "127.0.0.1:3000", "address to listen on")
 	path := fs.String("path", webhooks.DefaultPath, "URL path that receives deliveries; a segment {tenant} names the tenant (--tenants), such as /t/{tenant}/hooks")
 	secretF := fs.secretFlag()
-	tenantsF := fs.String("tenants", "", "YAML `FILE` of tenants, each with its own secrets and optional hook ids, instead of --secret (read again on SIGHUP)")
+	tenantsF := fs.String("tenants", "", "YAML `FILE` of tenants, each with its own secrets and optional hook ids, installation, token and api_url, ending with the line 'end: true', instead of --secret (read again on SIGHUP; a file that cannot be read whole and checked keeps the running tenants)")
 	var additional stringList
 	fs.Var(&additional, "additional-secret", "another accepted secret, while one is rotated (repeatable)")
 	jsonLog := fs.Bool("json", false, "log JSON lines instead of text")
@@ -119,7 +120,9 @@ development secret.`)
 		}
 		src := &reloadable{}
 		src.p.Store(&set)
-		tenants = webhooks.NewTenants(src, webhooks.TenantsOptions{})
+		// The source is the file's tenants in memory: a call costs what a
+		// cache hit does, so made-up keys need no bound on their rate.
+		tenants = webhooks.NewTenants(src, webhooks.TenantsOptions{LookupRate: -1})
 		watchHangup(ctx, log, *tenantsF, c.getenv, src, tenants)
 		log.Info("forgehooks: tenants", "file", *tenantsF, "tenants", len(set), "path", *path)
 	}
@@ -178,6 +181,9 @@ development secret.`)
 	if errors.As(err, &oe) {
 		return fs.usageError("%s: %v", optionFlags[oe.Field], oe.Err)
 	}
+	if code, ok := replicasFailure(fs, err); ok {
+		return code
+	}
 	if err != nil {
 		return fs.fail("%v", err)
 	}
@@ -210,7 +216,7 @@ func serveAllowFrom(ctx context.Context, fs *flagSet, log *slog.Logger, allow, t
 	if err != nil {
 		return nil, fs.usageError("--trust-proxy: %v", err), false
 	}
-	f := webhooks.NewSourceFilter(webhooks.SourceFilterOptions{TrustedProxies: trusted, Logger: log})
+	f := sourceip.New(sourceip.Options{TrustedProxies: trusted, Logger: log})
 	if allow != "meta" {
 		rs, err := parsePrefixes(allow)
 		if err != nil || len(rs) == 0 {
@@ -222,10 +228,8 @@ func serveAllowFrom(ctx context.Context, fs *flagSet, log *slog.Logger, allow, t
 	if refresh <= 0 {
 		return nil, fs.usageError("--meta-refresh %v: want a positive interval", refresh), false
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
-	err = f.Refresh(ctx, refresh, func(ctx context.Context) ([]netip.Prefix, error) {
-		return webhooks.FetchMetaHooks(ctx, client, apiURL)
-	})
+	meta := &sourceip.Meta{APIURL: apiURL, Logger: log}
+	err = f.Refresh(ctx, refresh, meta.Fetch)
 	if err != nil {
 		return nil, fs.fail("--allow-from meta: %v", err), false
 	}
@@ -239,7 +243,7 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
-		p, err := webhooks.ParsePrefix(s)
+		p, err := sourceip.ParsePrefix(s)
 		if err != nil {
 			return nil, err
 		}

@@ -63,6 +63,7 @@ func (f *forwardTarget) get(id string) (string, bool) {
 	return v, ok
 }
 
+// tenantsYAML is a tenants file's tenants, before its end marker.
 const tenantsYAML = `tenants:
   acme:
     secrets: ["acme-current-secret-01", "acme-previous-secret-1"]
@@ -72,6 +73,9 @@ const tenantsYAML = `tenants:
   gamma:
     secrets: ["file:gamma.secret"]
 `
+
+// tenantsEnd ends every tenants file.
+const tenantsEnd = "end: true\n"
 
 // TestServeTenants: serve --tenants FILE on /t/{tenant}/hooks, with an
 // inbox and --forward: three tenants (one with two secrets, one from the
@@ -84,7 +88,7 @@ const tenantsYAML = `tenants:
 func TestServeTenants(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tenants.yaml")
-	if err := os.WriteFile(file, []byte(tenantsYAML), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(tenantsYAML+tenantsEnd), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "gamma.secret"), []byte("gamma-secret-from-file\n"), 0o600); err != nil {
@@ -166,7 +170,7 @@ func TestServeTenants(t *testing.T) {
 	if code, _ := deliverSigned(t, base+"/t/delta/hooks", "delta-secret-0123456789", "issues", "d1", body("d1")); code != 404 {
 		t.Fatalf("delta before the reload: %d, want 404", code)
 	}
-	added := tenantsYAML + "  delta:\n    secrets: [\"delta-secret-0123456789\"]\n"
+	added := tenantsYAML + "  delta:\n    secrets: [\"delta-secret-0123456789\"]\n" + tenantsEnd
 	if err := os.WriteFile(file, []byte(added), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +180,7 @@ func TestServeTenants(t *testing.T) {
 		t.Fatalf("delta after the reload: %d %s", code, ans)
 	}
 	// A broken file: the running set stays, and the log says why.
-	if err := os.WriteFile(file, []byte("tenants:\n  acme:\n    secrets: []\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("tenants:\n  acme:\n    secrets: []\n"+tenantsEnd), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
@@ -190,86 +194,6 @@ func TestServeTenants(t *testing.T) {
 		}
 	}
 	time.Sleep(10 * time.Millisecond)
-}
-
-// TestParseTenants: the tenants file's shape, its secret references, and
-// what it refuses.
-func TestParseTenants(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "s"), []byte("from-a-file\n"), 0o600)
-	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o600)
-	os.WriteFile(filepath.Join(dir, "gamma.secret"), []byte("g"), 0o600)
-	env := func(k string) string { return map[string]string{"S": "from-env"}[k] }
-	ok, err := parseTenants([]byte(tenantsYAML+"  e:\n    secrets: [env:S, file:s]\n"), func(k string) string {
-		if k == "BETA_SECRET" {
-			return "b"
-		}
-		return env(k)
-	}, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ok["e"].Secrets; len(got) != 2 || got[0] != "from-env" || got[1] != "from-a-file" {
-		t.Errorf("e: %q", got)
-	}
-	if got := ok["acme"]; len(got.Secrets) != 2 || len(got.Hooks) != 1 || got.Hooks[0] != "12345" {
-		t.Errorf("acme: %+v", got)
-	}
-	for _, tc := range []struct{ name, yaml, want string }{
-		{"empty", "", "empty"},
-		{"no tenants", "tenants: {}\n", "no tenants"},
-		{"unknown field", "tenants:\n  a:\n    secret: [x]\n", "field secret not found"},
-		{"no secret", "tenants:\n  a:\n    secrets: []\n", "0 secrets"},
-		{"empty secret", "tenants:\n  a:\n    secrets: [\"\"]\n", "secret 1: empty"},
-		{"unset env", "tenants:\n  a:\n    secrets: [env:NOPE]\n", "NOPE is unset"},
-		{"missing file", "tenants:\n  a:\n    secrets: [file:nope]\n", "no such file"},
-		{"empty file", "tenants:\n  a:\n    secrets: [file:empty]\n", "is empty"},
-		{"bad name", "tenants:\n  a/b:\n    secrets: [x]\n", "a name is"},
-		{"bad hook", "tenants:\n  a:\n    secrets: [x]\n    hooks: [0]\n", "positive"},
-		{"hook twice", "tenants:\n  a:\n    secrets: [x]\n    hooks: [1]\n  b:\n    secrets: [y]\n    hooks: [1]\n", "two tenants"},
-		{"not yaml", "tenants: [", "yaml"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseTenants([]byte(tc.yaml), env, dir)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one with %q", err, tc.want)
-			}
-		})
-	}
-}
-
-// FuzzParseTenants: whatever the file, parseTenants returns a set whose
-// every tenant has a valid name, one secret at least and none empty, and
-// hooks listed once; or an error.
-func FuzzParseTenants(f *testing.F) {
-	f.Add([]byte(tenantsYAML))
-	f.Add([]byte("tenants:\n  a:\n    secrets: [x]\n    hooks: [1, 2]\n"))
-	f.Add([]byte("tenants:\n  a: {secrets: [env:X, file:y]}\n"))
-	f.Add([]byte("tenants: &a [*a]\n"))
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		set, err := parseTenants(data, func(k string) string { return "v-" + k }, dir)
-		if err != nil {
-			return
-		}
-		hooks := map[string]bool{}
-		for name, tn := range set {
-			if name == "" || !webhooks.ValidTenantName(name) || len(tn.Secrets) == 0 {
-				t.Fatalf("tenant %q: %+v", name, tn)
-			}
-			for _, s := range tn.Secrets {
-				if s == "" {
-					t.Fatalf("tenant %q has an empty secret", name)
-				}
-			}
-			for _, h := range tn.Hooks {
-				if hooks[h] {
-					t.Fatalf("hook %s twice", h)
-				}
-				hooks[h] = true
-			}
-		}
-	})
 }
 
 // TestServeAccept: serve --accept issues with an inbox: a signed push is 200
@@ -298,11 +222,12 @@ func TestServeAccept(t *testing.T) {
 }
 
 // TestServeAllowFromMeta: serve --allow-from meta against a fake API: from
-// outside the ranges 403 with the body never read, from inside 202; the
-// forge unreachable at a refresh keeps the ranges, and the log says so.
+// outside the ranges 403 with the body never read, from inside 202; a range
+// wider than /8 in the answer (0.0.0.0/0) is refused and logged; the forge
+// unreachable at a refresh keeps the ranges, and the log says so.
 func TestServeAllowFromMeta(t *testing.T) {
 	var mu sync.Mutex
-	hooks, up := `["192.0.2.0/24"]`, true
+	hooks, up := `["192.0.2.0/24","0.0.0.0/0"]`, true
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -329,6 +254,9 @@ func TestServeAllowFromMeta(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("outside the ranges, the body unsent: %v %v", resp, err)
 	}
+	waitUntil(t, "the refused range logged", func() bool {
+		return strings.Contains(sv.stderr.String(), "/meta ranges refused: wider than /8 (IPv4) or /24 (IPv6)") && strings.Contains(sv.stderr.String(), "first=0.0.0.0/0")
+	})
 
 	mu.Lock()
 	hooks = `["192.0.2.0/24","127.0.0.1/32"]`

@@ -81,6 +81,9 @@ No secret is needed: the deliveries were verified when stored.`)
 	if errors.As(err, &oe) {
 		return fs.usageError("%s: %v", map[string]string{"Forward": "--forward", "MetricsAddr": "--metrics"}[oe.Field], oe.Err)
 	}
+	if code, ok := replicasFailure(fs, err); ok {
+		return code
+	}
 	if err != nil {
 		return fs.fail("%v", err)
 	}

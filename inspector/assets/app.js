@@ -274,7 +274,7 @@
       const li = el('li');
       li.dataset.attempt = String(a.number);
       li.append(el('span', '', 'attempt ' + a.number + ' · ' + fmtTime(a.start) + ' · ' + (fmtDur(a.durationMs) || 'running')));
-      li.append(el('span', a.error ? 'bad' : 'sig-ok', a.error ? ' · failed' : (a.durationMs ? ' · ok' : '')));
+      li.append(el('span', a.error ? 'bad' : 'sig-ok', a.error ? (a.final ? ' · failed, final: not retried' : ' · failed') : (a.durationMs ? ' · ok' : '')));
       if (a.error) li.append(el('pre', 'err', a.error));
       if (a.stack) {
         const det = el('details');

@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed testdata
@@ -49,6 +51,8 @@ type Example struct {
 	Generated bool
 	// Body is the delivery body, byte for byte as committed.
 	Body []byte
+
+	rank int // typical's
 }
 
 // Name returns "event.action", or "event" when the example has no action.
@@ -62,7 +66,10 @@ func (e Example) Name() string {
 // All returns every example, public ones first, then those written for this
 // project, then those generated from the schema, each group sorted by path. The
 // result is a fresh slice; the bodies are shared and must not be modified.
-func All() []Example {
+func All() []Example { return slices.Clone(all()) }
+
+// all reads the examples once: the command line and tests ask for them often.
+var all = sync.OnceValue(func() []Example {
 	var out []Example
 	for _, dir := range []string{"testdata/examples", "testdata/synthetic", "testdata/generated"} {
 		paths, _ := fs.Glob(files, dir+"/*/*.json")
@@ -86,11 +93,12 @@ func All() []Example {
 			if head.Action != nil {
 				ex.Action = *head.Action
 			}
+			ex.rank = typical(ex)
 			out = append(out, ex)
 		}
 	}
 	return out
-}
+})
 
 // Public returns the forge's public examples only.
 func Public() []Example {
@@ -101,4 +109,48 @@ func Public() []Example {
 		}
 	}
 	return out
+}
+
+// Samples returns the examples of name, an "event" (every example of the
+// event, whatever its action) or an "event.action", the typical ones first
+// and otherwise in All's order: the one order of samples that
+// webhookstest.Payloads and 'forgehooks send --sample N' both give, so that
+// sample N is the same bytes in a test and on the command line. An example
+// is typical when it is sent to an app installation (the payload names
+// one), and for push, when it is a push to a branch with commits (the
+// forge's first push examples are tag pushes with none, which a test of push
+// handling rarely wants). The result is a fresh slice, nil when there is no
+// example; the bodies are shared and must not be modified.
+func Samples(name string) []Example {
+	event, action, hasAction := strings.Cut(name, ".")
+	var out []Example
+	for _, ex := range all() {
+		if ex.Event == event && (!hasAction || ex.Action == action) {
+			out = append(out, ex)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].rank > out[j].rank })
+	return out
+}
+
+// typical ranks an example by how much it looks like a usual delivery (see
+// Samples).
+func typical(ex Example) int {
+	var h struct {
+		Ref          *string           `json:"ref"`
+		Deleted      bool              `json:"deleted"`
+		Commits      []json.RawMessage `json:"commits"`
+		Installation json.RawMessage   `json:"installation"`
+	}
+	if json.Unmarshal(ex.Body, &h) != nil {
+		return 0
+	}
+	n := 0
+	if len(h.Installation) > 0 && string(h.Installation) != "null" {
+		n++
+	}
+	if ex.Event == "push" && h.Ref != nil && strings.HasPrefix(*h.Ref, "refs/heads/") && !h.Deleted && len(h.Commits) > 0 {
+		n += 2
+	}
+	return n
 }

@@ -1,4 +1,4 @@
-package webhooks_test
+package sourceip_test
 
 import (
 	"bufio"
@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"forgehooks.dev/forgehooks/webhooks"
+	"forgehooks.dev/forgehooks/sourceip"
 )
 
 func prefixes(t *testing.T, ss ...string) []netip.Prefix {
 	t.Helper()
 	var out []netip.Prefix
 	for _, s := range ss {
-		p, err := webhooks.ParsePrefix(s)
+		p, err := sourceip.ParsePrefix(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,11 +29,13 @@ func prefixes(t *testing.T, ss ...string) []netip.Prefix {
 	return out
 }
 
-// TestSourceFilterClient: X-Forwarded-For counts only from a trusted proxy,
-// and then its right-most untrusted hop is the client.
-func TestSourceFilterClient(t *testing.T) {
-	f := webhooks.NewSourceFilter(webhooks.SourceFilterOptions{TrustedProxies: prefixes(t, "10.0.0.0/8", "::1")})
-	f.Set(prefixes(t, "192.0.2.0/24", "2001:db8::/32"))
+// TestFilterClient: X-Forwarded-For counts only from a trusted proxy, and
+// then its right-most untrusted hop is the client; an IPv4-mapped address,
+// as a peer, a hop or a range, is its IPv4 address.
+func TestFilterClient(t *testing.T) {
+	t.Parallel()
+	f := sourceip.New(sourceip.Options{TrustedProxies: prefixes(t, "10.0.0.0/8", "::1")})
+	f.Set(prefixes(t, "192.0.2.0/24", "2001:db8::/32", "::ffff:203.0.113.0/125"))
 	for _, tc := range []struct {
 		remote, xff string
 		want        string
@@ -48,6 +50,13 @@ func TestSourceFilterClient(t *testing.T) {
 		{"10.1.2.3:80", "", "10.1.2.3", false},
 		{"10.1.2.3:80", "not-an-address", "", false},
 		{"[::ffff:192.0.2.3]:1", "", "192.0.2.3", true},
+		{"[::ffff:10.1.2.3]:80", "192.0.2.9", "192.0.2.9", true},   // a mapped peer is a trusted proxy
+		{"10.1.2.3:80", "::ffff:192.0.2.9", "192.0.2.9", true},     // a mapped hop
+		{"10.1.2.3:80", "::ffff:203.0.113.7", "203.0.113.7", true}, // in a range given mapped
+		{"[::ffff:203.0.113.6]:80", "", "203.0.113.6", true},       // the same, as the peer
+		{"203.0.113.9:80", "", "203.0.113.9", false},               // outside the mapped /125
+		{"[fe80::1%eth0]:80", "", "fe80::1%eth0", false},
+		{"[2001:db8::1%eth0]:80", "", "2001:db8::1%eth0", true}, // a zone names an interface, not an address
 	} {
 		r := httptest.NewRequest("POST", "/", nil)
 		r.RemoteAddr = tc.remote
@@ -69,40 +78,31 @@ func TestSourceFilterClient(t *testing.T) {
 	}
 }
 
-func TestParseMetaHooks(t *testing.T) {
-	rs, err := webhooks.ParseMetaHooks([]byte(`{"hooks":["192.30.252.0/22","2a0a:a440::/29","203.0.113.5"],"web":["1.2.3.4/32"]}`))
-	if err != nil || len(rs) != 3 || rs[2].String() != "203.0.113.5/32" {
-		t.Fatalf("%v %v", rs, err)
-	}
-	for _, bad := range []string{`{}`, `{"hooks":[]}`, `{"hooks":["x"]}`, `[`, `{"hooks":"1.2.3.4"}`} {
-		if _, err := webhooks.ParseMetaHooks([]byte(bad)); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
-	}
-}
-
-// TestSourceFilterOverHTTP: from outside the ranges, 403 before the body is
-// read (the body is never sent); inside, the handler. A refresh that fails
-// keeps the ranges.
-func TestSourceFilterOverHTTP(t *testing.T) {
+// TestFilterOverHTTP: from outside the ranges, 403 before the body is read
+// (the body is never sent); inside, the handler. A refresh that fails keeps
+// the ranges.
+func TestFilterOverHTTP(t *testing.T) {
+	t.Parallel()
 	var metaUp atomic.Bool
+	var downAnswers atomic.Int32
 	var metaBody atomic.Pointer[string]
 	outside := `{"hooks":["192.0.2.0/24"]}`
 	metaBody.Store(&outside)
 	metaUp.Store(true)
 	meta := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/meta" || !metaUp.Load() {
+			downAnswers.Add(1)
 			http.Error(w, "down", 500)
 			return
 		}
 		w.Write([]byte(*metaBody.Load()))
 	}))
 	defer meta.Close()
-	f := webhooks.NewSourceFilter(webhooks.SourceFilterOptions{Logger: slog.New(slog.DiscardHandler)})
+	f := sourceip.New(sourceip.Options{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := f.Refresh(ctx, 20*time.Millisecond, func(ctx context.Context) ([]netip.Prefix, error) {
-		return webhooks.FetchMetaHooks(ctx, meta.Client(), meta.URL)
+		return (&sourceip.Meta{APIURL: meta.URL, Client: meta.Client()}).Fetch(ctx)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestSourceFilterOverHTTP(t *testing.T) {
 		return resp.StatusCode == 202
 	})
 	metaUp.Store(false)
-	time.Sleep(100 * time.Millisecond) // several refreshes fail
+	waitTrue(t, func() bool { return downAnswers.Load() >= 3 }) // several refreshes fail
 	resp, err = http.Post(srv.URL, "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
