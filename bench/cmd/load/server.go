@@ -49,7 +49,7 @@ func runServer(kind, addr, cpuprofile string) error {
 		case "typed":
 			payloads.OnPushEvent(wh, push)
 		default:
-			registerEveryEvent(wh, push)
+			bench.RegisterEveryEvent(wh, push)
 		}
 		h = webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Path: "/"})
 	case "go-github":

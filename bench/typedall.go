@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
-// registerEveryEvent registers a typed handler for every event through its
-// On…Event helper, as a bot that handles many events does: the typed-all
-// receiver pays for dispatch among all of them, not among one. push gets
-// push, which reads the decoded payload; every other event a handler that
-// returns nil. TestRegisterEveryEvent checks that no event is left out.
-func registerEveryEvent(wh *webhooks.Webhooks, push func(context.Context, payloads.Event[*payloads.PushEvent]) error) {
+// RegisterEveryEvent registers a typed handler for every event through its
+// On…Event helper, as a bot that handles many events does, so that a receiver
+// built on it pays for dispatch among all of them, not among one: push for
+// push deliveries, and for every other event a handler that returns nil. The
+// list is written from payloads/register.go; TestRegisterEveryEvent fails
+// when the schema has an event it leaves out.
+func RegisterEveryEvent(wh *webhooks.Webhooks, push func(context.Context, payloads.Event[*payloads.PushEvent]) error) {
 	payloads.OnBranchProtectionConfigurationEvent(wh, ignore)
 	payloads.OnBranchProtectionRuleEvent(wh, ignore)
 	payloads.OnCheckRunEvent(wh, ignore)
