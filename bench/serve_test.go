@@ -106,6 +106,10 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	return len(p), nil
 }
+func (w *discardWriter) WriteString(s string) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(s), nil
+}
 func (w *discardWriter) Flush()                           {}
 func (w *discardWriter) SetReadDeadline(time.Time) error  { return nil }
 func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
