@@ -160,16 +160,25 @@ bench-peers:
 ## tool installs with npm into $FORGEHOOKS_NPM_CACHE or ~/.cache/forgehooks/npm, and leaves
 ## out with a message when node or npm is missing), LOAD_N requests or LOAD_TIME each,
 ## LOAD_ROUNDS rounds; every receiver runs on the last CPU, the load on the others (taskset);
-## requests/s, p50/p99 and server CPU per request into bench/README.md.
+## requests/s, p50/p99 and server CPU per request into bench/README.md. Then the peer
+## configuration of issue 46 (PEER_C=16 keep-alive connections, PEER_TIME per receiver,
+## PEER_ROUNDS interleaved rounds, a typed receiver with a handler for every event),
+## which prints typed-all ÷ bare, raw ÷ bare and typed-all ÷ go-github, into the
+## README's load-peer section.
 LOAD_N      ?= 20000
 LOAD_TIME   ?= 20s
 LOAD_C      ?= 4
 LOAD_ROUNDS ?= 3
+PEER_N      ?= 1000000
+PEER_TIME   ?= 10s
+PEER_C      ?= 16
+PEER_ROUNDS ?= 3
 bench-load:
 	mkdir -p bench/results
 	$(GO) build -o bench/results/forgehooks ./cmd/forgehooks
 	cd bench && $(GO) build -o results/load ./cmd/load && \
-	./results/load -forgehooks results/forgehooks -n $(LOAD_N) -duration $(LOAD_TIME) -c $(LOAD_C) -rounds $(LOAD_ROUNDS) -readme README.md
+	./results/load -forgehooks results/forgehooks -n $(LOAD_N) -duration $(LOAD_TIME) -c $(LOAD_C) -rounds $(LOAD_ROUNDS) -readme README.md && \
+	./results/load -servers nethttp,bare,raw,typed-all,go-github,node -n $(PEER_N) -duration $(PEER_TIME) -c $(PEER_C) -rounds $(PEER_ROUNDS) -readme README.md -section load-peer
 
 ## fuzz: run every fuzz target of every package (FUZZPKGS, default all) for FUZZTIME
 ## each (default 30s). It goes on past a failure and lists every failing target at
