@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test test-long timing fmt-check vet tidy-check unit modules generate packages generate-check bench bench-peers bench-load fuzz schema spec-versions serve smee-client load chromium screenshots
+.PHONY: test test-long timing fmt-check vet tidy-check unit modules generate packages generate-check schema-latest schema-drift bench bench-peers bench-load fuzz schema spec-versions serve smee-client load chromium screenshots
 
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
 ## race-enabled tests, and the same for the nested modules. The inspector's browser
@@ -70,10 +70,12 @@ modules:
 ## generate: regenerate package payloads from the committed schema/ (the importer does not
 ## run: schema/ is committed, see `make schema`), and the example module's package generated
 ## from a schema of its own. It fails when schema/packages.yaml lacks what the schema has:
-## `make packages` records it.
+## `make packages` records it. Then the corpus's generated samples (cmd/gensamples): one for each
+## name without an example.
 generate:
 	$(GO) generate ./payloads
 	cd examples/customschema && $(GO) generate ./forgepayloads
+	$(GO) run ./cmd/gensamples -schema schema -corpus internal/corpus/testdata
 
 ## packages: the explicit step that writes schema/packages.yaml (the generated package of
 ## each event and type), extended for what a schema update added; generation only reads it.
@@ -87,23 +89,38 @@ generate-check:
 	$(GO) run ./cmd/importschema -check -q
 	@if [ -n "$$(ls payloads/*.go 2>/dev/null)" ]; then \
 	  $(MAKE) --no-print-directory generate && \
-	  git diff --exit-code --stat -- payloads schema examples/customschema && \
-	  test -z "$$(git status --porcelain -- payloads schema examples/customschema)" || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
+	  git diff --exit-code --stat -- payloads schema examples/customschema internal/corpus/testdata/generated && \
+	  test -z "$$(git status --porcelain -- payloads schema examples/customschema internal/corpus/testdata/generated)" || { echo "generated code is stale: run make generate and commit"; exit 1; }; \
 	fi
 
 ## schema: re-import schema/ from the committed spec and overrides, extend
 ## schema/lock.yaml, and report what changed (a section of CHANGELOG.md when the schema
 ## changed). With VERSION=x (a number, or a tag such as latest), first fetch that version
 ## of the forge's published webhook spec with npm pack (the one step that needs the
-## network); nothing is replaced unless the whole import succeeds. REPORT_JSON=file also
+## network); REST_VERSION=y does the same for the second source, @octokit/openapi's
+## x-webhooks (VERSION=latest fetches the latest of both; REST_VERSION=none drops it);
+## nothing is replaced unless the whole import succeeds. REPORT_JSON=file also
 ## writes the report as JSON; FAIL_ON_BREAKING=1 exits non-zero when the update breaks
 ## compiled code (after writing).
 SCHEMA_SPEC      := schema/source/api.github.com.json.gz
 SCHEMA_OVERRIDES := schema/overrides.yaml
 schema:
-	$(GO) run ./cmd/importschema $(if $(VERSION),-fetch $(VERSION)) -spec $(SCHEMA_SPEC) -overrides $(SCHEMA_OVERRIDES) -out schema \
+	$(GO) run ./cmd/importschema $(if $(VERSION),-fetch $(VERSION)) $(if $(REST_VERSION),-fetch-rest $(REST_VERSION),$(if $(filter latest,$(VERSION)),-fetch-rest latest)) -spec $(SCHEMA_SPEC) -overrides $(SCHEMA_OVERRIDES) -out schema \
 	  -changelog CHANGELOG.md $(if $(REPORT_JSON),-report-json $(REPORT_JSON)) $(if $(FAIL_ON_BREAKING),-fail-on-breaking)
 	$(MAKE) --no-print-directory packages
+
+## schema-drift: what the forge's TypeScript types (@octokit/openapi-webhooks-types,
+## TYPES_VERSION, default latest; needs the network) know that schema/ does not: event
+## and action names, payload members. Exit 1 when the list is not empty: add the names
+## to schema/overrides.yaml (events, names, fields, each with a reason) or update.
+TYPES_VERSION ?= latest
+schema-drift:
+	$(GO) run ./cmd/importschema -drift $(TYPES_VERSION) -out schema
+
+## schema-latest: make schema VERSION=latest (the newest of both sources), then make generate.
+schema-latest:
+	$(MAKE) --no-print-directory schema VERSION=latest
+	$(MAKE) --no-print-directory generate
 
 ## spec-versions: the project's tests at other published versions of the forge's webhook
 ## spec (needs the network for npm pack; not in `make test`): for each of VERSIONS, in a
@@ -143,16 +160,25 @@ bench-peers:
 ## tool installs with npm into $FORGEHOOKS_NPM_CACHE or ~/.cache/forgehooks/npm, and leaves
 ## out with a message when node or npm is missing), LOAD_N requests or LOAD_TIME each,
 ## LOAD_ROUNDS rounds; every receiver runs on the last CPU, the load on the others (taskset);
-## requests/s, p50/p99 and server CPU per request into bench/README.md.
+## requests/s, p50/p99 and server CPU per request into bench/README.md. Then the peer
+## configuration of issue 46 (PEER_C=16 keep-alive connections, PEER_TIME per receiver,
+## PEER_ROUNDS interleaved rounds, a typed receiver with a handler for every event),
+## which prints typed-all ÷ bare, raw ÷ bare and typed-all ÷ go-github, into the
+## README's load-peer section.
 LOAD_N      ?= 20000
 LOAD_TIME   ?= 20s
 LOAD_C      ?= 4
 LOAD_ROUNDS ?= 3
+PEER_N      ?= 1000000
+PEER_TIME   ?= 10s
+PEER_C      ?= 16
+PEER_ROUNDS ?= 3
 bench-load:
 	mkdir -p bench/results
 	$(GO) build -o bench/results/forgehooks ./cmd/forgehooks
 	cd bench && $(GO) build -o results/load ./cmd/load && \
-	./results/load -forgehooks results/forgehooks -n $(LOAD_N) -duration $(LOAD_TIME) -c $(LOAD_C) -rounds $(LOAD_ROUNDS) -readme README.md
+	./results/load -forgehooks results/forgehooks -n $(LOAD_N) -duration $(LOAD_TIME) -c $(LOAD_C) -rounds $(LOAD_ROUNDS) -readme README.md && \
+	./results/load -servers nethttp,bare,raw,typed-all,go-github,node -n $(PEER_N) -duration $(PEER_TIME) -c $(PEER_C) -rounds $(PEER_ROUNDS) -readme README.md -section load-peer
 
 ## fuzz: run every fuzz target of every package (FUZZPKGS, default all) for FUZZTIME
 ## each (default 30s). It goes on past a failure and lists every failing target at

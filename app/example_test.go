@@ -133,3 +133,70 @@ func ExampleApp_Client_tenant() {
 	// delivery answered 200
 	// octo/site#1, as installation 42: "Triaged."
 }
+
+// A bot for many customers' organizations: each tenant's hook has its own
+// secret and sends deliveries that name no installation, and each tenant
+// says how the bot answers it: acme as the app's installation 42, beta (an
+// organization that did not install the app) with a token of its own.
+// Every handler calls Client the same way; Client picks the tenant's
+// credentials (and its API root, had it an APIURL).
+func ExampleApp_Client_tenants() {
+	keyPEM, _ := os.ReadFile("testdata/pkcs1.pem")
+	key, _ := app.ParsePrivateKey(keyPEM)
+	const betaToken = "beta-bot-token" // in practice: from the environment or a secret store
+	forge, _ := forgetest.Start(forgetest.Options{AppID: "424242", PublicKey: &key.PublicKey, Token: betaToken})
+	defer forge.Close()
+	forge.AddInstallation(42)
+
+	tenants := webhooks.NewTenants(webhooks.StaticTenants{
+		"acme": {Secrets: []string{"acme-s3cret"}, Installation: 42},
+		"beta": {Secrets: []string{"beta-s3cret"}, Token: betaToken},
+	}, webhooks.TenantsOptions{})
+	wh, _ := webhooks.New(webhooks.Options{Tenants: tenants})
+	forgeApp, err := app.New(app.Options{AppID: "424242", PrivateKey: keyPEM, APIURL: forge.URL, Tenants: wh.Tenants()})
+	if err != nil {
+		panic(err)
+	}
+	wh.On("issue_comment.created", func(ctx context.Context, e emitter.Event) error {
+		c, err := forgeApp.Client(ctx) // as the tenant: its installation, else its token
+		if err != nil {
+			return err // app.ErrNoCredentials is final: no retry
+		}
+		d, _ := webhooks.DeliveryFrom(ctx)
+		res, err := c.Post(forge.URL+"/repos/"+d.Tenant+"/site/issues/1/comments", "application/json", strings.NewReader(`{"body":"Triaged."}`))
+		if err != nil {
+			return err
+		}
+		return res.Body.Close()
+	})
+
+	srv := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Path: "/t/{tenant}/hooks"}))
+	defer srv.Close()
+	body := []byte(`{"action":"created","issue":{"number":1},"comment":{"body":"help"}}`)
+	for _, tenant := range []string{"acme", "beta"} {
+		sig, _ := signing.Sign(tenant+"-s3cret", body)
+		req, _ := http.NewRequest("POST", srv.URL+"/t/"+tenant+"/hooks", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(webhooks.HeaderEvent, "issue_comment")
+		req.Header.Set(webhooks.HeaderDelivery, "d-"+tenant)
+		req.Header.Set(webhooks.HeaderSignature, sig)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		res.Body.Close()
+		fmt.Println(tenant, "answered", res.StatusCode)
+	}
+	for _, c := range forge.Comments() {
+		as := fmt.Sprint("installation ", c.Installation)
+		if c.Installation == 0 {
+			as = "its token"
+		}
+		fmt.Printf("%s/%s#%d, as %s: %q\n", c.Owner, c.Repo, c.Issue, as, c.Body)
+	}
+	// Output:
+	// acme answered 200
+	// beta answered 200
+	// acme/site#1, as installation 42: "Triaged."
+	// beta/site#1, as its token: "Triaged."
+}

@@ -222,3 +222,86 @@ func TestClientTenantEndToEnd(t *testing.T) {
 		t.Errorf("tokens issued: %+v", toks)
 	}
 }
+
+// TestClientTenantInline: tenants, Client and the inline middleware
+// together, as a function platform runs them: each tenant's delivery (naming
+// no installation) is answered once its handler returned; a tenant with an
+// installation or a token gets its comment posted, answered 200; a tenant
+// with neither makes Client's final error, answered as any failed handler
+// (500, so that the forge's delivery log shows it).
+func TestClientTenantInline(t *testing.T) {
+	t.Parallel()
+	const token = "inline-tenant-token-0123"
+	e := newEnv(t, false, forgetest.Options{SecondaryLimit: -1, Token: token})
+	ts := webhooks.NewTenants(webhooks.StaticTenants{
+		"inst":    {Secrets: []string{"inst-secret-0123456789"}, Installation: testInstallation},
+		"token":   {Secrets: []string{"token-secret-0123456789"}, Token: token},
+		"nothing": {Secrets: []string{"nothing-secret-0123456789"}},
+	}, webhooks.TenantsOptions{})
+	a := e.app(func(o *app.Options) { o.Tenants = ts })
+	wh, err := webhooks.New(webhooks.Options{Tenants: ts, Logger: e.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	handled := map[string]error{}
+	wh.On("issue_comment.created", func(ctx context.Context, ev emitter.Event) error {
+		d, _ := webhooks.DeliveryFrom(ctx)
+		c, err := a.Client(ctx)
+		if err == nil {
+			_, err = e.comment(ctx, c, "answered for "+d.Tenant)
+		}
+		mu.Lock()
+		handled[d.Tenant] = err
+		mu.Unlock()
+		return err
+	})
+	srv := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Path: "/t/{tenant}/hooks", Inline: true}))
+	t.Cleanup(srv.Close)
+	payload := noInstallation(t, commentDelivery(0, e.forge.URL))
+	for _, tc := range []struct {
+		tenant, secret string
+		status         int
+		auth           string // the comment's Authorization: its scheme, or the whole header
+	}{
+		{"inst", "inst-secret-0123456789", http.StatusOK, "Bearer fit_"},
+		{"token", "token-secret-0123456789", http.StatusOK, "token " + token},
+		{"nothing", "nothing-secret-0123456789", http.StatusInternalServerError, ""},
+	} {
+		t.Run(tc.tenant, func(t *testing.T) {
+			sig, _ := signing.Sign(tc.secret, payload)
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/t/"+tc.tenant+"/hooks", strings.NewReader(string(payload)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(webhooks.HeaderEvent, "issue_comment")
+			req.Header.Set(webhooks.HeaderDelivery, "inline-"+tc.tenant)
+			req.Header.Set(webhooks.HeaderSignature, sig)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			// Inline: the handler has returned by the answer.
+			mu.Lock()
+			herr, ran := handled[tc.tenant]
+			mu.Unlock()
+			if res.StatusCode != tc.status || !ran {
+				t.Fatalf("answered %d (handler ran: %v, error %v), want %d", res.StatusCode, ran, herr, tc.status)
+			}
+			var auths []string
+			for _, r := range e.forge.Requests() {
+				if r.Operation == "issues/create-comment" && strings.Contains(string(r.Body), "answered for "+tc.tenant) {
+					auths = append(auths, r.Authorization)
+				}
+			}
+			if tc.auth == "" {
+				if !webhooks.IsPermanent(herr) || !errors.Is(herr, app.ErrNoCredentials) || len(auths) != 0 {
+					t.Errorf("handler's error %v (final %v), comments made with %q; want a final ErrNoCredentials and none", herr, webhooks.IsPermanent(herr), auths)
+				}
+				return
+			}
+			if herr != nil || len(auths) != 1 || !strings.HasPrefix(auths[0], tc.auth) {
+				t.Errorf("handler's error %v, comments made with %q; want one with %q", herr, auths, tc.auth)
+			}
+		})
+	}
+}

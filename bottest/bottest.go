@@ -81,15 +81,19 @@ type Options struct {
 	// forgetest's built-in app (DefaultAppID, PrivateKeyPEM).
 	Forge forgetest.Options
 	// App configures the app client; AppID, the key and APIURL are set to
-	// the fake forge's when empty.
+	// the fake forge's when empty, and Tenants to Options.Tenants, so that
+	// bot.App answers a tenant's delivery as the tenant's installation or
+	// token.
 	App app.Options
 	// Wait bounds Send; zero: Wait.
 	Wait time.Duration
 	// AppHook says whether Send, SendAs and Payload make payloads name an
 	// installation; see AppHook. Zero: AppHookAuto.
 	AppHook AppHook
-	// Tenants, when set, is where the receiver finds each tenant's secrets:
-	// Start mounts the Webhooks on TenantPath ("/t/{tenant}/hooks") unless
+	// Tenants, when set, is where the receiver finds each tenant's secrets,
+	// and bot.App each tenant's installation, token and API URL (unless
+	// App.Tenants is set); the installations of a webhooks.StaticTenants
+	// exist in the fake forge. Start mounts the Webhooks on TenantPath ("/t/{tenant}/hooks") unless
 	// its options name another path, and SendAs signs with the tenant's
 	// first secret, as Tenants gives it for the tenant's path. Build the
 	// Webhooks given to Start with the same source
@@ -129,7 +133,8 @@ type Bot struct {
 
 // New starts a fake forge until the test ends (it fails the test if a
 // request departed from the forge's REST description), and an app client
-// for it.
+// for it. The fake forge holds Installation, and the installation of each
+// tenant when Options.Tenants is a webhooks.StaticTenants.
 func New(t testing.TB, opts ...Options) *Bot {
 	t.Helper()
 	var o Options
@@ -138,7 +143,17 @@ func New(t testing.TB, opts ...Options) *Bot {
 	}
 	forge := forgetest.New(t, o.Forge)
 	forge.AddInstallation(Installation)
+	if st, ok := o.Tenants.(webhooks.StaticTenants); ok {
+		for _, tn := range st {
+			if tn.Installation > 0 {
+				forge.AddInstallation(tn.Installation)
+			}
+		}
+	}
 	ao := o.App
+	if ao.Tenants == nil {
+		ao.Tenants = o.Tenants
+	}
 	if ao.AppID == "" {
 		ao.AppID = forge.AppID()
 	}
@@ -166,7 +181,9 @@ func (b *Bot) Start(wh *webhooks.Webhooks) *receiver.Receiver {
 // 127.0.0.1 on a free port; without an Inbox (or one with neither Dir nor
 // URLs) it gets one in the test's temporary directory, and without
 // RetryDelays the inbox retries after RetryDelays. With Options.Tenants and
-// no Middleware.Path, the path is TenantPath. When the test ends, the
+// no Middleware.Path, the path is TenantPath. It fails the test when
+// Options.Tenants is set and the Webhooks has no tenants, or the other way
+// round. When the test ends, the
 // receiver drains and stops before the directory is removed.
 func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
 	b.t.Helper()
@@ -175,6 +192,14 @@ func (b *Bot) StartReceiver(o receiver.Options) *receiver.Receiver {
 	}
 	if o.Webhooks == nil {
 		b.t.Fatal("bottest: no Webhooks")
+	}
+	// Tenants on one side only would fail every Send later, and obscurely:
+	// the Webhooks has no secret to sign with, or refuses the tenant's.
+	switch withTenants := o.Webhooks.Tenants() != nil; {
+	case withTenants && b.opts.Tenants == nil:
+		b.t.Fatal("bottest: the Webhooks has tenants (webhooks.Options.Tenants) and bottest.Options.Tenants is unset: give bottest.New the same source, so that Send signs as a tenant and bot.App answers as one")
+	case !withTenants && b.opts.Tenants != nil:
+		b.t.Fatal("bottest: bottest.Options.Tenants is set and the Webhooks has no tenants: build it with webhooks.Options{Tenants: webhooks.NewTenants(source, …)} from the same source")
 	}
 	in := inbox.Options{}
 	if o.Inbox != nil {

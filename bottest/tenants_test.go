@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"forgehooks.dev/forgehooks/bottest"
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/forgetest"
 	"forgehooks.dev/forgehooks/payloads"
 	"forgehooks.dev/forgehooks/webhooks"
 	"forgehooks.dev/forgehooks/webhookstest"
@@ -177,7 +180,10 @@ func TestHandlerLabelsAndComments(t *testing.T) {
 }
 
 // A handler that fails for want of an installation (SendAs: a tenant's hook
-// names none) makes a dead letter whose error says so.
+// names none, and the tenant has neither an installation nor a token) makes a
+// dead letter after exactly one attempt: app.Client's error wraps
+// app.ErrNoCredentials as final (webhooks.Permanent), and says what to
+// configure.
 func TestSendAsNoInstallation(t *testing.T) {
 	t.Parallel()
 	bot := bottest.New(t, bottest.Options{Tenants: twoTenants})
@@ -185,10 +191,147 @@ func TestSendAsNoInstallation(t *testing.T) {
 	payloads.OnIssueCommentCreatedEvent(wh, triage(bot.App))
 	bot.Start(wh)
 	rec := bot.SendAs("acme", "issue_comment.created")
-	if rec.Status != delivery.StatusDead || !strings.Contains(rec.LastError(), "installation") {
-		t.Fatalf("%s: %q; want dead for want of an installation", rec.Status, rec.LastError())
+	if rec.Status != delivery.StatusDead || len(rec.Attempts) != 1 || !rec.Final() {
+		t.Fatalf("%s after %d attempts (final %v): %q; want dead and final after 1 (retries left: %d)",
+			rec.Status, len(rec.Attempts), rec.Final(), rec.LastError(), len(bottest.RetryDelays))
+	}
+	const fix = `set an installation or a token for tenant "acme"`
+	if got := rec.LastError(); !strings.Contains(got, app.ErrNoCredentials.Error()) || !strings.Contains(got, fix) {
+		t.Errorf("last error %q; want it to say %q and %q", got, app.ErrNoCredentials, fix)
 	}
 	if c := bot.Forge.Comments(); len(c) != 0 {
 		t.Errorf("comments %+v", c)
+	}
+}
+
+// A tenant's own hook names no installation, so the tenant says how to
+// answer: as its Installation, or with its Token (the fake forge seeing that
+// token); a handler's final error leaves the delivery dead after exactly one
+// attempt. bot.App reads the tenants from Options.Tenants, and the fake forge
+// holds the tenants' installations.
+func TestSendAsTenantAnswers(t *testing.T) {
+	t.Parallel()
+	const token = "acme-forge-token-for-tests-only"
+	tenants := webhooks.StaticTenants{
+		"acme":   {Secrets: []string{"acme's secret for tests only"}, Token: token},
+		"globex": {Secrets: []string{"globex's secret for tests only"}, Installation: 7},
+	}
+	tests := []struct {
+		name, tenant string
+		handler      func(*bottest.Bot) func(context.Context, payloads.Event[*payloads.IssueCommentCreatedEvent]) error
+		// installation made the comment (0: the token); no comment when the
+		// delivery is to be dead.
+		installation int64
+		dead         bool
+	}{
+		{"Installation", "globex", func(b *bottest.Bot) func(context.Context, payloads.Event[*payloads.IssueCommentCreatedEvent]) error {
+			return triage(b.App)
+		}, 7, false},
+		{"Token", "acme", func(b *bottest.Bot) func(context.Context, payloads.Event[*payloads.IssueCommentCreatedEvent]) error {
+			return triage(b.App)
+		}, 0, false},
+		{"Permanent", "globex", func(*bottest.Bot) func(context.Context, payloads.Event[*payloads.IssueCommentCreatedEvent]) error {
+			return func(context.Context, payloads.Event[*payloads.IssueCommentCreatedEvent]) error {
+				return webhooks.Permanent(errors.New("no"))
+			}
+		}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bot := bottest.New(t, bottest.Options{Tenants: tenants, Forge: forgetest.Options{Token: token}})
+			wh, err := webhooks.New(webhooks.Options{Tenants: webhooks.NewTenants(tenants, webhooks.TenantsOptions{})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			payloads.OnIssueCommentCreatedEvent(wh, tt.handler(bot))
+			bot.Start(wh)
+			rec := bot.SendAs(tt.tenant, "issue_comment.created")
+			if rec.Tenant != tt.tenant {
+				t.Errorf("record's tenant %q, want %q", rec.Tenant, tt.tenant)
+			}
+			comments := bot.Forge.Comments()
+			if tt.dead {
+				if rec.Status != delivery.StatusDead || len(rec.Attempts) != 1 || !rec.Final() || rec.LastError() != "no" {
+					t.Fatalf("%s after %d attempts (final %v), last error %q; want dead and final after 1 with \"no\" (retries left: %d)",
+						rec.Status, len(rec.Attempts), rec.Final(), rec.LastError(), len(bottest.RetryDelays))
+				}
+				if len(comments) != 0 {
+					t.Errorf("comments %+v, want none", comments)
+				}
+				return
+			}
+			if rec.Status != delivery.StatusHandled {
+				t.Fatalf("%s: %s", rec.Status, rec.LastError())
+			}
+			if len(comments) != 1 || comments[0].Installation != tt.installation || comments[0].Body != "Labelled for triage." {
+				t.Fatalf("comments %+v, want one by installation %d", comments, tt.installation)
+			}
+			var ops []string
+			for _, r := range bot.Forge.Requests() {
+				if r.Operation == "issues/add-labels" || r.Operation == "issues/create-comment" {
+					ops = append(ops, fmt.Sprintf("%s %d %t", r.Operation, r.Installation, tt.installation == 0 && r.Authorization == "token "+token))
+				}
+			}
+			want := fmt.Sprintf("issues/add-labels %[1]d %[2]t\nissues/create-comment %[1]d %[2]t", tt.installation, tt.installation == 0)
+			if got := strings.Join(ops, "\n"); got != want {
+				t.Errorf("requests (operation, installation, with the tenant's token):\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// fatalTB is a testing.TB whose Fatal and Fatalf record the message and end
+// the goroutine, as a test's do, so that a test can see bottest fail one.
+type fatalTB struct {
+	testing.TB
+	msg chan string
+}
+
+func (f fatalTB) Fatal(args ...any) { f.msg <- fmt.Sprint(args...); runtime.Goexit() }
+func (f fatalTB) Fatalf(format string, args ...any) {
+	f.msg <- fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// Tenants on only one side, the kit's options or the Webhooks, fail Start
+// with a message that says what to set, rather than every Send later with
+// "secret is required" or a refused signature.
+func TestStartTenantsOnOneSide(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opts bottest.Options
+		wh   webhooks.Options
+		want string
+	}{
+		{"Webhooks only", bottest.Options{}, webhooks.Options{Tenants: webhooks.NewTenants(twoTenants, webhooks.TenantsOptions{})}, "bottest.Options.Tenants is unset"},
+		{"Options only", bottest.Options{Tenants: twoTenants}, webhooks.Options{Secret: "a secret for tests only"}, "the Webhooks has no tenants"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := fatalTB{TB: t, msg: make(chan string, 1)}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				bot := bottest.New(tb, tt.opts)
+				wh, err := webhooks.New(tt.wh)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				bot.Start(wh)
+			}()
+			<-done
+			select {
+			case msg := <-tb.msg:
+				if !strings.Contains(msg, tt.want) {
+					t.Errorf("Start failed with %q, want it to say %q", msg, tt.want)
+				}
+			default:
+				t.Errorf("Start did not fail; want it to say %q", tt.want)
+			}
+		})
 	}
 }

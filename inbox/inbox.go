@@ -94,10 +94,14 @@ type Options struct {
 	// group or others may write to.
 	Dir string
 	// URLs are the NATS servers of an existing cluster to connect to instead
-	// of running one in the process.
+	// of running one in the process. A user and password in them
+	// (nats://user:pass@host) are used as Auth's, and never printed.
 	URLs []string
-	// NATSOptions are added to the connection's options in cluster mode
-	// (credentials, TLS).
+	// Auth authenticates the connection to the cluster and secures it
+	// (credentials file, nkey, user and password, TLS).
+	Auth NATSAuth
+	// NATSOptions are added to the connection's options in cluster mode,
+	// after Auth's.
 	NATSOptions []nats.Option
 
 	// Receiver runs the handlers of stored deliveries once Start is
@@ -343,7 +347,15 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 			in.opts.Replicas = st.CachedInfo().Config.Replicas
 		}
 	}
-	if err := in.setup(ctx); err != nil {
+	setup := in.setup
+	if in.ns == nil {
+		// A cluster that lost a server, or elects a leader, leaves a
+		// stream's update unanswered for a while: Open waits it out as a
+		// publish does (within ctx), so that 'forgehooks inbox' run just
+		// after a server restarts still opens.
+		setup = func(ctx context.Context) error { return in.retrying(ctx, in.setup) }
+	}
+	if err := setup(ctx); err != nil {
 		in.shutdown()
 		return nil, replicasError(err, in.opts.Replicas, defaultReplicas, in.nc)
 	}
@@ -468,6 +480,10 @@ func (in *Inbox) connect() error {
 		}
 		in.nc = nc
 	} else {
+		urls, auth, err := o.Auth.natsOptions(o.URLs)
+		if err != nil {
+			return err
+		}
 		nopts := append([]nats.Option{
 			nats.Name("forgehooks-inbox"),
 			nats.MaxReconnects(-1),
@@ -476,10 +492,11 @@ func (in *Inbox) connect() error {
 			// waiting in a buffer to be sent after the 503 went out.
 			nats.ReconnectBufSize(-1),
 			in.asyncErrors(),
-		}, o.NATSOptions...)
-		nc, err := nats.Connect(strings.Join(o.URLs, ","), nopts...)
+		}, auth...)
+		nopts = append(nopts, o.NATSOptions...)
+		nc, err := nats.Connect(strings.Join(urls, ","), nopts...)
 		if err != nil {
-			return fmt.Errorf("inbox: connecting to NATS at %s: %w", strings.Join(o.URLs, ","), err)
+			return fmt.Errorf("inbox: connecting to NATS at %s: %w", RedactURL(strings.Join(urls, ",")), err)
 		}
 		in.nc = nc
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ func (in *Inbox) List(ctx context.Context, o delivery.ListOptions) ([]delivery.R
 	if o.Limit <= 0 {
 		o.Limit = delivery.DefaultListLimit
 	}
-	info, err := in.inbox.Info(ctx)
+	info, err := in.streamInfo(ctx, in.inbox)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: list: %w", err)
 	}
@@ -82,18 +83,78 @@ type headerMsg struct {
 	size    int
 }
 
+// listPatience bounds how long a query waits out a cluster that lost a
+// node or its leader (an election, a consumer placed on a server that is
+// not current yet) before it fails.
+const listPatience = 30 * time.Second
+
+// reading runs op, a read that may be repeated, until it succeeds, fails
+// with an error that says the thing is not there, or listPatience (or
+// ctx) ends: in a cluster a read fails while a node restarts or a leader is
+// elected, and the same read an instant later succeeds.
+func (in *Inbox) reading(ctx context.Context, op func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, listPatience)
+	defer cancel()
+	pause := 50 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || in.ns != nil || in.isClosed() || errors.Is(err, jetstream.ErrMsgNotFound) ||
+			errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// streamInfo reads st's state, waiting out a cluster's election.
+func (in *Inbox) streamInfo(ctx context.Context, st jetstream.Stream) (*jetstream.StreamInfo, error) {
+	var info *jetstream.StreamInfo
+	err := in.reading(ctx, func(ctx context.Context) (err error) {
+		info, err = st.Info(ctx)
+		return err
+	})
+	return info, err
+}
+
 // headers reads the headers of the messages of st from sequence lo to hi,
 // without their payloads, through a short-lived headers-only consumer. The
 // server still reads each message whole from its file (its block stays in a
 // cache the garbage collector may take back): one read runs at a time, so
 // that concurrent lists and searches cost one message's memory, not one
-// each.
+// each. In a cluster, a consumer that fails (placed on a server that
+// restarted and is not current, or lost with it) is replaced by a new one
+// from where the last stopped, until listPatience.
 func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64) ([]headerMsg, error) {
 	select {
 	case in.scan <- struct{}{}:
 		defer func() { <-in.scan }()
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	var out []headerMsg
+	err := in.reading(ctx, func(ctx context.Context) error {
+		var err error
+		out, lo, err = in.readHeaders(ctx, st, out, lo, hi)
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("reading headers: %w", err)
+	}
+	return out, nil
+}
+
+// readHeaders appends to out the headers of st's messages from lo to hi
+// through one consumer, and returns the sequence to go on from.
+func (in *Inbox) readHeaders(ctx context.Context, st jetstream.Stream, out []headerMsg, lo, hi uint64) ([]headerMsg, uint64, error) {
+	if lo > hi {
+		return out, lo, nil
 	}
 	cons, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
@@ -105,19 +166,31 @@ func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64
 		Replicas:          1,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading headers: %w", err)
+		return out, lo, err
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = st.DeleteConsumer(dctx, cons.CachedInfo().Name)
 	}()
-	var out []headerMsg
+	host := ""
+	if ci := cons.CachedInfo().Cluster; ci != nil {
+		host = ci.Leader
+	}
+	if host == "" && in.ns == nil {
+		// Created, its server not said yet: ask it.
+		if info, err := cons.Info(ctx); err == nil && info.Cluster != nil {
+			host = info.Cluster.Leader
+		}
+	}
+	if err := in.replicaCurrent(ctx, st, host); err != nil {
+		return out, lo, err
+	}
 	for {
 		want := int(min(hi-lo+1, 256))
 		batch, err := cons.FetchNoWait(want)
 		if err != nil {
-			return out, fmt.Errorf("reading headers: %w", err)
+			return out, lo, err
 		}
 		n := 0
 		for m := range batch.Messages() {
@@ -127,7 +200,7 @@ func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64
 				continue
 			}
 			seq := md.Sequence.Stream
-			if seq > hi {
+			if seq > hi || seq < lo {
 				continue
 			}
 			h := m.Headers()
@@ -142,12 +215,48 @@ func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64
 			lo = seq + 1
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-			return out, fmt.Errorf("reading headers: %w", err)
+			return out, lo, err
 		}
-		if n == 0 || lo > hi {
-			return out, nil
+		if lo > hi {
+			return out, lo, nil
+		}
+		if n == 0 {
+			// The end of what the consumer's server holds: the end of the
+			// range, unless that server fell behind meanwhile.
+			return out, lo, in.replicaCurrent(ctx, st, host)
 		}
 	}
+}
+
+// errReplicaBehind is the reason a read is tried again: its consumer's
+// server holds a copy of the stream that is catching up.
+var errReplicaBehind = errors.New("the server of the read is catching up with the stream's leader")
+
+// replicaCurrent checks that host, the server of a consumer of st, is st's
+// leader or a replica that is current: a consumer reads its server's copy
+// of the stream, and a server restarted (or cut off) reads an older copy,
+// whose missing messages a listing would silently leave out. The
+// embedded server has no replicas; with replicas, a host not known is not
+// taken for current.
+func (in *Inbox) replicaCurrent(ctx context.Context, st jetstream.Stream, host string) error {
+	if in.ns != nil {
+		return nil
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return err
+	}
+	ci := info.Cluster
+	if ci == nil || len(ci.Replicas) == 0 || host != "" && ci.Leader == host {
+		// A single server, or its leader.
+		return nil
+	}
+	for _, p := range ci.Replicas {
+		if p.Name == host && p.Current && !p.Offline {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w (%s)", errReplicaBehind, host)
 }
 
 // record builds the Record of a message of the inbox stream; false for an
@@ -186,12 +295,21 @@ func (in *Inbox) Get(ctx context.Context, id string) (delivery.Record, error) {
 		return delivery.Record{}, fmt.Errorf("inbox: get: empty delivery id")
 	}
 	token := stored.SubjectToken(id)
-	if dm, err := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token); err == nil {
+	var dm *jetstream.RawStreamMsg
+	err := in.reading(ctx, func(ctx context.Context) (err error) {
+		dm, err = in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token)
+		return err
+	})
+	if err == nil {
 		return in.deadRecord(ctx, dm.Header, dm.Data, len(dm.Data)), nil
 	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return delivery.Record{}, fmt.Errorf("inbox: get %q: %w", id, err)
 	}
-	m, err := in.lastStored(ctx, token)
+	var m *jetstream.RawStreamMsg
+	err = in.reading(ctx, func(ctx context.Context) (err error) {
+		m, err = in.lastStored(ctx, token)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return delivery.Record{}, fmt.Errorf("%w: %q", delivery.ErrNotFound, id)
 	}
@@ -227,7 +345,7 @@ func (in *Inbox) Dead(ctx context.Context) ([]delivery.Record, error) {
 	if in.isClosed() {
 		return nil, ErrClosed
 	}
-	info, err := in.dead.Info(ctx)
+	info, err := in.streamInfo(ctx, in.dead)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: dead letters: %w", err)
 	}

@@ -148,7 +148,7 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 		_, derr := in.dead.GetLastMsgForSubject(ctx, in.deadSubj+token)
 		switch {
 		case derr == nil:
-			if err := in.Retry(ctx, d.ID); err != nil && !errors.Is(err, delivery.ErrNotDead) {
+			if err := in.Retry(ctx, stored.DeliveryKey(d.Tenant, d.ID)); err != nil && !errors.Is(err, delivery.ErrNotDead) {
 				return 0, true, fmt.Errorf("inbox: requeuing dead letter %q: %w", d.ID, err)
 			} else if err == nil {
 				in.count.requeued.Add(1)

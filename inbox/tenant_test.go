@@ -2,9 +2,11 @@ package inbox
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,5 +102,50 @@ func TestInboxTenantsRepeatedBodies(t *testing.T) {
 		if err != nil || res != tc.want {
 			t.Errorf("%s: %v %v, want %v", tc.tenant, res, err, tc.want)
 		}
+	}
+}
+
+// TestInboxTenantRedeliveryOfADeadLetter: a tenant's delivery made a dead
+// letter by a final error (a tenant configured without credentials, say),
+// delivered again under its id once the cause is fixed (the forge's
+// "Redeliver"), is requeued and runs: the dead letter is found by the
+// tenant's key, not by the bare id, which here names another delivery,
+// handled, that stays as it is.
+func TestInboxTenantRedeliveryOfADeadLetter(t *testing.T) {
+	wh := newWebhooks(t)
+	var fixed atomic.Bool
+	var handled sync.Map // tenant/id -> true
+	wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+		d, _ := webhooks.DeliveryFrom(ctx)
+		if d.Tenant == "acme" && !fixed.Load() {
+			return webhooks.Permanent(errors.New("no installation or token for acme"))
+		}
+		handled.Store(d.Tenant+"/"+d.ID, true)
+		return nil
+	})
+	in := openInbox(t, t.TempDir(), Options{Receiver: wh, RetryDelays: []time.Duration{time.Hour}})
+	ctx := context.Background()
+	enqueue := func(tenant string, want webhooks.EnqueueResult) {
+		t.Helper()
+		res, err := in.Enqueue(ctx, webhooks.Delivery{ID: "d-1", Name: "issues", Payload: payload("d-1 of " + tenant), Tenant: tenant})
+		if err != nil || res != want {
+			t.Fatalf("%s/d-1: %v %v, want %v", tenant, res, err, want)
+		}
+	}
+	enqueue("", webhooks.Enqueued)
+	waitHandled(t, in, "d-1", 10*time.Second)
+	enqueue("acme", webhooks.Enqueued)
+	waitFor(t, 10*time.Second, "acme's final dead letter", func() bool {
+		r, err := in.Get(ctx, "acme/d-1")
+		return err == nil && r.Status == delivery.StatusDead && r.Final()
+	})
+	fixed.Store(true)
+	enqueue("acme", webhooks.Requeued)
+	waitFor(t, 10*time.Second, "acme/d-1 handled", func() bool { _, ok := handled.Load("acme/d-1"); return ok })
+	if r, err := in.Get(ctx, "acme/d-1"); err != nil || r.Status != delivery.StatusHandled || len(r.Attempts) != 2 {
+		t.Errorf("acme/d-1 after the redelivery: %v, %d attempts, %v; want handled after 2", r.Status, len(r.Attempts), err)
+	}
+	if r, err := in.Get(ctx, "d-1"); err != nil || r.Status != delivery.StatusHandled || len(r.Attempts) != 1 {
+		t.Errorf("d-1 (no tenant): %v, %d attempts, %v; want handled after 1, untouched", r.Status, len(r.Attempts), err)
 	}
 }

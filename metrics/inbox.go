@@ -43,11 +43,16 @@ type InboxStats struct {
 type inboxMetrics struct {
 	mu       sync.Mutex
 	attempts map[attemptKey]*series // counts and durations
-	final    map[string]uint64      // dead letters of a final error, by event
+	final    map[finalKey]uint64    // dead letters of a final error, by event and tenant
 	stats    func(context.Context) (InboxStats, error)
 }
 
 type attemptKey struct{ event, outcome string }
+
+// finalKey labels a final error: its event, and its tenant ("": none), so
+// that a tenant configured wrong (no installation or token: every delivery
+// of it final) shows as that tenant.
+type finalKey struct{ event, tenant string }
 
 // ObserveAttempt counts a finished attempt of a stored delivery: call it
 // with each record an inbox's Watch gives (it ignores those whose status is
@@ -88,13 +93,16 @@ func (m *Metrics) ObserveAttempt(rec delivery.Record) {
 		s = &series{counts: make([]atomic.Uint64, len(m.bounds)+1)}
 		m.inbox.attempts[k] = s
 	}
-	if outcome == OutcomeDead && rec.Final() {
-		if m.inbox.final == nil {
-			m.inbox.final = map[string]uint64{}
-		}
-		m.inbox.final[event]++
-	}
 	m.inbox.mu.Unlock()
+	if outcome == OutcomeDead && rec.Final() {
+		fk := finalKey{event, m.tenantLabel(rec.Tenant)}
+		m.inbox.mu.Lock()
+		if m.inbox.final == nil {
+			m.inbox.final = map[finalKey]uint64{}
+		}
+		m.inbox.final[fk]++
+		m.inbox.mu.Unlock()
+	}
 	s.observe(m.bounds, d)
 }
 
@@ -127,14 +135,16 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 		}
 		snaps = append(snaps, sn)
 	}
-	finalEvents := make([]string, 0, len(m.inbox.final))
-	for ev := range m.inbox.final {
-		finalEvents = append(finalEvents, ev)
+	finalKeys := make([]finalKey, 0, len(m.inbox.final))
+	for k := range m.inbox.final {
+		finalKeys = append(finalKeys, k)
 	}
-	slices.Sort(finalEvents)
-	finals := make([]uint64, len(finalEvents))
-	for i, ev := range finalEvents {
-		finals[i] = m.inbox.final[ev]
+	slices.SortFunc(finalKeys, func(a, b finalKey) int {
+		return cmp.Or(cmp.Compare(a.event, b.event), cmp.Compare(a.tenant, b.tenant))
+	})
+	finals := make([]uint64, len(finalKeys))
+	for i, k := range finalKeys {
+		finals[i] = m.inbox.final[k]
 	}
 	m.inbox.mu.Unlock()
 	if stats == nil && len(snaps) == 0 {
@@ -160,9 +170,13 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 			}
 		}
 	}
-	fmt.Fprintf(b, "# HELP %s_inbox_final_errors_total Deliveries moved to the dead letters without a retry because their handlers' error was final (webhooks.Permanent), by event.\n# TYPE %s_inbox_final_errors_total counter\n", ns, ns)
-	for i, ev := range finalEvents {
-		fmt.Fprintf(b, "%s_inbox_final_errors_total{event=\"%s\"} %d\n", ns, escape(ev), finals[i])
+	fmt.Fprintf(b, "# HELP %s_inbox_final_errors_total Deliveries moved to the dead letters without a retry because their handlers' error was final (webhooks.Permanent), by event and, with tenants, tenant.\n# TYPE %s_inbox_final_errors_total counter\n", ns, ns)
+	for i, k := range finalKeys {
+		l := `event="` + escape(k.event) + `"`
+		if k.tenant != "" {
+			l += `,tenant="` + escape(k.tenant) + `"`
+		}
+		fmt.Fprintf(b, "%s_inbox_final_errors_total{%s} %d\n", ns, l, finals[i])
 	}
 	h := ns + "_inbox_handler_duration_seconds"
 	fmt.Fprintf(b, "# HELP %s Duration of each run of a stored delivery's handlers, by event and outcome.\n# TYPE %s histogram\n", h, h)

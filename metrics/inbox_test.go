@@ -21,9 +21,9 @@ func rec(event string, status delivery.Status, d time.Duration) delivery.Record 
 // TestInboxFamilies: attempts by event and outcome, retries, dead letters and
 // durations from ObserveAttempt; the gauges from SetInbox; the exposition
 // parses strictly; records that are not the end of an attempt count nothing;
-// event labels stay bounded.
+// event and tenant labels stay bounded.
 func TestInboxFamilies(t *testing.T) {
-	m := metrics.New(metrics.Options{MaxEvents: 2})
+	m := metrics.New(metrics.Options{MaxEvents: 2, MaxTenants: 1})
 	for _, r := range []delivery.Record{
 		rec("issues", delivery.StatusRetrying, 10*time.Millisecond),
 		rec("issues", delivery.StatusRetrying, 20*time.Millisecond),
@@ -31,6 +31,9 @@ func TestInboxFamilies(t *testing.T) {
 		rec("push", delivery.StatusDead, time.Second),
 		{Name: "issues", Status: delivery.StatusDead, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}},
 		{Name: "issues", Status: delivery.StatusRetrying, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}}, // not dead: not counted
+		{Name: "issues", Tenant: "acme", Status: delivery.StatusDead, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}},
+		{Name: "issues", Tenant: "acme", Status: delivery.StatusDead, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}},
+		{Name: "issues", Tenant: "beta", Status: delivery.StatusDead, Attempts: []delivery.Attempt{{Number: 1, Err: "no", Final: true}}}, // past MaxTenants
 		rec("push", delivery.StatusQueued, 0),
 		rec("push", delivery.StatusRunning, 0),
 		{Name: "push", Status: delivery.StatusHandled}, // no attempt
@@ -58,12 +61,15 @@ func TestInboxFamilies(t *testing.T) {
 	}{
 		{"forgehooks_inbox_attempts_total", []string{"event", "issues", "outcome", "retrying"}, 3},
 		{"forgehooks_inbox_attempts_total", []string{"event", "issues", "outcome", "handled"}, 1},
+		{"forgehooks_inbox_attempts_total", []string{"event", "issues", "outcome", "dead"}, 4},
 		{"forgehooks_inbox_attempts_total", []string{"event", "push", "outcome", "dead"}, 1},
 		{"forgehooks_inbox_attempts_total", []string{"event", metrics.EventOther, "outcome", "handled"}, 3},
 		{"forgehooks_inbox_retries_scheduled_total", []string{"event", "issues"}, 3},
 		{"forgehooks_inbox_dead_letters_total", []string{"event", "push"}, 1},
-		{"forgehooks_inbox_dead_letters_total", []string{"event", "issues"}, 1},
+		{"forgehooks_inbox_dead_letters_total", []string{"event", "issues"}, 4},
 		{"forgehooks_inbox_final_errors_total", []string{"event", "issues"}, 1},
+		{"forgehooks_inbox_final_errors_total", []string{"event", "issues", "tenant", "acme"}, 2},
+		{"forgehooks_inbox_final_errors_total", []string{"event", "issues", "tenant", metrics.TenantOther}, 1},
 		{"forgehooks_inbox_handler_duration_seconds_count", []string{"event", "issues", "outcome", "retrying"}, 3},
 		{"forgehooks_inbox_handler_duration_seconds_sum", []string{"event", "issues", "outcome", "retrying"}, 0.03},
 		{"forgehooks_inbox_handler_duration_seconds_bucket", []string{"event", "push", "outcome", "dead", "le", "0.5"}, 0},

@@ -204,6 +204,26 @@ func (s *series) observe(bounds []float64, d time.Duration) {
 	}
 }
 
+// admitTenantLocked returns tenant as a label: itself when admitted (now,
+// or before), TenantOther past Options.MaxTenants. m.mu is held.
+func (m *Metrics) admitTenantLocked(tenant string) string {
+	if tenant == "" || tenant == TenantOther || m.tenant[tenant] {
+		return tenant
+	}
+	if len(m.tenant) >= m.maxTenants {
+		return TenantOther
+	}
+	m.tenant[tenant] = true
+	return tenant
+}
+
+// tenantLabel is admitTenantLocked for a caller that does not hold m.mu.
+func (m *Metrics) tenantLabel(tenant string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.admitTenantLocked(tenant)
+}
+
 // add returns the series of k, made if need be, after admitting k's event or
 // replacing it with EventOther.
 func (m *Metrics) add(k key) *series {
@@ -216,13 +236,7 @@ func (m *Metrics) add(k key) *series {
 			m.events[k.event] = true
 		}
 	}
-	if k.tenant != "" && k.tenant != TenantOther && !m.tenant[k.tenant] {
-		if len(m.tenant) >= m.maxTenants {
-			k.tenant = TenantOther
-		} else {
-			m.tenant[k.tenant] = true
-		}
-	}
+	k.tenant = m.admitTenantLocked(k.tenant)
 	s := m.series[k]
 	if s == nil {
 		s = &series{counts: make([]atomic.Uint64, len(m.bounds)+1)}

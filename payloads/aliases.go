@@ -1625,6 +1625,24 @@ type CodeScanningAlertClosedByUserEvent = events_c.CodeScanningAlertClosedByUser
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertCreatedEvent = events_c.CodeScanningAlertCreatedEvent
 
+// CodeScanningAlertDismissalRequestData: Code scanning alerts that have
+// dismissal requests.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Type *string       "type"
+//	Data []RequestData "data"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetData() []RequestData
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type CodeScanningAlertDismissalRequestData = events_d.CodeScanningAlertDismissalRequestData
+
 // CodeScanningAlertDismissedReason: The reason for dismissing or closing the
 // alert.
 //
@@ -1637,8 +1655,9 @@ type CodeScanningAlertDismissedReason = common.CodeScanningAlertDismissedReason
 // one of *CodeScanningAlertAppearedInBranchEvent,
 // *CodeScanningAlertClosedByUserEvent, *CodeScanningAlertCreatedEvent,
 // *CodeScanningAlertFixedEvent, *CodeScanningAlertReopenedEvent,
-// *CodeScanningAlertReopenedByUserEvent, or *CodeScanningAlertUnknownEvent for
-// an action the schema does not know.
+// *CodeScanningAlertReopenedByUserEvent,
+// *CodeScanningAlertUpdatedAssignmentEvent, or *CodeScanningAlertUnknownEvent
+// for an action the schema does not know.
 //
 // This event occurs when there is activity relating to code scanning alerts in
 // a repository. For more information, see "About code scanning" and "About code
@@ -1655,11 +1674,9 @@ type CodeScanningAlertDismissedReason = common.CodeScanningAlertDismissedReason
 //
 //	GetAction() string
 //	GetAlert() *CodeScanningAlert
-//	GetCommitOID() string
 //	GetEnterprise() *Enterprise
 //	GetInstallation() *SimpleInstallation
 //	GetOrganization() *Organization
-//	GetRef() string
 //	GetRepository() *Repository
 //	GetSender() *User
 //	PayloadName() string
@@ -1837,11 +1854,9 @@ type CodeScanningAlertTool = events_c.CodeScanningAlertTool
 //
 //	Action       string              "action" required
 //	Alert        *CodeScanningAlert  "alert"
-//	CommitOID    *string             "commit_oid"
 //	Enterprise   *Enterprise         "enterprise"
 //	Installation *SimpleInstallation "installation"
 //	Organization *Organization       "organization"
-//	Ref          *string             "ref"
 //	Repository   *Repository         "repository"
 //	Sender       *User               "sender"
 //	Raw          json.RawMessage     the payload as received
@@ -1850,11 +1865,9 @@ type CodeScanningAlertTool = events_c.CodeScanningAlertTool
 //
 //	GetAction() string
 //	GetAlert() *CodeScanningAlert
-//	GetCommitOID() string
 //	GetEnterprise() *Enterprise
 //	GetInstallation() *SimpleInstallation
 //	GetOrganization() *Organization
-//	GetRef() string
 //	GetRepository() *Repository
 //	GetSender() *User
 //	MarshalJSON() ([]byte, error)
@@ -1863,6 +1876,39 @@ type CodeScanningAlertTool = events_c.CodeScanningAlertTool
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
 type CodeScanningAlertUnknownEvent = events_c.CodeScanningAlertUnknownEvent
+
+// CodeScanningAlertUpdatedAssignmentEvent is the payload of a
+// "code_scanning_alert" delivery with action "updated_assignment".
+//
+// The assignees list of a code scanning alert has been updated.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        CodeScanningAlert   "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *CodeScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_c.
+type CodeScanningAlertUpdatedAssignmentEvent = events_c.CodeScanningAlertUpdatedAssignmentEvent
 
 // CodeScanningTool: A tool that must provide code scanning results for this
 // rule to pass.
@@ -2500,12 +2546,16 @@ type DeleteEvent = events_d.DeleteEvent
 //	DismissedComment      *string                              "dismissed_comment" required, nullable
 //	FixedAt               *Timestamp                           "fixed_at" required, nullable
 //	AutoDismissedAt       *Timestamp                           "auto_dismissed_at" nullable
+//	DismissalRequest      *DependabotAlertDismissalRequest     "dismissal_request" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	Assignees             []User                               "assignees"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
+//	GetAssignees() []User
 //	GetAutoDismissedAt() Timestamp
 //	GetCreatedAt() Timestamp
 //	GetDependency() *DependabotAlertDependency
+//	GetDismissalRequest() *DependabotAlertDismissalRequest
 //	GetDismissedAt() Timestamp
 //	GetDismissedBy() *User
 //	GetDismissedComment() string
@@ -2523,6 +2573,39 @@ type DeleteEvent = events_d.DeleteEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlert = events_d.DependabotAlert
+
+// DependabotAlertAssigneesChangedEvent is the payload of a "dependabot_alert"
+// delivery with action "assignees_changed".
+//
+// The assignees for a Dependabot alert were updated.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        DependabotAlert     "alert" required
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Enterprise   *Enterprise         "enterprise"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *DependabotAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertAssigneesChangedEvent = events_d.DependabotAlertAssigneesChangedEvent
 
 // DependabotAlertAutoDismissedEvent is the payload of a "dependabot_alert"
 // delivery with action "auto_dismissed".
@@ -2662,6 +2745,74 @@ type DependabotAlertDependencyRelationship = common.DependabotAlertDependencyRel
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type DependabotAlertDependencyScope = common.DependabotAlertDependencyScope
 
+// DependabotAlertDismissalRequest: Information about an active dismissal
+// request for this Dependabot alert.
+//
+// Fields (Go name, type, JSON key):
+//
+//	ID        *int64                                    "id"
+//	Status    *DependabotAlertDismissalRequestStatus    "status"
+//	Requester *DependabotAlertDismissalRequestRequester "requester"
+//	CreatedAt *Timestamp                                "created_at"
+//	URL       *string                                   "url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() Timestamp
+//	GetID() int64
+//	GetRequester() *DependabotAlertDismissalRequestRequester
+//	GetStatus() DependabotAlertDismissalRequestStatus
+//	GetURL() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDismissalRequest = events_d.DependabotAlertDismissalRequest
+
+// DependabotAlertDismissalRequestData: Dependabot alerts that have dismissal
+// requests.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Type *string       "type"
+//	Data []RequestData "data"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetData() []RequestData
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDismissalRequestData = events_d.DependabotAlertDismissalRequestData
+
+// DependabotAlertDismissalRequestRequester: The user who requested the
+// dismissal.
+//
+// Fields (Go name, type, JSON key):
+//
+//	ID    *int64  "id"
+//	Login *string "login"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() int64
+//	GetLogin() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DependabotAlertDismissalRequestRequester = events_d.DependabotAlertDismissalRequestRequester
+
+// DependabotAlertDismissalRequestStatus: The current status of the dismissal
+// request.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DependabotAlertDismissalRequestStatus = common.DependabotAlertDismissalRequestStatus
+
 // DependabotAlertDismissedEvent is the payload of a "dependabot_alert" delivery
 // with action "dismissed".
 //
@@ -2701,11 +2852,11 @@ type DependabotAlertDismissedEvent = events_d.DependabotAlertDismissedEvent
 type DependabotAlertDismissedReason = common.DependabotAlertDismissedReason
 
 // DependabotAlertEvent is the payload of a "dependabot_alert" delivery: one of
-// *DependabotAlertAutoDismissedEvent, *DependabotAlertAutoReopenedEvent,
-// *DependabotAlertCreatedEvent, *DependabotAlertDismissedEvent,
-// *DependabotAlertFixedEvent, *DependabotAlertReintroducedEvent,
-// *DependabotAlertReopenedEvent, or *DependabotAlertUnknownEvent for an action
-// the schema does not know.
+// *DependabotAlertAssigneesChangedEvent, *DependabotAlertAutoDismissedEvent,
+// *DependabotAlertAutoReopenedEvent, *DependabotAlertCreatedEvent,
+// *DependabotAlertDismissedEvent, *DependabotAlertFixedEvent,
+// *DependabotAlertReintroducedEvent, *DependabotAlertReopenedEvent, or
+// *DependabotAlertUnknownEvent for an action the schema does not know.
 //
 // This event occurs when there is activity relating to Dependabot alerts.
 //
@@ -2715,9 +2866,6 @@ type DependabotAlertDismissedReason = common.DependabotAlertDismissedReason
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Dependabot alerts" repository permission.
-//
-// Note: Webhook events for Dependabot alerts are currently in public preview
-// and subject to change.
 //
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
@@ -2852,27 +3000,29 @@ type DependabotAlertReopenedEvent = events_d.DependabotAlertReopenedEvent
 //
 // Fields (Go name, type, JSON key):
 //
-//	GHSAID          string                                  "ghsa_id" required
-//	CVEID           *string                                 "cve_id" required, nullable
-//	Summary         string                                  "summary" required
-//	Description     string                                  "description" required
-//	Vulnerabilities []DependabotAlertSecurityVulnerability  "vulnerabilities" required
-//	Severity        DependabotAlertSecurityAdvisorySeverity "severity" required
-//	CVSS            SecurityAdvisoryCVSS                    "cvss" required
-//	CVSSSeverities  *CVSSSeverities                         "cvss_severities" nullable
-//	EPSS            *SecurityAdvisoryEPSS                   "epss" nullable; not sent by ghes-3.14, ghes-3.15
-//	Cwes            []AdvisoryCWE                           "cwes" required
-//	Identifiers     []AdvisoryIdentifier                    "identifiers" required
-//	References      []SecurityAdvisoryReference             "references" required
-//	PublishedAt     Timestamp                               "published_at" required
-//	UpdatedAt       Timestamp                               "updated_at" required
-//	WithdrawnAt     *Timestamp                              "withdrawn_at" required, nullable
+//	GHSAID          string                                         "ghsa_id" required
+//	CVEID           *string                                        "cve_id" required, nullable
+//	Summary         string                                         "summary" required
+//	Description     string                                         "description" required
+//	Vulnerabilities []DependabotAlertSecurityVulnerability         "vulnerabilities" required
+//	Severity        DependabotAlertSecurityAdvisorySeverity        "severity" required
+//	Classification  *DependabotAlertSecurityAdvisoryClassification "classification"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	CVSS            SecurityAdvisoryCVSS                           "cvss" required
+//	CVSSSeverities  *CVSSSeverities                                "cvss_severities" nullable
+//	EPSS            *SecurityAdvisoryEPSS                          "epss" nullable; not sent by ghes-3.14, ghes-3.15
+//	Cwes            []AdvisoryCWE                                  "cwes" required
+//	Identifiers     []AdvisoryIdentifier                           "identifiers" required
+//	References      []SecurityAdvisoryReference                    "references" required
+//	PublishedAt     Timestamp                                      "published_at" required
+//	UpdatedAt       Timestamp                                      "updated_at" required
+//	WithdrawnAt     *Timestamp                                     "withdrawn_at" required, nullable
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
 //	GetCVEID() string
 //	GetCVSS() *SecurityAdvisoryCVSS
 //	GetCVSSSeverities() *CVSSSeverities
+//	GetClassification() DependabotAlertSecurityAdvisoryClassification
 //	GetCwes() []AdvisoryCWE
 //	GetDescription() string
 //	GetEPSS() *SecurityAdvisoryEPSS
@@ -2890,6 +3040,14 @@ type DependabotAlertReopenedEvent = events_d.DependabotAlertReopenedEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DependabotAlertSecurityAdvisory = events_d.DependabotAlertSecurityAdvisory
+
+// DependabotAlertSecurityAdvisoryClassification: The classification of the
+// advisory.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type DependabotAlertSecurityAdvisoryClassification = common.DependabotAlertSecurityAdvisoryClassification
 
 // DependabotAlertSecurityAdvisorySeverity: The severity of the vulnerability.
 //
@@ -5115,6 +5273,174 @@ type DiscussionUnlockedEvent = events_d.DiscussionUnlockedEvent
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
 type DiscussionUnpinnedEvent = events_d.DiscussionUnpinnedEvent
 
+// DismissalRequestDependabotCancelledEvent is the payload of a
+// "dismissal_request_dependabot" delivery with action "cancelled".
+//
+// A Dependabot alert dismissal request was canceled.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	ExemptionRequest ExemptionRequest    "exemption_request" required
+//	Sender           User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetExemptionRequest() *ExemptionRequest
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DismissalRequestDependabotCancelledEvent = events_d.DismissalRequestDependabotCancelledEvent
+
+// DismissalRequestDependabotCreatedEvent is the payload of a
+// "dismissal_request_dependabot" delivery with action "created".
+//
+// A Dependabot alert dismissal request was created.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	ExemptionRequest ExemptionRequest    "exemption_request" required
+//	Sender           User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetExemptionRequest() *ExemptionRequest
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DismissalRequestDependabotCreatedEvent = events_d.DismissalRequestDependabotCreatedEvent
+
+// DismissalRequestDependabotEvent is the payload of a
+// "dismissal_request_dependabot" delivery: one of
+// *DismissalRequestDependabotCancelledEvent,
+// *DismissalRequestDependabotCreatedEvent,
+// *DismissalRequestDependabotResponseSubmittedEvent, or
+// *DismissalRequestDependabotUnknownEvent for an action the schema does not
+// know.
+//
+// This event occurs when there is activity related to a user's request to
+// dismiss a Dependabot alert.
+//
+// To subscribe to this event, a forge App must have at least read-level access
+// for the "Dependabot alerts" repository permission.
+//
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+//
+// Methods:
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetExemptionRequest() *ExemptionRequest
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DismissalRequestDependabotEvent = events_d.DismissalRequestDependabotEvent
+
+// DismissalRequestDependabotResponseSubmittedEvent is the payload of a
+// "dismissal_request_dependabot" delivery with action "response_submitted".
+//
+// A Dependabot alert dismissal request received a response.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action            string              "action" required
+//	Enterprise        *Enterprise         "enterprise"
+//	Installation      *SimpleInstallation "installation"
+//	Organization      *Organization       "organization"
+//	Repository        *Repository         "repository"
+//	ExemptionRequest  ExemptionRequest    "exemption_request" required
+//	ExemptionResponse ExemptionResponse   "exemption_response" required
+//	Sender            User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetExemptionRequest() *ExemptionRequest
+//	GetExemptionResponse() *ExemptionResponse
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DismissalRequestDependabotResponseSubmittedEvent = events_d.DismissalRequestDependabotResponseSubmittedEvent
+
+// DismissalRequestDependabotUnknownEvent is the payload of a
+// "dismissal_request_dependabot" delivery whose action the schema does not
+// know. It has the members all known actions share, the action, and in Raw the
+// whole payload; other members are kept as unknown members (see
+// UnknownMembers).
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action           string              "action" required
+//	Enterprise       *Enterprise         "enterprise"
+//	Installation     *SimpleInstallation "installation"
+//	Organization     *Organization       "organization"
+//	Repository       *Repository         "repository"
+//	ExemptionRequest *ExemptionRequest   "exemption_request"
+//	Sender           *User               "sender"
+//	Raw              json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetExemptionRequest() *ExemptionRequest
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type DismissalRequestDependabotUnknownEvent = events_d.DismissalRequestDependabotUnknownEvent
+
 // EditedChanges: The changes to the issue.
 //
 // Fields (Go name, type, JSON key):
@@ -5182,6 +5508,103 @@ type EnforcementLevel = events_b.EnforcementLevel
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Enterprise = common.Enterprise
+
+// ExemptionRequest: A request from a user to be exempted from a set of rules.
+//
+// Fields (Go name, type, JSON key):
+//
+//	ID                   *int64                       "id"
+//	Number               *int64                       "number" nullable
+//	RepositoryID         *int64                       "repository_id"
+//	RequesterID          *int64                       "requester_id"
+//	RequesterLogin       *string                      "requester_login"
+//	RequestType          *ExemptionRequestRequestType "request_type"
+//	ExemptionRequestData *ExemptionRequestData        "exemption_request_data"
+//	ResourceIdentifier   *string                      "resource_identifier"
+//	Status               *ExemptionRequestStatus      "status"
+//	RequesterComment     *string                      "requester_comment" nullable
+//	Metadata             json.RawMessage              "metadata" nullable
+//	ExpiresAt            *Timestamp                   "expires_at"
+//	CreatedAt            *Timestamp                   "created_at"
+//	Responses            []ExemptionResponse          "responses" nullable
+//	HTMLURL              *string                      "html_url"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() Timestamp
+//	GetExemptionRequestData() *ExemptionRequestData
+//	GetExpiresAt() Timestamp
+//	GetHTMLURL() string
+//	GetID() int64
+//	GetMetadata() json.RawMessage
+//	GetNumber() int64
+//	GetRepositoryID() int64
+//	GetRequestType() ExemptionRequestRequestType
+//	GetRequesterComment() string
+//	GetRequesterID() int64
+//	GetRequesterLogin() string
+//	GetResourceIdentifier() string
+//	GetResponses() []ExemptionResponse
+//	GetStatus() ExemptionRequestStatus
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type ExemptionRequest = events_d.ExemptionRequest
+
+// ExemptionRequestData is one of several types.
+//
+// Exactly one field is set: the variant the JSON value matched when decoded.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type ExemptionRequestData = events_d.ExemptionRequestData
+
+// ExemptionRequestRequestType: The type of request.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type ExemptionRequestRequestType = common.ExemptionRequestRequestType
+
+// ExemptionRequestStatus: The status of the exemption request.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type ExemptionRequestStatus = common.ExemptionRequestStatus
+
+// ExemptionResponse: A response to an exemption request by a delegated
+// bypasser.
+//
+// Fields (Go name, type, JSON key):
+//
+//	ID              *int64                   "id"
+//	ReviewerID      *int64                   "reviewer_id"
+//	ReviewerLogin   *string                  "reviewer_login"
+//	Status          *ExemptionResponseStatus "status"
+//	ReviewerComment *string                  "reviewer_comment" nullable
+//	CreatedAt       *Timestamp               "created_at"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetCreatedAt() Timestamp
+//	GetID() int64
+//	GetReviewerComment() string
+//	GetReviewerID() int64
+//	GetReviewerLogin() string
+//	GetStatus() ExemptionResponseStatus
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type ExemptionResponse = events_d.ExemptionResponse
+
+// ExemptionResponseStatus: The status of the exemption response.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type ExemptionResponseStatus = common.ExemptionResponseStatus
 
 // ForkEvent is the payload of a "fork" delivery.
 //
@@ -6300,6 +6723,7 @@ type InstallationUnsuspendEvent = events_i.InstallationUnsuspendEvent
 //	ParentIssueURL           *string                   "parent_issue_url" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18
 //	IssueDependenciesSummary *IssueDependenciesSummary "issue_dependencies_summary"
 //	IssueFieldValues         []IssueFieldValue         "issue_field_values"
+//	PinnedComment            *IssueComment             "pinned_comment" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
@@ -6329,6 +6753,7 @@ type InstallationUnsuspendEvent = events_i.InstallationUnsuspendEvent
 //	GetNumber() int64
 //	GetParentIssueURL() string
 //	GetPerformedViaGithubApp() *App
+//	GetPinnedComment() *IssueComment
 //	GetPullRequest() *IssuePullRequest
 //	GetReactions() *Reactions
 //	GetRepository() *Repository
@@ -6352,29 +6777,37 @@ type Issue = common.Issue
 //
 // Fields (Go name, type, JSON key):
 //
-//	AuthorAssociation     AuthorAssociation "author_association" required
-//	Body                  string            "body" required
-//	CreatedAt             Timestamp         "created_at" required
-//	HTMLURL               string            "html_url" required
-//	ID                    int64             "id" required
-//	IssueURL              string            "issue_url" required
-//	NodeID                string            "node_id" required
-//	PerformedViaGithubApp *App              "performed_via_github_app" nullable
-//	Reactions             *Reactions        "reactions"
-//	UpdatedAt             Timestamp         "updated_at" required
-//	URL                   string            "url" required
-//	User                  *User             "user" required, nullable
+//	AuthorAssociation     AuthorAssociation      "author_association" required
+//	Body                  string                 "body" required
+//	CreatedAt             Timestamp              "created_at" required
+//	HTMLURL               string                 "html_url" required
+//	ID                    int64                  "id" required
+//	IssueURL              string                 "issue_url" required
+//	NodeID                string                 "node_id" required
+//	PerformedViaGithubApp *App                   "performed_via_github_app" nullable
+//	Reactions             *Reactions             "reactions"
+//	UpdatedAt             Timestamp              "updated_at" required
+//	URL                   string                 "url" required
+//	User                  *User                  "user" required, nullable
+//	Pin                   *PinnedIssueComment    "pin" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	Minimized             *MinimizedIssueComment "minimized" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	BodyText              *string                "body_text"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	BodyHTML              *string                "body_html"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
 //	GetAuthorAssociation() AuthorAssociation
 //	GetBody() string
+//	GetBodyHTML() string
+//	GetBodyText() string
 //	GetCreatedAt() Timestamp
 //	GetHTMLURL() string
 //	GetID() int64
 //	GetIssueURL() string
+//	GetMinimized() *MinimizedIssueComment
 //	GetNodeID() string
 //	GetPerformedViaGithubApp() *App
+//	GetPin() *PinnedIssueComment
 //	GetReactions() *Reactions
 //	GetURL() string
 //	GetUpdatedAt() Timestamp
@@ -6382,8 +6815,8 @@ type Issue = common.Issue
 //	MarshalJSON() ([]byte, error)
 //	UnmarshalJSON([]byte) error
 //
-// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
-type IssueComment = events_i.IssueComment
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type IssueComment = common.IssueComment
 
 // IssueCommentCreatedEvent is the payload of an "issue_comment" delivery with
 // action "created".
@@ -6503,7 +6936,8 @@ type IssueCommentEditedEvent = events_i.IssueCommentEditedEvent
 
 // IssueCommentEvent is the payload of an "issue_comment" delivery: one of
 // *IssueCommentCreatedEvent, *IssueCommentDeletedEvent,
-// *IssueCommentEditedEvent, or *IssueCommentUnknownEvent for an action the
+// *IssueCommentEditedEvent, *IssueCommentPinnedEvent,
+// *IssueCommentUnpinnedEvent, or *IssueCommentUnknownEvent for an action the
 // schema does not know.
 //
 // This event occurs when there is activity relating to a comment on an issue or
@@ -6540,6 +6974,41 @@ type IssueCommentEditedEvent = events_i.IssueCommentEditedEvent
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueCommentEvent = events_i.IssueCommentEvent
 
+// IssueCommentPinnedEvent is the payload of an "issue_comment" delivery with
+// action "pinned".
+//
+// A comment on an issue was pinned.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      IssueComment        "comment" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *IssueComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueCommentPinnedEvent = events_i.IssueCommentPinnedEvent
+
 // IssueCommentUnknownEvent is the payload of an "issue_comment" delivery whose
 // action the schema does not know. It has the members all known actions share,
 // the action, and in Raw the whole payload; other members are kept as unknown
@@ -6573,6 +7042,41 @@ type IssueCommentEvent = events_i.IssueCommentEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssueCommentUnknownEvent = events_i.IssueCommentUnknownEvent
+
+// IssueCommentUnpinnedEvent is the payload of an "issue_comment" delivery with
+// action "unpinned".
+//
+// A comment on an issue was unpinned.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Comment      IssueComment        "comment" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Issue        Issue               "issue" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetComment() *IssueComment
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueCommentUnpinnedEvent = events_i.IssueCommentUnpinnedEvent
 
 // IssueDependenciesBlockedByAddedEvent is the payload of an
 // "issue_dependencies" delivery with action "blocked_by_added".
@@ -6828,16 +7332,20 @@ type IssueDependenciesUnknownEvent = events_i.IssueDependenciesUnknownEvent
 //
 // Fields (Go name, type, JSON key):
 //
-//	IssueFieldID       int64                              "issue_field_id" required
-//	NodeID             string                             "node_id" required
-//	DataType           IssueFieldValueDataType            "data_type" required
-//	Value              *WebhookConfigInsecureSSL          "value" required, nullable
-//	SingleSelectOption *IssueFieldValueSingleSelectOption "single_select_option" nullable
+//	IssueFieldID       int64                               "issue_field_id" required
+//	NodeID             string                              "node_id" required
+//	DataType           IssueFieldValueDataType             "data_type" required
+//	Value              *WebhookConfigInsecureSSL           "value" required, nullable
+//	SingleSelectOption *IssueFieldValueSingleSelectOption  "single_select_option" nullable
+//	IssueFieldName     *string                             "issue_field_name"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	MultiSelectOptions []IssueFieldValueSingleSelectOption "multi_select_options" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
 //	GetDataType() IssueFieldValueDataType
 //	GetIssueFieldID() int64
+//	GetIssueFieldName() string
+//	GetMultiSelectOptions() []IssueFieldValueSingleSelectOption
 //	GetNodeID() string
 //	GetSingleSelectOption() *IssueFieldValueSingleSelectOption
 //	GetValue() *WebhookConfigInsecureSSL
@@ -6903,6 +7411,155 @@ type IssueLabel = common.IssueLabel
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type IssuePullRequest = common.IssuePullRequest
+
+// IssueRelatesToEvent is the payload of an "issue_relates_to" delivery: one of
+// *IssueRelatesToRelatesToAddedEvent, *IssueRelatesToRelatesToRemovedEvent, or
+// *IssueRelatesToUnknownEvent for an action the schema does not know.
+//
+// This event occurs when a "relates to" relationship between two issues is
+// added or removed.
+//
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
+//
+// Methods:
+//
+//	GetAction() string
+//	GetIssueID() int64
+//	GetIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRelatedIssue() *Issue
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	PayloadName() string
+//	MarshalJSON() ([]byte, error)
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToEvent = events_i.IssueRelatesToEvent
+
+// IssueRelatesToRelatesToAddedEvent is the payload of an "issue_relates_to"
+// delivery with action "relates_to_added".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift),
+// whose action enum names relates_to_added and relates_to_removed; neither JSON
+// Schema source publishes it yet.
+//
+// The payload of an issue_relates_to delivery. (From overrides: The shape
+// @octokit/openapi-webhooks-types 12.2.0 gives webhook-issue-relates-to-added
+// and -removed, over the existing issue, installation, organization, repository
+// and user types (the TypeScript says "number" for the IDs; the forge's IDs are
+// integers).)
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	IssueID        *int64              "issue_id"
+//	Issue          *Issue              "issue"
+//	RelatedIssueID *int64              "related_issue_id"
+//	RelatedIssue   *Issue              "related_issue"
+//	Installation   *SimpleInstallation "installation"
+//	Organization   Organization        "organization" required
+//	Repository     Repository          "repository" required
+//	Sender         User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueID() int64
+//	GetOrganization() *Organization
+//	GetRelatedIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToRelatesToAddedEvent = events_i.IssueRelatesToRelatesToAddedEvent
+
+// IssueRelatesToRelatesToRemovedEvent is the payload of an "issue_relates_to"
+// delivery with action "relates_to_removed".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift),
+// whose action enum names relates_to_added and relates_to_removed; neither JSON
+// Schema source publishes it yet.
+//
+// The payload of an issue_relates_to delivery. (From overrides: The shape
+// @octokit/openapi-webhooks-types 12.2.0 gives webhook-issue-relates-to-added
+// and -removed, over the existing issue, installation, organization, repository
+// and user types (the TypeScript says "number" for the IDs; the forge's IDs are
+// integers).)
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	IssueID        *int64              "issue_id"
+//	Issue          *Issue              "issue"
+//	RelatedIssueID *int64              "related_issue_id"
+//	RelatedIssue   *Issue              "related_issue"
+//	Installation   *SimpleInstallation "installation"
+//	Organization   Organization        "organization" required
+//	Repository     Repository          "repository" required
+//	Sender         User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueID() int64
+//	GetOrganization() *Organization
+//	GetRelatedIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToRelatesToRemovedEvent = events_i.IssueRelatesToRelatesToRemovedEvent
+
+// IssueRelatesToUnknownEvent is the payload of an "issue_relates_to" delivery
+// whose action the schema does not know. It has the members all known actions
+// share, the action, and in Raw the whole payload; other members are kept as
+// unknown members (see UnknownMembers).
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action         string              "action" required
+//	IssueID        *int64              "issue_id"
+//	Issue          *Issue              "issue"
+//	RelatedIssueID *int64              "related_issue_id"
+//	RelatedIssue   *Issue              "related_issue"
+//	Installation   *SimpleInstallation "installation"
+//	Organization   *Organization       "organization"
+//	Repository     *Repository         "repository"
+//	Sender         *User               "sender"
+//	Raw            json.RawMessage     the payload as received
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueID() int64
+//	GetOrganization() *Organization
+//	GetRelatedIssue() *Issue
+//	GetRelatedIssueID() int64
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssueRelatesToUnknownEvent = events_i.IssueRelatesToUnknownEvent
 
 // IssueState: State of this Pull Request. Either `open` or `closed`.
 //
@@ -7119,12 +7776,13 @@ type IssuesEditedEvent = events_i.IssuesEditedEvent
 
 // IssuesEvent is the payload of an "issues" delivery: one of
 // *IssuesAssignedEvent, *IssuesClosedEvent, *IssuesDeletedEvent,
-// *IssuesDemilestonedEvent, *IssuesEditedEvent, *IssuesLabeledEvent,
-// *IssuesLockedEvent, *IssuesMilestonedEvent, *IssuesOpenedEvent,
-// *IssuesPinnedEvent, *IssuesReopenedEvent, *IssuesTransferredEvent,
-// *IssuesTypedEvent, *IssuesUnassignedEvent, *IssuesUnlabeledEvent,
-// *IssuesUnlockedEvent, *IssuesUnpinnedEvent, *IssuesUntypedEvent, or
-// *IssuesUnknownEvent for an action the schema does not know.
+// *IssuesDemilestonedEvent, *IssuesEditedEvent, *IssuesFieldAddedEvent,
+// *IssuesFieldRemovedEvent, *IssuesLabeledEvent, *IssuesLockedEvent,
+// *IssuesMilestonedEvent, *IssuesOpenedEvent, *IssuesPinnedEvent,
+// *IssuesReopenedEvent, *IssuesTransferredEvent, *IssuesTypedEvent,
+// *IssuesUnassignedEvent, *IssuesUnlabeledEvent, *IssuesUnlockedEvent,
+// *IssuesUnpinnedEvent, *IssuesUntypedEvent, or *IssuesUnknownEvent for an
+// action the schema does not know.
 //
 // This event occurs when there is activity relating to an issue. For more
 // information about issues, see "About issues." For information about the APIs
@@ -7154,6 +7812,182 @@ type IssuesEditedEvent = events_i.IssuesEditedEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
 type IssuesEvent = events_i.IssuesEvent
+
+// IssuesFieldAddedChanges: The previous field value, present when an existing
+// value was updated.
+//
+// Fields (Go name, type, JSON key):
+//
+//	IssueFieldValue *IssuesFieldAddedChangesIssueFieldValue "issue_field_value"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetIssueFieldValue() *IssuesFieldAddedChangesIssueFieldValue
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesFieldAddedChanges = events_i.IssuesFieldAddedChanges
+
+// IssuesFieldAddedChangesIssueFieldValue: The previous issue field value data.
+//
+// Fields (Go name, type, JSON key):
+//
+//	From IssuesFieldAddedChangesIssueFieldValueFrom "from" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFrom() *IssuesFieldAddedChangesIssueFieldValueFrom
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesFieldAddedChangesIssueFieldValue = events_i.IssuesFieldAddedChangesIssueFieldValue
+
+// IssuesFieldAddedChangesIssueFieldValueFrom: The value that was set or updated
+// for the issue field. When updating an existing value, the previous value is
+// available in `changes`.
+//
+// Fields (Go name, type, JSON key):
+//
+//	ID       int64                                              "id" required
+//	Value    *WebhookConfigInsecureSSL                          "value" nullable
+//	ValueID  *int64                                             "value_id"
+//	Option   *IssuesFieldAddedChangesIssueFieldValueFromOption  "option"
+//	ValueIDs []int64                                            "value_ids"
+//	Options  []IssuesFieldAddedChangesIssueFieldValueFromOption "options"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetID() int64
+//	GetOption() *IssuesFieldAddedChangesIssueFieldValueFromOption
+//	GetOptions() []IssuesFieldAddedChangesIssueFieldValueFromOption
+//	GetValue() *WebhookConfigInsecureSSL
+//	GetValueID() int64
+//	GetValueIDs() []int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesFieldAddedChangesIssueFieldValueFrom = events_i.IssuesFieldAddedChangesIssueFieldValueFrom
+
+// IssuesFieldAddedChangesIssueFieldValueFromOption: The selected option
+// details. Present for single_select field types.
+//
+// Fields (Go name, type, JSON key):
+//
+//	ID          *int64  "id"
+//	Name        *string "name"
+//	Color       *string "color"
+//	Description *string "description" nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetColor() string
+//	GetDescription() string
+//	GetID() int64
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesFieldAddedChangesIssueFieldValueFromOption = events_i.IssuesFieldAddedChangesIssueFieldValueFromOption
+
+// IssuesFieldAddedEvent is the payload of an "issues" delivery with action
+// "field_added".
+//
+// An issue field value was set or updated on an issue.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action          string                                      "action" required
+//	Enterprise      *Enterprise                                 "enterprise"
+//	Installation    *SimpleInstallation                         "installation"
+//	Issue           Issue                                       "issue" required
+//	IssueField      IssuesIssueField                            "issue_field" required
+//	IssueFieldValue *IssuesFieldAddedChangesIssueFieldValueFrom "issue_field_value"
+//	Changes         *IssuesFieldAddedChanges                    "changes"
+//	Organization    *Organization                               "organization"
+//	Repository      Repository                                  "repository" required
+//	Sender          User                                        "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetChanges() *IssuesFieldAddedChanges
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueField() *IssuesIssueField
+//	GetIssueFieldValue() *IssuesFieldAddedChangesIssueFieldValueFrom
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesFieldAddedEvent = events_i.IssuesFieldAddedEvent
+
+// IssuesFieldRemovedEvent is the payload of an "issues" delivery with action
+// "field_removed".
+//
+// An issue field value was cleared from an issue.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action          string                                      "action" required
+//	Enterprise      *Enterprise                                 "enterprise"
+//	Installation    *SimpleInstallation                         "installation"
+//	Issue           Issue                                       "issue" required
+//	IssueField      IssuesIssueField                            "issue_field" required
+//	IssueFieldValue *IssuesFieldAddedChangesIssueFieldValueFrom "issue_field_value"
+//	Organization    *Organization                               "organization"
+//	Repository      Repository                                  "repository" required
+//	Sender          User                                        "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetIssue() *Issue
+//	GetIssueField() *IssuesIssueField
+//	GetIssueFieldValue() *IssuesFieldAddedChangesIssueFieldValueFrom
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesFieldRemovedEvent = events_i.IssuesFieldRemovedEvent
+
+// IssuesIssueField: The issue field whose value was set or updated on the
+// issue.
+//
+// Fields (Go name, type, JSON key):
+//
+//	ID        int64                   "id" required
+//	Name      string                  "name" required
+//	FieldType IssueFieldValueDataType "field_type" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetFieldType() IssueFieldValueDataType
+//	GetID() int64
+//	GetName() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_i.
+type IssuesIssueField = events_i.IssuesIssueField
 
 // IssuesLabeledEvent is the payload of an "issues" delivery with action
 // "labeled".
@@ -7677,6 +8511,41 @@ type IssuesUntypedEvent = events_i.IssuesUntypedEvent
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type Label = common.Label
 
+// LabelArchivedEvent is the payload of a "label" delivery with action
+// "archived".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift):
+// "A label was archived." Its payload is the label payload; the label's
+// archived_at stays in Extra until a spec with JSON Schema for it is published.
+//
+// It has the same shape as LabelCreatedEvent (from overrides).
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelArchivedEvent = events_l.LabelArchivedEvent
+
 // LabelCreatedEvent is the payload of a "label" delivery with action "created".
 //
 // A label was created.
@@ -7788,9 +8657,10 @@ type LabelEditedChanges = events_l.LabelEditedChanges
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelEditedEvent = events_l.LabelEditedEvent
 
-// LabelEvent is the payload of a "label" delivery: one of *LabelCreatedEvent,
-// *LabelDeletedEvent, *LabelEditedEvent, or *LabelUnknownEvent for an action
-// the schema does not know.
+// LabelEvent is the payload of a "label" delivery: one of *LabelArchivedEvent,
+// *LabelCreatedEvent, *LabelDeletedEvent, *LabelEditedEvent,
+// *LabelUnarchivedEvent, or *LabelUnknownEvent for an action the schema does
+// not know.
 //
 // This event occurs when there is activity relating to labels. For more
 // information, see "Managing labels." For information about the APIs to manage
@@ -7821,6 +8691,40 @@ type LabelEditedEvent = events_l.LabelEditedEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
 type LabelEvent = events_l.LabelEvent
+
+// LabelUnarchivedEvent is the payload of a "label" delivery with action
+// "unarchived".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift):
+// "A label was unarchived." Its payload is the label payload.
+//
+// It has the same shape as LabelCreatedEvent (from overrides).
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Label        Label               "label" required
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetLabel() *Label
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_l.
+type LabelUnarchivedEvent = events_l.LabelUnarchivedEvent
 
 // LabelUnknownEvent is the payload of a "label" delivery whose action the
 // schema does not know. It has the members all known actions share, the action,
@@ -7878,6 +8782,24 @@ type LabelUnknownEvent = events_l.LabelUnknownEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type License = common.License
+
+// LicenseComplianceAlertClosureRequestData: License compliance alerts that have
+// closure requests.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Type *string       "type"
+//	Data []RequestData "data"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetData() []RequestData
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type LicenseComplianceAlertClosureRequestData = events_d.LicenseComplianceAlertClosureRequestData
 
 // Link: Hypermedia Link
 //
@@ -9552,6 +10474,21 @@ type MinimalRepositoryLicense = events_c.MinimalRepositoryLicense
 // Declared in forgehooks.dev/forgehooks/payloads/internal/common.
 type MinimalRepositoryPermissions = common.MinimalRepositoryPermissions
 
+// MinimizedIssueComment: Details about why an issue comment was minimized.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Reason *string "reason" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetReason() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type MinimizedIssueComment = common.MinimizedIssueComment
+
 // OrgBlockBlockedEvent is the payload of an "org_block" delivery with action
 // "blocked".
 //
@@ -10987,6 +11924,24 @@ type PersonalAccessTokenRequestUnknownEvent = events_p.PersonalAccessTokenReques
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PingEvent = events_p.PingEvent
+
+// PinnedIssueComment: Context around who pinned an issue comment and when it
+// was pinned.
+//
+// Fields (Go name, type, JSON key):
+//
+//	PinnedAt Timestamp "pinned_at" required
+//	PinnedBy *User     "pinned_by" required, nullable
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetPinnedAt() Timestamp
+//	GetPinnedBy() *User
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PinnedIssueComment = common.PinnedIssueComment
 
 // Project is a type of the forge's payloads.
 //
@@ -12973,6 +13928,7 @@ type PublicEvent = events_p.PublicEvent
 //	SquashMergeCommitMessage  *SquashMergeCommitMessage       "squash_merge_commit_message"
 //	SquashMergeCommitTitle    *SquashMergeCommitTitle         "squash_merge_commit_title"
 //	UseSquashPrTitleAsDefault *bool                           "use_squash_pr_title_as_default"
+//	Stack                     *PullRequestStack               "stack" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
@@ -13025,6 +13981,7 @@ type PublicEvent = events_p.PublicEvent
 //	GetReviewCommentsURL() string
 //	GetSquashMergeCommitMessage() SquashMergeCommitMessage
 //	GetSquashMergeCommitTitle() SquashMergeCommitTitle
+//	GetStack() *PullRequestStack
 //	GetState() IssueState
 //	GetStatusesURL() string
 //	GetTitle() string
@@ -13454,9 +14411,10 @@ type PullRequestEnqueuedEvent = events_p.PullRequestEnqueuedEvent
 // *PullRequestMilestonedEvent, *PullRequestOpenedEvent,
 // *PullRequestReadyForReviewEvent, *PullRequestReopenedEvent,
 // *PullRequestReviewRequestRemovedEvent, *PullRequestReviewRequestedEvent,
-// *PullRequestSynchronizeEvent, *PullRequestUnassignedEvent,
-// *PullRequestUnlabeledEvent, *PullRequestUnlockedEvent, or
-// *PullRequestUnknownEvent for an action the schema does not know.
+// *PullRequestStackedEvent, *PullRequestSynchronizeEvent,
+// *PullRequestUnassignedEvent, *PullRequestUnlabeledEvent,
+// *PullRequestUnlockedEvent, or *PullRequestUnknownEvent for an action the
+// schema does not know.
 //
 // This event occurs when there is activity on a pull request. For more
 // information, see "About pull requests." For information about the APIs to
@@ -14637,6 +15595,83 @@ type PullRequestReviewThreadUnresolvedEvent = events_p.PullRequestReviewThreadUn
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PullRequestReviewUnknownEvent = events_p.PullRequestReviewUnknownEvent
 
+// PullRequestStack: The stack information associated with a pull request.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Base     PullRequestStackBase "base" required
+//	Size     *int64               "size"
+//	Position *int64               "position"
+//	ID       *int64               "id"
+//	Number   *int64               "number"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBase() *PullRequestStackBase
+//	GetID() int64
+//	GetNumber() int64
+//	GetPosition() int64
+//	GetSize() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PullRequestStack = common.PullRequestStack
+
+// PullRequestStackBase is a type of the forge's payloads.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Ref string "ref" required
+//	SHA string "sha" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRef() string
+//	GetSHA() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type PullRequestStackBase = common.PullRequestStackBase
+
+// PullRequestStackedEvent is the payload of a "pull_request" delivery with
+// action "stacked".
+//
+// A pull request was added to a stack.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Stack        *PullRequestStack   "stack" nullable
+//	Number       int64               "number" required
+//	Organization *Organization       "organization"
+//	PullRequest  PullRequest         "pull_request" required
+//	Repository   Repository          "repository" required
+//	Sender       User                "sender" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetNumber() int64
+//	GetOrganization() *Organization
+//	GetPullRequest() *PullRequest
+//	GetRepository() *Repository
+//	GetSender() *User
+//	GetStack() *PullRequestStack
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
+type PullRequestStackedEvent = events_p.PullRequestStackedEvent
+
 // PullRequestSynchronizeEvent is the payload of a "pull_request" delivery with
 // action "synchronize".
 //
@@ -14872,20 +15907,59 @@ type PullRequestUnlockedEvent = events_p.PullRequestUnlockedEvent
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_p.
 type PushEvent = events_p.PushEvent
 
+// PushRulesetBypassExemptionRequestData: Push rules that are being requested to
+// be bypassed.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Type *string                                     "type"
+//	Data []PushRulesetBypassExemptionRequestDataData "data"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetData() []PushRulesetBypassExemptionRequestDataData
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type PushRulesetBypassExemptionRequestData = events_d.PushRulesetBypassExemptionRequestData
+
+// PushRulesetBypassExemptionRequestDataData is a type of the forge's payloads.
+//
+// Fields (Go name, type, JSON key):
+//
+//	RulesetID       *int64  "ruleset_id"
+//	RulesetName     *string "ruleset_name"
+//	TotalViolations *int64  "total_violations"
+//	RuleType        *string "rule_type"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetRuleType() string
+//	GetRulesetID() int64
+//	GetRulesetName() string
+//	GetTotalViolations() int64
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type PushRulesetBypassExemptionRequestDataData = events_d.PushRulesetBypassExemptionRequestDataData
+
 // Reactions is a type of the forge's payloads.
 //
 // Fields (Go name, type, JSON key):
 //
+//	URL        string "url" required
+//	TotalCount int64  "total_count" required
 //	PlusOne    int64  "+1" required
 //	MinusOne   int64  "-1" required
+//	Laugh      int64  "laugh" required
 //	Confused   int64  "confused" required
-//	Eyes       int64  "eyes" required
 //	Heart      int64  "heart" required
 //	Hooray     int64  "hooray" required
-//	Laugh      int64  "laugh" required
+//	Eyes       int64  "eyes" required
 //	Rocket     int64  "rocket" required
-//	TotalCount int64  "total_count" required
-//	URL        string "url" required
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
@@ -15833,110 +16907,112 @@ type RepoRef = common.RepoRef
 //
 // Fields (Go name, type, JSON key):
 //
-//	ID                        int64                            "id" required
-//	NodeID                    string                           "node_id" required
-//	Name                      string                           "name" required
-//	FullName                  string                           "full_name" required
-//	License                   *License                         "license" required, nullable
-//	Organization              *RepositoryOrganization          "organization" nullable
-//	Forks                     int64                            "forks" required
-//	Permissions               *RepositoryPermissions           "permissions"
-//	Owner                     *User                            "owner" required, nullable
-//	Private                   bool                             "private" required
-//	HTMLURL                   string                           "html_url" required
-//	Description               *string                          "description" required, nullable
-//	Fork                      bool                             "fork" required
-//	URL                       string                           "url" required
-//	ArchiveURL                string                           "archive_url" required
-//	AssigneesURL              string                           "assignees_url" required
-//	BlobsURL                  string                           "blobs_url" required
-//	BranchesURL               string                           "branches_url" required
-//	CollaboratorsURL          string                           "collaborators_url" required
-//	CommentsURL               string                           "comments_url" required
-//	CommitsURL                string                           "commits_url" required
-//	CompareURL                string                           "compare_url" required
-//	ContentsURL               string                           "contents_url" required
-//	ContributorsURL           string                           "contributors_url" required
-//	DeploymentsURL            string                           "deployments_url" required
-//	DownloadsURL              string                           "downloads_url" required
-//	EventsURL                 string                           "events_url" required
-//	ForksURL                  string                           "forks_url" required
-//	GitCommitsURL             string                           "git_commits_url" required
-//	GitRefsURL                string                           "git_refs_url" required
-//	GitTagsURL                string                           "git_tags_url" required
-//	GitURL                    string                           "git_url" required
-//	IssueCommentURL           string                           "issue_comment_url" required
-//	IssueEventsURL            string                           "issue_events_url" required
-//	IssuesURL                 string                           "issues_url" required
-//	KeysURL                   string                           "keys_url" required
-//	LabelsURL                 string                           "labels_url" required
-//	LanguagesURL              string                           "languages_url" required
-//	MergesURL                 string                           "merges_url" required
-//	MilestonesURL             string                           "milestones_url" required
-//	NotificationsURL          string                           "notifications_url" required
-//	PullsURL                  string                           "pulls_url" required
-//	ReleasesURL               string                           "releases_url" required
-//	SSHURL                    string                           "ssh_url" required
-//	StargazersURL             string                           "stargazers_url" required
-//	StatusesURL               string                           "statuses_url" required
-//	SubscribersURL            string                           "subscribers_url" required
-//	SubscriptionURL           string                           "subscription_url" required
-//	TagsURL                   string                           "tags_url" required
-//	TeamsURL                  string                           "teams_url" required
-//	TreesURL                  string                           "trees_url" required
-//	CloneURL                  string                           "clone_url" required
-//	MirrorURL                 *string                          "mirror_url" required, nullable
-//	HooksURL                  string                           "hooks_url" required
-//	SvnURL                    string                           "svn_url" required
-//	Homepage                  *string                          "homepage" required, nullable
-//	Language                  *string                          "language" required, nullable
-//	ForksCount                int64                            "forks_count" required
-//	StargazersCount           int64                            "stargazers_count" required
-//	WatchersCount             int64                            "watchers_count" required
-//	Size                      int64                            "size" required
-//	DefaultBranch             string                           "default_branch" required
-//	OpenIssuesCount           int64                            "open_issues_count" required
-//	IsTemplate                *bool                            "is_template"
-//	Topics                    []*string                        "topics"
-//	CustomProperties          json.RawMessage                  "custom_properties"
-//	HasIssues                 bool                             "has_issues" required
-//	HasProjects               bool                             "has_projects" required
-//	HasWiki                   bool                             "has_wiki" required
-//	HasPages                  bool                             "has_pages" required
-//	HasDownloads              bool                             "has_downloads" required
-//	HasDiscussions            *bool                            "has_discussions"
-//	Archived                  bool                             "archived" required
-//	Disabled                  *bool                            "disabled"
-//	Visibility                *RepositoryVisibility            "visibility"
-//	PushedAt                  *Timestamp                       "pushed_at" required, nullable
-//	CreatedAt                 *Timestamp                       "created_at" required, nullable
-//	UpdatedAt                 *Timestamp                       "updated_at" required, nullable
-//	AllowRebaseMerge          *bool                            "allow_rebase_merge"
-//	TemplateRepository        *RepositoryTemplateRepository    "template_repository" nullable
-//	TempCloneToken            *string                          "temp_clone_token"
-//	AllowSquashMerge          *bool                            "allow_squash_merge"
-//	AllowAutoMerge            *bool                            "allow_auto_merge"
-//	DeleteBranchOnMerge       *bool                            "delete_branch_on_merge"
-//	AllowUpdateBranch         *bool                            "allow_update_branch"
-//	UseSquashPrTitleAsDefault *bool                            "use_squash_pr_title_as_default"
-//	SquashMergeCommitTitle    *SquashMergeCommitTitle          "squash_merge_commit_title"
-//	SquashMergeCommitMessage  *SquashMergeCommitMessage        "squash_merge_commit_message"
-//	MergeCommitTitle          *MergeCommitTitle                "merge_commit_title"
-//	MergeCommitMessage        *MergeCommitMessage              "merge_commit_message"
-//	AllowMergeCommit          *bool                            "allow_merge_commit"
-//	AllowForking              *bool                            "allow_forking"
-//	WebCommitSignoffRequired  *bool                            "web_commit_signoff_required"
-//	SubscribersCount          *int64                           "subscribers_count"
-//	NetworkCount              *int64                           "network_count"
-//	OpenIssues                int64                            "open_issues" required
-//	Watchers                  int64                            "watchers" required
-//	MasterBranch              *string                          "master_branch"
-//	StarredAt                 *string                          "starred_at"
-//	AnonymousAccessEnabled    *bool                            "anonymous_access_enabled"
-//	CodeSearchIndexStatus     *RepositoryCodeSearchIndexStatus "code_search_index_status"
-//	Public                    *bool                            "public"
-//	RoleName                  *string                          "role_name" nullable
-//	Stargazers                *int64                           "stargazers"
+//	ID                        int64                                "id" required
+//	NodeID                    string                               "node_id" required
+//	Name                      string                               "name" required
+//	FullName                  string                               "full_name" required
+//	License                   *License                             "license" required, nullable
+//	Organization              *RepositoryOrganization              "organization" nullable
+//	Forks                     int64                                "forks" required
+//	Permissions               *RepositoryPermissions               "permissions"
+//	Owner                     *User                                "owner" required, nullable
+//	Private                   bool                                 "private" required
+//	HTMLURL                   string                               "html_url" required
+//	Description               *string                              "description" required, nullable
+//	Fork                      bool                                 "fork" required
+//	URL                       string                               "url" required
+//	ArchiveURL                string                               "archive_url" required
+//	AssigneesURL              string                               "assignees_url" required
+//	BlobsURL                  string                               "blobs_url" required
+//	BranchesURL               string                               "branches_url" required
+//	CollaboratorsURL          string                               "collaborators_url" required
+//	CommentsURL               string                               "comments_url" required
+//	CommitsURL                string                               "commits_url" required
+//	CompareURL                string                               "compare_url" required
+//	ContentsURL               string                               "contents_url" required
+//	ContributorsURL           string                               "contributors_url" required
+//	DeploymentsURL            string                               "deployments_url" required
+//	DownloadsURL              string                               "downloads_url" required
+//	EventsURL                 string                               "events_url" required
+//	ForksURL                  string                               "forks_url" required
+//	GitCommitsURL             string                               "git_commits_url" required
+//	GitRefsURL                string                               "git_refs_url" required
+//	GitTagsURL                string                               "git_tags_url" required
+//	GitURL                    string                               "git_url" required
+//	IssueCommentURL           string                               "issue_comment_url" required
+//	IssueEventsURL            string                               "issue_events_url" required
+//	IssuesURL                 string                               "issues_url" required
+//	KeysURL                   string                               "keys_url" required
+//	LabelsURL                 string                               "labels_url" required
+//	LanguagesURL              string                               "languages_url" required
+//	MergesURL                 string                               "merges_url" required
+//	MilestonesURL             string                               "milestones_url" required
+//	NotificationsURL          string                               "notifications_url" required
+//	PullsURL                  string                               "pulls_url" required
+//	ReleasesURL               string                               "releases_url" required
+//	SSHURL                    string                               "ssh_url" required
+//	StargazersURL             string                               "stargazers_url" required
+//	StatusesURL               string                               "statuses_url" required
+//	SubscribersURL            string                               "subscribers_url" required
+//	SubscriptionURL           string                               "subscription_url" required
+//	TagsURL                   string                               "tags_url" required
+//	TeamsURL                  string                               "teams_url" required
+//	TreesURL                  string                               "trees_url" required
+//	CloneURL                  string                               "clone_url" required
+//	MirrorURL                 *string                              "mirror_url" required, nullable
+//	HooksURL                  string                               "hooks_url" required
+//	SvnURL                    string                               "svn_url" required
+//	Homepage                  *string                              "homepage" required, nullable
+//	Language                  *string                              "language" required, nullable
+//	ForksCount                int64                                "forks_count" required
+//	StargazersCount           int64                                "stargazers_count" required
+//	WatchersCount             int64                                "watchers_count" required
+//	Size                      int64                                "size" required
+//	DefaultBranch             string                               "default_branch" required
+//	OpenIssuesCount           int64                                "open_issues_count" required
+//	IsTemplate                *bool                                "is_template"
+//	Topics                    []*string                            "topics"
+//	CustomProperties          json.RawMessage                      "custom_properties"
+//	HasIssues                 bool                                 "has_issues" required
+//	HasProjects               bool                                 "has_projects" required
+//	HasWiki                   bool                                 "has_wiki" required
+//	HasPages                  bool                                 "has_pages" required
+//	HasDownloads              bool                                 "has_downloads" required
+//	HasDiscussions            *bool                                "has_discussions"
+//	Archived                  bool                                 "archived" required
+//	Disabled                  *bool                                "disabled"
+//	Visibility                *RepositoryVisibility                "visibility"
+//	PushedAt                  *Timestamp                           "pushed_at" required, nullable
+//	CreatedAt                 *Timestamp                           "created_at" required, nullable
+//	UpdatedAt                 *Timestamp                           "updated_at" required, nullable
+//	AllowRebaseMerge          *bool                                "allow_rebase_merge"
+//	TemplateRepository        *RepositoryTemplateRepository        "template_repository" nullable
+//	TempCloneToken            *string                              "temp_clone_token"
+//	AllowSquashMerge          *bool                                "allow_squash_merge"
+//	AllowAutoMerge            *bool                                "allow_auto_merge"
+//	DeleteBranchOnMerge       *bool                                "delete_branch_on_merge"
+//	AllowUpdateBranch         *bool                                "allow_update_branch"
+//	UseSquashPrTitleAsDefault *bool                                "use_squash_pr_title_as_default"
+//	SquashMergeCommitTitle    *SquashMergeCommitTitle              "squash_merge_commit_title"
+//	SquashMergeCommitMessage  *SquashMergeCommitMessage            "squash_merge_commit_message"
+//	MergeCommitTitle          *MergeCommitTitle                    "merge_commit_title"
+//	MergeCommitMessage        *MergeCommitMessage                  "merge_commit_message"
+//	AllowMergeCommit          *bool                                "allow_merge_commit"
+//	AllowForking              *bool                                "allow_forking"
+//	WebCommitSignoffRequired  *bool                                "web_commit_signoff_required"
+//	SubscribersCount          *int64                               "subscribers_count"
+//	NetworkCount              *int64                               "network_count"
+//	OpenIssues                int64                                "open_issues" required
+//	Watchers                  int64                                "watchers" required
+//	MasterBranch              *string                              "master_branch"
+//	StarredAt                 *string                              "starred_at"
+//	AnonymousAccessEnabled    *bool                                "anonymous_access_enabled"
+//	CodeSearchIndexStatus     *RepositoryCodeSearchIndexStatus     "code_search_index_status"
+//	HasPullRequests           *bool                                "has_pull_requests"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	PullRequestCreationPolicy *RepositoryPullRequestCreationPolicy "pull_request_creation_policy"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	Public                    *bool                                "public"
+//	RoleName                  *string                              "role_name" nullable
+//	Stargazers                *int64                               "stargazers"
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
@@ -15984,6 +17060,7 @@ type RepoRef = common.RepoRef
 //	GetHasIssues() bool
 //	GetHasPages() bool
 //	GetHasProjects() bool
+//	GetHasPullRequests() bool
 //	GetHasWiki() bool
 //	GetHomepage() string
 //	GetHooksURL() string
@@ -16014,6 +17091,7 @@ type RepoRef = common.RepoRef
 //	GetPermissions() *RepositoryPermissions
 //	GetPrivate() bool
 //	GetPublic() bool
+//	GetPullRequestCreationPolicy() RepositoryPullRequestCreationPolicy
 //	GetPullsURL() string
 //	GetPushedAt() Timestamp
 //	GetReleasesURL() string
@@ -16877,6 +17955,14 @@ type RepositoryPrivatizedEvent = events_r.RepositoryPrivatizedEvent
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryPublicizedEvent = events_r.RepositoryPublicizedEvent
+
+// RepositoryPullRequestCreationPolicy: The policy controlling who can create
+// pull requests: all or collaborators_only.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type RepositoryPullRequestCreationPolicy = common.RepositoryPullRequestCreationPolicy
 
 // RepositoryRenamedChanges is a type of the forge's payloads.
 //
@@ -18862,6 +19948,21 @@ type RepositoryVulnerabilityAlertResolveEvent = events_r.RepositoryVulnerability
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_r.
 type RepositoryVulnerabilityAlertUnknownEvent = events_r.RepositoryVulnerabilityAlertUnknownEvent
 
+// RequestData is a type of the forge's payloads.
+//
+// Fields (Go name, type, JSON key):
+//
+//	AlertNumber *string "alert_number"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAlertNumber() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type RequestData = events_d.RequestData
+
 // RequiredReviewerConfiguration: A reviewing team, and file patterns describing
 // which files they must approve changes to.
 //
@@ -18958,38 +20059,51 @@ type RubyGemsMetadataVersionInfo = common.RubyGemsMetadataVersionInfo
 //
 // Fields (Go name, type, JSON key):
 //
-//	Number                                     *int64                         "number"
-//	CreatedAt                                  *Timestamp                     "created_at"
-//	UpdatedAt                                  *Timestamp                     "updated_at" nullable
-//	URL                                        *string                        "url"
-//	HTMLURL                                    *string                        "html_url"
-//	LocationsURL                               *string                        "locations_url"
-//	Resolution                                 *SecretScanningAlertResolution "resolution" nullable
-//	ResolvedAt                                 *Timestamp                     "resolved_at" nullable
-//	ResolvedBy                                 *User                          "resolved_by" nullable
-//	ResolutionComment                          *string                        "resolution_comment" nullable
-//	SecretType                                 *string                        "secret_type"
-//	SecretTypeDisplayName                      *string                        "secret_type_display_name"
-//	Validity                                   *SecretScanningAlertValidity   "validity"
-//	PushProtectionBypassed                     *bool                          "push_protection_bypassed" nullable
-//	PushProtectionBypassedBy                   *User                          "push_protection_bypassed_by" nullable
-//	PushProtectionBypassedAt                   *Timestamp                     "push_protection_bypassed_at" nullable
-//	PushProtectionBypassRequestReviewer        *User                          "push_protection_bypass_request_reviewer" nullable; not sent by ghes-3.14, ghes-3.15
-//	PushProtectionBypassRequestReviewerComment *string                        "push_protection_bypass_request_reviewer_comment" nullable; not sent by ghes-3.14, ghes-3.15
-//	PushProtectionBypassRequestComment         *string                        "push_protection_bypass_request_comment" nullable; not sent by ghes-3.14, ghes-3.15
-//	PushProtectionBypassRequestHTMLURL         *string                        "push_protection_bypass_request_html_url" nullable; not sent by ghes-3.14, ghes-3.15
-//	PubliclyLeaked                             *bool                          "publicly_leaked" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
-//	MultiRepo                                  *bool                          "multi_repo" nullable; not sent by ghes-3.14, ghes-3.15
-//	AssignedTo                                 *User                          "assigned_to" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18
+//	Number                                     *int64                             "number"
+//	CreatedAt                                  *Timestamp                         "created_at"
+//	UpdatedAt                                  *Timestamp                         "updated_at" nullable
+//	URL                                        *string                            "url"
+//	HTMLURL                                    *string                            "html_url"
+//	LocationsURL                               *string                            "locations_url"
+//	Resolution                                 *SecretScanningAlertResolution     "resolution" nullable
+//	ResolvedAt                                 *Timestamp                         "resolved_at" nullable
+//	ResolvedBy                                 *User                              "resolved_by" nullable
+//	ResolutionComment                          *string                            "resolution_comment" nullable
+//	SecretType                                 *string                            "secret_type"
+//	SecretTypeDisplayName                      *string                            "secret_type_display_name"
+//	Validity                                   *SecretScanningAlertValidity       "validity"
+//	PushProtectionBypassed                     *bool                              "push_protection_bypassed" nullable
+//	PushProtectionBypassedBy                   *User                              "push_protection_bypassed_by" nullable
+//	PushProtectionBypassedAt                   *Timestamp                         "push_protection_bypassed_at" nullable
+//	PushProtectionBypassRequestReviewer        *User                              "push_protection_bypass_request_reviewer" nullable; not sent by ghes-3.14, ghes-3.15
+//	PushProtectionBypassRequestReviewerComment *string                            "push_protection_bypass_request_reviewer_comment" nullable; not sent by ghes-3.14, ghes-3.15
+//	PushProtectionBypassRequestComment         *string                            "push_protection_bypass_request_comment" nullable; not sent by ghes-3.14, ghes-3.15
+//	PushProtectionBypassRequestHTMLURL         *string                            "push_protection_bypass_request_html_url" nullable; not sent by ghes-3.14, ghes-3.15
+//	PubliclyLeaked                             *bool                              "publicly_leaked" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	MultiRepo                                  *bool                              "multi_repo" nullable; not sent by ghes-3.14, ghes-3.15
+//	AssignedTo                                 *User                              "assigned_to" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18
+//	Provider                                   *string                            "provider" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	ProviderSlug                               *string                            "provider_slug" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	SecretCategory                             *SecretScanningAlertSecretCategory "secret_category"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	ClosureRequestComment                      *string                            "closure_request_comment" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	ClosureRequestReviewerComment              *string                            "closure_request_reviewer_comment" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	ClosureRequestReviewer                     *User                              "closure_request_reviewer" nullable; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
+//	Metadata                                   []SecretScanningAlertMetadata      "metadata"; not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19
 //
 // Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
 //
 //	GetAssignedTo() *User
+//	GetClosureRequestComment() string
+//	GetClosureRequestReviewer() *User
+//	GetClosureRequestReviewerComment() string
 //	GetCreatedAt() Timestamp
 //	GetHTMLURL() string
 //	GetLocationsURL() string
+//	GetMetadata() []SecretScanningAlertMetadata
 //	GetMultiRepo() bool
 //	GetNumber() int64
+//	GetProvider() string
+//	GetProviderSlug() string
 //	GetPubliclyLeaked() bool
 //	GetPushProtectionBypassRequestComment() string
 //	GetPushProtectionBypassRequestHTMLURL() string
@@ -19002,6 +20116,7 @@ type RubyGemsMetadataVersionInfo = common.RubyGemsMetadataVersionInfo
 //	GetResolutionComment() string
 //	GetResolvedAt() Timestamp
 //	GetResolvedBy() *User
+//	GetSecretCategory() SecretScanningAlertSecretCategory
 //	GetSecretType() string
 //	GetSecretTypeDisplayName() string
 //	GetURL() string
@@ -19079,13 +20194,60 @@ type SecretScanningAlertAssignedEvent = events_s.SecretScanningAlertAssignedEven
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertCreatedEvent = events_s.SecretScanningAlertCreatedEvent
 
+// SecretScanningAlertDismissalRequestData: Secret scanning alerts that have
+// dismissal requests.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Type *string                                       "type"
+//	Data []SecretScanningAlertDismissalRequestDataData "data"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetData() []SecretScanningAlertDismissalRequestDataData
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type SecretScanningAlertDismissalRequestData = events_d.SecretScanningAlertDismissalRequestData
+
+// SecretScanningAlertDismissalRequestDataData is a type of the forge's
+// payloads.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Reason      *SecretScanningAlertDismissalRequestDataDataReason "reason"
+//	SecretType  *string                                            "secret_type"
+//	AlertNumber *string                                            "alert_number"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAlertNumber() string
+//	GetReason() SecretScanningAlertDismissalRequestDataDataReason
+//	GetSecretType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type SecretScanningAlertDismissalRequestDataData = events_d.SecretScanningAlertDismissalRequestDataData
+
+// SecretScanningAlertDismissalRequestDataDataReason: The reason for the
+// dismissal request
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningAlertDismissalRequestDataDataReason = common.SecretScanningAlertDismissalRequestDataDataReason
+
 // SecretScanningAlertEvent is the payload of a "secret_scanning_alert"
 // delivery: one of *SecretScanningAlertAssignedEvent,
-// *SecretScanningAlertCreatedEvent, *SecretScanningAlertPubliclyLeakedEvent,
-// *SecretScanningAlertReopenedEvent, *SecretScanningAlertResolvedEvent,
-// *SecretScanningAlertRevokedEvent, *SecretScanningAlertUnassignedEvent,
-// *SecretScanningAlertValidatedEvent, or *SecretScanningAlertUnknownEvent for
-// an action the schema does not know.
+// *SecretScanningAlertCreatedEvent, *SecretScanningAlertMetadataCreatedEvent,
+// *SecretScanningAlertMetadataRemovedEvent,
+// *SecretScanningAlertPubliclyLeakedEvent, *SecretScanningAlertReopenedEvent,
+// *SecretScanningAlertResolvedEvent, *SecretScanningAlertRevokedEvent,
+// *SecretScanningAlertUnassignedEvent, *SecretScanningAlertValidatedEvent, or
+// *SecretScanningAlertUnknownEvent for an action the schema does not know.
 //
 // This event occurs when there is activity relating to a secret scanning alert.
 // For more information about secret scanning, see "About secret scanning." For
@@ -19217,6 +20379,89 @@ type SecretScanningAlertLocationEvent = events_s.SecretScanningAlertLocationEven
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertLocationUnknownEvent = events_s.SecretScanningAlertLocationUnknownEvent
+
+// SecretScanningAlertMetadata is a type of the forge's payloads.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Key   string "key" required
+//	Value string "value" required
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetKey() string
+//	GetValue() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertMetadata = events_s.SecretScanningAlertMetadata
+
+// SecretScanningAlertMetadataCreatedEvent is the payload of a
+// "secret_scanning_alert" delivery with action "metadata_created".
+//
+// Metadata was created for a secret scanning alert.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertMetadataCreatedEvent = events_s.SecretScanningAlertMetadataCreatedEvent
+
+// SecretScanningAlertMetadataRemovedEvent is the payload of a
+// "secret_scanning_alert" delivery with action "metadata_removed".
+//
+// Metadata was removed from a secret scanning alert.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Action       string              "action" required
+//	Alert        SecretScanningAlert "alert" required
+//	Enterprise   *Enterprise         "enterprise"
+//	Installation *SimpleInstallation "installation"
+//	Organization *Organization       "organization"
+//	Repository   Repository          "repository" required
+//	Sender       *User               "sender"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetAction() string
+//	GetAlert() *SecretScanningAlert
+//	GetEnterprise() *Enterprise
+//	GetInstallation() *SimpleInstallation
+//	GetOrganization() *Organization
+//	GetRepository() *Repository
+//	GetSender() *User
+//	MarshalJSON() ([]byte, error)
+//	PayloadName() string
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
+type SecretScanningAlertMetadataRemovedEvent = events_s.SecretScanningAlertMetadataRemovedEvent
 
 // SecretScanningAlertPubliclyLeakedEvent is the payload of a
 // "secret_scanning_alert" delivery with action "publicly_leaked".
@@ -19353,6 +20598,15 @@ type SecretScanningAlertResolvedEvent = events_s.SecretScanningAlertResolvedEven
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningAlertRevokedEvent = events_s.SecretScanningAlertRevokedEvent
+
+// SecretScanningAlertSecretCategory: The category of the detected secret.
+// `default` covers specific provider patterns and custom patterns; `generic`
+// covers non-specific patterns and AI-detected secrets.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/common.
+type SecretScanningAlertSecretCategory = common.SecretScanningAlertSecretCategory
 
 // SecretScanningAlertUnassignedEvent is the payload of a
 // "secret_scanning_alert" delivery with action "unassigned".
@@ -19746,6 +21000,62 @@ type SecretScanningLocationType = common.SecretScanningLocationType
 //
 // Declared in forgehooks.dev/forgehooks/payloads/internal/events_s.
 type SecretScanningLocationWikiCommit = events_s.SecretScanningLocationWikiCommit
+
+// SecretScanningPushProtectionExemptionRequestData: Secret scanning push
+// protections that are being requested to be bypassed.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Type *string                                                "type"
+//	Data []SecretScanningPushProtectionExemptionRequestDataData "data"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetData() []SecretScanningPushProtectionExemptionRequestDataData
+//	GetType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type SecretScanningPushProtectionExemptionRequestData = events_d.SecretScanningPushProtectionExemptionRequestData
+
+// SecretScanningPushProtectionExemptionRequestDataData is a type of the forge's
+// payloads.
+//
+// Fields (Go name, type, JSON key):
+//
+//	SecretType *string                                                        "secret_type"
+//	Locations  []SecretScanningPushProtectionExemptionRequestDataDataLocation "locations"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetLocations() []SecretScanningPushProtectionExemptionRequestDataDataLocation
+//	GetSecretType() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type SecretScanningPushProtectionExemptionRequestDataData = events_d.SecretScanningPushProtectionExemptionRequestDataData
+
+// SecretScanningPushProtectionExemptionRequestDataDataLocation is a type of the
+// forge's payloads.
+//
+// Fields (Go name, type, JSON key):
+//
+//	Commit *string "commit"
+//	Branch *string "branch"
+//	Path   *string "path"
+//
+// Methods (the getters are nil-safe: the zero value, or nil, for a nil receiver or an absent member):
+//
+//	GetBranch() string
+//	GetCommit() string
+//	GetPath() string
+//	MarshalJSON() ([]byte, error)
+//	UnmarshalJSON([]byte) error
+//
+// Declared in forgehooks.dev/forgehooks/payloads/internal/events_d.
+type SecretScanningPushProtectionExemptionRequestDataDataLocation = events_d.SecretScanningPushProtectionExemptionRequestDataDataLocation
 
 // SecretScanningScanCompletedEvent is the payload of a "secret_scanning_scan"
 // delivery with action "completed".
@@ -23193,6 +24503,7 @@ const (
 	CodeScanningAlertDismissedReasonFalsePositive = common.CodeScanningAlertDismissedReasonFalsePositive
 	CodeScanningAlertDismissedReasonWonTFix       = common.CodeScanningAlertDismissedReasonWonTFix
 	CodeScanningAlertDismissedReasonUsedInTests   = common.CodeScanningAlertDismissedReasonUsedInTests
+	CodeScanningAlertDismissedReasonMitigated     = common.CodeScanningAlertDismissedReasonMitigated
 )
 
 // The values of CodeScanningAlertRuleSeverity the schema lists.
@@ -23222,15 +24533,24 @@ const (
 
 // The values of DependabotAlertDependencyRelationship the schema lists.
 const (
-	DependabotAlertDependencyRelationshipUnknown    = common.DependabotAlertDependencyRelationshipUnknown
-	DependabotAlertDependencyRelationshipDirect     = common.DependabotAlertDependencyRelationshipDirect
-	DependabotAlertDependencyRelationshipTransitive = common.DependabotAlertDependencyRelationshipTransitive
+	DependabotAlertDependencyRelationshipUnknown      = common.DependabotAlertDependencyRelationshipUnknown
+	DependabotAlertDependencyRelationshipDirect       = common.DependabotAlertDependencyRelationshipDirect
+	DependabotAlertDependencyRelationshipTransitive   = common.DependabotAlertDependencyRelationshipTransitive
+	DependabotAlertDependencyRelationshipInconclusive = common.DependabotAlertDependencyRelationshipInconclusive
 )
 
 // The values of DependabotAlertDependencyScope the schema lists.
 const (
 	DependabotAlertDependencyScopeDevelopment = common.DependabotAlertDependencyScopeDevelopment
 	DependabotAlertDependencyScopeRuntime     = common.DependabotAlertDependencyScopeRuntime
+)
+
+// The values of DependabotAlertDismissalRequestStatus the schema lists.
+const (
+	DependabotAlertDismissalRequestStatusPending   = common.DependabotAlertDismissalRequestStatusPending
+	DependabotAlertDismissalRequestStatusApproved  = common.DependabotAlertDismissalRequestStatusApproved
+	DependabotAlertDismissalRequestStatusRejected  = common.DependabotAlertDismissalRequestStatusRejected
+	DependabotAlertDismissalRequestStatusCancelled = common.DependabotAlertDismissalRequestStatusCancelled
 )
 
 // The values of DependabotAlertDismissedReason the schema lists.
@@ -23240,6 +24560,12 @@ const (
 	DependabotAlertDismissedReasonNoBandwidth   = common.DependabotAlertDismissedReasonNoBandwidth
 	DependabotAlertDismissedReasonNotUsed       = common.DependabotAlertDismissedReasonNotUsed
 	DependabotAlertDismissedReasonTolerableRisk = common.DependabotAlertDismissedReasonTolerableRisk
+)
+
+// The values of DependabotAlertSecurityAdvisoryClassification the schema lists.
+const (
+	DependabotAlertSecurityAdvisoryClassificationGeneral = common.DependabotAlertSecurityAdvisoryClassificationGeneral
+	DependabotAlertSecurityAdvisoryClassificationMalware = common.DependabotAlertSecurityAdvisoryClassificationMalware
 )
 
 // The values of DependabotAlertSecurityAdvisorySeverity the schema lists.
@@ -23314,6 +24640,31 @@ const (
 	DiscussionStateReasonReopened  = common.DiscussionStateReasonReopened
 )
 
+// The values of ExemptionRequestRequestType the schema lists.
+const (
+	ExemptionRequestRequestTypePushRulesetBypass          = common.ExemptionRequestRequestTypePushRulesetBypass
+	ExemptionRequestRequestTypeSecretScanning             = common.ExemptionRequestRequestTypeSecretScanning
+	ExemptionRequestRequestTypeSecretScanningClosure      = common.ExemptionRequestRequestTypeSecretScanningClosure
+	ExemptionRequestRequestTypeCodeScanningAlertDismissal = common.ExemptionRequestRequestTypeCodeScanningAlertDismissal
+	ExemptionRequestRequestTypeDependabotAlertDismissal   = common.ExemptionRequestRequestTypeDependabotAlertDismissal
+	ExemptionRequestRequestTypeLicenseComplianceDismissal = common.ExemptionRequestRequestTypeLicenseComplianceDismissal
+)
+
+// The values of ExemptionRequestStatus the schema lists.
+const (
+	ExemptionRequestStatusPending   = common.ExemptionRequestStatusPending
+	ExemptionRequestStatusRejected  = common.ExemptionRequestStatusRejected
+	ExemptionRequestStatusCancelled = common.ExemptionRequestStatusCancelled
+	ExemptionRequestStatusCompleted = common.ExemptionRequestStatusCompleted
+)
+
+// The values of ExemptionResponseStatus the schema lists.
+const (
+	ExemptionResponseStatusApproved  = common.ExemptionResponseStatusApproved
+	ExemptionResponseStatusRejected  = common.ExemptionResponseStatusRejected
+	ExemptionResponseStatusDismissed = common.ExemptionResponseStatusDismissed
+)
+
 // The values of GollumPageAction the schema lists.
 const (
 	GollumPageActionCreated = common.GollumPageActionCreated
@@ -23324,6 +24675,7 @@ const (
 const (
 	IssueFieldValueDataTypeText         = common.IssueFieldValueDataTypeText
 	IssueFieldValueDataTypeSingleSelect = common.IssueFieldValueDataTypeSingleSelect
+	IssueFieldValueDataTypeMultiSelect  = common.IssueFieldValueDataTypeMultiSelect
 	IssueFieldValueDataTypeNumber       = common.IssueFieldValueDataTypeNumber
 	IssueFieldValueDataTypeDate         = common.IssueFieldValueDataTypeDate
 )
@@ -23592,6 +24944,12 @@ const (
 	RepositoryImportStatusFailure   = common.RepositoryImportStatusFailure
 )
 
+// The values of RepositoryPullRequestCreationPolicy the schema lists.
+const (
+	RepositoryPullRequestCreationPolicyAll               = common.RepositoryPullRequestCreationPolicyAll
+	RepositoryPullRequestCreationPolicyCollaboratorsOnly = common.RepositoryPullRequestCreationPolicyCollaboratorsOnly
+)
+
 // The values of RepositoryRuleEnforcement the schema lists.
 const (
 	RepositoryRuleEnforcementDisabled = common.RepositoryRuleEnforcementDisabled
@@ -23675,6 +25033,14 @@ const (
 	ReviewerTypeTeam = common.ReviewerTypeTeam
 )
 
+// The values of SecretScanningAlertDismissalRequestDataDataReason the schema lists.
+const (
+	SecretScanningAlertDismissalRequestDataDataReasonFixedLater    = common.SecretScanningAlertDismissalRequestDataDataReasonFixedLater
+	SecretScanningAlertDismissalRequestDataDataReasonFalsePositive = common.SecretScanningAlertDismissalRequestDataDataReasonFalsePositive
+	SecretScanningAlertDismissalRequestDataDataReasonTests         = common.SecretScanningAlertDismissalRequestDataDataReasonTests
+	SecretScanningAlertDismissalRequestDataDataReasonRevoked       = common.SecretScanningAlertDismissalRequestDataDataReasonRevoked
+)
+
 // The values of SecretScanningAlertResolution the schema lists.
 const (
 	SecretScanningAlertResolutionFalsePositive  = common.SecretScanningAlertResolutionFalsePositive
@@ -23683,6 +25049,12 @@ const (
 	SecretScanningAlertResolutionUsedInTests    = common.SecretScanningAlertResolutionUsedInTests
 	SecretScanningAlertResolutionPatternDeleted = common.SecretScanningAlertResolutionPatternDeleted
 	SecretScanningAlertResolutionPatternEdited  = common.SecretScanningAlertResolutionPatternEdited
+)
+
+// The values of SecretScanningAlertSecretCategory the schema lists.
+const (
+	SecretScanningAlertSecretCategoryDefault = common.SecretScanningAlertSecretCategoryDefault
+	SecretScanningAlertSecretCategoryGeneric = common.SecretScanningAlertSecretCategoryGeneric
 )
 
 // The values of SecretScanningAlertValidity the schema lists.

@@ -22,7 +22,7 @@ import (
 )
 
 // EmitterEventNames returns every event name and event.action name the schema
-// knows (325 names): the events sorted by name, each followed by its
+// knows (343 names): the events sorted by name, each followed by its
 // event.action names in alphabetical order. That order is also plain string
 // order. The slice is a fresh copy on each call: changing it changes nothing
 // else. It is names.All.
@@ -87,6 +87,8 @@ func Parse(name string, body []byte) (Payload, error) {
 		return events_d.ParseDiscussionEvent(body)
 	case "discussion_comment":
 		return events_d.ParseDiscussionCommentEvent(body)
+	case "dismissal_request_dependabot":
+		return events_d.ParseDismissalRequestDependabotEvent(body)
 	case "fork":
 		return events_f.ParseForkEvent(body)
 	case "github_app_authorization":
@@ -103,6 +105,8 @@ func Parse(name string, body []byte) (Payload, error) {
 		return events_i.ParseIssueCommentEvent(body)
 	case "issue_dependencies":
 		return events_i.ParseIssueDependenciesEvent(body)
+	case "issue_relates_to":
+		return events_i.ParseIssueRelatesToEvent(body)
 	case "issues":
 		return events_i.ParseIssuesEvent(body)
 	case "label":

@@ -209,6 +209,14 @@ func OnCodeScanningAlertReopenedByUserEvent(r Registrar, h func(context.Context,
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.reopened_by_user", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
 }
 
+// OnCodeScanningAlertUpdatedAssignmentEvent registers h for
+// "code_scanning_alert.updated_assignment" deliveries, decoded into
+// *CodeScanningAlertUpdatedAssignmentEvent. It returns the listener, for
+// RemoveListener.
+func OnCodeScanningAlertUpdatedAssignmentEvent(r Registrar, h func(context.Context, Event[*CodeScanningAlertUpdatedAssignmentEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "code_scanning_alert.updated_assignment", "code_scanning_alert", events_c.ParseCodeScanningAlertEvent, h)
+}
+
 // OnCommitCommentEvent registers h for every "commit_comment" delivery, decoded
 // into its action's struct, or *CommitCommentUnknownEvent for an action the
 // schema does not know. Given actions (such as "created"), it registers h for
@@ -298,13 +306,21 @@ func OnDeleteEvent(r Registrar, h func(context.Context, Event[*DeleteEvent]) err
 
 // OnDependabotAlertEvent registers h for every "dependabot_alert" delivery,
 // decoded into its action's struct, or *DependabotAlertUnknownEvent for an
-// action the schema does not know. Given actions (such as "auto_dismissed"), it
-// registers h for those actions only, with one listener: h gets
+// action the schema does not know. Given actions (such as "assignees_changed"),
+// it registers h for those actions only, with one listener: h gets
 // DependabotAlertEvent, whose methods give what all the actions share. An
 // action the schema does not know panics. It returns the listener, for
 // RemoveListener.
 func OnDependabotAlertEvent(r Registrar, h func(context.Context, Event[DependabotAlertEvent]) error, actions ...string) *emitter.Listener {
 	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDependabotAlertEvent", "dependabot_alert", IsKnownEventName, events_d.ParseDependabotAlertEvent, h, actions)
+}
+
+// OnDependabotAlertAssigneesChangedEvent registers h for
+// "dependabot_alert.assignees_changed" deliveries, decoded into
+// *DependabotAlertAssigneesChangedEvent. It returns the listener, for
+// RemoveListener.
+func OnDependabotAlertAssigneesChangedEvent(r Registrar, h func(context.Context, Event[*DependabotAlertAssigneesChangedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dependabot_alert.assignees_changed", "dependabot_alert", events_d.ParseDependabotAlertEvent, h)
 }
 
 // OnDependabotAlertAutoDismissedEvent registers h for
@@ -616,6 +632,41 @@ func OnDiscussionCommentEditedEvent(r Registrar, h func(context.Context, Event[*
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "discussion_comment.edited", "discussion_comment", events_d.ParseDiscussionCommentEvent, h)
 }
 
+// OnDismissalRequestDependabotEvent registers h for every
+// "dismissal_request_dependabot" delivery, decoded into its action's struct, or
+// *DismissalRequestDependabotUnknownEvent for an action the schema does not
+// know. Given actions (such as "cancelled"), it registers h for those actions
+// only, with one listener: h gets DismissalRequestDependabotEvent, whose
+// methods give what all the actions share. An action the schema does not know
+// panics. It returns the listener, for RemoveListener.
+func OnDismissalRequestDependabotEvent(r Registrar, h func(context.Context, Event[DismissalRequestDependabotEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnDismissalRequestDependabotEvent", "dismissal_request_dependabot", IsKnownEventName, events_d.ParseDismissalRequestDependabotEvent, h, actions)
+}
+
+// OnDismissalRequestDependabotCancelledEvent registers h for
+// "dismissal_request_dependabot.cancelled" deliveries, decoded into
+// *DismissalRequestDependabotCancelledEvent. It returns the listener, for
+// RemoveListener.
+func OnDismissalRequestDependabotCancelledEvent(r Registrar, h func(context.Context, Event[*DismissalRequestDependabotCancelledEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dismissal_request_dependabot.cancelled", "dismissal_request_dependabot", events_d.ParseDismissalRequestDependabotEvent, h)
+}
+
+// OnDismissalRequestDependabotCreatedEvent registers h for
+// "dismissal_request_dependabot.created" deliveries, decoded into
+// *DismissalRequestDependabotCreatedEvent. It returns the listener, for
+// RemoveListener.
+func OnDismissalRequestDependabotCreatedEvent(r Registrar, h func(context.Context, Event[*DismissalRequestDependabotCreatedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dismissal_request_dependabot.created", "dismissal_request_dependabot", events_d.ParseDismissalRequestDependabotEvent, h)
+}
+
+// OnDismissalRequestDependabotResponseSubmittedEvent registers h for
+// "dismissal_request_dependabot.response_submitted" deliveries, decoded into
+// *DismissalRequestDependabotResponseSubmittedEvent. It returns the listener,
+// for RemoveListener.
+func OnDismissalRequestDependabotResponseSubmittedEvent(r Registrar, h func(context.Context, Event[*DismissalRequestDependabotResponseSubmittedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "dismissal_request_dependabot.response_submitted", "dismissal_request_dependabot", events_d.ParseDismissalRequestDependabotEvent, h)
+}
+
 // OnForkEvent registers h for "fork" deliveries, decoded into *ForkEvent. It
 // returns the listener, for RemoveListener.
 func OnForkEvent(r Registrar, h func(context.Context, Event[*ForkEvent]) error) *emitter.Listener {
@@ -769,6 +820,20 @@ func OnIssueCommentEditedEvent(r Registrar, h func(context.Context, Event[*Issue
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_comment.edited", "issue_comment", events_i.ParseIssueCommentEvent, h)
 }
 
+// OnIssueCommentPinnedEvent registers h for "issue_comment.pinned" deliveries,
+// decoded into *IssueCommentPinnedEvent. It returns the listener, for
+// RemoveListener.
+func OnIssueCommentPinnedEvent(r Registrar, h func(context.Context, Event[*IssueCommentPinnedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_comment.pinned", "issue_comment", events_i.ParseIssueCommentEvent, h)
+}
+
+// OnIssueCommentUnpinnedEvent registers h for "issue_comment.unpinned"
+// deliveries, decoded into *IssueCommentUnpinnedEvent. It returns the listener,
+// for RemoveListener.
+func OnIssueCommentUnpinnedEvent(r Registrar, h func(context.Context, Event[*IssueCommentUnpinnedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_comment.unpinned", "issue_comment", events_i.ParseIssueCommentEvent, h)
+}
+
 // OnIssueDependenciesEvent registers h for every "issue_dependencies" delivery,
 // decoded into its action's struct, or *IssueDependenciesUnknownEvent for an
 // action the schema does not know. Given actions (such as "blocked_by_added"),
@@ -812,6 +877,32 @@ func OnIssueDependenciesBlockingRemovedEvent(r Registrar, h func(context.Context
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_dependencies.blocking_removed", "issue_dependencies", events_i.ParseIssueDependenciesEvent, h)
 }
 
+// OnIssueRelatesToEvent registers h for every "issue_relates_to" delivery,
+// decoded into its action's struct, or *IssueRelatesToUnknownEvent for an
+// action the schema does not know. Given actions (such as "relates_to_added"),
+// it registers h for those actions only, with one listener: h gets
+// IssueRelatesToEvent, whose methods give what all the actions share. An action
+// the schema does not know panics. It returns the listener, for RemoveListener.
+func OnIssueRelatesToEvent(r Registrar, h func(context.Context, Event[IssueRelatesToEvent]) error, actions ...string) *emitter.Listener {
+	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnIssueRelatesToEvent", "issue_relates_to", IsKnownEventName, events_i.ParseIssueRelatesToEvent, h, actions)
+}
+
+// OnIssueRelatesToRelatesToAddedEvent registers h for
+// "issue_relates_to.relates_to_added" deliveries, decoded into
+// *IssueRelatesToRelatesToAddedEvent. It returns the listener, for
+// RemoveListener.
+func OnIssueRelatesToRelatesToAddedEvent(r Registrar, h func(context.Context, Event[*IssueRelatesToRelatesToAddedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_relates_to.relates_to_added", "issue_relates_to", events_i.ParseIssueRelatesToEvent, h)
+}
+
+// OnIssueRelatesToRelatesToRemovedEvent registers h for
+// "issue_relates_to.relates_to_removed" deliveries, decoded into
+// *IssueRelatesToRelatesToRemovedEvent. It returns the listener, for
+// RemoveListener.
+func OnIssueRelatesToRelatesToRemovedEvent(r Registrar, h func(context.Context, Event[*IssueRelatesToRelatesToRemovedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issue_relates_to.relates_to_removed", "issue_relates_to", events_i.ParseIssueRelatesToEvent, h)
+}
+
 // OnIssuesEvent registers h for every "issues" delivery, decoded into its
 // action's struct, or *IssuesUnknownEvent for an action the schema does not
 // know. Given actions (such as "assigned"), it registers h for those actions
@@ -851,6 +942,20 @@ func OnIssuesDemilestonedEvent(r Registrar, h func(context.Context, Event[*Issue
 // *IssuesEditedEvent. It returns the listener, for RemoveListener.
 func OnIssuesEditedEvent(r Registrar, h func(context.Context, Event[*IssuesEditedEvent]) error) *emitter.Listener {
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.edited", "issues", events_i.ParseIssuesEvent, h)
+}
+
+// OnIssuesFieldAddedEvent registers h for "issues.field_added" deliveries,
+// decoded into *IssuesFieldAddedEvent. It returns the listener, for
+// RemoveListener.
+func OnIssuesFieldAddedEvent(r Registrar, h func(context.Context, Event[*IssuesFieldAddedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.field_added", "issues", events_i.ParseIssuesEvent, h)
+}
+
+// OnIssuesFieldRemovedEvent registers h for "issues.field_removed" deliveries,
+// decoded into *IssuesFieldRemovedEvent. It returns the listener, for
+// RemoveListener.
+func OnIssuesFieldRemovedEvent(r Registrar, h func(context.Context, Event[*IssuesFieldRemovedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "issues.field_removed", "issues", events_i.ParseIssuesEvent, h)
 }
 
 // OnIssuesLabeledEvent registers h for "issues.labeled" deliveries, decoded
@@ -936,12 +1041,18 @@ func OnIssuesUntypedEvent(r Registrar, h func(context.Context, Event[*IssuesUnty
 
 // OnLabelEvent registers h for every "label" delivery, decoded into its
 // action's struct, or *LabelUnknownEvent for an action the schema does not
-// know. Given actions (such as "created"), it registers h for those actions
+// know. Given actions (such as "archived"), it registers h for those actions
 // only, with one listener: h gets LabelEvent, whose methods give what all the
 // actions share. An action the schema does not know panics. It returns the
 // listener, for RemoveListener.
 func OnLabelEvent(r Registrar, h func(context.Context, Event[LabelEvent]) error, actions ...string) *emitter.Listener {
 	return codec.OnActions(r, "forgehooks.dev/forgehooks/payloads", "OnLabelEvent", "label", IsKnownEventName, events_l.ParseLabelEvent, h, actions)
+}
+
+// OnLabelArchivedEvent registers h for "label.archived" deliveries, decoded
+// into *LabelArchivedEvent. It returns the listener, for RemoveListener.
+func OnLabelArchivedEvent(r Registrar, h func(context.Context, Event[*LabelArchivedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.archived", "label", events_l.ParseLabelEvent, h)
 }
 
 // OnLabelCreatedEvent registers h for "label.created" deliveries, decoded into
@@ -960,6 +1071,12 @@ func OnLabelDeletedEvent(r Registrar, h func(context.Context, Event[*LabelDelete
 // *LabelEditedEvent. It returns the listener, for RemoveListener.
 func OnLabelEditedEvent(r Registrar, h func(context.Context, Event[*LabelEditedEvent]) error) *emitter.Listener {
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.edited", "label", events_l.ParseLabelEvent, h)
+}
+
+// OnLabelUnarchivedEvent registers h for "label.unarchived" deliveries, decoded
+// into *LabelUnarchivedEvent. It returns the listener, for RemoveListener.
+func OnLabelUnarchivedEvent(r Registrar, h func(context.Context, Event[*LabelUnarchivedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "label.unarchived", "label", events_l.ParseLabelEvent, h)
 }
 
 // OnMarketplacePurchaseEvent registers h for every "marketplace_purchase"
@@ -1695,6 +1812,13 @@ func OnPullRequestReviewRequestedEvent(r Registrar, h func(context.Context, Even
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.review_requested", "pull_request", events_p.ParsePullRequestEvent, h)
 }
 
+// OnPullRequestStackedEvent registers h for "pull_request.stacked" deliveries,
+// decoded into *PullRequestStackedEvent. It returns the listener, for
+// RemoveListener.
+func OnPullRequestStackedEvent(r Registrar, h func(context.Context, Event[*PullRequestStackedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "pull_request.stacked", "pull_request", events_p.ParsePullRequestEvent, h)
+}
+
 // OnPullRequestSynchronizeEvent registers h for "pull_request.synchronize"
 // deliveries, decoded into *PullRequestSynchronizeEvent. It returns the
 // listener, for RemoveListener.
@@ -2131,6 +2255,22 @@ func OnSecretScanningAlertAssignedEvent(r Registrar, h func(context.Context, Eve
 // RemoveListener.
 func OnSecretScanningAlertCreatedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertCreatedEvent]) error) *emitter.Listener {
 	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.created", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
+}
+
+// OnSecretScanningAlertMetadataCreatedEvent registers h for
+// "secret_scanning_alert.metadata_created" deliveries, decoded into
+// *SecretScanningAlertMetadataCreatedEvent. It returns the listener, for
+// RemoveListener.
+func OnSecretScanningAlertMetadataCreatedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertMetadataCreatedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.metadata_created", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
+}
+
+// OnSecretScanningAlertMetadataRemovedEvent registers h for
+// "secret_scanning_alert.metadata_removed" deliveries, decoded into
+// *SecretScanningAlertMetadataRemovedEvent. It returns the listener, for
+// RemoveListener.
+func OnSecretScanningAlertMetadataRemovedEvent(r Registrar, h func(context.Context, Event[*SecretScanningAlertMetadataRemovedEvent]) error) *emitter.Listener {
+	return codec.On(r, "forgehooks.dev/forgehooks/payloads", "secret_scanning_alert.metadata_removed", "secret_scanning_alert", events_s.ParseSecretScanningAlertEvent, h)
 }
 
 // OnSecretScanningAlertPubliclyLeakedEvent registers h for

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,10 +44,11 @@ import (
 const (
 	DefaultDrainTimeout   = 30 * time.Second
 	DefaultForwardTimeout = 30 * time.Second
-	// DefaultMaxConns is how many connections each of Run's servers keeps
-	// open: far more than the forge opens at once, while a flood of idle
-	// connections holds at most this many file descriptors and their
-	// buffers (about 20 KiB each).
+	// DefaultMaxConns is the most connections Run's webhook server keeps
+	// open by default: far more than the forge opens at once, while a
+	// flood of idle connections holds at most this many file descriptors
+	// and their buffers (about 20 KiB each). Under a lower descriptor limit
+	// the default is lower (see Options.MaxConns).
 	DefaultMaxConns = 4096
 )
 
@@ -114,7 +116,14 @@ type Options struct {
 	// first request; a connection with a request in progress is never
 	// closed, and while those alone fill the bound new connections wait
 	// for one to end. So a flood of idle connections leaves fresh
-	// deliveries answered. Zero: DefaultMaxConns. Negative: no bound.
+	// deliveries answered. If accept fails for want of a descriptor
+	// (EMFILE), the idle connection longest idle is closed and accept
+	// tried again. Zero: bounds chosen from the process's descriptor limit
+	// (RLIMIT_NOFILE), less a reserve for the rest of the process (an
+	// eighth, at least 256): the webhook server DefaultMaxConns or, under
+	// a lower limit, what is left after the inspector's and the metrics'
+	// (256 each, or a sixteenth of what is left); Run logs the bound.
+	// Negative: no bound.
 	MaxConns int
 	// OnListen, when set, is told each address Run listens on: "webhooks",
 	// "inspector" or "metrics", and the address.
@@ -207,7 +216,7 @@ func New(ctx context.Context, opts Options) (*Receiver, error) {
 		}
 		attrs := []any{"store", o.Dir}
 		if o.Dir == "" {
-			attrs = []any{"store", fmt.Sprint(o.URLs), "replicas", in.Replicas()}
+			attrs = []any{"store", inbox.RedactURL(strings.Join(o.URLs, ",")), "replicas", in.Replicas()}
 		}
 		delays := o.RetryDelays
 		if delays == nil {

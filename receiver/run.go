@@ -76,13 +76,21 @@ func (r *Receiver) Run(ctx context.Context) error {
 	}
 	failed := make(chan error, len(parts))
 	var servers []*http.Server
+	limit, known := fdLimit()
+	hookConns, otherConns, fdLimit := connBounds(r.opts.MaxConns, len(parts)-1, limit, known)
 	for _, p := range parts {
+		maxConns := otherConns
 		p.srv = r.server(p.h, p.name != "inspector")
 		servers = append(servers, p.srv)
 		u := "http://" + p.ln.Addr().String()
 		switch p.name {
 		case "webhooks":
-			r.log.Info("forgehooks: receiving deliveries", "url", u+mwPath(r.opts.Middleware.Path))
+			maxConns = hookConns
+			attrs := []any{"url", u + mwPath(r.opts.Middleware.Path), "max_conns", maxConns}
+			if fdLimit > 0 {
+				attrs = append(attrs, "fd_limit", fdLimit)
+			}
+			r.log.Info("forgehooks: receiving deliveries", attrs...)
 		case "inspector":
 			p.srv.RegisterOnShutdown(r.page.Close)
 			r.page.SetWebhookURL("http://" + r.listenAddr("webhooks") + mwPath(r.opts.Middleware.Path))
@@ -90,7 +98,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 		case "metrics":
 			r.log.Info("forgehooks: serving metrics", "url", u+"/metrics")
 		}
-		ln := connlimit.New(bound.Value(r.opts.MaxConns, DefaultMaxConns, -1)).Serve(p.srv, p.ln)
+		ln := connlimit.New(maxConns).Serve(p.srv, p.ln)
 		go func() {
 			if err := p.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				failed <- fmt.Errorf("receiver: %s: %w", p.name, err)

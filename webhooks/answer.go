@@ -170,8 +170,12 @@ func writeJSONError(rw http.ResponseWriter, code int, msg string) {
 }
 
 func writeText(rw http.ResponseWriter, code int, text string) {
-	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	rw.Header().Set("Content-Length", strconv.Itoa(len(text)))
+	// Both values in one allocation, where two Header.Set calls make two; each
+	// slice's capacity ends at its value, so that an Add to one cannot
+	// write over the other.
+	v := []string{"text/plain; charset=utf-8", strconv.Itoa(len(text))}
+	h := rw.Header()
+	h["Content-Type"], h["Content-Length"] = v[0:1:1], v[1:2:2]
 	rw.WriteHeader(code)
 	io.WriteString(rw, text)
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -13,7 +14,26 @@ type deliveryKey struct{}
 // sets it; an inbox that runs a stored delivery's handlers sets it with the
 // delivery's Attempt before calling Receive, which keeps it (see Receive).
 func ContextWithDelivery(ctx context.Context, d Delivery) context.Context {
-	return context.WithValue(ctx, deliveryKey{}, &d)
+	return &deliveryContext{Context: ctx, d: d}
+}
+
+// deliveryContext is context.WithValue(ctx, deliveryKey{}, &d) in one
+// allocation instead of two (the value and the context), since every
+// delivery makes one.
+type deliveryContext struct {
+	context.Context
+	d Delivery
+}
+
+func (c *deliveryContext) Value(key any) any {
+	if _, ok := key.(deliveryKey); ok {
+		return &c.d
+	}
+	return c.Context.Value(key)
+}
+
+func (c *deliveryContext) String() string {
+	return fmt.Sprintf("%v.WithValue(webhooks.deliveryKey, %q)", c.Context, c.d.ID)
 }
 
 // DeliveryFrom returns the delivery whose handlers ctx was given to: its id,

@@ -35,6 +35,7 @@ type inboxFlags struct {
 	maxStore, tenantMaxStore        byteSize
 	replayGuard                     bool
 	workers, replicas               countFlag
+	nats                            *natsFlags
 	// existing: --inbox must name a directory that exists (every command
 	// but serve, which creates it): a typo must not open an empty inbox.
 	existing bool
@@ -51,6 +52,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.StringVar(&f.dir, "inbox", "", "the directory of a serve's durable inbox (--inbox of 'forgehooks serve'); while that serve runs, it is reached through its admin socket in the directory")
 		fs.StringVar(&f.urls, "nats", "", "the NATS cluster of a serve's durable inbox (--nats of 'forgehooks serve'): its URLs, comma-separated")
 	}
+	f.nats = addNATSFlags(fs)
 	if worker {
 		fs.StringVar(&f.retryDelays, "retry-delays", "", "with an inbox: waits between a failed attempt and the next, comma-separated (e.g. 5s,5m,30m); after the last, a dead letter; \"none\": no retry (default 5s,5m,30m,2h,5h,10h,10h)")
 		fs.StringVar(&f.forward, "forward", "", "re-POST each delivery to this URL with its original headers and body; a non-2xx answer fails it (and the inbox retries it)")
@@ -111,6 +113,15 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	if f.urls != "" {
 		o.URLs = strings.Split(f.urls, ",")
 	}
+	if f.nats.set() && f.urls == "" {
+		return o, errors.New("--nats-creds, --nats-nkey and --nats-tls-* need --nats")
+	}
+	var err error
+	if f.urls != "" {
+		if o.Auth, err = f.nats.auth(); err != nil {
+			return o, err
+		}
+	}
 	if f.fsync && f.dir == "" {
 		return o, errors.New("--fsync needs --inbox (a cluster's servers choose their own sync)")
 	}
@@ -134,7 +145,6 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	if f.orderBy != "" && !f.enabled() {
 		return o, errors.New("--order-by needs --inbox or --nats")
 	}
-	var err error
 	if o.OrderBy, err = inbox.ParseOrderBy(f.orderBy); err != nil {
 		return o, fmt.Errorf("--order-by: %q: use repository, installation or subject", f.orderBy)
 	}
@@ -280,7 +290,7 @@ themselves. DIR must exist: these commands never make one.
 			}
 			for _, r := range recs {
 				if *event == "" || r.Name == *event {
-					ids = append(ids, r.ID)
+					ids = append(ids, recordKey(r))
 				}
 			}
 			if len(ids) == 0 {
@@ -315,6 +325,16 @@ themselves. DIR must exist: these commands never make one.
 	return exitOK
 }
 
+// recordKey is what the inbox knows r by, as Get, Retry and Replay take
+// it: its id, or "tenant/id" for a tenant's delivery (two tenants' hooks may
+// send one id).
+func recordKey(r delivery.Record) string {
+	if r.Tenant == "" {
+		return r.ID
+	}
+	return r.Tenant + "/" + r.ID
+}
+
 // listPage is how many deliveries 'inbox ls' asks for at a time: what it
 // holds in memory, whatever --limit is.
 const listPage = 1000
@@ -341,8 +361,13 @@ func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o d
 		}
 		recs, err := st.List(ctx, o)
 		if err != nil {
+			if jsonOut {
+				// What was printed stays a JSON document; the exit
+				// status and the error say that it is cut short.
+				bw.WriteString("]\n")
+			}
 			bw.Flush()
-			return fs.fail("%v", err)
+			return fs.fail("%v (after %d listed)", err, n)
 		}
 		if jsonOut {
 			for i := range recs {
@@ -350,6 +375,8 @@ func listInbox(ctx context.Context, fs *flagSet, w io.Writer, st inboxStore, o d
 					bw.WriteString(",")
 				}
 				if err := enc.Encode(recordJSON(recs[i])); err != nil {
+					bw.WriteString("]\n")
+					bw.Flush()
 					return fs.fail("%v", err)
 				}
 			}

@@ -131,3 +131,91 @@ func TestServeTenantsAnswer(t *testing.T) {
 		t.Error("the token is in the log")
 	}
 }
+
+// TestServeTenantsInboxFinal: serve --tenants with an inbox; a tenant with
+// neither an installation nor a token makes app.Client's final error, so its
+// delivery is a dead letter after one attempt, while the other tenant's is
+// handled. inbox dead names the tenant and says "dead (final)"; inbox show
+// of "tenant/id" says the tenant and the final error.
+func TestServeTenantsInboxFinal(t *testing.T) {
+	t.Parallel()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forge := forgetest.New(t, forgetest.Options{AppID: "78", PublicKey: &key.PublicKey, SecondaryLimit: -1})
+	forge.AddInstallation(42)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tenants.yaml")
+	if err := os.WriteFile(file, []byte(`tenants:
+  acme:
+    secrets: ["acme-current-secret-01"]
+    installation: 42
+  beta:
+    secrets: ["beta-current-secret-01"]
+`+tenantsEnd), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setup := func(wh *webhooks.Webhooks) {
+		a, err := app.New(app.Options{AppID: "78", Key: key, APIURL: forge.URL, Tenants: wh.Tenants()})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		wh.On("issue_comment.created", func(ctx context.Context, e emitter.Event) error {
+			c, err := a.Client(ctx)
+			if err != nil {
+				return err
+			}
+			res, err := c.Post(forge.URL+"/repos/octo/site/issues/1/comments", "application/json", strings.NewReader(`{"body":"triaged"}`))
+			if err != nil {
+				return err
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusCreated {
+				return fmt.Errorf("comment: %d", res.StatusCode)
+			}
+			return nil
+		})
+	}
+	inboxDir := filepath.Join(dir, "inbox")
+	sv := start(t, &cli{setup: setup}, "serve", "--addr", "127.0.0.1:0", "--tenants", file, "--path", "/t/{tenant}/hooks",
+		"--inbox", inboxDir, "--retry-delays", "10ms,10ms,10ms")
+	base := "http://" + sv.addr
+	for _, d := range []struct{ tenant, secret, id string }{
+		{"acme", "acme-current-secret-01", "a1"},
+		{"beta", "beta-current-secret-01", "b1"},
+	} {
+		body := []byte(`{"action":"created","comment":{"body":"` + d.id + `"}}`)
+		if code, ans := deliverSigned(t, base+"/t/"+d.tenant+"/hooks", d.secret, "issue_comment", d.id, body); code != http.StatusAccepted {
+			t.Fatalf("%s %s: %d %s, want 202", d.tenant, d.id, code, ans)
+		}
+	}
+	waitUntil(t, "acme's comment and beta's dead letter", func() bool {
+		return len(forge.Comments()) == 1 && strings.Contains(sv.stderr.String(), "dead letters")
+	})
+	if code := sv.stop(); code != exitOK {
+		t.Fatalf("serve exited %d:\n%s", code, sv.stderr)
+	}
+	code, out, errOut := runCmd(t, "", nil, "inbox", "dead", "--inbox", inboxDir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 2 || !strings.HasPrefix(lines[0], "TENANT") || !strings.HasPrefix(lines[1], "beta ") ||
+		!strings.Contains(lines[1], " b1 ") || !strings.Contains(lines[1], "dead (final)") {
+		t.Errorf("inbox dead: %d, want one row of tenant beta's b1, dead (final):\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "", nil, "inbox", "show", "beta/b1", "--inbox", inboxDir)
+	if code != exitOK || !strings.Contains(out, "tenant:   beta") || !strings.Contains(out, "status:   dead (final)") ||
+		!strings.Contains(out, "final error (not retried): ") || !strings.Contains(out, `set an installation or a token for tenant "beta"`) {
+		t.Errorf("inbox show beta/b1: %d\n%s%s", code, out, errOut)
+	}
+	// retry --dead takes each dead letter by its key, the tenant's
+	// "beta/b1", not by the bare id another tenant's delivery may share.
+	code, out, errOut = runCmd(t, "", nil, "inbox", "retry", "--dead", "--inbox", inboxDir)
+	if code != exitOK || !strings.HasPrefix(out, "beta/b1: stored again") {
+		t.Errorf("inbox retry --dead: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "", nil, "inbox", "show", "beta/b1", "--inbox", inboxDir)
+	if code != exitOK || !strings.Contains(out, "status:   queued") {
+		t.Errorf("inbox show beta/b1 after the retry: %d\n%s%s", code, out, errOut)
+	}
+}

@@ -5,14 +5,18 @@
 // closed: while they alone fill the bound, new connections wait in the
 // listener's backlog until one ends. So a flood of idle connections costs
 // at most the bound in memory and file descriptors, and fresh deliveries
-// are still accepted and answered.
+// are still accepted and answered. When accept fails for want of a file
+// descriptor (EMFILE), the idle connection longest idle is closed and accept
+// tried again.
 package connlimit
 
 import (
 	"container/list"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 )
 
 // Limiter counts the connections of one http.Server. Its zero value is not
@@ -73,16 +77,44 @@ type listener struct {
 	l *Limiter
 }
 
+// maxShed is how many idle connections one Accept closes, one at a time,
+// while accept fails for want of a descriptor, before it returns the error
+// (the http.Server then waits and tries again).
+const maxShed = 16
+
 func (ln *listener) Accept() (net.Conn, error) {
-	c, err := ln.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for shed := 0; ; shed++ {
+		c, err := ln.Listener.Accept()
+		if err != nil {
+			// A full descriptor table: an idle connection's descriptor is
+			// the room a fresh delivery needs.
+			if shed < maxShed && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && ln.l.shed() {
+				continue
+			}
+			return nil, err
+		}
+		if !ln.l.admit(c) {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		return c, nil
 	}
-	if !ln.l.admit(c) {
-		c.Close()
-		return nil, net.ErrClosed
+}
+
+// shed closes the connection idle longest (else the one waiting longest
+// for its first request), and reports whether there was one.
+func (l *Limiter) shed() bool {
+	l.mu.Lock()
+	e := l.oldest()
+	if e != nil {
+		l.forget(e)
 	}
-	return c, nil
+	l.mu.Unlock()
+	if e == nil {
+		return false
+	}
+	e.c.Close()
+	return true
 }
 
 func (ln *listener) Close() error {

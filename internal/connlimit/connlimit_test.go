@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -159,5 +161,94 @@ func TestNilLimiter(t *testing.T) {
 	defer ln.Close()
 	if l.Serve(srv, ln) != ln || srv.ConnState != nil || l.Open() != 0 {
 		t.Error("a nil Limiter changed the server")
+	}
+}
+
+// fullTable is a listener whose Accept fails with EMFILE while full is
+// set, as accept(2) does with the descriptor table full; a connection
+// closed frees a descriptor (clears full).
+type fullTable struct {
+	net.Listener
+	full  chan bool // holds the state: true while full
+	fails chan struct{}
+}
+
+func (f *fullTable) Accept() (net.Conn, error) {
+	full := <-f.full
+	f.full <- full
+	if full {
+		f.fails <- struct{}{}
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	c, err := f.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &freeOnClose{Conn: c, full: f.full}, nil
+}
+
+type freeOnClose struct {
+	net.Conn
+	full chan bool
+}
+
+func (c *freeOnClose) Close() error {
+	<-c.full
+	c.full <- false
+	return c.Conn.Close()
+}
+
+// TestFullTableShedsIdle: when accept fails for want of a descriptor, the
+// connection idle longest is closed and accept goes on, well under the
+// bound: the fresh connection is answered at once.
+func TestFullTableShedsIdle(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := &fullTable{Listener: inner, full: make(chan bool, 1), fails: make(chan struct{}, 16)}
+	ft.full <- false
+	l := New(100)
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
+	go srv.Serve(l.Serve(srv, ft))
+	t.Cleanup(func() { srv.Close() })
+
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if got := request(t, c, bufio.NewReader(c), "/"); got != 200 {
+			t.Fatalf("GET: %d", got)
+		}
+		idle = append(idle, c)
+	}
+	waitOpen(t, l, 2)
+	<-ft.full
+	ft.full <- true
+	fresh, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	start := time.Now()
+	if got := request(t, fresh, bufio.NewReader(fresh), "/"); got != 200 {
+		t.Fatalf("fresh GET: %d", got)
+	}
+	// http.Server waits 5 ms, then longer, after a failed accept: shedding
+	// answers without that wait, after exactly one failure.
+	if n := len(ft.fails); n != 1 {
+		t.Errorf("accept failed %d times, want 1 (then an idle connection closed)", n)
+	}
+	t.Logf("fresh connection answered in %v", time.Since(start))
+	// The first idle connection, idle longest, was closed; the second not.
+	idle[0].SetReadDeadline(time.Now().Add(generous))
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
+		t.Error("the connection idle longest is still open")
+	}
+	if got := request(t, idle[1], bufio.NewReader(idle[1]), "/"); got != 200 {
+		t.Errorf("second idle connection: %d", got)
 	}
 }

@@ -45,6 +45,10 @@ type Example struct {
 	// Synthetic reports whether the body was written for this project rather than
 	// taken from the forge's public examples.
 	Synthetic bool
+	// Generated reports a synthetic body that internal/samplegen made from the
+	// schema (cmd/gensamples), for a name that has no other example; it is valid
+	// for the schema, not taken from a delivery.
+	Generated bool
 	// Body is the delivery body, byte for byte as committed.
 	Body []byte
 
@@ -59,14 +63,15 @@ func (e Example) Name() string {
 	return e.Event + "." + e.Action
 }
 
-// All returns every example, public ones first, each group sorted by path. The
+// All returns every example, public ones first, then those written for this
+// project, then those generated from the schema, each group sorted by path. The
 // result is a fresh slice; the bodies are shared and must not be modified.
 func All() []Example { return slices.Clone(all()) }
 
 // all reads the examples once: the command line and tests ask for them often.
 var all = sync.OnceValue(func() []Example {
 	var out []Example
-	for _, dir := range []string{"testdata/examples", "testdata/synthetic"} {
+	for _, dir := range []string{"testdata/examples", "testdata/synthetic", "testdata/generated"} {
 		paths, _ := fs.Glob(files, dir+"/*/*.json")
 		sort.Strings(paths)
 		for _, p := range paths {
@@ -81,7 +86,8 @@ var all = sync.OnceValue(func() []Example {
 			ex := Example{
 				Event:     path.Base(path.Dir(p)),
 				Path:      strings.TrimPrefix(p, "testdata/"),
-				Synthetic: dir == "testdata/synthetic",
+				Synthetic: dir != "testdata/examples",
+				Generated: dir == "testdata/generated",
 				Body:      body,
 			}
 			if head.Action != nil {

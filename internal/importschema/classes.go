@@ -72,6 +72,9 @@ type model struct {
 	// lenient leaves unions the importer cannot tell apart undecided instead of
 	// failing: a server variant's import only asks which members exist.
 	lenient bool
+	// freeForm are the unions (by place) that overrides keep as free-form
+	// objects; computeMatches sets each one it used.
+	freeForm map[string]*bool
 }
 
 // stats are the figures the importer reports.

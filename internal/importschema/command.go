@@ -84,12 +84,14 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	out := fs.String("out", "schema", "the directory to write events.yaml, types.yaml and lock.yaml into")
 	lockPath := fs.String("lock", "", "the lock of names and shapes once emitted (default: lock.yaml in -out; \"none\" for an empty one, not written)")
 	fetchVersion := fs.String("fetch", "", "first download this version (or tag, such as latest) of "+specPackage+" via npm pack (needs the network)")
+	fetchRestVersion := fs.String("fetch-rest", "", "first download this version (or tag, such as latest) of "+restPackage+", the second source, via npm pack (needs the network); \"none\" drops the second source")
 	compareMode := fs.Bool("compare", false, "compare two specs, OLD and NEW (JSON or .json.gz arguments): import OLD with an empty lock, then NEW with OLD's, and report; writes no schema")
 	changelog := fs.String("changelog", "", "insert the change report, as Markdown, at the top of this file's sections when the schema changed")
 	reportMD := fs.String("report", "", "write the change report as Markdown to this file (\"-\": stderr)")
 	reportJSON := fs.String("report-json", "", "write the change report as JSON to this file")
 	failBreaking := fs.Bool("fail-on-breaking", false, "exit 3 when the update breaks compiled code (after writing)")
 	quiet := fs.Bool("q", false, "print warnings only, no summary or report")
+	driftSrc := fs.String("drift", "", "print what "+typesPackage+" (this version or tag, or a types.d.ts[.gz] file) knows that the schema in -out lacks: names and payload members; exit 1 when anything")
 	checkMode := fs.Bool("check", false, "import in memory and compare with the files in -out (events.yaml, types.yaml, lock.yaml): exit 1 naming each that differs; writes nothing")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -97,6 +99,9 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	if *compareMode != (fs.NArg() == 2) || (!*compareMode && fs.NArg() > 0) {
 		fmt.Fprintf(stderr, "importschema: unexpected arguments %q (-compare takes OLD and NEW)\n", fs.Args())
 		return 2
+	}
+	if *driftSrc != "" {
+		return runDrift(*driftSrc, *out, stderr, stderr)
 	}
 	start := time.Now()
 	fail := func(format string, a ...any) int {
@@ -139,6 +144,7 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	var data []byte
 	variants := map[string][]byte{}
 	var pending []pendingFile
+	writeRec := false
 	if *fetchVersion != "" {
 		f, err := fetch(*fetchVersion, rec)
 		if err != nil {
@@ -162,11 +168,10 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 				}
 			}
 		}
-		recData, err := encodeRecord(rec)
-		if err != nil {
-			return fail("%v", err)
+		if rec0, _ := readRecord(*recPath); rec0 != nil {
+			rec.Rest = rec0.Rest
 		}
-		pending = append(pending, pendingFile{*recPath, recData})
+		writeRec = true
 		fmt.Fprintf(stderr, "importschema: %s@%s: %d spec files (%s and %d variants), tarball sha256 %s\n",
 			rec.Package, rec.Version, len(f.files), mainVariant, len(rec.Variants), rec.TarballSHA256)
 	} else {
@@ -184,6 +189,74 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 				variants[v.Name] = d
 			}
 		}
+	}
+
+	// 1b. The second source: downloaded, or its committed pruned copies; the
+	// webhooks it adds must be the ones the record lists.
+	var restSpecs map[string][]byte
+	srcDir := filepath.Dir(*spec)
+	oldRest := ""
+	if rec != nil && rec.Rest != nil {
+		oldRest = rec.Rest.Version
+	}
+	switch {
+	case *fetchRestVersion == "none":
+		// The first source alone (make spec-versions at older versions).
+		if rec != nil && rec.Rest != nil {
+			for _, v := range rec.Rest.Variants {
+				pending = append(pending, pendingFile{path: filepath.Join(srcDir, restDir, v.Name+".json.gz")})
+			}
+			rec.Rest, writeRec = nil, true
+		}
+	case *fetchRestVersion != "":
+		if rec == nil {
+			return fail("-fetch-rest needs the record of the first source (-record)")
+		}
+		rr, specs, err := fetchRest(*fetchRestVersion, rec.Rest)
+		if err != nil {
+			return fail("fetch: %v", err)
+		}
+		for _, name := range sortedKeys(specs) {
+			gz, err := gzipBytes(specs[name])
+			if err != nil {
+				return fail("%v", err)
+			}
+			pending = append(pending, pendingFile{filepath.Join(srcDir, restDir, name+".json.gz"), gz})
+		}
+		if rec.Rest != nil {
+			for _, v := range rec.Rest.Variants {
+				if specs[v.Name] == nil {
+					pending = append(pending, pendingFile{path: filepath.Join(srcDir, restDir, v.Name+".json.gz")})
+				}
+			}
+		}
+		rec.Rest, restSpecs, writeRec = rr, specs, true
+		fmt.Fprintf(stderr, "importschema: %s@%s: %d spec files with webhooks, tarball sha256 %s\n", rr.Package, rr.Version, len(specs), rr.TarballSHA256)
+	case rec != nil && rec.Rest != nil:
+		var err error
+		if restSpecs, err = readRest(srcDir, rec.Rest); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if restSpecs != nil {
+		var took []restWebhook
+		var err error
+		if data, variants, took, err = withRest(data, variants, restSpecs); err != nil {
+			return fail("%v", err)
+		}
+		if writeRec {
+			rec.Rest.Webhooks = took
+		} else if !sameWebhooks(took, rec.Rest.Webhooks) {
+			return fail("%s: the record lists %d webhooks from %s, the import takes %d: %v (fetch again to rewrite the record)",
+				*recPath, len(rec.Rest.Webhooks), rec.Rest.Package, len(took), took)
+		}
+	}
+	if writeRec {
+		recData, err := encodeRecord(rec)
+		if err != nil {
+			return fail("%v", err)
+		}
+		pending = append(pending, pendingFile{*recPath, recData})
 	}
 
 	if err := readOv(); err != nil {
@@ -211,6 +284,12 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 		return fail("%v", err)
 	}
 	rep := compare(old, res.schema)
+	if rec != nil && rec.Rest != nil {
+		rep.Rest = rec.Rest.Package + " " + rec.Rest.Version
+		if oldRest != "" && oldRest != rec.Rest.Version {
+			rep.Rest = rec.Rest.Package + " " + oldRest + " → " + rec.Rest.Version
+		}
+	}
 	rep.Overrides = res.noops
 	if rep.GoneDeclarations, err = goneDeclarations(o.Declarations, old, res.schema); err != nil {
 		return fail("%v", err)
@@ -240,7 +319,7 @@ func RunWith(args []string, stderr io.Writer, o Options) int {
 	if *checkMode {
 		return checkFiles(pending, stderr)
 	}
-	changed := rep.Bump != "none" || (old != nil && old.Source.Version != res.schema.Source.Version)
+	changed := rep.Bump != "none" || (old != nil && old.Source.Version != res.schema.Source.Version) || oldRest != restVersion(rec)
 	if *changelog != "" && changed {
 		cl, err := insertChangelog(*changelog, rep.Markdown())
 		if err != nil {
@@ -489,6 +568,9 @@ func header(rec *record) string {
 	from := "the published webhook spec"
 	if rec != nil {
 		from = fmt.Sprintf("%s %s (%s)", rec.Package, rec.Version, rec.File)
+		if rec.Rest != nil {
+			from += fmt.Sprintf(" and %s %s (x-webhooks)", rec.Rest.Package, rec.Rest.Version)
+		}
 	}
 	return "# Code generated by cmd/importschema from " + from + ". DO NOT EDIT.\n" +
 		"# Change schema/overrides.yaml (or the importer) and re-run it instead.\n"
@@ -563,8 +645,19 @@ func importSpecMode(data []byte, rec *record, ov *overrides, lk *lock, warn func
 		return nil, err
 	}
 	m.lenient = lenient
+	m.freeForm = map[string]*bool{}
+	for _, f := range ov.FreeForm {
+		m.freeForm[f.At] = new(bool)
+	}
 	if err := m.computeMatches(); err != nil {
 		return nil, err
+	}
+	if !lenient {
+		for _, f := range ov.FreeForm {
+			if !*m.freeForm[f.At] {
+				warn("override has no effect: free_form %s: no union there that the importer cannot tell apart", f.At)
+			}
+		}
 	}
 	renamed, sites, err := m.assignNames(ov.renameMap(), lk)
 	if err != nil {
@@ -633,4 +726,12 @@ func importAll(data []byte, variants map[string][]byte, rec *record, ov *overrid
 		return nil, fmt.Errorf("the import is not a valid schema: %w", err)
 	}
 	return res, nil
+}
+
+// restVersion is the record's second-source version, or "".
+func restVersion(rec *record) string {
+	if rec == nil || rec.Rest == nil {
+		return ""
+	}
+	return rec.Rest.Version
 }

@@ -38,6 +38,25 @@ type overrides struct {
 	// Required makes members of a struct required: a few minimal copies of a shape
 	// in the spec leave them optional, so the joined type would.
 	Required []optionalOverride `yaml:"required"`
+	// FreeForm keeps a union of objects that nothing in them tells apart as a
+	// free-form object, where the importer would otherwise stop.
+	FreeForm []freeFormOverride `yaml:"free_form"`
+	// Events adds events the spec lacks (known from another of the forge's
+	// publications), each action with a copy of a Types entry as its payload.
+	Events []eventOverride `yaml:"events"`
+}
+
+type eventOverride struct {
+	Name        string   `yaml:"name"`
+	Description string   `yaml:"description"`
+	Actions     []string `yaml:"actions"`
+	Type        string   `yaml:"type"` // a Types entry, copied for each action (and then dropped)
+	Reason      string   `yaml:"reason"`
+}
+
+type freeFormOverride struct {
+	At     string `yaml:"at"` // the union's place, as the importer's message names it: "#exemption-request.metadata"
+	Reason string `yaml:"reason"`
 }
 
 type typeOverride struct {
@@ -176,6 +195,18 @@ func parseOverridesAt(path string, data []byte) (*overrides, error) {
 			}
 		}
 	}
+	for _, e := range o.Events {
+		check("events "+e.Name, e.Reason)
+		if e.Name == "" || e.Type == "" || len(e.Actions) == 0 {
+			return nil, fmt.Errorf("%w: events entry needs name, actions and type", errOverride)
+		}
+	}
+	for _, f := range o.FreeForm {
+		check("free_form "+f.At, f.Reason)
+		if f.At == "" {
+			return nil, fmt.Errorf("%w: free_form entry needs at", errOverride)
+		}
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: every entry needs a reason; missing in %s", errOverride, strings.Join(missing, "; "))
 	}
@@ -205,6 +236,7 @@ func (o *overrides) apply(s *genmodel.Schema, renamed map[string]bool) ([]string
 	}
 	types := map[string]*genmodel.Type{}
 	index := func() {
+		clear(types)
 		for i := range s.Types {
 			types[s.Types[i].Name] = &s.Types[i]
 		}
@@ -257,6 +289,38 @@ func (o *overrides) apply(s *genmodel.Schema, renamed map[string]bool) ([]string
 			return nil, fmt.Errorf("%w: types %s: the spec has a type of that name now; rename or remove the override", errOverride, t.Name)
 		}
 		s.Types = append(s.Types, cloneType(t))
+		index()
+	}
+
+	for _, eo := range o.Events {
+		tmpl := types[eo.Type]
+		if tmpl == nil || tmpl.Kind != genmodel.KindStruct {
+			return nil, fmt.Errorf("%w: events %s: no struct %s among the types entries", errOverride, eo.Name, eo.Type)
+		}
+		if findEvent(s, eo.Name) != nil {
+			noop("events %s: the spec has it now", eo.Name)
+		} else {
+			e := genmodel.Event{Name: eo.Name, Description: strings.TrimSpace(eo.Description)}
+			for _, act := range eo.Actions {
+				t := cloneType(*tmpl)
+				t.Name = payloadTypeName(eo.Name, act)
+				if types[t.Name] != nil {
+					return nil, fmt.Errorf("%w: events %s: type %s exists", errOverride, eo.Name, t.Name)
+				}
+				s.Types = append(s.Types, t)
+				e.Actions = append(e.Actions, genmodel.Action{Name: act, Description: strings.TrimSpace(eo.Reason), Type: t.Name})
+			}
+			sort.Slice(e.Actions, func(i, j int) bool { return e.Actions[i].Name < e.Actions[j].Name })
+			s.Events = append(s.Events, e)
+			sort.Slice(s.Events, func(i, j int) bool { return s.Events[i].Name < s.Events[j].Name })
+		}
+		// The entry is a template: only its copies are payloads.
+		for i := range s.Types {
+			if s.Types[i].Name == eo.Type {
+				s.Types = append(s.Types[:i], s.Types[i+1:]...)
+				break
+			}
+		}
 		index()
 	}
 

@@ -17,6 +17,9 @@ type Report struct {
 	Package string `json:"package"`
 	From    string `json:"from"` // the old spec version; "" for a first import
 	To      string `json:"to"`
+	// Rest names the second source's versions, "@octokit/openapi 23.0.2" or
+	// "@octokit/openapi 23.0.1 → 23.0.2"; empty when the import has none.
+	Rest string `json:"rest,omitempty"`
 	// Bump is the semantic-version bump the change implies for the generated API:
 	// "major" (something breaks), "minor" (something was added), "patch" (changes
 	// that keep every name and Go type), or "none".
@@ -351,7 +354,7 @@ func (r *Report) Summary() string {
 	if from == "" {
 		from = "(nothing)"
 	}
-	fmt.Fprintf(&b, "%s %s → %s: implied version bump %s; breaking changes: %d.\n", r.Package, from, r.To, r.Bump, len(r.Breaking))
+	fmt.Fprintf(&b, "%s %s → %s%s: implied version bump %s; breaking changes: %d.\n", r.Package, from, r.To, r.restSuffix(), r.Bump, len(r.Breaking))
 	var parts []string
 	for _, what := range []string{"event", "action", "type", "member", "enum value", "variant"} {
 		c := r.Counts[what]
@@ -376,7 +379,7 @@ func (r *Report) Markdown() string {
 	if from == "" {
 		from = "(first import)"
 	}
-	fmt.Fprintf(&b, "## Schema: %s %s → %s\n\n", r.Package, from, r.To)
+	fmt.Fprintf(&b, "## Schema: %s %s → %s%s\n\n", r.Package, from, r.To, r.restSuffix())
 	fmt.Fprintf(&b, "Implied version bump of the generated API: **%s**.\n\n", r.Bump)
 	b.WriteString("| | added | removed | changed |\n|---|---|---|---|\n")
 	for _, what := range []string{"event", "action", "type", "member", "enum value", "variant"} {
@@ -460,4 +463,12 @@ func goneDeclarations(decls func(*genmodel.Schema) ([]string, error), old, new *
 		}
 	}
 	return gone, nil
+}
+
+// restSuffix is ", " and Rest, or "" when there is no second source.
+func (r *Report) restSuffix() string {
+	if r.Rest == "" {
+		return ""
+	}
+	return ", " + r.Rest
 }

@@ -41,6 +41,9 @@ type record struct {
 	// Variants are the package's other spec files (the forge's server variants),
 	// each compressed beside the main one as NAME.json.gz.
 	Variants []variantRecord `yaml:"variants,omitempty"`
+	// Rest is the second source, the forge's REST description, whose webhooks
+	// the first lacks join the import (withRest); nil: none.
+	Rest *restRecord `yaml:"rest,omitempty"`
 }
 
 // variantRecord is one server variant's spec file.

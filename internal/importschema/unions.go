@@ -53,6 +53,13 @@ func (m *model) computeMatches() error {
 			continue
 		}
 		ms, err := matchesOf(cl.variants)
+		if err != nil && !m.lenient && m.freeForm[cl.where()] != nil && allObjects(cl.variants) {
+			// Objects that nothing in them tells apart (an overrides entry says
+			// which): the member keeps the object as it came rather than guess.
+			*m.freeForm[cl.where()] = true
+			cl.alias = &texpr{k: kFreeObject}
+			continue
+		}
 		if err != nil && m.lenient {
 			ms = make([]genmodel.Match, len(cl.variants)) // a variant's import only asks what is there
 		} else if err != nil {
@@ -131,32 +138,8 @@ func objectMatches(vs []texpr, idx []int, ms []genmodel.Match) error {
 		}
 	}
 	// A discriminator: a required key whose type is a one-value enum in each.
-	if len(rest) == 0 {
-		first := structs[idx[0]]
-		for _, f := range first.fields {
-			vals := map[string]bool{}
-			ok := true
-			for _, i := range idx {
-				g := structs[i].fieldByKey(f.key)
-				if g == nil || !g.required || g.nullable {
-					ok = false
-					break
-				}
-				e := g.t.resolved()
-				if e.k != kEnum || len(e.cls.values) != 1 || vals[e.cls.values[0]] {
-					ok = false
-					break
-				}
-				vals[e.cls.values[0]] = true
-			}
-			if ok {
-				for _, i := range idx {
-					e := structs[i].fieldByKey(f.key).t.resolved()
-					ms[i] = genmodel.Match{JSON: "object", Equals: map[string]string{f.key: e.cls.values[0]}}
-				}
-				return nil
-			}
-		}
+	if len(rest) == 0 && discriminate(structs, idx, ms, true) {
+		return nil
 	}
 	// Else a required key no other variant has.
 	var has []string
@@ -189,6 +172,12 @@ func objectMatches(vs []texpr, idx []int, ms []genmodel.Match) error {
 		has = append(has, key)
 	}
 	if len(rest) > 1 {
+		// The spec's tagged unions whose tag it forgot to require ("type" of the
+		// forge's exemption request data): the tag still tells them apart, and
+		// only where nothing else does, so that no existing match changes.
+		if len(rest) == len(idx) && discriminate(structs, idx, ms, false) {
+			return nil
+		}
 		return fmt.Errorf("%w: %d object variants have no key of their own", errSpec, len(rest))
 	}
 	if len(rest) == 1 {
@@ -231,4 +220,53 @@ func (e texpr) describe() string {
 		return "array or map of " + e.elem.describe()
 	}
 	return exprOf(e)
+}
+
+// discriminate sets ms to match each struct variant by the value of one key that
+// is a one-value enum, a different value in each, and reports whether it found
+// one; required asks for a key every variant requires.
+func discriminate(structs map[int]*class, idx []int, ms []genmodel.Match, required bool) bool {
+	first := structs[idx[0]]
+	if first == nil {
+		return false
+	}
+	for _, f := range first.fields {
+		vals := map[string]bool{}
+		ok := true
+		for _, i := range idx {
+			s := structs[i]
+			if s == nil {
+				return false
+			}
+			g := s.fieldByKey(f.key)
+			if g == nil || (required && !g.required) || g.nullable {
+				ok = false
+				break
+			}
+			e := g.t.resolved()
+			if e.k != kEnum || len(e.cls.values) != 1 || vals[e.cls.values[0]] {
+				ok = false
+				break
+			}
+			vals[e.cls.values[0]] = true
+		}
+		if ok {
+			for _, i := range idx {
+				e := structs[i].fieldByKey(f.key).t.resolved()
+				ms[i] = genmodel.Match{JSON: "object", Equals: map[string]string{f.key: e.cls.values[0]}}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// allObjects reports whether every variant is a JSON object.
+func allObjects(vs []texpr) bool {
+	for _, v := range vs {
+		if jsonKindOfExpr(v) != "object" {
+			return false
+		}
+	}
+	return len(vs) > 0
 }

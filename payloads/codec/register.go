@@ -114,8 +114,9 @@ func On[P Payload](r Registrar, pkg, name, event string, parse func([]byte) (Pay
 // errors): it decodes each delivery of event with parse, at most once per
 // delivery for all the typed handlers of event.
 func typedHandler[P Payload](name, pkg, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) emitter.Handler {
+	key := any(memoKey{pkg, event}) // boxed once, not per delivery
 	return func(ctx context.Context, ev emitter.Event) error {
-		v, err := ev.Memo(memoKey{pkg, event}, func() (any, error) { return parse(ev.Payload) })
+		v, err := ev.Memo(key, func() (any, error) { return parse(ev.Payload) })
 		if err != nil {
 			return err
 		}

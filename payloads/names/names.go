@@ -37,6 +37,7 @@ var all = [...]string{
 	"code_scanning_alert.fixed",
 	"code_scanning_alert.reopened",
 	"code_scanning_alert.reopened_by_user",
+	"code_scanning_alert.updated_assignment",
 	"commit_comment",
 	"commit_comment.created",
 	"create",
@@ -49,6 +50,7 @@ var all = [...]string{
 	"custom_property_values.updated",
 	"delete",
 	"dependabot_alert",
+	"dependabot_alert.assignees_changed",
 	"dependabot_alert.auto_dismissed",
 	"dependabot_alert.auto_reopened",
 	"dependabot_alert.created",
@@ -89,6 +91,10 @@ var all = [...]string{
 	"discussion_comment.created",
 	"discussion_comment.deleted",
 	"discussion_comment.edited",
+	"dismissal_request_dependabot",
+	"dismissal_request_dependabot.cancelled",
+	"dismissal_request_dependabot.created",
+	"dismissal_request_dependabot.response_submitted",
 	"fork",
 	"github_app_authorization",
 	"github_app_authorization.revoked",
@@ -108,17 +114,24 @@ var all = [...]string{
 	"issue_comment.created",
 	"issue_comment.deleted",
 	"issue_comment.edited",
+	"issue_comment.pinned",
+	"issue_comment.unpinned",
 	"issue_dependencies",
 	"issue_dependencies.blocked_by_added",
 	"issue_dependencies.blocked_by_removed",
 	"issue_dependencies.blocking_added",
 	"issue_dependencies.blocking_removed",
+	"issue_relates_to",
+	"issue_relates_to.relates_to_added",
+	"issue_relates_to.relates_to_removed",
 	"issues",
 	"issues.assigned",
 	"issues.closed",
 	"issues.deleted",
 	"issues.demilestoned",
 	"issues.edited",
+	"issues.field_added",
+	"issues.field_removed",
 	"issues.labeled",
 	"issues.locked",
 	"issues.milestoned",
@@ -133,9 +146,11 @@ var all = [...]string{
 	"issues.unpinned",
 	"issues.untyped",
 	"label",
+	"label.archived",
 	"label.created",
 	"label.deleted",
 	"label.edited",
+	"label.unarchived",
 	"marketplace_purchase",
 	"marketplace_purchase.cancelled",
 	"marketplace_purchase.changed",
@@ -233,6 +248,7 @@ var all = [...]string{
 	"pull_request.reopened",
 	"pull_request.review_request_removed",
 	"pull_request.review_requested",
+	"pull_request.stacked",
 	"pull_request.synchronize",
 	"pull_request.unassigned",
 	"pull_request.unlabeled",
@@ -288,6 +304,8 @@ var all = [...]string{
 	"secret_scanning_alert",
 	"secret_scanning_alert.assigned",
 	"secret_scanning_alert.created",
+	"secret_scanning_alert.metadata_created",
+	"secret_scanning_alert.metadata_removed",
 	"secret_scanning_alert.publicly_leaked",
 	"secret_scanning_alert.reopened",
 	"secret_scanning_alert.resolved",
@@ -341,7 +359,7 @@ var all = [...]string{
 	"workflow_run.requested",
 }
 
-// All returns every event name and event.action name the schema knows (325
+// All returns every event name and event.action name the schema knows (343
 // names): the events sorted by name, each followed by its event.action names in
 // alphabetical order. That order is also plain string order. The slice is a
 // fresh copy on each call.
@@ -365,10 +383,10 @@ func IsKnown(name string) bool {
 }
 
 // variants is the list Variants copies.
-var variants = [...]string{"ghec", "ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"}
+var variants = [...]string{"api.github.com", "ghec", "ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"}
 
 // Variants returns the forge's server variants the schema was compared with
-// (7), as the published spec names them: the values SentBy knows. The slice is
+// (8), as the published spec names them: the values SentBy knows. The slice is
 // a fresh copy on each call.
 func Variants() []string {
 	return append([]string(nil), variants[:]...)
@@ -387,23 +405,33 @@ func KnownVariant(variant string) bool {
 // notSentBy maps a name to the variants that never send it; an event's entry
 // holds for its actions too.
 var notSentBy = map[string][]string{
-	"custom_property.promote_to_enterprise": {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17"},
-	"issue_dependencies":                    {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18"},
-	"issues.typed":                          {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"issues.untyped":                        {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"marketplace_purchase":                  {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"merge_group":                           {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"org_block":                             {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"projects_v2_status_update":             {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"pull_request.dequeued":                 {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"pull_request.enqueued":                 {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"repository_advisory":                   {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"repository_import":                     {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"secret_scanning_alert.assigned":        {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"secret_scanning_alert.publicly_leaked": {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"secret_scanning_alert.unassigned":      {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
-	"secret_scanning_scan":                  {"ghes-3.14", "ghes-3.15"},
-	"sub_issues":                            {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"code_scanning_alert.updated_assignment": {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"custom_property.promote_to_enterprise":  {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17"},
+	"dependabot_alert.assignees_changed":     {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"dismissal_request_dependabot":           {"api.github.com", "ghes-3.14", "ghes-3.15", "ghes-3.16"},
+	"issue_comment.pinned":                   {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"issue_comment.unpinned":                 {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"issue_dependencies":                     {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18"},
+	"issues.field_added":                     {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"issues.field_removed":                   {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"issues.typed":                           {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"issues.untyped":                         {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"marketplace_purchase":                   {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"merge_group":                            {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"org_block":                              {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"projects_v2_status_update":              {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"pull_request.dequeued":                  {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"pull_request.enqueued":                  {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"pull_request.stacked":                   {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"repository_advisory":                    {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"repository_import":                      {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"secret_scanning_alert.assigned":         {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"secret_scanning_alert.metadata_created": {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"secret_scanning_alert.metadata_removed": {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"secret_scanning_alert.publicly_leaked":  {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"secret_scanning_alert.unassigned":       {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
+	"secret_scanning_scan":                   {"ghes-3.14", "ghes-3.15"},
+	"sub_issues":                             {"ghes-3.14", "ghes-3.15", "ghes-3.16", "ghes-3.17", "ghes-3.18", "ghes-3.19"},
 }
 
 // SentBy reports whether the server variant (one of Variants, such as

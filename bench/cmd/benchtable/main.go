@@ -185,6 +185,7 @@ func (rs *rounds) targets(w io.Writer) {
 	}
 	ts := []target{
 		{"2: forgehooks-raw ≤ 2.5× floor-hmac", "BenchmarkDelivery/impl=forgehooks-raw", "BenchmarkDelivery/impl=floor-hmac", 2.5, true},
+		{"46: forgehooks-raw ≤ 2.0× floor-hmac", "BenchmarkDelivery/impl=forgehooks-raw", "BenchmarkDelivery/impl=floor-hmac", 2.0, true},
 		{"2: go-github ≥ 6× forgehooks-raw", "BenchmarkDelivery/impl=go-github", "BenchmarkDelivery/impl=forgehooks-raw", 6, false},
 		{"3: encoding-json ≥ 3× forgehooks (typed decode)", "BenchmarkDecode/impl=encoding-json", "BenchmarkDecode/impl=forgehooks", 3, false},
 	}

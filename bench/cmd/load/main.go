@@ -6,7 +6,8 @@
 // `forgehooks serve` itself, and servers this command starts from its own
 // binary (-serve): net/http alone (reads the body, checks nothing), a bare one
 // that only verifies the HMAC and scans for the action, the forgehooks
-// middleware with a raw handler and with a typed handler, and go-github's
+// middleware with a raw handler, with a typed push handler, and with a typed
+// handler for every event (typed-all, as a bot registering many), and go-github's
 // ValidatePayload and ParseWebHook; and, under node, the Node.js library
 // forgehooks descends from (@octokit/webhooks, see node.go and
 // bench/node/server.mjs), left out with a message when node or npm is missing.
@@ -18,6 +19,11 @@
 // generator on the others (see pin.go), so that neither takes the other's core.
 //
 //	load -forgehooks ./forgehooks -n 20000 -c 4 -duration 20s
+//
+// The peer configuration of issue 46 (make bench-load runs it second, into
+// the README's load-peer section):
+//
+//	load -servers nethttp,bare,raw,typed-all,go-github,node -c 16 -duration 10s -n 1000000 -rounds 3 -section load-peer
 //
 // The run is bounded by -n requests and -duration per receiver, whichever comes
 // first, and only connects to 127.0.0.1.
@@ -44,7 +50,7 @@ import (
 )
 
 func main() {
-	serve := flag.String("serve", "", "run a receiver instead: nethttp, bare, raw, typed or go-github (used by the load run itself)")
+	serve := flag.String("serve", "", "run a receiver instead: nethttp, bare, raw, typed, typed-all or go-github (used by the load run itself)")
 	addr := flag.String("addr", "127.0.0.1:0", "with -serve: the address to listen on (127.0.0.1 only)")
 	forgehooks := flag.String("forgehooks", "", "path of the forgehooks binary, for the `forgehooks serve` row (empty: left out)")
 	servers := flag.String("servers", "nethttp,bare,raw,typed,go-github,node,serve", "receivers to drive, in order")
@@ -56,7 +62,8 @@ func main() {
 	warmup := flag.Int("warmup", 1000, "requests before measuring")
 	payload := flag.String("payload", "", "payload file (default: the corpus's median push)")
 	event := flag.String("event", "push", "event name of the payload")
-	readme := flag.String("readme", "", "README whose load section to replace with the table")
+	readme := flag.String("readme", "", "README whose section (-section) to replace with the table")
+	section := flag.String("section", "load", "with -readme: the name of the section between <!-- NAME:begin --> and <!-- NAME:end -->")
 	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
 	pinCPUs := flag.Bool("pin", true, "pin every receiver to the last CPU and the load generator to the others (with taskset; left off with one CPU or without taskset)")
 	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here when stopped by SIGINT or SIGTERM; otherwise: a directory for one profile per receiver this command starts")
@@ -114,7 +121,7 @@ func main() {
 	table := render(order, results, name, len(body), cfg, *rounds, nodeRecv)
 	fmt.Print(table)
 	if *readme != "" {
-		if err := replaceSection(*readme, "load", table); err != nil {
+		if err := replaceSection(*readme, *section, table); err != nil {
 			fail(err)
 		}
 	}

@@ -38,26 +38,24 @@ func runServer(kind, addr, cpuprofile string) error {
 		h = http.HandlerFunc(netHTTP)
 	case "bare":
 		h = http.HandlerFunc(bare)
-	case "raw", "typed":
+	case "raw", "typed", "typed-all":
 		wh, err := webhooks.New(webhooks.Options{Secret: bench.Secret, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return err
 		}
-		if kind == "raw" {
+		switch kind {
+		case "raw":
 			wh.OnAny(func(context.Context, emitter.Event) error { return nil })
-		} else {
-			payloads.OnPushEvent(wh, func(_ context.Context, e payloads.Event[*payloads.PushEvent]) error {
-				if e.Payload.Ref == "" {
-					return fmt.Errorf("no ref")
-				}
-				return nil
-			})
+		case "typed":
+			payloads.OnPushEvent(wh, push)
+		default:
+			bench.RegisterEveryEvent(wh, push)
 		}
 		h = webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Path: "/"})
 	case "go-github":
 		h = http.HandlerFunc(goGitHub)
 	default:
-		return fmt.Errorf("unknown receiver %q (nethttp, bare, raw, typed, go-github)", kind)
+		return fmt.Errorf("unknown receiver %q (nethttp, bare, raw, typed, typed-all, go-github)", kind)
 	}
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if cpuprofile != "" {
@@ -78,6 +76,14 @@ func runServer(kind, addr, cpuprofile string) error {
 		}()
 	}
 	return srv.ListenAndServe()
+}
+
+// push is the typed receivers' push handler: it reads the decoded payload.
+func push(_ context.Context, e payloads.Event[*payloads.PushEvent]) error {
+	if e.Payload.Ref == "" {
+		return fmt.Errorf("no ref")
+	}
+	return nil
 }
 
 // netHTTP reads the body and answers, checking nothing: what net/http alone

@@ -13,6 +13,7 @@ var labels = map[string]string{
 	"bare":      "bare: HMAC + action scan (net/http, no library)",
 	"raw":       "forgehooks middleware, raw handler",
 	"typed":     "forgehooks middleware, typed handler (OnPushEvent)",
+	"typed-all": "forgehooks middleware, a typed handler for every event (On…Event)",
 	"go-github": "go-github: ValidatePayload + ParseWebHook",
 	"node":      "Node.js library (@octokit/webhooks)", // replaced by setupNode's label, with versions
 	"serve":     "`forgehooks serve` (logs a line per delivery)",
@@ -107,6 +108,11 @@ func render(order []string, results map[string][]result, name string, size int, 
 		// figures from another machine say nothing here.
 		{"4: raw below the Node.js library", "raw", "node", 1},
 		{"4: typed below the Node.js library", "typed", "node", 1},
+		// Issue 46's, for the peer configuration (make bench-load's second
+		// run): a bot with a typed handler for every event.
+		{"46: typed-all ≤ 1.3× bare", "typed-all", "bare", 1.3},
+		{"46: raw ≤ 1.2× bare", "raw", "bare", 1.2},
+		{"46: typed-all ≤ 0.40× go-github", "typed-all", "go-github", 0.40},
 	}
 	// The spread over rounds says how far from its bound a ratio is: load
 	// from elsewhere on a shared machine moves single rounds.

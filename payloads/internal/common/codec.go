@@ -1740,6 +1740,8 @@ func DecodeIssue(x *Issue, d *codec.Decoder) error {
 			err = codec.DecPtr(&x.IssueDependenciesSummary, d, DecodeIssueDependenciesSummary)
 		case "issue_field_values":
 			err = codec.DecSlice(&x.IssueFieldValues, d, DecodeIssueFieldValue)
+		case "pinned_comment":
+			err = codec.DecPtr(&x.PinnedComment, d, DecodeIssueComment)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -1912,6 +1914,147 @@ func EncodeIssue(x *Issue, e *codec.Encoder) {
 		e.Key(",\"issue_field_values\":")
 		codec.EncSlice(&x.IssueFieldValues, e, EncodeIssueFieldValue)
 	}
+	if x.PinnedComment != nil {
+		e.Key(",\"pinned_comment\":")
+		EncodeIssueComment(x.PinnedComment, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueComment) UnmarshalJSON(b []byte) error {
+	*x = IssueComment{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueComment(x, &d), "IssueComment")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueComment) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueComment(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueComment reads a JSON object into *x, a zero IssueComment.
+func DecodeIssueComment(x *IssueComment, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "author_association":
+			err = codec.DecSeen(&x.AuthorAssociation, d, &seen, 0, DecodeAuthorAssociation)
+		case "body":
+			err = codec.DecStringSeen(&x.Body, d, &seen, 1)
+		case "created_at":
+			err = codec.DecSeen(&x.CreatedAt, d, &seen, 2, codec.DecTimestamp)
+		case "html_url":
+			err = codec.DecStringSeen(&x.HTMLURL, d, &seen, 3)
+		case "id":
+			err = codec.DecInt64Seen(&x.ID, d, &seen, 4)
+		case "issue_url":
+			err = codec.DecStringSeen(&x.IssueURL, d, &seen, 5)
+		case "node_id":
+			err = codec.DecStringSeen(&x.NodeID, d, &seen, 6)
+		case "performed_via_github_app":
+			err = codec.DecPtr(&x.PerformedViaGithubApp, d, DecodeApp)
+		case "reactions":
+			err = codec.DecPtr(&x.Reactions, d, DecodeReactions)
+		case "updated_at":
+			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 7, codec.DecTimestamp)
+		case "url":
+			err = codec.DecStringSeen(&x.URL, d, &seen, 8)
+		case "user":
+			err = codec.DecPtr(&x.User, d, DecodeUser)
+		case "pin":
+			err = codec.DecPtr(&x.Pin, d, DecodePinnedIssueComment)
+		case "minimized":
+			err = codec.DecPtr(&x.Minimized, d, DecodeMinimizedIssueComment)
+		case "body_text":
+			err = codec.DecStringPtr(&x.BodyText, d)
+		case "body_html":
+			err = codec.DecStringPtr(&x.BodyHTML, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 9)
+	return err
+}
+
+// EncodeIssueComment writes *x as a JSON object: its members as they were
+// decoded.
+func EncodeIssueComment(x *IssueComment, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"author_association\":")
+		EncodeAuthorAssociation(&x.AuthorAssociation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"body\":")
+		codec.EncString(&x.Body, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"created_at\":")
+		codec.EncTimestamp(&x.CreatedAt, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"html_url\":")
+		codec.EncString(&x.HTMLURL, e)
+	}
+	if codec.Written(&x.extra, 4) {
+		e.Key(",\"id\":")
+		codec.EncInt64(&x.ID, e)
+	}
+	if codec.Written(&x.extra, 5) {
+		e.Key(",\"issue_url\":")
+		codec.EncString(&x.IssueURL, e)
+	}
+	if codec.Written(&x.extra, 6) {
+		e.Key(",\"node_id\":")
+		codec.EncString(&x.NodeID, e)
+	}
+	if x.PerformedViaGithubApp != nil {
+		e.Key(",\"performed_via_github_app\":")
+		EncodeApp(x.PerformedViaGithubApp, e)
+	}
+	if x.Reactions != nil {
+		e.Key(",\"reactions\":")
+		EncodeReactions(x.Reactions, e)
+	}
+	if codec.Written(&x.extra, 7) {
+		e.Key(",\"updated_at\":")
+		codec.EncTimestamp(&x.UpdatedAt, e)
+	}
+	if codec.Written(&x.extra, 8) {
+		e.Key(",\"url\":")
+		codec.EncString(&x.URL, e)
+	}
+	if x.User != nil {
+		e.Key(",\"user\":")
+		EncodeUser(x.User, e)
+	}
+	if x.Pin != nil {
+		e.Key(",\"pin\":")
+		EncodePinnedIssueComment(x.Pin, e)
+	}
+	if x.Minimized != nil {
+		e.Key(",\"minimized\":")
+		EncodeMinimizedIssueComment(x.Minimized, e)
+	}
+	if x.BodyText != nil {
+		e.Key(",\"body_text\":")
+		codec.EncString(x.BodyText, e)
+	}
+	if x.BodyHTML != nil {
+		e.Key(",\"body_html\":")
+		codec.EncString(x.BodyHTML, e)
+	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
 }
@@ -2058,6 +2201,10 @@ func DecodeIssueFieldValue(x *IssueFieldValue, d *codec.Decoder) error {
 			err = codec.DecPtr(&x.Value, d, DecodeWebhookConfigInsecureSSL)
 		case "single_select_option":
 			err = codec.DecPtr(&x.SingleSelectOption, d, DecodeIssueFieldValueSingleSelectOption)
+		case "issue_field_name":
+			err = codec.DecStringPtr(&x.IssueFieldName, d)
+		case "multi_select_options":
+			err = codec.DecSlice(&x.MultiSelectOptions, d, DecodeIssueFieldValueSingleSelectOption)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -2094,6 +2241,14 @@ func EncodeIssueFieldValue(x *IssueFieldValue, e *codec.Encoder) {
 	if x.SingleSelectOption != nil {
 		e.Key(",\"single_select_option\":")
 		EncodeIssueFieldValueSingleSelectOption(x.SingleSelectOption, e)
+	}
+	if x.IssueFieldName != nil {
+		e.Key(",\"issue_field_name\":")
+		codec.EncString(x.IssueFieldName, e)
+	}
+	if x.MultiSelectOptions != nil {
+		e.Key(",\"multi_select_options\":")
+		codec.EncSlice(&x.MultiSelectOptions, e, EncodeIssueFieldValueSingleSelectOption)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -2729,6 +2884,52 @@ func EncodeMinimalRepositoryPermissions(x *MinimalRepositoryPermissions, e *code
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *MinimizedIssueComment) UnmarshalJSON(b []byte) error {
+	*x = MinimizedIssueComment{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeMinimizedIssueComment(x, &d), "MinimizedIssueComment")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x MinimizedIssueComment) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeMinimizedIssueComment(&x, e)
+	return e.Result()
+}
+
+// DecodeMinimizedIssueComment reads a JSON object into *x, a zero
+// MinimizedIssueComment.
+func DecodeMinimizedIssueComment(x *MinimizedIssueComment, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "reason":
+			err = codec.DecStringPtr(&x.Reason, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeMinimizedIssueComment writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeMinimizedIssueComment(x *MinimizedIssueComment, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Reason != nil {
+		e.Key(",\"reason\":")
+		codec.EncString(x.Reason, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Organization) UnmarshalJSON(b []byte) error {
 	*x = Organization{}
 	d := codec.NewDecoder(b)
@@ -3216,6 +3417,60 @@ func EncodePackageVersionPackageFile(x *PackageVersionPackageFile, e *codec.Enco
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PinnedIssueComment) UnmarshalJSON(b []byte) error {
+	*x = PinnedIssueComment{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePinnedIssueComment(x, &d), "PinnedIssueComment")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PinnedIssueComment) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePinnedIssueComment(&x, e)
+	return e.Result()
+}
+
+// DecodePinnedIssueComment reads a JSON object into *x, a zero
+// PinnedIssueComment.
+func DecodePinnedIssueComment(x *PinnedIssueComment, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "pinned_at":
+			err = codec.DecSeen(&x.PinnedAt, d, &seen, 0, codec.DecTimestamp)
+		case "pinned_by":
+			err = codec.DecPtr(&x.PinnedBy, d, DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	return err
+}
+
+// EncodePinnedIssueComment writes *x as a JSON object: its members as they were
+// decoded.
+func EncodePinnedIssueComment(x *PinnedIssueComment, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"pinned_at\":")
+		codec.EncTimestamp(&x.PinnedAt, e)
+	}
+	if x.PinnedBy != nil {
+		e.Key(",\"pinned_by\":")
+		EncodeUser(x.PinnedBy, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *ProjectCardChangesNote) UnmarshalJSON(b []byte) error {
 	*x = ProjectCardChangesNote{}
 	d := codec.NewDecoder(b)
@@ -3405,6 +3660,8 @@ func DecodePullRequest(x *PullRequest, d *codec.Decoder) error {
 			x.SquashMergeCommitTitle = (*SquashMergeCommitTitle)(p)
 		case "use_squash_pr_title_as_default":
 			err = codec.DecBoolPtr(&x.UseSquashPrTitleAsDefault, d)
+		case "stack":
+			err = codec.DecPtr(&x.Stack, d, DecodePullRequestStack)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -3645,6 +3902,10 @@ func EncodePullRequest(x *PullRequest, e *codec.Encoder) {
 	if x.UseSquashPrTitleAsDefault != nil {
 		e.Key(",\"use_squash_pr_title_as_default\":")
 		codec.EncBool(x.UseSquashPrTitleAsDefault, e)
+	}
+	if x.Stack != nil {
+		e.Key(",\"stack\":")
+		EncodePullRequestStack(x.Stack, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -3948,6 +4209,131 @@ func EncodePullRequestLinks(x *PullRequestLinks, e *codec.Encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PullRequestStack) UnmarshalJSON(b []byte) error {
+	*x = PullRequestStack{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePullRequestStack(x, &d), "PullRequestStack")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PullRequestStack) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePullRequestStack(&x, e)
+	return e.Result()
+}
+
+// DecodePullRequestStack reads a JSON object into *x, a zero PullRequestStack.
+func DecodePullRequestStack(x *PullRequestStack, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "base":
+			err = codec.DecSeen(&x.Base, d, &seen, 0, DecodePullRequestStackBase)
+		case "size":
+			err = codec.DecInt64Ptr(&x.Size, d)
+		case "position":
+			err = codec.DecInt64Ptr(&x.Position, d)
+		case "id":
+			err = codec.DecInt64Ptr(&x.ID, d)
+		case "number":
+			err = codec.DecInt64Ptr(&x.Number, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	return err
+}
+
+// EncodePullRequestStack writes *x as a JSON object: its members as they were
+// decoded.
+func EncodePullRequestStack(x *PullRequestStack, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"base\":")
+		EncodePullRequestStackBase(&x.Base, e)
+	}
+	if x.Size != nil {
+		e.Key(",\"size\":")
+		codec.EncInt64(x.Size, e)
+	}
+	if x.Position != nil {
+		e.Key(",\"position\":")
+		codec.EncInt64(x.Position, e)
+	}
+	if x.ID != nil {
+		e.Key(",\"id\":")
+		codec.EncInt64(x.ID, e)
+	}
+	if x.Number != nil {
+		e.Key(",\"number\":")
+		codec.EncInt64(x.Number, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PullRequestStackBase) UnmarshalJSON(b []byte) error {
+	*x = PullRequestStackBase{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePullRequestStackBase(x, &d), "PullRequestStackBase")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PullRequestStackBase) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePullRequestStackBase(&x, e)
+	return e.Result()
+}
+
+// DecodePullRequestStackBase reads a JSON object into *x, a zero
+// PullRequestStackBase.
+func DecodePullRequestStackBase(x *PullRequestStackBase, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "ref":
+			err = codec.DecStringSeen(&x.Ref, d, &seen, 0)
+		case "sha":
+			err = codec.DecStringSeen(&x.SHA, d, &seen, 1)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 2)
+	return err
+}
+
+// EncodePullRequestStackBase writes *x as a JSON object: its members as they
+// were decoded.
+func EncodePullRequestStackBase(x *PullRequestStackBase, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"ref\":")
+		codec.EncString(&x.Ref, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"sha\":")
+		codec.EncString(&x.SHA, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *Reactions) UnmarshalJSON(b []byte) error {
 	*x = Reactions{}
 	d := codec.NewDecoder(b)
@@ -3967,26 +4353,26 @@ func DecodeReactions(x *Reactions, d *codec.Decoder) error {
 	key, more, err := d.OpenObject()
 	for more {
 		switch string(key) {
-		case "+1":
-			err = codec.DecInt64Seen(&x.PlusOne, d, &seen, 0)
-		case "-1":
-			err = codec.DecInt64Seen(&x.MinusOne, d, &seen, 1)
-		case "confused":
-			err = codec.DecInt64Seen(&x.Confused, d, &seen, 2)
-		case "eyes":
-			err = codec.DecInt64Seen(&x.Eyes, d, &seen, 3)
-		case "heart":
-			err = codec.DecInt64Seen(&x.Heart, d, &seen, 4)
-		case "hooray":
-			err = codec.DecInt64Seen(&x.Hooray, d, &seen, 5)
-		case "laugh":
-			err = codec.DecInt64Seen(&x.Laugh, d, &seen, 6)
-		case "rocket":
-			err = codec.DecInt64Seen(&x.Rocket, d, &seen, 7)
-		case "total_count":
-			err = codec.DecInt64Seen(&x.TotalCount, d, &seen, 8)
 		case "url":
-			err = codec.DecStringSeen(&x.URL, d, &seen, 9)
+			err = codec.DecStringSeen(&x.URL, d, &seen, 0)
+		case "total_count":
+			err = codec.DecInt64Seen(&x.TotalCount, d, &seen, 1)
+		case "+1":
+			err = codec.DecInt64Seen(&x.PlusOne, d, &seen, 2)
+		case "-1":
+			err = codec.DecInt64Seen(&x.MinusOne, d, &seen, 3)
+		case "laugh":
+			err = codec.DecInt64Seen(&x.Laugh, d, &seen, 4)
+		case "confused":
+			err = codec.DecInt64Seen(&x.Confused, d, &seen, 5)
+		case "heart":
+			err = codec.DecInt64Seen(&x.Heart, d, &seen, 6)
+		case "hooray":
+			err = codec.DecInt64Seen(&x.Hooray, d, &seen, 7)
+		case "eyes":
+			err = codec.DecInt64Seen(&x.Eyes, d, &seen, 8)
+		case "rocket":
+			err = codec.DecInt64Seen(&x.Rocket, d, &seen, 9)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -4004,44 +4390,44 @@ func DecodeReactions(x *Reactions, d *codec.Decoder) error {
 func EncodeReactions(x *Reactions, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
-		e.Key(",\"+1\":")
-		codec.EncInt64(&x.PlusOne, e)
+		e.Key(",\"url\":")
+		codec.EncString(&x.URL, e)
 	}
 	if codec.Written(&x.extra, 1) {
-		e.Key(",\"-1\":")
-		codec.EncInt64(&x.MinusOne, e)
-	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"confused\":")
-		codec.EncInt64(&x.Confused, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"eyes\":")
-		codec.EncInt64(&x.Eyes, e)
-	}
-	if codec.Written(&x.extra, 4) {
-		e.Key(",\"heart\":")
-		codec.EncInt64(&x.Heart, e)
-	}
-	if codec.Written(&x.extra, 5) {
-		e.Key(",\"hooray\":")
-		codec.EncInt64(&x.Hooray, e)
-	}
-	if codec.Written(&x.extra, 6) {
-		e.Key(",\"laugh\":")
-		codec.EncInt64(&x.Laugh, e)
-	}
-	if codec.Written(&x.extra, 7) {
-		e.Key(",\"rocket\":")
-		codec.EncInt64(&x.Rocket, e)
-	}
-	if codec.Written(&x.extra, 8) {
 		e.Key(",\"total_count\":")
 		codec.EncInt64(&x.TotalCount, e)
 	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"+1\":")
+		codec.EncInt64(&x.PlusOne, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"-1\":")
+		codec.EncInt64(&x.MinusOne, e)
+	}
+	if codec.Written(&x.extra, 4) {
+		e.Key(",\"laugh\":")
+		codec.EncInt64(&x.Laugh, e)
+	}
+	if codec.Written(&x.extra, 5) {
+		e.Key(",\"confused\":")
+		codec.EncInt64(&x.Confused, e)
+	}
+	if codec.Written(&x.extra, 6) {
+		e.Key(",\"heart\":")
+		codec.EncInt64(&x.Heart, e)
+	}
+	if codec.Written(&x.extra, 7) {
+		e.Key(",\"hooray\":")
+		codec.EncInt64(&x.Hooray, e)
+	}
+	if codec.Written(&x.extra, 8) {
+		e.Key(",\"eyes\":")
+		codec.EncInt64(&x.Eyes, e)
+	}
 	if codec.Written(&x.extra, 9) {
-		e.Key(",\"url\":")
-		codec.EncString(&x.URL, e)
+		e.Key(",\"rocket\":")
+		codec.EncInt64(&x.Rocket, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -4337,6 +4723,12 @@ func DecodeRepository(x *Repository, d *codec.Decoder) error {
 			err = codec.DecBoolPtr(&x.AnonymousAccessEnabled, d)
 		case "code_search_index_status":
 			err = codec.DecPtr(&x.CodeSearchIndexStatus, d, DecodeRepositoryCodeSearchIndexStatus)
+		case "has_pull_requests":
+			err = codec.DecBoolPtr(&x.HasPullRequests, d)
+		case "pull_request_creation_policy":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.PullRequestCreationPolicy = (*RepositoryPullRequestCreationPolicy)(p)
 		case "public":
 			err = codec.DecBoolPtr(&x.Public, d)
 		case "role_name":
@@ -4763,6 +5155,14 @@ func EncodeRepository(x *Repository, e *codec.Encoder) {
 	if x.CodeSearchIndexStatus != nil {
 		e.Key(",\"code_search_index_status\":")
 		EncodeRepositoryCodeSearchIndexStatus(x.CodeSearchIndexStatus, e)
+	}
+	if x.HasPullRequests != nil {
+		e.Key(",\"has_pull_requests\":")
+		codec.EncBool(x.HasPullRequests, e)
+	}
+	if x.PullRequestCreationPolicy != nil {
+		e.Key(",\"pull_request_creation_policy\":")
+		EncodeRepositoryPullRequestCreationPolicy(x.PullRequestCreationPolicy, e)
 	}
 	if x.Public != nil {
 		e.Key(",\"public\":")
@@ -7636,6 +8036,17 @@ func EncodeDependabotAlertDependencyScope(x *DependabotAlertDependencyScope, e *
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeDependabotAlertDismissalRequestStatus reads a value of
+// DependabotAlertDismissalRequestStatus into *x.
+func DecodeDependabotAlertDismissalRequestStatus(x *DependabotAlertDismissalRequestStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertDismissalRequestStatus writes *x.
+func EncodeDependabotAlertDismissalRequestStatus(x *DependabotAlertDismissalRequestStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeDependabotAlertDismissedReason reads a value of
 // DependabotAlertDismissedReason into *x.
 func DecodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, d *codec.Decoder) error {
@@ -7644,6 +8055,17 @@ func DecodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, d *
 
 // EncodeDependabotAlertDismissedReason writes *x.
 func EncodeDependabotAlertDismissedReason(x *DependabotAlertDismissedReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeDependabotAlertSecurityAdvisoryClassification reads a value of
+// DependabotAlertSecurityAdvisoryClassification into *x.
+func DecodeDependabotAlertSecurityAdvisoryClassification(x *DependabotAlertSecurityAdvisoryClassification, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeDependabotAlertSecurityAdvisoryClassification writes *x.
+func EncodeDependabotAlertSecurityAdvisoryClassification(x *DependabotAlertSecurityAdvisoryClassification, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -7729,6 +8151,38 @@ func DecodeDiscussionStateReason(x *DiscussionStateReason, d *codec.Decoder) err
 
 // EncodeDiscussionStateReason writes *x.
 func EncodeDiscussionStateReason(x *DiscussionStateReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeExemptionRequestRequestType reads a value of
+// ExemptionRequestRequestType into *x.
+func DecodeExemptionRequestRequestType(x *ExemptionRequestRequestType, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeExemptionRequestRequestType writes *x.
+func EncodeExemptionRequestRequestType(x *ExemptionRequestRequestType, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeExemptionRequestStatus reads a value of ExemptionRequestStatus into *x.
+func DecodeExemptionRequestStatus(x *ExemptionRequestStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeExemptionRequestStatus writes *x.
+func EncodeExemptionRequestStatus(x *ExemptionRequestStatus, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeExemptionResponseStatus reads a value of ExemptionResponseStatus into
+// *x.
+func DecodeExemptionResponseStatus(x *ExemptionResponseStatus, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeExemptionResponseStatus writes *x.
+func EncodeExemptionResponseStatus(x *ExemptionResponseStatus, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
@@ -8048,6 +8502,17 @@ func EncodeRepositoryImportStatus(x *RepositoryImportStatus, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeRepositoryPullRequestCreationPolicy reads a value of
+// RepositoryPullRequestCreationPolicy into *x.
+func DecodeRepositoryPullRequestCreationPolicy(x *RepositoryPullRequestCreationPolicy, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeRepositoryPullRequestCreationPolicy writes *x.
+func EncodeRepositoryPullRequestCreationPolicy(x *RepositoryPullRequestCreationPolicy, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeRepositoryRuleEnforcement reads a value of RepositoryRuleEnforcement
 // into *x.
 func DecodeRepositoryRuleEnforcement(x *RepositoryRuleEnforcement, d *codec.Decoder) error {
@@ -8177,6 +8642,17 @@ func EncodeReviewerType(x *ReviewerType, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 
+// DecodeSecretScanningAlertDismissalRequestDataDataReason reads a value of
+// SecretScanningAlertDismissalRequestDataDataReason into *x.
+func DecodeSecretScanningAlertDismissalRequestDataDataReason(x *SecretScanningAlertDismissalRequestDataDataReason, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningAlertDismissalRequestDataDataReason writes *x.
+func EncodeSecretScanningAlertDismissalRequestDataDataReason(x *SecretScanningAlertDismissalRequestDataDataReason, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
 // DecodeSecretScanningAlertResolution reads a value of
 // SecretScanningAlertResolution into *x.
 func DecodeSecretScanningAlertResolution(x *SecretScanningAlertResolution, d *codec.Decoder) error {
@@ -8185,6 +8661,17 @@ func DecodeSecretScanningAlertResolution(x *SecretScanningAlertResolution, d *co
 
 // EncodeSecretScanningAlertResolution writes *x.
 func EncodeSecretScanningAlertResolution(x *SecretScanningAlertResolution, e *codec.Encoder) {
+	codec.EncString((*string)(x), e)
+}
+
+// DecodeSecretScanningAlertSecretCategory reads a value of
+// SecretScanningAlertSecretCategory into *x.
+func DecodeSecretScanningAlertSecretCategory(x *SecretScanningAlertSecretCategory, d *codec.Decoder) error {
+	return codec.DecString((*string)(x), d)
+}
+
+// EncodeSecretScanningAlertSecretCategory writes *x.
+func EncodeSecretScanningAlertSecretCategory(x *SecretScanningAlertSecretCategory, e *codec.Encoder) {
 	codec.EncString((*string)(x), e)
 }
 

@@ -367,12 +367,13 @@ const (
 	CodeScanningAlertDismissedReasonFalsePositive CodeScanningAlertDismissedReason = "false positive"
 	CodeScanningAlertDismissedReasonWonTFix       CodeScanningAlertDismissedReason = "won't fix"
 	CodeScanningAlertDismissedReasonUsedInTests   CodeScanningAlertDismissedReason = "used in tests"
+	CodeScanningAlertDismissedReasonMitigated     CodeScanningAlertDismissedReason = "mitigated"
 )
 
 // IsKnown reports whether v is one of the values the schema lists.
 func (v CodeScanningAlertDismissedReason) IsKnown() bool {
 	switch v {
-	case CodeScanningAlertDismissedReasonFalsePositive, CodeScanningAlertDismissedReasonWonTFix, CodeScanningAlertDismissedReasonUsedInTests:
+	case CodeScanningAlertDismissedReasonFalsePositive, CodeScanningAlertDismissedReasonWonTFix, CodeScanningAlertDismissedReasonUsedInTests, CodeScanningAlertDismissedReasonMitigated:
 		return true
 	}
 	return false
@@ -462,15 +463,16 @@ type DependabotAlertDependencyRelationship string
 
 // The values of DependabotAlertDependencyRelationship the schema lists.
 const (
-	DependabotAlertDependencyRelationshipUnknown    DependabotAlertDependencyRelationship = "unknown"
-	DependabotAlertDependencyRelationshipDirect     DependabotAlertDependencyRelationship = "direct"
-	DependabotAlertDependencyRelationshipTransitive DependabotAlertDependencyRelationship = "transitive"
+	DependabotAlertDependencyRelationshipUnknown      DependabotAlertDependencyRelationship = "unknown"
+	DependabotAlertDependencyRelationshipDirect       DependabotAlertDependencyRelationship = "direct"
+	DependabotAlertDependencyRelationshipTransitive   DependabotAlertDependencyRelationship = "transitive"
+	DependabotAlertDependencyRelationshipInconclusive DependabotAlertDependencyRelationship = "inconclusive"
 )
 
 // IsKnown reports whether v is one of the values the schema lists.
 func (v DependabotAlertDependencyRelationship) IsKnown() bool {
 	switch v {
-	case DependabotAlertDependencyRelationshipUnknown, DependabotAlertDependencyRelationshipDirect, DependabotAlertDependencyRelationshipTransitive:
+	case DependabotAlertDependencyRelationshipUnknown, DependabotAlertDependencyRelationshipDirect, DependabotAlertDependencyRelationshipTransitive, DependabotAlertDependencyRelationshipInconclusive:
 		return true
 	}
 	return false
@@ -497,6 +499,29 @@ func (v DependabotAlertDependencyScope) IsKnown() bool {
 	return false
 }
 
+// DependabotAlertDismissalRequestStatus: The current status of the dismissal
+// request.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DependabotAlertDismissalRequestStatus string
+
+// The values of DependabotAlertDismissalRequestStatus the schema lists.
+const (
+	DependabotAlertDismissalRequestStatusPending   DependabotAlertDismissalRequestStatus = "pending"
+	DependabotAlertDismissalRequestStatusApproved  DependabotAlertDismissalRequestStatus = "approved"
+	DependabotAlertDismissalRequestStatusRejected  DependabotAlertDismissalRequestStatus = "rejected"
+	DependabotAlertDismissalRequestStatusCancelled DependabotAlertDismissalRequestStatus = "cancelled"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DependabotAlertDismissalRequestStatus) IsKnown() bool {
+	switch v {
+	case DependabotAlertDismissalRequestStatusPending, DependabotAlertDismissalRequestStatusApproved, DependabotAlertDismissalRequestStatusRejected, DependabotAlertDismissalRequestStatusCancelled:
+		return true
+	}
+	return false
+}
+
 // DependabotAlertDismissedReason: The reason that the alert was dismissed.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -515,6 +540,27 @@ const (
 func (v DependabotAlertDismissedReason) IsKnown() bool {
 	switch v {
 	case DependabotAlertDismissedReasonFixStarted, DependabotAlertDismissedReasonInaccurate, DependabotAlertDismissedReasonNoBandwidth, DependabotAlertDismissedReasonNotUsed, DependabotAlertDismissedReasonTolerableRisk:
+		return true
+	}
+	return false
+}
+
+// DependabotAlertSecurityAdvisoryClassification: The classification of the
+// advisory.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type DependabotAlertSecurityAdvisoryClassification string
+
+// The values of DependabotAlertSecurityAdvisoryClassification the schema lists.
+const (
+	DependabotAlertSecurityAdvisoryClassificationGeneral DependabotAlertSecurityAdvisoryClassification = "general"
+	DependabotAlertSecurityAdvisoryClassificationMalware DependabotAlertSecurityAdvisoryClassification = "malware"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v DependabotAlertSecurityAdvisoryClassification) IsKnown() bool {
+	switch v {
+	case DependabotAlertSecurityAdvisoryClassificationGeneral, DependabotAlertSecurityAdvisoryClassificationMalware:
 		return true
 	}
 	return false
@@ -708,6 +754,73 @@ func (v DiscussionStateReason) IsKnown() bool {
 	return false
 }
 
+// ExemptionRequestRequestType: The type of request.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type ExemptionRequestRequestType string
+
+// The values of ExemptionRequestRequestType the schema lists.
+const (
+	ExemptionRequestRequestTypePushRulesetBypass          ExemptionRequestRequestType = "push_ruleset_bypass"
+	ExemptionRequestRequestTypeSecretScanning             ExemptionRequestRequestType = "secret_scanning"
+	ExemptionRequestRequestTypeSecretScanningClosure      ExemptionRequestRequestType = "secret_scanning_closure"
+	ExemptionRequestRequestTypeCodeScanningAlertDismissal ExemptionRequestRequestType = "code_scanning_alert_dismissal"
+	ExemptionRequestRequestTypeDependabotAlertDismissal   ExemptionRequestRequestType = "dependabot_alert_dismissal"
+	ExemptionRequestRequestTypeLicenseComplianceDismissal ExemptionRequestRequestType = "license_compliance_dismissal"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v ExemptionRequestRequestType) IsKnown() bool {
+	switch v {
+	case ExemptionRequestRequestTypePushRulesetBypass, ExemptionRequestRequestTypeSecretScanning, ExemptionRequestRequestTypeSecretScanningClosure, ExemptionRequestRequestTypeCodeScanningAlertDismissal, ExemptionRequestRequestTypeDependabotAlertDismissal, ExemptionRequestRequestTypeLicenseComplianceDismissal:
+		return true
+	}
+	return false
+}
+
+// ExemptionRequestStatus: The status of the exemption request.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type ExemptionRequestStatus string
+
+// The values of ExemptionRequestStatus the schema lists.
+const (
+	ExemptionRequestStatusPending   ExemptionRequestStatus = "pending"
+	ExemptionRequestStatusRejected  ExemptionRequestStatus = "rejected"
+	ExemptionRequestStatusCancelled ExemptionRequestStatus = "cancelled"
+	ExemptionRequestStatusCompleted ExemptionRequestStatus = "completed"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v ExemptionRequestStatus) IsKnown() bool {
+	switch v {
+	case ExemptionRequestStatusPending, ExemptionRequestStatusRejected, ExemptionRequestStatusCancelled, ExemptionRequestStatusCompleted:
+		return true
+	}
+	return false
+}
+
+// ExemptionResponseStatus: The status of the exemption response.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type ExemptionResponseStatus string
+
+// The values of ExemptionResponseStatus the schema lists.
+const (
+	ExemptionResponseStatusApproved  ExemptionResponseStatus = "approved"
+	ExemptionResponseStatusRejected  ExemptionResponseStatus = "rejected"
+	ExemptionResponseStatusDismissed ExemptionResponseStatus = "dismissed"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v ExemptionResponseStatus) IsKnown() bool {
+	switch v {
+	case ExemptionResponseStatusApproved, ExemptionResponseStatusRejected, ExemptionResponseStatusDismissed:
+		return true
+	}
+	return false
+}
+
 // GollumPageAction: The action that was performed on the page. Can be `created`
 // or `edited`.
 //
@@ -738,6 +851,7 @@ type IssueFieldValueDataType string
 const (
 	IssueFieldValueDataTypeText         IssueFieldValueDataType = "text"
 	IssueFieldValueDataTypeSingleSelect IssueFieldValueDataType = "single_select"
+	IssueFieldValueDataTypeMultiSelect  IssueFieldValueDataType = "multi_select"
 	IssueFieldValueDataTypeNumber       IssueFieldValueDataType = "number"
 	IssueFieldValueDataTypeDate         IssueFieldValueDataType = "date"
 )
@@ -745,7 +859,7 @@ const (
 // IsKnown reports whether v is one of the values the schema lists.
 func (v IssueFieldValueDataType) IsKnown() bool {
 	switch v {
-	case IssueFieldValueDataTypeText, IssueFieldValueDataTypeSingleSelect, IssueFieldValueDataTypeNumber, IssueFieldValueDataTypeDate:
+	case IssueFieldValueDataTypeText, IssueFieldValueDataTypeSingleSelect, IssueFieldValueDataTypeMultiSelect, IssueFieldValueDataTypeNumber, IssueFieldValueDataTypeDate:
 		return true
 	}
 	return false
@@ -1423,6 +1537,27 @@ func (v RepositoryImportStatus) IsKnown() bool {
 	return false
 }
 
+// RepositoryPullRequestCreationPolicy: The policy controlling who can create
+// pull requests: all or collaborators_only.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type RepositoryPullRequestCreationPolicy string
+
+// The values of RepositoryPullRequestCreationPolicy the schema lists.
+const (
+	RepositoryPullRequestCreationPolicyAll               RepositoryPullRequestCreationPolicy = "all"
+	RepositoryPullRequestCreationPolicyCollaboratorsOnly RepositoryPullRequestCreationPolicy = "collaborators_only"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v RepositoryPullRequestCreationPolicy) IsKnown() bool {
+	switch v {
+	case RepositoryPullRequestCreationPolicyAll, RepositoryPullRequestCreationPolicyCollaboratorsOnly:
+		return true
+	}
+	return false
+}
+
 // RepositoryRuleEnforcement: The enforcement level of the ruleset. `evaluate`
 // allows admins to test rules before enforcing them. Admins can view insights
 // on the Rule Insights page (`evaluate` is only available with forge
@@ -1692,6 +1827,29 @@ func (v ReviewerType) IsKnown() bool {
 	return false
 }
 
+// SecretScanningAlertDismissalRequestDataDataReason: The reason for the
+// dismissal request
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecretScanningAlertDismissalRequestDataDataReason string
+
+// The values of SecretScanningAlertDismissalRequestDataDataReason the schema lists.
+const (
+	SecretScanningAlertDismissalRequestDataDataReasonFixedLater    SecretScanningAlertDismissalRequestDataDataReason = "fixed_later"
+	SecretScanningAlertDismissalRequestDataDataReasonFalsePositive SecretScanningAlertDismissalRequestDataDataReason = "false_positive"
+	SecretScanningAlertDismissalRequestDataDataReasonTests         SecretScanningAlertDismissalRequestDataDataReason = "tests"
+	SecretScanningAlertDismissalRequestDataDataReasonRevoked       SecretScanningAlertDismissalRequestDataDataReason = "revoked"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecretScanningAlertDismissalRequestDataDataReason) IsKnown() bool {
+	switch v {
+	case SecretScanningAlertDismissalRequestDataDataReasonFixedLater, SecretScanningAlertDismissalRequestDataDataReasonFalsePositive, SecretScanningAlertDismissalRequestDataDataReasonTests, SecretScanningAlertDismissalRequestDataDataReasonRevoked:
+		return true
+	}
+	return false
+}
+
 // SecretScanningAlertResolution: The reason for resolving the alert.
 //
 // Values the schema does not list decode too; IsKnown tells them apart.
@@ -1711,6 +1869,28 @@ const (
 func (v SecretScanningAlertResolution) IsKnown() bool {
 	switch v {
 	case SecretScanningAlertResolutionFalsePositive, SecretScanningAlertResolutionWontFix, SecretScanningAlertResolutionRevoked, SecretScanningAlertResolutionUsedInTests, SecretScanningAlertResolutionPatternDeleted, SecretScanningAlertResolutionPatternEdited:
+		return true
+	}
+	return false
+}
+
+// SecretScanningAlertSecretCategory: The category of the detected secret.
+// `default` covers specific provider patterns and custom patterns; `generic`
+// covers non-specific patterns and AI-detected secrets.
+//
+// Values the schema does not list decode too; IsKnown tells them apart.
+type SecretScanningAlertSecretCategory string
+
+// The values of SecretScanningAlertSecretCategory the schema lists.
+const (
+	SecretScanningAlertSecretCategoryDefault SecretScanningAlertSecretCategory = "default"
+	SecretScanningAlertSecretCategoryGeneric SecretScanningAlertSecretCategory = "generic"
+)
+
+// IsKnown reports whether v is one of the values the schema lists.
+func (v SecretScanningAlertSecretCategory) IsKnown() bool {
+	switch v {
+	case SecretScanningAlertSecretCategoryDefault, SecretScanningAlertSecretCategoryGeneric:
 		return true
 	}
 	return false

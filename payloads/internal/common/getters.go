@@ -1671,6 +1671,153 @@ func (x *Issue) GetIssueFieldValues() []IssueFieldValue {
 	return x.IssueFieldValues
 }
 
+// GetPinnedComment returns the "pinned_comment" member, or nil when x is nil or
+// the member is absent or null.
+func (x *Issue) GetPinnedComment() *IssueComment {
+	if x == nil {
+		return nil
+	}
+	return x.PinnedComment
+}
+
+// GetAuthorAssociation returns the "author_association" member, or "" when x is
+// nil.
+func (x *IssueComment) GetAuthorAssociation() AuthorAssociation {
+	if x == nil {
+		return ""
+	}
+	return x.AuthorAssociation
+}
+
+// GetBody returns the "body" member, or "" when x is nil.
+func (x *IssueComment) GetBody() string {
+	if x == nil {
+		return ""
+	}
+	return x.Body
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil.
+func (x *IssueComment) GetCreatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.CreatedAt
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil.
+func (x *IssueComment) GetHTMLURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *IssueComment) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetIssueURL returns the "issue_url" member, or "" when x is nil.
+func (x *IssueComment) GetIssueURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.IssueURL
+}
+
+// GetNodeID returns the "node_id" member, or "" when x is nil.
+func (x *IssueComment) GetNodeID() string {
+	if x == nil {
+		return ""
+	}
+	return x.NodeID
+}
+
+// GetPerformedViaGithubApp returns the "performed_via_github_app" member, or
+// nil when x is nil or the member is absent or null.
+func (x *IssueComment) GetPerformedViaGithubApp() *App {
+	if x == nil {
+		return nil
+	}
+	return x.PerformedViaGithubApp
+}
+
+// GetReactions returns the "reactions" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssueComment) GetReactions() *Reactions {
+	if x == nil {
+		return nil
+	}
+	return x.Reactions
+}
+
+// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
+// nil.
+func (x *IssueComment) GetUpdatedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.UpdatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *IssueComment) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetUser returns the "user" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueComment) GetUser() *User {
+	if x == nil {
+		return nil
+	}
+	return x.User
+}
+
+// GetPin returns the "pin" member, or nil when x is nil or the member is absent
+// or null.
+func (x *IssueComment) GetPin() *PinnedIssueComment {
+	if x == nil {
+		return nil
+	}
+	return x.Pin
+}
+
+// GetMinimized returns the "minimized" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssueComment) GetMinimized() *MinimizedIssueComment {
+	if x == nil {
+		return nil
+	}
+	return x.Minimized
+}
+
+// GetBodyText returns the "body_text" member, or "" when x is nil or the member
+// is absent or null.
+func (x *IssueComment) GetBodyText() string {
+	if x == nil || x.BodyText == nil {
+		return ""
+	}
+	return *x.BodyText
+}
+
+// GetBodyHTML returns the "body_html" member, or "" when x is nil or the member
+// is absent or null.
+func (x *IssueComment) GetBodyHTML() string {
+	if x == nil || x.BodyHTML == nil {
+		return ""
+	}
+	return *x.BodyHTML
+}
+
 // GetBody returns the "body" member, or nil when x is nil or the member is
 // absent or null.
 func (x *IssueCommentEditedChanges) GetBody() *StringChange {
@@ -1752,6 +1899,24 @@ func (x *IssueFieldValue) GetSingleSelectOption() *IssueFieldValueSingleSelectOp
 		return nil
 	}
 	return x.SingleSelectOption
+}
+
+// GetIssueFieldName returns the "issue_field_name" member, or "" when x is nil
+// or the member is absent or null.
+func (x *IssueFieldValue) GetIssueFieldName() string {
+	if x == nil || x.IssueFieldName == nil {
+		return ""
+	}
+	return *x.IssueFieldName
+}
+
+// GetMultiSelectOptions returns the "multi_select_options" member, or nil when
+// x is nil or the member is absent or null.
+func (x *IssueFieldValue) GetMultiSelectOptions() []IssueFieldValueSingleSelectOption {
+	if x == nil {
+		return nil
+	}
+	return x.MultiSelectOptions
 }
 
 // GetID returns the "id" member, or 0 when x is nil.
@@ -2188,6 +2353,15 @@ func (x *MinimalRepositoryPermissions) GetPull() bool {
 	return *x.Pull
 }
 
+// GetReason returns the "reason" member, or "" when x is nil or the member is
+// absent or null.
+func (x *MinimizedIssueComment) GetReason() string {
+	if x == nil || x.Reason == nil {
+		return ""
+	}
+	return *x.Reason
+}
+
 // GetLogin returns the "login" member, or "" when x is nil.
 func (x *Organization) GetLogin() string {
 	if x == nil {
@@ -2475,6 +2649,24 @@ func (x *PackageVersionPackageFile) GetUpdatedAt() string {
 		return ""
 	}
 	return x.UpdatedAt
+}
+
+// GetPinnedAt returns the "pinned_at" member, or the zero Timestamp when x is
+// nil.
+func (x *PinnedIssueComment) GetPinnedAt() codec.Timestamp {
+	if x == nil {
+		return codec.Timestamp{}
+	}
+	return x.PinnedAt
+}
+
+// GetPinnedBy returns the "pinned_by" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PinnedIssueComment) GetPinnedBy() *User {
+	if x == nil {
+		return nil
+	}
+	return x.PinnedBy
 }
 
 // GetFrom returns the "from" member, or "" when x is nil or the member is
@@ -2976,6 +3168,15 @@ func (x *PullRequest) GetUseSquashPrTitleAsDefault() bool {
 	return *x.UseSquashPrTitleAsDefault
 }
 
+// GetStack returns the "stack" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequest) GetStack() *PullRequestStack {
+	if x == nil {
+		return nil
+	}
+	return x.Stack
+}
+
 // GetEnabledBy returns the "enabled_by" member, or nil when x is nil or the
 // member is absent or null.
 func (x *PullRequestAutoMerge) GetEnabledBy() *User {
@@ -3169,6 +3370,83 @@ func (x *PullRequestLinks) GetSelf() *Link {
 	return &x.Self
 }
 
+// GetBase returns the "base" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestStack) GetBase() *PullRequestStackBase {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
+	}
+	return &x.Base
+}
+
+// GetSize returns the "size" member, or 0 when x is nil or the member is absent
+// or null.
+func (x *PullRequestStack) GetSize() int64 {
+	if x == nil || x.Size == nil {
+		return 0
+	}
+	return *x.Size
+}
+
+// GetPosition returns the "position" member, or 0 when x is nil or the member
+// is absent or null.
+func (x *PullRequestStack) GetPosition() int64 {
+	if x == nil || x.Position == nil {
+		return 0
+	}
+	return *x.Position
+}
+
+// GetID returns the "id" member, or 0 when x is nil or the member is absent or
+// null.
+func (x *PullRequestStack) GetID() int64 {
+	if x == nil || x.ID == nil {
+		return 0
+	}
+	return *x.ID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *PullRequestStack) GetNumber() int64 {
+	if x == nil || x.Number == nil {
+		return 0
+	}
+	return *x.Number
+}
+
+// GetRef returns the "ref" member, or "" when x is nil.
+func (x *PullRequestStackBase) GetRef() string {
+	if x == nil {
+		return ""
+	}
+	return x.Ref
+}
+
+// GetSHA returns the "sha" member, or "" when x is nil.
+func (x *PullRequestStackBase) GetSHA() string {
+	if x == nil {
+		return ""
+	}
+	return x.SHA
+}
+
+// GetURL returns the "url" member, or "" when x is nil.
+func (x *Reactions) GetURL() string {
+	if x == nil {
+		return ""
+	}
+	return x.URL
+}
+
+// GetTotalCount returns the "total_count" member, or 0 when x is nil.
+func (x *Reactions) GetTotalCount() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.TotalCount
+}
+
 // GetPlusOne returns the "+1" member, or 0 when x is nil.
 func (x *Reactions) GetPlusOne() int64 {
 	if x == nil {
@@ -3185,20 +3463,20 @@ func (x *Reactions) GetMinusOne() int64 {
 	return x.MinusOne
 }
 
+// GetLaugh returns the "laugh" member, or 0 when x is nil.
+func (x *Reactions) GetLaugh() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Laugh
+}
+
 // GetConfused returns the "confused" member, or 0 when x is nil.
 func (x *Reactions) GetConfused() int64 {
 	if x == nil {
 		return 0
 	}
 	return x.Confused
-}
-
-// GetEyes returns the "eyes" member, or 0 when x is nil.
-func (x *Reactions) GetEyes() int64 {
-	if x == nil {
-		return 0
-	}
-	return x.Eyes
 }
 
 // GetHeart returns the "heart" member, or 0 when x is nil.
@@ -3217,12 +3495,12 @@ func (x *Reactions) GetHooray() int64 {
 	return x.Hooray
 }
 
-// GetLaugh returns the "laugh" member, or 0 when x is nil.
-func (x *Reactions) GetLaugh() int64 {
+// GetEyes returns the "eyes" member, or 0 when x is nil.
+func (x *Reactions) GetEyes() int64 {
 	if x == nil {
 		return 0
 	}
-	return x.Laugh
+	return x.Eyes
 }
 
 // GetRocket returns the "rocket" member, or 0 when x is nil.
@@ -3231,22 +3509,6 @@ func (x *Reactions) GetRocket() int64 {
 		return 0
 	}
 	return x.Rocket
-}
-
-// GetTotalCount returns the "total_count" member, or 0 when x is nil.
-func (x *Reactions) GetTotalCount() int64 {
-	if x == nil {
-		return 0
-	}
-	return x.TotalCount
-}
-
-// GetURL returns the "url" member, or "" when x is nil.
-func (x *Reactions) GetURL() string {
-	if x == nil {
-		return ""
-	}
-	return x.URL
 }
 
 // GetID returns the "id" member, or 0 when x is nil.
@@ -4123,6 +4385,24 @@ func (x *Repository) GetCodeSearchIndexStatus() *RepositoryCodeSearchIndexStatus
 		return nil
 	}
 	return x.CodeSearchIndexStatus
+}
+
+// GetHasPullRequests returns the "has_pull_requests" member, or false when x is
+// nil or the member is absent or null.
+func (x *Repository) GetHasPullRequests() bool {
+	if x == nil || x.HasPullRequests == nil {
+		return false
+	}
+	return *x.HasPullRequests
+}
+
+// GetPullRequestCreationPolicy returns the "pull_request_creation_policy"
+// member, or "" when x is nil or the member is absent or null.
+func (x *Repository) GetPullRequestCreationPolicy() RepositoryPullRequestCreationPolicy {
+	if x == nil || x.PullRequestCreationPolicy == nil {
+		return ""
+	}
+	return *x.PullRequestCreationPolicy
 }
 
 // GetPublic returns the "public" member, or false when x is nil or the member

@@ -483,6 +483,38 @@ type Issue struct {
 	ParentIssueURL           *string                   `json:"parent_issue_url,omitempty"`
 	IssueDependenciesSummary *IssueDependenciesSummary `json:"issue_dependencies_summary,omitempty"`
 	IssueFieldValues         []IssueFieldValue         `json:"issue_field_values,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	PinnedComment *IssueComment `json:"pinned_comment,omitempty"`
+
+	extra
+}
+
+// IssueComment: The comment itself.
+type IssueComment struct {
+	// How the author is associated with the repository.
+	AuthorAssociation AuthorAssociation `json:"author_association"`
+	// Contents of the issue comment
+	Body      string          `json:"body"`
+	CreatedAt codec.Timestamp `json:"created_at"`
+	HTMLURL   string          `json:"html_url"`
+	// Unique identifier of the issue comment
+	ID                    int64           `json:"id"`
+	IssueURL              string          `json:"issue_url"`
+	NodeID                string          `json:"node_id"`
+	PerformedViaGithubApp *App            `json:"performed_via_github_app,omitempty"`
+	Reactions             *Reactions      `json:"reactions,omitempty"`
+	UpdatedAt             codec.Timestamp `json:"updated_at"`
+	// URL for the issue comment
+	URL  string `json:"url"`
+	User *User  `json:"user,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	Pin *PinnedIssueComment `json:"pin,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	Minimized *MinimizedIssueComment `json:"minimized,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	BodyText *string `json:"body_text,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	BodyHTML *string `json:"body_html,omitempty"`
 
 	extra
 }
@@ -515,6 +547,14 @@ type IssueFieldValue struct {
 	Value *WebhookConfigInsecureSSL `json:"value,omitempty"`
 	// Details about the selected option (only present for single_select fields)
 	SingleSelectOption *IssueFieldValueSingleSelectOption `json:"single_select_option,omitempty"`
+	// The human-readable name of the issue field.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	IssueFieldName *string `json:"issue_field_name,omitempty"`
+	// Details about the selected options
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	MultiSelectOptions []IssueFieldValueSingleSelectOption `json:"multi_select_options,omitempty"`
 
 	extra
 }
@@ -640,6 +680,14 @@ type MinimalRepositoryPermissions struct {
 	extra
 }
 
+// MinimizedIssueComment: Details about why an issue comment was minimized.
+type MinimizedIssueComment struct {
+	// The reason the comment was minimized.
+	Reason *string `json:"reason,omitempty"`
+
+	extra
+}
+
 // Organization: A forge organization. Webhook payloads contain the
 // `organization` property when the webhook is configured for an organization,
 // or when the event occurs from activity in a repository owned by an
@@ -715,6 +763,15 @@ type PackageVersionPackageFile struct {
 	Size        int64   `json:"size"`
 	State       *string `json:"state,omitempty"`
 	UpdatedAt   string  `json:"updated_at"`
+
+	extra
+}
+
+// PinnedIssueComment: Context around who pinned an issue comment and when it
+// was pinned.
+type PinnedIssueComment struct {
+	PinnedAt codec.Timestamp `json:"pinned_at"`
+	PinnedBy *User           `json:"pinned_by,omitempty"`
 
 	extra
 }
@@ -817,6 +874,8 @@ type PullRequest struct {
 	// **This property is closing down. Please use `squash_merge_commit_title`
 	// instead.**
 	UseSquashPrTitleAsDefault *bool `json:"use_squash_pr_title_as_default,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	Stack *PullRequestStack `json:"stack,omitempty"`
 
 	extra
 }
@@ -872,18 +931,44 @@ type PullRequestLinks struct {
 	extra
 }
 
+// PullRequestStack: The stack information associated with a pull request.
+type PullRequestStack struct {
+	Base PullRequestStackBase `json:"base"`
+	// The total number of pull requests in the stack.
+	Size *int64 `json:"size,omitempty"`
+	// The one-based position of this pull request within the stack, where 1 is the
+	// bottom of the stack.
+	Position *int64 `json:"position,omitempty"`
+	// The ID of the stack that this pull request belongs to.
+	ID *int64 `json:"id,omitempty"`
+	// The number of the stack that this pull request belongs to.
+	Number *int64 `json:"number,omitempty"`
+
+	extra
+}
+
+// PullRequestStackBase is a type of the forge's payloads.
+type PullRequestStackBase struct {
+	// The base ref of the stack this pull request belongs to.
+	Ref string `json:"ref"`
+	// The base SHA of the stack this pull request belongs to.
+	SHA string `json:"sha"`
+
+	extra
+}
+
 // Reactions is a type of the forge's payloads.
 type Reactions struct {
+	URL        string `json:"url"`
+	TotalCount int64  `json:"total_count"`
 	PlusOne    int64  `json:"+1"`
 	MinusOne   int64  `json:"-1"`
+	Laugh      int64  `json:"laugh"`
 	Confused   int64  `json:"confused"`
-	Eyes       int64  `json:"eyes"`
 	Heart      int64  `json:"heart"`
 	Hooray     int64  `json:"hooray"`
-	Laugh      int64  `json:"laugh"`
+	Eyes       int64  `json:"eyes"`
 	Rocket     int64  `json:"rocket"`
-	TotalCount int64  `json:"total_count"`
-	URL        string `json:"url"`
 
 	extra
 }
@@ -1055,9 +1140,18 @@ type Repository struct {
 	AnonymousAccessEnabled *bool `json:"anonymous_access_enabled,omitempty"`
 	// The status of the code search index for this repository
 	CodeSearchIndexStatus *RepositoryCodeSearchIndexStatus `json:"code_search_index_status,omitempty"`
-	Public                *bool                            `json:"public,omitempty"`
-	RoleName              *string                          `json:"role_name,omitempty"`
-	Stargazers            *int64                           `json:"stargazers,omitempty"`
+	// Whether pull requests are enabled.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	HasPullRequests *bool `json:"has_pull_requests,omitempty"`
+	// The policy controlling who can create pull requests: all or
+	// collaborators_only.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	PullRequestCreationPolicy *RepositoryPullRequestCreationPolicy `json:"pull_request_creation_policy,omitempty"`
+	Public                    *bool                                `json:"public,omitempty"`
+	RoleName                  *string                              `json:"role_name,omitempty"`
+	Stargazers                *int64                               `json:"stargazers,omitempty"`
 
 	extra
 }

@@ -2851,16 +2851,12 @@ func DecodeCodeScanningAlertUnknownEvent(x *CodeScanningAlertUnknownEvent, d *co
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "alert":
 			err = codec.DecPtr(&x.Alert, d, DecodeCodeScanningAlert)
-		case "commit_oid":
-			err = codec.DecStringPtr(&x.CommitOID, d)
 		case "enterprise":
 			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		case "installation":
 			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
 		case "organization":
 			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
-		case "ref":
-			err = codec.DecStringPtr(&x.Ref, d)
 		case "repository":
 			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
 		case "sender":
@@ -2893,10 +2889,6 @@ func EncodeCodeScanningAlertUnknownEvent(x *CodeScanningAlertUnknownEvent, e *co
 		e.Key(",\"alert\":")
 		EncodeCodeScanningAlert(x.Alert, e)
 	}
-	if x.CommitOID != nil {
-		e.Key(",\"commit_oid\":")
-		codec.EncString(x.CommitOID, e)
-	}
 	if x.Enterprise != nil {
 		e.Key(",\"enterprise\":")
 		common.EncodeEnterprise(x.Enterprise, e)
@@ -2908,10 +2900,6 @@ func EncodeCodeScanningAlertUnknownEvent(x *CodeScanningAlertUnknownEvent, e *co
 	if x.Organization != nil {
 		e.Key(",\"organization\":")
 		common.EncodeOrganization(x.Organization, e)
-	}
-	if x.Ref != nil {
-		e.Key(",\"ref\":")
-		codec.EncString(x.Ref, e)
 	}
 	if x.Repository != nil {
 		e.Key(",\"repository\":")
@@ -3494,6 +3482,90 @@ func EncodeCodeScanningAlertReopenedByUserEvent(x *CodeScanningAlertReopenedByUs
 		common.EncodeRepository(&x.Repository, e)
 	}
 	if codec.Written(&x.extra, 5) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertUpdatedAssignmentEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeCodeScanningAlertUpdatedAssignmentEvent(x, &d), "CodeScanningAlertUpdatedAssignmentEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x CodeScanningAlertUpdatedAssignmentEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeCodeScanningAlertUpdatedAssignmentEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeCodeScanningAlertUpdatedAssignmentEvent reads a JSON object into *x, a
+// zero CodeScanningAlertUpdatedAssignmentEvent.
+func DecodeCodeScanningAlertUpdatedAssignmentEvent(x *CodeScanningAlertUpdatedAssignmentEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "alert":
+			err = codec.DecSeen(&x.Alert, d, &seen, 1, DecodeCodeScanningAlert)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 4)
+	return err
+}
+
+// EncodeCodeScanningAlertUpdatedAssignmentEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeCodeScanningAlertUpdatedAssignmentEvent(x *CodeScanningAlertUpdatedAssignmentEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"alert\":")
+		EncodeCodeScanningAlert(&x.Alert, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 3) {
 		e.Key(",\"sender\":")
 		common.EncodeUser(&x.Sender, e)
 	}

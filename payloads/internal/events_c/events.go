@@ -392,8 +392,9 @@ func (x *CheckSuiteUnknownEvent) GetAction() string {
 // one of *CodeScanningAlertAppearedInBranchEvent,
 // *CodeScanningAlertClosedByUserEvent, *CodeScanningAlertCreatedEvent,
 // *CodeScanningAlertFixedEvent, *CodeScanningAlertReopenedEvent,
-// *CodeScanningAlertReopenedByUserEvent, or *CodeScanningAlertUnknownEvent for
-// an action the schema does not know.
+// *CodeScanningAlertReopenedByUserEvent,
+// *CodeScanningAlertUpdatedAssignmentEvent, or *CodeScanningAlertUnknownEvent
+// for an action the schema does not know.
 //
 // This event occurs when there is activity relating to code scanning alerts in
 // a repository. For more information, see "About code scanning" and "About code
@@ -413,16 +414,12 @@ type CodeScanningAlertEvent interface {
 	//
 	// The code scanning alert involved in the event.
 	GetAlert() *CodeScanningAlert
-	// GetCommitOID returns the "commit_oid" member.
-	GetCommitOID() string
 	// GetEnterprise returns the "enterprise" member.
 	GetEnterprise() *common.Enterprise
 	// GetInstallation returns the "installation" member.
 	GetInstallation() *common.SimpleInstallation
 	// GetOrganization returns the "organization" member.
 	GetOrganization() *common.Organization
-	// GetRef returns the "ref" member.
-	GetRef() string
 	// GetRepository returns the "repository" member.
 	GetRepository() *common.Repository
 	// GetSender returns the "sender" member.
@@ -624,6 +621,37 @@ func (x *CodeScanningAlertReopenedByUserEvent) GetAction() string {
 	return "reopened_by_user"
 }
 
+// CodeScanningAlertUpdatedAssignmentEvent is the payload of a
+// "code_scanning_alert" delivery with action "updated_assignment".
+//
+// The assignees list of a code scanning alert has been updated.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+type CodeScanningAlertUpdatedAssignmentEvent struct {
+	Action string `json:"action"`
+	// The code scanning alert involved in the event.
+	Alert        CodeScanningAlert          `json:"alert"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       common.User                `json:"sender"`
+
+	extra
+}
+
+// PayloadName returns "code_scanning_alert.updated_assignment".
+func (x *CodeScanningAlertUpdatedAssignmentEvent) PayloadName() string {
+	return "code_scanning_alert.updated_assignment"
+}
+
+func (*CodeScanningAlertUpdatedAssignmentEvent) isCodeScanningAlertEvent() {}
+
+// GetAction returns the payload's action.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) GetAction() string {
+	return "updated_assignment"
+}
+
 // CodeScanningAlertUnknownEvent is the payload of a "code_scanning_alert"
 // delivery whose action the schema does not know. It has the members all known
 // actions share, the action, and in Raw the whole payload; other members are
@@ -632,11 +660,9 @@ type CodeScanningAlertUnknownEvent struct {
 	Action string `json:"action"`
 	// The code scanning alert involved in the event.
 	Alert        *CodeScanningAlert         `json:"alert,omitempty"`
-	CommitOID    *string                    `json:"commit_oid,omitempty"`
 	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
 	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 	Organization *common.Organization       `json:"organization,omitempty"`
-	Ref          *string                    `json:"ref,omitempty"`
 	Repository   *common.Repository         `json:"repository,omitempty"`
 	Sender       *common.User               `json:"sender,omitempty"`
 	// Raw is the payload as received.

@@ -2426,15 +2426,6 @@ func (x *CodeScanningAlertUnknownEvent) GetAlert() *CodeScanningAlert {
 	return x.Alert
 }
 
-// GetCommitOID returns the "commit_oid" member, or "" when x is nil or the
-// member is absent or null.
-func (x *CodeScanningAlertUnknownEvent) GetCommitOID() string {
-	if x == nil || x.CommitOID == nil {
-		return ""
-	}
-	return *x.CommitOID
-}
-
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *CodeScanningAlertUnknownEvent) GetEnterprise() *common.Enterprise {
@@ -2460,15 +2451,6 @@ func (x *CodeScanningAlertUnknownEvent) GetOrganization() *common.Organization {
 		return nil
 	}
 	return x.Organization
-}
-
-// GetRef returns the "ref" member, or "" when x is nil or the member is absent
-// or null.
-func (x *CodeScanningAlertUnknownEvent) GetRef() string {
-	if x == nil || x.Ref == nil {
-		return ""
-	}
-	return *x.Ref
 }
 
 // GetRepository returns the "repository" member, or nil when x is nil or the
@@ -2906,6 +2888,60 @@ func (x *CodeScanningAlertReopenedByUserEvent) GetRepository() *common.Repositor
 // absent or null.
 func (x *CodeScanningAlertReopenedByUserEvent) GetSender() *common.User {
 	if x == nil || !codec.Written(&x.extra, 5) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetAlert returns the "alert" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) GetAlert() *CodeScanningAlert {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Alert
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *CodeScanningAlertUpdatedAssignmentEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
 		return nil
 	}
 	return &x.Sender

@@ -79,6 +79,9 @@ func decodeCodeScanningAlertEvent(action []byte, d *codec.Decoder) (codec.Payloa
 	case "reopened_by_user":
 		x := new(CodeScanningAlertReopenedByUserEvent)
 		return codec.Decoded(x, d.Finish(DecodeCodeScanningAlertReopenedByUserEvent(x, d), "CodeScanningAlertReopenedByUserEvent"))
+	case "updated_assignment":
+		x := new(CodeScanningAlertUpdatedAssignmentEvent)
+		return codec.Decoded(x, d.Finish(DecodeCodeScanningAlertUpdatedAssignmentEvent(x, d), "CodeScanningAlertUpdatedAssignmentEvent"))
 	default:
 		x := new(CodeScanningAlertUnknownEvent)
 		return codec.Decoded(x, d.Finish(DecodeCodeScanningAlertUnknownEvent(x, d), "CodeScanningAlertUnknownEvent"))

@@ -8,6 +8,58 @@ import (
 )
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *CodeScanningAlertDismissalRequestData) UnmarshalJSON(b []byte) error {
+	*x = CodeScanningAlertDismissalRequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeCodeScanningAlertDismissalRequestData(x, &d), "CodeScanningAlertDismissalRequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x CodeScanningAlertDismissalRequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeCodeScanningAlertDismissalRequestData(&x, e)
+	return e.Result()
+}
+
+// DecodeCodeScanningAlertDismissalRequestData reads a JSON object into *x, a
+// zero CodeScanningAlertDismissalRequestData.
+func DecodeCodeScanningAlertDismissalRequestData(x *CodeScanningAlertDismissalRequestData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "type":
+			err = codec.DecStringPtr(&x.Type, d)
+		case "data":
+			err = codec.DecSlice(&x.Data, d, DecodeRequestData)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeCodeScanningAlertDismissalRequestData writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeCodeScanningAlertDismissalRequestData(x *CodeScanningAlertDismissalRequestData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Type != nil {
+		e.Key(",\"type\":")
+		codec.EncString(x.Type, e)
+	}
+	if x.Data != nil {
+		e.Key(",\"data\":")
+		codec.EncSlice(&x.Data, e, EncodeRequestData)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlert) UnmarshalJSON(b []byte) error {
 	*x = DependabotAlert{}
 	d := codec.NewDecoder(b)
@@ -59,6 +111,10 @@ func DecodeDependabotAlert(x *DependabotAlert, d *codec.Decoder) error {
 			err = codec.DecTimestampPtr(&x.FixedAt, d)
 		case "auto_dismissed_at":
 			err = codec.DecTimestampPtr(&x.AutoDismissedAt, d)
+		case "dismissal_request":
+			err = codec.DecPtr(&x.DismissalRequest, d, DecodeDependabotAlertDismissalRequest)
+		case "assignees":
+			err = codec.DecSlice(&x.Assignees, d, common.DecodeUser)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -136,6 +192,14 @@ func EncodeDependabotAlert(x *DependabotAlert, e *codec.Encoder) {
 		e.Key(",\"auto_dismissed_at\":")
 		codec.EncTimestamp(x.AutoDismissedAt, e)
 	}
+	if x.DismissalRequest != nil {
+		e.Key(",\"dismissal_request\":")
+		EncodeDependabotAlertDismissalRequest(x.DismissalRequest, e)
+	}
+	if x.Assignees != nil {
+		e.Key(",\"assignees\":")
+		codec.EncSlice(&x.Assignees, e, common.EncodeUser)
+	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
 }
@@ -209,6 +273,182 @@ func EncodeDependabotAlertDependency(x *DependabotAlertDependency, e *codec.Enco
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DependabotAlertDismissalRequest) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertDismissalRequest{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDependabotAlertDismissalRequest(x, &d), "DependabotAlertDismissalRequest")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DependabotAlertDismissalRequest) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDependabotAlertDismissalRequest(&x, e)
+	return e.Result()
+}
+
+// DecodeDependabotAlertDismissalRequest reads a JSON object into *x, a zero
+// DependabotAlertDismissalRequest.
+func DecodeDependabotAlertDismissalRequest(x *DependabotAlertDismissalRequest, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "id":
+			err = codec.DecInt64Ptr(&x.ID, d)
+		case "status":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.Status = (*common.DependabotAlertDismissalRequestStatus)(p)
+		case "requester":
+			err = codec.DecPtr(&x.Requester, d, DecodeDependabotAlertDismissalRequestRequester)
+		case "created_at":
+			err = codec.DecTimestampPtr(&x.CreatedAt, d)
+		case "url":
+			err = codec.DecStringPtr(&x.URL, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeDependabotAlertDismissalRequest writes *x as a JSON object: its members
+// as they were decoded.
+func EncodeDependabotAlertDismissalRequest(x *DependabotAlertDismissalRequest, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.ID != nil {
+		e.Key(",\"id\":")
+		codec.EncInt64(x.ID, e)
+	}
+	if x.Status != nil {
+		e.Key(",\"status\":")
+		common.EncodeDependabotAlertDismissalRequestStatus(x.Status, e)
+	}
+	if x.Requester != nil {
+		e.Key(",\"requester\":")
+		EncodeDependabotAlertDismissalRequestRequester(x.Requester, e)
+	}
+	if x.CreatedAt != nil {
+		e.Key(",\"created_at\":")
+		codec.EncTimestamp(x.CreatedAt, e)
+	}
+	if x.URL != nil {
+		e.Key(",\"url\":")
+		codec.EncString(x.URL, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DependabotAlertDismissalRequestData) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertDismissalRequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDependabotAlertDismissalRequestData(x, &d), "DependabotAlertDismissalRequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DependabotAlertDismissalRequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDependabotAlertDismissalRequestData(&x, e)
+	return e.Result()
+}
+
+// DecodeDependabotAlertDismissalRequestData reads a JSON object into *x, a zero
+// DependabotAlertDismissalRequestData.
+func DecodeDependabotAlertDismissalRequestData(x *DependabotAlertDismissalRequestData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "type":
+			err = codec.DecStringPtr(&x.Type, d)
+		case "data":
+			err = codec.DecSlice(&x.Data, d, DecodeRequestData)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeDependabotAlertDismissalRequestData writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeDependabotAlertDismissalRequestData(x *DependabotAlertDismissalRequestData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Type != nil {
+		e.Key(",\"type\":")
+		codec.EncString(x.Type, e)
+	}
+	if x.Data != nil {
+		e.Key(",\"data\":")
+		codec.EncSlice(&x.Data, e, EncodeRequestData)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DependabotAlertDismissalRequestRequester) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertDismissalRequestRequester{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDependabotAlertDismissalRequestRequester(x, &d), "DependabotAlertDismissalRequestRequester")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DependabotAlertDismissalRequestRequester) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDependabotAlertDismissalRequestRequester(&x, e)
+	return e.Result()
+}
+
+// DecodeDependabotAlertDismissalRequestRequester reads a JSON object into *x, a
+// zero DependabotAlertDismissalRequestRequester.
+func DecodeDependabotAlertDismissalRequestRequester(x *DependabotAlertDismissalRequestRequester, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "id":
+			err = codec.DecInt64Ptr(&x.ID, d)
+		case "login":
+			err = codec.DecStringPtr(&x.Login, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeDependabotAlertDismissalRequestRequester writes *x as a JSON object:
+// its members as they were decoded.
+func EncodeDependabotAlertDismissalRequestRequester(x *DependabotAlertDismissalRequestRequester, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.ID != nil {
+		e.Key(",\"id\":")
+		codec.EncInt64(x.ID, e)
+	}
+	if x.Login != nil {
+		e.Key(",\"login\":")
+		codec.EncString(x.Login, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DependabotAlertSecurityAdvisory) UnmarshalJSON(b []byte) error {
 	*x = DependabotAlertSecurityAdvisory{}
 	d := codec.NewDecoder(b)
@@ -243,6 +483,10 @@ func DecodeDependabotAlertSecurityAdvisory(x *DependabotAlertSecurityAdvisory, d
 			}
 		case "severity":
 			err = codec.DecSeen(&x.Severity, d, &seen, 4, common.DecodeDependabotAlertSecurityAdvisorySeverity)
+		case "classification":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.Classification = (*common.DependabotAlertSecurityAdvisoryClassification)(p)
 		case "cvss":
 			err = codec.DecSeen(&x.CVSS, d, &seen, 5, common.DecodeSecurityAdvisoryCVSS)
 		case "cvss_severities":
@@ -307,6 +551,10 @@ func EncodeDependabotAlertSecurityAdvisory(x *DependabotAlertSecurityAdvisory, e
 	if codec.Written(&x.extra, 4) {
 		e.Key(",\"severity\":")
 		common.EncodeDependabotAlertSecurityAdvisorySeverity(&x.Severity, e)
+	}
+	if x.Classification != nil {
+		e.Key(",\"classification\":")
+		common.EncodeDependabotAlertSecurityAdvisoryClassification(x.Classification, e)
 	}
 	if codec.Written(&x.extra, 5) {
 		e.Key(",\"cvss\":")
@@ -2286,6 +2534,705 @@ func EncodeDiscussionTransferredChanges(x *DiscussionTransferredChanges, e *code
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *ExemptionRequest) UnmarshalJSON(b []byte) error {
+	*x = ExemptionRequest{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeExemptionRequest(x, &d), "ExemptionRequest")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x ExemptionRequest) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeExemptionRequest(&x, e)
+	return e.Result()
+}
+
+// DecodeExemptionRequest reads a JSON object into *x, a zero ExemptionRequest.
+func DecodeExemptionRequest(x *ExemptionRequest, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "id":
+			err = codec.DecInt64Ptr(&x.ID, d)
+		case "number":
+			err = codec.DecInt64Ptr(&x.Number, d)
+		case "repository_id":
+			err = codec.DecInt64Ptr(&x.RepositoryID, d)
+		case "requester_id":
+			err = codec.DecInt64Ptr(&x.RequesterID, d)
+		case "requester_login":
+			err = codec.DecStringPtr(&x.RequesterLogin, d)
+		case "request_type":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.RequestType = (*common.ExemptionRequestRequestType)(p)
+		case "exemption_request_data":
+			err = codec.DecPtr(&x.ExemptionRequestData, d, DecodeExemptionRequestData)
+		case "resource_identifier":
+			err = codec.DecStringPtr(&x.ResourceIdentifier, d)
+		case "status":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.Status = (*common.ExemptionRequestStatus)(p)
+		case "requester_comment":
+			err = codec.DecStringPtr(&x.RequesterComment, d)
+		case "metadata":
+			err = codec.DecRaw(&x.Metadata, d)
+		case "expires_at":
+			err = codec.DecTimestampPtr(&x.ExpiresAt, d)
+		case "created_at":
+			err = codec.DecTimestampPtr(&x.CreatedAt, d)
+		case "responses":
+			err = codec.DecSlice(&x.Responses, d, DecodeExemptionResponse)
+		case "html_url":
+			err = codec.DecStringPtr(&x.HTMLURL, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeExemptionRequest writes *x as a JSON object: its members as they were
+// decoded.
+func EncodeExemptionRequest(x *ExemptionRequest, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.ID != nil {
+		e.Key(",\"id\":")
+		codec.EncInt64(x.ID, e)
+	}
+	if x.Number != nil {
+		e.Key(",\"number\":")
+		codec.EncInt64(x.Number, e)
+	}
+	if x.RepositoryID != nil {
+		e.Key(",\"repository_id\":")
+		codec.EncInt64(x.RepositoryID, e)
+	}
+	if x.RequesterID != nil {
+		e.Key(",\"requester_id\":")
+		codec.EncInt64(x.RequesterID, e)
+	}
+	if x.RequesterLogin != nil {
+		e.Key(",\"requester_login\":")
+		codec.EncString(x.RequesterLogin, e)
+	}
+	if x.RequestType != nil {
+		e.Key(",\"request_type\":")
+		common.EncodeExemptionRequestRequestType(x.RequestType, e)
+	}
+	if x.ExemptionRequestData != nil {
+		e.Key(",\"exemption_request_data\":")
+		EncodeExemptionRequestData(x.ExemptionRequestData, e)
+	}
+	if x.ResourceIdentifier != nil {
+		e.Key(",\"resource_identifier\":")
+		codec.EncString(x.ResourceIdentifier, e)
+	}
+	if x.Status != nil {
+		e.Key(",\"status\":")
+		common.EncodeExemptionRequestStatus(x.Status, e)
+	}
+	if x.RequesterComment != nil {
+		e.Key(",\"requester_comment\":")
+		codec.EncString(x.RequesterComment, e)
+	}
+	if x.Metadata != nil {
+		e.Key(",\"metadata\":")
+		codec.EncRaw(&x.Metadata, e)
+	}
+	if x.ExpiresAt != nil {
+		e.Key(",\"expires_at\":")
+		codec.EncTimestamp(x.ExpiresAt, e)
+	}
+	if x.CreatedAt != nil {
+		e.Key(",\"created_at\":")
+		codec.EncTimestamp(x.CreatedAt, e)
+	}
+	if x.Responses != nil {
+		e.Key(",\"responses\":")
+		codec.EncSlice(&x.Responses, e, EncodeExemptionResponse)
+	}
+	if x.HTMLURL != nil {
+		e.Key(",\"html_url\":")
+		codec.EncString(x.HTMLURL, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *ExemptionResponse) UnmarshalJSON(b []byte) error {
+	*x = ExemptionResponse{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeExemptionResponse(x, &d), "ExemptionResponse")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x ExemptionResponse) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeExemptionResponse(&x, e)
+	return e.Result()
+}
+
+// DecodeExemptionResponse reads a JSON object into *x, a zero
+// ExemptionResponse.
+func DecodeExemptionResponse(x *ExemptionResponse, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "id":
+			err = codec.DecInt64Ptr(&x.ID, d)
+		case "reviewer_id":
+			err = codec.DecInt64Ptr(&x.ReviewerID, d)
+		case "reviewer_login":
+			err = codec.DecStringPtr(&x.ReviewerLogin, d)
+		case "status":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.Status = (*common.ExemptionResponseStatus)(p)
+		case "reviewer_comment":
+			err = codec.DecStringPtr(&x.ReviewerComment, d)
+		case "created_at":
+			err = codec.DecTimestampPtr(&x.CreatedAt, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeExemptionResponse writes *x as a JSON object: its members as they were
+// decoded.
+func EncodeExemptionResponse(x *ExemptionResponse, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.ID != nil {
+		e.Key(",\"id\":")
+		codec.EncInt64(x.ID, e)
+	}
+	if x.ReviewerID != nil {
+		e.Key(",\"reviewer_id\":")
+		codec.EncInt64(x.ReviewerID, e)
+	}
+	if x.ReviewerLogin != nil {
+		e.Key(",\"reviewer_login\":")
+		codec.EncString(x.ReviewerLogin, e)
+	}
+	if x.Status != nil {
+		e.Key(",\"status\":")
+		common.EncodeExemptionResponseStatus(x.Status, e)
+	}
+	if x.ReviewerComment != nil {
+		e.Key(",\"reviewer_comment\":")
+		codec.EncString(x.ReviewerComment, e)
+	}
+	if x.CreatedAt != nil {
+		e.Key(",\"created_at\":")
+		codec.EncTimestamp(x.CreatedAt, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *LicenseComplianceAlertClosureRequestData) UnmarshalJSON(b []byte) error {
+	*x = LicenseComplianceAlertClosureRequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeLicenseComplianceAlertClosureRequestData(x, &d), "LicenseComplianceAlertClosureRequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x LicenseComplianceAlertClosureRequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeLicenseComplianceAlertClosureRequestData(&x, e)
+	return e.Result()
+}
+
+// DecodeLicenseComplianceAlertClosureRequestData reads a JSON object into *x, a
+// zero LicenseComplianceAlertClosureRequestData.
+func DecodeLicenseComplianceAlertClosureRequestData(x *LicenseComplianceAlertClosureRequestData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "type":
+			err = codec.DecStringPtr(&x.Type, d)
+		case "data":
+			err = codec.DecSlice(&x.Data, d, DecodeRequestData)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeLicenseComplianceAlertClosureRequestData writes *x as a JSON object:
+// its members as they were decoded.
+func EncodeLicenseComplianceAlertClosureRequestData(x *LicenseComplianceAlertClosureRequestData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Type != nil {
+		e.Key(",\"type\":")
+		codec.EncString(x.Type, e)
+	}
+	if x.Data != nil {
+		e.Key(",\"data\":")
+		codec.EncSlice(&x.Data, e, EncodeRequestData)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PushRulesetBypassExemptionRequestData) UnmarshalJSON(b []byte) error {
+	*x = PushRulesetBypassExemptionRequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePushRulesetBypassExemptionRequestData(x, &d), "PushRulesetBypassExemptionRequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PushRulesetBypassExemptionRequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePushRulesetBypassExemptionRequestData(&x, e)
+	return e.Result()
+}
+
+// DecodePushRulesetBypassExemptionRequestData reads a JSON object into *x, a
+// zero PushRulesetBypassExemptionRequestData.
+func DecodePushRulesetBypassExemptionRequestData(x *PushRulesetBypassExemptionRequestData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "type":
+			err = codec.DecStringPtr(&x.Type, d)
+		case "data":
+			err = codec.DecSlice(&x.Data, d, DecodePushRulesetBypassExemptionRequestDataData)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodePushRulesetBypassExemptionRequestData writes *x as a JSON object: its
+// members as they were decoded.
+func EncodePushRulesetBypassExemptionRequestData(x *PushRulesetBypassExemptionRequestData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Type != nil {
+		e.Key(",\"type\":")
+		codec.EncString(x.Type, e)
+	}
+	if x.Data != nil {
+		e.Key(",\"data\":")
+		codec.EncSlice(&x.Data, e, EncodePushRulesetBypassExemptionRequestDataData)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PushRulesetBypassExemptionRequestDataData) UnmarshalJSON(b []byte) error {
+	*x = PushRulesetBypassExemptionRequestDataData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePushRulesetBypassExemptionRequestDataData(x, &d), "PushRulesetBypassExemptionRequestDataData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PushRulesetBypassExemptionRequestDataData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePushRulesetBypassExemptionRequestDataData(&x, e)
+	return e.Result()
+}
+
+// DecodePushRulesetBypassExemptionRequestDataData reads a JSON object into *x,
+// a zero PushRulesetBypassExemptionRequestDataData.
+func DecodePushRulesetBypassExemptionRequestDataData(x *PushRulesetBypassExemptionRequestDataData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "ruleset_id":
+			err = codec.DecInt64Ptr(&x.RulesetID, d)
+		case "ruleset_name":
+			err = codec.DecStringPtr(&x.RulesetName, d)
+		case "total_violations":
+			err = codec.DecInt64Ptr(&x.TotalViolations, d)
+		case "rule_type":
+			err = codec.DecStringPtr(&x.RuleType, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodePushRulesetBypassExemptionRequestDataData writes *x as a JSON object:
+// its members as they were decoded.
+func EncodePushRulesetBypassExemptionRequestDataData(x *PushRulesetBypassExemptionRequestDataData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.RulesetID != nil {
+		e.Key(",\"ruleset_id\":")
+		codec.EncInt64(x.RulesetID, e)
+	}
+	if x.RulesetName != nil {
+		e.Key(",\"ruleset_name\":")
+		codec.EncString(x.RulesetName, e)
+	}
+	if x.TotalViolations != nil {
+		e.Key(",\"total_violations\":")
+		codec.EncInt64(x.TotalViolations, e)
+	}
+	if x.RuleType != nil {
+		e.Key(",\"rule_type\":")
+		codec.EncString(x.RuleType, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *RequestData) UnmarshalJSON(b []byte) error {
+	*x = RequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeRequestData(x, &d), "RequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x RequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeRequestData(&x, e)
+	return e.Result()
+}
+
+// DecodeRequestData reads a JSON object into *x, a zero RequestData.
+func DecodeRequestData(x *RequestData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "alert_number":
+			err = codec.DecStringPtr(&x.AlertNumber, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeRequestData writes *x as a JSON object: its members as they were
+// decoded.
+func EncodeRequestData(x *RequestData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.AlertNumber != nil {
+		e.Key(",\"alert_number\":")
+		codec.EncString(x.AlertNumber, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningAlertDismissalRequestData) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertDismissalRequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningAlertDismissalRequestData(x, &d), "SecretScanningAlertDismissalRequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningAlertDismissalRequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningAlertDismissalRequestData(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningAlertDismissalRequestData reads a JSON object into *x, a
+// zero SecretScanningAlertDismissalRequestData.
+func DecodeSecretScanningAlertDismissalRequestData(x *SecretScanningAlertDismissalRequestData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "type":
+			err = codec.DecStringPtr(&x.Type, d)
+		case "data":
+			err = codec.DecSlice(&x.Data, d, DecodeSecretScanningAlertDismissalRequestDataData)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeSecretScanningAlertDismissalRequestData writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeSecretScanningAlertDismissalRequestData(x *SecretScanningAlertDismissalRequestData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Type != nil {
+		e.Key(",\"type\":")
+		codec.EncString(x.Type, e)
+	}
+	if x.Data != nil {
+		e.Key(",\"data\":")
+		codec.EncSlice(&x.Data, e, EncodeSecretScanningAlertDismissalRequestDataData)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningAlertDismissalRequestDataData) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertDismissalRequestDataData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningAlertDismissalRequestDataData(x, &d), "SecretScanningAlertDismissalRequestDataData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningAlertDismissalRequestDataData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningAlertDismissalRequestDataData(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningAlertDismissalRequestDataData reads a JSON object into
+// *x, a zero SecretScanningAlertDismissalRequestDataData.
+func DecodeSecretScanningAlertDismissalRequestDataData(x *SecretScanningAlertDismissalRequestDataData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "reason":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.Reason = (*common.SecretScanningAlertDismissalRequestDataDataReason)(p)
+		case "secret_type":
+			err = codec.DecStringPtr(&x.SecretType, d)
+		case "alert_number":
+			err = codec.DecStringPtr(&x.AlertNumber, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeSecretScanningAlertDismissalRequestDataData writes *x as a JSON object:
+// its members as they were decoded.
+func EncodeSecretScanningAlertDismissalRequestDataData(x *SecretScanningAlertDismissalRequestDataData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Reason != nil {
+		e.Key(",\"reason\":")
+		common.EncodeSecretScanningAlertDismissalRequestDataDataReason(x.Reason, e)
+	}
+	if x.SecretType != nil {
+		e.Key(",\"secret_type\":")
+		codec.EncString(x.SecretType, e)
+	}
+	if x.AlertNumber != nil {
+		e.Key(",\"alert_number\":")
+		codec.EncString(x.AlertNumber, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningPushProtectionExemptionRequestData) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningPushProtectionExemptionRequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningPushProtectionExemptionRequestData(x, &d), "SecretScanningPushProtectionExemptionRequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningPushProtectionExemptionRequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningPushProtectionExemptionRequestData(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningPushProtectionExemptionRequestData reads a JSON object
+// into *x, a zero SecretScanningPushProtectionExemptionRequestData.
+func DecodeSecretScanningPushProtectionExemptionRequestData(x *SecretScanningPushProtectionExemptionRequestData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "type":
+			err = codec.DecStringPtr(&x.Type, d)
+		case "data":
+			err = codec.DecSlice(&x.Data, d, DecodeSecretScanningPushProtectionExemptionRequestDataData)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeSecretScanningPushProtectionExemptionRequestData writes *x as a JSON
+// object: its members as they were decoded.
+func EncodeSecretScanningPushProtectionExemptionRequestData(x *SecretScanningPushProtectionExemptionRequestData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Type != nil {
+		e.Key(",\"type\":")
+		codec.EncString(x.Type, e)
+	}
+	if x.Data != nil {
+		e.Key(",\"data\":")
+		codec.EncSlice(&x.Data, e, EncodeSecretScanningPushProtectionExemptionRequestDataData)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningPushProtectionExemptionRequestDataData) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningPushProtectionExemptionRequestDataData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningPushProtectionExemptionRequestDataData(x, &d), "SecretScanningPushProtectionExemptionRequestDataData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningPushProtectionExemptionRequestDataData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningPushProtectionExemptionRequestDataData(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningPushProtectionExemptionRequestDataData reads a JSON
+// object into *x, a zero SecretScanningPushProtectionExemptionRequestDataData.
+func DecodeSecretScanningPushProtectionExemptionRequestDataData(x *SecretScanningPushProtectionExemptionRequestDataData, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "secret_type":
+			err = codec.DecStringPtr(&x.SecretType, d)
+		case "locations":
+			err = codec.DecSlice(&x.Locations, d, DecodeSecretScanningPushProtectionExemptionRequestDataDataLocation)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeSecretScanningPushProtectionExemptionRequestDataData writes *x as a
+// JSON object: its members as they were decoded.
+func EncodeSecretScanningPushProtectionExemptionRequestDataData(x *SecretScanningPushProtectionExemptionRequestDataData, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.SecretType != nil {
+		e.Key(",\"secret_type\":")
+		codec.EncString(x.SecretType, e)
+	}
+	if x.Locations != nil {
+		e.Key(",\"locations\":")
+		codec.EncSlice(&x.Locations, e, EncodeSecretScanningPushProtectionExemptionRequestDataDataLocation)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningPushProtectionExemptionRequestDataDataLocation) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningPushProtectionExemptionRequestDataDataLocation{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningPushProtectionExemptionRequestDataDataLocation(x, &d), "SecretScanningPushProtectionExemptionRequestDataDataLocation")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningPushProtectionExemptionRequestDataDataLocation) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningPushProtectionExemptionRequestDataDataLocation(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningPushProtectionExemptionRequestDataDataLocation reads a
+// JSON object into *x, a zero
+// SecretScanningPushProtectionExemptionRequestDataDataLocation.
+func DecodeSecretScanningPushProtectionExemptionRequestDataDataLocation(x *SecretScanningPushProtectionExemptionRequestDataDataLocation, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "commit":
+			err = codec.DecStringPtr(&x.Commit, d)
+		case "branch":
+			err = codec.DecStringPtr(&x.Branch, d)
+		case "path":
+			err = codec.DecStringPtr(&x.Path, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	return err
+}
+
+// EncodeSecretScanningPushProtectionExemptionRequestDataDataLocation writes *x
+// as a JSON object: its members as they were decoded.
+func EncodeSecretScanningPushProtectionExemptionRequestDataDataLocation(x *SecretScanningPushProtectionExemptionRequestDataDataLocation, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.Commit != nil {
+		e.Key(",\"commit\":")
+		codec.EncString(x.Commit, e)
+	}
+	if x.Branch != nil {
+		e.Key(",\"branch\":")
+		codec.EncString(x.Branch, e)
+	}
+	if x.Path != nil {
+		e.Key(",\"path\":")
+		codec.EncString(x.Path, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *SecurityAdvisoryEPSS) UnmarshalJSON(b []byte) error {
 	*x = SecurityAdvisoryEPSS{}
 	d := codec.NewDecoder(b)
@@ -2509,6 +3456,90 @@ func EncodeDependabotAlertUnknownEvent(x *DependabotAlertUnknownEvent, e *codec.
 	if x.Sender != nil {
 		e.Key(",\"sender\":")
 		common.EncodeUser(x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DependabotAlertAssigneesChangedEvent) UnmarshalJSON(b []byte) error {
+	*x = DependabotAlertAssigneesChangedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDependabotAlertAssigneesChangedEvent(x, &d), "DependabotAlertAssigneesChangedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DependabotAlertAssigneesChangedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDependabotAlertAssigneesChangedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeDependabotAlertAssigneesChangedEvent reads a JSON object into *x, a
+// zero DependabotAlertAssigneesChangedEvent.
+func DecodeDependabotAlertAssigneesChangedEvent(x *DependabotAlertAssigneesChangedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "alert":
+			err = codec.DecSeen(&x.Alert, d, &seen, 1, DecodeDependabotAlert)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 4)
+	return err
+}
+
+// EncodeDependabotAlertAssigneesChangedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeDependabotAlertAssigneesChangedEvent(x *DependabotAlertAssigneesChangedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"alert\":")
+		EncodeDependabotAlert(&x.Alert, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -6205,6 +7236,352 @@ func EncodeDiscussionCommentEditedEvent(x *DiscussionCommentEditedEvent, e *code
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DismissalRequestDependabotUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = DismissalRequestDependabotUnknownEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDismissalRequestDependabotUnknownEvent(x, &d), "DismissalRequestDependabotUnknownEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DismissalRequestDependabotUnknownEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDismissalRequestDependabotUnknownEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeDismissalRequestDependabotUnknownEvent reads a JSON object into *x, a
+// zero DismissalRequestDependabotUnknownEvent.
+func DecodeDismissalRequestDependabotUnknownEvent(x *DismissalRequestDependabotUnknownEvent, d *codec.Decoder) error {
+	start := d.Start()
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
+		case "exemption_request":
+			err = codec.DecPtr(&x.ExemptionRequest, d, DecodeExemptionRequest)
+		case "sender":
+			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	if err == nil {
+		x.Raw = d.Since(start)
+	}
+	return err
+}
+
+// EncodeDismissalRequestDependabotUnknownEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeDismissalRequestDependabotUnknownEvent(x *DismissalRequestDependabotUnknownEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if x.Repository != nil {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(x.Repository, e)
+	}
+	if x.ExemptionRequest != nil {
+		e.Key(",\"exemption_request\":")
+		EncodeExemptionRequest(x.ExemptionRequest, e)
+	}
+	if x.Sender != nil {
+		e.Key(",\"sender\":")
+		common.EncodeUser(x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DismissalRequestDependabotCancelledEvent) UnmarshalJSON(b []byte) error {
+	*x = DismissalRequestDependabotCancelledEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDismissalRequestDependabotCancelledEvent(x, &d), "DismissalRequestDependabotCancelledEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DismissalRequestDependabotCancelledEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDismissalRequestDependabotCancelledEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeDismissalRequestDependabotCancelledEvent reads a JSON object into *x, a
+// zero DismissalRequestDependabotCancelledEvent.
+func DecodeDismissalRequestDependabotCancelledEvent(x *DismissalRequestDependabotCancelledEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
+		case "exemption_request":
+			err = codec.DecSeen(&x.ExemptionRequest, d, &seen, 1, DecodeExemptionRequest)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 2, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 3)
+	return err
+}
+
+// EncodeDismissalRequestDependabotCancelledEvent writes *x as a JSON object:
+// its members as they were decoded.
+func EncodeDismissalRequestDependabotCancelledEvent(x *DismissalRequestDependabotCancelledEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if x.Repository != nil {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(x.Repository, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"exemption_request\":")
+		EncodeExemptionRequest(&x.ExemptionRequest, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DismissalRequestDependabotCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = DismissalRequestDependabotCreatedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDismissalRequestDependabotCreatedEvent(x, &d), "DismissalRequestDependabotCreatedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DismissalRequestDependabotCreatedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDismissalRequestDependabotCreatedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeDismissalRequestDependabotCreatedEvent reads a JSON object into *x, a
+// zero DismissalRequestDependabotCreatedEvent.
+func DecodeDismissalRequestDependabotCreatedEvent(x *DismissalRequestDependabotCreatedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
+		case "exemption_request":
+			err = codec.DecSeen(&x.ExemptionRequest, d, &seen, 1, DecodeExemptionRequest)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 2, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 3)
+	return err
+}
+
+// EncodeDismissalRequestDependabotCreatedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeDismissalRequestDependabotCreatedEvent(x *DismissalRequestDependabotCreatedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if x.Repository != nil {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(x.Repository, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"exemption_request\":")
+		EncodeExemptionRequest(&x.ExemptionRequest, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) UnmarshalJSON(b []byte) error {
+	*x = DismissalRequestDependabotResponseSubmittedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeDismissalRequestDependabotResponseSubmittedEvent(x, &d), "DismissalRequestDependabotResponseSubmittedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x DismissalRequestDependabotResponseSubmittedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeDismissalRequestDependabotResponseSubmittedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeDismissalRequestDependabotResponseSubmittedEvent reads a JSON object
+// into *x, a zero DismissalRequestDependabotResponseSubmittedEvent.
+func DecodeDismissalRequestDependabotResponseSubmittedEvent(x *DismissalRequestDependabotResponseSubmittedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
+		case "exemption_request":
+			err = codec.DecSeen(&x.ExemptionRequest, d, &seen, 1, DecodeExemptionRequest)
+		case "exemption_response":
+			err = codec.DecSeen(&x.ExemptionResponse, d, &seen, 2, DecodeExemptionResponse)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 4)
+	return err
+}
+
+// EncodeDismissalRequestDependabotResponseSubmittedEvent writes *x as a JSON
+// object: its members as they were decoded.
+func EncodeDismissalRequestDependabotResponseSubmittedEvent(x *DismissalRequestDependabotResponseSubmittedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if x.Repository != nil {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(x.Repository, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"exemption_request\":")
+		EncodeExemptionRequest(&x.ExemptionRequest, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"exemption_response\":")
+		EncodeExemptionResponse(&x.ExemptionResponse, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *DeploymentReviewer) UnmarshalJSON(b []byte) error {
 	*x = DeploymentReviewer{}
 	d := codec.NewDecoder(b)
@@ -6261,5 +7638,113 @@ func EncodeDeploymentReviewer(x *DeploymentReviewer, e *codec.Encoder) {
 		common.EncodeUser(x.User, e)
 	case x.Team != nil:
 		common.EncodeTeam(x.Team, e)
+	}
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *ExemptionRequestData) UnmarshalJSON(b []byte) error {
+	*x = ExemptionRequestData{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeExemptionRequestData(x, &d), "ExemptionRequestData")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x ExemptionRequestData) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeExemptionRequestData(&x, e)
+	return e.Result()
+}
+
+var matchExemptionRequestData = [...]codec.Match{
+	{
+		Equals: []string{"type", "push_ruleset_bypass"},
+		JSON:   "object",
+	},
+	{
+		Equals: []string{"type", "secret_scanning"},
+		JSON:   "object",
+	},
+	{
+		Equals: []string{"type", "secret_scanning_closure"},
+		JSON:   "object",
+	},
+	{
+		Equals: []string{"type", "code_scanning_alert_dismissal"},
+		JSON:   "object",
+	},
+	{
+		Equals: []string{"type", "dependabot_alert_dismissal"},
+		JSON:   "object",
+	},
+	{
+		Equals: []string{"type", "license_compliance_dismissal"},
+		JSON:   "object",
+	},
+}
+
+// DecodeExemptionRequestData reads the variant of ExemptionRequestData the next
+// JSON value matches into *x.
+func DecodeExemptionRequestData(x *ExemptionRequestData, d *codec.Decoder) error {
+	*x = ExemptionRequestData{}
+	switch {
+	case d.Matches(&matchExemptionRequestData[0]):
+		x.PushRulesetBypassExemptionRequestData = new(PushRulesetBypassExemptionRequestData)
+		return DecodePushRulesetBypassExemptionRequestData(x.PushRulesetBypassExemptionRequestData, d)
+	case d.Matches(&matchExemptionRequestData[1]):
+		x.SecretScanningPushProtectionExemptionRequestData = new(SecretScanningPushProtectionExemptionRequestData)
+		return DecodeSecretScanningPushProtectionExemptionRequestData(x.SecretScanningPushProtectionExemptionRequestData, d)
+	case d.Matches(&matchExemptionRequestData[2]):
+		x.SecretScanningAlertDismissalRequestData = new(SecretScanningAlertDismissalRequestData)
+		return DecodeSecretScanningAlertDismissalRequestData(x.SecretScanningAlertDismissalRequestData, d)
+	case d.Matches(&matchExemptionRequestData[3]):
+		x.CodeScanningAlertDismissalRequestData = new(CodeScanningAlertDismissalRequestData)
+		return DecodeCodeScanningAlertDismissalRequestData(x.CodeScanningAlertDismissalRequestData, d)
+	case d.Matches(&matchExemptionRequestData[4]):
+		x.DependabotAlertDismissalRequestData = new(DependabotAlertDismissalRequestData)
+		return DecodeDependabotAlertDismissalRequestData(x.DependabotAlertDismissalRequestData, d)
+	case d.Matches(&matchExemptionRequestData[5]):
+		x.LicenseComplianceAlertClosureRequestData = new(LicenseComplianceAlertClosureRequestData)
+		return DecodeLicenseComplianceAlertClosureRequestData(x.LicenseComplianceAlertClosureRequestData, d)
+	}
+	return d.NoVariant("ExemptionRequestData")
+}
+
+// EncodeExemptionRequestData writes the variant of *x that is set.
+func EncodeExemptionRequestData(x *ExemptionRequestData, e *codec.Encoder) {
+	n := 0
+	if x.PushRulesetBypassExemptionRequestData != nil {
+		n++
+	}
+	if x.SecretScanningPushProtectionExemptionRequestData != nil {
+		n++
+	}
+	if x.SecretScanningAlertDismissalRequestData != nil {
+		n++
+	}
+	if x.CodeScanningAlertDismissalRequestData != nil {
+		n++
+	}
+	if x.DependabotAlertDismissalRequestData != nil {
+		n++
+	}
+	if x.LicenseComplianceAlertClosureRequestData != nil {
+		n++
+	}
+	if !e.OneVariant("ExemptionRequestData", n) {
+		return
+	}
+	switch {
+	case x.PushRulesetBypassExemptionRequestData != nil:
+		EncodePushRulesetBypassExemptionRequestData(x.PushRulesetBypassExemptionRequestData, e)
+	case x.SecretScanningPushProtectionExemptionRequestData != nil:
+		EncodeSecretScanningPushProtectionExemptionRequestData(x.SecretScanningPushProtectionExemptionRequestData, e)
+	case x.SecretScanningAlertDismissalRequestData != nil:
+		EncodeSecretScanningAlertDismissalRequestData(x.SecretScanningAlertDismissalRequestData, e)
+	case x.CodeScanningAlertDismissalRequestData != nil:
+		EncodeCodeScanningAlertDismissalRequestData(x.CodeScanningAlertDismissalRequestData, e)
+	case x.DependabotAlertDismissalRequestData != nil:
+		EncodeDependabotAlertDismissalRequestData(x.DependabotAlertDismissalRequestData, e)
+	case x.LicenseComplianceAlertClosureRequestData != nil:
+		EncodeLicenseComplianceAlertClosureRequestData(x.LicenseComplianceAlertClosureRequestData, e)
 	}
 }

@@ -39,11 +39,11 @@ func (*DeleteEvent) PayloadName() string {
 }
 
 // DependabotAlertEvent is the payload of a "dependabot_alert" delivery: one of
-// *DependabotAlertAutoDismissedEvent, *DependabotAlertAutoReopenedEvent,
-// *DependabotAlertCreatedEvent, *DependabotAlertDismissedEvent,
-// *DependabotAlertFixedEvent, *DependabotAlertReintroducedEvent,
-// *DependabotAlertReopenedEvent, or *DependabotAlertUnknownEvent for an action
-// the schema does not know.
+// *DependabotAlertAssigneesChangedEvent, *DependabotAlertAutoDismissedEvent,
+// *DependabotAlertAutoReopenedEvent, *DependabotAlertCreatedEvent,
+// *DependabotAlertDismissedEvent, *DependabotAlertFixedEvent,
+// *DependabotAlertReintroducedEvent, *DependabotAlertReopenedEvent, or
+// *DependabotAlertUnknownEvent for an action the schema does not know.
 //
 // This event occurs when there is activity relating to Dependabot alerts.
 //
@@ -53,9 +53,6 @@ func (*DeleteEvent) PayloadName() string {
 //
 // To subscribe to this event, a forge App must have at least read-level access
 // for the "Dependabot alerts" repository permission.
-//
-// Note: Webhook events for Dependabot alerts are currently in public preview
-// and subject to change.
 //
 // Its methods return the members all its actions have, as the structs' getters
 // do: nil for an absent struct, the zero value for an absent scalar.
@@ -76,6 +73,36 @@ type DependabotAlertEvent interface {
 	// GetSender returns the "sender" member.
 	GetSender() *common.User
 	isDependabotAlertEvent()
+}
+
+// DependabotAlertAssigneesChangedEvent is the payload of a "dependabot_alert"
+// delivery with action "assignees_changed".
+//
+// The assignees for a Dependabot alert were updated.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+type DependabotAlertAssigneesChangedEvent struct {
+	Action       string                     `json:"action"`
+	Alert        DependabotAlert            `json:"alert"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       common.User                `json:"sender"`
+
+	extra
+}
+
+// PayloadName returns "dependabot_alert.assignees_changed".
+func (x *DependabotAlertAssigneesChangedEvent) PayloadName() string {
+	return "dependabot_alert.assignees_changed"
+}
+
+func (*DependabotAlertAssigneesChangedEvent) isDependabotAlertEvent() {}
+
+// GetAction returns the payload's action.
+func (x *DependabotAlertAssigneesChangedEvent) GetAction() string {
+	return "assignees_changed"
 }
 
 // DependabotAlertAutoDismissedEvent is the payload of a "dependabot_alert"
@@ -1663,6 +1690,172 @@ func (*DiscussionCommentUnknownEvent) isDiscussionCommentEvent() {}
 
 // GetAction returns the payload's action.
 func (x *DiscussionCommentUnknownEvent) GetAction() string {
+	if x == nil {
+		return ""
+	}
+	return x.Action
+}
+
+// DismissalRequestDependabotEvent is the payload of a
+// "dismissal_request_dependabot" delivery: one of
+// *DismissalRequestDependabotCancelledEvent,
+// *DismissalRequestDependabotCreatedEvent,
+// *DismissalRequestDependabotResponseSubmittedEvent, or
+// *DismissalRequestDependabotUnknownEvent for an action the schema does not
+// know.
+//
+// This event occurs when there is activity related to a user's request to
+// dismiss a Dependabot alert.
+//
+// To subscribe to this event, a forge App must have at least read-level access
+// for the "Dependabot alerts" repository permission.
+//
+// Its methods return the members all its actions have, as the structs' getters
+// do: nil for an absent struct, the zero value for an absent scalar.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+type DismissalRequestDependabotEvent interface {
+	codec.Payload
+	// GetAction returns the payload's action.
+	GetAction() string
+	// GetEnterprise returns the "enterprise" member.
+	GetEnterprise() *common.Enterprise
+	// GetInstallation returns the "installation" member.
+	GetInstallation() *common.SimpleInstallation
+	// GetOrganization returns the "organization" member.
+	GetOrganization() *common.Organization
+	// GetRepository returns the "repository" member.
+	GetRepository() *common.Repository
+	// GetExemptionRequest returns the "exemption_request" member.
+	GetExemptionRequest() *ExemptionRequest
+	// GetSender returns the "sender" member.
+	GetSender() *common.User
+	isDismissalRequestDependabotEvent()
+}
+
+// DismissalRequestDependabotCancelledEvent is the payload of a
+// "dismissal_request_dependabot" delivery with action "cancelled".
+//
+// A Dependabot alert dismissal request was canceled.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+type DismissalRequestDependabotCancelledEvent struct {
+	Action           string                     `json:"action"`
+	Enterprise       *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation     *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization     *common.Organization       `json:"organization,omitempty"`
+	Repository       *common.Repository         `json:"repository,omitempty"`
+	ExemptionRequest ExemptionRequest           `json:"exemption_request"`
+	Sender           common.User                `json:"sender"`
+
+	extra
+}
+
+// PayloadName returns "dismissal_request_dependabot.cancelled".
+func (x *DismissalRequestDependabotCancelledEvent) PayloadName() string {
+	return "dismissal_request_dependabot.cancelled"
+}
+
+func (*DismissalRequestDependabotCancelledEvent) isDismissalRequestDependabotEvent() {}
+
+// GetAction returns the payload's action.
+func (x *DismissalRequestDependabotCancelledEvent) GetAction() string {
+	return "cancelled"
+}
+
+// DismissalRequestDependabotCreatedEvent is the payload of a
+// "dismissal_request_dependabot" delivery with action "created".
+//
+// A Dependabot alert dismissal request was created.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+type DismissalRequestDependabotCreatedEvent struct {
+	Action           string                     `json:"action"`
+	Enterprise       *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation     *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization     *common.Organization       `json:"organization,omitempty"`
+	Repository       *common.Repository         `json:"repository,omitempty"`
+	ExemptionRequest ExemptionRequest           `json:"exemption_request"`
+	Sender           common.User                `json:"sender"`
+
+	extra
+}
+
+// PayloadName returns "dismissal_request_dependabot.created".
+func (x *DismissalRequestDependabotCreatedEvent) PayloadName() string {
+	return "dismissal_request_dependabot.created"
+}
+
+func (*DismissalRequestDependabotCreatedEvent) isDismissalRequestDependabotEvent() {}
+
+// GetAction returns the payload's action.
+func (x *DismissalRequestDependabotCreatedEvent) GetAction() string {
+	return "created"
+}
+
+// DismissalRequestDependabotResponseSubmittedEvent is the payload of a
+// "dismissal_request_dependabot" delivery with action "response_submitted".
+//
+// A Dependabot alert dismissal request received a response.
+//
+// Not sent by api.github.com, ghes-3.14, ghes-3.15, ghes-3.16.
+type DismissalRequestDependabotResponseSubmittedEvent struct {
+	Action            string                     `json:"action"`
+	Enterprise        *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation      *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization      *common.Organization       `json:"organization,omitempty"`
+	Repository        *common.Repository         `json:"repository,omitempty"`
+	ExemptionRequest  ExemptionRequest           `json:"exemption_request"`
+	ExemptionResponse ExemptionResponse          `json:"exemption_response"`
+	Sender            common.User                `json:"sender"`
+
+	extra
+}
+
+// PayloadName returns "dismissal_request_dependabot.response_submitted".
+func (x *DismissalRequestDependabotResponseSubmittedEvent) PayloadName() string {
+	return "dismissal_request_dependabot.response_submitted"
+}
+
+func (*DismissalRequestDependabotResponseSubmittedEvent) isDismissalRequestDependabotEvent() {}
+
+// GetAction returns the payload's action.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetAction() string {
+	return "response_submitted"
+}
+
+// DismissalRequestDependabotUnknownEvent is the payload of a
+// "dismissal_request_dependabot" delivery whose action the schema does not
+// know. It has the members all known actions share, the action, and in Raw the
+// whole payload; other members are kept as unknown members (see
+// UnknownMembers).
+type DismissalRequestDependabotUnknownEvent struct {
+	Action           string                     `json:"action"`
+	Enterprise       *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation     *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization     *common.Organization       `json:"organization,omitempty"`
+	Repository       *common.Repository         `json:"repository,omitempty"`
+	ExemptionRequest *ExemptionRequest          `json:"exemption_request,omitempty"`
+	Sender           *common.User               `json:"sender,omitempty"`
+	// Raw is the payload as received.
+	Raw json.RawMessage `json:"-"`
+
+	extra
+}
+
+// PayloadName returns "dismissal_request_dependabot." and the action, or
+// "dismissal_request_dependabot" when there is none.
+func (x *DismissalRequestDependabotUnknownEvent) PayloadName() string {
+	if a := x.GetAction(); a != "" {
+		return "dismissal_request_dependabot." + a
+	}
+	return "dismissal_request_dependabot"
+}
+
+func (*DismissalRequestDependabotUnknownEvent) isDismissalRequestDependabotEvent() {}
+
+// GetAction returns the payload's action.
+func (x *DismissalRequestDependabotUnknownEvent) GetAction() string {
 	if x == nil {
 		return ""
 	}

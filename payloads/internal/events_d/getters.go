@@ -8,6 +8,24 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
+// GetType returns the "type" member, or "" when x is nil or the member is
+// absent or null.
+func (x *CodeScanningAlertDismissalRequestData) GetType() string {
+	if x == nil || x.Type == nil {
+		return ""
+	}
+	return *x.Type
+}
+
+// GetData returns the "data" member, or nil when x is nil or the member is
+// absent or null.
+func (x *CodeScanningAlertDismissalRequestData) GetData() []RequestData {
+	if x == nil {
+		return nil
+	}
+	return x.Data
+}
+
 // GetNumber returns the "number" member, or 0 when x is nil.
 func (x *DependabotAlert) GetNumber() int64 {
 	if x == nil {
@@ -139,6 +157,24 @@ func (x *DependabotAlert) GetAutoDismissedAt() codec.Timestamp {
 	return *x.AutoDismissedAt
 }
 
+// GetDismissalRequest returns the "dismissal_request" member, or nil when x is
+// nil or the member is absent or null.
+func (x *DependabotAlert) GetDismissalRequest() *DependabotAlertDismissalRequest {
+	if x == nil {
+		return nil
+	}
+	return x.DismissalRequest
+}
+
+// GetAssignees returns the "assignees" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DependabotAlert) GetAssignees() []common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Assignees
+}
+
 // GetPackage returns the "package" member, or nil when x is nil or the member
 // is absent or null.
 func (x *DependabotAlertDependency) GetPackage() *common.DependabotAlertPackage {
@@ -173,6 +209,87 @@ func (x *DependabotAlertDependency) GetRelationship() common.DependabotAlertDepe
 		return ""
 	}
 	return *x.Relationship
+}
+
+// GetID returns the "id" member, or 0 when x is nil or the member is absent or
+// null.
+func (x *DependabotAlertDismissalRequest) GetID() int64 {
+	if x == nil || x.ID == nil {
+		return 0
+	}
+	return *x.ID
+}
+
+// GetStatus returns the "status" member, or "" when x is nil or the member is
+// absent or null.
+func (x *DependabotAlertDismissalRequest) GetStatus() common.DependabotAlertDismissalRequestStatus {
+	if x == nil || x.Status == nil {
+		return ""
+	}
+	return *x.Status
+}
+
+// GetRequester returns the "requester" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DependabotAlertDismissalRequest) GetRequester() *DependabotAlertDismissalRequestRequester {
+	if x == nil {
+		return nil
+	}
+	return x.Requester
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil or the member is absent or null.
+func (x *DependabotAlertDismissalRequest) GetCreatedAt() codec.Timestamp {
+	if x == nil || x.CreatedAt == nil {
+		return codec.Timestamp{}
+	}
+	return *x.CreatedAt
+}
+
+// GetURL returns the "url" member, or "" when x is nil or the member is absent
+// or null.
+func (x *DependabotAlertDismissalRequest) GetURL() string {
+	if x == nil || x.URL == nil {
+		return ""
+	}
+	return *x.URL
+}
+
+// GetType returns the "type" member, or "" when x is nil or the member is
+// absent or null.
+func (x *DependabotAlertDismissalRequestData) GetType() string {
+	if x == nil || x.Type == nil {
+		return ""
+	}
+	return *x.Type
+}
+
+// GetData returns the "data" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DependabotAlertDismissalRequestData) GetData() []RequestData {
+	if x == nil {
+		return nil
+	}
+	return x.Data
+}
+
+// GetID returns the "id" member, or 0 when x is nil or the member is absent or
+// null.
+func (x *DependabotAlertDismissalRequestRequester) GetID() int64 {
+	if x == nil || x.ID == nil {
+		return 0
+	}
+	return *x.ID
+}
+
+// GetLogin returns the "login" member, or "" when x is nil or the member is
+// absent or null.
+func (x *DependabotAlertDismissalRequestRequester) GetLogin() string {
+	if x == nil || x.Login == nil {
+		return ""
+	}
+	return *x.Login
 }
 
 // GetGHSAID returns the "ghsa_id" member, or "" when x is nil.
@@ -223,6 +340,15 @@ func (x *DependabotAlertSecurityAdvisory) GetSeverity() common.DependabotAlertSe
 		return ""
 	}
 	return x.Severity
+}
+
+// GetClassification returns the "classification" member, or "" when x is nil or
+// the member is absent or null.
+func (x *DependabotAlertSecurityAdvisory) GetClassification() common.DependabotAlertSecurityAdvisoryClassification {
+	if x == nil || x.Classification == nil {
+		return ""
+	}
+	return *x.Classification
 }
 
 // GetCVSS returns the "cvss" member, or nil when x is nil or the member was
@@ -2063,6 +2189,384 @@ func (x *DiscussionTransferredChanges) GetNewRepository() *common.Repository {
 	return &x.NewRepository
 }
 
+// GetID returns the "id" member, or 0 when x is nil or the member is absent or
+// null.
+func (x *ExemptionRequest) GetID() int64 {
+	if x == nil || x.ID == nil {
+		return 0
+	}
+	return *x.ID
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *ExemptionRequest) GetNumber() int64 {
+	if x == nil || x.Number == nil {
+		return 0
+	}
+	return *x.Number
+}
+
+// GetRepositoryID returns the "repository_id" member, or 0 when x is nil or the
+// member is absent or null.
+func (x *ExemptionRequest) GetRepositoryID() int64 {
+	if x == nil || x.RepositoryID == nil {
+		return 0
+	}
+	return *x.RepositoryID
+}
+
+// GetRequesterID returns the "requester_id" member, or 0 when x is nil or the
+// member is absent or null.
+func (x *ExemptionRequest) GetRequesterID() int64 {
+	if x == nil || x.RequesterID == nil {
+		return 0
+	}
+	return *x.RequesterID
+}
+
+// GetRequesterLogin returns the "requester_login" member, or "" when x is nil
+// or the member is absent or null.
+func (x *ExemptionRequest) GetRequesterLogin() string {
+	if x == nil || x.RequesterLogin == nil {
+		return ""
+	}
+	return *x.RequesterLogin
+}
+
+// GetRequestType returns the "request_type" member, or "" when x is nil or the
+// member is absent or null.
+func (x *ExemptionRequest) GetRequestType() common.ExemptionRequestRequestType {
+	if x == nil || x.RequestType == nil {
+		return ""
+	}
+	return *x.RequestType
+}
+
+// GetExemptionRequestData returns the "exemption_request_data" member, or nil
+// when x is nil or the member is absent or null.
+func (x *ExemptionRequest) GetExemptionRequestData() *ExemptionRequestData {
+	if x == nil {
+		return nil
+	}
+	return x.ExemptionRequestData
+}
+
+// GetResourceIdentifier returns the "resource_identifier" member, or "" when x
+// is nil or the member is absent or null.
+func (x *ExemptionRequest) GetResourceIdentifier() string {
+	if x == nil || x.ResourceIdentifier == nil {
+		return ""
+	}
+	return *x.ResourceIdentifier
+}
+
+// GetStatus returns the "status" member, or "" when x is nil or the member is
+// absent or null.
+func (x *ExemptionRequest) GetStatus() common.ExemptionRequestStatus {
+	if x == nil || x.Status == nil {
+		return ""
+	}
+	return *x.Status
+}
+
+// GetRequesterComment returns the "requester_comment" member, or "" when x is
+// nil or the member is absent or null.
+func (x *ExemptionRequest) GetRequesterComment() string {
+	if x == nil || x.RequesterComment == nil {
+		return ""
+	}
+	return *x.RequesterComment
+}
+
+// GetMetadata returns the "metadata" member, or nil when x is nil or the member
+// is absent or null.
+func (x *ExemptionRequest) GetMetadata() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Metadata
+}
+
+// GetExpiresAt returns the "expires_at" member, or the zero Timestamp when x is
+// nil or the member is absent or null.
+func (x *ExemptionRequest) GetExpiresAt() codec.Timestamp {
+	if x == nil || x.ExpiresAt == nil {
+		return codec.Timestamp{}
+	}
+	return *x.ExpiresAt
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil or the member is absent or null.
+func (x *ExemptionRequest) GetCreatedAt() codec.Timestamp {
+	if x == nil || x.CreatedAt == nil {
+		return codec.Timestamp{}
+	}
+	return *x.CreatedAt
+}
+
+// GetResponses returns the "responses" member, or nil when x is nil or the
+// member is absent or null.
+func (x *ExemptionRequest) GetResponses() []ExemptionResponse {
+	if x == nil {
+		return nil
+	}
+	return x.Responses
+}
+
+// GetHTMLURL returns the "html_url" member, or "" when x is nil or the member
+// is absent or null.
+func (x *ExemptionRequest) GetHTMLURL() string {
+	if x == nil || x.HTMLURL == nil {
+		return ""
+	}
+	return *x.HTMLURL
+}
+
+// GetID returns the "id" member, or 0 when x is nil or the member is absent or
+// null.
+func (x *ExemptionResponse) GetID() int64 {
+	if x == nil || x.ID == nil {
+		return 0
+	}
+	return *x.ID
+}
+
+// GetReviewerID returns the "reviewer_id" member, or 0 when x is nil or the
+// member is absent or null.
+func (x *ExemptionResponse) GetReviewerID() int64 {
+	if x == nil || x.ReviewerID == nil {
+		return 0
+	}
+	return *x.ReviewerID
+}
+
+// GetReviewerLogin returns the "reviewer_login" member, or "" when x is nil or
+// the member is absent or null.
+func (x *ExemptionResponse) GetReviewerLogin() string {
+	if x == nil || x.ReviewerLogin == nil {
+		return ""
+	}
+	return *x.ReviewerLogin
+}
+
+// GetStatus returns the "status" member, or "" when x is nil or the member is
+// absent or null.
+func (x *ExemptionResponse) GetStatus() common.ExemptionResponseStatus {
+	if x == nil || x.Status == nil {
+		return ""
+	}
+	return *x.Status
+}
+
+// GetReviewerComment returns the "reviewer_comment" member, or "" when x is nil
+// or the member is absent or null.
+func (x *ExemptionResponse) GetReviewerComment() string {
+	if x == nil || x.ReviewerComment == nil {
+		return ""
+	}
+	return *x.ReviewerComment
+}
+
+// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
+// nil or the member is absent or null.
+func (x *ExemptionResponse) GetCreatedAt() codec.Timestamp {
+	if x == nil || x.CreatedAt == nil {
+		return codec.Timestamp{}
+	}
+	return *x.CreatedAt
+}
+
+// GetType returns the "type" member, or "" when x is nil or the member is
+// absent or null.
+func (x *LicenseComplianceAlertClosureRequestData) GetType() string {
+	if x == nil || x.Type == nil {
+		return ""
+	}
+	return *x.Type
+}
+
+// GetData returns the "data" member, or nil when x is nil or the member is
+// absent or null.
+func (x *LicenseComplianceAlertClosureRequestData) GetData() []RequestData {
+	if x == nil {
+		return nil
+	}
+	return x.Data
+}
+
+// GetType returns the "type" member, or "" when x is nil or the member is
+// absent or null.
+func (x *PushRulesetBypassExemptionRequestData) GetType() string {
+	if x == nil || x.Type == nil {
+		return ""
+	}
+	return *x.Type
+}
+
+// GetData returns the "data" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PushRulesetBypassExemptionRequestData) GetData() []PushRulesetBypassExemptionRequestDataData {
+	if x == nil {
+		return nil
+	}
+	return x.Data
+}
+
+// GetRulesetID returns the "ruleset_id" member, or 0 when x is nil or the
+// member is absent or null.
+func (x *PushRulesetBypassExemptionRequestDataData) GetRulesetID() int64 {
+	if x == nil || x.RulesetID == nil {
+		return 0
+	}
+	return *x.RulesetID
+}
+
+// GetRulesetName returns the "ruleset_name" member, or "" when x is nil or the
+// member is absent or null.
+func (x *PushRulesetBypassExemptionRequestDataData) GetRulesetName() string {
+	if x == nil || x.RulesetName == nil {
+		return ""
+	}
+	return *x.RulesetName
+}
+
+// GetTotalViolations returns the "total_violations" member, or 0 when x is nil
+// or the member is absent or null.
+func (x *PushRulesetBypassExemptionRequestDataData) GetTotalViolations() int64 {
+	if x == nil || x.TotalViolations == nil {
+		return 0
+	}
+	return *x.TotalViolations
+}
+
+// GetRuleType returns the "rule_type" member, or "" when x is nil or the member
+// is absent or null.
+func (x *PushRulesetBypassExemptionRequestDataData) GetRuleType() string {
+	if x == nil || x.RuleType == nil {
+		return ""
+	}
+	return *x.RuleType
+}
+
+// GetAlertNumber returns the "alert_number" member, or "" when x is nil or the
+// member is absent or null.
+func (x *RequestData) GetAlertNumber() string {
+	if x == nil || x.AlertNumber == nil {
+		return ""
+	}
+	return *x.AlertNumber
+}
+
+// GetType returns the "type" member, or "" when x is nil or the member is
+// absent or null.
+func (x *SecretScanningAlertDismissalRequestData) GetType() string {
+	if x == nil || x.Type == nil {
+		return ""
+	}
+	return *x.Type
+}
+
+// GetData returns the "data" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SecretScanningAlertDismissalRequestData) GetData() []SecretScanningAlertDismissalRequestDataData {
+	if x == nil {
+		return nil
+	}
+	return x.Data
+}
+
+// GetReason returns the "reason" member, or "" when x is nil or the member is
+// absent or null.
+func (x *SecretScanningAlertDismissalRequestDataData) GetReason() common.SecretScanningAlertDismissalRequestDataDataReason {
+	if x == nil || x.Reason == nil {
+		return ""
+	}
+	return *x.Reason
+}
+
+// GetSecretType returns the "secret_type" member, or "" when x is nil or the
+// member is absent or null.
+func (x *SecretScanningAlertDismissalRequestDataData) GetSecretType() string {
+	if x == nil || x.SecretType == nil {
+		return ""
+	}
+	return *x.SecretType
+}
+
+// GetAlertNumber returns the "alert_number" member, or "" when x is nil or the
+// member is absent or null.
+func (x *SecretScanningAlertDismissalRequestDataData) GetAlertNumber() string {
+	if x == nil || x.AlertNumber == nil {
+		return ""
+	}
+	return *x.AlertNumber
+}
+
+// GetType returns the "type" member, or "" when x is nil or the member is
+// absent or null.
+func (x *SecretScanningPushProtectionExemptionRequestData) GetType() string {
+	if x == nil || x.Type == nil {
+		return ""
+	}
+	return *x.Type
+}
+
+// GetData returns the "data" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SecretScanningPushProtectionExemptionRequestData) GetData() []SecretScanningPushProtectionExemptionRequestDataData {
+	if x == nil {
+		return nil
+	}
+	return x.Data
+}
+
+// GetSecretType returns the "secret_type" member, or "" when x is nil or the
+// member is absent or null.
+func (x *SecretScanningPushProtectionExemptionRequestDataData) GetSecretType() string {
+	if x == nil || x.SecretType == nil {
+		return ""
+	}
+	return *x.SecretType
+}
+
+// GetLocations returns the "locations" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecretScanningPushProtectionExemptionRequestDataData) GetLocations() []SecretScanningPushProtectionExemptionRequestDataDataLocation {
+	if x == nil {
+		return nil
+	}
+	return x.Locations
+}
+
+// GetCommit returns the "commit" member, or "" when x is nil or the member is
+// absent or null.
+func (x *SecretScanningPushProtectionExemptionRequestDataDataLocation) GetCommit() string {
+	if x == nil || x.Commit == nil {
+		return ""
+	}
+	return *x.Commit
+}
+
+// GetBranch returns the "branch" member, or "" when x is nil or the member is
+// absent or null.
+func (x *SecretScanningPushProtectionExemptionRequestDataDataLocation) GetBranch() string {
+	if x == nil || x.Branch == nil {
+		return ""
+	}
+	return *x.Branch
+}
+
+// GetPath returns the "path" member, or "" when x is nil or the member is
+// absent or null.
+func (x *SecretScanningPushProtectionExemptionRequestDataDataLocation) GetPath() string {
+	if x == nil || x.Path == nil {
+		return ""
+	}
+	return *x.Path
+}
+
 // GetPercentage returns the "percentage" member, or 0 when x is nil or the
 // member is absent or null.
 func (x *SecurityAdvisoryEPSS) GetPercentage() float64 {
@@ -2202,6 +2706,60 @@ func (x *DependabotAlertUnknownEvent) GetSender() *common.User {
 		return nil
 	}
 	return x.Sender
+}
+
+// GetAlert returns the "alert" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DependabotAlertAssigneesChangedEvent) GetAlert() *DependabotAlert {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Alert
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DependabotAlertAssigneesChangedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DependabotAlertAssigneesChangedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DependabotAlertAssigneesChangedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *DependabotAlertAssigneesChangedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DependabotAlertAssigneesChangedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Sender
 }
 
 // GetAlert returns the "alert" member, or nil when x is nil or the member was
@@ -4810,6 +5368,231 @@ func (x *DiscussionCommentEditedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotUnknownEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotUnknownEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotUnknownEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotUnknownEvent) GetRepository() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Repository
+}
+
+// GetExemptionRequest returns the "exemption_request" member, or nil when x is
+// nil or the member is absent or null.
+func (x *DismissalRequestDependabotUnknownEvent) GetExemptionRequest() *ExemptionRequest {
+	if x == nil {
+		return nil
+	}
+	return x.ExemptionRequest
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member is
+// absent or null.
+func (x *DismissalRequestDependabotUnknownEvent) GetSender() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotCancelledEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotCancelledEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotCancelledEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotCancelledEvent) GetRepository() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Repository
+}
+
+// GetExemptionRequest returns the "exemption_request" member, or nil when x is
+// nil or the member was absent or null.
+func (x *DismissalRequestDependabotCancelledEvent) GetExemptionRequest() *ExemptionRequest {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.ExemptionRequest
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DismissalRequestDependabotCancelledEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotCreatedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotCreatedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotCreatedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotCreatedEvent) GetRepository() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Repository
+}
+
+// GetExemptionRequest returns the "exemption_request" member, or nil when x is
+// nil or the member was absent or null.
+func (x *DismissalRequestDependabotCreatedEvent) GetExemptionRequest() *ExemptionRequest {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.ExemptionRequest
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DismissalRequestDependabotCreatedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member is absent or null.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetRepository() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Repository
+}
+
+// GetExemptionRequest returns the "exemption_request" member, or nil when x is
+// nil or the member was absent or null.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetExemptionRequest() *ExemptionRequest {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.ExemptionRequest
+}
+
+// GetExemptionResponse returns the "exemption_response" member, or nil when x
+// is nil or the member was absent or null.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetExemptionResponse() *ExemptionResponse {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.ExemptionResponse
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *DismissalRequestDependabotResponseSubmittedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Sender
+}
+
 // GetUser returns the User variant, or nil when x is nil or holds another
 // variant.
 func (x *DeploymentReviewer) GetUser() *common.User {
@@ -4826,4 +5609,64 @@ func (x *DeploymentReviewer) GetTeam() *common.Team {
 		return nil
 	}
 	return x.Team
+}
+
+// GetPushRulesetBypassExemptionRequestData returns the
+// PushRulesetBypassExemptionRequestData variant, or nil when x is nil or holds
+// another variant.
+func (x *ExemptionRequestData) GetPushRulesetBypassExemptionRequestData() *PushRulesetBypassExemptionRequestData {
+	if x == nil {
+		return nil
+	}
+	return x.PushRulesetBypassExemptionRequestData
+}
+
+// GetSecretScanningPushProtectionExemptionRequestData returns the
+// SecretScanningPushProtectionExemptionRequestData variant, or nil when x is
+// nil or holds another variant.
+func (x *ExemptionRequestData) GetSecretScanningPushProtectionExemptionRequestData() *SecretScanningPushProtectionExemptionRequestData {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningPushProtectionExemptionRequestData
+}
+
+// GetSecretScanningAlertDismissalRequestData returns the
+// SecretScanningAlertDismissalRequestData variant, or nil when x is nil or
+// holds another variant.
+func (x *ExemptionRequestData) GetSecretScanningAlertDismissalRequestData() *SecretScanningAlertDismissalRequestData {
+	if x == nil {
+		return nil
+	}
+	return x.SecretScanningAlertDismissalRequestData
+}
+
+// GetCodeScanningAlertDismissalRequestData returns the
+// CodeScanningAlertDismissalRequestData variant, or nil when x is nil or holds
+// another variant.
+func (x *ExemptionRequestData) GetCodeScanningAlertDismissalRequestData() *CodeScanningAlertDismissalRequestData {
+	if x == nil {
+		return nil
+	}
+	return x.CodeScanningAlertDismissalRequestData
+}
+
+// GetDependabotAlertDismissalRequestData returns the
+// DependabotAlertDismissalRequestData variant, or nil when x is nil or holds
+// another variant.
+func (x *ExemptionRequestData) GetDependabotAlertDismissalRequestData() *DependabotAlertDismissalRequestData {
+	if x == nil {
+		return nil
+	}
+	return x.DependabotAlertDismissalRequestData
+}
+
+// GetLicenseComplianceAlertClosureRequestData returns the
+// LicenseComplianceAlertClosureRequestData variant, or nil when x is nil or
+// holds another variant.
+func (x *ExemptionRequestData) GetLicenseComplianceAlertClosureRequestData() *LicenseComplianceAlertClosureRequestData {
+	if x == nil {
+		return nil
+	}
+	return x.LicenseComplianceAlertClosureRequestData
 }

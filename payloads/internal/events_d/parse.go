@@ -20,6 +20,9 @@ func ParseDependabotAlertEvent(body []byte) (codec.Payload, error) {
 
 func decodeDependabotAlertEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 	switch string(action) {
+	case "assignees_changed":
+		x := new(DependabotAlertAssigneesChangedEvent)
+		return codec.Decoded(x, d.Finish(DecodeDependabotAlertAssigneesChangedEvent(x, d), "DependabotAlertAssigneesChangedEvent"))
 	case "auto_dismissed":
 		x := new(DependabotAlertAutoDismissedEvent)
 		return codec.Decoded(x, d.Finish(DecodeDependabotAlertAutoDismissedEvent(x, d), "DependabotAlertAutoDismissedEvent"))
@@ -220,5 +223,28 @@ func decodeDiscussionCommentEvent(action []byte, d *codec.Decoder) (codec.Payloa
 	default:
 		x := new(DiscussionCommentUnknownEvent)
 		return codec.Decoded(x, d.Finish(DecodeDiscussionCommentUnknownEvent(x, d), "DiscussionCommentUnknownEvent"))
+	}
+}
+
+// ParseDismissalRequestDependabotEvent decodes the payload of a
+// "dismissal_request_dependabot" delivery, for payloads.Parse.
+func ParseDismissalRequestDependabotEvent(body []byte) (codec.Payload, error) {
+	return codec.ParseByAction(body, decodeDismissalRequestDependabotEvent)
+}
+
+func decodeDismissalRequestDependabotEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
+	switch string(action) {
+	case "cancelled":
+		x := new(DismissalRequestDependabotCancelledEvent)
+		return codec.Decoded(x, d.Finish(DecodeDismissalRequestDependabotCancelledEvent(x, d), "DismissalRequestDependabotCancelledEvent"))
+	case "created":
+		x := new(DismissalRequestDependabotCreatedEvent)
+		return codec.Decoded(x, d.Finish(DecodeDismissalRequestDependabotCreatedEvent(x, d), "DismissalRequestDependabotCreatedEvent"))
+	case "response_submitted":
+		x := new(DismissalRequestDependabotResponseSubmittedEvent)
+		return codec.Decoded(x, d.Finish(DecodeDismissalRequestDependabotResponseSubmittedEvent(x, d), "DismissalRequestDependabotResponseSubmittedEvent"))
+	default:
+		x := new(DismissalRequestDependabotUnknownEvent)
+		return codec.Decoded(x, d.Finish(DecodeDismissalRequestDependabotUnknownEvent(x, d), "DismissalRequestDependabotUnknownEvent"))
 	}
 }

@@ -3,8 +3,9 @@
 // Package payloads (forgehooks.dev/forgehooks/payloads/internal/events_d) holds
 // the generated payloads of the events delete, dependabot_alert, deploy_key,
 // deployment, deployment_protection_rule, deployment_review, deployment_status,
-// discussion, discussion_comment, and types they use. The package
-// forgehooks.dev/forgehooks/payloads names each by an alias, and documents it.
+// discussion, discussion_comment, dismissal_request_dependabot, and types they
+// use. The package forgehooks.dev/forgehooks/payloads names each by an alias,
+// and documents it.
 package payloads
 
 import (
@@ -23,6 +24,17 @@ const _ int = codec.IsVersion1
 // extra is embedded in every struct under this name, which no generated field
 // can take (those are exported); see codec.Extra.
 type extra = codec.Extra
+
+// CodeScanningAlertDismissalRequestData: Code scanning alerts that have
+// dismissal requests.
+type CodeScanningAlertDismissalRequestData struct {
+	// The type of request Always "code_scanning_alert_dismissal" for this variant.
+	Type *string `json:"type,omitempty"`
+	// The data related to the code scanning alerts that have dismissal requests.
+	Data []RequestData `json:"data,omitempty"`
+
+	extra
+}
 
 // DependabotAlert: A Dependabot alert.
 type DependabotAlert struct {
@@ -45,6 +57,12 @@ type DependabotAlert struct {
 	DismissedComment *string          `json:"dismissed_comment,omitempty"`
 	FixedAt          *codec.Timestamp `json:"fixed_at,omitempty"`
 	AutoDismissedAt  *codec.Timestamp `json:"auto_dismissed_at,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	DismissalRequest *DependabotAlertDismissalRequest `json:"dismissal_request,omitempty"`
+	// The users assigned to this alert.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	Assignees []common.User `json:"assignees,omitempty"`
 
 	extra
 }
@@ -69,6 +87,45 @@ type DependabotAlertDependency struct {
 	extra
 }
 
+// DependabotAlertDismissalRequest: Information about an active dismissal
+// request for this Dependabot alert.
+type DependabotAlertDismissalRequest struct {
+	// The unique identifier of the dismissal request.
+	ID *int64 `json:"id,omitempty"`
+	// The current status of the dismissal request.
+	Status *common.DependabotAlertDismissalRequestStatus `json:"status,omitempty"`
+	// The user who requested the dismissal.
+	Requester *DependabotAlertDismissalRequestRequester `json:"requester,omitempty"`
+	// The date and time when the dismissal request was created.
+	CreatedAt *codec.Timestamp `json:"created_at,omitempty"`
+	// The API URL to get more information about this dismissal request.
+	URL *string `json:"url,omitempty"`
+
+	extra
+}
+
+// DependabotAlertDismissalRequestData: Dependabot alerts that have dismissal
+// requests.
+type DependabotAlertDismissalRequestData struct {
+	// The type of request Always "dependabot_alert_dismissal" for this variant.
+	Type *string `json:"type,omitempty"`
+	// The data related to the Dependabot alerts that have dismissal requests.
+	Data []RequestData `json:"data,omitempty"`
+
+	extra
+}
+
+// DependabotAlertDismissalRequestRequester: The user who requested the
+// dismissal.
+type DependabotAlertDismissalRequestRequester struct {
+	// The unique identifier of the user.
+	ID *int64 `json:"id,omitempty"`
+	// The login name of the user.
+	Login *string `json:"login,omitempty"`
+
+	extra
+}
+
 // DependabotAlertSecurityAdvisory: Details for the forge Security Advisory.
 type DependabotAlertSecurityAdvisory struct {
 	// The unique forge Security Advisory ID assigned to the advisory.
@@ -83,6 +140,10 @@ type DependabotAlertSecurityAdvisory struct {
 	Vulnerabilities []DependabotAlertSecurityVulnerability `json:"vulnerabilities"`
 	// The severity of the advisory.
 	Severity common.DependabotAlertSecurityAdvisorySeverity `json:"severity"`
+	// The classification of the advisory.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	Classification *common.DependabotAlertSecurityAdvisoryClassification `json:"classification,omitempty"`
 	// Details for the advisory pertaining to the Common Vulnerability Scoring
 	// System.
 	CVSS           common.SecurityAdvisoryCVSS `json:"cvss"`
@@ -440,6 +501,166 @@ type DiscussionTransferredChanges struct {
 	extra
 }
 
+// ExemptionRequest: A request from a user to be exempted from a set of rules.
+type ExemptionRequest struct {
+	// The ID of the exemption request.
+	ID *int64 `json:"id,omitempty"`
+	// The number uniquely identifying the exemption request within it's repository.
+	Number *int64 `json:"number,omitempty"`
+	// The ID of the repository the exemption request is for.
+	RepositoryID *int64 `json:"repository_id,omitempty"`
+	// The ID of the user who requested the exemption.
+	RequesterID *int64 `json:"requester_id,omitempty"`
+	// The login of the user who requested the exemption.
+	RequesterLogin *string `json:"requester_login,omitempty"`
+	// The type of request.
+	RequestType          *common.ExemptionRequestRequestType `json:"request_type,omitempty"`
+	ExemptionRequestData *ExemptionRequestData               `json:"exemption_request_data,omitempty"`
+	// The unique identifier for the request type of the exemption request. For
+	// example, a commit SHA.
+	ResourceIdentifier *string `json:"resource_identifier,omitempty"`
+	// The status of the exemption request.
+	Status *common.ExemptionRequestStatus `json:"status,omitempty"`
+	// The comment the requester provided when creating the exemption request.
+	RequesterComment *string `json:"requester_comment,omitempty"`
+	// Metadata about the exemption request.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// The date and time the exemption request will expire.
+	ExpiresAt *codec.Timestamp `json:"expires_at,omitempty"`
+	// The date and time the exemption request was created.
+	CreatedAt *codec.Timestamp `json:"created_at,omitempty"`
+	// The responses to the exemption request.
+	Responses []ExemptionResponse `json:"responses,omitempty"`
+	// The URL to view the exemption request in a browser.
+	HTMLURL *string `json:"html_url,omitempty"`
+
+	extra
+}
+
+// ExemptionResponse: A response to an exemption request by a delegated
+// bypasser.
+type ExemptionResponse struct {
+	// The ID of the exemption response.
+	ID *int64 `json:"id,omitempty"`
+	// The ID of the user who reviewed the exemption request.
+	ReviewerID *int64 `json:"reviewer_id,omitempty"`
+	// The login of the user who reviewed the exemption request.
+	ReviewerLogin *string `json:"reviewer_login,omitempty"`
+	// The status of the exemption response.
+	Status *common.ExemptionResponseStatus `json:"status,omitempty"`
+	// The comment the reviewer provided when responding to the exemption request.
+	ReviewerComment *string `json:"reviewer_comment,omitempty"`
+	// The date and time the exemption request was created.
+	CreatedAt *codec.Timestamp `json:"created_at,omitempty"`
+
+	extra
+}
+
+// LicenseComplianceAlertClosureRequestData: License compliance alerts that have
+// closure requests.
+type LicenseComplianceAlertClosureRequestData struct {
+	// The type of request Always "license_compliance_dismissal" for this variant.
+	Type *string `json:"type,omitempty"`
+	// The data related to the License compliance alerts that have closure requests.
+	Data []RequestData `json:"data,omitempty"`
+
+	extra
+}
+
+// PushRulesetBypassExemptionRequestData: Push rules that are being requested to
+// be bypassed.
+type PushRulesetBypassExemptionRequestData struct {
+	// The type of request Always "push_ruleset_bypass" for this variant.
+	Type *string `json:"type,omitempty"`
+	// The data pertaining to the push rules that are being requested to be
+	// bypassed.
+	Data []PushRulesetBypassExemptionRequestDataData `json:"data,omitempty"`
+
+	extra
+}
+
+// PushRulesetBypassExemptionRequestDataData is a type of the forge's payloads.
+type PushRulesetBypassExemptionRequestDataData struct {
+	// The ID of the ruleset for the rules that were violated
+	RulesetID *int64 `json:"ruleset_id,omitempty"`
+	// The name of the ruleset for the rules that were violated
+	RulesetName *string `json:"ruleset_name,omitempty"`
+	// The number of violations
+	TotalViolations *int64 `json:"total_violations,omitempty"`
+	// The type of rule that was violated
+	RuleType *string `json:"rule_type,omitempty"`
+
+	extra
+}
+
+// RequestData is a type of the forge's payloads.
+type RequestData struct {
+	// The number of the alert to be dismissed
+	AlertNumber *string `json:"alert_number,omitempty"`
+
+	extra
+}
+
+// SecretScanningAlertDismissalRequestData: Secret scanning alerts that have
+// dismissal requests.
+type SecretScanningAlertDismissalRequestData struct {
+	// The type of request Always "secret_scanning_closure" for this variant.
+	Type *string `json:"type,omitempty"`
+	// The data related to the secret scanning alerts that have dismissal requests.
+	Data []SecretScanningAlertDismissalRequestDataData `json:"data,omitempty"`
+
+	extra
+}
+
+// SecretScanningAlertDismissalRequestDataData is a type of the forge's
+// payloads.
+type SecretScanningAlertDismissalRequestDataData struct {
+	// The reason for the dismissal request
+	Reason *common.SecretScanningAlertDismissalRequestDataDataReason `json:"reason,omitempty"`
+	// The type of secret that was detected
+	SecretType *string `json:"secret_type,omitempty"`
+	// The number of the alert that was detected
+	AlertNumber *string `json:"alert_number,omitempty"`
+
+	extra
+}
+
+// SecretScanningPushProtectionExemptionRequestData: Secret scanning push
+// protections that are being requested to be bypassed.
+type SecretScanningPushProtectionExemptionRequestData struct {
+	// The type of request Always "secret_scanning" for this variant.
+	Type *string `json:"type,omitempty"`
+	// The data pertaining to the secret scanning push protections that are being
+	// requested to be bypassed.
+	Data []SecretScanningPushProtectionExemptionRequestDataData `json:"data,omitempty"`
+
+	extra
+}
+
+// SecretScanningPushProtectionExemptionRequestDataData is a type of the forge's
+// payloads.
+type SecretScanningPushProtectionExemptionRequestDataData struct {
+	// The type of secret that was detected
+	SecretType *string `json:"secret_type,omitempty"`
+	// The location data of the secret that was detected
+	Locations []SecretScanningPushProtectionExemptionRequestDataDataLocation `json:"locations,omitempty"`
+
+	extra
+}
+
+// SecretScanningPushProtectionExemptionRequestDataDataLocation is a type of the
+// forge's payloads.
+type SecretScanningPushProtectionExemptionRequestDataDataLocation struct {
+	// The commit SHA where the secret was detected
+	Commit *string `json:"commit,omitempty"`
+	// The branch where the secret was detected
+	Branch *string `json:"branch,omitempty"`
+	// The path of the file where the secret was detected
+	Path *string `json:"path,omitempty"`
+
+	extra
+}
+
 // SecurityAdvisoryEPSS: The EPSS scores as calculated by the Exploit Prediction
 // Scoring System.
 type SecurityAdvisoryEPSS struct {
@@ -458,4 +679,16 @@ type SecurityAdvisoryEPSS struct {
 type DeploymentReviewer struct {
 	User *common.User
 	Team *common.Team
+}
+
+// ExemptionRequestData is one of several types.
+//
+// Exactly one field is set: the variant the JSON value matched when decoded.
+type ExemptionRequestData struct {
+	PushRulesetBypassExemptionRequestData            *PushRulesetBypassExemptionRequestData
+	SecretScanningPushProtectionExemptionRequestData *SecretScanningPushProtectionExemptionRequestData
+	SecretScanningAlertDismissalRequestData          *SecretScanningAlertDismissalRequestData
+	CodeScanningAlertDismissalRequestData            *CodeScanningAlertDismissalRequestData
+	DependabotAlertDismissalRequestData              *DependabotAlertDismissalRequestData
+	LicenseComplianceAlertClosureRequestData         *LicenseComplianceAlertClosureRequestData
 }

@@ -493,49 +493,27 @@ func EncodeInstallationTargetChanges(x *InstallationTargetChanges, e *codec.Enco
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
-func (x *IssueComment) UnmarshalJSON(b []byte) error {
-	*x = IssueComment{}
+func (x *IssuesFieldAddedChanges) UnmarshalJSON(b []byte) error {
+	*x = IssuesFieldAddedChanges{}
 	d := codec.NewDecoder(b)
-	return d.Finish(DecodeIssueComment(x, &d), "IssueComment")
+	return d.Finish(DecodeIssuesFieldAddedChanges(x, &d), "IssuesFieldAddedChanges")
 }
 
 // MarshalJSON encodes x as it was decoded, unknown members included.
-func (x IssueComment) MarshalJSON() ([]byte, error) {
+func (x IssuesFieldAddedChanges) MarshalJSON() ([]byte, error) {
 	e := codec.NewEncoder()
-	EncodeIssueComment(&x, e)
+	EncodeIssuesFieldAddedChanges(&x, e)
 	return e.Result()
 }
 
-// DecodeIssueComment reads a JSON object into *x, a zero IssueComment.
-func DecodeIssueComment(x *IssueComment, d *codec.Decoder) error {
-	var seen codec.SeenSet
+// DecodeIssuesFieldAddedChanges reads a JSON object into *x, a zero
+// IssuesFieldAddedChanges.
+func DecodeIssuesFieldAddedChanges(x *IssuesFieldAddedChanges, d *codec.Decoder) error {
 	key, more, err := d.OpenObject()
 	for more {
 		switch string(key) {
-		case "author_association":
-			err = codec.DecSeen(&x.AuthorAssociation, d, &seen, 0, common.DecodeAuthorAssociation)
-		case "body":
-			err = codec.DecStringSeen(&x.Body, d, &seen, 1)
-		case "created_at":
-			err = codec.DecSeen(&x.CreatedAt, d, &seen, 2, codec.DecTimestamp)
-		case "html_url":
-			err = codec.DecStringSeen(&x.HTMLURL, d, &seen, 3)
-		case "id":
-			err = codec.DecInt64Seen(&x.ID, d, &seen, 4)
-		case "issue_url":
-			err = codec.DecStringSeen(&x.IssueURL, d, &seen, 5)
-		case "node_id":
-			err = codec.DecStringSeen(&x.NodeID, d, &seen, 6)
-		case "performed_via_github_app":
-			err = codec.DecPtr(&x.PerformedViaGithubApp, d, common.DecodeApp)
-		case "reactions":
-			err = codec.DecPtr(&x.Reactions, d, common.DecodeReactions)
-		case "updated_at":
-			err = codec.DecSeen(&x.UpdatedAt, d, &seen, 7, codec.DecTimestamp)
-		case "url":
-			err = codec.DecStringSeen(&x.URL, d, &seen, 8)
-		case "user":
-			err = codec.DecPtr(&x.User, d, common.DecodeUser)
+		case "issue_field_value":
+			err = codec.DecPtr(&x.IssueFieldValue, d, DecodeIssuesFieldAddedChangesIssueFieldValue)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -545,61 +523,265 @@ func DecodeIssueComment(x *IssueComment, d *codec.Decoder) error {
 		}
 		key, more, err = d.NextMember()
 	}
-	codec.SetAbsent(&x.extra, &seen, 9)
 	return err
 }
 
-// EncodeIssueComment writes *x as a JSON object: its members as they were
-// decoded.
-func EncodeIssueComment(x *IssueComment, e *codec.Encoder) {
+// EncodeIssuesFieldAddedChanges writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeIssuesFieldAddedChanges(x *IssuesFieldAddedChanges, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.IssueFieldValue != nil {
+		e.Key(",\"issue_field_value\":")
+		EncodeIssuesFieldAddedChangesIssueFieldValue(x.IssueFieldValue, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssuesFieldAddedChangesIssueFieldValue) UnmarshalJSON(b []byte) error {
+	*x = IssuesFieldAddedChangesIssueFieldValue{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssuesFieldAddedChangesIssueFieldValue(x, &d), "IssuesFieldAddedChangesIssueFieldValue")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssuesFieldAddedChangesIssueFieldValue) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssuesFieldAddedChangesIssueFieldValue(&x, e)
+	return e.Result()
+}
+
+// DecodeIssuesFieldAddedChangesIssueFieldValue reads a JSON object into *x, a
+// zero IssuesFieldAddedChangesIssueFieldValue.
+func DecodeIssuesFieldAddedChangesIssueFieldValue(x *IssuesFieldAddedChangesIssueFieldValue, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "from":
+			err = codec.DecSeen(&x.From, d, &seen, 0, DecodeIssuesFieldAddedChangesIssueFieldValueFrom)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	return err
+}
+
+// EncodeIssuesFieldAddedChangesIssueFieldValue writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeIssuesFieldAddedChangesIssueFieldValue(x *IssuesFieldAddedChangesIssueFieldValue, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
-		e.Key(",\"author_association\":")
-		common.EncodeAuthorAssociation(&x.AuthorAssociation, e)
+		e.Key(",\"from\":")
+		EncodeIssuesFieldAddedChangesIssueFieldValueFrom(&x.From, e)
 	}
-	if codec.Written(&x.extra, 1) {
-		e.Key(",\"body\":")
-		codec.EncString(&x.Body, e)
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssuesFieldAddedChangesIssueFieldValueFrom) UnmarshalJSON(b []byte) error {
+	*x = IssuesFieldAddedChangesIssueFieldValueFrom{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssuesFieldAddedChangesIssueFieldValueFrom(x, &d), "IssuesFieldAddedChangesIssueFieldValueFrom")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssuesFieldAddedChangesIssueFieldValueFrom) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssuesFieldAddedChangesIssueFieldValueFrom(&x, e)
+	return e.Result()
+}
+
+// DecodeIssuesFieldAddedChangesIssueFieldValueFrom reads a JSON object into *x,
+// a zero IssuesFieldAddedChangesIssueFieldValueFrom.
+func DecodeIssuesFieldAddedChangesIssueFieldValueFrom(x *IssuesFieldAddedChangesIssueFieldValueFrom, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "id":
+			err = codec.DecInt64Seen(&x.ID, d, &seen, 0)
+		case "value":
+			err = codec.DecPtr(&x.Value, d, common.DecodeWebhookConfigInsecureSSL)
+		case "value_id":
+			err = codec.DecInt64Ptr(&x.ValueID, d)
+		case "option":
+			err = codec.DecPtr(&x.Option, d, DecodeIssuesFieldAddedChangesIssueFieldValueFromOption)
+		case "value_ids":
+			err = codec.DecSlice(&x.ValueIDs, d, codec.DecInt64)
+		case "options":
+			err = codec.DecSlice(&x.Options, d, DecodeIssuesFieldAddedChangesIssueFieldValueFromOption)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
 	}
-	if codec.Written(&x.extra, 2) {
-		e.Key(",\"created_at\":")
-		codec.EncTimestamp(&x.CreatedAt, e)
-	}
-	if codec.Written(&x.extra, 3) {
-		e.Key(",\"html_url\":")
-		codec.EncString(&x.HTMLURL, e)
-	}
-	if codec.Written(&x.extra, 4) {
+	codec.SetAbsent(&x.extra, &seen, 1)
+	return err
+}
+
+// EncodeIssuesFieldAddedChangesIssueFieldValueFrom writes *x as a JSON object:
+// its members as they were decoded.
+func EncodeIssuesFieldAddedChangesIssueFieldValueFrom(x *IssuesFieldAddedChangesIssueFieldValueFrom, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
 		e.Key(",\"id\":")
 		codec.EncInt64(&x.ID, e)
 	}
-	if codec.Written(&x.extra, 5) {
-		e.Key(",\"issue_url\":")
-		codec.EncString(&x.IssueURL, e)
+	if x.Value != nil {
+		e.Key(",\"value\":")
+		common.EncodeWebhookConfigInsecureSSL(x.Value, e)
 	}
-	if codec.Written(&x.extra, 6) {
-		e.Key(",\"node_id\":")
-		codec.EncString(&x.NodeID, e)
+	if x.ValueID != nil {
+		e.Key(",\"value_id\":")
+		codec.EncInt64(x.ValueID, e)
 	}
-	if x.PerformedViaGithubApp != nil {
-		e.Key(",\"performed_via_github_app\":")
-		common.EncodeApp(x.PerformedViaGithubApp, e)
+	if x.Option != nil {
+		e.Key(",\"option\":")
+		EncodeIssuesFieldAddedChangesIssueFieldValueFromOption(x.Option, e)
 	}
-	if x.Reactions != nil {
-		e.Key(",\"reactions\":")
-		common.EncodeReactions(x.Reactions, e)
+	if x.ValueIDs != nil {
+		e.Key(",\"value_ids\":")
+		codec.EncSlice(&x.ValueIDs, e, codec.EncInt64)
 	}
-	if codec.Written(&x.extra, 7) {
-		e.Key(",\"updated_at\":")
-		codec.EncTimestamp(&x.UpdatedAt, e)
+	if x.Options != nil {
+		e.Key(",\"options\":")
+		codec.EncSlice(&x.Options, e, EncodeIssuesFieldAddedChangesIssueFieldValueFromOption)
 	}
-	if codec.Written(&x.extra, 8) {
-		e.Key(",\"url\":")
-		codec.EncString(&x.URL, e)
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssuesFieldAddedChangesIssueFieldValueFromOption) UnmarshalJSON(b []byte) error {
+	*x = IssuesFieldAddedChangesIssueFieldValueFromOption{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssuesFieldAddedChangesIssueFieldValueFromOption(x, &d), "IssuesFieldAddedChangesIssueFieldValueFromOption")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssuesFieldAddedChangesIssueFieldValueFromOption) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssuesFieldAddedChangesIssueFieldValueFromOption(&x, e)
+	return e.Result()
+}
+
+// DecodeIssuesFieldAddedChangesIssueFieldValueFromOption reads a JSON object
+// into *x, a zero IssuesFieldAddedChangesIssueFieldValueFromOption.
+func DecodeIssuesFieldAddedChangesIssueFieldValueFromOption(x *IssuesFieldAddedChangesIssueFieldValueFromOption, d *codec.Decoder) error {
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "id":
+			err = codec.DecInt64Ptr(&x.ID, d)
+		case "name":
+			err = codec.DecStringPtr(&x.Name, d)
+		case "color":
+			err = codec.DecStringPtr(&x.Color, d)
+		case "description":
+			err = codec.DecStringPtr(&x.Description, d)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
 	}
-	if x.User != nil {
-		e.Key(",\"user\":")
-		common.EncodeUser(x.User, e)
+	return err
+}
+
+// EncodeIssuesFieldAddedChangesIssueFieldValueFromOption writes *x as a JSON
+// object: its members as they were decoded.
+func EncodeIssuesFieldAddedChangesIssueFieldValueFromOption(x *IssuesFieldAddedChangesIssueFieldValueFromOption, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if x.ID != nil {
+		e.Key(",\"id\":")
+		codec.EncInt64(x.ID, e)
+	}
+	if x.Name != nil {
+		e.Key(",\"name\":")
+		codec.EncString(x.Name, e)
+	}
+	if x.Color != nil {
+		e.Key(",\"color\":")
+		codec.EncString(x.Color, e)
+	}
+	if x.Description != nil {
+		e.Key(",\"description\":")
+		codec.EncString(x.Description, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssuesIssueField) UnmarshalJSON(b []byte) error {
+	*x = IssuesIssueField{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssuesIssueField(x, &d), "IssuesIssueField")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssuesIssueField) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssuesIssueField(&x, e)
+	return e.Result()
+}
+
+// DecodeIssuesIssueField reads a JSON object into *x, a zero IssuesIssueField.
+func DecodeIssuesIssueField(x *IssuesIssueField, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "id":
+			err = codec.DecInt64Seen(&x.ID, d, &seen, 0)
+		case "name":
+			err = codec.DecStringSeen(&x.Name, d, &seen, 1)
+		case "field_type":
+			err = codec.DecSeen(&x.FieldType, d, &seen, 2, common.DecodeIssueFieldValueDataType)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 3)
+	return err
+}
+
+// EncodeIssuesIssueField writes *x as a JSON object: its members as they were
+// decoded.
+func EncodeIssuesIssueField(x *IssuesIssueField, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"id\":")
+		codec.EncInt64(&x.ID, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"name\":")
+		codec.EncString(&x.Name, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"field_type\":")
+		common.EncodeIssueFieldValueDataType(&x.FieldType, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -1792,7 +1974,7 @@ func DecodeIssueCommentUnknownEvent(x *IssueCommentUnknownEvent, d *codec.Decode
 		case "action":
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "comment":
-			err = codec.DecPtr(&x.Comment, d, DecodeIssueComment)
+			err = codec.DecPtr(&x.Comment, d, common.DecodeIssueComment)
 		case "enterprise":
 			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		case "installation":
@@ -1831,7 +2013,7 @@ func EncodeIssueCommentUnknownEvent(x *IssueCommentUnknownEvent, e *codec.Encode
 	}
 	if x.Comment != nil {
 		e.Key(",\"comment\":")
-		EncodeIssueComment(x.Comment, e)
+		common.EncodeIssueComment(x.Comment, e)
 	}
 	if x.Enterprise != nil {
 		e.Key(",\"enterprise\":")
@@ -1885,7 +2067,7 @@ func DecodeIssueCommentCreatedEvent(x *IssueCommentCreatedEvent, d *codec.Decode
 		case "action":
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "comment":
-			err = codec.DecSeen(&x.Comment, d, &seen, 1, DecodeIssueComment)
+			err = codec.DecSeen(&x.Comment, d, &seen, 1, common.DecodeIssueComment)
 		case "enterprise":
 			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		case "installation":
@@ -1921,7 +2103,7 @@ func EncodeIssueCommentCreatedEvent(x *IssueCommentCreatedEvent, e *codec.Encode
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"comment\":")
-		EncodeIssueComment(&x.Comment, e)
+		common.EncodeIssueComment(&x.Comment, e)
 	}
 	if x.Enterprise != nil {
 		e.Key(",\"enterprise\":")
@@ -1975,7 +2157,7 @@ func DecodeIssueCommentDeletedEvent(x *IssueCommentDeletedEvent, d *codec.Decode
 		case "action":
 			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
 		case "comment":
-			err = codec.DecSeen(&x.Comment, d, &seen, 1, DecodeIssueComment)
+			err = codec.DecSeen(&x.Comment, d, &seen, 1, common.DecodeIssueComment)
 		case "enterprise":
 			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		case "installation":
@@ -2011,7 +2193,7 @@ func EncodeIssueCommentDeletedEvent(x *IssueCommentDeletedEvent, e *codec.Encode
 	}
 	if codec.Written(&x.extra, 1) {
 		e.Key(",\"comment\":")
-		EncodeIssueComment(&x.Comment, e)
+		common.EncodeIssueComment(&x.Comment, e)
 	}
 	if x.Enterprise != nil {
 		e.Key(",\"enterprise\":")
@@ -2067,7 +2249,7 @@ func DecodeIssueCommentEditedEvent(x *IssueCommentEditedEvent, d *codec.Decoder)
 		case "changes":
 			err = codec.DecSeen(&x.Changes, d, &seen, 1, common.DecodeIssueCommentEditedChanges)
 		case "comment":
-			err = codec.DecSeen(&x.Comment, d, &seen, 2, DecodeIssueComment)
+			err = codec.DecSeen(&x.Comment, d, &seen, 2, common.DecodeIssueComment)
 		case "enterprise":
 			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
 		case "installation":
@@ -2107,7 +2289,7 @@ func EncodeIssueCommentEditedEvent(x *IssueCommentEditedEvent, e *codec.Encoder)
 	}
 	if codec.Written(&x.extra, 2) {
 		e.Key(",\"comment\":")
-		EncodeIssueComment(&x.Comment, e)
+		common.EncodeIssueComment(&x.Comment, e)
 	}
 	if x.Enterprise != nil {
 		e.Key(",\"enterprise\":")
@@ -2130,6 +2312,186 @@ func EncodeIssueCommentEditedEvent(x *IssueCommentEditedEvent, e *codec.Encoder)
 		common.EncodeRepository(&x.Repository, e)
 	}
 	if codec.Written(&x.extra, 5) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueCommentPinnedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueCommentPinnedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueCommentPinnedEvent(x, &d), "IssueCommentPinnedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueCommentPinnedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueCommentPinnedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueCommentPinnedEvent reads a JSON object into *x, a zero
+// IssueCommentPinnedEvent.
+func DecodeIssueCommentPinnedEvent(x *IssueCommentPinnedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "comment":
+			err = codec.DecSeen(&x.Comment, d, &seen, 1, common.DecodeIssueComment)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "issue":
+			err = codec.DecSeen(&x.Issue, d, &seen, 2, common.DecodeIssue)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 3, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 4, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 5)
+	return err
+}
+
+// EncodeIssueCommentPinnedEvent writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeIssueCommentPinnedEvent(x *IssueCommentPinnedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"comment\":")
+		common.EncodeIssueComment(&x.Comment, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(&x.Issue, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 4) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueCommentUnpinnedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueCommentUnpinnedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueCommentUnpinnedEvent(x, &d), "IssueCommentUnpinnedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueCommentUnpinnedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueCommentUnpinnedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueCommentUnpinnedEvent reads a JSON object into *x, a zero
+// IssueCommentUnpinnedEvent.
+func DecodeIssueCommentUnpinnedEvent(x *IssueCommentUnpinnedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "comment":
+			err = codec.DecSeen(&x.Comment, d, &seen, 1, common.DecodeIssueComment)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "issue":
+			err = codec.DecSeen(&x.Issue, d, &seen, 2, common.DecodeIssue)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 3, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 4, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 5)
+	return err
+}
+
+// EncodeIssueCommentUnpinnedEvent writes *x as a JSON object: its members as
+// they were decoded.
+func EncodeIssueCommentUnpinnedEvent(x *IssueCommentUnpinnedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"comment\":")
+		common.EncodeIssueComment(&x.Comment, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(&x.Issue, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 4) {
 		e.Key(",\"sender\":")
 		common.EncodeUser(&x.Sender, e)
 	}
@@ -2662,6 +3024,298 @@ func EncodeIssueDependenciesBlockingRemovedEvent(x *IssueDependenciesBlockingRem
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueRelatesToUnknownEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueRelatesToUnknownEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueRelatesToUnknownEvent(x, &d), "IssueRelatesToUnknownEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueRelatesToUnknownEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueRelatesToUnknownEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueRelatesToUnknownEvent reads a JSON object into *x, a zero
+// IssueRelatesToUnknownEvent.
+func DecodeIssueRelatesToUnknownEvent(x *IssueRelatesToUnknownEvent, d *codec.Decoder) error {
+	start := d.Start()
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "issue_id":
+			err = codec.DecInt64Ptr(&x.IssueID, d)
+		case "issue":
+			err = codec.DecPtr(&x.Issue, d, common.DecodeIssue)
+		case "related_issue_id":
+			err = codec.DecInt64Ptr(&x.RelatedIssueID, d)
+		case "related_issue":
+			err = codec.DecPtr(&x.RelatedIssue, d, common.DecodeIssue)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecPtr(&x.Repository, d, common.DecodeRepository)
+		case "sender":
+			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 1)
+	if err == nil {
+		x.Raw = d.Since(start)
+	}
+	return err
+}
+
+// EncodeIssueRelatesToUnknownEvent writes *x as a JSON object: its members as
+// they were decoded.
+func EncodeIssueRelatesToUnknownEvent(x *IssueRelatesToUnknownEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.IssueID != nil {
+		e.Key(",\"issue_id\":")
+		codec.EncInt64(x.IssueID, e)
+	}
+	if x.Issue != nil {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(x.Issue, e)
+	}
+	if x.RelatedIssueID != nil {
+		e.Key(",\"related_issue_id\":")
+		codec.EncInt64(x.RelatedIssueID, e)
+	}
+	if x.RelatedIssue != nil {
+		e.Key(",\"related_issue\":")
+		common.EncodeIssue(x.RelatedIssue, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if x.Repository != nil {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(x.Repository, e)
+	}
+	if x.Sender != nil {
+		e.Key(",\"sender\":")
+		common.EncodeUser(x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueRelatesToRelatesToAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueRelatesToRelatesToAddedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueRelatesToRelatesToAddedEvent(x, &d), "IssueRelatesToRelatesToAddedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueRelatesToRelatesToAddedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueRelatesToRelatesToAddedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueRelatesToRelatesToAddedEvent reads a JSON object into *x, a zero
+// IssueRelatesToRelatesToAddedEvent.
+func DecodeIssueRelatesToRelatesToAddedEvent(x *IssueRelatesToRelatesToAddedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "issue_id":
+			err = codec.DecInt64Ptr(&x.IssueID, d)
+		case "issue":
+			err = codec.DecPtr(&x.Issue, d, common.DecodeIssue)
+		case "related_issue_id":
+			err = codec.DecInt64Ptr(&x.RelatedIssueID, d)
+		case "related_issue":
+			err = codec.DecPtr(&x.RelatedIssue, d, common.DecodeIssue)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecSeen(&x.Organization, d, &seen, 1, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 4)
+	return err
+}
+
+// EncodeIssueRelatesToRelatesToAddedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeIssueRelatesToRelatesToAddedEvent(x *IssueRelatesToRelatesToAddedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.IssueID != nil {
+		e.Key(",\"issue_id\":")
+		codec.EncInt64(x.IssueID, e)
+	}
+	if x.Issue != nil {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(x.Issue, e)
+	}
+	if x.RelatedIssueID != nil {
+		e.Key(",\"related_issue_id\":")
+		codec.EncInt64(x.RelatedIssueID, e)
+	}
+	if x.RelatedIssue != nil {
+		e.Key(",\"related_issue\":")
+		common.EncodeIssue(x.RelatedIssue, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(&x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssueRelatesToRelatesToRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssueRelatesToRelatesToRemovedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssueRelatesToRelatesToRemovedEvent(x, &d), "IssueRelatesToRelatesToRemovedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssueRelatesToRelatesToRemovedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssueRelatesToRelatesToRemovedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssueRelatesToRelatesToRemovedEvent reads a JSON object into *x, a zero
+// IssueRelatesToRelatesToRemovedEvent.
+func DecodeIssueRelatesToRelatesToRemovedEvent(x *IssueRelatesToRelatesToRemovedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "issue_id":
+			err = codec.DecInt64Ptr(&x.IssueID, d)
+		case "issue":
+			err = codec.DecPtr(&x.Issue, d, common.DecodeIssue)
+		case "related_issue_id":
+			err = codec.DecInt64Ptr(&x.RelatedIssueID, d)
+		case "related_issue":
+			err = codec.DecPtr(&x.RelatedIssue, d, common.DecodeIssue)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecSeen(&x.Organization, d, &seen, 1, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 3, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 4)
+	return err
+}
+
+// EncodeIssueRelatesToRelatesToRemovedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeIssueRelatesToRelatesToRemovedEvent(x *IssueRelatesToRelatesToRemovedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.IssueID != nil {
+		e.Key(",\"issue_id\":")
+		codec.EncInt64(x.IssueID, e)
+	}
+	if x.Issue != nil {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(x.Issue, e)
+	}
+	if x.RelatedIssueID != nil {
+		e.Key(",\"related_issue_id\":")
+		codec.EncInt64(x.RelatedIssueID, e)
+	}
+	if x.RelatedIssue != nil {
+		e.Key(",\"related_issue\":")
+		common.EncodeIssue(x.RelatedIssue, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(&x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *IssuesUnknownEvent) UnmarshalJSON(b []byte) error {
 	*x = IssuesUnknownEvent{}
 	d := codec.NewDecoder(b)
@@ -3176,6 +3830,204 @@ func EncodeIssuesEditedEvent(x *IssuesEditedEvent, e *codec.Encoder) {
 	if x.Label != nil {
 		e.Key(",\"label\":")
 		common.EncodeLabel(x.Label, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 4) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssuesFieldAddedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesFieldAddedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssuesFieldAddedEvent(x, &d), "IssuesFieldAddedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssuesFieldAddedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssuesFieldAddedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssuesFieldAddedEvent reads a JSON object into *x, a zero
+// IssuesFieldAddedEvent.
+func DecodeIssuesFieldAddedEvent(x *IssuesFieldAddedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "issue":
+			err = codec.DecSeen(&x.Issue, d, &seen, 1, common.DecodeIssue)
+		case "issue_field":
+			err = codec.DecSeen(&x.IssueField, d, &seen, 2, DecodeIssuesIssueField)
+		case "issue_field_value":
+			err = codec.DecPtr(&x.IssueFieldValue, d, DecodeIssuesFieldAddedChangesIssueFieldValueFrom)
+		case "changes":
+			err = codec.DecPtr(&x.Changes, d, DecodeIssuesFieldAddedChanges)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 3, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 4, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 5)
+	return err
+}
+
+// EncodeIssuesFieldAddedEvent writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeIssuesFieldAddedEvent(x *IssuesFieldAddedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(&x.Issue, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"issue_field\":")
+		EncodeIssuesIssueField(&x.IssueField, e)
+	}
+	if x.IssueFieldValue != nil {
+		e.Key(",\"issue_field_value\":")
+		EncodeIssuesFieldAddedChangesIssueFieldValueFrom(x.IssueFieldValue, e)
+	}
+	if x.Changes != nil {
+		e.Key(",\"changes\":")
+		EncodeIssuesFieldAddedChanges(x.Changes, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 4) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *IssuesFieldRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = IssuesFieldRemovedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeIssuesFieldRemovedEvent(x, &d), "IssuesFieldRemovedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x IssuesFieldRemovedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeIssuesFieldRemovedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeIssuesFieldRemovedEvent reads a JSON object into *x, a zero
+// IssuesFieldRemovedEvent.
+func DecodeIssuesFieldRemovedEvent(x *IssuesFieldRemovedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "issue":
+			err = codec.DecSeen(&x.Issue, d, &seen, 1, common.DecodeIssue)
+		case "issue_field":
+			err = codec.DecSeen(&x.IssueField, d, &seen, 2, DecodeIssuesIssueField)
+		case "issue_field_value":
+			err = codec.DecPtr(&x.IssueFieldValue, d, DecodeIssuesFieldAddedChangesIssueFieldValueFrom)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 3, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 4, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 5)
+	return err
+}
+
+// EncodeIssuesFieldRemovedEvent writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeIssuesFieldRemovedEvent(x *IssuesFieldRemovedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"issue\":")
+		common.EncodeIssue(&x.Issue, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"issue_field\":")
+		EncodeIssuesIssueField(&x.IssueField, e)
+	}
+	if x.IssueFieldValue != nil {
+		e.Key(",\"issue_field_value\":")
+		EncodeIssuesFieldAddedChangesIssueFieldValueFrom(x.IssueFieldValue, e)
 	}
 	if x.Organization != nil {
 		e.Key(",\"organization\":")

@@ -539,106 +539,135 @@ func (x *InstallationTargetChanges) GetSlug() *common.StringChange {
 	return x.Slug
 }
 
-// GetAuthorAssociation returns the "author_association" member, or "" when x is
-// nil.
-func (x *IssueComment) GetAuthorAssociation() common.AuthorAssociation {
+// GetIssueFieldValue returns the "issue_field_value" member, or nil when x is
+// nil or the member is absent or null.
+func (x *IssuesFieldAddedChanges) GetIssueFieldValue() *IssuesFieldAddedChangesIssueFieldValue {
 	if x == nil {
-		return ""
+		return nil
 	}
-	return x.AuthorAssociation
+	return x.IssueFieldValue
 }
 
-// GetBody returns the "body" member, or "" when x is nil.
-func (x *IssueComment) GetBody() string {
-	if x == nil {
-		return ""
+// GetFrom returns the "from" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValue) GetFrom() *IssuesFieldAddedChangesIssueFieldValueFrom {
+	if x == nil || !codec.Written(&x.extra, 0) {
+		return nil
 	}
-	return x.Body
-}
-
-// GetCreatedAt returns the "created_at" member, or the zero Timestamp when x is
-// nil.
-func (x *IssueComment) GetCreatedAt() codec.Timestamp {
-	if x == nil {
-		return codec.Timestamp{}
-	}
-	return x.CreatedAt
-}
-
-// GetHTMLURL returns the "html_url" member, or "" when x is nil.
-func (x *IssueComment) GetHTMLURL() string {
-	if x == nil {
-		return ""
-	}
-	return x.HTMLURL
+	return &x.From
 }
 
 // GetID returns the "id" member, or 0 when x is nil.
-func (x *IssueComment) GetID() int64 {
+func (x *IssuesFieldAddedChangesIssueFieldValueFrom) GetID() int64 {
 	if x == nil {
 		return 0
 	}
 	return x.ID
 }
 
-// GetIssueURL returns the "issue_url" member, or "" when x is nil.
-func (x *IssueComment) GetIssueURL() string {
-	if x == nil {
-		return ""
-	}
-	return x.IssueURL
-}
-
-// GetNodeID returns the "node_id" member, or "" when x is nil.
-func (x *IssueComment) GetNodeID() string {
-	if x == nil {
-		return ""
-	}
-	return x.NodeID
-}
-
-// GetPerformedViaGithubApp returns the "performed_via_github_app" member, or
-// nil when x is nil or the member is absent or null.
-func (x *IssueComment) GetPerformedViaGithubApp() *common.App {
-	if x == nil {
-		return nil
-	}
-	return x.PerformedViaGithubApp
-}
-
-// GetReactions returns the "reactions" member, or nil when x is nil or the
-// member is absent or null.
-func (x *IssueComment) GetReactions() *common.Reactions {
-	if x == nil {
-		return nil
-	}
-	return x.Reactions
-}
-
-// GetUpdatedAt returns the "updated_at" member, or the zero Timestamp when x is
-// nil.
-func (x *IssueComment) GetUpdatedAt() codec.Timestamp {
-	if x == nil {
-		return codec.Timestamp{}
-	}
-	return x.UpdatedAt
-}
-
-// GetURL returns the "url" member, or "" when x is nil.
-func (x *IssueComment) GetURL() string {
-	if x == nil {
-		return ""
-	}
-	return x.URL
-}
-
-// GetUser returns the "user" member, or nil when x is nil or the member is
+// GetValue returns the "value" member, or nil when x is nil or the member is
 // absent or null.
-func (x *IssueComment) GetUser() *common.User {
+func (x *IssuesFieldAddedChangesIssueFieldValueFrom) GetValue() *common.WebhookConfigInsecureSSL {
 	if x == nil {
 		return nil
 	}
-	return x.User
+	return x.Value
+}
+
+// GetValueID returns the "value_id" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFrom) GetValueID() int64 {
+	if x == nil || x.ValueID == nil {
+		return 0
+	}
+	return *x.ValueID
+}
+
+// GetOption returns the "option" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFrom) GetOption() *IssuesFieldAddedChangesIssueFieldValueFromOption {
+	if x == nil {
+		return nil
+	}
+	return x.Option
+}
+
+// GetValueIDs returns the "value_ids" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFrom) GetValueIDs() []int64 {
+	if x == nil {
+		return nil
+	}
+	return x.ValueIDs
+}
+
+// GetOptions returns the "options" member, or nil when x is nil or the member
+// is absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFrom) GetOptions() []IssuesFieldAddedChangesIssueFieldValueFromOption {
+	if x == nil {
+		return nil
+	}
+	return x.Options
+}
+
+// GetID returns the "id" member, or 0 when x is nil or the member is absent or
+// null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFromOption) GetID() int64 {
+	if x == nil || x.ID == nil {
+		return 0
+	}
+	return *x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil or the member is
+// absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFromOption) GetName() string {
+	if x == nil || x.Name == nil {
+		return ""
+	}
+	return *x.Name
+}
+
+// GetColor returns the "color" member, or "" when x is nil or the member is
+// absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFromOption) GetColor() string {
+	if x == nil || x.Color == nil {
+		return ""
+	}
+	return *x.Color
+}
+
+// GetDescription returns the "description" member, or "" when x is nil or the
+// member is absent or null.
+func (x *IssuesFieldAddedChangesIssueFieldValueFromOption) GetDescription() string {
+	if x == nil || x.Description == nil {
+		return ""
+	}
+	return *x.Description
+}
+
+// GetID returns the "id" member, or 0 when x is nil.
+func (x *IssuesIssueField) GetID() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.ID
+}
+
+// GetName returns the "name" member, or "" when x is nil.
+func (x *IssuesIssueField) GetName() string {
+	if x == nil {
+		return ""
+	}
+	return x.Name
+}
+
+// GetFieldType returns the "field_type" member, or "" when x is nil.
+func (x *IssuesIssueField) GetFieldType() common.IssueFieldValueDataType {
+	if x == nil {
+		return ""
+	}
+	return x.FieldType
 }
 
 // GetOldIssue returns the "old_issue" member, or nil when x is nil or the
@@ -1434,7 +1463,7 @@ func (x *InstallationTargetRenamedEvent) GetTargetType() string {
 
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // is absent or null.
-func (x *IssueCommentUnknownEvent) GetComment() *IssueComment {
+func (x *IssueCommentUnknownEvent) GetComment() *common.IssueComment {
 	if x == nil {
 		return nil
 	}
@@ -1497,7 +1526,7 @@ func (x *IssueCommentUnknownEvent) GetSender() *common.User {
 
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
-func (x *IssueCommentCreatedEvent) GetComment() *IssueComment {
+func (x *IssueCommentCreatedEvent) GetComment() *common.IssueComment {
 	if x == nil || !codec.Written(&x.extra, 1) {
 		return nil
 	}
@@ -1560,7 +1589,7 @@ func (x *IssueCommentCreatedEvent) GetSender() *common.User {
 
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
-func (x *IssueCommentDeletedEvent) GetComment() *IssueComment {
+func (x *IssueCommentDeletedEvent) GetComment() *common.IssueComment {
 	if x == nil || !codec.Written(&x.extra, 1) {
 		return nil
 	}
@@ -1632,7 +1661,7 @@ func (x *IssueCommentEditedEvent) GetChanges() *common.IssueCommentEditedChanges
 
 // GetComment returns the "comment" member, or nil when x is nil or the member
 // was absent or null.
-func (x *IssueCommentEditedEvent) GetComment() *IssueComment {
+func (x *IssueCommentEditedEvent) GetComment() *common.IssueComment {
 	if x == nil || !codec.Written(&x.extra, 2) {
 		return nil
 	}
@@ -1688,6 +1717,132 @@ func (x *IssueCommentEditedEvent) GetRepository() *common.Repository {
 // absent or null.
 func (x *IssueCommentEditedEvent) GetSender() *common.User {
 	if x == nil || !codec.Written(&x.extra, 5) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetComment returns the "comment" member, or nil when x is nil or the member
+// was absent or null.
+func (x *IssueCommentPinnedEvent) GetComment() *common.IssueComment {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Comment
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssueCommentPinnedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueCommentPinnedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueCommentPinnedEvent) GetIssue() *common.Issue {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Issue
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueCommentPinnedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssueCommentPinnedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueCommentPinnedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetComment returns the "comment" member, or nil when x is nil or the member
+// was absent or null.
+func (x *IssueCommentUnpinnedEvent) GetComment() *common.IssueComment {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Comment
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssueCommentUnpinnedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueCommentUnpinnedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueCommentUnpinnedEvent) GetIssue() *common.Issue {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Issue
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueCommentUnpinnedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssueCommentUnpinnedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueCommentUnpinnedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
 		return nil
 	}
 	return &x.Sender
@@ -2085,6 +2240,222 @@ func (x *IssueDependenciesBlockingRemovedEvent) GetSender() *common.User {
 	return &x.Sender
 }
 
+// GetIssueID returns the "issue_id" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToUnknownEvent) GetIssueID() int64 {
+	if x == nil || x.IssueID == nil {
+		return 0
+	}
+	return *x.IssueID
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToUnknownEvent) GetIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.Issue
+}
+
+// GetRelatedIssueID returns the "related_issue_id" member, or 0 when x is nil
+// or the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetRelatedIssueID() int64 {
+	if x == nil || x.RelatedIssueID == nil {
+		return 0
+	}
+	return *x.RelatedIssueID
+}
+
+// GetRelatedIssue returns the "related_issue" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetRelatedIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.RelatedIssue
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssueRelatesToUnknownEvent) GetRepository() *common.Repository {
+	if x == nil {
+		return nil
+	}
+	return x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToUnknownEvent) GetSender() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sender
+}
+
+// GetIssueID returns the "issue_id" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetIssueID() int64 {
+	if x == nil || x.IssueID == nil {
+		return 0
+	}
+	return *x.IssueID
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.Issue
+}
+
+// GetRelatedIssueID returns the "related_issue_id" member, or 0 when x is nil
+// or the member is absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetRelatedIssueID() int64 {
+	if x == nil || x.RelatedIssueID == nil {
+		return 0
+	}
+	return *x.RelatedIssueID
+}
+
+// GetRelatedIssue returns the "related_issue" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetRelatedIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.RelatedIssue
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member was absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetOrganization() *common.Organization {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueRelatesToRelatesToAddedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetIssueID returns the "issue_id" member, or 0 when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetIssueID() int64 {
+	if x == nil || x.IssueID == nil {
+		return 0
+	}
+	return *x.IssueID
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member is
+// absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.Issue
+}
+
+// GetRelatedIssueID returns the "related_issue_id" member, or 0 when x is nil
+// or the member is absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetRelatedIssueID() int64 {
+	if x == nil || x.RelatedIssueID == nil {
+		return 0
+	}
+	return *x.RelatedIssueID
+}
+
+// GetRelatedIssue returns the "related_issue" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetRelatedIssue() *common.Issue {
+	if x == nil {
+		return nil
+	}
+	return x.RelatedIssue
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member was absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetOrganization() *common.Organization {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssueRelatesToRelatesToRemovedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Sender
+}
+
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
 func (x *IssuesUnknownEvent) GetEnterprise() *common.Enterprise {
@@ -2439,6 +2810,159 @@ func (x *IssuesEditedEvent) GetRepository() *common.Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member was
 // absent or null.
 func (x *IssuesEditedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssuesFieldAddedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssuesFieldAddedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssuesFieldAddedEvent) GetIssue() *common.Issue {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Issue
+}
+
+// GetIssueField returns the "issue_field" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssuesFieldAddedEvent) GetIssueField() *IssuesIssueField {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.IssueField
+}
+
+// GetIssueFieldValue returns the "issue_field_value" member, or nil when x is
+// nil or the member is absent or null.
+func (x *IssuesFieldAddedEvent) GetIssueFieldValue() *IssuesFieldAddedChangesIssueFieldValueFrom {
+	if x == nil {
+		return nil
+	}
+	return x.IssueFieldValue
+}
+
+// GetChanges returns the "changes" member, or nil when x is nil or the member
+// is absent or null.
+func (x *IssuesFieldAddedEvent) GetChanges() *IssuesFieldAddedChanges {
+	if x == nil {
+		return nil
+	}
+	return x.Changes
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssuesFieldAddedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssuesFieldAddedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssuesFieldAddedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *IssuesFieldRemovedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssuesFieldRemovedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetIssue returns the "issue" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssuesFieldRemovedEvent) GetIssue() *common.Issue {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Issue
+}
+
+// GetIssueField returns the "issue_field" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssuesFieldRemovedEvent) GetIssueField() *IssuesIssueField {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.IssueField
+}
+
+// GetIssueFieldValue returns the "issue_field_value" member, or nil when x is
+// nil or the member is absent or null.
+func (x *IssuesFieldRemovedEvent) GetIssueFieldValue() *IssuesFieldAddedChangesIssueFieldValueFrom {
+	if x == nil {
+		return nil
+	}
+	return x.IssueFieldValue
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *IssuesFieldRemovedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *IssuesFieldRemovedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *IssuesFieldRemovedEvent) GetSender() *common.User {
 	if x == nil || !codec.Written(&x.extra, 4) {
 		return nil
 	}

@@ -87,6 +87,12 @@ func decodeIssueCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, er
 	case "edited":
 		x := new(IssueCommentEditedEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssueCommentEditedEvent(x, d), "IssueCommentEditedEvent"))
+	case "pinned":
+		x := new(IssueCommentPinnedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueCommentPinnedEvent(x, d), "IssueCommentPinnedEvent"))
+	case "unpinned":
+		x := new(IssueCommentUnpinnedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueCommentUnpinnedEvent(x, d), "IssueCommentUnpinnedEvent"))
 	default:
 		x := new(IssueCommentUnknownEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssueCommentUnknownEvent(x, d), "IssueCommentUnknownEvent"))
@@ -119,6 +125,26 @@ func decodeIssueDependenciesEvent(action []byte, d *codec.Decoder) (codec.Payloa
 	}
 }
 
+// ParseIssueRelatesToEvent decodes the payload of an "issue_relates_to"
+// delivery, for payloads.Parse.
+func ParseIssueRelatesToEvent(body []byte) (codec.Payload, error) {
+	return codec.ParseByAction(body, decodeIssueRelatesToEvent)
+}
+
+func decodeIssueRelatesToEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
+	switch string(action) {
+	case "relates_to_added":
+		x := new(IssueRelatesToRelatesToAddedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueRelatesToRelatesToAddedEvent(x, d), "IssueRelatesToRelatesToAddedEvent"))
+	case "relates_to_removed":
+		x := new(IssueRelatesToRelatesToRemovedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueRelatesToRelatesToRemovedEvent(x, d), "IssueRelatesToRelatesToRemovedEvent"))
+	default:
+		x := new(IssueRelatesToUnknownEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssueRelatesToUnknownEvent(x, d), "IssueRelatesToUnknownEvent"))
+	}
+}
+
 // ParseIssuesEvent decodes the payload of an "issues" delivery, for
 // payloads.Parse.
 func ParseIssuesEvent(body []byte) (codec.Payload, error) {
@@ -142,6 +168,12 @@ func decodeIssuesEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 	case "edited":
 		x := new(IssuesEditedEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssuesEditedEvent(x, d), "IssuesEditedEvent"))
+	case "field_added":
+		x := new(IssuesFieldAddedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssuesFieldAddedEvent(x, d), "IssuesFieldAddedEvent"))
+	case "field_removed":
+		x := new(IssuesFieldRemovedEvent)
+		return codec.Decoded(x, d.Finish(DecodeIssuesFieldRemovedEvent(x, d), "IssuesFieldRemovedEvent"))
 	case "labeled":
 		x := new(IssuesLabeledEvent)
 		return codec.Decoded(x, d.Finish(DecodeIssuesLabeledEvent(x, d), "IssuesLabeledEvent"))

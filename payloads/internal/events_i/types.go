@@ -2,9 +2,9 @@
 
 // Package payloads (forgehooks.dev/forgehooks/payloads/internal/events_i) holds
 // the generated payloads of the events installation, installation_repositories,
-// installation_target, issue_comment, issue_dependencies, issues, and types
-// they use. The package forgehooks.dev/forgehooks/payloads names each by an
-// alias, and documents it.
+// installation_target, issue_comment, issue_dependencies, issue_relates_to,
+// issues, and types they use. The package forgehooks.dev/forgehooks/payloads
+// names each by an alias, and documents it.
 package payloads
 
 import (
@@ -106,24 +106,64 @@ type InstallationTargetChanges struct {
 	extra
 }
 
-// IssueComment: The comment itself.
-type IssueComment struct {
-	// How the author is associated with the repository.
-	AuthorAssociation common.AuthorAssociation `json:"author_association"`
-	// Contents of the issue comment
-	Body      string          `json:"body"`
-	CreatedAt codec.Timestamp `json:"created_at"`
-	HTMLURL   string          `json:"html_url"`
-	// Unique identifier of the issue comment
-	ID                    int64             `json:"id"`
-	IssueURL              string            `json:"issue_url"`
-	NodeID                string            `json:"node_id"`
-	PerformedViaGithubApp *common.App       `json:"performed_via_github_app,omitempty"`
-	Reactions             *common.Reactions `json:"reactions,omitempty"`
-	UpdatedAt             codec.Timestamp   `json:"updated_at"`
-	// URL for the issue comment
-	URL  string       `json:"url"`
-	User *common.User `json:"user,omitempty"`
+// IssuesFieldAddedChanges: The previous field value, present when an existing
+// value was updated.
+type IssuesFieldAddedChanges struct {
+	// The previous issue field value data.
+	IssueFieldValue *IssuesFieldAddedChangesIssueFieldValue `json:"issue_field_value,omitempty"`
+
+	extra
+}
+
+// IssuesFieldAddedChangesIssueFieldValue: The previous issue field value data.
+type IssuesFieldAddedChangesIssueFieldValue struct {
+	// The previous value of the issue field before the update.
+	From IssuesFieldAddedChangesIssueFieldValueFrom `json:"from"`
+
+	extra
+}
+
+// IssuesFieldAddedChangesIssueFieldValueFrom: The value that was set or updated
+// for the issue field. When updating an existing value, the previous value is
+// available in `changes`.
+type IssuesFieldAddedChangesIssueFieldValueFrom struct {
+	// The unique identifier of the issue field value.
+	ID int64 `json:"id"`
+	// The value of the field. Present for text, date, and number field types.
+	Value *common.WebhookConfigInsecureSSL `json:"value,omitempty"`
+	// The identifier of the selected option. Present for single_select field types.
+	ValueID *int64 `json:"value_id,omitempty"`
+	// The selected option details. Present for single_select field types.
+	Option *IssuesFieldAddedChangesIssueFieldValueFromOption `json:"option,omitempty"`
+	// The identifiers of the selected options. Present for multi_select field
+	// types.
+	ValueIDs []int64 `json:"value_ids,omitempty"`
+	// The selected option details. Present for multi_select field types.
+	Options []IssuesFieldAddedChangesIssueFieldValueFromOption `json:"options,omitempty"`
+
+	extra
+}
+
+// IssuesFieldAddedChangesIssueFieldValueFromOption: The selected option
+// details. Present for single_select field types.
+type IssuesFieldAddedChangesIssueFieldValueFromOption struct {
+	ID          *int64  `json:"id,omitempty"`
+	Name        *string `json:"name,omitempty"`
+	Color       *string `json:"color,omitempty"`
+	Description *string `json:"description,omitempty"`
+
+	extra
+}
+
+// IssuesIssueField: The issue field whose value was set or updated on the
+// issue.
+type IssuesIssueField struct {
+	// The unique identifier of the issue field.
+	ID int64 `json:"id"`
+	// The name of the issue field.
+	Name string `json:"name"`
+	// The data type of the issue field.
+	FieldType common.IssueFieldValueDataType `json:"field_type"`
 
 	extra
 }

@@ -154,6 +154,90 @@ func EncodeLabelUnknownEvent(x *LabelUnknownEvent, e *codec.Encoder) {
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *LabelArchivedEvent) UnmarshalJSON(b []byte) error {
+	*x = LabelArchivedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeLabelArchivedEvent(x, &d), "LabelArchivedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x LabelArchivedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeLabelArchivedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeLabelArchivedEvent reads a JSON object into *x, a zero
+// LabelArchivedEvent.
+func DecodeLabelArchivedEvent(x *LabelArchivedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "label":
+			err = codec.DecSeen(&x.Label, d, &seen, 1, common.DecodeLabel)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 3)
+	return err
+}
+
+// EncodeLabelArchivedEvent writes *x as a JSON object: its members as they were
+// decoded.
+func EncodeLabelArchivedEvent(x *LabelArchivedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"label\":")
+		common.EncodeLabel(&x.Label, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if x.Sender != nil {
+		e.Key(",\"sender\":")
+		common.EncodeUser(x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *LabelCreatedEvent) UnmarshalJSON(b []byte) error {
 	*x = LabelCreatedEvent{}
 	d := codec.NewDecoder(b)
@@ -405,6 +489,90 @@ func EncodeLabelEditedEvent(x *LabelEditedEvent, e *codec.Encoder) {
 	if codec.Written(&x.extra, 3) {
 		e.Key(",\"sender\":")
 		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *LabelUnarchivedEvent) UnmarshalJSON(b []byte) error {
+	*x = LabelUnarchivedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeLabelUnarchivedEvent(x, &d), "LabelUnarchivedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x LabelUnarchivedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeLabelUnarchivedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeLabelUnarchivedEvent reads a JSON object into *x, a zero
+// LabelUnarchivedEvent.
+func DecodeLabelUnarchivedEvent(x *LabelUnarchivedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "label":
+			err = codec.DecSeen(&x.Label, d, &seen, 1, common.DecodeLabel)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 3)
+	return err
+}
+
+// EncodeLabelUnarchivedEvent writes *x as a JSON object: its members as they
+// were decoded.
+func EncodeLabelUnarchivedEvent(x *LabelUnarchivedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"label\":")
+		common.EncodeLabel(&x.Label, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if x.Sender != nil {
+		e.Key(",\"sender\":")
+		common.EncodeUser(x.Sender, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)

@@ -8,9 +8,10 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
-// LabelEvent is the payload of a "label" delivery: one of *LabelCreatedEvent,
-// *LabelDeletedEvent, *LabelEditedEvent, or *LabelUnknownEvent for an action
-// the schema does not know.
+// LabelEvent is the payload of a "label" delivery: one of *LabelArchivedEvent,
+// *LabelCreatedEvent, *LabelDeletedEvent, *LabelEditedEvent,
+// *LabelUnarchivedEvent, or *LabelUnknownEvent for an action the schema does
+// not know.
 //
 // This event occurs when there is activity relating to labels. For more
 // information, see "Managing labels." For information about the APIs to manage
@@ -43,6 +44,38 @@ type LabelEvent interface {
 	// GetSender returns the "sender" member.
 	GetSender() *common.User
 	isLabelEvent()
+}
+
+// LabelArchivedEvent is the payload of a "label" delivery with action
+// "archived".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift):
+// "A label was archived." Its payload is the label payload; the label's
+// archived_at stays in Extra until a spec with JSON Schema for it is published.
+//
+// It has the same shape as LabelCreatedEvent (from overrides).
+type LabelArchivedEvent struct {
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Label        common.Label               `json:"label"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
+
+	extra
+}
+
+// PayloadName returns "label.archived".
+func (x *LabelArchivedEvent) PayloadName() string {
+	return "label.archived"
+}
+
+func (*LabelArchivedEvent) isLabelEvent() {}
+
+// GetAction returns the payload's action.
+func (x *LabelArchivedEvent) GetAction() string {
+	return "archived"
 }
 
 // LabelCreatedEvent is the payload of a "label" delivery with action "created".
@@ -126,6 +159,37 @@ func (*LabelEditedEvent) isLabelEvent() {}
 // GetAction returns the payload's action.
 func (x *LabelEditedEvent) GetAction() string {
 	return "edited"
+}
+
+// LabelUnarchivedEvent is the payload of a "label" delivery with action
+// "unarchived".
+//
+// Known only from @octokit/openapi-webhooks-types 12.2.0 (make schema-drift):
+// "A label was unarchived." Its payload is the label payload.
+//
+// It has the same shape as LabelCreatedEvent (from overrides).
+type LabelUnarchivedEvent struct {
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Label        common.Label               `json:"label"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
+
+	extra
+}
+
+// PayloadName returns "label.unarchived".
+func (x *LabelUnarchivedEvent) PayloadName() string {
+	return "label.unarchived"
+}
+
+func (*LabelUnarchivedEvent) isLabelEvent() {}
+
+// GetAction returns the payload's action.
+func (x *LabelUnarchivedEvent) GetAction() string {
+	return "unarchived"
 }
 
 // LabelUnknownEvent is the payload of a "label" delivery whose action the

@@ -90,6 +90,60 @@ func (x *LabelUnknownEvent) GetSender() *common.User {
 
 // GetEnterprise returns the "enterprise" member, or nil when x is nil or the
 // member is absent or null.
+func (x *LabelArchivedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *LabelArchivedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member was
+// absent or null.
+func (x *LabelArchivedEvent) GetLabel() *common.Label {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Label
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *LabelArchivedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *LabelArchivedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member is
+// absent or null.
+func (x *LabelArchivedEvent) GetSender() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
 func (x *LabelCreatedEvent) GetEnterprise() *common.Enterprise {
 	if x == nil {
 		return nil
@@ -257,4 +311,58 @@ func (x *LabelEditedEvent) GetSender() *common.User {
 		return nil
 	}
 	return &x.Sender
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *LabelUnarchivedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *LabelUnarchivedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetLabel returns the "label" member, or nil when x is nil or the member was
+// absent or null.
+func (x *LabelUnarchivedEvent) GetLabel() *common.Label {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Label
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *LabelUnarchivedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *LabelUnarchivedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member is
+// absent or null.
+func (x *LabelUnarchivedEvent) GetSender() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sender
 }

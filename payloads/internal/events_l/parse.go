@@ -12,6 +12,9 @@ func ParseLabelEvent(body []byte) (codec.Payload, error) {
 
 func decodeLabelEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 	switch string(action) {
+	case "archived":
+		x := new(LabelArchivedEvent)
+		return codec.Decoded(x, d.Finish(DecodeLabelArchivedEvent(x, d), "LabelArchivedEvent"))
 	case "created":
 		x := new(LabelCreatedEvent)
 		return codec.Decoded(x, d.Finish(DecodeLabelCreatedEvent(x, d), "LabelCreatedEvent"))
@@ -21,6 +24,9 @@ func decodeLabelEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 	case "edited":
 		x := new(LabelEditedEvent)
 		return codec.Decoded(x, d.Finish(DecodeLabelEditedEvent(x, d), "LabelEditedEvent"))
+	case "unarchived":
+		x := new(LabelUnarchivedEvent)
+		return codec.Decoded(x, d.Finish(DecodeLabelUnarchivedEvent(x, d), "LabelUnarchivedEvent"))
 	default:
 		x := new(LabelUnknownEvent)
 		return codec.Decoded(x, d.Finish(DecodeLabelUnknownEvent(x, d), "LabelUnknownEvent"))

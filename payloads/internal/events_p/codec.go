@@ -10003,6 +10003,102 @@ func EncodePullRequestReviewRequestedEvent(x *PullRequestReviewRequestedEvent, e
 }
 
 // UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *PullRequestStackedEvent) UnmarshalJSON(b []byte) error {
+	*x = PullRequestStackedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodePullRequestStackedEvent(x, &d), "PullRequestStackedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x PullRequestStackedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodePullRequestStackedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodePullRequestStackedEvent reads a JSON object into *x, a zero
+// PullRequestStackedEvent.
+func DecodePullRequestStackedEvent(x *PullRequestStackedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "stack":
+			err = codec.DecPtr(&x.Stack, d, common.DecodePullRequestStack)
+		case "number":
+			err = codec.DecInt64Seen(&x.Number, d, &seen, 1)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "pull_request":
+			err = codec.DecSeen(&x.PullRequest, d, &seen, 2, common.DecodePullRequest)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 3, common.DecodeRepository)
+		case "sender":
+			err = codec.DecSeen(&x.Sender, d, &seen, 4, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 5)
+	return err
+}
+
+// EncodePullRequestStackedEvent writes *x as a JSON object: its members as they
+// were decoded.
+func EncodePullRequestStackedEvent(x *PullRequestStackedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Stack != nil {
+		e.Key(",\"stack\":")
+		common.EncodePullRequestStack(x.Stack, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"number\":")
+		codec.EncInt64(&x.Number, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"pull_request\":")
+		common.EncodePullRequest(&x.PullRequest, e)
+	}
+	if codec.Written(&x.extra, 3) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if codec.Written(&x.extra, 4) {
+		e.Key(",\"sender\":")
+		common.EncodeUser(&x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
 func (x *PullRequestSynchronizeEvent) UnmarshalJSON(b []byte) error {
 	*x = PullRequestSynchronizeEvent{}
 	d := codec.NewDecoder(b)

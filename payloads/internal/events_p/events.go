@@ -1662,9 +1662,10 @@ func (*PublicEvent) PayloadName() string {
 // *PullRequestMilestonedEvent, *PullRequestOpenedEvent,
 // *PullRequestReadyForReviewEvent, *PullRequestReopenedEvent,
 // *PullRequestReviewRequestRemovedEvent, *PullRequestReviewRequestedEvent,
-// *PullRequestSynchronizeEvent, *PullRequestUnassignedEvent,
-// *PullRequestUnlabeledEvent, *PullRequestUnlockedEvent, or
-// *PullRequestUnknownEvent for an action the schema does not know.
+// *PullRequestStackedEvent, *PullRequestSynchronizeEvent,
+// *PullRequestUnassignedEvent, *PullRequestUnlabeledEvent,
+// *PullRequestUnlockedEvent, or *PullRequestUnknownEvent for an action the
+// schema does not know.
 //
 // This event occurs when there is activity on a pull request. For more
 // information, see "About pull requests." For information about the APIs to
@@ -1860,16 +1861,14 @@ func (x *PullRequestConvertedToDraftEvent) GetAction() string {
 //
 // A pull request was removed from a milestone.
 type PullRequestDemilestonedEvent struct {
-	Action       string               `json:"action"`
-	Enterprise   *common.Enterprise   `json:"enterprise,omitempty"`
-	Milestone    *common.Milestone    `json:"milestone,omitempty"`
-	Number       int64                `json:"number"`
-	Organization *common.Organization `json:"organization,omitempty"`
-	PullRequest  common.PullRequest   `json:"pull_request"`
-	Repository   common.Repository    `json:"repository"`
-	Sender       *common.User         `json:"sender,omitempty"`
-	// The spec leaves it out of this action; the forge sends it as it does with the
-	// event's other actions.
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Milestone    *common.Milestone          `json:"milestone,omitempty"`
+	Number       int64                      `json:"number"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	PullRequest  common.PullRequest         `json:"pull_request"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
 	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 
 	extra
@@ -2047,16 +2046,14 @@ func (x *PullRequestLockedEvent) GetAction() string {
 //
 // A pull request was added to a milestone.
 type PullRequestMilestonedEvent struct {
-	Action       string               `json:"action"`
-	Enterprise   *common.Enterprise   `json:"enterprise,omitempty"`
-	Milestone    *common.Milestone    `json:"milestone,omitempty"`
-	Number       int64                `json:"number"`
-	Organization *common.Organization `json:"organization,omitempty"`
-	PullRequest  common.PullRequest   `json:"pull_request"`
-	Repository   common.Repository    `json:"repository"`
-	Sender       *common.User         `json:"sender,omitempty"`
-	// The spec leaves it out of this action; the forge sends it as it does with the
-	// event's other actions.
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Milestone    *common.Milestone          `json:"milestone,omitempty"`
+	Number       int64                      `json:"number"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	PullRequest  common.PullRequest         `json:"pull_request"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
 	Installation *common.SimpleInstallation `json:"installation,omitempty"`
 
 	extra
@@ -2235,6 +2232,38 @@ func (*PullRequestReviewRequestedEvent) isPullRequestEvent() {}
 // GetAction returns the payload's action.
 func (x *PullRequestReviewRequestedEvent) GetAction() string {
 	return "review_requested"
+}
+
+// PullRequestStackedEvent is the payload of a "pull_request" delivery with
+// action "stacked".
+//
+// A pull request was added to a stack.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+type PullRequestStackedEvent struct {
+	Action       string                     `json:"action"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Stack        *common.PullRequestStack   `json:"stack,omitempty"`
+	Number       int64                      `json:"number"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	PullRequest  common.PullRequest         `json:"pull_request"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       common.User                `json:"sender"`
+
+	extra
+}
+
+// PayloadName returns "pull_request.stacked".
+func (x *PullRequestStackedEvent) PayloadName() string {
+	return "pull_request.stacked"
+}
+
+func (*PullRequestStackedEvent) isPullRequestEvent() {}
+
+// GetAction returns the payload's action.
+func (x *PullRequestStackedEvent) GetAction() string {
+	return "stacked"
 }
 
 // PullRequestSynchronizeEvent is the payload of a "pull_request" delivery with

@@ -6965,6 +6965,77 @@ func (x *PullRequestReviewRequestedEvent) GetRequestedTeam() *common.Team {
 	return x.RequestedTeam
 }
 
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *PullRequestStackedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PullRequestStackedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetStack returns the "stack" member, or nil when x is nil or the member is
+// absent or null.
+func (x *PullRequestStackedEvent) GetStack() *common.PullRequestStack {
+	if x == nil {
+		return nil
+	}
+	return x.Stack
+}
+
+// GetNumber returns the "number" member, or 0 when x is nil.
+func (x *PullRequestStackedEvent) GetNumber() int64 {
+	if x == nil {
+		return 0
+	}
+	return x.Number
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *PullRequestStackedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetPullRequest returns the "pull_request" member, or nil when x is nil or the
+// member was absent or null.
+func (x *PullRequestStackedEvent) GetPullRequest() *common.PullRequest {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.PullRequest
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *PullRequestStackedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 3) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member was
+// absent or null.
+func (x *PullRequestStackedEvent) GetSender() *common.User {
+	if x == nil || !codec.Written(&x.extra, 4) {
+		return nil
+	}
+	return &x.Sender
+}
+
 // GetAfter returns the "after" member, or "" when x is nil.
 func (x *PullRequestSynchronizeEvent) GetAfter() string {
 	if x == nil {

@@ -303,6 +303,9 @@ func decodePullRequestEvent(action []byte, d *codec.Decoder) (codec.Payload, err
 	case "review_requested":
 		x := new(PullRequestReviewRequestedEvent)
 		return codec.Decoded(x, d.Finish(DecodePullRequestReviewRequestedEvent(x, d), "PullRequestReviewRequestedEvent"))
+	case "stacked":
+		x := new(PullRequestStackedEvent)
+		return codec.Decoded(x, d.Finish(DecodePullRequestStackedEvent(x, d), "PullRequestStackedEvent"))
 	case "synchronize":
 		x := new(PullRequestSynchronizeEvent)
 		return codec.Decoded(x, d.Finish(DecodePullRequestSynchronizeEvent(x, d), "PullRequestSynchronizeEvent"))

@@ -810,6 +810,22 @@ func DecodeSecretScanningAlert(x *SecretScanningAlert, d *codec.Decoder) error {
 			err = codec.DecBoolPtr(&x.MultiRepo, d)
 		case "assigned_to":
 			err = codec.DecPtr(&x.AssignedTo, d, common.DecodeUser)
+		case "provider":
+			err = codec.DecStringPtr(&x.Provider, d)
+		case "provider_slug":
+			err = codec.DecStringPtr(&x.ProviderSlug, d)
+		case "secret_category":
+			var p *string
+			err = codec.DecStringPtr(&p, d)
+			x.SecretCategory = (*common.SecretScanningAlertSecretCategory)(p)
+		case "closure_request_comment":
+			err = codec.DecStringPtr(&x.ClosureRequestComment, d)
+		case "closure_request_reviewer_comment":
+			err = codec.DecStringPtr(&x.ClosureRequestReviewerComment, d)
+		case "closure_request_reviewer":
+			err = codec.DecPtr(&x.ClosureRequestReviewer, d, common.DecodeUser)
+		case "metadata":
+			err = codec.DecSlice(&x.Metadata, d, DecodeSecretScanningAlertMetadata)
 		default:
 			err = codec.KeepUnknown(&x.extra, key, d)
 		}
@@ -917,6 +933,88 @@ func EncodeSecretScanningAlert(x *SecretScanningAlert, e *codec.Encoder) {
 	if x.AssignedTo != nil {
 		e.Key(",\"assigned_to\":")
 		common.EncodeUser(x.AssignedTo, e)
+	}
+	if x.Provider != nil {
+		e.Key(",\"provider\":")
+		codec.EncString(x.Provider, e)
+	}
+	if x.ProviderSlug != nil {
+		e.Key(",\"provider_slug\":")
+		codec.EncString(x.ProviderSlug, e)
+	}
+	if x.SecretCategory != nil {
+		e.Key(",\"secret_category\":")
+		common.EncodeSecretScanningAlertSecretCategory(x.SecretCategory, e)
+	}
+	if x.ClosureRequestComment != nil {
+		e.Key(",\"closure_request_comment\":")
+		codec.EncString(x.ClosureRequestComment, e)
+	}
+	if x.ClosureRequestReviewerComment != nil {
+		e.Key(",\"closure_request_reviewer_comment\":")
+		codec.EncString(x.ClosureRequestReviewerComment, e)
+	}
+	if x.ClosureRequestReviewer != nil {
+		e.Key(",\"closure_request_reviewer\":")
+		common.EncodeUser(x.ClosureRequestReviewer, e)
+	}
+	if x.Metadata != nil {
+		e.Key(",\"metadata\":")
+		codec.EncSlice(&x.Metadata, e, EncodeSecretScanningAlertMetadata)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningAlertMetadata) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertMetadata{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningAlertMetadata(x, &d), "SecretScanningAlertMetadata")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningAlertMetadata) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningAlertMetadata(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningAlertMetadata reads a JSON object into *x, a zero
+// SecretScanningAlertMetadata.
+func DecodeSecretScanningAlertMetadata(x *SecretScanningAlertMetadata, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "key":
+			err = codec.DecStringSeen(&x.Key, d, &seen, 0)
+		case "value":
+			err = codec.DecStringSeen(&x.Value, d, &seen, 1)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 2)
+	return err
+}
+
+// EncodeSecretScanningAlertMetadata writes *x as a JSON object: its members as
+// they were decoded.
+func EncodeSecretScanningAlertMetadata(x *SecretScanningAlertMetadata, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"key\":")
+		codec.EncString(&x.Key, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"value\":")
+		codec.EncString(&x.Value, e)
 	}
 	codec.EncodeUnknown(&x.extra, e)
 	e.CloseObject(mark)
@@ -3082,6 +3180,174 @@ func DecodeSecretScanningAlertCreatedEvent(x *SecretScanningAlertCreatedEvent, d
 // EncodeSecretScanningAlertCreatedEvent writes *x as a JSON object: its members
 // as they were decoded.
 func EncodeSecretScanningAlertCreatedEvent(x *SecretScanningAlertCreatedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"alert\":")
+		EncodeSecretScanningAlert(&x.Alert, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if x.Sender != nil {
+		e.Key(",\"sender\":")
+		common.EncodeUser(x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningAlertMetadataCreatedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertMetadataCreatedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningAlertMetadataCreatedEvent(x, &d), "SecretScanningAlertMetadataCreatedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningAlertMetadataCreatedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningAlertMetadataCreatedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningAlertMetadataCreatedEvent reads a JSON object into *x, a
+// zero SecretScanningAlertMetadataCreatedEvent.
+func DecodeSecretScanningAlertMetadataCreatedEvent(x *SecretScanningAlertMetadataCreatedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "alert":
+			err = codec.DecSeen(&x.Alert, d, &seen, 1, DecodeSecretScanningAlert)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 3)
+	return err
+}
+
+// EncodeSecretScanningAlertMetadataCreatedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeSecretScanningAlertMetadataCreatedEvent(x *SecretScanningAlertMetadataCreatedEvent, e *codec.Encoder) {
+	mark := e.OpenObject()
+	if codec.Written(&x.extra, 0) {
+		e.Key(",\"action\":")
+		codec.EncString(&x.Action, e)
+	}
+	if codec.Written(&x.extra, 1) {
+		e.Key(",\"alert\":")
+		EncodeSecretScanningAlert(&x.Alert, e)
+	}
+	if x.Enterprise != nil {
+		e.Key(",\"enterprise\":")
+		common.EncodeEnterprise(x.Enterprise, e)
+	}
+	if x.Installation != nil {
+		e.Key(",\"installation\":")
+		common.EncodeSimpleInstallation(x.Installation, e)
+	}
+	if x.Organization != nil {
+		e.Key(",\"organization\":")
+		common.EncodeOrganization(x.Organization, e)
+	}
+	if codec.Written(&x.extra, 2) {
+		e.Key(",\"repository\":")
+		common.EncodeRepository(&x.Repository, e)
+	}
+	if x.Sender != nil {
+		e.Key(",\"sender\":")
+		common.EncodeUser(x.Sender, e)
+	}
+	codec.EncodeUnknown(&x.extra, e)
+	e.CloseObject(mark)
+}
+
+// UnmarshalJSON decodes the forge's JSON, keeping what the schema does not know.
+func (x *SecretScanningAlertMetadataRemovedEvent) UnmarshalJSON(b []byte) error {
+	*x = SecretScanningAlertMetadataRemovedEvent{}
+	d := codec.NewDecoder(b)
+	return d.Finish(DecodeSecretScanningAlertMetadataRemovedEvent(x, &d), "SecretScanningAlertMetadataRemovedEvent")
+}
+
+// MarshalJSON encodes x as it was decoded, unknown members included.
+func (x SecretScanningAlertMetadataRemovedEvent) MarshalJSON() ([]byte, error) {
+	e := codec.NewEncoder()
+	EncodeSecretScanningAlertMetadataRemovedEvent(&x, e)
+	return e.Result()
+}
+
+// DecodeSecretScanningAlertMetadataRemovedEvent reads a JSON object into *x, a
+// zero SecretScanningAlertMetadataRemovedEvent.
+func DecodeSecretScanningAlertMetadataRemovedEvent(x *SecretScanningAlertMetadataRemovedEvent, d *codec.Decoder) error {
+	var seen codec.SeenSet
+	key, more, err := d.OpenObject()
+	for more {
+		switch string(key) {
+		case "action":
+			err = codec.DecodeAction(&x.extra, &x.Action, key, d, &seen, 0)
+		case "alert":
+			err = codec.DecSeen(&x.Alert, d, &seen, 1, DecodeSecretScanningAlert)
+		case "enterprise":
+			err = codec.DecPtr(&x.Enterprise, d, common.DecodeEnterprise)
+		case "installation":
+			err = codec.DecPtr(&x.Installation, d, common.DecodeSimpleInstallation)
+		case "organization":
+			err = codec.DecPtr(&x.Organization, d, common.DecodeOrganization)
+		case "repository":
+			err = codec.DecSeen(&x.Repository, d, &seen, 2, common.DecodeRepository)
+		case "sender":
+			err = codec.DecPtr(&x.Sender, d, common.DecodeUser)
+		default:
+			err = codec.KeepUnknown(&x.extra, key, d)
+		}
+		if err != nil {
+			err = codec.AtKey(err, key)
+			break
+		}
+		key, more, err = d.NextMember()
+	}
+	codec.SetAbsent(&x.extra, &seen, 3)
+	return err
+}
+
+// EncodeSecretScanningAlertMetadataRemovedEvent writes *x as a JSON object: its
+// members as they were decoded.
+func EncodeSecretScanningAlertMetadataRemovedEvent(x *SecretScanningAlertMetadataRemovedEvent, e *codec.Encoder) {
 	mark := e.OpenObject()
 	if codec.Written(&x.extra, 0) {
 		e.Key(",\"action\":")

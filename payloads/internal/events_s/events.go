@@ -10,11 +10,12 @@ import (
 
 // SecretScanningAlertEvent is the payload of a "secret_scanning_alert"
 // delivery: one of *SecretScanningAlertAssignedEvent,
-// *SecretScanningAlertCreatedEvent, *SecretScanningAlertPubliclyLeakedEvent,
-// *SecretScanningAlertReopenedEvent, *SecretScanningAlertResolvedEvent,
-// *SecretScanningAlertRevokedEvent, *SecretScanningAlertUnassignedEvent,
-// *SecretScanningAlertValidatedEvent, or *SecretScanningAlertUnknownEvent for
-// an action the schema does not know.
+// *SecretScanningAlertCreatedEvent, *SecretScanningAlertMetadataCreatedEvent,
+// *SecretScanningAlertMetadataRemovedEvent,
+// *SecretScanningAlertPubliclyLeakedEvent, *SecretScanningAlertReopenedEvent,
+// *SecretScanningAlertResolvedEvent, *SecretScanningAlertRevokedEvent,
+// *SecretScanningAlertUnassignedEvent, *SecretScanningAlertValidatedEvent, or
+// *SecretScanningAlertUnknownEvent for an action the schema does not know.
 //
 // This event occurs when there is activity relating to a secret scanning alert.
 // For more information about secret scanning, see "About secret scanning." For
@@ -105,6 +106,66 @@ func (*SecretScanningAlertCreatedEvent) isSecretScanningAlertEvent() {}
 // GetAction returns the payload's action.
 func (x *SecretScanningAlertCreatedEvent) GetAction() string {
 	return "created"
+}
+
+// SecretScanningAlertMetadataCreatedEvent is the payload of a
+// "secret_scanning_alert" delivery with action "metadata_created".
+//
+// Metadata was created for a secret scanning alert.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+type SecretScanningAlertMetadataCreatedEvent struct {
+	Action       string                     `json:"action"`
+	Alert        SecretScanningAlert        `json:"alert"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
+
+	extra
+}
+
+// PayloadName returns "secret_scanning_alert.metadata_created".
+func (x *SecretScanningAlertMetadataCreatedEvent) PayloadName() string {
+	return "secret_scanning_alert.metadata_created"
+}
+
+func (*SecretScanningAlertMetadataCreatedEvent) isSecretScanningAlertEvent() {}
+
+// GetAction returns the payload's action.
+func (x *SecretScanningAlertMetadataCreatedEvent) GetAction() string {
+	return "metadata_created"
+}
+
+// SecretScanningAlertMetadataRemovedEvent is the payload of a
+// "secret_scanning_alert" delivery with action "metadata_removed".
+//
+// Metadata was removed from a secret scanning alert.
+//
+// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+type SecretScanningAlertMetadataRemovedEvent struct {
+	Action       string                     `json:"action"`
+	Alert        SecretScanningAlert        `json:"alert"`
+	Enterprise   *common.Enterprise         `json:"enterprise,omitempty"`
+	Installation *common.SimpleInstallation `json:"installation,omitempty"`
+	Organization *common.Organization       `json:"organization,omitempty"`
+	Repository   common.Repository          `json:"repository"`
+	Sender       *common.User               `json:"sender,omitempty"`
+
+	extra
+}
+
+// PayloadName returns "secret_scanning_alert.metadata_removed".
+func (x *SecretScanningAlertMetadataRemovedEvent) PayloadName() string {
+	return "secret_scanning_alert.metadata_removed"
+}
+
+func (*SecretScanningAlertMetadataRemovedEvent) isSecretScanningAlertEvent() {}
+
+// GetAction returns the payload's action.
+func (x *SecretScanningAlertMetadataRemovedEvent) GetAction() string {
+	return "metadata_removed"
 }
 
 // SecretScanningAlertPubliclyLeakedEvent is the payload of a

@@ -1121,6 +1121,86 @@ func (x *SecretScanningAlert) GetAssignedTo() *common.User {
 	return x.AssignedTo
 }
 
+// GetProvider returns the "provider" member, or "" when x is nil or the member
+// is absent or null.
+func (x *SecretScanningAlert) GetProvider() string {
+	if x == nil || x.Provider == nil {
+		return ""
+	}
+	return *x.Provider
+}
+
+// GetProviderSlug returns the "provider_slug" member, or "" when x is nil or
+// the member is absent or null.
+func (x *SecretScanningAlert) GetProviderSlug() string {
+	if x == nil || x.ProviderSlug == nil {
+		return ""
+	}
+	return *x.ProviderSlug
+}
+
+// GetSecretCategory returns the "secret_category" member, or "" when x is nil
+// or the member is absent or null.
+func (x *SecretScanningAlert) GetSecretCategory() common.SecretScanningAlertSecretCategory {
+	if x == nil || x.SecretCategory == nil {
+		return ""
+	}
+	return *x.SecretCategory
+}
+
+// GetClosureRequestComment returns the "closure_request_comment" member, or ""
+// when x is nil or the member is absent or null.
+func (x *SecretScanningAlert) GetClosureRequestComment() string {
+	if x == nil || x.ClosureRequestComment == nil {
+		return ""
+	}
+	return *x.ClosureRequestComment
+}
+
+// GetClosureRequestReviewerComment returns the
+// "closure_request_reviewer_comment" member, or "" when x is nil or the member
+// is absent or null.
+func (x *SecretScanningAlert) GetClosureRequestReviewerComment() string {
+	if x == nil || x.ClosureRequestReviewerComment == nil {
+		return ""
+	}
+	return *x.ClosureRequestReviewerComment
+}
+
+// GetClosureRequestReviewer returns the "closure_request_reviewer" member, or
+// nil when x is nil or the member is absent or null.
+func (x *SecretScanningAlert) GetClosureRequestReviewer() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.ClosureRequestReviewer
+}
+
+// GetMetadata returns the "metadata" member, or nil when x is nil or the member
+// is absent or null.
+func (x *SecretScanningAlert) GetMetadata() []SecretScanningAlertMetadata {
+	if x == nil {
+		return nil
+	}
+	return x.Metadata
+}
+
+// GetKey returns the "key" member, or "" when x is nil.
+func (x *SecretScanningAlertMetadata) GetKey() string {
+	if x == nil {
+		return ""
+	}
+	return x.Key
+}
+
+// GetValue returns the "value" member, or "" when x is nil.
+func (x *SecretScanningAlertMetadata) GetValue() string {
+	if x == nil {
+		return ""
+	}
+	return x.Value
+}
+
 // GetType returns the "type" member, or "" when x is nil or the member is
 // absent or null.
 func (x *SecretScanningLocation) GetType() common.SecretScanningLocationType {
@@ -2160,6 +2240,114 @@ func (x *SecretScanningAlertCreatedEvent) GetRepository() *common.Repository {
 // GetSender returns the "sender" member, or nil when x is nil or the member is
 // absent or null.
 func (x *SecretScanningAlertCreatedEvent) GetSender() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sender
+}
+
+// GetAlert returns the "alert" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SecretScanningAlertMetadataCreatedEvent) GetAlert() *SecretScanningAlert {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Alert
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecretScanningAlertMetadataCreatedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *SecretScanningAlertMetadataCreatedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *SecretScanningAlertMetadataCreatedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *SecretScanningAlertMetadataCreatedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SecretScanningAlertMetadataCreatedEvent) GetSender() *common.User {
+	if x == nil {
+		return nil
+	}
+	return x.Sender
+}
+
+// GetAlert returns the "alert" member, or nil when x is nil or the member was
+// absent or null.
+func (x *SecretScanningAlertMetadataRemovedEvent) GetAlert() *SecretScanningAlert {
+	if x == nil || !codec.Written(&x.extra, 1) {
+		return nil
+	}
+	return &x.Alert
+}
+
+// GetEnterprise returns the "enterprise" member, or nil when x is nil or the
+// member is absent or null.
+func (x *SecretScanningAlertMetadataRemovedEvent) GetEnterprise() *common.Enterprise {
+	if x == nil {
+		return nil
+	}
+	return x.Enterprise
+}
+
+// GetInstallation returns the "installation" member, or nil when x is nil or
+// the member is absent or null.
+func (x *SecretScanningAlertMetadataRemovedEvent) GetInstallation() *common.SimpleInstallation {
+	if x == nil {
+		return nil
+	}
+	return x.Installation
+}
+
+// GetOrganization returns the "organization" member, or nil when x is nil or
+// the member is absent or null.
+func (x *SecretScanningAlertMetadataRemovedEvent) GetOrganization() *common.Organization {
+	if x == nil {
+		return nil
+	}
+	return x.Organization
+}
+
+// GetRepository returns the "repository" member, or nil when x is nil or the
+// member was absent or null.
+func (x *SecretScanningAlertMetadataRemovedEvent) GetRepository() *common.Repository {
+	if x == nil || !codec.Written(&x.extra, 2) {
+		return nil
+	}
+	return &x.Repository
+}
+
+// GetSender returns the "sender" member, or nil when x is nil or the member is
+// absent or null.
+func (x *SecretScanningAlertMetadataRemovedEvent) GetSender() *common.User {
 	if x == nil {
 		return nil
 	}

@@ -18,6 +18,12 @@ func decodeSecretScanningAlertEvent(action []byte, d *codec.Decoder) (codec.Payl
 	case "created":
 		x := new(SecretScanningAlertCreatedEvent)
 		return codec.Decoded(x, d.Finish(DecodeSecretScanningAlertCreatedEvent(x, d), "SecretScanningAlertCreatedEvent"))
+	case "metadata_created":
+		x := new(SecretScanningAlertMetadataCreatedEvent)
+		return codec.Decoded(x, d.Finish(DecodeSecretScanningAlertMetadataCreatedEvent(x, d), "SecretScanningAlertMetadataCreatedEvent"))
+	case "metadata_removed":
+		x := new(SecretScanningAlertMetadataRemovedEvent)
+		return codec.Decoded(x, d.Finish(DecodeSecretScanningAlertMetadataRemovedEvent(x, d), "SecretScanningAlertMetadataRemovedEvent"))
 	case "publicly_leaked":
 		x := new(SecretScanningAlertPubliclyLeakedEvent)
 		return codec.Decoded(x, d.Finish(DecodeSecretScanningAlertPubliclyLeakedEvent(x, d), "SecretScanningAlertPubliclyLeakedEvent"))

@@ -226,6 +226,42 @@ type SecretScanningAlert struct {
 	MultiRepo *bool `json:"multi_repo,omitempty"`
 	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18.
 	AssignedTo *common.User `json:"assigned_to,omitempty"`
+	// The provider of the secret that was detected.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	Provider *string `json:"provider,omitempty"`
+	// The slug identifier for the provider of the secret that was detected.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	ProviderSlug *string `json:"provider_slug,omitempty"`
+	// The category of the detected secret. `default` covers specific provider
+	// patterns and custom patterns; `generic` covers non-specific patterns and
+	// AI-detected secrets.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	SecretCategory *common.SecretScanningAlertSecretCategory `json:"secret_category,omitempty"`
+	// An optional comment from the closure request author.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	ClosureRequestComment *string `json:"closure_request_comment,omitempty"`
+	// An optional comment from the closure request reviewer.
+	//
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	ClosureRequestReviewerComment *string `json:"closure_request_reviewer_comment,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	ClosureRequestReviewer *common.User `json:"closure_request_reviewer,omitempty"`
+	// Not sent by ghes-3.14, ghes-3.15, ghes-3.16, ghes-3.17, ghes-3.18, ghes-3.19.
+	Metadata []SecretScanningAlertMetadata `json:"metadata,omitempty"`
+
+	extra
+}
+
+// SecretScanningAlertMetadata is a type of the forge's payloads.
+type SecretScanningAlertMetadata struct {
+	// The metadata key.
+	Key string `json:"key"`
+	// The metadata value.
+	Value string `json:"value"`
 
 	extra
 }
