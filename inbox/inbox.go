@@ -589,7 +589,13 @@ func (in *Inbox) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: creating stream %s_DEAD: %w", o.Name, err)
 	}
-	if err := in.setupRecords(ctx); err != nil {
+	dir := ""
+	if in.ns != nil {
+		dir = o.Dir
+	}
+	in.status, in.seen, err = recstore.Setup(ctx, in.js, recstore.SetupOptions{Name: o.Name, Dir: dir, Replicas: o.Replicas,
+		StatusTTL: o.MaxAge, SeenTTL: o.DuplicateWindow, Logger: in.log})
+	if err != nil {
 		return err
 	}
 	if in.keyBucket, in.parked, err = runner.Setup(ctx, in.js, o.Name, o.Replicas, o.MaxAge, in.ns == nil); err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/clusterread"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
@@ -83,34 +83,10 @@ type headerMsg struct {
 	size    int
 }
 
-// listPatience bounds how long a query waits out a cluster that lost a
-// node or its leader (an election, a consumer placed on a server that is
-// not current yet) before it fails.
-const listPatience = 30 * time.Second
-
-// reading runs op, a read that may be repeated, until it succeeds, fails
-// with an error that says the thing is not there, or listPatience (or
-// ctx) ends: in a cluster a read fails while a node restarts or a leader is
-// elected, and the same read an instant later succeeds.
+// reading runs op until it succeeds or fails for good (clusterread.Retry):
+// an embedded inbox, or one closing, does not retry.
 func (in *Inbox) reading(ctx context.Context, op func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, listPatience)
-	defer cancel()
-	pause := 50 * time.Millisecond
-	for {
-		err := op(ctx)
-		if err == nil || in.ns != nil || in.isClosed() || errors.Is(err, jetstream.ErrMsgNotFound) ||
-			errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-			return err
-		}
-		t := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		pause = min(2*pause, time.Second)
-	}
+	return clusterread.Retry(ctx, func() bool { return in.ns != nil || in.isClosed() }, op)
 }
 
 // streamInfo reads st's state, waiting out a cluster's election.
@@ -130,7 +106,7 @@ func (in *Inbox) streamInfo(ctx context.Context, st jetstream.Stream) (*jetstrea
 // that concurrent lists and searches cost one message's memory, not one
 // each. In a cluster, a consumer that fails (placed on a server that
 // restarted and is not current, or lost with it) is replaced by a new one
-// from where the last stopped, until listPatience.
+// from where the last stopped, until clusterread.Patience.
 func (in *Inbox) headers(ctx context.Context, st jetstream.Stream, lo, hi uint64) ([]headerMsg, error) {
 	select {
 	case in.scan <- struct{}{}:
@@ -183,7 +159,7 @@ func (in *Inbox) readHeaders(ctx context.Context, st jetstream.Stream, out []hea
 			host = info.Cluster.Leader
 		}
 	}
-	if err := in.replicaCurrent(ctx, st, host); err != nil {
+	if err := clusterread.ReplicaCurrent(ctx, st, host, in.ns != nil); err != nil {
 		return out, lo, err
 	}
 	for {
@@ -223,40 +199,9 @@ func (in *Inbox) readHeaders(ctx context.Context, st jetstream.Stream, out []hea
 		if n == 0 {
 			// The end of what the consumer's server holds: the end of the
 			// range, unless that server fell behind meanwhile.
-			return out, lo, in.replicaCurrent(ctx, st, host)
+			return out, lo, clusterread.ReplicaCurrent(ctx, st, host, in.ns != nil)
 		}
 	}
-}
-
-// errReplicaBehind is the reason a read is tried again: its consumer's
-// server holds a copy of the stream that is catching up.
-var errReplicaBehind = errors.New("the server of the read is catching up with the stream's leader")
-
-// replicaCurrent checks that host, the server of a consumer of st, is st's
-// leader or a replica that is current: a consumer reads its server's copy
-// of the stream, and a server restarted (or cut off) reads an older copy,
-// whose missing messages a listing would silently leave out. The
-// embedded server has no replicas; with replicas, a host not known is not
-// taken for current.
-func (in *Inbox) replicaCurrent(ctx context.Context, st jetstream.Stream, host string) error {
-	if in.ns != nil {
-		return nil
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return err
-	}
-	ci := info.Cluster
-	if ci == nil || len(ci.Replicas) == 0 || host != "" && ci.Leader == host {
-		// A single server, or its leader.
-		return nil
-	}
-	for _, p := range ci.Replicas {
-		if p.Name == host && p.Current && !p.Offline {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w (%s)", errReplicaBehind, host)
 }
 
 // record builds the Record of a message of the inbox stream; false for an

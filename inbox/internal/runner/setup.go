@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 )
 
 // parkedDuplicates is the duplicate window of the parked deliveries: a park
@@ -16,7 +18,7 @@ const parkedDuplicates = 2 * time.Minute
 // beside the inbox stream: the bucket of the order keys' records
 // (name_KEYS) and the stream of the parked deliveries (name_PARKED), with
 // replicas, the parked ones kept up to maxAge. cluster makes the bucket's
-// reads go to its leader (LeaderReads): a runner must see at once what
+// reads go to its leader (recstore.LeaderReads): a runner must see at once what
 // another wrote.
 func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas int, maxAge time.Duration, cluster bool) (keys jetstream.KeyValue, parked jetstream.Stream, err error) {
 	keys, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -29,7 +31,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas in
 		return nil, nil, fmt.Errorf("inbox: creating bucket %s_KEYS: %w", name, err)
 	}
 	if cluster {
-		if keys, err = LeaderReads(ctx, js, name+"_KEYS"); err != nil {
+		if keys, err = recstore.LeaderReads(ctx, js, name+"_KEYS"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -49,26 +51,4 @@ func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas in
 		return nil, nil, fmt.Errorf("inbox: creating stream %s_PARKED: %w", name, err)
 	}
 	return keys, parked, nil
-}
-
-// LeaderReads makes the reads of a cluster's bucket go to its leader and
-// returns the bucket so opened. A direct read (AllowDirect, a bucket's
-// default) may be answered by a replica that lags, for seconds while a
-// leader is elected: a record just written would pass for one missing.
-func LeaderReads(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
-	st, err := js.Stream(ctx, "KV_"+bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
-		cfg.AllowDirect = false
-		if _, err := js.UpdateStream(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-		}
-	}
-	kv, err := js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	return kv, nil
 }

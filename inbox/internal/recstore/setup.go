@@ -1,9 +1,10 @@
-package inbox
+package recstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"strings"
@@ -11,9 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"forgehooks.dev/forgehooks/inbox/internal/recstore"
-	"forgehooks.dev/forgehooks/inbox/internal/runner"
 )
 
 // minDuplicates is the shortest duplicate window JetStream takes (zero is
@@ -22,57 +20,72 @@ const minDuplicates = 100 * time.Millisecond
 
 // recordStore names one of the inbox's record stores.
 type recordStore struct {
-	to     *recstore.Records
+	to     *Records
 	bucket string
 	desc   string
 	ttl    time.Duration
 }
 
-// setupRecords creates the statuses' and dedupe records' stores: buckets in
-// a cluster, streams with an index in the embedded mode (importing the
-// buckets an earlier version left in the store).
-func (in *Inbox) setupRecords(ctx context.Context) error {
-	o := in.opts
+// SetupOptions says which records Setup opens.
+type SetupOptions struct {
+	// Name is the inbox's Name: the stores are Name_STATUS and Name_SEEN.
+	Name string
+	// Dir is the embedded server's directory, where the indexes are kept;
+	// "" for a cluster, where the records are key-value buckets.
+	Dir string
+	// Replicas of each bucket in a cluster.
+	Replicas int
+	// StatusTTL and SeenTTL are how long a status and a dedupe record are
+	// kept.
+	StatusTTL, SeenTTL time.Duration
+	Logger             *slog.Logger
+}
+
+// Setup creates, or opens, an inbox's stores of statuses and of dedupe
+// records: buckets in a cluster, streams with an index in the embedded mode
+// (importing the buckets an earlier version left in the store). The stores
+// opened are returned with an error too, for the caller to close.
+func Setup(ctx context.Context, js jetstream.JetStream, o SetupOptions) (status, seen Records, err error) {
 	stores := []recordStore{
-		{&in.status, o.Name + "_STATUS", "forgehooks: each delivery's status and attempts", o.MaxAge},
-		{&in.seen, o.Name + "_SEEN", "forgehooks: delivery ids and body digests, remembered for the duplicate window", o.DuplicateWindow},
+		{&status, o.Name + "_STATUS", "forgehooks: each delivery's status and attempts", o.StatusTTL},
+		{&seen, o.Name + "_SEEN", "forgehooks: delivery ids and body digests, remembered for the duplicate window", o.SeenTTL},
 	}
-	if in.ns != nil {
-		return in.setupIndexedRecords(ctx, stores)
+	if o.Dir != "" {
+		err = setupIndexed(ctx, js, o, stores)
+		return status, seen, err
 	}
 	for _, s := range stores {
-		kv, err := in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: s.bucket, Description: s.desc, TTL: s.ttl,
 			Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})
 		if err != nil {
-			return fmt.Errorf("inbox: creating bucket %s: %w", s.bucket, err)
+			return status, seen, fmt.Errorf("inbox: creating bucket %s: %w", s.bucket, err)
 		}
-		if s.to == &in.status {
+		if s.to == &status {
 			// Whether a delivery ran is read from the leader: a status
 			// missing from a lagging replica would run it again, after the
 			// later deliveries of its key. Dedupe reads may lag: the
 			// stream's own duplicate window covers the moments after a
 			// store.
-			if kv, err = runner.LeaderReads(ctx, in.js, s.bucket); err != nil {
-				return err
+			if kv, err = LeaderReads(ctx, js, s.bucket); err != nil {
+				return status, seen, err
 			}
 		}
-		*s.to = recstore.NewBucket(in.js, kv, s.bucket, in.log)
+		*s.to = NewBucket(js, kv, s.bucket, o.Logger)
 	}
-	return nil
+	return status, seen, nil
 }
 
 // setupIndexedRecords opens the stores of the embedded mode, their indexes
 // loaded at the same time.
-func (in *Inbox) setupIndexedRecords(ctx context.Context, stores []recordStore) error {
-	o := in.opts
-	opened := make([]*recstore.Indexed, len(stores))
+func setupIndexed(ctx context.Context, js jetstream.JetStream, o SetupOptions, stores []recordStore) error {
+	opened := make([]*Indexed, len(stores))
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
 	for i, s := range stores {
 		wg.Go(func() {
-			opened[i], errs[i] = recstore.OpenIndexed(ctx, in.js, jetstream.StreamConfig{
+			opened[i], errs[i] = OpenIndexed(ctx, js, jetstream.StreamConfig{
 				Name:        s.bucket,
 				Description: s.desc,
 				Subjects:    []string{o.Name + ".rec." + strings.ToLower(strings.TrimPrefix(s.bucket, o.Name+"_"))},
@@ -89,7 +102,7 @@ func (in *Inbox) setupIndexedRecords(ctx context.Context, stores []recordStore) 
 				// use blocks of 4 MiB, not 8: a lookup of an old record
 				// loads its block into memory for a few seconds.
 				MaxMsgsPerSubject: math.MaxInt64,
-			}, filepath.Join(o.Dir, s.bucket+".index"), in.log)
+			}, filepath.Join(o.Dir, s.bucket+".index"), o.Logger)
 		})
 	}
 	wg.Wait()
@@ -102,7 +115,7 @@ func (in *Inbox) setupIndexedRecords(ctx context.Context, stores []recordStore) 
 		return err
 	}
 	for i, s := range stores {
-		if err := in.importBucket(ctx, s.bucket, opened[i]); err != nil {
+		if err := importBucket(ctx, js, s.bucket, opened[i], o.Logger); err != nil {
 			return err
 		}
 	}
@@ -111,8 +124,8 @@ func (in *Inbox) setupIndexedRecords(ctx context.Context, stores []recordStore) 
 
 // importBucket moves the values of bucket, a key-value bucket an earlier
 // version kept, into r, and deletes the bucket. Their ages start again.
-func (in *Inbox) importBucket(ctx context.Context, bucket string, r *recstore.Indexed) error {
-	st, err := in.js.Stream(ctx, "KV_"+bucket)
+func importBucket(ctx context.Context, js jetstream.JetStream, bucket string, r *Indexed, log *slog.Logger) error {
+	st, err := js.Stream(ctx, "KV_"+bucket)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil
 	}
@@ -152,9 +165,31 @@ func (in *Inbox) importBucket(ctx context.Context, bucket string, r *recstore.In
 	if err := r.Flush(ctx); err != nil {
 		return fmt.Errorf("inbox: importing bucket %s: %w", bucket, err)
 	}
-	if err := in.js.DeleteStream(ctx, "KV_"+bucket); err != nil {
+	if err := js.DeleteStream(ctx, "KV_"+bucket); err != nil {
 		return fmt.Errorf("inbox: deleting bucket %s once imported: %w", bucket, err)
 	}
-	in.log.Info("inbox: the records of an earlier version's bucket imported", "bucket", bucket, "records", n)
+	log.Info("inbox: the records of an earlier version's bucket imported", "bucket", bucket, "records", n)
 	return nil
+}
+
+// LeaderReads makes the reads of a cluster's bucket go to its leader and
+// returns the bucket so opened. A direct read (AllowDirect, a bucket's
+// default) may be answered by a replica that lags, for seconds while a
+// leader is elected: a record just written would pass for one missing.
+func LeaderReads(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	st, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+	}
+	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+		}
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
+	}
+	return kv, nil
 }
