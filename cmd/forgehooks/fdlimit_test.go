@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -31,7 +32,7 @@ import (
 func TestServeDescriptorLimit(t *testing.T) {
 	t.Parallel()
 	limit, conns, within := 512, 700, 5*time.Second
-	if longTests() {
+	if longtest.Enabled() {
 		limit, conns, within = 4096, 5000, time.Second
 	}
 	dir := t.TempDir()

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,12 +19,9 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inbox"
+	"forgehooks.dev/forgehooks/internal/longtest"
 	"forgehooks.dev/forgehooks/webhooks"
 )
-
-// longTests reports whether the full-size cases run (FORGEHOOKS_LONG=1):
-// they take minutes on a loaded machine.
-func longTests() bool { return os.Getenv("FORGEHOOKS_LONG") == "1" }
 
 // testCluster is a JetStream cluster of nats-server nodes in this process,
 // routed over 127.0.0.1.
@@ -114,7 +110,7 @@ func (c *testCluster) urls() string {
 func TestInboxLsClusterNodeRestart(t *testing.T) {
 	t.Parallel()
 	n := 1200
-	if longTests() {
+	if longtest.Enabled() {
 		n = 10000
 	}
 	c := startTestCluster(t, 3)
