@@ -39,9 +39,11 @@ func TestThanksThroughGoGitHub(t *testing.T) {
 	}
 }
 
-// A refused comment (the forge answers 403: the installation lacks the
-// permission) is the handler's error, which go-github reports with the
-// forge's message; the inbox retries it, then keeps a dead letter.
+// A refused comment (the forge answers 403 "Resource not accessible by
+// integration": the installation lacks the permission) is final: app's
+// transport returns it as an *app.RefusedError, which go-github hands back
+// wrapped, and the inbox keeps a dead letter after that one attempt instead
+// of retrying what no retry can cure.
 func TestRefusedCommentIsADeadLetter(t *testing.T) {
 	bot := bottest.New(t, bottest.Options{Forge: forgetest.Options{BasePath: "/api/v3"}})
 	bot.Forge.Fail(forgetest.Fault{Method: "POST", Suffix: "/comments", Status: 403, Times: 3,
@@ -53,10 +55,10 @@ func TestRefusedCommentIsADeadLetter(t *testing.T) {
 	gogithub.Register(wh, bot.App, bot.Forge.URL)
 	bot.Start(wh)
 	rec := bot.Send("issue_comment.created")
-	if rec.Status != delivery.StatusDead || len(rec.Attempts) != 3 {
-		t.Fatalf("%s after %d attempts: %s", rec.Status, len(rec.Attempts), rec.LastError())
+	if rec.Status != delivery.StatusDead || len(rec.Attempts) != 1 || !rec.Final() {
+		t.Fatalf("%s after %d attempts (final: %v): %s", rec.Status, len(rec.Attempts), rec.Final(), rec.LastError())
 	}
-	if got := rec.LastError(); !strings.Contains(got, "403 Resource not accessible by integration") {
+	if got := rec.LastError(); !strings.Contains(got, "403 Forbidden: Resource not accessible by integration") {
 		t.Errorf("last error %q does not carry the forge's answer", got)
 	}
 	if n := len(bot.Forge.Comments()); n != 0 {
