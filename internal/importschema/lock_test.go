@@ -237,6 +237,43 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// TestReportNewFirst: an update's report names its new events and the new
+// actions of known events before anything else, in the summary and in the
+// CHANGELOG section, and lists a new action once.
+func TestReportNewFirst(t *testing.T) {
+	old := &genmodel.Schema{
+		Source: genmodel.Source{Package: specPackage, Version: "1"},
+		Events: []genmodel.Event{{Name: "thing", Actions: []genmodel.Action{{Name: "made", Type: "Thing"}}}},
+		Types: []genmodel.Type{{Name: "Thing", Kind: genmodel.KindStruct, Fields: []genmodel.Field{
+			{JSON: "action", Type: "string", Required: true}, {JSON: "gone", Type: "string"}}}},
+	}
+	upd := &genmodel.Schema{
+		Source: genmodel.Source{Package: specPackage, Version: "2"},
+		Events: []genmodel.Event{
+			{Name: "other", Actions: []genmodel.Action{{Name: "began", Type: "Thing"}}},
+			{Name: "thing", Actions: []genmodel.Action{{Name: "made", Type: "Thing"}, {Name: "sold", Type: "Thing"}}},
+		},
+		Types: []genmodel.Type{{Name: "Thing", Kind: genmodel.KindStruct, Fields: []genmodel.Field{
+			{JSON: "action", Type: "string", Required: true}}}},
+	}
+	r := compare(old, upd)
+	if len(r.Breaking) == 0 {
+		t.Fatal("a removed member is not breaking")
+	}
+	md := r.Markdown()
+	events, actions, breaking := strings.Index(md, "### New events"), strings.Index(md, "### New actions"), strings.Index(md, "### Breaking changes")
+	if events < 0 || actions < events || breaking < actions {
+		t.Errorf("new events (%d), new actions (%d) and breaking changes (%d) out of order:\n%s", events, actions, breaking, md)
+	}
+	if n := strings.Count(md, "`thing.sold`"); n != 1 {
+		t.Errorf("the new action is listed %d times:\n%s", n, md)
+	}
+	sum := r.Summary()
+	if ev, ac, counts := strings.Index(sum, "New event other"), strings.Index(sum, "New action thing.sold"), strings.Index(sum, "events: +"); ev < 0 || ac < ev || counts < ac {
+		t.Errorf("the summary does not name what is new first:\n%s", sum)
+	}
+}
+
 // TestCompareCommand: -compare of two spec files prints the report, writes JSON,
 // and -fail-on-breaking exits 3 on a breaking update.
 func TestCompareCommand(t *testing.T) {
@@ -294,6 +331,7 @@ func ExampleReport_Summary() {
 	}
 	// Output:
 	// @octokit/openapi-webhooks 1.0.0 → 1.1.0: implied version bump major; breaking changes: 1.
+	// New action thing.sold.
 	// events: +0 −0 ~0. actions: +1 −0 ~0. types: +0 −0 ~0. members: +0 −0 ~0. enum values: +0 −1 ~0. variants: +0 −0 ~0.
 	// breaking: enum value removed State "shut"
 }

@@ -355,24 +355,28 @@ func (r *Report) Summary() string {
 		from = "(nothing)"
 	}
 	fmt.Fprintf(&b, "%s %s → %s%s: implied version bump %s; breaking changes: %d.\n", r.Package, from, r.To, r.restSuffix(), r.Bump, len(r.Breaking))
+	for _, e := range r.NewEvents {
+		fmt.Fprintf(&b, "New event %s: %d actions (%s), %d new types, %d members, %d enum values.\n",
+			e.Name, len(e.Actions), strings.Join(e.Actions, ", "), e.Types, e.Members, e.EnumValues)
+	}
+	for _, c := range r.newActions() {
+		fmt.Fprintf(&b, "New action %s.\n", c.Name)
+	}
 	var parts []string
 	for _, what := range []string{"event", "action", "type", "member", "enum value", "variant"} {
 		c := r.Counts[what]
 		parts = append(parts, fmt.Sprintf("%ss: +%d −%d ~%d.", what, c["added"], c["removed"], c["changed"]))
 	}
 	b.WriteString(strings.Join(parts, " ") + "\n")
-	for _, e := range r.NewEvents {
-		fmt.Fprintf(&b, "New event %s: %d actions (%s), %d new types, %d members, %d enum values.\n",
-			e.Name, len(e.Actions), strings.Join(e.Actions, ", "), e.Types, e.Members, e.EnumValues)
-	}
 	if len(r.Overrides) > 0 {
 		fmt.Fprintf(&b, "%d overrides stopped applying.\n", len(r.Overrides))
 	}
 	return b.String()
 }
 
-// Markdown returns the report as a CHANGELOG.md section: what breaks compiled
-// code first, then new events, then every other change.
+// Markdown returns the report as a CHANGELOG.md section: new events and the
+// new actions of known events first (what a reader looks for after an
+// update), then what breaks compiled code, then every other change.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	from := r.From
@@ -386,13 +390,6 @@ func (r *Report) Markdown() string {
 		c := r.Counts[what]
 		fmt.Fprintf(&b, "| %ss | %d | %d | %d |\n", what, c["added"], c["removed"], c["changed"])
 	}
-	b.WriteString("\n### Breaking changes\n\n")
-	if len(r.Breaking) == 0 {
-		b.WriteString("None: code that compiled against the previous schema still compiles.\n")
-	}
-	for _, c := range r.Breaking {
-		writeChange(&b, c)
-	}
 	if len(r.NewEvents) > 0 {
 		b.WriteString("\n### New events\n\n")
 		for _, e := range r.NewEvents {
@@ -400,10 +397,28 @@ func (r *Report) Markdown() string {
 				e.Name, len(e.Actions), strings.Join(e.Actions, "`, `"), e.Types, e.Members, e.EnumValues)
 		}
 	}
+	newActions := r.newActions()
+	if len(newActions) > 0 {
+		b.WriteString("\n### New actions\n\n")
+		for _, c := range newActions {
+			writeChange(&b, c)
+		}
+	}
+	b.WriteString("\n### Breaking changes\n\n")
+	if len(r.Breaking) == 0 {
+		b.WriteString("None: code that compiled against the previous schema still compiles.\n")
+	}
+	for _, c := range r.Breaking {
+		writeChange(&b, c)
+	}
+	listed := make(map[Change]bool, len(newActions))
+	for _, c := range newActions {
+		listed[c] = true
+	}
 	for _, op := range []string{"added", "removed", "changed"} {
 		var list []Change
 		for _, c := range r.Changes {
-			if c.Op == op {
+			if c.Op == op && !listed[c] {
 				list = append(list, c)
 			}
 		}
@@ -428,6 +443,25 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// newActions returns the actions added to events the old schema had (a new
+// event's actions are listed with it).
+func (r *Report) newActions() []Change {
+	fresh := make(map[string]bool, len(r.NewEvents))
+	for _, e := range r.NewEvents {
+		fresh[e.Name] = true
+	}
+	var list []Change
+	for _, c := range r.Changes {
+		if c.What != "action" || c.Op != "added" {
+			continue
+		}
+		if event, _, _ := strings.Cut(c.Name, "."); !fresh[event] {
+			list = append(list, c)
+		}
+	}
+	return list
 }
 
 func writeChange(b *strings.Builder, c Change) {
