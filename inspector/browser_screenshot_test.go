@@ -96,6 +96,7 @@ func cut(name string) (string, string, bool) {
 // and dark. With FORGEHOOKS_SCREENSHOTS=dir it writes them there as PNGs
 // (`make screenshots` writes docs/screenshots).
 func TestBrowserScreenshots(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("FORGEHOOKS_SCREENSHOTS")
 	insp := inspector.New(inspector.Options{WebhookURL: "http://127.0.0.1:3000" + webhooks.DefaultPath})
 	srv := httptest.NewServer(insp)

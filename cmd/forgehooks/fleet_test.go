@@ -130,6 +130,7 @@ func (f *fleetTarget) distinct(prefix string) int {
 // 'work', and none is lost; with two 'work' processes, the deliveries of one
 // repository are forwarded in the order stored.
 func TestFleet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds nats-server and forgehooks, and runs them")
 	}
