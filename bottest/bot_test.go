@@ -46,7 +46,6 @@ func thankCommenter(a *app.App) func(context.Context, payloads.Event[*payloads.I
 
 // readme:begin
 func TestBotThanksCommenters(t *testing.T) {
-	t.Parallel()
 	bot := bottest.New(t) // the fake forge, and bot.App for it
 	wh, _ := webhooks.New(webhooks.Options{Secret: "a secret for tests only"})
 	payloads.OnIssueCommentCreatedEvent(wh, thankCommenter(bot.App))
