@@ -10,6 +10,7 @@ import (
 // TestBoundRule: MaxWait zero is DefaultMaxWait and negative no bound;
 // MaxRetries zero is DefaultMaxRetries and negative no retry.
 func TestBoundRule(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

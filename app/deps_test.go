@@ -13,6 +13,7 @@ const module = "forgehooks.dev/forgehooks"
 // the generated payload types, which a raw-handlers program need not compile
 // (payloads/names, the schema's names without any type, is allowed).
 func TestDependencies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go list")
 	}

@@ -9,6 +9,7 @@ import (
 // check's table and quirks, for an app subscribed to issues and
 // pull_request with issues and pull_requests permissions.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	info := appInfo{
 		Events:      []string{"issues", "pull_request", "issue_comment", "check_run", "star"},
 		Permissions: map[string]string{"issues": "none", "pull_requests": "write", "metadata": "read"},
@@ -55,6 +56,7 @@ func TestCheck(t *testing.T) {
 // never sent to apps, but for those the table cannot say (checked for their
 // subscription only, with a note).
 func TestCheckTableCoversEvents(t *testing.T) {
+	t.Parallel()
 	unknown := map[string]bool{}
 	for _, name := range names.All() {
 		event, _, _ := strings.Cut(name, ".")

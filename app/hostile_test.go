@@ -15,6 +15,7 @@ import (
 // pauses the installation for MaxServerWait at most, and only its requests of
 // that resource: after the cap the client works again, without a restart.
 func TestRateLimitResetCapped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	e.forge.AddInstallation(43)
 	a := e.app(nil)
@@ -58,6 +59,7 @@ func TestRateLimitResetCapped(t *testing.T) {
 // it (also within RefreshBefore of its expiry, while the pause lasts), and
 // after the cap a new installation gets its token.
 func TestTokenEndpointRetryAfterCapped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	e.forge.AddInstallation(43)
 	a := e.app(nil)

@@ -34,6 +34,7 @@ func tokenRequests(f *forgetest.Server) int {
 // moment (deliveries over HTTP to the middleware), cause one token request;
 // each posts its comment.
 func TestConcurrentHandlersShareOneToken(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	e := newEnv(t, false, forgetest.Options{SecondaryLimit: -1})
 	a := e.app(nil)
@@ -101,6 +102,7 @@ func TestConcurrentHandlersShareOneToken(t *testing.T) {
 // A token is used until RefreshBefore (5 min) its expiry, then replaced
 // before it expires: the forge never sees an expired token.
 func TestTokenRefreshedBeforeExpiry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{})
 	a := e.app(nil)
 	c := a.InstallationClient(testInstallation)
@@ -142,6 +144,7 @@ func TestTokenRefreshedBeforeExpiry(t *testing.T) {
 // A 403 secondary limit with Retry-After: 2 makes the installation's next
 // requests wait the two seconds, then succeed: one refusal, no failure.
 func TestSecondaryLimitMakesRequestsWait(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false, forgetest.Options{SecondaryLimit: -1})
 	e.logs.watch = "app: waiting for the rate limit"
 	a := e.app(nil)
@@ -194,6 +197,7 @@ func TestSecondaryLimitMakesRequestsWait(t *testing.T) {
 // A wait beyond MaxWait fails at once, with an error that says who is
 // limited, why and for how long; a primary limit exhausted does the same.
 func TestRateLimitBeyondMaxWait(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1, InstallationRateLimit: 3})
 	a := e.app(func(o *app.Options) { o.MaxWait = 90 * time.Second })
 	c := a.InstallationClient(testInstallation)
@@ -237,6 +241,7 @@ func TestRateLimitBeyondMaxWait(t *testing.T) {
 // Idempotent requests are retried on 5xx with backoff, a POST is not; both
 // within MaxRetries.
 func TestRetriesIdempotentOn5xx(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	a := e.app(nil)
 	e.forge.Fail(forgetest.Fault{Method: "GET", Suffix: "/app/hook/deliveries", Status: 502, Body: `{"message":"bad gateway"}`, Times: 2})
@@ -276,6 +281,7 @@ func TestRetriesIdempotentOn5xx(t *testing.T) {
 // A token narrowed to repositories and permissions is asked for as such,
 // and cached apart from the installation's whole token.
 func TestNarrowedToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	a := e.app(nil)
 	scope := &app.Scope{Repositories: []string{"site", "docs", "site"}, Permissions: map[string]string{"issues": "write"}}
@@ -297,6 +303,7 @@ func TestNarrowedToken(t *testing.T) {
 // Credentials go to the API's host only: a request elsewhere (a download a
 // redirect points to) carries no Authorization.
 func TestCredentialsOnlyForTheAPIHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false, forgetest.Options{})
 	a := e.app(nil)
 	got := make(chan string, 1)
@@ -317,6 +324,7 @@ func TestCredentialsOnlyForTheAPIHost(t *testing.T) {
 
 // A token the forge refuses (revoked) is dropped and replaced once.
 func TestRevokedTokenReplacedOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1, TokenLifetime: 2 * time.Hour})
 	a := e.app(func(o *app.Options) { o.RefreshBefore = time.Minute })
 	c := a.InstallationClient(testInstallation)
@@ -337,6 +345,7 @@ func TestRevokedTokenReplacedOnce(t *testing.T) {
 // A failed token request is shared by its waiters but not cached: the next
 // call asks again. A caller that gives up does not fail the others.
 func TestTokenFlightFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	a := e.app(nil)
 	e.forge.Fail(forgetest.Fault{Method: "POST", Suffix: "/access_tokens", Status: 500, Body: `{"message":"boom"}`})
@@ -361,6 +370,7 @@ func TestTokenFlightFailure(t *testing.T) {
 // a rate limit: its 403 is returned as the forge sent it, and the pause
 // still holds back the installation's next requests.
 func TestUnreplayableBodyNotRetried(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	a := e.app(nil)
 	c := a.InstallationClient(testInstallation)

@@ -65,6 +65,7 @@ func mustRead(t *testing.T, name string) []byte {
 
 // A wrong key gives an error that says what is wrong, and never quotes it.
 func TestWrongKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	small, _ := rsa.GenerateKey(rand.Reader, 1024)
 	other, _ := rsa.GenerateKey(rand.Reader, 2048)

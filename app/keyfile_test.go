@@ -19,6 +19,7 @@ import (
 // writes to, /dev/zero, a directory, a 1 GiB sparse file, a file just over
 // the bound.
 func TestKeyFileRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.pem")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -66,6 +67,7 @@ func TestKeyFileRefused(t *testing.T) {
 // A key file its group or others may read is used, with a warning; one only
 // its owner reads gets none.
 func TestKeyFileModeWarned(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tt := range []struct {
 		mode os.FileMode

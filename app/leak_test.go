@@ -23,6 +23,7 @@ import (
 // A Token prints as [redacted] however it is printed, alone or inside
 // another value.
 func TestTokenRedacted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{})
 	a := e.app(nil)
 	tok, _, err := a.InstallationToken(t.Context(), testInstallation, nil)
@@ -59,6 +60,7 @@ func TestTokenRedacted(t *testing.T) {
 // inspector's page and JSON, over deliveries whose handlers used the client,
 // got refused, failed with the token in reach, and were replayed.
 func TestTokenNeverLeaks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false, forgetest.Options{SecondaryLimit: -1})
 	a := e.app(func(o *app.Options) { o.MaxWait = time.Second })
 	wrongApp := e.app(func(o *app.Options) { o.AppID = "7" })
@@ -150,6 +152,7 @@ func TestTokenNeverLeaks(t *testing.T) {
 // Client finds the installation in the delivery, and says which event has
 // none; outside a handler it says so.
 func TestClientFromDelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, forgetest.Options{SecondaryLimit: -1})
 	a := e.app(nil)
 	wh, _ := webhooks.New(webhooks.Options{Secret: testSecret, Logger: e.log})

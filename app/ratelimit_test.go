@@ -12,6 +12,7 @@ import (
 var now = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want time.Duration
@@ -39,6 +40,7 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	reset := now.Add(30 * time.Minute).Unix()
 	h := func(kv ...string) http.Header {
 		m := http.Header{}

@@ -61,6 +61,7 @@ func TestBotThanksCommenters(t *testing.T) {
 // TestReadme: the README's bot test is TestBotThanksCommenters, line for
 // line, in a code block, and at most 25 lines.
 func TestReadme(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +86,7 @@ func TestReadme(t *testing.T) {
 // A handler that fails makes a dead letter after the quick retries, and Send
 // returns it with every attempt's error.
 func TestSendReturnsDeadLetter(t *testing.T) {
+	t.Parallel()
 	bot := bottest.New(t)
 	wh, _ := webhooks.New(webhooks.Options{Secret: "a secret for tests only"})
 	wh.On("issues.opened", func(context.Context, emitter.Event) error { return errors.New("no luck") })
@@ -99,6 +101,7 @@ func TestSendReturnsDeadLetter(t *testing.T) {
 // payload names to the forge; it adds one only when asked (AppHookOn), and
 // AppHookOff removes one.
 func TestPayload(t *testing.T) {
+	t.Parallel()
 	named := []byte(`{"action":"created","installation":{"id":77},"url":"` + app.DefaultAPIURL + `/repos/o/r"}`)
 	unnamed := []byte(`{"action":"created","url":"` + app.DefaultAPIURL + `/repos/o/r"}`)
 	tests := []struct {
@@ -145,6 +148,7 @@ func TestPayload(t *testing.T) {
 // Several deliveries, each waited for; the comments are made as the
 // payload's installation.
 func TestSeveralDeliveries(t *testing.T) {
+	t.Parallel()
 	bot := bottest.New(t)
 	wh, _ := webhooks.New(webhooks.Options{Secret: "a secret for tests only"})
 	payloads.OnIssueCommentCreatedEvent(wh, thankCommenter(bot.App))
@@ -174,6 +178,7 @@ func TestSeveralDeliveries(t *testing.T) {
 // inbox without retries (RetryDelays empty: a failure is a dead letter at
 // once), still in the test's directory.
 func TestStartReceiverOptions(t *testing.T) {
+	t.Parallel()
 	bot := bottest.New(t)
 	wh, _ := webhooks.New(webhooks.Options{Secret: "a secret for tests only"})
 	wh.On("issues.opened", func(context.Context, emitter.Event) error { return errors.New("no luck") })

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDecodeAttempts(t *testing.T) {
+	t.Parallel()
 	// the example of the published description, verbatim
 	var desc struct {
 		Components struct {
@@ -53,6 +54,7 @@ func TestDecodeAttempts(t *testing.T) {
 // The fields decoding requires are among those the description requires:
 // a conforming forge never fails it.
 func TestRequiredFieldsFollowDescription(t *testing.T) {
+	t.Parallel()
 	d, err := forgetest.ParseDescription()
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +99,7 @@ func FuzzDecodeAttempts(f *testing.F) {
 
 // The default API URL is the server the published description names.
 func TestDefaultAPIURLFollowsDescription(t *testing.T) {
+	t.Parallel()
 	d, err := forgetest.ParseDescription()
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 
 // The JWT is checked here with the standard library alone, field by field.
 func TestSignAppJWT(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	jwt, err := app.SignJWT(testAppID, testKey(), now)
 	if err != nil {
@@ -77,6 +78,7 @@ func TestSignAppJWT(t *testing.T) {
 // is up to a minute behind ours still sees iat in the past; a forge ahead of
 // us accepts it until it expires.
 func TestAppJWTClockSkew(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		forgeAhead time.Duration // the forge's clock minus ours
 		ok         bool
@@ -109,6 +111,7 @@ func TestAppJWTClockSkew(t *testing.T) {
 
 // A cached JWT is reused while fresh and renewed before it expires.
 func TestAppJWTRenewal(t *testing.T) {
+	t.Parallel()
 	c, err := catchup.NewAppJWT(testAppID, testKey())
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +132,7 @@ func TestAppJWTRenewal(t *testing.T) {
 }
 
 func TestParsePrivateKey(t *testing.T) {
+	t.Parallel()
 	k := testKey()
 	pkcs8, _ := x509.MarshalPKCS8PrivateKey(k)
 	small, _ := rsa.GenerateKey(rand.Reader, 1024)
@@ -172,6 +176,7 @@ func TestParsePrivateKey(t *testing.T) {
 // Neither the token, the JWT nor the key reaches the log or an error, even
 // when every request is refused or throttled.
 func TestCredentialsNeverLogged(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	token := catchup.Token(testToken)

@@ -18,6 +18,7 @@ import (
 // Bad answers end the run with a clear error after bounded work, before any
 // redelivery is requested, and the checkpoint stays where it was.
 func TestCatchupBadInput(t *testing.T) {
+	t.Parallel()
 	page := func(body string) func(*forgetest.Server) func(http.ResponseWriter, *http.Request) bool {
 		return func(*forgetest.Server) func(http.ResponseWriter, *http.Request) bool {
 			return func(w http.ResponseWriter, r *http.Request) bool {
@@ -147,6 +148,7 @@ func TestCatchupBadInput(t *testing.T) {
 // A failed redelivery request ends the run; the guids requested before it are
 // remembered, the checkpoint stays, and the next run requests only the rest.
 func TestCatchupStopsAtFailedRedelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	missed := e.record(forgetest.AppHook, 4, 0)
 	e.forge.Fail(forgetest.Fault{Method: "POST", Suffix: fmt.Sprintf("/deliveries/%d/attempts", missed[2].ID), Status: 401, Body: `{"message":"Bad credentials","documentation_url":"x"}`})
@@ -179,6 +181,7 @@ func TestCatchupStopsAtFailedRedelivery(t *testing.T) {
 // A redelivery the forge refuses for good (here 422, as for an attempt too
 // old) does not hold up the others, nor the checkpoint, nor later runs.
 func TestCatchupRefusedRedelivery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	missed := e.record(forgetest.AppHook, 3, 0)
 	e.forge.Fail(forgetest.Fault{Method: "POST", Suffix: fmt.Sprintf("/deliveries/%d/attempts", missed[1].ID), Status: 422, Body: `{"message":"Validation Failed","documentation_url":"x","errors":[]}`})
@@ -201,6 +204,7 @@ func TestCatchupRefusedRedelivery(t *testing.T) {
 // A checkpoint bounds the pages read; --since further back than the
 // checkpoint reads further; a gap beyond the forge's 3-day log is warned of.
 func TestCatchupWindow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	e.clock.Advance(5 * 24 * time.Hour)
 	for range 5 { // 5 pages of 100 attempts a minute apart, all delivered
@@ -238,6 +242,7 @@ func TestCatchupWindow(t *testing.T) {
 
 // A dry run decides and reports, but neither requests nor saves.
 func TestCatchupDryRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	e.record(forgetest.AppHook, 3, 0)
 	e.record(forgetest.AppHook, 2, 200)
@@ -260,6 +265,7 @@ func TestCatchupDryRun(t *testing.T) {
 
 // A Holder that fails stops the run before anything is requested.
 func TestCatchupHolderError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	e.record(forgetest.AppHook, 2, 0)
 	o := e.options()

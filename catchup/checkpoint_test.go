@@ -14,6 +14,7 @@ import (
 )
 
 func TestStateFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := &catchup.StateFile{Path: filepath.Join(dir, "state.json")}
 	ctx := t.Context()
@@ -66,6 +67,7 @@ func TestStateFile(t *testing.T) {
 }
 
 func TestMemoryCheckpoints(t *testing.T) {
+	t.Parallel()
 	var m catchup.MemoryCheckpoints
 	s := catchup.State{Requested: map[string]time.Time{"g": {}}}
 	if err := m.Save(t.Context(), "k", s); err != nil {
@@ -81,6 +83,7 @@ func TestMemoryCheckpoints(t *testing.T) {
 // Options that cannot work are refused before any request; plain http to
 // another machine is warned of.
 func TestCatchupOptions(t *testing.T) {
+	t.Parallel()
 	tok := catchup.Token("t")
 	tests := []struct {
 		name string

@@ -12,6 +12,7 @@ import (
 // Per guid: any 2xx attempt means succeeded, whatever came after; otherwise
 // the latest attempt is the one redelivered, once.
 func TestCatchupDecisions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	at := func(m int) time.Time { return start.Add(-time.Duration(m) * time.Minute) }
 	rec := func(guid string, m, code int) forgetest.Attempt {

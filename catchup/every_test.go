@@ -14,6 +14,7 @@ import (
 // earlier ones did, even without a state file; a failed run is reported and
 // the next one goes on.
 func TestCatchupEvery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	e.record(forgetest.AppHook, 2, 0)
 	o := e.options()

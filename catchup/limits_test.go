@@ -15,6 +15,7 @@ import (
 // Throttled and failing answers are waited out as the forge asks, on a
 // virtual clock: the test checks the waits without taking them.
 func TestCatchupRetries(t *testing.T) {
+	t.Parallel()
 	reset := func(e *env) string { return strconv.FormatInt(e.clock.Now().Add(7*time.Minute).Unix(), 10) }
 	tests := []struct {
 		name    string
@@ -83,6 +84,7 @@ func pace(e *env) time.Duration {
 // A request that keeps failing is tried MaxTries times, then the run ends
 // with ErrGaveUp, having requested nothing and kept its checkpoint.
 func TestCatchupGivesUp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fault forgetest.Fault
@@ -120,6 +122,7 @@ func TestCatchupGivesUp(t *testing.T) {
 // Redelivery requests are paced at RedeliveriesPerMinute: the fake forge
 // enforces the secondary limit of 80 a minute and never has to throttle.
 func TestCatchupPacing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	const n = 200
 	e.clock.Advance(n * time.Minute) // so that the log window starts after start
@@ -154,6 +157,7 @@ func TestCatchupPacing(t *testing.T) {
 // Asked to go faster than the forge allows, catch-up meets its secondary
 // limit and waits it out rather than failing or spinning.
 func TestCatchupSecondaryLimitHonoured(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{SecondaryLimit: 10})
 	e.clock.Advance(time.Hour)
 	e.record(forgetest.AppHook, 25, 0)
@@ -177,6 +181,7 @@ func TestCatchupSecondaryLimitHonoured(t *testing.T) {
 // With X-RateLimit-Remaining at 0, the next request waits for the reset
 // instead of being refused.
 func TestCatchupPrimaryLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{RateLimit: 3})
 	e.clock.Advance(time.Hour)
 	e.record(forgetest.AppHook, 5, 0) // 1 page + 5 POSTs: 6 requests, 3 an hour

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseLinkHeader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		header string

@@ -25,6 +25,7 @@ func pageOf(n int, status string) []byte {
 // (ErrEntryCap), text fields are cut to maxFieldBytes, and a page decodes
 // as decodeAttempts decodes it.
 func TestDecodePageBounds(t *testing.T) {
+	t.Parallel()
 	if _, err := decodePage(pageOf(101, "x"), perPage); !errors.Is(err, ErrEntryCap) {
 		t.Errorf("101 attempts: %v, want ErrEntryCap", err)
 	}
@@ -49,6 +50,7 @@ func TestDecodePageBounds(t *testing.T) {
 // TestWindowCap: a window keeps one Entry per guid, counts every attempt,
 // and refuses a guid past its max.
 func TestWindowCap(t *testing.T) {
+	t.Parallel()
 	w := &window{max: 2, byGUID: map[string]int{}}
 	at := time.Date(2026, 3, 14, 11, 0, 0, 0, time.UTC)
 	for i, g := range []string{"a", "b", "a", "b"} {

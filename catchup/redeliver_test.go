@@ -17,6 +17,7 @@ import (
 // it (even one that succeeded: the request is explicit), and stops reading
 // the log there.
 func TestRedeliverGUID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	key := forgetest.AppHook
 	old := e.record(key, 1, 0)[0]
@@ -97,6 +98,7 @@ func (s *mapStore) PutState(_ context.Context, key string, v []byte) error {
 // StoreCheckpoints keeps a run's checkpoint under catchup/KEY, and the next
 // run requests nothing; a corrupt value or a store error stops the run.
 func TestStoreCheckpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	missed := e.record(forgetest.AppHook, 3, 0)
 	store := &mapStore{}

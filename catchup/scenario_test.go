@@ -88,6 +88,7 @@ type holderSet map[string]bool
 func (h holderSet) Holds(_ context.Context, id string) (bool, error) { return h[id], nil }
 
 func TestCatchupScenario(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	recv := newReceiver(t)
 	payload := func(action string) []byte { return []byte(`{"action":"` + action + `","issue":{"number":1}}`) }
@@ -197,6 +198,7 @@ func TestCatchupScenario(t *testing.T) {
 // While the receiver is still down, the redeliveries fail too; the next run
 // does not ask again (the forge's log is not a retry queue).
 func TestCatchupReceiverStillDown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, forgetest.Options{})
 	e.forge.SetReceiver(downURL(t))
 	for range 3 {

@@ -18,6 +18,7 @@ import (
 // token authorizes comments until it expires; bodies are checked against the
 // description; Throttle refuses with Retry-After until its time.
 func TestInstallationEndpoints(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

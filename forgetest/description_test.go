@@ -11,6 +11,7 @@ import (
 )
 
 func TestDescription(t *testing.T) {
+	t.Parallel()
 	d, err := forgetest.ParseDescription()
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +91,7 @@ func TestDescription(t *testing.T) {
 // Validate reads allOf (every part), anyOf and oneOf (some alternative), and
 // a nullable schema's null whatever its parts.
 func TestValidateCombinators(t *testing.T) {
+	t.Parallel()
 	d, err := forgetest.ParseDescription()
 	if err != nil {
 		t.Fatal(err)

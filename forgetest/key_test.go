@@ -15,6 +15,7 @@ import (
 // forge serves them; a request outside the base path is a 404 and a
 // violation.
 func TestBuiltinKeyAndBasePath(t *testing.T) {
+	t.Parallel()
 	f := forgetest.New(t, forgetest.Options{BasePath: "api/v3/", AllowViolations: true})
 	if !strings.HasSuffix(f.URL, "/api/v3") || f.AppID() != forgetest.DefaultAppID {
 		t.Fatalf("URL %q, app id %q", f.URL, f.AppID())
@@ -47,6 +48,7 @@ func TestBuiltinKeyAndBasePath(t *testing.T) {
 // TestDependencies: a bot's tests import forgetest; it uses the standard
 // library and signing only.
 func TestDependencies(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "forgehooks.dev/forgehooks/forgetest").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

@@ -38,6 +38,7 @@ func auth() http.Header {
 
 // Requests off the description are answered with an error and recorded.
 func TestViolations(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		method, path string
 		header       http.Header
@@ -88,6 +89,7 @@ func TestViolations(t *testing.T) {
 // The cursor in the Link header walks the whole log newest first, each
 // attempt once, and every page conforms to the description's schema.
 func TestPaging(t *testing.T) {
+	t.Parallel()
 	clock := forgetest.NewClock(time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
 	s := forgetest.New(t, forgetest.Options{Token: token, Now: clock.Now})
 	key := forgetest.RepoHook("o", "r", 1)
@@ -148,6 +150,7 @@ func TestPaging(t *testing.T) {
 // A redelivery POSTs the stored payload, signed, with the forge's headers,
 // and logs a new attempt; the detail endpoint shows it.
 func TestRedeliverPostsSigned(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret"
 	var mu sync.Mutex
 	var got []*http.Request

@@ -8,6 +8,7 @@ import (
 // TestBoundRule: zero is the documented default, a negative value no bound,
 // in the Ring's options and the Inspector's.
 func TestBoundRule(t *testing.T) {
+	t.Parallel()
 	r := NewRing(RingOptions{MaxRecords: -1})
 	if r.opts.MaxRecords != math.MaxInt || r.opts.MaxBytes != DefaultMaxBytes {
 		t.Errorf("NewRing: MaxRecords %d, MaxBytes %d", r.opts.MaxRecords, r.opts.MaxBytes)

@@ -11,6 +11,7 @@ import (
 // with a browser that cannot start: under CI=true it must fail, elsewhere
 // skip.
 func TestBrowserRequiredInCI(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("INSPECTOR_CI_PROBE") != "" {
 		t.Skip("inside the probe")
 	}

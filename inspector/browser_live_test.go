@@ -15,6 +15,7 @@ import (
 // line for attempt 2) and the retry of a failed delivery. No CSP violation
 // may occur.
 func TestBrowserLive(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, inspector.Options{})
 	ctx := browser(t)
 	do(t, ctx, "open the page", chromedp.Navigate(h.uiURL))

@@ -14,6 +14,7 @@ import (
 // TestBrowserPaging: the page shows the newest 50, and "Older deliveries"
 // pages in the rest, each once, until there is no more.
 func TestBrowserPaging(t *testing.T) {
+	t.Parallel()
 	insp := inspector.New(inspector.Options{})
 	srv := httptest.NewServer(insp)
 	t.Cleanup(func() { insp.Close(); srv.Close() })
@@ -46,6 +47,7 @@ func TestBrowserPaging(t *testing.T) {
 // behind is) says so, reconnects, and reloads the list, so that deliveries
 // that came while it was away show.
 func TestBrowserDropped(t *testing.T) {
+	t.Parallel()
 	insp := inspector.New(inspector.Options{})
 	srv := httptest.NewServer(insp)
 	t.Cleanup(func() { insp.Close(); srv.Close() })

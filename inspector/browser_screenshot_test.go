@@ -96,7 +96,9 @@ func cut(name string) (string, string, bool) {
 // and dark. With FORGEHOOKS_SCREENSHOTS=dir it writes them there as PNGs
 // (`make screenshots` writes docs/screenshots).
 func TestBrowserScreenshots(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("FORGEHOOKS_SCREENSHOTS")
+	ctx := browser(t) // first: without Chromium the test skips before building the demo set
 	insp := inspector.New(inspector.Options{WebhookURL: "http://127.0.0.1:3000" + webhooks.DefaultPath})
 	srv := httptest.NewServer(insp)
 	t.Cleanup(func() { insp.Close(); srv.Close() })
@@ -104,7 +106,6 @@ func TestBrowserScreenshots(t *testing.T) {
 	for _, res := range demo {
 		insp.OnResult(res)
 	}
-	ctx := browser(t)
 	do(t, ctx, "fix the time zone", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "UTC"})
 		return chromedp.Void{}, err

@@ -65,6 +65,7 @@ func hostilePayload(t *testing.T, i int) []byte {
 // saw no violation. A last step breaks the policy on purpose, to show the
 // violation counters work.
 func TestBrowserXSS(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, inspector.Options{})
 	ctx := browser(t)
 	do(t, ctx, "open the page", chromedp.Navigate(h.uiURL))

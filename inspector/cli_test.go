@@ -21,6 +21,7 @@ import (
 // in bash, on the downloaded payload, and checks the same delivery (id,
 // event, bytes) arrives again, verified.
 func TestCommandsReproduce(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
@@ -73,6 +74,7 @@ func TestCommandsReproduce(t *testing.T) {
 // delivery sent with `forgehooks send` is listed with its Go type from
 // package payloads, and a non-loopback --ui without a token is refused.
 func TestServeUI(t *testing.T) {
+	t.Parallel()
 	bin := forgehooksBinary(t)
 	env := append(os.Environ(), "FORGE_WEBHOOK_SECRET="+testSecret, "UI_TOKEN=tok-123")
 	for _, tc := range []struct {

@@ -11,6 +11,7 @@ import (
 // type names come by rule or through Options.TypeName), and nothing outside
 // the module gets in (no NATS; chromedp is for the tests only).
 func TestDependencies(t *testing.T) {
+	t.Parallel()
 	list := func(format string) []string {
 		out, err := exec.Command("go", "list", "-deps="+format[:1], "-f", format[1:], "forgehooks.dev/forgehooks/inspector").CombinedOutput()
 		if err != nil {

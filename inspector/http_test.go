@@ -32,6 +32,7 @@ func csrfToken(t *testing.T, h http.Handler) string {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	insp := inspector.New(inspector.Options{})
 	for _, path := range []string{"/", "/assets/app.js", "/api/deliveries", "/api/stats"} {
 		rec := httptest.NewRecorder()
@@ -62,6 +63,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestAccess(t *testing.T) {
+	t.Parallel()
 	open := inspector.New(inspector.Options{})
 	withToken := inspector.New(inspector.Options{Token: "s3cret-token"})
 	for _, tc := range []struct {
@@ -110,6 +112,7 @@ func TestAccess(t *testing.T) {
 }
 
 func TestActionsNeedCSRF(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, inspector.Options{})
 	id := "csrf-delivery"
 	if code := h.post(t, "issues", id, []byte(`{"action":"opened"}`), testSecret); code != 200 {
@@ -151,6 +154,7 @@ func TestActionsNeedCSRF(t *testing.T) {
 }
 
 func TestActions(t *testing.T) {
+	t.Parallel()
 	var redelivered []string
 	h := newHarness(t, inspector.Options{Redeliver: func(_ context.Context, id string) error {
 		redelivered = append(redelivered, id)
@@ -193,6 +197,7 @@ func TestActions(t *testing.T) {
 }
 
 func TestCSPReport(t *testing.T) {
+	t.Parallel()
 	insp := inspector.New(inspector.Options{})
 	for i, body := range []string{`{"csp-report":{"violated-directive":"script-src"}}`, ``} {
 		rec := httptest.NewRecorder()
@@ -225,6 +230,7 @@ func TestCSPReport(t *testing.T) {
 // TestCSPReportLogRate: a flood of reports is counted, and logged at most
 // once every 10 s.
 func TestCSPReportLogRate(t *testing.T) {
+	t.Parallel()
 	var logs strings.Builder
 	insp := inspector.New(inspector.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 1000 {
@@ -266,6 +272,7 @@ func getJSON(t *testing.T, h http.Handler, path string, v any) int {
 // rejected requests, under each filter, and checks each record comes once,
 // newest first.
 func TestListPaging(t *testing.T) {
+	t.Parallel()
 	insp := inspector.New(inspector.Options{})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var want []string // newest last
@@ -350,6 +357,7 @@ func TestListPaging(t *testing.T) {
 }
 
 func TestDetail(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, inspector.Options{})
 	body := []byte(`{"action":"opened","issue":{"title":"t"},"repository":{"full_name":"o/r"},"sender":{"login":"u"}}` + "\n")
 	req, _ := http.NewRequest("POST", h.hookURL, strings.NewReader(string(body)))
@@ -405,6 +413,7 @@ func TestDetail(t *testing.T) {
 }
 
 func TestRejectedRingBounds(t *testing.T) {
+	t.Parallel()
 	insp := inspector.New(inspector.Options{MaxRejected: 5})
 	huge := strings.Repeat("x", 100<<10)
 	hdr := http.Header{}

@@ -10,6 +10,7 @@ import (
 // hang otherwise), every stuck client is dropped exactly once, and a client
 // that keeps up gets every message.
 func TestHubDropsStuckClients(t *testing.T) {
+	t.Parallel()
 	var h hub
 	const stuck, msgs = 8, 20 * clientBuffer
 	var stuckClients []*client
@@ -78,6 +79,7 @@ func TestHubDropsStuckClients(t *testing.T) {
 }
 
 func TestHubMaxClients(t *testing.T) {
+	t.Parallel()
 	var h hub
 	var cs []*client
 	for range maxClients {

@@ -28,6 +28,7 @@ func (s *countingStore) Get(ctx context.Context, id string) (delivery.Record, er
 // loads one and carries its first DetailPayloadMax bytes, saying so; the
 // download has it whole.
 func TestPayloadsLoadForTheDetailOnly(t *testing.T) {
+	t.Parallel()
 	ring := inspector.NewRing(inspector.RingOptions{})
 	big := `{"action":"opened","repository":{"full_name":"o/big"},"sender":{"login":"someone"},"pad":"` + strings.Repeat("x", 3<<20) + `"}`
 	ring.Add(result("big", 200, true, big))

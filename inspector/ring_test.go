@@ -30,6 +30,7 @@ func result(id string, status int, verified bool, payload string) webhooks.Resul
 }
 
 func TestRingAdd(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		res    webhooks.Result
@@ -71,6 +72,7 @@ func TestRingAdd(t *testing.T) {
 }
 
 func TestRingCopiesPayload(t *testing.T) {
+	t.Parallel()
 	r := inspector.NewRing(inspector.RingOptions{})
 	res := result("a", 200, true, `{"a":1}`)
 	r.Add(res)
@@ -82,6 +84,7 @@ func TestRingCopiesPayload(t *testing.T) {
 }
 
 func TestRingBounds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		opts       inspector.RingOptions
@@ -117,6 +120,7 @@ func TestRingBounds(t *testing.T) {
 }
 
 func TestRingList(t *testing.T) {
+	t.Parallel()
 	r := inspector.NewRing(inspector.RingOptions{})
 	for i := range 10 {
 		res := result(fmt.Sprint(i), 200, true, `{}`)
@@ -157,6 +161,7 @@ func TestRingList(t *testing.T) {
 }
 
 func TestRingReplayAndRetry(t *testing.T) {
+	t.Parallel()
 	wh, err := webhooks.New(webhooks.Options{Secret: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +231,7 @@ func TestRingReplayAndRetry(t *testing.T) {
 
 // TestRingConcurrent adds, lists, replays and watches at once, for -race.
 func TestRingConcurrent(t *testing.T) {
+	t.Parallel()
 	wh, _ := webhooks.New(webhooks.Options{Secret: "s"})
 	wh.OnAny(func(context.Context, emitter.Event) error { return nil })
 	r := inspector.NewRing(inspector.RingOptions{Webhooks: wh, MaxRecords: 50})

@@ -22,6 +22,7 @@ var quoteCases = []struct{ in, want string }{
 }
 
 func TestShellQuote(t *testing.T) {
+	t.Parallel()
 	for _, tc := range quoteCases {
 		if got := inspector.ShellQuote(tc.in); got != tc.want {
 			t.Errorf("ShellQuote(%q) = %s, want %s", tc.in, got, tc.want)
@@ -65,6 +66,7 @@ func FuzzShellQuote(f *testing.F) {
 }
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	send, curl := inspector.Commands("http://127.0.0.1:3000/api/forge/webhooks", "issues", "id'1")
 	if send != `forgehooks send --url 'http://127.0.0.1:3000/api/forge/webhooks' --event 'issues' --delivery 'id'\''1' payload.json` {
 		t.Errorf("send: %s", send)

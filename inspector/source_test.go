@@ -92,6 +92,7 @@ func newStoreSource() *storeSource {
 // n/N, dead) merged with the rejected requests OnResult keeps, while OnResult
 // keeps no verified delivery itself (the Source stores those).
 func TestSourceStatuses(t *testing.T) {
+	t.Parallel()
 	src := newStoreSource()
 	// A dead letter whose handlers' error was final (webhooks.Permanent).
 	src.recs = append(src.recs, delivery.Record{ID: "final-1", Name: "issues", Action: "opened", Payload: []byte(`{}`), ReceivedAt: src.recs[0].ReceivedAt.Add(3 * time.Second),
@@ -134,6 +135,7 @@ func TestSourceStatuses(t *testing.T) {
 // button calls Source.Retry, and the row turns queued live. (With the inbox
 // on main, the same runs over inbox.Inbox through its adapter.)
 func TestBrowserDeadLetter(t *testing.T) {
+	t.Parallel()
 	src := newStoreSource()
 	insp := inspector.New(inspector.Options{Store: src})
 	srv := httptest.NewServer(insp)

@@ -15,6 +15,7 @@ import (
 // "tenant/id" so that two tenants' deliveries of one id are both shown and
 // opened.
 func TestTenantFilter(t *testing.T) {
+	t.Parallel()
 	ring := inspector.NewRing(inspector.RingOptions{})
 	insp := inspector.New(inspector.Options{Store: ring})
 	for i, tenant := range []string{"acme", "beta", "acme", ""} {

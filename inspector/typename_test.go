@@ -15,6 +15,7 @@ import (
 // decode to EventEvent; for an event with actions and none given, payloads
 // knows to say UnknownEvent, which the rule alone cannot.
 func TestDeriveTypeName(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("testdata/typenames.txt")
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func newWebhooks(t *testing.T) *webhooks.Webhooks {
 }
 
 func TestNewChecksOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		opts  receiver.Options
@@ -68,6 +69,7 @@ func TestNewChecksOptions(t *testing.T) {
 // are stored and handled, the page lists them from the inbox, the metrics
 // count them, and cancelling drains (the inbox refuses afterwards).
 func TestRunServesAndDrains(t *testing.T) {
+	t.Parallel()
 	wh := newWebhooks(t)
 	handled := make(chan string, 10)
 	wh.OnAny(func(ctx context.Context, e emitter.Event) error { handled <- e.ID; return nil })
@@ -124,6 +126,7 @@ func TestRunServesAndDrains(t *testing.T) {
 // TestRunFailsOnBusyAddress: an address already taken stops Run before it
 // serves anything, with the error, and closes what New opened.
 func TestRunFailsOnBusyAddress(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +203,7 @@ func get(t *testing.T, u string) (int, string) {
 // while a handler still runs; a negative one is no bound: Run waits for the
 // handler.
 func TestDrainTimeoutRule(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
@@ -254,6 +258,7 @@ func TestDrainTimeoutRule(t *testing.T) {
 // TestAnyPathLogs: the receiver mounted under a router's pattern with AnyPath
 // takes the delivery and keeps its per-request log line.
 func TestAnyPathLogs(t *testing.T) {
+	t.Parallel()
 	wh := newWebhooks(t)
 	var logs syncLog
 	r, err := receiver.New(context.Background(), receiver.Options{

@@ -22,6 +22,7 @@ import (
 // TestIngestOnlyNeedsACluster: an ingest-only receiver's deliveries must be
 // reachable by workers elsewhere, which an embedded inbox's directory is not.
 func TestIngestOnlyNeedsACluster(t *testing.T) {
+	t.Parallel()
 	for _, o := range []receiver.Options{
 		{IngestOnly: true},
 		{IngestOnly: true, Inbox: &inbox.Options{Dir: t.TempDir()}},
@@ -36,6 +37,7 @@ func TestIngestOnlyNeedsACluster(t *testing.T) {
 }
 
 func TestRunWorkerChecksOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		opts  receiver.WorkerOptions
 		field string
@@ -56,6 +58,7 @@ func TestRunWorkerChecksOptions(t *testing.T) {
 // RunWorker (handlers, retry of a failure), its metrics are named for the
 // worker's role, and cancelling its context drains and returns.
 func TestRunWorker(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	wh := newWebhooks(t)
 	in, err := inbox.Open(context.Background(), inbox.Options{Dir: dir, Logger: slog.New(slog.DiscardHandler)})

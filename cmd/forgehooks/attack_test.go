@@ -202,15 +202,15 @@ func TestServeReplays(t *testing.T) {
 // 1 MiB deliveries until the store is full, then answers 503 with a log line
 // that says why; once the handled ones pass --handled-retention, deliveries
 // are acknowledged again, without a restart. The retention outlasts the
-// filling even under -race with a second suite beside it (about 40 s there
-// for 200 MiB), so that no body is freed before the store is full; the
-// store is small so that the retention, which the test waits out, is short.
+// filling by ten times (64 MiB fill in about 3 s at load average 20), so
+// that no body is freed before the store is full; the store is small so
+// that the retention, which the test waits out, is short.
 func TestServeStoreBound(t *testing.T) {
 	serveBinary(t)
 	t.Parallel()
 	const (
 		storeMiB  = 64
-		retention = time.Minute
+		retention = 30 * time.Second
 	)
 	p := startServe(t, "--inbox", t.TempDir(), "--max-store-bytes", fmt.Sprintf("%dMiB", storeMiB), "--handled-retention", retention.String())
 	client := &http.Client{Timeout: 30 * time.Second}

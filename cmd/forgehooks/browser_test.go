@@ -51,6 +51,7 @@ func pageText(ctx context.Context) string {
 // Retry button runs the dead letter again through the inbox (attempt 3,
 // handled), Replay once more (attempt 4); no CSP violation.
 func TestBrowserInboxDeadLetter(t *testing.T) {
+	t.Parallel()
 	ctx := browserTab(t)
 	sv, failing, runs, release := startFailingInbox(t)
 	pageURL := uiURL(t, sv)

@@ -20,6 +20,7 @@ import (
 const catchupToken = "cli-test-token-42"
 
 func TestCatchupUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key.pem")
 	os.WriteFile(keyFile, []byte("not a key"), 0o600)
@@ -66,6 +67,7 @@ func TestCatchupUsage(t *testing.T) {
 // A dry run prints the table; a run requests the missed guids, which the fake
 // forge redelivers to the receiver; a second run requests nothing.
 func TestCatchupCommand(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	got := map[string]int{}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -130,6 +132,7 @@ func TestCatchupCommand(t *testing.T) {
 // The app hook, with a PKCS#8 key file; a 401 is a failure with a clear
 // message, the forge's.
 func TestCatchupCommandApp(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

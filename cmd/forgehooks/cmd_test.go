@@ -26,6 +26,7 @@ const (
 )
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	payloadFile := filepath.Join(dir, "payload.json")
 	os.WriteFile(payloadFile, []byte(vectorPayload), 0o600)
@@ -106,6 +107,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestSendHeadersAndAnswers(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got *http.Request
 	var gotBody []byte
@@ -154,6 +156,7 @@ func TestSendHeadersAndAnswers(t *testing.T) {
 }
 
 func TestServeLogsAndRejections(t *testing.T) {
+	t.Parallel()
 	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--json")
 	url := "http://" + sv.addr + "/api/forge/webhooks"
 	if code, _, _ := runCmd(t, "", nil, "send", "--url", url, "--secret", "wrong", "--event", "push", "--delivery", "bad-sig"); code != exitFailure {
@@ -184,6 +187,7 @@ func TestServeLogsAndRejections(t *testing.T) {
 // TestServeShutdownWaitsForHandlers: SIGINT (here: the context's end) lets a
 // running handler finish before serve returns.
 func TestServeShutdownWaitsForHandlers(t *testing.T) {
+	t.Parallel()
 	started, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	finished := false
@@ -232,6 +236,7 @@ func TestServeShutdownWaitsForHandlers(t *testing.T) {
 // TestRelayReserialisedBody: a relay that gets only "body", re-serialised by
 // another proxy, says so when the signature fails, instead of a bare mismatch.
 func TestRelayReserialisedBody(t *testing.T) {
+	t.Parallel()
 	original := `{"zen": "Design for failure."}`
 	sig, _ := signing.Sign(testSecret, []byte(original))
 	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -253,6 +258,7 @@ func TestRelayReserialisedBody(t *testing.T) {
 }
 
 func TestRelayRejectsWebPage(t *testing.T) {
+	t.Parallel()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
 	code, _, errOut := runCmd(t, "", nil, "relay", "--source", "http://"+px.addr+"/", "--secret", "s")
 	if code != exitFailure || !strings.Contains(errOut, "not text/event-stream") {
@@ -264,6 +270,7 @@ func TestRelayRejectsWebPage(t *testing.T) {
 // still run after their 202; past it serve answers 503, and its log lines give
 // the count.
 func TestServeMaxInFlight(t *testing.T) {
+	t.Parallel()
 	started, release := make(chan struct{}, 4), make(chan struct{})
 	defer close(release)
 	setup := func(wh *webhooks.Webhooks) {

@@ -62,6 +62,7 @@ func checkAll(t *testing.T, examples []corpus.Example, got []emitter.Event, pref
 // TestEndToEndRelayInProcess: send → proxy → relay (verifying with the secret)
 // → handlers in the relay's process, for every public example payload.
 func TestEndToEndRelayInProcess(t *testing.T) {
+	t.Parallel()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
 	channel := newChannel(t, px.addr)
 	rec := newReceived()
@@ -92,6 +93,7 @@ func TestEndToEndRelayInProcess(t *testing.T) {
 // TestEndToEndRelayToServe: send → proxy → relay --target → serve, for every
 // public example payload.
 func TestEndToEndRelayToServe(t *testing.T) {
+	t.Parallel()
 	rec := newReceived()
 	sv := start(t, &cli{setup: rec.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret)
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")

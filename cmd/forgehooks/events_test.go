@@ -10,6 +10,7 @@ import (
 )
 
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runCmd(t, "", nil, "events")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)

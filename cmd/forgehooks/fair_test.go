@@ -109,6 +109,7 @@ func TestServeFairShare(t *testing.T) {
 // target down: tenant a's deliveries past the bound get 503 (and the log
 // says which bound), tenant b's are still stored (202).
 func TestServeTenantStoreBound(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tenants.yaml")
 	if err := os.WriteFile(file, []byte(fairTenantsYAML), 0o600); err != nil {

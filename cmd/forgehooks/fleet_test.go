@@ -130,16 +130,15 @@ func (f *fleetTarget) distinct(prefix string) int {
 // 'work', and none is lost; with two 'work' processes, the deliveries of one
 // repository are forwarded in the order stored.
 func TestFleet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds nats-server and forgehooks, and runs them")
 	}
 	const secret = "fleet-test-secret-0123456789"
 	dir := t.TempDir()
-	bin, natsBin := filepath.Join(dir, "forgehooks"), filepath.Join(dir, "nats-server")
-	for _, b := range [][]string{{"-o", bin, "."}, {"-o", natsBin, "github.com/nats-io/nats-server/v2"}} {
-		if out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput(); err != nil {
-			t.Fatalf("go build %v: %v\n%s", b, err, out)
-		}
+	bin, natsBin := serveBinary(t), filepath.Join(dir, "nats-server")
+	if out, err := exec.Command("go", "build", "-o", natsBin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
+		t.Fatalf("go build nats-server: %v\n%s", err, out)
 	}
 	_, natsAddr := startProc(t, exec.Command(natsBin, "-js", "-a", "127.0.0.1", "-p", "-1", "-sd", filepath.Join(dir, "js"), "--http_port", "0"),
 		regexp.MustCompile(`Listening for client connections on ([0-9.]+:[0-9]+)`))

@@ -70,6 +70,7 @@ func trickle(conn net.Conn, done <-chan struct{}, what string) error {
 // time, or sit idle; no handler runs for them, and a delivery beside them is
 // served. (Small timeouts stand in for the defaults of 10s, 30s and 120s.)
 func TestServeCutsOffSlowClients(t *testing.T) {
+	t.Parallel()
 	var ran atomic.Int32
 	setup := func(wh *webhooks.Webhooks) {
 		wh.OnAny(func(context.Context, emitter.Event) error { ran.Add(1); return nil })
@@ -141,6 +142,7 @@ func TestServeCutsOffSlowClients(t *testing.T) {
 // let the handler finish before it exits 0. The handler starts finishing only
 // once the signal has arrived, so a serve that did not wait would exit first.
 func TestServeSIGTERM(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("FORGEHOOKS_SERVE_CHILD") == "1" {
 		serveChild(t)
 		return

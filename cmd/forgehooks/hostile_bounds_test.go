@@ -22,6 +22,7 @@ import (
 // most 4 KiB of log per rejected request. webhooks.TestHostileBounds does the
 // same to the library's quick start.
 func TestServeHostileBounds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("sends gigabytes over loopback")
 	}

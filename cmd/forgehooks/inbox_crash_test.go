@@ -171,6 +171,7 @@ func handledIDs(t *testing.T, file string) map[string][]string {
 // -inbox.crash.runs times, restarting it on the same directory each time;
 // then every delivery that was answered 2xx must be handled.
 func TestServeInboxCrash(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(inboxChildEnv) == "1" {
 		inboxChildMain()
 		return
@@ -268,6 +269,7 @@ func TestServeInboxCrash(t *testing.T) {
 // for good. A handler still running at --shutdown-timeout is left
 // unacknowledged, and runs again (attempt 2) after a restart.
 func TestServeInboxSIGTERM(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(inboxChildEnv) == "1" {
 		inboxChildMain()
 		return

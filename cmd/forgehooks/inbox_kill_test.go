@@ -57,6 +57,7 @@ func killBody(id, mark string) []byte {
 // by a kill is followed by the next number, never the same one).
 // FORGEHOOKS_KILL_ROUNDS sets the kills (default 3).
 func TestServeKillForgetsNoID(t *testing.T) {
+	t.Parallel()
 	bin := serveBinary(t)
 	rounds := 3
 	if n, err := strconv.Atoi(os.Getenv("FORGEHOOKS_KILL_ROUNDS")); err == nil && n > 0 {

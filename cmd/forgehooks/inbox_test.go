@@ -52,6 +52,7 @@ func deliver(t *testing.T, url, event, id string, body []byte, extra http.Header
 // retries over the same directory once serve stopped; the next serve runs
 // the retried delivery.
 func TestServeInboxCommands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var failing atomic.Bool
 	failing.Store(true)
@@ -189,6 +190,7 @@ func TestServeInboxCommands(t *testing.T) {
 // TestServeInboxForward: --forward re-POSTs each stored delivery with its
 // original headers and exact bytes; a non-2xx answer is retried.
 func TestServeInboxForward(t *testing.T) {
+	t.Parallel()
 	type got struct {
 		header http.Header
 		body   []byte

@@ -154,6 +154,7 @@ func awaitRow(t *testing.T, rows <-chan pageRow, key, status string, attempts in
 // and a bad signature show as the middleware's results; serve logs "delivery
 // stored" and "duplicate delivery".
 func TestServeInspectorInbox(t *testing.T) {
+	t.Parallel()
 	sv, failing, runs, release := startFailingInbox(t)
 	page := uiURL(t, sv)
 	rows := pageEvents(t, page)

@@ -9,6 +9,7 @@ import (
 // The package comment lists every command, those registered in init
 // functions of their own files included.
 func TestPackageDocListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("main.go")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // that SIGTERM to make's PID stops the receiver: its port and its inbox are
 // free once make exited (with `go run`, a child kept both).
 func TestMakeServeStopsWithMake(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds forgehooks with make")
 	}

@@ -17,6 +17,7 @@ var metricsURL = regexp.MustCompile(`serving metrics" url=(http://\S+/metrics)`)
 // TestServeMetrics runs serve --metrics, sends it deliveries with send, good
 // and forged, scrapes the metrics over HTTP and parses them strictly.
 func TestServeMetrics(t *testing.T) {
+	t.Parallel()
 	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--metrics", "127.0.0.1:0")
 	m := metricsURL.FindStringSubmatch(sv.stderr.String())
 	if m == nil {
@@ -69,6 +70,7 @@ func TestServeMetrics(t *testing.T) {
 // TestServeMetricsBadAddress: a malformed --metrics is a usage error (2), an
 // address that cannot be listened on a failure (1).
 func TestServeMetricsBadAddress(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // TestOperatorUsage: the operator's mistakes exit 2 with a message that
 // names the flag; a missing --inbox directory is never made.
 func TestOperatorUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "does-not-exist")
 	file := filepath.Join(dir, "file")
@@ -78,6 +79,7 @@ func TestOperatorUsage(t *testing.T) {
 // with its own id; --delivery a then b are two deliveries too, and a again
 // is a duplicate.
 func TestSendTwice(t *testing.T) {
+	t.Parallel()
 	rec := newReceived()
 	sv := start(t, &cli{setup: rec.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", t.TempDir())
 	url := "http://" + sv.addr + webhooks.DefaultPath
@@ -120,6 +122,7 @@ func TestSendTwice(t *testing.T) {
 // TestDistinctBody: the whitespace after a sample spells its id, and the
 // body stays the same JSON document.
 func TestDistinctBody(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{"a":1}`)
 	a, b := distinctBody(body, "id-1"), distinctBody(body, "id-2")
 	if string(a) == string(b) {
@@ -138,6 +141,7 @@ func TestDistinctBody(t *testing.T) {
 // runs every dead letter again; a failing id fails the command and the
 // others are still retried.
 func TestInboxRetryMany(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var failing atomic.Bool
 	failing.Store(true)

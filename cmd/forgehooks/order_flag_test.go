@@ -10,6 +10,7 @@ import (
 // TestOrderByFlag: serve's --order-by names a built-in order of the inbox;
 // anything else, or no inbox, is a usage error.
 func TestOrderByFlag(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		value   string
 		inbox   bool

@@ -64,6 +64,7 @@ func repoBody(id string, repo int) []byte {
 // delivery queued behind it is forwarded, and the inspector page lists the
 // skipped one as dead.
 func TestServeOrderPoisonedKeys(t *testing.T) {
+	t.Parallel()
 	target := &poisonTarget{forwarded: map[int][]string{}}
 	ts := httptest.NewServer(target)
 	defer ts.Close()

@@ -18,6 +18,7 @@ import (
 // a forged one, posted to the channel with extra headers and a query string,
 // never reaches the target.
 func TestRelayTargetDropsForgedDeliveries(t *testing.T) {
+	t.Parallel()
 	type hit struct {
 		header http.Header
 		query  string

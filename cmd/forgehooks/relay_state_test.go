@@ -15,6 +15,7 @@ import (
 // restarted with the same FILE gets what was sent while it was away, and not
 // what it had already handled.
 func TestRelayStateResumes(t *testing.T) {
+	t.Parallel()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
 	channel := newChannel(t, px.addr)
 	state := filepath.Join(t.TempDir(), "relay.state")
@@ -78,6 +79,7 @@ func TestRelayStateResumes(t *testing.T) {
 // read token, given in --source's query, --read-token or the environment; the
 // token never shows in the relay's log.
 func TestRelayReadToken(t *testing.T) {
+	t.Parallel()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
 	resp, err := http.Get("http://" + px.addr + "/new?token=1")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // (internal/relay's TestProxyRestartReplay holds a relay away at will, and covers
 // the proxy without journal too.)
 func TestProxyRestartCommands(t *testing.T) {
+	t.Parallel()
 	journal := t.TempDir()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0", "--journal", journal)
 	addr := px.addr

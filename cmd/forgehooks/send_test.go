@@ -47,6 +47,7 @@ func (rs *recordingServer) last() (*http.Request, []byte, int) {
 // falls back to the built-in sample when nothing is piped, and answers a
 // missing file or a bad port with exit 2 and a hint.
 func TestSendStdinAndExitCodes(t *testing.T) {
+	t.Parallel()
 	rs := newRecordingServer(t)
 	dir := t.TempDir()
 	piped := `{"zen":"piped <&> in","action":"created"}`
@@ -108,6 +109,7 @@ func TestSendStdinAndExitCodes(t *testing.T) {
 // TestSendStdinTerminal: a terminal (a character device) on stdin is never
 // read: send takes the sample, sign says to give a payload.
 func TestSendStdinTerminal(t *testing.T) {
+	t.Parallel()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Skip(err)
@@ -127,6 +129,7 @@ func TestSendStdinTerminal(t *testing.T) {
 // TestSendPrint: --print writes the signed request as it would go on the wire,
 // and sends nothing.
 func TestSendPrint(t *testing.T) {
+	t.Parallel()
 	rs := newRecordingServer(t)
 	payload := `{"zen":"Half measures are as bad as nothing at all."}`
 	code, out, errOut := runCmd(t, payload, nil, "send", "--print", "--url", rs.URL+"/api/forge/webhooks", "--secret", vectorSecret, "--event", "ping", "--delivery", "d-print")
@@ -158,6 +161,7 @@ func TestSendPrint(t *testing.T) {
 // TestSendWarnsWithoutSubscriber: a delivery to a proxy channel that no relay
 // reads is accepted, with a warning; with a relay subscribed, no warning.
 func TestSendWarnsWithoutSubscriber(t *testing.T) {
+	t.Parallel()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0")
 	channel := newChannel(t, px.addr)
 	code, _, errOut := runCmd(t, "", nil, "send", "--url", channel, "--secret", testSecret, "--event", "ping")
@@ -194,6 +198,7 @@ func newChannel(t *testing.T, addr string) string {
 // TestProxyNamedChannels: a name /new did not give out is unknown, unless the
 // proxy runs with --allow-named-channels.
 func TestProxyNamedChannels(t *testing.T) {
+	t.Parallel()
 	for _, allow := range []bool{false, true} {
 		args := []string{"proxy", "--addr", "127.0.0.1:0"}
 		want := http.StatusNotFound

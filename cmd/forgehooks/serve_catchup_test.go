@@ -16,6 +16,7 @@ import (
 )
 
 func TestServeCatchupUsage(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"FORGE_TOKEN": catchupToken}
 	hook := []string{"--repo", "octo/site", "--hook-id", "7", "--token-env", "FORGE_TOKEN"}
 	tests := []struct {
@@ -52,6 +53,7 @@ func TestServeCatchupUsage(t *testing.T) {
 // Redeliver asks the forge for one delivery again, which the inbox answers
 // as a duplicate.
 func TestServeCatchupInbox(t *testing.T) {
+	t.Parallel()
 	forge := forgetest.New(t, forgetest.Options{Token: catchupToken, Secret: testSecret})
 	key := forgetest.RepoHook("octo", "site", 7)
 	forge.AddHook(key)
@@ -180,6 +182,7 @@ func waitLog(t *testing.T, p *proc, re *regexp.Regexp) {
 // Without an inbox, serve --catchup-every keeps its checkpoint in --state:
 // the missed delivery is redelivered and handled once, and the file names it.
 func TestServeCatchupStateFile(t *testing.T) {
+	t.Parallel()
 	forge := forgetest.New(t, forgetest.Options{Token: catchupToken, Secret: testSecret})
 	key := forgetest.OrgHook("octo", 9)
 	forge.AddHook(key)

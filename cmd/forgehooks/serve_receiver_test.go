@@ -65,6 +65,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // inbox command lists through serve's admin socket, and retry of a dead
 // letter runs it in that serve, whose handlers now succeed.
 func TestServeInboxOperatedWhileRunning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := &failing{fail: map[string]int{"doomed": -1}, calls: map[string]int{}}
 	sv := start(t, &cli{setup: f.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--retry-delays", "10ms")
@@ -114,6 +115,7 @@ func TestServeInboxOperatedWhileRunning(t *testing.T) {
 // it strictly: a delivery failing twice then handled, and a dead letter, are
 // separate series.
 func TestServeInboxMetrics(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := &failing{fail: map[string]int{"flaky": 2, "doomed": -1}, calls: map[string]int{}}
 	sv := start(t, &cli{setup: f.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir,
@@ -180,6 +182,7 @@ func TestServeInboxMetrics(t *testing.T) {
 // 503 from the target is logged with its status and the start of its answer,
 // once per attempt, with and without an inbox.
 func TestServeForward(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"notaurl", "ftp://127.0.0.1/x", "http://127.0.0.1:99999/x", "http:///x"} {
 		code, _, errOut := runCmd(t, "", nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--forward", bad)
 		if code != exitUsage || !strings.Contains(errOut, "--forward") {
@@ -228,6 +231,7 @@ func TestServeForward(t *testing.T) {
 // TestServeEdges: bad flag values are usage errors that name the flag; the
 // help texts are each command's own.
 func TestServeEdges(t *testing.T) {
+	t.Parallel()
 	if code, _, errOut := runCmd(t, "", nil, "serve", "--addr", "127.0.0.1:99999", "--secret", testSecret); code != exitUsage ||
 		!strings.Contains(errOut, "--addr") || !strings.Contains(errOut, "99999") || strings.Contains(errOut, "another receiver") {
 		t.Errorf("--addr 127.0.0.1:99999: exit %d %q", code, errOut)
@@ -252,6 +256,7 @@ func TestServeEdges(t *testing.T) {
 // TestCatchupDryRunUnreachable: a dry run against a forge that refuses the
 // connection fails at once with the error, and prints no summary.
 func TestCatchupDryRunUnreachable(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	code, out, errOut := runCmd(t, "", map[string]string{"TOKEN": "t"}, "catchup", "--dry-run", "--api-url", "http://127.0.0.1:1",
 		"--repo", "o/r", "--hook-id", "1", "--token-env", "TOKEN")

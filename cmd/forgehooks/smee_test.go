@@ -65,6 +65,7 @@ func smeeClient(t *testing.T) (node, script string) {
 // re-serialises the body with JSON.stringify and ignores bodyB, so the delivery
 // must be one whose compact JSON is its own re-serialisation.
 func TestSmeeClientInterop(t *testing.T) {
+	t.Parallel()
 	node, script := smeeClient(t)
 	rec := newReceived()
 	sv := start(t, &cli{setup: rec.setup}, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret)

@@ -200,6 +200,7 @@ func TestServeTenants(t *testing.T) {
 // "ignored", not in 'inbox ls', and logged; an issues delivery is 202
 // (TestTenantLabel counts an ignored delivery in the metrics).
 func TestServeAccept(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--inbox", dir, "--accept", "issues")
 	url := "http://" + sv.addr + webhooks.DefaultPath
@@ -226,6 +227,7 @@ func TestServeAccept(t *testing.T) {
 // wider than /8 in the answer (0.0.0.0/0) is refused and logged; the forge
 // unreachable at a refresh keeps the ranges, and the log says so.
 func TestServeAllowFromMeta(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	hooks, up := `["192.0.2.0/24","0.0.0.0/0"]`, true
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -281,6 +283,7 @@ func TestServeAllowFromMeta(t *testing.T) {
 // TestServeWorkers: serve --workers 2 runs at most two stored deliveries'
 // handlers at once.
 func TestServeWorkers(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var now, most, done int
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseBytes(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		in   string
 		want int64
@@ -27,6 +28,7 @@ func TestParseBytes(t *testing.T) {
 }
 
 func TestParseDays(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		in   string
 		want time.Duration
@@ -51,6 +53,7 @@ func TestParseDays(t *testing.T) {
 // --max-store-bytes and --replay-guard reach inbox.Options; a window past
 // the default MaxAge extends it.
 func TestInboxFlagsBounds(t *testing.T) {
+	t.Parallel()
 	f := &inboxFlags{dir: "x", duplicateWindow: days(7 * 24 * time.Hour), handled: days(time.Hour), maxStore: byteSize(200 << 20), replayGuard: false}
 	o, err := f.options()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 // TestWorkAndWorkersUsage: the usage errors of work, and of serve's
 // --workers and --replicas, name what is missing or wrong.
 func TestWorkAndWorkersUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tt := range []struct {
 		args []string
