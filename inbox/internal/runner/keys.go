@@ -160,20 +160,7 @@ func (p *place) watch() (stop func()) {
 	p.mu.Lock()
 	p.done = false
 	p.mu.Unlock()
-	t := time.AfterFunc(d, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.done || !p.held {
-			return
-		}
-		if p.k.overdue.Add(1) > p.k.maxOverdue {
-			p.k.overdue.Add(-1)
-			return
-		}
-		p.held, p.overdue = false, true
-		<-p.k.sem
-		p.k.wake()
-	})
+	t := time.AfterFunc(d, p.giveBack)
 	return func() {
 		t.Stop()
 		p.mu.Lock()
@@ -184,6 +171,23 @@ func (p *place) watch() (stop func()) {
 			p.k.overdue.Add(-1)
 		}
 	}
+}
+
+// giveBack gives the place of a delivery past HandlerTimeout back, unless
+// its handlers returned or the bound of overdue deliveries is reached.
+func (p *place) giveBack() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done || !p.held {
+		return
+	}
+	if p.k.overdue.Add(1) > p.k.maxOverdue {
+		p.k.overdue.Add(-1)
+		return
+	}
+	p.held, p.overdue = false, true
+	<-p.k.sem
+	p.k.wake()
 }
 
 // keep reports whether the key may run its next delivery at once: it holds
