@@ -147,18 +147,21 @@ type place struct {
 	held    bool // the place is this key's
 	overdue bool // counted in k.overdue
 	done    bool // the handlers returned
+	// what the log line of a give-back names
+	key  string
+	head uint64
 }
 
 // watch gives the place back once the handlers have run for HandlerTimeout,
 // when the bound of overdue deliveries allows; the returned func, called
 // when the handlers return, stops the watch.
-func (p *place) watch() (stop func()) {
+func (p *place) watch(key string, head uint64) (stop func()) {
 	d := p.k.r.cfg.HandlerTimeout
 	if d <= 0 {
 		return func() {}
 	}
 	p.mu.Lock()
-	p.done = false
+	p.done, p.key, p.head = false, key, head
 	p.mu.Unlock()
 	t := time.AfterFunc(d, p.giveBack)
 	return func() {
@@ -183,11 +186,15 @@ func (p *place) giveBack() {
 	}
 	if p.k.overdue.Add(1) > p.k.maxOverdue {
 		p.k.overdue.Add(-1)
+		p.k.r.cfg.Logger.Warn("inbox: an ordered delivery's handlers run past HandlerTimeout and too many do already; it keeps its place",
+			"order_key", p.key, "seq", p.head, "overdue", p.k.maxOverdue)
 		return
 	}
 	p.held, p.overdue = false, true
 	<-p.k.sem
 	p.k.wake()
+	p.k.r.cfg.Logger.Warn("inbox: an ordered delivery's handlers run past HandlerTimeout; its place goes to the other keys, its own key waits for it",
+		"order_key", p.key, "seq", p.head, "timeout", p.k.r.cfg.HandlerTimeout)
 }
 
 // keep reports whether the key may run its next delivery at once: it holds
@@ -672,7 +679,7 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *ke
 	k.r.setRunning(key, true)
 	k.r.changedRunning(h, m.Data, head, st)
 	lease := &keyLease{k: k, name: name, head: head}
-	stopWatch := p.watch()
+	stopWatch := p.watch(rec.Key, head)
 	err = k.r.run(ctx, m.Data, h, attempt, lease.renew)
 	stopWatch()
 	dur := time.Since(start)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -23,14 +24,14 @@ func TestPlaces(t *testing.T) {
 // return counts it out of the bound; a key that gave its place back runs
 // its next delivery at once only if it can take a free place again.
 func TestPlaceOverdue(t *testing.T) {
-	k := &keyRunner{r: &Runner{cfg: Config{HandlerTimeout: time.Millisecond}}, sem: make(chan struct{}, 2),
+	k := &keyRunner{r: &Runner{cfg: Config{HandlerTimeout: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}}, sem: make(chan struct{}, 2),
 		maxOverdue: 1, kick: make(chan struct{}, 1)}
 	take := func() *place {
 		k.sem <- struct{}{}
 		return &place{k: k, held: true}
 	}
 	p1, p2 := take(), take()
-	stop1 := p1.watch()
+	stop1 := p1.watch("repository:1", 1)
 	deadline := time.Now().Add(10 * time.Second)
 	for k.overdue.Load() != 1 {
 		if time.Now().After(deadline) {
