@@ -59,7 +59,8 @@
 //     keys run, whatever partition they share. `forgehooks inbox skip ID`
 //     (Skip) sets it aside as a dead letter so that its key goes on.
 //   - A key with many deliveries queued runs one of them at a time: other
-//     keys take their turn beside it (OrderPartitions of them at once).
+//     keys take their turn beside it (the greater of Workers and
+//     OrderPartitions at once, per receiver).
 //   - A receiver that dies keeps the delivery it was running, and so its
 //     key, until its lease (AckWait) runs out; then the next receiver runs it
 //     again, before anything later of its key.
@@ -68,6 +69,22 @@
 //     again at the end of its key's order.
 //   - A delivery whose body has no key (a ping, an event without a
 //     repository) is not ordered.
+//
+// # Handlers that hang
+//
+// Each attempt is bounded by Options.HandlerTimeout (default 30 s, the
+// forward's own timeout): the handlers' context is done then. An ordered
+// delivery whose handlers run on past it, ignoring their context (a
+// target that never answers, a lock never freed), gives its place back to
+// the other keys and goes on running; its own key stays held, and leased,
+// until the handlers return, since nothing later of that key may run
+// before it. Up to 64 times the places may run so (a bound on the
+// goroutines and connections hanging handlers hold); past that an overdue
+// delivery keeps its place. With P places (the greater of Workers and
+// OrderPartitions: 16 by default up to 4 CPUs, 4 × GOMAXPROCS above),
+// ordered traffic of one receiver stalls only when 65 × P handlers hang at
+// once: 1,040 by default. Fewer than that delay the other keys by at most
+// HandlerTimeout, and only when P of them start hanging together.
 //
 // # Restarts and leases
 //

@@ -48,6 +48,10 @@ const (
 	// DefaultAckWait is how long a worker holds a delivery without telling the
 	// server it is still at work before the server hands it out again.
 	DefaultAckWait = 10 * time.Second
+	// DefaultHandlerTimeout is Options.HandlerTimeout when zero: the time
+	// the forward of `forgehooks serve --forward` and `work` allows each
+	// POST.
+	DefaultHandlerTimeout = 30 * time.Second
 	// DefaultMaxPayload is the largest message the embedded server takes: the
 	// forge's 25 MiB body limit with room for the headers.
 	DefaultMaxPayload = 26 << 20
@@ -109,7 +113,7 @@ type Options struct {
 	// stores and answers queries (the CLI's use).
 	Receiver Receiver
 	// Workers is how many deliveries run at once (ordered ones run besides,
-	// one per partition). When several tenants (webhooks.Tenants) have
+	// as many as the greater of Workers and OrderPartitions). When several tenants (webhooks.Tenants) have
 	// deliveries waiting, each worker that frees up takes one of the tenant
 	// with the fewest running, so that a tenant's backlog holds no more
 	// than its share of the workers; to see the others' deliveries behind
@@ -131,6 +135,14 @@ type Options struct {
 	// Workers) have their leases renewed the same way. Zero:
 	// DefaultAckWait.
 	AckWait time.Duration
+	// HandlerTimeout bounds each attempt: the handlers' context is done
+	// after it, and an attempt that returns an error then fails (and is
+	// retried) with an error naming HandlerTimeout. An ordered delivery
+	// whose handlers run past it, even ignoring their context, gives its
+	// place back to the other keys and keeps only its own key (see the
+	// package documentation, "Handlers that hang"). Zero:
+	// DefaultHandlerTimeout. Negative: no bound.
+	HandlerTimeout time.Duration
 
 	// OrderBy, when set, runs the deliveries with the same key (see
 	// OrderKey, ByRepository, ByInstallation, BySubject) one at a time, in
@@ -142,11 +154,11 @@ type Options struct {
 	// package documentation, "Order"). Every receiver of a cluster must use
 	// the same OrderBy and OrderPartitions. Nil: no order.
 	OrderBy OrderKey
-	// OrderPartitions is how many ordered deliveries may run at once, and
-	// how many partitions (each a consumer that admits its deliveries to
-	// their keys in stored order) the ordered deliveries are spread over.
-	// Changing it lets the deliveries queued at the time run out of order
-	// once. Zero: DefaultOrderPartitions.
+	// OrderPartitions is how many partitions (each a consumer that admits
+	// its deliveries to their keys in stored order) the ordered deliveries
+	// are spread over; the ordered deliveries that run at once are the
+	// greater of it and Workers. Changing it lets the deliveries queued at
+	// the time run out of order once. Zero: DefaultOrderPartitions.
 	OrderPartitions int
 
 	// Name prefixes the streams (Name_INBOX, Name_DEAD, Name_PARKED; in
@@ -317,6 +329,12 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if opts.OrderPartitions <= 0 {
 		opts.OrderPartitions = DefaultOrderPartitions
 	}
+	switch {
+	case opts.HandlerTimeout == 0:
+		opts.HandlerTimeout = DefaultHandlerTimeout
+	case opts.HandlerTimeout < 0:
+		opts.HandlerTimeout = 0
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = 4 * runtime.GOMAXPROCS(0)
 	}
@@ -416,7 +434,7 @@ func (in *Inbox) runnerConfig() runner.Config {
 	return runner.Config{
 		Name: o.Name, Embedded: in.ns != nil,
 		Workers: o.Workers, RetryDelays: o.RetryDelays, AckWait: o.AckWait,
-		OrderPartitions: o.OrderPartitions, OrderBy: o.OrderBy,
+		OrderPartitions: o.OrderPartitions, OrderBy: o.OrderBy, HandlerTimeout: o.HandlerTimeout,
 		Handle: o.Receiver.ReceiveDelivery,
 		Logger: in.log, Conn: in.nc, JS: in.js,
 		Inbox: in.inbox, Parked: in.parked, Keys: in.keyBucket,

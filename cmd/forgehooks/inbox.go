@@ -30,7 +30,7 @@ type inboxFlags struct {
 	dir, urls, retryDelays, forward string
 	orderBy                         string
 	fsync                           bool
-	ackWait                         time.Duration
+	ackWait, attemptTimeout         time.Duration
 	duplicateWindow, handled        days
 	maxStore, tenantMaxStore        byteSize
 	replayGuard                     bool
@@ -57,6 +57,7 @@ func addInboxFlags(fs *flagSet, worker bool) *inboxFlags {
 		fs.StringVar(&f.retryDelays, "retry-delays", "", "with an inbox: waits between a failed attempt and the next, comma-separated (e.g. 5s,5m,30m); after the last, a dead letter; \"none\": no retry (default 5s,5m,30m,2h,5h,10h,10h)")
 		fs.StringVar(&f.forward, "forward", "", "re-POST each delivery to this URL with its original headers and body; a non-2xx answer fails it (and the inbox retries it)")
 		fs.DurationVar(&f.ackWait, "ack-wait", inbox.DefaultAckWait, "with an inbox: how long a delivery stays leased to a serve that stopped answering for it (killed) before it runs again elsewhere; renewed while its handlers run (a serve --inbox restarted on its directory takes the leases back at once)")
+		fs.DurationVar(&f.attemptTimeout, "attempt-timeout", inbox.DefaultHandlerTimeout, "with an inbox: bound of each attempt (a --forward POST is also cut at 30s): past it the attempt fails and is retried, and an ordered delivery whose handlers hang on gives its place to the other keys while its own key waits for it; 0: no bound")
 		fs.StringVar(&f.orderBy, "order-by", "", "with an inbox: run the deliveries of each repository, installation or subject (pull request, issue, check suite, workflow run or job) one at a time, in the order stored; a failing one holds the later ones of its key back until it succeeds or is a dead letter")
 		fs.BoolVar(&f.fsync, "fsync", false, "with --inbox: sync every delivery to disk before answering (survives power loss; slower)")
 		f.duplicateWindow = days(inbox.DefaultDuplicateWindow)
@@ -105,6 +106,14 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 	}
 	if f.ackWait < 0 {
 		return o, errors.New("--ack-wait must not be negative")
+	}
+	switch {
+	case f.attemptTimeout < 0:
+		return o, errors.New("--attempt-timeout must not be negative")
+	case f.attemptTimeout == 0:
+		o.HandlerTimeout = -1 // none
+	default:
+		o.HandlerTimeout = f.attemptTimeout
 	}
 	if o.MaxStoreBytes > 0 && o.MaxStoreBytes < minStoreBytes {
 		// Said here: the store's own refusal names no flag.

@@ -92,12 +92,37 @@ type keyEntry struct {
 	rev uint64
 }
 
+// Places, and handlers that hang.
+//
+// An ordered delivery runs in one of the runner's places (Places: the
+// greater of Workers and OrderPartitions), besides the unordered workers.
+// One whose handlers run past HandlerTimeout gives its place back, to be
+// taken by another key, and goes on running: its key stays claimed and
+// leased until its handlers return, so that nothing later of its key runs
+// before it. At most OverdueFactor × Places deliveries run so without a
+// place, a bound on what hanging handlers hold (a goroutine, a
+// connection); past it an overdue delivery keeps its place. So ordered
+// traffic stalls only when (OverdueFactor + 1) × Places handlers hang at
+// once, and, until their timeout, Places of them delay the other keys.
+
+// OverdueFactor times the places is how many ordered deliveries may run
+// past HandlerTimeout without a place.
+const OverdueFactor = 64
+
+// Places is how many ordered deliveries run at once in one runner with
+// workers workers and partitions order partitions.
+func Places(workers, partitions int) int { return max(workers, partitions, 1) }
+
 // keyRunner runs the ordered deliveries through their keys' records.
 type keyRunner struct {
 	r    *Runner
 	id   string        // the Owner of this runner's claims
-	sem  chan struct{} // one place per ordered delivery running (OrderPartitions)
+	sem  chan struct{} // one place per ordered delivery running (Places)
 	kick chan struct{} // wakes the scheduler
+	// overdue counts the deliveries running past HandlerTimeout without
+	// a place; maxOverdue bounds it.
+	overdue    atomic.Int64
+	maxOverdue int64
 	// waiting is set while due records wait for a place: a runner then
 	// gives its key back after each delivery instead of keeping it.
 	waiting atomic.Bool
@@ -109,8 +134,94 @@ type keyRunner struct {
 }
 
 func newKeyRunner(r *Runner) *keyRunner {
-	return &keyRunner{r: r, id: rand.Text(), sem: make(chan struct{}, r.cfg.OrderPartitions),
+	places := Places(r.cfg.Workers, r.cfg.OrderPartitions)
+	return &keyRunner{r: r, id: rand.Text(), sem: make(chan struct{}, places), maxOverdue: int64(OverdueFactor * places),
 		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}, drops: make(chan uint64, 1024)}
+}
+
+// place is the place a running key holds, which it gives back when its
+// delivery runs past HandlerTimeout (see "Places" above).
+type place struct {
+	k       *keyRunner
+	mu      sync.Mutex
+	held    bool // the place is this key's
+	overdue bool // counted in k.overdue
+	done    bool // the handlers returned
+	// what the log line of a give-back names
+	key  string
+	head uint64
+}
+
+// watch gives the place back once the handlers have run for HandlerTimeout,
+// when the bound of overdue deliveries allows; the returned func, called
+// when the handlers return, stops the watch.
+func (p *place) watch(key string, head uint64) (stop func()) {
+	d := p.k.r.cfg.HandlerTimeout
+	if d <= 0 {
+		return func() {}
+	}
+	p.mu.Lock()
+	p.done, p.key, p.head = false, key, head
+	p.mu.Unlock()
+	t := time.AfterFunc(d, p.giveBack)
+	return func() {
+		t.Stop()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.done = true
+		if p.overdue {
+			p.overdue = false
+			p.k.overdue.Add(-1)
+		}
+	}
+}
+
+// giveBack gives the place of a delivery past HandlerTimeout back, unless
+// its handlers returned or the bound of overdue deliveries is reached.
+func (p *place) giveBack() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done || !p.held {
+		return
+	}
+	if p.k.overdue.Add(1) > p.k.maxOverdue {
+		p.k.overdue.Add(-1)
+		p.k.r.cfg.Logger.Warn("inbox: an ordered delivery's handlers run past HandlerTimeout and too many do already; it keeps its place",
+			"order_key", p.key, "seq", p.head, "overdue", p.k.maxOverdue)
+		return
+	}
+	p.held, p.overdue = false, true
+	<-p.k.sem
+	p.k.wake()
+	p.k.r.cfg.Logger.Warn("inbox: an ordered delivery's handlers run past HandlerTimeout; its place goes to the other keys, its own key waits for it",
+		"order_key", p.key, "seq", p.head, "timeout", p.k.r.cfg.HandlerTimeout)
+}
+
+// keep reports whether the key may run its next delivery at once: it holds
+// its place, or takes a free one again after giving it back.
+func (p *place) keep() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held {
+		return true
+	}
+	select {
+	case p.k.sem <- struct{}{}:
+		p.held = true
+		return true
+	default:
+		return false
+	}
+}
+
+// free gives the place back, if held.
+func (p *place) free() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held {
+		p.held = false
+		<-p.k.sem
+	}
 }
 
 // start follows the bucket and runs the scheduler until Close.
@@ -343,16 +454,17 @@ func (k *keyRunner) launch(name string, rec KeyRecord, rev uint64) bool {
 	k.mu.Lock()
 	k.busy[name] = true
 	k.mu.Unlock()
+	p := &place{k: k, held: true}
 	go func() {
 		defer func() {
 			k.mu.Lock()
 			delete(k.busy, name)
 			k.mu.Unlock()
-			<-k.sem
+			p.free()
 			k.r.active.Done()
 			k.wake()
 		}()
-		k.runHead(name, rec, rev)
+		k.runHead(name, rec, rev, p)
 	}()
 	return true
 }
@@ -494,9 +606,9 @@ func IsWrongRevision(err error) bool {
 // parked delivery becomes the Head (or the record goes) when it succeeded,
 // is a dead letter, or was settled already; a failure with retries left
 // gives the record back, due after its delay.
-func (k *keyRunner) runHead(name string, rec KeyRecord, rev uint64) {
+func (k *keyRunner) runHead(name string, rec KeyRecord, rev uint64, p *place) {
 	for {
-		next := k.runOne(name, rec, rev)
+		next := k.runOne(name, rec, rev, p)
 		if next == nil {
 			return
 		}
@@ -506,13 +618,14 @@ func (k *keyRunner) runHead(name string, rec KeyRecord, rev uint64) {
 
 // runOne runs the Head of a record claimed here and settles it (see
 // runHead); it returns the record when this runner keeps it to run its next
-// Head at once (no other key waits for a place), else nil.
-func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
+// Head at once (no other key waits for a place, and it holds one), else
+// nil.
+func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *keyEntry {
 	ctx := k.r.handlers.ctx
 	head := rec.Head
 	m, err := k.r.leaderMsg(ctx, k.r.cfg.Inbox, head)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return k.advance(name, head) // aged out of the stream (MaxAge)
+		return k.advance(name, head, p) // aged out of the stream (MaxAge)
 	}
 	if err != nil {
 		if !k.r.isClosed() {
@@ -536,9 +649,9 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 	}
 	switch {
 	case st != nil && st.Seq == head && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead):
-		return k.advance(name, head) // ran before a crash, or set aside (Skip)
+		return k.advance(name, head, p) // ran before a crash, or set aside (Skip)
 	case st != nil && st.Seq > head:
-		return k.advance(name, head) // stored again (Replay): the later copy runs in its turn
+		return k.advance(name, head, p) // stored again (Replay): the later copy runs in its turn
 	case st == nil:
 		st = &stored.Status{}
 	}
@@ -546,15 +659,29 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 	if err := k.r.cfg.Intake.Check(h, m.Data); err != nil {
 		k.r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", err)
 		st.Add(delivery.Attempt{Number: st.Last() + 1, Start: time.Now(), Err: err.Error()})
-		return k.buryHead(ctx, name, m.Data, h, token, key, st, err.Error())
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, err.Error(), p)
 	}
 	before := stored.Int(h.Get(stored.HeaderBefore))
 	attempt := max(before, st.Last()) + 1
+	start := time.Now()
+	// The attempt is recorded, and waited for, before it runs, as the
+	// workers do: after a crash during it, the next one is numbered after
+	// it.
+	st.Add(delivery.Attempt{Number: attempt, Start: start})
+	prev := st.Status
+	st.Status = delivery.StatusRunning
+	if k.r.cfg.Intake.PutStatus(ctx, key, st) != nil {
+		k.release(name, head, time.Now().Add(statusRetryDelay))
+		return nil
+	}
+	st.Status = prev
+	st.Attempts = st.Attempts[:len(st.Attempts)-1]
 	k.r.setRunning(key, true)
 	k.r.changedRunning(h, m.Data, head, st)
 	lease := &keyLease{k: k, name: name, head: head}
-	start := time.Now()
+	stopWatch := p.watch(rec.Key, head)
 	err = k.r.run(ctx, m.Data, h, attempt, lease.renew)
+	stopWatch()
 	dur := time.Since(start)
 	k.r.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
@@ -579,7 +706,7 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 			k.release(name, head, time.Now().Add(statusRetryDelay))
 			return nil
 		}
-		next = k.advance(name, head)
+		next = k.advance(name, head, p)
 	case k.r.retries(err, tries):
 		st.Status = delivery.StatusRetrying
 		_ = k.r.cfg.Intake.PutStatus(ctx, key, st)
@@ -590,10 +717,10 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 	case a.Final:
 		k.r.cfg.Logger.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry, the later deliveries of its key go on",
 			"delivery", id, "event", h.Get(stored.HeaderEvent), "order_key", rec.Key, "attempts", attempt, "error", err)
-		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err, p)
 	default:
 		k.r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
-		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err)
+		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err, p)
 	}
 	k.r.cfg.Intake.Changed(h, m.Data, head, st)
 	return next
@@ -601,13 +728,13 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64) *keyEntry {
 
 // buryHead makes the Head a dead letter and lets its key go on; when the dead
 // letter cannot be written the Head is tried again a minute later.
-func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string) *keyEntry {
+func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string, p *place) *keyEntry {
 	if err := k.r.cfg.Intake.Bury(ctx, data, h, token, key, st, lastErr); err != nil {
 		k.r.cfg.Logger.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
 		k.release(name, st.Seq, time.Now().Add(time.Minute))
 		return nil
 	}
-	return k.advance(name, st.Seq)
+	return k.advance(name, st.Seq, p)
 }
 
 // update applies change to the record name while its Head is head,
@@ -671,7 +798,7 @@ func (k *keyRunner) release(name string, head uint64, due time.Time) {
 // due now, or deletes the record when none is. It keeps the record claimed
 // and returns it, for its runner to run the new Head at once, unless
 // another key waits for a place (then the scheduler gives each its turn).
-func (k *keyRunner) advance(name string, head uint64) *keyEntry {
+func (k *keyRunner) advance(name string, head uint64, p *place) *keyEntry {
 	var taken uint64 // the parked entry that became the Head
 	var next KeyRecord
 	rev, written := k.update(name, head, func(r *KeyRecord) (bool, bool) {
@@ -693,7 +820,7 @@ func (k *keyRunner) advance(name string, head uint64) *keyEntry {
 		}
 		taken = pseq
 		r.Head, r.Due, r.Owner, r.Lease = seq, time.Now(), "", time.Time{}
-		if !k.waiting.Load() && !k.r.isClosed() {
+		if !k.waiting.Load() && !k.r.isClosed() && p.keep() {
 			r.Owner, r.Lease = k.id, time.Now().Add(k.r.cfg.AckWait)
 		}
 		next = *r

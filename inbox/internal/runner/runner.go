@@ -73,13 +73,15 @@ type Config struct {
 	// directory lock proves the process before gone: its leases are handed
 	// back at once.
 	Embedded bool
-	// Workers, RetryDelays, AckWait, OrderPartitions and OrderBy are the
-	// inbox's options of those names, defaults applied.
+	// Workers, RetryDelays, AckWait, OrderPartitions, OrderBy and
+	// HandlerTimeout are the inbox's options of those names, defaults
+	// applied (HandlerTimeout: 0 for none).
 	Workers         int
 	RetryDelays     []time.Duration
 	AckWait         time.Duration
 	OrderPartitions int
 	OrderBy         func(webhooks.Delivery) string
+	HandlerTimeout  time.Duration
 	// Handle runs a delivery's handlers; its error fails the attempt.
 	Handle func(ctx context.Context, d webhooks.Delivery) error
 	// Logger receives the runner's lines. Nil: slog.Default().

@@ -393,6 +393,18 @@ func final(err error) bool { return webhooks.IsPermanent(err) }
 // run. A panic that escapes Handle is the attempt's error.
 func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
 	d := stored.Delivery(h, data, attempt)
+	if r.cfg.HandlerTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.HandlerTimeout)
+		defer cancel()
+		defer func() {
+			// A handler that gave up on its context says why in its
+			// own words; the attempt's record says which bound it was.
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, emitter.ErrClosed) {
+				err = fmt.Errorf("inbox: the handlers ran past HandlerTimeout (%v): %w", r.cfg.HandlerTimeout, err)
+			}
+		}()
+	}
 	// The lease is renewed from a timer, which costs no goroutine unless the
 	// handlers outlast a third of AckWait.
 	renew := &renewal{renew: renewLease, every: r.cfg.AckWait / 3}
