@@ -18,8 +18,11 @@ import (
 // TestMakeServeStopsWithMake: `make serve` execs the receiver it built, so
 // that SIGTERM to make's PID stops the receiver: its port and its inbox are
 // free once make exited (with `go run`, a child kept both).
+//
+// Not parallel: it binds a port it picked and freed, and checks that the port
+// is free again at the end; a parallel test taking an ephemeral port could
+// take that one in between.
 func TestMakeServeStopsWithMake(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds forgehooks with make")
 	}

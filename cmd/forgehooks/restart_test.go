@@ -11,8 +11,11 @@ import (
 // id; a relay that stays connected through a restart goes on receiving.
 // (internal/relay's TestProxyRestartReplay holds a relay away at will, and covers
 // the proxy without journal too.)
+//
+// Not parallel: the proxy is restarted on the port it had, and a parallel
+// test taking an ephemeral port could take that one while it is down (a send
+// then met another test's server: "broken pipe").
 func TestProxyRestartCommands(t *testing.T) {
-	t.Parallel()
 	journal := t.TempDir()
 	px := start(t, nil, "proxy", "--addr", "127.0.0.1:0", "--journal", journal)
 	addr := px.addr
