@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"forgehooks.dev/forgehooks/inbox/internal/natsconn"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -82,7 +84,7 @@ func FuzzRedactURL(f *testing.F) {
 				t.Fatalf("RedactURL(%q) leaves %q", s, part)
 			}
 		}
-		clean, _, _, _, err := splitUserinfo(strings.Split(s, ","))
+		clean, _, _, _, err := natsconn.SplitUserinfo(strings.Split(s, ","))
 		if err != nil {
 			return
 		}
