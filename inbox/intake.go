@@ -48,13 +48,8 @@ func (i intake) Changed(h nats.Header, data []byte, seq uint64, st *stored.Statu
 	i.in.changed(h, data, seq, st)
 }
 
-// Check refuses what is not a delivery the inbox wrote.
-func (i intake) Check(h nats.Header, data []byte) error {
-	if reason := stored.NotADelivery(h, data); reason != "" {
-		return errors.New("inbox: not a delivery: " + reason)
-	}
-	return nil
-}
+// Check refuses what is not a delivery the inbox wrote (see check).
+func (i intake) Check(h nats.Header, data []byte) error { return i.in.check(h, data) }
 
 // loadStatus reads a status; nil when there is none (or it cannot be read:
 // the status is a record of what happened, the delivery itself is in the

@@ -416,6 +416,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 	if err := in.status.Put(ctx, key, st.Marshal()); err != nil {
 		return fmt.Errorf("writing its status: %w", err)
 	}
+	in.seal(m)
 	ack, err := in.js.PublishMsg(ctx, m)
 	if err != nil {
 		if old != nil {
