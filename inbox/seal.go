@@ -2,12 +2,14 @@ package inbox
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -144,4 +146,41 @@ func (in *Inbox) check(h nats.Header, data []byte) error {
 		return errors.New("inbox: not a delivery: " + reason)
 	}
 	return nil
+}
+
+// ParseKey decodes an inbox key written as hex (what `openssl rand -hex 32`
+// prints), blanks around it ignored: at least MinKeyLen bytes. Its errors
+// never quote the key.
+func ParseKey(s string) ([]byte, error) {
+	k, err := hex.DecodeString(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return nil, errors.New("inbox: the key is not hex")
+	case len(k) < MinKeyLen:
+		return nil, fmt.Errorf("inbox: the key has %d bytes, at least %d needed (%d hex digits)", len(k), MinKeyLen, 2*MinKeyLen)
+	}
+	return k, nil
+}
+
+// ReadKeyFile reads an inbox key written as hex (see ParseKey) from path.
+// It refuses, without blocking on it, anything but a regular file, and a
+// file that its group or others may read.
+func ReadKeyFile(path string) ([]byte, error) {
+	f, st, err := recstore.OpenRegular(path, maxKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: the key file: %w", err)
+	}
+	defer f.Close()
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("%w: the key file %s is open to its group or others (mode %04o); make it private: chmod 600 %s", ErrUnsafeDir, path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("inbox: the key file: %w", err)
+	}
+	k, err := ParseKey(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return k, nil
 }
