@@ -77,6 +77,10 @@ func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, toke
 	dm.Header.Set(stored.HeaderSeq, strconv.FormatUint(st.Seq, 10))
 	dm.Header.Set(stored.HeaderError, stored.FirstLine(lastErr))
 	dm.Header.Set(stored.HeaderAttempts, string(st.Marshal()))
+	if in.key != nil && stored.CheckSeal(in.key, h, data) == nil {
+		// Sealed only when the copy was: a refused message stays refused.
+		in.seal(dm)
+	}
 	// The id makes a second bury of the same copy (after a crash between the
 	// two writes) a no-op.
 	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {

@@ -123,6 +123,22 @@ func (in *Inbox) seal(msg *nats.Msg) {
 	stored.SetSeal(in.key, msg)
 }
 
+// checkSource says why a stored copy (a dead letter, a delivery in the
+// inbox) must not be stored again by Retry or Replay: a missing or bad
+// seal, in a cluster. The embedded server takes messages from this process
+// only, so there everything in the store was written by the inbox (or by a
+// version before seals) and is sealed anew: the way to run again the
+// deliveries that such a version left.
+func (in *Inbox) checkSource(h nats.Header, data []byte) error {
+	if in.key == nil || in.ns != nil {
+		return nil
+	}
+	if err := stored.CheckSeal(in.key, h, data); err != nil {
+		return fmt.Errorf("not stored again, since no receiver holding the inbox key stored it: %w", err)
+	}
+	return nil
+}
+
 // check says why a stored message must not run: a missing or bad seal
 // (with a key), a body that is not a JSON object (without one: nothing
 // vouches for the body then), or headers that are not a delivery's. Each

@@ -119,31 +119,64 @@ func singleNode(t *testing.T) []string {
 }
 
 // TestSealRetryReseals: a dead letter stored again (Retry) carries a seal
-// that holds, and runs.
+// that holds, and runs; in a cluster a refused (forged) message's dead
+// letter is not stored again, which would seal what no receiver verified.
 func TestSealRetryReseals(t *testing.T) {
 	t.Parallel()
-	wh := newWebhooks(t)
-	var fail atomic.Bool
-	fail.Store(true)
-	wh.OnAny(func(context.Context, emitter.Event) error {
-		if fail.Load() {
-			return webhooks.Permanent(errors.New("not yet"))
-		}
-		return nil
-	})
-	in := openInbox(t, t.TempDir(), Options{Receiver: wh})
-	ctx := context.Background()
-	if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "r-1", Name: "push", Payload: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "r-1 a dead letter", func() bool { d, _ := in.Dead(ctx); return len(d) == 1 })
-	fail.Store(false)
-	if err := in.Retry(ctx, "r-1"); err != nil {
-		t.Fatal(err)
-	}
-	waitHandled(t, in, "r-1", 20*time.Second)
-	if c := in.Counters(); c.Unsealed+c.BadSeals != 0 {
-		t.Errorf("the retried copy was refused: %+v", c)
+	for _, mode := range []string{"embedded", "cluster"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			wh := newWebhooks(t)
+			var fail atomic.Bool
+			fail.Store(true)
+			var ranForged atomic.Int32
+			wh.OnAny(func(ctx context.Context, e emitter.Event) error {
+				if info, _ := webhooks.DeliveryFrom(ctx); strings.HasPrefix(info.ID, "forged") {
+					ranForged.Add(1)
+				}
+				if fail.Load() {
+					return webhooks.Permanent(errors.New("not yet"))
+				}
+				return nil
+			})
+			o := Options{Receiver: wh}
+			var in *Inbox
+			if mode == "embedded" {
+				in = openInbox(t, t.TempDir(), o)
+			} else {
+				in = openClusterInbox(t, singleNode(t), o)
+			}
+			ctx := context.Background()
+			if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: "r-1", Name: "push", Payload: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			forged := forgedMessages(in)
+			if mode == "cluster" {
+				for _, id := range []string{"forged-unsealed", "forged-sealed"} {
+					forged[id].Header.Del(stored.HeaderTenant)
+					if _, err := in.js.PublishMsg(ctx, forged[id]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := map[string]int{"embedded": 1, "cluster": 3}[mode]
+			waitFor(t, 20*time.Second, "the dead letters", func() bool { d, _ := in.Dead(ctx); return len(d) == want })
+			fail.Store(false)
+			if err := in.Retry(ctx, "r-1"); err != nil {
+				t.Fatal(err)
+			}
+			waitHandled(t, in, "r-1", 20*time.Second)
+			if mode == "cluster" {
+				for id, reason := range map[string]string{"forged-unsealed": "unsealed", "forged-sealed": "bad seal"} {
+					if err := in.Retry(ctx, id); err == nil || !strings.Contains(err.Error(), reason) {
+						t.Errorf("Retry of %s: %v, want a refusal: %s", id, err, reason)
+					}
+				}
+			}
+			if c := in.Counters(); c.Unsealed+c.BadSeals != uint64(want-1) || ranForged.Load() != 0 {
+				t.Errorf("counters %+v, %d forged runs", c, ranForged.Load())
+			}
+		})
 	}
 }
 
