@@ -13,8 +13,9 @@ import (
 // the operator's own CA. The URLs carry no secret: a user and password
 // would come from the environment instead (NATSAuth.User, Password).
 func ExampleNATSAuth() {
-	// The inbox key, shared by every receiver and worker of this inbox.
-	key, err := os.ReadFile("/etc/forgehooks/inbox.key")
+	// The inbox key, shared by every receiver and worker of this inbox:
+	// hex in a file of mode 0600 (openssl rand -hex 32).
+	key, err := inbox.ReadKeyFile("/etc/forgehooks/inbox.key")
 	if err != nil {
 		log.Fatal(err)
 	}
