@@ -63,33 +63,19 @@ func (in *Inbox) loadKey() error {
 // maxKeyFile bounds the key file read.
 const maxKeyFile = 4096
 
-// dirKey reads the key file at path, or makes it (32 random bytes, mode
-// 0600) when there is none. A key file that is not a regular file or that
-// its group or others may read is refused: the key is what makes a stored
-// message runnable.
+// dirKey reads the key file at path (ReadKeyFile), or makes it when there
+// is none. A key file that is not a regular file or that its group or
+// others may read is refused: the key is what makes a stored message
+// runnable.
 func dirKey(path string) ([]byte, error) {
-	f, st, err := recstore.OpenRegular(path, maxKeyFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return makeKey(path)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("inbox: the key file: %w", err)
-	}
-	defer f.Close()
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%w: the key file %s is open to its group or others (mode %04o); make it private: chmod 600 %s", ErrUnsafeDir, path, perm, path)
-	}
-	k, err := io.ReadAll(io.LimitReader(f, maxKeyFile))
-	if err != nil {
-		return nil, fmt.Errorf("inbox: the key file: %w", err)
-	}
-	if len(k) < MinKeyLen {
-		return nil, fmt.Errorf("inbox: the key file %s has %d bytes, at least %d needed (remove it to make a new key: messages stored under the old one then go to the dead letters)", path, len(k), MinKeyLen)
-	}
-	return k, nil
+	return ReadKeyFile(path)
 }
 
-// makeKey writes a new random key at path, failing if a file is there.
+// makeKey writes a new random key at path, in hex as ReadKeyFile reads
+// it, failing if a file is there.
 func makeKey(path string) ([]byte, error) {
 	k := make([]byte, MinKeyLen)
 	if _, err := rand.Read(k); err != nil {
@@ -99,7 +85,7 @@ func makeKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inbox: making the key file: %w", err)
 	}
-	_, err = f.Write(k)
+	_, err = f.Write([]byte(hex.EncodeToString(k) + "\n"))
 	if serr := f.Sync(); err == nil {
 		err = serr
 	}

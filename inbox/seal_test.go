@@ -217,7 +217,7 @@ func TestInsecureUnsealed(t *testing.T) {
 }
 
 // TestSealKeyFile: the embedded mode makes its key at the first Open
-// (0600, 32 bytes) and reads it at the next, so that a delivery stored
+// (0600, 32 bytes in hex) and reads it at the next, so that a delivery stored
 // before a restart runs after it; a key file its group or others may read,
 // a link or a FIFO is refused, at once.
 func TestSealKeyFile(t *testing.T) {
@@ -235,7 +235,7 @@ func TestSealKeyFile(t *testing.T) {
 	in.Close(ctx)
 	path := filepath.Join(dir, KeyFile)
 	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != MinKeyLen {
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != 2*MinKeyLen+1 {
 		t.Fatalf("key file: %v %v", fi, err)
 	}
 	wh := newWebhooks(t)
