@@ -157,6 +157,9 @@ func (c *natsCluster) urls() []string {
 func openClusterInbox(t testing.TB, urls []string, o Options) *Inbox {
 	t.Helper()
 	o.URLs = urls
+	if o.Key == nil {
+		o.Key = testKey
+	}
 	if o.Logger == nil {
 		o.Logger = quiet(t)
 	}
@@ -376,7 +379,7 @@ func TestInboxStoreUnavailable(t *testing.T) {
 	// one-replica inbox as it is.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	q, err := Open(ctx, Options{URLs: cl.urls(), Logger: quiet(t)})
+	q, err := Open(ctx, Options{URLs: cl.urls(), Key: testKey, Logger: quiet(t)})
 	if err != nil {
 		t.Fatalf("opening the inbox for a query: %v", err)
 	}

@@ -17,6 +17,16 @@
 // connects to an existing NATS cluster instead and creates its streams with
 // Options.Replicas replicas (default 3). The code path is the same.
 //
+// # The seal
+//
+// Every message the inbox stores is sealed with an HMAC-SHA256 under the
+// inbox key (Options.Key) over its body and headers, and the workers run
+// only messages whose seal holds: a message someone else published on the
+// inbox's subjects is a dead letter at once, with the reason ("unsealed",
+// "bad seal"), logged and counted (Counters). With URLs, every receiver and
+// worker of one inbox needs the same key (or Options.InsecureUnsealed); the
+// embedded mode keeps its own in Dir.
+//
 // # What the 2xx means
 //
 // Enqueue returns nil once JetStream has stored the delivery. In the embedded

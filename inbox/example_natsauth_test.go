@@ -13,12 +13,19 @@ import (
 // the operator's own CA. The URLs carry no secret: a user and password
 // would come from the environment instead (NATSAuth.User, Password).
 func ExampleNATSAuth() {
+	// The inbox key, shared by every receiver and worker of this inbox:
+	// hex in a file of mode 0600 (openssl rand -hex 32).
+	key, err := inbox.ReadKeyFile("/etc/forgehooks/inbox.key")
+	if err != nil {
+		log.Fatal(err)
+	}
 	in, err := inbox.Open(context.Background(), inbox.Options{
 		URLs: []string{"tls://nats-a.internal:4222", "tls://nats-b.internal:4222", "tls://nats-c.internal:4222"},
 		Auth: inbox.NATSAuth{
 			CredsFile: "/etc/forgehooks/nats.creds",
 			TLSCA:     "/etc/forgehooks/nats-ca.pem",
 		},
+		Key: key,
 	})
 	if err != nil {
 		// The error names the files, and the URLs with any userinfo

@@ -93,5 +93,5 @@ func ExampleInbox_Enqueue() {
 	// d-1 enqueued <nil>
 	// d-1 duplicate <nil>
 	// d-2 duplicate <nil>
-	// {Duplicates:1 Requeued:0 Replays:1 IDReuses:0}
+	// {Duplicates:1 Requeued:0 Replays:1 IDReuses:0 Unsealed:0 BadSeals:0 NotDeliveries:0}
 }

@@ -22,6 +22,9 @@ import (
 
 const testSecret = "inbox-test-secret"
 
+// testKey is the inbox key of the tests' cluster inboxes.
+var testKey = []byte("inbox-test-key-0123456789abcdef-0123456789")
+
 // quiet is a logger for tests: warnings and errors go to t.Log when -v.
 func quiet(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -107,6 +107,22 @@ type Options struct {
 	// NATSOptions are added to the connection's options in cluster mode,
 	// after Auth's.
 	NATSOptions []nats.Option
+	// Key is the inbox key, at least 32 bytes (random; keep it secret): the
+	// inbox seals every message it stores with an HMAC-SHA256 under it, and
+	// its workers run only messages whose seal holds. Every process that
+	// stores into or runs from one inbox (receivers, workers, the inbox
+	// commands that store again) must be given the same key. Empty in the
+	// embedded mode: a key is made at the first Open and kept in Dir
+	// (inbox.key, mode 0600), read at later Opens. Empty with URLs: Open
+	// fails, unless InsecureUnsealed.
+	Key []byte
+	// InsecureUnsealed, with URLs and no Key, stores messages without a
+	// seal and runs any message found on the inbox's subjects: whoever may
+	// publish on <Name>.in.> of the cluster can then make the workers run
+	// (and forward) anything, with any tenant and headers. Use it only
+	// where the cluster's permissions let nothing but the receivers publish
+	// there (see SECURITY.md). Ignored when Key is set.
+	InsecureUnsealed bool
 
 	// Receiver runs the handlers of stored deliveries once Start is
 	// called. Nil: Start fails with ErrNoReceiver, and the Inbox only
@@ -250,6 +266,7 @@ type Inbox struct {
 	enq     sync.WaitGroup // Enqueue calls under way
 	started *runner.Runner // set by Start
 	quota   *tenantQuota   // nil without a bound per tenant (quota.go)
+	key     []byte         // the inbox key (seal.go); nil: unsealed
 }
 
 // conn is an Inbox's connection to its store.
@@ -287,6 +304,9 @@ var _ webhooks.Inbox = (*Inbox)(nil)
 func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if (opts.Dir == "") == (len(opts.URLs) == 0) {
 		return nil, errors.New("inbox: exactly one of Options.Dir and Options.URLs must be set")
+	}
+	if err := checkKeyOptions(opts); err != nil {
+		return nil, err
 	}
 	if opts.Name == "" {
 		opts.Name = DefaultName
@@ -348,6 +368,10 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	in := &Inbox{opts: opts, log: opts.Logger, closing: make(chan struct{}), scan: make(chan struct{}, 1),
 		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}}
 	if err := in.connect(); err != nil {
+		return nil, err
+	}
+	if err := in.loadKey(); err != nil {
+		in.shutdown()
 		return nil, err
 	}
 	if tmax := opts.TenantMaxStoreBytes; tmax > 0 || tmax == 0 && opts.MaxStoreBytes > 0 {
@@ -741,6 +765,7 @@ func (in *Inbox) message(d webhooks.Delivery, digest string, g ingest) *nats.Msg
 	case d.ID != "":
 		msg.Header.Set(jetstream.MsgIDHeader, stored.DeliveryKey(d.Tenant, d.ID))
 	}
+	in.seal(msg)
 	return msg
 }
 

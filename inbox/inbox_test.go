@@ -202,7 +202,7 @@ func TestInboxRetryScheduleToDead(t *testing.T) {
 }
 
 // TestInboxForeignMessages: messages on the inbox's subjects that the inbox
-// did not write go to the dead letters; the workers go on.
+// did not write (no seal) go to the dead letters at once; the workers go on.
 func TestInboxForeignMessages(t *testing.T) {
 	wh := newWebhooks(t)
 	s := newSeen()
@@ -237,9 +237,12 @@ func TestInboxForeignMessages(t *testing.T) {
 	}
 	dead, _ := in.Dead(ctx)
 	for _, d := range dead {
-		if len(d.Attempts) == 0 || !strings.Contains(d.Attempts[len(d.Attempts)-1].Err, "not a delivery") {
-			t.Errorf("dead letter %+v lacks the reason", d)
+		if len(d.Attempts) != 1 || !strings.Contains(d.Attempts[0].Err, "unsealed") {
+			t.Errorf("dead letter %+v: want one attempt, refused as unsealed", d)
 		}
+	}
+	if c := in.Counters(); c.Unsealed != 4 || c.BadSeals != 0 {
+		t.Errorf("counters %+v, want 4 unsealed", c)
 	}
 }
 

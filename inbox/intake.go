@@ -48,13 +48,8 @@ func (i intake) Changed(h nats.Header, data []byte, seq uint64, st *stored.Statu
 	i.in.changed(h, data, seq, st)
 }
 
-// Check refuses what is not a delivery the inbox wrote.
-func (i intake) Check(h nats.Header, data []byte) error {
-	if reason := stored.NotADelivery(h, data); reason != "" {
-		return errors.New("inbox: not a delivery: " + reason)
-	}
-	return nil
-}
+// Check refuses what is not a delivery the inbox wrote (see check).
+func (i intake) Check(h nats.Header, data []byte) error { return i.in.check(h, data) }
 
 // loadStatus reads a status; nil when there is none (or it cannot be read:
 // the status is a record of what happened, the delivery itself is in the
@@ -82,6 +77,10 @@ func (in *Inbox) writeDead(ctx context.Context, data []byte, h nats.Header, toke
 	dm.Header.Set(stored.HeaderSeq, strconv.FormatUint(st.Seq, 10))
 	dm.Header.Set(stored.HeaderError, stored.FirstLine(lastErr))
 	dm.Header.Set(stored.HeaderAttempts, string(st.Marshal()))
+	if in.key != nil && stored.CheckSeal(in.key, h, data) == nil {
+		// Sealed only when the copy was: a refused message stays refused.
+		in.seal(dm)
+	}
 	// The id makes a second bury of the same copy (after a crash between the
 	// two writes) a no-op.
 	if _, err := in.js.PublishMsg(ctx, dm, jetstream.WithMsgID("dead."+key+"."+strconv.FormatUint(st.Seq, 10))); err != nil {

@@ -109,6 +109,7 @@ func TestLayoutReadsSubjectPerDelivery(t *testing.T) {
 		if subj != "" {
 			m.Header.Set(stored.HeaderPartition, "p1")
 		}
+		in.seal(m) // the layout is under test, not the seal
 		if _, err := in.js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}

@@ -388,8 +388,12 @@ func (in *Inbox) Replay(ctx context.Context, id string) error {
 }
 
 // requeue stores a delivery again under its status key, counting the
-// attempts made so far.
+// attempts made so far. It refuses a copy whose seal does not hold (see
+// checkSource): storing it again would seal what no receiver verified.
 func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token, key string, attempts []delivery.Attempt) error {
+	if err := in.checkSource(h, data); err != nil {
+		return err
+	}
 	m := &nats.Msg{Subject: in.storedSubject(h), Data: data, Header: make(nats.Header, len(h))}
 	for k, v := range h {
 		// Nats-* headers are the server's (a direct get adds the subject and
@@ -416,6 +420,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 	if err := in.status.Put(ctx, key, st.Marshal()); err != nil {
 		return fmt.Errorf("writing its status: %w", err)
 	}
+	in.seal(m)
 	ack, err := in.js.PublishMsg(ctx, m)
 	if err != nil {
 		if old != nil {

@@ -24,7 +24,7 @@ func TestDefaultReplicas(t *testing.T) {
 		t.Fatal("nats-server did not start")
 	}
 	ctx := context.Background()
-	in, err := Open(ctx, Options{URLs: []string{ns.ClientURL()}, Name: "PLAIN", Logger: quiet(t)})
+	in, err := Open(ctx, Options{URLs: []string{ns.ClientURL()}, Key: testKey, Name: "PLAIN", Logger: quiet(t)})
 	if err != nil {
 		t.Fatalf("Open on a server in no cluster, no Replicas: %v", err)
 	}
@@ -34,7 +34,7 @@ func TestDefaultReplicas(t *testing.T) {
 	}
 	in.Close(ctx)
 
-	_, err = Open(ctx, Options{URLs: []string{ns.ClientURL()}, Name: "PLAIN3", Replicas: 3, Logger: quiet(t)})
+	_, err = Open(ctx, Options{URLs: []string{ns.ClientURL()}, Key: testKey, Name: "PLAIN3", Replicas: 3, Logger: quiet(t)})
 	var re *ReplicasError
 	if !errors.As(err, &re) || re.Replicas != 3 || re.Chosen || re.Clustered {
 		t.Errorf("Open with 3 replicas on a server in no cluster: %v (%+v)", err, re)

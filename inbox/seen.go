@@ -45,21 +45,30 @@ type Counters struct {
 	// different body: not the forge's redelivery (which sends the same
 	// bytes), so a possible replay or a sender reusing ids.
 	IDReuses uint64
+	// Unsealed, BadSeals and NotDeliveries count the stored messages the
+	// workers refused to run and made dead letters at once: without a
+	// seal, with a seal that does not hold under the inbox key, or not a
+	// delivery (headers missing, a body that is not a JSON object).
+	Unsealed, BadSeals, NotDeliveries uint64
 }
 
 // counters are the atomic counts behind Counters.
 type counters struct {
 	duplicates, requeued, replays, idReuses atomic.Uint64
+	unsealed, badSeals, notDeliveries       atomic.Uint64
 }
 
 // Counters returns the counts of duplicates, requeued dead letters,
 // possible replays and id reuses since Open.
 func (in *Inbox) Counters() Counters {
 	return Counters{
-		Duplicates: in.count.duplicates.Load(),
-		Requeued:   in.count.requeued.Load(),
-		Replays:    in.count.replays.Load(),
-		IDReuses:   in.count.idReuses.Load(),
+		Duplicates:    in.count.duplicates.Load(),
+		Requeued:      in.count.requeued.Load(),
+		Replays:       in.count.replays.Load(),
+		IDReuses:      in.count.idReuses.Load(),
+		Unsealed:      in.count.unsealed.Load(),
+		BadSeals:      in.count.badSeals.Load(),
+		NotDeliveries: in.count.notDeliveries.Load(),
 	}
 }
 

@@ -36,6 +36,10 @@ type InboxStats struct {
 	// stored under another id, an id already stored with another body.
 	// Requeued counts redeliveries that ran a dead letter again.
 	Duplicates, Replays, IDReuses, Requeued uint64
+	// Unsealed, BadSeals and NotDeliveries count the stored messages the
+	// workers refused to run since the inbox opened (each a dead letter at
+	// once): no seal, a seal that does not hold, not a delivery.
+	Unsealed, BadSeals, NotDeliveries uint64
 }
 
 // inboxMetrics are the inbox's families: attempts by event and outcome and
@@ -218,6 +222,13 @@ func (m *Metrics) writeInbox(b *bytes.Buffer, now time.Time) {
 		n      uint64
 	}{{"duplicate", st.Duplicates}, {"id_reuse", st.IDReuses}, {"replay", st.Replays}} {
 		fmt.Fprintf(b, "%s_inbox_not_stored_total{reason=\"%s\"} %d\n", ns, r.reason, r.n)
+	}
+	fmt.Fprintf(b, "# HELP %s_inbox_refused_total Stored messages the workers refused to run, each a dead letter at once, by reason (unsealed: no seal; bad_seal: a seal that does not hold under the inbox key; not_a_delivery: headers missing or a body that is not a JSON object). Any but 0 means something without the inbox key publishes on the inbox's subjects.\n# TYPE %s_inbox_refused_total counter\n", ns, ns)
+	for _, r := range []struct {
+		reason string
+		n      uint64
+	}{{"bad_seal", st.BadSeals}, {"not_a_delivery", st.NotDeliveries}, {"unsealed", st.Unsealed}} {
+		fmt.Fprintf(b, "%s_inbox_refused_total{reason=\"%s\"} %d\n", ns, r.reason, r.n)
 	}
 	fmt.Fprintf(b, "# HELP %s_inbox_requeued_total Redeliveries of a dead letter that made it run again.\n# TYPE %s_inbox_requeued_total counter\n%s_inbox_requeued_total %d\n", ns, ns, ns, st.Requeued)
 }

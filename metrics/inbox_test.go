@@ -46,7 +46,7 @@ func TestInboxFamilies(t *testing.T) {
 	now := time.Now()
 	m.SetInbox(func(context.Context) (metrics.InboxStats, error) {
 		return metrics.InboxStats{Waiting: 3, Dead: 1, OldestWaiting: now.Add(-90 * time.Second),
-			Duplicates: 5, Replays: 2, IDReuses: 1, Requeued: 4}, nil
+			Duplicates: 5, Replays: 2, IDReuses: 1, Requeued: 4, Unsealed: 6, BadSeals: 7, NotDeliveries: 8}, nil
 	})
 	var b bytes.Buffer
 	m.WriteTo(&b)
@@ -80,6 +80,9 @@ func TestInboxFamilies(t *testing.T) {
 		{"forgehooks_inbox_not_stored_total", []string{"reason", "replay"}, 2},
 		{"forgehooks_inbox_not_stored_total", []string{"reason", "id_reuse"}, 1},
 		{"forgehooks_inbox_requeued_total", nil, 4},
+		{"forgehooks_inbox_refused_total", []string{"reason", "unsealed"}, 6},
+		{"forgehooks_inbox_refused_total", []string{"reason", "bad_seal"}, 7},
+		{"forgehooks_inbox_refused_total", []string{"reason", "not_a_delivery"}, 8},
 	} {
 		if got, ok := e.Value(tc.name, tc.labels...); !ok || fmt.Sprintf("%.6f", got) != fmt.Sprintf("%.6f", tc.want) {
 			t.Errorf("%s%v = %v (%v), want %v", tc.name, tc.labels, got, ok, tc.want)

@@ -168,7 +168,8 @@ func inboxStats(in *inbox.Inbox) func(context.Context) (metrics.InboxStats, erro
 		s, err := in.Stats(ctx)
 		c := in.Counters()
 		return metrics.InboxStats{Waiting: s.Waiting, Dead: s.Dead, OldestWaiting: s.OldestWaiting,
-			Duplicates: c.Duplicates, Replays: c.Replays, IDReuses: c.IDReuses, Requeued: c.Requeued}, err
+			Duplicates: c.Duplicates, Replays: c.Replays, IDReuses: c.IDReuses, Requeued: c.Requeued,
+			Unsealed: c.Unsealed, BadSeals: c.BadSeals, NotDeliveries: c.NotDeliveries}, err
 	}
 }
 

@@ -148,7 +148,7 @@ func TestFleet(t *testing.T) {
 	tsrv := httptest.NewServer(target)
 	defer tsrv.Close()
 
-	env := append(os.Environ(), secretEnv+"="+secret)
+	env := append(os.Environ(), secretEnv+"="+secret, testInboxKeyEnv)
 	inboxArgs := []string{"--nats", natsURL, "--replicas", "1", "--forward", tsrv.URL, "--ack-wait", "3s", "--order-by", "repository"}
 	serveMetrics, workMetrics := freeAddr(t), freeAddr(t)
 	serveCmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--workers", "0", "--metrics", serveMetrics}, inboxArgs...)...)

@@ -18,14 +18,44 @@ const testTimeout = 90 * time.Second
 
 const testSecret = "forgehooks test secret"
 
+// testInboxKey is the inbox key (hex) that every test command gets in its
+// environment (inboxKeyEnv), as a deployment with --nats would give it;
+// testInboxKeyEnv is its entry for a child process's environment.
+const (
+	testInboxKey    = "6669726d2d746573742d696e626f782d6b65792d3031323334353637383961626364"
+	testInboxKeyEnv = inboxKeyEnv + "=" + testInboxKey
+)
+
+// withInboxKey returns getenv (nil: an empty environment) with testInboxKey
+// for inboxKeyEnv where getenv has none.
+func withInboxKey(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		v := ""
+		if getenv != nil {
+			v = getenv(k)
+		}
+		if v == "" && k == inboxKeyEnv {
+			return testInboxKey
+		}
+		return v
+	}
+}
+
 // syncBuffer is a buffer safe for a server writing while a test reads.
 type syncBuffer = syncbuf.Buffer
 
-// runCmd runs a command to its end with stdin and an environment.
+// runCmd runs a command to its end with stdin and an environment, which
+// holds testInboxKey unless env names inboxKeyEnv (empty: none).
 func runCmd(t *testing.T, stdin string, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut syncBuffer
-	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }}
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok || k != inboxKeyEnv {
+			return v
+		}
+		return testInboxKey
+	}
+	c := &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, getenv: getenv}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	code = run(ctx, c, args)
@@ -41,7 +71,8 @@ type proc struct {
 	addr   string
 }
 
-// start runs args until the test ends or stop is called. For serve and proxy it
+// start runs args until the test ends or stop is called; its environment
+// holds testInboxKey (withInboxKey). For serve and proxy it
 // waits until they listen, and records the address.
 func start(t *testing.T, c *cli, args ...string) *proc {
 	t.Helper()
@@ -52,9 +83,7 @@ func start(t *testing.T, c *cli, args ...string) *proc {
 		c = &cli{}
 	}
 	c.stdin, c.stdout, c.stderr = strings.NewReader(""), p.stderr, p.stderr
-	if c.getenv == nil {
-		c.getenv = func(string) string { return "" }
-	}
+	c.getenv = withInboxKey(c.getenv)
 	prev := c.listening // the test's own, told first
 	c.listening = func(addr string) {
 		if prev != nil {

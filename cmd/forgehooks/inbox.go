@@ -123,13 +123,17 @@ func (f *inboxFlags) options() (inbox.Options, error) {
 		o.URLs = strings.Split(f.urls, ",")
 	}
 	if f.nats.set() && f.urls == "" {
-		return o, errors.New("--nats-creds, --nats-nkey and --nats-tls-* need --nats")
+		return o, errors.New("--nats-creds, --nats-nkey, --nats-tls-*, --inbox-key-file and --insecure-unsealed need --nats (an --inbox directory keeps its own key)")
 	}
 	var err error
 	if f.urls != "" {
 		if o.Auth, err = f.nats.auth(); err != nil {
 			return o, err
 		}
+		if o.Key, err = f.nats.key(); err != nil {
+			return o, err
+		}
+		o.InsecureUnsealed = o.Key == nil
 	}
 	if f.fsync && f.dir == "" {
 		return o, errors.New("--fsync needs --inbox (a cluster's servers choose their own sync)")

@@ -116,7 +116,11 @@ func TestInboxLsClusterNodeRestart(t *testing.T) {
 	c := startTestCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	o := inbox.Options{URLs: strings.Split(c.urls(), ","), Workers: 1, Logger: slog.New(slog.DiscardHandler)}
+	key, err := inbox.ParseKey(testInboxKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := inbox.Options{URLs: strings.Split(c.urls(), ","), Key: key, Workers: 1, Logger: slog.New(slog.DiscardHandler)}
 	var in *inbox.Inbox
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"forgehooks.dev/forgehooks/inbox"
 )
@@ -11,6 +12,8 @@ import (
 const (
 	natsUserEnv     = "FORGEHOOKS_NATS_USER"
 	natsPasswordEnv = "FORGEHOOKS_NATS_PASSWORD"
+	// inboxKeyEnv holds the inbox key in hex, like --inbox-key-file.
+	inboxKeyEnv = "FORGEHOOKS_INBOX_KEY"
 )
 
 // natsFlags are the flags that authenticate to a NATS cluster and secure
@@ -18,6 +21,8 @@ const (
 type natsFlags struct {
 	creds, nkey            string
 	tlsCA, tlsCert, tlsKey string
+	keyFile                string
+	insecureUnsealed       bool
 	getenv                 func(string) string
 }
 
@@ -28,7 +33,42 @@ func addNATSFlags(fs *flagSet) *natsFlags {
 	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "with --nats: PEM `FILE` of the CAs that sign the NATS servers' certificates (TLS required)")
 	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "with --nats: PEM `FILE` of a TLS client certificate (with --nats-tls-key)")
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "with --nats: PEM `FILE` of the TLS client certificate's key")
+	fs.StringVar(&f.keyFile, "inbox-key-file", "", "with --nats: a `FILE` (mode 0600) holding the inbox key in hex, at least 64 digits (openssl rand -hex 32), the same for every serve, work and inbox command of the inbox: messages are sealed with it and run only when their seal holds; or the key in "+inboxKeyEnv)
+	fs.BoolVar(&f.insecureUnsealed, "insecure-unsealed", false, "with --nats and no inbox key: store messages unsealed and run any message on the inbox's subjects (whoever may publish there can make the workers run anything)")
 	return f
+}
+
+// key returns the inbox key for --nats from --inbox-key-file or the
+// environment; an error naming both when there is none, unless
+// --insecure-unsealed. Its errors never quote the key.
+func (f *natsFlags) key() ([]byte, error) {
+	if f == nil {
+		return nil, nil
+	}
+	env := ""
+	if f.getenv != nil {
+		env = f.getenv(inboxKeyEnv)
+	}
+	switch {
+	case f.keyFile != "" && env != "":
+		return nil, errors.New("--inbox-key-file and " + inboxKeyEnv + " exclude each other")
+	case f.keyFile != "":
+		k, err := inbox.ReadKeyFile(f.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--inbox-key-file: %w", err)
+		}
+		return k, nil
+	case env != "":
+		k, err := inbox.ParseKey(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", inboxKeyEnv, err)
+		}
+		return k, nil
+	case f.insecureUnsealed:
+		return nil, nil
+	}
+	return nil, errors.New("--nats needs the inbox key that its receivers and workers share: --inbox-key-file FILE or " + inboxKeyEnv +
+		" (hex, at least 64 digits: openssl rand -hex 32), or --insecure-unsealed to run unsealed messages (see SECURITY.md)")
 }
 
 // set reports whether any of the flags is set. The environment's user is
@@ -37,7 +77,7 @@ func (f *natsFlags) set() bool {
 	if f == nil {
 		return false
 	}
-	return f.creds != "" || f.nkey != "" || f.tlsCA != "" || f.tlsCert != "" || f.tlsKey != ""
+	return f.creds != "" || f.nkey != "" || f.tlsCA != "" || f.tlsCert != "" || f.tlsKey != "" || f.keyFile != "" || f.insecureUnsealed
 }
 
 // auth returns the inbox's NATSAuth from the flags and the environment

@@ -1,0 +1,131 @@
+package stored
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"hash"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+)
+
+// HeaderSeal holds a stored message's seal: an HMAC-SHA256, with the
+// inbox's key, over its body and headers (see Seal). Only a holder of the
+// key (a receiver, a worker) can write a message that runs.
+const HeaderSeal = "Forgehooks-Seal"
+
+// MinKeyLen is the shortest inbox key accepted: 256 bits, the HMAC's size.
+const MinKeyLen = 32
+
+// sealPrefix versions the seal's encoding, so that a later scheme can be
+// told from this one.
+const sealPrefix = "v1="
+
+// Errors of CheckSeal. ErrUnsealed: the message carries no seal;
+// ErrBadSeal: it carries one that is malformed or not the key's over
+// this body and these headers.
+var (
+	ErrUnsealed = errors.New("unsealed: the message carries no " + HeaderSeal + " header (not written by a receiver holding the inbox key)")
+	ErrBadSeal  = errors.New("bad seal: the " + HeaderSeal + " header does not match the message under the inbox key (forged, altered, or sealed with another key)")
+)
+
+// sealed reports whether the header named k is covered by the seal: every
+// header but the server's own (Nats-*, which JetStream adds or reads), the
+// seal itself and the publish nonce (set per publish attempt, after the
+// seal, and never read by a handler).
+func sealed(k string) bool {
+	return k != HeaderSeal && k != HeaderNonce && !strings.HasPrefix(strings.ToLower(k), "nats-")
+}
+
+// Seal returns the seal of a message with headers h and body data under
+// key: "v1=" and the base64url HMAC-SHA256 of a canonical encoding. The
+// encoding is length-prefixed (so no two messages encode alike): the number
+// of covered headers, then each name (sorted by bytes) with its values in
+// order, each string as a 4-byte big-endian length and its bytes, then the
+// body the same way. What NATS does not carry is left out: an empty name,
+// a name without a value, a value's leading blanks (trimmed on the way).
+func Seal(key []byte, h nats.Header, data []byte) string {
+	m := hmac.New(sha256.New, key)
+	names := make([]string, 0, len(h))
+	for k, v := range h {
+		if k != "" && sealed(k) && len(v) > 0 {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	writeLen(m, len(names))
+	for _, k := range names {
+		writeString(m, k)
+		writeLen(m, len(h[k]))
+		for _, v := range h[k] {
+			writeString(m, strings.TrimLeft(v, " \t"))
+		}
+	}
+	writeLen(m, len(data))
+	m.Write(data)
+	return sealPrefix + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func writeLen(m hash.Hash, n int) {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(n))
+	m.Write(b[:])
+}
+
+func writeString(m hash.Hash, s string) {
+	writeLen(m, len(s))
+	m.Write([]byte(s))
+}
+
+// ParseSeal decodes a seal as Seal writes it into its MAC; an error when s
+// is not one (no "v1=" prefix, not base64url, not 32 bytes).
+func ParseSeal(s string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(s, sealPrefix)
+	if !ok {
+		return nil, errors.New("no " + sealPrefix + " prefix")
+	}
+	if len(rest) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
+		return nil, errors.New("not a SHA-256 MAC's length")
+	}
+	mac, err := base64.RawURLEncoding.Strict().DecodeString(rest)
+	// The decoder skips line breaks: only the one encoding is a seal.
+	if err != nil || base64.RawURLEncoding.EncodeToString(mac) != rest {
+		return nil, errors.New("not base64url")
+	}
+	return mac, nil
+}
+
+// SetSeal seals the message with key: its HeaderSeal is set to Seal's
+// value over its headers and body as they are now. Every header must be
+// final; a change after it breaks the seal.
+func SetSeal(key []byte, msg *nats.Msg) {
+	msg.Header.Del(HeaderSeal)
+	msg.Header.Set(HeaderSeal, Seal(key, msg.Header, msg.Data))
+}
+
+// CheckSeal returns nil when h carries exactly one seal, and it is key's
+// over h and data; ErrUnsealed or ErrBadSeal (wrapped, with why) when not.
+// The comparison takes the same time whatever the MAC.
+func CheckSeal(key []byte, h nats.Header, data []byte) error {
+	vals := h[HeaderSeal]
+	switch len(vals) {
+	case 0:
+		return ErrUnsealed
+	case 1:
+	default:
+		return errors.Join(ErrBadSeal, errors.New("more than one seal"))
+	}
+	got, err := ParseSeal(vals[0])
+	if err != nil {
+		return errors.Join(ErrBadSeal, err)
+	}
+	want, _ := ParseSeal(Seal(key, h, data))
+	if !hmac.Equal(got, want) {
+		return ErrBadSeal
+	}
+	return nil
+}
