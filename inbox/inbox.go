@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/quota"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
@@ -265,7 +266,7 @@ type Inbox struct {
 	closing chan struct{}  // closed by Close
 	enq     sync.WaitGroup // Enqueue calls under way
 	started *runner.Runner // set by Start
-	quota   *tenantQuota   // nil without a bound per tenant (quota.go)
+	quota   *quota.Quota   // nil without a bound per tenant (quota.go)
 	key     []byte         // the inbox key (seal.go); nil: unsealed
 }
 
@@ -378,7 +379,7 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		if tmax == 0 {
 			tmax = opts.MaxStoreBytes / 2
 		}
-		in.quota = newTenantQuota(tmax)
+		in.quota = quota.New(tmax)
 	}
 	in.store = storeWatch{ns: in.ns, dir: opts.Dir, maxStore: max(opts.MaxStoreBytes, 0), log: opts.Logger, closing: in.closing}
 	if defaultReplicas && in.ns == nil {

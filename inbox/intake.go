@@ -125,7 +125,7 @@ func (in *Inbox) putStatus(ctx context.Context, key string, st *stored.Status) e
 	if err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
 	} else if in.quota != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
-		in.quota.release(st.Seq)
+		in.quota.Release(st.Seq)
 	}
 	return err
 }

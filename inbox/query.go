@@ -430,7 +430,7 @@ func (in *Inbox) requeue(ctx context.Context, h nats.Header, data []byte, token,
 	}
 	st.Seq = ack.Sequence
 	if t := h.Get(stored.HeaderTenant); t != "" && in.quota != nil {
-		in.quota.add(ack.Sequence, t, int64(len(data)))
+		in.quota.Add(ack.Sequence, t, int64(len(data)))
 	}
 	if h.Get(stored.HeaderDelivery) != "" {
 		// The new copy is the one found by id (lastStored) from now on; a

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/quota"
 	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
@@ -21,117 +21,9 @@ import (
 // middleware answers 503, and the forge's delivery log shows it failed.
 var ErrTenantFull = errors.New("inbox: the tenant's share of the store is full")
 
-// A bound per tenant of the store.
-//
-// Each tenant's deliveries stored and not yet ended (handled, or a dead
-// letter) are counted by their bodies' bytes, per stream sequence, so that a
-// delivery ended twice (run again after a crash) is released once. The
-// counts live in memory: on the first delivery of a tenant after Open they
-// are read from the store (the deliveries not acknowledged to the workers'
-// consumer, and the order keys' heads and those parked behind them, whose
-// status says they have not ended), and from then on kept by Enqueue and by
-// the status writes of this process. In a cluster the deliveries may run in
-// other processes (forgehooks work): there they are read again every
-// tenantRecountEvery.
-
 // tenantRecountEvery is how often a receiver of a cluster reads the counts
 // again.
 const tenantRecountEvery = time.Minute
-
-// tenantQuota counts the bytes of each tenant's deliveries not yet ended.
-type tenantQuota struct {
-	max int64 // <= 0: no bound
-
-	countMu sync.Mutex // held by the first count
-	counted bool       // the first count, from the store, is done
-
-	mu   sync.Mutex
-	held map[uint64]quotaEntry // by stream sequence
-	used map[string]int64      // by tenant, with the reservations of Enqueue
-	// While the store is read: the sequences ended meanwhile, not to be
-	// counted from what was read.
-	counting bool
-	gone     map[uint64]bool
-}
-
-type quotaEntry struct {
-	tenant string
-	size   int64
-}
-
-func newTenantQuota(max int64) *tenantQuota {
-	return &tenantQuota{max: max, held: map[uint64]quotaEntry{}, used: map[string]int64{}, gone: map[uint64]bool{}}
-}
-
-// reserve takes size bytes of tenant's share for a delivery about to be
-// stored; false when they do not fit. The caller ends the reservation with
-// stored or unreserve.
-func (q *tenantQuota) reserve(tenant string, size int64) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.used[tenant]+size > q.max {
-		return false
-	}
-	q.used[tenant] += size
-	return true
-}
-
-// unreserve gives back a reservation whose delivery was not stored.
-func (q *tenantQuota) unreserve(tenant string, size int64) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.sub(tenant, size)
-}
-
-// stored turns a reservation into the delivery stored at seq.
-func (q *tenantQuota) stored(seq uint64, tenant string, size int64) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if _, ok := q.held[seq]; ok {
-		q.sub(tenant, size) // counted already (read from the store meanwhile)
-		return
-	}
-	q.held[seq] = quotaEntry{tenant, size}
-}
-
-// add counts a delivery stored at seq without a reservation (stored again
-// by Retry or Replay, or a dead letter sent again).
-func (q *tenantQuota) add(seq uint64, tenant string, size int64) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if _, ok := q.held[seq]; !ok {
-		q.held[seq] = quotaEntry{tenant, size}
-		q.used[tenant] += size
-	}
-}
-
-// release ends the delivery stored at seq.
-func (q *tenantQuota) release(seq uint64) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.counting {
-		q.gone[seq] = true
-	}
-	e, ok := q.held[seq]
-	if !ok {
-		return
-	}
-	delete(q.held, seq)
-	q.sub(e.tenant, e.size)
-}
-
-func (q *tenantQuota) sub(tenant string, size int64) {
-	if q.used[tenant] -= size; q.used[tenant] <= 0 {
-		delete(q.used, tenant)
-	}
-}
-
-// usedBy returns the bytes counted for tenant.
-func (q *tenantQuota) usedBy(tenant string) int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.used[tenant]
-}
 
 // recount reads the tenants' deliveries not yet ended from the store and
 // makes them the counts of the sequences up to the last stored when it
@@ -144,19 +36,13 @@ func (in *Inbox) recount(ctx context.Context) error {
 	}
 	last := info.State.LastSeq
 	from := in.pendingFrom(ctx, info.State.FirstSeq)
-	q.mu.Lock()
-	q.counting = true
-	q.mu.Unlock()
-	defer func() {
-		q.mu.Lock()
-		q.counting = false
-		clear(q.gone)
-		q.mu.Unlock()
-	}()
-	found := map[uint64]quotaEntry{}
+	q.BeginCount()
+	found := map[uint64]quota.Entry{}
+	defer func() { q.EndCount(found, last) }()
 	for from <= last && from > 0 {
 		msgs, err := in.headers(ctx, in.inbox, from, min(last, from+9999))
 		if err != nil {
+			found = nil
 			return err
 		}
 		if len(msgs) == 0 {
@@ -172,37 +58,9 @@ func (in *Inbox) recount(ctx context.Context) error {
 			if st != nil && (st.Seq > m.seq || st.Seq == m.seq && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead)) {
 				continue // ended, or stored again since
 			}
-			found[m.seq] = quotaEntry{tenant, int64(m.size)}
+			found[m.seq] = quota.Entry{Tenant: tenant, Size: int64(m.size)}
 		}
 		from = msgs[len(msgs)-1].seq + 1
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for seq, e := range q.held {
-		if seq > last {
-			found[seq] = e
-		}
-	}
-	for seq := range q.gone {
-		delete(found, seq)
-	}
-	// The reservations under way stay: the bytes counted are those found
-	// and those reserved.
-	reserved := map[string]int64{}
-	for t, n := range q.used {
-		reserved[t] = n
-	}
-	for _, e := range q.held {
-		reserved[e.tenant] -= e.size
-	}
-	q.held, q.used = found, map[string]int64{}
-	for t, n := range reserved {
-		if n > 0 {
-			q.used[t] = n
-		}
-	}
-	for _, e := range found {
-		q.used[e.tenant] += e.size
 	}
 	return nil
 }
@@ -260,27 +118,22 @@ func (in *Inbox) checkTenant(ctx context.Context, tenant string, size int64) (fu
 	if q == nil || tenant == "" {
 		return func(uint64) {}, nil
 	}
-	q.countMu.Lock()
-	if !q.counted {
-		if err := in.recount(ctx); err != nil {
-			q.countMu.Unlock()
-			return nil, fmt.Errorf("counting the tenants' deliveries: %w", err)
-		}
-		q.counted = true
-		if in.ns == nil {
-			go in.recountLoop()
-		}
+	first, err := q.CountOnce(func() error { return in.recount(ctx) })
+	if err != nil {
+		return nil, fmt.Errorf("counting the tenants' deliveries: %w", err)
 	}
-	q.countMu.Unlock()
-	if !q.reserve(tenant, size) {
+	if first && in.ns == nil {
+		go in.recountLoop()
+	}
+	if !q.Reserve(tenant, size) {
 		return nil, fmt.Errorf("%w: tenant %q holds %d bytes not yet handled, the bound is %d (Options.TenantMaxStoreBytes, serve --tenant-max-store-bytes)",
-			ErrTenantFull, tenant, q.usedBy(tenant), q.max)
+			ErrTenantFull, tenant, q.UsedBy(tenant), q.Max())
 	}
 	return func(seq uint64) {
 		if seq == 0 {
-			q.unreserve(tenant, size)
+			q.Unreserve(tenant, size)
 		} else {
-			q.stored(seq, tenant, size)
+			q.Stored(seq, tenant, size)
 		}
 	}, nil
 }
