@@ -176,7 +176,7 @@ func parseTypes(r io.Reader) ([]tsPayload, error) {
 			return nil, fmt.Errorf("%w: webhook %q: no operation with a JSON payload in the types", errSpec, key)
 		}
 		// The operation's prefix, as the importer reads x-github.subcategory (the
-		// types' X-Github-Event examples are wrong for a few events).
+		// types' event-header examples are wrong for a few events).
 		event, _, _ := strings.Cut(hookOps[key], "/")
 		event = strings.ReplaceAll(event, "-", "_")
 		members, actions := resolve(o.schema, 0)
