@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/overflow"
 	"forgehooks.dev/forgehooks/inbox/internal/quota"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/runner"
@@ -263,11 +264,12 @@ type Inbox struct {
 
 	mu      sync.Mutex
 	closed  bool
-	closing chan struct{}  // closed by Close
-	enq     sync.WaitGroup // Enqueue calls under way
-	started *runner.Runner // set by Start
-	quota   *quota.Quota   // nil without a bound per tenant (quota.go)
-	key     []byte         // the inbox key (seal.go); nil: unsealed
+	closing chan struct{}    // closed by Close
+	enq     sync.WaitGroup   // Enqueue calls under way
+	started *runner.Runner   // set by Start
+	quota   *quota.Quota     // nil without a bound per tenant (quota.go)
+	share   *overflow.Router // the subject of each unordered delivery
+	key     []byte           // the inbox key (seal.go); nil: unsealed
 }
 
 // conn is an Inbox's connection to its store.
@@ -367,7 +369,8 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		opts.Logger = slog.Default()
 	}
 	in := &Inbox{opts: opts, log: opts.Logger, closing: make(chan struct{}), scan: make(chan struct{}, 1),
-		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."}}
+		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."},
+		share:   &overflow.Router{Name: opts.Name, Workers: runner.WorkersConsumer(opts.Name), AckWait: opts.AckWait, Logger: opts.Logger}}
 	if err := in.connect(); err != nil {
 		return nil, err
 	}
@@ -704,6 +707,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 		ended(0)
 	} else {
 		ended(ack.Sequence)
+		in.share.Stored(d.Tenant, msg.Subject, ack.Sequence)
 	}
 	if ack == nil {
 		return 0, fmt.Errorf("inbox: storing delivery %q (event %q): %w", d.ID, d.Name, in.describePublishError(err))
@@ -739,7 +743,7 @@ func (in *Inbox) message(d webhooks.Delivery, digest string, g ingest) *nats.Msg
 		received = time.Now()
 	}
 	msg := &nats.Msg{Data: d.Payload, Header: stored.RequestHeader(d.Header)}
-	in.order(msg, g.key)
+	in.order(msg, g.key, d.Tenant)
 	msg.Header.Set(stored.HeaderVersion, "1")
 	msg.Header.Set(stored.HeaderEvent, d.Name)
 	if d.ID != "" {

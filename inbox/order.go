@@ -147,10 +147,10 @@ func partitionOf(key string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// order sets the subject of a delivery about to be stored: with a key, its
-// partition's, whose consumer hands out one delivery at a time; else the
-// unordered one.
-func (in *Inbox) order(msg *nats.Msg, key string) {
+// order sets the subject of a delivery of tenant about to be stored: with a
+// key, its partition's, whose consumer hands out one delivery at a time;
+// else the one package overflow chooses for the tenant.
+func (in *Inbox) order(msg *nats.Msg, key, tenant string) {
 	if key != "" {
 		p := stored.PartitionToken(partitionOf(key, in.opts.OrderPartitions))
 		msg.Header.Set(stored.HeaderPartition, p)
@@ -158,7 +158,7 @@ func (in *Inbox) order(msg *nats.Msg, key string) {
 		msg.Subject = in.inSubj + p + "." + stored.StoreToken
 		return
 	}
-	msg.Subject = in.inSubj + stored.StoreToken
+	msg.Subject = in.share.Subject(context.Background(), in.inbox, tenant)
 }
 
 // storedSubject is the inbox subject of a delivery stored again (Retry,

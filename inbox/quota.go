@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,7 +74,7 @@ func (in *Inbox) pendingFrom(ctx context.Context, first uint64) uint64 {
 	for ci := range list.Info() {
 		if ci.Name == in.workersConsumer() {
 			workers = true
-		} else if !strings.HasPrefix(ci.Name, in.orderConsumerPrefix()) {
+		} else if !runner.HoldsDeliveries(in.opts.Name, ci.Name) {
 			continue
 		}
 		if f := ci.AckFloor.Stream + 1; from == 0 || f < from {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
@@ -32,21 +33,17 @@ func (in *Inbox) Stats(ctx context.Context) (Stats, error) {
 		return s, fmt.Errorf("inbox: stats: %w", err)
 	}
 	s.Dead = int64(di.State.Msgs)
-	cons, err := in.inbox.Consumer(ctx, in.opts.Name+"_WORKERS")
+	// The workers' consumer and the tenants' own (package overflow).
+	waiting, floor, err := runner.Backlog(ctx, in.inbox, in.opts.Name)
 	if err != nil {
 		return s, fmt.Errorf("inbox: stats: %w", err)
 	}
-	ci, err := cons.Info(ctx)
-	if err != nil {
-		return s, fmt.Errorf("inbox: stats: %w", err)
-	}
-	s.Waiting = int64(ci.NumPending) + int64(ci.NumAckPending)
-	if s.Waiting == 0 {
+	if s.Waiting = waiting; s.Waiting == 0 {
 		return s, nil
 	}
 	// Every delivery up to the ack floor is finished; the first stored after
 	// it is the oldest waiting.
-	from := ci.AckFloor.Stream + 1
+	from := floor + 1
 	msgs, err := in.headers(ctx, in.inbox, from, from+63)
 	if err != nil {
 		return s, fmt.Errorf("inbox: stats: %w", err)

@@ -7,37 +7,30 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// A fair share of the workers for each tenant.
+// A fair share of the workers for each tenant, at any depth.
 //
-// The workers' consumer hands deliveries out in stored order, so a runner
-// that fetched only as many as it had free workers would run a tenant's
-// flood to its end before the first delivery of another tenant stored
-// after it. Instead the runner fetches ahead, up to fairWindow deliveries
-// per worker beyond those running (and fairWindowBytes of bodies), and
-// queues them by tenant (the deliveries without a tenant form one group).
-// Each worker that frees up takes the next delivery of the group with the
-// fewest handlers running, the groups tied taking turns: a tenant with a
-// backlog holds no more than its share of the workers once another has
-// deliveries waiting, and runs on every worker while it is alone. Within a
-// group the deliveries run in the order fetched. The leases of the
+// A consumer hands its deliveries out in stored order, so one consumer for
+// all would run a tenant's flood to its end before the first delivery of
+// another tenant stored after it. The intake therefore stores a tenant's
+// deliveries on its own subject once it has a backlog (package overflow):
+// the workers' consumer then holds no more than a few of any tenant's
+// deliveries not yet handed out, and each tenant with a backlog has a
+// consumer of its own. The runner fetches from each of these sources, up to
+// Workers deliveries held (queued or running) per source, and queues them by
+// tenant (the deliveries without a tenant form one group). Each worker that
+// frees up takes the next delivery of the group with the fewest handlers
+// running, the groups tied taking turns: a tenant with a backlog holds no
+// more than its share of the workers once another has deliveries waiting,
+// and runs on every worker while it is alone. Another tenant's delivery
+// waits for the few of others stored before it on the shared subject and
+// for a worker to free up, whatever the backlog; so in a cluster and in a
+// fleet, where every runner fetches from every source. The runners find the
+// tenants' consumers by listing them every overflowEvery (overflow.go).
+// Within a group the deliveries run in the order fetched. The leases of the
 // deliveries queued are renewed (InProgress) like those of the running
 // ones, so that none runs out while it waits.
-//
-// The share holds among the deliveries the runner holds: a tenant's
-// backlog larger than the window delays the others' until it shrinks to
-// the window (each worker frees its place for the next delivery stored).
-// The window is the embedded mode's only. In a cluster a receiver fetches
-// no more than its free workers, as before: with the window, a receiver
-// fetching ahead slowed the cluster so that deliveries stored while a stream
-// leader was shut down were refused (TestClusterKeepsAnswering), for a reason
-// not yet found; there the share holds only among the deliveries fetched at
-// once.
 // Ordered deliveries keep their own places and order per key (keys.go),
 // where the due keys are claimed the same way, fewest running first.
-
-// fairWindow is how many deliveries per worker the runner holds queued
-// beyond those running.
-const fairWindow = 32
 
 // fairWindowBytes bounds the bodies queued: once reached, the runner
 // fetches again only when some have started.
@@ -64,32 +57,36 @@ type fairGroup struct {
 // last renewed.
 type queuedMsg struct {
 	msg     jetstream.Msg
+	src     *source // holds its place until it ends
 	tenant  string
 	size    int64
 	renewed time.Time
+	// check: stored before its source's consumer was made, so it may have
+	// run under a consumer of its subject before (overflow.go).
+	check bool
 }
 
 func newFairQueue() *fairQueue {
 	return &fairQueue{kick: make(chan struct{}, 1), groups: map[string]*fairGroup{}, running: map[string]int{}}
 }
 
-// push queues msg for tenant; false once the queue is closed (the caller
-// hands it back).
-func (q *fairQueue) push(msg jetstream.Msg, tenant string) bool {
+// push queues m (msg, src, tenant and check set); false once the queue is
+// closed (the caller hands it back).
+func (q *fairQueue) push(m queuedMsg) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return false
 	}
-	g := q.groups[tenant]
+	g := q.groups[m.tenant]
 	if g == nil {
 		g = &fairGroup{}
-		q.groups[tenant] = g
-		q.turn = append(q.turn, tenant)
+		q.groups[m.tenant] = g
+		q.turn = append(q.turn, m.tenant)
 	}
-	size := int64(len(msg.Data()))
-	g.msgs = append(g.msgs, queuedMsg{msg: msg, tenant: tenant, size: size, renewed: time.Now()})
-	q.bytes += size
+	m.size, m.renewed = int64(len(m.msg.Data())), time.Now()
+	g.msgs = append(g.msgs, m)
+	q.bytes += m.size
 	q.mu.Unlock()
 	select {
 	case q.kick <- struct{}{}:
@@ -165,15 +162,13 @@ func (q *fairQueue) stale(since time.Time) []jetstream.Msg {
 
 // close refuses further pushes and returns what is queued, to be handed
 // back.
-func (q *fairQueue) close() []jetstream.Msg {
+func (q *fairQueue) close() []queuedMsg {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	var out []jetstream.Msg
+	var out []queuedMsg
 	for _, g := range q.groups {
-		for _, m := range g.msgs {
-			out = append(out, m.msg)
-		}
+		out = append(out, g.msgs...)
 	}
 	q.groups, q.turn, q.bytes = map[string]*fairGroup{}, nil, 0
 	return out

@@ -72,7 +72,7 @@ func TestFairQueue(t *testing.T) {
 		for range n {
 			m := &fakeMsg{data: []byte(tenant + fmt.Sprint(len(all)))}
 			all = append(all, m)
-			if !q.push(m, tenant) {
+			if !q.push(queuedMsg{msg: m, tenant: tenant}) {
 				t.Fatal("push refused")
 			}
 		}
@@ -105,10 +105,10 @@ func TestFairQueue(t *testing.T) {
 	if got := pop(); got != "a4" {
 		t.Fatalf("pop: %s, want a4", got)
 	}
-	if left := q.close(); len(left) != 1 || string(left[0].Data()) != "a5" {
+	if left := q.close(); len(left) != 1 || string(left[0].msg.Data()) != "a5" {
 		t.Fatalf("close left %d", len(left))
 	}
-	if q.push(&fakeMsg{}, "a") {
+	if q.push(queuedMsg{msg: &fakeMsg{}, tenant: "a"}) {
 		t.Error("push after close taken")
 	}
 	if got := pop(); got != "none" {

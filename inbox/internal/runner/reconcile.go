@@ -41,7 +41,11 @@ func (r *Runner) reconcileStatuses(ctx context.Context, consumers []jetstream.Co
 		if floor > window {
 			from = floor - window + 1
 		}
-		n, nr, err := r.reconcileRange(ctx, info.Config.FilterSubject, from, floor)
+		subjects := info.Config.FilterSubjects
+		if info.Config.FilterSubject != "" {
+			subjects = []string{info.Config.FilterSubject}
+		}
+		n, nr, err := r.reconcileRange(ctx, subjects, from, floor)
 		fixed, read = fixed+n, read+nr
 		if err != nil && ctx.Err() != nil {
 			r.cfg.Logger.Info("inbox: reconciling statuses stopped by Close; the next start goes on", "fixed", fixed, "read", read)
@@ -57,13 +61,11 @@ func (r *Runner) reconcileStatuses(ctx context.Context, consumers []jetstream.Co
 	}
 }
 
-// reconcileRange reconciles the copies from from to to on subject (all when
-// empty); it returns how many it fixed and read.
-func (r *Runner) reconcileRange(ctx context.Context, subject string, from, to uint64) (fixed, read int, err error) {
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from, HeadersOnly: true}
-	if subject != "" {
-		cfg.FilterSubjects = []string{subject}
-	}
+// reconcileRange reconciles the copies from from to to on subjects (all
+// when none); it returns how many it fixed and read.
+func (r *Runner) reconcileRange(ctx context.Context, subjects []string, from, to uint64) (fixed, read int, err error) {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from, HeadersOnly: true,
+		FilterSubjects: subjects}
 	cons, err := r.cfg.Inbox.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return 0, 0, err

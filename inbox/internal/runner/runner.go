@@ -102,7 +102,6 @@ type Runner struct {
 	cfg Config
 
 	sem      chan struct{} // one place per worker
-	held     chan struct{} // one place per delivery fetched and not ended (fair.go)
 	queue    *fairQueue    // the deliveries fetched and not started
 	dequeued chan struct{} // a queued delivery started (dispatch waits on it when the queue is full)
 	take     taking
@@ -114,8 +113,9 @@ type Runner struct {
 
 	mu      sync.Mutex
 	closed  bool
-	closing chan struct{}   // closed by StopTaking
-	running map[string]bool // keys of deliveries whose handlers run here
+	closing chan struct{}      // closed by StopTaking
+	running map[string]bool    // keys of deliveries whose handlers run here
+	sources map[string]*source // the tenants' sources fetched from, by consumer name (overflow.go)
 }
 
 // taking is a context and its cancel, with the consumers' iterators it ends.
@@ -132,17 +132,13 @@ func newTaking() taking {
 
 // New returns a Runner on cfg; it runs nothing until Start.
 func New(cfg Config) *Runner {
-	w := cfg.Workers
-	held := w
-	if cfg.Embedded {
-		held = w * (1 + fairWindow) // embedded only: see fair.go
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Runner{cfg: cfg, sem: make(chan struct{}, w), held: make(chan struct{}, held),
+	return &Runner{cfg: cfg, sem: make(chan struct{}, cfg.Workers),
 		queue: newFairQueue(), dequeued: make(chan struct{}, 1), running: map[string]bool{},
-		take: newTaking(), handlers: newTaking(), closing: make(chan struct{})}
+		sources: map[string]*source{},
+		take:    newTaking(), handlers: newTaking(), closing: make(chan struct{})}
 }
 
 // WorkersConsumer names the consumer of the unordered deliveries of the
@@ -183,6 +179,10 @@ func (r *Runner) Start(ctx context.Context) error {
 	if len(parts) > 0 {
 		// Ordered deliveries (a token more) are the partitions' alone.
 		cfg.FilterSubject = inSubj + "*"
+	} else {
+		// Everything but the tenants' own subjects (three tokens more:
+		// package overflow), which their consumers hand out.
+		cfg.FilterSubjects = []string{inSubj + "*", inSubj + "*.*"}
 	}
 	cons, err := o.Inbox.CreateOrUpdateConsumer(ctx, cfg)
 	if err != nil {
@@ -222,10 +222,11 @@ func (r *Runner) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	r.loops.Add(3)
-	go r.dispatch(cons)
+	r.loops.Add(4)
+	go r.dispatch(r.newSource(cons, false, time.Time{}))
 	go r.schedule()
 	go r.renewQueued()
+	go r.watchOverflow()
 	r.loops.Add(1)
 	go func() {
 		defer r.loops.Done()

@@ -41,56 +41,70 @@ const clusterPullBytes = 32 << 20
 // orderPullBatch is the batch of the partitions' pull requests.
 const orderPullBatch = 64
 
-// dispatch fetches deliveries into the fair queue (fair.go) while it has
-// room: it waits for a free place (one per delivery held, queued or
-// running), takes every place free, and asks the server for as many
-// deliveries (a pull request, answered as they come, for up to fetchWait).
-// Once Close was called, those that still come are handed back.
+// dispatch fetches the deliveries of one source into the fair queue
+// (fair.go) while it has room: it waits for a free place (one per delivery
+// held, queued or running, Workers per source), takes every place free, and
+// asks the server for as many deliveries (a pull request, answered as they
+// come, for up to fetchWait). Once Close was called, those that still come
+// are handed back. It ends, for a tenant's source, when its consumer is
+// gone (deleted as idle).
 //
 // A pull request per round, not the client's continuous iterator: the
 // iterator's buffer is as large as what it asks for and stays full while
 // every worker is busy, so the server's status messages found no room and
 // were dropped; losing the end of a request, it waited for deliveries that
 // never came, and under a flood the workers stood still, for good.
-func (r *Runner) dispatch(cons jetstream.Consumer) {
+func (r *Runner) dispatch(src *source) {
 	defer r.loops.Done()
+	defer r.dropSource(src)
 	for {
 		select {
-		case r.held <- struct{}{}:
+		case src.held <- struct{}{}:
 		case <-r.closing:
+			return
+		case <-src.ctx.Done():
 			return
 		}
 		places := 1
 	free:
-		for places < cap(r.held) {
+		for places < cap(src.held) {
 			select {
-			case r.held <- struct{}{}:
+			case src.held <- struct{}{}:
 				places++
 			default:
 				break free
 			}
 		}
 		if r.queue.full() {
-			// Bodies enough queued: wait for one to start.
+			// Bodies enough queued: wait for one to start (the signal goes
+			// to one source of several: the others look again soon).
 			for range places {
-				<-r.held
+				<-src.held
 			}
+			t := time.NewTimer(100 * time.Millisecond)
 			select {
 			case <-r.dequeued:
+			case <-t.C:
 			case <-r.closing:
+				t.Stop()
 				return
 			}
+			t.Stop()
 			continue
 		}
-		places -= r.fetch(cons, places)
-		for range places {
-			<-r.held
+		queued, gone := r.fetch(src, places)
+		for range places - queued {
+			<-src.held
+		}
+		if gone || src.ctx.Err() != nil {
+			return
 		}
 	}
 }
 
-// fetch asks for up to n deliveries and queues each, holding a place, as it
-// comes; it returns how many it queued.
+// fetch asks src for up to n deliveries and queues each, holding a place,
+// as it comes; it returns how many it queued, and gone when the source's
+// consumer no longer exists (a tenant's, deleted as idle).
 //
 // In a cluster the request bounds the count only, never the bytes: a
 // replicated consumer sends a delivery once its replicas agreed on it, but
@@ -101,8 +115,8 @@ func (r *Runner) dispatch(cons jetstream.Consumer) {
 // bounded instead so that the largest deliveries fit clusterPullBytes. The
 // embedded server's consumers are not replicated: there the bytes bound
 // keeps its order and costs no place.
-func (r *Runner) fetch(cons jetstream.Consumer, n int) (queued int) {
-	ctx, cancel := context.WithTimeout(r.take.ctx, fetchWait)
+func (r *Runner) fetch(src *source, n int) (queued int, gone bool) {
+	ctx, cancel := context.WithTimeout(src.ctx, fetchWait)
 	defer cancel()
 	opts := []jetstream.FetchOpt{jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(fetchHeartbeat)}
 	if r.cfg.Embedded {
@@ -110,30 +124,39 @@ func (r *Runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 	} else if most := clusterPullBytes / max(r.cfg.Conn.MaxPayload(), 1); int64(n) > most {
 		n = int(max(most, 1))
 	}
-	batch, err := cons.Fetch(n, opts...)
+	batch, err := src.cons.Fetch(n, opts...)
 	if err != nil {
+		if src.tenant && consumerGone(err) {
+			return 0, true
+		}
 		if !r.isClosed() {
 			r.cfg.Logger.Warn("inbox: taking deliveries", "error", err)
 			time.Sleep(100 * time.Millisecond)
 		}
-		return 0
+		return 0, false
 	}
 	for msg := range batch.Messages() {
-		tenant := ""
+		m := queuedMsg{msg: msg, src: src}
 		if h := msg.Headers(); h != nil {
-			tenant = h.Get(stored.HeaderTenant)
+			m.tenant = h.Get(stored.HeaderTenant)
 		}
-		if !r.queue.push(msg, tenant) {
+		if meta, err := msg.Metadata(); err == nil && !src.created.IsZero() {
+			m.check = meta.Timestamp.Before(src.created.Add(createdSlack))
+		}
+		if !r.queue.push(m) {
 			_ = msg.Nak() // Close was called
 			continue
 		}
 		queued++
 	}
 	if err := batch.Error(); err != nil && !r.isClosed() && !fetchEnded(err) {
+		if src.tenant && consumerGone(err) {
+			return queued, true
+		}
 		r.cfg.Logger.Warn("inbox: taking deliveries", "error", err)
 		time.Sleep(100 * time.Millisecond)
 	}
-	return queued
+	return queued, false
 }
 
 // schedule starts the queued deliveries, each on its own goroutine, while a
@@ -142,9 +165,9 @@ func (r *Runner) fetch(cons jetstream.Consumer, n int) (queued int) {
 func (r *Runner) schedule() {
 	defer r.loops.Done()
 	defer func() {
-		for _, msg := range r.queue.close() {
-			_ = msg.Nak()
-			<-r.held
+		for _, m := range r.queue.close() {
+			_ = m.msg.Nak()
+			<-m.src.held
 		}
 	}()
 	for {
@@ -170,18 +193,18 @@ func (r *Runner) schedule() {
 		if !r.begin() {
 			_ = m.msg.Nak()
 			r.queue.done(m.tenant)
-			<-r.held
+			<-m.src.held
 			<-r.sem
 			return
 		}
 		go func() {
 			defer func() {
 				r.queue.done(m.tenant)
-				<-r.held
+				<-m.src.held
 				<-r.sem
 				r.active.Done()
 			}()
-			r.handle(m.msg)
+			r.handleChecked(m.msg, m.check)
 		}()
 	}
 }
@@ -257,7 +280,12 @@ func (r *Runner) handBack(it jetstream.MessagesContext) {
 
 // handle runs one stored delivery's handlers and settles it: ack, a retry
 // after the next delay, or the dead letters.
-func (r *Runner) handle(msg jetstream.Msg) {
+func (r *Runner) handle(msg jetstream.Msg) { r.handleChecked(msg, false) }
+
+// handleChecked is handle; check makes it read the delivery's status even
+// on its first delivery by its consumer (one stored before the consumer was
+// made, which may have run under an earlier consumer of its subject).
+func (r *Runner) handleChecked(msg jetstream.Msg, check bool) {
 	ctx := r.handlers.ctx
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -288,7 +316,7 @@ func (r *Runner) handle(msg jetstream.Msg) {
 	// may have run and been settled, and running it again would write over
 	// its attempts. It waits as it would for a status it could not write.
 	var st *stored.Status
-	if meta.NumDelivered > 1 || h.Get(stored.HeaderKey) != "" || token == "n" || seq <= r.startSeq {
+	if check || meta.NumDelivered > 1 || h.Get(stored.HeaderKey) != "" || token == "n" || seq <= r.startSeq {
 		if st, err = r.cfg.Intake.ReadStatus(ctx, key); err != nil {
 			r.statusUnread(key, err)
 			_ = msg.NakWithDelay(statusRetryDelay)

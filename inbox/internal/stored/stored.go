@@ -86,6 +86,20 @@ const StoreToken = "q"
 // subjects end in StoreToken, so none can be mistaken for another.
 func PartitionToken(p int) string { return "p" + strconv.Itoa(p) }
 
+// OverflowToken starts the subjects of the deliveries a tenant stores
+// while it has a backlog: <Name>.in.t.<TenantDigest>.q, one subject per such
+// tenant (package overflow). The workers' consumer takes one or two tokens
+// after <Name>.in., so it never takes these three.
+const OverflowToken = "t"
+
+// TenantDigest is the subject token of tenant among the overflow subjects:
+// 16 hex digits of its SHA-256 (tenant names are not all subject tokens; ""
+// is the group of the deliveries without a tenant).
+func TenantDigest(tenant string) string {
+	sum := sha256.Sum256([]byte(tenant))
+	return hex.EncodeToString(sum[:8])
+}
+
 // ValidPartitionToken reports whether p is a partition's token as
 // PartitionToken writes it.
 func ValidPartitionToken(p string) bool {
