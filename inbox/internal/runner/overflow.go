@@ -33,8 +33,8 @@ const (
 )
 
 // overflowIdle is how long a tenant's consumer has nothing pending before
-// it is deleted; a variable for the tests.
-var overflowIdle = 10 * time.Minute
+// it is deleted (Runner.idleAfter, which the tests shorten).
+const overflowIdle = 10 * time.Minute
 
 // source is a consumer the runner fetches from: the workers' consumer or a
 // tenant's.
@@ -122,7 +122,7 @@ func (r *Runner) scanOverflow(ctx context.Context, first bool) (map[string]bool,
 	live := map[string]bool{}
 	names := map[string]bool{}
 	for _, ci := range found {
-		if idle(ci) {
+		if idle(ci, r.idleAfter) {
 			if err := r.cfg.Inbox.DeleteConsumer(ctx, ci.Name); err == nil {
 				r.cfg.Logger.Debug("inbox: deleted an idle tenant's consumer", "consumer", ci.Name)
 				continue
@@ -172,8 +172,8 @@ func (r *Runner) scanOverflow(ctx context.Context, first bool) (map[string]bool,
 }
 
 // idle reports a tenant's consumer with nothing to hand out or waiting for
-// its end, and no activity for overflowIdle.
-func idle(ci *jetstream.ConsumerInfo) bool {
+// its end, and no activity for after.
+func idle(ci *jetstream.ConsumerInfo, after time.Duration) bool {
 	if ci.NumPending > 0 || ci.NumAckPending > 0 {
 		return false
 	}
@@ -183,7 +183,7 @@ func idle(ci *jetstream.ConsumerInfo) bool {
 			last = *t
 		}
 	}
-	return time.Since(last) > overflowIdle
+	return time.Since(last) > after
 }
 
 // reconcileOverflow makes again the consumer of each tenant's subject that

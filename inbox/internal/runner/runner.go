@@ -116,6 +116,8 @@ type Runner struct {
 	closing chan struct{}      // closed by StopTaking
 	running map[string]bool    // keys of deliveries whose handlers run here
 	sources map[string]*source // the tenants' sources fetched from, by consumer name (overflow.go)
+	// idleAfter: a tenant's consumer idle this long is deleted (overflow.go).
+	idleAfter time.Duration
 }
 
 // taking is a context and its cancel, with the consumers' iterators it ends.
@@ -137,8 +139,8 @@ func New(cfg Config) *Runner {
 	}
 	return &Runner{cfg: cfg, sem: make(chan struct{}, cfg.Workers),
 		queue: newFairQueue(), dequeued: make(chan struct{}, 1), running: map[string]bool{},
-		sources: map[string]*source{},
-		take:    newTaking(), handlers: newTaking(), closing: make(chan struct{})}
+		sources: map[string]*source{}, idleAfter: overflowIdle,
+		take: newTaking(), handlers: newTaking(), closing: make(chan struct{})}
 }
 
 // WorkersConsumer names the consumer of the unordered deliveries of the
