@@ -156,13 +156,20 @@
 // The workers are shared among the tenants with deliveries waiting: each
 // worker that frees up takes the next delivery of the tenant with the
 // fewest running (see Options.Workers), so that one tenant's backlog holds
-// no more than its share; with OrderBy, each key's deliveries still run one
-// at a time, in stored order.
+// no more than its share, however deep; with OrderBy, each key's deliveries
+// still run one at a time, in stored order. A tenant (those without one
+// form a group) with 8 deliveries from one receiver waiting on the shared
+// subject stores its next ones on its own, Name.in.t.<digest>.q, whose
+// consumer (Name_T_<digest>, deleted after 10 idle minutes) every runner
+// fetches from in turn with the workers', until it has none left (package
+// inbox/internal/overflow): another tenant's delivery waits for a free
+// worker, not for the backlog, embedded, in a cluster and in a fleet.
 //
 // # Layout
 //
-// Deliveries are stored on a few subjects (Name.in.q, and Name.in.p<N>.q per
-// partition), not one per delivery: JetStream keeps an index entry in memory
+// Deliveries are stored on a few subjects (Name.in.q, Name.in.p<N>.q per
+// partition, Name.in.t.<digest>.q per tenant with a backlog), not one per
+// delivery: JetStream keeps an index entry in memory
 // for every subject of a stream (about 110 bytes). A delivery is found by id
 // through the inbox's records of it, keyed by its id: its status (Name_STATUS,
 // kept MaxAge, with the sequence of the copy that ran last) and its dedupe

@@ -134,11 +134,10 @@ type Options struct {
 	// as many as the greater of Workers and OrderPartitions). When several tenants (webhooks.Tenants) have
 	// deliveries waiting, each worker that frees up takes one of the tenant
 	// with the fewest running, so that a tenant's backlog holds no more
-	// than its share of the workers; to see the others' deliveries behind
-	// a backlog, the embedded runner holds up to 32 deliveries per worker
-	// (and 32 MiB of bodies) fetched ahead, queued by tenant (in a cluster
-	// none yet: there the share holds among those fetched at once). Zero:
-	// 4 × GOMAXPROCS.
+	// than its share of the workers, however deep, embedded, in a cluster
+	// and in a fleet: a tenant with a backlog stores on a subject of its
+	// own, which the runners fetch from in turn with the others (see
+	// Tenants in the package documentation). Zero: 4 × GOMAXPROCS.
 	Workers int
 	// RetryDelays are the waits between a failed attempt and the next; after
 	// the attempt that follows the last delay fails, the delivery is a dead
