@@ -148,7 +148,7 @@ type Options struct {
 	// time a receiver that died (or lost its connection) keeps its
 	// deliveries, and its ordered keys, before they run elsewhere. An
 	// embedded inbox hands back the leases of the process before it at
-	// Open. The deliveries fetched ahead and waiting for a worker (see
+	// Open. The deliveries fetched and waiting for a worker (see
 	// Workers) have their leases renewed the same way. Zero:
 	// DefaultAckWait.
 	AckWait time.Duration
