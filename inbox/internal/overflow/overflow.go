@@ -171,6 +171,11 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 			r.reading = false
 			if err == nil {
 				r.handedOut, r.readAt = max(r.handedOut, n), time.Now()
+				for _, x := range r.tenants {
+					if x != t {
+						r.prune(x) // forgets the tenants with none waiting
+					}
+				}
 			}
 			if r.prune(t) < Threshold {
 				r.mu.Unlock()
