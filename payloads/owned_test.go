@@ -2,12 +2,15 @@ package payloads
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"forgehooks.dev/forgehooks/internal/corpus"
+	"forgehooks.dev/forgehooks/internal/jsonscan"
 	codec "forgehooks.dev/forgehooks/payloads/codec"
 )
 
@@ -128,4 +131,69 @@ func stringsInto(v reflect.Value, b []byte) (in, out int) {
 	}
 	walk(v)
 	return in, out
+}
+
+// BenchmarkPushBeside is the load run's payload (the corpus median push,
+// 7,124 bytes) read each way a receiver reads it, in one run: the HMAC every
+// receiver computes, the raw receiver's validating scan, and the typed
+// decode from a caller's bytes (Parse: its strings share one copy of them)
+// and from bytes handed over (codec.Owned, the middleware's: no copy).
+func BenchmarkPushBeside(b *testing.B) {
+	body := corpus.Body(corpus.MedianPush)
+	if body == nil {
+		b.Fatal(corpus.MedianPush, " is not in the corpus")
+	}
+	rows := []struct {
+		name string
+		read func() error
+	}{
+		{"read=hmac", func() error {
+			m := hmac.New(sha256.New, []byte("forgehooks-bench-secret"))
+			m.Write(body)
+			var sum [sha256.Size]byte
+			m.Sum(sum[:0])
+			return nil
+		}},
+		{"read=scan", func() error { _, err := jsonscan.Scan(body); return err }},
+		{"read=decode-bytes", func() error { _, err := parse("push", codec.Bytes(body)); return err }},
+		{"read=decode-owned", func() error { _, err := parse("push", codec.Owned(body)); return err }},
+	}
+	for _, row := range rows {
+		b.Run(row.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := row.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzOwned: on any name and body, a parse of codec.Owned bytes agrees with
+// Parse (the same error or none, deeply equal values), and leaves the bytes
+// as they were.
+func FuzzOwned(f *testing.F) {
+	for _, ex := range corpus.All() {
+		if len(ex.Body) < 2500 {
+			f.Add(ex.Event, ex.Body)
+		}
+	}
+	f.Add("issues", []byte(`{"action":"opened","issue":{"title":"a\"b","id":1}}`))
+	f.Add("push", []byte(`{"ref":"refs/heads/\u00e9","ref":"x"}`))
+	f.Fuzz(func(t *testing.T, name string, body []byte) {
+		want, werr := Parse(name, body)
+		in := bytes.Clone(body)
+		got, gerr := parse(name, codec.Owned(in))
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("Parse(%q, %q): error %v; Owned: %v", name, body, werr, gerr)
+		}
+		if !bytes.Equal(in, body) {
+			t.Fatalf("parsing Owned bytes changed them: %q, was %q", in, body)
+		}
+		if werr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("Parse(%q, %q) = %#v; Owned: %#v", name, body, want, got)
+		}
+	})
 }
