@@ -16,8 +16,10 @@ type Decoder struct {
 	// none). ok false (an invalid payload, one the decoder refuses, or one it
 	// cannot vouch for in one pass) leaves the delivery to the usual way: a
 	// validating scan, and a decode when a handler asks for it. A panic in
-	// Decode counts as ok false.
-	Decode func(payload []byte) (v any, action string, ok bool)
+	// Decode counts as ok false. owned is Event.PayloadOwned of the delivery:
+	// true, v may share payload's bytes; false, it must not (the caller of
+	// Receive may reuse them).
+	Decode func(payload []byte, owned bool) (v any, action string, ok bool)
 }
 
 // DecodingRegistrar is what registers a handler together with its Decoder:

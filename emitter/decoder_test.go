@@ -19,7 +19,7 @@ type fakeDecoder struct {
 }
 
 func (f *fakeDecoder) decoder() Decoder {
-	return Decoder{Key: "typed", Decode: func(p []byte) (any, string, bool) {
+	return Decoder{Key: "typed", Decode: func(p []byte, _ bool) (any, string, bool) {
 		f.calls.Add(1)
 		if f.panics {
 			panic("decoder bug")
@@ -195,5 +195,74 @@ func TestMemoKeys(t *testing.T) {
 	}
 	if v, _ := e.Memo("other", func() (any, error) { return "computed", nil }); v != "computed" {
 		t.Errorf("Memo of another key after set = %v", v)
+	}
+}
+
+// TestReceiveOwned: ReceiveOwned tells the decoder and every handler that
+// the payload is owned; Receive does not, even given an Event a handler of
+// an owned delivery passes on; a transformed Event is not owned.
+func TestReceiveOwned(t *testing.T) {
+	t.Parallel()
+	payload := []byte(`{"ok":1}`)
+	for _, tc := range []struct {
+		name      string
+		transform bool
+		receive   func(em *Emitter, e Event) error
+		owned     bool
+	}{
+		{"Receive", false, func(em *Emitter, e Event) error { return em.Receive(context.Background(), e) }, false},
+		{"ReceiveOwned", false, func(em *Emitter, e Event) error { return em.ReceiveOwned(context.Background(), e) }, true},
+		{"ReceiveOwned transformed", true, func(em *Emitter, e Event) error { return em.ReceiveOwned(context.Background(), e) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var opts Options
+			if tc.transform {
+				opts.Transform = func(_ context.Context, e Event) (Event, error) { return e, nil }
+			}
+			em := New(opts)
+			var mu sync.Mutex
+			var decoded, handled []bool
+			em.OnDecoded("push", Decoder{Key: "typed", Decode: func(_ []byte, owned bool) (any, string, bool) {
+				mu.Lock()
+				decoded = append(decoded, owned)
+				mu.Unlock()
+				return "decoded", "", true
+			}}, func(_ context.Context, e Event) error {
+				mu.Lock()
+				handled = append(handled, e.PayloadOwned())
+				mu.Unlock()
+				return nil
+			})
+			var passed Event
+			em.OnAny(func(_ context.Context, e Event) error {
+				mu.Lock()
+				defer mu.Unlock()
+				passed = e
+				return nil
+			})
+			if err := tc.receive(em, Event{ID: "1", Name: "push", Payload: payload}); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			again := passed
+			want := []bool{tc.owned}
+			if tc.transform {
+				want = nil // the decoder is not used with a Transform
+			}
+			if !slices.Equal(decoded, want) || !slices.Equal(handled, []bool{tc.owned}) {
+				t.Errorf("decoder saw owned %v, handler %v; want %v and [%v]", decoded, handled, want, tc.owned)
+			}
+			decoded, handled = nil, nil
+			mu.Unlock()
+			if err := em.Receive(context.Background(), again); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if slices.Contains(decoded, true) || slices.Contains(handled, true) {
+				t.Errorf("an Event passed on to Receive: decoder saw owned %v, handler %v", decoded, handled)
+			}
+		})
 	}
 }

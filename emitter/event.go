@@ -15,7 +15,10 @@ type Event struct {
 	// Name is the event name (the forge's event header), such as "issues". Handlers
 	// registered for "issues.opened" see Name "issues" too.
 	Name string
-	// Payload is the delivery body, a JSON object, as received.
+	// Payload is the delivery body, a JSON object, as received. Handlers must
+	// not modify it: every handler of the delivery gets the same bytes, and
+	// typed payloads decoded from a payload received with ReceiveOwned (every
+	// body the webhooks middleware reads) share them (see PayloadOwned).
 	Payload json.RawMessage
 
 	// memo is shared by every handler of one delivery, so that a payload is decoded
@@ -28,6 +31,8 @@ type Event struct {
 	// Transform, say) is scanned afresh.
 	scanned json.RawMessage
 	scan    jsonscan.Result
+	// owned says that Payload came in through ReceiveOwned.
+	owned bool
 	// (A Decoder's action is kept in memo instead: an Event over 128 bytes
 	// would cost each handler's goroutine an allocation more.)
 }
@@ -58,6 +63,13 @@ func (e Event) Action() string {
 	}
 	return res.String(e.Payload)
 }
+
+// PayloadOwned reports whether the Event's Payload was handed over to the
+// emitter (ReceiveOwned): nothing modifies or reuses its bytes for as long
+// as any value made from them lives, so that a decoder may share them (a
+// generated payload package's strings then point into Payload instead of a
+// copy of it). False outside Receive and for a transformed Event.
+func (e Event) PayloadOwned() bool { return e.owned }
 
 // Memo returns the value that fn computes for this delivery under key, calling fn
 // at most once per delivery and key however many handlers ask, concurrently or not.

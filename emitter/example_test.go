@@ -66,3 +66,23 @@ func ExampleEmitter_RemoveListener() {
 	// saw star
 	// true
 }
+
+// A program that reads each delivery into a buffer of its own, and never
+// reuses it, hands it over with ReceiveOwned: typed payloads then share the
+// buffer's bytes instead of copying them. A buffer the caller reuses (a
+// pooled one, say) goes through Receive.
+func ExampleEmitter_ReceiveOwned() {
+	em := emitter.New(emitter.Options{})
+	em.On("ping", func(ctx context.Context, e emitter.Event) error {
+		fmt.Println("owned:", e.PayloadOwned())
+		return nil
+	})
+	body := []byte(`{"zen":"Keep it simple."}`) // read for this delivery alone
+	em.ReceiveOwned(context.Background(), emitter.Event{ID: "d3", Name: "ping", Payload: body})
+
+	reused := []byte(`{"zen":"Keep it simple."}`) // overwritten by the next delivery
+	em.Receive(context.Background(), emitter.Event{ID: "d4", Name: "ping", Payload: reused})
+	// Output:
+	// owned: true
+	// owned: false
+}

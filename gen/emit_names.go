@@ -37,12 +37,17 @@ func (g *generator) namesFile(f *jen.File) {
 		"unknown-action type; both keep the whole payload. The error, a *DecodeError, is only for a body that is " +
 		"not a JSON object or does not fit the schema."))
 	f.Func().Id("Parse").Params(jen.Id("name").String(), jen.Id("body").Index().Byte()).Params(jen.Id("Payload"), jen.Error()).Block(
+		jen.Return(jen.Id("parse").Call(jen.Id("name"), g.rt("Bytes").Call(jen.Id("body")))),
+	)
+	f.Line()
+	f.Add(doc("parse is Parse of in, which the package's tests also give as codec.Owned."))
+	f.Func().Id("parse").Params(jen.Id("name").String(), jen.Id("in").Add(g.rt("Input"))).Params(jen.Id("Payload"), jen.Error()).Block(
 		jen.Switch(jen.Id("name")).BlockFunc(func(sw *jen.Group) {
 			for _, ep := range g.plan.events {
-				sw.Case(jen.Lit(ep.Name)).Block(jen.Return(g.in(eventType(ep), parseFunc(ep)).Call(jen.Id("body"))))
+				sw.Case(jen.Lit(ep.Name)).Block(jen.Return(g.in(eventType(ep), parseFunc(ep)).Call(jen.Id("in"))))
 			}
 		}),
-		jen.Return(g.rt("ParseUnknownEvent").Call(jen.Id("name"), jen.Id("body"))),
+		jen.Return(g.rt("ParseUnknownEvent").Call(jen.Id("name"), jen.Id("in"))),
 	)
 }
 

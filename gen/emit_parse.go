@@ -21,9 +21,9 @@ func (g *generator) parseFile(f *jen.File) {
 	for _, ep := range g.pkg.events {
 		f.Line()
 		f.Add(doc(fmt.Sprintf("%s decodes the payload of %s %q delivery, for payloads.Parse.", parseFunc(ep), article(ep.Name), ep.Name)))
-		fn := f.Func().Id(parseFunc(ep)).Params(jen.Id("body").Index().Byte()).Params(g.rt("Payload"), jen.Error())
+		fn := f.Func().Id(parseFunc(ep)).Params(jen.Id("in").Add(g.rt("Input"))).Params(g.rt("Payload"), jen.Error())
 		if ep.Struct != nil {
-			fn.Block(append([]jen.Code{jen.Id("d").Op(":=").Add(g.rt("NewDecoder")).Call(jen.Id("body"))},
+			fn.Block(append([]jen.Code{jen.Id("d").Op(":=").Id("in").Dot("Decoder").Call()},
 				decoded(ep.Struct.GoName, jen.Op("&").Id("d"))...)...)
 			continue
 		}
@@ -31,7 +31,7 @@ func (g *generator) parseFile(f *jen.File) {
 		// its own in the common case, then calls the decode function, which
 		// switches on it.
 		dec := "decode" + eventType(ep)
-		fn.Block(jen.Return(g.rt("ParseByAction").Call(jen.Id("body"), jen.Id(dec))))
+		fn.Block(jen.Return(g.rt("ParseByAction").Call(jen.Id("in"), jen.Id(dec))))
 		f.Line()
 		f.Func().Id(dec).Params(jen.Id("action").Index().Byte(), jen.Id("d").Op("*").Add(g.rt("Decoder"))).Params(g.rt("Payload"), jen.Error()).Block(
 			jen.Switch(jen.String().Parens(jen.Id("action"))).BlockFunc(func(gr *jen.Group) {

@@ -42,7 +42,7 @@ const runtimePath = "forgehooks.dev/forgehooks/payloads/codec"
 // every generated package but names references codec.IsVersion<N> (see
 // runtimeVersionCheck), which the runtime declares as an int while it serves
 // that version. It goes up with the runtime's.
-const runtimeVersion = 1
+const runtimeVersion = 2
 
 // runtimeVersionCheck writes the reference to the runtime's version
 // constant, with the comment a reader of a failed build lands on.

@@ -21,7 +21,7 @@
 // by aliases; every alias's doc lists its type's fields and methods.
 //
 // Every generated package but names references the version constant of the
-// runtime it was generated for (const _ int = codec.IsVersion1, of package
+// runtime it was generated for (const _ int = codec.IsVersion2, of package
 // forgehooks.dev/forgehooks/payloads/codec): built with a forgehooks whose
 // runtime moved on, it fails to compile with the compiler quoting
 // "regenerate this package"; regenerate it with that version's gen.

@@ -16,6 +16,14 @@
 // has, and only when one of them runs. Parse decodes a payload without an
 // emitter. EmitterEventNames lists every event and event.action name.
 //
+// A handler may keep its payload, or any part of it, for as long as it likes:
+// nothing reuses a decoded value. Its strings are substrings of the delivery's
+// body rather than values of their own: of the body itself for a delivery the
+// webhooks middleware read (emitter.Event.PayloadOwned; no handler may modify
+// a payload's bytes), and of one copy of it for Parse and for a payload given
+// to Receive, whose caller may reuse its buffer. So a kept string keeps the
+// body alive; a body over 256 KiB gets strings of their own instead.
+//
 // Every struct has nil-safe getters for the members handlers reach for
 // (GetAction, GetInstallation, GetRepository, GetSender, GetOrganization,
 // GetEnterprise) and for each optional scalar, which returns the value or its

@@ -50,161 +50,166 @@ func SentBy(name, variant string) bool {
 // unknown-action type; both keep the whole payload. The error, a *DecodeError,
 // is only for a body that is not a JSON object or does not fit the schema.
 func Parse(name string, body []byte) (Payload, error) {
+	return parse(name, codec.Bytes(body))
+}
+
+// parse is Parse of in, which the package's tests also give as codec.Owned.
+func parse(name string, in codec.Input) (Payload, error) {
 	switch name {
 	case "branch_protection_configuration":
-		return events_b.ParseBranchProtectionConfigurationEvent(body)
+		return events_b.ParseBranchProtectionConfigurationEvent(in)
 	case "branch_protection_rule":
-		return events_b.ParseBranchProtectionRuleEvent(body)
+		return events_b.ParseBranchProtectionRuleEvent(in)
 	case "check_run":
-		return events_c.ParseCheckRunEvent(body)
+		return events_c.ParseCheckRunEvent(in)
 	case "check_suite":
-		return events_c.ParseCheckSuiteEvent(body)
+		return events_c.ParseCheckSuiteEvent(in)
 	case "code_scanning_alert":
-		return events_c.ParseCodeScanningAlertEvent(body)
+		return events_c.ParseCodeScanningAlertEvent(in)
 	case "commit_comment":
-		return events_c.ParseCommitCommentEvent(body)
+		return events_c.ParseCommitCommentEvent(in)
 	case "create":
-		return events_c.ParseCreateEvent(body)
+		return events_c.ParseCreateEvent(in)
 	case "custom_property":
-		return events_c.ParseCustomPropertyEvent(body)
+		return events_c.ParseCustomPropertyEvent(in)
 	case "custom_property_values":
-		return events_c.ParseCustomPropertyValuesEvent(body)
+		return events_c.ParseCustomPropertyValuesEvent(in)
 	case "delete":
-		return events_d.ParseDeleteEvent(body)
+		return events_d.ParseDeleteEvent(in)
 	case "dependabot_alert":
-		return events_d.ParseDependabotAlertEvent(body)
+		return events_d.ParseDependabotAlertEvent(in)
 	case "deploy_key":
-		return events_d.ParseDeployKeyEvent(body)
+		return events_d.ParseDeployKeyEvent(in)
 	case "deployment":
-		return events_d.ParseDeploymentEvent(body)
+		return events_d.ParseDeploymentEvent(in)
 	case "deployment_protection_rule":
-		return events_d.ParseDeploymentProtectionRuleEvent(body)
+		return events_d.ParseDeploymentProtectionRuleEvent(in)
 	case "deployment_review":
-		return events_d.ParseDeploymentReviewEvent(body)
+		return events_d.ParseDeploymentReviewEvent(in)
 	case "deployment_status":
-		return events_d.ParseDeploymentStatusEvent(body)
+		return events_d.ParseDeploymentStatusEvent(in)
 	case "discussion":
-		return events_d.ParseDiscussionEvent(body)
+		return events_d.ParseDiscussionEvent(in)
 	case "discussion_comment":
-		return events_d.ParseDiscussionCommentEvent(body)
+		return events_d.ParseDiscussionCommentEvent(in)
 	case "dismissal_request_dependabot":
-		return events_d.ParseDismissalRequestDependabotEvent(body)
+		return events_d.ParseDismissalRequestDependabotEvent(in)
 	case "fork":
-		return events_f.ParseForkEvent(body)
+		return events_f.ParseForkEvent(in)
 	case "github_app_authorization":
-		return events_g.ParseGithubAppAuthorizationEvent(body)
+		return events_g.ParseGithubAppAuthorizationEvent(in)
 	case "gollum":
-		return events_g.ParseGollumEvent(body)
+		return events_g.ParseGollumEvent(in)
 	case "installation":
-		return events_i.ParseInstallationEvent(body)
+		return events_i.ParseInstallationEvent(in)
 	case "installation_repositories":
-		return events_i.ParseInstallationRepositoriesEvent(body)
+		return events_i.ParseInstallationRepositoriesEvent(in)
 	case "installation_target":
-		return events_i.ParseInstallationTargetEvent(body)
+		return events_i.ParseInstallationTargetEvent(in)
 	case "issue_comment":
-		return events_i.ParseIssueCommentEvent(body)
+		return events_i.ParseIssueCommentEvent(in)
 	case "issue_dependencies":
-		return events_i.ParseIssueDependenciesEvent(body)
+		return events_i.ParseIssueDependenciesEvent(in)
 	case "issue_relates_to":
-		return events_i.ParseIssueRelatesToEvent(body)
+		return events_i.ParseIssueRelatesToEvent(in)
 	case "issues":
-		return events_i.ParseIssuesEvent(body)
+		return events_i.ParseIssuesEvent(in)
 	case "label":
-		return events_l.ParseLabelEvent(body)
+		return events_l.ParseLabelEvent(in)
 	case "marketplace_purchase":
-		return events_m.ParseMarketplacePurchaseEvent(body)
+		return events_m.ParseMarketplacePurchaseEvent(in)
 	case "member":
-		return events_m.ParseMemberEvent(body)
+		return events_m.ParseMemberEvent(in)
 	case "membership":
-		return events_m.ParseMembershipEvent(body)
+		return events_m.ParseMembershipEvent(in)
 	case "merge_group":
-		return events_m.ParseMergeGroupEvent(body)
+		return events_m.ParseMergeGroupEvent(in)
 	case "meta":
-		return events_m.ParseMetaEvent(body)
+		return events_m.ParseMetaEvent(in)
 	case "milestone":
-		return events_m.ParseMilestoneEvent(body)
+		return events_m.ParseMilestoneEvent(in)
 	case "org_block":
-		return events_o.ParseOrgBlockEvent(body)
+		return events_o.ParseOrgBlockEvent(in)
 	case "organization":
-		return events_o.ParseOrganizationEvent(body)
+		return events_o.ParseOrganizationEvent(in)
 	case "package":
-		return events_p.ParsePackageEvent(body)
+		return events_p.ParsePackageEvent(in)
 	case "page_build":
-		return events_p.ParsePageBuildEvent(body)
+		return events_p.ParsePageBuildEvent(in)
 	case "personal_access_token_request":
-		return events_p.ParsePersonalAccessTokenRequestEvent(body)
+		return events_p.ParsePersonalAccessTokenRequestEvent(in)
 	case "ping":
-		return events_p.ParsePingEvent(body)
+		return events_p.ParsePingEvent(in)
 	case "project":
-		return events_p.ParseProjectEvent(body)
+		return events_p.ParseProjectEvent(in)
 	case "project_card":
-		return events_p.ParseProjectCardEvent(body)
+		return events_p.ParseProjectCardEvent(in)
 	case "project_column":
-		return events_p.ParseProjectColumnEvent(body)
+		return events_p.ParseProjectColumnEvent(in)
 	case "projects_v2":
-		return events_p.ParseProjectsV2Event(body)
+		return events_p.ParseProjectsV2Event(in)
 	case "projects_v2_item":
-		return events_p.ParseProjectsV2ItemEvent(body)
+		return events_p.ParseProjectsV2ItemEvent(in)
 	case "projects_v2_status_update":
-		return events_p.ParseProjectsV2StatusUpdateEvent(body)
+		return events_p.ParseProjectsV2StatusUpdateEvent(in)
 	case "public":
-		return events_p.ParsePublicEvent(body)
+		return events_p.ParsePublicEvent(in)
 	case "pull_request":
-		return events_p.ParsePullRequestEvent(body)
+		return events_p.ParsePullRequestEvent(in)
 	case "pull_request_review":
-		return events_p.ParsePullRequestReviewEvent(body)
+		return events_p.ParsePullRequestReviewEvent(in)
 	case "pull_request_review_comment":
-		return events_p.ParsePullRequestReviewCommentEvent(body)
+		return events_p.ParsePullRequestReviewCommentEvent(in)
 	case "pull_request_review_thread":
-		return events_p.ParsePullRequestReviewThreadEvent(body)
+		return events_p.ParsePullRequestReviewThreadEvent(in)
 	case "push":
-		return events_p.ParsePushEvent(body)
+		return events_p.ParsePushEvent(in)
 	case "registry_package":
-		return events_r.ParseRegistryPackageEvent(body)
+		return events_r.ParseRegistryPackageEvent(in)
 	case "release":
-		return events_r.ParseReleaseEvent(body)
+		return events_r.ParseReleaseEvent(in)
 	case "repository":
-		return events_r.ParseRepositoryEvent(body)
+		return events_r.ParseRepositoryEvent(in)
 	case "repository_advisory":
-		return events_r.ParseRepositoryAdvisoryEvent(body)
+		return events_r.ParseRepositoryAdvisoryEvent(in)
 	case "repository_dispatch":
-		return events_r.ParseRepositoryDispatchEvent(body)
+		return events_r.ParseRepositoryDispatchEvent(in)
 	case "repository_import":
-		return events_r.ParseRepositoryImportEvent(body)
+		return events_r.ParseRepositoryImportEvent(in)
 	case "repository_ruleset":
-		return events_r.ParseRepositoryRulesetEvent(body)
+		return events_r.ParseRepositoryRulesetEvent(in)
 	case "repository_vulnerability_alert":
-		return events_r.ParseRepositoryVulnerabilityAlertEvent(body)
+		return events_r.ParseRepositoryVulnerabilityAlertEvent(in)
 	case "secret_scanning_alert":
-		return events_s.ParseSecretScanningAlertEvent(body)
+		return events_s.ParseSecretScanningAlertEvent(in)
 	case "secret_scanning_alert_location":
-		return events_s.ParseSecretScanningAlertLocationEvent(body)
+		return events_s.ParseSecretScanningAlertLocationEvent(in)
 	case "secret_scanning_scan":
-		return events_s.ParseSecretScanningScanEvent(body)
+		return events_s.ParseSecretScanningScanEvent(in)
 	case "security_advisory":
-		return events_s.ParseSecurityAdvisoryEvent(body)
+		return events_s.ParseSecurityAdvisoryEvent(in)
 	case "security_and_analysis":
-		return events_s.ParseSecurityAndAnalysisEvent(body)
+		return events_s.ParseSecurityAndAnalysisEvent(in)
 	case "sponsorship":
-		return events_s.ParseSponsorshipEvent(body)
+		return events_s.ParseSponsorshipEvent(in)
 	case "star":
-		return events_s.ParseStarEvent(body)
+		return events_s.ParseStarEvent(in)
 	case "status":
-		return events_s.ParseStatusEvent(body)
+		return events_s.ParseStatusEvent(in)
 	case "sub_issues":
-		return events_s.ParseSubIssuesEvent(body)
+		return events_s.ParseSubIssuesEvent(in)
 	case "team":
-		return events_t.ParseTeamEvent(body)
+		return events_t.ParseTeamEvent(in)
 	case "team_add":
-		return events_t.ParseTeamAddEvent(body)
+		return events_t.ParseTeamAddEvent(in)
 	case "watch":
-		return events_w.ParseWatchEvent(body)
+		return events_w.ParseWatchEvent(in)
 	case "workflow_dispatch":
-		return events_w.ParseWorkflowDispatchEvent(body)
+		return events_w.ParseWorkflowDispatchEvent(in)
 	case "workflow_job":
-		return events_w.ParseWorkflowJobEvent(body)
+		return events_w.ParseWorkflowJobEvent(in)
 	case "workflow_run":
-		return events_w.ParseWorkflowRunEvent(body)
+		return events_w.ParseWorkflowRunEvent(in)
 	}
-	return codec.ParseUnknownEvent(name, body)
+	return codec.ParseUnknownEvent(name, in)
 }

@@ -28,8 +28,11 @@ func wholeEvents() []string {
 // is the one the scan finds. It reports whether the decoder vouched.
 func checkWholeDecoder(t *testing.T, event string, body []byte) bool {
 	t.Helper()
-	dec := codec.WholeDecoder("forgehooks.dev/forgehooks/payloads", event, func(b []byte) (Payload, error) { return Parse(event, b) })
-	v, action, ok := dec.Decode(body)
+	dec := codec.WholeDecoder("forgehooks.dev/forgehooks/payloads", event, func(in codec.Input) (Payload, error) { return parse(event, in) })
+	v, action, ok := dec.Decode(body, false)
+	if vo, ao, oko := dec.Decode(body, true); oko != ok || ao != action || (vo == nil) != (v == nil) {
+		t.Fatalf("Decode(%q, %q) owned = %T, %q, %v; not owned %T, %q, %v", event, body, vo, ao, oko, v, action, ok)
+	}
 	if !ok {
 		if v != nil || action != "" {
 			t.Fatalf("Decode(%q, %q) = %v, %q, false: a value without ok", event, body, v, action)

@@ -17,7 +17,7 @@ import (
 // (before the answer, so that the answer sees its place free), which also
 // tells Close it is done.
 func (m *Middleware) receive(ctx context.Context, d Delivery, f *flight, oc *outcome) error {
-	err := m.w.emit(ctx, d)
+	err := m.w.emit(ctx, d, true) // the body readBody made for d alone
 	m.w.inFlight.finish(f)
 	if oc != nil {
 		oc.err = err

@@ -267,18 +267,25 @@ func (w *Webhooks) receive(ctx context.Context, d Delivery) error {
 		return emitter.ErrClosed
 	}
 	defer w.inFlight.finish(f)
-	return w.emit(ctx, d)
+	return w.emit(ctx, d, false)
 }
 
 // emit is the one way into the emitter, for the middleware, Receive and
 // VerifyAndReceive: it puts d in the handlers' context (DeliveryFrom) and
-// runs them. The caller has counted d for Close.
-func (w *Webhooks) emit(ctx context.Context, d Delivery) error {
+// runs them. The caller has counted d for Close. owned says that d.Payload
+// is a body the middleware read for this delivery alone, which nothing
+// modifies or reuses (emitter.Emitter.ReceiveOwned); a payload a caller
+// passed in may be its buffer to reuse.
+func (w *Webhooks) emit(ctx context.Context, d Delivery, owned bool) error {
 	em := w.handlers()
 	if d.Attempt == 0 {
 		d.Attempt = 1
 	}
-	return em.Receive(ContextWithDelivery(ctx, d), emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload})
+	e := emitter.Event{ID: d.ID, Name: d.Name, Payload: d.Payload}
+	if owned {
+		return em.ReceiveOwned(ContextWithDelivery(ctx, d), e)
+	}
+	return em.Receive(ContextWithDelivery(ctx, d), e)
 }
 
 // Sign returns payload's signature under the primary secret, as the forge

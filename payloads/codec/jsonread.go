@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"forgehooks.dev/forgehooks/internal/jsonscan"
 )
@@ -32,10 +33,11 @@ type Decoder struct {
 	// ParseByAction.
 	actions int
 
-	// src is a string copy of buf, made by the first string value decoded when
-	// buf is at most maxShared bytes long: string values without escapes are
-	// substrings of it, so that a payload's hundreds of strings cost one
-	// allocation instead of one each.
+	// src is buf as a string, when buf is at most maxShared bytes long:
+	// string values without escapes are substrings of it, so that a
+	// payload's hundreds of strings cost one allocation instead of one each,
+	// or none when the Input was Owned (src is then buf itself). Otherwise
+	// it is a copy, made by the first string value decoded.
 	src string
 	// Slabs that optional scalars point into, so that each does not cost an
 	// allocation of its own (see newOf).
@@ -757,6 +759,37 @@ func (d *Decoder) Since(start int) json.RawMessage {
 // NewDecoder returns a Decoder of the JSON document b, for a generated
 // UnmarshalJSON or parser.
 func NewDecoder(b []byte) Decoder { return Decoder{buf: b} }
+
+// Input is the payload a generated parser decodes: its bytes, and whether the
+// decoded string values may share them. Bytes makes the usual one, Owned the
+// one whose bytes nothing will ever modify.
+type Input struct {
+	buf []byte
+	src string // buf itself, for Owned
+}
+
+// Bytes is the Input of b as any caller has it: the decoded values share
+// nothing with b (their strings share one copy of it), so that b may be
+// reused or modified once the parser returns.
+func Bytes(b []byte) Input { return Input{buf: b} }
+
+// Owned is the Input of b for a caller that hands b over for good: nothing
+// modifies b, during the parse or after it, for as long as any value decoded
+// from it lives (a body read for one delivery alone, and handed to handlers
+// that must not modify it, as emitter.Event.Payload says). The decoded string
+// values are then substrings of b itself, not of a copy: a payload costs no
+// allocation for its strings at all. A b over maxShared bytes is read as Bytes
+// reads it, so that a string kept from a huge payload does not keep all of
+// it.
+func Owned(b []byte) Input {
+	if len(b) == 0 || len(b) > maxShared {
+		return Input{buf: b}
+	}
+	return Input{buf: b, src: unsafe.String(unsafe.SliceData(b), len(b))}
+}
+
+// Decoder returns a Decoder of the document in.
+func (in Input) Decoder() Decoder { return Decoder{buf: in.buf, src: in.src} }
 
 // Finish completes the decode of the whole document into a value of the type
 // typ names: err is what its decoder returned. Only white space may follow the

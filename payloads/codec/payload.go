@@ -23,7 +23,7 @@ func Decoded(p Payload, err error) (Payload, error) {
 	return p, nil
 }
 
-// ParseByAction decodes body with dec, which picks the struct of the payload's
+// ParseByAction decodes in with dec, which picks the struct of the payload's
 // action, in one pass over the bytes when it can: the forge writes "action" as
 // the first member, so that member is taken as the action and the payload
 // decoded at once, while the decoder counts the top-level "action" keys. Only
@@ -31,9 +31,10 @@ func Decoded(p Payload, err error) (Payload, error) {
 // first member is not a plain "action" string, or when decoding fails (so that
 // the error is the one the exact path gives), is the action found by a pass of
 // its own (actionOf) and the payload decoded again.
-func ParseByAction(body []byte, dec func(action []byte, d *Decoder) (Payload, error)) (Payload, error) {
+func ParseByAction(in Input, dec func(action []byte, d *Decoder) (Payload, error)) (Payload, error) {
+	body := in.buf
 	if action, ok := leadingAction(body); ok {
-		d := Decoder{buf: body}
+		d := in.Decoder()
 		if p, err := dec(action, &d); err == nil && d.actions == 1 {
 			return p, nil
 		}
@@ -42,7 +43,7 @@ func ParseByAction(body []byte, dec func(action []byte, d *Decoder) (Payload, er
 	if err != nil {
 		return nil, err
 	}
-	d := Decoder{buf: body}
+	d := in.Decoder()
 	return dec([]byte(action), &d)
 }
 
@@ -145,8 +146,13 @@ func (p UnknownEvent) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON keeps b, which must be a JSON object, as Raw and reads its action.
 func (p *UnknownEvent) UnmarshalJSON(b []byte) error {
 	d := NewDecoder(b)
+	return p.read(&d)
+}
+
+// read reads the whole document in d into p (Raw a copy of it).
+func (p *UnknownEvent) read(d *Decoder) error {
 	start := d.Start()
-	action, err := scanAction(&d)
+	action, err := scanAction(d)
 	if err == nil {
 		p.Action = action
 		p.Raw = d.Since(start)
@@ -155,7 +161,8 @@ func (p *UnknownEvent) UnmarshalJSON(b []byte) error {
 }
 
 // ParseUnknownEvent is Parse for an event the schema does not know.
-func ParseUnknownEvent(name string, body []byte) (Payload, error) {
+func ParseUnknownEvent(name string, in Input) (Payload, error) {
 	p := &UnknownEvent{Name: name}
-	return Decoded(p, p.UnmarshalJSON(body))
+	d := in.Decoder()
+	return Decoded(p, p.read(&d))
 }

@@ -38,7 +38,7 @@ type Registrar interface {
 // here, at registration, as a misspelt pattern does with http.ServeMux.
 // Several actions need a Registrar with OnNames (an *emitter.Emitter or a
 // *webhooks.Webhooks), for the one listener RemoveListener takes.
-func OnActions[P Payload](r Registrar, pkg, fn, event string, known func(string) bool, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error, actions []string) *emitter.Listener {
+func OnActions[P Payload](r Registrar, pkg, fn, event string, known func(string) bool, parse func(Input) (Payload, error), h func(context.Context, Event[P]) error, actions []string) *emitter.Listener {
 	if len(actions) == 0 {
 		return On(r, pkg, event, event, parse, h)
 	}
@@ -72,7 +72,7 @@ func actionNames(fn, event string, known func(string) bool, actions []string) []
 // register registers handler, the typed handler of the generated package pkg,
 // under eventNames: one name as On does, several with the registrar's OnNames
 // (fn names the caller in the panic of a registrar without one).
-func register(r Registrar, fn string, eventNames []string, name, pkg, event string, parse func([]byte) (Payload, error), handler emitter.Handler) *emitter.Listener {
+func register(r Registrar, fn string, eventNames []string, name, pkg, event string, parse func(Input) (Payload, error), handler emitter.Handler) *emitter.Listener {
 	if len(eventNames) == 1 {
 		if eventNames[0] == event {
 			if d, ok := r.(emitter.DecodingRegistrar); ok {
@@ -103,7 +103,7 @@ type memoKey struct{ pkg, event string }
 // emitter.DecodingRegistrar: an *emitter.Emitter, a *webhooks.Webhooks) the decode also stands in
 // for the emitter's own validating scan (see WholeDecoder); other registrars
 // get the handler through On and decode after the emitter's scan.
-func On[P Payload](r Registrar, pkg, name, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
+func On[P Payload](r Registrar, pkg, name, event string, parse func(Input) (Payload, error), h func(context.Context, Event[P]) error) *emitter.Listener {
 	if h == nil {
 		panic(fmt.Sprintf("payloads: nil handler for %q", name))
 	}
@@ -113,10 +113,10 @@ func On[P Payload](r Registrar, pkg, name, event string, parse func([]byte) (Pay
 // typedHandler is the emitter.Handler of h, registered under name (for
 // errors): it decodes each delivery of event with parse, at most once per
 // delivery for all the typed handlers of event.
-func typedHandler[P Payload](name, pkg, event string, parse func([]byte) (Payload, error), h func(context.Context, Event[P]) error) emitter.Handler {
+func typedHandler[P Payload](name, pkg, event string, parse func(Input) (Payload, error), h func(context.Context, Event[P]) error) emitter.Handler {
 	key := any(memoKey{pkg, event}) // boxed once, not per delivery
 	return func(ctx context.Context, ev emitter.Event) error {
-		v, err := ev.Memo(key, func() (any, error) { return parse(ev.Payload) })
+		v, err := ev.Memo(key, func() (any, error) { return parse(input(ev.Payload, ev.PayloadOwned())) })
 		if err != nil {
 			return err
 		}
@@ -136,9 +136,9 @@ func typedHandler[P Payload](name, pkg, event string, parse func([]byte) (Payloa
 // what it skips, as encoding/json does), and the top-level action as the
 // emitter finds it, which the decoded payload tells (decodedAction). The value
 // is kept under the key the handlers look it up with.
-func WholeDecoder(pkg, event string, parse func([]byte) (Payload, error)) emitter.Decoder {
-	return emitter.Decoder{Key: memoKey{pkg, event}, Decode: func(body []byte) (any, string, bool) {
-		p, err := parse(body)
+func WholeDecoder(pkg, event string, parse func(Input) (Payload, error)) emitter.Decoder {
+	return emitter.Decoder{Key: memoKey{pkg, event}, Decode: func(body []byte, owned bool) (any, string, bool) {
+		p, err := parse(input(body, owned))
 		if err != nil {
 			return nil, "", false
 		}
@@ -169,4 +169,13 @@ func decodedAction(event string, p Payload) (action string, ok bool) {
 		return "", false
 	}
 	return "", !HasUnknown(p, "action")
+}
+
+// input is the Input of a delivery's payload: Owned when the emitter says
+// nothing modifies its bytes (emitter.Event.PayloadOwned), Bytes otherwise.
+func input(payload []byte, owned bool) Input {
+	if owned {
+		return Owned(payload)
+	}
+	return Bytes(payload)
 }

@@ -66,7 +66,7 @@ func main() {
 	section := flag.String("section", "load", "with -readme: the name of the section between <!-- NAME:begin --> and <!-- NAME:end -->")
 	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
 	pinCPUs := flag.Bool("pin", true, "pin every receiver to the last CPU and the load generator to the others (with taskset; left off with one CPU or without taskset)")
-	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here when stopped by SIGINT or SIGTERM; otherwise: a directory for one profile per receiver this command starts")
+	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here (NAME.prof) when stopped by SIGINT or SIGTERM, and beside it an allocation profile (NAME.allocs.prof) and the collector's and allocation's counts per request (NAME.gc.txt); otherwise: a directory for the profiles of each receiver this command starts")
 	flag.Parse()
 
 	if *serve != "" {

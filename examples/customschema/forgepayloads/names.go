@@ -38,11 +38,16 @@ func SentBy(name, variant string) bool {
 // unknown-action type; both keep the whole payload. The error, a *DecodeError,
 // is only for a body that is not a JSON object or does not fit the schema.
 func Parse(name string, body []byte) (Payload, error) {
+	return parse(name, codec.Bytes(body))
+}
+
+// parse is Parse of in, which the package's tests also give as codec.Owned.
+func parse(name string, in codec.Input) (Payload, error) {
 	switch name {
 	case "build":
-		return events_b.ParseBuildEvent(body)
+		return events_b.ParseBuildEvent(in)
 	case "ping":
-		return events_p.ParsePingEvent(body)
+		return events_p.ParsePingEvent(in)
 	}
-	return codec.ParseUnknownEvent(name, body)
+	return codec.ParseUnknownEvent(name, in)
 }

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseBranchProtectionConfigurationEvent decodes the payload of a
 // "branch_protection_configuration" delivery, for payloads.Parse.
-func ParseBranchProtectionConfigurationEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeBranchProtectionConfigurationEvent)
+func ParseBranchProtectionConfigurationEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeBranchProtectionConfigurationEvent)
 }
 
 func decodeBranchProtectionConfigurationEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -26,8 +26,8 @@ func decodeBranchProtectionConfigurationEvent(action []byte, d *codec.Decoder) (
 
 // ParseBranchProtectionRuleEvent decodes the payload of a
 // "branch_protection_rule" delivery, for payloads.Parse.
-func ParseBranchProtectionRuleEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeBranchProtectionRuleEvent)
+func ParseBranchProtectionRuleEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeBranchProtectionRuleEvent)
 }
 
 func decodeBranchProtectionRuleEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

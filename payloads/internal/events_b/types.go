@@ -11,12 +11,12 @@ import (
 	common "forgehooks.dev/forgehooks/payloads/internal/common"
 )
 
-// This package was generated for version 1 of its runtime, package
+// This package was generated for version 2 of its runtime, package
 // forgehooks.dev/forgehooks/payloads/codec. A build that fails on the next line
 // pairs it with another version: a runtime newer than the package says
 // "regenerate this package" (regenerate it with the gen of the forgehooks
 // version built with); an older runtime says "undefined" (update forgehooks).
-const _ int = codec.IsVersion1
+const _ int = codec.IsVersion2
 
 // extra is embedded in every struct under this name, which no generated field
 // can take (those are exported); see codec.Extra.

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseCheckRunEvent decodes the payload of a "check_run" delivery, for
 // payloads.Parse.
-func ParseCheckRunEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeCheckRunEvent)
+func ParseCheckRunEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeCheckRunEvent)
 }
 
 func decodeCheckRunEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -32,8 +32,8 @@ func decodeCheckRunEvent(action []byte, d *codec.Decoder) (codec.Payload, error)
 
 // ParseCheckSuiteEvent decodes the payload of a "check_suite" delivery, for
 // payloads.Parse.
-func ParseCheckSuiteEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeCheckSuiteEvent)
+func ParseCheckSuiteEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeCheckSuiteEvent)
 }
 
 func decodeCheckSuiteEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -55,8 +55,8 @@ func decodeCheckSuiteEvent(action []byte, d *codec.Decoder) (codec.Payload, erro
 
 // ParseCodeScanningAlertEvent decodes the payload of a "code_scanning_alert"
 // delivery, for payloads.Parse.
-func ParseCodeScanningAlertEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeCodeScanningAlertEvent)
+func ParseCodeScanningAlertEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeCodeScanningAlertEvent)
 }
 
 func decodeCodeScanningAlertEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -90,8 +90,8 @@ func decodeCodeScanningAlertEvent(action []byte, d *codec.Decoder) (codec.Payloa
 
 // ParseCommitCommentEvent decodes the payload of a "commit_comment" delivery,
 // for payloads.Parse.
-func ParseCommitCommentEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeCommitCommentEvent)
+func ParseCommitCommentEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeCommitCommentEvent)
 }
 
 func decodeCommitCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -107,16 +107,16 @@ func decodeCommitCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, e
 
 // ParseCreateEvent decodes the payload of a "create" delivery, for
 // payloads.Parse.
-func ParseCreateEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseCreateEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(CreateEvent)
 	return codec.Decoded(x, d.Finish(DecodeCreateEvent(x, &d), "CreateEvent"))
 }
 
 // ParseCustomPropertyEvent decodes the payload of a "custom_property" delivery,
 // for payloads.Parse.
-func ParseCustomPropertyEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeCustomPropertyEvent)
+func ParseCustomPropertyEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeCustomPropertyEvent)
 }
 
 func decodeCustomPropertyEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -141,8 +141,8 @@ func decodeCustomPropertyEvent(action []byte, d *codec.Decoder) (codec.Payload, 
 
 // ParseCustomPropertyValuesEvent decodes the payload of a
 // "custom_property_values" delivery, for payloads.Parse.
-func ParseCustomPropertyValuesEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeCustomPropertyValuesEvent)
+func ParseCustomPropertyValuesEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeCustomPropertyValuesEvent)
 }
 
 func decodeCustomPropertyValuesEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

@@ -6,16 +6,16 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseDeleteEvent decodes the payload of a "delete" delivery, for
 // payloads.Parse.
-func ParseDeleteEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseDeleteEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(DeleteEvent)
 	return codec.Decoded(x, d.Finish(DecodeDeleteEvent(x, &d), "DeleteEvent"))
 }
 
 // ParseDependabotAlertEvent decodes the payload of a "dependabot_alert"
 // delivery, for payloads.Parse.
-func ParseDependabotAlertEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDependabotAlertEvent)
+func ParseDependabotAlertEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDependabotAlertEvent)
 }
 
 func decodeDependabotAlertEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -52,8 +52,8 @@ func decodeDependabotAlertEvent(action []byte, d *codec.Decoder) (codec.Payload,
 
 // ParseDeployKeyEvent decodes the payload of a "deploy_key" delivery, for
 // payloads.Parse.
-func ParseDeployKeyEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDeployKeyEvent)
+func ParseDeployKeyEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDeployKeyEvent)
 }
 
 func decodeDeployKeyEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -72,8 +72,8 @@ func decodeDeployKeyEvent(action []byte, d *codec.Decoder) (codec.Payload, error
 
 // ParseDeploymentEvent decodes the payload of a "deployment" delivery, for
 // payloads.Parse.
-func ParseDeploymentEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDeploymentEvent)
+func ParseDeploymentEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDeploymentEvent)
 }
 
 func decodeDeploymentEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -89,8 +89,8 @@ func decodeDeploymentEvent(action []byte, d *codec.Decoder) (codec.Payload, erro
 
 // ParseDeploymentProtectionRuleEvent decodes the payload of a
 // "deployment_protection_rule" delivery, for payloads.Parse.
-func ParseDeploymentProtectionRuleEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDeploymentProtectionRuleEvent)
+func ParseDeploymentProtectionRuleEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDeploymentProtectionRuleEvent)
 }
 
 func decodeDeploymentProtectionRuleEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -106,8 +106,8 @@ func decodeDeploymentProtectionRuleEvent(action []byte, d *codec.Decoder) (codec
 
 // ParseDeploymentReviewEvent decodes the payload of a "deployment_review"
 // delivery, for payloads.Parse.
-func ParseDeploymentReviewEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDeploymentReviewEvent)
+func ParseDeploymentReviewEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDeploymentReviewEvent)
 }
 
 func decodeDeploymentReviewEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -129,8 +129,8 @@ func decodeDeploymentReviewEvent(action []byte, d *codec.Decoder) (codec.Payload
 
 // ParseDeploymentStatusEvent decodes the payload of a "deployment_status"
 // delivery, for payloads.Parse.
-func ParseDeploymentStatusEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDeploymentStatusEvent)
+func ParseDeploymentStatusEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDeploymentStatusEvent)
 }
 
 func decodeDeploymentStatusEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -146,8 +146,8 @@ func decodeDeploymentStatusEvent(action []byte, d *codec.Decoder) (codec.Payload
 
 // ParseDiscussionEvent decodes the payload of a "discussion" delivery, for
 // payloads.Parse.
-func ParseDiscussionEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDiscussionEvent)
+func ParseDiscussionEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDiscussionEvent)
 }
 
 func decodeDiscussionEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -205,8 +205,8 @@ func decodeDiscussionEvent(action []byte, d *codec.Decoder) (codec.Payload, erro
 
 // ParseDiscussionCommentEvent decodes the payload of a "discussion_comment"
 // delivery, for payloads.Parse.
-func ParseDiscussionCommentEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDiscussionCommentEvent)
+func ParseDiscussionCommentEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDiscussionCommentEvent)
 }
 
 func decodeDiscussionCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -228,8 +228,8 @@ func decodeDiscussionCommentEvent(action []byte, d *codec.Decoder) (codec.Payloa
 
 // ParseDismissalRequestDependabotEvent decodes the payload of a
 // "dismissal_request_dependabot" delivery, for payloads.Parse.
-func ParseDismissalRequestDependabotEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeDismissalRequestDependabotEvent)
+func ParseDismissalRequestDependabotEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeDismissalRequestDependabotEvent)
 }
 
 func decodeDismissalRequestDependabotEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

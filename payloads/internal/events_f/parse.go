@@ -5,8 +5,8 @@ package payloads
 import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseForkEvent decodes the payload of a "fork" delivery, for payloads.Parse.
-func ParseForkEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseForkEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(ForkEvent)
 	return codec.Decoded(x, d.Finish(DecodeForkEvent(x, &d), "ForkEvent"))
 }

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseGithubAppAuthorizationEvent decodes the payload of a
 // "github_app_authorization" delivery, for payloads.Parse.
-func ParseGithubAppAuthorizationEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeGithubAppAuthorizationEvent)
+func ParseGithubAppAuthorizationEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeGithubAppAuthorizationEvent)
 }
 
 func decodeGithubAppAuthorizationEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -23,8 +23,8 @@ func decodeGithubAppAuthorizationEvent(action []byte, d *codec.Decoder) (codec.P
 
 // ParseGollumEvent decodes the payload of a "gollum" delivery, for
 // payloads.Parse.
-func ParseGollumEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseGollumEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(GollumEvent)
 	return codec.Decoded(x, d.Finish(DecodeGollumEvent(x, &d), "GollumEvent"))
 }

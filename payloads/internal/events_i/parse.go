@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseInstallationEvent decodes the payload of an "installation" delivery, for
 // payloads.Parse.
-func ParseInstallationEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeInstallationEvent)
+func ParseInstallationEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeInstallationEvent)
 }
 
 func decodeInstallationEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -35,8 +35,8 @@ func decodeInstallationEvent(action []byte, d *codec.Decoder) (codec.Payload, er
 
 // ParseInstallationRepositoriesEvent decodes the payload of an
 // "installation_repositories" delivery, for payloads.Parse.
-func ParseInstallationRepositoriesEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeInstallationRepositoriesEvent)
+func ParseInstallationRepositoriesEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeInstallationRepositoriesEvent)
 }
 
 func decodeInstallationRepositoriesEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -55,8 +55,8 @@ func decodeInstallationRepositoriesEvent(action []byte, d *codec.Decoder) (codec
 
 // ParseInstallationTargetEvent decodes the payload of an "installation_target"
 // delivery, for payloads.Parse.
-func ParseInstallationTargetEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeInstallationTargetEvent)
+func ParseInstallationTargetEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeInstallationTargetEvent)
 }
 
 func decodeInstallationTargetEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -72,8 +72,8 @@ func decodeInstallationTargetEvent(action []byte, d *codec.Decoder) (codec.Paylo
 
 // ParseIssueCommentEvent decodes the payload of an "issue_comment" delivery,
 // for payloads.Parse.
-func ParseIssueCommentEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeIssueCommentEvent)
+func ParseIssueCommentEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeIssueCommentEvent)
 }
 
 func decodeIssueCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -101,8 +101,8 @@ func decodeIssueCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, er
 
 // ParseIssueDependenciesEvent decodes the payload of an "issue_dependencies"
 // delivery, for payloads.Parse.
-func ParseIssueDependenciesEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeIssueDependenciesEvent)
+func ParseIssueDependenciesEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeIssueDependenciesEvent)
 }
 
 func decodeIssueDependenciesEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -127,8 +127,8 @@ func decodeIssueDependenciesEvent(action []byte, d *codec.Decoder) (codec.Payloa
 
 // ParseIssueRelatesToEvent decodes the payload of an "issue_relates_to"
 // delivery, for payloads.Parse.
-func ParseIssueRelatesToEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeIssueRelatesToEvent)
+func ParseIssueRelatesToEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeIssueRelatesToEvent)
 }
 
 func decodeIssueRelatesToEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -147,8 +147,8 @@ func decodeIssueRelatesToEvent(action []byte, d *codec.Decoder) (codec.Payload, 
 
 // ParseIssuesEvent decodes the payload of an "issues" delivery, for
 // payloads.Parse.
-func ParseIssuesEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeIssuesEvent)
+func ParseIssuesEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeIssuesEvent)
 }
 
 func decodeIssuesEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseLabelEvent decodes the payload of a "label" delivery, for
 // payloads.Parse.
-func ParseLabelEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeLabelEvent)
+func ParseLabelEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeLabelEvent)
 }
 
 func decodeLabelEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

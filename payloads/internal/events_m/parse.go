@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseMarketplacePurchaseEvent decodes the payload of a "marketplace_purchase"
 // delivery, for payloads.Parse.
-func ParseMarketplacePurchaseEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeMarketplacePurchaseEvent)
+func ParseMarketplacePurchaseEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeMarketplacePurchaseEvent)
 }
 
 func decodeMarketplacePurchaseEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -35,8 +35,8 @@ func decodeMarketplacePurchaseEvent(action []byte, d *codec.Decoder) (codec.Payl
 
 // ParseMemberEvent decodes the payload of a "member" delivery, for
 // payloads.Parse.
-func ParseMemberEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeMemberEvent)
+func ParseMemberEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeMemberEvent)
 }
 
 func decodeMemberEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -58,8 +58,8 @@ func decodeMemberEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 
 // ParseMembershipEvent decodes the payload of a "membership" delivery, for
 // payloads.Parse.
-func ParseMembershipEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeMembershipEvent)
+func ParseMembershipEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeMembershipEvent)
 }
 
 func decodeMembershipEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -78,8 +78,8 @@ func decodeMembershipEvent(action []byte, d *codec.Decoder) (codec.Payload, erro
 
 // ParseMergeGroupEvent decodes the payload of a "merge_group" delivery, for
 // payloads.Parse.
-func ParseMergeGroupEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeMergeGroupEvent)
+func ParseMergeGroupEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeMergeGroupEvent)
 }
 
 func decodeMergeGroupEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -97,8 +97,8 @@ func decodeMergeGroupEvent(action []byte, d *codec.Decoder) (codec.Payload, erro
 }
 
 // ParseMetaEvent decodes the payload of a "meta" delivery, for payloads.Parse.
-func ParseMetaEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeMetaEvent)
+func ParseMetaEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeMetaEvent)
 }
 
 func decodeMetaEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -114,8 +114,8 @@ func decodeMetaEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 
 // ParseMilestoneEvent decodes the payload of a "milestone" delivery, for
 // payloads.Parse.
-func ParseMilestoneEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeMilestoneEvent)
+func ParseMilestoneEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeMilestoneEvent)
 }
 
 func decodeMilestoneEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseOrgBlockEvent decodes the payload of an "org_block" delivery, for
 // payloads.Parse.
-func ParseOrgBlockEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeOrgBlockEvent)
+func ParseOrgBlockEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeOrgBlockEvent)
 }
 
 func decodeOrgBlockEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -26,8 +26,8 @@ func decodeOrgBlockEvent(action []byte, d *codec.Decoder) (codec.Payload, error)
 
 // ParseOrganizationEvent decodes the payload of an "organization" delivery, for
 // payloads.Parse.
-func ParseOrganizationEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeOrganizationEvent)
+func ParseOrganizationEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeOrganizationEvent)
 }
 
 func decodeOrganizationEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParsePackageEvent decodes the payload of a "package" delivery, for
 // payloads.Parse.
-func ParsePackageEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodePackageEvent)
+func ParsePackageEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodePackageEvent)
 }
 
 func decodePackageEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -26,16 +26,16 @@ func decodePackageEvent(action []byte, d *codec.Decoder) (codec.Payload, error) 
 
 // ParsePageBuildEvent decodes the payload of a "page_build" delivery, for
 // payloads.Parse.
-func ParsePageBuildEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParsePageBuildEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(PageBuildEvent)
 	return codec.Decoded(x, d.Finish(DecodePageBuildEvent(x, &d), "PageBuildEvent"))
 }
 
 // ParsePersonalAccessTokenRequestEvent decodes the payload of a
 // "personal_access_token_request" delivery, for payloads.Parse.
-func ParsePersonalAccessTokenRequestEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodePersonalAccessTokenRequestEvent)
+func ParsePersonalAccessTokenRequestEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodePersonalAccessTokenRequestEvent)
 }
 
 func decodePersonalAccessTokenRequestEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -59,16 +59,16 @@ func decodePersonalAccessTokenRequestEvent(action []byte, d *codec.Decoder) (cod
 }
 
 // ParsePingEvent decodes the payload of a "ping" delivery, for payloads.Parse.
-func ParsePingEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParsePingEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(PingEvent)
 	return codec.Decoded(x, d.Finish(DecodePingEvent(x, &d), "PingEvent"))
 }
 
 // ParseProjectEvent decodes the payload of a "project" delivery, for
 // payloads.Parse.
-func ParseProjectEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeProjectEvent)
+func ParseProjectEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeProjectEvent)
 }
 
 func decodeProjectEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -96,8 +96,8 @@ func decodeProjectEvent(action []byte, d *codec.Decoder) (codec.Payload, error) 
 
 // ParseProjectCardEvent decodes the payload of a "project_card" delivery, for
 // payloads.Parse.
-func ParseProjectCardEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeProjectCardEvent)
+func ParseProjectCardEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeProjectCardEvent)
 }
 
 func decodeProjectCardEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -125,8 +125,8 @@ func decodeProjectCardEvent(action []byte, d *codec.Decoder) (codec.Payload, err
 
 // ParseProjectColumnEvent decodes the payload of a "project_column" delivery,
 // for payloads.Parse.
-func ParseProjectColumnEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeProjectColumnEvent)
+func ParseProjectColumnEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeProjectColumnEvent)
 }
 
 func decodeProjectColumnEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -151,8 +151,8 @@ func decodeProjectColumnEvent(action []byte, d *codec.Decoder) (codec.Payload, e
 
 // ParseProjectsV2Event decodes the payload of a "projects_v2" delivery, for
 // payloads.Parse.
-func ParseProjectsV2Event(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeProjectsV2Event)
+func ParseProjectsV2Event(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeProjectsV2Event)
 }
 
 func decodeProjectsV2Event(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -180,8 +180,8 @@ func decodeProjectsV2Event(action []byte, d *codec.Decoder) (codec.Payload, erro
 
 // ParseProjectsV2ItemEvent decodes the payload of a "projects_v2_item"
 // delivery, for payloads.Parse.
-func ParseProjectsV2ItemEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeProjectsV2ItemEvent)
+func ParseProjectsV2ItemEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeProjectsV2ItemEvent)
 }
 
 func decodeProjectsV2ItemEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -215,8 +215,8 @@ func decodeProjectsV2ItemEvent(action []byte, d *codec.Decoder) (codec.Payload, 
 
 // ParseProjectsV2StatusUpdateEvent decodes the payload of a
 // "projects_v2_status_update" delivery, for payloads.Parse.
-func ParseProjectsV2StatusUpdateEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeProjectsV2StatusUpdateEvent)
+func ParseProjectsV2StatusUpdateEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeProjectsV2StatusUpdateEvent)
 }
 
 func decodeProjectsV2StatusUpdateEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -238,16 +238,16 @@ func decodeProjectsV2StatusUpdateEvent(action []byte, d *codec.Decoder) (codec.P
 
 // ParsePublicEvent decodes the payload of a "public" delivery, for
 // payloads.Parse.
-func ParsePublicEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParsePublicEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(PublicEvent)
 	return codec.Decoded(x, d.Finish(DecodePublicEvent(x, &d), "PublicEvent"))
 }
 
 // ParsePullRequestEvent decodes the payload of a "pull_request" delivery, for
 // payloads.Parse.
-func ParsePullRequestEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodePullRequestEvent)
+func ParsePullRequestEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodePullRequestEvent)
 }
 
 func decodePullRequestEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -326,8 +326,8 @@ func decodePullRequestEvent(action []byte, d *codec.Decoder) (codec.Payload, err
 
 // ParsePullRequestReviewEvent decodes the payload of a "pull_request_review"
 // delivery, for payloads.Parse.
-func ParsePullRequestReviewEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodePullRequestReviewEvent)
+func ParsePullRequestReviewEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodePullRequestReviewEvent)
 }
 
 func decodePullRequestReviewEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -349,8 +349,8 @@ func decodePullRequestReviewEvent(action []byte, d *codec.Decoder) (codec.Payloa
 
 // ParsePullRequestReviewCommentEvent decodes the payload of a
 // "pull_request_review_comment" delivery, for payloads.Parse.
-func ParsePullRequestReviewCommentEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodePullRequestReviewCommentEvent)
+func ParsePullRequestReviewCommentEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodePullRequestReviewCommentEvent)
 }
 
 func decodePullRequestReviewCommentEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -372,8 +372,8 @@ func decodePullRequestReviewCommentEvent(action []byte, d *codec.Decoder) (codec
 
 // ParsePullRequestReviewThreadEvent decodes the payload of a
 // "pull_request_review_thread" delivery, for payloads.Parse.
-func ParsePullRequestReviewThreadEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodePullRequestReviewThreadEvent)
+func ParsePullRequestReviewThreadEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodePullRequestReviewThreadEvent)
 }
 
 func decodePullRequestReviewThreadEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -391,8 +391,8 @@ func decodePullRequestReviewThreadEvent(action []byte, d *codec.Decoder) (codec.
 }
 
 // ParsePushEvent decodes the payload of a "push" delivery, for payloads.Parse.
-func ParsePushEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParsePushEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(PushEvent)
 	return codec.Decoded(x, d.Finish(DecodePushEvent(x, &d), "PushEvent"))
 }

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseRegistryPackageEvent decodes the payload of a "registry_package"
 // delivery, for payloads.Parse.
-func ParseRegistryPackageEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeRegistryPackageEvent)
+func ParseRegistryPackageEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeRegistryPackageEvent)
 }
 
 func decodeRegistryPackageEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -26,8 +26,8 @@ func decodeRegistryPackageEvent(action []byte, d *codec.Decoder) (codec.Payload,
 
 // ParseReleaseEvent decodes the payload of a "release" delivery, for
 // payloads.Parse.
-func ParseReleaseEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeReleaseEvent)
+func ParseReleaseEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeReleaseEvent)
 }
 
 func decodeReleaseEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -61,8 +61,8 @@ func decodeReleaseEvent(action []byte, d *codec.Decoder) (codec.Payload, error) 
 
 // ParseRepositoryEvent decodes the payload of a "repository" delivery, for
 // payloads.Parse.
-func ParseRepositoryEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeRepositoryEvent)
+func ParseRepositoryEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeRepositoryEvent)
 }
 
 func decodeRepositoryEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -102,8 +102,8 @@ func decodeRepositoryEvent(action []byte, d *codec.Decoder) (codec.Payload, erro
 
 // ParseRepositoryAdvisoryEvent decodes the payload of a "repository_advisory"
 // delivery, for payloads.Parse.
-func ParseRepositoryAdvisoryEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeRepositoryAdvisoryEvent)
+func ParseRepositoryAdvisoryEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeRepositoryAdvisoryEvent)
 }
 
 func decodeRepositoryAdvisoryEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -122,8 +122,8 @@ func decodeRepositoryAdvisoryEvent(action []byte, d *codec.Decoder) (codec.Paylo
 
 // ParseRepositoryDispatchEvent decodes the payload of a "repository_dispatch"
 // delivery, for payloads.Parse.
-func ParseRepositoryDispatchEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeRepositoryDispatchEvent)
+func ParseRepositoryDispatchEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeRepositoryDispatchEvent)
 }
 
 func decodeRepositoryDispatchEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -139,16 +139,16 @@ func decodeRepositoryDispatchEvent(action []byte, d *codec.Decoder) (codec.Paylo
 
 // ParseRepositoryImportEvent decodes the payload of a "repository_import"
 // delivery, for payloads.Parse.
-func ParseRepositoryImportEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseRepositoryImportEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(RepositoryImportEvent)
 	return codec.Decoded(x, d.Finish(DecodeRepositoryImportEvent(x, &d), "RepositoryImportEvent"))
 }
 
 // ParseRepositoryRulesetEvent decodes the payload of a "repository_ruleset"
 // delivery, for payloads.Parse.
-func ParseRepositoryRulesetEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeRepositoryRulesetEvent)
+func ParseRepositoryRulesetEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeRepositoryRulesetEvent)
 }
 
 func decodeRepositoryRulesetEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -170,8 +170,8 @@ func decodeRepositoryRulesetEvent(action []byte, d *codec.Decoder) (codec.Payloa
 
 // ParseRepositoryVulnerabilityAlertEvent decodes the payload of a
 // "repository_vulnerability_alert" delivery, for payloads.Parse.
-func ParseRepositoryVulnerabilityAlertEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeRepositoryVulnerabilityAlertEvent)
+func ParseRepositoryVulnerabilityAlertEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeRepositoryVulnerabilityAlertEvent)
 }
 
 func decodeRepositoryVulnerabilityAlertEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseSecretScanningAlertEvent decodes the payload of a
 // "secret_scanning_alert" delivery, for payloads.Parse.
-func ParseSecretScanningAlertEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeSecretScanningAlertEvent)
+func ParseSecretScanningAlertEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeSecretScanningAlertEvent)
 }
 
 func decodeSecretScanningAlertEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -50,8 +50,8 @@ func decodeSecretScanningAlertEvent(action []byte, d *codec.Decoder) (codec.Payl
 
 // ParseSecretScanningAlertLocationEvent decodes the payload of a
 // "secret_scanning_alert_location" delivery, for payloads.Parse.
-func ParseSecretScanningAlertLocationEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeSecretScanningAlertLocationEvent)
+func ParseSecretScanningAlertLocationEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeSecretScanningAlertLocationEvent)
 }
 
 func decodeSecretScanningAlertLocationEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -67,8 +67,8 @@ func decodeSecretScanningAlertLocationEvent(action []byte, d *codec.Decoder) (co
 
 // ParseSecretScanningScanEvent decodes the payload of a "secret_scanning_scan"
 // delivery, for payloads.Parse.
-func ParseSecretScanningScanEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeSecretScanningScanEvent)
+func ParseSecretScanningScanEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeSecretScanningScanEvent)
 }
 
 func decodeSecretScanningScanEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -84,8 +84,8 @@ func decodeSecretScanningScanEvent(action []byte, d *codec.Decoder) (codec.Paylo
 
 // ParseSecurityAdvisoryEvent decodes the payload of a "security_advisory"
 // delivery, for payloads.Parse.
-func ParseSecurityAdvisoryEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeSecurityAdvisoryEvent)
+func ParseSecurityAdvisoryEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeSecurityAdvisoryEvent)
 }
 
 func decodeSecurityAdvisoryEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -110,16 +110,16 @@ func decodeSecurityAdvisoryEvent(action []byte, d *codec.Decoder) (codec.Payload
 
 // ParseSecurityAndAnalysisEvent decodes the payload of a
 // "security_and_analysis" delivery, for payloads.Parse.
-func ParseSecurityAndAnalysisEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseSecurityAndAnalysisEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(SecurityAndAnalysisEvent)
 	return codec.Decoded(x, d.Finish(DecodeSecurityAndAnalysisEvent(x, &d), "SecurityAndAnalysisEvent"))
 }
 
 // ParseSponsorshipEvent decodes the payload of a "sponsorship" delivery, for
 // payloads.Parse.
-func ParseSponsorshipEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeSponsorshipEvent)
+func ParseSponsorshipEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeSponsorshipEvent)
 }
 
 func decodeSponsorshipEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -149,8 +149,8 @@ func decodeSponsorshipEvent(action []byte, d *codec.Decoder) (codec.Payload, err
 }
 
 // ParseStarEvent decodes the payload of a "star" delivery, for payloads.Parse.
-func ParseStarEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeStarEvent)
+func ParseStarEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeStarEvent)
 }
 
 func decodeStarEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -169,16 +169,16 @@ func decodeStarEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 
 // ParseStatusEvent decodes the payload of a "status" delivery, for
 // payloads.Parse.
-func ParseStatusEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseStatusEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(StatusEvent)
 	return codec.Decoded(x, d.Finish(DecodeStatusEvent(x, &d), "StatusEvent"))
 }
 
 // ParseSubIssuesEvent decodes the payload of a "sub_issues" delivery, for
 // payloads.Parse.
-func ParseSubIssuesEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeSubIssuesEvent)
+func ParseSubIssuesEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeSubIssuesEvent)
 }
 
 func decodeSubIssuesEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

@@ -5,8 +5,8 @@ package payloads
 import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseTeamEvent decodes the payload of a "team" delivery, for payloads.Parse.
-func ParseTeamEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeTeamEvent)
+func ParseTeamEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeTeamEvent)
 }
 
 func decodeTeamEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -34,8 +34,8 @@ func decodeTeamEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 
 // ParseTeamAddEvent decodes the payload of a "team_add" delivery, for
 // payloads.Parse.
-func ParseTeamAddEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseTeamAddEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(TeamAddEvent)
 	return codec.Decoded(x, d.Finish(DecodeTeamAddEvent(x, &d), "TeamAddEvent"))
 }

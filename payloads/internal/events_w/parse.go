@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseWatchEvent decodes the payload of a "watch" delivery, for
 // payloads.Parse.
-func ParseWatchEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeWatchEvent)
+func ParseWatchEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeWatchEvent)
 }
 
 func decodeWatchEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -23,16 +23,16 @@ func decodeWatchEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
 
 // ParseWorkflowDispatchEvent decodes the payload of a "workflow_dispatch"
 // delivery, for payloads.Parse.
-func ParseWorkflowDispatchEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParseWorkflowDispatchEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(WorkflowDispatchEvent)
 	return codec.Decoded(x, d.Finish(DecodeWorkflowDispatchEvent(x, &d), "WorkflowDispatchEvent"))
 }
 
 // ParseWorkflowJobEvent decodes the payload of a "workflow_job" delivery, for
 // payloads.Parse.
-func ParseWorkflowJobEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeWorkflowJobEvent)
+func ParseWorkflowJobEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeWorkflowJobEvent)
 }
 
 func decodeWorkflowJobEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {
@@ -57,8 +57,8 @@ func decodeWorkflowJobEvent(action []byte, d *codec.Decoder) (codec.Payload, err
 
 // ParseWorkflowRunEvent decodes the payload of a "workflow_run" delivery, for
 // payloads.Parse.
-func ParseWorkflowRunEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeWorkflowRunEvent)
+func ParseWorkflowRunEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeWorkflowRunEvent)
 }
 
 func decodeWorkflowRunEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

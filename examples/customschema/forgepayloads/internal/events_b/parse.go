@@ -6,8 +6,8 @@ import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParseBuildEvent decodes the payload of a "build" delivery, for
 // payloads.Parse.
-func ParseBuildEvent(body []byte) (codec.Payload, error) {
-	return codec.ParseByAction(body, decodeBuildEvent)
+func ParseBuildEvent(in codec.Input) (codec.Payload, error) {
+	return codec.ParseByAction(in, decodeBuildEvent)
 }
 
 func decodeBuildEvent(action []byte, d *codec.Decoder) (codec.Payload, error) {

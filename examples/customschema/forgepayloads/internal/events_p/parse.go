@@ -5,8 +5,8 @@ package forgepayloads
 import codec "forgehooks.dev/forgehooks/payloads/codec"
 
 // ParsePingEvent decodes the payload of a "ping" delivery, for payloads.Parse.
-func ParsePingEvent(body []byte) (codec.Payload, error) {
-	d := codec.NewDecoder(body)
+func ParsePingEvent(in codec.Input) (codec.Payload, error) {
+	d := in.Decoder()
 	x := new(PingEvent)
 	return codec.Decoded(x, d.Finish(DecodePingEvent(x, &d), "PingEvent"))
 }
