@@ -442,6 +442,40 @@ func TestOrderedFleetLeaderLoss(t *testing.T) {
 	}
 }
 
+// TestOrderedFleetKeyDrain measures how fast a key's backlog drains, what
+// sets how long a key stays behind after its lease ran out: 300 deliveries
+// of one repository stored by serve --workers 0 on a 3-server cluster,
+// then one work forwards them, in the order posted, at a rate it logs.
+func TestOrderedFleetKeyDrain(t *testing.T) {
+	t.Parallel()
+	longtest.Require(t, "a measurement, of a key's backlog run by a work")
+	const n = 300
+	target := newOrderTarget(0)
+	f := startOrderedFleet(t, startTestCluster(t, 3).urls(), 3*time.Second, 1, target)
+	for i := range n {
+		f.post(0, "7", fmt.Sprintf("k-7-%d", 1000+i))
+	}
+	if f.failed > 0 {
+		t.Fatalf("%d posts were not answered 202", f.failed)
+	}
+	f.startWork()
+	f.waitAll(2 * time.Minute)
+	f.latencies() // checks the order
+	var first, last time.Time
+	target.mu.Lock()
+	for _, a := range target.arrivals {
+		if first.IsZero() || a[0].Before(first) {
+			first = a[0]
+		}
+		if a[0].After(last) {
+			last = a[0]
+		}
+	}
+	target.mu.Unlock()
+	d := last.Sub(first)
+	t.Logf("one key's %d deliveries arrived over %v: %.0f/s", n, d.Round(time.Millisecond), (n-1)/d.Seconds())
+}
+
 // natsProcesses is a JetStream cluster of nats-server processes on
 // 127.0.0.1, which a test can SIGKILL.
 type natsProcesses struct {

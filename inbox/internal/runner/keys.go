@@ -127,6 +127,10 @@ type keyRunner struct {
 	// gives its key back after each delivery instead of keeping it.
 	waiting atomic.Bool
 	drops   chan uint64 // parked entries to delete (dropLoop)
+	// seen is the last revision of the bucket the watch delivered;
+	// watchdog signals stale when the watch falls behind.
+	seen  atomic.Uint64
+	stale chan struct{}
 
 	mu   sync.Mutex
 	recs map[string]keyEntry // the bucket as last seen, by record name
@@ -136,7 +140,8 @@ type keyRunner struct {
 func newKeyRunner(r *Runner) *keyRunner {
 	places := Places(r.cfg.Workers, r.cfg.OrderPartitions)
 	return &keyRunner{r: r, id: rand.Text(), sem: make(chan struct{}, places), maxOverdue: int64(OverdueFactor * places),
-		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}, drops: make(chan uint64, 1024)}
+		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}, drops: make(chan uint64, 1024),
+		stale: make(chan struct{}, 1)}
 }
 
 // place is the place a running key holds, which it gives back when its
@@ -226,15 +231,75 @@ func (p *place) free() {
 
 // start follows the bucket and runs the scheduler until Close.
 func (k *keyRunner) start() error {
-	w, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
+	w, from, err := k.watch()
 	if err != nil {
 		return fmt.Errorf("inbox: watching the order keys: %w", err)
 	}
 	k.r.loops.Add(3)
-	go k.follow(w)
+	go k.follow(w, from)
 	go k.schedule()
 	go k.dropLoop()
+	if !k.r.cfg.Embedded {
+		k.r.loops.Add(1)
+		go k.watchdog()
+	}
 	return nil
+}
+
+// keysBucket is the stream of the order keys' bucket.
+func (k *keyRunner) keysBucket(ctx context.Context) (jetstream.Stream, error) {
+	return k.r.cfg.JS.Stream(ctx, "KV_"+k.r.cfg.Name+"_KEYS")
+}
+
+// watch starts a watch of the bucket, which first delivers every record,
+// and returns it with the bucket's last revision before it started (0 when
+// unknown): once the watch has delivered the records present, it has seen
+// that revision.
+func (k *keyRunner) watch() (jetstream.KeyWatcher, uint64, error) {
+	var from uint64
+	ctx, cancel := context.WithTimeout(k.r.take.ctx, 10*time.Second)
+	if st, err := k.keysBucket(ctx); err == nil {
+		from = st.CachedInfo().State.LastSeq
+	}
+	cancel()
+	w, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
+	return w, from, err
+}
+
+// keysWatchEvery is how often watchdog compares the watch with the bucket.
+const keysWatchEvery = 2 * time.Second
+
+// watchdog tells follow to watch again when the watch has not delivered,
+// keysWatchEvery later, what the bucket held: in a cluster, a watch whose
+// server is killed says nothing until its heartbeats are missed (about
+// 10 s), and meanwhile this runner would not see the keys fall due.
+func (k *keyRunner) watchdog() {
+	defer k.r.loops.Done()
+	t := time.NewTicker(keysWatchEvery)
+	defer t.Stop()
+	var before uint64 // the bucket's last revision at the check before
+	for {
+		select {
+		case <-k.r.closing:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(k.r.take.ctx, keysWatchEvery)
+		st, err := k.keysBucket(ctx)
+		cancel()
+		if err != nil {
+			continue // no leader: checked again when there is one
+		}
+		if before > 0 && k.seen.Load() < before {
+			select {
+			case k.stale <- struct{}{}:
+			default:
+			}
+			before = 0
+			continue
+		}
+		before = st.CachedInfo().State.LastSeq
+	}
 }
 
 func (k *keyRunner) wake() {
@@ -244,34 +309,54 @@ func (k *keyRunner) wake() {
 	}
 }
 
-// follow keeps recs as the bucket has it.
-func (k *keyRunner) follow(w jetstream.KeyWatcher) {
+// follow keeps recs as the bucket has it; from is the bucket's last
+// revision when the watch w started.
+func (k *keyRunner) follow(w jetstream.KeyWatcher, from uint64) {
 	defer k.r.loops.Done()
 	defer func() { _ = w.Stop() }()
 	for {
 		var e jetstream.KeyValueEntry
-		var ok bool
+		ok, stale := true, false
 		select {
 		case <-k.r.closing:
 			return
+		case <-k.stale:
+			stale = true
 		case e, ok = <-w.Updates():
 		}
-		if !ok {
+		if !ok || stale {
 			if k.r.isClosed() {
 				return
 			}
-			k.r.cfg.Logger.Warn("inbox: the watch of the order keys ended; watching again")
-			time.Sleep(time.Second)
-			nw, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
+			if stale {
+				k.r.cfg.Logger.Warn("inbox: the watch of the order keys fell behind (its server lost?); watching again")
+			} else {
+				k.r.cfg.Logger.Warn("inbox: the watch of the order keys ended; watching again")
+				time.Sleep(time.Second)
+			}
+			nw, nfrom, err := k.watch()
 			if err != nil {
 				continue
 			}
 			_ = w.Stop()
-			w = nw
+			w, from = nw, nfrom
+			// The new watch delivers every record present: records
+			// deleted meanwhile, whose markers may be purged, must not
+			// stay here.
+			k.mu.Lock()
+			k.recs = map[string]keyEntry{}
+			k.mu.Unlock()
 			continue
 		}
 		if e == nil {
-			continue // the records present at the start are all read
+			// The records present at the start are all read.
+			if from > k.seen.Load() {
+				k.seen.Store(from)
+			}
+			continue
+		}
+		if e.Revision() > k.seen.Load() {
+			k.seen.Store(e.Revision())
 		}
 		k.mu.Lock()
 		if e.Operation() == jetstream.KeyValuePut {
