@@ -99,25 +99,11 @@ type orderedFleet struct {
 // The load of the ordered fleet tests: deliveries of orderFleetKeys
 // repositories, one every orderFleetGap, each taking orderFleetDelay at
 // the target.
-var (
-	orderFleetKeys  = envInt("OFK", 12)
-	orderFleetGap   = envDur("OFG", 25*time.Millisecond)
-	orderFleetDelay = envDur("OFD", 20*time.Millisecond)
+const (
+	orderFleetKeys  = 12
+	orderFleetGap   = 25 * time.Millisecond
+	orderFleetDelay = 20 * time.Millisecond
 )
-
-func envInt(k string, d int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return v
-	}
-	return d
-}
-
-func envDur(k string, d time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(k)); err == nil {
-		return v
-	}
-	return d
-}
 
 const orderFleetSecret = "order-fleet-secret-0123456789"
 
