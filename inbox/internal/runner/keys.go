@@ -437,7 +437,6 @@ func (k *keyRunner) claimDue() time.Time {
 	type cand struct {
 		name string
 		e    keyEntry
-		at   time.Time
 	}
 	var due []cand
 	k.mu.Lock()
@@ -460,14 +459,18 @@ func (k *keyRunner) claimDue() time.Time {
 			}
 			continue
 		}
-		due = append(due, cand{name, e, at})
+		due = append(due, cand{name, e})
 	}
 	running := map[string]int{}
 	for name := range k.busy {
 		running[k.recs[name].rec.Tenant]++
 	}
 	k.mu.Unlock()
-	slices.SortFunc(due, func(a, b cand) int { return a.at.Compare(b.at) })
+	// Oldest first by when the Head fell due, not by when its lease ran
+	// out: the keys of a receiver that died have waited for its lease, and
+	// go before the keys given back a moment ago, so that they catch up
+	// with the others instead of taking their turn behind them.
+	slices.SortFunc(due, func(a, b cand) int { return a.e.rec.Due.Compare(b.e.rec.Due) })
 	due = fairShare(due, func(c cand) string { return c.e.rec.Tenant }, running)
 	k.waiting.Store(false)
 	for i, c := range due {
