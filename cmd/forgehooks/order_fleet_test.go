@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -276,13 +277,7 @@ func logWindows(t *testing.T, ls []orderLatency, at time.Time, event string) {
 		}
 		windows[int(s/time.Second)] = append(windows[int(s/time.Second)], l)
 	}
-	for _, w := range slices.Sorted(func(yield func(int) bool) {
-		for w := range windows {
-			if !yield(w) {
-				return
-			}
-		}
-	}) {
+	for _, w := range slices.Sorted(maps.Keys(windows)) {
 		p, worst := p99(windows[w])
 		slow := map[string]bool{}
 		for _, l := range windows[w] {
@@ -336,13 +331,14 @@ func TestOrderedFleetWorkKilled(t *testing.T) {
 	<-loaded
 	f.waitAll(2 * time.Minute)
 
-	ls := f.latencies()
+	var ls []orderLatency
 	byKey := map[string][]orderLatency{}
 	var after []orderLatency
-	for _, l := range ls {
+	for _, l := range f.latencies() {
 		if l.id == "held-99-1000" {
 			continue // held on purpose until the kill
 		}
+		ls = append(ls, l)
 		byKey[l.key] = append(byKey[l.key], l)
 		if !l.accepted.Before(killed) {
 			after = append(after, l)
@@ -354,14 +350,7 @@ func TestOrderedFleetWorkKilled(t *testing.T) {
 	t.Logf("%d deliveries (%d posts failed); p99 %v (worst %v); accepted after the kill: %d, p99 %v (worst %v)",
 		len(ls), f.failed, all, worstAll, len(after), pa, worstAfter)
 	bound := ackWait + time.Second
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range byKey {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
 		p, worst := p99(byKey[key])
 		if p > bound {
 			t.Errorf("repository %s: p99 acceptance→forward %v (worst %v), want at most AckWait + 1 s = %v", key, p, worst, bound)
