@@ -35,11 +35,22 @@ type fleetProc struct {
 // returning the first group of that match.
 func startProc(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) (*fleetProc, string) {
 	t.Helper()
+	p, match, err := launchProc(t, cmd, ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, match
+}
+
+// launchProc is startProc that returns an error, the process's output in
+// it, when the process exits or is not ready within a minute.
+func launchProc(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) (*fleetProc, string, error) {
+	t.Helper()
 	p := &fleetProc{cmd: cmd, done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, "", err
 	}
 	go func() {
 		p.err = cmd.Wait()
@@ -74,13 +85,12 @@ func startProc(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) (*fleetProc, s
 	}()
 	select {
 	case s := <-found:
-		return p, s
+		return p, s, nil
 	case <-p.done:
-		t.Fatalf("%v exited before it was ready: %v\n%s", cmd.Args, p.err, p.output())
+		return p, "", fmt.Errorf("%v exited before it was ready: %v\n%s", cmd.Args, p.err, p.output())
 	case <-time.After(time.Minute):
-		t.Fatalf("%v not ready within a minute:\n%s", cmd.Args, p.output())
+		return p, "", fmt.Errorf("%v not ready within a minute:\n%s", cmd.Args, p.output())
 	}
-	return nil, ""
 }
 
 func (p *fleetProc) output() string {

@@ -127,6 +127,10 @@ type keyRunner struct {
 	// gives its key back after each delivery instead of keeping it.
 	waiting atomic.Bool
 	drops   chan uint64 // parked entries to delete (dropLoop)
+	// seen is the last revision of the bucket the watch delivered;
+	// watchdog signals stale when the watch falls behind.
+	seen  atomic.Uint64
+	stale chan struct{}
 
 	mu   sync.Mutex
 	recs map[string]keyEntry // the bucket as last seen, by record name
@@ -136,7 +140,8 @@ type keyRunner struct {
 func newKeyRunner(r *Runner) *keyRunner {
 	places := Places(r.cfg.Workers, r.cfg.OrderPartitions)
 	return &keyRunner{r: r, id: rand.Text(), sem: make(chan struct{}, places), maxOverdue: int64(OverdueFactor * places),
-		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}, drops: make(chan uint64, 1024)}
+		kick: make(chan struct{}, 1), recs: map[string]keyEntry{}, busy: map[string]bool{}, drops: make(chan uint64, 1024),
+		stale: make(chan struct{}, 1)}
 }
 
 // place is the place a running key holds, which it gives back when its
@@ -226,15 +231,75 @@ func (p *place) free() {
 
 // start follows the bucket and runs the scheduler until Close.
 func (k *keyRunner) start() error {
-	w, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
+	w, from, err := k.watch()
 	if err != nil {
 		return fmt.Errorf("inbox: watching the order keys: %w", err)
 	}
 	k.r.loops.Add(3)
-	go k.follow(w)
+	go k.follow(w, from)
 	go k.schedule()
 	go k.dropLoop()
+	if !k.r.cfg.Embedded {
+		k.r.loops.Add(1)
+		go k.watchdog()
+	}
 	return nil
+}
+
+// keysBucket is the stream of the order keys' bucket.
+func (k *keyRunner) keysBucket(ctx context.Context) (jetstream.Stream, error) {
+	return k.r.cfg.JS.Stream(ctx, "KV_"+k.r.cfg.Name+"_KEYS")
+}
+
+// watch starts a watch of the bucket, which first delivers every record,
+// and returns it with the bucket's last revision before it started (0 when
+// unknown): once the watch has delivered the records present, it has seen
+// that revision.
+func (k *keyRunner) watch() (jetstream.KeyWatcher, uint64, error) {
+	var from uint64
+	ctx, cancel := context.WithTimeout(k.r.take.ctx, 10*time.Second)
+	if st, err := k.keysBucket(ctx); err == nil {
+		from = st.CachedInfo().State.LastSeq
+	}
+	cancel()
+	w, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
+	return w, from, err
+}
+
+// keysWatchEvery is how often watchdog compares the watch with the bucket.
+const keysWatchEvery = 2 * time.Second
+
+// watchdog tells follow to watch again when the watch has not delivered,
+// keysWatchEvery later, what the bucket held: in a cluster, a watch whose
+// server is killed says nothing until its heartbeats are missed (about
+// 10 s), and meanwhile this runner would not see the keys fall due.
+func (k *keyRunner) watchdog() {
+	defer k.r.loops.Done()
+	t := time.NewTicker(keysWatchEvery)
+	defer t.Stop()
+	var before uint64 // the bucket's last revision at the check before
+	for {
+		select {
+		case <-k.r.closing:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(k.r.take.ctx, keysWatchEvery)
+		st, err := k.keysBucket(ctx)
+		cancel()
+		if err != nil {
+			continue // no leader: checked again when there is one
+		}
+		if before > 0 && k.seen.Load() < before {
+			select {
+			case k.stale <- struct{}{}:
+			default:
+			}
+			before = 0
+			continue
+		}
+		before = st.CachedInfo().State.LastSeq
+	}
 }
 
 func (k *keyRunner) wake() {
@@ -244,34 +309,54 @@ func (k *keyRunner) wake() {
 	}
 }
 
-// follow keeps recs as the bucket has it.
-func (k *keyRunner) follow(w jetstream.KeyWatcher) {
+// follow keeps recs as the bucket has it; from is the bucket's last
+// revision when the watch w started.
+func (k *keyRunner) follow(w jetstream.KeyWatcher, from uint64) {
 	defer k.r.loops.Done()
 	defer func() { _ = w.Stop() }()
 	for {
 		var e jetstream.KeyValueEntry
-		var ok bool
+		ok, stale := true, false
 		select {
 		case <-k.r.closing:
 			return
+		case <-k.stale:
+			stale = true
 		case e, ok = <-w.Updates():
 		}
-		if !ok {
+		if !ok || stale {
 			if k.r.isClosed() {
 				return
 			}
-			k.r.cfg.Logger.Warn("inbox: the watch of the order keys ended; watching again")
-			time.Sleep(time.Second)
-			nw, err := k.r.cfg.Keys.WatchAll(k.r.take.ctx)
+			if stale {
+				k.r.cfg.Logger.Warn("inbox: the watch of the order keys fell behind (its server lost?); watching again")
+			} else {
+				k.r.cfg.Logger.Warn("inbox: the watch of the order keys ended; watching again")
+				time.Sleep(time.Second)
+			}
+			nw, nfrom, err := k.watch()
 			if err != nil {
 				continue
 			}
 			_ = w.Stop()
-			w = nw
+			w, from = nw, nfrom
+			// The new watch delivers every record present: records
+			// deleted meanwhile, whose markers may be purged, must not
+			// stay here.
+			k.mu.Lock()
+			k.recs = map[string]keyEntry{}
+			k.mu.Unlock()
 			continue
 		}
 		if e == nil {
-			continue // the records present at the start are all read
+			// The records present at the start are all read.
+			if from > k.seen.Load() {
+				k.seen.Store(from)
+			}
+			continue
+		}
+		if e.Revision() > k.seen.Load() {
+			k.seen.Store(e.Revision())
 		}
 		k.mu.Lock()
 		if e.Operation() == jetstream.KeyValuePut {
@@ -352,7 +437,6 @@ func (k *keyRunner) claimDue() time.Time {
 	type cand struct {
 		name string
 		e    keyEntry
-		at   time.Time
 	}
 	var due []cand
 	k.mu.Lock()
@@ -375,14 +459,18 @@ func (k *keyRunner) claimDue() time.Time {
 			}
 			continue
 		}
-		due = append(due, cand{name, e, at})
+		due = append(due, cand{name, e})
 	}
 	running := map[string]int{}
 	for name := range k.busy {
 		running[k.recs[name].rec.Tenant]++
 	}
 	k.mu.Unlock()
-	slices.SortFunc(due, func(a, b cand) int { return a.at.Compare(b.at) })
+	// Oldest first by when the Head fell due, not by when its lease ran
+	// out: the keys of a receiver that died have waited for its lease, and
+	// go before the keys given back a moment ago, so that they catch up
+	// with the others instead of taking their turn behind them.
+	slices.SortFunc(due, func(a, b cand) int { return a.e.rec.Due.Compare(b.e.rec.Due) })
 	due = fairShare(due, func(c cand) string { return c.e.rec.Tenant }, running)
 	k.waiting.Store(false)
 	for i, c := range due {
@@ -515,8 +603,33 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 		}
 	}
 	parked := false
-	for range 100 {
-		e, err := k.r.cfg.Keys.Get(ctx, name)
+	for i := range 100 {
+		// The first try writes on the record as the watch has it, sparing
+		// a read: a copy out of date only fails its conditional write, and
+		// the tries after it read the record.
+		var rec KeyRecord
+		var rev uint64
+		var err error
+		if i == 0 {
+			k.mu.Lock()
+			c, ok := k.recs[name]
+			k.mu.Unlock()
+			if ok {
+				rec, rev = c.rec, c.rev
+			} else {
+				err = jetstream.ErrKeyNotFound
+			}
+		} else {
+			var e jetstream.KeyValueEntry
+			if e, err = k.r.cfg.Keys.Get(ctx, name); err == nil {
+				rev = e.Revision()
+				if json.Unmarshal(e.Value(), &rec) != nil {
+					k.r.cfg.Logger.Error("inbox: an order key's record is not JSON; dropped", "record", name)
+					_ = k.r.cfg.Keys.Delete(ctx, name, jetstream.LastRevision(rev))
+					continue
+				}
+			}
+		}
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			rec := KeyRecord{Key: stored.ClipKey(key), Head: seq, Tail: seq, Due: time.Now(), Tenant: h.Get(stored.HeaderTenant)}
 			// Run here at once when a place is free; else the scheduler of
@@ -549,12 +662,6 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 			k.admitFailed(msg, err)
 			return
 		}
-		var rec KeyRecord
-		if json.Unmarshal(e.Value(), &rec) != nil {
-			k.r.cfg.Logger.Error("inbox: an order key's record is not JSON; dropped", "record", name)
-			_ = k.r.cfg.Keys.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
-			continue
-		}
 		if seq <= rec.Tail {
 			_ = msg.Ack() // admitted already, before a crash or a lost acknowledgement
 			return
@@ -570,7 +677,7 @@ func (k *keyRunner) admit(msg jetstream.Msg) {
 			parked = true
 		}
 		rec.Tail = seq
-		if _, err := k.r.cfg.Keys.Update(ctx, name, rec.Marshal(), e.Revision()); err != nil {
+		if _, err := k.r.cfg.Keys.Update(ctx, name, rec.Marshal(), rev); err != nil {
 			if IsWrongRevision(err) {
 				continue
 			}
@@ -607,31 +714,47 @@ func IsWrongRevision(err error) bool {
 // is a dead letter, or was settled already; a failure with retries left
 // gives the record back, due after its delay.
 func (k *keyRunner) runHead(name string, rec KeyRecord, rev uint64, p *place) {
+	var m *jetstream.RawStreamMsg
 	for {
-		next := k.runOne(name, rec, rev, p)
+		next, nm := k.runOne(name, rec, rev, p, m)
 		if next == nil {
 			return
 		}
-		rec, rev = next.rec, next.rev
+		rec, rev, m = next.rec, next.rev, nm
 	}
 }
 
-// runOne runs the Head of a record claimed here and settles it (see
-// runHead); it returns the record when this runner keeps it to run its next
+// runOne runs the Head of a record claimed here (at revision rev) and
+// settles it (see runHead); m is the Head's stored delivery when read
+// already. It returns the record when this runner keeps it to run its next
 // Head at once (no other key waits for a place, and it holds one), else
-// nil.
-func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *keyEntry {
+// nil, with the next Head's stored delivery when read ahead.
+func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place, m *jetstream.RawStreamMsg) (*keyEntry, *jetstream.RawStreamMsg) {
+	l := &keyLease{k: k, name: name, head: rec.Head, rec: rec, rev: rev}
+	defer l.settle()
+	next := k.runLeased(l, p, m)
+	if next != nil && l.ahead != nil && l.ahead.msg != nil && l.ahead.msg.Sequence == next.rec.Head {
+		return next, l.ahead.msg
+	}
+	return next, nil
+}
+
+// runLeased is runOne's work, on the record as l holds it.
+func (k *keyRunner) runLeased(l *keyLease, p *place, m *jetstream.RawStreamMsg) *keyEntry {
 	ctx := k.r.handlers.ctx
-	head := rec.Head
-	m, err := k.r.leaderMsg(ctx, k.r.cfg.Inbox, head)
+	rec, head := l.rec, l.head
+	var err error
+	if m == nil || m.Sequence != head {
+		m, err = k.r.leaderMsg(ctx, k.r.cfg.Inbox, head)
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return k.advance(name, head, p) // aged out of the stream (MaxAge)
+		return k.advance(l, p) // aged out of the stream (MaxAge)
 	}
 	if err != nil {
 		if !k.r.isClosed() {
 			k.r.cfg.Logger.Warn("inbox: reading an ordered delivery", "seq", head, "error", err)
 		}
-		k.release(name, head, time.Now().Add(time.Second))
+		k.release(l, time.Now().Add(time.Second))
 		return nil
 	}
 	h := m.Header
@@ -644,14 +767,14 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *ke
 	if err != nil {
 		// Not taken for none: the Head may have run already.
 		k.r.statusUnread(key, err)
-		k.release(name, head, time.Now().Add(time.Second))
+		k.release(l, time.Now().Add(time.Second))
 		return nil
 	}
 	switch {
 	case st != nil && st.Seq == head && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead):
-		return k.advance(name, head, p) // ran before a crash, or set aside (Skip)
+		return k.advance(l, p) // ran before a crash, or set aside (Skip)
 	case st != nil && st.Seq > head:
-		return k.advance(name, head, p) // stored again (Replay): the later copy runs in its turn
+		return k.advance(l, p) // stored again (Replay): the later copy runs in its turn
 	case st == nil:
 		st = &stored.Status{}
 	}
@@ -659,7 +782,7 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *ke
 	if err := k.r.cfg.Intake.Check(h, m.Data); err != nil {
 		k.r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", err)
 		st.Add(delivery.Attempt{Number: st.Last() + 1, Start: time.Now(), Err: err.Error()})
-		return k.buryHead(ctx, name, m.Data, h, token, key, st, err.Error(), p)
+		return k.buryHead(ctx, l, m.Data, h, token, key, st, err.Error(), p)
 	}
 	before := stored.Int(h.Get(stored.HeaderBefore))
 	attempt := max(before, st.Last()) + 1
@@ -671,21 +794,21 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *ke
 	prev := st.Status
 	st.Status = delivery.StatusRunning
 	if k.r.cfg.Intake.PutStatus(ctx, key, st) != nil {
-		k.release(name, head, time.Now().Add(statusRetryDelay))
+		k.release(l, time.Now().Add(statusRetryDelay))
 		return nil
 	}
 	st.Status = prev
 	st.Attempts = st.Attempts[:len(st.Attempts)-1]
 	k.r.setRunning(key, true)
 	k.r.changedRunning(h, m.Data, head, st)
-	lease := &keyLease{k: k, name: name, head: head}
+	l.readAhead(rec.Tail)
 	stopWatch := p.watch(rec.Key, head)
-	err = k.r.run(ctx, m.Data, h, attempt, lease.renew)
+	err = k.r.run(ctx, m.Data, h, attempt, l.renew)
 	stopWatch()
 	dur := time.Since(start)
 	k.r.setRunning(key, false)
 	if errors.Is(err, emitter.ErrClosed) {
-		k.release(name, head, time.Now())
+		k.release(l, time.Now())
 		return nil
 	}
 	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
@@ -703,24 +826,24 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *ke
 		// Written and waited for before the key goes on: without its
 		// status it runs again, before anything later of its key.
 		if perr := k.r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
-			k.release(name, head, time.Now().Add(statusRetryDelay))
+			k.release(l, time.Now().Add(statusRetryDelay))
 			return nil
 		}
-		next = k.advance(name, head, p)
+		next = k.advance(l, p)
 	case k.r.retries(err, tries):
 		st.Status = delivery.StatusRetrying
 		_ = k.r.cfg.Intake.PutStatus(ctx, key, st)
 		delay := k.r.cfg.RetryDelays[tries-1]
 		k.r.cfg.Logger.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
 			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)
-		k.release(name, head, time.Now().Add(delay))
+		k.release(l, time.Now().Add(delay))
 	case a.Final:
 		k.r.cfg.Logger.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry, the later deliveries of its key go on",
 			"delivery", id, "event", h.Get(stored.HeaderEvent), "order_key", rec.Key, "attempts", attempt, "error", err)
-		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err, p)
+		return k.buryHead(ctx, l, m.Data, h, token, key, st, a.Err, p)
 	default:
 		k.r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
-		return k.buryHead(ctx, name, m.Data, h, token, key, st, a.Err, p)
+		return k.buryHead(ctx, l, m.Data, h, token, key, st, a.Err, p)
 	}
 	k.r.cfg.Intake.Changed(h, m.Data, head, st)
 	return next
@@ -728,36 +851,49 @@ func (k *keyRunner) runOne(name string, rec KeyRecord, rev uint64, p *place) *ke
 
 // buryHead makes the Head a dead letter and lets its key go on; when the dead
 // letter cannot be written the Head is tried again a minute later.
-func (k *keyRunner) buryHead(ctx context.Context, name string, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string, p *place) *keyEntry {
+func (k *keyRunner) buryHead(ctx context.Context, l *keyLease, data []byte, h nats.Header, token, key string, st *stored.Status, lastErr string, p *place) *keyEntry {
 	if err := k.r.cfg.Intake.Bury(ctx, data, h, token, key, st, lastErr); err != nil {
 		k.r.cfg.Logger.Error("inbox: writing a dead letter failed; the delivery stays at the head of its key", "key", key, "error", err)
-		k.release(name, st.Seq, time.Now().Add(time.Minute))
+		k.release(l, time.Now().Add(time.Minute))
 		return nil
 	}
-	return k.advance(name, st.Seq, p)
+	return k.advance(l, p)
 }
 
-// update applies change to the record name while its Head is head,
+// update applies change to the record of l while its Head is l's,
 // conditionally on its revision, reading it again on a conflict. change
 // returns write false to leave the record as it is, keep false to delete
 // it. It gives up (leaving the lease to run out) on other errors, and
 // reports whether its change was written, with the record's new revision.
-func (k *keyRunner) update(name string, head uint64, change func(*KeyRecord) (keep, write bool)) (uint64, bool) {
+// The first try changes the record as l last wrote it, sparing a read: if
+// another wrote since, its conditional write fails and the next reads.
+func (k *keyRunner) update(l *keyLease, change func(*KeyRecord) (keep, write bool)) (uint64, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for range 100 {
-		e, err := k.r.cfg.Keys.Get(ctx, name)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, false
-		}
-		if err != nil {
-			if !k.r.isClosed() {
-				k.r.cfg.Logger.Warn("inbox: reading an order key's record", "record", name, "error", err)
-			}
-			return 0, false
-		}
+	name := l.name
+	for i := range 100 {
 		var rec KeyRecord
-		if json.Unmarshal(e.Value(), &rec) != nil || rec.Head != head {
+		var at uint64
+		if i == 0 {
+			rec, at = l.known()
+		}
+		if at == 0 {
+			e, err := k.r.cfg.Keys.Get(ctx, name)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				return 0, false
+			}
+			if err != nil {
+				if !k.r.isClosed() {
+					k.r.cfg.Logger.Warn("inbox: reading an order key's record", "record", name, "error", err)
+				}
+				return 0, false
+			}
+			if json.Unmarshal(e.Value(), &rec) != nil {
+				return 0, false
+			}
+			at = e.Revision()
+		}
+		if rec.Head != l.head {
 			return 0, false // another receiver took it over
 		}
 		keep, write := change(&rec)
@@ -765,12 +901,14 @@ func (k *keyRunner) update(name string, head uint64, change func(*KeyRecord) (ke
 			return 0, false
 		}
 		var rev uint64
+		var err error
 		if keep {
-			rev, err = k.r.cfg.Keys.Update(ctx, name, rec.Marshal(), e.Revision())
+			rev, err = k.r.cfg.Keys.Update(ctx, name, rec.Marshal(), at)
 		} else {
-			err = k.r.cfg.Keys.Delete(ctx, name, jetstream.LastRevision(e.Revision()))
+			err = k.r.cfg.Keys.Delete(ctx, name, jetstream.LastRevision(at))
 		}
 		if err == nil {
+			l.wrote(rec, rev)
 			return rev, true
 		}
 		if !IsWrongRevision(err) {
@@ -784,8 +922,8 @@ func (k *keyRunner) update(name string, head uint64, change func(*KeyRecord) (ke
 }
 
 // release gives the record back, its Head due at due.
-func (k *keyRunner) release(name string, head uint64, due time.Time) {
-	_, _ = k.update(name, head, func(r *KeyRecord) (bool, bool) {
+func (k *keyRunner) release(l *keyLease, due time.Time) {
+	_, _ = k.update(l, func(r *KeyRecord) (bool, bool) {
 		if r.Owner != k.id {
 			return true, false
 		}
@@ -798,15 +936,16 @@ func (k *keyRunner) release(name string, head uint64, due time.Time) {
 // due now, or deletes the record when none is. It keeps the record claimed
 // and returns it, for its runner to run the new Head at once, unless
 // another key waits for a place (then the scheduler gives each its turn).
-func (k *keyRunner) advance(name string, head uint64, p *place) *keyEntry {
+func (k *keyRunner) advance(l *keyLease, p *place) *keyEntry {
+	name, head := l.name, l.head
 	var taken uint64 // the parked entry that became the Head
 	var next KeyRecord
-	rev, written := k.update(name, head, func(r *KeyRecord) (bool, bool) {
+	rev, written := k.update(l, func(r *KeyRecord) (bool, bool) {
 		taken = 0
 		if r.Tail <= head {
 			return false, true
 		}
-		seq, pseq, err := k.nextParked(name, head)
+		seq, pseq, err := l.nextParked(r.Tail)
 		if err != nil {
 			if !k.r.isClosed() {
 				k.r.cfg.Logger.Warn("inbox: reading the parked deliveries of a key", "record", name, "error", err)
@@ -885,15 +1024,86 @@ func (k *keyRunner) nextParked(name string, head uint64) (seq, entry uint64, err
 	}
 }
 
-// keyLease renews the claim on a record while its Head runs.
+// keyLease is the claim on a record while its Head runs here: the record
+// as last written here, which renew keeps leased, and what is read of the
+// next Head meanwhile.
 type keyLease struct {
 	k    *keyRunner
 	name string
 	head uint64
+
+	mu  sync.Mutex
+	rec KeyRecord // the record as last written here
+	rev uint64    // its revision; 0 when deleted
+
+	ahead *ahead // nil when nothing is read ahead
+}
+
+// known returns the record as last written here, and its revision.
+func (l *keyLease) known() (KeyRecord, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec, l.rev
+}
+
+// wrote notes a write of the record: rev 0 for its deletion.
+func (l *keyLease) wrote(rec KeyRecord, rev uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec, l.rev = rec, rev
+}
+
+// ahead is the next Head of a key, read while the Head before it runs:
+// its parked entry (nextParked's answer) and its stored delivery. The
+// delivery is immutable, and a parked entry after the Head stays until it
+// becomes the Head itself, so what is read ahead stays true; whether the
+// next Head may run (its status) is read when it runs.
+type ahead struct {
+	done       chan struct{}
+	seq, entry uint64
+	err        error
+	msg        *jetstream.RawStreamMsg
+}
+
+// readAhead starts reading the next Head when the record, as claimed
+// (tail), names deliveries parked behind the Head: the reads the key then
+// waits for between two deliveries are the writes that settle one.
+func (l *keyLease) readAhead(tail uint64) {
+	if tail <= l.head {
+		return
+	}
+	a := &ahead{done: make(chan struct{})}
+	l.ahead = a
+	go func() {
+		defer close(a.done)
+		a.seq, a.entry, a.err = l.k.nextParked(l.name, l.head)
+		if a.err == nil && a.seq > 0 {
+			a.msg, _ = l.k.r.leaderMsg(l.k.r.handlers.ctx, l.k.r.cfg.Inbox, a.seq)
+		}
+	}()
+}
+
+// nextParked is keyRunner.nextParked after l's Head, answered from what was
+// read ahead when that names a delivery up to tail, the record's Tail.
+func (l *keyLease) nextParked(tail uint64) (seq, entry uint64, err error) {
+	if a := l.ahead; a != nil {
+		<-a.done
+		if a.err == nil && a.seq > l.head && a.seq <= tail {
+			return a.seq, a.entry, nil
+		}
+	}
+	return l.k.nextParked(l.name, l.head)
+}
+
+// settle waits for the read ahead, so that nothing of the run outlives it.
+func (l *keyLease) settle() {
+	if l.ahead != nil {
+		<-l.ahead.done
+	}
 }
 
 func (l *keyLease) renew() {
-	_, _ = l.k.update(l.name, l.head, func(r *KeyRecord) (bool, bool) {
+	_, _ = l.k.update(l, func(r *KeyRecord) (bool, bool) {
 		if r.Owner != l.k.id {
 			return true, false // lost: another receiver runs it too (at least once)
 		}

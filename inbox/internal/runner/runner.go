@@ -239,7 +239,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	for _, c := range ordered {
 		// The server hands out one at a time whatever the batch: a larger
 		// one only saves the pull requests between deliveries.
-		it, err := c.Messages(jetstream.PullMaxMessages(orderPullBatch))
+		it, err := c.Messages(jetstream.PullMaxMessages(orderPullBatch), jetstream.PullExpiry(orderPullExpiry), jetstream.PullHeartbeat(orderPullHeartbeat))
 		if err != nil {
 			r.StopTaking()
 			return fmt.Errorf("inbox: consuming: %w", err)
@@ -252,6 +252,17 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// A partition's pull request lives on the server leading its consumer and
+// dies with it, unanswered when that server is killed: only two missed
+// heartbeats tell the client to ask again. The library's default heartbeat,
+// half of a 30 s expiry, stalled every partition led there for 30 s; with
+// these, a partition asks the new leader within about 2 s, for a pull
+// request every few seconds while idle.
+const (
+	orderPullExpiry    = 5 * time.Second
+	orderPullHeartbeat = time.Second
+)
 
 // StopTaking stops taking deliveries: the consumers' iterators end and the
 // deliveries fetched but not started are handed back by the loops. The
