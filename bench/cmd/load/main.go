@@ -66,6 +66,7 @@ func main() {
 	section := flag.String("section", "load", "with -readme: the name of the section between <!-- NAME:begin --> and <!-- NAME:end -->")
 	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
 	pinCPUs := flag.Bool("pin", true, "pin every receiver to the last CPU and the load generator to the others (with taskset; left off with one CPU or without taskset)")
+	unique := flag.Bool("unique", false, "give every request a body of its own (a first member naming it), signed anew: for the durable receivers, whose replay guard refuses a body seen before under another id")
 	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here when stopped by SIGINT or SIGTERM; otherwise: a directory for one profile per receiver this command starts")
 	flag.Parse()
 
@@ -86,11 +87,11 @@ func main() {
 		fail(err)
 	}
 	d := &bench.Delivery{Event: *event, Body: body, Signature: bench.Sign(body)}
-	cfg := config{n: *n, c: *c, duration: *duration, warmup: *warmup}
+	cfg := config{n: *n, c: *c, duration: *duration, warmup: *warmup, unique: *unique}
 	var list []string
 	for _, s := range strings.Split(*servers, ",") {
 		switch s = strings.TrimSpace(s); {
-		case s == "serve" && *forgehooks == "":
+		case (s == "serve" || s == "serve-inbox") && *forgehooks == "":
 		case s == "node":
 			if nodeRecv = setupNode(*nodeScript, *octokitVersion); nodeRecv.skipped != "" {
 				fmt.Fprintf(os.Stderr, "load: skipping the Node.js receiver: %s\n", nodeRecv.skipped)
@@ -167,6 +168,7 @@ var (
 type config struct {
 	n, c, warmup int
 	duration     time.Duration
+	unique       bool // a body of its own for every request (-unique)
 }
 
 type result struct {
@@ -186,11 +188,21 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	var cmd *exec.Cmd
-	path, hdr := "/", forgeHeaders
+	path, hdr, want := "/", forgeHeaders, 200
 	switch s {
 	case "serve":
 		cmd = exec.Command(forgehooks, "serve", "--addr", addr, "--secret", bench.Secret)
 		path = "/api/forge/webhooks"
+	case "serve-inbox":
+		// A fresh inbox each time, removed after: the directory the
+		// receiver stores in is its own.
+		dir, err := os.MkdirTemp("", "forgehooks-load-inbox-")
+		if err != nil {
+			return result{}, err
+		}
+		defer os.RemoveAll(dir)
+		cmd = exec.Command(forgehooks, "serve", "--addr", addr, "--secret", bench.Secret, "--inbox", filepath.Join(dir, "inbox"), "--max-store-bytes", "8GiB")
+		path, want = "/api/forge/webhooks", 202
 	case "node":
 		cmd = nodeRecv.command(addr, bench.Secret, profileDir)
 		hdr = peerHeaders
@@ -234,7 +246,7 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}
 	conns := make([]*conn, cfg.c)
 	for i := range conns {
-		if conns[i], err = dial(i, addr, path, d, hdr); err != nil {
+		if conns[i], err = dial(i, addr, path, d, hdr, want, cfg.unique); err != nil {
 			return result{}, err
 		}
 		defer conns[i].c.Close()

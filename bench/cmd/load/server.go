@@ -26,14 +26,22 @@ import (
 )
 
 // runServer serves one kind of receiver on addr until killed, or until SIGINT
-// or SIGTERM when it writes a CPU profile to cpuprofile.
+// or SIGTERM, when it writes its CPU profile to cpuprofile (when set) and
+// removes what it made (jsfloor's store).
 func runServer(kind, addr, cpuprofile string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || host != "127.0.0.1" {
 		return fmt.Errorf("-addr %q: only 127.0.0.1 is allowed", addr)
 	}
 	var h http.Handler
+	cleanup := func() {}
 	switch kind {
+	case "jsfloor":
+		f, err := newJSFloor()
+		if err != nil {
+			return err
+		}
+		h, cleanup = f, f.close
 	case "nethttp":
 		h = http.HandlerFunc(netHTTP)
 	case "bare":
@@ -55,9 +63,11 @@ func runServer(kind, addr, cpuprofile string) error {
 	case "go-github":
 		h = http.HandlerFunc(goGitHub)
 	default:
-		return fmt.Errorf("unknown receiver %q (nethttp, bare, raw, typed, typed-all, go-github)", kind)
+		return fmt.Errorf("unknown receiver %q (nethttp, bare, jsfloor, raw, typed, typed-all, go-github)", kind)
 	}
+	defer cleanup()
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stopProfile := func() {}
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
 		if err != nil {
@@ -66,15 +76,19 @@ func runServer(kind, addr, cpuprofile string) error {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
-		stop := make(chan os.Signal, 1)
-		signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-		go func() {
-			<-stop
+		stopProfile = func() {
 			pprof.StopCPUProfile()
 			f.Close()
-			os.Exit(0)
-		}()
+		}
 	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-stop
+		stopProfile()
+		cleanup()
+		os.Exit(0)
+	}()
 	return srv.ListenAndServe()
 }
 
