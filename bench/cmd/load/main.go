@@ -53,6 +53,7 @@ func main() {
 	serve := flag.String("serve", "", "run a receiver instead: nethttp, bare, raw, typed, typed-all or go-github (used by the load run itself)")
 	addr := flag.String("addr", "127.0.0.1:0", "with -serve: the address to listen on (127.0.0.1 only)")
 	forgehooks := flag.String("forgehooks", "", "path of the forgehooks binary, for the `forgehooks serve` row (empty: left out)")
+	baseline := flag.String("baseline", "", "path of another forgehooks binary (an earlier build), for the rows serve-base and serve-inbox-base: before and after in one run")
 	servers := flag.String("servers", "nethttp,bare,raw,typed,go-github,node,serve", "receivers to drive, in order")
 	nodeScript := flag.String("node-script", "node/server.mjs", "the Node.js receiver's script, for the node row")
 	octokitVersion := flag.String("octokit-webhooks", octokitWebhooksVersion, "version of @octokit/webhooks the node row installs and runs")
@@ -92,6 +93,7 @@ func main() {
 	for _, s := range strings.Split(*servers, ",") {
 		switch s = strings.TrimSpace(s); {
 		case (s == "serve" || s == "serve-inbox") && *forgehooks == "":
+		case (s == "serve-base" || s == "serve-inbox-base") && *baseline == "":
 		case s == "node":
 			if nodeRecv = setupNode(*nodeScript, *octokitVersion); nodeRecv.skipped != "" {
 				fmt.Fprintf(os.Stderr, "load: skipping the Node.js receiver: %s\n", nodeRecv.skipped)
@@ -107,7 +109,11 @@ func main() {
 	var order []string
 	for r := 0; r < *rounds; r++ {
 		for _, s := range list {
-			res, err := drive(s, *forgehooks, d, cfg)
+			kind, bin := s, *forgehooks
+			if k, ok := strings.CutSuffix(s, "-base"); ok {
+				kind, bin = k, *baseline
+			}
+			res, err := drive(kind, bin, d, cfg)
 			if err != nil {
 				fail(fmt.Errorf("%s: %w", s, err))
 			}
@@ -206,8 +212,12 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	case "node":
 		cmd = nodeRecv.command(addr, bench.Secret, profileDir)
 		hdr = peerHeaders
-	case "go-github":
-		hdr = peerHeaders
+	case "go-github", "inbox":
+		if s == "go-github" {
+			hdr = peerHeaders
+		} else {
+			want = 202
+		}
 		fallthrough
 	default:
 		self, err := os.Executable()

@@ -42,6 +42,11 @@ func runServer(kind, addr, cpuprofile string) error {
 			return err
 		}
 		h, cleanup = f, f.close
+	case "inbox":
+		var err error
+		if h, cleanup, err = newInboxReceiver(); err != nil {
+			return err
+		}
 	case "nethttp":
 		h = http.HandlerFunc(netHTTP)
 	case "bare":
@@ -63,7 +68,7 @@ func runServer(kind, addr, cpuprofile string) error {
 	case "go-github":
 		h = http.HandlerFunc(goGitHub)
 	default:
-		return fmt.Errorf("unknown receiver %q (nethttp, bare, jsfloor, raw, typed, typed-all, go-github)", kind)
+		return fmt.Errorf("unknown receiver %q (nethttp, bare, jsfloor, inbox, raw, typed, typed-all, go-github)", kind)
 	}
 	defer cleanup()
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}

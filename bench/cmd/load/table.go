@@ -9,16 +9,19 @@ import (
 )
 
 var labels = map[string]string{
-	"nethttp":     "net/http alone: read the body, answer (checks nothing)",
-	"bare":        "bare: HMAC + action scan (net/http, no library)",
-	"raw":         "forgehooks middleware, raw handler",
-	"typed":       "forgehooks middleware, typed handler (OnPushEvent)",
-	"typed-all":   "forgehooks middleware, a typed handler for every event (On…Event)",
-	"go-github":   "go-github: ValidatePayload + ParseWebHook",
-	"node":        "Node.js library (@octokit/webhooks)", // replaced by setupNode's label, with versions
-	"serve":       "`forgehooks serve` (logs a line per delivery)",
-	"jsfloor":     "JetStream floor: HMAC, publish to an embedded file stream, 200 after its ack; a consumer fetches and acks",
-	"serve-inbox": "`forgehooks serve --inbox` (202 once stored; 4 workers run the deliveries)",
+	"nethttp":          "net/http alone: read the body, answer (checks nothing)",
+	"bare":             "bare: HMAC + action scan (net/http, no library)",
+	"raw":              "forgehooks middleware, raw handler",
+	"typed":            "forgehooks middleware, typed handler (OnPushEvent)",
+	"typed-all":        "forgehooks middleware, a typed handler for every event (On…Event)",
+	"go-github":        "go-github: ValidatePayload + ParseWebHook",
+	"node":             "Node.js library (@octokit/webhooks)", // replaced by setupNode's label, with versions
+	"serve":            "`forgehooks serve` (logs a line per delivery)",
+	"jsfloor":          "JetStream floor: HMAC, publish to an embedded file stream, 200 after its ack; a consumer fetches and acks",
+	"inbox":            "forgehooks middleware with a durable inbox, raw handler run by its workers (serve --inbox without its log)",
+	"serve-base":       "`forgehooks serve`, the -baseline binary",
+	"serve-inbox-base": "`forgehooks serve --inbox`, the -baseline binary",
+	"serve-inbox":      "`forgehooks serve --inbox` (202 once stored; 4 workers run the deliveries)",
 }
 
 func med(rs []result, f func(result) float64) float64 {
