@@ -40,7 +40,7 @@ var (
 // seal itself and the publish nonce (set per publish attempt, after the
 // seal, and never read by a handler).
 func sealed(k string) bool {
-	return k != HeaderSeal && k != HeaderNonce && !(len(k) >= 5 && strings.EqualFold(k[:5], "nats-"))
+	return k != HeaderSeal && k != HeaderNonce && !hasPrefixFold(k, "nats-")
 }
 
 // Seal returns the seal of a message with headers h and body data under
