@@ -25,6 +25,17 @@
 //
 //	load -servers nethttp,bare,raw,typed-all,go-github,node -c 16 -duration 10s -n 1000000 -rounds 3 -section load-peer
 //
+// The durable path of issue 43 (make bench-inbox): the JetStream floor
+// (jsfloor: verify, publish to an embedded file stream, answer after the
+// store's ack, a consumer that fetches and acks; see jsfloor.go), `forgehooks
+// serve`, `forgehooks serve --inbox` (serve-inbox, a fresh inbox each time)
+// and the inbox in this command's process (inbox, for -cpuprofile), every
+// request with a body of its own (-unique: the inbox's replay guard answers
+// a body seen before under another id as a duplicate); -baseline adds an
+// earlier binary's serve and serve --inbox rows to the same rounds:
+//
+//	load -forgehooks ./forgehooks -baseline ./forgehooks.old -servers jsfloor,serve,serve-base,serve-inbox,serve-inbox-base,inbox -unique -c 64 -duration 5s -n 10000000 -rounds 3
+//
 // The run is bounded by -n requests and -duration per receiver, whichever comes
 // first, and only connects to 127.0.0.1.
 package main

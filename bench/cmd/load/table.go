@@ -36,6 +36,14 @@ func med(rs []result, f func(result) float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
+// times writes a ratio, or "—" when there is none (0: a row not run).
+func times(r float64) string {
+	if r == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", r)
+}
+
 // ratio is the median over rounds of a's CPU per request over b's, or 0.
 func ratio(results map[string][]result, a, b string) float64 {
 	v := ratios(results, a, b)
@@ -83,14 +91,14 @@ func render(order []string, results map[string][]result, name string, size int, 
 	fmt.Fprintln(&b, rule)
 	for _, s := range order {
 		rs := results[s]
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f | %.2f× |", labels[s],
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f | %s |", labels[s],
 			med(rs, func(r result) float64 { return r.rps }),
 			med(rs, func(r result) float64 { return r.p50 }),
 			med(rs, func(r result) float64 { return r.p99 }),
 			med(rs, func(r result) float64 { return r.cpu }),
 			med(rs, func(r result) float64 { return r.user }),
 			med(rs, func(r result) float64 { return r.sleeps }),
-			ratio(results, s, "bare"))
+			times(ratio(results, s, "bare")))
 		if withGoGitHub {
 			fmt.Fprintf(&b, " %.2f× |", ratio(results, s, "go-github"))
 		}
@@ -118,6 +126,13 @@ func render(order []string, results map[string][]result, name string, size int, 
 		{"46: typed-all ≤ 1.3× bare", "typed-all", "bare", 1.3},
 		{"46: raw ≤ 1.2× bare", "raw", "bare", 1.2},
 		{"46: typed-all ≤ 0.40× go-github", "typed-all", "go-github", 0.40},
+		// Issue 43's, at one core, where requests/s goes as the inverse of
+		// CPU per request: serve --inbox at ≥ 0.5× serve's and ≥ 0.8× the
+		// JetStream floor's deliveries/s.
+		{"43: serve --inbox ≥ 0.5× serve (CPU ≤ 2× serve's)", "serve-inbox", "serve", 2},
+		{"43: serve --inbox ≥ 0.8× the JetStream floor (CPU ≤ 1.25× jsfloor's)", "serve-inbox", "jsfloor", 1.25},
+		{"43: the inbox in process ≥ 0.8× the JetStream floor (CPU ≤ 1.25× jsfloor's)", "inbox", "jsfloor", 1.25},
+		{"serve --inbox below the -baseline binary's", "serve-inbox", "serve-inbox-base", 1},
 	}
 	// The spread over rounds says how far from its bound a ratio is: load
 	// from elsewhere on a shared machine moves single rounds.
