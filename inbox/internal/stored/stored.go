@@ -339,8 +339,14 @@ func (st *Status) Settled(seq uint64) bool {
 	return st != nil && st.Seq == seq && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead)
 }
 
-// Marshal encodes the status as it is stored.
+// Marshal encodes the status as it is stored: encoding/json's bytes. Two
+// are written per delivery (running, then handled), so the common case is
+// written directly (appendStatus); a status with a string JSON would escape
+// or a time it cannot write goes through json.Marshal.
 func (st *Status) Marshal() []byte {
+	if b, ok := appendStatus(make([]byte, 0, 64+96*len(st.Attempts)), st); ok {
+		return b
+	}
 	b, _ := json.Marshal(st)
 	return b
 }
