@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -317,7 +316,6 @@ func (r *Indexed) PutWait(ctx context.Context, value []byte, keys ...string) err
 	}
 	e := &recordEntry{keys: keys, value: value, done: make(chan error, 1)}
 	r.queue(e)
-	runtime.Gosched()
 	r.writePending()
 	select {
 	case err := <-e.done:

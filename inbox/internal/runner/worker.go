@@ -351,8 +351,16 @@ func (r *Runner) handle(msg jetstream.Msg) {
 	switch {
 	case err == nil:
 		st.Status = delivery.StatusHandled
-		r.settleHandled(ctx, msg, h, key, id, seq, st)
-		return
+		// Written before the ack, and waited for (the writes of concurrent
+		// deliveries share a record): a status lost after the ack would
+		// show it queued for good. Without its status it runs again.
+		if perr := r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
+			_ = msg.NakWithDelay(statusRetryDelay)
+			return
+		}
+		if aerr := msg.Ack(); aerr != nil {
+			r.cfg.Logger.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
+		}
 	case r.retries(err, attempt-before):
 		// The schedule of this copy: retryDue reads it the same way.
 		st.Status = delivery.StatusRetrying
@@ -374,29 +382,6 @@ func (r *Runner) handle(msg jetstream.Msg) {
 		return
 	}
 	r.cfg.Intake.Changed(h, msg.Data(), seq, st)
-}
-
-// settleHandled writes the status of a handled delivery and then
-// acknowledges it, on a goroutine that Wait waits for, so that the worker
-// takes its next delivery meanwhile: the statuses written while one record
-// is under way share the next (recstore.Indexed.PutWait), where a worker
-// waiting for each wrote about one record per status. The status is written
-// before the ack, and waited for: a status lost after the ack would show the
-// delivery queued for good; without its status it is not acknowledged and
-// runs again.
-func (r *Runner) settleHandled(ctx context.Context, msg jetstream.Msg, h nats.Header, key, id string, seq uint64, st *stored.Status) {
-	r.active.Add(1) // the caller's handler is counted: never from zero
-	go func() {
-		defer r.active.Done()
-		if perr := r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
-			_ = msg.NakWithDelay(statusRetryDelay)
-			return
-		}
-		if aerr := msg.Ack(); aerr != nil {
-			r.cfg.Logger.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
-		}
-		r.cfg.Intake.Changed(h, msg.Data(), seq, st)
-	}()
 }
 
 // final reports whether a failed attempt's error is final
