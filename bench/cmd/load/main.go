@@ -398,9 +398,6 @@ func settledCPU(pid int, max time.Duration) (total, user time.Duration, err erro
 		}
 		busy := t - total
 		total, user = t, u
-		if os.Getenv("LOAD_DEBUG") != "" {
-			fmt.Fprintf(os.Stderr, "settle: +%v\n", busy)
-		}
 		if busy < every/50 {
 			break
 		}
