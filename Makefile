@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: test test-long timing fmt-check vet tidy-check unit modules generate packages generate-check schema-latest schema-drift bench bench-peers bench-load fuzz schema spec-versions serve smee-client load chromium screenshots
+.PHONY: test test-long timing fmt-check vet tidy-check unit modules generate packages generate-check schema-latest schema-drift bench bench-peers bench-load bench-inbox fuzz schema spec-versions serve smee-client load chromium screenshots
 
 ## test: what CI runs: format check, vet, go.mod/go.sum tidy, generated-code freshness,
 ## race-enabled tests, and the same for the nested modules. The inspector's browser
@@ -179,6 +179,26 @@ bench-load:
 	cd bench && $(GO) build -o results/load ./cmd/load && \
 	./results/load -forgehooks results/forgehooks -n $(LOAD_N) -duration $(LOAD_TIME) -c $(LOAD_C) -rounds $(LOAD_ROUNDS) -readme README.md && \
 	./results/load -servers nethttp,bare,raw,typed-all,go-github,node -n $(PEER_N) -duration $(PEER_TIME) -c $(PEER_C) -rounds $(PEER_ROUNDS) -readme README.md -section load-peer
+
+## bench-inbox: the durable path at one core (issue 43), into nothing but the terminal:
+## the JetStream floor (bench/cmd/load's jsfloor: HMAC, publish to an embedded file
+## stream, 200 after the ack, a consumer that fetches and acks), `forgehooks serve`,
+## `forgehooks serve --inbox` and the inbox in process, each pinned to the last CPU with
+## GOMAXPROCS=1, INBOX_C keep-alive connections, every request a body of its own
+## (-unique), INBOX_ROUNDS interleaved rounds of INBOX_TIME each. INBOX_BASELINE=path to
+## an earlier forgehooks binary adds its serve and serve --inbox rows to the same rounds.
+## The figures and the command that made them: bench/README.md, "The durable path at one core".
+comma          := ,
+INBOX_TIME     ?= 5s
+INBOX_ROUNDS   ?= 3
+INBOX_C        ?= 64
+INBOX_BASELINE ?=
+bench-inbox:
+	mkdir -p bench/results
+	$(GO) build -o bench/results/forgehooks ./cmd/forgehooks
+	cd bench && $(GO) build -o results/load ./cmd/load && \
+	./results/load -forgehooks results/forgehooks -unique -c $(INBOX_C) -n 10000000 -duration $(INBOX_TIME) -warmup 2000 -rounds $(INBOX_ROUNDS) \
+	  $(if $(INBOX_BASELINE),-baseline $(abspath $(INBOX_BASELINE)) -servers jsfloor$(comma)serve$(comma)serve-base$(comma)serve-inbox$(comma)serve-inbox-base$(comma)inbox,-servers jsfloor$(comma)serve$(comma)serve-inbox$(comma)inbox)
 
 ## fuzz: run every fuzz target of every package (FUZZPKGS, default all) for FUZZTIME
 ## each (default 30s). It goes on past a failure and lists every failing target at

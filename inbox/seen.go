@@ -224,8 +224,7 @@ func (in *Inbox) remember(ctx context.Context, id, token, digest string, seq uin
 			return in.seen.PutWait(ctx, rec, seenIDKey(token))
 		case local:
 			// One record for both keys: one write fewer per delivery.
-			rec, _ := json.Marshal(seenID{Digest: digest, Seq: seq, ID: id})
-			return in.seen.PutWait(ctx, rec, seenIDKey(token), seenBodyKey(digest))
+			return in.seen.PutWait(ctx, stored.SeenRecord(digest, seq, id), seenIDKey(token), seenBodyKey(digest))
 		default:
 			// A bucket's key per value, as receivers of an earlier version
 			// in the same cluster read them; written at the same time.

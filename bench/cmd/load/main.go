@@ -25,6 +25,17 @@
 //
 //	load -servers nethttp,bare,raw,typed-all,go-github,node -c 16 -duration 10s -n 1000000 -rounds 3 -section load-peer
 //
+// The durable path of issue 43 (make bench-inbox): the JetStream floor
+// (jsfloor: verify, publish to an embedded file stream, answer after the
+// store's ack, a consumer that fetches and acks; see jsfloor.go), `forgehooks
+// serve`, `forgehooks serve --inbox` (serve-inbox, a fresh inbox each time)
+// and the inbox in this command's process (inbox, for -cpuprofile), every
+// request with a body of its own (-unique: the inbox's replay guard answers
+// a body seen before under another id as a duplicate); -baseline adds an
+// earlier binary's serve and serve --inbox rows to the same rounds:
+//
+//	load -forgehooks ./forgehooks -baseline ./forgehooks.old -servers jsfloor,serve,serve-base,serve-inbox,serve-inbox-base,inbox -unique -c 64 -duration 5s -n 10000000 -rounds 3
+//
 // The run is bounded by -n requests and -duration per receiver, whichever comes
 // first, and only connects to 127.0.0.1.
 package main
@@ -53,6 +64,7 @@ func main() {
 	serve := flag.String("serve", "", "run a receiver instead: nethttp, bare, raw, typed, typed-all or go-github (used by the load run itself)")
 	addr := flag.String("addr", "127.0.0.1:0", "with -serve: the address to listen on (127.0.0.1 only)")
 	forgehooks := flag.String("forgehooks", "", "path of the forgehooks binary, for the `forgehooks serve` row (empty: left out)")
+	baseline := flag.String("baseline", "", "path of another forgehooks binary (an earlier build), for the rows serve-base and serve-inbox-base: before and after in one run")
 	servers := flag.String("servers", "nethttp,bare,raw,typed,go-github,node,serve", "receivers to drive, in order")
 	nodeScript := flag.String("node-script", "node/server.mjs", "the Node.js receiver's script, for the node row")
 	octokitVersion := flag.String("octokit-webhooks", octokitWebhooksVersion, "version of @octokit/webhooks the node row installs and runs")
@@ -66,6 +78,7 @@ func main() {
 	section := flag.String("section", "load", "with -readme: the name of the section between <!-- NAME:begin --> and <!-- NAME:end -->")
 	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
 	pinCPUs := flag.Bool("pin", true, "pin every receiver to the last CPU and the load generator to the others (with taskset; left off with one CPU or without taskset)")
+	unique := flag.Bool("unique", false, "give every request a body of its own (a first member naming it), signed anew: for the durable receivers, whose replay guard refuses a body seen before under another id")
 	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here (NAME.prof) when stopped by SIGINT or SIGTERM, and beside it an allocation profile (NAME.allocs.prof) and the collector's and allocation's counts per request (NAME.gc.txt); otherwise: a directory for the profiles of each receiver this command starts")
 	flag.Parse()
 
@@ -86,11 +99,12 @@ func main() {
 		fail(err)
 	}
 	d := &bench.Delivery{Event: *event, Body: body, Signature: bench.Sign(body)}
-	cfg := config{n: *n, c: *c, duration: *duration, warmup: *warmup}
+	cfg := config{n: *n, c: *c, duration: *duration, warmup: *warmup, unique: *unique}
 	var list []string
 	for _, s := range strings.Split(*servers, ",") {
 		switch s = strings.TrimSpace(s); {
-		case s == "serve" && *forgehooks == "":
+		case (s == "serve" || s == "serve-inbox") && *forgehooks == "":
+		case (s == "serve-base" || s == "serve-inbox-base") && *baseline == "":
 		case s == "node":
 			if nodeRecv = setupNode(*nodeScript, *octokitVersion); nodeRecv.skipped != "" {
 				fmt.Fprintf(os.Stderr, "load: skipping the Node.js receiver: %s\n", nodeRecv.skipped)
@@ -106,7 +120,11 @@ func main() {
 	var order []string
 	for r := 0; r < *rounds; r++ {
 		for _, s := range list {
-			res, err := drive(s, *forgehooks, d, cfg)
+			kind, bin := s, *forgehooks
+			if k, ok := strings.CutSuffix(s, "-base"); ok {
+				kind, bin = k, *baseline
+			}
+			res, err := drive(kind, bin, d, cfg)
 			if err != nil {
 				fail(fmt.Errorf("%s: %w", s, err))
 			}
@@ -167,6 +185,7 @@ var (
 type config struct {
 	n, c, warmup int
 	duration     time.Duration
+	unique       bool // a body of its own for every request (-unique)
 }
 
 type result struct {
@@ -186,16 +205,30 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	var cmd *exec.Cmd
-	path, hdr := "/", forgeHeaders
+	path, hdr, want := "/", forgeHeaders, 200
 	switch s {
 	case "serve":
 		cmd = exec.Command(forgehooks, "serve", "--addr", addr, "--secret", bench.Secret)
 		path = "/api/forge/webhooks"
+	case "serve-inbox":
+		// A fresh inbox each time, removed after: the directory the
+		// receiver stores in is its own.
+		dir, err := os.MkdirTemp("", "forgehooks-load-inbox-")
+		if err != nil {
+			return result{}, err
+		}
+		defer os.RemoveAll(dir)
+		cmd = exec.Command(forgehooks, "serve", "--addr", addr, "--secret", bench.Secret, "--inbox", filepath.Join(dir, "inbox"), "--max-store-bytes", "8GiB")
+		path, want = "/api/forge/webhooks", 202
 	case "node":
 		cmd = nodeRecv.command(addr, bench.Secret, profileDir)
 		hdr = peerHeaders
-	case "go-github":
-		hdr = peerHeaders
+	case "go-github", "inbox":
+		if s == "go-github" {
+			hdr = peerHeaders
+		} else {
+			want = 202
+		}
 		fallthrough
 	default:
 		self, err := os.Executable()
@@ -234,7 +267,7 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	}
 	conns := make([]*conn, cfg.c)
 	for i := range conns {
-		if conns[i], err = dial(i, addr, path, d, hdr); err != nil {
+		if conns[i], err = dial(i, addr, path, d, hdr, want, cfg.unique); err != nil {
 			return result{}, err
 		}
 		defer conns[i].c.Close()
@@ -257,7 +290,10 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 	if err != nil {
 		return result{}, err
 	}
-	after, afterUser, err := cpuTime(cmd.Process.Pid)
+	// What the receiver still does for these requests once they are
+	// answered counts too: a durable receiver's workers run the deliveries
+	// stored, and may be behind when the load stops.
+	after, afterUser, err := settledCPU(cmd.Process.Pid, 30*time.Second)
 	if err != nil {
 		return result{}, err
 	}
@@ -346,6 +382,27 @@ func cpuTime(pid int) (total, user time.Duration, err error) {
 		return 0, 0, fmt.Errorf("unexpected /proc stat: %q", b)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond, time.Duration(utime) * 10 * time.Millisecond, nil
+}
+
+// settledCPU waits until process pid is idle (under 2% of a CPU over a
+// quarter of a second), for at most max, and returns its CPU times then, as
+// cpuTime does.
+func settledCPU(pid int, max time.Duration) (total, user time.Duration, err error) {
+	const every = 250 * time.Millisecond
+	total, user, err = cpuTime(pid)
+	for deadline := time.Now().Add(max); err == nil && time.Now().Before(deadline); {
+		time.Sleep(every)
+		t, u, terr := cpuTime(pid)
+		if terr != nil {
+			return 0, 0, terr
+		}
+		busy := t - total
+		total, user = t, u
+		if busy < every/50 {
+			break
+		}
+	}
+	return total, user, err
 }
 
 // sleeps returns how many times the threads of process pid have blocked

@@ -30,16 +30,29 @@ import (
 )
 
 // runServer serves one kind of receiver on addr until killed, or until SIGINT
-// or SIGTERM when it writes a CPU profile to cpuprofile (NAME.prof), and
-// beside it an allocation profile (NAME.allocs.prof) and what the runtime
-// counted of the collector and of allocation per request (NAME.gc.txt).
+// or SIGTERM, when it writes a CPU profile to cpuprofile (NAME.prof, when
+// set), and beside it an allocation profile (NAME.allocs.prof) and what the
+// runtime counted of the collector and of allocation per request
+// (NAME.gc.txt), and removes what it made (jsfloor's store).
 func runServer(kind, addr, cpuprofile string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil || host != "127.0.0.1" {
 		return fmt.Errorf("-addr %q: only 127.0.0.1 is allowed", addr)
 	}
 	var h http.Handler
+	cleanup := func() {}
 	switch kind {
+	case "jsfloor":
+		f, err := newJSFloor()
+		if err != nil {
+			return err
+		}
+		h, cleanup = f, f.close
+	case "inbox":
+		var err error
+		if h, cleanup, err = newInboxReceiver(); err != nil {
+			return err
+		}
 	case "nethttp":
 		h = http.HandlerFunc(netHTTP)
 	case "bare":
@@ -61,8 +74,10 @@ func runServer(kind, addr, cpuprofile string) error {
 	case "go-github":
 		h = http.HandlerFunc(goGitHub)
 	default:
-		return fmt.Errorf("unknown receiver %q (nethttp, bare, raw, typed, typed-all, go-github)", kind)
+		return fmt.Errorf("unknown receiver %q (nethttp, bare, jsfloor, inbox, raw, typed, typed-all, go-github)", kind)
 	}
+	defer cleanup()
+	stopProfile := func() {}
 	if cpuprofile != "" {
 		// One sample per 64 KiB allocated: some thousands over a run, where
 		// one per 4 KiB cost a tenth of the receiver's CPU (the stacks of
@@ -82,10 +97,7 @@ func runServer(kind, addr, cpuprofile string) error {
 			return err
 		}
 		start := readGCMetrics()
-		stop := make(chan os.Signal, 1)
-		signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-		go func() {
-			<-stop
+		stopProfile = func() {
 			pprof.StopCPUProfile()
 			f.Close()
 			base := strings.TrimSuffix(cpuprofile, ".prof")
@@ -95,10 +107,17 @@ func runServer(kind, addr, cpuprofile string) error {
 			if err := os.WriteFile(base+".gc.txt", []byte(readGCMetrics().since(start, served.Load())), 0o644); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
-			os.Exit(0)
-		}()
+		}
 	}
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-stop
+		stopProfile()
+		cleanup()
+		os.Exit(0)
+	}()
 	return srv.ListenAndServe()
 }
 

@@ -161,15 +161,36 @@ func LastToken(subject string) string {
 
 // InternalHeader reports a header name a sender must not set.
 func InternalHeader(name string) bool {
-	n := strings.ToLower(name)
-	return strings.HasPrefix(n, "nats-") || strings.HasPrefix(n, "forgehooks-")
+	return hasPrefixFold(name, "nats-") || hasPrefixFold(name, "forgehooks-")
+}
+
+// hasPrefixFold reports whether s begins with prefix (lower case ASCII)
+// in any ASCII case, without the copy that lowering s would make (twice per
+// header of every delivery). Header names are ASCII tokens: net/http refuses
+// others.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // RequestHeader copies a request's headers for the store, without those
 // that would instruct JetStream or pass for the inbox's own, and without the
 // connection's.
 func RequestHeader(h http.Header) nats.Header {
-	out := make(nats.Header, len(h)+6)
+	// Room for the inbox's own headers, which the caller adds (up to 16):
+	// a map that grows rehashes.
+	out := make(nats.Header, len(h)+16)
 	for k, v := range h {
 		if InternalHeader(k) || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Connection") {
 			continue
@@ -332,8 +353,14 @@ func (st *Status) Settled(seq uint64) bool {
 	return st != nil && st.Seq == seq && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead)
 }
 
-// Marshal encodes the status as it is stored.
+// Marshal encodes the status as it is stored: encoding/json's bytes. Two
+// are written per delivery (running, then handled), so the common case is
+// written directly (appendStatus); a status with a string JSON would escape
+// or a time it cannot write goes through json.Marshal.
 func (st *Status) Marshal() []byte {
+	if b, ok := appendStatus(make([]byte, 0, 64+96*len(st.Attempts)), st); ok {
+		return b
+	}
 	b, _ := json.Marshal(st)
 	return b
 }

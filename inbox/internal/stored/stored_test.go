@@ -151,3 +151,15 @@ func FuzzParseStatus(f *testing.F) {
 		}
 	})
 }
+
+func TestInternalHeader(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"Nats-Msg-Id": true, "NATS-EXPECTED-STREAM": true, "nats-": true, "Forgehooks-Seal": true, "FORGEHOOKS-x": true,
+		"Nats": false, "Natsy-X": false, "X-Nats-Msg-Id": false, "Forgehooks": false, "Forgehook-X": false, "": false, "X-Forge-Event": false,
+	} {
+		if got := InternalHeader(name); got != want {
+			t.Errorf("InternalHeader(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
