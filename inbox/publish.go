@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"forgehooks.dev/forgehooks/inbox/internal/embedded"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
@@ -95,10 +96,14 @@ func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) e
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if bound, ok := in.attemptBound(); ok {
 			actx, cancel = context.WithTimeout(ctx, bound)
+		} else {
+			// Nobody answers a request to a server that restarts (store.go).
+			actx, cancel = in.ns.Attempt(ctx)
 		}
 		err := op(actx)
+		restarted := in.ns != nil && embedded.Restarted(actx)
 		cancel()
-		if err == nil || !transientPublishError(err) || in.isClosed() {
+		if err == nil || !restarted && !transientPublishError(err) || in.isClosed() || in.store.down() {
 			return err
 		}
 		// Jitter spreads the retries of many requests over the election.

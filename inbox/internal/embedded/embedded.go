@@ -1,0 +1,168 @@
+// Package embedded runs the inbox's NATS server in the process, and starts
+// it again, whole, on the same store: after a full disk JetStream stops
+// itself (or keeps its streams' write errors) until its server is started
+// again, and restarting JetStream alone on a server whose JetStream API
+// still serves requests races inside nats-server.
+//
+// A Server is the connection provider of the process's connection
+// (nats.InProcessServer): that connection reconnects to the new server on
+// its own, so the handles made on it (streams, buckets, consumers) stay
+// valid across a restart, and nothing outside needs swapping.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ErrRestarted is the cause of an Attempt's context cancelled because the
+// server it was made under stopped: a request sent to it has no answer
+// coming, and may be sent again to the next one.
+var ErrRestarted = errors.New("inbox: the embedded server restarted")
+
+// errDown is InProcessConn's error while no server runs.
+var errDown = errors.New("inbox: the embedded server is not running")
+
+// Server is an embedded NATS server that can be started again on the same
+// options. Its methods are safe for concurrent use.
+type Server struct {
+	opts  server.Options
+	ready time.Duration
+
+	op sync.Mutex // one Restart or Shutdown at a time
+
+	mu      sync.Mutex
+	cur     *server.Server // nil while restarting or after Shutdown
+	life    context.Context
+	end     context.CancelCauseFunc // ends life when cur stops
+	stopped bool
+}
+
+// Start starts a server on opts and waits up to ready for it to take
+// connections. Each start (Start, Restart) runs on a fresh copy of opts.
+func Start(opts server.Options, ready time.Duration) (*Server, error) {
+	s := &Server{opts: opts, ready: ready}
+	ns, err := s.start()
+	if err != nil {
+		return nil, err
+	}
+	s.cur = ns
+	s.life, s.end = context.WithCancelCause(context.Background())
+	return s, nil
+}
+
+// start starts a server on a copy of the options.
+func (s *Server) start() (*server.Server, error) {
+	o := s.opts
+	ns, err := server.NewServer(&o)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: embedded NATS server: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(s.ready) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, fmt.Errorf("inbox: embedded NATS server with store %s did not start", o.StoreDir)
+	}
+	return ns, nil
+}
+
+// InProcessConn connects to the running server (nats.InProcessConnProvider):
+// an error while none runs, which a connection that reconnects meets
+// until the restart is over.
+func (s *Server) InProcessConn() (net.Conn, error) {
+	s.mu.Lock()
+	ns := s.cur
+	s.mu.Unlock()
+	if ns == nil {
+		return nil, errDown
+	}
+	return ns.InProcessConn()
+}
+
+// JetStreamEnabled reports whether the running server's JetStream runs:
+// false while restarting, after Shutdown, or once JetStream stopped itself
+// (a full disk).
+func (s *Server) JetStreamEnabled() bool {
+	s.mu.Lock()
+	ns := s.cur
+	s.mu.Unlock()
+	return ns != nil && ns.JetStreamEnabled()
+}
+
+// Attempt returns ctx, also cancelled (with cause ErrRestarted) once the
+// server running now stops, and its cancel: a request waiting for a
+// server that stopped is answered by nobody, whatever its deadline.
+func (s *Server) Attempt(ctx context.Context) (context.Context, context.CancelFunc) {
+	s.mu.Lock()
+	life := s.life
+	s.mu.Unlock()
+	actx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(life, func() { cancel(ErrRestarted) })
+	return actx, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// Restarted reports whether ctx, an Attempt's context, was cancelled
+// because its server stopped.
+func Restarted(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrRestarted)
+}
+
+// Restart shuts the running server down, waits until it has, and starts a
+// new one on the same options (and so the same store). The clients of the
+// old one are disconnected; a connection made with the Server as its
+// provider and allowed to reconnect comes back by itself. An error leaves
+// no server running: Restart may be called again.
+func (s *Server) Restart() error {
+	s.op.Lock()
+	defer s.op.Unlock()
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return errors.New("inbox: the embedded server is shut down")
+	}
+	old := s.cur
+	s.cur = nil
+	s.mu.Unlock()
+	if old != nil {
+		old.Shutdown()
+		old.WaitForShutdown()
+		s.end(ErrRestarted)
+	}
+	ns, err := s.start()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur = ns
+	s.life, s.end = context.WithCancelCause(context.Background())
+	return nil
+}
+
+// Shutdown stops the server for good and waits until it has (and for a
+// Restart under way).
+func (s *Server) Shutdown() {
+	s.op.Lock()
+	defer s.op.Unlock()
+	s.mu.Lock()
+	s.stopped = true
+	ns := s.cur
+	s.cur = nil
+	end := s.end
+	s.mu.Unlock()
+	if ns != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}
+	end(ErrRestarted)
+}
