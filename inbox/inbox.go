@@ -791,7 +791,7 @@ func (in *Inbox) describePublishError(err error) error {
 		return fmt.Errorf("the store could not write it (disk full, or JetStream's storage limit reached): %w", err)
 	case errors.Is(err, nats.ErrMaxPayload):
 		return fmt.Errorf("the delivery is larger than the server's max_payload: %w", err)
-	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+	case errors.Is(err, errStoreDown), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return in.store.explain(err)
 	}
 	return err

@@ -93,6 +93,9 @@ func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) e
 	}
 	pause := 10 * time.Millisecond
 	for {
+		if in.store.down() {
+			return errStoreDown
+		}
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if bound, ok := in.attemptBound(); ok {
 			actx, cancel = context.WithTimeout(ctx, bound)
@@ -101,9 +104,9 @@ func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) e
 			actx, cancel = in.ns.Attempt(ctx)
 		}
 		err := op(actx)
-		restarted := in.ns != nil && embedded.Restarted(actx)
+		stopped := in.ns != nil && embedded.Stopped(actx)
 		cancel()
-		if err == nil || !restarted && !transientPublishError(err) || in.isClosed() || in.store.down() {
+		if err == nil || !stopped && !transientPublishError(err) || in.isClosed() {
 			return err
 		}
 		// Jitter spreads the retries of many requests over the election.

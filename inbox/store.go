@@ -50,15 +50,19 @@ func (w *storeWatch) explain(err error) error {
 	return err
 }
 
-// down reports, in the embedded mode, whether the store stopped on a full
-// disk (it starts the recovery then) or is restarting: a request cannot
-// be answered before the restart, and waiting for it would only hold the
-// caller past the forge's timeout.
+// errStoreDown is the error of a request not sent since the embedded
+// store is stopped or restarting.
+var errStoreDown = errors.New("the embedded store is stopped (a full disk) or restarting")
+
+// down reports, in the embedded mode, whether the store is stopped (it
+// starts the recovery then) or restarting: a request cannot be answered
+// before the restart, and waiting for it would only hold the caller past
+// the forge's timeout.
 func (w *storeWatch) down() bool {
 	if w.ns == nil {
 		return false
 	}
-	if !w.ns.JetStreamEnabled() || w.disk.Full() {
+	if !w.ns.JetStreamEnabled() {
 		w.disk.Start()
 		return true
 	}

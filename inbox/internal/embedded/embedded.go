@@ -21,10 +21,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// ErrRestarted is the cause of an Attempt's context cancelled because the
-// server it was made under stopped: a request sent to it has no answer
-// coming, and may be sent again to the next one.
-var ErrRestarted = errors.New("inbox: the embedded server restarted")
+// ErrStopped is the cause of an Attempt's context cancelled because the
+// server it was made under, or its JetStream, stopped: a request sent to it
+// has no answer coming, and may be sent again to the next one.
+var ErrStopped = errors.New("inbox: the embedded server stopped")
 
 // errDown is InProcessConn's error while no server runs.
 var errDown = errors.New("inbox: the embedded server is not running")
@@ -53,8 +53,34 @@ func Start(opts server.Options, ready time.Duration) (*Server, error) {
 		return nil, err
 	}
 	s.cur = ns
-	s.life, s.end = context.WithCancelCause(context.Background())
+	s.live(ns)
 	return s, nil
+}
+
+// watchEvery is how often a server's JetStream is looked at: it stops
+// itself on a full disk, leaving the requests under way unanswered.
+const watchEvery = 250 * time.Millisecond
+
+// live starts the life of ns, which ends when ns or its JetStream stops.
+// s.mu is held or s not yet shared.
+func (s *Server) live(ns *server.Server) {
+	life, end := context.WithCancelCause(context.Background())
+	s.life, s.end = life, end
+	go func() {
+		t := time.NewTicker(watchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-life.Done():
+				return
+			case <-t.C:
+			}
+			if !ns.JetStreamEnabled() {
+				end(ErrStopped)
+				return
+			}
+		}
+	}()
 }
 
 // start starts a server on a copy of the options.
@@ -65,10 +91,10 @@ func (s *Server) start() (*server.Server, error) {
 		return nil, fmt.Errorf("inbox: embedded NATS server: %w", err)
 	}
 	ns.Start()
-	if !ns.ReadyForConnections(s.ready) {
+	if !ns.ReadyForConnections(s.ready) || o.JetStream && !ns.JetStreamEnabled() {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		return nil, fmt.Errorf("inbox: embedded NATS server with store %s did not start", o.StoreDir)
+		return nil, fmt.Errorf("inbox: embedded NATS server with store %s did not start (a full disk?)", o.StoreDir)
 	}
 	return ns, nil
 }
@@ -96,25 +122,26 @@ func (s *Server) JetStreamEnabled() bool {
 	return ns != nil && ns.JetStreamEnabled()
 }
 
-// Attempt returns ctx, also cancelled (with cause ErrRestarted) once the
-// server running now stops, and its cancel: a request waiting for a
-// server that stopped is answered by nobody, whatever its deadline.
+// Attempt returns ctx, also cancelled (with cause ErrStopped) once the
+// server running now, or its JetStream, stops, and its cancel: a request
+// waiting for a server that stopped is answered by nobody, whatever its
+// deadline.
 func (s *Server) Attempt(ctx context.Context) (context.Context, context.CancelFunc) {
 	s.mu.Lock()
 	life := s.life
 	s.mu.Unlock()
 	actx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(life, func() { cancel(ErrRestarted) })
+	stop := context.AfterFunc(life, func() { cancel(ErrStopped) })
 	return actx, func() {
 		stop()
 		cancel(context.Canceled)
 	}
 }
 
-// Restarted reports whether ctx, an Attempt's context, was cancelled
+// Stopped reports whether ctx, an Attempt's context, was cancelled
 // because its server stopped.
-func Restarted(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), ErrRestarted)
+func Stopped(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrStopped)
 }
 
 // Restart shuts the running server down, waits until it has, and starts a
@@ -136,7 +163,7 @@ func (s *Server) Restart() error {
 	if old != nil {
 		old.Shutdown()
 		old.WaitForShutdown()
-		s.end(ErrRestarted)
+		s.end(ErrStopped)
 	}
 	ns, err := s.start()
 	if err != nil {
@@ -145,7 +172,7 @@ func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cur = ns
-	s.life, s.end = context.WithCancelCause(context.Background())
+	s.live(ns)
 	return nil
 }
 
@@ -164,5 +191,5 @@ func (s *Server) Shutdown() {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	}
-	end(ErrRestarted)
+	end(ErrStopped)
 }

@@ -58,6 +58,11 @@ func (r *Recovery) Full() bool {
 // Start starts, unless one is under way, the recovery: a goroutine that
 // calls Restart once the disk has NeedFree, looking every second.
 func (r *Recovery) Start() {
+	select {
+	case <-r.Closing:
+		return // the server stopped for good
+	default:
+	}
 	if !r.recovering.CompareAndSwap(false, true) {
 		return
 	}
