@@ -160,14 +160,32 @@ func (r *onceReceiver) state(id string) (runs, inFlight int) {
 }
 
 // TestInboxDiskFullInFlight: the disk fills while slow handlers run and
-// more wait, over real HTTP. Once space is freed the store restarts with
-// the handlers still running; the forge sends again what was answered 503.
-// Every delivery reaches its handler exactly once, never two runs of one
-// at the same time: a delivery answered 503 that was stored anyway is a
-// duplicate when sent again, and the runner started after the restart runs
-// none of those the one before it still ran.
+// more wait, over real HTTP, with and without order. Once space is freed the
+// store restarts with the handlers still running; the forge sends again what
+// was answered 503. Every delivery reaches its handler exactly once, never
+// two runs of one at the same time: a delivery answered 503 that was stored
+// anyway is a duplicate when sent again, and the runner started after the
+// restart runs none of those the one before it still ran.
 func TestInboxDiskFullInFlight(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		orderBy OrderKey
+	}{
+		{"unordered", nil},
+		{"ordered by repository", ByRepository},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			diskFullInFlight(t, tc.orderBy)
+		})
+	}
+}
+
+// diskFullInFlight fills a 64 MiB disk with deliveries of 256 KiB (of 8
+// repositories) while their handlers run, frees it, sends again what was
+// refused and checks that each ran once.
+func diskFullInFlight(t *testing.T, orderBy OrderKey) {
 	dir := tmpfs(t, 64)
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 36<<20), 0o600); err != nil {
@@ -176,10 +194,14 @@ func TestInboxDiskFullInFlight(t *testing.T) {
 	var logs logBuffer
 	rcv := &onceReceiver{hold: 300 * time.Millisecond, runs: map[string]int{}, running: map[string]bool{}}
 	in := openInbox(t, filepath.Join(dir, "inbox"), Options{Receiver: rcv, Workers: 4, AckWait: 2 * time.Second,
-		MaxStoreBytes: 1 << 30, Logger: quietTo(t, &logs)})
+		OrderBy: orderBy, MaxStoreBytes: 1 << 30, Logger: quietTo(t, &logs)})
 	srv := receiver(t, newWebhooks(t), in)
 	send := func(id string) int {
-		body := fmt.Appendf(nil, `{"id":%q,"pad":"%s"}`, id, strings.Repeat("x", 256<<10))
+		repo := 0
+		for _, c := range id {
+			repo += int(c)
+		}
+		body := fmt.Appendf(nil, `{"id":%q,"repository":{"id":%d},"pad":"%s"}`, id, repo%8, strings.Repeat("x", 256<<10))
 		code, _, err := post(t, srv.Client(), srv.URL, "push", id, body, testSecret)
 		if err != nil {
 			t.Fatalf("posting %s: %v", id, err)

@@ -83,9 +83,9 @@ func (w *storeWatch) awaitRestart(ctx context.Context, err error) bool {
 
 // restartStore starts the embedded server again, whole, on the same
 // directory; the connection reconnects by itself. The runner stops taking
-// deliveries first, and the next one starts only once the old one's
-// handlers have returned (restartRunner): a delivery never runs twice at
-// once, and the statuses the old handlers write land on the new server.
+// deliveries first, and its successor starts once its handlers have
+// returned (runner.Handover): a delivery never runs twice at once, and the
+// statuses the old handlers write land on the new server.
 func (in *Inbox) restartStore() error {
 	in.mu.Lock()
 	old := in.started
@@ -97,41 +97,17 @@ func (in *Inbox) restartStore() error {
 		return err
 	}
 	if old != nil {
-		go in.restartRunner(old)
+		go old.Handover(in.runnerConfig, func(prev, next *runner.Runner) bool {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			if in.closed || in.started != prev {
+				return false
+			}
+			in.started = next
+			return true
+		}, in.closing)
 	}
 	return nil
-}
-
-// restartRunner waits for the handlers of old, a runner on the server
-// before a restart, then starts its successor, again each second until
-// Close while it cannot.
-func (in *Inbox) restartRunner(old *runner.Runner) {
-	old.Wait()
-	for {
-		in.mu.Lock()
-		if in.closed || in.started != old {
-			in.mu.Unlock()
-			return
-		}
-		r := runner.New(in.runnerConfig())
-		in.started = r
-		in.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := r.Start(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		in.log.Warn("inbox: starting the workers again after the store restarted", "error", err)
-		r.StopTaking()
-		r.Wait()
-		select {
-		case <-in.closing:
-			return
-		case <-time.After(time.Second):
-		}
-		old = r
-	}
 }
 
 // The janitor drops the stored copies of handled deliveries once they are

@@ -89,11 +89,11 @@ func (r *Recovery) Start() {
 				r.Log.Warn("inbox: restarting the embedded store", "error", err)
 				continue
 			}
+			r.Log.Info("inbox: the embedded store restarted; deliveries are taken again", "dir", r.Dir)
 			r.mu.Lock()
 			r.up, r.restarted = nil, time.Now()
 			r.mu.Unlock()
 			close(up)
-			r.Log.Info("inbox: the embedded store restarted; deliveries are taken again", "dir", r.Dir)
 			return
 		}
 	}()
