@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,9 +122,12 @@ func diskFull(t *testing.T, diskMiB, fillerMiB, padding int) {
 }
 
 // onceReceiver counts each delivery's runs and notes the deliveries whose
-// runs overlapped. Each run holds for hold.
+// runs overlapped. Each run holds for hold and, if it began while armed,
+// then until gate is closed.
 type onceReceiver struct {
-	hold time.Duration
+	hold  time.Duration
+	gate  chan struct{}
+	armed atomic.Bool
 
 	mu       sync.Mutex
 	runs     map[string]int
@@ -139,6 +143,7 @@ func (r *onceReceiver) ReceiveDelivery(ctx context.Context, d webhooks.Delivery)
 	r.running[d.ID] = true
 	r.runs[d.ID]++
 	r.mu.Unlock()
+	held := r.armed.Load()
 	defer func() {
 		r.mu.Lock()
 		delete(r.running, d.ID)
@@ -146,6 +151,14 @@ func (r *onceReceiver) ReceiveDelivery(ctx context.Context, d webhooks.Delivery)
 	}()
 	select {
 	case <-time.After(r.hold):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !held {
+		return nil
+	}
+	select {
+	case <-r.gate:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -192,8 +205,13 @@ func diskFullInFlight(t *testing.T, orderBy OrderKey) {
 		t.Fatal(err)
 	}
 	var logs logBuffer
-	rcv := &onceReceiver{hold: 300 * time.Millisecond, runs: map[string]int{}, running: map[string]bool{}}
-	in := openInbox(t, filepath.Join(dir, "inbox"), Options{Receiver: rcv, Workers: 4, AckWait: 2 * time.Second,
+	// The first handlers hold their deliveries from before the disk fills
+	// until after the store restarted; the runs begun later take hold.
+	gate := make(chan struct{})
+	rcv := &onceReceiver{hold: 300 * time.Millisecond, gate: gate, runs: map[string]int{}, running: map[string]bool{}}
+	rcv.armed.Store(true)
+	const ackWait = 2 * time.Second
+	in := openInbox(t, filepath.Join(dir, "inbox"), Options{Receiver: rcv, Workers: 4, AckWait: ackWait,
 		OrderBy: orderBy, MaxStoreBytes: 1 << 30, Logger: quietTo(t, &logs)})
 	srv := receiver(t, newWebhooks(t), in)
 	send := func(id string) int {
@@ -221,6 +239,7 @@ func diskFullInFlight(t *testing.T, orderBy OrderKey) {
 		case code == http.StatusServiceUnavailable:
 			if len(refused) == 0 {
 				inFlight = running
+				rcv.armed.Store(false)
 			}
 			refused = append(refused, id)
 		case code/100 != 2:
@@ -260,6 +279,11 @@ func diskFullInFlight(t *testing.T, orderBy OrderKey) {
 		}
 	}
 	t.Logf("after the restart: %d sent again, %d of them duplicates", len(refused), dups)
+	// A runner started at the restart would run the held deliveries again
+	// at once (their leases handed back), or after AckWait: the handlers
+	// go on past both.
+	time.Sleep(2 * ackWait)
+	close(gate)
 	for _, id := range ids {
 		waitHandled(t, in, id, 120*time.Second)
 	}
