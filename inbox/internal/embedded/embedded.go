@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -35,13 +36,16 @@ type Server struct {
 	opts  server.Options
 	ready time.Duration
 
-	op sync.Mutex // one Restart or Shutdown at a time
+	cur     atomic.Pointer[life] // nil while restarting or after Shutdown
+	op      sync.Mutex           // one Restart or Shutdown at a time
+	stopped bool                 // Shutdown was called; under op
+}
 
-	mu      sync.Mutex
-	cur     *server.Server // nil while restarting or after Shutdown
-	life    context.Context
-	end     context.CancelCauseFunc // ends life when cur stops
-	stopped bool
+// life is one server's run: ctx ends when the server or its JetStream stops.
+type life struct {
+	ns  *server.Server
+	ctx context.Context
+	end context.CancelCauseFunc
 }
 
 // Start starts a server on opts and waits up to ready for it to take
@@ -52,8 +56,7 @@ func Start(opts server.Options, ready time.Duration) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cur = ns
-	s.live(ns)
+	s.cur.Store(live(ns))
 	return s, nil
 }
 
@@ -62,16 +65,14 @@ func Start(opts server.Options, ready time.Duration) (*Server, error) {
 const watchEvery = 250 * time.Millisecond
 
 // live starts the life of ns, which ends when ns or its JetStream stops.
-// s.mu is held or s not yet shared.
-func (s *Server) live(ns *server.Server) {
-	life, end := context.WithCancelCause(context.Background())
-	s.life, s.end = life, end
+func live(ns *server.Server) *life {
+	ctx, end := context.WithCancelCause(context.Background())
 	go func() {
 		t := time.NewTicker(watchEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-life.Done():
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
@@ -81,6 +82,7 @@ func (s *Server) live(ns *server.Server) {
 			}
 		}
 	}()
+	return &life{ns: ns, ctx: ctx, end: end}
 }
 
 // start starts a server on a copy of the options.
@@ -103,35 +105,33 @@ func (s *Server) start() (*server.Server, error) {
 // an error while none runs, which a connection that reconnects meets
 // until the restart is over.
 func (s *Server) InProcessConn() (net.Conn, error) {
-	s.mu.Lock()
-	ns := s.cur
-	s.mu.Unlock()
-	if ns == nil {
+	l := s.cur.Load()
+	if l == nil {
 		return nil, errDown
 	}
-	return ns.InProcessConn()
+	return l.ns.InProcessConn()
 }
 
 // JetStreamEnabled reports whether the running server's JetStream runs:
 // false while restarting, after Shutdown, or once JetStream stopped itself
 // (a full disk).
 func (s *Server) JetStreamEnabled() bool {
-	s.mu.Lock()
-	ns := s.cur
-	s.mu.Unlock()
-	return ns != nil && ns.JetStreamEnabled()
+	l := s.cur.Load()
+	return l != nil && l.ns.JetStreamEnabled()
 }
 
 // Attempt returns ctx, also cancelled (with cause ErrStopped) once the
-// server running now, or its JetStream, stops, and its cancel: a request
-// waiting for a server that stopped is answered by nobody, whatever its
-// deadline.
+// server running now, or its JetStream, stops (at once when none runs),
+// and its cancel: a request waiting for a server that stopped is answered
+// by nobody, whatever its deadline.
 func (s *Server) Attempt(ctx context.Context) (context.Context, context.CancelFunc) {
-	s.mu.Lock()
-	life := s.life
-	s.mu.Unlock()
 	actx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(life, func() { cancel(ErrStopped) })
+	l := s.cur.Load()
+	if l == nil {
+		cancel(ErrStopped)
+		return actx, func() {}
+	}
+	stop := context.AfterFunc(l.ctx, func() { cancel(ErrStopped) })
 	return actx, func() {
 		stop()
 		cancel(context.Canceled)
@@ -152,27 +152,15 @@ func Stopped(ctx context.Context) bool {
 func (s *Server) Restart() error {
 	s.op.Lock()
 	defer s.op.Unlock()
-	s.mu.Lock()
 	if s.stopped {
-		s.mu.Unlock()
 		return errors.New("inbox: the embedded server is shut down")
 	}
-	old := s.cur
-	s.cur = nil
-	s.mu.Unlock()
-	if old != nil {
-		old.Shutdown()
-		old.WaitForShutdown()
-		s.end(ErrStopped)
-	}
+	stop(s.cur.Swap(nil))
 	ns, err := s.start()
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cur = ns
-	s.live(ns)
+	s.cur.Store(live(ns))
 	return nil
 }
 
@@ -181,15 +169,16 @@ func (s *Server) Restart() error {
 func (s *Server) Shutdown() {
 	s.op.Lock()
 	defer s.op.Unlock()
-	s.mu.Lock()
 	s.stopped = true
-	ns := s.cur
-	s.cur = nil
-	end := s.end
-	s.mu.Unlock()
-	if ns != nil {
-		ns.Shutdown()
-		ns.WaitForShutdown()
+	stop(s.cur.Swap(nil))
+}
+
+// stop shuts l's server down, waits until it has and ends l.
+func stop(l *life) {
+	if l == nil {
+		return
 	}
-	end(ErrStopped)
+	l.ns.Shutdown()
+	l.ns.WaitForShutdown()
+	l.end(ErrStopped)
 }
