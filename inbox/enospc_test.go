@@ -297,6 +297,9 @@ func diskFullInFlight(t *testing.T, orderBy OrderKey) {
 			t.Errorf("%s ran %d times; want once", id, runs)
 		}
 	}
+	if t.Failed() {
+		t.Logf("log:\n%s", logs.String())
+	}
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	if len(rcv.overlaps) > 0 {

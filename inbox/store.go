@@ -54,16 +54,19 @@ func (w *storeWatch) explain(err error) error {
 // store is stopped or restarting.
 var errStoreDown = errors.New("the embedded store is stopped (a full disk) or restarting")
 
-// down reports, in the embedded mode, whether the store's JetStream is
-// stopped (it starts the recovery then) or its server restarting: a
-// request cannot be answered before the restart, and waiting for it would
-// only hold the caller past the forge's timeout.
+// down reports, in the embedded mode, whether the store is stopped (it
+// starts the recovery then) or restarting: a request cannot be answered
+// before the restart, and waiting for it would only hold the caller past
+// the forge's timeout.
 func (w *storeWatch) down() bool {
-	if w.ns == nil || w.ns.JetStreamEnabled() {
+	if w.ns == nil {
 		return false
 	}
-	w.disk.Start()
-	return true
+	if !w.ns.JetStreamEnabled() {
+		w.disk.Start()
+		return true
+	}
+	return w.disk.Recovering()
 }
 
 // awaitRestart reports, after err, a failed write that must not be lost (a
