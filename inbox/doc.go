@@ -145,8 +145,9 @@
 // after Options.HandledRetention (default 24 hours), dead letters after
 // Options.DeadRetention (30 days), anything after Options.MaxAge (7 days);
 // ids, digests and attempts stay for the duplicate window. In the embedded
-// mode, when the disk itself fills up, JetStream stops; the inbox restarts
-// it once the disk has room again. Options.TenantMaxStoreBytes (default
+// mode, when the disk itself fills up, JetStream stops; once the disk has
+// room the inbox restarts its server, and its workers once the handlers
+// running have returned (none runs twice). Options.TenantMaxStoreBytes (default
 // half of MaxStoreBytes) bounds the deliveries of one tenant not yet handled
 // or dead: past it that tenant's are refused (ErrTenantFull), the others'
 // still stored.

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/embedded"
 	"forgehooks.dev/forgehooks/inbox/internal/overflow"
 	"forgehooks.dev/forgehooks/inbox/internal/quota"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
@@ -273,7 +274,7 @@ type Inbox struct {
 
 // conn is an Inbox's connection to its store.
 type conn struct {
-	ns     *server.Server // nil in cluster mode
+	ns     *embedded.Server // nil in cluster mode
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	unlock func() // releases Dir (embedded)
@@ -383,7 +384,11 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		}
 		in.quota = quota.New(tmax)
 	}
-	in.store = storeWatch{ns: in.ns, dir: opts.Dir, maxStore: max(opts.MaxStoreBytes, 0), log: opts.Logger, closing: in.closing}
+	in.store = storeWatch{ns: in.ns, dir: opts.Dir}
+	if in.ns != nil {
+		in.store.disk = &embedded.Recovery{Dir: opts.Dir, MaxStore: max(opts.MaxStoreBytes, 0), MaxMessage: DefaultMaxPayload,
+			Restart: in.restartStore, Closing: in.closing, Log: opts.Logger}
+	}
 	if defaultReplicas && in.ns == nil {
 		in.opts.Replicas = clusterReplicas(in.nc)
 		// Streams made before keep their replicas: a query from the command
@@ -493,7 +498,7 @@ func (in *Inbox) connect() error {
 			return err
 		}
 		in.unlock = unlock
-		ns, err := server.NewServer(&server.Options{
+		ns, err := embedded.Start(server.Options{
 			ServerName: "forgehooks-inbox",
 			JetStream:  true,
 			StoreDir:   o.Dir,
@@ -505,19 +510,17 @@ func (in *Inbox) connect() error {
 			SyncAlways: o.Fsync,
 
 			JetStreamMaxStore: max(o.MaxStoreBytes, 0),
-		})
+		}, 30*time.Second)
 		if err != nil {
 			unlock()
-			return fmt.Errorf("inbox: embedded NATS server: %w", err)
-		}
-		ns.Start()
-		if !ns.ReadyForConnections(30 * time.Second) {
-			ns.Shutdown()
-			unlock()
-			return fmt.Errorf("inbox: embedded NATS server with store %s did not start", o.Dir)
+			return err
 		}
 		in.ns = ns
-		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("forgehooks-inbox"), in.asyncErrors())
+		// The connection comes back by itself when the store restarts
+		// (store.go); while it is away a publish fails at once.
+		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("forgehooks-inbox"), in.asyncErrors(),
+			nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(10*time.Millisecond, 0),
+			nats.ReconnectBufSize(-1))
 		if err != nil {
 			ns.Shutdown()
 			unlock()
@@ -791,7 +794,7 @@ func (in *Inbox) describePublishError(err error) error {
 		return fmt.Errorf("the store could not write it (disk full, or JetStream's storage limit reached): %w", err)
 	case errors.Is(err, nats.ErrMaxPayload):
 		return fmt.Errorf("the delivery is larger than the server's max_payload: %w", err)
-	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+	case errors.Is(err, errStoreDown), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders), errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return in.store.explain(err)
 	}
 	return err
@@ -811,16 +814,17 @@ func (in *Inbox) Close(ctx context.Context) error {
 	}
 	in.closed = true
 	close(in.closing)
+	started := in.started // no restart replaces it once closed (store.go)
 	in.mu.Unlock()
 	// Deliveries fetched but not started are handed back by the loops.
-	if in.started != nil {
-		in.started.StopTaking()
+	if started != nil {
+		started.StopTaking()
 	}
 	done := make(chan struct{})
 	go func() {
 		in.enq.Wait()
-		if in.started != nil {
-			in.started.Wait()
+		if started != nil {
+			started.Wait()
 		}
 		close(done)
 	}()
@@ -830,8 +834,8 @@ func (in *Inbox) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("inbox: handlers still running at shutdown; their deliveries run again after a restart: %w", ctx.Err())
 	}
-	if in.started != nil {
-		in.started.Stop()
+	if started != nil {
+		started.Stop()
 	}
 	in.shutdown()
 	return err
@@ -855,7 +859,6 @@ func (in *Inbox) shutdown() {
 	}
 	if in.ns != nil {
 		in.ns.Shutdown()
-		in.ns.WaitForShutdown()
 	}
 	if in.unlock != nil {
 		in.unlock()
@@ -876,6 +879,9 @@ func (in *Inbox) isClosed() bool {
 // now. It returns the acknowledgement when the store holds the delivery with
 // id, nil when it does not (or cannot tell).
 func (in *Inbox) landed(msg *nats.Msg, id string) *jetstream.PubAck {
+	if in.store.down() {
+		return nil // nobody to ask; stored, it runs once and is a duplicate when sent again
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ack, err := in.js.PublishMsg(ctx, msg)

@@ -118,10 +118,17 @@ func (in *Inbox) readStatus(ctx context.Context, key string) (*stored.Status, er
 }
 
 // putStatus writes a status and waits for the store's answer, waiting out
-// what publishRetrying waits out; a failure is logged and returned.
+// what publishRetrying waits out and, in the embedded mode, a restart of
+// the store after a full disk; a failure is logged and returned.
 func (in *Inbox) putStatus(ctx context.Context, key string, st *stored.Status) error {
 	b := st.Marshal()
-	err := in.retrying(ctx, func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) })
+	put := func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) }
+	err := in.retrying(ctx, put)
+	if err != nil && in.store.awaitRestart(ctx, err) {
+		// Written after the store restarted (a full disk): lost, the
+		// delivery would run again.
+		err = in.retrying(ctx, put)
+	}
 	if err != nil {
 		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
 	} else if in.quota != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"forgehooks.dev/forgehooks/inbox/internal/embedded"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
@@ -92,13 +93,20 @@ func (in *Inbox) retrying(ctx context.Context, op func(context.Context) error) e
 	}
 	pause := 10 * time.Millisecond
 	for {
+		if in.store.down() {
+			return errStoreDown
+		}
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if bound, ok := in.attemptBound(); ok {
 			actx, cancel = context.WithTimeout(ctx, bound)
+		} else {
+			// Nobody answers a request to a server that restarts (store.go).
+			actx, cancel = in.ns.Attempt(ctx)
 		}
 		err := op(actx)
+		stopped := in.ns != nil && embedded.Stopped(actx)
 		cancel()
-		if err == nil || !transientPublishError(err) || in.isClosed() {
+		if err == nil || !stopped && !transientPublishError(err) || in.isClosed() {
 			return err
 		}
 		// Jitter spreads the retries of many requests over the election.

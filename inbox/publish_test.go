@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"forgehooks.dev/forgehooks/inbox/internal/embedded"
 )
 
 // TestAttemptBound: the embedded server's attempts are bounded by their
@@ -28,7 +28,7 @@ func TestAttemptBound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &Inbox{}
 			if tc.embedded {
-				in.ns = &server.Server{}
+				in.ns = &embedded.Server{}
 			}
 			in.sending.Store(tc.sending)
 			got, bounded := in.attemptBound()

@@ -4,61 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/embedded"
+	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // storeWatch names why the store does not answer and, in the embedded mode,
-// brings JetStream back after it stopped itself on a full disk (the server
-// shuts JetStream down on ENOSPC and would otherwise stay so until a
-// restart).
+// brings the store back after it stopped on a full disk (JetStream shuts
+// itself down on ENOSPC, or keeps its streams' write errors, until its
+// server starts again): the whole server restarts (restartStore), never
+// JetStream alone on a server whose API still serves requests.
 type storeWatch struct {
-	ns         *server.Server // nil in cluster mode
-	dir        string
-	maxStore   int64
-	log        *slog.Logger
-	closing    <-chan struct{}
-	recovering atomic.Bool
-}
-
-// The free space the disk must have before JetStream is started again:
-// room for a few deliveries of the largest size (recoverFree), but never more
-// than a quarter of the store's bound or an eighth of the disk, so that a
-// small disk or store recovers too (a 64 MiB disk: 8 MiB), and never less
-// than minRecoverFree.
-const (
-	recoverFree    = 4 * DefaultMaxPayload
-	minRecoverFree = 1 << 20
-)
-
-// free returns the bytes free on the store's disk.
-func (w *storeWatch) free() int64 {
-	f, _ := w.space()
-	return f
-}
-
-// needFree returns the free space the disk must have for the store to be
-// started again (see recoverFree).
-func (w *storeWatch) needFree() int64 {
-	need := int64(recoverFree)
-	if w.maxStore > 0 {
-		need = min(need, w.maxStore/4)
-	}
-	if _, size := w.space(); size > 0 {
-		need = min(need, size/8)
-	}
-	return max(need, minRecoverFree)
+	ns  *embedded.Server // nil in cluster mode
+	dir string
+	// disk is set in the embedded mode.
+	disk *embedded.Recovery
 }
 
 // explain wraps err, an error of the store, with its likely cause. In the
-// embedded mode a JetStream that stopped itself is restarted once the disk
+// embedded mode a store stopped on a full disk is restarted once the disk
 // has room again.
 func (w *storeWatch) explain(err error) error {
 	if err == nil {
@@ -70,13 +39,10 @@ func (w *storeWatch) explain(err error) error {
 		}
 		return err
 	}
-	if need := w.needFree(); !w.ns.JetStreamEnabled() || w.free() < need {
-		// On a full disk JetStream either shuts itself down or keeps the
-		// write error of the stream for good: either way it is restarted
-		// once the disk has room again.
-		w.recover()
+	if !w.ns.JetStreamEnabled() || w.disk.Full() {
+		w.disk.Start()
 		return fmt.Errorf("the embedded store has stopped: the disk of %s is full; it restarts once %.1f MiB are free: %w",
-			w.dir, float64(need)/(1<<20), err)
+			w.dir, float64(w.disk.NeedFree())/(1<<20), err)
 	}
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("the embedded store did not answer in time (the disk or the process overloaded?): %w", err)
@@ -84,47 +50,64 @@ func (w *storeWatch) explain(err error) error {
 	return err
 }
 
-// recover starts, once, a goroutine that restarts JetStream when the disk
-// has room.
-func (w *storeWatch) recover() {
-	if !w.recovering.CompareAndSwap(false, true) {
-		return
+// errStoreDown is the error of a request not sent since the embedded
+// store is stopped or restarting.
+var errStoreDown = errors.New("the embedded store is stopped (a full disk) or restarting")
+
+// down reports, in the embedded mode, whether the store is stopped (it
+// starts the recovery then) or restarting: a request cannot be answered
+// before the restart, and waiting for it would only hold the caller past
+// the forge's timeout.
+func (w *storeWatch) down() bool {
+	if w.ns == nil {
+		return false
 	}
-	w.log.Error("inbox: the embedded store stopped: the disk is full; deliveries are refused (503) until it restarts, which it does once the disk has room",
-		"dir", w.dir, "needs_free_bytes", w.needFree())
-	go func() {
-		defer w.recovering.Store(false)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-w.closing:
-				return
-			case <-t.C:
+	if !w.ns.JetStreamEnabled() {
+		w.disk.Start()
+		return true
+	}
+	return w.disk.Recovering()
+}
+
+// awaitRestart reports, after err, a failed write that must not be lost (a
+// status), whether it is worth one more try: in the embedded mode, once the
+// store stopped on a full disk has restarted (it waits for that, within ctx
+// and until Close).
+func (w *storeWatch) awaitRestart(ctx context.Context, err error) bool {
+	if w.ns == nil || ctx.Err() != nil {
+		return false
+	}
+	_ = w.explain(err) // starts the recovery on a full disk
+	return w.disk.Await(ctx)
+}
+
+// restartStore starts the embedded server again, whole, on the same
+// directory; the connection reconnects by itself. The runner stops taking
+// deliveries first, and its successor starts once its handlers have
+// returned (runner.Handover): a delivery never runs twice at once, and the
+// statuses the old handlers write land on the new server.
+func (in *Inbox) restartStore() error {
+	in.mu.Lock()
+	old := in.started
+	in.mu.Unlock()
+	if old != nil {
+		old.StopTaking()
+	}
+	if err := in.ns.Restart(); err != nil {
+		return err
+	}
+	if old != nil {
+		go old.Handover(in.runnerConfig, func(prev, next *runner.Runner) bool {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			if in.closed || in.started != prev {
+				return false
 			}
-			if w.free() < w.needFree() {
-				continue
-			}
-			if w.ns.JetStreamEnabled() {
-				// Its streams keep their write error until they are loaded
-				// again.
-				if err := w.ns.ShutdownJetStream(); err != nil {
-					w.log.Warn("inbox: stopping the embedded store to restart it", "error", err)
-					continue
-				}
-			}
-			cfg := &server.JetStreamConfig{StoreDir: w.dir, MaxStore: w.maxStore, MaxMemory: 256 << 20}
-			if w.maxStore <= 0 {
-				cfg.MaxStore = 0 // the server's own default
-			}
-			if err := w.ns.EnableJetStream(cfg); err != nil {
-				w.log.Warn("inbox: restarting the embedded store", "error", err)
-				continue
-			}
-			w.log.Info("inbox: the embedded store restarted; deliveries are taken again", "dir", w.dir)
-			return
-		}
-	}()
+			in.started = next
+			return true
+		}, in.closing)
+	}
+	return nil
 }
 
 // The janitor drops the stored copies of handled deliveries once they are

@@ -246,7 +246,12 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		r.mu.Lock()
 		r.take.iters = append(r.take.iters, it)
+		closed := r.closed
 		r.mu.Unlock()
+		if closed {
+			// StopTaking came first: it drained the iterators before this one.
+			it.Drain()
+		}
 		r.loops.Add(1)
 		go r.dispatchOrdered(it)
 	}
