@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +12,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"forgehooks.dev/forgehooks/bench"
-	"forgehooks.dev/forgehooks/webhooks"
 )
 
 // jsFloor is the JetStream floor of a durable receiver: what any receiver
@@ -132,30 +126,8 @@ func (f *jsFloor) close() {
 // ServeHTTP verifies, stores and answers 200 after the store's
 // acknowledgement; 503 when it cannot store.
 func (f *jsFloor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength < 0 || r.ContentLength > webhooks.DefaultMaxBodyBytes {
-		http.Error(w, "length", http.StatusBadRequest)
-		return
-	}
-	body := make([]byte, r.ContentLength)
-	if _, err := io.ReadFull(r.Body, body); err != nil {
-		http.Error(w, "read", http.StatusBadRequest)
-		return
-	}
-	sig := r.Header.Get("X-Hub-Signature-256")
-	var want [sha256.Size]byte
-	if len(sig) != 71 {
-		http.Error(w, "signature", http.StatusBadRequest)
-		return
-	}
-	if _, err := hex.Decode(want[:], []byte(sig[7:])); err != nil {
-		http.Error(w, "signature", http.StatusBadRequest)
-		return
-	}
-	mac := hmac.New(sha256.New, []byte(bench.Secret))
-	mac.Write(body)
-	var sum [sha256.Size]byte
-	if !hmac.Equal(mac.Sum(sum[:0]), want[:]) {
-		http.Error(w, "signature", http.StatusBadRequest)
+	body, ok := verifiedBody(w, r)
+	if !ok {
 		return
 	}
 	msg := &nats.Msg{Subject: "floor.d", Data: body, Header: nats.Header{

@@ -200,33 +200,43 @@ func netHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ok\n")
 }
 
-// bare is the least a receiver can do: read the body, check its HMAC, check
-// that it is a JSON object and find its action, answer.
-func bare(w http.ResponseWriter, r *http.Request) {
+// verifiedBody reads the body and checks its HMAC as the least receiver
+// does; false when it answered the request with an error.
+func verifiedBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.ContentLength < 0 || r.ContentLength > webhooks.DefaultMaxBodyBytes {
 		http.Error(w, "length", http.StatusBadRequest)
-		return
+		return nil, false
 	}
 	body := make([]byte, r.ContentLength)
 	if _, err := io.ReadFull(r.Body, body); err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
-		return
+		return nil, false
 	}
 	sig := r.Header.Get("X-Hub-Signature-256")
 	var want [sha256.Size]byte
 	if len(sig) != 71 {
 		http.Error(w, "signature", http.StatusBadRequest)
-		return
+		return nil, false
 	}
 	if _, err := hex.Decode(want[:], []byte(sig[7:])); err != nil {
 		http.Error(w, "signature", http.StatusBadRequest)
-		return
+		return nil, false
 	}
 	mac := hmac.New(sha256.New, []byte(bench.Secret))
 	mac.Write(body)
 	var sum [sha256.Size]byte
 	if !hmac.Equal(mac.Sum(sum[:0]), want[:]) {
 		http.Error(w, "signature", http.StatusBadRequest)
+		return nil, false
+	}
+	return body, true
+}
+
+// bare is the least a receiver can do: read the body, check its HMAC, check
+// that it is a JSON object and find its action, answer.
+func bare(w http.ResponseWriter, r *http.Request) {
+	body, ok := verifiedBody(w, r)
+	if !ok {
 		return
 	}
 	if _, err := jsonscan.Scan(body); err != nil {

@@ -150,14 +150,7 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 	shared := r.Name + ".in." + stored.StoreToken
 	now := time.Now()
 	r.mu.Lock()
-	if r.tenants == nil {
-		r.tenants = map[string]*tenant{}
-	}
-	t := r.tenants[tenantName]
-	if t == nil {
-		t = &tenant{name: tenantName}
-		r.tenants[tenantName] = t
-	}
+	t := r.tenantLocked(tenantName)
 	if !t.own {
 		if r.prune(t) < Threshold {
 			r.mu.Unlock()
@@ -221,6 +214,13 @@ func (r *Router) Stored(tenantName, subject string, seq uint64) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	t := r.tenantLocked(tenantName)
+	t.waiting = append(t.waiting, seq)
+}
+
+// tenantLocked returns the state of tenantName, made on first use. r.mu is
+// held.
+func (r *Router) tenantLocked(tenantName string) *tenant {
 	if r.tenants == nil {
 		r.tenants = map[string]*tenant{}
 	}
@@ -229,7 +229,7 @@ func (r *Router) Stored(tenantName, subject string, seq uint64) {
 		t = &tenant{name: tenantName}
 		r.tenants[tenantName] = t
 	}
-	t.waiting = append(t.waiting, seq)
+	return t
 }
 
 // prune drops the sequences of t handed out, and t itself when nothing
