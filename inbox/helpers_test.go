@@ -27,14 +27,33 @@ var testKey = []byte("inbox-test-key-0123456789abcdef-0123456789")
 
 // quiet is a logger for tests: warnings and errors go to t.Log when -v.
 func quiet(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w := &testWriter{t: t}
+	t.Cleanup(w.end)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type testWriter struct{ t testing.TB }
+// testWriter writes to the test's log until the test's cleanups ran: a
+// handler that ignores its context may outlive Close, and t.Log after the
+// test ended panics (and races with testing's own state).
+type testWriter struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(string(bytes.TrimRight(p, "\n")))
+	}
 	return len(p), nil
+}
+
+func (w *testWriter) end() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
 }
 
 // newWebhooks returns a Webhooks with the test secret.
