@@ -24,7 +24,7 @@ test: chromium
 ## with the defaults (FORGEHOOKS_TIMING=1). `make test` runs them with bounds wide
 ## enough for a loaded machine (a second suite beside it). Not in CI: it needs an idle
 ## machine (it fails with a second suite beside it), see CONTRIBUTING.md.
-TIMING_TESTS := ^TestServeLargeDeliveries$$
+TIMING_TESTS := ^(TestServeLargeDeliveries|TestServeFairShare|TestOrderedFleetWorkKilled)$$
 timing:
 	FORGEHOOKS_TIMING=1 $(GO) test -count=1 -run '$(TIMING_TESTS)' ./cmd/forgehooks
 

@@ -349,11 +349,18 @@ func TestOrderedFleetWorkKilled(t *testing.T) {
 	pa, worstAfter := p99(after)
 	t.Logf("%d deliveries (%d posts failed); p99 %v (worst %v); accepted after the kill: %d, p99 %v (worst %v)",
 		len(ls), f.failed, all, worstAll, len(after), pa, worstAfter)
-	bound := ackWait + time.Second
+	// The bound with FORGEHOOKS_TIMING=1 (make timing); make test
+	// allows two seconds more, for a loaded machine with a second suite
+	// beside it (4.1 s was seen there), still far below the lease waits
+	// and the 12–25 s lag this test stands against.
+	bound := ackWait + 3*time.Second
+	if os.Getenv("FORGEHOOKS_TIMING") != "" {
+		bound = ackWait + time.Second
+	}
 	for _, key := range slices.Sorted(maps.Keys(byKey)) {
 		p, worst := p99(byKey[key])
 		if p > bound {
-			t.Errorf("repository %s: p99 acceptance→forward %v (worst %v), want at most AckWait + 1 s = %v", key, p, worst, bound)
+			t.Errorf("repository %s: p99 acceptance→forward %v (worst %v), want at most %v", key, p, worst, bound)
 		}
 	}
 	if f.failed > 0 {
