@@ -147,7 +147,7 @@ type tenant struct {
 func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName string) string {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	shared := r.Name + ".in." + stored.StoreToken
+	shared := r.shared()
 	now := time.Now()
 	r.mu.Lock()
 	t := r.tenantLocked(tenantName)
@@ -209,7 +209,7 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 
 // Stored records that a delivery of tenant was stored on subject at seq.
 func (r *Router) Stored(tenantName, subject string, seq uint64) {
-	if subject != r.Name+".in."+stored.StoreToken {
+	if subject != r.shared() {
 		return
 	}
 	r.mu.Lock()
@@ -217,6 +217,10 @@ func (r *Router) Stored(tenantName, subject string, seq uint64) {
 	t := r.tenantLocked(tenantName)
 	t.waiting = append(t.waiting, seq)
 }
+
+// shared is the subject every tenant's deliveries are stored on until it
+// has a backlog.
+func (r *Router) shared() string { return r.Name + ".in." + stored.StoreToken }
 
 // tenantLocked returns the state of tenantName, made on first use. r.mu is
 // held.
