@@ -145,10 +145,12 @@ type tenant struct {
 // backlog. It creates the tenant's consumer before it first names the
 // tenant's subject; when that fails it names the shared one.
 func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName string) string {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
 	shared := r.shared()
 	now := time.Now()
+	// Most calls ask the server nothing: the calls that do share one
+	// deadline, and only they pay for a context with it.
+	deadline := now.Add(callTimeout)
+	bounded := func() (context.Context, context.CancelFunc) { return context.WithDeadline(ctx, deadline) }
 	r.mu.Lock()
 	t := r.tenantLocked(tenantName)
 	if !t.own {
@@ -159,7 +161,9 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 		if now.Sub(r.readAt) > handedOutEvery && !r.reading {
 			r.reading = true
 			r.mu.Unlock()
-			n, err := r.readHandedOut(ctx, s)
+			c, cancel := bounded()
+			n, err := r.readHandedOut(c, s)
+			cancel()
 			r.mu.Lock()
 			r.reading = false
 			if err == nil {
@@ -189,14 +193,22 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 	}
 	subject, cfg := t.subject, t.consumer
 	r.mu.Unlock()
-	if check && r.drained(ctx, s, cfg.Durable) {
-		r.mu.Lock()
-		t.own = false
-		r.mu.Unlock()
-		return shared
+	if check {
+		c, cancel := bounded()
+		drained := r.drained(c, s, cfg.Durable)
+		cancel()
+		if drained {
+			r.mu.Lock()
+			t.own = false
+			r.mu.Unlock()
+			return shared
+		}
 	}
 	if ensure {
-		if err := Ensure(ctx, s, cfg); err != nil {
+		c, cancel := bounded()
+		err := Ensure(c, s, cfg)
+		cancel()
+		if err != nil {
 			r.logger().Warn("inbox: creating a tenant's overflow consumer; its delivery goes on the shared subject", "consumer", cfg.Durable, "error", err)
 			return shared
 		}
