@@ -707,6 +707,7 @@ func (in *Inbox) Enqueue(ctx context.Context, d webhooks.Delivery) (webhooks.Enq
 	}
 	if ack == nil || ack.Duplicate {
 		ended(0)
+		in.share.Stored(d.Tenant, msg.Subject, 0)
 	} else {
 		ended(ack.Sequence)
 		in.share.Stored(d.Tenant, msg.Subject, ack.Sequence)

@@ -133,6 +133,7 @@ type Router struct {
 type tenant struct {
 	name     string
 	waiting  []uint64 // stored here on the shared subject, maybe not handed out yet
+	storing  int      // named the shared subject, not yet Stored
 	own      bool     // its deliveries go to its own subject
 	checked  time.Time
 	ensured  time.Time
@@ -155,6 +156,7 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 	t := r.tenantLocked(tenantName)
 	if !t.own {
 		if r.prune(t) < Threshold {
+			r.storingShared(t)
 			r.mu.Unlock()
 			return shared
 		}
@@ -175,6 +177,7 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 				}
 			}
 			if r.prune(t) < Threshold {
+				r.storingShared(t)
 				r.mu.Unlock()
 				return shared
 			}
@@ -200,6 +203,7 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 		if drained {
 			r.mu.Lock()
 			t.own = false
+			r.storingShared(t)
 			r.mu.Unlock()
 			return shared
 		}
@@ -210,6 +214,9 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 		cancel()
 		if err != nil {
 			r.logger().Warn("inbox: creating a tenant's overflow consumer; its delivery goes on the shared subject", "consumer", cfg.Durable, "error", err)
+			r.mu.Lock()
+			r.storingShared(t)
+			r.mu.Unlock()
 			return shared
 		}
 		r.mu.Lock()
@@ -219,7 +226,11 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 	return subject
 }
 
-// Stored records that a delivery of tenant was stored on subject at seq.
+// Stored ends the publish of a delivery of tenant on the subject Subject
+// named: stored at seq, or 0 when the store took none (an error, a
+// duplicate). Every Subject is followed by one Stored, since the deliveries
+// on their way to the shared subject count towards Threshold: concurrent
+// intakes must not all pass it at once.
 func (r *Router) Stored(tenantName, subject string, seq uint64) {
 	if subject != r.shared() {
 		return
@@ -227,7 +238,19 @@ func (r *Router) Stored(tenantName, subject string, seq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.tenantLocked(tenantName)
-	t.waiting = append(t.waiting, seq)
+	t.storing = max(t.storing-1, 0)
+	if seq != 0 {
+		t.waiting = append(t.waiting, seq)
+	} else {
+		r.prune(t) // forgets it when nothing remains
+	}
+}
+
+// storingShared counts a publish of t on its way to the shared subject
+// (prune may have just forgotten t). r.mu is held.
+func (r *Router) storingShared(t *tenant) {
+	t.storing++
+	r.tenants[t.name] = t
 }
 
 // shared is the subject every tenant's deliveries are stored on until it
@@ -249,7 +272,8 @@ func (r *Router) tenantLocked(tenantName string) *tenant {
 }
 
 // prune drops the sequences of t handed out, and t itself when nothing
-// remains of it; it returns how many still wait. r.mu is held.
+// remains of it; it returns how many still wait or are being stored. r.mu
+// is held.
 func (r *Router) prune(t *tenant) int {
 	w := t.waiting[:0]
 	for _, seq := range t.waiting {
@@ -259,10 +283,10 @@ func (r *Router) prune(t *tenant) int {
 	}
 	clear(t.waiting[len(w):])
 	t.waiting = w
-	if len(w) == 0 && !t.own {
+	if len(w) == 0 && t.storing == 0 && !t.own {
 		delete(r.tenants, t.name)
 	}
-	return len(w)
+	return len(w) + t.storing
 }
 
 // readHandedOut reads the last stream sequence the workers' consumer

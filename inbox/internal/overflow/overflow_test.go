@@ -115,6 +115,40 @@ func TestRouter(t *testing.T) {
 	}
 }
 
+// TestRouterCountsPublishesInFlight: deliveries named the shared subject
+// and not yet stored count towards Threshold, so that concurrent intakes do
+// not all pass it at once; a publish that stored nothing gives its place
+// back.
+func TestRouterCountsPublishesInFlight(t *testing.T) {
+	t.Parallel()
+	_, s, _ := newStream(t)
+	ctx := context.Background()
+	r := &Router{Name: testName, Workers: testName + "_WORKERS", AckWait: 10 * time.Second}
+	shared := testName + ".in." + stored.StoreToken
+	own := Subject(testName, stored.TenantDigest("flood"))
+	for i := range Threshold {
+		if got := r.Subject(ctx, s, "flood"); got != shared {
+			t.Fatalf("publish %d in flight on %s, want the shared subject", i, got)
+		}
+	}
+	if got := r.Subject(ctx, s, "flood"); got != own {
+		t.Fatalf("with %d publishes in flight: %s, want the tenant's own %s", Threshold, got, own)
+	}
+	r2 := &Router{Name: testName, Workers: testName + "_WORKERS", AckWait: 10 * time.Second}
+	for range 3 * Threshold {
+		subj := r2.Subject(ctx, s, "failing")
+		if subj != shared {
+			t.Fatalf("a tenant whose publishes all fail on %s, want the shared subject", subj)
+		}
+		r2.Stored("failing", subj, 0)
+	}
+	r2.mu.Lock()
+	defer r2.mu.Unlock()
+	if len(r2.tenants) != 0 {
+		t.Errorf("the Router keeps %d tenants with nothing stored", len(r2.tenants))
+	}
+}
+
 func mustConsumer(t *testing.T, s jetstream.Stream, name string) jetstream.Consumer {
 	t.Helper()
 	c, err := s.Consumer(context.Background(), name)

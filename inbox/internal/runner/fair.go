@@ -26,7 +26,9 @@ import (
 // for a worker to free up, whatever the backlog; so in a cluster and in a
 // fleet, where every runner fetches from every source. The runners find the
 // tenants' consumers by listing them every overflowEvery (overflow.go).
-// Within a group the deliveries run in the order fetched. The leases of the
+// Within a group the deliveries of the workers' consumer run first (other
+// tenants' deliveries wait behind them on the shared subject), then the
+// others in the order fetched. The leases of the
 // deliveries queued are renewed (InProgress) like those of the running
 // ones, so that none runs out while it waits.
 // Ordered deliveries keep their own places and order per key (keys.go),
@@ -112,9 +114,20 @@ func (q *fairQueue) pop() (m queuedMsg, ok bool) {
 	}
 	t := q.turn[best]
 	g := q.groups[t]
-	m = g.msgs[0]
-	g.msgs[0] = queuedMsg{}
-	g.msgs = g.msgs[1:]
+	// Within the group, the deliveries of the workers' consumer first:
+	// other tenants' deliveries stored after them on the shared subject
+	// wait for them.
+	i := 0
+	for j := range g.msgs {
+		if src := g.msgs[j].src; src != nil && !src.tenant {
+			i = j
+			break
+		}
+	}
+	m = g.msgs[i]
+	copy(g.msgs[i:], g.msgs[i+1:])
+	g.msgs[len(g.msgs)-1] = queuedMsg{}
+	g.msgs = g.msgs[:len(g.msgs)-1]
 	q.turn = append(q.turn[:best], q.turn[best+1:]...)
 	if len(g.msgs) == 0 {
 		delete(q.groups, t)

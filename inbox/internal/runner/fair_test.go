@@ -116,6 +116,32 @@ func TestFairQueue(t *testing.T) {
 	}
 }
 
+// TestFairQueueSharedFirst: within a tenant's group, the deliveries fetched
+// from the workers' consumer run before those of the tenant's own consumer
+// fetched earlier, since other tenants' deliveries wait behind them on the
+// shared subject; each source's keep their order.
+func TestFairQueueSharedFirst(t *testing.T) {
+	q := newFairQueue()
+	shared, own := &source{}, &source{tenant: true}
+	for _, m := range []struct {
+		id  string
+		src *source
+	}{{"o1", own}, {"o2", own}, {"s1", shared}, {"o3", own}, {"s2", shared}} {
+		q.push(queuedMsg{msg: &fakeMsg{data: []byte(m.id)}, src: m.src, tenant: "a"})
+	}
+	var got []string
+	for {
+		m, ok := q.pop()
+		if !ok {
+			break
+		}
+		got = append(got, string(m.msg.Data()))
+	}
+	if want := []string{"s1", "s2", "o1", "o2", "o3"}; !slices.Equal(got, want) {
+		t.Errorf("popped %v, want %v", got, want)
+	}
+}
+
 // fakeMsg is a message for the queue's own test: Data only.
 type fakeMsg struct {
 	jetstream.Msg
