@@ -150,8 +150,12 @@ type Options struct {
 	// deliveries, and its ordered keys, before they run elsewhere. An
 	// embedded inbox hands back the leases of the process before it at
 	// Open. The deliveries fetched and waiting for a worker (see
-	// Workers) have their leases renewed the same way. Zero:
-	// DefaultAckWait.
+	// Workers) have their leases renewed the same way. The consumers are
+	// made by whichever process comes first (a receiver with Workers 0
+	// makes the tenants' consumers): a worker renews every third of the
+	// shortest AckWait among the consumers it takes from, so processes
+	// with different AckWaits never let a running delivery's lease lapse.
+	// Zero: DefaultAckWait.
 	AckWait time.Duration
 	// HandlerTimeout bounds each attempt: the handlers' context is done
 	// after it, and an attempt that returns an error then fails (and is

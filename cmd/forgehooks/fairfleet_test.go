@@ -148,3 +148,73 @@ func TestFleetFairShareDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetMixedAckWait: the tenants' consumers are made by whoever stores
+// first ('serve --workers 0 --ack-wait 1s'), the workers lease for longer
+// ('work --ack-wait 30s', two of them). A tenant's backlog on its own
+// subject, whose forwards take 2.5 s, is forwarded once per delivery: the
+// workers renew each lease within the shortest AckWait of the consumers
+// they take from, not their own.
+func TestFleetMixedAckWait(t *testing.T) {
+	t.Parallel()
+	const n = 24
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tenants.yaml")
+	if err := os.WriteFile(file, []byte(fairTenantsYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	runs := map[string]int{}
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(2500 * time.Millisecond)
+		mu.Lock()
+		runs[r.Header.Get(webhooks.HeaderDelivery)]++
+		mu.Unlock()
+	}))
+	defer target.Close()
+	url := plainNATS(t)
+	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--workers", "0", "--tenants", file, "--path", "/t/{tenant}/hooks",
+		"--nats", url, "--replicas", "1", "--ack-wait", "1s")
+	for range 2 {
+		start(t, nil, "work", "--workers", "4", "--nats", url, "--replicas", "1", "--ack-wait", "30s", "--forward", target.URL)
+	}
+	client := &http.Client{Timeout: testTimeout}
+	for i := range n {
+		id := fmt.Sprintf("a%d", i)
+		body := []byte(`{"action":"opened","n":"` + id + `"}`)
+		sig, _ := signing.Sign("tenant-a-secret-0123456", body)
+		r, err := http.NewRequest(http.MethodPost, "http://"+sv.addr+"/t/a/hooks", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(webhooks.HeaderEvent, "issues")
+		r.Header.Set(webhooks.HeaderDelivery, id)
+		r.Header.Set(webhooks.HeaderSignature, sig)
+		res, err := client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d", id, res.StatusCode)
+		}
+	}
+	waitUntil(t, "every delivery forwarded", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == n
+	})
+	// A lease that ran out would have its delivery forwarded again by the
+	// other worker within an AckWait and a forward.
+	time.Sleep(4 * time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for id, c := range runs {
+		if c != 1 {
+			t.Errorf("%s forwarded %d times", id, c)
+		}
+	}
+}

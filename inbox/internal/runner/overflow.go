@@ -114,6 +114,9 @@ func (r *Runner) scanOverflow(ctx context.Context, first bool) (map[string]bool,
 	for ci := range list.Info() {
 		if _, ok := overflow.DigestOf(r.cfg.Name, ci.Name); ok {
 			found = append(found, ci)
+			r.leasedFor(ci.Config.AckWait)
+		} else if ci.Name == WorkersConsumer(r.cfg.Name) {
+			r.leasedFor(ci.Config.AckWait) // another worker's --ack-wait
 		}
 	}
 	if err := list.Err(); err != nil {

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -110,6 +111,12 @@ type Runner struct {
 	handlers taking         // the handlers' context, cancelled by Stop
 	startSeq uint64         // the inbox stream's last sequence when the workers started
 	ordered  *keyRunner     // runs the ordered deliveries (keys.go); nil without partitions
+	// leaseWait is the shortest AckWait (ns) of the consumers taken from:
+	// a consumer made by another process (a receiver's tenant consumer, a
+	// worker with another --ack-wait) may lease for less than cfg.AckWait,
+	// and a lease renewed too late runs its delivery twice.
+	leaseWait    atomic.Int64
+	leaseShorter chan struct{} // leaseWait went down
 
 	mu      sync.Mutex
 	closed  bool
@@ -137,10 +144,36 @@ func New(cfg Config) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Runner{cfg: cfg, sem: make(chan struct{}, cfg.Workers),
+	r := &Runner{cfg: cfg, sem: make(chan struct{}, cfg.Workers),
 		queue: newFairQueue(), dequeued: make(chan struct{}, 1), running: map[string]bool{},
 		sources: map[string]*source{}, idleAfter: overflowIdle,
-		take: newTaking(), handlers: newTaking(), closing: make(chan struct{})}
+		take: newTaking(), handlers: newTaking(), closing: make(chan struct{}), leaseShorter: make(chan struct{}, 1)}
+	r.leaseWait.Store(int64(cfg.AckWait))
+	return r
+}
+
+// leasedFor notes that a consumer taken from leases its deliveries for
+// ackWait.
+func (r *Runner) leasedFor(ackWait time.Duration) {
+	for {
+		cur := r.leaseWait.Load()
+		if ackWait <= 0 || int64(ackWait) >= cur {
+			return
+		}
+		if r.leaseWait.CompareAndSwap(cur, int64(ackWait)) {
+			select {
+			case r.leaseShorter <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+}
+
+// renewEvery is how often the leases of the deliveries held are renewed: a
+// third of the shortest AckWait of the consumers taken from.
+func (r *Runner) renewEvery() time.Duration {
+	return max(time.Duration(r.leaseWait.Load())/3, time.Millisecond)
 }
 
 // WorkersConsumer names the consumer of the unordered deliveries of the
@@ -190,6 +223,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: creating consumer %s: %w", cfg.Durable, err)
 	}
+	r.leasedFor(cons.CachedInfo().Config.AckWait)
 	ordered := make([]jetstream.Consumer, 0, len(parts))
 	for _, p := range parts {
 		pc := cfg

@@ -210,18 +210,23 @@ func (r *Runner) schedule() {
 }
 
 // renewQueued renews the leases of the deliveries queued, as run does
-// those of the running ones, every third of AckWait.
+// those of the running ones (renewEvery).
 func (r *Runner) renewQueued() {
 	defer r.loops.Done()
-	every := max(r.cfg.AckWait/3, time.Millisecond)
-	// Looked at twice as often, so that none waits much past a third.
+	every := r.renewEvery()
+	// Looked at twice as often, so that none waits much past its time.
 	t := time.NewTicker(max(every/2, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
+		case <-r.leaseShorter:
 		case <-r.closing:
 			return
+		}
+		if e := r.renewEvery(); e != every {
+			every = e
+			t.Reset(max(every/2, time.Millisecond))
 		}
 		for _, msg := range r.queue.stale(time.Now().Add(-every)) {
 			_ = msg.InProgress()
@@ -434,8 +439,8 @@ func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt in
 		}()
 	}
 	// The lease is renewed from a timer, which costs no goroutine unless the
-	// handlers outlast a third of AckWait.
-	renew := &renewal{renew: renewLease, every: r.cfg.AckWait / 3}
+	// handlers outlast renewEvery.
+	renew := &renewal{renew: renewLease, every: r.renewEvery()}
 	renew.start()
 	defer renew.stop()
 	defer func() {
