@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
@@ -194,8 +195,12 @@ type unansweredError struct {
 }
 
 func (e *unansweredError) Error() string {
-	return fmt.Sprintf("%v (tried %d times in %v: the NATS cluster did not answer in time; a leader being elected, or fewer servers up than the replicas?)",
-		e.err, e.tries, e.took.Round(time.Millisecond))
+	why := "the NATS cluster did not answer in time; a leader being elected, or fewer servers up than the replicas?"
+	if errors.Is(e.err, nats.ErrNoResponders) {
+		// Nothing subscribes to the JetStream API.
+		why = "no NATS server answers for JetStream; is it enabled, for this account?"
+	}
+	return fmt.Sprintf("%v (tried %d times in %v: %s)", e.err, e.tries, e.took.Round(time.Millisecond), why)
 }
 
 func (e *unansweredError) Unwrap() error { return e.err }

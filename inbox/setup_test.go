@@ -3,9 +3,13 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // TestOpenWaitsOutElection: Open on a cluster that has no leader (one
@@ -61,5 +65,31 @@ func TestOpenWaitsOutElection(t *testing.T) {
 	defer r.in.Close(context.Background())
 	if got := r.in.Replicas(); got != 3 {
 		t.Errorf("replicas %d, want the cluster's 3", got)
+	}
+}
+
+// TestOpenWithoutJetStream: a NATS server without JetStream fails Open
+// when its context ends, saying that no server answers for JetStream.
+func TestOpenWithoutJetStream(t *testing.T) {
+	t.Parallel()
+	port := freePorts(t, 1)[0]
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(20 * time.Second) {
+		t.Fatal("the server did not start")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	in, err := Open(ctx, Options{URLs: []string{fmt.Sprintf("nats://127.0.0.1:%d", port)}, Key: testKey, Logger: quiet(t)})
+	if err == nil {
+		in.Close(context.Background())
+		t.Fatal("Open without JetStream: no error")
+	}
+	if !errors.Is(err, nats.ErrNoResponders) || !strings.Contains(err.Error(), "no NATS server answers for JetStream") {
+		t.Errorf("Open without JetStream: %v; want no responders, saying JetStream does not answer", err)
 	}
 }
