@@ -97,6 +97,16 @@ func stopSharedCluster() {
 // launchCluster starts n nodes storing in base.
 func launchCluster(t testing.TB, n int, base string) *natsCluster {
 	t.Helper()
+	c := planCluster(t, n, base)
+	for i := range n {
+		c.start(i)
+	}
+	return c
+}
+
+// planCluster configures n nodes storing in base and starts none.
+func planCluster(t testing.TB, n int, base string) *natsCluster {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	var routes []*url.URL
 	for i := range n {
@@ -116,9 +126,6 @@ func launchCluster(t testing.TB, n int, base string) *natsCluster {
 			NoLog:      true,
 		})
 		c.nodes = append(c.nodes, nil)
-	}
-	for i := range n {
-		c.start(i)
 	}
 	return c
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/clusterread"
 	"forgehooks.dev/forgehooks/inbox/internal/embedded"
 	"forgehooks.dev/forgehooks/inbox/internal/overflow"
 	"forgehooks.dev/forgehooks/inbox/internal/quota"
@@ -307,7 +308,11 @@ var _ webhooks.Inbox = (*Inbox)(nil)
 // Open starts (or connects to) the store, creates the streams and buckets
 // when missing and reads what a run before left (the embedded index). It
 // runs no handler: the Inbox takes deliveries in (Enqueue) and answers
-// queries; Start runs the workers.
+// queries; Start runs the workers. In a NATS cluster (URLs) each of its
+// requests is tried again while the cluster does not answer (a leader being
+// elected, a server restarting), until ctx ends (30 s when ctx has no
+// deadline); the error then says the cluster did not answer and wraps
+// ctx's.
 func Open(ctx context.Context, opts Options) (*Inbox, error) {
 	if (opts.Dir == "") == (len(opts.URLs) == 0) {
 		return nil, errors.New("inbox: exactly one of Options.Dir and Options.URLs must be set")
@@ -393,23 +398,20 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		in.store.disk = &embedded.Recovery{Dir: opts.Dir, MaxStore: max(opts.MaxStoreBytes, 0), MaxMessage: DefaultMaxPayload,
 			Restart: in.restartStore, Closing: in.closing, Log: opts.Logger}
 	}
-	if defaultReplicas && in.ns == nil {
-		in.opts.Replicas = clusterReplicas(in.nc)
-		// Streams made before keep their replicas: a query from the command
-		// line must not try to move a one-node inbox to three.
-		if st, err := in.js.Stream(ctx, opts.Name+"_INBOX"); err == nil {
-			in.opts.Replicas = st.CachedInfo().Config.Replicas
+	if in.ns == nil {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, clusterread.Patience)
+			defer cancel()
 		}
 	}
-	setup := in.setup
-	if in.ns == nil {
-		// A cluster that lost a server, or elects a leader, leaves a
-		// stream's update unanswered for a while: Open waits it out as a
-		// publish does (within ctx), so that 'forgehooks inbox' run just
-		// after a server restarts still opens.
-		setup = func(ctx context.Context) error { return in.retrying(ctx, in.setup) }
+	if defaultReplicas && in.ns == nil {
+		if err := in.chooseReplicas(ctx); err != nil {
+			in.shutdown()
+			return nil, err
+		}
 	}
-	if err := setup(ctx); err != nil {
+	if err := in.setup(ctx); err != nil {
 		in.shutdown()
 		return nil, replicasError(err, in.opts.Replicas, defaultReplicas, in.nc)
 	}
@@ -598,71 +600,6 @@ func (in *Inbox) asyncErrors() nats.Option {
 		}
 		in.log.Warn("inbox: NATS connection", "subscription", subj, "error", err)
 	})
-}
-
-// setup creates or updates the streams, buckets and consumer.
-func (in *Inbox) setup(ctx context.Context) error {
-	o := in.opts
-	var err error
-	maxBytes := o.MaxStoreBytes
-	switch {
-	case maxBytes < 0:
-		maxBytes = -1
-	case in.ns != nil:
-		maxBytes -= min(maxBytes/16, 32<<20)
-	}
-	dups := min(o.DuplicateWindow, jsDuplicates)
-	in.inbox, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        o.Name + "_INBOX",
-		Description: "forgehooks: webhook deliveries, stored before they are acknowledged",
-		Subjects:    []string{in.inSubj + ">"},
-		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      o.MaxAge,
-		MaxBytes:    maxBytes,
-		Discard:     jetstream.DiscardNew,
-		Duplicates:  dups,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		AllowDirect: true,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating stream %s_INBOX: %w", o.Name, err)
-	}
-	in.dead, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        o.Name + "_DEAD",
-		Description: "forgehooks: deliveries whose handlers failed every attempt",
-		Subjects:    []string{in.deadSubj + ">"},
-		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      o.DeadRetention,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-		AllowDirect: true,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating stream %s_DEAD: %w", o.Name, err)
-	}
-	dir := ""
-	if in.ns != nil {
-		dir = o.Dir
-	}
-	in.status, in.seen, err = recstore.Setup(ctx, in.js, recstore.SetupOptions{Name: o.Name, Dir: dir, Replicas: o.Replicas,
-		StatusTTL: o.MaxAge, SeenTTL: o.DuplicateWindow, Logger: in.log})
-	if err != nil {
-		return err
-	}
-	if in.keyBucket, in.parked, err = runner.Setup(ctx, in.js, o.Name, o.Replicas, o.MaxAge, in.ns == nil); err != nil {
-		return err
-	}
-	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      o.Name + "_STATE",
-		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox: creating bucket %s_STATE: %w", o.Name, err)
-	}
-	return nil
 }
 
 // Enqueue stores d and returns Enqueued once JetStream has

@@ -98,7 +98,10 @@ type Options struct {
 	Catchup      *catchup.Options
 	CatchupEvery time.Duration
 	// Logger gets the receiver's lines: one per request, one per finished
-	// attempt of a stored delivery. Nil: Webhooks' logger.
+	// attempt of a stored delivery. With an inbox whose workers run here
+	// (not IngestOnly) a stored delivery's request line ("delivery
+	// stored") is at debug level: its run's line is the one at info.
+	// Nil: Webhooks' logger.
 	Logger *slog.Logger
 
 	// Addr, InspectorAddr and MetricsAddr are where Run listens for

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -304,4 +306,87 @@ func (l *syncLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// TestInboxLogLines: with an inbox whose workers run in this process, a
+// stored delivery gets one line at info level, its run's "delivery
+// handled" (id, event, tenant, attempt, duration, status); the store's
+// "delivery stored" is at debug level. A duplicate keeps its info line.
+func TestInboxLogLines(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		level      slog.Level
+		storeLines int // "delivery stored" lines per delivery
+	}{
+		{slog.LevelInfo, 0},
+		{slog.LevelDebug, 1},
+	} {
+		t.Run(tc.level.String(), func(t *testing.T) {
+			t.Parallel()
+			var logs syncLog
+			addr := make(chan string, 1)
+			r, err := receiver.New(context.Background(), receiver.Options{
+				Webhooks: newWebhooks(t), Inbox: &inbox.Options{Dir: t.TempDir()}, Addr: "127.0.0.1:0",
+				Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: tc.level})),
+				OnListen: func(part, a string) { addr <- a },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
+			var hook string
+			select {
+			case a := <-addr:
+				hook = "http://" + a + webhooks.DefaultPath
+			case err := <-done:
+				t.Fatalf("Run: %v", err)
+			}
+			const n = 3
+			body := func(i int) []byte {
+				// A body of its own: the replay guard answers one seen before as a duplicate.
+				return fmt.Appendf(nil, `{"action":"opened","issue":{"number":%d},"repository":{"full_name":"o/r"},"sender":{"login":"u"}}`, i)
+			}
+			for i := range n {
+				if code := post(t, hook, fmt.Sprint("log-", i), body(i)); code != http.StatusAccepted {
+					t.Fatalf("delivery %d: %d", i, code)
+				}
+			}
+			if code := post(t, hook, "log-0", body(0)); code != http.StatusOK {
+				t.Fatalf("duplicate: %d", code)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for strings.Count(logs.String(), `msg="delivery handled"`) < n {
+				if time.Now().After(deadline) {
+					t.Fatalf("not every delivery handled in 30 s:\n%s", logs.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			got := logs.String()
+			for i := range n {
+				id := fmt.Sprint("log-", i)
+				handled := regexp.MustCompile(`level=INFO msg="delivery handled" id=` + id +
+					` event=issues.opened repository=o/r sender=u status=handled attempt=1 duration=\S+\n`)
+				if c := len(handled.FindAllString(got, -1)); c != 1 {
+					t.Errorf("%s: %d lines of its run, want 1:\n%s", id, c, got)
+				}
+				if c := strings.Count(got, `level=DEBUG msg="delivery stored" id=`+id+` `); c != tc.storeLines {
+					t.Errorf("%s: %d lines of its store at debug level, want %d:\n%s", id, c, tc.storeLines, got)
+				}
+			}
+			if c := strings.Count(got, `level=INFO msg="delivery stored"`); c != 0 {
+				t.Errorf("%d store lines at info level, want none:\n%s", c, got)
+			}
+			if c := strings.Count(got, `level=INFO msg="duplicate delivery" id=log-0 `); c != 1 {
+				t.Errorf("%d duplicate lines, want 1:\n%s", c, got)
+			}
+		})
+	}
 }

@@ -87,6 +87,17 @@ func TestNATSWithoutReplicas(t *testing.T) {
 	if log := sv.stderr.String(); !strings.Contains(log, "replicas=1") {
 		t.Errorf("serve's log does not say the replicas chosen:\n%s", log)
 	}
+	// One line per delivery in each process at info level: the ingest's
+	// store (it runs none), the worker's run.
+	for i := range 3 {
+		id := fmt.Sprint("n-", i)
+		if n := strings.Count(sv.stderr.String(), `level=INFO msg="delivery stored" id=`+id+` `); n != 1 {
+			t.Errorf("serve --workers 0 logged %s's store %d times at info level, want 1:\n%s", id, n, sv.stderr)
+		}
+		if n := strings.Count(wk.stderr.String(), `level=INFO msg="delivery handled" id=`+id+` `); n != 1 {
+			t.Errorf("work logged %s's run %d times, want 1:\n%s", id, n, wk.stderr)
+		}
+	}
 
 	for _, cmd := range [][]string{
 		{"serve", "--addr", "127.0.0.1:0", "--secret", testSecret},
