@@ -31,9 +31,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas in
 		return nil, nil, fmt.Errorf("inbox: creating bucket %s_KEYS: %w", name, err)
 	}
 	if cluster {
-		if keys, err = recstore.LeaderReads(ctx, js, name+"_KEYS"); err != nil {
-			return nil, nil, err
-		}
+		keys = recstore.LeaderReads(js.Conn(), keys)
 	}
 	// No direct reads from replicas: a runner must see a parked delivery
 	// as soon as the record naming it is written.
