@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// leaderWait bounds a read from a leader when the caller's context has a
-// longer deadline or none.
+// leaderWait bounds a read from a leader when the caller's context has no
+// deadline.
 const leaderWait = 10 * time.Second
 
 // LeaderMsg reads the message at seq of stream from the stream's leader,
@@ -22,19 +22,27 @@ const leaderWait = 10 * time.Second
 // yet. The error wraps jetstream.ErrMsgNotFound when there is no such
 // message and jetstream.ErrStreamNotFound when there is no such stream.
 func LeaderMsg(ctx context.Context, nc *nats.Conn, stream string, seq uint64) (*jetstream.RawStreamMsg, error) {
-	return leaderGet(ctx, nc, stream, msgGetRequest{Seq: seq}, fmt.Sprintf("message %d of %s", seq, stream))
+	return leaderGet(ctx, nc, stream, msgGetRequest{Seq: seq})
 }
 
 // LeaderLastMsg reads the last message of stream on subject (no wildcards)
 // from the stream's leader, as LeaderMsg does, with the same errors.
 func LeaderLastMsg(ctx context.Context, nc *nats.Conn, stream, subject string) (*jetstream.RawStreamMsg, error) {
-	return leaderGet(ctx, nc, stream, msgGetRequest{LastFor: subject}, fmt.Sprintf("the last message of %s on %s", stream, subject))
+	return leaderGet(ctx, nc, stream, msgGetRequest{LastFor: subject})
 }
 
 // msgGetRequest is JetStream's request of a stream's message.
 type msgGetRequest struct {
 	Seq     uint64 `json:"seq,omitempty"`
 	LastFor string `json:"last_by_subj,omitempty"`
+}
+
+// fail says which message of stream req asked for, in err.
+func (req msgGetRequest) fail(stream string, err error) error {
+	if req.LastFor != "" {
+		return fmt.Errorf("reading the last message of %s on %s: %w", stream, req.LastFor, err)
+	}
+	return fmt.Errorf("reading message %d of %s: %w", req.Seq, stream, err)
 }
 
 // The err_code values of JetStream's answers that leaderGet maps to
@@ -44,20 +52,23 @@ const (
 	errCodeStreamNotFound = 10059
 )
 
-func leaderGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequest, what string) (*jetstream.RawStreamMsg, error) {
-	ctx, cancel := context.WithTimeout(ctx, leaderWait)
-	defer cancel()
+// leaderGet asks the leader of stream for the message req names.
+func leaderGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, leaderWait)
+		defer cancel()
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", what, err)
+		return nil, req.fail(stream, err)
 	}
 	resp, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", what, err)
+		return nil, req.fail(stream, err)
 	}
 	var ans struct {
 		Error *struct {
-			Code        int    `json:"code"`
 			ErrCode     int    `json:"err_code"`
 			Description string `json:"description"`
 		} `json:"error"`
@@ -70,22 +81,22 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequ
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(resp.Data, &ans); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", what, err)
+		return nil, req.fail(stream, err)
 	}
 	switch {
 	case ans.Error != nil && ans.Error.ErrCode == errCodeNoMessage:
-		return nil, fmt.Errorf("reading %s: %w", what, jetstream.ErrMsgNotFound)
+		return nil, req.fail(stream, jetstream.ErrMsgNotFound)
 	case ans.Error != nil && ans.Error.ErrCode == errCodeStreamNotFound:
-		return nil, fmt.Errorf("reading %s: %w", what, jetstream.ErrStreamNotFound)
+		return nil, req.fail(stream, jetstream.ErrStreamNotFound)
 	case ans.Error != nil:
-		return nil, fmt.Errorf("reading %s: %s (%d)", what, ans.Error.Description, ans.Error.ErrCode)
+		return nil, req.fail(stream, fmt.Errorf("%s (%d)", ans.Error.Description, ans.Error.ErrCode))
 	case ans.Message == nil:
-		return nil, fmt.Errorf("reading %s: an empty answer", what)
+		return nil, req.fail(stream, errors.New("an empty answer"))
 	}
 	out := &jetstream.RawStreamMsg{Subject: ans.Message.Subject, Sequence: ans.Message.Seq, Data: ans.Message.Data, Time: ans.Message.Time}
 	if len(ans.Message.Header) > 0 {
 		if out.Header, err = nats.DecodeHeadersMsg(ans.Message.Header); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", what, err)
+			return nil, req.fail(stream, err)
 		}
 	}
 	return out, nil
