@@ -109,9 +109,9 @@ func leaderGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequ
 // missing.
 //
 // The reads do not follow AllowDirect because nats.go's bucket follows the
-// value it read when it was opened, and every process that opens a bucket
-// writes it (CreateOrUpdateKeyValue turns it on): a bucket opened while it
-// was on sends direct gets after another process turns it off, and each is
+// value it read when it was opened, which another process may change later
+// (each one that opens the bucket writes its configuration): a bucket opened
+// while it was on sends direct gets after it is turned off, and each is
 // answered "no responders".
 func LeaderReads(nc *nats.Conn, kv jetstream.KeyValue) jetstream.KeyValue {
 	return &leaderKV{KeyValue: kv, nc: nc, stream: "KV_" + kv.Bucket(), pre: "$KV." + kv.Bucket() + "."}

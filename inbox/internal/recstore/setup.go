@@ -55,7 +55,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, o SetupOptions) (status,
 		return status, seen, err
 	}
 	for _, s := range stores {
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err := CreateOrUpdateKeyValue(ctx, js, jetstream.KeyValueConfig{
 			Bucket: s.bucket, Description: s.desc, TTL: s.ttl,
 			Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})

@@ -21,7 +21,7 @@ const parkedDuplicates = 2 * time.Minute
 // reads go to its leader (recstore.LeaderReads): a runner must see at once what
 // another wrote.
 func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas int, maxAge time.Duration, cluster bool) (keys jetstream.KeyValue, parked jetstream.Stream, err error) {
-	keys, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	keys, err = recstore.CreateOrUpdateKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      name + "_KEYS",
 		Description: "forgehooks: the order keys with a delivery running or waiting",
 		Storage:     jetstream.FileStorage,
@@ -35,7 +35,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas in
 	}
 	// No direct reads from replicas: a runner must see a parked delivery
 	// as soon as the record naming it is written.
-	parked, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	parked, err = recstore.CreateOrUpdateStream(ctx, js, jetstream.StreamConfig{
 		Name:        name + "_PARKED",
 		Description: "forgehooks: ordered deliveries waiting for the one before them of their key",
 		Subjects:    []string{name + ".parked.>"},
