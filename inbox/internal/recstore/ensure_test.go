@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -127,5 +128,39 @@ func TestCreateOrUpdateSendsNoUpdateUnchanged(t *testing.T) {
 	}
 	if c := b.CachedInfo().Config; c.Description != "two" || !c.AllowDirect {
 		t.Errorf("bucket's description %q, direct gets %v; want two, on", c.Description, c.AllowDirect)
+	}
+}
+
+// TestCreateOrUpdateStreamReservedBytes: a stream whose bytes the server
+// reserves, more than half its store, is opened again and changed: the
+// server refuses the create for its limits (it counts the reservation
+// twice), and the update goes through, as in the embedded mode.
+func TestCreateOrUpdateStreamReservedBytes(t *testing.T) {
+	t.Parallel()
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "reserved-test", JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: 64 << 20,
+		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(30 * time.Second) {
+		t.Fatal("server did not start")
+	}
+	_, js := connect(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := jetstream.StreamConfig{Name: "R", Subjects: []string{"r.>"}, Storage: jetstream.FileStorage, MaxBytes: 48 << 20}
+	for _, desc := range []string{"one", "one", "two"} {
+		cfg.Description = desc
+		st, err := CreateOrUpdateStream(ctx, js, cfg)
+		if err != nil {
+			t.Fatalf("opening with description %q: %v", desc, err)
+		}
+		if d := st.CachedInfo().Config.Description; d != desc {
+			t.Errorf("description %q, want %q", d, desc)
+		}
 	}
 }
