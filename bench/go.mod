@@ -9,7 +9,7 @@ require (
 	github.com/go-playground/webhooks/v6 v6.4.0
 	github.com/google/go-github/v75 v75.0.0
 	github.com/nats-io/nats-server/v2 v2.15.2
-	github.com/nats-io/nats.go v1.55.0
+	github.com/nats-io/nats.go v1.56.0
 )
 
 require (

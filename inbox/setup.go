@@ -56,7 +56,7 @@ func (in *Inbox) setupStreams(ctx context.Context) error {
 		maxBytes -= min(maxBytes/16, 32<<20)
 	}
 	dups := min(o.DuplicateWindow, jsDuplicates)
-	in.inbox, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	in.inbox, err = recstore.CreateOrUpdateStream(ctx, in.js, jetstream.StreamConfig{
 		Name:        o.Name + "_INBOX",
 		Description: "forgehooks: webhook deliveries, stored before they are acknowledged",
 		Subjects:    []string{in.inSubj + ">"},
@@ -72,7 +72,7 @@ func (in *Inbox) setupStreams(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox: creating stream %s_INBOX: %w", o.Name, err)
 	}
-	in.dead, err = in.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	in.dead, err = recstore.CreateOrUpdateStream(ctx, in.js, jetstream.StreamConfig{
 		Name:        o.Name + "_DEAD",
 		Description: "forgehooks: deliveries whose handlers failed every attempt",
 		Subjects:    []string{in.deadSubj + ">"},
@@ -114,7 +114,7 @@ func (in *Inbox) setupRunner(ctx context.Context) error {
 func (in *Inbox) setupState(ctx context.Context) error {
 	o := in.opts
 	var err error
-	in.state, err = in.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	in.state, err = recstore.CreateOrUpdateKeyValue(ctx, in.js, jetstream.KeyValueConfig{
 		Bucket:      o.Name + "_STATE",
 		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
 		Storage:     jetstream.FileStorage,

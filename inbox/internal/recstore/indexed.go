@@ -95,7 +95,7 @@ const (
 // subject the records are written on, and loads its index from file and the
 // stream.
 func OpenIndexed(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, file string, log *slog.Logger) (*Indexed, error) {
-	st, err := js.CreateOrUpdateStream(ctx, cfg)
+	st, err := CreateOrUpdateStream(ctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: creating stream %s: %w", cfg.Name, err)
 	}

@@ -55,7 +55,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, o SetupOptions) (status,
 		return status, seen, err
 	}
 	for _, s := range stores {
-		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		kv, err := CreateOrUpdateKeyValue(ctx, js, jetstream.KeyValueConfig{
 			Bucket: s.bucket, Description: s.desc, TTL: s.ttl,
 			Storage: jetstream.FileStorage, Replicas: o.Replicas,
 		})
@@ -68,9 +68,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, o SetupOptions) (status,
 			// later deliveries of its key. Dedupe reads may lag: the
 			// stream's own duplicate window covers the moments after a
 			// store.
-			if kv, err = LeaderReads(ctx, js, s.bucket); err != nil {
-				return status, seen, err
-			}
+			kv = LeaderReads(js.Conn(), kv)
 		}
 		*s.to = NewBucket(js, kv, s.bucket, o.Logger)
 	}
@@ -170,26 +168,4 @@ func importBucket(ctx context.Context, js jetstream.JetStream, bucket string, r 
 	}
 	log.Info("inbox: the records of an earlier version's bucket imported", "bucket", bucket, "records", n)
 	return nil
-}
-
-// LeaderReads makes the reads of a cluster's bucket go to its leader and
-// returns the bucket so opened. A direct read (AllowDirect, a bucket's
-// default) may be answered by a replica that lags, for seconds while a
-// leader is elected: a record just written would pass for one missing.
-func LeaderReads(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
-	st, err := js.Stream(ctx, "KV_"+bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
-		cfg.AllowDirect = false
-		if _, err := js.UpdateStream(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-		}
-	}
-	kv, err := js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: bucket %s: %w", bucket, err)
-	}
-	return kv, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 	"forgehooks.dev/forgehooks/webhooks"
 )
@@ -1120,42 +1121,5 @@ func (r *Runner) leaderMsg(ctx context.Context, st jetstream.Stream, seq uint64)
 	if r.cfg.Embedded {
 		return st.GetMsg(ctx, seq)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, _ := json.Marshal(map[string]uint64{"seq": seq})
-	resp, err := r.cfg.Conn.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+st.CachedInfo().Config.Name, req)
-	if err != nil {
-		return nil, err
-	}
-	var ans struct {
-		Error *struct {
-			Code        int    `json:"code"`
-			Description string `json:"description"`
-		} `json:"error"`
-		Message *struct {
-			Subject string    `json:"subject"`
-			Seq     uint64    `json:"seq"`
-			Header  []byte    `json:"hdrs"`
-			Data    []byte    `json:"data"`
-			Time    time.Time `json:"time"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(resp.Data, &ans); err != nil {
-		return nil, fmt.Errorf("reading message %d: %w", seq, err)
-	}
-	switch {
-	case ans.Error != nil && ans.Error.Code == 404:
-		return nil, jetstream.ErrMsgNotFound
-	case ans.Error != nil:
-		return nil, fmt.Errorf("reading message %d: %s", seq, ans.Error.Description)
-	case ans.Message == nil:
-		return nil, fmt.Errorf("reading message %d: an empty answer", seq)
-	}
-	out := &jetstream.RawStreamMsg{Subject: ans.Message.Subject, Sequence: ans.Message.Seq, Data: ans.Message.Data, Time: ans.Message.Time}
-	if len(ans.Message.Header) > 0 {
-		if out.Header, err = nats.DecodeHeadersMsg(ans.Message.Header); err != nil {
-			return nil, fmt.Errorf("reading message %d: %w", seq, err)
-		}
-	}
-	return out, nil
+	return recstore.LeaderMsg(ctx, r.cfg.Conn, st.CachedInfo().Config.Name, seq)
 }

@@ -21,7 +21,7 @@ const parkedDuplicates = 2 * time.Minute
 // reads go to its leader (recstore.LeaderReads): a runner must see at once what
 // another wrote.
 func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas int, maxAge time.Duration, cluster bool) (keys jetstream.KeyValue, parked jetstream.Stream, err error) {
-	keys, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	keys, err = recstore.CreateOrUpdateKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      name + "_KEYS",
 		Description: "forgehooks: the order keys with a delivery running or waiting",
 		Storage:     jetstream.FileStorage,
@@ -31,13 +31,11 @@ func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas in
 		return nil, nil, fmt.Errorf("inbox: creating bucket %s_KEYS: %w", name, err)
 	}
 	if cluster {
-		if keys, err = recstore.LeaderReads(ctx, js, name+"_KEYS"); err != nil {
-			return nil, nil, err
-		}
+		keys = recstore.LeaderReads(js.Conn(), keys)
 	}
 	// No direct reads from replicas: a runner must see a parked delivery
 	// as soon as the record naming it is written.
-	parked, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	parked, err = recstore.CreateOrUpdateStream(ctx, js, jetstream.StreamConfig{
 		Name:        name + "_PARKED",
 		Description: "forgehooks: ordered deliveries waiting for the one before them of their key",
 		Subjects:    []string{name + ".parked.>"},
