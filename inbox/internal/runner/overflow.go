@@ -51,7 +51,9 @@ type source struct {
 // newSource returns a source of cons with Workers places.
 func (r *Runner) newSource(cons jetstream.Consumer, tenant bool, created time.Time) *source {
 	ctx, cancel := context.WithCancel(r.take.ctx)
-	return &source{cons: cons, name: cons.CachedInfo().Name, held: make(chan struct{}, r.cfg.Workers),
+	// Twice Workers places: a delivery queued for each busy worker to take
+	// next (fair.go).
+	return &source{cons: cons, name: cons.CachedInfo().Name, held: make(chan struct{}, 2*r.cfg.Workers),
 		tenant: tenant, created: created, ctx: ctx, cancel: cancel}
 }
 
