@@ -43,9 +43,9 @@ const orderPullBatch = 64
 
 // dispatch fetches the deliveries of one source into the fair queue
 // (fair.go) while it has room: it waits for a free place (one per delivery
-// held, queued or running, twice Workers per source), takes every place free, and
-// asks the server for as many deliveries (a pull request, answered as they
-// come, for up to fetchWait). Once Close was called, those that still come
+// held, queued or running, placesPerWorker per worker and source), takes
+// every place free, and asks the server for as many deliveries (a pull
+// request, answered as they come, for up to fetchWait). Once Close was called, those that still come
 // are handed back. It ends, for a tenant's source, when its consumer is
 // gone (deleted as idle).
 //
