@@ -240,8 +240,8 @@ func (r *Runner) ended(m queuedMsg) {
 	}
 }
 
-// renewQueued renews the leases of the deliveries queued, as run does
-// those of the running ones, every third of AckWait.
+// renewQueued renews the leases of the deliveries queued, as a worker does
+// those of the ones it took (startRenewal), every third of AckWait.
 func (r *Runner) renewQueued() {
 	defer r.loops.Done()
 	every := max(r.cfg.AckWait/3, time.Millisecond)
