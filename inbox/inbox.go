@@ -139,7 +139,11 @@ type Options struct {
 	// than its share of the workers, however deep, embedded, in a cluster
 	// and in a fleet: a tenant with a backlog stores on a subject of its
 	// own, which the runners fetch from in turn with the others (see
-	// Tenants in the package documentation). Zero: 4 × GOMAXPROCS.
+	// Tenants in the package documentation). A receiver holds up to 4 ×
+	// Workers deliveries of each of those sources, running or queued: a
+	// worker that finishes one finds the next queued, and writes its
+	// attempt with the status of the one before (one record for both).
+	// Zero: 4 × GOMAXPROCS.
 	Workers int
 	// RetryDelays are the waits between a failed attempt and the next; after
 	// the attempt that follows the last delay fails, the delivery is a dead

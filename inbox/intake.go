@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/delivery"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/runner"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
@@ -27,8 +28,8 @@ func (i intake) ReadStatus(ctx context.Context, key string) (*stored.Status, err
 	return i.in.readStatus(ctx, key)
 }
 
-func (i intake) PutStatus(ctx context.Context, key string, st *stored.Status) error {
-	return i.in.putStatus(ctx, key, st)
+func (i intake) PutStatuses(ctx context.Context, sts ...runner.KeyedStatus) error {
+	return i.in.putStatuses(ctx, sts...)
 }
 
 func (i intake) Bury(ctx context.Context, data []byte, h nats.Header, token, key string, st *stored.Status, reason string) error {
@@ -117,22 +118,34 @@ func (in *Inbox) readStatus(ctx context.Context, key string) (*stored.Status, er
 	return stored.ParseStatus(v), nil
 }
 
-// putStatus writes a status and waits for the store's answer, waiting out
-// what publishRetrying waits out and, in the embedded mode, a restart of
-// the store after a full disk; a failure is logged and returned.
+// putStatus writes a status and waits for the store's answer (see
+// putStatuses).
 func (in *Inbox) putStatus(ctx context.Context, key string, st *stored.Status) error {
-	b := st.Marshal()
-	put := func(ctx context.Context) error { return in.status.PutWait(ctx, b, key) }
+	return in.putStatuses(ctx, runner.KeyedStatus{Key: key, Status: st})
+}
+
+// putStatuses writes statuses together (one record in the embedded mode)
+// and waits for the store's answer, waiting out what publishRetrying waits
+// out and, in the embedded mode, a restart of the store after a full disk;
+// a failure is logged and returned.
+func (in *Inbox) putStatuses(ctx context.Context, sts ...runner.KeyedStatus) error {
+	entries := make([]recstore.Entry, len(sts))
+	for i, s := range sts {
+		entries[i] = recstore.Entry{Key: s.Key, Value: s.Status.Marshal()}
+	}
+	put := func(ctx context.Context) error { return in.status.PutWaitEach(ctx, entries...) }
 	err := in.retrying(ctx, put)
 	if err != nil && in.store.awaitRestart(ctx, err) {
 		// Written after the store restarted (a full disk): lost, the
 		// delivery would run again.
 		err = in.retrying(ctx, put)
 	}
-	if err != nil {
-		in.log.Warn("inbox: writing a delivery's status", "key", key, "status", st.Status, "error", err)
-	} else if in.quota != nil && (st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead) {
-		in.quota.Release(st.Seq)
+	for _, s := range sts {
+		if err != nil {
+			in.log.Warn("inbox: writing a delivery's status", "key", s.Key, "status", s.Status.Status, "error", err)
+		} else if in.quota != nil && (s.Status.Status == delivery.StatusHandled || s.Status.Status == delivery.StatusDead) {
+			in.quota.Release(s.Status.Seq)
+		}
 	}
 	return err
 }

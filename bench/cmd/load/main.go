@@ -79,6 +79,7 @@ func main() {
 	rounds := flag.Int("rounds", 1, "times to run every receiver, one after another; the table gives the medians")
 	pinCPUs := flag.Bool("pin", true, "pin every receiver to the last CPU and the load generator to the others (with taskset; left off with one CPU or without taskset)")
 	unique := flag.Bool("unique", false, "give every request a body of its own (a first member naming it), signed anew: for the durable receivers, whose replay guard refuses a body seen before under another id")
+	records := flag.Bool("records", false, "after each serve-inbox row, print the messages each stream of its store holds (the deliveries, their status and dedupe records) to stderr")
 	cpuprofile := flag.String("cpuprofile", "", "with -serve: write a CPU profile here (NAME.prof) when stopped by SIGINT or SIGTERM, and beside it an allocation profile (NAME.allocs.prof) and the collector's and allocation's counts per request (NAME.gc.txt); otherwise: a directory for the profiles of each receiver this command starts")
 	flag.Parse()
 
@@ -94,6 +95,7 @@ func main() {
 		}
 	}
 	profileDir = *cpuprofile
+	countRecords = *records
 	body, name, err := loadPayload(*payload)
 	if err != nil {
 		fail(err)
@@ -167,6 +169,9 @@ func loadPayload(path string) ([]byte, string, error) {
 // writes its CPU profile.
 var profileDir string
 
+// countRecords: -records.
+var countRecords bool
+
 // nodeRecv is the Node.js receiver, when the node row was asked for.
 var nodeRecv *nodeReceiver
 
@@ -218,6 +223,10 @@ func drive(s, forgehooks string, d *bench.Delivery, cfg config) (result, error) 
 			return result{}, err
 		}
 		defer os.RemoveAll(dir)
+		if countRecords {
+			// Deferred after the receiver's stop below: its store is closed.
+			defer printRecords(forgehooks, filepath.Join(dir, "inbox"))
+		}
 		cmd = exec.Command(forgehooks, "serve", "--addr", addr, "--secret", bench.Secret, "--inbox", filepath.Join(dir, "inbox"), "--max-store-bytes", "8GiB")
 		path, want = "/api/forge/webhooks", 202
 	case "node":

@@ -309,30 +309,57 @@ func (r *Indexed) PutWait(ctx context.Context, value []byte, keys ...string) err
 	if len(keys) == 0 {
 		return nil
 	}
-	for _, key := range keys {
-		if !validKey(key) {
-			return fmt.Errorf("inbox: record key %q is empty or holds a space, tab or newline", key)
-		}
-	}
-	e := &recordEntry{keys: keys, value: value, done: make(chan error, 1)}
-	r.queue(e)
-	r.writePending()
-	select {
-	case err := <-e.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return r.putWait(ctx, &recordEntry{keys: keys, value: value})
 }
 
-// queue adds e to the puts waiting to be written; it returns how many
-// wait.
-func (r *Indexed) queue(e *recordEntry) int {
+// PutWaitEach queues the entries together and writes them as PutWait
+// does: one record for all of them unless they pass batchMax or batchBytes
+// with the entries queued before them.
+func (r *Indexed) PutWaitEach(ctx context.Context, entries ...Entry) error {
+	es := make([]*recordEntry, len(entries))
+	for i, e := range entries {
+		es[i] = &recordEntry{keys: []string{e.Key}, value: e.Value}
+	}
+	return r.putWait(ctx, es...)
+}
+
+// putWait queues entries at once, writes what is queued and waits for the
+// answer to each.
+func (r *Indexed) putWait(ctx context.Context, entries ...*recordEntry) error {
+	for _, e := range entries {
+		for _, key := range e.keys {
+			if !validKey(key) {
+				return fmt.Errorf("inbox: record key %q is empty or holds a space, tab or newline", key)
+			}
+		}
+		e.done = make(chan error, 1)
+	}
+	r.queue(entries...)
+	r.writePending()
+	var errs []error
+	for _, e := range entries {
+		select {
+		case err := <-e.done:
+			if err != nil {
+				errs = append(errs, err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// queue adds entries, one after the other, to the puts waiting to be
+// written; it returns how many wait.
+func (r *Indexed) queue(entries ...*recordEntry) int {
 	r.pendMu.Lock()
 	defer r.pendMu.Unlock()
-	r.pending = append(r.pending, e)
-	for _, k := range e.keys {
-		r.unapplied[k] = e
+	for _, e := range entries {
+		r.pending = append(r.pending, e)
+		for _, k := range e.keys {
+			r.unapplied[k] = e
+		}
 	}
 	return len(r.pending)
 }

@@ -112,6 +112,39 @@ func TestPutWaitOutlivesAKill(t *testing.T) {
 	}
 }
 
+// TestPutWaitEach: values of their own written together are one record of
+// the stream, each read back under its key, after a kill too; a bad key
+// refuses the whole write.
+func TestPutWaitEach(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := startStore(t, dir)
+	before, err := s.r.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.r.PutWaitEach(ctx, Entry{Key: "s_handled", Value: []byte("handled")}, Entry{Key: "s_next", Value: []byte("running")}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.r.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := after.State.Msgs - before.State.Msgs; n != 1 {
+		t.Errorf("%d records for two entries written together, want 1", n)
+	}
+	wantValue(t, s.r, "s_handled", "handled")
+	wantValue(t, s.r, "s_next", "running")
+	if err := s.r.PutWaitEach(ctx, Entry{Key: "s_ok", Value: []byte("x")}, Entry{Key: "s bad", Value: []byte("y")}); err == nil {
+		t.Error("a key with a space was taken")
+	}
+	wantNone(t, s.r, "s_ok")
+	s.kill()
+	s = startStore(t, dir)
+	wantValue(t, s.r, "s_handled", "handled")
+	wantValue(t, s.r, "s_next", "running")
+}
+
 // TestIndexAfterCrash: records written after the last snapshot (a process
 // killed before it wrote the next) are read from the stream at Open.
 func TestIndexAfterCrash(t *testing.T) {

@@ -30,6 +30,12 @@ type Records interface {
 	// then on the value outlives a crash of the process. Concurrent calls
 	// share their writes (one record for many in the embedded mode).
 	PutWait(ctx context.Context, value []byte, keys ...string) error
+	// PutWaitEach is PutWait for values of their own: it writes each
+	// entry's value under its key (together, one record in the embedded
+	// mode) and returns once the store acknowledged every write; an error
+	// means any of them may not have been written. The entries' keys
+	// differ: which of two with one key is kept is not said.
+	PutWaitEach(ctx context.Context, entries ...Entry) error
 	// PutAsync writes value under each of keys (one record in the embedded
 	// mode) without waiting for the store's answer; a failure is logged. A
 	// Get soon after sees it; a crash before it is written loses it.
@@ -39,6 +45,12 @@ type Records interface {
 	// Close keeps what must outlive the process; the connection is still
 	// open when it is called.
 	Close()
+}
+
+// Entry is a value and the key it is written under (Records.PutWaitEach).
+type Entry struct {
+	Key   string
+	Value []byte
 }
 
 // AsyncAckWait bounds, in the embedded mode, the wait for the store's
@@ -86,6 +98,21 @@ func (b *Bucket) PutWait(ctx context.Context, value []byte, keys ...string) erro
 	var wg sync.WaitGroup
 	for i, key := range keys {
 		wg.Go(func() { errs[i] = b.Put(ctx, key, value) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// PutWaitEach implements Records as PutWait does: each entry a request of
+// its own, at the same time.
+func (b *Bucket) PutWaitEach(ctx context.Context, entries ...Entry) error {
+	if len(entries) == 1 {
+		return b.Put(ctx, entries[0].Key, entries[0].Value)
+	}
+	errs := make([]error, len(entries))
+	var wg sync.WaitGroup
+	for i, e := range entries {
+		wg.Go(func() { errs[i] = b.Put(ctx, e.Key, e.Value) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -16,23 +16,27 @@ import (
 // the workers' consumer then holds no more than a few of any tenant's
 // deliveries not yet handed out, and each tenant with a backlog has a
 // consumer of its own. The runner fetches from each of these sources, up to
-// Workers deliveries held (queued or running) per source, and queues them by
-// tenant (the deliveries without a tenant form one group). Each worker that
-// frees up takes the next delivery of the group with the fewest handlers
-// running, the groups tied taking turns: a tenant with a backlog holds no
-// more than its share of the workers once another has deliveries waiting,
-// and runs on every worker while it is alone. Another tenant's delivery
-// waits for the few of others stored before it on the shared subject and
-// for a worker to free up, whatever the backlog; so in a cluster and in a
-// fleet, where every runner fetches from every source. The runners find the
-// tenants' consumers by listing them every overflowEvery (overflow.go).
-// Within a group the deliveries of the workers' consumer run first (other
-// tenants' deliveries wait behind them on the shared subject), then the
-// others in the order fetched. The leases of the
-// deliveries queued are renewed (InProgress) like those of the running
-// ones, so that none runs out while it waits.
-// Ordered deliveries keep their own places and order per key (keys.go),
-// where the due keys are claimed the same way, fewest running first.
+// placesPerWorker deliveries per worker held (queued or running) per source,
+// and queues them by tenant (the deliveries without a tenant form one
+// group). Each worker that frees up takes the next delivery of the group
+// with the fewest handlers running, the groups tied taking turns: a tenant
+// with a backlog holds no more than its share of the workers once another
+// has deliveries waiting, and runs on every worker while it is alone.
+// Another tenant's delivery waits for the few of others stored before it on
+// the shared subject and for a worker to free up, whatever the backlog; so
+// in a cluster and in a fleet, where every runner fetches from every source.
+// The runners find the tenants' consumers by listing them every
+// overflowEvery (overflow.go). A worker that finishes a delivery takes the
+// next one itself, the same way (work, in worker.go), so that the next one's
+// attempt shares a record with the status of the one finished: the places
+// past Workers keep some queued for it while every worker is busy. Within a
+// group the deliveries of the workers' consumer run first (other tenants'
+// deliveries wait behind them on the shared subject), then the others in the
+// order fetched. The leases of the deliveries queued are renewed
+// (InProgress) like those of the running ones, so that none runs out while
+// it waits. Ordered deliveries keep their own places and order per key
+// (keys.go), where the due keys are claimed the same way, fewest running
+// first.
 
 // fairWindowBytes bounds the bodies queued: once reached, the runner
 // fetches again only when some have started.

@@ -26,6 +26,9 @@ import (
 type fakeIntake struct {
 	// check, when set, is Check.
 	check func(h nats.Header, data []byte) error
+	// onPut, when set, sees each PutStatuses call first; its error fails
+	// the call, nothing written.
+	onPut func(sts []KeyedStatus) error
 
 	failing atomic.Bool
 	failed  atomic.Int64 // reads refused while failing
@@ -59,14 +62,26 @@ func (f *fakeIntake) ReadStatus(ctx context.Context, key string) (*stored.Status
 	return &st, nil
 }
 
-func (f *fakeIntake) PutStatus(_ context.Context, key string, st *stored.Status) error {
+// PutStatuses counts a record per call, as the embedded store writes one.
+func (f *fakeIntake) PutStatuses(_ context.Context, sts ...KeyedStatus) error {
 	f.puts.Add(1)
+	if f.onPut != nil {
+		if err := f.onPut(sts); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cp := *st
-	cp.Attempts = append([]delivery.Attempt(nil), st.Attempts...)
-	f.statuses[key] = cp
+	for _, s := range sts {
+		cp := *s.Status
+		cp.Attempts = append([]delivery.Attempt(nil), s.Status.Attempts...)
+		f.statuses[s.Key] = cp
+	}
 	return nil
+}
+
+func (f *fakeIntake) putStatus(ctx context.Context, key string, st *stored.Status) error {
+	return f.PutStatuses(ctx, KeyedStatus{Key: key, Status: st})
 }
 
 func (f *fakeIntake) Bury(ctx context.Context, _ []byte, _ nats.Header, token, key string, st *stored.Status, reason string) error {
@@ -75,7 +90,7 @@ func (f *fakeIntake) Bury(ctx context.Context, _ []byte, _ nats.Header, token, k
 	f.dead[token] = st.Seq
 	f.reasons[key] = reason
 	f.mu.Unlock()
-	return f.PutStatus(ctx, key, st)
+	return f.putStatus(ctx, key, st)
 }
 
 func (f *fakeIntake) IsDead(_ context.Context, token string, seq uint64) bool {

@@ -794,7 +794,7 @@ func (k *keyRunner) runLeased(l *keyLease, p *place, m *jetstream.RawStreamMsg) 
 	st.Add(delivery.Attempt{Number: attempt, Start: start})
 	prev := st.Status
 	st.Status = delivery.StatusRunning
-	if k.r.cfg.Intake.PutStatus(ctx, key, st) != nil {
+	if k.r.putStatus(ctx, key, st) != nil {
 		k.release(l, time.Now().Add(statusRetryDelay))
 		return nil
 	}
@@ -804,7 +804,9 @@ func (k *keyRunner) runLeased(l *keyLease, p *place, m *jetstream.RawStreamMsg) 
 	k.r.changedRunning(h, m.Data, head, st)
 	l.readAhead(rec.Tail)
 	stopWatch := p.watch(rec.Key, head)
-	err = k.r.run(ctx, m.Data, h, attempt, l.renew)
+	renew := startRenewal(l.renew, k.r.cfg.AckWait/3)
+	err = k.r.run(ctx, m.Data, h, attempt)
+	renew.stop()
 	stopWatch()
 	dur := time.Since(start)
 	k.r.setRunning(key, false)
@@ -826,14 +828,14 @@ func (k *keyRunner) runLeased(l *keyLease, p *place, m *jetstream.RawStreamMsg) 
 		st.Status = delivery.StatusHandled
 		// Written and waited for before the key goes on: without its
 		// status it runs again, before anything later of its key.
-		if perr := k.r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
+		if perr := k.r.putStatus(ctx, key, st); perr != nil {
 			k.release(l, time.Now().Add(statusRetryDelay))
 			return nil
 		}
 		next = k.advance(l, p)
 	case k.r.retries(err, tries):
 		st.Status = delivery.StatusRetrying
-		_ = k.r.cfg.Intake.PutStatus(ctx, key, st)
+		_ = k.r.putStatus(ctx, key, st)
 		delay := k.r.cfg.RetryDelays[tries-1]
 		k.r.cfg.Logger.Warn("inbox: handlers failed; retrying later, the later deliveries of its key wait", "delivery", id, "event", h.Get(stored.HeaderEvent),
 			"order_key", rec.Key, "attempt", attempt, "retry_in", delay, "error", err)

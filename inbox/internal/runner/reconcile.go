@@ -137,5 +137,5 @@ func (r *Runner) reconcileOne(ctx context.Context, h nats.Header, subject string
 	if r.cfg.Intake.IsDead(ctx, token, seq) {
 		st.Status = delivery.StatusDead
 	}
-	return r.cfg.Intake.PutStatus(ctx, key, st) == nil, nil
+	return r.putStatus(ctx, key, st) == nil, nil
 }

@@ -39,9 +39,11 @@ type Intake interface {
 	// none (or it is not a status), nil and the error when it cannot be
 	// read, which the runner never takes for none.
 	ReadStatus(ctx context.Context, key string) (*stored.Status, error)
-	// PutStatus writes a status and waits for the store's answer; an error
-	// means it may not have been written.
-	PutStatus(ctx context.Context, key string, st *stored.Status) error
+	// PutStatuses writes statuses, each under its key (keys of their own),
+	// together: one record where the store allows, so that one wait covers
+	// them all. It returns once the store answered; an error means any of
+	// them may not have been written.
+	PutStatuses(ctx context.Context, sts ...KeyedStatus) error
 	// Bury writes the dead letter of the stored copy st.Seq of a delivery
 	// (data and h as stored, token and key as StatusKey gives them), with
 	// reason as its error, then its status (dead), and tells the watchers.
@@ -61,6 +63,13 @@ type Intake interface {
 	// may: the runner makes it a dead letter at once, with the error as its
 	// reason, and runs no handler.
 	Check(h nats.Header, data []byte) error
+}
+
+// KeyedStatus is a status and the key it is written under
+// (Intake.PutStatuses).
+type KeyedStatus struct {
+	Key    string
+	Status *stored.Status
 }
 
 // Config is what a Runner runs: the inbox's options that concern running,

@@ -43,9 +43,9 @@ const orderPullBatch = 64
 
 // dispatch fetches the deliveries of one source into the fair queue
 // (fair.go) while it has room: it waits for a free place (one per delivery
-// held, queued or running, Workers per source), takes every place free, and
-// asks the server for as many deliveries (a pull request, answered as they
-// come, for up to fetchWait). Once Close was called, those that still come
+// held, queued or running, placesPerWorker per worker and source), takes
+// every place free, and asks the server for as many deliveries (a pull
+// request, answered as they come, for up to fetchWait). Once Close was called, those that still come
 // are handed back. It ends, for a tenant's source, when its consumer is
 // gone (deleted as idle).
 //
@@ -186,31 +186,62 @@ func (r *Runner) schedule() {
 			}
 			m, ok = r.queue.pop()
 		}
-		select {
-		case r.dequeued <- struct{}{}:
-		default:
-		}
-		if !r.begin() {
-			_ = m.msg.Nak()
-			r.queue.done(m.tenant)
-			<-m.src.held
+		if !r.start(m) {
 			<-r.sem
 			return
 		}
 		go func() {
-			defer func() {
-				r.queue.done(m.tenant)
-				<-m.src.held
-				<-r.sem
-				r.active.Done()
-			}()
-			r.handleChecked(m.msg, m.check)
+			defer func() { <-r.sem }()
+			r.work(m, true)
 		}()
 	}
 }
 
-// renewQueued renews the leases of the deliveries queued, as run does
-// those of the running ones (renewEvery).
+// start begins m, just taken from the fair queue, for a worker; false
+// once StopTaking was called, when it is handed back instead.
+func (r *Runner) start(m queuedMsg) bool {
+	select {
+	case r.dequeued <- struct{}{}:
+	default:
+	}
+	if !r.begin() {
+		_ = m.msg.Nak()
+		r.queue.done(m.tenant)
+		<-m.src.held
+		return false
+	}
+	return true
+}
+
+// next takes, for a worker that just ran a delivery, the one the fair
+// queue gives it, as a free worker would take it; ok is false when none
+// waits or StopTaking was called.
+func (r *Runner) next() (m queuedMsg, ok bool) {
+	if m, ok = r.queue.pop(); !ok || !r.start(m) {
+		return queuedMsg{}, false
+	}
+	return m, true
+}
+
+// left ends m's count as running for its tenant (fairQueue.done), once its
+// handlers returned or it ended without running them.
+func (r *Runner) left(m queuedMsg) {
+	if m.src != nil {
+		r.queue.done(m.tenant)
+	}
+}
+
+// ended gives back m's place once it is settled: acknowledged, handed
+// back or moved to the dead letters.
+func (r *Runner) ended(m queuedMsg) {
+	if m.src != nil {
+		<-m.src.held
+		r.active.Done()
+	}
+}
+
+// renewQueued renews the leases of the deliveries queued, as a worker does
+// those of the ones it took (startRenewal), every renewEvery.
 func (r *Runner) renewQueued() {
 	defer r.loops.Done()
 	every := r.renewEvery()
@@ -283,60 +314,150 @@ func (r *Runner) handBack(it jetstream.MessagesContext) {
 	}
 }
 
-// handle runs one stored delivery's handlers and settles it: ack, a retry
-// after the next delay, or the dead letters.
-func (r *Runner) handle(msg jetstream.Msg) { r.handleChecked(msg, false) }
+// handle runs one stored delivery that no fair queue holds (an ordered one
+// without a key) and settles it: ack, a retry after the next delay, or the
+// dead letters.
+func (r *Runner) handle(msg jetstream.Msg) { r.work(queuedMsg{msg: msg}, false) }
 
-// handleChecked is handle; check makes it read the delivery's status even
-// on its first delivery by its consumer (one stored before the consumer was
-// made, which may have run under an earlier consumer of its subject).
-func (r *Runner) handleChecked(msg jetstream.Msg, check bool) {
+// work runs the delivery m on a worker and settles it. With chain, while
+// the delivery it ran was handled and the fair queue holds another (next:
+// the one a free worker would take), it takes that one, and one record
+// holds the handled status of the one and the attempt of the next, written
+// and waited for once where each took a write and a wait of its own. Each
+// still holds as if written alone: the handled status is stored before that
+// delivery's ack, the attempt before the next one's handlers run, and a
+// failed write hands both back (statusRetryDelay), running neither.
+// The ordered keys write theirs one at a time (keys.go): a key's next
+// delivery is another key's business.
+func (r *Runner) work(m queuedMsg, chain bool) {
 	ctx := r.handlers.ctx
-	meta, err := msg.Metadata()
-	if err != nil {
-		r.cfg.Logger.Error("inbox: a message without JetStream metadata", "subject", msg.Subject(), "error", err)
-		_ = msg.Term()
+	var handled *attemptRun // ran and handled; its status not yet written
+	for {
+		a := r.identify(m)
+		if a != nil && handled != nil && a.key == handled.key {
+			// A copy of the one just handled (stored again, or handed
+			// out again): its status is written first, and read.
+			r.settleHandled(handled, r.putStatus(ctx, handled.key, handled.st))
+			handled = nil
+		}
+		if a == nil || !r.prepare(ctx, a) {
+			if handled != nil {
+				r.settleHandled(handled, r.putStatus(ctx, handled.key, handled.st))
+			}
+			r.left(m)
+			r.ended(m)
+			return
+		}
+		sts := []KeyedStatus{{Key: a.key, Status: a.st}}
+		if handled != nil {
+			sts = []KeyedStatus{{Key: handled.key, Status: handled.st}, sts[0]}
+		}
+		err := r.cfg.Intake.PutStatuses(ctx, sts...)
+		if handled != nil {
+			r.settleHandled(handled, err)
+			handled = nil
+		}
+		if err != nil {
+			a.renew.stop()
+			_ = m.msg.NakWithDelay(statusRetryDelay)
+			r.left(m)
+			r.ended(m)
+			return
+		}
+		a.st.Status = a.prev
+		a.st.Attempts = a.st.Attempts[:len(a.st.Attempts)-1]
+		if !r.runAttempt(ctx, a) {
+			r.ended(m)
+			return
+		}
+		if chain {
+			if next, ok := r.next(); ok {
+				handled, m = a, next
+				continue
+			}
+		}
+		r.settleHandled(a, r.putStatus(ctx, a.key, a.st))
 		return
 	}
-	seq := meta.Sequence.Stream
-	h := msg.Headers()
+}
+
+// attemptRun is a delivery a worker took: what names it and, once
+// prepared, its status with the attempt about to run.
+type attemptRun struct {
+	m         queuedMsg
+	h         nats.Header
+	token     string
+	key       string // its status's
+	seq       uint64
+	delivered uint64 // the server's count of deliveries
+	// Set by prepare: st holds the attempt (running) until its record is
+	// written, then the attempts before it, then its outcome.
+	st      *stored.Status
+	prev    delivery.Status // st's status before the attempt
+	before  int             // the attempts of the copies before this one
+	attempt int
+	start   time.Time
+	renew   *renewal // its lease's, from its attempt's record to its settlement
+}
+
+// identify reads what names m's delivery; nil when it cannot run at all
+// (ended).
+func (r *Runner) identify(m queuedMsg) *attemptRun {
+	meta, err := m.msg.Metadata()
+	if err != nil {
+		r.cfg.Logger.Error("inbox: a message without JetStream metadata", "subject", m.msg.Subject(), "error", err)
+		_ = m.msg.Term()
+		return nil
+	}
+	h := m.msg.Headers()
 	if h == nil {
 		h = nats.Header{}
 	}
-	token := stored.TokenOf(h, msg.Subject())
-	key := stored.StatusKey(h, token, seq)
-	if meta.NumDelivered > 1 && r.Runs(key) {
+	token := stored.TokenOf(h, m.msg.Subject())
+	seq := meta.Sequence.Stream
+	return &attemptRun{m: m, h: h, token: token, key: stored.StatusKey(h, token, seq), seq: seq, delivered: meta.NumDelivered}
+}
+
+// prepare decides whether a runs and records its attempt in a.st (not yet
+// written), starting its lease's renewal; false when it does not run (it
+// was settled, handed back or buried).
+func (r *Runner) prepare(ctx context.Context, a *attemptRun) bool {
+	msg := a.m.msg
+	if a.delivered > 1 && r.Runs(a.key) {
 		// Its lease ran out while its handlers still run here (a renewal
 		// came late: a loaded machine). The server keys leases and acks by
 		// stream sequence, so the run under way renews and settles this copy
 		// too; running it again would run the handlers twice at once.
 		_ = msg.InProgress()
-		return
+		return false
 	}
 	// A delivery's first run has no status to read, unless it was stored
 	// again by Retry or Replay (stored.HeaderKey), has no id (its key is its seq,
 	// which a crash after the status was written could leave behind), or
-	// was stored before this start.
+	// was stored before this start, or before its source's consumer was
+	// made (check: it may have run under an earlier consumer of its
+	// subject).
 	// A status that cannot be read is not taken for none: the delivery
 	// may have run and been settled, and running it again would write over
 	// its attempts. It waits as it would for a status it could not write.
 	var st *stored.Status
-	if check || meta.NumDelivered > 1 || h.Get(stored.HeaderKey) != "" || token == "n" || seq <= r.startSeq {
-		if st, err = r.cfg.Intake.ReadStatus(ctx, key); err != nil {
-			r.statusUnread(key, err)
+	if a.m.check || a.delivered > 1 || a.h.Get(stored.HeaderKey) != "" || a.token == "n" || a.seq <= r.startSeq {
+		var err error
+		if st, err = r.cfg.Intake.ReadStatus(ctx, a.key); err != nil {
+			r.statusUnread(a.key, err)
 			_ = msg.NakWithDelay(statusRetryDelay)
-			return
+			return false
 		}
 	}
 	// Settled already: handled or a dead letter (set aside by Skip while it
 	// waited for its retry, or buried just before a crash).
-	if st != nil && st.Seq == seq && r.settled(msg, st) {
-		return
+	if st != nil && st.Seq == a.seq && r.settled(msg, st) {
+		return false
 	}
 	if st == nil {
 		st = &stored.Status{}
 	}
-	st.Seq = seq
+	st.Seq = a.seq
 	// Attempts count the runs of the handlers, as the status records them
 	// (each is recorded before it runs) and, for a copy stored again, those
 	// of the copies before it. The server's count of deliveries is no
@@ -344,77 +465,98 @@ func (r *Runner) handleChecked(msg jetstream.Msg, check bool) {
 	// (lost on the way to a pull request that had ended, held by a receiver
 	// that died before it ran them) and may go back in a crash; it only says
 	// when the status is worth reading.
-	before := stored.Int(h.Get(stored.HeaderBefore))
-	attempt := max(before, st.Last()) + 1
-	if err := r.cfg.Intake.Check(h, msg.Data()); err != nil {
-		r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", seq, "subject", msg.Subject(), "reason", err)
-		st.Add(delivery.Attempt{Number: attempt, Start: time.Now(), Err: err.Error()})
-		r.bury(ctx, msg, h, token, key, st, err.Error())
-		return
+	a.before = stored.Int(a.h.Get(stored.HeaderBefore))
+	a.attempt = max(a.before, st.Last()) + 1
+	if err := r.cfg.Intake.Check(a.h, msg.Data()); err != nil {
+		r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", a.seq, "subject", msg.Subject(), "reason", err)
+		st.Add(delivery.Attempt{Number: a.attempt, Start: time.Now(), Err: err.Error()})
+		r.bury(ctx, msg, a.h, a.token, a.key, st, err.Error())
+		return false
 	}
-	start := time.Now()
 	// The attempt is recorded, and waited for, before it runs: after a
 	// crash during it, the next one is numbered after it.
-	st.Add(delivery.Attempt{Number: attempt, Start: start})
-	prev := st.Status
-	st.Status = delivery.StatusRunning
-	if perr := r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
-		_ = msg.NakWithDelay(statusRetryDelay)
-		return
+	a.start = time.Now()
+	st.Add(delivery.Attempt{Number: a.attempt, Start: a.start})
+	a.prev, st.Status = st.Status, delivery.StatusRunning
+	a.st = st
+	a.renew = startRenewal(func() { _ = msg.InProgress() }, r.renewEvery())
+	return true
+}
+
+// runAttempt runs a's handlers, its attempt recorded, and reports whether
+// they succeeded: a.st is then handled, and the caller writes it and
+// settles a (settleHandled). Otherwise a is settled here (a retry later,
+// the dead letters, or handed back when the Webhooks was closed).
+func (r *Runner) runAttempt(ctx context.Context, a *attemptRun) (handled bool) {
+	msg, h, st := a.m.msg, a.h, a.st
+	r.setRunning(a.key, true)
+	r.changedRunning(h, msg.Data(), a.seq, st)
+	err := r.run(ctx, msg.Data(), h, a.attempt)
+	dur := time.Since(a.start)
+	r.left(a.m)
+	at := delivery.Attempt{Number: a.attempt, Start: a.start, Duration: dur}
+	if err == nil {
+		st.Add(at)
+		st.Status = delivery.StatusHandled
+		return true
 	}
-	st.Status = prev
-	st.Attempts = st.Attempts[:len(st.Attempts)-1]
-	r.setRunning(key, true)
-	r.changedRunning(h, msg.Data(), seq, st)
-	err = r.run(ctx, msg.Data(), h, attempt, func() { _ = msg.InProgress() })
-	dur := time.Since(start)
-	r.setRunning(key, false)
+	a.renew.stop()
+	r.setRunning(a.key, false)
 	if errors.Is(err, emitter.ErrClosed) {
 		// The Webhooks was closed under us: not the delivery's fault.
 		_ = msg.Nak()
-		return
+		return false
 	}
-	a := delivery.Attempt{Number: attempt, Start: start, Duration: dur}
-	if err != nil {
-		a.Err = describe(err)
-		a.Final = final(err)
-	}
-	st.Add(a)
+	at.Err = describe(err)
+	at.Final = final(err)
+	st.Add(at)
 	id := h.Get(stored.HeaderDelivery)
 	switch {
-	case err == nil:
-		st.Status = delivery.StatusHandled
-		// Written before the ack, and waited for (the writes of concurrent
-		// deliveries share a record): a status lost after the ack would
-		// show it queued for good. Without its status it runs again.
-		if perr := r.cfg.Intake.PutStatus(ctx, key, st); perr != nil {
-			_ = msg.NakWithDelay(statusRetryDelay)
-			return
-		}
-		if aerr := msg.Ack(); aerr != nil {
-			r.cfg.Logger.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", id, "error", aerr)
-		}
-	case r.retries(err, attempt-before):
+	case r.retries(err, a.attempt-a.before):
 		// The schedule of this copy: retryDue reads it the same way.
 		st.Status = delivery.StatusRetrying
-		_ = r.cfg.Intake.PutStatus(ctx, key, st)
-		delay := r.cfg.RetryDelays[attempt-before-1]
-		r.cfg.Logger.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempt", attempt, "retry_in", delay, "error", err)
+		_ = r.putStatus(ctx, a.key, st)
+		delay := r.cfg.RetryDelays[a.attempt-a.before-1]
+		r.cfg.Logger.Warn("inbox: handlers failed; retrying later", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempt", a.attempt, "retry_in", delay, "error", err)
 		if delay > 0 {
 			_ = msg.NakWithDelay(delay)
 		} else {
 			_ = msg.Nak()
 		}
-	case a.Final:
-		r.cfg.Logger.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
-		r.bury(ctx, msg, h, token, key, st, a.Err)
-		return
+		r.cfg.Intake.Changed(h, msg.Data(), a.seq, st)
+	case at.Final:
+		r.cfg.Logger.Error("inbox: handlers failed with a final error; moved to the dead letters without a retry", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", a.attempt, "error", err)
+		r.bury(ctx, msg, h, a.token, a.key, st, at.Err)
 	default:
-		r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", attempt, "error", err)
-		r.bury(ctx, msg, h, token, key, st, a.Err)
-		return
+		r.cfg.Logger.Error("inbox: handlers failed on every attempt; moved to the dead letters", "delivery", id, "event", h.Get(stored.HeaderEvent), "attempts", a.attempt, "error", err)
+		r.bury(ctx, msg, h, a.token, a.key, st, at.Err)
 	}
-	r.cfg.Intake.Changed(h, msg.Data(), seq, st)
+	return false
+}
+
+// settleHandled ends a handled delivery once its status was written (err
+// nil): the ack, after the status, since a status lost after the ack would
+// show it queued for good. Without its status (err) it runs again after
+// statusRetryDelay. It counts as running (Runs) until then: a copy handed
+// out again meanwhile is settled by this ack.
+func (r *Runner) settleHandled(a *attemptRun, err error) {
+	a.renew.stop()
+	msg := a.m.msg
+	if err != nil {
+		_ = msg.NakWithDelay(statusRetryDelay)
+	} else if aerr := msg.Ack(); aerr != nil {
+		r.cfg.Logger.Warn("inbox: acknowledging a handled delivery failed; it may run again", "delivery", a.h.Get(stored.HeaderDelivery), "error", aerr)
+	}
+	r.setRunning(a.key, false)
+	if err == nil {
+		r.cfg.Intake.Changed(a.h, msg.Data(), a.seq, a.st)
+	}
+	r.ended(a.m)
+}
+
+// putStatus writes one status and waits for the store's answer.
+func (r *Runner) putStatus(ctx context.Context, key string, st *stored.Status) error {
+	return r.cfg.Intake.PutStatuses(ctx, KeyedStatus{Key: key, Status: st})
 }
 
 // final reports whether a failed attempt's error is final
@@ -422,9 +564,9 @@ func (r *Runner) handleChecked(msg jetstream.Msg, check bool) {
 // whatever retries its schedule has left.
 func final(err error) bool { return webhooks.IsPermanent(err) }
 
-// run calls Handle with the delivery, renewing its lease while the handlers
-// run. A panic that escapes Handle is the attempt's error.
-func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, renewLease func()) (err error) {
+// run calls Handle with the delivery. A panic that escapes Handle is the
+// attempt's error. The caller renews the lease meanwhile (startRenewal).
+func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt int) (err error) {
 	d := stored.Delivery(h, data, attempt)
 	if r.cfg.HandlerTimeout > 0 {
 		var cancel context.CancelFunc
@@ -438,11 +580,6 @@ func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt in
 			}
 		}()
 	}
-	// The lease is renewed from a timer, which costs no goroutine unless the
-	// handlers outlast renewEvery.
-	renew := &renewal{renew: renewLease, every: r.renewEvery()}
-	renew.start()
-	defer renew.stop()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("inbox: the receiver panicked: %v\n%s", p, debug.Stack())
@@ -451,7 +588,8 @@ func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt in
 	return r.cfg.Handle(ctx, d)
 }
 
-// renewal renews a running delivery's lease every so often until stopped.
+// renewal renews a delivery's lease every so often until stopped, from a
+// timer: it costs no goroutine unless what it covers outlasts every.
 type renewal struct {
 	renew func()
 	every time.Duration
@@ -460,10 +598,13 @@ type renewal struct {
 	done  bool
 }
 
-func (r *renewal) start() {
+// startRenewal calls renew every every until stop.
+func startRenewal(renew func(), every time.Duration) *renewal {
+	r := &renewal{renew: renew, every: every}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.t = time.AfterFunc(r.every, r.fire)
+	r.t = time.AfterFunc(every, r.fire)
+	return r
 }
 
 func (r *renewal) fire() {
@@ -475,6 +616,7 @@ func (r *renewal) fire() {
 	}
 }
 
+// stop ends the renewals; safe to call more than once.
 func (r *renewal) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
