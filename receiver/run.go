@@ -145,10 +145,6 @@ func (r *Receiver) Run(ctx context.Context) error {
 // Call it after the server that serves Handler stopped, when Run is not
 // used; Run calls it.
 func (r *Receiver) Close(ctx context.Context) error {
-	for _, stop := range r.stops {
-		stop()
-	}
-	r.stops = nil
 	var err error
 	if r.admin != nil {
 		r.admin()
@@ -156,6 +152,12 @@ func (r *Receiver) Close(ctx context.Context) error {
 	if r.in != nil {
 		err = r.in.Close(ctx)
 	}
+	// After the drain: the attempts that end during it are logged and
+	// counted too.
+	for _, stop := range r.stops {
+		stop()
+	}
+	r.stops = nil
 	if r.page != nil {
 		r.page.Close()
 	}

@@ -149,10 +149,12 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if err == nil {
 		log.Info("forgehooks: shutting down; letting running handlers finish")
 	}
+	errs := []error{err, in.Close(dctx)}
+	// After the drain: the attempts that end during it are logged and
+	// counted too.
 	for _, stop := range stops {
 		stop()
 	}
-	errs := []error{err, in.Close(dctx)}
 	if em != nil {
 		errs = append(errs, em.Close(dctx))
 	}

@@ -109,3 +109,37 @@ func TestNATSWithoutReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkLogsDrainedAttempts: a delivery whose forward is under way when
+// work is stopped finishes during the drain, and its run is logged (the
+// inbox's watchers are stopped after the drain, not before).
+func TestWorkLogsDrainedAttempts(t *testing.T) {
+	t.Parallel()
+	url := plainNATS(t)
+	sv := start(t, nil, "serve", "--addr", "127.0.0.1:0", "--secret", testSecret, "--nats", url, "--workers", "0")
+	arrived := make(chan struct{}, 1)
+	tsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		time.Sleep(time.Second)
+	}))
+	defer tsrv.Close()
+	wk := start(t, nil, "work", "--nats", url, "--forward", tsrv.URL)
+	hook := "http://" + sv.addr + webhooks.DefaultPath
+	if code, ans := deliver(t, hook, "issues", "drained-1", []byte(`{"action":"opened"}`), nil); code != http.StatusAccepted {
+		t.Fatalf("%d %s", code, ans)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(testTimeout):
+		t.Fatalf("not forwarded; work's log:\n%s", wk.stderr)
+	}
+	if code := wk.stop(); code != exitOK {
+		t.Fatalf("work exited %d:\n%s", code, wk.stderr)
+	}
+	if !strings.Contains(wk.stderr.String(), `msg="delivery handled" id=drained-1 `) {
+		t.Errorf("the run that ended during the drain is not logged:\n%s", wk.stderr)
+	}
+}
