@@ -70,28 +70,7 @@ func TestFleetFairShareDeep(t *testing.T) {
 	start(t, nil, "work", "--workers", "2", "--nats", url, "--replicas", "1", "--forward", target.URL)
 	base := "http://" + sv.addr
 	client := &http.Client{Timeout: testTimeout}
-	post := func(tenant, id string) error {
-		body := []byte(`{"action":"opened","n":"` + id + `"}`)
-		sig, _ := signing.Sign("tenant-"+tenant+"-secret-0123456", body)
-		r, err := http.NewRequest(http.MethodPost, base+"/t/"+tenant+"/hooks", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set(webhooks.HeaderEvent, "issues")
-		r.Header.Set(webhooks.HeaderDelivery, id)
-		r.Header.Set(webhooks.HeaderSignature, sig)
-		res, err := client.Do(r)
-		if err != nil {
-			return err
-		}
-		ans, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusAccepted {
-			return fmt.Errorf("%s: %d %s", id, res.StatusCode, ans)
-		}
-		return nil
-	}
+	post := func(tenant, id string) error { return postTenant(client, base, tenant, id) }
 	started := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -181,25 +160,8 @@ func TestFleetMixedAckWait(t *testing.T) {
 	}
 	client := &http.Client{Timeout: testTimeout}
 	for i := range n {
-		id := fmt.Sprintf("a%d", i)
-		body := []byte(`{"action":"opened","n":"` + id + `"}`)
-		sig, _ := signing.Sign("tenant-a-secret-0123456", body)
-		r, err := http.NewRequest(http.MethodPost, "http://"+sv.addr+"/t/a/hooks", bytes.NewReader(body))
-		if err != nil {
+		if err := postTenant(client, "http://"+sv.addr, "a", fmt.Sprintf("a%d", i)); err != nil {
 			t.Fatal(err)
-		}
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set(webhooks.HeaderEvent, "issues")
-		r.Header.Set(webhooks.HeaderDelivery, id)
-		r.Header.Set(webhooks.HeaderSignature, sig)
-		res, err := client.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusAccepted {
-			t.Fatalf("%s: %d", id, res.StatusCode)
 		}
 	}
 	waitUntil(t, "every delivery forwarded", func() bool {
@@ -217,4 +179,30 @@ func TestFleetMixedAckWait(t *testing.T) {
 			t.Errorf("%s forwarded %d times", id, c)
 		}
 	}
+}
+
+// postTenant posts an issues delivery with id to tenant's path
+// (/t/{tenant}/hooks, fairTenantsYAML's secrets) at base: an error unless
+// it is answered 202.
+func postTenant(client *http.Client, base, tenant, id string) error {
+	body := []byte(`{"action":"opened","n":"` + id + `"}`)
+	sig, _ := signing.Sign("tenant-"+tenant+"-secret-0123456", body)
+	r, err := http.NewRequest(http.MethodPost, base+"/t/"+tenant+"/hooks", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set(webhooks.HeaderEvent, "issues")
+	r.Header.Set(webhooks.HeaderDelivery, id)
+	r.Header.Set(webhooks.HeaderSignature, sig)
+	res, err := client.Do(r)
+	if err != nil {
+		return err
+	}
+	ans, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("%s: %d %s", id, res.StatusCode, ans)
+	}
+	return nil
 }
