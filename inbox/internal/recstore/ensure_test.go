@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -137,19 +136,7 @@ func TestCreateOrUpdateSendsNoUpdateUnchanged(t *testing.T) {
 // twice), and the update goes through, as in the embedded mode.
 func TestCreateOrUpdateStreamReservedBytes(t *testing.T) {
 	t.Parallel()
-	ns, err := server.NewServer(&server.Options{
-		ServerName: "reserved-test", JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: 64 << 20,
-		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("server did not start")
-	}
-	_, js := connect(t, ns)
+	_, js := connect(t, startJetStreamMax(t, 64<<20))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := jetstream.StreamConfig{Name: "R", Subjects: []string{"r.>"}, Storage: jetstream.FileStorage, MaxBytes: 48 << 20}

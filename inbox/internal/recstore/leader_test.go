@@ -16,10 +16,14 @@ import (
 // startJetStream starts a JetStream server listening on 127.0.0.1, as a
 // cluster's node is to the inbox (the records in buckets); shut down at the
 // test's end.
-func startJetStream(t *testing.T) *server.Server {
+func startJetStream(t *testing.T) *server.Server { return startJetStreamMax(t, 0) }
+
+// startJetStreamMax is startJetStream with a store of maxStore bytes (0:
+// the server's default).
+func startJetStreamMax(t *testing.T, maxStore int64) *server.Server {
 	t.Helper()
 	ns, err := server.NewServer(&server.Options{
-		ServerName: "leader-test", JetStream: true, StoreDir: t.TempDir(),
+		ServerName: "leader-test", JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: maxStore,
 		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
 	})
 	if err != nil {
