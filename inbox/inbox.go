@@ -247,6 +247,14 @@ type Options struct {
 	// acknowledged. Slower; see the package documentation.
 	Fsync bool
 
+	// KeepSettings opens the streams and buckets that exist as they are:
+	// their limits and retention (MaxStoreBytes, MaxAge, DuplicateWindow,
+	// DeadRetention, ...) stay those that the receivers running the inbox
+	// set, and only what is missing is made from these Options. For a
+	// process that queries or operates an inbox (forgehooks inbox ...),
+	// whose own defaults must not rewrite a fleet's settings.
+	KeepSettings bool
+
 	// Logger receives the inbox's lines. Nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -415,7 +423,11 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 			return nil, err
 		}
 	}
-	if err := in.setup(ctx); err != nil {
+	sctx := ctx
+	if opts.KeepSettings {
+		sctx = recstore.KeepSettings(ctx)
+	}
+	if err := in.setup(sctx); err != nil {
 		in.shutdown()
 		return nil, replicasError(err, in.opts.Replicas, defaultReplicas, in.nc)
 	}

@@ -62,6 +62,7 @@ it while that serve is stopped, or let serve catch up itself
 	if inboxF.enabled() {
 		o, _ := inboxF.options()
 		o.Logger = slog.New(slog.DiscardHandler)
+		o.KeepSettings = true         // the receivers' settings stand, not this command's defaults
 		in, err := inbox.Open(ctx, o) // no Receiver: it only answers and stores
 		if err != nil {
 			return fs.fail("%v", err)

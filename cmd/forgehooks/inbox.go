@@ -256,6 +256,9 @@ themselves. DIR must exist: these commands never make one.
 		return fs.usageError("%v", err)
 	}
 	o.Logger = slog.New(slog.DiscardHandler)
+	// The receivers' settings stand: this command's flag defaults are not
+	// theirs.
+	o.KeepSettings = true
 	st, running, err := openInbox(ctx, o)
 	if code, ok := replicasFailure(fs, err); ok {
 		return code

@@ -21,6 +21,11 @@ import (
 // fileStore.UpdateConfig writes the configuration that a consumer being
 // created on the stream reads unlocked in fileStore.ConsumerStore).
 func CreateOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	if keeping(ctx) {
+		if st, err := js.Stream(ctx, cfg.Name); err == nil {
+			return st, nil
+		}
+	}
 	st, err := js.CreateStream(ctx, cfg)
 	if err == nil {
 		return st, nil
@@ -35,6 +40,11 @@ func CreateOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetst
 // as jetstream's CreateOrUpdateKeyValue does, with no update sent to a
 // bucket that has cfg already (see CreateOrUpdateStream).
 func CreateOrUpdateKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if keeping(ctx) {
+		if kv, err := js.KeyValue(ctx, cfg.Bucket); err == nil {
+			return kv, nil
+		}
+	}
 	kv, err := js.CreateKeyValue(ctx, cfg)
 	if err == nil {
 		return kv, nil
@@ -46,3 +56,16 @@ func CreateOrUpdateKeyValue(ctx context.Context, js jetstream.JetStream, cfg jet
 	}
 	return js.UpdateKeyValue(ctx, cfg)
 }
+
+// keepKey marks a context whose opens keep what exists (KeepSettings).
+type keepKey struct{}
+
+// KeepSettings returns a context under which CreateOrUpdateStream and
+// CreateOrUpdateKeyValue open a stream or bucket that exists as it is,
+// whatever cfg says, and create only what is missing: for a process that
+// queries an inbox that others run with their own settings.
+func KeepSettings(ctx context.Context) context.Context {
+	return context.WithValue(ctx, keepKey{}, true)
+}
+
+func keeping(ctx context.Context) bool { return ctx.Value(keepKey{}) != nil }
