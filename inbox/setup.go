@@ -164,6 +164,9 @@ func (in *Inbox) ensure(ctx context.Context, op func(context.Context) error) err
 	began := time.Now()
 	bound := ensureAttempt
 	pause := 50 * time.Millisecond
+	// noResponders: every try ended so far said that nothing subscribes to
+	// the JetStream API (the one cut off by ctx's end says nothing).
+	var noResponders error
 	for tries := 1; ; tries++ {
 		actx, cancel := context.WithTimeout(ctx, bound)
 		err := op(actx)
@@ -174,6 +177,14 @@ func (in *Inbox) ensure(ctx context.Context, op func(context.Context) error) err
 		}
 		if unanswered {
 			bound = min(2*bound, ensureAttemptMax)
+		}
+		switch {
+		case ctx.Err() != nil && noResponders != nil:
+			err = noResponders
+		case errors.Is(err, nats.ErrNoResponders) && (tries == 1 || noResponders != nil):
+			noResponders = err
+		default:
+			noResponders = nil
 		}
 		t := time.NewTimer(pause/2 + rand.N(pause))
 		select {
