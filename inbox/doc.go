@@ -101,10 +101,14 @@
 // A running delivery is leased to its worker for AckWait (default 10 s),
 // renewed every third of it while the handlers run, so a long handler keeps
 // its delivery however long it takes. In a cluster a receiver that dies hands
-// its deliveries on after the lease. An embedded inbox needs no wait: at
-// Start, the directory lock proves the process before it gone, and the
-// deliveries it was running are handed back at once (those waiting for a
-// retry keep their schedule).
+// its deliveries on after the lease. A receiver that stalls past the lease
+// of an ordered delivery (its renewals late) has lost it the same way:
+// another receiver runs the delivery again, and the stalled one, once it
+// goes on, neither starts handlers it had not started nor moves the key on;
+// handlers it was running already may still finish after the other's run.
+// An embedded inbox needs no wait: at Start, the directory lock proves the
+// process before it gone, and the deliveries it was running are handed
+// back at once (those waiting for a retry keep their schedule).
 //
 // # A cluster's answers
 //

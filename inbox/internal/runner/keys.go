@@ -800,6 +800,10 @@ func (k *keyRunner) runLeased(l *keyLease, p *place, m *jetstream.RawStreamMsg) 
 	}
 	st.Status = prev
 	st.Attempts = st.Attempts[:len(st.Attempts)-1]
+	if !l.hold() {
+		// Taken over: the other receiver runs the Head, and settles it.
+		return nil
+	}
 	k.r.setRunning(key, true)
 	k.r.changedRunning(h, m.Data, head, st)
 	l.readAhead(rec.Tail)
@@ -945,6 +949,12 @@ func (k *keyRunner) advance(l *keyLease, p *place) *keyEntry {
 	var next KeyRecord
 	rev, written := k.update(l, func(r *KeyRecord) (bool, bool) {
 		taken = 0
+		if r.Owner != k.id {
+			// Taken over after the lease ran out: the new owner runs the
+			// Head again, and moving on under it would let the next
+			// delivery run, and finish, before that run.
+			return true, false
+		}
 		if r.Tail <= head {
 			return false, true
 		}
@@ -1105,14 +1115,34 @@ func (l *keyLease) settle() {
 	}
 }
 
-func (l *keyLease) renew() {
-	_, _ = l.k.update(l, func(r *KeyRecord) (bool, bool) {
+// hold reports whether the record is still claimed here, renewing the
+// lease first when a third of it has passed since it was written: the
+// reads and the status write before the handlers may outlast the lease
+// (a loaded machine, a node lost), and another receiver may have claimed
+// the Head meanwhile, so the handlers run only on a lease held.
+func (l *keyLease) hold() bool {
+	rec, rev := l.known()
+	if rev != 0 && rec.Owner == l.k.id && time.Until(rec.Lease) > l.k.r.cfg.AckWait*2/3 {
+		return true
+	}
+	return l.extend()
+}
+
+// renew extends the lease while the handlers run (startRenewal).
+func (l *keyLease) renew() { l.extend() }
+
+// extend extends the lease of the record, reporting whether it was
+// written: false when another receiver took the record over, or the write
+// failed.
+func (l *keyLease) extend() bool {
+	_, ok := l.k.update(l, func(r *KeyRecord) (bool, bool) {
 		if r.Owner != l.k.id {
 			return true, false // lost: another receiver runs it too (at least once)
 		}
 		r.Lease = time.Now().Add(l.k.r.cfg.AckWait)
 		return true, true
 	})
+	return ok
 }
 
 // leaderMsg reads the message at seq of st; in a cluster from the stream's
