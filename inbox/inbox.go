@@ -281,12 +281,11 @@ type Inbox struct {
 
 	mu      sync.Mutex
 	closed  bool
-	closing chan struct{}    // closed by Close
-	enq     sync.WaitGroup   // Enqueue calls under way
-	started *runner.Runner   // set by Start
-	quota   *quota.Quota     // nil without a bound per tenant (quota.go)
-	share   *overflow.Router // the subject of each unordered delivery
-	key     []byte           // the inbox key (seal.go); nil: unsealed
+	closing chan struct{}  // closed by Close
+	enq     sync.WaitGroup // Enqueue calls under way
+	started *runner.Runner // set by Start
+	quota   *quota.Quota   // nil without a bound per tenant (quota.go)
+	key     []byte         // the inbox key (seal.go); nil: unsealed
 }
 
 // conn is an Inbox's connection to its store.
@@ -313,6 +312,7 @@ type streams struct {
 	parked    jetstream.Stream
 
 	inSubj, deadSubj string
+	share            *overflow.Router // the subject of each unordered delivery
 }
 
 var _ webhooks.Inbox = (*Inbox)(nil)
@@ -390,8 +390,8 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 		opts.Logger = slog.Default()
 	}
 	in := &Inbox{opts: opts, log: opts.Logger, closing: make(chan struct{}), scan: make(chan struct{}, 1),
-		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead."},
-		share:   &overflow.Router{Name: opts.Name, Workers: runner.WorkersConsumer(opts.Name), AckWait: opts.AckWait, Logger: opts.Logger}}
+		streams: streams{inSubj: opts.Name + ".in.", deadSubj: opts.Name + ".dead.",
+			share: &overflow.Router{Name: opts.Name, Workers: runner.WorkersConsumer(opts.Name), AckWait: opts.AckWait, Logger: opts.Logger}}}
 	if err := in.connect(); err != nil {
 		return nil, err
 	}

@@ -4,26 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"forgehooks.dev/forgehooks/inbox/internal/clusterread"
 	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/runner"
-)
-
-const (
-	// ensureAttempt bounds the first try of a step of Open in a cluster: a
-	// request sent while the cluster has no meta leader (just started, or
-	// its leader lost) gets no answer at all, and only a new try reaches
-	// the leader once elected. Each try that gets no answer in its bound
-	// gives the next one twice as long, up to ensureAttemptMax: a stream
-	// created with replicas is answered once its own leader is elected,
-	// which on a loaded machine takes longer than one publish.
-	ensureAttempt    = 2 * time.Second
-	ensureAttemptMax = 8 * time.Second
 )
 
 // setup creates or updates the streams, buckets and consumer. In a
@@ -153,65 +139,8 @@ func (in *Inbox) chooseReplicas(ctx context.Context) error {
 	return nil
 }
 
-// ensure runs op, a step of Open in a cluster that may be repeated (a
-// stream's or a bucket's creation or update, a lookup), until it succeeds,
-// fails with an error that waiting cannot cure, or ctx is done: a cluster
-// just started, or one that lost a server, leaves requests unanswered (or
-// answers "temporarily unavailable") while it elects its leaders. Each try
-// is bounded, from ensureAttempt up. The error of a step that ctx cut short
-// says how long it was tried, and why a cluster does not answer.
+// ensure runs op, a step of Open in a cluster, as clusterread.Ensure does,
+// until Close.
 func (in *Inbox) ensure(ctx context.Context, op func(context.Context) error) error {
-	began := time.Now()
-	bound := ensureAttempt
-	pause := 50 * time.Millisecond
-	// noResponders: every try ended so far said that nothing subscribes to
-	// the JetStream API (the one cut off by ctx's end says nothing).
-	var noResponders error
-	for tries := 1; ; tries++ {
-		actx, cancel := context.WithTimeout(ctx, bound)
-		err := op(actx)
-		unanswered := actx.Err() != nil
-		cancel()
-		if err == nil || !transientPublishError(err) || in.isClosed() {
-			return err
-		}
-		if unanswered {
-			bound = min(2*bound, ensureAttemptMax)
-		}
-		switch {
-		case ctx.Err() != nil && noResponders != nil:
-			err = noResponders
-		case errors.Is(err, nats.ErrNoResponders) && (tries == 1 || noResponders != nil):
-			noResponders = err
-		default:
-			noResponders = nil
-		}
-		t := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return &unansweredError{err: err, tries: tries, took: time.Since(began)}
-		case <-t.C:
-		}
-		pause = min(2*pause, time.Second)
-	}
+	return clusterread.Ensure(ctx, op, func(err error) bool { return transientPublishError(err) && !in.isClosed() })
 }
-
-// unansweredError is the error of a step of Open that the cluster did not
-// answer (or answered "unavailable") on any try within Open's context.
-type unansweredError struct {
-	err   error // the last try's
-	tries int
-	took  time.Duration
-}
-
-func (e *unansweredError) Error() string {
-	why := "the NATS cluster did not answer in time; a leader being elected, or fewer servers up than the replicas?"
-	if errors.Is(e.err, nats.ErrNoResponders) {
-		// Nothing subscribes to the JetStream API.
-		why = "no NATS server answers for JetStream; is it enabled, for this account?"
-	}
-	return fmt.Sprintf("%v (tried %d times in %v: %s)", e.err, e.tries, e.took.Round(time.Millisecond), why)
-}
-
-func (e *unansweredError) Unwrap() error { return e.err }

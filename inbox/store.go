@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/inbox/internal/embedded"
+	"forgehooks.dev/forgehooks/inbox/internal/janitor"
 	"forgehooks.dev/forgehooks/inbox/internal/runner"
-	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
 // storeWatch names why the store does not answer and, in the embedded mode,
@@ -110,136 +108,8 @@ func (in *Inbox) restartStore() error {
 	return nil
 }
 
-// The janitor drops the stored copies of handled deliveries once they are
-// older than HandledRetention, and of dead letters (which the dead-letter
-// stream holds) and copies superseded by a Retry or Replay; it keeps those
-// not finished. Their ids, digests and statuses stay in their buckets for
-// the duplicate window, so dedupe does not depend on the copy.
-
-// janitorEvery is how often the janitor looks, for a retention: a quarter of
-// it, between a second and a minute.
-func janitorEvery(retention time.Duration) time.Duration {
-	return min(max(retention/4, time.Second), time.Minute)
-}
-
-// janitor is the state of the janitor's walk over the inbox stream.
-type janitor struct {
-	cursor  uint64            // first sequence not looked at yet
-	waiting map[uint64]string // older than the retention, not finished: seq → status key
-}
-
-// startJanitor runs the janitor until Close.
+// startJanitor runs the janitor (package janitor) until Close.
 func (in *Inbox) startJanitor() {
-	j := &janitor{waiting: map[uint64]string{}}
-	every := janitorEvery(in.opts.HandledRetention)
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-in.closing:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			n, err := in.sweep(ctx, j)
-			cancel()
-			if err != nil && !in.isClosed() {
-				in.log.Warn("inbox: dropping handled deliveries past their retention", "error", err)
-			} else if n > 0 {
-				in.log.Debug("inbox: dropped handled deliveries past their retention", "dropped", n)
-			}
-		}
-	}()
-}
-
-// finished reports whether the copy at seq may go: its delivery was handled
-// or is a dead letter, or a later copy replaced it.
-func finished(st *stored.Status, seq uint64) bool {
-	return st != nil && (st.Seq > seq || st.Status == delivery.StatusHandled || st.Status == delivery.StatusDead)
-}
-
-// sweep drops the copies that may go, and returns how many it dropped.
-func (in *Inbox) sweep(ctx context.Context, j *janitor) (int, error) {
-	cutoff := time.Now().Add(-in.opts.HandledRetention)
-	dropped := 0
-	drop := func(seq uint64) error {
-		err := in.inbox.DeleteMsg(ctx, seq)
-		if err == nil {
-			dropped++
-		}
-		if errors.Is(err, jetstream.ErrMsgNotFound) || err != nil && isNotFound(err) {
-			return nil
-		}
-		return err
-	}
-	for seq, key := range j.waiting {
-		if finished(in.loadStatus(ctx, key), seq) {
-			if err := drop(seq); err != nil {
-				return dropped, err
-			}
-			delete(j.waiting, seq)
-		}
-	}
-	info, err := in.inbox.Info(ctx)
-	if err != nil {
-		return dropped, err
-	}
-	for seq := range j.waiting {
-		if seq < info.State.FirstSeq {
-			delete(j.waiting, seq) // aged out (MaxAge)
-		}
-	}
-	j.cursor = max(j.cursor, info.State.FirstSeq)
-	if info.State.Msgs == 0 || j.cursor > info.State.LastSeq {
-		return dropped, nil
-	}
-	cons, err := in.inbox.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   j.cursor,
-		HeadersOnly:   true,
-	})
-	if err != nil {
-		return dropped, err
-	}
-	for {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return dropped, err
-		}
-		n := 0
-		for msg := range batch.Messages() {
-			n++
-			meta, err := msg.Metadata()
-			if err != nil {
-				continue
-			}
-			seq := meta.Sequence.Stream
-			if meta.Timestamp.After(cutoff) {
-				return dropped, nil // the rest is younger
-			}
-			j.cursor = seq + 1
-			h := msg.Headers()
-			key := stored.StatusKey(h, stored.TokenOf(h, msg.Subject()), seq)
-			if finished(in.loadStatus(ctx, key), seq) {
-				if err := drop(seq); err != nil {
-					return dropped, err
-				}
-			} else {
-				j.waiting[seq] = key
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return dropped, err
-		}
-		if n == 0 || j.cursor > info.State.LastSeq {
-			return dropped, nil
-		}
-	}
-}
-
-// isNotFound reports a delete of a message already gone.
-func isNotFound(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound
+	j := &janitor.Janitor{Stream: in.inbox, Retention: in.opts.HandledRetention, Status: in.loadStatus, Log: in.log}
+	go j.Run(in.closing)
 }
