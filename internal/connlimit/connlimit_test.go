@@ -50,6 +50,21 @@ func waitOpen(t *testing.T, l *Limiter, want int) {
 	}
 }
 
+// waitIdle waits until want of l's connections are idle.
+func waitIdle(t *testing.T, l *Limiter, want int) {
+	t.Helper()
+	idle := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.idle.Len()
+	}
+	for deadline := time.Now().Add(generous); idle() != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections idle, want %d", idle(), want)
+		}
+	}
+}
+
 // TestIdleClosedFirst: past the bound, a new connection closes the one idle
 // longest, then one that never sent a request; never one with a request in
 // progress, which makes new connections wait for its end.
@@ -224,6 +239,9 @@ func TestFullTableShedsIdle(t *testing.T) {
 			t.Fatalf("GET: %d", got)
 		}
 		idle = append(idle, c)
+		// The server marks a connection idle after the client has read
+		// its answer: wait for it, so that the first is idle longest.
+		waitIdle(t, l, len(idle))
 	}
 	waitOpen(t, l, 2)
 	<-ft.full
@@ -245,8 +263,8 @@ func TestFullTableShedsIdle(t *testing.T) {
 	t.Logf("fresh connection answered in %v", time.Since(start))
 	// The first idle connection, idle longest, was closed; the second not.
 	idle[0].SetReadDeadline(time.Now().Add(generous))
-	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
-		t.Error("the connection idle longest is still open")
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil || os.IsTimeout(err) {
+		t.Errorf("the connection idle longest is still open (%v)", err)
 	}
 	if got := request(t, idle[1], bufio.NewReader(idle[1]), "/"); got != 200 {
 		t.Errorf("second idle connection: %d", got)
