@@ -53,14 +53,9 @@ func waitOpen(t *testing.T, l *Limiter, want int) {
 // waitIdle waits until want of l's connections are idle.
 func waitIdle(t *testing.T, l *Limiter, want int) {
 	t.Helper()
-	idle := func() int {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.idle.Len()
-	}
-	for deadline := time.Now().Add(generous); idle() != want; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(generous); l.idleCount() != want; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections idle, want %d", idle(), want)
+			t.Fatalf("%d connections idle, want %d", l.idleCount(), want)
 		}
 	}
 }
@@ -99,11 +94,7 @@ func TestIdleClosedFirst(t *testing.T) {
 		}
 		// The server marks a connection idle after its answer is out: wait,
 		// so that they are idle in the order of their requests.
-		for deadline := time.Now().Add(generous); l.idleCount() != i+1; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d connections idle, want %d", l.idleCount(), i+1)
-			}
-		}
+		waitIdle(t, l, i+1)
 	}
 	waitOpen(t, l, 3)
 	// A fourth closes the first idle one, and is served.
