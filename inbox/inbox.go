@@ -423,11 +423,7 @@ func Open(ctx context.Context, opts Options) (*Inbox, error) {
 			return nil, err
 		}
 	}
-	sctx := ctx
-	if opts.KeepSettings {
-		sctx = recstore.KeepSettings(ctx)
-	}
-	if err := in.setup(sctx); err != nil {
+	if err := in.setup(ctx); err != nil {
 		in.shutdown()
 		return nil, replicasError(err, in.opts.Replicas, defaultReplicas, in.nc)
 	}

@@ -54,7 +54,7 @@ func (in *Inbox) setupStreams(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
 		AllowDirect: true,
-	})
+	}, o.KeepSettings)
 	if err != nil {
 		return fmt.Errorf("inbox: creating stream %s_INBOX: %w", o.Name, err)
 	}
@@ -67,7 +67,7 @@ func (in *Inbox) setupStreams(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
 		AllowDirect: true,
-	})
+	}, o.KeepSettings)
 	if err != nil {
 		return fmt.Errorf("inbox: creating stream %s_DEAD: %w", o.Name, err)
 	}
@@ -83,7 +83,7 @@ func (in *Inbox) setupRecords(ctx context.Context) error {
 	}
 	var err error
 	in.status, in.seen, err = recstore.Setup(ctx, in.js, recstore.SetupOptions{Name: o.Name, Dir: dir, Replicas: o.Replicas,
-		StatusTTL: o.MaxAge, SeenTTL: o.DuplicateWindow, Logger: in.log})
+		StatusTTL: o.MaxAge, SeenTTL: o.DuplicateWindow, KeepSettings: o.KeepSettings, Logger: in.log})
 	return err
 }
 
@@ -92,7 +92,7 @@ func (in *Inbox) setupRecords(ctx context.Context) error {
 func (in *Inbox) setupRunner(ctx context.Context) error {
 	o := in.opts
 	var err error
-	in.keyBucket, in.parked, err = runner.Setup(ctx, in.js, o.Name, o.Replicas, o.MaxAge, in.ns == nil)
+	in.keyBucket, in.parked, err = runner.Setup(ctx, in.js, o.Name, o.Replicas, o.MaxAge, in.ns == nil, o.KeepSettings)
 	return err
 }
 
@@ -105,7 +105,7 @@ func (in *Inbox) setupState(ctx context.Context) error {
 		Description: "forgehooks: small values kept for the application (catch-up checkpoints)",
 		Storage:     jetstream.FileStorage,
 		Replicas:    o.Replicas,
-	})
+	}, o.KeepSettings)
 	if err != nil {
 		return fmt.Errorf("inbox: creating bucket %s_STATE: %w", o.Name, err)
 	}

@@ -19,7 +19,7 @@ import (
 // logResult instead, which has the error's cause. With an inbox, 202 means
 // stored and 200 a duplicate. A stored delivery's line is at debug level
 // when this process runs the delivery: its run logs the delivery's line at
-// info (attemptLine), and each line is ~2.5% of serve --inbox's CPU. The
+// info (attemptLine), and one line a delivery is cheaper than two. The
 // ingest alone (IngestOnly) runs nothing and logs it at info.
 // With anyPath it takes every request as the middleware's AnyPath does.
 func (r *Receiver) logRequests(maxInFlight int, anyPath bool) http.Handler {

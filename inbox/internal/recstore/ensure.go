@@ -8,7 +8,8 @@ import (
 )
 
 // CreateOrUpdateStream creates the stream of cfg, or updates the stream of
-// that name to cfg, as jetstream's CreateOrUpdateStream does, but sends no
+// that name to cfg (keep: opens it as it is, whatever cfg says, for a
+// process that queries an inbox others run with their own settings), as jetstream's CreateOrUpdateStream does, but sends no
 // update to a stream that has cfg already where the server can tell: it asks
 // for a create first, which the server answers with the stream when the
 // configurations are the same, and updates the stream when the create is
@@ -20,8 +21,8 @@ import (
 // the same configuration, races in nats-server (v2.15.2:
 // fileStore.UpdateConfig writes the configuration that a consumer being
 // created on the stream reads unlocked in fileStore.ConsumerStore).
-func CreateOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	if keeping(ctx) {
+func CreateOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, keep bool) (jetstream.Stream, error) {
+	if keep {
 		if st, err := js.Stream(ctx, cfg.Name); err == nil {
 			return st, nil
 		}
@@ -36,11 +37,11 @@ func CreateOrUpdateStream(ctx context.Context, js jetstream.JetStream, cfg jetst
 	return js.UpdateStream(ctx, cfg)
 }
 
-// CreateOrUpdateKeyValue creates the bucket of cfg, or updates it to cfg,
-// as jetstream's CreateOrUpdateKeyValue does, with no update sent to a
+// CreateOrUpdateKeyValue creates the bucket of cfg, or updates it to cfg
+// (keep: opens it as it is), as jetstream's CreateOrUpdateKeyValue does, with no update sent to a
 // bucket that has cfg already (see CreateOrUpdateStream).
-func CreateOrUpdateKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	if keeping(ctx) {
+func CreateOrUpdateKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, keep bool) (jetstream.KeyValue, error) {
+	if keep {
 		if kv, err := js.KeyValue(ctx, cfg.Bucket); err == nil {
 			return kv, nil
 		}
@@ -56,16 +57,3 @@ func CreateOrUpdateKeyValue(ctx context.Context, js jetstream.JetStream, cfg jet
 	}
 	return js.UpdateKeyValue(ctx, cfg)
 }
-
-// keepKey marks a context whose opens keep what exists (KeepSettings).
-type keepKey struct{}
-
-// KeepSettings returns a context under which CreateOrUpdateStream and
-// CreateOrUpdateKeyValue open a stream or bucket that exists as it is,
-// whatever cfg says, and create only what is missing: for a process that
-// queries an inbox that others run with their own settings.
-func KeepSettings(ctx context.Context) context.Context {
-	return context.WithValue(ctx, keepKey{}, true)
-}
-
-func keeping(ctx context.Context) bool { return ctx.Value(keepKey{}) != nil }

@@ -83,10 +83,10 @@ func TestCreateOrUpdateSendsNoUpdateUnchanged(t *testing.T) {
 	kcfg := jetstream.KeyValueConfig{Bucket: "B", Description: "one", Storage: jetstream.FileStorage, TTL: time.Hour}
 	open := func() {
 		t.Helper()
-		if _, err := CreateOrUpdateStream(ctx, js, scfg); err != nil {
+		if _, err := CreateOrUpdateStream(ctx, js, scfg, false); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := CreateOrUpdateKeyValue(ctx, js, kcfg); err != nil {
+		if _, err := CreateOrUpdateKeyValue(ctx, js, kcfg, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,7 +142,7 @@ func TestCreateOrUpdateStreamReservedBytes(t *testing.T) {
 	cfg := jetstream.StreamConfig{Name: "R", Subjects: []string{"r.>"}, Storage: jetstream.FileStorage, MaxBytes: 48 << 20}
 	for _, desc := range []string{"one", "one", "two"} {
 		cfg.Description = desc
-		st, err := CreateOrUpdateStream(ctx, js, cfg)
+		st, err := CreateOrUpdateStream(ctx, js, cfg, false)
 		if err != nil {
 			t.Fatalf("opening with description %q: %v", desc, err)
 		}

@@ -64,7 +64,7 @@ func startStore(t testing.TB, dir string) *testStore {
 	if s.js, err = jetstream.New(s.nc, jetstream.WithPublishAsyncTimeout(AsyncAckWait)); err != nil {
 		t.Fatal(err)
 	}
-	if s.r, err = OpenIndexed(context.Background(), s.js, testConfig(), s.file(), quietLog()); err != nil {
+	if s.r, err = OpenIndexed(context.Background(), s.js, testConfig(), s.file(), false, quietLog()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.close)

@@ -94,8 +94,8 @@ const (
 // OpenIndexed creates (or updates) the stream of cfg, whose single
 // subject the records are written on, and loads its index from file and the
 // stream.
-func OpenIndexed(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, file string, log *slog.Logger) (*Indexed, error) {
-	st, err := CreateOrUpdateStream(ctx, js, cfg)
+func OpenIndexed(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, file string, keep bool, log *slog.Logger) (*Indexed, error) {
+	st, err := CreateOrUpdateStream(ctx, js, cfg, keep)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: creating stream %s: %w", cfg.Name, err)
 	}

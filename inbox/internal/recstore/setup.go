@@ -38,7 +38,10 @@ type SetupOptions struct {
 	// StatusTTL and SeenTTL are how long a status and a dedupe record are
 	// kept.
 	StatusTTL, SeenTTL time.Duration
-	Logger             *slog.Logger
+	// KeepSettings opens the stores that exist as they are
+	// (CreateOrUpdateStream's keep).
+	KeepSettings bool
+	Logger       *slog.Logger
 }
 
 // Setup creates, or opens, an inbox's stores of statuses and of dedupe
@@ -58,7 +61,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, o SetupOptions) (status,
 		kv, err := CreateOrUpdateKeyValue(ctx, js, jetstream.KeyValueConfig{
 			Bucket: s.bucket, Description: s.desc, TTL: s.ttl,
 			Storage: jetstream.FileStorage, Replicas: o.Replicas,
-		})
+		}, o.KeepSettings)
 		if err != nil {
 			return status, seen, fmt.Errorf("inbox: creating bucket %s: %w", s.bucket, err)
 		}
@@ -100,7 +103,7 @@ func setupIndexed(ctx context.Context, js jetstream.JetStream, o SetupOptions, s
 				// use blocks of 4 MiB, not 8: a lookup of an old record
 				// loads its block into memory for a few seconds.
 				MaxMsgsPerSubject: math.MaxInt64,
-			}, filepath.Join(o.Dir, s.bucket+".index"), o.Logger)
+			}, filepath.Join(o.Dir, s.bucket+".index"), o.KeepSettings, o.Logger)
 		})
 	}
 	wg.Wait()

@@ -170,7 +170,7 @@ func newHarness(t *testing.T, handle func(webhooks.Delivery) error, edit func(*C
 	if h.inbox, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: testName + "_INBOX", Subjects: []string{testName + ".in.>"}, AllowDirect: true}); err != nil {
 		t.Fatal(err)
 	}
-	keys, parked, err := Setup(ctx, js, testName, 1, time.Hour, false)
+	keys, parked, err := Setup(ctx, js, testName, 1, time.Hour, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,12 +40,10 @@ const overflowIdle = 10 * time.Minute
 // or running, not ended) per worker: past the running ones, a few queued
 // for each busy worker, so that it finds the next one as it finishes and
 // writes its attempt with the handled status of the one before (work, in
-// worker.go), and fetched in larger batches. In bench/cmd/load's
-// serve-inbox row (20,000 deliveries, 4 workers, one core), per worker 1,
-// 2 and 4 places left 36,585, 25,047 and 21,403 status records; 4 against
-// 2 cost 0.87× the CPU a delivery. Deliveries held wait while the others
-// run (their leases renewed), and for their lease after a crash: the more
-// places, the more wait.
+// worker.go), and fetched in larger batches (bench/README.md, "Third
+// round"). Deliveries held wait while the others run (their leases
+// renewed), and for their lease after a crash: the more places, the more
+// wait.
 const placesPerWorker = 4
 
 // source is a consumer the runner fetches from: the workers' consumer or a
@@ -60,7 +58,8 @@ type source struct {
 	cancel  context.CancelFunc
 }
 
-// newSource returns a source of cons with Workers places.
+// newSource returns a source of cons with placesPerWorker places per
+// worker.
 func (r *Runner) newSource(cons jetstream.Consumer, tenant bool, created time.Time) *source {
 	ctx, cancel := context.WithCancel(r.take.ctx)
 	return &source{cons: cons, name: cons.CachedInfo().Name, held: make(chan struct{}, placesPerWorker*r.cfg.Workers),

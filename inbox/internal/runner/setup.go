@@ -17,16 +17,17 @@ const parkedDuplicates = 2 * time.Minute
 // Setup creates, or updates, what the runners of the inbox named name keep
 // beside the inbox stream: the bucket of the order keys' records
 // (name_KEYS) and the stream of the parked deliveries (name_PARKED), with
-// replicas, the parked ones kept up to maxAge. cluster makes the bucket's
+// replicas, the parked ones kept up to maxAge (keep: those that exist are
+// opened as they are, recstore.CreateOrUpdateStream). cluster makes the bucket's
 // reads go to its leader (recstore.LeaderReads): a runner must see at once what
 // another wrote.
-func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas int, maxAge time.Duration, cluster bool) (keys jetstream.KeyValue, parked jetstream.Stream, err error) {
+func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas int, maxAge time.Duration, cluster, keep bool) (keys jetstream.KeyValue, parked jetstream.Stream, err error) {
 	keys, err = recstore.CreateOrUpdateKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      name + "_KEYS",
 		Description: "forgehooks: the order keys with a delivery running or waiting",
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	})
+	}, keep)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inbox: creating bucket %s_KEYS: %w", name, err)
 	}
@@ -44,7 +45,7 @@ func Setup(ctx context.Context, js jetstream.JetStream, name string, replicas in
 		Duplicates:  parkedDuplicates,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-	})
+	}, keep)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inbox: creating stream %s_PARKED: %w", name, err)
 	}

@@ -45,8 +45,8 @@ const orderPullBatch = 64
 // (fair.go) while it has room: it waits for a free place (one per delivery
 // held, queued or running, placesPerWorker per worker and source), takes
 // every place free, and asks the server for as many deliveries (a pull
-// request, answered as they come, for up to fetchWait). Once Close was called, those that still come
-// are handed back. It ends, for a tenant's source, when its consumer is
+// request, answered as they come, for up to fetchWait). Once Close was
+// called, those that still come are handed back. It ends, for a tenant's source, when its consumer is
 // gone (deleted as idle).
 //
 // A pull request per round, not the client's continuous iterator: the
