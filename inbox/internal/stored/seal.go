@@ -25,6 +25,13 @@ const MinKeyLen = 32
 
 // sealPrefix versions the seal's encoding, so that a later scheme can be
 // told from this one.
+//
+// The MAC covers the body itself, not the SHA-256 digest that the replay
+// guard takes of it anyway: that would spare one pass over the body at
+// ingest (about 4 µs of a 7 KB delivery's ~200), but a second form is a bad
+// seal to the workers of an earlier version, which in a cluster being
+// upgraded one process at a time would bury the deliveries so sealed as
+// dead letters; and the check before a run hashes the body once either way.
 const sealPrefix = "v1="
 
 // Errors of CheckSeal. ErrUnsealed: the message carries no seal;
