@@ -128,6 +128,37 @@ func TestAttemptCancelled(t *testing.T) {
 	}
 }
 
+// TestAttemptAfterLifeEnded: under a server whose JetStream stopped itself
+// (its life ended, no Restart yet), an Attempt is Stopped at once; the
+// attempts finished before leave nothing behind in the life they were made
+// under.
+func TestAttemptAfterLifeEnded(t *testing.T) {
+	t.Parallel()
+	s, _ := start(t)
+	l := s.cur.Load()
+	for range 3 {
+		_, cancel := s.Attempt(context.Background())
+		cancel()
+	}
+	l.mu.Lock()
+	left := len(l.attempts)
+	l.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d finished attempts still registered", left)
+	}
+	running, cancelRunning := s.Attempt(context.Background())
+	defer cancelRunning()
+	l.end() // what the watcher does when JetStream stops itself
+	if !Stopped(running) {
+		t.Errorf("an attempt under way when the life ended: cause %v", context.Cause(running))
+	}
+	ctx, cancel := s.Attempt(context.Background())
+	defer cancel()
+	if !Stopped(ctx) {
+		t.Errorf("an attempt made after the life ended: cause %v", context.Cause(ctx))
+	}
+}
+
 // BenchmarkAttempt is an attempt made and finished under a running server,
 // the success path of every store request of the embedded inbox.
 func BenchmarkAttempt(b *testing.B) {
