@@ -41,11 +41,18 @@ type Server struct {
 	stopped bool                 // Shutdown was called; under op
 }
 
-// life is one server's run: ctx ends when the server or its JetStream stops.
+// life is one server's run, which ends when the server or its JetStream
+// stops. The attempts made under it are kept in a map of their own rather
+// than as children of a context (context.AfterFunc): an attempt costs a map
+// entry instead of a context, a closure and a stop function more.
 type life struct {
-	ns  *server.Server
-	ctx context.Context
-	end context.CancelCauseFunc
+	ns   *server.Server
+	done chan struct{} // closed when the life ends
+
+	mu       sync.Mutex
+	ended    bool
+	next     uint64
+	attempts map[uint64]context.CancelCauseFunc
 }
 
 // Start starts a server on opts and waits up to ready for it to take
@@ -66,23 +73,61 @@ const watchEvery = 250 * time.Millisecond
 
 // live starts the life of ns, which ends when ns or its JetStream stops.
 func live(ns *server.Server) *life {
-	ctx, end := context.WithCancelCause(context.Background())
+	l := &life{ns: ns, done: make(chan struct{}), attempts: make(map[uint64]context.CancelCauseFunc)}
 	go func() {
 		t := time.NewTicker(watchEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-l.done:
 				return
 			case <-t.C:
 			}
 			if !ns.JetStreamEnabled() {
-				end(ErrStopped)
+				l.end()
 				return
 			}
 		}
 	}()
-	return &life{ns: ns, ctx: ctx, end: end}
+	return l
+}
+
+// add registers an attempt's cancel, to be called with ErrStopped when the
+// life ends; false (and nothing registered) when it has ended.
+func (l *life) add(cancel context.CancelCauseFunc) (uint64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return 0, false
+	}
+	l.next++
+	l.attempts[l.next] = cancel
+	return l.next, true
+}
+
+// remove forgets the attempt id, finished before the life ended.
+func (l *life) remove(id uint64) {
+	l.mu.Lock()
+	delete(l.attempts, id)
+	l.mu.Unlock()
+}
+
+// end ends the life: its attempts are cancelled with ErrStopped. Only the
+// first call does anything.
+func (l *life) end() {
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return
+	}
+	l.ended = true
+	attempts := l.attempts
+	l.attempts = nil
+	close(l.done)
+	l.mu.Unlock()
+	for _, cancel := range attempts {
+		cancel(ErrStopped)
+	}
 }
 
 // start starts a server on a copy of the options.
@@ -131,9 +176,13 @@ func (s *Server) Attempt(ctx context.Context) (context.Context, context.CancelFu
 		cancel(ErrStopped)
 		return actx, func() {}
 	}
-	stop := context.AfterFunc(l.ctx, func() { cancel(ErrStopped) })
+	id, ok := l.add(cancel)
+	if !ok {
+		cancel(ErrStopped)
+		return actx, func() {}
+	}
 	return actx, func() {
-		stop()
+		l.remove(id)
 		cancel(context.Canceled)
 	}
 }
@@ -180,5 +229,5 @@ func stop(l *life) {
 	}
 	l.ns.Shutdown()
 	l.ns.WaitForShutdown()
-	l.end(ErrStopped)
+	l.end()
 }

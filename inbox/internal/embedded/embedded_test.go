@@ -13,7 +13,7 @@ import (
 
 // start starts a Server with JetStream in a directory of the test, and a
 // connection to it that reconnects, both closed at the test's end.
-func start(t *testing.T) (*Server, jetstream.JetStream) {
+func start(t testing.TB) (*Server, jetstream.JetStream) {
 	t.Helper()
 	s, err := Start(server.Options{JetStream: true, StoreDir: t.TempDir(), DontListen: true, NoSigs: true, NoLog: true}, 30*time.Second)
 	if err != nil {
@@ -125,5 +125,54 @@ func TestAttemptCancelled(t *testing.T) {
 	cancel()
 	if Stopped(ctx) {
 		t.Error("cancelled by its caller: Stopped")
+	}
+}
+
+// TestAttemptAfterLifeEnded: under a server whose JetStream stopped itself
+// (its life ended, no Restart yet), an Attempt is Stopped at once; the
+// attempts finished before leave nothing behind in the life they were made
+// under.
+func TestAttemptAfterLifeEnded(t *testing.T) {
+	t.Parallel()
+	s, _ := start(t)
+	l := s.cur.Load()
+	for range 3 {
+		_, cancel := s.Attempt(context.Background())
+		cancel()
+	}
+	l.mu.Lock()
+	left := len(l.attempts)
+	l.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d finished attempts still registered", left)
+	}
+	running, cancelRunning := s.Attempt(context.Background())
+	defer cancelRunning()
+	l.end() // what the watcher does when JetStream stops itself
+	if !Stopped(running) {
+		t.Errorf("an attempt under way when the life ended: cause %v", context.Cause(running))
+	}
+	ctx, cancel := s.Attempt(context.Background())
+	defer cancel()
+	if !Stopped(ctx) {
+		t.Errorf("an attempt made after the life ended: cause %v", context.Cause(ctx))
+	}
+}
+
+// BenchmarkAttempt is an attempt made and finished under a running server,
+// the success path of every store request of the embedded inbox.
+func BenchmarkAttempt(b *testing.B) {
+	s, _ := start(b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		actx, done := s.Attempt(ctx)
+		select {
+		case <-actx.Done(): // asked for, as a request's wait does
+			b.Fatal("the attempt ended under a running server")
+		default:
+		}
+		done()
 	}
 }

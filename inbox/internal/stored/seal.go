@@ -25,6 +25,13 @@ const MinKeyLen = 32
 
 // sealPrefix versions the seal's encoding, so that a later scheme can be
 // told from this one.
+//
+// The MAC covers the body itself, not the SHA-256 digest that the replay
+// guard takes of it anyway: that would spare one pass over the body at
+// ingest (about 4 µs of a 7 KB delivery's ~200), but a second form is a bad
+// seal to the workers of an earlier version, which in a cluster being
+// upgraded one process at a time would bury the deliveries so sealed as
+// dead letters; and the check before a run hashes the body once either way.
 const sealPrefix = "v1="
 
 // Errors of CheckSeal. ErrUnsealed: the message carries no seal;
@@ -52,7 +59,16 @@ func sealed(k string) bool {
 // a name without a value, a value's leading blanks (trimmed on the way).
 func Seal(key []byte, h nats.Header, data []byte) string {
 	mac := sealMAC(key, h, data)
-	return sealPrefix + base64.RawURLEncoding.EncodeToString(mac[:])
+	b := encodeSeal(mac)
+	return string(b[:])
+}
+
+// encodeSeal writes mac as Seal does, into an array (no allocation): 43 is
+// the length of 32 bytes in base64url without padding.
+func encodeSeal(mac [sha256.Size]byte) (b [len(sealPrefix) + 43]byte) {
+	copy(b[:], sealPrefix)
+	base64.RawURLEncoding.Encode(b[len(sealPrefix):], mac[:])
+	return b
 }
 
 // sealer is an HMAC under one key and a buffer for the headers' encoding,
@@ -146,13 +162,27 @@ func CheckSeal(key []byte, h nats.Header, data []byte) error {
 	default:
 		return errors.Join(ErrBadSeal, errors.New("more than one seal"))
 	}
-	got, err := ParseSeal(vals[0])
-	if err != nil {
+	// A seal holds when it is exactly what Seal writes: compared as text,
+	// which ParseSeal's decoding and encoding back would allow no other way.
+	want := encodeSeal(sealMAC(key, h, data))
+	if equalSeal(vals[0], &want) {
+		return nil
+	}
+	if _, err := ParseSeal(vals[0]); err != nil {
 		return errors.Join(ErrBadSeal, err)
 	}
-	want := sealMAC(key, h, data)
-	if !hmac.Equal(got, want[:]) {
-		return ErrBadSeal
+	return ErrBadSeal
+}
+
+// equalSeal reports whether s is want, in a time that depends on their
+// lengths only (a seal's is public).
+func equalSeal(s string, want *[len(sealPrefix) + 43]byte) bool {
+	if len(s) != len(want) {
+		return false
 	}
-	return nil
+	var diff byte
+	for i := range want {
+		diff |= s[i] ^ want[i]
+	}
+	return diff == 0
 }

@@ -129,7 +129,15 @@ func SubjectToken(id string) string {
 		sum := sha256.Sum256([]byte(id))
 		return "h" + hex.EncodeToString(sum[:])
 	}
-	return "i" + base64.RawURLEncoding.EncodeToString([]byte(id))
+	// One allocation, the token's: the id and its encoding are copied
+	// through arrays on the stack (the id is at most 96 bytes here).
+	var src [96]byte
+	var dst [1 + 128]byte
+	n := copy(src[:], id)
+	dst[0] = 'i'
+	m := base64.RawURLEncoding.EncodedLen(n)
+	base64.RawURLEncoding.Encode(dst[1:1+m], src[:n])
+	return string(dst[:1+m])
 }
 
 // TokenOf returns the token (SubjectToken) of the delivery stored as a
@@ -269,20 +277,20 @@ func FirstLine(s string) string {
 // is taken in and kept in its headers (HeaderRepository, HeaderSender).
 var MetaPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}}
 
-// SetMeta writes what a list shows of a delivery into h: its action,
-// repository and sender as found in its payload, clipped (a payload value
-// may be of any size), and the payload's size.
-func SetMeta(h nats.Header, action, repository, sender string, size int) {
+// SetMeta writes, with set (a header's only value), what a list shows of a
+// delivery: its action, repository and sender as found in its payload,
+// clipped (a payload value may be of any size), and the payload's size.
+func SetMeta(set func(name, value string), action, repository, sender string, size int) {
 	for _, kv := range [...][2]string{
 		{HeaderAction, action},
 		{HeaderRepository, repository},
 		{HeaderSender, sender},
 	} {
 		if kv[1] != "" {
-			h.Set(kv[0], clip.String(kv[1]))
+			set(kv[0], clip.String(kv[1]))
 		}
 	}
-	h.Set(HeaderSize, strconv.Itoa(size))
+	set(HeaderSize, strconv.Itoa(size))
 }
 
 // Record builds the Record of a stored message (of the inbox or the dead

@@ -1,6 +1,7 @@
 package stored
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -51,6 +52,25 @@ func TestTokensAndKeys(t *testing.T) {
 	}
 	if got := SubjectToken(long); !strings.HasPrefix(got, "h") || len(got) != 65 {
 		t.Errorf("SubjectToken of a long id: %q", got)
+	}
+}
+
+// TestSubjectTokenOfShortIDs: an id of up to 96 bytes is "i" and its
+// base64url, whatever its bytes and length (the tokens of stored deliveries
+// and records, which must never change).
+func TestSubjectTokenOfShortIDs(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{
+		"x", "ab", "abc", "72d4d1a0-2b3c-11f0-8a4b-0e1f5c0a9d21", "acme/\x00\xff/é",
+		strings.Repeat("y", 95), strings.Repeat("z", 96),
+	} {
+		want := "i" + base64.RawURLEncoding.EncodeToString([]byte(id))
+		if got := SubjectToken(id); got != want {
+			t.Errorf("SubjectToken(%q) = %q, want %q", id, got, want)
+		}
+	}
+	if got := SubjectToken("abc"); got != "iYWJj" {
+		t.Errorf(`SubjectToken("abc") = %q, want "iYWJj"`, got)
 	}
 }
 
