@@ -445,20 +445,12 @@ func (r *Indexed) writePending() {
 // publishAsync writes entries as one record, whose answer applies it to
 // the index (writes.go).
 func (r *Indexed) publishAsync(entries []*recordEntry) {
-	n := 0
 	waited := false
 	for _, e := range entries {
-		n += len(e.keys)
 		waited = waited || e.done != nil
 	}
-	hashes := make([]uint64, 0, n)
-	for _, e := range entries {
-		for _, k := range e.keys {
-			hashes = append(hashes, keyHash(k))
-		}
-	}
 	r.apply.RLock()
-	wr, err := r.send(recordData(entries...), hashes, entries, waited)
+	wr, err := r.send(recordData(entries...), entries, waited)
 	r.apply.RUnlock()
 	if err != nil {
 		// Not sent (the connection down): nothing was stored, but the

@@ -35,7 +35,6 @@ type writes struct {
 
 // write is a record sent and not yet answered.
 type write struct {
-	hashes  []uint64
 	entries []*recordEntry
 	sent    time.Time
 	claimed bool          // answered or given up: its outcome is being applied
@@ -80,9 +79,9 @@ func (r *Indexed) startWrites(nc *nats.Conn) error {
 // send publishes rec with the reply subject of a new write of entries;
 // the answer applies it (answered). It returns the write, or the error of
 // a publish that did not go out.
-func (r *Indexed) send(rec []byte, hashes []uint64, entries []*recordEntry, waited bool) (*write, error) {
+func (r *Indexed) send(rec []byte, entries []*recordEntry, waited bool) (*write, error) {
 	w := r.w
-	wr := &write{hashes: hashes, entries: entries, sent: time.Now()}
+	wr := &write{entries: entries, sent: time.Now()}
 	if waited {
 		wr.handled = make(chan struct{})
 	}
@@ -173,8 +172,10 @@ func (r *Indexed) finish(wr *write, seq uint64, err error) {
 		}
 		r.markRescan()
 	} else {
-		for _, h := range wr.hashes {
-			r.set(h, seq)
+		for _, e := range wr.entries {
+			for _, k := range e.keys {
+				r.set(keyHash(k), seq)
+			}
 		}
 	}
 	r.applied(wr.entries)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,4 +151,23 @@ func TestWritesGivenUpOnDisconnect(t *testing.T) {
 	if !rescan {
 		t.Error("no rescan after a write given up")
 	}
+}
+
+// BenchmarkPutWaitEach: a worker's shared status record (two entries,
+// waited for), 8 writers at once; allocations per call with -benchmem.
+func BenchmarkPutWaitEach(b *testing.B) {
+	s := startStore(b, b.TempDir())
+	value := []byte(`{"status":"handled","attempt":1,"seq":12345,"at":"2026-12-08T00:00:00Z"}`)
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			a, c := "s_"+strconv.FormatInt(i, 10), "s_"+strconv.FormatInt(i, 10)+"_next"
+			if err := s.r.PutWaitEach(context.Background(), Entry{Key: a, Value: value}, Entry{Key: c, Value: value}); err != nil {
+				b.Error(err)
+			}
+		}
+	})
 }
