@@ -26,6 +26,9 @@ type writes struct {
 	prefix string // the reply subjects' prefix: <inbox>.
 	ack    []byte // the start of the store's answer: {"stream":"<name>","seq":
 	status chan nats.Status
+	// retryWait is how long a write answered "no responders" waits to be
+	// sent again (noRespondersWait).
+	retryWait time.Duration
 
 	mu       sync.Mutex
 	next     uint64
@@ -36,6 +39,8 @@ type writes struct {
 // write is a record sent and not yet answered.
 type write struct {
 	entries []*recordEntry
+	msg     *nats.Msg
+	retries int // answers "no responders" sent again
 	sent    time.Time
 	claimed bool          // answered or given up: its outcome is being applied
 	handled chan struct{} // closed once applied, when not nil
@@ -55,7 +60,7 @@ const ackTimeoutEvery = time.Second
 // r's index.
 func (r *Indexed) startWrites(nc *nats.Conn) error {
 	w := &writes{
-		nc: nc, prefix: nc.NewInbox() + ".", inflight: make(map[uint64]*write),
+		nc: nc, prefix: nc.NewInbox() + ".", inflight: make(map[uint64]*write), retryWait: noRespondersWait,
 		ack: fmt.Appendf(nil, `{"stream":%q,"seq":`, r.stream.CachedInfo().Config.Name),
 	}
 	sub, err := nc.Subscribe(w.prefix+"*", r.answered)
@@ -92,6 +97,7 @@ func (r *Indexed) send(rec []byte, entries []*recordEntry, waited bool) (*write,
 	w.mu.Unlock()
 	var b [20]byte
 	msg := &nats.Msg{Subject: r.subject, Reply: w.prefix + string(strconv.AppendUint(b[:0], id, 10)), Data: rec}
+	wr.msg = msg
 	if err := w.nc.PublishMsg(msg); err != nil {
 		w.mu.Lock()
 		delete(w.inflight, id)
@@ -118,7 +124,53 @@ func (r *Indexed) answered(m *nats.Msg) {
 	wr.claimed = true
 	w.mu.Unlock()
 	seq, err := w.parseAck(m)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) && wr.retries < noRespondersRetries {
+		// The stream's subscription not there yet (a server starting
+		// again): sent again a moment later, as the client does.
+		w.mu.Lock()
+		wr.retries++
+		wr.claimed = false
+		wr.sent = time.Now()
+		w.mu.Unlock()
+		time.AfterFunc(w.retryWait, func() { r.resend(id, wr) })
+		return
+	}
+	r.settleWrite(id, wr, seq, err)
+}
+
+// The writes answered "no responders" are sent again noRespondersRetries
+// times, noRespondersWait apart (the client's defaults for its own).
+const (
+	noRespondersRetries = 2
+	noRespondersWait    = 250 * time.Millisecond
+)
+
+// resend sends wr, numbered id, again unless it was given up meanwhile.
+func (r *Indexed) resend(id uint64, wr *write) {
+	w := r.w
+	w.mu.Lock()
+	live := w.inflight[id] == wr && !wr.claimed
+	w.mu.Unlock()
+	if !live {
+		return
+	}
+	if err := w.nc.PublishMsg(wr.msg); err != nil {
+		w.mu.Lock()
+		if wr.claimed {
+			w.mu.Unlock()
+			return
+		}
+		wr.claimed = true
+		w.mu.Unlock()
+		r.settleWrite(id, wr, 0, err)
+	}
+}
+
+// settleWrite applies the outcome of wr, numbered id and claimed, and
+// ends it.
+func (r *Indexed) settleWrite(id uint64, wr *write, seq uint64, err error) {
 	r.finish(wr, seq, err)
+	w := r.w
 	w.mu.Lock()
 	delete(w.inflight, id)
 	w.flushed()

@@ -171,3 +171,52 @@ func BenchmarkPutWaitEach(b *testing.B) {
 		}
 	})
 }
+
+// TestWriteSentAgainAfterNoResponders: a write answered "no responders"
+// (no stream on its subject yet, as while a server starts again) is sent
+// again a moment later, and stored once the stream is there.
+func TestWriteSentAgainAfterNoResponders(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := startStore(t, t.TempDir())
+	s.r.subject = "t.rec.late"
+	// Long enough to make the stream between the first answer and the
+	// write sent again, however loaded the machine.
+	s.r.w.retryWait = 2 * time.Second
+	done := make(chan error, 1)
+	go func() { done <- s.r.PutWait(ctx, []byte("v"), "k_late") }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.r.w.mu.Lock()
+		retried := false
+		for _, wr := range s.r.w.inflight {
+			retried = retried || wr.retries > 0
+		}
+		s.r.w.mu.Unlock()
+		if retried {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the write was not answered no responders")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := s.js.CreateStream(ctx, jetstream.StreamConfig{Name: "LATE", Subjects: []string{"t.rec.late"}, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("PutWait while the stream was being made: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("PutWait did not return")
+	}
+	info, err := s.js.Stream(ctx, "LATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.CachedInfo().State.Msgs; n != 1 {
+		t.Errorf("the late stream holds %d records, want 1", n)
+	}
+}
