@@ -36,11 +36,11 @@ type Indexed struct {
 	log     *slog.Logger
 
 	// A put holds apply shared from its publish until its sequence is in
-	// the index (Put) or queued for it (PutAsync): a snapshot takes it
+	// the index (Put) or its write is under way (w): a snapshot takes it
 	// exclusively to know that every record up to a sequence is
 	// accounted for.
 	apply sync.RWMutex
-	acks  chan pendingAck
+	w     *writes
 
 	pendMu  sync.Mutex
 	pending []*recordEntry // asynchronous puts not yet written
@@ -68,16 +68,6 @@ type Indexed struct {
 // ErrClosed is the error of a write waited for that Close cut short.
 var ErrClosed = errors.New("inbox: the record store is closed")
 
-// pendingAck is an asynchronous put waiting for the store's answer, or a
-// barrier: closed once every put queued before it is applied.
-type pendingAck struct {
-	hashes  []uint64
-	entries []*recordEntry
-	ack     jetstream.PubAckFuture
-	barrier chan struct{}
-	handled chan struct{} // closed once applied, when not nil
-}
-
 // The index is written every snapshotEvery if it changed, as soon as
 // snapshotEntries keys were written since the last time, and right after
 // an Open that read loadSnapshotEntries keys or more from the stream: a
@@ -101,7 +91,7 @@ func OpenIndexed(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stre
 	}
 	r := &Indexed{
 		stream: st, js: js, subject: cfg.Subjects[0], file: file, log: log,
-		acks: make(chan pendingAck, 4096), stop: make(chan struct{}), kick: make(chan struct{}, 1), saved: time.Now(),
+		stop: make(chan struct{}), kick: make(chan struct{}, 1), saved: time.Now(),
 		unapplied: make(map[string]*recordEntry), due: make(chan struct{}, 1),
 	}
 	// The directory is locked: a temporary file beside the index is what a
@@ -114,8 +104,11 @@ func OpenIndexed(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stre
 	if err := r.load(ctx); err != nil {
 		return nil, fmt.Errorf("inbox: loading the index of stream %s: %w", cfg.Name, err)
 	}
+	if err := r.startWrites(js.Conn()); err != nil {
+		return nil, err
+	}
 	r.done.Add(3)
-	go r.applyAcks()
+	go r.watchWrites()
 	go r.maintain()
 	go r.writer()
 	return r, nil
@@ -136,7 +129,8 @@ type recordEntry struct {
 	keys  []string
 	value []byte
 	// done, for a PutWait, gets the outcome of the write once its
-	// sequence is in the index (nil) or it failed.
+	// sequence is in the index (nil) or it failed (the entries of one
+	// call share it, each sending once).
 	done chan error
 }
 
@@ -155,7 +149,7 @@ func settle(entries []*recordEntry, err error) {
 // together) starts with a tab, separates the entries' keys with tabs, and
 // gives each entry's value after the newline preceded by its length
 // (uvarint).
-func recordData(entries ...recordEntry) []byte {
+func recordData(entries ...*recordEntry) []byte {
 	n := 1
 	for _, e := range entries {
 		n += len(e.value) + binary.MaxVarintLen64 + 1
@@ -289,7 +283,7 @@ func (r *Indexed) Put(ctx context.Context, key string, value []byte) error {
 	r.writePending()
 	r.apply.RLock()
 	defer r.apply.RUnlock()
-	ack, err := r.js.Publish(ctx, r.subject, recordData(recordEntry{keys: []string{key}, value: value}))
+	ack, err := r.js.Publish(ctx, r.subject, recordData(&recordEntry{keys: []string{key}, value: value}))
 	if err != nil {
 		return err
 	}
@@ -317,8 +311,12 @@ func (r *Indexed) PutWait(ctx context.Context, value []byte, keys ...string) err
 // with the entries queued before them.
 func (r *Indexed) PutWaitEach(ctx context.Context, entries ...Entry) error {
 	es := make([]*recordEntry, len(entries))
+	backing := make([]recordEntry, len(entries))
+	keys := make([]string, len(entries))
 	for i, e := range entries {
-		es[i] = &recordEntry{keys: []string{e.Key}, value: e.Value}
+		keys[i] = e.Key
+		backing[i] = recordEntry{keys: keys[i : i+1 : i+1], value: e.Value}
+		es[i] = &backing[i]
 	}
 	return r.putWait(ctx, es...)
 }
@@ -326,20 +324,22 @@ func (r *Indexed) PutWaitEach(ctx context.Context, entries ...Entry) error {
 // putWait queues entries at once, writes what is queued and waits for the
 // answer to each.
 func (r *Indexed) putWait(ctx context.Context, entries ...*recordEntry) error {
+	// One channel for the entries of a call: each gets one answer.
+	done := make(chan error, len(entries))
 	for _, e := range entries {
 		for _, key := range e.keys {
 			if !validKey(key) {
 				return fmt.Errorf("inbox: record key %q is empty or holds a space, tab or newline", key)
 			}
 		}
-		e.done = make(chan error, 1)
+		e.done = done
 	}
 	r.queue(entries...)
 	r.writePending()
 	var errs []error
-	for _, e := range entries {
+	for range entries {
 		select {
-		case err := <-e.done:
+		case err := <-done:
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -442,70 +442,34 @@ func (r *Indexed) writePending() {
 	}
 }
 
-// publishAsync writes entries as one record and queues the answer for the
-// index.
+// publishAsync writes entries as one record, whose answer applies it to
+// the index (writes.go).
 func (r *Indexed) publishAsync(entries []*recordEntry) {
-	var hashes []uint64
-	data := make([]recordEntry, len(entries))
 	waited := false
-	for i, e := range entries {
-		data[i] = recordEntry{keys: e.keys, value: e.value}
+	for _, e := range entries {
 		waited = waited || e.done != nil
-		for _, k := range e.keys {
-			hashes = append(hashes, keyHash(k))
-		}
 	}
 	r.apply.RLock()
-	defer r.apply.RUnlock()
-	rec := recordData(data...)
-	ack, err := r.js.PublishAsync(r.subject, rec)
+	wr, err := r.send(recordData(entries...), entries, waited)
+	r.apply.RUnlock()
 	if err != nil {
-		// Too many writes waiting for their answers (or the connection
-		// gone): this one is waited for rather than lost.
-		ctx, cancel := context.WithTimeout(context.Background(), AsyncAckWait)
-		defer cancel()
-		pa, serr := r.js.Publish(ctx, r.subject, rec)
-		if serr != nil {
-			serr = errors.Join(err, serr)
-			r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", serr)
-			// Stored or not, its sequence is unknown.
-			r.markRescan()
-		} else {
-			for _, h := range hashes {
-				r.set(h, pa.Sequence)
-			}
-		}
-		r.applied(entries)
-		settle(entries, serr)
-		return
-	}
-	p := pendingAck{hashes: hashes, entries: entries, ack: ack}
-	if waited {
-		// Someone waits for this answer: it is queued whatever the wait,
-		// and waited for here, writeMu held, so that the puts waited for
-		// that come meanwhile are written together after it (one record,
-		// one sync of the disk with Fsync, for many).
-		p.handled = make(chan struct{})
-		select {
-		case r.acks <- p:
-		case <-r.stop:
-			r.markRescan()
-			r.applied(entries)
-			settle(entries, ErrClosed)
-			return
-		}
-		select {
-		case <-p.handled:
-		case <-r.stop:
-		}
-		return
-	}
-	select {
-	case r.acks <- p:
-	default:
-		// Not waited for: the record is read from the stream instead.
+		// Not sent (the connection down): nothing was stored, but the
+		// rescan costs little and assumes nothing.
+		r.log.Warn("inbox: writing deliveries' records", "records", len(entries), "error", err)
 		r.markRescan()
 		r.applied(entries)
+		settle(entries, err)
+		return
+	}
+	if waited {
+		// Someone waits for this answer: it is waited for here, writeMu
+		// held, so that the puts waited for that come meanwhile are
+		// written together after it (one record, one sync of the disk
+		// with Fsync, for many).
+		select {
+		case <-wr.handled:
+		case <-r.stop:
+		}
 	}
 }
 
@@ -554,68 +518,14 @@ func (r *Indexed) Has(_ context.Context, key string) (bool, error) {
 	return seq != 0 && seq >= r.first, nil
 }
 
-// applyAcks puts the sequences of asynchronous puts in the index as the
-// store acknowledges them, in the order they were written.
-func (r *Indexed) applyAcks() {
-	defer r.done.Done()
-	for {
-		var p pendingAck
-		select {
-		case p = <-r.acks:
-		case <-r.stop:
-			return
-		}
-		if p.barrier != nil {
-			close(p.barrier)
-			continue
-		}
-		if !r.applyOne(p) {
-			return
-		}
-	}
-}
-
-// applyOne waits for the answer to one write and applies it; false when
-// Close stopped the wait.
-func (r *Indexed) applyOne(p pendingAck) bool {
-	if p.handled != nil {
-		defer close(p.handled)
-	}
-	select {
-	case ack := <-p.ack.Ok():
-		for _, h := range p.hashes {
-			r.set(h, ack.Sequence)
-		}
-		r.applied(p.entries)
-		settle(p.entries, nil)
-	case err := <-p.ack.Err():
-		// Stored or not, its sequence is unknown: a timeout may hide a
-		// record written.
-		r.log.Warn("inbox: writing a delivery's record", "stream", r.stream.CachedInfo().Config.Name, "error", err)
-		r.markRescan()
-		r.applied(p.entries)
-		settle(p.entries, err)
-	case <-r.stop:
-		settle(p.entries, ErrClosed)
-		return false
-	}
-	return true
-}
-
-// flush waits until every put made before it is in the index.
+// Flush waits until every put made before it is in the index (or failed).
 func (r *Indexed) Flush(ctx context.Context) error {
 	r.writePending()
 	r.apply.Lock()
 	//lint:ignore SA2001 taking the lock waits for the puts holding it shared
 	r.apply.Unlock()
-	b := make(chan struct{})
 	select {
-	case r.acks <- pendingAck{barrier: b}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-b:
+	case <-r.w.sentSoFar():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

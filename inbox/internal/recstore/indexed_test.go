@@ -59,7 +59,7 @@ func TestIndexedRecords(t *testing.T) {
 
 	// A record whose sequence the index never got (an answer lost, the
 	// queue of answers full) is read from the stream by catchUp.
-	if _, err := s.js.Publish(ctx, r.subject, recordData(recordEntry{keys: []string{"i_lost"}, value: []byte("found")})); err != nil {
+	if _, err := s.js.Publish(ctx, r.subject, recordData(&recordEntry{keys: []string{"i_lost"}, value: []byte("found")})); err != nil {
 		t.Fatal(err)
 	}
 	wantNone(t, r, "i_lost")
