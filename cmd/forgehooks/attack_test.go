@@ -34,6 +34,16 @@ var (
 	attackBinErr  error
 )
 
+// TestMain removes the binary that serveBinary built: one per run of the
+// package, 45 MB each, left in the temporary directory otherwise.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if attackBin != "" {
+		os.RemoveAll(filepath.Dir(attackBin))
+	}
+	os.Exit(code)
+}
+
 // serveBinary builds forgehooks once for the attack tests.
 func serveBinary(t *testing.T) string {
 	t.Helper()
