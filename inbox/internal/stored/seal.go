@@ -49,7 +49,9 @@ func sealed(k string) bool {
 // of covered headers, then each name (sorted by bytes) with its values in
 // order, each string as a 4-byte big-endian length and its bytes, then the
 // body the same way. What NATS does not carry is left out: an empty name,
-// a name without a value, a value's leading blanks (trimmed on the way).
+// a name without a value; values are covered as NATS carries them (Carried:
+// trimmed, line breaks made spaces), so that a value it changes on the way
+// does not break the seal.
 func Seal(key []byte, h nats.Header, data []byte) string {
 	mac := sealMAC(key, h, data)
 	return sealPrefix + base64.RawURLEncoding.EncodeToString(mac[:])
@@ -89,7 +91,7 @@ func sealMAC(key []byte, h nats.Header, data []byte) [sha256.Size]byte {
 		b = appendString(b, k)
 		b = appendLen(b, len(h[k]))
 		for _, v := range h[k] {
-			b = appendString(b, strings.TrimLeft(v, " \t"))
+			b = appendString(b, Carried(v))
 		}
 	}
 	b = appendLen(b, len(data))

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/textproto"
 	"sort"
 	"strings"
 	"testing"
@@ -154,7 +155,8 @@ func referenceSeal(key []byte, h nats.Header, data []byte) string {
 		binary.BigEndian.PutUint32(n[:], uint32(len(h[k])))
 		m.Write(n[:])
 		for _, v := range h[k] {
-			str(strings.TrimLeft(v, " \t"))
+			// As NATS carries it: trimmed, line breaks made spaces.
+			str(strings.NewReplacer("\r", " ", "\n", " ").Replace(textproto.TrimString(v)))
 		}
 	}
 	str(string(data))
