@@ -228,3 +228,26 @@ func FuzzParseSeal(f *testing.F) {
 		}
 	})
 }
+
+// TestSealLen: the constant is the encoding's length of a MAC.
+func TestSealLen(t *testing.T) {
+	if sealLen != base64.RawURLEncoding.EncodedLen(sha256.Size) {
+		t.Fatalf("sealLen %d, the encoding's %d", sealLen, base64.RawURLEncoding.EncodedLen(sha256.Size))
+	}
+}
+
+// TestCheckSealAllocs: checking a seal allocates nothing past the first
+// (the kept HMAC and buffer are reused).
+func TestCheckSealAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	m := sealedMsg()
+	SetSeal(testKey, m)
+	if err := CheckSeal(testKey, m.Header, m.Data); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(50, func() { _ = CheckSeal(testKey, m.Header, m.Data) }); n != 0 {
+		t.Errorf("CheckSeal: %v allocations", n)
+	}
+}
