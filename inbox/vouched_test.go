@@ -39,6 +39,7 @@ func TestStoredActionDispatch(t *testing.T) {
 		"number":   `{"action":5}`,
 		"oldform":  `{"action":"opened","n":3}`,
 		"oldother": `{"action":"reopened"}`,
+		"current":  `{"action":"reopened","n":4}`,
 	}
 	for _, mode := range []string{"embedded", "cluster", "unsealed"} {
 		t.Run(mode, func(t *testing.T) {
@@ -74,21 +75,28 @@ func TestStoredActionDispatch(t *testing.T) {
 			}
 			ctx := context.Background()
 			for id, body := range bodies {
-				if strings.HasPrefix(id, "old") {
+				if strings.HasPrefix(id, "old") || id == "current" {
 					continue
 				}
 				if _, err := in.Enqueue(ctx, webhooks.Delivery{ID: id, Name: "issues", Payload: []byte(body)}); err != nil {
 					t.Fatalf("Enqueue %s: %v", id, err)
 				}
 			}
-			for _, id := range []string{"oldform", "oldother"} {
+			for _, id := range []string{"oldform", "oldother", "current"} {
 				// As the inbox stored it before it kept the action in
-				// a header: sealed, no Forgehooks-Action and -Size.
+				// a header: sealed, no Forgehooks-Action and -Size; and
+				// ("current") as it stored it before the action was
+				// marked exact: Action and Size, no Exact-Action.
 				m := &nats.Msg{Subject: in.inSubj + stored.StoreToken, Data: []byte(bodies[id]), Header: nats.Header{}}
 				m.Header.Set(stored.HeaderVersion, stored.Version)
 				m.Header.Set(stored.HeaderEvent, "issues")
 				m.Header.Set(stored.HeaderDelivery, id)
 				m.Header.Set(stored.HeaderReceivedAt, time.Now().UTC().Format(time.RFC3339Nano))
+				if id == "current" {
+					// A lie the flag's absence must not let through.
+					stored.SetMeta(m.Header, "opened", "o/r", "s", len(bodies[id]))
+					m.Header.Del(stored.HeaderExactAction)
+				}
 				in.seal(m)
 				if _, err := in.js.PublishMsg(ctx, m); err != nil {
 					t.Fatal(err)
@@ -108,6 +116,7 @@ func TestStoredActionDispatch(t *testing.T) {
 				"number":   {"issues:"},
 				"oldform":  {"issues:opened", "opened:opened"},
 				"oldother": {"issues:reopened", "reopened:reopened"},
+				"current":  {"issues:reopened", "reopened:reopened"},
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -11,13 +11,22 @@ import "context"
 
 type key struct{}
 
-// payload is what a context vouches for: the first byte and length of the
-// slice, so that a payload replaced on the way (by a receiver of one's own
-// between the inbox and the emitter, say) is not taken for it.
-type payload struct {
+// vouching is a context that vouches for one payload: the first byte and
+// length of its slice, so that a payload replaced on the way (by a
+// receiver of one's own between the inbox and the emitter, say) is not
+// taken for it. It is context.WithValue and its value in one allocation.
+type vouching struct {
+	context.Context
 	first  *byte
 	n      int
 	action string
+}
+
+func (c *vouching) Value(k any) any {
+	if k == (key{}) {
+		return c
+	}
+	return c.Context.Value(k)
 }
 
 // With returns a context that vouches that data is exactly one JSON object
@@ -28,7 +37,7 @@ func With(ctx context.Context, data []byte, action string) context.Context {
 	if len(data) == 0 {
 		return ctx
 	}
-	return context.WithValue(ctx, key{}, &payload{first: &data[0], n: len(data), action: action})
+	return &vouching{Context: ctx, first: &data[0], n: len(data), action: action}
 }
 
 // Action returns the action that ctx vouches for when data is the very
@@ -38,9 +47,9 @@ func Action(ctx context.Context, data []byte) (action string, ok bool) {
 	if len(data) == 0 {
 		return "", false
 	}
-	p, _ := ctx.Value(key{}).(*payload)
-	if p == nil || p.first != &data[0] || p.n != len(data) {
+	v, _ := ctx.Value(key{}).(*vouching)
+	if v == nil || v.first != &data[0] || v.n != len(data) {
 		return "", false
 	}
-	return p.action, true
+	return v.action, true
 }
