@@ -265,10 +265,8 @@ var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
 // back holds its values so; the seal covers them so.
 func Carried(v string) string {
 	v = textproto.TrimString(v)
-	for i := 0; i < len(v); i++ {
-		if v[i] == '\r' || v[i] == '\n' {
-			return lineBreaks.Replace(v)
-		}
+	if strings.IndexByte(v, '\n') >= 0 || strings.IndexByte(v, '\r') >= 0 {
+		return lineBreaks.Replace(v)
 	}
 	return v
 }
