@@ -33,8 +33,8 @@ type Event struct {
 	scan    jsonscan.Result
 	// owned says that Payload came in through ReceiveOwned.
 	owned bool
-	// (An action known without the scan is kept in memo instead: an Event over 128 bytes
-	// would cost each handler's goroutine an allocation more.)
+	// (An action known without the scan is kept in memo instead: an Event
+	// over 128 bytes would cost each handler's goroutine an allocation more.)
 }
 
 // Handler handles an event. A returned error (or a panic) is collected by Receive
