@@ -9,6 +9,7 @@ import (
 
 	"forgehooks.dev/forgehooks/internal/clip"
 	"forgehooks.dev/forgehooks/internal/jsonscan"
+	"forgehooks.dev/forgehooks/internal/vouched"
 )
 
 // Receive dispatches e to the handlers registered for "name.action" (when the
@@ -68,14 +69,21 @@ func (em *Emitter) receive(ctx context.Context, e Event, owned bool) error {
 		}
 	}
 	var (
-		decodedValue  any
-		decodedAction string
-		decoded       bool
+		decodedValue any
+		action       string // the action, when known without a scan
+		decoded      bool
+		known        bool
 	)
 	if pre != nil {
-		decodedValue, decodedAction, decoded = predecode(pre, e.Payload, owned)
+		decodedValue, action, decoded = predecode(pre, e.Payload, owned)
+		known = decoded
 	}
-	if decoded {
+	if !known {
+		// The inbox vouches for a stored delivery that its intake
+		// validated and its seal proves unchanged: no second scan.
+		action, known = vouched.Action(ctx, e.Payload)
+	}
+	if known {
 		e.scanned = e.Payload
 	} else {
 		res, err := jsonscan.Scan(e.Payload)
@@ -97,8 +105,8 @@ func (em *Emitter) receive(ctx context.Context, e Event, owned bool) error {
 	if len(s.byName) > 0 {
 		var buf [64]byte // "name.action" without allocating, for most names
 		key := append(append(buf[:0], e.Name...), '.')
-		if decoded {
-			key = append(key, decodedAction...)
+		if known {
+			key = append(key, action...)
 		} else if e.scan.Found() {
 			key = append(key, e.scan.Bytes(e.Payload)...)
 		}
@@ -116,7 +124,9 @@ func (em *Emitter) receive(ctx context.Context, e Event, owned bool) error {
 	e.memo = &d.memo
 	if decoded {
 		d.memo.set(pre.Key, decodedValue)
-		d.memo.decoded, d.memo.action = true, decodedAction
+	}
+	if known {
+		d.memo.known, d.memo.action = true, action
 	}
 	if n <= len(d.errBuf) {
 		d.errs = d.errBuf[:n]

@@ -33,8 +33,8 @@ type Event struct {
 	scan    jsonscan.Result
 	// owned says that Payload came in through ReceiveOwned.
 	owned bool
-	// (A Decoder's action is kept in memo instead: an Event over 128 bytes
-	// would cost each handler's goroutine an allocation more.)
+	// (An action known without the scan is kept in memo instead: an Event
+	// over 128 bytes would cost each handler's goroutine an allocation more.)
 }
 
 // Handler handles an event. A returned error (or a panic) is collected by Receive
@@ -52,7 +52,7 @@ type ErrorHandler func(ctx context.Context, err *Error)
 // otherwise scans the bytes once.
 func (e Event) Action() string {
 	if len(e.Payload) > 0 && len(e.scanned) == len(e.Payload) && &e.scanned[0] == &e.Payload[0] {
-		if e.memo != nil && e.memo.decoded {
+		if e.memo != nil && e.memo.known {
 			return e.memo.action
 		}
 		return e.scan.String(e.Payload)
@@ -91,10 +91,11 @@ type memo struct {
 	first    memoEntry
 	m        map[any]*memoEntry // the other keys'
 
-	// decoded says that a Decoder validated the delivery's payload in place of
-	// Receive's scan, and found action.
-	decoded bool
-	action  string
+	// known says that the delivery's payload was validated without
+	// Receive's scan (a Decoder decoded it, or the inbox vouched for it),
+	// and its action is action.
+	known  bool
+	action string
 }
 
 type memoEntry struct {

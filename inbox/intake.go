@@ -50,7 +50,9 @@ func (i intake) Changed(h nats.Header, data []byte, seq uint64, st *stored.Statu
 }
 
 // Check refuses what is not a delivery the inbox wrote (see check).
-func (i intake) Check(h nats.Header, data []byte) error { return i.in.check(h, data) }
+func (i intake) Check(h nats.Header, data []byte) (runner.Checked, error) {
+	return i.in.check(h, data)
+}
 
 // loadStatus reads a status; nil when there is none (or it cannot be read:
 // the status is a record of what happened, the delivery itself is in the

@@ -104,11 +104,11 @@ func (f *fakeIntake) RememberStored(context.Context, uint64) error { return nil 
 
 func (f *fakeIntake) Changed(nats.Header, []byte, uint64, *stored.Status) {}
 
-func (f *fakeIntake) Check(h nats.Header, data []byte) error {
+func (f *fakeIntake) Check(h nats.Header, data []byte) (Checked, error) {
 	if f.check != nil {
-		return f.check(h, data)
+		return Checked{}, f.check(h, data)
 	}
-	return nil
+	return Checked{}, nil
 }
 
 // status returns the status of the delivery with id.

@@ -780,7 +780,8 @@ func (k *keyRunner) runLeased(l *keyLease, p *place, m *jetstream.RawStreamMsg) 
 		st = &stored.Status{}
 	}
 	st.Seq = head
-	if err := k.r.cfg.Intake.Check(h, m.Data); err != nil {
+	chk, err := k.r.cfg.Intake.Check(h, m.Data)
+	if err != nil {
 		k.r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", head, "subject", m.Subject, "reason", err)
 		st.Add(delivery.Attempt{Number: st.Last() + 1, Start: time.Now(), Err: err.Error()})
 		return k.buryHead(ctx, l, m.Data, h, token, key, st, err.Error(), p)
@@ -809,7 +810,7 @@ func (k *keyRunner) runLeased(l *keyLease, p *place, m *jetstream.RawStreamMsg) 
 	l.readAhead(rec.Tail)
 	stopWatch := p.watch(rec.Key, head)
 	renew := startRenewal(l.renew, k.r.cfg.AckWait/3)
-	err = k.r.run(ctx, m.Data, h, attempt)
+	err = k.r.run(ctx, m.Data, h, attempt, chk)
 	renew.stop()
 	stopWatch()
 	dur := time.Since(start)

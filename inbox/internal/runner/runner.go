@@ -61,8 +61,19 @@ type Intake interface {
 	Changed(h nats.Header, data []byte, seq uint64, st *stored.Status)
 	// Check says why a fetched delivery must not run at all, nil when it
 	// may: the runner makes it a dead letter at once, with the error as its
-	// reason, and runs no handler.
-	Check(h nats.Header, data []byte) error
+	// reason, and runs no handler. Of one that may run it tells what it
+	// knows of the payload (Checked).
+	Check(h nats.Header, data []byte) (Checked, error)
+}
+
+// Checked is what Intake.Check knows of a delivery that may run.
+type Checked struct {
+	// Validated says that the payload is known to be one JSON object
+	// whose top-level action (emitter.Event.Action) is Action: scanned by
+	// Check, or by the intake and sealed since. The handlers then get it
+	// without a second scan. False: the emitter scans it as it would any.
+	Validated bool
+	Action    string
 }
 
 // KeyedStatus is a status and the key it is written under

@@ -15,6 +15,7 @@ import (
 	"forgehooks.dev/forgehooks/delivery"
 	"forgehooks.dev/forgehooks/emitter"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
+	"forgehooks.dev/forgehooks/internal/vouched"
 	"forgehooks.dev/forgehooks/webhooks"
 )
 
@@ -398,6 +399,7 @@ type attemptRun struct {
 	attempt int
 	start   time.Time
 	renew   *renewal // its lease's, from its attempt's record to its settlement
+	checked Checked  // what Check knew of its payload
 }
 
 // identify reads what names m's delivery; nil when it cannot run at all
@@ -467,7 +469,8 @@ func (r *Runner) prepare(ctx context.Context, a *attemptRun) bool {
 	// when the status is worth reading.
 	a.before = stored.Int(a.h.Get(stored.HeaderBefore))
 	a.attempt = max(a.before, st.Last()) + 1
-	if err := r.cfg.Intake.Check(a.h, msg.Data()); err != nil {
+	chk, err := r.cfg.Intake.Check(a.h, msg.Data())
+	if err != nil {
 		r.cfg.Logger.Error("inbox: a delivery that cannot run; moved to the dead letters", "seq", a.seq, "subject", msg.Subject(), "reason", err)
 		st.Add(delivery.Attempt{Number: a.attempt, Start: time.Now(), Err: err.Error()})
 		r.bury(ctx, msg, a.h, a.token, a.key, st, err.Error())
@@ -478,7 +481,7 @@ func (r *Runner) prepare(ctx context.Context, a *attemptRun) bool {
 	a.start = time.Now()
 	st.Add(delivery.Attempt{Number: a.attempt, Start: a.start})
 	a.prev, st.Status = st.Status, delivery.StatusRunning
-	a.st = st
+	a.st, a.checked = st, chk
 	a.renew = startRenewal(func() { _ = msg.InProgress() }, r.renewEvery())
 	return true
 }
@@ -491,7 +494,7 @@ func (r *Runner) runAttempt(ctx context.Context, a *attemptRun) (handled bool) {
 	msg, h, st := a.m.msg, a.h, a.st
 	r.setRunning(a.key, true)
 	r.changedRunning(h, msg.Data(), a.seq, st)
-	err := r.run(ctx, msg.Data(), h, a.attempt)
+	err := r.run(ctx, msg.Data(), h, a.attempt, a.checked)
 	dur := time.Since(a.start)
 	r.left(a.m)
 	at := delivery.Attempt{Number: a.attempt, Start: a.start, Duration: dur}
@@ -564,10 +567,14 @@ func (r *Runner) putStatus(ctx context.Context, key string, st *stored.Status) e
 // whatever retries its schedule has left.
 func final(err error) bool { return webhooks.IsPermanent(err) }
 
-// run calls Handle with the delivery. A panic that escapes Handle is the
+// run calls Handle with the delivery, and with chk's word on its payload
+// in ctx (vouched) for the emitter. A panic that escapes Handle is the
 // attempt's error. The caller renews the lease meanwhile (startRenewal).
-func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt int) (err error) {
+func (r *Runner) run(ctx context.Context, data []byte, h nats.Header, attempt int, chk Checked) (err error) {
 	d := stored.Delivery(h, data, attempt)
+	if chk.Validated {
+		ctx = vouched.With(ctx, data, chk.Action)
+	}
 	if r.cfg.HandlerTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.HandlerTimeout)

@@ -56,16 +56,17 @@ func sealed(k string) bool {
 // of covered headers, then each name (sorted by bytes) with its values in
 // order, each string as a 4-byte big-endian length and its bytes, then the
 // body the same way. What NATS does not carry is left out: an empty name,
-// a name without a value, a value's leading blanks (trimmed on the way).
+// a name without a value; values are covered as NATS carries them (Carried:
+// trimmed, line breaks made spaces), so that a value it changes on the way
+// does not break the seal.
 func Seal(key []byte, h nats.Header, data []byte) string {
 	mac := sealMAC(key, h, data)
 	b := encodeSeal(mac)
 	return string(b[:])
 }
 
-// encodeSeal writes mac as Seal does, into an array (no allocation): 43 is
-// the length of 32 bytes in base64url without padding.
-func encodeSeal(mac [sha256.Size]byte) (b [len(sealPrefix) + 43]byte) {
+// encodeSeal writes mac as Seal does, into an array (no allocation).
+func encodeSeal(mac [sha256.Size]byte) (b [len(sealPrefix) + sealLen]byte) {
 	copy(b[:], sealPrefix)
 	base64.RawURLEncoding.Encode(b[len(sealPrefix):], mac[:])
 	return b
@@ -79,6 +80,7 @@ type sealer struct {
 	key []byte
 	mac hash.Hash
 	buf []byte
+	sum []byte
 }
 
 var sealers sync.Pool
@@ -105,14 +107,16 @@ func sealMAC(key []byte, h nats.Header, data []byte) [sha256.Size]byte {
 		b = appendString(b, k)
 		b = appendLen(b, len(h[k]))
 		for _, v := range h[k] {
-			b = appendString(b, strings.TrimLeft(v, " \t"))
+			b = appendString(b, Carried(v))
 		}
 	}
 	b = appendLen(b, len(data))
 	s.mac.Write(b)
 	s.mac.Write(data)
-	var sum [sha256.Size]byte
-	s.mac.Sum(sum[:0])
+	// Summed into the sealer's own bytes: a local array handed to the
+	// interface's Sum would be allocated.
+	s.sum = s.mac.Sum(s.sum[:0])
+	sum := [sha256.Size]byte(s.sum)
 	if cap(b) <= 64<<10 {
 		s.buf = b
 		sealers.Put(s)
@@ -127,20 +131,37 @@ func appendString(b []byte, s string) []byte { return append(appendLen(b, len(s)
 // ParseSeal decodes a seal as Seal writes it into its MAC; an error when s
 // is not one (no "v1=" prefix, not base64url, not 32 bytes).
 func ParseSeal(s string) ([]byte, error) {
+	mac, err := parseSeal(s)
+	if err != nil {
+		return nil, err
+	}
+	return mac[:], nil
+}
+
+// parseSeal is ParseSeal into an array.
+func parseSeal(s string) (mac [sha256.Size]byte, err error) {
 	rest, ok := strings.CutPrefix(s, sealPrefix)
 	if !ok {
-		return nil, errors.New("no " + sealPrefix + " prefix")
+		return mac, errors.New("no " + sealPrefix + " prefix")
 	}
-	if len(rest) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
-		return nil, errors.New("not a SHA-256 MAC's length")
+	var src [sealLen]byte
+	if len(rest) != len(src) {
+		return mac, errors.New("not a SHA-256 MAC's length")
 	}
-	mac, err := base64.RawURLEncoding.Strict().DecodeString(rest)
-	// The decoder skips line breaks: only the one encoding is a seal.
-	if err != nil || base64.RawURLEncoding.EncodeToString(mac) != rest {
-		return nil, errors.New("not base64url")
+	copy(src[:], rest)
+	// The decoder skips line breaks, which leaves fewer than 32 bytes from
+	// 43 characters, and Strict refuses stray bits in the last one: only
+	// the one encoding is a seal.
+	n, err := base64.RawURLEncoding.Strict().Decode(mac[:], src[:])
+	if err != nil || n != len(mac) {
+		return mac, errors.New("not base64url")
 	}
 	return mac, nil
 }
+
+// sealLen is the length of a seal's base64url MAC, unpadded: six bits a
+// character (base64.RawURLEncoding.EncodedLen, as a constant).
+const sealLen = (sha256.Size*8 + 5) / 6
 
 // SetSeal seals the message with key: its HeaderSeal is set to Seal's
 // value over its headers and body as they are now. Every header must be
@@ -176,7 +197,7 @@ func CheckSeal(key []byte, h nats.Header, data []byte) error {
 
 // equalSeal reports whether s is want, in a time that depends on their
 // lengths only (a seal's is public).
-func equalSeal(s string, want *[len(sealPrefix) + 43]byte) bool {
+func equalSeal(s string, want *[len(sealPrefix) + sealLen]byte) bool {
 	if len(s) != len(want) {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/textproto"
 	"sort"
 	"strings"
 	"testing"
@@ -154,7 +155,8 @@ func referenceSeal(key []byte, h nats.Header, data []byte) string {
 		binary.BigEndian.PutUint32(n[:], uint32(len(h[k])))
 		m.Write(n[:])
 		for _, v := range h[k] {
-			str(strings.TrimLeft(v, " \t"))
+			// As NATS carries it: trimmed, line breaks made spaces.
+			str(strings.NewReplacer("\r", " ", "\n", " ").Replace(textproto.TrimString(v)))
 		}
 	}
 	str(string(data))
@@ -243,4 +245,27 @@ func FuzzParseSeal(f *testing.F) {
 			t.Fatalf("CheckSeal of a parsed seal: %v", err)
 		}
 	})
+}
+
+// TestSealLen: the constant is the encoding's length of a MAC.
+func TestSealLen(t *testing.T) {
+	if sealLen != base64.RawURLEncoding.EncodedLen(sha256.Size) {
+		t.Fatalf("sealLen %d, the encoding's %d", sealLen, base64.RawURLEncoding.EncodedLen(sha256.Size))
+	}
+}
+
+// TestCheckSealAllocs: checking a seal allocates nothing past the first
+// (the kept HMAC and buffer are reused).
+func TestCheckSealAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	m := sealedMsg()
+	SetSeal(testKey, m)
+	if err := CheckSeal(testKey, m.Header, m.Data); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(50, func() { _ = CheckSeal(testKey, m.Header, m.Data) }); n != 0 {
+		t.Errorf("CheckSeal: %v allocations", n)
+	}
 }

@@ -12,9 +12,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -41,6 +43,10 @@ const (
 	HeaderRepository = "Forgehooks-Repository"
 	HeaderSender     = "Forgehooks-Sender"
 	HeaderSize       = "Forgehooks-Size"
+	// HeaderExactAction ("1") says that the intake validated the payload
+	// and HeaderAction holds its top-level action exactly, or that it has
+	// none when HeaderAction is absent (IngestAction).
+	HeaderExactAction = "Forgehooks-Exact-Action"
 	// HeaderBefore, on a delivery stored again by Retry or Replay, counts the
 	// attempts made before, so that attempt numbers go on.
 	HeaderBefore = "Forgehooks-Attempts-Before"
@@ -237,12 +243,46 @@ func NotADelivery(h nats.Header, data []byte) string {
 	case h.Get(HeaderEvent) == "":
 		return "no " + HeaderEvent + " header"
 	}
-	if h.Get(HeaderSize) != strconv.Itoa(len(data)) {
+	if !sizeIs(h, len(data)) {
 		if _, err := jsonscan.Scan(data); err != nil {
 			return "the payload is not a JSON object: " + err.Error()
 		}
 	}
 	return ""
+}
+
+// IngestAction returns the payload's top-level action (emitter.Event.Action)
+// as the inbox's intake found it when it validated the payload, with ok
+// when the stored message says so exactly: HeaderExactAction, and data the
+// body the intake stored (HeaderSize). The caller has checked the seal,
+// which proves both unchanged since. Otherwise (stored before, or an
+// action no header carries as it is) ok is false and the caller scans data.
+func IngestAction(h nats.Header, data []byte) (action string, ok bool) {
+	if h.Get(HeaderExactAction) != "1" || !sizeIs(h, len(data)) {
+		return "", false
+	}
+	return h.Get(HeaderAction), true
+}
+
+// lineBreaks replaces line breaks byte by byte, as NATS does (whatever the
+// value's encoding).
+var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
+
+// Carried is a header value as NATS carries it: blanks and line breaks at
+// either end trimmed, line breaks within replaced by spaces. A message read
+// back holds its values so; the seal covers them so.
+func Carried(v string) string {
+	v = textproto.TrimString(v)
+	if strings.IndexByte(v, '\n') >= 0 || strings.IndexByte(v, '\r') >= 0 {
+		return lineBreaks.Replace(v)
+	}
+	return v
+}
+
+// sizeIs reports whether h's HeaderSize is n as SetMeta writes it.
+func sizeIs(h nats.Header, n int) bool {
+	var buf [20]byte
+	return h.Get(HeaderSize) == string(strconv.AppendInt(buf[:0], int64(n), 10))
 }
 
 // Delivery is the delivery a stored message holds, as its handlers see it
@@ -279,8 +319,14 @@ var MetaPaths = []jsonscan.Path{{"repository", "full_name"}, {"sender", "login"}
 
 // SetMeta writes, with set (a header's only value), what a list shows of a
 // delivery: its action, repository and sender as found in its payload,
-// clipped (a payload value may be of any size), and the payload's size.
+// clipped (a payload value may be of any size), and the payload's size;
+// with HeaderExactAction when the action header holds the action as it is
+// (none: no action), so that the workers dispatch it without scanning the
+// payload again. The caller has validated the payload.
 func SetMeta(set func(name, value string), action, repository, sender string, size int) {
+	if len(action) <= clip.Max && utf8.ValidString(action) && Carried(action) == action {
+		set(HeaderExactAction, "1")
+	}
 	for _, kv := range [...][2]string{
 		{HeaderAction, action},
 		{HeaderRepository, repository},

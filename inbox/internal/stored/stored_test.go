@@ -183,3 +183,64 @@ func TestInternalHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestAction: the intake's action is taken from a stored message
+// only when SetMeta marked it exact and the body is the one it measured;
+// a message stored before the mark (or without a size) is scanned.
+func TestIngestAction(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"action":"opened"}`)
+	meta := func(action string, size int) nats.Header {
+		h := nats.Header{}
+		SetMeta(h.Set, action, "o/r", "s", size)
+		return h
+	}
+	old := meta("opened", len(body))
+	old.Del(HeaderExactAction)
+	tests := []struct {
+		name   string
+		h      nats.Header
+		action string
+		ok     bool
+	}{
+		{"exact", meta("opened", len(body)), "opened", true},
+		{"no action", meta("", len(body)), "", true},
+		{"escapes decoded", meta("é\t\"x", len(body)), "é\t\"x", true},
+		{"another size", meta("opened", len(body)+1), "", false},
+		{"stored before the mark", old, "", false},
+		{"no headers", nats.Header{}, "", false},
+		{"clipped", meta(strings.Repeat("a", 300), len(body)), "", false},
+		{"a blank at the end", meta("opened ", len(body)), "", false},
+		{"a blank at the start", meta(" opened", len(body)), "", false},
+		{"a line break", meta("open\ned", len(body)), "", false},
+		{"invalid UTF-8", meta("op\xffened", len(body)), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			action, ok := IngestAction(tt.h, body)
+			if action != tt.action || ok != tt.ok {
+				t.Errorf("IngestAction = %q, %v; want %q, %v", action, ok, tt.action, tt.ok)
+			}
+		})
+	}
+}
+
+// TestCarried: a header value as NATS carries it, byte for byte (invalid
+// UTF-8 kept).
+func TestCarried(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"opened":          "opened",
+		"":                "",
+		" \t opened \r\n": "opened",
+		"a\r\nb":          "a  b",
+		"\na\nb\n":        "a b",
+		"x\xff\ny":        "x\xff y",
+		"é":               "é",
+	} {
+		if got := Carried(in); got != want {
+			t.Errorf("Carried(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package stored
+
+const raceEnabled = false
