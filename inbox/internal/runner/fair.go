@@ -152,6 +152,13 @@ func (q *fairQueue) done(tenant string) {
 	}
 }
 
+// waiting reports whether deliveries are queued for a worker.
+func (q *fairQueue) waiting() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.turn) > 0
+}
+
 // full reports whether the bodies queued reach fairWindowBytes.
 func (q *fairQueue) full() bool {
 	q.mu.Lock()

@@ -33,6 +33,10 @@ const fetchWait = 10 * time.Second
 // went with a node.
 const fetchHeartbeat = 2 * time.Second
 
+// fetchGather is how long a source waits for more free places before a
+// pull request while the workers have deliveries queued (gather).
+const fetchGather = 2 * time.Millisecond
+
 // clusterPullBytes bounds what one pull request of the workers may bring in
 // a cluster, counting each delivery as the server's largest message: half
 // of nats-server's default max_pending, past which it cuts a client as a
@@ -76,6 +80,9 @@ func (r *Runner) dispatch(src *source) {
 				break free
 			}
 		}
+		if places < cap(src.held)/2 && r.queue.waiting() {
+			places = r.gather(src, places)
+		}
 		if r.queue.full() {
 			// Bodies enough queued: wait for one to start (the signal goes
 			// to one source of several: the others look again soon).
@@ -101,6 +108,29 @@ func (r *Runner) dispatch(src *source) {
 			return
 		}
 	}
+}
+
+// gather waits up to fetchGather for more of src's places to free, while
+// the workers have deliveries queued (nothing waits on this fetch then),
+// up to half of them: under load a place frees at a time, and a pull
+// request for each costs the server and the client more than the deliveries
+// it brings. It returns the places held.
+func (r *Runner) gather(src *source, places int) int {
+	t := time.NewTimer(fetchGather)
+	defer t.Stop()
+	for places < cap(src.held)/2 {
+		select {
+		case src.held <- struct{}{}:
+			places++
+		case <-t.C:
+			return places
+		case <-r.closing:
+			return places
+		case <-src.ctx.Done():
+			return places
+		}
+	}
+	return places
 }
 
 // fetch asks src for up to n deliveries and queues each, holding a place,
