@@ -137,6 +137,7 @@ type tenant struct {
 	own      bool     // its deliveries go to its own subject
 	checked  time.Time
 	ensured  time.Time
+	ensuring bool // a call is creating its consumer
 	subject  string
 	consumer jetstream.ConsumerConfig
 }
@@ -191,6 +192,17 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 	}
 	check := now.Sub(t.checked) > drainedEvery
 	ensure := now.Sub(t.ensured) > ensureEvery
+	if ensure && t.ensuring {
+		// One call creates it; the others name the tenant's subject
+		// only if the consumer was made before.
+		ensure = false
+		if t.ensured.IsZero() {
+			r.storingShared(t)
+			r.mu.Unlock()
+			return shared
+		}
+	}
+	t.ensuring = t.ensuring || ensure
 	if check {
 		t.checked = now
 	}
@@ -212,14 +224,14 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 		c, cancel := bounded()
 		err := Ensure(c, s, cfg)
 		cancel()
+		r.mu.Lock()
+		t.ensuring = false
 		if err != nil {
-			r.logger().Warn("inbox: creating a tenant's overflow consumer; its delivery goes on the shared subject", "consumer", cfg.Durable, "error", err)
-			r.mu.Lock()
 			r.storingShared(t)
 			r.mu.Unlock()
+			r.logger().Warn("inbox: creating a tenant's overflow consumer; its delivery goes on the shared subject", "consumer", cfg.Durable, "error", err)
 			return shared
 		}
-		r.mu.Lock()
 		t.ensured = now
 		r.mu.Unlock()
 	}

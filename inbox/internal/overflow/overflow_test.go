@@ -2,6 +2,8 @@ package overflow
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,6 +148,49 @@ func TestRouterCountsPublishesInFlight(t *testing.T) {
 	defer r2.mu.Unlock()
 	if len(r2.tenants) != 0 {
 		t.Errorf("the Router keeps %d tenants with nothing stored", len(r2.tenants))
+	}
+}
+
+// TestRouterCreatesOnce: concurrent intakes that find a tenant's consumer
+// due to be made send one request between them; those that come while it
+// is on its way name the shared subject (the consumer may not exist yet),
+// and every call after it the tenant's own.
+func TestRouterCreatesOnce(t *testing.T) {
+	t.Parallel()
+	js, s, _ := newStream(t)
+	ctx := context.Background()
+	var creates atomic.Int64
+	sub, err := js.Conn().Subscribe("$JS.API.CONSUMER.CREATE.>", func(*nats.Msg) { creates.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := &Router{Name: testName, Workers: testName + "_WORKERS", AckWait: 10 * time.Second}
+	shared := testName + ".in." + stored.StoreToken
+	own := Subject(testName, stored.TenantDigest("flood"))
+	for range Threshold {
+		r.Subject(ctx, s, "flood") // in flight on the shared subject
+	}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			if got := r.Subject(ctx, s, "flood"); got != own && got != shared {
+				t.Errorf("a concurrent call named %s", got)
+			}
+		})
+	}
+	wg.Wait()
+	if got := r.Subject(ctx, s, "flood"); got != own {
+		t.Errorf("after the consumer was made: %s, want the tenant's own %s", got, own)
+	}
+	if err := js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := creates.Load(); n != 1 {
+		t.Errorf("%d requests to create the tenant's consumer, want 1", n)
 	}
 }
 
