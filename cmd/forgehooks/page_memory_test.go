@@ -52,7 +52,7 @@ func TestServePageMemory(t *testing.T) {
 	var handled sync.WaitGroup
 	handled.Add(n)
 	wh.OnAny(func(context.Context, emitter.Event) error { handled.Done(); return nil })
-	in, err := inbox.Open(context.Background(), inbox.Options{Dir: dir, Receiver: wh, Workers: 2, Logger: slog.New(slog.DiscardHandler)})
+	in, err := inbox.Open(context.Background(), inbox.Options{Dir: dir, Receiver: wh, Workers: 2, MaxStoreBytes: 4 << 30, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestServePageMemory(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--inbox", dir, "--ui", "127.0.0.1:0")
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--inbox", dir, "--max-store-bytes", "4GiB", "--ui", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), secretEnv+"="+secret, "GOMAXPROCS=2")
 	p, err := attack.Start(cmd, regexp.MustCompile(`inspector page" url=http://([^/"]+)/`))
 	if err != nil {
