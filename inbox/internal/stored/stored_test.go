@@ -244,3 +244,30 @@ func TestCarried(t *testing.T) {
 		}
 	}
 }
+
+// FuzzIngestAction: whatever the action the intake found, a message whose
+// headers went through NATS (each value as Carried makes it) yields either
+// that very action from IngestAction, or no answer (the worker scans).
+func FuzzIngestAction(f *testing.F) {
+	for _, s := range []string{"opened", "", " opened", "opened ", "a\nb", "\r\n", strings.Repeat("x", 300), "\xff", "ünï"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, action string) {
+		const size = 42
+		h := nats.Header{}
+		SetMeta(h.Set, action, "o/r", "s", size)
+		carried := nats.Header{}
+		for k, vs := range h {
+			for _, v := range vs {
+				carried.Add(k, Carried(v))
+			}
+		}
+		got, ok := IngestAction(carried, make([]byte, size))
+		if ok && got != action {
+			t.Fatalf("IngestAction gave %q for the action %q", got, action)
+		}
+		if _, ok := IngestAction(carried, make([]byte, size+1)); ok {
+			t.Fatal("IngestAction trusted a body of another size")
+		}
+	})
+}
