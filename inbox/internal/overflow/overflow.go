@@ -137,7 +137,7 @@ type tenant struct {
 	own      bool     // its deliveries go to its own subject
 	checked  time.Time
 	ensured  time.Time
-	ensuring bool // a call is creating its consumer
+	ensuring chan struct{} // closed when the call making sure of its consumer is answered
 	subject  string
 	consumer jetstream.ConsumerConfig
 }
@@ -192,17 +192,28 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 	}
 	check := now.Sub(t.checked) > drainedEvery
 	ensure := now.Sub(t.ensured) > ensureEvery
-	if ensure && t.ensuring {
-		// One call creates it; the others name the tenant's subject
-		// only if the consumer was made before.
+	if ensure && t.ensuring != nil {
+		// One call makes sure of it; the others go on, or wait for it
+		// when it was never made (its subject would have no consumer).
 		ensure = false
 		if t.ensured.IsZero() {
-			r.storingShared(t)
+			wait := t.ensuring
 			r.mu.Unlock()
-			return shared
+			select {
+			case <-wait:
+			case <-ctx.Done():
+			}
+			r.mu.Lock()
+			if t.ensured.IsZero() {
+				r.storingShared(t)
+				r.mu.Unlock()
+				return shared
+			}
 		}
 	}
-	t.ensuring = t.ensuring || ensure
+	if ensure {
+		t.ensuring = make(chan struct{})
+	}
 	if check {
 		t.checked = now
 	}
@@ -225,7 +236,8 @@ func (r *Router) Subject(ctx context.Context, s jetstream.Stream, tenantName str
 		err := Ensure(c, s, cfg)
 		cancel()
 		r.mu.Lock()
-		t.ensuring = false
+		close(t.ensuring)
+		t.ensuring = nil
 		if err != nil {
 			r.storingShared(t)
 			r.mu.Unlock()
