@@ -700,9 +700,10 @@ func (in *Inbox) message(d webhooks.Delivery, digest string, g ingest) *nats.Msg
 	}
 	msg := &nats.Msg{Data: d.Payload, Header: stored.RequestHeader(d.Header)}
 	in.order(msg, g.key, d.Tenant)
-	// The inbox's headers take their one-value slices from one array: a
-	// slice each (nats.Header.Set) was a dozen allocations a delivery.
-	vals := make([]string, 0, 12)
+	// The inbox's headers take their one-value slices from one array (room
+	// for all 13 below): a slice each (nats.Header.Set) was a dozen
+	// allocations a delivery.
+	vals := make([]string, 0, 13)
 	set := func(k, v string) {
 		vals = append(vals, v)
 		n := len(vals)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"forgehooks.dev/forgehooks/inbox/internal/embedded"
+	"forgehooks.dev/forgehooks/inbox/internal/recstore"
 	"forgehooks.dev/forgehooks/inbox/internal/stored"
 )
 
@@ -73,8 +74,15 @@ func (in *Inbox) publishRetrying(ctx context.Context, msg *nats.Msg, opts ...jet
 }
 
 // getSeen reads key of the dedupe bucket, waiting out what publishRetrying
-// waits out.
+// waits out. The embedded index answers a key it holds no record of from
+// memory (a new delivery's lookups), without an attempt: its Has is true for
+// every key Get may find, so a false one is Get's ErrKeyNotFound.
 func (in *Inbox) getSeen(ctx context.Context, key string) ([]byte, error) {
+	if ix, ok := in.seen.(*recstore.Indexed); ok {
+		if has, err := ix.Has(ctx, key); err == nil && !has {
+			return nil, jetstream.ErrKeyNotFound
+		}
+	}
 	var v []byte
 	err := in.retrying(ctx, func(ctx context.Context) (err error) {
 		v, err = in.seen.Get(ctx, key)

@@ -124,7 +124,7 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	// id: a new delivery, the common case, then costs one round trip of
 	// waiting. The embedded index answers "none" from memory: it is asked
 	// only when needed.
-	byBody := func() ([]byte, error) { return in.getSeenLocal(ctx, seenBodyKey(digest)) }
+	byBody := func() ([]byte, error) { return in.getSeen(ctx, seenBodyKey(digest)) }
 	if _, local := in.seen.(*recstore.Indexed); !local && !in.opts.AllowRepeatedBodies {
 		type found struct {
 			v   []byte
@@ -140,7 +140,7 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 			return f.v, f.err
 		}
 	}
-	v, err := in.getSeenLocal(ctx, seenIDKey(token))
+	v, err := in.getSeen(ctx, seenIDKey(token))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil:
@@ -187,19 +187,6 @@ func (in *Inbox) known(ctx context.Context, d webhooks.Delivery, token, digest s
 	}
 	in.replay(d, seenBodyID(v))
 	return webhooks.Duplicate, true, nil
-}
-
-// getSeenLocal is getSeen, answered from the embedded index's memory when
-// it holds no record of key (a new delivery's two lookups), without an
-// attempt's context and retries: the index's Has is true for every key Get
-// may find, so a false one is Get's ErrKeyNotFound.
-func (in *Inbox) getSeenLocal(ctx context.Context, key string) ([]byte, error) {
-	if ix, ok := in.seen.(*recstore.Indexed); ok {
-		if has, err := ix.Has(ctx, key); err == nil && !has {
-			return nil, jetstream.ErrKeyNotFound
-		}
-	}
-	return in.getSeen(ctx, key)
 }
 
 // replay counts and logs a possible replay: d's body was stored under the

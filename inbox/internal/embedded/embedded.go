@@ -50,9 +50,8 @@ type life struct {
 	done chan struct{} // closed when the life ends
 
 	mu       sync.Mutex
-	ended    bool
 	next     uint64
-	attempts map[uint64]context.CancelCauseFunc
+	attempts map[uint64]context.CancelCauseFunc // nil once the life ended
 }
 
 // Start starts a server on opts and waits up to ready for it to take
@@ -97,7 +96,7 @@ func live(ns *server.Server) *life {
 func (l *life) add(cancel context.CancelCauseFunc) (uint64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
+	if l.attempts == nil {
 		return 0, false
 	}
 	l.next++
@@ -116,11 +115,10 @@ func (l *life) remove(id uint64) {
 // first call does anything.
 func (l *life) end() {
 	l.mu.Lock()
-	if l.ended {
+	if l.attempts == nil {
 		l.mu.Unlock()
 		return
 	}
-	l.ended = true
 	attempts := l.attempts
 	l.attempts = nil
 	close(l.done)
